@@ -1,0 +1,145 @@
+//! The `Kernel` trait: what every rung of every stage says about itself and how it runs.
+
+use crate::plan::CudaPlan;
+use crate::workload::{Shape, Workload};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The stage crate a kernel comes from, in the order the lab teaches them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stage {
+    Baseline,
+    RestrictUnroll,
+    Fusion,
+    Tensorcore,
+    Fp16,
+    FlashAttn,
+    /// Not a rung: a library or peer implementation shown beside the ladder (cuBLAS, a CPU crate).
+    Reference,
+}
+
+impl Stage {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Baseline => "baseline",
+            Self::RestrictUnroll => "restrict-unroll",
+            Self::Fusion => "fusion",
+            Self::Tensorcore => "tensorcore",
+            Self::Fp16 => "fp16",
+            Self::FlashAttn => "flash-attn",
+            Self::Reference => "reference",
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The arithmetic a kernel uses; it decides the error bound its output is judged by.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Precision {
+    /// FP32 inputs, FP32 arithmetic.
+    Fp32,
+    /// FP32 inputs rounded to TF32 (10-bit mantissa) in the tensor cores, FP32 accumulation.
+    Tf32,
+    /// FP16 inputs (or storage), FP32 accumulation.
+    Fp16,
+}
+
+impl Precision {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fp32 => "fp32",
+            Self::Tf32 => "tf32",
+            Self::Fp16 => "fp16",
+        }
+    }
+
+    /// Largest accepted relative error ||out - ref|| / ||ref|| (Frobenius norms) against an f64
+    /// reference on the unrounded FP32 inputs. FP32 sums of K products drift by about
+    /// sqrt(K) * 2^-24 relative; TF32 and FP16 inputs carry 2^-11 rounding each.
+    pub fn tolerance(self) -> f64 {
+        match self {
+            Self::Fp32 => 1e-5,
+            Self::Tf32 => 2e-3,
+            Self::Fp16 => 1e-2,
+        }
+    }
+}
+
+impl fmt::Display for Precision {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Whether a kernel is a rung of its workload's ladder or a reference shown beside it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Rung,
+    Reference,
+}
+
+/// What a kernel says about itself. `rung` orders a workload's ladder across stage crates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct KernelInfo {
+    /// Unique, stable, kebab-case: `gemm-naive`, `gemm-tiled`, `cublas-sgemm`.
+    pub id: &'static str,
+    pub workload: Workload,
+    pub stage: Stage,
+    pub precision: Precision,
+    pub role: Role,
+    /// Position in the workload's ladder (rungs) or among references; matches the `NN_` of
+    /// the kernel's `.cu` file for rungs.
+    pub rung: u32,
+    /// One line: the idea this rung adds.
+    pub summary: &'static str,
+}
+
+/// A kernel declining a shape, with the constraint it needs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unsupported(pub String);
+
+/// A CPU port: computes the kernel's output from the workload's f32 inputs (in
+/// [`Shape::inputs`] order) into `out` (of [`Shape::output`] length), mirroring the kernel's idea.
+pub type CpuPort = fn(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]);
+
+/// One rung (or reference) of a ladder. Stage crates implement this with small unit structs;
+/// all compiling, launching, timing and validating lives in `kernel`'s devices and `harness`.
+pub trait Kernel: Send + Sync {
+    fn info(&self) -> KernelInfo;
+
+    /// Whether this kernel handles `shape`; declining names the constraint. Shapes reaching
+    /// here have passed [`Shape::validate`] and belong to this kernel's workload.
+    fn supports(&self, _shape: &Shape) -> Result<(), Unsupported> {
+        Ok(())
+    }
+
+    /// The declarative GPU description for `shape`, or `None` for CPU-only rows.
+    fn cuda(&self, _shape: &Shape) -> Option<CudaPlan> {
+        None
+    }
+
+    /// The CPU port, or `None` for GPU-only rows (such as cuBLAS).
+    fn cpu(&self) -> Option<CpuPort> {
+        None
+    }
+}
+
+impl fmt::Debug for dyn Kernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.info().id)
+    }
+}
+
+/// Ceiling division for launch geometry.
+pub const fn div_ceil(a: usize, b: usize) -> u32 {
+    a.div_ceil(b) as u32
+}

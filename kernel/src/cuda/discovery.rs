@@ -1,0 +1,353 @@
+//! Finding the CUDA pieces at run time: the driver, NVRTC with its builtins library, the CUDA
+//! headers and cuBLAS. cudarc opens libraries by bare name through the system loader (and
+//! panics when the driver is missing), so each library found by path here is preloaded by
+//! absolute path first; cudarc's later open by name then finds the loaded copy.
+//!
+//! Search order: `$CUDA_HOME`/`$CUDA_PATH`, `/usr/local/cuda`, the toolkit holding `nvcc` on
+//! `PATH`, pip-installed `nvidia/cu13` folders, the project-local `.cuda-tools` (from
+//! `tools/install-cuda-tools.sh`), then the loader path.
+
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
+
+/// Where one component was found, or why not.
+#[derive(Clone, Debug)]
+pub enum Found {
+    /// At this path, preloaded.
+    Path(PathBuf),
+    /// Through the system loader path (`LD_LIBRARY_PATH`, ld.so.cache).
+    LoaderPath,
+    Missing(String),
+}
+
+impl Found {
+    pub fn is_found(&self) -> bool {
+        !matches!(self, Self::Missing(_))
+    }
+
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Path(p) => p.display().to_string(),
+            Self::LoaderPath => "found on the loader path".to_string(),
+            Self::Missing(why) => format!("missing: {why}"),
+        }
+    }
+}
+
+/// What discovery found. Computed once per process.
+#[derive(Debug)]
+pub struct Discovery {
+    pub driver: Found,
+    pub nvrtc: Found,
+    pub nvrtc_builtins: Found,
+    /// The folder holding `cuda_fp16.h` and `mma.h` (passed to NVRTC as an include path).
+    pub headers: Found,
+    pub cublas: Found,
+    /// Candidate roots that were looked at, in order.
+    pub searched: Vec<PathBuf>,
+    // Keeps the preloaded libraries open for the life of the process.
+    _libs: Vec<libloading::Library>,
+}
+
+/// Finds and preloads everything, once.
+pub fn discovery() -> &'static Discovery {
+    static D: OnceLock<Discovery> = OnceLock::new();
+    D.get_or_init(Discovery::run)
+}
+
+const NVRTC: &str = "libnvrtc.so.13";
+const NVRTC_BUILTINS: &str = "libnvrtc-builtins.so.13.0";
+const CUBLAS: &str = "libcublas.so.13";
+const CUBLAS_LT: &str = "libcublasLt.so.13";
+const DRIVER: &str = "libcuda.so.1";
+
+impl Discovery {
+    fn run() -> Self {
+        let roots = candidate_roots();
+        let lib_dirs: Vec<PathBuf> = roots.iter().flat_map(|r| lib_dirs_of(r)).collect();
+        let include_dirs: Vec<PathBuf> = roots.iter().flat_map(|r| include_dirs_of(r)).collect();
+        let mut libs = Vec::new();
+
+        // NVRTC loads its builtins itself by bare name: load that one first from the same folder.
+        let (nvrtc, nvrtc_builtins) = match find_file(&lib_dirs, NVRTC) {
+            Some(path) => {
+                let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
+                let builtins = match find_builtins(&dir) {
+                    Some(b) => preload(&b, &mut libs),
+                    None => Found::Missing(format!(
+                        "{NVRTC_BUILTINS} is not beside {} (NVRTC needs it)",
+                        path.display()
+                    )),
+                };
+                (preload(&path, &mut libs), builtins)
+            }
+            None => {
+                let loader = on_loader_path(NVRTC);
+                (
+                    loader.clone(),
+                    match loader {
+                        Found::LoaderPath => Found::LoaderPath,
+                        _ => Found::Missing("NVRTC was not found".into()),
+                    },
+                )
+            }
+        };
+        let nvrtc = match nvrtc {
+            Found::Missing(_) => Found::Missing(format!(
+                "no {NVRTC} in {} or on the loader path; run tools/install-cuda-tools.sh or set CUDA_HOME",
+                describe_roots(&roots)
+            )),
+            other => other,
+        };
+
+        let headers = include_dirs
+            .iter()
+            .find(|d| {
+                d.join("cuda_fp16.h").is_file()
+                    && (d.join("mma.h").is_file() || d.join("crt/mma.h").is_file())
+            })
+            .map(|d| Found::Path(d.clone()))
+            .unwrap_or_else(|| {
+                Found::Missing(format!(
+                    "no folder with cuda_fp16.h and mma.h in {}; WMMA and half kernels cannot compile",
+                    describe_roots(&roots)
+                ))
+            });
+
+        // The driver lives with the system (or /usr/local/nvidia in containers), not the toolkit.
+        let driver_dirs = [
+            "/usr/local/nvidia/lib64",
+            "/usr/local/nvidia/lib",
+            "/usr/lib/x86_64-linux-gnu",
+            "/usr/lib64",
+            "/usr/lib/wsl/lib",
+        ]
+        .map(PathBuf::from);
+        let driver = match find_file(&driver_dirs, DRIVER) {
+            Some(p) => preload(&p, &mut libs),
+            None => on_loader_path(DRIVER),
+        };
+        let driver = match driver {
+            Found::Missing(_) => {
+                Found::Missing("no libcuda.so.1 (the NVIDIA driver) on this machine".to_string())
+            }
+            other => other,
+        };
+
+        let cublas = match find_file(&lib_dirs, CUBLAS) {
+            Some(p) => {
+                if let Some(lt) = p
+                    .parent()
+                    .map(|d| d.join(CUBLAS_LT))
+                    .filter(|p| p.is_file())
+                {
+                    preload(&lt, &mut libs);
+                }
+                preload(&p, &mut libs)
+            }
+            None => match on_loader_path(CUBLAS) {
+                Found::Missing(_) => Found::Missing(format!(
+                    "no {CUBLAS} in {} or on the loader path; cuBLAS reference rows are skipped",
+                    describe_roots(&roots)
+                )),
+                f => f,
+            },
+        };
+
+        Self {
+            driver,
+            nvrtc,
+            nvrtc_builtins,
+            headers,
+            cublas,
+            searched: roots,
+            _libs: libs,
+        }
+    }
+
+    pub fn include_dir(&self) -> Option<&Path> {
+        match &self.headers {
+            Found::Path(p) => Some(p),
+            _ => None,
+        }
+    }
+}
+
+fn describe_roots(roots: &[PathBuf]) -> String {
+    if roots.is_empty() {
+        "(no CUDA folders exist here)".to_string()
+    } else {
+        roots
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+fn preload(path: &Path, libs: &mut Vec<libloading::Library>) -> Found {
+    // SAFETY: loading a CUDA library runs its initializers, which have no preconditions.
+    match unsafe { libloading::Library::new(path) } {
+        Ok(lib) => {
+            libs.push(lib);
+            Found::Path(path.to_path_buf())
+        }
+        Err(e) => Found::Missing(format!("{} exists but did not load: {e}", path.display())),
+    }
+}
+
+fn on_loader_path(name: &str) -> Found {
+    // SAFETY: as in `preload`; the handle is dropped at once, cudarc reopens it by name.
+    match unsafe { libloading::Library::new(name) } {
+        Ok(_) => Found::LoaderPath,
+        Err(_) => Found::Missing(format!("{name} is not on the loader path")),
+    }
+}
+
+fn find_file(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
+    dirs.iter().map(|d| d.join(name)).find(|p| p.is_file())
+}
+
+fn find_builtins(dir: &Path) -> Option<PathBuf> {
+    let exact = dir.join(NVRTC_BUILTINS);
+    if exact.is_file() {
+        return Some(exact);
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("libnvrtc-builtins.so.13") && !n.contains("alt"))
+        })
+        .collect();
+    entries.sort();
+    entries.pop()
+}
+
+fn lib_dirs_of(root: &Path) -> Vec<PathBuf> {
+    [
+        "lib64",
+        "lib",
+        "targets/x86_64-linux/lib",
+        "targets/sbsa-linux/lib",
+    ]
+    .iter()
+    .map(|d| root.join(d))
+    .filter(|d| d.is_dir())
+    .collect()
+}
+
+fn include_dirs_of(root: &Path) -> Vec<PathBuf> {
+    [
+        "include",
+        "targets/x86_64-linux/include",
+        "targets/sbsa-linux/include",
+    ]
+    .iter()
+    .map(|d| root.join(d))
+    .filter(|d| d.is_dir())
+    .collect()
+}
+
+/// The folders that may hold a CUDA installation, in search order, existing ones only.
+fn candidate_roots() -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = Vec::new();
+    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
+        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            roots.push(PathBuf::from(v));
+        }
+    }
+    roots.push(PathBuf::from("/usr/local/cuda"));
+    roots.extend(glob_dir(Path::new("/usr/local"), "cuda-13"));
+    if let Some(nvcc) = which("nvcc")
+        && let Some(root) = nvcc.parent().and_then(Path::parent)
+    {
+        roots.push(root.to_path_buf());
+    }
+    for site in python_site_dirs() {
+        roots.push(site.join("nvidia/cu13"));
+    }
+    roots.extend(project_tools_dirs());
+    let mut seen = Vec::new();
+    roots.retain(|r| {
+        let keep = r.is_dir() && !seen.contains(r);
+        seen.push(r.clone());
+        keep
+    });
+    roots
+}
+
+fn glob_dir(dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with(prefix))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Site-packages folders where pip may have put `nvidia/cu13`, without starting Python.
+fn python_site_dirs() -> Vec<PathBuf> {
+    let mut bases: Vec<PathBuf> = Vec::new();
+    if let Some(v) = std::env::var_os("VIRTUAL_ENV") {
+        bases.push(PathBuf::from(v).join("lib"));
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        let home = PathBuf::from(home);
+        bases.push(home.join(".local/lib"));
+        bases.extend(
+            glob_dir(&home.join(".pyenv/versions"), "3")
+                .into_iter()
+                .map(|v| v.join("lib")),
+        );
+    }
+    bases.extend(["/usr/local/lib", "/usr/lib", "/opt/conda/lib"].map(PathBuf::from));
+    let mut out = Vec::new();
+    if let Some(pp) = std::env::var_os("PYTHONPATH") {
+        out.extend(std::env::split_paths(&pp));
+    }
+    for base in bases {
+        for py in glob_dir(&base, "python3") {
+            out.push(py.join("site-packages"));
+            out.push(py.join("dist-packages"));
+        }
+    }
+    out.push(PathBuf::from("/usr/lib/python3/dist-packages"));
+    out
+}
+
+/// `.cuda-tools` in the current folder or any parent, or beside the running binary or any of
+/// its parents (so a carried `target/release/harness` finds the repository's tools).
+fn project_tools_dirs() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(v) = std::env::var_os("LAB_CUDA_TOOLS") {
+        out.push(PathBuf::from(v));
+    }
+    let starts = [
+        std::env::current_dir().ok(),
+        std::env::current_exe()
+            .ok()
+            .and_then(|e| e.parent().map(Path::to_path_buf)),
+    ];
+    for start in starts.into_iter().flatten() {
+        for dir in start.ancestors() {
+            out.push(dir.join(".cuda-tools"));
+        }
+    }
+    out
+}

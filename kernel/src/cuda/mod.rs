@@ -1,0 +1,8 @@
+//! Everything CUDA: finding the libraries, compiling with NVRTC, occupancy, and the device.
+
+pub mod device;
+pub mod discovery;
+pub mod nvrtc;
+pub mod occupancy;
+
+pub use device::CudaDevice;

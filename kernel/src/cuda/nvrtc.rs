@@ -1,0 +1,221 @@
+//! NVRTC: compiles a kernel source once per architecture to CUBIN with `--ptxas-options=-v`
+//! and reads the ptxas report (registers, shared memory, stack, spills) from the log. Works
+//! without a GPU, which is how CI checks that every kernel compiles without spilling.
+
+use super::discovery::{Found, discovery};
+use crate::device::DeviceError;
+use crate::plan::CudaSource;
+use serde::Serialize;
+use std::collections::HashMap;
+use std::ffi::CString;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// What ptxas reports for one `__global__` function.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Resources {
+    pub registers: u32,
+    /// Static shared memory per block, in bytes.
+    pub static_smem: u32,
+    pub stack_frame: u32,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+}
+
+impl Resources {
+    pub fn spills(&self) -> bool {
+        self.spill_stores > 0 || self.spill_loads > 0
+    }
+}
+
+/// A source compiled for one architecture.
+#[derive(Debug)]
+pub struct Compiled {
+    pub file: &'static str,
+    pub arch: String,
+    pub cubin: Vec<u8>,
+    /// Per entry point, from the ptxas report.
+    pub resources: HashMap<String, Resources>,
+    pub log: String,
+}
+
+/// NVRTC's version, `(major, minor)`, or why NVRTC is unusable.
+pub fn version() -> Result<(i32, i32), DeviceError> {
+    ensure_loaded()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: plain out-parameters; the library is loaded (checked above).
+    unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| DeviceError::Unavailable(format!("nvrtcVersion failed: {e:?}")))?;
+    Ok((major, minor))
+}
+
+fn ensure_loaded() -> Result<(), DeviceError> {
+    let d = discovery();
+    if let Found::Missing(why) = &d.nvrtc {
+        return Err(DeviceError::Unavailable(format!(
+            "NVRTC unavailable: {why}"
+        )));
+    }
+    // SAFETY: only probes whether the library can be opened; never panics.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(DeviceError::Unavailable(
+            "NVRTC was found but cudarc cannot open it".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Compiles `source` for `arch` (`sm_90`), memoized for the life of the process.
+pub fn compile(source: &CudaSource, arch: &str) -> Result<Arc<Compiled>, DeviceError> {
+    type Cache = Mutex<HashMap<(&'static str, String), Arc<Compiled>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    let key = (source.file, arch.to_string());
+    if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(hit.clone());
+    }
+    let compiled = Arc::new(compile_uncached(source, arch)?);
+    cache
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, compiled.clone());
+    Ok(compiled)
+}
+
+fn compile_uncached(source: &CudaSource, arch: &str) -> Result<Compiled, DeviceError> {
+    use cudarc::nvrtc::{result, sys};
+    ensure_loaded()?;
+    let fail = |log: String| DeviceError::Compile {
+        file: source.file.to_string(),
+        arch: arch.to_string(),
+        log,
+    };
+    let src = CString::new(source.code).map_err(|_| fail("source contains a NUL byte".into()))?;
+    let name =
+        CString::new(source.file).map_err(|_| fail("file name contains a NUL byte".into()))?;
+    let mut options = vec![
+        format!("--gpu-architecture={arch}"),
+        "--ptxas-options=-v".to_string(),
+        "--std=c++17".to_string(),
+        "-lineinfo".to_string(),
+    ];
+    if let Some(dir) = discovery().include_dir() {
+        options.push(format!("--include-path={}", dir.display()));
+    }
+    let prog = result::create_program(&src, Some(&name))
+        .map_err(|e| fail(format!("nvrtcCreateProgram: {e:?}")))?;
+    // SAFETY: `prog` is live until the destroy below; `src` and `name` outlive it.
+    let outcome = unsafe { result::compile_program(prog, &options) };
+    // SAFETY: as above.
+    let log = unsafe { result::get_program_log(prog) }
+        .map(|raw| c_chars_to_string(&raw))
+        .unwrap_or_default();
+    let cubin = outcome
+        .map_err(|e| fail(format!("{e:?}\n{log}")))
+        .and_then(|()| {
+            let mut size = 0usize;
+            // SAFETY: `prog` compiled successfully; the buffer has the size NVRTC reports.
+            unsafe {
+                sys::nvrtcGetCUBINSize(prog, &mut size)
+                    .result()
+                    .map_err(|e| fail(format!("nvrtcGetCUBINSize: {e:?}")))?;
+                let mut buf = vec![0u8; size];
+                sys::nvrtcGetCUBIN(prog, buf.as_mut_ptr().cast())
+                    .result()
+                    .map_err(|e| fail(format!("nvrtcGetCUBIN: {e:?}")))?;
+                Ok(buf)
+            }
+        });
+    // SAFETY: destroyed once, after its last use.
+    let _ = unsafe { result::destroy_program(prog) };
+    let cubin = cubin?;
+    Ok(Compiled {
+        file: source.file,
+        arch: arch.to_string(),
+        resources: parse_ptxas_log(&log),
+        cubin,
+        log,
+    })
+}
+
+fn c_chars_to_string(raw: &[std::ffi::c_char]) -> String {
+    let bytes: Vec<u8> = raw
+        .iter()
+        .map(|&c| c as u8)
+        .take_while(|&b| b != 0)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// Parses ptxas' `-v` report:
+/// ```text
+/// ptxas info    : Compiling entry function 'gemm_naive' for 'sm_90'
+/// ptxas info    : Function properties for gemm_naive
+///     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+/// ptxas info    : Used 32 registers, used 0 barriers, 1024 bytes smem, 400 bytes cmem[0]
+/// ```
+pub fn parse_ptxas_log(log: &str) -> HashMap<String, Resources> {
+    let mut out: HashMap<String, Resources> = HashMap::new();
+    let mut current: Option<String> = None;
+    for line in log.lines() {
+        let line = line.trim();
+        if let Some(rest) = line
+            .split_once("Compiling entry function '")
+            .map(|(_, r)| r)
+            .or_else(|| line.split_once("Function properties for ").map(|(_, r)| r))
+        {
+            let name = rest.split('\'').next().unwrap_or(rest).trim().to_string();
+            out.entry(name.clone()).or_default();
+            current = Some(name);
+            continue;
+        }
+        let Some(entry) = current.as_ref().and_then(|n| out.get_mut(n)) else {
+            continue;
+        };
+        for part in line.trim_start_matches("ptxas info    :").split(',') {
+            let words: Vec<&str> = part.split_whitespace().collect();
+            let num = |i: usize| words.get(i).and_then(|w| w.parse::<u32>().ok());
+            match words.as_slice() {
+                ["Used", _, "registers", ..] => entry.registers = num(1).unwrap_or(0),
+                [_, "bytes", "smem", ..] => entry.static_smem = num(0).unwrap_or(0),
+                [_, "bytes", "stack", "frame", ..] => entry.stack_frame = num(0).unwrap_or(0),
+                [_, "bytes", "spill", "stores", ..] => entry.spill_stores = num(0).unwrap_or(0),
+                [_, "bytes", "spill", "loads", ..] => entry.spill_loads = num(0).unwrap_or(0),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_a_ptxas_report() {
+        let log = "ptxas info    : 0 bytes gmem\n\
+            ptxas info    : Compiling entry function 'gemm_tiled' for 'sm_90'\n\
+            ptxas info    : Function properties for gemm_tiled\n\
+            \x20   8 bytes stack frame, 4 bytes spill stores, 12 bytes spill loads\n\
+            ptxas info    : Used 40 registers, used 1 barriers, 2048 bytes smem, 384 bytes cmem[0]\n\
+            ptxas info    : Compiling entry function 'other' for 'sm_90'\n\
+            ptxas info    : Function properties for other\n\
+            \x20   0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n\
+            ptxas info    : Used 8 registers, used 0 barriers, 380 bytes cmem[0]\n";
+        let r = parse_ptxas_log(log);
+        assert_eq!(
+            r["gemm_tiled"],
+            Resources {
+                registers: 40,
+                static_smem: 2048,
+                stack_frame: 8,
+                spill_stores: 4,
+                spill_loads: 12
+            }
+        );
+        assert_eq!(r["other"].registers, 8);
+        assert!(!r["other"].spills());
+        assert!(r["gemm_tiled"].spills());
+    }
+}

@@ -1,0 +1,142 @@
+//! Executors: the things that run a [`Kernel`] on a [`Shape`]. The harness speaks only this
+//! interface, so the CPU, the CUDA device and the simulator are interchangeable rows sources.
+
+pub mod cpu;
+
+use crate::contract::{Kernel, Unsupported};
+use crate::workload::Shape;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::time::Duration;
+
+/// Which executor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DeviceKind {
+    Cpu,
+    Cuda,
+    /// The CUDA C source executed on the CPU (functional only, never timed for speed claims).
+    Sim,
+}
+
+impl DeviceKind {
+    pub const ALL: [DeviceKind; 3] = [Self::Cpu, Self::Cuda, Self::Sim];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Cpu => "cpu",
+            Self::Cuda => "cuda",
+            Self::Sim => "sim",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.name() == s)
+    }
+}
+
+impl fmt::Display for DeviceKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What a run's results record about the machine that produced them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DeviceInfo {
+    pub kind: String,
+    /// "NVIDIA H100 80GB HBM3", or the CPU model.
+    pub name: String,
+    /// Folder-safe name for `results/<slug>/`.
+    pub slug: String,
+    /// Driver version (GPU) or the OS kernel (CPU).
+    pub driver: String,
+    /// CUDA driver API version and NVRTC version, when there is a GPU.
+    pub cuda: Option<String>,
+    pub compute_capability: Option<String>,
+    /// Streaming multiprocessors (GPU) or worker threads (CPU).
+    pub units: u32,
+    pub memory_bytes: Option<u64>,
+    pub l2_bytes: Option<u64>,
+}
+
+/// Everything that can go wrong while preparing or running a kernel.
+#[derive(Debug, thiserror::Error)]
+pub enum DeviceError {
+    #[error("not supported: {0}")]
+    Unsupported(#[from] Unsupported),
+    #[error(
+        "out of GPU memory for {shape}: needed {needed_mib} MiB more, {free_mib} MiB free of {total_mib} MiB"
+    )]
+    OutOfMemory {
+        shape: String,
+        needed_mib: u64,
+        free_mib: u64,
+        total_mib: u64,
+    },
+    #[error("NVRTC could not compile {file} for {arch}:\n{log}")]
+    Compile {
+        file: String,
+        arch: String,
+        log: String,
+    },
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("CUDA driver error in {what}: {detail}")]
+    Driver { what: String, detail: String },
+    #[error("simulator: {0}")]
+    Sim(String),
+}
+
+/// A kernel with its inputs in place on a device, ready to run repeatedly.
+pub trait Prepared {
+    /// Poisons the output with NaN, runs once and waits for completion.
+    fn run(&mut self) -> Result<(), DeviceError>;
+    /// The output of the last run, as f32.
+    fn output(&mut self) -> Result<Vec<f32>, DeviceError>;
+    /// Runs `iters` times and returns the summed time of the runs alone. Before each run the
+    /// output is poisoned (and on a GPU the L2 cache flushed), outside the timed span.
+    fn time(&mut self, iters: u64) -> Result<Duration, DeviceError>;
+}
+
+/// A device that runs kernels.
+pub trait Executor {
+    fn kind(&self) -> DeviceKind;
+    fn info(&self) -> &DeviceInfo;
+    /// Whether this device can run `kernel` at all (a CPU port, a CUDA plan, a simulable source).
+    fn can_run(&self, kernel: &dyn Kernel) -> Result<(), Unsupported>;
+    /// Uploads `inputs` (f32, [`Shape::inputs`] order) and readies `kernel` for `shape`.
+    fn prepare<'a>(
+        &'a self,
+        kernel: &'a dyn Kernel,
+        shape: &Shape,
+        inputs: &'a [Vec<f32>],
+    ) -> Result<Box<dyn Prepared + 'a>, DeviceError>;
+}
+
+/// Turns a device name into a folder name: `NVIDIA H100 80GB HBM3` -> `nvidia-h100-80gb-hbm3`.
+pub fn slugify(name: &str) -> String {
+    let mut out = String::new();
+    for c in name.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c.to_ascii_lowercase());
+        } else if !out.ends_with('-') && !out.is_empty() {
+            out.push('-');
+        }
+    }
+    out.trim_end_matches('-').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slugs_are_folder_safe() {
+        assert_eq!(slugify("NVIDIA H100 80GB HBM3"), "nvidia-h100-80gb-hbm3");
+        assert_eq!(
+            slugify("  AMD EPYC (R) 9B14, 2 threads "),
+            "amd-epyc-r-9b14-2-threads"
+        );
+    }
+}

@@ -1,0 +1,19 @@
+//! The contract every stage crate implements, and the devices that run it.
+//!
+//! A stage crate describes each kernel once ([`Kernel`]): what it computes ([`Shape`]), which
+//! shapes it takes, its CUDA source with launch geometry ([`plan::CudaPlan`]) and a CPU port.
+//! Everything else (compiling, launching, timing, validating, reporting) lives here and in
+//! the `harness` crate.
+
+pub mod contract;
+pub mod cuda;
+pub mod device;
+pub mod plan;
+pub mod workload;
+
+pub use contract::{CpuPort, Kernel, KernelInfo, Precision, Role, Stage, Unsupported, div_ceil};
+pub use device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
+pub use plan::{
+    Arg, Buf, CudaPlan, CudaSource, Dtype, GemmCompute, Launch, LibraryCall, Scratch, Step,
+};
+pub use workload::{Activation, Shape, TensorSpec, Workload};

@@ -1,0 +1,400 @@
+//! Workloads and their shapes: what a kernel computes, how many FLOPs that takes and how many
+//! bytes it must move at the least. Those two numbers place a run on the roofline.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The problems the lab's ladders solve. Every kernel belongs to exactly one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    /// Row-major C[M,N] = A[M,K] * B[K,N].
+    Gemm,
+    /// Y[M,N] = act(X[M,K] * W[N,K]^T + b[N]), the fully connected layer.
+    Linear,
+    /// NCHW convolution, stride 1, no padding.
+    Conv,
+    /// softmax(Q K^T / sqrt(D)) V over B x H heads.
+    Attention,
+}
+
+impl Workload {
+    pub const ALL: [Workload; 4] = [Self::Gemm, Self::Linear, Self::Conv, Self::Attention];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Gemm => "gemm",
+            Self::Linear => "linear",
+            Self::Conv => "conv",
+            Self::Attention => "attention",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|w| w.name() == s)
+    }
+}
+
+impl fmt::Display for Workload {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Activation applied in a linear layer's epilogue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Activation {
+    Relu,
+    /// The tanh approximation, as in PyTorch's `gelu(approximate="tanh")`.
+    Gelu,
+}
+
+impl Activation {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Relu => "relu",
+            Self::Gelu => "gelu",
+        }
+    }
+
+    /// The activation in f64, for references.
+    pub fn apply_f64(self, x: f64) -> f64 {
+        match self {
+            Self::Relu => x.max(0.0),
+            Self::Gelu => {
+                let c = (2.0 / std::f64::consts::PI).sqrt();
+                0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
+            }
+        }
+    }
+
+    /// The activation in f32, as the kernels compute it.
+    pub fn apply_f32(self, x: f32) -> f32 {
+        match self {
+            Self::Relu => x.max(0.0),
+            Self::Gelu => {
+                const C: f32 = 0.797_884_6; // sqrt(2/pi)
+                0.5 * x * (1.0 + (C * (x + 0.044715 * x * x * x)).tanh())
+            }
+        }
+    }
+}
+
+/// One problem instance. Dimensions follow the names used in the kernels' sources.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(tag = "workload", rename_all = "lowercase")]
+pub enum Shape {
+    Gemm {
+        m: usize,
+        n: usize,
+        k: usize,
+    },
+    Linear {
+        m: usize,
+        n: usize,
+        k: usize,
+        act: Activation,
+    },
+    Conv {
+        /// batch
+        b: usize,
+        /// input channels
+        c: usize,
+        /// output channels (feature maps)
+        m: usize,
+        h: usize,
+        w: usize,
+        /// filter size (K x K)
+        k: usize,
+    },
+    Attention {
+        b: usize,
+        h: usize,
+        s: usize,
+        d: usize,
+        causal: bool,
+    },
+}
+
+/// A named tensor of a workload, with its dimensions (row-major, last fastest).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorSpec {
+    pub name: &'static str,
+    pub dims: Vec<usize>,
+}
+
+impl TensorSpec {
+    fn new(name: &'static str, dims: &[usize]) -> Self {
+        Self {
+            name,
+            dims: dims.to_vec(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.dims.iter().product()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// Why a shape cannot be run at all (independent of any kernel).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShapeError {
+    #[error("{shape}: dimension {dim} is 0; every dimension must be at least 1")]
+    Zero { shape: String, dim: &'static str },
+    #[error("{shape}: dimension {dim} = {value} is above the limit of {limit}")]
+    TooLarge {
+        shape: String,
+        dim: &'static str,
+        value: usize,
+        limit: usize,
+    },
+    #[error(
+        "{shape}: tensor {tensor} would hold {elements} elements; kernels index with 32-bit integers, so the limit is {limit}"
+    )]
+    TensorTooLarge {
+        shape: String,
+        tensor: &'static str,
+        elements: usize,
+        limit: usize,
+    },
+    #[error("{shape}: the filter ({k}x{k}) is larger than the image ({h}x{w})")]
+    FilterTooLarge {
+        shape: String,
+        k: usize,
+        h: usize,
+        w: usize,
+    },
+}
+
+/// Largest single dimension accepted (a sanity bound against typos such as 40960000).
+pub const MAX_DIM: usize = 1 << 17;
+/// Largest tensor accepted: kernels index with `int`.
+pub const MAX_TENSOR_ELEMENTS: usize = i32::MAX as usize;
+
+impl Shape {
+    pub fn gemm(m: usize, n: usize, k: usize) -> Self {
+        Self::Gemm { m, n, k }
+    }
+
+    pub fn square_gemm(n: usize) -> Self {
+        Self::Gemm { m: n, n, k: n }
+    }
+
+    pub fn workload(&self) -> Workload {
+        match self {
+            Self::Gemm { .. } => Workload::Gemm,
+            Self::Linear { .. } => Workload::Linear,
+            Self::Conv { .. } => Workload::Conv,
+            Self::Attention { .. } => Workload::Attention,
+        }
+    }
+
+    /// Named dimensions, in the order of [`Shape::label`].
+    pub fn dims(&self) -> Vec<(&'static str, usize)> {
+        match *self {
+            Self::Gemm { m, n, k } | Self::Linear { m, n, k, .. } => {
+                vec![("M", m), ("N", n), ("K", k)]
+            }
+            Self::Conv { b, c, m, h, w, k } => {
+                vec![("B", b), ("C", c), ("M", m), ("H", h), ("W", w), ("K", k)]
+            }
+            Self::Attention { b, h, s, d, .. } => vec![("B", b), ("H", h), ("S", s), ("D", d)],
+        }
+    }
+
+    /// Output spatial size of a convolution (valid, stride 1).
+    pub fn conv_out(h: usize, w: usize, k: usize) -> (usize, usize) {
+        (h + 1 - k, w + 1 - k)
+    }
+
+    /// The inputs, in the order kernels take them.
+    pub fn inputs(&self) -> Vec<TensorSpec> {
+        match *self {
+            Self::Gemm { m, n, k } => {
+                vec![TensorSpec::new("A", &[m, k]), TensorSpec::new("B", &[k, n])]
+            }
+            Self::Linear { m, n, k, .. } => vec![
+                TensorSpec::new("X", &[m, k]),
+                TensorSpec::new("W", &[n, k]),
+                TensorSpec::new("bias", &[n]),
+            ],
+            Self::Conv { b, c, m, h, w, k } => vec![
+                TensorSpec::new("x", &[b, c, h, w]),
+                TensorSpec::new("filter", &[m, c, k, k]),
+            ],
+            Self::Attention { b, h, s, d, .. } => vec![
+                TensorSpec::new("Q", &[b, h, s, d]),
+                TensorSpec::new("K", &[b, h, s, d]),
+                TensorSpec::new("V", &[b, h, s, d]),
+            ],
+        }
+    }
+
+    pub fn output(&self) -> TensorSpec {
+        match *self {
+            Self::Gemm { m, n, .. } => TensorSpec::new("C", &[m, n]),
+            Self::Linear { m, n, .. } => TensorSpec::new("Y", &[m, n]),
+            Self::Conv { b, m, h, w, k, .. } => {
+                let (ho, wo) = Self::conv_out(h, w, k);
+                TensorSpec::new("y", &[b, m, ho, wo])
+            }
+            Self::Attention { b, h, s, d, .. } => TensorSpec::new("O", &[b, h, s, d]),
+        }
+    }
+
+    /// Floating-point operations of one run (an FMA counts as two).
+    pub fn flops(&self) -> f64 {
+        match *self {
+            Self::Gemm { m, n, k } => 2.0 * m as f64 * n as f64 * k as f64,
+            Self::Linear { m, n, k, .. } => {
+                2.0 * m as f64 * n as f64 * k as f64 + 2.0 * m as f64 * n as f64
+            }
+            Self::Conv { b, c, m, h, w, k } => {
+                let (ho, wo) = Self::conv_out(h, w, k);
+                2.0 * (b * m * c * k * k) as f64 * (ho * wo) as f64
+            }
+            Self::Attention { b, h, s, d, causal } => {
+                let full = 4.0 * (b * h) as f64 * (s as f64).powi(2) * d as f64;
+                if causal { full / 2.0 } else { full }
+            }
+        }
+    }
+
+    /// The fewest bytes a run can move: each input read once, the output written once.
+    pub fn min_bytes(&self, element_bytes: usize) -> f64 {
+        let elements: usize =
+            self.inputs().iter().map(TensorSpec::len).sum::<usize>() + self.output().len();
+        (elements * element_bytes) as f64
+    }
+
+    /// `4096x4096x4096`-style label, dimensions in [`Shape::dims`] order.
+    pub fn label(&self) -> String {
+        let dims = self
+            .dims()
+            .iter()
+            .map(|(_, v)| v.to_string())
+            .collect::<Vec<_>>()
+            .join("x");
+        match self {
+            Self::Linear { act, .. } => format!("{dims}-{}", act.name()),
+            Self::Attention { causal: true, .. } => format!("{dims}-causal"),
+            _ => dims,
+        }
+    }
+
+    /// Refuses shapes no kernel should be asked to run: zeros, absurd sizes, overflowing tensors.
+    pub fn validate(&self) -> Result<(), ShapeError> {
+        let shape = format!("{} {}", self.workload(), self.label());
+        for (dim, value) in self.dims() {
+            if value == 0 {
+                return Err(ShapeError::Zero { shape, dim });
+            }
+            if value > MAX_DIM {
+                return Err(ShapeError::TooLarge {
+                    shape,
+                    dim,
+                    value,
+                    limit: MAX_DIM,
+                });
+            }
+        }
+        if let Self::Conv { h, w, k, .. } = *self
+            && (k > h || k > w)
+        {
+            return Err(ShapeError::FilterTooLarge { shape, k, h, w });
+        }
+        let all = self.inputs().into_iter().chain([self.output()]);
+        for t in all {
+            let elements = t.dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
+            let elements = elements.unwrap_or(usize::MAX);
+            if elements > MAX_TENSOR_ELEMENTS {
+                return Err(ShapeError::TensorTooLarge {
+                    shape,
+                    tensor: t.name,
+                    elements,
+                    limit: MAX_TENSOR_ELEMENTS,
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} {}", self.workload(), self.label())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gemm_flops_and_bytes_follow_the_model() {
+        let s = Shape::gemm(2, 3, 4);
+        assert_eq!(s.flops(), 48.0);
+        assert_eq!(s.min_bytes(4), ((8 + 12 + 6) * 4) as f64);
+        assert_eq!(s.label(), "2x3x4");
+    }
+
+    #[test]
+    fn conv_output_is_valid_convolution() {
+        let s = Shape::Conv {
+            b: 2,
+            c: 4,
+            m: 16,
+            h: 40,
+            w: 40,
+            k: 7,
+        };
+        assert_eq!(s.output().dims, vec![2, 16, 34, 34]);
+        assert_eq!(s.flops(), 2.0 * (2 * 16 * 4 * 49) as f64 * (34 * 34) as f64);
+    }
+
+    #[test]
+    fn causal_attention_counts_half() {
+        let full = Shape::Attention {
+            b: 1,
+            h: 2,
+            s: 64,
+            d: 32,
+            causal: false,
+        };
+        let causal = Shape::Attention {
+            b: 1,
+            h: 2,
+            s: 64,
+            d: 32,
+            causal: true,
+        };
+        assert_eq!(causal.flops() * 2.0, full.flops());
+    }
+
+    #[test]
+    fn bad_shapes_are_refused_with_the_limit() {
+        let zero = Shape::gemm(0, 4, 4).validate().unwrap_err();
+        assert!(zero.to_string().contains("dimension M is 0"), "{zero}");
+        let big = Shape::gemm(1 << 20, 4, 4).validate().unwrap_err();
+        assert!(big.to_string().contains(&MAX_DIM.to_string()), "{big}");
+        let huge = Shape::gemm(100_000, 100_000, 4).validate().unwrap_err();
+        assert!(huge.to_string().contains("tensor C"), "{huge}");
+        let filt = Shape::Conv {
+            b: 1,
+            c: 1,
+            m: 1,
+            h: 5,
+            w: 5,
+            k: 7,
+        }
+        .validate()
+        .unwrap_err();
+        assert!(filt.to_string().contains("larger than the image"), "{filt}");
+        assert!(Shape::gemm(1, 1, 1).validate().is_ok());
+    }
+}
