@@ -1,1 +1,452 @@
-fn main() {}
+//! `harness`: list, run, check, inspect and diagnose the lab's kernels.
+
+use anyhow::{Context, Result, bail};
+use clap::{Parser, Subcommand};
+use harness::config::Config;
+use harness::results::Status;
+use harness::run::{Ablation, Event};
+use harness::{registry, report, resources, select};
+use kernel::cuda::discovery::discovery;
+use kernel::cuda::{CudaDevice, nvrtc};
+use kernel::{DeviceKind, Executor, Kernel, Role, Shape, Workload};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "harness",
+    version,
+    about = "The GPU kernel ablation lab: run, check and inspect every kernel"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(clap::Args, Clone)]
+struct Common {
+    /// TOML file overriding harness/ablation.toml.
+    #[arg(long)]
+    config: Option<PathBuf>,
+    /// cpu, cuda or sim; default: the GPU if one works, else the CPU.
+    #[arg(long)]
+    device: Option<String>,
+    /// Only these kernels (comma-separated ids, see `harness list`).
+    #[arg(long, value_delimiter = ',')]
+    kernels: Vec<String>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Every kernel with its workload, stage, precision and summary.
+    List {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run the ablation: validate and time every kernel, write results/<device>/.
+    Run {
+        #[command(flatten)]
+        common: Common,
+        /// Workloads to run (comma-separated); default from the config.
+        #[arg(long, value_delimiter = ',')]
+        workload: Vec<String>,
+        /// Shapes (comma-separated, each workload's syntax, e.g. 512,1024 or 100x37x129).
+        #[arg(long, value_delimiter = ',')]
+        sizes: Vec<String>,
+        /// Results folder (a subfolder per device is created).
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+    },
+    /// Check every kernel against the reference on several shapes, tails included.
+    Check {
+        #[command(flatten)]
+        common: Common,
+    },
+    /// What was found: GPU, driver, CUDA, NVRTC, headers, cuBLAS, or exactly why not.
+    Doctor,
+    /// NVRTC-compile every kernel and print registers, shared memory, spills, occupancy.
+    Inspect {
+        /// Architectures (comma-separated).
+        #[arg(long, value_delimiter = ',', default_value = "sm_80,sm_90")]
+        arch: Vec<String>,
+        #[arg(long, value_delimiter = ',')]
+        kernels: Vec<String>,
+        /// Exit 1 if any kernel spills registers.
+        #[arg(long)]
+        deny_spills: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::List { json } => list(json),
+        Command::Run {
+            common,
+            workload,
+            sizes,
+            out,
+        } => run(&common, &workload, &sizes, out),
+        Command::Check { common } => check(&common),
+        Command::Doctor => doctor(),
+        Command::Inspect {
+            arch,
+            kernels,
+            deny_spills,
+        } => inspect(&arch, &kernels, deny_spills),
+    };
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn load_config(path: &Option<PathBuf>) -> Result<Config> {
+    Ok(match path {
+        Some(p) => Config::load(p)?,
+        None => Config::defaults(),
+    })
+}
+
+fn open_device(common: &Common) -> Result<Box<dyn Executor>> {
+    let kind = common
+        .device
+        .as_deref()
+        .map(select::parse_kind)
+        .transpose()?;
+    let (dev, why) = select::open(kind)?;
+    if let Some(why) = why {
+        eprintln!("{why}");
+    }
+    eprintln!("Device: {} ({})", dev.info().name, dev.kind());
+    Ok(dev)
+}
+
+fn list(json: bool) -> Result<bool> {
+    let all = registry::all();
+    if json {
+        let infos: Vec<_> = all.iter().map(|k| k.info()).collect();
+        println!("{}", serde_json::to_string_pretty(&infos)?);
+        return Ok(true);
+    }
+    println!(
+        "{:<10} {:<4} {:<18} {:<16} {:<5} {:<4} summary",
+        "workload", "rung", "kernel", "stage", "prec", "cpu"
+    );
+    for k in &all {
+        let i = k.info();
+        let rung = if i.role == Role::Rung {
+            format!("{:02}", i.rung)
+        } else {
+            "ref".into()
+        };
+        let cpu = if k.cpu().is_some() { "yes" } else { "-" };
+        println!(
+            "{:<10} {:<4} {:<18} {:<16} {:<5} {:<4} {}",
+            i.workload.name(),
+            rung,
+            i.id,
+            i.stage.name(),
+            i.precision.name(),
+            cpu,
+            i.summary
+        );
+    }
+    Ok(true)
+}
+
+fn run(common: &Common, workloads: &[String], sizes: &[String], out: PathBuf) -> Result<bool> {
+    let config = load_config(&common.config)?;
+    let dev = open_device(common)?;
+    let all = registry::all();
+    let kernels = registry::select(&all, &common.kernels)?;
+    let workloads: Vec<Workload> = if workloads.is_empty() {
+        config.device(dev.kind()).workloads.clone()
+    } else {
+        workloads
+            .iter()
+            .map(|w| {
+                Workload::parse(w).with_context(|| {
+                    format!(
+                        "unknown workload {w:?}; valid: {}",
+                        Workload::ALL.map(Workload::name).join(", ")
+                    )
+                })
+            })
+            .collect::<Result<_>>()?
+    };
+    let mut shapes = Vec::new();
+    for w in workloads {
+        let list = if sizes.is_empty() {
+            config.shapes(w, dev.kind().name())
+        } else {
+            sizes
+                .iter()
+                .map(|s| {
+                    let shape = Shape::parse(w, s)?;
+                    shape.validate()?;
+                    Ok(shape)
+                })
+                .collect::<Result<_>>()?
+        };
+        if list.is_empty() {
+            bail!(
+                "no {w} shapes for the {} device in {}; give --sizes",
+                dev.kind(),
+                config.source
+            );
+        }
+        shapes.push((w, list));
+    }
+    let ablation = Ablation {
+        dev: dev.as_ref(),
+        config: &config,
+        kernels,
+        shapes,
+        timing: Some(config.device(dev.kind()).timing),
+    };
+    let results = ablation.run(print_progress)?;
+    print!("{}", report::terminal(&results));
+    let files = report::write_all(&results, &out)?;
+    println!();
+    for f in files {
+        println!("wrote {}", f.display());
+    }
+    let failed = results
+        .workloads
+        .iter()
+        .flat_map(|w| &w.shapes)
+        .flat_map(|s| &s.rows)
+        .any(|r| matches!(r.status, Status::Failed | Status::Error));
+    Ok(!failed)
+}
+
+fn print_progress(e: Event<'_>) {
+    match e {
+        Event::Shape {
+            workload,
+            shape,
+            kernels,
+        } => {
+            eprintln!("{workload} {}: {kernels} kernels", shape.label())
+        }
+        Event::Row { row, .. } => eprintln!(
+            "  {:<18} {:?}{}",
+            row.id,
+            row.status,
+            row.median_ms()
+                .map(|ms| format!(" {ms:.3} ms"))
+                .unwrap_or_default()
+        ),
+    }
+}
+
+fn check(common: &Common) -> Result<bool> {
+    let config = load_config(&common.config)?;
+    let dev = open_device(common)?;
+    let all = registry::all();
+    let kernels = registry::select(&all, &common.kernels)?;
+    let mut ok = true;
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    for w in Workload::ALL {
+        let ks: Vec<&dyn Kernel> = kernels
+            .iter()
+            .copied()
+            .filter(|k| k.info().workload == w)
+            .collect();
+        if ks.is_empty() {
+            continue;
+        }
+        let shapes = config.shapes(w, "check");
+        let ablation = Ablation {
+            dev: dev.as_ref(),
+            config: &config,
+            kernels: ks,
+            shapes: vec![(w, shapes)],
+            timing: None,
+        };
+        ablation.run(|e| {
+            if let Event::Row { shape, row } = e {
+                let err = row
+                    .check
+                    .map(|c| format!("rel error {:.1e} (bound {:.0e})", c.rel_error, c.tolerance));
+                let line = match row.status {
+                    Status::Passed => {
+                        passed += 1;
+                        format!(
+                            "PASS  {:<18} {:<22} {}",
+                            row.id,
+                            shape.label(),
+                            err.unwrap_or_default()
+                        )
+                    }
+                    Status::Unsupported => {
+                        skipped += 1;
+                        format!(
+                            "SKIP  {:<18} {:<22} {}",
+                            row.id,
+                            shape.label(),
+                            row.reason.as_deref().unwrap_or("")
+                        )
+                    }
+                    Status::Failed | Status::Error => {
+                        failed += 1;
+                        ok = false;
+                        format!(
+                            "FAIL  {:<18} {:<22} {}",
+                            row.id,
+                            shape.label(),
+                            row.reason.as_deref().unwrap_or("")
+                        )
+                    }
+                };
+                println!("{line}");
+            }
+        })?;
+    }
+    println!("{passed} passed, {failed} failed, {skipped} skipped");
+    Ok(ok)
+}
+
+fn doctor() -> Result<bool> {
+    let d = discovery();
+    println!(
+        "CUDA folders searched: {}",
+        if d.searched.is_empty() {
+            "none exist".into()
+        } else {
+            d.searched
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        }
+    );
+    println!("driver (libcuda):   {}", d.driver.describe());
+    println!("NVRTC:              {}", d.nvrtc.describe());
+    println!("NVRTC builtins:     {}", d.nvrtc_builtins.describe());
+    match nvrtc::version() {
+        Ok((a, b)) => println!("NVRTC version:      {a}.{b}"),
+        Err(e) => println!("NVRTC version:      {e}"),
+    }
+    println!("CUDA headers:       {}", d.headers.describe());
+    println!("cuBLAS:             {}", d.cublas.describe());
+    match CudaDevice::open() {
+        Ok(dev) => {
+            let i = dev.info();
+            println!(
+                "GPU:                {} (compute capability {}, {})",
+                i.name,
+                i.compute_capability.as_deref().unwrap_or("?"),
+                dev.arch()
+            );
+            println!("SMs:                {}", i.units);
+            if let Some((free, total)) = dev.memory() {
+                println!(
+                    "memory:             {:.1} GiB free of {:.1} GiB",
+                    free as f64 / (1u64 << 30) as f64,
+                    total as f64 / (1u64 << 30) as f64
+                );
+            }
+            println!("L2:                 {} MiB", i.l2_bytes.unwrap_or(0) >> 20);
+            println!("driver version:     {}", i.driver);
+            println!("CUDA:               {}", i.cuda.as_deref().unwrap_or("?"));
+            match dev.cublas_status() {
+                Ok(()) => println!("cuBLAS handle:      ok"),
+                Err(why) => println!("cuBLAS handle:      unavailable: {why}"),
+            }
+            println!("\n`cargo bench -p harness` and `harness run` will use this GPU.");
+        }
+        Err(e) => {
+            println!("GPU:                none: {e}");
+            println!("\n`cargo bench -p harness` and `harness run` will use the CPU.");
+        }
+    }
+    if !d.nvrtc.is_found() {
+        println!(
+            "Without NVRTC, `harness inspect` cannot compile kernels: run tools/install-cuda-tools.sh."
+        );
+    }
+    Ok(true)
+}
+
+fn inspect(archs: &[String], ids: &[String], deny_spills: bool) -> Result<bool> {
+    let all = registry::all();
+    let kernels = registry::select(&all, ids)?;
+    nvrtc::version().context("harness inspect needs NVRTC")?;
+    let mut ok = true;
+    println!(
+        "{:<18} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
+        "kernel", "entry", "arch", "threads", "regs", "smem B", "stack", "spill st/ld", "occupancy"
+    );
+    for k in kernels {
+        let i = k.info();
+        let shape = match i.workload {
+            Workload::Gemm => Shape::square_gemm(4096),
+            Workload::Linear => Shape::Linear {
+                m: 8192,
+                n: 4096,
+                k: 4096,
+                act: kernel::Activation::Gelu,
+            },
+            Workload::Conv => Shape::Conv {
+                b: 1000,
+                c: 4,
+                m: 16,
+                h: 40,
+                w: 40,
+                k: 7,
+            },
+            Workload::Attention => Shape::Attention {
+                b: 4,
+                h: 16,
+                s: 1024,
+                d: 64,
+                causal: false,
+            },
+        };
+        let Some(plan) = k.cuda(&shape) else { continue };
+        if plan.launches().next().is_none() {
+            continue; // library rows (cuBLAS) have nothing to compile
+        }
+        for arch in archs {
+            match resources::of_plan(&plan, arch) {
+                Ok(list) => {
+                    for r in list {
+                        if r.spill_stores + r.spill_loads > 0 {
+                            ok &= !deny_spills;
+                        }
+                        println!(
+                            "{:<18} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
+                            i.id,
+                            r.entry,
+                            arch,
+                            r.threads_per_block,
+                            r.registers,
+                            r.smem_bytes,
+                            r.stack_bytes,
+                            format!("{}/{}", r.spill_stores, r.spill_loads),
+                            r.occupancy
+                                .map(|o| format!(
+                                    "{:.0}% {}",
+                                    o * 100.0,
+                                    r.occupancy_limiter.as_deref().unwrap_or("")
+                                ))
+                                .unwrap_or_else(|| "?".into())
+                        );
+                    }
+                }
+                Err(e) => {
+                    ok = false;
+                    println!("{:<18} {arch}: {e}", i.id);
+                }
+            }
+        }
+    }
+    let _ = DeviceKind::Cpu;
+    Ok(ok)
+}

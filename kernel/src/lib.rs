@@ -16,4 +16,4 @@ pub use device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
 pub use plan::{
     Arg, Buf, CudaPlan, CudaSource, Dtype, GemmCompute, Launch, LibraryCall, Scratch, Step,
 };
-pub use workload::{Activation, Shape, TensorSpec, Workload};
+pub use workload::{Activation, Shape, ShapeError, ShapeParseError, TensorSpec, Workload};

@@ -325,6 +325,79 @@ impl Shape {
     }
 }
 
+/// Why a shape string did not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("cannot read {text:?} as a {workload} shape: expected {expected}")]
+pub struct ShapeParseError {
+    pub text: String,
+    pub workload: Workload,
+    pub expected: &'static str,
+}
+
+impl Shape {
+    /// The shape syntax of each workload, for messages and docs.
+    pub fn syntax(workload: Workload) -> &'static str {
+        match workload {
+            Workload::Gemm => "N (square) or MxNxK, e.g. 4096 or 1024x2048x784",
+            Workload::Linear => "MxNxK-act with act relu or gelu, e.g. 1024x2048x784-relu",
+            Workload::Conv => "BxCxMxHxWxK, e.g. 100x1x4x86x86x7",
+            Workload::Attention => "BxHxSxD, optionally -causal, e.g. 4x16x1024x64-causal",
+        }
+    }
+
+    /// Parses the [`Shape::label`] syntax of `workload` (a bare N is a square GEMM).
+    pub fn parse(workload: Workload, text: &str) -> Result<Self, ShapeParseError> {
+        let err = || ShapeParseError {
+            text: text.to_string(),
+            workload,
+            expected: Self::syntax(workload),
+        };
+        let t = text.trim().to_ascii_lowercase();
+        let (dims, suffix) = match t.split_once('-') {
+            Some((d, s)) => (d.to_string(), Some(s.to_string())),
+            None => (t.clone(), None),
+        };
+        let nums: Vec<usize> = dims
+            .split('x')
+            .map(|p| p.trim().parse::<usize>())
+            .collect::<Result<_, _>>()
+            .map_err(|_| err())?;
+        let shape = match (workload, nums.as_slice(), suffix.as_deref()) {
+            (Workload::Gemm, [n], None) => Self::square_gemm(*n),
+            (Workload::Gemm, [m, n, k], None) => Self::gemm(*m, *n, *k),
+            (Workload::Linear, [m, n, k], Some(act)) => Self::Linear {
+                m: *m,
+                n: *n,
+                k: *k,
+                act: match act {
+                    "relu" => Activation::Relu,
+                    "gelu" => Activation::Gelu,
+                    _ => return Err(err()),
+                },
+            },
+            (Workload::Conv, [b, c, m, h, w, k], None) => Self::Conv {
+                b: *b,
+                c: *c,
+                m: *m,
+                h: *h,
+                w: *w,
+                k: *k,
+            },
+            (Workload::Attention, [b, h, s, d], suffix @ (None | Some("causal"))) => {
+                Self::Attention {
+                    b: *b,
+                    h: *h,
+                    s: *s,
+                    d: *d,
+                    causal: suffix.is_some(),
+                }
+            }
+            _ => return Err(err()),
+        };
+        Ok(shape)
+    }
+}
+
 impl fmt::Display for Shape {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{} {}", self.workload(), self.label())
@@ -374,6 +447,52 @@ mod tests {
             causal: true,
         };
         assert_eq!(causal.flops() * 2.0, full.flops());
+    }
+
+    #[test]
+    fn labels_parse_back() {
+        let shapes = [
+            Shape::gemm(17, 33, 65),
+            Shape::Linear {
+                m: 1024,
+                n: 2048,
+                k: 784,
+                act: Activation::Gelu,
+            },
+            Shape::Conv {
+                b: 100,
+                c: 1,
+                m: 4,
+                h: 86,
+                w: 86,
+                k: 7,
+            },
+            Shape::Attention {
+                b: 2,
+                h: 4,
+                s: 128,
+                d: 64,
+                causal: true,
+            },
+            Shape::Attention {
+                b: 2,
+                h: 4,
+                s: 128,
+                d: 64,
+                causal: false,
+            },
+        ];
+        for s in shapes {
+            assert_eq!(Shape::parse(s.workload(), &s.label()), Ok(s));
+        }
+        assert_eq!(
+            Shape::parse(Workload::Gemm, "512"),
+            Ok(Shape::square_gemm(512))
+        );
+        let e = Shape::parse(Workload::Linear, "4x4x4-tanh").unwrap_err();
+        assert!(e.to_string().contains("relu or gelu"), "{e}");
+        assert!(Shape::parse(Workload::Gemm, "-3").is_err());
+        assert!(Shape::parse(Workload::Gemm, "4x4").is_err());
     }
 
     #[test]

@@ -1,1 +1,11 @@
-//! placeholder
+//! WMMA tensor-core kernels (TF32 inputs, FP32 accumulation).
+//!
+//! This stage's rungs arrive with their own issues; until then the crate holds its place in
+//! the ladder and contributes no kernels.
+
+use kernel::Kernel;
+
+/// Every kernel of this crate, in ladder order.
+pub fn kernels() -> Vec<Box<dyn Kernel>> {
+    Vec::new()
+}

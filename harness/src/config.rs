@@ -1,0 +1,369 @@
+//! The ablation configuration: `harness/ablation.toml` (embedded as the defaults), optionally
+//! overlaid by a user file. Every error names the file, the line and the key.
+
+use crate::timing::TimingConfig;
+use kernel::{DeviceKind, Shape, Workload};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The defaults, as shipped.
+pub const DEFAULT_TOML: &str = include_str!("../ablation.toml");
+const DEFAULT_NAME: &str = "harness/ablation.toml";
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTiming {
+    warmup_ms: Option<f64>,
+    samples: Option<u32>,
+    min_sample_ms: Option<f64>,
+    max_row_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDevice {
+    workloads: Option<Vec<String>>,
+    timing: Option<RawTiming>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawShapes {
+    cpu: Option<Vec<String>>,
+    cuda: Option<Vec<String>>,
+    sim: Option<Vec<String>>,
+    check: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    seed: Option<u64>,
+    cpu_reference_max_gflop: Option<f64>,
+    cpu: Option<RawDevice>,
+    cuda: Option<RawDevice>,
+    sim: Option<RawDevice>,
+    shapes: Option<BTreeMap<String, RawShapes>>,
+}
+
+/// Per-device settings, resolved.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct DeviceConfig {
+    pub workloads: Vec<Workload>,
+    pub timing: TimingConfig,
+}
+
+/// The resolved configuration.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Config {
+    /// Where it came from, for the results.
+    pub source: String,
+    pub seed: u64,
+    pub cpu_reference_max_gflop: f64,
+    pub cpu: DeviceConfig,
+    pub cuda: DeviceConfig,
+    pub sim: DeviceConfig,
+    /// Shapes per workload per use (`cpu`, `cuda`, `sim`, `check`).
+    pub shapes: BTreeMap<Workload, BTreeMap<String, Vec<Shape>>>,
+}
+
+/// A configuration error that points at its place.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}{}: {message}", line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ConfigError {
+    pub file: String,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+impl Config {
+    /// The shipped defaults.
+    pub fn defaults() -> Self {
+        Self::from_sources(None).expect("the shipped ablation.toml is valid")
+    }
+
+    /// The defaults overlaid by the TOML file at `path`.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| ConfigError {
+            file: path.display().to_string(),
+            line: None,
+            message: format!("cannot read the config file: {e}"),
+        })?;
+        Self::from_sources(Some((&path.display().to_string(), &text)))
+    }
+
+    /// The defaults overlaid by `user` (file name, text).
+    pub fn from_sources(user: Option<(&str, &str)>) -> Result<Self, ConfigError> {
+        let defaults = parse(DEFAULT_NAME, DEFAULT_TOML)?;
+        let (name, text, raw) = match user {
+            Some((name, text)) => (name, text, Some(parse(name, text)?)),
+            None => (DEFAULT_NAME, DEFAULT_TOML, None),
+        };
+        let merged = match &raw {
+            Some(u) => merge(defaults, u.clone()),
+            None => defaults,
+        };
+        let here = |table: &str, key: &str, message: String| ConfigError {
+            file: name.to_string(),
+            line: locate(text, table, key),
+            message,
+        };
+        let device = |d: &Option<RawDevice>, table: &str| -> Result<DeviceConfig, ConfigError> {
+            let d = d.clone().unwrap_or_default();
+            let mut workloads = Vec::new();
+            for w in d.workloads.unwrap_or_default() {
+                workloads.push(Workload::parse(&w).ok_or_else(|| {
+                    here(
+                        table,
+                        "workloads",
+                        format!(
+                            "key `{table}.workloads`: unknown workload {w:?}; valid: {}",
+                            workload_names()
+                        ),
+                    )
+                })?);
+            }
+            let t = d.timing.unwrap_or_default();
+            let timing = TimingConfig {
+                warmup_ms: t.warmup_ms.unwrap_or(100.0),
+                samples: t.samples.unwrap_or(10),
+                min_sample_ms: t.min_sample_ms.unwrap_or(1.0),
+                max_row_ms: t.max_row_ms.unwrap_or(5000.0),
+            };
+            timing
+                .validate()
+                .map_err(|m| here(table, "timing", format!("key `{table}.timing`: {m}")))?;
+            Ok(DeviceConfig { workloads, timing })
+        };
+        let mut shapes = BTreeMap::new();
+        for (wname, lists) in merged.shapes.clone().unwrap_or_default() {
+            let table = format!("shapes.{wname}");
+            let workload = Workload::parse(&wname).ok_or_else(|| {
+                here(
+                    "shapes",
+                    &wname,
+                    format!(
+                        "table `[{table}]`: unknown workload {wname:?}; valid: {}",
+                        workload_names()
+                    ),
+                )
+            })?;
+            let mut per_use = BTreeMap::new();
+            for (use_, list) in [
+                ("cpu", lists.cpu),
+                ("cuda", lists.cuda),
+                ("sim", lists.sim),
+                ("check", lists.check),
+            ] {
+                let mut parsed = Vec::new();
+                for text_shape in list.unwrap_or_default() {
+                    let shape = Shape::parse(workload, &text_shape)
+                        .map_err(|e| here(&table, use_, format!("key `{table}.{use_}`: {e}")))?;
+                    shape
+                        .validate()
+                        .map_err(|e| here(&table, use_, format!("key `{table}.{use_}`: {e}")))?;
+                    parsed.push(shape);
+                }
+                per_use.insert(use_.to_string(), parsed);
+            }
+            shapes.insert(workload, per_use);
+        }
+        let max_gflop = merged.cpu_reference_max_gflop.unwrap_or(150.0);
+        if !(max_gflop.is_finite() && max_gflop > 0.0) {
+            return Err(here(
+                "",
+                "cpu_reference_max_gflop",
+                format!(
+                    "key `cpu_reference_max_gflop`: must be a positive number, got {max_gflop}"
+                ),
+            ));
+        }
+        Ok(Config {
+            source: name.to_string(),
+            seed: merged.seed.unwrap_or(20251122),
+            cpu_reference_max_gflop: max_gflop,
+            cpu: device(&merged.cpu, "cpu")?,
+            cuda: device(&merged.cuda, "cuda")?,
+            sim: device(&merged.sim, "sim")?,
+            shapes,
+        })
+    }
+
+    pub fn device(&self, kind: DeviceKind) -> &DeviceConfig {
+        match kind {
+            DeviceKind::Cpu => &self.cpu,
+            DeviceKind::Cuda => &self.cuda,
+            DeviceKind::Sim => &self.sim,
+        }
+    }
+
+    /// The shapes of `workload` listed under `use_` (`cpu`, `cuda`, `sim` or `check`).
+    pub fn shapes(&self, workload: Workload, use_: &str) -> Vec<Shape> {
+        self.shapes
+            .get(&workload)
+            .and_then(|m| m.get(use_))
+            .cloned()
+            .unwrap_or_default()
+    }
+}
+
+fn workload_names() -> String {
+    Workload::ALL.map(Workload::name).join(", ")
+}
+
+fn parse(name: &str, text: &str) -> Result<RawConfig, ConfigError> {
+    toml::from_str(text).map_err(|e| ConfigError {
+        file: name.to_string(),
+        line: e
+            .span()
+            .map(|s| text[..s.start.min(text.len())].lines().count().max(1)),
+        message: e.message().trim().to_string(),
+    })
+}
+
+fn merge(base: RawConfig, user: RawConfig) -> RawConfig {
+    let device = |b: Option<RawDevice>, u: Option<RawDevice>| -> Option<RawDevice> {
+        match (b, u) {
+            (b, None) => b,
+            (None, u) => u,
+            (Some(b), Some(u)) => Some(RawDevice {
+                workloads: u.workloads.or(b.workloads),
+                timing: match (b.timing, u.timing) {
+                    (bt, None) => bt,
+                    (None, ut) => ut,
+                    (Some(bt), Some(ut)) => Some(RawTiming {
+                        warmup_ms: ut.warmup_ms.or(bt.warmup_ms),
+                        samples: ut.samples.or(bt.samples),
+                        min_sample_ms: ut.min_sample_ms.or(bt.min_sample_ms),
+                        max_row_ms: ut.max_row_ms.or(bt.max_row_ms),
+                    }),
+                },
+            }),
+        }
+    };
+    let mut shapes = base.shapes.unwrap_or_default();
+    for (w, u) in user.shapes.unwrap_or_default() {
+        let b = shapes.remove(&w).unwrap_or_default();
+        shapes.insert(
+            w,
+            RawShapes {
+                cpu: u.cpu.or(b.cpu),
+                cuda: u.cuda.or(b.cuda),
+                sim: u.sim.or(b.sim),
+                check: u.check.or(b.check),
+            },
+        );
+    }
+    RawConfig {
+        seed: user.seed.or(base.seed),
+        cpu_reference_max_gflop: user
+            .cpu_reference_max_gflop
+            .or(base.cpu_reference_max_gflop),
+        cpu: device(base.cpu, user.cpu),
+        cuda: device(base.cuda, user.cuda),
+        sim: device(base.sim, user.sim),
+        shapes: Some(shapes),
+    }
+}
+
+/// The 1-based line where `key` is set inside `[table]` (`""` for the top level).
+fn locate(text: &str, table: &str, key: &str) -> Option<usize> {
+    let mut current = String::new();
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if let Some(name) = l.strip_prefix('[').and_then(|r| r.split(']').next()) {
+            current = name.trim().to_string();
+            if !table.is_empty() && format!("{table}.{key}") == current {
+                return Some(i + 1);
+            }
+            continue;
+        }
+        let is_key = l
+            .split_once('=')
+            .is_some_and(|(k, _)| k.trim().trim_matches('"') == key);
+        if current == table && is_key {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_shipped_defaults_are_valid() {
+        let c = Config::defaults();
+        assert!(!c.shapes(Workload::Gemm, "check").is_empty());
+        assert!(c.cpu.workloads.contains(&Workload::Gemm));
+    }
+
+    #[test]
+    fn user_values_override_defaults() {
+        let c = Config::from_sources(Some((
+            "mine.toml",
+            "seed = 7\n[shapes.gemm]\ncpu = [\"64\"]\n",
+        )))
+        .unwrap();
+        assert_eq!(c.seed, 7);
+        assert_eq!(
+            c.shapes(Workload::Gemm, "cpu"),
+            vec![Shape::square_gemm(64)]
+        );
+        assert!(
+            !c.shapes(Workload::Gemm, "cuda").is_empty(),
+            "untouched keys keep defaults"
+        );
+    }
+
+    #[test]
+    fn errors_name_file_line_and_key() {
+        let bad_shape = "seed = 1\n\n[shapes.gemm]\ncpu = [\"0\"]\n";
+        let e = Config::from_sources(Some(("a.toml", bad_shape)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("a.toml:4:"), "{e}");
+        assert!(
+            e.contains("shapes.gemm.cpu") && e.contains("dimension"),
+            "{e}"
+        );
+
+        let typo = "[cpu]\ntiming = { warmup_ms = 1.0, sampels = 3 }\n";
+        let e = Config::from_sources(Some(("b.toml", typo)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("b.toml:2:") && e.contains("sampels"), "{e}");
+
+        let syntax = "seed = \n";
+        let e = Config::from_sources(Some(("c.toml", syntax)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("c.toml:1:"), "{e}");
+
+        let workload = "[cuda]\nworkloads = [\"gemm\", \"fft\"]\n";
+        let e = Config::from_sources(Some(("d.toml", workload)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("d.toml:2:") && e.contains("valid: gemm"),
+            "{e}"
+        );
+
+        let timing = "[cpu]\ntiming = { samples = 0 }\n";
+        let e = Config::from_sources(Some(("e.toml", timing)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("e.toml:2:") && e.contains("cpu.timing"),
+            "{e}"
+        );
+
+        let big = "[shapes.gemm]\ncheck = [\"1000000\"]\n";
+        let e = Config::from_sources(Some(("f.toml", big)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("f.toml:2:") && e.contains("limit"), "{e}");
+    }
+}

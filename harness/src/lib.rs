@@ -1,0 +1,15 @@
+//! The lab's harness: runs every kernel on the best available device, validates each output
+//! against a higher-precision reference, times it properly and writes the ablation tables.
+
+pub mod config;
+pub mod inputs;
+pub mod library_rows;
+pub mod reference;
+pub mod registry;
+pub mod report;
+pub mod resources;
+pub mod results;
+pub mod run;
+pub mod select;
+pub mod timing;
+pub mod validate;

@@ -1,0 +1,61 @@
+//! Registers, shared memory, spills and theoretical occupancy of a plan's launches, from the
+//! NVRTC/ptxas report for one architecture. Needs NVRTC, not a GPU.
+
+use kernel::cuda::{nvrtc, occupancy};
+use kernel::{CudaPlan, DeviceError};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LaunchResources {
+    pub entry: String,
+    pub file: String,
+    pub arch: String,
+    pub threads_per_block: u32,
+    pub registers: u32,
+    /// Static plus dynamic shared memory per block, in bytes.
+    pub smem_bytes: u32,
+    pub stack_bytes: u32,
+    pub spill_stores: u32,
+    pub spill_loads: u32,
+    /// Theoretical occupancy (0..=1) and the limit that binds it; `None` for unknown archs.
+    pub occupancy: Option<f64>,
+    pub occupancy_limiter: Option<String>,
+}
+
+/// Compiles each launch of `plan` for `arch` and reads its resources.
+pub fn of_plan(plan: &CudaPlan, arch: &str) -> Result<Vec<LaunchResources>, DeviceError> {
+    let limits = occupancy::parse_arch(arch).and_then(occupancy::limits);
+    let mut out = Vec::new();
+    for l in plan.launches() {
+        let compiled = nvrtc::compile(&l.source, arch)?;
+        let r = compiled
+            .resources
+            .get(l.entry)
+            .copied()
+            .ok_or_else(|| DeviceError::Compile {
+                file: l.source.file.to_string(),
+                arch: arch.to_string(),
+                log: format!(
+                    "entry {} not in the ptxas report; is it declared extern \"C\" __global__?\n{}",
+                    l.entry, compiled.log
+                ),
+            })?;
+        let smem = r.static_smem + l.dynamic_smem;
+        let occ =
+            limits.map(|lim| occupancy::occupancy(&lim, l.threads_per_block(), r.registers, smem));
+        out.push(LaunchResources {
+            entry: l.entry.to_string(),
+            file: l.source.file.to_string(),
+            arch: arch.to_string(),
+            threads_per_block: l.threads_per_block(),
+            registers: r.registers,
+            smem_bytes: smem,
+            stack_bytes: r.stack_frame,
+            spill_stores: r.spill_stores,
+            spill_loads: r.spill_loads,
+            occupancy: occ.map(|o| o.fraction),
+            occupancy_limiter: occ.map(|o| o.limiter.to_string()),
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,191 @@
+//! The results JSON: the source of truth every table and chart is generated from. It records
+//! where the numbers came from (device, driver, CUDA, commit, date, config) and every row's
+//! raw timings, error and resources.
+
+use crate::resources::LaunchResources;
+use crate::timing::Timing;
+use crate::validate::Check;
+use anyhow::{Context, Result, bail};
+use kernel::{DeviceInfo, Precision, Role, Shape, Stage, Workload};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// Bumped whenever a field changes meaning or disappears.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunResults {
+    pub schema_version: u32,
+    pub tool: String,
+    pub device: DeviceInfo,
+    pub commit: String,
+    /// UTC, ISO 8601.
+    pub date: String,
+    /// The effective configuration (after the user file and flags).
+    pub config: serde_json::Value,
+    pub workloads: Vec<WorkloadResults>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WorkloadResults {
+    pub workload: Workload,
+    pub shapes: Vec<ShapeResults>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ShapeResults {
+    pub shape: Shape,
+    pub label: String,
+    pub flops: f64,
+    /// What the rows were checked against.
+    pub reference: String,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Status {
+    /// Ran, and matched the reference within its precision's bound.
+    Passed,
+    /// Ran, and did not match (or wrote NaN): never shown as a speedup.
+    Failed,
+    /// Declined the shape or the device, with the reason.
+    Unsupported,
+    /// Could not run (compile error, driver error, out of memory).
+    Error,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Row {
+    pub id: String,
+    pub stage: Stage,
+    pub precision: Precision,
+    pub role: Role,
+    pub rung: u32,
+    pub summary: String,
+    pub status: Status,
+    pub reason: Option<String>,
+    /// Fewest bytes this row must move (input/output element sizes of its precision).
+    pub min_bytes: f64,
+    pub timing: Option<Timing>,
+    pub check: Option<Check>,
+    /// One entry per kernel launch of the plan (GPU rows).
+    pub resources: Vec<LaunchResources>,
+}
+
+impl Row {
+    pub fn median_ms(&self) -> Option<f64> {
+        self.timing.as_ref().map(|t| t.median_ms)
+    }
+
+    pub fn passed(&self) -> bool {
+        self.status == Status::Passed
+    }
+}
+
+impl RunResults {
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read results file {}", path.display()))?;
+        let probe: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not JSON", path.display()))?;
+        match probe.get("schema_version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(SCHEMA_VERSION) => {}
+            Some(v) => bail!(
+                "{} has results schema version {v}; this harness reads version {SCHEMA_VERSION}. \
+                 Rerun the benchmark, or use the harness of the commit that wrote it ({}).",
+                path.display(),
+                probe
+                    .get("commit")
+                    .and_then(|c| c.as_str())
+                    .unwrap_or("unknown")
+            ),
+            None => bail!(
+                "{} has no schema_version: not a harness results file",
+                path.display()
+            ),
+        }
+        serde_json::from_value(probe)
+            .with_context(|| format!("{} does not match schema {SCHEMA_VERSION}", path.display()))
+    }
+}
+
+/// The commit of the code that ran: the repository's HEAD when run inside it, else the commit
+/// the binary was built from. `-dirty` marks uncommitted changes.
+pub fn current_commit() -> String {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+    };
+    match git(&["rev-parse", "--short=12", "HEAD"]) {
+        Some(head) => {
+            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
+                .is_some_and(|s| !s.is_empty());
+            format!("{head}{}", if dirty { "-dirty" } else { "" })
+        }
+        None => format!("{} (build)", env!("LAB_BUILD_COMMIT")),
+    }
+}
+
+/// Now, UTC, as `2026-11-22T15:04:05Z`.
+pub fn utc_now() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    format_utc(secs)
+}
+
+fn format_utc(secs: u64) -> String {
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_dates() {
+        assert_eq!(format_utc(0), "1970-01-01T00:00:00Z");
+        assert_eq!(format_utc(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(format_utc(1_795_359_845), "2026-11-22T15:04:05Z");
+    }
+
+    #[test]
+    fn other_schema_versions_are_refused_clearly() {
+        let dir = std::env::temp_dir().join(format!("lab-schema-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("old.json");
+        std::fs::write(&p, r#"{"schema_version": 999, "commit": "abc"}"#).unwrap();
+        let e = RunResults::read(&p).unwrap_err().to_string();
+        assert!(e.contains("schema version 999") && e.contains("abc"), "{e}");
+        std::fs::write(&p, r#"{"rows": []}"#).unwrap();
+        assert!(
+            RunResults::read(&p)
+                .unwrap_err()
+                .to_string()
+                .contains("no schema_version")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
