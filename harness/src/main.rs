@@ -208,6 +208,7 @@ fn run(common: &Common, workloads: &[String], sizes: &[String], out: PathBuf) ->
         kernels,
         shapes,
         timing: Some(config.device(dev.kind()).timing),
+        keep_unrunnable: false,
     };
     let results = ablation.run(print_progress)?;
     print!("{}", report::terminal(&results));
@@ -268,6 +269,7 @@ fn check(common: &Common) -> Result<bool> {
             kernels: ks,
             shapes: vec![(w, shapes)],
             timing: None,
+            keep_unrunnable: true,
         };
         ablation.run(|e| {
             if let Event::Row { shape, row } = e {

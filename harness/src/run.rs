@@ -164,6 +164,10 @@ pub fn evaluate<'a>(
     }
 }
 
+/// How a row gets timed: by [`timing::measure`], or by the criterion bench.
+pub type TimeRow<'t> =
+    dyn FnMut(&Shape, &Row, &mut dyn Prepared, &TimingConfig) -> Result<Timing, DeviceError> + 't;
+
 /// Progress of a run, for whoever prints it.
 pub enum Event<'a> {
     Shape {
@@ -185,19 +189,22 @@ pub struct Ablation<'a> {
     pub shapes: Vec<(Workload, Vec<Shape>)>,
     /// `None`: validate only.
     pub timing: Option<TimingConfig>,
+    /// Keep rows for kernels the device cannot run at all (GPU-only rows on the CPU), marked
+    /// unsupported; `check` lists them, ablation tables leave them out.
+    pub keep_unrunnable: bool,
 }
 
 impl Ablation<'_> {
     /// Runs everything; a row's failure is recorded in its row, never aborts the run.
     pub fn run(&self, mut progress: impl FnMut(Event<'_>)) -> Result<RunResults> {
-        self.run_with(&mut progress, &mut |p, cfg| timing::measure(p, cfg))
+        self.run_with(&mut progress, &mut |_, _, p, cfg| timing::measure(p, cfg))
     }
 
     /// As [`Ablation::run`], with the timing method supplied (the criterion bench's).
     pub fn run_with(
         &self,
         progress: &mut dyn FnMut(Event<'_>),
-        time: &mut dyn FnMut(&mut dyn Prepared, &TimingConfig) -> Result<Timing, DeviceError>,
+        time: &mut TimeRow<'_>,
     ) -> Result<RunResults> {
         let mut workloads = Vec::new();
         for (workload, shapes) in &self.shapes {
@@ -206,6 +213,7 @@ impl Ablation<'_> {
                 .iter()
                 .copied()
                 .filter(|k| k.info().workload == *workload)
+                .filter(|k| self.keep_unrunnable || self.dev.can_run(*k).is_ok())
                 .collect();
             let mut shape_results = Vec::new();
             for shape in shapes {
@@ -220,7 +228,7 @@ impl Ablation<'_> {
                 for &k in &kernels {
                     let (mut row, prepared) = evaluate(self.dev, k, shape, &inputs, &reference);
                     if let (Some(mut p), Some(cfg)) = (prepared, &self.timing) {
-                        match time(p.as_mut(), cfg) {
+                        match time(shape, &row, p.as_mut(), cfg) {
                             Ok(t) => row.timing = Some(t),
                             Err(e) => {
                                 row.status = Status::Error;

@@ -1,0 +1,163 @@
+//! The `harness` binary end to end on the CPU: a small ablation whose rows all pass, `check`,
+//! `list`, and bad input that must be refused clearly, never with a panic.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn harness(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(args)
+        .output()
+        .expect("the harness binary runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+fn temp_dir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("lab-cli-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn a_cpu_run_writes_results_where_every_row_passes() {
+    let out = temp_dir("run");
+    let o = harness(&[
+        "run",
+        "--device",
+        "cpu",
+        "--sizes",
+        "64,100x37x129",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    let dir = std::fs::read_dir(&out)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    assert!(
+        dir.file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("cpu-")
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("gemm.json")).unwrap()).unwrap();
+    assert_eq!(json["schema_version"], 1);
+    assert!(!json["commit"].as_str().unwrap().is_empty());
+    let shapes = json["workloads"][0]["shapes"].as_array().unwrap();
+    assert_eq!(shapes.len(), 2);
+    let mut rows = 0;
+    for s in shapes {
+        for r in s["rows"].as_array().unwrap() {
+            rows += 1;
+            assert_eq!(r["status"], "passed", "{r}");
+            assert!(r["timing"]["median_ms"].as_f64().unwrap() > 0.0);
+            assert!(r["check"]["rel_error"].as_f64().unwrap() < 1e-5);
+        }
+    }
+    assert!(rows >= 4, "both shapes have the CPU ladder");
+    let md = std::fs::read_to_string(dir.join("gemm.md")).unwrap();
+    assert!(
+        md.contains("gemm-tiled") && md.contains("100x37x129"),
+        "{md}"
+    );
+    let csv = std::fs::read_to_string(dir.join("gemm.csv")).unwrap();
+    let cols = csv.lines().next().unwrap().split(',').count();
+    assert!(csv.lines().all(|l| l.split(',').count() == cols), "{csv}");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn check_passes_on_the_cpu_and_lists_every_kernel() {
+    let o = harness(&["check", "--device", "cpu"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("PASS  gemm-naive") && t.contains("PASS  gemm-tiled"),
+        "{t}"
+    );
+    assert!(t.contains("17x33x65"), "awkward shapes are checked: {t}");
+    assert!(
+        t.contains("SKIP  cublas-sgemm"),
+        "GPU-only rows say why they are skipped: {t}"
+    );
+    assert!(!t.contains("FAIL"), "{t}");
+}
+
+#[test]
+fn list_shows_the_ladder_in_order() {
+    let o = harness(&["list", "--json"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let ids: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["id"].as_str().unwrap())
+        .collect();
+    let naive = ids.iter().position(|i| *i == "gemm-naive").unwrap();
+    let tiled = ids.iter().position(|i| *i == "gemm-tiled").unwrap();
+    assert!(naive < tiled, "{ids:?}");
+}
+
+#[test]
+fn bad_input_is_refused_clearly() {
+    let cases: [(&[&str], &str); 5] = [
+        (&["run", "--device", "tpu"], "valid devices: cpu, cuda, sim"),
+        (
+            &["run", "--device", "cpu", "--kernels", "gemm-magic"],
+            "valid kernels: gemm-naive",
+        ),
+        (
+            &["run", "--device", "cpu", "--sizes", "0"],
+            "dimension M is 0",
+        ),
+        (&["run", "--device", "cpu", "--sizes", "9999999"], "limit"),
+        (
+            &["run", "--device", "cpu", "--workload", "fft"],
+            "valid: gemm",
+        ),
+    ];
+    for (args, want) in cases {
+        let o = harness(args);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {t}");
+        assert!(t.contains(want), "{args:?} should say {want:?}: {t}");
+        assert!(!t.contains("panicked"), "{t}");
+    }
+}
+
+#[test]
+fn a_broken_config_names_file_line_and_key() {
+    let dir = temp_dir("config");
+    let cfg = dir.join("bad.toml");
+    std::fs::write(&cfg, "seed = 1\n[shapes.gemm]\ncpu = [\"64\", \"12x-4\"]\n").unwrap();
+    let o = harness(&["run", "--config", cfg.to_str().unwrap(), "--device", "cpu"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("bad.toml:3") && t.contains("shapes.gemm.cpu"),
+        "{t}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn doctor_explains_what_it_found() {
+    let o = harness(&["doctor"]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("NVRTC") && t.contains("GPU:"), "{t}");
+}
