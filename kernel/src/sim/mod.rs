@@ -15,7 +15,7 @@ pub mod memory;
 use crate::contract::{Kernel, Unsupported};
 use crate::cuda::device::{from_bytes, to_bytes};
 use crate::device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
-use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Launch, Step};
+use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Launch, Step};
 use crate::workload::{Activation, Shape, Workload};
 use compile::Module;
 use ffi::{SIM_FAULT, SIM_OK, SimLaunch, SimResult, Thunk};
@@ -427,10 +427,13 @@ impl<'a> SimRun<'a> {
                 };
                 return format!(
                     "{kernel}: out-of-bounds {access} {where_} buffer '{}' at element {} \
-                     (byte offset {off}; the buffer holds {elems} {:?} elements) by {who}",
+                     (byte offset {off}; the buffer holds {elems} {} elements) by {who}",
                     b.name,
                     off.div_euclid(size),
-                    b.dtype,
+                    match b.dtype {
+                        Dtype::F32 => "f32",
+                        Dtype::F16 => "f16",
+                    },
                 );
             }
         }
