@@ -61,7 +61,8 @@ fn check(kernel: &dyn Kernel) {
         let shape = Shape::gemm(m, n, k);
         let data = inputs(&shape, (m * 31 + n * 7 + k) as u64);
         let mut run = dev.prepare(kernel, &shape, &data).expect("prepare");
-        run.run().unwrap_or_else(|e| panic!("{} on {shape}: {e}", kernel.info().id));
+        run.run()
+            .unwrap_or_else(|e| panic!("{} on {shape}: {e}", kernel.info().id));
         let out = run.output().expect("output");
         assert_eq!(out.len(), m * n);
         let err = rel_error(&out, &reference(m, n, k, &data[0], &data[1]));

@@ -4,8 +4,8 @@
 
 use kernel::sim::SimDevice;
 use kernel::{
-    Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Kernel, KernelInfo, Launch,
-    LibraryCall, Precision, Role, Scratch, Shape, Stage, Step, Workload, GemmCompute,
+    Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, GemmCompute, Kernel, KernelInfo,
+    Launch, LibraryCall, Precision, Role, Scratch, Shape, Stage, Step, Workload,
 };
 
 /// A kernel made of a fixed plan, as a test needs it.
@@ -192,9 +192,17 @@ fn tiled_gemm_is_right_and_a_missing_barrier_is_wrong() {
     let reference = gemm_ref(m, n, k, &data[0], &data[1], |x| x);
     let good = run(tiled_plan(TILED, "tiled", m, n, k), shape, &data).unwrap();
     assert!(rel_error(&good, &reference) <= 1e-5);
-    let bad = run(tiled_plan(TILED_NO_FIRST_SYNC, "tiled_racy", m, n, k), shape, &data).unwrap();
+    let bad = run(
+        tiled_plan(TILED_NO_FIRST_SYNC, "tiled_racy", m, n, k),
+        shape,
+        &data,
+    )
+    .unwrap();
     let err = rel_error(&bad, &reference);
-    assert!(err > 1e-2, "the race went unnoticed: relative error {err:e}");
+    assert!(
+        err > 1e-2,
+        "the race went unnoticed: relative error {err:e}"
+    );
 }
 
 const NAIVE_OFF_BY_ONE: &str = r#"
@@ -216,7 +224,10 @@ fn an_off_by_one_is_caught() {
     l.args = gemm_args(m, n, k);
     match run(CudaPlan::single(2, l), shape, &data) {
         Err(DeviceError::Sim(msg)) => {
-            assert!(msg.contains("naive_obo") && msg.contains("out-of-bounds read"), "{msg}")
+            assert!(
+                msg.contains("naive_obo") && msg.contains("out-of-bounds read"),
+                "{msg}"
+            )
         }
         Err(e) => panic!("unexpected error {e}"),
         Ok(out) => {
@@ -242,7 +253,12 @@ extern "C" __global__ void shift_oob(const float *x, float *y, int n) {
 
 /// `x` and `y` of `n` elements: input A of shape n x 1, output C of n x 1.
 fn vector_plan(code: &'static str, entry: &'static str, n: usize, block: u32) -> CudaPlan {
-    let mut l = launch(code, entry, [n.div_ceil(block as usize) as u32, 1, 1], [block, 1, 1]);
+    let mut l = launch(
+        code,
+        entry,
+        [n.div_ceil(block as usize) as u32, 1, 1],
+        [block, 1, 1],
+    );
     l.args = vec![
         Arg::Ptr(Buf::Input(0)),
         Arg::Ptr(Buf::Output),
@@ -255,7 +271,11 @@ fn vector_plan(code: &'static str, entry: &'static str, n: usize, block: u32) ->
 fn a_write_past_the_end_is_reported_with_buffer_thread_and_index() {
     let n = 1000;
     let shape = Shape::gemm(n, 1, 1);
-    let msg = sim_error(run(vector_plan(WRITE_PAST_END, "scale_oob", n, 128), shape, &inputs(&shape)));
+    let msg = sim_error(run(
+        vector_plan(WRITE_PAST_END, "scale_oob", n, 128),
+        shape,
+        &inputs(&shape),
+    ));
     for want in [
         "scale_oob",
         "out-of-bounds write past the end of buffer 'C'",
@@ -271,8 +291,18 @@ fn a_write_past_the_end_is_reported_with_buffer_thread_and_index() {
 fn a_write_before_the_start_is_reported() {
     let n = 300;
     let shape = Shape::gemm(n, 1, 1);
-    let msg = sim_error(run(vector_plan(WRITE_BEFORE_START, "shift_oob", n, 64), shape, &inputs(&shape)));
-    for want in ["shift_oob", "before the start of buffer 'C'", "element -1", "thread (0,0,0)", "block (0,0,0)"] {
+    let msg = sim_error(run(
+        vector_plan(WRITE_BEFORE_START, "shift_oob", n, 64),
+        shape,
+        &inputs(&shape),
+    ));
+    for want in [
+        "shift_oob",
+        "before the start of buffer 'C'",
+        "element -1",
+        "thread (0,0,0)",
+        "block (0,0,0)",
+    ] {
         assert!(msg.contains(want), "{want:?} missing from: {msg}");
     }
 }
@@ -290,9 +320,15 @@ extern "C" __global__ void early_exit(const float *x, float *y, int n) {
 #[test]
 fn a_divergent_barrier_is_reported_as_deadlock() {
     let shape = Shape::gemm(64, 1, 1);
-    let msg = sim_error(run(vector_plan(DIVERGENT_BARRIER, "early_exit", 64, 64), shape, &inputs(&shape)));
+    let msg = sim_error(run(
+        vector_plan(DIVERGENT_BARRIER, "early_exit", 64, 64),
+        shape,
+        &inputs(&shape),
+    ));
     assert!(
-        msg.contains("early_exit: deadlock at __syncthreads in block (0,0,0): 48 threads wait, 16 exited"),
+        msg.contains(
+            "early_exit: deadlock at __syncthreads in block (0,0,0): 48 threads wait, 16 exited"
+        ),
         "{msg}"
     );
 }
@@ -371,8 +407,15 @@ fn warp_shuffles_reduce_rows() {
     l.args = gemm_args(m, 2, k);
     let out = run(CudaPlan::single(2, l), shape, &data).unwrap();
     for r in 0..m {
-        let want: f64 = data[0][r * k..(r + 1) * k].iter().map(|&v| f64::from(v)).sum();
-        assert!((f64::from(out[r * 2]) - want).abs() < 1e-4, "row {r}: {} vs {want}", out[r * 2]);
+        let want: f64 = data[0][r * k..(r + 1) * k]
+            .iter()
+            .map(|&v| f64::from(v))
+            .sum();
+        assert!(
+            (f64::from(out[r * 2]) - want).abs() < 1e-4,
+            "row {r}: {} vs {want}",
+            out[r * 2]
+        );
         // 32 lanes agree; lane 17 (lane 1 of its 16-group) got lane 16's index.
         assert_eq!(out[r * 2 + 1], 3216.0, "row {r}");
     }
@@ -407,7 +450,9 @@ fn atomics_add_and_max_across_blocks() {
     // A holds x (10 x 100 = n); C holds the two totals and one maximum per block.
     let shape = Shape::gemm(2 + blocks, 1, n / (2 + blocks));
     let mut data = inputs(&shape);
-    let x: Vec<f32> = (0..n).map(|i| ((i * 37) % 101) as f32 / 100.0 - 0.5).collect();
+    let x: Vec<f32> = (0..n)
+        .map(|i| ((i * 37) % 101) as f32 / 100.0 - 0.5)
+        .collect();
     data[0][..n].copy_from_slice(&x);
     let mut stage1 = launch(ATOMICS, "accumulate", [blocks as u32, 1, 1], [block, 1, 1]);
     stage1.args = vec![
@@ -427,14 +472,26 @@ fn atomics_add_and_max_across_blocks() {
         inputs: vec![Dtype::F32; 2],
         output: Dtype::F32,
         scratch: vec![
-            Scratch { name: "sum", dtype: Dtype::F32, len: 1 },
-            Scratch { name: "count", dtype: Dtype::F32, len: 1 },
+            Scratch {
+                name: "sum",
+                dtype: Dtype::F32,
+                len: 1,
+            },
+            Scratch {
+                name: "count",
+                dtype: Dtype::F32,
+                len: 1,
+            },
         ],
         steps: vec![Step::Kernel(stage1), Step::Kernel(stage2)],
     };
     let out = run(plan, shape, &data).unwrap();
     let want: f64 = x.iter().map(|&v| f64::from(v)).sum();
-    assert!((f64::from(out[0]) - want).abs() < 1e-3, "{} vs {want}", out[0]);
+    assert!(
+        (f64::from(out[0]) - want).abs() < 1e-3,
+        "{} vs {want}",
+        out[0]
+    );
     assert_eq!(out[1], n as f32);
     for b in 0..blocks {
         let chunk = &x[b * block as usize..((b + 1) * block as usize).min(n)];
@@ -513,16 +570,29 @@ fn half_conversions_round_to_nearest_even() {
     xy.extend(&y);
     let data = vec![xy, vec![0.0; 2]];
     let mut l = launch(HALVES, "halves", [1, 1, 1], [32, 1, 1]);
-    l.args = vec![Arg::Ptr(Buf::Input(0)), Arg::Ptr(Buf::Output), Arg::I32(n as i32)];
+    l.args = vec![
+        Arg::Ptr(Buf::Input(0)),
+        Arg::Ptr(Buf::Output),
+        Arg::I32(n as i32),
+    ];
     let out = run(CudaPlan::single(2, l), shape, &data).unwrap();
     let h = |v: f32| half::f16::from_f32(v);
     for i in 0..n {
         let (hx, hy) = (h(x[i]), h(y[i]));
         let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
         let conv = hx.to_f32();
-        assert!(same(out[i * 4], conv), "x = {:e}: {} vs {conv}", x[i], out[i * 4]);
+        assert!(
+            same(out[i * 4], conv),
+            "x = {:e}: {} vs {conv}",
+            x[i],
+            out[i * 4]
+        );
         let fused = half::f16::from_f64(hx.to_f64() * hx.to_f64() + hy.to_f64()).to_f32();
-        assert!(same(out[i * 4 + 1], fused), "hfma at {i}: {} vs {fused}", out[i * 4 + 1]);
+        assert!(
+            same(out[i * 4 + 1], fused),
+            "hfma at {i}: {} vs {fused}",
+            out[i * 4 + 1]
+        );
         let doubled = half::f16::from_f64(2.0 * hx.to_f64()).to_f32();
         assert!(same(out[i * 4 + 2], doubled), "hadd2 at {i}");
         let twice = half::f16::from_f64(
@@ -573,7 +643,12 @@ fn wmma_half_m16n16k16_gemm() {
     let (m, n, k) = (32, 48, 64);
     let shape = Shape::gemm(m, n, k);
     let data = inputs(&shape);
-    let mut l = launch(WMMA_HALF, "wmma_half", [(n / 16) as u32, (m / 16) as u32, 1], [32, 1, 1]);
+    let mut l = launch(
+        WMMA_HALF,
+        "wmma_half",
+        [(n / 16) as u32, (m / 16) as u32, 1],
+        [32, 1, 1],
+    );
     l.args = gemm_args(m, n, k);
     let mut plan = CudaPlan::single(2, l);
     plan.inputs = vec![Dtype::F16, Dtype::F16];
@@ -612,7 +687,12 @@ fn wmma_tf32_m16n16k8_gemm_rounds_inputs() {
     let (m, n, k) = (32, 32, 24);
     let shape = Shape::gemm(m, n, k);
     let data = inputs(&shape);
-    let mut l = launch(WMMA_TF32, "wmma_tf32", [(n / 16) as u32, (m / 16) as u32, 1], [32, 1, 1]);
+    let mut l = launch(
+        WMMA_TF32,
+        "wmma_tf32",
+        [(n / 16) as u32, (m / 16) as u32, 1],
+        [32, 1, 1],
+    );
     l.args = gemm_args(m, n, k);
     let out_cm = run(CudaPlan::single(2, l), shape, &data).unwrap();
     // The kernel stored C column-major.
@@ -620,7 +700,10 @@ fn wmma_tf32_m16n16k8_gemm_rounds_inputs() {
     let err = rel_error(&out, &gemm_ref(m, n, k, &data[0], &data[1], tf32));
     assert!(err <= 1e-5, "against TF32-rounded inputs: {err:e}");
     let unrounded = rel_error(&out, &gemm_ref(m, n, k, &data[0], &data[1], |x| x));
-    assert!(unrounded > 1e-5 && unrounded < 2e-3, "against FP32 inputs: {unrounded:e}");
+    assert!(
+        unrounded > 1e-5 && unrounded < 2e-3,
+        "against FP32 inputs: {unrounded:e}"
+    );
 }
 
 // ---- Honest limits ----
@@ -656,7 +739,10 @@ extern "C" __global__ void lane_id(const float *x, float *y, int n) {
         gpu_only: None,
     };
     let why = dev.can_run(&ptx).unwrap_err().to_string();
-    assert!(why.starts_with("not simulated:") && why.contains("inline assembly"), "{why}");
+    assert!(
+        why.starts_with("not simulated:") && why.contains("inline assembly"),
+        "{why}"
+    );
 
     let cublas = TestKernel {
         id: "cublas",

@@ -229,7 +229,8 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
             }
         }
         let decl = decl.trim();
-        let bad = || format!("{file}: cannot read `extern __shared__{decl};` (expected `T name[]`)");
+        let bad =
+            || format!("{file}: cannot read `extern __shared__{decl};` (expected `T name[]`)");
         let open = decl.rfind('[').ok_or_else(bad)?;
         let head = decl[..open].trim_end();
         let name_start = head
@@ -377,7 +378,8 @@ pub struct Module {
 
 impl Module {
     pub fn load(path: &Path) -> Result<Self, DeviceError> {
-        let err = |e: libloading::Error| DeviceError::Sim(format!("loading {}: {e}", path.display()));
+        let err =
+            |e: libloading::Error| DeviceError::Sim(format!("loading {}: {e}", path.display()));
         // SAFETY: the library is one this module built from the emulation headers; its
         // initialisers only set up statics.
         let lib = unsafe { libloading::Library::new(path) }.map_err(err)?;
@@ -429,7 +431,8 @@ mod tests {
             out.contains("float *const smem = reinterpret_cast<float *>(::sim::dynamic_smem());"),
             "{out}"
         );
-        let top = rewrite_extern_shared("extern __shared__ int buf[];\nvoid g() {}", "x.cu").unwrap();
+        let top =
+            rewrite_extern_shared("extern __shared__ int buf[];\nvoid g() {}", "x.cu").unwrap();
         assert!(top.contains("#define buf ("), "{top}");
         assert!(top.contains("#line 1 \"x.cu\""), "{top}");
     }

@@ -65,6 +65,10 @@ pub struct SimKernel {
 }
 
 pub type Thunk = unsafe extern "C" fn(args: *mut *mut c_void);
-pub type RunBlock =
-    unsafe extern "C" fn(launch: *const SimLaunch, block: u64, seed: u64, out: *mut SimResult) -> i32;
+pub type RunBlock = unsafe extern "C" fn(
+    launch: *const SimLaunch,
+    block: u64,
+    seed: u64,
+    out: *mut SimResult,
+) -> i32;
 pub type FaultHook = unsafe extern "C" fn(sig: i32, addr: u64, is_write: i32);

@@ -398,7 +398,9 @@ impl<'a> SimRun<'a> {
         });
         match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
             None => Ok(()),
-            Some(res) if res.code == SIM_FAULT => Err(DeviceError::Sim(self.describe_fault(l, &res))),
+            Some(res) if res.code == SIM_FAULT => {
+                Err(DeviceError::Sim(self.describe_fault(l, &res)))
+            }
             Some(res) => Err(DeviceError::Sim(res.message())),
         }
     }
