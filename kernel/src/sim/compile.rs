@@ -175,17 +175,22 @@ pub fn entries(code: &str) -> Vec<String> {
         if !before.ends_with("extern \"C\"") {
             continue;
         }
+        // `__launch_bounds__(...)` may come before or after `void`.
         let mut i = skip_ws(b, at + "__global__".len());
+        let mut seen_void = false;
         loop {
             let (end, word) = ident_at(b, i);
             match word {
                 b"__launch_bounds__" => i = skip_ws(b, skip_parens(b, skip_ws(b, end))),
                 b"void" => {
+                    seen_void = true;
                     i = skip_ws(b, end);
-                    break;
                 }
                 _ => break,
             }
+        }
+        if !seen_void {
+            continue;
         }
         let (end, name) = ident_at(b, i);
         if !name.is_empty() && b.get(skip_ws(b, end)) == Some(&b'(') {
