@@ -333,6 +333,26 @@ fn a_divergent_barrier_is_reported_as_deadlock() {
     );
 }
 
+const DIVERGENT_SHUFFLE: &str = r#"
+extern "C" __global__ void half_warp_shuffle(const float *x, float *y, int n) {
+    float v = x[threadIdx.x];
+    if (threadIdx.x % 32 < 16) v += __shfl_down_sync(0xffffffffu, v, 1);  // BUG: full mask
+    y[threadIdx.x] = v;
+}
+"#;
+
+#[test]
+fn a_shuffle_missing_lanes_of_its_mask_is_reported_as_deadlock() {
+    let shape = Shape::gemm(64, 1, 1);
+    let plan = vector_plan(DIVERGENT_SHUFFLE, "half_warp_shuffle", 64, 64);
+    let msg = sim_error(run(plan, shape, &inputs(&shape)));
+    assert!(
+        msg.contains("half_warp_shuffle: deadlock at a warp operation")
+            && msg.contains("32 threads wait, 32 exited"),
+        "{msg}"
+    );
+}
+
 // ---- Features ----
 
 /// Even threads write their slot, odd ones never do: odd outputs must read the poison, in

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 
@@ -355,6 +356,20 @@ inline Worker *acquire_worker() {
         mprotect(w->stacks + (size_t)i * (kStackBytes + kGuardBytes), kGuardBytes, PROT_NONE);
     return w;
 }
+
+// Frees the pool when the module is unloaded (each worker maps fiber stacks for 1024 threads).
+struct PoolReaper {
+    ~PoolReaper() {
+        std::lock_guard<std::mutex> g(pool_lock());
+        while (Worker *w = pool_head()) {
+            pool_head() = w->next_free;
+            munmap(w->stacks, (size_t)kMaxThreads * (kStackBytes + kGuardBytes));
+            free(w->dyn_smem);
+            delete w;
+        }
+    }
+};
+inline PoolReaper pool_reaper;
 
 inline void release_worker(Worker *w) {
     std::lock_guard<std::mutex> g(pool_lock());
