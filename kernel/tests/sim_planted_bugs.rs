@@ -307,6 +307,37 @@ fn a_write_before_the_start_is_reported() {
     }
 }
 
+/// float4 copies with a scalar tail; `extra` planted elements written past the end.
+const COPY4: &str = r#"
+extern "C" __global__ void copy4(const float *x, float *y, int n, int extra) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n / 4) reinterpret_cast<float4 *>(y)[i] = __ldg(reinterpret_cast<const float4 *>(x) + i);
+    if (i < n % 4) y[n / 4 * 4 + i] = x[n / 4 * 4 + i];
+    if (i < extra) y[n + i] = 0.0f;  // BUG when extra > 0
+}
+"#;
+
+#[test]
+fn float4_on_odd_sizes_works_and_a_write_into_the_padding_is_caught() {
+    let n = 1001; // 4004 bytes: the aligned start leaves 12 bytes of padding
+    let shape = Shape::gemm(n, 1, 1);
+    let data = inputs(&shape);
+    let plan = |extra: i32| {
+        let mut p = vector_plan(COPY4, "copy4", n, 64);
+        if let Step::Kernel(l) = &mut p.steps[0] {
+            l.args.push(Arg::I32(extra));
+        }
+        p
+    };
+    let out = run(plan(0), shape, &data).unwrap();
+    assert_eq!(out, data[0]);
+    let msg = sim_error(run(plan(1), shape, &data));
+    assert!(
+        msg.contains("copy4: out-of-bounds write past the end of buffer 'C'"),
+        "{msg}"
+    );
+}
+
 const DIVERGENT_BARRIER: &str = r#"
 extern "C" __global__ void early_exit(const float *x, float *y, int n) {
     __shared__ float s[64];

@@ -1,7 +1,9 @@
 //! Device buffers with guard pages. Each buffer has its own mapping: an inaccessible page on
 //! either side of its data pages. A run places the data against the rear guard (any read or
 //! write past the end faults) and then against the front guard (any access before the start
-//! faults), so both overruns and underruns are caught to the byte.
+//! faults), so both overruns and underruns are caught. Against the rear guard the data start
+//! is kept 16-byte aligned (float4 loads need it, as on cudaMalloc's memory); the few padding
+//! bytes this leaves after the data hold a canary that is checked after each launch.
 
 use crate::device::DeviceError;
 use crate::plan::Dtype;
@@ -11,6 +13,11 @@ fn page_size() -> usize {
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if p > 0 { p as usize } else { 4096 }
 }
+
+/// Alignment of the data start, and so the most padding a buffer can have after its data.
+const ALIGN: usize = 16;
+/// What the padding holds: NaN as f32 and f16, so reading it also shows.
+const CANARY: u8 = 0xFF;
 
 /// Which guard the data touches.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,10 +95,25 @@ impl GuardedBuf {
         let body = self.map_len - 2 * self.page;
         let offset = match p {
             Placement::AgainstStart => 0,
-            Placement::AgainstEnd => body - self.bytes,
+            Placement::AgainstEnd => body - self.bytes.next_multiple_of(ALIGN),
         };
         // SAFETY: offset <= body, inside the mapping.
         self.data = unsafe { self.map.add(self.page + offset) };
+        let pad = self.padding();
+        pad.fill(CANARY);
+    }
+
+    /// The bytes between the data's end and the next 16-byte boundary (all of them
+    /// inaccessible only in the `AgainstEnd` placement, where they end at the guard).
+    fn padding(&mut self) -> &mut [u8] {
+        let len = self.bytes.next_multiple_of(ALIGN) - self.bytes;
+        // SAFETY: the padding lies inside the body pages in every placement.
+        unsafe { std::slice::from_raw_parts_mut(self.data.add(self.bytes), len) }
+    }
+
+    /// Whether a kernel wrote into the padding after the data.
+    pub fn padding_written(&mut self) -> bool {
+        self.padding().iter().any(|&b| b != CANARY)
     }
 
     pub fn ptr(&self) -> *mut u8 {

@@ -28,6 +28,8 @@ use std::time::{Duration, Instant};
 
 /// Seed of the block order and thread schedules unless `KERNEL_LAB_SIM_SEED` says otherwise.
 const DEFAULT_SEED: u64 = 0x5EED_CAFE;
+/// The simulator is for small shapes; a huge grid is a mistake, not a test.
+const MAX_BLOCKS: usize = 1 << 22;
 
 pub struct SimDevice {
     info: DeviceInfo,
@@ -326,10 +328,20 @@ impl<'a> SimRun<'a> {
         }
     }
 
-    fn launch_all(&self) -> Result<(), DeviceError> {
+    fn launch_all(&mut self) -> Result<(), DeviceError> {
         for (i, r) in self.launches.iter().enumerate() {
             let seed = mix(self.dev.seed ^ mix(self.runs) ^ (i as u64).rotate_left(32));
             self.execute(r, seed)?;
+            // Writes into the alignment padding do not fault: the canary shows them.
+            for b in &mut self.bufs {
+                if b.padding_written() {
+                    return Err(DeviceError::Sim(format!(
+                        "{}: out-of-bounds write past the end of buffer '{}' (into the padding \
+                         that keeps its start 16-byte aligned; the thread is not known)",
+                        r.launch.entry, b.name
+                    )));
+                }
+            }
         }
         Ok(())
     }
@@ -362,6 +374,12 @@ impl<'a> SimRun<'a> {
             kernel: name.as_ptr(),
         };
         let blocks = l.grid.iter().map(|&g| g as usize).product::<usize>();
+        if blocks > MAX_BLOCKS {
+            return Err(DeviceError::Sim(format!(
+                "{}: {blocks} blocks is more than the simulator runs ({MAX_BLOCKS}); use a smaller shape",
+                l.entry
+            )));
+        }
         let mut order: Vec<u64> = (0..blocks as u64).collect();
         let mut s = seed;
         for i in (1..order.len()).rev() {
