@@ -4,3 +4,4 @@
 
 #include "sim_builtins.h"
 #include "cuda_fp16.h"
+#include "sim_launch.h"

@@ -21,6 +21,10 @@ const HEADERS: &[(&str, &str)] = &[
         "sim_builtins.h",
         include_str!("../../sim/include/sim_builtins.h"),
     ),
+    (
+        "sim_launch.h",
+        include_str!("../../sim/include/sim_launch.h"),
+    ),
     ("cuda_fp16.h", include_str!("../../sim/include/cuda_fp16.h")),
     ("mma.h", include_str!("../../sim/include/mma.h")),
     (
