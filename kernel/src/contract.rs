@@ -131,6 +131,12 @@ pub trait Kernel: Send + Sync {
     fn cpu(&self) -> Option<CpuPort> {
         None
     }
+
+    /// Why this kernel can only run on a real GPU (inline PTX, Hopper-only features), or
+    /// `None` when the simulator can execute its source.
+    fn gpu_only(&self) -> Option<&'static str> {
+        None
+    }
 }
 
 impl fmt::Debug for dyn Kernel {

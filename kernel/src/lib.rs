@@ -9,6 +9,7 @@ pub mod contract;
 pub mod cuda;
 pub mod device;
 pub mod plan;
+pub mod sim;
 pub mod workload;
 
 pub use contract::{CpuPort, Kernel, KernelInfo, Precision, Role, Stage, Unsupported, div_ceil};

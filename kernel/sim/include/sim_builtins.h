@@ -1,0 +1,250 @@
+// sim_builtins.h: what CUDA C device code sees: keywords, thread indices, barriers, warp
+// intrinsics, atomics, vector types and math functions, mapped onto sim_runtime.h.
+#pragma once
+
+#include <math.h>
+
+#include <atomic>
+
+#include "sim_runtime.h"
+
+// ---- Keywords ----
+#define __global__
+#define __device__
+#define __host__
+#define __noinline__ __attribute__((noinline))
+#define __forceinline__ inline __attribute__((always_inline))
+#define __restrict__ __restrict
+#define __launch_bounds__(...)
+#define __align__(n) __attribute__((aligned(n)))
+#define __constant__ static
+// One block per OS thread at a time, so an OS-thread-local variable is a per-block variable.
+// extern __shared__ arrays are rewritten by the host before compiling (see compile.rs).
+#define __shared__ static thread_local
+#define warpSize 32
+
+// ---- Thread indices ----
+#define threadIdx (::sim::tl_fiber->tid)
+#define blockIdx (::sim::tl_worker->block_idx)
+#define blockDim (::sim::tl_worker->block_dim)
+#define gridDim (::sim::tl_worker->grid_dim)
+
+namespace sim {
+inline void *dynamic_smem() { return tl_worker->dyn_smem; }
+}  // namespace sim
+
+// ---- Barriers and warp operations ----
+inline void __syncthreads() { sim::syncthreads(); }
+inline int __syncthreads_count(int pred) {
+    sim::Worker &w = sim::worker();
+    w.bar_count[sim::fiber().bar_parity ^ 1] += pred != 0;
+    sim::syncthreads();
+    return w.bar_count[sim::fiber().bar_parity];
+}
+inline int __syncthreads_and(int pred) {
+    return __syncthreads_count(pred) == (int)sim::worker().n;
+}
+inline int __syncthreads_or(int pred) { return __syncthreads_count(pred) != 0; }
+inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
+    sim::Fiber &f = sim::fiber();
+    f.parity ^= 1;
+    sim::warp_wait(mask);
+}
+inline unsigned __activemask() { return sim::worker().warps[sim::fiber().warp].present; }
+inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+
+template <class T>
+inline T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
+    int lane = (int)sim::fiber().lane;
+    return sim::warp_exchange(mask, v, (lane & ~(width - 1)) + (src & (width - 1)));
+}
+template <class T>
+inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+    int lane = (int)sim::fiber().lane;
+    int src = (lane % width) < (int)delta ? -1 : lane - (int)delta;
+    T got = sim::warp_exchange(mask, v, src);
+    return src < 0 ? v : got;
+}
+template <class T>
+inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+    int lane = (int)sim::fiber().lane;
+    int src = (lane % width) + (int)delta >= width ? -1 : lane + (int)delta;
+    T got = sim::warp_exchange(mask, v, src);
+    return src < 0 ? v : got;
+}
+template <class T>
+inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+    int lane = (int)sim::fiber().lane;
+    int src = lane ^ lane_mask;
+    // Lanes may read earlier groups of `width`, never later ones.
+    if (src >= (lane / width + 1) * width) src = -1;
+    T got = sim::warp_exchange(mask, v, src);
+    return src < 0 ? v : got;
+}
+inline unsigned __ballot_sync(unsigned mask, int pred) { return sim::ballot(mask, pred); }
+inline int __any_sync(unsigned mask, int pred) { return sim::ballot(mask, pred) != 0; }
+inline int __all_sync(unsigned mask, int pred) {
+    return sim::ballot(mask, pred) == (mask & sim::worker().warps[sim::fiber().warp].present);
+}
+
+// ---- Atomics: blocks run in parallel on several OS threads, so these are real atomics. ----
+namespace sim {
+template <class T, class Op>
+inline T atomic_update(T *p, Op op) {
+    T old = __atomic_load_n(p, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(p, &old, op(old), true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+    }
+    return old;
+}
+template <class F, class I>
+inline F atomic_float(F *p, F (*op)(F, F), F v) {
+    static_assert(sizeof(F) == sizeof(I));
+    I *ip = reinterpret_cast<I *>(p);
+    I old = __atomic_load_n(ip, __ATOMIC_RELAXED);
+    for (;;) {
+        F cur;
+        memcpy(&cur, &old, sizeof cur);
+        F next = op(cur, v);
+        I want;
+        memcpy(&want, &next, sizeof want);
+        if (__atomic_compare_exchange_n(ip, &old, want, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) return cur;
+    }
+}
+inline float fadd(float a, float b) { return a + b; }
+inline double dadd(double a, double b) { return a + b; }
+inline float fmax_(float a, float b) { return fmaxf(a, b); }
+inline float fmin_(float a, float b) { return fminf(a, b); }
+}  // namespace sim
+
+inline float atomicAdd(float *p, float v) { return sim::atomic_float<float, uint32_t>(p, sim::fadd, v); }
+inline double atomicAdd(double *p, double v) { return sim::atomic_float<double, uint64_t>(p, sim::dadd, v); }
+// Not in CUDA for floats, but a common helper; defined so such kernels compile.
+inline float atomicMax(float *p, float v) { return sim::atomic_float<float, uint32_t>(p, sim::fmax_, v); }
+inline float atomicMin(float *p, float v) { return sim::atomic_float<float, uint32_t>(p, sim::fmin_, v); }
+
+#define SIM_INT_ATOMICS(T)                                                                           \
+    inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }             \
+    inline T atomicSub(T *p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }             \
+    inline T atomicAnd(T *p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); }             \
+    inline T atomicOr(T *p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }               \
+    inline T atomicXor(T *p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); }             \
+    inline T atomicExch(T *p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }           \
+    inline T atomicMax(T *p, T v) { return sim::atomic_update(p, [v](T o) { return o > v ? o : v; }); } \
+    inline T atomicMin(T *p, T v) { return sim::atomic_update(p, [v](T o) { return o < v ? o : v; }); } \
+    inline T atomicCAS(T *p, T cmp, T v) {                                                           \
+        __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);          \
+        return cmp;                                                                                  \
+    }
+SIM_INT_ATOMICS(int)
+SIM_INT_ATOMICS(unsigned int)
+SIM_INT_ATOMICS(unsigned long long)
+#undef SIM_INT_ATOMICS
+inline float atomicExch(float *p, float v) {
+    float old;
+    __atomic_exchange(p, &v, &old, __ATOMIC_SEQ_CST);
+    return old;
+}
+inline unsigned atomicInc(unsigned *p, unsigned limit) {
+    return sim::atomic_update(p, [limit](unsigned o) { return o >= limit ? 0u : o + 1; });
+}
+
+// ---- Vector types (aligned like CUDA's, so float4 loads need 16-byte alignment) ----
+#define SIM_VEC2(T, N, A) struct __attribute__((aligned(A))) N { T x, y; };
+#define SIM_VEC3(T, N) struct N { T x, y, z; };
+#define SIM_VEC4(T, N, A) struct __attribute__((aligned(A))) N { T x, y, z, w; };
+SIM_VEC2(float, float2, 8)
+SIM_VEC3(float, float3)
+SIM_VEC4(float, float4, 16)
+SIM_VEC2(int, int2, 8)
+SIM_VEC3(int, int3)
+SIM_VEC4(int, int4, 16)
+SIM_VEC2(unsigned int, uint2, 8)
+SIM_VEC4(unsigned int, uint4, 16)
+SIM_VEC2(double, double2, 16)
+SIM_VEC2(short, short2, 4)
+SIM_VEC2(unsigned short, ushort2, 4)
+SIM_VEC4(char, char4, 4)
+SIM_VEC4(unsigned char, uchar4, 4)
+#undef SIM_VEC2
+#undef SIM_VEC3
+#undef SIM_VEC4
+inline float2 make_float2(float x, float y) { return {x, y}; }
+inline float3 make_float3(float x, float y, float z) { return {x, y, z}; }
+inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
+inline int2 make_int2(int x, int y) { return {x, y}; }
+inline int3 make_int3(int x, int y, int z) { return {x, y, z}; }
+inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
+inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
+inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return {x, y, z}; }
+inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
+inline double2 make_double2(double x, double y) { return {x, y}; }
+
+// ---- Loads through the read-only cache: plain loads here. ----
+template <class T>
+inline T __ldg(const T *p) { return *p; }
+
+// ---- Math: CUDA's global overloads and intrinsics. The fast intrinsics use the accurate
+// functions; results may differ from the GPU in the last bits, never in meaning. ----
+inline int min(int a, int b) { return a < b ? a : b; }
+inline int max(int a, int b) { return a > b ? a : b; }
+inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
+inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
+inline long long min(long long a, long long b) { return a < b ? a : b; }
+inline long long max(long long a, long long b) { return a > b ? a : b; }
+inline float min(float a, float b) { return fminf(a, b); }
+inline float max(float a, float b) { return fmaxf(a, b); }
+inline double min(double a, double b) { return fmin(a, b); }
+inline double max(double a, double b) { return fmax(a, b); }
+inline float __expf(float x) { return expf(x); }
+inline float __exp10f(float x) { return exp10f(x); }
+inline float __logf(float x) { return logf(x); }
+inline float __log2f(float x) { return log2f(x); }
+inline float __sinf(float x) { return sinf(x); }
+inline float __cosf(float x) { return cosf(x); }
+inline float __tanf(float x) { return tanf(x); }
+inline float __powf(float x, float y) { return powf(x, y); }
+inline float __tanhf(float x) { return tanhf(x); }
+inline float __fdividef(float a, float b) { return a / b; }
+inline float __frcp_rn(float x) { return 1.0f / x; }
+inline float __fsqrt_rn(float x) { return sqrtf(x); }
+inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+inline float __frsqrt_rn(float x) { return 1.0f / sqrtf(x); }
+inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
+inline float __fadd_rn(float a, float b) { return a + b; }
+inline float __fsub_rn(float a, float b) { return a - b; }
+inline float __fmul_rn(float a, float b) { return a * b; }
+inline float __fdiv_rn(float a, float b) { return a / b; }
+inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
+inline float __fadd_rz(float a, float b) { return a + b; }
+inline float __fmul_rz(float a, float b) { return a * b; }
+inline void sincosf_(float x, float *s, float *c) { *s = sinf(x); *c = cosf(x); }
+inline void __sincosf(float x, float *s, float *c) { sincosf_(x, s, c); }
+
+// ---- Bit intrinsics ----
+inline int __popc(unsigned x) { return __builtin_popcount(x); }
+inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
+inline int __clz(int x) { return x ? __builtin_clz((unsigned)x) : 32; }
+inline int __clzll(long long x) { return x ? __builtin_clzll((unsigned long long)x) : 64; }
+inline int __ffs(int x) { return __builtin_ffs(x); }
+inline int __ffsll(long long x) { return __builtin_ffsll(x); }
+inline unsigned __brev(unsigned x) {
+    x = ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+    x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
+    x = ((x >> 4) & 0x0F0F0F0Fu) | ((x & 0x0F0F0F0Fu) << 4);
+    return __builtin_bswap32(x);
+}
+inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
+inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
+inline int __mul24(int a, int b) { return a * b; }
+inline unsigned __umul24(unsigned a, unsigned b) { return a * b; }
+inline int __float_as_int(float x) { int i; memcpy(&i, &x, 4); return i; }
+inline unsigned __float_as_uint(float x) { unsigned i; memcpy(&i, &x, 4); return i; }
+inline float __int_as_float(int i) { float x; memcpy(&x, &i, 4); return x; }
+inline float __uint_as_float(unsigned i) { float x; memcpy(&x, &i, 4); return x; }
+inline int __float2int_rn(float x) { return (int)nearbyintf(x); }
+inline int __float2int_rz(float x) { return (int)x; }
+inline int __float2int_rd(float x) { return (int)floorf(x); }
+inline int __float2int_ru(float x) { return (int)ceilf(x); }
+inline float __int2float_rn(int i) { return (float)i; }

@@ -1,0 +1,38 @@
+// sim_launch.h: the table of kernels a module exports. The host finds a kernel by name and
+// launches it like cuLaunchKernel, from an array of pointers to the arguments; the thunk calls
+// the kernel with typed arguments and the parameter codes let the host check the plan's list.
+#pragma once
+
+#include "sim_runtime.h"
+
+namespace sim {
+
+template <class T>
+constexpr char param_code() {
+    if constexpr (std::is_pointer_v<T>) return 'p';
+    else if constexpr (std::is_same_v<T, float>) return 'f';
+    else if constexpr (std::is_integral_v<T> && sizeof(T) == 4) return 'i';
+    else return '?';
+}
+
+template <auto F>
+struct Thunk;
+template <class... A, void (*F)(A...)>
+struct Thunk<F> {
+    static void call(void **args) {
+        [&]<size_t... I>(std::index_sequence<I...>) {
+            F(*static_cast<std::remove_cv_t<std::remove_reference_t<A>> *>(args[I])...);
+        }(std::index_sequence_for<A...>{});
+    }
+    static constexpr char codes[sizeof...(A) + 1] = {param_code<std::remove_cv_t<A>>()..., 0};
+};
+
+}  // namespace sim
+
+struct SimKernel {
+    const char *name;
+    void (*thunk)(void **);
+    const char *params;  // one code per parameter: p pointer, i 32-bit integer, f float
+};
+
+#define SIM_KERNEL(name) SimKernel{#name, &sim::Thunk<&name>::call, sim::Thunk<&name>::codes}

@@ -1,0 +1,471 @@
+// sim_runtime.h: the execution model of the CUDA simulator.
+//
+// One fiber per CUDA thread, switched only at barriers and warp operations, so the threads of
+// a block really interleave between barriers and a divergent barrier is detected exactly
+// (nothing runnable, not everyone finished). Each OS thread runs one block at a time and a
+// block never leaves the OS thread that started it (fibers may cache thread-local addresses).
+// The host (Rust) picks the blocks, the OS threads and catches SIGSEGV; see kernel/src/sim.
+#pragma once
+
+#include <dlfcn.h>
+#include <link.h>
+#include <setjmp.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include <mutex>
+#include <type_traits>
+#include <utility>
+
+#if !defined(__x86_64__)
+#error "the CUDA simulator's context switch is written for x86-64 only"
+#endif
+
+#define SIM_EXPORT extern "C" __attribute__((visibility("default")))
+
+struct uint3 { unsigned int x, y, z; };
+struct dim3 {
+    unsigned int x, y, z;
+    constexpr dim3(unsigned int vx = 1, unsigned int vy = 1, unsigned int vz = 1) : x(vx), y(vy), z(vz) {}
+    constexpr dim3(uint3 v) : x(v.x), y(v.y), z(v.z) {}
+};
+
+// ---- The interface with the host; kernel/src/sim/ffi.rs mirrors these structs. ----
+
+struct SimLaunch {
+    void (*thunk)(void **args);
+    void **args;
+    unsigned grid[3], block[3];
+    unsigned dynamic_smem;
+    const char *kernel;
+};
+
+enum SimCode { SIM_OK = 0, SIM_ERROR = 1, SIM_FAULT = 2 };
+
+struct SimResult {
+    int code;
+    int signal;
+    int is_write;
+    int has_thread;
+    unsigned block[3], thread[3];
+    uint64_t addr;
+    char message[512];
+};
+
+// ---- Context switch: callee-saved registers plus the SSE and x87 control words. ----
+
+asm(R"(
+    .text
+    .p2align 4
+    .globl sim_ctx_switch
+    .hidden sim_ctx_switch
+    .type sim_ctx_switch,@function
+sim_ctx_switch:
+    pushq %rbp
+    pushq %rbx
+    pushq %r12
+    pushq %r13
+    pushq %r14
+    pushq %r15
+    subq $8, %rsp
+    stmxcsr (%rsp)
+    fnstcw 4(%rsp)
+    movq %rsp, (%rdi)
+    movq %rsi, %rsp
+    ldmxcsr (%rsp)
+    fldcw 4(%rsp)
+    addq $8, %rsp
+    popq %r15
+    popq %r14
+    popq %r13
+    popq %r12
+    popq %rbx
+    popq %rbp
+    ret
+    .size sim_ctx_switch, .-sim_ctx_switch
+)");
+extern "C" void sim_ctx_switch(void **save_sp, void *load_sp);
+
+namespace sim {
+
+constexpr unsigned kMaxThreads = 1024;
+constexpr size_t kStackBytes = 128 * 1024;  // per fiber; WMMA tiles live on it
+constexpr size_t kGuardBytes = 4096;        // below each stack: an overflow faults
+
+enum State : unsigned char { READY, AT_BLOCK, AT_WARP, DONE };
+
+struct Fiber {
+    void *sp;
+    uint3 tid;
+    unsigned lane, warp;
+    State state;
+    unsigned char parity;      // which exchange buffer the next warp operation uses
+    unsigned char bar_parity;  // same for __syncthreads_count and friends
+};
+
+struct Warp {
+    unsigned present;  // lanes that exist (the last warp of a block may be partial)
+    unsigned arrived;
+    alignas(16) unsigned char slot[2][32][16];  // double-buffered by Fiber::parity
+};
+
+struct Worker {
+    Fiber fibers[kMaxThreads];
+    Warp warps[kMaxThreads / 32];
+    unsigned order[kMaxThreads];  // this block's schedule
+    unsigned queue[kMaxThreads];  // ring of runnable fibers
+    unsigned head, tail;
+    unsigned n, at_block, at_warp, exited;
+    int bar_count[2];  // __syncthreads_count accumulators, by barrier parity
+    uint3 block_idx;
+    dim3 block_dim, grid_dim;
+    void *sched_sp;
+    char *stacks;
+    char *dyn_smem;
+    size_t dyn_cap;
+    const SimLaunch *launch;
+    SimResult *result;
+    sigjmp_buf jmp;
+    Worker *next_free;
+};
+
+// The only thread-locals of the runtime: everything else of this module's TLS block is the
+// kernels' __shared__ memory, which is poisoned (and these two restored) at every block start.
+inline thread_local Worker *tl_worker = nullptr;
+inline thread_local Fiber *tl_fiber = nullptr;
+
+inline Worker &worker() { return *tl_worker; }
+inline Fiber &fiber() { return *tl_fiber; }
+
+inline void push_ready(Worker &w, unsigned i) {
+    w.fibers[i].state = READY;
+    w.queue[w.tail++ % kMaxThreads] = i;
+}
+
+inline void yield_to_scheduler() {
+    Fiber *f = tl_fiber;
+    sim_ctx_switch(&f->sp, tl_worker->sched_sp);
+}
+
+[[noreturn]] inline void fiber_main() {
+    Worker &w = *tl_worker;
+    w.launch->thunk(w.launch->args);
+    tl_fiber->state = DONE;
+    w.exited++;
+    yield_to_scheduler();
+    __builtin_unreachable();
+}
+
+// ---- Barriers ----
+
+inline void syncthreads() {
+    Worker &w = worker();
+    Fiber &f = fiber();
+    f.state = AT_BLOCK;
+    f.bar_parity ^= 1;
+    w.at_block++;
+    yield_to_scheduler();
+}
+
+// Waits until every lane of `mask` that exists has arrived. The last lane to arrive releases
+// the others and carries on without a switch.
+inline void warp_wait(unsigned mask) {
+    Worker &w = worker();
+    Fiber &f = fiber();
+    Warp &wp = w.warps[f.warp];
+    unsigned expect = (mask & wp.present) | (1u << f.lane);
+    wp.arrived |= 1u << f.lane;
+    if ((wp.arrived & expect) == expect) {
+        unsigned others = wp.arrived & ~(1u << f.lane);
+        wp.arrived = 0;
+        for (unsigned l = 0; l < 32; ++l)
+            if (others & (1u << l)) {
+                w.at_warp--;
+                push_ready(w, f.warp * 32 + l);
+            }
+        return;
+    }
+    f.state = AT_WARP;
+    w.at_warp++;
+    yield_to_scheduler();
+}
+
+// Publishes `v` to the warp, waits for the lanes of `mask`, then reads lane `src`'s value
+// (or returns `v` itself when `src` is out of range, absent or outside the mask).
+template <class T>
+inline T warp_exchange(unsigned mask, T v, int src) {
+    static_assert(sizeof(T) <= 16, "warp shuffles move at most 16 bytes");
+    Worker &w = worker();
+    Fiber &f = fiber();
+    Warp &wp = w.warps[f.warp];
+    unsigned p = f.parity;
+    f.parity ^= 1;
+    memcpy(wp.slot[p][f.lane], &v, sizeof(T));
+    warp_wait(mask);
+    if (src < 0 || src >= 32 || !(wp.present & mask & (1u << src))) return v;
+    T out;
+    memcpy(&out, wp.slot[p][src], sizeof(T));
+    return out;
+}
+
+inline unsigned ballot(unsigned mask, int pred) {
+    Worker &w = worker();
+    Fiber &f = fiber();
+    Warp &wp = w.warps[f.warp];
+    unsigned p = f.parity;
+    f.parity ^= 1;
+    wp.slot[p][f.lane][0] = pred != 0;
+    warp_wait(mask);
+    unsigned bits = 0, lanes = mask & wp.present;
+    for (unsigned l = 0; l < 32; ++l)
+        if ((lanes & (1u << l)) && wp.slot[p][l][0]) bits |= 1u << l;
+    return bits;
+}
+
+// ---- Block execution ----
+
+// Finds this module's TLS block of the calling thread, to poison `__shared__` variables.
+struct TlsBlock { void *data; size_t size; };
+inline int tls_callback(struct dl_phdr_info *info, size_t, void *arg) {
+    auto *want = static_cast<std::pair<void *, TlsBlock> *>(arg);
+    if ((void *)info->dlpi_addr != want->first) return 0;
+    for (int i = 0; i < info->dlpi_phnum; ++i)
+        if (info->dlpi_phdr[i].p_type == PT_TLS) {
+            want->second.data = info->dlpi_tls_data;
+            want->second.size = info->dlpi_phdr[i].p_memsz;
+        }
+    return 1;
+}
+
+// 0xFF bytes are NaN as f32 and f16: a read before any write shows in the result.
+inline void poison_shared(Worker &w) {
+    Dl_info self;
+    std::pair<void *, TlsBlock> want{nullptr, {nullptr, 0}};
+    if (dladdr((void *)&poison_shared, &self)) {
+        want.first = self.dli_fbase;
+        dl_iterate_phdr(tls_callback, &want);
+    }
+    Worker *saved_w = tl_worker;
+    if (want.second.data) memset(want.second.data, 0xFF, want.second.size);
+    tl_worker = saved_w;
+    tl_fiber = nullptr;
+    if (w.dyn_cap) memset(w.dyn_smem, 0xFF, w.dyn_cap);
+}
+
+inline uint64_t mix(uint64_t x) {
+    x += 0x9E3779B97F4A7C15ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+    return x ^ (x >> 31);
+}
+
+// Forward, reverse or seeded random: one schedule alone can hide a race.
+inline void make_order(Worker &w, uint64_t seed) {
+    for (unsigned i = 0; i < w.n; ++i) w.order[i] = i;
+    switch (seed % 3) {
+        case 0: break;
+        case 1:
+            for (unsigned i = 0; i < w.n / 2; ++i) std::swap(w.order[i], w.order[w.n - 1 - i]);
+            break;
+        default:
+            for (unsigned i = w.n; i > 1; --i) {
+                seed = mix(seed);
+                std::swap(w.order[i - 1], w.order[seed % i]);
+            }
+    }
+}
+
+inline void start_fiber(Worker &w, unsigned i) {
+    char *top = w.stacks + (size_t)(i + 1) * (kStackBytes + kGuardBytes);
+    uint64_t *sp = (uint64_t *)((uintptr_t)top & ~(uintptr_t)15) - 9;
+    memset(sp, 0, 9 * sizeof(uint64_t));
+    uint32_t csr[2] = {0x1F80, 0x037F};  // default MXCSR and x87 control word
+    memcpy(sp, csr, sizeof csr);
+    sp[7] = (uint64_t)(uintptr_t)&fiber_main;
+    w.fibers[i].sp = sp;
+}
+
+inline void describe_deadlock(Worker &w) {
+    const char *where = w.at_block ? "__syncthreads" : "a warp operation (__shfl*_sync, __syncwarp, __ballot_sync)";
+    int len = snprintf(w.result->message, sizeof w.result->message,
+                       "%s: deadlock at %s in block (%u,%u,%u): ", w.launch->kernel, where,
+                       w.block_idx.x, w.block_idx.y, w.block_idx.z);
+    if (len < 0 || (size_t)len >= sizeof w.result->message) return;
+    char *out = w.result->message + len;
+    size_t room = sizeof w.result->message - len;
+    if (w.at_block && w.at_warp)
+        snprintf(out, room, "%u threads wait at __syncthreads, %u at a warp operation, %u exited",
+                 w.at_block, w.at_warp, w.exited);
+    else
+        snprintf(out, room, "%u threads wait, %u exited", w.at_block + w.at_warp, w.exited);
+}
+
+// Runs every fiber of the block to completion. Returns false on a deadlock.
+inline bool schedule(Worker &w) {
+    for (unsigned k = 0; k < w.n; ++k) push_ready(w, w.order[k]);
+    for (;;) {
+        while (w.head != w.tail) {
+            unsigned i = w.queue[w.head++ % kMaxThreads];
+            tl_fiber = &w.fibers[i];
+            sim_ctx_switch(&w.sched_sp, w.fibers[i].sp);
+        }
+        tl_fiber = nullptr;
+        if (w.exited == w.n) return true;
+        if (w.at_block == w.n) {
+            w.at_block = 0;
+            int done = w.fibers[0].bar_parity;
+            w.bar_count[done ^ 1] = 0;  // the next barrier's accumulator starts empty
+            for (unsigned k = 0; k < w.n; ++k) push_ready(w, w.order[k]);
+            continue;
+        }
+        describe_deadlock(w);
+        return false;
+    }
+}
+
+inline std::mutex &pool_lock() {
+    static std::mutex m;
+    return m;
+}
+inline Worker *&pool_head() {
+    static Worker *head = nullptr;
+    return head;
+}
+
+inline Worker *acquire_worker() {
+    {
+        std::lock_guard<std::mutex> g(pool_lock());
+        if (Worker *w = pool_head()) {
+            pool_head() = w->next_free;
+            return w;
+        }
+    }
+    Worker *w = new Worker();
+    size_t span = (size_t)kMaxThreads * (kStackBytes + kGuardBytes);
+    void *m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) {
+        delete w;
+        return nullptr;
+    }
+    w->stacks = (char *)m;
+    for (unsigned i = 0; i < kMaxThreads; ++i)
+        mprotect(w->stacks + (size_t)i * (kStackBytes + kGuardBytes), kGuardBytes, PROT_NONE);
+    return w;
+}
+
+// Frees the pool when the module is unloaded (each worker maps fiber stacks for 1024 threads).
+struct PoolReaper {
+    ~PoolReaper() {
+        std::lock_guard<std::mutex> g(pool_lock());
+        while (Worker *w = pool_head()) {
+            pool_head() = w->next_free;
+            munmap(w->stacks, (size_t)kMaxThreads * (kStackBytes + kGuardBytes));
+            free(w->dyn_smem);
+            delete w;
+        }
+    }
+};
+inline PoolReaper pool_reaper;
+
+inline void release_worker(Worker *w) {
+    std::lock_guard<std::mutex> g(pool_lock());
+    w->next_free = pool_head();
+    pool_head() = w;
+}
+
+inline bool ensure_dyn_smem(Worker &w, size_t bytes) {
+    if (bytes <= w.dyn_cap) return true;
+    free(w.dyn_smem);
+    w.dyn_smem = (char *)aligned_alloc(256, (bytes + 255) & ~(size_t)255);
+    w.dyn_cap = w.dyn_smem ? bytes : 0;
+    return w.dyn_smem != nullptr;
+}
+
+inline int run_block(Worker &w, const SimLaunch *l, uint64_t block, uint64_t seed, SimResult *res) {
+    w.launch = l;
+    w.result = res;
+    w.block_dim = dim3(l->block[0], l->block[1], l->block[2]);
+    w.grid_dim = dim3(l->grid[0], l->grid[1], l->grid[2]);
+    w.block_idx = uint3{(unsigned)(block % l->grid[0]), (unsigned)(block / l->grid[0] % l->grid[1]),
+                        (unsigned)(block / l->grid[0] / l->grid[1])};
+    w.n = l->block[0] * l->block[1] * l->block[2];
+    w.head = w.tail = w.at_block = w.at_warp = w.exited = 0;
+    w.bar_count[0] = w.bar_count[1] = 0;
+    for (unsigned i = 0; i < w.n; ++i) {
+        Fiber &f = w.fibers[i];
+        f.tid = uint3{i % l->block[0], i / l->block[0] % l->block[1], i / l->block[0] / l->block[1]};
+        f.lane = i % 32;
+        f.warp = i / 32;
+        f.parity = f.bar_parity = 0;
+        start_fiber(w, i);
+    }
+    for (unsigned k = 0; k < (w.n + 31) / 32; ++k) {
+        unsigned lanes = w.n - k * 32 >= 32 ? 32 : w.n - k * 32;
+        w.warps[k].present = lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1;
+        w.warps[k].arrived = 0;
+    }
+    make_order(w, seed);
+    poison_shared(w);
+    return schedule(w) ? SIM_OK : SIM_ERROR;
+}
+
+}  // namespace sim
+
+// ---- Exported to the host ----
+
+// Runs block `block` (linear, x fastest) of a launch on the calling OS thread.
+SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t block, uint64_t seed, SimResult *res) {
+    using namespace sim;
+    memset(res, 0, sizeof *res);
+    unsigned n = l->block[0] * l->block[1] * l->block[2];
+    if (n == 0 || n > kMaxThreads) {
+        snprintf(res->message, sizeof res->message, "%s: %u threads per block (the limit is %u)",
+                 l->kernel, n, kMaxThreads);
+        return res->code = SIM_ERROR;
+    }
+    Worker *w = acquire_worker();
+    if (!w || !ensure_dyn_smem(*w, l->dynamic_smem)) {
+        if (w) release_worker(w);
+        snprintf(res->message, sizeof res->message, "%s: out of memory for fiber stacks", l->kernel);
+        return res->code = SIM_ERROR;
+    }
+    tl_worker = w;
+    w->result = res;
+    // A fault in the kernel (caught by the host's SIGSEGV handler) comes back here.
+    if (sigsetjmp(w->jmp, 1)) {
+        tl_fiber = nullptr;
+        tl_worker = nullptr;
+        release_worker(w);
+        return res->code = SIM_FAULT;
+    }
+    int code = run_block(*w, l, block, seed, res);
+    tl_worker = nullptr;
+    release_worker(w);
+    return res->code = code;
+}
+
+// Called by the host's signal handler on the alternate stack when the calling thread faults
+// inside sim_run_block: records where and unwinds to sim_run_block.
+SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write) {
+    using namespace sim;
+    Worker *w = tl_worker;
+    if (!w) return;
+    SimResult *r = w->result;
+    r->signal = sig;
+    r->addr = addr;
+    r->is_write = is_write;
+    r->block[0] = w->block_idx.x;
+    r->block[1] = w->block_idx.y;
+    r->block[2] = w->block_idx.z;
+    if (Fiber *f = tl_fiber) {
+        r->has_thread = 1;
+        r->thread[0] = f->tid.x;
+        r->thread[1] = f->tid.y;
+        r->thread[2] = f->tid.z;
+    }
+    siglongjmp(w->jmp, 1);
+}

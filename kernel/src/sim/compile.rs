@@ -1,0 +1,448 @@
+//! Turning a `.cu` source into a loaded shared object: scanning it for entries and inline
+//! PTX, rewriting `extern __shared__`, compiling it with the host C++ compiler against the
+//! emulation headers (embedded, so a carried test binary works anywhere) and caching the result.
+
+use super::ffi::{FaultHook, RunBlock, SimKernel, Thunk};
+use crate::device::DeviceError;
+use crate::plan::CudaSource;
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The emulation headers, written next to every generated translation unit.
+const HEADERS: &[(&str, &str)] = &[
+    (
+        "sim_runtime.h",
+        include_str!("../../sim/include/sim_runtime.h"),
+    ),
+    (
+        "sim_builtins.h",
+        include_str!("../../sim/include/sim_builtins.h"),
+    ),
+    (
+        "sim_launch.h",
+        include_str!("../../sim/include/sim_launch.h"),
+    ),
+    ("cuda_fp16.h", include_str!("../../sim/include/cuda_fp16.h")),
+    ("mma.h", include_str!("../../sim/include/mma.h")),
+    (
+        "cuda_runtime.h",
+        include_str!("../../sim/include/cuda_runtime.h"),
+    ),
+    ("cuda.h", include_str!("../../sim/include/cuda.h")),
+];
+
+/// `-fno-strict-aliasing`: CUDA code reinterprets float arrays as float4 and the like.
+const FLAGS: &[&str] = &[
+    "-O2",
+    "-std=c++20",
+    "-shared",
+    "-fPIC",
+    "-fvisibility=hidden",
+    "-fno-strict-aliasing",
+];
+
+/// The host C++ compiler: `$CXX`, else `g++`.
+pub fn compiler() -> String {
+    std::env::var("CXX").unwrap_or_else(|_| "g++".to_string())
+}
+
+/// `g++ 12.2.0`, or why the compiler cannot be run.
+pub fn compiler_version(cxx: &str) -> Result<String, String> {
+    let out = Command::new(cxx)
+        .arg("-dumpfullversion")
+        .output()
+        .map_err(|e| format!("cannot run {cxx}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("{cxx} -dumpfullversion failed"));
+    }
+    Ok(format!(
+        "{cxx} {}",
+        String::from_utf8_lossy(&out.stdout).trim()
+    ))
+}
+
+/// The source with comments blanked out (newlines kept, so line numbers stay right).
+pub fn strip_comments(code: &str) -> String {
+    let b = code.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'/' if b.get(i + 1) == Some(&b'/') => {
+                while i < b.len() && b[i] != b'\n' {
+                    out.push(b' ');
+                    i += 1;
+                }
+            }
+            b'/' if b.get(i + 1) == Some(&b'*') => {
+                out.extend_from_slice(b"  ");
+                i += 2;
+                while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                    out.push(if b[i] == b'\n' { b'\n' } else { b' ' });
+                    i += 1;
+                }
+                if i < b.len() {
+                    out.extend_from_slice(b"  ");
+                    i += 2;
+                }
+            }
+            q @ (b'"' | b'\'') => {
+                out.push(q);
+                i += 1;
+                while i < b.len() && b[i] != q && b[i] != b'\n' {
+                    if b[i] == b'\\' && i + 1 < b.len() {
+                        out.push(b[i]);
+                        i += 1;
+                    }
+                    out.push(b[i]);
+                    i += 1;
+                }
+                if i < b.len() {
+                    out.push(b[i]);
+                    i += 1;
+                }
+            }
+            c => {
+                out.push(c);
+                i += 1;
+            }
+        }
+    }
+    // Only ASCII bytes were replaced, whole multi-byte characters were copied.
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// Byte offsets where `word` occurs as a whole identifier.
+fn find_word(code: &str, word: &str) -> Vec<usize> {
+    let b = code.as_bytes();
+    code.match_indices(word)
+        .map(|(i, _)| i)
+        .filter(|&i| {
+            (i == 0 || !is_ident(b[i - 1])) && b.get(i + word.len()).is_none_or(|&c| !is_ident(c))
+        })
+        .collect()
+}
+
+/// Whether the (comment-free) source contains inline assembly (`asm(`, `asm volatile`).
+pub fn has_inline_asm(code: &str) -> bool {
+    ["asm", "__asm__", "__asm"]
+        .iter()
+        .any(|w| !find_word(code, w).is_empty())
+}
+
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && b[i].is_ascii_whitespace() {
+        i += 1;
+    }
+    i
+}
+
+fn ident_at(b: &[u8], i: usize) -> (usize, &[u8]) {
+    let mut j = i;
+    while j < b.len() && is_ident(b[j]) {
+        j += 1;
+    }
+    (j, &b[i..j])
+}
+
+/// Skips a balanced `( ... )` starting at `i` (which must be `(`).
+fn skip_parens(b: &[u8], i: usize) -> usize {
+    let mut depth = 0;
+    for (j, &c) in b.iter().enumerate().skip(i) {
+        match c {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return j + 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    b.len()
+}
+
+/// Names of the `extern "C" __global__ void NAME(...)` entries of a comment-free source.
+pub fn entries(code: &str) -> Vec<String> {
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    for at in find_word(code, "__global__") {
+        let before = code[..at].trim_end();
+        if !before.ends_with("extern \"C\"") {
+            continue;
+        }
+        // `__launch_bounds__(...)` may come before or after `void`.
+        let mut i = skip_ws(b, at + "__global__".len());
+        let mut seen_void = false;
+        loop {
+            let (end, word) = ident_at(b, i);
+            match word {
+                b"__launch_bounds__" => i = skip_ws(b, skip_parens(b, skip_ws(b, end))),
+                b"void" => {
+                    seen_void = true;
+                    i = skip_ws(b, end);
+                }
+                _ => break,
+            }
+        }
+        if !seen_void {
+            continue;
+        }
+        let (end, name) = ident_at(b, i);
+        if !name.is_empty() && b.get(skip_ws(b, end)) == Some(&b'(') {
+            out.push(String::from_utf8_lossy(name).into_owned());
+        }
+    }
+    out
+}
+
+fn brace_depth(code: &str) -> i32 {
+    code.bytes().fold(0, |d, c| match c {
+        b'{' => d + 1,
+        b'}' => d - 1,
+        _ => d,
+    })
+}
+
+/// Rewrites each `extern __shared__ T name[];` (which no macro can express) into a pointer to
+/// the block's dynamic shared memory buffer.
+pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(code.len());
+    let mut rest = 0;
+    for at in find_word(code, "extern") {
+        if at < rest {
+            continue;
+        }
+        let after = skip_ws(code.as_bytes(), at + "extern".len());
+        if !code[after..].starts_with("__shared__") {
+            continue;
+        }
+        let decl_start = after + "__shared__".len();
+        let semi = code[decl_start..]
+            .find(';')
+            .map(|j| decl_start + j)
+            .ok_or_else(|| format!("{file}: unterminated extern __shared__ declaration"))?;
+        let mut decl = code[decl_start..semi].to_string();
+        for attr in ["__align__", "alignas"] {
+            while let Some(p) = decl.find(attr) {
+                let end = skip_parens(decl.as_bytes(), skip_ws(decl.as_bytes(), p + attr.len()));
+                decl.replace_range(p..end, " ");
+            }
+        }
+        let decl = decl.trim();
+        let bad =
+            || format!("{file}: cannot read `extern __shared__{decl};` (expected `T name[]`)");
+        let open = decl.rfind('[').ok_or_else(bad)?;
+        let head = decl[..open].trim_end();
+        let name_start = head
+            .bytes()
+            .rposition(|c| !is_ident(c))
+            .map_or(0, |p| p + 1);
+        let (ty, name) = (head[..name_start].trim(), &head[name_start..]);
+        if ty.is_empty() || name.is_empty() {
+            return Err(bad());
+        }
+        out.push_str(&code[rest..at]);
+        let smem = format!("reinterpret_cast<{ty} *>(::sim::dynamic_smem())");
+        if brace_depth(&code[..at]) > 0 {
+            out.push_str(&format!("{ty} *const {name} = {smem};"));
+        } else {
+            // At file scope a macro reads the buffer of whichever block is running.
+            let line = code[..semi].matches('\n').count() + 1;
+            out.push_str(&format!(
+                "\n#define {name} ({smem})\n#line {line} \"{file}\"\n"
+            ));
+        }
+        rest = semi + 1;
+    }
+    out.push_str(&code[rest..]);
+    Ok(out)
+}
+
+/// The translation unit compiled for `src`, and its entries.
+pub fn translation_unit(src: &CudaSource) -> Result<(String, Vec<String>), DeviceError> {
+    let code = strip_comments(src.code);
+    let names = entries(&code);
+    if names.is_empty() {
+        return Err(DeviceError::Sim(format!(
+            "{}: no `extern \"C\" __global__ void name(...)` kernel found",
+            src.file
+        )));
+    }
+    let body = rewrite_extern_shared(&code, src.file).map_err(DeviceError::Sim)?;
+    let table: Vec<String> = names.iter().map(|n| format!("SIM_KERNEL({n}),")).collect();
+    let tu = format!(
+        "#include \"cuda_runtime.h\"\n#line 1 \"{file}\"\n{body}\n\
+         SIM_EXPORT const SimKernel sim_kernels[] = {{{table} {{nullptr, nullptr, nullptr}}}};\n",
+        file = src.file,
+        table = table.join(" ")
+    );
+    Ok((tu, names))
+}
+
+/// FNV-1a: a stable hash for cache keys (std's hasher may change between releases).
+fn fnv1a(parts: &[&str]) -> u64 {
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for p in parts {
+        for &b in p.as_bytes().iter().chain([0xffu8].iter()) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+/// Where built modules are cached.
+fn cache_dir() -> PathBuf {
+    std::env::var_os("KERNEL_LAB_SIM_CACHE")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join("kernel-lab-sim"))
+}
+
+fn io_err(what: String) -> impl FnOnce(std::io::Error) -> DeviceError {
+    move |e| DeviceError::Sim(format!("{what}: {e}"))
+}
+
+/// Compiles `tu` (or finds it in the cache) and returns the shared object's path. Several
+/// processes may build the same module at once: each builds in its own folder and renames
+/// the result into place, which is atomic.
+pub fn build(file: &str, tu: &str, compiler: &str) -> Result<PathBuf, DeviceError> {
+    let mut parts = vec![compiler, tu];
+    parts.extend(FLAGS);
+    parts.extend(HEADERS.iter().map(|(_, text)| *text));
+    let key = format!("{:016x}", fnv1a(&parts));
+    let dir = cache_dir();
+    let target = dir.join(format!("{key}.so"));
+    if target.exists() {
+        return Ok(target);
+    }
+    static SEQ: AtomicU64 = AtomicU64::new(0);
+    let work = dir.join(format!(
+        "build-{key}-{}-{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&work).map_err(io_err(format!("creating {}", work.display())))?;
+    let result = compile_in(&work, file, tu, compiler, &target);
+    let _ = std::fs::remove_dir_all(&work);
+    result.map(|()| target)
+}
+
+fn compile_in(
+    work: &Path,
+    file: &str,
+    tu: &str,
+    compiler: &str,
+    target: &Path,
+) -> Result<(), DeviceError> {
+    for (name, text) in HEADERS {
+        std::fs::write(work.join(name), text).map_err(io_err(format!("writing {name}")))?;
+    }
+    let cpp = work.join("kernel.cpp");
+    std::fs::write(&cpp, tu).map_err(io_err("writing the translation unit".into()))?;
+    let so = work.join("kernel.so");
+    let out = Command::new(compiler)
+        .args(FLAGS)
+        .arg("-I")
+        .arg(work)
+        .arg(&cpp)
+        .arg("-o")
+        .arg(&so)
+        .output()
+        .map_err(io_err(format!("running {compiler}")))?;
+    if !out.status.success() {
+        let log = String::from_utf8_lossy(&out.stderr).replace(&format!("{}/", work.display()), "");
+        return Err(DeviceError::Compile {
+            file: file.to_string(),
+            arch: format!("the simulator ({compiler})"),
+            log,
+        });
+    }
+    std::fs::rename(&so, target).map_err(io_err(format!("caching {}", target.display())))
+}
+
+/// One kernel of a loaded module.
+pub struct Entry {
+    pub thunk: Thunk,
+    /// One code per parameter: `p` pointer, `i` 32-bit integer, `f` float, `?` other.
+    pub params: String,
+}
+
+/// A loaded kernel module.
+pub struct Module {
+    pub entries: HashMap<String, Entry>,
+    pub run_block: RunBlock,
+    pub fault: FaultHook,
+    // Last: the functions above point into it.
+    _lib: libloading::Library,
+}
+
+impl Module {
+    pub fn load(path: &Path) -> Result<Self, DeviceError> {
+        let err =
+            |e: libloading::Error| DeviceError::Sim(format!("loading {}: {e}", path.display()));
+        // SAFETY: the library is one this module built from the emulation headers; its
+        // initialisers only set up statics.
+        let lib = unsafe { libloading::Library::new(path) }.map_err(err)?;
+        // SAFETY: the symbols have the types sim_runtime.h declares.
+        unsafe {
+            let run_block = *lib.get::<RunBlock>(b"sim_run_block\0").map_err(err)?;
+            let fault = *lib.get::<FaultHook>(b"sim_fault\0").map_err(err)?;
+            let table = *lib.get::<*const SimKernel>(b"sim_kernels\0").map_err(err)?;
+            let mut entries = HashMap::new();
+            let mut k = table;
+            while !(*k).name.is_null() {
+                let name = CStr::from_ptr((*k).name).to_string_lossy().into_owned();
+                let params = CStr::from_ptr((*k).params).to_string_lossy().into_owned();
+                if let Some(thunk) = (*k).thunk {
+                    entries.insert(name, Entry { thunk, params });
+                }
+                k = k.add(1);
+            }
+            Ok(Self {
+                entries,
+                run_block,
+                fault,
+                _lib: lib,
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_entries_and_asm() {
+        let code = strip_comments(
+            "// asm(\"x\") in a comment\nextern \"C\" __global__ void __launch_bounds__(256) k1(int a) {}\n\
+             __global__ void not_c(int) {}\nextern \"C\" __global__ void k2 (float *p) { asm volatile(\"\"); }",
+        );
+        assert_eq!(entries(&code), vec!["k1", "k2"]);
+        assert!(has_inline_asm(&code));
+        assert!(!has_inline_asm(&strip_comments("// asm(\nint plasma;")));
+    }
+
+    #[test]
+    fn rewrites_extern_shared() {
+        let code = "void f() { extern __shared__ __align__(16) float smem[]; smem[0] = 1; }";
+        let out = rewrite_extern_shared(code, "x.cu").unwrap();
+        assert!(
+            out.contains("float *const smem = reinterpret_cast<float *>(::sim::dynamic_smem());"),
+            "{out}"
+        );
+        let top =
+            rewrite_extern_shared("extern __shared__ int buf[];\nvoid g() {}", "x.cu").unwrap();
+        assert!(top.contains("#define buf ("), "{top}");
+        assert!(top.contains("#line 1 \"x.cu\""), "{top}");
+    }
+}

@@ -1,0 +1,130 @@
+//! Turning a kernel's bad memory access into an error instead of a crash. One process-wide
+//! handler for SIGSEGV, SIGBUS and SIGFPE runs on the alternate signal stack; when the
+//! faulting OS thread is inside a simulated block it hands the fault to that kernel module's
+//! `sim_fault`, which unwinds to the block's start. Any other fault goes to the handler that
+//! was there before (Rust's stack-overflow report, or the default crash).
+
+use super::ffi::FaultHook;
+use std::cell::Cell;
+use std::sync::OnceLock;
+
+const SIGNALS: [libc::c_int; 3] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE];
+
+thread_local! {
+    static HOOK: Cell<Option<FaultHook>> = const { Cell::new(None) };
+}
+
+/// The handlers that were installed before ours, by signal.
+static PREVIOUS: OnceLock<Vec<(libc::c_int, libc::sigaction)>> = OnceLock::new();
+
+/// Whether the fault was a write (x86-64: bit 1 of the page-fault error code).
+fn is_write(ctx: *mut libc::c_void) -> i32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if ctx.is_null() {
+            return 0;
+        }
+        // SAFETY: the kernel passes a ucontext_t as the third handler argument.
+        let uc = unsafe { &*ctx.cast::<libc::ucontext_t>() };
+        ((uc.uc_mcontext.gregs[libc::REG_ERR as usize] >> 1) & 1) as i32
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = ctx;
+        0
+    }
+}
+
+extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut libc::c_void) {
+    if let Some(hook) = HOOK.with(Cell::get) {
+        // SAFETY: `info` comes from the kernel; the hook never returns (it longjmps).
+        unsafe {
+            let addr = (*info).si_addr() as u64;
+            hook(sig, addr, is_write(ctx));
+        }
+    }
+    // Not ours: restore the previous handler and return, so the access faults again there.
+    if let Some(prev) = PREVIOUS.get()
+        && let Some((_, act)) = prev.iter().find(|(s, _)| *s == sig)
+    {
+        // SAFETY: reinstalls a handler that was installed before.
+        unsafe { libc::sigaction(sig, act, std::ptr::null_mut()) };
+    }
+}
+
+/// Installs the handler once per process.
+pub fn install() {
+    PREVIOUS.get_or_init(|| {
+        let mut prev = Vec::new();
+        for sig in SIGNALS {
+            // SAFETY: plain sigaction calls with zeroed, then filled, structures.
+            unsafe {
+                let mut act: libc::sigaction = std::mem::zeroed();
+                act.sa_sigaction = on_fault as *const () as usize;
+                act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK | libc::SA_NODEFER;
+                libc::sigemptyset(&mut act.sa_mask);
+                let mut old: libc::sigaction = std::mem::zeroed();
+                libc::sigaction(sig, &act, &mut old);
+                prev.push((sig, old));
+            }
+        }
+        prev
+    });
+}
+
+/// While alive, faults of this OS thread go to `hook`; it also makes sure the thread has an
+/// alternate signal stack (fibers' stacks are small and a fault may be their overflow).
+pub struct Armed {
+    own_stack: Option<(*mut libc::c_void, usize)>,
+}
+
+impl Armed {
+    pub fn new(hook: FaultHook) -> Self {
+        const ALT: usize = 64 * 1024;
+        let mut own_stack = None;
+        // SAFETY: queries and, when missing, installs an alternate stack of our own mapping.
+        unsafe {
+            let mut cur: libc::stack_t = std::mem::zeroed();
+            libc::sigaltstack(std::ptr::null(), &mut cur);
+            if cur.ss_flags & libc::SS_DISABLE != 0 {
+                let mem = libc::mmap(
+                    std::ptr::null_mut(),
+                    ALT,
+                    libc::PROT_READ | libc::PROT_WRITE,
+                    libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                    -1,
+                    0,
+                );
+                if mem != libc::MAP_FAILED {
+                    let st = libc::stack_t {
+                        ss_sp: mem,
+                        ss_flags: 0,
+                        ss_size: ALT,
+                    };
+                    libc::sigaltstack(&st, std::ptr::null_mut());
+                    own_stack = Some((mem, ALT));
+                }
+            }
+        }
+        HOOK.with(|h| h.set(Some(hook)));
+        Self { own_stack }
+    }
+}
+
+impl Drop for Armed {
+    fn drop(&mut self) {
+        HOOK.with(|h| h.set(None));
+        if let Some((mem, len)) = self.own_stack {
+            // SAFETY: removes and frees the alternate stack installed in `new`.
+            unsafe {
+                let st = libc::stack_t {
+                    ss_sp: std::ptr::null_mut(),
+                    ss_flags: libc::SS_DISABLE,
+                    ss_size: 0,
+                };
+                libc::sigaltstack(&st, std::ptr::null_mut());
+                libc::munmap(mem, len);
+            }
+        }
+    }
+}

@@ -1,0 +1,74 @@
+//! The C interface of a compiled kernel module, mirroring `kernel/sim/include/sim_runtime.h`.
+
+use std::ffi::{c_char, c_void};
+
+/// `SimLaunch`: one launch, as every block of it sees it.
+#[repr(C)]
+pub struct SimLaunch {
+    pub thunk: Thunk,
+    pub args: *mut *mut c_void,
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dynamic_smem: u32,
+    pub kernel: *const c_char,
+}
+
+/// `SimResult`: what went wrong in a block, if anything.
+#[repr(C)]
+pub struct SimResult {
+    pub code: i32,
+    pub signal: i32,
+    pub is_write: i32,
+    pub has_thread: i32,
+    pub block: [u32; 3],
+    pub thread: [u32; 3],
+    pub addr: u64,
+    pub message: [c_char; 512],
+}
+
+impl Default for SimResult {
+    fn default() -> Self {
+        Self {
+            code: 0,
+            signal: 0,
+            is_write: 0,
+            has_thread: 0,
+            block: [0; 3],
+            thread: [0; 3],
+            addr: 0,
+            message: [0; 512],
+        }
+    }
+}
+
+impl SimResult {
+    pub fn message(&self) -> String {
+        let bytes: Vec<u8> = self
+            .message
+            .iter()
+            .take_while(|&&c| c != 0)
+            .map(|&c| c as u8)
+            .collect();
+        String::from_utf8_lossy(&bytes).into_owned()
+    }
+}
+
+pub const SIM_OK: i32 = 0;
+pub const SIM_FAULT: i32 = 2;
+
+/// `SimKernel`: an entry of the module's `sim_kernels` table (ends with a null name).
+#[repr(C)]
+pub struct SimKernel {
+    pub name: *const c_char,
+    pub thunk: Option<Thunk>,
+    pub params: *const c_char,
+}
+
+pub type Thunk = unsafe extern "C" fn(args: *mut *mut c_void);
+pub type RunBlock = unsafe extern "C" fn(
+    launch: *const SimLaunch,
+    block: u64,
+    seed: u64,
+    out: *mut SimResult,
+) -> i32;
+pub type FaultHook = unsafe extern "C" fn(sig: i32, addr: u64, is_write: i32);

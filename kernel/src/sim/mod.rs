@@ -1,0 +1,506 @@
+//! The CUDA simulator: runs the real CUDA C source of a [`CudaPlan`] on the CPU, so tests catch
+//! wrong indexing, missing barriers and out-of-bounds accesses without a GPU.
+//!
+//! Each `.cu` file is compiled by the host C++ compiler against the emulation headers of
+//! `kernel/sim/include` ([`compile`]). Every CUDA thread is a fiber; a block's fibers interleave
+//! at barriers and warp operations in forward, reverse or random order, blocks run in a
+//! shuffled order on several OS threads, shared memory starts as NaN, and every global buffer
+//! sits between guard pages ([`memory`], [`fault`]). Functional only: never timed for claims.
+
+pub mod compile;
+mod fault;
+mod ffi;
+pub mod memory;
+
+use crate::contract::{Kernel, Unsupported};
+use crate::cuda::device::{from_bytes, to_bytes};
+use crate::device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
+use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Launch, Step};
+use crate::workload::{Activation, Shape, Workload};
+use compile::Module;
+use ffi::{SIM_FAULT, SIM_OK, SimLaunch, SimResult, Thunk};
+use memory::{GuardedBuf, Placement};
+use std::collections::HashMap;
+use std::ffi::{CString, c_void};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Seed of the block order and thread schedules unless `KERNEL_LAB_SIM_SEED` says otherwise.
+const DEFAULT_SEED: u64 = 0x5EED_CAFE;
+/// The simulator is for small shapes; a huge grid is a mistake, not a test.
+const MAX_BLOCKS: usize = 1 << 22;
+
+pub struct SimDevice {
+    info: DeviceInfo,
+    compiler: String,
+    seed: u64,
+    threads: usize,
+    modules: Mutex<HashMap<CudaSource, Arc<Module>>>,
+}
+
+impl SimDevice {
+    /// Finds the host C++ compiler; fails (without panicking) when there is none.
+    pub fn new() -> Result<Self, DeviceError> {
+        let compiler = compile::compiler();
+        let version = compile::compiler_version(&compiler)
+            .map_err(|e| DeviceError::Unavailable(format!("CUDA simulator: {e}")))?;
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let seed = std::env::var("KERNEL_LAB_SIM_SEED")
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(DEFAULT_SEED);
+        fault::install();
+        Ok(Self {
+            info: DeviceInfo {
+                kind: DeviceKind::Sim.name().to_string(),
+                name: format!("CUDA simulator ({version}, {threads} threads)"),
+                slug: "sim".to_string(),
+                driver: version,
+                cuda: None,
+                compute_capability: None,
+                units: threads as u32,
+                memory_bytes: None,
+                l2_bytes: None,
+            },
+            compiler,
+            seed,
+            threads,
+            modules: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The same device with another schedule seed (block order, thread orders).
+    pub fn with_seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    fn module(&self, src: &CudaSource) -> Result<Arc<Module>, DeviceError> {
+        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = modules.get(src) {
+            return Ok(m.clone());
+        }
+        let (tu, _) = compile::translation_unit(src)?;
+        let path = compile::build(src.file, &tu, &self.compiler)?;
+        let m = Arc::new(Module::load(&path)?);
+        modules.insert(*src, m.clone());
+        Ok(m)
+    }
+}
+
+/// A small shape of each workload, to ask a kernel for its plan without a real shape.
+fn probe_shape(w: Workload) -> Shape {
+    match w {
+        Workload::Gemm => Shape::square_gemm(64),
+        Workload::Linear => Shape::Linear {
+            m: 64,
+            n: 64,
+            k: 64,
+            act: Activation::Relu,
+        },
+        Workload::Conv => Shape::Conv {
+            b: 1,
+            c: 4,
+            m: 8,
+            h: 16,
+            w: 16,
+            k: 3,
+        },
+        Workload::Attention => Shape::Attention {
+            b: 1,
+            h: 2,
+            s: 64,
+            d: 64,
+            causal: false,
+        },
+    }
+}
+
+/// Refuses what cannot be simulated: library calls and inline PTX.
+fn check_plan(plan: &CudaPlan) -> Result<(), Unsupported> {
+    for step in &plan.steps {
+        if let Step::Library(_) = step {
+            return Err(Unsupported("not simulated: cuBLAS library call".into()));
+        }
+    }
+    for src in plan.sources() {
+        if compile::has_inline_asm(&compile::strip_comments(src.code)) {
+            return Err(Unsupported(format!(
+                "not simulated: {} uses inline assembly (asm), which only a GPU runs",
+                src.file
+            )));
+        }
+    }
+    Ok(())
+}
+
+impl Executor for SimDevice {
+    fn kind(&self) -> DeviceKind {
+        DeviceKind::Sim
+    }
+
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    fn can_run(&self, kernel: &dyn Kernel) -> Result<(), Unsupported> {
+        if let Some(why) = kernel.gpu_only() {
+            return Err(Unsupported(format!("not simulated: {why}")));
+        }
+        let info = kernel.info();
+        match kernel.cuda(&probe_shape(info.workload)) {
+            Some(plan) => check_plan(&plan),
+            None => Err(Unsupported(format!("{} has no CUDA description", info.id))),
+        }
+    }
+
+    fn prepare<'a>(
+        &'a self,
+        kernel: &'a dyn Kernel,
+        shape: &Shape,
+        inputs: &'a [Vec<f32>],
+    ) -> Result<Box<dyn Prepared + 'a>, DeviceError> {
+        if let Some(why) = kernel.gpu_only() {
+            return Err(Unsupported(format!("not simulated: {why}")).into());
+        }
+        kernel.supports(shape)?;
+        let plan = kernel
+            .cuda(shape)
+            .ok_or_else(|| Unsupported(format!("{} has no CUDA description", kernel.info().id)))?;
+        check_plan(&plan)?;
+        SimRun::new(self, plan, shape, inputs).map(|r| Box::new(r) as Box<dyn Prepared + 'a>)
+    }
+}
+
+/// A launch with its kernel found in its module.
+struct Resolved {
+    module: Arc<Module>,
+    thunk: Thunk,
+    launch: Launch,
+}
+
+struct SimRun<'a> {
+    dev: &'a SimDevice,
+    plan: CudaPlan,
+    launches: Vec<Resolved>,
+    inputs: Vec<Vec<u8>>,
+    /// Inputs, then the output, then scratch buffers.
+    bufs: Vec<GuardedBuf>,
+    runs: u64,
+}
+
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// The kernel's parameter list must match the plan's arguments, or the launch would read
+/// garbage: catch that before running.
+fn check_args(l: &Launch, params: &str) -> Result<(), DeviceError> {
+    let want: String = l
+        .args
+        .iter()
+        .map(|a| match a {
+            Arg::Ptr(_) => 'p',
+            Arg::I32(_) => 'i',
+            Arg::F32(_) => 'f',
+        })
+        .collect();
+    if want != params {
+        return Err(DeviceError::Sim(format!(
+            "{}: the plan passes arguments ({want}) but the kernel takes ({params}) \
+             (p pointer, i 32-bit integer, f float, ? other)",
+            l.entry
+        )));
+    }
+    Ok(())
+}
+
+impl<'a> SimRun<'a> {
+    fn new(
+        dev: &'a SimDevice,
+        plan: CudaPlan,
+        shape: &Shape,
+        inputs: &[Vec<f32>],
+    ) -> Result<Self, DeviceError> {
+        let specs = shape.inputs();
+        if inputs.len() != specs.len() || plan.inputs.len() != specs.len() {
+            return Err(DeviceError::Sim(format!(
+                "{shape} takes {} inputs; {} given, the plan declares {}",
+                specs.len(),
+                inputs.len(),
+                plan.inputs.len()
+            )));
+        }
+        let mut bufs = Vec::new();
+        let mut bytes = Vec::new();
+        for ((spec, data), &dtype) in specs.iter().zip(inputs).zip(&plan.inputs) {
+            if data.len() != spec.len() {
+                return Err(DeviceError::Sim(format!(
+                    "input {} has {} elements, {shape} needs {}",
+                    spec.name,
+                    data.len(),
+                    spec.len()
+                )));
+            }
+            bufs.push(GuardedBuf::new(spec.name, dtype, spec.len())?);
+            bytes.push(to_bytes(data, dtype));
+        }
+        let out = shape.output();
+        bufs.push(GuardedBuf::new(out.name, plan.output, out.len())?);
+        for s in &plan.scratch {
+            bufs.push(GuardedBuf::new(s.name, s.dtype, s.len)?);
+        }
+        let mut launches = Vec::new();
+        for l in plan.launches() {
+            let threads = l.threads_per_block();
+            if threads == 0 || threads > 1024 || l.grid.contains(&0) {
+                return Err(DeviceError::Sim(format!(
+                    "{}: invalid launch geometry grid {:?} block {:?}",
+                    l.entry, l.grid, l.block
+                )));
+            }
+            let module = dev.module(&l.source)?;
+            let entry = module.entries.get(l.entry).ok_or_else(|| {
+                let mut names: Vec<&str> = module.entries.keys().map(String::as_str).collect();
+                names.sort_unstable();
+                DeviceError::Sim(format!(
+                    "{} has no kernel {} (it defines {})",
+                    l.source.file,
+                    l.entry,
+                    names.join(", ")
+                ))
+            })?;
+            check_args(l, &entry.params)?;
+            for a in &l.args {
+                if let Arg::Ptr(b) = a {
+                    let ok = match *b {
+                        Buf::Input(i) => i < specs.len(),
+                        Buf::Output => true,
+                        Buf::Scratch(i) => i < plan.scratch.len(),
+                    };
+                    if !ok {
+                        return Err(DeviceError::Sim(format!(
+                            "{}: argument {b:?} names no buffer of the plan",
+                            l.entry
+                        )));
+                    }
+                }
+            }
+            launches.push(Resolved {
+                thunk: entry.thunk,
+                module: module.clone(),
+                launch: l.clone(),
+            });
+        }
+        Ok(Self {
+            dev,
+            plan,
+            launches,
+            inputs: bytes,
+            bufs,
+            runs: 0,
+        })
+    }
+
+    fn buf_index(&self, b: Buf) -> usize {
+        match b {
+            Buf::Input(i) => i,
+            Buf::Output => self.inputs.len(),
+            Buf::Scratch(i) => self.inputs.len() + 1 + i,
+        }
+    }
+
+    /// Places every buffer, uploads the inputs, poisons the output (0xFF: NaN in f32 and
+    /// f16) and zeroes scratch buffers as the GPU path's allocation does.
+    fn reset(&mut self, p: Placement) {
+        let n_in = self.inputs.len();
+        for (i, b) in self.bufs.iter_mut().enumerate() {
+            b.place(p);
+            match i.cmp(&n_in) {
+                std::cmp::Ordering::Less => b.write(&self.inputs[i]),
+                std::cmp::Ordering::Equal => b.fill(0xFF),
+                std::cmp::Ordering::Greater => b.fill(0),
+            }
+        }
+    }
+
+    fn launch_all(&mut self) -> Result<(), DeviceError> {
+        for (i, r) in self.launches.iter().enumerate() {
+            let seed = mix(self.dev.seed ^ mix(self.runs) ^ (i as u64).rotate_left(32));
+            self.execute(r, seed)?;
+            // Writes into the alignment padding do not fault: the canary shows them.
+            for b in &mut self.bufs {
+                if b.padding_written() {
+                    return Err(DeviceError::Sim(format!(
+                        "{}: out-of-bounds write past the end of buffer '{}' (into the padding \
+                         that keeps its start 16-byte aligned; the thread is not known)",
+                        r.launch.entry, b.name
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn execute(&self, r: &Resolved, seed: u64) -> Result<(), DeviceError> {
+        let l = &r.launch;
+        // Each argument in its own 8-byte cell; x86-64 is little-endian, so an i32 or f32
+        // parameter reads the low 4 bytes.
+        let mut cells: Vec<u64> = l
+            .args
+            .iter()
+            .map(|a| match *a {
+                Arg::Ptr(b) => self.bufs[self.buf_index(b)].ptr() as u64,
+                Arg::I32(v) => u64::from(v as u32),
+                Arg::F32(v) => u64::from(v.to_bits()),
+            })
+            .collect();
+        let mut argv: Vec<*mut c_void> = cells
+            .iter_mut()
+            .map(|c| (c as *mut u64).cast::<c_void>())
+            .collect();
+        let name = CString::new(l.entry)
+            .map_err(|_| DeviceError::Sim(format!("bad kernel name {:?}", l.entry)))?;
+        let launch = SimLaunch {
+            thunk: r.thunk,
+            args: argv.as_mut_ptr(),
+            grid: l.grid,
+            block: l.block,
+            dynamic_smem: l.dynamic_smem,
+            kernel: name.as_ptr(),
+        };
+        let blocks = l.grid.iter().map(|&g| g as usize).product::<usize>();
+        if blocks > MAX_BLOCKS {
+            return Err(DeviceError::Sim(format!(
+                "{}: {blocks} blocks is more than the simulator runs ({MAX_BLOCKS}); use a smaller shape",
+                l.entry
+            )));
+        }
+        let mut order: Vec<u64> = (0..blocks as u64).collect();
+        let mut s = seed;
+        for i in (1..order.len()).rev() {
+            s = mix(s);
+            order.swap(i, (s % (i as u64 + 1)) as usize);
+        }
+        let next = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        let failure: Mutex<Option<SimResult>> = Mutex::new(None);
+        let shared = SharedLaunch(&launch);
+        let run_block = r.module.run_block;
+        let hook = r.module.fault;
+        std::thread::scope(|scope| {
+            for _ in 0..self.dev.threads.min(blocks).max(1) {
+                scope.spawn(|| {
+                    let _armed = fault::Armed::new(hook);
+                    let launch = shared.get();
+                    while !stop.load(Ordering::Relaxed) {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(&block) = order.get(i) else { break };
+                        let mut res = SimResult::default();
+                        // SAFETY: `launch` points to live arguments and buffers for the whole
+                        // scope; the module was built from our headers.
+                        let rc = unsafe { run_block(launch, block, mix(seed ^ block), &mut res) };
+                        if rc != SIM_OK {
+                            stop.store(true, Ordering::Relaxed);
+                            let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
+                            f.get_or_insert(res);
+                            break;
+                        }
+                    }
+                });
+            }
+        });
+        match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            None => Ok(()),
+            Some(res) if res.code == SIM_FAULT => {
+                Err(DeviceError::Sim(self.describe_fault(l, &res)))
+            }
+            Some(res) => Err(DeviceError::Sim(res.message())),
+        }
+    }
+
+    fn describe_fault(&self, l: &Launch, r: &SimResult) -> String {
+        let [bx, by, bz] = r.block;
+        let who = if r.has_thread != 0 {
+            let [tx, ty, tz] = r.thread;
+            format!("thread ({tx},{ty},{tz}) of block ({bx},{by},{bz})")
+        } else {
+            format!("block ({bx},{by},{bz})")
+        };
+        let kernel = l.entry;
+        if r.signal == libc::SIGFPE {
+            return format!("{kernel}: arithmetic exception (integer division by zero?) in {who}");
+        }
+        let access = if r.is_write != 0 { "write" } else { "read" };
+        for b in &self.bufs {
+            if let Some(off) = b.offset_of(r.addr) {
+                let size = b.dtype.bytes() as i64;
+                let elems = b.bytes as i64 / size;
+                let where_ = if off < 0 {
+                    "before the start of"
+                } else {
+                    "past the end of"
+                };
+                return format!(
+                    "{kernel}: out-of-bounds {access} {where_} buffer '{}' at element {} \
+                     (byte offset {off}; the buffer holds {elems} {} elements) by {who}",
+                    b.name,
+                    off.div_euclid(size),
+                    match b.dtype {
+                        Dtype::F32 => "f32",
+                        Dtype::F16 => "f16",
+                    },
+                );
+            }
+        }
+        format!(
+            "{kernel}: invalid {access} at address {:#x} (in no buffer: a wild or null pointer, \
+             a misaligned vector access or a fiber stack overflow) by {who}",
+            r.addr
+        )
+    }
+}
+
+/// The launch description, shared read-only by the worker threads.
+struct SharedLaunch<'a>(&'a SimLaunch);
+// SAFETY: the runtime only reads the launch; its pointers stay valid for the scope.
+unsafe impl Sync for SharedLaunch<'_> {}
+impl SharedLaunch<'_> {
+    fn get(&self) -> *const SimLaunch {
+        self.0
+    }
+}
+
+impl Prepared for SimRun<'_> {
+    /// Runs the plan twice, buffers against their rear guards and then against their front
+    /// guards, so overruns and underruns both fault; the output is the second pass's.
+    fn run(&mut self) -> Result<(), DeviceError> {
+        for p in [Placement::AgainstEnd, Placement::AgainstStart] {
+            self.reset(p);
+            self.launch_all()?;
+            self.runs += 1;
+        }
+        Ok(())
+    }
+
+    fn output(&mut self) -> Result<Vec<f32>, DeviceError> {
+        let out = &self.bufs[self.inputs.len()];
+        Ok(from_bytes(&out.read(), self.plan.output))
+    }
+
+    fn time(&mut self, iters: u64) -> Result<Duration, DeviceError> {
+        let mut total = Duration::ZERO;
+        for _ in 0..iters {
+            self.reset(Placement::AgainstEnd);
+            let start = Instant::now();
+            self.launch_all()?;
+            total += start.elapsed();
+            self.runs += 1;
+        }
+        Ok(total)
+    }
+}

@@ -1,0 +1,847 @@
+//! The simulator against small inline kernels: planted bugs it must catch (a missing barrier,
+//! an off-by-one, out-of-bounds writes, a divergent barrier) and the CUDA features it must get
+//! right (warp shuffles, atomics, dynamic shared memory, half, WMMA).
+
+use kernel::sim::SimDevice;
+use kernel::{
+    Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, GemmCompute, Kernel, KernelInfo,
+    Launch, LibraryCall, Precision, Role, Scratch, Shape, Stage, Step, Workload,
+};
+
+/// A kernel made of a fixed plan, as a test needs it.
+struct TestKernel {
+    id: &'static str,
+    plan: CudaPlan,
+    gpu_only: Option<&'static str>,
+}
+
+impl Kernel for TestKernel {
+    fn info(&self) -> KernelInfo {
+        KernelInfo {
+            id: self.id,
+            workload: Workload::Gemm,
+            stage: Stage::Baseline,
+            precision: Precision::Fp32,
+            role: Role::Rung,
+            rung: 0,
+            summary: "a simulator test kernel",
+        }
+    }
+
+    fn cuda(&self, _shape: &Shape) -> Option<CudaPlan> {
+        Some(self.plan.clone())
+    }
+
+    fn gpu_only(&self) -> Option<&'static str> {
+        self.gpu_only
+    }
+}
+
+fn src(code: &'static str) -> CudaSource {
+    CudaSource {
+        file: "tests/inline.cu",
+        code,
+    }
+}
+
+fn launch(code: &'static str, entry: &'static str, grid: [u32; 3], block: [u32; 3]) -> Launch {
+    Launch {
+        source: src(code),
+        entry,
+        grid,
+        block,
+        dynamic_smem: 0,
+        args: Vec::new(),
+    }
+}
+
+fn gemm_args(m: usize, n: usize, k: usize) -> Vec<Arg> {
+    vec![
+        Arg::Ptr(Buf::Input(0)),
+        Arg::Ptr(Buf::Input(1)),
+        Arg::Ptr(Buf::Output),
+        Arg::I32(m as i32),
+        Arg::I32(n as i32),
+        Arg::I32(k as i32),
+    ]
+}
+
+/// Runs `plan` on `shape` in the simulator and returns the output.
+fn run(plan: CudaPlan, shape: Shape, inputs: &[Vec<f32>]) -> Result<Vec<f32>, DeviceError> {
+    let dev = SimDevice::new()?;
+    let k = TestKernel {
+        id: "test",
+        plan,
+        gpu_only: None,
+    };
+    let mut p = dev.prepare(&k, &shape, inputs)?;
+    p.run()?;
+    p.output()
+}
+
+fn inputs(shape: &Shape) -> Vec<Vec<f32>> {
+    let mut s = 0x1234_5678_u64;
+    shape
+        .inputs()
+        .iter()
+        .map(|t| {
+            (0..t.len())
+                .map(|_| {
+                    s = s
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn gemm_ref(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], round: fn(f32) -> f32) -> Vec<f64> {
+    let mut c = vec![0.0f64; m * n];
+    for i in 0..m {
+        for kk in 0..k {
+            let aik = f64::from(round(a[i * k + kk]));
+            for j in 0..n {
+                c[i * n + j] += aik * f64::from(round(b[kk * n + j]));
+            }
+        }
+    }
+    c
+}
+
+/// Relative Frobenius error; NaN (an unwritten or poisoned output) counts as infinite.
+fn rel_error(out: &[f32], reference: &[f64]) -> f64 {
+    let diff: f64 = out
+        .iter()
+        .zip(reference)
+        .map(|(&o, &r)| (f64::from(o) - r).powi(2))
+        .sum();
+    let norm: f64 = reference.iter().map(|r| r * r).sum();
+    let e = (diff / norm.max(f64::MIN_POSITIVE)).sqrt();
+    if e.is_nan() { f64::INFINITY } else { e }
+}
+
+fn sim_error(r: Result<Vec<f32>, DeviceError>) -> String {
+    match r {
+        Err(DeviceError::Sim(msg)) => {
+            eprintln!("report: {msg}");
+            msg
+        }
+        Err(other) => panic!("expected a simulator report, got {other}"),
+        Ok(_) => panic!("expected a simulator report, the run succeeded"),
+    }
+}
+
+// ---- Planted bugs ----
+
+const TILED: &str = r#"
+#define T 16
+extern "C" __global__ void tiled(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ float As[T][T];
+    __shared__ float Bs[T][T];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += T) {
+        As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;
+        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : 0.0f;
+        __syncthreads();
+        for (int k = 0; k < T; ++k) acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    if (row < M && col < N) C[row * N + col] = acc;
+}
+"#;
+
+const TILED_NO_FIRST_SYNC: &str = r#"
+#define T 16
+extern "C" __global__ void tiled_racy(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ float As[T][T];
+    __shared__ float Bs[T][T];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int row = blockIdx.y * T + ty, col = blockIdx.x * T + tx;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += T) {
+        As[ty][tx] = (row < M && k0 + tx < K) ? A[row * K + k0 + tx] : 0.0f;
+        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(k0 + ty) * N + col] : 0.0f;
+        // BUG: no __syncthreads() here; other threads' elements may not be loaded yet.
+        for (int k = 0; k < T; ++k) acc += As[ty][k] * Bs[k][tx];
+        __syncthreads();
+    }
+    if (row < M && col < N) C[row * N + col] = acc;
+}
+"#;
+
+fn tiled_plan(code: &'static str, entry: &'static str, m: usize, n: usize, k: usize) -> CudaPlan {
+    let mut l = launch(
+        code,
+        entry,
+        [n.div_ceil(16) as u32, m.div_ceil(16) as u32, 1],
+        [16, 16, 1],
+    );
+    l.args = gemm_args(m, n, k);
+    CudaPlan::single(2, l)
+}
+
+#[test]
+fn tiled_gemm_is_right_and_a_missing_barrier_is_wrong() {
+    let (m, n, k) = (40, 36, 50);
+    let shape = Shape::gemm(m, n, k);
+    let data = inputs(&shape);
+    let reference = gemm_ref(m, n, k, &data[0], &data[1], |x| x);
+    let good = run(tiled_plan(TILED, "tiled", m, n, k), shape, &data).unwrap();
+    assert!(rel_error(&good, &reference) <= 1e-5);
+    let bad = run(
+        tiled_plan(TILED_NO_FIRST_SYNC, "tiled_racy", m, n, k),
+        shape,
+        &data,
+    )
+    .unwrap();
+    let err = rel_error(&bad, &reference);
+    assert!(
+        err > 1e-2,
+        "the race went unnoticed: relative error {err:e}"
+    );
+}
+
+const NAIVE_OFF_BY_ONE: &str = r#"
+extern "C" __global__ void naive_obo(const float *A, const float *B, float *C, int M, int N, int K) {
+    int row = blockIdx.y * blockDim.y + threadIdx.y, col = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row >= M || col >= N) return;
+    float acc = 0.0f;
+    for (int k = 0; k <= K; ++k) acc += A[row * K + k] * B[k * N + col];  // BUG: <= K
+    C[row * N + col] = acc;
+}
+"#;
+
+#[test]
+fn an_off_by_one_is_caught() {
+    let (m, n, k) = (20, 24, 12);
+    let shape = Shape::gemm(m, n, k);
+    let data = inputs(&shape);
+    let mut l = launch(NAIVE_OFF_BY_ONE, "naive_obo", [2, 3, 1], [16, 8, 1]);
+    l.args = gemm_args(m, n, k);
+    match run(CudaPlan::single(2, l), shape, &data) {
+        Err(DeviceError::Sim(msg)) => {
+            assert!(
+                msg.contains("naive_obo") && msg.contains("out-of-bounds read"),
+                "{msg}"
+            )
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(out) => {
+            let err = rel_error(&out, &gemm_ref(m, n, k, &data[0], &data[1], |x| x));
+            assert!(err > 1e-3, "the off-by-one went unnoticed: {err:e}");
+        }
+    }
+}
+
+const WRITE_PAST_END: &str = r#"
+extern "C" __global__ void scale_oob(const float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= n) y[i] = 2.0f * (float)i;  // BUG: i <= n
+}
+"#;
+
+const WRITE_BEFORE_START: &str = r#"
+extern "C" __global__ void shift_oob(const float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i - 1] = x[i];  // BUG: i - 1 is -1 for the first thread
+}
+"#;
+
+/// `x` and `y` of `n` elements: input A of shape n x 1, output C of n x 1.
+fn vector_plan(code: &'static str, entry: &'static str, n: usize, block: u32) -> CudaPlan {
+    let mut l = launch(
+        code,
+        entry,
+        [n.div_ceil(block as usize) as u32, 1, 1],
+        [block, 1, 1],
+    );
+    l.args = vec![
+        Arg::Ptr(Buf::Input(0)),
+        Arg::Ptr(Buf::Output),
+        Arg::I32(n as i32),
+    ];
+    CudaPlan::single(2, l)
+}
+
+#[test]
+fn a_write_past_the_end_is_reported_with_buffer_thread_and_index() {
+    let n = 1000;
+    let shape = Shape::gemm(n, 1, 1);
+    let msg = sim_error(run(
+        vector_plan(WRITE_PAST_END, "scale_oob", n, 128),
+        shape,
+        &inputs(&shape),
+    ));
+    for want in [
+        "scale_oob",
+        "out-of-bounds write past the end of buffer 'C'",
+        "element 1000",
+        "thread (104,0,0)",
+        "block (7,0,0)",
+    ] {
+        assert!(msg.contains(want), "{want:?} missing from: {msg}");
+    }
+}
+
+#[test]
+fn a_write_before_the_start_is_reported() {
+    let n = 300;
+    let shape = Shape::gemm(n, 1, 1);
+    let msg = sim_error(run(
+        vector_plan(WRITE_BEFORE_START, "shift_oob", n, 64),
+        shape,
+        &inputs(&shape),
+    ));
+    for want in [
+        "shift_oob",
+        "before the start of buffer 'C'",
+        "element -1",
+        "thread (0,0,0)",
+        "block (0,0,0)",
+    ] {
+        assert!(msg.contains(want), "{want:?} missing from: {msg}");
+    }
+}
+
+/// float4 copies with a scalar tail; `extra` planted elements written past the end.
+const COPY4: &str = r#"
+extern "C" __global__ void copy4(const float *x, float *y, int n, int extra) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n / 4) reinterpret_cast<float4 *>(y)[i] = __ldg(reinterpret_cast<const float4 *>(x) + i);
+    if (i < n % 4) y[n / 4 * 4 + i] = x[n / 4 * 4 + i];
+    if (i < extra) y[n + i] = 0.0f;  // BUG when extra > 0
+}
+"#;
+
+#[test]
+fn float4_on_odd_sizes_works_and_a_write_into_the_padding_is_caught() {
+    let n = 1001; // 4004 bytes: the aligned start leaves 12 bytes of padding
+    let shape = Shape::gemm(n, 1, 1);
+    let data = inputs(&shape);
+    let plan = |extra: i32| {
+        let mut p = vector_plan(COPY4, "copy4", n, 64);
+        if let Step::Kernel(l) = &mut p.steps[0] {
+            l.args.push(Arg::I32(extra));
+        }
+        p
+    };
+    let out = run(plan(0), shape, &data).unwrap();
+    assert_eq!(out, data[0]);
+    let msg = sim_error(run(plan(1), shape, &data));
+    assert!(
+        msg.contains("copy4: out-of-bounds write past the end of buffer 'C'"),
+        "{msg}"
+    );
+}
+
+const DIVERGENT_BARRIER: &str = r#"
+extern "C" __global__ void early_exit(const float *x, float *y, int n) {
+    __shared__ float s[64];
+    if (threadIdx.x < 16) return;  // BUG: these threads never reach the barrier
+    s[threadIdx.x] = x[threadIdx.x];
+    __syncthreads();
+    y[threadIdx.x] = s[63 - threadIdx.x];
+}
+"#;
+
+#[test]
+fn a_divergent_barrier_is_reported_as_deadlock() {
+    let shape = Shape::gemm(64, 1, 1);
+    let msg = sim_error(run(
+        vector_plan(DIVERGENT_BARRIER, "early_exit", 64, 64),
+        shape,
+        &inputs(&shape),
+    ));
+    assert!(
+        msg.contains(
+            "early_exit: deadlock at __syncthreads in block (0,0,0): 48 threads wait, 16 exited"
+        ),
+        "{msg}"
+    );
+}
+
+const DIVERGENT_SHUFFLE: &str = r#"
+extern "C" __global__ void half_warp_shuffle(const float *x, float *y, int n) {
+    float v = x[threadIdx.x];
+    if (threadIdx.x % 32 < 16) v += __shfl_down_sync(0xffffffffu, v, 1);  // BUG: full mask
+    y[threadIdx.x] = v;
+}
+"#;
+
+#[test]
+fn a_shuffle_missing_lanes_of_its_mask_is_reported_as_deadlock() {
+    let shape = Shape::gemm(64, 1, 1);
+    let plan = vector_plan(DIVERGENT_SHUFFLE, "half_warp_shuffle", 64, 64);
+    let msg = sim_error(run(plan, shape, &inputs(&shape)));
+    assert!(
+        msg.contains("half_warp_shuffle: deadlock at a warp operation")
+            && msg.contains("32 threads wait, 32 exited"),
+        "{msg}"
+    );
+}
+
+// ---- Features ----
+
+/// Even threads write their slot, odd ones never do: odd outputs must read the poison, in
+/// every block (a block must not see what the previous block on its OS thread left).
+const HALF_WRITTEN: &str = r#"
+extern "C" __global__ void half_written(const float *x, float *y, int n) {
+    __shared__ float s[64];
+    extern __shared__ float dyn[];
+    int t = threadIdx.x;
+    if (t % 2 == 0) { s[t] = 1.0f; dyn[t] = 2.0f; }
+    __syncthreads();
+    y[blockIdx.x * 64 + t] = s[t] + dyn[t];
+}
+"#;
+
+#[test]
+fn shared_memory_starts_poisoned_in_every_block() {
+    let blocks = 8;
+    let shape = Shape::gemm(64 * blocks, 1, 1);
+    let mut plan = vector_plan(HALF_WRITTEN, "half_written", 64 * blocks, 64);
+    if let Step::Kernel(l) = &mut plan.steps[0] {
+        l.dynamic_smem = 64 * 4;
+    }
+    let out = run(plan, shape, &inputs(&shape)).unwrap();
+    for (i, v) in out.iter().enumerate() {
+        if i % 2 == 0 {
+            assert_eq!(*v, 3.0, "element {i}");
+        } else {
+            assert!(v.is_nan(), "element {i} read {v}, not the poison");
+        }
+    }
+}
+
+/// Row sums of A (m x k, k = 256), by warp shuffles then a second warp over the warp sums.
+const ROW_SUM: &str = r#"
+__device__ __forceinline__ float warp_sum_down(float v) {
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    return v;
+}
+__device__ __forceinline__ float warp_sum_xor(float v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+extern "C" __global__ void row_sum(const float *__restrict__ A, const float *B, float *out, int M, int N, int K) {
+    __shared__ float partial[32];
+    const int row = blockIdx.x, t = threadIdx.x, lane = t % warpSize, warp = t / warpSize;
+    float v = 0.0f;
+    for (int k = t; k < K; k += blockDim.x) v += __ldg(&A[row * K + k]);
+    v = warp_sum_down(v);
+    if (lane == 0) partial[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        float w = lane < blockDim.x / warpSize ? partial[lane] : 0.0f;
+        w = warp_sum_xor(w);
+        // Every lane holds the sum now; lane 5 broadcasts it, and the ballot counts lanes.
+        float b = __shfl_sync(0xffffffffu, w, 5);
+        unsigned votes = __ballot_sync(0xffffffffu, b == w);
+        int up = __shfl_up_sync(0xffffffffu, lane, 1, 16);  // within 16-lane groups
+        if (lane == 0) out[row * N] = b;
+        if (lane == 17) out[row * N + 1] = (float)(__popc(votes) * 100 + up);
+    }
+}
+"#;
+
+#[test]
+fn warp_shuffles_reduce_rows() {
+    let (m, k) = (5, 256);
+    let shape = Shape::gemm(m, 2, k);
+    let data = inputs(&shape);
+    let mut l = launch(ROW_SUM, "row_sum", [m as u32, 1, 1], [128, 1, 1]);
+    l.args = gemm_args(m, 2, k);
+    let out = run(CudaPlan::single(2, l), shape, &data).unwrap();
+    for r in 0..m {
+        let want: f64 = data[0][r * k..(r + 1) * k]
+            .iter()
+            .map(|&v| f64::from(v))
+            .sum();
+        assert!(
+            (f64::from(out[r * 2]) - want).abs() < 1e-4,
+            "row {r}: {} vs {want}",
+            out[r * 2]
+        );
+        // 32 lanes agree; lane 17 (lane 1 of its 16-group) got lane 16's index.
+        assert_eq!(out[r * 2 + 1], 3216.0, "row {r}");
+    }
+}
+
+/// Stage 1: every thread adds its element to a global float sum and a global count (scratch,
+/// zeroed) and a per-block shared maximum. Stage 2 copies the totals out.
+const ATOMICS: &str = r#"
+extern "C" __global__ void accumulate(const float *x, float *sum, int *count, float *out, int n) {
+    __shared__ int best;
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (threadIdx.x == 0) best = -1000000;
+    __syncthreads();
+    if (i < n) {
+        atomicAdd(sum, x[i]);
+        atomicAdd(count, 1);
+        atomicMax(&best, (int)(x[i] * 1000.0f));
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) out[2 + blockIdx.x] = (float)best;
+}
+extern "C" __global__ void finish(const float *sum, const int *count, float *out) {
+    out[0] = *sum;
+    out[1] = (float)*count;
+}
+"#;
+
+#[test]
+fn atomics_add_and_max_across_blocks() {
+    let (n, block) = (1000usize, 128u32);
+    let blocks = n.div_ceil(block as usize);
+    // A holds x (10 x 100 = n); C holds the two totals and one maximum per block.
+    let shape = Shape::gemm(2 + blocks, 1, n / (2 + blocks));
+    let mut data = inputs(&shape);
+    let x: Vec<f32> = (0..n)
+        .map(|i| ((i * 37) % 101) as f32 / 100.0 - 0.5)
+        .collect();
+    data[0][..n].copy_from_slice(&x);
+    let mut stage1 = launch(ATOMICS, "accumulate", [blocks as u32, 1, 1], [block, 1, 1]);
+    stage1.args = vec![
+        Arg::Ptr(Buf::Input(0)),
+        Arg::Ptr(Buf::Scratch(0)),
+        Arg::Ptr(Buf::Scratch(1)),
+        Arg::Ptr(Buf::Output),
+        Arg::I32(n as i32),
+    ];
+    let mut stage2 = launch(ATOMICS, "finish", [1, 1, 1], [1, 1, 1]);
+    stage2.args = vec![
+        Arg::Ptr(Buf::Scratch(0)),
+        Arg::Ptr(Buf::Scratch(1)),
+        Arg::Ptr(Buf::Output),
+    ];
+    let plan = CudaPlan {
+        inputs: vec![Dtype::F32; 2],
+        output: Dtype::F32,
+        scratch: vec![
+            Scratch {
+                name: "sum",
+                dtype: Dtype::F32,
+                len: 1,
+            },
+            Scratch {
+                name: "count",
+                dtype: Dtype::F32,
+                len: 1,
+            },
+        ],
+        steps: vec![Step::Kernel(stage1), Step::Kernel(stage2)],
+    };
+    let out = run(plan, shape, &data).unwrap();
+    let want: f64 = x.iter().map(|&v| f64::from(v)).sum();
+    assert!(
+        (f64::from(out[0]) - want).abs() < 1e-3,
+        "{} vs {want}",
+        out[0]
+    );
+    assert_eq!(out[1], n as f32);
+    for b in 0..blocks {
+        let chunk = &x[b * block as usize..((b + 1) * block as usize).min(n)];
+        let best = chunk.iter().map(|&v| (v * 1000.0) as i32).max().unwrap();
+        assert_eq!(out[2 + b], best as f32, "block {b}");
+    }
+}
+
+/// Reverses each row of A through dynamic shared memory.
+const REVERSE: &str = r#"
+extern "C" __global__ void reverse_rows(const float *A, const float *B, float *C, int M, int N, int K) {
+    extern __shared__ __align__(16) float buf[];
+    int row = blockIdx.x, t = threadIdx.x;
+    buf[t] = A[row * K + t];
+    __syncthreads();
+    C[row * N + t] = buf[K - 1 - t];
+}
+"#;
+
+#[test]
+fn extern_shared_memory_is_per_block() {
+    let (m, k) = (6, 96);
+    let shape = Shape::gemm(m, k, k);
+    let data = inputs(&shape);
+    let mut l = launch(REVERSE, "reverse_rows", [m as u32, 1, 1], [k as u32, 1, 1]);
+    l.dynamic_smem = (k * 4) as u32;
+    l.args = gemm_args(m, k, k);
+    let out = run(CudaPlan::single(2, l), shape, &data).unwrap();
+    for r in 0..m {
+        for t in 0..k {
+            assert_eq!(out[r * k + t], data[0][r * k + k - 1 - t]);
+        }
+    }
+}
+
+/// `xy` holds x then y (n each). Column 0: x through half and back; column 1:
+/// __hfma(x, x, y), one rounding; column 2: half2 packing and __hadd2; column 3: __hmul then
+/// __hadd, two roundings.
+const HALVES: &str = r#"
+#include <cuda_fp16.h>
+extern "C" __global__ void halves(const float *xy, float *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const float *x = xy, *y = xy + n;
+    half h = __float2half(x[i]);
+    half c = __float2half(y[i]);
+    out[i * 4] = __half2float(h);
+    out[i * 4 + 1] = __half2float(__hfma(h, h, c));
+    half2 p = __floats2half2_rn(x[i], y[i]);
+    float2 f = __half22float2(__hadd2(p, p));
+    out[i * 4 + 2] = f.x;
+    if (__high2float(p) != __half2float(c) || f.y != 2.0f * __half2float(c)) out[i * 4 + 2] = 12345.0f;
+    out[i * 4 + 3] = __half2float(__hadd(__hmul(h, h), c));
+}
+"#;
+
+#[test]
+fn half_conversions_round_to_nearest_even() {
+    let one = 1.0f32;
+    let x: Vec<f32> = vec![
+        one + 2f32.powi(-11),       // a tie: to even, 1.0
+        one + 3.0 * 2f32.powi(-11), // a tie: to even, up
+        65519.0,                    // below the overflow threshold: 65504
+        65520.0,                    // overflows to inf
+        2f32.powi(-25),             // a tie between 0 and the smallest subnormal: 0
+        2f32.powi(-25) * 1.5,       // above the tie: the smallest subnormal
+        -0.1,
+        one + 2f32.powi(-10), // x * x + 2^-11 rounds differently fused and unfused
+        f32::NAN,
+    ];
+    let mut y = vec![0.5f32; x.len()];
+    y[7] = 2f32.powi(-11);
+    let n = x.len();
+    let shape = Shape::gemm(2 * n, 2, 1);
+    let mut xy = x.clone();
+    xy.extend(&y);
+    let data = vec![xy, vec![0.0; 2]];
+    let mut l = launch(HALVES, "halves", [1, 1, 1], [32, 1, 1]);
+    l.args = vec![
+        Arg::Ptr(Buf::Input(0)),
+        Arg::Ptr(Buf::Output),
+        Arg::I32(n as i32),
+    ];
+    let out = run(CudaPlan::single(2, l), shape, &data).unwrap();
+    let h = |v: f32| half::f16::from_f32(v);
+    for i in 0..n {
+        let (hx, hy) = (h(x[i]), h(y[i]));
+        let same = |a: f32, b: f32| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan());
+        let conv = hx.to_f32();
+        assert!(
+            same(out[i * 4], conv),
+            "x = {:e}: {} vs {conv}",
+            x[i],
+            out[i * 4]
+        );
+        let fused = half::f16::from_f64(hx.to_f64() * hx.to_f64() + hy.to_f64()).to_f32();
+        assert!(
+            same(out[i * 4 + 1], fused),
+            "hfma at {i}: {} vs {fused}",
+            out[i * 4 + 1]
+        );
+        let doubled = half::f16::from_f64(2.0 * hx.to_f64()).to_f32();
+        assert!(same(out[i * 4 + 2], doubled), "hadd2 at {i}");
+        let twice = half::f16::from_f64(
+            half::f16::from_f64(hx.to_f64() * hx.to_f64()).to_f64() + hy.to_f64(),
+        )
+        .to_f32();
+        assert!(same(out[i * 4 + 3], twice), "hmul+hadd at {i}");
+    }
+    // The fused and the twice-rounded results differ where it matters.
+    assert_ne!(out[7 * 4 + 1], out[7 * 4 + 3]);
+    assert_eq!(out[0], 1.0);
+    assert_eq!(out[4], 1.0 + 2f32.powi(-9));
+    assert_eq!(out[2 * 4], 65504.0);
+    assert_eq!(out[3 * 4], f32::INFINITY);
+    assert_eq!(out[4 * 4], 0.0);
+    assert_eq!(out[5 * 4], 2f32.powi(-24));
+}
+
+/// One warp per 16x16 tile of C; M, N, K multiples of 16; A row-major, B row-major.
+const WMMA_HALF: &str = r#"
+#include <mma.h>
+using namespace nvcuda;
+extern "C" __global__ void wmma_half(const half *A, const half *B, float *C, int M, int N, int K) {
+    int tm = blockIdx.y * 16, tn = blockIdx.x * 16;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::col_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+    wmma::fill_fragment(c, 0.0f);
+    __shared__ half bt[16 * 16];  // B's tile transposed, to exercise col_major
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        for (int e = threadIdx.x; e < 256; e += 32) {
+            int kk = e / 16, j = e % 16;
+            bt[j * 16 + kk] = B[(k0 + kk) * N + tn + j];
+        }
+        __syncwarp();
+        wmma::load_matrix_sync(a, A + tm * K + k0, K);
+        wmma::load_matrix_sync(b, bt, 16);
+        wmma::mma_sync(c, a, b, c);
+        __syncwarp();
+    }
+    for (int i = 0; i < c.num_elements; ++i) c.x[i] *= 1.0f;
+    wmma::store_matrix_sync(C + tm * N + tn, c, N, wmma::mem_row_major);
+}
+"#;
+
+#[test]
+fn wmma_half_m16n16k16_gemm() {
+    let (m, n, k) = (32, 48, 64);
+    let shape = Shape::gemm(m, n, k);
+    let data = inputs(&shape);
+    let mut l = launch(
+        WMMA_HALF,
+        "wmma_half",
+        [(n / 16) as u32, (m / 16) as u32, 1],
+        [32, 1, 1],
+    );
+    l.args = gemm_args(m, n, k);
+    let mut plan = CudaPlan::single(2, l);
+    plan.inputs = vec![Dtype::F16, Dtype::F16];
+    let out = run(plan, shape, &data).unwrap();
+    let to_half = |v: f32| half::f16::from_f32(v).to_f32();
+    let err = rel_error(&out, &gemm_ref(m, n, k, &data[0], &data[1], to_half));
+    assert!(err <= 1e-5, "{err:e}");
+}
+
+const WMMA_TF32: &str = r#"
+#include <mma.h>
+using namespace nvcuda;
+extern "C" __global__ void wmma_tf32(const float *A, const float *B, float *C, int M, int N, int K) {
+    int tm = blockIdx.y * 16, tn = blockIdx.x * 16;
+    wmma::fragment<wmma::matrix_a, 16, 16, 8, wmma::precision::tf32, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 8, wmma::precision::tf32, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 8, float> c;
+    wmma::fill_fragment(c, 0.0f);
+    for (int k0 = 0; k0 < K; k0 += 8) {
+        wmma::load_matrix_sync(a, A + tm * K + k0, K);
+        wmma::load_matrix_sync(b, B + k0 * N + tn, N);
+        for (int i = 0; i < a.num_elements; ++i) a.x[i] = wmma::__float_to_tf32(a.x[i]);
+        wmma::mma_sync(c, a, b, c);
+    }
+    wmma::store_matrix_sync(C + tm + tn * M, c, M, wmma::mem_col_major);
+}
+"#;
+
+/// TF32 rounding: 10 mantissa bits, to nearest, ties away from zero.
+fn tf32(v: f32) -> f32 {
+    f32::from_bits((v.to_bits() + 0x1000) & !0x1FFF)
+}
+
+#[test]
+fn wmma_tf32_m16n16k8_gemm_rounds_inputs() {
+    let (m, n, k) = (32, 32, 24);
+    let shape = Shape::gemm(m, n, k);
+    let data = inputs(&shape);
+    let mut l = launch(
+        WMMA_TF32,
+        "wmma_tf32",
+        [(n / 16) as u32, (m / 16) as u32, 1],
+        [32, 1, 1],
+    );
+    l.args = gemm_args(m, n, k);
+    let out_cm = run(CudaPlan::single(2, l), shape, &data).unwrap();
+    // The kernel stored C column-major.
+    let out: Vec<f32> = (0..m * n).map(|e| out_cm[(e % n) * m + e / n]).collect();
+    let err = rel_error(&out, &gemm_ref(m, n, k, &data[0], &data[1], tf32));
+    assert!(err <= 1e-5, "against TF32-rounded inputs: {err:e}");
+    let unrounded = rel_error(&out, &gemm_ref(m, n, k, &data[0], &data[1], |x| x));
+    assert!(
+        unrounded > 1e-5 && unrounded < 2e-3,
+        "against FP32 inputs: {unrounded:e}"
+    );
+}
+
+// ---- Honest limits ----
+
+#[test]
+fn gpu_only_kernels_inline_ptx_and_cublas_are_refused() {
+    let dev = SimDevice::new().unwrap();
+    let shape = Shape::gemm(16, 16, 16);
+    let data = inputs(&shape);
+    let plan = tiled_plan(TILED, "tiled", 16, 16, 16);
+    let declared = TestKernel {
+        id: "hopper",
+        plan: plan.clone(),
+        gpu_only: Some("uses TMA (Hopper only)"),
+    };
+    let why = dev.can_run(&declared).unwrap_err().to_string();
+    assert_eq!(why, "not simulated: uses TMA (Hopper only)");
+    assert!(matches!(
+        dev.prepare(&declared, &shape, &data),
+        Err(DeviceError::Unsupported(_))
+    ));
+
+    const PTX: &str = r#"
+extern "C" __global__ void lane_id(const float *x, float *y, int n) {
+    unsigned l;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(l));
+    y[threadIdx.x] = (float)l;
+}
+"#;
+    let ptx = TestKernel {
+        id: "ptx",
+        plan: vector_plan(PTX, "lane_id", 32, 32),
+        gpu_only: None,
+    };
+    let why = dev.can_run(&ptx).unwrap_err().to_string();
+    assert!(
+        why.starts_with("not simulated:") && why.contains("inline assembly"),
+        "{why}"
+    );
+
+    let cublas = TestKernel {
+        id: "cublas",
+        plan: CudaPlan {
+            inputs: vec![Dtype::F32; 2],
+            output: Dtype::F32,
+            scratch: Vec::new(),
+            steps: vec![Step::Library(LibraryCall::Gemm {
+                m: 16,
+                n: 16,
+                k: 16,
+                a: Buf::Input(0),
+                b: Buf::Input(1),
+                c: Buf::Output,
+                b_transposed: false,
+                compute: GemmCompute::Fp32,
+            })],
+        },
+        gpu_only: None,
+    };
+    match dev.prepare(&cublas, &shape, &data) {
+        Err(DeviceError::Unsupported(u)) => {
+            assert_eq!(u.to_string(), "not simulated: cuBLAS library call")
+        }
+        Err(e) => panic!("unexpected error {e}"),
+        Ok(_) => panic!("a cuBLAS step cannot be simulated"),
+    }
+}
+
+#[test]
+fn mismatched_arguments_and_compile_errors_are_reported() {
+    let shape = Shape::gemm(16, 16, 16);
+    let data = inputs(&shape);
+    let mut plan = tiled_plan(TILED, "tiled", 16, 16, 16);
+    if let Step::Kernel(l) = &mut plan.steps[0] {
+        l.args.pop();
+    }
+    let msg = sim_error(run(plan, shape, &data));
+    assert!(msg.contains("the plan passes arguments (pppii)"), "{msg}");
+
+    const BROKEN: &str = "extern \"C\" __global__ void broken(float *x) { x[0] = undefined_name; }";
+    let mut l = launch(BROKEN, "broken", [1, 1, 1], [1, 1, 1]);
+    l.args = vec![Arg::Ptr(Buf::Output)];
+    match run(CudaPlan::single(2, l), shape, &data) {
+        Err(DeviceError::Compile { file, log, .. }) => {
+            assert_eq!(file, "tests/inline.cu");
+            assert!(log.contains("undefined_name"), "{log}");
+        }
+        other => panic!("expected a compile error, got {:?}", other.map(|_| ())),
+    }
+}
