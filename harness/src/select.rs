@@ -14,9 +14,10 @@ pub fn open(kind: Option<DeviceKind>) -> Result<(Box<dyn Executor>, Option<Strin
             Ok(d) => Ok((Box::new(d), None)),
             Err(e) => Err(anyhow!("--device cuda: {e}")),
         },
-        Some(DeviceKind::Sim) => Err(anyhow!(
-            "--device sim: the CUDA simulator is not part of this build"
-        )),
+        Some(DeviceKind::Sim) => match kernel::sim::SimDevice::new() {
+            Ok(d) => Ok((Box::new(d), None)),
+            Err(e) => Err(anyhow!("--device sim: {e}")),
+        },
         None => match CudaDevice::open() {
             Ok(d) => Ok((Box::new(d), None)),
             Err(DeviceError::Unavailable(why)) => Ok((
