@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The lab's tests on any machine, GPU or not: installs the project-local CUDA tools (NVRTC and
+# headers, for the compile checks), then runs the workspace tests (unit tests, the NVRTC
+# compile-everything test, the simulator matrix, the CLI end to end) and `harness check` on
+# the CPU and in the CUDA simulator.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash tools/install-cuda-tools.sh
+cargo test --workspace
+cargo run --quiet -p harness -- check --device cpu
+cargo run --quiet -p harness -- check --device sim
