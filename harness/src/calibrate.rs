@@ -165,20 +165,10 @@ pub fn load_or_measure(dev: &dyn Executor, root: &Path) -> Result<(Calibration, 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests_support {
     use super::*;
 
-    fn info(driver: &str) -> DeviceInfo {
-        DeviceInfo {
-            kind: "cpu".into(),
-            name: "Test CPU (2 threads)".into(),
-            slug: "cpu-test".into(),
-            driver: driver.into(),
-            ..Default::default()
-        }
-    }
-
-    fn sample(info: &DeviceInfo) -> Calibration {
+    pub(crate) fn sample(info: &DeviceInfo) -> Calibration {
         Calibration {
             schema_version: CALIBRATION_VERSION,
             fingerprint: Fingerprint::of(info),
@@ -189,6 +179,22 @@ mod tests {
             tf32_gflops: None,
             fp16_gflops: Some(1.5e5),
             notes: vec!["synthetic".into()],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::sample;
+    use super::*;
+
+    fn info(driver: &str) -> DeviceInfo {
+        DeviceInfo {
+            kind: "cpu".into(),
+            name: "Test CPU (2 threads)".into(),
+            slug: "cpu-test".into(),
+            driver: driver.into(),
+            ..Default::default()
         }
     }
 

@@ -218,36 +218,31 @@ impl Chart for CompareChart<'_> {
             .margin(15)
             .x_label_area_size(40)
             .y_label_area_size(80)
-            .build_cartesian_2d((0..n).into_segmented(), (lo..hi).log_scale())
+            .build_cartesian_2d(-0.5..f64::from(n) - 0.5, (lo..hi).log_scale())
             .drawn()?;
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(self.rows.len() + 1)
-            .x_label_formatter(&|v| match v {
-                SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
-                _ => String::new(),
-            })
+            .x_labels(0)
             .y_desc("A time / B time (x)")
-            .y_label_formatter(&|v| format!("{}x", charts::fmt_num(*v)))
+            .y_label_formatter(&|v| {
+                let l = charts::log_label(v);
+                if l.is_empty() { l } else { format!("{l}x") }
+            })
             .label_style((FONT_NAME, 14))
             .axis_desc_style((FONT_NAME, 15))
             .light_line_style(WHITE)
             .bold_line_style(BLACK.mix(0.1))
             .draw()
             .drawn()?;
+        charts::category_labels(&plot, &chart, &labels)?;
         for (i, r) in self.rows.iter().enumerate() {
             let i = i as i32;
             match r.speedup {
                 Some(s) => {
                     let c = if s >= 1.0 { PALETTE[2] } else { PALETTE[3] };
                     // Bars grow from parity, up for faster and down for slower.
-                    let mut rect = Rectangle::new(
-                        [(SegmentValue::Exact(i), 1.0), (SegmentValue::Exact(i + 1), s)],
-                        c.filled(),
-                    );
-                    rect.set_margin(0, 0, 18, 18);
-                    chart.draw_series(std::iter::once(rect)).drawn()?;
+                    charts::bar(&mut chart, i, 1.0, s, c)?;
                     let y = if s >= 1.0 { s * 1.06 } else { 1.06 };
                     bar_label(&mut chart, i, y, format!("{s:.2}x"))?;
                 }

@@ -55,7 +55,7 @@ fn triad_gbs(quick: bool) -> (f64, String) {
 
 /// Independent FMA chains in registers on every worker: the FP32 compute ceiling.
 fn fma_gflops(quick: bool) -> (f64, String) {
-    let (kernel, name, flops_per_iter) = fma_kernel();
+    let (kernel, name, flops_per_iter, per_cycle) = fma_kernel();
     let threads = rayon::current_num_threads();
     // Size one pass to ~50 ms, then take the best of a few passes.
     let mut iters = 1u64 << 16;
@@ -84,13 +84,15 @@ fn fma_gflops(quick: bool) -> (f64, String) {
         "FP32: {name} FMA chains on {threads} threads, best of {reps}: {gflops:.1} GFLOP/s"
     );
     if let Some(mhz) = cpu_mhz() {
-        // Zen 2-4 and most recent x86 cores retire two 256-bit FMAs per cycle: 32 FLOP.
-        let theory = threads as f64 * mhz * 1e-3 * 32.0;
+        // Two FMA pipes of the vector width is the common server core; above 100% means the
+        // cores ran above the clock /proc/cpuinfo reports (turbo), or have more pipes.
+        let theory = threads as f64 * mhz * 1e-3 * per_cycle;
         note += &format!(
-            "; {:.0}% of {theory:.0} GFLOP/s theoretical at the reported {mhz:.0} MHz, assuming \
-             32 FP32 FLOP per cycle per thread (two 256-bit FMA pipes; a 512-bit-pipe core \
-             doubles that)",
-            100.0 * gflops / theory
+            "; {:.0}% of {theory:.0} GFLOP/s theoretical at the reported {mhz:.0} MHz with \
+             {per_cycle:.0} FP32 FLOP per cycle per thread (two {name} FMA pipes); that rate \
+             implies {:.2} GHz",
+            100.0 * gflops / theory,
+            gflops / (threads as f64 * per_cycle)
         );
     }
     (gflops, note)
@@ -104,19 +106,20 @@ fn cpu_mhz() -> Option<f64> {
 
 type FmaKernel = fn(u64) -> f32;
 
-/// The widest FMA loop this CPU runs, its name, and the FLOPs of one iteration.
-fn fma_kernel() -> (FmaKernel, &'static str, f64) {
+/// The widest FMA loop this CPU runs, its name, the FLOPs of one iteration, and the FLOPs
+/// per cycle of two pipes of that width.
+fn fma_kernel() -> (FmaKernel, &'static str, f64, f64) {
     #[cfg(target_arch = "x86_64")]
     {
         if std::arch::is_x86_feature_detected!("avx512f") {
-            return (x86::avx512, "AVX-512", (x86::CHAINS_512 * 16 * 2) as f64);
+            return (x86::avx512, "AVX-512", (x86::CHAINS_512 * 16 * 2) as f64, 64.0);
         }
         if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
         {
-            return (x86::avx2, "AVX2", (x86::CHAINS_256 * 8 * 2) as f64);
+            return (x86::avx2, "AVX2", (x86::CHAINS_256 * 8 * 2) as f64, 32.0);
         }
     }
-    (portable, "scalar", (PORTABLE_CHAINS * 2) as f64)
+    (portable, "scalar", (PORTABLE_CHAINS * 2) as f64, 4.0)
 }
 
 const PORTABLE_CHAINS: usize = 8;

@@ -297,10 +297,6 @@ impl Chart for Ablation<'_> {
             .iter()
             .map(|(r, _)| format!("{} {}", r.rung, short_id(&r.id, self.w)))
             .collect();
-        let label_of = |v: &SegmentValue<i32>| match v {
-            SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
-            _ => String::new(),
-        };
         let (top, bottom) = plot.split_vertically(plot.dim_in_pixel().1 / 2);
 
         // Time panel.
@@ -315,21 +311,21 @@ impl Chart for Ablation<'_> {
             .margin(12)
             .x_label_area_size(30)
             .y_label_area_size(80)
-            .build_cartesian_2d((0..n).into_segmented(), (lo..hi).log_scale())
+            .build_cartesian_2d(-0.5..n as f64 - 0.5, (lo..hi).log_scale())
             .drawn()?;
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(rows.len() + 1)
-            .x_label_formatter(&label_of)
+            .x_labels(0)
             .y_desc("median time per run (ms)")
-            .y_label_formatter(&|v| fmt_num(*v))
+            .y_label_formatter(&log_label)
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))
             .light_line_style(WHITE)
             .bold_line_style(BLACK.mix(0.1))
             .draw()
             .drawn()?;
+        category_labels(&top, &chart, &labels)?;
         for (i, (r, _)) in rows.iter().enumerate() {
             let Some(t) = r.median_ms() else { continue };
             let c = if r.passed() { PALETTE[0] } else { PALETTE[3] };
@@ -358,21 +354,24 @@ impl Chart for Ablation<'_> {
             .margin(12)
             .x_label_area_size(30)
             .y_label_area_size(80)
-            .build_cartesian_2d((0..n).into_segmented(), (slo..shi).log_scale())
+            .build_cartesian_2d(-0.5..n as f64 - 0.5, (slo..shi).log_scale())
             .drawn()?;
         chart
             .configure_mesh()
             .disable_x_mesh()
-            .x_labels(rows.len() + 1)
-            .x_label_formatter(&label_of)
+            .x_labels(0)
             .y_desc("speedup over rung 1 (x)")
-            .y_label_formatter(&|v| format!("{}x", fmt_num(*v)))
+            .y_label_formatter(&|v| {
+                let l = log_label(v);
+                if l.is_empty() { l } else { format!("{l}x") }
+            })
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))
             .light_line_style(WHITE)
             .bold_line_style(BLACK.mix(0.1))
             .draw()
             .drawn()?;
+        category_labels(&bottom, &chart, &labels)?;
         for (i, (r, d)) in rows.iter().enumerate() {
             match d.vs_first {
                 Some(s) => {
@@ -394,33 +393,35 @@ impl Chart for Ablation<'_> {
     }
 }
 
-pub(crate) type SegChart<'a, DB> = ChartContext<
+pub(crate) type BarChart<'a, DB> = ChartContext<
     'a,
     DB,
     Cartesian2d<
-        plotters::coord::ranged1d::SegmentedCoord<plotters::coord::types::RangedCoordi32>,
+        plotters::coord::types::RangedCoordf64,
         plotters::coord::combinators::LogCoord<f64>,
     >,
 >;
 
-fn bar<DB: DrawingBackend>(
-    chart: &mut SegChart<'_, DB>,
+/// A bar for category `i` (x from -0.5 to n - 0.5) from `lo` up (or down) to `v`.
+pub(crate) fn bar<DB: DrawingBackend>(
+    chart: &mut BarChart<'_, DB>,
     i: i32,
     lo: f64,
     v: f64,
     c: RGBColor,
 ) -> Result<()> {
-    let mut r = Rectangle::new(
-        [(SegmentValue::Exact(i), lo), (SegmentValue::Exact(i + 1), v)],
-        c.filled(),
-    );
-    r.set_margin(0, 0, 18, 18);
-    chart.draw_series(std::iter::once(r)).drawn()?;
+    let x = f64::from(i);
+    chart
+        .draw_series(std::iter::once(Rectangle::new(
+            [(x - 0.36, lo), (x + 0.36, v)],
+            c.filled(),
+        )))
+        .drawn()?;
     Ok(())
 }
 
 pub(crate) fn bar_label<DB: DrawingBackend>(
-    chart: &mut SegChart<'_, DB>,
+    chart: &mut BarChart<'_, DB>,
     i: i32,
     y: f64,
     text: String,
@@ -430,25 +431,75 @@ pub(crate) fn bar_label<DB: DrawingBackend>(
         .color(&BLACK)
         .pos(Pos::new(HPos::Center, VPos::Bottom));
     chart
-        .draw_series(std::iter::once(Text::new(
-            text,
-            (SegmentValue::CenterOf(i), y),
-            style,
-        )))
+        .draw_series(std::iter::once(Text::new(text, (f64::from(i), y), style)))
         .drawn()?;
     Ok(())
 }
 
-pub(crate) fn hline<DB: DrawingBackend>(chart: &mut SegChart<'_, DB>, n: i32, y: f64, c: RGBColor) -> Result<()> {
+pub(crate) fn hline<DB: DrawingBackend>(
+    chart: &mut BarChart<'_, DB>,
+    n: i32,
+    y: f64,
+    c: RGBColor,
+) -> Result<()> {
     chart
         .draw_series(DashedLineSeries::new(
-            [(SegmentValue::Exact(0), y), (SegmentValue::Exact(n), y)],
+            [(-0.5, y), (f64::from(n) - 0.5, y)],
             10,
             6,
             c.stroke_width(2),
         ))
         .drawn()?;
     Ok(())
+}
+
+/// Category names under the x axis at 0, 1, 2...: exactly under their bars or points,
+/// shortened when there are too many to fit side by side.
+pub(crate) fn category_labels<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
+    area: &DrawingArea<DB, Shift>,
+    chart: &ChartContext<'_, DB, Cartesian2d<plotters::coord::types::RangedCoordf64, Y>>,
+    labels: &[String],
+) -> Result<()> {
+    let style = (FONT, 14)
+        .into_font()
+        .color(&BLACK)
+        .pos(Pos::new(HPos::Center, VPos::Top));
+    let (x0, _) = chart.backend_coord(&(0.0, 1.0));
+    let (x1, _) = chart.backend_coord(&(1.0, 1.0));
+    // About 8 pixels per character at 14 px.
+    let room = if labels.len() > 1 {
+        ((x1 - x0).max(0) / 8).max(4) as usize
+    } else {
+        usize::MAX
+    };
+    let (ox, oy) = area.get_base_pixel();
+    let bottom = chart.plotting_area().get_base_pixel().1
+        + chart.plotting_area().dim_in_pixel().1 as i32;
+    for (i, l) in labels.iter().enumerate() {
+        let (x, _) = chart.backend_coord(&(i as f64, 1.0));
+        let text = if l.chars().count() > room {
+            let cut: String = l.chars().take(room.saturating_sub(1)).collect();
+            format!("{cut}…")
+        } else {
+            l.clone()
+        };
+        area.draw(&Text::new(text, (x - ox, bottom - oy + 8), style.clone()))
+            .drawn()?;
+    }
+    Ok(())
+}
+
+/// Log-axis labels at 1, 2 and 5 times powers of ten only, so minor ticks stay unlabelled.
+pub(crate) fn log_label(v: &f64) -> String {
+    if *v <= 0.0 {
+        return String::new();
+    }
+    let m = v / 10f64.powf(v.log10().floor());
+    if [1.0, 2.0, 5.0, 10.0].iter().any(|k| (m - k).abs() < 1e-6 * k) {
+        fmt_num(*v)
+    } else {
+        String::new()
+    }
 }
 
 /// Log-axis bounds around `v`, widened by the factors.
@@ -605,8 +656,8 @@ impl Chart for Roofline<'_> {
             .configure_mesh()
             .x_desc("arithmetic intensity (FLOP per byte of minimal DRAM traffic)")
             .y_desc("throughput (GFLOP/s)")
-            .x_label_formatter(&|v| fmt_num(*v))
-            .y_label_formatter(&|v| fmt_num(*v))
+            .x_label_formatter(&log_label)
+            .y_label_formatter(&log_label)
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))
             .light_line_style(WHITE)
@@ -628,7 +679,7 @@ impl Chart for Roofline<'_> {
                         .draw_series(std::iter::once(
                             EmptyElement::at((ridge, g))
                                 + Cross::new((0, 0), 5, BLACK.stroke_width(2))
-                                + Text::new(format!("ridge {} FLOP/B", fmt_num(ridge)), (6, 4), style),
+                                + Text::new(format!("ridge {} FLOP/B", fmt_num(ridge)), (8, 10), style),
                         ))
                         .drawn()?;
                 }
@@ -782,7 +833,7 @@ impl Chart for Sweep<'_> {
             .margin(15)
             .x_label_area_size(50)
             .y_label_area_size(80)
-            .build_cartesian_2d(-0.3f64..(n - 1) as f64 + 0.3, 0.0..(ymax * 1.1).max(1e-9))
+            .build_cartesian_2d(-0.3f64..f64::from(n - 1) + 0.3, 0.0..(ymax * 1.1).max(1e-9))
             .drawn()?;
         chart
             .configure_mesh()
@@ -796,18 +847,7 @@ impl Chart for Sweep<'_> {
             .bold_line_style(BLACK.mix(0.08))
             .draw()
             .drawn()?;
-        // Categorical sizes: labels at exact positions, not where plotters puts ticks.
-        let style = (FONT, 14)
-            .into_font()
-            .color(&BLACK)
-            .pos(Pos::new(HPos::Center, VPos::Top));
-        for (i, l) in labels.iter().enumerate() {
-            let (x, _) = chart.backend_coord(&(i as f64, 0.0));
-            let (_, y) = chart.backend_coord(&(0.0, 0.0));
-            let (ox, oy) = plot.get_base_pixel();
-            plot.draw(&Text::new(l.clone(), (x - ox, y - oy + 8), style.clone()))
-                .drawn()?;
-        }
+        category_labels(&plot, &chart, &labels)?;
         for (i, (_, role, ys)) in series.iter().enumerate() {
             let c = color(i);
             // Break the line at missing points.
