@@ -326,6 +326,9 @@ impl Chart for Ablation<'_> {
             .draw()
             .drawn()?;
         category_labels(&top, &chart, &labels)?;
+        for (i, (_, t)) in refs.iter().enumerate() {
+            hline(&mut chart, n, *t, color(i + 1))?;
+        }
         for (i, (r, _)) in rows.iter().enumerate() {
             let Some(t) = r.median_ms() else { continue };
             let c = if r.passed() { PALETTE[0] } else { PALETTE[3] };
@@ -336,9 +339,6 @@ impl Chart for Ablation<'_> {
                 format!("{t:.3} ms FAILED")
             };
             bar_label(&mut chart, i as i32, t * 1.08, text)?;
-        }
-        for (i, (_, t)) in refs.iter().enumerate() {
-            hline(&mut chart, n, *t, color(i + 1))?;
         }
 
         // Speedup panel: only passing rungs have a bar.
@@ -372,6 +372,11 @@ impl Chart for Ablation<'_> {
             .draw()
             .drawn()?;
         category_labels(&bottom, &chart, &labels)?;
+        if first.is_some() {
+            for (i, s) in ref_speedups.iter().enumerate() {
+                hline(&mut chart, n, *s, color(i + 1))?;
+            }
+        }
         for (i, (r, d)) in rows.iter().enumerate() {
             match d.vs_first {
                 Some(s) => {
@@ -382,11 +387,6 @@ impl Chart for Ablation<'_> {
                     let why = if r.passed() { "no time" } else { "failed: no speedup" };
                     bar_label(&mut chart, i as i32, slo * 1.15, why.to_string())?;
                 }
-            }
-        }
-        if first.is_some() {
-            for (i, s) in ref_speedups.iter().enumerate() {
-                hline(&mut chart, n, *s, color(i + 1))?;
             }
         }
         Ok(())
@@ -512,6 +512,24 @@ pub(crate) fn log_bounds(v: &[f64], below: f64, above: f64) -> (f64, f64) {
     (lo * below, hi * above)
 }
 
+/// The unit a throughput axis reads best in, and the factor from GFLOP/s.
+pub(crate) fn rate_unit(max_gflops: f64) -> (&'static str, f64) {
+    if max_gflops >= 2e3 {
+        ("TFLOP/s", 1e-3)
+    } else {
+        ("GFLOP/s", 1.0)
+    }
+}
+
+/// `3.35 TB/s` or `17.5 GB/s`.
+pub(crate) fn bandwidth(gbs: f64) -> String {
+    if gbs >= 1e3 {
+        format!("{:.2} TB/s", gbs / 1e3)
+    } else {
+        format!("{gbs:.1} GB/s")
+    }
+}
+
 /// Axis numbers without noise: 0.001, 0.5, 12, 3.4k, 1.2M.
 pub(crate) fn fmt_num(v: f64) -> String {
     let a = v.abs();
@@ -593,7 +611,7 @@ impl Chart for Roofline<'_> {
                 c.label.clone()
             };
             legend.push(Entry {
-                label: format!("memory {:.1} GB/s ({tag})", c.bandwidth_gbs),
+                label: format!("memory {} ({tag})", bandwidth(c.bandwidth_gbs)),
                 color: RGBColor(40, 40, 40),
                 mark,
             });
@@ -646,6 +664,7 @@ impl Chart for Roofline<'_> {
         }
         let (xlo, xhi) = log_bounds(&xs, 0.1, 8.0);
         let (ylo, yhi) = log_bounds(&ys, 0.2, 3.0);
+        let (unit, scale) = rate_unit(yhi / 3.0);
         let mut chart = ChartBuilder::on(&plot)
             .margin(15)
             .x_label_area_size(50)
@@ -655,9 +674,9 @@ impl Chart for Roofline<'_> {
         chart
             .configure_mesh()
             .x_desc("arithmetic intensity (FLOP per byte of minimal DRAM traffic)")
-            .y_desc("throughput (GFLOP/s)")
+            .y_desc(format!("throughput ({unit})"))
             .x_label_formatter(&log_label)
-            .y_label_formatter(&log_label)
+            .y_label_formatter(&|v| log_label(&(v * scale)))
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))
             .light_line_style(WHITE)
@@ -793,7 +812,12 @@ impl Chart for Sweep<'_> {
             })
             .filter(|(.., ys): &(&str, Role, Vec<Option<f64>>)| ys.iter().any(Option::is_some))
             .collect();
-        let legend: Vec<Entry> = series
+        let never: Vec<&str> = ids
+            .iter()
+            .map(|(id, ..)| *id)
+            .filter(|id| !series.iter().any(|s| s.0 == *id))
+            .collect();
+        let mut legend: Vec<Entry> = series
             .iter()
             .enumerate()
             .map(|(i, (id, role, _))| Entry {
@@ -810,6 +834,13 @@ impl Chart for Sweep<'_> {
                 },
             })
             .collect();
+        if !never.is_empty() {
+            legend.push(Entry {
+                label: format!("no passing run: {}", never.join(", ")),
+                color: GREY,
+                mark: Mark::Dot,
+            });
+        }
         let title = format!(
             "{} throughput by size on {}",
             self.w.workload.name().to_uppercase(),
@@ -829,6 +860,7 @@ impl Chart for Sweep<'_> {
             .copied()
             .fold(0.0, f64::max);
         let labels: Vec<String> = shapes.iter().map(|s| s.label.clone()).collect();
+        let (unit, scale) = rate_unit(ymax);
         let mut chart = ChartBuilder::on(&plot)
             .margin(15)
             .x_label_area_size(50)
@@ -838,9 +870,9 @@ impl Chart for Sweep<'_> {
         chart
             .configure_mesh()
             .x_desc("problem size")
-            .y_desc("throughput (GFLOP/s)")
+            .y_desc(format!("throughput ({unit})"))
             .x_labels(0)
-            .y_label_formatter(&|v| fmt_num(*v))
+            .y_label_formatter(&|v| fmt_num(v * scale))
             .label_style((FONT, 14))
             .axis_desc_style((FONT, 15))
             .light_line_style(WHITE)

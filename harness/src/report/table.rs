@@ -229,7 +229,13 @@ pub fn terminal(run: &RunResults, ceilings: Option<&Ceilings>) -> String {
                 "#", "kernel", "median ms", "spread", "throughput", "vs prev", "vs first", "% ref",
                 "% roof", "error"
             );
+            let mut skipped = Vec::new();
             for (r, d) in shape.rows.iter().zip(derive_with(shape, ceilings)) {
+                // Rows that cannot run here (no CPU port, say) go on one line below.
+                if r.status == Status::Unsupported {
+                    skipped.push(r.id.as_str());
+                    continue;
+                }
                 let _ = writeln!(
                     s,
                     "  {:<3} {:<20} {:>10} {:>7} {:>15} {:>8} {:>9} {:>7} {:>7} {:>8}  {}",
@@ -251,6 +257,9 @@ pub fn terminal(run: &RunResults, ceilings: Option<&Ceilings>) -> String {
                             .to_lowercase(),
                     }
                 );
+            }
+            if !skipped.is_empty() {
+                let _ = writeln!(s, "  not run on this device: {}", skipped.join(", "));
             }
         }
     }
