@@ -2,8 +2,8 @@
 //! against another), as a table and a chart.
 
 use crate::report::charts::{
-    self, Chart, Drawn, Entry, FONT_NAME, Mark, PALETTE, bar_label, frame, hline,
-    log_bounds, short_id,
+    self, Chart, Drawn, Entry, FONT_NAME, Mark, PALETTE, bar_label, frame, hline, log_bounds,
+    short_id,
 };
 use crate::results::{RunResults, WorkloadResults};
 use anyhow::Result;
@@ -145,7 +145,13 @@ pub fn write_charts(
             .iter()
             .filter(|r| r.workload == w.workload && r.shape == shape.label)
             .collect();
-        let chart = CompareChart { a, b, w, shape: &shape.label, rows };
+        let chart = CompareChart {
+            a,
+            b,
+            w,
+            shape: &shape.label,
+            rows,
+        };
         out.extend(charts::save(
             &chart,
             dir,

@@ -2,17 +2,17 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
-use harness::config::Config;
 use harness::calibrate::{self, Calibration};
+use harness::config::Config;
 use harness::results::{RunResults, Status};
 use harness::run::{Ablation, Event};
 use harness::{compare, registry, report, resources, select};
 use indicatif::{ProgressBar, ProgressStyle};
-use std::io::IsTerminal;
-use std::path::Path;
 use kernel::cuda::discovery::discovery;
 use kernel::cuda::{CudaDevice, nvrtc};
 use kernel::{DeviceKind, Executor, Kernel, Role, Shape, Workload};
+use std::io::IsTerminal;
+use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -255,9 +255,7 @@ fn run(common: &Common, workloads: &[String], sizes: &[String], out: PathBuf) ->
     };
     let rows: usize = shapes
         .iter()
-        .map(|(w, list)| {
-            list.len() * kernels.iter().filter(|k| k.info().workload == *w).count()
-        })
+        .map(|(w, list)| list.len() * kernels.iter().filter(|k| k.info().workload == *w).count())
         .sum();
     let ablation = Ablation {
         dev: dev.as_ref(),
@@ -351,7 +349,10 @@ fn calibrate_cmd(device: Option<String>, out: &Path, quick: bool) -> Result<bool
         kernels: Vec::new(),
     };
     let dev = open_device(&common)?;
-    eprintln!("Measuring ceilings{}...", if quick { " (quick)" } else { "" });
+    eprintln!(
+        "Measuring ceilings{}...",
+        if quick { " (quick)" } else { "" }
+    );
     let c = calibrate::measure(dev.as_ref(), quick)?;
     let path = calibrate::path(out, dev.info());
     c.write(&path)?;

@@ -85,7 +85,11 @@ impl Kernel for Probe {
                 grid: [blocks, 1, 1],
                 block: [256, 1, 1],
                 dynamic_smem: 0,
-                args: vec![Arg::Ptr(Buf::Input(1)), Arg::Ptr(Buf::Output), Arg::I32(iters)],
+                args: vec![
+                    Arg::Ptr(Buf::Input(1)),
+                    Arg::Ptr(Buf::Output),
+                    Arg::I32(iters),
+                ],
             },
         };
         Some(CudaPlan::single(2, launch))
@@ -102,7 +106,12 @@ fn timing() -> TimingConfig {
 }
 
 /// Median seconds per run of `kernel` on `shape`.
-fn seconds(dev: &dyn Executor, kernel: &dyn Kernel, shape: Shape, inputs: &[Vec<f32>]) -> anyhow::Result<f64> {
+fn seconds(
+    dev: &dyn Executor,
+    kernel: &dyn Kernel,
+    shape: Shape,
+    inputs: &[Vec<f32>],
+) -> anyhow::Result<f64> {
     let mut p = dev.prepare(kernel, &shape, inputs)?;
     p.run()?;
     Ok(timing::measure(p.as_mut(), &timing())?.median_ms / 1e3)
@@ -128,7 +137,11 @@ pub(super) fn measure(dev: &dyn Executor, quick: bool) -> anyhow::Result<Measure
     let threads = blocks as usize * 256;
     let iters = 2048;
     let fma = Probe::Fma { blocks, iters };
-    let fma_shape = Shape::Gemm { m: threads, n: 1, k: 1 };
+    let fma_shape = Shape::Gemm {
+        m: threads,
+        n: 1,
+        k: 1,
+    };
     let t = seconds(dev, &fma, fma_shape, &[vec![1.0; threads], vec![1e-7]])?;
     let fp32_gflops = 2.0 * FMA_PER_ITER * f64::from(iters) * threads as f64 / t / 1e9;
     notes.push(format!(

@@ -114,12 +114,24 @@ pub(crate) fn frame<DB: DrawingBackend>(
     root.fill(&WHITE).drawn()?;
     let (head, rest) = root.split_vertically(70);
     let (body, foot) = rest.split_vertically(HEIGHT - 70 - 30);
-    head.draw(&Text::new(title, (20, 12), (FONT, 26).into_font().color(&BLACK)))
-        .drawn()?;
-    head.draw(&Text::new(subtitle, (20, 44), (FONT, 16).into_font().color(&GREY)))
-        .drawn()?;
-    foot.draw(&Text::new(footer, (20, 6), (FONT, 14).into_font().color(&GREY)))
-        .drawn()?;
+    head.draw(&Text::new(
+        title,
+        (20, 12),
+        (FONT, 26).into_font().color(&BLACK),
+    ))
+    .drawn()?;
+    head.draw(&Text::new(
+        subtitle,
+        (20, 44),
+        (FONT, 16).into_font().color(&GREY),
+    ))
+    .drawn()?;
+    foot.draw(&Text::new(
+        footer,
+        (20, 6),
+        (FONT, 14).into_font().color(&GREY),
+    ))
+    .drawn()?;
     let (plot, side) = body.split_horizontally(WIDTH - LEGEND_WIDTH);
     let mut y = 30;
     for e in legend {
@@ -264,7 +276,9 @@ impl Chart for Ablation<'_> {
             });
         }
         for (i, (r, t)) in refs.iter().enumerate() {
-            let vs = first_ms.map(|f| format!(", {:.1}x rung 1", f / t)).unwrap_or_default();
+            let vs = first_ms
+                .map(|f| format!(", {:.1}x rung 1", f / t))
+                .unwrap_or_default();
             legend.push(Entry {
                 label: format!("{} (reference): {t:.3} ms{vs}", r.id),
                 color: color(i + 1),
@@ -384,7 +398,11 @@ impl Chart for Ablation<'_> {
                     bar_label(&mut chart, i as i32, s * 1.08, format!("{s:.1}x"))?;
                 }
                 None => {
-                    let why = if r.passed() { "no time" } else { "failed: no speedup" };
+                    let why = if r.passed() {
+                        "no time"
+                    } else {
+                        "failed: no speedup"
+                    };
                     bar_label(&mut chart, i as i32, slo * 1.15, why.to_string())?;
                 }
             }
@@ -473,8 +491,8 @@ pub(crate) fn category_labels<DB: DrawingBackend, Y: Ranged<ValueType = f64>>(
         usize::MAX
     };
     let (ox, oy) = area.get_base_pixel();
-    let bottom = chart.plotting_area().get_base_pixel().1
-        + chart.plotting_area().dim_in_pixel().1 as i32;
+    let bottom =
+        chart.plotting_area().get_base_pixel().1 + chart.plotting_area().dim_in_pixel().1 as i32;
     for (i, l) in labels.iter().enumerate() {
         let (x, _) = chart.backend_coord(&(i as f64, 1.0));
         let text = if l.chars().count() > room {
@@ -495,7 +513,10 @@ pub(crate) fn log_label(v: &f64) -> String {
         return String::new();
     }
     let m = v / 10f64.powf(v.log10().floor());
-    if [1.0, 2.0, 5.0, 10.0].iter().any(|k| (m - k).abs() < 1e-6 * k) {
+    if [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .any(|k| (m - k).abs() < 1e-6 * k)
+    {
         fmt_num(*v)
     } else {
         String::new()
@@ -504,7 +525,11 @@ pub(crate) fn log_label(v: &f64) -> String {
 
 /// Log-axis bounds around `v`, widened by the factors.
 pub(crate) fn log_bounds(v: &[f64], below: f64, above: f64) -> (f64, f64) {
-    let lo = v.iter().copied().filter(|x| *x > 0.0).fold(f64::INFINITY, f64::min);
+    let lo = v
+        .iter()
+        .copied()
+        .filter(|x| *x > 0.0)
+        .fold(f64::INFINITY, f64::min);
     let hi = v.iter().copied().fold(0.0, f64::max);
     if !lo.is_finite() || hi <= 0.0 {
         return (0.1, 10.0);
@@ -649,8 +674,12 @@ impl Chart for Roofline<'_> {
             self.run.device.name
         );
         let subtitle = format!(
-            "Achieved GFLOP/s against FLOP per minimal DRAM byte (log-log); {source}{}",
-            if roofs.len() > 1 { ", datasheet dashed" } else { "" }
+            "Achieved throughput against FLOP per minimal DRAM byte (log-log); {source}{}",
+            if roofs.len() > 1 {
+                ", datasheet dashed"
+            } else {
+                ""
+            }
         );
         let plot = frame(root, &title, &subtitle, &footer(self.run), &legend)?;
 
@@ -698,7 +727,11 @@ impl Chart for Roofline<'_> {
                         .draw_series(std::iter::once(
                             EmptyElement::at((ridge, g))
                                 + Cross::new((0, 0), 5, BLACK.stroke_width(2))
-                                + Text::new(format!("ridge {} FLOP/B", fmt_num(ridge)), (8, 10), style),
+                                + Text::new(
+                                    format!("ridge {} FLOP/B", fmt_num(ridge)),
+                                    (8, 10),
+                                    style,
+                                ),
                         ))
                         .drawn()?;
                 }
@@ -748,7 +781,10 @@ pub(crate) fn spread_labels(points: &[(i32, i32)], gap: i32, reach: i32) -> Vec<
 type LogChart<'a, DB> = ChartContext<
     'a,
     DB,
-    Cartesian2d<plotters::coord::combinators::LogCoord<f64>, plotters::coord::combinators::LogCoord<f64>>,
+    Cartesian2d<
+        plotters::coord::combinators::LogCoord<f64>,
+        plotters::coord::combinators::LogCoord<f64>,
+    >,
 >;
 
 fn line<DB: DrawingBackend>(
@@ -849,7 +885,7 @@ impl Chart for Sweep<'_> {
         let plot = frame(
             root,
             &title,
-            "Achieved GFLOP/s of every passing row at each size; gaps are failed or unsupported runs",
+            "Achieved throughput of every passing row at each size; gaps are failed or unsupported runs",
             &footer(self.run),
             &legend,
         )?;

@@ -66,7 +66,10 @@ impl Ceilings {
     pub fn from_calibration(c: &Calibration) -> Self {
         Self {
             source: Source::Measured,
-            label: format!("measured by `harness calibrate` on {}", &c.date[..10.min(c.date.len())]),
+            label: format!(
+                "measured by `harness calibrate` on {}",
+                &c.date[..10.min(c.date.len())]
+            ),
             bandwidth_gbs: c.bandwidth_gbs,
             fp32_gflops: c.fp32_gflops,
             tf32_gflops: c.tf32_gflops,

@@ -226,8 +226,16 @@ pub fn terminal(run: &RunResults, ceilings: Option<&Ceilings>) -> String {
             let _ = writeln!(
                 s,
                 "  {:<3} {:<20} {:>10} {:>7} {:>15} {:>8} {:>9} {:>7} {:>7} {:>8}  status",
-                "#", "kernel", "median ms", "spread", "throughput", "vs prev", "vs first", "% ref",
-                "% roof", "error"
+                "#",
+                "kernel",
+                "median ms",
+                "spread",
+                "throughput",
+                "vs prev",
+                "vs first",
+                "% ref",
+                "% roof",
+                "error"
             );
             let mut skipped = Vec::new();
             for (r, d) in shape.rows.iter().zip(derive_with(shape, ceilings)) {

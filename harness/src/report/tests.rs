@@ -9,7 +9,14 @@ use crate::timing::Timing;
 use crate::validate::Check;
 use kernel::{DeviceInfo, Precision, Shape, Stage, Workload};
 
-fn row(id: &str, role: Role, rung: u32, precision: Precision, status: Status, ms: Option<f64>) -> Row {
+fn row(
+    id: &str,
+    role: Role,
+    rung: u32,
+    precision: Precision,
+    status: Status,
+    ms: Option<f64>,
+) -> Row {
     Row {
         id: id.into(),
         stage: if role == Role::Rung {
@@ -23,7 +30,14 @@ fn row(id: &str, role: Role, rung: u32, precision: Precision, status: Status, ms
         summary: String::new(),
         status,
         reason: (status != Status::Passed).then(|| format!("{id} did not pass")),
-        min_bytes: 3.0 * 4096.0 * 4096.0 * if precision == Precision::Fp16 { 2.0 } else { 4.0 },
+        min_bytes: 3.0
+            * 4096.0
+            * 4096.0
+            * if precision == Precision::Fp16 {
+                2.0
+            } else {
+                4.0
+            },
         timing: ms.map(|m| Timing::from_samples(vec![m * 0.98, m, m * 1.03], 1)),
         check: ms.map(|_| Check {
             rel_error: if status == Status::Failed { 0.5 } else { 1e-7 },
@@ -55,14 +69,70 @@ fn row(id: &str, role: Role, rung: u32, precision: Precision, status: Status, ms
 fn shape(n: usize, scale: f64) -> ShapeResults {
     let s = Shape::square_gemm(n);
     let mut rows = vec![
-        row("gemm-naive", Role::Rung, 1, Precision::Fp32, Status::Passed, Some(100.0 * scale)),
-        row("gemm-tiled", Role::Rung, 2, Precision::Fp32, Status::Passed, Some(20.0 * scale)),
-        row("gemm-broken", Role::Rung, 3, Precision::Fp32, Status::Failed, Some(1.0 * scale)),
-        row("gemm-regblock", Role::Rung, 4, Precision::Fp32, Status::Passed, Some(5.0 * scale)),
-        row("gemm-wmma-fp16", Role::Rung, 5, Precision::Fp16, Status::Passed, Some(1.25 * scale)),
-        row("cublas-sgemm", Role::Reference, 1, Precision::Fp32, Status::Passed, Some(4.0 * scale)),
-        row("cublas-fp16", Role::Reference, 3, Precision::Fp16, Status::Passed, Some(0.5 * scale)),
-        row("cpu-only", Role::Reference, 4, Precision::Fp32, Status::Unsupported, None),
+        row(
+            "gemm-naive",
+            Role::Rung,
+            1,
+            Precision::Fp32,
+            Status::Passed,
+            Some(100.0 * scale),
+        ),
+        row(
+            "gemm-tiled",
+            Role::Rung,
+            2,
+            Precision::Fp32,
+            Status::Passed,
+            Some(20.0 * scale),
+        ),
+        row(
+            "gemm-broken",
+            Role::Rung,
+            3,
+            Precision::Fp32,
+            Status::Failed,
+            Some(1.0 * scale),
+        ),
+        row(
+            "gemm-regblock",
+            Role::Rung,
+            4,
+            Precision::Fp32,
+            Status::Passed,
+            Some(5.0 * scale),
+        ),
+        row(
+            "gemm-wmma-fp16",
+            Role::Rung,
+            5,
+            Precision::Fp16,
+            Status::Passed,
+            Some(1.25 * scale),
+        ),
+        row(
+            "cublas-sgemm",
+            Role::Reference,
+            1,
+            Precision::Fp32,
+            Status::Passed,
+            Some(4.0 * scale),
+        ),
+        row(
+            "cublas-fp16",
+            Role::Reference,
+            3,
+            Precision::Fp16,
+            Status::Passed,
+            Some(0.5 * scale),
+        ),
+        row(
+            "cpu-only",
+            Role::Reference,
+            4,
+            Precision::Fp32,
+            Status::Unsupported,
+            None,
+        ),
     ];
     for r in &mut rows {
         r.min_bytes *= (n as f64 / 4096.0).powi(2);
@@ -92,7 +162,11 @@ pub(crate) fn synthetic() -> RunResults {
         config: serde_json::Value::Null,
         workloads: vec![WorkloadResults {
             workload: Workload::Gemm,
-            shapes: vec![shape(1024, 1.0 / 64.0), shape(2048, 1.0 / 8.0), shape(4096, 1.0)],
+            shapes: vec![
+                shape(1024, 1.0 / 64.0),
+                shape(2048, 1.0 / 8.0),
+                shape(4096, 1.0),
+            ],
         }],
         calibration: None,
     }
@@ -106,7 +180,10 @@ fn failed_rows_get_no_speedup_and_later_rungs_skip_them() {
     assert_eq!(d[1].vs_prev, Some(5.0));
     // The failed rung: no throughput, no speedup, no percentages.
     assert_eq!(d[2].gflops, None);
-    assert_eq!((d[2].vs_prev, d[2].vs_first, d[2].pct_of_ref), (None, None, None));
+    assert_eq!(
+        (d[2].vs_prev, d[2].vs_first, d[2].pct_of_ref),
+        (None, None, None)
+    );
     assert_eq!(d[2].pct_of_roof, None);
     // The next rung compares with the last passing one (tiled), not the failed one.
     assert_eq!(d[3].vs_prev, Some(4.0));
@@ -152,12 +229,11 @@ fn markdown_marks_failures_and_names_the_ceilings() {
     assert!(md.contains("datasheet, H100 SXM"));
     let broken = md.lines().find(|l| l.contains("`gemm-broken`")).unwrap();
     assert!(broken.contains("**FAILED**"), "{broken}");
-    assert!(!broken.contains('x'), "a failed row shows no speedup: {broken}");
-    let regblock = md
-        .lines()
-        .filter(|l| l.contains("`gemm-regblock`"))
-        .last()
-        .unwrap();
+    assert!(
+        !broken.contains('x'),
+        "a failed row shows no speedup: {broken}"
+    );
+    let regblock = md.lines().rfind(|l| l.contains("`gemm-regblock`")).unwrap();
     assert!(regblock.contains("4.00x") && regblock.contains("20.0x") && regblock.contains("80.0%"));
     // Every table line has the same number of cells as its header.
     for table in md.split("\n\n").filter(|t| t.starts_with("| #")) {
@@ -211,10 +287,17 @@ fn charts_are_written_and_name_what_they_show() {
         "gemm-sweep.svg",
         "gemm-sweep.png",
     ] {
-        assert!(names.iter().any(|n| n == want), "{want} missing from {names:?}");
+        assert!(
+            names.iter().any(|n| n == want),
+            "{want} missing from {names:?}"
+        );
     }
     for f in &files {
-        assert!(std::fs::metadata(f).unwrap().len() > 1000, "{} is tiny", f.display());
+        assert!(
+            std::fs::metadata(f).unwrap().len() > 1000,
+            "{} is tiny",
+            f.display()
+        );
     }
     let sub = dir.join(&run.device.slug);
     let svg = std::fs::read_to_string(sub.join("gemm-roofline.svg")).unwrap();
