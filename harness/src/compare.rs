@@ -5,7 +5,7 @@ use crate::report::charts::{
     self, Chart, Drawn, Entry, FONT_NAME, Mark, PALETTE, bar_label, frame, hline, log_bounds,
     short_id,
 };
-use crate::results::{RunResults, WorkloadResults};
+use crate::results::{RunResults, Status, WorkloadResults};
 use anyhow::Result;
 use kernel::Workload;
 use plotters::coord::Shift;
@@ -61,6 +61,12 @@ pub fn ratios(a: &RunResults, b: &RunResults) -> Vec<Ratio> {
                 .filter(|r| r.passed())
                 .and_then(|r| r.median_ms())
         };
+        let unsupported =
+            |r: &Option<crate::results::Row>| r.as_ref().is_none_or(|r| r.status == Status::Unsupported);
+        // Rows neither device could run (cuBLAS on two CPUs) say nothing.
+        if unsupported(&ra) && unsupported(&rb) {
+            continue;
+        }
         let (a_ms, b_ms) = (time(&ra), time(&rb));
         let note = match (&ra, &rb) {
             (None, _) => Some("only in B".to_string()),
@@ -68,8 +74,8 @@ pub fn ratios(a: &RunResults, b: &RunResults) -> Vec<Ratio> {
             (Some(x), Some(y)) => match (x.passed(), y.passed()) {
                 (true, true) if a_ms.is_some() && b_ms.is_some() => None,
                 (true, true) => Some("not timed".to_string()),
-                (false, _) => Some(format!("{:?} in A", x.status).to_lowercase()),
-                (_, false) => Some(format!("{:?} in B", y.status).to_lowercase()),
+                (false, _) => Some(format!("{} in A", status_word(x.status))),
+                (_, false) => Some(format!("{} in B", status_word(y.status))),
             },
         };
         out.push(Ratio {
@@ -86,6 +92,10 @@ pub fn ratios(a: &RunResults, b: &RunResults) -> Vec<Ratio> {
         });
     }
     out
+}
+
+fn status_word(s: crate::results::Status) -> String {
+    format!("{s:?}").to_lowercase()
 }
 
 fn describe(run: &RunResults) -> String {
@@ -260,5 +270,56 @@ impl Chart for CompareChart<'_> {
         }
         hline(&mut chart, n, 1.0, RGBColor(40, 40, 40))?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::tests::synthetic;
+
+    #[test]
+    fn ratios_match_rows_and_refuse_failures() {
+        let a = synthetic();
+        let mut b = synthetic();
+        let shape = &mut b.workloads[0].shapes[2];
+        // B: tiled twice as fast, naive failed, one row gone.
+        for r in &mut shape.rows {
+            if r.id == "gemm-tiled" {
+                let t = r.timing.as_mut().unwrap();
+                t.median_ms /= 2.0;
+            }
+            if r.id == "gemm-naive" {
+                r.status = Status::Failed;
+            }
+        }
+        shape.rows.retain(|r| r.id != "cublas-fp16");
+        let all = ratios(&a, &b);
+        let at = |id: &str| {
+            all.iter()
+                .find(|r| r.shape == "4096x4096x4096" && r.id == id)
+                .unwrap()
+        };
+        assert_eq!(at("gemm-tiled").speedup, Some(2.0));
+        assert_eq!(at("gemm-regblock").speedup, Some(1.0));
+        assert_eq!(at("gemm-naive").speedup, None);
+        assert_eq!(at("gemm-naive").note.as_deref(), Some("failed in B"));
+        assert_eq!(at("gemm-broken").note.as_deref(), Some("failed in A"));
+        assert_eq!(at("cublas-fp16").note.as_deref(), Some("only in A"));
+        // Every row of either file appears once, except the one neither could run.
+        assert_eq!(all.len(), 3 * 7);
+        let t = text(&a, &b, &all);
+        assert!(t.contains("2.00x") && t.contains("B is faster"));
+    }
+
+    #[test]
+    fn comparison_chart_is_written() {
+        let (a, b) = (synthetic(), synthetic());
+        let dir = std::env::temp_dir().join(format!("lab-compare-{}", std::process::id()));
+        let files = write_charts(&a, &b, &ratios(&a, &b), &dir).unwrap();
+        assert_eq!(files.len(), 2);
+        let svg = std::fs::read_to_string(dir.join("compare-gemm.svg")).unwrap();
+        assert!(svg.contains("A time / B time per kernel"));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -151,18 +151,16 @@ pub(crate) fn frame<DB: DrawingBackend>(
             }
             Mark::Dot => side.draw(&Circle::new((22, y), 6, c.filled())).drawn()?,
         }
-        for (i, line) in wrap(&e.label, 34).iter().enumerate() {
+        let lines = wrap(&e.label, 34);
+        for (i, line) in lines.iter().enumerate() {
             side.draw(&Text::new(
                 line.clone(),
                 (44, y - 8 + 18 * i as i32),
                 (FONT, 15).into_font().color(&BLACK),
             ))
             .drawn()?;
-            if i > 0 {
-                y += 18;
-            }
         }
-        y += 28;
+        y += 28 + 18 * (lines.len() as i32 - 1);
     }
     Ok(plot)
 }
