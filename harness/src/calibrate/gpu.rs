@@ -183,3 +183,25 @@ pub(super) fn measure(dev: &dyn Executor, quick: bool) -> anyhow::Result<Measure
         notes,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The probes compile for the GPUs we measure on, wherever NVRTC is installed (CI);
+    /// without it the test has nothing to check.
+    #[test]
+    fn probes_compile_where_nvrtc_exists() {
+        if kernel::cuda::nvrtc::version().is_err() {
+            return;
+        }
+        let shape = Shape::Gemm { m: 1 << 20, n: 1, k: 1 };
+        for probe in [Probe::Copy { blocks: 132 }, Probe::Fma { blocks: 132, iters: 4 }] {
+            let plan = probe.cuda(&shape).unwrap();
+            for arch in ["sm_80", "sm_90"] {
+                let r = crate::resources::of_plan(&plan, arch).unwrap();
+                assert_eq!(r[0].spill_stores, 0, "{arch}");
+            }
+        }
+    }
+}
