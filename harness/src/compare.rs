@@ -61,8 +61,9 @@ pub fn ratios(a: &RunResults, b: &RunResults) -> Vec<Ratio> {
                 .filter(|r| r.passed())
                 .and_then(|r| r.median_ms())
         };
-        let unsupported =
-            |r: &Option<crate::results::Row>| r.as_ref().is_none_or(|r| r.status == Status::Unsupported);
+        let unsupported = |r: &Option<crate::results::Row>| {
+            r.as_ref().is_none_or(|r| r.status == Status::Unsupported)
+        };
         // Rows neither device could run (cuBLAS on two CPUs) say nothing.
         if unsupported(&ra) && unsupported(&rb) {
             continue;

@@ -195,8 +195,18 @@ mod tests {
         if kernel::cuda::nvrtc::version().is_err() {
             return;
         }
-        let shape = Shape::Gemm { m: 1 << 20, n: 1, k: 1 };
-        for probe in [Probe::Copy { blocks: 132 }, Probe::Fma { blocks: 132, iters: 4 }] {
+        let shape = Shape::Gemm {
+            m: 1 << 20,
+            n: 1,
+            k: 1,
+        };
+        for probe in [
+            Probe::Copy { blocks: 132 },
+            Probe::Fma {
+                blocks: 132,
+                iters: 4,
+            },
+        ] {
             let plan = probe.cuda(&shape).unwrap();
             for arch in ["sm_80", "sm_90"] {
                 let r = crate::resources::of_plan(&plan, arch).unwrap();

@@ -629,9 +629,9 @@ impl Chart for Roofline<'_> {
                 Mark::Dashed
             };
             let tag = if c.source == Source::Measured {
-                "measured".to_string()
+                "measured"
             } else {
-                c.label.clone()
+                "datasheet"
             };
             legend.push(Entry {
                 label: format!("memory {} ({tag})", bandwidth(c.bandwidth_gbs)),
@@ -660,10 +660,12 @@ impl Chart for Roofline<'_> {
                 mark: Mark::Dot,
             });
         }
-        let source = match roofs.first().map(|c| c.source) {
-            Some(Source::Measured) => "roofs measured on this device (solid)",
-            Some(Source::Datasheet) => "datasheet roofs only (not measured here)",
-            None => "no roofs",
+        let source = match roofs.first() {
+            Some(c) if c.source == Source::Measured => {
+                "roofs measured on this device (solid)".to_string()
+            }
+            Some(c) => format!("{} roofs only, not measured here", c.label),
+            None => "no roofs".to_string(),
         };
         let title = format!(
             "{} roofline, {} on {}",
@@ -673,10 +675,9 @@ impl Chart for Roofline<'_> {
         );
         let subtitle = format!(
             "Achieved throughput against FLOP per minimal DRAM byte (log-log); {source}{}",
-            if roofs.len() > 1 {
-                ", datasheet dashed"
-            } else {
-                ""
+            match roofs.get(1) {
+                Some(d) => format!(", {} dashed", d.label),
+                None => String::new(),
             }
         );
         let plot = frame(root, &title, &subtitle, &footer(self.run), &legend)?;

@@ -51,9 +51,12 @@ fn rung_cell(r: &Row) -> String {
 pub fn roof_source(c: Option<&Ceilings>) -> String {
     match c {
         Some(c) if c.source == Source::Measured => format!(
-            "measured ceilings ({:.1} GB/s, FP32 {}{})",
-            c.bandwidth_gbs,
+            "measured ceilings ({}, FP32 {}{}{})",
+            super::charts::bandwidth(c.bandwidth_gbs),
             throughput(c.fp32_gflops),
+            c.tf32_gflops
+                .map(|t| format!(", TF32 tensor {}", throughput(t)))
+                .unwrap_or_default(),
             c.fp16_gflops
                 .map(|h| format!(", FP16 tensor {}", throughput(h)))
                 .unwrap_or_default()
