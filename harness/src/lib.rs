@@ -1,6 +1,8 @@
 //! The lab's harness: runs every kernel on the best available device, validates each output
 //! against a higher-precision reference, times it properly and writes the ablation tables.
 
+pub mod calibrate;
+pub mod compare;
 pub mod config;
 pub mod inputs;
 pub mod library_rows;

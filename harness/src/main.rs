@@ -2,13 +2,17 @@
 
 use anyhow::{Context, Result, bail};
 use clap::{Parser, Subcommand};
+use harness::calibrate::{self, Calibration};
 use harness::config::Config;
-use harness::results::Status;
+use harness::results::{RunResults, Status};
 use harness::run::{Ablation, Event};
-use harness::{registry, report, resources, select};
+use harness::{compare, registry, report, resources, select};
+use indicatif::{ProgressBar, ProgressStyle};
 use kernel::cuda::discovery::discovery;
 use kernel::cuda::{CudaDevice, nvrtc};
 use kernel::{DeviceKind, Executor, Kernel, Role, Shape, Workload};
+use std::io::IsTerminal;
+use std::path::Path;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -57,6 +61,35 @@ enum Command {
         #[arg(long, default_value = "results")]
         out: PathBuf,
     },
+    /// Measure the device's ceilings (bandwidth, FP32, tensor rates) for the roofline and
+    /// cache them in results/<device>/calibration.json.
+    Calibrate {
+        /// cpu or cuda; default: the GPU if one works, else the CPU.
+        #[arg(long)]
+        device: Option<String>,
+        /// Results folder (a subfolder per device is created).
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+        /// The short calibration `harness run` takes when none is cached.
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Rebuild every table and chart of a results JSON without rerunning anything.
+    Report {
+        /// A results file written by `harness run` (results/<device>/<workload>.json).
+        results: PathBuf,
+        /// Where to write; default: the folder of the results file.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Per-row time ratios of two results files (before/after, or two devices), and a chart.
+    Compare {
+        a: PathBuf,
+        b: PathBuf,
+        /// Where to write the chart; default: the folder of B.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
     /// Check every kernel against the reference on several shapes, tails included.
     Check {
         #[command(flatten)]
@@ -87,6 +120,9 @@ fn main() -> ExitCode {
             sizes,
             out,
         } => run(&common, &workload, &sizes, out),
+        Command::Calibrate { device, out, quick } => calibrate_cmd(device, &out, quick),
+        Command::Report { results, out } => report_cmd(&results, out),
+        Command::Compare { a, b, out } => compare_cmd(&a, &b, out),
         Command::Check { common } => check(&common),
         Command::Doctor => doctor(),
         Command::Inspect {
@@ -202,6 +238,25 @@ fn run(common: &Common, workloads: &[String], sizes: &[String], out: PathBuf) ->
         }
         shapes.push((w, list));
     }
+    let calibration = match calibrate::load_or_measure(dev.as_ref(), &out) {
+        Ok((c, cached)) => {
+            let how = if cached {
+                "cached calibration"
+            } else {
+                "quick calibration (run `harness calibrate` for a full one)"
+            };
+            eprintln!("Ceilings, {how}: {}", c.describe());
+            Some(c)
+        }
+        Err(why) => {
+            eprintln!("No measured ceilings: {why}");
+            None
+        }
+    };
+    let rows: usize = shapes
+        .iter()
+        .map(|(w, list)| list.len() * kernels.iter().filter(|k| k.info().workload == *w).count())
+        .sum();
     let ablation = Ablation {
         dev: dev.as_ref(),
         config: &config,
@@ -210,7 +265,10 @@ fn run(common: &Common, workloads: &[String], sizes: &[String], out: PathBuf) ->
         timing: Some(config.device(dev.kind()).timing),
         keep_unrunnable: false,
     };
-    let results = ablation.run(print_progress)?;
+    let mut progress = Progress::new(rows);
+    let mut results = ablation.run(|e| progress.event(e))?;
+    progress.finish();
+    results.calibration = calibration;
     print!("{}", report::terminal(&results));
     let files = report::write_all(&results, &out)?;
     println!();
@@ -226,24 +284,128 @@ fn run(common: &Common, workloads: &[String], sizes: &[String], out: PathBuf) ->
     Ok(!failed)
 }
 
-fn print_progress(e: Event<'_>) {
-    match e {
-        Event::Shape {
-            workload,
-            shape,
-            kernels,
-        } => {
-            eprintln!("{workload} {}: {kernels} kernels", shape.label())
-        }
-        Event::Row { row, .. } => eprintln!(
-            "  {:<18} {:?}{}",
-            row.id,
-            row.status,
-            row.median_ms()
-                .map(|ms| format!(" {ms:.3} ms"))
-                .unwrap_or_default()
-        ),
+/// A bar on a terminal; plain lines when stderr is a file or a pipe (CI logs).
+struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    fn new(rows: usize) -> Self {
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let bar = ProgressBar::new(rows as u64);
+            let style = ProgressStyle::with_template(
+                "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} rows  {msg}",
+            )
+            .unwrap_or_else(|_| ProgressStyle::default_bar());
+            bar.set_style(style);
+            bar.enable_steady_tick(std::time::Duration::from_millis(120));
+            bar
+        });
+        Self { bar }
     }
+
+    fn event(&mut self, e: Event<'_>) {
+        let line = match e {
+            Event::Shape {
+                workload,
+                shape,
+                kernels,
+            } => {
+                if let Some(bar) = &self.bar {
+                    bar.set_message(format!("{workload} {}", shape.label()));
+                }
+                format!("{workload} {}: {kernels} kernels", shape.label())
+            }
+            Event::Row { row, .. } => {
+                if let Some(bar) = &self.bar {
+                    bar.inc(1);
+                }
+                format!(
+                    "  {:<18} {:?}{}",
+                    row.id,
+                    row.status,
+                    row.median_ms()
+                        .map(|ms| format!(" {ms:.3} ms"))
+                        .unwrap_or_default()
+                )
+            }
+        };
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+fn calibrate_cmd(device: Option<String>, out: &Path, quick: bool) -> Result<bool> {
+    let common = Common {
+        config: None,
+        device,
+        kernels: Vec::new(),
+    };
+    let dev = open_device(&common)?;
+    eprintln!(
+        "Measuring ceilings{}...",
+        if quick { " (quick)" } else { "" }
+    );
+    let c = calibrate::measure(dev.as_ref(), quick)?;
+    let path = calibrate::path(out, dev.info());
+    c.write(&path)?;
+    println!("{}", c.describe());
+    for note in &c.notes {
+        println!("  {note}");
+    }
+    println!("wrote {}", path.display());
+    Ok(true)
+}
+
+/// The calibration cached beside a results file, if it belongs to that file's device.
+fn calibration_beside(file: &Path, run: &RunResults) -> Option<Calibration> {
+    let dir = file.parent()?;
+    Calibration::read(&dir.join("calibration.json"))
+        .ok()
+        .filter(|c| c.matches(&run.device))
+}
+
+fn report_cmd(file: &Path, out: Option<PathBuf>) -> Result<bool> {
+    let mut run = RunResults::read(file)?;
+    if run.calibration.is_none() {
+        run.calibration = calibration_beside(file, &run);
+    }
+    let dir = out.unwrap_or_else(|| parent_dir(file));
+    print!("{}", report::terminal(&run));
+    let mut files = report::write_tables(&run, &dir, false)?;
+    files.extend(report::charts::write_all(&run, &dir)?);
+    println!();
+    for f in files {
+        println!("wrote {}", f.display());
+    }
+    Ok(true)
+}
+
+fn parent_dir(file: &Path) -> PathBuf {
+    match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn compare_cmd(a: &Path, b: &Path, out: Option<PathBuf>) -> Result<bool> {
+    let ra = RunResults::read(a)?;
+    let rb = RunResults::read(b)?;
+    let ratios = compare::ratios(&ra, &rb);
+    print!("{}", compare::text(&ra, &rb, &ratios));
+    let dir = out.unwrap_or_else(|| parent_dir(b));
+    for f in compare::write_charts(&ra, &rb, &ratios, &dir)? {
+        println!("wrote {}", f.display());
+    }
+    Ok(true)
 }
 
 fn check(common: &Common) -> Result<bool> {

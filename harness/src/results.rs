@@ -24,6 +24,10 @@ pub struct RunResults {
     /// The effective configuration (after the user file and flags).
     pub config: serde_json::Value,
     pub workloads: Vec<WorkloadResults>,
+    /// The device's measured ceilings when the run had them (an optional addition: files
+    /// without it still read as this version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<crate::calibrate::Calibration>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

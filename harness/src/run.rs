@@ -260,6 +260,7 @@ impl Ablation<'_> {
             date: crate::results::utc_now(),
             config: serde_json::to_value(self.config)?,
             workloads,
+            calibration: None,
         })
     }
 }

@@ -1,0 +1,224 @@
+//! Measured ceilings for the roofline: memory bandwidth and peak compute of the device, taken
+//! once and cached with the device's fingerprint in `results/<slug>/calibration.json`.
+//!
+//! CPU: a STREAM-triad-like bandwidth on rayon and an FMA loop in explicit SIMD (AVX-512 or
+//! AVX2+FMA when present). GPU: a device-to-device copy kernel, a peak FP32 FMA kernel and
+//! cuBLAS TF32/FP16 GEMMs, all through the same executor and CUDA-event timing as the rows.
+
+mod cpu;
+mod gpu;
+
+use anyhow::{Context, Result, bail};
+use kernel::{DeviceInfo, DeviceKind, Executor};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// Bumped whenever a field of the calibration file changes meaning or disappears.
+pub const CALIBRATION_VERSION: u32 = 1;
+
+/// What a calibration is valid for: the same device, named the same, on the same driver.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub slug: String,
+    pub name: String,
+    pub driver: String,
+}
+
+impl Fingerprint {
+    pub fn of(info: &DeviceInfo) -> Self {
+        Self {
+            slug: info.slug.clone(),
+            name: info.name.clone(),
+            driver: info.driver.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    pub schema_version: u32,
+    pub fingerprint: Fingerprint,
+    /// UTC, ISO 8601.
+    pub date: String,
+    /// A short calibration taken on the way into `harness run`, not by `harness calibrate`.
+    pub quick: bool,
+    /// Bytes read plus written per second, GB/s.
+    pub bandwidth_gbs: f64,
+    /// FP32 FMA rate, GFLOP/s.
+    pub fp32_gflops: f64,
+    /// Tensor-core rates through cuBLAS (GPU only), GFLOP/s.
+    pub tf32_gflops: Option<f64>,
+    pub fp16_gflops: Option<f64>,
+    /// How each figure was measured, and how it compares with theory where that is known.
+    pub notes: Vec<String>,
+}
+
+/// `<root>/<slug>/calibration.json`.
+pub fn path(root: &Path, info: &DeviceInfo) -> PathBuf {
+    root.join(&info.slug).join("calibration.json")
+}
+
+impl Calibration {
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read calibration {}", path.display()))?;
+        let probe: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not JSON", path.display()))?;
+        match probe.get("schema_version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(CALIBRATION_VERSION) => {}
+            Some(v) => bail!(
+                "{} has calibration schema version {v}; this harness reads version \
+                 {CALIBRATION_VERSION}: run `harness calibrate` again",
+                path.display()
+            ),
+            None => bail!("{} is not a calibration file", path.display()),
+        }
+        serde_json::from_value(probe)
+            .with_context(|| format!("{} does not match the calibration schema", path.display()))
+    }
+
+    pub fn write(&self, path: &Path) -> Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        std::fs::write(path, serde_json::to_string_pretty(self)? + "\n")
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    pub fn matches(&self, info: &DeviceInfo) -> bool {
+        self.fingerprint == Fingerprint::of(info)
+    }
+
+    /// One line per figure, for the terminal.
+    pub fn describe(&self) -> String {
+        let mut s = format!(
+            "bandwidth {:.1} GB/s, FP32 {}",
+            self.bandwidth_gbs,
+            rate(self.fp32_gflops)
+        );
+        if let Some(t) = self.tf32_gflops {
+            s += &format!(", TF32 tensor {}", rate(t));
+        }
+        if let Some(h) = self.fp16_gflops {
+            s += &format!(", FP16 tensor {}", rate(h));
+        }
+        s
+    }
+}
+
+fn rate(gflops: f64) -> String {
+    if gflops >= 1e3 {
+        format!("{:.1} TFLOP/s", gflops / 1e3)
+    } else {
+        format!("{gflops:.1} GFLOP/s")
+    }
+}
+
+/// The cached calibration of `info` under `root`, if one exists and its fingerprint matches.
+pub fn cached(root: &Path, info: &DeviceInfo) -> Option<Calibration> {
+    Calibration::read(&path(root, info))
+        .ok()
+        .filter(|c| c.matches(info))
+}
+
+/// Measures `dev`'s ceilings. `quick` keeps it to about a second on a CPU (the way into a
+/// run); the simulator has no ceilings worth measuring.
+pub fn measure(dev: &dyn Executor, quick: bool) -> Result<Calibration> {
+    let m = match dev.kind() {
+        DeviceKind::Cpu => cpu::measure(quick),
+        DeviceKind::Cuda => gpu::measure(dev, quick)?,
+        DeviceKind::Sim => bail!("the simulator has no speed to calibrate (it is functional only)"),
+    };
+    Ok(Calibration {
+        schema_version: CALIBRATION_VERSION,
+        fingerprint: Fingerprint::of(dev.info()),
+        date: crate::results::utc_now(),
+        quick,
+        bandwidth_gbs: m.bandwidth_gbs,
+        fp32_gflops: m.fp32_gflops,
+        tf32_gflops: m.tf32_gflops,
+        fp16_gflops: m.fp16_gflops,
+        notes: m.notes,
+    })
+}
+
+/// What a device-specific calibration returns.
+struct Measurement {
+    bandwidth_gbs: f64,
+    fp32_gflops: f64,
+    tf32_gflops: Option<f64>,
+    fp16_gflops: Option<f64>,
+    notes: Vec<String>,
+}
+
+/// The cached calibration when it matches the device, else a quick one, cached for next time.
+/// `None` (with the reason) where the device cannot be calibrated.
+pub fn load_or_measure(dev: &dyn Executor, root: &Path) -> Result<(Calibration, bool), String> {
+    if let Some(c) = cached(root, dev.info()) {
+        return Ok((c, true));
+    }
+    let c = measure(dev, true).map_err(|e| format!("{e:#}"))?;
+    // A cache that cannot be written only costs the next run a second.
+    let _ = c.write(&path(root, dev.info()));
+    Ok((c, false))
+}
+
+#[cfg(test)]
+pub(crate) mod tests_support {
+    use super::*;
+
+    pub(crate) fn sample(info: &DeviceInfo) -> Calibration {
+        Calibration {
+            schema_version: CALIBRATION_VERSION,
+            fingerprint: Fingerprint::of(info),
+            date: "2026-11-22T15:00:00Z".into(),
+            quick: false,
+            bandwidth_gbs: 21.5,
+            fp32_gflops: 180.25,
+            tf32_gflops: None,
+            fp16_gflops: Some(1.5e5),
+            notes: vec!["synthetic".into()],
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tests_support::sample;
+    use super::*;
+
+    fn info(driver: &str) -> DeviceInfo {
+        DeviceInfo {
+            kind: "cpu".into(),
+            name: "Test CPU (2 threads)".into(),
+            slug: "cpu-test".into(),
+            driver: driver.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn round_trip_and_fingerprint() {
+        let dir = std::env::temp_dir().join(format!("lab-cal-{}", std::process::id()));
+        let a = info("Linux 6.1");
+        let c = sample(&a);
+        c.write(&path(&dir, &a)).unwrap();
+        assert_eq!(Calibration::read(&path(&dir, &a)).unwrap(), c);
+        assert_eq!(cached(&dir, &a), Some(c));
+        // A driver update changes the fingerprint: the cache no longer applies.
+        assert_eq!(cached(&dir, &info("Linux 6.2")), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn other_versions_are_refused() {
+        let dir = std::env::temp_dir().join(format!("lab-calv-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("calibration.json");
+        std::fs::write(&p, r#"{"schema_version": 7}"#).unwrap();
+        let e = Calibration::read(&p).unwrap_err().to_string();
+        assert!(e.contains("version 7"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,217 @@
+//! GPU ceilings through the CUDA executor: each probe is a [`Kernel`] whose plan the device
+//! compiles, launches and times with CUDA events exactly as it does the rows (L2 flushed and
+//! output poisoned outside the timed span). Probes borrow GEMM shapes as plain buffer sizes.
+
+use super::Measurement;
+use crate::library_rows::CublasGemm;
+use crate::timing::{self, TimingConfig};
+use kernel::{
+    Arg, Buf, CudaPlan, CudaSource, Executor, GemmCompute, Kernel, KernelInfo, Launch, Precision,
+    Role, Shape, Stage, Workload,
+};
+
+const SOURCE: CudaSource = CudaSource {
+    file: "harness/calibrate.cu",
+    code: r#"
+// Device-to-device copy, 16 bytes per thread per step, grid-stride.
+extern "C" __global__ void lab_copy(const float4* __restrict__ in, float4* __restrict__ out, int n4) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += gridDim.x * blockDim.x)
+        out[i] = in[i];
+}
+
+// Eight independent FMA chains per thread: the FP32 issue rate, no memory traffic.
+extern "C" __global__ void lab_fma(const float* __restrict__ seed, float* __restrict__ out, int iters) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = seed[0];
+    float a0 = t, a1 = t + 1, a2 = t + 2, a3 = t + 3, a4 = t + 4, a5 = t + 5, a6 = t + 6, a7 = t + 7;
+    const float m = 0.999999f;
+    for (int i = 0; i < iters; ++i) {
+        #pragma unroll
+        for (int j = 0; j < 16; ++j) {
+            a0 = fmaf(a0, m, s); a1 = fmaf(a1, m, s); a2 = fmaf(a2, m, s); a3 = fmaf(a3, m, s);
+            a4 = fmaf(a4, m, s); a5 = fmaf(a5, m, s); a6 = fmaf(a6, m, s); a7 = fmaf(a7, m, s);
+        }
+    }
+    out[t] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
+}
+"#,
+};
+
+const FMA_PER_ITER: f64 = 16.0 * 8.0;
+
+enum Probe {
+    /// Copies `n` floats: A (n x 1) to C (n x 1).
+    Copy { blocks: u32 },
+    /// `threads` threads of FMA chains, one output each.
+    Fma { blocks: u32, iters: i32 },
+}
+
+impl Kernel for Probe {
+    fn info(&self) -> KernelInfo {
+        KernelInfo {
+            id: match self {
+                Probe::Copy { .. } => "calibrate-copy",
+                Probe::Fma { .. } => "calibrate-fma",
+            },
+            workload: Workload::Gemm,
+            stage: Stage::Reference,
+            precision: Precision::Fp32,
+            role: Role::Reference,
+            rung: 0,
+            summary: "calibration probe",
+        }
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let Shape::Gemm { m, .. } = *shape else {
+            return None;
+        };
+        let launch = match *self {
+            Probe::Copy { blocks } => Launch {
+                source: SOURCE,
+                entry: "lab_copy",
+                grid: [blocks, 1, 1],
+                block: [256, 1, 1],
+                dynamic_smem: 0,
+                args: vec![
+                    Arg::Ptr(Buf::Input(0)),
+                    Arg::Ptr(Buf::Output),
+                    Arg::I32((m / 4) as i32),
+                ],
+            },
+            Probe::Fma { blocks, iters } => Launch {
+                source: SOURCE,
+                entry: "lab_fma",
+                grid: [blocks, 1, 1],
+                block: [256, 1, 1],
+                dynamic_smem: 0,
+                args: vec![
+                    Arg::Ptr(Buf::Input(1)),
+                    Arg::Ptr(Buf::Output),
+                    Arg::I32(iters),
+                ],
+            },
+        };
+        Some(CudaPlan::single(2, launch))
+    }
+}
+
+fn timing() -> TimingConfig {
+    TimingConfig {
+        warmup_ms: 100.0,
+        samples: 10,
+        min_sample_ms: 2.0,
+        max_row_ms: 2000.0,
+    }
+}
+
+/// Median seconds per run of `kernel` on `shape`.
+fn seconds(
+    dev: &dyn Executor,
+    kernel: &dyn Kernel,
+    shape: Shape,
+    inputs: &[Vec<f32>],
+) -> anyhow::Result<f64> {
+    let mut p = dev.prepare(kernel, &shape, inputs)?;
+    p.run()?;
+    Ok(timing::measure(p.as_mut(), &timing())?.median_ms / 1e3)
+}
+
+pub(super) fn measure(dev: &dyn Executor, quick: bool) -> anyhow::Result<Measurement> {
+    let sms = dev.info().units.max(1);
+    let mut notes = Vec::new();
+
+    // Bandwidth: 256 MiB copied, far beyond L2; read plus written bytes counted.
+    let n = 1usize << 26;
+    let copy = Probe::Copy { blocks: sms * 16 };
+    let copy_shape = Shape::Gemm { m: n, n: 1, k: 1 };
+    let t = seconds(dev, &copy, copy_shape, &[vec![1.0; n], vec![0.0]])?;
+    let bandwidth_gbs = 2.0 * 4.0 * n as f64 / t / 1e9;
+    notes.push(format!(
+        "bandwidth: device-to-device copy kernel, 256 MiB, read plus written bytes, median of \
+         CUDA-event timings: {bandwidth_gbs:.0} GB/s"
+    ));
+
+    // FP32: 8 resident blocks of 256 threads per SM.
+    let blocks = sms * 8;
+    let threads = blocks as usize * 256;
+    let iters = 2048;
+    let fma = Probe::Fma { blocks, iters };
+    let fma_shape = Shape::Gemm {
+        m: threads,
+        n: 1,
+        k: 1,
+    };
+    let t = seconds(dev, &fma, fma_shape, &[vec![1.0; threads], vec![1e-7]])?;
+    let fp32_gflops = 2.0 * FMA_PER_ITER * f64::from(iters) * threads as f64 / t / 1e9;
+    notes.push(format!(
+        "FP32: FMA kernel, 8 independent chains per thread, {blocks} blocks of 256: \
+         {fp32_gflops:.0} GFLOP/s"
+    ));
+
+    // Tensor rates: cuBLAS on random data (zeros run faster) at the largest size that fits.
+    let mut tensor = |compute: GemmCompute, name: &str| -> Option<f64> {
+        let k = CublasGemm {
+            id: "calibrate-cublas",
+            compute,
+            summary: "calibration probe",
+        };
+        let sizes: &[usize] = if quick { &[4096] } else { &[8192, 4096] };
+        for &size in sizes {
+            let shape = Shape::square_gemm(size);
+            let inputs = crate::inputs::random_inputs(&shape, 1);
+            match seconds(dev, &k, shape, &inputs) {
+                Ok(t) => {
+                    let g = shape.flops() / t / 1e9;
+                    notes.push(format!(
+                        "{name}: cuBLAS GemmEx {size}^3 on random data: {g:.0} GFLOP/s"
+                    ));
+                    return Some(g);
+                }
+                Err(e) => notes.push(format!("{name} at {size}: {e:#}")),
+            }
+        }
+        None
+    };
+    let tf32_gflops = tensor(GemmCompute::Tf32, "TF32");
+    let fp16_gflops = tensor(GemmCompute::Fp16, "FP16");
+    Ok(Measurement {
+        bandwidth_gbs,
+        fp32_gflops,
+        tf32_gflops,
+        fp16_gflops,
+        notes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The probes compile for the GPUs we measure on, wherever NVRTC is installed (CI);
+    /// without it the test has nothing to check.
+    #[test]
+    fn probes_compile_where_nvrtc_exists() {
+        if kernel::cuda::nvrtc::version().is_err() {
+            return;
+        }
+        let shape = Shape::Gemm {
+            m: 1 << 20,
+            n: 1,
+            k: 1,
+        };
+        for probe in [
+            Probe::Copy { blocks: 132 },
+            Probe::Fma {
+                blocks: 132,
+                iters: 4,
+            },
+        ] {
+            let plan = probe.cuda(&shape).unwrap();
+            for arch in ["sm_80", "sm_90"] {
+                let r = crate::resources::of_plan(&plan, arch).unwrap();
+                assert_eq!(r[0].spill_stores, 0, "{arch}");
+            }
+        }
+    }
+}

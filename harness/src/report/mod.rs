@@ -1,0 +1,170 @@
+//! Everything generated from a results JSON: Markdown/CSV ablation tables, the terminal
+//! summary, and the charts. Nothing here reruns a kernel, so `harness report` can rebuild it
+//! all later from the JSON alone.
+
+pub mod charts;
+pub mod roofline;
+pub mod table;
+
+use crate::calibrate;
+use crate::results::{Row, RunResults, ShapeResults};
+use anyhow::{Context, Result};
+use kernel::Role;
+use roofline::Ceilings;
+use std::path::{Path, PathBuf};
+
+pub use table::{csv, markdown};
+
+/// Derived figures of one row within its shape.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Derived {
+    pub gflops: Option<f64>,
+    pub gbps: Option<f64>,
+    /// FLOPs per minimal byte.
+    pub intensity: f64,
+    /// Speedup over the previous passing rung, and over the first rung.
+    pub vs_prev: Option<f64>,
+    pub vs_first: Option<f64>,
+    /// Percent of the reference row's throughput.
+    pub pct_of_ref: Option<f64>,
+    /// The roofline bound at this row's intensity and precision (GFLOP/s), and the percent
+    /// of it reached.
+    pub roof_gflops: Option<f64>,
+    pub pct_of_roof: Option<f64>,
+}
+
+/// The row the `% of ref` column compares against: an FP32 reference (cuBLAS SGEMM, or the
+/// peer crate on the CPU) first, else the first passing reference.
+pub fn reference_row(shape: &ShapeResults) -> Option<&Row> {
+    let mut refs: Vec<&Row> = shape
+        .rows
+        .iter()
+        .filter(|r| r.role == Role::Reference && r.passed() && r.timing.is_some())
+        .collect();
+    refs.sort_by_key(|r| (r.precision != kernel::Precision::Fp32, r.rung));
+    refs.first().copied()
+}
+
+/// Derived figures without roofline ceilings.
+pub fn derive(shape: &ShapeResults) -> Vec<Derived> {
+    derive_with(shape, None)
+}
+
+/// Derived figures; only passing rows get throughput, speedups and percentages.
+pub fn derive_with(shape: &ShapeResults, ceilings: Option<&Ceilings>) -> Vec<Derived> {
+    let passed_time = |r: &Row| if r.passed() { r.median_ms() } else { None };
+    let first = shape
+        .rows
+        .iter()
+        .filter(|r| r.role == Role::Rung)
+        .find_map(passed_time);
+    let reference = reference_row(shape).and_then(Row::median_ms);
+    let mut prev: Option<f64> = None;
+    shape
+        .rows
+        .iter()
+        .map(|r| {
+            let t = passed_time(r);
+            let intensity = shape.flops / r.min_bytes;
+            let gflops = t.map(|ms| shape.flops / (ms * 1e6));
+            let roof = ceilings.map(|c| c.bound_gflops(r.precision, intensity));
+            let d = Derived {
+                gflops,
+                gbps: t.map(|ms| r.min_bytes / (ms * 1e6)),
+                intensity,
+                vs_prev: match (r.role, t, prev) {
+                    (Role::Rung, Some(ms), Some(p)) => Some(p / ms),
+                    _ => None,
+                },
+                vs_first: match (r.role, t, first) {
+                    (Role::Rung, Some(ms), Some(f)) => Some(f / ms),
+                    _ => None,
+                },
+                pct_of_ref: match (t, reference) {
+                    (Some(ms), Some(rf)) => Some(100.0 * rf / ms),
+                    _ => None,
+                },
+                roof_gflops: roof,
+                pct_of_roof: match (gflops, roof) {
+                    (Some(g), Some(b)) if b > 0.0 => Some(100.0 * g / b),
+                    _ => None,
+                },
+            };
+            if r.role == Role::Rung && t.is_some() {
+                prev = t;
+            }
+            d
+        })
+        .collect()
+}
+
+/// The ceilings a run's roofline uses: its calibration when it belongs to the run's device,
+/// else the datasheet of a known GPU, else none.
+pub fn ceilings(run: &RunResults) -> Option<Ceilings> {
+    run.calibration
+        .as_ref()
+        .filter(|c| c.matches(&run.device))
+        .map(Ceilings::from_calibration)
+        .or_else(|| roofline::datasheet(&run.device.name))
+}
+
+/// The shape a workload's headline chart shows: the largest.
+pub fn headline(shapes: &[ShapeResults]) -> Option<&ShapeResults> {
+    shapes.iter().max_by(|a, b| a.flops.total_cmp(&b.flops))
+}
+
+/// The compact table printed at the end of a run.
+pub fn terminal(run: &RunResults) -> String {
+    table::terminal(run, ceilings(run).as_ref())
+}
+
+/// Writes `<root>/<device-slug>/<workload>.{json,md,csv}` and the charts beside them;
+/// returns the files written. A run without a calibration picks up the cached one of its
+/// device, so its roofline uses measured ceilings.
+pub fn write_all(run: &RunResults, root: &Path) -> Result<Vec<PathBuf>> {
+    let dir = root.join(&run.device.slug);
+    let mut run = run.clone();
+    if run.calibration.is_none() {
+        run.calibration = calibrate::cached(root, &run.device);
+    }
+    let mut written = write_tables(&run, &dir, true)?;
+    written.extend(charts::write_all(&run, &dir)?);
+    Ok(written)
+}
+
+/// The Markdown and CSV (and with `json`, the JSON) of each workload into `dir`.
+pub fn write_tables(run: &RunResults, dir: &Path, json: bool) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let ceil = ceilings(run);
+    let mut written = Vec::new();
+    for w in &run.workloads {
+        let one = RunResults {
+            workloads: vec![w.clone()],
+            ..run.clone()
+        };
+        let name = w.workload.name();
+        let mut files = vec![
+            (format!("{name}.md"), markdown(run, w, ceil.as_ref())),
+            (format!("{name}.csv"), csv(w, ceil.as_ref())),
+        ];
+        if json {
+            files.insert(
+                0,
+                (
+                    format!("{name}.json"),
+                    serde_json::to_string_pretty(&one)? + "\n",
+                ),
+            );
+        }
+        for (file, text) in files {
+            let path = dir.join(file);
+            std::fs::write(&path, text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            written.push(path);
+        }
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+pub(crate) mod tests;

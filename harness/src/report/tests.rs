@@ -1,0 +1,349 @@
+//! Tables, charts and bounds on a synthetic run: a ladder with a failed rung, references,
+//! an unsupported row, and shapes of several sizes. The figures are made up, for tests only.
+
+use super::roofline::Source;
+use super::*;
+use crate::resources::LaunchResources;
+use crate::results::{ShapeResults, Status, WorkloadResults};
+use crate::timing::Timing;
+use crate::validate::Check;
+use kernel::{DeviceInfo, Precision, Shape, Stage, Workload};
+
+fn row(
+    id: &str,
+    role: Role,
+    rung: u32,
+    precision: Precision,
+    status: Status,
+    ms: Option<f64>,
+) -> Row {
+    Row {
+        id: id.into(),
+        stage: if role == Role::Rung {
+            Stage::Baseline
+        } else {
+            Stage::Reference
+        },
+        precision,
+        role,
+        rung,
+        summary: String::new(),
+        status,
+        reason: (status != Status::Passed).then(|| format!("{id} did not pass")),
+        min_bytes: 3.0
+            * 4096.0
+            * 4096.0
+            * if precision == Precision::Fp16 {
+                2.0
+            } else {
+                4.0
+            },
+        timing: ms.map(|m| Timing::from_samples(vec![m * 0.98, m, m * 1.03], 1)),
+        check: ms.map(|_| Check {
+            rel_error: if status == Status::Failed { 0.5 } else { 1e-7 },
+            max_abs_error: 0.0,
+            nonfinite: 0,
+            tolerance: precision.tolerance(),
+            passed: status == Status::Passed,
+        }),
+        resources: if role == Role::Rung {
+            vec![LaunchResources {
+                entry: "k".into(),
+                file: "k.cu".into(),
+                arch: "sm_90".into(),
+                threads_per_block: 256,
+                registers: 40,
+                smem_bytes: 8192,
+                stack_bytes: 0,
+                spill_stores: 0,
+                spill_loads: 0,
+                occupancy: Some(0.75),
+                occupancy_limiter: Some("registers".into()),
+            }]
+        } else {
+            Vec::new()
+        },
+    }
+}
+
+fn shape(n: usize, scale: f64) -> ShapeResults {
+    let s = Shape::square_gemm(n);
+    let mut rows = vec![
+        row(
+            "gemm-naive",
+            Role::Rung,
+            1,
+            Precision::Fp32,
+            Status::Passed,
+            Some(100.0 * scale),
+        ),
+        row(
+            "gemm-tiled",
+            Role::Rung,
+            2,
+            Precision::Fp32,
+            Status::Passed,
+            Some(20.0 * scale),
+        ),
+        row(
+            "gemm-broken",
+            Role::Rung,
+            3,
+            Precision::Fp32,
+            Status::Failed,
+            Some(1.0 * scale),
+        ),
+        row(
+            "gemm-regblock",
+            Role::Rung,
+            4,
+            Precision::Fp32,
+            Status::Passed,
+            Some(5.0 * scale),
+        ),
+        row(
+            "gemm-wmma-fp16",
+            Role::Rung,
+            5,
+            Precision::Fp16,
+            Status::Passed,
+            Some(1.25 * scale),
+        ),
+        row(
+            "cublas-sgemm",
+            Role::Reference,
+            1,
+            Precision::Fp32,
+            Status::Passed,
+            Some(4.0 * scale),
+        ),
+        row(
+            "cublas-fp16",
+            Role::Reference,
+            3,
+            Precision::Fp16,
+            Status::Passed,
+            Some(0.5 * scale),
+        ),
+        row(
+            "cpu-only",
+            Role::Reference,
+            4,
+            Precision::Fp32,
+            Status::Unsupported,
+            None,
+        ),
+    ];
+    for r in &mut rows {
+        r.min_bytes *= (n as f64 / 4096.0).powi(2);
+    }
+    ShapeResults {
+        shape: s,
+        label: s.label(),
+        flops: s.flops(),
+        reference: "f64 on the CPU".into(),
+        rows,
+    }
+}
+
+pub(crate) fn synthetic() -> RunResults {
+    RunResults {
+        schema_version: crate::results::SCHEMA_VERSION,
+        tool: "test".into(),
+        device: DeviceInfo {
+            kind: "cuda".into(),
+            name: "NVIDIA H100 80GB HBM3".into(),
+            slug: "nvidia-h100-80gb-hbm3".into(),
+            driver: "580.65.06".into(),
+            ..Default::default()
+        },
+        commit: "abc123".into(),
+        date: "2026-11-22T15:00:00Z".into(),
+        config: serde_json::Value::Null,
+        workloads: vec![WorkloadResults {
+            workload: Workload::Gemm,
+            shapes: vec![
+                shape(1024, 1.0 / 64.0),
+                shape(2048, 1.0 / 8.0),
+                shape(4096, 1.0),
+            ],
+        }],
+        calibration: None,
+    }
+}
+
+#[test]
+fn failed_rows_get_no_speedup_and_later_rungs_skip_them() {
+    let run = synthetic();
+    let s = &run.workloads[0].shapes[2];
+    let d = derive_with(s, ceilings(&run).as_ref());
+    assert_eq!(d[1].vs_prev, Some(5.0));
+    // The failed rung: no throughput, no speedup, no percentages.
+    assert_eq!(d[2].gflops, None);
+    assert_eq!(
+        (d[2].vs_prev, d[2].vs_first, d[2].pct_of_ref),
+        (None, None, None)
+    );
+    assert_eq!(d[2].pct_of_roof, None);
+    // The next rung compares with the last passing one (tiled), not the failed one.
+    assert_eq!(d[3].vs_prev, Some(4.0));
+    assert_eq!(d[3].vs_first, Some(20.0));
+    // % of the FP32 reference (cuBLAS SGEMM at 4 ms).
+    assert_eq!(d[3].pct_of_ref, Some(80.0));
+    // References get no rung speedups.
+    assert_eq!(d[5].vs_first, None);
+}
+
+#[test]
+fn roofline_percent_uses_the_rows_precision() {
+    let run = synthetic();
+    let c = ceilings(&run).unwrap();
+    assert_eq!(c.source, Source::Datasheet);
+    let s = &run.workloads[0].shapes[2];
+    let d = derive_with(s, Some(&c));
+    // FP32 at 4096^3: compute bound, 67 TFLOP/s.
+    let g = s.flops / (5.0 * 1e6);
+    assert!((d[3].pct_of_roof.unwrap() - 100.0 * g / 67e3).abs() < 1e-9);
+    // FP16 rung: the FP16 tensor roof.
+    let g16 = s.flops / (1.25 * 1e6);
+    assert!((d[4].pct_of_roof.unwrap() - 100.0 * g16 / 989e3).abs() < 1e-9);
+}
+
+#[test]
+fn measured_ceilings_win_when_the_fingerprint_matches() {
+    let mut run = synthetic();
+    let mut cal = crate::calibrate::tests_support::sample(&run.device);
+    run.calibration = Some(cal.clone());
+    assert_eq!(ceilings(&run).unwrap().source, Source::Measured);
+    cal.fingerprint.driver = "other".into();
+    run.calibration = Some(cal);
+    assert_eq!(ceilings(&run).unwrap().source, Source::Datasheet);
+}
+
+#[test]
+fn markdown_marks_failures_and_names_the_ceilings() {
+    let run = synthetic();
+    let c = ceilings(&run);
+    let md = markdown(&run, &run.workloads[0], c.as_ref());
+    assert!(md.contains("% roof (datasheet)"), "{md}");
+    assert!(md.contains("datasheet, H100 SXM"));
+    let broken = md.lines().find(|l| l.contains("`gemm-broken`")).unwrap();
+    assert!(broken.contains("**FAILED**"), "{broken}");
+    assert!(
+        !broken.contains('x'),
+        "a failed row shows no speedup: {broken}"
+    );
+    let regblock = md.lines().rfind(|l| l.contains("`gemm-regblock`")).unwrap();
+    assert!(regblock.contains("4.00x") && regblock.contains("20.0x") && regblock.contains("80.0%"));
+    // Every table line has the same number of cells as its header.
+    for table in md.split("\n\n").filter(|t| t.starts_with("| #")) {
+        let cells: Vec<usize> = table.lines().map(|l| l.matches('|').count()).collect();
+        assert!(cells.iter().all(|c| *c == cells[0]), "{table}");
+    }
+}
+
+#[test]
+fn csv_lines_have_the_header_column_count() {
+    let mut run = synthetic();
+    // A label with a comma must be quoted, not split.
+    run.workloads[0].shapes[0].label = "1024,odd".into();
+    let text = csv(&run.workloads[0], ceilings(&run).as_ref());
+    let header = text.lines().next().unwrap();
+    let n = header.split(',').count();
+    assert_eq!(n, 23);
+    for line in text.lines().skip(1) {
+        let unquoted = line.replace("\"1024,odd\"", "x");
+        assert_eq!(unquoted.split(',').count(), n, "{line}");
+    }
+    assert_eq!(text.lines().count(), 1 + 3 * 8);
+    assert!(text.contains(",datasheet,"));
+}
+
+#[test]
+fn terminal_summary_lists_every_row() {
+    let run = synthetic();
+    let t = terminal(&run);
+    assert!(t.contains("gemm-broken") && t.contains("failed: gemm-broken did not pass"));
+    assert!(t.contains("% roof against datasheet, H100 SXM"));
+}
+
+#[test]
+fn charts_are_written_and_name_what_they_show() {
+    let run = synthetic();
+    let dir = std::env::temp_dir().join(format!("lab-charts-{}", std::process::id()));
+    let files = write_all(&run, &dir).unwrap();
+    let names: Vec<String> = files
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    for want in [
+        "gemm.json",
+        "gemm.md",
+        "gemm.csv",
+        "gemm-ablation-4096x4096x4096.svg",
+        "gemm-ablation-4096x4096x4096.png",
+        "gemm-roofline.svg",
+        "gemm-roofline.png",
+        "gemm-sweep.svg",
+        "gemm-sweep.png",
+    ] {
+        assert!(
+            names.iter().any(|n| n == want),
+            "{want} missing from {names:?}"
+        );
+    }
+    for f in &files {
+        assert!(
+            std::fs::metadata(f).unwrap().len() > 1000,
+            "{} is tiny",
+            f.display()
+        );
+    }
+    let sub = dir.join(&run.device.slug);
+    let svg = std::fs::read_to_string(sub.join("gemm-roofline.svg")).unwrap();
+    assert!(svg.contains("GEMM roofline, 4096x4096x4096 on NVIDIA H100 80GB HBM3"));
+    assert!(svg.contains("datasheet, H100 SXM"));
+    let svg = std::fs::read_to_string(sub.join("gemm-ablation-4096x4096x4096.svg")).unwrap();
+    assert!(svg.contains("GEMM ablation") && svg.contains("failed: no speedup"));
+    let png = std::fs::read(sub.join("gemm-sweep.png")).unwrap();
+    assert_eq!(&png[1..4], b"PNG");
+    // Kept for eyes when LAB_KEEP_CHARTS is set.
+    if std::env::var_os("LAB_KEEP_CHARTS").is_none() {
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[test]
+fn reports_read_results_through_the_schema_check() {
+    let run = synthetic();
+    let dir = std::env::temp_dir().join(format!("lab-schema-rt-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join("gemm.json");
+    std::fs::write(&p, serde_json::to_string(&run).unwrap()).unwrap();
+    let back = RunResults::read(&p).unwrap();
+    assert_eq!(back.workloads[0].shapes.len(), 3);
+    let mut v: serde_json::Value = serde_json::to_value(&run).unwrap();
+    v["schema_version"] = 2.into();
+    std::fs::write(&p, v.to_string()).unwrap();
+    let e = RunResults::read(&p).unwrap_err().to_string();
+    assert!(e.contains("schema version 2"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn spread_labels_never_collide() {
+    let pts = [(100, 200), (100, 205), (100, 210), (400, 205)];
+    let off = super::charts::spread_labels(&pts, 18, 220);
+    let ys: Vec<i32> = pts.iter().zip(&off).map(|(p, o)| p.1 + o).collect();
+    assert_eq!(&ys[..3], &[200, 218, 236]);
+    assert_eq!(ys[3], 205, "far away labels stay put");
+}
+
+#[test]
+fn log_labels_only_at_1_2_5() {
+    use super::charts::log_label;
+    assert_eq!(log_label(&100.0), "100");
+    assert_eq!(log_label(&2000.0), "2k");
+    assert_eq!(log_label(&0.5), "0.5");
+    assert_eq!(log_label(&30.0), "");
+}
