@@ -11,7 +11,7 @@ use harness::config::Config;
 use harness::results::Status;
 use harness::run::{Ablation, Event};
 use harness::timing::Timing;
-use harness::{registry, report, select};
+use harness::{calibrate, registry, report, select};
 use kernel::DeviceError;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -50,6 +50,17 @@ fn bench() -> anyhow::Result<bool> {
             manifest.parent().unwrap_or(manifest).join("results")
         });
 
+    // The roofline columns and charts use the device's measured ceilings (cached per device).
+    let calibration = match calibrate::load_or_measure(dev.as_ref(), &out) {
+        Ok((c, _)) => {
+            eprintln!("Ceilings: {}", c.describe());
+            Some(c)
+        }
+        Err(why) => {
+            eprintln!("No measured ceilings: {why}");
+            None
+        }
+    };
     let all = registry::all();
     let dev_config = config.device(dev.kind());
     let shapes = dev_config
@@ -122,7 +133,8 @@ fn bench() -> anyhow::Result<bool> {
         let runs = kept.iter().map(|(n, _)| *n).min().unwrap_or(1);
         Ok::<Timing, DeviceError>(Timing::from_samples(per_run, runs))
     };
-    let results = ablation.run_with(&mut progress, &mut time)?;
+    let mut results = ablation.run_with(&mut progress, &mut time)?;
+    results.calibration = calibration;
     print!("{}", report::terminal(&results));
     for f in report::write_all(&results, &out)? {
         println!("wrote {}", f.display());

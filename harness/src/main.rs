@@ -255,7 +255,12 @@ fn run(common: &Common, workloads: &[String], sizes: &[String], out: PathBuf) ->
     };
     let rows: usize = shapes
         .iter()
-        .map(|(w, list)| list.len() * kernels.iter().filter(|k| k.info().workload == *w).count())
+        .map(|(w, list)| {
+            let runnable = kernels
+                .iter()
+                .filter(|k| k.info().workload == *w && dev.can_run(**k).is_ok());
+            list.len() * runnable.count()
+        })
         .sum();
     let ablation = Ablation {
         dev: dev.as_ref(),
