@@ -5,6 +5,9 @@
 // product: 16 shared loads feed 64 FMAs (04: 9 feed 8), so the arithmetic finally dominates.
 // A block of 256 threads covers a 128x128 tile of C (BK = 8), which also halves global loads
 // per output compared with 04's 64x64 tile. Each thread loads 4 elements of each tile.
+// Registers: 64 accumulators + 16 operands; NVRTC picks 128 (sm_80) / 129 (sm_90) a thread,
+// and on sm_90 the 129th costs half the occupancy (1 block of 256 per SM instead of 2).
+// __launch_bounds__(256, 2) would force 128 but spills 12 words there, so it is left out.
 // Tails: zero-filled loads and guarded stores, as before; every thread reaches every barrier.
 
 #define BM 128
