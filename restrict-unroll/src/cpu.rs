@@ -107,9 +107,11 @@ pub fn restrict_unroll(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &m
 
 const RB1_TM: usize = 4;
 
-/// Rung 04. Each value of B loaded feeds `RB1_TM` = 4 outputs of a column (four rows of C at
-/// once), as each GPU thread reuses one `Bs` value for its TM outputs: loads of B per FMA drop
-/// fourfold. Leftover rows (M % 4) take the one-row path.
+/// Rung 04. Rung 03's four-deep unroll over k, now for `RB1_TM` = 4 rows of C at once: each
+/// value of B loaded feeds 4 outputs of its column, as each GPU thread reuses one `Bs` value
+/// for its TM outputs. Per 4 columns x 4 k the pass loads 4 B and 4 C values and stores 4 C
+/// for 16 multiply-adds (rung 03: 4 B, 1 C, 1 C for 4). Leftover rows (M % 4) take rung 03's
+/// one-row path.
 pub fn regblock_1d(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
     debug_assert_eq!(c.len(), m * n);
     c.par_chunks_mut(T_M * n)
@@ -136,14 +138,32 @@ pub fn regblock_1d(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [
                             &mut r3[n0..n1],
                         );
                         let g = row0 + i;
-                        for kk in k0..k1 {
-                            let (a0, a1, a2, a3) = (
-                                a[g * k + kk],
-                                a[(g + 1) * k + kk],
-                                a[(g + 2) * k + kk],
-                                a[(g + 3) * k + kk],
-                            );
+                        let ar: [&[f32]; RB1_TM] =
+                            std::array::from_fn(|t| &a[(g + t) * k..(g + t + 1) * k]);
+                        let mut kk = k0;
+                        while kk + 4 <= k1 {
+                            let av: [[f32; 4]; RB1_TM] =
+                                std::array::from_fn(|t| std::array::from_fn(|u| ar[t][kk + u]));
+                            let b0 = &b[kk * n + n0..kk * n + n1];
+                            let b1 = &b[(kk + 1) * n + n0..(kk + 1) * n + n1];
+                            let b2 = &b[(kk + 2) * n + n0..(kk + 2) * n + n1];
+                            let b3 = &b[(kk + 3) * n + n0..(kk + 3) * n + n1];
+                            for j in 0..w {
+                                let (x0, x1, x2, x3) = (b0[j], b1[j], b2[j], b3[j]);
+                                c0[j] +=
+                                    av[0][0] * x0 + av[0][1] * x1 + av[0][2] * x2 + av[0][3] * x3;
+                                c1[j] +=
+                                    av[1][0] * x0 + av[1][1] * x1 + av[1][2] * x2 + av[1][3] * x3;
+                                c2[j] +=
+                                    av[2][0] * x0 + av[2][1] * x1 + av[2][2] * x2 + av[2][3] * x3;
+                                c3[j] +=
+                                    av[3][0] * x0 + av[3][1] * x1 + av[3][2] * x2 + av[3][3] * x3;
+                            }
+                            kk += 4;
+                        }
+                        for kk in kk..k1 {
                             let bs = &b[kk * n + n0..kk * n + n1];
+                            let (a0, a1, a2, a3) = (ar[0][kk], ar[1][kk], ar[2][kk], ar[3][kk]);
                             for j in 0..w {
                                 let bv = bs[j];
                                 c0[j] += a0 * bv;
@@ -170,55 +190,92 @@ pub fn regblock_1d(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [
 }
 
 // ---------------------------------------------------------------------------------------------
-// Rung 05: 2D register blocking, a 4x8 tile of accumulators.
+// Rung 05: 2D register blocking, a 4x16 tile of accumulators.
 
 const RB2_M: usize = 4;
-const RB2_N: usize = 8;
+const RB2_N: usize = 16;
+const RB2_BAND: usize = 64;
 const RB2_KC: usize = 256;
 
-/// Rung 05. A fixed-size `[[f32; 8]; 4]` accumulator array (the thread's TMxTN outputs) that
-/// the compiler keeps in eight vector registers: per k, 4 values of A and 8 of B feed 32 FMAs,
-/// and C is touched once per K block instead of once per k. Operands are read in place (no
-/// packing yet: A is strided); edge tiles (M % 4, N % 8) take a scalar path.
+/// The 4x16 register tile of rung 05 over one K block: `ar` holds 4 rows of A (`kc` values
+/// each), `strip` the `kc` x 16 strip of B.
+#[inline(always)]
+fn rb2_tile<const FMA: bool>(ar: &[&[f32]; RB2_M], strip: &[f32]) -> [[f32; RB2_N]; RB2_M] {
+    let mut acc = [[0.0f32; RB2_N]; RB2_M];
+    for (kk, bs) in strip.chunks_exact(RB2_N).enumerate() {
+        for (acc_row, a_row) in acc.iter_mut().zip(ar) {
+            let av = a_row[kk];
+            for j in 0..RB2_N {
+                acc_row[j] = fmadd::<FMA>(av, bs[j], acc_row[j]);
+            }
+        }
+    }
+    acc
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn rb2_tile_avx2(ar: &[&[f32]; RB2_M], strip: &[f32]) -> [[f32; RB2_N]; RB2_M] {
+    rb2_tile::<true>(ar, strip)
+}
+
+fn rb2_dispatch(fast: bool, ar: &[&[f32]; RB2_M], strip: &[f32]) -> [[f32; RB2_N]; RB2_M] {
+    #[cfg(target_arch = "x86_64")]
+    if fast {
+        // SAFETY: `fast` is only true when `has_avx2_fma()` confirmed the CPU features.
+        return unsafe { rb2_tile_avx2(ar, strip) };
+    }
+    let _ = fast;
+    rb2_tile::<false>(ar, strip)
+}
+
+/// Rung 05. A fixed-size `[[f32; 16]; 4]` accumulator array (the thread's TMxTN outputs) that
+/// the compiler keeps in eight 256-bit registers for a whole K block (AVX2 + FMA, chosen at run
+/// time; the fixed tile is what lets it use them): per k, 4 values of A and two 8-wide vectors
+/// of B feed 64 fused multiply-adds and C is not touched at all (rung 04 loads and stores C
+/// every 4 k, and its loops over whole rows stay in the baseline ISA).
+/// A is read in place; the KC x 16 strip of B is first copied into a small contiguous buffer
+/// (the `Bs` tile of the GPU kernel) that stays in L1 while all 4-row tiles of a 64-row band
+/// use it: read in place, its rows sit N floats apart, which at power-of-two N all map to the
+/// same L1 set and evict each other. Edge tiles (M % 4, N % 16) take a scalar path.
 pub fn regblock_2d(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], c: &mut [f32]) {
     debug_assert_eq!(c.len(), m * n);
-    c.par_chunks_mut(RB2_M * n)
+    c.par_chunks_mut(RB2_BAND * n)
         .enumerate()
         .for_each(|(band, cb)| {
             cb.fill(0.0);
-            let i0 = band * RB2_M;
+            let row0 = band * RB2_BAND;
             let rows = cb.len() / n;
+            let full_rows = rows - rows % RB2_M;
+            let full_cols = n - n % RB2_N;
+            let fast = has_avx2_fma();
+            let mut strip = vec![0.0f32; RB2_KC * RB2_N];
             for k0 in (0..k).step_by(RB2_KC) {
                 let k1 = (k0 + RB2_KC).min(k);
-                let mut j0 = 0;
-                if rows == RB2_M {
-                    while j0 + RB2_N <= n {
-                        let mut acc = [[0.0f32; RB2_N]; RB2_M];
-                        for kk in k0..k1 {
-                            let bs = &b[kk * n + j0..kk * n + j0 + RB2_N];
-                            for (i, acc_row) in acc.iter_mut().enumerate() {
-                                let av = a[(i0 + i) * k + kk];
-                                for j in 0..RB2_N {
-                                    acc_row[j] += av * bs[j];
-                                }
-                            }
-                        }
+                for j0 in (0..full_cols).step_by(RB2_N) {
+                    for (kk, dst) in strip.chunks_exact_mut(RB2_N).take(k1 - k0).enumerate() {
+                        dst.copy_from_slice(&b[(k0 + kk) * n + j0..(k0 + kk) * n + j0 + RB2_N]);
+                    }
+                    for i0 in (0..full_rows).step_by(RB2_M) {
+                        let ar: [&[f32]; RB2_M] = std::array::from_fn(|t| {
+                            &a[(row0 + i0 + t) * k + k0..(row0 + i0 + t) * k + k1]
+                        });
+                        let acc = rb2_dispatch(fast, &ar, &strip[..(k1 - k0) * RB2_N]);
                         for (i, acc_row) in acc.iter().enumerate() {
-                            for (cv, &v) in
-                                cb[i * n + j0..i * n + j0 + RB2_N].iter_mut().zip(acc_row)
-                            {
+                            let dst = &mut cb[(i0 + i) * n + j0..(i0 + i) * n + j0 + RB2_N];
+                            for (cv, &v) in dst.iter_mut().zip(acc_row) {
                                 *cv += v;
                             }
                         }
-                        j0 += RB2_N;
                     }
                 }
-                // Tails: the last columns, or a band shorter than RB2_M rows.
+                // Tails: rows past the last full 4-row tile, columns past the last full 16.
                 for i in 0..rows {
-                    for j in j0..n {
+                    let j_start = if i < full_rows { full_cols } else { 0 };
+                    for j in j_start..n {
                         let mut s = 0.0f32;
                         for kk in k0..k1 {
-                            s += a[(i0 + i) * k + kk] * b[kk * n + j];
+                            s += a[(row0 + i) * k + kk] * b[kk * n + j];
                         }
                         cb[i * n + j] += s;
                     }
