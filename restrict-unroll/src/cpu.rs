@@ -451,6 +451,11 @@ pub fn gemm_blocked<T: Operand, E: Fn(usize, f32) -> f32 + Sync>(
 ) {
     debug_assert_eq!(c.len(), m * n);
     let fast = has_avx2_fma();
+    // Short M: smaller bands, so every thread gets several (a fused epilogue's work included).
+    let mc = m
+        .div_ceil(rayon::current_num_threads() * 4)
+        .next_multiple_of(MR)
+        .clamp(MR, MC);
     for j0 in (0..n).step_by(NC) {
         let nc = NC.min(n - j0);
         for k0 in (0..k).step_by(KC) {
@@ -458,10 +463,10 @@ pub fn gemm_blocked<T: Operand, E: Fn(usize, f32) -> f32 + Sync>(
             let (first, last) = (k0 == 0, k0 + kc == k);
             let bp = pack_b(b, layout, n, k, j0, nc, k0, kc);
             let panels = nc.div_ceil(NR);
-            c.par_chunks_mut(MC * n).enumerate().for_each(|(band, cb)| {
+            c.par_chunks_mut(mc * n).enumerate().for_each(|(band, cb)| {
                 let rows = cb.len() / n;
                 let mut ap = Vec::new();
-                pack_a(a, k, band * MC, rows, k0, kc, &mut ap);
+                pack_a(a, k, band * mc, rows, k0, kc, &mut ap);
                 let mpanels = rows.div_ceil(MR);
                 for p in 0..panels {
                     let bpanel = &bp[p * NR * kc..(p + 1) * NR * kc];
