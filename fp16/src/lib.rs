@@ -29,14 +29,8 @@ const CONVERT_BLOCK: usize = 256;
 
 /// The CPU ports keep operands in FP16 storage and widen them to f32 while packing, as WMMA
 /// widens into FP32 accumulation.
+#[derive(Clone, Copy)]
 struct Half(f16);
-
-impl Clone for Half {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-impl Copy for Half {}
 
 impl Operand for Half {
     #[inline(always)]
