@@ -200,6 +200,9 @@ fn run(common: &Common, workloads: &[String], sizes: &[String], out: PathBuf) ->
     let dev = open_device(common)?;
     let all = registry::all();
     let kernels = registry::select(&all, &common.kernels)?;
+    // With --sizes but no --workload, each size goes to the configured workloads whose syntax
+    // it reads (`1024` is a GEMM, `1024x2048x784-relu` a linear layer); the others are skipped.
+    let lenient = workloads.is_empty() && !sizes.is_empty();
     let workloads: Vec<Workload> = if workloads.is_empty() {
         config.device(dev.kind()).workloads.clone()
     } else {
@@ -216,9 +219,26 @@ fn run(common: &Common, workloads: &[String], sizes: &[String], out: PathBuf) ->
             .collect::<Result<_>>()?
     };
     let mut shapes = Vec::new();
+    let mut skipped = Vec::new();
     for w in workloads {
         let list = if sizes.is_empty() {
             config.shapes(w, dev.kind().name())
+        } else if lenient {
+            let mut list = Vec::new();
+            for s in sizes {
+                match Shape::parse(w, s) {
+                    Ok(shape) => {
+                        shape.validate()?;
+                        list.push(shape);
+                    }
+                    Err(e) => skipped.push(e.to_string()),
+                }
+            }
+            if list.is_empty() {
+                println!("{w}: none of --sizes reads as a {w} shape; skipped");
+                continue;
+            }
+            list
         } else {
             sizes
                 .iter()
@@ -237,6 +257,9 @@ fn run(common: &Common, workloads: &[String], sizes: &[String], out: PathBuf) ->
             );
         }
         shapes.push((w, list));
+    }
+    if shapes.is_empty() {
+        bail!("no workload reads --sizes: {}", skipped.join("; "));
     }
     let calibration = match calibrate::load_or_measure(dev.as_ref(), &out) {
         Ok((c, cached)) => {

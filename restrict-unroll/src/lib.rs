@@ -1,11 +1,303 @@
-//! Rungs that add `__restrict__`, loop unrolling, register blocking and vectorized access over the tiled GEMM.
-//!
-//! This stage's rungs arrive with their own issues; until then the crate holds its place in
-//! the ladder and contributes no kernels.
+//! Rungs 03..07 of the GEMM ladder: `__restrict__` and unrolling, 1D and 2D register blocking,
+//! float4 access with a transposed A tile, and warp tiling, each one idea over the rung
+//! before. The walkthrough is in this crate's README; the CPU ports are in [`cpu`].
 
-use kernel::Kernel;
+pub mod cpu;
+
+use kernel::{
+    Arg, Buf, CpuPort, CudaPlan, CudaSource, Kernel, KernelInfo, Launch, Precision, Role, Shape,
+    Stage, Unsupported, Workload, cuda_source, div_ceil,
+};
 
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
-    Vec::new()
+    vec![
+        Box::new(GemmRestrictUnroll),
+        Box::new(GemmRegblock1d),
+        Box::new(GemmRegblock2d),
+        Box::new(GemmVectorized),
+        Box::new(GemmWarptile),
+    ]
+}
+
+/// `(m, n, k)` of a GEMM shape. The harness only hands a kernel shapes of its own workload.
+pub fn gemm_dims(shape: &Shape) -> (usize, usize, usize) {
+    match *shape {
+        Shape::Gemm { m, n, k } => (m, n, k),
+        other => panic!("a GEMM kernel was given {other}"),
+    }
+}
+
+/// The parameter list `(A, B, C, M, N, K)` every GEMM kernel of the ladder takes.
+pub fn gemm_args(m: usize, n: usize, k: usize) -> Vec<Arg> {
+    vec![
+        Arg::Ptr(Buf::Input(0)),
+        Arg::Ptr(Buf::Input(1)),
+        Arg::Ptr(Buf::Output),
+        Arg::I32(m as i32),
+        Arg::I32(n as i32),
+        Arg::I32(k as i32),
+    ]
+}
+
+/// A one-launch FP32 GEMM plan: grid over (N / bn, M / bm) tiles, 1D or 2D blocks.
+fn plan(
+    source: CudaSource,
+    entry: &'static str,
+    shape: &Shape,
+    tile: [usize; 2],
+    block: [u32; 3],
+) -> CudaPlan {
+    let (m, n, k) = gemm_dims(shape);
+    CudaPlan::single(
+        2,
+        Launch {
+            source,
+            entry,
+            grid: [div_ceil(n, tile[1]), div_ceil(m, tile[0]), 1],
+            block,
+            dynamic_smem: 0,
+            args: gemm_args(m, n, k),
+        },
+    )
+}
+
+/// The float4 rungs need rows that start 16-byte aligned.
+fn needs_float4_rows(shape: &Shape) -> Result<(), Unsupported> {
+    let (_, n, k) = gemm_dims(shape);
+    if n % 4 != 0 || k % 4 != 0 {
+        return Err(Unsupported(format!(
+            "float4 loads need N % 4 == 0 and K % 4 == 0 (16-byte aligned rows); got N = {n}, K = {k}"
+        )));
+    }
+    Ok(())
+}
+
+macro_rules! port {
+    ($name:ident, $f:path) => {
+        fn $name(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
+            let (m, n, k) = gemm_dims(shape);
+            $f(m, n, k, inputs[0], inputs[1], out);
+        }
+    };
+}
+port!(port_restrict_unroll, cpu::restrict_unroll);
+port!(port_regblock_1d, cpu::regblock_1d);
+port!(port_regblock_2d, cpu::regblock_2d);
+port!(port_vectorized, cpu::vectorized);
+port!(port_warptile, cpu::warptile);
+
+fn info(id: &'static str, rung: u32, summary: &'static str) -> KernelInfo {
+    KernelInfo {
+        id,
+        workload: Workload::Gemm,
+        stage: Stage::RestrictUnroll,
+        precision: Precision::Fp32,
+        role: Role::Rung,
+        rung,
+        summary,
+    }
+}
+
+/// `03_restrict_unroll.cu`: the tiled kernel with `__restrict__` and an unrolled inner loop.
+pub struct GemmRestrictUnroll;
+
+impl Kernel for GemmRestrictUnroll {
+    fn info(&self) -> KernelInfo {
+        info(
+            "gemm-restrict-unroll",
+            3,
+            "rung 02 + __restrict__ pointers and #pragma unroll on the tile loop",
+        )
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        Some(plan(
+            cuda_source!("restrict-unroll", "03_restrict_unroll.cu"),
+            "gemm_restrict_unroll",
+            shape,
+            [32, 32],
+            [32, 32, 1],
+        ))
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(port_restrict_unroll)
+    }
+}
+
+/// `04_regblock_1d.cu`: 64x64 tiles, 8 outputs of a column per thread.
+pub struct GemmRegblock1d;
+
+impl Kernel for GemmRegblock1d {
+    fn info(&self) -> KernelInfo {
+        info(
+            "gemm-regblock-1d",
+            4,
+            "1D register blocking: 64x64 tile, BK=8, each thread 8 outputs of a column",
+        )
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        Some(plan(
+            cuda_source!("restrict-unroll", "04_regblock_1d.cu"),
+            "gemm_regblock_1d",
+            shape,
+            [64, 64],
+            [512, 1, 1],
+        ))
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(port_regblock_1d)
+    }
+}
+
+/// `05_regblock_2d.cu`: 128x128 tiles, an 8x8 square of outputs per thread.
+pub struct GemmRegblock2d;
+
+impl Kernel for GemmRegblock2d {
+    fn info(&self) -> KernelInfo {
+        info(
+            "gemm-regblock-2d",
+            5,
+            "2D register blocking: 128x128 tile, BK=8, 8x8 outputs per thread, 256 threads",
+        )
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        Some(plan(
+            cuda_source!("restrict-unroll", "05_regblock_2d.cu"),
+            "gemm_regblock_2d",
+            shape,
+            [128, 128],
+            [256, 1, 1],
+        ))
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(port_regblock_2d)
+    }
+}
+
+/// `06_vectorized.cu`: float4 global and shared access, A tile transposed in shared memory.
+pub struct GemmVectorized;
+
+impl Kernel for GemmVectorized {
+    fn info(&self) -> KernelInfo {
+        info(
+            "gemm-vectorized",
+            6,
+            "float4 loads/stores, A tile transposed in shared memory (needs N, K % 4 == 0)",
+        )
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        needs_float4_rows(shape)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        Some(plan(
+            cuda_source!("restrict-unroll", "06_vectorized.cu"),
+            "gemm_vectorized",
+            shape,
+            [128, 128],
+            [256, 1, 1],
+        ))
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(port_vectorized)
+    }
+}
+
+/// `07_warptile.cu`: block > warp > thread tiling, 2x4 warps of 64x32.
+pub struct GemmWarptile;
+
+impl Kernel for GemmWarptile {
+    fn info(&self) -> KernelInfo {
+        info(
+            "gemm-warptile",
+            7,
+            "warp tiling: 2x4 warps of 64x32, each thread 2x2 sub-tiles of 4x4 (needs N, K % 4 == 0)",
+        )
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        needs_float4_rows(shape)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        Some(plan(
+            cuda_source!("restrict-unroll", "07_warptile.cu"),
+            "gemm_warptile",
+            shape,
+            [128, 128],
+            [256, 1, 1],
+        ))
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(port_warptile)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn reference(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f64> {
+        let mut c = vec![0.0f64; m * n];
+        for i in 0..m {
+            for kk in 0..k {
+                let av = a[i * k + kk] as f64;
+                for j in 0..n {
+                    c[i * n + j] += av * b[kk * n + j] as f64;
+                }
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn every_port_matches_on_tails() {
+        for &(m, n, k) in &[
+            (1, 1, 1),
+            (17, 33, 65),
+            (100, 36, 128),
+            (75, 40, 300),
+            (7, 20, 513),
+        ] {
+            let a: Vec<f32> = (0..m * k)
+                .map(|i| ((i * 7919) % 13) as f32 / 6.0 - 1.0)
+                .collect();
+            let b: Vec<f32> = (0..k * n)
+                .map(|i| ((i * 104729) % 17) as f32 / 8.0 - 1.0)
+                .collect();
+            let r = reference(m, n, k, &a, &b);
+            let shape = Shape::gemm(m, n, k);
+            for kern in kernels() {
+                if kern.supports(&shape).is_err() {
+                    continue;
+                }
+                let Some(port) = kern.cpu() else { continue };
+                let mut out = vec![f32::NAN; m * n];
+                port(&shape, &[&a, &b], &mut out);
+                let (mut num, mut den) = (0.0f64, 0.0f64);
+                for (o, e) in out.iter().zip(&r) {
+                    num += (*o as f64 - e).powi(2);
+                    den += e * e;
+                }
+                let err = (num / den.max(1e-30)).sqrt();
+                assert!(err < 1e-5, "{} {m}x{n}x{k}: error {err}", kern.info().id);
+            }
+        }
+    }
+
+    #[test]
+    fn float4_rungs_decline_unaligned_rows() {
+        let e = GemmVectorized.supports(&Shape::gemm(8, 6, 8)).unwrap_err();
+        assert!(e.0.contains("N % 4"), "{e}");
+        assert!(GemmWarptile.supports(&Shape::gemm(3, 8, 12)).is_ok());
+    }
 }
