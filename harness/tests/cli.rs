@@ -61,10 +61,19 @@ fn a_cpu_run_writes_results_where_every_row_passes() {
     let mut rows = 0;
     for s in shapes {
         for r in s["rows"].as_array().unwrap() {
+            // Rows either pass or decline the shape with its constraint; none fail.
+            if r["status"] == "unsupported" {
+                assert!(!r["reason"].as_str().unwrap().is_empty(), "{r}");
+                continue;
+            }
             rows += 1;
             assert_eq!(r["status"], "passed", "{r}");
             assert!(r["timing"]["median_ms"].as_f64().unwrap() > 0.0);
-            assert!(r["check"]["rel_error"].as_f64().unwrap() < 1e-5);
+            let c = &r["check"];
+            assert!(
+                c["rel_error"].as_f64().unwrap() <= c["tolerance"].as_f64().unwrap(),
+                "{r}"
+            );
         }
     }
     assert!(rows >= 4, "both shapes have the CPU ladder");
