@@ -199,8 +199,14 @@ pub(crate) fn short_id(id: &str, w: &WorkloadResults) -> String {
         .to_string()
 }
 
+/// Series colors: the palette, then its darker shades, so a ladder of up to 20 rows has no two
+/// series of the same color.
 pub(crate) fn color(i: usize) -> RGBColor {
-    PALETTE[i % PALETTE.len()]
+    let RGBColor(r, g, b) = PALETTE[i % PALETTE.len()];
+    match (i / PALETTE.len()) % 2 {
+        0 => RGBColor(r, g, b),
+        _ => RGBColor(r / 2, g / 2, b / 2),
+    }
 }
 
 /// Writes every chart of `run` into `dir`.
