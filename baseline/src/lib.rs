@@ -2,32 +2,14 @@
 //! The walkthrough is in this crate's README.
 
 use kernel::{
-    Arg, Buf, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage,
-    Workload, cuda_source, div_ceil,
+    CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
+    cuda_source, div_ceil, gemm_args, gemm_dims,
 };
 use rayon::prelude::*;
 
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
     vec![Box::new(GemmNaive), Box::new(GemmTiled)]
-}
-
-fn gemm_dims(shape: &Shape) -> (usize, usize, usize) {
-    match *shape {
-        Shape::Gemm { m, n, k } => (m, n, k),
-        other => panic!("a GEMM kernel was given {other}"),
-    }
-}
-
-fn gemm_args(m: usize, n: usize, k: usize) -> Vec<Arg> {
-    vec![
-        Arg::Ptr(Buf::Input(0)),
-        Arg::Ptr(Buf::Input(1)),
-        Arg::Ptr(Buf::Output),
-        Arg::I32(m as i32),
-        Arg::I32(n as i32),
-        Arg::I32(k as i32),
-    ]
 }
 
 /// `01_naive.cu`: one thread per output element, everything from global memory.

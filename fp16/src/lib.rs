@@ -6,11 +6,10 @@ use half::f16;
 use half::slice::HalfFloatSliceExt;
 use kernel::{
     Arg, Buf, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Precision, Role, Scratch,
-    Shape, Stage, Step, Workload, cuda_source, div_ceil,
+    Shape, Stage, Step, Workload, cuda_source, div_ceil, gemm_args, gemm_dims,
 };
 use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, Operand, gemm_blocked};
-use restrict_unroll::{gemm_args, gemm_dims};
 
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {

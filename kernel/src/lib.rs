@@ -16,5 +16,6 @@ pub use contract::{CpuPort, Kernel, KernelInfo, Precision, Role, Stage, Unsuppor
 pub use device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
 pub use plan::{
     Arg, Buf, CudaPlan, CudaSource, Dtype, GemmCompute, Launch, LibraryCall, Scratch, Step,
+    gemm_args, gemm_dims,
 };
 pub use workload::{Activation, Shape, ShapeError, ShapeParseError, TensorSpec, Workload};

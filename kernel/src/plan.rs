@@ -2,6 +2,7 @@
 //! device launches it, the simulator executes its source on the CPU, and `inspect` compiles it
 //! to read registers, shared memory and spills.
 
+use crate::workload::Shape;
 use serde::Serialize;
 
 /// A CUDA C source file of a stage crate, embedded with `include_str!`. `file` is the name
@@ -159,4 +160,24 @@ impl CudaPlan {
         }
         out
     }
+}
+
+/// `(m, n, k)` of a GEMM shape. The harness only hands a kernel shapes of its own workload.
+pub fn gemm_dims(shape: &Shape) -> (usize, usize, usize) {
+    match *shape {
+        Shape::Gemm { m, n, k } => (m, n, k),
+        other => panic!("a GEMM kernel was given {other}"),
+    }
+}
+
+/// The parameter list `(A, B, C, M, N, K)` every GEMM kernel of the ladder takes.
+pub fn gemm_args(m: usize, n: usize, k: usize) -> Vec<Arg> {
+    vec![
+        Arg::Ptr(Buf::Input(0)),
+        Arg::Ptr(Buf::Input(1)),
+        Arg::Ptr(Buf::Output),
+        Arg::I32(m as i32),
+        Arg::I32(n as i32),
+        Arg::I32(k as i32),
+    ]
 }

@@ -5,8 +5,8 @@
 pub mod cpu;
 
 use kernel::{
-    Arg, Buf, CpuPort, CudaPlan, CudaSource, Kernel, KernelInfo, Launch, Precision, Role, Shape,
-    Stage, Unsupported, Workload, cuda_source, div_ceil,
+    CpuPort, CudaPlan, CudaSource, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage,
+    Unsupported, Workload, cuda_source, div_ceil, gemm_args, gemm_dims,
 };
 
 /// Every kernel of this crate, in ladder order.
@@ -17,26 +17,6 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
         Box::new(GemmRegblock2d),
         Box::new(GemmVectorized),
         Box::new(GemmWarptile),
-    ]
-}
-
-/// `(m, n, k)` of a GEMM shape. The harness only hands a kernel shapes of its own workload.
-pub fn gemm_dims(shape: &Shape) -> (usize, usize, usize) {
-    match *shape {
-        Shape::Gemm { m, n, k } => (m, n, k),
-        other => panic!("a GEMM kernel was given {other}"),
-    }
-}
-
-/// The parameter list `(A, B, C, M, N, K)` every GEMM kernel of the ladder takes.
-pub fn gemm_args(m: usize, n: usize, k: usize) -> Vec<Arg> {
-    vec![
-        Arg::Ptr(Buf::Input(0)),
-        Arg::Ptr(Buf::Input(1)),
-        Arg::Ptr(Buf::Output),
-        Arg::I32(m as i32),
-        Arg::I32(n as i32),
-        Arg::I32(k as i32),
     ]
 }
 

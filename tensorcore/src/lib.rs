@@ -3,11 +3,10 @@
 
 use kernel::{
     CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
-    cuda_source, div_ceil,
+    cuda_source, div_ceil, gemm_args, gemm_dims,
 };
 use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, gemm_blocked, round_tf32};
-use restrict_unroll::{gemm_args, gemm_dims};
 
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
