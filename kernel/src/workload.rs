@@ -33,6 +33,34 @@ impl Workload {
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|w| w.name() == s)
     }
+
+    /// A small shape of this workload, for asking a kernel whether it has a plan at all.
+    pub fn probe_shape(self) -> Shape {
+        match self {
+            Self::Gemm => Shape::square_gemm(64),
+            Self::Linear => Shape::Linear {
+                m: 64,
+                n: 64,
+                k: 64,
+                act: Activation::Relu,
+            },
+            Self::Conv => Shape::Conv {
+                b: 1,
+                c: 4,
+                m: 8,
+                h: 16,
+                w: 16,
+                k: 3,
+            },
+            Self::Attention => Shape::Attention {
+                b: 1,
+                h: 2,
+                s: 64,
+                d: 64,
+                causal: false,
+            },
+        }
+    }
 }
 
 impl fmt::Display for Workload {

@@ -470,11 +470,7 @@ impl Executor for CudaDevice {
     fn can_run(&self, kernel: &dyn Kernel) -> Result<(), Unsupported> {
         let info = kernel.info();
         // A probe shape only tells whether the kernel has a GPU description at all.
-        let probe = match info.workload {
-            crate::Workload::Gemm => Shape::square_gemm(64),
-            _ => return Ok(()),
-        };
-        match kernel.cuda(&probe) {
+        match kernel.cuda(&info.workload.probe_shape()) {
             Some(plan) => {
                 let library = plan.steps.iter().any(|s| matches!(s, Step::Library(_)));
                 if library && let Err(why) = &self.blas {

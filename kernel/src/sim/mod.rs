@@ -16,7 +16,7 @@ use crate::contract::{Kernel, Unsupported};
 use crate::cuda::device::{from_bytes, to_bytes};
 use crate::device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
 use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Launch, Step};
-use crate::workload::{Activation, Shape, Workload};
+use crate::workload::Shape;
 use compile::Module;
 use ffi::{SIM_FAULT, SIM_OK, SimLaunch, SimResult, Thunk};
 use memory::{GuardedBuf, Placement};
@@ -89,34 +89,6 @@ impl SimDevice {
     }
 }
 
-/// A small shape of each workload, to ask a kernel for its plan without a real shape.
-fn probe_shape(w: Workload) -> Shape {
-    match w {
-        Workload::Gemm => Shape::square_gemm(64),
-        Workload::Linear => Shape::Linear {
-            m: 64,
-            n: 64,
-            k: 64,
-            act: Activation::Relu,
-        },
-        Workload::Conv => Shape::Conv {
-            b: 1,
-            c: 4,
-            m: 8,
-            h: 16,
-            w: 16,
-            k: 3,
-        },
-        Workload::Attention => Shape::Attention {
-            b: 1,
-            h: 2,
-            s: 64,
-            d: 64,
-            causal: false,
-        },
-    }
-}
-
 /// Refuses what cannot be simulated: library calls and inline PTX.
 fn check_plan(plan: &CudaPlan) -> Result<(), Unsupported> {
     for step in &plan.steps {
@@ -149,7 +121,7 @@ impl Executor for SimDevice {
             return Err(Unsupported(format!("not simulated: {why}")));
         }
         let info = kernel.info();
-        match kernel.cuda(&probe_shape(info.workload)) {
+        match kernel.cuda(&info.workload.probe_shape()) {
             Some(plan) => check_plan(&plan),
             None => Err(Unsupported(format!("{} has no CUDA description", info.id))),
         }
