@@ -115,7 +115,7 @@ impl RunResults {
 }
 
 /// The commit of the code that ran: the repository's HEAD when run inside it, else the commit
-/// the binary was built from. `-dirty` marks uncommitted changes.
+/// the binary was built from. `-dirty` marks uncommitted changes to the code (not to `results/`).
 pub fn current_commit() -> String {
     let git = |args: &[&str]| {
         std::process::Command::new("git")
@@ -127,8 +127,15 @@ pub fn current_commit() -> String {
     };
     match git(&["rev-parse", "--short=12", "HEAD"]) {
         Some(head) => {
-            let dirty = git(&["status", "--porcelain", "--untracked-files=no"])
-                .is_some_and(|s| !s.is_empty());
+            let dirty = git(&[
+                "status",
+                "--porcelain",
+                "--untracked-files=no",
+                "--",
+                ".",
+                ":!results",
+            ])
+            .is_some_and(|s| !s.is_empty());
             format!("{head}{}", if dirty { "-dirty" } else { "" })
         }
         None => format!("{} (build)", env!("LAB_BUILD_COMMIT")),
