@@ -35,6 +35,20 @@ pub fn act_code(act: Activation) -> i32 {
     }
 }
 
+/// The parameter list `(X, W, bias, Y, M, N, K, act)` of the one-kernel linear rungs.
+fn fused_linear_args(m: usize, n: usize, k: usize, act: Activation) -> Vec<Arg> {
+    vec![
+        Arg::Ptr(Buf::Input(0)),
+        Arg::Ptr(Buf::Input(1)),
+        Arg::Ptr(Buf::Input(2)),
+        Arg::Ptr(Buf::Output),
+        Arg::I32(m as i32),
+        Arg::I32(n as i32),
+        Arg::I32(k as i32),
+        Arg::I32(act_code(act)),
+    ]
+}
+
 /// Threads per block of the element-wise kernels.
 const EW_BLOCK: usize = 256;
 /// Block tile of the GEMMs of rungs 02 and 03 (their BM = BN).
@@ -94,16 +108,7 @@ impl Kernel for LinearNaiveFused {
                 grid: [div_ceil(m * n, EW_BLOCK), 1, 1],
                 block: [EW_BLOCK as u32, 1, 1],
                 dynamic_smem: 0,
-                args: vec![
-                    Arg::Ptr(Buf::Input(0)),
-                    Arg::Ptr(Buf::Input(1)),
-                    Arg::Ptr(Buf::Input(2)),
-                    Arg::Ptr(Buf::Output),
-                    Arg::I32(m as i32),
-                    Arg::I32(n as i32),
-                    Arg::I32(k as i32),
-                    Arg::I32(act_code(act)),
-                ],
+                args: fused_linear_args(m, n, k, act),
             },
         ))
     }
@@ -220,16 +225,7 @@ impl Kernel for LinearFused {
                 grid: [div_ceil(n, GEMM_TILE), div_ceil(m, GEMM_TILE), 1],
                 block: [256, 1, 1],
                 dynamic_smem: 0,
-                args: vec![
-                    Arg::Ptr(Buf::Input(0)),
-                    Arg::Ptr(Buf::Input(1)),
-                    Arg::Ptr(Buf::Input(2)),
-                    Arg::Ptr(Buf::Output),
-                    Arg::I32(m as i32),
-                    Arg::I32(n as i32),
-                    Arg::I32(k as i32),
-                    Arg::I32(act_code(act)),
-                ],
+                args: fused_linear_args(m, n, k, act),
             },
         ))
     }
