@@ -10,7 +10,7 @@ use crate::timing::{self, Timing, TimingConfig};
 use crate::validate;
 use anyhow::Result;
 use kernel::{
-    CudaPlan, DeviceError, DeviceKind, Executor, Kernel, Precision, Prepared, Role, Shape, Workload,
+    CudaPlan, DeviceError, DeviceKind, Executor, Kernel, Precision, Prepared, Shape, Workload,
 };
 
 /// What the kernels of one shape are checked against.
@@ -263,11 +263,6 @@ impl Ablation<'_> {
             calibration: None,
         })
     }
-}
-
-/// Rows that are rungs (not references), for speedup columns.
-pub fn is_rung(row: &Row) -> bool {
-    row.role == Role::Rung
 }
 
 /// Whether `row` has launch resources worth a column.
