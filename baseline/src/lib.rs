@@ -18,13 +18,14 @@ pub struct GemmNaive;
 impl Kernel for GemmNaive {
     fn info(&self) -> KernelInfo {
         KernelInfo {
-            id: "gemm-naive",
+            id: "gemm-naive".into(),
             workload: Workload::Gemm,
             stage: Stage::Baseline,
             precision: Precision::Fp32,
             role: Role::Rung,
             rung: 1,
-            summary: "one thread per output, operands straight from global memory, uncoalesced",
+            summary: "one thread per output, operands straight from global memory, uncoalesced"
+                .into(),
         }
     }
 
@@ -35,7 +36,7 @@ impl Kernel for GemmNaive {
             2,
             Launch {
                 source: cuda_source!("baseline", "01_naive.cu"),
-                entry: "gemm_naive",
+                entry: "gemm_naive".into(),
                 grid: [div_ceil(m, BLOCK), div_ceil(n, BLOCK), 1],
                 block: [BLOCK as u32, BLOCK as u32, 1],
                 dynamic_smem: 0,
@@ -75,13 +76,13 @@ pub const TILED_TILE: usize = 32;
 impl Kernel for GemmTiled {
     fn info(&self) -> KernelInfo {
         KernelInfo {
-            id: "gemm-tiled",
+            id: "gemm-tiled".into(),
             workload: Workload::Gemm,
             stage: Stage::Baseline,
             precision: Precision::Fp32,
             role: Role::Rung,
             rung: 2,
-            summary: "32x32 tiles of A and B staged in shared memory, coalesced loads",
+            summary: "32x32 tiles of A and B staged in shared memory, coalesced loads".into(),
         }
     }
 
@@ -91,7 +92,7 @@ impl Kernel for GemmTiled {
             2,
             Launch {
                 source: cuda_source!("baseline", "02_tiled.cu"),
-                entry: "gemm_tiled",
+                entry: "gemm_tiled".into(),
                 grid: [div_ceil(n, TILED_TILE), div_ceil(m, TILED_TILE), 1],
                 block: [TILED_TILE as u32, TILED_TILE as u32, 1],
                 dynamic_smem: 0,

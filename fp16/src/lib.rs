@@ -40,13 +40,13 @@ impl Operand for Half {
 
 fn info(id: &'static str, rung: u32, summary: &'static str) -> KernelInfo {
     KernelInfo {
-        id,
+        id: id.into(),
         workload: Workload::Gemm,
         stage: Stage::Fp16,
         precision: Precision::Fp16,
         role: Role::Rung,
         rung,
-        summary,
+        summary: summary.into(),
     }
 }
 
@@ -57,7 +57,7 @@ fn wmma_launch(m: usize, n: usize, k: usize, a: Buf, b: Buf) -> Launch {
     args[1] = Arg::Ptr(b);
     Launch {
         source: cuda_source!("fp16", "09_wmma_fp16.cu"),
-        entry: "gemm_wmma_fp16",
+        entry: "gemm_wmma_fp16".into(),
         grid: [div_ceil(n, TILE), div_ceil(m, TILE), 1],
         block: [THREADS, 1, 1],
         dynamic_smem: 0,
@@ -85,7 +85,7 @@ fn convert_plan(shape: &Shape, half2: bool) -> CudaPlan {
         };
         Step::Kernel(Launch {
             source,
-            entry,
+            entry: entry.into(),
             grid: [div_ceil(work, CONVERT_BLOCK), 1, 1],
             block: [CONVERT_BLOCK as u32, 1, 1],
             dynamic_smem: 0,
@@ -100,22 +100,15 @@ fn convert_plan(shape: &Shape, half2: bool) -> CudaPlan {
         inputs: vec![Dtype::F32, Dtype::F32],
         output: Dtype::F32,
         scratch: vec![
-            Scratch {
-                name: "A (fp16)",
-                dtype: Dtype::F16,
-                len: m * k,
-            },
-            Scratch {
-                name: "B (fp16)",
-                dtype: Dtype::F16,
-                len: k * n,
-            },
+            Scratch::new("A (fp16)", Dtype::F16, m * k),
+            Scratch::new("B (fp16)", Dtype::F16, k * n),
         ],
         steps: vec![
             convert(0, m * k),
             convert(1, k * n),
             Step::Kernel(wmma_launch(m, n, k, Buf::Scratch(0), Buf::Scratch(1))),
         ],
+        ..Default::default()
     }
 }
 
@@ -144,6 +137,7 @@ impl Kernel for GemmWmmaFp16 {
                 Buf::Input(0),
                 Buf::Input(1),
             ))],
+            ..Default::default()
         })
     }
 

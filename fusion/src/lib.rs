@@ -59,7 +59,7 @@ const GEMM_TILE: usize = 128;
 pub fn bias_act_launch(src: Buf, m: usize, n: usize, act: Activation) -> Launch {
     Launch {
         source: cuda_source!("fusion", "02_unfused.cu"),
-        entry: "bias_act",
+        entry: "bias_act".into(),
         grid: [div_ceil(m * n, EW_BLOCK), 1, 1],
         block: [EW_BLOCK as u32, 1, 1],
         dynamic_smem: 0,
@@ -76,13 +76,13 @@ pub fn bias_act_launch(src: Buf, m: usize, n: usize, act: Activation) -> Launch 
 
 fn info(id: &'static str, rung: u32, summary: &'static str) -> KernelInfo {
     KernelInfo {
-        id,
+        id: id.into(),
         workload: Workload::Linear,
         stage: Stage::Fusion,
         precision: Precision::Fp32,
         role: Role::Rung,
         rung,
-        summary,
+        summary: summary.into(),
     }
 }
 
@@ -104,7 +104,7 @@ impl Kernel for LinearNaiveFused {
             3,
             Launch {
                 source: cuda_source!("fusion", "01_naive_fused.cu"),
-                entry: "linear_naive_fused",
+                entry: "linear_naive_fused".into(),
                 grid: [div_ceil(m * n, EW_BLOCK), 1, 1],
                 block: [EW_BLOCK as u32, 1, 1],
                 dynamic_smem: 0,
@@ -153,7 +153,7 @@ impl Kernel for LinearUnfused {
         let (m, n, k, act) = linear_dims(shape);
         let gemm = Launch {
             source: cuda_source!("fusion", "02_unfused.cu"),
-            entry: "linear_gemm_xwt",
+            entry: "linear_gemm_xwt".into(),
             grid: [div_ceil(n, GEMM_TILE), div_ceil(m, GEMM_TILE), 1],
             block: [256, 1, 1],
             dynamic_smem: 0,
@@ -169,15 +169,12 @@ impl Kernel for LinearUnfused {
         Some(CudaPlan {
             inputs: vec![Dtype::F32; 3],
             output: Dtype::F32,
-            scratch: vec![Scratch {
-                name: "XW^T",
-                dtype: Dtype::F32,
-                len: m * n,
-            }],
+            scratch: vec![Scratch::new("XW^T", Dtype::F32, m * n)],
             steps: vec![
                 Step::Kernel(gemm),
                 Step::Kernel(bias_act_launch(Buf::Scratch(0), m, n, act)),
             ],
+            ..Default::default()
         })
     }
 
@@ -221,7 +218,7 @@ impl Kernel for LinearFused {
             3,
             Launch {
                 source: cuda_source!("fusion", "03_fused.cu"),
-                entry: "linear_fused",
+                entry: "linear_fused".into(),
                 grid: [div_ceil(n, GEMM_TILE), div_ceil(m, GEMM_TILE), 1],
                 block: [256, 1, 1],
                 dynamic_smem: 0,

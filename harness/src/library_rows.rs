@@ -4,8 +4,8 @@
 //! executor as the rungs.
 
 use kernel::{
-    Buf, CpuPort, CudaPlan, Dtype, GemmCompute, Kernel, KernelInfo, LibraryCall, Precision, Role,
-    Scratch, Shape, Stage, Step, Workload,
+    Buf, CpuPort, CudaPlan, Dtype, GemmCall, GemmCompute, Kernel, KernelInfo, LibraryCall,
+    Precision, Role, Scratch, Shape, Stage, Step, Workload,
 };
 use rayon::prelude::*;
 
@@ -45,15 +45,16 @@ impl Kernel for CublasGemm {
             GemmCompute::Fp32 => (Precision::Fp32, 1),
             GemmCompute::Tf32 => (Precision::Tf32, 2),
             GemmCompute::Fp16 => (Precision::Fp16, 3),
+            GemmCompute::Bf16 => (Precision::Bf16, 5),
         };
         KernelInfo {
-            id: self.id,
+            id: self.id.into(),
             workload: Workload::Gemm,
             stage: Stage::Reference,
             precision,
             role: Role::Reference,
             rung,
-            summary: self.summary,
+            summary: self.summary.into(),
         }
     }
 
@@ -61,24 +62,17 @@ impl Kernel for CublasGemm {
         let Shape::Gemm { m, n, k } = *shape else {
             return None;
         };
-        let dtype = match self.compute {
-            GemmCompute::Fp16 => Dtype::F16,
-            _ => Dtype::F32,
-        };
+        let dtype = self.compute.input();
         Some(CudaPlan {
             inputs: vec![dtype, dtype],
-            output: Dtype::F32,
-            scratch: Vec::new(),
-            steps: vec![Step::Library(LibraryCall::Gemm {
-                m,
-                n,
-                k,
-                a: Buf::Input(0),
-                b: Buf::Input(1),
-                c: Buf::Output,
-                b_transposed: false,
-                compute: self.compute,
-            })],
+            steps: vec![Step::Library(LibraryCall::Gemm(GemmCall::new(
+                (m, n, k),
+                Buf::Input(0),
+                Buf::Input(1),
+                Buf::Output,
+                self.compute,
+            )))],
+            ..Default::default()
         })
     }
 }
@@ -97,13 +91,13 @@ const MM_BAND: usize = 128;
 impl Kernel for MatrixmultiplySgemm {
     fn info(&self) -> KernelInfo {
         KernelInfo {
-            id: "matrixmultiply-sgemm",
+            id: "matrixmultiply-sgemm".into(),
             workload: Workload::Gemm,
             stage: Stage::Reference,
             precision: Precision::Fp32,
             role: Role::Reference,
             rung: 4,
-            summary: "CPU peer: matrixmultiply::sgemm, row bands over rayon threads",
+            summary: "CPU peer: matrixmultiply::sgemm, row bands over rayon threads".into(),
         }
     }
 
@@ -153,13 +147,13 @@ pub struct CublasLinear;
 impl Kernel for CublasLinear {
     fn info(&self) -> KernelInfo {
         KernelInfo {
-            id: "cublas-linear",
+            id: "cublas-linear".into(),
             workload: Workload::Linear,
             stage: Stage::Reference,
             precision: Precision::Fp32,
             role: Role::Reference,
             rung: 1,
-            summary: "cuBLAS SGEMM X*W^T into scratch, then the bias+activation kernel",
+            summary: "cuBLAS SGEMM X*W^T into scratch, then the bias+activation kernel".into(),
         }
     }
 
@@ -170,24 +164,21 @@ impl Kernel for CublasLinear {
         Some(CudaPlan {
             inputs: vec![Dtype::F32; 3],
             output: Dtype::F32,
-            scratch: vec![Scratch {
-                name: "XW^T",
-                dtype: Dtype::F32,
-                len: m * n,
-            }],
+            scratch: vec![Scratch::new("XW^T", Dtype::F32, m * n)],
             steps: vec![
-                Step::Library(LibraryCall::Gemm {
-                    m,
-                    n,
-                    k,
-                    a: Buf::Input(0),
-                    b: Buf::Input(1),
-                    c: Buf::Scratch(0),
+                Step::Library(LibraryCall::Gemm(GemmCall {
                     b_transposed: true,
-                    compute: GemmCompute::Fp32,
-                }),
+                    ..GemmCall::new(
+                        (m, n, k),
+                        Buf::Input(0),
+                        Buf::Input(1),
+                        Buf::Scratch(0),
+                        GemmCompute::Fp32,
+                    )
+                })),
                 Step::Kernel(fusion::bias_act_launch(Buf::Scratch(0), m, n, act)),
             ],
+            ..Default::default()
         })
     }
 }

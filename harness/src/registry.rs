@@ -36,7 +36,7 @@ pub fn select<'a>(all: &'a [Box<dyn Kernel>], ids: &[String]) -> Result<Vec<&'a 
     }
     let mut out = Vec::new();
     for id in ids {
-        match all.iter().find(|k| k.info().id == id) {
+        match all.iter().find(|k| k.info().id == id.as_str()) {
             Some(k) => out.push(k.as_ref()),
             None => bail!(
                 "unknown kernel {id:?}; valid kernels: {}",

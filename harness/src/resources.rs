@@ -30,10 +30,11 @@ pub fn of_plan(plan: &CudaPlan, arch: &str) -> Result<Vec<LaunchResources>, Devi
         let compiled = nvrtc::compile(&l.source, arch)?;
         let r = compiled
             .resources
-            .get(l.entry)
+            .get(l.entry.as_ref())
             .copied()
             .ok_or_else(|| DeviceError::Compile {
-                file: l.source.file.to_string(),
+                compiler: "NVRTC".into(),
+                file: l.source.label(),
                 arch: arch.to_string(),
                 log: format!(
                     "entry {} not in the ptxas report; is it declared extern \"C\" __global__?\n{}",

@@ -91,10 +91,10 @@ fn a_broken_kernel_reports_the_nvrtc_log_with_its_file_name() {
     if nvrtc::version().is_err() {
         panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
     }
-    let src = kernel::CudaSource {
-        file: "tests/broken.cu",
-        code: "extern \"C\" __global__ void broken(float *x) { x[0] = undefined_name; }",
-    };
+    let src = kernel::CudaSource::embedded(
+        "tests/broken.cu",
+        "extern \"C\" __global__ void broken(float *x) { x[0] = undefined_name; }",
+    );
     let e = nvrtc::compile(&src, "sm_90").unwrap_err().to_string();
     assert!(
         e.contains("tests/broken.cu") && e.contains("undefined_name"),

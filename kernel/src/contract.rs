@@ -1,6 +1,6 @@
 //! The `Kernel` trait: what every rung of every stage says about itself and how it runs.
 
-use crate::plan::CudaPlan;
+use crate::plan::{CudaPlan, Text};
 use crate::workload::{Shape, Workload};
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -17,6 +17,8 @@ pub enum Stage {
     FlashAttn,
     /// Not a rung: a library or peer implementation shown beside the ladder (cuBLAS, a CPU crate).
     Reference,
+    /// A kernel the user brought (`harness run --kernel FILE.cu:ENTRY`).
+    User,
 }
 
 impl Stage {
@@ -29,6 +31,7 @@ impl Stage {
             Self::Fp16 => "fp16",
             Self::FlashAttn => "flash-attn",
             Self::Reference => "reference",
+            Self::User => "user",
         }
     }
 }
@@ -49,6 +52,8 @@ pub enum Precision {
     Tf32,
     /// FP16 inputs (or storage), FP32 accumulation.
     Fp16,
+    /// BF16 inputs (or storage), FP32 accumulation: FP32's range with an 8-bit mantissa.
+    Bf16,
 }
 
 impl Precision {
@@ -57,18 +62,26 @@ impl Precision {
             Self::Fp32 => "fp32",
             Self::Tf32 => "tf32",
             Self::Fp16 => "fp16",
+            Self::Bf16 => "bf16",
         }
     }
 
     /// Largest accepted relative error ||out - ref|| / ||ref|| (Frobenius norms) against an f64
     /// reference on the unrounded FP32 inputs. FP32 sums of K products drift by about
-    /// sqrt(K) * 2^-24 relative; TF32 and FP16 inputs carry 2^-11 rounding each.
+    /// sqrt(K) * 2^-24 relative; TF32 and FP16 inputs carry 2^-11 rounding each, BF16 2^-8.
     pub fn tolerance(self) -> f64 {
         match self {
             Self::Fp32 => 1e-5,
             Self::Tf32 => 2e-3,
             Self::Fp16 => 1e-2,
+            Self::Bf16 => 3e-2,
         }
+    }
+
+    pub const ALL: [Precision; 4] = [Self::Fp32, Self::Tf32, Self::Fp16, Self::Bf16];
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|p| p.name() == s)
     }
 }
 
@@ -78,19 +91,36 @@ impl fmt::Display for Precision {
     }
 }
 
-/// Whether a kernel is a rung of its workload's ladder or a reference shown beside it.
+/// Whether a kernel is a rung of its workload's ladder or a row shown beside the ladder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
     Rung,
+    /// A library row the rungs are compared with (cuBLAS, a CPU crate).
     Reference,
+    /// Another framework measured on the same machine by its own script (PyTorch), merged
+    /// into the tables from its JSON.
+    Peer,
+    /// A kernel the user brought.
+    User,
+}
+
+impl Role {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Rung => "rung",
+            Self::Reference => "reference",
+            Self::Peer => "peer",
+            Self::User => "user",
+        }
+    }
 }
 
 /// What a kernel says about itself. `rung` orders a workload's ladder across stage crates.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct KernelInfo {
     /// Unique, stable, kebab-case: `gemm-naive`, `gemm-tiled`, `cublas-sgemm`.
-    pub id: &'static str,
+    pub id: Text,
     pub workload: Workload,
     pub stage: Stage,
     pub precision: Precision,
@@ -99,7 +129,7 @@ pub struct KernelInfo {
     /// the kernel's `.cu` file for rungs.
     pub rung: u32,
     /// One line: the idea this rung adds.
-    pub summary: &'static str,
+    pub summary: Text,
 }
 
 /// A kernel declining a shape, with the constraint it needs.
@@ -141,7 +171,7 @@ pub trait Kernel: Send + Sync {
 
 impl fmt::Debug for dyn Kernel {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.info().id)
+        f.write_str(&self.info().id)
     }
 }
 

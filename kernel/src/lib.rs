@@ -15,7 +15,7 @@ pub mod workload;
 pub use contract::{CpuPort, Kernel, KernelInfo, Precision, Role, Stage, Unsupported, div_ceil};
 pub use device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
 pub use plan::{
-    Arg, Buf, CudaPlan, CudaSource, Dtype, GemmCompute, Launch, LibraryCall, Scratch, Step,
-    gemm_args, gemm_dims,
+    Arg, At, Buf, CudaPlan, CudaSource, Dtype, Fill, GemmCall, GemmCompute, Launch, LibraryCall,
+    Scratch, Step, Text, gemm_args, gemm_dims,
 };
 pub use workload::{Activation, Shape, ShapeError, ShapeParseError, TensorSpec, Workload};

@@ -4,39 +4,161 @@
 
 use crate::workload::Shape;
 use serde::Serialize;
+use std::borrow::Cow;
+use std::fmt;
+use std::path::PathBuf;
 
-/// A CUDA C source file of a stage crate, embedded with `include_str!`. `file` is the name
-/// compile errors and reports show (`baseline/kernels/01_naive.cu`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Text that is usually embedded in the binary (`&'static str`) but may come from a file at
+/// run time (a user's kernel).
+pub type Text = Cow<'static, str>;
+
+/// One compilation unit: a CUDA C source, the name messages show for it, and what it is
+/// compiled with. Two sources that differ in any field are different programs (the compile
+/// caches key on all of it).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct CudaSource {
-    pub file: &'static str,
-    pub code: &'static str,
+    /// The name compile errors and reports show (`baseline/kernels/01_naive.cu`).
+    pub file: Text,
+    pub code: Text,
+    /// `-D NAME=VALUE` definitions: compile-time specialization of one source (a filter size,
+    /// a tile shape). Each distinct set is its own compiled module.
+    pub defines: Vec<(Text, String)>,
+    /// Folders searched by `#include "..."` besides the lab's own headers (`lab/*.h`), such as
+    /// the folder of a user's kernel file.
+    pub include_dirs: Vec<PathBuf>,
+}
+
+impl CudaSource {
+    /// A source embedded in the binary, with no defines and no extra include folders.
+    pub const fn embedded(file: &'static str, code: &'static str) -> Self {
+        Self {
+            file: Cow::Borrowed(file),
+            code: Cow::Borrowed(code),
+            defines: Vec::new(),
+            include_dirs: Vec::new(),
+        }
+    }
+
+    /// The same source compiled with `-D name=value` as well.
+    pub fn define(mut self, name: impl Into<Text>, value: impl fmt::Display) -> Self {
+        self.defines.push((name.into(), value.to_string()));
+        self
+    }
+
+    /// `file` with its defines, for messages: `conv/05_restrict.cu [K=7 C=1]`.
+    pub fn label(&self) -> String {
+        if self.defines.is_empty() {
+            return self.file.to_string();
+        }
+        let defs: Vec<String> = self
+            .defines
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        format!("{} [{}]", self.file, defs.join(" "))
+    }
 }
 
 /// Embeds a stage crate's kernel file and remembers its path for messages.
 #[macro_export]
 macro_rules! cuda_source {
     ($crate_dir:literal, $file:literal) => {
-        $crate::plan::CudaSource {
-            file: concat!($crate_dir, "/kernels/", $file),
-            code: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/", $file)),
-        }
+        $crate::plan::CudaSource::embedded(
+            concat!($crate_dir, "/kernels/", $file),
+            include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/", $file)),
+        )
     };
 }
 
 /// Element type of a device buffer. Host data is always f32; the executor converts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dtype {
+    #[default]
     F32,
     F16,
+    Bf16,
 }
 
 impl Dtype {
     pub fn bytes(self) -> usize {
         match self {
             Self::F32 => 4,
-            Self::F16 => 2,
+            Self::F16 | Self::Bf16 => 2,
+        }
+    }
+
+    /// The little-endian device bytes of `data` in this type (round to nearest even).
+    pub fn encode(self, data: &[f32]) -> Vec<u8> {
+        match self {
+            Self::F32 => data.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            Self::F16 => data
+                .iter()
+                .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
+                .collect(),
+            Self::Bf16 => data
+                .iter()
+                .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
+                .collect(),
+        }
+    }
+
+    /// The f32 values of device bytes in this type.
+    pub fn decode(self, bytes: &[u8]) -> Vec<f32> {
+        match self {
+            Self::F32 => bytes
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect(),
+            Self::F16 => bytes
+                .chunks_exact(2)
+                .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect(),
+            Self::Bf16 => bytes
+                .chunks_exact(2)
+                .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
+                .collect(),
+        }
+    }
+}
+
+/// What a device buffer holds when each run starts (set outside the timed span).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Fill {
+    /// NaN (all bits set, NaN in every float type): an element the kernel forgets to write
+    /// shows in the check. The default for outputs.
+    #[default]
+    Nan,
+    /// Zeros: for buffers a kernel accumulates into (atomics, split-K). Unwritten elements of
+    /// an output filled this way cannot be detected.
+    Zero,
+    /// This value, for kernels that read the buffer first (a running maximum starting at
+    /// minus infinity, `beta * C` with a finite sentinel). An output element still equal to a
+    /// finite non-zero fill after the run counts as unwritten.
+    Value(f32),
+}
+
+impl Fill {
+    /// The buffer's bytes after the fill, `len` elements of `dtype`.
+    pub fn bytes(self, dtype: Dtype, len: usize) -> Vec<u8> {
+        match self {
+            Self::Nan => vec![0xFF; len * dtype.bytes()],
+            Self::Zero => vec![0; len * dtype.bytes()],
+            Self::Value(v) => dtype.encode(&[v]).repeat(len),
+        }
+    }
+
+    /// The single byte every byte of the buffer holds after the fill, when there is one (so a
+    /// device can use a byte memset).
+    pub fn byte(self, dtype: Dtype) -> Option<u8> {
+        match self {
+            Self::Nan => Some(0xFF),
+            Self::Zero => Some(0),
+            Self::Value(v) => {
+                let b = dtype.encode(&[v]);
+                b.iter().all(|&x| x == b[0]).then_some(b[0])
+            }
         }
     }
 }
@@ -52,11 +174,34 @@ pub enum Buf {
     Scratch(usize),
 }
 
+impl Buf {
+    /// This buffer from element `offset` on (for a pipeline that works through a batch in
+    /// chunks).
+    pub fn at(self, offset: usize) -> At {
+        At { buf: self, offset }
+    }
+}
+
+/// A position inside a buffer: `offset` elements (of the buffer's type) from its start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct At {
+    pub buf: Buf,
+    pub offset: usize,
+}
+
+impl From<Buf> for At {
+    fn from(buf: Buf) -> Self {
+        buf.at(0)
+    }
+}
+
 /// One kernel parameter, in the order of the `__global__` function's parameter list.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Arg {
     /// A device pointer to a buffer.
     Ptr(Buf),
+    /// A device pointer into a buffer, `offset` elements from its start.
+    PtrAt(At),
     I32(i32),
     F32(f32),
 }
@@ -65,7 +210,7 @@ pub enum Arg {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Launch {
     pub source: CudaSource,
-    pub entry: &'static str,
+    pub entry: Text,
     pub grid: [u32; 3],
     pub block: [u32; 3],
     /// Dynamic (`extern __shared__`) shared memory in bytes.
@@ -76,6 +221,10 @@ pub struct Launch {
 impl Launch {
     pub fn threads_per_block(&self) -> u32 {
         self.block.iter().product()
+    }
+
+    pub fn blocks(&self) -> u64 {
+        self.grid.iter().map(|&g| u64::from(g)).product()
     }
 }
 
@@ -89,22 +238,72 @@ pub enum GemmCompute {
     Tf32,
     /// FP16 in, FP32 compute and out (cublasGemmEx).
     Fp16,
+    /// BF16 in, FP32 compute and out (cublasGemmEx).
+    Bf16,
+}
+
+impl GemmCompute {
+    /// The element type of A and B.
+    pub fn input(self) -> Dtype {
+        match self {
+            Self::Fp32 | Self::Tf32 => Dtype::F32,
+            Self::Fp16 => Dtype::F16,
+            Self::Bf16 => Dtype::Bf16,
+        }
+    }
+}
+
+/// A library GEMM: row-major `C[M,N] = alpha * A[M,K] * B[K,N]` (or `B[N,K]^T` when
+/// `b_transposed`), `batch` times with operands `stride_*` elements apart (a stride of 0
+/// shares that operand across the batch). C is FP32.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GemmCall {
+    pub m: usize,
+    pub n: usize,
+    pub k: usize,
+    pub a: At,
+    pub b: At,
+    pub c: At,
+    pub b_transposed: bool,
+    pub compute: GemmCompute,
+    pub alpha: f32,
+    pub batch: usize,
+    pub stride_a: usize,
+    pub stride_b: usize,
+    pub stride_c: usize,
+}
+
+impl GemmCall {
+    /// One product, `alpha` = 1, B not transposed.
+    pub fn new(
+        (m, n, k): (usize, usize, usize),
+        a: impl Into<At>,
+        b: impl Into<At>,
+        c: impl Into<At>,
+        compute: GemmCompute,
+    ) -> Self {
+        Self {
+            m,
+            n,
+            k,
+            a: a.into(),
+            b: b.into(),
+            c: c.into(),
+            b_transposed: false,
+            compute,
+            alpha: 1.0,
+            batch: 1,
+            stride_a: 0,
+            stride_b: 0,
+            stride_c: 0,
+        }
+    }
 }
 
 /// A library call (cuBLAS) as a step, so reference rows run through the same executor.
 #[derive(Clone, Debug, PartialEq)]
 pub enum LibraryCall {
-    /// Row-major C[M,N] = A[M,K] * B[K,N] (or B[N,K]^T when `b_transposed`).
-    Gemm {
-        m: usize,
-        n: usize,
-        k: usize,
-        a: Buf,
-        b: Buf,
-        c: Buf,
-        b_transposed: bool,
-        compute: GemmCompute,
-    },
+    Gemm(GemmCall),
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -114,19 +313,40 @@ pub enum Step {
 }
 
 /// A scratch buffer of a plan.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Scratch {
-    pub name: &'static str,
+    pub name: Text,
     pub dtype: Dtype,
     pub len: usize,
+    /// Set before every run, outside the timed span.
+    pub fill: Fill,
 }
 
-/// Everything an executor needs to run a kernel on one shape.
-#[derive(Clone, Debug, PartialEq)]
+impl Scratch {
+    /// A buffer of `len` elements that starts every run as zeros.
+    pub fn new(name: impl Into<Text>, dtype: Dtype, len: usize) -> Self {
+        Self {
+            name: name.into(),
+            dtype,
+            len,
+            fill: Fill::Zero,
+        }
+    }
+
+    pub fn bytes(&self) -> usize {
+        self.len * self.dtype.bytes()
+    }
+}
+
+/// Everything an executor needs to run a kernel on one shape. Build it with
+/// `CudaPlan { .., ..Default::default() }` so that later fields keep their defaults.
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct CudaPlan {
     /// Device element type of each input (converted from the host's f32 before timing starts).
     pub inputs: Vec<Dtype>,
     pub output: Dtype,
+    /// What the output holds when each run starts.
+    pub output_fill: Fill,
     pub scratch: Vec<Scratch>,
     /// Launched in order on one stream; the whole sequence is what gets timed.
     pub steps: Vec<Step>,
@@ -137,9 +357,8 @@ impl CudaPlan {
     pub fn single(n_inputs: usize, launch: Launch) -> Self {
         Self {
             inputs: vec![Dtype::F32; n_inputs],
-            output: Dtype::F32,
-            scratch: Vec::new(),
             steps: vec![Step::Kernel(launch)],
+            ..Self::default()
         }
     }
 
@@ -151,14 +370,35 @@ impl CudaPlan {
     }
 
     /// Distinct sources the plan needs compiled.
-    pub fn sources(&self) -> Vec<CudaSource> {
-        let mut out: Vec<CudaSource> = Vec::new();
+    pub fn sources(&self) -> Vec<&CudaSource> {
+        let mut out: Vec<&CudaSource> = Vec::new();
         for l in self.launches() {
-            if !out.contains(&l.source) {
-                out.push(l.source);
+            if !out.contains(&&l.source) {
+                out.push(&l.source);
             }
         }
         out
+    }
+
+    /// Whether any step calls a library (cuBLAS).
+    pub fn uses_library(&self) -> bool {
+        self.steps.iter().any(|s| matches!(s, Step::Library(_)))
+    }
+
+    /// Bytes of scratch memory the plan allocates besides its inputs and output.
+    pub fn scratch_bytes(&self) -> usize {
+        self.scratch.iter().map(Scratch::bytes).sum()
+    }
+
+    /// Bytes the plan allocates on the device for `shape`: inputs, output and scratch.
+    pub fn device_bytes(&self, shape: &Shape) -> usize {
+        let inputs: usize = shape
+            .inputs()
+            .iter()
+            .zip(&self.inputs)
+            .map(|(t, d)| t.len() * d.bytes())
+            .sum();
+        inputs + shape.output().len() * self.output.bytes() + self.scratch_bytes()
     }
 }
 
@@ -180,4 +420,46 @@ pub fn gemm_args(m: usize, n: usize, k: usize) -> Vec<Arg> {
         Arg::I32(n as i32),
         Arg::I32(k as i32),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dtypes_round_trip_and_round_to_nearest_even() {
+        let x = [1.0f32, -2.5, 1.0 + 2f32.powi(-12), 3.0e38];
+        for d in [Dtype::F32, Dtype::F16, Dtype::Bf16] {
+            let back = d.decode(&d.encode(&x));
+            assert_eq!(back.len(), x.len());
+            assert_eq!(back[0], 1.0);
+            assert_eq!(back[1], -2.5);
+        }
+        assert_eq!(Dtype::F16.decode(&Dtype::F16.encode(&x))[2], 1.0);
+        assert!(Dtype::F16.decode(&Dtype::F16.encode(&x))[3].is_infinite());
+        assert!(Dtype::Bf16.decode(&Dtype::Bf16.encode(&x))[3].is_finite());
+    }
+
+    #[test]
+    fn fills_give_nan_zero_or_the_value_in_every_type() {
+        for d in [Dtype::F32, Dtype::F16, Dtype::Bf16] {
+            assert!(d.decode(&Fill::Nan.bytes(d, 3)).iter().all(|v| v.is_nan()));
+            assert_eq!(d.decode(&Fill::Zero.bytes(d, 2)), vec![0.0, 0.0]);
+            assert_eq!(
+                d.decode(&Fill::Value(f32::NEG_INFINITY).bytes(d, 2)),
+                vec![f32::NEG_INFINITY; 2]
+            );
+            assert_eq!(Fill::Nan.byte(d), Some(0xFF));
+        }
+        assert_eq!(Fill::Value(-2.0).byte(Dtype::F32), None);
+    }
+
+    #[test]
+    fn defines_make_a_different_source_with_a_label() {
+        let a = CudaSource::embedded("x.cu", "int x;");
+        let b = a.clone().define("K", 7).define("C", 1);
+        assert_ne!(a, b);
+        assert_eq!(b.label(), "x.cu [K=7 C=1]");
+        assert_eq!(a.label(), "x.cu");
+    }
 }

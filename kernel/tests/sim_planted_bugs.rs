@@ -4,8 +4,8 @@
 
 use kernel::sim::SimDevice;
 use kernel::{
-    Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, GemmCompute, Kernel, KernelInfo,
-    Launch, LibraryCall, Precision, Role, Scratch, Shape, Stage, Step, Workload,
+    Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, GemmCall, GemmCompute, Kernel,
+    KernelInfo, Launch, LibraryCall, Precision, Role, Scratch, Shape, Stage, Step, Workload,
 };
 
 /// A kernel made of a fixed plan, as a test needs it.
@@ -18,13 +18,13 @@ struct TestKernel {
 impl Kernel for TestKernel {
     fn info(&self) -> KernelInfo {
         KernelInfo {
-            id: self.id,
+            id: self.id.into(),
             workload: Workload::Gemm,
             stage: Stage::Baseline,
             precision: Precision::Fp32,
             role: Role::Rung,
             rung: 0,
-            summary: "a simulator test kernel",
+            summary: "a simulator test kernel".into(),
         }
     }
 
@@ -38,16 +38,13 @@ impl Kernel for TestKernel {
 }
 
 fn src(code: &'static str) -> CudaSource {
-    CudaSource {
-        file: "tests/inline.cu",
-        code,
-    }
+    CudaSource::embedded("tests/inline.cu", code)
 }
 
 fn launch(code: &'static str, entry: &'static str, grid: [u32; 3], block: [u32; 3]) -> Launch {
     Launch {
         source: src(code),
-        entry,
+        entry: entry.into(),
         grid,
         block,
         dynamic_smem: 0,
@@ -523,18 +520,11 @@ fn atomics_add_and_max_across_blocks() {
         inputs: vec![Dtype::F32; 2],
         output: Dtype::F32,
         scratch: vec![
-            Scratch {
-                name: "sum",
-                dtype: Dtype::F32,
-                len: 1,
-            },
-            Scratch {
-                name: "count",
-                dtype: Dtype::F32,
-                len: 1,
-            },
+            Scratch::new("sum", Dtype::F32, 1),
+            Scratch::new("count", Dtype::F32, 1),
         ],
         steps: vec![Step::Kernel(stage1), Step::Kernel(stage2)],
+        ..Default::default()
     };
     let out = run(plan, shape, &data).unwrap();
     let want: f64 = x.iter().map(|&v| f64::from(v)).sum();
@@ -801,16 +791,14 @@ extern "C" __global__ void lane_id(const float *x, float *y, int n) {
             inputs: vec![Dtype::F32; 2],
             output: Dtype::F32,
             scratch: Vec::new(),
-            steps: vec![Step::Library(LibraryCall::Gemm {
-                m: 16,
-                n: 16,
-                k: 16,
-                a: Buf::Input(0),
-                b: Buf::Input(1),
-                c: Buf::Output,
-                b_transposed: false,
-                compute: GemmCompute::Fp32,
-            })],
+            steps: vec![Step::Library(LibraryCall::Gemm(GemmCall::new(
+                (16, 16, 16),
+                Buf::Input(0),
+                Buf::Input(1),
+                Buf::Output,
+                GemmCompute::Fp32,
+            )))],
+            ..Default::default()
         },
         gpu_only: None,
     };

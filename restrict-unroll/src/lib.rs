@@ -33,7 +33,7 @@ fn plan(
         2,
         Launch {
             source,
-            entry,
+            entry: entry.into(),
             grid: [div_ceil(n, tile[1]), div_ceil(m, tile[0]), 1],
             block,
             dynamic_smem: 0,
@@ -69,13 +69,13 @@ port!(port_warptile, cpu::warptile);
 
 fn info(id: &'static str, rung: u32, summary: &'static str) -> KernelInfo {
     KernelInfo {
-        id,
+        id: id.into(),
         workload: Workload::Gemm,
         stage: Stage::RestrictUnroll,
         precision: Precision::Fp32,
         role: Role::Rung,
         rung,
-        summary,
+        summary: summary.into(),
     }
 }
 

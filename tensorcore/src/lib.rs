@@ -23,13 +23,15 @@ pub struct GemmWmmaTf32;
 impl Kernel for GemmWmmaTf32 {
     fn info(&self) -> KernelInfo {
         KernelInfo {
-            id: "gemm-wmma-tf32",
+            id: "gemm-wmma-tf32".into(),
             workload: Workload::Gemm,
             stage: Stage::Tensorcore,
             precision: Precision::Tf32,
             role: Role::Rung,
             rung: 8,
-            summary: "WMMA m16n16k8 TF32 tensor cores, FP32 accumulate; 4 warps x 32x32 per 64x64 tile",
+            summary:
+                "WMMA m16n16k8 TF32 tensor cores, FP32 accumulate; 4 warps x 32x32 per 64x64 tile"
+                    .into(),
         }
     }
 
@@ -39,7 +41,7 @@ impl Kernel for GemmWmmaTf32 {
             2,
             Launch {
                 source: cuda_source!("tensorcore", "08_wmma_tf32.cu"),
-                entry: "gemm_wmma_tf32",
+                entry: "gemm_wmma_tf32".into(),
                 grid: [div_ceil(n, TILE), div_ceil(m, TILE), 1],
                 block: [THREADS, 1, 1],
                 dynamic_smem: 0,

@@ -10,9 +10,9 @@ use kernel::{
     Role, Shape, Stage, Workload,
 };
 
-const SOURCE: CudaSource = CudaSource {
-    file: "harness/calibrate.cu",
-    code: r#"
+const SOURCE: CudaSource = CudaSource::embedded(
+    "harness/calibrate.cu",
+    r#"
 // Device-to-device copy, 16 bytes per thread per step, grid-stride.
 extern "C" __global__ void lab_copy(const float4* __restrict__ in, float4* __restrict__ out, int n4) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += gridDim.x * blockDim.x)
@@ -35,7 +35,7 @@ extern "C" __global__ void lab_fma(const float* __restrict__ seed, float* __rest
     out[t] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
 }
 "#,
-};
+);
 
 const FMA_PER_ITER: f64 = 16.0 * 8.0;
 
@@ -50,15 +50,15 @@ impl Kernel for Probe {
     fn info(&self) -> KernelInfo {
         KernelInfo {
             id: match self {
-                Probe::Copy { .. } => "calibrate-copy",
-                Probe::Fma { .. } => "calibrate-fma",
+                Probe::Copy { .. } => "calibrate-copy".into(),
+                Probe::Fma { .. } => "calibrate-fma".into(),
             },
             workload: Workload::Gemm,
             stage: Stage::Reference,
             precision: Precision::Fp32,
             role: Role::Reference,
             rung: 0,
-            summary: "calibration probe",
+            summary: "calibration probe".into(),
         }
     }
 
@@ -69,7 +69,7 @@ impl Kernel for Probe {
         let launch = match *self {
             Probe::Copy { blocks } => Launch {
                 source: SOURCE,
-                entry: "lab_copy",
+                entry: "lab_copy".into(),
                 grid: [blocks, 1, 1],
                 block: [256, 1, 1],
                 dynamic_smem: 0,
@@ -81,7 +81,7 @@ impl Kernel for Probe {
             },
             Probe::Fma { blocks, iters } => Launch {
                 source: SOURCE,
-                entry: "lab_fma",
+                entry: "lab_fma".into(),
                 grid: [blocks, 1, 1],
                 block: [256, 1, 1],
                 dynamic_smem: 0,

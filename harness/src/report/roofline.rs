@@ -33,7 +33,8 @@ impl Ceilings {
         match precision {
             Precision::Fp32 => self.fp32_gflops,
             Precision::Tf32 => self.tf32_gflops.unwrap_or(self.fp32_gflops),
-            Precision::Fp16 => self
+            // BF16 runs on the same tensor pipes at the same rate as FP16.
+            Precision::Fp16 | Precision::Bf16 => self
                 .fp16_gflops
                 .or(self.tf32_gflops)
                 .unwrap_or(self.fp32_gflops),

@@ -1,40 +1,149 @@
 //! The CUDA device: runs a [`CudaPlan`] on a GPU through cudarc. Kernels are compiled by
 //! [`super::nvrtc`] to CUBIN for the device's architecture; library steps go to cuBLAS. Time
-//! comes from CUDA events around each run, with the L2 flushed and the output poisoned
-//! before each run, outside the timed span.
+//! comes from CUDA events around each run; before each run the output and scratch buffers are
+//! filled and then the L2 is flushed, outside the timed span.
+//!
+//! A kernel that faults (an illegal address, a failed launch) leaves its CUDA context unusable
+//! for good. Such a sticky error comes back as [`DeviceError::Lost`]; [`CudaDevice::recover`]
+//! then builds a fresh context, stream, cuBLAS handle and module cache, so one faulty kernel
+//! costs its own row only.
 
 use super::discovery::{Found, discovery};
 use super::nvrtc;
 use crate::contract::{Kernel, Unsupported};
 use crate::device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared, slugify};
-use crate::plan::{Arg, Buf, CudaPlan, Dtype, GemmCompute, LibraryCall, Step};
+use crate::plan::{Arg, At, Buf, CudaPlan, CudaSource, Fill, GemmCall, GemmCompute, Step};
+use crate::plan::{Dtype, LibraryCall};
 use crate::workload::Shape;
 use cudarc::cublas::CudaBlas;
-use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUfunction_attribute};
+use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUfunction_attribute, CUresult};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr,
     DriverError, LaunchConfig, PushKernelArg,
 };
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
-pub struct CudaDevice {
+/// The oldest driver the CUDA 13.0 bindings and NVRTC 13 CUBINs work with: R580 reports
+/// CUDA 13.0 (`cuDriverGetVersion` = 13000).
+pub const MIN_DRIVER_CUDA: i32 = 13000;
+
+/// Everything that dies with a CUDA context, rebuilt together by [`CudaDevice::recover`].
+struct State {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    info: DeviceInfo,
-    arch: String,
     blas: Result<CudaBlas, String>,
-    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    modules: Mutex<HashMap<CudaSource, Arc<CudaModule>>>,
     /// Written before each timed run so that no input is still in L2.
     flush: Mutex<CudaSlice<u8>>,
 }
 
+pub struct CudaDevice {
+    info: DeviceInfo,
+    arch: String,
+    /// Why cuBLAS cannot be used, found once by discovery.
+    cublas_missing: Option<String>,
+    state: RwLock<Arc<State>>,
+}
+
 fn driver_err(what: impl Into<String>) -> impl FnOnce(DriverError) -> DeviceError {
     let what = what.into();
-    move |e| DeviceError::Driver {
-        what,
-        detail: format!("{e:?}"),
+    move |e| {
+        // cudarc's Debug asks libcuda for the message; name the code alone without it.
+        // SAFETY: only probes whether libcuda can be opened.
+        let detail = if unsafe { cudarc::driver::sys::is_culib_present() } {
+            format!("{e:?}")
+        } else {
+            format!("{:?}", e.0)
+        };
+        if is_sticky(e.0) {
+            DeviceError::Lost { what, detail }
+        } else {
+            DeviceError::Driver { what, detail }
+        }
+    }
+}
+
+/// Errors after which the context cannot be used again (CUDA's "sticky" errors).
+pub fn is_sticky(code: CUresult) -> bool {
+    use CUresult::*;
+    matches!(
+        code,
+        CUDA_ERROR_ILLEGAL_ADDRESS
+            | CUDA_ERROR_LAUNCH_TIMEOUT
+            | CUDA_ERROR_ASSERT
+            | CUDA_ERROR_HARDWARE_STACK_ERROR
+            | CUDA_ERROR_ILLEGAL_INSTRUCTION
+            | CUDA_ERROR_MISALIGNED_ADDRESS
+            | CUDA_ERROR_INVALID_ADDRESS_SPACE
+            | CUDA_ERROR_INVALID_PC
+            | CUDA_ERROR_LAUNCH_FAILED
+            | CUDA_ERROR_ECC_UNCORRECTABLE
+            | CUDA_ERROR_CONTEXT_IS_DESTROYED
+    )
+}
+
+/// `13.0` from the driver API's `13000`.
+pub fn fmt_cuda(v: i32) -> String {
+    format!("{}.{}", v / 1000, (v % 1000) / 10)
+}
+
+/// Refuses a driver older than the bindings need, naming both versions.
+pub fn check_driver_version(found: i32, display: Option<&str>) -> Result<(), DeviceError> {
+    if found >= MIN_DRIVER_CUDA {
+        return Ok(());
+    }
+    Err(DeviceError::Unavailable(format!(
+        "the NVIDIA driver{} supports CUDA {} but the lab is built for CUDA {} \
+         (driver R580 or newer): update the driver",
+        display.map(|d| format!(" {d}")).unwrap_or_default(),
+        fmt_cuda(found),
+        fmt_cuda(MIN_DRIVER_CUDA)
+    )))
+}
+
+/// The driver's CUDA version, without opening a context.
+pub fn driver_cuda_version() -> Result<i32, DeviceError> {
+    // SAFETY: only probes whether libcuda can be opened. cudarc panics without it.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(DeviceError::Unavailable(
+            "no NVIDIA driver: libcuda cannot be opened".into(),
+        ));
+    }
+    let mut v = 0;
+    // SAFETY: plain out-parameter; the library is present.
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut v) }
+        .result()
+        .map_err(driver_err("cuDriverGetVersion"))?;
+    Ok(v)
+}
+
+impl State {
+    fn new(
+        ctx: Arc<CudaContext>,
+        l2: u64,
+        cublas_missing: Option<&str>,
+    ) -> Result<Self, DeviceError> {
+        // One stream, raw pointers: cudarc's cross-stream event tracking is not needed.
+        // SAFETY: everything this device does is ordered on `stream`.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.default_stream();
+        let flush_bytes = (2 * l2).max(8 << 20) as usize;
+        let flush = stream
+            .alloc_zeros::<u8>(flush_bytes)
+            .map_err(driver_err("allocating the L2 flush buffer"))?;
+        let blas = match cublas_missing {
+            Some(why) => Err(why.to_string()),
+            None => CudaBlas::new(stream.clone()).map_err(|e| format!("cublasCreate: {e:?}")),
+        };
+        Ok(Self {
+            ctx,
+            stream,
+            blas,
+            modules: Mutex::new(HashMap::new()),
+            flush: Mutex::new(flush),
+        })
     }
 }
 
@@ -45,12 +154,9 @@ impl CudaDevice {
         if let Found::Missing(why) = &d.driver {
             return Err(DeviceError::Unavailable(format!("no NVIDIA driver: {why}")));
         }
-        // SAFETY: only probes whether libcuda can be opened. cudarc panics without it.
-        if !unsafe { cudarc::driver::sys::is_culib_present() } {
-            return Err(DeviceError::Unavailable(
-                "no NVIDIA driver: libcuda cannot be opened".into(),
-            ));
-        }
+        let cuda_version = driver_cuda_version()?;
+        let display = display_driver_version();
+        check_driver_version(cuda_version, display.as_deref())?;
         let count = CudaContext::device_count().map_err(driver_err("cuDeviceGetCount"))?;
         if count < 1 {
             return Err(DeviceError::Unavailable(
@@ -58,10 +164,6 @@ impl CudaDevice {
             ));
         }
         let ctx = CudaContext::new(0).map_err(driver_err("creating the context of GPU 0"))?;
-        // One stream, raw pointers: cudarc's cross-stream event tracking is not needed.
-        // SAFETY: everything this device does is ordered on `stream`.
-        unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.default_stream();
         let (major, minor) = ctx
             .compute_capability()
             .map_err(driver_err("reading the compute capability"))?;
@@ -69,9 +171,6 @@ impl CudaDevice {
         let sms = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
         let l2 = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).max(0) as u64;
         let name = ctx.name().unwrap_or_else(|_| "unknown NVIDIA GPU".into());
-        let mut cuda_version = 0;
-        // SAFETY: plain out-parameter; the driver is loaded.
-        let _ = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut cuda_version) };
         let nvrtc = nvrtc::version()
             .map(|(a, b)| format!("NVRTC {a}.{b}"))
             .unwrap_or_else(|e| e.to_string());
@@ -79,7 +178,7 @@ impl CudaDevice {
             kind: DeviceKind::Cuda.name().to_string(),
             slug: slugify(&name),
             name,
-            driver: display_driver_version()
+            driver: display
                 .unwrap_or_else(|| format!("CUDA driver API {}", fmt_cuda(cuda_version))),
             cuda: Some(format!(
                 "CUDA {} (driver API), {nvrtc}",
@@ -90,26 +189,20 @@ impl CudaDevice {
             memory_bytes: ctx.total_mem().ok().map(|b| b as u64),
             l2_bytes: Some(l2),
         };
-        let flush_bytes = (2 * l2).max(8 << 20) as usize;
-        let flush = stream
-            .alloc_zeros::<u8>(flush_bytes)
-            .map_err(driver_err("allocating the L2 flush buffer"))?;
-        let blas = match &d.cublas {
-            Found::Missing(why) => Err(why.clone()),
+        let cublas_missing = match &d.cublas {
+            Found::Missing(why) => Some(why.clone()),
             // SAFETY: only probes whether libcublas can be opened.
             _ if !unsafe { cudarc::cublas::sys::is_culib_present() } => {
-                Err("libcublas cannot be opened".to_string())
+                Some("libcublas cannot be opened".to_string())
             }
-            _ => CudaBlas::new(stream.clone()).map_err(|e| format!("cublasCreate: {e:?}")),
+            _ => None,
         };
+        let state = State::new(ctx, l2, cublas_missing.as_deref())?;
         Ok(Self {
             arch: format!("sm_{major}{minor}"),
-            ctx,
-            stream,
             info,
-            blas,
-            modules: Mutex::new(HashMap::new()),
-            flush: Mutex::new(flush),
+            cublas_missing,
+            state: RwLock::new(Arc::new(state)),
         })
     }
 
@@ -118,44 +211,50 @@ impl CudaDevice {
         &self.arch
     }
 
-    pub fn cublas_status(&self) -> Result<(), &str> {
-        self.blas.as_ref().map(|_| ()).map_err(String::as_str)
+    fn state(&self) -> Arc<State> {
+        self.state.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn cublas_status(&self) -> Result<(), String> {
+        self.state().blas.as_ref().map(|_| ()).map_err(Clone::clone)
     }
 
     /// Free and total device memory in bytes.
     pub fn memory(&self) -> Option<(usize, usize)> {
-        self.ctx.mem_get_info().ok()
+        self.state().ctx.mem_get_info().ok()
     }
+}
 
+impl State {
     fn function(
         &self,
-        source: &crate::plan::CudaSource,
+        source: &CudaSource,
         entry: &str,
+        arch: &str,
     ) -> Result<CudaFunction, DeviceError> {
         let module = {
             let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-            match modules.get(source.file) {
+            match modules.get(source) {
                 Some(m) => m.clone(),
                 None => {
-                    let compiled = nvrtc::compile(source, &self.arch)?;
+                    let compiled = nvrtc::compile(source, arch)?;
                     let m = self
                         .ctx
                         .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
-                        .map_err(driver_err(format!("loading {}", source.file)))?;
-                    modules.insert(source.file, m.clone());
+                        .map_err(driver_err(format!("loading {}", source.label())))?;
+                    modules.insert(source.clone(), m.clone());
                     m
                 }
             }
         };
         module
             .load_function(entry)
-            .map_err(driver_err(format!("finding {entry} in {}", source.file)))
+            .map_err(driver_err(format!("finding {entry} in {}", source.label())))
     }
 
     fn upload(&self, data: &[f32], dtype: Dtype, what: &str) -> Result<CudaSlice<u8>, DeviceError> {
-        let bytes = to_bytes(data, dtype);
         self.stream
-            .clone_htod(&bytes)
+            .clone_htod(&dtype.encode(data))
             .map_err(driver_err(format!("uploading {what}")))
     }
 
@@ -164,10 +263,6 @@ impl CudaDevice {
             .alloc_zeros::<u8>(bytes.max(1))
             .map_err(driver_err(format!("allocating {what}")))
     }
-}
-
-fn fmt_cuda(v: i32) -> String {
-    format!("{}.{}", v / 1000, (v % 1000) / 10)
 }
 
 /// The kernel module's version (`580.65.06`), which the driver API does not give.
@@ -180,90 +275,78 @@ fn display_driver_version() -> Option<String> {
     Some(v.to_string())
 }
 
-pub(crate) fn to_bytes(data: &[f32], dtype: Dtype) -> Vec<u8> {
-    match dtype {
-        Dtype::F32 => data.iter().flat_map(|v| v.to_le_bytes()).collect(),
-        Dtype::F16 => data
-            .iter()
-            .flat_map(|&v| half::f16::from_f32(v).to_le_bytes())
-            .collect(),
-    }
+/// A device buffer with what it holds at the start of each run.
+struct DevBuf {
+    slice: CudaSlice<u8>,
+    dtype: Dtype,
+    fill: Fill,
+    /// The fill's bytes, when no byte memset can write it.
+    pattern: Option<CudaSlice<u8>>,
 }
 
-pub(crate) fn from_bytes(bytes: &[u8], dtype: Dtype) -> Vec<f32> {
-    match dtype {
-        Dtype::F32 => bytes
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect(),
-        Dtype::F16 => bytes
-            .chunks_exact(2)
-            .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
-            .collect(),
-    }
-}
-
-/// Bytes a plan allocates on the device.
-fn plan_bytes(plan: &CudaPlan, shape: &Shape) -> usize {
-    let inputs: usize = shape
-        .inputs()
-        .iter()
-        .zip(&plan.inputs)
-        .map(|(t, d)| t.len() * d.bytes())
-        .sum();
-    let scratch: usize = plan.scratch.iter().map(|s| s.len * s.dtype.bytes()).sum();
-    inputs + scratch + shape.output().len() * plan.output.bytes()
-}
-
-struct CudaRun<'a> {
-    dev: &'a CudaDevice,
+struct CudaRun {
+    state: Arc<State>,
     plan: CudaPlan,
     functions: Vec<Option<CudaFunction>>,
     inputs: Vec<CudaSlice<u8>>,
-    output: CudaSlice<u8>,
-    scratch: Vec<CudaSlice<u8>>,
+    output: DevBuf,
+    scratch: Vec<DevBuf>,
     events: Vec<(CudaEvent, CudaEvent)>,
 }
 
-impl CudaRun<'_> {
-    fn ptr(&self, buf: Buf) -> u64 {
-        let s = &self.dev.stream;
-        let slice = match buf {
-            Buf::Input(i) => &self.inputs[i],
-            Buf::Output => &self.output,
-            Buf::Scratch(i) => &self.scratch[i],
+impl CudaRun {
+    fn ptr(&self, at: At) -> u64 {
+        let s = &self.state.stream;
+        let (slice, dtype) = match at.buf {
+            Buf::Input(i) => (&self.inputs[i], self.plan.inputs[i]),
+            Buf::Output => (&self.output.slice, self.output.dtype),
+            Buf::Scratch(i) => (&self.scratch[i].slice, self.scratch[i].dtype),
         };
-        slice.device_ptr(s).0
+        slice.device_ptr(s).0 + (at.offset * dtype.bytes()) as u64
     }
 
-    fn poison_output(&self) -> Result<(), DeviceError> {
-        let (ptr, _guard) = self.output.device_ptr(&self.dev.stream);
-        // 0xFF bytes are NaN in both f32 and f16.
+    fn memset(&self, slice: &CudaSlice<u8>, byte: u8, what: &str) -> Result<(), DeviceError> {
+        let (ptr, _guard) = slice.device_ptr(&self.state.stream);
         // SAFETY: `ptr` is a live allocation of `num_bytes()` bytes ordered on this stream.
         unsafe {
             cudarc::driver::result::memset_d8_async(
                 ptr,
-                0xFF,
-                self.output.num_bytes(),
-                self.dev.stream.cu_stream(),
+                byte,
+                slice.num_bytes(),
+                self.state.stream.cu_stream(),
             )
         }
-        .map_err(driver_err("poisoning the output"))
+        .map_err(driver_err(what))
+    }
+
+    /// Output and scratch buffers as the plan wants them at the start of a run.
+    fn fill_buffers(&self) -> Result<(), DeviceError> {
+        for b in std::iter::once(&self.output).chain(&self.scratch) {
+            match (&b.pattern, b.fill.byte(b.dtype)) {
+                (_, Some(byte)) => self.memset(&b.slice, byte, "filling a buffer")?,
+                (Some(pattern), None) => {
+                    let (dst, _g1) = b.slice.device_ptr(&self.state.stream);
+                    let (src, _g2) = pattern.device_ptr(&self.state.stream);
+                    // SAFETY: both are live allocations of the same size on this stream.
+                    unsafe {
+                        cudarc::driver::result::memcpy_dtod_async(
+                            dst,
+                            src,
+                            b.slice.num_bytes(),
+                            self.state.stream.cu_stream(),
+                        )
+                    }
+                    .map_err(driver_err("filling a buffer"))?;
+                }
+                (None, None) => unreachable!("a pattern is made for every multi-byte fill"),
+            }
+        }
+        Ok(())
     }
 
     fn flush_l2(&self, round: u64) -> Result<(), DeviceError> {
-        let flush = self.dev.flush.lock().unwrap_or_else(|p| p.into_inner());
-        let (ptr, _guard) = flush.device_ptr(&self.dev.stream);
-        // SAFETY: as in `poison_output`.
-        unsafe {
-            cudarc::driver::result::memset_d8_async(
-                ptr,
-                round as u8,
-                flush.num_bytes(),
-                self.dev.stream.cu_stream(),
-            )
-        }
-        .map_err(driver_err("flushing L2"))
+        let flush = self.state.flush.lock().unwrap_or_else(|p| p.into_inner());
+        self.memset(&flush, round as u8, "flushing L2")
     }
 
     /// Enqueues every step of the plan.
@@ -276,12 +359,13 @@ impl CudaRun<'_> {
                         .args
                         .iter()
                         .map(|a| match *a {
-                            Arg::Ptr(b) => ArgValue::Ptr(self.ptr(b)),
+                            Arg::Ptr(b) => ArgValue::Ptr(self.ptr(b.into())),
+                            Arg::PtrAt(at) => ArgValue::Ptr(self.ptr(at)),
                             Arg::I32(v) => ArgValue::I32(v),
                             Arg::F32(v) => ArgValue::F32(v),
                         })
                         .collect();
-                    let mut builder = self.dev.stream.launch_builder(func);
+                    let mut builder = self.state.stream.launch_builder(func);
                     for v in &values {
                         match v {
                             ArgValue::Ptr(p) => builder.arg(p),
@@ -299,40 +383,31 @@ impl CudaRun<'_> {
                     unsafe { builder.launch(cfg) }
                         .map_err(driver_err(format!("launching {}", launch.entry)))?;
                 }
-                Step::Library(call) => self.library(call)?,
+                Step::Library(LibraryCall::Gemm(g)) => self.gemm(g)?,
             }
         }
         Ok(())
     }
 
-    fn library(&self, call: &LibraryCall) -> Result<(), DeviceError> {
+    fn gemm(&self, g: &GemmCall) -> Result<(), DeviceError> {
         use cudarc::cublas::sys::{
             cublasComputeType_t, cublasGemmAlgo_t, cublasOperation_t, cudaDataType,
         };
         let blas = self
-            .dev
+            .state
             .blas
             .as_ref()
             .map_err(|why| DeviceError::Unavailable(format!("cuBLAS unavailable: {why}")))?;
-        let LibraryCall::Gemm {
-            m,
-            n,
-            k,
-            a,
-            b,
-            c,
-            b_transposed,
-            compute,
-        } = *call;
+        let (m, n, k) = (g.m as i32, g.n as i32, g.k as i32);
         // cuBLAS is column-major: row-major C = A*B is column-major C^T = B^T * A^T, so the
         // operands swap; a transposed B (W[N,K]) becomes op = T with leading dimension K.
-        let (op_b, ldb) = if b_transposed {
+        let (op_b, ldb) = if g.b_transposed {
             (cublasOperation_t::CUBLAS_OP_T, k)
         } else {
             (cublasOperation_t::CUBLAS_OP_N, n)
         };
-        let (alpha, beta) = (1.0f32, 0.0f32);
-        let (in_type, compute_type) = match compute {
+        let (alpha, beta) = (g.alpha, 0.0f32);
+        let (in_type, compute_type) = match g.compute {
             GemmCompute::Fp32 => (
                 cudaDataType::CUDA_R_32F,
                 cublasComputeType_t::CUBLAS_COMPUTE_32F,
@@ -345,62 +420,74 @@ impl CudaRun<'_> {
                 cudaDataType::CUDA_R_16F,
                 cublasComputeType_t::CUBLAS_COMPUTE_32F,
             ),
+            GemmCompute::Bf16 => (
+                cudaDataType::CUDA_R_16BF,
+                cublasComputeType_t::CUBLAS_COMPUTE_32F,
+            ),
         };
-        let (pa, pb, pc) = (self.ptr(a), self.ptr(b), self.ptr(c));
+        let (pa, pb, pc) = (self.ptr(g.a), self.ptr(g.b), self.ptr(g.c));
         // SAFETY: pointers are live device buffers sized for this shape by the plan.
         let r = unsafe {
-            if compute == GemmCompute::Fp32 {
+            if g.compute == GemmCompute::Fp32 && g.batch == 1 {
                 cudarc::cublas::result::sgemm(
                     *blas.handle(),
                     op_b,
                     cublasOperation_t::CUBLAS_OP_N,
-                    n as i32,
-                    m as i32,
-                    k as i32,
+                    n,
+                    m,
+                    k,
                     &alpha,
                     pb as *const f32,
-                    ldb as i32,
+                    ldb,
                     pa as *const f32,
-                    k as i32,
+                    k,
                     &beta,
                     pc as *mut f32,
-                    n as i32,
+                    n,
                 )
             } else {
-                cudarc::cublas::result::gemm_ex(
+                cudarc::cublas::result::gemm_strided_batched_ex(
                     *blas.handle(),
                     op_b,
                     cublasOperation_t::CUBLAS_OP_N,
-                    n as i32,
-                    m as i32,
-                    k as i32,
+                    n,
+                    m,
+                    k,
                     (&alpha as *const f32).cast(),
                     pb as *const _,
                     in_type,
-                    ldb as i32,
+                    ldb,
+                    g.stride_b as i64,
                     pa as *const _,
                     in_type,
-                    k as i32,
+                    k,
+                    g.stride_a as i64,
                     (&beta as *const f32).cast(),
                     pc as *mut _,
                     cudaDataType::CUDA_R_32F,
-                    n as i32,
+                    n,
+                    g.stride_c as i64,
+                    g.batch as i32,
                     compute_type,
                     cublasGemmAlgo_t::CUBLAS_GEMM_DEFAULT,
                 )
             }
         };
         r.map_err(|e| DeviceError::Driver {
-            what: format!("cuBLAS GEMM {m}x{n}x{k} ({compute:?})"),
+            what: format!(
+                "cuBLAS GEMM {}x{}x{} x{} ({:?})",
+                g.m, g.n, g.k, g.batch, g.compute
+            ),
             detail: format!("{e:?}"),
         })
     }
 
     fn sync(&self) -> Result<(), DeviceError> {
-        self.dev
+        let names: Vec<String> = self.plan.launches().map(|l| l.entry.to_string()).collect();
+        self.state
             .stream
             .synchronize()
-            .map_err(driver_err("running the plan"))
+            .map_err(driver_err(format!("running {}", names.join(" + "))))
     }
 }
 
@@ -410,20 +497,20 @@ enum ArgValue {
     F32(f32),
 }
 
-impl Prepared for CudaRun<'_> {
+impl Prepared for CudaRun {
     fn run(&mut self) -> Result<(), DeviceError> {
-        self.poison_output()?;
+        self.fill_buffers()?;
         self.enqueue()?;
         self.sync()
     }
 
     fn output(&mut self) -> Result<Vec<f32>, DeviceError> {
         let bytes = self
-            .dev
+            .state
             .stream
-            .clone_dtoh(&self.output)
+            .clone_dtoh(&self.output.slice)
             .map_err(driver_err("downloading the output"))?;
-        Ok(from_bytes(&bytes, self.plan.output))
+        Ok(self.output.dtype.decode(&bytes))
     }
 
     fn time(&mut self, iters: u64) -> Result<Duration, DeviceError> {
@@ -433,16 +520,19 @@ impl Prepared for CudaRun<'_> {
                 ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
                     .map_err(driver_err("creating a timing event"))
             };
-            self.events.push((ev(&self.dev.ctx)?, ev(&self.dev.ctx)?));
+            self.events
+                .push((ev(&self.state.ctx)?, ev(&self.state.ctx)?));
         }
         for (i, (start, end)) in self.events.iter().take(iters).enumerate() {
+            // Fill first, flush second: the filled output must not sit dirty in L2 when the
+            // timed span starts.
+            self.fill_buffers()?;
             self.flush_l2(i as u64)?;
-            self.poison_output()?;
             start
-                .record(&self.dev.stream)
+                .record(&self.state.stream)
                 .map_err(driver_err("recording an event"))?;
             self.enqueue()?;
-            end.record(&self.dev.stream)
+            end.record(&self.state.stream)
                 .map_err(driver_err("recording an event"))?;
         }
         self.sync()?;
@@ -472,8 +562,9 @@ impl Executor for CudaDevice {
         // A probe shape only tells whether the kernel has a GPU description at all.
         match kernel.cuda(&info.workload.probe_shape()) {
             Some(plan) => {
-                let library = plan.steps.iter().any(|s| matches!(s, Step::Library(_)));
-                if library && let Err(why) = &self.blas {
+                if plan.uses_library()
+                    && let Err(why) = self.cublas_status()
+                {
                     return Err(Unsupported(format!(
                         "needs cuBLAS, which is unavailable: {why}"
                     )));
@@ -494,8 +585,9 @@ impl Executor for CudaDevice {
         let plan = kernel
             .cuda(shape)
             .ok_or_else(|| Unsupported(format!("{} has no CUDA description", kernel.info().id)))?;
-        if let Some((free, total)) = self.memory() {
-            let need = plan_bytes(&plan, shape);
+        let state = self.state();
+        if let Ok((free, total)) = state.ctx.mem_get_info() {
+            let need = plan.device_bytes(shape);
             if need + (64 << 20) > free {
                 return Err(DeviceError::OutOfMemory {
                     shape: shape.to_string(),
@@ -509,7 +601,7 @@ impl Executor for CudaDevice {
         for step in &plan.steps {
             functions.push(match step {
                 Step::Kernel(l) => {
-                    let f = self.function(&l.source, l.entry)?;
+                    let f = state.function(&l.source, &l.entry, &self.arch)?;
                     if l.dynamic_smem > 48 * 1024 {
                         f.set_attribute(
                             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -528,15 +620,38 @@ impl Executor for CudaDevice {
         let specs = shape.inputs();
         let mut dev_inputs = Vec::new();
         for ((data, dtype), spec) in inputs.iter().zip(&plan.inputs).zip(&specs) {
-            dev_inputs.push(self.upload(data, *dtype, spec.name)?);
+            dev_inputs.push(state.upload(data, *dtype, spec.name)?);
         }
-        let output = self.alloc(shape.output().len() * plan.output.bytes(), "the output")?;
+        let buffer = |len: usize, dtype: Dtype, fill: Fill, what: &str| {
+            let slice = state.alloc(len * dtype.bytes(), what)?;
+            let pattern = match fill.byte(dtype) {
+                Some(_) => None,
+                None => Some(
+                    state
+                        .stream
+                        .clone_htod(&fill.bytes(dtype, len))
+                        .map_err(driver_err(format!("uploading the fill of {what}")))?,
+                ),
+            };
+            Ok::<_, DeviceError>(DevBuf {
+                slice,
+                dtype,
+                fill,
+                pattern,
+            })
+        };
+        let output = buffer(
+            shape.output().len(),
+            plan.output,
+            plan.output_fill,
+            "the output",
+        )?;
         let mut scratch = Vec::new();
         for s in &plan.scratch {
-            scratch.push(self.alloc(s.len * s.dtype.bytes(), s.name)?);
+            scratch.push(buffer(s.len, s.dtype, s.fill, &s.name)?);
         }
         Ok(Box::new(CudaRun {
-            dev: self,
+            state,
             plan,
             functions,
             inputs: dev_inputs,
@@ -544,5 +659,51 @@ impl Executor for CudaDevice {
             scratch,
             events: Vec::new(),
         }))
+    }
+
+    fn recover(&self) -> Result<(), DeviceError> {
+        // A fresh (non-primary) context: the faulted one is destroyed once the last prepared
+        // run still holding it is dropped, and nothing of it is reused.
+        let ctx = CudaContext::new_non_primary(0, 0)
+            .map_err(driver_err("creating a fresh context after a fault"))?;
+        let fresh = State::new(
+            ctx,
+            self.info.l2_bytes.unwrap_or(0),
+            self.cublas_missing.as_deref(),
+        )?;
+        *self.state.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(fresh);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn faults_are_sticky_and_ordinary_errors_are_not() {
+        assert!(is_sticky(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+        assert!(is_sticky(CUresult::CUDA_ERROR_LAUNCH_FAILED));
+        assert!(is_sticky(CUresult::CUDA_ERROR_MISALIGNED_ADDRESS));
+        assert!(!is_sticky(CUresult::CUDA_ERROR_OUT_OF_MEMORY));
+        assert!(!is_sticky(CUresult::CUDA_ERROR_INVALID_VALUE));
+        let lost = driver_err("launching k")(DriverError(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+        assert!(lost.is_lost(), "{lost}");
+        assert!(lost.to_string().contains("launching k"), "{lost}");
+        let plain = driver_err("launching k")(DriverError(CUresult::CUDA_ERROR_INVALID_VALUE));
+        assert!(!plain.is_lost());
+    }
+
+    #[test]
+    fn an_old_driver_is_refused_with_both_versions() {
+        let e = check_driver_version(12040, Some("550.54.15")).unwrap_err();
+        let t = e.to_string();
+        assert!(
+            t.contains("550.54.15") && t.contains("CUDA 12.4") && t.contains("CUDA 13.0"),
+            "{t}"
+        );
+        assert!(t.contains("R580"), "{t}");
+        assert!(check_driver_version(13000, None).is_ok());
+        assert!(check_driver_version(13010, None).is_ok());
     }
 }

@@ -2,6 +2,7 @@
 
 pub mod device;
 pub mod discovery;
+pub mod headers;
 pub mod nvrtc;
 pub mod occupancy;
 

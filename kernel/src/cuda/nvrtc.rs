@@ -1,8 +1,12 @@
 //! NVRTC: compiles a kernel source once per architecture to CUBIN with `--ptxas-options=-v`
 //! and reads the ptxas report (registers, shared memory, stack, spills) from the log. Works
 //! without a GPU, which is how CI checks that every kernel compiles without spilling.
+//!
+//! The lab's own headers (`lab/*.h`, see [`super::headers`]) are handed to NVRTC from memory,
+//! so a release binary carried to another machine needs no source tree beside it.
 
 use super::discovery::{Found, discovery};
+use super::headers;
 use crate::device::DeviceError;
 use crate::plan::CudaSource;
 use serde::Serialize;
@@ -30,7 +34,7 @@ impl Resources {
 /// A source compiled for one architecture.
 #[derive(Debug)]
 pub struct Compiled {
-    pub file: &'static str,
+    pub file: String,
     pub arch: String,
     pub cubin: Vec<u8>,
     /// Per entry point, from the ptxas report.
@@ -65,12 +69,14 @@ fn ensure_loaded() -> Result<(), DeviceError> {
     Ok(())
 }
 
-/// Compiles `source` for `arch` (`sm_90`), memoized for the life of the process.
+/// Compiles `source` for `arch` (`sm_90`), memoized for the life of the process. The memo
+/// is keyed by the whole source (its text, defines and include folders) and the architecture:
+/// two different texts under one file name are two programs.
 pub fn compile(source: &CudaSource, arch: &str) -> Result<Arc<Compiled>, DeviceError> {
-    type Cache = Mutex<HashMap<(&'static str, String), Arc<Compiled>>>;
+    type Cache = Mutex<HashMap<(CudaSource, String), Arc<Compiled>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
-    let key = (source.file, arch.to_string());
+    let key = (source.clone(), arch.to_string());
     if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return Ok(hit.clone());
     }
@@ -85,25 +91,48 @@ pub fn compile(source: &CudaSource, arch: &str) -> Result<Arc<Compiled>, DeviceE
 fn compile_uncached(source: &CudaSource, arch: &str) -> Result<Compiled, DeviceError> {
     use cudarc::nvrtc::{result, sys};
     ensure_loaded()?;
+    let compiler = version()
+        .map(|(a, b)| format!("NVRTC {a}.{b}"))
+        .unwrap_or_else(|_| "NVRTC".into());
     let fail = |log: String| DeviceError::Compile {
-        file: source.file.to_string(),
+        compiler: compiler.clone(),
+        file: source.label(),
         arch: arch.to_string(),
         log,
     };
-    let src = CString::new(source.code).map_err(|_| fail("source contains a NUL byte".into()))?;
-    let name =
-        CString::new(source.file).map_err(|_| fail("file name contains a NUL byte".into()))?;
-    let mut options = vec![
-        format!("--gpu-architecture={arch}"),
-        "--ptxas-options=-v".to_string(),
-        "--std=c++17".to_string(),
-        "-lineinfo".to_string(),
-    ];
-    if let Some(dir) = discovery().include_dir() {
-        options.push(format!("--include-path={}", dir.display()));
+    let nul = |what: &str| fail(format!("{what} contains a NUL byte"));
+    let src = CString::new(source.code.as_bytes()).map_err(|_| nul("the source"))?;
+    let name = CString::new(source.file.as_bytes()).map_err(|_| nul("the file name"))?;
+    let options = options(source, arch);
+    // The lab's headers, from memory: names as `#include` spells them, and their texts.
+    let lab = headers::all();
+    let header_names = lab
+        .iter()
+        .map(|h| CString::new(h.name).map_err(|_| nul(h.name)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let header_texts = lab
+        .iter()
+        .map(|h| CString::new(h.text).map_err(|_| nul(h.name)))
+        .collect::<Result<Vec<_>, _>>()?;
+    let name_ptrs: Vec<_> = header_names.iter().map(|c| c.as_ptr()).collect();
+    let text_ptrs: Vec<_> = header_texts.iter().map(|c| c.as_ptr()).collect();
+    let mut prog = std::mem::MaybeUninit::uninit();
+    // SAFETY: every pointer is a live NUL-terminated string for the duration of the call;
+    // NVRTC copies what it keeps.
+    unsafe {
+        sys::nvrtcCreateProgram(
+            prog.as_mut_ptr(),
+            src.as_ptr(),
+            name.as_ptr(),
+            lab.len() as i32,
+            text_ptrs.as_ptr(),
+            name_ptrs.as_ptr(),
+        )
     }
-    let prog = result::create_program(&src, Some(&name))
-        .map_err(|e| fail(format!("nvrtcCreateProgram: {e:?}")))?;
+    .result()
+    .map_err(|e| fail(format!("nvrtcCreateProgram: {e:?}")))?;
+    // SAFETY: initialized by the successful call above.
+    let prog = unsafe { prog.assume_init() };
     // SAFETY: `prog` is live until the destroy below; `src` and `name` outlive it.
     let outcome = unsafe { result::compile_program(prog, &options) };
     // SAFETY: as above.
@@ -130,12 +159,33 @@ fn compile_uncached(source: &CudaSource, arch: &str) -> Result<Compiled, DeviceE
     let _ = unsafe { result::destroy_program(prog) };
     let cubin = cubin?;
     Ok(Compiled {
-        file: source.file,
+        file: source.label(),
         arch: arch.to_string(),
         resources: parse_ptxas_log(&log),
         cubin,
         log,
     })
+}
+
+/// NVRTC's options for `source` on `arch`: the architecture, the ptxas report, the CUDA
+/// headers' folder, the source's own include folders and defines.
+pub fn options(source: &CudaSource, arch: &str) -> Vec<String> {
+    let mut options = vec![
+        format!("--gpu-architecture={arch}"),
+        "--ptxas-options=-v".to_string(),
+        "--std=c++17".to_string(),
+        "-lineinfo".to_string(),
+    ];
+    for dir in &source.include_dirs {
+        options.push(format!("--include-path={}", dir.display()));
+    }
+    if let Some(dir) = discovery().include_dir() {
+        options.push(format!("--include-path={}", dir.display()));
+    }
+    for (name, value) in &source.defines {
+        options.push(format!("--define-macro={name}={value}"));
+    }
+    options
 }
 
 fn c_chars_to_string(raw: &[std::ffi::c_char]) -> String {

@@ -74,8 +74,10 @@ pub enum DeviceError {
         free_mib: u64,
         total_mib: u64,
     },
-    #[error("NVRTC could not compile {file} for {arch}:\n{log}")]
+    #[error("{compiler} could not compile {file} for {arch}:\n{log}")]
     Compile {
+        /// `NVRTC 13.0`, or the simulator's host compiler (`g++ 12.2.0`).
+        compiler: String,
         file: String,
         arch: String,
         log: String,
@@ -84,18 +86,31 @@ pub enum DeviceError {
     Unavailable(String),
     #[error("CUDA driver error in {what}: {detail}")]
     Driver { what: String, detail: String },
+    /// A sticky error (an illegal address, a failed launch): the CUDA context is unusable
+    /// until it is recreated, which [`Executor::recover`] does before the next row.
+    #[error("{what}: {detail}; the CUDA context was lost (the next row gets a fresh one)")]
+    Lost { what: String, detail: String },
     #[error("simulator: {0}")]
     Sim(String),
 }
 
+impl DeviceError {
+    /// Whether the device must be recovered before it runs anything else.
+    pub fn is_lost(&self) -> bool {
+        matches!(self, Self::Lost { .. })
+    }
+}
+
 /// A kernel with its inputs in place on a device, ready to run repeatedly.
 pub trait Prepared {
-    /// Poisons the output with NaN, runs once and waits for completion.
+    /// Fills the output (NaN unless the plan says otherwise) and the scratch buffers, runs
+    /// once and waits for completion.
     fn run(&mut self) -> Result<(), DeviceError>;
     /// The output of the last run, as f32.
     fn output(&mut self) -> Result<Vec<f32>, DeviceError>;
     /// Runs `iters` times and returns the summed time of the runs alone. Before each run the
-    /// output is poisoned (and on a GPU the L2 cache flushed), outside the timed span.
+    /// output and scratch buffers are filled and then, on a GPU, the L2 cache is flushed, so
+    /// neither the fill nor any input is still in L2 when the timed span starts.
     fn time(&mut self, iters: u64) -> Result<Duration, DeviceError>;
 }
 
@@ -112,6 +127,12 @@ pub trait Executor {
         shape: &Shape,
         inputs: &'a [Vec<f32>],
     ) -> Result<Box<dyn Prepared + 'a>, DeviceError>;
+    /// After a [`DeviceError::Lost`]: rebuilds what the failure broke (a fresh CUDA context),
+    /// once every prepared run of the old state is dropped. Devices that cannot be lost have
+    /// nothing to do.
+    fn recover(&self) -> Result<(), DeviceError> {
+        Ok(())
+    }
 }
 
 /// Turns a device name into a folder name: `NVIDIA H100 80GB HBM3` -> `nvidia-h100-80gb-hbm3`.

@@ -3,6 +3,7 @@
 //! emulation headers (embedded, so a carried test binary works anywhere) and caching the result.
 
 use super::ffi::{FaultHook, RunBlock, SimKernel, Thunk};
+use crate::cuda::headers;
 use crate::device::DeviceError;
 use crate::plan::CudaSource;
 use std::collections::HashMap;
@@ -35,6 +36,7 @@ const HEADERS: &[(&str, &str)] = &[
 ];
 
 /// `-fno-strict-aliasing`: CUDA code reinterprets float arrays as float4 and the like.
+/// `KERNEL_LAB_SIM` selects the emulation bodies of the lab's headers (`lab/*.h`).
 const FLAGS: &[&str] = &[
     "-O2",
     "-std=c++20",
@@ -42,7 +44,46 @@ const FLAGS: &[&str] = &[
     "-fPIC",
     "-fvisibility=hidden",
     "-fno-strict-aliasing",
+    "-DKERNEL_LAB_SIM=1",
 ];
+
+/// The compiler flags of one source beyond [`FLAGS`]: its defines and include folders.
+fn source_flags(src: &CudaSource) -> Vec<String> {
+    let mut out = Vec::new();
+    for (name, value) in &src.defines {
+        out.push(format!("-D{name}={value}"));
+    }
+    for dir in &src.include_dirs {
+        out.push(format!("-I{}", dir.display()));
+    }
+    out
+}
+
+/// What the disk cache must also depend on for sources with include folders of their own:
+/// the name, size and modification time of every file in them.
+fn include_dirs_stamp(src: &CudaSource) -> String {
+    let mut out = String::new();
+    for dir in &src.include_dirs {
+        let mut files: Vec<_> = std::fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .filter_map(|e| {
+                let meta = e.metadata().ok()?;
+                let mtime = meta
+                    .modified()
+                    .ok()?
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .ok()?;
+                meta.is_file()
+                    .then(|| format!("{}:{}:{}", e.path().display(), meta.len(), mtime.as_nanos()))
+            })
+            .collect();
+        files.sort();
+        out.push_str(&files.join("\n"));
+    }
+    out
+}
 
 /// The host C++ compiler: `$CXX`, else `g++`.
 pub fn compiler() -> String {
@@ -269,7 +310,7 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
 
 /// The translation unit compiled for `src`, and its entries.
 pub fn translation_unit(src: &CudaSource) -> Result<(String, Vec<String>), DeviceError> {
-    let code = strip_comments(src.code);
+    let code = strip_comments(&src.code);
     let names = entries(&code);
     if names.is_empty() {
         return Err(DeviceError::Sim(format!(
@@ -277,7 +318,7 @@ pub fn translation_unit(src: &CudaSource) -> Result<(String, Vec<String>), Devic
             src.file
         )));
     }
-    let body = rewrite_extern_shared(&code, src.file).map_err(DeviceError::Sim)?;
+    let body = rewrite_extern_shared(&code, &src.file).map_err(DeviceError::Sim)?;
     let table: Vec<String> = names.iter().map(|n| format!("SIM_KERNEL({n}),")).collect();
     let tu = format!(
         "#include \"cuda_runtime.h\"\n#line 1 \"{file}\"\n{body}\n\
@@ -311,13 +352,17 @@ fn io_err(what: String) -> impl FnOnce(std::io::Error) -> DeviceError {
     move |e| DeviceError::Sim(format!("{what}: {e}"))
 }
 
-/// Compiles `tu` (or finds it in the cache) and returns the shared object's path. Several
-/// processes may build the same module at once: each builds in its own folder and renames
-/// the result into place, which is atomic.
-pub fn build(file: &str, tu: &str, compiler: &str) -> Result<PathBuf, DeviceError> {
-    let mut parts = vec![compiler, tu];
+/// Compiles `tu` (the translation unit of `src`, or finds it in the cache) and returns the
+/// shared object's path. Several processes may build the same module at once: each builds in
+/// its own folder and renames the result into place, which is atomic.
+pub fn build(src: &CudaSource, tu: &str, compiler: &str) -> Result<PathBuf, DeviceError> {
+    let flags = source_flags(src);
+    let stamp = include_dirs_stamp(src);
+    let mut parts = vec![compiler, tu, &stamp];
     parts.extend(FLAGS);
+    parts.extend(flags.iter().map(String::as_str));
     parts.extend(HEADERS.iter().map(|(_, text)| *text));
+    parts.extend(headers::all().iter().map(|h| h.text));
     let key = format!("{:016x}", fnv1a(&parts));
     let dir = cache_dir();
     let target = dir.join(format!("{key}.so"));
@@ -331,20 +376,26 @@ pub fn build(file: &str, tu: &str, compiler: &str) -> Result<PathBuf, DeviceErro
         SEQ.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::create_dir_all(&work).map_err(io_err(format!("creating {}", work.display())))?;
-    let result = compile_in(&work, file, tu, compiler, &target);
+    let result = compile_in(&work, src, &flags, tu, compiler, &target);
     let _ = std::fs::remove_dir_all(&work);
     result.map(|()| target)
 }
 
 fn compile_in(
     work: &Path,
-    file: &str,
+    src: &CudaSource,
+    flags: &[String],
     tu: &str,
     compiler: &str,
     target: &Path,
 ) -> Result<(), DeviceError> {
-    for (name, text) in HEADERS {
-        std::fs::write(work.join(name), text).map_err(io_err(format!("writing {name}")))?;
+    let lab = headers::all().iter().map(|h| (h.name, h.text));
+    for (name, text) in HEADERS.iter().copied().chain(lab) {
+        let path = work.join(name);
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(io_err(format!("creating {}", dir.display())))?;
+        }
+        std::fs::write(&path, text).map_err(io_err(format!("writing {name}")))?;
     }
     let cpp = work.join("kernel.cpp");
     std::fs::write(&cpp, tu).map_err(io_err("writing the translation unit".into()))?;
@@ -353,6 +404,7 @@ fn compile_in(
         .args(FLAGS)
         .arg("-I")
         .arg(work)
+        .args(flags)
         .arg(&cpp)
         .arg("-o")
         .arg(&so)
@@ -361,8 +413,9 @@ fn compile_in(
     if !out.status.success() {
         let log = String::from_utf8_lossy(&out.stderr).replace(&format!("{}/", work.display()), "");
         return Err(DeviceError::Compile {
-            file: file.to_string(),
-            arch: format!("the simulator ({compiler})"),
+            compiler: compiler_version(compiler).unwrap_or_else(|_| compiler.to_string()),
+            file: src.label(),
+            arch: "the CUDA simulator".to_string(),
             log,
         });
     }

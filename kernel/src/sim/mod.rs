@@ -13,9 +13,8 @@ mod ffi;
 pub mod memory;
 
 use crate::contract::{Kernel, Unsupported};
-use crate::cuda::device::{from_bytes, to_bytes};
 use crate::device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
-use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Launch, Step};
+use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Launch};
 use crate::workload::Shape;
 use compile::Module;
 use ffi::{SIM_FAULT, SIM_OK, SimLaunch, SimResult, Thunk};
@@ -82,22 +81,20 @@ impl SimDevice {
             return Ok(m.clone());
         }
         let (tu, _) = compile::translation_unit(src)?;
-        let path = compile::build(src.file, &tu, &self.compiler)?;
+        let path = compile::build(src, &tu, &self.compiler)?;
         let m = Arc::new(Module::load(&path)?);
-        modules.insert(*src, m.clone());
+        modules.insert(src.clone(), m.clone());
         Ok(m)
     }
 }
 
 /// Refuses what cannot be simulated: library calls and inline PTX.
 fn check_plan(plan: &CudaPlan) -> Result<(), Unsupported> {
-    for step in &plan.steps {
-        if let Step::Library(_) = step {
-            return Err(Unsupported("not simulated: cuBLAS library call".into()));
-        }
+    if plan.uses_library() {
+        return Err(Unsupported("not simulated: cuBLAS library call".into()));
     }
     for src in plan.sources() {
-        if compile::has_inline_asm(&compile::strip_comments(src.code)) {
+        if compile::has_inline_asm(&compile::strip_comments(&src.code)) {
             return Err(Unsupported(format!(
                 "not simulated: {} uses inline assembly (asm), which only a GPU runs",
                 src.file
@@ -157,6 +154,8 @@ struct SimRun<'a> {
     plan: CudaPlan,
     launches: Vec<Resolved>,
     inputs: Vec<Vec<u8>>,
+    /// What the output and each scratch buffer hold at the start of a run, in `bufs` order.
+    fills: Vec<Vec<u8>>,
     /// Inputs, then the output, then scratch buffers.
     bufs: Vec<GuardedBuf>,
     runs: u64,
@@ -176,7 +175,7 @@ fn check_args(l: &Launch, params: &str) -> Result<(), DeviceError> {
         .args
         .iter()
         .map(|a| match a {
-            Arg::Ptr(_) => 'p',
+            Arg::Ptr(_) | Arg::PtrAt(_) => 'p',
             Arg::I32(_) => 'i',
             Arg::F32(_) => 'f',
         })
@@ -219,12 +218,14 @@ impl<'a> SimRun<'a> {
                 )));
             }
             bufs.push(GuardedBuf::new(spec.name, dtype, spec.len())?);
-            bytes.push(to_bytes(data, dtype));
+            bytes.push(dtype.encode(data));
         }
         let out = shape.output();
         bufs.push(GuardedBuf::new(out.name, plan.output, out.len())?);
+        let mut fills = vec![plan.output_fill.bytes(plan.output, out.len())];
         for s in &plan.scratch {
-            bufs.push(GuardedBuf::new(s.name, s.dtype, s.len)?);
+            bufs.push(GuardedBuf::new(&s.name, s.dtype, s.len)?);
+            fills.push(s.fill.bytes(s.dtype, s.len));
         }
         let mut launches = Vec::new();
         for l in plan.launches() {
@@ -236,30 +237,42 @@ impl<'a> SimRun<'a> {
                 )));
             }
             let module = dev.module(&l.source)?;
-            let entry = module.entries.get(l.entry).ok_or_else(|| {
+            let entry = module.entries.get(l.entry.as_ref()).ok_or_else(|| {
                 let mut names: Vec<&str> = module.entries.keys().map(String::as_str).collect();
                 names.sort_unstable();
                 DeviceError::Sim(format!(
                     "{} has no kernel {} (it defines {})",
-                    l.source.file,
+                    l.source.label(),
                     l.entry,
                     names.join(", ")
                 ))
             })?;
             check_args(l, &entry.params)?;
             for a in &l.args {
-                if let Arg::Ptr(b) = a {
-                    let ok = match *b {
-                        Buf::Input(i) => i < specs.len(),
-                        Buf::Output => true,
-                        Buf::Scratch(i) => i < plan.scratch.len(),
-                    };
-                    if !ok {
+                let at = match *a {
+                    Arg::Ptr(b) => b.at(0),
+                    Arg::PtrAt(at) => at,
+                    _ => continue,
+                };
+                let len = match at.buf {
+                    Buf::Input(i) => specs.get(i).map(|s| s.len()),
+                    Buf::Output => Some(out.len()),
+                    Buf::Scratch(i) => plan.scratch.get(i).map(|s| s.len),
+                };
+                match len {
+                    None => {
                         return Err(DeviceError::Sim(format!(
-                            "{}: argument {b:?} names no buffer of the plan",
-                            l.entry
+                            "{}: argument {:?} names no buffer of the plan",
+                            l.entry, at.buf
                         )));
                     }
+                    Some(len) if at.offset > len => {
+                        return Err(DeviceError::Sim(format!(
+                            "{}: argument {:?} + {} starts past the end of its {len} elements",
+                            l.entry, at.buf, at.offset
+                        )));
+                    }
+                    Some(_) => {}
                 }
             }
             launches.push(Resolved {
@@ -273,6 +286,7 @@ impl<'a> SimRun<'a> {
             plan,
             launches,
             inputs: bytes,
+            fills,
             bufs,
             runs: 0,
         })
@@ -286,16 +300,16 @@ impl<'a> SimRun<'a> {
         }
     }
 
-    /// Places every buffer, uploads the inputs, poisons the output (0xFF: NaN in f32 and
-    /// f16) and zeroes scratch buffers as the GPU path's allocation does.
+    /// Places every buffer, uploads the inputs and fills the output and scratch buffers as
+    /// the plan says (the output with NaN unless told otherwise), as the GPU path does.
     fn reset(&mut self, p: Placement) {
         let n_in = self.inputs.len();
         for (i, b) in self.bufs.iter_mut().enumerate() {
             b.place(p);
-            match i.cmp(&n_in) {
-                std::cmp::Ordering::Less => b.write(&self.inputs[i]),
-                std::cmp::Ordering::Equal => b.fill(0xFF),
-                std::cmp::Ordering::Greater => b.fill(0),
+            if i < n_in {
+                b.write(&self.inputs[i]);
+            } else {
+                b.write(&self.fills[i - n_in]);
             }
         }
     }
@@ -327,6 +341,10 @@ impl<'a> SimRun<'a> {
             .iter()
             .map(|a| match *a {
                 Arg::Ptr(b) => self.bufs[self.buf_index(b)].ptr() as u64,
+                Arg::PtrAt(at) => {
+                    let b = &self.bufs[self.buf_index(at.buf)];
+                    b.ptr() as u64 + (at.offset * b.dtype.bytes()) as u64
+                }
                 Arg::I32(v) => u64::from(v as u32),
                 Arg::F32(v) => u64::from(v.to_bits()),
             })
@@ -335,7 +353,7 @@ impl<'a> SimRun<'a> {
             .iter_mut()
             .map(|c| (c as *mut u64).cast::<c_void>())
             .collect();
-        let name = CString::new(l.entry)
+        let name = CString::new(l.entry.as_bytes())
             .map_err(|_| DeviceError::Sim(format!("bad kernel name {:?}", l.entry)))?;
         let launch = SimLaunch {
             thunk: r.thunk,
@@ -403,7 +421,7 @@ impl<'a> SimRun<'a> {
         } else {
             format!("block ({bx},{by},{bz})")
         };
-        let kernel = l.entry;
+        let kernel = &l.entry;
         if r.signal == libc::SIGFPE {
             return format!("{kernel}: arithmetic exception (integer division by zero?) in {who}");
         }
@@ -425,6 +443,7 @@ impl<'a> SimRun<'a> {
                     match b.dtype {
                         Dtype::F32 => "f32",
                         Dtype::F16 => "f16",
+                        Dtype::Bf16 => "bf16",
                     },
                 );
             }
@@ -461,7 +480,7 @@ impl Prepared for SimRun<'_> {
 
     fn output(&mut self) -> Result<Vec<f32>, DeviceError> {
         let out = &self.bufs[self.inputs.len()];
-        Ok(from_bytes(&out.read(), self.plan.output))
+        Ok(self.plan.output.decode(&out.read()))
     }
 
     fn time(&mut self, iters: u64) -> Result<Duration, DeviceError> {
