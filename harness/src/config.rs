@@ -41,6 +41,7 @@ struct RawShapes {
 struct RawConfig {
     seed: Option<u64>,
     cpu_reference_max_gflop: Option<f64>,
+    reference_samples: Option<usize>,
     cpu: Option<RawDevice>,
     cuda: Option<RawDevice>,
     sim: Option<RawDevice>,
@@ -61,6 +62,8 @@ pub struct Config {
     pub source: String,
     pub seed: u64,
     pub cpu_reference_max_gflop: f64,
+    /// Outputs compared with an f64 reference when a run is too large for a full one.
+    pub reference_samples: usize,
     pub cpu: DeviceConfig,
     pub cuda: DeviceConfig,
     pub sim: DeviceConfig,
@@ -179,10 +182,19 @@ impl Config {
                 ),
             ));
         }
+        let samples = merged.reference_samples.unwrap_or(4096);
+        if !(16..=10_000_000).contains(&samples) {
+            return Err(here(
+                "",
+                "reference_samples",
+                format!("key `reference_samples`: must be 16..=10000000, got {samples}"),
+            ));
+        }
         Ok(Config {
             source: name.to_string(),
             seed: merged.seed.unwrap_or(20251122),
             cpu_reference_max_gflop: max_gflop,
+            reference_samples: samples,
             cpu: device(&merged.cpu, "cpu")?,
             cuda: device(&merged.cuda, "cuda")?,
             sim: device(&merged.sim, "sim")?,
@@ -260,6 +272,7 @@ fn merge(base: RawConfig, user: RawConfig) -> RawConfig {
         cpu_reference_max_gflop: user
             .cpu_reference_max_gflop
             .or(base.cpu_reference_max_gflop),
+        reference_samples: user.reference_samples.or(base.reference_samples),
         cpu: device(base.cpu, user.cpu),
         cuda: device(base.cuda, user.cuda),
         sim: device(base.sim, user.sim),

@@ -1,8 +1,11 @@
 //! Higher-precision references: every workload computed in f64 on the CPU from the same f32
 //! inputs the kernels see. The GEMM is blocked and parallel, fast enough to check 4096^3 in
-//! seconds on two cores.
+//! seconds on two cores. Runs too large for a full reference are checked on a seeded sample
+//! of their outputs ([`sampled`]), each computed exactly in f64.
 
 use kernel::{Shape, Workload};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
 
 /// The exact (f64) output of `shape` for `inputs` ([`Shape::inputs`] order).
@@ -30,6 +33,93 @@ pub fn describe(workload: Workload) -> &'static str {
         Workload::Gemm | Workload::Linear => "f64 blocked GEMM on the CPU",
         Workload::Conv => "f64 direct convolution on the CPU",
         Workload::Attention => "f64 softmax attention on the CPU",
+    }
+}
+
+/// The f64 values of `count` output elements of `shape` picked at random with `seed`, and
+/// their indices (ascending, distinct). Attention samples whole rows of O (their softmax is
+/// shared); the other workloads sample single elements. Costs a few dot products per element.
+pub fn sampled(
+    shape: &Shape,
+    inputs: &[Vec<f32>],
+    count: usize,
+    seed: u64,
+) -> (Vec<usize>, Vec<f64>) {
+    let len = shape.output().len();
+    let mut rng = StdRng::seed_from_u64(seed ^ 0x5A3B_1E55);
+    let mut indices: Vec<usize> = match *shape {
+        Shape::Attention { d, .. } => {
+            let rows = len / d;
+            let mut picked: Vec<usize> = (0..count.div_ceil(d).min(rows))
+                .map(|_| rng.random_range(0..rows))
+                .collect();
+            // The last row sees every key (causal) and the first only itself: keep both.
+            picked.extend([0, rows - 1]);
+            picked.sort_unstable();
+            picked.dedup();
+            picked.iter().flat_map(|r| r * d..(r + 1) * d).collect()
+        }
+        _ => {
+            let mut v: Vec<usize> = (0..count.min(len))
+                .map(|_| rng.random_range(0..len))
+                .chain([0, len - 1])
+                .collect();
+            v.sort_unstable();
+            v.dedup();
+            v
+        }
+    };
+    indices.shrink_to_fit();
+    let values = match *shape {
+        Shape::Attention { d, .. } => {
+            let rows: Vec<usize> = indices.iter().step_by(d).map(|i| i / d).collect();
+            rows.par_iter()
+                .flat_map_iter(|&r| attention_row_f64(shape, &inputs[0], &inputs[1], &inputs[2], r))
+                .collect()
+        }
+        _ => indices
+            .par_iter()
+            .map(|&i| element_f64(shape, inputs, i))
+            .collect(),
+    };
+    (indices, values)
+}
+
+/// One output element in f64 (GEMM, linear, convolution).
+fn element_f64(shape: &Shape, inputs: &[Vec<f32>], index: usize) -> f64 {
+    let dot = |a: &mut dyn Iterator<Item = (f32, f32)>| -> f64 {
+        a.map(|(x, y)| f64::from(x) * f64::from(y)).sum()
+    };
+    match *shape {
+        Shape::Gemm { n, k, .. } => {
+            let (i, j) = (index / n, index % n);
+            let (a, b) = (&inputs[0], &inputs[1]);
+            dot(&mut (0..k).map(|p| (a[i * k + p], b[p * n + j])))
+        }
+        Shape::Linear { n, k, act, .. } => {
+            let (i, j) = (index / n, index % n);
+            let (x, w, bias) = (&inputs[0], &inputs[1], &inputs[2]);
+            let v = dot(&mut (0..k).map(|p| (x[i * k + p], w[j * k + p])));
+            act.apply_f64(v + f64::from(bias[j]))
+        }
+        Shape::Conv { c, m, h, w, k, .. } => {
+            let (ho, wo) = Shape::conv_out(h, w, k);
+            let (x, f) = (&inputs[0], &inputs[1]);
+            let (bm, p) = (index / (ho * wo), index % (ho * wo));
+            let (bi, mi, oh, ow) = (bm / m, bm % m, p / wo, p % wo);
+            let mut acc = 0.0;
+            for ci in 0..c {
+                for r in 0..k {
+                    for q in 0..k {
+                        let xv = x[((bi * c + ci) * h + oh + r) * w + ow + q];
+                        let fv = f[((mi * c + ci) * k + r) * k + q];
+                        acc += f64::from(xv) * f64::from(fv);
+                    }
+                }
+            }
+            acc
+        }
+        Shape::Attention { .. } => unreachable!("attention is sampled by rows"),
     }
 }
 
@@ -136,38 +226,46 @@ fn conv_f64(shape: &Shape, x: &[f32], w: &[f32]) -> Vec<f64> {
 }
 
 fn attention_f64(shape: &Shape, q: &[f32], kmat: &[f32], v: &[f32]) -> Vec<f64> {
-    let Shape::Attention { b, h, s, d, causal } = *shape else {
+    let Shape::Attention { b, h, s, .. } = *shape else {
+        unreachable!("attention shape")
+    };
+    (0..b * h * s)
+        .into_par_iter()
+        .flat_map_iter(|row| attention_row_f64(shape, q, kmat, v, row))
+        .collect()
+}
+
+/// Row `row` (over B x H x S) of the attention output, in f64.
+fn attention_row_f64(shape: &Shape, q: &[f32], kmat: &[f32], v: &[f32], row: usize) -> Vec<f64> {
+    let Shape::Attention { s, d, causal, .. } = *shape else {
         unreachable!("attention shape")
     };
     let scale = 1.0 / (d as f64).sqrt();
-    let mut o = vec![0.0f64; b * h * s * d];
-    o.par_chunks_mut(d).enumerate().for_each(|(row, out)| {
-        let head = row / s;
-        let i = row % s;
-        let base = head * s * d;
-        let qi = &q[base + i * d..base + (i + 1) * d];
-        let keys = if causal { i + 1 } else { s };
-        let scores: Vec<f64> = (0..keys)
-            .map(|j| {
-                let kj = &kmat[base + j * d..base + (j + 1) * d];
-                qi.iter()
-                    .zip(kj)
-                    .map(|(&x, &y)| f64::from(x) * f64::from(y))
-                    .sum::<f64>()
-                    * scale
-            })
-            .collect();
-        let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
-        let total: f64 = weights.iter().sum();
-        for (j, wgt) in weights.iter().enumerate() {
-            let vj = &v[base + j * d..base + (j + 1) * d];
-            for (x, &y) in out.iter_mut().zip(vj) {
-                *x += wgt / total * f64::from(y);
-            }
+    let (head, i) = (row / s, row % s);
+    let base = head * s * d;
+    let qi = &q[base + i * d..base + (i + 1) * d];
+    let keys = if causal { i + 1 } else { s };
+    let scores: Vec<f64> = (0..keys)
+        .map(|j| {
+            let kj = &kmat[base + j * d..base + (j + 1) * d];
+            qi.iter()
+                .zip(kj)
+                .map(|(&x, &y)| f64::from(x) * f64::from(y))
+                .sum::<f64>()
+                * scale
+        })
+        .collect();
+    let max = scores.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+    let total: f64 = weights.iter().sum();
+    let mut out = vec![0.0f64; d];
+    for (j, wgt) in weights.iter().enumerate() {
+        let vj = &v[base + j * d..base + (j + 1) * d];
+        for (x, &y) in out.iter_mut().zip(vj) {
+            *x += wgt / total * f64::from(y);
         }
-    });
-    o
+    }
+    out
 }
 
 #[cfg(test)]
@@ -214,6 +312,56 @@ mod tests {
             gemm_f64(m, n, k, &x[0], &x[1], false),
             gemm_f64(m, n, k, &x[0], &bt, true)
         );
+    }
+
+    #[test]
+    fn sampled_references_match_the_full_ones() {
+        let shapes = [
+            Shape::gemm(37, 29, 41),
+            Shape::Linear {
+                m: 9,
+                n: 13,
+                k: 17,
+                act: kernel::Activation::Gelu,
+            },
+            Shape::Conv {
+                b: 3,
+                c: 2,
+                m: 5,
+                h: 9,
+                w: 11,
+                k: 3,
+            },
+            Shape::Attention {
+                b: 2,
+                h: 3,
+                s: 7,
+                d: 4,
+                causal: true,
+            },
+        ];
+        for shape in shapes {
+            let x = crate::inputs::random_inputs(&shape, 11);
+            let full = reference(&shape, &x);
+            let (idx, vals) = sampled(&shape, &x, 50, 1);
+            assert!(
+                idx.len() >= 40 && idx.windows(2).all(|w| w[0] < w[1]),
+                "{shape}"
+            );
+            assert_eq!(idx[0], 0, "{shape}: the first element is always checked");
+            assert_eq!(
+                *idx.last().unwrap(),
+                full.len() - 1,
+                "{shape}: so is the last"
+            );
+            for (i, v) in idx.iter().zip(&vals) {
+                assert!(
+                    (full[*i] - v).abs() < 1e-12,
+                    "{shape} [{i}]: {} vs {v}",
+                    full[*i]
+                );
+            }
+        }
     }
 
     #[test]

@@ -71,6 +71,9 @@ pub struct Row {
     pub reason: Option<String>,
     /// Fewest bytes this row must move (input/output element sizes of its precision).
     pub min_bytes: f64,
+    /// Device memory the row allocates besides inputs and output (intermediates), in bytes.
+    #[serde(default)]
+    pub scratch_bytes: u64,
     pub timing: Option<Timing>,
     pub check: Option<Check>,
     /// One entry per kernel launch of the plan (GPU rows).

@@ -16,11 +16,22 @@ use kernel::{
 /// What the kernels of one shape are checked against.
 pub struct Reference {
     pub values: Vec<f64>,
+    /// Output indices of `values` when the reference is a sample.
+    pub indices: Option<Vec<usize>>,
     pub label: String,
 }
 
-/// The reference for `shape`: f64 on the CPU, or cuBLAS FP32 on the GPU for GEMMs above the
-/// configured size (itself checked against f64 by `harness check`).
+impl Reference {
+    pub fn expected(&self) -> validate::Expected<'_> {
+        validate::Expected {
+            values: &self.values,
+            indices: self.indices.as_deref(),
+        }
+    }
+}
+
+/// The reference for `shape`: f64 on the CPU; above the configured size, cuBLAS FP32 for a
+/// GEMM on the GPU (itself checked against f64 by `harness check`), else an f64 sample.
 pub fn reference_for(
     dev: &dyn Executor,
     all: &[&dyn Kernel],
@@ -38,6 +49,7 @@ pub fn reference_for(
         }) {
             return Reference {
                 values: out.into_iter().map(f64::from).collect(),
+                indices: None,
                 label: format!(
                     "cuBLAS SGEMM on the GPU (above {} GFLOP the f64 CPU reference is skipped)",
                     config.cpu_reference_max_gflop
@@ -45,8 +57,23 @@ pub fn reference_for(
             };
         }
     }
+    if big {
+        let (indices, values) =
+            reference::sampled(shape, inputs, config.reference_samples, config.seed);
+        return Reference {
+            label: format!(
+                "{} on {} sampled outputs (above {} GFLOP a full reference is skipped)",
+                reference::describe(shape.workload()),
+                indices.len(),
+                config.cpu_reference_max_gflop
+            ),
+            values,
+            indices: Some(indices),
+        };
+    }
     Reference {
         values: reference::reference(shape, inputs),
+        indices: None,
         label: reference::describe(shape.workload()).to_string(),
     }
 }
@@ -79,6 +106,7 @@ fn empty_row(kernel: &dyn Kernel, shape: &Shape, plan: Option<&CudaPlan>) -> Row
         status: Status::Unsupported,
         reason: None,
         min_bytes: min_bytes(shape, plan, i.precision),
+        scratch_bytes: plan.map_or(0, |p| p.scratch_bytes() as u64),
         timing: None,
         check: None,
         resources: Vec::new(),
@@ -135,24 +163,23 @@ pub fn evaluate<'a>(
     };
     match prepared.run().and_then(|()| prepared.output()) {
         Ok(out) => {
-            let c = validate::check(&out, &reference.values, row.precision.tolerance());
+            let sentinel = match plan.as_ref().map(|p| p.output_fill) {
+                Some(kernel::Fill::Value(v)) => Some(v),
+                _ => None,
+            };
+            let c = validate::check_against(
+                &out,
+                reference.expected(),
+                sentinel,
+                row.precision.tolerance(),
+            );
             row.status = if c.passed {
                 Status::Passed
             } else {
                 Status::Failed
             };
             if !c.passed {
-                row.reason = Some(if c.nonfinite > 0 {
-                    format!(
-                        "{} elements are NaN or infinite (unwritten or overflowed)",
-                        c.nonfinite
-                    )
-                } else {
-                    format!(
-                        "relative error {:.2e} above the {} bound {:.0e}",
-                        c.rel_error, row.precision, c.tolerance
-                    )
-                });
+                row.reason = Some(c.failure(row.precision, &shape.output()));
             }
             row.check = Some(c);
             (row, Some(prepared))

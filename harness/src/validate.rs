@@ -1,54 +1,163 @@
 //! Judging an output against the reference: relative error in the Frobenius norm, NaN and
-//! infinities never pass.
+//! infinities never pass, and an element still holding the value it was filled with before
+//! the run was never written.
 
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Check {
-    /// ||out - ref|| / ||ref||, Frobenius norms; infinite when any element is not finite.
+    /// ||out - ref|| / ||ref||, Frobenius norms over the checked elements; infinite when any
+    /// element is not finite or was never written.
     pub rel_error: f64,
     pub max_abs_error: f64,
     /// Elements that are NaN or infinite (a NaN left from the poisoning means an element was
     /// never written).
     pub nonfinite: usize,
+    /// The first such element (row-major index into the output).
+    #[serde(default)]
+    pub first_nonfinite: Option<usize>,
+    /// Elements still equal to a finite sentinel the output was filled with, and the first.
+    #[serde(default)]
+    pub unwritten: usize,
+    #[serde(default)]
+    pub first_unwritten: Option<usize>,
+    /// How many elements were compared with the reference when it covers a sample only
+    /// (every element is still checked for NaN).
+    #[serde(default)]
+    pub sampled: Option<usize>,
     pub tolerance: f64,
     pub passed: bool,
 }
 
+/// What an output is compared with: every element, or a sample of them.
+#[derive(Debug, Clone, Copy)]
+pub struct Expected<'a> {
+    pub values: &'a [f64],
+    /// Output indices of `values` when they are a sample; `None` when they cover the output.
+    pub indices: Option<&'a [usize]>,
+}
+
+/// Checks every element of `out` against a full reference.
 pub fn check(out: &[f32], reference: &[f64], tolerance: f64) -> Check {
-    assert_eq!(
-        out.len(),
-        reference.len(),
-        "output and reference lengths differ"
-    );
-    let (mut diff2, mut ref2, mut max_abs, mut nonfinite) = (0.0f64, 0.0f64, 0.0f64, 0usize);
-    for (&o, &r) in out.iter().zip(reference) {
+    check_against(
+        out,
+        Expected {
+            values: reference,
+            indices: None,
+        },
+        None,
+        tolerance,
+    )
+}
+
+/// Checks `out`: finiteness (and, with `sentinel`, that no element still holds the finite
+/// value it was filled with) over every element, the error over what `expected` covers.
+pub fn check_against(
+    out: &[f32],
+    expected: Expected<'_>,
+    sentinel: Option<f32>,
+    tolerance: f64,
+) -> Check {
+    let mut c = Check {
+        rel_error: 0.0,
+        max_abs_error: 0.0,
+        nonfinite: 0,
+        first_nonfinite: None,
+        unwritten: 0,
+        first_unwritten: None,
+        sampled: expected.indices.map(<[usize]>::len),
+        tolerance,
+        passed: false,
+    };
+    let sentinel = sentinel.filter(|s| s.is_finite() && *s != 0.0);
+    for (i, &o) in out.iter().enumerate() {
         if !o.is_finite() {
-            nonfinite += 1;
+            c.nonfinite += 1;
+            c.first_nonfinite.get_or_insert(i);
+        } else if sentinel.is_some_and(|s| s.to_bits() == o.to_bits()) {
+            c.unwritten += 1;
+            c.first_unwritten.get_or_insert(i);
+        }
+    }
+    let pairs: Box<dyn Iterator<Item = (f32, f64)>> = match expected.indices {
+        Some(idx) => {
+            assert_eq!(idx.len(), expected.values.len(), "sample lengths differ");
+            Box::new(
+                idx.iter()
+                    .map(|&i| out[i])
+                    .zip(expected.values.iter().copied()),
+            )
+        }
+        None => {
+            assert_eq!(
+                out.len(),
+                expected.values.len(),
+                "output and reference lengths differ"
+            );
+            Box::new(out.iter().copied().zip(expected.values.iter().copied()))
+        }
+    };
+    let (mut diff2, mut ref2) = (0.0f64, 0.0f64);
+    for (o, r) in pairs {
+        if !o.is_finite() {
             continue;
         }
         let d = f64::from(o) - r;
         diff2 += d * d;
         ref2 += r * r;
-        max_abs = max_abs.max(d.abs());
+        c.max_abs_error = c.max_abs_error.max(d.abs());
     }
-    let rel_error = if nonfinite > 0 {
-        f64::INFINITY
+    if c.nonfinite > 0 || c.unwritten > 0 {
+        c.rel_error = f64::INFINITY;
+        c.max_abs_error = f64::INFINITY;
     } else if ref2 > 0.0 {
-        (diff2 / ref2).sqrt()
+        c.rel_error = (diff2 / ref2).sqrt();
     } else {
-        diff2.sqrt()
-    };
-    Check {
-        rel_error,
-        max_abs_error: if nonfinite > 0 {
-            f64::INFINITY
+        c.rel_error = diff2.sqrt();
+    }
+    c.passed = c.nonfinite == 0 && c.unwritten == 0 && c.rel_error <= tolerance;
+    c
+}
+
+impl Check {
+    /// Why a failed check failed, in words a user can act on.
+    pub fn failure(&self, precision: kernel::Precision, output: &kernel::TensorSpec) -> String {
+        let at = |i: usize| {
+            let mut rem = i;
+            let mut coords = vec![0; output.dims.len()];
+            for (c, d) in coords.iter_mut().zip(&output.dims).rev() {
+                *c = rem % d;
+                rem /= d;
+            }
+            let coords: Vec<String> = coords.iter().map(usize::to_string).collect();
+            format!("{}[{}] (index {i})", output.name, coords.join(", "))
+        };
+        if let Some(i) = self.first_unwritten {
+            format!(
+                "{} of {} elements were never written (they still hold the fill value); the \
+                 first is {}: does the launch cover the whole output?",
+                self.unwritten,
+                output.len(),
+                at(i)
+            )
+        } else if let Some(i) = self.first_nonfinite {
+            format!(
+                "{} of {} elements are NaN or infinite (never written, or overflowed); the \
+                 first is {}",
+                self.nonfinite,
+                output.len(),
+                at(i)
+            )
         } else {
-            max_abs
-        },
-        nonfinite,
-        tolerance,
-        passed: nonfinite == 0 && rel_error <= tolerance,
+            format!(
+                "relative error {:.2e} above the {precision} bound {:.0e}{}",
+                self.rel_error,
+                self.tolerance,
+                self.sampled
+                    .map(|n| format!(" (over {n} sampled elements)"))
+                    .unwrap_or_default()
+            )
+        }
     }
 }
 
@@ -62,8 +171,48 @@ mod tests {
         assert!(check(&[1.0, -2.0, 3.0], &r, 1e-5).passed);
         let nan = check(&[1.0, f32::NAN, 3.0], &r, 1e-5);
         assert!(!nan.passed && nan.nonfinite == 1 && nan.rel_error.is_infinite());
+        assert_eq!(nan.first_nonfinite, Some(1));
         let off = check(&[1.0, -2.0, 3.1], &r, 1e-5);
         assert!(!off.passed && (off.rel_error - 0.1 / 14f64.sqrt()).abs() < 1e-6);
         assert!(check(&[1.0, -2.0, 3.1], &r, 0.1).passed);
+    }
+
+    #[test]
+    fn samples_are_compared_and_every_element_is_checked_for_nan() {
+        let vals = [1.0, 3.0];
+        let idx = [0usize, 2];
+        let e = Expected {
+            values: &vals,
+            indices: Some(&idx),
+        };
+        let ok = check_against(&[1.0, 99.0, 3.0], e, None, 1e-6);
+        assert!(
+            ok.passed && ok.sampled == Some(2),
+            "element 1 is not in the sample"
+        );
+        let nan = check_against(&[1.0, f32::NAN, 3.0], e, None, 1e-6);
+        assert!(!nan.passed && nan.first_nonfinite == Some(1));
+    }
+
+    #[test]
+    fn a_finite_sentinel_left_in_place_is_an_unwritten_element() {
+        let r = [1.0, 2.0, 3.0, 4.0];
+        let e = Expected {
+            values: &r,
+            indices: None,
+        };
+        let c = check_against(&[1.0, 2.0, -7.5, -7.5], e, Some(-7.5), 1e-2);
+        assert!(!c.passed && c.unwritten == 2 && c.first_unwritten == Some(2));
+        let spec = kernel::TensorSpec {
+            name: "C",
+            dims: vec![2, 2],
+        };
+        let why = c.failure(kernel::Precision::Fp32, &spec);
+        assert!(
+            why.contains("C[1, 0] (index 2)") && why.contains("2 of 4"),
+            "{why}"
+        );
+        // Zero is a legitimate result: a zero fill detects nothing.
+        assert!(check_against(&[1.0, 2.0, 3.0, 4.0], e, Some(0.0), 1e-6).passed);
     }
 }

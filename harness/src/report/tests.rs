@@ -30,6 +30,7 @@ fn row(
         summary: String::new(),
         status,
         reason: (status != Status::Passed).then(|| format!("{id} did not pass")),
+        scratch_bytes: 0,
         min_bytes: 3.0
             * 4096.0
             * 4096.0
@@ -43,6 +44,10 @@ fn row(
             rel_error: if status == Status::Failed { 0.5 } else { 1e-7 },
             max_abs_error: 0.0,
             nonfinite: 0,
+            first_nonfinite: None,
+            unwritten: 0,
+            first_unwritten: None,
+            sampled: None,
             tolerance: precision.tolerance(),
             passed: status == Status::Passed,
         }),
