@@ -1,6 +1,6 @@
-//! Half precision: WMMA with FP16 inputs and FP32 accumulation (rung 09), the same kernel fed
-//! by an on-GPU FP32 -> FP16 conversion inside the timed plan (rung 10), and that conversion
-//! vectorized with `half2` (rung 11). The walkthrough is in this crate's README.
+//! Half precision: WMMA with FP16 inputs and FP32 accumulation (rung 11), the same kernel fed
+//! by an on-GPU FP32 -> FP16 conversion inside the timed plan (rung 12), and that conversion
+//! vectorized with `half2` (rung 13). The walkthrough is in this crate's README.
 
 use half::f16;
 use half::slice::HalfFloatSliceExt;
@@ -20,7 +20,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     ]
 }
 
-/// Block tile edge of `09_wmma_fp16.cu` and its threads (4 warps).
+/// Block tile edge of `11_wmma_fp16.cu` and its threads (4 warps).
 const TILE: usize = 64;
 const THREADS: u32 = 128;
 /// Threads per block of the conversion kernels.
@@ -50,13 +50,13 @@ fn info(id: &'static str, rung: u32, summary: &'static str) -> KernelInfo {
     }
 }
 
-/// Rung 09's launch reading FP16 operands from `a` and `b`.
+/// Rung 11's launch reading FP16 operands from `a` and `b`.
 fn wmma_launch(m: usize, n: usize, k: usize, a: Buf, b: Buf) -> Launch {
     let mut args = gemm_args(m, n, k);
     args[0] = Arg::Ptr(a);
     args[1] = Arg::Ptr(b);
     Launch {
-        source: cuda_source!("fp16", "09_wmma_fp16.cu"),
+        source: cuda_source!("fp16", "11_wmma_fp16.cu"),
         entry: "gemm_wmma_fp16".into(),
         grid: [div_ceil(n, TILE), div_ceil(m, TILE), 1],
         block: [THREADS, 1, 1],
@@ -65,20 +65,20 @@ fn wmma_launch(m: usize, n: usize, k: usize, a: Buf, b: Buf) -> Launch {
     }
 }
 
-/// A plan converting both FP32 inputs into FP16 scratch buffers with `convert`, then rung 09.
+/// A plan converting both FP32 inputs into FP16 scratch buffers with `convert`, then rung 11.
 fn convert_plan(shape: &Shape, half2: bool) -> CudaPlan {
     let (m, n, k) = gemm_dims(shape);
     let convert = |src: usize, len: usize| {
         // half2 threads take two elements each (the odd last one is handled in the kernel).
         let (source, entry, work) = if half2 {
             (
-                cuda_source!("fp16", "11_half2_convert.cu"),
+                cuda_source!("fp16", "13_half2_convert.cu"),
                 "f32_to_f16_half2",
                 (len / 2).max(1),
             )
         } else {
             (
-                cuda_source!("fp16", "10_wmma_fp16_convert.cu"),
+                cuda_source!("fp16", "12_wmma_fp16_convert.cu"),
                 "f32_to_f16",
                 len,
             )
@@ -112,14 +112,14 @@ fn convert_plan(shape: &Shape, half2: bool) -> CudaPlan {
     }
 }
 
-/// `09_wmma_fp16.cu`: FP16 inputs (converted by the executor before timing), FP32 out.
+/// `11_wmma_fp16.cu`: FP16 inputs (converted by the executor before timing), FP32 out.
 pub struct GemmWmmaFp16;
 
 impl Kernel for GemmWmmaFp16 {
     fn info(&self) -> KernelInfo {
         info(
             "gemm-wmma-fp16",
-            9,
+            11,
             "WMMA m16n16k16, FP16 inputs already in device memory, FP32 accumulate and out",
         )
     }
@@ -146,15 +146,15 @@ impl Kernel for GemmWmmaFp16 {
     }
 }
 
-/// `10_wmma_fp16_convert.cu` + rung 09: FP32 inputs converted on the GPU inside the timing.
+/// `12_wmma_fp16_convert.cu` + rung 11: FP32 inputs converted on the GPU inside the timing.
 pub struct GemmWmmaFp16Convert;
 
 impl Kernel for GemmWmmaFp16Convert {
     fn info(&self) -> KernelInfo {
         info(
             "gemm-wmma-fp16-convert",
-            10,
-            "rung 09 fed FP32 inputs: an FP32->FP16 conversion kernel runs inside the timed plan",
+            12,
+            "rung 11 fed FP32 inputs: an FP32->FP16 conversion kernel runs inside the timed plan",
         )
     }
 
@@ -167,15 +167,15 @@ impl Kernel for GemmWmmaFp16Convert {
     }
 }
 
-/// `11_half2_convert.cu` + rung 09: the conversion with float2 loads and half2 stores.
+/// `13_half2_convert.cu` + rung 11: the conversion with float2 loads and half2 stores.
 pub struct GemmWmmaFp16Half2;
 
 impl Kernel for GemmWmmaFp16Half2 {
     fn info(&self) -> KernelInfo {
         info(
             "gemm-wmma-fp16-half2",
-            11,
-            "rung 10 with the conversion vectorized: float2 in, __floats2half2_rn, half2 out",
+            13,
+            "rung 12 with the conversion vectorized: float2 in, __floats2half2_rn, half2 out",
         )
     }
 
@@ -194,17 +194,17 @@ fn gemm_f16(shape: &Shape, a: &[Half], b: &[Half], out: &mut [f32]) {
     gemm_blocked(m, n, k, a, b, BLayout::KxN, out, &|_, v| v);
 }
 
-/// CPU port of rungs 09 and 10: an element-by-element FP32 -> FP16 conversion (`f16::from_f32`,
+/// CPU port of rungs 11 and 12: an element-by-element FP32 -> FP16 conversion (`f16::from_f32`,
 /// round to nearest even, as `__float2half_rn`), then the GEMM on FP16 storage. A CPU run
-/// receives FP32 inputs for every row, so unlike the GPU plan of rung 09 its port must convert
-/// inside the timing too: on a CPU rows 09 and 10 do the same work.
+/// receives FP32 inputs for every row, so unlike the GPU plan of rung 11 its port must convert
+/// inside the timing too: on a CPU rows 11 and 12 do the same work.
 fn cpu_fp16_scalar(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
     let conv = |x: &[f32]| -> Vec<Half> { x.par_iter().map(|&v| Half(f16::from_f32(v))).collect() };
     let (a, b) = (conv(inputs[0]), conv(inputs[1]));
     gemm_f16(shape, &a, &b, out);
 }
 
-/// CPU port of rung 11: the conversion vectorized, as half2 does on the GPU: `half`'s slice
+/// CPU port of rung 13: the conversion vectorized, as half2 does on the GPU: `half`'s slice
 /// conversion converts several floats per instruction (F16C on x86-64 when present).
 fn cpu_fp16_vector(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
     let conv = |x: &[f32]| -> Vec<Half> {

@@ -699,6 +699,85 @@ fn wmma_half_m16n16k16_gemm() {
     assert!(err <= 1e-5, "{err:e}");
 }
 
+/// BF16: conversions round to nearest even, __hfma rounds once, and WMMA takes bf16 tiles.
+const BF16: &str = r#"
+#include <cuda_bf16.h>
+#include <mma.h>
+using namespace nvcuda;
+extern "C" __global__ void bf16_round(const float *x, float *out, int n) {
+    int i = threadIdx.x;
+    if (i >= n) return;
+    __nv_bfloat16 h = __float2bfloat16(x[i]);
+    out[i * 2] = __bfloat162float(h);
+    out[i * 2 + 1] = __bfloat162float(__hfma(h, h, __float2bfloat16(x[n + i])));
+}
+extern "C" __global__ void wmma_bf16(const __nv_bfloat16 *A, const __nv_bfloat16 *B, float *C,
+                                     int M, int N, int K) {
+    int tm = blockIdx.y * 16, tn = blockIdx.x * 16;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, __nv_bfloat16, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, __nv_bfloat16, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;
+    wmma::fill_fragment(c, 0.0f);
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        wmma::load_matrix_sync(a, A + tm * K + k0, K);
+        wmma::load_matrix_sync(b, B + k0 * N + tn, N);
+        wmma::mma_sync(c, a, b, c);
+    }
+    wmma::store_matrix_sync(C + tm * N + tn, c, N, wmma::mem_row_major);
+}
+"#;
+
+#[test]
+fn bf16_rounds_to_nearest_even_and_feeds_wmma() {
+    let x: Vec<f32> = vec![
+        1.0 + 2f32.powi(-8),       // a tie: to even, 1.0
+        1.0 + 3.0 * 2f32.powi(-8), // a tie: to even, up
+        -0.1,
+        3.0e38, // stays finite in BF16 (FP32's exponent range)
+        1.0 + 2f32.powi(-7),
+        f32::NAN,
+    ];
+    let mut y = vec![0.5f32; x.len()];
+    y[4] = 2f32.powi(-8);
+    let n = x.len();
+    let shape = Shape::gemm(2 * n, 1, 1);
+    let mut xy = x.clone();
+    xy.extend(&y);
+    let mut l = launch(BF16, "bf16_round", [1, 1, 1], [32, 1, 1]);
+    l.args = vec![
+        Arg::Ptr(Buf::Input(0)),
+        Arg::Ptr(Buf::Output),
+        Arg::I32(n as i32),
+    ];
+    let out = run(CudaPlan::single(2, l), shape, &[xy, vec![0.0]]).unwrap();
+    let b = |v: f32| half::bf16::from_f32(v);
+    for i in 0..n {
+        let same = |a: f32, c: f32| a.to_bits() == c.to_bits() || (a.is_nan() && c.is_nan());
+        assert!(same(out[2 * i], b(x[i]).to_f32()), "x = {:e}", x[i]);
+        let fused = half::bf16::from_f64(b(x[i]).to_f64().powi(2) + b(y[i]).to_f64()).to_f32();
+        assert!(
+            same(out[2 * i + 1], fused),
+            "hfma at {i}: {}",
+            out[2 * i + 1]
+        );
+    }
+    assert_eq!(out[0], 1.0);
+    assert_eq!(out[2], 1.0 + 2f32.powi(-6));
+    assert!(out[6].is_finite());
+
+    let (m, nn, k) = (32, 16, 48);
+    let shape = Shape::gemm(m, nn, k);
+    let data = inputs(&shape);
+    let mut l = launch(BF16, "wmma_bf16", [1, (m / 16) as u32, 1], [32, 1, 1]);
+    l.args = gemm_args(m, nn, k);
+    let mut plan = CudaPlan::single(2, l);
+    plan.inputs = vec![Dtype::Bf16, Dtype::Bf16];
+    let out = run(plan, shape, &data).unwrap();
+    let to_bf16 = |v: f32| half::bf16::from_f32(v).to_f32();
+    let err = rel_error(&out, &gemm_ref(m, nn, k, &data[0], &data[1], to_bf16));
+    assert!(err <= 1e-5, "{err:e}");
+}
+
 const WMMA_TF32: &str = r#"
 #include <mma.h>
 using namespace nvcuda;

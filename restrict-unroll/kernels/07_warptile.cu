@@ -7,7 +7,7 @@
 // of 4x4 sub-tiles spaced 32 rows and 16 columns apart. Per k a warp now reads only 64 values
 // of A and 32 of B (each float4 shared by 4 or 8 lanes as a broadcast): the unit of work the
 // hardware schedules, the warp, gets its own level of the tile hierarchy (block > warp >
-// thread), which is also the shape tensor-core rungs (08, 09) compute in.
+// thread), which is also the shape tensor-core rungs (10, 11) compute in.
 // Loads, the transposed A tile, the float4 constraint (K % 4 == 0, N % 4 == 0) and the tail
 // handling are rung 06 unchanged. Every thread reaches every barrier.
 

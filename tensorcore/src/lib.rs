@@ -1,4 +1,4 @@
-//! WMMA tensor-core kernels: rung 08 of the GEMM ladder, TF32 inputs with FP32 accumulation.
+//! WMMA tensor-core kernels: rung 10 of the GEMM ladder, TF32 inputs with FP32 accumulation.
 //! The walkthrough is in this crate's README.
 
 use kernel::{
@@ -13,11 +13,11 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     vec![Box::new(GemmWmmaTf32)]
 }
 
-/// Block tile edge of `08_wmma_tf32.cu` (its BM = BN) and its threads (4 warps).
+/// Block tile edge of `10_wmma_tf32.cu` (its BM = BN) and its threads (4 warps).
 const TILE: usize = 64;
 const THREADS: u32 = 128;
 
-/// `08_wmma_tf32.cu`: m16n16k8 TF32 WMMA, 4 warps per 64x64 block tile.
+/// `10_wmma_tf32.cu`: m16n16k8 TF32 WMMA, 4 warps per 64x64 block tile.
 pub struct GemmWmmaTf32;
 
 impl Kernel for GemmWmmaTf32 {
@@ -28,7 +28,7 @@ impl Kernel for GemmWmmaTf32 {
             stage: Stage::Tensorcore,
             precision: Precision::Tf32,
             role: Role::Rung,
-            rung: 8,
+            rung: 10,
             summary:
                 "WMMA m16n16k8 TF32 tensor cores, FP32 accumulate; 4 warps x 32x32 per 64x64 tile"
                     .into(),
@@ -40,7 +40,7 @@ impl Kernel for GemmWmmaTf32 {
         Some(CudaPlan::single(
             2,
             Launch {
-                source: cuda_source!("tensorcore", "08_wmma_tf32.cu"),
+                source: cuda_source!("tensorcore", "10_wmma_tf32.cu"),
                 entry: "gemm_wmma_tf32".into(),
                 grid: [div_ceil(n, TILE), div_ceil(m, TILE), 1],
                 block: [THREADS, 1, 1],

@@ -4,4 +4,5 @@
 
 #include "sim_builtins.h"
 #include "cuda_fp16.h"
+#include "cuda_bf16.h"
 #include "sim_launch.h"

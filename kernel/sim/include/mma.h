@@ -7,6 +7,7 @@
 #pragma once
 
 #include "cuda_fp16.h"
+#include "cuda_bf16.h"
 
 namespace nvcuda {
 namespace wmma {

@@ -27,6 +27,7 @@ const HEADERS: &[(&str, &str)] = &[
         include_str!("../../sim/include/sim_launch.h"),
     ),
     ("cuda_fp16.h", include_str!("../../sim/include/cuda_fp16.h")),
+    ("cuda_bf16.h", include_str!("../../sim/include/cuda_bf16.h")),
     ("mma.h", include_str!("../../sim/include/mma.h")),
     (
         "cuda_runtime.h",

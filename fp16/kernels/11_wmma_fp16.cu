@@ -1,12 +1,12 @@
-// 09_wmma_fp16.cu: WMMA with FP16 inputs and FP32 accumulation (m16n16k16).
+// 11_wmma_fp16.cu: WMMA with FP16 inputs and FP32 accumulation (m16n16k16).
 //
-// What changed since 08 (TF32) and why it is faster: A and B arrive in device memory as FP16
+// What changed since 10 (TF32) and why it is faster: A and B arrive in device memory as FP16
 // (the plan converts them before timing), so every load moves half the bytes, a shared-memory
 // tile holds twice the K depth for the same space, and FP16 tensor cores run at twice the TF32
 // rate with a k16 instead of a k8 step. Accumulation and C stay FP32; the inputs carry 2^-11
-// relative rounding (the FP16 tolerance of the table). Rung 10 shows what converting FP32
+// relative rounding (the FP16 tolerance of the table). Rung 12 shows what converting FP32
 // inputs on the GPU costs when they do not already live in FP16.
-// Layout as in 08: 4 warps, a 64x64 block tile, 32x32 per warp (2x2 fragments); BK = 32
+// Layout as in 10: 4 warps, a 64x64 block tile, 32x32 per warp (2x2 fragments); BK = 32
 // (two k16 steps); zero-padded staging so any M, N, K works; accumulators go through shared
 // memory so only the in-range part of the tile is stored. Leading dimensions are multiples of
 // 8 halves / 4 floats and every fragment origin sits on a 32-byte boundary (WMMA's rule).

@@ -1,9 +1,9 @@
-// 11_half2_convert.cu: the conversion of rung 10, vectorized with half2.
+// 13_half2_convert.cu: the conversion of rung 12, vectorized with half2.
 //
-// What changed since 10 and why it is faster: each thread reads a float2 (8 bytes) and writes
+// What changed since 12 and why it is faster: each thread reads a float2 (8 bytes) and writes
 // one half2 (4 bytes) built by __floats2half2_rn, so a warp issues half as many load and store
 // instructions per element and every store is a full 32-bit word instead of a 16-bit one.
-// The GEMM is still rung 09's gemm_wmma_fp16.
+// The GEMM is still rung 11's gemm_wmma_fp16.
 // Alignment: buffers come from cudaMalloc (256-byte aligned), so element 2i starts 8 bytes
 // aligned in the FP32 source and 4 bytes aligned in the FP16 destination. An odd last element
 // is converted by itself. Grid-stride loop; no barriers, so early exit is safe.

@@ -1,4 +1,4 @@
-// 08_wmma_tf32.cu: tensor cores through WMMA, TF32 inputs, FP32 accumulation.
+// 10_wmma_tf32.cu: tensor cores through WMMA, TF32 inputs, FP32 accumulation.
 //
 // What changed since the CUDA-core ladder (03..07) and why it is faster: the FMAs move from
 // CUDA cores to tensor cores. One wmma::mma_sync on a warp multiplies a 16x8 tile of A by an

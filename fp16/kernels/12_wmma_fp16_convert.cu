@@ -1,8 +1,8 @@
-// 10_wmma_fp16_convert.cu: FP32 inputs converted to FP16 on the GPU, inside the timed plan.
+// 12_wmma_fp16_convert.cu: FP32 inputs converted to FP16 on the GPU, inside the timed plan.
 //
-// Rung 09 was timed on inputs that already lived in FP16. Real FP32 data must be converted
+// Rung 11 was timed on inputs that already lived in FP16. Real FP32 data must be converted
 // first: this rung's plan runs f32_to_f16 on A and on B into scratch FP16 buffers, then rung
-// 09's gemm_wmma_fp16 unchanged. The difference between the two rows is the conversion cost
+// 11's gemm_wmma_fp16 unchanged. The difference between the two rows is the conversion cost
 // (seed 000's lesson): a read of 4 and a write of 2 bytes per input element, pure bandwidth,
 // which at small sizes can eat the tensor-core speedup over TF32.
 // One thread per element, grid-stride so any length works; no barriers, early exit is safe.
