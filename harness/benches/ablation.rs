@@ -11,7 +11,7 @@ use harness::config::Config;
 use harness::results::Status;
 use harness::run::{Ablation, Event};
 use harness::timing::Timing;
-use harness::{calibrate, registry, report, select};
+use harness::{calibrate, output, peers, registry, report, select};
 use kernel::DeviceError;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,17 +38,19 @@ fn bench() -> anyhow::Result<bool> {
         .filter(|s| !s.is_empty())
         .map(|s| select::parse_kind(&s))
         .transpose()?;
-    let (dev, why) = select::open(kind)?;
-    if let Some(why) = why {
-        eprintln!("{why}");
-    }
-    eprintln!("Device: {} ({})", dev.info().name, dev.kind());
     let out = std::env::var_os("LAB_OUT")
         .map(PathBuf::from)
         .unwrap_or_else(|| {
             let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
             manifest.parent().unwrap_or(manifest).join("results")
         });
+    // Nothing is computed unless its results can be saved.
+    output::ensure_writable(&out)?;
+    let (dev, why) = select::open(kind)?;
+    if let Some(why) = why {
+        eprintln!("{why}");
+    }
+    eprintln!("Device: {} ({})", dev.info().name, dev.kind());
 
     // The roofline columns and charts use the device's measured ceilings (cached per device).
     let calibration = match calibrate::load_or_measure(dev.as_ref(), &out) {
@@ -135,19 +137,13 @@ fn bench() -> anyhow::Result<bool> {
     };
     let mut results = ablation.run_with(&mut progress, &mut time)?;
     results.calibration = calibration;
+    let dir = out.join(&results.device.slug);
+    if let Some(note) = peers::merge_beside(&mut results, &dir) {
+        eprintln!("{note}");
+    }
     print!("{}", report::terminal(&results));
     for f in report::write_all(&results, &out)? {
         println!("wrote {}", f.display());
     }
-    let bad = results
-        .workloads
-        .iter()
-        .flat_map(|w| &w.shapes)
-        .flat_map(|s| &s.rows)
-        .filter(|r| matches!(r.status, Status::Failed | Status::Error))
-        .count();
-    if bad > 0 {
-        eprintln!("{bad} rows failed validation or could not run: see the tables.");
-    }
-    Ok(bad == 0)
+    Ok(report::failures(&results).is_empty())
 }

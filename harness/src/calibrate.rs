@@ -78,12 +78,7 @@ impl Calibration {
     }
 
     pub fn write(&self, path: &Path) -> Result<()> {
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-        }
-        std::fs::write(path, serde_json::to_string_pretty(self)? + "\n")
-            .with_context(|| format!("cannot write {}", path.display()))
+        crate::output::write_atomic(path, serde_json::to_string_pretty(self)? + "\n")
     }
 
     pub fn matches(&self, info: &DeviceInfo) -> bool {

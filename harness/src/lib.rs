@@ -6,6 +6,8 @@ pub mod compare;
 pub mod config;
 pub mod inputs;
 pub mod library_rows;
+pub mod output;
+pub mod peers;
 pub mod reference;
 pub mod registry;
 pub mod report;

@@ -1,12 +1,12 @@
 //! `harness`: list, run, check, inspect and diagnose the lab's kernels.
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use harness::calibrate::{self, Calibration};
 use harness::config::Config;
 use harness::results::{RunResults, Status};
 use harness::run::{Ablation, Event};
-use harness::{compare, registry, report, resources, select};
+use harness::{compare, output, peers, registry, report, resources, select};
 use indicatif::{ProgressBar, ProgressStyle};
 use kernel::cuda::discovery::discovery;
 use kernel::cuda::{CudaDevice, nvrtc};
@@ -40,6 +40,17 @@ struct Common {
     kernels: Vec<String>,
 }
 
+/// Which workloads and shapes.
+#[derive(clap::Args, Clone, Default)]
+struct Selection {
+    /// Workloads (comma-separated); default from the config.
+    #[arg(long, value_delimiter = ',')]
+    workload: Vec<String>,
+    /// Shapes (comma-separated, each workload's syntax, e.g. 512,1024 or 100x37x129).
+    #[arg(long, value_delimiter = ',')]
+    sizes: Vec<String>,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Every kernel with its workload, stage, precision and summary.
@@ -51,15 +62,22 @@ enum Command {
     Run {
         #[command(flatten)]
         common: Common,
-        /// Workloads to run (comma-separated); default from the config.
-        #[arg(long, value_delimiter = ',')]
-        workload: Vec<String>,
-        /// Shapes (comma-separated, each workload's syntax, e.g. 512,1024 or 100x37x129).
-        #[arg(long, value_delimiter = ',')]
-        sizes: Vec<String>,
+        #[command(flatten)]
+        selection: Selection,
         /// Results folder (a subfolder per device is created).
         #[arg(long, default_value = "results")]
         out: PathBuf,
+    },
+    /// The shapes a run would use, as JSON (what `tools/torch_peers.py --shapes` reads).
+    Shapes {
+        /// TOML file overriding harness/ablation.toml.
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Whose shapes: cpu, cuda or sim.
+        #[arg(long, default_value = "cuda")]
+        device: String,
+        #[command(flatten)]
+        selection: Selection,
     },
     /// Measure the device's ceilings (bandwidth, FP32, tensor rates) for the roofline and
     /// cache them in results/<device>/calibration.json.
@@ -94,16 +112,26 @@ enum Command {
     Check {
         #[command(flatten)]
         common: Common,
+        /// Default: the config's `check` shapes (`sim` shapes in the simulator).
+        #[command(flatten)]
+        selection: Selection,
     },
     /// What was found: GPU, driver, CUDA, NVRTC, headers, cuBLAS, or exactly why not.
     Doctor,
-    /// NVRTC-compile every kernel and print registers, shared memory, spills, occupancy.
+    /// NVRTC-compile every kernel (or a CUDA file) and print registers, shared memory,
+    /// spills and occupancy.
     Inspect {
+        /// A CUDA file to compile instead of the lab's kernels; every `__global__` entry of it
+        /// is reported.
+        file: Option<PathBuf>,
         /// Architectures (comma-separated).
         #[arg(long, value_delimiter = ',', default_value = "sm_80,sm_90")]
         arch: Vec<String>,
         #[arg(long, value_delimiter = ',')]
         kernels: Vec<String>,
+        /// Threads per block assumed for the occupancy of a FILE's kernels.
+        #[arg(long, default_value_t = 256)]
+        block: u32,
         /// Exit 1 if any kernel spills registers.
         #[arg(long)]
         deny_spills: bool,
@@ -116,19 +144,32 @@ fn main() -> ExitCode {
         Command::List { json } => list(json),
         Command::Run {
             common,
-            workload,
-            sizes,
+            selection,
             out,
-        } => run(&common, &workload, &sizes, out),
+        } => run(&common, &selection, &out),
+        Command::Shapes {
+            config,
+            device,
+            selection,
+        } => shapes_cmd(&config, &device, &selection),
         Command::Calibrate { device, out, quick } => calibrate_cmd(device, &out, quick),
         Command::Report { results, out } => report_cmd(&results, out),
         Command::Compare { a, b, out } => compare_cmd(&a, &b, out),
-        Command::Check { common } => check(&common),
+        Command::Check { common, selection } => check(&common, &selection),
         Command::Doctor => doctor(),
         Command::Inspect {
+            file: Some(file),
+            arch,
+            block,
+            deny_spills,
+            ..
+        } => inspect_file(&file, &arch, block, deny_spills),
+        Command::Inspect {
+            file: None,
             arch,
             kernels,
             deny_spills,
+            ..
         } => inspect(&arch, &kernels, deny_spills),
     };
     match result {
@@ -195,73 +236,26 @@ fn list(json: bool) -> Result<bool> {
     Ok(true)
 }
 
-fn run(common: &Common, workloads: &[String], sizes: &[String], out: PathBuf) -> Result<bool> {
+fn run(common: &Common, selection: &Selection, out: &Path) -> Result<bool> {
     let config = load_config(&common.config)?;
+    // Nothing is computed unless its results can be saved.
+    output::ensure_writable(out)?;
     let dev = open_device(common)?;
     let all = registry::all();
     let kernels = registry::select(&all, &common.kernels)?;
-    // With --sizes but no --workload, each size goes to the configured workloads whose syntax
-    // it reads (`1024` is a GEMM, `1024x2048x784-relu` a linear layer); the others are skipped.
-    let lenient = workloads.is_empty() && !sizes.is_empty();
-    let workloads: Vec<Workload> = if workloads.is_empty() {
-        config.device(dev.kind()).workloads.clone()
-    } else {
-        workloads
-            .iter()
-            .map(|w| {
-                Workload::parse(w).with_context(|| {
-                    format!(
-                        "unknown workload {w:?}; valid: {}",
-                        Workload::ALL.map(Workload::name).join(", ")
-                    )
-                })
-            })
-            .collect::<Result<_>>()?
-    };
-    let mut shapes = Vec::new();
-    let mut skipped = Vec::new();
-    for w in workloads {
-        let list = if sizes.is_empty() {
-            config.shapes(w, dev.kind().name())
-        } else if lenient {
-            let mut list = Vec::new();
-            for s in sizes {
-                match Shape::parse(w, s) {
-                    Ok(shape) => {
-                        shape.validate()?;
-                        list.push(shape);
-                    }
-                    Err(e) => skipped.push(e.to_string()),
-                }
-            }
-            if list.is_empty() {
-                println!("{w}: none of --sizes reads as a {w} shape; skipped");
-                continue;
-            }
-            list
-        } else {
-            sizes
-                .iter()
-                .map(|s| {
-                    let shape = Shape::parse(w, s)?;
-                    shape.validate()?;
-                    Ok(shape)
-                })
-                .collect::<Result<_>>()?
-        };
-        if list.is_empty() {
-            bail!(
-                "no {w} shapes for the {} device in {}; give --sizes",
-                dev.kind(),
-                config.source
-            );
-        }
-        shapes.push((w, list));
+    let workloads = select::workloads(&selection.workload, &config.device(dev.kind()).workloads)?;
+    let lenient = selection.workload.is_empty() && !selection.sizes.is_empty();
+    let (shapes, notes) = select::shapes(
+        &config,
+        dev.kind().name(),
+        &workloads,
+        &selection.sizes,
+        lenient,
+    )?;
+    for n in notes {
+        println!("{n}");
     }
-    if shapes.is_empty() {
-        bail!("no workload reads --sizes: {}", skipped.join("; "));
-    }
-    let calibration = match calibrate::load_or_measure(dev.as_ref(), &out) {
+    let calibration = match calibrate::load_or_measure(dev.as_ref(), out) {
         Ok((c, cached)) => {
             let how = if cached {
                 "cached calibration"
@@ -297,19 +291,37 @@ fn run(common: &Common, workloads: &[String], sizes: &[String], out: PathBuf) ->
     let mut results = ablation.run(|e| progress.event(e))?;
     progress.finish();
     results.calibration = calibration;
+    let dir = out.join(&results.device.slug);
+    merge_peers(&mut results, &dir);
     print!("{}", report::terminal(&results));
-    let files = report::write_all(&results, &out)?;
+    let files = report::write_all(&results, out)?;
     println!();
     for f in files {
         println!("wrote {}", f.display());
     }
-    let failed = results
-        .workloads
+    Ok(report::failures(&results).is_empty())
+}
+
+/// Merges the peers file beside a device's results into `run`, saying what happened.
+fn merge_peers(run: &mut RunResults, dir: &Path) {
+    if let Some(note) = peers::merge_beside(run, dir) {
+        eprintln!("{note}");
+    }
+}
+
+fn shapes_cmd(config: &Option<PathBuf>, device: &str, selection: &Selection) -> Result<bool> {
+    let config = load_config(config)?;
+    let kind = select::parse_kind(device)?;
+    let workloads = select::workloads(&selection.workload, &config.device(kind).workloads)?;
+    let lenient = selection.workload.is_empty() && !selection.sizes.is_empty();
+    let (shapes, _) = select::shapes(&config, kind.name(), &workloads, &selection.sizes, lenient)?;
+    let list: Vec<serde_json::Value> = shapes
         .iter()
-        .flat_map(|w| &w.shapes)
-        .flat_map(|s| &s.rows)
-        .any(|r| matches!(r.status, Status::Failed | Status::Error));
-    Ok(!failed)
+        .flat_map(|(_, list)| list)
+        .map(|s| serde_json::json!({ "label": s.label(), "shape": s }))
+        .collect();
+    println!("{}", serde_json::to_string_pretty(&list)?);
+    Ok(true)
 }
 
 /// A bar on a terminal; plain lines when stderr is a file or a pipe (CI logs).
@@ -377,6 +389,7 @@ fn calibrate_cmd(device: Option<String>, out: &Path, quick: bool) -> Result<bool
         device,
         kernels: Vec::new(),
     };
+    output::ensure_writable(out)?;
     let dev = open_device(&common)?;
     eprintln!(
         "Measuring ceilings{}...",
@@ -406,7 +419,9 @@ fn report_cmd(file: &Path, out: Option<PathBuf>) -> Result<bool> {
     if run.calibration.is_none() {
         run.calibration = calibration_beside(file, &run);
     }
+    merge_peers(&mut run, &parent_dir(file));
     let dir = out.unwrap_or_else(|| parent_dir(file));
+    output::ensure_writable(&dir)?;
     print!("{}", report::terminal(&run));
     let mut files = report::write_tables(&run, &dir, false)?;
     files.extend(report::charts::write_all(&run, &dir)?);
@@ -436,14 +451,32 @@ fn compare_cmd(a: &Path, b: &Path, out: Option<PathBuf>) -> Result<bool> {
     Ok(true)
 }
 
-fn check(common: &Common) -> Result<bool> {
+fn check(common: &Common, selection: &Selection) -> Result<bool> {
     let config = load_config(&common.config)?;
     let dev = open_device(common)?;
     let all = registry::all();
     let kernels = registry::select(&all, &common.kernels)?;
+    // Every workload with kernels to check, unless --workload says otherwise.
+    let with_kernels: Vec<Workload> = Workload::ALL
+        .into_iter()
+        .filter(|w| kernels.iter().any(|k| k.info().workload == *w))
+        .collect();
+    let workloads = select::workloads(&selection.workload, &with_kernels)?;
+    // The simulator is slow: it checks its own (small, awkward) shapes.
+    let use_ = if dev.kind() == DeviceKind::Sim {
+        "sim"
+    } else {
+        "check"
+    };
+    let lenient = selection.workload.is_empty() && !selection.sizes.is_empty();
+    let (shapes, notes) = select::shapes(&config, use_, &workloads, &selection.sizes, lenient)?;
+    for n in notes {
+        println!("{n}");
+    }
     let mut ok = true;
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
-    for w in Workload::ALL {
+    let mut failures = Vec::new();
+    for (w, shapes) in shapes {
         let ks: Vec<&dyn Kernel> = kernels
             .iter()
             .copied()
@@ -452,13 +485,6 @@ fn check(common: &Common) -> Result<bool> {
         if ks.is_empty() {
             continue;
         }
-        // The simulator is slow: it checks its own (small, awkward) shapes.
-        let use_ = if dev.kind() == DeviceKind::Sim {
-            "sim"
-        } else {
-            "check"
-        };
-        let shapes = config.shapes(w, use_);
         let ablation = Ablation {
             dev: dev.as_ref(),
             config: &config,
@@ -494,12 +520,14 @@ fn check(common: &Common) -> Result<bool> {
                     Status::Failed | Status::Error => {
                         failed += 1;
                         ok = false;
-                        format!(
+                        let line = format!(
                             "FAIL  {:<18} {:<22} {}",
                             row.id,
                             shape.label(),
                             row.reason.as_deref().unwrap_or("")
-                        )
+                        );
+                        failures.push(line.clone());
+                        line
                     }
                 };
                 println!("{line}");
@@ -507,6 +535,9 @@ fn check(common: &Common) -> Result<bool> {
         })?;
     }
     println!("{passed} passed, {failed} failed, {skipped} skipped");
+    if !failures.is_empty() {
+        println!("\nFailures:\n{}", failures.join("\n"));
+    }
     Ok(ok)
 }
 
@@ -612,7 +643,7 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool) -> Result<bool> 
             continue; // library rows (cuBLAS) have nothing to compile
         }
         for arch in archs {
-            match resources::of_plan(&plan, arch) {
+            match resources::of_plan(&plan, arch, None) {
                 Ok(list) => {
                     for r in list {
                         if r.spill_stores + r.spill_loads > 0 {
@@ -643,6 +674,67 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool) -> Result<bool> 
                     println!("{:<18} {arch}: {e}", i.id);
                 }
             }
+        }
+    }
+    Ok(ok)
+}
+
+/// `harness inspect FILE.cu`: compiles any CUDA file (its folder on the include path) and
+/// prints the resources of each of its kernels, occupancy at `block` threads per block.
+fn inspect_file(file: &Path, archs: &[String], block: u32, deny_spills: bool) -> Result<bool> {
+    let code =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    nvrtc::version().context("harness inspect needs NVRTC")?;
+    let dir = file
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let source = kernel::CudaSource {
+        file: file.display().to_string().into(),
+        code: code.into(),
+        defines: Vec::new(),
+        include_dirs: vec![dir.to_path_buf()],
+    };
+    println!(
+        "{:<32} {:<7} {:>5} {:>9} {:>6} {:>11} {:>16}",
+        "entry",
+        "arch",
+        "regs",
+        "smem B",
+        "stack",
+        "spill st/ld",
+        format!("occupancy @{block}")
+    );
+    let mut ok = true;
+    for arch in archs {
+        let compiled = nvrtc::compile(&source, arch)?;
+        let limits =
+            kernel::cuda::occupancy::parse_arch(arch).and_then(kernel::cuda::occupancy::limits);
+        let mut entries: Vec<_> = compiled.resources.iter().collect();
+        entries.sort_by(|a, b| a.0.cmp(b.0));
+        if entries.is_empty() {
+            println!(
+                "{}: no __global__ function in {arch}'s report",
+                file.display()
+            );
+        }
+        for (entry, r) in entries {
+            if r.spills() {
+                ok &= !deny_spills;
+            }
+            let occ = limits
+                .map(|l| kernel::cuda::occupancy::occupancy(&l, block, r.registers, r.static_smem));
+            println!(
+                "{:<32} {:<7} {:>5} {:>9} {:>6} {:>11} {:>16}",
+                entry,
+                arch,
+                r.registers,
+                r.static_smem,
+                r.stack_frame,
+                format!("{}/{}", r.spill_stores, r.spill_loads),
+                occ.map(|o| format!("{:.0}% {}", o.fraction * 100.0, o.limiter))
+                    .unwrap_or_else(|| "?".into())
+            );
         }
     }
     Ok(ok)

@@ -20,10 +20,22 @@ pub struct LaunchResources {
     /// Theoretical occupancy (0..=1) and the limit that binds it; `None` for unknown archs.
     pub occupancy: Option<f64>,
     pub occupancy_limiter: Option<String>,
+    /// Blocks of the launch.
+    #[serde(default)]
+    pub blocks: u64,
+    /// Blocks / (SMs x resident blocks per SM) on the device that ran it: below 1 some SMs
+    /// idle; just above a whole number, the last wave runs mostly empty. `None` off a GPU.
+    #[serde(default)]
+    pub waves: Option<f64>,
 }
 
-/// Compiles each launch of `plan` for `arch` and reads its resources.
-pub fn of_plan(plan: &CudaPlan, arch: &str) -> Result<Vec<LaunchResources>, DeviceError> {
+/// Compiles each launch of `plan` for `arch` and reads its resources; with `sms`, the SM count
+/// of the GPU it runs on, also its waves.
+pub fn of_plan(
+    plan: &CudaPlan,
+    arch: &str,
+    sms: Option<u32>,
+) -> Result<Vec<LaunchResources>, DeviceError> {
     let limits = occupancy::parse_arch(arch).and_then(occupancy::limits);
     let mut out = Vec::new();
     for l in plan.launches() {
@@ -56,6 +68,13 @@ pub fn of_plan(plan: &CudaPlan, arch: &str) -> Result<Vec<LaunchResources>, Devi
             spill_loads: r.spill_loads,
             occupancy: occ.map(|o| o.fraction),
             occupancy_limiter: occ.map(|o| o.limiter.to_string()),
+            blocks: l.blocks(),
+            waves: match (sms, occ) {
+                (Some(sms), Some(o)) if sms > 0 && o.blocks_per_sm > 0 => {
+                    Some(l.blocks() as f64 / f64::from(sms * o.blocks_per_sm))
+                }
+                _ => None,
+            },
         });
     }
     Ok(out)

@@ -142,22 +142,13 @@ pub fn evaluate<'a>(
         return (row, None);
     }
     if let (Some(plan), Some(arch)) = (&plan, device_arch(dev)) {
-        row.resources = resources::of_plan(plan, &arch).unwrap_or_default();
+        let sms = (dev.kind() == DeviceKind::Cuda).then_some(dev.info().units);
+        row.resources = resources::of_plan(plan, &arch, sms).unwrap_or_default();
     }
-    let fail = |row: &mut Row, e: DeviceError| {
-        row.status = match e {
-            DeviceError::Unsupported(_) => Status::Unsupported,
-            _ => Status::Error,
-        };
-        row.reason = Some(match e {
-            DeviceError::Unsupported(u) => u.0,
-            other => other.to_string(),
-        });
-    };
     let mut prepared = match dev.prepare(kernel, shape, inputs) {
         Ok(p) => p,
         Err(e) => {
-            fail(&mut row, e);
+            fail_row(dev, &mut row, e);
             return (row, None);
         }
     };
@@ -185,10 +176,29 @@ pub fn evaluate<'a>(
             (row, Some(prepared))
         }
         Err(e) => {
-            fail(&mut row, e);
+            drop(prepared);
+            fail_row(dev, &mut row, e);
             (row, None)
         }
     }
+}
+
+/// Records why a row could not run. A lost device (a kernel faulted and took its CUDA
+/// context with it) is recovered here, so the next row runs on a fresh one.
+pub fn fail_row(dev: &dyn Executor, row: &mut Row, e: DeviceError) {
+    row.status = match e {
+        DeviceError::Unsupported(_) => Status::Unsupported,
+        _ => Status::Error,
+    };
+    let lost = e.is_lost();
+    let mut reason = match e {
+        DeviceError::Unsupported(u) => u.0,
+        other => other.to_string(),
+    };
+    if lost && let Err(again) = dev.recover() {
+        reason.push_str(&format!("; recovering the device failed too: {again}"));
+    }
+    row.reason = Some(reason);
 }
 
 /// How a row gets timed: by [`timing::measure`], or by the criterion bench.
@@ -255,11 +265,15 @@ impl Ablation<'_> {
                 for &k in &kernels {
                     let (mut row, prepared) = evaluate(self.dev, k, shape, &inputs, &reference);
                     if let (Some(mut p), Some(cfg)) = (prepared, &self.timing) {
-                        match time(shape, &row, p.as_mut(), cfg) {
+                        let timed = time(shape, &row, p.as_mut(), cfg);
+                        drop(p);
+                        match timed {
                             Ok(t) => row.timing = Some(t),
                             Err(e) => {
-                                row.status = Status::Error;
-                                row.reason = Some(format!("timing failed: {e}"));
+                                fail_row(self.dev, &mut row, e);
+                                if let Some(why) = &mut row.reason {
+                                    why.insert_str(0, "timing failed: ");
+                                }
                             }
                         }
                     }
@@ -295,4 +309,138 @@ impl Ablation<'_> {
 /// Whether `row` has launch resources worth a column.
 pub fn primary_resources(row: &Row) -> Option<&LaunchResources> {
     row.resources.iter().max_by_key(|r| r.registers)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kernel::device::cpu::CpuDevice;
+    use kernel::{DeviceInfo, KernelInfo, Role, Stage, Unsupported};
+    use std::cell::Cell;
+    use std::time::Duration;
+
+    /// A kernel whose run faults the way an illegal address does on a GPU.
+    struct Faulty;
+
+    impl Kernel for Faulty {
+        fn info(&self) -> KernelInfo {
+            KernelInfo {
+                id: "gemm-faulty".into(),
+                workload: Workload::Gemm,
+                stage: Stage::Baseline,
+                precision: kernel::Precision::Fp32,
+                role: Role::Rung,
+                rung: 1,
+                summary: "writes through a wild pointer".into(),
+            }
+        }
+
+        fn cpu(&self) -> Option<kernel::CpuPort> {
+            Some(|_, _, _| {})
+        }
+    }
+
+    /// The CPU device with a CUDA context's failure mode: after a sticky fault every call
+    /// fails until `recover` builds a fresh context.
+    struct StickyDevice {
+        cpu: CpuDevice,
+        lost: Cell<bool>,
+        recoveries: Cell<u32>,
+    }
+
+    struct FaultingRun;
+
+    impl Prepared for FaultingRun {
+        fn run(&mut self) -> Result<(), DeviceError> {
+            Err(DeviceError::Lost {
+                what: "running gemm_faulty".into(),
+                detail: "CUDA_ERROR_ILLEGAL_ADDRESS".into(),
+            })
+        }
+        fn output(&mut self) -> Result<Vec<f32>, DeviceError> {
+            unreachable!("the run failed")
+        }
+        fn time(&mut self, _: u64) -> Result<Duration, DeviceError> {
+            unreachable!("the run failed")
+        }
+    }
+
+    impl Executor for StickyDevice {
+        fn kind(&self) -> DeviceKind {
+            DeviceKind::Cpu
+        }
+        fn info(&self) -> &DeviceInfo {
+            self.cpu.info()
+        }
+        fn can_run(&self, kernel: &dyn Kernel) -> Result<(), Unsupported> {
+            self.cpu.can_run(kernel)
+        }
+        fn prepare<'a>(
+            &'a self,
+            kernel: &'a dyn Kernel,
+            shape: &Shape,
+            inputs: &'a [Vec<f32>],
+        ) -> Result<Box<dyn Prepared + 'a>, DeviceError> {
+            if self.lost.get() {
+                return Err(DeviceError::Driver {
+                    what: "allocating".into(),
+                    detail: "CUDA_ERROR_ILLEGAL_ADDRESS (sticky)".into(),
+                });
+            }
+            if kernel.info().id == "gemm-faulty" {
+                self.lost.set(true);
+                return Ok(Box::new(FaultingRun));
+            }
+            self.cpu.prepare(kernel, shape, inputs)
+        }
+        fn recover(&self) -> Result<(), DeviceError> {
+            self.lost.set(false);
+            self.recoveries.set(self.recoveries.get() + 1);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_faulting_kernel_costs_its_own_row_only() {
+        let dev = StickyDevice {
+            cpu: CpuDevice::new(),
+            lost: Cell::new(false),
+            recoveries: Cell::new(0),
+        };
+        let all = crate::registry::all();
+        let naive = all.iter().find(|k| k.info().id == "gemm-naive").unwrap();
+        let tiled = all.iter().find(|k| k.info().id == "gemm-tiled").unwrap();
+        let config = Config::defaults();
+        let ablation = Ablation {
+            dev: &dev,
+            config: &config,
+            kernels: vec![naive.as_ref(), &Faulty, tiled.as_ref()],
+            shapes: vec![(Workload::Gemm, vec![Shape::gemm(33, 17, 9)])],
+            timing: None,
+            keep_unrunnable: false,
+        };
+        let results = ablation.run(|_| {}).unwrap();
+        let rows = &results.workloads[0].shapes[0].rows;
+        let status: Vec<(&str, Status)> = rows.iter().map(|r| (r.id.as_str(), r.status)).collect();
+        assert_eq!(
+            status,
+            vec![
+                ("gemm-naive", Status::Passed),
+                ("gemm-faulty", Status::Error),
+                ("gemm-tiled", Status::Passed),
+            ]
+        );
+        let why = rows[1].reason.as_deref().unwrap();
+        assert!(
+            why.contains("gemm_faulty") && why.contains("ILLEGAL_ADDRESS") && why.contains("lost"),
+            "{why}"
+        );
+        assert_eq!(dev.recoveries.get(), 1);
+        let failures = crate::report::failures(&results);
+        assert_eq!(failures.len(), 1);
+        assert!(
+            failures[0].starts_with("gemm 33x17x9 gemm-faulty:"),
+            "{failures:?}"
+        );
+    }
 }

@@ -1,9 +1,11 @@
-//! Choosing the device: the GPU when there is one, else the CPU with one line saying why.
+//! Choosing what runs: the device (the GPU when there is one, else the CPU with one line saying
+//! why), the workloads and their shapes.
 
-use anyhow::{Result, anyhow};
+use crate::config::Config;
+use anyhow::{Result, anyhow, bail};
 use kernel::cuda::CudaDevice;
 use kernel::device::cpu::CpuDevice;
-use kernel::{DeviceError, DeviceKind, Executor};
+use kernel::{DeviceError, DeviceKind, Executor, Shape, Workload};
 
 /// Opens the requested device. With `None`, the GPU if one works, else the CPU; the second
 /// value is the line explaining a fallback.
@@ -42,4 +44,72 @@ pub fn parse_kind(s: &str) -> Result<DeviceKind> {
             DeviceKind::ALL.map(DeviceKind::name).join(", ")
         )
     })
+}
+
+/// The workloads named on the command line, or `defaults` when none is.
+pub fn workloads(names: &[String], defaults: &[Workload]) -> Result<Vec<Workload>> {
+    if names.is_empty() {
+        return Ok(defaults.to_vec());
+    }
+    names
+        .iter()
+        .map(|w| {
+            Workload::parse(w).ok_or_else(|| {
+                anyhow!(
+                    "unknown workload {w:?}; valid: {}",
+                    Workload::ALL.map(Workload::name).join(", ")
+                )
+            })
+        })
+        .collect()
+}
+
+/// The shapes of each workload: `--sizes` when given, else the configuration's list for
+/// `use_` (`cpu`, `cuda`, `sim` or `check`). With `--sizes` but no `--workload` (`lenient`),
+/// each size goes to the workloads whose syntax reads it (`1024` is a GEMM, `1024x2048x784-relu`
+/// a linear layer) and the others are skipped with a note.
+pub fn shapes(
+    config: &Config,
+    use_: &str,
+    workloads: &[Workload],
+    sizes: &[String],
+    lenient: bool,
+) -> Result<(Vec<(Workload, Vec<Shape>)>, Vec<String>)> {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    let mut unread = Vec::new();
+    for &w in workloads {
+        let mut list = Vec::new();
+        if sizes.is_empty() {
+            list = config.shapes(w, use_);
+        } else {
+            for s in sizes {
+                match Shape::parse(w, s) {
+                    Ok(shape) => {
+                        shape.validate()?;
+                        list.push(shape);
+                    }
+                    Err(e) if lenient => unread.push(e.to_string()),
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            if list.is_empty() && lenient {
+                notes.push(format!(
+                    "{w}: none of --sizes reads as a {w} shape; skipped"
+                ));
+                continue;
+            }
+        }
+        if list.is_empty() {
+            bail!(
+                "no {w} shapes for `{use_}` in {}; give --sizes",
+                config.source
+            );
+        }
+        out.push((w, list));
+    }
+    if out.is_empty() {
+        bail!("no workload reads --sizes: {}", unread.join("; "));
+    }
+    Ok((out, notes))
 }

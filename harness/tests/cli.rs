@@ -106,6 +106,67 @@ fn check_passes_on_the_cpu_and_lists_every_kernel() {
 }
 
 #[test]
+fn check_takes_workload_sizes_and_kernels_like_run() {
+    let o = harness(&[
+        "check",
+        "--device",
+        "cpu",
+        "--workload",
+        "gemm",
+        "--sizes",
+        "17x33x65,5",
+        "--kernels",
+        "gemm-naive,gemm-tiled",
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("PASS")).collect();
+    assert_eq!(rows.len(), 4, "two kernels on two shapes: {t}");
+    assert!(t.contains("5x5x5") && t.contains("17x33x65"), "{t}");
+    assert!(
+        !t.contains("100x37x129"),
+        "the config's shapes are not used: {t}"
+    );
+}
+
+#[test]
+fn a_run_that_cannot_write_its_results_fails_before_computing() {
+    let dir = temp_dir("out-file");
+    let file = dir.join("results");
+    std::fs::write(&file, "a file").unwrap();
+    let o = harness(&[
+        "run",
+        "--device",
+        "cpu",
+        "--sizes",
+        "64",
+        "--out",
+        file.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("is a file"), "{t}");
+    assert!(!t.contains("gemm-naive"), "nothing ran: {t}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn shapes_lists_what_a_run_would_use_as_json() {
+    let o = harness(&["shapes", "--device", "cpu", "--workload", "gemm"]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let labels: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["label"].as_str().unwrap())
+        .collect();
+    assert_eq!(labels, vec!["256x256x256", "512x512x512"]);
+    assert_eq!(v[0]["shape"]["workload"], "gemm");
+    assert_eq!(v[0]["shape"]["m"], 256);
+}
+
+#[test]
 fn list_shows_the_ladder_in_order() {
     let o = harness(&["list", "--json"]);
     assert!(o.status.success(), "{}", text(&o));

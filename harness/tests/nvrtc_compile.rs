@@ -58,7 +58,7 @@ fn every_kernel_compiles_for_sm80_and_sm90_without_spills() {
             }
             let Some(plan) = k.cuda(&shape) else { continue };
             for arch in ["sm_80", "sm_90"] {
-                match resources::of_plan(&plan, arch) {
+                match resources::of_plan(&plan, arch, None) {
                     Ok(list) => {
                         for r in list {
                             compiled += 1;
@@ -100,4 +100,77 @@ fn a_broken_kernel_reports_the_nvrtc_log_with_its_file_name() {
         e.contains("tests/broken.cu") && e.contains("undefined_name"),
         "{e}"
     );
+}
+
+#[test]
+fn two_sources_with_one_name_are_two_programs() {
+    if nvrtc::version().is_err() {
+        panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
+    }
+    let a = kernel::CudaSource::embedded(
+        "tests/same_name.cu",
+        "extern \"C\" __global__ void first(float *x) { x[0] = 1.0f; }",
+    );
+    let b = kernel::CudaSource::embedded(
+        "tests/same_name.cu",
+        "extern \"C\" __global__ void second(float *x) { x[1] = 2.0f; }",
+    );
+    let ra = nvrtc::compile(&a, "sm_90").unwrap();
+    let rb = nvrtc::compile(&b, "sm_90").unwrap();
+    assert!(ra.resources.contains_key("first") && !ra.resources.contains_key("second"));
+    assert!(rb.resources.contains_key("second") && !rb.resources.contains_key("first"));
+    // Defines make a different program of the same text, too.
+    let t = "extern \"C\" __global__ void sized(float *x) { __shared__ float s[N]; s[threadIdx.x] = 1; __syncthreads(); x[threadIdx.x] = s[N - 1 - threadIdx.x]; }";
+    let small = kernel::CudaSource::embedded("tests/sized.cu", t).define("N", 32);
+    let big = kernel::CudaSource::embedded("tests/sized.cu", t).define("N", 1024);
+    let s = nvrtc::compile(&small, "sm_90").unwrap().resources["sized"].static_smem;
+    let l = nvrtc::compile(&big, "sm_90").unwrap().resources["sized"].static_smem;
+    assert_eq!((s, l), (128, 4096));
+}
+
+#[test]
+fn inspect_compiles_any_cuda_file_with_its_folder_on_the_include_path() {
+    if nvrtc::version().is_err() {
+        panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
+    }
+    let dir = std::env::temp_dir().join(format!("lab-inspect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("tile.cuh"), "#define TILE 16\n").unwrap();
+    std::fs::write(
+        dir.join("mine.cu"),
+        "#include \"tile.cuh\"\nextern \"C\" __global__ void mine(float *x) {\n  __shared__ float s[TILE * TILE];\n  s[threadIdx.x] = x[threadIdx.x];\n  __syncthreads();\n  x[threadIdx.x] = s[TILE * TILE - 1 - threadIdx.x];\n}\n",
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args([
+            "inspect",
+            dir.join("mine.cu").to_str().unwrap(),
+            "--arch",
+            "sm_90",
+        ])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{t}");
+    let line = t
+        .lines()
+        .find(|l| l.starts_with("mine "))
+        .unwrap_or_else(|| panic!("{t}"));
+    assert!(
+        line.contains("sm_90") && line.contains(" 1024 "),
+        "TILE came from the include: {line}"
+    );
+    std::fs::write(
+        dir.join("broken.cu"),
+        "extern \"C\" __global__ void b() { nope; }\n",
+    )
+    .unwrap();
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["inspect", dir.join("broken.cu").to_str().unwrap()])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("broken.cu") && t.contains("nope"), "{t}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

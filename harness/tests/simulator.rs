@@ -64,3 +64,70 @@ fn every_kernel_matches_the_reference_in_the_simulator() {
     assert!(passed.len() >= 6, "too few kernels simulated: {passed:?}");
     assert_eq!(dev.kind(), kernel::DeviceKind::Sim);
 }
+
+/// A GEMM "rung" that writes one element past the end of C.
+struct WritesPastTheEnd;
+
+const PAST_THE_END: &str = r#"
+extern "C" __global__ void past_the_end(const float *A, const float *B, float *C, int M, int N, int K) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= M * N) C[i] = 0.0f;  // <= : one too far
+}
+"#;
+
+impl kernel::Kernel for WritesPastTheEnd {
+    fn info(&self) -> kernel::KernelInfo {
+        kernel::KernelInfo {
+            id: "gemm-past-the-end".into(),
+            workload: Workload::Gemm,
+            stage: kernel::Stage::Baseline,
+            precision: kernel::Precision::Fp32,
+            role: kernel::Role::Rung,
+            rung: 2,
+            summary: "a planted out-of-bounds write".into(),
+        }
+    }
+
+    fn cuda(&self, shape: &kernel::Shape) -> Option<kernel::CudaPlan> {
+        let (m, n, k) = kernel::gemm_dims(shape);
+        Some(kernel::CudaPlan::single(
+            2,
+            kernel::Launch {
+                source: kernel::CudaSource::embedded("tests/past_the_end.cu", PAST_THE_END),
+                entry: "past_the_end".into(),
+                grid: [(m * n).div_ceil(64) as u32 + 1, 1, 1],
+                block: [64, 1, 1],
+                dynamic_smem: 0,
+                args: kernel::gemm_args(m, n, k),
+            },
+        ))
+    }
+}
+
+#[test]
+fn an_out_of_bounds_kernel_fails_its_row_and_the_run_goes_on() {
+    let dev = SimDevice::new().expect("the simulator needs a host C++ compiler (g++)");
+    let config = Config::defaults();
+    let all = registry::all();
+    let pick = |id: &str| all.iter().find(|k| k.info().id == id).unwrap().as_ref();
+    let ablation = harness::run::Ablation {
+        dev: &dev,
+        config: &config,
+        kernels: vec![pick("gemm-naive"), &WritesPastTheEnd, pick("gemm-tiled")],
+        shapes: vec![(Workload::Gemm, vec![kernel::Shape::gemm(20, 12, 7)])],
+        timing: None,
+        keep_unrunnable: false,
+    };
+    let results = ablation.run(|_| {}).unwrap();
+    let rows = &results.workloads[0].shapes[0].rows;
+    let status: Vec<Status> = rows.iter().map(|r| r.status).collect();
+    assert_eq!(status, vec![Status::Passed, Status::Error, Status::Passed]);
+    let why = rows[1].reason.as_deref().unwrap();
+    assert!(
+        why.contains("past_the_end") && why.contains("out-of-bounds write") && why.contains("'C'"),
+        "the error names the kernel, the access and the buffer: {why}"
+    );
+    let failures = harness::report::failures(&results);
+    assert_eq!(failures.len(), 1, "{failures:?}");
+    assert!(failures[0].contains("gemm-past-the-end"), "{failures:?}");
+}

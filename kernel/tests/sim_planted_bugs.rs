@@ -905,9 +905,19 @@ fn mismatched_arguments_and_compile_errors_are_reported() {
     let mut l = launch(BROKEN, "broken", [1, 1, 1], [1, 1, 1]);
     l.args = vec![Arg::Ptr(Buf::Output)];
     match run(CudaPlan::single(2, l), shape, &data) {
-        Err(DeviceError::Compile { file, log, .. }) => {
+        Err(e @ DeviceError::Compile { .. }) => {
+            let text = e.to_string();
+            let DeviceError::Compile { file, log, .. } = e else {
+                unreachable!()
+            };
             assert_eq!(file, "tests/inline.cu");
             assert!(log.contains("undefined_name"), "{log}");
+            // The message names the compiler that failed (the host's), not NVRTC.
+            let cxx = kernel::sim::compile::compiler();
+            assert!(
+                text.starts_with(&format!("{cxx} ")) && !text.contains("NVRTC"),
+                "{text}"
+            );
         }
         other => panic!("expected a compile error, got {:?}", other.map(|_| ())),
     }

@@ -209,7 +209,7 @@ mod tests {
         ] {
             let plan = probe.cuda(&shape).unwrap();
             for arch in ["sm_80", "sm_90"] {
-                let r = crate::resources::of_plan(&plan, arch).unwrap();
+                let r = crate::resources::of_plan(&plan, arch, None).unwrap();
                 assert_eq!(r[0].spill_stores, 0, "{arch}");
             }
         }

@@ -75,16 +75,18 @@ pub(crate) fn save(chart: &impl Chart, dir: &Path, stem: &str) -> Result<Vec<Pat
     ensure_font()?;
     let svg = dir.join(format!("{stem}.svg"));
     let png = dir.join(format!("{stem}.png"));
+    let mut text = String::new();
     {
-        let root = SVGBackend::new(&svg, (WIDTH, HEIGHT)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut text, (WIDTH, HEIGHT)).into_drawing_area();
         chart.draw(&root)?;
         root.present().drawn()?;
     }
-    {
-        let root = BitMapBackend::new(&png, (WIDTH, HEIGHT)).into_drawing_area();
+    crate::output::write_atomic(&svg, text)?;
+    crate::output::replace_with(&png, |tmp| {
+        let root = BitMapBackend::new(tmp, (WIDTH, HEIGHT)).into_drawing_area();
         chart.draw(&root)?;
-        root.present().drawn()?;
-    }
+        root.present().drawn()
+    })?;
     Ok(vec![svg, png])
 }
 
@@ -253,13 +255,14 @@ impl Chart for Ablation<'_> {
             .rows
             .iter()
             .zip(&derived)
-            .filter(|(r, _)| r.role == Role::Rung && r.status != Status::Unsupported)
+            .filter(|(r, _)| matches!(r.role, Role::Rung | Role::User))
+            .filter(|(r, _)| r.status != Status::Unsupported)
             .collect();
         let refs: Vec<(&Row, f64)> = self
             .shape
             .rows
             .iter()
-            .filter(|r| r.role == Role::Reference && r.passed())
+            .filter(|r| matches!(r.role, Role::Reference | Role::Peer) && r.passed())
             .filter_map(|r| r.median_ms().map(|t| (r, t)))
             .collect();
         let first = rows.iter().find_map(|(_, d)| d.vs_first.map(|_| ()));
@@ -284,7 +287,7 @@ impl Chart for Ablation<'_> {
                 .map(|f| format!(", {:.1}x rung 1", f / t))
                 .unwrap_or_default();
             legend.push(Entry {
-                label: format!("{} (reference): {t:.3} ms{vs}", r.id),
+                label: format!("{} ({}): {t:.3} ms{vs}", r.id, r.role.name()),
                 color: color(i + 1),
                 mark: Mark::Dashed,
             });
@@ -865,10 +868,10 @@ impl Chart for Sweep<'_> {
                 label: if *role == Role::Rung {
                     id.to_string()
                 } else {
-                    format!("{id} (reference)")
+                    format!("{id} ({})", role.name())
                 },
                 color: color(i),
-                mark: if *role == Role::Rung {
+                mark: if matches!(role, Role::Rung | Role::User) {
                     Mark::Line
                 } else {
                     Mark::Dashed
@@ -934,7 +937,7 @@ impl Chart for Sweep<'_> {
             }
             segments.push(run);
             for seg in segments.into_iter().filter(|s| !s.is_empty()) {
-                if *role == Role::Rung {
+                if matches!(role, Role::Rung | Role::User) {
                     chart
                         .draw_series(LineSeries::new(seg.clone(), c.stroke_width(3)))
                         .drawn()?;

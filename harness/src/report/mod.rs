@@ -7,9 +7,9 @@ pub mod roofline;
 pub mod table;
 
 use crate::calibrate;
-use crate::results::{Row, RunResults, ShapeResults};
+use crate::results::{Row, RunResults, ShapeResults, Status};
 use anyhow::{Context, Result};
-use kernel::Role;
+use kernel::{Precision, Role};
 use roofline::Ceilings;
 use std::path::{Path, PathBuf};
 
@@ -25,24 +25,33 @@ pub struct Derived {
     /// Speedup over the previous passing rung, and over the first rung.
     pub vs_prev: Option<f64>,
     pub vs_first: Option<f64>,
-    /// Percent of the reference row's throughput.
+    /// Percent of the throughput of the reference of this row's precision, and which one.
     pub pct_of_ref: Option<f64>,
+    pub reference: Option<String>,
     /// The roofline bound at this row's intensity and precision (GFLOP/s), and the percent
     /// of it reached.
     pub roof_gflops: Option<f64>,
     pub pct_of_roof: Option<f64>,
 }
 
-/// The row the `% of ref` column compares against: an FP32 reference (cuBLAS SGEMM, or the
-/// peer crate on the CPU) first, else the first passing reference.
-pub fn reference_row(shape: &ShapeResults) -> Option<&Row> {
-    let mut refs: Vec<&Row> = shape
-        .rows
-        .iter()
-        .filter(|r| r.role == Role::Reference && r.passed() && r.timing.is_some())
-        .collect();
-    refs.sort_by_key(|r| (r.precision != kernel::Precision::Fp32, r.rung));
-    refs.first().copied()
+/// The reference a row of `precision` is compared with: the library row of the same
+/// arithmetic (cuBLAS SGEMM for FP32, cuBLAS TF32 for TF32, cuBLAS FP16/BF16 for those), so a
+/// reduced-precision rung is judged against the tensor-core library at its own precision. Where
+/// the table has no reference of that precision at all (the CPU has one peer crate, FP32), the
+/// FP32 reference stands in; a reference that exists but failed leaves the column empty.
+pub fn reference_for(shape: &ShapeResults, precision: Precision) -> Option<&Row> {
+    let refs = || shape.rows.iter().filter(|r| r.role == Role::Reference);
+    let usable = |r: &&Row| r.passed() && r.timing.is_some();
+    let same = refs()
+        .filter(|r| r.precision == precision)
+        .min_by_key(|r| r.rung);
+    match same {
+        Some(r) => usable(&r).then_some(r),
+        None => refs()
+            .filter(|r| r.precision == Precision::Fp32)
+            .filter(usable)
+            .min_by_key(|r| r.rung),
+    }
 }
 
 /// Derived figures without roofline ceilings.
@@ -58,13 +67,13 @@ pub fn derive_with(shape: &ShapeResults, ceilings: Option<&Ceilings>) -> Vec<Der
         .iter()
         .filter(|r| r.role == Role::Rung)
         .find_map(passed_time);
-    let reference = reference_row(shape).and_then(Row::median_ms);
     let mut prev: Option<f64> = None;
     shape
         .rows
         .iter()
         .map(|r| {
             let t = passed_time(r);
+            let reference = reference_for(shape, r.precision);
             let intensity = shape.flops / r.min_bytes;
             let gflops = t.map(|ms| shape.flops / (ms * 1e6));
             let roof = ceilings.map(|c| c.bound_gflops(r.precision, intensity));
@@ -77,13 +86,14 @@ pub fn derive_with(shape: &ShapeResults, ceilings: Option<&Ceilings>) -> Vec<Der
                     _ => None,
                 },
                 vs_first: match (r.role, t, first) {
-                    (Role::Rung, Some(ms), Some(f)) => Some(f / ms),
+                    (Role::Rung | Role::User, Some(ms), Some(f)) => Some(f / ms),
                     _ => None,
                 },
-                pct_of_ref: match (t, reference) {
+                pct_of_ref: match (t, reference.and_then(Row::median_ms)) {
                     (Some(ms), Some(rf)) => Some(100.0 * rf / ms),
                     _ => None,
                 },
+                reference: reference.map(|r| r.id.clone()),
                 roof_gflops: roof,
                 pct_of_roof: match (gflops, roof) {
                     (Some(g), Some(b)) if b > 0.0 => Some(100.0 * g / b),
@@ -113,9 +123,38 @@ pub fn headline(shapes: &[ShapeResults]) -> Option<&ShapeResults> {
     shapes.iter().max_by(|a, b| a.flops.total_cmp(&b.flops))
 }
 
-/// The compact table printed at the end of a run.
+/// The compact table printed at the end of a run, then the rows that failed or errored.
 pub fn terminal(run: &RunResults) -> String {
-    table::terminal(run, ceilings(run).as_ref())
+    let mut s = table::terminal(run, ceilings(run).as_ref());
+    let failed = failures(run);
+    if !failed.is_empty() {
+        s.push_str(&format!(
+            "\n{} rows failed or could not run:\n",
+            failed.len()
+        ));
+        for f in failed {
+            s.push_str(&format!("  {f}\n"));
+        }
+    }
+    s
+}
+
+/// One line per row that failed its check or could not run: `gemm 4096 gemm-x: why`.
+pub fn failures(run: &RunResults) -> Vec<String> {
+    run.workloads
+        .iter()
+        .flat_map(|w| w.shapes.iter().map(move |s| (w.workload, s)))
+        .flat_map(|(w, s)| s.rows.iter().map(move |r| (w, s, r)))
+        .filter(|(_, _, r)| matches!(r.status, Status::Failed | Status::Error))
+        .map(|(w, s, r)| {
+            format!(
+                "{w} {} {}: {}",
+                s.label,
+                r.id,
+                r.reason.as_deref().unwrap_or("no reason recorded")
+            )
+        })
+        .collect()
 }
 
 /// Writes `<root>/<device-slug>/<workload>.{json,md,csv}` and the charts beside them;
@@ -158,8 +197,7 @@ pub fn write_tables(run: &RunResults, dir: &Path, json: bool) -> Result<Vec<Path
         }
         for (file, text) in files {
             let path = dir.join(file);
-            std::fs::write(&path, text)
-                .with_context(|| format!("cannot write {}", path.display()))?;
+            crate::output::write_atomic(&path, text)?;
             written.push(path);
         }
     }

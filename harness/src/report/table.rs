@@ -39,12 +39,40 @@ fn error_cell(r: &Row) -> String {
     })
 }
 
+/// The rung number, or what the row is when it is not a rung.
 fn rung_cell(r: &Row) -> String {
-    if r.role == Role::Rung {
-        r.rung.to_string()
-    } else {
-        "ref".into()
+    match r.role {
+        Role::Rung => r.rung.to_string(),
+        Role::Reference => "ref".into(),
+        Role::Peer => "peer".into(),
+        Role::User => "user".into(),
     }
+}
+
+/// `12.0 MiB`, `-` for none.
+pub fn bytes(b: u64) -> String {
+    match b {
+        0 => "-".into(),
+        b if b >= 1 << 30 => format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b => format!("{:.1} KiB", b as f64 / 1024.0),
+    }
+}
+
+/// Which reference each precision of a shape's rows is compared with, for a legend line.
+fn references_used(shape: &crate::results::ShapeResults) -> String {
+    let mut seen: Vec<String> = Vec::new();
+    for p in kernel::Precision::ALL {
+        if !shape.rows.iter().any(|r| r.precision == p) {
+            continue;
+        }
+        let line = match super::reference_for(shape, p) {
+            Some(r) => format!("{p} rows against {}", r.id),
+            None => format!("{p} rows against nothing (no passing reference of that precision)"),
+        };
+        seen.push(line);
+    }
+    seen.join("; ")
 }
 
 /// What the roofline column is measured against, for headers.
@@ -106,18 +134,19 @@ pub fn markdown(run: &RunResults, w: &WorkloadResults, ceilings: Option<&Ceiling
             Some(Source::Datasheet) => "% roof (datasheet)",
             None => "% roof",
         };
+        let _ = writeln!(s, "`% of ref`: {}.\n", references_used(shape));
         let _ = writeln!(
             s,
-            "| # | kernel | prec | median ms | spread | throughput | GB/s | FLOP/B | vs prev | vs first | % of ref | {roof_head} | rel. error | status | regs | smem B | occupancy |"
+            "| # | kernel | prec | median ms | spread | throughput | GB/s | FLOP/B | vs prev | vs first | % of ref | {roof_head} | rel. error | status | scratch | regs | smem B | occupancy | waves |"
         );
         s.push_str(
-            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|\n",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n",
         );
         for (r, d) in shape.rows.iter().zip(derive_with(shape, ceilings)) {
             let res = primary_resources(r);
             let _ = writeln!(
                 s,
-                "| {} | `{}` | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {} | `{}` | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 rung_cell(r),
                 r.id,
                 r.precision,
@@ -134,12 +163,14 @@ pub fn markdown(run: &RunResults, w: &WorkloadResults, ceilings: Option<&Ceiling
                 opt(d.pct_of_roof, |v| format!("{v:.1}%")),
                 error_cell(r),
                 status_cell(r),
+                bytes(r.scratch_bytes),
                 opt(res.map(|x| f64::from(x.registers)), |v| format!("{v}")),
                 opt(res.map(|x| f64::from(x.smem_bytes)), |v| format!("{v}")),
                 opt(res.and_then(|x| x.occupancy), |v| format!(
                     "{:.0}%",
                     v * 100.0
                 )),
+                opt(res.and_then(|x| x.waves), |v| format!("{v:.2}")),
             );
         }
         let notes: Vec<String> = shape
@@ -156,7 +187,7 @@ pub fn markdown(run: &RunResults, w: &WorkloadResults, ceilings: Option<&Ceiling
 }
 
 /// The CSV header; every line has exactly these columns.
-pub const CSV_HEADER: &str = "shape,rung,kernel,role,stage,precision,status,median_ms,p10_ms,p90_ms,gflops,gbps,flop_per_byte,speedup_prev,speedup_first,pct_of_ref,roof_gflops,pct_of_roof,roof_source,rel_error,registers,smem_bytes,occupancy";
+pub const CSV_HEADER: &str = "shape,rung,kernel,role,stage,precision,status,median_ms,p10_ms,p90_ms,gflops,gbps,flop_per_byte,speedup_prev,speedup_first,pct_of_ref,reference,roof_gflops,pct_of_roof,roof_source,rel_error,scratch_bytes,registers,smem_bytes,occupancy,waves";
 
 /// Quotes a CSV field when it needs it (RFC 4180).
 fn field(s: &str) -> String {
@@ -186,6 +217,7 @@ pub fn csv(w: &WorkloadResults, ceilings: Option<&Ceilings>) -> String {
                 vs_prev,
                 vs_first,
                 pct_of_ref,
+                reference,
                 roof_gflops,
                 pct_of_roof,
             } = d;
@@ -193,7 +225,7 @@ pub fn csv(w: &WorkloadResults, ceilings: Option<&Ceilings>) -> String {
                 field(&shape.label),
                 r.rung.to_string(),
                 field(&r.id),
-                format!("{:?}", r.role).to_lowercase(),
+                r.role.name().to_string(),
                 r.stage.to_string(),
                 r.precision.to_string(),
                 format!("{:?}", r.status).to_lowercase(),
@@ -206,13 +238,16 @@ pub fn csv(w: &WorkloadResults, ceilings: Option<&Ceilings>) -> String {
                 f(vs_prev),
                 f(vs_first),
                 f(pct_of_ref),
+                field(reference.as_deref().unwrap_or("")),
                 f(roof_gflops),
                 f(pct_of_roof),
                 source.to_string(),
                 f(r.check.map(|c| c.rel_error)),
+                r.scratch_bytes.to_string(),
                 f(res.map(|x| f64::from(x.registers))),
                 f(res.map(|x| f64::from(x.smem_bytes))),
                 f(res.and_then(|x| x.occupancy)),
+                f(res.and_then(|x| x.waves)),
             ];
             let _ = writeln!(s, "{}", cells.join(","));
         }
@@ -272,6 +307,7 @@ pub fn terminal(run: &RunResults, ceilings: Option<&Ceilings>) -> String {
             if !skipped.is_empty() {
                 let _ = writeln!(s, "  not run on this device: {}", skipped.join(", "));
             }
+            let _ = writeln!(s, "  % ref: {}", references_used(shape));
         }
     }
     if !s.is_empty() {

@@ -64,6 +64,8 @@ fn row(
                 spill_loads: 0,
                 occupancy: Some(0.75),
                 occupancy_limiter: Some("registers".into()),
+                blocks: 1024,
+                waves: Some(1024.0 / (132.0 * 6.0)),
             }]
         } else {
             Vec::new()
@@ -195,8 +197,40 @@ fn failed_rows_get_no_speedup_and_later_rungs_skip_them() {
     assert_eq!(d[3].vs_first, Some(20.0));
     // % of the FP32 reference (cuBLAS SGEMM at 4 ms).
     assert_eq!(d[3].pct_of_ref, Some(80.0));
+    assert_eq!(d[3].reference.as_deref(), Some("cublas-sgemm"));
     // References get no rung speedups.
     assert_eq!(d[5].vs_first, None);
+}
+
+#[test]
+fn each_row_is_compared_with_the_reference_of_its_precision() {
+    let run = synthetic();
+    let s = &run.workloads[0].shapes[2];
+    let d = derive_with(s, None);
+    // The FP16 rung (1.25 ms) against cuBLAS FP16 (0.5 ms), not against SGEMM (4 ms), where
+    // it would show 320%.
+    assert_eq!(d[4].reference.as_deref(), Some("cublas-fp16"));
+    assert_eq!(d[4].pct_of_ref, Some(40.0));
+    assert_eq!(
+        d[6].pct_of_ref,
+        Some(100.0),
+        "a reference is 100% of itself"
+    );
+    // A TF32 row with no TF32 reference in the table (the CPU's case) falls back to FP32.
+    let mut cpu = s.clone();
+    cpu.rows[3].precision = Precision::Tf32;
+    let d = derive_with(&cpu, None);
+    assert_eq!(d[3].reference.as_deref(), Some("cublas-sgemm"));
+    // A reference of the row's precision that failed leaves the column empty: no fallback.
+    let mut broken = s.clone();
+    broken.rows[6].status = Status::Failed;
+    let d = derive_with(&broken, None);
+    assert_eq!((d[4].pct_of_ref, d[4].reference.clone()), (None, None));
+    let md = markdown(&run, &run.workloads[0], None);
+    assert!(
+        md.contains("fp32 rows against cublas-sgemm; fp16 rows against cublas-fp16"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -255,7 +289,7 @@ fn csv_lines_have_the_header_column_count() {
     let text = csv(&run.workloads[0], ceilings(&run).as_ref());
     let header = text.lines().next().unwrap();
     let n = header.split(',').count();
-    assert_eq!(n, 23);
+    assert_eq!(n, 26);
     for line in text.lines().skip(1) {
         let unquoted = line.replace("\"1024,odd\"", "x");
         assert_eq!(unquoted.split(',').count(), n, "{line}");

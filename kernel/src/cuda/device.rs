@@ -42,6 +42,8 @@ struct State {
 pub struct CudaDevice {
     info: DeviceInfo,
     arch: String,
+    /// Shared memory a block may have with the opt-in attribute (227 KB on an H100).
+    smem_optin: u32,
     /// Why cuBLAS cannot be used, found once by discovery.
     cublas_missing: Option<String>,
     state: RwLock<Arc<State>>,
@@ -147,6 +149,26 @@ impl State {
     }
 }
 
+/// Shared memory beyond 48 KB per block (static plus dynamic) needs the dynamic part opted in
+/// with `CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES`; beyond the device's opt-in limit the
+/// launch cannot run at all. Returns the attribute value to set, if one is needed.
+pub fn dynamic_smem_opt_in(
+    entry: &str,
+    static_smem: u32,
+    dynamic_smem: u32,
+    limit: u32,
+) -> Result<Option<u32>, DeviceError> {
+    let total = static_smem + dynamic_smem;
+    if total > limit {
+        return Err(Unsupported(format!(
+            "{entry} needs {total} B of shared memory per block ({static_smem} static + \
+             {dynamic_smem} dynamic); this GPU allows {limit} B"
+        ))
+        .into());
+    }
+    Ok((total > 48 * 1024 && dynamic_smem > 0).then_some(dynamic_smem))
+}
+
 impl CudaDevice {
     /// Opens GPU 0, or says exactly why there is none. Never panics when the driver is absent.
     pub fn open() -> Result<Self, DeviceError> {
@@ -170,6 +192,9 @@ impl CudaDevice {
         let attr = |a| ctx.attribute(a).unwrap_or(0);
         let sms = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
         let l2 = attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE).max(0) as u64;
+        let smem_optin =
+            attr(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)
+                .max(48 * 1024) as u32;
         let name = ctx.name().unwrap_or_else(|_| "unknown NVIDIA GPU".into());
         let nvrtc = nvrtc::version()
             .map(|(a, b)| format!("NVRTC {a}.{b}"))
@@ -200,6 +225,7 @@ impl CudaDevice {
         let state = State::new(ctx, l2, cublas_missing.as_deref())?;
         Ok(Self {
             arch: format!("sm_{major}{minor}"),
+            smem_optin,
             info,
             cublas_missing,
             state: RwLock::new(Arc::new(state)),
@@ -602,14 +628,23 @@ impl Executor for CudaDevice {
             functions.push(match step {
                 Step::Kernel(l) => {
                     let f = state.function(&l.source, &l.entry, &self.arch)?;
-                    if l.dynamic_smem > 48 * 1024 {
+                    let static_smem = f
+                        .shared_size_bytes()
+                        .map_err(driver_err(format!("reading {}'s shared memory", l.entry)))?;
+                    let opt_in = dynamic_smem_opt_in(
+                        &l.entry,
+                        static_smem.max(0) as u32,
+                        l.dynamic_smem,
+                        self.smem_optin,
+                    )?;
+                    if let Some(bytes) = opt_in {
                         f.set_attribute(
                             CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                            l.dynamic_smem as i32,
+                            bytes as i32,
                         )
                         .map_err(driver_err(format!(
-                            "opting {} into {} B of shared memory",
-                            l.entry, l.dynamic_smem
+                            "opting {} into {bytes} B of dynamic shared memory",
+                            l.entry
                         )))?;
                     }
                     Some(f)
@@ -692,6 +727,29 @@ mod tests {
         assert!(lost.to_string().contains("launching k"), "{lost}");
         let plain = driver_err("launching k")(DriverError(CUresult::CUDA_ERROR_INVALID_VALUE));
         assert!(!plain.is_lost());
+    }
+
+    #[test]
+    fn shared_memory_over_48k_is_opted_in_counting_static_and_dynamic() {
+        let k = 1024;
+        assert_eq!(
+            dynamic_smem_opt_in("k", 16 * k, 32 * k, 227 * k).unwrap(),
+            None
+        );
+        // 40 KB static + 16 KB dynamic passes 48 KB although the dynamic part alone does not.
+        assert_eq!(
+            dynamic_smem_opt_in("k", 40 * k, 16 * k, 227 * k).unwrap(),
+            Some(16 * k)
+        );
+        assert_eq!(
+            dynamic_smem_opt_in("k", 0, 100 * k, 227 * k).unwrap(),
+            Some(100 * k)
+        );
+        let e = dynamic_smem_opt_in("gemm_big", 8 * k, 224 * k, 227 * k).unwrap_err();
+        assert!(
+            e.to_string().contains("gemm_big needs 237568 B") && e.to_string().contains("232448"),
+            "{e}"
+        );
     }
 
     #[test]

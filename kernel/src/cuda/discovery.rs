@@ -301,11 +301,33 @@ fn which(program: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// Site-packages folders where pip may have put `nvidia/cu13`, without starting Python.
+/// The `lib` folders of the installation a Python interpreter belongs to: its own prefix (a
+/// virtual environment's, when it is one) and, through symlinks, the base interpreter's.
+fn python_lib_dirs(python: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let resolved = std::fs::canonicalize(python).ok();
+    for p in std::iter::once(python.to_path_buf()).chain(resolved) {
+        if let Some(prefix) = p.parent().and_then(Path::parent) {
+            let lib = prefix.join("lib");
+            if !out.contains(&lib) {
+                out.push(lib);
+            }
+        }
+    }
+    out
+}
+
+/// Site-packages folders where pip may have put `nvidia/cu13`, without starting Python: the
+/// active virtual environment, the `python3` on `PATH`, user and system installs.
 fn python_site_dirs() -> Vec<PathBuf> {
     let mut bases: Vec<PathBuf> = Vec::new();
     if let Some(v) = std::env::var_os("VIRTUAL_ENV") {
         bases.push(PathBuf::from(v).join("lib"));
+    }
+    for name in ["python3", "python"] {
+        if let Some(py) = which(name) {
+            bases.extend(python_lib_dirs(&py));
+        }
     }
     if let Some(home) = std::env::var_os("HOME") {
         let home = PathBuf::from(home);
@@ -350,4 +372,57 @@ fn project_tools_dirs() -> Vec<PathBuf> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_virtual_environments_python_leads_to_its_site_packages() {
+        let root = std::env::temp_dir().join(format!("lab-venv-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let site = root.join("venv/lib/python3.12/site-packages/nvidia/cu13/lib");
+        std::fs::create_dir_all(&site).unwrap();
+        std::fs::create_dir_all(root.join("venv/bin")).unwrap();
+        std::fs::create_dir_all(root.join("base/bin")).unwrap();
+        std::fs::write(root.join("base/bin/python3.12"), "").unwrap();
+        std::os::unix::fs::symlink(
+            root.join("base/bin/python3.12"),
+            root.join("venv/bin/python3"),
+        )
+        .unwrap();
+        let libs = python_lib_dirs(&root.join("venv/bin/python3"));
+        assert!(libs.contains(&root.join("venv/lib")), "{libs:?}");
+        assert!(
+            libs.iter().any(|l| l.ends_with("base/lib")),
+            "the base interpreter's prefix too: {libs:?}"
+        );
+        let sites: Vec<PathBuf> = glob_dir(&root.join("venv/lib"), "python3")
+            .into_iter()
+            .map(|p| p.join("site-packages/nvidia/cu13"))
+            .collect();
+        assert!(sites.iter().any(|s| s.is_dir()), "{sites:?}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn every_root_is_searched_in_lib64_and_the_target_folders() {
+        let root = std::env::temp_dir().join(format!("lab-cuda-root-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        std::fs::create_dir_all(root.join("lib64")).unwrap();
+        std::fs::create_dir_all(root.join("targets/x86_64-linux/lib")).unwrap();
+        std::fs::write(root.join("lib64").join(CUBLAS), "not a library").unwrap();
+        let dirs = lib_dirs_of(&root);
+        assert_eq!(dirs[0], root.join("lib64"));
+        assert!(dirs.contains(&root.join("targets/x86_64-linux/lib")));
+        let found = find_file(&dirs, CUBLAS).unwrap();
+        // A file that is there but does not load is reported as such, with its path.
+        let mut libs = Vec::new();
+        match preload(&found, &mut libs) {
+            Found::Missing(why) => assert!(why.contains("did not load"), "{why}"),
+            other => panic!("a text file loaded as a library: {other:?}"),
+        }
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }

@@ -1,0 +1,127 @@
+//! Where results go: checked before a run computes anything, and written atomically, so a
+//! run that cannot save its results fails at once and an interrupted run never leaves a
+//! truncated file behind.
+
+use anyhow::{Context, Result, bail};
+use std::path::{Path, PathBuf};
+
+/// Fails unless `root` is (or can be made) a folder this process can create files in.
+pub fn ensure_writable(root: &Path) -> Result<()> {
+    if root.exists() && !root.is_dir() {
+        bail!(
+            "--out {}: this is a file, not a folder; results need a folder",
+            root.display()
+        );
+    }
+    std::fs::create_dir_all(root)
+        .with_context(|| format!("--out {}: cannot create the results folder", root.display()))?;
+    let probe = temp_sibling(&root.join("write-check"));
+    std::fs::write(&probe, b"")
+        .with_context(|| format!("--out {}: cannot write in this folder", root.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// A hidden name beside `path` with the same extension (a chart backend picks its format from
+/// it): `dir/.gemm.md.tmp-1234.md`.
+fn temp_sibling(path: &Path) -> PathBuf {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let ext = path
+        .extension()
+        .map(|e| format!(".{}", e.to_string_lossy()))
+        .unwrap_or_default();
+    path.with_file_name(format!(".{name}.tmp-{}{ext}", std::process::id()))
+}
+
+/// Has `write` produce the file at a temporary path beside `path`, then renames it into place
+/// (atomic on one file system). On failure the temporary file is removed and `path` is left
+/// as it was.
+pub fn replace_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Result<()> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let tmp = temp_sibling(path);
+    let result = write(&tmp).and_then(|()| {
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("cannot move {} into place", path.display()))
+    });
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// Writes `contents` to `path` atomically.
+pub fn write_atomic(path: &Path, contents: impl AsRef<[u8]>) -> Result<()> {
+    replace_with(path, |tmp| {
+        std::fs::write(tmp, contents.as_ref())
+            .with_context(|| format!("cannot write {}", path.display()))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("lab-output-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    #[test]
+    fn a_file_where_the_folder_should_be_is_refused() {
+        let d = dir("file");
+        let f = d.join("results");
+        std::fs::write(&f, "not a folder").unwrap();
+        let e = ensure_writable(&f).unwrap_err().to_string();
+        assert!(e.contains("is a file"), "{e}");
+        assert!(ensure_writable(&d.join("new/nested")).is_ok());
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_read_only_folder_is_refused_before_any_work() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = dir("ro");
+        let ro = d.join("ro");
+        std::fs::create_dir(&ro).unwrap();
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
+        // Root may write anywhere; the check is only meaningful for other users.
+        let writable_anyway = std::fs::write(ro.join("x"), b"").is_ok();
+        let r = ensure_writable(&ro);
+        if writable_anyway {
+            assert!(r.is_ok());
+        } else {
+            let e = r.unwrap_err();
+            assert!(format!("{e:#}").contains("cannot write"), "{e:#}");
+        }
+        std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_leaves_the_old_file_and_no_temporary() {
+        let d = dir("atomic");
+        let p = d.join("gemm.json");
+        write_atomic(&p, "old").unwrap();
+        let r = replace_with(&p, |tmp| {
+            std::fs::write(tmp, "half of the new")?;
+            anyhow::bail!("interrupted")
+        });
+        assert!(r.is_err());
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "old");
+        let names: Vec<_> = std::fs::read_dir(&d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("gemm.json")]);
+        write_atomic(&p, "new").unwrap();
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        std::fs::remove_dir_all(&d).unwrap();
+    }
+}

@@ -1,0 +1,259 @@
+//! Peer rows: other frameworks measured on the same machine by their own script
+//! (`tools/torch_peers.py` for PyTorch), merged into the tables beside the lab's rows and
+//! marked `peer`. Their error is judged with the bound of their precision, like every row.
+
+use crate::results::{Row, RunResults, Status};
+use crate::timing::Timing;
+use crate::validate::Check;
+use anyhow::{Context, Result, bail};
+use kernel::{Precision, Role, Stage};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The version of the peers file this harness reads.
+pub const PEERS_VERSION: u32 = 1;
+
+/// The file name a peers script writes beside the results of a device.
+pub const FILE: &str = "peers.json";
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeerFile {
+    pub schema_version: u32,
+    /// `torch 2.9.0, CUDA 13.0, cuDNN 91300`.
+    pub tool: String,
+    /// The GPU's name as the framework reports it.
+    pub device: String,
+    pub date: String,
+    pub rows: Vec<PeerRow>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PeerRow {
+    pub workload: String,
+    /// The shape's label, as the harness writes it (`4096x4096x4096`).
+    pub shape: String,
+    pub id: String,
+    pub precision: String,
+    pub summary: String,
+    #[serde(default)]
+    pub samples_ms: Vec<f64>,
+    #[serde(default)]
+    pub rel_error: Option<f64>,
+    /// Why the call could not run, when it could not.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+impl PeerFile {
+    pub fn read(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read peers file {}", path.display()))?;
+        let probe: serde_json::Value = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not JSON", path.display()))?;
+        match probe.get("schema_version").and_then(|v| v.as_u64()) {
+            Some(v) if v == u64::from(PEERS_VERSION) => {}
+            other => bail!(
+                "{} has peers schema version {other:?}; this harness reads {PEERS_VERSION}",
+                path.display()
+            ),
+        }
+        serde_json::from_value(probe)
+            .with_context(|| format!("{} does not match the peers schema", path.display()))
+    }
+
+    /// The peers file beside a device's results, if there is one.
+    pub fn beside(dir: &Path) -> Option<(std::path::PathBuf, Result<Self>)> {
+        let path = dir.join(FILE);
+        path.is_file().then(|| {
+            let r = Self::read(&path);
+            (path, r)
+        })
+    }
+}
+
+/// Merges the peers file in `dir` (a device's results folder) into `run`, if there is one, and
+/// says what happened in one line.
+pub fn merge_beside(run: &mut RunResults, dir: &Path) -> Option<String> {
+    let (path, file) = PeerFile::beside(dir)?;
+    Some(match file {
+        Ok(p) => format!("{}: {}", path.display(), merge(run, &p)),
+        Err(e) => format!("{}: not merged: {e:#}", path.display()),
+    })
+}
+
+/// Whether the framework's device name and the harness's name the same GPU (PyTorch and the
+/// driver API both report the marketing name, `NVIDIA H100 80GB HBM3`).
+fn same_device(peer: &str, run: &str) -> bool {
+    let norm = |s: &str| s.to_ascii_lowercase().replace(' ', "");
+    norm(peer) == norm(run)
+}
+
+/// Adds the rows of `peers` to the shapes of `run` they belong to (rows already there by id are
+/// kept as they are). Returns what was merged, in one line, or why nothing was.
+pub fn merge(run: &mut RunResults, peers: &PeerFile) -> String {
+    if !same_device(&peers.device, &run.device.name) {
+        return format!(
+            "peer rows not merged: measured on {}, the run is on {}",
+            peers.device, run.device.name
+        );
+    }
+    let mut merged = 0;
+    for w in &mut run.workloads {
+        for shape in &mut w.shapes {
+            let mine = peers
+                .rows
+                .iter()
+                .filter(|p| p.workload == w.workload.name() && p.shape == shape.label);
+            for p in mine {
+                if shape.rows.iter().any(|r| r.id == p.id) {
+                    continue;
+                }
+                if let Some(row) = to_row(p, &peers.tool, &shape.shape) {
+                    shape.rows.push(row);
+                    merged += 1;
+                }
+            }
+        }
+    }
+    format!("merged {merged} peer rows ({})", peers.tool)
+}
+
+fn to_row(p: &PeerRow, tool: &str, shape: &kernel::Shape) -> Option<Row> {
+    let precision = Precision::parse(&p.precision)?;
+    let elem = match precision {
+        Precision::Fp16 | Precision::Bf16 => 2,
+        _ => 4,
+    };
+    let tolerance = precision.tolerance();
+    let (status, reason, check) = match (&p.error, p.rel_error) {
+        (Some(e), _) => (Status::Error, Some(e.clone()), None),
+        (None, Some(err)) => {
+            let passed = err.is_finite() && err <= tolerance;
+            let check = Check {
+                rel_error: err,
+                max_abs_error: f64::NAN,
+                nonfinite: 0,
+                first_nonfinite: None,
+                unwritten: 0,
+                first_unwritten: None,
+                sampled: None,
+                tolerance,
+                passed,
+            };
+            let reason = (!passed).then(|| {
+                format!("relative error {err:.2e} above the {precision} bound {tolerance:.0e}")
+            });
+            let status = if passed {
+                Status::Passed
+            } else {
+                Status::Failed
+            };
+            (status, reason, Some(check))
+        }
+        (None, None) => (
+            Status::Error,
+            Some("the peers file gives no error".into()),
+            None,
+        ),
+    };
+    let timing = (!p.samples_ms.is_empty() && status != Status::Error)
+        .then(|| Timing::from_samples(p.samples_ms.clone(), 1));
+    Some(Row {
+        id: p.id.clone(),
+        stage: Stage::Reference,
+        precision,
+        role: Role::Peer,
+        rung: 0,
+        summary: format!("{} [{tool}]", p.summary),
+        status,
+        reason,
+        min_bytes: shape.min_bytes(elem),
+        scratch_bytes: 0,
+        timing,
+        check,
+        resources: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peers(device: &str) -> PeerFile {
+        let row = |id: &str, precision: &str, err: Option<f64>, error: Option<&str>| PeerRow {
+            workload: "gemm".into(),
+            shape: "4096x4096x4096".into(),
+            id: id.into(),
+            precision: precision.into(),
+            summary: format!("{id} call"),
+            samples_ms: vec![1.0, 1.1, 0.9],
+            rel_error: err,
+            error: error.map(str::to_string),
+        };
+        PeerFile {
+            schema_version: PEERS_VERSION,
+            tool: "torch 2.9.0".into(),
+            device: device.into(),
+            date: "2026-11-22T00:00:00Z".into(),
+            rows: vec![
+                row("torch-matmul-fp16", "fp16", Some(3e-4), None),
+                row("torch-matmul-fp32", "fp32", Some(1e-3), None),
+                row(
+                    "torch-compiled",
+                    "fp32",
+                    None,
+                    Some("RuntimeError: no Triton"),
+                ),
+                row("cublas-sgemm", "fp32", Some(1e-7), None),
+            ],
+        }
+    }
+
+    #[test]
+    fn peer_rows_join_their_shape_judged_by_their_precision() {
+        let mut run = crate::report::tests::synthetic();
+        let before = run.workloads[0].shapes[2].rows.len();
+        let note = merge(&mut run, &peers("NVIDIA H100 80GB HBM3"));
+        assert_eq!(note, "merged 3 peer rows (torch 2.9.0)");
+        let shape = &run.workloads[0].shapes[2];
+        assert_eq!(
+            shape.rows.len(),
+            before + 3,
+            "an id already in the table is kept as is"
+        );
+        let get = |id: &str| shape.rows.iter().find(|r| r.id == id).unwrap();
+        let fp16 = get("torch-matmul-fp16");
+        assert_eq!((fp16.role, fp16.status), (Role::Peer, Status::Passed));
+        assert_eq!(fp16.median_ms(), Some(1.0));
+        // 1e-3 is above the FP32 bound: a peer that is not accurate enough fails like a rung.
+        assert_eq!(get("torch-matmul-fp32").status, Status::Failed);
+        let err = get("torch-compiled");
+        assert_eq!(err.status, Status::Error);
+        assert!(err.reason.as_deref().unwrap().contains("no Triton"));
+        assert!(err.timing.is_none());
+        // Other shapes got nothing.
+        assert!(
+            run.workloads[0].shapes[0]
+                .rows
+                .iter()
+                .all(|r| r.role != Role::Peer)
+        );
+    }
+
+    #[test]
+    fn peers_from_another_device_are_not_merged() {
+        let mut run = crate::report::tests::synthetic();
+        let note = merge(&mut run, &peers("NVIDIA A100-SXM4-80GB"));
+        assert!(
+            note.contains("not merged") && note.contains("A100"),
+            "{note}"
+        );
+        assert!(
+            run.workloads[0]
+                .shapes
+                .iter()
+                .flat_map(|s| &s.rows)
+                .all(|r| r.role != Role::Peer)
+        );
+    }
+}
