@@ -64,6 +64,9 @@ pub fn workloads(names: &[String], defaults: &[Workload]) -> Result<Vec<Workload
         .collect()
 }
 
+/// Shapes to run, per workload, in run order.
+pub type WorkloadShapes = Vec<(Workload, Vec<Shape>)>;
+
 /// The shapes of each workload: `--sizes` when given, else the configuration's list for
 /// `use_` (`cpu`, `cuda`, `sim` or `check`). With `--sizes` but no `--workload` (`lenient`),
 /// each size goes to the workloads whose syntax reads it (`1024` is a GEMM, `1024x2048x784-relu`
@@ -74,7 +77,7 @@ pub fn shapes(
     workloads: &[Workload],
     sizes: &[String],
     lenient: bool,
-) -> Result<(Vec<(Workload, Vec<Shape>)>, Vec<String>)> {
+) -> Result<(WorkloadShapes, Vec<String>)> {
     let mut out = Vec::new();
     let mut notes = Vec::new();
     let mut unread = Vec::new();
