@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The lab's tests on any machine, GPU or not: installs the project-local CUDA tools (NVRTC and
 # headers, for the compile checks), then runs the workspace tests (unit tests, the NVRTC
-# compile-everything test, the simulator matrix, the CLI end to end) and `harness check` on
-# the CPU and in the CUDA simulator.
+# compile-everything test, the simulator matrix, the CLI end to end), `harness check` on the
+# CPU and in the CUDA simulator, and the GPU machine's one-command check in its smoke mode
+# (on a machine without a GPU it runs the CPU steps and skips the others).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,3 +11,6 @@ bash tools/install-cuda-tools.sh
 cargo test --workspace
 cargo run --quiet -p harness -- check --device cpu
 cargo run --quiet -p harness -- check --device sim
+smoke=$(mktemp -d)
+trap 'rm -rf "$smoke"' EXIT
+HARNESS=target/debug/harness bash tools/gpu-check.sh --smoke --out "$smoke"

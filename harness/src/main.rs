@@ -49,6 +49,17 @@ struct Selection {
     /// Shapes (comma-separated, each workload's syntax, e.g. 512,1024 or 100x37x129).
     #[arg(long, value_delimiter = ',')]
     sizes: Vec<String>,
+    /// The config's small, awkward simulator shapes (`sim`) on whatever device runs: for
+    /// quick runs and for tools that slow kernels down (compute-sanitizer).
+    #[arg(long, conflicts_with = "sizes")]
+    small: bool,
+}
+
+impl Selection {
+    /// Which of the config's shape lists to use when no `--sizes` are given.
+    fn use_<'a>(&self, default: &'a str) -> &'a str {
+        if self.small { "sim" } else { default }
+    }
 }
 
 #[derive(Subcommand)]
@@ -78,6 +89,9 @@ enum Command {
         device: String,
         #[command(flatten)]
         selection: Selection,
+        /// Only each workload's headline shape (the largest), one label per line.
+        #[arg(long)]
+        headline: bool,
     },
     /// Measure the device's ceilings (bandwidth, FP32, tensor rates) for the roofline and
     /// cache them in results/<device>/calibration.json.
@@ -117,7 +131,12 @@ enum Command {
         selection: Selection,
     },
     /// What was found: GPU, driver, CUDA, NVRTC, headers, cuBLAS, or exactly why not.
-    Doctor,
+    Doctor {
+        /// Print only this fact of the device a run would use: `kind` (cuda or cpu) or `slug`
+        /// (its results folder name), for scripts.
+        #[arg(long, value_parser = ["kind", "slug"])]
+        print: Option<String>,
+    },
     /// NVRTC-compile every kernel (or a CUDA file) and print registers, shared memory,
     /// spills and occupancy.
     Inspect {
@@ -151,12 +170,14 @@ fn main() -> ExitCode {
             config,
             device,
             selection,
-        } => shapes_cmd(&config, &device, &selection),
+            headline,
+        } => shapes_cmd(&config, &device, &selection, headline),
         Command::Calibrate { device, out, quick } => calibrate_cmd(device, &out, quick),
         Command::Report { results, out } => report_cmd(&results, out),
         Command::Compare { a, b, out } => compare_cmd(&a, &b, out),
         Command::Check { common, selection } => check(&common, &selection),
-        Command::Doctor => doctor(),
+        Command::Doctor { print: None } => doctor(),
+        Command::Doctor { print: Some(what) } => doctor_print(&what),
         Command::Inspect {
             file: Some(file),
             arch,
@@ -247,7 +268,7 @@ fn run(common: &Common, selection: &Selection, out: &Path) -> Result<bool> {
     let lenient = selection.workload.is_empty() && !selection.sizes.is_empty();
     let (shapes, notes) = select::shapes(
         &config,
-        dev.kind().name(),
+        selection.use_(dev.kind().name()),
         &workloads,
         &selection.sizes,
         lenient,
@@ -309,12 +330,26 @@ fn merge_peers(run: &mut RunResults, dir: &Path) {
     }
 }
 
-fn shapes_cmd(config: &Option<PathBuf>, device: &str, selection: &Selection) -> Result<bool> {
+fn shapes_cmd(
+    config: &Option<PathBuf>,
+    device: &str,
+    selection: &Selection,
+    headline: bool,
+) -> Result<bool> {
     let config = load_config(config)?;
     let kind = select::parse_kind(device)?;
     let workloads = select::workloads(&selection.workload, &config.device(kind).workloads)?;
     let lenient = selection.workload.is_empty() && !selection.sizes.is_empty();
-    let (shapes, _) = select::shapes(&config, kind.name(), &workloads, &selection.sizes, lenient)?;
+    let use_ = selection.use_(kind.name());
+    let (shapes, _) = select::shapes(&config, use_, &workloads, &selection.sizes, lenient)?;
+    if headline {
+        for (w, list) in &shapes {
+            if let Some(s) = list.iter().max_by(|a, b| a.flops().total_cmp(&b.flops())) {
+                println!("{w} {}", s.label());
+            }
+        }
+        return Ok(true);
+    }
     let list: Vec<serde_json::Value> = shapes
         .iter()
         .flat_map(|(_, list)| list)
@@ -466,7 +501,7 @@ fn check(common: &Common, selection: &Selection) -> Result<bool> {
     let use_ = if dev.kind() == DeviceKind::Sim {
         "sim"
     } else {
-        "check"
+        selection.use_("check")
     };
     let lenient = selection.workload.is_empty() && !selection.sizes.is_empty();
     let (shapes, notes) = select::shapes(&config, use_, &workloads, &selection.sizes, lenient)?;
@@ -541,6 +576,16 @@ fn check(common: &Common, selection: &Selection) -> Result<bool> {
     Ok(ok)
 }
 
+/// One fact of the device a run would use, for scripts.
+fn doctor_print(what: &str) -> Result<bool> {
+    let (dev, _) = select::open(None)?;
+    match what {
+        "kind" => println!("{}", dev.kind()),
+        _ => println!("{}", dev.info().slug),
+    }
+    Ok(true)
+}
+
 fn doctor() -> Result<bool> {
     let d = discovery();
     println!(
@@ -556,6 +601,18 @@ fn doctor() -> Result<bool> {
         }
     );
     println!("driver (libcuda):   {}", d.driver.describe());
+    if d.driver.is_found() {
+        use kernel::cuda::device::{MIN_DRIVER_CUDA, driver_cuda_version, fmt_cuda};
+        match driver_cuda_version() {
+            Ok(v) => println!(
+                "driver supports:    CUDA {} ({}; the lab needs CUDA {}, driver R580+)",
+                fmt_cuda(v),
+                if v >= MIN_DRIVER_CUDA { "ok" } else { "TOO OLD" },
+                fmt_cuda(MIN_DRIVER_CUDA)
+            ),
+            Err(e) => println!("driver supports:    unknown: {e}"),
+        }
+    }
     println!("NVRTC:              {}", d.nvrtc.describe());
     println!("NVRTC builtins:     {}", d.nvrtc_builtins.describe());
     match nvrtc::version() {

@@ -67,7 +67,8 @@ fn references_used(shape: &crate::results::ShapeResults) -> String {
             continue;
         }
         let line = match super::reference_for(shape, p) {
-            Some(r) => format!("{p} rows against {}", r.id),
+            Some(r) if r.precision == p => format!("{p} rows against {}", r.id),
+            Some(r) => format!("{p} rows against {} (no {p} reference here)", r.id),
             None => format!("{p} rows against nothing (no passing reference of that precision)"),
         };
         seen.push(line);
