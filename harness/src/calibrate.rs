@@ -8,7 +8,7 @@
 mod cpu;
 mod gpu;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use kernel::{DeviceInfo, DeviceKind, Executor};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -60,21 +60,12 @@ pub fn path(root: &Path, info: &DeviceInfo) -> PathBuf {
 
 impl Calibration {
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read calibration {}", path.display()))?;
-        let probe: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not JSON", path.display()))?;
-        match probe.get("schema_version").and_then(|v| v.as_u64()) {
-            Some(v) if v == u64::from(CALIBRATION_VERSION) => {}
-            Some(v) => bail!(
-                "{} has calibration schema version {v}; this harness reads version \
-                 {CALIBRATION_VERSION}: run `harness calibrate` again",
-                path.display()
-            ),
-            None => bail!("{} is not a calibration file", path.display()),
-        }
-        serde_json::from_value(probe)
-            .with_context(|| format!("{} does not match the calibration schema", path.display()))
+        crate::output::read_versioned(
+            path,
+            "calibration",
+            CALIBRATION_VERSION,
+            "run `harness calibrate` again",
+        )
     }
 
     pub fn write(&self, path: &Path) -> Result<()> {

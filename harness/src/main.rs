@@ -607,7 +607,11 @@ fn doctor() -> Result<bool> {
             Ok(v) => println!(
                 "driver supports:    CUDA {} ({}; the lab needs CUDA {}, driver R580+)",
                 fmt_cuda(v),
-                if v >= MIN_DRIVER_CUDA { "ok" } else { "TOO OLD" },
+                if v >= MIN_DRIVER_CUDA {
+                    "ok"
+                } else {
+                    "TOO OLD"
+                },
                 fmt_cuda(MIN_DRIVER_CUDA)
             ),
             Err(e) => println!("driver supports:    unknown: {e}"),

@@ -54,6 +54,30 @@ pub fn replace_with(path: &Path, write: impl FnOnce(&Path) -> Result<()>) -> Res
     result
 }
 
+/// Reads a JSON file of one of the lab's schemas (`what`: "calibration", "peers"), refusing
+/// other versions with `advice` on what to do.
+pub fn read_versioned<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    what: &str,
+    version: u32,
+    advice: &str,
+) -> Result<T> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read {what} file {}", path.display()))?;
+    let probe: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
+    match probe.get("schema_version").and_then(|v| v.as_u64()) {
+        Some(v) if v == u64::from(version) => {}
+        Some(v) => bail!(
+            "{} has {what} schema version {v}; this harness reads version {version}: {advice}",
+            path.display()
+        ),
+        None => bail!("{} is not a {what} file", path.display()),
+    }
+    serde_json::from_value(probe)
+        .with_context(|| format!("{} does not match the {what} schema", path.display()))
+}
+
 /// Writes `contents` to `path` atomically.
 pub fn write_atomic(path: &Path, contents: impl AsRef<[u8]>) -> Result<()> {
     replace_with(path, |tmp| {

@@ -5,7 +5,7 @@
 use crate::results::{Row, RunResults, Status};
 use crate::timing::Timing;
 use crate::validate::Check;
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use kernel::{Precision, Role, Stage};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
@@ -46,19 +46,12 @@ pub struct PeerRow {
 
 impl PeerFile {
     pub fn read(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read peers file {}", path.display()))?;
-        let probe: serde_json::Value = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not JSON", path.display()))?;
-        match probe.get("schema_version").and_then(|v| v.as_u64()) {
-            Some(v) if v == u64::from(PEERS_VERSION) => {}
-            other => bail!(
-                "{} has peers schema version {other:?}; this harness reads {PEERS_VERSION}",
-                path.display()
-            ),
-        }
-        serde_json::from_value(probe)
-            .with_context(|| format!("{} does not match the peers schema", path.display()))
+        crate::output::read_versioned(
+            path,
+            "peers",
+            PEERS_VERSION,
+            "run tools/torch_peers.py of this commit again",
+        )
     }
 
     /// The peers file beside a device's results, if there is one.

@@ -22,7 +22,7 @@ pub fn reference(shape: &Shape, inputs: &[Vec<f32>]) -> Vec<f64> {
             });
             y
         }
-        Shape::Conv { .. } => conv_f64(shape, &inputs[0], &inputs[1]),
+        Shape::Conv { .. } => conv_f64(shape, inputs),
         Shape::Attention { .. } => attention_f64(shape, &inputs[0], &inputs[1], &inputs[2]),
     }
 }
@@ -189,40 +189,11 @@ pub fn gemm_f64(
     c
 }
 
-fn conv_f64(shape: &Shape, x: &[f32], w: &[f32]) -> Vec<f64> {
-    let Shape::Conv {
-        b,
-        c,
-        m,
-        h,
-        w: width,
-        k,
-    } = *shape
-    else {
-        unreachable!("conv shape")
-    };
-    let (ho, wo) = Shape::conv_out(h, width, k);
-    let mut y = vec![0.0f64; b * m * ho * wo];
-    y.par_chunks_mut(ho * wo)
-        .enumerate()
-        .for_each(|(bm, plane)| {
-            let (bi, mi) = (bm / m, bm % m);
-            for (p, out) in plane.iter_mut().enumerate() {
-                let (oh, ow) = (p / wo, p % wo);
-                let mut acc = 0.0f64;
-                for ci in 0..c {
-                    for p_ in 0..k {
-                        for q in 0..k {
-                            let xv = x[((bi * c + ci) * h + oh + p_) * width + ow + q];
-                            let wv = w[((mi * c + ci) * k + p_) * k + q];
-                            acc += f64::from(xv) * f64::from(wv);
-                        }
-                    }
-                }
-                *out = acc;
-            }
-        });
-    y
+fn conv_f64(shape: &Shape, inputs: &[Vec<f32>]) -> Vec<f64> {
+    (0..shape.output().len())
+        .into_par_iter()
+        .map(|i| element_f64(shape, inputs, i))
+        .collect()
 }
 
 fn attention_f64(shape: &Shape, q: &[f32], kmat: &[f32], v: &[f32]) -> Vec<f64> {
