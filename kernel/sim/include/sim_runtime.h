@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <setjmp.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -95,8 +96,20 @@ namespace sim {
 constexpr unsigned kMaxThreads = 1024;
 constexpr size_t kStackBytes = 128 * 1024;  // per fiber; WMMA tiles live on it
 constexpr size_t kGuardBytes = 4096;        // below each stack: an overflow faults
+constexpr unsigned kMaxAsyncCopies = 256;   // cp.async copies one thread may have pending
+constexpr size_t kSlotBytes = 48;           // what one lane publishes to a warp operation
 
 enum State : unsigned char { READY, AT_BLOCK, AT_WARP, DONE };
+
+// One cp.async of one thread, issued but not complete: the source was read at issue (so a bad
+// source faults at the instruction), the destination is written only when a wait completes
+// its group. Until then shared memory keeps what it held: the poison, or an older tile.
+struct AsyncCopy {
+    unsigned char *dst;
+    unsigned group;  // the commit group it belongs to (Fiber::async_groups when issued)
+    unsigned bytes;  // cp-size: 4, 8 or 16
+    unsigned char data[16];
+};
 
 struct Fiber {
     void *sp;
@@ -105,12 +118,17 @@ struct Fiber {
     State state;
     unsigned char parity;      // which exchange buffer the next warp operation uses
     unsigned char bar_parity;  // same for __syncthreads_count and friends
+    // cp.async state of this thread (per fiber: an OS thread runs a whole block).
+    AsyncCopy *async;         // its kMaxAsyncCopies entries, oldest first
+    unsigned async_pending;   // entries in use
+    unsigned async_groups;    // groups committed so far; pending copies of the open group have this number
 };
 
 struct Warp {
     unsigned present;  // lanes that exist (the last warp of a block may be partial)
     unsigned arrived;
-    alignas(16) unsigned char slot[2][32][16];  // double-buffered by Fiber::parity
+    alignas(16) unsigned char slot[2][32][kSlotBytes];  // double-buffered by Fiber::parity
+    alignas(16) unsigned char result[2][32][16];        // per-lane results of a warp_collective
 };
 
 struct Worker {
@@ -125,8 +143,11 @@ struct Worker {
     dim3 block_dim, grid_dim;
     void *sched_sp;
     char *stacks;
+    AsyncCopy *async_copies;  // kMaxAsyncCopies per fiber, mapped on demand like the stacks
     char *dyn_smem;
     size_t dyn_cap;
+    char *static_smem;  // this module's TLS block on this OS thread: the __shared__ variables
+    size_t static_smem_bytes;
     const SimLaunch *launch;
     SimResult *result;
     sigjmp_buf jmp;
@@ -172,8 +193,9 @@ inline void syncthreads() {
 }
 
 // Waits until every lane of `mask` that exists has arrived. The last lane to arrive releases
-// the others and carries on without a switch.
-inline void warp_wait(unsigned mask) {
+// the others and carries on without a switch: it returns true, and until it next switches no
+// other lane of the warp has run since the warp was complete.
+inline bool warp_wait(unsigned mask) {
     Worker &w = worker();
     Fiber &f = fiber();
     Warp &wp = w.warps[f.warp];
@@ -187,11 +209,12 @@ inline void warp_wait(unsigned mask) {
                 w.at_warp--;
                 push_ready(w, f.warp * 32 + l);
             }
-        return;
+        return true;
     }
     f.state = AT_WARP;
     w.at_warp++;
     yield_to_scheduler();
+    return false;
 }
 
 // Publishes `v` to the warp, waits for the lanes of `mask`, then reads lane `src`'s value
@@ -226,6 +249,104 @@ inline unsigned ballot(unsigned mask, int pred) {
     return bits;
 }
 
+// ---- Misuse the emulation detects ----
+
+// Ends the block with `fmt` as the error, naming the kernel, the block and the thread (an
+// instruction used the way no GPU accepts: a misaligned ldmatrix row, a global address where
+// shared memory must be). Never returns.
+[[noreturn]] inline void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+inline void fail(const char *fmt, ...) {
+    Worker &w = worker();
+    char what[320];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    uint3 t = tl_fiber ? tl_fiber->tid : uint3{0, 0, 0};
+    snprintf(w.result->message, sizeof w.result->message, "%s: %s (thread (%u,%u,%u) of block (%u,%u,%u))",
+             w.launch->kernel, what, t.x, t.y, t.z, w.block_idx.x, w.block_idx.y, w.block_idx.z);
+    siglongjmp(w.jmp, 2);
+}
+
+// Whether [p, p + bytes) lies in this block's shared memory (static or dynamic).
+inline bool is_shared(const void *p, size_t bytes) {
+    Worker &w = worker();
+    const char *c = (const char *)p;
+    auto inside = [&](const char *lo, size_t n) { return lo && c >= lo && c + bytes <= lo + n; };
+    return inside(w.static_smem, w.static_smem_bytes) || inside(w.dyn_smem, w.launch->dynamic_smem);
+}
+
+// ---- cp.async: per-thread queues of copies, completed by commit groups ----
+
+// Issues one copy of `bytes` (4, 8 or 16) from global `src` to shared `dst`; only the first
+// `src_bytes` are read, the rest is zeros (cp.async's zero-fill form).
+inline void async_copy(void *dst, const void *src, unsigned bytes, unsigned src_bytes) {
+    Fiber &f = fiber();
+    if (((uintptr_t)dst | (uintptr_t)src) % bytes)
+        fail("cp.async of %u bytes from %p to %p: both addresses must be %u-byte aligned", bytes, src, dst, bytes);
+    if (!is_shared(dst, bytes)) fail("cp.async destination %p is not in this block's shared memory", dst);
+    if (src_bytes > bytes) fail("cp.async src-size %u is larger than its cp-size %u", src_bytes, bytes);
+    if (f.async_pending == kMaxAsyncCopies)
+        fail("more than %u cp.async copies pending in one thread (the simulator's limit): wait for older groups first",
+             kMaxAsyncCopies);
+    AsyncCopy &c = f.async[f.async_pending++];
+    c.dst = (unsigned char *)dst;
+    c.group = f.async_groups;
+    c.bytes = bytes;
+    memset(c.data, 0, sizeof c.data);
+    memcpy(c.data, src, src_bytes);
+}
+
+// cp.async.commit_group: the copies issued since the last commit become one group (possibly
+// empty).
+inline void async_commit() { fiber().async_groups++; }
+
+// cp.async.wait_group N: completes, in issue order, every copy of the committed groups except
+// the newest `n`. Copies not committed yet stay pending (cp.async.wait_all commits first).
+inline void async_wait(unsigned n) {
+    Fiber &f = fiber();
+    if (f.async_groups < n) return;
+    unsigned older_than = f.async_groups - n, done = 0;
+    while (done < f.async_pending && f.async[done].group < older_than) {
+        AsyncCopy &c = f.async[done++];
+        memcpy(c.dst, c.data, c.bytes);
+    }
+    memmove(f.async, f.async + done, (f.async_pending - done) * sizeof(AsyncCopy));
+    f.async_pending -= done;
+}
+
+// ---- Warp-wide instructions (ldmatrix, mma.sync) ----
+
+// Every lane of the warp publishes `in`; the lane that completes the warp calls
+// `f(const In ins[32], Out outs[32])` once, at that instant, before any lane goes on (so what
+// it reads of shared memory is what the warp saw when the instruction executed); each lane
+// then receives outs[lane]. Like the `.sync.aligned` instructions it models, it needs all 32
+// lanes: a partial warp is an error, a lane that never arrives a deadlock.
+template <class Out, class In, class F>
+inline Out warp_collective(const char *what, const In &in, F &&f) {
+    static_assert(sizeof(In) <= kSlotBytes && sizeof(Out) <= 16, "a warp_collective moves at most 48 bytes in and 16 out per lane");
+    static_assert(std::is_trivially_copyable_v<In> && std::is_trivially_copyable_v<Out>);
+    Worker &w = worker();
+    Fiber &fb = fiber();
+    Warp &wp = w.warps[fb.warp];
+    if (wp.present != 0xFFFFFFFFu)
+        fail("%s needs all 32 lanes of a warp; warp %u of this block has %d (make the block a multiple of 32 threads)",
+             what, fb.warp, __builtin_popcount(wp.present));
+    unsigned p = fb.parity;
+    fb.parity ^= 1;
+    memcpy(wp.slot[p][fb.lane], &in, sizeof(In));
+    if (warp_wait(0xFFFFFFFFu)) {
+        In ins[32];
+        Out outs[32];
+        for (unsigned l = 0; l < 32; ++l) memcpy(&ins[l], wp.slot[p][l], sizeof(In));
+        f(static_cast<const In *>(ins), static_cast<Out *>(outs));
+        for (unsigned l = 0; l < 32; ++l) memcpy(wp.result[p][l], &outs[l], sizeof(Out));
+    }
+    Out out;
+    memcpy(&out, wp.result[p][fb.lane], sizeof(Out));
+    return out;
+}
+
 // ---- Block execution ----
 
 // Finds this module's TLS block of the calling thread, to poison `__shared__` variables.
@@ -252,6 +373,8 @@ inline void poison_shared(Worker &w) {
     Worker *saved_w = tl_worker;
     if (want.second.data) memset(want.second.data, 0xFF, want.second.size);
     tl_worker = saved_w;
+    w.static_smem = (char *)want.second.data;
+    w.static_smem_bytes = want.second.size;
     tl_fiber = nullptr;
     if (w.dyn_cap) memset(w.dyn_smem, 0xFF, w.dyn_cap);
 }
@@ -336,6 +459,8 @@ inline Worker *&pool_head() {
     return head;
 }
 
+constexpr size_t kAsyncSpan = (size_t)kMaxThreads * kMaxAsyncCopies * sizeof(AsyncCopy);
+
 inline Worker *acquire_worker() {
     {
         std::lock_guard<std::mutex> g(pool_lock());
@@ -354,6 +479,14 @@ inline Worker *acquire_worker() {
     w->stacks = (char *)m;
     for (unsigned i = 0; i < kMaxThreads; ++i)
         mprotect(w->stacks + (size_t)i * (kStackBytes + kGuardBytes), kGuardBytes, PROT_NONE);
+    // Pages are touched only by threads that use cp.async.
+    void *q = mmap(nullptr, kAsyncSpan, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (q == MAP_FAILED) {
+        munmap(w->stacks, (size_t)kMaxThreads * (kStackBytes + kGuardBytes));
+        delete w;
+        return nullptr;
+    }
+    w->async_copies = (AsyncCopy *)q;
     return w;
 }
 
@@ -364,6 +497,7 @@ struct PoolReaper {
         while (Worker *w = pool_head()) {
             pool_head() = w->next_free;
             munmap(w->stacks, (size_t)kMaxThreads * (kStackBytes + kGuardBytes));
+            munmap(w->async_copies, kAsyncSpan);
             free(w->dyn_smem);
             delete w;
         }
@@ -401,6 +535,9 @@ inline int run_block(Worker &w, const SimLaunch *l, uint64_t block, uint64_t see
         f.lane = i % 32;
         f.warp = i / 32;
         f.parity = f.bar_parity = 0;
+        // Copies a thread of the previous block left pending are dropped, never completed.
+        f.async = w.async_copies + (size_t)i * kMaxAsyncCopies;
+        f.async_pending = f.async_groups = 0;
         start_fiber(w, i);
     }
     for (unsigned k = 0; k < (w.n + 31) / 32; ++k) {
@@ -435,12 +572,13 @@ SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t block, uint64_t seed, 
     }
     tl_worker = w;
     w->result = res;
-    // A fault in the kernel (caught by the host's SIGSEGV handler) comes back here.
-    if (sigsetjmp(w->jmp, 1)) {
+    // A fault in the kernel (caught by the host's SIGSEGV handler) comes back here with 1,
+    // a misuse the emulation detected (sim::fail, the message already written) with 2.
+    if (int why = sigsetjmp(w->jmp, 1)) {
         tl_fiber = nullptr;
         tl_worker = nullptr;
         release_worker(w);
-        return res->code = SIM_FAULT;
+        return res->code = why == 2 ? SIM_ERROR : SIM_FAULT;
     }
     int code = run_block(*w, l, block, seed, res);
     tl_worker = nullptr;
