@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Installs the CUDA pieces the lab needs on a machine without a CUDA toolkit: NVRTC (to compile
-# kernels to CUBIN and read the ptxas report) and the CUDA headers that WMMA and half kernels
-# include. They come from NVIDIA's pinned PyPI wheels for CUDA 13.0, the version the GPU
-# machines run, into `.cuda-tools/` (git-ignored), where device discovery looks for them.
+# kernels to CUBIN and read the ptxas report), the CUDA headers that WMMA and half kernels
+# include, and the disassemblers `nvdisasm` and `cuobjdump` (`harness inspect --sass` reads the
+# SASS of a CUBIN with them). They come from NVIDIA's pinned PyPI wheels for CUDA 13.0, the
+# version the GPU machines run, into `.cuda-tools/` (git-ignored), where device discovery looks
+# for them. The disassemblers were first published as wheels for CUDA 13.2, so those two are
+# pinned at 13.2.51: they only read the CUBIN that NVRTC 13.0 wrote, they compile nothing.
 # Usage: tools/install-cuda-tools.sh [DEST]     (idempotent; needs python3 with pip)
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 dest=${1:-$root/.cuda-tools}
 stamp="$dest/.installed-13.0"
-wheels=(nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-crt==13.0.88)
+wheels=(nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-crt==13.0.88
+  nvidia-cuda-nvdisasm==13.2.51 nvidia-cuda-cuobjdump==13.2.51)
 
 if [[ -f $stamp ]] && [[ $(cat "$stamp") == "${wheels[*]}" ]]; then
   echo "CUDA tools already in $dest"
@@ -23,12 +27,14 @@ python3 -m pip install --quiet --disable-pip-version-check --no-deps --no-compil
 
 cu=$tmp/nvidia/cu13
 rm -rf "$dest"
-mkdir -p "$dest/lib" "$dest/include"
-# Keep only what discovery and NVRTC use: the two NVRTC libraries (not the `.alt` variants,
-# not the static archives) and the headers.
+mkdir -p "$dest/lib" "$dest/include" "$dest/bin"
+# Keep only what discovery, NVRTC and `inspect --sass` use: the two NVRTC libraries (not the
+# `.alt` variants, not the static archives), the headers and the two disassemblers.
 cp -P "$cu"/lib/libnvrtc.so* "$cu"/lib/libnvrtc-builtins.so* "$dest/lib/"
 rm -f "$dest"/lib/*alt* "$dest"/lib/*.a
 cp -r "$cu"/include/. "$dest/include/"
+cp "$cu"/bin/nvdisasm "$cu"/bin/cuobjdump "$dest/bin/"
+chmod +x "$dest"/bin/*
 echo "${wheels[*]}" > "$stamp"
-echo "CUDA tools (NVRTC 13.0 and headers) installed in $dest"
+echo "CUDA tools (NVRTC 13.0, headers, nvdisasm, cuobjdump) installed in $dest"
 du -sh "$dest" | cut -f1

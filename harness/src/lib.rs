@@ -14,6 +14,7 @@ pub mod report;
 pub mod resources;
 pub mod results;
 pub mod run;
+pub mod sass;
 pub mod select;
 pub mod timing;
 pub mod validate;

@@ -6,7 +6,7 @@ use harness::calibrate::{self, Calibration};
 use harness::config::Config;
 use harness::results::{RunResults, Status};
 use harness::run::{Ablation, Event};
-use harness::{compare, output, peers, registry, report, resources, select};
+use harness::{compare, output, peers, registry, report, resources, sass, select};
 use indicatif::{ProgressBar, ProgressStyle};
 use kernel::cuda::discovery::discovery;
 use kernel::cuda::{CudaDevice, nvrtc};
@@ -151,9 +151,13 @@ enum Command {
         /// Threads per block assumed for the occupancy of a FILE's kernels.
         #[arg(long, default_value_t = 256)]
         block: u32,
-        /// Exit 1 if any kernel spills registers.
+        /// Exit 1 if any kernel spills registers (beyond a spill the kernel declares).
         #[arg(long)]
         deny_spills: bool,
+        /// Also print each kernel's SASS (nvdisasm or cuobjdump on the NVRTC CUBIN) and a
+        /// count of its FFMA/HMMA, global, shared and local loads and stores.
+        #[arg(long)]
+        sass: bool,
     },
 }
 
@@ -183,15 +187,17 @@ fn main() -> ExitCode {
             arch,
             block,
             deny_spills,
+            sass,
             ..
-        } => inspect_file(&file, &arch, block, deny_spills),
+        } => inspect_file(&file, &arch, block, deny_spills, sass),
         Command::Inspect {
             file: None,
             arch,
             kernels,
             deny_spills,
+            sass,
             ..
-        } => inspect(&arch, &kernels, deny_spills),
+        } => inspect(&arch, &kernels, deny_spills, sass),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -664,10 +670,12 @@ fn doctor() -> Result<bool> {
     Ok(true)
 }
 
-fn inspect(archs: &[String], ids: &[String], deny_spills: bool) -> Result<bool> {
+fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> Result<bool> {
     let all = registry::all();
     let kernels = registry::select(&all, ids)?;
     nvrtc::version().context("harness inspect needs NVRTC")?;
+    let tool = sass.then(sass::Disassembler::find).transpose()?;
+    let mut listings = Vec::new();
     let mut ok = true;
     println!(
         "{:<18} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
@@ -708,7 +716,12 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool) -> Result<bool> 
                 Ok(list) => {
                     for r in list {
                         if r.spill_stores + r.spill_loads > 0 {
-                            ok &= !deny_spills;
+                            match k.accepted_spill() {
+                                Some(a) if a.covers(r.spill_stores, r.spill_loads) => {
+                                    println!("{:<18} accepted spill on {arch}: {}", i.id, a.reason)
+                                }
+                                _ => ok &= !deny_spills,
+                            }
                         }
                         println!(
                             "{:<18} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
@@ -735,17 +748,35 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool) -> Result<bool> 
                     println!("{:<18} {arch}: {e}", i.id);
                 }
             }
+            if let Some(tool) = &tool {
+                match sass::of_plan(tool, &plan, arch) {
+                    Ok(list) => listings.extend(list.into_iter().map(|l| (i.id.to_string(), l))),
+                    Err(e) => {
+                        ok = false;
+                        println!("{:<18} {arch}: {e}", i.id);
+                    }
+                }
+            }
         }
     }
+    sass::print(&listings);
     Ok(ok)
 }
 
 /// `harness inspect FILE.cu`: compiles any CUDA file (its folder on the include path) and
 /// prints the resources of each of its kernels, occupancy at `block` threads per block.
-fn inspect_file(file: &Path, archs: &[String], block: u32, deny_spills: bool) -> Result<bool> {
+fn inspect_file(
+    file: &Path,
+    archs: &[String],
+    block: u32,
+    deny_spills: bool,
+    sass: bool,
+) -> Result<bool> {
     let code =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     nvrtc::version().context("harness inspect needs NVRTC")?;
+    let tool = sass.then(sass::Disassembler::find).transpose()?;
+    let mut listings = Vec::new();
     let dir = file
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -797,6 +828,12 @@ fn inspect_file(file: &Path, archs: &[String], block: u32, deny_spills: bool) ->
                     .unwrap_or_else(|| "?".into())
             );
         }
+        if let Some(tool) = &tool {
+            let list = sass::of_file(tool, &source, arch)?;
+            let name = file.file_name().unwrap_or_default().to_string_lossy();
+            listings.extend(list.into_iter().map(|l| (name.to_string(), l)));
+        }
     }
+    sass::print(&listings);
     Ok(ok)
 }

@@ -1,5 +1,5 @@
 //! Every CUDA kernel of every stage compiles with NVRTC for sm_80 and sm_90, without register
-//! spills. Needs NVRTC (tools/install-cuda-tools.sh), not a GPU. Without NVRTC this test fails:
+//! spills beyond one the kernel declares with its reason (`Kernel::accepted_spill`). Needs NVRTC (tools/install-cuda-tools.sh), not a GPU. Without NVRTC this test fails:
 //! it must never pass without having compiled anything.
 
 use harness::{registry, resources};
@@ -52,6 +52,7 @@ fn every_kernel_compiles_for_sm80_and_sm90_without_spills() {
     let mut problems = Vec::new();
     for k in registry::all() {
         let info = k.info();
+        let mut spilled = false;
         for shape in shapes(info.workload) {
             if k.supports(&shape).is_err() {
                 continue;
@@ -62,7 +63,11 @@ fn every_kernel_compiles_for_sm80_and_sm90_without_spills() {
                     Ok(list) => {
                         for r in list {
                             compiled += 1;
-                            if r.spill_stores + r.spill_loads > 0 {
+                            spilled |= r.spill_stores + r.spill_loads > 0;
+                            let accepted = k
+                                .accepted_spill()
+                                .is_some_and(|a| a.covers(r.spill_stores, r.spill_loads));
+                            if r.spill_stores + r.spill_loads > 0 && !accepted {
                                 problems.push(format!(
                                     "{} ({}) spills on {arch}: {} B stores, {} B loads",
                                     info.id, r.entry, r.spill_stores, r.spill_loads
@@ -77,13 +82,19 @@ fn every_kernel_compiles_for_sm80_and_sm90_without_spills() {
                 }
             }
         }
+        if let Some(a) = k.accepted_spill().filter(|_| !spilled) {
+            problems.push(format!(
+                "{} declares an accepted spill it no longer has: {}",
+                info.id, a.reason
+            ));
+        }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert!(
         compiled >= 4,
         "only {compiled} launches compiled: the registry lost its kernels?"
     );
-    println!("compiled {compiled} launches for sm_80 and sm_90, no spills");
+    println!("compiled {compiled} launches for sm_80 and sm_90, no unaccepted spills");
 }
 
 #[test]

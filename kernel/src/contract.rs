@@ -137,6 +137,22 @@ pub struct KernelInfo {
 #[error("{0}")]
 pub struct Unsupported(pub String);
 
+/// A register spill a kernel accepts on purpose, with why it is worth it: the NVRTC compile
+/// test and `harness inspect --deny-spills` let through at most `bytes` of spill stores and
+/// of spill loads per launch, and print the reason.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AcceptedSpill {
+    pub bytes: u32,
+    pub reason: &'static str,
+}
+
+impl AcceptedSpill {
+    /// Whether a launch's spill (bytes stored, bytes loaded) stays within what is accepted.
+    pub fn covers(&self, stores: u32, loads: u32) -> bool {
+        stores <= self.bytes && loads <= self.bytes
+    }
+}
+
 /// A CPU port: computes the kernel's output from the workload's f32 inputs (in
 /// [`Shape::inputs`] order) into `out` (of [`Shape::output`] length), mirroring the kernel's idea.
 pub type CpuPort = fn(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]);
@@ -159,6 +175,11 @@ pub trait Kernel: Send + Sync {
 
     /// The CPU port, or `None` for GPU-only rows (such as cuBLAS).
     fn cpu(&self) -> Option<CpuPort> {
+        None
+    }
+
+    /// A register spill this kernel accepts, with the reason; `None`: any spill is a defect.
+    fn accepted_spill(&self) -> Option<AcceptedSpill> {
         None
     }
 

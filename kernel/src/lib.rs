@@ -12,7 +12,9 @@ pub mod plan;
 pub mod sim;
 pub mod workload;
 
-pub use contract::{CpuPort, Kernel, KernelInfo, Precision, Role, Stage, Unsupported, div_ceil};
+pub use contract::{
+    AcceptedSpill, CpuPort, Kernel, KernelInfo, Precision, Role, Stage, Unsupported, div_ceil,
+};
 pub use device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
 pub use plan::{
     Arg, At, Buf, CudaPlan, CudaSource, Dtype, Fill, GemmCall, GemmCompute, Launch, LibraryCall,
