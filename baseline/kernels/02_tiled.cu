@@ -8,6 +8,8 @@
 //    shared memory. Global loads drop by a factor of TILE (32): 2K/TILE per output.
 // Tails: elements outside A or B load as 0, which adds nothing to the sum, so any M, N, K
 // works; only threads inside C store. Both barriers are reached by every thread.
+// In the SASS (sm_90) ptxas has already unrolled the loop over the tile (TILE is a constant):
+// 32 FFMA, the 32 As[ty][k] reads merged into 8 LDS.128, the Bs[k][tx] reads 32 scalar LDS.
 
 #define TILE 32
 

@@ -1,11 +1,18 @@
 // 06_vectorized.cu: 16-byte (float4) memory access. What changed since 05 and why:
 //
 // 1. Global loads and stores move float4s: one 128-bit instruction instead of four 32-bit
-//    ones for each tile element group, and for each 4 outputs of C. Each thread loads one
-//    float4 of A and one of B per K step (256 x 4 = 1024 = 128 x 8 floats per tile).
+//    ones. Each thread loads one float4 of A and one of B per K step (256 x 4 = 1024 = 128 x 8
+//    floats per tile) and stores C as float4s. In the sm_90 SASS a K step has 2
+//    LDG.E.128.CONSTANT where rung 05 has 8 LDG.E.CONSTANT, and C takes 16 STG.E.128 where 05
+//    takes 64 STG.E. This is the difference the row measures.
 // 2. The A tile is stored TRANSPOSED in shared memory (As[k][m]), so a thread's 8 values of A
 //    for one k are contiguous and come in as two float4 shared loads, like its 8 values of B.
-//    Per k a thread now issues 4 shared loads (05: 16) for the same 64 FMAs.
+//    The SASS shows this buys no shared-load instructions: ptxas had already merged rung 05's
+//    reads of A along the unrolled k loop, so both rungs issue 32 LDS.128 per K step (4 per
+//    k) for 512 FFMA. The transpose is kept because it makes the float4 reads explicit rather
+//    than left to the compiler, and rung 07 builds on this layout.
+// Registers: 127 on sm_90 (rung 05: 128 with __launch_bounds__), 2 blocks of 256 per SM on
+// both, so occupancy does not differ between the two rows.
 // Constraint: a float4 must be 16-byte aligned, so rows of A and B must start on a multiple
 // of 4 floats: K % 4 == 0 and N % 4 == 0 (the Rust side declines other shapes). M is free.
 // Because K and N are multiples of 4 and every float4 starts at a multiple of 4, a float4 is

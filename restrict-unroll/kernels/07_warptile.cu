@@ -1,13 +1,17 @@
 // 07_warptile.cu: warp tiling. What changed since 06 and why it should be faster:
 //
 // Rung 06 gives each thread a contiguous 8x8 block of C, so the 32 threads of a warp cover a
-// 16-row x 128-column strip (2 x 16 threads): per k the warp reads 16 x 8 values of A and 16 x
-// 8 of B, a wide footprint with few broadcasts. Here the 8 warps of the block tile the 128x128
-// block as 2 x 4 warp tiles of 64x32, and inside its warp tile each thread holds a 2 x 2 grid
-// of 4x4 sub-tiles spaced 32 rows and 16 columns apart. Per k a warp now reads only 64 values
-// of A and 32 of B (each float4 shared by 4 or 8 lanes as a broadcast): the unit of work the
-// hardware schedules, the warp, gets its own level of the tile hierarchy (block > warp >
+// 16-row x 128-column strip (2 x 16 threads): per k the warp reads 16 values of A and 128 of
+// B, 144 floats of shared memory. Here the 8 warps of the block tile the 128x128 block as
+// 2 x 4 warp tiles of 64x32, and inside its warp tile each thread holds a 2 x 2 grid of 4x4
+// sub-tiles spaced 32 rows and 16 columns apart. Per k a warp now reads 64 values of A and
+// 32 of B, 96 floats (each float4 shared by 4 or 8 lanes as a broadcast): the unit of work
+// the hardware schedules, the warp, gets its own level of the tile hierarchy (block > warp >
 // thread), which is also the shape tensor-core rungs (10, 11) compute in.
+// What the SASS shows (sm_90): the same instruction mix as 06 (512 FFMA, 32 LDS.128, 2
+// LDG.E.128 per K step, 16 STG.E.128, 127 registers). The change is only in the addresses a
+// warp's lanes read, which decides shared-memory bank conflicts and broadcasts; the SASS
+// cannot show that, the bank-conflict metric of ncu (tools/gpu-check.sh) can.
 // Loads, the transposed A tile, the float4 constraint (K % 4 == 0, N % 4 == 0) and the tail
 // handling are rung 06 unchanged. Every thread reaches every barrier.
 

@@ -1,0 +1,104 @@
+//! `harness inspect --sass`: the SASS of the NVRTC CUBIN and its instruction counts. Needs
+//! NVRTC and nvdisasm or cuobjdump (tools/install-cuda-tools.sh), not a GPU; without them these
+//! tests fail, they never pass without having disassembled anything.
+
+use std::process::Command;
+
+/// Runs `harness inspect ARGS --sass --arch sm_90` and returns the summary rows, each split in
+/// columns: label, entry, arch, then the counts of `Summary::header`.
+fn summary_rows(args: &[&str]) -> Vec<Vec<String>> {
+    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg("inspect")
+        .args(args)
+        .args(["--sass", "--arch", "sm_90"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).to_string();
+    let t = out.clone() + &String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success(),
+        "{t}\nRun tools/install-cuda-tools.sh first: NVRTC and nvdisasm are needed."
+    );
+    let table = out
+        .split("SASS summary")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no summary table:\n{t}"));
+    table
+        .lines()
+        .skip(2) // the rest of the title line, then the column titles
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| l.split_whitespace().map(str::to_string).collect())
+        .collect()
+}
+
+/// The count under `column` (a title of `Summary::header`) in a summary row.
+fn count(row: &[String], column: &str) -> String {
+    let titles = [
+        "instr", "FFMA", "HMMA", "LDG", "LDG.128", "LDG.RO", "STG", "STG.128", "LDS", "LDS.128",
+        "LDSM", "STS", "STS.128", "LD/ST", "LDL/STL",
+    ];
+    let i = titles.iter().position(|t| *t == column).unwrap();
+    row[3 + i].clone()
+}
+
+#[test]
+fn a_files_sass_counts_vector_and_read_only_loads() {
+    let dir = std::env::temp_dir().join(format!("lab-sass-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("vec.cu");
+    std::fs::write(
+        &file,
+        "extern \"C\" __global__ void copy4(const float4 *__restrict__ a, float4 *__restrict__ b) {\n\
+         \x20   b[threadIdx.x] = a[threadIdx.x];\n}\n\
+         extern \"C\" __global__ void axpy(const float *x, float *y, float s) {\n\
+         \x20   y[threadIdx.x] = s * x[threadIdx.x] + y[threadIdx.x];\n}\n",
+    )
+    .unwrap();
+    let rows = summary_rows(&[file.to_str().unwrap()]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    let row = |entry: &str| {
+        rows.iter()
+            .find(|r| r[1] == entry)
+            .unwrap_or_else(|| panic!("no {entry} in {rows:?}"))
+            .clone()
+    };
+    let copy4 = row("copy4");
+    let counts: Vec<String> = ["LDG", "LDG.128", "LDG.RO", "STG", "STG.128", "FFMA"]
+        .iter()
+        .map(|c| count(&copy4, c))
+        .collect();
+    assert_eq!(counts, ["1", "1", "1", "1", "1", "0"], "{copy4:?}");
+    let axpy = row("axpy");
+    // Without __restrict__ nothing is known to be read-only: plain 32-bit loads.
+    let counts: Vec<String> = ["LDG", "LDG.128", "LDG.RO", "FFMA", "LDL/STL"]
+        .iter()
+        .map(|c| count(&axpy, c))
+        .collect();
+    assert_eq!(counts, ["2", "0", "0", "1", "0/0"], "{axpy:?}");
+}
+
+#[test]
+fn rung_03_differs_from_rung_02_only_in_read_only_loads() {
+    // What restrict-unroll/README.md teaches: ptxas already unrolled rung 02's loop, so the
+    // pragma of rung 03 changes nothing and __restrict__ only makes the loads read-only.
+    let rows = summary_rows(&["--kernels", "gemm-tiled,gemm-restrict-unroll"]);
+    assert_eq!(rows.len(), 2, "{rows:?}");
+    let (tiled, restrict) = (&rows[0], &rows[1]);
+    assert_eq!(
+        (count(tiled, "LDG.RO"), count(restrict, "LDG.RO")),
+        ("0".to_string(), count(restrict, "LDG")),
+        "{rows:?}"
+    );
+    for column in ["instr", "FFMA", "LDG", "LDS", "LDS.128", "STS", "STG"] {
+        assert_eq!(
+            count(tiled, column),
+            count(restrict, column),
+            "{column}: {rows:?}"
+        );
+    }
+    assert_eq!(
+        count(tiled, "FFMA"),
+        "32",
+        "the tile loop is unrolled: {rows:?}"
+    );
+}
