@@ -121,3 +121,29 @@ fn no_kernel_counts_a_grid_stride_loop_in_32_bits() {
         problems.join("\n")
     );
 }
+
+#[test]
+fn the_largest_accepted_operand_drives_the_conversion_kernels_past_2_pow_31() {
+    use kernel::{Arg, Shape};
+    // Tensors are accepted up to i32::MAX elements: 46340^2 is just under, 46341^2 over.
+    let shape = Shape::gemm(1, 46340, 46340);
+    shape.validate().unwrap();
+    assert!(Shape::gemm(1, 46341, 46341).validate().is_err());
+    let n = 46340usize * 46340;
+    let all = registry::all();
+    for (id, per_thread) in [("gemm-wmma-fp16-convert", 1), ("gemm-wmma-fp16-half2", 2)] {
+        let k = all.iter().find(|k| k.info().id == id).unwrap();
+        k.supports(&shape).unwrap();
+        let plan = k.cuda(&shape).unwrap();
+        // The second launch converts B, k x n elements.
+        let convert_b = plan.launches().nth(1).unwrap();
+        assert_eq!(convert_b.args.get(2), Some(&Arg::I32(n as i32)), "{id}");
+        let threads = convert_b.blocks() * u64::from(convert_b.threads_per_block());
+        assert!(threads * per_thread >= n as u64, "{id}: the grid covers B");
+        // A thread's second index, first index + stride, passes i32::MAX for the scalar
+        // kernel: only a 64-bit counter (checked above in every source) stays in bounds.
+        if per_thread == 1 {
+            assert!(2 * threads - 1 > i32::MAX as u64, "{id}");
+        }
+    }
+}
