@@ -337,16 +337,23 @@ pub struct Listing {
     pub function: Function,
 }
 
-/// Compiles each launch of `plan` for `arch` (memoized by NVRTC) and disassembles its entry.
+/// Compiles each launch of `plan` for `arch` (memoized by NVRTC) and disassembles its entry;
+/// a kernel launched twice (the conversion of A, then of B) is listed once.
 pub fn of_plan(
     tool: &Disassembler,
     plan: &CudaPlan,
     arch: &str,
 ) -> Result<Vec<Listing>, SassError> {
-    let mut out = Vec::new();
+    let mut out: Vec<Listing> = Vec::new();
     for l in plan.launches() {
-        let compiled = nvrtc::compile(&l.source, arch)?;
         let file = l.source.label();
+        if out
+            .iter()
+            .any(|o| o.file == file && o.entry == l.entry.as_ref())
+        {
+            continue;
+        }
+        let compiled = nvrtc::compile(&l.source, arch)?;
         let functions = parse(&tool.disassemble(&compiled.cubin, &file)?);
         let function = functions
             .into_iter()
