@@ -1,5 +1,8 @@
-//! Baseline rungs: the naive GEMM and the shared-memory tiled GEMM, with their CPU ports.
+//! Baseline rungs: the naive GEMM and the shared-memory tiled GEMM, with their CPU ports;
+//! the naive and the unroll -> GEMM -> permute convolutions are in [`conv`].
 //! The walkthrough is in this crate's README.
+
+pub mod conv;
 
 use kernel::{
     CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
@@ -9,7 +12,9 @@ use rayon::prelude::*;
 
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
-    vec![Box::new(GemmNaive), Box::new(GemmTiled)]
+    let mut all: Vec<Box<dyn Kernel>> = vec![Box::new(GemmNaive), Box::new(GemmTiled)];
+    all.extend(conv::kernels());
+    all
 }
 
 /// `01_naive.cu`: one thread per output element, everything from global memory.
@@ -117,7 +122,11 @@ const CPU_TILE_N: usize = 512;
 /// C, which the compiler vectorizes. Same idea as the shared-memory tiles: load once, reuse.
 fn cpu_tiled(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
     let (m, n, k) = gemm_dims(shape);
-    let (a, b) = (inputs[0], inputs[1]);
+    gemm_tiled_cpu(m, n, k, inputs[0], inputs[1], out);
+}
+
+/// The cache-blocked GEMM of [`cpu_tiled`]: row-major `out[m,n] = a[m,k] * b[k,n]`.
+pub fn gemm_tiled_cpu(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], out: &mut [f32]) {
     debug_assert_eq!(out.len(), m * n);
     out.par_chunks_mut(CPU_TILE_M * n)
         .enumerate()

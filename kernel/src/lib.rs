@@ -6,6 +6,7 @@
 //! the `harness` crate.
 
 pub mod contract;
+pub mod conv;
 pub mod cuda;
 pub mod device;
 pub mod plan;
@@ -15,6 +16,7 @@ pub mod workload;
 pub use contract::{
     AcceptedSpill, CpuPort, Kernel, KernelInfo, Precision, Role, Stage, Unsupported, div_ceil,
 };
+pub use conv::{ConvDims, conv_args, conv_chunk, conv_dims};
 pub use device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
 pub use plan::{
     Arg, At, Buf, CudaPlan, CudaSource, Dtype, Fill, GemmCall, GemmCompute, Launch, LibraryCall,
