@@ -1,6 +1,8 @@
 //! Baseline rungs: the naive GEMM and the shared-memory tiled GEMM, with their CPU ports.
 //! The walkthrough is in this crate's README.
 
+pub mod attention;
+
 use kernel::{
     CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
     cuda_source, div_ceil, gemm_args, gemm_dims,
@@ -9,7 +11,9 @@ use rayon::prelude::*;
 
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
-    vec![Box::new(GemmNaive), Box::new(GemmTiled)]
+    let mut all: Vec<Box<dyn Kernel>> = vec![Box::new(GemmNaive), Box::new(GemmTiled)];
+    all.extend(attention::kernels());
+    all
 }
 
 /// `01_naive.cu`: one thread per output element, everything from global memory.

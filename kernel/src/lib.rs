@@ -5,6 +5,7 @@
 //! Everything else (compiling, launching, timing, validating, reporting) lives here and in
 //! the `harness` crate.
 
+pub mod attention;
 pub mod contract;
 pub mod cuda;
 pub mod device;
@@ -12,6 +13,7 @@ pub mod plan;
 pub mod sim;
 pub mod workload;
 
+pub use attention::{AttentionDims, attention_args, attention_dims};
 pub use contract::{CpuPort, Kernel, KernelInfo, Precision, Role, Stage, Unsupported, div_ceil};
 pub use device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
 pub use plan::{
