@@ -3,6 +3,7 @@
 //! The walkthrough is in this crate's README.
 
 pub mod conv;
+pub mod attention;
 
 use kernel::{
     CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
@@ -14,6 +15,7 @@ use rayon::prelude::*;
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
     let mut all: Vec<Box<dyn Kernel>> = vec![Box::new(GemmNaive), Box::new(GemmTiled)];
     all.extend(conv::kernels());
+    all.extend(attention::kernels());
     all
 }
 

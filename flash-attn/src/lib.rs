@@ -1,11 +1,412 @@
-//! Attention: the naive three-kernel baseline and flash attention (tiled, online softmax), FP32 and FP16.
-//!
-//! This stage's rungs arrive with their own issues; until then the crate holds its place in
-//! the ladder and contributes no kernels.
+//! Flash attention: the attention ladder after the naive baseline (rung 01, in `baseline`).
+//! 02 one thread per query row with the online softmax (FP32); 03 the FlashAttention-2 order
+//! (a block's warps split its query tile, normalization deferred); 04 causal tiles skipped;
+//! 05 and 06 both products on tensor cores (WMMA) with FP16 or BF16 inputs and FP32 softmax
+//! state. The walkthrough is in this crate's README.
 
-use kernel::Kernel;
+pub mod cpu;
+
+use cpu::{Round, Tiling};
+use kernel::{
+    CpuPort, CudaPlan, CudaSource, Dtype, Kernel, KernelInfo, Launch, Precision, Role, Shape,
+    Stage, Step, Unsupported, Workload, attention_args, attention_dims, cuda_source, div_ceil,
+};
 
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
-    Vec::new()
+    vec![
+        Box::new(FlashFp32),
+        Box::new(Flash2Fp32),
+        Box::new(Flash2Causal),
+        Box::new(Flash2Wmma(Round::F16)),
+        Box::new(Flash2Wmma(Round::Bf16)),
+    ]
+}
+
+/// Largest head dimension the kernels take: the FP32 rungs keep a D-float output row (02) or
+/// its share per lane (03, 04) in registers, and the tensor-core rungs stage 16 rows of
+/// FP32 output per warp in shared memory.
+pub const MAX_HEAD_DIM: usize = 128;
+
+/// Query rows per block of every flash kernel (02: one per thread; 03-06: 16 per warp, 4 warps).
+const BR: usize = 64;
+/// Keys per tile of rungs 02-04 (05/06 use [`BC_WMMA`]).
+const BC: usize = 32;
+const BC_WMMA: usize = 64;
+/// Grids put the head in `blockIdx.y`.
+const MAX_GRID_Y: usize = 65535;
+
+fn info(id: &'static str, rung: u32, precision: Precision, summary: &'static str) -> KernelInfo {
+    KernelInfo {
+        id: id.into(),
+        workload: Workload::Attention,
+        stage: Stage::FlashAttn,
+        precision,
+        role: Role::Rung,
+        rung,
+        summary: summary.into(),
+    }
+}
+
+/// The constraints every flash kernel shares, plus `D` a multiple of `d_multiple`.
+fn supports(shape: &Shape, d_multiple: usize) -> Result<(), Unsupported> {
+    let dims = attention_dims(shape);
+    if dims.d > MAX_HEAD_DIM {
+        return Err(Unsupported(format!(
+            "D = {} is above {MAX_HEAD_DIM}: the output row of a query is held on chip",
+            dims.d
+        )));
+    }
+    if !dims.d.is_multiple_of(d_multiple) {
+        return Err(Unsupported(format!(
+            "D = {} is not a multiple of {d_multiple} (the WMMA k16/n16 step)",
+            dims.d
+        )));
+    }
+    if dims.heads > MAX_GRID_Y {
+        return Err(Unsupported(format!(
+            "B*H = {} heads is above the grid's y limit of {MAX_GRID_Y}",
+            dims.heads
+        )));
+    }
+    Ok(())
+}
+
+/// A one-launch plan: a grid of query blocks by heads, `HEAD_DIM` defined as the shape's D.
+fn plan(shape: &Shape, source: CudaSource, entry: &str, input: Dtype, smem: usize) -> CudaPlan {
+    let dims = attention_dims(shape);
+    CudaPlan {
+        inputs: vec![input; 3],
+        output: Dtype::F32,
+        steps: vec![Step::Kernel(Launch {
+            source: source.define("HEAD_DIM", dims.d),
+            entry: entry.to_string().into(),
+            grid: [div_ceil(dims.s, BR), dims.heads as u32, 1],
+            block: [
+                if entry == "attn_flash_fp32" { BR } else { 128 } as u32,
+                1,
+                1,
+            ],
+            dynamic_smem: smem as u32,
+            args: attention_args(&dims, 0, dims.heads),
+        })],
+        ..Default::default()
+    }
+}
+
+/// `02_flash_fp32.cu`: one thread per query row, K/V tiles in shared memory, online softmax.
+pub struct FlashFp32;
+
+/// Dynamic shared memory of rung 02: Q rows padded by one float, a K and a V tile.
+pub fn smem_flash_fp32(d: usize) -> usize {
+    (BR * (d + 1) + 2 * BC * d) * 4
+}
+
+impl Kernel for FlashFp32 {
+    fn info(&self) -> KernelInfo {
+        info(
+            "attn-flash-fp32",
+            2,
+            Precision::Fp32,
+            "one fused kernel, a thread per query row, K/V tiles in shared memory, online softmax; S x S never stored",
+        )
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        supports(shape, 1)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let d = attention_dims(shape).d;
+        Some(plan(
+            shape,
+            cuda_source!("flash-attn", "02_flash_fp32.cu"),
+            "attn_flash_fp32",
+            Dtype::F32,
+            smem_flash_fp32(d),
+        ))
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(|shape, inputs, out| {
+            let t = Tiling {
+                rows: BR,
+                keys: BC,
+                normalize_each_tile: true,
+                skip_masked_tiles: false,
+                round: None,
+            };
+            cpu::flash(t, shape, inputs, out)
+        })
+    }
+}
+
+/// Dynamic shared memory of rungs 03 and 04: a Q tile, a padded K tile, a V tile and each
+/// warp's 16 x 32 block of P.
+pub fn smem_flash2_fp32(d: usize) -> usize {
+    (BR * d + BC * (d + 1) + BC * d + BR * BC) * 4
+}
+
+/// The CPU port of rungs 03 and 04 (04 with the causal skip).
+fn flash2_tiling(skip_masked_tiles: bool) -> Tiling {
+    Tiling {
+        rows: BR,
+        keys: BC,
+        normalize_each_tile: false,
+        skip_masked_tiles,
+        round: None,
+    }
+}
+
+/// `03_flash2_fp32.cu`: FlashAttention-2 order in FP32.
+pub struct Flash2Fp32;
+
+impl Kernel for Flash2Fp32 {
+    fn info(&self) -> KernelInfo {
+        info(
+            "attn-flash2-fp32",
+            3,
+            Precision::Fp32,
+            "FlashAttention-2 order: 4 warps split a 64-query tile, a key per lane, normalization deferred to the end",
+        )
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        supports(shape, 1)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let d = attention_dims(shape).d;
+        Some(plan(
+            shape,
+            cuda_source!("flash-attn", "03_flash2_fp32.cu"),
+            "attn_flash2_fp32",
+            Dtype::F32,
+            smem_flash2_fp32(d),
+        ))
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(|shape, inputs, out| cpu::flash(flash2_tiling(false), shape, inputs, out))
+    }
+}
+
+/// `04_flash2_causal.cu`: rung 03 skipping the tiles a causal mask hides entirely.
+pub struct Flash2Causal;
+
+impl Kernel for Flash2Causal {
+    fn info(&self) -> KernelInfo {
+        info(
+            "attn-flash2-causal",
+            4,
+            Precision::Fp32,
+            "rung 03 skipping fully masked causal tiles: a block stops at its last row's tile",
+        )
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        supports(shape, 1)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let d = attention_dims(shape).d;
+        Some(plan(
+            shape,
+            cuda_source!("flash-attn", "04_flash2_causal.cu"),
+            "attn_flash2_causal",
+            Dtype::F32,
+            smem_flash2_fp32(d),
+        ))
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(|shape, inputs, out| cpu::flash(flash2_tiling(true), shape, inputs, out))
+    }
+}
+
+/// Dynamic shared memory of rungs 05 and 06 (the carve of `05_flash2_wmma.cu`): Q, K and V
+/// tiles in 16 bits with rows padded by 8, FP32 scores (padded by 4), 16-bit P (padded by 8)
+/// and the FP32 output rows (padded by 4).
+pub fn smem_flash2_wmma(d: usize) -> usize {
+    let ldh = d + 8;
+    (BR * ldh + 2 * BC_WMMA * ldh) * 2
+        + BR * (BC_WMMA + 4) * 4
+        + BR * (BC_WMMA + 8) * 2
+        + BR * (d + 4) * 4
+}
+
+/// `05_flash2_wmma.cu`: both products on tensor cores, FP16 (rung 05) or BF16 (rung 06).
+pub struct Flash2Wmma(pub Round);
+
+impl Kernel for Flash2Wmma {
+    fn info(&self) -> KernelInfo {
+        match self.0 {
+            Round::F16 => info(
+                "attn-flash2-wmma-fp16",
+                5,
+                Precision::Fp16,
+                "rung 04 on tensor cores: FP16 Q/K/V, QK^T and PV in WMMA m16n16k16, FP32 softmax state",
+            ),
+            Round::Bf16 => info(
+                "attn-flash2-wmma-bf16",
+                6,
+                Precision::Bf16,
+                "rung 05 with BF16 inputs and P: FP32's range, 8-bit mantissa",
+            ),
+        }
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        supports(shape, 16)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let d = attention_dims(shape).d;
+        let (entry, dtype) = match self.0 {
+            Round::F16 => ("attn_flash2_wmma_fp16", Dtype::F16),
+            Round::Bf16 => ("attn_flash2_wmma_bf16", Dtype::Bf16),
+        };
+        Some(plan(
+            shape,
+            cuda_source!("flash-attn", "05_flash2_wmma.cu"),
+            entry,
+            dtype,
+            smem_flash2_wmma(d),
+        ))
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(match self.0 {
+            Round::F16 => {
+                |shape, inputs, out| cpu::flash(wmma_tiling(Round::F16), shape, inputs, out)
+            }
+            Round::Bf16 => {
+                |shape, inputs, out| cpu::flash(wmma_tiling(Round::Bf16), shape, inputs, out)
+            }
+        })
+    }
+}
+
+fn wmma_tiling(round: Round) -> Tiling {
+    Tiling {
+        rows: BR,
+        keys: BC_WMMA,
+        normalize_each_tile: false,
+        skip_masked_tiles: true,
+        round: Some(round),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// f64 attention, the textbook formula.
+    fn reference(shape: &Shape, x: &[Vec<f32>]) -> Vec<f64> {
+        let dims = attention_dims(shape);
+        let (s, d) = (dims.s, dims.d);
+        let scale = 1.0 / (d as f64).sqrt();
+        let mut out = vec![0.0; dims.heads * s * d];
+        for h in 0..dims.heads {
+            let at = |t: usize, i: usize, c: usize| f64::from(x[t][h * s * d + i * d + c]);
+            for i in 0..s {
+                let keys = dims.keys_for(i);
+                let sc: Vec<f64> = (0..keys)
+                    .map(|j| (0..d).map(|c| at(0, i, c) * at(1, j, c)).sum::<f64>() * scale)
+                    .collect();
+                let m = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+                let w: Vec<f64> = sc.iter().map(|v| (v - m).exp()).collect();
+                let total: f64 = w.iter().sum();
+                for c in 0..d {
+                    out[h * s * d + i * d + c] =
+                        (0..keys).map(|j| w[j] * at(2, j, c)).sum::<f64>() / total;
+                }
+            }
+        }
+        out
+    }
+
+    fn inputs(shape: &Shape) -> Vec<Vec<f32>> {
+        let n = shape.inputs()[0].len();
+        (0..3u32)
+            .map(|t| {
+                (0..n as u32)
+                    .map(|i| {
+                        ((i.wrapping_mul(2654435761) ^ (t * 977)) % 2001) as f32 / 1000.0 - 1.0
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn cpu_ports_match_f64_on_awkward_shapes_causal_or_not() {
+        let shapes = [
+            "1x1x1x64",
+            "2x1x70x32-causal",
+            "1x2x130x48",
+            "1x1x129x16-causal",
+        ];
+        for text in shapes {
+            let shape = Shape::parse(Workload::Attention, text).unwrap();
+            let x = inputs(&shape);
+            let refs: Vec<&[f32]> = x.iter().map(Vec::as_slice).collect();
+            let expected = reference(&shape, &x);
+            for k in kernels() {
+                if k.supports(&shape).is_err() {
+                    continue;
+                }
+                let mut out = vec![f32::NAN; shape.output().len()];
+                (k.cpu().expect("every rung has a CPU port"))(&shape, &refs, &mut out);
+                let (mut num, mut den) = (0.0f64, 0.0f64);
+                for (&o, &e) in out.iter().zip(&expected) {
+                    num += (f64::from(o) - e).powi(2);
+                    den += e * e;
+                }
+                let err = (num / den).sqrt();
+                let info = k.info();
+                assert!(
+                    err <= info.precision.tolerance(),
+                    "{} on {text}: error {err}",
+                    info.id
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn head_dims_the_kernels_cannot_take_are_declined_with_the_reason() {
+        let shape = |d| Shape::Attention {
+            b: 1,
+            h: 1,
+            s: 64,
+            d,
+            causal: false,
+        };
+        let e = Flash2Wmma(Round::F16).supports(&shape(40)).unwrap_err().0;
+        assert!(e.contains("multiple of 16"), "{e}");
+        assert!(Flash2Fp32.supports(&shape(40)).is_ok());
+        let e = FlashFp32.supports(&shape(256)).unwrap_err().0;
+        assert!(e.contains("above 128"), "{e}");
+    }
+
+    #[test]
+    fn shared_memory_grows_with_d_not_with_s() {
+        assert_eq!(smem_flash_fp32(64), (64 * 65 + 2 * 32 * 64) * 4);
+        assert_eq!(smem_flash2_wmma(128), 112_640);
+        let plan = |s| {
+            Flash2Fp32
+                .cuda(&Shape::Attention {
+                    b: 1,
+                    h: 1,
+                    s,
+                    d: 64,
+                    causal: false,
+                })
+                .unwrap()
+        };
+        assert_eq!(plan(128).scratch_bytes(), 0);
+        assert_eq!(plan(16384).scratch_bytes(), 0);
+        assert_eq!(plan(130).launches().next().unwrap().grid, [3, 1, 1]);
+    }
 }

@@ -31,13 +31,23 @@ fn shapes(w: Workload) -> Vec<Shape> {
             w: 40,
             k: 7,
         }],
-        Workload::Attention => vec![Shape::Attention {
-            b: 2,
-            h: 8,
-            s: 512,
-            d: 64,
-            causal: true,
-        }],
+        // Both head dimensions of the FlashAttention sweep: the flash kernels compile per D.
+        Workload::Attention => vec![
+            Shape::Attention {
+                b: 2,
+                h: 8,
+                s: 512,
+                d: 64,
+                causal: true,
+            },
+            Shape::Attention {
+                b: 1,
+                h: 16,
+                s: 4096,
+                d: 128,
+                causal: false,
+            },
+        ],
     }
 }
 

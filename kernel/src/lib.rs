@@ -5,6 +5,7 @@
 //! Everything else (compiling, launching, timing, validating, reporting) lives here and in
 //! the `harness` crate.
 
+pub mod attention;
 pub mod contract;
 pub mod conv;
 pub mod cuda;
@@ -17,6 +18,7 @@ pub use contract::{
     AcceptedSpill, CpuPort, Kernel, KernelInfo, Precision, Role, Stage, Unsupported, div_ceil,
 };
 pub use conv::{ConvDims, conv_args, conv_chunk, conv_dims};
+pub use attention::{AttentionDims, attention_args, attention_dims};
 pub use device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
 pub use plan::{
     Arg, At, Buf, CudaPlan, CudaSource, Dtype, Fill, GemmCall, GemmCompute, Launch, LibraryCall,
