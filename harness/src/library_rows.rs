@@ -34,6 +34,11 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
             compute: GemmCompute::Fp16,
             summary: "cuBLAS GemmEx, FP16 in, FP32 accumulate and out, tensor cores",
         }),
+        Box::new(CublasGemm {
+            id: "cublas-bf16",
+            compute: GemmCompute::Bf16,
+            summary: "cuBLAS GemmEx, BF16 in, FP32 accumulate and out, tensor cores",
+        }),
         Box::new(MatrixmultiplySgemm),
         Box::new(CublasLinear),
         Box::new(CublasConv),

@@ -1,7 +1,10 @@
-//! WMMA tensor-core kernels: rung 10 of the GEMM ladder, TF32 inputs with FP32 accumulation.
-//! The walkthrough is in this crate's README. Rung 05 of the convolution ladder is in [`conv`].
+//! Tensor-core GEMM rungs: WMMA TF32 (10), then the FP16 road to cuBLAS: WMMA fed by a
+//! `cp.async` ring (14), `mma.sync` + `ldmatrix` on a swizzled ring (15), fragments double
+//! buffered in registers (16), and 16 on BF16 (17). The walkthrough is in this crate's README.
+//! Rung 05 of the convolution ladder is in [`conv`].
 
 pub mod conv;
+mod pipelined;
 
 use kernel::{
     CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
@@ -10,10 +13,13 @@ use kernel::{
 use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, gemm_blocked, round_tf32};
 
+pub use pipelined::{GemmMmaBf16, GemmMmaDoubleBuffer, GemmMmaLdmatrix, GemmWmmaCpAsync};
+
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
     let mut all: Vec<Box<dyn Kernel>> = vec![Box::new(GemmWmmaTf32)];
     all.extend(conv::kernels());
+    all.extend(pipelined::kernels());
     all
 }
 
