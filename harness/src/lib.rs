@@ -16,4 +16,5 @@ pub mod results;
 pub mod run;
 pub mod select;
 pub mod timing;
+pub mod user_kernel;
 pub mod validate;

@@ -6,7 +6,7 @@ use harness::calibrate::{self, Calibration};
 use harness::config::Config;
 use harness::results::{RunResults, Status};
 use harness::run::{Ablation, Event};
-use harness::{compare, output, peers, registry, report, resources, select};
+use harness::{compare, output, peers, registry, report, resources, select, user_kernel};
 use indicatif::{ProgressBar, ProgressStyle};
 use kernel::cuda::discovery::discovery;
 use kernel::cuda::{CudaDevice, nvrtc};
@@ -78,6 +78,10 @@ enum Command {
         /// Results folder (a subfolder per device is created).
         #[arg(long, default_value = "results")]
         out: PathBuf,
+        /// Your own kernel as a row, `FILE.cu:ENTRY,block=256,grid=tile:64x64[,...]`
+        /// (repeatable; see docs/your-kernel.md). Without a GPU it runs in the simulator.
+        #[arg(long = "kernel")]
+        user_kernels: Vec<String>,
     },
     /// The shapes a run would use, as JSON (what `tools/torch_peers.py --shapes` reads).
     Shapes {
@@ -165,7 +169,8 @@ fn main() -> ExitCode {
             common,
             selection,
             out,
-        } => run(&common, &selection, &out),
+            user_kernels,
+        } => run(&common, &selection, &out, &user_kernels),
         Command::Shapes {
             config,
             device,
@@ -257,14 +262,28 @@ fn list(json: bool) -> Result<bool> {
     Ok(true)
 }
 
-fn run(common: &Common, selection: &Selection, out: &Path) -> Result<bool> {
+fn run(common: &Common, selection: &Selection, out: &Path, user: &[String]) -> Result<bool> {
     let config = load_config(&common.config)?;
     // Nothing is computed unless its results can be saved.
     output::ensure_writable(out)?;
+    let users = user_kernel::load_all(&config.kernels, user, &selection.workload)?;
     let dev = open_device(common)?;
     let all = registry::all();
-    let kernels = registry::select(&all, &common.kernels)?;
-    let workloads = select::workloads(&selection.workload, &config.device(dev.kind()).workloads)?;
+    if !users.is_empty() && dev.kind() != DeviceKind::Cuda {
+        let lab = match common.kernels.is_empty() {
+            true => Vec::new(),
+            false => registry::select(&all, &common.kernels)?,
+        };
+        let (w, sizes) = (&selection.workload, &selection.sizes);
+        return user_kernel::run::without_gpu(&config, &users, lab, w, sizes, out);
+    }
+    let mut kernels = registry::select(&all, &common.kernels)?;
+    kernels.extend(users.iter().map(|u| u as &dyn Kernel));
+    let default_workloads = match users.is_empty() {
+        true => config.device(dev.kind()).workloads.clone(),
+        false => user_kernel::run::workloads(&users),
+    };
+    let workloads = select::workloads(&selection.workload, &default_workloads)?;
     let lenient = selection.workload.is_empty() && !selection.sizes.is_empty();
     let (shapes, notes) = select::shapes(
         &config,
@@ -312,6 +331,7 @@ fn run(common: &Common, selection: &Selection, out: &Path) -> Result<bool> {
     let mut results = ablation.run(|e| progress.event(e))?;
     progress.finish();
     results.calibration = calibration;
+    user_kernel::run::annotate(&mut results, &users, false);
     let dir = out.join(&results.device.slug);
     merge_peers(&mut results, &dir);
     print!("{}", report::terminal(&results));
