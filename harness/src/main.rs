@@ -158,6 +158,10 @@ enum Command {
         /// Exit 1 if any kernel spills registers.
         #[arg(long)]
         deny_spills: bool,
+        /// Your kernel, as for `run --kernel` (repeatable): the resources of the instantiation
+        /// the lab launches.
+        #[arg(long = "kernel")]
+        user_kernels: Vec<String>,
     },
 }
 
@@ -183,6 +187,11 @@ fn main() -> ExitCode {
         Command::Check { common, selection } => check(&common, &selection),
         Command::Doctor { print: None } => doctor(),
         Command::Doctor { print: Some(what) } => doctor_print(&what),
+        Command::Inspect {
+            user_kernels, arch, ..
+        } if !user_kernels.is_empty() => user_kernel::load_all(&[], &user_kernels, &[])
+            .map_err(anyhow::Error::from)
+            .and_then(|users| user_kernel::run::inspect(&users, &arch)),
         Command::Inspect {
             file: Some(file),
             arch,
@@ -770,11 +779,14 @@ fn inspect_file(file: &Path, archs: &[String], block: u32, deny_spills: bool) ->
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    // Host code blanked and host-only headers served by stand-ins, as for `run --kernel`.
+    let standins = user_kernel::source::standin_dir().map_err(anyhow::Error::msg)?;
+    let name = file.display().to_string();
     let source = kernel::CudaSource {
-        file: file.display().to_string().into(),
-        code: code.into(),
+        code: user_kernel::source::for_inspect(&code, &name).into(),
+        file: name.into(),
         defines: Vec::new(),
-        include_dirs: vec![dir.to_path_buf()],
+        include_dirs: vec![dir.to_path_buf(), standins],
     };
     println!(
         "{:<32} {:<7} {:>5} {:>9} {:>6} {:>11} {:>16}",
@@ -795,7 +807,8 @@ fn inspect_file(file: &Path, archs: &[String], block: u32, deny_spills: bool) ->
         entries.sort_by(|a, b| a.0.cmp(b.0));
         if entries.is_empty() {
             println!(
-                "{}: no __global__ function in {arch}'s report",
+                "{}: no __global__ function in {arch}'s report (a template has no code until \
+                 instantiated: `harness inspect --kernel FILE.cu:name<args>,block=..,grid=..`)",
                 file.display()
             );
         }

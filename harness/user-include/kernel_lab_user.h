@@ -12,10 +12,3 @@ typedef unsigned long ulong;
 #define NAN __int_as_float(0x7fffffff)
 #endif
 #endif
-// The user's kernels become device functions, called by the `extern "C"` wrapper the lab
-// appends (a kernel cannot call a kernel). Their `__launch_bounds__` move to the wrapper, which
-// gets the block size the kernel is launched with.
-#undef __global__
-#define __global__ __device__
-#undef __launch_bounds__
-#define __launch_bounds__(...)

@@ -97,3 +97,49 @@ pub fn without_gpu(
     }
     Ok(failures.is_empty())
 }
+
+/// `harness inspect --kernel SPEC`: NVRTC's report for each user kernel's instantiation (the
+/// wrapper the lab launches), on the workload's probe shape for the dynamic shared memory.
+pub fn inspect(users: &[UserKernel], archs: &[String]) -> Result<bool> {
+    kernel::cuda::nvrtc::version()
+        .map_err(|e| anyhow::anyhow!("harness inspect needs NVRTC: {e}"))?;
+    println!(
+        "{:<44} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
+        "kernel", "arch", "threads", "regs", "smem B", "stack", "spill st/ld", "occupancy"
+    );
+    let mut ok = true;
+    for u in users {
+        let shape = u.workload.probe_shape();
+        let Some(plan) = u.cuda(&shape) else { continue };
+        for arch in archs {
+            match resources::of_plan(&plan, arch, None) {
+                Ok(list) => {
+                    for r in list {
+                        println!(
+                            "{:<44} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
+                            u.id(),
+                            arch,
+                            r.threads_per_block,
+                            r.registers,
+                            r.smem_bytes,
+                            r.stack_bytes,
+                            format!("{}/{}", r.spill_stores, r.spill_loads),
+                            r.occupancy
+                                .map(|o| format!(
+                                    "{:.0}% {}",
+                                    o * 100.0,
+                                    r.occupancy_limiter.as_deref().unwrap_or("")
+                                ))
+                                .unwrap_or_else(|| "?".into())
+                        );
+                    }
+                }
+                Err(e) => {
+                    ok = false;
+                    println!("{} {arch}: {e}", u.id());
+                }
+            }
+        }
+    }
+    Ok(ok)
+}

@@ -16,8 +16,12 @@ const STANDINS: &[(&str, &str)] = &[
         include_str!("../../user-include/kernel_lab_user.h"),
     ),
     (
-        "kernel_lab_user_end.h",
-        include_str!("../../user-include/kernel_lab_user_end.h"),
+        "kernel_lab_wrap_begin.h",
+        include_str!("../../user-include/kernel_lab_wrap_begin.h"),
+    ),
+    (
+        "kernel_lab_wrap_end.h",
+        include_str!("../../user-include/kernel_lab_wrap_end.h"),
     ),
     ("algorithm", include_str!("../../user-include/algorithm")),
     ("assert.h", include_str!("../../user-include/assert.h")),
@@ -105,6 +109,15 @@ pub fn wrapper_file(sig: &Signature) -> String {
     format!("[{} signature]", sig.name)
 }
 
+/// The file as `harness inspect FILE.cu` compiles it: the prelude and the file with its host
+/// code blanked, its kernels left as they are (a template has no code until instantiated).
+pub fn for_inspect(code: &str, file: &str) -> String {
+    format!(
+        "#include \"kernel_lab_user.h\"\n#line 1 \"{file}\"\n{}",
+        blank_host_code(code)
+    )
+}
+
 /// `user_sgemm_128_128_8` for `sgemm<128,128,8>`: the wrapper's (C) name.
 pub fn wrapper_name(entry: &str) -> String {
     let mut out = String::from("user_");
@@ -124,8 +137,9 @@ pub fn wrapper_name(entry: &str) -> String {
 pub fn unit(code: &str, file: &str, entry: &str, sig: &Signature, threads: u32) -> String {
     let names: Vec<&str> = sig.params.iter().map(|(n, _)| *n).collect();
     format!(
-        "#include \"kernel_lab_user.h\"\n#line 1 \"{file}\"\n{body}\n\
-         #include \"kernel_lab_user_end.h\"\n#line 1 \"{wrapper_file}\"\n\
+        "#include \"kernel_lab_user.h\"\n#include \"kernel_lab_wrap_begin.h\"\n\
+         #line 1 \"{file}\"\n{body}\n\
+         #include \"kernel_lab_wrap_end.h\"\n#line 1 \"{wrapper_file}\"\n\
          extern \"C\" __global__ void __launch_bounds__({threads}) {name}{params} {{\n  \
          {entry}({args});\n}}\n",
         body = blank_host_code(code),

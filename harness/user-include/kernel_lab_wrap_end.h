@@ -1,4 +1,4 @@
-// Included after a user's kernel file: `__global__` and `__launch_bounds__` mean what the
+// Included after a user's kernel file, before the wrapper: `__global__` and `__launch_bounds__` mean what the
 // compiler defines again (NVRTC's definitions, or the simulator's), for the wrapper.
 #undef __global__
 #undef __launch_bounds__
