@@ -243,7 +243,7 @@ fn parse(name: &str, text: &str) -> Result<RawConfig, ConfigError> {
         file: name.to_string(),
         line: e
             .span()
-            .map(|s| text[..s.start.min(text.len())].lines().count().max(1)),
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1),
         message: e.message().trim().to_string(),
     })
 }
