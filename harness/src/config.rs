@@ -46,6 +46,8 @@ struct RawConfig {
     cuda: Option<RawDevice>,
     sim: Option<RawDevice>,
     shapes: Option<BTreeMap<String, RawShapes>>,
+    /// `[[kernel]]` sections: the user's own kernels.
+    kernel: Option<Vec<crate::user_kernel::RawUserKernel>>,
 }
 
 /// Per-device settings, resolved.
@@ -69,6 +71,8 @@ pub struct Config {
     pub sim: DeviceConfig,
     /// Shapes per workload per use (`cpu`, `cuda`, `sim`, `check`).
     pub shapes: BTreeMap<Workload, BTreeMap<String, Vec<Shape>>>,
+    /// The user's kernels (`[[kernel]]` sections), files relative to the config's folder.
+    pub kernels: Vec<crate::user_kernel::UserKernelSpec>,
 }
 
 /// A configuration error that points at its place.
@@ -190,6 +194,15 @@ impl Config {
                 format!("key `reference_samples`: must be 16..=10000000, got {samples}"),
             ));
         }
+        let base = Path::new(name).parent().unwrap_or(Path::new(""));
+        let mut kernels = Vec::new();
+        for (i, raw) in merged.kernel.iter().flatten().enumerate() {
+            kernels.push(raw.resolve(base).map_err(|(key, message)| ConfigError {
+                file: name.to_string(),
+                line: crate::user_kernel::locate(text, i, &key),
+                message: format!("[[kernel]] {}, key `{key}`: {message}", raw.file),
+            })?);
+        }
         Ok(Config {
             source: name.to_string(),
             seed: merged.seed.unwrap_or(20251122),
@@ -199,6 +212,7 @@ impl Config {
             cuda: device(&merged.cuda, "cuda")?,
             sim: device(&merged.sim, "sim")?,
             shapes,
+            kernels,
         })
     }
 
@@ -229,7 +243,7 @@ fn parse(name: &str, text: &str) -> Result<RawConfig, ConfigError> {
         file: name.to_string(),
         line: e
             .span()
-            .map(|s| text[..s.start.min(text.len())].lines().count().max(1)),
+            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1),
         message: e.message().trim().to_string(),
     })
 }
@@ -277,6 +291,7 @@ fn merge(base: RawConfig, user: RawConfig) -> RawConfig {
         cuda: device(base.cuda, user.cuda),
         sim: device(base.sim, user.sim),
         shapes: Some(shapes),
+        kernel: user.kernel.or(base.kernel),
     }
 }
 

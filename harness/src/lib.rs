@@ -17,4 +17,5 @@ pub mod run;
 pub mod sass;
 pub mod select;
 pub mod timing;
+pub mod user_kernel;
 pub mod validate;

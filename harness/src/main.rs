@@ -6,7 +6,9 @@ use harness::calibrate::{self, Calibration};
 use harness::config::Config;
 use harness::results::{RunResults, Status};
 use harness::run::{Ablation, Event};
-use harness::{compare, output, peers, registry, report, resources, sass, select};
+use harness::{
+    compare, output, peers, registry, report, resources, sass, select, user_kernel,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use kernel::cuda::discovery::discovery;
 use kernel::cuda::{CudaDevice, nvrtc};
@@ -78,6 +80,10 @@ enum Command {
         /// Results folder (a subfolder per device is created).
         #[arg(long, default_value = "results")]
         out: PathBuf,
+        /// Your own kernel as a row, `FILE.cu:ENTRY,block=256,grid=tile:64x64[,...]`
+        /// (repeatable; see docs/your-kernel.md). Without a GPU it runs in the simulator.
+        #[arg(long = "kernel")]
+        user_kernels: Vec<String>,
     },
     /// The shapes a run would use, as JSON (what `tools/torch_peers.py --shapes` reads).
     Shapes {
@@ -158,6 +164,10 @@ enum Command {
         /// count of its FFMA/HMMA, global, shared and local loads and stores.
         #[arg(long)]
         sass: bool,
+        /// Your kernel, as for `run --kernel` (repeatable): the resources of the instantiation
+        /// the lab launches.
+        #[arg(long = "kernel")]
+        user_kernels: Vec<String>,
     },
 }
 
@@ -169,7 +179,8 @@ fn main() -> ExitCode {
             common,
             selection,
             out,
-        } => run(&common, &selection, &out),
+            user_kernels,
+        } => run(&common, &selection, &out, &user_kernels),
         Command::Shapes {
             config,
             device,
@@ -182,6 +193,11 @@ fn main() -> ExitCode {
         Command::Check { common, selection } => check(&common, &selection),
         Command::Doctor { print: None } => doctor(),
         Command::Doctor { print: Some(what) } => doctor_print(&what),
+        Command::Inspect {
+            user_kernels, arch, ..
+        } if !user_kernels.is_empty() => user_kernel::load_all(&[], &user_kernels, &[])
+            .map_err(anyhow::Error::from)
+            .and_then(|users| user_kernel::run::inspect(&users, &arch)),
         Command::Inspect {
             file: Some(file),
             arch,
@@ -263,14 +279,28 @@ fn list(json: bool) -> Result<bool> {
     Ok(true)
 }
 
-fn run(common: &Common, selection: &Selection, out: &Path) -> Result<bool> {
+fn run(common: &Common, selection: &Selection, out: &Path, user: &[String]) -> Result<bool> {
     let config = load_config(&common.config)?;
     // Nothing is computed unless its results can be saved.
     output::ensure_writable(out)?;
+    let users = user_kernel::load_all(&config.kernels, user, &selection.workload)?;
     let dev = open_device(common)?;
     let all = registry::all();
-    let kernels = registry::select(&all, &common.kernels)?;
-    let workloads = select::workloads(&selection.workload, &config.device(dev.kind()).workloads)?;
+    if !users.is_empty() && dev.kind() != DeviceKind::Cuda {
+        let lab = match common.kernels.is_empty() {
+            true => Vec::new(),
+            false => registry::select(&all, &common.kernels)?,
+        };
+        let (w, sizes) = (&selection.workload, &selection.sizes);
+        return user_kernel::run::without_gpu(&config, &users, lab, w, sizes, out);
+    }
+    let mut kernels = registry::select(&all, &common.kernels)?;
+    kernels.extend(users.iter().map(|u| u as &dyn Kernel));
+    let default_workloads = match users.is_empty() {
+        true => config.device(dev.kind()).workloads.clone(),
+        false => user_kernel::run::workloads(&users),
+    };
+    let workloads = select::workloads(&selection.workload, &default_workloads)?;
     let lenient = selection.workload.is_empty() && !selection.sizes.is_empty();
     let (shapes, notes) = select::shapes(
         &config,
@@ -318,6 +348,7 @@ fn run(common: &Common, selection: &Selection, out: &Path) -> Result<bool> {
     let mut results = ablation.run(|e| progress.event(e))?;
     progress.finish();
     results.calibration = calibration;
+    user_kernel::run::annotate(&mut results, &users, false);
     let dir = out.join(&results.device.slug);
     merge_peers(&mut results, &dir);
     print!("{}", report::terminal(&results));
@@ -781,11 +812,14 @@ fn inspect_file(
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
+    // Host code blanked and host-only headers served by stand-ins, as for `run --kernel`.
+    let standins = user_kernel::source::standin_dir().map_err(anyhow::Error::msg)?;
+    let name = file.display().to_string();
     let source = kernel::CudaSource {
-        file: file.display().to_string().into(),
-        code: code.into(),
+        code: user_kernel::source::for_inspect(&code, &name).into(),
+        file: name.into(),
         defines: Vec::new(),
-        include_dirs: vec![dir.to_path_buf()],
+        include_dirs: vec![dir.to_path_buf(), standins],
     };
     println!(
         "{:<32} {:<7} {:>5} {:>9} {:>6} {:>11} {:>16}",
@@ -806,7 +840,8 @@ fn inspect_file(
         entries.sort_by(|a, b| a.0.cmp(b.0));
         if entries.is_empty() {
             println!(
-                "{}: no __global__ function in {arch}'s report",
+                "{}: no __global__ function in {arch}'s report (a template has no code until \
+                 instantiated: `harness inspect --kernel FILE.cu:name<args>,block=..,grid=..`)",
                 file.display()
             );
         }

@@ -1,0 +1,319 @@
+//! The fixed parameter lists a user kernel may take, per workload. The lab passes exactly these
+//! arguments; the generated wrapper calls the user's kernel with them, so a kernel written for
+//! another list fails to compile instead of reading garbage.
+
+use kernel::{Arg, Buf, Fill, Shape, Workload};
+
+/// One parameter of a signature.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Param {
+    /// The workload's input `i` ([`Shape::inputs`] order).
+    Input(usize),
+    /// The workload's output.
+    Output,
+    /// Scratch buffer `i` of the signature.
+    Scratch(usize),
+    /// A dimension of the shape, by its name in [`Shape::dims`] (`M`, `N`, `K`, `S`, `D`...).
+    Dim(&'static str),
+    /// BLAS `alpha` (1).
+    Alpha,
+    /// BLAS `beta` (0: C's fill never reaches the result).
+    Beta,
+    /// Attention's softmax scale, 1/sqrt(D).
+    Scale,
+    /// Attention's causal flag (0 or 1).
+    Causal,
+    /// Linear's activation: 0 relu, 1 gelu (tanh approximation).
+    Act,
+}
+
+/// A scratch buffer a signature passes, with what it holds when each run starts.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScratchSpec {
+    pub name: &'static str,
+    /// Elements per (batch x head x row) of attention, or in all, see [`Signature::scratch_len`].
+    pub fill: Fill,
+}
+
+/// A workload's parameter list.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Signature {
+    pub name: &'static str,
+    pub workload: Workload,
+    pub params: &'static [(&'static str, Param)],
+    /// What the output holds when each run starts.
+    pub output_fill: Fill,
+    pub scratch: &'static [ScratchSpec],
+    /// One line for the docs and error messages.
+    pub about: &'static str,
+}
+
+/// What a BLAS-style kernel finds in C before `C = alpha*A*B + beta*C`: finite (so `beta*C` is
+/// 0 when beta is 0), and not 0 (an element still holding it was never written).
+pub const BLAS_C_FILL: f32 = -4096.5;
+
+use Param::*;
+
+/// Every signature; each workload's first is its default.
+pub const ALL: &[Signature] = &[
+    Signature {
+        name: "gemm",
+        workload: Workload::Gemm,
+        params: &[
+            ("A", Input(0)),
+            ("B", Input(1)),
+            ("C", Output),
+            ("M", Dim("M")),
+            ("N", Dim("N")),
+            ("K", Dim("K")),
+        ],
+        output_fill: Fill::Nan,
+        scratch: &[],
+        about: "row-major C[M,N] = A[M,K] B[K,N], the ladder's own list",
+    },
+    Signature {
+        name: "gemm-blas",
+        workload: Workload::Gemm,
+        params: &[
+            ("M", Dim("M")),
+            ("N", Dim("N")),
+            ("K", Dim("K")),
+            ("alpha", Alpha),
+            ("A", Input(0)),
+            ("B", Input(1)),
+            ("beta", Beta),
+            ("C", Output),
+        ],
+        output_fill: Fill::Value(BLAS_C_FILL),
+        scratch: &[],
+        about: "C = alpha A B + beta C with alpha = 1, beta = 0, C starting at a finite sentinel",
+    },
+    Signature {
+        name: "linear",
+        workload: Workload::Linear,
+        params: &[
+            ("X", Input(0)),
+            ("W", Input(1)),
+            ("bias", Input(2)),
+            ("Y", Output),
+            ("M", Dim("M")),
+            ("N", Dim("N")),
+            ("K", Dim("K")),
+            ("act", Act),
+        ],
+        output_fill: Fill::Nan,
+        scratch: &[],
+        about: "Y[M,N] = act(X[M,K] W[N,K]^T + bias[N]), act 0 relu, 1 gelu (tanh)",
+    },
+    Signature {
+        name: "conv",
+        workload: Workload::Conv,
+        params: &[
+            ("x", Input(0)),
+            ("filter", Input(1)),
+            ("y", Output),
+            ("B", Dim("B")),
+            ("C", Dim("C")),
+            ("M", Dim("M")),
+            ("H", Dim("H")),
+            ("W", Dim("W")),
+            ("K", Dim("K")),
+        ],
+        output_fill: Fill::Nan,
+        scratch: &[],
+        about: "y[B,M,H-K+1,W-K+1] = x[B,C,H,W] * filter[M,C,K,K], stride 1, no padding",
+    },
+    Signature {
+        name: "attention",
+        workload: Workload::Attention,
+        params: &[
+            ("Q", Input(0)),
+            ("K", Input(1)),
+            ("V", Input(2)),
+            ("O", Output),
+            ("B", Dim("B")),
+            ("H", Dim("H")),
+            ("S", Dim("S")),
+            ("D", Dim("D")),
+            ("scale", Scale),
+            ("causal", Causal),
+        ],
+        output_fill: Fill::Nan,
+        scratch: &[],
+        about: "O[B,H,S,D] = softmax(scale Q K^T) V, scale = 1/sqrt(D), causal 0 or 1",
+    },
+    Signature {
+        name: "attention-lm",
+        workload: Workload::Attention,
+        params: &[
+            ("Q", Input(0)),
+            ("K", Input(1)),
+            ("V", Input(2)),
+            ("O", Output),
+            ("l", Scratch(0)),
+            ("m", Scratch(1)),
+            ("B", Dim("B")),
+            ("H", Dim("H")),
+            ("S", Dim("S")),
+            ("D", Dim("D")),
+            ("scale", Scale),
+            ("causal", Causal),
+        ],
+        output_fill: Fill::Zero,
+        scratch: &[
+            ScratchSpec {
+                name: "l",
+                fill: Fill::Zero,
+            },
+            ScratchSpec {
+                name: "m",
+                fill: Fill::Value(f32::NEG_INFINITY),
+            },
+        ],
+        about: "as attention, for kernels that accumulate into O (starting at 0) with a running \
+                sum l[B*H*S] (0) and maximum m[B*H*S] (minus infinity)",
+    },
+];
+
+impl Signature {
+    /// The signature called `name`.
+    pub fn named(name: &str) -> Option<&'static Signature> {
+        ALL.iter().find(|s| s.name == name)
+    }
+
+    /// The signatures of `workload`, its default first.
+    pub fn of(workload: Workload) -> impl Iterator<Item = &'static Signature> {
+        ALL.iter().filter(move |s| s.workload == workload)
+    }
+
+    /// The default signature of `workload`.
+    pub fn default_for(workload: Workload) -> &'static Signature {
+        Self::of(workload)
+            .next()
+            .expect("every workload has a signature")
+    }
+
+    /// `(float *A, float *B, float *C, int M, int N, int K)`: the wrapper's parameter list.
+    pub fn c_params(&self) -> String {
+        let list: Vec<String> = self
+            .params
+            .iter()
+            .map(|(name, p)| format!("{} {name}", c_type(*p)))
+            .collect();
+        format!("({})", list.join(", "))
+    }
+
+    /// `A, B, C, M, N, K`.
+    pub fn names(&self) -> String {
+        let list: Vec<&str> = self.params.iter().map(|(n, _)| *n).collect();
+        list.join(", ")
+    }
+
+    /// Elements of each scratch buffer: one per attention row (B*H*S).
+    pub fn scratch_len(&self, shape: &Shape) -> usize {
+        match *shape {
+            Shape::Attention { b, h, s, .. } => b * h * s,
+            _ => shape.output().len(),
+        }
+    }
+
+    /// The arguments the lab passes for `shape`.
+    pub fn args(&self, shape: &Shape) -> Vec<Arg> {
+        let dims = shape.dims();
+        self.params
+            .iter()
+            .map(|(_, p)| match *p {
+                Input(i) => Arg::Ptr(Buf::Input(i)),
+                Output => Arg::Ptr(Buf::Output),
+                Scratch(i) => Arg::Ptr(Buf::Scratch(i)),
+                Dim(d) => Arg::I32(
+                    dims.iter()
+                        .find(|(n, _)| *n == d)
+                        .map_or(0, |(_, v)| *v as i32),
+                ),
+                Alpha => Arg::F32(1.0),
+                Beta => Arg::F32(0.0),
+                Scale => Arg::F32(match *shape {
+                    Shape::Attention { d, .. } => 1.0 / (d as f32).sqrt(),
+                    _ => 1.0,
+                }),
+                Causal => Arg::I32(matches!(shape, Shape::Attention { causal: true, .. }) as i32),
+                Act => Arg::I32(match *shape {
+                    Shape::Linear {
+                        act: kernel::Activation::Gelu,
+                        ..
+                    } => 1,
+                    _ => 0,
+                }),
+            })
+            .collect()
+    }
+
+    /// `gemm (A, B, C, M, N, K); gemm-blas (M, N, K, alpha, A, B, beta, C)`.
+    pub fn list_for(workload: Workload) -> String {
+        let all: Vec<String> = Self::of(workload)
+            .map(|s| format!("{} ({})", s.name, s.names()))
+            .collect();
+        all.join("; ")
+    }
+}
+
+fn c_type(p: Param) -> &'static str {
+    match p {
+        // Non-const pointers: they convert to a kernel's `const float *` as well.
+        Input(_) | Output | Scratch(_) => "float *",
+        Dim(_) | Causal | Act => "int",
+        Alpha | Beta | Scale => "float",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_workload_has_a_default_and_names_are_unique() {
+        for w in Workload::ALL {
+            assert_eq!(Signature::default_for(w).workload, w);
+        }
+        let mut names: Vec<_> = ALL.iter().map(|s| s.name).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ALL.len());
+    }
+
+    #[test]
+    fn dims_inputs_and_scalars_follow_the_shape() {
+        let s = Signature::named("gemm-blas").unwrap();
+        let args = s.args(&Shape::gemm(3, 5, 7));
+        assert_eq!(args[0], Arg::I32(3));
+        assert_eq!(args[2], Arg::I32(7));
+        assert_eq!(args[3], Arg::F32(1.0));
+        assert_eq!(args[7], Arg::Ptr(Buf::Output));
+        assert_eq!(
+            s.c_params(),
+            "(int M, int N, int K, float alpha, float * A, float * B, float beta, float * C)"
+        );
+        let a = Signature::named("attention").unwrap();
+        let shape = Shape::Attention {
+            b: 1,
+            h: 2,
+            s: 9,
+            d: 16,
+            causal: true,
+        };
+        let args = a.args(&shape);
+        assert_eq!(args[8], Arg::F32(0.25));
+        assert_eq!(args[9], Arg::I32(1));
+        // Every parameter of every signature resolves (no dimension name the shape lacks).
+        for sig in ALL {
+            let probe = sig.workload.probe_shape();
+            let names: Vec<_> = probe.dims().iter().map(|(n, _)| *n).collect();
+            for (_, p) in sig.params {
+                if let Dim(d) = p {
+                    assert!(names.contains(d), "{}: {d}", sig.name);
+                }
+            }
+        }
+    }
+}

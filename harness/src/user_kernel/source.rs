@@ -1,0 +1,404 @@
+//! Turning a user's kernel file into a compilation unit the lab can launch: host code removed,
+//! a prelude for names host headers usually provide, and an `extern "C"` wrapper with the
+//! workload's parameter list that calls the user's entry (a template instantiation, a C++
+//! function or an `extern "C"` kernel alike).
+
+use super::signature::Signature;
+use kernel::sim::compile::strip_comments;
+use std::path::PathBuf;
+use std::sync::OnceLock;
+
+/// The stand-in headers (`harness/user-include/`), served to NVRTC and the simulator through
+/// an include folder that comes after the user's own.
+const STANDINS: &[(&str, &str)] = &[
+    (
+        "kernel_lab_user.h",
+        include_str!("../../user-include/kernel_lab_user.h"),
+    ),
+    (
+        "kernel_lab_wrap_begin.h",
+        include_str!("../../user-include/kernel_lab_wrap_begin.h"),
+    ),
+    (
+        "kernel_lab_wrap_end.h",
+        include_str!("../../user-include/kernel_lab_wrap_end.h"),
+    ),
+    ("algorithm", include_str!("../../user-include/algorithm")),
+    ("assert.h", include_str!("../../user-include/assert.h")),
+    ("cassert", include_str!("../../user-include/cassert")),
+    ("cfloat", include_str!("../../user-include/cfloat")),
+    ("climits", include_str!("../../user-include/climits")),
+    ("cmath", include_str!("../../user-include/cmath")),
+    ("cstdint", include_str!("../../user-include/cstdint")),
+    ("cstdio", include_str!("../../user-include/cstdio")),
+    ("cstdlib", include_str!("../../user-include/cstdlib")),
+    ("cstring", include_str!("../../user-include/cstring")),
+    ("cublas.h", include_str!("../../user-include/cublas.h")),
+    (
+        "cublas_v2.h",
+        include_str!("../../user-include/cublas_v2.h"),
+    ),
+    ("cuda.h", include_str!("../../user-include/cuda.h")),
+    ("float.h", include_str!("../../user-include/float.h")),
+    ("iostream", include_str!("../../user-include/iostream")),
+    ("limits.h", include_str!("../../user-include/limits.h")),
+    ("math.h", include_str!("../../user-include/math.h")),
+    ("stdint.h", include_str!("../../user-include/stdint.h")),
+    ("stdio.h", include_str!("../../user-include/stdio.h")),
+    ("stdlib.h", include_str!("../../user-include/stdlib.h")),
+    ("string", include_str!("../../user-include/string")),
+    ("string.h", include_str!("../../user-include/string.h")),
+    (
+        "torch/extension.h",
+        include_str!("../../user-include/torch/extension.h"),
+    ),
+    (
+        "torch/torch.h",
+        include_str!("../../user-include/torch/torch.h"),
+    ),
+    (
+        "torch/types.h",
+        include_str!("../../user-include/torch/types.h"),
+    ),
+    ("vector", include_str!("../../user-include/vector")),
+];
+
+/// The names of the stand-in headers, for the docs and `harness` messages.
+pub fn standin_names() -> Vec<&'static str> {
+    STANDINS
+        .iter()
+        .map(|(n, _)| *n)
+        .filter(|n| !n.starts_with("kernel_lab_"))
+        .collect()
+}
+
+/// The folder holding the stand-in headers, written once per process (a folder per content,
+/// so the simulator's cache stamp stays stable across runs).
+pub fn standin_dir() -> Result<PathBuf, String> {
+    static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for (name, text) in STANDINS {
+            for &b in name.as_bytes().iter().chain(text.as_bytes()) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        let dir = std::env::temp_dir().join(format!("kernel-lab-user-include-{h:016x}"));
+        for (name, text) in STANDINS {
+            let path = dir.join(name);
+            if std::fs::read_to_string(&path).is_ok_and(|t| t == *text) {
+                continue;
+            }
+            let fail = |e: std::io::Error| format!("writing {}: {e}", path.display());
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).map_err(fail)?;
+            }
+            // Write beside and rename: another process may be reading the folder.
+            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+            std::fs::write(&tmp, text).map_err(fail)?;
+            std::fs::rename(&tmp, &path).map_err(fail)?;
+        }
+        Ok(dir)
+    })
+    .clone()
+}
+
+/// The file name compile logs show for the wrapper: an error there is a parameter mismatch.
+pub fn wrapper_file(sig: &Signature) -> String {
+    format!("[{} signature]", sig.name)
+}
+
+/// The file as `harness inspect FILE.cu` compiles it: the prelude and the file with its host
+/// code blanked, its kernels left as they are (a template has no code until instantiated).
+pub fn for_inspect(code: &str, file: &str) -> String {
+    format!(
+        "#include \"kernel_lab_user.h\"\n#line 1 \"{file}\"\n{}",
+        blank_host_code(code)
+    )
+}
+
+/// `user_sgemm_128_128_8` for `sgemm<128,128,8>`: the wrapper's (C) name.
+pub fn wrapper_name(entry: &str) -> String {
+    let mut out = String::from("user_");
+    for c in entry.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else if !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    out.trim_end_matches('_').to_string()
+}
+
+/// The compilation unit for `code` (the user's file, shown as `file`): prelude, the file with
+/// its host code blanked (lines kept), and the wrapper calling `entry` with `sig`'s arguments,
+/// declared with `threads` as its launch bound.
+pub fn unit(code: &str, file: &str, entry: &str, sig: &Signature, threads: u32) -> String {
+    let names: Vec<&str> = sig.params.iter().map(|(n, _)| *n).collect();
+    format!(
+        "#include \"kernel_lab_user.h\"\n#include \"kernel_lab_wrap_begin.h\"\n\
+         #line 1 \"{file}\"\n{body}\n\
+         #include \"kernel_lab_wrap_end.h\"\n#line 1 \"{wrapper_file}\"\n\
+         extern \"C\" __global__ void __launch_bounds__({threads}) {name}{params} {{\n  \
+         {entry}({args});\n}}\n",
+        body = blank_host_code(code),
+        wrapper_file = wrapper_file(sig),
+        name = wrapper_name(entry),
+        params = sig.c_params(),
+        args = names.join(", "),
+    )
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+fn has_word(text: &str, word: &str) -> bool {
+    let b = text.as_bytes();
+    text.match_indices(word).any(|(i, _)| {
+        (i == 0 || !is_ident(b[i - 1])) && b.get(i + word.len()).is_none_or(|&c| !is_ident(c))
+    })
+}
+
+/// Index just past the `}` matching the `{` at `open` (strings and characters skipped).
+fn matching_brace(b: &[u8], open: usize) -> usize {
+    let mut depth = 0usize;
+    let mut i = open;
+    while i < b.len() {
+        match b[i] {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return i + 1;
+                }
+            }
+            q @ (b'"' | b'\'') => i = skip_literal(b, i, q),
+            _ => {}
+        }
+        i += 1;
+    }
+    b.len()
+}
+
+/// Index of the closing quote of the literal opening at `i`.
+fn skip_literal(b: &[u8], mut i: usize, q: u8) -> usize {
+    i += 1;
+    while i < b.len() && b[i] != q && b[i] != b'\n' {
+        if b[i] == b'\\' {
+            i += 1;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// Whether a declaration is device code (or not a function at all) and stays.
+fn is_device(decl: &str) -> bool {
+    ["__global__", "__device__", "constexpr"]
+        .iter()
+        .any(|w| has_word(decl, w))
+}
+
+/// Identifiers before the first `(` of a declaration: `void f(` has two, a macro call `F(`
+/// one.
+fn words_before_paren(decl: &str) -> usize {
+    let head = decl.split('(').next().unwrap_or("");
+    head.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .count()
+}
+
+fn blank(out: &mut [u8], from: usize, to: usize) {
+    for c in &mut out[from..to] {
+        if *c != b'\n' {
+            *c = b' ';
+        }
+    }
+}
+
+/// The source with its host code blanked out, lines kept so compile errors point at the right
+/// line: every file-scope function definition not marked `__global__`, `__device__` or
+/// `constexpr` (host functions, `main`, `PYBIND11_MODULE(...) { }`) and every such function
+/// prototype. NVRTC refuses host functions outright and the simulator has no host API to call.
+/// Comments are blanked too.
+pub fn blank_host_code(code: &str) -> String {
+    let code = strip_comments(code);
+    let b = code.as_bytes();
+    let mut out = b.to_vec();
+    // Open braces of namespaces and `extern "C" { }` blocks: their contents are file scope.
+    let mut open_scopes = 0usize;
+    let mut start = 0; // start of the current file-scope declaration
+    let mut line_start = true;
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if line_start && c == b'#' {
+            // A preprocessor directive, continuation lines included.
+            while i < b.len() && !(b[i] == b'\n' && b[i - 1] != b'\\') {
+                i += 1;
+            }
+            if code[start..i.min(b.len())].trim_start().starts_with('#') {
+                start = i;
+            }
+            continue;
+        }
+        if c == b'\n' {
+            line_start = true;
+            i += 1;
+            continue;
+        }
+        if !c.is_ascii_whitespace() {
+            line_start = false;
+        }
+        match c {
+            b'"' | b'\'' => i = skip_literal(b, i, c),
+            b';' => {
+                let decl = code[start..i].trim();
+                if decl.ends_with(')') && !is_device(decl) && words_before_paren(decl) >= 2 {
+                    let lead = start + (code[start..i].len() - code[start..i].trim_start().len());
+                    let keep = ["typedef", "using", "static_assert"]
+                        .iter()
+                        .any(|w| has_word(decl.split('(').next().unwrap_or(""), w));
+                    if !keep {
+                        blank(&mut out, lead, i + 1);
+                    }
+                }
+                start = i + 1;
+            }
+            b'{' => {
+                let decl = code[start..i].trim();
+                let decl_no_noexcept = decl.trim_end_matches("noexcept").trim_end();
+                if decl.starts_with("namespace") || decl.ends_with("extern \"C\"") {
+                    open_scopes += 1;
+                    start = i + 1;
+                } else {
+                    let end = matching_brace(b, i);
+                    if decl_no_noexcept.ends_with(')') && !is_device(decl) {
+                        let lead =
+                            start + (code[start..i].len() - code[start..i].trim_start().len());
+                        blank(&mut out, lead, end);
+                    }
+                    i = end;
+                    start = end;
+                    continue;
+                }
+            }
+            b'}' if open_scopes > 0 => {
+                open_scopes -= 1;
+                start = i + 1;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+}
+
+/// Where `name`'s `__global__` definition is in `code`: its 1-based line and its parameter
+/// list as written, whitespace collapsed. For messages only.
+pub fn kernel_declaration(code: &str, entry: &str) -> Option<(usize, String)> {
+    let base = entry.split('<').next()?.rsplit("::").next()?.trim();
+    let code = strip_comments(code);
+    let b = code.as_bytes();
+    for (at, _) in code.match_indices(base) {
+        if (at > 0 && is_ident(b[at - 1])) || b.get(at + base.len()).is_some_and(|&c| is_ident(c)) {
+            continue;
+        }
+        let mut open = at + base.len();
+        while open < b.len() && b[open].is_ascii_whitespace() {
+            open += 1;
+        }
+        if b.get(open) != Some(&b'(') {
+            continue;
+        }
+        let decl_start = code[..at].rfind([';', '}']).map_or(0, |p| p + 1);
+        if !has_word(&code[decl_start..at], "__global__") {
+            continue;
+        }
+        let mut depth = 0;
+        let mut close = open;
+        for (j, &c) in b.iter().enumerate().skip(open) {
+            match c {
+                b'(' => depth += 1,
+                b')' => {
+                    depth -= 1;
+                    if depth == 0 {
+                        close = j;
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let params = code[open..=close]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let line = code[..at].matches('\n').count() + 1;
+        return Some((line, params));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_functions_and_prototypes_are_blanked_lines_kept() {
+        let code = "#include <cstdio>\n\
+            namespace lab {\n\
+            template <int B> __global__ void __launch_bounds__(B) k(float *x) { x[0] = 1; }\n\
+            __device__ float f(float a) { return a; }\n\
+            }\n\
+            void launch(float *x) {\n  lab::k<64><<<1, 64>>>(x);\n}\n\
+            int helper(int);\n\
+            dim3 grid(4);\n\
+            CHECK_SIZES(64);\n\
+            struct P { int a; };\n\
+            PYBIND11_MODULE(name, m) { m.def(\"f\", &launch); }\n\
+            int main() { return 0; }\n";
+        let out = blank_host_code(code);
+        assert_eq!(out.lines().count(), code.lines().count());
+        assert!(
+            out.contains("__launch_bounds__(B) k(float *x) { x[0] = 1; }"),
+            "{out}"
+        );
+        assert!(
+            out.contains("__device__ float f(float a) { return a; }"),
+            "{out}"
+        );
+        assert!(out.contains("CHECK_SIZES(64);") && out.contains("struct P { int a; };"));
+        for gone in ["launch(", "<<<", "helper", "grid", "PYBIND11", "main"] {
+            assert!(!out.contains(gone), "{gone} left in:\n{out}");
+        }
+    }
+
+    #[test]
+    fn the_wrapper_calls_the_entry_with_the_signature() {
+        let sig = Signature::named("gemm").unwrap();
+        let u = unit("// x", "my.cu", "sgemm<64,64,8>", sig, 256);
+        assert!(u.contains("#line 1 \"my.cu\""), "{u}");
+        assert!(
+            u.contains(
+                "extern \"C\" __global__ void __launch_bounds__(256) user_sgemm_64_64_8(float * A, \
+             float * B, float * C, int M, int N, int K)"
+            ),
+            "{u}"
+        );
+        assert!(u.contains("sgemm<64,64,8>(A, B, C, M, N, K);"), "{u}");
+        assert_eq!(wrapper_name("ns::k"), "user_ns_k");
+    }
+
+    #[test]
+    fn finds_the_declaration_of_a_kernel() {
+        let code = "// sgemm(\ntemplate <int T>\n__global__ void sgemm(int M,\n   float *A) {}\n";
+        assert_eq!(
+            kernel_declaration(code, "sgemm<4>"),
+            Some((3, "(int M, float *A)".to_string()))
+        );
+        assert_eq!(kernel_declaration(code, "other"), None);
+    }
+}

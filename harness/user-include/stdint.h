@@ -1,0 +1,8 @@
+// Stand-in for <stdint.h> in a user's kernel file. The simulator (a host C++ compiler) uses the real
+// header; NVRTC has none, and device code needs at most what follows.
+#pragma once
+#ifdef KERNEL_LAB_SIM
+#include_next <stdint.h>
+#else
+#include <cstdint>
+#endif

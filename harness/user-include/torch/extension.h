@@ -1,0 +1,3 @@
+// Stand-in for <torch/extension.h>: see torch/types.h.
+#pragma once
+#include "torch/types.h"
