@@ -2,8 +2,8 @@
 //! the naive and the unroll -> GEMM -> permute convolutions are in [`conv`].
 //! The walkthrough is in this crate's README.
 
-pub mod conv;
 pub mod attention;
+pub mod conv;
 
 use kernel::{
     CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,

@@ -6,9 +6,7 @@ use harness::calibrate::{self, Calibration};
 use harness::config::Config;
 use harness::results::{RunResults, Status};
 use harness::run::{Ablation, Event};
-use harness::{
-    compare, output, peers, registry, report, resources, sass, select, user_kernel,
-};
+use harness::{compare, output, peers, registry, report, resources, sass, select, user_kernel};
 use indicatif::{ProgressBar, ProgressStyle};
 use kernel::cuda::discovery::discovery;
 use kernel::cuda::{CudaDevice, nvrtc};

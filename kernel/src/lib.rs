@@ -14,11 +14,11 @@ pub mod plan;
 pub mod sim;
 pub mod workload;
 
+pub use attention::{AttentionDims, attention_args, attention_dims};
 pub use contract::{
     AcceptedSpill, CpuPort, Kernel, KernelInfo, Precision, Role, Stage, Unsupported, div_ceil,
 };
 pub use conv::{ConvDims, conv_args, conv_chunk, conv_dims};
-pub use attention::{AttentionDims, attention_args, attention_dims};
 pub use device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
 pub use plan::{
     Arg, At, Buf, CudaPlan, CudaSource, Dtype, Fill, GemmCall, GemmCompute, Launch, LibraryCall,
