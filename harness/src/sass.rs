@@ -23,7 +23,7 @@ pub enum SassError {
     NoDisassembler(String),
     #[error(transparent)]
     Compile(#[from] kernel::DeviceError),
-    #[error("cannot write the CUBIN for {tool}: {source}")]
+    #[error("cannot hand the CUBIN to {tool}: {source}")]
     Io {
         tool: String,
         source: std::io::Error,
