@@ -279,6 +279,14 @@ fn kernel_sections_of_the_config_are_read_and_bad_keys_point_at_their_line() {
         .unwrap_err()
         .to_string();
     assert!(e.starts_with("mine.toml:9:") && e.contains("smme"), "{e}");
+    let names = good.replace("smem = 4096", "smem = \"64*Q\"");
+    let e = Config::from_sources(Some(("mine.toml", &names)))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("mine.toml:9: [[kernel]] k.cu, key `smem`: `64*Q` uses Q; a gemm expression may use M, N, K"),
+        "{e}"
+    );
     let bad = format!(
         "{good}\n[[kernel]]\nfile = \"b.cu\"\nentry = \"b\"\nblock = 64\ngrid = \"tile:8\"\nprecision = \"fp64\"\n"
     );

@@ -287,6 +287,33 @@ impl UserKernelSpec {
     }
 }
 
+impl UserKernelSpec {
+    /// Whether the grid and shared-memory expressions only use `workload`'s names; an error
+    /// names the key.
+    pub fn check_names(&self, workload: Workload) -> Result<(), (String, String)> {
+        let probe = vars(&workload.probe_shape());
+        let names: Vec<&str> = probe.iter().map(|(n, _)| *n).collect();
+        let mut exprs: Vec<(&str, &Expr)> = self.smem.iter().map(|e| ("smem", e)).collect();
+        if let Grid::Exprs(g) = &self.grid {
+            exprs.extend(g.iter().map(|e| ("grid", e)));
+        }
+        for (key, e) in exprs {
+            let unknown = e.unknown_names(&names);
+            if !unknown.is_empty() {
+                return Err((
+                    key.to_string(),
+                    format!(
+                        "`{e}` uses {}; a {workload} expression may use {}",
+                        unknown.join(", "),
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A `[[kernel]]` section of the config file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -355,7 +382,15 @@ impl RawUserKernel {
         put("smem", self.smem.as_ref().map(Scalar::text));
         put("precision", self.precision.clone());
         put("id", self.id.clone());
-        UserKernelSpec::from_pairs(base.join(&self.file), &self.entry, &pairs)
+        let spec = UserKernelSpec::from_pairs(base.join(&self.file), &self.entry, &pairs)?;
+        let workload = spec.workload.or_else(|| {
+            let sig = spec.signature.as_deref().and_then(Signature::named);
+            sig.map(|s| s.workload)
+        });
+        if let Some(w) = workload {
+            spec.check_names(w)?;
+        }
+        Ok(spec)
     }
 }
 
@@ -463,22 +498,7 @@ impl UserKernel {
             Some(s) => s,
             None => Signature::default_for(workload),
         };
-        let probe = vars(&workload.probe_shape());
-        let names: Vec<&str> = probe.iter().map(|(n, _)| *n).collect();
-        let mut exprs: Vec<&Expr> = spec.smem.iter().collect();
-        if let Grid::Exprs(g) = &spec.grid {
-            exprs.extend(g);
-        }
-        for e in exprs {
-            let unknown = e.unknown_names(&names);
-            if !unknown.is_empty() {
-                return Err(err(format!(
-                    "`{e}` uses {}; a {workload} expression may use {}",
-                    unknown.join(", "),
-                    names.join(", ")
-                )));
-            }
-        }
+        spec.check_names(workload).map_err(|(_, m)| err(m))?;
         let code = std::fs::read_to_string(&spec.file).map_err(|error| UserKernelError::Read {
             file: spec.file.display().to_string(),
             error,
