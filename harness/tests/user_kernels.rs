@@ -357,3 +357,16 @@ fn inspect_compiles_an_unmodified_file_with_host_code() {
     assert!(ok, "{text}");
     assert!(text.contains("sm_80") && text.contains("scale"), "{text}");
 }
+
+#[test]
+fn two_kernels_with_one_name_must_be_told_apart() {
+    let spec = format!("{}/{GEMM_EXAMPLE}", root().display());
+    let twice = [spec.clone(), spec.clone()];
+    let e = harness::user_kernel::load_all(&[], &twice, &["gemm".to_string()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("already called") && e.contains("id=NAME"), "{e}");
+    let named = [spec.clone(), format!("{spec},id=mine")];
+    let users = harness::user_kernel::load_all(&[], &named, &["gemm".to_string()]).unwrap();
+    assert_eq!(users[1].id(), "mine");
+}

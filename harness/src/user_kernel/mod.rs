@@ -795,6 +795,15 @@ pub fn load_all(
     let mut out = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
         let k = UserKernel::load(spec, single, i as u32 + 1)?;
+        if out.iter().any(|o: &UserKernel| o.id == k.id) {
+            return Err(UserKernelError::Spec {
+                spec: format!("{}:{}", spec.file.display(), spec.entry),
+                message: format!(
+                    "another kernel is already called {:?}: name one of them with id=NAME",
+                    k.id
+                ),
+            });
+        }
         k.preflight()?;
         out.push(k);
     }
