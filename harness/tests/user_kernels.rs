@@ -284,7 +284,7 @@ fn kernel_sections_of_the_config_are_read_and_bad_keys_point_at_their_line() {
         .unwrap_err()
         .to_string();
     assert!(
-        e.starts_with("mine.toml:9: [[kernel]] k.cu, key `smem`: `64*Q` uses Q; a gemm expression may use M, N, K"),
+        e.starts_with("mine.toml:9: [[kernel]] k.cu, key `smem`: `64*Q` uses Q; expressions for gemm may use M, N, K"),
         "{e}"
     );
     let bad = format!(

@@ -303,7 +303,7 @@ impl UserKernelSpec {
                 return Err((
                     key.to_string(),
                     format!(
-                        "`{e}` uses {}; a {workload} expression may use {}",
+                        "`{e}` uses {}; expressions for {workload} may use {}",
                         unknown.join(", "),
                         names.join(", ")
                     ),
@@ -842,6 +842,62 @@ mod tests {
         assert!(e("k.cu:k,block=256,grid=tile:8,blok=3").contains("unknown option \"blok\""));
         assert!(e("k.cu:k,block=256,grid=tile:8,signature=sgemm").contains("gemm-blas"));
         assert!(e("nothing").contains("FILE.cu:ENTRY"));
+    }
+
+    fn example(options: &str, workload: Workload) -> UserKernel {
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/attention_rows.cu");
+        let spec = UserKernelSpec::parse(&format!("{file}:attention_rows<32,64>,{options}"));
+        UserKernel::load(&spec.unwrap(), Some(workload), 1).unwrap()
+    }
+
+    #[test]
+    fn geometry_follows_the_shape_and_declines_what_cannot_launch() {
+        let attention = Shape::Attention {
+            b: 2,
+            h: 3,
+            s: 100,
+            d: 24,
+            causal: false,
+        };
+        // Tiles over (S, D) of O[B,H,S,D], the leading B*H on z.
+        let k = example(
+            "block=32,grid=tile:32x24,smem=2*32*D*4",
+            Workload::Attention,
+        );
+        assert_eq!(k.geometry(&attention), Ok(([1, 4, 6], 2 * 32 * 24 * 4)));
+        let k = example("block=32,grid=(cdiv(S,32),B*H)", Workload::Attention);
+        assert_eq!(k.geometry(&attention), Ok(([4, 6, 1], 0)));
+        let k = example("block=32,grid=(1,S*1000)", Workload::Attention);
+        let why = k.supports(&attention).unwrap_err().0;
+        assert!(
+            why.contains("grid y = S*1000 = 100000 is outside 1..=65535"),
+            "{why}"
+        );
+        let k = example("block=32,grid=tile:32,smem=S*D*1000", Workload::Attention);
+        let why = k.supports(&attention).unwrap_err().0;
+        assert!(why.contains("dynamic shared memory"), "{why}");
+        let e = UserKernel::load(
+            &UserKernelSpec::parse("x.cu:k,block=32,grid=(cdiv(N,32))").unwrap(),
+            Some(Workload::Attention),
+            1,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`cdiv(N,32)` uses N; expressions for attention may use B, H, S, D"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_tail_hint_says_whether_the_first_bad_element_is_in_the_tail() {
+        let k = example("block=32,grid=tile:16x16", Workload::Gemm);
+        let shape = Shape::gemm(100, 37, 8);
+        let hint = k.tail_hint(&shape, Some(99 * 37)).unwrap();
+        assert!(hint.contains("row 99 column 0, is in that tail"), "{hint}");
+        let hint = k.tail_hint(&shape, Some(0)).unwrap();
+        assert!(hint.contains("is not in the tail"), "{hint}");
+        assert_eq!(k.tail_hint(&Shape::gemm(64, 32, 5), Some(0)), None);
     }
 
     #[test]
