@@ -39,6 +39,9 @@ pub struct UserKernelSpec {
     pub entry: String,
     pub workload: Option<Workload>,
     pub signature: Option<String>,
+    /// A parameter list of the kernel's own, `(Q, K, V, S, D, cdiv(S,32), scale, l, m, O)`,
+    /// instead of a signature.
+    pub args: Option<String>,
     pub block: [u32; 3],
     pub grid: Grid,
     /// Dynamic shared memory in bytes.
@@ -92,9 +95,10 @@ pub struct SignatureMismatch {
 }
 
 /// The options a spec may carry, for messages.
-const KEYS: [&str; 7] = [
+const KEYS: [&str; 8] = [
     "workload",
     "signature",
+    "args",
     "block",
     "grid",
     "smem",
@@ -214,6 +218,7 @@ impl UserKernelSpec {
             entry: entry.to_string(),
             workload: None,
             signature: None,
+            args: None,
             block: [0; 3],
             grid: Grid::Tile(Vec::new()),
             smem: None,
@@ -242,6 +247,7 @@ impl UserKernelSpec {
                     })?;
                     spec.signature = Some(sig.name.to_string());
                 }
+                "args" => spec.args = Some(v.clone()),
                 "block" => {
                     spec.block = parse_block(v).map_err(at)?;
                     block = true;
@@ -267,6 +273,12 @@ impl UserKernelSpec {
                     )));
                 }
             }
+        }
+        if spec.args.is_some() && spec.signature.is_some() {
+            return Err((
+                "args".into(),
+                "give signature= or args=, not both: args= is a list of the kernel's own".into(),
+            ));
         }
         if !block {
             return Err((
@@ -322,6 +334,7 @@ pub struct RawUserKernel {
     pub entry: String,
     pub workload: Option<String>,
     pub signature: Option<String>,
+    pub args: Option<GridValue>,
     pub block: Option<Scalar>,
     pub grid: Option<GridValue>,
     pub smem: Option<Scalar>,
@@ -366,19 +379,16 @@ impl RawUserKernel {
         };
         put("workload", self.workload.clone());
         put("signature", self.signature.clone());
+        let list = |g: &GridValue| match g {
+            GridValue::Text(t) => t.clone(),
+            GridValue::List(l) => {
+                let items: Vec<String> = l.iter().map(Scalar::text).collect();
+                format!("({})", items.join(", "))
+            }
+        };
+        put("args", self.args.as_ref().map(list));
         put("block", self.block.as_ref().map(Scalar::text));
-        put(
-            "grid",
-            self.grid.as_ref().map(|g| match g {
-                GridValue::Text(t) => t.clone(),
-                GridValue::List(l) => {
-                    format!(
-                        "({})",
-                        l.iter().map(Scalar::text).collect::<Vec<_>>().join(", ")
-                    )
-                }
-            }),
-        );
+        put("grid", self.grid.as_ref().map(list));
         put("smem", self.smem.as_ref().map(Scalar::text));
         put("precision", self.precision.clone());
         put("id", self.id.clone());
@@ -436,6 +446,8 @@ pub struct UserKernel {
     pub spec: UserKernelSpec,
     pub workload: Workload,
     pub signature: &'static Signature,
+    /// What the wrapper passes: the signature's list or the kernel's own.
+    list: signature::ArgList,
     id: String,
     rung: u32,
     source: CudaSource,
@@ -499,6 +511,10 @@ impl UserKernel {
             None => Signature::default_for(workload),
         };
         spec.check_names(workload).map_err(|(_, m)| err(m))?;
+        let (list, sig) = match &spec.args {
+            Some(text) => signature::ArgList::parse(text, workload).map_err(err)?,
+            None => (signature::ArgList::of(sig), sig),
+        };
         let code = std::fs::read_to_string(&spec.file).map_err(|error| UserKernelError::Read {
             file: spec.file.display().to_string(),
             error,
@@ -526,11 +542,12 @@ impl UserKernel {
             rung,
             wrapper: source::wrapper_name(&spec.entry),
             source: CudaSource {
-                code: source::unit(&code, &file, &spec.entry, sig, threads).into(),
+                code: source::unit(&code, &file, &spec.entry, &list, sig, threads).into(),
                 file: file.into(),
                 defines: Vec::new(),
                 include_dirs: vec![dir, standins],
             },
+            list,
             spec: spec.clone(),
         })
     }
@@ -588,6 +605,7 @@ impl UserKernel {
                 "grid {grid:?}: y and z are limited to 65535 blocks"
             )));
         }
+        self.list.args(shape).map_err(Unsupported)?;
         let smem = match &self.spec.smem {
             None => 0,
             Some(e) => {
@@ -645,7 +663,7 @@ impl UserKernel {
         arch: String,
         log: String,
     ) -> UserKernelError {
-        let marker = source::wrapper_file(self.signature);
+        let marker = source::wrapper_file(&self.list, self.signature);
         let at_wrapper = log
             .lines()
             .any(|l| l.starts_with(&marker) && l.contains("error"));
@@ -677,9 +695,13 @@ impl UserKernel {
         UserKernelError::Signature(Box::new(SignatureMismatch {
             file: self.spec.file.display().to_string(),
             entry: self.spec.entry.clone(),
-            signature: self.signature.name.to_string(),
+            signature: self
+                .list
+                .custom
+                .as_ref()
+                .map_or(self.signature.name.to_string(), |c| format!("args={c}")),
             workload: self.workload,
-            calls: self.signature.c_params(),
+            calls: self.list.c_params(),
             declared,
             choices: Signature::list_for(self.workload),
             compiler: format!("{compiler} ({arch})"),
@@ -734,9 +756,12 @@ impl Kernel for UserKernel {
             role: Role::User,
             rung: self.rung,
             summary: format!(
-                "{} ({} signature), your kernel",
+                "{} ({}), your kernel",
                 self.spec.file.display(),
-                self.signature.name
+                match &self.list.custom {
+                    Some(c) => format!("args={c}"),
+                    None => format!("{} signature", self.signature.name),
+                }
             )
             .into(),
         }
@@ -771,7 +796,7 @@ impl Kernel for UserKernel {
                 grid,
                 block: self.spec.block,
                 dynamic_smem,
-                args: self.signature.args(shape),
+                args: self.list.args(shape).unwrap_or_default(),
             })],
         })
     }
