@@ -1,8 +1,9 @@
 //! A kernel the user brings: `harness run --kernel FILE.cu:ENTRY,block=..,grid=..` or a
 //! `[[kernel]]` section of the config. The file is read at run time, its host code blanked,
-//! and an `extern "C"` wrapper with the workload's parameter list (see [`signature`]) calls
-//! the entry, which may be a template instantiation (`sgemm<128,128,8>`). From there it is a
-//! row like any rung: compiled, validated on NaN-poisoned output, timed, reported as `user`.
+//! and an `extern "C"` wrapper with the workload's parameter list (see [`signature`]), or the
+//! kernel's own (`args=`), calls the entry, which may be a template instantiation
+//! (`sgemm<128,128,8>`). From there it is a row like any rung: compiled, validated on
+//! poisoned output, timed, reported as `user`. `docs/your-kernel.md` is the user's guide.
 
 pub mod expr;
 pub mod run;
