@@ -282,7 +282,10 @@ fn run(common: &Common, selection: &Selection, out: &Path, user: &[String]) -> R
     // Nothing is computed unless its results can be saved.
     output::ensure_writable(out)?;
     let users = user_kernel::load_all(&config.kernels, user, &selection.workload)?;
-    let dev = open_device(common)?;
+    let dev = match users.is_empty() {
+        true => open_device(common)?,
+        false => user_kernel::run::open(common.device.as_deref())?,
+    };
     let all = registry::all();
     if !users.is_empty() && dev.kind() != DeviceKind::Cuda {
         let lab = match common.kernels.is_empty() {
@@ -290,7 +293,8 @@ fn run(common: &Common, selection: &Selection, out: &Path, user: &[String]) -> R
             false => registry::select(&all, &common.kernels)?,
         };
         let (w, sizes) = (&selection.workload, &selection.sizes);
-        return user_kernel::run::without_gpu(&config, &users, lab, w, sizes, out);
+        let device = common.device.as_deref();
+        return user_kernel::run::without_gpu(&config, &users, lab, w, sizes, out, device);
     }
     let mut kernels = registry::select(&all, &common.kernels)?;
     kernels.extend(users.iter().map(|u| u as &dyn Kernel));

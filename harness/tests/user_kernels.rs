@@ -279,6 +279,14 @@ fn kernel_sections_of_the_config_are_read_and_bad_keys_point_at_their_line() {
         .unwrap_err()
         .to_string();
     assert!(e.starts_with("mine.toml:9:") && e.contains("smme"), "{e}");
+    let names = good.replace("smem = 4096", "smem = \"64*Q\"");
+    let e = Config::from_sources(Some(("mine.toml", &names)))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.starts_with("mine.toml:9: [[kernel]] k.cu, key `smem`: `64*Q` uses Q; expressions for gemm may use M, N, K"),
+        "{e}"
+    );
     let bad = format!(
         "{good}\n[[kernel]]\nfile = \"b.cu\"\nentry = \"b\"\nblock = 64\ngrid = \"tile:8\"\nprecision = \"fp64\"\n"
     );
@@ -348,4 +356,95 @@ fn inspect_compiles_an_unmodified_file_with_host_code() {
     let (ok, text) = harness(&["inspect", file.to_str().unwrap(), "--arch", "sm_80"]);
     assert!(ok, "{text}");
     assert!(text.contains("sm_80") && text.contains("scale"), "{text}");
+}
+
+#[test]
+fn two_kernels_with_one_name_must_be_told_apart() {
+    let spec = format!("{}/{GEMM_EXAMPLE}", root().display());
+    let twice = [spec.clone(), spec.clone()];
+    let e = harness::user_kernel::load_all(&[], &twice, &["gemm".to_string()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("already called") && e.contains("id=NAME"), "{e}");
+    let named = [spec.clone(), format!("{spec},id=mine")];
+    let users = harness::user_kernel::load_all(&[], &named, &["gemm".to_string()]).unwrap();
+    assert_eq!(users[1].id(), "mine");
+}
+
+#[test]
+fn a_kernel_with_its_own_parameter_list_runs_through_args() {
+    let dir = scratch_dir("args");
+    // In the style of the minimal public flash-attention kernels: tile counts computed by the
+    // host, running l and m in global memory, O accumulated in place, a PyTorch host function;
+    // it assumes S is a multiple of the tile (32).
+    let code = "#include <torch/types.h>\n#include <cuda.h>\n#include <cuda_runtime.h>\n\
+        __global__ void fa_forward(const float *Q, const float *K, const float *V, const int N,\n\
+        \x20   const int d, const int Tc, const int Tr, const int Bc, const int Br,\n\
+        \x20   const float softmax_scale, float *l, float *m, float *O) {\n\
+        \x20 int tx = threadIdx.x, bh = blockIdx.x * gridDim.y + blockIdx.y;\n\
+        \x20 for (int j = 0; j < Tc; j++)\n\
+        \x20   for (int i = 0; i < Tr; i++) {\n\
+        \x20     int r = bh * N + i * Br + tx;\n\
+        \x20     float mi = m[r], li = l[r], *o = O + (size_t)r * d;\n\
+        \x20     for (int y = 0; y < Bc; y++) {\n\
+        \x20       int c = bh * N + j * Bc + y;\n\
+        \x20       float s = 0;\n\
+        \x20       for (int x = 0; x < d; x++) s += Q[(size_t)r * d + x] * K[(size_t)c * d + x];\n\
+        \x20       s *= softmax_scale;\n\
+        \x20       float mn = fmaxf(mi, s), cr = __expf(mi - mn), p = __expf(s - mn);\n\
+        \x20       for (int x = 0; x < d; x++) o[x] = o[x] * cr + p * V[(size_t)c * d + x];\n\
+        \x20       li = li * cr + p;\n\
+        \x20       mi = mn;\n\
+        \x20     }\n\
+        \x20     m[r] = mi;\n\
+        \x20     l[r] = li;\n\
+        \x20   }\n\
+        \x20 for (int i = 0; i < Tr; i++)\n\
+        \x20   for (int x = 0; x < d; x++) O[(size_t)(bh * N + i * Br + tx) * d + x] /= l[bh * N + i * Br + tx];\n\
+        }\n\
+        std::vector<torch::Tensor> forward(torch::Tensor Q, torch::Tensor K, torch::Tensor V) {\n\
+        \x20 auto O = torch::zeros_like(Q);\n\
+        \x20 fa_forward<<<dim3(1, 1), 32>>>(Q.data_ptr<float>());\n\
+        \x20 return {O};\n\
+        }\n";
+    std::fs::write(dir.join("fa.cu"), code).unwrap();
+    let spec = format!(
+        "{}/fa.cu:fa_forward,args=(Q,K,V,S,D,cdiv(S,32),cdiv(S,32),32,32,scale,l,m,O),\
+         block=32,grid=(B,H)",
+        dir.display()
+    );
+    let users = [load(&spec, Workload::Attention)];
+    assert_eq!(
+        users[0].signature.name, "attention-lm",
+        "l and m start at 0 and -inf"
+    );
+    let shapes = [
+        Shape::parse(Workload::Attention, "2x3x64x16").unwrap(),
+        Shape::parse(Workload::Attention, "1x2x37x16").unwrap(),
+    ];
+    let results = sim_rows(&users, &shapes);
+    let rows: Vec<_> = results.workloads[0]
+        .shapes
+        .iter()
+        .map(|s| &s.rows[0])
+        .collect();
+    assert_eq!(rows[0].status, Status::Passed, "{:?}", rows[0]);
+    assert_ne!(
+        rows[1].status,
+        Status::Passed,
+        "S = 37 is not a multiple of 32"
+    );
+    // A list the kernel does not take fails to compile, showing both.
+    let wrong = spec.replace("32,32,scale", "32,scale");
+    let e = load(&wrong, Workload::Attention)
+        .compile_check(Compiler::Sim)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains(
+            "the lab calls:   fa_forward(float * Q, float * K, float * V, int S, int D, \
+                    int arg5, int arg6, int arg7, float scale, float * l, float * m, float * O)"
+        ) && e.contains("fa.cu:4 declares: fa_forward(const float *Q,"),
+        "{e}"
+    );
 }

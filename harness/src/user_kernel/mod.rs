@@ -1,8 +1,9 @@
 //! A kernel the user brings: `harness run --kernel FILE.cu:ENTRY,block=..,grid=..` or a
 //! `[[kernel]]` section of the config. The file is read at run time, its host code blanked,
-//! and an `extern "C"` wrapper with the workload's parameter list (see [`signature`]) calls
-//! the entry, which may be a template instantiation (`sgemm<128,128,8>`). From there it is a
-//! row like any rung: compiled, validated on NaN-poisoned output, timed, reported as `user`.
+//! and an `extern "C"` wrapper with the workload's parameter list (see [`signature`]), or the
+//! kernel's own (`args=`), calls the entry, which may be a template instantiation
+//! (`sgemm<128,128,8>`). From there it is a row like any rung: compiled, validated on
+//! poisoned output, timed, reported as `user`. `docs/your-kernel.md` is the user's guide.
 
 pub mod expr;
 pub mod run;
@@ -39,6 +40,9 @@ pub struct UserKernelSpec {
     pub entry: String,
     pub workload: Option<Workload>,
     pub signature: Option<String>,
+    /// A parameter list of the kernel's own, `(Q, K, V, S, D, cdiv(S,32), scale, l, m, O)`,
+    /// instead of a signature.
+    pub args: Option<String>,
     pub block: [u32; 3],
     pub grid: Grid,
     /// Dynamic shared memory in bytes.
@@ -92,9 +96,10 @@ pub struct SignatureMismatch {
 }
 
 /// The options a spec may carry, for messages.
-const KEYS: [&str; 7] = [
+const KEYS: [&str; 8] = [
     "workload",
     "signature",
+    "args",
     "block",
     "grid",
     "smem",
@@ -214,6 +219,7 @@ impl UserKernelSpec {
             entry: entry.to_string(),
             workload: None,
             signature: None,
+            args: None,
             block: [0; 3],
             grid: Grid::Tile(Vec::new()),
             smem: None,
@@ -242,6 +248,7 @@ impl UserKernelSpec {
                     })?;
                     spec.signature = Some(sig.name.to_string());
                 }
+                "args" => spec.args = Some(v.clone()),
                 "block" => {
                     spec.block = parse_block(v).map_err(at)?;
                     block = true;
@@ -268,6 +275,12 @@ impl UserKernelSpec {
                 }
             }
         }
+        if spec.args.is_some() && spec.signature.is_some() {
+            return Err((
+                "args".into(),
+                "give signature= or args=, not both: args= is a list of the kernel's own".into(),
+            ));
+        }
         if !block {
             return Err((
                 "block".into(),
@@ -287,6 +300,33 @@ impl UserKernelSpec {
     }
 }
 
+impl UserKernelSpec {
+    /// Whether the grid and shared-memory expressions only use `workload`'s names; an error
+    /// names the key.
+    pub fn check_names(&self, workload: Workload) -> Result<(), (String, String)> {
+        let probe = vars(&workload.probe_shape());
+        let names: Vec<&str> = probe.iter().map(|(n, _)| *n).collect();
+        let mut exprs: Vec<(&str, &Expr)> = self.smem.iter().map(|e| ("smem", e)).collect();
+        if let Grid::Exprs(g) = &self.grid {
+            exprs.extend(g.iter().map(|e| ("grid", e)));
+        }
+        for (key, e) in exprs {
+            let unknown = e.unknown_names(&names);
+            if !unknown.is_empty() {
+                return Err((
+                    key.to_string(),
+                    format!(
+                        "`{e}` uses {}; expressions for {workload} may use {}",
+                        unknown.join(", "),
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// A `[[kernel]]` section of the config file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -295,6 +335,7 @@ pub struct RawUserKernel {
     pub entry: String,
     pub workload: Option<String>,
     pub signature: Option<String>,
+    pub args: Option<GridValue>,
     pub block: Option<Scalar>,
     pub grid: Option<GridValue>,
     pub smem: Option<Scalar>,
@@ -339,23 +380,28 @@ impl RawUserKernel {
         };
         put("workload", self.workload.clone());
         put("signature", self.signature.clone());
+        let list = |g: &GridValue| match g {
+            GridValue::Text(t) => t.clone(),
+            GridValue::List(l) => {
+                let items: Vec<String> = l.iter().map(Scalar::text).collect();
+                format!("({})", items.join(", "))
+            }
+        };
+        put("args", self.args.as_ref().map(list));
         put("block", self.block.as_ref().map(Scalar::text));
-        put(
-            "grid",
-            self.grid.as_ref().map(|g| match g {
-                GridValue::Text(t) => t.clone(),
-                GridValue::List(l) => {
-                    format!(
-                        "({})",
-                        l.iter().map(Scalar::text).collect::<Vec<_>>().join(", ")
-                    )
-                }
-            }),
-        );
+        put("grid", self.grid.as_ref().map(list));
         put("smem", self.smem.as_ref().map(Scalar::text));
         put("precision", self.precision.clone());
         put("id", self.id.clone());
-        UserKernelSpec::from_pairs(base.join(&self.file), &self.entry, &pairs)
+        let spec = UserKernelSpec::from_pairs(base.join(&self.file), &self.entry, &pairs)?;
+        let workload = spec.workload.or_else(|| {
+            let sig = spec.signature.as_deref().and_then(Signature::named);
+            sig.map(|s| s.workload)
+        });
+        if let Some(w) = workload {
+            spec.check_names(w)?;
+        }
+        Ok(spec)
     }
 }
 
@@ -401,6 +447,8 @@ pub struct UserKernel {
     pub spec: UserKernelSpec,
     pub workload: Workload,
     pub signature: &'static Signature,
+    /// What the wrapper passes: the signature's list or the kernel's own.
+    list: signature::ArgList,
     id: String,
     rung: u32,
     source: CudaSource,
@@ -463,22 +511,11 @@ impl UserKernel {
             Some(s) => s,
             None => Signature::default_for(workload),
         };
-        let probe = vars(&workload.probe_shape());
-        let names: Vec<&str> = probe.iter().map(|(n, _)| *n).collect();
-        let mut exprs: Vec<&Expr> = spec.smem.iter().collect();
-        if let Grid::Exprs(g) = &spec.grid {
-            exprs.extend(g);
-        }
-        for e in exprs {
-            let unknown = e.unknown_names(&names);
-            if !unknown.is_empty() {
-                return Err(err(format!(
-                    "`{e}` uses {}; a {workload} expression may use {}",
-                    unknown.join(", "),
-                    names.join(", ")
-                )));
-            }
-        }
+        spec.check_names(workload).map_err(|(_, m)| err(m))?;
+        let (list, sig) = match &spec.args {
+            Some(text) => signature::ArgList::parse(text, workload).map_err(err)?,
+            None => (signature::ArgList::of(sig), sig),
+        };
         let code = std::fs::read_to_string(&spec.file).map_err(|error| UserKernelError::Read {
             file: spec.file.display().to_string(),
             error,
@@ -506,11 +543,12 @@ impl UserKernel {
             rung,
             wrapper: source::wrapper_name(&spec.entry),
             source: CudaSource {
-                code: source::unit(&code, &file, &spec.entry, sig, threads).into(),
+                code: source::unit(&code, &file, &spec.entry, &list, sig, threads).into(),
                 file: file.into(),
                 defines: Vec::new(),
                 include_dirs: vec![dir, standins],
             },
+            list,
             spec: spec.clone(),
         })
     }
@@ -568,6 +606,7 @@ impl UserKernel {
                 "grid {grid:?}: y and z are limited to 65535 blocks"
             )));
         }
+        self.list.args(shape).map_err(Unsupported)?;
         let smem = match &self.spec.smem {
             None => 0,
             Some(e) => {
@@ -625,7 +664,7 @@ impl UserKernel {
         arch: String,
         log: String,
     ) -> UserKernelError {
-        let marker = source::wrapper_file(self.signature);
+        let marker = source::wrapper_file(&self.list, self.signature);
         let at_wrapper = log
             .lines()
             .any(|l| l.starts_with(&marker) && l.contains("error"));
@@ -657,9 +696,13 @@ impl UserKernel {
         UserKernelError::Signature(Box::new(SignatureMismatch {
             file: self.spec.file.display().to_string(),
             entry: self.spec.entry.clone(),
-            signature: self.signature.name.to_string(),
+            signature: self
+                .list
+                .custom
+                .as_ref()
+                .map_or(self.signature.name.to_string(), |c| format!("args={c}")),
             workload: self.workload,
-            calls: self.signature.c_params(),
+            calls: self.list.c_params(),
             declared,
             choices: Signature::list_for(self.workload),
             compiler: format!("{compiler} ({arch})"),
@@ -714,9 +757,12 @@ impl Kernel for UserKernel {
             role: Role::User,
             rung: self.rung,
             summary: format!(
-                "{} ({} signature), your kernel",
+                "{} ({}), your kernel",
                 self.spec.file.display(),
-                self.signature.name
+                match &self.list.custom {
+                    Some(c) => format!("args={c}"),
+                    None => format!("{} signature", self.signature.name),
+                }
             )
             .into(),
         }
@@ -751,7 +797,7 @@ impl Kernel for UserKernel {
                 grid,
                 block: self.spec.block,
                 dynamic_smem,
-                args: self.signature.args(shape),
+                args: self.list.args(shape).unwrap_or_default(),
             })],
         })
     }
@@ -775,6 +821,15 @@ pub fn load_all(
     let mut out = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
         let k = UserKernel::load(spec, single, i as u32 + 1)?;
+        if out.iter().any(|o: &UserKernel| o.id == k.id) {
+            return Err(UserKernelError::Spec {
+                spec: format!("{}:{}", spec.file.display(), spec.entry),
+                message: format!(
+                    "another kernel is already called {:?}: name one of them with id=NAME",
+                    k.id
+                ),
+            });
+        }
         k.preflight()?;
         out.push(k);
     }
@@ -813,6 +868,62 @@ mod tests {
         assert!(e("k.cu:k,block=256,grid=tile:8,blok=3").contains("unknown option \"blok\""));
         assert!(e("k.cu:k,block=256,grid=tile:8,signature=sgemm").contains("gemm-blas"));
         assert!(e("nothing").contains("FILE.cu:ENTRY"));
+    }
+
+    fn example(options: &str, workload: Workload) -> UserKernel {
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/attention_rows.cu");
+        let spec = UserKernelSpec::parse(&format!("{file}:attention_rows<32,64>,{options}"));
+        UserKernel::load(&spec.unwrap(), Some(workload), 1).unwrap()
+    }
+
+    #[test]
+    fn geometry_follows_the_shape_and_declines_what_cannot_launch() {
+        let attention = Shape::Attention {
+            b: 2,
+            h: 3,
+            s: 100,
+            d: 24,
+            causal: false,
+        };
+        // Tiles over (S, D) of O[B,H,S,D], the leading B*H on z.
+        let k = example(
+            "block=32,grid=tile:32x24,smem=2*32*D*4",
+            Workload::Attention,
+        );
+        assert_eq!(k.geometry(&attention), Ok(([1, 4, 6], 2 * 32 * 24 * 4)));
+        let k = example("block=32,grid=(cdiv(S,32),B*H)", Workload::Attention);
+        assert_eq!(k.geometry(&attention), Ok(([4, 6, 1], 0)));
+        let k = example("block=32,grid=(1,S*1000)", Workload::Attention);
+        let why = k.supports(&attention).unwrap_err().0;
+        assert!(
+            why.contains("grid y = S*1000 = 100000 is outside 1..=65535"),
+            "{why}"
+        );
+        let k = example("block=32,grid=tile:32,smem=S*D*1000", Workload::Attention);
+        let why = k.supports(&attention).unwrap_err().0;
+        assert!(why.contains("dynamic shared memory"), "{why}");
+        let e = UserKernel::load(
+            &UserKernelSpec::parse("x.cu:k,block=32,grid=(cdiv(N,32))").unwrap(),
+            Some(Workload::Attention),
+            1,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("`cdiv(N,32)` uses N; expressions for attention may use B, H, S, D"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_tail_hint_says_whether_the_first_bad_element_is_in_the_tail() {
+        let k = example("block=32,grid=tile:16x16", Workload::Gemm);
+        let shape = Shape::gemm(100, 37, 8);
+        let hint = k.tail_hint(&shape, Some(99 * 37)).unwrap();
+        assert!(hint.contains("row 99 column 0, is in that tail"), "{hint}");
+        let hint = k.tail_hint(&shape, Some(0)).unwrap();
+        assert!(hint.contains("is not in the tail"), "{hint}");
+        assert_eq!(k.tail_hint(&Shape::gemm(64, 32, 5), Some(0)), None);
     }
 
     #[test]

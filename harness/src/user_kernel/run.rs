@@ -13,9 +13,20 @@ use std::path::Path;
 /// The architecture whose resources are reported when no GPU ran the kernels.
 pub const INSPECT_ARCH: &str = "sm_80";
 
-/// The one line a run without a GPU prints.
-pub const NO_GPU_LINE: &str = "No GPU: no GPU timing was possible; your kernels ran in the CUDA \
+/// The one line a run without a GPU prints, after what ran instead of the GPU.
+pub const NO_GPU_LINE: &str = "no GPU timing was possible; your kernels ran in the CUDA \
      simulator for correctness, with registers and shared memory from NVRTC (sm_80).";
+
+/// The device of a run with user kernels: `--device`, else the GPU if one works. Only a GPU is
+/// announced; without one [`without_gpu`] says what happens instead.
+pub fn open(device: Option<&str>) -> Result<Box<dyn kernel::Executor>> {
+    let kind = device.map(select::parse_kind).transpose()?;
+    let (dev, _) = select::open(kind)?;
+    if dev.kind() == DeviceKind::Cuda {
+        eprintln!("Device: {} ({})", dev.info().name, dev.kind());
+    }
+    Ok(dev)
+}
 
 /// Adds to the user rows of `results`: NVRTC's resources for `INSPECT_ARCH` when the row has
 /// none (`inspect`), and on failure the tail hint.
@@ -67,8 +78,12 @@ pub fn without_gpu(
     workload_names: &[String],
     sizes: &[String],
     out: &Path,
+    device: Option<&str>,
 ) -> Result<bool> {
-    println!("{NO_GPU_LINE}");
+    match device {
+        Some(d) => println!("--device {d}: {NO_GPU_LINE}"),
+        None => println!("No GPU (`harness doctor` says why): {NO_GPU_LINE}"),
+    }
     let (dev, _) = select::open(Some(DeviceKind::Sim))?;
     let workloads = select::workloads(workload_names, &workloads(users))?;
     let lenient = workload_names.is_empty() && !sizes.is_empty();

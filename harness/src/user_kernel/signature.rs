@@ -2,6 +2,7 @@
 //! arguments; the generated wrapper calls the user's kernel with them, so a kernel written for
 //! another list fails to compile instead of reading garbage.
 
+use super::expr::Expr;
 use kernel::{Arg, Buf, Fill, Shape, Workload};
 
 /// One parameter of a signature.
@@ -219,34 +220,7 @@ impl Signature {
 
     /// The arguments the lab passes for `shape`.
     pub fn args(&self, shape: &Shape) -> Vec<Arg> {
-        let dims = shape.dims();
-        self.params
-            .iter()
-            .map(|(_, p)| match *p {
-                Input(i) => Arg::Ptr(Buf::Input(i)),
-                Output => Arg::Ptr(Buf::Output),
-                Scratch(i) => Arg::Ptr(Buf::Scratch(i)),
-                Dim(d) => Arg::I32(
-                    dims.iter()
-                        .find(|(n, _)| *n == d)
-                        .map_or(0, |(_, v)| *v as i32),
-                ),
-                Alpha => Arg::F32(1.0),
-                Beta => Arg::F32(0.0),
-                Scale => Arg::F32(match *shape {
-                    Shape::Attention { d, .. } => 1.0 / (d as f32).sqrt(),
-                    _ => 1.0,
-                }),
-                Causal => Arg::I32(matches!(shape, Shape::Attention { causal: true, .. }) as i32),
-                Act => Arg::I32(match *shape {
-                    Shape::Linear {
-                        act: kernel::Activation::Gelu,
-                        ..
-                    } => 1,
-                    _ => 0,
-                }),
-            })
-            .collect()
+        self.params.iter().map(|(_, p)| p.arg(shape)).collect()
     }
 
     /// `gemm (A, B, C, M, N, K); gemm-blas (M, N, K, alpha, A, B, beta, C)`.
@@ -255,6 +229,183 @@ impl Signature {
             .map(|s| format!("{} ({})", s.name, s.names()))
             .collect();
         all.join("; ")
+    }
+}
+
+impl Param {
+    /// The argument this parameter passes for `shape`.
+    pub fn arg(self, shape: &Shape) -> Arg {
+        match self {
+            Input(i) => Arg::Ptr(Buf::Input(i)),
+            Output => Arg::Ptr(Buf::Output),
+            Scratch(i) => Arg::Ptr(Buf::Scratch(i)),
+            Dim(d) => Arg::I32(
+                shape
+                    .dims()
+                    .iter()
+                    .find(|(n, _)| *n == d)
+                    .map_or(0, |(_, v)| *v as i32),
+            ),
+            Alpha => Arg::F32(1.0),
+            Beta => Arg::F32(0.0),
+            Scale => Arg::F32(match *shape {
+                Shape::Attention { d, .. } => 1.0 / (d as f32).sqrt(),
+                _ => 1.0,
+            }),
+            Causal => Arg::I32(matches!(shape, Shape::Attention { causal: true, .. }) as i32),
+            Act => Arg::I32(match *shape {
+                Shape::Linear {
+                    act: kernel::Activation::Gelu,
+                    ..
+                } => 1,
+                _ => 0,
+            }),
+        }
+    }
+}
+
+/// One argument of a user's own list (`args=`): a parameter of the workload's signatures by
+/// name, or an integer expression of the shape's dimensions.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgItem {
+    Named(&'static str, Param),
+    Int(Expr),
+}
+
+/// The arguments a wrapper passes: a signature's list, or the user's own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ArgList {
+    pub items: Vec<ArgItem>,
+    /// `args=(...)` as written, for a list of the user's own.
+    pub custom: Option<String>,
+}
+
+impl ArgList {
+    pub fn of(sig: &Signature) -> Self {
+        Self {
+            items: sig
+                .params
+                .iter()
+                .map(|(n, p)| ArgItem::Named(n, *p))
+                .collect(),
+            custom: None,
+        }
+    }
+
+    /// Reads `(Q, K, V, S, D, cdiv(S,32), scale, l, m, O)` for `workload`: names of its
+    /// signatures' parameters and integer expressions. Also returns the signature whose
+    /// buffers (fills, scratch) the list uses: the first that has every name.
+    pub fn parse(text: &str, workload: Workload) -> Result<(Self, &'static Signature), String> {
+        let inner = text
+            .trim()
+            .strip_prefix('(')
+            .and_then(|r| r.strip_suffix(')'))
+            .unwrap_or(text);
+        let sigs: Vec<&'static Signature> = Signature::of(workload).collect();
+        let known = |name: &str| {
+            sigs.iter()
+                .flat_map(|s| s.params.iter())
+                .find(|(n, _)| *n == name)
+                .copied()
+        };
+        let mut items = Vec::new();
+        for part in super::split_top(inner) {
+            let part = part.trim();
+            match known(part) {
+                Some((n, p)) => items.push(ArgItem::Named(n, p)),
+                None => {
+                    let e = Expr::parse(part)?;
+                    let dims = workload.probe_shape().dims();
+                    let names: Vec<&str> = dims.iter().map(|(n, _)| *n).collect();
+                    let unknown = e.unknown_names(&names);
+                    if !unknown.is_empty() {
+                        let all: Vec<&str> = sigs
+                            .iter()
+                            .flat_map(|s| s.params.iter().map(|(n, _)| *n))
+                            .collect();
+                        let mut all = all;
+                        all.sort();
+                        all.dedup();
+                        return Err(format!(
+                            "args: {} is neither a parameter of {workload} ({}) nor an \
+                             integer expression of {}",
+                            unknown.join(", "),
+                            all.join(", "),
+                            names.join(", ")
+                        ));
+                    }
+                    items.push(ArgItem::Int(e));
+                }
+            }
+        }
+        let used: Vec<&str> = items
+            .iter()
+            .filter_map(|i| match i {
+                ArgItem::Named(n, _) => Some(*n),
+                ArgItem::Int(_) => None,
+            })
+            .collect();
+        let sig = sigs
+            .iter()
+            .find(|s| used.iter().all(|u| s.params.iter().any(|(n, _)| n == u)))
+            .ok_or_else(|| {
+                format!(
+                    "args: no {workload} signature has all of {}; {}",
+                    used.join(", "),
+                    Signature::list_for(workload)
+                )
+            })?;
+        Ok((
+            Self {
+                items,
+                custom: Some(text.trim().to_string()),
+            },
+            sig,
+        ))
+    }
+
+    fn name(&self, i: usize) -> String {
+        match &self.items[i] {
+            ArgItem::Named(n, _) => n.to_string(),
+            ArgItem::Int(_) => format!("arg{i}"),
+        }
+    }
+
+    /// `(float * A, float * B, float * C, int M, int N, int K)`.
+    pub fn c_params(&self) -> String {
+        let list: Vec<String> = (0..self.items.len())
+            .map(|i| {
+                let ty = match &self.items[i] {
+                    ArgItem::Named(_, p) => c_type(*p),
+                    ArgItem::Int(_) => "int",
+                };
+                format!("{ty} {}", self.name(i))
+            })
+            .collect();
+        format!("({})", list.join(", "))
+    }
+
+    /// `A, B, C, M, N, K`: the wrapper's call.
+    pub fn call(&self) -> String {
+        let list: Vec<String> = (0..self.items.len()).map(|i| self.name(i)).collect();
+        list.join(", ")
+    }
+
+    /// The arguments for `shape`, or the expression that cannot be evaluated.
+    pub fn args(&self, shape: &Shape) -> Result<Vec<Arg>, String> {
+        let dims = shape.dims();
+        self.items
+            .iter()
+            .map(|i| match i {
+                ArgItem::Named(_, p) => Ok(p.arg(shape)),
+                ArgItem::Int(e) => {
+                    let v = e.eval(&dims)?;
+                    i32::try_from(v)
+                        .map(Arg::I32)
+                        .map_err(|_| format!("args: {e} = {v} does not fit an int"))
+                }
+            })
+            .collect()
     }
 }
 
@@ -270,6 +421,38 @@ fn c_type(p: Param) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_own_list_names_parameters_and_integer_expressions() {
+        let (list, sig) = ArgList::parse(
+            "(Q, K, V, S, D, cdiv(S,32), 32, scale, l, m, O)",
+            Workload::Attention,
+        )
+        .unwrap();
+        assert_eq!(sig.name, "attention-lm", "l and m are its scratch buffers");
+        assert_eq!(
+            list.c_params(),
+            "(float * Q, float * K, float * V, int S, int D, int arg5, int arg6, float scale, \
+             float * l, float * m, float * O)"
+        );
+        assert_eq!(list.call(), "Q, K, V, S, D, arg5, arg6, scale, l, m, O");
+        let shape = Shape::Attention {
+            b: 1,
+            h: 1,
+            s: 70,
+            d: 16,
+            causal: false,
+        };
+        let args = list.args(&shape).unwrap();
+        assert_eq!(
+            (args[5], args[6], args[8]),
+            (Arg::I32(3), Arg::I32(32), Arg::Ptr(Buf::Scratch(0)))
+        );
+        let e = ArgList::parse("(Q, K, V, O, Tc)", Workload::Attention).unwrap_err();
+        assert!(e.contains("Tc is neither a parameter of attention"), "{e}");
+        let (plain, sig) = ArgList::parse("(A, B, C, M, N, K)", Workload::Gemm).unwrap();
+        assert_eq!((sig.name, plain.items.len()), ("gemm", 6));
+    }
 
     #[test]
     fn every_workload_has_a_default_and_names_are_unique() {

@@ -3,7 +3,7 @@
 //! workload's parameter list that calls the user's entry (a template instantiation, a C++
 //! function or an `extern "C"` kernel alike).
 
-use super::signature::Signature;
+use super::signature::{ArgList, Signature};
 use kernel::sim::compile::strip_comments;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -105,8 +105,11 @@ pub fn standin_dir() -> Result<PathBuf, String> {
 }
 
 /// The file name compile logs show for the wrapper: an error there is a parameter mismatch.
-pub fn wrapper_file(sig: &Signature) -> String {
-    format!("[{} signature]", sig.name)
+pub fn wrapper_file(list: &ArgList, sig: &Signature) -> String {
+    match list.custom {
+        Some(_) => "[args list]".to_string(),
+        None => format!("[{} signature]", sig.name),
+    }
 }
 
 /// The file as `harness inspect FILE.cu` compiles it: the prelude and the file with its host
@@ -132,10 +135,17 @@ pub fn wrapper_name(entry: &str) -> String {
 }
 
 /// The compilation unit for `code` (the user's file, shown as `file`): prelude, the file with
-/// its host code blanked (lines kept), and the wrapper calling `entry` with `sig`'s arguments,
+/// its host code blanked (lines kept), and the wrapper calling `entry` with `list` (`sig`'s
+/// or the kernel's own),
 /// declared with `threads` as its launch bound.
-pub fn unit(code: &str, file: &str, entry: &str, sig: &Signature, threads: u32) -> String {
-    let names: Vec<&str> = sig.params.iter().map(|(n, _)| *n).collect();
+pub fn unit(
+    code: &str,
+    file: &str,
+    entry: &str,
+    list: &ArgList,
+    sig: &Signature,
+    threads: u32,
+) -> String {
     format!(
         "#include \"kernel_lab_user.h\"\n#include \"kernel_lab_wrap_begin.h\"\n\
          #line 1 \"{file}\"\n{body}\n\
@@ -143,10 +153,10 @@ pub fn unit(code: &str, file: &str, entry: &str, sig: &Signature, threads: u32) 
          extern \"C\" __global__ void __launch_bounds__({threads}) {name}{params} {{\n  \
          {entry}({args});\n}}\n",
         body = blank_host_code(code),
-        wrapper_file = wrapper_file(sig),
+        wrapper_file = wrapper_file(list, sig),
         name = wrapper_name(entry),
-        params = sig.c_params(),
-        args = names.join(", "),
+        params = list.c_params(),
+        args = list.call(),
     )
 }
 
@@ -379,7 +389,14 @@ mod tests {
     #[test]
     fn the_wrapper_calls_the_entry_with_the_signature() {
         let sig = Signature::named("gemm").unwrap();
-        let u = unit("// x", "my.cu", "sgemm<64,64,8>", sig, 256);
+        let u = unit(
+            "// x",
+            "my.cu",
+            "sgemm<64,64,8>",
+            &ArgList::of(sig),
+            sig,
+            256,
+        );
         assert!(u.contains("#line 1 \"my.cu\""), "{u}");
         assert!(
             u.contains(
