@@ -922,3 +922,31 @@ fn mismatched_arguments_and_compile_errors_are_reported() {
         other => panic!("expected a compile error, got {:?}", other.map(|_| ())),
     }
 }
+
+/// Unbounded recursion in the last thread of a block: its fiber runs into the guard page
+/// below its stack (set when the stack is first used), which must come back as a report.
+const TOO_DEEP: &str = r#"
+__device__ __attribute__((noinline)) float deep(const float *x, int n) {
+    volatile float pad[1024];  // 4 KB a frame: a few dozen frames overflow a fiber's stack
+    pad[n % 1024] = x[0];
+    return n == 0 ? pad[0] : deep(x, n - 1) + pad[(n + 1) % 1024];
+}
+extern "C" __global__ void too_deep(const float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = threadIdx.x == blockDim.x - 1 ? deep(x, 1 << 20) : x[i];
+}
+"#;
+
+#[test]
+fn a_fiber_stack_overflow_is_reported() {
+    let n = 96;
+    let shape = Shape::gemm(n, 1, 1);
+    let msg = sim_error(run(
+        vector_plan(TOO_DEEP, "too_deep", n, 96),
+        shape,
+        &inputs(&shape),
+    ));
+    for want in ["too_deep", "fiber stack overflow", "thread (95,0,0)"] {
+        assert!(msg.contains(want), "{want:?} missing from: {msg}");
+    }
+}

@@ -1,7 +1,7 @@
-//! Rungs 03..07 of the GEMM ladder: `__restrict__` and unrolling, 1D and 2D register blocking,
-//! float4 access with a transposed A tile, and warp tiling, each one idea over the rung
-//! before. The walkthrough is in this crate's README; the CPU ports are in [`cpu`]. Rung 04
-//! of the convolution ladder is in [`conv`].
+//! Rungs 03..08 of the GEMM ladder: `__restrict__` and unrolling, 1D and 2D register blocking,
+//! float4 access with a transposed A tile, warp tiling, and double buffering, each one idea
+//! over the rung before. The walkthrough is in this crate's README; the CPU ports are in [`cpu`].
+//! Rung 04 of the convolution ladder is in [`conv`].
 
 pub mod conv;
 pub mod cpu;
@@ -19,6 +19,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
         Box::new(GemmRegblock2d),
         Box::new(GemmVectorized),
         Box::new(GemmWarptile),
+        Box::new(GemmDoubleBuffer),
     ];
     all.extend(conv::kernels());
     all
@@ -70,6 +71,9 @@ port!(port_regblock_1d, cpu::regblock_1d);
 port!(port_regblock_2d, cpu::regblock_2d);
 port!(port_vectorized, cpu::vectorized);
 port!(port_warptile, cpu::warptile);
+// Rung 08's idea, overlapping the next tile's loads with this tile's FMAs, is what a CPU's
+// out-of-order core and hardware prefetcher already do for rung 07's port: 08 shares it.
+port!(port_double_buffer, cpu::warptile);
 
 fn info(id: &'static str, rung: u32, summary: &'static str) -> KernelInfo {
     KernelInfo {
@@ -237,6 +241,38 @@ impl Kernel for GemmWarptile {
     }
 }
 
+/// `08_double_buffer.cu`: rung 07 with two shared-memory buffers, next tile loaded during the
+/// FMAs, one barrier per tile.
+pub struct GemmDoubleBuffer;
+
+impl Kernel for GemmDoubleBuffer {
+    fn info(&self) -> KernelInfo {
+        info(
+            "gemm-double-buffer",
+            8,
+            "rung 07 double-buffered: next tile's loads in flight during the FMAs, one barrier per tile",
+        )
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        needs_float4_rows(shape)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        Some(plan(
+            cuda_source!("restrict-unroll", "08_double_buffer.cu"),
+            "gemm_double_buffer",
+            shape,
+            [128, 128],
+            [256, 1, 1],
+        ))
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(port_double_buffer)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,5 +330,9 @@ mod tests {
         let e = GemmVectorized.supports(&Shape::gemm(8, 6, 8)).unwrap_err();
         assert!(e.0.contains("N % 4"), "{e}");
         assert!(GemmWarptile.supports(&Shape::gemm(3, 8, 12)).is_ok());
+        let e = GemmDoubleBuffer
+            .supports(&Shape::gemm(8, 8, 6))
+            .unwrap_err();
+        assert!(e.0.contains("K % 4"), "{e}");
     }
 }

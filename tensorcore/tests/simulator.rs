@@ -99,3 +99,75 @@ fn mma_double_buffer_on_aligned_tails() {
 fn mma_bf16_on_aligned_tails() {
     check(&tensorcore::GemmMmaBf16);
 }
+
+/// A rung with one planted change to its source (the same launch otherwise).
+struct Planted {
+    rung: &'static dyn Kernel,
+    from: &'static str,
+    to: &'static str,
+}
+
+impl Kernel for Planted {
+    fn info(&self) -> kernel::KernelInfo {
+        self.rung.info()
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<kernel::CudaPlan> {
+        let mut plan = self.rung.cuda(shape)?;
+        for step in &mut plan.steps {
+            if let kernel::Step::Kernel(l) = step {
+                assert!(l.source.code.contains(self.from), "nothing to plant");
+                l.source.code = l.source.code.replace(self.from, self.to).into();
+            }
+        }
+        Some(plan)
+    }
+
+    fn cpu(&self) -> Option<kernel::CpuPort> {
+        self.rung.cpu()
+    }
+}
+
+/// Planted pipeline and layout bugs must fail the check: the simulator's cp.async completes a
+/// group only at the wait that covers it, and its ldmatrix hands out the real lane mapping.
+#[test]
+fn planted_ring_and_swizzle_bugs_fail() {
+    let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
+    let (m, n, k) = (136, 264, 200);
+    let shape = Shape::gemm(m, n, k);
+    let data = inputs(&shape, 7);
+    let expected = reference(m, n, k, &data[0], &data[1]);
+    let bugs = [
+        // One group short: tile kt is read before its copies land.
+        Planted {
+            rung: &tensorcore::GemmMmaLdmatrix,
+            from: "cp_async_wait_group<STAGES - 2>",
+            to: "cp_async_wait_group<STAGES - 1>",
+        },
+        // Reads swizzled one way, written another (B's ldmatrix without the XOR).
+        Planted {
+            rung: &tensorcore::GemmMmaDoubleBuffer,
+            from: "ptx::smem_addr(bs + swz_b(kk + lrow, wn * 64 + p * 16 + lchunk))",
+            to: "ptx::smem_addr(bs + (kk + lrow) * BN + wn * 64 + p * 16 + lchunk)",
+        },
+    ];
+    for bug in &bugs {
+        let id = bug.info().id;
+        let err = match dev.prepare(bug, &shape, &data).and_then(|mut r| {
+            r.run()?;
+            r.output()
+        }) {
+            Ok(out) => rel_error(&out, expected.iter().copied()),
+            Err(e) => panic!(
+                "{id} with {:?} must run and compute wrong values: {e}",
+                bug.to
+            ),
+        };
+        eprintln!("{id} with {:?}: relative error {err:e}", bug.to);
+        assert!(
+            err > bug.info().precision.tolerance(),
+            "{id} with {:?} still passes ({err:e})",
+            bug.to
+        );
+    }
+}

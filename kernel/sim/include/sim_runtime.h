@@ -143,6 +143,7 @@ struct Worker {
     dim3 block_dim, grid_dim;
     void *sched_sp;
     char *stacks;
+    unsigned guarded;  // stacks [0, guarded) have their guard page set (see guard_stacks)
     AsyncCopy *async_copies;  // kMaxAsyncCopies per fiber, mapped on demand like the stacks
     char *dyn_smem;
     size_t dyn_cap;
@@ -402,6 +403,15 @@ inline void make_order(Worker &w, uint64_t seed) {
     }
 }
 
+// Sets the guard pages of the first n stacks, each on its first use. Every guard splits the
+// stack mapping, costing two of the process's memory mappings (vm.max_map_count, 65530 by
+// default); guarding all kMaxThreads stacks up front cost 2048 per worker of every loaded
+// module, and a few dozen kernel modules ran out of mappings.
+inline void guard_stacks(Worker &w, unsigned n) {
+    for (; w.guarded < n; ++w.guarded)
+        mprotect(w.stacks + (size_t)w.guarded * (kStackBytes + kGuardBytes), kGuardBytes, PROT_NONE);
+}
+
 inline void start_fiber(Worker &w, unsigned i) {
     char *top = w.stacks + (size_t)(i + 1) * (kStackBytes + kGuardBytes);
     uint64_t *sp = (uint64_t *)((uintptr_t)top & ~(uintptr_t)15) - 9;
@@ -477,8 +487,7 @@ inline Worker *acquire_worker() {
         return nullptr;
     }
     w->stacks = (char *)m;
-    for (unsigned i = 0; i < kMaxThreads; ++i)
-        mprotect(w->stacks + (size_t)i * (kStackBytes + kGuardBytes), kGuardBytes, PROT_NONE);
+    w->guarded = 0;
     // Pages are touched only by threads that use cp.async.
     void *q = mmap(nullptr, kAsyncSpan, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (q == MAP_FAILED) {
@@ -529,6 +538,7 @@ inline int run_block(Worker &w, const SimLaunch *l, uint64_t block, uint64_t see
     w.n = l->block[0] * l->block[1] * l->block[2];
     w.head = w.tail = w.at_block = w.at_warp = w.exited = 0;
     w.bar_count[0] = w.bar_count[1] = 0;
+    guard_stacks(w, w.n);
     for (unsigned i = 0; i < w.n; ++i) {
         Fiber &f = w.fibers[i];
         f.tid = uint3{i % l->block[0], i / l->block[0] % l->block[1], i / l->block[0] / l->block[1]};
