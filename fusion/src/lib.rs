@@ -1,7 +1,9 @@
 //! Fused kernels: the linear layer Y = act(X * W^T + bias) as a naive "fused" loop (the
 //! cautionary row of seed 001), as a good GEMM followed by a bias + activation kernel, and as
 //! the same GEMM with the bias + activation fused into its epilogue. The walkthrough is in
-//! this crate's README.
+//! this crate's README. The fused convolution is in [`conv`].
+
+pub mod conv;
 
 use kernel::{
     Activation, Arg, Buf, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Precision, Role,
@@ -12,11 +14,13 @@ use restrict_unroll::cpu::{BLayout, gemm_blocked};
 
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
-    vec![
+    let mut all: Vec<Box<dyn Kernel>> = vec![
         Box::new(LinearNaiveFused),
         Box::new(LinearUnfused),
         Box::new(LinearFused),
-    ]
+    ];
+    all.extend(conv::kernels());
+    all
 }
 
 /// `(m, n, k, act)` of a linear shape. The harness only hands a kernel its own workload.
@@ -272,6 +276,9 @@ mod tests {
                 }
             }
             for kern in kernels() {
+                if kern.info().workload != Workload::Linear {
+                    continue;
+                }
                 let Some(port) = kern.cpu() else { continue };
                 let mut out = vec![f32::NAN; m * n];
                 port(&shape, &[&x, &w, &b], &mut out);
