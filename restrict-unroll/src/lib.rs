@@ -1,7 +1,9 @@
 //! Rungs 03..07 of the GEMM ladder: `__restrict__` and unrolling, 1D and 2D register blocking,
 //! float4 access with a transposed A tile, and warp tiling, each one idea over the rung
-//! before. The walkthrough is in this crate's README; the CPU ports are in [`cpu`].
+//! before. The walkthrough is in this crate's README; the CPU ports are in [`cpu`]. Rung 04
+//! of the convolution ladder is in [`conv`].
 
+pub mod conv;
 pub mod cpu;
 
 use kernel::{
@@ -11,13 +13,15 @@ use kernel::{
 
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
-    vec![
+    let mut all: Vec<Box<dyn Kernel>> = vec![
         Box::new(GemmRestrictUnroll),
         Box::new(GemmRegblock1d),
         Box::new(GemmRegblock2d),
         Box::new(GemmVectorized),
         Box::new(GemmWarptile),
-    ]
+    ];
+    all.extend(conv::kernels());
+    all
 }
 
 /// A one-launch FP32 GEMM plan: grid over (N / bn, M / bm) tiles, 1D or 2D blocks.
@@ -257,7 +261,7 @@ mod tests {
             let r = reference(m, n, k, &a, &b);
             let shape = Shape::gemm(m, n, k);
             for kern in kernels() {
-                if kern.supports(&shape).is_err() {
+                if kern.info().workload != Workload::Gemm || kern.supports(&shape).is_err() {
                     continue;
                 }
                 let Some(port) = kern.cpu() else { continue };

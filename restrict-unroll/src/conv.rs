@@ -1,0 +1,218 @@
+//! Convolution rung of the restrict-unroll stage: 04, the fused kernel with `__restrict__`
+//! and its filter loops unrolled by compile-time specialization (NVRTC defines per layer),
+//! and its CPU port (const-generic filter size).
+
+use kernel::{
+    ConvDims, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage,
+    Unsupported, Workload, conv_args, conv_dims, cuda_source, div_ceil,
+};
+use rayon::prelude::*;
+
+/// The convolution rungs of this crate, in ladder order.
+pub fn kernels() -> Vec<Box<dyn Kernel>> {
+    vec![Box::new(ConvRestrictUnroll)]
+}
+
+/// Threads (pixels) per block of `conv/04_restrict_unroll.cu`, and its largest BM.
+const NT: usize = 256;
+const MAX_BM: usize = 16;
+/// Largest filter the kernel's fully unrolled tap loops are compiled for (K*K taps, each a
+/// load and BM FMAs, unrolled; beyond that code size grows without benefit).
+pub const MAX_UNROLLED_K: usize = 11;
+
+/// `conv/04_restrict_unroll.cu`: compile-time K, C and M, `__restrict__`, unrolled taps.
+pub struct ConvRestrictUnroll;
+
+impl Kernel for ConvRestrictUnroll {
+    fn info(&self) -> KernelInfo {
+        KernelInfo {
+            id: "conv-restrict-unroll".into(),
+            workload: Workload::Conv,
+            stage: Stage::RestrictUnroll,
+            precision: Precision::Fp32,
+            role: Role::Rung,
+            rung: 4,
+            summary: "fused + __restrict__, K/C/M as NVRTC defines: filter loops fully unrolled"
+                .into(),
+        }
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        let d = conv_dims(shape);
+        if d.k > MAX_UNROLLED_K {
+            return Err(Unsupported(format!(
+                "filter size {} is above {MAX_UNROLLED_K}, the largest the unrolled tap loops are compiled for",
+                d.k
+            )));
+        }
+        Ok(())
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let d = conv_dims(shape);
+        let source = cuda_source!("restrict-unroll", "conv/04_restrict_unroll.cu")
+            .define("KS", d.k)
+            .define("CIN", d.c)
+            .define("MOUT", d.m);
+        Some(CudaPlan::single(
+            2,
+            Launch {
+                source,
+                entry: "conv_restrict_unroll".into(),
+                grid: [
+                    div_ceil(d.b * d.plane(), NT),
+                    div_ceil(d.m, d.m.min(MAX_BM)),
+                    1,
+                ],
+                block: [NT as u32, 1, 1],
+                dynamic_smem: 0,
+                args: conv_args(&d),
+            },
+        ))
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(cpu_restrict_unroll)
+    }
+}
+
+/// CPU port: the same specialization. The filter size is a const generic for the sizes the
+/// lab meets (1, 3, 5, 7), so the taps of a filter row are a fixed-size array the compiler
+/// keeps in registers and the q loop is unrolled; each output element of a row then sums its
+/// K taps in a register and is read and written once per filter row (c, p) instead of once
+/// per tap as in rung 03's port. Other sizes take the same loop with a runtime K.
+fn cpu_restrict_unroll(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
+    let d = conv_dims(shape);
+    let (x, f) = (inputs[0], inputs[1]);
+    match d.k {
+        1 => rows::<1>(&d, x, f, out),
+        3 => rows::<3>(&d, x, f, out),
+        5 => rows::<5>(&d, x, f, out),
+        7 => rows::<7>(&d, x, f, out),
+        _ => rows_dyn(&d, x, f, out),
+    }
+}
+
+fn rows<const K: usize>(d: &ConvDims, x: &[f32], f: &[f32], out: &mut [f32]) {
+    out.par_chunks_mut(d.plane())
+        .enumerate()
+        .for_each(|(bm, plane)| {
+            let (b, m) = (bm / d.m, bm % d.m);
+            plane.fill(0.0);
+            let x_img = &x[b * d.image()..(b + 1) * d.image()];
+            for (oh, y_row) in plane.chunks_mut(d.wo).enumerate() {
+                for c in 0..d.c {
+                    for p in 0..K {
+                        let fr = ((m * d.c + c) * K + p) * K;
+                        let taps: [f32; K] = f[fr..fr + K].try_into().expect("K taps");
+                        let xr = &x_img[(c * d.h + oh + p) * d.w..][..d.w];
+                        for (yv, win) in y_row.iter_mut().zip(xr.windows(K)) {
+                            let mut s = 0.0f32;
+                            for q in 0..K {
+                                s += taps[q] * win[q];
+                            }
+                            *yv += s;
+                        }
+                    }
+                }
+            }
+        });
+}
+
+fn rows_dyn(d: &ConvDims, x: &[f32], f: &[f32], out: &mut [f32]) {
+    let k = d.k;
+    out.par_chunks_mut(d.plane())
+        .enumerate()
+        .for_each(|(bm, plane)| {
+            let (b, m) = (bm / d.m, bm % d.m);
+            plane.fill(0.0);
+            let x_img = &x[b * d.image()..(b + 1) * d.image()];
+            for (oh, y_row) in plane.chunks_mut(d.wo).enumerate() {
+                for c in 0..d.c {
+                    for p in 0..k {
+                        let fr = ((m * d.c + c) * k + p) * k;
+                        let taps = &f[fr..fr + k];
+                        let xr = &x_img[(c * d.h + oh + p) * d.w..][..d.w];
+                        for (yv, win) in y_row.iter_mut().zip(xr.windows(k)) {
+                            *yv += taps.iter().zip(win).map(|(t, v)| t * v).sum::<f32>();
+                        }
+                    }
+                }
+            }
+        });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specialized_and_runtime_filter_sizes_match_a_direct_f64_loop() {
+        for &(b, c, m, h, w, k) in &[
+            (1, 1, 1, 1, 1, 1),
+            (3, 2, 5, 9, 7, 3),
+            (2, 3, 17, 12, 13, 5),
+            (2, 2, 3, 8, 9, 7),
+            (1, 2, 3, 6, 5, 4),
+        ] {
+            let shape = Shape::Conv { b, c, m, h, w, k };
+            let d = conv_dims(&shape);
+            let x: Vec<f32> = (0..b * d.image())
+                .map(|i| ((i * 37) % 101) as f32 / 50.0 - 1.0)
+                .collect();
+            let f: Vec<f32> = (0..m * d.ckk())
+                .map(|i| ((i * 53) % 97) as f32 / 48.0 - 1.0)
+                .collect();
+            let mut out = vec![f32::NAN; b * d.out_image()];
+            cpu_restrict_unroll(&shape, &[&x, &f], &mut out);
+            let (mut num, mut den) = (0.0f64, 0.0f64);
+            for (i, o) in out.iter().enumerate() {
+                let (ow, oh) = (i % d.wo, (i / d.wo) % d.ho);
+                let (mm, bb) = ((i / d.plane()) % m, i / d.out_image());
+                let mut e = 0.0f64;
+                for cc in 0..c {
+                    for p in 0..k {
+                        for q in 0..k {
+                            e += f64::from(x[((bb * c + cc) * h + oh + p) * w + ow + q])
+                                * f64::from(f[((mm * c + cc) * k + p) * k + q]);
+                        }
+                    }
+                }
+                num += (f64::from(*o) - e).powi(2);
+                den += e * e;
+            }
+            assert!((num / den).sqrt() < 1e-6, "{}", shape.label());
+        }
+        let big = Shape::Conv {
+            b: 1,
+            c: 1,
+            m: 1,
+            h: 20,
+            w: 20,
+            k: 13,
+        };
+        let why = ConvRestrictUnroll.supports(&big).unwrap_err().to_string();
+        assert!(why.contains("13") && why.contains("11"), "{why}");
+    }
+
+    #[test]
+    fn each_layer_is_its_own_compiled_module() {
+        let plan = |c, m| {
+            let s = Shape::Conv {
+                b: 2,
+                c,
+                m,
+                h: 40,
+                w: 40,
+                k: 7,
+            };
+            ConvRestrictUnroll.cuda(&s).unwrap().sources()[0].clone()
+        };
+        let (a, b) = (plan(1, 4), plan(4, 16));
+        assert_ne!(a, b);
+        assert_eq!(
+            b.label(),
+            "restrict-unroll/kernels/conv/04_restrict_unroll.cu [KS=7 CIN=4 MOUT=16]"
+        );
+    }
+}
