@@ -1,6 +1,9 @@
 //! Half precision: WMMA with FP16 inputs and FP32 accumulation (rung 11), the same kernel fed
 //! by an on-GPU FP32 -> FP16 conversion inside the timed plan (rung 12), and that conversion
-//! vectorized with `half2` (rung 13). The walkthrough is in this crate's README.
+//! vectorized with `half2` (rung 13). The walkthrough is in this crate's README. Rung 06 of the
+//! convolution ladder is in [`conv`].
+
+pub mod conv;
 
 use half::f16;
 use half::slice::HalfFloatSliceExt;
@@ -13,11 +16,13 @@ use restrict_unroll::cpu::{BLayout, Operand, gemm_blocked};
 
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
-    vec![
+    let mut all: Vec<Box<dyn Kernel>> = vec![
         Box::new(GemmWmmaFp16),
         Box::new(GemmWmmaFp16Convert),
         Box::new(GemmWmmaFp16Half2),
-    ]
+    ];
+    all.extend(conv::kernels());
+    all
 }
 
 /// Block tile edge of `11_wmma_fp16.cu` and its threads (4 warps).

@@ -1,5 +1,7 @@
 //! WMMA tensor-core kernels: rung 10 of the GEMM ladder, TF32 inputs with FP32 accumulation.
-//! The walkthrough is in this crate's README.
+//! The walkthrough is in this crate's README. Rung 05 of the convolution ladder is in [`conv`].
+
+pub mod conv;
 
 use kernel::{
     CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
@@ -10,7 +12,9 @@ use restrict_unroll::cpu::{BLayout, gemm_blocked, round_tf32};
 
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
-    vec![Box::new(GemmWmmaTf32)]
+    let mut all: Vec<Box<dyn Kernel>> = vec![Box::new(GemmWmmaTf32)];
+    all.extend(conv::kernels());
+    all
 }
 
 /// Block tile edge of `10_wmma_tf32.cu` (its BM = BN) and its threads (4 warps).

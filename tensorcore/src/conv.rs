@@ -1,0 +1,68 @@
+//! Convolution rung of the tensorcore stage: 05, the fused implicit GEMM on tensor cores
+//! (WMMA TF32, FP32 accumulation), and its CPU port.
+
+use fusion::conv::implicit_gemm_cpu;
+use kernel::{
+    CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
+    conv_args, conv_dims, cuda_source, div_ceil,
+};
+use rayon::prelude::*;
+use restrict_unroll::cpu::round_tf32;
+
+/// The convolution rungs of this crate, in ladder order.
+pub fn kernels() -> Vec<Box<dyn Kernel>> {
+    vec![Box::new(ConvWmmaTf32)]
+}
+
+/// Block tile of `conv/05_wmma_tf32.cu`: BM feature maps x BN pixels, 4 warps.
+const BM: usize = 16;
+const BN: usize = 128;
+
+/// `conv/05_wmma_tf32.cu`: implicit GEMM with m16n16k8 TF32 WMMA, tiles gathered in shared.
+pub struct ConvWmmaTf32;
+
+impl Kernel for ConvWmmaTf32 {
+    fn info(&self) -> KernelInfo {
+        KernelInfo {
+            id: "conv-wmma-tf32".into(),
+            workload: Workload::Conv,
+            stage: Stage::Tensorcore,
+            precision: Precision::Tf32,
+            role: Role::Rung,
+            rung: 5,
+            summary: "fused implicit GEMM on tensor cores: WMMA m16n16k8 TF32, 16 maps x 128 px"
+                .into(),
+        }
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let d = conv_dims(shape);
+        let source = cuda_source!("tensorcore", "conv/05_wmma_tf32.cu")
+            .define("KS", d.k)
+            .define("CIN", d.c);
+        Some(CudaPlan::single(
+            2,
+            Launch {
+                source,
+                entry: "conv_wmma_tf32".into(),
+                grid: [div_ceil(d.b * d.plane(), BN), div_ceil(d.m, BM), 1],
+                block: [BN as u32, 1, 1],
+                dynamic_smem: 0,
+                args: conv_args(&d),
+            },
+        ))
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(cpu_tf32)
+    }
+}
+
+/// CPU port: the tensor cores' numerics (a CPU has no TF32 unit). The input and the filter
+/// are rounded to TF32 as `wmma::__float_to_tf32` does, then rung 03's implicit GEMM runs
+/// with FP32 accumulation. The rounding pass is time the GPU does not spend.
+fn cpu_tf32(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
+    let round = |x: &[f32]| -> Vec<f32> { x.par_iter().map(|&v| round_tf32(v)).collect() };
+    let (x, f) = (round(inputs[0]), round(inputs[1]));
+    implicit_gemm_cpu(&conv_dims(shape), &x, &f, out);
+}
