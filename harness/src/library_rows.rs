@@ -36,6 +36,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
         }),
         Box::new(MatrixmultiplySgemm),
         Box::new(CublasLinear),
+        Box::new(CublasConv),
     ]
 }
 
@@ -180,5 +181,50 @@ impl Kernel for CublasLinear {
             ],
             ..Default::default()
         })
+    }
+}
+
+/// The cuBLAS reference of the convolution table: the unroll and permute kernels of the
+/// baseline's rung 02 around cuBLAS SGEMM instead of the tiled GEMM, over the same batch
+/// chunks and scratch. What a library GEMM buys the three-kernel pipeline.
+pub struct CublasConv;
+
+impl Kernel for CublasConv {
+    fn info(&self) -> KernelInfo {
+        KernelInfo {
+            id: "cublas-conv-unroll-sgemm".into(),
+            workload: Workload::Conv,
+            stage: Stage::Reference,
+            precision: Precision::Fp32,
+            role: Role::Reference,
+            rung: 1,
+            summary: "unroll -> cuBLAS SGEMM -> permute, batch in the chunks of conv rung 02"
+                .into(),
+        }
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), kernel::Unsupported> {
+        baseline::conv::unroll_supports(&kernel::conv_dims(shape))
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let Shape::Conv { .. } = *shape else {
+            return None;
+        };
+        let d = kernel::conv_dims(shape);
+        let chunk = baseline::conv::ConvUnrollGemm::default().chunk(&d);
+        Some(baseline::conv::unroll_gemm_permute_plan(
+            &d,
+            chunk,
+            |m, n, k| {
+                Step::Library(LibraryCall::Gemm(GemmCall::new(
+                    (m, n, k),
+                    Buf::Input(1),
+                    Buf::Scratch(0),
+                    Buf::Scratch(1),
+                    GemmCompute::Fp32,
+                )))
+            },
+        ))
     }
 }
