@@ -30,7 +30,8 @@ pub struct LaunchResources {
 }
 
 /// Compiles each launch of `plan` for `arch` and reads its resources; with `sms`, the SM count
-/// of the GPU it runs on, also its waves.
+/// of the GPU it runs on, also its waves. A pipeline that walks a batch in chunks repeats its
+/// launches: each distinct kernel and geometry is reported once, at its first launch.
 pub fn of_plan(
     plan: &CudaPlan,
     arch: &str,
@@ -38,7 +39,13 @@ pub fn of_plan(
 ) -> Result<Vec<LaunchResources>, DeviceError> {
     let limits = occupancy::parse_arch(arch).and_then(occupancy::limits);
     let mut out = Vec::new();
+    let mut seen = Vec::new();
     for l in plan.launches() {
+        let key = (&l.source, &l.entry, l.block, l.dynamic_smem);
+        if seen.contains(&key) {
+            continue;
+        }
+        seen.push(key);
         let compiled = nvrtc::compile(&l.source, arch)?;
         let r = compiled
             .resources
