@@ -82,64 +82,69 @@ impl Kernel for ConvRestrictUnroll {
 /// K taps in a register and is read and written once per filter row (c, p) instead of once
 /// per tap as in rung 03's port. Other sizes take the same loop with a runtime K.
 fn cpu_restrict_unroll(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
-    let d = conv_dims(shape);
-    let (x, f) = (inputs[0], inputs[1]);
-    match d.k {
-        1 => rows::<1>(&d, x, f, out),
-        3 => rows::<3>(&d, x, f, out),
-        5 => rows::<5>(&d, x, f, out),
-        7 => rows::<7>(&d, x, f, out),
-        _ => rows_dyn(&d, x, f, out),
+    conv_unrolled(&conv_dims(shape), inputs[0], inputs[1], out);
+}
+
+/// The specialized CPU convolution of rung 04, also the engine of the later rungs' ports:
+/// the input and the filter may be stored in a narrower type (`T`, such as `half::f16`); the
+/// filter is widened to f32 once and each image once, by the task that computes its feature
+/// maps, and accumulation is FP32. Images are spread over rayon's threads.
+pub fn conv_unrolled<T: Copy + Into<f32> + Sync>(d: &ConvDims, x: &[T], f: &[T], out: &mut [f32]) {
+    let widen = |s: &[T]| -> Vec<f32> { s.iter().map(|&v| v.into()).collect() };
+    let f = widen(f);
+    out.par_chunks_mut(d.out_image())
+        .enumerate()
+        .for_each(|(b, y_img)| {
+            let x_img = widen(&x[b * d.image()..(b + 1) * d.image()]);
+            for (m, plane) in y_img.chunks_mut(d.plane()).enumerate() {
+                let f_m = &f[m * d.ckk()..(m + 1) * d.ckk()];
+                match d.k {
+                    1 => plane_rows::<1>(d, &x_img, f_m, plane),
+                    3 => plane_rows::<3>(d, &x_img, f_m, plane),
+                    5 => plane_rows::<5>(d, &x_img, f_m, plane),
+                    7 => plane_rows::<7>(d, &x_img, f_m, plane),
+                    _ => plane_rows_dyn(d, &x_img, f_m, plane),
+                }
+            }
+        });
+}
+
+/// One output feature map of one image: `x_img` is the image (C x H x W), `f_m` the map's
+/// filter (C x K x K).
+fn plane_rows<const K: usize>(d: &ConvDims, x_img: &[f32], f_m: &[f32], plane: &mut [f32]) {
+    plane.fill(0.0);
+    for (oh, y_row) in plane.chunks_mut(d.wo).enumerate() {
+        for c in 0..d.c {
+            for p in 0..K {
+                let fr = (c * K + p) * K;
+                let taps: [f32; K] = f_m[fr..fr + K].try_into().expect("K taps");
+                let xr = &x_img[(c * d.h + oh + p) * d.w..][..d.w];
+                for (yv, win) in y_row.iter_mut().zip(xr.windows(K)) {
+                    let mut s = 0.0f32;
+                    for q in 0..K {
+                        s += taps[q] * win[q];
+                    }
+                    *yv += s;
+                }
+            }
+        }
     }
 }
 
-fn rows<const K: usize>(d: &ConvDims, x: &[f32], f: &[f32], out: &mut [f32]) {
-    out.par_chunks_mut(d.plane())
-        .enumerate()
-        .for_each(|(bm, plane)| {
-            let (b, m) = (bm / d.m, bm % d.m);
-            plane.fill(0.0);
-            let x_img = &x[b * d.image()..(b + 1) * d.image()];
-            for (oh, y_row) in plane.chunks_mut(d.wo).enumerate() {
-                for c in 0..d.c {
-                    for p in 0..K {
-                        let fr = ((m * d.c + c) * K + p) * K;
-                        let taps: [f32; K] = f[fr..fr + K].try_into().expect("K taps");
-                        let xr = &x_img[(c * d.h + oh + p) * d.w..][..d.w];
-                        for (yv, win) in y_row.iter_mut().zip(xr.windows(K)) {
-                            let mut s = 0.0f32;
-                            for q in 0..K {
-                                s += taps[q] * win[q];
-                            }
-                            *yv += s;
-                        }
-                    }
-                }
-            }
-        });
-}
-
-fn rows_dyn(d: &ConvDims, x: &[f32], f: &[f32], out: &mut [f32]) {
+fn plane_rows_dyn(d: &ConvDims, x_img: &[f32], f_m: &[f32], plane: &mut [f32]) {
     let k = d.k;
-    out.par_chunks_mut(d.plane())
-        .enumerate()
-        .for_each(|(bm, plane)| {
-            let (b, m) = (bm / d.m, bm % d.m);
-            plane.fill(0.0);
-            let x_img = &x[b * d.image()..(b + 1) * d.image()];
-            for (oh, y_row) in plane.chunks_mut(d.wo).enumerate() {
-                for c in 0..d.c {
-                    for p in 0..k {
-                        let fr = ((m * d.c + c) * k + p) * k;
-                        let taps = &f[fr..fr + k];
-                        let xr = &x_img[(c * d.h + oh + p) * d.w..][..d.w];
-                        for (yv, win) in y_row.iter_mut().zip(xr.windows(k)) {
-                            *yv += taps.iter().zip(win).map(|(t, v)| t * v).sum::<f32>();
-                        }
-                    }
+    plane.fill(0.0);
+    for (oh, y_row) in plane.chunks_mut(d.wo).enumerate() {
+        for c in 0..d.c {
+            for p in 0..k {
+                let taps = &f_m[(c * k + p) * k..][..k];
+                let xr = &x_img[(c * d.h + oh + p) * d.w..][..d.w];
+                for (yv, win) in y_row.iter_mut().zip(xr.windows(k)) {
+                    *yv += taps.iter().zip(win).map(|(t, v)| t * v).sum::<f32>();
                 }
             }
-        });
+        }
+    }
 }
 
 #[cfg(test)]
