@@ -66,3 +66,41 @@ fn cpu_tf32(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
     let (x, f) = (round(inputs[0]), round(inputs[1]));
     conv_unrolled(&conv_dims(shape), &x, &f, out);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_rounds_to_tf32_within_the_bound() {
+        let shape = Shape::Conv {
+            b: 2,
+            c: 3,
+            m: 5,
+            h: 11,
+            w: 9,
+            k: 3,
+        };
+        let d = conv_dims(&shape);
+        let x: Vec<f32> = (0..2 * d.image())
+            .map(|i| ((i * 37) % 101) as f32 / 50.3 - 1.0)
+            .collect();
+        let f: Vec<f32> = (0..5 * d.ckk())
+            .map(|i| ((i * 53) % 97) as f32 / 48.7 - 1.0)
+            .collect();
+        let mut out = vec![f32::NAN; 2 * d.out_image()];
+        cpu_tf32(&shape, &[&x, &f], &mut out);
+        let mut exact = vec![f32::NAN; out.len()];
+        conv_unrolled(&d, &x, &f, &mut exact);
+        let (mut num, mut den) = (0.0f64, 0.0f64);
+        for (o, e) in out.iter().zip(&exact) {
+            num += (f64::from(*o) - f64::from(*e)).powi(2);
+            den += f64::from(*e).powi(2);
+        }
+        let err = (num / den).sqrt();
+        assert!(
+            err < Precision::Tf32.tolerance() && err > 0.0,
+            "error {err}"
+        );
+    }
+}

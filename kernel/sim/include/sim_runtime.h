@@ -143,6 +143,7 @@ struct Worker {
     dim3 block_dim, grid_dim;
     void *sched_sp;
     char *stacks;
+    unsigned guarded;  // fibers whose stack has its guard page yet (see ensure_guards)
     AsyncCopy *async_copies;  // kMaxAsyncCopies per fiber, mapped on demand like the stacks
     char *dyn_smem;
     size_t dyn_cap;
@@ -477,8 +478,7 @@ inline Worker *acquire_worker() {
         return nullptr;
     }
     w->stacks = (char *)m;
-    for (unsigned i = 0; i < kMaxThreads; ++i)
-        mprotect(w->stacks + (size_t)i * (kStackBytes + kGuardBytes), kGuardBytes, PROT_NONE);
+    w->guarded = 0;  // guard pages are set as blocks need them (ensure_guards)
     // Pages are touched only by threads that use cp.async.
     void *q = mmap(nullptr, kAsyncSpan, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (q == MAP_FAILED) {
@@ -509,6 +509,16 @@ inline void release_worker(Worker *w) {
     std::lock_guard<std::mutex> g(pool_lock());
     w->next_free = pool_head();
     pool_head() = w;
+}
+
+// Protects the guard pages below the stacks of fibers [0, n). Each guard splits the stacks'
+// mapping in two, and every loaded module keeps its own workers: guarding all 1024 stacks of
+// every worker up front took 2048 mappings a worker and ran a process that loads a few dozen
+// kernel modules into the kernel's limit on mappings (vm.max_map_count, 65530 by default).
+// Only the fibers a block runs need their guard.
+inline void ensure_guards(Worker &w, unsigned n) {
+    for (; w.guarded < n; ++w.guarded)
+        mprotect(w.stacks + (size_t)w.guarded * (kStackBytes + kGuardBytes), kGuardBytes, PROT_NONE);
 }
 
 inline bool ensure_dyn_smem(Worker &w, size_t bytes) {
@@ -570,6 +580,7 @@ SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t block, uint64_t seed, 
         snprintf(res->message, sizeof res->message, "%s: out of memory for fiber stacks", l->kernel);
         return res->code = SIM_ERROR;
     }
+    ensure_guards(*w, n);
     tl_worker = w;
     w->result = res;
     // A fault in the kernel (caught by the host's SIGSEGV handler) comes back here with 1,
