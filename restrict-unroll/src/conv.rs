@@ -32,7 +32,7 @@ impl Kernel for ConvRestrictUnroll {
             precision: Precision::Fp32,
             role: Role::Rung,
             rung: 4,
-            summary: "fused + __restrict__, K/C/M as NVRTC defines: filter loops fully unrolled"
+            summary: "fused + __restrict__, K/C/M as NVRTC defines: filter rows unrolled, no index division"
                 .into(),
         }
     }
