@@ -1,10 +1,11 @@
-//! Convolution rung of the restrict-unroll stage: 04, the fused kernel with `__restrict__`
-//! and its filter loops unrolled by compile-time specialization (NVRTC defines per layer),
-//! and its CPU port (const-generic filter size).
+//! Convolution rung of the restrict-unroll stage: 04, the fused kernel with `__restrict__`,
+//! its filter loops unrolled by compile-time specialization (NVRTC defines per layer) and
+//! its weights in `__constant__` memory when they fit, and its CPU port (const-generic
+//! filter size).
 
 use kernel::{
-    ConvDims, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage,
-    Unsupported, Workload, conv_args, conv_dims, cuda_source, div_ceil,
+    Buf, ConstantCopy, ConvDims, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role,
+    Shape, Stage, Step, Unsupported, Workload, conv_args, conv_dims, cuda_source, div_ceil,
 };
 use rayon::prelude::*;
 
@@ -16,6 +17,9 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
 /// Threads (pixels) per block of `conv/04_restrict_unroll.cu`, and its largest BM.
 const NT: usize = 256;
 const MAX_BM: usize = 16;
+/// Constant memory a module may use (64 KiB on every architecture since sm_20): filters up to
+/// this size are read from `__constant__` memory, larger ones from shared memory.
+pub const CONSTANT_BYTES: usize = 64 * 1024;
 /// Largest filter the kernel's fully unrolled tap loops are compiled for (K*K taps, each a
 /// load and BM FMAs, unrolled; beyond that code size grows without benefit).
 pub const MAX_UNROLLED_K: usize = 11;
@@ -32,7 +36,7 @@ impl Kernel for ConvRestrictUnroll {
             precision: Precision::Fp32,
             role: Role::Rung,
             rung: 4,
-            summary: "fused + __restrict__, K/C/M as NVRTC defines: filter rows unrolled, no index division"
+            summary: "fused + __restrict__, K/C/M as NVRTC defines, filter rows unrolled, weights in __constant__"
                 .into(),
         }
     }
@@ -50,25 +54,39 @@ impl Kernel for ConvRestrictUnroll {
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
         let d = conv_dims(shape);
+        let filter = d.m * d.ckk();
+        let in_constant = filter * 4 <= CONSTANT_BYTES;
         let source = cuda_source!("restrict-unroll", "conv/04_restrict_unroll.cu")
             .define("KS", d.k)
             .define("CIN", d.c)
-            .define("MOUT", d.m);
-        Some(CudaPlan::single(
-            2,
-            Launch {
-                source,
-                entry: "conv_restrict_unroll".into(),
-                grid: [
-                    div_ceil(d.b * d.plane(), NT),
-                    div_ceil(d.m, d.m.min(MAX_BM)),
-                    1,
-                ],
-                block: [NT as u32, 1, 1],
-                dynamic_smem: 0,
-                args: conv_args(&d),
-            },
-        ))
+            .define("MOUT", d.m)
+            .define("FILTER_IN_CONSTANT", u8::from(in_constant));
+        let launch = Launch {
+            source: source.clone(),
+            entry: "conv_restrict_unroll".into(),
+            grid: [
+                div_ceil(d.b * d.plane(), NT),
+                div_ceil(d.m, d.m.min(MAX_BM)),
+                1,
+            ],
+            block: [NT as u32, 1, 1],
+            dynamic_smem: 0,
+            args: conv_args(&d),
+        };
+        let mut plan = CudaPlan::single(2, launch);
+        if in_constant {
+            // The weights go to the module's __constant__ array first, inside the timed plan.
+            plan.steps.insert(
+                0,
+                Step::Constant(ConstantCopy {
+                    source,
+                    symbol: "filter_c".into(),
+                    from: Buf::Input(1).at(0),
+                    len: filter,
+                }),
+            );
+        }
+        Some(plan)
     }
 
     fn cpu(&self) -> Option<CpuPort> {
@@ -201,6 +219,34 @@ mod tests {
     }
 
     #[test]
+    fn the_filter_goes_to_constant_memory_when_it_fits() {
+        let plan = |c, m| {
+            let s = Shape::Conv {
+                b: 2,
+                c,
+                m,
+                h: 40,
+                w: 40,
+                k: 7,
+            };
+            ConvRestrictUnroll.cuda(&s).unwrap()
+        };
+        let fits = plan(4, 16); // 12544 bytes
+        let Step::Constant(copy) = &fits.steps[0] else {
+            panic!("the weights are copied first: {:?}", fits.steps[0])
+        };
+        assert_eq!((copy.symbol.as_ref(), copy.len), ("filter_c", 16 * 4 * 49));
+        assert_eq!(
+            copy.source,
+            fits.sources()[0].clone(),
+            "the launch's own module"
+        );
+        let big = plan(64, 17); // 213248 bytes: staged in shared memory instead
+        assert_eq!(big.steps.len(), 1);
+        assert!(big.sources()[0].label().contains("FILTER_IN_CONSTANT=0"));
+    }
+
+    #[test]
     fn each_layer_is_its_own_compiled_module() {
         let plan = |c, m| {
             let s = Shape::Conv {
@@ -217,7 +263,7 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(
             b.label(),
-            "restrict-unroll/kernels/conv/04_restrict_unroll.cu [KS=7 CIN=4 MOUT=16]"
+            "restrict-unroll/kernels/conv/04_restrict_unroll.cu [KS=7 CIN=4 MOUT=16 FILTER_IN_CONSTANT=1]"
         );
     }
 }
