@@ -83,3 +83,46 @@ fn naive_gemm_matches_the_reference_in_the_simulator() {
 fn tiled_gemm_matches_the_reference_in_the_simulator() {
     check(&baseline::GemmTiled);
 }
+
+/// f64 direct convolution of NCHW `x` with `f` (M x C x K x K), stride 1, no padding.
+fn conv_reference(d: &kernel::ConvDims, x: &[f32], f: &[f32]) -> Vec<f64> {
+    let mut y = vec![0.0f64; d.b * d.out_image()];
+    for (i, yv) in y.iter_mut().enumerate() {
+        let (ow, oh) = (i % d.wo, (i / d.wo) % d.ho);
+        let (m, b) = ((i / d.plane()) % d.m, i / d.out_image());
+        for c in 0..d.c {
+            for p in 0..d.k {
+                for q in 0..d.k {
+                    *yv += f64::from(x[((b * d.c + c) * d.h + oh + p) * d.w + ow + q])
+                        * f64::from(f[((m * d.c + c) * d.k + p) * d.k + q]);
+                }
+            }
+        }
+    }
+    y
+}
+
+#[test]
+fn unroll_gemm_convolution_walks_the_batch_in_chunks_in_the_simulator() {
+    let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
+    let shape = Shape::Conv {
+        b: 5,
+        c: 2,
+        m: 3,
+        h: 9,
+        w: 8,
+        k: 3,
+    };
+    let d = kernel::conv_dims(&shape);
+    // Room for two images: chunks of 2, 2 and 1, so the last chunk is a partial one.
+    let rung = baseline::conv::ConvUnrollGemm {
+        scratch_elements: 2 * (d.ckk() + d.m) * d.plane(),
+    };
+    assert_eq!(rung.chunk(&d), 2);
+    let data = inputs(&shape, 7);
+    let mut run = dev.prepare(&rung, &shape, &data).expect("prepare");
+    run.run().expect("run");
+    let out = run.output().expect("output");
+    let err = rel_error(&out, &conv_reference(&d, &data[0], &data[1]));
+    assert!(err <= 1e-5, "relative error {err:e}");
+}

@@ -1,13 +1,13 @@
 //! Convolution rung of the fp16 stage: 06, rung 05 with FP16 inputs and intermediates and
 //! FP32 accumulation (WMMA m16n16k16), and its CPU port.
 
-use fusion::conv::implicit_gemm_cpu;
 use half::f16;
 use kernel::{
     CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
     conv_args, conv_dims, cuda_source, div_ceil,
 };
 use rayon::prelude::*;
+use restrict_unroll::conv::conv_unrolled;
 
 /// The convolution rungs of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
@@ -63,12 +63,13 @@ impl Kernel for ConvWmmaFp16 {
 }
 
 /// CPU port: the input and the filter are stored as FP16 (`f16::from_f32`, round to nearest
-/// even as `__float2half_rn`) and rung 03's implicit GEMM widens them to f32 as it reads,
-/// accumulating in FP32 as the tensor cores do.
+/// even as `__float2half_rn`) and rung 04's specialized convolution widens them to f32 as
+/// it reads them (once per image and feature map), accumulating in FP32 as the tensor cores
+/// do.
 fn cpu_fp16(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
     let half = |x: &[f32]| -> Vec<f16> { x.par_iter().map(|&v| f16::from_f32(v)).collect() };
     let (x, f) = (half(inputs[0]), half(inputs[1]));
-    implicit_gemm_cpu(&conv_dims(shape), &x, &f, out);
+    conv_unrolled(&conv_dims(shape), &x, &f, out);
 }
 
 #[cfg(test)]
@@ -95,7 +96,7 @@ mod tests {
         let mut out = vec![f32::NAN; 2 * d.out_image()];
         cpu_fp16(&shape, &[&x, &f], &mut out);
         let mut exact = vec![f32::NAN; out.len()];
-        implicit_gemm_cpu(&d, &x, &f, &mut exact);
+        conv_unrolled(&d, &x, &f, &mut exact);
         let (mut num, mut den) = (0.0f64, 0.0f64);
         for (o, e) in out.iter().zip(&exact) {
             num += (f64::from(*o) - f64::from(*e)).powi(2);

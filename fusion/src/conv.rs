@@ -1,5 +1,5 @@
 //! Convolution rung of the fusion stage: 03, unroll -> GEMM -> permute fused into one
-//! implicit-GEMM kernel, and its CPU port (shared by the later rungs' ports).
+//! implicit-GEMM kernel, and its CPU port.
 
 use kernel::{
     ConvDims, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage,
@@ -62,15 +62,9 @@ fn cpu_fused(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
 /// the row of the unrolled matrix it needs is a contiguous slice of input row (b, c, oh + p)
 /// starting at q, so the inner loop is `y_row += weight * x_row[q..q + wo]`, which the
 /// compiler vectorizes; the output row stays in L1 while all C*K*K taps accumulate into it
-/// and is written once, already in NCHW. Inputs may be stored in a narrower type (`T`, such as
-/// `half::f16`) and are widened as they are read; accumulation is FP32. Images x feature maps
-/// are spread over rayon's threads.
-pub fn implicit_gemm_cpu<T: Copy + Into<f32> + Sync>(
-    d: &ConvDims,
-    x: &[T],
-    f: &[T],
-    out: &mut [f32],
-) {
+/// and is written once, already in NCHW. Images x feature maps are spread over rayon's
+/// threads.
+pub fn implicit_gemm_cpu(d: &ConvDims, x: &[f32], f: &[f32], out: &mut [f32]) {
     out.par_chunks_mut(d.plane())
         .enumerate()
         .for_each(|(bm, plane)| {
@@ -78,17 +72,12 @@ pub fn implicit_gemm_cpu<T: Copy + Into<f32> + Sync>(
             plane.fill(0.0);
             let x_img = &x[b * d.image()..(b + 1) * d.image()];
             let f_m = &f[m * d.ckk()..(m + 1) * d.ckk()];
-            let mut row = vec![0.0f32; d.w];
             for (oh, y_row) in plane.chunks_mut(d.wo).enumerate() {
                 for c in 0..d.c {
                     for p in 0..d.k {
-                        let xr = &x_img[(c * d.h + oh + p) * d.w..][..d.w];
-                        for (r, &v) in row.iter_mut().zip(xr) {
-                            *r = v.into();
-                        }
+                        let row = &x_img[(c * d.h + oh + p) * d.w..][..d.w];
                         let taps = &f_m[(c * d.k + p) * d.k..][..d.k];
                         for (q, &wt) in taps.iter().enumerate() {
-                            let wt: f32 = wt.into();
                             for (yv, &xv) in y_row.iter_mut().zip(&row[q..q + d.wo]) {
                                 *yv += wt * xv;
                             }

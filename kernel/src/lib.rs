@@ -21,7 +21,7 @@ pub use contract::{
 pub use conv::{ConvDims, conv_args, conv_chunk, conv_dims};
 pub use device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
 pub use plan::{
-    Arg, At, Buf, CudaPlan, CudaSource, Dtype, Fill, GemmCall, GemmCompute, Launch, LibraryCall,
-    Scratch, Step, Text, gemm_args, gemm_dims,
+    Arg, At, Buf, ConstantCopy, CudaPlan, CudaSource, Dtype, Fill, GemmCall, GemmCompute, Launch,
+    LibraryCall, Scratch, Step, Text, gemm_args, gemm_dims,
 };
 pub use workload::{Activation, Shape, ShapeError, ShapeParseError, TensorSpec, Workload};

@@ -306,10 +306,22 @@ pub enum LibraryCall {
     Gemm(GemmCall),
 }
 
+/// A copy of `len` elements of a buffer into the `__constant__` array `symbol` of `source`'s
+/// module, ordered before the launches that follow it (weights in constant memory). The
+/// array must hold at least `len` elements of the buffer's type.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConstantCopy {
+    pub source: CudaSource,
+    pub symbol: Text,
+    pub from: At,
+    pub len: usize,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
     Kernel(Launch),
     Library(LibraryCall),
+    Constant(ConstantCopy),
 }
 
 /// A scratch buffer of a plan.
@@ -365,7 +377,7 @@ impl CudaPlan {
     pub fn launches(&self) -> impl Iterator<Item = &Launch> {
         self.steps.iter().filter_map(|s| match s {
             Step::Kernel(l) => Some(l),
-            Step::Library(_) => None,
+            Step::Library(_) | Step::Constant(_) => None,
         })
     }
 

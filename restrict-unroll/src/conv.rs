@@ -1,10 +1,11 @@
-//! Convolution rung of the restrict-unroll stage: 04, the fused kernel with `__restrict__`
-//! and its filter loops unrolled by compile-time specialization (NVRTC defines per layer),
-//! and its CPU port (const-generic filter size).
+//! Convolution rung of the restrict-unroll stage: 04, the fused kernel with `__restrict__`,
+//! its filter loops unrolled by compile-time specialization (NVRTC defines per layer) and
+//! its weights in `__constant__` memory when they fit, and its CPU port (const-generic
+//! filter size).
 
 use kernel::{
-    ConvDims, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage,
-    Unsupported, Workload, conv_args, conv_dims, cuda_source, div_ceil,
+    Buf, ConstantCopy, ConvDims, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role,
+    Shape, Stage, Step, Unsupported, Workload, conv_args, conv_dims, cuda_source, div_ceil,
 };
 use rayon::prelude::*;
 
@@ -16,6 +17,9 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
 /// Threads (pixels) per block of `conv/04_restrict_unroll.cu`, and its largest BM.
 const NT: usize = 256;
 const MAX_BM: usize = 16;
+/// Constant memory a module may use (64 KiB on every architecture since sm_20): filters up to
+/// this size are read from `__constant__` memory, larger ones from shared memory.
+pub const CONSTANT_BYTES: usize = 64 * 1024;
 /// Largest filter the kernel's fully unrolled tap loops are compiled for (K*K taps, each a
 /// load and BM FMAs, unrolled; beyond that code size grows without benefit).
 pub const MAX_UNROLLED_K: usize = 11;
@@ -32,7 +36,7 @@ impl Kernel for ConvRestrictUnroll {
             precision: Precision::Fp32,
             role: Role::Rung,
             rung: 4,
-            summary: "fused + __restrict__, K/C/M as NVRTC defines: filter loops fully unrolled"
+            summary: "fused + __restrict__, K/C/M as NVRTC defines, filter rows unrolled, weights in __constant__"
                 .into(),
         }
     }
@@ -50,25 +54,39 @@ impl Kernel for ConvRestrictUnroll {
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
         let d = conv_dims(shape);
+        let filter = d.m * d.ckk();
+        let in_constant = filter * 4 <= CONSTANT_BYTES;
         let source = cuda_source!("restrict-unroll", "conv/04_restrict_unroll.cu")
             .define("KS", d.k)
             .define("CIN", d.c)
-            .define("MOUT", d.m);
-        Some(CudaPlan::single(
-            2,
-            Launch {
-                source,
-                entry: "conv_restrict_unroll".into(),
-                grid: [
-                    div_ceil(d.b * d.plane(), NT),
-                    div_ceil(d.m, d.m.min(MAX_BM)),
-                    1,
-                ],
-                block: [NT as u32, 1, 1],
-                dynamic_smem: 0,
-                args: conv_args(&d),
-            },
-        ))
+            .define("MOUT", d.m)
+            .define("FILTER_IN_CONSTANT", u8::from(in_constant));
+        let launch = Launch {
+            source: source.clone(),
+            entry: "conv_restrict_unroll".into(),
+            grid: [
+                div_ceil(d.b * d.plane(), NT),
+                div_ceil(d.m, d.m.min(MAX_BM)),
+                1,
+            ],
+            block: [NT as u32, 1, 1],
+            dynamic_smem: 0,
+            args: conv_args(&d),
+        };
+        let mut plan = CudaPlan::single(2, launch);
+        if in_constant {
+            // The weights go to the module's __constant__ array first, inside the timed plan.
+            plan.steps.insert(
+                0,
+                Step::Constant(ConstantCopy {
+                    source,
+                    symbol: "filter_c".into(),
+                    from: Buf::Input(1).at(0),
+                    len: filter,
+                }),
+            );
+        }
+        Some(plan)
     }
 
     fn cpu(&self) -> Option<CpuPort> {
@@ -82,64 +100,69 @@ impl Kernel for ConvRestrictUnroll {
 /// K taps in a register and is read and written once per filter row (c, p) instead of once
 /// per tap as in rung 03's port. Other sizes take the same loop with a runtime K.
 fn cpu_restrict_unroll(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
-    let d = conv_dims(shape);
-    let (x, f) = (inputs[0], inputs[1]);
-    match d.k {
-        1 => rows::<1>(&d, x, f, out),
-        3 => rows::<3>(&d, x, f, out),
-        5 => rows::<5>(&d, x, f, out),
-        7 => rows::<7>(&d, x, f, out),
-        _ => rows_dyn(&d, x, f, out),
+    conv_unrolled(&conv_dims(shape), inputs[0], inputs[1], out);
+}
+
+/// The specialized CPU convolution of rung 04, also the engine of the later rungs' ports:
+/// the input and the filter may be stored in a narrower type (`T`, such as `half::f16`); the
+/// filter is widened to f32 once and each image once, by the task that computes its feature
+/// maps, and accumulation is FP32. Images are spread over rayon's threads.
+pub fn conv_unrolled<T: Copy + Into<f32> + Sync>(d: &ConvDims, x: &[T], f: &[T], out: &mut [f32]) {
+    let widen = |s: &[T]| -> Vec<f32> { s.iter().map(|&v| v.into()).collect() };
+    let f = widen(f);
+    out.par_chunks_mut(d.out_image())
+        .enumerate()
+        .for_each(|(b, y_img)| {
+            let x_img = widen(&x[b * d.image()..(b + 1) * d.image()]);
+            for (m, plane) in y_img.chunks_mut(d.plane()).enumerate() {
+                let f_m = &f[m * d.ckk()..(m + 1) * d.ckk()];
+                match d.k {
+                    1 => plane_rows::<1>(d, &x_img, f_m, plane),
+                    3 => plane_rows::<3>(d, &x_img, f_m, plane),
+                    5 => plane_rows::<5>(d, &x_img, f_m, plane),
+                    7 => plane_rows::<7>(d, &x_img, f_m, plane),
+                    _ => plane_rows_dyn(d, &x_img, f_m, plane),
+                }
+            }
+        });
+}
+
+/// One output feature map of one image: `x_img` is the image (C x H x W), `f_m` the map's
+/// filter (C x K x K).
+fn plane_rows<const K: usize>(d: &ConvDims, x_img: &[f32], f_m: &[f32], plane: &mut [f32]) {
+    plane.fill(0.0);
+    for (oh, y_row) in plane.chunks_mut(d.wo).enumerate() {
+        for c in 0..d.c {
+            for p in 0..K {
+                let fr = (c * K + p) * K;
+                let taps: [f32; K] = f_m[fr..fr + K].try_into().expect("K taps");
+                let xr = &x_img[(c * d.h + oh + p) * d.w..][..d.w];
+                for (yv, win) in y_row.iter_mut().zip(xr.windows(K)) {
+                    let mut s = 0.0f32;
+                    for q in 0..K {
+                        s += taps[q] * win[q];
+                    }
+                    *yv += s;
+                }
+            }
+        }
     }
 }
 
-fn rows<const K: usize>(d: &ConvDims, x: &[f32], f: &[f32], out: &mut [f32]) {
-    out.par_chunks_mut(d.plane())
-        .enumerate()
-        .for_each(|(bm, plane)| {
-            let (b, m) = (bm / d.m, bm % d.m);
-            plane.fill(0.0);
-            let x_img = &x[b * d.image()..(b + 1) * d.image()];
-            for (oh, y_row) in plane.chunks_mut(d.wo).enumerate() {
-                for c in 0..d.c {
-                    for p in 0..K {
-                        let fr = ((m * d.c + c) * K + p) * K;
-                        let taps: [f32; K] = f[fr..fr + K].try_into().expect("K taps");
-                        let xr = &x_img[(c * d.h + oh + p) * d.w..][..d.w];
-                        for (yv, win) in y_row.iter_mut().zip(xr.windows(K)) {
-                            let mut s = 0.0f32;
-                            for q in 0..K {
-                                s += taps[q] * win[q];
-                            }
-                            *yv += s;
-                        }
-                    }
-                }
-            }
-        });
-}
-
-fn rows_dyn(d: &ConvDims, x: &[f32], f: &[f32], out: &mut [f32]) {
+fn plane_rows_dyn(d: &ConvDims, x_img: &[f32], f_m: &[f32], plane: &mut [f32]) {
     let k = d.k;
-    out.par_chunks_mut(d.plane())
-        .enumerate()
-        .for_each(|(bm, plane)| {
-            let (b, m) = (bm / d.m, bm % d.m);
-            plane.fill(0.0);
-            let x_img = &x[b * d.image()..(b + 1) * d.image()];
-            for (oh, y_row) in plane.chunks_mut(d.wo).enumerate() {
-                for c in 0..d.c {
-                    for p in 0..k {
-                        let fr = ((m * d.c + c) * k + p) * k;
-                        let taps = &f[fr..fr + k];
-                        let xr = &x_img[(c * d.h + oh + p) * d.w..][..d.w];
-                        for (yv, win) in y_row.iter_mut().zip(xr.windows(k)) {
-                            *yv += taps.iter().zip(win).map(|(t, v)| t * v).sum::<f32>();
-                        }
-                    }
+    plane.fill(0.0);
+    for (oh, y_row) in plane.chunks_mut(d.wo).enumerate() {
+        for c in 0..d.c {
+            for p in 0..k {
+                let taps = &f_m[(c * k + p) * k..][..k];
+                let xr = &x_img[(c * d.h + oh + p) * d.w..][..d.w];
+                for (yv, win) in y_row.iter_mut().zip(xr.windows(k)) {
+                    *yv += taps.iter().zip(win).map(|(t, v)| t * v).sum::<f32>();
                 }
             }
-        });
+        }
+    }
 }
 
 #[cfg(test)]
@@ -196,6 +219,34 @@ mod tests {
     }
 
     #[test]
+    fn the_filter_goes_to_constant_memory_when_it_fits() {
+        let plan = |c, m| {
+            let s = Shape::Conv {
+                b: 2,
+                c,
+                m,
+                h: 40,
+                w: 40,
+                k: 7,
+            };
+            ConvRestrictUnroll.cuda(&s).unwrap()
+        };
+        let fits = plan(4, 16); // 12544 bytes
+        let Step::Constant(copy) = &fits.steps[0] else {
+            panic!("the weights are copied first: {:?}", fits.steps[0])
+        };
+        assert_eq!((copy.symbol.as_ref(), copy.len), ("filter_c", 16 * 4 * 49));
+        assert_eq!(
+            copy.source,
+            fits.sources()[0].clone(),
+            "the launch's own module"
+        );
+        let big = plan(64, 17); // 213248 bytes: staged in shared memory instead
+        assert_eq!(big.steps.len(), 1);
+        assert!(big.sources()[0].label().contains("FILTER_IN_CONSTANT=0"));
+    }
+
+    #[test]
     fn each_layer_is_its_own_compiled_module() {
         let plan = |c, m| {
             let s = Shape::Conv {
@@ -212,7 +263,7 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(
             b.label(),
-            "restrict-unroll/kernels/conv/04_restrict_unroll.cu [KS=7 CIN=4 MOUT=16]"
+            "restrict-unroll/kernels/conv/04_restrict_unroll.cu [KS=7 CIN=4 MOUT=16 FILTER_IN_CONSTANT=1]"
         );
     }
 }

@@ -1,12 +1,12 @@
 //! Convolution rung of the tensorcore stage: 05, the fused implicit GEMM on tensor cores
 //! (WMMA TF32, FP32 accumulation), and its CPU port.
 
-use fusion::conv::implicit_gemm_cpu;
 use kernel::{
     CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
     conv_args, conv_dims, cuda_source, div_ceil,
 };
 use rayon::prelude::*;
+use restrict_unroll::conv::conv_unrolled;
 use restrict_unroll::cpu::round_tf32;
 
 /// The convolution rungs of this crate, in ladder order.
@@ -59,10 +59,48 @@ impl Kernel for ConvWmmaTf32 {
 }
 
 /// CPU port: the tensor cores' numerics (a CPU has no TF32 unit). The input and the filter
-/// are rounded to TF32 as `wmma::__float_to_tf32` does, then rung 03's implicit GEMM runs
-/// with FP32 accumulation. The rounding pass is time the GPU does not spend.
+/// are rounded to TF32 as `wmma::__float_to_tf32` does, then rung 04's specialized
+/// convolution runs with FP32 accumulation. The rounding pass is time the GPU does not spend.
 fn cpu_tf32(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
     let round = |x: &[f32]| -> Vec<f32> { x.par_iter().map(|&v| round_tf32(v)).collect() };
     let (x, f) = (round(inputs[0]), round(inputs[1]));
-    implicit_gemm_cpu(&conv_dims(shape), &x, &f, out);
+    conv_unrolled(&conv_dims(shape), &x, &f, out);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn port_rounds_to_tf32_within_the_bound() {
+        let shape = Shape::Conv {
+            b: 2,
+            c: 3,
+            m: 5,
+            h: 11,
+            w: 9,
+            k: 3,
+        };
+        let d = conv_dims(&shape);
+        let x: Vec<f32> = (0..2 * d.image())
+            .map(|i| ((i * 37) % 101) as f32 / 50.3 - 1.0)
+            .collect();
+        let f: Vec<f32> = (0..5 * d.ckk())
+            .map(|i| ((i * 53) % 97) as f32 / 48.7 - 1.0)
+            .collect();
+        let mut out = vec![f32::NAN; 2 * d.out_image()];
+        cpu_tf32(&shape, &[&x, &f], &mut out);
+        let mut exact = vec![f32::NAN; out.len()];
+        conv_unrolled(&d, &x, &f, &mut exact);
+        let (mut num, mut den) = (0.0f64, 0.0f64);
+        for (o, e) in out.iter().zip(&exact) {
+            num += (f64::from(*o) - f64::from(*e)).powi(2);
+            den += f64::from(*e).powi(2);
+        }
+        let err = (num / den).sqrt();
+        assert!(
+            err < Precision::Tf32.tolerance() && err > 0.0,
+            "error {err}"
+        );
+    }
 }

@@ -2,9 +2,9 @@
 //
 // What changed since 05_wmma_tf32 and why it should be faster: the input and the filter are
 // stored in FP16 (the plan hands the kernel half buffers), and the staged filter and
-// unrolled tiles in shared memory are half too. Every load moves half the bytes, which is
-// what the convolution layers are limited by (about 49 to 196 FMAs per input value loaded
-// into a tile, but each value is loaded K*K times by the gather), and one m16n16k16 MMA
+// unrolled tiles in shared memory are half too. Every load moves half the bytes, and loads
+// are what these layers are limited by: the gather reads each input value once per tap that
+// uses it (up to K*K times), while the MMAs have throughput to spare. One m16n16k16 MMA
 // covers a whole BK = 16 step where TF32 needed two k8 steps. The accumulators stay FP32, so
 // the error is that of rounding each input once to FP16 (2^-11 relative): the table's error
 // column shows what this costs against the FP32 rungs.

@@ -17,7 +17,9 @@
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
 #define __align__(n) __attribute__((aligned(n)))
-#define __constant__ static
+// Exported so that the host can find the array and copy a plan's data into it
+// (`Step::Constant`); a module is loaded with its symbols local to it.
+#define __constant__ __attribute__((visibility("default")))
 // One block per OS thread at a time, so an OS-thread-local variable is a per-block variable.
 // extern __shared__ arrays are rewritten by the host before compiling (see compile.rs).
 #define __shared__ static thread_local

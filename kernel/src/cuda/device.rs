@@ -12,7 +12,9 @@ use super::discovery::{Found, discovery};
 use super::nvrtc;
 use crate::contract::{Kernel, Unsupported};
 use crate::device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared, slugify};
-use crate::plan::{Arg, At, Buf, CudaPlan, CudaSource, Fill, GemmCall, GemmCompute, Step};
+use crate::plan::{
+    Arg, At, Buf, ConstantCopy, CudaPlan, CudaSource, Fill, GemmCall, GemmCompute, Step,
+};
 use crate::plan::{Dtype, LibraryCall};
 use crate::workload::Shape;
 use cudarc::cublas::CudaBlas;
@@ -252,30 +254,46 @@ impl CudaDevice {
 }
 
 impl State {
+    fn module(&self, source: &CudaSource, arch: &str) -> Result<Arc<CudaModule>, DeviceError> {
+        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(m) = modules.get(source) {
+            return Ok(m.clone());
+        }
+        let compiled = nvrtc::compile(source, arch)?;
+        let m = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
+            .map_err(driver_err(format!("loading {}", source.label())))?;
+        modules.insert(source.clone(), m.clone());
+        Ok(m)
+    }
+
     fn function(
         &self,
         source: &CudaSource,
         entry: &str,
         arch: &str,
     ) -> Result<CudaFunction, DeviceError> {
-        let module = {
-            let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
-            match modules.get(source) {
-                Some(m) => m.clone(),
-                None => {
-                    let compiled = nvrtc::compile(source, arch)?;
-                    let m = self
-                        .ctx
-                        .load_module(cudarc::nvrtc::Ptx::from_binary(compiled.cubin.clone()))
-                        .map_err(driver_err(format!("loading {}", source.label())))?;
-                    modules.insert(source.clone(), m.clone());
-                    m
-                }
-            }
-        };
-        module
+        self.module(source, arch)?
             .load_function(entry)
             .map_err(driver_err(format!("finding {entry} in {}", source.label())))
+    }
+
+    /// The device address of `c`'s `__constant__` array, checked to hold `bytes`.
+    fn symbol(&self, c: &ConstantCopy, bytes: usize, arch: &str) -> Result<u64, DeviceError> {
+        let module = self.module(&c.source, arch)?;
+        let what = format!("finding __constant__ {} in {}", c.symbol, c.source.label());
+        let view = module
+            .get_global(&c.symbol, &self.stream)
+            .map_err(driver_err(what.clone()))?;
+        if view.len() < bytes {
+            return Err(DeviceError::Driver {
+                what,
+                detail: format!("it holds {} bytes, the plan copies {bytes}", view.len()),
+            });
+        }
+        let (ptr, _sync) = view.device_ptr(&self.stream);
+        Ok(ptr)
     }
 
     fn upload(&self, data: &[f32], dtype: Dtype, what: &str) -> Result<CudaSlice<u8>, DeviceError> {
@@ -314,6 +332,8 @@ struct CudaRun {
     state: Arc<State>,
     plan: CudaPlan,
     functions: Vec<Option<CudaFunction>>,
+    /// Device address of each `Step::Constant`'s `__constant__` array, by step.
+    symbols: Vec<Option<u64>>,
     inputs: Vec<CudaSlice<u8>>,
     output: DevBuf,
     scratch: Vec<DevBuf>,
@@ -321,6 +341,14 @@ struct CudaRun {
 }
 
 impl CudaRun {
+    fn dtype(&self, b: Buf) -> Dtype {
+        match b {
+            Buf::Input(i) => self.plan.inputs[i],
+            Buf::Output => self.output.dtype,
+            Buf::Scratch(i) => self.scratch[i].dtype,
+        }
+    }
+
     fn ptr(&self, at: At) -> u64 {
         let s = &self.state.stream;
         let (slice, dtype) = match at.buf {
@@ -377,7 +405,7 @@ impl CudaRun {
 
     /// Enqueues every step of the plan.
     fn enqueue(&self) -> Result<(), DeviceError> {
-        for (step, func) in self.plan.steps.iter().zip(&self.functions) {
+        for (i, (step, func)) in self.plan.steps.iter().zip(&self.functions).enumerate() {
             match step {
                 Step::Kernel(launch) => {
                     let func = func.as_ref().expect("prepared with the plan");
@@ -410,6 +438,24 @@ impl CudaRun {
                         .map_err(driver_err(format!("launching {}", launch.entry)))?;
                 }
                 Step::Library(LibraryCall::Gemm(g)) => self.gemm(g)?,
+                Step::Constant(c) => {
+                    let dst = self.symbols[i].expect("prepared with the plan");
+                    let bytes = c.len * self.dtype(c.from.buf).bytes();
+                    // SAFETY: `dst` holds at least `bytes` (checked at prepare), the source
+                    // range lies in a live buffer of this run, both ordered on this stream.
+                    unsafe {
+                        cudarc::driver::result::memcpy_dtod_async(
+                            dst,
+                            self.ptr(c.from),
+                            bytes,
+                            self.state.stream.cu_stream(),
+                        )
+                    }
+                    .map_err(driver_err(format!(
+                        "copying into __constant__ {}",
+                        c.symbol
+                    )))?;
+                }
             }
         }
         Ok(())
@@ -624,7 +670,19 @@ impl Executor for CudaDevice {
             }
         }
         let mut functions = Vec::new();
+        let mut symbols = Vec::new();
         for step in &plan.steps {
+            symbols.push(match step {
+                Step::Constant(c) => {
+                    let dtype = match c.from.buf {
+                        Buf::Input(i) => plan.inputs.get(i).copied().unwrap_or_default(),
+                        Buf::Output => plan.output,
+                        Buf::Scratch(i) => plan.scratch.get(i).map(|s| s.dtype).unwrap_or_default(),
+                    };
+                    Some(state.symbol(c, c.len * dtype.bytes(), &self.arch)?)
+                }
+                _ => None,
+            });
             functions.push(match step {
                 Step::Kernel(l) => {
                     let f = state.function(&l.source, &l.entry, &self.arch)?;
@@ -649,7 +707,7 @@ impl Executor for CudaDevice {
                     }
                     Some(f)
                 }
-                Step::Library(_) => None,
+                Step::Library(_) | Step::Constant(_) => None,
             });
         }
         let specs = shape.inputs();
@@ -689,6 +747,7 @@ impl Executor for CudaDevice {
             state,
             plan,
             functions,
+            symbols,
             inputs: dev_inputs,
             output,
             scratch,

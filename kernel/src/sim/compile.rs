@@ -7,7 +7,7 @@ use crate::cuda::headers;
 use crate::device::DeviceError;
 use crate::plan::CudaSource;
 use std::collections::HashMap;
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -440,6 +440,18 @@ pub struct Module {
 }
 
 impl Module {
+    /// The address of a global of the module (a `__constant__` array), if it defines one.
+    pub fn symbol(&self, name: &str) -> Option<usize> {
+        let name = CString::new(name).ok()?;
+        // SAFETY: only the symbol's address is read, never called or dereferenced here.
+        unsafe {
+            self._lib
+                .get::<*mut u8>(name.as_bytes_with_nul())
+                .ok()
+                .map(|s| *s as usize)
+        }
+    }
+
     pub fn load(path: &Path) -> Result<Self, DeviceError> {
         let err =
             |e: libloading::Error| DeviceError::Sim(format!("loading {}: {e}", path.display()));

@@ -14,7 +14,7 @@ pub mod memory;
 
 use crate::contract::{Kernel, Unsupported};
 use crate::device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
-use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Launch};
+use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Launch, Step};
 use crate::workload::Shape;
 use compile::Module;
 use ffi::{SIM_FAULT, SIM_OK, SimLaunch, SimResult, Thunk};
@@ -147,6 +147,19 @@ struct Resolved {
     module: Arc<Module>,
     thunk: Thunk,
     launch: Launch,
+    /// `Step::Constant` copies that come right before this launch in the plan.
+    constants: Vec<ConstantSlot>,
+}
+
+/// A `__constant__` array of a loaded module and what the plan copies into it.
+struct ConstantSlot {
+    /// Keeps the array's module loaded.
+    _module: Arc<Module>,
+    addr: usize,
+    /// Index into `SimRun::bufs`, byte offset and byte count of the copied range.
+    buf: usize,
+    offset: usize,
+    bytes: usize,
 }
 
 struct SimRun<'a> {
@@ -228,7 +241,50 @@ impl<'a> SimRun<'a> {
             fills.push(s.fill.bytes(s.dtype, s.len));
         }
         let mut launches = Vec::new();
-        for l in plan.launches() {
+        let mut constants = Vec::new();
+        for step in &plan.steps {
+            let l = match step {
+                Step::Kernel(l) => l,
+                Step::Constant(c) => {
+                    let (buf, dtype, len) = match c.from.buf {
+                        Buf::Input(i) => (i, plan.inputs.get(i), specs.get(i).map(|s| s.len())),
+                        Buf::Output => (specs.len(), Some(&plan.output), Some(out.len())),
+                        Buf::Scratch(i) => {
+                            let s = plan.scratch.get(i);
+                            (specs.len() + 1 + i, s.map(|s| &s.dtype), s.map(|s| s.len))
+                        }
+                    };
+                    let (Some(&dtype), Some(len)) = (dtype, len) else {
+                        return Err(DeviceError::Sim(format!(
+                            "__constant__ {}: {:?} names no buffer of the plan",
+                            c.symbol, c.from.buf
+                        )));
+                    };
+                    if c.from.offset + c.len > len {
+                        return Err(DeviceError::Sim(format!(
+                            "__constant__ {}: {} elements from {} pass the end of {:?} ({len})",
+                            c.symbol, c.len, c.from.offset, c.from.buf
+                        )));
+                    }
+                    let module = dev.module(&c.source)?;
+                    let addr = module.symbol(&c.symbol).ok_or_else(|| {
+                        DeviceError::Sim(format!(
+                            "{} has no __constant__ array {}",
+                            c.source.label(),
+                            c.symbol
+                        ))
+                    })?;
+                    constants.push(ConstantSlot {
+                        _module: module,
+                        addr,
+                        buf,
+                        offset: c.from.offset * dtype.bytes(),
+                        bytes: c.len * dtype.bytes(),
+                    });
+                    continue;
+                }
+                Step::Library(_) => continue, // refused by check_plan
+            };
             let threads = l.threads_per_block();
             if threads == 0 || threads > 1024 || l.grid.contains(&0) {
                 return Err(DeviceError::Sim(format!(
@@ -279,6 +335,7 @@ impl<'a> SimRun<'a> {
                 thunk: entry.thunk,
                 module: module.clone(),
                 launch: l.clone(),
+                constants: std::mem::take(&mut constants),
             });
         }
         Ok(Self {
@@ -316,6 +373,17 @@ impl<'a> SimRun<'a> {
 
     fn launch_all(&mut self) -> Result<(), DeviceError> {
         for (i, r) in self.launches.iter().enumerate() {
+            for c in &r.constants {
+                // SAFETY: the range lies inside the buffer (checked at prepare) and the array
+                // is a writable global of a loaded module; no block runs during the copy.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        self.bufs[c.buf].ptr().add(c.offset),
+                        c.addr as *mut u8,
+                        c.bytes,
+                    );
+                }
+            }
             let seed = mix(self.dev.seed ^ mix(self.runs) ^ (i as u64).rotate_left(32));
             self.execute(r, seed)?;
             // Writes into the alignment padding do not fault: the canary shows them.
