@@ -97,9 +97,10 @@ fn plan(shape: &Shape, source: CudaSource, entry: &str, input: Dtype, smem: usiz
 /// `02_flash_fp32.cu`: one thread per query row, K/V tiles in shared memory, online softmax.
 pub struct FlashFp32;
 
-/// Dynamic shared memory of rung 02: Q rows padded by one float, a K and a V tile.
+/// Dynamic shared memory of rung 02: Q rows padded by one float, a K and a V tile, and each
+/// thread's scores of a tile.
 pub fn smem_flash_fp32(d: usize) -> usize {
-    (BR * (d + 1) + 2 * BC * d) * 4
+    (BR * (d + 1) + 2 * BC * d + BC * BR) * 4
 }
 
 impl Kernel for FlashFp32 {
@@ -392,7 +393,7 @@ mod tests {
 
     #[test]
     fn shared_memory_grows_with_d_not_with_s() {
-        assert_eq!(smem_flash_fp32(64), (64 * 65 + 2 * 32 * 64) * 4);
+        assert_eq!(smem_flash_fp32(64), (64 * 65 + 2 * 32 * 64 + 32 * 64) * 4);
         assert_eq!(smem_flash2_wmma(128), 112_640);
         let plan = |s| {
             Flash2Fp32
