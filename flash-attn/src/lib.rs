@@ -136,6 +136,7 @@ impl Kernel for FlashFp32 {
                 normalize_each_tile: true,
                 skip_masked_tiles: false,
                 round: None,
+                keys_parallel: false,
             };
             cpu::flash(t, shape, inputs, out)
         })
@@ -156,6 +157,7 @@ fn flash2_tiling(skip_masked_tiles: bool) -> Tiling {
         normalize_each_tile: false,
         skip_masked_tiles,
         round: None,
+        keys_parallel: true,
     }
 }
 
@@ -295,6 +297,7 @@ fn wmma_tiling(round: Round) -> Tiling {
         normalize_each_tile: false,
         skip_masked_tiles: true,
         round: Some(round),
+        keys_parallel: true,
     }
 }
 
