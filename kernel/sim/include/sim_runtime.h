@@ -143,6 +143,7 @@ struct Worker {
     dim3 block_dim, grid_dim;
     void *sched_sp;
     char *stacks;
+    unsigned guarded;  // stacks whose guard page is protected (the first `guarded`)
     AsyncCopy *async_copies;  // kMaxAsyncCopies per fiber, mapped on demand like the stacks
     char *dyn_smem;
     size_t dyn_cap;
@@ -477,8 +478,8 @@ inline Worker *acquire_worker() {
         return nullptr;
     }
     w->stacks = (char *)m;
-    for (unsigned i = 0; i < kMaxThreads; ++i)
-        mprotect(w->stacks + (size_t)i * (kStackBytes + kGuardBytes), kGuardBytes, PROT_NONE);
+    // Guard pages are protected on first use (sim_run_block): each one splits the mapping,
+    // and 1024 per worker in every loaded module exhausted the process's map count.
     // Pages are touched only by threads that use cp.async.
     void *q = mmap(nullptr, kAsyncSpan, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (q == MAP_FAILED) {
@@ -570,6 +571,8 @@ SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t block, uint64_t seed, 
         snprintf(res->message, sizeof res->message, "%s: out of memory for fiber stacks", l->kernel);
         return res->code = SIM_ERROR;
     }
+    for (; w->guarded < n; ++w->guarded)
+        mprotect(w->stacks + (size_t)w->guarded * (kStackBytes + kGuardBytes), kGuardBytes, PROT_NONE);
     tl_worker = w;
     w->result = res;
     // A fault in the kernel (caught by the host's SIGSEGV handler) comes back here with 1,
