@@ -133,6 +133,28 @@ impl Kernel for AttnNaive {
     }
 }
 
+/// Rows of scores per block of `softmax_rows.cu` (a warp per row).
+const ROWS_PER_BLOCK: usize = 4;
+
+/// One launch of `softmax_rows.cu`, the warp-per-row softmax the cuBLAS-based attention
+/// reference row runs between its two library products, over `rows` rows of `s` scores in
+/// scratch buffer 0 (masking keys past the diagonal when `causal`).
+pub fn softmax_rows_launch(rows: usize, s: usize, causal: bool) -> Launch {
+    Launch {
+        source: cuda_source!("baseline", "attention/softmax_rows.cu"),
+        entry: "softmax_rows".into(),
+        grid: [div_ceil(rows, ROWS_PER_BLOCK), 1, 1],
+        block: [(ROWS_PER_BLOCK * 32) as u32, 1, 1],
+        dynamic_smem: 0,
+        args: vec![
+            Arg::Ptr(Buf::Scratch(0)),
+            Arg::I32(rows as i32),
+            Arg::I32(s as i32),
+            Arg::I32(i32::from(causal)),
+        ],
+    }
+}
+
 /// CPU port of rung 01, the same three passes over a materialized S x S matrix per head: all
 /// scores (one dot product each), then each row's softmax in place, then each output element
 /// as a dot product striding down a column of V, as each GPU thread of `attn_pv` does.

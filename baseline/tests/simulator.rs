@@ -125,4 +125,67 @@ fn unroll_gemm_convolution_walks_the_batch_in_chunks_in_the_simulator() {
     let out = run.output().expect("output");
     let err = rel_error(&out, &conv_reference(&d, &data[0], &data[1]));
     assert!(err <= 1e-5, "relative error {err:e}");
+/// Rung 01 with its softmax launch replaced by `softmax_rows.cu`, the warp-per-row softmax of
+/// the cuBLAS-based reference row (whose library products the simulator cannot run): the
+/// softmax kernel is checked end to end here, causal masking included.
+struct NaiveWithWarpSoftmax;
+
+impl Kernel for NaiveWithWarpSoftmax {
+    fn info(&self) -> kernel::KernelInfo {
+        kernel::KernelInfo {
+            id: "attn-naive-warp-softmax".into(),
+            ..baseline::attention::AttnNaive.info()
+        }
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<kernel::CudaPlan> {
+        let dims = kernel::attention_dims(shape);
+        let mut plan = baseline::attention::AttnNaive.cuda(shape)?;
+        plan.steps[1] = kernel::Step::Kernel(baseline::attention::softmax_rows_launch(
+            dims.heads * dims.s,
+            dims.s,
+            dims.causal,
+        ));
+        Some(plan)
+    }
+}
+
+fn attention_reference(shape: &Shape, x: &[Vec<f32>]) -> Vec<f64> {
+    let dims = kernel::attention_dims(shape);
+    let (s, d) = (dims.s, dims.d);
+    let mut out = vec![0.0f64; dims.heads * s * d];
+    for h in 0..dims.heads {
+        let at = |t: usize, i: usize, c: usize| f64::from(x[t][(h * s + i) * d + c]);
+        for i in 0..s {
+            let keys = dims.keys_for(i);
+            let sc: Vec<f64> = (0..keys)
+                .map(|j| (0..d).map(|c| at(0, i, c) * at(1, j, c)).sum::<f64>())
+                .map(|v| v / (d as f64).sqrt())
+                .collect();
+            let m = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            let w: Vec<f64> = sc.iter().map(|v| (v - m).exp()).collect();
+            let total: f64 = w.iter().sum();
+            for c in 0..d {
+                out[(h * s + i) * d + c] =
+                    (0..keys).map(|j| w[j] * at(2, j, c)).sum::<f64>() / total;
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn warp_softmax_of_the_cublas_attention_row_matches_the_reference_in_the_simulator() {
+    let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
+    for text in ["1x1x1x16", "1x2x45x16-causal", "2x1x37x8"] {
+        let shape = Shape::parse(kernel::Workload::Attention, text).unwrap();
+        let data = inputs(&shape, 7);
+        let mut run = dev
+            .prepare(&NaiveWithWarpSoftmax, &shape, &data)
+            .expect("prepare");
+        run.run().unwrap_or_else(|e| panic!("{shape}: {e}"));
+        let out = run.output().expect("output");
+        let err = rel_error(&out, &attention_reference(&shape, &data));
+        assert!(err <= 1e-5, "{shape}: relative error {err:e}");
+    }
 }

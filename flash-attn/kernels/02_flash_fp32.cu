@@ -9,7 +9,8 @@
 // from O(S^2) per head to O(S * D) per block, and memory from S^2 to nothing.
 // HEAD_DIM (the D of the shape, at most 128) is a compile-time define so that o[] lives in
 // registers; Q rows sit in shared memory, padded by one float so that threads reading
-// their own rows hit different banks. Every thread reaches every barrier (no early return).
+// their own rows hit different banks, and each thread's scores of a tile sit in its column
+// of Ps (registers are taken by o[]: at D = 128 scores in registers spill). Every thread reaches every barrier (no early return).
 
 #include "lab/index.h"
 
@@ -25,6 +26,7 @@ extern "C" __global__ void attn_flash_fp32(const float *Q, const float *K, const
     float *Qs = smem;                   // [BR][LDQ]
     float *Ks = Qs + BR * LDQ;          // [BC][HEAD_DIM]
     float *Vs = Ks + BC * HEAD_DIM;     // [BC][HEAD_DIM]
+    float *Ps = Vs + BC * HEAD_DIM;     // [BC][BR]: column t is thread t's scores
 
     const int t = threadIdx.x;
     const int h = blockIdx.y;
@@ -54,35 +56,35 @@ extern "C" __global__ void attn_flash_fp32(const float *Q, const float *K, const
         if (i >= S) continue;  // rows past the end still take part in the loads and barriers
 
         // Scores of this tile; a masked or missing key scores -inf, which exp turns into 0.
-        float s[BC];
+        // They go to the thread's column of Ps rather than registers, which o[] fills.
         float tile_max = NEG_INF;
-#pragma unroll
         for (int j = 0; j < BC; ++j) {
             float acc = 0.0f;
 #pragma unroll 16
             for (int c = 0; c < HEAD_DIM; ++c) acc += Qs[t * LDQ + c] * Ks[j * HEAD_DIM + c];
             const int key = j0 + j;
-            s[j] = (key >= S || (causal && key > i)) ? NEG_INF : acc * scale;
-            tile_max = fmaxf(tile_max, s[j]);
+            const float s = (key >= S || (causal && key > i)) ? NEG_INF : acc * scale;
+            Ps[j * BR + t] = s;
+            tile_max = fmaxf(tile_max, s);
         }
         // Key 0 is in every row's first tile, so m is finite from then on.
         const float m_new = fmaxf(m, tile_max);
         const float alpha = __expf(m - m_new);  // 0 on the first tile (m = -inf)
         float p_sum = 0.0f;
-#pragma unroll
         for (int j = 0; j < BC; ++j) {
-            s[j] = __expf(s[j] - m_new);
-            p_sum += s[j];
+            const float p = __expf(Ps[j * BR + t] - m_new);
+            Ps[j * BR + t] = p;
+            p_sum += p;
         }
         const float l_new = l * alpha + p_sum;
         // o stays normalized: o = (l * alpha * o + P V) / l_new.
         const float keep = l * alpha / l_new, inv = 1.0f / l_new;
 #pragma unroll
-        for (int c = 0; c < HEAD_DIM; ++c) {
-            float pv = 0.0f;
+        for (int c = 0; c < HEAD_DIM; ++c) o[c] *= keep;
+        for (int j = 0; j < BC; ++j) {
+            const float w = Ps[j * BR + t] * inv;
 #pragma unroll
-            for (int j = 0; j < BC; ++j) pv += s[j] * Vs[j * HEAD_DIM + c];
-            o[c] = o[c] * keep + pv * inv;
+            for (int c = 0; c < HEAD_DIM; ++c) o[c] += w * Vs[j * HEAD_DIM + c];
         }
         m = m_new;
         l = l_new;

@@ -20,6 +20,9 @@ pub struct Tiling {
     pub skip_masked_tiles: bool,
     /// Round Q, K, V and P to this 16-bit type, as the tensor-core rungs store them.
     pub round: Option<Round>,
+    /// Rungs 03 on: a row's scores of a tile are computed key-parallel (a lane per key on the
+    /// GPU) from the tile transposed once per block, instead of one dot product per key.
+    pub keys_parallel: bool,
 }
 
 /// A 16-bit storage type (round to nearest even).
@@ -91,17 +94,41 @@ fn block(
     } else {
         s
     };
+    let mut kt = vec![0.0f32; if t.keys_parallel { d * t.keys } else { 0 }];
     for j0 in (0..kv_end).step_by(t.keys) {
         let j1 = (j0 + t.keys).min(s);
+        let n = j1 - j0;
+        if t.keys_parallel {
+            // The tile as [D][keys], shared by every row of the block.
+            for (j, kj) in k[j0 * d..j1 * d].chunks(d).enumerate() {
+                for (c, &x) in kj.iter().enumerate() {
+                    kt[c * n + j] = x;
+                }
+            }
+        }
         for r in 0..rows {
             let i = i0 + r;
             let qi = &q[i * d..(i + 1) * d];
             let visible = dims.keys_for(i).min(j1);
+            let p = &mut p[..n];
+            if t.keys_parallel {
+                // Each key's partial sum advances together: the inner loop vectorizes.
+                p.fill(0.0);
+                for (&qc, ktc) in qi.iter().zip(kt.chunks(n)) {
+                    for (x, &y) in p.iter_mut().zip(ktc) {
+                        *x += qc * y;
+                    }
+                }
+            } else {
+                for (j, pj) in (j0..j1).zip(p.iter_mut()) {
+                    let kj = &k[j * d..(j + 1) * d];
+                    *pj = qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f32>();
+                }
+            }
             let mut tile_max = f32::NEG_INFINITY;
             for (j, pj) in (j0..j1).zip(p.iter_mut()) {
                 *pj = if j < visible {
-                    let kj = &k[j * d..(j + 1) * d];
-                    qi.iter().zip(kj).map(|(a, b)| a * b).sum::<f32>() * scale
+                    *pj * scale
                 } else {
                     f32::NEG_INFINITY
                 };
@@ -113,7 +140,7 @@ fn block(
             }
             let alpha = (m[r] - m_new).exp();
             let mut p_sum = 0.0f32;
-            for pj in p.iter_mut().take(j1 - j0) {
+            for pj in p.iter_mut() {
                 let e = (*pj - m_new).exp();
                 p_sum += e;
                 *pj = t.round.map_or(e, |rd| rd.apply(e));

@@ -72,8 +72,18 @@ fn supports(shape: &Shape, d_multiple: usize) -> Result<(), Unsupported> {
     Ok(())
 }
 
+/// Threads per block of rung 02 (one per query row) and of rungs 03-06 (4 warps).
+const THREADS_PER_ROW: u32 = BR as u32;
+const THREADS_WARPS: u32 = 128;
+
 /// A one-launch plan: a grid of query blocks by heads, `HEAD_DIM` defined as the shape's D.
-fn plan(shape: &Shape, source: CudaSource, entry: &str, input: Dtype, smem: usize) -> CudaPlan {
+fn plan(
+    shape: &Shape,
+    source: CudaSource,
+    (entry, threads): (&str, u32),
+    input: Dtype,
+    smem: usize,
+) -> CudaPlan {
     let dims = attention_dims(shape);
     CudaPlan {
         inputs: vec![input; 3],
@@ -82,11 +92,7 @@ fn plan(shape: &Shape, source: CudaSource, entry: &str, input: Dtype, smem: usiz
             source: source.define("HEAD_DIM", dims.d),
             entry: entry.to_string().into(),
             grid: [div_ceil(dims.s, BR), dims.heads as u32, 1],
-            block: [
-                if entry == "attn_flash_fp32" { BR } else { 128 } as u32,
-                1,
-                1,
-            ],
+            block: [threads, 1, 1],
             dynamic_smem: smem as u32,
             args: attention_args(&dims, 0, dims.heads),
         })],
@@ -97,9 +103,10 @@ fn plan(shape: &Shape, source: CudaSource, entry: &str, input: Dtype, smem: usiz
 /// `02_flash_fp32.cu`: one thread per query row, K/V tiles in shared memory, online softmax.
 pub struct FlashFp32;
 
-/// Dynamic shared memory of rung 02: Q rows padded by one float, a K and a V tile.
+/// Dynamic shared memory of rung 02: Q rows padded by one float, a K and a V tile, and each
+/// thread's scores of a tile.
 pub fn smem_flash_fp32(d: usize) -> usize {
-    (BR * (d + 1) + 2 * BC * d) * 4
+    (BR * (d + 1) + 2 * BC * d + BC * BR) * 4
 }
 
 impl Kernel for FlashFp32 {
@@ -121,7 +128,7 @@ impl Kernel for FlashFp32 {
         Some(plan(
             shape,
             cuda_source!("flash-attn", "02_flash_fp32.cu"),
-            "attn_flash_fp32",
+            ("attn_flash_fp32", THREADS_PER_ROW),
             Dtype::F32,
             smem_flash_fp32(d),
         ))
@@ -135,6 +142,7 @@ impl Kernel for FlashFp32 {
                 normalize_each_tile: true,
                 skip_masked_tiles: false,
                 round: None,
+                keys_parallel: false,
             };
             cpu::flash(t, shape, inputs, out)
         })
@@ -155,6 +163,7 @@ fn flash2_tiling(skip_masked_tiles: bool) -> Tiling {
         normalize_each_tile: false,
         skip_masked_tiles,
         round: None,
+        keys_parallel: true,
     }
 }
 
@@ -180,7 +189,7 @@ impl Kernel for Flash2Fp32 {
         Some(plan(
             shape,
             cuda_source!("flash-attn", "03_flash2_fp32.cu"),
-            "attn_flash2_fp32",
+            ("attn_flash2_fp32", THREADS_WARPS),
             Dtype::F32,
             smem_flash2_fp32(d),
         ))
@@ -213,7 +222,7 @@ impl Kernel for Flash2Causal {
         Some(plan(
             shape,
             cuda_source!("flash-attn", "04_flash2_causal.cu"),
-            "attn_flash2_causal",
+            ("attn_flash2_causal", THREADS_WARPS),
             Dtype::F32,
             smem_flash2_fp32(d),
         ))
@@ -269,7 +278,7 @@ impl Kernel for Flash2Wmma {
         Some(plan(
             shape,
             cuda_source!("flash-attn", "05_flash2_wmma.cu"),
-            entry,
+            (entry, THREADS_WARPS),
             dtype,
             smem_flash2_wmma(d),
         ))
@@ -294,6 +303,7 @@ fn wmma_tiling(round: Round) -> Tiling {
         normalize_each_tile: false,
         skip_masked_tiles: true,
         round: Some(round),
+        keys_parallel: true,
     }
 }
 
@@ -392,7 +402,7 @@ mod tests {
 
     #[test]
     fn shared_memory_grows_with_d_not_with_s() {
-        assert_eq!(smem_flash_fp32(64), (64 * 65 + 2 * 32 * 64) * 4);
+        assert_eq!(smem_flash_fp32(64), (64 * 65 + 2 * 32 * 64 + 32 * 64) * 4);
         assert_eq!(smem_flash2_wmma(128), 112_640);
         let plan = |s| {
             Flash2Fp32
@@ -407,6 +417,7 @@ mod tests {
         };
         assert_eq!(plan(128).scratch_bytes(), 0);
         assert_eq!(plan(16384).scratch_bytes(), 0);
-        assert_eq!(plan(130).launches().next().unwrap().grid, [3, 1, 1]);
+        let launch = plan(130).launches().next().cloned().unwrap();
+        assert_eq!((launch.grid, launch.block), ([3, 1, 1], [128, 1, 1]));
     }
 }

@@ -42,6 +42,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
         Box::new(MatrixmultiplySgemm),
         Box::new(CublasLinear),
         Box::new(CublasConv),
+        Box::new(CublasAttention),
     ]
 }
 
@@ -231,5 +232,84 @@ impl Kernel for CublasConv {
                 )))
             },
         ))
+    }
+}
+
+/// The cuBLAS-based FP32 attention of a GPU table: S = scale * Q K^T as one strided batched
+/// SGEMM per chunk of heads, a warp-per-row softmax kernel, then O = P V as another; the
+/// S x S scores in scratch, chunked over heads as the naive rung does.
+pub struct CublasAttention;
+
+impl Kernel for CublasAttention {
+    fn info(&self) -> KernelInfo {
+        KernelInfo {
+            id: "cublas-attention".into(),
+            workload: Workload::Attention,
+            stage: Stage::Reference,
+            precision: Precision::Fp32,
+            role: Role::Reference,
+            rung: 1,
+            summary:
+                "cuBLAS FP32: batched SGEMM for QK^T, a warp-per-row softmax, batched SGEMM for PV"
+                    .into(),
+        }
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), kernel::Unsupported> {
+        baseline::attention::AttnNaive.supports(shape)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let dims = kernel::attention_dims(shape);
+        let chunk = baseline::attention::naive_heads_per_chunk(&dims);
+        if chunk == 0 {
+            return None;
+        }
+        let (s, d, hl) = (dims.s, dims.d, dims.head_len());
+        let mut steps = Vec::new();
+        for first in (0..dims.heads).step_by(chunk) {
+            let heads = chunk.min(dims.heads - first);
+            let scores = GemmCall {
+                b_transposed: true,
+                alpha: dims.scale(),
+                batch: heads,
+                stride_a: hl,
+                stride_b: hl,
+                stride_c: s * s,
+                ..GemmCall::new(
+                    (s, s, d),
+                    Buf::Input(0).at(first * hl),
+                    Buf::Input(1).at(first * hl),
+                    Buf::Scratch(0),
+                    GemmCompute::Fp32,
+                )
+            };
+            let pv = GemmCall {
+                batch: heads,
+                stride_a: s * s,
+                stride_b: hl,
+                stride_c: hl,
+                ..GemmCall::new(
+                    (s, d, s),
+                    Buf::Scratch(0),
+                    Buf::Input(2).at(first * hl),
+                    Buf::Output.at(first * hl),
+                    GemmCompute::Fp32,
+                )
+            };
+            steps.push(Step::Library(LibraryCall::Gemm(scores)));
+            steps.push(Step::Kernel(baseline::attention::softmax_rows_launch(
+                heads * s,
+                s,
+                dims.causal,
+            )));
+            steps.push(Step::Library(LibraryCall::Gemm(pv)));
+        }
+        Some(CudaPlan {
+            inputs: vec![Dtype::F32; 3],
+            scratch: vec![Scratch::new("S x S scores", Dtype::F32, chunk * s * s)],
+            steps,
+            ..Default::default()
+        })
     }
 }

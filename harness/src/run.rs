@@ -90,7 +90,10 @@ fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Precision) -> f6
                 .sum();
             (inputs + shape.output().len() * p.output.bytes()) as f64
         }
-        None => shape.min_bytes(if precision == Precision::Fp16 { 2 } else { 4 }),
+        None => shape.min_bytes(match precision {
+            Precision::Fp16 | Precision::Bf16 => 2,
+            Precision::Fp32 | Precision::Tf32 => 4,
+        }),
     }
 }
 

@@ -7,7 +7,7 @@ use super::table::throughput;
 use super::{Derived, ceilings, derive_with, headline, roofline};
 use crate::results::{Row, RunResults, ShapeResults, Status, WorkloadResults};
 use anyhow::{Result, anyhow, bail};
-use kernel::Role;
+use kernel::{Role, Workload};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -233,11 +233,41 @@ pub fn write_all(run: &RunResults, dir: &Path) -> Result<Vec<PathBuf>> {
             dir,
             &format!("{name}-roofline"),
         )?);
-        if w.shapes.len() > 1 {
-            out.extend(save(&Sweep { run, w }, dir, &format!("{name}-sweep"))?);
+        for (suffix, group) in sweep_groups(w) {
+            if group.shapes.len() > 1 {
+                let stem = format!("{name}-sweep{suffix}");
+                out.extend(save(&Sweep { run, w: &group }, dir, &stem)?);
+            }
         }
     }
     Ok(out)
+}
+
+/// The shapes a sweep chart draws together, with the suffix of its file name. Attention
+/// sweeps over S once per head dimension and masking (`-d64`, `-d128-causal`), as the
+/// FlashAttention papers plot them; other workloads sweep all their shapes together.
+pub(crate) fn sweep_groups(w: &WorkloadResults) -> Vec<(String, WorkloadResults)> {
+    if w.workload != Workload::Attention {
+        return vec![(String::new(), w.clone())];
+    }
+    let mut groups: Vec<(String, WorkloadResults)> = Vec::new();
+    for s in &w.shapes {
+        let kernel::Shape::Attention { d, causal, .. } = s.shape else {
+            continue;
+        };
+        let suffix = format!("-d{d}{}", if causal { "-causal" } else { "" });
+        match groups.iter_mut().find(|(k, _)| *k == suffix) {
+            Some((_, g)) => g.shapes.push(s.clone()),
+            None => groups.push((
+                suffix,
+                WorkloadResults {
+                    workload: w.workload,
+                    shapes: vec![s.clone()],
+                },
+            )),
+        }
+    }
+    groups
 }
 
 /// Time and cumulative speedup per rung of one shape; references as horizontal lines.

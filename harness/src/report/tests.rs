@@ -386,3 +386,44 @@ fn log_labels_only_at_1_2_5() {
     assert_eq!(log_label(&0.5), "0.5");
     assert_eq!(log_label(&30.0), "");
 }
+
+#[test]
+fn attention_sweeps_are_drawn_per_head_dimension_and_masking() {
+    let attn = |text: &str| {
+        let shape = kernel::Shape::parse(kernel::Workload::Attention, text).unwrap();
+        ShapeResults {
+            shape,
+            label: shape.label(),
+            flops: shape.flops(),
+            reference: String::new(),
+            rows: Vec::new(),
+        }
+    };
+    let w = WorkloadResults {
+        workload: kernel::Workload::Attention,
+        shapes: [
+            "2x32x512x64",
+            "1x32x1024x64",
+            "2x32x512x64-causal",
+            "2x16x512x128",
+        ]
+        .map(attn)
+        .to_vec(),
+    };
+    let groups: Vec<(String, usize)> = super::charts::sweep_groups(&w)
+        .into_iter()
+        .map(|(k, g)| (k, g.shapes.len()))
+        .collect();
+    assert_eq!(
+        groups,
+        [
+            ("-d64".into(), 2),
+            ("-d64-causal".into(), 1),
+            ("-d128".into(), 1)
+        ]
+    );
+    let gemm = synthetic().workloads[0].clone();
+    let groups = super::charts::sweep_groups(&gemm);
+    assert_eq!(groups.len(), 1);
+    assert_eq!(groups[0].0, "");
+}
