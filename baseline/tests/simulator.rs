@@ -125,6 +125,8 @@ fn unroll_gemm_convolution_walks_the_batch_in_chunks_in_the_simulator() {
     let out = run.output().expect("output");
     let err = rel_error(&out, &conv_reference(&d, &data[0], &data[1]));
     assert!(err <= 1e-5, "relative error {err:e}");
+}
+
 /// Rung 01 with its softmax launch replaced by `softmax_rows.cu`, the warp-per-row softmax of
 /// the cuBLAS-based reference row (whose library products the simulator cannot run): the
 /// softmax kernel is checked end to end here, causal masking included.
