@@ -510,6 +510,7 @@ impl UserKernel {
                 file: file.into(),
                 defines: Vec::new(),
                 include_dirs: vec![dir, standins],
+                arch: None,
             },
             spec: spec.clone(),
         })

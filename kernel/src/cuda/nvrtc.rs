@@ -7,8 +7,10 @@
 
 use super::discovery::{Found, discovery};
 use super::headers;
+use super::occupancy::parse_arch;
+use crate::contract::Unsupported;
 use crate::device::DeviceError;
-use crate::plan::CudaSource;
+use crate::plan::{CudaPlan, CudaSource};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -69,10 +71,36 @@ fn ensure_loaded() -> Result<(), DeviceError> {
     Ok(())
 }
 
+/// The architecture `source` is compiled for when `arch` is asked: `arch` itself, or the
+/// source's architecture-specific target ([`CudaSource::arch`], `sm_90a`) when `arch` is of
+/// that family (`sm_90`). Another family cannot run the source: declined with the reason.
+pub fn target(source: &CudaSource, arch: &str) -> Result<String, Unsupported> {
+    match source.arch.as_deref() {
+        None => Ok(arch.to_string()),
+        Some(only) if parse_arch(only).is_some() && parse_arch(only) == parse_arch(arch) => {
+            Ok(only.to_string())
+        }
+        Some(only) => Err(Unsupported(format!(
+            "{} is compiled for {only} only (it uses instructions of that GPU family alone), \
+             not for {arch}",
+            source.label()
+        ))),
+    }
+}
+
+/// Whether every source of `plan` can be compiled for `arch` ([`target`]).
+pub fn check_target(plan: &CudaPlan, arch: &str) -> Result<(), Unsupported> {
+    plan.sources()
+        .into_iter()
+        .try_for_each(|s| target(s, arch).map(drop))
+}
+
 /// Compiles `source` for `arch` (`sm_90`), memoized for the life of the process. The memo
 /// is keyed by the whole source (its text, defines and include folders) and the architecture:
-/// two different texts under one file name are two programs.
+/// two different texts under one file name are two programs. A source with an
+/// architecture-specific target is compiled for that target ([`target`]).
 pub fn compile(source: &CudaSource, arch: &str) -> Result<Arc<Compiled>, DeviceError> {
+    let arch = &target(source, arch)?;
     type Cache = Mutex<HashMap<(CudaSource, String), Arc<Compiled>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
@@ -253,6 +281,23 @@ pub fn parse_ptxas_log(log: &str) -> HashMap<String, Resources> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_arch_specific_source_compiles_for_its_family_alone() {
+        let any = CudaSource::embedded("k.cu", "");
+        assert_eq!(target(&any, "sm_80").unwrap(), "sm_80");
+        let hopper = any.clone().for_arch("sm_90a");
+        assert_ne!(hopper, any, "the target is part of the program");
+        assert_eq!(target(&hopper, "sm_90").unwrap(), "sm_90a");
+        assert_eq!(target(&hopper, "sm_90a").unwrap(), "sm_90a");
+        for other in ["sm_80", "sm_100", "sm_120"] {
+            let why = target(&hopper, other).unwrap_err().0;
+            assert!(
+                why.contains("k.cu is compiled for sm_90a only") && why.contains(other),
+                "{why}"
+            );
+        }
+    }
 
     #[test]
     fn parses_a_ptxas_report() {
