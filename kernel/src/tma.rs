@@ -127,6 +127,19 @@ impl TensorMap {
         })
     }
 
+    /// Whether the view lies inside a buffer of `len` elements: the TMA reads wherever the map
+    /// says, so a view larger than its buffer would read past the allocation.
+    pub fn fits(&self, len: usize) -> Result<(), Unsupported> {
+        let need = self.rows.saturating_mul(self.cols);
+        if need > len {
+            return Err(Unsupported(format!(
+                "TMA tensor map: a {}x{} view over a buffer of {len} elements",
+                self.rows, self.cols
+            )));
+        }
+        Ok(())
+    }
+
     /// Bytes one box copy writes to shared memory (out-of-bounds elements included: the TMA
     /// writes their zeros and counts them on the mbarrier).
     pub fn box_bytes(&self, dtype: Dtype) -> usize {
@@ -163,6 +176,13 @@ mod tests {
         let f = map(8, 4, 8, 4).encoding(Dtype::F32).unwrap();
         assert_eq!((f.data_type, f.global_strides), (7, [16]));
         assert_eq!(map(8, 8, 8, 8).encoding(Dtype::F16).unwrap().data_type, 6);
+    }
+
+    #[test]
+    fn a_view_must_fit_its_buffer() {
+        assert!(map(300, 72, 128, 64).fits(300 * 72).is_ok());
+        let why = map(300, 72, 128, 64).fits(300 * 72 - 1).unwrap_err().0;
+        assert!(why.contains("300x72 view over a buffer of 21599"), "{why}");
     }
 
     #[test]

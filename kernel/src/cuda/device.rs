@@ -331,11 +331,12 @@ impl CudaRun {
                 if let Arg::TensorMap(m) = *a
                     && !self.maps.contains_key(&m)
                 {
-                    let dtype = match m.buf {
-                        Buf::Input(i) => self.plan.inputs[i],
-                        Buf::Output => self.output.dtype,
-                        Buf::Scratch(i) => self.scratch[i].dtype,
+                    let (slice, dtype) = match m.buf {
+                        Buf::Input(i) => (&self.inputs[i], self.plan.inputs[i]),
+                        Buf::Output => (&self.output.slice, self.output.dtype),
+                        Buf::Scratch(i) => (&self.scratch[i].slice, self.scratch[i].dtype),
                     };
+                    m.fits(slice.len() / dtype.bytes())?;
                     let encoded = encode_tensor_map(&m, dtype, self.ptr(m.buf.into()))?;
                     self.maps.insert(m, encoded);
                 }
