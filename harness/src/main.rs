@@ -745,6 +745,11 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> R
             continue; // library rows (cuBLAS) have nothing to compile
         }
         for arch in archs {
+            // A rung built for one architecture-specific target (sm_90a) has no code elsewhere.
+            if let Err(why) = nvrtc::check_target(&plan, arch) {
+                println!("{:<18} {arch}: skipped: {why}", i.id);
+                continue;
+            }
             match resources::of_plan(&plan, arch, None) {
                 Ok(list) => {
                     for r in list {
@@ -760,7 +765,7 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> R
                             "{:<18} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
                             i.id,
                             r.entry,
-                            arch,
+                            r.arch,
                             r.threads_per_block,
                             r.registers,
                             r.smem_bytes,
@@ -822,6 +827,7 @@ fn inspect_file(
         file: name.into(),
         defines: Vec::new(),
         include_dirs: vec![dir.to_path_buf(), standins],
+        arch: None,
     };
     println!(
         "{:<32} {:<7} {:>5} {:>9} {:>6} {:>11} {:>16}",

@@ -66,7 +66,7 @@ pub fn of_plan(
         out.push(LaunchResources {
             entry: l.entry.to_string(),
             file: l.source.file.to_string(),
-            arch: arch.to_string(),
+            arch: compiled.arch.clone(),
             threads_per_block: l.threads_per_block(),
             registers: r.registers,
             smem_bytes: smem,

@@ -366,7 +366,7 @@ pub fn of_plan(
         out.push(Listing {
             file,
             entry: l.entry.to_string(),
-            arch: arch.to_string(),
+            arch: compiled.arch.clone(),
             function,
         });
     }

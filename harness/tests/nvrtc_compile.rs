@@ -1,4 +1,5 @@
-//! Every CUDA kernel of every stage compiles with NVRTC for sm_80 and sm_90, without register
+//! Every CUDA kernel of every stage compiles with NVRTC for sm_80 and sm_90 (a rung built for
+//! one architecture-specific target, such as sm_90a, for that target alone), without register
 //! spills beyond one the kernel declares with its reason (`Kernel::accepted_spill`). Needs NVRTC (tools/install-cuda-tools.sh), not a GPU. Without NVRTC this test fails:
 //! it must never pass without having compiled anything.
 
@@ -68,7 +69,12 @@ fn every_kernel_compiles_for_sm80_and_sm90_without_spills() {
                 continue;
             }
             let Some(plan) = k.cuda(&shape) else { continue };
-            for arch in ["sm_80", "sm_90"] {
+            let archs = match plan.required_arch() {
+                Some(only) => vec![only.to_string()],
+                None => vec!["sm_80".to_string(), "sm_90".to_string()],
+            };
+            for arch in &archs {
+                let arch = arch.as_str();
                 match resources::of_plan(&plan, arch, None) {
                     Ok(list) => {
                         for r in list {
@@ -105,6 +111,40 @@ fn every_kernel_compiles_for_sm80_and_sm90_without_spills() {
         "only {compiled} launches compiled: the registry lost its kernels?"
     );
     println!("compiled {compiled} launches for sm_80 and sm_90, no unaccepted spills");
+}
+
+/// Rung 18 (wgmma + TMA) compiles for sm_90a, asked as sm_90 or sm_90a: one block of 384
+/// threads per SM, no spill, registers within the 168 its launch bounds allow. On sm_80 there
+/// is no code to make: declined with the reason, not a compile error.
+#[test]
+fn the_hopper_rung_compiles_for_sm90a_alone() {
+    if nvrtc::version().is_err() {
+        panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
+    }
+    let plan = kernel::Kernel::cuda(&tensorcore::GemmWgmmaTma, &Shape::square_gemm(4096)).unwrap();
+    for arch in ["sm_90", "sm_90a"] {
+        let r = resources::of_plan(&plan, arch, None).unwrap();
+        assert_eq!(r.len(), 1);
+        let r = &r[0];
+        assert_eq!(
+            (r.entry.as_str(), r.arch.as_str()),
+            ("gemm_wgmma_tma", "sm_90a")
+        );
+        assert_eq!(
+            (r.spill_stores, r.spill_loads, r.stack_bytes),
+            (0, 0, 0),
+            "{r:?}"
+        );
+        assert!(r.registers <= 168, "{r:?}");
+        assert_eq!(r.threads_per_block, 384);
+        assert_eq!(r.occupancy, Some(12.0 / 64.0), "{r:?}");
+    }
+    let e = resources::of_plan(&plan, "sm_80", None).unwrap_err();
+    assert!(
+        matches!(e, kernel::DeviceError::Unsupported(_))
+            && e.to_string().contains("compiled for sm_90a only"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -102,3 +102,22 @@ fn rung_03_differs_from_rung_02_only_in_read_only_loads() {
         "the tile loop is unrolled: {rows:?}"
     );
 }
+
+/// Rung 18's SASS is Hopper's: warpgroup MMA (HGMMA) and TMA tensor loads (UTMALDG), no
+/// ldmatrix, HMMA or shared-memory loads in its main loop (wgmma reads shared memory itself).
+#[test]
+fn the_hopper_rung_is_hgmma_fed_by_utmaldg() {
+    let tool = harness::sass::Disassembler::find()
+        .expect("Run tools/install-cuda-tools.sh first: NVRTC and nvdisasm are needed.");
+    let plan =
+        kernel::Kernel::cuda(&tensorcore::GemmWgmmaTma, &kernel::Shape::square_gemm(4096)).unwrap();
+    let listings = harness::sass::of_plan(&tool, &plan, "sm_90a").unwrap();
+    let f = &listings[0].function;
+    assert_eq!(listings[0].arch, "sm_90a");
+    let count = |op: &str| f.sass.lines().filter(|l| l.contains(op)).count();
+    // 4 k16 steps of m64n128k16 per k-tile; 1 box of A and 2 of B per stage.
+    assert!(count("HGMMA.64x128x16.F32.BF16") >= 4, "{}", f.sass);
+    assert!(count("UTMALDG.2D") >= 2, "{}", f.sass);
+    assert!(count("SYNCS") >= 1, "mbarrier operations: {}", f.sass);
+    assert_eq!((f.summary.ldsm, f.summary.hmma, f.summary.lds), (0, 0, 0));
+}

@@ -12,6 +12,7 @@ pub mod cuda;
 pub mod device;
 pub mod plan;
 pub mod sim;
+pub mod tma;
 pub mod workload;
 
 pub use attention::{AttentionDims, attention_args, attention_dims};
@@ -24,4 +25,5 @@ pub use plan::{
     Arg, At, Buf, ConstantCopy, CudaPlan, CudaSource, Dtype, Fill, GemmCall, GemmCompute, Launch,
     LibraryCall, Scratch, Step, Text, gemm_args, gemm_dims,
 };
+pub use tma::{TensorMap, TmaSwizzle};
 pub use workload::{Activation, Shape, ShapeError, ShapeParseError, TensorSpec, Workload};

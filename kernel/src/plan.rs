@@ -2,6 +2,7 @@
 //! device launches it, the simulator executes its source on the CPU, and `inspect` compiles it
 //! to read registers, shared memory and spills.
 
+use crate::tma::TensorMap;
 use crate::workload::Shape;
 use serde::Serialize;
 use std::borrow::Cow;
@@ -26,6 +27,9 @@ pub struct CudaSource {
     /// Folders searched by `#include "..."` besides the lab's own headers (`lab/*.h`), such as
     /// the folder of a user's kernel file.
     pub include_dirs: Vec<PathBuf>,
+    /// The architecture-specific target (`sm_90a`) the source is compiled for, alone: it uses
+    /// instructions only that GPU family has (wgmma, TMA). `None`: any architecture.
+    pub arch: Option<Text>,
 }
 
 impl CudaSource {
@@ -36,7 +40,14 @@ impl CudaSource {
             code: Cow::Borrowed(code),
             defines: Vec::new(),
             include_dirs: Vec::new(),
+            arch: None,
         }
+    }
+
+    /// The same source, compiled only for the architecture-specific target `arch` (`sm_90a`).
+    pub fn for_arch(mut self, arch: &'static str) -> Self {
+        self.arch = Some(Cow::Borrowed(arch));
+        self
     }
 
     /// The same source compiled with `-D name=value` as well.
@@ -204,6 +215,9 @@ pub enum Arg {
     PtrAt(At),
     I32(i32),
     F32(f32),
+    /// A TMA tensor map over a buffer, passed by value (`const __grid_constant__ CUtensorMap`):
+    /// encoded by the CUDA device, refused by the simulator.
+    TensorMap(TensorMap),
 }
 
 /// One launch of an `extern "C" __global__` function.
@@ -390,6 +404,12 @@ impl CudaPlan {
             }
         }
         out
+    }
+
+    /// The architecture-specific target one of the plan's sources is compiled for alone
+    /// ([`CudaSource::arch`]), if any.
+    pub fn required_arch(&self) -> Option<&str> {
+        self.launches().find_map(|l| l.source.arch.as_deref())
     }
 
     /// Whether any step calls a library (cuBLAS).

@@ -1,9 +1,11 @@
 //! Tensor-core GEMM rungs: WMMA TF32 (10), then the FP16 road to cuBLAS: WMMA fed by a
 //! `cp.async` ring (14), `mma.sync` + `ldmatrix` on a swizzled ring (15), fragments double
-//! buffered in registers (16), and 16 on BF16 (17). The walkthrough is in this crate's README.
+//! buffered in registers (16), 16 on BF16 (17), and the Hopper rung: wgmma fed by TMA (18).
+//! The walkthrough is in this crate's README.
 //! Rung 05 of the convolution ladder is in [`conv`].
 
 pub mod conv;
+mod hopper;
 mod pipelined;
 
 use kernel::{
@@ -13,6 +15,7 @@ use kernel::{
 use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, gemm_blocked, round_tf32};
 
+pub use hopper::GemmWgmmaTma;
 pub use pipelined::{GemmMmaBf16, GemmMmaDoubleBuffer, GemmMmaLdmatrix, GemmWmmaCpAsync};
 
 /// Every kernel of this crate, in ladder order.
@@ -20,6 +23,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     let mut all: Vec<Box<dyn Kernel>> = vec![Box::new(GemmWmmaTf32)];
     all.extend(conv::kernels());
     all.extend(pipelined::kernels());
+    all.push(Box::new(GemmWgmmaTma));
     all
 }
 

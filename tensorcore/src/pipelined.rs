@@ -231,9 +231,9 @@ impl Operand for Bf16 {
     }
 }
 
-/// CPU port of rung 17: A and B rounded to BF16 (to nearest even, as the executor converts
+/// CPU port of rungs 17 and 18: A and B rounded to BF16 (to nearest even, as the executor converts
 /// them), FP32 accumulation.
-fn cpu_bf16(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
+pub(crate) fn cpu_bf16(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
     let (m, n, k) = gemm_dims(shape);
     let conv =
         |x: &[f32]| -> Vec<Bf16> { x.par_iter().map(|&v| Bf16(bf16::from_f32(v))).collect() };

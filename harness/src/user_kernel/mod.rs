@@ -547,6 +547,7 @@ impl UserKernel {
                 file: file.into(),
                 defines: Vec::new(),
                 include_dirs: vec![dir, standins],
+                arch: None,
             },
             list,
             spec: spec.clone(),

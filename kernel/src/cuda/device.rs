@@ -16,6 +16,7 @@ use crate::plan::{
     Arg, At, Buf, ConstantCopy, CudaPlan, CudaSource, Fill, GemmCall, GemmCompute, Step,
 };
 use crate::plan::{Dtype, LibraryCall};
+use crate::tma::{TensorMap, TmaSwizzle};
 use crate::workload::Shape;
 use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUfunction_attribute, CUresult};
@@ -338,6 +339,8 @@ struct CudaRun {
     output: DevBuf,
     scratch: Vec<DevBuf>,
     events: Vec<(CudaEvent, CudaEvent)>,
+    /// The plan's TMA tensor maps, encoded once the buffers exist (outside the timed span).
+    maps: HashMap<TensorMap, [u64; 16]>,
 }
 
 impl CudaRun {
@@ -347,6 +350,27 @@ impl CudaRun {
             Buf::Output => self.output.dtype,
             Buf::Scratch(i) => self.scratch[i].dtype,
         }
+    }
+
+    /// Encodes every tensor map the plan's launches take.
+    fn encode_maps(&mut self) -> Result<(), DeviceError> {
+        for l in self.plan.launches() {
+            for a in &l.args {
+                if let Arg::TensorMap(m) = *a
+                    && !self.maps.contains_key(&m)
+                {
+                    let (slice, dtype) = match m.buf {
+                        Buf::Input(i) => (&self.inputs[i], self.plan.inputs[i]),
+                        Buf::Output => (&self.output.slice, self.output.dtype),
+                        Buf::Scratch(i) => (&self.scratch[i].slice, self.scratch[i].dtype),
+                    };
+                    m.fits(slice.len() / dtype.bytes())?;
+                    let encoded = encode_tensor_map(&m, dtype, self.ptr(m.buf.into()))?;
+                    self.maps.insert(m, encoded);
+                }
+            }
+        }
+        Ok(())
     }
 
     fn ptr(&self, at: At) -> u64 {
@@ -417,6 +441,7 @@ impl CudaRun {
                             Arg::PtrAt(at) => ArgValue::Ptr(self.ptr(at)),
                             Arg::I32(v) => ArgValue::I32(v),
                             Arg::F32(v) => ArgValue::F32(v),
+                            Arg::TensorMap(m) => ArgValue::TensorMap(self.maps[&m]),
                         })
                         .collect();
                     let mut builder = self.state.stream.launch_builder(func);
@@ -425,6 +450,7 @@ impl CudaRun {
                             ArgValue::Ptr(p) => builder.arg(p),
                             ArgValue::I32(i) => builder.arg(i),
                             ArgValue::F32(f) => builder.arg(f),
+                            ArgValue::TensorMap(m) => builder.arg(m),
                         };
                     }
                     let cfg = LaunchConfig {
@@ -567,6 +593,53 @@ enum ArgValue {
     Ptr(u64),
     I32(i32),
     F32(f32),
+    /// The 128 opaque bytes of a `CUtensorMap`, passed by value.
+    TensorMap([u64; 16]),
+}
+
+/// Encodes a TMA tensor map over `map`'s buffer at device address `ptr`
+/// (`cuTensorMapEncodeTiled`): interleave none, L2 promotion by 256 B, zeros for elements
+/// outside the view (the kernels' tails).
+fn encode_tensor_map(map: &TensorMap, dtype: Dtype, ptr: u64) -> Result<[u64; 16], DeviceError> {
+    use cudarc::driver::sys::{
+        CUtensorMap, CUtensorMapDataType, CUtensorMapFloatOOBfill, CUtensorMapInterleave,
+        CUtensorMapL2promotion, CUtensorMapSwizzle, cuTensorMapEncodeTiled,
+    };
+    let e = map.encoding(dtype)?;
+    let data_type = match dtype {
+        Dtype::F32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+        Dtype::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+        Dtype::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+    };
+    let swizzle = match map.swizzle {
+        TmaSwizzle::None => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_NONE,
+        TmaSwizzle::B32 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_32B,
+        TmaSwizzle::B64 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_64B,
+        TmaSwizzle::B128 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
+    };
+    let mut out = std::mem::MaybeUninit::<CUtensorMap>::zeroed();
+    // SAFETY: every array holds the rank's entries (2, and 1 stride); `out` is a writable
+    // CUtensorMap; `ptr` is a live device allocation holding the whole view.
+    unsafe {
+        cuTensorMapEncodeTiled(
+            out.as_mut_ptr(),
+            data_type,
+            2,
+            ptr as *mut std::ffi::c_void,
+            e.global_dim.as_ptr(),
+            e.global_strides.as_ptr(),
+            e.box_dim.as_ptr(),
+            e.element_strides.as_ptr(),
+            CUtensorMapInterleave::CU_TENSOR_MAP_INTERLEAVE_NONE,
+            swizzle,
+            CUtensorMapL2promotion::CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+            CUtensorMapFloatOOBfill::CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE,
+        )
+    }
+    .result()
+    .map_err(driver_err(format!("encoding a tensor map ({map:?})")))?;
+    // SAFETY: zero-initialized, then written by the driver; plain integers.
+    Ok(unsafe { out.assume_init() }.opaque)
 }
 
 impl Prepared for CudaRun {
@@ -634,6 +707,8 @@ impl Executor for CudaDevice {
         // A probe shape only tells whether the kernel has a GPU description at all.
         match kernel.cuda(&info.workload.probe_shape()) {
             Some(plan) => {
+                // An sm_90a rung on an A100 or a Blackwell: no code for this GPU.
+                nvrtc::check_target(&plan, &self.arch)?;
                 if plan.uses_library()
                     && let Err(why) = self.cublas_status()
                 {
@@ -743,7 +818,7 @@ impl Executor for CudaDevice {
         for s in &plan.scratch {
             scratch.push(buffer(s.len, s.dtype, s.fill, &s.name)?);
         }
-        Ok(Box::new(CudaRun {
+        let mut run = CudaRun {
             state,
             plan,
             functions,
@@ -752,7 +827,10 @@ impl Executor for CudaDevice {
             output,
             scratch,
             events: Vec::new(),
-        }))
+            maps: HashMap::new(),
+        };
+        run.encode_maps()?;
+        Ok(Box::new(run))
     }
 
     fn recover(&self) -> Result<(), DeviceError> {

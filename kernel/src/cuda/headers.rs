@@ -24,7 +24,11 @@ macro_rules! lab_header {
 
 /// Every lab header.
 pub fn all() -> &'static [Header] {
-    const ALL: &[Header] = &[lab_header!("index.h"), lab_header!("ptx.h")];
+    const ALL: &[Header] = &[
+        lab_header!("index.h"),
+        lab_header!("ptx.h"),
+        lab_header!("hopper.h"),
+    ];
     ALL
 }
 

@@ -7,8 +7,10 @@
 
 use super::discovery::{Found, discovery};
 use super::headers;
+use super::occupancy::parse_arch;
+use crate::contract::Unsupported;
 use crate::device::DeviceError;
-use crate::plan::CudaSource;
+use crate::plan::{CudaPlan, CudaSource};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -69,10 +71,36 @@ fn ensure_loaded() -> Result<(), DeviceError> {
     Ok(())
 }
 
+/// The architecture `source` is compiled for when `arch` is asked: `arch` itself, or the
+/// source's architecture-specific target ([`CudaSource::arch`], `sm_90a`) when `arch` is of
+/// that family (`sm_90`). Another family cannot run the source: declined with the reason.
+pub fn target(source: &CudaSource, arch: &str) -> Result<String, Unsupported> {
+    match source.arch.as_deref() {
+        None => Ok(arch.to_string()),
+        Some(only) if parse_arch(only).is_some() && parse_arch(only) == parse_arch(arch) => {
+            Ok(only.to_string())
+        }
+        Some(only) => Err(Unsupported(format!(
+            "{} is compiled for {only} only (it uses instructions of that GPU family alone), \
+             not for {arch}",
+            source.label()
+        ))),
+    }
+}
+
+/// Whether every source of `plan` can be compiled for `arch` ([`target`]).
+pub fn check_target(plan: &CudaPlan, arch: &str) -> Result<(), Unsupported> {
+    plan.sources()
+        .into_iter()
+        .try_for_each(|s| target(s, arch).map(drop))
+}
+
 /// Compiles `source` for `arch` (`sm_90`), memoized for the life of the process. The memo
 /// is keyed by the whole source (its text, defines and include folders) and the architecture:
-/// two different texts under one file name are two programs.
+/// two different texts under one file name are two programs. A source with an
+/// architecture-specific target is compiled for that target ([`target`]).
 pub fn compile(source: &CudaSource, arch: &str) -> Result<Arc<Compiled>, DeviceError> {
+    let arch = &target(source, arch)?;
     type Cache = Mutex<HashMap<(CudaSource, String), Arc<Compiled>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
@@ -222,16 +250,28 @@ pub fn parse_ptxas_log(log: &str) -> HashMap<String, Resources> {
         let Some(entry) = current.as_ref().and_then(|n| out.get_mut(n)) else {
             continue;
         };
-        for part in line.trim_start_matches("ptxas info    :").split(',') {
+        // Each comma-separated part is `N words...`, after a prefix that varies between
+        // versions (`ptxas info    :`, NVRTC 13's `ptxas         .`), so the number is found
+        // by the words that follow it rather than by its position.
+        for part in line.split(',') {
             let words: Vec<&str> = part.split_whitespace().collect();
-            let num = |i: usize| words.get(i).and_then(|w| w.parse::<u32>().ok());
-            match words.as_slice() {
-                ["Used", _, "registers", ..] => entry.registers = num(1).unwrap_or(0),
-                [_, "bytes", "smem", ..] => entry.static_smem = num(0).unwrap_or(0),
-                [_, "bytes", "stack", "frame", ..] => entry.stack_frame = num(0).unwrap_or(0),
-                [_, "bytes", "spill", "stores", ..] => entry.spill_stores = num(0).unwrap_or(0),
-                [_, "bytes", "spill", "loads", ..] => entry.spill_loads = num(0).unwrap_or(0),
-                _ => {}
+            let value = |key: &[&str]| {
+                words
+                    .windows(key.len() + 1)
+                    .find(|w| w[1..] == *key)
+                    .and_then(|w| w[0].parse::<u32>().ok())
+            };
+            let fields: [(&[&str], &mut u32); 5] = [
+                (&["registers"], &mut entry.registers),
+                (&["bytes", "smem"], &mut entry.static_smem),
+                (&["bytes", "stack", "frame"], &mut entry.stack_frame),
+                (&["bytes", "spill", "stores"], &mut entry.spill_stores),
+                (&["bytes", "spill", "loads"], &mut entry.spill_loads),
+            ];
+            for (key, field) in fields {
+                if let Some(v) = value(key) {
+                    *field = v;
+                }
             }
         }
     }
@@ -241,6 +281,23 @@ pub fn parse_ptxas_log(log: &str) -> HashMap<String, Resources> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_arch_specific_source_compiles_for_its_family_alone() {
+        let any = CudaSource::embedded("k.cu", "");
+        assert_eq!(target(&any, "sm_80").unwrap(), "sm_80");
+        let hopper = any.clone().for_arch("sm_90a");
+        assert_ne!(hopper, any, "the target is part of the program");
+        assert_eq!(target(&hopper, "sm_90").unwrap(), "sm_90a");
+        assert_eq!(target(&hopper, "sm_90a").unwrap(), "sm_90a");
+        for other in ["sm_80", "sm_100", "sm_120"] {
+            let why = target(&hopper, other).unwrap_err().0;
+            assert!(
+                why.contains("k.cu is compiled for sm_90a only") && why.contains(other),
+                "{why}"
+            );
+        }
+    }
 
     #[test]
     fn parses_a_ptxas_report() {
@@ -267,5 +324,27 @@ mod tests {
         assert_eq!(r["other"].registers, 8);
         assert!(!r["other"].spills());
         assert!(r["gemm_tiled"].spills());
+    }
+
+    /// NVRTC 13 prints the stack line with a `ptxas         .` prefix and adds a cumulative
+    /// stack size, which is not the frame (rung 05 on sm_90, verbatim).
+    #[test]
+    fn parses_nvrtc_13s_stack_frame_line() {
+        let log = "ptxas info    : 0 bytes gmem\n\
+            ptxas info    : Compiling entry function 'gemm_regblock_2d' for 'sm_90'\n\
+            ptxas info    : Function properties for gemm_regblock_2d\n\
+            ptxas         .     16 bytes stack frame, 12 bytes spill stores, 12 bytes spill loads\n\
+            ptxas info    : Used 128 registers, used 1 barriers, 16 bytes cumulative stack size, 8192 bytes smem\n\
+            ptxas info    : Compile time = 112.763 ms\n";
+        assert_eq!(
+            parse_ptxas_log(log)["gemm_regblock_2d"],
+            Resources {
+                registers: 128,
+                static_smem: 8192,
+                stack_frame: 16,
+                spill_stores: 12,
+                spill_loads: 12
+            }
+        );
     }
 }

@@ -88,10 +88,19 @@ impl SimDevice {
     }
 }
 
-/// Refuses what cannot be simulated: library calls and inline PTX.
+/// Refuses what cannot be simulated: library calls, TMA tensor maps and inline PTX.
 fn check_plan(plan: &CudaPlan) -> Result<(), Unsupported> {
     if plan.uses_library() {
         return Err(Unsupported("not simulated: cuBLAS library call".into()));
+    }
+    for l in plan.launches() {
+        if l.args.iter().any(|a| matches!(a, Arg::TensorMap(_))) {
+            return Err(Unsupported(format!(
+                "not simulated: {} takes a TMA tensor map (CUtensorMap), whose copies the \
+                 Tensor Memory Accelerator of a Hopper GPU performs",
+                l.entry
+            )));
+        }
     }
     for src in plan.sources() {
         if compile::has_inline_asm(&compile::strip_comments(&src.code)) {
@@ -191,6 +200,7 @@ fn check_args(l: &Launch, params: &str) -> Result<(), DeviceError> {
             Arg::Ptr(_) | Arg::PtrAt(_) => 'p',
             Arg::I32(_) => 'i',
             Arg::F32(_) => 'f',
+            Arg::TensorMap(_) => 'm',
         })
         .collect();
     if want != params {
@@ -415,6 +425,7 @@ impl<'a> SimRun<'a> {
                 }
                 Arg::I32(v) => u64::from(v as u32),
                 Arg::F32(v) => u64::from(v.to_bits()),
+                Arg::TensorMap(_) => unreachable!("check_plan refuses tensor maps"),
             })
             .collect();
         let mut argv: Vec<*mut c_void> = cells
@@ -561,5 +572,36 @@ impl Prepared for SimRun<'_> {
             self.runs += 1;
         }
         Ok(total)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tma::{TensorMap, TmaSwizzle};
+
+    #[test]
+    fn a_plan_with_a_tensor_map_is_refused_naming_the_tma() {
+        let map = TensorMap {
+            buf: Buf::Input(0),
+            rows: 64,
+            cols: 64,
+            box_rows: 64,
+            box_cols: 64,
+            swizzle: TmaSwizzle::B128,
+        };
+        let launch = |args| Launch {
+            source: CudaSource::embedded("k.cu", "extern \"C\" __global__ void k() {}"),
+            entry: "k".into(),
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_smem: 0,
+            args,
+        };
+        let plain = CudaPlan::single(1, launch(vec![Arg::Ptr(Buf::Input(0))]));
+        assert!(check_plan(&plain).is_ok());
+        let tma = CudaPlan::single(1, launch(vec![Arg::TensorMap(map)]));
+        let why = check_plan(&tma).unwrap_err().0;
+        assert!(why.contains("k takes a TMA tensor map"), "{why}");
     }
 }
