@@ -263,30 +263,6 @@ pub fn unroll_gemm_cpu(d: &ConvDims, chunk: usize, x: &[f32], f: &[f32], out: &m
 mod tests {
     use super::*;
 
-    fn reference(d: &ConvDims, x: &[f32], f: &[f32]) -> Vec<f64> {
-        let mut y = vec![0.0f64; d.b * d.out_image()];
-        for b in 0..d.b {
-            for m in 0..d.m {
-                for oh in 0..d.ho {
-                    for ow in 0..d.wo {
-                        let mut s = 0.0f64;
-                        for c in 0..d.c {
-                            for p in 0..d.k {
-                                for q in 0..d.k {
-                                    s +=
-                                        f64::from(x[((b * d.c + c) * d.h + oh + p) * d.w + ow + q])
-                                            * f64::from(f[((m * d.c + c) * d.k + p) * d.k + q]);
-                                }
-                            }
-                        }
-                        y[((b * d.m + m) * d.ho + oh) * d.wo + ow] = s;
-                    }
-                }
-            }
-        }
-        y
-    }
-
     #[test]
     fn ports_match_a_direct_f64_loop_on_awkward_shapes_and_chunks() {
         for &(b, c, m, h, w, k) in &[
@@ -303,14 +279,9 @@ mod tests {
             let f: Vec<f32> = (0..d.m * d.ckk())
                 .map(|i| ((i * 53) % 97) as f32 / 48.0 - 1.0)
                 .collect();
-            let want = reference(&d, &x, &f);
+            let want = kernel::testing::conv_f64(&d, &x, &f);
             let check = |name: &str, out: &[f32]| {
-                let (mut num, mut den) = (0.0f64, 0.0f64);
-                for (o, e) in out.iter().zip(&want) {
-                    num += (f64::from(*o) - e).powi(2);
-                    den += e * e;
-                }
-                let err = (num / den.max(1e-30)).sqrt();
+                let err = kernel::testing::relative_error(out, &want);
                 assert!(err < 1e-5, "{name} {}: error {err}", shape.label());
             };
             let mut out = vec![f32::NAN; want.len()];

@@ -2,49 +2,8 @@
 //! included) and compared with an f64 reference.
 
 use kernel::sim::SimDevice;
+use kernel::testing::{conv_f64, gemm_f64, inputs, relative_error};
 use kernel::{Executor, Kernel, Shape};
-
-/// Deterministic inputs in [-1, 1).
-fn inputs(shape: &Shape, seed: u64) -> Vec<Vec<f32>> {
-    let mut s = seed;
-    shape
-        .inputs()
-        .iter()
-        .map(|t| {
-            (0..t.len())
-                .map(|_| {
-                    s = s
-                        .wrapping_mul(6_364_136_223_846_793_005)
-                        .wrapping_add(1_442_695_040_888_963_407);
-                    ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-                })
-                .collect()
-        })
-        .collect()
-}
-
-fn reference(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f64> {
-    let mut c = vec![0.0f64; m * n];
-    for i in 0..m {
-        for kk in 0..k {
-            let aik = f64::from(a[i * k + kk]);
-            for j in 0..n {
-                c[i * n + j] += aik * f64::from(b[kk * n + j]);
-            }
-        }
-    }
-    c
-}
-
-fn rel_error(out: &[f32], reference: &[f64]) -> f64 {
-    let diff: f64 = out
-        .iter()
-        .zip(reference)
-        .map(|(&o, &r)| (f64::from(o) - r).powi(2))
-        .sum();
-    let norm: f64 = reference.iter().map(|r| r * r).sum();
-    (diff / norm.max(f64::MIN_POSITIVE)).sqrt()
-}
 
 const SHAPES: [(usize, usize, usize); 5] = [
     (1, 1, 1),
@@ -65,7 +24,7 @@ fn check(kernel: &dyn Kernel) {
             .unwrap_or_else(|e| panic!("{} on {shape}: {e}", kernel.info().id));
         let out = run.output().expect("output");
         assert_eq!(out.len(), m * n);
-        let err = rel_error(&out, &reference(m, n, k, &data[0], &data[1]));
+        let err = relative_error(&out, &gemm_f64((m, n, k), &data[0], &data[1], |v| v));
         assert!(
             err <= 1e-5,
             "{} on {shape}: relative error {err:e}",
@@ -82,24 +41,6 @@ fn naive_gemm_matches_the_reference_in_the_simulator() {
 #[test]
 fn tiled_gemm_matches_the_reference_in_the_simulator() {
     check(&baseline::GemmTiled);
-}
-
-/// f64 direct convolution of NCHW `x` with `f` (M x C x K x K), stride 1, no padding.
-fn conv_reference(d: &kernel::ConvDims, x: &[f32], f: &[f32]) -> Vec<f64> {
-    let mut y = vec![0.0f64; d.b * d.out_image()];
-    for (i, yv) in y.iter_mut().enumerate() {
-        let (ow, oh) = (i % d.wo, (i / d.wo) % d.ho);
-        let (m, b) = ((i / d.plane()) % d.m, i / d.out_image());
-        for c in 0..d.c {
-            for p in 0..d.k {
-                for q in 0..d.k {
-                    *yv += f64::from(x[((b * d.c + c) * d.h + oh + p) * d.w + ow + q])
-                        * f64::from(f[((m * d.c + c) * d.k + p) * d.k + q]);
-                }
-            }
-        }
-    }
-    y
 }
 
 #[test]
@@ -123,7 +64,7 @@ fn unroll_gemm_convolution_walks_the_batch_in_chunks_in_the_simulator() {
     let mut run = dev.prepare(&rung, &shape, &data).expect("prepare");
     run.run().expect("run");
     let out = run.output().expect("output");
-    let err = rel_error(&out, &conv_reference(&d, &data[0], &data[1]));
+    let err = relative_error(&out, &conv_f64(&d, &data[0], &data[1]));
     assert!(err <= 1e-5, "relative error {err:e}");
 }
 
@@ -187,7 +128,7 @@ fn warp_softmax_of_the_cublas_attention_row_matches_the_reference_in_the_simulat
             .expect("prepare");
         run.run().unwrap_or_else(|e| panic!("{shape}: {e}"));
         let out = run.output().expect("output");
-        let err = rel_error(&out, &attention_reference(&shape, &data));
+        let err = relative_error(&out, &attention_reference(&shape, &data));
         assert!(err <= 1e-5, "{shape}: relative error {err:e}");
     }
 }

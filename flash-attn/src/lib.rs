@@ -368,12 +368,7 @@ mod tests {
                 }
                 let mut out = vec![f32::NAN; shape.output().len()];
                 (k.cpu().expect("every rung has a CPU port"))(&shape, &refs, &mut out);
-                let (mut num, mut den) = (0.0f64, 0.0f64);
-                for (&o, &e) in out.iter().zip(&expected) {
-                    num += (f64::from(o) - e).powi(2);
-                    den += e * e;
-                }
-                let err = (num / den).sqrt();
+                let err = kernel::testing::relative_error(&out, &expected);
                 let info = k.info();
                 assert!(
                     err <= info.precision.tolerance(),

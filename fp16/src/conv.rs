@@ -97,12 +97,8 @@ mod tests {
         cpu_fp16(&shape, &[&x, &f], &mut out);
         let mut exact = vec![f32::NAN; out.len()];
         conv_unrolled(&d, &x, &f, &mut exact);
-        let (mut num, mut den) = (0.0f64, 0.0f64);
-        for (o, e) in out.iter().zip(&exact) {
-            num += (f64::from(*o) - f64::from(*e)).powi(2);
-            den += f64::from(*e).powi(2);
-        }
-        let err = (num / den).sqrt();
+        let exact: Vec<f64> = exact.iter().map(|&v| f64::from(v)).collect();
+        let err = kernel::testing::relative_error(&out, &exact);
         assert!(
             err < Precision::Fp16.tolerance() && err > 0.0,
             "error {err}"

@@ -108,23 +108,8 @@ mod tests {
                 .collect();
             let mut out = vec![f32::NAN; b * d.out_image()];
             implicit_gemm_cpu(&d, &x, &f, &mut out);
-            let (mut num, mut den) = (0.0f64, 0.0f64);
-            for (i, o) in out.iter().enumerate() {
-                let (ow, oh) = (i % d.wo, (i / d.wo) % d.ho);
-                let (mm, bb) = ((i / d.plane()) % m, i / d.out_image());
-                let mut e = 0.0f64;
-                for cc in 0..c {
-                    for p in 0..k {
-                        for q in 0..k {
-                            e += f64::from(x[((bb * c + cc) * h + oh + p) * w + ow + q])
-                                * f64::from(f[((mm * c + cc) * k + p) * k + q]);
-                        }
-                    }
-                }
-                num += (f64::from(*o) - e).powi(2);
-                den += e * e;
-            }
-            assert!((num / den).sqrt() < 1e-6, "{b}x{c}x{m}x{h}x{w}x{k}");
+            let err = kernel::testing::relative_error(&out, &kernel::testing::conv_f64(&d, &x, &f));
+            assert!(err < 1e-6, "{b}x{c}x{m}x{h}x{w}x{k}");
         }
     }
 }

@@ -282,12 +282,7 @@ mod tests {
                 let Some(port) = kern.cpu() else { continue };
                 let mut out = vec![f32::NAN; m * n];
                 port(&shape, &[&x, &w, &b], &mut out);
-                let (mut num, mut den) = (0.0f64, 0.0f64);
-                for (o, e) in out.iter().zip(&want) {
-                    num += (*o as f64 - e).powi(2);
-                    den += e * e;
-                }
-                let err = (num / den.max(1e-30)).sqrt();
+                let err = kernel::testing::relative_error(&out, &want);
                 assert!(
                     err < 1e-5,
                     "{} {}: error {err}",

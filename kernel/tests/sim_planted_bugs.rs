@@ -3,6 +3,7 @@
 //! right (warp shuffles, atomics, dynamic shared memory, half, WMMA).
 
 use kernel::sim::SimDevice;
+use kernel::testing::{gemm_f64, inputs, relative_error};
 use kernel::{
     Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, GemmCall, GemmCompute, Kernel,
     KernelInfo, Launch, LibraryCall, Precision, Role, Scratch, Shape, Stage, Step, Workload,
@@ -76,49 +77,6 @@ fn run(plan: CudaPlan, shape: Shape, inputs: &[Vec<f32>]) -> Result<Vec<f32>, De
     p.output()
 }
 
-fn inputs(shape: &Shape) -> Vec<Vec<f32>> {
-    let mut s = 0x1234_5678_u64;
-    shape
-        .inputs()
-        .iter()
-        .map(|t| {
-            (0..t.len())
-                .map(|_| {
-                    s = s
-                        .wrapping_mul(6_364_136_223_846_793_005)
-                        .wrapping_add(1_442_695_040_888_963_407);
-                    ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-                })
-                .collect()
-        })
-        .collect()
-}
-
-fn gemm_ref(m: usize, n: usize, k: usize, a: &[f32], b: &[f32], round: fn(f32) -> f32) -> Vec<f64> {
-    let mut c = vec![0.0f64; m * n];
-    for i in 0..m {
-        for kk in 0..k {
-            let aik = f64::from(round(a[i * k + kk]));
-            for j in 0..n {
-                c[i * n + j] += aik * f64::from(round(b[kk * n + j]));
-            }
-        }
-    }
-    c
-}
-
-/// Relative Frobenius error; NaN (an unwritten or poisoned output) counts as infinite.
-fn rel_error(out: &[f32], reference: &[f64]) -> f64 {
-    let diff: f64 = out
-        .iter()
-        .zip(reference)
-        .map(|(&o, &r)| (f64::from(o) - r).powi(2))
-        .sum();
-    let norm: f64 = reference.iter().map(|r| r * r).sum();
-    let e = (diff / norm.max(f64::MIN_POSITIVE)).sqrt();
-    if e.is_nan() { f64::INFINITY } else { e }
-}
-
 fn sim_error(r: Result<Vec<f32>, DeviceError>) -> String {
     match r {
         Err(DeviceError::Sim(msg)) => {
@@ -185,17 +143,17 @@ fn tiled_plan(code: &'static str, entry: &'static str, m: usize, n: usize, k: us
 fn tiled_gemm_is_right_and_a_missing_barrier_is_wrong() {
     let (m, n, k) = (40, 36, 50);
     let shape = Shape::gemm(m, n, k);
-    let data = inputs(&shape);
-    let reference = gemm_ref(m, n, k, &data[0], &data[1], |x| x);
+    let data = inputs(&shape, 0x1234_5678);
+    let reference = gemm_f64((m, n, k), &data[0], &data[1], |x| x);
     let good = run(tiled_plan(TILED, "tiled", m, n, k), shape, &data).unwrap();
-    assert!(rel_error(&good, &reference) <= 1e-5);
+    assert!(relative_error(&good, &reference) <= 1e-5);
     let bad = run(
         tiled_plan(TILED_NO_FIRST_SYNC, "tiled_racy", m, n, k),
         shape,
         &data,
     )
     .unwrap();
-    let err = rel_error(&bad, &reference);
+    let err = relative_error(&bad, &reference);
     assert!(
         err > 1e-2,
         "the race went unnoticed: relative error {err:e}"
@@ -216,7 +174,7 @@ extern "C" __global__ void naive_obo(const float *A, const float *B, float *C, i
 fn an_off_by_one_is_caught() {
     let (m, n, k) = (20, 24, 12);
     let shape = Shape::gemm(m, n, k);
-    let data = inputs(&shape);
+    let data = inputs(&shape, 0x1234_5678);
     let mut l = launch(NAIVE_OFF_BY_ONE, "naive_obo", [2, 3, 1], [16, 8, 1]);
     l.args = gemm_args(m, n, k);
     match run(CudaPlan::single(2, l), shape, &data) {
@@ -228,7 +186,7 @@ fn an_off_by_one_is_caught() {
         }
         Err(e) => panic!("unexpected error {e}"),
         Ok(out) => {
-            let err = rel_error(&out, &gemm_ref(m, n, k, &data[0], &data[1], |x| x));
+            let err = relative_error(&out, &gemm_f64((m, n, k), &data[0], &data[1], |x| x));
             assert!(err > 1e-3, "the off-by-one went unnoticed: {err:e}");
         }
     }
@@ -271,7 +229,7 @@ fn a_write_past_the_end_is_reported_with_buffer_thread_and_index() {
     let msg = sim_error(run(
         vector_plan(WRITE_PAST_END, "scale_oob", n, 128),
         shape,
-        &inputs(&shape),
+        &inputs(&shape, 0x1234_5678),
     ));
     for want in [
         "scale_oob",
@@ -291,7 +249,7 @@ fn a_write_before_the_start_is_reported() {
     let msg = sim_error(run(
         vector_plan(WRITE_BEFORE_START, "shift_oob", n, 64),
         shape,
-        &inputs(&shape),
+        &inputs(&shape, 0x1234_5678),
     ));
     for want in [
         "shift_oob",
@@ -318,7 +276,7 @@ extern "C" __global__ void copy4(const float *x, float *y, int n, int extra) {
 fn float4_on_odd_sizes_works_and_a_write_into_the_padding_is_caught() {
     let n = 1001; // 4004 bytes: the aligned start leaves 12 bytes of padding
     let shape = Shape::gemm(n, 1, 1);
-    let data = inputs(&shape);
+    let data = inputs(&shape, 0x1234_5678);
     let plan = |extra: i32| {
         let mut p = vector_plan(COPY4, "copy4", n, 64);
         if let Step::Kernel(l) = &mut p.steps[0] {
@@ -351,7 +309,7 @@ fn a_divergent_barrier_is_reported_as_deadlock() {
     let msg = sim_error(run(
         vector_plan(DIVERGENT_BARRIER, "early_exit", 64, 64),
         shape,
-        &inputs(&shape),
+        &inputs(&shape, 0x1234_5678),
     ));
     assert!(
         msg.contains(
@@ -373,7 +331,7 @@ extern "C" __global__ void half_warp_shuffle(const float *x, float *y, int n) {
 fn a_shuffle_missing_lanes_of_its_mask_is_reported_as_deadlock() {
     let shape = Shape::gemm(64, 1, 1);
     let plan = vector_plan(DIVERGENT_SHUFFLE, "half_warp_shuffle", 64, 64);
-    let msg = sim_error(run(plan, shape, &inputs(&shape)));
+    let msg = sim_error(run(plan, shape, &inputs(&shape, 0x1234_5678)));
     assert!(
         msg.contains("half_warp_shuffle: deadlock at a warp operation")
             && msg.contains("32 threads wait, 32 exited"),
@@ -404,7 +362,7 @@ fn shared_memory_starts_poisoned_in_every_block() {
     if let Step::Kernel(l) = &mut plan.steps[0] {
         l.dynamic_smem = 64 * 4;
     }
-    let out = run(plan, shape, &inputs(&shape)).unwrap();
+    let out = run(plan, shape, &inputs(&shape, 0x1234_5678)).unwrap();
     for (i, v) in out.iter().enumerate() {
         if i % 2 == 0 {
             assert_eq!(*v, 3.0, "element {i}");
@@ -450,7 +408,7 @@ extern "C" __global__ void row_sum(const float *__restrict__ A, const float *B, 
 fn warp_shuffles_reduce_rows() {
     let (m, k) = (5, 256);
     let shape = Shape::gemm(m, 2, k);
-    let data = inputs(&shape);
+    let data = inputs(&shape, 0x1234_5678);
     let mut l = launch(ROW_SUM, "row_sum", [m as u32, 1, 1], [128, 1, 1]);
     l.args = gemm_args(m, 2, k);
     let out = run(CudaPlan::single(2, l), shape, &data).unwrap();
@@ -497,7 +455,7 @@ fn atomics_add_and_max_across_blocks() {
     let blocks = n.div_ceil(block as usize);
     // A holds x (10 x 100 = n); C holds the two totals and one maximum per block.
     let shape = Shape::gemm(2 + blocks, 1, n / (2 + blocks));
-    let mut data = inputs(&shape);
+    let mut data = inputs(&shape, 0x1234_5678);
     let x: Vec<f32> = (0..n)
         .map(|i| ((i * 37) % 101) as f32 / 100.0 - 0.5)
         .collect();
@@ -556,7 +514,7 @@ extern "C" __global__ void reverse_rows(const float *A, const float *B, float *C
 fn extern_shared_memory_is_per_block() {
     let (m, k) = (6, 96);
     let shape = Shape::gemm(m, k, k);
-    let data = inputs(&shape);
+    let data = inputs(&shape, 0x1234_5678);
     let mut l = launch(REVERSE, "reverse_rows", [m as u32, 1, 1], [k as u32, 1, 1]);
     l.dynamic_smem = (k * 4) as u32;
     l.args = gemm_args(m, k, k);
@@ -683,7 +641,7 @@ extern "C" __global__ void wmma_half(const half *A, const half *B, float *C, int
 fn wmma_half_m16n16k16_gemm() {
     let (m, n, k) = (32, 48, 64);
     let shape = Shape::gemm(m, n, k);
-    let data = inputs(&shape);
+    let data = inputs(&shape, 0x1234_5678);
     let mut l = launch(
         WMMA_HALF,
         "wmma_half",
@@ -695,7 +653,7 @@ fn wmma_half_m16n16k16_gemm() {
     plan.inputs = vec![Dtype::F16, Dtype::F16];
     let out = run(plan, shape, &data).unwrap();
     let to_half = |v: f32| half::f16::from_f32(v).to_f32();
-    let err = rel_error(&out, &gemm_ref(m, n, k, &data[0], &data[1], to_half));
+    let err = relative_error(&out, &gemm_f64((m, n, k), &data[0], &data[1], to_half));
     assert!(err <= 1e-5, "{err:e}");
 }
 
@@ -767,14 +725,14 @@ fn bf16_rounds_to_nearest_even_and_feeds_wmma() {
 
     let (m, nn, k) = (32, 16, 48);
     let shape = Shape::gemm(m, nn, k);
-    let data = inputs(&shape);
+    let data = inputs(&shape, 0x1234_5678);
     let mut l = launch(BF16, "wmma_bf16", [1, (m / 16) as u32, 1], [32, 1, 1]);
     l.args = gemm_args(m, nn, k);
     let mut plan = CudaPlan::single(2, l);
     plan.inputs = vec![Dtype::Bf16, Dtype::Bf16];
     let out = run(plan, shape, &data).unwrap();
     let to_bf16 = |v: f32| half::bf16::from_f32(v).to_f32();
-    let err = rel_error(&out, &gemm_ref(m, nn, k, &data[0], &data[1], to_bf16));
+    let err = relative_error(&out, &gemm_f64((m, nn, k), &data[0], &data[1], to_bf16));
     assert!(err <= 1e-5, "{err:e}");
 }
 
@@ -806,7 +764,7 @@ fn tf32(v: f32) -> f32 {
 fn wmma_tf32_m16n16k8_gemm_rounds_inputs() {
     let (m, n, k) = (32, 32, 24);
     let shape = Shape::gemm(m, n, k);
-    let data = inputs(&shape);
+    let data = inputs(&shape, 0x1234_5678);
     let mut l = launch(
         WMMA_TF32,
         "wmma_tf32",
@@ -817,9 +775,9 @@ fn wmma_tf32_m16n16k8_gemm_rounds_inputs() {
     let out_cm = run(CudaPlan::single(2, l), shape, &data).unwrap();
     // The kernel stored C column-major.
     let out: Vec<f32> = (0..m * n).map(|e| out_cm[(e % n) * m + e / n]).collect();
-    let err = rel_error(&out, &gemm_ref(m, n, k, &data[0], &data[1], tf32));
+    let err = relative_error(&out, &gemm_f64((m, n, k), &data[0], &data[1], tf32));
     assert!(err <= 1e-5, "against TF32-rounded inputs: {err:e}");
-    let unrounded = rel_error(&out, &gemm_ref(m, n, k, &data[0], &data[1], |x| x));
+    let unrounded = relative_error(&out, &gemm_f64((m, n, k), &data[0], &data[1], |x| x));
     assert!(
         unrounded > 1e-5 && unrounded < 2e-3,
         "against FP32 inputs: {unrounded:e}"
@@ -832,7 +790,7 @@ fn wmma_tf32_m16n16k8_gemm_rounds_inputs() {
 fn gpu_only_kernels_inline_ptx_and_cublas_are_refused() {
     let dev = SimDevice::new().unwrap();
     let shape = Shape::gemm(16, 16, 16);
-    let data = inputs(&shape);
+    let data = inputs(&shape, 0x1234_5678);
     let plan = tiled_plan(TILED, "tiled", 16, 16, 16);
     let declared = TestKernel {
         id: "hopper",
@@ -893,7 +851,7 @@ extern "C" __global__ void lane_id(const float *x, float *y, int n) {
 #[test]
 fn mismatched_arguments_and_compile_errors_are_reported() {
     let shape = Shape::gemm(16, 16, 16);
-    let data = inputs(&shape);
+    let data = inputs(&shape, 0x1234_5678);
     let mut plan = tiled_plan(TILED, "tiled", 16, 16, 16);
     if let Step::Kernel(l) = &mut plan.steps[0] {
         l.args.pop();
@@ -944,7 +902,7 @@ fn a_fiber_stack_overflow_is_reported() {
     let msg = sim_error(run(
         vector_plan(TOO_DEEP, "too_deep", n, 96),
         shape,
-        &inputs(&shape),
+        &inputs(&shape, 0x1234_5678),
     ));
     for want in ["too_deep", "fiber stack overflow", "thread (95,0,0)"] {
         assert!(msg.contains(want), "{want:?} missing from: {msg}");

@@ -6,6 +6,7 @@
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
+use kernel::testing::{gemm_f64, relative_error};
 use kernel::{
     Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Kernel, KernelInfo, Launch,
     Precision, Role, Shape, Stage, Workload,
@@ -83,38 +84,6 @@ fn values(len: usize, seed: u64, integers: bool) -> Vec<f32> {
             }
         })
         .collect()
-}
-
-fn gemm_ref(
-    m: usize,
-    n: usize,
-    k: usize,
-    a: &[f32],
-    b: &[f32],
-    round: impl Fn(f32) -> f32,
-) -> Vec<f64> {
-    let mut c = vec![0.0f64; m * n];
-    for i in 0..m {
-        for kk in 0..k {
-            let aik = f64::from(round(a[i * k + kk]));
-            for j in 0..n {
-                c[i * n + j] += aik * f64::from(round(b[kk * n + j]));
-            }
-        }
-    }
-    c
-}
-
-/// Relative Frobenius error; NaN counts as infinite.
-fn rel_error(out: &[f32], reference: &[f64]) -> f64 {
-    let diff: f64 = out
-        .iter()
-        .zip(reference)
-        .map(|(&o, &r)| (f64::from(o) - r).powi(2))
-        .sum();
-    let norm: f64 = reference.iter().map(|r| r * r).sum();
-    let e = (diff / norm.max(f64::MIN_POSITIVE)).sqrt();
-    if e.is_nan() { f64::INFINITY } else { e }
 }
 
 fn tf32(v: f32) -> f32 {
@@ -263,7 +232,7 @@ fn mma16(entry: &str, bug: Option<&str>, a: &[f32], b: &[f32]) -> Vec<f32> {
 
 /// A * B + C with C[r][c] = 100 r + c, in f64.
 fn mma_ref(a: &[f32], b: &[f32], round: impl Fn(f32) -> f32) -> Vec<f64> {
-    let mut d = gemm_ref(16, 8, 16, a, b, round);
+    let mut d = gemm_f64((16, 8, 16), a, b, round);
     for (i, v) in d.iter_mut().enumerate() {
         *v += (100 * (i / 8) + i % 8) as f64;
     }
@@ -298,10 +267,10 @@ fn mma_inputs_round_to_their_type_and_accumulate_in_fp32() {
     let bf = |v: f32| half::bf16::from_f32(v).to_f32();
     let got16 = mma16("mma_f16", None, &a, &b);
     let gotbf = mma16("mma_bf16", None, &a, &b);
-    assert!(rel_error(&got16, &mma_ref(&a, &b, f16)) < 1e-6);
-    assert!(rel_error(&gotbf, &mma_ref(&a, &b, bf)) < 1e-6);
+    assert!(relative_error(&got16, &mma_ref(&a, &b, f16)) < 1e-6);
+    assert!(relative_error(&gotbf, &mma_ref(&a, &b, bf)) < 1e-6);
     // Against the other type's rounding they differ: the emulation really narrows.
-    assert!(rel_error(&gotbf, &mma_ref(&a, &b, f16)) > 1e-6);
+    assert!(relative_error(&gotbf, &mma_ref(&a, &b, f16)) > 1e-6);
 }
 
 #[test]
@@ -316,10 +285,10 @@ fn planted_lane_mapping_bugs_fail_against_the_reference() {
             .map(|(i, &v)| (f64::from(v) - c(i)) as f32)
             .collect()
     };
-    let reference = gemm_ref(16, 8, 16, &a, &b, f16);
-    assert!(rel_error(&product(mma16("mma_f16", None, &a, &b)), &reference) < 1e-3);
+    let reference = gemm_f64((16, 8, 16), &a, &b, f16);
+    assert!(relative_error(&product(mma16("mma_f16", None, &a, &b)), &reference) < 1e-3);
     for bug in ["SWAP_KHALF", "B_ROWMAJOR"] {
-        let err = rel_error(&product(mma16("mma_f16", Some(bug), &a, &b)), &reference);
+        let err = relative_error(&product(mma16("mma_f16", Some(bug), &a, &b)), &reference);
         assert!(err > 1e-1, "{bug} went unnoticed: relative error {err:e}");
     }
 }
@@ -365,9 +334,9 @@ fn mma_m16n8k8_tf32_follows_its_layout_and_rounds_operands() {
     )
     .unwrap();
     let product = &out[..128];
-    let exact = gemm_ref(16, 8, 8, &a, &b, tf32);
-    assert!(rel_error(product, &exact) < 1e-6);
-    let unrounded = rel_error(product, &gemm_ref(16, 8, 8, &a, &b, |x| x));
+    let exact = gemm_f64((16, 8, 8), &a, &b, tf32);
+    assert!(relative_error(product, &exact) < 1e-6);
+    let unrounded = relative_error(product, &gemm_f64((16, 8, 8), &a, &b, |x| x));
     assert!(unrounded > 1e-6 && unrounded < 2e-3, "{unrounded:e}");
     for l in 0..32 {
         assert_eq!(
@@ -519,11 +488,11 @@ fn pipelined(bug: Option<&str>, m: usize, n: usize, k: usize, data: &[Vec<f32>])
 fn a_cp_async_ldmatrix_mma_pipeline_is_right_and_planted_bugs_are_wrong() {
     let (m, n, k) = (32, 48, 128);
     let data = vec![values(m * k, 10, false), values(k * n, 11, false)];
-    let reference = gemm_ref(m, n, k, &data[0], &data[1], f16);
-    let err = rel_error(&pipelined(None, m, n, k, &data), &reference);
+    let reference = gemm_f64((m, n, k), &data[0], &data[1], f16);
+    let err = relative_error(&pipelined(None, m, n, k, &data), &reference);
     assert!(err < 1e-6, "the correct pipeline: {err:e}");
     for bug in ["WAIT_ONE_SHORT", "NO_TRANS", "SWAP_KHALF"] {
-        let err = rel_error(&pipelined(Some(bug), m, n, k, &data), &reference);
+        let err = relative_error(&pipelined(Some(bug), m, n, k, &data), &reference);
         assert!(err > 1e-2, "{bug} went unnoticed: relative error {err:e}");
     }
 }

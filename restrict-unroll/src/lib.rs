@@ -314,12 +314,7 @@ mod tests {
                 let Some(port) = kern.cpu() else { continue };
                 let mut out = vec![f32::NAN; m * n];
                 port(&shape, &[&a, &b], &mut out);
-                let (mut num, mut den) = (0.0f64, 0.0f64);
-                for (o, e) in out.iter().zip(&r) {
-                    num += (*o as f64 - e).powi(2);
-                    den += e * e;
-                }
-                let err = (num / den.max(1e-30)).sqrt();
+                let err = kernel::testing::relative_error(&out, &r);
                 assert!(err < 1e-5, "{} {m}x{n}x{k}: error {err}", kern.info().id);
             }
         }

@@ -6,50 +6,8 @@
 //! precision's bound, and with the f64 reference within it.
 
 use kernel::sim::SimDevice;
+use kernel::testing::{gemm_f64, inputs, relative_error};
 use kernel::{Executor, Kernel, Shape};
-
-/// Deterministic inputs in [-1, 1).
-fn inputs(shape: &Shape, seed: u64) -> Vec<Vec<f32>> {
-    let mut s = seed;
-    shape
-        .inputs()
-        .iter()
-        .map(|t| {
-            (0..t.len())
-                .map(|_| {
-                    s = s
-                        .wrapping_mul(6_364_136_223_846_793_005)
-                        .wrapping_add(1_442_695_040_888_963_407);
-                    ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-                })
-                .collect()
-        })
-        .collect()
-}
-
-fn reference(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f64> {
-    let mut c = vec![0.0f64; m * n];
-    for i in 0..m {
-        for kk in 0..k {
-            let aik = f64::from(a[i * k + kk]);
-            for j in 0..n {
-                c[i * n + j] += aik * f64::from(b[kk * n + j]);
-            }
-        }
-    }
-    c
-}
-
-/// Relative Frobenius error; NaN (an unwritten, poisoned output) counts as infinite.
-fn rel_error(out: &[f32], reference: impl Iterator<Item = f64>) -> f64 {
-    let (mut diff, mut norm) = (0.0f64, 0.0f64);
-    for (&o, r) in out.iter().zip(reference) {
-        diff += (f64::from(o) - r).powi(2);
-        norm += r * r;
-    }
-    let e = (diff / norm.max(f64::MIN_POSITIVE)).sqrt();
-    if e.is_nan() { f64::INFINITY } else { e }
-}
 
 /// M, N and K with tails: 136 = 128 + 8 rows, 264 = 2 x 128 + 8 columns, K = 200 is 7 tiles
 /// of 32 (rung 14 and 15's 4-stage rings wrap) or 4 of 64 (16 and 17's 3-stage ring wraps)
@@ -70,12 +28,12 @@ fn check(kernel: &dyn Kernel) {
         assert_eq!(out.len(), m * n);
         let mut cpu = vec![f32::NAN; m * n];
         port(&shape, &[&data[0], &data[1]], &mut cpu);
-        let vs_port = rel_error(&out, cpu.iter().map(|&v| f64::from(v)));
+        let vs_port = relative_error(&out, &cpu.iter().map(|&v| f64::from(v)).collect::<Vec<_>>());
         assert!(
             vs_port < 1e-5,
             "{id} on {shape}: {vs_port:e} from its CPU port"
         );
-        let vs_f64 = rel_error(&out, reference(m, n, k, &data[0], &data[1]).into_iter());
+        let vs_f64 = relative_error(&out, &gemm_f64((m, n, k), &data[0], &data[1], |v| v));
         assert!(vs_f64 < bound, "{id} on {shape}: {vs_f64:e} from f64");
     }
 }
@@ -136,7 +94,7 @@ fn planted_ring_and_swizzle_bugs_fail() {
     let (m, n, k) = (136, 264, 200);
     let shape = Shape::gemm(m, n, k);
     let data = inputs(&shape, 7);
-    let expected = reference(m, n, k, &data[0], &data[1]);
+    let expected = gemm_f64((m, n, k), &data[0], &data[1], |v| v);
     let bugs = [
         // One group short: tile kt is read before its copies land.
         Planted {
@@ -157,7 +115,7 @@ fn planted_ring_and_swizzle_bugs_fail() {
             r.run()?;
             r.output()
         }) {
-            Ok(out) => rel_error(&out, expected.iter().copied()),
+            Ok(out) => relative_error(&out, &expected),
             Err(e) => panic!(
                 "{id} with {:?} must run and compute wrong values: {e}",
                 bug.to

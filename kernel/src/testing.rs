@@ -1,0 +1,107 @@
+//! Small helpers the stage crates' tests share: deterministic inputs, an f64 GEMM and the
+//! relative error the harness judges rows by. Tests only; the harness has its own seeded inputs
+//! and full validation (`harness::validate`).
+
+use crate::conv::ConvDims;
+use crate::workload::Shape;
+
+/// Deterministic inputs in [-1, 1) for every input tensor of `shape` (a 64-bit LCG, so no
+/// value is zero by construction and runs repeat exactly).
+pub fn inputs(shape: &Shape, seed: u64) -> Vec<Vec<f32>> {
+    let mut s = seed;
+    shape
+        .inputs()
+        .iter()
+        .map(|t| {
+            (0..t.len())
+                .map(|_| {
+                    s = s
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1_442_695_040_888_963_407);
+                    ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Row-major `C[m,n] = round(A)[m,k] * round(B)[k,n]` in f64, where `round` models the operand
+/// rounding of a precision (TF32, FP16, BF16; the identity for FP32).
+pub fn gemm_f64(
+    (m, n, k): (usize, usize, usize),
+    a: &[f32],
+    b: &[f32],
+    round: impl Fn(f32) -> f32,
+) -> Vec<f64> {
+    let mut c = vec![0.0f64; m * n];
+    for i in 0..m {
+        for kk in 0..k {
+            let aik = f64::from(round(a[i * k + kk]));
+            for j in 0..n {
+                c[i * n + j] += aik * f64::from(round(b[kk * n + j]));
+            }
+        }
+    }
+    c
+}
+
+/// Direct NCHW convolution in f64 (stride 1, no padding): `x` is `b x c x h x w`, `f` is
+/// `m x c x k x k`, the result `b x m x ho x wo`.
+pub fn conv_f64(d: &ConvDims, x: &[f32], f: &[f32]) -> Vec<f64> {
+    let mut y = vec![0.0f64; d.b * d.out_image()];
+    for (i, yv) in y.iter_mut().enumerate() {
+        let (ow, oh) = (i % d.wo, (i / d.wo) % d.ho);
+        let (m, b) = ((i / d.plane()) % d.m, i / d.out_image());
+        for c in 0..d.c {
+            for p in 0..d.k {
+                for q in 0..d.k {
+                    *yv += f64::from(x[((b * d.c + c) * d.h + oh + p) * d.w + ow + q])
+                        * f64::from(f[((m * d.c + c) * d.k + p) * d.k + q]);
+                }
+            }
+        }
+    }
+    y
+}
+
+/// Relative Frobenius error `||out - ref|| / ||ref||`; NaN (a poisoned, unwritten output)
+/// counts as infinite, so it can never pass a bound.
+pub fn relative_error(out: &[f32], reference: &[f64]) -> f64 {
+    let (mut diff, mut norm) = (0.0f64, 0.0f64);
+    for (&o, r) in out.iter().zip(reference) {
+        diff += (f64::from(o) - r).powi(2);
+        norm += r * r;
+    }
+    let e = (diff / norm.max(f64::MIN_POSITIVE)).sqrt();
+    if e.is_nan() { f64::INFINITY } else { e }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_relative_and_nan_never_passes() {
+        assert_eq!(relative_error(&[1.0, 2.0], &[1.0, 2.0]), 0.0);
+        let e = relative_error(&[1.1, 2.0], &[1.0, 2.0]);
+        assert!((e - 0.1 / 5f64.sqrt()).abs() < 1e-6, "{e}");
+        assert_eq!(relative_error(&[f32::NAN, 2.0], &[1.0, 2.0]), f64::INFINITY);
+    }
+
+    #[test]
+    fn inputs_repeat_and_are_never_zero() {
+        let shape = Shape::Gemm { m: 3, n: 4, k: 5 };
+        let (x, y) = (inputs(&shape, 7), inputs(&shape, 7));
+        assert_eq!(x, y);
+        assert_eq!(x.len(), 2);
+        assert!(
+            x.iter()
+                .flatten()
+                .all(|v| (-1.0..1.0).contains(v) && *v != 0.0)
+        );
+        assert_eq!(
+            gemm_f64((1, 1, 2), &[1.0, 2.0], &[3.0, 4.0], |v| v),
+            vec![11.0]
+        );
+    }
+}
