@@ -252,6 +252,13 @@ fn every_tuning_configuration_compiles_without_spills() {
             match resources::of_plan(&plan, arch, None) {
                 Ok(list) => {
                     for r in list {
+                        println!(
+                            "{c} {arch}: {} registers, {} B shared, occupancy {:?} ({})",
+                            r.registers,
+                            r.smem_bytes,
+                            r.occupancy,
+                            r.occupancy_limiter.as_deref().unwrap_or("?")
+                        );
                         if r.spill_stores + r.spill_loads > 0 || r.occupancy.unwrap_or(0.0) == 0.0 {
                             problems.push(format!("{c} on {arch}: {r:?}"));
                         }
