@@ -550,6 +550,9 @@ fn compare_cmd(a: &Path, b: &Path, out: Option<PathBuf>) -> Result<bool> {
 }
 
 fn tune_cmd(common: &Common, sel: &Selection, out: &Path, limit: Option<usize>) -> Result<bool> {
+    if !common.kernels.is_empty() {
+        anyhow::bail!("tune sweeps rung 09 (gemm-tuned) alone: --kernels does not apply");
+    }
     let config = load_config(&common.config)?;
     let dev = open_device(common)?;
     if dev.kind() == DeviceKind::Cpu {
