@@ -271,3 +271,29 @@ fn every_tuning_configuration_compiles_without_spills() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     println!("{} configurations compiled for sm_80 and sm_90", grid.len());
 }
+
+/// The source asserts what `TileConfig::check` rejects: a configuration the grid excludes
+/// fails to compile with the constraint it breaks, so the two cannot drift apart silently.
+#[test]
+fn invalid_tuning_configurations_fail_the_sources_static_asserts() {
+    if nvrtc::version().is_err() {
+        panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
+    }
+    let base = restrict_unroll::TileConfig::default();
+    for (c, why) in [
+        (
+            restrict_unroll::TileConfig { wniter: 3, ..base },
+            "whole number of 32-lane sub-tiles",
+        ),
+        (
+            restrict_unroll::TileConfig { bk: 64, ..base },
+            "48 KB of static shared memory",
+        ),
+    ] {
+        assert!(c.check().is_err(), "{c}");
+        let e = nvrtc::compile(&c.source(), "sm_90")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(why), "{c}: {e}");
+    }
+}
