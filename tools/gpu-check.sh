@@ -8,10 +8,12 @@
 #   tools/gpu-check.sh [--out DIR] [--smoke] [--only STEP,STEP...]
 #
 # Steps: doctor, check (every kernel against the f64 reference), calibrate (the roofline's
-# ceilings), peers (PyTorch timings of the same shapes, merged into the tables), run (the
-# default benchmark: results/<gpu>/), sanitize (compute-sanitizer memcheck then racecheck on
-# the small shapes), ncu (Nsight Compute metrics of one launch per rung at each workload's
-# headline shape: DRAM and SM throughput, achieved occupancy, shared-memory bank conflicts).
+# ceilings), tune (rung 09's tile shapes swept, the fastest per size recorded in
+# results/<gpu>/tune-gemm.json for the run to use), peers (PyTorch timings of the same shapes,
+# merged into the tables), run (the default benchmark: results/<gpu>/), sanitize
+# (compute-sanitizer memcheck then racecheck on the small shapes), ncu (Nsight Compute metrics
+# of one launch per rung at each workload's headline shape: DRAM and SM throughput, achieved
+# occupancy, shared-memory bank conflicts).
 # --smoke: small shapes everywhere (CI). Everything lands in DIR/<device>/ (default results/).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -86,6 +88,13 @@ if [[ $smoke == 1 ]]; then
   step calibrate "${H[@]}" calibrate --quick --out "$out"
 else
   step calibrate "${H[@]}" calibrate --out "$out"
+fi
+
+# Tuning before the run, so rung 09 runs with the configuration chosen on this GPU.
+if [[ $kind != cuda ]]; then
+  skip tune "no GPU: rung 09's tile shapes are tuned by timing them on a GPU"
+else
+  step tune "${H[@]}" tune --out "$out" "${small[@]}"
 fi
 
 # PyTorch peers before the run, so the run's tables include them.

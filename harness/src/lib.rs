@@ -17,5 +17,6 @@ pub mod run;
 pub mod sass;
 pub mod select;
 pub mod timing;
+pub mod tune;
 pub mod user_kernel;
 pub mod validate;

@@ -6,7 +6,9 @@ use harness::calibrate::{self, Calibration};
 use harness::config::Config;
 use harness::results::{RunResults, Status};
 use harness::run::{Ablation, Event};
-use harness::{compare, output, peers, registry, report, resources, sass, select, user_kernel};
+use harness::{
+    compare, output, peers, registry, report, resources, sass, select, tune, user_kernel,
+};
 use indicatif::{ProgressBar, ProgressStyle};
 use kernel::cuda::discovery::discovery;
 use kernel::cuda::{CudaDevice, nvrtc};
@@ -126,6 +128,21 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Sweep rung 09's grid of tile shapes on this device: validate and time each, record the
+    /// fastest per size in results/<device>/tune-gemm.json, which rung 09 then uses there. In
+    /// the simulator every shape is validated, none chosen; on the CPU there is nothing to tune.
+    Tune {
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        selection: Selection,
+        /// Results folder (a subfolder per device is created).
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
+        /// Only the first N configurations of the grid (the first is rung 08's shape).
+        #[arg(long)]
+        limit: Option<usize>,
+    },
     /// Check every kernel against the reference on several shapes, tails included.
     Check {
         #[command(flatten)]
@@ -188,6 +205,12 @@ fn main() -> ExitCode {
         Command::Calibrate { device, out, quick } => calibrate_cmd(device, &out, quick),
         Command::Report { results, out } => report_cmd(&results, out),
         Command::Compare { a, b, out } => compare_cmd(&a, &b, out),
+        Command::Tune {
+            common,
+            selection,
+            out,
+            limit,
+        } => tune_cmd(&common, &selection, &out, limit),
         Command::Check { common, selection } => check(&common, &selection),
         Command::Doctor { print: None } => doctor(),
         Command::Doctor { print: Some(what) } => doctor_print(&what),
@@ -286,7 +309,8 @@ fn run(common: &Common, selection: &Selection, out: &Path, user: &[String]) -> R
         true => open_device(common)?,
         false => user_kernel::run::open(common.device.as_deref())?,
     };
-    let all = registry::all();
+    let mut all = registry::all();
+    tune::apply(&mut all, &out.join(&dev.info().slug));
     if !users.is_empty() && dev.kind() != DeviceKind::Cuda {
         let lab = match common.kernels.is_empty() {
             true => Vec::new(),
@@ -523,6 +547,50 @@ fn compare_cmd(a: &Path, b: &Path, out: Option<PathBuf>) -> Result<bool> {
         println!("wrote {}", f.display());
     }
     Ok(true)
+}
+
+fn tune_cmd(common: &Common, sel: &Selection, out: &Path, limit: Option<usize>) -> Result<bool> {
+    if !common.kernels.is_empty() {
+        anyhow::bail!("tune sweeps rung 09 (gemm-tuned) alone: --kernels does not apply");
+    }
+    let config = load_config(&common.config)?;
+    let dev = open_device(common)?;
+    if dev.kind() == DeviceKind::Cpu {
+        println!("{}", tune::CPU_NOTE);
+        return Ok(true);
+    }
+    output::ensure_writable(out)?;
+    let workloads = select::workloads(&sel.workload, &[Workload::Gemm])?;
+    if workloads != [Workload::Gemm] {
+        anyhow::bail!("only the gemm workload has a rung to tune (rung 09)");
+    }
+    let (shapes, _) = select::shapes(
+        &config,
+        sel.use_(dev.kind().name()),
+        &workloads,
+        &sel.sizes,
+        false,
+    )?;
+    let rung = restrict_unroll::GemmTuned::default();
+    let shapes: Vec<Shape> = shapes
+        .into_iter()
+        .flat_map(|(_, l)| l)
+        .filter(|s| rung.supports(s).is_ok())
+        .collect();
+    if shapes.is_empty() {
+        anyhow::bail!("no shape rung 09 supports (it needs N % 4 == 0 and K % 4 == 0)");
+    }
+    let t = tune::sweep(dev.as_ref(), &config, shapes, limit, |s, c, r| {
+        let time = r
+            .median_ms
+            .map_or(String::new(), |ms| format!(" {ms:.3} ms"));
+        eprintln!("{} {c}: {:?}{time}", s.label(), r.status);
+    })?;
+    print!("{}", t.summary());
+    println!("wrote {}", t.save(out)?.display());
+    Ok(t.sizes
+        .iter()
+        .all(|s| s.configs.iter().all(|c| c.status == Status::Passed)))
 }
 
 fn check(common: &Common, selection: &Selection) -> Result<bool> {

@@ -231,3 +231,63 @@ fn doctor_explains_what_it_found() {
     assert!(o.status.success(), "{t}");
     assert!(t.contains("NVRTC") && t.contains("GPU:"), "{t}");
 }
+
+/// `tune` in the simulator validates a few configurations of rung 09's grid on a tiny awkward
+/// shape and writes the tune file without choosing one; with a configuration chosen in that
+/// file, `run` names and uses it for rung 09. On the CPU there is nothing to tune.
+#[test]
+fn tune_in_the_simulator_writes_the_file_and_run_uses_its_choice() {
+    let out = temp_dir("tune");
+    let o = harness(&[
+        "tune",
+        "--device",
+        "sim",
+        "--sizes",
+        "36x20x44",
+        "--limit",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(t.contains("validated only, no speed claimed (3/3"), "{t}");
+    let path = out.join("sim").join("tune-gemm.json");
+    let mut file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let size = &mut file["sizes"][0];
+    assert_eq!(size["configs"].as_array().unwrap().len(), 3);
+    assert!(size["chosen"].is_null(), "{size}");
+
+    // Choose the third configuration (64x128x8, 128 threads) as if a GPU had timed it.
+    size["chosen"] = size["configs"][2]["config"].clone();
+    std::fs::write(&path, serde_json::to_string(&file).unwrap()).unwrap();
+    let o = harness(&[
+        "run",
+        "--device",
+        "sim",
+        "--kernels",
+        "gemm-tuned",
+        "--workload",
+        "gemm",
+        "--sizes",
+        "36x20x44",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let results = std::fs::read_to_string(out.join("sim").join("gemm.json")).unwrap();
+    assert!(
+        results.contains("64x128x8 warp 32x64/2 (128 threads)"),
+        "{results}"
+    );
+
+    let o = harness(&["tune", "--device", "cpu"]);
+    let t = text(&o);
+    assert!(
+        o.status.success() && t.contains("nothing to tune on the CPU"),
+        "{t}"
+    );
+    std::fs::remove_dir_all(&out).unwrap();
+}

@@ -235,3 +235,65 @@ fn inspect_compiles_any_cuda_file_with_its_folder_on_the_include_path() {
     assert!(t.contains("broken.cu") && t.contains("nope"), "{t}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Every configuration of rung 09's tuning grid compiles for sm_80 and sm_90 without spills
+/// and can launch: `harness tune` never times a configuration the grid should have excluded.
+#[test]
+fn every_tuning_configuration_compiles_without_spills() {
+    if nvrtc::version().is_err() {
+        panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
+    }
+    let mut problems = Vec::new();
+    let grid = restrict_unroll::TileConfig::grid();
+    for c in &grid {
+        let k = restrict_unroll::GemmTuned::fixed(*c);
+        let plan = kernel::Kernel::cuda(&k, &Shape::square_gemm(4096)).unwrap();
+        for arch in ["sm_80", "sm_90"] {
+            match resources::of_plan(&plan, arch, None) {
+                Ok(list) => {
+                    for r in list {
+                        println!(
+                            "{c} {arch}: {} registers, {} B shared, occupancy {:?} ({})",
+                            r.registers,
+                            r.smem_bytes,
+                            r.occupancy,
+                            r.occupancy_limiter.as_deref().unwrap_or("?")
+                        );
+                        if r.spill_stores + r.spill_loads > 0 || r.occupancy.unwrap_or(0.0) == 0.0 {
+                            problems.push(format!("{c} on {arch}: {r:?}"));
+                        }
+                    }
+                }
+                Err(e) => problems.push(format!("{c} on {arch}: {e}")),
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    println!("{} configurations compiled for sm_80 and sm_90", grid.len());
+}
+
+/// The source asserts what `TileConfig::check` rejects: a configuration the grid excludes
+/// fails to compile with the constraint it breaks, so the two cannot drift apart silently.
+#[test]
+fn invalid_tuning_configurations_fail_the_sources_static_asserts() {
+    if nvrtc::version().is_err() {
+        panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
+    }
+    let base = restrict_unroll::TileConfig::default();
+    for (c, why) in [
+        (
+            restrict_unroll::TileConfig { wniter: 3, ..base },
+            "whole number of 32-lane sub-tiles",
+        ),
+        (
+            restrict_unroll::TileConfig { bk: 64, ..base },
+            "48 KB of static shared memory",
+        ),
+    ] {
+        assert!(c.check().is_err(), "{c}");
+        let e = nvrtc::compile(&c.source(), "sm_90")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(why), "{c}: {e}");
+    }
+}

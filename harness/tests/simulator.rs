@@ -131,3 +131,53 @@ fn an_out_of_bounds_kernel_fails_its_row_and_the_run_goes_on() {
     assert_eq!(failures.len(), 1, "{failures:?}");
     assert!(failures[0].contains("gemm-past-the-end"), "{failures:?}");
 }
+
+/// A few configurations of rung 09's tuning grid, covering 128 and 256 threads, BK 8 and 16,
+/// one and two sub-tiles across and several float4 loads per thread, match the reference in
+/// the simulator on shapes that are not multiples of any tile.
+#[test]
+fn tuning_configurations_match_the_reference_in_the_simulator() {
+    use restrict_unroll::{GemmTuned, TileConfig};
+    let dev = SimDevice::new().expect("the simulator needs a host C++ compiler (g++)");
+    let config = Config::defaults();
+    let grid = TileConfig::grid();
+    let pick = |bm, bn, bk, wm, wn, wniter| {
+        let c = TileConfig {
+            bm,
+            bn,
+            bk,
+            wm,
+            wn,
+            wniter,
+        };
+        assert!(grid.contains(&c), "{c} is not in the grid");
+        c
+    };
+    let configs = [
+        TileConfig::default(),
+        pick(64, 128, 16, 32, 64, 1),
+        pick(256, 64, 16, 64, 32, 2),
+        pick(128, 128, 8, 64, 64, 2),
+    ];
+    let mut problems = Vec::new();
+    for shape in [
+        kernel::Shape::gemm(130, 260, 72),
+        kernel::Shape::gemm(67, 36, 20),
+    ] {
+        let x = inputs::random_inputs(&shape, config.seed);
+        let reference = reference_for(&dev, &[], &shape, &x, &config);
+        for c in configs {
+            let k = GemmTuned::fixed(c);
+            let (row, _) = evaluate(&dev, &k, &shape, &x, &reference);
+            if row.status != Status::Passed {
+                problems.push(format!(
+                    "{c} {}: {:?} {:?}",
+                    shape.label(),
+                    row.status,
+                    row.reason
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}

@@ -1,10 +1,14 @@
-//! Rungs 03..08 of the GEMM ladder: `__restrict__` and unrolling, 1D and 2D register blocking,
-//! float4 access with a transposed A tile, warp tiling, and double buffering, each one idea
+//! Rungs 03..09 of the GEMM ladder: `__restrict__` and unrolling, 1D and 2D register blocking,
+//! float4 access with a transposed A tile, warp tiling, double buffering, and a tile shape
+//! tuned per GPU ([`tuned`]), each one idea
 //! over the rung before. The walkthrough is in this crate's README; the CPU ports are in [`cpu`].
 //! Rung 04 of the convolution ladder is in [`conv`].
 
 pub mod conv;
 pub mod cpu;
+pub mod tuned;
+
+pub use tuned::{GemmTuned, TileConfig};
 
 use kernel::{
     AcceptedSpill, CpuPort, CudaPlan, CudaSource, Kernel, KernelInfo, Launch, Precision, Role,
@@ -20,6 +24,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
         Box::new(GemmVectorized),
         Box::new(GemmWarptile),
         Box::new(GemmDoubleBuffer),
+        Box::new(GemmTuned::default()),
     ];
     all.extend(conv::kernels());
     all
