@@ -715,7 +715,8 @@ impl CudaRun {
     }
 
     fn sync(&self) -> Result<(), DeviceError> {
-        let names: Vec<String> = self.plan.launches().map(|l| l.entry.to_string()).collect();
+        let mut names: Vec<String> = self.plan.launches().map(|l| l.entry.to_string()).collect();
+        names.dedup(); // a pipeline launches one kernel per chunk
         self.state
             .stream
             .synchronize()
