@@ -932,6 +932,15 @@ impl Executor for CudaDevice {
             });
         }
         let specs = shape.inputs();
+        if let Some(p) = &plan.pipeline {
+            let len_of = |b: Buf| match b {
+                Buf::Input(i) => specs.get(i).map_or(0, |s| s.len()),
+                Buf::Output => shape.output().len(),
+                Buf::Scratch(i) => plan.scratch.get(i).map_or(0, |s| s.len),
+            };
+            p.check(&plan, len_of)
+                .map_err(|why| Unsupported(format!("pipeline: {why}")))?;
+        }
         let uploaded = plan
             .pipeline
             .as_ref()
@@ -954,13 +963,6 @@ impl Executor for CudaDevice {
             None => None,
             Some(p) => {
                 let out_len = shape.output().len();
-                let len_of = |b: Buf| match b {
-                    Buf::Input(i) => specs.get(i).map_or(0, |s| s.len()),
-                    Buf::Output => out_len,
-                    Buf::Scratch(i) => plan.scratch.get(i).map_or(0, |s| s.len),
-                };
-                p.check(&plan, len_of)
-                    .map_err(|why| Unsupported(format!("pipeline: {why}")))?;
                 let event = || {
                     state
                         .ctx
