@@ -57,8 +57,9 @@ fn status(dev: &SimDevice, k: &dyn Kernel, label: &str) -> (Status, Option<Strin
 #[test]
 fn the_pipeline_row_matches_on_a_partial_last_chunk_and_on_batch_1() {
     let dev = SimDevice::new().expect("the simulator needs a host C++ compiler (g++)");
-    // Batch 11: chunks of 2 images, the last holds 1, six chunks over four streams. The second
-    // layer shape keeps its filter in shared memory (too large for __constant__).
+    // Batch 11: chunks of 2 images, the last holds 1, six chunks over four streams; batch 13
+    // likewise. `3x64x17x6x7x5` keeps its filter in shared memory (too large for
+    // __constant__), so its plan has no once-only step before the chunks.
     for label in [
         "11x2x5x9x8x3",
         "1x1x4x7x7x7",
