@@ -10,6 +10,7 @@ pub mod contract;
 pub mod conv;
 pub mod cuda;
 pub mod device;
+pub mod pipeline;
 pub mod plan;
 pub mod sim;
 pub mod testing;
@@ -22,6 +23,7 @@ pub use contract::{
 };
 pub use conv::{ConvDims, conv_args, conv_chunk, conv_dims};
 pub use device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
+pub use pipeline::{Chunk, Pipeline, Span};
 pub use plan::{
     Arg, At, Buf, ConstantCopy, CudaPlan, CudaSource, Dtype, Fill, GemmCall, GemmCompute, Launch,
     LibraryCall, Scratch, Step, Text, gemm_args, gemm_dims,

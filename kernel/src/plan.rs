@@ -376,6 +376,10 @@ pub struct CudaPlan {
     pub scratch: Vec<Scratch>,
     /// Launched in order on one stream; the whole sequence is what gets timed.
     pub steps: Vec<Step>,
+    /// A batch pipeline over the steps: inputs copied in and the output copied out chunk by
+    /// chunk on several streams, inside the timed span. `None`: inputs are on the device
+    /// before timing starts and the steps run on one stream.
+    pub pipeline: Option<crate::pipeline::Pipeline>,
 }
 
 impl CudaPlan {

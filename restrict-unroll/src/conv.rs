@@ -4,14 +4,18 @@
 //! filter size).
 
 use kernel::{
-    Buf, ConstantCopy, ConvDims, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role,
-    Shape, Stage, Step, Unsupported, Workload, conv_args, conv_dims, cuda_source, div_ceil,
+    Arg, Buf, ConstantCopy, ConvDims, CpuPort, CudaPlan, CudaSource, Kernel, KernelInfo, Launch,
+    Precision, Role, Shape, Stage, Step, Unsupported, Workload, conv_args, conv_dims, cuda_source,
+    div_ceil,
 };
 use rayon::prelude::*;
 
 /// The convolution rungs of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
-    vec![Box::new(ConvRestrictUnroll)]
+    vec![
+        Box::new(ConvRestrictUnroll),
+        Box::new(crate::streams::ConvStreams),
+    ]
 }
 
 /// Threads (pixels) per block of `conv/04_restrict_unroll.cu`, and its largest BM.
@@ -54,38 +58,8 @@ impl Kernel for ConvRestrictUnroll {
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
         let d = conv_dims(shape);
-        let filter = d.m * d.ckk();
-        let in_constant = filter * 4 <= CONSTANT_BYTES;
-        let source = cuda_source!("restrict-unroll", "conv/04_restrict_unroll.cu")
-            .define("KS", d.k)
-            .define("CIN", d.c)
-            .define("MOUT", d.m)
-            .define("FILTER_IN_CONSTANT", u8::from(in_constant));
-        let launch = Launch {
-            source: source.clone(),
-            entry: "conv_restrict_unroll".into(),
-            grid: [
-                div_ceil(d.b * d.plane(), NT),
-                div_ceil(d.m, d.m.min(MAX_BM)),
-                1,
-            ],
-            block: [NT as u32, 1, 1],
-            dynamic_smem: 0,
-            args: conv_args(&d),
-        };
-        let mut plan = CudaPlan::single(2, launch);
-        if in_constant {
-            // The weights go to the module's __constant__ array first, inside the timed plan.
-            plan.steps.insert(
-                0,
-                Step::Constant(ConstantCopy {
-                    source,
-                    symbol: "filter_c".into(),
-                    from: Buf::Input(1).at(0),
-                    len: filter,
-                }),
-            );
-        }
+        let mut plan = CudaPlan::single(2, launch(&d, d.b, conv_args(&d)));
+        plan.steps.splice(0..0, constant_copy(&d));
         Some(plan)
     }
 
@@ -94,12 +68,55 @@ impl Kernel for ConvRestrictUnroll {
     }
 }
 
+/// The compiled module of `conv/04_restrict_unroll.cu` for the layer of `d`.
+fn source(d: &ConvDims) -> CudaSource {
+    cuda_source!("restrict-unroll", "conv/04_restrict_unroll.cu")
+        .define("KS", d.k)
+        .define("CIN", d.c)
+        .define("MOUT", d.m)
+        .define("FILTER_IN_CONSTANT", u8::from(filter_in_constant(d)))
+}
+
+fn filter_in_constant(d: &ConvDims) -> bool {
+    d.m * d.ckk() * 4 <= CONSTANT_BYTES
+}
+
+/// One launch of rung 04's kernel over `images` images, with `args` (rung 04's own, or a
+/// chunk's pointers and image count).
+pub(crate) fn launch(d: &ConvDims, images: usize, args: Vec<Arg>) -> Launch {
+    Launch {
+        source: source(d),
+        entry: "conv_restrict_unroll".into(),
+        grid: [
+            div_ceil(images * d.plane(), NT),
+            div_ceil(d.m, d.m.min(MAX_BM)),
+            1,
+        ],
+        block: [NT as u32, 1, 1],
+        dynamic_smem: 0,
+        args,
+    }
+}
+
+/// The copy of the weights into the module's `__constant__` array, when they fit: the first
+/// step of the plan, inside the timed span.
+pub(crate) fn constant_copy(d: &ConvDims) -> Option<Step> {
+    filter_in_constant(d).then(|| {
+        Step::Constant(ConstantCopy {
+            source: source(d),
+            symbol: "filter_c".into(),
+            from: Buf::Input(1).at(0),
+            len: d.m * d.ckk(),
+        })
+    })
+}
+
 /// CPU port: the same specialization. The filter size is a const generic for the sizes the
 /// lab meets (1, 3, 5, 7), so the taps of a filter row are a fixed-size array the compiler
 /// keeps in registers and the q loop is unrolled; each output element of a row then sums its
 /// K taps in a register and is read and written once per filter row (c, p) instead of once
 /// per tap as in rung 03's port. Other sizes take the same loop with a runtime K.
-fn cpu_restrict_unroll(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
+pub(crate) fn cpu_restrict_unroll(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
     conv_unrolled(&conv_dims(shape), inputs[0], inputs[1], out);
 }
 

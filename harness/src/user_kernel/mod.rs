@@ -800,6 +800,7 @@ impl Kernel for UserKernel {
                 dynamic_smem,
                 args: self.list.args(shape).unwrap_or_default(),
             })],
+            pipeline: None,
         })
     }
 }

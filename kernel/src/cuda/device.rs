@@ -12,8 +12,9 @@ use super::discovery::{Found, discovery};
 use super::nvrtc;
 use crate::contract::{Kernel, Unsupported};
 use crate::device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared, slugify};
+use crate::pipeline::Pipeline;
 use crate::plan::{
-    Arg, At, Buf, ConstantCopy, CudaPlan, CudaSource, Fill, GemmCall, GemmCompute, Step,
+    Arg, At, Buf, ConstantCopy, CudaPlan, CudaSource, Fill, GemmCall, GemmCompute, Launch, Step,
 };
 use crate::plan::{Dtype, LibraryCall};
 use crate::tma::{TensorMap, TmaSwizzle};
@@ -22,7 +23,7 @@ use cudarc::cublas::CudaBlas;
 use cudarc::driver::sys::{CUdevice_attribute, CUevent_flags, CUfunction_attribute, CUresult};
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaModule, CudaSlice, CudaStream, DevicePtr,
-    DriverError, LaunchConfig, PushKernelArg,
+    DriverError, LaunchConfig, PinnedHostSlice, PushKernelArg,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, RwLock};
@@ -341,6 +342,50 @@ struct CudaRun {
     events: Vec<(CudaEvent, CudaEvent)>,
     /// The plan's TMA tensor maps, encoded once the buffers exist (outside the timed span).
     maps: HashMap<TensorMap, [u64; 16]>,
+    /// The streams and pinned host buffers of a batch pipeline.
+    pipe: Option<PipeRun>,
+}
+
+/// A page-locked host buffer, its address taken once: the copies of a pipeline read and
+/// write it asynchronously, so it must not move, and only a synchronized stream reads it.
+struct Pinned {
+    _slice: PinnedHostSlice<u8>,
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl Pinned {
+    fn new(ctx: &Arc<CudaContext>, bytes: &[u8], what: &str) -> Result<Self, DeviceError> {
+        // Flags 0: cached, not write-combined, since the host reads the output back.
+        // SAFETY: the memory is written in full right below before anything reads it.
+        let mut slice = unsafe { ctx.alloc_pinned_with_flags::<u8>(bytes.len().max(1), 0) }
+            .map_err(driver_err(format!(
+                "allocating pinned host memory for {what}"
+            )))?;
+        let ptr = slice
+            .as_mut_ptr()
+            .map_err(driver_err(format!("mapping pinned host memory for {what}")))?;
+        // SAFETY: `ptr` holds at least `bytes.len()` bytes and nothing else uses it yet.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), ptr, bytes.len()) };
+        Ok(Self {
+            _slice: slice,
+            ptr,
+            len: bytes.len(),
+        })
+    }
+}
+
+struct PipeRun {
+    pipeline: Pipeline,
+    streams: Vec<Arc<CudaStream>>,
+    /// Recorded on the main stream after the once-only steps; every pipeline stream waits on it.
+    fork: CudaEvent,
+    /// Recorded on each pipeline stream after its last chunk; the main stream waits on them
+    /// before the timing event that ends the run.
+    joins: Vec<CudaEvent>,
+    /// Host copies of the uploaded inputs (in device element type), by input index.
+    inputs: Vec<Option<Pinned>>,
+    output: Pinned,
 }
 
 impl CudaRun {
@@ -419,6 +464,12 @@ impl CudaRun {
                 (None, None) => unreachable!("a pattern is made for every multi-byte fill"),
             }
         }
+        if let Some(p) = &self.pipe {
+            // Only the chunks' copies bring the data: a range none copies stays NaN.
+            for i in p.pipeline.uploaded() {
+                self.memset(&self.inputs[i], 0xFF, "poisoning an uploaded input")?;
+            }
+        }
         Ok(())
     }
 
@@ -432,36 +483,10 @@ impl CudaRun {
         for (i, (step, func)) in self.plan.steps.iter().zip(&self.functions).enumerate() {
             match step {
                 Step::Kernel(launch) => {
-                    let func = func.as_ref().expect("prepared with the plan");
-                    let values: Vec<ArgValue> = launch
-                        .args
-                        .iter()
-                        .map(|a| match *a {
-                            Arg::Ptr(b) => ArgValue::Ptr(self.ptr(b.into())),
-                            Arg::PtrAt(at) => ArgValue::Ptr(self.ptr(at)),
-                            Arg::I32(v) => ArgValue::I32(v),
-                            Arg::F32(v) => ArgValue::F32(v),
-                            Arg::TensorMap(m) => ArgValue::TensorMap(self.maps[&m]),
-                        })
-                        .collect();
-                    let mut builder = self.state.stream.launch_builder(func);
-                    for v in &values {
-                        match v {
-                            ArgValue::Ptr(p) => builder.arg(p),
-                            ArgValue::I32(i) => builder.arg(i),
-                            ArgValue::F32(f) => builder.arg(f),
-                            ArgValue::TensorMap(m) => builder.arg(m),
-                        };
+                    if self.pipe.as_ref().is_some_and(|p| p.pipeline.in_chunk(i)) {
+                        continue; // enqueued by `enqueue_chunks` on the chunk's stream
                     }
-                    let cfg = LaunchConfig {
-                        grid_dim: (launch.grid[0], launch.grid[1], launch.grid[2]),
-                        block_dim: (launch.block[0], launch.block[1], launch.block[2]),
-                        shared_mem_bytes: launch.dynamic_smem,
-                    };
-                    // SAFETY: the argument list follows the kernel's parameter list, as its
-                    // stage crate declares it; buffers are live for the whole run.
-                    unsafe { builder.launch(cfg) }
-                        .map_err(driver_err(format!("launching {}", launch.entry)))?;
+                    self.launch(launch, func, &self.state.stream)?;
                 }
                 Step::Library(LibraryCall::Gemm(g)) => self.gemm(g)?,
                 Step::Constant(c) => {
@@ -483,6 +508,115 @@ impl CudaRun {
                     )))?;
                 }
             }
+        }
+        if let Some(p) = &self.pipe {
+            self.enqueue_chunks(p)?;
+        }
+        Ok(())
+    }
+
+    /// Launches `launch` on `stream`.
+    fn launch(
+        &self,
+        launch: &Launch,
+        func: &Option<CudaFunction>,
+        stream: &CudaStream,
+    ) -> Result<(), DeviceError> {
+        let func = func.as_ref().expect("prepared with the plan");
+        let values: Vec<ArgValue> = launch
+            .args
+            .iter()
+            .map(|a| match *a {
+                Arg::Ptr(b) => ArgValue::Ptr(self.ptr(b.into())),
+                Arg::PtrAt(at) => ArgValue::Ptr(self.ptr(at)),
+                Arg::I32(v) => ArgValue::I32(v),
+                Arg::F32(v) => ArgValue::F32(v),
+                Arg::TensorMap(m) => ArgValue::TensorMap(self.maps[&m]),
+            })
+            .collect();
+        let mut builder = stream.launch_builder(func);
+        for v in &values {
+            match v {
+                ArgValue::Ptr(p) => builder.arg(p),
+                ArgValue::I32(i) => builder.arg(i),
+                ArgValue::F32(f) => builder.arg(f),
+                ArgValue::TensorMap(m) => builder.arg(m),
+            };
+        }
+        let cfg = LaunchConfig {
+            grid_dim: (launch.grid[0], launch.grid[1], launch.grid[2]),
+            block_dim: (launch.block[0], launch.block[1], launch.block[2]),
+            shared_mem_bytes: launch.dynamic_smem,
+        };
+        // SAFETY: the argument list follows the kernel's parameter list, as its stage crate
+        // declares it; buffers are live for the whole run.
+        unsafe { builder.launch(cfg) }
+            .map_err(driver_err(format!("launching {}", launch.entry)))?;
+        Ok(())
+    }
+
+    /// Enqueues a pipeline's chunks: each on its stream, its input ranges copied in from
+    /// pinned host memory, its launches, its output ranges copied back. The pipeline streams
+    /// start after the once-only steps of the main stream (fork) and the main stream goes on,
+    /// to the event that ends the timed span, only once every chunk is back (join). Chunks
+    /// touch disjoint ranges of the buffers, so streams need no other ordering.
+    fn enqueue_chunks(&self, p: &PipeRun) -> Result<(), DeviceError> {
+        let main = &self.state.stream;
+        let err = || driver_err("ordering the pipeline's streams");
+        p.fork.record(main).map_err(err())?;
+        for s in &p.streams {
+            s.wait(&p.fork).map_err(err())?;
+        }
+        for (j, c) in p.pipeline.chunks.iter().enumerate() {
+            let stream = &p.streams[p.pipeline.stream_of(j)];
+            for s in &c.upload {
+                let Buf::Input(i) = s.at.buf else {
+                    unreachable!("checked at prepare: uploads go into inputs")
+                };
+                let host = p.inputs[i]
+                    .as_ref()
+                    .expect("a pinned copy of every uploaded input");
+                let width = self.plan.inputs[i].bytes();
+                let (from, bytes) = (s.at.offset * width, s.len * width);
+                assert!(from + bytes <= host.len, "checked at prepare");
+                // SAFETY: the range lies inside the pinned buffer (asserted) and the device
+                // buffer (checked at prepare); both stay alive and unmoved for the whole run.
+                unsafe {
+                    let src = std::slice::from_raw_parts(host.ptr.add(from), bytes);
+                    cudarc::driver::result::memcpy_htod_async(
+                        self.ptr(s.at),
+                        src,
+                        stream.cu_stream(),
+                    )
+                }
+                .map_err(driver_err(format!("copying chunk {j} in")))?;
+            }
+            for k in c.steps.clone() {
+                let Step::Kernel(l) = &self.plan.steps[k] else {
+                    unreachable!("checked at prepare: chunks hold launches only")
+                };
+                self.launch(l, &self.functions[k], stream)?;
+            }
+            for s in &c.download {
+                let width = self.output.dtype.bytes();
+                let (from, bytes) = (s.at.offset * width, s.len * width);
+                assert!(from + bytes <= p.output.len, "checked at prepare");
+                // SAFETY: as for the upload; the host reads this buffer only after the main
+                // stream, which waits for every chunk, is synchronized.
+                unsafe {
+                    let dst = std::slice::from_raw_parts_mut(p.output.ptr.add(from), bytes);
+                    cudarc::driver::result::memcpy_dtoh_async(
+                        dst,
+                        self.ptr(s.at),
+                        stream.cu_stream(),
+                    )
+                }
+                .map_err(driver_err(format!("copying chunk {j} out")))?;
+            }
+        }
+        for (s, e) in p.streams.iter().zip(&p.joins) {
+            e.record(s).map_err(err())?;
+            main.wait(e).map_err(err())?;
         }
         Ok(())
     }
@@ -581,7 +715,8 @@ impl CudaRun {
     }
 
     fn sync(&self) -> Result<(), DeviceError> {
-        let names: Vec<String> = self.plan.launches().map(|l| l.entry.to_string()).collect();
+        let mut names: Vec<String> = self.plan.launches().map(|l| l.entry.to_string()).collect();
+        names.dedup(); // a pipeline launches one kernel per chunk
         self.state
             .stream
             .synchronize()
@@ -644,12 +779,23 @@ fn encode_tensor_map(map: &TensorMap, dtype: Dtype, ptr: u64) -> Result<[u64; 16
 
 impl Prepared for CudaRun {
     fn run(&mut self) -> Result<(), DeviceError> {
+        if let Some(p) = &self.pipe {
+            // SAFETY: no copy is in flight (every run ends synchronized); the buffer holds
+            // `len` bytes.
+            unsafe { std::ptr::write_bytes(p.output.ptr, 0xFF, p.output.len) };
+        }
         self.fill_buffers()?;
         self.enqueue()?;
         self.sync()
     }
 
     fn output(&mut self) -> Result<Vec<f32>, DeviceError> {
+        if let Some(p) = &self.pipe {
+            self.sync()?;
+            // SAFETY: the run is synchronized, so every download into the buffer is done.
+            let bytes = unsafe { std::slice::from_raw_parts(p.output.ptr, p.output.len) };
+            return Ok(self.output.dtype.decode(bytes));
+        }
         let bytes = self
             .state
             .stream
@@ -786,10 +932,65 @@ impl Executor for CudaDevice {
             });
         }
         let specs = shape.inputs();
-        let mut dev_inputs = Vec::new();
-        for ((data, dtype), spec) in inputs.iter().zip(&plan.inputs).zip(&specs) {
-            dev_inputs.push(state.upload(data, *dtype, spec.name)?);
+        if let Some(p) = &plan.pipeline {
+            let len_of = |b: Buf| match b {
+                Buf::Input(i) => specs.get(i).map_or(0, |s| s.len()),
+                Buf::Output => shape.output().len(),
+                Buf::Scratch(i) => plan.scratch.get(i).map_or(0, |s| s.len),
+            };
+            p.check(&plan, len_of)
+                .map_err(|why| Unsupported(format!("pipeline: {why}")))?;
         }
+        let uploaded = plan
+            .pipeline
+            .as_ref()
+            .map(|p| p.uploaded())
+            .unwrap_or_default();
+        let mut dev_inputs = Vec::new();
+        let mut pinned_inputs = Vec::new();
+        for (i, ((data, dtype), spec)) in inputs.iter().zip(&plan.inputs).zip(&specs).enumerate() {
+            if uploaded.contains(&i) {
+                // A pipeline's input starts in pinned host memory; the chunks copy it over.
+                let bytes = dtype.encode(data);
+                dev_inputs.push(state.alloc(bytes.len(), spec.name)?);
+                pinned_inputs.push(Some(Pinned::new(&state.ctx, &bytes, spec.name)?));
+            } else {
+                dev_inputs.push(state.upload(data, *dtype, spec.name)?);
+                pinned_inputs.push(None);
+            }
+        }
+        let pipe = match &plan.pipeline {
+            None => None,
+            Some(p) => {
+                let out_len = shape.output().len();
+                let event = || {
+                    state
+                        .ctx
+                        .new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                        .map_err(driver_err("creating a pipeline event"))
+                };
+                let mut streams = Vec::new();
+                let mut joins = Vec::new();
+                for _ in 0..p.streams {
+                    streams.push(
+                        state
+                            .ctx
+                            .new_stream()
+                            .map_err(driver_err("creating a pipeline stream"))?,
+                    );
+                    joins.push(event()?);
+                }
+                let output = Fill::Nan.bytes(plan.output, out_len);
+                Some(PipeRun {
+                    pipeline: p.clone(),
+                    streams,
+                    fork: event()?,
+                    joins,
+                    inputs: pinned_inputs,
+                    output: Pinned::new(&state.ctx, &output, "the output")?,
+                })
+            }
+        };
         let buffer = |len: usize, dtype: Dtype, fill: Fill, what: &str| {
             let slice = state.alloc(len * dtype.bytes(), what)?;
             let pattern = match fill.byte(dtype) {
@@ -828,6 +1029,7 @@ impl Executor for CudaDevice {
             scratch,
             events: Vec::new(),
             maps: HashMap::new(),
+            pipe,
         };
         run.encode_maps()?;
         Ok(Box::new(run))

@@ -14,7 +14,8 @@ pub mod memory;
 
 use crate::contract::{Kernel, Unsupported};
 use crate::device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
-use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Launch, Step};
+use crate::pipeline::Span;
+use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Fill, Launch, Step};
 use crate::workload::Shape;
 use compile::Module;
 use ffi::{SIM_FAULT, SIM_OK, SimLaunch, SimResult, Thunk};
@@ -156,6 +157,8 @@ struct Resolved {
     module: Arc<Module>,
     thunk: Thunk,
     launch: Launch,
+    /// The launch's index in the plan's steps.
+    step: usize,
     /// `Step::Constant` copies that come right before this launch in the plan.
     constants: Vec<ConstantSlot>,
 }
@@ -180,6 +183,8 @@ struct SimRun<'a> {
     fills: Vec<Vec<u8>>,
     /// Inputs, then the output, then scratch buffers.
     bufs: Vec<GuardedBuf>,
+    /// The host copy of the output a pipeline downloads into (NaN at the start of each run).
+    host_out: Vec<u8>,
     runs: u64,
 }
 
@@ -252,7 +257,7 @@ impl<'a> SimRun<'a> {
         }
         let mut launches = Vec::new();
         let mut constants = Vec::new();
-        for step in &plan.steps {
+        for (si, step) in plan.steps.iter().enumerate() {
             let l = match step {
                 Step::Kernel(l) => l,
                 Step::Constant(c) => {
@@ -345,9 +350,23 @@ impl<'a> SimRun<'a> {
                 thunk: entry.thunk,
                 module: module.clone(),
                 launch: l.clone(),
+                step: si,
                 constants: std::mem::take(&mut constants),
             });
         }
+        if let Some(p) = &plan.pipeline {
+            let len_of = |b: Buf| match b {
+                Buf::Input(i) => specs.get(i).map_or(0, |s| s.len()),
+                Buf::Output => out.len(),
+                Buf::Scratch(i) => plan.scratch.get(i).map_or(0, |s| s.len),
+            };
+            p.check(&plan, len_of)
+                .map_err(|why| DeviceError::Sim(format!("pipeline: {why}")))?;
+        }
+        let host_out = match plan.pipeline {
+            Some(_) => Fill::Nan.bytes(plan.output, out.len()),
+            None => Vec::new(),
+        };
         Ok(Self {
             dev,
             plan,
@@ -355,6 +374,7 @@ impl<'a> SimRun<'a> {
             inputs: bytes,
             fills,
             bufs,
+            host_out,
             runs: 0,
         })
     }
@@ -369,11 +389,22 @@ impl<'a> SimRun<'a> {
 
     /// Places every buffer, uploads the inputs and fills the output and scratch buffers as
     /// the plan says (the output with NaN unless told otherwise), as the GPU path does.
+    /// A pipeline's uploaded inputs start as NaN on the device, as does its host output: only
+    /// the chunks' copies bring the data in and the results out.
     fn reset(&mut self, p: Placement) {
         let n_in = self.inputs.len();
+        let uploaded = self
+            .plan
+            .pipeline
+            .as_ref()
+            .map(|p| p.uploaded())
+            .unwrap_or_default();
+        self.host_out.fill(0xFF);
         for (i, b) in self.bufs.iter_mut().enumerate() {
             b.place(p);
-            if i < n_in {
+            if uploaded.contains(&i) {
+                b.fill(0xFF);
+            } else if i < n_in {
                 b.write(&self.inputs[i]);
             } else {
                 b.write(&self.fills[i - n_in]);
@@ -381,8 +412,34 @@ impl<'a> SimRun<'a> {
         }
     }
 
+    /// Copies a pipeline chunk's input ranges in (`upload`) or its output ranges out, one
+    /// chunk after the other: the simulator has one stream.
+    fn copy_spans(&mut self, spans: &[Span], upload: bool) {
+        for s in spans {
+            let idx = self.buf_index(s.at.buf);
+            let b = &mut self.bufs[idx];
+            let (from, bytes) = (s.at.offset * b.dtype.bytes(), s.len * b.dtype.bytes());
+            // SAFETY: the ranges lie inside the buffers (checked at prepare).
+            unsafe {
+                if upload {
+                    let src = &self.inputs[idx][from..from + bytes];
+                    std::ptr::copy_nonoverlapping(src.as_ptr(), b.ptr().add(from), bytes);
+                } else {
+                    let dst = &mut self.host_out[from..from + bytes];
+                    std::ptr::copy_nonoverlapping(b.ptr().add(from), dst.as_mut_ptr(), bytes);
+                }
+            }
+        }
+    }
+
     fn launch_all(&mut self) -> Result<(), DeviceError> {
-        for (i, r) in self.launches.iter().enumerate() {
+        for i in 0..self.launches.len() {
+            let step = self.launches[i].step;
+            let chunk = self.plan.pipeline.as_ref().and_then(|p| p.starts_at(step));
+            if let Some(c) = chunk.map(|c| c.upload.clone()) {
+                self.copy_spans(&c, true);
+            }
+            let r = &self.launches[i];
             for c in &r.constants {
                 // SAFETY: the range lies inside the buffer (checked at prepare) and the array
                 // is a writable global of a loaded module; no block runs during the copy.
@@ -405,6 +462,10 @@ impl<'a> SimRun<'a> {
                         r.launch.entry, b.name
                     )));
                 }
+            }
+            let chunk = self.plan.pipeline.as_ref().and_then(|p| p.ends_at(step));
+            if let Some(c) = chunk.map(|c| c.download.clone()) {
+                self.copy_spans(&c, false);
             }
         }
         Ok(())
@@ -558,6 +619,9 @@ impl Prepared for SimRun<'_> {
     }
 
     fn output(&mut self) -> Result<Vec<f32>, DeviceError> {
+        if self.plan.pipeline.is_some() {
+            return Ok(self.plan.output.decode(&self.host_out));
+        }
         let out = &self.bufs[self.inputs.len()];
         Ok(self.plan.output.decode(&out.read()))
     }
