@@ -1,8 +1,8 @@
 //! Rungs 03..09 of the GEMM ladder: `__restrict__` and unrolling, 1D and 2D register blocking,
 //! float4 access with a transposed A tile, warp tiling, double buffering, and a tile shape
-//! tuned per GPU ([`tuned`]), each one idea over the rung before. The walkthrough is in this crate's README; the CPU ports are in [`cpu`].
-//! Rung 04 of the convolution ladder is in [`conv`], and rung 07, its batch pipeline over
-//! several streams, in [`streams`].
+//! tuned per GPU ([`tuned`]), each one idea over the rung before. The walkthrough is in this
+//! crate's README; the CPU ports are in [`cpu`]. Rung 04 of the convolution ladder is in
+//! [`conv`], and rung 07, its batch pipeline over several streams, in [`streams`].
 
 pub mod conv;
 pub mod cpu;
