@@ -40,6 +40,8 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
             summary: "cuBLAS GemmEx, BF16 in, FP32 accumulate and out, tensor cores",
         }),
         Box::new(MatrixmultiplySgemm),
+        Box::new(MatrixmultiplyConv),
+        Box::new(MatrixmultiplyAttention),
         Box::new(CublasLinear),
         Box::new(CublasConv),
         Box::new(CublasAttention),
@@ -123,27 +125,195 @@ fn cpu_matrixmultiply(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
         .for_each(|(band, c)| {
             let rows = c.len() / n;
             let a = &a[band * MM_BAND * k..(band * MM_BAND + rows) * k];
-            // SAFETY: the pointers cover rows x k (A band), k x n (B) and rows x n (C band)
-            // row-major floats, exactly the extents and strides passed; C is not aliased.
-            unsafe {
-                matrixmultiply::sgemm(
-                    rows,
-                    k,
-                    n,
-                    1.0,
-                    a.as_ptr(),
-                    k as isize,
-                    1,
-                    b.as_ptr(),
-                    n as isize,
-                    1,
-                    0.0,
-                    c.as_mut_ptr(),
-                    n as isize,
-                    1,
-                );
-            }
+            sgemm(
+                (rows, n, k),
+                Strided::rows(a, k),
+                Strided::rows(b, n),
+                c,
+                1.0,
+            );
         });
+}
+
+/// A read-only matrix operand of [`sgemm`]: its elements and its row and column strides.
+struct Strided<'a> {
+    data: &'a [f32],
+    row: usize,
+    col: usize,
+}
+
+impl<'a> Strided<'a> {
+    /// Row-major with `ld` elements per row.
+    fn rows(data: &'a [f32], ld: usize) -> Self {
+        Self {
+            data,
+            row: ld,
+            col: 1,
+        }
+    }
+
+    /// The transpose of a row-major matrix with `ld` elements per row.
+    fn transposed(data: &'a [f32], ld: usize) -> Self {
+        Self {
+            data,
+            row: 1,
+            col: ld,
+        }
+    }
+
+    /// The offset one past the last element an `r x c` view reads.
+    fn extent(&self, r: usize, c: usize) -> usize {
+        (r - 1) * self.row + (c - 1) * self.col + 1
+    }
+}
+
+/// `C[m,n] = alpha * A[m,k] B[k,n]` (C row-major, `n` per row) through `matrixmultiply::sgemm`,
+/// with the operands' extents checked first, so the one `unsafe` call of the CPU peers is sound.
+fn sgemm((m, n, k): (usize, usize, usize), a: Strided, b: Strided, c: &mut [f32], alpha: f32) {
+    if m == 0 || n == 0 || k == 0 {
+        c[..m * n].fill(0.0);
+        return;
+    }
+    assert!(a.data.len() >= a.extent(m, k) && b.data.len() >= b.extent(k, n));
+    assert!(c.len() >= m * n);
+    // SAFETY: the asserts above show A (m x k), B (k x n) and C (m x n, row-major) lie inside
+    // their slices with the strides passed; C is a unique borrow, so it aliases neither.
+    unsafe {
+        matrixmultiply::sgemm(
+            m,
+            k,
+            n,
+            alpha,
+            a.data.as_ptr(),
+            a.row as isize,
+            a.col as isize,
+            b.data.as_ptr(),
+            b.row as isize,
+            b.col as isize,
+            0.0,
+            c.as_mut_ptr(),
+            n as isize,
+            1,
+        );
+    }
+}
+
+/// The CPU peer of the convolution table: per image, the input window matrix (im2col,
+/// C*K*K x Ho*Wo) then one `matrixmultiply::sgemm` with the filter (M x C*K*K) straight into the
+/// image's NCHW output (no permute: one image's output is already M x Ho*Wo). Images are spread
+/// over rayon's threads. What a BLAS-backed framework does on a CPU.
+pub struct MatrixmultiplyConv;
+
+impl Kernel for MatrixmultiplyConv {
+    fn info(&self) -> KernelInfo {
+        KernelInfo {
+            id: "matrixmultiply-conv".into(),
+            workload: Workload::Conv,
+            stage: Stage::Reference,
+            precision: Precision::Fp32,
+            role: Role::Reference,
+            rung: 2,
+            summary: "CPU peer: im2col per image, then matrixmultiply::sgemm with the filter"
+                .into(),
+        }
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(cpu_matrixmultiply_conv)
+    }
+}
+
+fn cpu_matrixmultiply_conv(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
+    let d = kernel::conv_dims(shape);
+    let (x, f) = (inputs[0], inputs[1]);
+    let (ckk, plane) = (d.ckk(), d.plane());
+    out.par_chunks_mut(d.out_image())
+        .zip(x.par_chunks(d.image()))
+        .for_each_init(
+            || vec![0.0f32; ckk * plane],
+            |u, (y, x)| {
+                for (row, u_row) in u.chunks_mut(plane).enumerate() {
+                    let (q, p, c) = (row % d.k, (row / d.k) % d.k, row / (d.k * d.k));
+                    for (oh, u_seg) in u_row.chunks_mut(d.wo).enumerate() {
+                        let src = (c * d.h + oh + p) * d.w + q;
+                        u_seg.copy_from_slice(&x[src..src + d.wo]);
+                    }
+                }
+                sgemm(
+                    (d.m, plane, ckk),
+                    Strided::rows(f, ckk),
+                    Strided::rows(u, plane),
+                    y,
+                    1.0,
+                );
+            },
+        );
+}
+
+/// The CPU peer of the attention table: per head, `S = scale * Q K^T` by one
+/// `matrixmultiply::sgemm` (K read transposed through its strides), a row softmax with max
+/// subtraction (masked past the diagonal when causal), then `O = P V` by another. Heads are
+/// spread over rayon's threads; the S x S scores of one head live in a per-thread buffer.
+pub struct MatrixmultiplyAttention;
+
+impl Kernel for MatrixmultiplyAttention {
+    fn info(&self) -> KernelInfo {
+        KernelInfo {
+            id: "matrixmultiply-attention".into(),
+            workload: Workload::Attention,
+            stage: Stage::Reference,
+            precision: Precision::Fp32,
+            role: Role::Reference,
+            rung: 2,
+            summary: "CPU peer: matrixmultiply::sgemm for QK^T and PV, a row softmax between"
+                .into(),
+        }
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(cpu_matrixmultiply_attention)
+    }
+}
+
+fn cpu_matrixmultiply_attention(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
+    let dims = kernel::attention_dims(shape);
+    let (s, d, hl) = (dims.s, dims.d, dims.head_len());
+    out.par_chunks_mut(hl).enumerate().for_each_init(
+        || vec![0.0f32; s * s],
+        |scores, (h, o)| {
+            let range = h * hl..(h + 1) * hl;
+            let (q, k, v) = (
+                &inputs[0][range.clone()],
+                &inputs[1][range.clone()],
+                &inputs[2][range],
+            );
+            sgemm(
+                (s, s, d),
+                Strided::rows(q, d),
+                Strided::transposed(k, d),
+                scores,
+                dims.scale(),
+            );
+            for (i, row) in scores.chunks_mut(s).enumerate() {
+                let (live, masked) = row.split_at_mut(dims.keys_for(i));
+                let max = live.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                let mut sum = 0.0f32;
+                for p in live.iter_mut() {
+                    *p = (*p - max).exp();
+                    sum += *p;
+                }
+                live.iter_mut().for_each(|p| *p /= sum);
+                masked.fill(0.0);
+            }
+            sgemm(
+                (s, d, s),
+                Strided::rows(scores, s),
+                Strided::rows(v, d),
+                o,
+                1.0,
+            );
+        },
+    );
 }
 
 /// The cuBLAS reference of the linear table: cuBLAS SGEMM computes X * W^T into a scratch
