@@ -771,6 +771,50 @@ fn doctor() -> Result<bool> {
     Ok(true)
 }
 
+/// The shapes `harness inspect` compiles a workload's kernels at, each with its label (empty
+/// where there is one). Attention compiles per head dimension: both the ladder supports, so
+/// that register pressure (spills) at D=128 shows.
+fn inspect_shapes(w: Workload) -> Vec<(&'static str, Shape)> {
+    match w {
+        Workload::Gemm => vec![("", Shape::square_gemm(4096))],
+        Workload::Linear => vec![(
+            "",
+            Shape::Linear {
+                m: 8192,
+                n: 4096,
+                k: 4096,
+                act: kernel::Activation::Gelu,
+            },
+        )],
+        Workload::Conv => vec![(
+            "",
+            Shape::Conv {
+                b: 1000,
+                c: 4,
+                m: 16,
+                h: 40,
+                w: 40,
+                k: 7,
+            },
+        )],
+        Workload::Attention => [("D=64", 64), ("D=128", 128)]
+            .into_iter()
+            .map(|(label, d)| {
+                (
+                    label,
+                    Shape::Attention {
+                        b: 4,
+                        h: 16,
+                        s: 1024,
+                        d,
+                        causal: false,
+                    },
+                )
+            })
+            .collect(),
+    }
+}
+
 fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> Result<bool> {
     let all = registry::all();
     let kernels = registry::select(&all, ids)?;
@@ -779,87 +823,74 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> R
     let mut listings = Vec::new();
     let mut ok = true;
     println!(
-        "{:<18} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
+        "{:<28} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
         "kernel", "entry", "arch", "threads", "regs", "smem B", "stack", "spill st/ld", "occupancy"
     );
     for k in kernels {
         let i = k.info();
-        let shape = match i.workload {
-            Workload::Gemm => Shape::square_gemm(4096),
-            Workload::Linear => Shape::Linear {
-                m: 8192,
-                n: 4096,
-                k: 4096,
-                act: kernel::Activation::Gelu,
-            },
-            Workload::Conv => Shape::Conv {
-                b: 1000,
-                c: 4,
-                m: 16,
-                h: 40,
-                w: 40,
-                k: 7,
-            },
-            Workload::Attention => Shape::Attention {
-                b: 4,
-                h: 16,
-                s: 1024,
-                d: 64,
-                causal: false,
-            },
-        };
-        let Some(plan) = k.cuda(&shape) else { continue };
-        if plan.launches().next().is_none() {
-            continue; // library rows (cuBLAS) have nothing to compile
-        }
-        for arch in archs {
-            // A rung built for one architecture-specific target (sm_90a) has no code elsewhere.
-            if let Err(why) = nvrtc::check_target(&plan, arch) {
-                println!("{:<18} {arch}: skipped: {why}", i.id);
-                continue;
+        for (label, shape) in inspect_shapes(i.workload) {
+            // Labelled by shape where a workload compiles at several (attention per head dimension).
+            let id = if label.is_empty() {
+                i.id.to_string()
+            } else {
+                format!("{}[{label}]", i.id)
+            };
+            let Some(plan) = k.cuda(&shape) else { continue };
+            if plan.launches().next().is_none() {
+                continue; // library rows (cuBLAS) have nothing to compile
             }
-            match resources::of_plan(&plan, arch, None) {
-                Ok(list) => {
-                    for r in list {
-                        if r.spill_stores + r.spill_loads > 0 {
-                            match k.accepted_spill() {
-                                Some(a) if a.covers(r.spill_stores, r.spill_loads) => {
-                                    println!("{:<18} accepted spill on {arch}: {}", i.id, a.reason)
+            for arch in archs {
+                // A rung built for one architecture-specific target (sm_90a) has no code elsewhere.
+                if let Err(why) = nvrtc::check_target(&plan, arch) {
+                    println!("{:<28} {arch}: skipped: {why}", id);
+                    continue;
+                }
+                match resources::of_plan(&plan, arch, None) {
+                    Ok(list) => {
+                        for r in list {
+                            if r.spill_stores + r.spill_loads > 0 {
+                                match k.accepted_spill() {
+                                    Some(a) if a.covers(r.spill_stores, r.spill_loads) => {
+                                        println!(
+                                            "{:<28} accepted spill on {arch}: {}",
+                                            id, a.reason
+                                        )
+                                    }
+                                    _ => ok &= !deny_spills,
                                 }
-                                _ => ok &= !deny_spills,
                             }
+                            println!(
+                                "{:<28} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
+                                id,
+                                r.entry,
+                                r.arch,
+                                r.threads_per_block,
+                                r.registers,
+                                r.smem_bytes,
+                                r.stack_bytes,
+                                format!("{}/{}", r.spill_stores, r.spill_loads),
+                                r.occupancy
+                                    .map(|o| format!(
+                                        "{:.0}% {}",
+                                        o * 100.0,
+                                        r.occupancy_limiter.as_deref().unwrap_or("")
+                                    ))
+                                    .unwrap_or_else(|| "?".into())
+                            );
                         }
-                        println!(
-                            "{:<18} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
-                            i.id,
-                            r.entry,
-                            r.arch,
-                            r.threads_per_block,
-                            r.registers,
-                            r.smem_bytes,
-                            r.stack_bytes,
-                            format!("{}/{}", r.spill_stores, r.spill_loads),
-                            r.occupancy
-                                .map(|o| format!(
-                                    "{:.0}% {}",
-                                    o * 100.0,
-                                    r.occupancy_limiter.as_deref().unwrap_or("")
-                                ))
-                                .unwrap_or_else(|| "?".into())
-                        );
                     }
-                }
-                Err(e) => {
-                    ok = false;
-                    println!("{:<18} {arch}: {e}", i.id);
-                }
-            }
-            if let Some(tool) = &tool {
-                match sass::of_plan(tool, &plan, arch) {
-                    Ok(list) => listings.extend(list.into_iter().map(|l| (i.id.to_string(), l))),
                     Err(e) => {
                         ok = false;
-                        println!("{:<18} {arch}: {e}", i.id);
+                        println!("{:<28} {arch}: {e}", id);
+                    }
+                }
+                if let Some(tool) = &tool {
+                    match sass::of_plan(tool, &plan, arch) {
+                        Ok(list) => listings.extend(list.into_iter().map(|l| (id.clone(), l))),
+                        Err(e) => {
+                            ok = false;
+                            println!("{:<28} {arch}: {e}", id);
+                        }
                     }
                 }
             }
