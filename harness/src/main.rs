@@ -150,6 +150,9 @@ enum Command {
         /// Default: the config's `check` shapes (`sim` shapes in the simulator).
         #[command(flatten)]
         selection: Selection,
+        /// Results folder whose device subfolder's tune file rung 09 uses, as `run` does.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
     },
     /// What was found: GPU, driver, CUDA, NVRTC, headers, cuBLAS, or exactly why not.
     Doctor {
@@ -211,7 +214,11 @@ fn main() -> ExitCode {
             out,
             limit,
         } => tune_cmd(&common, &selection, &out, limit),
-        Command::Check { common, selection } => check(&common, &selection),
+        Command::Check {
+            common,
+            selection,
+            out,
+        } => check(&common, &selection, &out),
         Command::Doctor { print: None } => doctor(),
         Command::Doctor { print: Some(what) } => doctor_print(&what),
         Command::Inspect {
@@ -309,8 +316,7 @@ fn run(common: &Common, selection: &Selection, out: &Path, user: &[String]) -> R
         true => open_device(common)?,
         false => user_kernel::run::open(common.device.as_deref())?,
     };
-    let mut all = registry::all();
-    tune::apply(&mut all, &out.join(&dev.info().slug));
+    let all = tune::lab_kernels(dev.info(), out);
     if !users.is_empty() && dev.kind() != DeviceKind::Cuda {
         let lab = match common.kernels.is_empty() {
             true => Vec::new(),
@@ -593,10 +599,10 @@ fn tune_cmd(common: &Common, sel: &Selection, out: &Path, limit: Option<usize>) 
         .all(|s| s.configs.iter().all(|c| c.status == Status::Passed)))
 }
 
-fn check(common: &Common, selection: &Selection) -> Result<bool> {
+fn check(common: &Common, selection: &Selection, out: &Path) -> Result<bool> {
     let config = load_config(&common.config)?;
     let dev = open_device(common)?;
-    let all = registry::all();
+    let all = tune::lab_kernels(dev.info(), out);
     let kernels = registry::select(&all, &common.kernels)?;
     // Every workload with kernels to check, unless --workload says otherwise.
     let with_kernels: Vec<Workload> = Workload::ALL
