@@ -95,6 +95,11 @@ pub fn roof_source(c: Option<&Ceilings>) -> String {
     }
 }
 
+/// Why the plan columns are empty in a CPU run's tables.
+pub const CPU_RESOURCES_NOTE: &str = "On the CPU device every row runs its CPU port, not a GPU \
+    plan: nothing is allocated on a device and nothing goes through ptxas, so `scratch`, \
+    `regs`, `smem B`, `occupancy` and `waves` are `-`. A GPU or simulator run shows them.\n\n";
+
 /// The Markdown tables of one workload.
 pub fn markdown(run: &RunResults, w: &WorkloadResults, ceilings: Option<&Ceilings>) -> String {
     let mut s = String::new();
@@ -122,6 +127,10 @@ pub fn markdown(run: &RunResults, w: &WorkloadResults, ceilings: Option<&Ceiling
         w.workload.name(),
         roof_source(ceilings),
     );
+    if dev.kind == kernel::DeviceKind::Cpu.name() {
+        // Not the GPU plan's figures: this run allocated none of them.
+        s.push_str(CPU_RESOURCES_NOTE);
+    }
     for shape in &w.shapes {
         let _ = writeln!(
             s,

@@ -333,6 +333,20 @@ fn terminal_keeps_reasons_as_written_and_aligns_long_ids() {
 }
 
 #[test]
+fn a_cpu_runs_markdown_says_why_the_plan_columns_are_empty() {
+    let mut run = synthetic();
+    let cuda = table::markdown(&run, &run.workloads[0], None);
+    assert!(!cuda.contains(table::CPU_RESOURCES_NOTE.trim()), "{cuda}");
+    run.device.kind = kernel::DeviceKind::Cpu.name().into();
+    let cpu = table::markdown(&run, &run.workloads[0], None);
+    assert!(cpu.contains(table::CPU_RESOURCES_NOTE.trim()), "{cpu}");
+    assert!(
+        cpu.contains("`scratch`") && cpu.contains("CPU port"),
+        "{cpu}"
+    );
+}
+
+#[test]
 fn charts_are_written_and_name_what_they_show() {
     let run = synthetic();
     let dir = std::env::temp_dir().join(format!("lab-charts-{}", std::process::id()));
