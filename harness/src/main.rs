@@ -150,6 +150,9 @@ enum Command {
         /// Default: the config's `check` shapes (`sim` shapes in the simulator).
         #[command(flatten)]
         selection: Selection,
+        /// Results folder whose device subfolder's tune file rung 09 uses, as `run` does.
+        #[arg(long, default_value = "results")]
+        out: PathBuf,
     },
     /// What was found: GPU, driver, CUDA, NVRTC, headers, cuBLAS, or exactly why not.
     Doctor {
@@ -211,7 +214,11 @@ fn main() -> ExitCode {
             out,
             limit,
         } => tune_cmd(&common, &selection, &out, limit),
-        Command::Check { common, selection } => check(&common, &selection),
+        Command::Check {
+            common,
+            selection,
+            out,
+        } => check(&common, &selection, &out),
         Command::Doctor { print: None } => doctor(),
         Command::Doctor { print: Some(what) } => doctor_print(&what),
         Command::Inspect {
@@ -309,8 +316,7 @@ fn run(common: &Common, selection: &Selection, out: &Path, user: &[String]) -> R
         true => open_device(common)?,
         false => user_kernel::run::open(common.device.as_deref())?,
     };
-    let mut all = registry::all();
-    tune::apply(&mut all, &out.join(&dev.info().slug));
+    let all = tune::lab_kernels(dev.info(), out);
     if !users.is_empty() && dev.kind() != DeviceKind::Cuda {
         let lab = match common.kernels.is_empty() {
             true => Vec::new(),
@@ -593,10 +599,10 @@ fn tune_cmd(common: &Common, sel: &Selection, out: &Path, limit: Option<usize>) 
         .all(|s| s.configs.iter().all(|c| c.status == Status::Passed)))
 }
 
-fn check(common: &Common, selection: &Selection) -> Result<bool> {
+fn check(common: &Common, selection: &Selection, out: &Path) -> Result<bool> {
     let config = load_config(&common.config)?;
     let dev = open_device(common)?;
-    let all = registry::all();
+    let all = tune::lab_kernels(dev.info(), out);
     let kernels = registry::select(&all, &common.kernels)?;
     // Every workload with kernels to check, unless --workload says otherwise.
     let with_kernels: Vec<Workload> = Workload::ALL
@@ -771,6 +777,50 @@ fn doctor() -> Result<bool> {
     Ok(true)
 }
 
+/// The shapes `harness inspect` compiles a workload's kernels at, each with its label (empty
+/// where there is one). Attention compiles per head dimension: both the ladder supports, so
+/// that register pressure (spills) at D=128 shows.
+fn inspect_shapes(w: Workload) -> Vec<(&'static str, Shape)> {
+    match w {
+        Workload::Gemm => vec![("", Shape::square_gemm(4096))],
+        Workload::Linear => vec![(
+            "",
+            Shape::Linear {
+                m: 8192,
+                n: 4096,
+                k: 4096,
+                act: kernel::Activation::Gelu,
+            },
+        )],
+        Workload::Conv => vec![(
+            "",
+            Shape::Conv {
+                b: 1000,
+                c: 4,
+                m: 16,
+                h: 40,
+                w: 40,
+                k: 7,
+            },
+        )],
+        Workload::Attention => [("D=64", 64), ("D=128", 128)]
+            .into_iter()
+            .map(|(label, d)| {
+                (
+                    label,
+                    Shape::Attention {
+                        b: 4,
+                        h: 16,
+                        s: 1024,
+                        d,
+                        causal: false,
+                    },
+                )
+            })
+            .collect(),
+    }
+}
+
 fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> Result<bool> {
     let all = registry::all();
     let kernels = registry::select(&all, ids)?;
@@ -779,87 +829,74 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> R
     let mut listings = Vec::new();
     let mut ok = true;
     println!(
-        "{:<18} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
+        "{:<28} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
         "kernel", "entry", "arch", "threads", "regs", "smem B", "stack", "spill st/ld", "occupancy"
     );
     for k in kernels {
         let i = k.info();
-        let shape = match i.workload {
-            Workload::Gemm => Shape::square_gemm(4096),
-            Workload::Linear => Shape::Linear {
-                m: 8192,
-                n: 4096,
-                k: 4096,
-                act: kernel::Activation::Gelu,
-            },
-            Workload::Conv => Shape::Conv {
-                b: 1000,
-                c: 4,
-                m: 16,
-                h: 40,
-                w: 40,
-                k: 7,
-            },
-            Workload::Attention => Shape::Attention {
-                b: 4,
-                h: 16,
-                s: 1024,
-                d: 64,
-                causal: false,
-            },
-        };
-        let Some(plan) = k.cuda(&shape) else { continue };
-        if plan.launches().next().is_none() {
-            continue; // library rows (cuBLAS) have nothing to compile
-        }
-        for arch in archs {
-            // A rung built for one architecture-specific target (sm_90a) has no code elsewhere.
-            if let Err(why) = nvrtc::check_target(&plan, arch) {
-                println!("{:<18} {arch}: skipped: {why}", i.id);
-                continue;
+        for (label, shape) in inspect_shapes(i.workload) {
+            // Labelled by shape where a workload compiles at several (attention per head dimension).
+            let id = if label.is_empty() {
+                i.id.to_string()
+            } else {
+                format!("{}[{label}]", i.id)
+            };
+            let Some(plan) = k.cuda(&shape) else { continue };
+            if plan.launches().next().is_none() {
+                continue; // library rows (cuBLAS) have nothing to compile
             }
-            match resources::of_plan(&plan, arch, None) {
-                Ok(list) => {
-                    for r in list {
-                        if r.spill_stores + r.spill_loads > 0 {
-                            match k.accepted_spill() {
-                                Some(a) if a.covers(r.spill_stores, r.spill_loads) => {
-                                    println!("{:<18} accepted spill on {arch}: {}", i.id, a.reason)
+            for arch in archs {
+                // A rung built for one architecture-specific target (sm_90a) has no code elsewhere.
+                if let Err(why) = nvrtc::check_target(&plan, arch) {
+                    println!("{:<28} {arch}: skipped: {why}", id);
+                    continue;
+                }
+                match resources::of_plan(&plan, arch, None) {
+                    Ok(list) => {
+                        for r in list {
+                            if r.spill_stores + r.spill_loads > 0 {
+                                match k.accepted_spill() {
+                                    Some(a) if a.covers(r.spill_stores, r.spill_loads) => {
+                                        println!(
+                                            "{:<28} accepted spill on {arch}: {}",
+                                            id, a.reason
+                                        )
+                                    }
+                                    _ => ok &= !deny_spills,
                                 }
-                                _ => ok &= !deny_spills,
                             }
+                            println!(
+                                "{:<28} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
+                                id,
+                                r.entry,
+                                r.arch,
+                                r.threads_per_block,
+                                r.registers,
+                                r.smem_bytes,
+                                r.stack_bytes,
+                                format!("{}/{}", r.spill_stores, r.spill_loads),
+                                r.occupancy
+                                    .map(|o| format!(
+                                        "{:.0}% {}",
+                                        o * 100.0,
+                                        r.occupancy_limiter.as_deref().unwrap_or("")
+                                    ))
+                                    .unwrap_or_else(|| "?".into())
+                            );
                         }
-                        println!(
-                            "{:<18} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
-                            i.id,
-                            r.entry,
-                            r.arch,
-                            r.threads_per_block,
-                            r.registers,
-                            r.smem_bytes,
-                            r.stack_bytes,
-                            format!("{}/{}", r.spill_stores, r.spill_loads),
-                            r.occupancy
-                                .map(|o| format!(
-                                    "{:.0}% {}",
-                                    o * 100.0,
-                                    r.occupancy_limiter.as_deref().unwrap_or("")
-                                ))
-                                .unwrap_or_else(|| "?".into())
-                        );
                     }
-                }
-                Err(e) => {
-                    ok = false;
-                    println!("{:<18} {arch}: {e}", i.id);
-                }
-            }
-            if let Some(tool) = &tool {
-                match sass::of_plan(tool, &plan, arch) {
-                    Ok(list) => listings.extend(list.into_iter().map(|l| (i.id.to_string(), l))),
                     Err(e) => {
                         ok = false;
-                        println!("{:<18} {arch}: {e}", i.id);
+                        println!("{:<28} {arch}: {e}", id);
+                    }
+                }
+                if let Some(tool) = &tool {
+                    match sass::of_plan(tool, &plan, arch) {
+                        Ok(list) => listings.extend(list.into_iter().map(|l| (id.clone(), l))),
+                        Err(e) => {
+                            ok = false;
+                            println!("{:<28} {arch}: {e}", id);
+                        }
                     }
                 }
             }

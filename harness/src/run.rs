@@ -105,7 +105,9 @@ fn empty_row(kernel: &dyn Kernel, shape: &Shape, plan: Option<&CudaPlan>) -> Row
         precision: i.precision,
         role: i.role,
         rung: i.rung,
-        summary: i.summary.to_string(),
+        summary: kernel
+            .summary_at(shape)
+            .unwrap_or_else(|| i.summary.to_string()),
         status: Status::Unsupported,
         reason: None,
         min_bytes: min_bytes(shape, plan, i.precision),

@@ -219,6 +219,14 @@ impl TuneResults {
     }
 }
 
+/// Every lab kernel as `dev` runs it: rung 09 with the tune file in `out`'s folder for the
+/// device, if there is one. `run` and `check` both take their kernels from here.
+pub fn lab_kernels(dev: &DeviceInfo, out: &Path) -> Vec<Box<dyn Kernel>> {
+    let mut all = crate::registry::all();
+    apply(&mut all, &out.join(&dev.slug));
+    all
+}
+
 /// Swaps rung 09 in `all` for one that uses the tune file in `dir` (a device's results
 /// folder), if there is one; a file that cannot be read is reported and the default used.
 pub fn apply(all: &mut [Box<dyn Kernel>], dir: &Path) {

@@ -291,3 +291,29 @@ fn tune_in_the_simulator_writes_the_file_and_run_uses_its_choice() {
     );
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+/// `check` takes rung 09 from the device's tune file, as `run` does: an unreadable one is
+/// reported (and the default configuration used) by both.
+#[test]
+fn check_reads_the_devices_tune_file_as_run_does() {
+    let dir = temp_dir("check-tune");
+    std::fs::create_dir_all(dir.join("sim")).unwrap();
+    std::fs::write(dir.join("sim").join("tune-gemm.json"), "{ not json").unwrap();
+    let o = harness(&[
+        "check",
+        "--device",
+        "sim",
+        "--kernels",
+        "gemm-tuned",
+        "--sizes",
+        "3x5x7",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert!(
+        t.contains("rung 09 uses its default configuration") && t.contains("tune-gemm.json"),
+        "{t}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -297,3 +297,34 @@ fn invalid_tuning_configurations_fail_the_sources_static_asserts() {
         assert!(e.contains(why), "{c}: {e}");
     }
 }
+
+/// `harness inspect` reports an attention kernel at both head dimensions of the ladder, each
+/// labelled, so that what D=128 costs in registers (and any spill) shows beside D=64.
+#[test]
+fn inspect_reports_attention_kernels_at_both_head_dimensions() {
+    if nvrtc::version().is_err() {
+        panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
+    }
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args([
+            "inspect",
+            "--kernels",
+            "attn-flash2-fp32,gemm-naive",
+            "--arch",
+            "sm_90",
+        ])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{t}");
+    for label in ["attn-flash2-fp32[D=64] ", "attn-flash2-fp32[D=128] "] {
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with(label) && l.contains("sm_90")),
+            "no row for {label}:\n{t}"
+        );
+    }
+    // Other workloads compile at one shape, unlabelled.
+    assert!(t.lines().any(|l| l.starts_with("gemm-naive ")), "{t}");
+    assert!(!t.contains("gemm-naive["), "{t}");
+}

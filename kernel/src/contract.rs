@@ -168,6 +168,12 @@ pub trait Kernel: Send + Sync {
         Ok(())
     }
 
+    /// What this kernel runs at `shape`, where that depends on the shape (a tile shape tuned
+    /// per size); `None`: [`KernelInfo::summary`] says it for every shape.
+    fn summary_at(&self, _shape: &Shape) -> Option<String> {
+        None
+    }
+
     /// The declarative GPU description for `shape`, or `None` for CPU-only rows.
     fn cuda(&self, _shape: &Shape) -> Option<CudaPlan> {
         None

@@ -427,6 +427,7 @@ impl CudaPlan {
     }
 
     /// Bytes the plan allocates on the device for `shape`: inputs, output and scratch.
+    /// Pinned host memory is not counted here: see [`pinned_host_bytes`](Self::pinned_host_bytes).
     pub fn device_bytes(&self, shape: &Shape) -> usize {
         let inputs: usize = shape
             .inputs()
@@ -435,6 +436,23 @@ impl CudaPlan {
             .map(|(t, d)| t.len() * d.bytes())
             .sum();
         inputs + shape.output().len() * self.output.bytes() + self.scratch_bytes()
+    }
+
+    /// Bytes the plan keeps in pinned (page-locked) host memory for `shape`: a batch
+    /// pipeline's uploaded inputs and its output; 0 without a pipeline. Page-locked memory
+    /// cannot be swapped out, so it is limited apart from device memory.
+    pub fn pinned_host_bytes(&self, shape: &Shape) -> usize {
+        let Some(p) = &self.pipeline else { return 0 };
+        let specs = shape.inputs();
+        let inputs: usize = p
+            .uploaded()
+            .iter()
+            .map(|&i| {
+                let len = specs.get(i).map_or(0, |s| s.len());
+                len * self.inputs.get(i).map_or(0, |d| d.bytes())
+            })
+            .sum();
+        inputs + shape.output().len() * self.output.bytes()
     }
 }
 
@@ -461,6 +479,42 @@ pub fn gemm_args(m: usize, n: usize, k: usize) -> Vec<Arg> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_pipelines_pinned_host_bytes_are_its_uploaded_inputs_and_output() {
+        let shape = Shape::Conv {
+            b: 10,
+            c: 2,
+            m: 3,
+            h: 5,
+            w: 5,
+            k: 3,
+        };
+        let specs = shape.inputs();
+        let mut plan = CudaPlan {
+            inputs: vec![Dtype::F16, Dtype::F32],
+            output: Dtype::F32,
+            ..CudaPlan::default()
+        };
+        assert_eq!(plan.pinned_host_bytes(&shape), 0);
+        plan.pipeline = Some(crate::pipeline::Pipeline::chunked(
+            2,
+            10,
+            4,
+            &[(0, specs[0].len() / 10)],
+            shape.output().len() / 10,
+            0,
+            1,
+        ));
+        // Input 0 (F16) and the output are pinned; input 1 (the weights) goes to the device
+        // directly.
+        let out = shape.output().len() * 4;
+        assert_eq!(plan.pinned_host_bytes(&shape), 500 * 2 + out);
+        assert_eq!(
+            plan.device_bytes(&shape),
+            500 * 2 + specs[1].len() * 4 + out
+        );
+    }
 
     #[test]
     fn dtypes_round_trip_and_round_to_nearest_even() {

@@ -229,6 +229,12 @@ impl GemmTuned {
     /// The configuration for `shape`: the one chosen at the nearest tuned size (by ratio),
     /// else the default.
     pub fn config_for(&self, shape: &Shape) -> TileConfig {
+        self.choice_for(shape)
+            .map_or_else(TileConfig::default, |c| c.1)
+    }
+
+    /// The `(size, config)` chosen nearest `shape`'s size, `None` when nothing was tuned.
+    fn choice_for(&self, shape: &Shape) -> Option<(usize, TileConfig)> {
         let (m, n, k) = gemm_dims(shape);
         let size = ((m * n * k) as f64).cbrt().max(1.0);
         self.choices
@@ -237,7 +243,7 @@ impl GemmTuned {
                 let d = |s: usize| (size / s.max(1) as f64).ln().abs();
                 d(a.0).total_cmp(&d(b.0))
             })
-            .map_or_else(TileConfig::default, |c| c.1)
+            .copied()
     }
 }
 
@@ -266,6 +272,18 @@ impl Kernel for GemmTuned {
             rung: 9,
             summary: format!("rung 08 with the tile shape `harness tune` chose: {configs}").into(),
         }
+    }
+
+    /// A row names the one configuration it ran, not every tuned size's.
+    fn summary_at(&self, shape: &Shape) -> Option<String> {
+        let config = match (self.choices.as_slice(), self.choice_for(shape)) {
+            ([_], Some((_, c))) => c.to_string(),
+            (_, Some((size, c))) => format!("{c} (tuned at size {size})"),
+            (_, None) => format!("default {}", TileConfig::default()),
+        };
+        Some(format!(
+            "rung 08 with the tile shape `harness tune` chose: {config}"
+        ))
     }
 
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
@@ -358,6 +376,15 @@ mod tests {
             "{}",
             k.info().summary
         );
+        // A row names the configuration it ran, not every tuned size's.
+        let at = |n| k.summary_at(&Shape::square_gemm(n)).unwrap();
+        assert!(
+            at(300).contains("64x64x8") && at(300).contains("size 512"),
+            "{}",
+            at(300)
+        );
+        assert!(!at(300).contains("128x128x8"), "{}", at(300));
+        assert!(at(4096).contains("128x128x8") && !at(4096).contains("64x64x8"));
         let plan = k.cuda(&Shape::square_gemm(256)).unwrap();
         let l = plan.launches().next().unwrap();
         assert_eq!((l.block, l.grid), ([128, 1, 1], [4, 4, 1]));

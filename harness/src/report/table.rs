@@ -95,6 +95,11 @@ pub fn roof_source(c: Option<&Ceilings>) -> String {
     }
 }
 
+/// Why the plan columns are empty in a CPU run's tables.
+pub const CPU_RESOURCES_NOTE: &str = "On the CPU device every row runs its CPU port, not a GPU \
+    plan: nothing is allocated on a device and nothing goes through ptxas, so `scratch`, \
+    `regs`, `smem B`, `occupancy` and `waves` are `-`. A GPU or simulator run shows them.\n\n";
+
 /// The Markdown tables of one workload.
 pub fn markdown(run: &RunResults, w: &WorkloadResults, ceilings: Option<&Ceilings>) -> String {
     let mut s = String::new();
@@ -122,6 +127,10 @@ pub fn markdown(run: &RunResults, w: &WorkloadResults, ceilings: Option<&Ceiling
         w.workload.name(),
         roof_source(ceilings),
     );
+    if dev.kind == kernel::DeviceKind::Cpu.name() {
+        // Not the GPU plan's figures: this run allocated none of them.
+        s.push_str(CPU_RESOURCES_NOTE);
+    }
     for shape in &w.shapes {
         let _ = writeln!(
             s,
@@ -262,9 +271,19 @@ pub fn terminal(run: &RunResults, ceilings: Option<&Ceilings>) -> String {
     for w in &run.workloads {
         for shape in &w.shapes {
             let _ = writeln!(s, "\n{} {}  ({})", w.workload, shape.label, run.device.name);
+            // The id column fits the longest id (user kernels such as
+            // `gemm_blocktile<64,64,8>` outgrow the ladder's short names).
+            let idw = shape
+                .rows
+                .iter()
+                .filter(|r| r.status != Status::Unsupported)
+                .map(|r| r.id.chars().count())
+                .max()
+                .unwrap_or(0)
+                .max(20);
             let _ = writeln!(
                 s,
-                "  {:<3} {:<20} {:>10} {:>7} {:>15} {:>8} {:>9} {:>7} {:>7} {:>8}  status",
+                "  {:<3} {:<idw$} {:>10} {:>7} {:>15} {:>8} {:>9} {:>7} {:>7} {:>8}  status",
                 "#",
                 "kernel",
                 "median ms",
@@ -285,7 +304,7 @@ pub fn terminal(run: &RunResults, ceilings: Option<&Ceilings>) -> String {
                 }
                 let _ = writeln!(
                     s,
-                    "  {:<3} {:<20} {:>10} {:>7} {:>15} {:>8} {:>9} {:>7} {:>7} {:>8}  {}",
+                    "  {:<3} {:<idw$} {:>10} {:>7} {:>15} {:>8} {:>9} {:>7} {:>7} {:>8}  {}",
                     rung_cell(r),
                     r.id,
                     opt(r.median_ms(), |v| format!("{v:.3}")),
@@ -300,8 +319,13 @@ pub fn terminal(run: &RunResults, ceilings: Option<&Ceilings>) -> String {
                     error_cell(r),
                     match r.status {
                         Status::Passed => "pass".to_string(),
-                        other => format!("{other:?}: {}", r.reason.as_deref().unwrap_or(""))
-                            .to_lowercase(),
+                        // Only the status word is lowercased: reasons quote code and
+                        // identifiers (`C`, `'A'`) and stay as written.
+                        other => format!(
+                            "{}: {}",
+                            format!("{other:?}").to_lowercase(),
+                            r.reason.as_deref().unwrap_or("")
+                        ),
                     }
                 );
             }

@@ -307,6 +307,46 @@ fn terminal_summary_lists_every_row() {
 }
 
 #[test]
+fn terminal_keeps_reasons_as_written_and_aligns_long_ids() {
+    let mut run = synthetic();
+    let rows = &mut run.workloads[0].shapes[0].rows;
+    rows[2].reason = Some("C holds NaN at 'A'[3]".into());
+    rows[1].id = "gemm_blocktile<64,64,8>_with_a_long_name".into();
+    let t = terminal(&run);
+    assert!(t.contains("failed: C holds NaN at 'A'[3]"), "{t}");
+    // Every line of the first shape's table starts its median column at the same place.
+    let block: Vec<&str> = t
+        .lines()
+        .skip_while(|l| !l.trim_start().starts_with("# "))
+        .take_while(|l| {
+            !l.trim_start().starts_with("not run") && !l.trim_start().starts_with("% ref")
+        })
+        .collect();
+    assert!(block.len() >= 5, "{t}");
+    let header = block[0];
+    let col = header.find("median ms").expect("header") + "median ms".len();
+    for l in &block[1..] {
+        // The median cell is right-aligned, so it ends where the header's does.
+        let cell_end = l[..col].trim_end().len();
+        assert_eq!(cell_end, col, "misaligned:\n{header}\n{l}");
+    }
+}
+
+#[test]
+fn a_cpu_runs_markdown_says_why_the_plan_columns_are_empty() {
+    let mut run = synthetic();
+    let cuda = table::markdown(&run, &run.workloads[0], None);
+    assert!(!cuda.contains(table::CPU_RESOURCES_NOTE.trim()), "{cuda}");
+    run.device.kind = kernel::DeviceKind::Cpu.name().into();
+    let cpu = table::markdown(&run, &run.workloads[0], None);
+    assert!(cpu.contains(table::CPU_RESOURCES_NOTE.trim()), "{cpu}");
+    assert!(
+        cpu.contains("`scratch`") && cpu.contains("CPU port"),
+        "{cpu}"
+    );
+}
+
+#[test]
 fn charts_are_written_and_name_what_they_show() {
     let run = synthetic();
     let dir = std::env::temp_dir().join(format!("lab-charts-{}", std::process::id()));

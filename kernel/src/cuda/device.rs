@@ -890,6 +890,12 @@ impl Executor for CudaDevice {
                 });
             }
         }
+        // A batch pipeline's host buffers are page-locked: limited apart from device memory.
+        super::pinned::check(
+            &shape.to_string(),
+            plan.pinned_host_bytes(shape),
+            super::pinned::ram_bytes(),
+        )?;
         let mut functions = Vec::new();
         let mut symbols = Vec::new();
         for step in &plan.steps {

@@ -5,5 +5,6 @@ pub mod discovery;
 pub mod headers;
 pub mod nvrtc;
 pub mod occupancy;
+pub mod pinned;
 
 pub use device::CudaDevice;

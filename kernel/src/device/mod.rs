@@ -74,6 +74,16 @@ pub enum DeviceError {
         free_mib: u64,
         total_mib: u64,
     },
+    #[error(
+        "too much pinned host memory for {shape}: the batch pipeline needs {needed_mib} MiB \
+         page-locked, over the limit of {limit_mib} MiB (half of {ram_mib} MiB of RAM)"
+    )]
+    PinnedMemory {
+        shape: String,
+        needed_mib: u64,
+        limit_mib: u64,
+        ram_mib: u64,
+    },
     #[error("{compiler} could not compile {file} for {arch}:\n{log}")]
     Compile {
         /// `NVRTC 13.0`, or the simulator's host compiler (`g++ 12.2.0`).
