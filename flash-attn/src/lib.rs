@@ -2,7 +2,8 @@
 //! 02 one thread per query row with the online softmax (FP32); 03 the FlashAttention-2 order
 //! (a block's warps split its query tile, normalization deferred); 04 causal tiles skipped;
 //! 05 and 06 both products on tensor cores (WMMA) with FP16 or BF16 inputs and FP32 softmax
-//! state. The walkthrough is in this crate's README.
+//! state; 07 and 08 the FlashAttention-2 kernel on `mma.sync` with P and the output kept in
+//! registers (FP16, BF16). The walkthrough is in this crate's README.
 
 pub mod cpu;
 
@@ -20,6 +21,8 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
         Box::new(Flash2Causal),
         Box::new(Flash2Wmma(Round::F16)),
         Box::new(Flash2Wmma(Round::Bf16)),
+        Box::new(Flash2Mma(Round::F16)),
+        Box::new(Flash2Mma(Round::Bf16)),
     ]
 }
 
@@ -296,6 +299,71 @@ impl Kernel for Flash2Wmma {
     }
 }
 
+/// Head dimensions of rungs 07 and 08: their Q fragments and output accumulators are sized in
+/// registers by D.
+pub const MMA_HEAD_DIMS: [usize; 2] = [64, 128];
+
+/// Dynamic shared memory of rungs 07 and 08 (the carve of `07_flash2_mma.cu`): a Q tile and
+/// two stages of K and V tiles, 16-bit rows padded by 8.
+pub fn smem_flash2_mma(d: usize) -> usize {
+    (BR + 2 * 2 * BC_WMMA) * (d + 8) * 2
+}
+
+/// `07_flash2_mma.cu`: the FlashAttention-2 kernel on `mma.sync` m16n8k16, P and O in
+/// registers, FP16 (rung 07) or BF16 (rung 08).
+pub struct Flash2Mma(pub Round);
+
+impl Kernel for Flash2Mma {
+    fn info(&self) -> KernelInfo {
+        match self.0 {
+            Round::F16 => info(
+                "attn-flash2-mma-fp16",
+                7,
+                Precision::Fp16,
+                "rung 05 on mma.sync m16n8k16: softmax on the accumulators, P reused in registers as the A operand, V by ldmatrix.trans, cp.async K/V stages",
+            ),
+            Round::Bf16 => info(
+                "attn-flash2-mma-bf16",
+                8,
+                Precision::Bf16,
+                "rung 07 with BF16 inputs and P",
+            ),
+        }
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        supports(shape, 16)?;
+        let d = attention_dims(shape).d;
+        if !MMA_HEAD_DIMS.contains(&d) {
+            return Err(Unsupported(format!(
+                "D = {d} is not 64 or 128: the Q fragments and output accumulators are held in registers sized for those"
+            )));
+        }
+        Ok(())
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let d = attention_dims(shape).d;
+        let (entry, dtype) = match self.0 {
+            Round::F16 => ("attn_flash2_mma_fp16", Dtype::F16),
+            Round::Bf16 => ("attn_flash2_mma_bf16", Dtype::Bf16),
+        };
+        Some(plan(
+            shape,
+            cuda_source!("flash-attn", "07_flash2_mma.cu"),
+            (entry, THREADS_WARPS),
+            dtype,
+            smem_flash2_mma(d),
+        ))
+    }
+
+    /// The same rounding as rungs 05/06 (16-bit Q, K, V and P, FP32 scores, state and
+    /// accumulation) and the same 64-key tiles: their CPU port.
+    fn cpu(&self) -> Option<CpuPort> {
+        Flash2Wmma(self.0).cpu()
+    }
+}
+
 fn wmma_tiling(round: Round) -> Tiling {
     Tiling {
         rows: BR,
@@ -391,6 +459,9 @@ mod tests {
         let e = Flash2Wmma(Round::F16).supports(&shape(40)).unwrap_err().0;
         assert!(e.contains("multiple of 16"), "{e}");
         assert!(Flash2Fp32.supports(&shape(40)).is_ok());
+        let e = Flash2Mma(Round::F16).supports(&shape(96)).unwrap_err().0;
+        assert!(e.contains("not 64 or 128"), "{e}");
+        assert!(Flash2Mma(Round::Bf16).supports(&shape(128)).is_ok());
         let e = FlashFp32.supports(&shape(256)).unwrap_err().0;
         assert!(e.contains("above 128"), "{e}");
     }
@@ -399,6 +470,7 @@ mod tests {
     fn shared_memory_grows_with_d_not_with_s() {
         assert_eq!(smem_flash_fp32(64), (64 * 65 + 2 * 32 * 64 + 32 * 64) * 4);
         assert_eq!(smem_flash2_wmma(128), 112_640);
+        assert_eq!(smem_flash2_mma(128), 87_040);
         let plan = |s| {
             Flash2Fp32
                 .cuda(&Shape::Attention {

@@ -121,3 +121,24 @@ fn the_hopper_rung_is_hgmma_fed_by_utmaldg() {
     assert!(count("SYNCS") >= 1, "mbarrier operations: {}", f.sass);
     assert_eq!((f.summary.ldsm, f.summary.hmma, f.summary.lds), (0, 0, 0));
 }
+
+/// What flash-attn/README.md says of rung 07: P and the output stay in registers, so where
+/// rung 05 stores scores, P and output rows to shared memory every tile, rung 07 stores
+/// nothing there (its copies are cp.async) and spills nothing; at D = 64 a tile is 64 HMMA.
+#[test]
+fn attention_rung_07_keeps_p_and_o_out_of_shared_memory() {
+    let rows = summary_rows(&["--kernels", "attn-flash2-wmma-fp16,attn-flash2-mma-fp16"]);
+    let row = |entry: &str| {
+        rows.iter()
+            .find(|r| r[1] == entry)
+            .unwrap_or_else(|| panic!("no {entry} in {rows:?}"))
+            .clone()
+    };
+    let (wmma, mma) = (row("attn_flash2_wmma_fp16"), row("attn_flash2_mma_fp16"));
+    assert_ne!(count(&wmma, "STS"), "0", "{wmma:?}");
+    let counts: Vec<String> = ["STS", "STS.128", "LD/ST", "LDL/STL", "HMMA"]
+        .iter()
+        .map(|c| count(&mma, c))
+        .collect();
+    assert_eq!(counts, ["0", "0", "0/0", "0/0", "64"], "{mma:?}");
+}
