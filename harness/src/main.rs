@@ -281,8 +281,10 @@ fn list(json: bool) -> Result<bool> {
         println!("{}", serde_json::to_string_pretty(&infos)?);
         return Ok(true);
     }
+    // The kernel column fits the longest id, so every summary starts in one column.
+    let width = all.iter().map(|k| k.info().id.len()).max().unwrap_or(0);
     println!(
-        "{:<10} {:<4} {:<18} {:<16} {:<5} {:<4} summary",
+        "{:<10} {:<4} {:<width$} {:<16} {:<5} {:<4} summary",
         "workload", "rung", "kernel", "stage", "prec", "cpu"
     );
     for k in &all {
@@ -294,7 +296,7 @@ fn list(json: bool) -> Result<bool> {
         };
         let cpu = if k.cpu().is_some() { "yes" } else { "-" };
         println!(
-            "{:<10} {:<4} {:<18} {:<16} {:<5} {:<4} {}",
+            "{:<10} {:<4} {:<width$} {:<16} {:<5} {:<4} {}",
             i.workload.name(),
             rung,
             i.id,

@@ -180,6 +180,17 @@ fn list_shows_the_ladder_in_order() {
     let naive = ids.iter().position(|i| *i == "gemm-naive").unwrap();
     let tiled = ids.iter().position(|i| *i == "gemm-tiled").unwrap();
     assert!(naive < tiled, "{ids:?}");
+
+    // The plain listing keeps its columns aligned however long an id is: each row's summary
+    // starts where the header's `summary` does.
+    let o = harness(&["list"]);
+    let out = text(&o);
+    let mut lines = out.lines();
+    let start = lines.next().and_then(|h| h.find("summary")).unwrap();
+    for (line, info) in lines.zip(v.as_array().unwrap()) {
+        let summary = info["summary"].as_str().unwrap();
+        assert_eq!(line.find(summary), Some(start), "{line}");
+    }
 }
 
 #[test]
