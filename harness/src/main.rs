@@ -867,24 +867,7 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> R
                                     _ => ok &= !deny_spills,
                                 }
                             }
-                            println!(
-                                "{:<28} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
-                                id,
-                                r.entry,
-                                r.arch,
-                                r.threads_per_block,
-                                r.registers,
-                                r.smem_bytes,
-                                r.stack_bytes,
-                                format!("{}/{}", r.spill_stores, r.spill_loads),
-                                r.occupancy
-                                    .map(|o| format!(
-                                        "{:.0}% {}",
-                                        o * 100.0,
-                                        r.occupancy_limiter.as_deref().unwrap_or("")
-                                    ))
-                                    .unwrap_or_else(|| "?".into())
-                            );
+                            println!("{:<28} {:<22} {:<7} {}", id, r.entry, r.arch, r.columns());
                         }
                     }
                     Err(e) => {

@@ -29,6 +29,29 @@ pub struct LaunchResources {
     pub waves: Option<f64>,
 }
 
+impl LaunchResources {
+    /// The columns `inspect` prints after a kernel's name: threads, registers, shared memory,
+    /// stack, spill stores/loads and occupancy with its limiter.
+    pub fn columns(&self) -> String {
+        let occupancy = self.occupancy.map_or_else(
+            || "?".to_string(),
+            |o| {
+                let limiter = self.occupancy_limiter.as_deref().unwrap_or("");
+                format!("{:.0}% {limiter}", o * 100.0)
+            },
+        );
+        format!(
+            "{:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
+            self.threads_per_block,
+            self.registers,
+            self.smem_bytes,
+            self.stack_bytes,
+            format!("{}/{}", self.spill_stores, self.spill_loads),
+            occupancy
+        )
+    }
+}
+
 /// Compiles each launch of `plan` for `arch` and reads its resources; with `sms`, the SM count
 /// of the GPU it runs on, also its waves. A pipeline that walks a batch in chunks repeats its
 /// launches: each distinct kernel and geometry is reported once, at its first launch.

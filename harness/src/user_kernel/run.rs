@@ -130,23 +130,7 @@ pub fn inspect(users: &[UserKernel], archs: &[String]) -> Result<bool> {
             match resources::of_plan(&plan, arch, None) {
                 Ok(list) => {
                     for r in list {
-                        println!(
-                            "{:<44} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
-                            u.id(),
-                            arch,
-                            r.threads_per_block,
-                            r.registers,
-                            r.smem_bytes,
-                            r.stack_bytes,
-                            format!("{}/{}", r.spill_stores, r.spill_loads),
-                            r.occupancy
-                                .map(|o| format!(
-                                    "{:.0}% {}",
-                                    o * 100.0,
-                                    r.occupancy_limiter.as_deref().unwrap_or("")
-                                ))
-                                .unwrap_or_else(|| "?".into())
-                        );
+                        println!("{:<44} {:<7} {}", u.id(), arch, r.columns());
                     }
                 }
                 Err(e) => {
