@@ -40,6 +40,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
             summary: "cuBLAS GemmEx, BF16 in, FP32 accumulate and out, tensor cores",
         }),
         Box::new(MatrixmultiplySgemm),
+        Box::new(MatrixmultiplyLinear),
         Box::new(MatrixmultiplyConv),
         Box::new(MatrixmultiplyAttention),
         Box::new(CublasLinear),
@@ -132,6 +133,54 @@ fn cpu_matrixmultiply(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
                 c,
                 1.0,
             );
+        });
+}
+
+/// The CPU peer of the linear table: `matrixmultiply::sgemm` for X W^T (W read transposed
+/// through its strides) in row bands over rayon's threads, then bias and activation on each
+/// band while it is in cache.
+pub struct MatrixmultiplyLinear;
+
+impl Kernel for MatrixmultiplyLinear {
+    fn info(&self) -> KernelInfo {
+        KernelInfo {
+            id: "matrixmultiply-linear".into(),
+            workload: Workload::Linear,
+            stage: Stage::Reference,
+            precision: Precision::Fp32,
+            role: Role::Reference,
+            rung: 2,
+            summary: "CPU peer: matrixmultiply::sgemm for X W^T, then bias and activation".into(),
+        }
+    }
+
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(cpu_matrixmultiply_linear)
+    }
+}
+
+fn cpu_matrixmultiply_linear(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
+    let Shape::Linear { m: _, n, k, act } = *shape else {
+        return; // the harness hands a linear row only linear shapes
+    };
+    let (x, w, bias) = (inputs[0], inputs[1], inputs[2]);
+    out.par_chunks_mut(MM_BAND * n)
+        .enumerate()
+        .for_each(|(band, y)| {
+            let rows = y.len() / n;
+            let x = &x[band * MM_BAND * k..(band * MM_BAND + rows) * k];
+            sgemm(
+                (rows, n, k),
+                Strided::rows(x, k),
+                Strided::transposed(w, k),
+                y,
+                1.0,
+            );
+            for row in y.chunks_mut(n) {
+                for (v, b) in row.iter_mut().zip(bias) {
+                    *v = act.apply_f32(*v + b);
+                }
+            }
         });
 }
 
