@@ -279,7 +279,7 @@ mod tests {
             let f: Vec<f32> = (0..d.m * d.ckk())
                 .map(|i| ((i * 53) % 97) as f32 / 48.0 - 1.0)
                 .collect();
-            let want = kernel::testing::conv_f64(&d, &x, &f);
+            let want = kernel::reference::reference(&shape, &[x.clone(), f.clone()]);
             let check = |name: &str, out: &[f32]| {
                 let err = kernel::testing::relative_error(out, &want);
                 assert!(err < 1e-5, "{name} {}: error {err}", shape.label());

@@ -2,7 +2,7 @@
 //! included) and compared with an f64 reference.
 
 use kernel::sim::SimDevice;
-use kernel::testing::{conv_f64, gemm_f64, inputs, relative_error};
+use kernel::testing::{gemm_f64, inputs, relative_error};
 use kernel::{Executor, Kernel, Shape};
 
 const SHAPES: [(usize, usize, usize); 5] = [
@@ -64,7 +64,7 @@ fn unroll_gemm_convolution_walks_the_batch_in_chunks_in_the_simulator() {
     let mut run = dev.prepare(&rung, &shape, &data).expect("prepare");
     run.run().expect("run");
     let out = run.output().expect("output");
-    let err = relative_error(&out, &conv_f64(&d, &data[0], &data[1]));
+    let err = relative_error(&out, &kernel::reference::reference(&shape, &data));
     assert!(err <= 1e-5, "relative error {err:e}");
 }
 
@@ -93,30 +93,6 @@ impl Kernel for NaiveWithWarpSoftmax {
     }
 }
 
-fn attention_reference(shape: &Shape, x: &[Vec<f32>]) -> Vec<f64> {
-    let dims = kernel::attention_dims(shape);
-    let (s, d) = (dims.s, dims.d);
-    let mut out = vec![0.0f64; dims.heads * s * d];
-    for h in 0..dims.heads {
-        let at = |t: usize, i: usize, c: usize| f64::from(x[t][(h * s + i) * d + c]);
-        for i in 0..s {
-            let keys = dims.keys_for(i);
-            let sc: Vec<f64> = (0..keys)
-                .map(|j| (0..d).map(|c| at(0, i, c) * at(1, j, c)).sum::<f64>())
-                .map(|v| v / (d as f64).sqrt())
-                .collect();
-            let m = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            let w: Vec<f64> = sc.iter().map(|v| (v - m).exp()).collect();
-            let total: f64 = w.iter().sum();
-            for c in 0..d {
-                out[(h * s + i) * d + c] =
-                    (0..keys).map(|j| w[j] * at(2, j, c)).sum::<f64>() / total;
-            }
-        }
-    }
-    out
-}
-
 #[test]
 fn warp_softmax_of_the_cublas_attention_row_matches_the_reference_in_the_simulator() {
     let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
@@ -128,7 +104,7 @@ fn warp_softmax_of_the_cublas_attention_row_matches_the_reference_in_the_simulat
             .expect("prepare");
         run.run().unwrap_or_else(|e| panic!("{shape}: {e}"));
         let out = run.output().expect("output");
-        let err = relative_error(&out, &attention_reference(&shape, &data));
+        let err = relative_error(&out, &kernel::reference::reference(&shape, &data));
         assert!(err <= 1e-5, "{shape}: relative error {err:e}");
     }
 }

@@ -379,31 +379,6 @@ fn wmma_tiling(round: Round) -> Tiling {
 mod tests {
     use super::*;
 
-    /// f64 attention, the textbook formula.
-    fn reference(shape: &Shape, x: &[Vec<f32>]) -> Vec<f64> {
-        let dims = attention_dims(shape);
-        let (s, d) = (dims.s, dims.d);
-        let scale = 1.0 / (d as f64).sqrt();
-        let mut out = vec![0.0; dims.heads * s * d];
-        for h in 0..dims.heads {
-            let at = |t: usize, i: usize, c: usize| f64::from(x[t][h * s * d + i * d + c]);
-            for i in 0..s {
-                let keys = dims.keys_for(i);
-                let sc: Vec<f64> = (0..keys)
-                    .map(|j| (0..d).map(|c| at(0, i, c) * at(1, j, c)).sum::<f64>() * scale)
-                    .collect();
-                let m = sc.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-                let w: Vec<f64> = sc.iter().map(|v| (v - m).exp()).collect();
-                let total: f64 = w.iter().sum();
-                for c in 0..d {
-                    out[h * s * d + i * d + c] =
-                        (0..keys).map(|j| w[j] * at(2, j, c)).sum::<f64>() / total;
-                }
-            }
-        }
-        out
-    }
-
     fn inputs(shape: &Shape) -> Vec<Vec<f32>> {
         let n = shape.inputs()[0].len();
         (0..3u32)
@@ -429,7 +404,7 @@ mod tests {
             let shape = Shape::parse(Workload::Attention, text).unwrap();
             let x = inputs(&shape);
             let refs: Vec<&[f32]> = x.iter().map(Vec::as_slice).collect();
-            let expected = reference(&shape, &x);
+            let expected = kernel::reference::reference(&shape, &x);
             for k in kernels() {
                 if k.supports(&shape).is_err() {
                     continue;

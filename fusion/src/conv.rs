@@ -108,7 +108,10 @@ mod tests {
                 .collect();
             let mut out = vec![f32::NAN; b * d.out_image()];
             implicit_gemm_cpu(&d, &x, &f, &mut out);
-            let err = kernel::testing::relative_error(&out, &kernel::testing::conv_f64(&d, &x, &f));
+            let err = kernel::testing::relative_error(
+                &out,
+                &kernel::reference::reference(&Shape::Conv { b, c, m, h, w, k }, &[x, f]),
+            );
             assert!(err < 1e-6, "{b}x{c}x{m}x{h}x{w}x{k}");
         }
     }

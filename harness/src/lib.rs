@@ -8,7 +8,7 @@ pub mod inputs;
 pub mod library_rows;
 pub mod output;
 pub mod peers;
-pub mod reference;
+pub use kernel::reference;
 pub mod registry;
 pub mod report;
 pub mod resources;

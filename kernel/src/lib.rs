@@ -12,6 +12,7 @@ pub mod cuda;
 pub mod device;
 pub mod pipeline;
 pub mod plan;
+pub mod reference;
 pub mod sim;
 pub mod testing;
 pub mod tma;

@@ -1,8 +1,7 @@
-//! Small helpers the stage crates' tests share: deterministic inputs, an f64 GEMM and the
-//! relative error the harness judges rows by. Tests only; the harness has its own seeded inputs
-//! and full validation (`harness::validate`).
+//! Small helpers the stage crates' tests share: deterministic inputs, an f64 GEMM with the
+//! operand rounding of a precision, and the relative error the harness judges rows by. The
+//! unrounded f64 references of every workload are in [`crate::reference`].
 
-use crate::conv::ConvDims;
 use crate::workload::Shape;
 
 /// Deterministic inputs in [-1, 1) for every input tensor of `shape` (a 64-bit LCG, so no
@@ -43,25 +42,6 @@ pub fn gemm_f64(
         }
     }
     c
-}
-
-/// Direct NCHW convolution in f64 (stride 1, no padding): `x` is `b x c x h x w`, `f` is
-/// `m x c x k x k`, the result `b x m x ho x wo`.
-pub fn conv_f64(d: &ConvDims, x: &[f32], f: &[f32]) -> Vec<f64> {
-    let mut y = vec![0.0f64; d.b * d.out_image()];
-    for (i, yv) in y.iter_mut().enumerate() {
-        let (ow, oh) = (i % d.wo, (i / d.wo) % d.ho);
-        let (m, b) = ((i / d.plane()) % d.m, i / d.out_image());
-        for c in 0..d.c {
-            for p in 0..d.k {
-                for q in 0..d.k {
-                    *yv += f64::from(x[((b * d.c + c) * d.h + oh + p) * d.w + ow + q])
-                        * f64::from(f[((m * d.c + c) * d.k + p) * d.k + q]);
-                }
-            }
-        }
-    }
-    y
 }
 
 /// Relative Frobenius error `||out - ref|| / ||ref||`; NaN (a poisoned, unwritten output)

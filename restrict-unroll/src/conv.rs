@@ -205,7 +205,10 @@ mod tests {
                 .collect();
             let mut out = vec![f32::NAN; b * d.out_image()];
             cpu_restrict_unroll(&shape, &[&x, &f], &mut out);
-            let err = kernel::testing::relative_error(&out, &kernel::testing::conv_f64(&d, &x, &f));
+            let err = kernel::testing::relative_error(
+                &out,
+                &kernel::reference::reference(&shape, &[x, f]),
+            );
             assert!(err < 1e-6, "{}", shape.label());
         }
         let big = Shape::Conv {

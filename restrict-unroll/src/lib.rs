@@ -283,19 +283,6 @@ impl Kernel for GemmDoubleBuffer {
 mod tests {
     use super::*;
 
-    fn reference(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f64> {
-        let mut c = vec![0.0f64; m * n];
-        for i in 0..m {
-            for kk in 0..k {
-                let av = a[i * k + kk] as f64;
-                for j in 0..n {
-                    c[i * n + j] += av * b[kk * n + j] as f64;
-                }
-            }
-        }
-        c
-    }
-
     #[test]
     fn every_port_matches_on_tails() {
         for &(m, n, k) in &[
@@ -311,7 +298,7 @@ mod tests {
             let b: Vec<f32> = (0..k * n)
                 .map(|i| ((i * 104729) % 17) as f32 / 8.0 - 1.0)
                 .collect();
-            let r = reference(m, n, k, &a, &b);
+            let r = kernel::testing::gemm_f64((m, n, k), &a, &b, |v| v);
             let shape = Shape::gemm(m, n, k);
             for kern in kernels() {
                 if kern.info().workload != Workload::Gemm || kern.supports(&shape).is_err() {

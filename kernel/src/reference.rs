@@ -3,7 +3,7 @@
 //! seconds on two cores. Runs too large for a full reference are checked on a seeded sample
 //! of their outputs ([`sampled`]), each computed exactly in f64.
 
-use kernel::{Shape, Workload};
+use crate::{Shape, Workload};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use rayon::prelude::*;
@@ -243,25 +243,13 @@ fn attention_row_f64(shape: &Shape, q: &[f32], kmat: &[f32], v: &[f32], row: usi
 mod tests {
     use super::*;
 
-    fn gemm_triple_loop(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f64> {
-        let mut c = vec![0.0; m * n];
-        for i in 0..m {
-            for j in 0..n {
-                c[i * n + j] = (0..k)
-                    .map(|p| f64::from(a[i * k + p]) * f64::from(b[p * n + j]))
-                    .sum();
-            }
-        }
-        c
-    }
-
     #[test]
     fn blocked_gemm_matches_the_triple_loop_on_awkward_shapes() {
         for (m, n, k) in [(1, 1, 1), (5, 300, 129), (37, 17, 260), (64, 64, 64)] {
             let shape = Shape::gemm(m, n, k);
-            let x = crate::inputs::random_inputs(&shape, 3);
+            let x = crate::testing::inputs(&shape, 3);
             let got = gemm_f64(m, n, k, &x[0], &x[1], false);
-            let want = gemm_triple_loop(m, n, k, &x[0], &x[1]);
+            let want = crate::testing::gemm_f64((m, n, k), &x[0], &x[1], |v| v);
             for (g, w) in got.iter().zip(&want) {
                 assert!((g - w).abs() < 1e-9, "{m}x{n}x{k}: {g} vs {w}");
             }
@@ -272,7 +260,7 @@ mod tests {
     fn transposed_b_is_the_same_product() {
         let (m, n, k) = (9, 13, 7);
         let s = Shape::gemm(m, n, k);
-        let x = crate::inputs::random_inputs(&s, 5);
+        let x = crate::testing::inputs(&s, 5);
         let mut bt = vec![0.0f32; n * k];
         for p in 0..k {
             for j in 0..n {
@@ -293,7 +281,7 @@ mod tests {
                 m: 9,
                 n: 13,
                 k: 17,
-                act: kernel::Activation::Gelu,
+                act: crate::Activation::Gelu,
             },
             Shape::Conv {
                 b: 3,
@@ -312,7 +300,7 @@ mod tests {
             },
         ];
         for shape in shapes {
-            let x = crate::inputs::random_inputs(&shape, 11);
+            let x = crate::testing::inputs(&shape, 11);
             let full = reference(&shape, &x);
             let (idx, vals) = sampled(&shape, &x, 50, 1);
             assert!(
