@@ -2,8 +2,9 @@
 //! score matrix in scratch memory, and its CPU port.
 
 use kernel::{
-    Arg, AttentionDims, Buf, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Precision, Role,
-    Scratch, Shape, Stage, Step, Unsupported, Workload, attention_dims, cuda_source, div_ceil,
+    Arg, AttentionDims, Buf, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Lineage,
+    Precision, Role, Scratch, Shape, Stage, Step, Unsupported, Workload, attention_dims,
+    cuda_source, div_ceil,
 };
 use rayon::prelude::*;
 
@@ -31,6 +32,14 @@ pub struct AttnNaive;
 const SOFTMAX_BLOCK: usize = 128;
 
 impl Kernel for AttnNaive {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: None,
+            idea: "QK^T, softmax and PV as three kernels with the S x S scores in memory: the starting point",
+            bound: None,
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         KernelInfo {
             id: "attn-naive".into(),

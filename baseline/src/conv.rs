@@ -3,9 +3,9 @@
 
 use crate::{GemmTiled, TILED_TILE, gemm_tiled_cpu};
 use kernel::{
-    Arg, Buf, ConvDims, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Precision, Role,
-    Scratch, Shape, Stage, Step, Unsupported, Workload, conv_args, conv_chunk, conv_dims,
-    cuda_source, div_ceil,
+    Arg, Bound, Buf, ConvDims, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Lineage,
+    Precision, Role, Scratch, Shape, Stage, Step, Unsupported, Workload, conv_args, conv_chunk,
+    conv_dims, cuda_source, div_ceil,
 };
 use rayon::prelude::*;
 
@@ -33,6 +33,14 @@ fn info(id: &'static str, rung: u32, summary: &'static str) -> KernelInfo {
 pub struct ConvDirect;
 
 impl Kernel for ConvDirect {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: None,
+            idea: "one thread per output, its whole window straight from global memory: the starting point",
+            bound: None,
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "conv-direct",
@@ -186,6 +194,14 @@ pub fn unroll_supports(d: &ConvDims) -> Result<(), Unsupported> {
 }
 
 impl Kernel for ConvUnrollGemm {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("conv-direct"),
+            idea: "unroll (im2col) into a matrix, multiply it with GEMM rung 02's tiled kernel, permute back",
+            bound: Some(Bound::DramTraffic),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "conv-unroll-gemm",

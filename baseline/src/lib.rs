@@ -6,8 +6,8 @@ pub mod attention;
 pub mod conv;
 
 use kernel::{
-    CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
-    cuda_source, div_ceil, gemm_args, gemm_dims,
+    Bound, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Lineage, Precision, Role, Shape, Stage,
+    Workload, cuda_source, div_ceil, gemm_args, gemm_dims,
 };
 use rayon::prelude::*;
 
@@ -23,6 +23,14 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
 pub struct GemmNaive;
 
 impl Kernel for GemmNaive {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: None,
+            idea: "one thread per output element, operands straight from global memory: the starting point",
+            bound: None,
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         KernelInfo {
             id: "gemm-naive".into(),
@@ -81,6 +89,14 @@ pub struct GemmTiled;
 pub const TILED_TILE: usize = 32;
 
 impl Kernel for GemmTiled {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-naive"),
+            idea: "two ideas: 32x32 tiles of A and B staged in shared memory and reused 32 times, and threads along rows of C so that loads and stores coalesce",
+            bound: Some(Bound::DramTraffic),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         KernelInfo {
             id: "gemm-tiled".into(),

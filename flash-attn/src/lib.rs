@@ -9,8 +9,9 @@ pub mod cpu;
 
 use cpu::{Round, Tiling};
 use kernel::{
-    CpuPort, CudaPlan, CudaSource, Dtype, Kernel, KernelInfo, Launch, Precision, Role, Shape,
-    Stage, Step, Unsupported, Workload, attention_args, attention_dims, cuda_source, div_ceil,
+    Bound, CpuPort, CudaPlan, CudaSource, Dtype, Kernel, KernelInfo, Launch, Lineage, Precision,
+    Role, Shape, Stage, Step, Unsupported, Workload, attention_args, attention_dims, cuda_source,
+    div_ceil,
 };
 
 /// Every kernel of this crate, in ladder order.
@@ -113,6 +114,14 @@ pub fn smem_flash_fp32(d: usize) -> usize {
 }
 
 impl Kernel for FlashFp32 {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("attn-naive"),
+            idea: "one fused kernel with an online softmax: K and V tiles in shared memory, S x S never stored",
+            bound: Some(Bound::DramTraffic),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "attn-flash-fp32",
@@ -174,6 +183,14 @@ fn flash2_tiling(skip_masked_tiles: bool) -> Tiling {
 pub struct Flash2Fp32;
 
 impl Kernel for Flash2Fp32 {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("attn-flash-fp32"),
+            idea: "the FlashAttention-2 order: warps split a 64-query tile, a key per lane, the normalization deferred to the end",
+            bound: Some(Bound::SharedTraffic),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "attn-flash2-fp32",
@@ -207,6 +224,14 @@ impl Kernel for Flash2Fp32 {
 pub struct Flash2Causal;
 
 impl Kernel for Flash2Causal {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("attn-flash2-fp32"),
+            idea: "causal masking by tiles: fully masked key tiles are skipped, not computed and masked",
+            bound: Some(Bound::WastedWork),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "attn-flash2-causal",
@@ -251,6 +276,21 @@ pub fn smem_flash2_wmma(d: usize) -> usize {
 pub struct Flash2Wmma(pub Round);
 
 impl Kernel for Flash2Wmma {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(match self.0 {
+            Round::F16 => Lineage {
+                parent: Some("attn-flash2-causal"),
+                idea: "both products on tensor cores (WMMA m16n16k16) with FP16 Q, K, V and P",
+                bound: Some(Bound::Compute),
+            },
+            Round::Bf16 => Lineage {
+                parent: Some("attn-flash2-wmma-fp16"),
+                idea: "BF16 in place of FP16: FP32's exponent range, an 8-bit mantissa",
+                bound: None,
+            },
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         match self.0 {
             Round::F16 => info(
@@ -314,6 +354,21 @@ pub fn smem_flash2_mma(d: usize) -> usize {
 pub struct Flash2Mma(pub Round);
 
 impl Kernel for Flash2Mma {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(match self.0 {
+            Round::F16 => Lineage {
+                parent: Some("attn-flash2-wmma-fp16"),
+                idea: "mma.sync with documented fragment layouts: the softmax on the accumulators, P and O kept in registers",
+                bound: Some(Bound::SharedTraffic),
+            },
+            Round::Bf16 => Lineage {
+                parent: Some("attn-flash2-mma-fp16"),
+                idea: "BF16 in place of FP16: FP32's exponent range, an 8-bit mantissa",
+                bound: None,
+            },
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         match self.0 {
             Round::F16 => info(

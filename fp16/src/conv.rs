@@ -3,8 +3,8 @@
 
 use half::f16;
 use kernel::{
-    CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
-    conv_args, conv_dims, cuda_source, div_ceil,
+    Bound, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Lineage, Precision, Role, Shape,
+    Stage, Workload, conv_args, conv_dims, cuda_source, div_ceil,
 };
 use rayon::prelude::*;
 use restrict_unroll::conv::conv_unrolled;
@@ -22,6 +22,14 @@ const BN: usize = 128;
 pub struct ConvWmmaFp16;
 
 impl Kernel for ConvWmmaFp16 {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("conv-wmma-tf32"),
+            idea: "FP16 input, filter and tiles: half the bytes per gathered value",
+            bound: Some(Bound::DramTraffic),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         KernelInfo {
             id: "conv-wmma-fp16".into(),

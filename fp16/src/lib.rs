@@ -8,8 +8,8 @@ pub mod conv;
 use half::f16;
 use half::slice::HalfFloatSliceExt;
 use kernel::{
-    Arg, Buf, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Precision, Role, Scratch,
-    Shape, Stage, Step, Workload, cuda_source, div_ceil, gemm_args, gemm_dims,
+    Arg, Bound, Buf, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Lineage, Precision,
+    Role, Scratch, Shape, Stage, Step, Workload, cuda_source, div_ceil, gemm_args, gemm_dims,
 };
 use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, Operand, gemm_blocked};
@@ -121,6 +121,14 @@ fn convert_plan(shape: &Shape, half2: bool) -> CudaPlan {
 pub struct GemmWmmaFp16;
 
 impl Kernel for GemmWmmaFp16 {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-wmma-tf32"),
+            idea: "FP16 operands already in device memory: half the bytes per load, twice TF32's tensor-core rate",
+            bound: Some(Bound::Compute),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "gemm-wmma-fp16",
@@ -155,6 +163,14 @@ impl Kernel for GemmWmmaFp16 {
 pub struct GemmWmmaFp16Convert;
 
 impl Kernel for GemmWmmaFp16Convert {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-wmma-fp16"),
+            idea: "the FP32 to FP16 conversion of the inputs inside the timed plan: what FP16 costs when the data is FP32",
+            bound: None,
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "gemm-wmma-fp16-convert",
@@ -176,6 +192,14 @@ impl Kernel for GemmWmmaFp16Convert {
 pub struct GemmWmmaFp16Half2;
 
 impl Kernel for GemmWmmaFp16Half2 {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-wmma-fp16-convert"),
+            idea: "the conversion vectorized: a float2 in and a half2 out per thread and step",
+            bound: Some(Bound::Issue),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "gemm-wmma-fp16-half2",

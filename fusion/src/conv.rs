@@ -2,8 +2,8 @@
 //! implicit-GEMM kernel, and its CPU port.
 
 use kernel::{
-    ConvDims, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage,
-    Workload, conv_args, conv_dims, cuda_source, div_ceil,
+    Bound, ConvDims, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Lineage, Precision, Role,
+    Shape, Stage, Workload, conv_args, conv_dims, cuda_source, div_ceil,
 };
 use rayon::prelude::*;
 
@@ -20,6 +20,14 @@ const NT: usize = 256;
 pub struct ConvFused;
 
 impl Kernel for ConvFused {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("conv-unroll-gemm"),
+            idea: "unroll, GEMM and permute fused into one kernel (implicit GEMM): the unrolled matrix is never written",
+            bound: Some(Bound::DramTraffic),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         KernelInfo {
             id: "conv-fused".into(),

@@ -6,8 +6,8 @@
 pub mod conv;
 
 use kernel::{
-    Activation, Arg, Buf, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Precision, Role,
-    Scratch, Shape, Stage, Step, Workload, cuda_source, div_ceil,
+    Activation, Arg, Bound, Buf, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Lineage,
+    Precision, Role, Scratch, Shape, Stage, Step, Workload, cuda_source, div_ceil,
 };
 use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, gemm_blocked};
@@ -94,6 +94,14 @@ fn info(id: &'static str, rung: u32, summary: &'static str) -> KernelInfo {
 pub struct LinearNaiveFused;
 
 impl Kernel for LinearNaiveFused {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: None,
+            idea: "a naive dot product per output with the bias and activation in the same loop: fused, on a naive GEMM",
+            bound: None,
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "linear-naive-fused",
@@ -145,6 +153,14 @@ fn cpu_naive_fused(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
 pub struct LinearUnfused;
 
 impl Kernel for LinearUnfused {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("linear-naive-fused"),
+            idea: "a register-blocked GEMM into scratch, then a separate bias and activation kernel",
+            bound: Some(Bound::DramTraffic),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "linear-unfused",
@@ -208,6 +224,14 @@ fn cpu_unfused(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
 pub struct LinearFused;
 
 impl Kernel for LinearFused {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("linear-unfused"),
+            idea: "bias and activation in the GEMM's epilogue: one launch, the intermediate never written",
+            bound: Some(Bound::DramTraffic),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "linear-fused",

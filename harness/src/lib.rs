@@ -2,8 +2,10 @@
 //! against a higher-precision reference, times it properly and writes the ablation tables.
 
 pub mod calibrate;
+pub mod cmd;
 pub mod compare;
 pub mod config;
+pub mod console;
 pub mod inputs;
 pub mod library_rows;
 pub mod output;

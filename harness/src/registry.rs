@@ -29,6 +29,12 @@ pub fn for_workload(all: &[Box<dyn Kernel>], workload: Workload) -> Vec<&dyn Ker
         .collect()
 }
 
+/// The rung `k` changes, as its lineage declares it.
+pub fn parent<'a>(all: &'a [Box<dyn Kernel>], k: &dyn Kernel) -> Option<&'a dyn Kernel> {
+    let id = k.lineage()?.parent?;
+    all.iter().find(|p| p.info().id == id).map(|p| p.as_ref())
+}
+
 /// Keeps the kernels named in `ids`; an unknown id is an error that lists the valid ones.
 pub fn select<'a>(all: &'a [Box<dyn Kernel>], ids: &[String]) -> Result<Vec<&'a dyn Kernel>> {
     if ids.is_empty() {
@@ -73,6 +79,47 @@ mod tests {
                 rungs, sorted,
                 "{w}: rung numbers must be unique and ascending"
             );
+        }
+    }
+
+    #[test]
+    fn every_rung_declares_a_parent_of_its_own_ladder() {
+        let all = all();
+        for k in &all {
+            let i = k.info();
+            let Some(l) = k.lineage() else {
+                assert_ne!(i.role, Role::Rung, "{}: a rung without lineage", i.id);
+                continue;
+            };
+            assert_eq!(i.role, Role::Rung, "{}: only rungs have a lineage", i.id);
+            assert!(!l.idea.is_empty(), "{}: no idea", i.id);
+            let first = for_workload(&all, i.workload)
+                .iter()
+                .filter(|k| k.info().role == Role::Rung)
+                .map(|k| k.info().rung)
+                .min();
+            match parent(&all, k.as_ref()) {
+                Some(p) => {
+                    let pi = p.info();
+                    assert_eq!(
+                        pi.workload, i.workload,
+                        "{}: parent in another ladder",
+                        i.id
+                    );
+                    assert_eq!(pi.role, Role::Rung, "{}: parent is not a rung", i.id);
+                    assert!(pi.rung < i.rung, "{}: parent comes after it", i.id);
+                }
+                None => {
+                    assert_eq!(l.parent, None, "{}: unknown parent {:?}", i.id, l.parent);
+                    assert_eq!(
+                        Some(i.rung),
+                        first,
+                        "{}: only a first rung has no parent",
+                        i.id
+                    );
+                    assert_eq!(l.bound, None, "{}: a first rung attacks nothing", i.id);
+                }
+            }
         }
     }
 

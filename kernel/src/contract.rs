@@ -132,6 +132,97 @@ pub struct KernelInfo {
     pub summary: Text,
 }
 
+/// What limits a kernel, as the roofline and the profiler see it: the bound a rung's idea
+/// attacks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Bound {
+    /// Bytes between DRAM (or L2) and the SMs: reuse through tiles, narrower types, no
+    /// intermediates written and read back.
+    DramTraffic,
+    /// Shared-memory bandwidth: loads per FMA or MMA, bank conflicts.
+    SharedTraffic,
+    /// Waiting on loads in flight: overlapping copies with arithmetic.
+    Latency,
+    /// Instructions the SM must issue per useful FLOP: wider accesses, fewer index
+    /// computations, asynchronous instructions.
+    Issue,
+    /// The arithmetic units' peak: moving the math to faster units (tensor cores).
+    Compute,
+    /// Occupancy and wave quantization: how many warps and blocks keep the SMs busy.
+    Occupancy,
+    /// Fixed costs per launch: fewer launches, fewer round trips through the host.
+    LaunchOverhead,
+    /// Copies between the host and the device.
+    Transfers,
+    /// Work whose result is thrown away (masked tiles).
+    WastedWork,
+}
+
+impl Bound {
+    pub const ALL: [Bound; 9] = [
+        Self::DramTraffic,
+        Self::SharedTraffic,
+        Self::Latency,
+        Self::Issue,
+        Self::Compute,
+        Self::Occupancy,
+        Self::LaunchOverhead,
+        Self::Transfers,
+        Self::WastedWork,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::DramTraffic => "dram-traffic",
+            Self::SharedTraffic => "shared-traffic",
+            Self::Latency => "latency",
+            Self::Issue => "issue",
+            Self::Compute => "compute",
+            Self::Occupancy => "occupancy",
+            Self::LaunchOverhead => "launch-overhead",
+            Self::Transfers => "transfers",
+            Self::WastedWork => "wasted-work",
+        }
+    }
+
+    /// In words, for tables and `explain`.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::DramTraffic => "DRAM traffic",
+            Self::SharedTraffic => "shared-memory traffic",
+            Self::Latency => "memory latency",
+            Self::Issue => "instruction issue",
+            Self::Compute => "arithmetic throughput",
+            Self::Occupancy => "occupancy and waves",
+            Self::LaunchOverhead => "launch overhead",
+            Self::Transfers => "host-device transfers",
+            Self::WastedWork => "wasted work",
+        }
+    }
+}
+
+impl fmt::Display for Bound {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Where a rung sits in its ladder: the rung it changes, what it changes and why. Tables
+/// compare a rung with its parent ("vs parent"), and `harness explain` diffs the two.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub struct Lineage {
+    /// The id of the rung this one changes (not necessarily the one numbered before it);
+    /// `None` for the first rung of a ladder.
+    pub parent: Option<&'static str>,
+    /// The one idea this rung adds over its parent, in one line. A rung that bundles two
+    /// says so ("two ideas: ...").
+    pub idea: &'static str,
+    /// The bound the idea attacks; `None` where it attacks none (the first rung, a rung that
+    /// shows a cost, a change of number format for range rather than speed).
+    pub bound: Option<Bound>,
+}
+
 /// A kernel declining a shape, with the constraint it needs.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
@@ -181,6 +272,12 @@ pub trait Kernel: Send + Sync {
 
     /// The CPU port, or `None` for GPU-only rows (such as cuBLAS).
     fn cpu(&self) -> Option<CpuPort> {
+        None
+    }
+
+    /// The rung's parent, idea and bound; every rung has one, references and user rows
+    /// have none.
+    fn lineage(&self) -> Option<Lineage> {
         None
     }
 

@@ -20,7 +20,8 @@ pub mod workload;
 
 pub use attention::{AttentionDims, attention_args, attention_dims};
 pub use contract::{
-    AcceptedSpill, CpuPort, Kernel, KernelInfo, Precision, Role, Stage, Unsupported, div_ceil,
+    AcceptedSpill, Bound, CpuPort, Kernel, KernelInfo, Lineage, Precision, Role, Stage,
+    Unsupported, div_ceil,
 };
 pub use conv::{ConvDims, conv_args, conv_chunk, conv_dims};
 pub use device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};

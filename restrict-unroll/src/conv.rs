@@ -4,9 +4,9 @@
 //! filter size).
 
 use kernel::{
-    Arg, Buf, ConstantCopy, ConvDims, CpuPort, CudaPlan, CudaSource, Kernel, KernelInfo, Launch,
-    Precision, Role, Shape, Stage, Step, Unsupported, Workload, conv_args, conv_dims, cuda_source,
-    div_ceil,
+    Arg, Bound, Buf, ConstantCopy, ConvDims, CpuPort, CudaPlan, CudaSource, Kernel, KernelInfo,
+    Launch, Lineage, Precision, Role, Shape, Stage, Step, Unsupported, Workload, conv_args,
+    conv_dims, cuda_source, div_ceil,
 };
 use rayon::prelude::*;
 
@@ -32,6 +32,14 @@ pub const MAX_UNROLLED_K: usize = 11;
 pub struct ConvRestrictUnroll;
 
 impl Kernel for ConvRestrictUnroll {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("conv-fused"),
+            idea: "the layer's sizes as compile-time constants: constant index arithmetic, an unrolled filter row, weights in __constant__",
+            bound: Some(Bound::Issue),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         KernelInfo {
             id: "conv-restrict-unroll".into(),

@@ -12,8 +12,9 @@ pub mod tuned;
 pub use tuned::{GemmTuned, TileConfig};
 
 use kernel::{
-    AcceptedSpill, CpuPort, CudaPlan, CudaSource, Kernel, KernelInfo, Launch, Precision, Role,
-    Shape, Stage, Unsupported, Workload, cuda_source, div_ceil, gemm_args, gemm_dims,
+    AcceptedSpill, Bound, CpuPort, CudaPlan, CudaSource, Kernel, KernelInfo, Launch, Lineage,
+    Precision, Role, Shape, Stage, Unsupported, Workload, cuda_source, div_ceil, gemm_args,
+    gemm_dims,
 };
 
 /// Every kernel of this crate, in ladder order.
@@ -97,6 +98,14 @@ fn info(id: &'static str, rung: u32, summary: &'static str) -> KernelInfo {
 pub struct GemmRestrictUnroll;
 
 impl Kernel for GemmRestrictUnroll {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-tiled"),
+            idea: "__restrict__ pointers and #pragma unroll: hints to the compiler",
+            bound: Some(Bound::Issue),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "gemm-restrict-unroll",
@@ -124,6 +133,14 @@ impl Kernel for GemmRestrictUnroll {
 pub struct GemmRegblock1d;
 
 impl Kernel for GemmRegblock1d {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-restrict-unroll"),
+            idea: "1D register blocking: a thread computes 8 outputs of a column, one B value in a register feeds 8 FMAs",
+            bound: Some(Bound::SharedTraffic),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "gemm-regblock-1d",
@@ -151,6 +168,14 @@ impl Kernel for GemmRegblock1d {
 pub struct GemmRegblock2d;
 
 impl Kernel for GemmRegblock2d {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-regblock-1d"),
+            idea: "2D register blocking: an 8x8 outer product per thread, 16 shared values feed 64 FMAs",
+            bound: Some(Bound::SharedTraffic),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "gemm-regblock-2d",
@@ -189,6 +214,14 @@ impl Kernel for GemmRegblock2d {
 pub struct GemmVectorized;
 
 impl Kernel for GemmVectorized {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-regblock-2d"),
+            idea: "two ideas: 16-byte (float4) global loads and stores, and the A tile transposed in shared memory for float4 reads",
+            bound: Some(Bound::Issue),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "gemm-vectorized",
@@ -220,6 +253,14 @@ impl Kernel for GemmVectorized {
 pub struct GemmWarptile;
 
 impl Kernel for GemmWarptile {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-vectorized"),
+            idea: "warp tiling: each warp owns a 64x32 tile of C, so its lanes' shared reads broadcast and spread over the banks",
+            bound: Some(Bound::SharedTraffic),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "gemm-warptile",
@@ -252,6 +293,14 @@ impl Kernel for GemmWarptile {
 pub struct GemmDoubleBuffer;
 
 impl Kernel for GemmDoubleBuffer {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-warptile"),
+            idea: "double buffering: the next tile's global loads in flight during the FMAs, one barrier per tile",
+            bound: Some(Bound::Latency),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "gemm-double-buffer",

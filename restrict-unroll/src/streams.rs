@@ -6,8 +6,8 @@
 
 use crate::conv::{ConvRestrictUnroll, constant_copy, cpu_restrict_unroll, launch};
 use kernel::{
-    Arg, Buf, CpuPort, CudaPlan, Kernel, KernelInfo, Pipeline, Precision, Role, Shape, Stage, Step,
-    Unsupported, Workload, conv_args, conv_dims,
+    Arg, Bound, Buf, CpuPort, CudaPlan, Kernel, KernelInfo, Lineage, Pipeline, Precision, Role,
+    Shape, Stage, Step, Unsupported, Workload, conv_args, conv_dims,
 };
 
 /// Streams the chunks rotate over: with four, up to three chunks can be copying (in, out)
@@ -28,6 +28,14 @@ pub fn chunk_images(b: usize) -> usize {
 pub struct ConvStreams;
 
 impl Kernel for ConvStreams {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("conv-restrict-unroll"),
+            idea: "the batch in chunks on 4 streams from pinned host memory: copies overlap kernels, and the time includes them",
+            bound: Some(Bound::Transfers),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         KernelInfo {
             id: "conv-streams".into(),

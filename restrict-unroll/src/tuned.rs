@@ -3,8 +3,8 @@
 //! combination is rejected before anything is compiled.
 
 use kernel::{
-    CpuPort, CudaPlan, Kernel, KernelInfo, Precision, Role, Shape, Stage, Unsupported, Workload,
-    cuda_source, gemm_dims,
+    Bound, CpuPort, CudaPlan, Kernel, KernelInfo, Lineage, Precision, Role, Shape, Stage,
+    Unsupported, Workload, cuda_source, gemm_dims,
 };
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -254,6 +254,14 @@ fn port_tuned(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
 }
 
 impl Kernel for GemmTuned {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-double-buffer"),
+            idea: "the tile shape as compile-time parameters, chosen per GPU and size by `harness tune`",
+            bound: Some(Bound::Occupancy),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         let configs = match self.choices.as_slice() {
             [] => format!("default {}", TileConfig::default()),

@@ -2,8 +2,8 @@
 //! (WMMA TF32, FP32 accumulation), and its CPU port.
 
 use kernel::{
-    CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
-    conv_args, conv_dims, cuda_source, div_ceil,
+    Bound, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Lineage, Precision, Role, Shape, Stage,
+    Workload, conv_args, conv_dims, cuda_source, div_ceil,
 };
 use rayon::prelude::*;
 use restrict_unroll::conv::conv_unrolled;
@@ -22,6 +22,14 @@ const BN: usize = 128;
 pub struct ConvWmmaTf32;
 
 impl Kernel for ConvWmmaTf32 {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("conv-restrict-unroll"),
+            idea: "the implicit GEMM's FMAs on tensor cores: WMMA m16n16k8 TF32",
+            bound: Some(Bound::Compute),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         KernelInfo {
             id: "conv-wmma-tf32".into(),

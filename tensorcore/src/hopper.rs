@@ -4,8 +4,9 @@
 
 use crate::pipelined::cpu_bf16;
 use kernel::{
-    Arg, Buf, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage,
-    Step, TensorMap, TmaSwizzle, Unsupported, Workload, cuda_source, div_ceil, gemm_dims,
+    Arg, Bound, Buf, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Lineage, Precision,
+    Role, Shape, Stage, Step, TensorMap, TmaSwizzle, Unsupported, Workload, cuda_source, div_ceil,
+    gemm_dims,
 };
 
 /// The constants of `18_wgmma_tma.cu`: a 128x128 block tile, K in steps of 64 (one 128-byte
@@ -27,6 +28,14 @@ const _: () = assert!(SMEM <= 227 * 1024);
 pub struct GemmWgmmaTma;
 
 impl Kernel for GemmWgmmaTma {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-mma-bf16"),
+            idea: "three ideas: Hopper's wgmma reading shared memory, TMA copies counted on mbarriers, and producer and consumer warpgroups",
+            bound: Some(Bound::Compute),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         KernelInfo {
             id: "gemm-wgmma-tma".into(),

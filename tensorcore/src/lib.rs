@@ -9,8 +9,8 @@ mod hopper;
 mod pipelined;
 
 use kernel::{
-    CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Precision, Role, Shape, Stage, Workload,
-    cuda_source, div_ceil, gemm_args, gemm_dims,
+    Bound, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Lineage, Precision, Role, Shape, Stage,
+    Workload, cuda_source, div_ceil, gemm_args, gemm_dims,
 };
 use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, gemm_blocked, round_tf32};
@@ -35,6 +35,14 @@ const THREADS: u32 = 128;
 pub struct GemmWmmaTf32;
 
 impl Kernel for GemmWmmaTf32 {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-warptile"),
+            idea: "the warps' FMAs move to tensor cores: WMMA m16n16k8 on TF32-rounded inputs",
+            bound: Some(Bound::Compute),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         KernelInfo {
             id: "gemm-wmma-tf32".into(),

@@ -7,8 +7,8 @@
 
 use half::{bf16, f16};
 use kernel::{
-    CpuPort, CudaPlan, CudaSource, Dtype, Kernel, KernelInfo, Launch, Precision, Role, Shape,
-    Stage, Step, Workload, cuda_source, div_ceil, gemm_args, gemm_dims,
+    Bound, CpuPort, CudaPlan, CudaSource, Dtype, Kernel, KernelInfo, Launch, Lineage, Precision,
+    Role, Shape, Stage, Step, Workload, cuda_source, div_ceil, gemm_args, gemm_dims,
 };
 use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, Operand, gemm_blocked};
@@ -81,6 +81,14 @@ fn info(id: &'static str, rung: u32, precision: Precision, summary: &'static str
 pub struct GemmWmmaCpAsync;
 
 impl Kernel for GemmWmmaCpAsync {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-wmma-fp16"),
+            idea: "three ideas: 128x128 block tiles of 64x64 warp tiles, 16-byte cp.async copies, and a 4-stage ring keeping three tiles in flight",
+            bound: Some(Bound::Latency),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "gemm-wmma-cp-async",
@@ -109,6 +117,14 @@ impl Kernel for GemmWmmaCpAsync {
 pub struct GemmMmaLdmatrix;
 
 impl Kernel for GemmMmaLdmatrix {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-wmma-cp-async"),
+            idea: "mma.sync and ldmatrix in place of WMMA, an XOR swizzle in place of padded rows, C stored from the accumulator registers",
+            bound: Some(Bound::SharedTraffic),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "gemm-mma-ldmatrix",
@@ -137,6 +153,14 @@ impl Kernel for GemmMmaLdmatrix {
 pub struct GemmMmaDoubleBuffer;
 
 impl Kernel for GemmMmaDoubleBuffer {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-mma-ldmatrix"),
+            idea: "two ideas: fragments double-buffered in registers (the next k16 step's ldmatrix before this step's mma.sync), and a K step of 64",
+            bound: Some(Bound::Latency),
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "gemm-mma-dbuf",
@@ -167,6 +191,14 @@ impl Kernel for GemmMmaDoubleBuffer {
 pub struct GemmMmaBf16;
 
 impl Kernel for GemmMmaBf16 {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-mma-dbuf"),
+            idea: "BF16 operands: FP32's exponent range at FP16's tensor-core rate",
+            bound: None,
+        })
+    }
+
     fn info(&self) -> KernelInfo {
         info(
             "gemm-mma-bf16",

@@ -1,0 +1,120 @@
+//! `harness check`: every kernel against the reference on several shapes, tails included.
+
+use super::{Common, Outcome, Selection, load_config, open_device};
+use crate::results::Status;
+use crate::run::{Ablation, Event};
+use crate::{registry, select, tune};
+use kernel::{DeviceKind, Kernel, Workload};
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    pub common: Common,
+    /// Default: the config's `check` shapes (`sim` shapes in the simulator).
+    #[command(flatten)]
+    pub selection: Selection,
+    /// Results folder whose device subfolder's tune file rung 09 uses, as `run` does.
+    #[arg(long, default_value = "results")]
+    pub out: PathBuf,
+}
+
+pub fn run(args: &Args) -> Outcome {
+    let Args {
+        common,
+        selection,
+        out,
+    } = args;
+    let config = load_config(&common.config)?;
+    let dev = open_device(common.device.as_deref())?;
+    let all = tune::lab_kernels(dev.info(), out);
+    let kernels = registry::select(&all, &common.kernels)?;
+    // Every workload with kernels to check, unless --workload says otherwise.
+    let with_kernels: Vec<Workload> = Workload::ALL
+        .into_iter()
+        .filter(|w| kernels.iter().any(|k| k.info().workload == *w))
+        .collect();
+    let workloads = select::workloads(&selection.workload, &with_kernels)?;
+    // The simulator is slow: it checks its own (small, awkward) shapes.
+    let use_ = if dev.kind() == DeviceKind::Sim {
+        "sim"
+    } else {
+        selection.use_("check")
+    };
+    let (shapes, notes) = select::shapes(
+        &config,
+        use_,
+        &workloads,
+        &selection.sizes,
+        selection.lenient(),
+    )?;
+    for n in notes {
+        println!("{n}");
+    }
+    let mut ok = true;
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    let mut failures = Vec::new();
+    for (w, shapes) in shapes {
+        let ks: Vec<&dyn Kernel> = kernels
+            .iter()
+            .copied()
+            .filter(|k| k.info().workload == w)
+            .collect();
+        if ks.is_empty() {
+            continue;
+        }
+        let ablation = Ablation {
+            dev: dev.as_ref(),
+            config: &config,
+            kernels: ks,
+            shapes: vec![(w, shapes)],
+            timing: None,
+            keep_unrunnable: true,
+        };
+        ablation.run(|e| {
+            if let Event::Row { shape, row } = e {
+                let err = row
+                    .check
+                    .map(|c| format!("rel error {:.1e} (bound {:.0e})", c.rel_error, c.tolerance));
+                let line = match row.status {
+                    Status::Passed => {
+                        passed += 1;
+                        format!(
+                            "PASS  {:<18} {:<22} {}",
+                            row.id,
+                            shape.label(),
+                            err.unwrap_or_default()
+                        )
+                    }
+                    Status::Unsupported => {
+                        skipped += 1;
+                        format!(
+                            "SKIP  {:<18} {:<22} {}",
+                            row.id,
+                            shape.label(),
+                            row.reason.as_deref().unwrap_or("")
+                        )
+                    }
+                    Status::Failed | Status::Error => {
+                        failed += 1;
+                        ok = false;
+                        let line = format!(
+                            "FAIL  {:<18} {:<22} {}",
+                            row.id,
+                            shape.label(),
+                            row.reason.as_deref().unwrap_or("")
+                        );
+                        failures.push(line.clone());
+                        line
+                    }
+                };
+                println!("{line}");
+            }
+        })?;
+    }
+    println!("{passed} passed, {failed} failed, {skipped} skipped");
+    if !failures.is_empty() {
+        println!("\nFailures:\n{}", failures.join("\n"));
+    }
+    Ok(ok)
+}
