@@ -1,17 +1,21 @@
 //! `cargo bench -p harness`: the lab's main job. Runs every workload's ladder on the best
 //! available device (the GPU, else the CPU), validates each row, times it with criterion
-//! (whose clock is the device's own: CUDA events on a GPU) and writes
-//! `results/<device-slug>/<workload>.{json,md,csv}`.
+//! (whose clock is the device's own: CUDA events on a GPU) and writes a new run folder under
+//! `target/lab/runs/` with the results, tables and charts.
 //!
 //! Environment: `LAB_DEVICE` (cpu, cuda, sim), `LAB_CONFIG` (a TOML file over
-//! harness/ablation.toml), `LAB_OUT` (results folder; default the repository's `results/`).
+//! harness/ablation.toml), `LAB_OUT` (the run folder to create instead of a new one under
+//! target/lab/runs/). `cargo bench -p harness -- --verbose` also prints criterion's own
+//! analysis of every row; its HTML report is in target/criterion/ either way.
 
 use criterion::{Criterion, SamplingMode};
+use harness::cmd::run::{ceilings, merge_peers};
 use harness::config::Config;
-use harness::results::Status;
-use harness::run::{Ablation, Event};
+use harness::console::{Progress, print_run_folder};
+use harness::run::Ablation;
+use harness::runs::{self, LabDir};
 use harness::timing::Timing;
-use harness::{calibrate, output, peers, registry, report, select};
+use harness::{registry, report, select};
 use kernel::DeviceError;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,60 +43,48 @@ fn bench() -> anyhow::Result<bool> {
         .map(|s| select::parse_kind(&s))
         .transpose()?;
     let out = std::env::var_os("LAB_OUT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-            manifest.parent().unwrap_or(manifest).join("results")
-        });
+        .filter(|o| !o.is_empty())
+        .map(PathBuf::from);
+    let lab = LabDir::locate();
     // Nothing is computed unless its results can be saved.
-    output::ensure_writable(&out)?;
+    runs::check_target(out.as_deref(), &lab)?;
     let (dev, why) = select::open(kind)?;
     if let Some(why) = why {
         eprintln!("{why}");
     }
-    eprintln!("Device: {} ({})", dev.info().name, dev.kind());
-
-    // The roofline columns and charts use the device's measured ceilings (cached per device).
-    let calibration = match calibrate::load_or_measure(dev.as_ref(), &out) {
-        Ok((c, _)) => {
-            eprintln!("Ceilings: {}", c.describe());
-            Some(c)
-        }
-        Err(why) => {
-            eprintln!("No measured ceilings: {why}");
-            None
-        }
-    };
+    eprintln!("Device: {}", dev.info().name);
+    let calibration = ceilings(dev.as_ref(), &lab);
     let all = registry::all();
     let dev_config = config.device(dev.kind());
-    let shapes = dev_config
+    let shapes: Vec<_> = dev_config
         .workloads
         .iter()
         .map(|&w| (w, config.shapes(w, dev.kind().name())))
         .filter(|(_, s)| !s.is_empty())
         .collect();
+    let kernels: Vec<_> = all.iter().map(|k| k.as_ref()).collect();
+    let rows: usize = shapes
+        .iter()
+        .map(|(w, list)| {
+            let runnable = kernels
+                .iter()
+                .filter(|k| k.info().workload == *w && dev.can_run(**k).is_ok());
+            list.len() * runnable.count()
+        })
+        .sum();
     let ablation = Ablation {
         dev: dev.as_ref(),
         config: &config,
-        kernels: all.iter().map(|k| k.as_ref()).collect(),
+        kernels,
         shapes,
         timing: Some(dev_config.timing),
         keep_unrunnable: false,
     };
 
+    let verbose = std::env::args().any(|a| a == "--verbose" || a == "-v");
     let mut criterion = Criterion::default().configure_from_args();
-    let mut progress = |e: Event<'_>| {
-        if let Event::Row { row, .. } = e
-            && row.status != Status::Passed
-        {
-            eprintln!(
-                "  {}: {:?} {}",
-                row.id,
-                row.status,
-                row.reason.as_deref().unwrap_or("")
-            );
-        }
-    };
+    let mut progress = Progress::new(rows);
+    let mut on_event = |e: harness::run::Event<'_>| progress.event(e);
     // Criterion drives the sampling; the device's `time` is its clock. The per-run times of
     // criterion's samples (the last `sample_size` calls, after its warm-up) become the row's.
     let mut time = |shape: &kernel::Shape,
@@ -100,30 +92,39 @@ fn bench() -> anyhow::Result<bool> {
                     p: &mut dyn kernel::Prepared,
                     cfg: &harness::timing::TimingConfig| {
         let samples = cfg.samples.max(10) as usize;
-        let measure_ms =
+        // Criterion warns when its samples cannot fit the measurement time; one timed run
+        // first says how long a run takes, so the time always fits the samples.
+        let one_ms = p.time(1)?.as_secs_f64() * 1e3;
+        let budget =
             (samples as f64 * cfg.min_sample_ms * 5.0).clamp(50.0, cfg.max_row_ms.max(50.0));
+        let measure_ms = budget.max(samples as f64 * one_ms * 1.5);
         let mut calls: Vec<(u64, Duration)> = Vec::new();
         let mut failure: Option<DeviceError> = None;
-        let mut group =
-            criterion.benchmark_group(format!("{}/{}", shape.workload(), shape.label()));
-        group
-            .sampling_mode(SamplingMode::Flat)
-            .sample_size(samples)
-            .warm_up_time(Duration::from_secs_f64((cfg.warmup_ms / 1e3).max(0.01)))
-            .measurement_time(Duration::from_secs_f64(measure_ms / 1e3));
-        group.bench_function(&row.id, |b| {
-            b.iter_custom(|iters| match p.time(iters) {
-                Ok(d) => {
-                    calls.push((iters, d));
-                    d
-                }
-                Err(e) => {
-                    failure.get_or_insert(e);
-                    Duration::from_nanos(1)
-                }
-            })
-        });
-        group.finish();
+        {
+            // Criterion's own per-row report goes to its HTML report, not the console, unless
+            // asked for with --verbose.
+            let _quiet = (!verbose).then(harness::console::MutedStdout::new);
+            let mut group =
+                criterion.benchmark_group(format!("{}/{}", shape.workload(), shape.label()));
+            group
+                .sampling_mode(SamplingMode::Flat)
+                .sample_size(samples)
+                .warm_up_time(Duration::from_secs_f64((cfg.warmup_ms / 1e3).max(0.01)))
+                .measurement_time(Duration::from_secs_f64(measure_ms / 1e3));
+            group.bench_function(&row.id, |b| {
+                b.iter_custom(|iters| match p.time(iters) {
+                    Ok(d) => {
+                        calls.push((iters, d));
+                        d
+                    }
+                    Err(e) => {
+                        failure.get_or_insert(e);
+                        Duration::from_nanos(1)
+                    }
+                })
+            });
+            group.finish();
+        }
         if let Some(e) = failure {
             return Err(e);
         }
@@ -135,15 +136,12 @@ fn bench() -> anyhow::Result<bool> {
         let runs = kept.iter().map(|(n, _)| *n).min().unwrap_or(1);
         Ok::<Timing, DeviceError>(Timing::from_samples(per_run, runs))
     };
-    let mut results = ablation.run_with(&mut progress, &mut time)?;
+    let mut results = ablation.run_with(&mut on_event, &mut time)?;
+    progress.finish();
     results.calibration = calibration;
-    let dir = out.join(&results.device.slug);
-    if let Some(note) = peers::merge_beside(&mut results, &dir) {
-        eprintln!("{note}");
-    }
+    merge_peers(&mut results, None, &lab);
     print!("{}", report::terminal(&results));
-    for f in report::write_all(&results, &out)? {
-        println!("wrote {}", f.display());
-    }
+    let dir = runs::save(&results, out.as_deref(), &lab)?;
+    print_run_folder(&dir);
     Ok(report::failures(&results).is_empty())
 }

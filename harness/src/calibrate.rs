@@ -1,5 +1,6 @@
 //! Measured ceilings for the roofline: memory bandwidth and peak compute of the device, taken
-//! once and cached with the device's fingerprint in `results/<slug>/calibration.json`.
+//! once and cached with the device's fingerprint in `target/lab/calibration/<slug>.json`; each
+//! run folder keeps a copy of the one its roofline used.
 //!
 //! CPU: a STREAM-triad-like bandwidth on rayon and an FMA loop in explicit SIMD (AVX-512 or
 //! AVX2+FMA when present). GPU: a device-to-device copy kernel, a peak FP32 FMA kernel and
@@ -8,6 +9,7 @@
 mod cpu;
 mod gpu;
 
+use crate::runs::LabDir;
 use anyhow::{Result, bail};
 use kernel::{DeviceInfo, DeviceKind, Executor};
 use serde::{Deserialize, Serialize};
@@ -53,9 +55,9 @@ pub struct Calibration {
     pub notes: Vec<String>,
 }
 
-/// `<root>/<slug>/calibration.json`.
-pub fn path(root: &Path, info: &DeviceInfo) -> PathBuf {
-    root.join(&info.slug).join("calibration.json")
+/// Where a device's calibration is cached.
+pub fn path(lab: &LabDir, info: &DeviceInfo) -> PathBuf {
+    lab.calibration(&info.slug)
 }
 
 impl Calibration {
@@ -101,9 +103,9 @@ fn rate(gflops: f64) -> String {
     }
 }
 
-/// The cached calibration of `info` under `root`, if one exists and its fingerprint matches.
-pub fn cached(root: &Path, info: &DeviceInfo) -> Option<Calibration> {
-    Calibration::read(&path(root, info))
+/// The cached calibration of `info`, if one exists and its fingerprint matches.
+pub fn cached(lab: &LabDir, info: &DeviceInfo) -> Option<Calibration> {
+    Calibration::read(&path(lab, info))
         .ok()
         .filter(|c| c.matches(info))
 }
@@ -140,13 +142,13 @@ struct Measurement {
 
 /// The cached calibration when it matches the device, else a quick one, cached for next time.
 /// `None` (with the reason) where the device cannot be calibrated.
-pub fn load_or_measure(dev: &dyn Executor, root: &Path) -> Result<(Calibration, bool), String> {
-    if let Some(c) = cached(root, dev.info()) {
+pub fn load_or_measure(dev: &dyn Executor, lab: &LabDir) -> Result<(Calibration, bool), String> {
+    if let Some(c) = cached(lab, dev.info()) {
         return Ok((c, true));
     }
     let c = measure(dev, true).map_err(|e| format!("{e:#}"))?;
     // A cache that cannot be written only costs the next run a second.
-    let _ = c.write(&path(root, dev.info()));
+    let _ = c.write(&path(lab, dev.info()));
     Ok((c, false))
 }
 
@@ -187,13 +189,14 @@ mod tests {
     #[test]
     fn round_trip_and_fingerprint() {
         let dir = std::env::temp_dir().join(format!("lab-cal-{}", std::process::id()));
+        let lab = LabDir::at(&dir);
         let a = info("Linux 6.1");
         let c = sample(&a);
-        c.write(&path(&dir, &a)).unwrap();
-        assert_eq!(Calibration::read(&path(&dir, &a)).unwrap(), c);
-        assert_eq!(cached(&dir, &a), Some(c));
+        c.write(&path(&lab, &a)).unwrap();
+        assert_eq!(Calibration::read(&path(&lab, &a)).unwrap(), c);
+        assert_eq!(cached(&lab, &a), Some(c));
         // A driver update changes the fingerprint: the cache no longer applies.
-        assert_eq!(cached(&dir, &info("Linux 6.2")), None);
+        assert_eq!(cached(&lab, &info("Linux 6.2")), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -3,13 +3,28 @@
 use crate::run::Event;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
+use std::path::Path;
+
+/// The last lines of a run: its folder and every file in it.
+pub fn print_run_folder(dir: &Path) {
+    let files = crate::runs::list_files(dir);
+    println!("\nRun folder: {}", dir.display());
+    for f in &files {
+        if let Some(name) = f.file_name() {
+            println!("  {}", name.to_string_lossy());
+        }
+    }
+}
 
 /// A bar on a terminal; plain lines when stderr is a file or a pipe (CI logs).
 pub struct Progress {
     bar: Option<ProgressBar>,
+    /// Width of the kernel column of the row lines.
+    width: usize,
 }
 
 impl Progress {
+    /// A bar for `rows` rows, whose lines name kernels up to `width` characters long.
     pub fn new(rows: usize) -> Self {
         let bar = std::io::stderr().is_terminal().then(|| {
             let bar = ProgressBar::new(rows as u64);
@@ -21,7 +36,7 @@ impl Progress {
             bar.enable_steady_tick(std::time::Duration::from_millis(120));
             bar
         });
-        Self { bar }
+        Self { bar, width: 24 }
     }
 
     pub fn event(&mut self, e: Event<'_>) {
@@ -34,18 +49,23 @@ impl Progress {
                 if let Some(bar) = &self.bar {
                     bar.set_message(format!("{workload} {}", shape.label()));
                 }
-                format!("{workload} {}: {kernels} kernels", shape.label())
+                format!(
+                    "{workload} {}: {}",
+                    shape.label(),
+                    crate::report::table::count(kernels, "kernel")
+                )
             }
             Event::Row { row, .. } => {
                 if let Some(bar) = &self.bar {
                     bar.inc(1);
                 }
+                let width = self.width.max(row.id.chars().count());
                 format!(
-                    "  {:<18} {:?}{}",
+                    "  {:<width$}  {:<5}{}",
                     row.id,
-                    row.status,
+                    crate::report::table::status_word(row.status),
                     row.median_ms()
-                        .map(|ms| format!(" {ms:.3} ms"))
+                        .map(|ms| format!(" {ms:>10.3} ms"))
                         .unwrap_or_default()
                 )
             }
@@ -59,6 +79,58 @@ impl Progress {
     pub fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
+        }
+    }
+}
+
+/// Sends this process's standard output to /dev/null until dropped (criterion prints its own
+/// report of every row there, which the lab's tables replace). Does nothing if the file
+/// descriptors cannot be changed.
+pub struct MutedStdout {
+    saved: Option<i32>,
+}
+
+impl MutedStdout {
+    pub fn new() -> Self {
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        // SAFETY: plain descriptor calls; on any failure stdout is left as it was.
+        let saved = unsafe {
+            let saved = libc::dup(libc::STDOUT_FILENO);
+            let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+            if saved >= 0 && null >= 0 && libc::dup2(null, libc::STDOUT_FILENO) >= 0 {
+                libc::close(null);
+                Some(saved)
+            } else {
+                if saved >= 0 {
+                    libc::close(saved);
+                }
+                if null >= 0 {
+                    libc::close(null);
+                }
+                None
+            }
+        };
+        Self { saved }
+    }
+}
+
+impl Default for MutedStdout {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Drop for MutedStdout {
+    fn drop(&mut self) {
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+        if let Some(fd) = self.saved {
+            // SAFETY: `fd` is the duplicate of stdout made in `new`.
+            unsafe {
+                libc::dup2(fd, libc::STDOUT_FILENO);
+                libc::close(fd);
+            }
         }
     }
 }

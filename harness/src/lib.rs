@@ -16,6 +16,7 @@ pub mod report;
 pub mod resources;
 pub mod results;
 pub mod run;
+pub mod runs;
 pub mod sass;
 pub mod select;
 pub mod timing;

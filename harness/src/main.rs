@@ -20,19 +20,22 @@ struct Cli {
 enum Command {
     /// Every kernel with its workload, stage, precision and summary.
     List(cmd::list::Args),
-    /// Run the ablation: validate and time every kernel, write results/<device>/.
+    /// Run the ablation: validate and time every kernel, write a new run folder under
+    /// target/lab/runs/.
     Run(cmd::run::Args),
     /// The shapes a run would use, as JSON (what `tools/torch_peers.py --shapes` reads).
     Shapes(cmd::shapes::Args),
     /// Measure the device's ceilings (bandwidth, FP32, tensor rates) for the roofline and
-    /// cache them in results/<device>/calibration.json.
+    /// cache them in target/lab/calibration/.
     Calibrate(cmd::calibrate::Args),
-    /// Rebuild every table and chart of a results JSON without rerunning anything.
+    /// Rebuild the tables and charts of a run folder without rerunning anything.
     Report(cmd::report::Args),
-    /// Per-row time ratios of two results files (before/after, or two devices), and a chart.
+    /// Per-row time ratios of two runs (before/after, or two devices), and a chart.
     Compare(cmd::compare::Args),
+    /// Copy a run folder into results/<device>/, the runs the repository publishes.
+    Publish(cmd::publish::Args),
     /// Sweep rung 09's grid of tile shapes on this device: validate and time each, record the
-    /// fastest per size in results/<device>/tune-gemm.json, which rung 09 then uses there. In
+    /// fastest per size in target/lab/tune/<device>/, which rung 09 then uses there. In
     /// the simulator every shape is validated, none chosen; on the CPU there is nothing to tune.
     Tune(cmd::tune::Args),
     /// Check every kernel against the reference on several shapes, tails included.
@@ -52,6 +55,7 @@ fn main() -> ExitCode {
         Command::Calibrate(a) => cmd::calibrate::run(&a),
         Command::Report(a) => cmd::report::run(&a),
         Command::Compare(a) => cmd::compare::run(&a),
+        Command::Publish(a) => cmd::publish::run(&a),
         Command::Tune(a) => cmd::tune::run(&a),
         Command::Check(a) => cmd::check::run(&a),
         Command::Doctor(a) => cmd::doctor::run(&a),

@@ -13,9 +13,6 @@ use std::path::Path;
 /// The version of the peers file this harness reads.
 pub const PEERS_VERSION: u32 = 1;
 
-/// The file name a peers script writes beside the results of a device.
-pub const FILE: &str = "peers.json";
-
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct PeerFile {
     pub schema_version: u32,
@@ -53,25 +50,14 @@ impl PeerFile {
             "run tools/torch_peers.py of this commit again",
         )
     }
-
-    /// The peers file beside a device's results, if there is one.
-    pub fn beside(dir: &Path) -> Option<(std::path::PathBuf, Result<Self>)> {
-        let path = dir.join(FILE);
-        path.is_file().then(|| {
-            let r = Self::read(&path);
-            (path, r)
-        })
-    }
 }
 
-/// Merges the peers file in `dir` (a device's results folder) into `run`, if there is one, and
-/// says what happened in one line.
-pub fn merge_beside(run: &mut RunResults, dir: &Path) -> Option<String> {
-    let (path, file) = PeerFile::beside(dir)?;
-    Some(match file {
+/// Merges the peers file at `path` into `run` and says what happened in one line.
+pub fn merge_file(run: &mut RunResults, path: &Path) -> String {
+    match PeerFile::read(path) {
         Ok(p) => format!("{}: {}", path.display(), merge(run, &p)),
         Err(e) => format!("{}: not merged: {e:#}", path.display()),
-    })
+    }
 }
 
 /// Whether the framework's device name and the harness's name the same GPU (PyTorch and the
@@ -158,6 +144,7 @@ fn to_row(p: &PeerRow, tool: &str, shape: &kernel::Shape) -> Option<Row> {
         role: Role::Peer,
         rung: 0,
         summary: format!("{} [{tool}]", p.summary),
+        parent: None,
         status,
         reason,
         min_bytes: shape.min_bytes(elem),
@@ -165,6 +152,7 @@ fn to_row(p: &PeerRow, tool: &str, shape: &kernel::Shape) -> Option<Row> {
         timing,
         check,
         resources: Vec::new(),
+        traffic: None,
     })
 }
 

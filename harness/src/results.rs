@@ -67,6 +67,9 @@ pub struct Row {
     pub role: Role,
     pub rung: u32,
     pub summary: String,
+    /// The rung this one changes (its lineage's parent), for "vs parent".
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
     pub status: Status,
     pub reason: Option<String>,
     /// Fewest bytes this row must move (input/output element sizes of its precision).
@@ -78,6 +81,43 @@ pub struct Row {
     pub check: Option<Check>,
     /// One entry per kernel launch of the plan (GPU rows).
     pub resources: Vec<LaunchResources>,
+    /// The memory traffic the row really issued, where something counted it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traffic: Option<Traffic>,
+}
+
+/// Bytes a row moved to and from global memory, as counted by whoever could count them.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Traffic {
+    pub load_bytes: f64,
+    pub store_bytes: f64,
+    pub source: TrafficSource,
+}
+
+impl Traffic {
+    pub fn bytes(&self) -> f64 {
+        self.load_bytes + self.store_bytes
+    }
+}
+
+/// Where a row's traffic figure comes from; charts and tables name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrafficSource {
+    /// Every global load and store the kernel executed, counted by the CUDA simulator: what
+    /// the SMs ask of the memory system before any cache filters it.
+    Simulator,
+    /// DRAM bytes read and written, measured by Nsight Compute on the GPU.
+    Profiler,
+}
+
+impl TrafficSource {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Simulator => "global-memory bytes the kernel issues, counted by the simulator",
+            Self::Profiler => "DRAM bytes measured by Nsight Compute",
+        }
+    }
 }
 
 impl Row {
@@ -91,6 +131,24 @@ impl Row {
 }
 
 impl RunResults {
+    /// Writes the results JSON (atomically).
+    pub fn write(&self, path: &Path) -> Result<()> {
+        crate::output::write_atomic(path, serde_json::to_string_pretty(self)? + "\n")
+    }
+
+    /// Reads a run folder's results, or a results file.
+    pub fn load(path: &Path) -> Result<Self> {
+        let file = crate::runs::results_file(path);
+        if path.is_dir() && !file.is_file() {
+            bail!(
+                "{} has no {}: not a run folder (runs are under target/lab/runs/)",
+                path.display(),
+                crate::runs::RESULTS_FILE
+            );
+        }
+        Self::read(&file)
+    }
+
     pub fn read(path: &Path) -> Result<Self> {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read results file {}", path.display()))?;

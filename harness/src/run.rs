@@ -108,6 +108,7 @@ fn empty_row(kernel: &dyn Kernel, shape: &Shape, plan: Option<&CudaPlan>) -> Row
         summary: kernel
             .summary_at(shape)
             .unwrap_or_else(|| i.summary.to_string()),
+        parent: kernel.lineage().and_then(|l| l.parent).map(str::to_string),
         status: Status::Unsupported,
         reason: None,
         min_bytes: min_bytes(shape, plan, i.precision),
@@ -115,6 +116,7 @@ fn empty_row(kernel: &dyn Kernel, shape: &Shape, plan: Option<&CudaPlan>) -> Row
         timing: None,
         check: None,
         resources: Vec::new(),
+        traffic: None,
     }
 }
 

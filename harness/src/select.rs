@@ -24,7 +24,9 @@ pub fn open(kind: Option<DeviceKind>) -> Result<(Box<dyn Executor>, Option<Strin
             Ok(d) => Ok((Box::new(d), None)),
             Err(DeviceError::Unavailable(why)) => Ok((
                 Box::new(CpuDevice::new()),
-                Some(format!("No GPU ({why}); running the CPU ladder.")),
+                Some(format!(
+                    "No GPU: {why}; running the CPU ports of the rungs."
+                )),
             )),
             Err(e) => Ok((
                 Box::new(CpuDevice::new()),

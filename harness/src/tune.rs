@@ -1,12 +1,13 @@
 //! `harness tune`: sweeps rung 09's grid of tile shapes ([`TileConfig::grid`]) on the device
 //! at hand. Each configuration is a row like any other (same validation, same timing) and the
-//! fastest that passed at each size is recorded in `results/<device>/tune-gemm.json`, which
+//! fastest that passed at each size is recorded in `target/lab/tune/<device>/tune-gemm.json`, which
 //! rung 09 then uses on that device ([`apply`]). In the simulator every configuration is
 //! validated but none is chosen: simulated time says nothing about a GPU.
 
 use crate::config::Config;
 use crate::results::Status;
 use crate::run::{Ablation, Event, primary_resources};
+use crate::runs::LabDir;
 use anyhow::{Context, Result, bail};
 use kernel::{DeviceInfo, DeviceKind, Executor, Kernel, Shape, Workload, gemm_dims};
 use restrict_unroll::{GemmTuned, TileConfig};
@@ -152,8 +153,8 @@ fn tuned(c: &TileConfig, shape: &Shape, row: &crate::results::Row) -> TunedConfi
 
 impl TuneResults {
     /// Writes `<out>/<device slug>/tune-gemm.json`.
-    pub fn save(&self, out: &Path) -> Result<PathBuf> {
-        let dir = out.join(&self.device.slug);
+    pub fn save(&self, lab: &LabDir) -> Result<PathBuf> {
+        let dir = lab.tune(&self.device.slug);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join(FILE);
         std::fs::write(&path, serde_json::to_string_pretty(self)? + "\n")
@@ -219,11 +220,11 @@ impl TuneResults {
     }
 }
 
-/// Every lab kernel as `dev` runs it: rung 09 with the tune file in `out`'s folder for the
-/// device, if there is one. `run` and `check` both take their kernels from here.
-pub fn lab_kernels(dev: &DeviceInfo, out: &Path) -> Vec<Box<dyn Kernel>> {
+/// Every lab kernel as `dev` runs it: rung 09 with the device's tune file, if there is one.
+/// `run` and `check` both take their kernels from here.
+pub fn lab_kernels(dev: &DeviceInfo, lab: &LabDir) -> Vec<Box<dyn Kernel>> {
     let mut all = crate::registry::all();
-    apply(&mut all, &out.join(&dev.slug));
+    apply(&mut all, &lab.tune(&dev.slug));
     all
 }
 
@@ -313,8 +314,9 @@ mod tests {
     fn the_file_round_trips_and_rung_09_takes_the_nearest_size() {
         let dir = std::env::temp_dir().join(format!("tune-test-{}", std::process::id()));
         let t = sample();
-        let path = t.save(&dir).unwrap();
-        assert!(path.ends_with("test-gpu/tune-gemm.json"));
+        let path = t.save(&LabDir::at(&dir)).unwrap();
+        assert!(path.ends_with("tune/test-gpu/tune-gemm.json"));
+        let dir = dir.join("tune");
         let back = TuneResults::load(&dir.join("test-gpu")).unwrap().unwrap();
         assert_eq!(back, t);
         assert!(TuneResults::load(&dir).unwrap().is_none());
@@ -353,6 +355,6 @@ mod tests {
 
         std::fs::write(dir.join("test-gpu").join(FILE), "{ not json").unwrap();
         assert!(TuneResults::load(&dir.join("test-gpu")).is_err());
-        std::fs::remove_dir_all(&dir).unwrap();
+        std::fs::remove_dir_all(dir.parent().unwrap()).unwrap();
     }
 }

@@ -4,9 +4,17 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
+/// The harness with its generated files (runs, calibration, tune files) in a folder of this
+/// test process, never in the workspace's target/lab.
 fn harness(args: &[&str]) -> Output {
+    let lab = std::env::temp_dir().join(format!("lab-cli-home-{}", std::process::id()));
+    harness_in(&lab, args)
+}
+
+fn harness_in(lab: &std::path::Path, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_harness"))
         .args(args)
+        .env("LAB_DIR", lab)
         .output()
         .expect("the harness binary runs")
 }
@@ -29,6 +37,7 @@ fn temp_dir(name: &str) -> PathBuf {
 #[test]
 fn a_cpu_run_writes_results_where_every_row_passes() {
     let out = temp_dir("run");
+    let dir = out.join("first");
     let o = harness(&[
         "run",
         "--device",
@@ -36,24 +45,22 @@ fn a_cpu_run_writes_results_where_every_row_passes() {
         "--sizes",
         "64,100x37x129",
         "--out",
-        out.to_str().unwrap(),
+        dir.to_str().unwrap(),
     ]);
-    assert!(o.status.success(), "{}", text(&o));
-    let dir = std::fs::read_dir(&out)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    assert!(
-        dir.file_name()
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .starts_with("cpu-")
-    );
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    // The last lines name the run folder and every file in it.
+    let tail = t.rsplit("Run folder: ").next().unwrap();
+    assert!(tail.starts_with(dir.to_str().unwrap()), "{t}");
+    for f in std::fs::read_dir(&dir).unwrap() {
+        let name = f.unwrap().file_name();
+        assert!(
+            tail.contains(name.to_str().unwrap()),
+            "{name:?} not listed: {t}"
+        );
+    }
     let json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.join("gemm.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
     assert_eq!(json["schema_version"], 1);
     assert!(!json["commit"].as_str().unwrap().is_empty());
     let shapes = json["workloads"][0]["shapes"].as_array().unwrap();
@@ -129,6 +136,56 @@ fn check_takes_workload_sizes_and_kernels_like_run() {
     );
 }
 
+/// Runs with different flags each get their own folder under the lab's runs, `latest` points at
+/// the newest, and neither overwrites the other.
+#[test]
+fn runs_never_overwrite_each_other() {
+    let lab = temp_dir("two-runs");
+    for size in ["16", "24"] {
+        let o = harness_in(
+            &lab,
+            &[
+                "run",
+                "--device",
+                "cpu",
+                "--kernels",
+                "gemm-naive",
+                "--sizes",
+                size,
+            ],
+        );
+        assert!(o.status.success(), "{}", text(&o));
+    }
+    let runs: Vec<_> = std::fs::read_dir(lab.join("runs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| !p.is_symlink())
+        .collect();
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for run in &runs {
+        let md = std::fs::read_to_string(run.join("gemm.md")).unwrap();
+        assert!(md.contains("16x16x16") || md.contains("24x24x24"), "{md}");
+    }
+    let latest = std::fs::read_to_string(lab.join("runs/latest/gemm.md")).unwrap();
+    assert!(latest.contains("24x24x24"), "{latest}");
+    // A folder that holds files is never a run's target.
+    let o = harness_in(
+        &lab,
+        &[
+            "run",
+            "--device",
+            "cpu",
+            "--sizes",
+            "16",
+            "--out",
+            runs[0].to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("never overwrites"), "{}", text(&o));
+    std::fs::remove_dir_all(&lab).unwrap();
+}
+
 #[test]
 fn a_run_that_cannot_write_its_results_fails_before_computing() {
     let dir = temp_dir("out-file");
@@ -145,7 +202,7 @@ fn a_run_that_cannot_write_its_results_fails_before_computing() {
     ]);
     let t = text(&o);
     assert_eq!(o.status.code(), Some(2), "{t}");
-    assert!(t.contains("is a file"), "{t}");
+    assert!(t.contains("already exists"), "{t}");
     assert!(!t.contains("gemm-naive"), "nothing ran: {t}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -249,21 +306,16 @@ fn doctor_explains_what_it_found() {
 #[test]
 fn tune_in_the_simulator_writes_the_file_and_run_uses_its_choice() {
     let out = temp_dir("tune");
-    let o = harness(&[
-        "tune",
-        "--device",
-        "sim",
-        "--sizes",
-        "36x20x44",
-        "--limit",
-        "3",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let o = harness_in(
+        &out,
+        &[
+            "tune", "--device", "sim", "--sizes", "36x20x44", "--limit", "3",
+        ],
+    );
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(t.contains("validated only, no speed claimed (3/3"), "{t}");
-    let path = out.join("sim").join("tune-gemm.json");
+    let path = out.join("tune").join("sim").join("tune-gemm.json");
     let mut file: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     let size = &mut file["sizes"][0];
@@ -273,22 +325,26 @@ fn tune_in_the_simulator_writes_the_file_and_run_uses_its_choice() {
     // Choose the third configuration (64x128x8, 128 threads) as if a GPU had timed it.
     size["chosen"] = size["configs"][2]["config"].clone();
     std::fs::write(&path, serde_json::to_string(&file).unwrap()).unwrap();
-    let o = harness(&[
-        "run",
-        "--device",
-        "sim",
-        "--kernels",
-        "gemm-tuned",
-        "--workload",
-        "gemm",
-        "--sizes",
-        "36x20x44",
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let run = out.join("run");
+    let o = harness_in(
+        &out,
+        &[
+            "run",
+            "--device",
+            "sim",
+            "--kernels",
+            "gemm-tuned",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "36x20x44",
+            "--out",
+            run.to_str().unwrap(),
+        ],
+    );
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    let results = std::fs::read_to_string(out.join("sim").join("gemm.json")).unwrap();
+    let results = std::fs::read_to_string(run.join("results.json")).unwrap();
     assert!(
         results.contains("64x128x8 warp 32x64/2 (128 threads)"),
         "{results}"
@@ -308,19 +364,20 @@ fn tune_in_the_simulator_writes_the_file_and_run_uses_its_choice() {
 #[test]
 fn check_reads_the_devices_tune_file_as_run_does() {
     let dir = temp_dir("check-tune");
-    std::fs::create_dir_all(dir.join("sim")).unwrap();
-    std::fs::write(dir.join("sim").join("tune-gemm.json"), "{ not json").unwrap();
-    let o = harness(&[
-        "check",
-        "--device",
-        "sim",
-        "--kernels",
-        "gemm-tuned",
-        "--sizes",
-        "3x5x7",
-        "--out",
-        dir.to_str().unwrap(),
-    ]);
+    std::fs::create_dir_all(dir.join("tune/sim")).unwrap();
+    std::fs::write(dir.join("tune/sim/tune-gemm.json"), "{ not json").unwrap();
+    let o = harness_in(
+        &dir,
+        &[
+            "check",
+            "--device",
+            "sim",
+            "--kernels",
+            "gemm-tuned",
+            "--sizes",
+            "3x5x7",
+        ],
+    );
     let t = text(&o);
     assert!(
         t.contains("rung 09 uses its default configuration") && t.contains("tune-gemm.json"),

@@ -67,8 +67,10 @@ fn sim_rows(users: &[UserKernel], shapes: &[Shape]) -> RunResults {
 }
 
 fn harness(args: &[&str]) -> (bool, String) {
+    let lab = std::env::temp_dir().join(format!("user-kernels-lab-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_harness"))
         .current_dir(root())
+        .env("LAB_DIR", lab)
         .args(args)
         .output()
         .unwrap();
@@ -82,8 +84,7 @@ fn harness(args: &[&str]) -> (bool, String) {
 
 #[test]
 fn the_examples_run_unmodified_as_user_rows_in_the_simulator() {
-    let out = scratch_dir("examples");
-    let out = out.to_str().unwrap();
+    let dir = scratch_dir("examples");
     for (workload, sizes, spec) in [
         ("gemm", "100x37x129,64x64x64", GEMM_EXAMPLE),
         ("attention", "1x2x37x16,2x1x50x24-causal", ATTENTION_EXAMPLE),
@@ -99,7 +100,7 @@ fn the_examples_run_unmodified_as_user_rows_in_the_simulator() {
             "--kernel",
             spec,
             "--out",
-            out,
+            &format!("{}/{workload}", dir.display()),
         ];
         let (ok, text) = harness(&args);
         assert!(ok, "{text}");
@@ -109,7 +110,7 @@ fn the_examples_run_unmodified_as_user_rows_in_the_simulator() {
             .filter(|l| l.starts_with("  user ") && l.ends_with(" pass"));
         assert_eq!(passed.count(), 2, "{text}");
         assert!(text.contains("user "), "{text}");
-        let json = std::fs::read_to_string(format!("{out}/sim/{workload}.json")).unwrap();
+        let json = std::fs::read_to_string(dir.join(workload).join("results.json")).unwrap();
         assert!(json.contains("\"role\": \"user\""), "{json}");
         if nvrtc::version().is_ok() {
             // `inspect`: registers and shared memory of the instantiation the lab launched.

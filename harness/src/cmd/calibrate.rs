@@ -1,32 +1,29 @@
 //! `harness calibrate`: measure the device's ceilings (bandwidth, FP32, tensor rates) for the
-//! roofline and cache them.
+//! roofline and cache them in target/lab/calibration/, where runs on this device find them.
 
 use super::{Outcome, open_device};
-use crate::{calibrate, output};
-use std::path::PathBuf;
+use crate::calibrate;
+use crate::runs::LabDir;
 
 #[derive(clap::Args)]
 pub struct Args {
     /// cpu or cuda; default: the GPU if one works, else the CPU.
     #[arg(long)]
     pub device: Option<String>,
-    /// Results folder (a subfolder per device is created).
-    #[arg(long, default_value = "results")]
-    pub out: PathBuf,
     /// The short calibration `harness run` takes when none is cached.
     #[arg(long)]
     pub quick: bool,
 }
 
 pub fn run(args: &Args) -> Outcome {
-    output::ensure_writable(&args.out)?;
+    let lab = LabDir::locate();
     let dev = open_device(args.device.as_deref())?;
     eprintln!(
         "Measuring ceilings{}...",
         if args.quick { " (quick)" } else { "" }
     );
     let c = calibrate::measure(dev.as_ref(), args.quick)?;
-    let path = calibrate::path(&args.out, dev.info());
+    let path = calibrate::path(&lab, dev.info());
     c.write(&path)?;
     println!("{}", c.describe());
     for note in &c.notes {

@@ -3,9 +3,9 @@
 use super::{Common, Outcome, Selection, load_config, open_device};
 use crate::results::Status;
 use crate::run::{Ablation, Event};
+use crate::runs::LabDir;
 use crate::{registry, select, tune};
 use kernel::{DeviceKind, Kernel, Workload};
-use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -14,20 +14,13 @@ pub struct Args {
     /// Default: the config's `check` shapes (`sim` shapes in the simulator).
     #[command(flatten)]
     pub selection: Selection,
-    /// Results folder whose device subfolder's tune file rung 09 uses, as `run` does.
-    #[arg(long, default_value = "results")]
-    pub out: PathBuf,
 }
 
 pub fn run(args: &Args) -> Outcome {
-    let Args {
-        common,
-        selection,
-        out,
-    } = args;
+    let Args { common, selection } = args;
     let config = load_config(&common.config)?;
     let dev = open_device(common.device.as_deref())?;
-    let all = tune::lab_kernels(dev.info(), out);
+    let all = tune::lab_kernels(dev.info(), &LabDir::locate());
     let kernels = registry::select(&all, &common.kernels)?;
     // Every workload with kernels to check, unless --workload says otherwise.
     let with_kernels: Vec<Workload> = Workload::ALL

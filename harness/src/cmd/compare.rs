@@ -1,27 +1,46 @@
-//! `harness compare`: per-row time ratios of two results files (before and after, or two
-//! devices), and a chart.
+//! `harness compare`: per-row time ratios of two runs (before and after, or two devices), and
+//! a chart.
 
 use super::Outcome;
-use super::report::parent_dir;
 use crate::compare;
 use crate::results::RunResults;
+use crate::runs::LabDir;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
+    /// The run compared against: a run folder or its results JSON.
     pub a: PathBuf,
+    /// The run compared: a run folder or its results JSON.
     pub b: PathBuf,
-    /// Where to write the chart; default: the folder of B.
+    /// Where to write the chart; default: target/lab/compare/<a>-vs-<b>/.
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
 
 pub fn run(args: &Args) -> Outcome {
-    let ra = RunResults::read(&args.a)?;
-    let rb = RunResults::read(&args.b)?;
+    let ra = RunResults::load(&args.a)?;
+    let rb = RunResults::load(&args.b)?;
     let ratios = compare::ratios(&ra, &rb);
     print!("{}", compare::text(&ra, &rb, &ratios));
-    let dir = args.out.clone().unwrap_or_else(|| parent_dir(&args.b));
+    let name = |p: &std::path::Path| {
+        let p = if p.is_dir() {
+            p
+        } else {
+            p.parent().unwrap_or(p)
+        };
+        p.file_name()
+            .map_or("run".into(), |n| n.to_string_lossy().into_owned())
+    };
+    let dir = args.out.clone().unwrap_or_else(|| {
+        LabDir::locate().path().join("compare").join(format!(
+            "{}-vs-{}",
+            name(&args.a),
+            name(&args.b)
+        ))
+    });
+    crate::output::ensure_writable(&dir)?;
+    println!();
     for f in compare::write_charts(&ra, &rb, &ratios, &dir)? {
         println!("wrote {}", f.display());
     }

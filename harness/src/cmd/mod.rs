@@ -8,6 +8,7 @@ pub mod compare;
 pub mod doctor;
 pub mod inspect;
 pub mod list;
+pub mod publish;
 pub mod report;
 pub mod run;
 pub mod shapes;
@@ -79,6 +80,6 @@ pub fn open_device(device: Option<&str>) -> Result<Box<dyn Executor>> {
     if let Some(why) = why {
         eprintln!("{why}");
     }
-    eprintln!("Device: {} ({})", dev.info().name, dev.kind());
+    eprintln!("Device: {}", dev.info().name);
     Ok(dev)
 }

@@ -1,51 +1,38 @@
-//! `harness report`: rebuild every table and chart of a results JSON without rerunning
-//! anything.
+//! `harness report`: rebuild the tables and charts of a run folder from its results, without
+//! rerunning anything.
 
 use super::Outcome;
-use super::run::merge_peers;
-use crate::calibrate::Calibration;
+use crate::console::print_run_folder;
+use crate::report;
 use crate::results::RunResults;
-use crate::{output, report};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// A results file written by `harness run` (results/<device>/<workload>.json).
-    pub results: PathBuf,
-    /// Where to write; default: the folder of the results file.
+    /// A run folder (target/lab/runs/<run>, or a published one under results/), or its
+    /// results JSON.
+    pub run: PathBuf,
+    /// Write the tables and charts into this folder instead of the run's own.
     #[arg(long)]
     pub out: Option<PathBuf>,
 }
 
 pub fn run(args: &Args) -> Outcome {
-    let file = &args.results;
-    let mut run = RunResults::read(file)?;
-    if run.calibration.is_none() {
-        run.calibration = calibration_beside(file, &run);
-    }
-    merge_peers(&mut run, &parent_dir(file));
-    let dir = args.out.clone().unwrap_or_else(|| parent_dir(file));
-    output::ensure_writable(&dir)?;
+    let run = RunResults::load(&args.run)?;
+    let dir = match &args.out {
+        Some(d) => d.clone(),
+        None if args.run.is_dir() => args.run.clone(),
+        None => parent_dir(&args.run),
+    };
+    crate::output::ensure_writable(&dir)?;
     print!("{}", report::terminal(&run));
-    let mut files = report::write_tables(&run, &dir, false)?;
-    files.extend(report::charts::write_all(&run, &dir)?);
-    println!();
-    for f in files {
-        println!("wrote {}", f.display());
-    }
+    report::write_report(&run, &dir)?;
+    print_run_folder(&dir);
     Ok(true)
 }
 
-/// The calibration cached beside a results file, if it belongs to that file's device.
-fn calibration_beside(file: &Path, run: &RunResults) -> Option<Calibration> {
-    let dir = file.parent()?;
-    Calibration::read(&dir.join("calibration.json"))
-        .ok()
-        .filter(|c| c.matches(&run.device))
-}
-
 /// The folder of `file`, `.` for a bare file name.
-pub fn parent_dir(file: &Path) -> PathBuf {
+pub fn parent_dir(file: &std::path::Path) -> PathBuf {
     match file.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),

@@ -1,11 +1,12 @@
 //! `harness run`: the ablation of the config (or the flags): validate and time every kernel,
-//! write the tables and charts.
+//! then write a new run folder with the results, tables and charts.
 
 use super::{Common, Outcome, Selection, load_config, open_device};
-use crate::console::Progress;
+use crate::console::{Progress, print_run_folder};
 use crate::results::RunResults;
 use crate::run::Ablation;
-use crate::{calibrate, output, peers, registry, report, select, tune, user_kernel};
+use crate::runs::LabDir;
+use crate::{calibrate, peers, registry, report, runs, select, tune, user_kernel};
 use kernel::{DeviceKind, Kernel};
 use std::path::{Path, PathBuf};
 
@@ -15,9 +16,14 @@ pub struct Args {
     pub common: Common,
     #[command(flatten)]
     pub selection: Selection,
-    /// Results folder (a subfolder per device is created).
-    #[arg(long, default_value = "results")]
-    pub out: PathBuf,
+    /// The run folder to create (it must not exist, or be empty); default: a new folder under
+    /// target/lab/runs/, named by date, device and workloads.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// PyTorch peer rows to merge (written by tools/torch_peers.py); default: the device's
+    /// file in target/lab/peers/, if there is one.
+    #[arg(long)]
+    pub peers: Option<PathBuf>,
     /// Your own kernel as a row, `FILE.cu:ENTRY,block=256,grid=tile:64x64[,...]`
     /// (repeatable; see docs/your-kernel.md). Without a GPU it runs in the simulator.
     #[arg(long = "kernel")]
@@ -29,25 +35,35 @@ pub fn run(args: &Args) -> Outcome {
         common,
         selection,
         out,
+        peers,
         user_kernels: user,
     } = args;
     let config = load_config(&common.config)?;
+    let lab = LabDir::locate();
     // Nothing is computed unless its results can be saved.
-    output::ensure_writable(out)?;
+    runs::check_target(out.as_deref(), &lab)?;
     let users = user_kernel::load_all(&config.kernels, user, &selection.workload)?;
     let dev = match users.is_empty() {
         true => open_device(common.device.as_deref())?,
         false => user_kernel::run::open(common.device.as_deref())?,
     };
-    let all = tune::lab_kernels(dev.info(), out);
+    let all = tune::lab_kernels(dev.info(), &lab);
     if !users.is_empty() && dev.kind() != DeviceKind::Cuda {
-        let lab = match common.kernels.is_empty() {
+        let lab_rows = match common.kernels.is_empty() {
             true => Vec::new(),
             false => registry::select(&all, &common.kernels)?,
         };
         let (w, sizes) = (&selection.workload, &selection.sizes);
         let device = common.device.as_deref();
-        return user_kernel::run::without_gpu(&config, &users, lab, w, sizes, out, device);
+        return user_kernel::run::without_gpu(
+            &config,
+            &users,
+            lab_rows,
+            w,
+            sizes,
+            out.as_deref(),
+            device,
+        );
     }
     let mut kernels = registry::select(&all, &common.kernels)?;
     kernels.extend(users.iter().map(|u| u as &dyn Kernel));
@@ -66,21 +82,7 @@ pub fn run(args: &Args) -> Outcome {
     for n in notes {
         println!("{n}");
     }
-    let calibration = match calibrate::load_or_measure(dev.as_ref(), out) {
-        Ok((c, cached)) => {
-            let how = if cached {
-                "cached calibration"
-            } else {
-                "quick calibration (run `harness calibrate` for a full one)"
-            };
-            eprintln!("Ceilings, {how}: {}", c.describe());
-            Some(c)
-        }
-        Err(why) => {
-            eprintln!("No measured ceilings: {why}");
-            None
-        }
-    };
+    let calibration = ceilings(dev.as_ref(), &lab);
     let rows: usize = shapes
         .iter()
         .map(|(w, list)| {
@@ -103,20 +105,44 @@ pub fn run(args: &Args) -> Outcome {
     progress.finish();
     results.calibration = calibration;
     user_kernel::run::annotate(&mut results, &users, false);
-    let dir = out.join(&results.device.slug);
-    merge_peers(&mut results, &dir);
+    merge_peers(&mut results, peers.as_deref(), &lab);
     print!("{}", report::terminal(&results));
-    let files = report::write_all(&results, out)?;
-    println!();
-    for f in files {
-        println!("wrote {}", f.display());
-    }
+    let dir = runs::save(&results, out.as_deref(), &lab)?;
+    print_run_folder(&dir);
     Ok(report::failures(&results).is_empty())
 }
 
-/// Merges the peers file beside a device's results into `run`, saying what happened.
-pub fn merge_peers(run: &mut RunResults, dir: &Path) {
-    if let Some(note) = peers::merge_beside(run, dir) {
-        eprintln!("{note}");
+/// The device's ceilings for the roofline: the cached calibration, else a quick one; says
+/// which on stderr. `None` where the device has none (the simulator).
+pub fn ceilings(dev: &dyn kernel::Executor, lab: &LabDir) -> Option<calibrate::Calibration> {
+    if dev.kind() == DeviceKind::Sim {
+        return None;
     }
+    match calibrate::load_or_measure(dev, lab) {
+        Ok((c, cached)) => {
+            let how = if cached {
+                "cached calibration"
+            } else {
+                "quick calibration (run `harness calibrate` for a full one)"
+            };
+            eprintln!("Ceilings, {how}: {}", c.describe());
+            Some(c)
+        }
+        Err(why) => {
+            eprintln!("No measured ceilings: {why}");
+            None
+        }
+    }
+}
+
+/// Merges peer rows into `run`: from `file`, else from the device's file in the lab folder if
+/// there is one, saying what happened.
+pub fn merge_peers(run: &mut RunResults, file: Option<&Path>, lab: &LabDir) {
+    let default = lab.peers(&run.device.slug);
+    let path = match file {
+        Some(f) => f,
+        None if default.is_file() => &default,
+        None => return,
+    };
+    eprintln!("{}", peers::merge_file(run, path));
 }

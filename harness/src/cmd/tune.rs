@@ -1,12 +1,12 @@
 //! `harness tune`: sweep rung 09's grid of tile shapes on this device, validate and time each,
-//! and record the fastest per size, which rung 09 then uses there.
+//! and record the fastest per size in target/lab/tune/<device>/, which rung 09 then uses there.
 
 use super::{Common, Outcome, Selection, load_config, open_device};
 use crate::results::Status;
-use crate::{output, select, tune};
+use crate::runs::LabDir;
+use crate::{select, tune};
 use anyhow::bail;
 use kernel::{DeviceKind, Kernel, Shape, Workload};
-use std::path::PathBuf;
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -14,9 +14,6 @@ pub struct Args {
     pub common: Common,
     #[command(flatten)]
     pub selection: Selection,
-    /// Results folder (a subfolder per device is created).
-    #[arg(long, default_value = "results")]
-    pub out: PathBuf,
     /// Only the first N configurations of the grid (the first is rung 08's shape).
     #[arg(long)]
     pub limit: Option<usize>,
@@ -26,7 +23,6 @@ pub fn run(args: &Args) -> Outcome {
     let Args {
         common,
         selection: sel,
-        out,
         limit,
     } = args;
     if !common.kernels.is_empty() {
@@ -38,7 +34,7 @@ pub fn run(args: &Args) -> Outcome {
         println!("{}", tune::CPU_NOTE);
         return Ok(true);
     }
-    output::ensure_writable(out)?;
+    let lab = LabDir::locate();
     let workloads = select::workloads(&sel.workload, &[Workload::Gemm])?;
     if workloads != [Workload::Gemm] {
         bail!("only the gemm workload has a rung to tune (rung 09)");
@@ -66,7 +62,7 @@ pub fn run(args: &Args) -> Outcome {
         eprintln!("{} {c}: {:?}{time}", s.label(), r.status);
     })?;
     print!("{}", t.summary());
-    println!("wrote {}", t.save(out)?.display());
+    println!("wrote {}", t.save(&lab)?.display());
     Ok(t.sizes
         .iter()
         .all(|s| s.configs.iter().all(|c| c.status == Status::Passed)))

@@ -2,9 +2,10 @@
 //! largest shape, the roofline, and the size sweep. Every chart has a title, axes with units,
 //! a legend in its own column (never over the data) and the device and date in a corner.
 
+use super::legacy::{Derived, ceilings, derive_with, headline};
+use super::roofline;
 use super::roofline::{Ceilings, Source};
 use super::table::throughput;
-use super::{Derived, ceilings, derive_with, headline, roofline};
 use crate::results::{Row, RunResults, ShapeResults, Status, WorkloadResults};
 use anyhow::{Result, anyhow, bail};
 use kernel::{Role, Workload};

@@ -1,136 +1,29 @@
-//! Everything generated from a results JSON: Markdown/CSV ablation tables, the terminal
-//! summary, and the charts. Nothing here reruns a kernel, so `harness report` can rebuild it
-//! all later from the JSON alone.
+//! Everything generated from a run's results: the report model (every derived figure,
+//! computed once), the Markdown/CSV tables, the terminal summary and the charts, all rendered
+//! from that model. Nothing here reruns a kernel, so `harness report` can rebuild it all
+//! later from the JSON alone.
 
 pub mod charts;
+mod legacy;
+pub mod model;
 pub mod roofline;
 pub mod table;
 
-use crate::calibrate;
-use crate::results::{Row, RunResults, ShapeResults, Status};
-use anyhow::{Context, Result};
-use kernel::{Precision, Role};
-use roofline::Ceilings;
+use crate::results::RunResults;
+use anyhow::Result;
 use std::path::{Path, PathBuf};
 
-pub use table::{csv, markdown};
+pub use model::Report;
 
-/// Derived figures of one row within its shape.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Derived {
-    pub gflops: Option<f64>,
-    pub gbps: Option<f64>,
-    /// FLOPs per minimal byte.
-    pub intensity: f64,
-    /// Speedup over the previous passing rung, and over the first rung.
-    pub vs_prev: Option<f64>,
-    pub vs_first: Option<f64>,
-    /// Percent of the throughput of the reference of this row's precision, and which one.
-    pub pct_of_ref: Option<f64>,
-    pub reference: Option<String>,
-    /// The roofline bound at this row's intensity and precision (GFLOP/s), and the percent
-    /// of it reached.
-    pub roof_gflops: Option<f64>,
-    pub pct_of_roof: Option<f64>,
-}
-
-/// The reference a row of `precision` is compared with: the library row of the same
-/// arithmetic (cuBLAS SGEMM for FP32, cuBLAS TF32 for TF32, cuBLAS FP16/BF16 for those), so a
-/// reduced-precision rung is judged against the tensor-core library at its own precision. Where
-/// the table has no reference of that precision at all (the CPU has one peer crate, FP32), the
-/// FP32 reference stands in; a reference that exists but failed leaves the column empty.
-pub fn reference_for(shape: &ShapeResults, precision: Precision) -> Option<&Row> {
-    let refs = || shape.rows.iter().filter(|r| r.role == Role::Reference);
-    let usable = |r: &&Row| r.passed() && r.timing.is_some();
-    let same = refs()
-        .filter(|r| r.precision == precision)
-        .min_by_key(|r| r.rung);
-    match same {
-        Some(r) => usable(&r).then_some(r),
-        None => refs()
-            .filter(|r| r.precision == Precision::Fp32)
-            .filter(usable)
-            .min_by_key(|r| r.rung),
-    }
-}
-
-/// Derived figures without roofline ceilings.
-pub fn derive(shape: &ShapeResults) -> Vec<Derived> {
-    derive_with(shape, None)
-}
-
-/// Derived figures; only passing rows get throughput, speedups and percentages.
-pub fn derive_with(shape: &ShapeResults, ceilings: Option<&Ceilings>) -> Vec<Derived> {
-    let passed_time = |r: &Row| if r.passed() { r.median_ms() } else { None };
-    let first = shape
-        .rows
-        .iter()
-        .filter(|r| r.role == Role::Rung)
-        .find_map(passed_time);
-    let mut prev: Option<f64> = None;
-    shape
-        .rows
-        .iter()
-        .map(|r| {
-            let t = passed_time(r);
-            let reference = reference_for(shape, r.precision);
-            let intensity = shape.flops / r.min_bytes;
-            let gflops = t.map(|ms| shape.flops / (ms * 1e6));
-            let roof = ceilings.map(|c| c.bound_gflops(r.precision, intensity));
-            let d = Derived {
-                gflops,
-                gbps: t.map(|ms| r.min_bytes / (ms * 1e6)),
-                intensity,
-                vs_prev: match (r.role, t, prev) {
-                    (Role::Rung, Some(ms), Some(p)) => Some(p / ms),
-                    _ => None,
-                },
-                vs_first: match (r.role, t, first) {
-                    (Role::Rung | Role::User, Some(ms), Some(f)) => Some(f / ms),
-                    _ => None,
-                },
-                pct_of_ref: match (t, reference.and_then(Row::median_ms)) {
-                    (Some(ms), Some(rf)) => Some(100.0 * rf / ms),
-                    _ => None,
-                },
-                reference: reference.map(|r| r.id.clone()),
-                roof_gflops: roof,
-                pct_of_roof: match (gflops, roof) {
-                    (Some(g), Some(b)) if b > 0.0 => Some(100.0 * g / b),
-                    _ => None,
-                },
-            };
-            if r.role == Role::Rung && t.is_some() {
-                prev = t;
-            }
-            d
-        })
-        .collect()
-}
-
-/// The ceilings a run's roofline uses: its calibration when it belongs to the run's device,
-/// else the datasheet of a known GPU, else none.
-pub fn ceilings(run: &RunResults) -> Option<Ceilings> {
-    run.calibration
-        .as_ref()
-        .filter(|c| c.matches(&run.device))
-        .map(Ceilings::from_calibration)
-        .or_else(|| roofline::datasheet(&run.device.name))
-}
-
-/// The shape a workload's headline chart shows: the largest.
-pub fn headline(shapes: &[ShapeResults]) -> Option<&ShapeResults> {
-    shapes.iter().max_by(|a, b| a.flops.total_cmp(&b.flops))
-}
-
-/// The compact table printed at the end of a run, then the rows that failed or errored.
+/// The compact tables printed at the end of a run, then the rows that failed or could not run.
 pub fn terminal(run: &RunResults) -> String {
-    let mut s = table::terminal(run, ceilings(run).as_ref());
+    let report = Report::new(run);
+    let mut s = table::terminal(&report);
     let failed = failures(run);
     if !failed.is_empty() {
         s.push_str(&format!(
-            "\n{} rows failed or could not run:\n",
-            failed.len()
+            "\n{} failed or could not run:\n",
+            table::count(failed.len(), "row")
         ));
         for f in failed {
             s.push_str(&format!("  {f}\n"));
@@ -141,15 +34,11 @@ pub fn terminal(run: &RunResults) -> String {
 
 /// One line per row that failed its check or could not run: `gemm 4096 gemm-x: why`.
 pub fn failures(run: &RunResults) -> Vec<String> {
-    run.workloads
-        .iter()
-        .flat_map(|w| w.shapes.iter().map(move |s| (w.workload, s)))
-        .flat_map(|(w, s)| s.rows.iter().map(move |r| (w, s, r)))
-        .filter(|(_, _, r)| matches!(r.status, Status::Failed | Status::Error))
-        .map(|(w, s, r)| {
+    Report::new(run)
+        .failures()
+        .map(|(w, shape, r)| {
             format!(
-                "{w} {} {}: {}",
-                s.label,
+                "{w} {shape} {}: {}",
                 r.id,
                 r.reason.as_deref().unwrap_or("no reason recorded")
             )
@@ -157,50 +46,23 @@ pub fn failures(run: &RunResults) -> Vec<String> {
         .collect()
 }
 
-/// Writes `<root>/<device-slug>/<workload>.{json,md,csv}` and the charts beside them;
-/// returns the files written. A run without a calibration picks up the cached one of its
-/// device, so its roofline uses measured ceilings.
-pub fn write_all(run: &RunResults, root: &Path) -> Result<Vec<PathBuf>> {
-    let dir = root.join(&run.device.slug);
-    let mut run = run.clone();
-    if run.calibration.is_none() {
-        run.calibration = calibrate::cached(root, &run.device);
-    }
-    let mut written = write_tables(&run, &dir, true)?;
-    written.extend(charts::write_all(&run, &dir)?);
-    Ok(written)
-}
-
-/// The Markdown and CSV (and with `json`, the JSON) of each workload into `dir`.
-pub fn write_tables(run: &RunResults, dir: &Path, json: bool) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let ceil = ceilings(run);
+/// Writes each workload's Markdown and CSV tables and its charts into `dir`; returns the
+/// files written.
+pub fn write_report(run: &RunResults, dir: &Path) -> Result<Vec<PathBuf>> {
+    let report = Report::new(run);
     let mut written = Vec::new();
-    for w in &run.workloads {
-        let one = RunResults {
-            workloads: vec![w.clone()],
-            ..run.clone()
-        };
+    for w in &report.workloads {
         let name = w.workload.name();
-        let mut files = vec![
-            (format!("{name}.md"), markdown(run, w, ceil.as_ref())),
-            (format!("{name}.csv"), csv(w, ceil.as_ref())),
-        ];
-        if json {
-            files.insert(
-                0,
-                (
-                    format!("{name}.json"),
-                    serde_json::to_string_pretty(&one)? + "\n",
-                ),
-            );
-        }
-        for (file, text) in files {
+        for (file, text) in [
+            (format!("{name}.md"), table::markdown(&report, w)),
+            (format!("{name}.csv"), table::csv(&report, w)),
+        ] {
             let path = dir.join(file);
             crate::output::write_atomic(&path, text)?;
             written.push(path);
         }
     }
+    written.extend(charts::write_all(run, dir)?);
     Ok(written)
 }
 

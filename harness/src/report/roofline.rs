@@ -26,19 +26,67 @@ pub struct Ceilings {
     pub fp16_gflops: Option<f64>,
 }
 
-impl Ceilings {
-    /// Peak compute a row of `precision` can use. Without tensor ceilings (a CPU) every
-    /// precision runs on the FP32 units.
-    pub fn peak_gflops(&self, precision: Precision) -> f64 {
-        match precision {
-            Precision::Fp32 => self.fp32_gflops,
-            Precision::Tf32 => self.tf32_gflops.unwrap_or(self.fp32_gflops),
-            // BF16 runs on the same tensor pipes at the same rate as FP16.
-            Precision::Fp16 | Precision::Bf16 => self
-                .fp16_gflops
-                .or(self.tf32_gflops)
-                .unwrap_or(self.fp32_gflops),
+/// Which compute roof: the units a precision's arithmetic runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum RoofKind {
+    /// FP32 FMA units (CUDA cores; on a CPU, its vector FMA units, which every CPU port uses).
+    Fp32,
+    /// Tensor cores on TF32 operands.
+    Tf32Tensor,
+    /// Tensor cores on FP16 or BF16 operands (the same rate).
+    Fp16Tensor,
+}
+
+impl RoofKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Fp32 => "FP32",
+            Self::Tf32Tensor => "TF32 tensor",
+            Self::Fp16Tensor => "FP16/BF16 tensor",
         }
+    }
+}
+
+/// One compute roof of a device.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Roof {
+    pub kind: RoofKind,
+    pub gflops: f64,
+}
+
+impl Roof {
+    pub fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+}
+
+impl Ceilings {
+    /// The roof a row of `precision` is judged against. Without tensor ceilings (a CPU) every
+    /// precision runs on the FP32 units.
+    pub fn roof(&self, precision: Precision) -> Roof {
+        let fp32 = Roof {
+            kind: RoofKind::Fp32,
+            gflops: self.fp32_gflops,
+        };
+        let tf32 = self.tf32_gflops.map(|g| Roof {
+            kind: RoofKind::Tf32Tensor,
+            gflops: g,
+        });
+        let fp16 = self.fp16_gflops.map(|g| Roof {
+            kind: RoofKind::Fp16Tensor,
+            gflops: g,
+        });
+        match precision {
+            Precision::Fp32 => fp32,
+            Precision::Tf32 => tf32.unwrap_or(fp32),
+            // BF16 runs on the same tensor pipes at the same rate as FP16.
+            Precision::Fp16 | Precision::Bf16 => fp16.or(tf32).unwrap_or(fp32),
+        }
+    }
+
+    /// Peak compute a row of `precision` can use.
+    pub fn peak_gflops(&self, precision: Precision) -> f64 {
+        self.roof(precision).gflops
     }
 
     /// The roofline bound at `intensity` FLOP per byte, GFLOP/s.
@@ -54,13 +102,16 @@ impl Ceilings {
 
     /// The compute roofs present, for charts: (name, GFLOP/s).
     pub fn compute_roofs(&self) -> Vec<(&'static str, f64)> {
-        let mut v = vec![("FP32", self.fp32_gflops)];
-        if let Some(t) = self.tf32_gflops {
-            v.push(("TF32 tensor", t));
-        }
-        if let Some(h) = self.fp16_gflops {
-            v.push(("FP16 tensor", h));
-        }
+        self.roofs().iter().map(|r| (r.name(), r.gflops)).collect()
+    }
+
+    /// Every compute roof the device has, lowest first.
+    pub fn roofs(&self) -> Vec<Roof> {
+        let mut v: Vec<Roof> = [Precision::Fp32, Precision::Tf32, Precision::Fp16]
+            .into_iter()
+            .map(|p| self.roof(p))
+            .collect();
+        v.dedup_by_key(|r| r.kind);
         v
     }
 

@@ -1,22 +1,171 @@
-//! Tables from results: Markdown and CSV per workload, and the compact terminal summary.
+//! Tables from the report model: Markdown and CSV per workload, and the terminal summary.
+//! Which columns appear depends on the device: a CPU run has no registers or occupancy, the
+//! simulator has no times; the CSV keeps every column so its schema never changes.
 
+use super::model::{Report, RowReport, SIGNIFICANCE_NOTE, ShapeReport, WorkloadReport};
 use super::roofline::{Ceilings, Source};
-use super::{Derived, derive_with};
-use crate::results::{Row, RunResults, Status, WorkloadResults};
+use crate::results::{Row, Status, TrafficSource};
 use crate::run::primary_resources;
-use kernel::Role;
+use kernel::{DeviceKind, Precision};
 use std::fmt::Write as _;
+
+/// A table column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Col {
+    Tag,
+    Kernel,
+    Precision,
+    Median,
+    Spread,
+    Throughput,
+    Intensity,
+    Traffic,
+    TrafficIntensity,
+    VsParent,
+    VsFirst,
+    PctRef,
+    PctRoof,
+    Error,
+    Status,
+    Scratch,
+    Regs,
+    Smem,
+    Occupancy,
+    Waves,
+}
+
+impl Col {
+    fn header(self) -> &'static str {
+        match self {
+            Self::Tag => "#",
+            Self::Kernel => "kernel",
+            Self::Precision => "prec",
+            Self::Median => "median ms",
+            Self::Spread => "spread",
+            Self::Throughput => "throughput",
+            Self::Intensity => "FLOP/B min",
+            Self::Traffic => "traffic",
+            Self::TrafficIntensity => "FLOP/B",
+            Self::VsParent => "vs parent",
+            Self::VsFirst => "vs first",
+            Self::PctRef => "% of ref",
+            Self::PctRoof => "% roof",
+            Self::Error => "rel. error",
+            Self::Status => "status",
+            Self::Scratch => "scratch",
+            Self::Regs => "regs",
+            Self::Smem => "smem B",
+            Self::Occupancy => "occupancy",
+            Self::Waves => "waves",
+        }
+    }
+
+    /// Text columns are left-aligned, figures right-aligned.
+    fn left(self) -> bool {
+        matches!(
+            self,
+            Self::Tag | Self::Kernel | Self::Precision | Self::Status
+        )
+    }
+
+    fn cell(self, r: &RowReport, markdown: bool) -> String {
+        let row = &r.row;
+        let res = primary_resources(row);
+        let t = r.timed;
+        match self {
+            Self::Tag => r.tag.clone(),
+            Self::Kernel if markdown => format!("`{}`", row.id),
+            Self::Kernel => row.id.clone(),
+            Self::Precision => row.precision.to_string(),
+            Self::Median => opt(t.map(|t| t.median_ms), |v| format!("{v:.3}")),
+            Self::Spread => opt(t.map(|t| t.spread_pct), |v| format!("±{v:.1}%")),
+            Self::Throughput => opt(t.map(|t| t.gflops), throughput),
+            Self::Intensity => format!("{:.1}", r.compulsory_intensity),
+            Self::Traffic => opt(row.traffic.map(|t| t.bytes()), |b| bytes(b as u64)),
+            Self::TrafficIntensity => opt(r.traffic_intensity.map(|x| x.0), |v| format!("{v:.2}")),
+            Self::VsParent => r
+                .vs_parent
+                .as_ref()
+                .map_or("-".into(), |s| format!("{} vs {}", s.cell(), s.against_tag)),
+            Self::VsFirst => r.vs_first.as_ref().map_or("-".into(), |s| s.cell()),
+            Self::PctRef => opt(r.pct_of_ref, |v| format!("{v:.0}%")),
+            Self::PctRoof => opt(r.roof.as_ref().map(|x| x.pct), |v| format!("{v:.0}%")),
+            Self::Error => error_cell(row),
+            Self::Status => status_word(row.status).to_string(),
+            Self::Scratch => match row.scratch_bytes {
+                0 => "-".into(),
+                b => bytes(b),
+            },
+            Self::Regs => opt(res.map(|x| f64::from(x.registers)), |v| format!("{v}")),
+            Self::Smem => opt(res.map(|x| f64::from(x.smem_bytes)), |v| format!("{v}")),
+            Self::Occupancy => opt(res.and_then(|x| x.occupancy), |v| {
+                format!("{:.0}%", v * 100.0)
+            }),
+            Self::Waves => opt(res.and_then(|x| x.waves), |v| format!("{v:.2}")),
+        }
+    }
+}
+
+/// The columns a table of `report` shows: only those this device can fill.
+pub fn columns(report: &Report, terminal: bool) -> Vec<Col> {
+    use Col::*;
+    let traffic = report
+        .workloads
+        .iter()
+        .flat_map(|w| &w.shapes)
+        .flat_map(|s| &s.rows)
+        .any(|r| r.row.traffic.is_some());
+    let mut cols = vec![Tag, Kernel];
+    if !terminal {
+        cols.push(Precision);
+    }
+    match report.kind {
+        DeviceKind::Sim => {
+            if traffic {
+                cols.extend([Traffic, TrafficIntensity]);
+            }
+            cols.extend([Intensity, Regs, Smem, Occupancy]);
+            if !terminal {
+                cols.push(Scratch);
+            }
+        }
+        DeviceKind::Cpu => {
+            cols.extend([Median, Spread, Throughput]);
+            if !terminal {
+                cols.push(Intensity);
+            }
+            cols.extend([VsParent, VsFirst, PctRef, PctRoof]);
+        }
+        DeviceKind::Cuda => {
+            cols.extend([Median, Spread, Throughput]);
+            if !terminal {
+                if traffic {
+                    cols.extend([Traffic, TrafficIntensity]);
+                }
+                cols.push(Intensity);
+            }
+            cols.extend([VsParent, VsFirst, PctRef, PctRoof]);
+            if !terminal {
+                cols.extend([Scratch, Regs, Smem, Occupancy, Waves]);
+            }
+        }
+    }
+    // The status last: in the terminal it carries the reason of a row that did not pass.
+    cols.extend([Error, Status]);
+    cols
+}
 
 fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
     v.map(f).unwrap_or_else(|| "-".into())
 }
 
-fn status_cell(r: &Row) -> &'static str {
-    match r.status {
+/// One word per status, the same everywhere: `pass`, `fail`, `skip`, `error`.
+pub fn status_word(s: Status) -> &'static str {
+    match s {
         Status::Passed => "pass",
-        Status::Failed => "**FAILED**",
-        Status::Unsupported => "n/a",
-        Status::Error => "**ERROR**",
+        Status::Failed => "fail",
+        Status::Unsupported => "skip",
+        Status::Error => "error",
     }
 }
 
@@ -39,16 +188,6 @@ fn error_cell(r: &Row) -> String {
     })
 }
 
-/// The rung number, or what the row is when it is not a rung.
-fn rung_cell(r: &Row) -> String {
-    match r.role {
-        Role::Rung => r.rung.to_string(),
-        Role::Reference => "ref".into(),
-        Role::Peer => "peer".into(),
-        Role::User => "user".into(),
-    }
-}
-
 /// `12.0 MiB`, `-` for none.
 pub fn bytes(b: u64) -> String {
     match b {
@@ -59,51 +198,106 @@ pub fn bytes(b: u64) -> String {
     }
 }
 
-/// Which reference each precision of a shape's rows is compared with, for a legend line.
-fn references_used(shape: &crate::results::ShapeResults) -> String {
-    let mut seen: Vec<String> = Vec::new();
-    for p in kernel::Precision::ALL {
-        if !shape.rows.iter().any(|r| r.precision == p) {
-            continue;
+/// `1 row`, `3 rows`.
+pub fn count(n: usize, word: &str) -> String {
+    format!("{n} {word}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Which reference each precision of a shape's rows is compared with, and why `% of ref` can
+/// pass 100%.
+fn references_used(report: &Report, shape: &ShapeReport) -> String {
+    let mut by_ref: Vec<(Option<&str>, Vec<Precision>)> = Vec::new();
+    for u in &shape.references {
+        match by_ref.iter_mut().find(|(id, _)| *id == u.id.as_deref()) {
+            Some((_, ps)) => ps.push(u.precision),
+            None => by_ref.push((u.id.as_deref(), vec![u.precision])),
         }
-        let line = match super::reference_for(shape, p) {
-            Some(r) if r.precision == p => format!("{p} rows against {}", r.id),
-            Some(r) => format!("{p} rows against {} (no {p} reference here)", r.id),
-            None => format!("{p} rows against nothing (no passing reference of that precision)"),
-        };
-        seen.push(line);
     }
-    seen.join("; ")
+    let parts: Vec<String> = by_ref
+        .iter()
+        .map(|(id, ps)| {
+            let ps = ps.iter().map(|p| p.name()).collect::<Vec<_>>().join(", ");
+            match id {
+                Some(id) => {
+                    let what = shape
+                        .rows
+                        .iter()
+                        .find(|r| r.row.id == *id)
+                        .map(|r| r.row.summary.as_str())
+                        .unwrap_or("");
+                    format!("{ps} rows against `{id}` ({what})")
+                }
+                None => {
+                    format!("{ps} rows against nothing (no passing reference of that precision)")
+                }
+            }
+        })
+        .collect();
+    let mut s = parts.join("; ");
+    if report.cpu_ports() {
+        s.push_str(
+            ". On the CPU the reference is a general-purpose library composed the usual way; a \
+             port that fuses or skips steps can beat it, so above 100% means faster than that \
+             composition, not faster than the CPU allows",
+        );
+    }
+    s
 }
 
 /// What the roofline column is measured against, for headers.
 pub fn roof_source(c: Option<&Ceilings>) -> String {
     match c {
         Some(c) if c.source == Source::Measured => format!(
-            "measured ceilings ({}, FP32 {}{}{})",
+            "measured ceilings ({}, {})",
             super::charts::bandwidth(c.bandwidth_gbs),
-            throughput(c.fp32_gflops),
-            c.tf32_gflops
-                .map(|t| format!(", TF32 tensor {}", throughput(t)))
-                .unwrap_or_default(),
-            c.fp16_gflops
-                .map(|h| format!(", FP16 tensor {}", throughput(h)))
-                .unwrap_or_default()
+            c.roofs()
+                .iter()
+                .map(|r| format!("{} {}", r.name(), throughput(r.gflops)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
         Some(c) => format!("{} ceilings (not measured here)", c.label),
         None => "no ceilings: run `harness calibrate`".into(),
     }
 }
 
-/// Why the plan columns are empty in a CPU run's tables.
-pub const CPU_RESOURCES_NOTE: &str = "On the CPU device every row runs its CPU port, not a GPU \
-    plan: nothing is allocated on a device and nothing goes through ptxas, so `scratch`, \
-    `regs`, `smem B`, `occupancy` and `waves` are `-`. A GPU or simulator run shows them.\n\n";
+/// What the rows of a run are, in one paragraph for the top of its tables.
+fn device_note(report: &Report) -> String {
+    match report.kind {
+        DeviceKind::Cpu => "These rows time the **CPU ports** of the kernels: Rust code on the \
+            CPU that mirrors each rung's idea (cache tiling, fusion, half storage, online softmax), \
+            not the CUDA code. A GPU run times the kernels themselves and adds registers, shared \
+            memory, occupancy, waves and scratch, which a CPU port does not have."
+            .into(),
+        DeviceKind::Sim => "The **CUDA simulator** executed each kernel's CUDA source on the CPU \
+            to check its output; it gives no speeds. `traffic` is every global-memory byte the \
+            kernel loaded or stored, counted as it ran, and `FLOP/B` the arithmetic intensity \
+            that traffic gives (`FLOP/B min` counts each input and output once): tiling shows \
+            as a higher intensity. Registers, shared memory and occupancy are NVRTC's (sm_90)."
+            .into(),
+        DeviceKind::Cuda => String::new(),
+    }
+}
+
+/// The legend of the speed columns, when the table has them.
+fn speed_note(report: &Report, ceilings: Option<&Ceilings>) -> String {
+    if !report.timed() {
+        return String::new();
+    }
+    format!(
+        "Times are medians of per-run samples; `spread` is half the p10-p90 range. `vs parent` \
+         is the speedup over the rung this one changes (named by its number), `vs first` over \
+         the ladder's first rung; {SIGNIFICANCE_NOTE}. `% roof` is the share of the roofline \
+         bound min(peak of the row's precision, FLOP/B x bandwidth) from {}.\n\n",
+        roof_source(ceilings)
+    )
+}
 
 /// The Markdown tables of one workload.
-pub fn markdown(run: &RunResults, w: &WorkloadResults, ceilings: Option<&Ceilings>) -> String {
-    let mut s = String::new();
+pub fn markdown(report: &Report, w: &WorkloadReport) -> String {
+    let run = &report.run;
     let dev = &run.device;
+    let mut s = String::new();
     let _ = writeln!(
         s,
         "# {} ablation on {}\n",
@@ -112,10 +306,8 @@ pub fn markdown(run: &RunResults, w: &WorkloadResults, ceilings: Option<&Ceiling
     );
     let _ = writeln!(
         s,
-        "Device `{}`, driver {}{}; commit `{}`; {}. Generated from `{}.json` by the harness; \
-         times are medians of per-run samples, spread is half the p10-p90 range. \
-         `% roof` is the share of the roofline bound min(peak for the row's precision, \
-         FLOP/B x bandwidth) from {}.\n",
+        "Device `{}`, driver {}{}; commit `{}`; {}. Generated by the harness from this run's \
+         `results.json`.\n",
         dev.name,
         dev.driver,
         dev.cuda
@@ -124,69 +316,53 @@ pub fn markdown(run: &RunResults, w: &WorkloadResults, ceilings: Option<&Ceiling
             .unwrap_or_default(),
         run.commit,
         run.date,
-        w.workload.name(),
-        roof_source(ceilings),
     );
-    if dev.kind == kernel::DeviceKind::Cpu.name() {
-        // Not the GPU plan's figures: this run allocated none of them.
-        s.push_str(CPU_RESOURCES_NOTE);
+    let note = device_note(report);
+    if !note.is_empty() {
+        let _ = writeln!(s, "{note}\n");
     }
+    s.push_str(&speed_note(report, report.ceilings.as_ref()));
+    let cols = columns(report, false);
     for shape in &w.shapes {
         let _ = writeln!(
             s,
             "## {} ({:.2} GFLOP)\n\nChecked against: {}.\n",
             shape.label,
             shape.flops / 1e9,
-            shape.reference
+            shape.checked_against
         );
-        let roof_head = match ceilings.map(|c| c.source) {
-            Some(Source::Measured) => "% roof (measured)",
-            Some(Source::Datasheet) => "% roof (datasheet)",
-            None => "% roof",
-        };
-        let _ = writeln!(s, "`% of ref`: {}.\n", references_used(shape));
+        if report.timed() {
+            let _ = writeln!(s, "`% of ref`: {}.\n", references_used(report, shape));
+        }
         let _ = writeln!(
             s,
-            "| # | kernel | prec | median ms | spread | throughput | GB/s | FLOP/B | vs prev | vs first | % of ref | {roof_head} | rel. error | status | scratch | regs | smem B | occupancy | waves |"
+            "| {} |",
+            cols.iter()
+                .map(|c| c.header())
+                .collect::<Vec<_>>()
+                .join(" | ")
         );
-        s.push_str(
-            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|\n",
+        let _ = writeln!(
+            s,
+            "|{}|",
+            cols.iter()
+                .map(|c| if c.left() { "---" } else { "---:" })
+                .collect::<Vec<_>>()
+                .join("|")
         );
-        for (r, d) in shape.rows.iter().zip(derive_with(shape, ceilings)) {
-            let res = primary_resources(r);
-            let _ = writeln!(
-                s,
-                "| {} | `{}` | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                rung_cell(r),
-                r.id,
-                r.precision,
-                opt(r.median_ms(), |v| format!("{v:.3}")),
-                opt(r.timing.as_ref().map(|t| t.spread_pct()), |v| format!(
-                    "±{v:.1}%"
-                )),
-                opt(d.gflops, throughput),
-                opt(d.gbps, |v| format!("{v:.1}")),
-                d.intensity,
-                opt(d.vs_prev, |v| format!("{v:.2}x")),
-                opt(d.vs_first, |v| format!("{v:.1}x")),
-                opt(d.pct_of_ref, |v| format!("{v:.1}%")),
-                opt(d.pct_of_roof, |v| format!("{v:.1}%")),
-                error_cell(r),
-                status_cell(r),
-                bytes(r.scratch_bytes),
-                opt(res.map(|x| f64::from(x.registers)), |v| format!("{v}")),
-                opt(res.map(|x| f64::from(x.smem_bytes)), |v| format!("{v}")),
-                opt(res.and_then(|x| x.occupancy), |v| format!(
-                    "{:.0}%",
-                    v * 100.0
-                )),
-                opt(res.and_then(|x| x.waves), |v| format!("{v:.2}")),
-            );
+        for r in &shape.rows {
+            let cells: Vec<String> = cols.iter().map(|c| c.cell(r, true)).collect();
+            let _ = writeln!(s, "| {} |", cells.join(" | "));
         }
         let notes: Vec<String> = shape
             .rows
             .iter()
-            .filter_map(|r| r.reason.as_ref().map(|why| format!("- `{}`: {why}", r.id)))
+            .filter_map(|r| {
+                r.row
+                    .reason
+                    .as_ref()
+                    .map(|why| format!("- `{}` ({}): {why}", r.row.id, status_word(r.row.status)))
+            })
             .collect();
         if !notes.is_empty() {
             let _ = writeln!(s, "\n{}", notes.join("\n"));
@@ -196,8 +372,8 @@ pub fn markdown(run: &RunResults, w: &WorkloadResults, ceilings: Option<&Ceiling
     s
 }
 
-/// The CSV header; every line has exactly these columns.
-pub const CSV_HEADER: &str = "shape,rung,kernel,role,stage,precision,status,median_ms,p10_ms,p90_ms,gflops,gbps,flop_per_byte,speedup_prev,speedup_first,pct_of_ref,reference,roof_gflops,pct_of_roof,roof_source,rel_error,scratch_bytes,registers,smem_bytes,occupancy,waves";
+/// The CSV header; every line has exactly these columns, whatever the device.
+pub const CSV_HEADER: &str = "shape,rung,kernel,role,stage,precision,parent,status,median_ms,p10_ms,p90_ms,gflops,gbps,flop_per_byte,traffic_bytes,traffic_source,flop_per_traffic_byte,speedup_parent,parent_significant,speedup_first,first_significant,pct_of_ref,reference,roof,roof_gflops,pct_of_roof,roof_source,rel_error,scratch_bytes,registers,smem_bytes,occupancy,waves";
 
 /// Quotes a CSV field when it needs it (RFC 4180).
 fn field(s: &str) -> String {
@@ -209,51 +385,54 @@ fn field(s: &str) -> String {
 }
 
 /// One CSV line per row, all shapes of a workload.
-pub fn csv(w: &WorkloadResults, ceilings: Option<&Ceilings>) -> String {
+pub fn csv(report: &Report, w: &WorkloadReport) -> String {
     let mut s = format!("{CSV_HEADER}\n");
     let f = |v: Option<f64>| v.map(|x| format!("{x}")).unwrap_or_default();
-    let source = match ceilings.map(|c| c.source) {
+    let b = |v: Option<bool>| v.map(|x| x.to_string()).unwrap_or_default();
+    let source = match report.ceilings.as_ref().map(|c| c.source) {
         Some(Source::Measured) => "measured",
         Some(Source::Datasheet) => "datasheet",
         None => "",
     };
     for shape in &w.shapes {
-        for (r, d) in shape.rows.iter().zip(derive_with(shape, ceilings)) {
-            let res = primary_resources(r);
-            let Derived {
-                gflops,
-                gbps,
-                intensity,
-                vs_prev,
-                vs_first,
-                pct_of_ref,
-                reference,
-                roof_gflops,
-                pct_of_roof,
-            } = d;
+        for r in &shape.rows {
+            let row = &r.row;
+            let res = primary_resources(row);
+            let t = r.timed;
             let cells = [
                 field(&shape.label),
-                r.rung.to_string(),
-                field(&r.id),
-                r.role.name().to_string(),
-                r.stage.to_string(),
-                r.precision.to_string(),
-                format!("{:?}", r.status).to_lowercase(),
-                f(r.median_ms()),
-                f(r.timing.as_ref().map(|t| t.p10_ms)),
-                f(r.timing.as_ref().map(|t| t.p90_ms)),
-                f(gflops),
-                f(gbps),
-                format!("{intensity}"),
-                f(vs_prev),
-                f(vs_first),
-                f(pct_of_ref),
-                field(reference.as_deref().unwrap_or("")),
-                f(roof_gflops),
-                f(pct_of_roof),
+                row.rung.to_string(),
+                field(&row.id),
+                row.role.name().to_string(),
+                row.stage.to_string(),
+                row.precision.to_string(),
+                field(row.parent.as_deref().unwrap_or("")),
+                status_word(row.status).to_string(),
+                f(t.map(|t| t.median_ms)),
+                f(t.map(|t| t.p10_ms)),
+                f(t.map(|t| t.p90_ms)),
+                f(t.map(|t| t.gflops)),
+                f(t.map(|t| t.gbps)),
+                format!("{}", r.compulsory_intensity),
+                f(row.traffic.map(|t| t.bytes())),
+                match row.traffic.map(|t| t.source) {
+                    Some(TrafficSource::Simulator) => "simulator".into(),
+                    Some(TrafficSource::Profiler) => "profiler".into(),
+                    None => String::new(),
+                },
+                f(r.traffic_intensity.map(|x| x.0)),
+                f(r.vs_parent.as_ref().map(|s| s.ratio)),
+                b(r.vs_parent.as_ref().map(|s| s.significant)),
+                f(r.vs_first.as_ref().map(|s| s.ratio)),
+                b(r.vs_first.as_ref().map(|s| s.significant)),
+                f(r.pct_of_ref),
+                field(r.reference.as_deref().unwrap_or("")),
+                field(r.roof.as_ref().map_or("", |x| x.roof.name())),
+                f(r.roof.as_ref().map(|x| x.bound_gflops)),
+                f(r.roof.as_ref().map(|x| x.pct)),
                 source.to_string(),
-                f(r.check.map(|c| c.rel_error)),
-                r.scratch_bytes.to_string(),
+                f(row.check.map(|c| c.rel_error)),
+                row.scratch_bytes.to_string(),
                 f(res.map(|x| f64::from(x.registers))),
                 f(res.map(|x| f64::from(x.smem_bytes))),
                 f(res.and_then(|x| x.occupancy)),
@@ -265,78 +444,102 @@ pub fn csv(w: &WorkloadResults, ceilings: Option<&Ceilings>) -> String {
     s
 }
 
-/// The compact table printed at the end of a run.
-pub fn terminal(run: &RunResults, ceilings: Option<&Ceilings>) -> String {
+/// The compact tables printed at the end of a run: columns sized to their widest cell.
+pub fn terminal(report: &Report) -> String {
     let mut s = String::new();
-    for w in &run.workloads {
+    let cols = columns(report, true);
+    for w in &report.workloads {
         for shape in &w.shapes {
-            let _ = writeln!(s, "\n{} {}  ({})", w.workload, shape.label, run.device.name);
-            // The id column fits the longest id (user kernels such as
-            // `gemm_blocktile<64,64,8>` outgrow the ladder's short names).
-            let idw = shape
-                .rows
-                .iter()
-                .filter(|r| r.status != Status::Unsupported)
-                .map(|r| r.id.chars().count())
-                .max()
-                .unwrap_or(0)
-                .max(20);
             let _ = writeln!(
                 s,
-                "  {:<3} {:<idw$} {:>10} {:>7} {:>15} {:>8} {:>9} {:>7} {:>7} {:>8}  status",
-                "#",
-                "kernel",
-                "median ms",
-                "spread",
-                "throughput",
-                "vs prev",
-                "vs first",
-                "% ref",
-                "% roof",
-                "error"
+                "\n{} {}  ({})",
+                w.workload, shape.label, report.run.device.name
             );
-            let mut skipped = Vec::new();
-            for (r, d) in shape.rows.iter().zip(derive_with(shape, ceilings)) {
-                // Rows that cannot run here (no CPU port, say) go on one line below.
-                if r.status == Status::Unsupported {
-                    skipped.push(r.id.as_str());
-                    continue;
-                }
-                let _ = writeln!(
-                    s,
-                    "  {:<3} {:<idw$} {:>10} {:>7} {:>15} {:>8} {:>9} {:>7} {:>7} {:>8}  {}",
-                    rung_cell(r),
-                    r.id,
-                    opt(r.median_ms(), |v| format!("{v:.3}")),
-                    opt(r.timing.as_ref().map(|t| t.spread_pct()), |v| format!(
-                        "±{v:.1}%"
-                    )),
-                    opt(d.gflops, throughput),
-                    opt(d.vs_prev, |v| format!("{v:.2}x")),
-                    opt(d.vs_first, |v| format!("{v:.1}x")),
-                    opt(d.pct_of_ref, |v| format!("{v:.0}%")),
-                    opt(d.pct_of_roof, |v| format!("{v:.0}%")),
-                    error_cell(r),
-                    match r.status {
-                        Status::Passed => "pass".to_string(),
-                        // Only the status word is lowercased: reasons quote code and
-                        // identifiers (`C`, `'A'`) and stay as written.
-                        other => format!(
-                            "{}: {}",
-                            format!("{other:?}").to_lowercase(),
-                            r.reason.as_deref().unwrap_or("")
-                        ),
+            // Rows that cannot run here (no CPU port, say) go on one line below the table.
+            let shown: Vec<&RowReport> = shape
+                .rows
+                .iter()
+                .filter(|r| r.row.status != Status::Unsupported)
+                .collect();
+            let skipped: Vec<&str> = shape
+                .rows
+                .iter()
+                .filter(|r| r.row.status == Status::Unsupported)
+                .map(|r| r.row.id.as_str())
+                .collect();
+            let cells: Vec<Vec<String>> = shown
+                .iter()
+                .map(|r| {
+                    cols.iter()
+                        .map(|c| match c {
+                            // Only the status word is lowercased: reasons quote code and
+                            // identifiers (`C`, `'A'`) and stay as written.
+                            Col::Status => match &r.row.reason {
+                                Some(why) if r.row.status != Status::Passed => {
+                                    format!("{}: {why}", status_word(r.row.status))
+                                }
+                                _ => status_word(r.row.status).into(),
+                            },
+                            c => c.cell(r, false),
+                        })
+                        .collect()
+                })
+                .collect();
+            let widths: Vec<usize> = cols
+                .iter()
+                .enumerate()
+                .map(|(i, c)| {
+                    // The status column is last and may hold a long reason: not padded.
+                    if *c == Col::Status {
+                        return 0;
                     }
-                );
+                    cells
+                        .iter()
+                        .map(|row| row[i].chars().count())
+                        .chain([c.header().chars().count()])
+                        .max()
+                        .unwrap_or(0)
+                })
+                .collect();
+            let line = |items: Vec<String>| -> String {
+                let mut l = String::from(" ");
+                for ((c, w), item) in cols.iter().zip(&widths).zip(items) {
+                    l.push(' ');
+                    if c.left() {
+                        let _ = write!(l, "{item:<w$}");
+                    } else {
+                        let _ = write!(l, "{item:>w$}");
+                    }
+                }
+                l.trim_end().to_string()
+            };
+            let _ = writeln!(
+                s,
+                "{}",
+                line(cols.iter().map(|c| c.header().to_string()).collect())
+            );
+            for row in cells {
+                let _ = writeln!(s, "{}", line(row));
             }
             if !skipped.is_empty() {
                 let _ = writeln!(s, "  not run on this device: {}", skipped.join(", "));
             }
-            let _ = writeln!(s, "  % ref: {}", references_used(shape));
         }
     }
-    if !s.is_empty() {
-        let _ = writeln!(s, "\n% roof against {}", roof_source(ceilings));
+    if !s.is_empty() && report.timed() {
+        let _ = writeln!(
+            s,
+            "\nvs parent: over the rung each one changes (its number); ~: inside the noise \
+             (p10-p90 ranges overlap). % roof against {}.",
+            roof_source(report.ceilings.as_ref())
+        );
+        if report.cpu_ports() {
+            let _ = writeln!(
+                s,
+                "These are the CPU ports of the kernels, not the CUDA code: a GPU run times the \
+                 kernels themselves."
+            );
+        }
     }
     s
 }

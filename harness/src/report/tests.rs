@@ -4,9 +4,11 @@
 use super::roofline::Source;
 use super::*;
 use crate::resources::LaunchResources;
+use crate::results::Row;
 use crate::results::{ShapeResults, Status, WorkloadResults};
 use crate::timing::Timing;
 use crate::validate::Check;
+use kernel::Role;
 use kernel::{DeviceInfo, Precision, Shape, Stage, Workload};
 
 fn row(
@@ -28,6 +30,13 @@ fn row(
         role,
         rung,
         summary: String::new(),
+        parent: match id {
+            "gemm-tiled" => Some("gemm-naive".into()),
+            // The failed rung and the rung after it both change the tiled one.
+            "gemm-broken" | "gemm-regblock" => Some("gemm-tiled".into()),
+            "gemm-wmma-fp16" => Some("gemm-regblock".into()),
+            _ => None,
+        },
         status,
         reason: (status != Status::Passed).then(|| format!("{id} did not pass")),
         scratch_bytes: 0,
@@ -70,6 +79,7 @@ fn row(
         } else {
             Vec::new()
         },
+        traffic: None,
     }
 }
 
@@ -179,73 +189,117 @@ pub(crate) fn synthetic() -> RunResults {
     }
 }
 
+/// The derived rows of the headline shape (4096) of the synthetic run.
+fn headline_rows(run: &RunResults) -> Vec<model::RowReport> {
+    Report::new(run).workloads[0].shapes[2].rows.clone()
+}
+
 #[test]
-fn failed_rows_get_no_speedup_and_later_rungs_skip_them() {
+fn speedups_follow_the_declared_parent_and_failed_rows_get_none() {
     let run = synthetic();
-    let s = &run.workloads[0].shapes[2];
-    let d = derive_with(s, ceilings(&run).as_ref());
-    assert_eq!(d[1].vs_prev, Some(5.0));
+    let d = headline_rows(&run);
+    let ratio = |r: &model::RowReport| r.vs_parent.as_ref().map(|s| s.ratio);
+    assert_eq!(ratio(&d[1]), Some(5.0));
+    assert_eq!(d[1].vs_parent.as_ref().unwrap().against_tag, "01");
     // The failed rung: no throughput, no speedup, no percentages.
-    assert_eq!(d[2].gflops, None);
-    assert_eq!(
-        (d[2].vs_prev, d[2].vs_first, d[2].pct_of_ref),
-        (None, None, None)
-    );
-    assert_eq!(d[2].pct_of_roof, None);
-    // The next rung compares with the last passing one (tiled), not the failed one.
-    assert_eq!(d[3].vs_prev, Some(4.0));
-    assert_eq!(d[3].vs_first, Some(20.0));
+    assert!(d[2].timed.is_none());
+    assert_eq!((ratio(&d[2]), d[2].pct_of_ref), (None, None));
+    assert!(d[2].vs_first.is_none() && d[2].roof.is_none());
+    // The next rung compares with its declared parent (tiled), not the rung above it.
+    assert_eq!(ratio(&d[3]), Some(4.0));
+    assert_eq!(d[3].vs_parent.as_ref().unwrap().against, "gemm-tiled");
+    assert_eq!(d[3].vs_first.as_ref().map(|s| s.ratio), Some(20.0));
     // % of the FP32 reference (cuBLAS SGEMM at 4 ms).
     assert_eq!(d[3].pct_of_ref, Some(80.0));
     assert_eq!(d[3].reference.as_deref(), Some("cublas-sgemm"));
-    // References get no rung speedups.
-    assert_eq!(d[5].vs_first, None);
+    // References get no rung speedups; the first rung none over itself.
+    assert!(d[5].vs_first.is_none() && d[5].vs_parent.is_none());
+    assert!(d[0].vs_first.is_none());
+}
+
+#[test]
+fn speedups_inside_the_spread_are_not_significant() {
+    let mut run = synthetic();
+    let rows = &mut run.workloads[0].shapes[2].rows;
+    // Tiled at 20 ms with samples 19.6..20.6; regblock 3% faster with the same spread.
+    rows[3].timing = Some(Timing::from_samples(vec![19.0, 19.4, 20.0], 1));
+    let d = headline_rows(&run);
+    let s = d[3].vs_parent.clone().unwrap();
+    assert!(s.ratio > 1.0 && !s.significant, "{s:?}");
+    assert!(s.cell().starts_with('~'), "{}", s.cell());
+    assert!(d[1].vs_parent.as_ref().unwrap().significant);
+    let md = table::markdown(&Report::new(&run), &Report::new(&run).workloads[0]);
+    assert!(md.contains(model::SIGNIFICANCE_NOTE), "{md}");
+    assert!(md.contains("~1.03x vs 02"), "{md}");
 }
 
 #[test]
 fn each_row_is_compared_with_the_reference_of_its_precision() {
     let run = synthetic();
-    let s = &run.workloads[0].shapes[2];
-    let d = derive_with(s, None);
+    let d = headline_rows(&run);
     // The FP16 rung (1.25 ms) against cuBLAS FP16 (0.5 ms), not against SGEMM (4 ms), where
     // it would show 320%.
     assert_eq!(d[4].reference.as_deref(), Some("cublas-fp16"));
     assert_eq!(d[4].pct_of_ref, Some(40.0));
     assert_eq!(
-        d[6].pct_of_ref,
-        Some(100.0),
-        "a reference is 100% of itself"
+        d[6].pct_of_ref, None,
+        "a reference is not a percentage of itself"
     );
     // A TF32 row with no TF32 reference in the table (the CPU's case) falls back to FP32.
-    let mut cpu = s.clone();
-    cpu.rows[3].precision = Precision::Tf32;
-    let d = derive_with(&cpu, None);
-    assert_eq!(d[3].reference.as_deref(), Some("cublas-sgemm"));
+    let mut cpu = run.clone();
+    cpu.workloads[0].shapes[2].rows[3].precision = Precision::Tf32;
+    assert_eq!(
+        headline_rows(&cpu)[3].reference.as_deref(),
+        Some("cublas-sgemm")
+    );
     // A reference of the row's precision that failed leaves the column empty: no fallback.
-    let mut broken = s.clone();
-    broken.rows[6].status = Status::Failed;
-    let d = derive_with(&broken, None);
+    let mut broken = run.clone();
+    broken.workloads[0].shapes[2].rows[6].status = Status::Failed;
+    let d = headline_rows(&broken);
     assert_eq!((d[4].pct_of_ref, d[4].reference.clone()), (None, None));
-    let md = markdown(&run, &run.workloads[0], None);
+    let report = Report::new(&run);
+    let md = table::markdown(&report, &report.workloads[0]);
     assert!(
-        md.contains("fp32 rows against cublas-sgemm; fp16 rows against cublas-fp16"),
+        md.contains("fp32 rows against `cublas-sgemm`")
+            && md.contains("fp16 rows against `cublas-fp16`"),
         "{md}"
     );
 }
 
 #[test]
-fn roofline_percent_uses_the_rows_precision() {
+fn roofline_percent_uses_the_roof_of_the_rows_precision() {
     let run = synthetic();
-    let c = ceilings(&run).unwrap();
+    let report = Report::new(&run);
+    let c = report.ceilings.clone().unwrap();
     assert_eq!(c.source, Source::Datasheet);
+    let d = &report.workloads[0].shapes[2].rows;
     let s = &run.workloads[0].shapes[2];
-    let d = derive_with(s, Some(&c));
     // FP32 at 4096^3: compute bound, 67 TFLOP/s.
     let g = s.flops / (5.0 * 1e6);
-    assert!((d[3].pct_of_roof.unwrap() - 100.0 * g / 67e3).abs() < 1e-9);
+    let roof = d[3].roof.clone().unwrap();
+    assert_eq!(roof.roof.name(), "FP32");
+    assert!((roof.pct - 100.0 * g / 67e3).abs() < 1e-9);
     // FP16 rung: the FP16 tensor roof.
     let g16 = s.flops / (1.25 * 1e6);
-    assert!((d[4].pct_of_roof.unwrap() - 100.0 * g16 / 989e3).abs() < 1e-9);
+    let roof = d[4].roof.clone().unwrap();
+    assert_eq!(roof.roof.name(), "FP16/BF16 tensor");
+    assert!((roof.pct - 100.0 * g16 / 989e3).abs() < 1e-9);
+}
+
+#[test]
+fn counted_traffic_moves_a_row_on_the_roofline() {
+    let mut run = synthetic();
+    let flops = run.workloads[0].shapes[2].flops;
+    run.workloads[0].shapes[2].rows[0].traffic = Some(crate::results::Traffic {
+        load_bytes: flops * 4.0,
+        store_bytes: 0.0,
+        source: crate::results::TrafficSource::Simulator,
+    });
+    let d = headline_rows(&run);
+    assert_eq!(d[0].traffic_intensity.map(|x| x.0), Some(0.25));
+    // Memory bound at 0.25 FLOP/B: 3.35 TB/s x 0.25.
+    assert!((d[0].roof.clone().unwrap().bound_gflops - 837.5).abs() < 1e-9);
+    assert!(d[1].traffic_intensity.is_none());
 }
 
 #[test]
@@ -253,27 +307,34 @@ fn measured_ceilings_win_when_the_fingerprint_matches() {
     let mut run = synthetic();
     let mut cal = crate::calibrate::tests_support::sample(&run.device);
     run.calibration = Some(cal.clone());
-    assert_eq!(ceilings(&run).unwrap().source, Source::Measured);
+    assert_eq!(Report::new(&run).ceilings.unwrap().source, Source::Measured);
     cal.fingerprint.driver = "other".into();
     run.calibration = Some(cal);
-    assert_eq!(ceilings(&run).unwrap().source, Source::Datasheet);
+    assert_eq!(
+        Report::new(&run).ceilings.unwrap().source,
+        Source::Datasheet
+    );
 }
 
 #[test]
 fn markdown_marks_failures_and_names_the_ceilings() {
     let run = synthetic();
-    let c = ceilings(&run);
-    let md = markdown(&run, &run.workloads[0], c.as_ref());
-    assert!(md.contains("% roof (datasheet)"), "{md}");
-    assert!(md.contains("datasheet, H100 SXM"));
+    let report = Report::new(&run);
+    let md = table::markdown(&report, &report.workloads[0]);
+    assert!(md.contains("datasheet, H100 SXM"), "{md}");
     let broken = md.lines().find(|l| l.contains("`gemm-broken`")).unwrap();
-    assert!(broken.contains("**FAILED**"), "{broken}");
+    assert!(broken.contains("| fail |"), "{broken}");
+    let cells: Vec<&str> = broken.split('|').map(str::trim).collect();
+    // median, spread, throughput, vs parent, vs first, % of ref, % roof: all empty.
     assert!(
-        !broken.contains('x'),
+        [4, 5, 6, 8, 9, 10, 11].iter().all(|&i| cells[i] == "-"),
         "a failed row shows no speedup: {broken}"
     );
     let regblock = md.lines().rfind(|l| l.contains("`gemm-regblock`")).unwrap();
-    assert!(regblock.contains("4.00x") && regblock.contains("20.0x") && regblock.contains("80.0%"));
+    assert!(
+        regblock.contains("4.00x vs 02") && regblock.contains("20.00x") && regblock.contains("80%"),
+        "{regblock}"
+    );
     // Every table line has the same number of cells as its header.
     for table in md.split("\n\n").filter(|t| t.starts_with("| #")) {
         let cells: Vec<usize> = table.lines().map(|l| l.matches('|').count()).collect();
@@ -286,24 +347,30 @@ fn csv_lines_have_the_header_column_count() {
     let mut run = synthetic();
     // A label with a comma must be quoted, not split.
     run.workloads[0].shapes[0].label = "1024,odd".into();
-    let text = csv(&run.workloads[0], ceilings(&run).as_ref());
+    let report = Report::new(&run);
+    let text = table::csv(&report, &report.workloads[0]);
     let header = text.lines().next().unwrap();
     let n = header.split(',').count();
-    assert_eq!(n, 26);
+    assert_eq!(n, table::CSV_HEADER.split(',').count());
     for line in text.lines().skip(1) {
         let unquoted = line.replace("\"1024,odd\"", "x");
         assert_eq!(unquoted.split(',').count(), n, "{line}");
     }
     assert_eq!(text.lines().count(), 1 + 3 * 8);
     assert!(text.contains(",datasheet,"));
+    assert!(
+        text.contains(",gemm-tiled,pass,"),
+        "the parent column: {text}"
+    );
 }
 
 #[test]
 fn terminal_summary_lists_every_row() {
     let run = synthetic();
     let t = terminal(&run);
-    assert!(t.contains("gemm-broken") && t.contains("failed: gemm-broken did not pass"));
-    assert!(t.contains("% roof against datasheet, H100 SXM"));
+    assert!(t.contains("gemm-broken") && t.contains("fail: gemm-broken did not pass"));
+    assert!(t.contains("% roof against datasheet, H100 SXM"), "{t}");
+    assert!(t.contains("3 rows failed or could not run"), "{t}");
 }
 
 #[test]
@@ -313,14 +380,12 @@ fn terminal_keeps_reasons_as_written_and_aligns_long_ids() {
     rows[2].reason = Some("C holds NaN at 'A'[3]".into());
     rows[1].id = "gemm_blocktile<64,64,8>_with_a_long_name".into();
     let t = terminal(&run);
-    assert!(t.contains("failed: C holds NaN at 'A'[3]"), "{t}");
+    assert!(t.contains("fail: C holds NaN at 'A'[3]"), "{t}");
     // Every line of the first shape's table starts its median column at the same place.
     let block: Vec<&str> = t
         .lines()
         .skip_while(|l| !l.trim_start().starts_with("# "))
-        .take_while(|l| {
-            !l.trim_start().starts_with("not run") && !l.trim_start().starts_with("% ref")
-        })
+        .take_while(|l| !l.trim().is_empty() && !l.trim_start().starts_with("not run"))
         .collect();
     assert!(block.len() >= 5, "{t}");
     let header = block[0];
@@ -333,16 +398,31 @@ fn terminal_keeps_reasons_as_written_and_aligns_long_ids() {
 }
 
 #[test]
-fn a_cpu_runs_markdown_says_why_the_plan_columns_are_empty() {
+fn tables_show_only_the_columns_their_device_fills() {
     let mut run = synthetic();
-    let cuda = table::markdown(&run, &run.workloads[0], None);
-    assert!(!cuda.contains(table::CPU_RESOURCES_NOTE.trim()), "{cuda}");
+    let headers = |run: &RunResults| {
+        let report = Report::new(run);
+        let md = table::markdown(&report, &report.workloads[0]);
+        md.lines()
+            .find(|l| l.starts_with("| #"))
+            .unwrap()
+            .to_string()
+    };
+    let gpu = headers(&run);
+    assert!(gpu.contains("regs") && gpu.contains("waves") && gpu.contains("median ms"));
     run.device.kind = kernel::DeviceKind::Cpu.name().into();
-    let cpu = table::markdown(&run, &run.workloads[0], None);
-    assert!(cpu.contains(table::CPU_RESOURCES_NOTE.trim()), "{cpu}");
+    let cpu = headers(&run);
+    assert!(!cpu.contains("regs") && !cpu.contains("waves") && !cpu.contains("scratch"));
+    let report = Report::new(&run);
+    let md = table::markdown(&report, &report.workloads[0]);
+    assert!(md.contains("**CPU ports**"), "{md}");
+    assert!(md.contains("above 100% means"), "{md}");
+    run.device.kind = kernel::DeviceKind::Sim.name().into();
+    let sim = headers(&run);
+    assert!(sim.contains("regs") && !sim.contains("median") && !sim.contains("% roof"));
     assert!(
-        cpu.contains("`scratch`") && cpu.contains("CPU port"),
-        "{cpu}"
+        !terminal(&run).contains("GFLOP/s"),
+        "the simulator never prints speeds"
     );
 }
 
@@ -350,13 +430,13 @@ fn a_cpu_runs_markdown_says_why_the_plan_columns_are_empty() {
 fn charts_are_written_and_name_what_they_show() {
     let run = synthetic();
     let dir = std::env::temp_dir().join(format!("lab-charts-{}", std::process::id()));
-    let files = write_all(&run, &dir).unwrap();
+    std::fs::create_dir_all(&dir).unwrap();
+    let files = write_report(&run, &dir).unwrap();
     let names: Vec<String> = files
         .iter()
         .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
         .collect();
     for want in [
-        "gemm.json",
         "gemm.md",
         "gemm.csv",
         "gemm-ablation-4096x4096x4096.svg",
@@ -378,7 +458,7 @@ fn charts_are_written_and_name_what_they_show() {
             f.display()
         );
     }
-    let sub = dir.join(&run.device.slug);
+    let sub = dir.clone();
     let svg = std::fs::read_to_string(sub.join("gemm-roofline.svg")).unwrap();
     assert!(svg.contains("GEMM roofline, 4096x4096x4096 on NVIDIA H100 80GB HBM3"));
     assert!(svg.contains("datasheet, H100 SXM"));

@@ -70,14 +70,15 @@ pub fn workloads(users: &[UserKernel]) -> Vec<Workload> {
 
 /// `harness run --kernel ...` without a GPU: the user kernels (and any lab kernels named with
 /// `--kernels`) run in the simulator on its shapes (or `--sizes`), checked but not timed, the
-/// resources from NVRTC. Writes the results under `out/sim/`. `Ok(false)` when a row failed.
+/// resources from NVRTC. Writes a run folder (`out`, or a new one under target/lab/runs/).
+/// `Ok(false)` when a row failed.
 pub fn without_gpu(
     config: &Config,
     users: &[UserKernel],
     lab: Vec<&dyn Kernel>,
     workload_names: &[String],
     sizes: &[String],
-    out: &Path,
+    out: Option<&Path>,
     device: Option<&str>,
 ) -> Result<bool> {
     match device {
@@ -105,11 +106,8 @@ pub fn without_gpu(
     annotate(&mut results, users, kernel::cuda::nvrtc::version().is_ok());
     print!("{}", report::terminal(&results));
     let failures = report::failures(&results);
-    let files = report::write_all(&results, out)?;
-    println!();
-    for f in files {
-        println!("wrote {}", f.display());
-    }
+    let dir = crate::runs::save(&results, out, &crate::runs::LabDir::locate())?;
+    crate::console::print_run_folder(&dir);
     Ok(failures.is_empty())
 }
 

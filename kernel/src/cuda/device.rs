@@ -178,7 +178,7 @@ impl CudaDevice {
     pub fn open() -> Result<Self, DeviceError> {
         let d = discovery();
         if let Found::Missing(why) = &d.driver {
-            return Err(DeviceError::Unavailable(format!("no NVIDIA driver: {why}")));
+            return Err(DeviceError::Unavailable(why.clone()));
         }
         let cuda_version = driver_cuda_version()?;
         let display = display_driver_version();

@@ -128,9 +128,9 @@ impl Discovery {
             None => on_loader_path(DRIVER),
         };
         let driver = match driver {
-            Found::Missing(_) => {
-                Found::Missing("no libcuda.so.1 (the NVIDIA driver) on this machine".to_string())
-            }
+            Found::Missing(_) => Found::Missing(
+                "libcuda.so.1, the NVIDIA driver's library, is not on this machine".to_string(),
+            ),
             other => other,
         };
 

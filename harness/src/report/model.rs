@@ -1,0 +1,351 @@
+//! The report model: every figure a table, chart or page shows, derived once from a run's raw
+//! samples. Markdown, CSV, the terminal, the charts and the HTML pages render this model and
+//! compute nothing of their own, so they can never disagree.
+
+use super::roofline::{Ceilings, Roof};
+use crate::results::{Row, RunResults, ShapeResults, Status, TrafficSource};
+use kernel::{DeviceKind, Precision, Role, Shape, Stage, Workload};
+
+/// A whole run, derived.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub run: RunResults,
+    pub kind: DeviceKind,
+    pub ceilings: Option<Ceilings>,
+    pub workloads: Vec<WorkloadReport>,
+}
+
+#[derive(Debug, Clone)]
+pub struct WorkloadReport {
+    pub workload: Workload,
+    pub shapes: Vec<ShapeReport>,
+}
+
+#[derive(Debug, Clone)]
+pub struct ShapeReport {
+    pub shape: Shape,
+    pub label: String,
+    pub flops: f64,
+    /// What the rows' outputs were checked against.
+    pub checked_against: String,
+    /// Which reference each precision present is compared with, in words.
+    pub references: Vec<ReferenceUse>,
+    /// Rows in table order: the ladder, then references, peers and user rows.
+    pub rows: Vec<RowReport>,
+}
+
+/// The reference the rows of one precision are compared with in `% of ref`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReferenceUse {
+    pub precision: Precision,
+    /// The reference row's id; `None` when no passing reference exists for it.
+    pub id: Option<String>,
+    /// Whether the reference computes at that precision (else it stands in for it).
+    pub same_precision: bool,
+}
+
+/// One row with everything derived from it.
+#[derive(Debug, Clone)]
+pub struct RowReport {
+    pub row: Row,
+    /// The table's `#` cell: the rung number (`07`), `ref`, `peer` or `user`.
+    pub tag: String,
+    /// Figures of a passing, timed row; `None` otherwise.
+    pub timed: Option<Timed>,
+    /// FLOP per compulsory byte (each input read once, the output written once).
+    pub compulsory_intensity: f64,
+    /// FLOP per byte of the traffic the row really issued, where something counted it.
+    pub traffic_intensity: Option<(f64, TrafficSource)>,
+    /// Against the declared parent rung.
+    pub vs_parent: Option<Speedup>,
+    /// Against the first rung of the ladder: the cumulative speedup.
+    pub vs_first: Option<Speedup>,
+    /// Percent of the throughput of the reference of the row's precision.
+    pub pct_of_ref: Option<f64>,
+    pub reference: Option<String>,
+    /// The roof the row is judged against and the share of it reached.
+    pub roof: Option<RoofShare>,
+}
+
+/// Throughput figures of a timed row; `lo`/`hi` come from the p90/p10 times.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Timed {
+    pub median_ms: f64,
+    pub p10_ms: f64,
+    pub p90_ms: f64,
+    /// Half the p10-p90 range relative to the median, in percent.
+    pub spread_pct: f64,
+    pub gflops: f64,
+    pub gflops_lo: f64,
+    pub gflops_hi: f64,
+    /// Compulsory bytes per second, GB/s.
+    pub gbps: f64,
+}
+
+/// A ratio of two rows' median times, and whether it stands out of the measured spread.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Speedup {
+    /// Time of `against` over time of this row: above 1 this row is faster.
+    pub ratio: f64,
+    pub against: String,
+    /// `against`'s `#` cell, for compact tables ("vs 06").
+    pub against_tag: String,
+    /// False when the two rows' p10-p90 ranges overlap: the difference is inside the noise.
+    pub significant: bool,
+}
+
+impl Speedup {
+    /// `1.73x`, `0.86x`, with `~` in front when the difference is inside the spread.
+    pub fn cell(&self) -> String {
+        format!(
+            "{}{:.2}x",
+            if self.significant { "" } else { "~" },
+            self.ratio
+        )
+    }
+}
+
+/// The roofline bound of a row and how much of it the row reaches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RoofShare {
+    pub roof: Roof,
+    /// min(roof peak, intensity x bandwidth), GFLOP/s.
+    pub bound_gflops: f64,
+    pub pct: f64,
+}
+
+/// How the table header explains `~`.
+pub const SIGNIFICANCE_NOTE: &str = "`~` marks a speedup inside the noise: the two rows' \
+    p10-p90 time ranges overlap, so the run cannot tell them apart";
+
+impl Report {
+    /// Derives every figure of `run`; the ceilings come from its calibration when that
+    /// belongs to its device, else from the datasheet of a known GPU.
+    pub fn new(run: &RunResults) -> Self {
+        let kind = DeviceKind::parse(&run.device.kind).unwrap_or(DeviceKind::Cpu);
+        let ceilings = run
+            .calibration
+            .as_ref()
+            .filter(|c| c.matches(&run.device))
+            .map(Ceilings::from_calibration)
+            .or_else(|| super::roofline::datasheet(&run.device.name));
+        let workloads = run
+            .workloads
+            .iter()
+            .map(|w| WorkloadReport {
+                workload: w.workload,
+                shapes: w
+                    .shapes
+                    .iter()
+                    .map(|s| ShapeReport::new(s, ceilings.as_ref()))
+                    .collect(),
+            })
+            .collect();
+        Self {
+            run: run.clone(),
+            kind,
+            ceilings,
+            workloads,
+        }
+    }
+
+    /// Whether rows were timed at all (the simulator never times).
+    pub fn timed(&self) -> bool {
+        self.kind != DeviceKind::Sim
+    }
+
+    /// Whether the rows are CPU ports of the kernels rather than the CUDA code.
+    pub fn cpu_ports(&self) -> bool {
+        self.kind == DeviceKind::Cpu
+    }
+
+    /// Every row that failed its check or could not run: (workload, shape label, row).
+    pub fn failures(&self) -> impl Iterator<Item = (Workload, &str, &Row)> {
+        self.workloads.iter().flat_map(|w| {
+            w.shapes.iter().flat_map(move |s| {
+                s.rows
+                    .iter()
+                    .filter(|r| matches!(r.row.status, Status::Failed | Status::Error))
+                    .map(move |r| (w.workload, s.label.as_str(), &r.row))
+            })
+        })
+    }
+}
+
+impl ShapeReport {
+    pub fn new(shape: &ShapeResults, ceilings: Option<&Ceilings>) -> Self {
+        let timed: Vec<Option<Timed>> = shape.rows.iter().map(|r| timed(shape, r)).collect();
+        let find = |id: &str| shape.rows.iter().position(|r| r.id == id);
+        let first = shape
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.role == Role::Rung)
+            .min_by_key(|(_, r)| r.rung)
+            .map(|(i, _)| i);
+        let speedup = |i: usize, j: usize| -> Option<Speedup> {
+            let (a, b) = (timed[i]?, timed[j]?);
+            Some(Speedup {
+                ratio: b.median_ms / a.median_ms,
+                against: shape.rows[j].id.clone(),
+                against_tag: tag(&shape.rows[j]),
+                significant: a.p90_ms < b.p10_ms || b.p90_ms < a.p10_ms,
+            })
+        };
+        let rows = shape
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let reference = reference_for(shape, r.precision);
+                let reference_ms = reference
+                    .and_then(|j| timed[j])
+                    .filter(|_| reference != Some(i))
+                    .map(|t| t.median_ms);
+                let compulsory_intensity = shape.flops / r.min_bytes;
+                let traffic_intensity = r
+                    .traffic
+                    .filter(|t| t.bytes() > 0.0)
+                    .map(|t| (shape.flops / t.bytes(), t.source));
+                let intensity = traffic_intensity.map_or(compulsory_intensity, |(x, _)| x);
+                let roof = match (ceilings, timed[i]) {
+                    (Some(c), Some(t)) => {
+                        let roof = c.roof(r.precision);
+                        let bound = c.bound_gflops(r.precision, intensity);
+                        Some(RoofShare {
+                            roof,
+                            bound_gflops: bound,
+                            pct: 100.0 * t.gflops / bound,
+                        })
+                    }
+                    _ => None,
+                };
+                let vs_parent = match (r.role, &r.parent) {
+                    (Role::Rung, Some(p)) => find(p).and_then(|j| speedup(i, j)),
+                    _ => None,
+                };
+                let vs_first = match r.role {
+                    Role::Rung | Role::User => {
+                        first.filter(|&j| j != i).and_then(|j| speedup(i, j))
+                    }
+                    _ => None,
+                };
+                RowReport {
+                    row: r.clone(),
+                    tag: tag(r),
+                    timed: timed[i],
+                    compulsory_intensity,
+                    traffic_intensity,
+                    vs_parent,
+                    vs_first,
+                    pct_of_ref: match (timed[i], reference_ms) {
+                        (Some(t), Some(rf)) => Some(100.0 * rf / t.median_ms),
+                        _ => None,
+                    },
+                    reference: reference.map(|j| shape.rows[j].id.clone()),
+                    roof,
+                }
+            })
+            .collect();
+        let references = Precision::ALL
+            .into_iter()
+            .filter(|p| shape.rows.iter().any(|r| r.precision == *p))
+            .map(|p| {
+                let j = reference_for(shape, p);
+                ReferenceUse {
+                    precision: p,
+                    id: j.map(|j| shape.rows[j].id.clone()),
+                    same_precision: j.is_some_and(|j| shape.rows[j].precision == p),
+                }
+            })
+            .collect();
+        Self {
+            shape: shape.shape,
+            label: shape.label.clone(),
+            flops: shape.flops,
+            checked_against: shape.reference.clone(),
+            references,
+            rows,
+        }
+    }
+
+    /// The rows a chart or table of speeds shows: those that ran and passed.
+    pub fn timed_rows(&self) -> impl Iterator<Item = &RowReport> {
+        self.rows.iter().filter(|r| r.timed.is_some())
+    }
+
+    /// The stage crates of the rungs present, in ladder order (a chart's legend).
+    pub fn stages(&self) -> Vec<Stage> {
+        let mut v: Vec<Stage> = self.rows.iter().map(|r| r.row.stage).collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+
+    /// Where the traffic of the intensity figures comes from: the source every row with a
+    /// count shares, or `None` when some rows have no count (then all use compulsory bytes).
+    pub fn traffic_source(&self) -> Option<TrafficSource> {
+        let mut sources = self
+            .rows
+            .iter()
+            .filter(|r| r.timed.is_some() || r.row.passed())
+            .map(|r| r.traffic_intensity.map(|(_, s)| s));
+        let first = sources.next()??;
+        sources.all(|s| s == Some(first)).then_some(first)
+    }
+}
+
+/// The `#` cell of a row.
+pub fn tag(r: &Row) -> String {
+    match r.role {
+        Role::Rung => format!("{:02}", r.rung),
+        Role::Reference => "ref".into(),
+        Role::Peer => "peer".into(),
+        Role::User => "user".into(),
+    }
+}
+
+fn timed(shape: &ShapeResults, r: &Row) -> Option<Timed> {
+    if r.status != Status::Passed {
+        return None;
+    }
+    let t = r.timing.as_ref()?;
+    let gflops = |ms: f64| shape.flops / (ms * 1e6);
+    Some(Timed {
+        median_ms: t.median_ms,
+        p10_ms: t.p10_ms,
+        p90_ms: t.p90_ms,
+        spread_pct: t.spread_pct(),
+        gflops: gflops(t.median_ms),
+        gflops_lo: gflops(t.p90_ms),
+        gflops_hi: gflops(t.p10_ms),
+        gbps: r.min_bytes / (t.median_ms * 1e6),
+    })
+}
+
+/// The reference row a row of `precision` is compared with: the library row of the same
+/// arithmetic (cuBLAS SGEMM for FP32, cuBLAS TF32 for TF32, cuBLAS FP16/BF16 for those), so a
+/// reduced-precision rung is judged against the tensor-core library at its own precision.
+/// Where the table has no reference of that precision at all (the CPU has one peer crate,
+/// FP32), the FP32 reference stands in; a reference that exists but failed gives none.
+pub fn reference_for(shape: &ShapeResults, precision: Precision) -> Option<usize> {
+    let refs = || {
+        shape
+            .rows
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.role == Role::Reference)
+    };
+    let usable = |(_, r): &(usize, &Row)| r.passed() && r.timing.is_some();
+    let same = refs()
+        .filter(|(_, r)| r.precision == precision)
+        .min_by_key(|(_, r)| r.rung);
+    match same {
+        Some(x) => usable(&x).then_some(x.0),
+        None => refs()
+            .filter(|(_, r)| r.precision == Precision::Fp32)
+            .filter(usable)
+            .min_by_key(|(_, r)| r.rung)
+            .map(|(i, _)| i),
+    }
+}
