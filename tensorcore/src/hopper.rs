@@ -54,13 +54,23 @@ impl Kernel for GemmWgmmaTma {
     /// after the previous one.
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
         let (_, n, k) = gemm_dims(shape);
-        if !k.is_multiple_of(8) || !n.is_multiple_of(8) {
-            return Err(Unsupported(format!(
-                "K ({k}) and N ({n}) must be multiples of 8: TMA row strides are multiples \
-                 of 16 bytes"
-            )));
+        let off: Vec<String> = [("K", k), ("N", n)]
+            .iter()
+            .filter(|(_, v)| !v.is_multiple_of(8))
+            .map(|(name, v)| format!("{name} = {v}"))
+            .collect();
+        if off.is_empty() {
+            return Ok(());
         }
-        Ok(())
+        let verb = if off.len() == 1 {
+            "is not a multiple"
+        } else {
+            "are not multiples"
+        };
+        Err(Unsupported(format!(
+            "{} {verb} of 8: TMA row strides must be multiples of 16 bytes (8 BF16 elements)",
+            off.join(" and ")
+        )))
     }
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {

@@ -461,12 +461,19 @@ pub fn terminal(report: &Report) -> String {
                 .iter()
                 .filter(|r| r.row.status != Status::Unsupported)
                 .collect();
-            let skipped: Vec<&str> = shape
+            // Skipped rows, grouped by their reason.
+            let mut skipped: Vec<(&str, Vec<&str>)> = Vec::new();
+            for r in shape
                 .rows
                 .iter()
                 .filter(|r| r.row.status == Status::Unsupported)
-                .map(|r| r.row.id.as_str())
-                .collect();
+            {
+                let why = r.row.reason.as_deref().unwrap_or("not supported here");
+                match skipped.iter_mut().find(|(w, _)| *w == why) {
+                    Some((_, ids)) => ids.push(&r.row.id),
+                    None => skipped.push((why, vec![&r.row.id])),
+                }
+            }
             let cells: Vec<Vec<String>> = shown
                 .iter()
                 .map(|r| {
@@ -521,8 +528,8 @@ pub fn terminal(report: &Report) -> String {
             for row in cells {
                 let _ = writeln!(s, "{}", line(row));
             }
-            if !skipped.is_empty() {
-                let _ = writeln!(s, "  not run on this device: {}", skipped.join(", "));
+            for (why, ids) in skipped {
+                let _ = writeln!(s, "  skip {}: {why}", ids.join(", "));
             }
         }
     }

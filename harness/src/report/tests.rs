@@ -385,7 +385,7 @@ fn terminal_keeps_reasons_as_written_and_aligns_long_ids() {
     let block: Vec<&str> = t
         .lines()
         .skip_while(|l| !l.trim_start().starts_with("# "))
-        .take_while(|l| !l.trim().is_empty() && !l.trim_start().starts_with("not run"))
+        .take_while(|l| !l.trim().is_empty() && !l.trim_start().starts_with("skip "))
         .collect();
     assert!(block.len() >= 5, "{t}");
     let header = block[0];
