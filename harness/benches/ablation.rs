@@ -5,13 +5,14 @@
 //!
 //! Environment: `LAB_DEVICE` (cpu, cuda, sim), `LAB_CONFIG` (a TOML file over
 //! harness/ablation.toml), `LAB_OUT` (the run folder to create instead of a new one under
-//! target/lab/runs/). `cargo bench -p harness -- --verbose` also prints criterion's own
-//! analysis of every row; its HTML report is in target/criterion/ either way.
+//! target/lab/runs/). `cargo bench -p harness -- --quiet` prints only the run folder and the
+//! rows that failed; `-- --verbose` a line per row and criterion's own analysis of each (its
+//! HTML report is in target/criterion/ either way).
 
 use criterion::{Criterion, SamplingMode};
 use harness::cmd::run::{ceilings, merge_peers};
 use harness::config::Config;
-use harness::console::{Progress, print_run_folder};
+use harness::console::{Progress, Verbosity, print_run_folder};
 use harness::run::Ablation;
 use harness::runs::{self, LabDir};
 use harness::timing::Timing;
@@ -81,9 +82,12 @@ fn bench() -> anyhow::Result<bool> {
         keep_unrunnable: false,
     };
 
-    let verbose = std::env::args().any(|a| a == "--verbose" || a == "-v");
+    // `cargo bench -p harness -- --quiet` or `-- --verbose`: criterion reads the same flags.
+    let flag = |names: [&str; 2]| std::env::args().any(|a| names.contains(&a.as_str()));
+    let verbosity = Verbosity::from_flags(flag(["--quiet", "-q"]), flag(["--verbose", "-v"]));
+    let verbose = verbosity == Verbosity::Verbose;
     let mut criterion = Criterion::default().configure_from_args();
-    let mut progress = Progress::new(rows);
+    let mut progress = Progress::new(rows, verbosity);
     let mut on_event = |e: harness::run::Event<'_>| progress.event(e);
     // Criterion drives the sampling; the device's `time` is its clock. The per-run times of
     // criterion's samples (the last `sample_size` calls, after its warm-up) become the row's.
@@ -140,7 +144,10 @@ fn bench() -> anyhow::Result<bool> {
     progress.finish();
     results.calibration = calibration;
     merge_peers(&mut results, None, &lab);
-    print!("{}", report::terminal(&results));
+    match verbosity {
+        Verbosity::Quiet => print!("{}", report::failures_text(&results)),
+        _ => print!("{}", report::terminal(&results)),
+    }
     let dir = runs::save(&results, out.as_deref(), &lab)?;
     print_run_folder(&dir);
     Ok(report::failures(&results).is_empty())

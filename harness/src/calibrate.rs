@@ -113,6 +113,12 @@ pub fn cached(lab: &LabDir, info: &DeviceInfo) -> Option<Calibration> {
 /// Measures `dev`'s ceilings. `quick` keeps it to about a second on a CPU (the way into a
 /// run); the simulator has no ceilings worth measuring.
 pub fn measure(dev: &dyn Executor, quick: bool) -> Result<Calibration> {
+    if cfg!(debug_assertions) {
+        bail!(
+            "this harness is a debug build, whose own code is not optimized: its measurements \
+             would say nothing about the machine (build with --release)"
+        );
+    }
     let m = match dev.kind() {
         DeviceKind::Cpu => cpu::measure(quick),
         DeviceKind::Cuda => gpu::measure(dev, quick)?,

@@ -16,17 +16,41 @@ pub fn print_run_folder(dir: &Path) {
     }
 }
 
+/// How much a run prints while it works.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Verbosity {
+    /// The run folder and the rows that failed, nothing else.
+    Quiet,
+    /// A progress bar (a line per shape in a log) and the tables.
+    #[default]
+    Normal,
+    /// A line per row as it finishes, too.
+    Verbose,
+}
+
+impl Verbosity {
+    pub fn from_flags(quiet: bool, verbose: bool) -> Self {
+        match (quiet, verbose) {
+            (true, _) => Self::Quiet,
+            (_, true) => Self::Verbose,
+            _ => Self::Normal,
+        }
+    }
+}
+
 /// A bar on a terminal; plain lines when stderr is a file or a pipe (CI logs).
 pub struct Progress {
     bar: Option<ProgressBar>,
+    verbosity: Verbosity,
     /// Width of the kernel column of the row lines.
     width: usize,
 }
 
 impl Progress {
-    /// A bar for `rows` rows, whose lines name kernels up to `width` characters long.
-    pub fn new(rows: usize) -> Self {
-        let bar = std::io::stderr().is_terminal().then(|| {
+    /// Progress over `rows` rows.
+    pub fn new(rows: usize, verbosity: Verbosity) -> Self {
+        let terminal = std::io::stderr().is_terminal() && verbosity != Verbosity::Quiet;
+        let bar = terminal.then(|| {
             let bar = ProgressBar::new(rows as u64);
             let style = ProgressStyle::with_template(
                 "{spinner} [{elapsed_precise}] {bar:30} {pos}/{len} rows  {msg}",
@@ -36,11 +60,16 @@ impl Progress {
             bar.enable_steady_tick(std::time::Duration::from_millis(120));
             bar
         });
-        Self { bar, width: 24 }
+        Self {
+            bar,
+            verbosity,
+            width: 24,
+        }
     }
 
     pub fn event(&mut self, e: Event<'_>) {
         let line = match e {
+            _ if self.verbosity == Verbosity::Quiet => return,
             Event::Shape {
                 workload,
                 shape,
@@ -48,6 +77,9 @@ impl Progress {
             } => {
                 if let Some(bar) = &self.bar {
                     bar.set_message(format!("{workload} {}", shape.label()));
+                }
+                if self.bar.is_some() && self.verbosity == Verbosity::Normal {
+                    return;
                 }
                 format!(
                     "{workload} {}: {}",
@@ -58,6 +90,14 @@ impl Progress {
             Event::Row { row, .. } => {
                 if let Some(bar) = &self.bar {
                     bar.inc(1);
+                }
+                // Without --verbose only the rows that did not pass get a line.
+                let notable = matches!(
+                    row.status,
+                    crate::results::Status::Failed | crate::results::Status::Error
+                );
+                if self.verbosity == Verbosity::Normal && !notable {
+                    return;
                 }
                 let width = self.width.max(row.id.chars().count());
                 format!(

@@ -175,6 +175,30 @@ impl RunResults {
     }
 }
 
+/// What made a run: `harness 0.1.0`, with ` (debug build)` when its code was not optimized
+/// (its CPU ports then time nothing worth comparing).
+pub fn tool_name() -> String {
+    format!(
+        "harness {}{}",
+        env!("CARGO_PKG_VERSION"),
+        if cfg!(debug_assertions) {
+            DEBUG_BUILD
+        } else {
+            ""
+        }
+    )
+}
+
+/// How [`tool_name`] marks a debug build.
+pub const DEBUG_BUILD: &str = " (debug build)";
+
+impl RunResults {
+    /// Whether a debug build of the harness made this run.
+    pub fn debug_build(&self) -> bool {
+        self.tool.ends_with(DEBUG_BUILD)
+    }
+}
+
 /// The commit of the code that ran: the repository's HEAD when run inside it, else the commit
 /// the binary was built from. `-dirty` marks uncommitted changes to the code (not to `results/`).
 pub fn current_commit() -> String {

@@ -302,7 +302,7 @@ impl Ablation<'_> {
         }
         Ok(RunResults {
             schema_version: crate::results::SCHEMA_VERSION,
-            tool: format!("harness {}", env!("CARGO_PKG_VERSION")),
+            tool: crate::results::tool_name(),
             device: self.dev.info().clone(),
             commit: crate::results::current_commit(),
             date: crate::results::utc_now(),

@@ -2,7 +2,7 @@
 //! then write a new run folder with the results, tables and charts.
 
 use super::{Common, Outcome, Selection, load_config, open_device};
-use crate::console::{Progress, print_run_folder};
+use crate::console::{Progress, Verbosity, print_run_folder};
 use crate::results::RunResults;
 use crate::run::Ablation;
 use crate::runs::LabDir;
@@ -28,6 +28,12 @@ pub struct Args {
     /// (repeatable; see docs/your-kernel.md). Without a GPU it runs in the simulator.
     #[arg(long = "kernel")]
     pub user_kernels: Vec<String>,
+    /// Print only the run folder and the rows that failed.
+    #[arg(long, short, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Also print a line per row as it finishes.
+    #[arg(long, short)]
+    pub verbose: bool,
 }
 
 pub fn run(args: &Args) -> Outcome {
@@ -37,7 +43,10 @@ pub fn run(args: &Args) -> Outcome {
         out,
         peers,
         user_kernels: user,
+        quiet,
+        verbose,
     } = args;
+    let verbosity = Verbosity::from_flags(*quiet, *verbose);
     let config = load_config(&common.config)?;
     let lab = LabDir::locate();
     // Nothing is computed unless its results can be saved.
@@ -100,13 +109,16 @@ pub fn run(args: &Args) -> Outcome {
         timing: Some(config.device(dev.kind()).timing),
         keep_unrunnable: false,
     };
-    let mut progress = Progress::new(rows);
+    let mut progress = Progress::new(rows, verbosity);
     let mut results = ablation.run(|e| progress.event(e))?;
     progress.finish();
     results.calibration = calibration;
     user_kernel::run::annotate(&mut results, &users, false);
     merge_peers(&mut results, peers.as_deref(), &lab);
-    print!("{}", report::terminal(&results));
+    match verbosity {
+        Verbosity::Quiet => print!("{}", report::failures_text(&results)),
+        _ => print!("{}", report::terminal(&results)),
+    }
     let dir = runs::save(&results, out.as_deref(), &lab)?;
     print_run_folder(&dir);
     Ok(report::failures(&results).is_empty())

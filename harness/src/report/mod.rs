@@ -17,17 +17,21 @@ pub use model::Report;
 
 /// The compact tables printed at the end of a run, then the rows that failed or could not run.
 pub fn terminal(run: &RunResults) -> String {
-    let report = Report::new(run);
-    let mut s = table::terminal(&report);
+    table::terminal(&Report::new(run)) + &failures_text(run)
+}
+
+/// The rows that failed or could not run, one per line under a count; empty when none.
+pub fn failures_text(run: &RunResults) -> String {
     let failed = failures(run);
-    if !failed.is_empty() {
-        s.push_str(&format!(
-            "\n{} failed or could not run:\n",
-            table::count(failed.len(), "row")
-        ));
-        for f in failed {
-            s.push_str(&format!("  {f}\n"));
-        }
+    if failed.is_empty() {
+        return String::new();
+    }
+    let mut s = format!(
+        "\n{} failed or could not run:\n",
+        table::count(failed.len(), "row")
+    );
+    for f in failed {
+        s.push_str(&format!("  {f}\n"));
     }
     s
 }

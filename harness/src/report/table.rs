@@ -279,6 +279,11 @@ fn device_note(report: &Report) -> String {
     }
 }
 
+/// The warning on tables timed by a debug build.
+pub const DEBUG_NOTE: &str = "**Timed by a debug build of the harness**: its own code is not \
+    optimized, so these times compare nothing; build with `--release` (`cargo bench` and \
+    `cargo run --release` do).";
+
 /// The legend of the speed columns, when the table has them.
 fn speed_note(report: &Report, ceilings: Option<&Ceilings>) -> String {
     if !report.timed() {
@@ -320,6 +325,9 @@ pub fn markdown(report: &Report, w: &WorkloadReport) -> String {
     let note = device_note(report);
     if !note.is_empty() {
         let _ = writeln!(s, "{note}\n");
+    }
+    if report.run.debug_build() && report.timed() {
+        let _ = writeln!(s, "{DEBUG_NOTE}\n");
     }
     s.push_str(&speed_note(report, report.ceilings.as_ref()));
     let cols = columns(report, false);
@@ -546,6 +554,9 @@ pub fn terminal(report: &Report) -> String {
                 "These are the CPU ports of the kernels, not the CUDA code: a GPU run times the \
                  kernels themselves."
             );
+        }
+        if report.run.debug_build() {
+            let _ = writeln!(s, "{}", DEBUG_NOTE.replace("**", ""));
         }
     }
     s
