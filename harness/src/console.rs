@@ -123,53 +123,55 @@ impl Progress {
     }
 }
 
-/// Sends this process's standard output to /dev/null until dropped (criterion prints its own
-/// report of every row there, which the lab's tables replace). Does nothing if the file
-/// descriptors cannot be changed.
-pub struct MutedStdout {
-    saved: Option<i32>,
+/// Sends this process's standard output and error to /dev/null until dropped: criterion
+/// prints its own report of every row there ("Benchmarking ...", its statistics), which the
+/// lab's progress bar and tables replace. Does nothing if the descriptors cannot be changed.
+pub struct Muted {
+    saved: Vec<(i32, i32)>,
 }
 
-impl MutedStdout {
+impl Muted {
     pub fn new() -> Self {
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
-        // SAFETY: plain descriptor calls; on any failure stdout is left as it was.
-        let saved = unsafe {
-            let saved = libc::dup(libc::STDOUT_FILENO);
+        let _ = std::io::stderr().flush();
+        let mut saved = Vec::new();
+        // SAFETY: plain descriptor calls; a descriptor that cannot be redirected is left as
+        // it was.
+        unsafe {
             let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
-            if saved >= 0 && null >= 0 && libc::dup2(null, libc::STDOUT_FILENO) >= 0 {
+            if null >= 0 {
+                for fd in [libc::STDOUT_FILENO, libc::STDERR_FILENO] {
+                    let copy = libc::dup(fd);
+                    if copy >= 0 && libc::dup2(null, fd) >= 0 {
+                        saved.push((fd, copy));
+                    } else if copy >= 0 {
+                        libc::close(copy);
+                    }
+                }
                 libc::close(null);
-                Some(saved)
-            } else {
-                if saved >= 0 {
-                    libc::close(saved);
-                }
-                if null >= 0 {
-                    libc::close(null);
-                }
-                None
             }
-        };
+        }
         Self { saved }
     }
 }
 
-impl Default for MutedStdout {
+impl Default for Muted {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl Drop for MutedStdout {
+impl Drop for Muted {
     fn drop(&mut self) {
         use std::io::Write as _;
         let _ = std::io::stdout().flush();
-        if let Some(fd) = self.saved {
-            // SAFETY: `fd` is the duplicate of stdout made in `new`.
+        let _ = std::io::stderr().flush();
+        for &(fd, copy) in &self.saved {
+            // SAFETY: `copy` is the duplicate of `fd` made in `new`.
             unsafe {
-                libc::dup2(fd, libc::STDOUT_FILENO);
-                libc::close(fd);
+                libc::dup2(copy, fd);
+                libc::close(copy);
             }
         }
     }
