@@ -1,6 +1,7 @@
 //! `harness check`: every kernel against the reference on several shapes, tails included.
 
 use super::{Common, Outcome, Selection, load_config, open_device};
+use crate::report::table::status_word;
 use crate::results::Status;
 use crate::run::{Ablation, Event};
 use crate::runs::LabDir;
@@ -47,6 +48,14 @@ pub fn run(args: &Args) -> Outcome {
     let mut ok = true;
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     let mut failures = Vec::new();
+    // Columns as wide as the longest id and shape label, so every reason starts in one column.
+    let id_width = kernels.iter().map(|k| k.info().id.len()).max().unwrap_or(0);
+    let shape_width = shapes
+        .iter()
+        .flat_map(|(_, list)| list)
+        .map(|s| s.label().len())
+        .max()
+        .unwrap_or(0);
     for (w, shapes) in shapes {
         let ks: Vec<&dyn Kernel> = kernels
             .iter()
@@ -66,42 +75,35 @@ pub fn run(args: &Args) -> Outcome {
         };
         ablation.run(|e| {
             if let Event::Row { shape, row } = e {
-                let err = row
-                    .check
-                    .map(|c| format!("rel error {:.1e} (bound {:.0e})", c.rel_error, c.tolerance));
-                let line = match row.status {
+                let detail = match row.status {
                     Status::Passed => {
                         passed += 1;
-                        format!(
-                            "PASS  {:<18} {:<22} {}",
-                            row.id,
-                            shape.label(),
-                            err.unwrap_or_default()
-                        )
+                        row.check
+                            .map(|c| {
+                                format!("rel error {:.1e} (bound {:.0e})", c.rel_error, c.tolerance)
+                            })
+                            .unwrap_or_default()
                     }
                     Status::Unsupported => {
                         skipped += 1;
-                        format!(
-                            "SKIP  {:<18} {:<22} {}",
-                            row.id,
-                            shape.label(),
-                            row.reason.as_deref().unwrap_or("")
-                        )
+                        row.reason.clone().unwrap_or_default()
                     }
                     Status::Failed | Status::Error => {
                         failed += 1;
                         ok = false;
-                        let line = format!(
-                            "FAIL  {:<18} {:<22} {}",
-                            row.id,
-                            shape.label(),
-                            row.reason.as_deref().unwrap_or("")
-                        );
-                        failures.push(line.clone());
-                        line
+                        row.reason.clone().unwrap_or_default()
                     }
                 };
-                println!("{line}");
+                let line = format!(
+                    "{:<5} {:<id_width$}  {:<shape_width$}  {detail}",
+                    status_word(row.status),
+                    row.id,
+                    shape.label(),
+                );
+                if matches!(row.status, Status::Failed | Status::Error) {
+                    failures.push(line.clone());
+                }
+                println!("{}", line.trim_end());
             }
         })?;
     }
