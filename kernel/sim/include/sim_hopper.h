@@ -127,7 +127,7 @@ struct HopperState {
     TmaCopy *copies;
     unsigned n_copies, cap_copies;
     // The block's schedule of the asynchronous units, from its seed. Eager: a TMA copy lands
-    // when issued, the threads a completed phase wakes run next, and a warp leaving a wgmma
+    // as soon as the issuing thread switches out, the threads a completed phase wakes run next, and a warp leaving a wgmma
     // instruction runs on ahead of the other warps, so a stage refilled before every reader
     // has waited is overwritten under the late readers. Lazy: copies land only when no thread
     // can run and woken threads queue behind the others, so a read no wait covers sees the
@@ -254,6 +254,14 @@ inline void mbar_expect_tx(void *p, unsigned tx_bytes) {
     mbar_settle(bar, m);
 }
 
+// mbarrier.complete_tx: `bytes` more have landed.
+inline void mbar_complete_tx(void *p, unsigned bytes) {
+    uint64_t *bar = mbar_object(p, "mbarrier.complete_tx");
+    Mbar m = mbar_load(bar, "mbarrier.complete_tx");
+    mbar_tx(bar, m, -(long long)bytes, "mbarrier.complete_tx");
+    mbar_settle(bar, m);
+}
+
 // try_wait.parity / test_wait.parity: whether the phase of this parity has completed, that is
 // the current phase has the other parity (9.7.13.15.16).
 inline bool mbar_test(void *p, unsigned parity, const char *what) {
@@ -365,11 +373,6 @@ inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, i
     HopperState &h = hopper();
     Worker &w = worker();
     TmaCopy copy{(unsigned char *)dst, image, bytes, bar, (unsigned)(tl_fiber - w.fibers)};
-    if (h.eager) {
-        tma_land(h, copy);
-        free(image);
-        return;
-    }
     if (h.n_copies == h.cap_copies) {
         unsigned cap = h.cap_copies ? 2 * h.cap_copies : 16;
         TmaCopy *more = (TmaCopy *)realloc(h.copies, cap * sizeof(TmaCopy));
@@ -632,6 +635,24 @@ inline void setmaxnreg(unsigned n, const char *what) {
 
 // ---- The hooks sim_runtime.h calls ----
 
+// Lands every copy in flight, in issue order (landing may complete phases whose waiters
+// then run).
+inline void land_copies(HopperState &h) {
+    unsigned n = h.n_copies;
+    for (unsigned i = 0; i < n; ++i) {
+        tma_land(h, h.copies[i]);
+        free(h.copies[i].image);
+    }
+    memmove(h.copies, h.copies + n, (h.n_copies - n) * sizeof(TmaCopy));
+    h.n_copies -= n;
+}
+
+// A fiber has switched out: in an eager schedule its copies land now, before any other thread
+// runs (the issuing thread itself still needs its wait).
+inline void hopper_switched(Worker &w) {
+    if (w.hopper && w.hopper->eager && w.hopper->n_copies) land_copies(*w.hopper);
+}
+
 inline void hopper_block_start(Worker &w, uint64_t seed) {
     if (!w.hopper) {
         w.hopper = (HopperState *)calloc(1, sizeof(HopperState));
@@ -647,15 +668,7 @@ inline void hopper_block_start(Worker &w, uint64_t seed) {
 
 inline bool hopper_progress(Worker &w) {
     if (!w.hopper || w.hopper->n_copies == 0) return false;
-    HopperState &h = *w.hopper;
-    // Landing may complete phases whose waiters then run; copies stay in issue order.
-    unsigned n = h.n_copies;
-    for (unsigned i = 0; i < n; ++i) {
-        tma_land(h, h.copies[i]);
-        free(h.copies[i].image);
-    }
-    memmove(h.copies, h.copies + n, (h.n_copies - n) * sizeof(TmaCopy));
-    h.n_copies -= n;
+    land_copies(*w.hopper);
     return true;
 }
 

@@ -111,6 +111,8 @@ inline void hopper_block_start(Worker &w, uint64_t seed);
 // Nothing is runnable: lands the TMA copies in flight (which may complete mbarrier phases and
 // wake their waiters). Returns whether anything landed.
 inline bool hopper_progress(Worker &w);
+// A fiber has just switched out to the scheduler.
+inline void hopper_switched(Worker &w);
 // Appends the state of the mbarriers threads wait on to a deadlock report.
 inline void hopper_describe(Worker &w, char *out, size_t room);
 inline void hopper_free(Worker &w);
@@ -473,6 +475,7 @@ inline bool schedule(Worker &w) {
             unsigned i = w.queue[w.head++ % kMaxThreads];
             tl_fiber = &w.fibers[i];
             sim_ctx_switch(&w.sched_sp, w.fibers[i].sp);
+            hopper_switched(w);
         }
         tl_fiber = nullptr;
         if (w.exited == w.n) return true;

@@ -1,7 +1,8 @@
 // lab/hopper.h: the Hopper (sm_90a) instructions of the Hopper GEMM rungs, one small inline
 // function each, in namespace `hopper`, beside lab/ptx.h:
 //
-//   mbarrier   mbar_init, mbar_expect_tx, mbar_arrive, mbar_wait, mbar_try_wait (phase
+//   mbarrier   mbar_init, mbar_expect_tx (arrive + expect), mbar_add_tx (expect alone),
+//              mbar_complete_tx, mbar_arrive, mbar_wait, mbar_try_wait, mbar_test_wait (phase
 //              parity), fence_barrier_init
 //   TMA        tma_load_2d (cp.async.bulk.tensor.2d, completes on an mbarrier's tx count),
 //              fence_proxy_async
@@ -74,6 +75,45 @@ __device__ __forceinline__ void mbar_arrive(unsigned long long *bar) {
     sim::mbar_arrive(bar, 1, 0, "mbarrier.arrive");
 #else
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem(bar)) : "memory");
+#endif
+}
+
+// Adds `bytes` to the transaction count without arriving (mbarrier.expect_tx).
+__device__ __forceinline__ void mbar_add_tx(unsigned long long *bar, unsigned bytes) {
+#ifdef KERNEL_LAB_SIM
+    sim::mbar_expect_tx(bar, bytes);
+#else
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem(bar)), "r"(bytes)
+                 : "memory");
+#endif
+}
+
+// Counts `bytes` as landed, as a TMA copy's completion does (mbarrier.complete_tx).
+__device__ __forceinline__ void mbar_complete_tx(unsigned long long *bar, unsigned bytes) {
+#ifdef KERNEL_LAB_SIM
+    sim::mbar_complete_tx(bar, bytes);
+#else
+    asm volatile("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem(bar)), "r"(bytes)
+                 : "memory");
+#endif
+}
+
+// Whether the phase with this parity has completed, without waiting (mbarrier.test_wait).
+__device__ __forceinline__ bool mbar_test_wait(unsigned long long *bar, unsigned parity) {
+#ifdef KERNEL_LAB_SIM
+    return sim::mbar_test(bar, parity, "mbarrier.test_wait.parity");
+#else
+    unsigned done;
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(smem(bar)), "r"(parity)
+        : "memory");
+    return done != 0;
 #endif
 }
 
