@@ -201,11 +201,14 @@ fn tma_boxes_land_swizzled_with_out_of_bounds_zeros() {
     }
 }
 
+/// A destination line and, for each of its 16-byte chunks, the unswizzled chunk it holds.
+type SwizzleRow = (usize, [usize; 8]);
+
 #[test]
 fn tma_swizzle_follows_the_ptx_tables() {
     // PTX ISA 5.5.7: in 128-byte line L of the destination, 16-byte chunk j holds the chunk
     // of the unswizzled box given by these rows (the pattern repeats every 8, 4, 2 lines).
-    let tables: [(TmaSwizzle, u32, &[(usize, [usize; 8])]); 3] = [
+    let tables: [(TmaSwizzle, u32, &[SwizzleRow]); 3] = [
         (
             TmaSwizzle::B128,
             32,
