@@ -30,7 +30,8 @@ impl fmt::Display for Refusal {
 /// What the front end accepts, for refusals.
 const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 f16/bf16 with f32 or f16 \
      accumulators, m16n8k8 tf32), ldmatrix, cp.async (ca/cg, commit_group, wait_group, \
-     wait_all), cvta, integer cvt, mov and shfl.sync; lab/hopper.h has the Hopper instructions";
+     wait_all), cvta, integer cvt, mov, selp and shfl.sync; lab/hopper.h has the Hopper \
+     instructions";
 
 /// `code` (comments removed) with every `asm` statement replaced by the emulation's calls,
 /// line breaks kept so that compiler messages keep their lines; `None` when it has no `asm`.
@@ -649,6 +650,7 @@ impl Gen<'_> {
             "cvta" => self.cvta(&parts, &operands),
             "cvt" => self.cvt(&parts, &operands),
             "mov" => self.mov(&parts, &operands),
+            "selp" => self.selp(&parts, &operands),
             "shfl" => self.shfl(&parts, &operands),
             _ => Err(format!("not emulated; {EMULATED}")),
         }
@@ -838,9 +840,8 @@ impl Gen<'_> {
         let (k16, elem, d_f16, c_f16) = match tail.as_str() {
             "sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" => (true, "false", false, false),
             "sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" => (true, "true", false, false),
+            // C and D of one type: ptxas refuses .f32 D with .f16 C and the reverse.
             "sync.aligned.m16n8k16.row.col.f16.f16.f16.f16" => (true, "false", true, true),
-            "sync.aligned.m16n8k16.row.col.f32.f16.f16.f16" => (true, "false", false, true),
-            "sync.aligned.m16n8k16.row.col.f16.f16.f16.f32" => (true, "false", true, false),
             "sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" => (false, "", false, false),
             _ => {
                 return Err(format!(
@@ -1096,6 +1097,27 @@ impl Gen<'_> {
                     self.code.push_str(&format!("{d} = {s}; "));
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// selp.T d, a, b, c: d = c ? a : b, c a predicate.
+    fn selp(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        Self::count(ops, 4)?;
+        let kind = match parts.get(1).copied() {
+            Some("b16" | "u16" | "s16") => Kind::B16,
+            Some("b32" | "u32" | "s32" | "f32") => Kind::B32,
+            Some("b64" | "u64" | "s64" | "f64") => Kind::B64,
+            _ => return Err("selp of this type is not emulated".into()),
+        };
+        let a = self.read(&ops[1], kind, "the first source")?;
+        let b = self.read(&ops[2], kind, "the second source")?;
+        let c = match &ops[3] {
+            Opnd::Local(name) if self.locals[name] == Kind::Pred => local_name(name),
+            _ => return Err("the selector must be a declared .pred register".into()),
+        };
+        if let Some(d) = self.write(&ops[0], kind, "the destination")? {
+            self.code.push_str(&format!("{d} = {c} ? {a} : {b}; "));
         }
         Ok(())
     }
