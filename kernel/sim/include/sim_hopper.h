@@ -314,7 +314,7 @@ inline uint64_t swizzle_addr(uint64_t a, unsigned span) {
     return a ^ (((a >> 7) & (w - 1)) << 4);
 }
 
-inline void tma_land(HopperState &h, const TmaCopy &c) {
+inline void tma_land(const TmaCopy &c) {
     memcpy(c.dst, c.image, c.bytes);
     Worker &w = worker();
     Fiber *saved = tl_fiber;
@@ -323,7 +323,6 @@ inline void tma_land(HopperState &h, const TmaCopy &c) {
     mbar_tx(c.bar, m, -(long long)c.bytes, "the complete-tx of a TMA copy");
     tl_fiber = saved;
     mbar_settle(c.bar, m);
-    (void)h;
 }
 
 // cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
@@ -348,7 +347,7 @@ inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, i
     if (da % 128)
         fail("%s: the destination (shared address 0x%x) must be 128-byte aligned", what, da);
     uint64_t *bar = mbar_object(bar_ptr, what);
-    mbar_load(bar, what);  // initialized?
+    (void)mbar_load(bar, what);  // fails unless initialized
     unsigned char *image = (unsigned char *)malloc(bytes);
     if (!image) fail("%s: out of memory", what);
     // The box row by row from global memory (read now: a bad map faults at the instruction),
@@ -640,7 +639,7 @@ inline void setmaxnreg(unsigned n, const char *what) {
 inline void land_copies(HopperState &h) {
     unsigned n = h.n_copies;
     for (unsigned i = 0; i < n; ++i) {
-        tma_land(h, h.copies[i]);
+        tma_land(h.copies[i]);
         free(h.copies[i].image);
     }
     memmove(h.copies, h.copies + n, (h.n_copies - n) * sizeof(TmaCopy));
