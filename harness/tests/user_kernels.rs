@@ -14,6 +14,8 @@ use std::process::Command;
 
 const GEMM_EXAMPLE: &str = "examples/gemm_blocktile.cu:sgemm_blocktile<64,64,8,8>,\
     signature=gemm-blas,block=512,grid=tile:64x64,smem=4096";
+const MMA_PTX_EXAMPLE: &str =
+    "examples/mma_ptx.cu:mma_ptx_gemm,block=128,grid=tile:64x64,precision=fp16";
 const ATTENTION_EXAMPLE: &str = "examples/attention_rows.cu:attention_rows<32,64>,block=32,\
     grid=(cdiv(S,32),B*H),smem=2*32*D*4";
 
@@ -87,6 +89,8 @@ fn the_examples_run_unmodified_as_user_rows_in_the_simulator() {
     let dir = scratch_dir("examples");
     for (workload, sizes, spec) in [
         ("gemm", "100x37x129,64x64x64", GEMM_EXAMPLE),
+        // Inline PTX (cp.async, ldmatrix, mma.sync) as tensor-core tutorials write it.
+        ("gemm", "100x37x129,64x64x64", MMA_PTX_EXAMPLE),
         ("attention", "1x2x37x16,2x1x50x24-causal", ATTENTION_EXAMPLE),
     ] {
         let args = [
@@ -190,6 +194,30 @@ fn a_launch_leaving_outputs_unwritten_names_the_first_unwritten_element() {
     assert!(
         why.contains("1332 of 3700 elements were never written")
             && why.contains("C[64, 0] (index 2368)"),
+        "{why}"
+    );
+}
+
+#[test]
+fn inline_ptx_the_simulator_does_not_emulate_is_named_with_its_file_and_line() {
+    let dir = scratch_dir("ptx");
+    let code = "__global__ void named_barrier(const float *A, const float *B, float *C,\n\
+        \x20                             int M, int N, int K) {\n\
+        \x20 C[threadIdx.x] = A[threadIdx.x];\n\
+        \x20 asm volatile(\"bar.sync 1, 64;\");\n\
+        }\n";
+    let users = [user_file(
+        &dir,
+        "barrier.cu",
+        code,
+        "named_barrier,block=64,grid=(1,1)",
+    )];
+    let results = sim_rows(&users, &[Shape::gemm(8, 8, 8)]);
+    let row = &results.workloads[0].shapes[0].rows[0];
+    assert_eq!(row.status, Status::Unsupported, "{row:?}");
+    let why = row.reason.as_deref().unwrap();
+    assert!(
+        why.contains("barrier.cu:4: inline PTX `bar.sync`: not emulated"),
         "{why}"
     );
 }

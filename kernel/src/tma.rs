@@ -5,8 +5,9 @@
 //! A plan names the map declaratively ([`TensorMap`], passed as [`crate::Arg::TensorMap`]);
 //! [`TensorMap::encoding`] turns it into the arguments of the driver's
 //! `cuTensorMapEncodeTiled`, checking the driver's constraints first so that a bad map is a
-//! clear message instead of `CUDA_ERROR_INVALID_VALUE`. Only the CUDA device encodes maps; the
-//! simulator refuses them (a TMA copy is done by hardware it does not have).
+//! clear message instead of `CUDA_ERROR_INVALID_VALUE`. The CUDA simulator checks the same
+//! constraints and writes its own encoding of the same fields ([`TensorMap::sim_words`]), which
+//! its emulation of the copies (`kernel/sim/include/sim_hopper.h`) reads.
 
 use crate::contract::Unsupported;
 use crate::plan::{Buf, Dtype};
@@ -72,6 +73,9 @@ pub struct TiledEncoding {
     /// `CUtensorMapSwizzle`.
     pub swizzle: u32,
 }
+
+/// "KLTMAP01": the first word of the simulator's tensor maps.
+const SIM_TENSOR_MAP_MAGIC: u64 = 0x4b4c_544d_4150_3031;
 
 /// `CUtensorMapDataType` codes (cuda.h).
 const FLOAT16: u32 = 6;
@@ -140,6 +144,24 @@ impl TensorMap {
         Ok(())
     }
 
+    /// The simulator's 128 bytes for this map over a buffer of `dtype` at host address `addr`:
+    /// the `SimTensorMap` of `kernel/sim/include/sim_hopper.h`, word by word (magic, address,
+    /// dimensions, row stride, box, element strides, then type, swizzle, out-of-bounds fill
+    /// (zeros), interleave (none) and element size packed in one word).
+    pub fn sim_words(&self, dtype: Dtype, addr: u64) -> Result<[u64; 16], Unsupported> {
+        let e = self.encoding(dtype)?;
+        let mut w = [0u64; 16];
+        w[0] = SIM_TENSOR_MAP_MAGIC;
+        w[1] = addr;
+        w[2] = e.global_dim[0];
+        w[3] = e.global_dim[1];
+        w[4] = e.global_strides[0];
+        w[5] = u64::from(e.box_dim[0]) | u64::from(e.box_dim[1]) << 32;
+        w[6] = u64::from(e.element_strides[0]) | u64::from(e.element_strides[1]) << 32;
+        w[7] = u64::from(e.data_type) | u64::from(e.swizzle) << 8 | (dtype.bytes() as u64) << 32;
+        Ok(w)
+    }
+
     /// Bytes one box copy writes to shared memory (out-of-bounds elements included: the TMA
     /// writes their zeros and counts them on the mbarrier).
     pub fn box_bytes(&self, dtype: Dtype) -> usize {
@@ -176,6 +198,21 @@ mod tests {
         let f = map(8, 4, 8, 4).encoding(Dtype::F32).unwrap();
         assert_eq!((f.data_type, f.global_strides), (7, [16]));
         assert_eq!(map(8, 8, 8, 8).encoding(Dtype::F16).unwrap().data_type, 6);
+    }
+
+    #[test]
+    fn the_simulator_encoding_carries_the_driver_fields() {
+        let w = map(300, 72, 128, 64)
+            .sim_words(Dtype::Bf16, 0x7000_1000)
+            .unwrap();
+        assert_eq!(w[0], SIM_TENSOR_MAP_MAGIC);
+        assert_eq!((w[1], w[2], w[3], w[4]), (0x7000_1000, 72, 300, 144));
+        assert_eq!(w[5], 64 | 128 << 32);
+        assert_eq!(w[6], 1 | 1 << 32);
+        // BFLOAT16 (9), 128B swizzle (3), zeros out of bounds, no interleave, 2-byte elements.
+        assert_eq!(w[7], 9 | 3 << 8 | 2 << 32);
+        assert!(w[8..].iter().all(|&x| x == 0));
+        assert!(map(64, 100, 64, 64).sim_words(Dtype::Bf16, 0).is_err());
     }
 
     #[test]

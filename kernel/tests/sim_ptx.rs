@@ -210,6 +210,20 @@ __device__ void mma16(const float *A, const float *B, float *D) {
 }
 extern "C" __global__ void mma_f16(const float *A, const float *B, float *D, int M, int N, int K) { mma16<false>(A, B, D); }
 extern "C" __global__ void mma_bf16(const float *A, const float *B, float *D, int M, int N, int K) { mma16<true>(A, B, D); }
+// FP16 accumulators: c0 = C[g][2t..2t+1], c1 = C[g+8][2t..2t+1], the same for D.
+extern "C" __global__ void mma_f16_acc(const float *A, const float *B, float *D, int M, int N, int K) {
+    const int l = threadIdx.x, g = l / 4, t = l % 4;
+    auto pk = [](float lo, float hi) { return ptx::pack_half2(lo, hi); };
+    unsigned a[4] = {pk(A[g * 16 + 2 * t], A[g * 16 + 2 * t + 1]), pk(A[(g + 8) * 16 + 2 * t], A[(g + 8) * 16 + 2 * t + 1]),
+                     pk(A[g * 16 + 2 * t + 8], A[g * 16 + 2 * t + 9]), pk(A[(g + 8) * 16 + 2 * t + 8], A[(g + 8) * 16 + 2 * t + 9])};
+    unsigned b[2] = {pk(B[2 * t * 8 + g], B[(2 * t + 1) * 8 + g]), pk(B[(2 * t + 8) * 8 + g], B[(2 * t + 9) * 8 + g])};
+    unsigned c[2] = {pk(100.0f * g + 2 * t, 100.0f * g + 2 * t + 1), pk(100.0f * (g + 8) + 2 * t, 100.0f * (g + 8) + 2 * t + 1)};
+    unsigned d[2];
+    ptx::mma_m16n8k16_f16_f16(d, a, b, c);
+    for (int r = 0; r < 2; ++r)
+        for (int h = 0; h < 2; ++h)
+            D[(g + 8 * r) * 8 + 2 * t + h] = __half2float(__ushort_as_half((unsigned short)(d[r] >> (16 * h))));
+}
 "#;
 
 fn mma16(entry: &str, bug: Option<&str>, a: &[f32], b: &[f32]) -> Vec<f32> {
@@ -243,7 +257,7 @@ fn mma_ref(a: &[f32], b: &[f32], round: impl Fn(f32) -> f32) -> Vec<f64> {
 fn mma_m16n8k16_f16_and_bf16_follow_the_fragment_layouts_exactly() {
     let (a, b) = (values(256, 1, true), values(128, 2, true));
     let want: Vec<f32> = mma_ref(&a, &b, |x| x).iter().map(|&v| v as f32).collect();
-    for entry in ["mma_f16", "mma_bf16"] {
+    for entry in ["mma_f16", "mma_bf16", "mma_f16_acc"] {
         assert_eq!(mma16(entry, None, &a, &b), want, "{entry}");
     }
     // One-hot operands pin single elements: A = e(r, k), B = e(k, c) puts 1 at D(r, c).
@@ -597,7 +611,7 @@ fn nvrtc_compiles_every_instruction_for_sm80_and_sm90() {
             source(MMA16)
                 .define("SWAP_KHALF", 0)
                 .define("B_ROWMAJOR", 0),
-            2,
+            3,
         ),
         (source(MMA_TF32), 1),
         (source(ASYNC_GROUPS), 1),

@@ -16,7 +16,7 @@
 // - Warp specialization over an mbarrier pipeline of STAGES stages: warpgroup 0 is the
 //   producer (one thread issues the TMA copies), warpgroups 1 and 2 are consumers (64 rows of
 //   the 128x128 tile each). full[s] completes when stage s has landed (arrival + bytes),
-//   empty[s] when both consumers are done with it; each side waits on the phase parity. No
+//   empty[s] when every consumer warp is done with it; each side waits on the phase parity. No
 //   __syncthreads in the main loop: loading and multiplying run independently.
 // Constraints: K and N multiples of 8 (TMA row strides must be multiples of 16 bytes); the
 // kernel declines other shapes. Stores of C are guarded (M, N tails).
@@ -55,7 +55,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             hopper::mbar_init(&full[s], 1);  // the producer's arrive.expect_tx
-            hopper::mbar_init(&empty[s], CONSUMERS);
+            hopper::mbar_init(&empty[s], CONSUMERS * 4);  // one arrival per consumer warp
         }
         hopper::fence_barrier_init();
     }
@@ -101,8 +101,10 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         }
         hopper::wgmma_commit();
         hopper::wgmma_wait<0>();
-        // The stage is read: one arrival per consumer warpgroup frees it for the producer.
-        if (threadIdx.x % 128 == 0) hopper::mbar_arrive(&empty[s]);
+        // The stage is read by this warp: wgmma.wait_group covers only the wgmma of the warp
+        // that executes it (PTX ISA 9.7.15.7.3), so each warp frees the stage for itself; one
+        // arrival per warpgroup would let the producer refill it under a slower warp's wgmma.
+        if (threadIdx.x % 32 == 0) hopper::mbar_arrive(&empty[s]);
     }
 
     // Epilogue from the accumulators (the m64nNk16 D layout): two adjacent columns per

@@ -5,4 +5,5 @@
 #include "sim_builtins.h"
 #include "cuda_fp16.h"
 #include "cuda_bf16.h"
+#include "sim_hopper.h"
 #include "sim_launch.h"

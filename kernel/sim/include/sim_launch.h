@@ -3,6 +3,7 @@
 // the kernel with typed arguments and the parameter codes let the host check the plan's list.
 #pragma once
 
+#include "sim_hopper.h"
 #include "sim_runtime.h"
 
 namespace sim {
@@ -12,6 +13,7 @@ constexpr char param_code() {
     if constexpr (std::is_pointer_v<T>) return 'p';
     else if constexpr (std::is_same_v<T, float>) return 'f';
     else if constexpr (std::is_integral_v<T> && sizeof(T) == 4) return 'i';
+    else if constexpr (std::is_same_v<T, CUtensorMap>) return 'm';
     else return '?';
 }
 
@@ -32,7 +34,7 @@ struct Thunk<F> {
 struct SimKernel {
     const char *name;
     void (*thunk)(void **);
-    const char *params;  // one code per parameter: p pointer, i 32-bit integer, f float
+    const char *params;  // one code per parameter: p pointer, i 32-bit integer, f float, m tensor map
 };
 
 #define SIM_KERNEL(name) SimKernel{#name, &sim::Thunk<&name>::call, sim::Thunk<&name>::codes}

@@ -99,7 +99,23 @@ constexpr size_t kGuardBytes = 4096;        // below each stack: an overflow fau
 constexpr unsigned kMaxAsyncCopies = 256;   // cp.async copies one thread may have pending
 constexpr size_t kSlotBytes = 48;           // what one lane publishes to a warp operation
 
-enum State : unsigned char { READY, AT_BLOCK, AT_WARP, DONE };
+// AT_MBAR: blocked in an mbarrier wait until a phase completes (sim_hopper.h wakes it).
+enum State : unsigned char { READY, AT_BLOCK, AT_WARP, AT_MBAR, DONE };
+
+struct Worker;
+// The block's asynchronous units (mbarriers, TMA copies, wgmma), defined in sim_hopper.h, which
+// cuda_runtime.h includes.
+struct HopperState;
+// Block start: resets the units and picks when TMA copies land from the block's seed.
+inline void hopper_block_start(Worker &w, uint64_t seed);
+// Nothing is runnable: lands the TMA copies in flight (which may complete mbarrier phases and
+// wake their waiters). Returns whether anything landed.
+inline bool hopper_progress(Worker &w);
+// A fiber has just switched out to the scheduler.
+inline void hopper_switched(Worker &w);
+// Appends the state of the mbarriers threads wait on to a deadlock report.
+inline void hopper_describe(Worker &w, char *out, size_t room);
+inline void hopper_free(Worker &w);
 
 // One cp.async of one thread, issued but not complete: the source was read at issue (so a bad
 // source faults at the instruction), the destination is written only when a wait completes
@@ -138,6 +154,8 @@ struct Worker {
     unsigned queue[kMaxThreads];  // ring of runnable fibers
     unsigned head, tail;
     unsigned n, at_block, at_warp, exited;
+    unsigned at_mbar;     // fibers in AT_MBAR
+    HopperState *hopper;  // allocated on first use by sim_hopper.h
     int bar_count[2];  // __syncthreads_count accumulators, by barrier parity
     uint3 block_idx;
     dim3 block_dim, grid_dim;
@@ -168,6 +186,13 @@ inline void push_ready(Worker &w, unsigned i) {
     w.queue[w.tail++ % kMaxThreads] = i;
 }
 
+// Puts fiber i first in line, before the fibers already waiting to run (the eager schedules
+// of sim_hopper.h: a warp that resumes runs ahead of the others).
+inline void push_front(Worker &w, unsigned i) {
+    w.fibers[i].state = READY;
+    w.queue[--w.head % kMaxThreads] = i;
+}
+
 inline void yield_to_scheduler() {
     Fiber *f = tl_fiber;
     sim_ctx_switch(&f->sp, tl_worker->sched_sp);
@@ -195,8 +220,9 @@ inline void syncthreads() {
 
 // Waits until every lane of `mask` that exists has arrived. The last lane to arrive releases
 // the others and carries on without a switch: it returns true, and until it next switches no
-// other lane of the warp has run since the warp was complete.
-inline bool warp_wait(unsigned mask) {
+// other lane of the warp has run since the warp was complete. `front`: the released lanes run
+// next, before other warps.
+inline bool warp_wait(unsigned mask, bool front = false) {
     Worker &w = worker();
     Fiber &f = fiber();
     Warp &wp = w.warps[f.warp];
@@ -208,7 +234,8 @@ inline bool warp_wait(unsigned mask) {
         for (unsigned l = 0; l < 32; ++l)
             if (others & (1u << l)) {
                 w.at_warp--;
-                push_ready(w, f.warp * 32 + l);
+                if (front) push_front(w, f.warp * 32 + l);
+                else push_ready(w, f.warp * 32 + l);
             }
         return true;
     }
@@ -324,7 +351,7 @@ inline void async_wait(unsigned n) {
 // then receives outs[lane]. Like the `.sync.aligned` instructions it models, it needs all 32
 // lanes: a partial warp is an error, a lane that never arrives a deadlock.
 template <class Out, class In, class F>
-inline Out warp_collective(const char *what, const In &in, F &&f) {
+inline Out warp_collective(const char *what, const In &in, F &&f, bool front = false) {
     static_assert(sizeof(In) <= kSlotBytes && sizeof(Out) <= 16, "a warp_collective moves at most 48 bytes in and 16 out per lane");
     static_assert(std::is_trivially_copyable_v<In> && std::is_trivially_copyable_v<Out>);
     Worker &w = worker();
@@ -336,7 +363,7 @@ inline Out warp_collective(const char *what, const In &in, F &&f) {
     unsigned p = fb.parity;
     fb.parity ^= 1;
     memcpy(wp.slot[p][fb.lane], &in, sizeof(In));
-    if (warp_wait(0xFFFFFFFFu)) {
+    if (warp_wait(0xFFFFFFFFu, front)) {
         In ins[32];
         Out outs[32];
         for (unsigned l = 0; l < 32; ++l) memcpy(&ins[l], wp.slot[p][l], sizeof(In));
@@ -423,18 +450,21 @@ inline void start_fiber(Worker &w, unsigned i) {
 }
 
 inline void describe_deadlock(Worker &w) {
-    const char *where = w.at_block ? "__syncthreads" : "a warp operation (__shfl*_sync, __syncwarp, __ballot_sync)";
+    const char *where = w.at_block  ? "__syncthreads"
+                        : w.at_warp ? "a warp operation (__shfl*_sync, __syncwarp, __ballot_sync)"
+                                    : "an mbarrier wait";
     int len = snprintf(w.result->message, sizeof w.result->message,
                        "%s: deadlock at %s in block (%u,%u,%u): ", w.launch->kernel, where,
                        w.block_idx.x, w.block_idx.y, w.block_idx.z);
     if (len < 0 || (size_t)len >= sizeof w.result->message) return;
     char *out = w.result->message + len;
     size_t room = sizeof w.result->message - len;
-    if (w.at_block && w.at_warp)
-        snprintf(out, room, "%u threads wait at __syncthreads, %u at a warp operation, %u exited",
-                 w.at_block, w.at_warp, w.exited);
+    if ((w.at_block != 0) + (w.at_warp != 0) + (w.at_mbar != 0) > 1)
+        len = snprintf(out, room, "%u threads wait at __syncthreads, %u at a warp operation, %u on an mbarrier, %u exited",
+                       w.at_block, w.at_warp, w.at_mbar, w.exited);
     else
-        snprintf(out, room, "%u threads wait, %u exited", w.at_block + w.at_warp, w.exited);
+        len = snprintf(out, room, "%u threads wait, %u exited", w.at_block + w.at_warp + w.at_mbar, w.exited);
+    if (w.at_mbar && len > 0 && (size_t)len < room) hopper_describe(w, out + len, room - len);
 }
 
 // Runs every fiber of the block to completion. Returns false on a deadlock.
@@ -445,6 +475,7 @@ inline bool schedule(Worker &w) {
             unsigned i = w.queue[w.head++ % kMaxThreads];
             tl_fiber = &w.fibers[i];
             sim_ctx_switch(&w.sched_sp, w.fibers[i].sp);
+            hopper_switched(w);
         }
         tl_fiber = nullptr;
         if (w.exited == w.n) return true;
@@ -455,6 +486,7 @@ inline bool schedule(Worker &w) {
             for (unsigned k = 0; k < w.n; ++k) push_ready(w, w.order[k]);
             continue;
         }
+        if (hopper_progress(w)) continue;
         describe_deadlock(w);
         return false;
     }
@@ -508,6 +540,7 @@ struct PoolReaper {
             munmap(w->stacks, (size_t)kMaxThreads * (kStackBytes + kGuardBytes));
             munmap(w->async_copies, kAsyncSpan);
             free(w->dyn_smem);
+            hopper_free(*w);
             delete w;
         }
     }
@@ -536,7 +569,7 @@ inline int run_block(Worker &w, const SimLaunch *l, uint64_t block, uint64_t see
     w.block_idx = uint3{(unsigned)(block % l->grid[0]), (unsigned)(block / l->grid[0] % l->grid[1]),
                         (unsigned)(block / l->grid[0] / l->grid[1])};
     w.n = l->block[0] * l->block[1] * l->block[2];
-    w.head = w.tail = w.at_block = w.at_warp = w.exited = 0;
+    w.head = w.tail = w.at_block = w.at_warp = w.exited = w.at_mbar = 0;
     w.bar_count[0] = w.bar_count[1] = 0;
     guard_stacks(w, w.n);
     for (unsigned i = 0; i < w.n; ++i) {
@@ -557,6 +590,7 @@ inline int run_block(Worker &w, const SimLaunch *l, uint64_t block, uint64_t see
     }
     make_order(w, seed);
     poison_shared(w);
+    hopper_block_start(w, seed);
     return schedule(w) ? SIM_OK : SIM_ERROR;
 }
 

@@ -1,8 +1,11 @@
-//! Turning a `.cu` source into a loaded shared object: scanning it for entries and inline
-//! PTX, rewriting `extern __shared__`, compiling it with the host C++ compiler against the
-//! emulation headers (embedded, so a carried test binary works anywhere) and caching the result.
+//! Turning a `.cu` source into a loaded shared object: scanning it for entries, rewriting
+//! `extern __shared__` and inline PTX ([`super::inline_asm`]), compiling it with the host C++
+//! compiler against the emulation headers (embedded, so a carried test binary works anywhere)
+//! and caching the result.
 
 use super::ffi::{FaultHook, RunBlock, SimKernel, Thunk};
+use super::inline_asm;
+use crate::contract::Unsupported;
 use crate::cuda::headers;
 use crate::device::DeviceError;
 use crate::plan::CudaSource;
@@ -26,6 +29,12 @@ const HEADERS: &[(&str, &str)] = &[
         "sim_launch.h",
         include_str!("../../sim/include/sim_launch.h"),
     ),
+    (
+        "sim_hopper.h",
+        include_str!("../../sim/include/sim_hopper.h"),
+    ),
+    ("sim_mma.h", include_str!("../../sim/include/sim_mma.h")),
+    ("sim_asm.h", include_str!("../../sim/include/sim_asm.h")),
     ("cuda_fp16.h", include_str!("../../sim/include/cuda_fp16.h")),
     ("cuda_bf16.h", include_str!("../../sim/include/cuda_bf16.h")),
     ("mma.h", include_str!("../../sim/include/mma.h")),
@@ -172,13 +181,6 @@ fn find_word(code: &str, word: &str) -> Vec<usize> {
         .collect()
 }
 
-/// Whether the (comment-free) source contains inline assembly (`asm(`, `asm volatile`).
-pub fn has_inline_asm(code: &str) -> bool {
-    ["asm", "__asm__", "__asm"]
-        .iter()
-        .any(|w| !find_word(code, w).is_empty())
-}
-
 fn skip_ws(b: &[u8], mut i: usize) -> usize {
     while i < b.len() && b[i].is_ascii_whitespace() {
         i += 1;
@@ -319,11 +321,17 @@ pub fn translation_unit(src: &CudaSource) -> Result<(String, Vec<String>), Devic
             src.file
         )));
     }
+    let (code, asm) = match inline_asm::rewrite(&code, &src.file) {
+        Ok(Some(rewritten)) => (rewritten, true),
+        Ok(None) => (code, false),
+        Err(r) => return Err(Unsupported(format!("not simulated: {r}")).into()),
+    };
     let body = rewrite_extern_shared(&code, &src.file).map_err(DeviceError::Sim)?;
     let table: Vec<String> = names.iter().map(|n| format!("SIM_KERNEL({n}),")).collect();
     let tu = format!(
-        "#include \"cuda_runtime.h\"\n#line 1 \"{file}\"\n{body}\n\
+        "#include \"cuda_runtime.h\"\n{asm}#line 1 \"{file}\"\n{body}\n\
          SIM_EXPORT const SimKernel sim_kernels[] = {{{table} {{nullptr, nullptr, nullptr}}}};\n",
+        asm = if asm { "#include \"sim_asm.h\"\n" } else { "" },
         file = src.file,
         table = table.join(" ")
     );
@@ -488,14 +496,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn finds_entries_and_asm() {
+    fn finds_entries() {
         let code = strip_comments(
             "// asm(\"x\") in a comment\nextern \"C\" __global__ void __launch_bounds__(256) k1(int a) {}\n\
              __global__ void not_c(int) {}\nextern \"C\" __global__ void k2 (float *p) { asm volatile(\"\"); }",
         );
         assert_eq!(entries(&code), vec!["k1", "k2"]);
-        assert!(has_inline_asm(&code));
-        assert!(!has_inline_asm(&strip_comments("// asm(\nint plasma;")));
     }
 
     #[test]

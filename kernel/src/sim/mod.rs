@@ -10,12 +10,14 @@
 pub mod compile;
 mod fault;
 mod ffi;
+pub mod inline_asm;
 pub mod memory;
 
 use crate::contract::{Kernel, Unsupported};
 use crate::device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
 use crate::pipeline::Span;
 use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Fill, Launch, Step};
+use crate::tma::TensorMap;
 use crate::workload::Shape;
 use compile::Module;
 use ffi::{SIM_FAULT, SIM_OK, SimLaunch, SimResult, Thunk};
@@ -89,27 +91,15 @@ impl SimDevice {
     }
 }
 
-/// Refuses what cannot be simulated: library calls, TMA tensor maps and inline PTX.
+/// Refuses what cannot be simulated: library calls, and inline PTX the front end does not
+/// know (named with its file and line).
 fn check_plan(plan: &CudaPlan) -> Result<(), Unsupported> {
     if plan.uses_library() {
         return Err(Unsupported("not simulated: cuBLAS library call".into()));
     }
-    for l in plan.launches() {
-        if l.args.iter().any(|a| matches!(a, Arg::TensorMap(_))) {
-            return Err(Unsupported(format!(
-                "not simulated: {} takes a TMA tensor map (CUtensorMap), whose copies the \
-                 Tensor Memory Accelerator of a Hopper GPU performs",
-                l.entry
-            )));
-        }
-    }
     for src in plan.sources() {
-        if compile::has_inline_asm(&compile::strip_comments(&src.code)) {
-            return Err(Unsupported(format!(
-                "not simulated: {} uses inline assembly (asm), which only a GPU runs",
-                src.file
-            )));
-        }
+        inline_asm::rewrite(&compile::strip_comments(&src.code), &src.file)
+            .map_err(|r| Unsupported(format!("not simulated: {r}")))?;
     }
     Ok(())
 }
@@ -323,6 +313,10 @@ impl<'a> SimRun<'a> {
                 let at = match *a {
                     Arg::Ptr(b) => b.at(0),
                     Arg::PtrAt(at) => at,
+                    Arg::TensorMap(m) => {
+                        check_tensor_map(&m, &plan, &specs, out.len(), &l.entry)?;
+                        continue;
+                    }
                     _ => continue,
                 };
                 let len = match at.buf {
@@ -486,12 +480,25 @@ impl<'a> SimRun<'a> {
                 }
                 Arg::I32(v) => u64::from(v as u32),
                 Arg::F32(v) => u64::from(v.to_bits()),
-                Arg::TensorMap(_) => unreachable!("check_plan refuses tensor maps"),
+                Arg::TensorMap(_) => 0, // passed from `maps` below
             })
             .collect();
+        // A tensor map is passed by value: 128 bytes, 64-byte aligned, in a cell of its own.
+        let mut maps: Vec<MapCell> = Vec::new();
+        for a in &l.args {
+            maps.push(MapCell(match a {
+                Arg::TensorMap(m) => self.tensor_map_words(m)?,
+                _ => [0; 16],
+            }));
+        }
         let mut argv: Vec<*mut c_void> = cells
             .iter_mut()
-            .map(|c| (c as *mut u64).cast::<c_void>())
+            .zip(maps.iter_mut())
+            .zip(&l.args)
+            .map(|((c, m), a)| match a {
+                Arg::TensorMap(_) => (m as *mut MapCell).cast::<c_void>(),
+                _ => (c as *mut u64).cast::<c_void>(),
+            })
             .collect();
         let name = CString::new(l.entry.as_bytes())
             .map_err(|_| DeviceError::Sim(format!("bad kernel name {:?}", l.entry)))?;
@@ -553,6 +560,12 @@ impl<'a> SimRun<'a> {
         }
     }
 
+    /// The simulator's encoding of `m` over its buffer where it now lies.
+    fn tensor_map_words(&self, m: &TensorMap) -> Result<[u64; 16], DeviceError> {
+        let b = &self.bufs[self.buf_index(m.buf)];
+        Ok(m.sim_words(b.dtype, b.ptr() as u64)?)
+    }
+
     fn describe_fault(&self, l: &Launch, r: &SimResult) -> String {
         let [bx, by, bz] = r.block;
         let who = if r.has_thread != 0 {
@@ -594,6 +607,38 @@ impl<'a> SimRun<'a> {
             r.addr
         )
     }
+}
+
+/// A `CUtensorMap` argument's 128 bytes, aligned as the type is.
+#[repr(C, align(64))]
+struct MapCell([u64; 16]);
+
+/// A tensor map must name a buffer of the plan, follow the driver's constraints and view no
+/// more than its buffer holds (the emulated TMA reads wherever the map says).
+fn check_tensor_map(
+    m: &TensorMap,
+    plan: &CudaPlan,
+    specs: &[crate::workload::TensorSpec],
+    out_len: usize,
+    entry: &str,
+) -> Result<(), DeviceError> {
+    let (dtype, len) = match m.buf {
+        Buf::Input(i) => (plan.inputs.get(i), specs.get(i).map(|s| s.len())),
+        Buf::Output => (Some(&plan.output), Some(out_len)),
+        Buf::Scratch(i) => {
+            let s = plan.scratch.get(i);
+            (s.map(|s| &s.dtype), s.map(|s| s.len))
+        }
+    };
+    let (Some(&dtype), Some(len)) = (dtype, len) else {
+        return Err(DeviceError::Sim(format!(
+            "{entry}: tensor map over {:?}, which names no buffer of the plan",
+            m.buf
+        )));
+    };
+    m.encoding(dtype)?;
+    m.fits(len)?;
+    Ok(())
 }
 
 /// The launch description, shared read-only by the worker threads.
@@ -645,7 +690,7 @@ mod tests {
     use crate::tma::{TensorMap, TmaSwizzle};
 
     #[test]
-    fn a_plan_with_a_tensor_map_is_refused_naming_the_tma() {
+    fn tensor_maps_pass_and_unknown_inline_ptx_is_refused_with_its_line() {
         let map = TensorMap {
             buf: Buf::Input(0),
             rows: 64,
@@ -654,18 +699,24 @@ mod tests {
             box_cols: 64,
             swizzle: TmaSwizzle::B128,
         };
-        let launch = |args| Launch {
-            source: CudaSource::embedded("k.cu", "extern \"C\" __global__ void k() {}"),
+        let launch = |code: &'static str, args| Launch {
+            source: CudaSource::embedded("k.cu", code),
             entry: "k".into(),
             grid: [1, 1, 1],
             block: [32, 1, 1],
             dynamic_smem: 0,
             args,
         };
-        let plain = CudaPlan::single(1, launch(vec![Arg::Ptr(Buf::Input(0))]));
-        assert!(check_plan(&plain).is_ok());
-        let tma = CudaPlan::single(1, launch(vec![Arg::TensorMap(map)]));
-        let why = check_plan(&tma).unwrap_err().0;
-        assert!(why.contains("k takes a TMA tensor map"), "{why}");
+        let plain = "extern \"C\" __global__ void k() {}";
+        let tma = CudaPlan::single(1, launch(plain, vec![Arg::TensorMap(map)]));
+        assert!(check_plan(&tma).is_ok());
+        let ptx = "extern \"C\" __global__ void k() {\n  asm volatile(\"bar.sync 1, 64;\");\n}";
+        let why = check_plan(&CudaPlan::single(1, launch(ptx, vec![])))
+            .unwrap_err()
+            .0;
+        assert!(
+            why.starts_with("not simulated: k.cu:2: inline PTX `bar.sync`: not emulated"),
+            "{why}"
+        );
     }
 }

@@ -1,32 +1,38 @@
-// lab/hopper.h: the Hopper (sm_90a) instructions of GEMM rung 18, one small inline function
-// each, in namespace `hopper`, beside lab/ptx.h:
+// lab/hopper.h: the Hopper (sm_90a) instructions of the Hopper GEMM rungs, one small inline
+// function each, in namespace `hopper`, beside lab/ptx.h:
 //
-//   mbarrier   mbar_init, mbar_expect_tx, mbar_arrive, mbar_wait (phase parity),
-//              fence_barrier_init
-//   TMA        tma_load_2d (cp.async.bulk.tensor.2d, completes on an mbarrier's tx count)
-//   wgmma      wgmma_fence, wgmma_commit, wgmma_wait<N>, smem_desc (the 64-bit shared-memory
-//              matrix descriptor), wgmma_m64n128k16_bf16 (A and B from shared memory)
+//   mbarrier   mbar_init, mbar_expect_tx (arrive + expect), mbar_add_tx (expect alone),
+//              mbar_complete_tx, mbar_arrive, mbar_wait, mbar_try_wait, mbar_test_wait (phase
+//              parity), fence_barrier_init
+//   TMA        tma_load_2d (cp.async.bulk.tensor.2d, completes on an mbarrier's tx count),
+//              fence_proxy_async
+//   wgmma      wgmma_fence, wgmma_commit, wgmma_wait<N>, smem_desc / smem_desc_128b (the
+//              64-bit shared-memory matrix descriptor), wgmma_m64n128k16_bf16 and
+//              wgmma_m64n256k16_bf16 (A and B from shared memory)
+//   registers  setmaxnreg_inc<N>, setmaxnreg_dec<N>
 //
-// None of these can be emulated by the simulator: a TMA copy is done by a hardware unit that
-// generates addresses from a tensor map, and wgmma is an asynchronous warpgroup operation
-// whose operand layouts are the hardware's. Kernels using this header declare `gpu_only` and
-// compile for sm_90a alone (`CudaSource::for_arch`); under KERNEL_LAB_SIM it is an error.
+// For NVRTC each body is the instruction (compiled for sm_90a alone, `CudaSource::for_arch`).
+// Under KERNEL_LAB_SIM each is the simulator's emulation (kernel/sim/include/sim_hopper.h):
+// mbarrier waits block the thread until the phase completes (or the block ends as a deadlock
+// naming the barrier's phase, pending arrivals and tx-count); a TMA box lands later than it
+// is issued, swizzled, with its bytes counted on the mbarrier, so data read without a wait is
+// the poison; wgmma decodes its descriptors field by field and reads shared memory at the
+// wgmma_wait that covers it, per warp.
 //
-// Shared-memory addresses are 32-bit (`__cvta_generic_to_shared`), as in lab/ptx.h.
+// Shared-memory addresses are 32-bit (`__cvta_generic_to_shared`), as on the GPU; the
+// simulator numbers its shared memory the same way.
 #pragma once
 
-#ifdef KERNEL_LAB_SIM
-#error "lab/hopper.h: wgmma and TMA have no simulator emulation; declare the kernel gpu_only"
-#endif
-
+#ifndef KERNEL_LAB_SIM
 // cuda.h's CUtensorMap (128 opaque bytes, 64-byte aligned), which NVRTC cannot include (cuda.h
 // wants the C library). The host encodes it with cuTensorMapEncodeTiled and passes it by value
 // as a `const __grid_constant__ CUtensorMap` parameter, so its address is a parameter-space
-// address the TMA reads directly.
+// address the TMA reads directly. (The simulator's headers define their own.)
 #ifndef __cuda_cuda_h__
 typedef struct alignas(64) CUtensorMap_st {
     unsigned long long opaque[16];
 } CUtensorMap;
+#endif
 #endif
 
 namespace hopper {
@@ -39,27 +45,84 @@ __device__ __forceinline__ unsigned smem(const void *p) {
 // (byte) count. A phase completes when both reach zero; waiters test the phase's parity.
 
 __device__ __forceinline__ void mbar_init(unsigned long long *bar, unsigned arrivals) {
+#ifdef KERNEL_LAB_SIM
+    sim::mbar_init(bar, arrivals);
+#else
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem(bar)), "r"(arrivals));
+#endif
 }
 
 // Makes the initialized barriers visible to the async proxy (the TMA unit) and the cluster.
+// (The simulator has one proxy: nothing to do.)
 __device__ __forceinline__ void fence_barrier_init() {
+#ifndef KERNEL_LAB_SIM
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
 }
 
 // Arrives once and adds `bytes` to the transaction count the phase must see land.
 __device__ __forceinline__ void mbar_expect_tx(unsigned long long *bar, unsigned bytes) {
+#ifdef KERNEL_LAB_SIM
+    sim::mbar_arrive(bar, 1, bytes, "mbarrier.arrive.expect_tx");
+#else
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
                  ::"r"(smem(bar)), "r"(bytes) : "memory");
+#endif
 }
 
 __device__ __forceinline__ void mbar_arrive(unsigned long long *bar) {
+#ifdef KERNEL_LAB_SIM
+    sim::mbar_arrive(bar, 1, 0, "mbarrier.arrive");
+#else
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem(bar)) : "memory");
+#endif
+}
+
+// Adds `bytes` to the transaction count without arriving (mbarrier.expect_tx).
+__device__ __forceinline__ void mbar_add_tx(unsigned long long *bar, unsigned bytes) {
+#ifdef KERNEL_LAB_SIM
+    sim::mbar_expect_tx(bar, bytes);
+#else
+    asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem(bar)), "r"(bytes)
+                 : "memory");
+#endif
+}
+
+// Counts `bytes` as landed, as a TMA copy's completion does (mbarrier.complete_tx).
+__device__ __forceinline__ void mbar_complete_tx(unsigned long long *bar, unsigned bytes) {
+#ifdef KERNEL_LAB_SIM
+    sim::mbar_complete_tx(bar, bytes);
+#else
+    asm volatile("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem(bar)), "r"(bytes)
+                 : "memory");
+#endif
+}
+
+// Whether the phase with this parity has completed, without waiting (mbarrier.test_wait).
+__device__ __forceinline__ bool mbar_test_wait(unsigned long long *bar, unsigned parity) {
+#ifdef KERNEL_LAB_SIM
+    return sim::mbar_test(bar, parity, "mbarrier.test_wait.parity");
+#else
+    unsigned done;
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(smem(bar)), "r"(parity)
+        : "memory");
+    return done != 0;
+#endif
 }
 
 // Blocks until the phase with this parity has completed (try_wait suspends in hardware for
 // a while before returning false, so the loop does not spin hot).
 __device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned parity) {
+#ifdef KERNEL_LAB_SIM
+    sim::mbar_wait(bar, parity, "mbarrier.try_wait.parity");
+#else
     asm volatile(
         "{\n"
         ".reg .pred done;\n"
@@ -67,6 +130,29 @@ __device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned pari
         "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
         "@!done bra LAB_WAIT;\n"
         "}\n" ::"r"(smem(bar)), "r"(parity) : "memory");
+#endif
+}
+
+// One try: whether the phase with this parity has completed. On a GPU try_wait may suspend
+// the thread for a while first; the simulator lets the other threads run first (it sleeps
+// until the phase completes), so a polling loop ends, or deadlocks with a report.
+__device__ __forceinline__ bool mbar_try_wait(unsigned long long *bar, unsigned parity) {
+#ifdef KERNEL_LAB_SIM
+    sim::mbar_wait(bar, parity, "mbarrier.try_wait.parity");
+    return true;
+#else
+    unsigned done;
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        "selp.u32 %0, 1, 0, p;\n"
+        "}\n"
+        : "=r"(done)
+        : "r"(smem(bar)), "r"(parity)
+        : "memory");
+    return done != 0;
+#endif
 }
 
 // ---- TMA: one box of a 2-D tensor map, at element coordinates (inner, outer), into shared
@@ -74,10 +160,22 @@ __device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned pari
 // box are written as zeros (and counted).
 __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map,
                                             unsigned long long *bar, int inner, int outer) {
+#ifdef KERNEL_LAB_SIM
+    sim::tma_load_2d(dst, map, bar, inner, outer);
+#else
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
         " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem(dst)), "l"(map), "r"(smem(bar)),
         "r"(inner), "r"(outer) : "memory");
+#endif
+}
+
+// Orders this thread's ordinary shared-memory writes before reads by the async proxy (a
+// wgmma, a TMA store) and the reverse (PTX ISA 9.7.13.4). The simulator has one proxy.
+__device__ __forceinline__ void fence_proxy_async() {
+#ifndef KERNEL_LAB_SIM
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
 }
 
 // ---- wgmma: a warpgroup (4 warps, 128 threads) multiplies from shared memory into
@@ -85,26 +183,65 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map,
 // wgmma reads them; commit closes a group of issued wgmma; wait<N> leaves at most N groups
 // in flight.
 __device__ __forceinline__ void wgmma_fence() {
+#ifdef KERNEL_LAB_SIM
+    sim::wgmma_fence();
+#else
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+#endif
 }
 __device__ __forceinline__ void wgmma_commit() {
+#ifdef KERNEL_LAB_SIM
+    sim::wgmma_commit();
+#else
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+#endif
 }
 template <int N> __device__ __forceinline__ void wgmma_wait() {
+    static_assert(N >= 0, "wgmma.wait_group takes a count of groups left pending");
+#ifdef KERNEL_LAB_SIM
+    sim::wgmma_wait(N);
+#else
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+#endif
 }
 
-// The shared-memory matrix descriptor (PTX ISA, "Matrix Descriptor Format"): start address,
-// leading- and stride-dimension byte offsets (all >> 4, 14 bits each), and the swizzle mode
-// in bits 62-63 (1 = 128B). The tile must start on a 1024 B boundary (base offset 0).
-__device__ __forceinline__ unsigned long long smem_desc_128b(const void *tile, unsigned lbo,
-                                                             unsigned sbo) {
+// The swizzle modes of a matrix descriptor (bits 62-63) and the TMA's matching layouts.
+enum Swizzle : unsigned { SWIZZLE_NONE = 0, SWIZZLE_128B = 1, SWIZZLE_64B = 2, SWIZZLE_32B = 3 };
+
+// The shared-memory matrix descriptor (PTX ISA 9.7.15.5.1.2.2): start address, leading- and
+// stride-dimension byte offsets (each (x & 0x3FFFF) >> 4 in 14 bits), base offset 0 (the tile
+// starts on its swizzle pattern's boundary: 1024 B for 128B) and the swizzle mode.
+__device__ __forceinline__ unsigned long long smem_desc(const void *tile, unsigned lbo,
+                                                        unsigned sbo, Swizzle swizzle) {
     unsigned long long d = 0;
     d |= (unsigned long long)((smem(tile) & 0x3FFFF) >> 4);
     d |= (unsigned long long)((lbo & 0x3FFFF) >> 4) << 16;
     d |= (unsigned long long)((sbo & 0x3FFFF) >> 4) << 32;
-    d |= 1ull << 62;
+    d |= (unsigned long long)swizzle << 62;
     return d;
+}
+__device__ __forceinline__ unsigned long long smem_desc_128b(const void *tile, unsigned lbo,
+                                                             unsigned sbo) {
+    return smem_desc(tile, lbo, sbo, SWIZZLE_128B);
+}
+
+// setmaxnreg.inc / .dec (PTX ISA 9.7.19.5): a warpgroup asks for or gives back registers; N a
+// multiple of 8 from 24 to 256. Registers are no resource in the simulator: N is checked.
+template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
+    static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes a multiple of 8 from 24 to 256");
+#ifdef KERNEL_LAB_SIM
+    sim::setmaxnreg(N, "setmaxnreg.inc");
+#else
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
+#endif
+}
+template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
+    static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes a multiple of 8 from 24 to 256");
+#ifdef KERNEL_LAB_SIM
+    sim::setmaxnreg(N, "setmaxnreg.dec");
+#else
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
+#endif
 }
 
 // D[64x128] (+)= A[64x16] * B[16x128], BF16 in, FP32 accumulators: 64 per thread, in the
@@ -115,6 +252,9 @@ __device__ __forceinline__ unsigned long long smem_desc_128b(const void *tile, u
 __device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], unsigned long long da,
                                                       unsigned long long db,
                                                       int accumulate) {
+#ifdef KERNEL_LAB_SIM
+    sim::wgmma_issue(d, nullptr, da, db, 128, sim::WgType::bf16, accumulate != 0, 1, 1, false, true);
+#else
     asm volatile(
         "{\n"
         ".reg .pred p;\n"
@@ -131,6 +271,52 @@ __device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], unsigned l
           "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
           "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
         : "l"(da), "l"(db), "r"(accumulate));
+#endif
+}
+
+// The same with N = 256: D[64x256] (+)= A[64x16] * B[16x256], 128 accumulators per thread in
+// the same layout (j up to 31). A K-major, B MN-major (trans-b = 1).
+__device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], unsigned long long da,
+                                                      unsigned long long db,
+                                                      int accumulate) {
+#ifdef KERNEL_LAB_SIM
+    sim::wgmma_issue(d, nullptr, da, db, 256, sim::WgType::bf16, accumulate != 0, 1, 1, false, true);
+#else
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %130, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+        "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+        "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+        "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+        "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+        "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, %128, %129, p, 1, 1, 0, 1;\n"
+        "}\n"
+        :
+          "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
+          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
+          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
+          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
+          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
+          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
+          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
+          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
+          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+        : "l"(da), "l"(db), "r"(accumulate));
+#endif
 }
 
 }  // namespace hopper

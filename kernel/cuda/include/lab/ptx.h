@@ -5,11 +5,12 @@
 //                   cp_async_commit, cp_async_wait_group<N>, cp_async_wait_all
 //   ldmatrix        ldmatrix_x1/_x2/_x4 and their _trans forms (m8n8, b16, from shared memory)
 //   mma.sync        mma_m16n8k16_f16, mma_m16n8k16_bf16 (row.col, f32 accumulators),
-//                   mma_m16n8k8_tf32
+//                   mma_m16n8k16_f16_f16 (f16 accumulators), mma_m16n8k8_tf32
 //   helpers         smem_addr, pack_half2, pack_bf162, to_tf32
 //
 // For NVRTC each body is the instruction itself. Under KERNEL_LAB_SIM (the CUDA simulator's
-// host compiler) each body is an exact emulation on the simulator's fibers:
+// host compiler) each body is an exact emulation on the simulator's fibers (sim_mma.h, which
+// also runs users' inline PTX of the same instructions):
 // - cp.async is a deferred copy. It is queued per thread; a group completes only at a
 //   cp_async_wait_group / cp_async_wait_all that covers it, so a kernel that reads a stage
 //   before waiting for it reads the poison (or an older tile) and fails its check.
@@ -24,6 +25,7 @@
 //                             a2 = A[g][2t+8..+9]    a3 = A[g+8][2t+8..+9]
 //   m16n8k16 B (16x8, col):   b0 = B[2t..2t+1][g]    b1 = B[2t+8..2t+9][g]
 //   C and D (16x8, f32):      c0,c1 = C[g][2t], C[g][2t+1]    c2,c3 = C[g+8][2t], C[g+8][2t+1]
+//   C and D (16x8, f16):      c0 = C[g][2t..2t+1]    c1 = C[g+8][2t..2t+1]
 //   m16n8k8 tf32 A (16x8):    a0 = A[g][t]  a1 = A[g+8][t]  a2 = A[g][t+4]  a3 = A[g+8][t+4]
 //   m16n8k8 tf32 B (8x8):     b0 = B[t][g]  b1 = B[t+4][g]
 //   ldmatrix m8n8: lanes 8i..8i+7 give the 8 row addresses (16 bytes each) of matrix i; lane
@@ -39,7 +41,7 @@
 #include <cuda_fp16.h>
 
 #ifdef KERNEL_LAB_SIM
-#include <mma.h>  // the simulator's TF32 rounding (nvcuda::wmma::__float_to_tf32)
+#include "sim_mma.h"  // the simulator's ldmatrix and mma.sync, shared with users' inline PTX
 #endif
 
 namespace ptx {
@@ -158,52 +160,18 @@ __device__ __forceinline__ void cp_async_wait_all() {
 
 // ---- ldmatrix: 8x8 matrices of 16-bit elements from shared memory into mma fragments ----
 
-#ifdef KERNEL_LAB_SIM
-namespace sim_detail {
-struct Regs4 {
-    unsigned r[4];
-};
-
-template <int N, bool Trans>
-inline void ldmatrix(unsigned (&r)[N], smem_t addr) {
-    const unsigned lane = sim::fiber().lane;
-    if ((int)lane < 8 * N) {
-        if (addr % 16) sim::fail("ldmatrix row address %p (lane %u) is not 16-byte aligned", (void *)addr, lane);
-        if (!sim::is_shared((const void *)addr, 16))
-            sim::fail("ldmatrix row address %p (lane %u) is not in this block's shared memory", (void *)addr, lane);
-    }
-    Regs4 got = sim::warp_collective<Regs4>(Trans ? "ldmatrix.trans" : "ldmatrix", addr,
-                                            [](const smem_t *rows, Regs4 *out) {
-        for (int m = 0; m < N; ++m)
-            for (int l = 0; l < 32; ++l) {
-                const int g = l / 4, t = l % 4;
-                unsigned short lo, hi;
-                if (Trans) {  // column g of rows 2t and 2t+1
-                    memcpy(&lo, (const char *)rows[8 * m + 2 * t] + 2 * g, 2);
-                    memcpy(&hi, (const char *)rows[8 * m + 2 * t + 1] + 2 * g, 2);
-                } else {  // row g, columns 2t and 2t+1
-                    memcpy(&lo, (const char *)rows[8 * m + g] + 4 * t, 2);
-                    memcpy(&hi, (const char *)rows[8 * m + g] + 4 * t + 2, 2);
-                }
-                out[l].r[m] = (unsigned)lo | ((unsigned)hi << 16);
-            }
-    });
-    for (int i = 0; i < N; ++i) r[i] = got.r[i];
-}
-}  // namespace sim_detail
-#endif
 
 // Lane l gives the address of row l % 8 of matrix l / 8 (lanes past the last matrix: ignored).
 __device__ __forceinline__ void ldmatrix_x1(unsigned (&r)[1], smem_t addr) {
 #ifdef KERNEL_LAB_SIM
-    sim_detail::ldmatrix<1, false>(r, addr);
+    sim::mma_emu::ldmatrix<1, false>(r, addr);
 #else
     asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(addr));
 #endif
 }
 __device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], smem_t addr) {
 #ifdef KERNEL_LAB_SIM
-    sim_detail::ldmatrix<2, false>(r, addr);
+    sim::mma_emu::ldmatrix<2, false>(r, addr);
 #else
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n"
                  : "=r"(r[0]), "=r"(r[1])
@@ -212,7 +180,7 @@ __device__ __forceinline__ void ldmatrix_x2(unsigned (&r)[2], smem_t addr) {
 }
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], smem_t addr) {
 #ifdef KERNEL_LAB_SIM
-    sim_detail::ldmatrix<4, false>(r, addr);
+    sim::mma_emu::ldmatrix<4, false>(r, addr);
 #else
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -221,14 +189,14 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], smem_t addr) {
 }
 __device__ __forceinline__ void ldmatrix_x1_trans(unsigned (&r)[1], smem_t addr) {
 #ifdef KERNEL_LAB_SIM
-    sim_detail::ldmatrix<1, true>(r, addr);
+    sim::mma_emu::ldmatrix<1, true>(r, addr);
 #else
     asm volatile("ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(addr));
 #endif
 }
 __device__ __forceinline__ void ldmatrix_x2_trans(unsigned (&r)[2], smem_t addr) {
 #ifdef KERNEL_LAB_SIM
-    sim_detail::ldmatrix<2, true>(r, addr);
+    sim::mma_emu::ldmatrix<2, true>(r, addr);
 #else
     asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
                  : "=r"(r[0]), "=r"(r[1])
@@ -237,7 +205,7 @@ __device__ __forceinline__ void ldmatrix_x2_trans(unsigned (&r)[2], smem_t addr)
 }
 __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], smem_t addr) {
 #ifdef KERNEL_LAB_SIM
-    sim_detail::ldmatrix<4, true>(r, addr);
+    sim::mma_emu::ldmatrix<4, true>(r, addr);
 #else
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
@@ -246,83 +214,12 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned (&r)[4], smem_t addr)
 }
 // ---- mma.sync: D = A * B + C on one warp's fragments, FP32 accumulators ----
 
-#ifdef KERNEL_LAB_SIM
-namespace sim_detail {
-struct MmaIn {
-    unsigned a[4], b[2];
-    float c[4];
-};
-struct Acc4 {
-    float d[4];
-};
-
-enum class Elem { f16, bf16, tf32 };
-
-inline float widen16(Elem e, unsigned short h) {
-    return e == Elem::f16 ? __half2float(__ushort_as_half(h)) : __bfloat162float(__ushort_as_bfloat16(h));
-}
-
-// The warp's A (16 x K) and B (K x 8) gathered from the lanes' registers by the documented
-// layouts, then every lane's four accumulators: products exact in FP32 (16-bit and TF32
-// inputs), summed in FP32 in k order onto C. TF32 operands are rounded as in the simulator's
-// WMMA (cvt.rna), which leaves values already rounded with to_tf32 unchanged.
-template <Elem E>
-inline void mma(const MmaIn *in, Acc4 *out) {
-    constexpr int K = E == Elem::tf32 ? 8 : 16;
-    float A[16][K], B[K][8];
-    for (int l = 0; l < 32; ++l) {
-        const int g = l / 4, t = l % 4;
-        const MmaIn &f = in[l];
-        if constexpr (E == Elem::tf32) {  // one element per register
-            auto tf32 = [](unsigned x) { return nvcuda::wmma::__float_to_tf32(__uint_as_float(x)); };
-            A[g][t] = tf32(f.a[0]);
-            A[g + 8][t] = tf32(f.a[1]);
-            A[g][t + 4] = tf32(f.a[2]);
-            A[g + 8][t + 4] = tf32(f.a[3]);
-            B[t][g] = tf32(f.b[0]);
-            B[t + 4][g] = tf32(f.b[1]);
-        } else {  // two elements per register, the lower-indexed in the low half
-            auto two = [](unsigned reg, float &lo, float &hi) {
-                lo = widen16(E, (unsigned short)(reg & 0xFFFF));
-                hi = widen16(E, (unsigned short)(reg >> 16));
-            };
-            two(f.a[0], A[g][2 * t], A[g][2 * t + 1]);
-            two(f.a[1], A[g + 8][2 * t], A[g + 8][2 * t + 1]);
-            two(f.a[2], A[g][2 * t + 8], A[g][2 * t + 9]);
-            two(f.a[3], A[g + 8][2 * t + 8], A[g + 8][2 * t + 9]);
-            two(f.b[0], B[2 * t][g], B[2 * t + 1][g]);
-            two(f.b[1], B[2 * t + 8][g], B[2 * t + 9][g]);
-        }
-    }
-    for (int l = 0; l < 32; ++l) {
-        const int g = l / 4, t = l % 4;
-        for (int i = 0; i < 4; ++i) {  // c0, c1: row g; c2, c3: row g + 8; columns 2t, 2t + 1
-            const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
-            float acc = in[l].c[i];
-            for (int k = 0; k < K; ++k) acc += A[row][k] * B[k][col];
-            out[l].d[i] = acc;
-        }
-    }
-}
-
-template <Elem E>
-inline void mma_warp(const char *what, float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
-                     const float (&c)[4]) {
-    MmaIn in;
-    for (int i = 0; i < 4; ++i) in.a[i] = a[i], in.c[i] = c[i];
-    in.b[0] = b[0];
-    in.b[1] = b[1];
-    Acc4 got = sim::warp_collective<Acc4>(what, in, mma<E>);
-    for (int i = 0; i < 4; ++i) d[i] = got.d[i];
-}
-}  // namespace sim_detail
-#endif
 
 // mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32. `d` and `c` may be the same array.
 __device__ __forceinline__ void mma_m16n8k16_f16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
                                                  const float (&c)[4]) {
 #ifdef KERNEL_LAB_SIM
-    sim_detail::mma_warp<sim_detail::Elem::f16>("mma.sync.m16n8k16.f16", d, a, b, c);
+    sim::mma_emu::mma_warp<sim::mma_emu::Elem::f16>("mma.sync.m16n8k16.f16", d, a, b, c);
 #else
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
@@ -337,7 +234,7 @@ __device__ __forceinline__ void mma_m16n8k16_f16(float (&d)[4], const unsigned (
 __device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
                                                   const float (&c)[4]) {
 #ifdef KERNEL_LAB_SIM
-    sim_detail::mma_warp<sim_detail::Elem::bf16>("mma.sync.m16n8k16.bf16", d, a, b, c);
+    sim::mma_emu::mma_warp<sim::mma_emu::Elem::bf16>("mma.sync.m16n8k16.bf16", d, a, b, c);
 #else
     asm volatile(
         "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
@@ -348,12 +245,29 @@ __device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const unsigned 
 #endif
 }
 
+// mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16: FP16 accumulators, two per register
+// (d0 = D[g][2t..2t+1], d1 = D[g+8][2t..2t+1]). The simulator sums in FP32 and rounds D once.
+__device__ __forceinline__ void mma_m16n8k16_f16_f16(unsigned (&d)[2], const unsigned (&a)[4], const unsigned (&b)[2],
+                                                     const unsigned (&c)[2]) {
+#ifdef KERNEL_LAB_SIM
+    float cf[4], df[4];
+    sim::mma_emu::f16x2_to_f32(c, cf);
+    sim::mma_emu::mma_warp<sim::mma_emu::Elem::f16>("mma.sync.m16n8k16.f16.f16", df, a, b, cf);
+    sim::mma_emu::f32_to_f16x2(df, d);
+#else
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3, %4, %5}, {%6, %7}, {%8, %9};\n"
+        : "=r"(d[0]), "=r"(d[1])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(c[0]), "r"(c[1]));
+#endif
+}
+
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: one TF32 element per A/B register (round
 // with to_tf32 first; the simulator rounds what it is given the same way).
 __device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
                                                  const float (&c)[4]) {
 #ifdef KERNEL_LAB_SIM
-    sim_detail::mma_warp<sim_detail::Elem::tf32>("mma.sync.m16n8k8.tf32", d, a, b, c);
+    sim::mma_emu::mma_warp<sim::mma_emu::Elem::tf32>("mma.sync.m16n8k8.tf32", d, a, b, c);
 #else
     asm volatile(
         "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "

@@ -1,0 +1,199 @@
+// sim_asm.h: what users' inline PTX becomes in the simulator. The host's front end
+// (kernel/src/sim/inline_asm.rs) rewrites each recognised `asm` statement into calls of these
+// functions, on operands held as PTX registers are: bit patterns of 16, 32 or 64 bits. The
+// tensor-core instructions run the emulation lab/ptx.h runs (sim_mma.h), cp.async the
+// runtime's deferred copies. Shared-memory operands are addresses in the shared window
+// (cvta.to.shared, __cvta_generic_to_shared), as on a GPU.
+#pragma once
+
+#include <type_traits>
+
+#include "sim_hopper.h"
+#include "sim_mma.h"
+
+namespace sim {
+namespace inline_ptx {
+
+// ---- Operands in and out: C++ values to register bits by their constraint ----
+
+template <class B, class T>
+inline B bits_of(const T &v, const char *constraint) {
+    if constexpr (std::is_pointer_v<T>) {
+        static_assert(sizeof(B) == 8, "a pointer in an inline-asm operand needs the 64-bit \"l\" constraint");
+        return (B)(uintptr_t)v;
+    } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+        return (B)v;
+    } else if constexpr (std::is_floating_point_v<T>) {
+        // "r"/"l"/"h" with a float: the value's bits (as a register move would give them).
+        if constexpr (sizeof(T) == sizeof(B)) {
+            B b;
+            memcpy(&b, &v, sizeof b);
+            return b;
+        } else {
+            static_assert(sizeof(T) == sizeof(B), "an operand's size must match its constraint");
+            return 0;
+        }
+    } else {
+        static_assert(std::is_trivially_copyable_v<T> && sizeof(T) == sizeof(B),
+                      "an operand's size must match its constraint (\"h\" 16, \"r\"/\"f\" 32, \"l\"/\"d\" 64 bits)");
+        B b;
+        memcpy(&b, &v, sizeof b);
+        (void)constraint;
+        return b;
+    }
+}
+
+// "f" and "d": the value converted to float or double, then its bits.
+template <class T>
+inline uint32_t f32_bits(const T &v) {
+    float f = (float)v;
+    uint32_t b;
+    memcpy(&b, &f, 4);
+    return b;
+}
+template <class T>
+inline uint64_t f64_bits(const T &v) {
+    double f = (double)v;
+    uint64_t b;
+    memcpy(&b, &f, 8);
+    return b;
+}
+
+// Writes register bits back to an output operand of integer constraint ("h", "r", "l").
+template <class T, class B>
+inline void set_bits(T &out, B b) {
+    if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
+        out = (T)b;
+    } else if constexpr (std::is_pointer_v<T>) {
+        out = (T)(uintptr_t)b;
+    } else {
+        static_assert(std::is_trivially_copyable_v<T> && sizeof(T) == sizeof(B),
+                      "an output operand's size must match its constraint");
+        memcpy(&out, &b, sizeof b);
+    }
+}
+// ... of constraint "f" (a float register) and "d".
+template <class T>
+inline void set_f32(T &out, uint32_t b) {
+    float f;
+    memcpy(&f, &b, 4);
+    out = (T)f;
+}
+template <class T>
+inline void set_f64(T &out, uint64_t b) {
+    double f;
+    memcpy(&f, &b, 8);
+    out = (T)f;
+}
+
+// ---- Special registers ----
+inline uint32_t laneid() { return fiber().lane; }
+inline uint32_t warpid() { return fiber().warp; }
+inline uint32_t lanemask(int cmp) {  // 0 eq, 1 lt, 2 le, 3 gt, 4 ge
+    uint32_t l = fiber().lane, eq = 1u << l, lt = eq - 1;
+    switch (cmp) {
+        case 0: return eq;
+        case 1: return lt;
+        case 2: return lt | eq;
+        case 3: return ~(lt | eq);
+        default: return ~lt;
+    }
+}
+
+// ---- Shared-window addresses ----
+
+inline uint64_t cvta_to_shared(uint64_t generic) {
+    return shared_addr_or_fail((const void *)(uintptr_t)generic, 0, "cvta.to.shared");
+}
+inline uint64_t cvta_shared(uint64_t addr) { return (uint64_t)(uintptr_t)shared_ptr(addr, 0); }
+
+inline void *shared_operand(uint64_t addr, size_t bytes, const char *what) {
+    void *p = shared_ptr(addr, bytes);
+    if (!p)
+        fail("%s: shared address 0x%llx is not in this block's shared memory (a generic pointer where a "
+             "cvta.to.shared address belongs?)",
+             what, (unsigned long long)addr);
+    return p;
+}
+
+// ---- mma.sync ----
+
+// m16n8k16 with f16 or bf16 operands; C and D each f32 (4 registers) or f16 (2 registers).
+inline void mma_m16n8k16(bool bf16, bool d_f16, bool c_f16, uint32_t *d, const uint32_t *a, const uint32_t *b,
+                         const uint32_t *c) {
+    float cf[4], df[4];
+    if (c_f16) {
+        const unsigned h[2] = {c[0], c[1]};
+        mma_emu::f16x2_to_f32(h, cf);
+    } else {
+        memcpy(cf, c, sizeof cf);
+    }
+    const unsigned av[4] = {a[0], a[1], a[2], a[3]}, bv[2] = {b[0], b[1]};
+    if (bf16) mma_emu::mma_warp<mma_emu::Elem::bf16>("mma.sync.m16n8k16.bf16", df, av, bv, cf);
+    else mma_emu::mma_warp<mma_emu::Elem::f16>("mma.sync.m16n8k16.f16", df, av, bv, cf);
+    if (d_f16) {
+        unsigned h[2];
+        mma_emu::f32_to_f16x2(df, h);
+        d[0] = h[0];
+        d[1] = h[1];
+    } else {
+        memcpy(d, df, sizeof df);
+    }
+}
+
+inline void mma_m16n8k8_tf32(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_t *c) {
+    float cf[4], df[4];
+    memcpy(cf, c, sizeof cf);
+    const unsigned av[4] = {a[0], a[1], a[2], a[3]}, bv[2] = {b[0], b[1]};
+    mma_emu::mma_warp<mma_emu::Elem::tf32>("mma.sync.m16n8k8.tf32", df, av, bv, cf);
+    memcpy(d, df, sizeof df);
+}
+
+// ---- ldmatrix: each lane's row address is a shared-window address ----
+
+template <int N, bool Trans>
+inline void ldmatrix(uint32_t *d, uint64_t addr) {
+    const unsigned lane = fiber().lane;
+    uintptr_t row = 0;  // lanes past the last matrix give no address
+    if ((int)lane < 8 * N) {
+        if (addr % 16) fail("ldmatrix row address 0x%llx (lane %u) is not 16-byte aligned", (unsigned long long)addr, lane);
+        row = (uintptr_t)shared_operand(addr, 16, "ldmatrix");
+    }
+    unsigned r[N];
+    mma_emu::ldmatrix<N, Trans>(r, row);
+    for (int i = 0; i < N; ++i) d[i] = r[i];
+}
+
+// ---- cp.async: `dst` a shared-window address, `src` a global (generic) address ----
+
+inline void cp_async(bool cg, uint64_t dst, uint64_t src, long long cp_size, long long src_size) {
+    const char *what = cg ? "cp.async.cg" : "cp.async.ca";
+    if (cg ? cp_size != 16 : (cp_size != 4 && cp_size != 8 && cp_size != 16))
+        fail("%s copies %s bytes, not %lld", what, cg ? "16" : "4, 8 or 16", cp_size);
+    if (src_size < 0 || src_size > cp_size) fail("%s: src-size %lld outside 0..%lld", what, src_size, cp_size);
+    void *to = shared_operand(dst, (size_t)cp_size, what);
+    async_copy(to, (const void *)(uintptr_t)src, (unsigned)cp_size, (unsigned)src_size);
+}
+
+// ---- shfl.sync, by the pseudocode of its PTX ISA section ----
+
+enum ShflMode { SHFL_UP, SHFL_DOWN, SHFL_BFLY, SHFL_IDX };
+
+inline uint32_t shfl(ShflMode mode, uint32_t a, uint32_t b, uint32_t c, uint32_t membermask, bool *p) {
+    const uint32_t lane = fiber().lane, bval = b & 31, cval = c & 31, segmask = (c >> 8) & 31;
+    const uint32_t max_lane = (lane & segmask) | (cval & ~segmask), min_lane = lane & segmask;
+    int j;
+    bool pval;
+    switch (mode) {
+        case SHFL_UP: j = (int)lane - (int)bval; pval = j >= (int)max_lane; break;
+        case SHFL_DOWN: j = (int)(lane + bval); pval = j <= (int)max_lane; break;
+        case SHFL_BFLY: j = (int)(lane ^ bval); pval = j <= (int)max_lane; break;
+        default: j = (int)(min_lane | (bval & ~segmask)); pval = j <= (int)max_lane; break;
+    }
+    if (!pval) j = (int)lane;
+    if (p) *p = pval;
+    return warp_exchange(membermask, a, j);
+}
+
+}  // namespace inline_ptx
+}  // namespace sim

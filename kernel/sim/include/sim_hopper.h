@@ -1,0 +1,716 @@
+// sim_hopper.h: the asynchronous units of a Hopper SM, on the simulator's fibers. Section
+// numbers are those of the PTX ISA (9.1).
+//
+// - The shared-memory window: the 32-bit shared address space cvta.to.shared gives, which
+//   matrix descriptors and `.shared` instructions take (5.1.4).
+// - mbarrier (9.7.13.15): the state lives in the barrier's 8 bytes of shared memory; a wait
+//   on a phase that has not completed blocks the fiber, so a phase that never completes ends
+//   as a deadlock report naming the barrier's state instead of a hang.
+// - TMA tensor copies (cp.async.bulk.tensor.2d, 9.7.9.27.1.2; tiled mode 5.5.3; swizzle
+//   5.5.7): the box is read at issue and lands in shared memory later, swizzled, with one
+//   complete-tx of its bytes on its mbarrier. By the block's seed a copy lands either at once
+//   or only when no thread can run: a read that no mbarrier wait covers sees the poison.
+// - wgmma.mma_async (9.7.15): descriptors decoded field by field (9.7.15.5.1.2.2), operands
+//   read through the canonical layouts with their swizzle, accumulators in the m64nNk16
+//   fragment layout (9.7.15.5.1.1). Each warp's part runs at the wgmma.wait_group that covers
+//   it, reading shared memory then: a stage released before every warp has waited is caught.
+#pragma once
+
+#include "mma.h"  // half and bfloat16 conversions, TF32 rounding
+#include "sim_runtime.h"
+
+// cuda.h's tensor map: 128 opaque bytes. The simulator's host writes its own encoding
+// (SimTensorMap below) into them.
+typedef struct alignas(64) CUtensorMap_st {
+    unsigned long long opaque[16];
+} CUtensorMap;
+#define __grid_constant__
+
+namespace sim {
+
+// ---- The shared-memory window ----
+//
+// A block's static __shared__ variables and its dynamic buffer lie anywhere in the host's
+// address space. The window numbers them from 0 like a GPU's shared memory: the static block
+// first, then the dynamic buffer at the next 1024-byte boundary. Each address is congruent to
+// its host address modulo 1024, so alignment tests and swizzle phases agree in both spaces.
+struct SharedRegion {
+    uintptr_t host;
+    uint32_t addr;
+    size_t bytes;
+};
+
+inline void shared_regions(SharedRegion out[2]) {
+    Worker &w = worker();
+    uintptr_t s = (uintptr_t)w.static_smem, d = (uintptr_t)w.dyn_smem;
+    uint32_t sa = (uint32_t)(s & 1023);
+    uint32_t da = (uint32_t)(((sa + w.static_smem_bytes + 1023) & ~(size_t)1023) + (d & 1023));
+    out[0] = {s, sa, w.static_smem ? w.static_smem_bytes : 0};
+    out[1] = {d, da, w.dyn_smem ? (size_t)w.launch->dynamic_smem : 0};
+}
+
+// The window address of [p, p + bytes), or false when that is not all in shared memory.
+inline bool shared_addr(const void *p, size_t bytes, uint32_t *out) {
+    SharedRegion r[2];
+    shared_regions(r);
+    uintptr_t h = (uintptr_t)p;
+    for (const SharedRegion &x : r)
+        if (x.bytes && h >= x.host && h + bytes <= x.host + x.bytes) {
+            *out = x.addr + (uint32_t)(h - x.host);
+            return true;
+        }
+    return false;
+}
+
+// The host address of window range [a, a + bytes), or nullptr when it is not all in shared
+// memory.
+inline void *shared_ptr(uint64_t a, size_t bytes) {
+    SharedRegion r[2];
+    shared_regions(r);
+    for (const SharedRegion &x : r)
+        if (x.bytes && a >= x.addr && a + bytes <= (uint64_t)x.addr + x.bytes) return (void *)(x.host + (a - x.addr));
+    return nullptr;
+}
+
+inline uint32_t shared_addr_or_fail(const void *p, size_t bytes, const char *what) {
+    uint32_t a;
+    if (!shared_addr(p, bytes, &a)) fail("%s: %p is not an address in this block's shared memory", what, p);
+    return a;
+}
+
+// ---- Per-block state of the units ----
+
+constexpr unsigned kMaxWgmmaOps = 64;  // wgmma.mma_async a warp may have in flight
+constexpr unsigned kWgLog = 64;        // issues remembered per warpgroup to compare descriptors
+
+enum class WgType : unsigned char { f16, bf16, tf32 };
+
+// One warp's share of one wgmma.mma_async, waiting for the wgmma.wait_group that runs it.
+struct WgmmaOp {
+    uint64_t desc_a, desc_b;
+    uint32_t a_regs[32][4];  // A from registers (the RS form)
+    float *d[32];            // each lane's accumulators
+    unsigned group;
+    unsigned short n;
+    WgType type;
+    bool a_in_regs, scale_d, trans_a, trans_b;
+    signed char scale_a, scale_b;
+};
+
+struct WarpWgmma {
+    WgmmaOp *ops;  // kMaxWgmmaOps, allocated on first use
+    unsigned pending, committed, issued;
+    bool fenced;
+};
+
+struct WgIssue {
+    unsigned seq, warp;
+    uint64_t desc_a, desc_b;
+    unsigned short n;
+    bool valid;
+};
+
+// A TMA copy in flight: the box's bytes in their final (swizzled) order.
+struct TmaCopy {
+    unsigned char *dst;
+    unsigned char *image;
+    unsigned bytes;
+    uint64_t *bar;
+    unsigned fiber;  // the issuing thread, named if landing fails
+};
+
+struct HopperState {
+    const void *waiting_on[kMaxThreads];  // the mbarrier of each fiber in AT_MBAR
+    unsigned char wait_parity[kMaxThreads];
+    WarpWgmma warps[kMaxThreads / 32];
+    WgIssue log[kMaxThreads / 128][kWgLog];
+    TmaCopy *copies;
+    unsigned n_copies, cap_copies;
+    // The block's schedule of the asynchronous units, from its seed. Eager: a TMA copy lands
+    // as soon as the issuing thread switches out, the threads a completed phase wakes run next, and a warp leaving a wgmma
+    // instruction runs on ahead of the other warps, so a stage refilled before every reader
+    // has waited is overwritten under the late readers. Lazy: copies land only when no thread
+    // can run and woken threads queue behind the others, so a read no wait covers sees the
+    // poison.
+    bool eager;
+};
+
+inline HopperState &hopper() {
+    Worker &w = worker();
+    if (!w.hopper) {
+        w.hopper = (HopperState *)calloc(1, sizeof(HopperState));
+        if (!w.hopper) fail("out of memory for the Hopper units' state");
+    }
+    return *w.hopper;
+}
+
+inline void drop_copies(HopperState &h) {
+    for (unsigned i = 0; i < h.n_copies; ++i) free(h.copies[i].image);
+    h.n_copies = 0;
+}
+
+}  // namespace sim
+
+// ---- mbarrier (9.7.13.15) ----
+//
+// The 64-bit object holds the state, as on a GPU: pending arrivals (bits 0-19), expected
+// arrivals (20-39), tx-count (40-60, signed), the current phase's parity (61), and in bits
+// 62-63 the pattern 10, which the shared-memory poison (all ones) and zeros do not have.
+namespace sim {
+
+struct Mbar {
+    unsigned pending, expected, phase;
+    int tx;
+};
+
+constexpr uint64_t kMbarMark = 2ull << 62;
+constexpr int kTxLimit = (1 << 20) - 1;  // 9.7.13.15.2
+
+inline uint32_t mbar_addr(const void *bar) {
+    uint32_t a = 0;
+    shared_addr(bar, 8, &a);
+    return a;
+}
+
+inline uint64_t *mbar_object(void *bar, const char *what) {
+    if ((uintptr_t)bar % 8 || !is_shared(bar, 8))
+        fail("%s: %p is not an 8-byte aligned mbarrier in this block's shared memory", what, bar);
+    return (uint64_t *)bar;
+}
+
+inline Mbar mbar_load(uint64_t *bar, const char *what) {
+    uint64_t v = *bar;
+    if ((v >> 62) != 2)
+        fail("%s on the mbarrier at shared address 0x%x, which mbarrier.init has not initialized (it holds 0x%016llx)",
+             what, mbar_addr(bar), (unsigned long long)v);
+    Mbar m;
+    m.pending = (unsigned)(v & 0xFFFFF);
+    m.expected = (unsigned)((v >> 20) & 0xFFFFF);
+    m.tx = (int)((int64_t)(v << 3) >> 43);  // bits 40-60, sign-extended
+    m.phase = (unsigned)((v >> 61) & 1);
+    return m;
+}
+
+inline void mbar_store(uint64_t *bar, const Mbar &m) {
+    *bar = kMbarMark | ((uint64_t)m.phase << 61) | (((uint64_t)(uint32_t)m.tx & 0x1FFFFF) << 40) |
+           ((uint64_t)m.expected << 20) | m.pending;
+}
+
+// A phase completes when no arrival and no transaction byte is pending (9.7.13.15.6): the
+// phase flips, the arrival count is reloaded, and the threads waiting on it run again.
+inline void mbar_settle(uint64_t *bar, Mbar &m) {
+    if (m.pending != 0 || m.tx != 0) {
+        mbar_store(bar, m);
+        return;
+    }
+    m.phase ^= 1;
+    m.pending = m.expected;
+    mbar_store(bar, m);
+    Worker &w = worker();
+    HopperState &h = hopper();
+    for (unsigned k = 0; k < w.n; ++k) {
+        unsigned i = w.order[k];
+        if (w.fibers[i].state == AT_MBAR && h.waiting_on[i] == bar) {
+            h.waiting_on[i] = nullptr;
+            w.at_mbar--;
+            if (h.eager) push_front(w, i);
+            else push_ready(w, i);
+        }
+    }
+}
+
+inline void mbar_tx(uint64_t *bar, Mbar &m, long long delta, const char *what) {
+    long long tx = m.tx + delta;
+    if (tx > kTxLimit || tx < -kTxLimit)
+        fail("%s: the tx-count of the mbarrier at shared address 0x%x would be %lld, outside the range +-(2^20 - 1)",
+             what, mbar_addr(bar), tx);
+    m.tx = (int)tx;
+}
+
+inline void mbar_init(void *p, unsigned count) {
+    uint64_t *bar = mbar_object(p, "mbarrier.init");
+    if (count < 1 || count > (1u << 20) - 1)
+        fail("mbarrier.init with an expected arrival count of %u (1 to 2^20 - 1)", count);
+    Mbar m{count, count, 0, 0};
+    mbar_store(bar, m);
+}
+
+inline void mbar_arrive(void *p, unsigned count, unsigned tx_bytes, const char *what) {
+    uint64_t *bar = mbar_object(p, what);
+    Mbar m = mbar_load(bar, what);
+    mbar_tx(bar, m, tx_bytes, what);
+    if (count > m.pending)
+        fail("%s on the mbarrier at shared address 0x%x: %u arrival(s), but only %u of %u are pending in this phase "
+             "(phase parity %u, tx-count %d)",
+             what, mbar_addr(bar), count, m.pending, m.expected, m.phase, m.tx);
+    m.pending -= count;
+    mbar_settle(bar, m);
+}
+
+inline void mbar_expect_tx(void *p, unsigned tx_bytes) {
+    uint64_t *bar = mbar_object(p, "mbarrier.expect_tx");
+    Mbar m = mbar_load(bar, "mbarrier.expect_tx");
+    mbar_tx(bar, m, tx_bytes, "mbarrier.expect_tx");
+    mbar_settle(bar, m);
+}
+
+// mbarrier.complete_tx: `bytes` more have landed.
+inline void mbar_complete_tx(void *p, unsigned bytes) {
+    uint64_t *bar = mbar_object(p, "mbarrier.complete_tx");
+    Mbar m = mbar_load(bar, "mbarrier.complete_tx");
+    mbar_tx(bar, m, -(long long)bytes, "mbarrier.complete_tx");
+    mbar_settle(bar, m);
+}
+
+// try_wait.parity / test_wait.parity: whether the phase of this parity has completed, that is
+// the current phase has the other parity (9.7.13.15.16).
+inline bool mbar_test(void *p, unsigned parity, const char *what) {
+    uint64_t *bar = mbar_object(p, what);
+    return mbar_load(bar, what).phase != (parity & 1);
+}
+
+// Blocks the calling thread until the phase of this parity has completed. A GPU's try_wait
+// loop spins (suspending in hardware for a while); here the fiber sleeps until the phase
+// completes, and if it never does the block ends as a deadlock naming the barrier.
+inline void mbar_wait(void *p, unsigned parity, const char *what) {
+    while (!mbar_test(p, parity, what)) {
+        Worker &w = worker();
+        Fiber &f = fiber();
+        HopperState &h = hopper();
+        unsigned me = (unsigned)(&f - w.fibers);
+        h.waiting_on[me] = p;
+        h.wait_parity[me] = (unsigned char)(parity & 1);
+        f.state = AT_MBAR;
+        w.at_mbar++;
+        yield_to_scheduler();
+    }
+}
+
+// ---- TMA: cp.async.bulk.tensor (9.7.9.27.1.2) ----
+
+// The simulator's contents of a CUtensorMap, as kernel/src/tma.rs writes them (words of 64
+// bits): the fields of cuTensorMapEncodeTiled for rank 2.
+struct SimTensorMap {
+    uint64_t magic;         // kTensorMapMagic
+    uint64_t global;        // global address
+    uint64_t dims[2];       // elements, innermost first
+    uint64_t stride;        // bytes between rows (dimension 1)
+    uint32_t box[2];        // box edges, innermost first
+    uint32_t elem_strides[2];
+    uint8_t dtype;          // CUtensorMapDataType
+    uint8_t swizzle;        // CUtensorMapSwizzle: 0 none, 1 32B, 2 64B, 3 128B
+    uint8_t oob_fill;       // 0 zeros, 1 NaN
+    uint8_t interleave;
+    uint32_t elem_bytes;
+};
+static_assert(sizeof(SimTensorMap) <= sizeof(CUtensorMap), "the encoding fits in a CUtensorMap");
+constexpr uint64_t kTensorMapMagic = 0x4b4c544d41503031ull;  // "KLTMAP01"
+
+// The swizzle of 5.5.7 (CuTe Swizzle<log2 W, 4, 3>): the 16-byte chunk of each 128-byte line
+// moves to chunk XOR (line mod W), W = span / 16; none when span is 0.
+inline uint64_t swizzle_addr(uint64_t a, unsigned span) {
+    if (span == 0) return a;
+    unsigned w = span / 16;
+    return a ^ (((a >> 7) & (w - 1)) << 4);
+}
+
+inline void tma_land(const TmaCopy &c) {
+    memcpy(c.dst, c.image, c.bytes);
+    Worker &w = worker();
+    Fiber *saved = tl_fiber;
+    tl_fiber = &w.fibers[c.fiber];  // a failure names the thread that issued the copy
+    Mbar m = mbar_load(c.bar, "the complete-tx of a TMA copy");
+    mbar_tx(c.bar, m, -(long long)c.bytes, "the complete-tx of a TMA copy");
+    tl_fiber = saved;
+    mbar_settle(c.bar, m);
+}
+
+// cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// [dst], [map, {c0, c1}], [bar]: the box at element coordinates (c0 innermost, c1), elements
+// outside the tensor filled (5.5.3.3), written to dst in the map's swizzle.
+inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, int c1) {
+    const char *what = "cp.async.bulk.tensor.2d";
+    SimTensorMap map;
+    memcpy(&map, map_ptr, sizeof map);
+    if (map.magic != kTensorMapMagic)
+        fail("%s: %p is not a tensor map the host encoded (pass the kernel's CUtensorMap parameter)", what, map_ptr);
+    if (map.elem_strides[0] != 1 || map.elem_strides[1] != 1 || map.interleave != 0)
+        fail("%s: element strides other than 1 and interleaved layouts are not emulated", what);
+    const unsigned e = map.elem_bytes, bw = map.box[0], bh = map.box[1];
+    const unsigned span = map.swizzle == 0 ? 0 : 16u << map.swizzle;
+    if (span && bw * e != span)
+        fail("%s: a box of %u-byte rows in the %uB swizzle: the simulator emulates swizzled boxes whose rows are "
+             "exactly the swizzle's width (what other widths do on a GPU is not documented)",
+             what, bw * e, span);
+    const unsigned bytes = bw * bh * e;
+    uint32_t da = shared_addr_or_fail(dst, bytes, "the destination of cp.async.bulk.tensor");
+    if (da % 128)
+        fail("%s: the destination (shared address 0x%x) must be 128-byte aligned", what, da);
+    uint64_t *bar = mbar_object(bar_ptr, what);
+    (void)mbar_load(bar, what);  // fails unless initialized
+    unsigned char *image = (unsigned char *)malloc(bytes);
+    if (!image) fail("%s: out of memory", what);
+    // The box row by row from global memory (read now: a bad map faults at the instruction),
+    // each 16-byte chunk placed where the swizzle of its shared address puts it.
+    unsigned char fill[4];
+    uint32_t nan32 = 0x7FC00000u;
+    uint16_t nan16 = map.dtype == 9 ? 0x7FC0 : 0x7E00;  // bf16 or f16 quiet NaN
+    if (map.oob_fill == 1 && e == 4) memcpy(fill, &nan32, 4);
+    else if (map.oob_fill == 1 && e == 2) memcpy(fill, &nan16, 2);
+    else memset(fill, 0, sizeof fill);
+    const unsigned char *g = (const unsigned char *)map.global;
+    for (unsigned r = 0; r < bh; ++r)
+        for (unsigned c = 0; c < bw; ++c) {
+            long long x = (long long)c0 + c, y = (long long)c1 + r;
+            unsigned off = (r * bw + c) * e;
+            unsigned to = (unsigned)(swizzle_addr(da + off, span) - da);
+            if (x >= 0 && y >= 0 && (uint64_t)x < map.dims[0] && (uint64_t)y < map.dims[1])
+                memcpy(image + to, g + (uint64_t)y * map.stride + (uint64_t)x * e, e);
+            else
+                memcpy(image + to, fill, e);
+        }
+    HopperState &h = hopper();
+    Worker &w = worker();
+    TmaCopy copy{(unsigned char *)dst, image, bytes, bar, (unsigned)(tl_fiber - w.fibers)};
+    if (h.n_copies == h.cap_copies) {
+        unsigned cap = h.cap_copies ? 2 * h.cap_copies : 16;
+        TmaCopy *more = (TmaCopy *)realloc(h.copies, cap * sizeof(TmaCopy));
+        if (!more) fail("%s: out of memory", what);
+        h.copies = more;
+        h.cap_copies = cap;
+    }
+    h.copies[h.n_copies++] = copy;
+}
+
+// ---- wgmma (9.7.15) ----
+
+// A shared-memory matrix descriptor's fields (9.7.15.5.1.2.2).
+struct Desc {
+    uint32_t start, lbo, sbo;  // bytes
+    unsigned base, mode;       // base offset; swizzle: 0 none, 1 128B, 2 64B, 3 32B
+    unsigned span() const { return mode == 1 ? 128 : mode == 2 ? 64 : mode == 3 ? 32 : 0; }
+};
+
+inline const char *swizzle_name(unsigned mode) {
+    return mode == 1 ? "128B swizzle" : mode == 2 ? "64B swizzle" : mode == 3 ? "32B swizzle" : "no swizzle";
+}
+
+inline Desc decode_desc(uint64_t d, const char *which) {
+    // Reserved: bits 14-15, 30-31, 46-48 and 52-61.
+    const uint64_t reserved = (3ull << 14) | (3ull << 30) | (7ull << 46) | (0x3FFull << 52);
+    if (d & reserved)
+        fail("wgmma: the %s descriptor 0x%016llx sets reserved bits (0x%016llx): a field shifted into its neighbour?",
+             which, (unsigned long long)d, (unsigned long long)(d & reserved));
+    Desc x;
+    x.start = (uint32_t)(d & 0x3FFF) << 4;
+    x.lbo = (uint32_t)((d >> 16) & 0x3FFF) << 4;
+    x.sbo = (uint32_t)((d >> 32) & 0x3FFF) << 4;
+    x.base = (unsigned)((d >> 49) & 7);
+    x.mode = (unsigned)(d >> 62);
+    if (x.mode) {
+        // A swizzled matrix starting off its pattern's boundary must carry the pattern's phase
+        // in the base offset; then the swizzle is that of the absolute address, as the TMA
+        // writes it. Other combinations are not documented well enough to emulate.
+        unsigned w = x.span() / 16, phase = (x.start >> 7) & (w - 1);
+        if ((x.base & (w - 1)) != phase)
+            fail("wgmma: the %s descriptor 0x%016llx starts at shared address 0x%x, phase %u of the %s pattern, but "
+                 "its base offset is %u; start swizzled tiles on %u-byte boundaries (base offset 0)",
+                 which, (unsigned long long)d, x.start, phase, swizzle_name(x.mode), x.base, 8 * x.span());
+    }
+    return x;
+}
+
+// The shared address of element (i, k) of a matrix through its descriptor: i along M (A) or
+// N (B), k along K, e bytes an element. The canonical layouts of 9.7.15.5.1.2.1 (CuTe
+// make_gmma_desc): T = 16 / e elements per 16-byte chunk, W = swizzle span / 16.
+inline uint64_t desc_addr(const Desc &x, bool mn_major, unsigned i, unsigned k, unsigned e) {
+    const unsigned t = 16 / e, span = x.span();
+    uint64_t a;
+    if (!mn_major && span)
+        a = x.start + (uint64_t)(i % 8) * span + (uint64_t)(i / 8) * x.sbo + (uint64_t)k * e;
+    else if (!mn_major)
+        a = x.start + (uint64_t)(i % 8) * 16 + (uint64_t)(i / 8) * x.sbo + (uint64_t)(k % t) * e + (uint64_t)(k / t) * x.lbo;
+    else if (span) {
+        const unsigned row = span / e;  // elements along M/N in one swizzle row
+        a = x.start + (uint64_t)(i % row) * e + (uint64_t)(i / row) * x.lbo + (uint64_t)(k % 8) * span +
+            (uint64_t)(k / 8) * x.sbo;
+    } else
+        a = x.start + (uint64_t)(i % t) * e + (uint64_t)(i / t) * x.sbo + (uint64_t)(k % 8) * 16 + (uint64_t)(k / 8) * x.lbo;
+    return swizzle_addr(a, span);
+}
+
+inline float wg_element(WgType t, const void *p) {
+    if (t == WgType::tf32) {
+        float f;
+        memcpy(&f, p, 4);
+        return nvcuda::wmma::__float_to_tf32(f);
+    }
+    unsigned short h;
+    memcpy(&h, p, 2);
+    return t == WgType::f16 ? __half2float(__ushort_as_half(h)) : __bfloat162float(__ushort_as_bfloat16(h));
+}
+
+inline float wg_read(WgType t, const Desc &x, bool mn_major, unsigned i, unsigned k, const char *which,
+                     uint64_t desc) {
+    const unsigned e = t == WgType::tf32 ? 4 : 2;
+    uint64_t a = desc_addr(x, mn_major, i, k, e);
+    const void *p = shared_ptr(a, e);
+    if (!p)
+        fail("wgmma: element (%u, %u) of %s lies at shared address 0x%llx, outside this block's shared memory "
+             "(descriptor 0x%016llx: start 0x%x, LBO %u, SBO %u, %s, %s-major)",
+             i, k, which, (unsigned long long)a, (unsigned long long)desc, x.start, x.lbo, x.sbo,
+             swizzle_name(x.mode), mn_major ? (which[0] == 'A' ? "M" : "N") : "K");
+    return wg_element(t, p);
+}
+
+// Runs warp `warp`'s share of `op`: rows 16 (warp % 4) .. + 15 of the 64 x N product, reading
+// shared memory now, and writes the lanes' accumulators in the m64nNk16 D layout:
+// d[4j + 2a + b] = D[16w + g + 8a][8j + 2q + b], g = lane / 4, q = lane % 4 (9.7.15.5.1.1.1).
+inline void wgmma_run(const WgmmaOp &op, unsigned warp) {
+    const unsigned K = op.type == WgType::tf32 ? 8 : 16, N = op.n, r0 = 16 * (warp % 4);
+    float A[16][16], Bl[16 * 256];  // A's rows of this warp; B as Bl[k * 256 + n]
+    if (op.a_in_regs) {
+        // A in registers: the mma.m16n8k16 A layout on the warp's 16 rows (9.7.15.5.1.1.1).
+        for (unsigned l = 0; l < 32; ++l) {
+            const unsigned g = l / 4, q = l % 4;
+            for (unsigned r = 0; r < 4; ++r)
+                for (unsigned h = 0; h < 2; ++h) {
+                    unsigned short bits = (unsigned short)(op.a_regs[l][r] >> (16 * h));
+                    float v = op.type == WgType::f16 ? __half2float(__ushort_as_half(bits))
+                                                     : __bfloat162float(__ushort_as_bfloat16(bits));
+                    A[g + 8 * (r % 2)][2 * q + h + 8 * (r / 2)] = v;
+                }
+        }
+    } else {
+        Desc da = decode_desc(op.desc_a, "A");
+        for (unsigned i = 0; i < 16; ++i)
+            for (unsigned k = 0; k < K; ++k) A[i][k] = wg_read(op.type, da, op.trans_a, r0 + i, k, "A", op.desc_a);
+    }
+    Desc db = decode_desc(op.desc_b, "B");
+    for (unsigned n = 0; n < N; ++n)
+        for (unsigned k = 0; k < K; ++k) Bl[k * 256 + n] = wg_read(op.type, db, op.trans_b, n, k, "B", op.desc_b);
+    for (unsigned l = 0; l < 32; ++l) {
+        const unsigned g = l / 4, q = l % 4;
+        float *d = op.d[l];
+        for (unsigned j = 0; j < N / 8; ++j)
+            for (unsigned a = 0; a < 2; ++a)
+                for (unsigned b = 0; b < 2; ++b) {
+                    const unsigned row = g + 8 * a, col = 8 * j + 2 * q + b;
+                    float acc = op.scale_d ? d[4 * j + 2 * a + b] : 0.0f;
+                    for (unsigned k = 0; k < K; ++k)
+                        acc += (op.scale_a * A[row][k]) * (op.scale_b * Bl[k * 256 + col]);
+                    d[4 * j + 2 * a + b] = acc;
+                }
+    }
+}
+
+inline WarpWgmma &warp_wgmma() {
+    HopperState &h = hopper();
+    WarpWgmma &ws = h.warps[fiber().warp];
+    if (!ws.ops) {
+        ws.ops = (WgmmaOp *)calloc(kMaxWgmmaOps, sizeof(WgmmaOp));
+        if (!ws.ops) fail("out of memory for wgmma state");
+    }
+    return ws;
+}
+
+// The four warps of the calling thread's warpgroup must all exist (9.7.15.1).
+inline void check_warpgroup(const char *what) {
+    Worker &w = worker();
+    unsigned first = fiber().warp & ~3u;
+    for (unsigned k = first; k < first + 4; ++k)
+        if (k * 32 >= w.n || w.warps[k].present != 0xFFFFFFFFu)
+            fail("%s needs a whole warpgroup (warps %u-%u, 128 threads); this block has %u threads", what, first,
+                 first + 3, w.n);
+}
+
+struct WgIn {
+    float *d;
+    uint32_t a[4];
+    uint64_t desc_a, desc_b;
+};
+struct WgNone {
+    char unused;
+};
+
+// wgmma.mma_async.sync.aligned.m64nNk{16,8}.f32.{f16,bf16,tf32}: every lane of the warp
+// gives its accumulators (N / 2 floats) and, for the RS form, its four A registers.
+inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint64_t desc_b, unsigned n, WgType type,
+                        bool scale_d, int scale_a, int scale_b, bool trans_a, bool trans_b) {
+    const char *what = "wgmma.mma_async";
+    check_warpgroup(what);
+    if (n < 8 || n > 256 || n % 8) fail("%s: N = %u (a multiple of 8 up to 256)", what, n);
+    if (type == WgType::tf32 && (trans_a || trans_b))
+        fail("%s: tf32 operands are K-major only (imm-trans-a and imm-trans-b must be 0)", what);
+    if ((scale_a != 1 && scale_a != -1) || (scale_b != 1 && scale_b != -1))
+        fail("%s: imm-scale-a/b are 1 or -1 (got %d, %d)", what, scale_a, scale_b);
+    WarpWgmma &ws = warp_wgmma();
+    if (!ws.fenced)
+        fail("%s without a wgmma.fence before the warp's first wgmma (PTX ISA 9.7.15.4: the fence orders the "
+             "accumulator registers' earlier writes before the wgmma reads them)",
+             what);
+    WgIn in{d, {0, 0, 0, 0}, desc_a, desc_b};
+    if (a_regs) memcpy(in.a, a_regs, sizeof in.a);
+    const unsigned warp = fiber().warp;
+    const bool front = hopper().eager;
+    warp_collective<WgNone>(what, in, [&](const WgIn *ins, WgNone *) {
+        for (unsigned l = 1; l < 32; ++l)
+            if (ins[l].desc_a != ins[0].desc_a || ins[l].desc_b != ins[0].desc_b)
+                fail("%s: lane %u of warp %u gives descriptors A 0x%016llx B 0x%016llx, lane 0 A 0x%016llx B 0x%016llx",
+                     what, l, warp, (unsigned long long)ins[l].desc_a, (unsigned long long)ins[l].desc_b,
+                     (unsigned long long)ins[0].desc_a, (unsigned long long)ins[0].desc_b);
+        // All four warps of the warpgroup must give the same descriptors (9.7.15.5.2).
+        HopperState &h = hopper();
+        WgIssue &rec = h.log[warp / 4][ws.issued % kWgLog];
+        uint64_t da = a_regs ? 0 : desc_a;
+        if (rec.valid && rec.seq == ws.issued) {
+            if (rec.desc_a != da || rec.desc_b != desc_b || rec.n != n)
+                fail("%s: warp %u's wgmma number %u has descriptors A 0x%016llx B 0x%016llx (N %u), warp %u's "
+                     "A 0x%016llx B 0x%016llx (N %u): every warp of a warpgroup must give the same",
+                     what, warp, ws.issued, (unsigned long long)da, (unsigned long long)desc_b, n, rec.warp,
+                     (unsigned long long)rec.desc_a, (unsigned long long)rec.desc_b, rec.n);
+        } else {
+            rec = WgIssue{ws.issued, warp, da, desc_b, (unsigned short)n, true};
+        }
+        ws.issued++;
+        if (ws.pending == kMaxWgmmaOps)
+            fail("%s: more than %u wgmma in flight in warp %u (the simulator's limit): wait for older groups first",
+                 what, kMaxWgmmaOps, warp);
+        WgmmaOp &op = ws.ops[ws.pending++];
+        op.desc_a = desc_a;
+        op.desc_b = desc_b;
+        op.a_in_regs = a_regs != nullptr;
+        for (unsigned l = 0; l < 32; ++l) {
+            op.d[l] = ins[l].d;
+            memcpy(op.a_regs[l], ins[l].a, sizeof op.a_regs[l]);
+        }
+        op.group = ws.committed;
+        op.n = (unsigned short)n;
+        op.type = type;
+        op.scale_d = scale_d;
+        op.trans_a = trans_a;
+        op.trans_b = trans_b;
+        op.scale_a = (signed char)scale_a;
+        op.scale_b = (signed char)scale_b;
+    }, front);
+}
+
+inline void wgmma_fence() {
+    check_warpgroup("wgmma.fence");
+    WarpWgmma &ws = warp_wgmma();
+    warp_collective<WgNone>("wgmma.fence", WgNone{0}, [&](const WgNone *, WgNone *) { ws.fenced = true; },
+                            hopper().eager);
+}
+
+// wgmma.commit_group: the warp's uncommitted wgmma become one group (possibly empty).
+inline void wgmma_commit() {
+    check_warpgroup("wgmma.commit_group");
+    WarpWgmma &ws = warp_wgmma();
+    warp_collective<WgNone>("wgmma.commit_group", WgNone{0}, [&](const WgNone *, WgNone *) { ws.committed++; },
+                            hopper().eager);
+}
+
+// wgmma.wait_group N: runs, in issue order, the warp's wgmma of every committed group but the
+// newest N (9.7.15.7.3: "committed by the executing threads").
+inline void wgmma_wait(unsigned n) {
+    check_warpgroup("wgmma.wait_group");
+    WarpWgmma &ws = warp_wgmma();
+    const unsigned warp = fiber().warp;
+    warp_collective<WgNone>("wgmma.wait_group", WgNone{0}, [&](const WgNone *, WgNone *) {
+        if (ws.committed < n) return;
+        const unsigned older_than = ws.committed - n;
+        unsigned done = 0;
+        while (done < ws.pending && ws.ops[done].group < older_than) wgmma_run(ws.ops[done++], warp);
+        memmove(ws.ops, ws.ops + done, (ws.pending - done) * sizeof(WgmmaOp));
+        ws.pending -= done;
+    }, hopper().eager);
+}
+
+// setmaxnreg.{inc,dec}.sync.aligned.u32 n (9.7.19.5): registers are not a resource here, so
+// only the operand is checked.
+inline void setmaxnreg(unsigned n, const char *what) {
+    if (n < 24 || n > 256 || n % 8) fail("%s %u: the count must be a multiple of 8 from 24 to 256", what, n);
+}
+
+// ---- The hooks sim_runtime.h calls ----
+
+// Lands every copy in flight, in issue order (landing may complete phases whose waiters
+// then run).
+inline void land_copies(HopperState &h) {
+    unsigned n = h.n_copies;
+    for (unsigned i = 0; i < n; ++i) {
+        tma_land(h.copies[i]);
+        free(h.copies[i].image);
+    }
+    memmove(h.copies, h.copies + n, (h.n_copies - n) * sizeof(TmaCopy));
+    h.n_copies -= n;
+}
+
+// A fiber has switched out: in an eager schedule its copies land now, before any other thread
+// runs (the issuing thread itself still needs its wait).
+inline void hopper_switched(Worker &w) {
+    if (w.hopper && w.hopper->eager && w.hopper->n_copies) land_copies(*w.hopper);
+}
+
+inline void hopper_block_start(Worker &w, uint64_t seed) {
+    if (!w.hopper) {
+        w.hopper = (HopperState *)calloc(1, sizeof(HopperState));
+        if (!w.hopper) return;  // hopper() fails with a message if a kernel needs it
+    }
+    HopperState &h = *w.hopper;
+    drop_copies(h);
+    for (WarpWgmma &ws : h.warps) ws.pending = ws.committed = ws.issued = 0, ws.fenced = false;
+    for (auto &wg : h.log)
+        for (WgIssue &r : wg) r.valid = false;
+    h.eager = (mix(seed ^ 0x7A3D) >> 11) & 1;
+}
+
+inline bool hopper_progress(Worker &w) {
+    if (!w.hopper || w.hopper->n_copies == 0) return false;
+    land_copies(*w.hopper);
+    return true;
+}
+
+inline void hopper_describe(Worker &w, char *out, size_t room) {
+    if (!w.hopper) return;
+    HopperState &h = *w.hopper;
+    const void *seen[4] = {};
+    unsigned shown = 0;
+    for (unsigned i = 0; i < w.n && shown < 4; ++i) {
+        const void *bar = h.waiting_on[i];
+        if (w.fibers[i].state != AT_MBAR || !bar) continue;
+        bool dup = false;
+        for (unsigned s = 0; s < shown; ++s) dup |= seen[s] == bar;
+        if (dup) continue;
+        seen[shown++] = bar;
+        unsigned waiters = 0;
+        for (unsigned j = 0; j < w.n; ++j) waiters += w.fibers[j].state == AT_MBAR && h.waiting_on[j] == bar;
+        uint64_t v = *(const uint64_t *)bar;
+        unsigned pending = (unsigned)(v & 0xFFFFF), expected = (unsigned)((v >> 20) & 0xFFFFF);
+        int tx = (int)((int64_t)(v << 3) >> 43);
+        int len = snprintf(out, room,
+                           "; %u wait for parity %u of the mbarrier at shared address 0x%x: phase parity %u, %u of %u "
+                           "arrivals pending, tx-count %d",
+                           waiters, h.wait_parity[i], mbar_addr(bar), (unsigned)((v >> 61) & 1), pending, expected, tx);
+        if (len < 0 || (size_t)len >= room) return;
+        out += len;
+        room -= len;
+    }
+}
+
+inline void hopper_free(Worker &w) {
+    if (!w.hopper) return;
+    drop_copies(*w.hopper);
+    free(w.hopper->copies);
+    for (WarpWgmma &ws : w.hopper->warps) free(ws.ops);
+    free(w.hopper);
+    w.hopper = nullptr;
+}
+
+}  // namespace sim
+
+// What CUDA C++ offers for the shared window (cuda_runtime's __cvta_* intrinsics).
+inline size_t __cvta_generic_to_shared(const void *p) {
+    return sim::shared_addr_or_fail(p, 0, "__cvta_generic_to_shared");
+}
+inline void *__cvta_shared_to_generic(size_t a) { return sim::shared_ptr(a, 0); }

@@ -1,0 +1,141 @@
+// sim_mma.h: the simulator's emulation of the warp-wide tensor-core instructions ldmatrix and
+// mma.sync, behind both lab/ptx.h (the lab's named functions) and sim_asm.h (users' inline
+// PTX), so the two run the same code.
+//
+// Both are warp-wide: the lane that completes the warp reads every lane's row addresses or
+// fragments at once and hands each lane the registers the PTX ISA's fragment layouts give it
+// ("Matrix Fragments for mma.m16n8k16 / mma.m16n8k8", "Warp-level matrix load instruction:
+// ldmatrix"). Layouts (g = lane / 4, t = lane % 4; a b32 register holds two 16-bit elements,
+// the lower-indexed one in its low half):
+//   m16n8k16 A (16x16, row):  a0 = A[g][2t..2t+1]    a1 = A[g+8][2t..2t+1]
+//                             a2 = A[g][2t+8..+9]    a3 = A[g+8][2t+8..+9]
+//   m16n8k16 B (16x8, col):   b0 = B[2t..2t+1][g]    b1 = B[2t+8..2t+9][g]
+//   C and D (16x8, f32):      c0,c1 = C[g][2t], C[g][2t+1]    c2,c3 = C[g+8][2t], C[g+8][2t+1]
+//   C and D (16x8, f16):      c0 = C[g][2t..2t+1]    c1 = C[g+8][2t..2t+1]
+//   m16n8k8 tf32 A (16x8):    a0 = A[g][t]  a1 = A[g+8][t]  a2 = A[g][t+4]  a3 = A[g+8][t+4]
+//   m16n8k8 tf32 B (8x8):     b0 = B[t][g]  b1 = B[t+4][g]
+//   ldmatrix m8n8: lanes 8i..8i+7 give the 8 row addresses (16 bytes each) of matrix i; lane
+//   l receives row l/4, elements 2(l%4) and 2(l%4)+1 of each matrix in its register i; with
+//   .trans, elements (2(l%4), l/4) and (2(l%4)+1, l/4), i.e. of the transposed matrix.
+#pragma once
+
+#include "mma.h"  // half and bfloat16 conversions, TF32 rounding
+#include "sim_runtime.h"
+
+namespace sim {
+namespace mma_emu {
+
+struct Regs4 {
+    unsigned r[4];
+};
+
+// ldmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 with `addr` the host address of this
+// lane's row (lanes past the last matrix: ignored).
+template <int N, bool Trans>
+inline void ldmatrix(unsigned (&r)[N], uintptr_t addr) {
+    const unsigned lane = fiber().lane;
+    if ((int)lane < 8 * N) {
+        if (addr % 16) fail("ldmatrix row address %p (lane %u) is not 16-byte aligned", (void *)addr, lane);
+        if (!is_shared((const void *)addr, 16))
+            fail("ldmatrix row address %p (lane %u) is not in this block's shared memory", (void *)addr, lane);
+    }
+    Regs4 got = warp_collective<Regs4>(Trans ? "ldmatrix.trans" : "ldmatrix", addr,
+                                       [](const uintptr_t *rows, Regs4 *out) {
+        for (int m = 0; m < N; ++m)
+            for (int l = 0; l < 32; ++l) {
+                const int g = l / 4, t = l % 4;
+                unsigned short lo, hi;
+                if (Trans) {  // column g of rows 2t and 2t+1
+                    memcpy(&lo, (const char *)rows[8 * m + 2 * t] + 2 * g, 2);
+                    memcpy(&hi, (const char *)rows[8 * m + 2 * t + 1] + 2 * g, 2);
+                } else {  // row g, columns 2t and 2t+1
+                    memcpy(&lo, (const char *)rows[8 * m + g] + 4 * t, 2);
+                    memcpy(&hi, (const char *)rows[8 * m + g] + 4 * t + 2, 2);
+                }
+                out[l].r[m] = (unsigned)lo | ((unsigned)hi << 16);
+            }
+    });
+    for (int i = 0; i < N; ++i) r[i] = got.r[i];
+}
+
+struct MmaIn {
+    unsigned a[4], b[2];
+    float c[4];
+};
+struct Acc4 {
+    float d[4];
+};
+
+enum class Elem { f16, bf16, tf32 };
+
+inline float widen16(Elem e, unsigned short h) {
+    return e == Elem::f16 ? __half2float(__ushort_as_half(h)) : __bfloat162float(__ushort_as_bfloat16(h));
+}
+
+// The warp's A (16 x K) and B (K x 8) gathered from the lanes' registers by the documented
+// layouts, then every lane's four accumulators: products exact in FP32 (16-bit and TF32
+// inputs), summed in FP32 in k order onto C. TF32 operands are rounded as in the simulator's
+// WMMA (cvt.rna), which leaves values already rounded with to_tf32 unchanged.
+template <Elem E>
+inline void mma(const MmaIn *in, Acc4 *out) {
+    constexpr int K = E == Elem::tf32 ? 8 : 16;
+    float A[16][K], B[K][8];
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        const MmaIn &f = in[l];
+        if constexpr (E == Elem::tf32) {  // one element per register
+            auto tf32 = [](unsigned x) { return nvcuda::wmma::__float_to_tf32(__uint_as_float(x)); };
+            A[g][t] = tf32(f.a[0]);
+            A[g + 8][t] = tf32(f.a[1]);
+            A[g][t + 4] = tf32(f.a[2]);
+            A[g + 8][t + 4] = tf32(f.a[3]);
+            B[t][g] = tf32(f.b[0]);
+            B[t + 4][g] = tf32(f.b[1]);
+        } else {  // two elements per register, the lower-indexed in the low half
+            auto two = [](unsigned reg, float &lo, float &hi) {
+                lo = widen16(E, (unsigned short)(reg & 0xFFFF));
+                hi = widen16(E, (unsigned short)(reg >> 16));
+            };
+            two(f.a[0], A[g][2 * t], A[g][2 * t + 1]);
+            two(f.a[1], A[g + 8][2 * t], A[g + 8][2 * t + 1]);
+            two(f.a[2], A[g][2 * t + 8], A[g][2 * t + 9]);
+            two(f.a[3], A[g + 8][2 * t + 8], A[g + 8][2 * t + 9]);
+            two(f.b[0], B[2 * t][g], B[2 * t + 1][g]);
+            two(f.b[1], B[2 * t + 8][g], B[2 * t + 9][g]);
+        }
+    }
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        for (int i = 0; i < 4; ++i) {  // c0, c1: row g; c2, c3: row g + 8; columns 2t, 2t + 1
+            const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+            float acc = in[l].c[i];
+            for (int k = 0; k < K; ++k) acc += A[row][k] * B[k][col];
+            out[l].d[i] = acc;
+        }
+    }
+}
+
+template <Elem E>
+inline void mma_warp(const char *what, float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                     const float (&c)[4]) {
+    MmaIn in;
+    for (int i = 0; i < 4; ++i) in.a[i] = a[i], in.c[i] = c[i];
+    in.b[0] = b[0];
+    in.b[1] = b[1];
+    Acc4 got = warp_collective<Acc4>(what, in, mma<E>);
+    for (int i = 0; i < 4; ++i) d[i] = got.d[i];
+}
+
+// FP16 accumulators (.f16 C and D, two elements a register): C widened exactly, the products
+// summed in FP32 as above, D rounded to FP16 once (to nearest even).
+inline void f16x2_to_f32(const unsigned (&h)[2], float (&f)[4]) {
+    for (int i = 0; i < 4; ++i) f[i] = __half2float(__ushort_as_half((unsigned short)(h[i / 2] >> (16 * (i % 2)))));
+}
+inline void f32_to_f16x2(const float (&f)[4], unsigned (&h)[2]) {
+    for (int r = 0; r < 2; ++r)
+        h[r] = (unsigned)__half_as_ushort(__float2half_rn(f[2 * r])) |
+               ((unsigned)__half_as_ushort(__float2half_rn(f[2 * r + 1])) << 16);
+}
+
+}  // namespace mma_emu
+}  // namespace sim

@@ -1,0 +1,1299 @@
+//! Inline PTX in kernel sources. Public tensor-core kernels write `mma.sync`, `ldmatrix` and
+//! `cp.async` as `asm volatile("...": outputs: inputs)` statements. Each such statement is
+//! read instruction by instruction, its operands typed by their constraints (`"r"` 32-bit,
+//! `"l"` 64-bit, `"h"` 16-bit, `"f"` float, `"n"` immediate), and rewritten into calls of the
+//! simulator's emulation (`sim_asm.h`, which runs the same code as `lab/ptx.h`'s bodies).
+//! Anything else is refused, naming the instruction with its file and line.
+
+use std::collections::HashMap;
+use std::fmt;
+
+/// An `asm` statement the simulator cannot run: where, which instruction, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub file: String,
+    pub line: usize,
+    pub instruction: String,
+    pub why: String,
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}: inline PTX `{}`: {}",
+            self.file, self.line, self.instruction, self.why
+        )
+    }
+}
+
+/// What the front end accepts, for refusals.
+const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 f16/bf16 with f32 or f16 \
+     accumulators, m16n8k8 tf32), ldmatrix, cp.async (ca/cg, commit_group, wait_group, \
+     wait_all), cvta, integer cvt, mov, selp and shfl.sync; lab/hopper.h has the Hopper \
+     instructions";
+
+/// `code` (comments removed) with every `asm` statement replaced by the emulation's calls,
+/// line breaks kept so that compiler messages keep their lines; `None` when it has no `asm`.
+/// `file` names the source where no `#line` directive says otherwise.
+pub fn rewrite(code: &str, file: &str) -> Result<Option<String>, Refusal> {
+    let lines = LineMap::new(code, file);
+    let b = code.as_bytes();
+    let (mut out, mut last, mut any) = (String::new(), 0, false);
+    let (mut i, mut depth, mut in_define) = (0, 0i32, false);
+    let mut line_start = true;
+    while i < b.len() {
+        let c = b[i];
+        if line_start && c == b'#' {
+            // Directives are skipped (an `#include <asm/...>` is no statement), except the
+            // bodies of macros, where public code often keeps its `asm` wrappers.
+            let (end, word) = ident(b, skip_blanks(b, i + 1));
+            if word == b"define" {
+                in_define = true;
+                i = end;
+            } else {
+                i = end_of_directive(b, i);
+            }
+            continue;
+        }
+        match c {
+            b'\n' => {
+                line_start = true;
+                if i == 0 || b[i - 1] != b'\\' {
+                    in_define = false;
+                }
+                i += 1;
+                continue;
+            }
+            b' ' | b'\t' | b'\r' => {
+                i += 1;
+                continue;
+            }
+            _ => line_start = false,
+        }
+        match c {
+            b'"' | b'\'' => i = skip_literal(b, i),
+            b'{' => {
+                depth += 1;
+                i += 1;
+            }
+            b'}' => {
+                depth -= 1;
+                i += 1;
+            }
+            c if is_ident(c) => {
+                let (end, word) = ident(b, i);
+                let is_asm = matches!(word, b"asm" | b"__asm__" | b"__asm");
+                if !is_asm || (i > 0 && is_ident(b[i - 1])) {
+                    i = end;
+                    continue;
+                }
+                let refuse = |why: &str| {
+                    let (file, line) = lines.at(i);
+                    Refusal {
+                        file,
+                        line,
+                        instruction: "asm".into(),
+                        why: why.into(),
+                    }
+                };
+                if depth <= 0 && !in_define {
+                    return Err(refuse(
+                        "asm at file scope (PTX directives) cannot be simulated",
+                    ));
+                }
+                let stmt = parse_statement(code, end).map_err(|why| refuse(&why))?;
+                let generated = generate(&stmt, &lines)?;
+                out.push_str(&code[last..i]);
+                out.push_str(&generated);
+                // The statement's line breaks, continued as they were (inside a macro too).
+                for (k, _) in code[i..stmt.end].match_indices('\n') {
+                    out.push_str(if code.as_bytes()[i + k - 1] == b'\\' {
+                        "\\\n"
+                    } else {
+                        "\n"
+                    });
+                }
+                last = stmt.end;
+                i = stmt.end;
+                any = true;
+            }
+            _ => i += 1,
+        }
+    }
+    if !any {
+        return Ok(None);
+    }
+    out.push_str(&code[last..]);
+    Ok(Some(out))
+}
+
+// ---- Lexing the C++ around the statement ----
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+fn ident(b: &[u8], i: usize) -> (usize, &[u8]) {
+    let mut j = i;
+    while j < b.len() && is_ident(b[j]) {
+        j += 1;
+    }
+    (j, &b[i..j])
+}
+
+fn skip_blanks(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() && (b[i] == b' ' || b[i] == b'\t') {
+        i += 1;
+    }
+    i
+}
+
+/// Past white space, backslash-newlines (a statement in a macro) included.
+fn skip_ws(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() {
+        if b[i].is_ascii_whitespace() {
+            i += 1;
+        } else if b[i] == b'\\' && b.get(i + 1) == Some(&b'\n') {
+            i += 2;
+        } else {
+            break;
+        }
+    }
+    i
+}
+
+/// The end of a preprocessor directive (its line, with backslash continuations).
+fn end_of_directive(b: &[u8], mut i: usize) -> usize {
+    while i < b.len() {
+        if b[i] == b'\n' && b[i - 1] != b'\\' {
+            return i;
+        }
+        i += 1;
+    }
+    i
+}
+
+/// Past the string or character literal starting at `i`.
+fn skip_literal(b: &[u8], i: usize) -> usize {
+    let q = b[i];
+    let mut j = i + 1;
+    while j < b.len() && b[j] != q && b[j] != b'\n' {
+        j += if b[j] == b'\\' { 2 } else { 1 };
+    }
+    (j + 1).min(b.len())
+}
+
+/// Maps byte offsets to the file and line a compiler would name, following `#line`.
+struct LineMap {
+    /// (offset of a line's start, its file, its number), in order.
+    starts: Vec<(usize, String, usize)>,
+}
+
+impl LineMap {
+    fn new(code: &str, file: &str) -> Self {
+        let (mut file, mut line) = (file.to_string(), 1);
+        let mut starts = Vec::new();
+        let mut at = 0;
+        for text in code.split_inclusive('\n') {
+            starts.push((at, file.clone(), line));
+            at += text.len();
+            line += 1;
+            let t = text.trim_start();
+            let rest = t
+                .strip_prefix("#line")
+                .or_else(|| t.strip_prefix('#').filter(|r| r.starts_with(' ')));
+            if let Some(rest) = rest
+                && let Some(n) = rest.split_whitespace().next().and_then(|n| n.parse().ok())
+            {
+                line = n;
+                if let (Some(open), Some(close)) = (rest.find('"'), rest.rfind('"'))
+                    && close > open
+                {
+                    file = rest[open + 1..close].to_string();
+                }
+            }
+        }
+        Self { starts }
+    }
+
+    fn at(&self, offset: usize) -> (String, usize) {
+        let k = self.starts.partition_point(|s| s.0 <= offset);
+        self.starts
+            .get(k.saturating_sub(1))
+            .map_or((String::new(), 1), |(_, file, line)| (file.clone(), *line))
+    }
+}
+
+// ---- The statement ----
+
+/// An operand of the statement: `[name] "constraint" (expression)`.
+#[derive(Debug)]
+struct Operand {
+    name: Option<String>,
+    constraint: String,
+    expr: String,
+    output: bool,
+}
+
+impl Operand {
+    /// The constraint's letter: `r`, `l`, `h`, `f`, `d` or `n`.
+    fn letter(&self) -> char {
+        self.constraint
+            .chars()
+            .find(|c| c.is_ascii_alphanumeric())
+            .unwrap_or('?')
+    }
+    fn in_out(&self) -> bool {
+        self.constraint.contains('+')
+    }
+    fn kind(&self) -> Kind {
+        match self.letter() {
+            'h' => Kind::B16,
+            'r' | 'f' => Kind::B32,
+            'l' | 'd' => Kind::B64,
+            _ => Kind::Imm,
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Statement {
+    /// Past the closing parenthesis.
+    end: usize,
+    /// The template's characters, each with the offset in the source it came from.
+    template: Vec<(char, usize)>,
+    operands: Vec<Operand>,
+}
+
+/// Parses `volatile? ( "template" : outputs : inputs : clobbers )` from `i` (after `asm`).
+fn parse_statement(code: &str, mut i: usize) -> Result<Statement, String> {
+    let b = code.as_bytes();
+    loop {
+        i = skip_ws(b, i);
+        let (end, word) = ident(b, i);
+        match word {
+            b"volatile" | b"__volatile__" | b"inline" => i = end,
+            b"goto" => return Err("asm goto (jumps to C++ labels) cannot be simulated".into()),
+            _ => break,
+        }
+    }
+    if b.get(i) != Some(&b'(') {
+        return Err("cannot read this asm statement (expected `(` after asm)".into());
+    }
+    i += 1;
+    let (template, next) = string_pieces(code, i)?;
+    if template.is_empty() {
+        return Err(
+            "the template is not a string literal (a macro building it cannot be read)".into(),
+        );
+    }
+    i = next;
+    let mut operands = Vec::new();
+    let mut section = 0;
+    loop {
+        i = skip_ws(b, i);
+        match b.get(i) {
+            Some(b')') => {
+                return Ok(Statement {
+                    end: i + 1,
+                    template,
+                    operands,
+                });
+            }
+            Some(b':') => {
+                section += 1;
+                i += 1;
+            }
+            Some(b',') => i += 1,
+            Some(b'[') | Some(b'"') if section <= 2 => {
+                let mut name = None;
+                if b[i] == b'[' {
+                    let close = code[i..].find(']').ok_or("unterminated [name]")? + i;
+                    name = Some(code[i + 1..close].trim().to_string());
+                    i = skip_ws(b, close + 1);
+                }
+                let (constraint, next) = string_pieces(code, i)?;
+                let constraint: String = constraint.into_iter().map(|(c, _)| c).collect();
+                i = skip_ws(b, next);
+                if b.get(i) != Some(&b'(') {
+                    return Err(format!(
+                        "cannot read the operand with constraint \"{constraint}\""
+                    ));
+                }
+                let close = matching_paren(b, i).ok_or("unbalanced parentheses in an operand")?;
+                if section == 0 {
+                    return Err("operand before the template's end".into());
+                }
+                operands.push(Operand {
+                    name,
+                    expr: code[i + 1..close].to_string(),
+                    output: section == 1,
+                    constraint,
+                });
+                i = close + 1;
+            }
+            Some(b'"') => {
+                // Clobbers ("memory", "cc"): nothing to emulate.
+                let (_, next) = string_pieces(code, i)?;
+                i = next;
+            }
+            _ => return Err("cannot read this asm statement's operands".into()),
+        }
+    }
+}
+
+fn matching_paren(b: &[u8], open: usize) -> Option<usize> {
+    let mut depth = 0;
+    let mut i = open;
+    while i < b.len() {
+        match b[i] {
+            b'(' => depth += 1,
+            b')' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            b'"' | b'\'' => {
+                i = skip_literal(b, i);
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Adjacent string literals from `i`, unescaped, each character with its source offset.
+fn string_pieces(code: &str, mut i: usize) -> Result<(Vec<(char, usize)>, usize), String> {
+    let b = code.as_bytes();
+    let mut out = Vec::new();
+    loop {
+        i = skip_ws(b, i);
+        if b.get(i) != Some(&b'"') {
+            return Ok((out, i));
+        }
+        let mut j = i + 1;
+        let chars: Vec<(usize, char)> = code[j..].char_indices().map(|(k, c)| (j + k, c)).collect();
+        let mut k = 0;
+        loop {
+            let Some(&(at, c)) = chars.get(k) else {
+                return Err("unterminated string in the asm statement".into());
+            };
+            match c {
+                '"' => {
+                    j = at + 1;
+                    break;
+                }
+                '\\' => {
+                    let Some(&(_, e)) = chars.get(k + 1) else {
+                        return Err("unterminated escape in the asm template".into());
+                    };
+                    let v = match e {
+                        'n' => '\n',
+                        't' => '\t',
+                        'r' => '\r',
+                        '0' => '\0',
+                        other => other,
+                    };
+                    out.push((v, at));
+                    k += 2;
+                }
+                c => {
+                    out.push((c, at));
+                    k += 1;
+                }
+            }
+        }
+        i = j;
+    }
+}
+
+// ---- PTX ----
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    B16,
+    B32,
+    B64,
+    Pred,
+    Imm,
+}
+
+impl Kind {
+    fn bits(self) -> &'static str {
+        match self {
+            Kind::B16 => "16",
+            Kind::B32 => "32",
+            Kind::B64 => "64",
+            Kind::Pred => "predicate",
+            Kind::Imm => "immediate",
+        }
+    }
+    fn c_type(self) -> &'static str {
+        match self {
+            Kind::B16 => "uint16_t",
+            Kind::B32 => "uint32_t",
+            Kind::B64 => "uint64_t",
+            Kind::Pred => "bool",
+            Kind::Imm => "long long",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Opnd {
+    /// `%N` or `%[name]`: the statement's operand N.
+    Ref(usize),
+    /// A register declared with `.reg` in the template.
+    Local(String),
+    Imm(String),
+    Special(String),
+    Vector(Vec<Opnd>),
+    /// `[base]` or `[base+offset]`.
+    Mem(Box<Opnd>, i64),
+    /// `d|p` (shfl.sync's optional predicate).
+    Pair(Box<Opnd>, Box<Opnd>),
+    /// `_`: a result nobody reads.
+    Sink,
+}
+
+/// One PTX statement of the template and where it starts in the source.
+struct Ptx {
+    text: String,
+    at: usize,
+}
+
+/// Splits the template into statements at `;` (braces that open a scope are dropped, those
+/// of a vector operand kept); `%%` becomes `%`.
+fn ptx_statements(template: &[(char, usize)]) -> Vec<Ptx> {
+    let mut out = Vec::new();
+    let (mut cur, mut at, mut vec_depth) = (String::new(), None, 0);
+    let mut finish = |cur: &mut String, at: &mut Option<usize>| {
+        if !cur.trim().is_empty() {
+            out.push(Ptx {
+                text: cur.trim().to_string(),
+                at: at.unwrap_or(0),
+            });
+        }
+        cur.clear();
+        *at = None;
+    };
+    let mut k = 0;
+    while k < template.len() {
+        let (c, off) = template[k];
+        match c {
+            '%' if template.get(k + 1).map(|t| t.0) == Some('%') => {
+                cur.push('%');
+                k += 1;
+            }
+            '{' if cur.trim().is_empty() => {}
+            '{' => {
+                vec_depth += 1;
+                cur.push(c);
+            }
+            '}' if vec_depth > 0 => {
+                vec_depth -= 1;
+                cur.push(c);
+            }
+            '}' => finish(&mut cur, &mut at),
+            ';' if vec_depth == 0 => finish(&mut cur, &mut at),
+            c if c.is_whitespace() => cur.push(' '),
+            c => {
+                at.get_or_insert(off);
+                cur.push(c);
+            }
+        }
+        k += 1;
+    }
+    finish(&mut cur, &mut at);
+    out
+}
+
+/// Splits at commas outside braces and brackets.
+fn split_operands(s: &str) -> Vec<String> {
+    let (mut out, mut cur, mut depth) = (Vec::new(), String::new(), 0);
+    for c in s.chars() {
+        match c {
+            '{' | '[' => depth += 1,
+            '}' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(cur.trim().to_string());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(c);
+    }
+    if !cur.trim().is_empty() {
+        out.push(cur.trim().to_string());
+    }
+    out
+}
+
+/// Generates the C++ for one statement: its operands' temporaries, each PTX instruction, and
+/// the outputs written back, on one line.
+fn generate(stmt: &Statement, lines: &LineMap) -> Result<String, Refusal> {
+    let mut g = Gen {
+        ops: &stmt.operands,
+        locals: HashMap::new(),
+        code: String::new(),
+    };
+    let first_line = stmt.template.first().map_or(0, |t| t.1);
+    let refuse = |at: usize, instruction: &str, why: String| {
+        let (file, line) = lines.at(at);
+        Refusal {
+            file,
+            line,
+            instruction: instruction.to_string(),
+            why,
+        }
+    };
+    let mut pre = String::from("do { ");
+    for (n, op) in stmt.operands.iter().enumerate() {
+        let expr = &op.expr;
+        let decl = match (op.letter(), op.output, op.in_out()) {
+            ('n', false, _) => format!("const long long _k{n} = (long long)({expr}); "),
+            ('r' | 'l' | 'h', false, _) | ('r' | 'l' | 'h', true, true) => {
+                let t = op.kind().c_type();
+                format!(
+                    "{t} _k{n} = ::sim::inline_ptx::bits_of<{t}>({expr}, \"{}\"); ",
+                    op.constraint.escape_default()
+                )
+            }
+            ('f', false, _) | ('f', true, true) => {
+                format!("uint32_t _k{n} = ::sim::inline_ptx::f32_bits({expr}); ")
+            }
+            ('d', false, _) | ('d', true, true) => {
+                format!("uint64_t _k{n} = ::sim::inline_ptx::f64_bits({expr}); ")
+            }
+            ('r' | 'l' | 'h' | 'f' | 'd', true, false) => {
+                format!("{} _k{n} = 0; ", op.kind().c_type())
+            }
+            _ => {
+                return Err(refuse(
+                    first_line,
+                    "asm",
+                    format!(
+                        "operand {n} has constraint \"{}\"; the simulator reads \"r\", \"l\", \"h\", \
+                         \"f\", \"d\" and \"n\" operands",
+                        op.constraint
+                    ),
+                ));
+            }
+        };
+        pre.push_str(&decl);
+    }
+    for p in ptx_statements(&stmt.template) {
+        let opcode = p.text.split_whitespace().next().unwrap_or("").to_string();
+        g.statement(&p.text)
+            .map_err(|why| refuse(p.at, &opcode, why))?;
+    }
+    let mut post = String::new();
+    for (n, op) in stmt.operands.iter().enumerate() {
+        if !op.output {
+            continue;
+        }
+        let f = match op.letter() {
+            'f' => "set_f32",
+            'd' => "set_f64",
+            _ => "set_bits",
+        };
+        post.push_str(&format!("::sim::inline_ptx::{f}({}, _k{n}); ", op.expr));
+    }
+    Ok(format!("{pre}{}{post}}} while (0)", g.code))
+}
+
+struct Gen<'a> {
+    ops: &'a [Operand],
+    /// `.reg` declarations: name and kind.
+    locals: HashMap<String, Kind>,
+    code: String,
+}
+
+fn local_name(name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    format!("_kr_{clean}")
+}
+
+impl Gen<'_> {
+    fn statement(&mut self, text: &str) -> Result<(), String> {
+        if text.starts_with('@') {
+            return Err(format!(
+                "predicated instructions are not emulated; {EMULATED}"
+            ));
+        }
+        let (opcode, rest) = text
+            .split_once(' ')
+            .map_or((text, ""), |(a, b)| (a, b.trim()));
+        if opcode.ends_with(':') || text.contains("%=") {
+            return Err(format!("labels and branches are not emulated; {EMULATED}"));
+        }
+        if opcode == ".reg" {
+            return self.declare(rest);
+        }
+        let operands: Vec<Opnd> = split_operands(rest)
+            .iter()
+            .map(|o| self.operand(o))
+            .collect::<Result<_, _>>()?;
+        let parts: Vec<&str> = opcode.split('.').collect();
+        match parts[0] {
+            "mma" => self.mma(&parts, &operands),
+            "ldmatrix" => self.ldmatrix(&parts, &operands),
+            "cp" if parts.get(1) == Some(&"async") => self.cp_async(&parts, &operands),
+            "cvta" => self.cvta(&parts, &operands),
+            "cvt" => self.cvt(&parts, &operands),
+            "mov" => self.mov(&parts, &operands),
+            "selp" => self.selp(&parts, &operands),
+            "shfl" => self.shfl(&parts, &operands),
+            _ => Err(format!("not emulated; {EMULATED}")),
+        }
+    }
+
+    fn declare(&mut self, rest: &str) -> Result<(), String> {
+        let (ty, names) = rest
+            .split_once(' ')
+            .ok_or_else(|| format!("cannot read `.reg {rest}`"))?;
+        let kind = match ty {
+            ".pred" => Kind::Pred,
+            ".b16" | ".u16" | ".s16" | ".f16" | ".bf16" => Kind::B16,
+            ".b32" | ".u32" | ".s32" | ".f32" | ".f16x2" | ".bf16x2" => Kind::B32,
+            ".b64" | ".u64" | ".s64" | ".f64" => Kind::B64,
+            _ => return Err(format!("registers of type {ty} are not emulated")),
+        };
+        for name in names.split(',').map(str::trim) {
+            if name.contains('<') {
+                return Err(format!(
+                    "parameterized register declarations ({name}) are not emulated"
+                ));
+            }
+            if self.locals.insert(name.to_string(), kind).is_none() {
+                self.code
+                    .push_str(&format!("{} {} = 0; ", kind.c_type(), local_name(name)));
+            }
+        }
+        Ok(())
+    }
+
+    fn operand(&self, s: &str) -> Result<Opnd, String> {
+        let s = s.trim();
+        if let Some(inner) = s.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
+            return Ok(Opnd::Vector(
+                split_operands(inner)
+                    .iter()
+                    .map(|o| self.operand(o))
+                    .collect::<Result<_, _>>()?,
+            ));
+        }
+        if let Some(inner) = s.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
+            let (base, off) = match inner.rfind(['+', '-']).filter(|&k| k > 0) {
+                Some(k) => {
+                    let off: i64 = parse_int(inner[k + 1..].trim())
+                        .ok_or_else(|| format!("cannot read the address [{inner}]"))?;
+                    let off = if inner.as_bytes()[k] == b'-' {
+                        -off
+                    } else {
+                        off
+                    };
+                    (inner[..k].trim(), off)
+                }
+                None => (inner.trim(), 0),
+            };
+            return Ok(Opnd::Mem(Box::new(self.operand(base)?), off));
+        }
+        if let Some((d, p)) = s.split_once('|') {
+            return Ok(Opnd::Pair(
+                Box::new(self.operand(d)?),
+                Box::new(self.operand(p)?),
+            ));
+        }
+        if s == "_" {
+            return Ok(Opnd::Sink);
+        }
+        if self.locals.contains_key(s) {
+            return Ok(Opnd::Local(s.to_string()));
+        }
+        if let Some(r) = s.strip_prefix('%') {
+            if let Ok(n) = r.parse::<usize>() {
+                return if n < self.ops.len() {
+                    Ok(Opnd::Ref(n))
+                } else {
+                    Err(format!(
+                        "%{n} names no operand (the statement has {})",
+                        self.ops.len()
+                    ))
+                };
+            }
+            if let Some(name) = r.strip_prefix('[').and_then(|n| n.strip_suffix(']')) {
+                return self
+                    .ops
+                    .iter()
+                    .position(|o| o.name.as_deref() == Some(name))
+                    .map(Opnd::Ref)
+                    .ok_or_else(|| format!("%[{name}] names no operand"));
+            }
+            return Ok(Opnd::Special(s.to_string()));
+        }
+        if s.starts_with(|c: char| c.is_ascii_digit() || c == '-') {
+            if let Some(hex) = s.strip_prefix("0f").or_else(|| s.strip_prefix("0F")) {
+                let bits = u32::from_str_radix(hex, 16)
+                    .map_err(|_| format!("cannot read the float immediate {s}"))?;
+                return Ok(Opnd::Imm(format!("{bits}u")));
+            }
+            let v = parse_int(s).ok_or_else(|| format!("cannot read the immediate {s}"))?;
+            return Ok(Opnd::Imm(format!("{v}ll")));
+        }
+        Err(format!(
+            "`{s}` is no operand, declared register or immediate"
+        ))
+    }
+
+    fn kind(&self, op: &Opnd) -> Kind {
+        match op {
+            Opnd::Ref(n) => self.ops[*n].kind(),
+            Opnd::Local(name) => self.locals[name],
+            Opnd::Special(_) => Kind::B32,
+            _ => Kind::Imm,
+        }
+    }
+
+    /// The C++ value of an input operand, as `want` bits.
+    fn read(&self, op: &Opnd, want: Kind, role: &str) -> Result<String, String> {
+        let have = self.kind(op);
+        let expr = match op {
+            Opnd::Ref(n) => format!("_k{n}"),
+            Opnd::Local(name) => local_name(name),
+            Opnd::Imm(v) => v.clone(),
+            Opnd::Special(name) => special(name)?,
+            _ => return Err(format!("{role} must be a register or an immediate")),
+        };
+        if have != want && have != Kind::Imm && want != Kind::Imm {
+            return Err(format!(
+                "{role} is a {}-bit operand{}; the instruction takes {} bits",
+                have.bits(),
+                self.constraint_note(op),
+                want.bits()
+            ));
+        }
+        if want == Kind::Imm && have != Kind::Imm {
+            return Err(format!(
+                "{role} must be an immediate (an \"n\" operand or a literal)"
+            ));
+        }
+        Ok(format!("({})({expr})", want.c_type()))
+    }
+
+    /// The C++ lvalue of an output operand of `want` bits (`None` for `_`).
+    fn write(&self, op: &Opnd, want: Kind, role: &str) -> Result<Option<String>, String> {
+        let (expr, have) = match op {
+            Opnd::Sink => return Ok(None),
+            Opnd::Ref(n) if self.ops[*n].output => (format!("_k{n}"), self.kind(op)),
+            Opnd::Local(name) => (local_name(name), self.locals[name]),
+            Opnd::Ref(n) => {
+                return Err(format!(
+                    "{role} is written, but %{n} is an input operand (its constraint needs `=`)"
+                ));
+            }
+            _ => return Err(format!("{role} must be a register")),
+        };
+        if have != want {
+            return Err(format!(
+                "{role} is a {}-bit operand{}; the instruction writes {} bits",
+                have.bits(),
+                self.constraint_note(op),
+                want.bits()
+            ));
+        }
+        Ok(Some(expr))
+    }
+
+    fn constraint_note(&self, op: &Opnd) -> String {
+        match op {
+            Opnd::Ref(n) => format!(" (%{n}, constraint \"{}\")", self.ops[*n].constraint),
+            _ => String::new(),
+        }
+    }
+
+    fn vector<'o>(&self, op: &'o Opnd, len: usize, role: &str) -> Result<&'o [Opnd], String> {
+        match op {
+            Opnd::Vector(v) if v.len() == len => Ok(v),
+            _ => Err(format!("{role} must be a vector of {len} registers")),
+        }
+    }
+
+    fn count(operands: &[Opnd], n: usize) -> Result<(), String> {
+        if operands.len() == n {
+            Ok(())
+        } else {
+            Err(format!("takes {n} operands; {} given", operands.len()))
+        }
+    }
+
+    fn mma(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        let tail = parts[1..].join(".");
+        let (k16, elem, d_f16, c_f16) = match tail.as_str() {
+            "sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" => (true, "false", false, false),
+            "sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" => (true, "true", false, false),
+            // C and D of one type: ptxas refuses .f32 D with .f16 C and the reverse.
+            "sync.aligned.m16n8k16.row.col.f16.f16.f16.f16" => (true, "false", true, true),
+            "sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" => (false, "", false, false),
+            _ => {
+                return Err(format!(
+                    "this shape or type of mma is not emulated; {EMULATED}"
+                ));
+            }
+        };
+        Self::count(ops, 4)?;
+        let (nd, nc) = (if d_f16 { 2 } else { 4 }, if c_f16 { 2 } else { 4 });
+        let d = self.vector(&ops[0], nd, "D")?;
+        let a = self.vector(&ops[1], 4, "A")?;
+        let b = self.vector(&ops[2], 2, "B")?;
+        let c = self.vector(&ops[3], nc, "C")?;
+        let list = |v: &[Opnd], role: &str| -> Result<String, String> {
+            Ok(v.iter()
+                .map(|o| self.read(o, Kind::B32, role))
+                .collect::<Result<Vec<_>, _>>()?
+                .join(", "))
+        };
+        let mut code = format!(
+            "{{ uint32_t _d[4] = {{0, 0, 0, 0}}; const uint32_t _a[4] = {{{}}}, _b[2] = {{{}}}, _c[4] = {{{}}}; ",
+            list(a, "an A fragment register")?,
+            list(b, "a B fragment register")?,
+            list(c, "a C register")?
+        );
+        if k16 {
+            code.push_str(&format!(
+                "::sim::inline_ptx::mma_m16n8k16({elem}, {d_f16}, {c_f16}, _d, _a, _b, _c); "
+            ));
+        } else {
+            code.push_str("::sim::inline_ptx::mma_m16n8k8_tf32(_d, _a, _b, _c); ");
+        }
+        for (k, o) in d.iter().enumerate() {
+            if let Some(lv) = self.write(o, Kind::B32, "a D register")? {
+                code.push_str(&format!("{lv} = _d[{k}]; "));
+            }
+        }
+        code.push_str("} ");
+        self.code.push_str(&code);
+        Ok(())
+    }
+
+    fn address(&self, op: &Opnd, role: &str, wide_only: bool) -> Result<String, String> {
+        let Opnd::Mem(base, off) = op else {
+            return Err(format!("{role} must be an address [reg] or [reg+offset]"));
+        };
+        let kind = self.kind(base);
+        let want = match kind {
+            Kind::B32 if !wide_only => Kind::B32,
+            Kind::Imm => Kind::B64,
+            _ => Kind::B64,
+        };
+        Ok(format!(
+            "((uint64_t){} + (uint64_t)({off}ll))",
+            self.read(base, want, role)?
+        ))
+    }
+
+    fn ldmatrix(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        let mut n = 0;
+        let mut trans = false;
+        let mut shape = false;
+        for p in &parts[1..] {
+            match *p {
+                "sync" | "aligned" | "shared" | "shared::cta" | "b16" => {}
+                "m8n8" => shape = true,
+                "x1" => n = 1,
+                "x2" => n = 2,
+                "x4" => n = 4,
+                "trans" => trans = true,
+                other => {
+                    return Err(format!(
+                        "ldmatrix .{other} is not emulated (m8n8 .x1/.x2/.x4, .trans, .b16 are)"
+                    ));
+                }
+            }
+        }
+        if !shape || n == 0 {
+            return Err("ldmatrix needs .m8n8 and .x1, .x2 or .x4".into());
+        }
+        Self::count(ops, 2)?;
+        let d = self.vector(&ops[0], n, "the destination")?;
+        let addr = self.address(&ops[1], "the row address", false)?;
+        let mut code = format!(
+            "{{ uint32_t _d[4] = {{0, 0, 0, 0}}; ::sim::inline_ptx::ldmatrix<{n}, {trans}>(_d, {addr}); "
+        );
+        for (k, o) in d.iter().enumerate() {
+            if let Some(lv) = self.write(o, Kind::B32, "a destination register")? {
+                code.push_str(&format!("{lv} = _d[{k}]; "));
+            }
+        }
+        code.push_str("} ");
+        self.code.push_str(&code);
+        Ok(())
+    }
+
+    fn cp_async(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        let rest: Vec<&str> = parts[2..].to_vec();
+        match rest.as_slice() {
+            ["commit_group"] => {
+                Self::count(ops, 0)?;
+                self.code.push_str("::sim::async_commit(); ");
+                return Ok(());
+            }
+            ["wait_group"] => {
+                Self::count(ops, 1)?;
+                let n = self.read(&ops[0], Kind::Imm, "the group count")?;
+                self.code
+                    .push_str(&format!("::sim::async_wait((unsigned){n}); "));
+                return Ok(());
+            }
+            ["wait_all"] => {
+                Self::count(ops, 0)?;
+                self.code
+                    .push_str("::sim::async_commit(); ::sim::async_wait(0); ");
+                return Ok(());
+            }
+            _ => {}
+        }
+        let cg = match rest.first() {
+            Some(&"ca") => false,
+            Some(&"cg") => true,
+            _ => {
+                return Err(format!(
+                    "not emulated (cp.async.ca/.cg, commit_group, wait_group and wait_all are); \
+                     {EMULATED}"
+                ));
+            }
+        };
+        let mut hint = false;
+        for p in &rest[1..] {
+            match *p {
+                "shared" | "shared::cta" | "global" | "L2::64B" | "L2::128B" | "L2::256B" => {}
+                "L2::cache_hint" => hint = true,
+                other => return Err(format!("cp.async .{other} is not emulated")),
+            }
+        }
+        let with_hint = usize::from(hint);
+        if ops.len() != 3 + with_hint && ops.len() != 4 + with_hint {
+            return Err(format!(
+                "takes [dst], [src], cp-size, an optional src-size{}; {} operands given",
+                if hint { " and a cache policy" } else { "" },
+                ops.len()
+            ));
+        }
+        let dst = self.address(&ops[0], "the shared destination", false)?;
+        let src = self.address(&ops[1], "the global source", true)?;
+        let size = self.read(&ops[2], Kind::Imm, "cp-size")?;
+        let src_size = if ops.len() == 4 + with_hint {
+            match self.kind(&ops[3]) {
+                Kind::Imm => self.read(&ops[3], Kind::Imm, "src-size")?,
+                _ => self.read(&ops[3], Kind::B32, "src-size")?,
+            }
+        } else {
+            size.clone()
+        };
+        self.code.push_str(&format!(
+            "::sim::inline_ptx::cp_async({cg}, {dst}, {src}, (long long){size}, (long long){src_size}); "
+        ));
+        Ok(())
+    }
+
+    fn cvta(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        Self::count(ops, 2)?;
+        let tail = parts[1..].join(".");
+        let (func, kind) = match tail.as_str() {
+            "to.shared.u64" | "to.shared::cta.u64" => {
+                ("::sim::inline_ptx::cvta_to_shared", Kind::B64)
+            }
+            "to.shared.u32" | "to.shared::cta.u32" => {
+                ("::sim::inline_ptx::cvta_to_shared", Kind::B32)
+            }
+            "shared.u64" | "shared::cta.u64" => ("::sim::inline_ptx::cvta_shared", Kind::B64),
+            "to.global.u64" | "global.u64" => ("", Kind::B64),
+            _ => return Err(format!("cvta.{tail} is not emulated")),
+        };
+        let a = self.read(&ops[1], Kind::B64, "the source address")?;
+        if let Some(d) = self.write(&ops[0], kind, "the destination")? {
+            let t = kind.c_type();
+            self.code
+                .push_str(&format!("{d} = ({t}){func}((uint64_t){a}); "));
+        }
+        Ok(())
+    }
+
+    fn cvt(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        Self::count(ops, 2)?;
+        let int = |t: &str| -> Option<(Kind, &'static str)> {
+            Some(match t {
+                "u16" => (Kind::B16, "uint16_t"),
+                "s16" => (Kind::B16, "int16_t"),
+                "u32" => (Kind::B32, "uint32_t"),
+                "s32" => (Kind::B32, "int32_t"),
+                "u64" => (Kind::B64, "uint64_t"),
+                "s64" => (Kind::B64, "int64_t"),
+                _ => return None,
+            })
+        };
+        let (Some(&dt), Some(&st), 3) = (parts.get(1), parts.get(2), parts.len()) else {
+            return Err("only conversions between integer types are emulated".into());
+        };
+        let (Some((dk, dc)), Some((sk, sc))) = (int(dt), int(st)) else {
+            return Err("only conversions between integer types are emulated".into());
+        };
+        let a = self.read(&ops[1], sk, "the source")?;
+        if let Some(d) = self.write(&ops[0], dk, "the destination")? {
+            self.code
+                .push_str(&format!("{d} = ({})({dc})({sc}){a}; ", dk.c_type()));
+        }
+        Ok(())
+    }
+
+    fn mov(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        Self::count(ops, 2)?;
+        let kind = match parts.get(1).copied() {
+            Some("b16" | "u16" | "s16") => Kind::B16,
+            Some("b32" | "u32" | "s32" | "f32") => Kind::B32,
+            Some("b64" | "u64" | "s64" | "f64") => Kind::B64,
+            _ => return Err("mov of this type is not emulated".into()),
+        };
+        let half = match kind {
+            Kind::B32 => Kind::B16,
+            _ => Kind::B32,
+        };
+        let shift = if kind == Kind::B32 { 16 } else { 32 };
+        match (&ops[0], &ops[1]) {
+            (d, Opnd::Vector(v)) if v.len() == 2 => {
+                // Pack: {lo, hi}.
+                let lo = self.read(&v[0], half, "the low half")?;
+                let hi = self.read(&v[1], half, "the high half")?;
+                if let Some(d) = self.write(d, kind, "the destination")? {
+                    let t = kind.c_type();
+                    self.code.push_str(&format!(
+                        "{d} = ({t})(({t}){lo} | (({t}){hi} << {shift})); "
+                    ));
+                }
+            }
+            (Opnd::Vector(v), s) if v.len() == 2 => {
+                // Unpack into {lo, hi}.
+                let s = self.read(s, kind, "the source")?;
+                let t = half.c_type();
+                if let Some(lo) = self.write(&v[0], half, "the low half")? {
+                    self.code.push_str(&format!("{lo} = ({t})({s}); "));
+                }
+                if let Some(hi) = self.write(&v[1], half, "the high half")? {
+                    self.code
+                        .push_str(&format!("{hi} = ({t})({s} >> {shift}); "));
+                }
+            }
+            (d, s) => {
+                let s = self.read(s, kind, "the source")?;
+                if let Some(d) = self.write(d, kind, "the destination")? {
+                    self.code.push_str(&format!("{d} = {s}; "));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// selp.T d, a, b, c: d = c ? a : b, c a predicate.
+    fn selp(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        Self::count(ops, 4)?;
+        let kind = match parts.get(1).copied() {
+            Some("b16" | "u16" | "s16") => Kind::B16,
+            Some("b32" | "u32" | "s32" | "f32") => Kind::B32,
+            Some("b64" | "u64" | "s64" | "f64") => Kind::B64,
+            _ => return Err("selp of this type is not emulated".into()),
+        };
+        let a = self.read(&ops[1], kind, "the first source")?;
+        let b = self.read(&ops[2], kind, "the second source")?;
+        let c = match &ops[3] {
+            Opnd::Local(name) if self.locals[name] == Kind::Pred => local_name(name),
+            _ => return Err("the selector must be a declared .pred register".into()),
+        };
+        if let Some(d) = self.write(&ops[0], kind, "the destination")? {
+            self.code.push_str(&format!("{d} = {c} ? {a} : {b}; "));
+        }
+        Ok(())
+    }
+
+    fn shfl(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        let mode = match parts[1..].join(".").as_str() {
+            "sync.up.b32" => "SHFL_UP",
+            "sync.down.b32" => "SHFL_DOWN",
+            "sync.bfly.b32" => "SHFL_BFLY",
+            "sync.idx.b32" => "SHFL_IDX",
+            _ => return Err("shfl.sync.{up,down,bfly,idx}.b32 are emulated".into()),
+        };
+        Self::count(ops, 5)?;
+        let (d, p) = match &ops[0] {
+            Opnd::Pair(d, p) => (d.as_ref(), Some(p.as_ref())),
+            d => (d, None),
+        };
+        let a = self.read(&ops[1], Kind::B32, "the source")?;
+        let b = self.read(&ops[2], Kind::B32, "the lane operand b")?;
+        let c = self.read(&ops[3], Kind::B32, "the clamp operand c")?;
+        let m = self.read(&ops[4], Kind::B32, "the member mask")?;
+        let mut code = format!(
+            "{{ bool _p = false; uint32_t _v = ::sim::inline_ptx::shfl(::sim::inline_ptx::{mode}, {a}, {b}, {c}, {m}, &_p); "
+        );
+        if let Some(d) = self.write(d, Kind::B32, "the destination")? {
+            code.push_str(&format!("{d} = _v; "));
+        }
+        if let Some(p) = p
+            && let Some(p) = self.write(p, Kind::Pred, "the predicate")?
+        {
+            code.push_str(&format!("{p} = _p; "));
+        }
+        code.push_str("(void)_v; (void)_p; } ");
+        self.code.push_str(&code);
+        Ok(())
+    }
+}
+
+/// The C++ for a special register.
+fn special(name: &str) -> Result<String, String> {
+    let dim = |s: &str| match s {
+        "x" | "y" | "z" => Some(s.to_string()),
+        _ => None,
+    };
+    let r = name.trim_start_matches('%');
+    let (base, comp) = r.split_once('.').map_or((r, None), |(a, b)| (a, dim(b)));
+    Ok(match (base, comp) {
+        ("laneid", None) => "::sim::inline_ptx::laneid()".into(),
+        ("warpid", None) => "::sim::inline_ptx::warpid()".into(),
+        ("lanemask_eq", None) => "::sim::inline_ptx::lanemask(0)".into(),
+        ("lanemask_lt", None) => "::sim::inline_ptx::lanemask(1)".into(),
+        ("lanemask_le", None) => "::sim::inline_ptx::lanemask(2)".into(),
+        ("lanemask_gt", None) => "::sim::inline_ptx::lanemask(3)".into(),
+        ("lanemask_ge", None) => "::sim::inline_ptx::lanemask(4)".into(),
+        ("tid", Some(c)) => format!("threadIdx.{c}"),
+        ("ntid", Some(c)) => format!("blockDim.{c}"),
+        ("ctaid", Some(c)) => format!("blockIdx.{c}"),
+        ("nctaid", Some(c)) => format!("gridDim.{c}"),
+        _ => return Err(format!("the special register {name} is not emulated")),
+    })
+}
+
+fn parse_int(s: &str) -> Option<i64> {
+    let s = s.trim().trim_end_matches(['U', 'u']);
+    let (neg, s) = s.strip_prefix('-').map_or((false, s), |r| (true, r));
+    let v = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => i64::from_str_radix(h, 16).ok()?,
+        None => s.parse().ok()?,
+    };
+    Some(if neg { -v } else { v })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rw(code: &str) -> String {
+        rewrite(code, "k.cu").unwrap().unwrap()
+    }
+
+    #[test]
+    fn a_source_without_asm_is_left_alone() {
+        assert_eq!(rewrite("int f() { return 1; }", "k.cu"), Ok(None));
+        // `asm` in a string, an include path or another identifier is no statement.
+        let code = "#include <asm/types.h>\nconst char *s = \"asm(\"; int plasma_asm = 0;";
+        assert_eq!(rewrite(code, "k.cu"), Ok(None));
+    }
+
+    #[test]
+    fn mma_operands_are_typed_by_their_constraints() {
+        let code = "void f(float *d, unsigned *a, unsigned *b) {\n  asm volatile(\n    \
+             \"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, \
+             {%8,%9}, {%10,%11,%12,%13};\\n\"\n    : \"=f\"(d[0]), \"=f\"(d[1]), \"=f\"(d[2]), \
+             \"=f\"(d[3])\n    : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \
+             \"r\"(b[1]), \"f\"(d[0]), \"f\"(d[1]), \"f\"(d[2]), \"f\"(d[3]));\n}\n";
+        let out = rw(code);
+        assert!(
+            out.contains("::sim::inline_ptx::mma_m16n8k16(false, false, false"),
+            "{out}"
+        );
+        assert!(
+            out.contains("::sim::inline_ptx::set_f32(d[0], _k0)"),
+            "{out}"
+        );
+        // Lines are kept: the closing brace is still on line 6.
+        assert_eq!(out.lines().count(), code.lines().count(), "{out}");
+        assert_eq!(out.lines().nth(5), Some("}"));
+        // A 64-bit operand where A takes 32 bits is refused, naming the operand.
+        let bad = code.replace("\"r\"(a[0])", "\"l\"(a)");
+        let r = rewrite(&bad, "k.cu").unwrap_err();
+        assert_eq!((r.file.as_str(), r.line), ("k.cu", 3));
+        assert!(r.why.contains("%4, constraint \"l\""), "{r}");
+    }
+
+    #[test]
+    fn the_cvta_idiom_ldmatrix_and_cp_async_are_recognised() {
+        let code = r#"
+__device__ unsigned s(void *p) {
+    unsigned a;
+    asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+    return a;
+}
+__device__ void g(unsigned *r, unsigned a, const float *src) {
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;" :: "r"(a), "l"(src), "r"(8));
+    asm volatile("cp.async.commit_group;\n" ::);
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(1));
+}
+"#;
+        let out = rw(code);
+        for want in [
+            "uint64_t _kr_t = 0;",
+            "_kr_t = (uint64_t)::sim::inline_ptx::cvta_to_shared",
+            "_k0 = (uint32_t)(uint32_t)(uint64_t)(uint64_t)(_kr_t)",
+            "::sim::inline_ptx::ldmatrix<4, true>(_d,",
+            "::sim::inline_ptx::cp_async(true,",
+            "::sim::async_commit();",
+            "::sim::async_wait((unsigned)(long long)(_k0));",
+        ] {
+            assert!(out.contains(want), "missing {want}:\n{out}");
+        }
+    }
+
+    #[test]
+    fn unknown_instructions_are_refused_with_file_line_and_name() {
+        let code = "#line 40 \"user.cu\"\nvoid f(unsigned long long d) {\n\n  asm volatile(\
+             \"wgmma.fence.sync.aligned;\" ::: \"memory\");\n}\n";
+        let r = rewrite(code, "ignored.cu").unwrap_err();
+        assert_eq!(
+            (r.file.as_str(), r.line, r.instruction.as_str()),
+            ("user.cu", 42, "wgmma.fence.sync.aligned")
+        );
+        assert!(
+            r.to_string()
+                .starts_with("user.cu:42: inline PTX `wgmma.fence.sync.aligned`: not emulated")
+        );
+        let branch = "void f() { asm volatile(\"L: bra L;\"); }";
+        assert!(rewrite(branch, "k.cu").unwrap_err().why.contains("labels"));
+        let top = "asm(\".global .u32 x;\");";
+        assert!(rewrite(top, "k.cu").unwrap_err().why.contains("file scope"));
+    }
+
+    #[test]
+    fn asm_in_a_macro_stays_a_macro() {
+        let code = "#define CP_ASYNC_CG(dst, src, n) \\\n  asm volatile(\"cp.async.cg.shared.global [%0], [%1], %2;\\n\" \\\n  :: \"r\"(dst), \"l\"(src), \"n\"(n))\nvoid f() {}\n";
+        let out = rw(code);
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(
+            lines[0].ends_with('\\') && lines[1].ends_with('\\'),
+            "{out}"
+        );
+        assert!(
+            lines[1].contains("::sim::inline_ptx::cp_async(true"),
+            "{out}"
+        );
+        assert_eq!(&lines[2..], &["", "void f() {}"], "{out}");
+    }
+}

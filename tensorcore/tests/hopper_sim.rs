@@ -1,0 +1,223 @@
+//! Rung 18 (wgmma fed by TMA through an mbarrier ring) executed from its CUDA source by the
+//! simulator's Hopper emulation, on aligned and awkward shapes: M, N and K tails, N <= 64 (the
+//! second 64-column box of B lies wholly outside the tensor), K long enough for the 5-stage
+//! ring to wrap. Planted bugs in the source (a wrong expected byte count, swizzle or
+//! descriptor field, a stage freed too early, a missing wait) must fail: by a wrong result, or
+//! by a deadlock report that names the mbarrier's phase, pending arrivals and tx-count.
+
+use kernel::sim::SimDevice;
+use kernel::testing::{gemm_f64, inputs, relative_error};
+use kernel::{CudaPlan, DeviceError, Executor, Kernel, KernelInfo, Shape};
+
+fn bf16(v: f32) -> f32 {
+    half::bf16::from_f32(v).to_f32()
+}
+
+/// Runs `kernel` on `(m, n, k)` with seeded inputs; the output, or the simulator's error.
+fn run(
+    dev: &SimDevice,
+    kernel: &dyn Kernel,
+    (m, n, k): (usize, usize, usize),
+) -> (Result<Vec<f32>, DeviceError>, Vec<Vec<f32>>) {
+    let shape = Shape::gemm(m, n, k);
+    let data = inputs(&shape, (m * 131 + n * 17 + k) as u64);
+    let out = dev.prepare(kernel, &shape, &data).and_then(|mut r| {
+        r.run()?;
+        r.output()
+    });
+    (out, data)
+}
+
+/// Aligned tiles, tails in M, N and K, N <= 64 with a ring that wraps, a single row.
+const SHAPES: [(usize, usize, usize); 6] = [
+    (128, 128, 64),
+    (256, 256, 384),
+    (130, 264, 72),
+    (72, 40, 392),
+    (200, 136, 520),
+    (1, 8, 8),
+];
+
+#[test]
+fn wgmma_tma_matches_the_reference_on_aligned_and_awkward_shapes() {
+    let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
+    let rung = tensorcore::GemmWgmmaTma;
+    let port = rung.cpu().expect("rung 18 has a CPU port");
+    for (m, n, k) in SHAPES {
+        let (out, data) = run(&dev, &rung, (m, n, k));
+        let out = out.unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));
+        // Products of BF16 operands are exact in FP32: only the FP32 sums differ from f64.
+        let exact = gemm_f64((m, n, k), &data[0], &data[1], bf16);
+        let err = relative_error(&out, &exact);
+        assert!(
+            err < 1e-6,
+            "{m}x{n}x{k}: {err:e} from the f64 product of BF16 operands"
+        );
+        let mut cpu = vec![f32::NAN; m * n];
+        port(&Shape::gemm(m, n, k), &[&data[0], &data[1]], &mut cpu);
+        let vs_port = relative_error(&out, &cpu.iter().map(|&v| f64::from(v)).collect::<Vec<_>>());
+        assert!(vs_port < 1e-5, "{m}x{n}x{k}: {vs_port:e} from the CPU port");
+    }
+}
+
+/// Rung 18 with its source changed (the same launch otherwise).
+struct Planted {
+    edits: &'static [(&'static str, &'static str)],
+}
+
+impl Kernel for Planted {
+    fn info(&self) -> KernelInfo {
+        tensorcore::GemmWgmmaTma.info()
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let mut plan = tensorcore::GemmWgmmaTma.cuda(shape)?;
+        for step in &mut plan.steps {
+            if let kernel::Step::Kernel(l) = step {
+                let mut code = l.source.code.to_string();
+                for (from, to) in self.edits {
+                    assert!(code.contains(from), "nothing to plant: {from}");
+                    code = code.replace(from, to);
+                }
+                l.source.code = code.into();
+            }
+        }
+        Some(plan)
+    }
+}
+
+/// What a planted bug must produce.
+enum Expect {
+    /// A deadlock report containing all of these.
+    Deadlock(&'static [&'static str]),
+    /// A wrong result, or an error of the simulator (a deadlock, a misuse).
+    Fails,
+}
+
+fn planted_fails(edits: &'static [(&'static str, &'static str)], expect: Expect) {
+    let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
+    let bug = Planted { edits };
+    let shape = (256, 256, 384);
+    let (out, data) = run(&dev, &bug, shape);
+    let what = format!("{:?}", edits.iter().map(|e| e.1).collect::<Vec<_>>());
+    match (out, expect) {
+        (Err(DeviceError::Sim(msg)), Expect::Deadlock(want)) => {
+            eprintln!("{what}: {msg}");
+            for w in want {
+                assert!(msg.contains(w), "{what}: the report lacks {w:?}: {msg}");
+            }
+        }
+        (Err(DeviceError::Sim(msg)), Expect::Fails) => {
+            // A deadlock, or a misuse the emulation reports (an arrival on a phase that
+            // cannot take one).
+            eprintln!("{what}: {msg}");
+            assert!(msg.starts_with("gemm_wgmma_tma: "), "{what}: {msg}");
+        }
+        (Ok(out), Expect::Fails) => {
+            let err = relative_error(&out, &gemm_f64(shape, &data[0], &data[1], bf16));
+            eprintln!("{what}: relative error {err:e}");
+            assert!(
+                err.is_nan() || err > 1e-2,
+                "{what} went unnoticed: relative error {err:e}"
+            );
+        }
+        (other, _) => panic!("{what}: expected a failure, got {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn more_expected_bytes_than_land_is_a_deadlock_naming_the_barrier() {
+    planted_fails(
+        &[(
+            "mbar_expect_tx(&full[s], STAGE_BYTES)",
+            "mbar_expect_tx(&full[s], STAGE_BYTES + 16)",
+        )],
+        Expect::Deadlock(&[
+            "gemm_wgmma_tma: deadlock at an mbarrier wait",
+            "wait for parity 0 of the mbarrier at shared address 0x",
+            "phase parity 0, 0 of 1 arrivals pending, tx-count 16",
+        ]),
+    );
+}
+
+#[test]
+fn fewer_expected_bytes_than_land_is_a_deadlock_naming_the_barrier() {
+    planted_fails(
+        &[(
+            "mbar_expect_tx(&full[s], STAGE_BYTES)",
+            "mbar_expect_tx(&full[s], STAGE_BYTES - 16)",
+        )],
+        Expect::Deadlock(&[
+            "deadlock at an mbarrier wait",
+            "phase parity 0, 0 of 1 arrivals pending, tx-count -16",
+        ]),
+    );
+}
+
+#[test]
+fn a_wrong_swizzle_in_the_descriptor_fails() {
+    planted_fails(
+        &[(
+            "hopper::smem_desc_128b(a + kk * 16, 16, 1024)",
+            "hopper::smem_desc(a + kk * 16, 16, 1024, hopper::SWIZZLE_64B)",
+        )],
+        Expect::Fails,
+    );
+}
+
+#[test]
+fn wrong_descriptor_fields_fail() {
+    // A's 8-row groups are 1024 B apart, not 512; B's 64-column boxes 8192 B apart, not 4096.
+    planted_fails(
+        &[(
+            "hopper::smem_desc_128b(a + kk * 16, 16, 1024)",
+            "hopper::smem_desc_128b(a + kk * 16, 16, 512)",
+        )],
+        Expect::Fails,
+    );
+    planted_fails(
+        &[(
+            "hopper::smem_desc_128b(b + kk * 16 * 64, B_CHUNK * 2, 1024)",
+            "hopper::smem_desc_128b(b + kk * 16 * 64, B_CHUNK, 1024)",
+        )],
+        Expect::Fails,
+    );
+    // The K step inside a swizzled row is 32 B (16 elements), not 16 B.
+    planted_fails(
+        &[(
+            "hopper::smem_desc_128b(a + kk * 16, 16, 1024)",
+            "hopper::smem_desc_128b(a + kk * 8, 16, 1024)",
+        )],
+        Expect::Fails,
+    );
+}
+
+#[test]
+fn a_stage_freed_by_one_warp_per_warpgroup_fails() {
+    // wgmma.wait_group covers only the executing warp's wgmma: one arrival per warpgroup lets
+    // the producer refill a stage that a slower warp's wgmma still reads.
+    planted_fails(
+        &[
+            (
+                "mbar_init(&empty[s], CONSUMERS * 4)",
+                "mbar_init(&empty[s], CONSUMERS)",
+            ),
+            (
+                "if (threadIdx.x % 32 == 0) hopper::mbar_arrive(&empty[s]);",
+                "if (threadIdx.x % 128 == 0) hopper::mbar_arrive(&empty[s]);",
+            ),
+        ],
+        Expect::Fails,
+    );
+}
+
+#[test]
+fn a_consumer_that_does_not_wait_for_its_stage_fails() {
+    planted_fails(
+        &[(
+            "hopper::mbar_wait(&full[s], (kt / STAGES) & 1);",
+            "/* no wait for the stage */",
+        )],
+        Expect::Fails,
+    );
+}
