@@ -11,7 +11,7 @@ use harness::config::Config;
 use harness::results::Status;
 use harness::run::{Ablation, Event};
 use harness::timing::Timing;
-use harness::{calibrate, output, peers, registry, report, select};
+use harness::{calibrate, output, peers, report, select, tune};
 use kernel::DeviceError;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -63,7 +63,7 @@ fn bench() -> anyhow::Result<bool> {
             None
         }
     };
-    let all = registry::all();
+    let all = tune::lab_kernels(dev.info(), &out);
     let dev_config = config.device(dev.kind());
     let shapes = dev_config
         .workloads

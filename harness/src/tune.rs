@@ -220,10 +220,19 @@ impl TuneResults {
 }
 
 /// Every lab kernel as `dev` runs it: rung 09 with the tune file in `out`'s folder for the
-/// device, if there is one. `run` and `check` both take their kernels from here.
+/// device, if there is one, and on a GPU each kernel configured for it
+/// ([`Kernel::for_device`]: split-K sized by the SM count). `run`, `check` and the bench take
+/// their kernels from here.
 pub fn lab_kernels(dev: &DeviceInfo, out: &Path) -> Vec<Box<dyn Kernel>> {
     let mut all = crate::registry::all();
     apply(&mut all, &out.join(&dev.slug));
+    if dev.kind == DeviceKind::Cuda.name() {
+        for k in all.iter_mut() {
+            if let Some(configured) = k.for_device(dev) {
+                *k = configured;
+            }
+        }
+    }
     all
 }
 
