@@ -14,6 +14,8 @@
 // - One barrier per k-tile, placed after the first k16 step's mma.sync are issued (16 waits
 //   at the top of the tile with the tensor cores idle): the warps meet while their HMMA run,
 //   then the last k16 step's mma.sync overlap the ldmatrix of the next tile's first step.
+//   In the SASS (sm_90) a warp's k-tile is 64 HMMA.16816.F32 with one BAR.SYNC after the
+//   first 33 of them, 8 LDSM and 8 LDSM.MT (x4), and 6 LDGSTS.
 // Tails as in 14..16: zero-filled 16-byte copies for row, column and K tails, guarded 2-byte
 // loads when K or N is not a multiple of 8 (or a base is not 16-byte aligned), guarded stores
 // of C. Every thread reaches every barrier; ldmatrix and mma.sync run on all 32 lanes.

@@ -8,8 +8,9 @@
 // grid's z dimension splits K: block z of a tile multiplies the k-tiles
 // [z * T / splits, (z + 1) * T / splits) of the T = ceil(K / 32), so tiles x splits blocks
 // share the work (1024^3: 32 x 4 = 128 blocks, one wave, a quarter of K each). The plan picks
-// `splits` from the shape and the SM count (tensorcore/src/wide_tile.rs); splits = 1 is rung
-// 19 exactly, C stored straight from the registers.
+// `splits` from the shape and the SM count (tensorcore/src/wide_tile.rs), only for shapes
+// with fewer tiles than SMs; splits = 1 is rung 19 exactly, C stored straight from the
+// registers.
 //
 // The reduction is deterministic: the partial tiles are never added with atomics (whose order,
 // and so whose FP32 rounding, would change from run to run). Each block stores its FP32
@@ -19,8 +20,10 @@
 // and the block that arrives last reads back the partials of splits 0, 1, ..., splits - 1
 // and adds them in that order, whichever block it is, then stores C with 19's guarded
 // epilogue (its own slot is read back too: keeping its registers aside for the sum would
-// double the accumulators). It then resets the counter, so the next launch finds
-// it at zero (the plan also zero-fills the counters before every run).
+// double the accumulators). It also resets the counter, so the next launch finds it at
+// zero (the plan zero-fills the counters before every run as well). Each __threadfence is
+// MEMBAR.SC.GPU then CCTL.IVALL in the SASS (sm_90): the reducer's L1 is invalidated, so its
+// plain loads of the other splits' slots cannot hit stale lines.
 // Tails: 19's (zero-filled copies, guarded loads and stores); a split always holds at least one
 // k-tile (splits <= T), the last k-tile may be partial.
 
