@@ -3,7 +3,9 @@
 //! (a block's warps split its query tile, normalization deferred); 04 causal tiles skipped;
 //! 05 and 06 both products on tensor cores (WMMA) with FP16 or BF16 inputs and FP32 softmax
 //! state; 07 and 08 the FlashAttention-2 kernel on `mma.sync` with P and the output kept in
-//! registers (FP16, BF16). The walkthrough is in this crate's README.
+//! registers (FP16, BF16); 09 and 10 the same kernel on 128-row query blocks of 8 warps, with
+//! the scale folded into the base-2 exponent and one barrier per K/V tile (FP16, BF16). The
+//! walkthrough is in this crate's README.
 
 pub mod cpu;
 
@@ -24,6 +26,8 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
         Box::new(Flash2Wmma(Round::Bf16)),
         Box::new(Flash2Mma(Round::F16)),
         Box::new(Flash2Mma(Round::Bf16)),
+        Box::new(Flash2Br128(Round::F16)),
+        Box::new(Flash2Br128(Round::Bf16)),
     ]
 }
 
@@ -80,13 +84,26 @@ fn supports(shape: &Shape, d_multiple: usize) -> Result<(), Unsupported> {
 const THREADS_PER_ROW: u32 = BR as u32;
 const THREADS_WARPS: u32 = 128;
 
-/// A one-launch plan: a grid of query blocks by heads, `HEAD_DIM` defined as the shape's D.
+/// A one-launch plan: a grid of query blocks of [`BR`] rows by heads, `HEAD_DIM` defined as
+/// the shape's D.
 fn plan(
+    shape: &Shape,
+    source: CudaSource,
+    entry: (&str, u32),
+    input: Dtype,
+    smem: usize,
+) -> CudaPlan {
+    plan_rows(shape, source, entry, input, smem, BR)
+}
+
+/// [`plan`] for blocks of `rows` query rows.
+fn plan_rows(
     shape: &Shape,
     source: CudaSource,
     (entry, threads): (&str, u32),
     input: Dtype,
     smem: usize,
+    rows: usize,
 ) -> CudaPlan {
     let dims = attention_dims(shape);
     CudaPlan {
@@ -95,7 +112,7 @@ fn plan(
         steps: vec![Step::Kernel(Launch {
             source: source.define("HEAD_DIM", dims.d),
             entry: entry.to_string().into(),
-            grid: [div_ceil(dims.s, BR), dims.heads as u32, 1],
+            grid: [div_ceil(dims.s, rows), dims.heads as u32, 1],
             block: [threads, 1, 1],
             dynamic_smem: smem as u32,
             args: attention_args(&dims, 0, dims.heads),
@@ -419,6 +436,97 @@ impl Kernel for Flash2Mma {
     }
 }
 
+/// Query rows per block of rungs 09 and 10: 8 warps of 16.
+const BR_WIDE: usize = 128;
+const THREADS_WIDE: u32 = 256;
+
+/// Dynamic shared memory of rungs 09 and 10 (the carve of `09_flash2_br128.cu`): a 128-row Q
+/// tile and two stages of K and V tiles, 16-bit rows padded by 8.
+pub fn smem_flash2_br128(d: usize) -> usize {
+    (BR_WIDE + 2 * 2 * BC_WMMA) * (d + 8) * 2
+}
+
+/// `09_flash2_br128.cu`: rung 07 on 128-row query blocks of 8 warps, the scale folded into the
+/// base-2 exponent, masks only on the tiles that need them, one barrier per K/V tile; FP16
+/// (rung 09) or BF16 (rung 10).
+pub struct Flash2Br128(pub Round);
+
+impl Kernel for Flash2Br128 {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(match self.0 {
+            Round::F16 => Lineage {
+                parent: Some("attn-flash2-mma-fp16"),
+                idea: "three ideas: 128-row query blocks of 8 warps sharing each K/V tile (half the L2 bytes per FLOP), the scale folded into the base-2 exponent with masks only on boundary tiles, and one barrier per K/V tile",
+                bound: Some(Bound::DramTraffic),
+            },
+            Round::Bf16 => Lineage {
+                parent: Some("attn-flash2-br128-fp16"),
+                idea: "BF16 in place of FP16: FP32's exponent range, an 8-bit mantissa",
+                bound: None,
+            },
+        })
+    }
+
+    fn info(&self) -> KernelInfo {
+        match self.0 {
+            Round::F16 => info(
+                "attn-flash2-br128-fp16",
+                9,
+                Precision::Fp16,
+                "rung 07 on 128-row query blocks of 8 warps: each K/V tile serves 128 rows; exp2 with the scale in one FFMA, masks on boundary tiles only, one barrier per tile",
+            ),
+            Round::Bf16 => info(
+                "attn-flash2-br128-bf16",
+                10,
+                Precision::Bf16,
+                "rung 09 with BF16 inputs and P",
+            ),
+        }
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        Flash2Mma(self.0).supports(shape)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let d = attention_dims(shape).d;
+        let (entry, dtype) = match self.0 {
+            Round::F16 => ("attn_flash2_br128_fp16", Dtype::F16),
+            Round::Bf16 => ("attn_flash2_br128_bf16", Dtype::Bf16),
+        };
+        Some(plan_rows(
+            shape,
+            cuda_source!("flash-attn", "09_flash2_br128.cu"),
+            (entry, THREADS_WIDE),
+            dtype,
+            smem_flash2_br128(d),
+            BR_WIDE,
+        ))
+    }
+
+    /// The port of 05..08 on 128-row blocks: each K/V tile visited once per 128 rows, the
+    /// same rounding (16-bit Q, K, V and P; FP32 scores, state and sums). The port's
+    /// exponentials are base e on scaled scores; the kernel's base 2 with the scale folded
+    /// in differs from them by FP32 rounding only.
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(match self.0 {
+            Round::F16 => {
+                |shape, inputs, out| cpu::flash(br128_tiling(Round::F16), shape, inputs, out)
+            }
+            Round::Bf16 => {
+                |shape, inputs, out| cpu::flash(br128_tiling(Round::Bf16), shape, inputs, out)
+            }
+        })
+    }
+}
+
+fn br128_tiling(round: Round) -> Tiling {
+    Tiling {
+        rows: BR_WIDE,
+        ..wmma_tiling(round)
+    }
+}
+
 fn wmma_tiling(round: Round) -> Tiling {
     Tiling {
         rows: BR,
@@ -492,6 +600,9 @@ mod tests {
         let e = Flash2Mma(Round::F16).supports(&shape(96)).unwrap_err().0;
         assert!(e.contains("not 64 or 128"), "{e}");
         assert!(Flash2Mma(Round::Bf16).supports(&shape(128)).is_ok());
+        let e = Flash2Br128(Round::Bf16).supports(&shape(96)).unwrap_err().0;
+        assert!(e.contains("not 64 or 128"), "{e}");
+        assert!(Flash2Br128(Round::F16).supports(&shape(64)).is_ok());
         let e = FlashFp32.supports(&shape(256)).unwrap_err().0;
         assert!(e.contains("above 128"), "{e}");
     }
@@ -501,6 +612,10 @@ mod tests {
         assert_eq!(smem_flash_fp32(64), (64 * 65 + 2 * 32 * 64 + 32 * 64) * 4);
         assert_eq!(smem_flash2_wmma(128), 112_640);
         assert_eq!(smem_flash2_mma(128), 87_040);
+        // Rungs 09/10: two blocks per SM on an H100 at D = 128 (228 KB, 1 KB reserved each).
+        assert_eq!(smem_flash2_br128(128), 104_448);
+        assert_eq!(smem_flash2_br128(64), 55_296);
+        assert!(2 * (smem_flash2_br128(128) + 1024) <= 228 * 1024);
         let plan = |s| {
             Flash2Fp32
                 .cuda(&Shape::Attention {
@@ -516,5 +631,18 @@ mod tests {
         assert_eq!(plan(16384).scratch_bytes(), 0);
         let launch = plan(130).launches().next().cloned().unwrap();
         assert_eq!((launch.grid, launch.block), ([3, 1, 1], [128, 1, 1]));
+        // Rungs 09/10: 128-row blocks of 8 warps, the grid counts blocks of 128 rows.
+        let wide = Flash2Br128(Round::F16)
+            .cuda(&Shape::Attention {
+                b: 2,
+                h: 3,
+                s: 130,
+                d: 128,
+                causal: true,
+            })
+            .unwrap();
+        let launch = wide.launches().next().cloned().unwrap();
+        assert_eq!((launch.grid, launch.block), ([2, 6, 1], [256, 1, 1]));
+        assert_eq!(launch.dynamic_smem as usize, smem_flash2_br128(128));
     }
 }

@@ -16,7 +16,7 @@ use harness::console::{Progress, Verbosity, print_run_folder};
 use harness::run::Ablation;
 use harness::runs::{self, LabDir};
 use harness::timing::Timing;
-use harness::{registry, report, select};
+use harness::{report, select, tune};
 use kernel::DeviceError;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -55,7 +55,7 @@ fn bench() -> anyhow::Result<bool> {
     }
     eprintln!("Device: {}", dev.info().name);
     let calibration = ceilings(dev.as_ref(), &lab);
-    let all = registry::all();
+    let all = tune::lab_kernels(dev.info(), &lab);
     let dev_config = config.device(dev.kind());
     let shapes: Vec<_> = dev_config
         .workloads

@@ -220,11 +220,19 @@ impl TuneResults {
     }
 }
 
-/// Every lab kernel as `dev` runs it: rung 09 with the device's tune file, if there is one.
-/// `run` and `check` both take their kernels from here.
+/// Every lab kernel as `dev` runs it: rung 09 with the device's tune file, if there is one, and
+/// on a GPU each kernel configured for it ([`Kernel::for_device`]: split-K sized by the SM
+/// count). `run`, `check` and the bench take their kernels from here.
 pub fn lab_kernels(dev: &DeviceInfo, lab: &LabDir) -> Vec<Box<dyn Kernel>> {
     let mut all = crate::registry::all();
     apply(&mut all, &lab.tune(&dev.slug));
+    if dev.kind == DeviceKind::Cuda.name() {
+        for k in all.iter_mut() {
+            if let Some(configured) = k.for_device(dev) {
+                *k = configured;
+            }
+        }
+    }
     all
 }
 

@@ -1,5 +1,6 @@
 //! The `Kernel` trait: what every rung of every stage says about itself and how it runs.
 
+use crate::device::DeviceInfo;
 use crate::plan::{CudaPlan, Text};
 use crate::workload::{Shape, Workload};
 use serde::{Deserialize, Serialize};
@@ -289,6 +290,14 @@ pub trait Kernel: Send + Sync {
     /// Why this kernel can only run on a real GPU (inline PTX, Hopper-only features), or
     /// `None` when the simulator can execute its source.
     fn gpu_only(&self) -> Option<&'static str> {
+        None
+    }
+
+    /// This kernel configured for the GPU that runs it (a plan that sizes its grid by the
+    /// GPU's SM count, [`DeviceInfo::units`]), or `None` when it runs the same on every GPU.
+    /// The harness asks only CUDA devices: the CPU and the simulator keep the kernel's default,
+    /// so their checks do not depend on the machine that runs them.
+    fn for_device(&self, _device: &DeviceInfo) -> Option<Box<dyn Kernel>> {
         None
     }
 }

@@ -1,12 +1,14 @@
 //! Tensor-core GEMM rungs: WMMA TF32 (10), then the FP16 road to cuBLAS: WMMA fed by a
 //! `cp.async` ring (14), `mma.sync` + `ldmatrix` on a swizzled ring (15), fragments double
-//! buffered in registers (16), 16 on BF16 (17), and the Hopper rung: wgmma fed by TMA (18).
+//! buffered in registers (16), 16 on BF16 (17), the Hopper rung: wgmma fed by TMA (18),
+//! 128x256 block tiles of 8 warps (19), and split-K for shapes with fewer tiles than SMs (20).
 //! The walkthrough is in this crate's README.
 //! Rung 05 of the convolution ladder is in [`conv`].
 
 pub mod conv;
 mod hopper;
 mod pipelined;
+mod wide_tile;
 
 use kernel::{
     Bound, CpuPort, CudaPlan, Kernel, KernelInfo, Launch, Lineage, Precision, Role, Shape, Stage,
@@ -17,6 +19,7 @@ use restrict_unroll::cpu::{BLayout, gemm_blocked, round_tf32};
 
 pub use hopper::GemmWgmmaTma;
 pub use pipelined::{GemmMmaBf16, GemmMmaDoubleBuffer, GemmMmaLdmatrix, GemmWmmaCpAsync};
+pub use wide_tile::{DEFAULT_SMS, GemmMma128x256, GemmMmaSplitK};
 
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
@@ -24,6 +27,8 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     all.extend(conv::kernels());
     all.extend(pipelined::kernels());
     all.push(Box::new(GemmWgmmaTma));
+    all.push(Box::new(GemmMma128x256));
+    all.push(Box::new(GemmMmaSplitK::default()));
     all
 }
 

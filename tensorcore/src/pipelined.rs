@@ -232,7 +232,7 @@ impl Kernel for GemmMmaBf16 {
 
 /// FP16 storage, widened to f32 while the blocked GEMM packs it.
 #[derive(Clone, Copy)]
-struct F16(f16);
+pub(crate) struct F16(pub(crate) f16);
 
 impl Operand for F16 {
     #[inline(always)]
@@ -245,7 +245,7 @@ impl Operand for F16 {
 /// shared-memory ring to fill). A and B are rounded to FP16 (to nearest even, as the executor
 /// converts them for the GPU), then multiplied with FP32 accumulation by rung 07's packed,
 /// blocked GEMM.
-fn cpu_fp16(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
+pub(crate) fn cpu_fp16(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
     let (m, n, k) = gemm_dims(shape);
     let conv = |x: &[f32]| -> Vec<F16> { x.par_iter().map(|&v| F16(f16::from_f32(v))).collect() };
     let (a, b) = (conv(inputs[0]), conv(inputs[1]));

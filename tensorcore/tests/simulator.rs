@@ -1,4 +1,4 @@
-//! The pipelined rungs (14..17) executed from their CUDA source by the simulator on shapes the
+//! The pipelined rungs (14..17, 19, 20) executed from their CUDA source by the simulator on shapes the
 //! harness's simulator matrix does not reach: K and N multiples of 8, so the 16-byte
 //! `cp.async` path runs (the matrix's shapes take the guarded 2-byte path), with row, column
 //! and K tails, and K long enough for the ring to wrap around. Each output must agree with
@@ -58,6 +58,55 @@ fn mma_bf16_on_aligned_tails() {
     check(&tensorcore::GemmMmaBf16);
 }
 
+#[test]
+fn mma_128x256_on_aligned_tails() {
+    check(&tensorcore::GemmMma128x256);
+}
+
+/// Rung 20 splits K on these shapes at its default SM count (the simulator has no SMs to
+/// count): 136x264x1040 is 4 tiles of 128x256 with row and column tails and 33 k-tiles (the
+/// last one half full) in 3 splits, on the 16-byte path; 100x37x1000 one tile in 4 splits on
+/// the guarded 2-byte path (K and N not multiples of 8). Each block order the simulator's
+/// seeds produce (a different block arrives last at each tile) must give the same bits, and
+/// those must match the CPU port, which adds the same partials in the same order, and the f64
+/// reference.
+#[test]
+fn split_k_is_deterministic_on_tails() {
+    let rung = tensorcore::GemmMmaSplitK::default();
+    let port = rung.cpu().expect("a CPU port");
+    for (m, n, k) in [(136, 264, 1040), (100, 37, 1000)] {
+        let shape = Shape::gemm(m, n, k);
+        assert!(rung.splits(&shape) > 1, "{shape} must split");
+        let data = inputs(&shape, (m + n + k) as u64);
+        let mut cpu = vec![f32::NAN; m * n];
+        port(&shape, &[&data[0], &data[1]], &mut cpu);
+        let cpu: Vec<f64> = cpu.iter().map(|&v| f64::from(v)).collect();
+        let exact = gemm_f64((m, n, k), &data[0], &data[1], |v| v);
+        let mut first: Option<Vec<u32>> = None;
+        for seed in [1, 2, 3] {
+            let dev = SimDevice::new()
+                .expect("the simulator needs a C++ compiler")
+                .with_seed(seed);
+            let mut run = dev.prepare(&rung, &shape, &data).expect("prepare");
+            run.run()
+                .unwrap_or_else(|e| panic!("{shape}, seed {seed}: {e}"));
+            let out = run.output().expect("output");
+            let vs_port = relative_error(&out, &cpu);
+            assert!(
+                vs_port < 1e-5,
+                "{shape}, seed {seed}: {vs_port:e} from the port"
+            );
+            let vs_f64 = relative_error(&out, &exact);
+            assert!(vs_f64 < 1e-2, "{shape}, seed {seed}: {vs_f64:e} from f64");
+            let bits: Vec<u32> = out.iter().map(|v| v.to_bits()).collect();
+            match &first {
+                None => first = Some(bits),
+                Some(b) => assert!(b == &bits, "{shape}: seed {seed} changed the result bits"),
+            }
+        }
+    }
+}
+
 /// A rung with one planted change to its source (the same launch otherwise).
 struct Planted {
     rung: &'static dyn Kernel,
@@ -108,6 +157,13 @@ fn planted_ring_and_swizzle_bugs_fail() {
             from: "ptx::smem_addr(bs + swz_b(kk + lrow, wn * 64 + p * 16 + lchunk))",
             to: "ptx::smem_addr(bs + (kk + lrow) * BN + wn * 64 + p * 16 + lchunk)",
         },
+        // Rung 19's one barrier per k-tile moved past the next tile's first ldmatrix: the
+        // fragments are read before the copies of that tile have landed.
+        Planted {
+            rung: &tensorcore::GemmMma128x256,
+            from: "            if (s == KSTEPS - 2) {",
+            to: "            if (s == KSTEPS - 1) {",
+        },
     ];
     for bug in &bugs {
         let id = bug.info().id;
@@ -128,4 +184,34 @@ fn planted_ring_and_swizzle_bugs_fail() {
             bug.to
         );
     }
+}
+
+/// Split-K's reduction must wait for every split: a tile reduced by the first block to arrive
+/// (which then leaves the counter as it is) reads partial slots the other splits have not
+/// written yet, poisoned with NaN by the plan.
+#[test]
+fn split_k_reduced_by_the_first_arrival_fails() {
+    static SPLIT: tensorcore::GemmMmaSplitK =
+        tensorcore::GemmMmaSplitK::for_sms(tensorcore::DEFAULT_SMS);
+    let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
+    let shape = Shape::gemm(136, 264, 1040);
+    let data = inputs(&shape, 5);
+    let bug = Planted {
+        rung: &SPLIT,
+        from: concat!(
+            "if (arrived != (unsigned)splits - 1) return;\n",
+            "    __threadfence();  // the other splits' partials, fenced before their counts, are seen now\n",
+            "    if (threadIdx.x == 0) counters[tile] = 0;"
+        ),
+        to: "if (arrived != 0) return;",
+    };
+    let out = dev
+        .prepare(&bug, &shape, &data)
+        .and_then(|mut r| {
+            r.run()?;
+            r.output()
+        })
+        .expect("the planted kernel runs");
+    let err = relative_error(&out, &gemm_f64((136, 264, 1040), &data[0], &data[1], |v| v));
+    assert!(err > 1e-2, "the first arrival's sum still passes ({err:e})");
 }

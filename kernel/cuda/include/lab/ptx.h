@@ -6,7 +6,7 @@
 //   ldmatrix        ldmatrix_x1/_x2/_x4 and their _trans forms (m8n8, b16, from shared memory)
 //   mma.sync        mma_m16n8k16_f16, mma_m16n8k16_bf16 (row.col, f32 accumulators),
 //                   mma_m16n8k16_f16_f16 (f16 accumulators), mma_m16n8k8_tf32
-//   helpers         smem_addr, pack_half2, pack_bf162, to_tf32
+//   helpers         smem_addr, pack_half2, pack_bf162, to_tf32, ex2_approx
 //
 // For NVRTC each body is the instruction itself. Under KERNEL_LAB_SIM (the CUDA simulator's
 // host compiler) each body is an exact emulation on the simulator's fibers (sim_mma.h, which
@@ -83,6 +83,21 @@ __device__ __forceinline__ unsigned to_tf32(float x) {
     unsigned r;
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
     return r;
+#endif
+}
+
+// 2^x in one MUFU.EX2 (ex2.approx.ftz.f32: the hardware's approximation, subnormal results
+// flushed to zero). exp2f without fast math wraps the same instruction in a range test and two
+// multiplies that keep subnormal results, which a softmax's probabilities, rounded to 16 bits
+// next, do not need. The simulator computes exp2f: it differs from the instruction by the
+// approximation's last bits and in the subnormal range only.
+__device__ __forceinline__ float ex2_approx(float x) {
+#ifdef KERNEL_LAB_SIM
+    return exp2f(x);
+#else
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
 #endif
 }
 
