@@ -67,7 +67,7 @@ fn supports(shape: &Shape, d_multiple: usize) -> Result<(), Unsupported> {
     }
     if !dims.d.is_multiple_of(d_multiple) {
         return Err(Unsupported(format!(
-            "D = {} is not a multiple of {d_multiple} (the WMMA k16/n16 step)",
+            "D = {} is not a multiple of {d_multiple}: the tensor-core tiles cover D in steps of 16",
             dims.d
         )));
     }
