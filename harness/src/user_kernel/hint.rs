@@ -161,10 +161,15 @@ pub fn tail_hint(
     if let Shape::Gemm { k, .. } | Shape::Linear { k, .. } = *shape {
         let whole = 1usize << k.trailing_zeros().min(6);
         if whole < 64 {
+            let of = if whole == 1 {
+                format!("K = {k} is odd")
+            } else {
+                format!("K = {k} is a multiple of {whole} and of no larger power of two")
+            };
             parts.push(format!(
-                "K = {k} is a multiple of {whole} at most: a kernel that steps through K in \
-                 tiles of more than {whole} without a bound check reads a partial last tile \
-                 past the end of A's rows and B's last row"
+                "{of}: a kernel that steps through K in tiles of {} or more without a bound \
+                 check reads a partial last tile past the end of A's rows and B's last row",
+                whole * 2
             ));
         }
     }
@@ -206,14 +211,17 @@ mod tests {
         );
         assert!(hint.contains("row 99 column 0, is in that tail"), "{hint}");
         assert!(
-            hint.contains("K = 129 is a multiple of 1 at most"),
+            hint.contains("K = 129 is odd: a kernel that steps through K in tiles of 2 or more"),
             "{hint}"
         );
         // Round M and N, a K tail alone.
         let round = Shape::gemm(64, 64, 100);
         let hint = tail_hint(&grid, &[], &round, &vars(&round), Some(0)).unwrap();
         assert!(
-            hint.starts_with("K = 100 is a multiple of 4 at most"),
+            hint.starts_with(
+                "K = 100 is a multiple of 4 and of no larger power of two: a kernel that steps \
+                 through K in tiles of 8 or more"
+            ),
             "{hint}"
         );
         let all_round = Shape::gemm(64, 64, 128);

@@ -430,7 +430,11 @@ impl UserKernel {
         arch: String,
         log: String,
     ) -> UserKernelError {
-        let log = self.files.translate(&log);
+        let mut log = self.files.translate(&log);
+        if let Ok(dir) = source::standin_dir() {
+            // The stand-ins by their own names, as `#include` spells them.
+            log = log.replace(&format!("{}/", dir.display()), "");
+        }
         let marker = source::wrapper_file(&self.list, self.signature);
         let at_wrapper = log
             .lines()

@@ -327,8 +327,14 @@ pub fn inspect(
     kernel::cuda::nvrtc::version()
         .map_err(|e| anyhow::anyhow!("harness inspect needs NVRTC: {e}"))?;
     let width = users.iter().map(|u| u.id().len()).max().unwrap_or(6).max(6);
+    let entry = users
+        .iter()
+        .map(|u| u.spec.entry.len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
     println!(
-        "{:<width$} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
+        "{:<width$} {:<entry$} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
         "kernel", "entry", "arch", "threads", "regs", "smem B", "stack", "spill st/ld", "occupancy"
     );
     let mut ok = true;
@@ -345,7 +351,7 @@ pub fn inspect(
                 Ok(list) => {
                     for r in list {
                         println!(
-                            "{:<width$} {:<22} {:<7} {}",
+                            "{:<width$} {:<entry$} {:<7} {}",
                             u.id(),
                             u.spec.entry,
                             r.arch,
