@@ -66,7 +66,7 @@ pub fn read_versioned<T: serde::de::DeserializeOwned>(
         .with_context(|| format!("cannot read {what} file {}", path.display()))?;
     let probe: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("{} is not JSON", path.display()))?;
-    match probe.get("schema_version").and_then(|v| v.as_u64()) {
+    match schema_version(&probe, path)? {
         Some(v) if v == u64::from(version) => {}
         Some(v) => bail!(
             "{} has {what} schema version {v}; this harness reads version {version}: {advice}",
@@ -76,6 +76,22 @@ pub fn read_versioned<T: serde::de::DeserializeOwned>(
     }
     serde_json::from_value(probe)
         .with_context(|| format!("{} does not match the {what} schema", path.display()))
+}
+
+/// The `schema_version` of a JSON file's top object: `None` when it has none, an error naming
+/// the value when it is not a whole number (a version written as `"1"`).
+pub fn schema_version(probe: &serde_json::Value, path: &Path) -> Result<Option<u64>> {
+    match probe.get("schema_version") {
+        None => Ok(None),
+        Some(v) => match v.as_u64() {
+            Some(n) => Ok(Some(n)),
+            None => bail!(
+                "{}: schema_version is {v}, not a whole number (as the harness writes it, \
+                 `\"schema_version\": 1`)",
+                path.display()
+            ),
+        },
+    }
 }
 
 /// Writes `contents` to `path` atomically.

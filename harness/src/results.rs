@@ -154,7 +154,7 @@ impl RunResults {
             .with_context(|| format!("cannot read results file {}", path.display()))?;
         let probe: serde_json::Value = serde_json::from_str(&text)
             .with_context(|| format!("{} is not JSON", path.display()))?;
-        match probe.get("schema_version").and_then(|v| v.as_u64()) {
+        match crate::output::schema_version(&probe, path)? {
             Some(v) if v == u64::from(SCHEMA_VERSION) => {}
             Some(v) => bail!(
                 "{} has results schema version {v}; this harness reads version {SCHEMA_VERSION}. \
@@ -281,6 +281,12 @@ mod tests {
                 .unwrap_err()
                 .to_string()
                 .contains("no schema_version")
+        );
+        std::fs::write(&p, r#"{"schema_version": "1"}"#).unwrap();
+        let e = RunResults::read(&p).unwrap_err().to_string();
+        assert!(
+            e.contains("schema_version is \"1\", not a whole number"),
+            "{e}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -355,9 +355,10 @@ pub fn of_plan(
         }
         let compiled = nvrtc::compile(&l.source, arch)?;
         let functions = parse(&tool.disassemble(&compiled.cubin, &file)?);
+        let symbol = compiled.symbol(&l.entry);
         let function = functions
             .into_iter()
-            .find(|f| f.name == l.entry.as_ref())
+            .find(|f| f.name == symbol)
             .ok_or_else(|| SassError::MissingEntry {
                 entry: l.entry.to_string(),
                 file: file.clone(),

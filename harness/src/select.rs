@@ -5,7 +5,7 @@ use crate::config::Config;
 use anyhow::{Result, anyhow, bail};
 use kernel::cuda::CudaDevice;
 use kernel::device::cpu::CpuDevice;
-use kernel::{DeviceError, DeviceKind, Executor, Shape, Workload};
+use kernel::{DeviceError, DeviceKind, Executor, Kernel, Shape, Workload};
 
 /// Opens the requested device. With `None`, the GPU if one works, else the CPU; the second
 /// value is the line explaining a fallback.
@@ -36,6 +36,26 @@ pub fn open(kind: Option<DeviceKind>) -> Result<(Box<dyn Executor>, Option<Strin
             )),
         },
     }
+}
+
+/// Refuses kernels named with `--kernels` that no workload of the run computes, naming
+/// theirs: such a run would measure nothing.
+pub fn kernels_in(named: &[&dyn Kernel], workloads: &[Workload]) -> Result<()> {
+    for k in named {
+        let i = k.info();
+        if !workloads.contains(&i.workload) {
+            let ours: Vec<&str> = workloads.iter().map(|w| w.name()).collect();
+            bail!(
+                "{} is a {} kernel, and this run's workloads are {}: add --workload {}, or \
+                 leave --workload out",
+                i.id,
+                i.workload,
+                ours.join(", "),
+                i.workload
+            );
+        }
+    }
+    Ok(())
 }
 
 /// Parses a `--device` value, listing the valid ones on error.
@@ -116,5 +136,7 @@ pub fn shapes(
     if out.is_empty() {
         bail!("no workload reads --sizes: {}", unread.join("; "));
     }
+    // Refused here, before any buffer exists, rather than by an abort halfway through.
+    crate::footprint::check(&out, config, crate::footprint::available())?;
     Ok((out, notes))
 }

@@ -18,6 +18,12 @@ const MMA_PTX_EXAMPLE: &str =
     "examples/mma_ptx.cu:mma_ptx_gemm,block=128,grid=tile:64x64,precision=fp16";
 const ATTENTION_EXAMPLE: &str = "examples/attention_rows.cu:attention_rows<32,64>,block=32,\
     grid=(cdiv(S,32),B*H),smem=2*32*D*4";
+/// FP16 operands, B column-major, FP32 C with alpha and beta.
+const FP16_EXAMPLE: &str = "examples/hgemm_wmma.cu:hgemm_wmma<64,64>,signature=gemm-blas,\
+    dtype=f16,C:f32,b=col,alpha=1.5,beta=-0.5,block=128,grid=tile:64x64";
+/// BF16 operands and output, B column-major.
+const BF16_EXAMPLE: &str =
+    "examples/bf16_gemm_nt.cu:bf16_gemm_nt,dtype=bf16,b=col,block=16x16,grid=tile:16x16";
 
 /// The repository root: the examples' paths are relative to it.
 fn root() -> PathBuf {
@@ -64,16 +70,23 @@ fn sim_rows(users: &[UserKernel], shapes: &[Shape]) -> RunResults {
         keep_unrunnable: true,
     };
     let mut results = ablation.run(|_| {}).unwrap();
-    run::annotate(&mut results, users, false);
+    run::annotate(&mut results, &[], users, false);
     results
 }
 
 fn harness(args: &[&str]) -> (bool, String) {
+    let (code, text) = harness_code(args, &[]);
+    (code == Some(0), text)
+}
+
+/// The exit code and output of `harness args` run from the repository root, with `env` set.
+fn harness_code(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
     let lab = std::env::temp_dir().join(format!("user-kernels-lab-{}", std::process::id()));
     let out = Command::new(env!("CARGO_BIN_EXE_harness"))
         .current_dir(root())
         .env("LAB_DIR", lab)
         .args(args)
+        .envs(env.iter().copied())
         .output()
         .unwrap();
     let text = format!(
@@ -81,18 +94,30 @@ fn harness(args: &[&str]) -> (bool, String) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    (out.status.success(), text)
+    (out.status.code(), text)
+}
+
+/// The lines of a simulator table that show a passing user row.
+fn passing_user_rows(text: &str) -> usize {
+    text.lines()
+        .filter(|l| l.starts_with("  user ") && l.trim_end().ends_with(" pass"))
+        .count()
 }
 
 #[test]
 fn the_examples_run_unmodified_as_user_rows_in_the_simulator() {
     let dir = scratch_dir("examples");
-    for (workload, sizes, spec) in [
+    for (i, (workload, sizes, spec)) in [
         ("gemm", "100x37x129,64x64x64", GEMM_EXAMPLE),
         // Inline PTX (cp.async, ldmatrix, mma.sync) as tensor-core tutorials write it.
         ("gemm", "100x37x129,64x64x64", MMA_PTX_EXAMPLE),
         ("attention", "1x2x37x16,2x1x50x24-causal", ATTENTION_EXAMPLE),
-    ] {
+        ("gemm", "100x37x129,64x64x64", FP16_EXAMPLE),
+        ("gemm", "100x37x129,64x64x64", BF16_EXAMPLE),
+    ]
+    .into_iter()
+    .enumerate()
+    {
         let args = [
             "run",
             "--device",
@@ -104,17 +129,14 @@ fn the_examples_run_unmodified_as_user_rows_in_the_simulator() {
             "--kernel",
             spec,
             "--out",
-            &format!("{}/{workload}", dir.display()),
+            &format!("{}/{i}", dir.display()),
         ];
         let (ok, text) = harness(&args);
         assert!(ok, "{text}");
-        assert!(text.contains(run::NO_GPU_LINE), "{text}");
-        let passed = text
-            .lines()
-            .filter(|l| l.starts_with("  user ") && l.ends_with(" pass"));
-        assert_eq!(passed.count(), 2, "{text}");
+        assert!(text.contains(&run::sim_line()), "{text}");
+        assert_eq!(passing_user_rows(&text), 2, "{text}");
         assert!(text.contains("user "), "{text}");
-        let json = std::fs::read_to_string(dir.join(workload).join("results.json")).unwrap();
+        let json = std::fs::read_to_string(dir.join(i.to_string()).join("results.json")).unwrap();
         assert!(json.contains("\"role\": \"user\""), "{json}");
         if nvrtc::version().is_ok() {
             // `inspect`: registers and shared memory of the instantiation the lab launched.
@@ -302,7 +324,7 @@ fn kernel_sections_of_the_config_are_read_and_bad_keys_point_at_their_line() {
     let c = Config::from_sources(Some(("cfg/mine.toml", good))).unwrap();
     assert_eq!(c.kernels.len(), 1);
     assert_eq!(c.kernels[0].file, PathBuf::from("cfg/k.cu"));
-    assert_eq!(c.kernels[0].block, [256, 1, 1]);
+    assert_eq!(c.kernels[0].block, Some([256, 1, 1]));
     let typo = good.replace("smem = 4096", "smme = 4096");
     let e = Config::from_sources(Some(("mine.toml", &typo)))
         .unwrap_err()
@@ -391,12 +413,14 @@ fn inspect_compiles_an_unmodified_file_with_host_code() {
 fn two_kernels_with_one_name_must_be_told_apart() {
     let spec = format!("{}/{GEMM_EXAMPLE}", root().display());
     let twice = [spec.clone(), spec.clone()];
-    let e = harness::user_kernel::load_all(&[], &twice, &["gemm".to_string()])
+    let specs = harness::user_kernel::specs(&[], &twice).unwrap();
+    let e = harness::user_kernel::load_all(&specs, &["gemm".to_string()], false)
         .unwrap_err()
         .to_string();
     assert!(e.contains("already called") && e.contains("id=NAME"), "{e}");
     let named = [spec.clone(), format!("{spec},id=mine")];
-    let users = harness::user_kernel::load_all(&[], &named, &["gemm".to_string()]).unwrap();
+    let specs = harness::user_kernel::specs(&[], &named).unwrap();
+    let users = harness::user_kernel::load_all(&specs, &["gemm".to_string()], false).unwrap();
     assert_eq!(users[1].id(), "mine");
 }
 
@@ -475,5 +499,719 @@ fn a_kernel_with_its_own_parameter_list_runs_through_args() {
                     int arg5, int arg6, int arg7, float scale, float * l, float * m, float * O)"
         ) && e.contains("fa.cu:4 declares: fa_forward(const float *Q,"),
         "{e}"
+    );
+}
+
+/// The FP16 and BF16 examples pass because the lab hands them what they take: with B
+/// row-major (no `b=col`) or beta ignored, the same kernels fail. The layout and the epilogue
+/// are checked, not assumed.
+#[test]
+fn half_and_bfloat16_kernels_are_judged_on_their_own_layout_and_epilogue() {
+    let shapes = [Shape::gemm(100, 37, 129), Shape::gemm(64, 64, 64)];
+    for spec in [FP16_EXAMPLE, BF16_EXAMPLE] {
+        let users = [load(spec, Workload::Gemm)];
+        let results = sim_rows(&users, &shapes);
+        for s in &results.workloads[0].shapes {
+            let row = &s.rows[0];
+            assert_eq!(row.status, Status::Passed, "{spec} {}: {row:?}", s.label);
+        }
+        let row_major = [load(&spec.replace(",b=col", ""), Workload::Gemm)];
+        let results = sim_rows(&row_major, &shapes);
+        let row = &results.workloads[0].shapes[0].rows[0];
+        assert_eq!(
+            row.status,
+            Status::Failed,
+            "{spec} with B row-major: {row:?}"
+        );
+    }
+    let fp16 = &load(FP16_EXAMPLE, Workload::Gemm);
+    assert_eq!(fp16.info().precision, kernel::Precision::Fp16);
+    assert!(
+        fp16.info()
+            .summary
+            .contains("A:f16, B:f16 column-major, C:f32, alpha 1.5 beta -0.5"),
+        "{}",
+        fp16.info().summary
+    );
+    // A kernel that drops `beta * C` fails when beta is not 0: C starts at known values.
+    let dir = scratch_dir("beta");
+    let code = std::fs::read_to_string(root().join("examples/hgemm_wmma.cu"))
+        .unwrap()
+        .replace("alpha * Cs[r][c] + beta * *out", "alpha * Cs[r][c]");
+    std::fs::write(dir.join("hgemm_wmma.cu"), code).unwrap();
+    std::fs::copy(
+        root().join("examples/cuda_check.cuh"),
+        dir.join("cuda_check.cuh"),
+    )
+    .unwrap();
+    let spec = FP16_EXAMPLE.replace("examples/", &format!("{}/", dir.display()));
+    let users = [load(&spec, Workload::Gemm)];
+    let results = sim_rows(&users, &shapes[1..]);
+    let row = &results.workloads[0].shapes[0].rows[0];
+    assert_eq!(row.status, Status::Failed, "beta ignored: {row:?}");
+    let with_zero_beta = [load(&spec.replace("beta=-0.5", "beta=0"), Workload::Gemm)];
+    let results = sim_rows(&with_zero_beta, &shapes[1..]);
+    let row = &results.workloads[0].shapes[0].rows[0];
+    assert_eq!(row.status, Status::Passed, "beta = 0: {row:?}");
+}
+
+/// A kernel in the style of the minimal public flash-attention kernel: no launch bounds of its
+/// own, `const int` tile counts, accumulating into O, l and m.
+const FA_STYLE: &str = "__global__ void fa_rows(const float *__restrict__ Q, const float *__restrict__ K,\n\
+    \x20   const float *__restrict__ V, const int N, const int d, const int Tc, const int Bc,\n\
+    \x20   const float scale, float *l, float *m, float *O) {\n\
+    \x20 extern __shared__ float kv[];\n\
+    \x20 int tx = threadIdx.x, bh = blockIdx.x * gridDim.y + blockIdx.y, r = bh * N + blockIdx.z * Bc + tx;\n\
+    \x20 for (int j = 0; j < Tc; j++) {\n\
+    \x20   for (int x = 0; x < d; x++) kv[tx * d + x] = K[(size_t)(bh * N + j * Bc + tx) * d + x];\n\
+    \x20   __syncthreads();\n\
+    \x20   float mi = m[r], li = l[r];\n\
+    \x20   for (int y = 0; y < Bc; y++) {\n\
+    \x20     float s = 0;\n\
+    \x20     for (int x = 0; x < d; x++) s += Q[(size_t)r * d + x] * kv[y * d + x];\n\
+    \x20     float mn = fmaxf(mi, s * scale), c = __expf(mi - mn), p = __expf(s * scale - mn);\n\
+    \x20     for (int x = 0; x < d; x++) O[(size_t)r * d + x] = O[(size_t)r * d + x] * c + p * V[(size_t)(bh * N + j * Bc + y) * d + x];\n\
+    \x20     li = li * c + p;\n\
+    \x20     mi = mn;\n\
+    \x20   }\n\
+    \x20   m[r] = mi;\n\
+    \x20   l[r] = li;\n\
+    \x20   __syncthreads();\n\
+    \x20 }\n\
+    \x20 for (int x = 0; x < d; x++) O[(size_t)r * d + x] /= l[r];\n\
+    }\n";
+
+/// A BLAS-style template with launch bounds that depend on its parameters and `__restrict__`
+/// operands, in the style of the public SGEMM worklogs' 2D block tiling.
+const BLOCKTILE_STYLE: &str = "template <int BM, int BN, int BK, int TM, int TN>\n\
+    __global__ void __launch_bounds__((BM * BN) / (TM * TN), 1)\n\
+    \x20   tile2d(int M, int N, int K, float alpha, const float *__restrict__ A,\n\
+    \x20          const float *__restrict__ B, float beta, float *__restrict__ C) {\n\
+    \x20 __shared__ float As[BM * BK], Bs[BK * BN];\n\
+    \x20 const int tr = threadIdx.x / (BN / TN), tc = threadIdx.x % (BN / TN);\n\
+    \x20 const int r0 = blockIdx.y * BM, c0 = blockIdx.x * BN;\n\
+    \x20 float acc[TM * TN] = {0.0f}, ra[TM], rb[TN];\n\
+    \x20 for (int k0 = 0; k0 < K; k0 += BK) {\n\
+    \x20   for (int e = threadIdx.x; e < BM * BK; e += blockDim.x) {\n\
+    \x20     int r = r0 + e / BK, c = k0 + e % BK;\n\
+    \x20     As[e] = (r < M && c < K) ? A[(size_t)r * K + c] : 0.0f;\n\
+    \x20   }\n\
+    \x20   for (int e = threadIdx.x; e < BK * BN; e += blockDim.x) {\n\
+    \x20     int r = k0 + e / BN, c = c0 + e % BN;\n\
+    \x20     Bs[e] = (r < K && c < N) ? B[(size_t)r * N + c] : 0.0f;\n\
+    \x20   }\n\
+    \x20   __syncthreads();\n\
+    \x20   for (int k = 0; k < BK; ++k) {\n\
+    \x20     for (int i = 0; i < TM; ++i) ra[i] = As[(tr * TM + i) * BK + k];\n\
+    \x20     for (int j = 0; j < TN; ++j) rb[j] = Bs[k * BN + tc * TN + j];\n\
+    \x20     for (int i = 0; i < TM; ++i)\n\
+    \x20       for (int j = 0; j < TN; ++j) acc[i * TN + j] += ra[i] * rb[j];\n\
+    \x20   }\n\
+    \x20   __syncthreads();\n\
+    \x20 }\n\
+    \x20 for (int i = 0; i < TM; ++i)\n\
+    \x20   for (int j = 0; j < TN; ++j) {\n\
+    \x20     int r = r0 + tr * TM + i, c = c0 + tc * TN + j;\n\
+    \x20     if (r < M && c < N) C[(size_t)r * N + c] = alpha * acc[i * TN + j] + beta * C[(size_t)r * N + c];\n\
+    \x20   }\n\
+    }\n";
+
+/// The registers, shared memory and spills the lab reports for a user kernel are those of a
+/// plain NVRTC build of the same file: the kernel keeps its own launch bounds and parameter
+/// types, because the lab launches it itself.
+#[test]
+fn resources_of_a_user_kernel_equal_a_plain_nvrtc_build_of_its_file() {
+    if nvrtc::version().is_err() {
+        eprintln!("skipped: NVRTC not found");
+        return;
+    }
+    let dir = scratch_dir("registers");
+    let cases = [
+        (
+            "fa_rows.cu",
+            FA_STYLE,
+            "fa_rows",
+            "fa_rows,workload=attention,args=(Q,K,V,S,D,cdiv(S,32),32,scale,l,m,O),block=32,\
+             grid=(B,H,cdiv(S,32)),smem=32*D*4",
+            Shape::Attention {
+                b: 4,
+                h: 16,
+                s: 1024,
+                d: 64,
+                causal: false,
+            },
+        ),
+        (
+            "tile2d.cu",
+            BLOCKTILE_STYLE,
+            "tile2d<128,128,8,8,8>",
+            "tile2d<128,128,8,8,8>,signature=gemm-blas,block=256,grid=tile:128x128",
+            Shape::square_gemm(4096),
+        ),
+    ];
+    for (name, code, entry, options, shape) in cases {
+        std::fs::write(dir.join(name), code).unwrap();
+        let spec = format!("{}/{name}:{options}", dir.display());
+        let specs = harness::user_kernel::specs(&[], &[spec]).unwrap();
+        let users = harness::user_kernel::load_all(&specs, &[], false).unwrap();
+        assert!(users[0].wrapped.is_none(), "{:?}", users[0].wrapped);
+        let plan = users[0].cuda(&shape).unwrap();
+        let plain = kernel::CudaSource {
+            cxx_entries: vec![(entry.to_string().into(), entry.to_string().into())],
+            ..kernel::CudaSource::embedded("plain.cu", code)
+        };
+        for arch in ["sm_80", "sm_90"] {
+            let lab = &harness::resources::of_plan(&plan, arch, None).unwrap()[0];
+            let own = nvrtc::compile(&plain, arch).unwrap().resources[entry];
+            eprintln!(
+                "{name} {arch}: {} registers in the lab, {} in a plain build",
+                lab.registers, own.registers
+            );
+            assert_eq!(
+                (
+                    lab.registers,
+                    lab.stack_bytes,
+                    lab.spill_stores,
+                    lab.spill_loads
+                ),
+                (
+                    own.registers,
+                    own.stack_frame,
+                    own.spill_stores,
+                    own.spill_loads
+                ),
+                "{name} on {arch}"
+            );
+            assert_eq!(
+                lab.smem_bytes,
+                own.static_smem + plan.launches().next().unwrap().dynamic_smem
+            );
+        }
+    }
+}
+
+/// A kernel whose parameters cannot take the lab's arguments byte for byte (`size_t` sizes)
+/// runs through a converting wrapper that carries the kernel's own launch bounds, and says so.
+#[test]
+fn a_kernel_taking_size_t_runs_through_a_wrapper_that_says_so() {
+    let dir = scratch_dir("size_t");
+    let code = "#include <cstddef>\n\
+        __global__ void __launch_bounds__(128, 4) naive(const float *A, const float *B, float *C,\n\
+        \x20   size_t M, size_t N, size_t K) {\n\
+        \x20 size_t r = blockIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20 if (r >= M || c >= N) return;\n\
+        \x20 float s = 0;\n\
+        \x20 for (size_t k = 0; k < K; ++k) s += A[r * K + k] * B[k * N + c];\n\
+        \x20 C[r * N + c] = s;\n\
+        }\n";
+    std::fs::write(dir.join("naive.cu"), code).unwrap();
+    let spec = format!(
+        "{}/naive.cu:naive,block=128,grid=(cdiv(N,128),M)",
+        dir.display()
+    );
+    let specs = harness::user_kernel::specs(&[], &[spec]).unwrap();
+    let users = harness::user_kernel::load_all(&specs, &["gemm".into()], true).unwrap();
+    if nvrtc::version().is_ok() {
+        let why = users[0].wrapped.as_deref().unwrap();
+        assert!(
+            why.contains("parameter 4 (M) takes 8 bytes (a size_t, a long or a pointer), the lab passes a 32-bit int"),
+            "{why}"
+        );
+        assert!(
+            users[0]
+                .source()
+                .code
+                .contains("__launch_bounds__(128, 4) user_naive("),
+            "{}",
+            users[0].source().code
+        );
+        assert!(users[0].info().summary.contains("converting wrapper"));
+    }
+    let results = sim_rows(&users, &[Shape::gemm(33, 130, 17)]);
+    let row = &results.workloads[0].shapes[0].rows[0];
+    assert_eq!(row.status, Status::Passed, "{row:?}");
+}
+
+/// `uint32_t`, `int64_t`, `std::min` and `std::max` need no include, as under nvcc; a local
+/// header is prepared like the file (its host code blanked) and its errors point at its lines.
+#[test]
+fn the_prelude_and_local_headers_cover_what_public_kernels_take_for_granted() {
+    let dir = scratch_dir("prelude");
+    std::fs::create_dir_all(dir.join("include")).unwrap();
+    std::fs::write(
+        dir.join("include/helpers.cuh"),
+        "#pragma once\n#include <vector>\n\
+         __device__ inline float load(const float *p, int64_t i) { return p[i]; }\n\
+         std::vector<float> host_copy(const float *p, size_t n) { return {p, p + n}; }\n",
+    )
+    .unwrap();
+    let code = "#include \"include/helpers.cuh\"\n\
+        __global__ void mm(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+        \x20 const uint32_t r = blockIdx.y * blockDim.y + threadIdx.y;\n\
+        \x20 const uint32_t c = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20 if (r >= (uint32_t)std::max(M, 0) || c >= (uint32_t)std::min(N, 1 << 30)) return;\n\
+        \x20 float s = 0;\n\
+        \x20 for (int k = 0; k < K; ++k) s += load(A, (int64_t)r * K + k) * load(B, (int64_t)k * N + c);\n\
+        \x20 C[r * N + c] = s;\n\
+        }\n";
+    let users = [user_file(
+        &dir,
+        "mm.cu",
+        code,
+        "mm,block=16x16,grid=tile:16x16",
+    )];
+    let mut compilers = vec![Compiler::Sim];
+    if nvrtc::version().is_ok() {
+        compilers.push(Compiler::Nvrtc("sm_80"));
+    }
+    for c in &compilers {
+        users[0].compile_check(*c).unwrap();
+    }
+    let results = sim_rows(&users, &[Shape::gemm(20, 33, 7)]);
+    assert_eq!(
+        results.workloads[0].shapes[0].rows[0].status,
+        Status::Passed
+    );
+    // An error in the header is reported at the header's line.
+    std::fs::write(
+        dir.join("include/helpers.cuh"),
+        "#pragma once\n\n__device__ inline float load(const float *p, int64_t i) { return p[i] + oops; }\n",
+    )
+    .unwrap();
+    let k = user_file(&dir, "mm.cu", code, "mm,block=16x16,grid=tile:16x16");
+    for c in compilers {
+        let e = k.compile_check(c).unwrap_err().to_string();
+        let at = match c {
+            Compiler::Sim => "include/helpers.cuh:3:",
+            Compiler::Nvrtc(_) => "include/helpers.cuh(3): error",
+        };
+        assert!(e.contains(at) && e.contains("oops"), "{e}");
+        assert!(!e.contains("kl_"), "the prepared copy's name leaked: {e}");
+    }
+}
+
+/// Errors come in the order a user fixes them, each once, with exit code 2 (a run that could
+/// not start): a missing entry first, listing the file's kernels; then a parameter list that
+/// does not match; then the launch options.
+#[test]
+fn errors_come_in_the_order_a_user_fixes_them() {
+    let out = scratch_dir("order");
+    let out = out.to_str().unwrap();
+    let run = |spec: &str| {
+        harness_code(
+            &[
+                "run",
+                "--device",
+                "sim",
+                "--workload",
+                "gemm",
+                "--kernel",
+                spec,
+                "--out",
+                out,
+            ],
+            &[],
+        )
+    };
+    let (code, text) = run("examples/gemm_blocktile.cu:sgemm_blocktil<64,64,8,8>");
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains(
+            "examples/gemm_blocktile.cu has no kernel `sgemm_blocktil`; did you mean \
+             `sgemm_blocktile`? (its kernels: sgemm_blocktile<int BM, int BN, int BK, int TM> \
+             (line 18))"
+        ),
+        "{text}"
+    );
+    let (code, text) = run("examples/gemm_blocktile.cu:nothing_here");
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("has no kernel `nothing_here`; its kernels: sgemm_blocktile<int BM"),
+        "{text}"
+    );
+    // No block= and the default signature: the parameter list is reported, not block=.
+    let (code, text) = run("examples/gemm_blocktile.cu:sgemm_blocktile<64,64,8,8>");
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("do not match the `gemm` signature") && !text.contains("missing block"),
+        "{text}"
+    );
+    // The right signature: now the launch options.
+    let (code, text) =
+        run("examples/gemm_blocktile.cu:sgemm_blocktile<64,64,8,8>,signature=gemm-blas");
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("missing block=THREADS"), "{text}");
+    let (code, text) =
+        run("examples/gemm_blocktile.cu:sgemm_blocktile<64,64,8,8>,signature=gemm-blas,block=512");
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("missing grid: grid=tile:64x64"), "{text}");
+    assert!(
+        !Path::new(out).join("sim").exists(),
+        "a run that could not start wrote files"
+    );
+}
+
+/// A compile error is shown once, before any shape runs, with the user's file and line.
+#[test]
+fn a_compile_error_is_reported_once_for_the_whole_run() {
+    let dir = scratch_dir("once");
+    std::fs::write(
+        dir.join("bad.cu"),
+        "__global__ void bad(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+         \x20 C[0] = A[0] + missing_name;\n}\n",
+    )
+    .unwrap();
+    let spec = format!("{}/bad.cu:bad,block=64,grid=tile:64", dir.display());
+    let out = dir.join("out");
+    let (code, text) = harness_code(
+        &[
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "33x17x9,64x64x64",
+            "--kernel",
+            &spec,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert_eq!(text.matches("could not compile").count(), 1, "{text}");
+    assert!(
+        text.contains("bad.cu") && text.contains("missing_name"),
+        "{text}"
+    );
+    assert!(
+        text.contains("(2)") || text.contains(":2:"),
+        "line 2: {text}"
+    );
+}
+
+/// A row that cannot run (here a launch the shape makes impossible) fails the run with why,
+/// as a failed check does.
+#[test]
+fn a_row_that_could_not_run_fails_the_run_and_says_why() {
+    let out = scratch_dir("unrunnable");
+    let spec = GEMM_EXAMPLE.replace("grid=tile:64x64", "grid=(cdiv(N,64),M-99)");
+    let (code, text) = harness_code(
+        &[
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "100x37x129,64x64x64",
+            "--kernel",
+            &spec,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains("could not run: grid y = M-99 = -35 is outside 1..=65535"),
+        "{text}"
+    );
+}
+
+/// `--kernels none` runs the user's kernel alone; without one it has nothing to run. A lab
+/// kernel of another workload is refused, naming its workload, before anything runs.
+#[test]
+fn kernel_selection_errors_name_what_to_do() {
+    let out = scratch_dir("selection");
+    let out = out.to_str().unwrap();
+    let (code, text) = harness_code(
+        &[
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "33x17x9",
+            "--kernels",
+            "none",
+            "--kernel",
+            GEMM_EXAMPLE,
+            "--out",
+            out,
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{text}");
+    assert_eq!(passing_user_rows(&text), 1, "{text}");
+    assert!(!text.contains("gemm-naive"), "{text}");
+    let fresh = format!("{out}-2");
+    let (code, text) = harness_code(&["run", "--kernels", "none", "--out", &fresh], &[]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains("--kernels none leaves nothing to run"),
+        "{text}"
+    );
+    let empty = scratch_dir("selection-empty");
+    for device in ["cpu", "sim"] {
+        let (code, text) = harness_code(
+            &[
+                "run",
+                "--device",
+                device,
+                "--workload",
+                "gemm",
+                "--kernels",
+                "conv-direct",
+                "--out",
+                empty.to_str().unwrap(),
+            ],
+            &[],
+        );
+        assert_eq!(code, Some(2), "{device}: {text}");
+        assert!(
+            text.contains(
+                "conv-direct is a conv kernel, and this run's workloads are gemm: add --workload conv"
+            ),
+            "{device}: {text}"
+        );
+    }
+    assert_eq!(
+        std::fs::read_dir(&empty).unwrap().count(),
+        0,
+        "files were written"
+    );
+    // A user kernel of another workload than --workload's.
+    let (code, text) = harness_code(
+        &[
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--kernel",
+            &format!("{ATTENTION_EXAMPLE},workload=attention"),
+            "--out",
+            &format!("{out}-3"),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("it computes attention"), "{text}");
+}
+
+/// The simulator never shows a speed, and its rows carry NVRTC's registers and shared memory.
+#[test]
+fn simulator_rows_show_resources_and_no_speed() {
+    let out = scratch_dir("sim-table");
+    let (code, text) = harness_code(
+        &[
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "33x17x9",
+            "--kernels",
+            "gemm-naive,gemm-tiled",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{text}");
+    for speed in ["median ms", "GFLOP/s", "vs prev", "throughput"] {
+        assert!(!text.contains(speed), "{speed} in {text}");
+    }
+    let row = text
+        .lines()
+        .find(|l| l.contains("gemm-tiled"))
+        .unwrap_or_default();
+    if nvrtc::version().is_ok() {
+        // `#`, kernel, FLOP/B min, then registers and shared memory (the tiles of A and B);
+        // the status last.
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        assert_eq!(cells.last(), Some(&"pass"), "{row}");
+        assert!(cells[3].parse::<u32>().is_ok_and(|r| r > 0), "{row}");
+        assert!(cells[4].parse::<u32>().is_ok_and(|b| b > 0), "{row}");
+    }
+}
+
+/// A wrong or missing CUDA installation is explained, in `doctor` and in a run's first line.
+#[test]
+fn a_cuda_home_that_does_not_exist_is_reported() {
+    let (code, text) = harness_code(&["doctor"], &[("CUDA_HOME", "/nonexistent/cuda")]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains(
+            "ignored:            CUDA_HOME=/nonexistent/cuda is not a folder; it is ignored"
+        ),
+        "{text}"
+    );
+    // A copy of the binary away from the repository finds no NVRTC where none is installed:
+    // its rows say why they have no registers.
+    let away = scratch_dir("no-nvrtc");
+    let exe = away.join("harness");
+    std::fs::copy(env!("CARGO_BIN_EXE_harness"), &exe).unwrap();
+    std::fs::write(away.join("k.cu"), "__global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < M * N) { float s = 0; for (int k = 0; k < K; ++k) s += A[i / N * K + k] * B[k * N + i % N]; C[i] = s; }\n}\n").unwrap();
+    let o = Command::new(&exe)
+        .current_dir(&away)
+        .args([
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "9x7x5",
+            "--kernel",
+            "k.cu:k,block=64,grid=tile:64",
+            "--out",
+            "out",
+        ])
+        .env("CUDA_HOME", "/nonexistent/cuda")
+        .env_remove("LD_LIBRARY_PATH")
+        .env_remove("LAB_CUDA_TOOLS")
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    if text.contains("with registers and shared memory from NVRTC") {
+        eprintln!("skipped: this machine has NVRTC installed outside the repository");
+        return;
+    }
+    assert!(o.status.success(), "{text}");
+    assert!(
+        text.contains("no registers or shared memory: NVRTC unavailable")
+            && text.contains("CUDA_HOME=/nonexistent/cuda is not a folder"),
+        "{text}"
+    );
+    assert_eq!(passing_user_rows(&text), 1, "{text}");
+}
+
+/// A shape too large for this machine's memory is refused before anything is allocated, with
+/// the bytes it needs; the process does not abort.
+#[test]
+fn a_shape_too_large_for_memory_is_refused_with_its_size() {
+    let shape = Shape::square_gemm(46000);
+    let need = harness::footprint::host_bytes(&shape, &Config::defaults());
+    if harness::footprint::available().is_none_or(|a| a >= need) {
+        eprintln!("skipped: this machine has room for {need} bytes");
+        return;
+    }
+    let out = scratch_dir("too-big");
+    let (code, text) = harness_code(
+        &[
+            "run",
+            "--device",
+            "cpu",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "46000",
+            "--kernels",
+            "gemm-naive",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(2), "{text}");
+    assert!(
+        text.contains(&format!(
+            "gemm 46000x46000x46000 needs about {:.1} GB ({need} bytes) of host memory",
+            need as f64 / 1e9
+        )),
+        "{text}"
+    );
+    assert!(
+        !text.contains("panicked") && !text.contains("memory allocation of"),
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_dir(&out).unwrap().count(),
+        0,
+        "files were written"
+    );
+}
+
+/// `inspect FILE.cu` names kernels as written, adds `--smem` to their shared memory and prints
+/// the rungs' columns; `inspect --kernel` evaluates `smem=` at the shape it states.
+#[test]
+fn inspect_names_kernels_and_counts_dynamic_shared_memory() {
+    if nvrtc::version().is_err() {
+        eprintln!("skipped: NVRTC not found");
+        return;
+    }
+    let dir = scratch_dir("inspect-names");
+    std::fs::write(
+        dir.join("two.cu"),
+        "namespace ops { __global__ void scale(float *x, int n) { extern __shared__ float s[]; \
+         s[threadIdx.x] = x[threadIdx.x]; __syncthreads(); if (threadIdx.x < n) x[threadIdx.x] = 2 * s[threadIdx.x]; } }\n\
+         template <int T> __global__ void tiled(float *x) { x[T] = 0; }\n",
+    )
+    .unwrap();
+    let file = dir.join("two.cu");
+    let (ok, text) = harness(&[
+        "inspect",
+        file.to_str().unwrap(),
+        "--arch",
+        "sm_80",
+        "--block",
+        "128",
+        "--smem",
+        "4096",
+    ]);
+    assert!(ok, "{text}");
+    let header = text.lines().next().unwrap();
+    for col in [
+        "kernel",
+        "arch",
+        "threads",
+        "regs",
+        "smem B",
+        "stack",
+        "spill st/ld",
+        "occupancy",
+    ] {
+        assert!(header.contains(col), "{header}");
+    }
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("ops::scale"))
+        .unwrap_or_default();
+    let cells: Vec<&str> = row.split_whitespace().collect();
+    assert_eq!(
+        (cells.get(1), cells.get(2)),
+        (Some(&"sm_80"), Some(&"128")),
+        "{text}"
+    );
+    assert_eq!(cells.get(4), Some(&"4096"), "{text}");
+    assert!(!text.contains("_Z"), "mangled names: {text}");
+    assert!(
+        text.contains("tiled<int T>: a template has no code until it is instantiated"),
+        "{text}"
+    );
+    let (ok, text) = harness(&[
+        "inspect",
+        "--arch",
+        "sm_80",
+        "--kernel",
+        ATTENTION_EXAMPLE
+            .replace("block=32", "workload=attention,block=32")
+            .as_str(),
+    ]);
+    assert!(ok, "{text}");
+    // smem = 2*32*D*4 at D = 64.
+    assert!(text.contains(" 16384 "), "{text}");
+    assert!(
+        text.contains("(attention 4x16x1024x64, dynamic shared memory 2*32*D*4"),
+        "{text}"
     );
 }

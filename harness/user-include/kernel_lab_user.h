@@ -1,6 +1,11 @@
 // Included before a user's kernel file (the lab adds the line; it is not in the file). Names
-// that CUDA code often takes for granted from host headers, for NVRTC, which has no host headers.
+// that CUDA code takes for granted because nvcc's host headers bring them in: the <cstdint>
+// types, std::min and std::max, uint and friends, INFINITY and NAN. NVRTC has no host headers;
+// the <cstdint> and <algorithm> found here are the lab's stand-ins (the real ones in the
+// simulator, which is a host compiler).
 #pragma once
+#include <cstdint>
+#include <algorithm>
 typedef unsigned int uint;
 typedef unsigned short ushort;
 typedef unsigned long ulong;
@@ -11,4 +16,15 @@ typedef unsigned long ulong;
 #ifndef NAN
 #define NAN __int_as_float(0x7fffffff)
 #endif
+
+// Whether a kernel with parameters P... can be called with the lab's arguments A...: an
+// unevaluated call, so a kernel whose parameter list does not take them fails to compile at
+// the lab's line, naming both lists, and nothing is generated.
+namespace kernel_lab {
+template <class... P> struct params {};
+template <class... P> __host__ __device__ params<P...> params_of(void (*)(P...));
+template <class... P> __host__ __device__ void take(P...);
+template <class... P, class... A>
+__host__ __device__ auto accepts(params<P...>, A... a) -> decltype(take<P...>(a...), true);
+} // namespace kernel_lab
 #endif

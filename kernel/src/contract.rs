@@ -300,6 +300,25 @@ pub trait Kernel: Send + Sync {
     fn for_device(&self, _device: &DeviceInfo) -> Option<Box<dyn Kernel>> {
         None
     }
+
+    /// The inputs laid out as this kernel reads them, where that differs from the workload's
+    /// own (row-major) layout: a user's kernel taking B column-major. `None`: as given.
+    fn device_inputs(&self, _shape: &Shape, _inputs: &[Vec<f32>]) -> Option<Vec<Vec<f32>>> {
+        None
+    }
+
+    /// The output this kernel must produce, where it is not the workload's result itself: a
+    /// BLAS-style kernel writes `alpha * result + beta * C` from C's initial values.
+    /// `result` holds the workload's result at `indices` (every output when `None`).
+    /// `None`: the result itself.
+    fn expected(
+        &self,
+        _shape: &Shape,
+        _result: &[f64],
+        _indices: Option<&[usize]>,
+    ) -> Option<Vec<f64>> {
+        None
+    }
 }
 
 impl fmt::Debug for dyn Kernel {

@@ -30,6 +30,12 @@ pub struct CudaSource {
     /// The architecture-specific target (`sm_90a`) the source is compiled for, alone: it uses
     /// instructions only that GPU family has (wgmma, TMA). `None`: any architecture.
     pub arch: Option<Text>,
+    /// Entries launched through a C++ name rather than an `extern "C"` one: the name the plan's
+    /// launches use, and the C++ name expression it stands for (`sgemm<128,128,8>`,
+    /// `ns::kernel`). NVRTC instantiates each expression and a launch finds its mangled symbol
+    /// ([`crate::cuda::nvrtc::Compiled::symbol`]); the simulator, which has no mangled
+    /// symbols, finds the name as an `extern "C"` entry the source defines for it.
+    pub cxx_entries: Vec<(Text, Text)>,
 }
 
 impl CudaSource {
@@ -41,6 +47,7 @@ impl CudaSource {
             defines: Vec::new(),
             include_dirs: Vec::new(),
             arch: None,
+            cxx_entries: Vec::new(),
         }
     }
 
@@ -148,6 +155,10 @@ pub enum Fill {
     /// minus infinity, `beta * C` with a finite sentinel). An output element still equal to a
     /// finite non-zero fill after the run counts as unwritten.
     Value(f32),
+    /// Seeded values in [-1, 1], one per element ([`Fill::random_value`]): for an output a
+    /// kernel reads before writing (`C = alpha A B + beta C` with beta not 0), so that reading
+    /// the wrong element of it shows in the check.
+    Random(u64),
 }
 
 impl Fill {
@@ -157,7 +168,27 @@ impl Fill {
             Self::Nan => vec![0xFF; len * dtype.bytes()],
             Self::Zero => vec![0; len * dtype.bytes()],
             Self::Value(v) => dtype.encode(&[v]).repeat(len),
+            Self::Random(seed) => {
+                let values: Vec<f32> = (0..len).map(|i| Self::random_value(seed, i)).collect();
+                dtype.encode(&values)
+            }
         }
+    }
+
+    /// The values `len` elements of `dtype` hold after the fill, as a kernel reads them.
+    pub fn values(self, dtype: Dtype, len: usize) -> Vec<f32> {
+        dtype.decode(&self.bytes(dtype, len))
+    }
+
+    /// Element `i` of a [`Fill::Random`] with `seed`: a hash of both (splitmix64), so any
+    /// element can be computed alone, mapped to [-1, 1].
+    pub fn random_value(seed: u64, i: usize) -> f32 {
+        let mut z = seed ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^= z >> 31;
+        // 24 random bits: every value is exactly representable in f32.
+        ((z >> 40) as f32 / (1u64 << 23) as f32) - 1.0
     }
 
     /// The single byte every byte of the buffer holds after the fill, when there is one (so a
@@ -170,6 +201,7 @@ impl Fill {
                 let b = dtype.encode(&[v]);
                 b.iter().all(|&x| x == b[0]).then_some(b[0])
             }
+            Self::Random(_) => None,
         }
     }
 }
@@ -542,6 +574,25 @@ mod tests {
             assert_eq!(Fill::Nan.byte(d), Some(0xFF));
         }
         assert_eq!(Fill::Value(-2.0).byte(Dtype::F32), None);
+    }
+
+    #[test]
+    fn random_fills_are_seeded_per_element_and_read_back_in_their_type() {
+        let a = Fill::Random(7).values(Dtype::F32, 1000);
+        assert_eq!(a, Fill::Random(7).values(Dtype::F32, 1000));
+        assert_ne!(a, Fill::Random(8).values(Dtype::F32, 1000));
+        assert!(a.iter().all(|v| (-1.0..1.0).contains(v)));
+        let distinct: std::collections::HashSet<u32> = a.iter().map(|v| v.to_bits()).collect();
+        assert!(distinct.len() > 990, "{}", distinct.len());
+        assert!(a.iter().any(|&v| v < -0.5) && a.iter().any(|&v| v > 0.5));
+        // In FP16 the values are those of the FP32 fill, rounded.
+        let h = Fill::Random(7).values(Dtype::F16, 1000);
+        assert!(
+            h.iter()
+                .zip(&a)
+                .all(|(h, a)| (h - a).abs() <= 2f32.powi(-11))
+        );
+        assert_eq!(Fill::Random(7).byte(Dtype::F32), None);
     }
 
     #[test]

@@ -211,11 +211,14 @@ impl Kernel for GemmMmaBf16 {
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
         let source = CudaSource::embedded(
             "tensorcore/kernels/17_mma_bf16.cu",
+            // `#line` keeps compile errors on the right file and line of each part.
             concat!(
+                "#line 1 \"tensorcore/kernels/16_mma_double_buffer.cu\"\n",
                 include_str!(concat!(
                     env!("CARGO_MANIFEST_DIR"),
                     "/kernels/16_mma_double_buffer.cu"
                 )),
+                "\n#line 1 \"tensorcore/kernels/17_mma_bf16.cu\"\n",
                 include_str!(concat!(
                     env!("CARGO_MANIFEST_DIR"),
                     "/kernels/17_mma_bf16.cu"
@@ -288,6 +291,38 @@ mod tests {
                     .flatten()
             })
             .unwrap_or_else(|| panic!("no numeric #define {name}"))
+    }
+
+    /// Rung 17 compiles as rung 16's text followed by its own: an error in either names its
+    /// own file and line.
+    #[test]
+    fn compile_errors_of_rung_17_point_at_the_right_file_and_line() {
+        if kernel::cuda::nvrtc::version().is_err() {
+            eprintln!("skipped: NVRTC not found");
+            return;
+        }
+        let plan = GemmMmaBf16.cuda(&Shape::gemm(128, 128, 128)).unwrap();
+        let source = plan.launches().next().unwrap().source.clone();
+        let own = include_str!("../kernels/17_mma_bf16.cu");
+        let line = 1 + own
+            .lines()
+            .position(|l| l.contains("gemm_mma_body<true>("))
+            .unwrap();
+        let code = source.code.replace(
+            "gemm_mma_body<true>(",
+            "gemm_mma_body<true>(undeclared_here, ",
+        );
+        let broken = CudaSource {
+            code: code.into(),
+            ..source
+        };
+        let e = kernel::cuda::nvrtc::compile(&broken, "sm_80")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("tensorcore/kernels/17_mma_bf16.cu({line}): error")),
+            "{e}"
+        );
     }
 
     #[test]

@@ -29,6 +29,9 @@ pub fn run(args: &Args) -> Outcome {
         .filter(|w| kernels.iter().any(|k| k.info().workload == *w))
         .collect();
     let workloads = select::workloads(&selection.workload, &with_kernels)?;
+    if !common.kernels.is_empty() {
+        select::kernels_in(&kernels, &workloads)?;
+    }
     // The simulator is slow: it checks its own (small, awkward) shapes.
     let use_ = if dev.kind() == DeviceKind::Sim {
         "sim"

@@ -46,6 +46,9 @@ fn doctor() -> Outcome {
                 .join(", ")
         }
     );
+    for i in &d.ignored {
+        println!("ignored:            {i}");
+    }
     println!("driver (libcuda):   {}", d.driver.describe());
     if d.driver.is_found() {
         use kernel::cuda::device::{MIN_DRIVER_CUDA, driver_cuda_version, fmt_cuda};
@@ -70,6 +73,20 @@ fn doctor() -> Outcome {
         Err(e) => println!("NVRTC version:      {e}"),
     }
     println!("CUDA headers:       {}", d.headers.describe());
+    if let Some(dir) = d.include_dir() {
+        let cccl = [dir.join("cccl"), dir.to_path_buf()]
+            .into_iter()
+            .find(|p| p.join("cuda/pipeline").is_file());
+        match cccl {
+            Some(p) => println!("libcu++ headers:    {}", p.display()),
+            None => println!(
+                "libcu++ headers:    missing: no cuda/pipeline in {} or its cccl folder; \
+                 kernels including <cuda/pipeline>, <cuda/barrier> or <cooperative_groups.h> \
+                 cannot compile",
+                dir.display()
+            ),
+        }
+    }
     println!("cuBLAS:             {}", d.cublas.describe());
     match CudaDevice::open() {
         Ok(dev) => {

@@ -22,6 +22,10 @@ pub struct Args {
     /// Threads per block assumed for the occupancy of a FILE's kernels.
     #[arg(long, default_value_t = 256)]
     pub block: u32,
+    /// Dynamic shared memory per block (bytes) a FILE's kernels are launched with, added to
+    /// their static shared memory for the occupancy.
+    #[arg(long, default_value_t = 0)]
+    pub smem: u32,
     /// Exit 1 if any kernel spills registers (beyond a spill the kernel declares).
     #[arg(long)]
     pub deny_spills: bool,
@@ -37,11 +41,14 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Outcome {
     if !args.user_kernels.is_empty() {
-        let users = user_kernel::load_all(&[], &args.user_kernels, &[])?;
-        return user_kernel::run::inspect(&users, &args.arch);
+        let specs = user_kernel::specs(&[], &args.user_kernels)?;
+        let users = user_kernel::load_all(&specs, &[], false)?;
+        // At the first shape the rungs of its workload are inspected at.
+        let shape_of = |w| inspect_shapes(w)[0].1;
+        return user_kernel::run::inspect(&users, &args.arch, shape_of);
     }
     match &args.file {
-        Some(file) => inspect_file(file, &args.arch, args.block, args.deny_spills, args.sass),
+        Some(file) => inspect_file(file, &args.arch, args, args.sass),
         None => inspect(&args.arch, &args.kernels, args.deny_spills, args.sass),
     }
 }
@@ -158,81 +165,102 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> O
     Ok(ok)
 }
 
-/// `harness inspect FILE.cu`: compiles any CUDA file (its folder on the include path) and
-/// prints the resources of each of its kernels, occupancy at `block` threads per block.
-fn inspect_file(
-    file: &Path,
-    archs: &[String],
-    block: u32,
-    deny_spills: bool,
-    sass: bool,
-) -> Outcome {
-    let code =
-        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+/// `harness inspect FILE.cu`: compiles any CUDA file (its folder on the include path, host
+/// code blanked and its local headers prepared as for `run --kernel`) and prints the
+/// resources of each of its kernels by name, in the columns of the rungs' report: occupancy
+/// at `--block` threads and `--smem` bytes of dynamic shared memory per block.
+fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outcome {
+    let files = user_kernel::files::LocalFiles::read(file)
+        .map_err(|e| anyhow::anyhow!("cannot read {}: {}", e.file, e.error))?;
     nvrtc::version().context("harness inspect needs NVRTC")?;
     let tool = sass.then(sass::Disassembler::find).transpose()?;
     let mut listings = Vec::new();
-    let dir = file
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    // Host code blanked and host-only headers served by stand-ins, as for `run --kernel`.
     let standins = user_kernel::source::standin_dir().map_err(anyhow::Error::msg)?;
     let name = file.display().to_string();
+    // Each non-template kernel by its C++ name, so the report shows it rather than the
+    // mangled symbol; a template has no code until it is instantiated.
+    let (templates, plain): (Vec<_>, Vec<_>) =
+        files.kernels.iter().partition(|k| k.template.is_some());
     let source = kernel::CudaSource {
-        code: user_kernel::source::for_inspect(&code, &name).into(),
-        file: name.into(),
+        code: user_kernel::source::for_inspect(&files.main).into(),
+        file: name.clone().into(),
         defines: Vec::new(),
-        include_dirs: vec![dir.to_path_buf(), standins],
+        include_dirs: vec![files.dir.clone(), user_kernel::folder_of(file), standins],
         arch: None,
+        cxx_entries: plain
+            .iter()
+            .map(|k| (k.name.clone().into(), k.name.clone().into()))
+            .collect(),
     };
+    let width = plain.iter().map(|k| k.name.len()).max().unwrap_or(6).max(6);
     println!(
-        "{:<32} {:<7} {:>5} {:>9} {:>6} {:>11} {:>16}",
-        "entry",
-        "arch",
-        "regs",
-        "smem B",
-        "stack",
-        "spill st/ld",
-        format!("occupancy @{block}")
+        "{:<width$} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
+        "kernel", "arch", "threads", "regs", "smem B", "stack", "spill st/ld", "occupancy"
     );
     let mut ok = true;
     for arch in archs {
-        let compiled = nvrtc::compile(&source, arch)?;
+        let compiled = nvrtc::compile(&source, arch).map_err(|e| match e {
+            kernel::DeviceError::Compile {
+                compiler,
+                file,
+                arch,
+                log,
+            } => anyhow::anyhow!(
+                "{compiler} could not compile {file} for {arch}; its log (lines are those of \
+                 your file):\n{}",
+                files.translate(&log)
+            ),
+            other => other.into(),
+        })?;
         let limits =
             kernel::cuda::occupancy::parse_arch(arch).and_then(kernel::cuda::occupancy::limits);
-        let mut entries: Vec<_> = compiled.resources.iter().collect();
-        entries.sort_by(|a, b| a.0.cmp(b.0));
-        if entries.is_empty() {
-            println!(
-                "{}: no __global__ function in {arch}'s report (a template has no code until \
-                 instantiated: `harness inspect --kernel FILE.cu:name<args>,block=..,grid=..`)",
-                file.display()
-            );
-        }
-        for (entry, r) in entries {
+        for k in &plain {
+            let Some(r) = compiled.resources.get(&k.name) else {
+                continue;
+            };
             if r.spills() {
-                ok &= !deny_spills;
+                ok &= !args.deny_spills;
             }
+            let smem = r.static_smem + args.smem;
             let occ = limits
-                .map(|l| kernel::cuda::occupancy::occupancy(&l, block, r.registers, r.static_smem));
-            println!(
-                "{:<32} {:<7} {:>5} {:>9} {:>6} {:>11} {:>16}",
-                entry,
-                arch,
-                r.registers,
-                r.static_smem,
-                r.stack_frame,
-                format!("{}/{}", r.spill_stores, r.spill_loads),
-                occ.map(|o| format!("{:.0}% {}", o.fraction * 100.0, o.limiter))
-                    .unwrap_or_else(|| "?".into())
-            );
+                .map(|l| kernel::cuda::occupancy::occupancy(&l, args.block, r.registers, smem));
+            let row = resources::LaunchResources {
+                entry: k.name.clone(),
+                file: name.clone(),
+                arch: compiled.arch.clone(),
+                threads_per_block: args.block,
+                registers: r.registers,
+                smem_bytes: smem,
+                stack_bytes: r.stack_frame,
+                spill_stores: r.spill_stores,
+                spill_loads: r.spill_loads,
+                occupancy: occ.map(|o| o.fraction),
+                occupancy_limiter: occ.map(|o| o.limiter.to_string()),
+                blocks: 0,
+                waves: None,
+            };
+            println!("{:<width$} {:<7} {}", k.name, row.arch, row.columns());
         }
         if let Some(tool) = &tool {
             let list = sass::of_file(tool, &source, arch)?;
             let name = file.file_name().unwrap_or_default().to_string_lossy();
             listings.extend(list.into_iter().map(|l| (name.to_string(), l)));
         }
+    }
+    if plain.is_empty() {
+        println!("{name}: no kernel to compile on its own");
+    }
+    for t in templates {
+        println!(
+            "{}{}: a template has no code until it is instantiated: harness inspect --kernel \
+             '{name}:{}<...>,workload=..,block=..,grid=..'",
+            t.name,
+            t.template.as_deref().unwrap_or(""),
+            t.name
+        );
+    }
+    if args.smem > 0 {
+        println!("(smem B includes the {} bytes of --smem)", args.smem);
     }
     sass::print(&listings);
     Ok(ok)

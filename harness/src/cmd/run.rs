@@ -6,7 +6,7 @@ use crate::console::{Progress, Verbosity, print_run_folder};
 use crate::results::RunResults;
 use crate::run::Ablation;
 use crate::runs::LabDir;
-use crate::{calibrate, peers, registry, report, runs, select, tune, user_kernel};
+use crate::{calibrate, peers, report, runs, select, tune, user_kernel};
 use kernel::{DeviceKind, Kernel};
 use std::path::{Path, PathBuf};
 
@@ -48,39 +48,46 @@ pub fn run(args: &Args) -> Outcome {
     } = args;
     let verbosity = Verbosity::from_flags(*quiet, *verbose);
     let config = load_config(&common.config)?;
-    let lab = LabDir::locate();
+    let lab_dir = LabDir::locate();
     // Nothing is computed unless its results can be saved.
-    runs::check_target(out.as_deref(), &lab)?;
-    let users = user_kernel::load_all(&config.kernels, user, &selection.workload)?;
-    let dev = match users.is_empty() {
+    runs::check_target(out.as_deref(), &lab_dir)?;
+    let specs = user_kernel::specs(&config.kernels, user)?;
+    let dev = match specs.is_empty() {
         true => open_device(common.device.as_deref())?,
         false => user_kernel::run::open(common.device.as_deref())?,
     };
-    let all = tune::lab_kernels(dev.info(), &lab);
-    if !users.is_empty() && dev.kind() != DeviceKind::Cuda {
-        let lab_rows = match common.kernels.is_empty() {
-            true => Vec::new(),
-            false => registry::select(&all, &common.kernels)?,
-        };
+    // Without a GPU, the user's kernels run in the simulator: compile-checked for it too.
+    let in_sim = dev.kind() != DeviceKind::Cuda;
+    let users = user_kernel::load_all(&specs, &selection.workload, in_sim)?;
+    let all = tune::lab_kernels(dev.info(), &lab_dir);
+    let named = !common.kernels.is_empty();
+    let lab = user_kernel::run::lab_kernels(&all, &common.kernels, !users.is_empty())?;
+    // The simulator checks, never times: its table has no speed columns.
+    if dev.kind() == DeviceKind::Sim || (!users.is_empty() && in_sim) {
         let (w, sizes) = (&selection.workload, &selection.sizes);
         let device = common.device.as_deref();
-        return user_kernel::run::without_gpu(
+        return user_kernel::run::in_simulator(
             &config,
             &users,
-            lab_rows,
+            lab,
+            named,
             w,
             sizes,
             out.as_deref(),
             device,
         );
     }
-    let mut kernels = registry::select(&all, &common.kernels)?;
+    let mut kernels = lab;
     kernels.extend(users.iter().map(|u| u as &dyn Kernel));
     let default_workloads = match users.is_empty() {
         true => config.device(dev.kind()).workloads.clone(),
         false => user_kernel::run::workloads(&users),
     };
     let workloads = select::workloads(&selection.workload, &default_workloads)?;
+    if named {
+        let lab = &kernels[..kernels.len() - users.len()];
+        select::kernels_in(lab, &workloads)?;
+    }
     let (shapes, notes) = select::shapes(
         &config,
         selection.use_(dev.kind().name()),
@@ -91,7 +98,7 @@ pub fn run(args: &Args) -> Outcome {
     for n in notes {
         println!("{n}");
     }
-    let calibration = ceilings(dev.as_ref(), &lab);
+    let calibration = ceilings(dev.as_ref(), &lab_dir);
     let rows: usize = shapes
         .iter()
         .map(|(w, list)| {
@@ -113,15 +120,35 @@ pub fn run(args: &Args) -> Outcome {
     let mut results = ablation.run(|e| progress.event(e))?;
     progress.finish();
     results.calibration = calibration;
-    user_kernel::run::annotate(&mut results, &users, false);
-    merge_peers(&mut results, peers.as_deref(), &lab);
+    user_kernel::run::annotate(&mut results, &[], &users, false);
+    merge_peers(&mut results, peers.as_deref(), &lab_dir);
     match verbosity {
         Verbosity::Quiet => print!("{}", report::failures_text(&results)),
         _ => print!("{}", report::terminal(&results)),
     }
-    let dir = runs::save(&results, out.as_deref(), &lab)?;
+    // Rows asked for by name (the user's kernels, `--kernels`) that could not run fail the
+    // run as a failed check does.
+    let mut wanted: Vec<String> = users.iter().map(|u| u.id().to_string()).collect();
+    if named {
+        wanted.extend(common.kernels.iter().cloned());
+    }
+    let unrun: Vec<String> = user_kernel::run::did_not_pass(&results, &wanted)
+        .into_iter()
+        .filter(|l| l.contains(": could not run: "))
+        .collect();
+    if !unrun.is_empty() {
+        println!(
+            "
+{} you asked for could not run:",
+            report::table::count(unrun.len(), "row")
+        );
+        for u in &unrun {
+            println!("  {u}");
+        }
+    }
+    let dir = runs::save(&results, out.as_deref(), &lab_dir)?;
     print_run_folder(&dir);
-    Ok(report::failures(&results).is_empty())
+    Ok(report::failures(&results).is_empty() && unrun.is_empty())
 }
 
 /// The device's ceilings for the roofline: the cached calibration, else a quick one; says

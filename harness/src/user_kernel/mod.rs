@@ -1,56 +1,33 @@
 //! A kernel the user brings: `harness run --kernel FILE.cu:ENTRY,block=..,grid=..` or a
-//! `[[kernel]]` section of the config. The file is read at run time, its host code blanked,
-//! and an `extern "C"` wrapper with the workload's parameter list (see [`signature`]), or the
-//! kernel's own (`args=`), calls the entry, which may be a template instantiation
-//! (`sgemm<128,128,8>`). From there it is a row like any rung: compiled, validated on
-//! poisoned output, timed, reported as `user`. `docs/your-kernel.md` is the user's guide.
+//! `[[kernel]]` section of the config. The file (and the local headers it includes) is read
+//! at run time, host code blanked, and the entry, which may be a template instantiation
+//! (`sgemm<128,128,8>`), is launched with the workload's parameter list (see [`signature`])
+//! or the kernel's own (`args=`), on buffers of the types it takes ([`buffers`]). From there
+//! it is a row like any rung: compiled, validated on poisoned output, timed, reported as
+//! `user`. `docs/your-kernel.md` is the user's guide.
 
+pub mod buffers;
 pub mod expr;
+pub mod files;
+pub mod hint;
 pub mod run;
+pub mod scan;
 pub mod signature;
 pub mod source;
+pub mod spec;
 
-use expr::Expr;
-use kernel::cuda::nvrtc;
+use buffers::Buffers;
+use files::LocalFiles;
+use kernel::cuda::{nvrtc, ptx_entry};
 use kernel::{
-    CudaPlan, CudaSource, DeviceError, Dtype, Kernel, KernelInfo, Launch, Precision, Role, Scratch,
-    Shape, Stage, Step, Unsupported, Workload,
+    Arg, CudaPlan, CudaSource, DeviceError, Fill, Kernel, KernelInfo, Launch, Precision, Role,
+    Scratch, Shape, Stage, Step, Unsupported, Workload,
 };
-use serde::{Deserialize, Serialize};
-use signature::Signature;
+use scan::KernelDecl;
+use signature::{ArgItem, ArgList, Param, Signature};
 use std::path::{Path, PathBuf};
 
-/// How the grid is derived from the shape.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Grid {
-    /// One block per `rows x cols` tile of the output's last two dimensions (`tile:64x64`;
-    /// grid.x over columns, grid.y over rows, grid.z over the leading dimensions), or per
-    /// `n` elements of the flattened output (`tile:256`).
-    Tile(Vec<usize>),
-    /// Explicit x, y, z expressions of the shape's dimensions.
-    Exprs(Vec<Expr>),
-}
-
-/// A user kernel as written on the command line or in the config, checked for syntax.
-#[derive(Clone, Debug, PartialEq, Serialize)]
-pub struct UserKernelSpec {
-    pub file: PathBuf,
-    /// The function to call: `name`, `ns::name` or `name<args>`.
-    pub entry: String,
-    pub workload: Option<Workload>,
-    pub signature: Option<String>,
-    /// A parameter list of the kernel's own, `(Q, K, V, S, D, cdiv(S,32), scale, l, m, O)`,
-    /// instead of a signature.
-    pub args: Option<String>,
-    pub block: [u32; 3],
-    pub grid: Grid,
-    /// Dynamic shared memory in bytes.
-    pub smem: Option<Expr>,
-    /// What the kernel claims; it picks the error bound (buffers are FP32 either way).
-    pub precision: Precision,
-    pub id: Option<String>,
-}
+pub use spec::{Grid, Layout, RawUserKernel, UserKernelSpec, locate};
 
 /// Anything wrong with a user kernel, in words that say what to do.
 #[derive(Debug, thiserror::Error)]
@@ -58,7 +35,9 @@ pub enum UserKernelError {
     #[error("kernel {spec:?}: {message}")]
     Spec { spec: String, message: String },
     #[error("cannot read the kernel file {file}: {error}")]
-    Read { file: String, error: std::io::Error },
+    Read { file: String, error: String },
+    #[error("kernel {spec:?}: {message}")]
+    Entry { spec: String, message: String },
     #[error(
         "{compiler} could not compile {file} for {arch}; its log (lines are those of your \
          file):\n{log}"
@@ -80,8 +59,8 @@ pub enum UserKernelError {
 #[error(
     "{file}: the parameters of `{entry}` do not match the `{signature}` signature of the \
      {workload} workload.\n  the lab calls:   {entry}{calls}\n  {declared}\nName the \
-     signature the kernel was written for (`signature=NAME`; {workload}: {choices}) or \
-     change its parameter list.\n{compiler} said:\n{log}"
+     signature the kernel was written for (`signature=NAME`; {workload}: {choices}), give its \
+     buffer types (`dtype=`), or change its parameter list.\n{compiler} said:\n{log}"
 )]
 pub struct SignatureMismatch {
     pub file: String,
@@ -95,344 +74,6 @@ pub struct SignatureMismatch {
     pub log: String,
 }
 
-/// The options a spec may carry, for messages.
-const KEYS: [&str; 8] = [
-    "workload",
-    "signature",
-    "args",
-    "block",
-    "grid",
-    "smem",
-    "precision",
-    "id",
-];
-
-/// Splits at commas outside `<>`, `()` and `[]`.
-fn split_top(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '<' | '(' | '[' => depth += 1,
-            '>' | ')' | ']' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    out.push(&text[start..]);
-    out
-}
-
-fn parse_block(v: &str) -> Result<[u32; 3], String> {
-    let parts: Vec<&str> = v.split('x').map(str::trim).collect();
-    if parts.is_empty() || parts.len() > 3 {
-        return Err(format!("block {v:?}: expected X, XxY or XxYxZ threads"));
-    }
-    let mut block = [1u32; 3];
-    for (b, p) in block.iter_mut().zip(&parts) {
-        *b = p
-            .parse()
-            .ok()
-            .filter(|&n| n >= 1)
-            .ok_or_else(|| format!("block {v:?}: {p:?} is not a positive number"))?;
-    }
-    let threads: u64 = block.iter().map(|&b| u64::from(b)).product();
-    if threads > 1024 {
-        return Err(format!(
-            "block {v:?} has {threads} threads; a block holds at most 1024"
-        ));
-    }
-    Ok(block)
-}
-
-fn parse_grid(v: &str) -> Result<Grid, String> {
-    if let Some(t) = v.strip_prefix("tile:") {
-        let tile: Vec<usize> = t
-            .split('x')
-            .map(|p| p.trim().parse().ok().filter(|&n| n >= 1))
-            .collect::<Option<_>>()
-            .filter(|t: &Vec<usize>| (1..=2).contains(&t.len()))
-            .ok_or_else(|| {
-                format!("grid {v:?}: expected tile:ROWSxCOLS (an output tile per block) or tile:N")
-            })?;
-        return Ok(Grid::Tile(tile));
-    }
-    let inner = v
-        .trim()
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .unwrap_or(v);
-    let exprs = split_top(inner)
-        .into_iter()
-        .map(Expr::parse)
-        .collect::<Result<Vec<_>, _>>()?;
-    if exprs.is_empty() || exprs.len() > 3 {
-        return Err(format!(
-            "grid {v:?}: expected 1 to 3 expressions, (x, y, z)"
-        ));
-    }
-    Ok(Grid::Exprs(exprs))
-}
-
-impl UserKernelSpec {
-    /// Reads `FILE.cu:ENTRY[,key=value]...` (see `docs/your-kernel.md`).
-    pub fn parse(text: &str) -> Result<Self, UserKernelError> {
-        let err = |message: String| UserKernelError::Spec {
-            spec: text.to_string(),
-            message,
-        };
-        let split = [".cu:", ".cuh:", ".h:"]
-            .iter()
-            .find_map(|ext| text.find(ext).map(|i| i + ext.len() - 1))
-            .or_else(|| text.find(':'))
-            .ok_or_else(|| err("expected FILE.cu:ENTRY, e.g. my_gemm.cu:sgemm<64,64,8>".into()))?;
-        let file = &text[..split];
-        let mut parts = split_top(&text[split + 1..]).into_iter();
-        let entry = parts.next().unwrap_or("").trim();
-        let mut pairs = Vec::new();
-        for p in parts {
-            let (k, v) = p.split_once('=').ok_or_else(|| {
-                err(format!(
-                    "option {p:?} is not key=value; keys: {}",
-                    KEYS.join(", ")
-                ))
-            })?;
-            pairs.push((k.trim().to_string(), v.trim().to_string()));
-        }
-        Self::from_pairs(PathBuf::from(file), entry, &pairs).map_err(|(_, m)| err(m))
-    }
-
-    /// Builds a spec from its options; an error names the key at fault.
-    pub fn from_pairs(
-        file: PathBuf,
-        entry: &str,
-        pairs: &[(String, String)],
-    ) -> Result<Self, (String, String)> {
-        if entry.is_empty() {
-            return Err(("entry".into(), "no entry: expected FILE.cu:ENTRY".into()));
-        }
-        let mut spec = Self {
-            file,
-            entry: entry.to_string(),
-            workload: None,
-            signature: None,
-            args: None,
-            block: [0; 3],
-            grid: Grid::Tile(Vec::new()),
-            smem: None,
-            precision: Precision::Fp32,
-            id: None,
-        };
-        let (mut block, mut grid) = (false, false);
-        for (k, v) in pairs {
-            let at = |m: String| (k.clone(), m);
-            match k.as_str() {
-                "workload" => {
-                    spec.workload = Some(Workload::parse(v).ok_or_else(|| {
-                        at(format!(
-                            "unknown workload {v:?}; valid: {}",
-                            Workload::ALL.map(Workload::name).join(", ")
-                        ))
-                    })?)
-                }
-                "signature" => {
-                    let sig = Signature::named(v).ok_or_else(|| {
-                        let all: Vec<&str> = signature::ALL.iter().map(|s| s.name).collect();
-                        at(format!(
-                            "unknown signature {v:?}; valid: {}",
-                            all.join(", ")
-                        ))
-                    })?;
-                    spec.signature = Some(sig.name.to_string());
-                }
-                "args" => spec.args = Some(v.clone()),
-                "block" => {
-                    spec.block = parse_block(v).map_err(at)?;
-                    block = true;
-                }
-                "grid" => {
-                    spec.grid = parse_grid(v).map_err(at)?;
-                    grid = true;
-                }
-                "smem" => spec.smem = Some(Expr::parse(v).map_err(at)?),
-                "precision" => {
-                    spec.precision = Precision::parse(v).ok_or_else(|| {
-                        at(format!(
-                            "unknown precision {v:?}; valid: {}",
-                            Precision::ALL.map(Precision::name).join(", ")
-                        ))
-                    })?
-                }
-                "id" => spec.id = Some(v.clone()),
-                other => {
-                    return Err(at(format!(
-                        "unknown option {other:?}; valid: {}",
-                        KEYS.join(", ")
-                    )));
-                }
-            }
-        }
-        if spec.args.is_some() && spec.signature.is_some() {
-            return Err((
-                "args".into(),
-                "give signature= or args=, not both: args= is a list of the kernel's own".into(),
-            ));
-        }
-        if !block {
-            return Err((
-                "block".into(),
-                "missing block=THREADS (256, 16x16 or 32x8x1): the block size it is launched with"
-                    .into(),
-            ));
-        }
-        if !grid {
-            return Err((
-                "grid".into(),
-                "missing grid: grid=tile:64x64 (one block per 64x64 tile of the output) or \
-                 grid=(cdiv(N,64),cdiv(M,64)) (expressions of the shape's dimensions)"
-                    .into(),
-            ));
-        }
-        Ok(spec)
-    }
-}
-
-impl UserKernelSpec {
-    /// Whether the grid and shared-memory expressions only use `workload`'s names; an error
-    /// names the key.
-    pub fn check_names(&self, workload: Workload) -> Result<(), (String, String)> {
-        let probe = vars(&workload.probe_shape());
-        let names: Vec<&str> = probe.iter().map(|(n, _)| *n).collect();
-        let mut exprs: Vec<(&str, &Expr)> = self.smem.iter().map(|e| ("smem", e)).collect();
-        if let Grid::Exprs(g) = &self.grid {
-            exprs.extend(g.iter().map(|e| ("grid", e)));
-        }
-        for (key, e) in exprs {
-            let unknown = e.unknown_names(&names);
-            if !unknown.is_empty() {
-                return Err((
-                    key.to_string(),
-                    format!(
-                        "`{e}` uses {}; expressions for {workload} may use {}",
-                        unknown.join(", "),
-                        names.join(", ")
-                    ),
-                ));
-            }
-        }
-        Ok(())
-    }
-}
-
-/// A `[[kernel]]` section of the config file.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RawUserKernel {
-    pub file: String,
-    pub entry: String,
-    pub workload: Option<String>,
-    pub signature: Option<String>,
-    pub args: Option<GridValue>,
-    pub block: Option<Scalar>,
-    pub grid: Option<GridValue>,
-    pub smem: Option<Scalar>,
-    pub precision: Option<String>,
-    pub id: Option<String>,
-}
-
-/// A number or a string (`block = 256`, `block = "16x16"`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum Scalar {
-    Int(i64),
-    Text(String),
-}
-
-impl Scalar {
-    fn text(&self) -> String {
-        match self {
-            Self::Int(i) => i.to_string(),
-            Self::Text(t) => t.clone(),
-        }
-    }
-}
-
-/// `grid = "tile:64x64"` or `grid = ["cdiv(N,64)", "cdiv(M,64)"]`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
-pub enum GridValue {
-    Text(String),
-    List(Vec<Scalar>),
-}
-
-impl RawUserKernel {
-    /// The spec, with `file` relative to `base` (the config file's folder); an error names
-    /// its key.
-    pub fn resolve(&self, base: &Path) -> Result<UserKernelSpec, (String, String)> {
-        let mut pairs = Vec::new();
-        let mut put = |k: &str, v: Option<String>| {
-            if let Some(v) = v {
-                pairs.push((k.to_string(), v));
-            }
-        };
-        put("workload", self.workload.clone());
-        put("signature", self.signature.clone());
-        let list = |g: &GridValue| match g {
-            GridValue::Text(t) => t.clone(),
-            GridValue::List(l) => {
-                let items: Vec<String> = l.iter().map(Scalar::text).collect();
-                format!("({})", items.join(", "))
-            }
-        };
-        put("args", self.args.as_ref().map(list));
-        put("block", self.block.as_ref().map(Scalar::text));
-        put("grid", self.grid.as_ref().map(list));
-        put("smem", self.smem.as_ref().map(Scalar::text));
-        put("precision", self.precision.clone());
-        put("id", self.id.clone());
-        let spec = UserKernelSpec::from_pairs(base.join(&self.file), &self.entry, &pairs)?;
-        let workload = spec.workload.or_else(|| {
-            let sig = spec.signature.as_deref().and_then(Signature::named);
-            sig.map(|s| s.workload)
-        });
-        if let Some(w) = workload {
-            spec.check_names(w)?;
-        }
-        Ok(spec)
-    }
-}
-
-/// The 1-based line of `key` in the `index`th `[[kernel]]` section of a TOML text (the
-/// section's own line when the key is not written there).
-pub fn locate(text: &str, index: usize, key: &str) -> Option<usize> {
-    let mut seen = None;
-    let mut header = None;
-    for (i, line) in text.lines().enumerate() {
-        let l = line.trim();
-        if l.starts_with('[') {
-            if l.replace(' ', "") == "[[kernel]]" {
-                seen = Some(seen.map_or(0, |s| s + 1));
-                if seen == Some(index) {
-                    header = Some(i + 1);
-                }
-            } else if seen == Some(index) {
-                break;
-            }
-            continue;
-        }
-        if seen == Some(index)
-            && l.split_once('=')
-                .is_some_and(|(k, _)| k.trim().trim_matches('"') == key)
-        {
-            return Some(i + 1);
-        }
-    }
-    header
-}
-
 /// The compiler a compile check uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compiler<'a> {
@@ -442,17 +83,35 @@ pub enum Compiler<'a> {
     Sim,
 }
 
+/// The architecture a user kernel is compiled for to check it and read its parameters.
+const CHECK_ARCH: &str = "sm_80";
+
+/// What `C` holds at the start of a run with `beta` not 0: these seeded values.
+const C_SEED: u64 = 0xBE7A;
+
 /// A user kernel ready to run: its file read and turned into a compilation unit.
 pub struct UserKernel {
     pub spec: UserKernelSpec,
     pub workload: Workload,
     pub signature: &'static Signature,
-    /// What the wrapper passes: the signature's list or the kernel's own.
-    list: signature::ArgList,
+    /// What the launch passes: the signature's list or the kernel's own.
+    list: ArgList,
+    /// Element types, B's layout, alpha and beta.
+    pub buffers: Buffers,
+    precision: Precision,
     id: String,
     rung: u32,
+    files: LocalFiles,
+    /// The entry's declaration in the file.
+    decl: KernelDecl,
     source: CudaSource,
-    wrapper: String,
+    /// The name the launch uses (the entry's, for NVRTC; the simulator's wrapper's).
+    launch_name: String,
+    /// Why the kernel is launched through a wrapper converting the lab's arguments, when it
+    /// is (its registers are then the wrapper's, with the kernel's own launch bounds).
+    pub wrapped: Option<String>,
+    /// Why the simulator cannot run it (inline PTX it does not know), once per kernel loaded.
+    sim_refusal: Option<&'static str>,
 }
 
 impl std::fmt::Debug for UserKernel {
@@ -463,7 +122,7 @@ impl std::fmt::Debug for UserKernel {
 
 /// The names a geometry expression may use for `shape`: its dimensions, and a convolution's
 /// output size `HO`, `WO`.
-fn vars(shape: &Shape) -> Vec<(&'static str, usize)> {
+pub fn vars(shape: &Shape) -> Vec<(&'static str, usize)> {
     let mut v = shape.dims();
     if let Shape::Conv { h, w, k, .. } = *shape {
         let (ho, wo) = Shape::conv_out(h, w, k);
@@ -475,18 +134,62 @@ fn vars(shape: &Shape) -> Vec<(&'static str, usize)> {
 /// Dynamic shared memory a block may have on the largest GPUs the lab knows (sm_90).
 const MAX_SMEM: i64 = 227 * 1024;
 
+/// `a pointer`, `an int`, `a float`: what the lab passes, in words.
+fn arg_words(a: &Arg) -> &'static str {
+    match a {
+        Arg::Ptr(_) | Arg::PtrAt(_) => "a pointer",
+        Arg::I32(_) => "a 32-bit int",
+        Arg::F32(_) => "a float",
+        Arg::TensorMap(_) => "a tensor map",
+    }
+}
+
+/// Whether a kernel parameter (as PTX declares it) takes the lab's argument as it is.
+fn same_abi(p: ptx_entry::Param, a: &Arg) -> bool {
+    use ptx_entry::Param::{Float, Int};
+    matches!(
+        (p, a),
+        (Int(8), Arg::Ptr(_) | Arg::PtrAt(_)) | (Int(4), Arg::I32(_)) | (Float(4), Arg::F32(_))
+    )
+}
+
+fn param_words(p: ptx_entry::Param) -> String {
+    match p {
+        ptx_entry::Param::Int(8) => "8 bytes (a size_t, a long or a pointer)".into(),
+        ptx_entry::Param::Int(b) => format!("a {}-bit integer", b * 8),
+        ptx_entry::Param::Float(8) => "a double".into(),
+        ptx_entry::Param::Float(b) => format!("a {}-bit float", b * 8),
+        ptx_entry::Param::Bytes(b) => format!("{b} bytes by value (a half or a struct)"),
+    }
+}
+
 impl UserKernel {
     /// Reads the file of `spec`; `workload` is the one `--workload` named, used when the spec
-    /// names neither a workload nor a signature. `rung` orders user rows.
+    /// names neither a workload nor a signature. `rung` orders user rows. Checks, in this
+    /// order: the file, the entry (a missing one lists the file's kernels), then the options
+    /// that describe its parameters and buffers. Whether the kernel takes them is the
+    /// compile check's ([`UserKernel::preflight`]); the launch options come last.
     pub fn load(
         spec: &UserKernelSpec,
         workload: Option<Workload>,
         rung: u32,
     ) -> Result<Self, UserKernelError> {
+        let name = format!("{}:{}", spec.file.display(), spec.entry);
         let err = |message: String| UserKernelError::Spec {
-            spec: format!("{}:{}", spec.file.display(), spec.entry),
+            spec: name.clone(),
             message,
         };
+        let file = spec.file.display().to_string();
+        let files = LocalFiles::read(&spec.file).map_err(|e| UserKernelError::Read {
+            file: e.file,
+            error: e.error,
+        })?;
+        let decl = scan::find(&files.kernels, &spec.entry, &file)
+            .map_err(|message| UserKernelError::Entry {
+                spec: name.clone(),
+                message,
+            })?
+            .clone();
         let named = spec.signature.as_deref().and_then(Signature::named);
         let workload = spec
             .workload
@@ -513,27 +216,33 @@ impl UserKernel {
         };
         spec.check_names(workload).map_err(|(_, m)| err(m))?;
         let (list, sig) = match &spec.args {
-            Some(text) => signature::ArgList::parse(text, workload).map_err(err)?,
-            None => (signature::ArgList::of(sig), sig),
+            Some(text) => ArgList::parse(text, workload).map_err(&err)?,
+            None => (ArgList::of(sig), sig),
         };
-        let code = std::fs::read_to_string(&spec.file).map_err(|error| UserKernelError::Read {
-            file: spec.file.display().to_string(),
-            error,
-        })?;
-        let file = spec.file.display().to_string();
-        let threads = spec.block.iter().product();
-        let dir = spec
-            .file
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-            .to_path_buf();
-        let standins = source::standin_dir().map_err(err)?;
+        let buffers = Buffers::of(spec, workload, sig, &list.params()).map_err(&err)?;
+        let precision = buffers.judge_by(spec.precision).map_err(&err)?;
+        let dir = folder_of(&spec.file);
+        let standins = source::standin_dir().map_err(&err)?;
         let file_name = spec
             .file
             .file_name()
             .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
+        let launch_name = source::wrapper_name(&spec.entry);
+        let code = source::UnitParts {
+            main: &files.main,
+            entry: &spec.entry,
+            list: &list,
+            sig,
+            buffers: &buffers,
+        }
+        .direct();
+        // `Kernel::gpu_only` speaks of the kernel's code, which lives as long as the process.
+        let sim_refusal = files
+            .sim_refusal
+            .clone()
+            .map(|r| &*Box::leak(r.into_boxed_str()));
         Ok(Self {
+            sim_refusal,
             id: spec
                 .id
                 .clone()
@@ -541,16 +250,22 @@ impl UserKernel {
             workload,
             signature: sig,
             rung,
-            wrapper: source::wrapper_name(&spec.entry),
             source: CudaSource {
-                code: source::unit(&code, &file, &spec.entry, &list, sig, threads).into(),
+                code: code.into(),
                 file: file.into(),
                 defines: Vec::new(),
-                include_dirs: vec![dir, standins],
+                include_dirs: vec![files.dir.clone(), dir, standins],
                 arch: None,
+                cxx_entries: vec![(launch_name.clone().into(), spec.entry.clone().into())],
             },
+            launch_name,
             list,
+            buffers,
+            precision,
+            files,
+            decl,
             spec: spec.clone(),
+            wrapped: None,
         })
     }
 
@@ -563,10 +278,16 @@ impl UserKernel {
         &self.source
     }
 
+    /// The user's kernels and local headers as the lab compiles them.
+    pub fn files(&self) -> &LocalFiles {
+        &self.files
+    }
+
     /// Grid and dynamic shared memory for `shape`, or why it cannot be launched.
     pub fn geometry(&self, shape: &Shape) -> Result<([u32; 3], u32), Unsupported> {
+        let (_, grid) = self.spec.launch().map_err(|(_, m)| Unsupported(m))?;
         let v = vars(shape);
-        let grid = match &self.spec.grid {
+        let grid = match grid {
             Grid::Tile(t) => {
                 let dims = shape.output().dims;
                 if let [n] = t[..] {
@@ -607,7 +328,7 @@ impl UserKernel {
                 "grid {grid:?}: y and z are limited to 65535 blocks"
             )));
         }
-        self.list.args(shape).map_err(Unsupported)?;
+        self.list.args(shape, &self.buffers).map_err(Unsupported)?;
         let smem = match &self.spec.smem {
             None => 0,
             Some(e) => {
@@ -648,14 +369,66 @@ impl UserKernel {
         }
     }
 
-    /// Checks the kernel compiles with NVRTC when it is installed, else with the simulator's
-    /// compiler.
-    pub fn preflight(&self) -> Result<(), UserKernelError> {
+    /// Compiles the kernel with every compiler the run will use (NVRTC when it is installed,
+    /// the simulator's when `sim`), so that a compile error shows once, before anything runs.
+    /// With NVRTC, the kernel's own parameters are read from the build: a kernel that takes
+    /// the lab's arguments as they are is launched itself; one that needs them converted (a
+    /// `size_t` where the lab passes an `int`) through a wrapper with its launch bounds.
+    pub fn preflight(&mut self, sim: bool) -> Result<(), UserKernelError> {
         if nvrtc::version().is_ok() {
-            self.compile_check(Compiler::Nvrtc("sm_80"))
-        } else {
-            self.compile_check(Compiler::Sim)
+            self.compile_check(Compiler::Nvrtc(CHECK_ARCH))?;
+            self.choose_launch()?;
         }
+        if sim {
+            self.compile_check(Compiler::Sim)?;
+        }
+        Ok(())
+    }
+
+    /// Launches the kernel itself when its parameters take the lab's arguments byte for
+    /// byte; else switches to the converting wrapper, with the kernel's own bounds.
+    fn choose_launch(&mut self) -> Result<(), UserKernelError> {
+        let compiled = nvrtc::compile(&self.source, CHECK_ARCH).map_err(UserKernelError::Device)?;
+        let symbol = compiled.symbol(&self.launch_name);
+        let Some(entry) = ptx_entry::entry(&compiled.ptx, symbol) else {
+            return Ok(());
+        };
+        let shape = self.workload.probe_shape();
+        let args = self.list.args(&shape, &self.buffers).unwrap_or_default();
+        let differ: Vec<String> = entry
+            .params
+            .iter()
+            .zip(&args)
+            .enumerate()
+            .filter(|(_, (p, a))| !same_abi(**p, a))
+            .map(|(i, (p, a))| {
+                let name = match &self.list.items[i] {
+                    ArgItem::Named(n, _) => n.to_string(),
+                    ArgItem::Int(e) => e.to_string(),
+                };
+                format!(
+                    "parameter {} ({name}) takes {}, the lab passes {}",
+                    i + 1,
+                    param_words(*p),
+                    arg_words(a)
+                )
+            })
+            .collect();
+        if differ.is_empty() {
+            return Ok(());
+        }
+        self.wrapped = Some(differ.join("; "));
+        self.source.code = source::UnitParts {
+            main: &self.files.main,
+            entry: &self.spec.entry,
+            list: &self.list,
+            sig: self.signature,
+            buffers: &self.buffers,
+        }
+        .through_wrapper(&entry.bounds_attributes())
+        .into();
+        self.source.cxx_entries.clear();
+        self.compile_check(Compiler::Nvrtc(CHECK_ARCH))
     }
 
     fn explain(
@@ -665,11 +438,19 @@ impl UserKernel {
         arch: String,
         log: String,
     ) -> UserKernelError {
+        let mut log = self.files.translate(&log);
+        if let Ok(dir) = source::standin_dir() {
+            // The stand-ins by their own names, as `#include` spells them.
+            log = log.replace(&format!("{}/", dir.display()), "");
+        }
         let marker = source::wrapper_file(&self.list, self.signature);
         let at_wrapper = log
             .lines()
             .any(|l| l.starts_with(&marker) && l.contains("error"));
-        if !at_wrapper {
+        // NVRTC checks the arguments through `kernel_lab::accepts`; another error at the
+        // lab's line is the entry itself (template arguments its template does not take).
+        let mismatch = at_wrapper && (!compiler.starts_with("NVRTC") || log.contains("accepts"));
+        if !mismatch {
             return UserKernelError::Compile {
                 file,
                 compiler,
@@ -677,23 +458,16 @@ impl UserKernel {
                 log,
             };
         }
-        let code = std::fs::read_to_string(&self.spec.file).unwrap_or_default();
-        let declared = match source::kernel_declaration(&code, &self.spec.entry) {
-            Some((line, params)) => format!(
-                "{}:{line} declares: {}{params}",
-                self.spec.file.display(),
-                self.spec
-                    .entry
-                    .split('<')
-                    .next()
-                    .unwrap_or(&self.spec.entry)
-            ),
-            None => format!(
-                "no `__global__` definition of `{}` was found in {}",
-                self.spec.entry,
-                self.spec.file.display()
-            ),
-        };
+        let base = self
+            .decl
+            .name
+            .rsplit("::")
+            .next()
+            .unwrap_or(&self.decl.name);
+        let declared = format!(
+            "{}:{} declares: {base}{}",
+            self.decl.file, self.decl.line, self.decl.params
+        );
         UserKernelError::Signature(Box::new(SignatureMismatch {
             file: self.spec.file.display().to_string(),
             entry: self.spec.entry.clone(),
@@ -703,7 +477,7 @@ impl UserKernel {
                 .as_ref()
                 .map_or(self.signature.name.to_string(), |c| format!("args={c}")),
             workload: self.workload,
-            calls: self.list.c_params(),
+            calls: self.list.c_params(&self.buffers),
             declared,
             choices: Signature::list_for(self.workload),
             compiler: format!("{compiler} ({arch})"),
@@ -711,58 +485,61 @@ impl UserKernel {
         }))
     }
 
-    /// When `shape`'s output is not a whole number of the kernel's output tiles, a line saying
-    /// so, naming the first bad element when it lies in the partial tiles: the usual reason a
-    /// kernel that passes on round sizes fails.
+    /// When `shape` is not a whole number of the kernel's tiles, a line saying which
+    /// dimensions are not, naming the first bad element when it lies in the partial tiles:
+    /// the usual reason a kernel that passes on round sizes fails.
     pub fn tail_hint(&self, shape: &Shape, first_bad: Option<usize>) -> Option<String> {
-        let Grid::Tile(t) = &self.spec.grid else {
-            return None;
-        };
-        let [tr, tc] = t[..] else { return None };
-        let out = shape.output();
-        let cols = *out.dims.last()?;
-        let rows = out.dims.len().checked_sub(2).map_or(1, |i| out.dims[i]);
-        if rows.is_multiple_of(tr) && cols.is_multiple_of(tc) {
-            return None;
+        let grid = self.spec.grid.as_ref()?;
+        let ints: Vec<&expr::Expr> = self
+            .list
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                ArgItem::Int(e) => Some(e),
+                ArgItem::Named(..) => None,
+            })
+            .collect();
+        hint::tail_hint(grid, &ints, shape, &vars(shape), first_bad)
+    }
+
+    /// What C holds when a run starts: a sentinel when beta is 0 (an element still holding
+    /// it was never written), known random values otherwise (`beta * C` must read them).
+    fn output_fill(&self) -> Fill {
+        let passes_beta = self.list.params().contains(&Param::Beta);
+        match self.signature.output_fill {
+            _ if passes_beta && self.buffers.beta != 0.0 => Fill::Random(C_SEED),
+            // The sentinel as the output's type holds it, so that the check recognizes it.
+            Fill::Value(v) => Fill::Value(Fill::Value(v).values(self.buffers.output, 1)[0]),
+            other => other,
         }
-        let mut hint = format!(
-            "{} is {rows}x{cols}, not a whole number of {tr}x{tc} tiles: a kernel that assumes \
-             divisible sizes fails in the last, partial tiles (rows from {}, columns from {})",
-            out.name,
-            rows / tr * tr,
-            cols / tc * tc
-        );
-        if let Some(i) = first_bad {
-            let (r, c) = ((i / cols) % rows, i % cols);
-            let in_tail = r >= rows / tr * tr || c >= cols / tc * tc;
-            hint.push_str(&format!(
-                "; the first bad element, row {r} column {c}, {}",
-                if in_tail {
-                    "is in that tail"
-                } else {
-                    "is not in the tail"
-                }
-            ));
-        }
-        Some(hint)
     }
 }
 
 impl Kernel for UserKernel {
     fn info(&self) -> KernelInfo {
+        let types = self.buffers.describe(self.workload);
         KernelInfo {
             id: self.id.clone().into(),
             workload: self.workload,
             stage: Stage::User,
-            precision: self.spec.precision,
+            precision: self.precision,
             role: Role::User,
             rung: self.rung,
             summary: format!(
-                "{} ({}), your kernel",
+                "{} ({}{}), your kernel{}",
                 self.spec.file.display(),
                 match &self.list.custom {
                     Some(c) => format!("args={c}"),
                     None => format!("{} signature", self.signature.name),
+                },
+                if types.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {types}")
+                },
+                match &self.wrapped {
+                    Some(why) => format!(", launched through a converting wrapper: {why}"),
+                    None => String::new(),
                 }
             )
             .into(),
@@ -773,56 +550,135 @@ impl Kernel for UserKernel {
         self.geometry(shape).map(|_| ())
     }
 
+    /// Inline PTX the simulator's front end does not know: the row says which and where.
+    fn gpu_only(&self) -> Option<&'static str> {
+        self.sim_refusal
+    }
+
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
         // A shape the geometry refuses is declined by `supports`; the plan still exists.
         let (grid, dynamic_smem) = self.geometry(shape).unwrap_or(([1, 1, 1], 0));
         let len = self.signature.scratch_len(shape);
         Some(CudaPlan {
-            inputs: vec![Dtype::F32; shape.inputs().len()],
-            output: Dtype::F32,
-            output_fill: self.signature.output_fill,
+            inputs: self.buffers.inputs.clone(),
+            output: self.buffers.output,
+            output_fill: self.output_fill(),
             scratch: self
                 .signature
                 .scratch
                 .iter()
-                .map(|s| Scratch {
+                .zip(&self.buffers.scratch)
+                .map(|(s, &dtype)| Scratch {
                     name: s.name.into(),
-                    dtype: Dtype::F32,
+                    dtype,
                     len,
                     fill: s.fill,
                 })
                 .collect(),
             steps: vec![Step::Kernel(Launch {
                 source: self.source.clone(),
-                entry: self.wrapper.clone().into(),
+                entry: self.launch_name.clone().into(),
                 grid,
-                block: self.spec.block,
+                block: self.spec.block.unwrap_or([1, 1, 1]),
                 dynamic_smem,
-                args: self.list.args(shape).unwrap_or_default(),
+                args: self.list.args(shape, &self.buffers).unwrap_or_default(),
             })],
             pipeline: None,
         })
     }
+
+    fn device_inputs(&self, shape: &Shape, inputs: &[Vec<f32>]) -> Option<Vec<Vec<f32>>> {
+        let Shape::Gemm { n, k, .. } = *shape else {
+            return None;
+        };
+        if self.buffers.b != Layout::Col {
+            return None;
+        }
+        // Column-major B: element (k, n) at n * K + k.
+        let b = inputs.get(1)?;
+        let mut col = vec![0.0f32; b.len()];
+        for (kk, row) in b.chunks_exact(n).enumerate() {
+            for (nn, &v) in row.iter().enumerate() {
+                col[nn * k + kk] = v;
+            }
+        }
+        let mut out = inputs.to_vec();
+        out[1] = col;
+        Some(out)
+    }
+
+    fn expected(
+        &self,
+        shape: &Shape,
+        result: &[f64],
+        indices: Option<&[usize]>,
+    ) -> Option<Vec<f64>> {
+        let (alpha, beta) = (f64::from(self.buffers.alpha), f64::from(self.buffers.beta));
+        if alpha == 1.0 && beta == 0.0 {
+            return None;
+        }
+        let c0 = (beta != 0.0).then(|| {
+            self.output_fill()
+                .values(self.buffers.output, shape.output().len())
+        });
+        Some(
+            result
+                .iter()
+                .enumerate()
+                .map(|(j, &r)| {
+                    let i = indices.map_or(j, |ix| ix[j]);
+                    alpha * r + c0.as_ref().map_or(0.0, |c| beta * f64::from(c[i]))
+                })
+                .collect(),
+        )
+    }
 }
 
-/// The user kernels of a run: the config's `[[kernel]]` sections, then each `--kernel`,
-/// loaded and compile-checked (an error stops the run before anything is measured).
-pub fn load_all(
+/// Reads the `--kernel` options and the config's `[[kernel]]` sections, in that order of
+/// rows: the config's first.
+pub fn specs(
     config_kernels: &[UserKernelSpec],
     cli: &[String],
+) -> Result<Vec<UserKernelSpec>, UserKernelError> {
+    let mut specs = config_kernels.to_vec();
+    for text in cli {
+        specs.push(UserKernelSpec::parse(text)?);
+    }
+    Ok(specs)
+}
+
+/// The user kernels of a run, loaded and compile-checked with the compilers the run uses
+/// (`sim`: the simulator runs them); an error stops the run before anything is measured.
+/// For each kernel the errors come in the order a user fixes them: the file and the entry,
+/// its parameter list, then the launch options.
+pub fn load_all(
+    specs: &[UserKernelSpec],
     workloads: &[String],
+    sim: bool,
 ) -> Result<Vec<UserKernel>, UserKernelError> {
     let single = match workloads {
         [w] => Workload::parse(w),
         _ => None,
     };
-    let mut specs = config_kernels.to_vec();
-    for text in cli {
-        specs.push(UserKernelSpec::parse(text)?);
-    }
     let mut out = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
-        let k = UserKernel::load(spec, single, i as u32 + 1)?;
+        let mut k = UserKernel::load(spec, single, i as u32 + 1)?;
+        let asked: Vec<Workload> = workloads
+            .iter()
+            .filter_map(|w| Workload::parse(w))
+            .collect();
+        if !asked.is_empty() && !asked.contains(&k.workload) {
+            return Err(UserKernelError::Spec {
+                spec: format!("{}:{}", spec.file.display(), spec.entry),
+                message: format!(
+                    "it computes {} (its signature or workload= says so), and --workload names \
+                     {}: add --workload {}, or leave --workload out",
+                    k.workload,
+                    workloads.join(", "),
+                    k.workload
+                ),
+            });
+        }
         if out.iter().any(|o: &UserKernel| o.id == k.id) {
             return Err(UserKernelError::Spec {
                 spec: format!("{}:{}", spec.file.display(), spec.entry),
@@ -832,45 +688,28 @@ pub fn load_all(
                 ),
             });
         }
-        k.preflight()?;
+        k.preflight(sim)?;
+        spec.launch()
+            .map_err(|(_, message)| UserKernelError::Spec {
+                spec: format!("{}:{}", spec.file.display(), spec.entry),
+                message,
+            })?;
         out.push(k);
     }
     Ok(out)
 }
 
+/// The folder of `file`, `.` for a bare name.
+pub fn folder_of(file: &Path) -> PathBuf {
+    file.parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
+        .to_path_buf()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn specs_read_templates_options_and_explicit_grids() {
-        let s = UserKernelSpec::parse(
-            "ex/my gemm.cu:sgemm<64,64,8>,block=16x16,grid=(cdiv(N,64),cdiv(M,64)),smem=2*64*8*4,\
-             signature=gemm-blas,precision=tf32",
-        )
-        .unwrap();
-        assert_eq!(s.file, PathBuf::from("ex/my gemm.cu"));
-        assert_eq!(s.entry, "sgemm<64,64,8>");
-        assert_eq!(s.block, [16, 16, 1]);
-        assert!(matches!(&s.grid, Grid::Exprs(e) if e.len() == 2));
-        assert_eq!(s.precision, Precision::Tf32);
-        let t = UserKernelSpec::parse("k.cu:ns::k,block=256,grid=tile:32x64").unwrap();
-        assert_eq!(
-            (t.entry.as_str(), &t.grid),
-            ("ns::k", &Grid::Tile(vec![32, 64]))
-        );
-    }
-
-    #[test]
-    fn spec_errors_name_the_option() {
-        let e = |s: &str| UserKernelSpec::parse(s).unwrap_err().to_string();
-        assert!(e("k.cu:k,grid=tile:8").contains("missing block="));
-        assert!(e("k.cu:k,block=256").contains("missing grid"));
-        assert!(e("k.cu:k,block=2048,grid=tile:8").contains("at most 1024"));
-        assert!(e("k.cu:k,block=256,grid=tile:8,blok=3").contains("unknown option \"blok\""));
-        assert!(e("k.cu:k,block=256,grid=tile:8,signature=sgemm").contains("gemm-blas"));
-        assert!(e("nothing").contains("FILE.cu:ENTRY"));
-    }
 
     fn example(options: &str, workload: Workload) -> UserKernel {
         let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/attention_rows.cu");
@@ -904,8 +743,12 @@ mod tests {
         let k = example("block=32,grid=tile:32,smem=S*D*1000", Workload::Attention);
         let why = k.supports(&attention).unwrap_err().0;
         assert!(why.contains("dynamic shared memory"), "{why}");
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/attention_rows.cu");
         let e = UserKernel::load(
-            &UserKernelSpec::parse("x.cu:k,block=32,grid=(cdiv(N,32))").unwrap(),
+            &UserKernelSpec::parse(&format!(
+                "{file}:attention_rows<32,64>,block=32,grid=(cdiv(N,32))"
+            ))
+            .unwrap(),
             Some(Workload::Attention),
             1,
         )
@@ -925,14 +768,57 @@ mod tests {
         assert!(hint.contains("row 99 column 0, is in that tail"), "{hint}");
         let hint = k.tail_hint(&shape, Some(0)).unwrap();
         assert!(hint.contains("is not in the tail"), "{hint}");
-        assert_eq!(k.tail_hint(&Shape::gemm(64, 32, 5), Some(0)), None);
+        assert_eq!(k.tail_hint(&Shape::gemm(64, 32, 64), Some(0)), None);
     }
 
     #[test]
-    fn locates_keys_in_the_nth_kernel_section() {
-        let text = "seed = 1\n[[kernel]]\nfile = \"a.cu\"\nblock = 1\n\n[[kernel]]\nfile = \"b.cu\"\nblok = 2\n";
-        assert_eq!(locate(text, 0, "block"), Some(4));
-        assert_eq!(locate(text, 1, "file"), Some(7));
-        assert_eq!(locate(text, 1, "grid"), Some(6));
+    fn column_major_b_and_beta_change_the_inputs_and_the_expected_output() {
+        let k = example(
+            "signature=gemm-blas,b=col,alpha=2,beta=0.5,block=32,grid=tile:16x16",
+            Workload::Gemm,
+        );
+        let shape = Shape::gemm(2, 3, 4);
+        let a: Vec<f32> = (0..8).map(|v| v as f32).collect();
+        let b: Vec<f32> = (0..12).map(|v| v as f32).collect();
+        let moved = k.device_inputs(&shape, &[a.clone(), b]).unwrap();
+        assert_eq!(moved[0], a);
+        // B[k][n] = 3k + n; column-major: column n holds B[0..4][n].
+        assert_eq!(moved[1][..4], [0.0, 3.0, 6.0, 9.0]);
+        assert_eq!(moved[1][4..8], [1.0, 4.0, 7.0, 10.0]);
+        let plan = k.cuda(&shape).unwrap();
+        assert_eq!(plan.output_fill, Fill::Random(C_SEED));
+        let c0 = plan.output_fill.values(kernel::Dtype::F32, 6);
+        let want = k.expected(&shape, &[1.0; 6], None).unwrap();
+        assert_eq!(want[5], 2.0 + 0.5 * f64::from(c0[5]));
+        let sampled = k.expected(&shape, &[1.0], Some(&[4])).unwrap();
+        assert_eq!(sampled, vec![2.0 + 0.5 * f64::from(c0[4])]);
+        let plain = example(
+            "signature=gemm-blas,block=32,grid=tile:16x16",
+            Workload::Gemm,
+        );
+        assert_eq!(plain.expected(&shape, &[1.0; 6], None), None);
+        assert!(matches!(
+            plain.cuda(&shape).unwrap().output_fill,
+            Fill::Value(_)
+        ));
+    }
+
+    #[test]
+    fn a_half_output_keeps_a_sentinel_it_can_hold() {
+        let k = example(
+            "signature=gemm-blas,dtype=f16,block=32,grid=tile:16x16",
+            Workload::Gemm,
+        );
+        let plan = k.cuda(&Shape::gemm(2, 3, 4)).unwrap();
+        assert_eq!(plan.inputs, vec![kernel::Dtype::F16; 2]);
+        assert_eq!(plan.output, kernel::Dtype::F16);
+        let Fill::Value(v) = plan.output_fill else {
+            panic!("{:?}", plan.output_fill)
+        };
+        assert_eq!(
+            kernel::Dtype::F16.decode(&kernel::Dtype::F16.encode(&[v]))[0],
+            v
+        );
+        assert_eq!(k.info().precision, Precision::Fp16);
     }
 }

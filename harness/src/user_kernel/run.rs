@@ -1,59 +1,104 @@
-//! User kernels in a run: their rows' extras (resources from NVRTC when no GPU ran them, the
-//! tail hint on failure) and the run without a GPU, in the simulator.
+//! Runs in the CUDA simulator (`--device sim`, or user kernels where no GPU is): what the rows
+//! carry besides their check (resources from NVRTC, the tail hint on failure), the table they
+//! are printed in (correctness and resources, never a speed: the simulator gives none), and
+//! which rows make the run fail. Also `inspect --kernel`.
 
 use super::UserKernel;
 use crate::config::Config;
 use crate::results::{RunResults, Status};
 use crate::run::Ablation;
-use crate::{report, resources, select};
-use anyhow::Result;
-use kernel::{DeviceKind, Kernel, Role, Workload};
+use crate::{registry, report, resources, select};
+use anyhow::{Result, bail};
+use kernel::cuda::nvrtc;
+use kernel::{DeviceKind, Kernel, Role, Shape, Workload};
 use std::path::Path;
 
 /// The architecture whose resources are reported when no GPU ran the kernels.
 pub const INSPECT_ARCH: &str = "sm_80";
 
-/// The one line a run without a GPU prints, after what ran instead of the GPU.
-pub const NO_GPU_LINE: &str = "no GPU timing was possible; your kernels ran in the CUDA \
-     simulator for correctness, with registers and shared memory from NVRTC (sm_80).";
+/// What a run in the simulator gives, in one line: where the resources come from, or why
+/// there are none.
+pub fn sim_line() -> String {
+    match nvrtc::version() {
+        Ok(_) => format!(
+            "the kernels ran in the CUDA simulator for correctness (it never gives a speed), \
+             with registers and shared memory from NVRTC ({INSPECT_ARCH})."
+        ),
+        Err(e) => format!(
+            "the kernels ran in the CUDA simulator for correctness (it never gives a speed); no \
+             registers or shared memory: {e} (`harness doctor` says what was searched)."
+        ),
+    }
+}
 
 /// The device of a run with user kernels: `--device`, else the GPU if one works. Only a GPU is
-/// announced; without one [`without_gpu`] says what happens instead.
+/// announced; without one [`in_simulator`] says what happens instead.
 pub fn open(device: Option<&str>) -> Result<Box<dyn kernel::Executor>> {
     let kind = device.map(select::parse_kind).transpose()?;
     let (dev, _) = select::open(kind)?;
     if dev.kind() == DeviceKind::Cuda {
-        eprintln!("Device: {} ({})", dev.info().name, dev.kind());
+        eprintln!("Device: {}", dev.info().name);
     }
     Ok(dev)
 }
 
-/// Adds to the user rows of `results`: NVRTC's resources for `INSPECT_ARCH` when the row has
-/// none (`inspect`), and on failure the tail hint.
-pub fn annotate(results: &mut RunResults, users: &[UserKernel], inspect: bool) {
+/// The lab kernels `--kernels` names: all of them when it names none (none at all in a run of
+/// the user's kernels, which asks for rungs by name), and none for `--kernels none`.
+pub fn lab_kernels<'a>(
+    all: &'a [Box<dyn Kernel>],
+    ids: &[String],
+    with_users: bool,
+) -> Result<Vec<&'a dyn Kernel>> {
+    match ids {
+        [none] if none == "none" => {
+            if !with_users {
+                bail!(
+                    "--kernels none leaves nothing to run: give your kernel with --kernel \
+                     FILE.cu:ENTRY,... (see docs/your-kernel.md), or name lab kernels"
+                );
+            }
+            Ok(Vec::new())
+        }
+        [] if with_users => Ok(Vec::new()),
+        _ => registry::select(all, ids),
+    }
+}
+
+/// Adds to the rows of `results`: NVRTC's resources for [`INSPECT_ARCH`] where a row has
+/// none and `inspect` (a run without a GPU), and on a user row's failure the tail hint.
+pub fn annotate(
+    results: &mut RunResults,
+    kernels: &[&dyn Kernel],
+    users: &[UserKernel],
+    inspect: bool,
+) {
     for w in &mut results.workloads {
         for s in &mut w.shapes {
-            for row in s.rows.iter_mut().filter(|r| r.role == Role::User) {
-                let Some(k) = users.iter().find(|k| k.id() == row.id) else {
-                    continue;
-                };
+            for row in &mut s.rows {
                 if inspect
                     && row.resources.is_empty()
+                    && let Some(k) = kernels.iter().find(|k| k.info().id == row.id)
+                    && k.supports(&s.shape).is_ok()
                     && let Some(plan) = k.cuda(&s.shape)
+                    && kernel::cuda::nvrtc::check_target(&plan, INSPECT_ARCH).is_ok()
                 {
                     row.resources =
                         resources::of_plan(&plan, INSPECT_ARCH, None).unwrap_or_default();
                 }
-                if matches!(row.status, Status::Failed | Status::Error) {
-                    let first_bad = row
-                        .check
-                        .and_then(|c| c.first_unwritten.or(c.first_nonfinite));
-                    if let (Some(hint), Some(reason)) =
-                        (k.tail_hint(&s.shape, first_bad), row.reason.as_mut())
-                    {
-                        reason.push_str("\n  ");
-                        reason.push_str(&hint);
-                    }
+                if row.role != Role::User || !matches!(row.status, Status::Failed | Status::Error) {
+                    continue;
+                }
+                let Some(k) = users.iter().find(|k| k.id() == row.id) else {
+                    continue;
+                };
+                let first_bad = row
+                    .check
+                    .and_then(|c| c.first_unwritten.or(c.first_nonfinite));
+                if let (Some(hint), Some(reason)) =
+                    (k.tail_hint(&s.shape, first_bad), row.reason.as_mut())
+                {
+                    reason.push_str("\n  ");
+                    reason.push_str(&hint);
                 }
             }
         }
@@ -68,74 +113,177 @@ pub fn workloads(users: &[UserKernel]) -> Vec<Workload> {
     out
 }
 
-/// `harness run --kernel ...` without a GPU: the user kernels (and any lab kernels named with
-/// `--kernels`) run in the simulator on its shapes (or `--sizes`), checked but not timed, the
-/// resources from NVRTC. Writes a run folder (`out`, or a new one under target/lab/runs/).
-/// `Ok(false)` when a row failed.
-pub fn without_gpu(
+/// One line per row that did not pass and should have: failed or errored rows, and rows that
+/// could not run among `wanted` (the user's kernels and the lab kernels named on the command
+/// line). `gemm 100x37x129 id: why`.
+pub fn did_not_pass(results: &RunResults, wanted: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    for w in &results.workloads {
+        for s in &w.shapes {
+            for r in &s.rows {
+                let bad = match r.status {
+                    Status::Failed | Status::Error => true,
+                    Status::Unsupported => wanted.contains(&r.id),
+                    Status::Passed => false,
+                };
+                if bad {
+                    out.push(format!(
+                        "{} {} {}: {}{}",
+                        w.workload,
+                        s.label,
+                        r.id,
+                        if r.status == Status::Unsupported {
+                            "could not run: "
+                        } else {
+                            ""
+                        },
+                        r.reason.as_deref().unwrap_or("no reason recorded")
+                    ));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A run in the simulator: the user kernels and the lab kernels `lab` on the simulator's
+/// shapes (or `--sizes`), checked, never timed, the resources from NVRTC. Writes a run folder
+/// (`out`, or a new one under target/lab/runs/). `Ok(false)` when a row failed, or one that
+/// was asked for could not run.
+#[allow(clippy::too_many_arguments)]
+pub fn in_simulator(
     config: &Config,
     users: &[UserKernel],
     lab: Vec<&dyn Kernel>,
+    named: bool,
     workload_names: &[String],
     sizes: &[String],
     out: Option<&Path>,
     device: Option<&str>,
 ) -> Result<bool> {
     match device {
-        Some(d) => println!("--device {d}: {NO_GPU_LINE}"),
-        None => println!("No GPU (`harness doctor` says why): {NO_GPU_LINE}"),
+        Some(d) => println!("--device {d}: {}", sim_line()),
+        None => println!(
+            "No GPU (`harness doctor` says why): no GPU timing was possible; {}",
+            sim_line()
+        ),
+    }
+    for note in kernel::cuda::discovery::discovery().notes() {
+        eprintln!("{note}");
     }
     let (dev, _) = select::open(Some(DeviceKind::Sim))?;
-    let workloads = select::workloads(workload_names, &workloads(users))?;
+    let default_workloads = if users.is_empty() {
+        config.device(DeviceKind::Sim).workloads.clone()
+    } else {
+        workloads(users)
+    };
+    let workloads = select::workloads(workload_names, &default_workloads)?;
+    if named {
+        select::kernels_in(&lab, &workloads)?;
+    }
     let lenient = workload_names.is_empty() && !sizes.is_empty();
     let (shapes, notes) = select::shapes(config, "sim", &workloads, sizes, lenient)?;
     for n in notes {
         println!("{n}");
+    }
+    let mut wanted: Vec<String> = users.iter().map(|u| u.id().to_string()).collect();
+    if named {
+        wanted.extend(lab.iter().map(|k| k.info().id.to_string()));
     }
     let mut kernels = lab;
     kernels.extend(users.iter().map(|u| u as &dyn Kernel));
     let ablation = Ablation {
         dev: dev.as_ref(),
         config,
-        kernels,
+        kernels: kernels.clone(),
         shapes,
         timing: None,
         keep_unrunnable: true,
     };
     let mut results = ablation.run(|_| {})?;
-    annotate(&mut results, users, kernel::cuda::nvrtc::version().is_ok());
+    annotate(&mut results, &kernels, users, nvrtc::version().is_ok());
+    // The report's simulator table: correctness and resources, never a speed; rows that
+    // failed are listed under it, skipped ones by reason within each shape.
     print!("{}", report::terminal(&results));
-    let failures = report::failures(&results);
+    let bad = did_not_pass(&results, &wanted);
+    let unrun: Vec<&String> = bad
+        .iter()
+        .filter(|l| l.contains(": could not run: "))
+        .collect();
+    if !unrun.is_empty() {
+        println!(
+            "\n{} you asked for could not run:",
+            crate::report::table::count(unrun.len(), "row")
+        );
+        for u in unrun {
+            println!("  {u}");
+        }
+    }
     let dir = crate::runs::save(&results, out, &crate::runs::LabDir::locate())?;
     crate::console::print_run_folder(&dir);
-    Ok(failures.is_empty())
+    Ok(bad.is_empty())
 }
 
-/// `harness inspect --kernel SPEC`: NVRTC's report for each user kernel's instantiation (the
-/// wrapper the lab launches), on the workload's probe shape for the dynamic shared memory.
-pub fn inspect(users: &[UserKernel], archs: &[String]) -> Result<bool> {
+/// `harness inspect --kernel SPEC`: NVRTC's report for each user kernel's launch, in the
+/// columns of the rungs' report, at the shape the rungs are inspected at (`shape_of`), which
+/// the dynamic shared memory is evaluated for.
+pub fn inspect(
+    users: &[UserKernel],
+    archs: &[String],
+    shape_of: impl Fn(Workload) -> Shape,
+) -> Result<bool> {
     kernel::cuda::nvrtc::version()
         .map_err(|e| anyhow::anyhow!("harness inspect needs NVRTC: {e}"))?;
+    let width = users.iter().map(|u| u.id().len()).max().unwrap_or(6).max(6);
+    let entry = users
+        .iter()
+        .map(|u| u.spec.entry.len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
     println!(
-        "{:<44} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
-        "kernel", "arch", "threads", "regs", "smem B", "stack", "spill st/ld", "occupancy"
+        "{:<width$} {:<entry$} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
+        "kernel", "entry", "arch", "threads", "regs", "smem B", "stack", "spill st/ld", "occupancy"
     );
     let mut ok = true;
     for u in users {
-        let shape = u.workload.probe_shape();
+        let shape = shape_of(u.workload);
+        if let Err(why) = u.supports(&shape) {
+            ok = false;
+            println!("{:<width$} {}: {why}", u.id(), shape.label());
+            continue;
+        }
         let Some(plan) = u.cuda(&shape) else { continue };
         for arch in archs {
             match resources::of_plan(&plan, arch, None) {
                 Ok(list) => {
                     for r in list {
-                        println!("{:<44} {:<7} {}", u.id(), arch, r.columns());
+                        println!(
+                            "{:<width$} {:<entry$} {:<7} {}",
+                            u.id(),
+                            u.spec.entry,
+                            r.arch,
+                            r.columns()
+                        );
                     }
                 }
                 Err(e) => {
                     ok = false;
-                    println!("{} {arch}: {e}", u.id());
+                    println!("{:<width$} {arch}: {e}", u.id());
                 }
             }
+        }
+        let smem = match &u.spec.smem {
+            Some(e) => format!(", dynamic shared memory {e}"),
+            None => String::new(),
+        };
+        println!(
+            "  ({} {}{smem}: the shape the lab's rungs are inspected at)",
+            u.workload,
+            shape.label()
+        );
+        if let Some(why) = &u.wrapped {
+            println!("  launched through a converting wrapper: {why}");
         }
     }
     Ok(ok)

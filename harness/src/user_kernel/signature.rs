@@ -2,6 +2,7 @@
 //! arguments; the generated wrapper calls the user's kernel with them, so a kernel written for
 //! another list fails to compile instead of reading garbage.
 
+use super::buffers::{Buffers, c_name};
 use super::expr::Expr;
 use kernel::{Arg, Buf, Fill, Shape, Workload};
 
@@ -16,9 +17,9 @@ pub enum Param {
     Scratch(usize),
     /// A dimension of the shape, by its name in [`Shape::dims`] (`M`, `N`, `K`, `S`, `D`...).
     Dim(&'static str),
-    /// BLAS `alpha` (1).
+    /// BLAS `alpha` (1 unless `alpha=` says otherwise).
     Alpha,
-    /// BLAS `beta` (0: C's fill never reaches the result).
+    /// BLAS `beta` (0 unless `beta=` says otherwise: then C starts at known random values).
     Beta,
     /// Attention's softmax scale, 1/sqrt(D).
     Scale,
@@ -87,7 +88,8 @@ pub const ALL: &[Signature] = &[
         ],
         output_fill: Fill::Value(BLAS_C_FILL),
         scratch: &[],
-        about: "C = alpha A B + beta C with alpha = 1, beta = 0, C starting at a finite sentinel",
+        about: "C = alpha A B + beta C; alpha = 1 and beta = 0 (C starting at a finite \
+                sentinel) unless alpha= and beta= say otherwise",
     },
     Signature {
         name: "linear",
@@ -194,16 +196,6 @@ impl Signature {
             .expect("every workload has a signature")
     }
 
-    /// `(float *A, float *B, float *C, int M, int N, int K)`: the wrapper's parameter list.
-    pub fn c_params(&self) -> String {
-        let list: Vec<String> = self
-            .params
-            .iter()
-            .map(|(name, p)| format!("{} {name}", c_type(*p)))
-            .collect();
-        format!("({})", list.join(", "))
-    }
-
     /// `A, B, C, M, N, K`.
     pub fn names(&self) -> String {
         let list: Vec<&str> = self.params.iter().map(|(n, _)| *n).collect();
@@ -218,11 +210,6 @@ impl Signature {
         }
     }
 
-    /// The arguments the lab passes for `shape`.
-    pub fn args(&self, shape: &Shape) -> Vec<Arg> {
-        self.params.iter().map(|(_, p)| p.arg(shape)).collect()
-    }
-
     /// `gemm (A, B, C, M, N, K); gemm-blas (M, N, K, alpha, A, B, beta, C)`.
     pub fn list_for(workload: Workload) -> String {
         let all: Vec<String> = Self::of(workload)
@@ -233,8 +220,8 @@ impl Signature {
 }
 
 impl Param {
-    /// The argument this parameter passes for `shape`.
-    pub fn arg(self, shape: &Shape) -> Arg {
+    /// The argument this parameter passes for `shape`, with `buffers`' scalars.
+    pub fn arg(self, shape: &Shape, buffers: &Buffers) -> Arg {
         match self {
             Input(i) => Arg::Ptr(Buf::Input(i)),
             Output => Arg::Ptr(Buf::Output),
@@ -246,8 +233,8 @@ impl Param {
                     .find(|(n, _)| *n == d)
                     .map_or(0, |(_, v)| *v as i32),
             ),
-            Alpha => Arg::F32(1.0),
-            Beta => Arg::F32(0.0),
+            Alpha => Arg::F32(buffers.alpha),
+            Beta => Arg::F32(buffers.beta),
             Scale => Arg::F32(match *shape {
                 Shape::Attention { d, .. } => 1.0 / (d as f32).sqrt(),
                 _ => 1.0,
@@ -309,7 +296,7 @@ impl ArgList {
                 .copied()
         };
         let mut items = Vec::new();
-        for part in super::split_top(inner) {
+        for part in super::spec::split_top(inner) {
             let part = part.trim();
             match known(part) {
                 Some((n, p)) => items.push(ArgItem::Named(n, p)),
@@ -371,18 +358,35 @@ impl ArgList {
         }
     }
 
+    /// The C++ type of argument `i`: `float *`, `half *`, `int`, `float`.
+    pub fn c_type(&self, i: usize, buffers: &Buffers) -> String {
+        match &self.items[i] {
+            ArgItem::Named(_, p) => match buffers.of_param(*p) {
+                // Non-const pointers: they convert to a kernel's `const float *` as well.
+                Some(d) => format!("{} *", c_name(d)),
+                None => c_type(*p).to_string(),
+            },
+            ArgItem::Int(_) => "int".to_string(),
+        }
+    }
+
     /// `(float * A, float * B, float * C, int M, int N, int K)`.
-    pub fn c_params(&self) -> String {
+    pub fn c_params(&self, buffers: &Buffers) -> String {
         let list: Vec<String> = (0..self.items.len())
-            .map(|i| {
-                let ty = match &self.items[i] {
-                    ArgItem::Named(_, p) => c_type(*p),
-                    ArgItem::Int(_) => "int",
-                };
-                format!("{ty} {}", self.name(i))
-            })
+            .map(|i| format!("{} {}", self.c_type(i, buffers), self.name(i)))
             .collect();
         format!("({})", list.join(", "))
+    }
+
+    /// The named parameters passed, in order (`args=`'s integer expressions left out).
+    pub fn params(&self) -> Vec<Param> {
+        self.items
+            .iter()
+            .filter_map(|i| match i {
+                ArgItem::Named(_, p) => Some(*p),
+                ArgItem::Int(_) => None,
+            })
+            .collect()
     }
 
     /// `A, B, C, M, N, K`: the wrapper's call.
@@ -392,12 +396,12 @@ impl ArgList {
     }
 
     /// The arguments for `shape`, or the expression that cannot be evaluated.
-    pub fn args(&self, shape: &Shape) -> Result<Vec<Arg>, String> {
+    pub fn args(&self, shape: &Shape, buffers: &Buffers) -> Result<Vec<Arg>, String> {
         let dims = shape.dims();
         self.items
             .iter()
             .map(|i| match i {
-                ArgItem::Named(_, p) => Ok(p.arg(shape)),
+                ArgItem::Named(_, p) => Ok(p.arg(shape, buffers)),
                 ArgItem::Int(e) => {
                     let v = e.eval(&dims)?;
                     i32::try_from(v)
@@ -411,7 +415,6 @@ impl ArgList {
 
 fn c_type(p: Param) -> &'static str {
     match p {
-        // Non-const pointers: they convert to a kernel's `const float *` as well.
         Input(_) | Output | Scratch(_) => "float *",
         Dim(_) | Causal | Act => "int",
         Alpha | Beta | Scale => "float",
@@ -430,8 +433,9 @@ mod tests {
         )
         .unwrap();
         assert_eq!(sig.name, "attention-lm", "l and m are its scratch buffers");
+        let f32s = Buffers::fp32(sig);
         assert_eq!(
-            list.c_params(),
+            list.c_params(&f32s),
             "(float * Q, float * K, float * V, int S, int D, int arg5, int arg6, float scale, \
              float * l, float * m, float * O)"
         );
@@ -443,7 +447,7 @@ mod tests {
             d: 16,
             causal: false,
         };
-        let args = list.args(&shape).unwrap();
+        let args = list.args(&shape, &f32s).unwrap();
         assert_eq!(
             (args[5], args[6], args[8]),
             (Arg::I32(3), Arg::I32(32), Arg::Ptr(Buf::Scratch(0)))
@@ -468,16 +472,30 @@ mod tests {
     #[test]
     fn dims_inputs_and_scalars_follow_the_shape() {
         let s = Signature::named("gemm-blas").unwrap();
-        let args = s.args(&Shape::gemm(3, 5, 7));
+        let mut buffers = Buffers::fp32(s);
+        let list = ArgList::of(s);
+        let args = list.args(&Shape::gemm(3, 5, 7), &buffers).unwrap();
         assert_eq!(args[0], Arg::I32(3));
         assert_eq!(args[2], Arg::I32(7));
         assert_eq!(args[3], Arg::F32(1.0));
         assert_eq!(args[7], Arg::Ptr(Buf::Output));
         assert_eq!(
-            s.c_params(),
+            list.c_params(&buffers),
             "(int M, int N, int K, float alpha, float * A, float * B, float beta, float * C)"
         );
+        buffers.inputs = vec![kernel::Dtype::F16, kernel::Dtype::Bf16];
+        buffers.beta = 0.5;
+        assert_eq!(
+            list.c_params(&buffers),
+            "(int M, int N, int K, float alpha, half * A, __nv_bfloat16 * B, float beta, \
+             float * C)"
+        );
+        assert_eq!(
+            list.args(&Shape::gemm(3, 5, 7), &buffers).unwrap()[6],
+            Arg::F32(0.5)
+        );
         let a = Signature::named("attention").unwrap();
+        let (alist, abuf) = (ArgList::of(a), Buffers::fp32(a));
         let shape = Shape::Attention {
             b: 1,
             h: 2,
@@ -485,7 +503,7 @@ mod tests {
             d: 16,
             causal: true,
         };
-        let args = a.args(&shape);
+        let args = alist.args(&shape, &abuf).unwrap();
         assert_eq!(args[8], Arg::F32(0.25));
         assert_eq!(args[9], Arg::I32(1));
         // Every parameter of every signature resolves (no dimension name the shape lacks).

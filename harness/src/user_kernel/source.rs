@@ -1,9 +1,11 @@
 //! Turning a user's kernel file into a compilation unit the lab can launch: host code removed,
-//! a prelude for names host headers usually provide, and an `extern "C"` wrapper with the
-//! workload's parameter list that calls the user's entry (a template instantiation, a C++
-//! function or an `extern "C"` kernel alike).
+//! a prelude for names host headers usually provide, and the entry launched as it is written
+//! (NVRTC) or through an `extern "C"` wrapper with the workload's parameter list (the
+//! simulator, or a kernel whose parameter types need converting).
 
+use super::buffers::Buffers;
 use super::signature::{ArgList, Signature};
+use kernel::Dtype;
 use kernel::sim::compile::strip_comments;
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -28,6 +30,7 @@ const STANDINS: &[(&str, &str)] = &[
     ("cassert", include_str!("../../user-include/cassert")),
     ("cfloat", include_str!("../../user-include/cfloat")),
     ("climits", include_str!("../../user-include/climits")),
+    ("cstddef", include_str!("../../user-include/cstddef")),
     ("cmath", include_str!("../../user-include/cmath")),
     ("cstdint", include_str!("../../user-include/cstdint")),
     ("cstdio", include_str!("../../user-include/cstdio")),
@@ -43,6 +46,7 @@ const STANDINS: &[(&str, &str)] = &[
     ("iostream", include_str!("../../user-include/iostream")),
     ("limits.h", include_str!("../../user-include/limits.h")),
     ("math.h", include_str!("../../user-include/math.h")),
+    ("stddef.h", include_str!("../../user-include/stddef.h")),
     ("stdint.h", include_str!("../../user-include/stdint.h")),
     ("stdio.h", include_str!("../../user-include/stdio.h")),
     ("stdlib.h", include_str!("../../user-include/stdlib.h")),
@@ -112,16 +116,7 @@ pub fn wrapper_file(list: &ArgList, sig: &Signature) -> String {
     }
 }
 
-/// The file as `harness inspect FILE.cu` compiles it: the prelude and the file with its host
-/// code blanked, its kernels left as they are (a template has no code until instantiated).
-pub fn for_inspect(code: &str, file: &str) -> String {
-    format!(
-        "#include \"kernel_lab_user.h\"\n#line 1 \"{file}\"\n{}",
-        blank_host_code(code)
-    )
-}
-
-/// `user_sgemm_128_128_8` for `sgemm<128,128,8>`: the wrapper's (C) name.
+/// `user_sgemm_128_128_8` for `sgemm<128,128,8>`: the name the lab launches the entry by.
 pub fn wrapper_name(entry: &str) -> String {
     let mut out = String::from("user_");
     for c in entry.chars() {
@@ -134,30 +129,96 @@ pub fn wrapper_name(entry: &str) -> String {
     out.trim_end_matches('_').to_string()
 }
 
-/// The compilation unit for `code` (the user's file, shown as `file`): prelude, the file with
-/// its host code blanked (lines kept), and the wrapper calling `entry` with `list` (`sig`'s
-/// or the kernel's own),
-/// declared with `threads` as its launch bound.
-pub fn unit(
-    code: &str,
-    file: &str,
-    entry: &str,
-    list: &ArgList,
-    sig: &Signature,
-    threads: u32,
-) -> String {
-    format!(
-        "#include \"kernel_lab_user.h\"\n#include \"kernel_lab_wrap_begin.h\"\n\
-         #line 1 \"{file}\"\n{body}\n\
-         #include \"kernel_lab_wrap_end.h\"\n#line 1 \"{wrapper_file}\"\n\
-         extern \"C\" __global__ void __launch_bounds__({threads}) {name}{params} {{\n  \
-         {entry}({args});\n}}\n",
-        body = blank_host_code(code),
-        wrapper_file = wrapper_file(list, sig),
-        name = wrapper_name(entry),
-        params = list.c_params(),
-        args = list.call(),
-    )
+/// What a compilation unit is made of: the prepared user's file and the wrapper's terms.
+pub struct UnitParts<'a> {
+    /// The prepared copy of the user's file, as `#include` names it.
+    pub main: &'a str,
+    pub entry: &'a str,
+    pub list: &'a ArgList,
+    pub sig: &'a Signature,
+    pub buffers: &'a Buffers,
+}
+
+impl UnitParts<'_> {
+    /// The prelude and the headers of the wrapper's parameter types.
+    fn head(&self) -> String {
+        let mut out = String::from("#include \"kernel_lab_user.h\"\n");
+        let types: Vec<Dtype> = self
+            .buffers
+            .inputs
+            .iter()
+            .chain(&self.buffers.scratch)
+            .chain([&self.buffers.output])
+            .copied()
+            .collect();
+        if types.contains(&Dtype::F16) {
+            out.push_str("#include <cuda_fp16.h>\n");
+        }
+        if types.contains(&Dtype::Bf16) {
+            out.push_str("#include <cuda_bf16.h>\n");
+        }
+        out
+    }
+
+    /// `extern "C" __global__ void BOUNDS user_x(float * A, ...) {\n  entry(A, ...);\n}`.
+    fn wrapper(&self, bounds: &str) -> String {
+        let bounds = if bounds.is_empty() {
+            String::new()
+        } else {
+            format!("{bounds} ")
+        };
+        format!(
+            "extern \"C\" __global__ void {bounds}{name}{params} {{\n  {entry}({args});\n}}\n",
+            name = wrapper_name(self.entry),
+            params = self.list.c_params(self.buffers),
+            entry = self.entry,
+            args = self.list.call(),
+        )
+    }
+
+    /// The unit that launches the user's kernel itself: NVRTC compiles the file as written
+    /// (its `__launch_bounds__`, `__restrict__` and parameter types as they are), so its
+    /// registers are those of a plain build, and checks that the kernel takes the lab's
+    /// arguments; the plan names the entry through [`kernel::CudaSource::cxx_entries`].
+    /// The simulator, which needs an `extern "C"` entry, gets a wrapper that calls it.
+    pub fn direct(&self) -> String {
+        let n = self.list.items.len();
+        let values: Vec<String> = (0..n)
+            .map(|i| format!("({})0", self.list.c_type(i, self.buffers)))
+            .collect();
+        format!(
+            "{head}#include \"{main}\"\n#line 1 \"{file}\"\n#ifdef KERNEL_LAB_SIM\n{wrapper}#else\n\
+             static_assert(sizeof(::kernel_lab::accepts(::kernel_lab::params_of(&{entry}), \
+             {values})), \"the lab's arguments\");\n#endif\n",
+            head = self.head(),
+            main = self.main,
+            file = wrapper_file(self.list, self.sig),
+            wrapper = self.wrapper(""),
+            entry = self.entry,
+            values = values.join(", "),
+        )
+    }
+
+    /// The unit for a kernel whose parameters cannot take the lab's arguments as they are
+    /// (a `size_t` where the lab passes an `int`): its kernels become device functions and an
+    /// `extern "C"` wrapper with the lab's parameters, declared with the kernel's own launch
+    /// bounds (`bounds`, read from a direct build), converts and calls it.
+    pub fn through_wrapper(&self, bounds: &str) -> String {
+        format!(
+            "{head}#include \"kernel_lab_wrap_begin.h\"\n#include \"{main}\"\n\
+             #include \"kernel_lab_wrap_end.h\"\n#line 1 \"{file}\"\n{wrapper}",
+            head = self.head(),
+            main = self.main,
+            file = wrapper_file(self.list, self.sig),
+            wrapper = self.wrapper(bounds),
+        )
+    }
+}
+
+/// The unit `harness inspect FILE.cu` compiles: the prelude and the prepared file, its
+/// kernels left as they are (a template has no code until instantiated).
+pub fn for_inspect(main: &str) -> String {
+    format!("#include \"kernel_lab_user.h\"\n#include \"{main}\"\n")
 }
 
 fn is_ident(c: u8) -> bool {
@@ -306,52 +367,6 @@ pub fn blank_host_code(code: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-/// Where `name`'s `__global__` definition is in `code`: its 1-based line and its parameter
-/// list as written, whitespace collapsed. For messages only.
-pub fn kernel_declaration(code: &str, entry: &str) -> Option<(usize, String)> {
-    let base = entry.split('<').next()?.rsplit("::").next()?.trim();
-    let code = strip_comments(code);
-    let b = code.as_bytes();
-    for (at, _) in code.match_indices(base) {
-        if (at > 0 && is_ident(b[at - 1])) || b.get(at + base.len()).is_some_and(|&c| is_ident(c)) {
-            continue;
-        }
-        let mut open = at + base.len();
-        while open < b.len() && b[open].is_ascii_whitespace() {
-            open += 1;
-        }
-        if b.get(open) != Some(&b'(') {
-            continue;
-        }
-        let decl_start = code[..at].rfind([';', '}']).map_or(0, |p| p + 1);
-        if !has_word(&code[decl_start..at], "__global__") {
-            continue;
-        }
-        let mut depth = 0;
-        let mut close = open;
-        for (j, &c) in b.iter().enumerate().skip(open) {
-            match c {
-                b'(' => depth += 1,
-                b')' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        close = j;
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        let params = code[open..=close]
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
-        let line = code[..at].matches('\n').count() + 1;
-        return Some((line, params));
-    }
-    None
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -386,36 +401,53 @@ mod tests {
         }
     }
 
-    #[test]
-    fn the_wrapper_calls_the_entry_with_the_signature() {
-        let sig = Signature::named("gemm").unwrap();
-        let u = unit(
-            "// x",
-            "my.cu",
-            "sgemm<64,64,8>",
-            &ArgList::of(sig),
+    fn parts<'a>(list: &'a ArgList, sig: &'a Signature, buffers: &'a Buffers) -> UnitParts<'a> {
+        UnitParts {
+            main: "kl_0_my.cu",
+            entry: "sgemm<64,64,8>",
+            list,
             sig,
-            256,
-        );
-        assert!(u.contains("#line 1 \"my.cu\""), "{u}");
-        assert!(
-            u.contains(
-                "extern \"C\" __global__ void __launch_bounds__(256) user_sgemm_64_64_8(float * A, \
-             float * B, float * C, int M, int N, int K)"
-            ),
-            "{u}"
-        );
-        assert!(u.contains("sgemm<64,64,8>(A, B, C, M, N, K);"), "{u}");
-        assert_eq!(wrapper_name("ns::k"), "user_ns_k");
+            buffers,
+        }
     }
 
     #[test]
-    fn finds_the_declaration_of_a_kernel() {
-        let code = "// sgemm(\ntemplate <int T>\n__global__ void sgemm(int M,\n   float *A) {}\n";
-        assert_eq!(
-            kernel_declaration(code, "sgemm<4>"),
-            Some((3, "(int M, float *A)".to_string()))
+    fn the_direct_unit_checks_the_arguments_and_wraps_only_for_the_simulator() {
+        let sig = Signature::named("gemm").unwrap();
+        let list = ArgList::of(sig);
+        let mut buffers = Buffers::fp32(sig);
+        buffers.inputs = vec![Dtype::F16, Dtype::F16];
+        let u = parts(&list, sig, &buffers).direct();
+        assert!(
+            u.contains("#include <cuda_fp16.h>") && !u.contains("cuda_bf16"),
+            "{u}"
         );
-        assert_eq!(kernel_declaration(code, "other"), None);
+        assert!(
+            u.contains("#include \"kl_0_my.cu\"\n#line 1 \"[gemm signature]\""),
+            "{u}"
+        );
+        assert!(
+            u.contains(
+                "#ifdef KERNEL_LAB_SIM\nextern \"C\" __global__ void user_sgemm_64_64_8(half * A, \
+                 half * B, float * C, int M, int N, int K) {\n  sgemm<64,64,8>(A, B, C, M, N, K);"
+            ),
+            "{u}"
+        );
+        assert!(
+            u.contains(
+                "::kernel_lab::params_of(&sgemm<64,64,8>), (half *)0, (half *)0, (float *)0, (int)0"
+            ),
+            "{u}"
+        );
+        let w = parts(&list, sig, &buffers).through_wrapper("__launch_bounds__(256, 2)");
+        assert!(
+            w.contains("kernel_lab_wrap_begin.h") && !w.contains("static_assert"),
+            "{w}"
+        );
+        assert!(
+            w.contains("__global__ void __launch_bounds__(256, 2) user_sgemm_64_64_8("),
+            "{w}"
+        );
+        assert_eq!(wrapper_name("ns::k"), "user_ns_k");
     }
 }

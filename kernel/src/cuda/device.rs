@@ -276,8 +276,10 @@ impl State {
         entry: &str,
         arch: &str,
     ) -> Result<CudaFunction, DeviceError> {
+        // A C++ entry (a template instantiation) is loaded by its mangled symbol.
+        let compiled = nvrtc::compile(source, arch)?;
         self.module(source, arch)?
-            .load_function(entry)
+            .load_function(compiled.symbol(entry))
             .map_err(driver_err(format!("finding {entry} in {}", source.label())))
     }
 

@@ -45,6 +45,10 @@ pub struct Discovery {
     pub cublas: Found,
     /// Candidate roots that were looked at, in order.
     pub searched: Vec<PathBuf>,
+    /// Settings that named a CUDA installation the search could not use (`CUDA_HOME` set to
+    /// a folder that does not exist, or to one without NVRTC while NVRTC came from
+    /// elsewhere), so that a typo is shown rather than silently passed over.
+    pub ignored: Vec<String>,
     // Keeps the preloaded libraries open for the life of the process.
     _libs: Vec<libloading::Library>,
 }
@@ -64,6 +68,7 @@ const DRIVER: &str = "libcuda.so.1";
 impl Discovery {
     fn run() -> Self {
         let roots = candidate_roots();
+        let mut ignored = missing_env_roots();
         let lib_dirs: Vec<PathBuf> = roots.iter().flat_map(|r| lib_dirs_of(r)).collect();
         let include_dirs: Vec<PathBuf> = roots.iter().flat_map(|r| include_dirs_of(r)).collect();
         let mut libs = Vec::new();
@@ -94,11 +99,23 @@ impl Discovery {
         };
         let nvrtc = match nvrtc {
             Found::Missing(_) => Found::Missing(format!(
-                "no {NVRTC} in {} or on the loader path; run tools/install-cuda-tools.sh or set CUDA_HOME",
-                describe_roots(&roots)
+                "no {NVRTC} in {} or on the loader path{}; run tools/install-cuda-tools.sh or set CUDA_HOME",
+                describe_roots(&roots),
+                ignored.iter().map(|i| format!("; {i}")).collect::<String>()
             )),
             other => other,
         };
+        if let Found::Path(found) = &nvrtc {
+            for (var, root) in env_roots() {
+                if root.is_dir() && !found.starts_with(&root) {
+                    ignored.push(format!(
+                        "{var}={} has no {NVRTC}; NVRTC comes from {}",
+                        root.display(),
+                        found.display()
+                    ));
+                }
+            }
+        }
 
         let headers = include_dirs
             .iter()
@@ -161,8 +178,14 @@ impl Discovery {
             headers,
             cublas,
             searched: roots,
+            ignored,
             _libs: libs,
         }
+    }
+
+    /// One line per setting the search could not use ([`Discovery::ignored`]).
+    pub fn notes(&self) -> Vec<String> {
+        self.ignored.iter().map(|i| format!("note: {i}")).collect()
     }
 
     pub fn include_dir(&self) -> Option<&Path> {
@@ -251,12 +274,33 @@ fn include_dirs_of(root: &Path) -> Vec<PathBuf> {
     .collect()
 }
 
+/// The variables that name a CUDA installation, with their folders, in search order.
+fn env_roots() -> Vec<(&'static str, PathBuf)> {
+    ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT", "LAB_CUDA_TOOLS"]
+        .into_iter()
+        .filter_map(|var| {
+            std::env::var_os(var)
+                .filter(|v| !v.is_empty())
+                .map(|v| (var, PathBuf::from(v)))
+        })
+        .collect()
+}
+
+/// `CUDA_HOME=/x is not a folder; it is ignored`, per variable naming no folder.
+fn missing_env_roots() -> Vec<String> {
+    env_roots()
+        .into_iter()
+        .filter(|(_, root)| !root.is_dir())
+        .map(|(var, root)| format!("{var}={} is not a folder; it is ignored", root.display()))
+        .collect()
+}
+
 /// The folders that may hold a CUDA installation, in search order, existing ones only.
 fn candidate_roots() -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = Vec::new();
-    for var in ["CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"] {
-        if let Some(v) = std::env::var_os(var).filter(|v| !v.is_empty()) {
-            roots.push(PathBuf::from(v));
+    for (var, root) in env_roots() {
+        if var != "LAB_CUDA_TOOLS" {
+            roots.push(root);
         }
     }
     roots.push(PathBuf::from("/usr/local/cuda"));

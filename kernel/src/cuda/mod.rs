@@ -6,5 +6,6 @@ pub mod headers;
 pub mod nvrtc;
 pub mod occupancy;
 pub mod pinned;
+pub mod ptx_entry;
 
 pub use device::CudaDevice;

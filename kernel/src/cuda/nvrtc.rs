@@ -39,9 +39,22 @@ pub struct Compiled {
     pub file: String,
     pub arch: String,
     pub cubin: Vec<u8>,
-    /// Per entry point, from the ptxas report.
+    /// Per entry point, from the ptxas report, under its symbol and, for the source's
+    /// [`CudaSource::cxx_entries`], under the name the plan launches it by as well.
     pub resources: HashMap<String, Resources>,
     pub log: String,
+    /// The PTX NVRTC generated on the way (entry parameters and launch bounds, see
+    /// [`super::ptx`]).
+    pub ptx: String,
+    /// The mangled symbol of each of the source's C++ entries, by the name the plan uses.
+    pub symbols: HashMap<String, String>,
+}
+
+impl Compiled {
+    /// The symbol a launch of `entry` loads: the mangled name of a C++ entry, else `entry`.
+    pub fn symbol<'a>(&'a self, entry: &'a str) -> &'a str {
+        self.symbols.get(entry).map_or(entry, String::as_str)
+    }
 }
 
 /// NVRTC's version, `(major, minor)`, or why NVRTC is unusable.
@@ -142,6 +155,11 @@ fn compile_uncached(source: &CudaSource, arch: &str) -> Result<Compiled, DeviceE
         .iter()
         .map(|h| CString::new(h.text).map_err(|_| nul(h.name)))
         .collect::<Result<Vec<_>, _>>()?;
+    let expressions = source
+        .cxx_entries
+        .iter()
+        .map(|(_, e)| CString::new(e.as_bytes()).map_err(|_| nul("an entry name")))
+        .collect::<Result<Vec<_>, _>>()?;
     let name_ptrs: Vec<_> = header_names.iter().map(|c| c.as_ptr()).collect();
     let text_ptrs: Vec<_> = header_texts.iter().map(|c| c.as_ptr()).collect();
     let mut prog = std::mem::MaybeUninit::uninit();
@@ -161,12 +179,41 @@ fn compile_uncached(source: &CudaSource, arch: &str) -> Result<Compiled, DeviceE
     .map_err(|e| fail(format!("nvrtcCreateProgram: {e:?}")))?;
     // SAFETY: initialized by the successful call above.
     let prog = unsafe { prog.assume_init() };
+    for e in &expressions {
+        // SAFETY: `prog` is live; NVRTC copies the expression. Instantiates the entry and
+        // keeps its mangled name for after the compile.
+        unsafe { sys::nvrtcAddNameExpression(prog, e.as_ptr()) }
+            .result()
+            .map_err(|err| fail(format!("nvrtcAddNameExpression: {err:?}")))?;
+    }
     // SAFETY: `prog` is live until the destroy below; `src` and `name` outlive it.
     let outcome = unsafe { result::compile_program(prog, &options) };
     // SAFETY: as above.
     let log = unsafe { result::get_program_log(prog) }
         .map(|raw| c_chars_to_string(&raw))
         .unwrap_or_default();
+    let mut symbols = HashMap::new();
+    if outcome.is_ok() {
+        for ((name, _), e) in source.cxx_entries.iter().zip(&expressions) {
+            let mut lowered = std::ptr::null();
+            // SAFETY: `prog` compiled; NVRTC owns the returned string until destroy, so it is
+            // copied at once.
+            let status = unsafe { sys::nvrtcGetLoweredName(prog, e.as_ptr(), &mut lowered) };
+            if status == sys::nvrtcResult::NVRTC_SUCCESS && !lowered.is_null() {
+                // SAFETY: a NUL-terminated string from NVRTC, live until destroy.
+                let text = unsafe { std::ffi::CStr::from_ptr(lowered) };
+                symbols.insert(name.to_string(), text.to_string_lossy().into_owned());
+            }
+        }
+    }
+    let ptx = if outcome.is_ok() {
+        // SAFETY: `prog` compiled; NVRTC keeps the PTX of a CUBIN compile.
+        unsafe { result::get_ptx(prog) }
+            .map(|raw| c_chars_to_string(&raw))
+            .unwrap_or_default()
+    } else {
+        String::new()
+    };
     let cubin = outcome
         .map_err(|e| fail(format!("{e:?}\n{log}")))
         .and_then(|()| {
@@ -186,12 +233,20 @@ fn compile_uncached(source: &CudaSource, arch: &str) -> Result<Compiled, DeviceE
     // SAFETY: destroyed once, after its last use.
     let _ = unsafe { result::destroy_program(prog) };
     let cubin = cubin?;
+    let mut resources = parse_ptxas_log(&log);
+    for (name, symbol) in &symbols {
+        if let Some(r) = resources.get(symbol).copied() {
+            resources.insert(name.clone(), r);
+        }
+    }
     Ok(Compiled {
         file: source.label(),
         arch: arch.to_string(),
-        resources: parse_ptxas_log(&log),
+        resources,
         cubin,
         log,
+        ptx,
+        symbols,
     })
 }
 
@@ -209,6 +264,11 @@ pub fn options(source: &CudaSource, arch: &str) -> Vec<String> {
     }
     if let Some(dir) = discovery().include_dir() {
         options.push(format!("--include-path={}", dir.display()));
+        // CUDA 13 keeps libcu++ (`<cuda/pipeline>`, `<cuda/std/...>`, `<nv/target>`) apart.
+        let cccl = dir.join("cccl");
+        if cccl.is_dir() {
+            options.push(format!("--include-path={}", cccl.display()));
+        }
     }
     for (name, value) in &source.defines {
         options.push(format!("--define-macro={name}={value}"));

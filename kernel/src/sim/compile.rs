@@ -256,6 +256,30 @@ fn brace_depth(code: &str) -> i32 {
     })
 }
 
+/// The line and file a compiler would report for byte `at` of `code` shown as `file`: its
+/// line number, unless a `#line N "F"` directive before it says otherwise (a source made of
+/// several files, each after its own `#line`).
+fn presumed_line(code: &str, at: usize, file: &str) -> (usize, String) {
+    let here = code[..at].matches('\n').count();
+    let mut best = (here + 1, file.to_string());
+    for (i, line) in code[..at].split('\n').enumerate() {
+        let Some(rest) = line.trim_start().strip_prefix("#line") else {
+            continue;
+        };
+        let mut words = rest.split_whitespace();
+        let Some(n) = words.next().and_then(|w| w.parse::<usize>().ok()) else {
+            continue;
+        };
+        let name = words
+            .next()
+            .map(|w| w.trim_matches('"').to_string())
+            .unwrap_or_else(|| best.1.clone());
+        // `#line N` on line i names line i + 1 as N.
+        best = (n + here - (i + 1), name);
+    }
+    best
+}
+
 /// Rewrites each `extern __shared__ T name[];` (which no macro can express) into a pointer to
 /// the block's dynamic shared memory buffer.
 pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
@@ -300,7 +324,7 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
             out.push_str(&format!("{ty} *const {name} = {smem};"));
         } else {
             // At file scope a macro reads the buffer of whichever block is running.
-            let line = code[..semi].matches('\n').count() + 1;
+            let (line, file) = presumed_line(code, semi, file);
             out.push_str(&format!(
                 "\n#define {name} ({smem})\n#line {line} \"{file}\"\n"
             ));
@@ -516,5 +540,9 @@ mod tests {
             rewrite_extern_shared("extern __shared__ int buf[];\nvoid g() {}", "x.cu").unwrap();
         assert!(top.contains("#define buf ("), "{top}");
         assert!(top.contains("#line 1 \"x.cu\""), "{top}");
+        // After a `#line` directive the line and file are the directive's.
+        let joined = "int a;\n#line 1 \"b.cu\"\nint b;\nextern __shared__ int s[];\nvoid g() {}";
+        let out = rewrite_extern_shared(joined, "joined.cu").unwrap();
+        assert!(out.contains("#line 2 \"b.cu\""), "{out}");
     }
 }

@@ -1,0 +1,265 @@
+//! What a user kernel's buffers hold: the element type of each (`dtype=`), B's layout (`b=`),
+//! the BLAS scalars (`alpha=`, `beta=`) and from them the precision the row is judged by.
+
+use super::signature::{Param, Signature};
+use super::spec::{Layout, UserKernelSpec};
+use kernel::{Dtype, Precision, Workload};
+
+/// The element type of every buffer the lab passes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Buffers {
+    /// Per input of the workload ([`kernel::Shape::inputs`] order).
+    pub inputs: Vec<Dtype>,
+    pub output: Dtype,
+    /// Per scratch buffer of the signature (attention's running `l` and `m`).
+    pub scratch: Vec<Dtype>,
+    /// B's layout (GEMM; linear's W is passed as the workload holds it, `W[N][K]`).
+    pub b: Layout,
+    pub alpha: f32,
+    pub beta: f32,
+}
+
+/// The C++ type of an element of `d`, as the wrapper declares its pointers.
+pub fn c_name(d: Dtype) -> &'static str {
+    match d {
+        Dtype::F32 => "float",
+        Dtype::F16 => "half",
+        Dtype::Bf16 => "__nv_bfloat16",
+    }
+}
+
+/// `f32`, `f16`, `bf16`: as `dtype=` spells them.
+pub fn short_name(d: Dtype) -> &'static str {
+    match d {
+        Dtype::F32 => "f32",
+        Dtype::F16 => "f16",
+        Dtype::Bf16 => "bf16",
+    }
+}
+
+/// The precision a buffer of `d` forces at least: its rounding.
+fn precision_of(d: Dtype) -> Precision {
+    match d {
+        Dtype::F32 => Precision::Fp32,
+        Dtype::F16 => Precision::Fp16,
+        Dtype::Bf16 => Precision::Bf16,
+    }
+}
+
+impl Buffers {
+    /// Every buffer of `sig` in FP32, B row-major, alpha 1 and beta 0: the defaults.
+    pub fn fp32(sig: &Signature) -> Self {
+        let probe = sig.workload.probe_shape();
+        Self {
+            inputs: vec![Dtype::F32; probe.inputs().len()],
+            output: Dtype::F32,
+            scratch: vec![Dtype::F32; sig.scratch.len()],
+            b: Layout::Row,
+            alpha: 1.0,
+            beta: 0.0,
+        }
+    }
+
+    /// The buffers of `spec` for `workload` with `sig`'s scratch buffers, `params` being the
+    /// parameters the kernel is passed. An error names the option at fault and what to write.
+    pub fn of(
+        spec: &UserKernelSpec,
+        workload: Workload,
+        sig: &Signature,
+        params: &[Param],
+    ) -> Result<Self, String> {
+        let probe = workload.probe_shape();
+        let tensors: Vec<&str> = probe
+            .inputs()
+            .iter()
+            .map(|t| t.name)
+            .chain([probe.output().name])
+            .collect();
+        let scratch: Vec<&str> = sig.scratch.iter().map(|s| s.name).collect();
+        let mut out = Self {
+            inputs: vec![Dtype::F32; tensors.len() - 1],
+            output: Dtype::F32,
+            scratch: vec![Dtype::F32; scratch.len()],
+            b: spec.b.unwrap_or_default(),
+            alpha: spec.alpha.unwrap_or(1.0),
+            beta: spec.beta.unwrap_or(0.0),
+        };
+        for (name, d) in &spec.dtype {
+            match name {
+                None => {
+                    out.inputs.iter_mut().for_each(|t| *t = *d);
+                    out.output = *d;
+                }
+                Some(n) => {
+                    if let Some(i) = tensors.iter().position(|t| t == n) {
+                        match out.inputs.get_mut(i) {
+                            Some(t) => *t = *d,
+                            None => out.output = *d,
+                        }
+                    } else if let Some(i) = scratch.iter().position(|s| s == n) {
+                        out.scratch[i] = *d;
+                    } else {
+                        let all: Vec<&str> = tensors.iter().chain(&scratch).copied().collect();
+                        return Err(format!(
+                            "dtype: {workload} has no buffer {n:?}; its buffers: {}",
+                            all.join(", ")
+                        ));
+                    }
+                }
+            }
+        }
+        if out.b == Layout::Col && workload != Workload::Gemm {
+            return Err(format!(
+                "b=col is for GEMM's B; {workload} passes its operands as the workload holds \
+                 them{}",
+                if workload == Workload::Linear {
+                    " (W[N][K]: each output column's weights contiguous, as a column-major B)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        for (key, value, param) in [
+            ("alpha", spec.alpha, Param::Alpha),
+            ("beta", spec.beta, Param::Beta),
+        ] {
+            if value.is_some() && !params.contains(&param) {
+                return Err(format!(
+                    "{key}= is a parameter the kernel is not passed: only the gemm-blas \
+                     signature (M, N, K, alpha, A, B, beta, C), or an args= list naming {key}, \
+                     passes it"
+                ));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The element type of the buffer `p` passes, `None` for a scalar.
+    pub fn of_param(&self, p: Param) -> Option<Dtype> {
+        match p {
+            Param::Input(i) => self.inputs.get(i).copied(),
+            Param::Output => Some(self.output),
+            Param::Scratch(i) => self.scratch.get(i).copied(),
+            _ => None,
+        }
+    }
+
+    /// The coarsest precision the buffers allow: FP16 inputs or output cannot meet FP32's
+    /// bound whatever the kernel does.
+    pub fn precision(&self) -> Precision {
+        self.inputs
+            .iter()
+            .chain([&self.output])
+            .map(|&d| precision_of(d))
+            .max_by(|a, b| a.tolerance().total_cmp(&b.tolerance()))
+            .unwrap_or(Precision::Fp32)
+    }
+
+    /// The row's precision: `asked`, or the buffers'. One finer than the buffers allow is
+    /// refused, naming the buffer that rounds more.
+    pub fn judge_by(&self, asked: Option<Precision>) -> Result<Precision, String> {
+        let floor = self.precision();
+        match asked {
+            None => Ok(floor),
+            Some(p) if p.tolerance() >= floor.tolerance() => Ok(p),
+            Some(p) => Err(format!(
+                "precision={p} is finer than the buffers allow: {floor} storage rounds each \
+                 value by more than the {p} bound (leave precision= out to be judged as {floor})"
+            )),
+        }
+    }
+
+    /// `A:f16, B:f16 (column-major), C:f32`, for the row's summary; empty when every buffer
+    /// is f32 and B row-major.
+    pub fn describe(&self, workload: Workload) -> String {
+        let probe = workload.probe_shape();
+        let mut parts = Vec::new();
+        let plain = self
+            .inputs
+            .iter()
+            .chain([&self.output])
+            .all(|&d| d == Dtype::F32);
+        if !plain || self.b == Layout::Col {
+            for (i, t) in probe.inputs().iter().enumerate() {
+                let col = i == 1 && self.b == Layout::Col;
+                parts.push(format!(
+                    "{}:{}{}",
+                    t.name,
+                    short_name(self.inputs[i]),
+                    if col { " column-major" } else { "" }
+                ));
+            }
+            parts.push(format!(
+                "{}:{}",
+                probe.output().name,
+                short_name(self.output)
+            ));
+        }
+        if self.alpha != 1.0 || self.beta != 0.0 {
+            parts.push(format!("alpha {} beta {}", self.alpha, self.beta));
+        }
+        parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(options: &str) -> UserKernelSpec {
+        UserKernelSpec::parse(&format!("k.cu:k,{options}")).unwrap()
+    }
+
+    fn params(sig: &Signature) -> Vec<Param> {
+        sig.params.iter().map(|(_, p)| *p).collect()
+    }
+
+    #[test]
+    fn a_default_type_covers_the_tensors_and_names_override_it() {
+        let sig = Signature::named("gemm").unwrap();
+        let b = Buffers::of(&spec("dtype=f16,C:f32"), Workload::Gemm, sig, &params(sig)).unwrap();
+        assert_eq!(b.inputs, vec![Dtype::F16, Dtype::F16]);
+        assert_eq!(b.output, Dtype::F32);
+        assert_eq!(b.precision(), Precision::Fp16);
+        assert_eq!(b.judge_by(None), Ok(Precision::Fp16));
+        assert_eq!(b.judge_by(Some(Precision::Bf16)), Ok(Precision::Bf16));
+        let e = b.judge_by(Some(Precision::Fp32)).unwrap_err();
+        assert!(e.contains("finer than the buffers allow"), "{e}");
+        let lm = Signature::named("attention-lm").unwrap();
+        let a = Buffers::of(
+            &spec("dtype=bf16,m:f32"),
+            Workload::Attention,
+            lm,
+            &params(lm),
+        );
+        let a = a.unwrap();
+        assert_eq!(
+            (a.output, a.scratch.clone()),
+            (Dtype::Bf16, vec![Dtype::F32; 2])
+        );
+        assert_eq!(a.precision(), Precision::Bf16);
+    }
+
+    #[test]
+    fn wrong_names_layouts_and_scalars_say_what_fits() {
+        let gemm = Signature::named("gemm").unwrap();
+        let e = Buffers::of(&spec("dtype=Z:f16"), Workload::Gemm, gemm, &params(gemm));
+        assert!(
+            e.unwrap_err()
+                .contains("gemm has no buffer \"Z\"; its buffers: A, B, C")
+        );
+        let linear = Signature::named("linear").unwrap();
+        let e = Buffers::of(&spec("b=col"), Workload::Linear, linear, &params(linear));
+        assert!(e.unwrap_err().contains("W[N][K]"));
+        let e = Buffers::of(&spec("alpha=2"), Workload::Gemm, gemm, &params(gemm));
+        assert!(e.unwrap_err().contains("gemm-blas"));
+        let blas = Signature::named("gemm-blas").unwrap();
+        let b = Buffers::of(
+            &spec("alpha=2,beta=0.5"),
+            Workload::Gemm,
+            blas,
+            &params(blas),
+        );
+        assert_eq!(b.unwrap().describe(Workload::Gemm), "alpha 2 beta 0.5");
+    }
+}

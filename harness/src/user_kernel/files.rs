@@ -1,0 +1,268 @@
+//! A user's file and the local headers it includes (`#include "util.cuh"`), each prepared as
+//! the file itself is: host code blanked, lines kept, and for the simulator `extern
+//! __shared__` rewritten. The prepared copies go to a folder of their own, named by their
+//! contents, which comes first on the include path; each local `#include` is pointed at its
+//! copy, and a `#line` directive in each copy keeps compile errors on the user's file and line.
+
+use super::scan::{self, KernelDecl};
+use super::source::blank_host_code;
+use std::path::{Path, PathBuf};
+
+/// The prepared copies of a user's file and its local headers.
+#[derive(Clone, Debug)]
+pub struct LocalFiles {
+    /// The folder holding the copies.
+    pub dir: PathBuf,
+    /// The copy of the user's file, as an `#include` names it.
+    pub main: String,
+    /// The `__global__` functions of the file and its local headers.
+    pub kernels: Vec<KernelDecl>,
+    /// Each copy's name and the path of the file it was made from, as messages show it.
+    pub names: Vec<(String, String)>,
+    /// Why the simulator cannot run these files: inline PTX its front end does not know,
+    /// named with its file and line. (A GPU runs them.)
+    pub sim_refusal: Option<String>,
+}
+
+/// Why the files could not be prepared.
+#[derive(Debug)]
+pub struct ReadError {
+    pub file: String,
+    pub error: String,
+}
+
+struct Copy {
+    name: String,
+    display: String,
+    text: String,
+}
+
+/// `"a\"b"` for `#line` and `#include`.
+fn quoted(path: &str) -> String {
+    format!("\"{}\"", path.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The quoted name of an `#include "name"` line, with the byte range of the name.
+fn local_include(line: &str) -> Option<(usize, usize)> {
+    let t = line.trim_start();
+    let rest = t.strip_prefix('#')?.trim_start().strip_prefix("include")?;
+    let open = line.len() - rest.len() + rest.find('"')?;
+    let close = open + 1 + line[open + 1..].find('"')?;
+    Some((open + 1, close))
+}
+
+struct Reader {
+    main_dir: PathBuf,
+    copies: Vec<Copy>,
+    /// Canonical paths already copied, with the copy's name.
+    seen: Vec<(PathBuf, String)>,
+    kernels: Vec<KernelDecl>,
+    sim_refusal: Option<String>,
+}
+
+impl Reader {
+    /// Prepares `path` (shown as `display`) and what it includes; returns its copy's name.
+    fn add(&mut self, path: &Path, display: String) -> Result<String, ReadError> {
+        let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        if let Some((_, name)) = self.seen.iter().find(|(p, _)| *p == key) {
+            return Ok(name.clone());
+        }
+        let code = std::fs::read_to_string(path).map_err(|e| ReadError {
+            file: display.clone(),
+            error: e.to_string(),
+        })?;
+        let base: String = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let name = format!("kl_{}_{base}", self.copies.len());
+        self.seen.push((key, name.clone()));
+        let slot = self.copies.len();
+        self.copies.push(Copy {
+            name: name.clone(),
+            display: display.clone(),
+            text: String::new(),
+        });
+        self.kernels.extend(scan::kernels(&code, &display));
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let mut lines = Vec::new();
+        for line in blank_host_code(&code).split('\n') {
+            let mut line = line.to_string();
+            if let Some((from, to)) = local_include(&line) {
+                let wanted = line[from..to].to_string();
+                let found = [dir.join(&wanted), self.main_dir.join(&wanted)]
+                    .into_iter()
+                    .find(|p| p.is_file());
+                if let Some(found) = found {
+                    let shown = Path::new(&display)
+                        .parent()
+                        .map_or(PathBuf::from(&wanted), |d| d.join(&wanted));
+                    let copy = self.add(&found, shown.display().to_string())?;
+                    line.replace_range(from..to, &copy);
+                }
+            }
+            lines.push(line);
+        }
+        let nvrtc = lines.join("\n");
+        let mut sim = if nvrtc.contains("__shared__") {
+            kernel::sim::compile::rewrite_extern_shared(&nvrtc, &display).map_err(|error| {
+                ReadError {
+                    file: display.clone(),
+                    error,
+                }
+            })?
+        } else {
+            nvrtc.clone()
+        };
+        // Inline PTX: the simulator's copy calls the emulation of each `asm` statement (the
+        // same as lab/ptx.h's); one it does not know makes the file GPU-only, said on its row.
+        let mut sim_head = String::new();
+        let stripped = kernel::sim::compile::strip_comments(&sim);
+        match kernel::sim::inline_asm::rewrite(&stripped, &display) {
+            Ok(Some(rewritten)) => {
+                sim = rewritten;
+                sim_head = "#include \"sim_asm.h\"\n".into();
+            }
+            Ok(None) => {}
+            Err(refusal) => {
+                self.sim_refusal.get_or_insert(refusal.to_string());
+            }
+        }
+        let line = format!("#line 1 {}\n", quoted(&display));
+        self.copies[slot].text = if sim == nvrtc {
+            format!("{line}{nvrtc}\n")
+        } else {
+            format!("#ifdef KERNEL_LAB_SIM\n{sim_head}{line}{sim}\n#else\n{line}{nvrtc}\n#endif\n")
+        };
+        Ok(name)
+    }
+}
+
+impl LocalFiles {
+    /// Prepares `file` (and its local includes) and writes the copies.
+    pub fn read(file: &Path) -> Result<Self, ReadError> {
+        let main_dir = file
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
+        let mut reader = Reader {
+            main_dir,
+            copies: Vec::new(),
+            seen: Vec::new(),
+            kernels: Vec::new(),
+            sim_refusal: None,
+        };
+        let main = reader.add(file, file.display().to_string())?;
+        let mut h = 0xcbf2_9ce4_8422_2325u64;
+        for c in &reader.copies {
+            for &b in c.name.as_bytes().iter().chain(c.text.as_bytes()) {
+                h ^= u64::from(b);
+                h = h.wrapping_mul(0x0100_0000_01b3);
+            }
+        }
+        let dir = std::env::temp_dir().join(format!("kernel-lab-user-src-{h:016x}"));
+        let fail = |path: &Path, e: std::io::Error| ReadError {
+            file: path.display().to_string(),
+            error: format!("writing its prepared copy: {e}"),
+        };
+        std::fs::create_dir_all(&dir).map_err(|e| fail(&dir, e))?;
+        for c in &reader.copies {
+            let path = dir.join(&c.name);
+            if std::fs::read_to_string(&path).is_ok_and(|t| t == c.text) {
+                continue;
+            }
+            // Write beside and rename: another process may be reading the folder.
+            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+            std::fs::write(&tmp, &c.text).map_err(|e| fail(&path, e))?;
+            std::fs::rename(&tmp, &path).map_err(|e| fail(&path, e))?;
+        }
+        Ok(Self {
+            dir,
+            main,
+            kernels: reader.kernels,
+            sim_refusal: reader.sim_refusal,
+            names: reader
+                .copies
+                .into_iter()
+                .map(|c| (c.name, c.display))
+                .collect(),
+        })
+    }
+
+    /// A compiler's message with the copies' names turned back into the user's paths.
+    pub fn translate(&self, log: &str) -> String {
+        let mut out = log.replace(&format!("{}/", self.dir.display()), "");
+        for (name, display) in &self.names {
+            out = out.replace(name, display);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn local_headers_are_prepared_like_the_file_and_included_once() {
+        let dir = std::env::temp_dir().join(format!("lab-files-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("inc")).unwrap();
+        std::fs::write(
+            dir.join("main.cu"),
+            "#include \"inc/util.cuh\"\n#include <cstdio>\n#include \"inc/util.cuh\"\n\
+             __global__ void k(float *x) { x[0] = twice(1.0f); }\n\
+             int main() { printf(\"hi\"); }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("inc/util.cuh"),
+            "#pragma once\n#include \"more.h\"\n__device__ float twice(float a) { return 2 * a; }\n\
+             void host_helper() { cudaDeviceSynchronize(); }\n\
+             __global__ void dyn(float *o) {\n  extern __shared__ float s[];\n  o[0] = s[0];\n}\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("inc/more.h"), "#define MORE 1\n").unwrap();
+        let f = LocalFiles::read(&dir.join("main.cu")).unwrap();
+        assert_eq!(f.names.len(), 3, "{:?}", f.names);
+        let text = |i: usize| std::fs::read_to_string(f.dir.join(&f.names[i].0)).unwrap();
+        let main = text(0);
+        assert_eq!(
+            main.matches("#include \"kl_1_util.cuh\"").count(),
+            2,
+            "{main}"
+        );
+        assert!(
+            main.contains("#include <cstdio>") && !main.contains("printf"),
+            "{main}"
+        );
+        let util = text(1);
+        assert!(util.contains("#include \"kl_2_more.h\""), "{util}");
+        assert!(!util.contains("cudaDeviceSynchronize"), "{util}");
+        assert!(
+            util.contains("#line 1 \"") && util.contains("inc/util.cuh\""),
+            "{util}"
+        );
+        // The simulator's branch has the dynamic shared memory rewritten, NVRTC's not.
+        assert!(util.contains("#ifdef KERNEL_LAB_SIM") && util.contains("::sim::dynamic_smem()"));
+        assert!(util.contains("extern __shared__ float s[];"), "{util}");
+        let names: Vec<&str> = f.kernels.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, vec!["k", "dyn"]);
+        assert!(f.kernels[1].file.ends_with("inc/util.cuh"));
+        assert_eq!(
+            f.translate(&format!("{}/kl_1_util.cuh(3): error", f.dir.display())),
+            format!("{}(3): error", f.kernels[1].file)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

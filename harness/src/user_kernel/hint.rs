@@ -1,0 +1,251 @@
+//! Why a kernel that passes on round sizes fails on others: the dimensions of the shape that
+//! are not a whole number of the kernel's tiles. The tiles come from the launch the user
+//! wrote: `grid=tile:RxC`, or the expressions of `grid=(...)` and `args=(...)` (`cdiv(N,64)`
+//! tiles N by 64, found by evaluating it), and for the reduction dimension K of GEMM and
+//! linear, which no grid shows, the largest power of two it is a multiple of.
+
+use super::expr::Expr;
+use super::spec::Grid;
+use kernel::Shape;
+
+/// A dimension that is not a whole number of tiles.
+#[derive(Clone, Debug, PartialEq)]
+struct Tail {
+    dim: &'static str,
+    value: usize,
+    tile: usize,
+    /// Where the tile comes from: `grid x = cdiv(N,64)`.
+    from: String,
+}
+
+/// The tile an expression divides `dim` into: `t` when the expression grows by one block
+/// every `t` of `dim` (as `cdiv(dim, t)` or `(dim + t - 1) / t` do), holding the other
+/// dimensions at `shape`'s.
+fn tile_of(e: &Expr, dim: &'static str, vars: &[(&'static str, usize)]) -> Option<usize> {
+    let at = |v: usize| {
+        let with: Vec<(&str, usize)> = vars
+            .iter()
+            .map(|&(n, x)| (n, if n == dim { v } else { x }))
+            .collect();
+        e.eval(&with).ok()
+    };
+    let first = at(1)?;
+    let tile = (2..=4096).find(|&v| at(v) != Some(first))? - 1;
+    let steps = (1..=4 * tile).all(|v| at(v) == Some(first + (v.div_ceil(tile) as i64 - 1)));
+    (tile > 1 && steps).then_some(tile)
+}
+
+/// The output's last two dimensions by name: rows, columns.
+fn output_axes(shape: &Shape) -> (&'static str, &'static str) {
+    match shape {
+        Shape::Gemm { .. } | Shape::Linear { .. } => ("M", "N"),
+        Shape::Conv { .. } => ("HO", "WO"),
+        Shape::Attention { .. } => ("S", "D"),
+    }
+}
+
+/// Every tiled dimension of `shape` with a tail, from the grid and the integer arguments.
+fn tails(grid: &Grid, args: &[&Expr], shape: &Shape, vars: &[(&'static str, usize)]) -> Vec<Tail> {
+    let value = |d: &str| vars.iter().find(|(n, _)| *n == d).map(|(_, v)| *v);
+    let mut out: Vec<Tail> = Vec::new();
+    let mut push = |t: Tail| {
+        if !t.value.is_multiple_of(t.tile) && !out.iter().any(|o| o.dim == t.dim) {
+            out.push(t);
+        }
+    };
+    match grid {
+        Grid::Tile(t) => {
+            if let [tr, tc] = t[..] {
+                let (rows, cols) = output_axes(shape);
+                for (dim, tile) in [(rows, tr), (cols, tc)] {
+                    if let Some(v) = value(dim) {
+                        push(Tail {
+                            dim,
+                            value: v,
+                            tile,
+                            from: format!("grid=tile:{tr}x{tc}"),
+                        });
+                    }
+                }
+            }
+        }
+        Grid::Exprs(exprs) => {
+            for (axis, e) in exprs.iter().enumerate() {
+                for &(dim, v) in vars {
+                    if let Some(tile) = tile_of(e, dim, vars) {
+                        let from = format!("grid {} = {e}", ["x", "y", "z"][axis]);
+                        push(Tail {
+                            dim,
+                            value: v,
+                            tile,
+                            from,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    for e in args {
+        for &(dim, v) in vars {
+            if let Some(tile) = tile_of(e, dim, vars) {
+                push(Tail {
+                    dim,
+                    value: v,
+                    tile,
+                    from: format!("args: {e}"),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The hint for a failed row on `shape`, or `None` when every tiled dimension is whole.
+/// `first_bad` is the flat index of the first wrong output element, when known.
+pub fn tail_hint(
+    grid: &Grid,
+    args: &[&Expr],
+    shape: &Shape,
+    vars: &[(&'static str, usize)],
+    first_bad: Option<usize>,
+) -> Option<String> {
+    let out = shape.output();
+    let cols = *out.dims.last()?;
+    let rows = out.dims.len().checked_sub(2).map_or(1, |i| out.dims[i]);
+    let (row_dim, col_dim) = output_axes(shape);
+    let found = tails(grid, args, shape, vars);
+    let mut parts = Vec::new();
+    match grid {
+        Grid::Tile(t) if t.len() == 2 && !found.is_empty() => parts.push(format!(
+            "{} is {rows}x{cols}, not a whole number of {}x{} tiles: a kernel that assumes \
+             divisible sizes fails in the last, partial tiles (rows from {}, columns from {})",
+            out.name,
+            t[0],
+            t[1],
+            rows / t[0] * t[0],
+            cols / t[1] * t[1]
+        )),
+        _ if !found.is_empty() => {
+            let each: Vec<String> = found
+                .iter()
+                .map(|t| {
+                    format!(
+                        "{} = {} is not a multiple of {} ({})",
+                        t.dim, t.value, t.tile, t.from
+                    )
+                })
+                .collect();
+            parts.push(format!(
+                "{}: a kernel that assumes divisible sizes fails in the last, partial tiles",
+                each.join("; ")
+            ));
+        }
+        _ => {}
+    }
+    if let Some(i) = first_bad {
+        let tile = |d: &str| found.iter().find(|t| t.dim == d).map(|t| t.tile);
+        let (r, c) = ((i / cols) % rows, i % cols);
+        let in_tail = tile(row_dim).is_some_and(|t| r >= rows / t * t)
+            || tile(col_dim).is_some_and(|t| c >= cols / t * t);
+        if !found.is_empty() {
+            parts.push(format!(
+                "the first bad element, row {r} column {c}, {}",
+                if in_tail {
+                    "is in that tail"
+                } else {
+                    "is not in the tail"
+                }
+            ));
+        }
+    }
+    if let Shape::Gemm { k, .. } | Shape::Linear { k, .. } = *shape {
+        let whole = 1usize << k.trailing_zeros().min(6);
+        if whole < 64 {
+            let of = if whole == 1 {
+                format!("K = {k} is odd")
+            } else {
+                format!("K = {k} is a multiple of {whole} and of no larger power of two")
+            };
+            parts.push(format!(
+                "{of}: a kernel that steps through K in tiles of {} or more without a bound \
+                 check reads a partial last tile past the end of A's rows and B's last row",
+                whole * 2
+            ));
+        }
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars(shape: &Shape) -> Vec<(&'static str, usize)> {
+        shape.dims()
+    }
+
+    #[test]
+    fn tiles_are_read_from_cdiv_expressions() {
+        let v = [("M", 100), ("N", 37), ("K", 129)];
+        let e = Expr::parse("cdiv(N, 64)").unwrap();
+        assert_eq!(tile_of(&e, "N", &v), Some(64));
+        assert_eq!(tile_of(&e, "M", &v), None);
+        let e = Expr::parse("(M + 31) / 32").unwrap();
+        assert_eq!(tile_of(&e, "M", &v), Some(32));
+        assert_eq!(tile_of(&Expr::parse("M * 2").unwrap(), "M", &v), None);
+        assert_eq!(tile_of(&Expr::parse("4").unwrap(), "M", &v), None);
+    }
+
+    #[test]
+    fn explicit_grids_and_k_get_hints_too() {
+        let shape = Shape::gemm(100, 37, 129);
+        let grid = Grid::Exprs(vec![
+            Expr::parse("cdiv(N,32)").unwrap(),
+            Expr::parse("cdiv(M,64)").unwrap(),
+        ]);
+        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), Some(99 * 37)).unwrap();
+        assert!(
+            hint.contains("N = 37 is not a multiple of 32 (grid x = cdiv(N,32))")
+                && hint.contains("M = 100 is not a multiple of 64 (grid y = cdiv(M,64))"),
+            "{hint}"
+        );
+        assert!(hint.contains("row 99 column 0, is in that tail"), "{hint}");
+        assert!(
+            hint.contains("K = 129 is odd: a kernel that steps through K in tiles of 2 or more"),
+            "{hint}"
+        );
+        // Round M and N, a K tail alone.
+        let round = Shape::gemm(64, 64, 100);
+        let hint = tail_hint(&grid, &[], &round, &vars(&round), Some(0)).unwrap();
+        assert!(
+            hint.starts_with(
+                "K = 100 is a multiple of 4 and of no larger power of two: a kernel that steps \
+                 through K in tiles of 8 or more"
+            ),
+            "{hint}"
+        );
+        let all_round = Shape::gemm(64, 64, 128);
+        assert_eq!(
+            tail_hint(&grid, &[], &all_round, &vars(&all_round), Some(0)),
+            None
+        );
+    }
+
+    #[test]
+    fn an_args_list_shows_the_tiles_of_a_loop() {
+        let shape = Shape::Attention {
+            b: 1,
+            h: 2,
+            s: 37,
+            d: 16,
+            causal: false,
+        };
+        let grid = Grid::Exprs(vec![Expr::parse("B").unwrap(), Expr::parse("H").unwrap()]);
+        let tc = Expr::parse("cdiv(S,32)").unwrap();
+        let hint = tail_hint(&grid, &[&tc], &shape, &vars(&shape), None).unwrap();
+        assert!(
+            hint.contains("S = 37 is not a multiple of 32 (args: cdiv(S,32))"),
+            "{hint}"
+        );
+    }
+}

@@ -1,0 +1,339 @@
+//! The `__global__` functions of a user's file, found by reading it: their qualified names,
+//! template parameters, parameter lists and lines. Enough to tell a user which kernels their
+//! file has when the entry they named is not one of them, and to name a file's kernels in
+//! `harness inspect FILE.cu`; the compiler remains the judge of everything else.
+
+use kernel::sim::compile::strip_comments;
+
+/// One `__global__` function of a file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KernelDecl {
+    /// `name` or `ns::name`.
+    pub name: String,
+    /// `<int BM, int BN>` for a template, as written (whitespace collapsed).
+    pub template: Option<String>,
+    /// `(int M, const float *A)`, as written (whitespace collapsed).
+    pub params: String,
+    /// The file it is in, as messages show it.
+    pub file: String,
+    /// 1-based line of its name.
+    pub line: usize,
+}
+
+impl KernelDecl {
+    /// `sgemm<int BM, int BN> (line 17)` or `ns::k (util.cuh:4)`.
+    pub fn describe(&self, main_file: &str) -> String {
+        let at = if self.file == main_file {
+            format!("line {}", self.line)
+        } else {
+            format!("{}:{}", self.file, self.line)
+        };
+        format!(
+            "{}{} ({at})",
+            self.name,
+            self.template.as_deref().unwrap_or("")
+        )
+    }
+}
+
+fn is_ident(c: u8) -> bool {
+    c.is_ascii_alphanumeric() || c == b'_'
+}
+
+/// Index just past the bracket matching the one at `open` (`(`/`)` or `<`/`>`).
+fn matching(b: &[u8], open: usize, (o, c): (u8, u8)) -> usize {
+    let mut depth = 0i32;
+    for (j, &x) in b.iter().enumerate().skip(open) {
+        if x == o {
+            depth += 1;
+        } else if x == c {
+            depth -= 1;
+            if depth == 0 {
+                return j + 1;
+            }
+        }
+    }
+    b.len()
+}
+
+fn collapse(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// `code` without comments, string and character literals, and preprocessor lines (all
+/// replaced by spaces, lines kept): what is left is declarations and braces.
+fn bare(code: &str) -> Vec<u8> {
+    let mut b = strip_comments(code).into_bytes();
+    let mut i = 0;
+    let mut line_start = true;
+    while i < b.len() {
+        match b[i] {
+            b'\n' => {
+                line_start = true;
+                i += 1;
+                continue;
+            }
+            b'#' if line_start => {
+                while i < b.len() && !(b[i] == b'\n' && b[i - 1] != b'\\') {
+                    if b[i] != b'\n' {
+                        b[i] = b' ';
+                    }
+                    i += 1;
+                }
+                continue;
+            }
+            q @ (b'"' | b'\'') => {
+                b[i] = b' ';
+                let mut j = i + 1;
+                while j < b.len() && b[j] != q && b[j] != b'\n' {
+                    if b[j] == b'\\' {
+                        b[j] = b' ';
+                        j += 1;
+                    }
+                    if j < b.len() && b[j] != b'\n' {
+                        b[j] = b' ';
+                    }
+                    j += 1;
+                }
+                if j < b.len() && b[j] == q {
+                    b[j] = b' ';
+                }
+                i = j + 1;
+            }
+            c if !c.is_ascii_whitespace() => line_start = false,
+            _ => {}
+        }
+        i += 1;
+    }
+    b
+}
+
+/// Words that may stand between `__global__` and a kernel's name, with their arguments.
+const ATTRIBUTES: [&str; 5] = [
+    "__launch_bounds__",
+    "__maxnreg__",
+    "__cluster_dims__",
+    "__align__",
+    "alignas",
+];
+
+/// Every `__global__` function of `code` (shown as `file`) at namespace scope.
+pub fn kernels(code: &str, file: &str) -> Vec<KernelDecl> {
+    let b = bare(code);
+    let text = String::from_utf8_lossy(&b).into_owned();
+    let mut out: Vec<KernelDecl> = Vec::new();
+    // One entry per open brace: a namespace (or `extern "C"` block) name, `Some("")` for the
+    // transparent ones, `None` for a function or class body.
+    let mut scopes: Vec<Option<String>> = Vec::new();
+    let mut boundary = 0; // start of the current declaration
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b';' => boundary = i + 1,
+            b'{' => {
+                let head = collapse(&text[boundary..i]);
+                let scope = if let Some(rest) = head
+                    .strip_prefix("inline namespace")
+                    .or_else(|| head.strip_prefix("namespace"))
+                {
+                    Some(rest.trim().to_string())
+                } else if head.ends_with("extern") || head == "extern" {
+                    // `extern "C" {` with its string blanked.
+                    Some(String::new())
+                } else {
+                    None
+                };
+                scopes.push(scope);
+                boundary = i + 1;
+            }
+            b'}' => {
+                scopes.pop();
+                boundary = i + 1;
+            }
+            b'_' if text[i..].starts_with("__global__")
+                && (i == 0 || !is_ident(b[i - 1]))
+                && b.get(i + 10).is_none_or(|&c| !is_ident(c))
+                && scopes.iter().all(Option::is_some) =>
+            {
+                if let Some((decl, end)) = declaration(&text, &b, boundary, i, &scopes, file) {
+                    out.retain(|k| k.name != decl.name);
+                    out.push(decl);
+                    i = end;
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The kernel whose `__global__` is at `at`, its declaration starting at `start`; and where
+/// its parameter list ends.
+fn declaration(
+    text: &str,
+    b: &[u8],
+    start: usize,
+    at: usize,
+    scopes: &[Option<String>],
+    file: &str,
+) -> Option<(KernelDecl, usize)> {
+    let mut i = at + "__global__".len();
+    loop {
+        let open = i + text[i..].find('(')?;
+        // The identifier just before this parenthesis.
+        let mut end = open;
+        while end > i && b[end - 1].is_ascii_whitespace() {
+            end -= 1;
+        }
+        let mut name_start = end;
+        while name_start > i && (is_ident(b[name_start - 1]) || b[name_start - 1] == b':') {
+            name_start -= 1;
+        }
+        let word = &text[name_start..end];
+        let close = matching(b, open, (b'(', b')'));
+        if ATTRIBUTES.contains(&word) {
+            i = close;
+            continue;
+        }
+        if word.is_empty() {
+            return None;
+        }
+        let head = collapse(&text[start..at]);
+        let template = head.strip_prefix("template").and_then(|rest| {
+            let rest = rest.trim_start();
+            rest.starts_with('<').then(|| {
+                let close = matching(rest.as_bytes(), 0, (b'<', b'>'));
+                collapse(&rest[..close])
+            })
+        });
+        let mut path: Vec<&str> = scopes
+            .iter()
+            .flatten()
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+            .collect();
+        path.push(word);
+        let decl = KernelDecl {
+            name: path.join("::"),
+            template,
+            params: collapse(&text[open..close]),
+            file: file.to_string(),
+            line: text[..name_start].matches('\n').count() + 1,
+        };
+        return Some((decl, close));
+    }
+}
+
+/// Which of `kernels` the entry `entry` (`name`, `ns::name`, `name<64,64>`) calls, or a
+/// message that names the kernels there are and what to write.
+pub fn find<'a>(
+    kernels: &'a [KernelDecl],
+    entry: &str,
+    file: &str,
+) -> Result<&'a KernelDecl, String> {
+    let base = entry.split('<').next().unwrap_or(entry).trim();
+    let base = base.strip_prefix("::").unwrap_or(base);
+    let instantiated = entry.contains('<');
+    let list = || {
+        if kernels.is_empty() {
+            "it has no `__global__` function (a kernel generated by a macro is not seen: \
+             expand it, or write the `__global__` line out)"
+                .to_string()
+        } else {
+            let all: Vec<String> = kernels.iter().map(|k| k.describe(file)).collect();
+            format!("its kernels: {}", all.join(", "))
+        }
+    };
+    if let Some(k) = kernels.iter().find(|k| k.name == base) {
+        return match (&k.template, instantiated) {
+            (Some(params), false) => Err(format!(
+                "`{base}` is a template ({params}): name an instantiation, such as `{base}<...>` \
+                 with the values your launcher uses"
+            )),
+            (None, true) => Err(format!(
+                "`{base}` is not a template, so `{entry}` names nothing: write `{base}`"
+            )),
+            _ => Ok(k),
+        };
+    }
+    let unqualified = base.rsplit("::").next().unwrap_or(base);
+    let last = |k: &KernelDecl| k.name.rsplit("::").next().unwrap_or("").to_string();
+    if let Some(k) = kernels
+        .iter()
+        .find(|k| last(k) == unqualified)
+        .or_else(|| kernels.iter().find(|k| edits(&last(k), unqualified) <= 2))
+    {
+        return Err(format!(
+            "{file} has no kernel `{base}`; did you mean `{}`? ({})",
+            k.name,
+            list()
+        ));
+    }
+    Err(format!("{file} has no kernel `{base}`; {}", list()))
+}
+
+/// The edit distance of two names (insertions, deletions, substitutions): a typo is 1 or 2.
+fn edits(a: &str, b: &str) -> usize {
+    let (a, b): (Vec<char>, Vec<char>) = (a.chars().collect(), b.chars().collect());
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.iter().enumerate() {
+        let mut row = vec![i + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let sub = prev[j] + usize::from(ca != cb);
+            row.push(sub.min(prev[j + 1] + 1).min(row[j] + 1));
+        }
+        prev = row;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FILE: &str = "#include <cstdio>\n\
+        #define K(n) __global__ void n(float *x) {}\n\
+        namespace lab {\n\
+        template <int BM,\n          int BN>\n\
+        __global__ void __launch_bounds__(BM * BN, 1)\n    tiled(int M, const float *A) { if (M) {} }\n\
+        namespace inner { __global__ void deep(int); }\n\
+        }\n\
+        extern \"C\" {\n__global__ void c_kernel(float *out) { const char *s = \"__global__ void fake(\"; }\n}\n\
+        __device__ float helper(float a) { return a; }\n\
+        void host() { auto f = [] __device__ () {}; }\n";
+
+    #[test]
+    fn finds_kernels_with_their_namespaces_templates_and_lines() {
+        let ks = kernels(FILE, "f.cu");
+        let names: Vec<&str> = ks.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, vec!["lab::tiled", "lab::inner::deep", "c_kernel"]);
+        assert_eq!(ks[0].template.as_deref(), Some("<int BM, int BN>"));
+        assert_eq!(ks[0].params, "(int M, const float *A)");
+        assert_eq!(ks[0].line, 7);
+        assert_eq!(ks[2].template, None);
+        assert_eq!(ks[2].line, 11);
+    }
+
+    #[test]
+    fn a_missing_or_half_named_entry_lists_the_kernels() {
+        let ks = kernels(FILE, "f.cu");
+        assert_eq!(find(&ks, "lab::tiled<64, 2>", "f.cu").unwrap().line, 7);
+        assert_eq!(find(&ks, "c_kernel", "f.cu").unwrap().name, "c_kernel");
+        let e = find(&ks, "tiled<64,2>", "f.cu").unwrap_err();
+        assert!(e.contains("did you mean `lab::tiled`"), "{e}");
+        let e = find(&ks, "lab::tiled", "f.cu").unwrap_err();
+        assert!(e.contains("is a template (<int BM, int BN>)"), "{e}");
+        let e = find(&ks, "lab::tiledd<64, 2>", "f.cu").unwrap_err();
+        assert!(e.contains("did you mean `lab::tiled`"), "{e}");
+        assert_eq!(edits("kernel", "kernle"), 2);
+        let e = find(&ks, "sgemm", "f.cu").unwrap_err();
+        assert!(
+            e.starts_with("f.cu has no kernel `sgemm`; its kernels: lab::tiled<int BM, int BN> (line 7), lab::inner::deep (line 8), c_kernel (line 11)"),
+            "{e}"
+        );
+        let e = find(&ks, "c_kernel<3>", "f.cu").unwrap_err();
+        assert!(e.contains("not a template"), "{e}");
+    }
+}

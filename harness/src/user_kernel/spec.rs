@@ -1,0 +1,581 @@
+//! The `--kernel FILE.cu:ENTRY,key=value,...` option and the `[[kernel]]` config section: read
+//! and checked for syntax here; whether the entry, its parameter list and the launch options
+//! fit the file is checked when the kernel is loaded, in that order.
+
+use super::expr::Expr;
+use super::signature::{self, Signature};
+use kernel::{Dtype, Precision, Workload};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// How the grid is derived from the shape.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Grid {
+    /// One block per `rows x cols` tile of the output's last two dimensions (`tile:64x64`;
+    /// grid.x over columns, grid.y over rows, grid.z over the leading dimensions), or per
+    /// `n` elements of the flattened output (`tile:256`).
+    Tile(Vec<usize>),
+    /// Explicit x, y, z expressions of the shape's dimensions.
+    Exprs(Vec<Expr>),
+}
+
+/// How B (GEMM's second operand) lies in memory.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// Row-major `B[K][N]`, the workload's own.
+    #[default]
+    Row,
+    /// Column-major: `B[n * K + k]`, each column contiguous (K-major, as cuBLAS and most
+    /// tensor-core kernels take it).
+    Col,
+}
+
+/// A user kernel as written on the command line or in the config, checked for syntax.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct UserKernelSpec {
+    pub file: PathBuf,
+    /// The function to call: `name`, `ns::name` or `name<args>`.
+    pub entry: String,
+    pub workload: Option<Workload>,
+    pub signature: Option<String>,
+    /// A parameter list of the kernel's own, `(Q, K, V, S, D, cdiv(S,32), scale, l, m, O)`,
+    /// instead of a signature.
+    pub args: Option<String>,
+    /// Threads per block; required, but reported after the entry and its parameters.
+    pub block: Option<[u32; 3]>,
+    pub grid: Option<Grid>,
+    /// Dynamic shared memory in bytes.
+    pub smem: Option<Expr>,
+    /// The error bound the row is judged by; default: that of its coarsest buffer type.
+    pub precision: Option<Precision>,
+    /// Element types: `(None, t)` for every tensor of the workload, `(Some(name), t)` for
+    /// one buffer; later entries win.
+    pub dtype: Vec<(Option<String>, Dtype)>,
+    /// B's layout (GEMM).
+    pub b: Option<Layout>,
+    /// BLAS `alpha` and `beta` (signatures that pass them).
+    pub alpha: Option<f32>,
+    pub beta: Option<f32>,
+    pub id: Option<String>,
+}
+
+/// The options a spec may carry, for messages.
+pub const KEYS: [&str; 12] = [
+    "workload",
+    "signature",
+    "args",
+    "block",
+    "grid",
+    "smem",
+    "dtype",
+    "b",
+    "alpha",
+    "beta",
+    "precision",
+    "id",
+];
+
+/// Splits at commas outside `<>`, `()` and `[]`.
+pub fn split_top(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0i32, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(&text[start..]);
+    out
+}
+
+fn parse_block(v: &str) -> Result<[u32; 3], String> {
+    let parts: Vec<&str> = v.split('x').map(str::trim).collect();
+    if parts.is_empty() || parts.len() > 3 {
+        return Err(format!("block {v:?}: expected X, XxY or XxYxZ threads"));
+    }
+    let mut block = [1u32; 3];
+    for (b, p) in block.iter_mut().zip(&parts) {
+        *b = p
+            .parse()
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| format!("block {v:?}: {p:?} is not a positive number"))?;
+    }
+    let threads: u64 = block.iter().map(|&b| u64::from(b)).product();
+    if threads > 1024 {
+        return Err(format!(
+            "block {v:?} has {threads} threads; a block holds at most 1024"
+        ));
+    }
+    Ok(block)
+}
+
+fn parse_grid(v: &str) -> Result<Grid, String> {
+    if let Some(t) = v.strip_prefix("tile:") {
+        let tile: Vec<usize> = t
+            .split('x')
+            .map(|p| p.trim().parse().ok().filter(|&n| n >= 1))
+            .collect::<Option<_>>()
+            .filter(|t: &Vec<usize>| (1..=2).contains(&t.len()))
+            .ok_or_else(|| {
+                format!("grid {v:?}: expected tile:ROWSxCOLS (an output tile per block) or tile:N")
+            })?;
+        return Ok(Grid::Tile(tile));
+    }
+    let inner = v
+        .trim()
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or(v);
+    let exprs = split_top(inner)
+        .into_iter()
+        .map(Expr::parse)
+        .collect::<Result<Vec<_>, _>>()?;
+    if exprs.is_empty() || exprs.len() > 3 {
+        return Err(format!(
+            "grid {v:?}: expected 1 to 3 expressions, (x, y, z)"
+        ));
+    }
+    Ok(Grid::Exprs(exprs))
+}
+
+/// `f32`, `f16` or `bf16` (and the usual other spellings).
+pub fn parse_dtype(v: &str) -> Option<Dtype> {
+    match v.trim() {
+        "f32" | "fp32" | "float" => Some(Dtype::F32),
+        "f16" | "fp16" | "half" => Some(Dtype::F16),
+        "bf16" | "bfloat16" => Some(Dtype::Bf16),
+        _ => None,
+    }
+}
+
+/// `f16`, or `A:f16,B:f16,C:f32` (a first bare type is the default for every buffer).
+fn parse_dtypes(v: &str) -> Result<Vec<(Option<String>, Dtype)>, String> {
+    let inner = v
+        .trim()
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or(v);
+    let bad = |t: &str| {
+        format!("dtype {t:?}: expected f32, f16 or bf16, for all buffers or per buffer (A:f16)")
+    };
+    inner
+        .split(',')
+        .map(|item| match item.split_once(':') {
+            Some((name, t)) => Ok((
+                Some(name.trim().to_string()),
+                parse_dtype(t).ok_or_else(|| bad(item))?,
+            )),
+            None => Ok((None, parse_dtype(item).ok_or_else(|| bad(item))?)),
+        })
+        .collect()
+}
+
+fn parse_number(key: &str, v: &str) -> Result<f32, String> {
+    v.parse::<f32>()
+        .ok()
+        .filter(|x| x.is_finite())
+        .ok_or_else(|| format!("{key} {v:?} is not a finite number"))
+}
+
+impl UserKernelSpec {
+    /// Reads `FILE.cu:ENTRY[,key=value]...` (see `docs/your-kernel.md`). An item without
+    /// `=` after `dtype=` continues its list (`dtype=A:f16,B:f16,C:f32`).
+    pub fn parse(text: &str) -> Result<Self, super::UserKernelError> {
+        let err = |message: String| super::UserKernelError::Spec {
+            spec: text.to_string(),
+            message,
+        };
+        let split = [".cu:", ".cuh:", ".h:"]
+            .iter()
+            .find_map(|ext| text.find(ext).map(|i| i + ext.len() - 1))
+            .or_else(|| text.find(':'))
+            .ok_or_else(|| err("expected FILE.cu:ENTRY, e.g. my_gemm.cu:sgemm<64,64,8>".into()))?;
+        let file = &text[..split];
+        let mut parts = split_top(&text[split + 1..]).into_iter();
+        let entry = parts.next().unwrap_or("").trim();
+        let mut pairs: Vec<(String, String)> = Vec::new();
+        for p in parts {
+            match p.split_once('=') {
+                Some((k, v)) => pairs.push((k.trim().to_string(), v.trim().to_string())),
+                None if p.contains(':') && pairs.last().is_some_and(|(k, _)| k == "dtype") => {
+                    if let Some((_, v)) = pairs.last_mut() {
+                        v.push(',');
+                        v.push_str(p.trim());
+                    }
+                }
+                None => {
+                    return Err(err(format!(
+                        "option {p:?} is not key=value; keys: {}",
+                        KEYS.join(", ")
+                    )));
+                }
+            }
+        }
+        Self::from_pairs(PathBuf::from(file), entry, &pairs).map_err(|(_, m)| err(m))
+    }
+
+    /// Builds a spec from its options; an error names the key at fault.
+    pub fn from_pairs(
+        file: PathBuf,
+        entry: &str,
+        pairs: &[(String, String)],
+    ) -> Result<Self, (String, String)> {
+        if entry.is_empty() {
+            return Err(("entry".into(), "no entry: expected FILE.cu:ENTRY".into()));
+        }
+        let mut spec = Self {
+            file,
+            entry: entry.to_string(),
+            workload: None,
+            signature: None,
+            args: None,
+            block: None,
+            grid: None,
+            smem: None,
+            precision: None,
+            dtype: Vec::new(),
+            b: None,
+            alpha: None,
+            beta: None,
+            id: None,
+        };
+        for (k, v) in pairs {
+            let at = |m: String| (k.clone(), m);
+            match k.as_str() {
+                "workload" => {
+                    spec.workload = Some(Workload::parse(v).ok_or_else(|| {
+                        at(format!(
+                            "unknown workload {v:?}; valid: {}",
+                            Workload::ALL.map(Workload::name).join(", ")
+                        ))
+                    })?)
+                }
+                "signature" => {
+                    let sig = Signature::named(v).ok_or_else(|| {
+                        let all: Vec<&str> = signature::ALL.iter().map(|s| s.name).collect();
+                        at(format!(
+                            "unknown signature {v:?}; valid: {}",
+                            all.join(", ")
+                        ))
+                    })?;
+                    spec.signature = Some(sig.name.to_string());
+                }
+                "args" => spec.args = Some(v.clone()),
+                "block" => spec.block = Some(parse_block(v).map_err(at)?),
+                "grid" => spec.grid = Some(parse_grid(v).map_err(at)?),
+                "smem" => spec.smem = Some(Expr::parse(v).map_err(at)?),
+                "dtype" => spec.dtype.extend(parse_dtypes(v).map_err(at)?),
+                "b" => {
+                    spec.b = Some(match v.as_str() {
+                        "row" => Layout::Row,
+                        "col" => Layout::Col,
+                        _ => {
+                            return Err(at(format!(
+                                "b {v:?}: expected row (B[K][N], the default) or col \
+                                 (column-major, B[n*K + k])"
+                            )));
+                        }
+                    })
+                }
+                "alpha" => spec.alpha = Some(parse_number("alpha", v).map_err(at)?),
+                "beta" => spec.beta = Some(parse_number("beta", v).map_err(at)?),
+                "precision" => {
+                    spec.precision = Some(Precision::parse(v).ok_or_else(|| {
+                        at(format!(
+                            "unknown precision {v:?}; valid: {}",
+                            Precision::ALL.map(Precision::name).join(", ")
+                        ))
+                    })?)
+                }
+                "id" => spec.id = Some(v.clone()),
+                other => {
+                    return Err(at(format!(
+                        "unknown option {other:?}; valid: {}",
+                        KEYS.join(", ")
+                    )));
+                }
+            }
+        }
+        if spec.args.is_some() && spec.signature.is_some() {
+            return Err((
+                "args".into(),
+                "give signature= or args=, not both: args= is a list of the kernel's own".into(),
+            ));
+        }
+        Ok(spec)
+    }
+
+    /// The block and grid, which every launch needs: checked after the entry and its
+    /// parameter list, so that the first error a user meets is the first thing to fix.
+    pub fn launch(&self) -> Result<([u32; 3], &Grid), (String, String)> {
+        let block = self.block.ok_or_else(|| {
+            (
+                "block".to_string(),
+                "missing block=THREADS (256, 16x16 or 32x8x1): the block size it is launched \
+                 with"
+                    .to_string(),
+            )
+        })?;
+        let grid = self.grid.as_ref().ok_or_else(|| {
+            (
+                "grid".to_string(),
+                "missing grid: grid=tile:64x64 (one block per 64x64 tile of the output) or \
+                 grid=(cdiv(N,64),cdiv(M,64)) (expressions of the shape's dimensions)"
+                    .to_string(),
+            )
+        })?;
+        Ok((block, grid))
+    }
+
+    /// Whether the grid and shared-memory expressions only use `workload`'s names; an error
+    /// names the key.
+    pub fn check_names(&self, workload: Workload) -> Result<(), (String, String)> {
+        let probe = super::vars(&workload.probe_shape());
+        let names: Vec<&str> = probe.iter().map(|(n, _)| *n).collect();
+        let mut exprs: Vec<(&str, &Expr)> = self.smem.iter().map(|e| ("smem", e)).collect();
+        if let Some(Grid::Exprs(g)) = &self.grid {
+            exprs.extend(g.iter().map(|e| ("grid", e)));
+        }
+        for (key, e) in exprs {
+            let unknown = e.unknown_names(&names);
+            if !unknown.is_empty() {
+                return Err((
+                    key.to_string(),
+                    format!(
+                        "`{e}` uses {}; expressions for {workload} may use {}",
+                        unknown.join(", "),
+                        names.join(", ")
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A `[[kernel]]` section of the config file.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUserKernel {
+    pub file: String,
+    pub entry: String,
+    pub workload: Option<String>,
+    pub signature: Option<String>,
+    pub args: Option<GridValue>,
+    pub block: Option<Scalar>,
+    pub grid: Option<GridValue>,
+    pub smem: Option<Scalar>,
+    pub precision: Option<String>,
+    /// `"f16"`, `"A:f16,B:f16,C:f32"` or `{ A = "f16", C = "f32" }`.
+    pub dtype: Option<DtypeValue>,
+    pub b: Option<String>,
+    pub alpha: Option<Number>,
+    pub beta: Option<Number>,
+    pub id: Option<String>,
+}
+
+/// A number or a string (`block = 256`, `block = "16x16"`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Scalar {
+    Int(i64),
+    Text(String),
+}
+
+impl Scalar {
+    fn text(&self) -> String {
+        match self {
+            Self::Int(i) => i.to_string(),
+            Self::Text(t) => t.clone(),
+        }
+    }
+}
+
+/// `alpha = 2` or `alpha = 0.5`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Number {
+    Int(i64),
+    Float(f64),
+}
+
+impl Number {
+    fn text(&self) -> String {
+        match self {
+            Self::Int(i) => i.to_string(),
+            Self::Float(f) => f.to_string(),
+        }
+    }
+}
+
+/// `dtype = "f16"` or `dtype = { A = "f16", B = "f16", C = "f32" }`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum DtypeValue {
+    Text(String),
+    Table(BTreeMap<String, String>),
+}
+
+/// `grid = "tile:64x64"` or `grid = ["cdiv(N,64)", "cdiv(M,64)"]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum GridValue {
+    Text(String),
+    List(Vec<Scalar>),
+}
+
+impl RawUserKernel {
+    /// The spec, with `file` relative to `base` (the config file's folder); an error names
+    /// its key.
+    pub fn resolve(&self, base: &Path) -> Result<UserKernelSpec, (String, String)> {
+        let mut pairs = Vec::new();
+        let mut put = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                pairs.push((k.to_string(), v));
+            }
+        };
+        put("workload", self.workload.clone());
+        put("signature", self.signature.clone());
+        let list = |g: &GridValue| match g {
+            GridValue::Text(t) => t.clone(),
+            GridValue::List(l) => {
+                let items: Vec<String> = l.iter().map(Scalar::text).collect();
+                format!("({})", items.join(", "))
+            }
+        };
+        put("args", self.args.as_ref().map(list));
+        put("block", self.block.as_ref().map(Scalar::text));
+        put("grid", self.grid.as_ref().map(list));
+        put("smem", self.smem.as_ref().map(Scalar::text));
+        put(
+            "dtype",
+            self.dtype.as_ref().map(|d| match d {
+                DtypeValue::Text(t) => t.clone(),
+                DtypeValue::Table(t) => {
+                    let items: Vec<String> = t.iter().map(|(k, v)| format!("{k}:{v}")).collect();
+                    items.join(",")
+                }
+            }),
+        );
+        put("b", self.b.clone());
+        put("alpha", self.alpha.as_ref().map(Number::text));
+        put("beta", self.beta.as_ref().map(Number::text));
+        put("precision", self.precision.clone());
+        put("id", self.id.clone());
+        let spec = UserKernelSpec::from_pairs(base.join(&self.file), &self.entry, &pairs)?;
+        let workload = spec.workload.or_else(|| {
+            let sig = spec.signature.as_deref().and_then(Signature::named);
+            sig.map(|s| s.workload)
+        });
+        if let Some(w) = workload {
+            spec.check_names(w)?;
+        }
+        Ok(spec)
+    }
+}
+
+/// The 1-based line of `key` in the `index`th `[[kernel]]` section of a TOML text (the
+/// section's own line when the key is not written there).
+pub fn locate(text: &str, index: usize, key: &str) -> Option<usize> {
+    let mut seen = None;
+    let mut header = None;
+    for (i, line) in text.lines().enumerate() {
+        let l = line.trim();
+        if l.starts_with('[') {
+            if l.replace(' ', "") == "[[kernel]]" {
+                seen = Some(seen.map_or(0, |s| s + 1));
+                if seen == Some(index) {
+                    header = Some(i + 1);
+                }
+            } else if seen == Some(index) {
+                break;
+            }
+            continue;
+        }
+        if seen == Some(index)
+            && l.split_once('=')
+                .is_some_and(|(k, _)| k.trim().trim_matches('"') == key)
+        {
+            return Some(i + 1);
+        }
+    }
+    header
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn specs_read_templates_options_and_explicit_grids() {
+        let s = UserKernelSpec::parse(
+            "ex/my gemm.cu:sgemm<64,64,8>,block=16x16,grid=(cdiv(N,64),cdiv(M,64)),smem=2*64*8*4,\
+             signature=gemm-blas,precision=tf32",
+        )
+        .unwrap();
+        assert_eq!(s.file, PathBuf::from("ex/my gemm.cu"));
+        assert_eq!(s.entry, "sgemm<64,64,8>");
+        assert_eq!(s.block, Some([16, 16, 1]));
+        assert!(matches!(&s.grid, Some(Grid::Exprs(e)) if e.len() == 2));
+        assert_eq!(s.precision, Some(Precision::Tf32));
+        let t = UserKernelSpec::parse("k.cu:ns::k,block=256,grid=tile:32x64").unwrap();
+        assert_eq!(
+            (t.entry.as_str(), &t.grid),
+            ("ns::k", &Some(Grid::Tile(vec![32, 64])))
+        );
+    }
+
+    #[test]
+    fn buffer_types_layout_and_scalars_are_read() {
+        let s = UserKernelSpec::parse(
+            "h.cu:hgemm<128>,dtype=f16,C:f32,b=col,alpha=0.5,beta=-2,block=128,grid=tile:64x64",
+        )
+        .unwrap();
+        assert_eq!(
+            s.dtype,
+            vec![(None, Dtype::F16), (Some("C".into()), Dtype::F32)]
+        );
+        assert_eq!(
+            (s.b, s.alpha, s.beta),
+            (Some(Layout::Col), Some(0.5), Some(-2.0))
+        );
+        let per = UserKernelSpec::parse("h.cu:k,dtype=A:bf16,B:bf16,C:f32,block=64").unwrap();
+        assert_eq!(per.dtype.len(), 3);
+        assert_eq!(per.dtype[1], (Some("B".into()), Dtype::Bf16));
+        let e = |s: &str| UserKernelSpec::parse(s).unwrap_err().to_string();
+        assert!(e("k.cu:k,dtype=f8").contains("expected f32, f16 or bf16"));
+        assert!(e("k.cu:k,b=transposed").contains("expected row"));
+        assert!(e("k.cu:k,alpha=one").contains("not a finite number"));
+    }
+
+    #[test]
+    fn spec_errors_name_the_option_and_launch_options_are_checked_apart() {
+        let e = |s: &str| UserKernelSpec::parse(s).unwrap_err().to_string();
+        assert!(e("k.cu:k,block=2048,grid=tile:8").contains("at most 1024"));
+        assert!(e("k.cu:k,block=256,grid=tile:8,blok=3").contains("unknown option \"blok\""));
+        assert!(e("k.cu:k,block=256,grid=tile:8,signature=sgemm").contains("gemm-blas"));
+        assert!(e("nothing").contains("FILE.cu:ENTRY"));
+        let no_block = UserKernelSpec::parse("k.cu:k,grid=tile:8").unwrap();
+        assert!(no_block.launch().unwrap_err().1.contains("missing block="));
+        let no_grid = UserKernelSpec::parse("k.cu:k,block=256").unwrap();
+        assert!(no_grid.launch().unwrap_err().1.contains("missing grid"));
+    }
+
+    #[test]
+    fn locates_keys_in_the_nth_kernel_section() {
+        let text = "seed = 1\n[[kernel]]\nfile = \"a.cu\"\nblock = 1\n\n[[kernel]]\nfile = \"b.cu\"\nblok = 2\n";
+        assert_eq!(locate(text, 0, "block"), Some(4));
+        assert_eq!(locate(text, 1, "file"), Some(7));
+        assert_eq!(locate(text, 1, "grid"), Some(6));
+    }
+}
