@@ -297,6 +297,9 @@ fn counted_traffic_moves_a_row_on_the_roofline() {
     });
     let d = headline_rows(&run);
     assert_eq!(d[0].traffic_intensity.map(|x| x.0), Some(0.25));
+    // The roofline places a counted row at its counted intensity, the others at compulsory.
+    assert_eq!(d[0].intensity(), 0.25);
+    assert_eq!(d[1].intensity(), d[1].compulsory_intensity);
     // Memory bound at 0.25 FLOP/B: 3.35 TB/s x 0.25.
     assert!((d[0].roof.clone().unwrap().bound_gflops - 837.5).abs() < 1e-9);
     assert!(d[1].traffic_intensity.is_none());

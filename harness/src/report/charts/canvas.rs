@@ -135,6 +135,7 @@ impl Rect {
         Self { x0, y0, x1, y1 }
     }
 
+    #[cfg(test)]
     pub fn height(&self) -> f64 {
         self.y1 - self.y0
     }
@@ -186,6 +187,7 @@ pub struct Layout {
 
 impl Layout {
     /// Pairs of labels whose boxes overlap; empty when the chart reads cleanly.
+    #[cfg(test)]
     pub fn overlaps(&self) -> Vec<(&Label, &Label)> {
         let mut v = Vec::new();
         for (i, a) in self.labels.iter().enumerate() {
@@ -199,6 +201,7 @@ impl Layout {
     }
 
     /// Labels that reach outside the picture.
+    #[cfg(test)]
     pub fn outside(&self) -> Vec<&Label> {
         let all = Rect::new(0.0, 0.0, self.width, self.height);
         self.labels

@@ -358,7 +358,16 @@ impl Chart for Roofline<'_> {
             let Some(t) = r.timed else { continue };
             let at = (p.x.px(r.intensity()), p.y.px(t.gflops));
             let (lo, hi) = (p.y.px(t.gflops_lo), p.y.px(t.gflops_hi));
+            // The p10-p90 whisker, capped so that it never reads as a leader line.
             c.line(&[(at.0, lo), (at.0, hi)], color(r), 1, Dash::Solid)?;
+            for end in [lo, hi] {
+                c.line(
+                    &[(at.0 - 3.0, end), (at.0 + 3.0, end)],
+                    color(r),
+                    1,
+                    Dash::Solid,
+                )?;
+            }
             let counted = r.traffic_intensity.is_some() || !self.counted();
             c.marker(Marker::Circle, at, R, color(r), counted)?;
             c.mark(Rect::new(at.0 - R, at.1 - R, at.0 + R, at.1 + R));
