@@ -1,8 +1,10 @@
 //! Two results files side by side: per-row time ratios (before/after a change, or one device
 //! against another), as a table and a chart.
 
+use crate::report::charts::axes::fmt_num;
 use crate::report::charts::bars::{Bar, Bars, VLine};
-use crate::report::charts::canvas::{BLACK_TEXT, Dash, Entry, GREY, Header, Mark, fmt_num};
+use crate::report::charts::canvas::{BLACK_TEXT, Dash, GREY};
+use crate::report::charts::header::{Entry, Header, Mark};
 use crate::report::charts::{self, PALETTE, REFERENCE};
 use crate::results::{RunResults, Status, WorkloadResults};
 use anyhow::Result;

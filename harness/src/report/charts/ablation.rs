@@ -2,8 +2,10 @@
 //! whisker, coloured by the stage crate it comes from; references and peers as labelled lines;
 //! at each bar's end its throughput and its step against the rung it changes.
 
+use super::axes::{fmt_num, sig3};
 use super::bars::{Bar, Bars, VLine};
-use super::canvas::{BLACK_TEXT, Dash, Entry, GREY, Header, Mark, fmt_num, sig3};
+use super::canvas::{BLACK_TEXT, Dash, GREY};
+use super::header::{Entry, Header, Mark};
 use super::{GAIN, LOSS, PEER, REFERENCE, footer, rate_unit, stage_color};
 use crate::report::model::{Report, RowReport, ShapeReport, Speedup};
 use crate::results::Status;

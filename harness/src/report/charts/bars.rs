@@ -4,10 +4,9 @@
 //! bar's notes fit beside it, so nothing is cut or drawn over.
 
 use super::Chart;
-use super::canvas::{
-    Axis, BLACK_TEXT, Canvas, Dash, Header, LABEL, Layout, MARGIN, Rect, text_box, text_width,
-    x_axis,
-};
+use super::axes::{Axis, x_axis};
+use super::canvas::{BLACK_TEXT, Canvas, Dash, LABEL, Layout, MARGIN, Rect, text_box, text_width};
+use super::header::Header;
 use anyhow::Result;
 use plotters::coord::Shift;
 use plotters::prelude::*;

@@ -3,8 +3,10 @@
 //! with the compulsory intensity (each input read once, the output written once) marked. The
 //! rungs of a GEMM sit at different intensities: tiling is data reuse.
 
+use super::axes::{fmt_num, sig3};
 use super::bars::{Bar, Bars, VLine};
-use super::canvas::{BLACK_TEXT, Dash, Entry, GREY, Header, Mark, fmt_num, sig3};
+use super::canvas::{BLACK_TEXT, Dash, GREY};
+use super::header::{Entry, Header, Mark};
 use super::{LOSS, REFERENCE, footer, stage_color};
 use crate::report::model::{Report, RowReport, ShapeReport};
 use crate::report::table::bytes;

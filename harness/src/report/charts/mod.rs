@@ -5,8 +5,10 @@
 //! overlap.
 
 pub(crate) mod ablation;
+pub(crate) mod axes;
 pub(crate) mod bars;
 pub(crate) mod canvas;
+pub(crate) mod header;
 pub(crate) mod intensity;
 pub(crate) mod roofline;
 pub(crate) mod sweep;

@@ -4,10 +4,11 @@
 //! by. Each point carries a short key (its rung number) placed where no other label is, with a
 //! leader line when it had to move away; the key table beside the plot names every row.
 
+use super::axes::{Axis, fmt_num, sig3, x_axis, y_axis};
 use super::canvas::{
-    Axis, BLACK_TEXT, Canvas, Dash, Entry, GREY, Header, LABEL, Layout, MARGIN, Mark, Marker, Rect,
-    fmt_num, sig3, spots_around, text_width, x_axis, y_axis,
+    BLACK_TEXT, Canvas, Dash, GREY, LABEL, Layout, MARGIN, Marker, Rect, spots_around, text_width,
 };
+use super::header::{Entry, Header, Mark};
 use super::{Chart, bandwidth, footer, rate_unit, roof_color};
 use crate::report::model::{Report, RowReport, ShapeReport};
 use crate::report::roofline::Ceilings;

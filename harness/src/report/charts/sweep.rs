@@ -3,10 +3,11 @@
 //! dimension and masking by sequence length), one line per kernel, log-log, each series with
 //! its own colour and marker, the legend beside the plot.
 
+use super::axes::{Axis, fmt_num, x_axis, y_axis};
 use super::canvas::{
-    Axis, BLACK_TEXT, Canvas, Dash, Entry, GREY, Header, LABEL, Layout, MARGIN, Mark, Marker, Rect,
-    fmt_num, swatch, text_width, x_axis, y_axis,
+    BLACK_TEXT, Canvas, Dash, GREY, LABEL, Layout, MARGIN, Marker, Rect, text_width,
 };
+use super::header::{Entry, Header, Mark, SWATCH, swatch};
 use super::{Chart, PALETTE, footer, rate_unit};
 use crate::report::model::{Report, ShapeReport, Timed, WorkloadReport};
 use crate::results::Status;
@@ -18,7 +19,6 @@ use plotters::style::text_anchor::HPos;
 
 const WIDTH: f64 = 1280.0;
 const ENTRY: f64 = 20.0;
-const SWATCH: f64 = 30.0;
 
 /// Which family a shape belongs to, and where it sits in it.
 #[derive(Debug, Clone, PartialEq)]

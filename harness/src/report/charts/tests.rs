@@ -2,7 +2,8 @@
 //! picture, one roof per precision, points at their counted intensity, slowdowns and steps
 //! inside the noise marked as such. The runs are synthetic, their figures made up.
 
-use super::canvas::{Axis, Kind, Layout, Rect, text_box, text_width};
+use super::axes::Axis;
+use super::canvas::{Kind, Layout, Rect, text_box, text_width};
 use super::*;
 use crate::report::model::Report;
 use crate::report::tests::synthetic;
