@@ -70,6 +70,9 @@ impl Axis {
             }
         }
         let raw = (self.hi - self.lo) / 6.0;
+        if !(raw.is_finite() && raw > 0.0) {
+            return Vec::new();
+        }
         let mag = 10f64.powf(raw.log10().floor());
         let step = [1.0, 2.0, 5.0, 10.0]
             .iter()
@@ -80,6 +83,7 @@ impl Axis {
         (first..)
             .map(|i| i as f64 * step)
             .take_while(|v| *v <= self.hi * (1.0 + 1e-9))
+            .take(20)
             .filter(|v| inside(*v))
             .collect()
     }

@@ -83,6 +83,8 @@ impl Bars {
             (true, false) => (min / 1.6, max * 1.15),
             (false, false) => (min.min(0.0), max * 1.04),
         };
+        // Nothing but the base to show (every row failed): any range will do.
+        let top = if top > lo { top } else { lo + 1.0 };
         let t = |v: f64| if self.log { v.log10() } else { v };
         let mut th = t(top);
         // Room right of each line for half its label, so that the label centres on it.
@@ -112,7 +114,8 @@ impl Bars {
         let w = text_width(&l.label, LABEL);
         let x = axis
             .px(l.value)
-            .clamp(axis.from + w / 2.0, axis.to - w / 2.0);
+            .min(axis.to - w / 2.0)
+            .max(axis.from + w / 2.0);
         (x, y)
     }
 

@@ -120,6 +120,7 @@ pub fn charts<'a>(report: &'a Report, w: &'a WorkloadReport) -> Vec<Sweep<'a>> {
         .into_iter()
         .filter(|(_, shapes)| shapes.len() > 1)
         .map(|(f, shapes)| Sweep::new(report, w, f, &shapes))
+        .filter(|s| !s.series.is_empty())
         .collect()
 }
 

@@ -257,6 +257,29 @@ fn every_chart_of_gpu_cpu_and_simulator_runs_reads_cleanly() {
     for run in [synthetic(), ladder(), cpu(), sim()] {
         assert!(!drawn(&run).is_empty(), "{}", run.device.kind);
     }
+    // A run where every row failed still draws its ablation, saying so on each row.
+    let mut broken = cpu();
+    for r in broken
+        .workloads
+        .iter_mut()
+        .flat_map(|w| &mut w.shapes)
+        .flat_map(|s| &mut s.rows)
+    {
+        r.status = Status::Failed;
+    }
+    let charts = drawn(&broken);
+    assert_eq!(
+        charts.len(),
+        3,
+        "ablations only: nothing to place on a roofline or a sweep"
+    );
+    let l = labels(&charts[0].2);
+    assert_eq!(
+        l.iter()
+            .filter(|t| **t == "failed its check: no throughput shown")
+            .count(),
+        9
+    );
 }
 
 #[test]
