@@ -1,15 +1,14 @@
 //! Two results files side by side: per-row time ratios (before/after a change, or one device
 //! against another), as a table and a chart.
 
-use crate::report::charts::{
-    self, Chart, Drawn, Entry, FONT_NAME, Mark, PALETTE, bar_label, frame, hline, log_bounds,
-    short_id,
-};
+use crate::report::charts::axes::fmt_num;
+use crate::report::charts::bars::{Bar, Bars, VLine};
+use crate::report::charts::canvas::{BLACK_TEXT, Dash, GREY};
+use crate::report::charts::header::{Entry, Header, Mark};
+use crate::report::charts::{self, PALETTE, REFERENCE};
 use crate::results::{RunResults, Status, WorkloadResults};
 use anyhow::Result;
 use kernel::Workload;
-use plotters::coord::Shift;
-use plotters::prelude::*;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -131,17 +130,15 @@ pub fn text(a: &RunResults, b: &RunResults, ratios: &[Ratio]) -> String {
     s
 }
 
-/// Writes `compare-<workload>.{svg,png}` for each workload with a ratio, into `dir`.
-pub fn write_charts(
+/// The comparison chart of each workload with a ratio, on its largest such shape, with its
+/// file stem `compare-<workload>`.
+pub(crate) fn ratio_charts(
     a: &RunResults,
     b: &RunResults,
     ratios: &[Ratio],
-    dir: &Path,
-) -> Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir)?;
+) -> Vec<(String, Bars)> {
     let mut out = Vec::new();
     for w in &b.workloads {
-        // The largest shape with a ratio in this workload.
         let best = w
             .shapes
             .iter()
@@ -156,121 +153,97 @@ pub fn write_charts(
             .iter()
             .filter(|r| r.workload == w.workload && r.shape == shape.label)
             .collect();
-        let chart = CompareChart {
-            a,
-            b,
-            w,
-            shape: &shape.label,
-            rows,
-        };
-        out.extend(charts::save(
-            &chart,
-            dir,
-            &format!("compare-{}", w.workload.name()),
-        )?);
+        out.push((
+            format!("compare-{}", w.workload.name()),
+            chart(a, b, w, &shape.label, &rows),
+        ));
+    }
+    out
+}
+
+/// Writes `compare-<workload>.{svg,png}` for each workload with a ratio, into `dir`.
+pub fn write_charts(
+    a: &RunResults,
+    b: &RunResults,
+    ratios: &[Ratio],
+    dir: &Path,
+) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut out = Vec::new();
+    for (stem, chart) in ratio_charts(a, b, ratios) {
+        out.extend(charts::save(&chart, dir, &stem)?);
     }
     Ok(out)
 }
 
-struct CompareChart<'a> {
-    a: &'a RunResults,
-    b: &'a RunResults,
-    w: &'a WorkloadResults,
-    shape: &'a str,
-    rows: Vec<&'a Ratio>,
-}
-
-impl Chart for CompareChart<'_> {
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<()> {
-        let legend = vec![
-            Entry {
-                label: format!("A: {}", describe(self.a)),
-                color: PALETTE[7],
-                mark: Mark::Bar,
+/// The ratio of each row's times as a bar from parity: right of it B is faster.
+fn chart(
+    a: &RunResults,
+    b: &RunResults,
+    w: &WorkloadResults,
+    shape: &str,
+    rows: &[&Ratio],
+) -> Bars {
+    let (faster, slower) = (PALETTE[2], PALETTE[3]);
+    let bars = rows
+        .iter()
+        .map(|r| Bar {
+            name: r.id.clone(),
+            value: r.speedup,
+            range: None,
+            color: if r.speedup.is_some_and(|s| s >= 1.0) {
+                faster
+            } else {
+                slower
             },
-            Entry {
-                label: format!("B: {}", describe(self.b)),
-                color: PALETTE[7],
-                mark: Mark::Bar,
+            notes: match r.speedup {
+                Some(s) => vec![(format!("{s:.2}x"), BLACK_TEXT)],
+                None => vec![(r.note.clone().unwrap_or_else(|| "no ratio".into()), GREY)],
             },
-            Entry {
-                label: "B faster (A time / B time > 1)".into(),
-                color: PALETTE[2],
-                mark: Mark::Bar,
-            },
-            Entry {
-                label: "B slower".into(),
-                color: PALETTE[3],
-                mark: Mark::Bar,
-            },
-            Entry {
-                label: "parity".into(),
-                color: RGBColor(40, 40, 40),
-                mark: Mark::Dashed,
-            },
-        ];
-        let title = format!(
-            "{} {}: A time / B time per kernel",
-            self.w.workload.name().to_uppercase(),
-            self.shape
-        );
-        let footer = format!(
+        })
+        .collect();
+    Bars {
+        header: Header {
+            title: format!(
+                "{} {shape}: A time / B time per kernel",
+                w.workload.name().to_uppercase()
+            ),
+            notes: vec![
+                format!("A: {}", describe(a)),
+                format!("B: {}", describe(b)),
+                "Ratio of median times (log scale): right of parity B is faster, left of it \
+                 slower; rows that failed or ran on one side only have no bar."
+                    .into(),
+            ],
+            legend: vec![
+                Entry {
+                    label: "B faster than A".into(),
+                    color: faster,
+                    mark: Mark::Bar,
+                },
+                Entry {
+                    label: "B slower than A".into(),
+                    color: slower,
+                    mark: Mark::Bar,
+                },
+            ],
+        },
+        footer: format!(
             "A {} · B {} · harness compare",
-            self.a.date.get(..10).unwrap_or(&self.a.date),
-            self.b.date.get(..10).unwrap_or(&self.b.date)
-        );
-        let plot = frame(
-            root,
-            &title,
-            "Ratio of median times (log scale); rows that failed or ran on one side only have no bar",
-            &footer,
-            &legend,
-        )?;
-        let n = self.rows.len() as i32;
-        let values: Vec<f64> = self.rows.iter().filter_map(|r| r.speedup).collect();
-        let (lo, hi) = log_bounds(&values, 0.6, 1.8);
-        let (lo, hi) = (lo.min(0.5), hi.max(2.0));
-        let labels: Vec<String> = self.rows.iter().map(|r| short_id(&r.id, self.w)).collect();
-        let mut chart = ChartBuilder::on(&plot)
-            .margin(15)
-            .x_label_area_size(40)
-            .y_label_area_size(80)
-            .build_cartesian_2d(-0.5..f64::from(n) - 0.5, (lo..hi).log_scale())
-            .drawn()?;
-        chart
-            .configure_mesh()
-            .disable_x_mesh()
-            .x_labels(0)
-            .y_desc("A time / B time (x)")
-            .y_label_formatter(&|v| {
-                let l = charts::log_label(v);
-                if l.is_empty() { l } else { format!("{l}x") }
-            })
-            .label_style((FONT_NAME, 14))
-            .axis_desc_style((FONT_NAME, 15))
-            .light_line_style(WHITE)
-            .bold_line_style(BLACK.mix(0.1))
-            .draw()
-            .drawn()?;
-        charts::category_labels(&plot, &chart, &labels)?;
-        for (i, r) in self.rows.iter().enumerate() {
-            let i = i as i32;
-            match r.speedup {
-                Some(s) => {
-                    let c = if s >= 1.0 { PALETTE[2] } else { PALETTE[3] };
-                    // Bars grow from parity, up for faster and down for slower.
-                    charts::bar(&mut chart, i, 1.0, s, c)?;
-                    let y = if s >= 1.0 { s * 1.06 } else { 1.06 };
-                    bar_label(&mut chart, i, y, format!("{s:.2}x"))?;
-                }
-                None => {
-                    let note = r.note.clone().unwrap_or_else(|| "no ratio".into());
-                    bar_label(&mut chart, i, 1.06, note)?;
-                }
-            }
-        }
-        hline(&mut chart, n, 1.0, RGBColor(40, 40, 40))?;
-        Ok(())
+            a.date.get(..10).unwrap_or(&a.date),
+            b.date.get(..10).unwrap_or(&b.date)
+        ),
+        axis_title: "A time / B time (log scale)".into(),
+        log: true,
+        base: Some(1.0),
+        format: |v| format!("{}x", fmt_num(v)),
+        rows: bars,
+        lines: vec![VLine {
+            value: 1.0,
+            label: "parity".into(),
+            color: REFERENCE,
+            dash: Dash::Dashed,
+        }],
     }
 }
 

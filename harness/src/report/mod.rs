@@ -4,7 +4,6 @@
 //! later from the JSON alone.
 
 pub mod charts;
-mod legacy;
 pub mod model;
 pub mod roofline;
 pub mod table;
@@ -66,7 +65,7 @@ pub fn write_report(run: &RunResults, dir: &Path) -> Result<Vec<PathBuf>> {
             written.push(path);
         }
     }
-    written.extend(charts::write_all(run, dir)?);
+    written.extend(charts::write_all(&report, dir)?);
     Ok(written)
 }
 

@@ -207,7 +207,7 @@ impl ShapeReport {
                     .traffic
                     .filter(|t| t.bytes() > 0.0)
                     .map(|t| (shape.flops / t.bytes(), t.source));
-                let intensity = traffic_intensity.map_or(compulsory_intensity, |(x, _)| x);
+                let intensity = at_intensity(compulsory_intensity, traffic_intensity);
                 let roof = match (ceilings, timed[i]) {
                     (Some(c), Some(t)) => {
                         let roof = c.roof(r.precision);
@@ -293,6 +293,18 @@ impl ShapeReport {
         let first = sources.next()??;
         sources.all(|s| s == Some(first)).then_some(first)
     }
+}
+
+impl RowReport {
+    /// FLOP per byte where the roofline places this row (and judges it): its counted traffic's
+    /// intensity where something counted it, else the compulsory one.
+    pub fn intensity(&self) -> f64 {
+        at_intensity(self.compulsory_intensity, self.traffic_intensity)
+    }
+}
+
+fn at_intensity(compulsory: f64, counted: Option<(f64, TrafficSource)>) -> f64 {
+    counted.map_or(compulsory, |(x, _)| x)
 }
 
 /// The `#` cell of a row.

@@ -1,0 +1,146 @@
+//! The ablation of one shape: a bar per rung with its median throughput and the p10-p90
+//! whisker, coloured by the stage crate it comes from; references and peers as labelled lines;
+//! at each bar's end its throughput and its step against the rung it changes.
+
+use super::axes::{fmt_num, sig3};
+use super::bars::{Bar, Bars, VLine};
+use super::canvas::{BLACK_TEXT, Dash, GREY};
+use super::header::{Entry, Header, Mark};
+use super::{GAIN, LOSS, PEER, REFERENCE, footer, rate_unit, stage_color};
+use crate::report::model::{Report, RowReport, ShapeReport, Speedup};
+use crate::results::Status;
+use kernel::Role;
+use plotters::prelude::RGBColor;
+
+/// The ablation chart of `s`; `None` for a run without times (the simulator) or without rungs.
+pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
+    let rungs: Vec<&RowReport> = s
+        .rows
+        .iter()
+        .filter(|r| matches!(r.row.role, Role::Rung | Role::User))
+        .filter(|r| r.row.status != Status::Unsupported)
+        .collect();
+    if !report.timed() || rungs.is_empty() {
+        return None;
+    }
+    let others: Vec<&RowReport> = s
+        .timed_rows()
+        .filter(|r| matches!(r.row.role, Role::Reference | Role::Peer))
+        .collect();
+    let max = rungs
+        .iter()
+        .chain(&others)
+        .filter_map(|r| r.timed.map(|t| t.gflops_hi))
+        .fold(0.0, f64::max);
+    let (unit, scale) = rate_unit(max);
+    let rows = rungs
+        .iter()
+        .map(|r| Bar {
+            name: format!("{} {}", r.tag, r.row.id),
+            value: r.timed.map(|t| t.gflops * scale),
+            range: r.timed.map(|t| (t.gflops_lo * scale, t.gflops_hi * scale)),
+            color: stage_color(r.row.stage),
+            notes: notes(r, scale),
+        })
+        .collect();
+    let lines = others
+        .iter()
+        .filter_map(|r| {
+            let g = r.timed?.gflops * scale;
+            let peer = r.row.role == Role::Peer;
+            Some(VLine {
+                value: g,
+                label: format!("{} {}", r.row.id, sig3(g)),
+                color: if peer { PEER } else { REFERENCE },
+                dash: if peer { Dash::Dotted } else { Dash::Dashed },
+            })
+        })
+        .collect();
+    let mut stages: Vec<_> = rungs.iter().map(|r| r.row.stage).collect();
+    stages.sort();
+    stages.dedup();
+    let mut legend: Vec<Entry> = stages
+        .into_iter()
+        .map(|st| Entry {
+            label: st.name().to_string(),
+            color: stage_color(st),
+            mark: Mark::Bar,
+        })
+        .collect();
+    for (role, label, color, dash) in [
+        (Role::Reference, "reference row", REFERENCE, Dash::Dashed),
+        (Role::Peer, "peer row", PEER, Dash::Dotted),
+    ] {
+        if others.iter().any(|r| r.row.role == role) {
+            legend.push(Entry {
+                label: label.into(),
+                color,
+                mark: Mark::Line(dash),
+            });
+        }
+    }
+    legend.push(Entry {
+        label: "p10-p90 of the samples".into(),
+        color: BLACK_TEXT,
+        mark: Mark::Whisker,
+    });
+    let mut notes = vec![format!(
+        "Median throughput of each rung ({:.3} GFLOP per run), coloured by its stage crate. At \
+         each bar's end: its throughput and its step against the rung it changes (▲ faster, \
+         ▼ slower, ≈ inside the noise: the two rows' p10-p90 time ranges overlap).",
+        s.flops / 1e9
+    )];
+    if report.cpu_ports() {
+        notes.push(
+            "A CPU run: each row is the Rust CPU port of its rung (the same idea, not the CUDA \
+             code)."
+                .into(),
+        );
+    }
+    Some(Bars {
+        header: Header {
+            title: format!(
+                "{} ablation, {} on {}",
+                s.shape.workload().name().to_uppercase(),
+                s.label,
+                report.run.device.name
+            ),
+            notes,
+            legend,
+        },
+        footer: footer(&report.run),
+        axis_title: format!("throughput ({unit}), higher is better"),
+        log: false,
+        base: Some(0.0),
+        format: fmt_num,
+        rows,
+        lines,
+    })
+}
+
+/// What a bar's end says: its throughput and its step against its parent, or why it has none.
+fn notes(r: &RowReport, scale: f64) -> Vec<(String, RGBColor)> {
+    let Some(t) = r.timed else {
+        let why = match r.row.status {
+            Status::Failed => "failed its check: no throughput shown",
+            Status::Error => "could not run: the table says why",
+            _ => "not timed",
+        };
+        return vec![(why.into(), LOSS)];
+    };
+    let mut v = vec![(sig3(t.gflops * scale), BLACK_TEXT)];
+    v.extend(r.vs_parent.as_ref().map(step));
+    v
+}
+
+/// `▲ 2.31x vs 06`, `▼ 0.86x vs 06: slower`, `≈ 1.03x vs 06, inside the noise`.
+pub(crate) fn step(s: &Speedup) -> (String, RGBColor) {
+    let (x, tag) = (s.ratio, &s.against_tag);
+    if !s.significant {
+        (format!("≈ {x:.2}x vs {tag}, inside the noise"), GREY)
+    } else if x >= 1.0 {
+        (format!("▲ {x:.2}x vs {tag}"), GAIN)
+    } else {
+        (format!("▼ {x:.2}x vs {tag}: slower"), LOSS)
+    }
+}

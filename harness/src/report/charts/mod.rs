@@ -1,0 +1,194 @@
+//! Charts rendered from the report model, each written as SVG and PNG from one draw function:
+//! per shape, the ablation bars and the roofline (on the simulator, which never times, the
+//! intensity each rung issues instead); per family of shapes, the size sweep. Every chart
+//! returns the [`canvas::Layout`] of the labels it placed, so tests can check that none
+//! overlap.
+
+pub(crate) mod ablation;
+pub(crate) mod axes;
+pub(crate) mod bars;
+pub(crate) mod canvas;
+pub(crate) mod header;
+pub(crate) mod intensity;
+pub(crate) mod roofline;
+pub(crate) mod sweep;
+#[cfg(test)]
+mod tests;
+
+use super::model::Report;
+use super::roofline::RoofKind;
+use crate::results::RunResults;
+use anyhow::Result;
+use canvas::{Drawn, Layout};
+use kernel::Stage;
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// A chart that can draw itself on any backend.
+pub(crate) trait Chart {
+    /// Width and height in pixels.
+    fn size(&self) -> (u32, u32);
+    /// Draws the chart; returns the box of every label it placed.
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<Layout>;
+}
+
+/// The chart as SVG text, with its layout.
+pub(crate) fn svg(chart: &impl Chart) -> Result<(String, Layout)> {
+    let mut text = String::new();
+    let layout = {
+        let root = SVGBackend::with_string(&mut text, chart.size()).into_drawing_area();
+        let layout = chart.draw(&root)?;
+        root.present().drawn()?;
+        layout
+    };
+    Ok((text, layout))
+}
+
+/// Writes `<dir>/<stem>.svg` and `.png`.
+pub(crate) fn save(chart: &impl Chart, dir: &Path, stem: &str) -> Result<Vec<PathBuf>> {
+    let svg_path = dir.join(format!("{stem}.svg"));
+    let png_path = dir.join(format!("{stem}.png"));
+    crate::output::write_atomic(&svg_path, svg(chart)?.0)?;
+    crate::output::replace_with(&png_path, |tmp| {
+        let root = BitMapBackend::new(tmp, chart.size()).into_drawing_area();
+        chart.draw(&root)?;
+        root.present().drawn()
+    })?;
+    Ok(vec![svg_path, png_path])
+}
+
+/// One chart of a run, whichever kind.
+pub(crate) enum AnyChart<'a> {
+    Bars(bars::Bars),
+    Roofline(roofline::Roofline<'a>),
+    Sweep(sweep::Sweep<'a>),
+}
+
+impl Chart for AnyChart<'_> {
+    fn size(&self) -> (u32, u32) {
+        match self {
+            Self::Bars(c) => c.size(),
+            Self::Roofline(c) => c.size(),
+            Self::Sweep(c) => c.size(),
+        }
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<Layout> {
+        match self {
+            Self::Bars(c) => c.draw(root),
+            Self::Roofline(c) => c.draw(root),
+            Self::Sweep(c) => c.draw(root),
+        }
+    }
+}
+
+/// Every chart of `report` with its file stem: `<workload>-ablation-<shape>` and
+/// `<workload>-roofline-<shape>` per shape of a timed run, `<workload>-intensity-<shape>` per
+/// shape of a simulator run with counted traffic, `<workload>-sweep[-family]` per family of
+/// two or more sizes.
+pub(crate) fn all(report: &Report) -> Vec<(String, AnyChart<'_>)> {
+    let mut out = Vec::new();
+    for w in &report.workloads {
+        let name = w.workload.name();
+        for s in &w.shapes {
+            let stem = |what: &str| format!("{name}-{what}-{}", s.label);
+            if let Some(c) = ablation::chart(report, s) {
+                out.push((stem("ablation"), AnyChart::Bars(c)));
+            }
+            if let Some(c) = roofline::Roofline::new(report, s) {
+                out.push((stem("roofline"), AnyChart::Roofline(c)));
+            }
+            if let Some(c) = intensity::chart(report, s) {
+                out.push((stem("intensity"), AnyChart::Bars(c)));
+            }
+        }
+        for c in sweep::charts(report, w) {
+            out.push((format!("{name}-sweep{}", c.suffix), AnyChart::Sweep(c)));
+        }
+    }
+    out
+}
+
+/// Writes every chart of `report` into `dir` as SVG and PNG; returns the files.
+pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut out = Vec::new();
+    for (stem, chart) in all(report) {
+        out.extend(save(&chart, dir, &stem)?);
+    }
+    Ok(out)
+}
+
+/// Where the figures came from, for every chart's footer.
+pub(crate) fn footer(run: &RunResults) -> String {
+    format!(
+        "{} · driver {} · {} · commit {} · harness",
+        run.device.name,
+        run.device.driver,
+        run.date.get(..10).unwrap_or(&run.date),
+        run.commit
+    )
+}
+
+/// Tableau 10: distinct, print-safe colours.
+pub const PALETTE: [RGBColor; 10] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+    RGBColor(23, 190, 207),
+];
+
+/// A step forward, a step back, and a step inside the noise.
+pub const GAIN: RGBColor = RGBColor(24, 120, 24);
+pub const LOSS: RGBColor = RGBColor(200, 24, 24);
+pub const REFERENCE: RGBColor = RGBColor(60, 60, 60);
+pub const PEER: RGBColor = RGBColor(120, 60, 150);
+
+/// One colour per stage crate, so a bar says which stage its rung comes from. Red is left out:
+/// it marks slowdowns.
+pub fn stage_color(s: Stage) -> RGBColor {
+    match s {
+        Stage::Baseline => PALETTE[0],
+        Stage::RestrictUnroll => PALETTE[1],
+        Stage::Fusion => PALETTE[2],
+        Stage::Tensorcore => PALETTE[4],
+        Stage::Fp16 => PALETTE[5],
+        Stage::FlashAttn => PALETTE[6],
+        Stage::User => PALETTE[8],
+        Stage::Reference => PALETTE[7],
+    }
+}
+
+/// One colour per compute roof; a roofline point takes the colour of the roof it is judged by.
+pub fn roof_color(k: RoofKind) -> RGBColor {
+    match k {
+        RoofKind::Fp32 => PALETTE[0],
+        RoofKind::Tf32Tensor => PALETTE[1],
+        RoofKind::Fp16Tensor => PALETTE[3],
+    }
+}
+
+/// The unit a throughput axis reads best in, and the factor from GFLOP/s.
+pub(crate) fn rate_unit(max_gflops: f64) -> (&'static str, f64) {
+    if max_gflops >= 2e3 {
+        ("TFLOP/s", 1e-3)
+    } else {
+        ("GFLOP/s", 1.0)
+    }
+}
+
+/// `3.35 TB/s` or `17.5 GB/s`.
+pub(crate) fn bandwidth(gbs: f64) -> String {
+    if gbs >= 1e3 {
+        format!("{:.2} TB/s", gbs / 1e3)
+    } else {
+        format!("{gbs:.1} GB/s")
+    }
+}
