@@ -5,21 +5,22 @@
 # $HARNESS). On a machine without a GPU it runs the same steps on the CPU and skips, with one
 # line each, what needs a GPU (so CI keeps it working).
 #
-#   tools/gpu-check.sh [--out DIR] [--smoke] [--only STEP,STEP...]
+#   tools/gpu-check.sh [--out LAB] [--smoke] [--only STEP,STEP...]
 #
 # Steps: doctor, check (every kernel against the f64 reference), calibrate (the roofline's
-# ceilings), tune (rung 09's tile shapes swept, the fastest per size recorded in
-# results/<gpu>/tune-gemm.json for the run to use), peers (PyTorch timings of the same shapes,
-# merged into the tables), run (the default benchmark: results/<gpu>/), sanitize
-# (compute-sanitizer memcheck then racecheck on the small shapes), ncu (Nsight Compute metrics
-# of one launch per rung at each workload's headline shape: DRAM and SM throughput, achieved
-# occupancy, shared-memory bank conflicts).
-# --smoke: small shapes everywhere (CI). Everything lands in DIR/<device>/ (default results/).
+# ceilings), tune (rung 09's tile shapes swept, the fastest per size recorded for the run to
+# use), peers (PyTorch timings of the same shapes, merged into the tables), run (the default
+# benchmark, in a new run folder), sanitize (compute-sanitizer memcheck then racecheck on the
+# small shapes), ncu (Nsight Compute metrics of one launch per rung at each workload's headline
+# shape: DRAM and SM throughput, achieved occupancy, shared-memory bank conflicts).
+# --out LAB: the lab folder everything lands in (default: target/lab, the harness's own);
+# the log, shapes and profiles go to LAB/gpu-check/<device>/, the run to LAB/runs/.
+# --smoke: small shapes everywhere (CI). Publish a run with `harness publish LAB/runs/latest`.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-out=results
+out=target/lab
 smoke=0
 only=""
 while [[ $# -gt 0 ]]; do
@@ -27,7 +28,7 @@ while [[ $# -gt 0 ]]; do
     --out) out=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -45,9 +46,15 @@ else
   exit 2
 fi
 
+# Every command of the harness below writes into this lab folder.
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+export LAB_DIR=$out
+
 kind=$("${H[@]}" doctor --print kind) || { echo "gpu-check: the harness does not run" >&2; exit 2; }
 slug=$("${H[@]}" doctor --print slug)
-dir=$out/$slug
+build=$("${H[@]}" doctor --print build)
+dir=$out/gpu-check/$slug
 mkdir -p "$dir"
 log=$dir/gpu-check.log
 : > "$log"
@@ -84,17 +91,19 @@ skip() {
 say "gpu-check on $slug ($kind), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
 step doctor "${H[@]}" doctor
 step check "${H[@]}" check "${small[@]}"
-if [[ $smoke == 1 ]]; then
-  step calibrate "${H[@]}" calibrate --quick --out "$out"
+if [[ $build != release ]]; then
+  skip calibrate "a $build build of the harness measures its own unoptimized code, not the machine"
+elif [[ $smoke == 1 ]]; then
+  step calibrate "${H[@]}" calibrate --quick
 else
-  step calibrate "${H[@]}" calibrate --out "$out"
+  step calibrate "${H[@]}" calibrate
 fi
 
 # Tuning before the run, so rung 09 runs with the configuration chosen on this GPU.
 if [[ $kind != cuda ]]; then
   skip tune "no GPU: rung 09's tile shapes are tuned by timing them on a GPU"
 else
-  step tune "${H[@]}" tune --out "$out" "${small[@]}"
+  step tune "${H[@]}" tune "${small[@]}"
 fi
 
 # PyTorch peers before the run, so the run's tables include them.
@@ -105,12 +114,13 @@ elif ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() el
 else
   peers_step() {
     "${H[@]}" shapes --device cuda "${small[@]}" > "$dir/shapes.json" &&
-      python3 tools/torch_peers.py --shapes "$dir/shapes.json" --out "$dir/peers.json"
+      mkdir -p "$out/peers" &&
+      python3 tools/torch_peers.py --shapes "$dir/shapes.json" --out "$out/peers/$slug.json"
   }
   step peers peers_step
 fi
 
-step run "${H[@]}" run --out "$out" "${small[@]}"
+step run "${H[@]}" run "${small[@]}"
 
 if [[ $kind != cuda ]]; then
   skip sanitize "no GPU"
@@ -156,6 +166,6 @@ else
 fi
 
 say ""
-say "gpu-check summary ($slug, results in $dir, log $log):"
+say "gpu-check summary ($slug; run folder $out/runs/latest; log $log):"
 for line in "${summary[@]}"; do say "  $line"; done
 exit $failed

@@ -11,6 +11,6 @@ bash tools/install-cuda-tools.sh
 cargo test --workspace
 cargo run --quiet -p harness -- check --device cpu
 cargo run --quiet -p harness -- check --device sim
-smoke=$(mktemp -d)
-trap 'rm -rf "$smoke"' EXIT
-HARNESS=target/debug/harness bash tools/gpu-check.sh --smoke --out "$smoke"
+# The smoke run's lab folder stays under target/ so that the log its summary names exists.
+rm -rf target/lab-smoke
+HARNESS=target/debug/harness bash tools/gpu-check.sh --smoke --out target/lab-smoke

@@ -2,7 +2,7 @@
 """PyTorch peer rows for the lab's tables, measured on the same GPU as the harness's rows.
 
     harness shapes --device cuda > shapes.json
-    python3 tools/torch_peers.py --shapes shapes.json --out results/<gpu>/peers.json
+    python3 tools/torch_peers.py --shapes shapes.json --out target/lab/peers/<gpu>.json
 
 For every shape it times each peer of `tools/peers/<workload>.py` (torch.matmul, F.linear,
 conv2d, scaled_dot_product_attention, ...) with CUDA events: warm-up, then many samples, each

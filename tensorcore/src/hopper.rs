@@ -175,7 +175,7 @@ mod tests {
             .supports(&Shape::gemm(64, 37, 64))
             .unwrap_err()
             .0;
-        assert!(why.contains("N (37)") && why.contains("16 bytes"), "{why}");
+        assert!(why.contains("N = 37") && why.contains("16 bytes"), "{why}");
         assert!(GemmWgmmaTma.supports(&Shape::gemm(64, 64, 129)).is_err());
     }
 }

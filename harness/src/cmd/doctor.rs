@@ -9,9 +9,9 @@ use kernel::cuda::{CudaDevice, nvrtc};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Print only this fact of the device a run would use: `kind` (cuda or cpu) or `slug`
-    /// (its results folder name), for scripts.
-    #[arg(long, value_parser = ["kind", "slug"])]
+    /// Print only one fact, for scripts: `kind` (cuda or cpu) or `slug` (its folder name) of
+    /// the device a run would use, or `build` (release or debug) of this harness.
+    #[arg(long, value_parser = ["kind", "slug", "build"])]
     pub print: Option<String>,
 }
 
@@ -24,6 +24,17 @@ pub fn run(args: &Args) -> Outcome {
 
 /// One fact of the device a run would use, for scripts.
 fn doctor_print(what: &str) -> Outcome {
+    if what == "build" {
+        println!(
+            "{}",
+            if cfg!(debug_assertions) {
+                "debug"
+            } else {
+                "release"
+            }
+        );
+        return Ok(true);
+    }
     let (dev, _) = select::open(None)?;
     match what {
         "kind" => println!("{}", dev.kind()),
