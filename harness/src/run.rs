@@ -5,7 +5,7 @@
 use crate::config::Config;
 use crate::reference;
 use crate::resources::{self, LaunchResources};
-use crate::results::{Row, RunResults, ShapeResults, Status, WorkloadResults};
+use crate::results::{Row, RunResults, ShapeResults, Status, Traffic, TrafficSource, WorkloadResults};
 use crate::timing::{self, Timing, TimingConfig};
 use crate::validate;
 use anyhow::Result;
@@ -182,6 +182,11 @@ pub fn evaluate<'a>(
                 row.reason = Some(c.failure(row.precision, &shape.output()));
             }
             row.check = Some(c);
+            row.traffic = prepared.traffic().map(|t| Traffic {
+                load_bytes: t.load_bytes as f64,
+                store_bytes: t.store_bytes as f64,
+                source: TrafficSource::Simulator,
+            });
             (row, Some(prepared))
         }
         Err(e) => {

@@ -353,7 +353,9 @@ impl UserKernel {
             Compiler::Sim => {
                 kernel::sim::compile::translation_unit(&self.source).and_then(|(tu, _)| {
                     let cxx = kernel::sim::compile::compiler();
-                    kernel::sim::compile::build(&self.source, &tu, &cxx).map(|_| ())
+                    // Built as `run` runs it (counting traffic), so the run finds it cached.
+                    let how = kernel::sim::compile::Build::CountingTraffic;
+                    kernel::sim::compile::build(&self.source, &tu, &cxx, how).map(|_| ())
                 })
             }
         };

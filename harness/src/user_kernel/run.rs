@@ -171,7 +171,10 @@ pub fn in_simulator(
     for note in kernel::cuda::discovery::discovery().notes() {
         eprintln!("{note}");
     }
-    let (dev, _) = select::open(Some(DeviceKind::Sim))?;
+    // Every row's global-memory traffic counted, for the roofline's intensity.
+    let dev = kernel::sim::SimDevice::new()
+        .map_err(|e| anyhow::anyhow!("--device sim: {e}"))?
+        .counting_traffic();
     let default_workloads = if users.is_empty() {
         config.device(DeviceKind::Sim).workloads.clone()
     } else {
@@ -193,7 +196,7 @@ pub fn in_simulator(
     let mut kernels = lab;
     kernels.extend(users.iter().map(|u| u as &dyn Kernel));
     let ablation = Ablation {
-        dev: dev.as_ref(),
+        dev: &dev,
         config,
         kernels: kernels.clone(),
         shapes,

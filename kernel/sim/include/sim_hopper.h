@@ -328,7 +328,7 @@ inline void tma_land(const TmaCopy &c) {
 // cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // [dst], [map, {c0, c1}], [bar]: the box at element coordinates (c0 innermost, c1), elements
 // outside the tensor filled (5.5.3.3), written to dst in the map's swizzle.
-inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, int c1) {
+SIM_COUNTS_ITSELF inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, int c1) {
     const char *what = "cp.async.bulk.tensor.2d";
     SimTensorMap map;
     memcpy(&map, map_ptr, sizeof map);
@@ -364,9 +364,11 @@ inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, i
             long long x = (long long)c0 + c, y = (long long)c1 + r;
             unsigned off = (r * bw + c) * e;
             unsigned to = (unsigned)(swizzle_addr(da + off, span) - da);
-            if (x >= 0 && y >= 0 && (uint64_t)x < map.dims[0] && (uint64_t)y < map.dims[1])
-                memcpy(image + to, g + (uint64_t)y * map.stride + (uint64_t)x * e, e);
-            else
+            if (x >= 0 && y >= 0 && (uint64_t)x < map.dims[0] && (uint64_t)y < map.dims[1]) {
+                const unsigned char *from = g + (uint64_t)y * map.stride + (uint64_t)x * e;
+                memcpy(image + to, from, e);
+                SIM_GLOBAL_READ(from, e);
+            } else
                 memcpy(image + to, fill, e);
         }
     HopperState &h = hopper();

@@ -28,6 +28,20 @@
 
 #define SIM_EXPORT extern "C" __attribute__((visibility("default")))
 
+// Global-memory traffic is counted by instrumenting the kernel (see sim_traffic.h). The
+// emulation's own copies (cp.async, TMA) are left uninstrumented (SIM_COUNTS_ITSELF) and
+// report what they read from global memory with SIM_GLOBAL_READ, once per copy.
+#ifdef SIM_COUNT_TRAFFIC
+extern "C" void __tsan_read_range(void *p, unsigned long n);
+extern "C" void sim_traffic_begin();
+extern "C" void sim_traffic_flush();
+#define SIM_GLOBAL_READ(p, n) __tsan_read_range((void *)(p), (unsigned long)(n))
+#define SIM_COUNTS_ITSELF __attribute__((no_sanitize_thread))
+#else
+#define SIM_GLOBAL_READ(p, n) ((void)0)
+#define SIM_COUNTS_ITSELF
+#endif
+
 struct uint3 { unsigned int x, y, z; };
 struct dim3 {
     unsigned int x, y, z;
@@ -308,7 +322,7 @@ inline bool is_shared(const void *p, size_t bytes) {
 
 // Issues one copy of `bytes` (4, 8 or 16) from global `src` to shared `dst`; only the first
 // `src_bytes` are read, the rest is zeros (cp.async's zero-fill form).
-inline void async_copy(void *dst, const void *src, unsigned bytes, unsigned src_bytes) {
+SIM_COUNTS_ITSELF inline void async_copy(void *dst, const void *src, unsigned bytes, unsigned src_bytes) {
     Fiber &f = fiber();
     if (((uintptr_t)dst | (uintptr_t)src) % bytes)
         fail("cp.async of %u bytes from %p to %p: both addresses must be %u-byte aligned", bytes, src, dst, bytes);
@@ -323,6 +337,7 @@ inline void async_copy(void *dst, const void *src, unsigned bytes, unsigned src_
     c.bytes = bytes;
     memset(c.data, 0, sizeof c.data);
     memcpy(c.data, src, src_bytes);
+    SIM_GLOBAL_READ(src, src_bytes);
 }
 
 // cp.async.commit_group: the copies issued since the last commit become one group (possibly
@@ -401,6 +416,9 @@ inline void poison_shared(Worker &w) {
     Worker *saved_w = tl_worker;
     if (want.second.data) memset(want.second.data, 0xFF, want.second.size);
     tl_worker = saved_w;
+#ifdef SIM_COUNT_TRAFFIC
+    sim_traffic_begin();  // its counters live in the block just filled
+#endif
     w.static_smem = (char *)want.second.data;
     w.static_smem_bytes = want.second.size;
     tl_fiber = nullptr;
@@ -625,6 +643,9 @@ SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t block, uint64_t seed, 
         return res->code = why == 2 ? SIM_ERROR : SIM_FAULT;
     }
     int code = run_block(*w, l, block, seed, res);
+#ifdef SIM_COUNT_TRAFFIC
+    sim_traffic_flush();
+#endif
     tl_worker = nullptr;
     release_worker(w);
     return res->code = code;

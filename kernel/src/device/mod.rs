@@ -122,6 +122,19 @@ pub trait Prepared {
     /// output and scratch buffers are filled and then, on a GPU, the L2 cache is flushed, so
     /// neither the fill nor any input is still in L2 when the timed span starts.
     fn time(&mut self, iters: u64) -> Result<Duration, DeviceError>;
+    /// The global-memory traffic of the last run, on a device that counts it (the simulator
+    /// when asked to).
+    fn traffic(&self) -> Option<MemoryTraffic> {
+        None
+    }
+}
+
+/// Bytes a run's kernels loaded from and stored to global memory, every access counted (what
+/// the SMs ask of the memory system, before any cache filters it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct MemoryTraffic {
+    pub load_bytes: u64,
+    pub store_bytes: u64,
 }
 
 /// A device that runs kernels.

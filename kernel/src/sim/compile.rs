@@ -3,14 +3,14 @@
 //! compiler against the emulation headers (embedded, so a carried test binary works anywhere)
 //! and caching the result.
 
-use super::ffi::{FaultHook, RunBlock, SimKernel, Thunk};
+use super::ffi::{FaultHook, RunBlock, SimKernel, Thunk, TrafficReset, TrafficTake};
 use super::inline_asm;
 use crate::contract::Unsupported;
 use crate::cuda::headers;
 use crate::device::DeviceError;
 use crate::plan::CudaSource;
 use std::collections::HashMap;
-use std::ffi::{CStr, CString};
+use std::ffi::{CStr, CString, OsStr};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,6 +35,10 @@ const HEADERS: &[(&str, &str)] = &[
     ),
     ("sim_mma.h", include_str!("../../sim/include/sim_mma.h")),
     ("sim_asm.h", include_str!("../../sim/include/sim_asm.h")),
+    (
+        "sim_traffic.h",
+        include_str!("../../sim/include/sim_traffic.h"),
+    ),
     ("cuda_fp16.h", include_str!("../../sim/include/cuda_fp16.h")),
     ("cuda_bf16.h", include_str!("../../sim/include/cuda_bf16.h")),
     ("mma.h", include_str!("../../sim/include/mma.h")),
@@ -56,6 +60,21 @@ const FLAGS: &[&str] = &[
     "-fno-strict-aliasing",
     "-DKERNEL_LAB_SIM=1",
 ];
+
+/// Instrumentation that calls `sim_traffic.h`'s hooks before every global access. gcc's
+/// ThreadSanitizer pass is used for its hooks only: the object is linked without its runtime.
+const TRAFFIC_FLAGS: &[&str] = &[
+    "-fsanitize=thread",
+    "--param=tsan-instrument-func-entry-exit=0",
+    "-DSIM_COUNT_TRAFFIC=1",
+];
+
+/// How a module is built: plain, or counting the global-memory traffic it issues.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Build {
+    Plain,
+    CountingTraffic,
+}
 
 /// The compiler flags of one source beyond [`FLAGS`]: its defines and include folders.
 fn source_flags(src: &CudaSource) -> Vec<String> {
@@ -388,8 +407,16 @@ fn io_err(what: String) -> impl FnOnce(std::io::Error) -> DeviceError {
 /// Compiles `tu` (the translation unit of `src`, or finds it in the cache) and returns the
 /// shared object's path. Several processes may build the same module at once: each builds in
 /// its own folder and renames the result into place, which is atomic.
-pub fn build(src: &CudaSource, tu: &str, compiler: &str) -> Result<PathBuf, DeviceError> {
-    let flags = source_flags(src);
+pub fn build(
+    src: &CudaSource,
+    tu: &str,
+    compiler: &str,
+    how: Build,
+) -> Result<PathBuf, DeviceError> {
+    let mut flags = source_flags(src);
+    if how == Build::CountingTraffic {
+        flags.extend(TRAFFIC_FLAGS.iter().map(|f| f.to_string()));
+    }
     let stamp = include_dirs_stamp(src);
     let mut parts = vec![compiler, tu, &stamp];
     parts.extend(FLAGS);
@@ -409,7 +436,7 @@ pub fn build(src: &CudaSource, tu: &str, compiler: &str) -> Result<PathBuf, Devi
         SEQ.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::create_dir_all(&work).map_err(io_err(format!("creating {}", work.display())))?;
-    let result = compile_in(&work, src, &flags, tu, compiler, &target);
+    let result = compile_in(&work, src, &flags, tu, compiler, how, &target);
     let _ = std::fs::remove_dir_all(&work);
     result.map(|()| target)
 }
@@ -420,6 +447,7 @@ fn compile_in(
     flags: &[String],
     tu: &str,
     compiler: &str,
+    how: Build,
     target: &Path,
 ) -> Result<(), DeviceError> {
     let lab = headers::all().iter().map(|h| (h.name, h.text));
@@ -433,16 +461,52 @@ fn compile_in(
     let cpp = work.join("kernel.cpp");
     std::fs::write(&cpp, tu).map_err(io_err("writing the translation unit".into()))?;
     let so = work.join("kernel.so");
-    let out = Command::new(compiler)
-        .args(FLAGS)
-        .arg("-I")
-        .arg(work)
-        .args(flags)
-        .arg(&cpp)
-        .arg("-o")
-        .arg(&so)
-        .output()
-        .map_err(io_err(format!("running {compiler}")))?;
+    let compile = |args: Vec<&OsStr>| {
+        Command::new(compiler)
+            .args(FLAGS)
+            .arg("-I")
+            .arg(work)
+            .args(args)
+            .output()
+            .map_err(io_err(format!("running {compiler}")))
+    };
+    let flags = flags.iter().map(OsStr::new);
+    let out = match how {
+        Build::Plain => compile(
+            flags
+                .chain([cpp.as_os_str(), "-o".as_ref(), so.as_os_str()])
+                .collect(),
+        )?,
+        Build::CountingTraffic => {
+            // The kernel instrumented, the hooks not, linked together without the sanitizer's
+            // runtime; `-z defs` turns a hook the instrumentation wants and the file lacks
+            // into a build error rather than a failure to load.
+            let (obj, hooks) = (work.join("kernel.o"), work.join("hooks.cpp"));
+            std::fs::write(&hooks, "#include \"sim_traffic.h\"\n")
+                .map_err(io_err("writing the traffic hooks".into()))?;
+            let out = compile(
+                flags
+                    .chain([
+                        "-c".as_ref(),
+                        cpp.as_os_str(),
+                        "-o".as_ref(),
+                        obj.as_os_str(),
+                    ])
+                    .collect(),
+            )?;
+            if out.status.success() {
+                compile(vec![
+                    hooks.as_os_str(),
+                    obj.as_os_str(),
+                    "-Wl,-z,defs".as_ref(),
+                    "-o".as_ref(),
+                    so.as_os_str(),
+                ])?
+            } else {
+                out
+            }
+        }
+    };
     if !out.status.success() {
         let log = String::from_utf8_lossy(&out.stderr).replace(&format!("{}/", work.display()), "");
         return Err(DeviceError::Compile {
@@ -467,6 +531,8 @@ pub struct Module {
     pub entries: HashMap<String, Entry>,
     pub run_block: RunBlock,
     pub fault: FaultHook,
+    /// The traffic counters, in a module built with [`Build::CountingTraffic`].
+    pub traffic: Option<(TrafficReset, TrafficTake)>,
     // Last: the functions above point into it.
     _lib: libloading::Library,
 }
@@ -495,6 +561,10 @@ impl Module {
             let run_block = *lib.get::<RunBlock>(b"sim_run_block\0").map_err(err)?;
             let fault = *lib.get::<FaultHook>(b"sim_fault\0").map_err(err)?;
             let table = *lib.get::<*const SimKernel>(b"sim_kernels\0").map_err(err)?;
+            let traffic = lib
+                .get::<TrafficReset>(b"sim_traffic_reset\0")
+                .and_then(|r| Ok((*r, *lib.get::<TrafficTake>(b"sim_traffic_take\0")?)))
+                .ok();
             let mut entries = HashMap::new();
             let mut k = table;
             while !(*k).name.is_null() {
@@ -509,6 +579,7 @@ impl Module {
                 entries,
                 run_block,
                 fault,
+                traffic,
                 _lib: lib,
             })
         }

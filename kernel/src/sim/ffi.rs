@@ -72,3 +72,8 @@ pub type RunBlock = unsafe extern "C" fn(
     out: *mut SimResult,
 ) -> i32;
 pub type FaultHook = unsafe extern "C" fn(sig: i32, addr: u64, is_write: i32);
+
+/// `sim_traffic_reset`: the launch's buffers as (start, end) pairs; the counts restart.
+pub type TrafficReset = unsafe extern "C" fn(pairs: *const u64, n: i32);
+/// `sim_traffic_take`: bytes loaded and stored since the reset.
+pub type TrafficTake = unsafe extern "C" fn(out: *mut u64);

@@ -14,7 +14,7 @@ pub mod inline_asm;
 pub mod memory;
 
 use crate::contract::{Kernel, Unsupported};
-use crate::device::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared};
+use crate::device::{DeviceError, DeviceInfo, DeviceKind, Executor, MemoryTraffic, Prepared};
 use crate::pipeline::Span;
 use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Fill, Launch, Step};
 use crate::tma::TensorMap;
@@ -38,6 +38,7 @@ pub struct SimDevice {
     compiler: String,
     seed: u64,
     threads: usize,
+    build: compile::Build,
     modules: Mutex<HashMap<CudaSource, Arc<Module>>>,
 }
 
@@ -68,6 +69,7 @@ impl SimDevice {
             compiler,
             seed,
             threads,
+            build: compile::Build::Plain,
             modules: Mutex::new(HashMap::new()),
         })
     }
@@ -78,13 +80,20 @@ impl SimDevice {
         self
     }
 
+    /// The same device, counting every global load and store its kernels issue
+    /// ([`Prepared::traffic`]): the kernels are built instrumented, which makes them slower.
+    pub fn counting_traffic(mut self) -> Self {
+        self.build = compile::Build::CountingTraffic;
+        self
+    }
+
     fn module(&self, src: &CudaSource) -> Result<Arc<Module>, DeviceError> {
         let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(m) = modules.get(src) {
             return Ok(m.clone());
         }
         let (tu, _) = compile::translation_unit(src)?;
-        let path = compile::build(src, &tu, &self.compiler)?;
+        let path = compile::build(src, &tu, &self.compiler, self.build)?;
         let m = Arc::new(Module::load(&path)?);
         modules.insert(src.clone(), m.clone());
         Ok(m)
@@ -176,6 +185,8 @@ struct SimRun<'a> {
     /// The host copy of the output a pipeline downloads into (NaN at the start of each run).
     host_out: Vec<u8>,
     runs: u64,
+    /// What the last pass over the plan loaded and stored, when its modules count it.
+    traffic: Option<MemoryTraffic>,
 }
 
 fn mix(mut x: u64) -> u64 {
@@ -370,6 +381,7 @@ impl<'a> SimRun<'a> {
             bufs,
             host_out,
             runs: 0,
+            traffic: None,
         })
     }
 
@@ -427,6 +439,8 @@ impl<'a> SimRun<'a> {
     }
 
     fn launch_all(&mut self) -> Result<(), DeviceError> {
+        let mut traffic = MemoryTraffic::default();
+        let mut counted = true;
         for i in 0..self.launches.len() {
             let step = self.launches[i].step;
             let chunk = self.plan.pipeline.as_ref().and_then(|p| p.starts_at(step));
@@ -446,7 +460,28 @@ impl<'a> SimRun<'a> {
                 }
             }
             let seed = mix(self.dev.seed ^ mix(self.runs) ^ (i as u64).rotate_left(32));
+            let counters = r.module.traffic;
+            if let Some((reset, _)) = counters {
+                let pairs: Vec<u64> = self
+                    .bufs
+                    .iter()
+                    .flat_map(|b| [b.ptr() as u64, b.ptr() as u64 + b.bytes as u64])
+                    .collect();
+                // SAFETY: the module's own function, given `pairs.len() / 2` pairs; no block
+                // of it runs now.
+                unsafe { reset(pairs.as_ptr(), (pairs.len() / 2) as i32) };
+            }
             self.execute(r, seed)?;
+            match counters {
+                Some((_, take)) => {
+                    let mut out = [0u64; 2];
+                    // SAFETY: writes two counts; every block of the launch has finished.
+                    unsafe { take(out.as_mut_ptr()) };
+                    traffic.load_bytes += out[0];
+                    traffic.store_bytes += out[1];
+                }
+                None => counted = false,
+            }
             // Writes into the alignment padding do not fault: the canary shows them.
             for b in &mut self.bufs {
                 if b.padding_written() {
@@ -462,6 +497,7 @@ impl<'a> SimRun<'a> {
                 self.copy_spans(&c, false);
             }
         }
+        self.traffic = counted.then_some(traffic);
         Ok(())
     }
 
@@ -681,6 +717,10 @@ impl Prepared for SimRun<'_> {
             self.runs += 1;
         }
         Ok(total)
+    }
+
+    fn traffic(&self) -> Option<MemoryTraffic> {
+        self.traffic
     }
 }
 

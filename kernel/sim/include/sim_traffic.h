@@ -1,0 +1,177 @@
+// sim_traffic.h: counts the global-memory traffic a kernel issues, for the roofline's x axis.
+//
+// When traffic is counted, the kernel's translation unit is compiled with gcc's
+// ThreadSanitizer instrumentation (`-fsanitize=thread`), which calls a hook before every
+// load, store and atomic it cannot prove local. This file is those hooks, compiled as a
+// translation unit of its own without the instrumentation and linked without the sanitizer's
+// runtime: each hook adds the access's size when its address lies in one of the launch's
+// device buffers, so shared memory, locals and the emulation's own state are not counted.
+// What is counted is what the SMs ask of the memory system (loads that the compiler keeps in
+// registers are not asked twice; cache hits are not subtracted).
+//
+// The emulation's own copies of a variable size (cp.async, TMA), which the instrumentation
+// cannot see, report themselves through __tsan_read_range (SIM_GLOBAL_READ in sim_runtime.h).
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SIM_TRAFFIC_EXPORT extern "C" __attribute__((visibility("default")))
+
+namespace sim_traffic {
+
+constexpr int kMaxRanges = 64;
+
+// The launch's device buffers, [start, end); set by the host before each launch, read only
+// while blocks run.
+uint64_t range_start[kMaxRanges], range_end[kMaxRanges];
+int ranges;
+uint64_t lowest, highest;
+
+// Bytes loaded and stored by the block this OS thread runs, then the launch's totals. The
+// thread-local counters lie in the module's TLS block, which the runtime fills with NaN bytes
+// at each block start (it holds the `__shared__` arrays): sim_traffic_begin zeroes them after.
+thread_local uint64_t thread_loads, thread_stores;
+uint64_t total_loads, total_stores;
+
+inline bool global(const void *p) {
+    uint64_t a = (uint64_t)p;
+    if (a < lowest || a >= highest) return false;
+    for (int i = 0; i < ranges; ++i)
+        if (a >= range_start[i] && a < range_end[i]) return true;
+    return false;
+}
+
+inline void load(const void *p, uint64_t bytes) {
+    if (global(p)) thread_loads += bytes;
+}
+
+inline void store(const void *p, uint64_t bytes) {
+    if (global(p)) thread_stores += bytes;
+}
+
+}  // namespace sim_traffic
+
+// ---- Called by the host and the runtime ----
+
+// The launch's buffers as pairs (start, end); the counts start again from zero.
+SIM_TRAFFIC_EXPORT void sim_traffic_reset(const uint64_t *pairs, int n) {
+    using namespace sim_traffic;
+    ranges = n < kMaxRanges ? n : kMaxRanges;
+    lowest = UINT64_MAX;
+    highest = 0;
+    for (int i = 0; i < ranges; ++i) {
+        range_start[i] = pairs[2 * i];
+        range_end[i] = pairs[2 * i + 1];
+        if (range_start[i] < lowest) lowest = range_start[i];
+        if (range_end[i] > highest) highest = range_end[i];
+    }
+    __atomic_store_n(&total_loads, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&total_stores, 0, __ATOMIC_RELAXED);
+}
+
+// A block starts on the calling OS thread.
+SIM_TRAFFIC_EXPORT void sim_traffic_begin() {
+    sim_traffic::thread_loads = sim_traffic::thread_stores = 0;
+}
+
+// Adds what the calling OS thread counted to the launch's totals (after each block).
+SIM_TRAFFIC_EXPORT void sim_traffic_flush() {
+    using namespace sim_traffic;
+    __atomic_fetch_add(&total_loads, thread_loads, __ATOMIC_RELAXED);
+    __atomic_fetch_add(&total_stores, thread_stores, __ATOMIC_RELAXED);
+    thread_loads = thread_stores = 0;
+}
+
+// The launch's totals: bytes loaded, bytes stored.
+SIM_TRAFFIC_EXPORT void sim_traffic_take(uint64_t *out) {
+    using namespace sim_traffic;
+    out[0] = __atomic_load_n(&total_loads, __ATOMIC_RELAXED);
+    out[1] = __atomic_load_n(&total_stores, __ATOMIC_RELAXED);
+}
+
+// ---- The instrumentation's hooks (the names and signatures gcc calls) ----
+
+extern "C" {
+
+void __tsan_init() {}
+void __tsan_func_entry(void *) {}
+void __tsan_func_exit() {}
+void __tsan_vptr_update(void **, void *) {}
+void __tsan_vptr_read(void **) {}
+void __tsan_read_range(void *p, unsigned long n) { sim_traffic::load(p, n); }
+void __tsan_write_range(void *p, unsigned long n) { sim_traffic::store(p, n); }
+
+#define SIM_TRAFFIC_ACCESS(N)                                                       \
+    void __tsan_read##N(void *p) { sim_traffic::load(p, N); }                       \
+    void __tsan_write##N(void *p) { sim_traffic::store(p, N); }                     \
+    void __tsan_unaligned_read##N(void *p) { sim_traffic::load(p, N); }             \
+    void __tsan_unaligned_write##N(void *p) { sim_traffic::store(p, N); }           \
+    void __tsan_volatile_read##N(void *p) { sim_traffic::load(p, N); }              \
+    void __tsan_volatile_write##N(void *p) { sim_traffic::store(p, N); }            \
+    void __tsan_unaligned_volatile_read##N(void *p) { sim_traffic::load(p, N); }    \
+    void __tsan_unaligned_volatile_write##N(void *p) { sim_traffic::store(p, N); }
+SIM_TRAFFIC_ACCESS(1)
+SIM_TRAFFIC_ACCESS(2)
+SIM_TRAFFIC_ACCESS(4)
+SIM_TRAFFIC_ACCESS(8)
+SIM_TRAFFIC_ACCESS(16)
+#undef SIM_TRAFFIC_ACCESS
+
+// Atomics: the instrumentation replaces each atomic builtin by one of these, which must also
+// perform it. A read-modify-write counts as a load and a store. A compare-exchange counts as
+// a store when it succeeds and as a load when it fails: the emulation's atomics (atomicAdd on
+// floats, ...) load the old value first, so one that succeeds at once counts a load and a
+// store, as a GPU's atomic does. The memory order is always sequentially consistent: stronger
+// than asked, never weaker.
+#define SIM_TRAFFIC_RMW(N, T, OP)                                                   \
+    T __tsan_atomic##N##_##OP(volatile T *a, T v, int) {                            \
+        sim_traffic::load((const void *)a, sizeof(T));                              \
+        sim_traffic::store((const void *)a, sizeof(T));                             \
+        return __atomic_##OP((T *)a, v, __ATOMIC_SEQ_CST);                          \
+    }
+#define SIM_TRAFFIC_ATOMICS(N, T)                                                   \
+    T __tsan_atomic##N##_load(const volatile T *a, int) {                           \
+        sim_traffic::load((const void *)a, sizeof(T));                              \
+        return __atomic_load_n((T *)a, __ATOMIC_SEQ_CST);                           \
+    }                                                                               \
+    void __tsan_atomic##N##_store(volatile T *a, T v, int) {                        \
+        sim_traffic::store((const void *)a, sizeof(T));                             \
+        __atomic_store_n((T *)a, v, __ATOMIC_SEQ_CST);                              \
+    }                                                                               \
+    T __tsan_atomic##N##_exchange(volatile T *a, T v, int) {                        \
+        sim_traffic::load((const void *)a, sizeof(T));                              \
+        sim_traffic::store((const void *)a, sizeof(T));                             \
+        return __atomic_exchange_n((T *)a, v, __ATOMIC_SEQ_CST);                    \
+    }                                                                               \
+    SIM_TRAFFIC_RMW(N, T, fetch_add)                                                \
+    SIM_TRAFFIC_RMW(N, T, fetch_sub)                                                \
+    SIM_TRAFFIC_RMW(N, T, fetch_and)                                                \
+    SIM_TRAFFIC_RMW(N, T, fetch_or)                                                 \
+    SIM_TRAFFIC_RMW(N, T, fetch_xor)                                                \
+    SIM_TRAFFIC_RMW(N, T, fetch_nand)                                               \
+    int __tsan_atomic##N##_compare_exchange_strong(volatile T *a, T *c, T v, int, int) { \
+        bool done = __atomic_compare_exchange_n((T *)a, c, v, false, __ATOMIC_SEQ_CST, \
+                                                __ATOMIC_SEQ_CST);                  \
+        if (done) sim_traffic::store((const void *)a, sizeof(T));                   \
+        else sim_traffic::load((const void *)a, sizeof(T));                         \
+        return done;                                                                \
+    }                                                                               \
+    int __tsan_atomic##N##_compare_exchange_weak(volatile T *a, T *c, T v, int, int) { \
+        return __tsan_atomic##N##_compare_exchange_strong(a, c, v, 0, 0);           \
+    }                                                                               \
+    T __tsan_atomic##N##_compare_exchange_val(volatile T *a, T c, T v, int, int) {  \
+        __tsan_atomic##N##_compare_exchange_strong(a, &c, v, 0, 0);                 \
+        return c;                                                                   \
+    }
+SIM_TRAFFIC_ATOMICS(8, uint8_t)
+SIM_TRAFFIC_ATOMICS(16, uint16_t)
+SIM_TRAFFIC_ATOMICS(32, uint32_t)
+SIM_TRAFFIC_ATOMICS(64, uint64_t)
+#undef SIM_TRAFFIC_ATOMICS
+#undef SIM_TRAFFIC_RMW
+
+void __tsan_atomic_thread_fence(int) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+void __tsan_atomic_signal_fence(int) { __atomic_signal_fence(__ATOMIC_SEQ_CST); }
+
+}  // extern "C"
