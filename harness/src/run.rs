@@ -5,7 +5,9 @@
 use crate::config::Config;
 use crate::reference;
 use crate::resources::{self, LaunchResources};
-use crate::results::{Row, RunResults, ShapeResults, Status, Traffic, TrafficSource, WorkloadResults};
+use crate::results::{
+    Row, RunResults, ShapeResults, Status, Traffic, TrafficSource, WorkloadResults,
+};
 use crate::timing::{self, Timing, TimingConfig};
 use crate::validate;
 use anyhow::Result;

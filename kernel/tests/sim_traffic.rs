@@ -75,6 +75,11 @@ extern "C" __global__ void staged(const float *A, const float *B, float *C, int 
     for (int i = 0; i < 12; ++i) C[12 * t + i] = s[t][i];
 }
 
+// Writes one element past the end of C.
+extern "C" __global__ void overrun(const float *A, const float *B, float *C, int M, int N, int K) {
+    C[M * N] = A[0];
+}
+
 // One atomic add per thread into C: a read and a write of 4 bytes each.
 extern "C" __global__ void atomics(const float *A, const float *B, float *C, int M, int N, int K) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -205,4 +210,22 @@ fn a_plain_simulator_does_not_count() {
     let (m, n, k) = (16, 16, 16);
     let p = plan("naive", [2, 2, 1], [8, 8, 1], m, n, k);
     assert_eq!(run(&dev, p, (m, n, k), true).1, None);
+}
+
+#[test]
+fn a_counting_simulator_still_reports_faults_and_counts_the_next_launch() {
+    let dev = SimDevice::new().unwrap().counting_traffic();
+    let (m, n, k) = (16, 16, 16);
+    let shape = Shape::gemm(m, n, k);
+    let inputs = vec![data(m * k, 1), data(k * n, 2)];
+    let bad = TestKernel(plan("overrun", [1, 1, 1], [1, 1, 1], m, n, k));
+    let mut p = dev.prepare(&bad, &shape, &inputs).unwrap();
+    let err = p.run().unwrap_err().to_string();
+    assert!(
+        err.contains("out-of-bounds") || err.contains("past the end"),
+        "{err}"
+    );
+    let p = plan("naive", [2, 2, 1], [8, 8, 1], m, n, k);
+    let t = run(&dev, p, (m, n, k), true).1.unwrap();
+    assert_eq!(t.load_bytes, 2 * 16 * 16 * 16 * F32);
 }

@@ -31,9 +31,10 @@
 // Global-memory traffic is counted by instrumenting the kernel (see sim_traffic.h). The
 // emulation's own copies (cp.async, TMA) are left uninstrumented (SIM_COUNTS_ITSELF) and
 // report what they read from global memory with SIM_GLOBAL_READ, once per copy.
+struct SimTraffic;  // sim_traffic.h
 #ifdef SIM_COUNT_TRAFFIC
 extern "C" void __tsan_read_range(void *p, unsigned long n);
-extern "C" void sim_traffic_begin();
+extern "C" void sim_traffic_begin(SimTraffic *t);
 extern "C" void sim_traffic_flush();
 #define SIM_GLOBAL_READ(p, n) __tsan_read_range((void *)(p), (unsigned long)(n))
 #define SIM_COUNTS_ITSELF __attribute__((no_sanitize_thread))
@@ -57,6 +58,7 @@ struct SimLaunch {
     unsigned grid[3], block[3];
     unsigned dynamic_smem;
     const char *kernel;
+    SimTraffic *traffic;  // where a module built to count traffic counts it; else null
 };
 
 enum SimCode { SIM_OK = 0, SIM_ERROR = 1, SIM_FAULT = 2 };
@@ -405,8 +407,10 @@ inline int tls_callback(struct dl_phdr_info *info, size_t, void *arg) {
     return 1;
 }
 
-// 0xFF bytes are NaN as f32 and f16: a read before any write shows in the result.
-inline void poison_shared(Worker &w) {
+// 0xFF bytes are NaN as f32 and f16: a read before any write shows in the result. The TLS
+// block also holds the traffic counter's state, so it is set again here, before any counted
+// access can read it (and this function is not instrumented).
+SIM_COUNTS_ITSELF inline void poison_shared(Worker &w, SimTraffic *traffic) {
     Dl_info self;
     std::pair<void *, TlsBlock> want{nullptr, {nullptr, 0}};
     if (dladdr((void *)&poison_shared, &self)) {
@@ -416,13 +420,15 @@ inline void poison_shared(Worker &w) {
     Worker *saved_w = tl_worker;
     if (want.second.data) memset(want.second.data, 0xFF, want.second.size);
     tl_worker = saved_w;
-#ifdef SIM_COUNT_TRAFFIC
-    sim_traffic_begin();  // its counters live in the block just filled
-#endif
     w.static_smem = (char *)want.second.data;
     w.static_smem_bytes = want.second.size;
     tl_fiber = nullptr;
     if (w.dyn_cap) memset(w.dyn_smem, 0xFF, w.dyn_cap);
+#ifdef SIM_COUNT_TRAFFIC
+    sim_traffic_begin(traffic);
+#else
+    (void)traffic;
+#endif
 }
 
 inline uint64_t mix(uint64_t x) {
@@ -607,7 +613,7 @@ inline int run_block(Worker &w, const SimLaunch *l, uint64_t block, uint64_t see
         w.warps[k].arrived = 0;
     }
     make_order(w, seed);
-    poison_shared(w);
+    poison_shared(w, l->traffic);
     hopper_block_start(w, seed);
     return schedule(w) ? SIM_OK : SIM_ERROR;
 }
@@ -637,6 +643,9 @@ SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t block, uint64_t seed, 
     // A fault in the kernel (caught by the host's SIGSEGV handler) comes back here with 1,
     // a misuse the emulation detected (sim::fail, the message already written) with 2.
     if (int why = sigsetjmp(w->jmp, 1)) {
+#ifdef SIM_COUNT_TRAFFIC
+        sim_traffic_flush();  // forgets the launch, which ends here
+#endif
         tl_fiber = nullptr;
         tl_worker = nullptr;
         release_worker(w);

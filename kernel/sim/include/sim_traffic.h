@@ -16,29 +16,33 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define SIM_TRAFFIC_EXPORT extern "C" __attribute__((visibility("default")))
+// One launch's counting: its device buffers as [start, end) pairs, set by the host, and the
+// totals the blocks add to. Owned by the host and passed with the launch (SimLaunch::traffic),
+// so that launches of one module on several devices at once count apart. Mirrored in
+// kernel/src/sim/ffi.rs.
+constexpr int kMaxRanges = 64;
+struct SimTraffic {
+    uint64_t pairs[2 * kMaxRanges];
+    int32_t ranges;
+    uint64_t lowest, highest;
+    uint64_t loads, stores;
+};
 
 namespace sim_traffic {
 
-constexpr int kMaxRanges = 64;
-
-// The launch's device buffers, [start, end); set by the host before each launch, read only
-// while blocks run.
-uint64_t range_start[kMaxRanges], range_end[kMaxRanges];
-int ranges;
-uint64_t lowest, highest;
-
-// Bytes loaded and stored by the block this OS thread runs, then the launch's totals. The
-// thread-local counters lie in the module's TLS block, which the runtime fills with NaN bytes
-// at each block start (it holds the `__shared__` arrays): sim_traffic_begin zeroes them after.
+// The launch whose block this OS thread runs, and the bytes that block loaded and stored.
+// This thread-local state lies in the module's TLS block, which the runtime fills with NaN
+// bytes at each block start (it holds the `__shared__` arrays): sim_traffic_begin sets it
+// after that.
+thread_local SimTraffic *current;
 thread_local uint64_t thread_loads, thread_stores;
-uint64_t total_loads, total_stores;
 
 inline bool global(const void *p) {
+    const SimTraffic *t = current;
     uint64_t a = (uint64_t)p;
-    if (a < lowest || a >= highest) return false;
-    for (int i = 0; i < ranges; ++i)
-        if (a >= range_start[i] && a < range_end[i]) return true;
+    if (!t || a < t->lowest || a >= t->highest) return false;
+    for (int i = 0; i < t->ranges; ++i)
+        if (a >= t->pairs[2 * i] && a < t->pairs[2 * i + 1]) return true;
     return false;
 }
 
@@ -52,42 +56,23 @@ inline void store(const void *p, uint64_t bytes) {
 
 }  // namespace sim_traffic
 
-// ---- Called by the host and the runtime ----
+// ---- Called by the runtime ----
 
-// The launch's buffers as pairs (start, end); the counts start again from zero.
-SIM_TRAFFIC_EXPORT void sim_traffic_reset(const uint64_t *pairs, int n) {
-    using namespace sim_traffic;
-    ranges = n < kMaxRanges ? n : kMaxRanges;
-    lowest = UINT64_MAX;
-    highest = 0;
-    for (int i = 0; i < ranges; ++i) {
-        range_start[i] = pairs[2 * i];
-        range_end[i] = pairs[2 * i + 1];
-        if (range_start[i] < lowest) lowest = range_start[i];
-        if (range_end[i] > highest) highest = range_end[i];
-    }
-    __atomic_store_n(&total_loads, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&total_stores, 0, __ATOMIC_RELAXED);
-}
-
-// A block starts on the calling OS thread.
-SIM_TRAFFIC_EXPORT void sim_traffic_begin() {
+// A block of the launch counting into `t` (null: not counted) starts on the calling OS thread.
+extern "C" void sim_traffic_begin(SimTraffic *t) {
+    sim_traffic::current = t;
     sim_traffic::thread_loads = sim_traffic::thread_stores = 0;
 }
 
-// Adds what the calling OS thread counted to the launch's totals (after each block).
-SIM_TRAFFIC_EXPORT void sim_traffic_flush() {
+// The block has finished: what it counted goes to its launch's totals.
+extern "C" void sim_traffic_flush() {
     using namespace sim_traffic;
-    __atomic_fetch_add(&total_loads, thread_loads, __ATOMIC_RELAXED);
-    __atomic_fetch_add(&total_stores, thread_stores, __ATOMIC_RELAXED);
+    if (current) {
+        __atomic_fetch_add(&current->loads, thread_loads, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&current->stores, thread_stores, __ATOMIC_RELAXED);
+    }
+    current = nullptr;
     thread_loads = thread_stores = 0;
-}
-
-// The launch's totals: bytes loaded, bytes stored.
-SIM_TRAFFIC_EXPORT void sim_traffic_take(uint64_t *out) {
-    using namespace sim_traffic;
-    out[0] = __atomic_load_n(&total_loads, __ATOMIC_RELAXED);
-    out[1] = __atomic_load_n(&total_stores, __ATOMIC_RELAXED);
 }
 
 // ---- The instrumentation's hooks (the names and signatures gcc calls) ----

@@ -3,7 +3,7 @@
 //! compiler against the emulation headers (embedded, so a carried test binary works anywhere)
 //! and caching the result.
 
-use super::ffi::{FaultHook, RunBlock, SimKernel, Thunk, TrafficReset, TrafficTake};
+use super::ffi::{FaultHook, RunBlock, SimKernel, Thunk};
 use super::inline_asm;
 use crate::contract::Unsupported;
 use crate::cuda::headers;
@@ -531,8 +531,6 @@ pub struct Module {
     pub entries: HashMap<String, Entry>,
     pub run_block: RunBlock,
     pub fault: FaultHook,
-    /// The traffic counters, in a module built with [`Build::CountingTraffic`].
-    pub traffic: Option<(TrafficReset, TrafficTake)>,
     // Last: the functions above point into it.
     _lib: libloading::Library,
 }
@@ -561,10 +559,7 @@ impl Module {
             let run_block = *lib.get::<RunBlock>(b"sim_run_block\0").map_err(err)?;
             let fault = *lib.get::<FaultHook>(b"sim_fault\0").map_err(err)?;
             let table = *lib.get::<*const SimKernel>(b"sim_kernels\0").map_err(err)?;
-            let traffic = lib
-                .get::<TrafficReset>(b"sim_traffic_reset\0")
-                .and_then(|r| Ok((*r, *lib.get::<TrafficTake>(b"sim_traffic_take\0")?)))
-                .ok();
+
             let mut entries = HashMap::new();
             let mut k = table;
             while !(*k).name.is_null() {
@@ -579,7 +574,6 @@ impl Module {
                 entries,
                 run_block,
                 fault,
-                traffic,
                 _lib: lib,
             })
         }

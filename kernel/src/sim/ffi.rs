@@ -11,6 +11,48 @@ pub struct SimLaunch {
     pub block: [u32; 3],
     pub dynamic_smem: u32,
     pub kernel: *const c_char,
+    /// Where a module built to count traffic counts it; null otherwise.
+    pub traffic: *mut SimTraffic,
+}
+
+/// Most buffers a launch's traffic is counted in.
+pub const MAX_TRAFFIC_RANGES: usize = 64;
+
+/// `SimTraffic` (sim_traffic.h): one launch's device buffers and the bytes its blocks loaded
+/// from and stored to them.
+#[repr(C)]
+pub struct SimTraffic {
+    pub pairs: [u64; 2 * MAX_TRAFFIC_RANGES],
+    pub ranges: i32,
+    pub lowest: u64,
+    pub highest: u64,
+    pub loads: u64,
+    pub stores: u64,
+}
+
+impl SimTraffic {
+    /// Counting in the buffers `[start, end)`; more than [`MAX_TRAFFIC_RANGES`] is refused.
+    pub fn over(buffers: impl Iterator<Item = (u64, u64)>) -> Option<Self> {
+        let mut t = Self {
+            pairs: [0; 2 * MAX_TRAFFIC_RANGES],
+            ranges: 0,
+            lowest: u64::MAX,
+            highest: 0,
+            loads: 0,
+            stores: 0,
+        };
+        for (i, (start, end)) in buffers.enumerate() {
+            if i == MAX_TRAFFIC_RANGES {
+                return None;
+            }
+            t.pairs[2 * i] = start;
+            t.pairs[2 * i + 1] = end;
+            t.lowest = t.lowest.min(start);
+            t.highest = t.highest.max(end);
+            t.ranges += 1;
+        }
+        Some(t)
+    }
 }
 
 /// `SimResult`: what went wrong in a block, if anything.
@@ -72,8 +114,3 @@ pub type RunBlock = unsafe extern "C" fn(
     out: *mut SimResult,
 ) -> i32;
 pub type FaultHook = unsafe extern "C" fn(sig: i32, addr: u64, is_write: i32);
-
-/// `sim_traffic_reset`: the launch's buffers as (start, end) pairs; the counts restart.
-pub type TrafficReset = unsafe extern "C" fn(pairs: *const u64, n: i32);
-/// `sim_traffic_take`: bytes loaded and stored since the reset.
-pub type TrafficTake = unsafe extern "C" fn(out: *mut u64);

@@ -20,7 +20,7 @@ use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Fill, Launch, Step};
 use crate::tma::TensorMap;
 use crate::workload::Shape;
 use compile::Module;
-use ffi::{SIM_FAULT, SIM_OK, SimLaunch, SimResult, Thunk};
+use ffi::{SIM_FAULT, SIM_OK, SimLaunch, SimResult, SimTraffic, Thunk};
 use memory::{GuardedBuf, Placement};
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
@@ -460,25 +460,19 @@ impl<'a> SimRun<'a> {
                 }
             }
             let seed = mix(self.dev.seed ^ mix(self.runs) ^ (i as u64).rotate_left(32));
-            let counters = r.module.traffic;
-            if let Some((reset, _)) = counters {
-                let pairs: Vec<u64> = self
-                    .bufs
-                    .iter()
-                    .flat_map(|b| [b.ptr() as u64, b.ptr() as u64 + b.bytes as u64])
-                    .collect();
-                // SAFETY: the module's own function, given `pairs.len() / 2` pairs; no block
-                // of it runs now.
-                unsafe { reset(pairs.as_ptr(), (pairs.len() / 2) as i32) };
-            }
-            self.execute(r, seed)?;
-            match counters {
-                Some((_, take)) => {
-                    let mut out = [0u64; 2];
-                    // SAFETY: writes two counts; every block of the launch has finished.
-                    unsafe { take(out.as_mut_ptr()) };
-                    traffic.load_bytes += out[0];
-                    traffic.store_bytes += out[1];
+            let mut counter = match self.dev.build {
+                compile::Build::CountingTraffic => SimTraffic::over(
+                    self.bufs
+                        .iter()
+                        .map(|b| (b.ptr() as u64, b.ptr() as u64 + b.bytes as u64)),
+                ),
+                compile::Build::Plain => None,
+            };
+            self.execute(r, seed, counter.as_mut())?;
+            match counter {
+                Some(c) => {
+                    traffic.load_bytes += c.loads;
+                    traffic.store_bytes += c.stores;
                 }
                 None => counted = false,
             }
@@ -501,7 +495,13 @@ impl<'a> SimRun<'a> {
         Ok(())
     }
 
-    fn execute(&self, r: &Resolved, seed: u64) -> Result<(), DeviceError> {
+    /// Runs every block of one launch; a module built to count traffic counts into `traffic`.
+    fn execute(
+        &self,
+        r: &Resolved,
+        seed: u64,
+        traffic: Option<&mut SimTraffic>,
+    ) -> Result<(), DeviceError> {
         let l = &r.launch;
         // Each argument in its own 8-byte cell; x86-64 is little-endian, so an i32 or f32
         // parameter reads the low 4 bytes.
@@ -545,6 +545,7 @@ impl<'a> SimRun<'a> {
             block: l.block,
             dynamic_smem: l.dynamic_smem,
             kernel: name.as_ptr(),
+            traffic: traffic.map_or(std::ptr::null_mut(), |t| t as *mut SimTraffic),
         };
         let blocks = l.grid.iter().map(|&g| g as usize).product::<usize>();
         if blocks > MAX_BLOCKS {
