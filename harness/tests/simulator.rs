@@ -181,3 +181,42 @@ fn tuning_configurations_match_the_reference_in_the_simulator() {
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
+
+/// The lesson of the GEMM ladder in the simulator's counts: each reuse idea issues fewer bytes
+/// of global-memory traffic for the same shape, so the rows stand at rising intensity, none
+/// above the compulsory one (every input read once, the output written once).
+#[test]
+fn a_simulator_run_places_the_gemm_rungs_at_their_own_intensity() {
+    let dev = SimDevice::new().unwrap().counting_traffic();
+    let config = Config::defaults();
+    let all = registry::all();
+    let refs: Vec<&dyn kernel::Kernel> = all.iter().map(|k| k.as_ref()).collect();
+    let shape = kernel::Shape::gemm(64, 96, 80);
+    let x = inputs::random_inputs(&shape, config.seed);
+    let reference = reference_for(&dev, &refs, &shape, &x, &config);
+    let intensity = |id: &str| {
+        let k = all.iter().find(|k| k.info().id == id).unwrap();
+        let (row, _) = evaluate(&dev, k.as_ref(), &shape, &x, &reference);
+        assert_eq!(row.status, Status::Passed, "{id}: {:?}", row.reason);
+        let t = row
+            .traffic
+            .unwrap_or_else(|| panic!("{id}: no traffic counted"));
+        assert!(
+            t.bytes() >= row.min_bytes,
+            "{id}: {t:?} below {}",
+            row.min_bytes
+        );
+        shape.flops() / t.bytes()
+    };
+    let (naive, tiled, blocked) = (
+        intensity("gemm-naive"),
+        intensity("gemm-tiled"),
+        intensity("gemm-regblock-2d"),
+    );
+    // Two loads of 4 bytes per multiply-add, whatever the shape (the output store aside).
+    assert!((naive - 0.25).abs() < 0.01, "naive {naive}");
+    assert!(
+        tiled > 4.0 * naive && blocked > tiled,
+        "{naive} {tiled} {blocked}"
+    );
+}
