@@ -48,6 +48,10 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` and closed early ends the program quietly, as in other Unix
+    // tools, instead of a panic on the next print.
+    // SAFETY: restoring a signal's default action, before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let result = match Cli::parse().command {
         Command::List(a) => cmd::list::run(&a),
         Command::Run(a) => cmd::run::run(&a),

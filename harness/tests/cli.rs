@@ -385,3 +385,19 @@ fn check_reads_the_devices_tune_file_as_run_does() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn output_closed_early_ends_quietly() {
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg("list")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The reader is gone before the first line, as in `harness list | head -0`.
+    drop(child.stdout.take());
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+}
