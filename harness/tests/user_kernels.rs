@@ -1026,17 +1026,41 @@ fn simulator_rows_show_resources_and_no_speed() {
     for speed in ["median ms", "GFLOP/s", "vs prev", "throughput"] {
         assert!(!text.contains(speed), "{speed} in {text}");
     }
-    let row = text
-        .lines()
-        .find(|l| l.contains("gemm-tiled"))
-        .unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains("gemm-tiled"))
+        .unwrap_or_else(|| panic!("no gemm-tiled row: {text}"));
+    let row = lines[at];
+    let header = lines[..at]
+        .iter()
+        .rev()
+        .find(|l| l.contains("kernel") && l.contains("status"))
+        .unwrap_or_else(|| panic!("no header above the row: {text}"));
+    assert!(row.trim_end().ends_with("pass"), "{row}");
     if nvrtc::version().is_ok() {
-        // `#`, kernel, FLOP/B min, then registers and shared memory (the tiles of A and B);
-        // the status last.
-        let cells: Vec<&str> = row.split_whitespace().collect();
-        assert_eq!(cells.last(), Some(&"pass"), "{row}");
-        assert!(cells[3].parse::<u32>().is_ok_and(|r| r > 0), "{row}");
-        assert!(cells[4].parse::<u32>().is_ok_and(|b| b > 0), "{row}");
+        // Numbers are right-aligned under their header: the cell of a column ends where its
+        // name does. Registers and shared memory (the tiles of A and B) are there.
+        let cell = |name: &str| {
+            let end = header
+                .find(name)
+                .unwrap_or_else(|| panic!("{name}: {header}"))
+                + name.len();
+            row[..end]
+                .split_whitespace()
+                .last()
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert!(
+            cell("regs").parse::<u32>().is_ok_and(|r| r > 0),
+            "{header}\n{row}"
+        );
+        assert!(
+            cell("smem B").parse::<u32>().is_ok_and(|b| b > 0),
+            "{header}\n{row}"
+        );
+        assert!(cell("traffic").contains('B'), "{header}\n{row}");
     }
 }
 

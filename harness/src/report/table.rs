@@ -43,7 +43,7 @@ impl Col {
             Self::Median => "median ms",
             Self::Spread => "spread",
             Self::Throughput => "throughput",
-            Self::Intensity => "FLOP/B min",
+            Self::Intensity => "ideal FLOP/B",
             Self::Traffic => "traffic",
             Self::TrafficIntensity => "FLOP/B",
             Self::VsParent => "vs parent",
@@ -188,13 +188,14 @@ fn error_cell(r: &Row) -> String {
     })
 }
 
-/// `12.0 MiB`, `-` for none.
+/// `12.0 MiB`, `12 B` below a KiB, `-` for none.
 pub fn bytes(b: u64) -> String {
     match b {
         0 => "-".into(),
         b if b >= 1 << 30 => format!("{:.2} GiB", b as f64 / (1u64 << 30) as f64),
         b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
-        b => format!("{:.1} KiB", b as f64 / 1024.0),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
     }
 }
 
@@ -269,12 +270,15 @@ fn device_note(report: &Report) -> String {
             not the CUDA code. A GPU run times the kernels themselves and adds registers, shared \
             memory, occupancy, waves and scratch, which a CPU port does not have."
             .into(),
-        DeviceKind::Sim => "The **CUDA simulator** executed each kernel's CUDA source on the CPU \
-            to check its output; it gives no speeds. `traffic` is every global-memory byte the \
-            kernel loaded or stored, counted as it ran, and `FLOP/B` the arithmetic intensity \
-            that traffic gives (`FLOP/B min` counts each input and output once): tiling shows \
-            as a higher intensity. Registers, shared memory and occupancy are NVRTC's (sm_90)."
-            .into(),
+        DeviceKind::Sim => format!(
+            "The **CUDA simulator** executed each kernel's CUDA source on the CPU to check its \
+             output; it gives no speeds. `traffic` is every global-memory byte the kernel loaded \
+             or stored, counted as it ran, and `FLOP/B` the arithmetic intensity that traffic \
+             gives; `ideal FLOP/B` is the intensity of a kernel that reads each input once and \
+             writes the output once. Tiling shows as a higher intensity. Registers, shared \
+             memory and occupancy are NVRTC's ({}).",
+            crate::user_kernel::run::INSPECT_ARCH
+        ),
         DeviceKind::Cuda => String::new(),
     }
 }

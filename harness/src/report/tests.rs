@@ -445,3 +445,13 @@ fn reports_read_results_through_the_schema_check() {
     assert!(e.contains("schema version 2"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn byte_counts_read_in_the_unit_that_fits() {
+    use table::bytes;
+    assert_eq!(bytes(0), "-");
+    assert_eq!(bytes(12), "12 B");
+    assert_eq!(bytes(1536), "1.5 KiB");
+    assert_eq!(bytes(3 << 20), "3.0 MiB");
+    assert_eq!(bytes(5 << 30), "5.00 GiB");
+}
