@@ -16,8 +16,9 @@ pub fn open(kind: Option<DeviceKind>) -> Result<(Box<dyn Executor>, Option<Strin
             Ok(d) => Ok((Box::new(d), None)),
             Err(e) => Err(anyhow!("--device cuda: {e}")),
         },
+        // Instrumented: every run checks for shared-memory races and counts traffic.
         Some(DeviceKind::Sim) => match kernel::sim::SimDevice::new() {
-            Ok(d) => Ok((Box::new(d), None)),
+            Ok(d) => Ok((Box::new(d.instrumented()), None)),
             Err(e) => Err(anyhow!("--device sim: {e}")),
         },
         None => match CudaDevice::open() {

@@ -14,7 +14,9 @@ use kernel::{Executor, Step, Workload};
 
 #[test]
 fn every_kernel_matches_the_reference_in_the_simulator() {
-    let dev = SimDevice::new().expect("the simulator needs a host C++ compiler (g++)");
+    let dev = SimDevice::new()
+        .expect("the simulator needs a host C++ compiler (g++)")
+        .instrumented();
     let config = Config::defaults();
     let all = registry::all();
     let refs: Vec<&dyn kernel::Kernel> = all.iter().map(|k| k.as_ref()).collect();
@@ -106,7 +108,9 @@ impl kernel::Kernel for WritesPastTheEnd {
 
 #[test]
 fn an_out_of_bounds_kernel_fails_its_row_and_the_run_goes_on() {
-    let dev = SimDevice::new().expect("the simulator needs a host C++ compiler (g++)");
+    let dev = SimDevice::new()
+        .expect("the simulator needs a host C++ compiler (g++)")
+        .instrumented();
     let config = Config::defaults();
     let all = registry::all();
     let pick = |id: &str| all.iter().find(|k| k.info().id == id).unwrap().as_ref();
@@ -138,7 +142,9 @@ fn an_out_of_bounds_kernel_fails_its_row_and_the_run_goes_on() {
 #[test]
 fn tuning_configurations_match_the_reference_in_the_simulator() {
     use restrict_unroll::{GemmTuned, TileConfig};
-    let dev = SimDevice::new().expect("the simulator needs a host C++ compiler (g++)");
+    let dev = SimDevice::new()
+        .expect("the simulator needs a host C++ compiler (g++)")
+        .instrumented();
     let config = Config::defaults();
     let grid = TileConfig::grid();
     let pick = |bm, bn, bk, wm, wn, wniter| {
@@ -187,7 +193,7 @@ fn tuning_configurations_match_the_reference_in_the_simulator() {
 /// above the compulsory one (every input read once, the output written once).
 #[test]
 fn a_simulator_run_places_the_gemm_rungs_at_their_own_intensity() {
-    let dev = SimDevice::new().unwrap().counting_traffic();
+    let dev = SimDevice::new().unwrap().instrumented();
     let config = Config::defaults();
     let all = registry::all();
     let refs: Vec<&dyn kernel::Kernel> = all.iter().map(|k| k.as_ref()).collect();

@@ -85,3 +85,36 @@ mod tests {
         );
     }
 }
+
+/// A kernel that is nothing but a fixed CUDA plan, for tests that run sources of their own.
+pub struct PlanKernel {
+    pub plan: crate::CudaPlan,
+    pub precision: crate::Precision,
+}
+
+impl PlanKernel {
+    pub fn fp32(plan: crate::CudaPlan) -> Self {
+        Self {
+            plan,
+            precision: crate::Precision::Fp32,
+        }
+    }
+}
+
+impl crate::Kernel for PlanKernel {
+    fn info(&self) -> crate::KernelInfo {
+        crate::KernelInfo {
+            id: "test-plan".into(),
+            workload: crate::Workload::Gemm,
+            stage: crate::Stage::Baseline,
+            precision: self.precision,
+            role: crate::Role::Rung,
+            rung: 0,
+            summary: "a test's own CUDA source".into(),
+        }
+    }
+
+    fn cuda(&self, _shape: &Shape) -> Option<crate::CudaPlan> {
+        Some(self.plan.clone())
+    }
+}

@@ -4,31 +4,8 @@
 //! missing, an access counted twice, shared memory counted as global) fails.
 
 use kernel::sim::SimDevice;
-use kernel::testing::gemm_f64;
-use kernel::{
-    CudaPlan, CudaSource, Dtype, Executor, Kernel, KernelInfo, Launch, MemoryTraffic, Precision,
-    Role, Shape, Stage, Workload,
-};
-
-struct TestKernel(CudaPlan);
-
-impl Kernel for TestKernel {
-    fn info(&self) -> KernelInfo {
-        KernelInfo {
-            id: "traffic-test".into(),
-            workload: Workload::Gemm,
-            stage: Stage::Baseline,
-            precision: Precision::Fp32,
-            role: Role::Rung,
-            rung: 0,
-            summary: "a test of the simulator's traffic counter".into(),
-        }
-    }
-
-    fn cuda(&self, _shape: &Shape) -> Option<CudaPlan> {
-        Some(self.0.clone())
-    }
-}
+use kernel::testing::{PlanKernel, gemm_f64};
+use kernel::{CudaPlan, CudaSource, Dtype, Executor, Launch, MemoryTraffic, Shape};
 
 const KERNELS: &str = r#"
 #include "lab/ptx.h"
@@ -123,7 +100,7 @@ fn run(
 ) -> (Vec<f32>, Option<MemoryTraffic>) {
     let shape = Shape::gemm(m, n, k);
     let inputs = vec![data(m * k, 1), data(k * n, 2)];
-    let kernel = TestKernel(plan);
+    let kernel = PlanKernel::fp32(plan);
     let mut p = dev.prepare(&kernel, &shape, &inputs).expect("prepares");
     p.run().expect("runs");
     let out = p.output().expect("output");
@@ -143,7 +120,7 @@ const F32: u64 = 4;
 
 #[test]
 fn naive_gemm_loads_two_operands_per_multiply_add() {
-    let dev = SimDevice::new().unwrap().counting_traffic();
+    let dev = SimDevice::new().unwrap().instrumented();
     let (m, n, k) = (37, 29, 51);
     let p = plan(
         "naive",
@@ -163,7 +140,7 @@ fn naive_gemm_loads_two_operands_per_multiply_add() {
 
 #[test]
 fn tiling_divides_the_loads_by_the_tile_and_shared_memory_is_not_counted() {
-    let dev = SimDevice::new().unwrap().counting_traffic();
+    let dev = SimDevice::new().unwrap().instrumented();
     let (m, n, k) = (48, 32, 64);
     let p = plan(
         "tiled",
@@ -181,7 +158,7 @@ fn tiling_divides_the_loads_by_the_tile_and_shared_memory_is_not_counted() {
 
 #[test]
 fn vector_accesses_copies_and_atomics_count_their_size() {
-    let dev = SimDevice::new().unwrap().counting_traffic();
+    let dev = SimDevice::new().unwrap().instrumented();
     let (m, n, k) = (16, 16, 16);
     let p = plan("copy4", [1, 1, 1], [64, 1, 1], m, n, k);
     let (out, t) = run(&dev, p, (m, n, k), false);
@@ -214,11 +191,11 @@ fn a_plain_simulator_does_not_count() {
 
 #[test]
 fn a_counting_simulator_still_reports_faults_and_counts_the_next_launch() {
-    let dev = SimDevice::new().unwrap().counting_traffic();
+    let dev = SimDevice::new().unwrap().instrumented();
     let (m, n, k) = (16, 16, 16);
     let shape = Shape::gemm(m, n, k);
     let inputs = vec![data(m * k, 1), data(k * n, 2)];
-    let bad = TestKernel(plan("overrun", [1, 1, 1], [1, 1, 1], m, n, k));
+    let bad = PlanKernel::fp32(plan("overrun", [1, 1, 1], [1, 1, 1], m, n, k));
     let mut p = dev.prepare(&bad, &shape, &inputs).unwrap();
     let err = p.run().unwrap_err().to_string();
     assert!(

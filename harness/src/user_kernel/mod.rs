@@ -354,7 +354,7 @@ impl UserKernel {
                 kernel::sim::compile::translation_unit(&self.source).and_then(|(tu, _)| {
                     let cxx = kernel::sim::compile::compiler();
                     // Built as `run` runs it (counting traffic), so the run finds it cached.
-                    let how = kernel::sim::compile::Build::CountingTraffic;
+                    let how = kernel::sim::compile::Build::Instrumented;
                     kernel::sim::compile::build(&self.source, &tu, &cxx, how).map(|_| ())
                 })
             }

@@ -174,7 +174,7 @@ pub fn in_simulator(
     // Every row's global-memory traffic counted, for the roofline's intensity.
     let dev = kernel::sim::SimDevice::new()
         .map_err(|e| anyhow::anyhow!("--device sim: {e}"))?
-        .counting_traffic();
+        .instrumented();
     let default_workloads = if users.is_empty() {
         config.device(DeviceKind::Sim).workloads.clone()
     } else {

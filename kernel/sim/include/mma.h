@@ -61,36 +61,54 @@ inline void fill_fragment(fragment<Use, M, N, K, T, L> &f, const V &v) {
 }
 
 // matrix_a / matrix_b: the layout is part of the type.
+// Loads and stores: every lane moves the whole tile, but the warp's first lane alone counts
+// the traffic and marks the race checker's record (a GPU moves the tile once, split among the
+// lanes): uninstrumented, with the lines or columns reported one by one.
+template <class P>
+inline void warp_tile_access(const P *p, unsigned ldm, int lines, int line_len, bool write) {
+    for (int i = 0; i < lines; ++i) {
+        if (write) SIM_WARP_WRITE(p + (size_t)i * ldm, line_len * sizeof(P));
+        else SIM_WARP_READ(p + (size_t)i * ldm, line_len * sizeof(P));
+    }
+}
+
 template <class Use, int M, int N, int K, class T, class L, class P>
-inline void load_matrix_sync(fragment<Use, M, N, K, T, L> &f, const P *p, unsigned ldm) {
+SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<Use, M, N, K, T, L> &f, const P *p, unsigned ldm) {
     static_assert(!std::is_same_v<L, void>, "an operand fragment needs row_major or col_major");
     using F = fragment<Use, M, N, K, T, L>;
+    constexpr bool row = std::is_same_v<L, row_major>;
     for (int r = 0; r < F::rows; ++r)
         for (int c = 0; c < F::cols; ++c)
-            f.x[r * F::cols + c] = std::is_same_v<L, row_major> ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
+            f.x[r * F::cols + c] = row ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
+    warp_tile_access(p, ldm, row ? F::rows : F::cols, row ? F::cols : F::rows, false);
 }
 
 // The accumulator: the layout is an argument.
 template <int M, int N, int K, class T, class P>
-inline void load_matrix_sync(fragment<accumulator, M, N, K, T> &f, const P *p, unsigned ldm, layout_t l) {
+SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<accumulator, M, N, K, T> &f, const P *p, unsigned ldm,
+                                                layout_t l) {
     for (int r = 0; r < M; ++r)
         for (int c = 0; c < N; ++c)
             f.x[r * N + c] = l == mem_row_major ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
+    warp_tile_access(p, ldm, l == mem_row_major ? M : N, l == mem_row_major ? N : M, false);
 }
 
 template <int M, int N, int K, class T, class P>
-inline void store_matrix_sync(P *p, const fragment<accumulator, M, N, K, T> &f, unsigned ldm, layout_t l) {
+SIM_UNINSTRUMENTED inline void store_matrix_sync(P *p, const fragment<accumulator, M, N, K, T> &f, unsigned ldm,
+                                                 layout_t l) {
     for (int r = 0; r < M; ++r)
         for (int c = 0; c < N; ++c) {
             P v = f.x[r * N + c];
             if (l == mem_row_major) p[(size_t)r * ldm + c] = v;
             else p[(size_t)c * ldm + r] = v;
         }
+    warp_tile_access(p, ldm, l == mem_row_major ? M : N, l == mem_row_major ? N : M, true);
 }
 
 // D = A * B + C with fp32 accumulation; TF32 operands are rounded to TF32 first.
+// Arithmetic on fragments only (registers on a GPU): never traced.
 template <int M, int N, int K, class TA, class LA, class TB, class LB, class TC, class TD>
-inline void mma_sync(fragment<accumulator, M, N, K, TD> &d, const fragment<matrix_a, M, N, K, TA, LA> &a,
+SIM_UNINSTRUMENTED inline void mma_sync(fragment<accumulator, M, N, K, TD> &d, const fragment<matrix_a, M, N, K, TA, LA> &a,
                      const fragment<matrix_b, M, N, K, TB, LB> &b, const fragment<accumulator, M, N, K, TC> &c) {
     constexpr bool tf32 = std::is_same_v<TA, precision::tf32>;
     float out[M * N];

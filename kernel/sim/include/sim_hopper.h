@@ -178,7 +178,8 @@ inline uint64_t *mbar_object(void *bar, const char *what) {
     return (uint64_t *)bar;
 }
 
-inline Mbar mbar_load(uint64_t *bar, const char *what) {
+// The mbarrier object is updated atomically on a GPU: its accesses are not race-checked.
+SIM_UNINSTRUMENTED inline Mbar mbar_load(uint64_t *bar, const char *what) {
     uint64_t v = *bar;
     if ((v >> 62) != 2)
         fail("%s on the mbarrier at shared address 0x%x, which mbarrier.init has not initialized (it holds 0x%016llx)",
@@ -191,7 +192,7 @@ inline Mbar mbar_load(uint64_t *bar, const char *what) {
     return m;
 }
 
-inline void mbar_store(uint64_t *bar, const Mbar &m) {
+SIM_UNINSTRUMENTED inline void mbar_store(uint64_t *bar, const Mbar &m) {
     *bar = kMbarMark | ((uint64_t)m.phase << 61) | (((uint64_t)(uint32_t)m.tx & 0x1FFFFF) << 40) |
            ((uint64_t)m.expected << 20) | m.pending;
 }
@@ -207,6 +208,7 @@ inline void mbar_settle(uint64_t *bar, Mbar &m) {
     m.pending = m.expected;
     mbar_store(bar, m);
     Worker &w = worker();
+    w.race_epoch++;  // what its waiters do next is ordered after what came before
     HopperState &h = hopper();
     for (unsigned k = 0; k < w.n; ++k) {
         unsigned i = w.order[k];
@@ -328,7 +330,7 @@ inline void tma_land(const TmaCopy &c) {
 // cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // [dst], [map, {c0, c1}], [bar]: the box at element coordinates (c0 innermost, c1), elements
 // outside the tensor filled (5.5.3.3), written to dst in the map's swizzle.
-SIM_COUNTS_ITSELF inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, int c1) {
+SIM_UNINSTRUMENTED inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, int c1) {
     const char *what = "cp.async.bulk.tensor.2d";
     SimTensorMap map;
     memcpy(&map, map_ptr, sizeof map);

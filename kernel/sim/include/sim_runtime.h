@@ -7,8 +7,13 @@
 // The host (Rust) picks the blocks, the OS threads and catches SIGSEGV; see kernel/src/sim.
 #pragma once
 
+#include <cxxabi.h>
 #include <dlfcn.h>
+#include <elf.h>
+#include <fcntl.h>
 #include <link.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -28,19 +33,32 @@
 
 #define SIM_EXPORT extern "C" __attribute__((visibility("default")))
 
-// Global-memory traffic is counted by instrumenting the kernel (see sim_traffic.h). The
-// emulation's own copies (cp.async, TMA) are left uninstrumented (SIM_COUNTS_ITSELF) and
-// report what they read from global memory with SIM_GLOBAL_READ, once per copy.
+// An instrumented build (SIM_INSTRUMENTED) compiles the kernel with gcc's ThreadSanitizer
+// instrumentation, whose hooks (sim_traffic.h) count global-memory traffic and hand every
+// other access to the race checker (sim_race_access below). The emulation's own copies and
+// bookkeeping are left uninstrumented (SIM_UNINSTRUMENTED) and report what they move
+// themselves: SIM_GLOBAL_READ for global traffic, SIM_SHARED_WRITE for the race checker.
 struct SimTraffic;  // sim_traffic.h
-#ifdef SIM_COUNT_TRAFFIC
+#ifdef SIM_INSTRUMENTED
 extern "C" void __tsan_read_range(void *p, unsigned long n);
-extern "C" void sim_traffic_begin(SimTraffic *t);
+extern "C" void __tsan_write_range(void *p, unsigned long n);
+extern "C" void sim_traffic_begin(SimTraffic *t, const void *static_lo, size_t static_bytes,
+                                  const void *dynamic_lo, size_t dynamic_bytes);
 extern "C" void sim_traffic_flush();
+extern "C" void sim_race_access(const void *p, unsigned long n, int write);
 #define SIM_GLOBAL_READ(p, n) __tsan_read_range((void *)(p), (unsigned long)(n))
-#define SIM_COUNTS_ITSELF __attribute__((no_sanitize_thread))
+#define SIM_SHARED_WRITE(p, n) sim_race_access((const void *)(p), (unsigned long)(n), 1)
+#define SIM_UNINSTRUMENTED __attribute__((no_sanitize_thread, noinline))
+// A read or write of the warp, emulated by each lane in full (WMMA's whole tiles): counted
+// and checked once, as the first lane's.
+#define SIM_WARP_READ(p, n) (sim::warp_reporter() ? __tsan_read_range((void *)(p), (unsigned long)(n)) : (void)0)
+#define SIM_WARP_WRITE(p, n) (sim::warp_reporter() ? __tsan_write_range((void *)(p), (unsigned long)(n)) : (void)0)
 #else
+#define SIM_WARP_READ(p, n) ((void)0)
+#define SIM_WARP_WRITE(p, n) ((void)0)
 #define SIM_GLOBAL_READ(p, n) ((void)0)
-#define SIM_COUNTS_ITSELF
+#define SIM_SHARED_WRITE(p, n) ((void)0)
+#define SIM_UNINSTRUMENTED
 #endif
 
 struct uint3 { unsigned int x, y, z; };
@@ -159,8 +177,20 @@ struct Fiber {
 struct Warp {
     unsigned present;  // lanes that exist (the last warp of a block may be partial)
     unsigned arrived;
+    uint16_t epoch;    // warp-wide synchronizations so far (the race checker's order within a warp)
     alignas(16) unsigned char slot[2][32][kSlotBytes];  // double-buffered by Fiber::parity
     alignas(16) unsigned char result[2][32][16];        // per-lane results of a warp_collective
+};
+
+// The race checker's record of one byte of shared memory: the last access of one kind, by
+// which thread (index + 1; 0: none) in which barrier interval and warp interval.
+struct RaceMark {
+    uint32_t epoch;
+    uint16_t warp_epoch;
+    uint16_t thread;
+};
+struct RaceCell {
+    RaceMark write, read;
 };
 
 struct Worker {
@@ -185,6 +215,11 @@ struct Worker {
     size_t static_smem_bytes;
     const SimLaunch *launch;
     SimResult *result;
+    // racecheck (instrumented builds): a cell per byte of static then dynamic shared memory,
+    // and the barrier interval, counted across blocks so that old cells never match.
+    RaceCell *race;
+    size_t race_cells;
+    uint32_t race_epoch;
     sigjmp_buf jmp;
     Worker *next_free;
 };
@@ -247,6 +282,7 @@ inline bool warp_wait(unsigned mask, bool front = false) {
     if ((wp.arrived & expect) == expect) {
         unsigned others = wp.arrived & ~(1u << f.lane);
         wp.arrived = 0;
+        wp.epoch++;
         for (unsigned l = 0; l < 32; ++l)
             if (others & (1u << l)) {
                 w.at_warp--;
@@ -293,6 +329,13 @@ inline unsigned ballot(unsigned mask, int pred) {
     return bits;
 }
 
+// Whether the calling lane is its warp's first: it reports what the warp's lanes, each
+// emulating a whole warp-wide instruction, did once for all.
+inline bool warp_reporter() {
+    Fiber &f = fiber();
+    return f.lane == (unsigned)__builtin_ctz(worker().warps[f.warp].present);
+}
+
 // ---- Misuse the emulation detects ----
 
 // Ends the block with `fmt` as the error, naming the kernel, the block and the thread (an
@@ -320,11 +363,139 @@ inline bool is_shared(const void *p, size_t bytes) {
     return inside(w.static_smem, w.static_smem_bytes) || inside(w.dyn_smem, w.launch->dynamic_smem);
 }
 
+// ---- racecheck (instrumented builds) ----
+//
+// Two accesses to the same byte of shared memory by different threads, at least one a write,
+// race unless something orders them: a __syncthreads() (or a completed mbarrier phase: both
+// start a new barrier interval of the whole block) or, for two lanes of one warp, a warp-wide
+// synchronization (__syncwarp, a shuffle, a vote, a warp-wide instruction). Each byte keeps
+// its last write and one read (the last, unless an earlier one is unordered with it); an
+// access is checked against both. Keeping one read can miss a race, never invent one.
+// Atomics are not checked.
+
+// Whether two accesses are ordered: `m` earlier, by thread `m.thread - 1`; the current one by
+// thread `me - 1` of warp `warp` in interval `epoch`, warp interval `warp_epoch`.
+inline bool race_ordered(const RaceMark &m, uint32_t epoch, uint16_t me, unsigned warp, uint16_t warp_epoch) {
+    if (m.thread == 0 || m.thread == me || m.epoch != epoch) return true;
+    return (unsigned)(m.thread - 1) / 32 == warp && m.warp_epoch != warp_epoch;
+}
+
+// Names the `__shared__` variable at `offset` of this module's TLS block (where they live) from
+// the module's symbol table: "As in tiled<false>, byte 12". Empty when it cannot tell.
+inline void shared_variable_at(size_t offset, char *out, size_t room) {
+    out[0] = 0;
+    Dl_info self;
+    if (!dladdr((void *)&shared_variable_at, &self) || !self.dli_fname) return;
+    int fd = open(self.dli_fname, O_RDONLY);
+    if (fd < 0) return;
+    struct stat st;
+    void *map = fstat(fd, &st) == 0 ? mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+    close(fd);
+    if (map == MAP_FAILED) return;
+    const char *base = (const char *)map;
+    const auto *eh = (const Elf64_Ehdr *)base;
+    const auto *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
+    for (unsigned i = 0; i < eh->e_shnum && !out[0]; ++i) {
+        if (sh[i].sh_type != SHT_SYMTAB) continue;
+        const auto *sym = (const Elf64_Sym *)(base + sh[i].sh_offset);
+        const char *names = base + sh[sh[i].sh_link].sh_offset;
+        for (size_t k = 0; k < sh[i].sh_size / sizeof(Elf64_Sym); ++k) {
+            if (ELF64_ST_TYPE(sym[k].st_info) != STT_TLS) continue;
+            if (offset < sym[k].st_value || offset >= sym[k].st_value + sym[k].st_size) continue;
+            const char *mangled = names + sym[k].st_name;
+            int status = 0;
+            char *plain = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
+            const char *name = status == 0 && plain ? plain : mangled;
+            // "f<...>(args)::As" (or "f::As" for an extern "C" f) reads as "'As' (in f<...>)".
+            const char *var = strrchr(name, ':'), *paren = strchr(name, '(');
+            const char *owner_end = paren && var && paren < var ? paren : var ? var - 1 : nullptr;
+            if (owner_end && owner_end > name)
+                snprintf(out, room, "'%s' (in %.*s), byte %zu", var + 1, (int)(owner_end - name), name,
+                         offset - (size_t)sym[k].st_value);
+            else
+                snprintf(out, room, "'%s', byte %zu", name, offset - (size_t)sym[k].st_value);
+            free(plain);
+            break;
+        }
+    }
+    munmap(map, (size_t)st.st_size);
+}
+
+[[noreturn]] inline void race_report(Worker &w, size_t cell, bool write, const RaceMark &other, bool other_write) {
+    const Fiber &o = w.fibers[other.thread - 1];
+    bool dynamic = cell >= w.static_smem_bytes;
+    char where[200];
+    if (dynamic) {
+        snprintf(where, sizeof where, "byte %zu of dynamic shared memory (extern __shared__)",
+                 cell - w.static_smem_bytes);
+    } else {
+        char var[160];
+        shared_variable_at(cell, var, sizeof var);
+        if (var[0]) snprintf(where, sizeof where, "__shared__ %s", var);
+        else snprintf(where, sizeof where, "byte %zu of the __shared__ variables", cell);
+    }
+    fail("race on shared memory: this thread %s %s, which thread (%u,%u,%u) %s in the same barrier interval, "
+         "with no __syncthreads(), __syncwarp() or mbarrier wait between them (a GPU runs them in any order)",
+         write ? "writes" : "reads", where, o.tid.x, o.tid.y, o.tid.z, other_write ? "wrote" : "read");
+}
+
+// A block starts: cells for all of its shared memory, none of them marked in this interval.
+inline void race_block_start(Worker &w) {
+    size_t need = w.static_smem_bytes + w.launch->dynamic_smem;
+    if (need > w.race_cells) {
+        free(w.race);
+        w.race = (RaceCell *)calloc(need, sizeof(RaceCell));
+        w.race_cells = w.race ? need : 0;
+    }
+    w.race_epoch++;
+    for (unsigned k = 0; k < (w.n + 31) / 32; ++k) w.warps[k].epoch = 0;
+}
+
+}  // namespace sim
+
+// Called by the instrumentation's hooks for every access that is not global memory (and by
+// the emulation for its own shared-memory writes): checks and records it if it is this
+// block's shared memory. Uninstrumented, so its own accesses are not checked.
+extern "C" SIM_UNINSTRUMENTED void sim_race_access(const void *p, unsigned long n, int write) {
+    using namespace sim;
+    Worker *w = tl_worker;
+    Fiber *f = tl_fiber;
+    if (!w || !f || !w->race) return;
+    const char *c = (const char *)p;
+    size_t cell;
+    if (w->static_smem && c >= w->static_smem && c < w->static_smem + w->static_smem_bytes) {
+        // The runtime's own two thread-locals share the block with the __shared__ variables.
+        const char *tw = (const char *)&tl_worker, *tf = (const char *)&tl_fiber;
+        if ((c >= tw && c < tw + sizeof tl_worker) || (c >= tf && c < tf + sizeof tl_fiber)) return;
+        cell = (size_t)(c - w->static_smem);
+    } else if (w->dyn_smem && c >= w->dyn_smem && c < w->dyn_smem + w->launch->dynamic_smem) {
+        cell = w->static_smem_bytes + (size_t)(c - w->dyn_smem);
+    } else {
+        return;
+    }
+    uint16_t me = (uint16_t)(f - w->fibers) + 1;
+    uint16_t we = w->warps[f->warp].epoch;
+    uint32_t epoch = w->race_epoch;
+    size_t end = cell + n < w->race_cells ? cell + n : w->race_cells;
+    for (size_t i = cell; i < end; ++i) {
+        RaceCell &r = w->race[i];
+        bool read_ordered = race_ordered(r.read, epoch, me, f->warp, we);
+        if (!race_ordered(r.write, epoch, me, f->warp, we)) race_report(*w, i, write, r.write, true);
+        if (write && !read_ordered) race_report(*w, i, true, r.read, false);
+        // A read unordered with this one stays recorded: it, not this thread's own, is what a
+        // later write by this thread would race with.
+        if (write) r.write = RaceMark{epoch, we, me};
+        else if (read_ordered) r.read = RaceMark{epoch, we, me};
+    }
+}
+
+namespace sim {
+
 // ---- cp.async: per-thread queues of copies, completed by commit groups ----
 
 // Issues one copy of `bytes` (4, 8 or 16) from global `src` to shared `dst`; only the first
 // `src_bytes` are read, the rest is zeros (cp.async's zero-fill form).
-SIM_COUNTS_ITSELF inline void async_copy(void *dst, const void *src, unsigned bytes, unsigned src_bytes) {
+SIM_UNINSTRUMENTED inline void async_copy(void *dst, const void *src, unsigned bytes, unsigned src_bytes) {
     Fiber &f = fiber();
     if (((uintptr_t)dst | (uintptr_t)src) % bytes)
         fail("cp.async of %u bytes from %p to %p: both addresses must be %u-byte aligned", bytes, src, dst, bytes);
@@ -340,6 +511,9 @@ SIM_COUNTS_ITSELF inline void async_copy(void *dst, const void *src, unsigned by
     memset(c.data, 0, sizeof c.data);
     memcpy(c.data, src, src_bytes);
     SIM_GLOBAL_READ(src, src_bytes);
+    // The copy may land at any moment until its wait: a write from its issue (and again at
+    // the wait, below).
+    SIM_SHARED_WRITE(dst, bytes);
 }
 
 // cp.async.commit_group: the copies issued since the last commit become one group (possibly
@@ -355,6 +529,7 @@ inline void async_wait(unsigned n) {
     while (done < f.async_pending && f.async[done].group < older_than) {
         AsyncCopy &c = f.async[done++];
         memcpy(c.dst, c.data, c.bytes);
+        SIM_SHARED_WRITE(c.dst, c.bytes);
     }
     memmove(f.async, f.async + done, (f.async_pending - done) * sizeof(AsyncCopy));
     f.async_pending -= done;
@@ -410,7 +585,7 @@ inline int tls_callback(struct dl_phdr_info *info, size_t, void *arg) {
 // 0xFF bytes are NaN as f32 and f16: a read before any write shows in the result. The TLS
 // block also holds the traffic counter's state, so it is set again here, before any counted
 // access can read it (and this function is not instrumented).
-SIM_COUNTS_ITSELF inline void poison_shared(Worker &w, SimTraffic *traffic) {
+SIM_UNINSTRUMENTED inline void poison_shared(Worker &w, SimTraffic *traffic) {
     Dl_info self;
     std::pair<void *, TlsBlock> want{nullptr, {nullptr, 0}};
     if (dladdr((void *)&poison_shared, &self)) {
@@ -424,8 +599,8 @@ SIM_COUNTS_ITSELF inline void poison_shared(Worker &w, SimTraffic *traffic) {
     w.static_smem_bytes = want.second.size;
     tl_fiber = nullptr;
     if (w.dyn_cap) memset(w.dyn_smem, 0xFF, w.dyn_cap);
-#ifdef SIM_COUNT_TRAFFIC
-    sim_traffic_begin(traffic);
+#ifdef SIM_INSTRUMENTED
+    sim_traffic_begin(traffic, w.static_smem, w.static_smem_bytes, w.dyn_smem, w.launch->dynamic_smem);
 #else
     (void)traffic;
 #endif
@@ -505,6 +680,7 @@ inline bool schedule(Worker &w) {
         if (w.exited == w.n) return true;
         if (w.at_block == w.n) {
             w.at_block = 0;
+            w.race_epoch++;
             int done = w.fibers[0].bar_parity;
             w.bar_count[done ^ 1] = 0;  // the next barrier's accumulator starts empty
             for (unsigned k = 0; k < w.n; ++k) push_ready(w, w.order[k]);
@@ -564,6 +740,7 @@ struct PoolReaper {
             munmap(w->stacks, (size_t)kMaxThreads * (kStackBytes + kGuardBytes));
             munmap(w->async_copies, kAsyncSpan);
             free(w->dyn_smem);
+            free(w->race);
             hopper_free(*w);
             delete w;
         }
@@ -614,6 +791,9 @@ inline int run_block(Worker &w, const SimLaunch *l, uint64_t block, uint64_t see
     }
     make_order(w, seed);
     poison_shared(w, l->traffic);
+#ifdef SIM_INSTRUMENTED
+    race_block_start(w);
+#endif
     hopper_block_start(w, seed);
     return schedule(w) ? SIM_OK : SIM_ERROR;
 }
@@ -643,7 +823,7 @@ SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t block, uint64_t seed, 
     // A fault in the kernel (caught by the host's SIGSEGV handler) comes back here with 1,
     // a misuse the emulation detected (sim::fail, the message already written) with 2.
     if (int why = sigsetjmp(w->jmp, 1)) {
-#ifdef SIM_COUNT_TRAFFIC
+#ifdef SIM_INSTRUMENTED
         sim_traffic_flush();  // forgets the launch, which ends here
 #endif
         tl_fiber = nullptr;
@@ -652,7 +832,7 @@ SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t block, uint64_t seed, 
         return res->code = why == 2 ? SIM_ERROR : SIM_FAULT;
     }
     int code = run_block(*w, l, block, seed, res);
-#ifdef SIM_COUNT_TRAFFIC
+#ifdef SIM_INSTRUMENTED
     sim_traffic_flush();
 #endif
     tl_worker = nullptr;

@@ -1,4 +1,5 @@
-// sim_traffic.h: counts the global-memory traffic a kernel issues, for the roofline's x axis.
+// sim_traffic.h: counts the global-memory traffic a kernel issues, for the roofline's x axis,
+// and hands every other plain access to the race checker (sim_race_access, sim_runtime.h).
 //
 // When traffic is counted, the kernel's translation unit is compiled with gcc's
 // ThreadSanitizer instrumentation (`-fsanitize=thread`), which calls a hook before every
@@ -28,51 +29,67 @@ struct SimTraffic {
     uint64_t loads, stores;
 };
 
+extern "C" void sim_race_access(const void *p, unsigned long n, int write);  // sim_runtime.h
+
 namespace sim_traffic {
 
-// The launch whose block this OS thread runs, and the bytes that block loaded and stored.
-// This thread-local state lies in the module's TLS block, which the runtime fills with NaN
-// bytes at each block start (it holds the `__shared__` arrays): sim_traffic_begin sets it
+// What the hooks need of the block this OS thread runs, in one thread-local (one TLS lookup
+// per hook): its launch's counts, its shared memory (static, then dynamic), and the bytes it
+// loaded and stored. This state lies in the module's TLS block, which the runtime fills with
+// NaN bytes at each block start (it holds the `__shared__` arrays): sim_traffic_begin sets it
 // after that.
-thread_local SimTraffic *current;
-thread_local uint64_t thread_loads, thread_stores;
+struct Block {
+    SimTraffic *traffic;
+    uintptr_t static_lo, static_bytes, dynamic_lo, dynamic_bytes;
+    uint64_t loads, stores;
+};
+thread_local Block block;
 
-inline bool global(const void *p) {
-    const SimTraffic *t = current;
-    uint64_t a = (uint64_t)p;
+inline bool global(const Block &b, uintptr_t a) {
+    const SimTraffic *t = b.traffic;
     if (!t || a < t->lowest || a >= t->highest) return false;
     for (int i = 0; i < t->ranges; ++i)
         if (a >= t->pairs[2 * i] && a < t->pairs[2 * i + 1]) return true;
     return false;
 }
 
-inline void load(const void *p, uint64_t bytes) {
-    if (global(p)) thread_loads += bytes;
+// An access of `bytes` at `p`: shared memory goes to the race checker (unless atomic),
+// global memory is counted, anything else (the fibers' stacks, the runtime's state) is left.
+inline void access(const void *p, uint64_t bytes, bool write, bool atomic) {
+    Block &b = block;
+    uintptr_t a = (uintptr_t)p;
+    if (a - b.static_lo < b.static_bytes || a - b.dynamic_lo < b.dynamic_bytes) {
+        if (!atomic) sim_race_access(p, bytes, write);
+    } else if (global(b, a)) {
+        (write ? b.stores : b.loads) += bytes;
+    }
 }
 
-inline void store(const void *p, uint64_t bytes) {
-    if (global(p)) thread_stores += bytes;
-}
+inline void load(const void *p, uint64_t bytes) { access(p, bytes, false, true); }
+inline void store(const void *p, uint64_t bytes) { access(p, bytes, true, true); }
+inline void read(const void *p, uint64_t bytes) { access(p, bytes, false, false); }
+inline void write(const void *p, uint64_t bytes) { access(p, bytes, true, false); }
 
 }  // namespace sim_traffic
 
 // ---- Called by the runtime ----
 
-// A block of the launch counting into `t` (null: not counted) starts on the calling OS thread.
-extern "C" void sim_traffic_begin(SimTraffic *t) {
-    sim_traffic::current = t;
-    sim_traffic::thread_loads = sim_traffic::thread_stores = 0;
+// A block starts on the calling OS thread: its launch counts into `t` (null: not counted), its
+// shared memory is [static_lo, +static_bytes) and [dynamic_lo, +dynamic_bytes).
+extern "C" void sim_traffic_begin(SimTraffic *t, const void *static_lo, size_t static_bytes,
+                                  const void *dynamic_lo, size_t dynamic_bytes) {
+    sim_traffic::block = sim_traffic::Block{t, (uintptr_t)static_lo, static_bytes, (uintptr_t)dynamic_lo,
+                                            dynamic_bytes, 0, 0};
 }
 
 // The block has finished: what it counted goes to its launch's totals.
 extern "C" void sim_traffic_flush() {
-    using namespace sim_traffic;
-    if (current) {
-        __atomic_fetch_add(&current->loads, thread_loads, __ATOMIC_RELAXED);
-        __atomic_fetch_add(&current->stores, thread_stores, __ATOMIC_RELAXED);
+    sim_traffic::Block &b = sim_traffic::block;
+    if (b.traffic) {
+        __atomic_fetch_add(&b.traffic->loads, b.loads, __ATOMIC_RELAXED);
+        __atomic_fetch_add(&b.traffic->stores, b.stores, __ATOMIC_RELAXED);
     }
-    current = nullptr;
-    thread_loads = thread_stores = 0;
+    b = sim_traffic::Block{};
 }
 
 // ---- The instrumentation's hooks (the names and signatures gcc calls) ----
@@ -84,18 +101,18 @@ void __tsan_func_entry(void *) {}
 void __tsan_func_exit() {}
 void __tsan_vptr_update(void **, void *) {}
 void __tsan_vptr_read(void **) {}
-void __tsan_read_range(void *p, unsigned long n) { sim_traffic::load(p, n); }
-void __tsan_write_range(void *p, unsigned long n) { sim_traffic::store(p, n); }
+void __tsan_read_range(void *p, unsigned long n) { sim_traffic::read(p, n); }
+void __tsan_write_range(void *p, unsigned long n) { sim_traffic::write(p, n); }
 
 #define SIM_TRAFFIC_ACCESS(N)                                                       \
-    void __tsan_read##N(void *p) { sim_traffic::load(p, N); }                       \
-    void __tsan_write##N(void *p) { sim_traffic::store(p, N); }                     \
-    void __tsan_unaligned_read##N(void *p) { sim_traffic::load(p, N); }             \
-    void __tsan_unaligned_write##N(void *p) { sim_traffic::store(p, N); }           \
-    void __tsan_volatile_read##N(void *p) { sim_traffic::load(p, N); }              \
-    void __tsan_volatile_write##N(void *p) { sim_traffic::store(p, N); }            \
-    void __tsan_unaligned_volatile_read##N(void *p) { sim_traffic::load(p, N); }    \
-    void __tsan_unaligned_volatile_write##N(void *p) { sim_traffic::store(p, N); }
+    void __tsan_read##N(void *p) { sim_traffic::read(p, N); }                       \
+    void __tsan_write##N(void *p) { sim_traffic::write(p, N); }                     \
+    void __tsan_unaligned_read##N(void *p) { sim_traffic::read(p, N); }             \
+    void __tsan_unaligned_write##N(void *p) { sim_traffic::write(p, N); }           \
+    void __tsan_volatile_read##N(void *p) { sim_traffic::read(p, N); }              \
+    void __tsan_volatile_write##N(void *p) { sim_traffic::write(p, N); }            \
+    void __tsan_unaligned_volatile_read##N(void *p) { sim_traffic::read(p, N); }    \
+    void __tsan_unaligned_volatile_write##N(void *p) { sim_traffic::write(p, N); }
 SIM_TRAFFIC_ACCESS(1)
 SIM_TRAFFIC_ACCESS(2)
 SIM_TRAFFIC_ACCESS(4)

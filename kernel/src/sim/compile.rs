@@ -66,14 +66,14 @@ const FLAGS: &[&str] = &[
 const TRAFFIC_FLAGS: &[&str] = &[
     "-fsanitize=thread",
     "--param=tsan-instrument-func-entry-exit=0",
-    "-DSIM_COUNT_TRAFFIC=1",
+    "-DSIM_INSTRUMENTED=1",
 ];
 
 /// How a module is built: plain, or counting the global-memory traffic it issues.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Build {
     Plain,
-    CountingTraffic,
+    Instrumented,
 }
 
 /// The compiler flags of one source beyond [`FLAGS`]: its defines and include folders.
@@ -414,7 +414,7 @@ pub fn build(
     how: Build,
 ) -> Result<PathBuf, DeviceError> {
     let mut flags = source_flags(src);
-    if how == Build::CountingTraffic {
+    if how == Build::Instrumented {
         flags.extend(TRAFFIC_FLAGS.iter().map(|f| f.to_string()));
     }
     let stamp = include_dirs_stamp(src);
@@ -477,7 +477,7 @@ fn compile_in(
                 .chain([cpp.as_os_str(), "-o".as_ref(), so.as_os_str()])
                 .collect(),
         )?,
-        Build::CountingTraffic => {
+        Build::Instrumented => {
             // The kernel instrumented, the hooks not, linked together without the sanitizer's
             // runtime; `-z defs` turns a hook the instrumentation wants and the file lacks
             // into a build error rather than a failure to load.

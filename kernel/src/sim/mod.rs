@@ -6,6 +6,11 @@
 //! at barriers and warp operations in forward, reverse or random order, blocks run in a
 //! shuffled order on several OS threads, shared memory starts as NaN, and every global buffer
 //! sits between guard pages ([`memory`], [`fault`]). Functional only: never timed for claims.
+//!
+//! An [`SimDevice::instrumented`] device builds the kernels with gcc's ThreadSanitizer
+//! instrumentation, whose hooks (`sim_traffic.h`) count each launch's global-memory traffic
+//! ([`Prepared::traffic`]) and hand shared-memory accesses to a race checker
+//! (`sim_race_access` in `sim_runtime.h`): a race fails the launch.
 
 pub mod compile;
 mod fault;
@@ -82,8 +87,8 @@ impl SimDevice {
 
     /// The same device, counting every global load and store its kernels issue
     /// ([`Prepared::traffic`]): the kernels are built instrumented, which makes them slower.
-    pub fn counting_traffic(mut self) -> Self {
-        self.build = compile::Build::CountingTraffic;
+    pub fn instrumented(mut self) -> Self {
+        self.build = compile::Build::Instrumented;
         self
     }
 
@@ -461,7 +466,7 @@ impl<'a> SimRun<'a> {
             }
             let seed = mix(self.dev.seed ^ mix(self.runs) ^ (i as u64).rotate_left(32));
             let mut counter = match self.dev.build {
-                compile::Build::CountingTraffic => SimTraffic::over(
+                compile::Build::Instrumented => SimTraffic::over(
                     self.bufs
                         .iter()
                         .map(|b| (b.ptr() as u64, b.ptr() as u64 + b.bytes as u64)),

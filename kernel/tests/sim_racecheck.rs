@@ -1,0 +1,205 @@
+//! The simulator's race checker on planted bugs and their fixes: a tiled GEMM without its
+//! trailing barrier, a `cp.async` pipeline that refills a stage before the barrier (whose
+//! result the simulator's schedule happens to get right), and a warp reduction in shared
+//! memory without its `__syncwarp()`. Each bug must fail its run with "race" and name both
+//! threads; each fix must pass, and so must shared-memory atomics and a warp's WMMA store.
+
+use kernel::sim::SimDevice;
+use kernel::testing::{PlanKernel, gemm_f64, inputs, relative_error};
+use kernel::{CudaPlan, CudaSource, DeviceError, Dtype, Executor, Launch, Shape};
+
+const KERNELS: &str = r#"
+#include "lab/ptx.h"
+#include <mma.h>
+
+// 16 x 16 tiles; FIXED ends each step with the barrier that keeps the next loads from
+// overwriting a tile other threads still read.
+template <bool FIXED>
+__device__ void tiled(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ float As[16][16], Bs[16][16];
+    int ty = threadIdx.y, tx = threadIdx.x;
+    int i = blockIdx.y * 16 + ty, j = blockIdx.x * 16 + tx;
+    float acc = 0.f;
+    for (int t = 0; t < K; t += 16) {
+        As[ty][tx] = A[i * K + t + tx];
+        Bs[ty][tx] = B[(t + ty) * N + j];
+        __syncthreads();
+        for (int k = 0; k < 16; ++k) acc += As[ty][k] * Bs[k][tx];
+        if (FIXED) __syncthreads();
+    }
+    C[i * N + j] = acc;
+}
+extern "C" __global__ void tiled_fixed(const float *A, const float *B, float *C, int M, int N, int K) {
+    tiled<true>(A, B, C, M, N, K);
+}
+extern "C" __global__ void tiled_no_trailing_barrier(const float *A, const float *B, float *C, int M, int N, int K) {
+    tiled<false>(A, B, C, M, N, K);
+}
+
+// Two stages of 256 floats filled by cp.async; every thread sums the whole stage. Without the
+// barrier at the end of a step, the next step's copy refills the stage others still read.
+template <bool FIXED>
+__device__ void staged(const float *A, float *C, int steps) {
+    __shared__ __align__(16) float s[2][256];
+    int t = threadIdx.x;
+    float acc = 0.f;
+    ptx::cp_async_ca<4>(ptx::smem_addr(&s[0][t]), A + t);
+    ptx::cp_async_commit();
+    for (int i = 0; i < steps; ++i) {
+        if (i + 1 < steps) ptx::cp_async_ca<4>(ptx::smem_addr(&s[(i + 1) % 2][t]), A + (i + 1) * 256 + t);
+        ptx::cp_async_commit();
+        ptx::cp_async_wait_group<1>();
+        __syncthreads();
+        for (int k = 0; k < 256; ++k) acc += s[i % 2][(t + k) % 256];
+        if (FIXED) __syncthreads();
+    }
+    C[t] = acc;
+}
+extern "C" __global__ void staged_fixed(const float *A, const float *B, float *C, int M, int N, int K) {
+    staged<true>(A, C, K);
+}
+extern "C" __global__ void staged_early_refill(const float *A, const float *B, float *C, int M, int N, int K) {
+    staged<false>(A, C, K);
+}
+
+// A warp's tree reduction in shared memory; each level must be ordered after the one before.
+template <bool FIXED>
+__device__ void reduce(const float *A, float *C) {
+    __shared__ float r[32];
+    unsigned lane = threadIdx.x;
+    r[lane] = A[lane];
+    __syncwarp();
+    for (unsigned o = 16; o > 0; o >>= 1) {
+        if (lane < o) r[lane] += r[lane + o];
+        if (FIXED) __syncwarp();
+    }
+    if (lane == 0) C[0] = r[0];
+}
+extern "C" __global__ void reduce_fixed(const float *A, const float *B, float *C, int M, int N, int K) {
+    reduce<true>(A, C);
+}
+extern "C" __global__ void reduce_no_syncwarp(const float *A, const float *B, float *C, int M, int N, int K) {
+    reduce<false>(A, C);
+}
+
+// Not races: atomics on one shared counter, and the 32 lanes of a warp storing one WMMA tile.
+extern "C" __global__ void shared_atomics(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ float sum;
+    if (threadIdx.x == 0) sum = 0.f;
+    __syncthreads();
+    atomicAdd(&sum, A[threadIdx.x]);
+    __syncthreads();
+    if (threadIdx.x == 0) C[0] = sum;
+}
+extern "C" __global__ void wmma_store(const float *A, const float *B, float *C, int M, int N, int K) {
+    using namespace nvcuda;
+    __shared__ float tile[16 * 16];
+    wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
+    wmma::fill_fragment(acc, 2.0f);
+    wmma::store_matrix_sync(tile, acc, 16, wmma::mem_row_major);
+    __syncthreads();
+    C[threadIdx.x] = tile[threadIdx.x * 8];
+}
+"#;
+
+fn launch(
+    entry: &str,
+    grid: [u32; 3],
+    block: [u32; 3],
+    (m, n, k): (usize, usize, usize),
+) -> CudaPlan {
+    CudaPlan {
+        inputs: vec![Dtype::F32; 2],
+        steps: vec![kernel::Step::Kernel(Launch {
+            source: CudaSource::embedded("tests/races.cu", KERNELS),
+            entry: entry.to_string().into(),
+            grid,
+            block,
+            dynamic_smem: 0,
+            args: kernel::gemm_args(m, n, k),
+        })],
+        output_fill: kernel::Fill::Zero,
+        ..Default::default()
+    }
+}
+
+/// Runs `plan` on random M x N x K GEMM inputs in the instrumented simulator.
+fn run(
+    plan: CudaPlan,
+    dims: (usize, usize, usize),
+) -> Result<(Vec<f32>, Vec<Vec<f32>>), DeviceError> {
+    let dev = SimDevice::new()?.instrumented();
+    let shape = Shape::gemm(dims.0, dims.1, dims.2);
+    let x = inputs(&shape, 7);
+    let kernel = PlanKernel::fp32(plan);
+    let out = {
+        let mut p = dev.prepare(&kernel, &shape, &x)?;
+        p.run()?;
+        p.output()?
+    };
+    Ok((out, x))
+}
+
+fn race(r: Result<(Vec<f32>, Vec<Vec<f32>>), DeviceError>) -> String {
+    let e = r.map(|_| ()).expect_err("the race is reported").to_string();
+    assert!(
+        e.contains("race on shared memory") && e.contains("thread ("),
+        "{e}"
+    );
+    e
+}
+
+#[test]
+fn a_missing_trailing_barrier_is_a_race_and_its_fix_is_not() {
+    let dims = (32, 32, 64);
+    let (out, x) = run(launch("tiled_fixed", [2, 2, 1], [16, 16, 1], dims), dims).unwrap();
+    let want = gemm_f64(dims, &x[0], &x[1], |v| v);
+    assert!(relative_error(&out, &want) < 1e-6);
+    let e = race(run(
+        launch("tiled_no_trailing_barrier", [2, 2, 1], [16, 16, 1], dims),
+        dims,
+    ));
+    assert!(
+        e.contains("'As' (in tiled<false>)") || e.contains("'Bs' (in tiled<false>)"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_stage_refilled_before_the_barrier_is_a_race_even_when_the_result_is_right() {
+    // K is the number of steps; A (M x K) holds K stages of 256 floats.
+    let dims = (256, 64, 4);
+    let (out, x) = run(launch("staged_fixed", [1, 1, 1], [256, 1, 1], dims), dims).unwrap();
+    let total: f64 = x[0][..4 * 256].iter().map(|&v| f64::from(v)).sum();
+    assert!(
+        (f64::from(out[0]) - total).abs() < 1e-3,
+        "{} against {total}",
+        out[0]
+    );
+    race(run(
+        launch("staged_early_refill", [1, 1, 1], [256, 1, 1], dims),
+        dims,
+    ));
+}
+
+#[test]
+fn a_warp_reduction_without_syncwarp_is_a_race() {
+    let dims = (32, 32, 32);
+    let (out, x) = run(launch("reduce_fixed", [1, 1, 1], [32, 1, 1], dims), dims).unwrap();
+    let total: f64 = x[0][..32].iter().map(|&v| f64::from(v)).sum();
+    assert!((f64::from(out[0]) - total).abs() < 1e-4);
+    race(run(
+        launch("reduce_no_syncwarp", [1, 1, 1], [32, 1, 1], dims),
+        dims,
+    ));
+}
+
+#[test]
+fn shared_atomics_and_a_warps_wmma_store_are_not_races() {
+    let dims = (16, 16, 16);
+    let (out, x) = run(launch("shared_atomics", [1, 1, 1], [64, 1, 1], dims), dims).unwrap();
+    let total: f64 = x[0][..64].iter().map(|&v| f64::from(v)).sum();
+    assert!((f64::from(out[0]) - total).abs() < 1e-4);
+    let (out, _) = run(launch("wmma_store", [1, 1, 1], [32, 1, 1], dims), dims).unwrap();
+    assert!(out[..32].iter().all(|&v| v == 2.0), "{:?}", &out[..32]);
+}
