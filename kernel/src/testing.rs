@@ -56,36 +56,6 @@ pub fn relative_error(out: &[f32], reference: &[f64]) -> f64 {
     if e.is_nan() { f64::INFINITY } else { e }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn errors_are_relative_and_nan_never_passes() {
-        assert_eq!(relative_error(&[1.0, 2.0], &[1.0, 2.0]), 0.0);
-        let e = relative_error(&[1.1, 2.0], &[1.0, 2.0]);
-        assert!((e - 0.1 / 5f64.sqrt()).abs() < 1e-6, "{e}");
-        assert_eq!(relative_error(&[f32::NAN, 2.0], &[1.0, 2.0]), f64::INFINITY);
-    }
-
-    #[test]
-    fn inputs_repeat_and_are_never_zero() {
-        let shape = Shape::Gemm { m: 3, n: 4, k: 5 };
-        let (x, y) = (inputs(&shape, 7), inputs(&shape, 7));
-        assert_eq!(x, y);
-        assert_eq!(x.len(), 2);
-        assert!(
-            x.iter()
-                .flatten()
-                .all(|v| (-1.0..1.0).contains(v) && *v != 0.0)
-        );
-        assert_eq!(
-            gemm_f64((1, 1, 2), &[1.0, 2.0], &[3.0, 4.0], |v| v),
-            vec![11.0]
-        );
-    }
-}
-
 /// A kernel that is nothing but a fixed CUDA plan, for tests that run sources of their own.
 pub struct PlanKernel {
     pub plan: crate::CudaPlan,
@@ -116,5 +86,35 @@ impl crate::Kernel for PlanKernel {
 
     fn cuda(&self, _shape: &Shape) -> Option<crate::CudaPlan> {
         Some(self.plan.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_relative_and_nan_never_passes() {
+        assert_eq!(relative_error(&[1.0, 2.0], &[1.0, 2.0]), 0.0);
+        let e = relative_error(&[1.1, 2.0], &[1.0, 2.0]);
+        assert!((e - 0.1 / 5f64.sqrt()).abs() < 1e-6, "{e}");
+        assert_eq!(relative_error(&[f32::NAN, 2.0], &[1.0, 2.0]), f64::INFINITY);
+    }
+
+    #[test]
+    fn inputs_repeat_and_are_never_zero() {
+        let shape = Shape::Gemm { m: 3, n: 4, k: 5 };
+        let (x, y) = (inputs(&shape, 7), inputs(&shape, 7));
+        assert_eq!(x, y);
+        assert_eq!(x.len(), 2);
+        assert!(
+            x.iter()
+                .flatten()
+                .all(|v| (-1.0..1.0).contains(v) && *v != 0.0)
+        );
+        assert_eq!(
+            gemm_f64((1, 1, 2), &[1.0, 2.0], &[3.0, 4.0], |v| v),
+            vec![11.0]
+        );
     }
 }
