@@ -2,7 +2,8 @@
 //! trailing barrier, a `cp.async` pipeline that refills a stage before the barrier (whose
 //! result the simulator's schedule happens to get right), and a warp reduction in shared
 //! memory without its `__syncwarp()`. Each bug must fail its run with "race" and name both
-//! threads; each fix must pass, and so must shared-memory atomics and a warp's WMMA store.
+//! threads; each fix must pass, and so must shared-memory atomics and a warp's WMMA store. A
+//! read of shared memory no thread wrote fails as uninitialized.
 
 use kernel::sim::SimDevice;
 use kernel::testing::{PlanKernel, gemm_f64, inputs, relative_error};
@@ -80,6 +81,23 @@ extern "C" __global__ void reduce_fixed(const float *A, const float *B, float *C
 }
 extern "C" __global__ void reduce_no_syncwarp(const float *A, const float *B, float *C, int M, int N, int K) {
     reduce<false>(A, C);
+}
+
+// Each thread writes one element and reads its neighbour's; the last neighbour is past the
+// elements written (UNINIT), or wraps around (fixed).
+template <bool UNINIT>
+__device__ void neighbours(const float *A, float *C) {
+    __shared__ float s[65];
+    unsigned t = threadIdx.x;
+    s[t] = A[t];
+    __syncthreads();
+    C[t] = s[UNINIT ? t + 1 : (t + 1) % 64];
+}
+extern "C" __global__ void neighbours_fixed(const float *A, const float *B, float *C, int M, int N, int K) {
+    neighbours<false>(A, C);
+}
+extern "C" __global__ void neighbours_uninit(const float *A, const float *B, float *C, int M, int N, int K) {
+    neighbours<true>(A, C);
 }
 
 // Not races: atomics on one shared counter, and the 32 lanes of a warp storing one WMMA tile.
@@ -202,4 +220,27 @@ fn shared_atomics_and_a_warps_wmma_store_are_not_races() {
     assert!((f64::from(out[0]) - total).abs() < 1e-4);
     let (out, _) = run(launch("wmma_store", [1, 1, 1], [32, 1, 1], dims), dims).unwrap();
     assert!(out[..32].iter().all(|&v| v == 2.0), "{:?}", &out[..32]);
+}
+
+#[test]
+fn a_read_of_shared_memory_no_thread_wrote_is_named() {
+    let dims = (64, 64, 64);
+    let (out, x) = run(
+        launch("neighbours_fixed", [1, 1, 1], [64, 1, 1], dims),
+        dims,
+    )
+    .unwrap();
+    assert_eq!(out[63], x[0][0]);
+    let e = run(
+        launch("neighbours_uninit", [1, 1, 1], [64, 1, 1], dims),
+        dims,
+    )
+    .map(|_| ())
+    .expect_err("the uninitialized read is reported")
+    .to_string();
+    assert!(
+        e.contains("uninitialized shared memory")
+            && e.contains("'s' (in neighbours<true>), byte 256"),
+        "{e}"
+    );
 }

@@ -318,6 +318,9 @@ inline uint64_t swizzle_addr(uint64_t a, unsigned span) {
 
 inline void tma_land(const TmaCopy &c) {
     memcpy(c.dst, c.image, c.bytes);
+#ifdef SIM_INSTRUMENTED
+    sim_race_async_write(c.dst, c.bytes);
+#endif
     Worker &w = worker();
     Fiber *saved = tl_fiber;
     tl_fiber = &w.fibers[c.fiber];  // a failure names the thread that issued the copy

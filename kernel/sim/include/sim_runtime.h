@@ -46,6 +46,7 @@ extern "C" void sim_traffic_begin(SimTraffic *t, const void *static_lo, size_t s
                                   const void *dynamic_lo, size_t dynamic_bytes);
 extern "C" void sim_traffic_flush();
 extern "C" void sim_race_access(const void *p, unsigned long n, int write);
+extern "C" void sim_race_async_write(const void *p, unsigned long n);
 #define SIM_GLOBAL_READ(p, n) __tsan_read_range((void *)(p), (unsigned long)(n))
 #define SIM_SHARED_WRITE(p, n) sim_race_access((const void *)(p), (unsigned long)(n), 1)
 #define SIM_UNINSTRUMENTED __attribute__((no_sanitize_thread, noinline))
@@ -220,6 +221,7 @@ struct Worker {
     RaceCell *race;
     size_t race_cells;
     uint32_t race_epoch;
+    uint32_t race_block_epoch;  // race_epoch when this block started: older marks are not its own
     sigjmp_buf jmp;
     Worker *next_free;
 };
@@ -375,15 +377,20 @@ inline bool is_shared(const void *p, size_t bytes) {
 
 // Whether two accesses are ordered: `m` earlier, by thread `m.thread - 1`; the current one by
 // thread `me - 1` of warp `warp` in interval `epoch`, warp interval `warp_epoch`.
+// The writer of what the block's asynchronous units (TMA) land: ordered with every thread by
+// the mbarrier the copy completes.
+constexpr uint16_t kAsyncUnit = 0xFFFF;
+
 inline bool race_ordered(const RaceMark &m, uint32_t epoch, uint16_t me, unsigned warp, uint16_t warp_epoch) {
-    if (m.thread == 0 || m.thread == me || m.epoch != epoch) return true;
+    if (m.thread == 0 || m.thread == kAsyncUnit || m.thread == me || m.epoch != epoch) return true;
     return (unsigned)(m.thread - 1) / 32 == warp && m.warp_epoch != warp_epoch;
 }
 
 // Names the `__shared__` variable at `offset` of this module's TLS block (where they live) from
 // the module's symbol table: "As in tiled<false>, byte 12". Empty when it cannot tell.
-inline void shared_variable_at(size_t offset, char *out, size_t room) {
+inline void shared_variable_at(size_t offset, char *out, size_t room, bool *compiler_state = nullptr) {
     out[0] = 0;
+    if (compiler_state) *compiler_state = false;
     Dl_info self;
     if (!dladdr((void *)&shared_variable_at, &self) || !self.dli_fname) return;
     int fd = open(self.dli_fname, O_RDONLY);
@@ -403,6 +410,9 @@ inline void shared_variable_at(size_t offset, char *out, size_t room) {
             if (ELF64_ST_TYPE(sym[k].st_info) != STT_TLS) continue;
             if (offset < sym[k].st_value || offset >= sym[k].st_value + sym[k].st_size) continue;
             const char *mangled = names + sym[k].st_name;
+            // A guard variable (_ZGV...) of a static the compiler initializes at run time: the
+            // runtime's state, not the kernel's shared memory.
+            if (compiler_state) *compiler_state = strncmp(mangled, "_ZGV", 4) == 0;
             int status = 0;
             char *plain = abi::__cxa_demangle(mangled, nullptr, nullptr, &status);
             const char *name = status == 0 && plain ? plain : mangled;
@@ -421,19 +431,12 @@ inline void shared_variable_at(size_t offset, char *out, size_t room) {
     munmap(map, (size_t)st.st_size);
 }
 
+inline void describe_shared(Worker &w, size_t cell, char *where, size_t room);
+
 [[noreturn]] inline void race_report(Worker &w, size_t cell, bool write, const RaceMark &other, bool other_write) {
     const Fiber &o = w.fibers[other.thread - 1];
-    bool dynamic = cell >= w.static_smem_bytes;
     char where[200];
-    if (dynamic) {
-        snprintf(where, sizeof where, "byte %zu of dynamic shared memory (extern __shared__)",
-                 cell - w.static_smem_bytes);
-    } else {
-        char var[160];
-        shared_variable_at(cell, var, sizeof var);
-        if (var[0]) snprintf(where, sizeof where, "__shared__ %s", var);
-        else snprintf(where, sizeof where, "byte %zu of the __shared__ variables", cell);
-    }
+    describe_shared(w, cell, where, sizeof where);
     fail("race on shared memory: this thread %s %s, which thread (%u,%u,%u) %s in the same barrier interval, "
          "with no __syncthreads(), __syncwarp() or mbarrier wait between them (a GPU runs them in any order)",
          write ? "writes" : "reads", where, o.tid.x, o.tid.y, o.tid.z, other_write ? "wrote" : "read");
@@ -447,8 +450,29 @@ inline void race_block_start(Worker &w) {
         w.race = (RaceCell *)calloc(need, sizeof(RaceCell));
         w.race_cells = w.race ? need : 0;
     }
-    w.race_epoch++;
+    w.race_block_epoch = ++w.race_epoch;
     for (unsigned k = 0; k < (w.n + 31) / 32; ++k) w.warps[k].epoch = 0;
+}
+
+// Where a shared-memory byte lies, for messages: the variable and byte, or the offset.
+inline void describe_shared(Worker &w, size_t cell, char *where, size_t room) {
+    if (cell >= w.static_smem_bytes) {
+        snprintf(where, room, "byte %zu of dynamic shared memory (extern __shared__)", cell - w.static_smem_bytes);
+        return;
+    }
+    char var[160];
+    shared_variable_at(cell, var, sizeof var);
+    if (var[0]) snprintf(where, room, "__shared__ %s", var);
+    else snprintf(where, room, "byte %zu of the __shared__ variables", cell);
+}
+
+// initcheck: a read of shared memory that nothing of this block has written.
+[[noreturn]] inline void uninitialized_report(Worker &w, size_t cell) {
+    char where[200];
+    describe_shared(w, cell, where, sizeof where);
+    fail("uninitialized shared memory: this thread reads %s, which no thread of this block has written "
+         "(the simulator fills shared memory with NaN bytes at block start; a GPU leaves what was there)",
+         where);
 }
 
 }  // namespace sim
@@ -479,6 +503,13 @@ extern "C" SIM_UNINSTRUMENTED void sim_race_access(const void *p, unsigned long 
     size_t end = cell + n < w->race_cells ? cell + n : w->race_cells;
     for (size_t i = cell; i < end; ++i) {
         RaceCell &r = w->race[i];
+        if (!write && (r.write.thread == 0 || r.write.epoch < w->race_block_epoch)) {
+            char var[160];
+            bool compiler_state = false;
+            if (i < w->static_smem_bytes) shared_variable_at(i, var, sizeof var, &compiler_state);
+            if (!compiler_state) uninitialized_report(*w, i);
+            r.write = RaceMark{epoch, 0, kAsyncUnit};  // looked up once a block
+        }
         bool read_ordered = race_ordered(r.read, epoch, me, f->warp, we);
         if (!race_ordered(r.write, epoch, me, f->warp, we)) race_report(*w, i, write, r.write, true);
         if (write && !read_ordered) race_report(*w, i, true, r.read, false);
@@ -487,6 +518,23 @@ extern "C" SIM_UNINSTRUMENTED void sim_race_access(const void *p, unsigned long 
         if (write) r.write = RaceMark{epoch, we, me};
         else if (read_ordered) r.read = RaceMark{epoch, we, me};
     }
+}
+
+// What a TMA copy lands: written, by no thread that could race (its mbarrier orders it).
+extern "C" SIM_UNINSTRUMENTED void sim_race_async_write(const void *p, unsigned long n) {
+    using namespace sim;
+    Worker *w = tl_worker;
+    if (!w || !w->race) return;
+    const char *c = (const char *)p;
+    size_t cell;
+    if (w->static_smem && c >= w->static_smem && c < w->static_smem + w->static_smem_bytes)
+        cell = (size_t)(c - w->static_smem);
+    else if (w->dyn_smem && c >= w->dyn_smem && c < w->dyn_smem + w->launch->dynamic_smem)
+        cell = w->static_smem_bytes + (size_t)(c - w->dyn_smem);
+    else
+        return;
+    size_t end = cell + n < w->race_cells ? cell + n : w->race_cells;
+    for (size_t i = cell; i < end; ++i) w->race[i].write = RaceMark{w->race_epoch, 0, kAsyncUnit};
 }
 
 namespace sim {
