@@ -9,10 +9,20 @@ pub struct Args {
     /// As JSON, each kernel with its lineage (parent, idea, bound).
     #[arg(long)]
     pub json: bool,
+    /// Only the ids of the kernels that run only on a GPU, one a line (the rows that could
+    /// hang or fault: `tools/gpu-check.sh` runs each alone first).
+    #[arg(long, conflicts_with = "json")]
+    pub gpu_only: bool,
 }
 
 pub fn run(args: &Args) -> Outcome {
     let all = registry::all();
+    if args.gpu_only {
+        for k in all.iter().filter(|k| k.gpu_only().is_some()) {
+            println!("{}", k.info().id);
+        }
+        return Ok(true);
+    }
     if args.json {
         let infos: Vec<_> = all
             .iter()
