@@ -9,8 +9,9 @@
 #
 # Steps, what tells most in the least time first: glibc (`ldd --version`: can a carried binary
 # run here), nvidia-smi, doctor (the GPU, driver, and which CUDA libraries were loaded from
-# where), gpu-only (each rung that runs only on a GPU, alone at the small shapes: the ones that
-# could hang or fault, each row in a child process with a time limit), sanitize
+# where), risky (each rung that could hang or fault a GPU process, alone at the small shapes:
+# GPU-only rungs and those compiled for sm_90a alone, each row in a child process with a time
+# limit), sanitize
 # (compute-sanitizer memcheck then racecheck on the small shapes), check (every kernel against
 # the f64 reference), calibrate (the roofline's ceilings), tune (rung 09's tile shapes swept,
 # the fastest per size recorded for the run to use), peers (PyTorch timings of the same shapes,
@@ -87,7 +88,7 @@ say() { echo "$*" | tee -a "$log"; }
 
 # Each step's share of the budget, in percent; a step never gets more than what is left.
 declare -A share=(
-  [glibc]=1 [nvidia-smi]=2 [doctor]=2 [gpu-only]=10 [sanitize]=15 [check]=10
+  [glibc]=1 [nvidia-smi]=2 [doctor]=2 [risky]=10 [sanitize]=15 [check]=10
   [calibrate]=5 [tune]=10 [peers]=10 [run]=20 [ncu]=15
 )
 start=$SECONDS
@@ -149,21 +150,22 @@ else
 fi
 step doctor "${H[@]}" doctor
 
-# The rungs that run only on a GPU, each alone: a hang or a fault names its rung. The harness
-# lists them (`list --gpu-only`), and runs each of their rows in a child process.
+# The rungs that could hang or fault a GPU process, each alone, so that a hang or a fault names
+# its rung. The harness lists them (`list --risky`), and runs each of their rows in a child
+# process with a time limit.
 if [[ $kind != cuda ]]; then
-  skip gpu-only "no GPU"
+  skip risky "no GPU"
 else
-  gpu_only() {
-    local id ok=0
-    for id in $("${H[@]}" list --gpu-only); do
-      echo "-- gpu-only: $id"
+  risky() {
+    local id why ok=0
+    while IFS=$'\t' read -r id why; do
+      echo "-- risky: $id ($why)"
       lim "${H[@]}" check --device cuda --small --kernels "$id" || ok=$?
       [[ $ok == 124 || $ok == 137 ]] && return "$ok"
-    done
+    done < <("${H[@]}" list --risky)
     return $ok
   }
-  step gpu-only gpu_only
+  step risky risky
 fi
 
 if [[ $kind != cuda ]]; then

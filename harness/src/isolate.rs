@@ -1,7 +1,7 @@
 //! Rows in a child process. A kernel that hangs holds its process forever, and one that faults
 //! (`CUDA_ERROR_ILLEGAL_ADDRESS`) leaves the process's CUDA context unusable: either would cost
-//! every row after it. So the rows that can (every `gpu_only` rung and every user kernel on a
-//! GPU, every row under `--isolate`) run in a child: the harness itself, started with the
+//! every row after it. So the rows that can (on a GPU, every rung [`risk`] names and every user
+//! kernel; every row under `--isolate`) run in a child: the harness itself, started with the
 //! hidden `isolated-row` subcommand, which reads one [`Request`] as JSON on stdin, runs that
 //! one kernel on that one shape and prints one [`Response`] line on stdout. The parent waits
 //! at most the row's time limit, then kills the child's process group; a timeout or a crash
@@ -67,7 +67,7 @@ pub fn policy_for(dev: &dyn Executor, kernel: &dyn Kernel, shape: &Shape) -> Opt
     let policy = guard.as_ref()?;
     let id = kernel.info().id;
     let risky = dev.kind() == DeviceKind::Cuda
-        && (kernel.gpu_only().is_some() || policy.user_ids.iter().any(|u| *u == id));
+        && (risk(kernel, shape).is_some() || policy.user_ids.iter().any(|u| *u == id));
     if !(policy.all_rows || risky) {
         return None;
     }
@@ -75,6 +75,23 @@ pub fn policy_for(dev: &dyn Executor, kernel: &dyn Kernel, shape: &Shape) -> Opt
         return None;
     }
     Some(policy.clone())
+}
+
+/// Why a row of this lab kernel could hang or fault its process on a GPU, or `None`: it runs
+/// only on a GPU (`Kernel::gpu_only`), or it is compiled for an architecture-specific target
+/// alone (`sm_90a`: wgmma, TMA and mbarrier waits, where a wrong byte count or descriptor
+/// hangs or faults rather than computing a wrong value).
+pub fn risk(kernel: &dyn Kernel, shape: &Shape) -> Option<String> {
+    if let Some(why) = kernel.gpu_only() {
+        return Some(why.to_string());
+    }
+    let plan = kernel.cuda(shape)?;
+    plan.launches().find_map(|l| {
+        l.source
+            .arch
+            .as_ref()
+            .map(|a| format!("compiled for {a} alone (wgmma, TMA, mbarrier waits)"))
+    })
 }
 
 /// What the parent asks of the child.
@@ -307,8 +324,8 @@ fn child_row(request: &Request) -> Result<Row> {
 /// The isolation options of `harness run` and `harness check`.
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct IsolationArgs {
-    /// Run every row in a child process of its own (on a GPU, every `gpu_only` rung and every
-    /// user kernel always does): a row that hangs or faults is recorded as such and the run
+    /// Run every row in a child process of its own (on a GPU, every rung `list --risky` names
+    /// and every user kernel always does): a row that hangs or faults is recorded as such and the run
     /// goes on.
     #[arg(long)]
     pub isolate: bool,

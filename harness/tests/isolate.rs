@@ -128,3 +128,24 @@ fn the_child_refuses_a_request_it_cannot_read() {
     assert!(err.contains("runs one row"), "{err}");
     assert!(o.stdout.is_empty());
 }
+
+/// The rows isolated on a GPU without `--isolate`: the Hopper rung (sm_90a alone: wgmma, TMA,
+/// mbarrier waits) is among them, with its reason; a plain rung is not.
+#[test]
+fn list_risky_names_the_hopper_rung_with_its_reason() {
+    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["list", "--risky"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}");
+    let hopper = text
+        .lines()
+        .find(|l| l.starts_with("gemm-wgmma-tma\t"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(hopper.contains("sm_90a"), "{hopper}");
+    assert!(
+        !text.lines().any(|l| l.starts_with("gemm-naive\t")),
+        "{text}"
+    );
+}
