@@ -5,16 +5,26 @@
 # $HARNESS). On a machine without a GPU it runs the same steps on the CPU and skips, with one
 # line each, what needs a GPU (so CI keeps it working).
 #
-#   tools/gpu-check.sh [--out LAB] [--smoke] [--only STEP,STEP...]
+#   tools/gpu-check.sh [--out LAB] [--smoke] [--budget MINUTES] [--only STEP,STEP...]
 #
-# Steps: doctor, check (every kernel against the f64 reference), calibrate (the roofline's
-# ceilings), tune (rung 09's tile shapes swept, the fastest per size recorded for the run to
-# use), peers (PyTorch timings of the same shapes, merged into the tables), run (the default
-# benchmark, in a new run folder), sanitize (compute-sanitizer memcheck then racecheck on the
-# small shapes), ncu (Nsight Compute metrics of one launch per rung at each workload's headline
-# shape: DRAM and SM throughput, achieved occupancy, shared-memory bank conflicts).
+# Steps, what tells most in the least time first: glibc (`ldd --version`: can a carried binary
+# run here), nvidia-smi, doctor (the GPU, driver, and which CUDA libraries were loaded from
+# where), risky (each rung that could hang or fault a GPU process, alone at the small shapes:
+# GPU-only rungs and those compiled for sm_90a alone, each row in a child process with a time
+# limit), sanitize
+# (compute-sanitizer memcheck then racecheck on the small shapes), check (every kernel against
+# the f64 reference), calibrate (the roofline's ceilings), tune (rung 09's tile shapes swept,
+# the fastest per size recorded for the run to use), peers (PyTorch timings of the same shapes,
+# merged into the tables), run (the default benchmark, in a new run folder), ncu (Nsight
+# Compute metrics of one launch per rung at each workload's headline shape: DRAM and L2 bytes
+# and throughput, achieved occupancy, tensor-pipe utilisation, bank conflicts of LDS, STS,
+# LDSM and LDGSTS, warp stall reasons).
 # --out LAB: the lab folder everything lands in (default: target/lab, the harness's own);
 # the log, shapes and profiles go to LAB/gpu-check/<device>/, the run to LAB/runs/.
+# --budget MINUTES (default 40): every step runs under `timeout` with a share of the budget
+# (never more than what is left of it), so the whole script ends inside it; a budget under
+# 20 minutes uses the small shapes as --smoke does. The summary lists the steps that timed
+# out; each step's files are written as it ends, so a cut-off run keeps what finished.
 # --smoke: small shapes everywhere (CI). Publish a run with `harness publish LAB/runs/latest`.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -22,16 +32,25 @@ cd "$root"
 
 out=target/lab
 smoke=0
+budget=40
 only=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --out) out=$2; shift 2 ;;
     --smoke) smoke=1; shift ;;
+    --budget) budget=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+
+if ! [[ $budget =~ ^[0-9]+$ ]] || (( budget < 1 )); then
+  echo "gpu-check: --budget takes a whole number of minutes, not '$budget'" >&2
+  exit 2
+fi
+budget_s=$((budget * 60))
+(( budget < 20 )) && smoke=1
 
 # The harness: a carried release binary, else a build here.
 if [[ -n ${HARNESS:-} ]]; then
@@ -62,23 +81,57 @@ small=()
 [[ $smoke == 1 ]] && small=(--small)
 
 summary=()
+timed_out=()
 failed=0
 wanted() { [[ -z $only ]] || [[ ",$only," == *",$1,"* ]]; }
 say() { echo "$*" | tee -a "$log"; }
 
-# step NAME COMMAND...: runs and logs one step, records its outcome and time.
+# Each step's share of the budget, in percent; a step never gets more than what is left.
+declare -A share=(
+  [glibc]=1 [nvidia-smi]=2 [doctor]=2 [risky]=10 [sanitize]=15 [check]=10
+  [calibrate]=5 [tune]=10 [peers]=10 [run]=20 [ncu]=15
+)
+start=$SECONDS
+step_end=0
+# lim COMMAND...: runs one command of the current step under `timeout`, up to the step's end.
+lim() {
+  local left=$((step_end - SECONDS))
+  (( left > 0 )) || return 124
+  timeout -k 10 "$left" "$@"
+}
+
+# step NAME COMMAND...: runs and logs one step (a command, or a shell function whose commands
+# run under `lim`), records its outcome and time; exit 124 (or 137) is a timeout.
 step() {
   local name=$1; shift
   wanted "$name" || return 0
-  say "== $name: $*"
+  local left=$((budget_s - (SECONDS - start)))
+  local limit=$((budget_s * ${share[$name]:-5} / 100))
+  (( limit < 10 )) && limit=10
+  (( limit > left )) && limit=$left
+  if (( limit <= 0 )); then
+    skip "$name" "no time left in the ${budget}-minute budget"
+    timed_out+=("$name (not started)")
+    return 0
+  fi
+  say "== $name (limit ${limit}s): $*"
   local t0=$SECONDS rc
-  "$@" 2>&1 | tee -a "$log"
+  step_end=$((SECONDS + limit))
+  if declare -F "$1" >/dev/null; then
+    "$@" 2>&1 | tee -a "$log"
+  else
+    lim "$@" 2>&1 | tee -a "$log"
+  fi
   rc=${PIPESTATUS[0]}
   local dt=$((SECONDS - t0))
   if [[ $rc == 0 ]]; then
-    summary+=("$(printf '%-10s ok      %4ds' "$name" "$dt")")
+    summary+=("$(printf '%-10s ok         %4ds' "$name" "$dt")")
+  elif [[ $rc == 124 || $rc == 137 ]]; then
+    summary+=("$(printf '%-10s TIMED OUT  %4ds  (limit %ds, see %s)' "$name" "$dt" "$limit" "$log")")
+    timed_out+=("$name")
+    failed=1
   else
-    summary+=("$(printf '%-10s FAILED  %4ds  (exit %d, see %s)' "$name" "$dt" "$rc" "$log")")
+    summary+=("$(printf '%-10s FAILED     %4ds  (exit %d, see %s)' "$name" "$dt" "$rc" "$log")")
     failed=1
   fi
 }
@@ -88,8 +141,49 @@ skip() {
   summary+=("$(printf '%-10s skipped: %s' "$1" "$2")")
 }
 
-say "gpu-check on $slug ($kind), $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+say "gpu-check on $slug ($kind), $(date -u +%Y-%m-%dT%H:%M:%SZ), budget ${budget} min"
+step glibc ldd --version
+if command -v nvidia-smi >/dev/null; then
+  step nvidia-smi nvidia-smi
+else
+  skip nvidia-smi "nvidia-smi is not on PATH"
+fi
 step doctor "${H[@]}" doctor
+
+# The rungs that could hang or fault a GPU process, each alone, so that a hang or a fault names
+# its rung. The harness lists them (`list --risky`), and runs each of their rows in a child
+# process with a time limit.
+if [[ $kind != cuda ]]; then
+  skip risky "no GPU"
+else
+  risky() {
+    local id why ok=0
+    while IFS=$'\t' read -r id why; do
+      echo "-- risky: $id ($why)"
+      lim "${H[@]}" check --device cuda --small --kernels "$id" || ok=$?
+      [[ $ok == 124 || $ok == 137 ]] && return "$ok"
+    done < <("${H[@]}" list --risky)
+    return $ok
+  }
+  step risky risky
+fi
+
+if [[ $kind != cuda ]]; then
+  skip sanitize "no GPU"
+elif ! command -v compute-sanitizer >/dev/null; then
+  skip sanitize "compute-sanitizer is not on PATH"
+else
+  sanitize() {
+    local tool
+    for tool in memcheck racecheck; do
+      echo "-- compute-sanitizer --tool $tool"
+      lim compute-sanitizer --tool "$tool" --error-exitcode 1 --print-limit 20 \
+        "${H[@]}" check --device cuda --small || return $?
+    done
+  }
+  step sanitize sanitize
+fi
+
 step check "${H[@]}" check "${small[@]}"
 if [[ $build != release ]]; then
   skip calibrate "a $build build of the harness measures its own unoptimized code, not the machine"
@@ -113,30 +207,14 @@ elif ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() el
   skip peers "PyTorch with CUDA is not importable by python3"
 else
   peers_step() {
-    "${H[@]}" shapes --device cuda "${small[@]}" > "$dir/shapes.json" &&
+    lim "${H[@]}" shapes --device cuda "${small[@]}" > "$dir/shapes.json" &&
       mkdir -p "$out/peers" &&
-      python3 tools/torch_peers.py --shapes "$dir/shapes.json" --out "$out/peers/$slug.json"
+      lim python3 tools/torch_peers.py --shapes "$dir/shapes.json" --out "$out/peers/$slug.json"
   }
   step peers peers_step
 fi
 
 step run "${H[@]}" run "${small[@]}"
-
-if [[ $kind != cuda ]]; then
-  skip sanitize "no GPU"
-elif ! command -v compute-sanitizer >/dev/null; then
-  skip sanitize "compute-sanitizer is not on PATH"
-else
-  sanitize() {
-    local tool
-    for tool in memcheck racecheck; do
-      echo "-- compute-sanitizer --tool $tool"
-      compute-sanitizer --tool "$tool" --error-exitcode 1 --print-limit 20 \
-        "${H[@]}" check --device cuda --small || return 1
-    done
-  }
-  step sanitize sanitize
-fi
 
 if [[ $kind != cuda ]]; then
   skip ncu "no GPU"
@@ -145,18 +223,28 @@ elif ! command -v ncu >/dev/null; then
 else
   metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
   metrics+=,sm__throughput.avg.pct_of_peak_sustained_elapsed
+  metrics+=,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum
   metrics+=,sm__warps_active.avg.pct_of_peak_sustained_active
-  metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum
-  metrics+=,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
+  metrics+=,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
+  # Bank conflicts per instruction kind: LDS, STS, LDSM (ldmatrix), LDGSTS (cp.async).
+  for op in ld st ldsm ldgsts; do
+    metrics+=,sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_$op.sum
+  done
+  # wgmma's pipe exists from compute capability 9.0 on; ncu rejects a metric the GPU lacks.
+  cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
+  [[ ${cc%%.*} -ge 9 ]] 2>/dev/null &&
+    metrics+=,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active
   profile() {
     local w size ok=0
     # `check` runs each kernel's plan once, so each launch is profiled once. Never touch the
-    # clocks: --clock-control none.
+    # clocks: --clock-control none. WarpStateStats: the stall reasons.
     while read -r w size; do
       [[ $smoke == 1 ]] && size=$("${H[@]}" shapes --device cuda --workload "$w" --small --headline | cut -d' ' -f2)
       echo "-- ncu: $w $size"
-      ncu --clock-control none --metrics "$metrics" --export "$dir/ncu-$w" --force-overwrite \
-        "${H[@]}" check --device cuda --workload "$w" --sizes "$size" || ok=1
+      lim ncu --clock-control none --metrics "$metrics" --section WarpStateStats \
+        --export "$dir/ncu-$w" --force-overwrite \
+        "${H[@]}" check --device cuda --workload "$w" --sizes "$size" || ok=$?
+      [[ $ok == 124 || $ok == 137 ]] && return "$ok"
       ncu --import "$dir/ncu-$w.ncu-rep" --csv --page raw > "$dir/ncu-$w.csv" &&
         python3 tools/ncu_summary.py "$dir/ncu-$w.csv" > "$dir/ncu-$w.md" || ok=1
     done < <("${H[@]}" shapes --device cuda --headline)
@@ -168,4 +256,8 @@ fi
 say ""
 say "gpu-check summary ($slug; run folder $out/runs/latest; log $log):"
 for line in "${summary[@]}"; do say "  $line"; done
+say "  total      $((SECONDS - start))s of the ${budget}-minute budget"
+if (( ${#timed_out[@]} > 0 )); then
+  say "timed out: ${timed_out[*]}"
+fi
 exit $failed

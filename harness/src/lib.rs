@@ -8,6 +8,7 @@ pub mod config;
 pub mod console;
 pub mod footprint;
 pub mod inputs;
+pub mod isolate;
 pub mod library_rows;
 pub mod output;
 pub mod peers;

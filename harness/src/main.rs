@@ -45,6 +45,9 @@ enum Command {
     /// NVRTC-compile every kernel (or a CUDA file) and print registers, shared memory,
     /// spills and occupancy.
     Inspect(cmd::inspect::Args),
+    /// One row in a child process of `run` or `check` (JSON on stdin and stdout).
+    #[command(name = "isolated-row", hide = true)]
+    IsolatedRow,
 }
 
 fn main() -> ExitCode {
@@ -64,6 +67,7 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd::check::run(&a),
         Command::Doctor(a) => cmd::doctor::run(&a),
         Command::Inspect(a) => cmd::inspect::run(&a),
+        Command::IsolatedRow => harness::isolate::child(),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

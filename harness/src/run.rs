@@ -279,24 +279,17 @@ impl Ablation<'_> {
                 let reference = reference_for(self.dev, &kernels, shape, &inputs, self.config);
                 let mut rows = Vec::new();
                 for &k in &kernels {
-                    // The inputs as this kernel reads them (B column-major, say).
-                    let own = k.device_inputs(shape, &inputs);
-                    let kernel_inputs = own.as_deref().unwrap_or(&inputs);
-                    let (mut row, prepared) =
-                        evaluate(self.dev, k, shape, kernel_inputs, &reference);
-                    if let (Some(mut p), Some(cfg)) = (prepared, &self.timing) {
-                        let timed = time(shape, &row, p.as_mut(), cfg);
-                        drop(p);
-                        match timed {
-                            Ok(t) => row.timing = Some(t),
-                            Err(e) => {
-                                fail_row(self.dev, &mut row, e);
-                                if let Some(why) = &mut row.reason {
-                                    why.insert_str(0, "timing failed: ");
-                                }
-                            }
+                    // Rows that may hang or fault the process run in a child process.
+                    let row = match crate::isolate::policy_for(self.dev, k, shape) {
+                        Some(policy) => {
+                            let plan = (self.dev.kind() != DeviceKind::Cpu)
+                                .then(|| k.cuda(shape))
+                                .flatten();
+                            let row = empty_row(k, shape, plan.as_ref());
+                            crate::isolate::run_row(&policy, self.dev, row, shape, self.timing)
                         }
-                    }
+                        None => row_for(self.dev, k, shape, &inputs, &reference, self.timing, time),
+                    };
                     progress(Event::Row { shape, row: &row });
                     rows.push(row);
                 }
@@ -324,6 +317,36 @@ impl Ablation<'_> {
             calibration: None,
         })
     }
+}
+
+/// One kernel on one shape: validated, then timed when `timing` says so.
+pub fn row_for(
+    dev: &dyn Executor,
+    k: &dyn Kernel,
+    shape: &Shape,
+    inputs: &[Vec<f32>],
+    reference: &Reference,
+    timing: Option<TimingConfig>,
+    time: &mut TimeRow<'_>,
+) -> Row {
+    // The inputs as this kernel reads them (B column-major, say).
+    let own = k.device_inputs(shape, inputs);
+    let kernel_inputs = own.as_deref().unwrap_or(inputs);
+    let (mut row, prepared) = evaluate(dev, k, shape, kernel_inputs, reference);
+    if let (Some(mut p), Some(cfg)) = (prepared, &timing) {
+        let timed = time(shape, &row, p.as_mut(), cfg);
+        drop(p);
+        match timed {
+            Ok(t) => row.timing = Some(t),
+            Err(e) => {
+                fail_row(dev, &mut row, e);
+                if let Some(why) = &mut row.reason {
+                    why.insert_str(0, "timing failed: ");
+                }
+            }
+        }
+    }
+    row
 }
 
 /// Whether `row` has launch resources worth a column.

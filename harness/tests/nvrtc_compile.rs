@@ -113,6 +113,9 @@ fn every_kernel_compiles_for_sm80_and_sm90_without_spills() {
     println!("compiled {compiled} launches for sm_80 and sm_90, no unaccepted spills");
 }
 
+/// The stack frame of `mbar_wait`'s timeout report: printf's buffer of its eight arguments.
+const MBAR_REPORT_STACK: u32 = 48;
+
 /// Rung 18 (wgmma + TMA) compiles for sm_90a, asked as sm_90 or sm_90a: one block of 384
 /// threads per SM, no spill, registers within the 168 its launch bounds allow. On sm_80 there
 /// is no code to make: declined with the reason, not a compile error.
@@ -130,11 +133,10 @@ fn the_hopper_rung_compiles_for_sm90a_alone() {
             (r.entry.as_str(), r.arch.as_str()),
             ("gemm_wgmma_tma", "sm_90a")
         );
-        assert_eq!(
-            (r.spill_stores, r.spill_loads, r.stack_bytes),
-            (0, 0, 0),
-            "{r:?}"
-        );
+        assert_eq!((r.spill_stores, r.spill_loads), (0, 0), "{r:?}");
+        // The only stack is printf's argument buffer in `mbar_wait`'s timeout report
+        // (lab/hopper.h), written only on the way to its trap.
+        assert!(r.stack_bytes <= MBAR_REPORT_STACK, "{r:?}");
         assert!(r.registers <= 168, "{r:?}");
         assert_eq!(r.threads_per_block, 384);
         assert_eq!(r.occupancy, Some(12.0 / 64.0), "{r:?}");

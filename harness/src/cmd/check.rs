@@ -15,11 +15,18 @@ pub struct Args {
     /// Default: the config's `check` shapes (`sim` shapes in the simulator).
     #[command(flatten)]
     pub selection: Selection,
+    #[command(flatten)]
+    pub isolation: crate::isolate::IsolationArgs,
 }
 
 pub fn run(args: &Args) -> Outcome {
-    let Args { common, selection } = args;
+    let Args {
+        common,
+        selection,
+        isolation,
+    } = args;
     let config = load_config(&common.config)?;
+    isolation.apply(common.config.clone(), &[], Vec::new());
     let dev = open_device(common.device.as_deref())?;
     let all = tune::lab_kernels(dev.info(), &LabDir::locate());
     let kernels = registry::select(&all, &common.kernels)?;

@@ -10,8 +10,9 @@ use kernel::cuda::{CudaDevice, nvrtc};
 #[derive(clap::Args)]
 pub struct Args {
     /// Print only one fact, for scripts: `kind` (cuda or cpu) or `slug` (its folder name) of
-    /// the device a run would use, or `build` (release or debug) of this harness.
-    #[arg(long, value_parser = ["kind", "slug", "build"])]
+    /// the device a run would use, `build` (release or debug) of this harness, or `glibc`: the
+    /// newest glibc version this binary needs.
+    #[arg(long, value_parser = ["kind", "slug", "build", "glibc"])]
     pub print: Option<String>,
 }
 
@@ -35,6 +36,10 @@ fn doctor_print(what: &str) -> Outcome {
         );
         return Ok(true);
     }
+    if what == "glibc" {
+        println!("{}", glibc_needed().map_err(anyhow::Error::msg)?);
+        return Ok(true);
+    }
     let (dev, _) = select::open(None)?;
     match what {
         "kind" => println!("{}", dev.kind()),
@@ -44,6 +49,12 @@ fn doctor_print(what: &str) -> Outcome {
 }
 
 fn doctor() -> Outcome {
+    match glibc_needed() {
+        Ok(v) => {
+            println!("this binary needs:  glibc {v} or newer (`ldd --version` shows the machine's)")
+        }
+        Err(why) => println!("this binary needs:  glibc version unknown: {why}"),
+    }
     let d = discovery();
     println!(
         "CUDA folders searched: {}",
@@ -99,7 +110,7 @@ fn doctor() -> Outcome {
         }
     }
     println!("cuBLAS:             {}", d.cublas.describe());
-    match CudaDevice::open() {
+    let uses = match CudaDevice::open() {
         Ok(dev) => {
             let i = dev.info();
             println!(
@@ -123,17 +134,122 @@ fn doctor() -> Outcome {
                 Ok(()) => println!("cuBLAS handle:      ok"),
                 Err(why) => println!("cuBLAS handle:      unavailable: {why}"),
             }
-            println!("\n`cargo bench -p harness` and `harness run` will use this GPU.");
+            "this GPU"
         }
         Err(e) => {
             println!("GPU:                none: {e}");
-            println!("\n`cargo bench -p harness` and `harness run` will use the CPU.");
+            "the CPU"
         }
+    };
+    // What the process has mapped now, after cudarc opened its libraries by name: a second
+    // copy of a library means a bare name found another toolkit's file first.
+    let loaded = kernel::cuda::discovery::loaded_libraries();
+    for path in &loaded {
+        println!("loaded:             {}", path.display());
     }
+    for (lib, paths) in kernel::cuda::discovery::conflicting(&loaded) {
+        let list: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+        println!(
+            "CONFLICT:           {lib} is loaded from {} files: {}; put the wanted toolkit's \
+             folder first in LD_LIBRARY_PATH (or set CUDA_HOME)",
+            paths.len(),
+            list.join(", ")
+        );
+    }
+    println!("\n`cargo bench -p harness` and `harness run` will use {uses}.");
     if !d.nvrtc.is_found() {
         println!(
             "Without NVRTC, `harness inspect` cannot compile kernels: run tools/install-cuda-tools.sh."
         );
     }
     Ok(true)
+}
+
+/// The newest `GLIBC_x.y` symbol version the ELF file `bytes` needs (its `.gnu.version_r`
+/// section), as `(x, y)`; `None` when it is no 64-bit little-endian ELF or needs no glibc
+/// version (a static binary).
+pub fn newest_glibc_needed(bytes: &[u8]) -> Option<(u32, u32)> {
+    const SHT_GNU_VERNEED: u32 = 0x6fff_fffe;
+    let u16_at = |o: usize| Some(u16::from_le_bytes(bytes.get(o..o + 2)?.try_into().ok()?));
+    let u32_at = |o: usize| Some(u32::from_le_bytes(bytes.get(o..o + 4)?.try_into().ok()?));
+    let u64_at = |o: usize| Some(u64::from_le_bytes(bytes.get(o..o + 8)?.try_into().ok()?));
+    // ELF64, little-endian.
+    if bytes.get(..6)? != b"\x7fELF\x02\x01" {
+        return None;
+    }
+    let shoff = u64_at(0x28)? as usize;
+    let shentsize = u16_at(0x3a)? as usize;
+    let shnum = u16_at(0x3c)? as usize;
+    let section = |i: usize| {
+        let h = shoff.checked_add(i.checked_mul(shentsize)?)?;
+        // (type, offset, link, info)
+        Some((
+            u32_at(h + 4)?,
+            u64_at(h + 0x18)? as usize,
+            u32_at(h + 0x28)? as usize,
+            u32_at(h + 0x2c)?,
+        ))
+    };
+    let (_, mut need, strtab, count) = (0..shnum)
+        .filter_map(section)
+        .find(|(kind, ..)| *kind == SHT_GNU_VERNEED)?;
+    let (_, strings, ..) = section(strtab)?;
+    let name_at = |o: usize| {
+        let start = strings.checked_add(o)?;
+        let rest = bytes.get(start..)?;
+        let end = rest.iter().position(|&b| b == 0)?;
+        std::str::from_utf8(&rest[..end]).ok()
+    };
+    let mut newest = None;
+    // Verneed entries (one per library), each with its Vernaux list (one per version).
+    for _ in 0..count {
+        let (cnt, aux, next) = (u16_at(need + 2)?, u32_at(need + 8)?, u32_at(need + 12)?);
+        let mut a = need.checked_add(aux as usize)?;
+        for _ in 0..cnt {
+            let version = name_at(u32_at(a + 8)? as usize)?;
+            if let Some((x, y)) = version
+                .strip_prefix("GLIBC_")
+                .and_then(|v| v.split_once('.'))
+                .and_then(|(x, y)| Some((x.parse().ok()?, y.split('.').next()?.parse().ok()?)))
+            {
+                newest = newest.max(Some((x, y)));
+            }
+            let next_aux = u32_at(a + 12)?;
+            if next_aux == 0 {
+                break;
+            }
+            a = a.checked_add(next_aux as usize)?;
+        }
+        if next == 0 {
+            break;
+        }
+        need = need.checked_add(next as usize)?;
+    }
+    newest
+}
+
+/// The newest glibc version this running binary needs, as `2.28`, or why it is not known.
+pub fn glibc_needed() -> Result<String, String> {
+    let bytes =
+        std::fs::read("/proc/self/exe").map_err(|e| format!("reading /proc/self/exe: {e}"))?;
+    newest_glibc_needed(&bytes)
+        .map(|(x, y)| format!("{x}.{y}"))
+        .ok_or_else(|| "no GLIBC symbol versions in this binary".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_binary_needs_a_glibc_version_and_garbage_needs_none() {
+        let exe = std::fs::read("/proc/self/exe").unwrap();
+        let (major, minor) = newest_glibc_needed(&exe).expect("a test binary links glibc");
+        assert_eq!(major, 2);
+        // Every glibc a Rust binary links needs at least GLIBC_2.2.5 symbols.
+        assert!(minor >= 2, "{major}.{minor}");
+        assert_eq!(newest_glibc_needed(b"not an ELF file"), None);
+        // A truncated ELF reads as unknown, never as a panic.
+        assert_eq!(newest_glibc_needed(&exe[..exe.len().min(4096)]), None);
+    }
 }

@@ -9,10 +9,24 @@ pub struct Args {
     /// As JSON, each kernel with its lineage (parent, idea, bound).
     #[arg(long)]
     pub json: bool,
+    /// Only the ids of the kernels whose rows could hang or fault the process on a GPU (GPU-only
+    /// rungs, rungs compiled for sm_90a alone), one a line with the reason: on a GPU they run
+    /// in a child process, and `tools/gpu-check.sh` runs each alone first.
+    #[arg(long, conflicts_with = "json")]
+    pub risky: bool,
 }
 
 pub fn run(args: &Args) -> Outcome {
     let all = registry::all();
+    if args.risky {
+        for k in &all {
+            let shape = k.info().workload.probe_shape();
+            if let Some(why) = crate::isolate::risk(k.as_ref(), &shape) {
+                println!("{}\t{why}", k.info().id);
+            }
+        }
+        return Ok(true);
+    }
     if args.json {
         let infos: Vec<_> = all
             .iter()

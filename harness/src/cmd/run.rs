@@ -28,6 +28,8 @@ pub struct Args {
     /// (repeatable; see docs/your-kernel.md). Without a GPU it runs in the simulator.
     #[arg(long = "kernel")]
     pub user_kernels: Vec<String>,
+    #[command(flatten)]
+    pub isolation: crate::isolate::IsolationArgs,
     /// Print only the run folder and the rows that failed.
     #[arg(long, short, conflicts_with = "verbose")]
     pub quiet: bool,
@@ -43,6 +45,7 @@ pub fn run(args: &Args) -> Outcome {
         out,
         peers,
         user_kernels: user,
+        isolation,
         quiet,
         verbose,
     } = args;
@@ -59,6 +62,8 @@ pub fn run(args: &Args) -> Outcome {
     // Without a GPU, the user's kernels run in the simulator: compile-checked for it too.
     let in_sim = dev.kind() != DeviceKind::Cuda;
     let users = user_kernel::load_all(&specs, &selection.workload, in_sim)?;
+    let user_ids = users.iter().map(|u| u.id().to_string()).collect();
+    isolation.apply(common.config.clone(), user, user_ids);
     let all = tune::lab_kernels(dev.info(), &lab_dir);
     let named = !common.kernels.is_empty();
     let lab = user_kernel::run::lab_kernels(&all, &common.kernels, !users.is_empty())?;

@@ -59,10 +59,12 @@ pub fn discovery() -> &'static Discovery {
     D.get_or_init(Discovery::run)
 }
 
-const NVRTC: &str = "libnvrtc.so.13";
+// Versioned names first, the bindings' CUDA 13 before 12: an unversioned `libnvrtc.so` is a
+// development symlink that may belong to any toolkit on the machine.
+const NVRTC_NAMES: [&str; 3] = ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"];
+const NVRTC: &str = NVRTC_NAMES[0];
 const NVRTC_BUILTINS: &str = "libnvrtc-builtins.so.13.0";
-const CUBLAS: &str = "libcublas.so.13";
-const CUBLAS_LT: &str = "libcublasLt.so.13";
+const CUBLAS_NAMES: [&str; 3] = ["libcublas.so.13", "libcublas.so.12", "libcublas.so"];
 const DRIVER: &str = "libcuda.so.1";
 
 impl Discovery {
@@ -74,10 +76,10 @@ impl Discovery {
         let mut libs = Vec::new();
 
         // NVRTC loads its builtins itself by bare name: load that one first from the same folder.
-        let (nvrtc, nvrtc_builtins) = match find_file(&lib_dirs, NVRTC) {
+        let (nvrtc, nvrtc_builtins) = match find_first(&lib_dirs, &NVRTC_NAMES) {
             Some(path) => {
                 let dir = path.parent().unwrap_or(Path::new("/")).to_path_buf();
-                let builtins = match find_builtins(&dir) {
+                let builtins = match find_builtins(&dir, &path) {
                     Some(b) => preload(&b, &mut libs),
                     None => Found::Missing(format!(
                         "{NVRTC_BUILTINS} is not beside {} (NVRTC needs it)",
@@ -87,7 +89,7 @@ impl Discovery {
                 (preload(&path, &mut libs), builtins)
             }
             None => {
-                let loader = on_loader_path(NVRTC);
+                let loader = first_on_loader_path(&NVRTC_NAMES);
                 (
                     loader.clone(),
                     match loader {
@@ -99,7 +101,8 @@ impl Discovery {
         };
         let nvrtc = match nvrtc {
             Found::Missing(_) => Found::Missing(format!(
-                "no {NVRTC} in {} or on the loader path{}; run tools/install-cuda-tools.sh or set CUDA_HOME",
+                "no {} in {} or on the loader path{}; run tools/install-cuda-tools.sh or set CUDA_HOME",
+                NVRTC_NAMES.join(", "),
                 describe_roots(&roots),
                 ignored.iter().map(|i| format!("; {i}")).collect::<String>()
             )),
@@ -151,20 +154,25 @@ impl Discovery {
             other => other,
         };
 
-        let cublas = match find_file(&lib_dirs, CUBLAS) {
+        let cublas = match find_first(&lib_dirs, &CUBLAS_NAMES) {
             Some(p) => {
-                if let Some(lt) = p
-                    .parent()
-                    .map(|d| d.join(CUBLAS_LT))
+                // cublasLt of the same version, beside it: libcublas.so.13 -> libcublasLt.so.13.
+                let lt_name = p
+                    .file_name()
+                    .and_then(|n| n.to_str())
+                    .map(|n| n.replacen("libcublas", "libcublasLt", 1));
+                if let Some(lt) = lt_name
+                    .and_then(|n| p.parent().map(|d| d.join(n)))
                     .filter(|p| p.is_file())
                 {
                     preload(&lt, &mut libs);
                 }
                 preload(&p, &mut libs)
             }
-            None => match on_loader_path(CUBLAS) {
+            None => match first_on_loader_path(&CUBLAS_NAMES) {
                 Found::Missing(_) => Found::Missing(format!(
-                    "no {CUBLAS} in {} or on the loader path; cuBLAS reference rows are skipped",
+                    "no {} in {} or on the loader path; cuBLAS reference rows are skipped",
+                    CUBLAS_NAMES.join(", "),
                     describe_roots(&roots)
                 )),
                 f => f,
@@ -194,6 +202,64 @@ impl Discovery {
             _ => None,
         }
     }
+}
+
+/// The CUDA libraries (driver, NVRTC, cuBLAS) mapped into this process now, by path, as the
+/// dynamic loader lists them: what was actually loaded, whichever name opened it.
+pub fn loaded_libraries() -> Vec<PathBuf> {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        data: *mut libc::c_void,
+    ) -> libc::c_int {
+        // SAFETY: the loader passes a valid `dl_phdr_info` for the call's duration, and
+        // `data` is the `Vec` below, borrowed mutably by this iteration alone.
+        let (info, found) = unsafe { (&*info, &mut *(data as *mut Vec<PathBuf>)) };
+        if !info.dlpi_name.is_null() {
+            // SAFETY: dlpi_name is a NUL-terminated string owned by the loader.
+            let name = unsafe { std::ffi::CStr::from_ptr(info.dlpi_name) };
+            let path = PathBuf::from(name.to_string_lossy().into_owned());
+            let file = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if ["libcuda.so", "libnvrtc", "libcublas"]
+                .iter()
+                .any(|p| file.starts_with(p))
+            {
+                found.push(path);
+            }
+        }
+        0
+    }
+    let mut found: Vec<PathBuf> = Vec::new();
+    // SAFETY: `each` only reads the loader's entries and pushes to `found`, which outlives
+    // the call.
+    unsafe {
+        libc::dl_iterate_phdr(
+            Some(each),
+            &mut found as *mut Vec<PathBuf> as *mut libc::c_void,
+        )
+    };
+    found
+}
+
+/// Libraries loaded twice from different files (`libnvrtc.so.13` preloaded by path and an
+/// older `libnvrtc.so` opened by bare name, say), as `(library, paths)`.
+pub fn conflicting(loaded: &[PathBuf]) -> Vec<(String, Vec<PathBuf>)> {
+    let stem = |p: &Path| {
+        let name = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        name.split(".so").next().unwrap_or(name).to_string()
+    };
+    let mut by_stem: Vec<(String, Vec<PathBuf>)> = Vec::new();
+    for p in loaded {
+        let real = std::fs::canonicalize(p).unwrap_or_else(|_| p.clone());
+        let s = stem(p);
+        match by_stem.iter_mut().find(|(k, _)| *k == s) {
+            Some((_, paths)) if !paths.contains(&real) => paths.push(real),
+            Some(_) => {}
+            None => by_stem.push((s, vec![real])),
+        }
+    }
+    by_stem.retain(|(_, paths)| paths.len() > 1);
+    by_stem
 }
 
 fn describe_roots(roots: &[PathBuf]) -> String {
@@ -231,18 +297,45 @@ fn find_file(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
     dirs.iter().map(|d| d.join(name)).find(|p| p.is_file())
 }
 
-fn find_builtins(dir: &Path) -> Option<PathBuf> {
+/// The first of `names` (in that order) found in any of `dirs`.
+fn find_first(dirs: &[PathBuf], names: &[&str]) -> Option<PathBuf> {
+    names.iter().find_map(|n| find_file(dirs, n))
+}
+
+/// The first of `names` the loader finds.
+fn first_on_loader_path(names: &[&str]) -> Found {
+    names
+        .iter()
+        .map(|n| on_loader_path(n))
+        .find(Found::is_found)
+        .unwrap_or_else(|| {
+            Found::Missing(format!(
+                "none of {} is on the loader path",
+                names.join(", ")
+            ))
+        })
+}
+
+/// The builtins library of the NVRTC at `nvrtc`, in `dir`: the same major version
+/// (`libnvrtc.so.13` -> `libnvrtc-builtins.so.13.*`), the newest for an unversioned name.
+fn find_builtins(dir: &Path, nvrtc: &Path) -> Option<PathBuf> {
     let exact = dir.join(NVRTC_BUILTINS);
-    if exact.is_file() {
+    if nvrtc.file_name().and_then(|n| n.to_str()) == Some(NVRTC) && exact.is_file() {
         return Some(exact);
     }
+    let major = nvrtc
+        .file_name()
+        .and_then(|n| n.to_str())
+        .and_then(|n| n.strip_prefix("libnvrtc.so."))
+        .unwrap_or("");
+    let prefix = format!("libnvrtc-builtins.so.{major}");
     let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
         .ok()?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with("libnvrtc-builtins.so.13") && !n.contains("alt"))
+                .is_some_and(|n| n.starts_with(&prefix) && !n.contains("alt"))
         })
         .collect();
     entries.sort();
@@ -451,16 +544,50 @@ mod tests {
     }
 
     #[test]
+    fn a_library_loaded_from_two_files_is_a_conflict() {
+        let paths: Vec<PathBuf> = [
+            "/opt/cu13/lib/libnvrtc.so.13",
+            "/opt/cu12/lib/libnvrtc.so",
+            "/opt/cu13/lib/libnvrtc-builtins.so.13.0",
+            "/opt/cu13/lib/libcublas.so.13",
+            "/opt/cu13/lib/libcublasLt.so.13",
+            "/opt/cu13/lib/libcublas.so.13",
+        ]
+        .map(PathBuf::from)
+        .to_vec();
+        let c = conflicting(&paths);
+        assert_eq!(c.len(), 1, "{c:?}");
+        assert_eq!(c[0].0, "libnvrtc");
+        assert_eq!(c[0].1.len(), 2);
+    }
+
+    #[test]
+    fn builtins_follow_the_major_version_of_nvrtc() {
+        let dir = std::env::temp_dir().join(format!("builtins-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        for f in ["libnvrtc-builtins.so.12.8", "libnvrtc-builtins.so.13.0"] {
+            std::fs::write(dir.join(f), b"").unwrap();
+        }
+        let of = |nvrtc: &str| find_builtins(&dir, &dir.join(nvrtc)).unwrap();
+        assert!(of("libnvrtc.so.12").ends_with("libnvrtc-builtins.so.12.8"));
+        assert!(of("libnvrtc.so.13").ends_with("libnvrtc-builtins.so.13.0"));
+        // Unversioned: the newest.
+        assert!(of("libnvrtc.so").ends_with("libnvrtc-builtins.so.13.0"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn every_root_is_searched_in_lib64_and_the_target_folders() {
         let root = std::env::temp_dir().join(format!("lab-cuda-root-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         std::fs::create_dir_all(root.join("lib64")).unwrap();
         std::fs::create_dir_all(root.join("targets/x86_64-linux/lib")).unwrap();
-        std::fs::write(root.join("lib64").join(CUBLAS), "not a library").unwrap();
+        std::fs::write(root.join("lib64").join(CUBLAS_NAMES[0]), "not a library").unwrap();
         let dirs = lib_dirs_of(&root);
         assert_eq!(dirs[0], root.join("lib64"));
         assert!(dirs.contains(&root.join("targets/x86_64-linux/lib")));
-        let found = find_file(&dirs, CUBLAS).unwrap();
+        let found = find_file(&dirs, CUBLAS_NAMES[0]).unwrap();
         // A file that is there but does not load is reported as such, with its path.
         let mut libs = Vec::new();
         match preload(&found, &mut libs) {

@@ -117,19 +117,62 @@ __device__ __forceinline__ bool mbar_test_wait(unsigned long long *bar, unsigned
 #endif
 }
 
+// Nanoseconds a wait may last before it is taken for a hang: far beyond any correct kernel's
+// wait (a TMA box lands in microseconds), short enough that a wrong transaction count or
+// descriptor ends as a fault with a message instead of holding the GPU. Override with
+// -DLAB_MBAR_TIMEOUT_NS=...
+#ifndef LAB_MBAR_TIMEOUT_NS
+#define LAB_MBAR_TIMEOUT_NS 4000000000ull
+#endif
+
+#ifndef KERNEL_LAB_SIM
+__device__ __forceinline__ unsigned long long globaltimer_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+
+// The report of a wait that timed out, then the trap. printf's argument buffer is the kernel's
+// one stack frame (40 bytes), written only on the way to the trap.
+__device__ __forceinline__ void mbar_timed_out(unsigned bar, unsigned parity) {
+    printf("mbar_wait timed out after %llu ns: block (%d,%d,%d) thread (%d,%d,%d) "
+           "barrier smem 0x%x phase parity %u\n",
+           (unsigned long long)(LAB_MBAR_TIMEOUT_NS), (int)blockIdx.x, (int)blockIdx.y,
+           (int)blockIdx.z, (int)threadIdx.x, (int)threadIdx.y, (int)threadIdx.z, bar, parity);
+    __trap();
+}
+#endif
+
 // Blocks until the phase with this parity has completed (try_wait suspends in hardware for
-// a while before returning false, so the loop does not spin hot).
+// a while before returning false, so the loop does not spin hot). A wait longer than
+// LAB_MBAR_TIMEOUT_NS prints the block, thread, barrier and phase, then traps: the launch
+// fails with an error instead of hanging. (The simulator's emulation reports a deadlock.)
 __device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned parity) {
 #ifdef KERNEL_LAB_SIM
     sim::mbar_wait(bar, parity, "mbarrier.try_wait.parity");
 #else
-    asm volatile(
-        "{\n"
-        ".reg .pred done;\n"
-        "LAB_WAIT:\n"
-        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
-        "@!done bra LAB_WAIT;\n"
-        "}\n" ::"r"(smem(bar)), "r"(parity) : "memory");
+    unsigned long long start = 0;
+    for (;;) {
+        unsigned done;
+        asm volatile(
+            "{\n"
+            ".reg .pred p;\n"
+            "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+            "selp.u32 %0, 1, 0, p;\n"
+            "}\n"
+            : "=r"(done)
+            : "r"(smem(bar)), "r"(parity)
+            : "memory");
+        if (done) return;
+        // The clock starts at the first failed try, so a wait that succeeds at once reads no
+        // timer at all.
+        unsigned long long now = globaltimer_ns();
+        if (start == 0) {
+            start = now;
+        } else if (now - start > (unsigned long long)(LAB_MBAR_TIMEOUT_NS)) {
+            mbar_timed_out(smem(bar), parity);
+        }
+    }
 #endif
 }
 

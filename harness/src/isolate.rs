@@ -1,0 +1,362 @@
+//! Rows in a child process. A kernel that hangs holds its process forever, and one that faults
+//! (`CUDA_ERROR_ILLEGAL_ADDRESS`) leaves the process's CUDA context unusable: either would cost
+//! every row after it. So the rows that can (on a GPU, every rung [`risk`] names and every user
+//! kernel; every row under `--isolate`) run in a child: the harness itself, started with the
+//! hidden `isolated-row` subcommand, which reads one [`Request`] as JSON on stdin, runs that
+//! one kernel on that one shape and prints one [`Response`] line on stdout. The parent waits
+//! at most the row's time limit, then kills the child's process group; a timeout or a crash
+//! is recorded on the row, and the next row starts in a fresh process.
+//!
+//! The protocol is versioned ([`PROTOCOL`]): a parent and a child of different builds refuse
+//! each other with a clear message rather than misreading a row.
+
+use crate::cmd::load_config;
+use crate::results::{Row, Status};
+use crate::runs::LabDir;
+use crate::timing::{self, TimingConfig};
+use crate::{inputs, run, select, tune, user_kernel};
+use anyhow::{Context, Result, bail};
+use kernel::{DeviceKind, Executor, Kernel, Shape};
+use serde::{Deserialize, Serialize};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::RwLock;
+use std::time::{Duration, Instant};
+
+/// The version of [`Request`] and [`Response`].
+pub const PROTOCOL: u32 = 1;
+
+/// The hidden subcommand the child runs.
+pub const SUBCOMMAND: &str = "isolated-row";
+
+/// What starts the child's answer on its stdout, so that anything else it prints there is
+/// never taken for the row.
+const MARKER: &str = "harness-isolated-row ";
+
+/// The default time limit of an isolated row on a GPU: far beyond the slowest correct row
+/// (the largest shapes, timed), short enough that a hang costs minutes, not the hour.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// Which rows run in a child, and for how long at most.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    /// Every row (`--isolate`), not only those that can hang or fault a GPU process.
+    pub all_rows: bool,
+    pub timeout: Duration,
+    /// The config file the command read, for the child to read too.
+    pub config: Option<PathBuf>,
+    /// The user kernels as given on the command line (`--kernel`), for the child to load.
+    pub user_kernels: Vec<String>,
+    /// The ids of the user kernels (from the command line or the config): isolated on a GPU.
+    pub user_ids: Vec<String>,
+}
+
+static POLICY: RwLock<Option<Policy>> = RwLock::new(None);
+
+/// Sets the policy for the rest of the process (`harness run` and `check` set it from their
+/// flags; without one, as in the bench and in tests, every row runs in the process).
+pub fn set_policy(policy: Option<Policy>) {
+    *POLICY.write().unwrap_or_else(|e| e.into_inner()) = policy;
+}
+
+/// The policy, if this row of `kernel` on `dev` at `shape` must run in a child. Rows the
+/// device or kernel declines run in the process: they record their reason without running.
+pub fn policy_for(dev: &dyn Executor, kernel: &dyn Kernel, shape: &Shape) -> Option<Policy> {
+    let guard = POLICY.read().unwrap_or_else(|e| e.into_inner());
+    let policy = guard.as_ref()?;
+    let id = kernel.info().id;
+    let risky = dev.kind() == DeviceKind::Cuda
+        && (risk(kernel, shape).is_some() || policy.user_ids.iter().any(|u| *u == id));
+    if !(policy.all_rows || risky) {
+        return None;
+    }
+    if dev.can_run(kernel).is_err() || kernel.supports(shape).is_err() {
+        return None;
+    }
+    Some(policy.clone())
+}
+
+/// Why a row of this lab kernel could hang or fault its process on a GPU, or `None`: it runs
+/// only on a GPU (`Kernel::gpu_only`), or it is compiled for an architecture-specific target
+/// alone (`sm_90a`: wgmma, TMA and mbarrier waits, where a wrong byte count or descriptor
+/// hangs or faults rather than computing a wrong value).
+pub fn risk(kernel: &dyn Kernel, shape: &Shape) -> Option<String> {
+    if let Some(why) = kernel.gpu_only() {
+        return Some(why.to_string());
+    }
+    let plan = kernel.cuda(shape)?;
+    plan.launches().find_map(|l| {
+        l.source
+            .arch
+            .as_ref()
+            .map(|a| format!("compiled for {a} alone (wgmma, TMA, mbarrier waits)"))
+    })
+}
+
+/// What the parent asks of the child.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Request {
+    pub protocol: u32,
+    /// `cpu`, `cuda` or `sim`.
+    pub device: String,
+    pub config: Option<PathBuf>,
+    pub user_kernels: Vec<String>,
+    pub kernel: String,
+    pub shape: Shape,
+    /// `None`: validate only.
+    pub timing: Option<TimingConfig>,
+}
+
+/// The child's answer: the row as the parent would have recorded it in its own process.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct Response {
+    pub protocol: u32,
+    pub row: Row,
+}
+
+/// Runs `row`'s kernel on `shape` in a child process and returns its row; a child that times
+/// out, crashes or answers nothing gives `row` (the row as prepared, not yet run) with the
+/// status `error` and the reason.
+pub fn run_row(
+    policy: &Policy,
+    dev: &dyn Executor,
+    mut row: Row,
+    shape: &Shape,
+    timing: Option<TimingConfig>,
+) -> Row {
+    let request = Request {
+        protocol: PROTOCOL,
+        device: dev.kind().name().to_string(),
+        config: policy.config.clone(),
+        user_kernels: policy.user_kernels.clone(),
+        kernel: row.id.clone(),
+        shape: *shape,
+        timing,
+    };
+    match in_child(&request, policy.timeout) {
+        Ok(r) => r,
+        Err(why) => {
+            row.status = Status::Error;
+            row.reason = Some(format!("{why:#}"));
+            row
+        }
+    }
+}
+
+/// Why an isolated row has no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum ChildError {
+    #[error("timed out after {} s (the child process was killed)", .0.as_secs_f64())]
+    TimedOut(Duration),
+    #[error("the child process crashed: {0}{1}")]
+    Crashed(String, String),
+    #[error("the child process answered no row (exit status {0}){1}")]
+    NoAnswer(String, String),
+}
+
+fn in_child(request: &Request, timeout: Duration) -> Result<Row> {
+    let exe = std::env::current_exe().context("locating the harness binary for a child")?;
+    let mut cmd = Command::new(exe);
+    cmd.arg(SUBCOMMAND)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    // Its own process group: a timeout kills the child and whatever it started (a compiler).
+    #[cfg(unix)]
+    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
+    let mut child = cmd
+        .spawn()
+        .context("starting a child process for the row")?;
+    let mut stdin = child.stdin.take().context("the child's stdin")?;
+    stdin.write_all(serde_json::to_string(request)?.as_bytes())?;
+    drop(stdin);
+    // Read both pipes while waiting, so a child that prints much never blocks on a full pipe.
+    let stdout = reader(child.stdout.take());
+    let stderr = reader(child.stderr.take());
+    let status = match wait(&mut child, timeout) {
+        Some(s) => s,
+        None => {
+            kill(&mut child);
+            return Err(ChildError::TimedOut(timeout).into());
+        }
+    };
+    let out = stdout.join().unwrap_or_default();
+    let err = stderr.join().unwrap_or_default();
+    if let Some(line) = out.lines().rev().find_map(|l| l.strip_prefix(MARKER)) {
+        let response: Response =
+            serde_json::from_str(line).context("reading the child process's row")?;
+        if response.protocol != PROTOCOL {
+            bail!(
+                "the child process speaks protocol {}, this harness {PROTOCOL}",
+                response.protocol
+            );
+        }
+        return Ok(response.row);
+    }
+    // The last thing the child said is usually why it stopped.
+    let said = err
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .map(|l| format!(": {}", l.trim()))
+        .unwrap_or_default();
+    #[cfg(unix)]
+    if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
+        return Err(ChildError::Crashed(signal_name(sig), said).into());
+    }
+    Err(ChildError::NoAnswer(status.to_string(), said).into())
+}
+
+fn reader(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        if let Some(mut p) = pipe {
+            let mut bytes = Vec::new();
+            let _ = p.read_to_end(&mut bytes);
+            text = String::from_utf8_lossy(&bytes).into_owned();
+        }
+        text
+    })
+}
+
+/// The child's exit status, or `None` if it is still running after `timeout`.
+fn wait(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let start = Instant::now();
+    let mut pause = Duration::from_millis(5);
+    loop {
+        match child.try_wait() {
+            Ok(Some(s)) => return Some(s),
+            Ok(None) if start.elapsed() >= timeout => return None,
+            Ok(None) => {}
+            Err(_) => return None,
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(100));
+    }
+}
+
+fn kill(child: &mut Child) {
+    #[cfg(unix)]
+    {
+        let pgid = child.id() as libc::pid_t;
+        // SAFETY: kill(2) with a negative pid signals the process group we created for the
+        // child (`process_group(0)` made its id the group's), nothing else.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+#[cfg(unix)]
+fn signal_name(sig: i32) -> String {
+    let name = match sig {
+        libc::SIGSEGV => "SIGSEGV, a segmentation fault",
+        libc::SIGBUS => "SIGBUS, a bus error",
+        libc::SIGABRT => "SIGABRT, aborted",
+        libc::SIGFPE => "SIGFPE, an arithmetic fault",
+        libc::SIGILL => "SIGILL, an illegal instruction",
+        libc::SIGKILL => "SIGKILL, killed",
+        _ => "",
+    };
+    match name {
+        "" => format!("signal {sig}"),
+        n => format!("signal {sig} ({n})"),
+    }
+}
+
+/// The child: reads a [`Request`] on stdin, runs the row, prints a [`Response`] line.
+pub fn child() -> Result<bool> {
+    let mut text = String::new();
+    std::io::stdin()
+        .read_to_string(&mut text)
+        .context("reading the row request on stdin")?;
+    let request: Request = serde_json::from_str(&text).context(
+        "this subcommand is the harness's own: it runs one row for `harness run`/`check`",
+    )?;
+    if request.protocol != PROTOCOL {
+        bail!(
+            "the parent speaks protocol {}, this harness {PROTOCOL}",
+            request.protocol
+        );
+    }
+    let row = child_row(&request)?;
+    let response = Response {
+        protocol: PROTOCOL,
+        row,
+    };
+    println!("{MARKER}{}", serde_json::to_string(&response)?);
+    Ok(true)
+}
+
+fn child_row(request: &Request) -> Result<Row> {
+    let config = load_config(&request.config)?;
+    let (dev, _) = select::open(Some(select::parse_kind(&request.device)?))?;
+    let all = tune::lab_kernels(dev.info(), &LabDir::locate());
+    let specs = user_kernel::specs(&config.kernels, &request.user_kernels)?;
+    let workload = request.shape.workload().name().to_string();
+    let users = if specs.is_empty() {
+        Vec::new()
+    } else {
+        user_kernel::load_all(&specs, &[workload], dev.kind() != DeviceKind::Cuda)?
+    };
+    let mut kernels: Vec<&dyn Kernel> = all.iter().map(|k| k.as_ref()).collect();
+    kernels.extend(users.iter().map(|u| u as &dyn Kernel));
+    let Some(&kernel) = kernels.iter().find(|k| k.info().id == request.kernel) else {
+        bail!("no kernel {:?} in the child process", request.kernel);
+    };
+    let shape = &request.shape;
+    let inputs = inputs::random_inputs(shape, config.seed);
+    let reference = run::reference_for(dev.as_ref(), &kernels, shape, &inputs, &config);
+    Ok(run::row_for(
+        dev.as_ref(),
+        kernel,
+        shape,
+        &inputs,
+        &reference,
+        request.timing,
+        &mut |_, _, p, cfg| timing::measure(p, cfg),
+    ))
+}
+
+/// The isolation options of `harness run` and `harness check`.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct IsolationArgs {
+    /// Run every row in a child process of its own (on a GPU, every rung `list --risky` names
+    /// and every user kernel always does): a row that hangs or faults is recorded as such and the run
+    /// goes on.
+    #[arg(long)]
+    pub isolate: bool,
+    /// The most seconds an isolated row may take before its process is killed and the row
+    /// recorded as timed out [default: 120].
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    pub row_timeout: Option<Duration>,
+}
+
+impl IsolationArgs {
+    /// Sets the process's [`Policy`] from these flags.
+    pub fn apply(&self, config: Option<PathBuf>, user_kernels: &[String], user_ids: Vec<String>) {
+        set_policy(Some(Policy {
+            all_rows: self.isolate,
+            timeout: self.row_timeout.unwrap_or(DEFAULT_TIMEOUT),
+            config,
+            user_kernels: user_kernels.to_vec(),
+            user_ids,
+        }));
+    }
+}
+
+/// `--row-timeout` as given: seconds, whole or not.
+pub fn parse_seconds(text: &str) -> Result<Duration, String> {
+    let s: f64 = text
+        .parse()
+        .map_err(|_| format!("{text:?} is not a number of seconds"))?;
+    if !(s.is_finite() && s > 0.0) {
+        return Err(format!(
+            "{text:?}: a time limit must be a positive number of seconds"
+        ));
+    }
+    Ok(Duration::from_secs_f64(s))
+}

@@ -1,0 +1,151 @@
+//! Rows in child processes (`--isolate`): a kernel that never ends and one that kills its
+//! process are each recorded on their own row, and the row after them still runs and passes.
+//! Forced on the simulator, so no GPU is needed; on a GPU the same mechanism isolates every
+//! `gpu_only` rung and every user kernel.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn scratch_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("isolate-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+const SIGNATURE: &str = "(const float *A, const float *B, float *C, int M, int N, int K)";
+
+/// A naive GEMM: one thread per output.
+const GOOD: &str = "{\n\
+    \x20 int row = blockIdx.y * 8 + threadIdx.x / 8, col = blockIdx.x * 8 + threadIdx.x % 8;\n\
+    \x20 if (row >= M || col >= N) return;\n\
+    \x20 float acc = 0.0f;\n\
+    \x20 for (int k = 0; k < K; ++k) acc += A[row * K + k] * B[k * N + col];\n\
+    \x20 C[row * N + col] = acc;\n\
+    }\n";
+
+/// Writes a kernel `name` with `body` into `dir` and returns its `--kernel` spec.
+fn kernel(dir: &Path, name: &str, body: &str) -> String {
+    let file = dir.join(format!("{name}.cu"));
+    let code = format!("#include <cstdlib>\n__global__ void {name}{SIGNATURE} {body}");
+    std::fs::write(&file, code).unwrap();
+    format!("{}:{name},block=64,grid=tile:8x8", file.display())
+}
+
+#[test]
+fn a_hanging_and_a_crashing_kernel_cost_their_own_rows_only() {
+    let dir = scratch_dir("rows");
+    // The simulator runs a kernel's threads on the CPU: this one loops forever.
+    let spin = kernel(&dir, "spin", "{\n  while (1) {\n  }\n}\n");
+    // The simulator catches memory faults as a row's error; abort() kills its process (SIGABRT),
+    // as a fault can end a process on a GPU. (For NVRTC, which compile-checks it too: a trap.)
+    let crash = kernel(
+        &dir,
+        "crash",
+        "{\n#ifdef KERNEL_LAB_SIM\n  abort();\n#else\n  __trap();\n#endif\n}\n",
+    );
+    let good = kernel(&dir, "good", GOOD);
+    let out = dir.join("run");
+    let timeout = "20";
+    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .current_dir(root())
+        .env("LAB_DIR", dir.join("lab"))
+        .args([
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "16",
+        ])
+        .args(["--kernels", "none", "--isolate", "--row-timeout", timeout])
+        .args(["--kernel", &spin, "--kernel", &crash, "--kernel", &good])
+        .arg("--out")
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Two rows failed: the run says so in its exit code, and still saved every row.
+    assert_eq!(o.status.code(), Some(1), "{text}");
+    let json = std::fs::read_to_string(out.join("results.json")).expect(&text);
+    let results: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rows = results["workloads"][0]["shapes"][0]["rows"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let row = |name: &str| {
+        rows.iter()
+            .find(|r| r["id"].as_str().is_some_and(|id| id.contains(name)))
+            .unwrap_or_else(|| panic!("no row {name}: {json}"))
+            .clone()
+    };
+    let (spin, crash, good) = (row("spin"), row("crash"), row("good"));
+    assert_eq!(spin["status"], "error", "{spin}");
+    assert!(
+        spin["reason"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("timed out after {timeout} s")),
+        "{spin}"
+    );
+    assert_eq!(crash["status"], "error", "{crash}");
+    let why = crash["reason"].as_str().unwrap();
+    assert!(
+        why.contains("crashed") && why.contains("SIGABRT"),
+        "{crash}"
+    );
+    assert_eq!(good["status"], "passed", "{good}");
+}
+
+#[test]
+fn the_child_refuses_a_request_it_cannot_read() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg("isolated-row")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(br#"{"protocol": 999}"#)
+        .unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("runs one row"), "{err}");
+    assert!(o.stdout.is_empty());
+}
+
+/// The rows isolated on a GPU without `--isolate`: the Hopper rung (sm_90a alone: wgmma, TMA,
+/// mbarrier waits) is among them, with its reason; a plain rung is not.
+#[test]
+fn list_risky_names_the_hopper_rung_with_its_reason() {
+    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["list", "--risky"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{text}");
+    let hopper = text
+        .lines()
+        .find(|l| l.starts_with("gemm-wgmma-tma\t"))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(hopper.contains("sm_90a"), "{hopper}");
+    assert!(
+        !text.lines().any(|l| l.starts_with("gemm-naive\t")),
+        "{text}"
+    );
+}
