@@ -10,6 +10,10 @@ use std::sync::OnceLock;
 
 const SIGNALS: [libc::c_int; 3] = [libc::SIGSEGV, libc::SIGBUS, libc::SIGFPE];
 
+/// What the launch's watchdog sends a worker thread still running a block past its limit: the
+/// thread's hook unwinds the block as for a fault, with this signal recorded.
+pub const WATCHDOG: libc::c_int = libc::SIGUSR2;
+
 thread_local! {
     static HOOK: Cell<Option<FaultHook>> = const { Cell::new(None) };
 }
@@ -52,9 +56,25 @@ extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut l
     }
 }
 
-/// Installs the handler once per process.
+extern "C" fn on_watchdog(sig: libc::c_int, _: *mut libc::siginfo_t, _: *mut libc::c_void) {
+    // Outside a block (between two, or leaving) the signal is simply dropped.
+    if let Some(hook) = HOOK.with(Cell::get) {
+        // SAFETY: the hook unwinds to the block's start, or returns when no block runs.
+        unsafe { hook(sig, 0, 0) };
+    }
+}
+
+/// Installs the handlers once per process.
 pub fn install() {
     PREVIOUS.get_or_init(|| {
+        // SAFETY: as below; the watchdog's signal has no previous handler worth keeping.
+        unsafe {
+            let mut act: libc::sigaction = std::mem::zeroed();
+            act.sa_sigaction = on_watchdog as *const () as usize;
+            act.sa_flags = libc::SA_SIGINFO | libc::SA_ONSTACK;
+            libc::sigemptyset(&mut act.sa_mask);
+            libc::sigaction(WATCHDOG, &act, std::ptr::null_mut());
+        }
         let mut prev = Vec::new();
         for sig in SIGNALS {
             // SAFETY: plain sigaction calls with zeroed, then filled, structures.

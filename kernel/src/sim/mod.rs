@@ -37,12 +37,17 @@ use std::time::{Duration, Instant};
 const DEFAULT_SEED: u64 = 0x5EED_CAFE;
 /// The simulator is for small shapes; a huge grid is a mistake, not a test.
 const MAX_BLOCKS: usize = 1 << 22;
+/// How long one launch may run unless `LAB_SIM_TIMEOUT_S` says otherwise: far more than any
+/// lab rung needs at the simulator's shapes.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
 
 pub struct SimDevice {
     info: DeviceInfo,
     compiler: String,
     seed: u64,
     threads: usize,
+    /// The watchdog's limit for one launch.
+    timeout: Duration,
     build: compile::Build,
     modules: Mutex<HashMap<CudaSource, Arc<Module>>>,
 }
@@ -74,9 +79,20 @@ impl SimDevice {
             compiler,
             seed,
             threads,
+            timeout: std::env::var("LAB_SIM_TIMEOUT_S")
+                .ok()
+                .and_then(|s| s.parse::<f64>().ok())
+                .filter(|s| *s > 0.0)
+                .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64),
             build: compile::Build::Plain,
             modules: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The same device with another limit on the time one launch may run.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
     }
 
     /// The same device with another schedule seed (block order, thread orders).
@@ -571,10 +587,19 @@ impl<'a> SimRun<'a> {
         let shared = SharedLaunch(&launch);
         let run_block = r.module.run_block;
         let hook = r.module.fault;
+        let workers = self.dev.threads.min(blocks).max(1);
+        // The watchdog's view of the workers: the pthread of each one still in its loop (a
+        // worker leaves it under the lock, so a signal never reaches a finished thread).
+        let running: Mutex<Vec<Option<libc::pthread_t>>> = Mutex::new(vec![None; workers]);
+        let done = std::sync::Condvar::new();
         std::thread::scope(|scope| {
-            for _ in 0..self.dev.threads.min(blocks).max(1) {
-                scope.spawn(|| {
+            for slot in 0..workers {
+                let (next, stop, failure, shared, order, running, done) =
+                    (&next, &stop, &failure, &shared, &order, &running, &done);
+                scope.spawn(move || {
                     let _armed = fault::Armed::new(hook);
+                    // SAFETY: pthread_self has no preconditions.
+                    lock(running)[slot] = Some(unsafe { libc::pthread_self() });
                     let launch = shared.get();
                     while !stop.load(Ordering::Relaxed) {
                         let i = next.fetch_add(1, Ordering::Relaxed);
@@ -585,16 +610,49 @@ impl<'a> SimRun<'a> {
                         let rc = unsafe { run_block(launch, block, mix(seed ^ block), &mut res) };
                         if rc != SIM_OK {
                             stop.store(true, Ordering::Relaxed);
-                            let mut f = failure.lock().unwrap_or_else(|p| p.into_inner());
-                            f.get_or_insert(res);
+                            lock(failure).get_or_insert(res);
                             break;
                         }
                     }
+                    lock(running)[slot] = None;
+                    done.notify_all();
                 });
+            }
+            // The watchdog: past the limit, every worker still in a block is stopped there.
+            let deadline = Instant::now() + self.dev.timeout;
+            let mut alive = lock(&running);
+            loop {
+                if alive.iter().all(Option::is_none) && next.load(Ordering::Relaxed) > 0 {
+                    break;
+                }
+                let now = Instant::now();
+                if now >= deadline {
+                    stop.store(true, Ordering::Relaxed);
+                    for tid in alive.iter().flatten() {
+                        // SAFETY: the thread is alive: it clears its slot under this lock
+                        // before it ends.
+                        unsafe { libc::pthread_kill(*tid, fault::WATCHDOG) };
+                    }
+                    break;
+                }
+                alive = done
+                    .wait_timeout(alive, (deadline - now).min(Duration::from_millis(100)))
+                    .unwrap_or_else(|p| p.into_inner())
+                    .0;
             }
         });
         match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
             None => Ok(()),
+            Some(res) if res.code == SIM_FAULT && res.signal == fault::WATCHDOG => {
+                Err(DeviceError::Sim(format!(
+                    "{}: kernel did not finish: {} still running after {:.0} s (a loop that \
+                     never ends, such as a spin wait no other thread can satisfy; the limit is \
+                     LAB_SIM_TIMEOUT_S)",
+                    l.entry,
+                    who(&res),
+                    self.dev.timeout.as_secs_f64()
+                )))
+            }
             Some(res) if res.code == SIM_FAULT => {
                 Err(DeviceError::Sim(self.describe_fault(l, &res)))
             }
@@ -609,13 +667,7 @@ impl<'a> SimRun<'a> {
     }
 
     fn describe_fault(&self, l: &Launch, r: &SimResult) -> String {
-        let [bx, by, bz] = r.block;
-        let who = if r.has_thread != 0 {
-            let [tx, ty, tz] = r.thread;
-            format!("thread ({tx},{ty},{tz}) of block ({bx},{by},{bz})")
-        } else {
-            format!("block ({bx},{by},{bz})")
-        };
+        let who = who(r);
         let kernel = &l.entry;
         if r.signal == libc::SIGFPE {
             return format!("{kernel}: arithmetic exception (integer division by zero?) in {who}");
@@ -649,6 +701,22 @@ impl<'a> SimRun<'a> {
             r.addr
         )
     }
+}
+
+/// The thread and block a fault or the watchdog stopped.
+fn who(r: &SimResult) -> String {
+    let [bx, by, bz] = r.block;
+    if r.has_thread != 0 {
+        let [tx, ty, tz] = r.thread;
+        format!("thread ({tx},{ty},{tz}) of block ({bx},{by},{bz})")
+    } else {
+        format!("block ({bx},{by},{bz})")
+    }
+}
+
+/// A mutex's guard, whether or not a thread panicked holding it.
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A `CUtensorMap` argument's 128 bytes, aligned as the type is.

@@ -1,0 +1,78 @@
+//! The simulator's watchdog: a launch that runs past its limit ends with the thread and block
+//! still running, whether the thread spins without ever calling into the simulator or waits
+//! on a flag no one sets, and the device runs the next launch normally.
+
+use kernel::sim::SimDevice;
+use kernel::testing::{PlanKernel, inputs};
+use kernel::{CudaPlan, CudaSource, Dtype, Executor, Launch, Shape};
+use std::time::{Duration, Instant};
+
+const KERNELS: &str = r#"
+// Thread 5 of block 1 spins on its own; the others finish.
+extern "C" __global__ void spin(const float *A, const float *B, float *C, int M, int N, int K) {
+    volatile int forever = 1;
+    if (blockIdx.x == 1 && threadIdx.x == 5) while (forever) {}
+    C[blockIdx.x * blockDim.x + threadIdx.x] = A[0];
+}
+
+// Every thread waits for a flag in shared memory that no thread sets, syncing its warp.
+extern "C" __global__ void wait_flag(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ volatile int flag;
+    if (threadIdx.x == 0) flag = 0;
+    __syncthreads();
+    while (!flag) __syncwarp();
+}
+
+extern "C" __global__ void copy(const float *A, const float *B, float *C, int M, int N, int K) {
+    int t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t < M * N) C[t] = A[t];
+}
+"#;
+
+fn plan(entry: &str) -> CudaPlan {
+    CudaPlan {
+        inputs: vec![Dtype::F32; 2],
+        steps: vec![kernel::Step::Kernel(Launch {
+            source: CudaSource::embedded("tests/hang.cu", KERNELS),
+            entry: entry.to_string().into(),
+            grid: [4, 1, 1],
+            block: [64, 1, 1],
+            dynamic_smem: 0,
+            args: kernel::gemm_args(16, 16, 16),
+        })],
+        ..Default::default()
+    }
+}
+
+fn run(dev: &SimDevice, entry: &str) -> Result<Vec<f32>, kernel::DeviceError> {
+    let shape = Shape::gemm(16, 16, 16);
+    let x = inputs(&shape, 3);
+    let k = PlanKernel::fp32(plan(entry));
+    let mut p = dev.prepare(&k, &shape, &x)?;
+    p.run()?;
+    p.output()
+}
+
+#[test]
+fn a_launch_past_its_limit_names_the_thread_still_running_and_the_next_one_runs() {
+    let dev = SimDevice::new()
+        .unwrap()
+        .with_timeout(Duration::from_secs(1));
+    let start = Instant::now();
+    let e = run(&dev, "spin").unwrap_err().to_string();
+    assert!(
+        e.contains("kernel did not finish")
+            && e.contains("thread (5,0,0) of block (1,0,0)")
+            && e.contains("after 1 s"),
+        "{e}"
+    );
+    let e = run(&dev, "wait_flag").unwrap_err().to_string();
+    assert!(e.contains("kernel did not finish"), "{e}");
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+    let out = run(&dev, "copy").unwrap();
+    assert!(out.iter().all(|v| v.is_finite()));
+}
