@@ -1,5 +1,6 @@
-//! Device buffers with guard pages. Each buffer has its own mapping: an inaccessible page on
-//! either side of its data pages. A run places the data against the rear guard (any read or
+//! Device buffers with guard zones. Each buffer has its own mapping: 64 MiB of inaccessible
+//! pages on either side of its data pages, so an overrun faults in its own buffer's guard
+//! and is reported against that buffer. A run places the data against the rear guard (any read or
 //! write past the end faults) and then against the front guard (any access before the start
 //! faults), so both overruns and underruns are caught. Against the rear guard the data start
 //! is kept 16-byte aligned (float4 loads need it, as on cudaMalloc's memory); the few padding
@@ -13,6 +14,11 @@ fn page_size() -> usize {
     let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
     if p > 0 { p as usize } else { 4096 }
 }
+
+/// Inaccessible bytes on each side of a buffer: far more than any plausible overrun, so that
+/// one faults in its own buffer's guard, never silently in a neighbour (address space only;
+/// nothing is allocated).
+const GUARD: usize = 64 << 20;
 
 /// Alignment of the data start, and so the most padding a buffer can have after its data.
 const ALIGN: usize = 16;
@@ -33,7 +39,8 @@ pub struct GuardedBuf {
     pub bytes: usize,
     map: *mut u8,
     map_len: usize,
-    page: usize,
+    /// Bytes of each guard: [`GUARD`] rounded to whole pages.
+    guard: usize,
     /// Start of the data in the current placement.
     data: *mut u8,
 }
@@ -47,14 +54,15 @@ impl GuardedBuf {
         let page = page_size();
         let bytes = elements * dtype.bytes();
         let body = bytes.div_ceil(page).max(1) * page;
-        let map_len = body + 2 * page;
+        let guard = GUARD.next_multiple_of(page);
+        let map_len = body + 2 * guard;
         // SAFETY: a fresh anonymous mapping; checked below.
         let map = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 map_len,
                 libc::PROT_NONE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
                 -1,
                 0,
             )
@@ -68,7 +76,7 @@ impl GuardedBuf {
         // SAFETY: the body pages lie inside the mapping just made.
         let rc = unsafe {
             libc::mprotect(
-                map.add(page).cast(),
+                map.add(guard).cast(),
                 body,
                 libc::PROT_READ | libc::PROT_WRITE,
             )
@@ -79,7 +87,7 @@ impl GuardedBuf {
             bytes,
             map,
             map_len,
-            page,
+            guard,
             data: map,
         };
         if rc != 0 {
@@ -92,13 +100,13 @@ impl GuardedBuf {
     }
 
     pub fn place(&mut self, p: Placement) {
-        let body = self.map_len - 2 * self.page;
+        let body = self.map_len - 2 * self.guard;
         let offset = match p {
             Placement::AgainstStart => 0,
             Placement::AgainstEnd => body - self.bytes.next_multiple_of(ALIGN),
         };
         // SAFETY: offset <= body, inside the mapping.
-        self.data = unsafe { self.map.add(self.page + offset) };
+        self.data = unsafe { self.map.add(self.guard + offset) };
         let pad = self.padding();
         pad.fill(CANARY);
     }

@@ -1,6 +1,7 @@
-//! The simulator's watchdog: a launch that runs past its limit ends with the thread and block
-//! still running, whether the thread spins without ever calling into the simulator or waits
-//! on a flag no one sets, and the device runs the next launch normally.
+//! The simulator's watchdog and memory check. A launch that runs past its limit ends with the
+//! thread and block still running, whether the thread spins without ever calling into the
+//! simulator or waits on a flag no one sets, and the device runs the next launch normally. A
+//! write far past the end of the output is reported against the output, at any launch shape.
 
 use kernel::sim::SimDevice;
 use kernel::testing::{PlanKernel, inputs};
@@ -23,6 +24,11 @@ extern "C" __global__ void wait_flag(const float *A, const float *B, float *C, i
     while (!flag) __syncwarp();
 }
 
+// Thread 0 of the last block writes 2000 elements past the end of C.
+extern "C" __global__ void overrun(const float *A, const float *B, float *C, int M, int N, int K) {
+    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) C[M * N + 2000] = A[0];
+}
+
 extern "C" __global__ void copy(const float *A, const float *B, float *C, int M, int N, int K) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < M * N) C[t] = A[t];
@@ -30,13 +36,17 @@ extern "C" __global__ void copy(const float *A, const float *B, float *C, int M,
 "#;
 
 fn plan(entry: &str) -> CudaPlan {
+    plan_on(entry, [4, 1, 1], [64, 1, 1])
+}
+
+fn plan_on(entry: &str, grid: [u32; 3], block: [u32; 3]) -> CudaPlan {
     CudaPlan {
         inputs: vec![Dtype::F32; 2],
         steps: vec![kernel::Step::Kernel(Launch {
             source: CudaSource::embedded("tests/hang.cu", KERNELS),
             entry: entry.to_string().into(),
-            grid: [4, 1, 1],
-            block: [64, 1, 1],
+            grid,
+            block,
             dynamic_smem: 0,
             args: kernel::gemm_args(16, 16, 16),
         })],
@@ -45,9 +55,13 @@ fn plan(entry: &str) -> CudaPlan {
 }
 
 fn run(dev: &SimDevice, entry: &str) -> Result<Vec<f32>, kernel::DeviceError> {
+    run_plan(dev, plan(entry))
+}
+
+fn run_plan(dev: &SimDevice, plan: CudaPlan) -> Result<Vec<f32>, kernel::DeviceError> {
     let shape = Shape::gemm(16, 16, 16);
     let x = inputs(&shape, 3);
-    let k = PlanKernel::fp32(plan(entry));
+    let k = PlanKernel::fp32(plan);
     let mut p = dev.prepare(&k, &shape, &x)?;
     p.run()?;
     p.output()
@@ -75,4 +89,22 @@ fn a_launch_past_its_limit_names_the_thread_still_running_and_the_next_one_runs(
     );
     let out = run(&dev, "copy").unwrap();
     assert!(out.iter().all(|v| v.is_finite()));
+}
+
+#[test]
+fn a_write_far_past_the_end_of_c_is_reported_against_c_at_any_launch_shape() {
+    let dev = SimDevice::new().unwrap().instrumented();
+    for (grid, block) in [
+        ([4, 1, 1], [64, 1, 1]),
+        ([1, 1, 1], [32, 1, 1]),
+        ([9, 1, 1], [128, 1, 1]),
+    ] {
+        let e = run_plan(&dev, plan_on("overrun", grid, block))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("out-of-bounds write past the end of buffer 'C' at element 2256"),
+            "{grid:?} {block:?}: {e}"
+        );
+    }
 }
