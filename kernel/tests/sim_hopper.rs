@@ -377,7 +377,7 @@ fn mbarrier_phases_follow_arrivals_and_transaction_bytes() {
 fn mbarrier_misuse_is_reported_with_the_barrier_state() {
     let msg = sim_error(mbar_run("mbar_more_bytes"));
     for want in [
-        "mbar_more_bytes: deadlock at an mbarrier wait in block (0,0,0): 1 threads wait, 31 exited",
+        "mbar_more_bytes: deadlock at an mbarrier wait in block (0,0,0): 1 thread waits, 31 exited",
         "1 wait for parity 0 of the mbarrier at shared address 0x",
         "phase parity 0, 0 of 1 arrivals pending, tx-count 16",
     ] {

@@ -304,7 +304,7 @@ extern "C" __global__ void early_exit(const float *x, float *y, int n) {
 "#;
 
 #[test]
-fn a_divergent_barrier_is_reported_as_deadlock() {
+fn a_divergent_barrier_is_reported_as_such() {
     let shape = Shape::gemm(64, 1, 1);
     let msg = sim_error(run(
         vector_plan(DIVERGENT_BARRIER, "early_exit", 64, 64),
@@ -313,7 +313,8 @@ fn a_divergent_barrier_is_reported_as_deadlock() {
     ));
     assert!(
         msg.contains(
-            "early_exit: deadlock at __syncthreads in block (0,0,0): 48 threads wait, 16 exited"
+            "early_exit: divergent barrier in block (0,0,0): 48 threads wait at __syncthreads() \
+             that 16 threads of the block, which have exited, never reach"
         ),
         "{msg}"
     );

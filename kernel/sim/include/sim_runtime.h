@@ -697,6 +697,14 @@ inline void start_fiber(Worker &w, unsigned i) {
 }
 
 inline void describe_deadlock(Worker &w) {
+    // synccheck: a __syncthreads() part of the block never reaches, because it has exited.
+    if (w.at_block && w.exited && !w.at_warp && !w.at_mbar) {
+        snprintf(w.result->message, sizeof w.result->message,
+                 "%s: divergent barrier in block (%u,%u,%u): %u threads wait at __syncthreads() that %u threads "
+                 "of the block, which have exited, never reach (undefined on a GPU: it may hang or go on)",
+                 w.launch->kernel, w.block_idx.x, w.block_idx.y, w.block_idx.z, w.at_block, w.exited);
+        return;
+    }
     const char *where = w.at_block  ? "__syncthreads"
                         : w.at_warp ? "a warp operation (__shfl*_sync, __syncwarp, __ballot_sync)"
                                     : "an mbarrier wait";
@@ -709,8 +717,10 @@ inline void describe_deadlock(Worker &w) {
     if ((w.at_block != 0) + (w.at_warp != 0) + (w.at_mbar != 0) > 1)
         len = snprintf(out, room, "%u threads wait at __syncthreads, %u at a warp operation, %u on an mbarrier, %u exited",
                        w.at_block, w.at_warp, w.at_mbar, w.exited);
-    else
-        len = snprintf(out, room, "%u threads wait, %u exited", w.at_block + w.at_warp + w.at_mbar, w.exited);
+    else {
+        unsigned waiting = w.at_block + w.at_warp + w.at_mbar;
+        len = snprintf(out, room, "%u %s, %u exited", waiting, waiting == 1 ? "thread waits" : "threads wait", w.exited);
+    }
     if (w.at_mbar && len > 0 && (size_t)len < room) hopper_describe(w, out + len, room - len);
 }
 
