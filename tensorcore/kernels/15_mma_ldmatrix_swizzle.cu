@@ -5,7 +5,8 @@
 // - mma.sync instead of WMMA: the fragment layouts are documented (PTX ISA, "Matrix Fragments
 //   for mma.m16n8k16"), so the kernel loads them itself with ldmatrix, one instruction per
 //   16x16 A tile or 16x16 B pair, and writes C straight from the accumulator registers (no
-//   trip through shared memory: the epilogue's 64 KB staging and its barrier are gone).
+//   trip through shared memory: 14's epilogue, 64 KiB of accumulators stored to shared memory
+//   and read back per tile, and its barrier are gone).
 // - ldmatrix reads eight 16-byte rows per 8x8 matrix in one shared-memory wavefront when the
 //   eight rows fall into eight different 16-byte bank groups. Unpadded tiles put them in the
 //   same groups: A rows are 64 B (BK = 32 halves), so rows r and r + 2 share banks (4-way
