@@ -1,4 +1,5 @@
-// 02_tiled.cu: shared-memory tiling. What changed since 01_naive and why it is faster:
+// 02_tiled.cu: shared-memory tiling. What changed since 01_naive and why it is faster (two
+// ideas, so the row measures both together):
 //
 // 1. Coalescing. threadIdx.x now runs along a row of C, so a warp reads 32 consecutive floats
 //    of B and writes 32 consecutive floats of C: one transaction instead of 32.

@@ -22,7 +22,10 @@
 //   - the output accumulators are rescaled in registers and normalized once at the end.
 // K and V tiles arrive by cp.async (zero-filled past S) into two stages, the next tile
 // loading while this one is computed. The softmax works in base 2 (exp2 of s * scale * log2 e
-// minus the running max in the same units), one FFMA and one MUFU.EX2 per score.
+// minus the running max in the same units): per score an FADD (s - m) and exp2f, which the
+// SASS shows as one MUFU.EX2 inside exp2f's handling of subnormal results, a range test
+// (FSETP) and two FMUL around it. Rung 09 drops that path with ptx::ex2_approx and folds the
+// scale into one FFMA per score (its header compares the two loops' SASS).
 // HEAD_DIM is 64 or 128 (the plan declines others): Q fragments (HEAD_DIM / 4 registers)
 // and O accumulators (HEAD_DIM / 2) must fit in registers next to S (BC / 2) without
 // spilling. Every thread reaches every barrier; every ldmatrix and mma.sync is executed by

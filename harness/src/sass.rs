@@ -126,10 +126,15 @@ pub struct Summary {
     pub instructions: u32,
     pub ffma: u32,
     pub hmma: u32,
+    /// Hopper warpgroup MMA (`HGMMA`, from `wgmma.mma_async`).
+    pub hgmma: u32,
     /// Global loads; of them 128-bit (`LDG.E.128`) and read-only (`LDG.E.*.CONSTANT`).
     pub ldg: u32,
     pub ldg128: u32,
     pub ldg_constant: u32,
+    /// `cp.async` copies global to shared without a register (`LDGSTS`): counted apart from
+    /// LDG and STS, which they replace.
+    pub ldgsts: u32,
     pub stg: u32,
     pub stg128: u32,
     /// Shared loads (not `LDSM`); of them 128-bit.
@@ -160,6 +165,8 @@ impl Summary {
         match base {
             "FFMA" => self.ffma += 1,
             "HMMA" => self.hmma += 1,
+            "HGMMA" => self.hgmma += 1,
+            "LDGSTS" => self.ldgsts += 1,
             "LDG" => {
                 self.ldg += 1;
                 self.ldg128 += u32::from(wide);
@@ -189,13 +196,15 @@ impl Summary {
     /// Column titles matching [`Summary::row`].
     pub fn header() -> String {
         format!(
-            "{:>6} {:>5} {:>4} {:>4} {:>7} {:>6} {:>4} {:>7} {:>4} {:>7} {:>4} {:>4} {:>7} {:>5} {:>7}",
+            "{:>6} {:>5} {:>4} {:>5} {:>4} {:>7} {:>6} {:>6} {:>4} {:>7} {:>4} {:>7} {:>4} {:>4} {:>7} {:>5} {:>7}",
             "instr",
             "FFMA",
             "HMMA",
+            "HGMMA",
             "LDG",
             "LDG.128",
             "LDG.RO",
+            "LDGSTS",
             "STG",
             "STG.128",
             "LDS",
@@ -211,13 +220,15 @@ impl Summary {
     /// One line of counts under [`Summary::header`].
     pub fn row(&self) -> String {
         format!(
-            "{:>6} {:>5} {:>4} {:>4} {:>7} {:>6} {:>4} {:>7} {:>4} {:>7} {:>4} {:>4} {:>7} {:>5} {:>7}",
+            "{:>6} {:>5} {:>4} {:>5} {:>4} {:>7} {:>6} {:>6} {:>4} {:>7} {:>4} {:>7} {:>4} {:>4} {:>7} {:>5} {:>7}",
             self.instructions,
             self.ffma,
             self.hmma,
+            self.hgmma,
             self.ldg,
             self.ldg128,
             self.ldg_constant,
+            self.ldgsts,
             self.stg,
             self.stg128,
             self.lds,
@@ -235,15 +246,17 @@ impl fmt::Display for Summary {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "{} instructions: {} FFMA, {} HMMA; global {} loads ({} 128-bit, {} read-only), \
-             {} stores ({} 128-bit); shared {} loads ({} 128-bit), {} LDSM, {} stores \
+            "{} instructions: {} FFMA, {} HMMA, {} HGMMA; global {} loads ({} 128-bit, {} \
+             read-only), {} cp.async LDGSTS, {} stores ({} 128-bit); shared {} loads ({} 128-bit), {} LDSM, {} stores \
              ({} 128-bit); generic {} loads, {} stores; local {} loads, {} stores",
             self.instructions,
             self.ffma,
             self.hmma,
+            self.hgmma,
             self.ldg,
             self.ldg128,
             self.ldg_constant,
+            self.ldgsts,
             self.stg,
             self.stg128,
             self.lds,
@@ -267,8 +280,10 @@ pub struct Function {
     pub summary: Summary,
 }
 
-/// The opcode of a SASS instruction line (`/*0040*/  @!P0 LDG.E.128 R4, ...`), if it is one.
-fn opcode(line: &str) -> Option<&str> {
+/// The opcode of a SASS instruction line (`/*0040*/  @!P0 LDG.E.128 R4, ...`), if it is one,
+/// and whether it is predicated off for good (`@!PT`: never executes; the compiler leaves such
+/// lines as placeholders, e.g. after `cp.async` sequences, and they must not be counted).
+fn instruction(line: &str) -> Option<(&str, bool)> {
     let rest = line.trim_start().strip_prefix("/*")?;
     let (addr, rest) = rest.split_once("*/")?;
     if addr.is_empty() || !addr.chars().all(|c| c.is_ascii_hexdigit()) {
@@ -276,16 +291,16 @@ fn opcode(line: &str) -> Option<&str> {
     }
     let mut words = rest.split_whitespace();
     let first = words.next()?;
-    let op = if first.starts_with('@') {
-        words.next()?
+    let (op, never) = if first.starts_with('@') {
+        (words.next()?, first == "@!PT")
     } else {
-        first
+        (first, false)
     };
     let op = op.trim_end_matches(';');
     op.chars()
         .next()
         .is_some_and(|c| c.is_ascii_uppercase())
-        .then_some(op)
+        .then_some((op, never))
 }
 
 /// The name of the function a header line opens: nvdisasm's `//---- .text.NAME ----` or
@@ -316,8 +331,10 @@ pub fn parse(listing: &str) -> Vec<Function> {
         }
         let Some(f) = out.last_mut() else { continue };
         let t = line.trim_end();
-        if let Some(op) = opcode(t) {
-            f.summary.add(op);
+        if let Some((op, never)) = instruction(t) {
+            if !never {
+                f.summary.add(op);
+            }
             f.sass.push_str(t);
             f.sass.push('\n');
         } else if t.starts_with('.') && t.ends_with(':') {
@@ -468,9 +485,11 @@ gemm_tiled:\n\
                 instructions: 14,
                 ffma: 1,
                 hmma: 1,
+                hgmma: 0,
                 ldg: 2,
                 ldg128: 1,
                 ldg_constant: 2,
+                ldgsts: 0,
                 stg: 1,
                 stg128: 1,
                 lds: 2,
@@ -486,6 +505,41 @@ gemm_tiled:\n\
         );
         assert!(f[0].sass.contains(".L_x_1:"), "loop labels are kept");
         assert_eq!(f[1].summary.ffma, 1);
+    }
+
+    #[test]
+    fn counts_cp_async_and_warpgroup_mma_and_skips_predicated_off_lines() {
+        let listing = "//--------------------- .text.pipelined --------------------------\n\
+        /*0000*/                   LDGSTS.E.BYPASS.LTC128B.128 [R3], desc[UR4][R4.64] ;\n\
+        /*0010*/              @!PT LDS RZ, [RZ] ;\n\
+        /*0020*/              @!PT LDS RZ, [RZ] ;\n\
+        /*0030*/               @P0 LDGSTS.E.BYPASS.LTC128B.128 [R3+0x80], desc[UR4][R6.64] ;\n\
+        /*0040*/                   LDGDEPBAR ;\n\
+        /*0050*/                   DEPBAR.LE SB0, 0x1 ;\n\
+        /*0060*/                   LDSM.16.MT88.4 R8, [R9] ;\n\
+        /*0070*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24 ;\n\
+        /*0080*/              @!PT HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24 ;\n\
+        /*0090*/                   EXIT ;\n";
+        let f = parse(listing);
+        let s = f[0].summary;
+        assert_eq!(
+            (s.ldgsts, s.ldg, s.sts),
+            (2, 0, 0),
+            "LDGSTS is not LDG or STS"
+        );
+        assert_eq!(s.lds, 0, "@!PT lines never execute");
+        assert_eq!((s.ldsm, s.hgmma, s.hmma), (1, 1, 0));
+        assert_eq!(s.instructions, 7);
+        assert!(
+            f[0].sass.contains("@!PT LDS"),
+            "the listing keeps every line"
+        );
+        let row = s.row();
+        assert_eq!(
+            Summary::header().split_whitespace().count(),
+            row.split_whitespace().count(),
+            "every column has a value"
+        );
     }
 
     #[test]

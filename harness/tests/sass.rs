@@ -34,8 +34,8 @@ fn summary_rows(args: &[&str]) -> Vec<Vec<String>> {
 /// The count under `column` (a title of `Summary::header`) in a summary row.
 fn count(row: &[String], column: &str) -> String {
     let titles = [
-        "instr", "FFMA", "HMMA", "LDG", "LDG.128", "LDG.RO", "STG", "STG.128", "LDS", "LDS.128",
-        "LDSM", "STS", "STS.128", "LD/ST", "LDL/STL",
+        "instr", "FFMA", "HMMA", "HGMMA", "LDG", "LDG.128", "LDG.RO", "LDGSTS", "STG", "STG.128",
+        "LDS", "LDS.128", "LDSM", "STS", "STS.128", "LD/ST", "LDL/STL",
     ];
     let i = titles.iter().position(|t| *t == column).unwrap();
     row[3 + i].clone()
@@ -120,6 +120,37 @@ fn the_hopper_rung_is_hgmma_fed_by_utmaldg() {
     assert!(count("UTMALDG.2D") >= 2, "{}", f.sass);
     assert!(count("SYNCS") >= 1, "mbarrier operations: {}", f.sass);
     assert_eq!((f.summary.ldsm, f.summary.hmma, f.summary.lds), (0, 0, 0));
+    assert!(f.summary.hgmma >= 4, "{}", f.summary);
+}
+
+/// The cp.async rungs: their copies are LDGSTS (not LDG + STS), and the `@!PT LDS RZ, [RZ]`
+/// placeholders the compiler leaves after them are not counted as shared loads. Rung 15's
+/// main loop issues what rung 14's does (WMMA FP16 already compiles to ldmatrix and HMMA), as
+/// tensorcore/README.md says.
+#[test]
+fn cp_async_copies_are_ldgsts_and_predicated_off_loads_are_not_counted() {
+    let rows = summary_rows(&[
+        "--kernels",
+        "gemm-wmma-cp-async,gemm-mma-ldmatrix,attn-flash2-mma-fp16",
+    ]);
+    let row = |entry: &str| {
+        rows.iter()
+            .find(|r| r[1] == entry)
+            .unwrap_or_else(|| panic!("no {entry} in {rows:?}"))
+            .clone()
+    };
+    let (r14, r15) = (row("gemm_wmma_cp_async"), row("gemm_mma_ldmatrix"));
+    assert_ne!(count(&r14, "LDGSTS"), "0", "{r14:?}");
+    for c in ["HMMA", "LDSM", "LDGSTS"] {
+        assert_eq!(count(&r14, c), count(&r15, c), "{c}: {r14:?} {r15:?}");
+    }
+    let attn = row("attn_flash2_mma_fp16");
+    assert_ne!(count(&attn, "LDGSTS"), "0", "{attn:?}");
+    assert_eq!(
+        count(&attn, "LDS"),
+        "0",
+        "@!PT placeholders counted: {attn:?}"
+    );
 }
 
 /// What flash-attn/README.md says of rung 07: P and the output stay in registers, so where

@@ -1,4 +1,5 @@
-// 06_vectorized.cu: 16-byte (float4) memory access. What changed since 05 and why:
+// 06_vectorized.cu: 16-byte (float4) memory access. What changed since 05 and why (two ideas,
+// so the row measures both together):
 //
 // 1. Global loads and stores move float4s: one 128-bit instruction instead of four 32-bit
 //    ones. Each thread loads one float4 of A and one of B per K step (256 x 4 = 1024 = 128 x 8

@@ -1,6 +1,6 @@
 // 10_wmma_tf32.cu: tensor cores through WMMA, TF32 inputs, FP32 accumulation.
 //
-// What changed since the CUDA-core ladder (03..07) and why it is faster: the FMAs move from
+// What changed since rung 07 (warp tiling on CUDA cores, its parent) and why it is faster: the FMAs move from
 // CUDA cores to tensor cores. One wmma::mma_sync on a warp multiplies a 16x8 tile of A by an
 // 8x16 tile of B into a 16x16 FP32 accumulator (m16n16k8), several times the throughput of
 // the FP32 pipes, at the price of rounding A and B to TF32 (10-bit mantissa, relative error

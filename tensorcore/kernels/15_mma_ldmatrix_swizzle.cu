@@ -1,21 +1,29 @@
 // 15_mma_ldmatrix_swizzle.cu: mma.sync m16n8k16 fed by ldmatrix from an XOR-swizzled
 // shared-memory ring.
 //
-// What changed since 14 (WMMA, padded rows) and why it is faster:
+// What changed since 14 (WMMA, padded rows), and why to expect about the same speed:
 // - mma.sync instead of WMMA: the fragment layouts are documented (PTX ISA, "Matrix Fragments
 //   for mma.m16n8k16"), so the kernel loads them itself with ldmatrix, one instruction per
 //   16x16 A tile or 16x16 B pair, and writes C straight from the accumulator registers (no
-//   trip through shared memory: the epilogue's 64 KB staging and its barrier are gone).
+//   trip through shared memory: 14's epilogue, 64 KiB of accumulators stored to shared memory
+//   and read back per tile, and its barrier are gone).
 // - ldmatrix reads eight 16-byte rows per 8x8 matrix in one shared-memory wavefront when the
 //   eight rows fall into eight different 16-byte bank groups. Unpadded tiles put them in the
 //   same groups: A rows are 64 B (BK = 32 halves), so rows r and r + 2 share banks (4-way
 //   conflict); B rows are 256 B, so all eight k rows of a column chunk share banks (8-way).
-//   14 padded the rows instead, which costs shared memory and breaks 16-byte alignment of
-//   some strides; here the 16-byte chunk index is XORed with the row instead:
+//   14 padded the rows by 16 bytes instead (A rows 80 B, B rows 272 B: 5 and 17 bank groups,
+//   both odd, so eight consecutive rows already fall in eight distinct groups, and every row
+//   stays 16-byte aligned); the padding is conflict-free and costs only space (75776 B
+//   against 65536 B). Here the 16-byte chunk index is XORed with the row instead:
 //     A (4 chunks per row):  chunk ^ ((row >> 1) & 3)   rows 2j, 2j+1 form one 128-byte line
 //     B (16 chunks per row): chunk ^ (row & 7)
 //   Eight consecutive rows at one logical chunk then land in eight distinct bank groups, and
 //   a cp.async chunk (16 B) is still contiguous, so the copies keep their width.
+// Expect about 1.0x against 14: neither layout has bank conflicts, and WMMA FP16 already
+// compiles to ldmatrix and HMMA.16816, so the main loops issue the same 64 HMMA, 16 LDSM and
+// 32 LDGSTS (`harness inspect --sass`); what differs is the epilogue (C from the accumulator
+// registers here, through shared memory in 14) and 15's documented fragment layouts, which
+// 16 and 17 build on.
 // Layout as in 14: 128x128 block tile, 4 warps of 64x64 (4 m16 x 8 n8 accumulator tiles, 128
 // FP32 registers per thread), BK = 32, a 4-stage cp.async ring (4 x 16 KB = 64 KB dynamic),
 // zero-filled copies for row and column tails and guarded 2-byte loads when K or N is not a

@@ -1,13 +1,13 @@
 // conv/02_unroll_gemm.cu: unroll (im2col) -> GEMM -> permute, three kernels per chunk.
 //
 // What changed since 01_direct and why: the convolution becomes a matrix product, so the
-// tuned GEMM of the GEMM ladder (baseline/kernels/02_tiled.cu, launched unchanged between
-// these two kernels) does the arithmetic with shared-memory reuse. For a chunk of Bc images:
+// shared-memory tiled GEMM of the GEMM ladder (rung 02, baseline/kernels/02_tiled.cu,
+// launched unchanged between these two kernels) does the arithmetic with shared-memory reuse. For a chunk of Bc images:
 //   conv_unroll:  U[C*K*K][Bc*Ho*Wo], column (b, oh, ow) holds that output's input window;
 //   gemm_tiled:   G[M][Bc*Ho*Wo] = filter[M][C*K*K] * U (the filter is already row-major);
 //   conv_permute: y[b][m][oh][ow] = G[m][(b, oh, ow)], back to NCHW.
 // The price: U repeats every input value K*K times and G makes a round trip through memory.
-// U for batch 10000 of the first course layer would be 12.5 GB, so the plan walks the batch
+// U for batch 10000 of the shape 1x4x86x86x7 would be 12.5 GB, so the plan walks the batch
 // in chunks whose U and G fit a fixed scratch budget (pointer offsets per chunk).
 // One thread per element, consecutive threads along the contiguous index of the buffer they
 // write; threads past the end exit (no barriers), so any shape works.

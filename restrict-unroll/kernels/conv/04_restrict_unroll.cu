@@ -7,11 +7,11 @@
 //    counts and the q loop (one filter row) is fully unrolled, so each tap is one load at a
 //    constant offset from the row start and BM fused multiply-adds. The p loop stays rolled:
 //    unrolling it too hoists all K*K loads and costs 98 registers (25% occupancy on sm_90
-//    for the second course layer, filter in shared memory) instead of 48 (62%).
-// 2. BM, the feature maps per block, is min(MOUT, 16): the first course layer (M = 4) no
+//    for the second layer, filter in shared memory) instead of 48 (62%).
+// 2. BM, the feature maps per block, is min(MOUT, 16): the first layer (M = 4) no
 //    longer spends three quarters of its FMAs on the zero-padded maps of rung 03.
 // 3. The weights live in __constant__ memory when the whole filter fits (FILTER_IN_CONSTANT,
-//    up to 64 KiB: 12.5 KiB for the second course layer); the plan copies them there before
+//    up to 64 KiB: 12.5 KiB for the second layer); the plan copies them there before
 //    the launch. Every thread of a warp reads the same weight at the same time, which the
 //    constant cache serves as one broadcast, and the block no longer stages the filter in
 //    shared memory or waits at two barriers per input channel. A filter too large for

@@ -13,7 +13,7 @@
 // NCHW (the fused permute), guarded against M and the last pixel.
 // Kept from rung 04: __restrict__ and the compile-time filter size and channels (KS, CIN), so
 // decoding a tap index into (c, p, q) divides by constants. C*K*K is padded with zeros to a
-// multiple of 16, M to a multiple of 16: the first course layer (M = 4, C*K*K = 49) wastes
+// multiple of 16, M to a multiple of 16: the first layer (M = 4, C*K*K = 49) wastes
 // most of each MMA, which tensor-core throughput can afford; the loads are what count.
 // WMMA pointers are 32-byte aligned and ldm a multiple of 4 floats (LDA 20, LDB 132).
 
