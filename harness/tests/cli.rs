@@ -401,3 +401,51 @@ fn output_closed_early_ends_quietly() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!err.contains("panicked"), "{err}");
 }
+
+#[test]
+fn publish_copies_a_run_with_its_provenance() {
+    let lab = temp_dir("publish-lab");
+    let to = temp_dir("publish-to");
+    let o = harness_in(
+        &lab,
+        &[
+            "run",
+            "--device",
+            "cpu",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "48",
+            "--quiet",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let latest = lab.join("runs").join("latest");
+    let real = std::fs::canonicalize(&latest).unwrap();
+    let o = harness_in(
+        &lab,
+        &[
+            "publish",
+            latest.to_str().unwrap(),
+            "--to",
+            to.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let device = std::fs::read_dir(&to)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    for f in ["results.json", "gemm.md", "gemm.csv", "README.md"] {
+        assert!(device.join(f).is_file(), "{f} not published");
+    }
+    let readme = std::fs::read_to_string(device.join("README.md")).unwrap();
+    let name = real.file_name().unwrap().to_str().unwrap();
+    // The folder `latest` points at, not the link's name.
+    assert!(readme.contains(&format!("Run folder `{name}`")), "{readme}");
+    assert!(readme.contains("commit `"), "{readme}");
+    std::fs::remove_dir_all(&lab).unwrap();
+    std::fs::remove_dir_all(&to).unwrap();
+}

@@ -33,7 +33,9 @@ pub fn run(args: &Args) -> Outcome {
         );
     }
     let dest = args.to.join(&run.device.slug);
-    publish(&args.run, &run, &dest)?;
+    // `runs/latest` is a link: the README names the folder it points at.
+    let src = args.run.canonicalize().unwrap_or_else(|_| args.run.clone());
+    publish(&src, &run, &dest)?;
     println!("published {} as {}", args.run.display(), dest.display());
     Ok(true)
 }
