@@ -71,6 +71,31 @@ impl PlanKernel {
     }
 }
 
+/// One launch of `entry` in `code` with the GEMM parameters `(A, B, C, M, N, K)` of `dims`,
+/// the output starting at zero: the plan of a test's own GEMM-shaped kernel.
+pub fn gemm_launch(
+    file: &'static str,
+    code: &'static str,
+    entry: &str,
+    grid: [u32; 3],
+    block: [u32; 3],
+    (m, n, k): (usize, usize, usize),
+) -> crate::CudaPlan {
+    crate::CudaPlan {
+        inputs: vec![crate::Dtype::F32; 2],
+        steps: vec![crate::Step::Kernel(crate::Launch {
+            source: crate::CudaSource::embedded(file, code),
+            entry: entry.to_string().into(),
+            grid,
+            block,
+            dynamic_smem: 0,
+            args: crate::gemm_args(m, n, k),
+        })],
+        output_fill: crate::Fill::Zero,
+        ..Default::default()
+    }
+}
+
 impl crate::Kernel for PlanKernel {
     fn info(&self) -> crate::KernelInfo {
         crate::KernelInfo {

@@ -6,8 +6,8 @@
 //! read of shared memory no thread wrote fails as uninitialized.
 
 use kernel::sim::SimDevice;
-use kernel::testing::{PlanKernel, gemm_f64, inputs, relative_error};
-use kernel::{CudaPlan, CudaSource, DeviceError, Dtype, Executor, Launch, Shape};
+use kernel::testing::{PlanKernel, gemm_f64, gemm_launch, inputs, relative_error};
+use kernel::{CudaPlan, DeviceError, Executor, Shape};
 
 const KERNELS: &str = r#"
 #include "lab/ptx.h"
@@ -120,25 +120,8 @@ extern "C" __global__ void wmma_store(const float *A, const float *B, float *C, 
 }
 "#;
 
-fn launch(
-    entry: &str,
-    grid: [u32; 3],
-    block: [u32; 3],
-    (m, n, k): (usize, usize, usize),
-) -> CudaPlan {
-    CudaPlan {
-        inputs: vec![Dtype::F32; 2],
-        steps: vec![kernel::Step::Kernel(Launch {
-            source: CudaSource::embedded("tests/races.cu", KERNELS),
-            entry: entry.to_string().into(),
-            grid,
-            block,
-            dynamic_smem: 0,
-            args: kernel::gemm_args(m, n, k),
-        })],
-        output_fill: kernel::Fill::Zero,
-        ..Default::default()
-    }
+fn launch(entry: &str, grid: [u32; 3], block: [u32; 3], dims: (usize, usize, usize)) -> CudaPlan {
+    gemm_launch("tests/races.cu", KERNELS, entry, grid, block, dims)
 }
 
 /// Runs `plan` on random M x N x K GEMM inputs in the instrumented simulator.

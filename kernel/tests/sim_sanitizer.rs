@@ -4,8 +4,8 @@
 //! write far past the end of the output is reported against the output, at any launch shape.
 
 use kernel::sim::SimDevice;
-use kernel::testing::{PlanKernel, inputs};
-use kernel::{CudaPlan, CudaSource, Dtype, Executor, Launch, Shape};
+use kernel::testing::{PlanKernel, gemm_launch, inputs};
+use kernel::{CudaPlan, Executor, Shape};
 use std::time::{Duration, Instant};
 
 const KERNELS: &str = r#"
@@ -40,18 +40,7 @@ fn plan(entry: &str) -> CudaPlan {
 }
 
 fn plan_on(entry: &str, grid: [u32; 3], block: [u32; 3]) -> CudaPlan {
-    CudaPlan {
-        inputs: vec![Dtype::F32; 2],
-        steps: vec![kernel::Step::Kernel(Launch {
-            source: CudaSource::embedded("tests/hang.cu", KERNELS),
-            entry: entry.to_string().into(),
-            grid,
-            block,
-            dynamic_smem: 0,
-            args: kernel::gemm_args(16, 16, 16),
-        })],
-        ..Default::default()
-    }
+    gemm_launch("tests/hang.cu", KERNELS, entry, grid, block, (16, 16, 16))
 }
 
 fn run(dev: &SimDevice, entry: &str) -> Result<Vec<f32>, kernel::DeviceError> {

@@ -4,8 +4,8 @@
 //! missing, an access counted twice, shared memory counted as global) fails.
 
 use kernel::sim::SimDevice;
-use kernel::testing::{PlanKernel, gemm_f64};
-use kernel::{CudaPlan, CudaSource, Dtype, Executor, Launch, MemoryTraffic, Shape};
+use kernel::testing::{PlanKernel, gemm_f64, gemm_launch};
+use kernel::{CudaPlan, Executor, MemoryTraffic, Shape};
 
 const KERNELS: &str = r#"
 #include "lab/ptx.h"
@@ -65,19 +65,7 @@ extern "C" __global__ void atomics(const float *A, const float *B, float *C, int
 "#;
 
 fn plan(entry: &str, grid: [u32; 3], block: [u32; 3], m: usize, n: usize, k: usize) -> CudaPlan {
-    CudaPlan {
-        inputs: vec![Dtype::F32; 2],
-        steps: vec![kernel::Step::Kernel(Launch {
-            source: CudaSource::embedded("tests/traffic.cu", KERNELS),
-            entry: entry.to_string().into(),
-            grid,
-            block,
-            dynamic_smem: 0,
-            args: kernel::gemm_args(m, n, k),
-        })],
-        output_fill: kernel::Fill::Zero,
-        ..Default::default()
-    }
+    gemm_launch("tests/traffic.cu", KERNELS, entry, grid, block, (m, n, k))
 }
 
 fn data(len: usize, seed: u64) -> Vec<f32> {
