@@ -1,12 +1,13 @@
 // sim_traffic.h: counts the global-memory traffic a kernel issues, for the roofline's x axis,
 // and hands every other plain access to the race checker (sim_race_access, sim_runtime.h).
 //
-// When traffic is counted, the kernel's translation unit is compiled with gcc's
+// In an instrumented build the kernel's translation unit is compiled with gcc's
 // ThreadSanitizer instrumentation (`-fsanitize=thread`), which calls a hook before every
 // load, store and atomic it cannot prove local. This file is those hooks, compiled as a
 // translation unit of its own without the instrumentation and linked without the sanitizer's
-// runtime: each hook adds the access's size when its address lies in one of the launch's
-// device buffers, so shared memory, locals and the emulation's own state are not counted.
+// runtime: each hook adds the access's size to the traffic when its address lies in one of
+// the launch's device buffers (shared memory, locals and the emulation's own state are not
+// traffic), and hands plain accesses to shared memory to the race checker.
 // What is counted is what the SMs ask of the memory system (loads that the compiler keeps in
 // registers are not asked twice; cache hits are not subtracted).
 //
@@ -65,6 +66,7 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic) {
     }
 }
 
+// Atomic accesses (counted, never race-checked), then plain ones.
 inline void load(const void *p, uint64_t bytes) { access(p, bytes, false, true); }
 inline void store(const void *p, uint64_t bytes) { access(p, bytes, true, true); }
 inline void read(const void *p, uint64_t bytes) { access(p, bytes, false, false); }
