@@ -45,6 +45,11 @@ enum Command {
     /// NVRTC-compile every kernel (or a CUDA file) and print registers, shared memory,
     /// spills and occupancy.
     Inspect(cmd::inspect::Args),
+    /// One rung against its parent: idea and bound, source diff, resources, SASS mix and
+    /// its latest measured row (`--markdown` for Markdown).
+    Explain(cmd::explain::Args),
+    /// Write the ladder pages docs/ladders/WORKLOAD.md: each rung's `explain --markdown`.
+    Docs(cmd::docs::Args),
     /// One row in a child process of `run` or `check` (JSON on stdin and stdout).
     #[command(name = "isolated-row", hide = true)]
     IsolatedRow,
@@ -67,6 +72,8 @@ fn main() -> ExitCode {
         Command::Check(a) => cmd::check::run(&a),
         Command::Doctor(a) => cmd::doctor::run(&a),
         Command::Inspect(a) => cmd::inspect::run(&a),
+        Command::Explain(a) => cmd::explain::run(&a),
+        Command::Docs(a) => cmd::docs::run(&a),
         Command::IsolatedRow => harness::isolate::child(),
     };
     match result {

@@ -5,7 +5,9 @@
 pub mod calibrate;
 pub mod check;
 pub mod compare;
+pub mod docs;
 pub mod doctor;
+pub mod explain;
 pub mod inspect;
 pub mod list;
 pub mod publish;

@@ -1,0 +1,627 @@
+//! `harness explain RUNG`: one rung against its parent, from the code and the compiler rather
+//! than from prose: the declared idea and bound, the source diff, registers, shared memory,
+//! spills and occupancy on sm_80 and sm_90, the SASS instruction mix, and the latest
+//! measured row. `--markdown` prints the same as Markdown (what `harness docs` writes).
+
+use super::Outcome;
+use super::inspect::inspect_shapes;
+use crate::results::{RunResults, Status};
+use crate::runs::LabDir;
+use crate::{registry, resources, sass};
+use anyhow::bail;
+use kernel::cuda::nvrtc;
+use kernel::{CudaPlan, Kernel, Precision, Shape};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The rung's id (see `harness list`).
+    pub rung: String,
+    /// Print Markdown instead of plain text.
+    #[arg(long)]
+    pub markdown: bool,
+    /// The run folder whose row is shown; default: the lab's latest run, if any.
+    #[arg(long)]
+    pub run: Option<PathBuf>,
+}
+
+/// The architectures whose resources are compared: the A100's and the H100's.
+pub const ARCHS: [&str; 2] = ["sm_80", "sm_90"];
+
+pub fn run(args: &Args) -> Outcome {
+    let all = registry::all();
+    let Some(k) = all.iter().find(|k| k.info().id == args.rung.as_str()) else {
+        bail!(
+            "unknown kernel {:?}; valid kernels: {}",
+            args.rung,
+            all.iter()
+                .map(|k| k.info().id.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    };
+    let run = match &args.run {
+        Some(p) => Some(RunResults::load(p)?),
+        None => latest_run(),
+    };
+    let doc = explain(&all, k.as_ref(), run.as_ref(), args.run.is_none());
+    print!(
+        "{}",
+        if args.markdown {
+            doc.markdown()
+        } else {
+            doc.text()
+        }
+    );
+    Ok(true)
+}
+
+/// The lab's latest run, if there is one that reads.
+fn latest_run() -> Option<RunResults> {
+    let latest = LabDir::locate().runs().join("latest");
+    latest.exists().then(|| RunResults::load(&latest).ok())?
+}
+
+/// A document of titled sections, printed as plain text or as Markdown.
+#[derive(Debug, Default)]
+pub struct Doc {
+    pub title: String,
+    pub sections: Vec<(String, Vec<Block>)>,
+}
+
+#[derive(Debug)]
+pub enum Block {
+    Text(String),
+    /// Preformatted text with its Markdown language (`diff`, `text`).
+    Code(&'static str, String),
+    Table(Vec<String>, Vec<Vec<String>>),
+}
+
+impl Doc {
+    fn section(&mut self, title: &str, blocks: Vec<Block>) {
+        self.sections.push((title.to_string(), blocks));
+    }
+
+    /// The titles of the sections, in order.
+    pub fn titles(&self) -> Vec<&str> {
+        self.sections.iter().map(|(t, _)| t.as_str()).collect()
+    }
+
+    pub fn text(&self) -> String {
+        let mut s = format!("{}\n{}\n", self.title, "=".repeat(self.title.len()));
+        for (title, blocks) in &self.sections {
+            let _ = writeln!(s, "\n== {title}");
+            for b in blocks {
+                match b {
+                    Block::Text(t) => {
+                        let _ = writeln!(s, "{t}");
+                    }
+                    Block::Code(_, c) => {
+                        s.push_str(c);
+                        if !c.ends_with('\n') {
+                            s.push('\n');
+                        }
+                    }
+                    Block::Table(head, rows) => s.push_str(&aligned(head, rows)),
+                }
+            }
+        }
+        s
+    }
+
+    pub fn markdown(&self) -> String {
+        let mut s = format!("### {}\n", self.title);
+        for (title, blocks) in &self.sections {
+            let _ = writeln!(s, "\n#### {title}\n");
+            for b in blocks {
+                match b {
+                    Block::Text(t) => {
+                        let _ = writeln!(s, "{t}\n");
+                    }
+                    Block::Code(lang, c) => {
+                        let _ = writeln!(s, "```{lang}\n{}\n```\n", c.trim_end());
+                    }
+                    Block::Table(head, rows) => {
+                        let _ = writeln!(s, "| {} |", head.join(" | "));
+                        let _ = writeln!(s, "|{}", "---|".repeat(head.len()));
+                        for r in rows {
+                            let _ = writeln!(s, "| {} |", r.join(" | "));
+                        }
+                        s.push('\n');
+                    }
+                }
+            }
+        }
+        s
+    }
+}
+
+/// A table with columns padded to their widest cell.
+fn aligned(head: &[String], rows: &[Vec<String>]) -> String {
+    let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
+    for r in rows {
+        for (i, c) in r.iter().enumerate() {
+            if i < width.len() {
+                width[i] = width[i].max(c.len());
+            }
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut l = cells
+            .iter()
+            .zip(&width)
+            .map(|(c, w)| format!("{c:<w$}"))
+            .collect::<Vec<_>>()
+            .join("  ");
+        l.truncate(l.trim_end().len());
+        l + "\n"
+    };
+    let mut s = line(head);
+    for r in rows {
+        s.push_str(&line(r));
+    }
+    s
+}
+
+/// Everything `explain` says of `k`: its lineage, its source against its parent's, their
+/// resources and SASS, and its rows in `run` (`latest`: that run is the lab's latest).
+pub fn explain(
+    all: &[Box<dyn Kernel>],
+    k: &dyn Kernel,
+    run: Option<&RunResults>,
+    latest: bool,
+) -> Doc {
+    let i = k.info();
+    let parent = registry::parent(all, k);
+    let mut doc = Doc {
+        title: format!(
+            "{} ({} rung {:02}, {} crate)",
+            i.id, i.workload, i.rung, i.stage
+        ),
+        ..Doc::default()
+    };
+    doc.section("Lineage", lineage(k, parent));
+    let (label, shape) = inspect_shapes(i.workload)
+        .into_iter()
+        .next()
+        .expect("every workload has an inspect shape");
+    let plan = plan_of(k, &shape);
+    let parent_plan = parent.and_then(|p| plan_of(p, &shape));
+    let at = if label.is_empty() {
+        format!("compiled for the shape {shape}")
+    } else {
+        format!("compiled for the shape {shape} ({label})")
+    };
+    doc.section(
+        "Source diff against the parent",
+        diff(k, parent, &plan, &parent_plan),
+    );
+    let mut both = vec![(i.id.to_string(), plan)];
+    if let Some(p) = parent {
+        both.push((p.info().id.to_string(), parent_plan));
+    }
+    doc.section("Resources", resources_of(&both, &at));
+    doc.section("SASS instruction mix", sass_of(&both, &at));
+    doc.section(
+        "Speed of light on an H100",
+        speed_of_light(k, &shape, both[0].1.as_ref(), run),
+    );
+    doc.section("Measured", measured(k, parent, run, latest));
+    doc
+}
+
+/// The H100 SXM's dense ceilings, from NVIDIA's H100 data sheet (the lab's hardware notes
+/// copy them): FLOP/s by the unit a precision runs on, and HBM3 bandwidth.
+mod h100 {
+    pub const FP32_FLOPS: f64 = 67e12;
+    pub const TF32_FLOPS: f64 = 495e12;
+    pub const FP16_FLOPS: f64 = 989e12;
+    pub const DRAM_BYTES_PER_S: f64 = 3.35e12;
+}
+
+/// The fewest bytes a row moves: its plan's element types where it has a plan, else its
+/// precision's (as the run's tables count them).
+fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Precision) -> f64 {
+    match plan {
+        Some(p) => {
+            let inputs: usize = shape
+                .inputs()
+                .iter()
+                .zip(&p.inputs)
+                .map(|(t, d)| t.len() * d.bytes())
+                .sum();
+            (inputs + shape.output().len() * p.output.bytes()) as f64
+        }
+        None => shape.min_bytes(match precision {
+            Precision::Fp16 | Precision::Bf16 => 2,
+            Precision::Fp32 | Precision::Tf32 => 4,
+        }),
+    }
+}
+
+/// A two-ceiling model: the time the FLOP take at the precision's dense peak, and the time
+/// the compulsory bytes take at DRAM bandwidth; the larger is the bound. It ignores L2 and
+/// shared-memory traffic, issue and occupancy, which the Nsight Compute metrics listed with it
+/// measure on a GPU.
+fn speed_of_light(
+    k: &dyn Kernel,
+    shape: &Shape,
+    plan: Option<&CudaPlan>,
+    run: Option<&RunResults>,
+) -> Vec<Block> {
+    let i = k.info();
+    let flops = shape.flops();
+    let bytes = min_bytes(shape, plan, i.precision);
+    let (peak, unit) = match i.precision {
+        Precision::Fp32 => (h100::FP32_FLOPS, "FP32 CUDA cores"),
+        Precision::Tf32 => (h100::TF32_FLOPS, "TF32 tensor cores"),
+        Precision::Fp16 | Precision::Bf16 => (h100::FP16_FLOPS, "FP16/BF16 tensor cores"),
+    };
+    let t_math = flops / peak * 1e3;
+    let t_dram = bytes / h100::DRAM_BYTES_PER_S * 1e3;
+    let (t, bound) = if t_math >= t_dram {
+        (t_math, "compute")
+    } else {
+        (t_dram, "DRAM")
+    };
+    let mut out = vec![
+        Block::Text(format!(
+            "At {shape}: {:.3} GFLOP and {:.1} MB compulsory (each input read once, the output \
+             written once): {:.1} FLOP/B. H100 SXM ceilings (NVIDIA data sheet, dense): {} at \
+             {:.0} TFLOP/s, HBM3 at {:.2} TB/s.",
+            flops / 1e9,
+            bytes / 1e6,
+            flops / bytes,
+            unit,
+            peak / 1e12,
+            h100::DRAM_BYTES_PER_S / 1e12
+        )),
+        Block::Text(format!(
+            "Estimate: math {t_math:.4} ms, DRAM {t_dram:.4} ms, so at best {t:.4} ms, \
+             {bound}-bound. A real kernel also pays L2 and shared-memory traffic, instruction \
+             issue and latency at its occupancy; mma.sync rungs cannot reach the dense tensor \
+             peak on Hopper, which only wgmma does."
+        )),
+        Block::Text(
+            "Nsight Compute metrics that confirm or refute it: gpu__time_duration.sum, \
+             sm__throughput.avg.pct_of_peak_sustained_elapsed, \
+             sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active, \
+             dram__bytes.sum, lts__t_bytes.sum, \
+             l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum, \
+             sm__warps_active.avg.pct_of_peak_sustained_active."
+                .into(),
+        ),
+    ];
+    let gpu_row = run.filter(|r| r.device.kind == "cuda").and_then(|r| {
+        r.workloads
+            .iter()
+            .flat_map(|w| &w.shapes)
+            .filter(|s| s.shape == *shape)
+            .flat_map(|s| &s.rows)
+            .find(|row| row.id == i.id.as_ref() && row.status == Status::Passed)
+            .and_then(|row| {
+                row.timing
+                    .as_ref()
+                    .map(|t| (r.device.name.clone(), t.median_ms))
+            })
+    });
+    if let Some((device, ms)) = gpu_row {
+        out.push(Block::Text(format!(
+            "Measured on {device} at this shape: {ms:.4} ms, {:.0}% of the estimate's speed.",
+            t / ms * 100.0
+        )));
+    }
+    out
+}
+
+fn plan_of(k: &dyn Kernel, shape: &Shape) -> Option<CudaPlan> {
+    k.cuda(shape).filter(|p| p.launches().next().is_some())
+}
+
+fn lineage(k: &dyn Kernel, parent: Option<&dyn Kernel>) -> Vec<Block> {
+    let i = k.info();
+    let mut out = vec![Block::Text(format!("Summary: {}", i.summary))];
+    match k.lineage() {
+        Some(l) => {
+            out.push(Block::Text(format!("Idea: {}", l.idea)));
+            out.push(Block::Text(format!(
+                "Bound attacked: {}",
+                l.bound
+                    .map_or("none (see the idea)".to_string(), |b| b.to_string())
+            )));
+            out.push(Block::Text(match (l.parent, parent) {
+                (None, _) => "Parent: none, the first rung of its ladder".to_string(),
+                (Some(_), Some(p)) => format!(
+                    "Parent: {} ({} rung {:02}): {}",
+                    p.info().id,
+                    p.info().workload,
+                    p.info().rung,
+                    p.info().summary
+                ),
+                (Some(id), None) => format!("Parent: {id} (not in this build's registry)"),
+            }));
+        }
+        None => out.push(Block::Text(format!(
+            "Not a rung ({:?}): no parent, idea or bound is declared.",
+            i.role
+        ))),
+    }
+    out
+}
+
+/// The distinct sources of a plan, concatenated, each preceded by its file name.
+fn source_text(plan: &CudaPlan) -> String {
+    let mut s = String::new();
+    for src in plan.sources() {
+        let _ = writeln!(s, "// file: {}", src.file);
+        for (name, value) in &src.defines {
+            let _ = writeln!(s, "// -D {name}={value}");
+        }
+        s.push_str(&src.code);
+        if !s.ends_with('\n') {
+            s.push('\n');
+        }
+    }
+    s
+}
+
+/// The launches of a plan, one line each (entry, grid, block, dynamic shared memory), the
+/// repeated launches of a chunked pipeline counted once.
+fn launch_text(plan: &CudaPlan) -> String {
+    let mut lines: Vec<String> = Vec::new();
+    for l in plan.launches() {
+        let line = format!(
+            "{} grid {:?} block {:?} dynamic smem {} B",
+            l.entry, l.grid, l.block, l.dynamic_smem
+        );
+        if !lines.contains(&line) {
+            lines.push(line);
+        }
+    }
+    lines.join("\n") + "\n"
+}
+
+fn unified(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
+    similar::TextDiff::from_lines(old, new)
+        .unified_diff()
+        .context_radius(3)
+        .header(old_name, new_name)
+        .to_string()
+}
+
+fn diff(
+    k: &dyn Kernel,
+    parent: Option<&dyn Kernel>,
+    plan: &Option<CudaPlan>,
+    parent_plan: &Option<CudaPlan>,
+) -> Vec<Block> {
+    let Some(plan) = plan else {
+        return vec![Block::Text(
+            "No CUDA source: this row runs on the CPU only or calls a library (cuBLAS), so \
+             there is no .cu to diff."
+                .into(),
+        )];
+    };
+    let files = plan
+        .sources()
+        .iter()
+        .map(|s| s.file.to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    let (Some(p), Some(pp)) = (parent, parent_plan) else {
+        let why = if parent.is_some() {
+            "its parent has no CUDA source"
+        } else {
+            "it has no parent"
+        };
+        return vec![Block::Text(format!("Source: {files}; no diff, {why}."))];
+    };
+    let id = k.info().id;
+    let pid = p.info().id;
+    let mut out = vec![Block::Text(format!(
+        "{pid} -> {id}: the .cu sources (with their -D defines), then the launches of the plan."
+    ))];
+    let src = unified(
+        &source_text(pp),
+        &source_text(plan),
+        pid.as_ref(),
+        id.as_ref(),
+    );
+    out.push(if src.is_empty() {
+        Block::Text("The sources are identical.".into())
+    } else {
+        Block::Code("diff", src)
+    });
+    let (old, new) = (launch_text(pp), launch_text(plan));
+    out.push(if old == new {
+        Block::Text(format!("Launch plan unchanged:\n{}", new.trim_end()))
+    } else {
+        Block::Code(
+            "diff",
+            unified(
+                &old,
+                &new,
+                &format!("{pid} launches"),
+                &format!("{id} launches"),
+            ),
+        )
+    });
+    out
+}
+
+fn resources_of(both: &[(String, Option<CudaPlan>)], at: &str) -> Vec<Block> {
+    if both[0].1.is_none() {
+        return vec![Block::Text(
+            "No CUDA source: nothing to compile, so no registers or occupancy.".into(),
+        )];
+    }
+    if let Err(e) = nvrtc::version() {
+        return vec![Block::Text(format!(
+            "NVRTC is not available, so nothing was compiled: {e}"
+        ))];
+    }
+    let head = [
+        "kernel",
+        "entry",
+        "arch",
+        "threads",
+        "registers",
+        "smem B",
+        "spill st/ld B",
+        "occupancy",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for (id, plan) in both {
+        let Some(plan) = plan else {
+            notes.push(format!("{id}: no CUDA source."));
+            continue;
+        };
+        for arch in ARCHS {
+            if let Err(why) = nvrtc::check_target(plan, arch) {
+                notes.push(format!("{id} on {arch}: skipped: {why}"));
+                continue;
+            }
+            match resources::of_plan(plan, arch, None) {
+                Ok(list) => rows.extend(list.into_iter().map(|r| {
+                    vec![
+                        id.clone(),
+                        r.entry.clone(),
+                        r.arch.clone(),
+                        r.threads_per_block.to_string(),
+                        r.registers.to_string(),
+                        r.smem_bytes.to_string(),
+                        format!("{}/{}", r.spill_stores, r.spill_loads),
+                        r.occupancy.map_or("?".into(), |o| {
+                            format!(
+                                "{:.0}% ({})",
+                                o * 100.0,
+                                r.occupancy_limiter.as_deref().unwrap_or("?")
+                            )
+                        }),
+                    ]
+                })),
+                Err(e) => notes.push(format!("{id} on {arch}: {e}")),
+            }
+        }
+    }
+    let mut out = vec![Block::Text(format!(
+        "NVRTC's ptxas report, {at}; occupancy is theoretical, with the limit that binds it."
+    ))];
+    out.push(Block::Table(head, rows));
+    out.extend(notes.into_iter().map(Block::Text));
+    out
+}
+
+fn sass_of(both: &[(String, Option<CudaPlan>)], at: &str) -> Vec<Block> {
+    if both[0].1.is_none() {
+        return vec![Block::Text("No CUDA source: no SASS.".into())];
+    }
+    let tool = match sass::Disassembler::find() {
+        Ok(t) => t,
+        Err(e) => {
+            return vec![Block::Text(format!("No SASS: nvdisasm is missing ({e})."))];
+        }
+    };
+    let mut head = vec!["kernel".to_string(), "entry".into(), "arch".into()];
+    head.extend(sass::Summary::header().split_whitespace().map(String::from));
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for (id, plan) in both {
+        let Some(plan) = plan else { continue };
+        // The H100's architecture, or the one the source is built for (sm_90a).
+        let arch = "sm_90";
+        match sass::of_plan(&tool, plan, arch) {
+            Ok(list) => rows.extend(list.into_iter().map(|l| {
+                let mut r = vec![id.clone(), l.entry, l.arch];
+                r.extend(
+                    l.function
+                        .summary
+                        .row()
+                        .split_whitespace()
+                        .map(String::from),
+                );
+                r
+            })),
+            Err(e) => notes.push(format!("{id}: {e}")),
+        }
+    }
+    let mut out = vec![Block::Text(format!(
+        "Whole-function counts from nvdisasm on the NVRTC CUBIN, {at}, instructions \
+         predicated off with @!PT excluded (LDG.RO: read-only loads; LDGSTS: cp.async; \
+         LD/ST: generic; LDL/STL: local memory)."
+    ))];
+    out.push(Block::Table(head, rows));
+    out.extend(notes.into_iter().map(Block::Text));
+    out
+}
+
+fn measured(
+    k: &dyn Kernel,
+    parent: Option<&dyn Kernel>,
+    run: Option<&RunResults>,
+    latest: bool,
+) -> Vec<Block> {
+    let Some(run) = run else {
+        return vec![Block::Text(
+            "No run folder in this lab yet: `harness run` measures the rows, and `harness \
+             explain RUNG --run FOLDER` reads another run."
+                .into(),
+        )];
+    };
+    let id = k.info().id;
+    let pid = parent.map(|p| p.info().id.to_string());
+    let mut rows = Vec::new();
+    for w in &run.workloads {
+        for s in &w.shapes {
+            let Some(r) = s.rows.iter().find(|r| r.id == id.as_ref()) else {
+                continue;
+            };
+            let ms = |r: &crate::results::Row| {
+                (r.status == Status::Passed)
+                    .then_some(r.timing.as_ref().map(|t| t.median_ms))
+                    .flatten()
+            };
+            let mine = ms(r);
+            let theirs = pid
+                .as_deref()
+                .and_then(|p| s.rows.iter().find(|r| r.id == p))
+                .and_then(ms);
+            rows.push(vec![
+                s.label.clone(),
+                format!("{:?}", r.status).to_lowercase(),
+                mine.map_or("-".into(), |m| format!("{m:.3}")),
+                mine.map_or("-".into(), |m| {
+                    format!("{:.1} GFLOP/s", s.flops / (m * 1e-3) / 1e9)
+                }),
+                match (mine, theirs) {
+                    (Some(m), Some(t)) => format!("{:.2}x", t / m),
+                    _ => "-".into(),
+                },
+            ]);
+        }
+    }
+    let which = if latest {
+        "the lab's latest run"
+    } else {
+        "the run given"
+    };
+    let mut out = vec![Block::Text(format!(
+        "From {which}: {} ({}), {}, commit {}.",
+        run.device.name, run.device.kind, run.date, run.commit
+    ))];
+    if rows.is_empty() {
+        out.push(Block::Text(format!("That run has no row of {id}.")));
+    } else {
+        out.push(Block::Table(
+            ["shape", "status", "median ms", "throughput", "vs parent"]
+                .map(String::from)
+                .to_vec(),
+            rows,
+        ));
+    }
+    out
+}
