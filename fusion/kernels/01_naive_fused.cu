@@ -1,4 +1,4 @@
-// 01_naive_fused.cu: the cautionary row (seed 001's "fused" kernel). One thread computes one
+// 01_naive_fused.cu: the cautionary row (a post-mortem's "fused" kernel). One thread computes one
 // output Y[row, col] = act(dot(X[row, :], W[col, :]) + bias[col]) in a serial loop over K.
 //
 // It is "fused" (one launch, Y written once) but its GEMM is naive: no tiling, no reuse, so

@@ -1,7 +1,7 @@
 //! Fused kernels: the linear layer Y = act(X * W^T + bias) as a naive "fused" loop (the
-//! cautionary row of seed 001), as a good GEMM followed by a bias + activation kernel, and as
-//! the same GEMM with the bias + activation fused into its epilogue. The walkthrough is in
-//! this crate's README. The fused convolution is in [`conv`].
+//! cautionary row of a fused Linear+ReLU post-mortem), as a good GEMM followed by a bias +
+//! activation kernel, and as the same GEMM with the bias + activation fused into its
+//! epilogue. The walkthrough is in this crate's README. The fused convolution is in [`conv`].
 
 pub mod conv;
 
@@ -106,7 +106,7 @@ impl Kernel for LinearNaiveFused {
         info(
             "linear-naive-fused",
             1,
-            "seed 001's fused loop: one thread per output, naive dot product + bias + act",
+            "the post-mortem's fused loop: one thread per output, naive dot product + bias + act",
         )
     }
 
