@@ -49,7 +49,7 @@ fn bench() -> anyhow::Result<bool> {
     let lab = LabDir::locate();
     // Nothing is computed unless its results can be saved.
     runs::check_target(out.as_deref(), &lab)?;
-    let (dev, why) = select::open(kind)?;
+    let (dev, why) = select::open(kind, None)?;
     if let Some(why) = why {
         eprintln!("{why}");
     }

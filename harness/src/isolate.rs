@@ -50,6 +50,8 @@ pub struct Policy {
     pub user_kernels: Vec<String>,
     /// The ids of the user kernels (from the command line or the config): isolated on a GPU.
     pub user_ids: Vec<String>,
+    /// `--sim-blocks`, for the child's simulator.
+    pub sim_blocks: Option<usize>,
 }
 
 static POLICY: RwLock<Option<Policy>> = RwLock::new(None);
@@ -106,6 +108,8 @@ pub struct Request {
     pub shape: Shape,
     /// `None`: validate only.
     pub timing: Option<TimingConfig>,
+    #[serde(default)]
+    pub sim_blocks: Option<usize>,
 }
 
 /// The child's answer: the row as the parent would have recorded it in its own process.
@@ -133,6 +137,7 @@ pub fn run_row(
         kernel: row.id.clone(),
         shape: *shape,
         timing,
+        sim_blocks: policy.sim_blocks,
     };
     match in_child(&request, policy.timeout) {
         Ok(r) => r,
@@ -293,7 +298,10 @@ pub fn child() -> Result<bool> {
 
 fn child_row(request: &Request) -> Result<Row> {
     let config = load_config(&request.config)?;
-    let (dev, _) = select::open(Some(select::parse_kind(&request.device)?))?;
+    let (dev, _) = select::open(
+        Some(select::parse_kind(&request.device)?),
+        request.sim_blocks,
+    )?;
     let all = tune::lab_kernels(dev.info(), &LabDir::locate());
     let specs = user_kernel::specs(&config.kernels, &request.user_kernels)?;
     let workload = request.shape.workload().name().to_string();
@@ -337,13 +345,20 @@ pub struct IsolationArgs {
 
 impl IsolationArgs {
     /// Sets the process's [`Policy`] from these flags.
-    pub fn apply(&self, config: Option<PathBuf>, user_kernels: &[String], user_ids: Vec<String>) {
+    pub fn apply(
+        &self,
+        config: Option<PathBuf>,
+        user_kernels: &[String],
+        user_ids: Vec<String>,
+        sim_blocks: Option<usize>,
+    ) {
         set_policy(Some(Policy {
             all_rows: self.isolate,
             timeout: self.row_timeout.unwrap_or(DEFAULT_TIMEOUT),
             config,
             user_kernels: user_kernels.to_vec(),
             user_ids,
+            sim_blocks,
         }));
     }
 }

@@ -116,6 +116,7 @@ fn to_row(p: &PeerRow, tool: &str, shape: &kernel::Shape) -> Option<Row> {
                 unwritten: 0,
                 first_unwritten: None,
                 sampled: None,
+                blocks: None,
                 tolerance,
                 passed,
             };

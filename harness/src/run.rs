@@ -174,7 +174,12 @@ pub fn evaluate<'a>(
                 values: own.as_deref().unwrap_or(&reference.values),
                 indices: reference.indices.as_deref(),
             };
-            let c = validate::check_against(&out, expected, sentinel, row.precision.tolerance());
+            let tolerance = row.precision.tolerance();
+            let sample = prepared.sample();
+            let c = match &sample {
+                Some(s) => validate::check_sample(&out, expected, s, sentinel, tolerance),
+                None => validate::check_against(&out, expected, sentinel, tolerance),
+            };
             row.status = if c.passed {
                 Status::Passed
             } else {
@@ -184,11 +189,15 @@ pub fn evaluate<'a>(
                 row.reason = Some(c.failure(row.precision, &shape.output()));
             }
             row.check = Some(c);
-            row.traffic = prepared.traffic().map(|t| Traffic {
-                load_bytes: t.load_bytes as f64,
-                store_bytes: t.store_bytes as f64,
-                source: TrafficSource::Simulator,
-            });
+            // A sample's traffic is some blocks' against the whole shape's FLOP: no intensity.
+            row.traffic = prepared
+                .traffic()
+                .filter(|_| sample.is_none())
+                .map(|t| Traffic {
+                    load_bytes: t.load_bytes as f64,
+                    store_bytes: t.store_bytes as f64,
+                    source: TrafficSource::Simulator,
+                });
             (row, Some(prepared))
         }
         Err(e) => {

@@ -7,20 +7,37 @@ use kernel::cuda::CudaDevice;
 use kernel::device::cpu::CpuDevice;
 use kernel::{DeviceError, DeviceKind, Executor, Kernel, Shape, Workload};
 
+/// The simulator as every command opens it: instrumented (every run checks for shared-memory
+/// races and counts traffic), and running a sample of each launch's blocks with `sim_blocks`.
+pub fn simulator(sim_blocks: Option<usize>) -> Result<kernel::sim::SimDevice> {
+    let dev = kernel::sim::SimDevice::new()
+        .map_err(|e| anyhow!("--device sim: {e}"))?
+        .instrumented();
+    Ok(match sim_blocks {
+        Some(n) => dev.with_block_sample(n),
+        None => dev,
+    })
+}
+
 /// Opens the requested device. With `None`, the GPU if one works, else the CPU; the second
-/// value is the line explaining a fallback.
-pub fn open(kind: Option<DeviceKind>) -> Result<(Box<dyn Executor>, Option<String>)> {
+/// value is the line explaining a fallback. `sim_blocks` (`--sim-blocks`) applies to the
+/// simulator only.
+pub fn open(
+    kind: Option<DeviceKind>,
+    sim_blocks: Option<usize>,
+) -> Result<(Box<dyn Executor>, Option<String>)> {
+    if let Some(n) = sim_blocks
+        && kind != Some(DeviceKind::Sim)
+    {
+        bail!("--sim-blocks {n} samples the simulator's blocks: add --device sim");
+    }
     match kind {
         Some(DeviceKind::Cpu) => Ok((Box::new(CpuDevice::new()), None)),
         Some(DeviceKind::Cuda) => match CudaDevice::open() {
             Ok(d) => Ok((Box::new(d), None)),
             Err(e) => Err(anyhow!("--device cuda: {e}")),
         },
-        // Instrumented: every run checks for shared-memory races and counts traffic.
-        Some(DeviceKind::Sim) => match kernel::sim::SimDevice::new() {
-            Ok(d) => Ok((Box::new(d.instrumented()), None)),
-            Err(e) => Err(anyhow!("--device sim: {e}")),
-        },
+        Some(DeviceKind::Sim) => Ok((Box::new(simulator(sim_blocks)?), None)),
         None => match CudaDevice::open() {
             Ok(d) => Ok((Box::new(d), None)),
             Err(DeviceError::Unavailable(why)) => Ok((

@@ -25,8 +25,22 @@ pub struct Check {
     /// (every element is still checked for NaN).
     #[serde(default)]
     pub sampled: Option<usize>,
+    /// When the device ran a sample of the blocks (`--sim-blocks`): blocks run, blocks in
+    /// all, and the output elements they wrote, the only ones checked.
+    #[serde(default)]
+    pub blocks: Option<BlocksChecked>,
     pub tolerance: f64,
     pub passed: bool,
+}
+
+/// A check restricted to what a sample of the blocks wrote.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlocksChecked {
+    pub run: u64,
+    pub of: u64,
+    pub outputs_written: usize,
+    /// The output's elements.
+    pub outputs: usize,
 }
 
 /// What an output is compared with: every element, or a sample of them.
@@ -66,6 +80,7 @@ pub fn check_against(
         unwritten: 0,
         first_unwritten: None,
         sampled: expected.indices.map(<[usize]>::len),
+        blocks: None,
         tolerance,
         passed: false,
     };
@@ -119,6 +134,55 @@ pub fn check_against(
     c
 }
 
+/// Checks what a sample of the blocks wrote: the elements in `sample.written` (ascending)
+/// against the reference where it has them. The others were never run and are not judged;
+/// a sample that wrote nothing fails.
+pub fn check_sample(
+    out: &[f32],
+    expected: Expected<'_>,
+    sample: &kernel::BlockSample,
+    sentinel: Option<f32>,
+    tolerance: f64,
+) -> Check {
+    let written = &sample.written;
+    // The compared elements: output index, value, reference.
+    let picked: Vec<(usize, f32, f64)> = match expected.indices {
+        None => written
+            .iter()
+            .map(|&i| (i, out[i], expected.values[i]))
+            .collect(),
+        Some(idx) => idx
+            .iter()
+            .zip(expected.values)
+            .filter(|(i, _)| written.binary_search(i).is_ok())
+            .map(|(&i, &v)| (i, out[i], v))
+            .collect(),
+    };
+    let values: Vec<f32> = picked.iter().map(|p| p.1).collect();
+    let reference: Vec<f64> = picked.iter().map(|p| p.2).collect();
+    let mut c = check_against(
+        &values,
+        Expected {
+            values: &reference,
+            indices: None,
+        },
+        sentinel,
+        tolerance,
+    );
+    let at = |j: Option<usize>| j.map(|j| picked[j].0);
+    c.first_nonfinite = at(c.first_nonfinite);
+    c.first_unwritten = at(c.first_unwritten);
+    c.sampled = Some(picked.len());
+    c.blocks = Some(BlocksChecked {
+        run: sample.blocks_run,
+        of: sample.blocks,
+        outputs_written: written.len(),
+        outputs: out.len(),
+    });
+    c.passed &= !picked.is_empty();
+    c
+}
+
 impl Check {
     /// Why a failed check failed, in words a user can act on.
     pub fn failure(&self, precision: kernel::Precision, output: &kernel::TensorSpec) -> String {
@@ -132,6 +196,11 @@ impl Check {
             let coords: Vec<String> = coords.iter().map(usize::to_string).collect();
             format!("{}[{}] (index {i})", output.name, coords.join(", "))
         };
+        if self.blocks.is_some() && self.sampled == Some(0) {
+            return "the sampled blocks wrote no output element that could be checked (none \
+                    of the reference's sampled elements, if it is sampled)"
+                .into();
+        }
         if let Some(i) = self.first_unwritten {
             format!(
                 "{} of {} elements were never written (they still hold the fill value); the \
@@ -214,5 +283,57 @@ mod tests {
         );
         // Zero is a legitimate result: a zero fill detects nothing.
         assert!(check_against(&[1.0, 2.0, 3.0, 4.0], e, Some(0.0), 1e-6).passed);
+    }
+
+    #[test]
+    fn a_block_sample_is_judged_on_what_it_wrote() {
+        let r = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let full = Expected {
+            values: &r,
+            indices: None,
+        };
+        let sample = |written: Vec<usize>| kernel::BlockSample {
+            blocks_run: 1,
+            blocks: 3,
+            written,
+        };
+        let nan = f32::NAN;
+        // Elements 2 and 3 written, right; the others never ran.
+        let out = [nan, nan, 3.0, 4.0, nan, nan];
+        let c = check_sample(&out, full, &sample(vec![2, 3]), None, 1e-6);
+        assert!(c.passed && c.sampled == Some(2), "{c:?}");
+        let b = c.blocks.unwrap();
+        assert_eq!((b.run, b.of, b.outputs_written, b.outputs), (1, 3, 2, 6));
+        // A written element that is wrong, or NaN, fails, named by its output index.
+        let wrong = check_sample(
+            &[nan, nan, 3.0, 9.0, nan, nan],
+            full,
+            &sample(vec![2, 3]),
+            None,
+            1e-6,
+        );
+        assert!(!wrong.passed);
+        let bad = [nan, nan, 3.0, 4.0, nan, 1.0 / 0.0];
+        let inf = check_sample(&bad, full, &sample(vec![2, 3, 5]), None, 1e-6);
+        assert!(!inf.passed && inf.first_nonfinite == Some(5), "{inf:?}");
+        // Against a sampled reference: only elements both written and sampled count.
+        let (vals, idx) = ([2.0, 4.0], [1usize, 3]);
+        let sampled = Expected {
+            values: &vals,
+            indices: Some(&idx),
+        };
+        let c = check_sample(&out, sampled, &sample(vec![2, 3]), None, 1e-6);
+        assert!(c.passed && c.sampled == Some(1), "{c:?}");
+        // Nothing to compare is a failure, said as such.
+        let none = check_sample(&out, sampled, &sample(vec![2]), None, 1e-6);
+        assert!(!none.passed);
+        let spec = kernel::TensorSpec {
+            name: "C",
+            dims: vec![2, 3],
+        };
+        assert!(
+            none.failure(kernel::Precision::Fp32, &spec)
+                .contains("wrote no output")
+        );
     }
 }

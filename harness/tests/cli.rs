@@ -449,3 +449,48 @@ fn publish_copies_a_run_with_its_provenance() {
     std::fs::remove_dir_all(&lab).unwrap();
     std::fs::remove_dir_all(&to).unwrap();
 }
+
+/// `--sim-blocks`: a real shape in the simulator checks what a sample of the blocks wrote and
+/// says so on the row; a plan that needs every block is skipped with the reason; the flag is
+/// refused off the simulator.
+#[test]
+fn a_sampled_simulator_run_says_what_it_checked() {
+    let out = temp_dir("sim-blocks");
+    let dir = out.join("run");
+    let o = harness(&[
+        "run",
+        "--device",
+        "sim",
+        "--sim-blocks",
+        "4",
+        "--workload",
+        "gemm",
+        "--kernels",
+        "gemm-tiled,gemm-wmma-fp16-convert",
+        "--sizes",
+        "200x230x70",
+        "--out",
+        dir.to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    // A kernel asked for by name that could not run makes the run exit 1.
+    assert_eq!(o.status.code(), Some(1), "{t}");
+    // 32x32 tiles over 200 x 230: 8 x 7 blocks; the 4 that ran are the corners, which write
+    // 32x32, 32x6 (the last 6 columns), 8x32 (the last 8 rows) and 8x6 outputs.
+    let corners = 32 * 32 + 32 * 6 + 8 * 32 + 8 * 6;
+    assert!(
+        t.contains(&format!(
+            "pass (4 of 56 blocks run (--sim-blocks), {corners} of 46000 outputs checked"
+        )),
+        "{t}"
+    );
+    assert!(
+        t.contains("skip gemm-wmma-fp16-convert: --sim-blocks 4: this plan has"),
+        "{t}"
+    );
+    let md = std::fs::read_to_string(dir.join("gemm.md")).unwrap();
+    assert!(md.contains("4 of 56 blocks run"), "{md}");
+    let o = harness(&["check", "--device", "cpu", "--sim-blocks", "4"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("add --device sim"), "{}", text(&o));
+}

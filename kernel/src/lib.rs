@@ -24,7 +24,9 @@ pub use contract::{
     Unsupported, div_ceil,
 };
 pub use conv::{ConvDims, conv_args, conv_chunk, conv_dims};
-pub use device::{DeviceError, DeviceInfo, DeviceKind, Executor, MemoryTraffic, Prepared};
+pub use device::{
+    BlockSample, DeviceError, DeviceInfo, DeviceKind, Executor, MemoryTraffic, Prepared,
+};
 pub use pipeline::{Chunk, Pipeline, Span};
 pub use plan::{
     Arg, At, Buf, ConstantCopy, CudaPlan, CudaSource, Dtype, Fill, GemmCall, GemmCompute, Launch,

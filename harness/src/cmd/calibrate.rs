@@ -17,7 +17,7 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Outcome {
     let lab = LabDir::locate();
-    let dev = open_device(args.device.as_deref())?;
+    let dev = open_device(args.device.as_deref(), None)?;
     eprintln!(
         "Measuring ceilings{}...",
         if args.quick { " (quick)" } else { "" }

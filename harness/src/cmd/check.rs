@@ -26,8 +26,8 @@ pub fn run(args: &Args) -> Outcome {
         isolation,
     } = args;
     let config = load_config(&common.config)?;
-    isolation.apply(common.config.clone(), &[], Vec::new());
-    let dev = open_device(common.device.as_deref())?;
+    isolation.apply(common.config.clone(), &[], Vec::new(), common.sim_blocks());
+    let dev = open_device(common.device.as_deref(), common.sim_blocks())?;
     let all = tune::lab_kernels(dev.info(), &LabDir::locate());
     let kernels = registry::select(&all, &common.kernels)?;
     // Every workload with kernels to check, unless --workload says otherwise.

@@ -40,7 +40,7 @@ fn doctor_print(what: &str) -> Outcome {
         println!("{}", glibc_needed().map_err(anyhow::Error::msg)?);
         return Ok(true);
     }
-    let (dev, _) = select::open(None)?;
+    let (dev, _) = select::open(None, None)?;
     match what {
         "kind" => println!("{}", dev.kind()),
         _ => println!("{}", dev.info().slug),

@@ -38,6 +38,18 @@ pub struct Common {
     /// Only these kernels (comma-separated ids, see `harness list`).
     #[arg(long, value_delimiter = ',')]
     pub kernels: Vec<String>,
+    /// In the simulator, run at most N blocks of each launch (the grid's corners, where the
+    /// tails are, and random others) and check only the outputs they write: real shapes in
+    /// seconds. Plans of several launches, or with atomics, are skipped when sampled.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub sim_blocks: Option<u32>,
+}
+
+impl Common {
+    /// `--sim-blocks` as a count.
+    pub fn sim_blocks(&self) -> Option<usize> {
+        self.sim_blocks.map(|n| n as usize)
+    }
 }
 
 /// Which workloads and shapes.
@@ -76,9 +88,9 @@ pub fn load_config(path: &Option<PathBuf>) -> Result<Config> {
 }
 
 /// The device `--device` names, or the best available; says on stderr which and why.
-pub fn open_device(device: Option<&str>) -> Result<Box<dyn Executor>> {
+pub fn open_device(device: Option<&str>, sim_blocks: Option<usize>) -> Result<Box<dyn Executor>> {
     let kind = device.map(select::parse_kind).transpose()?;
-    let (dev, why) = select::open(kind)?;
+    let (dev, why) = select::open(kind, sim_blocks)?;
     if let Some(why) = why {
         eprintln!("{why}");
     }

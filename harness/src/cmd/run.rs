@@ -56,14 +56,14 @@ pub fn run(args: &Args) -> Outcome {
     runs::check_target(out.as_deref(), &lab_dir)?;
     let specs = user_kernel::specs(&config.kernels, user)?;
     let dev = match specs.is_empty() {
-        true => open_device(common.device.as_deref())?,
-        false => user_kernel::run::open(common.device.as_deref())?,
+        true => open_device(common.device.as_deref(), common.sim_blocks())?,
+        false => user_kernel::run::open(common.device.as_deref(), common.sim_blocks())?,
     };
     // Without a GPU, the user's kernels run in the simulator: compile-checked for it too.
     let in_sim = dev.kind() != DeviceKind::Cuda;
     let users = user_kernel::load_all(&specs, &selection.workload, in_sim)?;
     let user_ids = users.iter().map(|u| u.id().to_string()).collect();
-    isolation.apply(common.config.clone(), user, user_ids);
+    isolation.apply(common.config.clone(), user, user_ids, common.sim_blocks());
     let all = tune::lab_kernels(dev.info(), &lab_dir);
     let named = !common.kernels.is_empty();
     let lab = user_kernel::run::lab_kernels(&all, &common.kernels, !users.is_empty())?;
@@ -80,6 +80,7 @@ pub fn run(args: &Args) -> Outcome {
             sizes,
             out.as_deref(),
             device,
+            common.sim_blocks(),
         );
     }
     let mut kernels = lab;

@@ -29,7 +29,7 @@ pub fn run(args: &Args) -> Outcome {
         bail!("tune sweeps rung 09 (gemm-tuned) alone: --kernels does not apply");
     }
     let config = load_config(&common.config)?;
-    let dev = open_device(common.device.as_deref())?;
+    let dev = open_device(common.device.as_deref(), common.sim_blocks())?;
     if dev.kind() == DeviceKind::Cpu {
         println!("{}", tune::CPU_NOTE);
         return Ok(true);

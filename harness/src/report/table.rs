@@ -178,6 +178,19 @@ pub fn throughput(gflops: f64) -> String {
     }
 }
 
+/// What a row checked when the simulator ran a sample of its blocks (`--sim-blocks`).
+fn sample_note(r: &Row) -> Option<String> {
+    let c = r.check?;
+    let b = c.blocks?;
+    Some(format!(
+        "{} of {} blocks run (--sim-blocks), {} of {} outputs checked, traffic not counted",
+        b.run,
+        b.of,
+        c.sampled.unwrap_or(b.outputs_written),
+        b.outputs
+    ))
+}
+
 fn error_cell(r: &Row) -> String {
     opt(r.check.map(|c| c.rel_error), |v| {
         if v.is_finite() {
@@ -370,10 +383,12 @@ pub fn markdown(report: &Report, w: &WorkloadReport) -> String {
             .rows
             .iter()
             .filter_map(|r| {
-                r.row
-                    .reason
-                    .as_ref()
-                    .map(|why| format!("- `{}` ({}): {why}", r.row.id, status_word(r.row.status)))
+                let why = r.row.reason.clone().or_else(|| sample_note(&r.row))?;
+                Some(format!(
+                    "- `{}` ({}): {why}",
+                    r.row.id,
+                    status_word(r.row.status)
+                ))
             })
             .collect();
         if !notes.is_empty() {
@@ -493,9 +508,12 @@ pub fn terminal(report: &Report) -> String {
                         .map(|c| match c {
                             // Only the status word is lowercased: reasons quote code and
                             // identifiers (`C`, `'A'`) and stay as written.
-                            Col::Status => match &r.row.reason {
-                                Some(why) if r.row.status != Status::Passed => {
+                            Col::Status => match (&r.row.reason, sample_note(&r.row)) {
+                                (Some(why), _) if r.row.status != Status::Passed => {
                                     format!("{}: {why}", status_word(r.row.status))
+                                }
+                                (_, Some(note)) => {
+                                    format!("{} ({note})", status_word(r.row.status))
                                 }
                                 _ => status_word(r.row.status).into(),
                             },

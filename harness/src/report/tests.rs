@@ -57,6 +57,7 @@ fn row(
             unwritten: 0,
             first_unwritten: None,
             sampled: None,
+            blocks: None,
             tolerance: precision.tolerance(),
             passed: status == Status::Passed,
         }),

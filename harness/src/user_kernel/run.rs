@@ -33,9 +33,10 @@ pub fn sim_line() -> String {
 
 /// The device of a run with user kernels: `--device`, else the GPU if one works. Only a GPU is
 /// announced; without one [`in_simulator`] says what happens instead.
-pub fn open(device: Option<&str>) -> Result<Box<dyn kernel::Executor>> {
+pub fn open(device: Option<&str>, sim_blocks: Option<usize>) -> Result<Box<dyn kernel::Executor>> {
     let kind = device.map(select::parse_kind).transpose()?;
-    let (dev, _) = select::open(kind)?;
+    // Without --device, a sample applies to the simulator the user kernels fall back to.
+    let (dev, _) = select::open(kind, sim_blocks.filter(|_| kind.is_some()))?;
     if dev.kind() == DeviceKind::Cuda {
         eprintln!("Device: {}", dev.info().name);
     }
@@ -160,6 +161,7 @@ pub fn in_simulator(
     sizes: &[String],
     out: Option<&Path>,
     device: Option<&str>,
+    sim_blocks: Option<usize>,
 ) -> Result<bool> {
     match device {
         Some(d) => println!("--device {d}: {}", sim_line()),
@@ -172,9 +174,7 @@ pub fn in_simulator(
         eprintln!("{note}");
     }
     // Every row's global-memory traffic counted, for the roofline's intensity.
-    let dev = kernel::sim::SimDevice::new()
-        .map_err(|e| anyhow::anyhow!("--device sim: {e}"))?
-        .instrumented();
+    let dev = select::simulator(sim_blocks)?;
     let default_workloads = if users.is_empty() {
         config.device(DeviceKind::Sim).workloads.clone()
     } else {

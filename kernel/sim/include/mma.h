@@ -106,11 +106,26 @@ SIM_UNINSTRUMENTED inline void store_matrix_sync(P *p, const fragment<accumulato
 }
 
 // D = A * B + C with fp32 accumulation; TF32 operands are rounded to TF32 first.
-// Arithmetic on fragments only (registers on a GPU): never traced.
+// Arithmetic on fragments only (registers on a GPU): never traced. Every lane holds the whole
+// tiles, so the warp's first lane computes the product and the others, finding the same input
+// bytes in the warp's memo, copy it: one product per warp instead of 32.
 template <int M, int N, int K, class TA, class LA, class TB, class LB, class TC, class TD>
 SIM_UNINSTRUMENTED inline void mma_sync(fragment<accumulator, M, N, K, TD> &d, const fragment<matrix_a, M, N, K, TA, LA> &a,
                      const fragment<matrix_b, M, N, K, TB, LB> &b, const fragment<accumulator, M, N, K, TC> &c) {
     constexpr bool tf32 = std::is_same_v<TA, precision::tf32>;
+    constexpr size_t ka = sizeof a.x, kb = sizeof b.x, kc = sizeof c.x, kd = sizeof d.x;
+    static const char kind = 0;  // tells this instantiation's memo entries from others'
+    const void *tag = &kind;
+    unsigned char *memo = sim::warp_memo(sizeof tag + ka + kb + kc + kd);
+    if (memo) {
+        unsigned char *m = memo;
+        bool same = memcmp(m, &tag, sizeof tag) == 0 && memcmp(m += sizeof tag, a.x, ka) == 0 &&
+                    memcmp(m += ka, b.x, kb) == 0 && memcmp(m += kb, c.x, kc) == 0;
+        if (same) {
+            memcpy(d.x, m + kc, kd);
+            return;
+        }
+    }
     float out[M * N];
     for (int i = 0; i < M; ++i)
         for (int j = 0; j < N; ++j) {
@@ -125,6 +140,16 @@ SIM_UNINSTRUMENTED inline void mma_sync(fragment<accumulator, M, N, K, TD> &d, c
             }
             out[i * N + j] = acc;
         }
+    if (memo) {  // before d is written: d may be c
+        unsigned char *m = memo;
+        memcpy(m, &tag, sizeof tag);
+        memcpy(m += sizeof tag, a.x, ka);
+        memcpy(m += ka, b.x, kb);
+        memcpy(m += kb, c.x, kc);
+        for (int i = 0; i < M * N; ++i) d.x[i] = out[i];
+        memcpy(m + kc, d.x, kd);
+        return;
+    }
     for (int i = 0; i < M * N; ++i) d.x[i] = out[i];
 }
 

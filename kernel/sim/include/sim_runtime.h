@@ -47,6 +47,7 @@ extern "C" void sim_traffic_begin(SimTraffic *t, const void *static_lo, size_t s
 extern "C" void sim_traffic_flush();
 extern "C" void sim_race_access(const void *p, unsigned long n, int write);
 extern "C" void sim_race_async_write(const void *p, unsigned long n);
+extern "C" void sim_stacks_add(const void *start, size_t bytes);
 #define SIM_GLOBAL_READ(p, n) __tsan_read_range((void *)(p), (unsigned long)(n))
 #define SIM_SHARED_WRITE(p, n) sim_race_access((const void *)(p), (unsigned long)(n), 1)
 #define SIM_UNINSTRUMENTED __attribute__((no_sanitize_thread, noinline))
@@ -173,6 +174,7 @@ struct Fiber {
     AsyncCopy *async;         // its kMaxAsyncCopies entries, oldest first
     unsigned async_pending;   // entries in use
     unsigned async_groups;    // groups committed so far; pending copies of the open group have this number
+    unsigned memo_seq;        // warp_memo entries this thread has used in this block
 };
 
 struct Warp {
@@ -222,6 +224,9 @@ struct Worker {
     size_t race_cells;
     uint32_t race_epoch;
     uint32_t race_block_epoch;  // race_epoch when this block started: older marks are not its own
+    // warp_memo's entries, `memo_stride` bytes each; kept across blocks.
+    unsigned char *memo;
+    size_t memo_stride;
     sigjmp_buf jmp;
     Worker *next_free;
 };
@@ -336,6 +341,28 @@ inline unsigned ballot(unsigned mask, int pred) {
 inline bool warp_reporter() {
     Fiber &f = fiber();
     return f.lane == (unsigned)__builtin_ctz(worker().warps[f.warp].present);
+}
+
+// Scratch for emulations in which every lane computes the same warp-wide result (WMMA's
+// mma_sync holds the whole tiles in every lane): the first lane stores its inputs and result
+// in an entry, and a lane that finds the same input bytes there copies the result instead of
+// computing it again. A lane runs until it blocks, so lane 0 may issue many operations before
+// lane 1 issues its first: each warp has kMemoEntries entries, and a thread's n-th operation
+// in a block uses entry n mod kMemoEntries, the one its warp's other lanes used for their n-th.
+// Entries are matched on every input byte, so a stale or foreign entry is only a miss.
+// Returns the entry (at least `bytes` bytes), or null when out of memory: the caller computes.
+constexpr unsigned kMemoEntries = 64;
+inline unsigned char *warp_memo(size_t bytes) {
+    Worker &w = worker();
+    Fiber &f = fiber();
+    if (bytes > w.memo_stride) {  // growing forgets every entry
+        free(w.memo);
+        w.memo = (unsigned char *)calloc((size_t)kMaxThreads / 32 * kMemoEntries, bytes);
+        w.memo_stride = w.memo ? bytes : 0;
+        if (!w.memo) return nullptr;
+    }
+    size_t entry = (size_t)f.warp * kMemoEntries + f.memo_seq++ % kMemoEntries;
+    return w.memo + entry * w.memo_stride;
 }
 
 // ---- Misuse the emulation detects ----
@@ -778,6 +805,12 @@ inline Worker *acquire_worker() {
     }
     w->stacks = (char *)m;
     w->guarded = 0;
+#ifdef SIM_INSTRUMENTED
+    {
+        std::lock_guard<std::mutex> g(pool_lock());
+        sim_stacks_add(m, span);
+    }
+#endif
     // Pages are touched only by threads that use cp.async.
     void *q = mmap(nullptr, kAsyncSpan, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (q == MAP_FAILED) {
@@ -799,6 +832,7 @@ struct PoolReaper {
             munmap(w->async_copies, kAsyncSpan);
             free(w->dyn_smem);
             free(w->race);
+            free(w->memo);
             hopper_free(*w);
             delete w;
         }
@@ -837,6 +871,7 @@ inline int run_block(Worker &w, const SimLaunch *l, uint64_t block, uint64_t see
         f.lane = i % 32;
         f.warp = i / 32;
         f.parity = f.bar_parity = 0;
+        f.memo_seq = 0;
         // Copies a thread of the previous block left pending are dropped, never completed.
         f.async = w.async_copies + (size_t)i * kMaxAsyncCopies;
         f.async_pending = f.async_groups = 0;

@@ -32,7 +32,31 @@ struct SimTraffic {
 
 extern "C" void sim_race_access(const void *p, unsigned long n, int write);  // sim_runtime.h
 
+// The fibers' stacks, one [start, end) per worker, registered by the runtime when it maps
+// them (sim_stacks_add). Most instrumented accesses of a kernel are to its locals there
+// (WMMA fragments are arrays of 256 elements in every lane): they are neither shared nor
+// global, and these plain globals reject them before the thread-local lookup, which in a
+// dlopen'ed module is a call.
+constexpr int kMaxStackRanges = 64;
+static uintptr_t stack_ranges[2 * kMaxStackRanges];
+static int stack_count;
+
+extern "C" void sim_stacks_add(const void *start, size_t bytes) {
+    int n = __atomic_load_n(&stack_count, __ATOMIC_RELAXED);  // callers hold the pool's lock
+    if (n == kMaxStackRanges) return;                          // the slow path still decides right
+    stack_ranges[2 * n] = (uintptr_t)start;
+    stack_ranges[2 * n + 1] = (uintptr_t)start + bytes;
+    __atomic_store_n(&stack_count, n + 1, __ATOMIC_RELEASE);
+}
+
 namespace sim_traffic {
+
+inline bool on_a_stack(uintptr_t a) {
+    int n = __atomic_load_n(&stack_count, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; ++i)
+        if (a - stack_ranges[2 * i] < stack_ranges[2 * i + 1] - stack_ranges[2 * i]) return true;
+    return false;
+}
 
 // What the hooks need of the block this OS thread runs, in one thread-local (one TLS lookup
 // per hook): its launch's counts, its shared memory (static, then dynamic), and the bytes it
@@ -55,10 +79,12 @@ inline bool global(const Block &b, uintptr_t a) {
 }
 
 // An access of `bytes` at `p`: shared memory goes to the race checker (unless atomic),
-// global memory is counted, anything else (the fibers' stacks, the runtime's state) is left.
+// global memory is counted, anything else (the fibers' stacks first, the runtime's state) is
+// left.
 inline void access(const void *p, uint64_t bytes, bool write, bool atomic) {
-    Block &b = block;
     uintptr_t a = (uintptr_t)p;
+    if (on_a_stack(a)) return;
+    Block &b = block;
     if (a - b.static_lo < b.static_bytes || a - b.dynamic_lo < b.dynamic_bytes) {
         if (!atomic) sim_race_access(p, bytes, write);
     } else if (global(b, a)) {

@@ -127,6 +127,21 @@ pub trait Prepared {
     fn traffic(&self) -> Option<MemoryTraffic> {
         None
     }
+    /// When the device ran a sample of the blocks of the last run (the simulator's
+    /// `--sim-blocks`): how many, and which output elements they wrote. `None`: every block ran.
+    fn sample(&self) -> Option<BlockSample> {
+        None
+    }
+}
+
+/// A run of some of a plan's blocks: the output elements outside `written` still hold their
+/// fill, and only those in it can be checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockSample {
+    pub blocks_run: u64,
+    pub blocks: u64,
+    /// Output elements (row-major indices, ascending) whose bytes differ from the fill.
+    pub written: Vec<usize>,
 }
 
 /// Bytes a run's kernels loaded from and stored to global memory, every access counted (what

@@ -19,7 +19,9 @@ pub mod inline_asm;
 pub mod memory;
 
 use crate::contract::{Kernel, Unsupported};
-use crate::device::{DeviceError, DeviceInfo, DeviceKind, Executor, MemoryTraffic, Prepared};
+use crate::device::{
+    BlockSample, DeviceError, DeviceInfo, DeviceKind, Executor, MemoryTraffic, Prepared,
+};
 use crate::pipeline::Span;
 use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Fill, Launch, Step};
 use crate::tma::TensorMap;
@@ -49,6 +51,8 @@ pub struct SimDevice {
     /// The watchdog's limit for one launch.
     timeout: Duration,
     build: compile::Build,
+    /// Blocks run per launch when a launch has more (`None`: all of them).
+    sample: Option<usize>,
     modules: Mutex<HashMap<CudaSource, Arc<Module>>>,
 }
 
@@ -85,6 +89,7 @@ impl SimDevice {
                 .filter(|s| *s > 0.0)
                 .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64),
             build: compile::Build::Plain,
+            sample: None,
             modules: Mutex::new(HashMap::new()),
         })
     }
@@ -105,6 +110,16 @@ impl SimDevice {
     /// ([`Prepared::traffic`]): the kernels are built instrumented, which makes them slower.
     pub fn instrumented(mut self) -> Self {
         self.build = compile::Build::Instrumented;
+        self
+    }
+
+    /// The same device running at most `blocks` blocks of each launch: the grid's corners
+    /// (where the tails are) and blocks drawn at random, the same for every run of a row.
+    /// The output elements the other blocks own keep their fill; [`Prepared::sample`] says
+    /// which were written. Plans whose result needs every block (several launches, one
+    /// reading what another wrote; atomics) are declined when a launch would be sampled.
+    pub fn with_block_sample(mut self, blocks: usize) -> Self {
+        self.sample = Some(blocks.max(1));
         self
     }
 
@@ -168,8 +183,80 @@ impl Executor for SimDevice {
             .cuda(shape)
             .ok_or_else(|| Unsupported(format!("{} has no CUDA description", kernel.info().id)))?;
         check_plan(&plan)?;
+        if let Some(n) = self.sample {
+            check_sample(&plan, n)?;
+        }
         SimRun::new(self, plan, shape, inputs).map(|r| Box::new(r) as Box<dyn Prepared + 'a>)
     }
+}
+
+/// Declines a plan whose result a sample of `n` blocks per launch cannot give, when one of its
+/// launches has more than `n` blocks.
+fn check_sample(plan: &CudaPlan, n: usize) -> Result<(), Unsupported> {
+    let blocks = |l: &Launch| l.grid.iter().map(|&g| g as usize).product::<usize>();
+    let Some(big) = plan.launches().map(blocks).filter(|&b| b > n).max() else {
+        return Ok(());
+    };
+    let launches = plan.launches().count();
+    if launches > 1 || plan.pipeline.is_some() {
+        return Err(Unsupported(format!(
+            "--sim-blocks {n}: this plan has {launches} launches, and a sample of one \
+             launch's {big} blocks would leave the next one's input incomplete; run it without \
+             --sim-blocks"
+        )));
+    }
+    let atomic = plan.sources().into_iter().find_map(|s| {
+        let code = compile::strip_comments(&s.code);
+        [
+            "atomicAdd",
+            "atomicSub",
+            "atomicCAS",
+            "atomicExch",
+            "atomicMax",
+            "atomicMin",
+            "atomicInc",
+            "atomicDec",
+            "atomicAnd",
+            "atomicOr",
+            "atomicXor",
+            "red.",
+        ]
+        .into_iter()
+        .find(|a| code.contains(a))
+    });
+    if let Some(a) = atomic {
+        return Err(Unsupported(format!(
+            "--sim-blocks {n}: the kernel's source uses {a}, whose result may need every one \
+             of its {big} blocks; run it without --sim-blocks"
+        )));
+    }
+    Ok(())
+}
+
+/// Which blocks of a `grid` run when at most `n` may: every corner of the grid (the tails of
+/// each dimension meet there), then blocks drawn from `seed` until there are `n`, ascending.
+fn sample_blocks(grid: [u32; 3], n: usize, seed: u64) -> Vec<u64> {
+    let [gx, gy, gz] = grid.map(u64::from);
+    let total = gx * gy * gz;
+    if total as usize <= n {
+        return (0..total).collect();
+    }
+    let mut picked = std::collections::BTreeSet::new();
+    for z in [0, gz - 1] {
+        for y in [0, gy - 1] {
+            for x in [0, gx - 1] {
+                if picked.len() < n {
+                    picked.insert(x + gx * (y + gy * z));
+                }
+            }
+        }
+    }
+    let mut s = seed;
+    while picked.len() < n {
+        s = mix(s);
+        picked.insert(s % total);
+    }
+    picked.into_iter().collect()
 }
 
 /// A launch with its kernel found in its module.
@@ -208,6 +295,8 @@ struct SimRun<'a> {
     runs: u64,
     /// What the last pass over the plan loaded and stored, when its modules count it.
     traffic: Option<MemoryTraffic>,
+    /// Blocks the last pass ran and the blocks of its launches, when it ran a sample.
+    sampled: Option<(u64, u64)>,
 }
 
 fn mix(mut x: u64) -> u64 {
@@ -403,6 +492,7 @@ impl<'a> SimRun<'a> {
             host_out,
             runs: 0,
             traffic: None,
+            sampled: None,
         })
     }
 
@@ -462,6 +552,7 @@ impl<'a> SimRun<'a> {
     fn launch_all(&mut self) -> Result<(), DeviceError> {
         let mut traffic = MemoryTraffic::default();
         let mut counted = true;
+        let mut sampled = (0u64, 0u64);
         for i in 0..self.launches.len() {
             let step = self.launches[i].step;
             let chunk = self.plan.pipeline.as_ref().and_then(|p| p.starts_at(step));
@@ -489,7 +580,10 @@ impl<'a> SimRun<'a> {
                 ),
                 compile::Build::Plain => None,
             };
-            self.execute(r, seed, counter.as_mut())?;
+            let ran = self.execute(r, seed, counter.as_mut())?;
+            let blocks: u64 = r.launch.grid.iter().map(|&g| u64::from(g)).product();
+            sampled.0 += ran;
+            sampled.1 += blocks;
             match counter {
                 Some(c) => {
                     traffic.load_bytes += c.loads;
@@ -513,6 +607,7 @@ impl<'a> SimRun<'a> {
             }
         }
         self.traffic = counted.then_some(traffic);
+        self.sampled = (sampled.0 < sampled.1).then_some(sampled);
         Ok(())
     }
 
@@ -522,7 +617,7 @@ impl<'a> SimRun<'a> {
         r: &Resolved,
         seed: u64,
         traffic: Option<&mut SimTraffic>,
-    ) -> Result<(), DeviceError> {
+    ) -> Result<u64, DeviceError> {
         let l = &r.launch;
         // Each argument in its own 8-byte cell; x86-64 is little-endian, so an i32 or f32
         // parameter reads the low 4 bytes.
@@ -569,13 +664,18 @@ impl<'a> SimRun<'a> {
             traffic: traffic.map_or(std::ptr::null_mut(), |t| t as *mut SimTraffic),
         };
         let blocks = l.grid.iter().map(|&g| g as usize).product::<usize>();
-        if blocks > MAX_BLOCKS {
+        if blocks > MAX_BLOCKS && self.dev.sample.is_none_or(|n| n > MAX_BLOCKS) {
             return Err(DeviceError::Sim(format!(
                 "{}: {blocks} blocks is more than the simulator runs ({MAX_BLOCKS}); use a smaller shape",
                 l.entry
             )));
         }
-        let mut order: Vec<u64> = (0..blocks as u64).collect();
+        let mut order: Vec<u64> = match self.dev.sample {
+            // The same blocks on every pass: the seed depends on the launch, not on the run.
+            Some(n) => sample_blocks(l.grid, n, mix(self.dev.seed ^ blocks as u64)),
+            None => (0..blocks as u64).collect(),
+        };
+        let ran = order.len() as u64;
         let mut s = seed;
         for i in (1..order.len()).rev() {
             s = mix(s);
@@ -587,7 +687,7 @@ impl<'a> SimRun<'a> {
         let shared = SharedLaunch(&launch);
         let run_block = r.module.run_block;
         let hook = r.module.fault;
-        let workers = self.dev.threads.min(blocks).max(1);
+        let workers = self.dev.threads.min(order.len()).max(1);
         // The watchdog's view of the workers: the pthread of each one still in its loop (a
         // worker leaves it under the lock, so a signal never reaches a finished thread).
         let running: Mutex<Vec<Option<libc::pthread_t>>> = Mutex::new(vec![None; workers]);
@@ -642,7 +742,7 @@ impl<'a> SimRun<'a> {
             }
         });
         match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            None => Ok(()),
+            None => Ok(ran),
             Some(res) if res.code == SIM_FAULT && res.signal == fault::WATCHDOG => {
                 Err(DeviceError::Sim(format!(
                     "{}: kernel did not finish: {} still running after {:.0} s (a loop that \
@@ -795,6 +895,21 @@ impl Prepared for SimRun<'_> {
 
     fn traffic(&self) -> Option<MemoryTraffic> {
         self.traffic
+    }
+
+    fn sample(&self) -> Option<BlockSample> {
+        let (blocks_run, blocks) = self.sampled?;
+        let out = &self.bufs[self.inputs.len()];
+        let (now, fill) = (out.read(), &self.fills[0]);
+        let size = self.plan.output.bytes();
+        let written = (0..now.len() / size)
+            .filter(|i| now[i * size..(i + 1) * size] != fill[i * size..(i + 1) * size])
+            .collect();
+        Some(BlockSample {
+            blocks_run,
+            blocks,
+            written,
+        })
     }
 }
 

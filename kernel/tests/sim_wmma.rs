@@ -1,0 +1,66 @@
+//! WMMA in the simulator: every lane holds the whole tiles, so one lane computes a product and
+//! the others copy it from their warp's memo when their inputs are the same bytes. Lanes whose
+//! inputs differ (not portable CUDA, but the emulation must stay exact) compute their own, and
+//! an accumulator that is also the destination accumulates.
+
+use kernel::sim::SimDevice;
+use kernel::testing::PlanKernel;
+use kernel::{CudaPlan, CudaSource, Dtype, Executor, Launch, Shape, Step};
+
+const KERNEL: &str = r#"
+#include <mma.h>
+using namespace nvcuda;
+
+// One warp. Even lanes multiply the first 16x16 tile of A by B, odd lanes the second, twice
+// into the same accumulator; each lane stores its tile at C + 256 * lane.
+extern "C" __global__ void lanes(const half *A, const half *B, float *C, int M, int N, int K) {
+    int lane = threadIdx.x;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+    wmma::load_matrix_sync(a, A + 256 * (lane % 2), 16);
+    wmma::load_matrix_sync(b, B, 16);
+    wmma::mma_sync(acc, a, b, acc);
+    wmma::mma_sync(acc, a, b, acc);
+    wmma::store_matrix_sync(C + 256 * lane, acc, 16, wmma::mem_row_major);
+}
+"#;
+
+#[test]
+fn lanes_with_other_inputs_get_their_own_product_and_accumulators_accumulate() {
+    // C is 32 tiles of 16x16 (512 x 16); A as many rows of K = 16, of which two tiles are read.
+    let shape = Shape::gemm(512, 16, 16);
+    // Small integers: exact in FP16, and their products and sums exact in FP32.
+    let int = |i: usize, salt: usize| ((i * 7 + salt * 13) % 9) as f32 - 4.0;
+    let a: Vec<f32> = (0..512 * 16).map(|i| int(i, 1)).collect();
+    let b: Vec<f32> = (0..16 * 16).map(|i| int(i, 2)).collect();
+    let plan = CudaPlan {
+        inputs: vec![Dtype::F16; 2],
+        steps: vec![Step::Kernel(Launch {
+            source: CudaSource::embedded("tests/wmma.cu", KERNEL),
+            entry: "lanes".to_string().into(),
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_smem: 0,
+            args: kernel::gemm_args(512, 16, 16),
+        })],
+        ..Default::default()
+    };
+    let dev = SimDevice::new().unwrap();
+    let k = PlanKernel::fp32(plan);
+    let data = [a.clone(), b.clone()];
+    let mut p = dev.prepare(&k, &shape, &data).unwrap();
+    p.run().unwrap();
+    let out = p.output().unwrap();
+    for lane in 0..32 {
+        let tile = &a[256 * (lane % 2)..][..256];
+        for i in 0..16 {
+            for j in 0..16 {
+                let dot: f32 = (0..16).map(|k| tile[i * 16 + k] * b[k * 16 + j]).sum();
+                let got = out[256 * lane + i * 16 + j];
+                assert_eq!(got, 2.0 * dot, "lane {lane}, element ({i}, {j})");
+            }
+        }
+    }
+}
