@@ -226,3 +226,24 @@ fn a_simulator_run_places_the_gemm_rungs_at_their_own_intensity() {
         "{naive} {tiled} {blocked}"
     );
 }
+
+/// The persistent Hopper rung planned for 2 SMs: each block walks several tiles, its ring
+/// running on across them (a ring position or phase parity restarted per tile would hang or
+/// mix tiles), at shapes with M, N and K tails.
+#[test]
+fn the_persistent_rung_walks_several_tiles_per_block() {
+    let dev = SimDevice::new().unwrap().instrumented();
+    let config = Config::defaults();
+    let all = registry::all();
+    let refs: Vec<&dyn kernel::Kernel> = all.iter().map(|k| k.as_ref()).collect();
+    let k = tensorcore::GemmWgmmaPersistent { sms: 2 };
+    for (m, n, k_) in [(300, 520, 136), (130, 776, 72)] {
+        let shape = kernel::Shape::gemm(m, n, k_);
+        let plan = kernel::Kernel::cuda(&k, &shape).unwrap();
+        assert_eq!(plan.launches().next().unwrap().grid, [2, 1, 1]);
+        let x = inputs::random_inputs(&shape, config.seed);
+        let reference = reference_for(&dev, &refs, &shape, &x, &config);
+        let (row, _) = evaluate(&dev, &k, &shape, &x, &reference);
+        assert_eq!(row.status, Status::Passed, "{shape}: {:?}", row.reason);
+    }
+}

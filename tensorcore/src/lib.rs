@@ -1,7 +1,8 @@
 //! Tensor-core GEMM rungs: WMMA TF32 (10), then the FP16 road to cuBLAS: WMMA fed by a
 //! `cp.async` ring (14), `mma.sync` + `ldmatrix` on a swizzled ring (15), fragments double
 //! buffered in registers (16), 16 on BF16 (17), the Hopper rung: wgmma fed by TMA (18),
-//! 128x256 block tiles of 8 warps (19), and split-K for shapes with fewer tiles than SMs (20).
+//! 128x256 block tiles of 8 warps (19), split-K for shapes with fewer tiles than SMs (20),
+//! and Hopper again: 128x256 tiles of wgmma m64n256k16 (21), persistent (22).
 //! The walkthrough is in this crate's README.
 //! Rung 05 of the convolution ladder is in [`conv`].
 
@@ -17,7 +18,7 @@ use kernel::{
 use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, gemm_blocked, round_tf32};
 
-pub use hopper::GemmWgmmaTma;
+pub use hopper::{GemmWgmmaN256, GemmWgmmaPersistent, GemmWgmmaTma};
 pub use pipelined::{GemmMmaBf16, GemmMmaDoubleBuffer, GemmMmaLdmatrix, GemmWmmaCpAsync};
 pub use wide_tile::{DEFAULT_SMS, GemmMma128x256, GemmMmaSplitK};
 
@@ -29,6 +30,8 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     all.push(Box::new(GemmWgmmaTma));
     all.push(Box::new(GemmMma128x256));
     all.push(Box::new(GemmMmaSplitK::default()));
+    all.push(Box::new(GemmWgmmaN256));
+    all.push(Box::new(GemmWgmmaPersistent::default()));
     all
 }
 
