@@ -132,7 +132,12 @@ pub fn estimate(flops: f64, compulsory_bytes: f64, pass: &Summary) -> Option<Est
             work: si(tf32 + half, "FLOP"),
             rate: format!("{rate} (data sheet)"),
             ms: ms(tf32 / h100::TF32_FLOPS + half / h100::FP16_FLOPS),
-            metric: "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
+            // wgmma runs on its own pipe counter; mma.sync on the HMMA one.
+            metric: if pass.hgmma > 0 {
+                "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
+            } else {
+                "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+            },
         });
     }
     if pass.flop_fma > 0 {
@@ -174,7 +179,8 @@ pub fn estimate(flops: f64, compulsory_bytes: f64, pass: &Summary) -> Option<Est
             si(shared_rate, "B/s")
         ),
         ms: ms(shared / shared_rate),
-        metric: "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
+        metric: "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum (bank conflicts: \
+                 l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum)",
     });
     let issued = w * f64::from(pass.instructions);
     let issue_rate = h100::SMS * h100::ISSUE_PER_CLOCK * clock;

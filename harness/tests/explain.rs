@@ -223,3 +223,39 @@ fn the_speed_of_light_is_modelled_per_rung_from_the_hot_loop() {
     bounds.dedup();
     assert_eq!(bounds.len(), 4, "{bounds:?}");
 }
+
+#[test]
+fn a_gpu_row_is_measured_against_the_estimate() {
+    // The published CPU run, relabelled as a GPU run with a row at the shape explain uses.
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/cpu-amd-epyc-2-threads");
+    let mut run = harness::results::RunResults::load(&dir).unwrap();
+    run.device.kind = "cuda".into();
+    run.device.name = "a GPU".into();
+    let gemm = run
+        .workloads
+        .iter_mut()
+        .find(|w| w.workload == kernel::Workload::Gemm)
+        .unwrap();
+    let shape = &mut gemm.shapes[0];
+    shape.shape = first_shape(kernel::Workload::Gemm);
+    let row = shape
+        .rows
+        .iter_mut()
+        .find(|r| r.id == "gemm-tiled")
+        .unwrap();
+    assert_eq!(row.status, harness::results::Status::Passed);
+    let measured_ms = 40.0;
+    row.timing.as_mut().unwrap().median_ms = measured_ms;
+    let (_, e) = gemm_estimate("gemm-tiled");
+    let all = harness::registry::all();
+    let k = all.iter().find(|k| k.info().id == "gemm-tiled").unwrap();
+    let doc = explain::explain(&all, k.as_ref(), Some(&run), false);
+    let text = text_of(&doc, "Speed of light on an H100");
+    let expected = format!(
+        "Measured against estimated: on a GPU at this shape {measured_ms:.4} ms, {:.0}% of the \
+         estimate's speed.",
+        e.bound().ms / measured_ms * 100.0
+    );
+    assert!(text.contains(&expected), "{expected}\nnot in\n{text}");
+}

@@ -267,16 +267,6 @@ fn speed_of_light(
             t
         }
     };
-    out.push(Block::Text(
-        "Nsight Compute metrics that measure each ceiling: time, gpu__time_duration.sum; \
-         tensor cores, sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active; \
-         FP32 pipes, sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active; DRAM, \
-         dram__bytes.sum; L2, lts__t_bytes.sum; shared memory, \
-         l1tex__data_pipe_lsu_wavefronts_mem_shared.sum and its bank conflicts, \
-         l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum; instruction issue, \
-         sm__inst_issued.sum; occupancy, sm__warps_active.avg.pct_of_peak_sustained_active."
-            .into(),
-    ));
     let gpu_row = run.filter(|r| r.device.kind == "cuda").and_then(|r| {
         r.workloads
             .iter()
@@ -300,6 +290,9 @@ fn speed_of_light(
     out
 }
 
+const TIME_METRIC: &str = "time, gpu__time_duration.sum";
+const OCCUPANCY_METRIC: &str = "occupancy, sm__warps_active.avg.pct_of_peak_sustained_active";
+
 /// The two-ceiling model, for rows whose SASS cannot be read (`why`): the FLOP at the
 /// precision's dense peak and the compulsory bytes at DRAM bandwidth. Returns its blocks and
 /// its time in ms.
@@ -316,13 +309,17 @@ fn two_ceilings(precision: Precision, flops: f64, bytes: f64, why: &str) -> (Vec
     } else {
         (t_dram, "DRAM")
     };
-    let blocks = vec![Block::Text(format!(
+    let mut blocks = vec![Block::Text(format!(
         "No per-rung model: {why}. Two ceilings instead (NVIDIA H100 SXM data sheet, dense): \
          math on the {unit} at {:.0} TFLOP/s, {t_math:.4} ms; DRAM at {:.2} TB/s, {t_dram:.4} \
          ms; so at best {t:.4} ms, {bound}-bound.",
         peak / 1e12,
         sol::h100::DRAM_BYTES_PER_S / 1e12
     ))];
+    blocks.push(Block::Text(format!(
+        "Nsight Compute metrics that measure them: {TIME_METRIC}; math, \
+         sm__throughput.avg.pct_of_peak_sustained_elapsed; DRAM, dram__bytes.sum."
+    )));
     (blocks, t)
 }
 
@@ -360,6 +357,7 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
             }
             v
         });
+    let tma_unseen = l.function.summary.utmaldg > 0 && pass.global_load_bytes == 0;
     let bound = estimate.bound();
     out.push(Block::Text(format!(
         "The shape's FLOP take {:.3e} such passes. H100 SXM ceilings: 132 SMs at the {:.2} GHz \
@@ -375,9 +373,14 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
             .ceilings
             .iter()
             .map(|c| {
+                let work = if c.name == sol::L2 && tma_unseen {
+                    format!("{} (TMA copies not visible)", c.work)
+                } else {
+                    c.work.clone()
+                };
                 vec![
                     c.name.to_string(),
-                    c.work.clone(),
+                    work,
                     c.rate.clone(),
                     format!("{:.4}", c.ms),
                     if std::ptr::eq(c, bound) { "yes" } else { "" }.to_string(),
@@ -422,7 +425,7 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
                 .into(),
         );
     }
-    if l.function.summary.utmaldg > 0 && pass.global_load_bytes == 0 {
+    if tma_unseen {
         caveats.push(
             "Its global loads are TMA copies (UTMALDG) issued by another loop, their sizes in \
              the tensor map rather than the instruction: the L2 time counts none of them."
@@ -436,6 +439,16 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
         ));
     }
     out.push(Block::Text(caveats.join(" ")));
+    let metrics: Vec<String> = estimate
+        .ceilings
+        .iter()
+        .map(|c| format!("{}, {}", c.name, c.metric))
+        .collect();
+    out.push(Block::Text(format!(
+        "Nsight Compute metrics that measure each ceiling: {TIME_METRIC}; {}; \
+         {OCCUPANCY_METRIC}.",
+        metrics.join("; ")
+    )));
     Ok((out, bound.ms))
 }
 
