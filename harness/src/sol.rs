@@ -76,6 +76,19 @@ impl Estimate {
             .expect("an estimate has ceilings")
     }
 
+    /// The bound's time once the blocks run in `waves` waves (blocks over SMs times resident
+    /// blocks per SM): a per-SM ceiling (math, shared memory, issue) is paid wave by wave, the
+    /// SMs idle in a part-empty last wave unable to help, so its time grows by whole waves
+    /// over waves; L2 and DRAM serve whichever SMs ask, and are not.
+    pub fn with_waves(&self, waves: f64) -> f64 {
+        let b = self.bound();
+        if waves > 0.0 && PER_SM.contains(&b.name) {
+            b.ms * waves.ceil() / waves
+        } else {
+            b.ms
+        }
+    }
+
     /// The ceiling called `name`, if the estimate has it.
     pub fn ceiling(&self, name: &str) -> Option<&Ceiling> {
         self.ceilings.iter().find(|c| c.name == name)
@@ -88,6 +101,8 @@ pub const DRAM: &str = "DRAM (compulsory)";
 pub const L2: &str = "L2 (global requested)";
 pub const SHARED: &str = "shared memory";
 pub const ISSUE: &str = "instruction issue";
+/// The ceilings each SM pays for itself.
+const PER_SM: [&str; 4] = [TENSOR, FP32, SHARED, ISSUE];
 
 fn si(x: f64, unit: &str) -> String {
     let (v, p) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
@@ -353,6 +368,30 @@ mod tests {
         assert_eq!(e.warp_passes, 1e6, "passes scale by the tensor FLOP");
         let f = e.ceiling(FP32).unwrap();
         assert!((f.ms - 64e6 / h100::FP32_FLOPS * 1e3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_part_empty_last_wave_costs_per_sm_ceilings_only() {
+        let math = pass(|s| {
+            s.instructions = 1;
+            s.flop_tensor = 4096;
+        });
+        let e = estimate(1e12, 1.0, &math).unwrap();
+        assert_eq!(e.bound().name, TENSOR);
+        assert_eq!(e.with_waves(4.0), e.bound().ms, "whole waves");
+        assert!((e.with_waves(2.5) - e.bound().ms * 3.0 / 2.5).abs() < 1e-12);
+        assert!(
+            (e.with_waves(0.5) - e.bound().ms * 2.0).abs() < 1e-12,
+            "half the SMs idle"
+        );
+        let l2 = pass(|s| {
+            s.instructions = 1;
+            s.flop_fma = 64;
+            s.global_load_bytes = 4096;
+        });
+        let e = estimate(1e12, 1.0, &l2).unwrap();
+        assert_eq!(e.bound().name, L2);
+        assert_eq!(e.with_waves(2.5), e.bound().ms);
     }
 
     #[test]

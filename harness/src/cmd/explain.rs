@@ -388,10 +388,11 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
             })
             .collect(),
     ));
-    let occupancy = resources::of_plan(plan, arch, None)
+    let launch = resources::of_plan(plan, arch, Some(sol::h100::SMS as u32))
         .ok()
-        .and_then(|list| list.into_iter().find(|r| r.entry == l.entry))
-        .and_then(|r| Some((r.occupancy?, r.occupancy_limiter?)));
+        .and_then(|list| list.into_iter().find(|r| r.entry == l.entry));
+    let waves = launch.as_ref().and_then(|r| Some((r.blocks, r.waves?)));
+    let occupancy = launch.and_then(|r| Some((r.occupancy?, r.occupancy_limiter?)));
     let occupancy = match occupancy {
         Some((o, limiter)) => {
             let per_scheduler = o * sol::h100::MAX_WARPS_PER_SM / sol::h100::SCHEDULERS;
@@ -409,9 +410,31 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
         }
         None => String::new(),
     };
+    let (t, tail) = match waves {
+        Some((blocks, w)) => {
+            let t = estimate.with_waves(w);
+            let idle = if t > bound.ms {
+                format!(
+                    "; the SMs idle in the last wave cost x{:.3} on a per-SM ceiling",
+                    t / bound.ms
+                )
+            } else {
+                String::new()
+            };
+            (
+                t,
+                format!(
+                    " {blocks} blocks of {} make {w:.2} waves over the 132 SMs at this \
+                     occupancy{idle}.",
+                    l.entry
+                ),
+            )
+        }
+        None => (bound.ms, String::new()),
+    };
     out.push(Block::Text(format!(
-        "Estimate: at best {:.4} ms, bound by {}.{occupancy}",
-        bound.ms, bound.name
+        "Estimate: at best {t:.4} ms, bound by {} at {:.4} ms.{tail}{occupancy}",
+        bound.name, bound.ms
     )));
     let mut caveats = vec![
         "Bytes are what the warps request: coalescing, L1 hits, broadcasts and bank conflicts \
@@ -449,7 +472,7 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
          {OCCUPANCY_METRIC}.",
         metrics.join("; ")
     )));
-    Ok((out, bound.ms))
+    Ok((out, t))
 }
 
 fn plan_of(k: &dyn Kernel, shape: &Shape) -> Option<CudaPlan> {
