@@ -4,10 +4,11 @@
 //! instructions issued); the workload's FLOP count says how many passes the whole shape takes;
 //! each of the H100's ceilings turns that into a time, and the largest is the bound.
 //!
-//! It is a model, not a measurement: each line of the loop counts once (as if forward branches
-//! fell through), bytes are what a warp requests (no coalescing, caching, broadcast or bank
-//! conflicts), latency is not modelled beyond an occupancy note. The Nsight Compute metrics
-//! listed with it measure each ceiling on a GPU.
+//! It is a model, not a measurement: each line of the loop counts once (of an if/else the
+//! shorter arm, a nested loop once), bytes are what a warp requests (no coalescing, caching,
+//! broadcast or bank conflicts), TMA copies are invisible (their size is in the tensor map),
+//! and latency is not modelled beyond an occupancy note. The Nsight Compute metrics listed
+//! with it measure each ceiling on a GPU.
 
 use crate::sass::{self, Disassembler, Loop, SassError, Summary};
 use kernel::CudaPlan;
@@ -177,7 +178,7 @@ pub fn estimate(flops: f64, compulsory_bytes: f64, pass: &Summary) -> Option<Est
         name: L2,
         work: si(global, "B"),
         rate: format!(
-            "about {} (measured, approximate)",
+            "about {} (Chips and Cheese, measured on an H100 PCIe; approximate)",
             si(h100::L2_BYTES_PER_S, "B/s")
         ),
         ms: ms(global / h100::L2_BYTES_PER_S),
@@ -189,7 +190,7 @@ pub fn estimate(flops: f64, compulsory_bytes: f64, pass: &Summary) -> Option<Est
         name: SHARED,
         work: si(shared, "B"),
         rate: format!(
-            "{} B/clock/SM, {}",
+            "{} B/clock/SM (CUDA programming guide: 32 banks of 4 B), {}",
             h100::SHARED_BYTES_PER_CLOCK,
             si(shared_rate, "B/s")
         ),
@@ -203,7 +204,7 @@ pub fn estimate(flops: f64, compulsory_bytes: f64, pass: &Summary) -> Option<Est
         name: ISSUE,
         work: format!("{} warp instructions", si(issued, "")),
         rate: format!(
-            "{} per clock per SM, {}",
+            "{} per clock per SM (one per scheduler, H100 whitepaper), {}",
             h100::ISSUE_PER_CLOCK,
             si(issue_rate, "/s")
         ),

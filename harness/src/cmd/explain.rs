@@ -360,9 +360,10 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
     let tma_unseen = l.function.summary.utmaldg > 0 && pass.global_load_bytes == 0;
     let bound = estimate.bound();
     out.push(Block::Text(format!(
-        "The shape's FLOP take {:.3e} such passes. H100 SXM ceilings: 132 SMs at the {:.2} GHz \
+        "The shape's FLOP take {:.3e} such passes. H100 SXM ceilings: {} SMs at the {:.2} GHz \
          boost clock behind NVIDIA's data sheet FP32 peak; rates as below.",
         estimate.warp_passes,
+        sol::h100::SMS,
         sol::h100::clock_hz() / 1e9
     )));
     out.push(Block::Table(
@@ -424,9 +425,10 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
             (
                 t,
                 format!(
-                    " {blocks} blocks of {} make {w:.2} waves over the 132 SMs at this \
+                    " {blocks} blocks of {} make {w:.2} waves over the {} SMs at this \
                      occupancy{idle}.",
-                    l.entry
+                    l.entry,
+                    sol::h100::SMS
                 ),
             )
         }
