@@ -5,6 +5,8 @@
 //!
 //! A rung's header comment says what it changes; the SASS says whether the compiler had
 //! already done it (unrolling, vector loads, read-only loads) in the rung before.
+//! [`Function::hot_loop`] finds the loop that does the math and counts one pass of it (FLOP,
+//! bytes requested by access width, instructions): what the speed-of-light model scales.
 
 use kernel::CudaPlan;
 use kernel::cuda::discovery::discovery;
