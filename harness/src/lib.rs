@@ -21,6 +21,7 @@ pub mod run;
 pub mod runs;
 pub mod sass;
 pub mod select;
+pub mod sol;
 pub mod timing;
 pub mod tune;
 pub mod user_kernel;

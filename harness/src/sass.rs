@@ -5,6 +5,8 @@
 //!
 //! A rung's header comment says what it changes; the SASS says whether the compiler had
 //! already done it (unrolling, vector loads, read-only loads) in the rung before.
+//! [`Function::hot_loop`] finds the loop that does the math and counts one pass of it (FLOP,
+//! bytes requested by access width, instructions): what the speed-of-light model scales.
 
 use kernel::CudaPlan;
 use kernel::cuda::discovery::discovery;
@@ -150,10 +152,87 @@ pub struct Summary {
     /// Local memory: register spills and stack arrays.
     pub ldl: u32,
     pub stl: u32,
+    /// 64-bit global and shared loads and stores (the 128-bit ones are counted above).
+    pub ldg64: u32,
+    pub stg64: u32,
+    pub lds64: u32,
+    pub sts64: u32,
+    /// TMA copies (`UTMALDG`): their size lives in the tensor map, not in the instruction.
+    pub utmaldg: u32,
+    /// FLOP one warp does executing these instructions once: on the FMA pipes (`FFMA` 2 per
+    /// lane, `HFMA2` 4) and on the tensor cores (`HMMA` by its m-n-k shape; `HGMMA` by its
+    /// shape, a quarter per warp since the 4 warps of a warpgroup issue it together); of the
+    /// tensor FLOP, those in TF32. FADD, FMUL and MUFU are issued but not counted: the
+    /// workloads' FLOP models count multiply-adds.
+    pub flop_fma: u64,
+    pub flop_tensor: u64,
+    pub flop_tf32: u64,
+    /// Bytes one warp requests executing these instructions once: global loads (`LDG`,
+    /// `LDGSTS`) and stores (`STG`), 32 lanes times the width; shared loads (`LDS`, `LDSM` by
+    /// its matrix count, the shared-memory operands of `HGMMA`) and stores (`STS`, the shared
+    /// half of `LDGSTS`). Generic and local accesses are not counted.
+    pub global_load_bytes: u64,
+    pub global_store_bytes: u64,
+    pub shared_load_bytes: u64,
+    pub shared_store_bytes: u64,
+}
+
+/// Lanes of a warp: a per-thread access width times this is what the warp requests.
+const LANES: u64 = 32;
+
+/// Bytes one lane moves in a load or store with these modifiers (`.128`, `.64`, `.U8`, ...).
+fn access_width(mods: &[&str]) -> u64 {
+    if mods.contains(&"128") {
+        16
+    } else if mods.contains(&"64") {
+        8
+    } else if mods.iter().any(|m| matches!(*m, "U8" | "S8")) {
+        1
+    } else if mods.iter().any(|m| matches!(*m, "U16" | "S16")) {
+        2
+    } else {
+        4
+    }
+}
+
+/// The m, n, k of an `HMMA` shape modifier: `16816` is m16n8k16, `1688` m16n8k8, `884` m8n8k4.
+fn hmma_shape(m: &str) -> Option<(u64, u64, u64)> {
+    if m.len() < 3 || !m.chars().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let (mm, rest) = if m.starts_with("16") {
+        m.split_at(2)
+    } else {
+        m.split_at(1)
+    };
+    let (n, k) = rest.split_at(1);
+    Some((mm.parse().ok()?, n.parse().ok()?, k.parse().ok()?))
+}
+
+/// The m, n, k of an `HGMMA` shape modifier (`64x128x16`).
+fn hgmma_shape(m: &str) -> Option<(u64, u64, u64)> {
+    let mut it = m.split('x').map(|d| d.parse::<u64>().ok());
+    let shape = (it.next()??, it.next()??, it.next()??);
+    it.next().is_none().then_some(shape)
+}
+
+/// Bytes of one element of a tensor-core input type named in the modifiers.
+fn tensor_element_bytes(mods: &[&str]) -> u64 {
+    if mods.contains(&"TF32") {
+        4
+    } else if mods
+        .iter()
+        .any(|m| matches!(*m, "E4M3" | "E5M2" | "S8" | "U8"))
+    {
+        1
+    } else {
+        2
+    }
 }
 
 impl Summary {
-    fn add(&mut self, opcode: &str) {
+    /// Counts one instruction line (after the address and predicate: opcode and operands).
+    fn add(&mut self, opcode: &str, operands: &str) {
         if opcode == "NOP" {
             return; // padding after the last EXIT
         }
@@ -162,28 +241,82 @@ impl Summary {
         let base = parts.next().unwrap_or("");
         let mods: Vec<&str> = parts.collect();
         let wide = mods.contains(&"128");
+        let w64 = u32::from(access_width(&mods) == 8);
+        let bytes = access_width(&mods) * LANES;
         match base {
-            "FFMA" => self.ffma += 1,
-            "HMMA" => self.hmma += 1,
-            "HGMMA" => self.hgmma += 1,
-            "LDGSTS" => self.ldgsts += 1,
+            "FFMA" => {
+                self.ffma += 1;
+                self.flop_fma += 2 * LANES;
+            }
+            "HFMA2" if !mods.contains(&"MMA") => self.flop_fma += 4 * LANES,
+            "HMMA" => {
+                self.hmma += 1;
+                if let Some((m, n, k)) = mods.iter().find_map(|m| hmma_shape(m)) {
+                    self.flop_tensor += 2 * m * n * k;
+                    if mods.contains(&"TF32") {
+                        self.flop_tf32 += 2 * m * n * k;
+                    }
+                }
+            }
+            "HGMMA" => {
+                self.hgmma += 1;
+                if let Some((m, n, k)) = mods.iter().find_map(|m| hgmma_shape(m)) {
+                    let flop = 2 * m * n * k / 4;
+                    self.flop_tensor += flop;
+                    if mods.contains(&"TF32") {
+                        self.flop_tf32 += flop;
+                    }
+                    // B always comes from shared memory; A too unless a register operand
+                    // precedes the descriptor (`HGMMA... R24, R56, gdesc[UR8], R24`).
+                    let e = tensor_element_bytes(&mods);
+                    let a_in_regs = operands
+                        .split(',')
+                        .nth(1)
+                        .is_some_and(|o| o.trim().starts_with('R'));
+                    let a = if a_in_regs { 0 } else { m * k * e };
+                    self.shared_load_bytes += (a + n * k * e) / 4;
+                }
+            }
+            "UTMALDG" => self.utmaldg += 1,
+            "LDGSTS" => {
+                self.ldgsts += 1;
+                self.global_load_bytes += bytes;
+                self.shared_store_bytes += bytes;
+            }
             "LDG" => {
                 self.ldg += 1;
                 self.ldg128 += u32::from(wide);
+                self.ldg64 += w64;
                 self.ldg_constant += u32::from(mods.contains(&"CONSTANT"));
+                self.global_load_bytes += bytes;
             }
             "STG" => {
                 self.stg += 1;
                 self.stg128 += u32::from(wide);
+                self.stg64 += w64;
+                self.global_store_bytes += bytes;
             }
             "LDS" => {
                 self.lds += 1;
                 self.lds128 += u32::from(wide);
+                self.lds64 += w64;
+                self.shared_load_bytes += bytes;
             }
-            "LDSM" => self.ldsm += 1,
+            "LDSM" => {
+                self.ldsm += 1;
+                // 8x8 matrices of 16-bit elements, 128 B each: `.4` loads four.
+                let matrices = match mods.last() {
+                    Some(&"2") => 2,
+                    Some(&"4") => 4,
+                    _ => 1,
+                };
+                self.shared_load_bytes += 128 * matrices;
+            }
             "STS" => {
                 self.sts += 1;
                 self.sts128 += u32::from(wide);
+                self.sts64 += w64;
+                self.shared_store_bytes += bytes;
             }
             "LD" => self.ld_generic += 1,
             "ST" => self.st_generic += 1,
@@ -280,27 +413,191 @@ pub struct Function {
     pub summary: Summary,
 }
 
-/// The opcode of a SASS instruction line (`/*0040*/  @!P0 LDG.E.128 R4, ...`), if it is one,
-/// and whether it is predicated off for good (`@!PT`: never executes; the compiler leaves such
-/// lines as placeholders, e.g. after `cp.async` sequences, and they must not be counted).
-fn instruction(line: &str) -> Option<(&str, bool)> {
+/// A SASS instruction line (`/*0040*/  @!P0 LDG.E.128 R4, ...`) taken apart, if it is one,
+/// with whether it is predicated off for good (`@!PT`: never executes; the compiler leaves
+/// such lines as placeholders, e.g. after `cp.async` sequences, and they must not be counted).
+struct Parts<'a> {
+    addr: u64,
+    op: &'a str,
+    /// The operands, up to the `;` (cuobjdump's encoding comment dropped).
+    operands: &'a str,
+    never: bool,
+    /// Predicated (`@P0`, `@!P1`): it may not execute.
+    guarded: bool,
+}
+
+fn instruction_parts(line: &str) -> Option<Parts<'_>> {
     let rest = line.trim_start().strip_prefix("/*")?;
     let (addr, rest) = rest.split_once("*/")?;
     if addr.is_empty() || !addr.chars().all(|c| c.is_ascii_hexdigit()) {
         return None;
     }
-    let mut words = rest.split_whitespace();
-    let first = words.next()?;
-    let (op, never) = if first.starts_with('@') {
-        (words.next()?, first == "@!PT")
+    let addr = u64::from_str_radix(addr, 16).ok()?;
+    let rest = rest.trim_start();
+    let (first, tail) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+    let (op, tail, never, guarded) = if first.starts_with('@') {
+        let tail = tail.trim_start();
+        let (op, tail) = tail.split_once(char::is_whitespace).unwrap_or((tail, ""));
+        (op, tail, first == "@!PT", first != "@PT")
     } else {
-        (first, false)
+        (first, tail, false, false)
     };
     let op = op.trim_end_matches(';');
+    let operands = tail.split(';').next().unwrap_or("").trim();
     op.chars()
         .next()
         .is_some_and(|c| c.is_ascii_uppercase())
-        .then_some((op, never))
+        .then_some(Parts {
+            addr,
+            op,
+            operands,
+            never,
+            guarded,
+        })
+}
+
+/// A loop of a function's SASS: a backward branch (`BRA` to an earlier label) and the lines
+/// from that label to it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Loop {
+    /// The label branched to (`.L_x_4`), or its address where the listing has no labels.
+    pub label: String,
+    /// Addresses of the loop's first instruction and of its backward branch.
+    pub start: u64,
+    pub end: u64,
+    /// One pass of one warp: each line of the body once, every nested loop run once; of the
+    /// two arms of an if/else only the shorter (the vector fast path, not its scalar tail
+    /// path); the body of an if without else counted.
+    pub summary: Summary,
+}
+
+impl Loop {
+    /// Whether `other` lies inside this loop (and is not this loop).
+    pub fn contains(&self, other: &Loop) -> bool {
+        (self.start, self.end) != (other.start, other.end)
+            && self.start <= other.start
+            && other.end <= self.end
+    }
+
+    fn flop(&self) -> u64 {
+        self.summary.flop_fma + self.summary.flop_tensor
+    }
+}
+
+/// The target of a branch's operands: a label (`` `(.L_x_4) ``) or an address (`0x250`).
+enum Target<'a> {
+    Label(&'a str),
+    Addr(u64),
+}
+
+fn branch_target(operands: &str) -> Option<Target<'_>> {
+    if let Some(rest) = operands.split_once('(').map(|(_, r)| r) {
+        return Some(Target::Label(rest.split(')').next()?.trim()));
+    }
+    let hex = operands.split_whitespace().last()?.strip_prefix("0x")?;
+    u64::from_str_radix(hex, 16).ok().map(Target::Addr)
+}
+
+impl Function {
+    /// Every loop of the function, in the order of their backward branches. A branch to
+    /// itself (the trap after the last `EXIT`) is no loop; `@!PT` branches never run.
+    pub fn loops(&self) -> Vec<Loop> {
+        let mut insns: Vec<Parts<'_>> = Vec::new();
+        let mut labels: Vec<(&str, usize)> = Vec::new();
+        for line in self.sass.lines() {
+            if let Some(i) = instruction_parts(line) {
+                insns.push(i);
+            } else if let Some(label) = line.trim().strip_suffix(':') {
+                labels.push((label, insns.len()));
+            }
+        }
+        let target = |b: &Parts<'_>| -> Option<usize> {
+            if b.never || !(b.op == "BRA" || b.op.starts_with("BRA.")) {
+                return None;
+            }
+            match branch_target(b.operands)? {
+                Target::Label(l) => labels.iter().find(|(n, _)| *n == l).map(|(_, i)| *i),
+                Target::Addr(a) => insns.iter().position(|i| i.addr == a),
+            }
+        };
+        let targets: Vec<Option<usize>> = insns.iter().map(target).collect();
+        let mut out = Vec::new();
+        for (end, b) in insns.iter().enumerate() {
+            let Some(start) = targets[end].filter(|s| *s < end) else {
+                continue;
+            };
+            // If/else inside the body: `@P BRA else; then...; BRA join; else: ...; join:`.
+            let mut skip = vec![false; end + 1];
+            for c in start..end {
+                let Some(els) = targets[c].filter(|e| *e > c + 1 && *e <= end) else {
+                    continue;
+                };
+                let jump = els - 1;
+                let join = match targets[jump] {
+                    Some(j) if !insns[jump].guarded && j > els && j <= end => j,
+                    _ => continue,
+                };
+                if !insns[c].guarded {
+                    continue;
+                }
+                let (then_arm, else_arm) = (c + 1..els, els..join);
+                let longer = if then_arm.len() > else_arm.len() {
+                    then_arm
+                } else {
+                    else_arm
+                };
+                for i in longer {
+                    skip[i] = true;
+                }
+            }
+            let mut summary = Summary::default();
+            for (i, x) in insns[start..=end].iter().enumerate() {
+                if !x.never && !skip[start + i] {
+                    summary.add(x.op, x.operands);
+                }
+            }
+            out.push(Loop {
+                label: match branch_target(b.operands) {
+                    Some(Target::Label(l)) => l.to_string(),
+                    _ => format!("{:#x}", insns[start].addr),
+                },
+                start: insns[start].addr,
+                end: b.addr,
+                summary,
+            });
+        }
+        out
+    }
+
+    /// The hot loop: of the loops that do math, the innermost (no loop doing math inside
+    /// them: a spin-wait on a barrier does not count), and of those the one with the most
+    /// FLOP per pass (the main unrolled loop rather than its remainder loops). In a function
+    /// without math, the innermost loop with the most instructions.
+    pub fn hot_loop(&self) -> Option<Loop> {
+        let loops = self.loops();
+        let math = |l: &Loop| l.flop() > 0;
+        let innermost = |l: &Loop, counts: &dyn Fn(&Loop) -> bool| {
+            !loops.iter().any(|o| counts(o) && l.contains(o))
+        };
+        if loops.iter().any(math) {
+            loops
+                .iter()
+                .filter(|l| math(l) && innermost(l, &math))
+                .max_by_key(|l| (l.flop(), l.summary.instructions))
+                .cloned()
+        } else {
+            loops
+                .iter()
+                .filter(|l| innermost(l, &|_| true))
+                .max_by_key(|l| l.summary.instructions)
+                .cloned()
+        }
+    }
+
+    /// The instruction mix of one pass of the hot loop (see [`Function::hot_loop`]).
+    pub fn inner_loop(&self) -> Option<Summary> {
+        self.hot_loop().map(|l| l.summary)
+    }
 }
 
 /// The name of the function a header line opens: nvdisasm's `//---- .text.NAME ----` or
@@ -331,9 +628,9 @@ pub fn parse(listing: &str) -> Vec<Function> {
         }
         let Some(f) = out.last_mut() else { continue };
         let t = line.trim_end();
-        if let Some((op, never)) = instruction(t) {
-            if !never {
-                f.summary.add(op);
+        if let Some(i) = instruction_parts(t) {
+            if !i.never {
+                f.summary.add(i.op, i.operands);
             }
             f.sass.push_str(t);
             f.sass.push('\n');
@@ -501,6 +798,20 @@ gemm_tiled:\n\
                 st_generic: 0,
                 ldl: 1,
                 stl: 1,
+                ldg64: 0,
+                stg64: 0,
+                lds64: 0,
+                sts64: 0,
+                utmaldg: 0,
+                // FFMA: 2 per lane; HMMA.16816: 2 x 16 x 8 x 16 per warp.
+                flop_fma: 64,
+                flop_tensor: 4096,
+                flop_tf32: 0,
+                // 32 lanes x width: LDG 4 + 16; STG 16; LDS 16 + 4, LDSM .4 4 x 128 B; STS 16.
+                global_load_bytes: 32 * 4 + 32 * 16,
+                global_store_bytes: 32 * 16,
+                shared_load_bytes: 32 * 16 + 32 * 4 + 4 * 128,
+                shared_store_bytes: 32 * 16,
             }
         );
         assert!(f[0].sass.contains(".L_x_1:"), "loop labels are kept");
@@ -555,5 +866,131 @@ gemm_tiled:\n\
             (f[0].summary.instructions, f[0].summary.ldg_constant),
             (2, 1)
         );
+    }
+
+    /// A function with a 4x-unrolled main loop, its remainder loop, a spin-wait nested in
+    /// the main loop, an if/else (scalar and vector path) in it, and the trap after EXIT.
+    const LOOPS: &str = "//--------------------- .text.k --------------------------\n\
+        /*0000*/                   MOV R0, RZ ;\n\
+.L_x_1:\n\
+        /*0010*/                   LDG.E.128 R4, desc[UR4][R2.64] ;\n\
+        /*0020*/               @P1 BRA `(.L_x_2) ;\n\
+        /*0030*/                   LDG.E R8, desc[UR4][R2.64] ;\n\
+        /*0040*/                   LDG.E R9, desc[UR4][R2.64+0x4] ;\n\
+        /*0050*/                   LDG.E R10, desc[UR4][R2.64+0x8] ;\n\
+        /*0060*/                   BRA `(.L_x_3) ;\n\
+.L_x_2:\n\
+        /*0070*/                   LDGSTS.E.BYPASS.128 [R3], desc[UR4][R4.64] ;\n\
+.L_x_3:\n\
+.L_x_4:\n\
+        /*0080*/                   SYNCS.PHASECHK.TRANS64.TRYWAIT P0, [R8+URZ], R11 ;\n\
+        /*0090*/              @!P0 BRA `(.L_x_4) ;\n\
+        /*00a0*/                   LDS.64 R12, [R5] ;\n\
+        /*00b0*/                   FFMA R1, R4, R5, R1 ;\n\
+        /*00c0*/                   FFMA R1, R6, R7, R1 ;\n\
+        /*00d0*/                   FFMA R1, R12, R13, R1 ;\n\
+        /*00e0*/                   FFMA R1, R8, R9, R1 ;\n\
+        /*00f0*/              @!PT FFMA R1, R8, R9, R1 ;\n\
+        /*0100*/               @P2 BRA `(.L_x_1) ;\n\
+.L_x_5:\n\
+        /*0110*/                   LDG.E R4, desc[UR4][R2.64] ;\n\
+        /*0120*/                   FFMA R1, R4, R4, R1 ;\n\
+        /*0130*/               @P3 BRA `(.L_x_5) ;\n\
+        /*0140*/                   EXIT ;\n\
+.L_x_6:\n\
+        /*0150*/                   BRA `(.L_x_6);\n";
+
+    #[test]
+    fn finds_the_loops_and_the_hot_one() {
+        let f = &parse(LOOPS)[0];
+        let loops = f.loops();
+        let spans: Vec<(&str, u64, u64)> = loops
+            .iter()
+            .map(|l| (l.label.as_str(), l.start, l.end))
+            .collect();
+        assert_eq!(
+            spans,
+            [
+                (".L_x_4", 0x80, 0x90),
+                (".L_x_1", 0x10, 0x100),
+                (".L_x_5", 0x110, 0x130)
+            ],
+            "a branch to itself is no loop"
+        );
+        assert!(loops[1].contains(&loops[0]) && !loops[0].contains(&loops[1]));
+        let hot = f.hot_loop().unwrap();
+        assert_eq!(
+            hot.label, ".L_x_1",
+            "the spin-wait inside does no math, so the main loop is innermost"
+        );
+        let s = f.inner_loop().unwrap();
+        assert_eq!(s, hot.summary);
+        assert_eq!((s.ffma, s.flop_fma), (4, 4 * 64), "@!PT lines never run");
+        // The vector arm (one LDGSTS) is shorter than the scalar arm (three LDG and a BRA).
+        assert_eq!((s.ldg, s.ldg128, s.ldgsts), (1, 1, 1));
+        assert_eq!(s.global_load_bytes, 32 * 16 + 32 * 16);
+        assert_eq!((s.lds, s.lds64, s.shared_load_bytes), (1, 1, 32 * 8));
+        assert_eq!(s.shared_store_bytes, 32 * 16, "LDGSTS writes shared memory");
+        // 0x10..=0x100 is 16 lines: less the 4 of the scalar arm and the @!PT one.
+        assert_eq!(s.instructions, 16 - 4 - 1);
+    }
+
+    #[test]
+    fn a_function_without_loops_or_math_has_no_hot_loop_but_its_biggest_loop() {
+        let straight = "//---- .text.s ----\n        /*0000*/                   FFMA R1, R2, R3, R4 ;\n\
+            \x20       /*0010*/                   EXIT ;\n";
+        assert_eq!(parse(straight)[0].hot_loop(), None);
+        let copy = "//---- .text.c ----\n.L_x_0:\n\
+            \x20       /*0000*/                   LDG.E R1, desc[UR4][R2.64] ;\n\
+            \x20       /*0010*/                   STG.E desc[UR4][R4.64], R1 ;\n\
+            \x20       /*0020*/               @P0 BRA `(.L_x_0) ;\n\
+            \x20       /*0030*/                   EXIT ;\n";
+        let s = parse(copy)[0].inner_loop().unwrap();
+        assert_eq!((s.instructions, s.ldg, s.stg), (3, 1, 1));
+        assert_eq!((s.flop_fma, s.flop_tensor), (0, 0));
+    }
+
+    #[test]
+    fn counts_flop_by_mma_shape_and_bytes_by_width() {
+        let listing = "//---- .text.m ----\n\
+            \x20       /*0000*/                   HMMA.1688.F32.TF32 R4, R8, R12, R4 ;\n\
+            \x20       /*0010*/                   HMMA.16816.F32.BF16 R4, R8, R12, R4 ;\n\
+            \x20       /*0020*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8].tnspB, R24, gsb0 ;\n\
+            \x20       /*0030*/                   HGMMA.64x256x16.F32.BF16 R24, R152, gdesc[UR4], R24 ;\n\
+            \x20       /*0040*/                   HFMA2.MMA R10, -RZ, RZ, 0, 0 ;\n\
+            \x20       /*0050*/                   HFMA2 R10, R1, R2, R10 ;\n\
+            \x20       /*0060*/                   LDG.E.64 R2, desc[UR4][R2.64] ;\n\
+            \x20       /*0070*/                   LDG.E.U16 R6, desc[UR4][R2.64] ;\n\
+            \x20       /*0080*/                   LDSM.16.MT88.2 R8, [R9] ;\n\
+            \x20       /*0090*/                   STS.64 [R1], R2 ;\n\
+            \x20       /*00a0*/                   UTMALDG.2D [UR36], [UR6] ;\n";
+        let s = parse(listing)[0].summary;
+        let hgmma = 2 * 64 * 128 * 16 / 4 + 2 * 64 * 256 * 16 / 4;
+        assert_eq!(s.flop_tf32, 2 * 16 * 8 * 8);
+        assert_eq!(s.flop_tensor, 2 * 16 * 8 * 8 + 2 * 16 * 8 * 16 + hgmma);
+        assert_eq!(s.flop_fma, 4 * 32, "HFMA2.MMA is a move");
+        assert_eq!((s.hmma, s.hgmma, s.utmaldg), (2, 2, 1));
+        assert_eq!((s.ldg, s.ldg64, s.ldg128), (2, 1, 0));
+        assert_eq!(s.global_load_bytes, 32 * 8 + 32 * 2);
+        // HGMMA reads A (unless in registers) and B from shared memory, a quarter per warp;
+        // LDSM .2 two 128-byte matrices.
+        let wgmma_smem = (64 * 16 * 2 + 128 * 16 * 2) / 4 + (256 * 16 * 2) / 4;
+        assert_eq!(s.shared_load_bytes, wgmma_smem + 2 * 128);
+        assert_eq!((s.sts64, s.shared_store_bytes), (1, 32 * 8));
+    }
+
+    #[test]
+    fn follows_cuobjdump_branch_addresses() {
+        let listing = "\t\tFunction : f\n\
+            \x20       /*0000*/                   MOV R0, RZ ;  /* 0x0 */\n\
+            \x20       /*0010*/                   FFMA R1, R2, R3, R1 ;  /* 0x0 */\n\
+            \x20       /*0020*/               @P0 BRA 0x10 ;  /* 0x0 */\n\
+            \x20       /*0030*/                   EXIT ;  /* 0x0 */\n";
+        let hot = parse(listing)[0].hot_loop().unwrap();
+        assert_eq!(
+            (hot.label.as_str(), hot.start, hot.end),
+            ("0x10", 0x10, 0x20)
+        );
+        assert_eq!(hot.summary.instructions, 2);
     }
 }

@@ -2,6 +2,7 @@
 //! NVRTC and nvdisasm (tools/install-cuda-tools.sh), not a GPU; without them these tests fail.
 
 use harness::cmd::explain::{self, Block};
+use harness::{sass, sol};
 use std::process::Command;
 
 const SECTIONS: [&str; 6] = [
@@ -47,6 +48,15 @@ fn every_kernel_is_explained_with_every_section() {
             assert!(md.contains(&format!("#### {s}\n")), "{id}: no {s} in\n{md}");
             assert!(doc.text().contains(&format!("== {s}\n")), "{id}: no {s}");
         }
+        // Prose reads as prose: no runs of spaces (a string continuation inside format!
+        // keeps the next line's indent unless the line ends in a backslash).
+        for (title, blocks) in &doc.sections {
+            for b in blocks {
+                if let Block::Text(t) = b {
+                    assert!(!t.contains("  "), "{id}: {title}: double space in {t:?}");
+                }
+            }
+        }
         let lineage = text_of(&doc, "Lineage");
         match k.lineage() {
             Some(l) => {
@@ -75,6 +85,11 @@ fn every_kernel_is_explained_with_every_section() {
                 text_of(&doc, section)
             );
         }
+        let sol = text_of(&doc, "Speed of light on an H100");
+        assert!(
+            sol.contains("Estimate: at best") || sol.contains("No per-rung model"),
+            "{id}: {sol}"
+        );
         let diff = text_of(&doc, "Source diff against the parent");
         let parent_has_cu = harness::registry::parent(&all, k.as_ref()).is_some_and(|p| {
             kernel::Kernel::cuda(p, &first_shape(p.info().workload))
@@ -141,4 +156,115 @@ fn the_command_prints_markdown_and_names_unknown_rungs() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&o.stderr).contains("valid kernels"));
+}
+
+/// The per-rung estimate of a GEMM rung at 4096^3, from its hot loop on sm_90.
+fn gemm_estimate(id: &str) -> (sass::Loop, sol::Estimate) {
+    let all = harness::registry::all();
+    let k = all.iter().find(|k| k.info().id == id).unwrap();
+    let shape = first_shape(kernel::Workload::Gemm);
+    let plan = kernel::Kernel::cuda(k.as_ref(), &shape).unwrap();
+    let tool = sass::Disassembler::find().unwrap();
+    let hot = sol::hot_loop_of_plan(&tool, &plan, "sm_90")
+        .unwrap()
+        .unwrap_or_else(|| panic!("{id}: no hot loop"));
+    let e = sol::estimate(shape.flops(), shape.min_bytes(4), &hot.hot.summary)
+        .unwrap_or_else(|| panic!("{id}: no estimate from {:?}", hot.hot));
+    // What explain prints is this estimate.
+    let doc = explain::explain(&all, k.as_ref(), None, true);
+    let text = text_of(&doc, "Speed of light on an H100");
+    assert!(
+        text.contains(&format!("bound by {}", e.bound().name)),
+        "{id}: {text}"
+    );
+    (hot.hot, e)
+}
+
+#[test]
+fn the_speed_of_light_is_modelled_per_rung_from_the_hot_loop() {
+    let flops = first_shape(kernel::Workload::Gemm).flops();
+    let (naive_loop, naive) = gemm_estimate("gemm-naive");
+    assert!(naive_loop.summary.ffma > 0 && naive_loop.summary.shared_load_bytes == 0);
+    assert!(
+        [sol::L2, sol::ISSUE].contains(&naive.bound().name),
+        "operands from global memory: {:?}",
+        naive.bound()
+    );
+    let (tiled_loop, tiled) = gemm_estimate("gemm-tiled");
+    assert!(tiled_loop.summary.lds > 0, "{:?}", tiled_loop.summary);
+    assert!(
+        tiled.bound().ms < naive.bound().ms,
+        "tiled {:?} vs naive {:?}",
+        tiled.bound(),
+        naive.bound()
+    );
+    assert!(tiled.ceiling(sol::L2).unwrap().ms < naive.ceiling(sol::L2).unwrap().ms);
+    // Tensor-core rungs: their math runs at the tensor peak of their input type.
+    let (_, fp16) = gemm_estimate("gemm-mma-ldmatrix");
+    let t = fp16.ceiling(sol::TENSOR).expect("an HMMA loop");
+    assert!(
+        (t.ms - flops / sol::h100::FP16_FLOPS * 1e3).abs() < 1e-6,
+        "{t:?}"
+    );
+    let (_, tf32) = gemm_estimate("gemm-wmma-tf32");
+    let t = tf32.ceiling(sol::TENSOR).expect("an HMMA loop");
+    assert!(
+        (t.ms - flops / sol::h100::TF32_FLOPS * 1e3).abs() < 1e-6,
+        "{t:?}"
+    );
+    let (wgmma_loop, _) = gemm_estimate("gemm-wgmma-tma");
+    assert!(wgmma_loop.summary.hgmma > 0, "{:?}", wgmma_loop.summary);
+    // Not one estimate for every GEMM rung.
+    let mut bounds: Vec<f64> = [naive, tiled, fp16, tf32]
+        .iter()
+        .map(|e| e.bound().ms)
+        .collect();
+    bounds.sort_by(f64::total_cmp);
+    bounds.dedup();
+    assert_eq!(bounds.len(), 4, "{bounds:?}");
+}
+
+#[test]
+fn a_gpu_row_is_measured_against_the_estimate() {
+    // The published CPU run, relabelled as a GPU run with a row at the shape explain uses.
+    let dir =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/cpu-amd-epyc-2-threads");
+    let mut run = harness::results::RunResults::load(&dir).unwrap();
+    run.device.kind = "cuda".into();
+    run.device.name = "a GPU".into();
+    let gemm = run
+        .workloads
+        .iter_mut()
+        .find(|w| w.workload == kernel::Workload::Gemm)
+        .unwrap();
+    let shape = &mut gemm.shapes[0];
+    shape.shape = first_shape(kernel::Workload::Gemm);
+    let row = shape
+        .rows
+        .iter_mut()
+        .find(|r| r.id == "gemm-tiled")
+        .unwrap();
+    assert_eq!(row.status, harness::results::Status::Passed);
+    let measured_ms = 40.0;
+    row.timing.as_mut().unwrap().median_ms = measured_ms;
+    let (_, e) = gemm_estimate("gemm-tiled");
+    let all = harness::registry::all();
+    let k = all.iter().find(|k| k.info().id == "gemm-tiled").unwrap();
+    let doc = explain::explain(&all, k.as_ref(), Some(&run), false);
+    let text = text_of(&doc, "Speed of light on an H100");
+    let plan = kernel::Kernel::cuda(k.as_ref(), &first_shape(kernel::Workload::Gemm)).unwrap();
+    let waves = harness::resources::of_plan(&plan, "sm_90", Some(132)).unwrap()[0]
+        .waves
+        .unwrap();
+    let estimate_ms = e.with_waves(waves);
+    assert!(
+        text.contains(&format!("at best {estimate_ms:.4} ms")),
+        "{text}"
+    );
+    let expected = format!(
+        "Measured against estimated: on a GPU at this shape {measured_ms:.4} ms, {:.0}% of the \
+         estimate's speed.",
+        estimate_ms / measured_ms * 100.0
+    );
+    assert!(text.contains(&expected), "{expected}\nnot in\n{text}");
 }

@@ -7,7 +7,7 @@ use super::Outcome;
 use super::inspect::inspect_shapes;
 use crate::results::{RunResults, Status};
 use crate::runs::LabDir;
-use crate::{registry, resources, sass};
+use crate::{registry, resources, sass, sol};
 use anyhow::bail;
 use kernel::cuda::nvrtc;
 use kernel::{CudaPlan, Kernel, Precision, Shape};
@@ -211,15 +211,6 @@ pub fn explain(
     doc
 }
 
-/// The H100 SXM's dense ceilings, from NVIDIA's H100 data sheet (the lab's hardware notes
-/// copy them): FLOP/s by the unit a precision runs on, and HBM3 bandwidth.
-mod h100 {
-    pub const FP32_FLOPS: f64 = 67e12;
-    pub const TF32_FLOPS: f64 = 495e12;
-    pub const FP16_FLOPS: f64 = 989e12;
-    pub const DRAM_BYTES_PER_S: f64 = 3.35e12;
-}
-
 /// The fewest bytes a row moves: its plan's element types where it has a plan, else its
 /// precision's (as the run's tables count them).
 fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Precision) -> f64 {
@@ -240,10 +231,11 @@ fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Precision) -> f6
     }
 }
 
-/// A two-ceiling model: the time the FLOP take at the precision's dense peak, and the time
-/// the compulsory bytes take at DRAM bandwidth; the larger is the bound. It ignores L2 and
-/// shared-memory traffic, issue and occupancy, which the Nsight Compute metrics listed with it
-/// measure on a GPU.
+/// The speed of light of `k` at `shape` on an H100 SXM: from the hot loop of its SASS where it
+/// has CUDA source that compiles (see [`sol`]), else from two ceilings (the FLOP at the
+/// precision's dense peak, the compulsory bytes at DRAM bandwidth); then the Nsight Compute
+/// metric of each ceiling, and the measured time against the estimate where the run has a
+/// GPU row.
 fn speed_of_light(
     k: &dyn Kernel,
     shape: &Shape,
@@ -253,46 +245,28 @@ fn speed_of_light(
     let i = k.info();
     let flops = shape.flops();
     let bytes = min_bytes(shape, plan, i.precision);
-    let (peak, unit) = match i.precision {
-        Precision::Fp32 => (h100::FP32_FLOPS, "FP32 CUDA cores"),
-        Precision::Tf32 => (h100::TF32_FLOPS, "TF32 tensor cores"),
-        Precision::Fp16 | Precision::Bf16 => (h100::FP16_FLOPS, "FP16/BF16 tensor cores"),
+    let mut out = vec![Block::Text(format!(
+        "At {shape}: {:.3} GFLOP and {:.1} MB compulsory (each input read once, the output \
+         written once): {:.1} FLOP/B.",
+        flops / 1e9,
+        bytes / 1e6,
+        flops / bytes
+    ))];
+    let modelled = match plan {
+        Some(p) => loop_model(p, flops, bytes),
+        None => Err("it has no CUDA source".to_string()),
     };
-    let t_math = flops / peak * 1e3;
-    let t_dram = bytes / h100::DRAM_BYTES_PER_S * 1e3;
-    let (t, bound) = if t_math >= t_dram {
-        (t_math, "compute")
-    } else {
-        (t_dram, "DRAM")
+    let t = match modelled {
+        Ok((blocks, t)) => {
+            out.extend(blocks);
+            t
+        }
+        Err(why) => {
+            let (blocks, t) = two_ceilings(i.precision, flops, bytes, &why);
+            out.extend(blocks);
+            t
+        }
     };
-    let mut out = vec![
-        Block::Text(format!(
-            "At {shape}: {:.3} GFLOP and {:.1} MB compulsory (each input read once, the output \
-             written once): {:.1} FLOP/B. H100 SXM ceilings (NVIDIA data sheet, dense): {} at \
-             {:.0} TFLOP/s, HBM3 at {:.2} TB/s.",
-            flops / 1e9,
-            bytes / 1e6,
-            flops / bytes,
-            unit,
-            peak / 1e12,
-            h100::DRAM_BYTES_PER_S / 1e12
-        )),
-        Block::Text(format!(
-            "Estimate: math {t_math:.4} ms, DRAM {t_dram:.4} ms, so at best {t:.4} ms, \
-             {bound}-bound. A real kernel also pays L2 and shared-memory traffic, instruction \
-             issue and latency at its occupancy; mma.sync rungs cannot reach the dense tensor \
-             peak on Hopper, which only wgmma does."
-        )),
-        Block::Text(
-            "Nsight Compute metrics that confirm or refute it: gpu__time_duration.sum, \
-             sm__throughput.avg.pct_of_peak_sustained_elapsed, \
-             sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active, \
-             dram__bytes.sum, lts__t_bytes.sum, \
-             l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum, \
-             sm__warps_active.avg.pct_of_peak_sustained_active."
-                .into(),
-        ),
-    ];
     let gpu_row = run.filter(|r| r.device.kind == "cuda").and_then(|r| {
         r.workloads
             .iter()
@@ -308,11 +282,199 @@ fn speed_of_light(
     });
     if let Some((device, ms)) = gpu_row {
         out.push(Block::Text(format!(
-            "Measured on {device} at this shape: {ms:.4} ms, {:.0}% of the estimate's speed.",
+            "Measured against estimated: on {device} at this shape {ms:.4} ms, {:.0}% of the \
+             estimate's speed.",
             t / ms * 100.0
         )));
     }
     out
+}
+
+const TIME_METRIC: &str = "time, gpu__time_duration.sum";
+const OCCUPANCY_METRIC: &str = "occupancy, sm__warps_active.avg.pct_of_peak_sustained_active";
+
+/// The two-ceiling model, for rows whose SASS cannot be read (`why`): the FLOP at the
+/// precision's dense peak and the compulsory bytes at DRAM bandwidth. Returns its blocks and
+/// its time in ms.
+fn two_ceilings(precision: Precision, flops: f64, bytes: f64, why: &str) -> (Vec<Block>, f64) {
+    let (peak, unit) = match precision {
+        Precision::Fp32 => (sol::h100::FP32_FLOPS, "FP32 CUDA cores"),
+        Precision::Tf32 => (sol::h100::TF32_FLOPS, "TF32 tensor cores"),
+        Precision::Fp16 | Precision::Bf16 => (sol::h100::FP16_FLOPS, "FP16/BF16 tensor cores"),
+    };
+    let t_math = flops / peak * 1e3;
+    let t_dram = bytes / sol::h100::DRAM_BYTES_PER_S * 1e3;
+    let (t, bound) = if t_math >= t_dram {
+        (t_math, "compute")
+    } else {
+        (t_dram, "DRAM")
+    };
+    let mut blocks = vec![Block::Text(format!(
+        "No per-rung model: {why}. Two ceilings instead (NVIDIA H100 SXM data sheet, dense): \
+         math on the {unit} at {:.0} TFLOP/s, {t_math:.4} ms; DRAM at {:.2} TB/s, {t_dram:.4} \
+         ms; so at best {t:.4} ms, {bound}-bound.",
+        peak / 1e12,
+        sol::h100::DRAM_BYTES_PER_S / 1e12
+    ))];
+    blocks.push(Block::Text(format!(
+        "Nsight Compute metrics that measure them: {TIME_METRIC}; math, \
+         sm__throughput.avg.pct_of_peak_sustained_elapsed; DRAM, dram__bytes.sum."
+    )));
+    (blocks, t)
+}
+
+/// The per-rung model from the hot loop of the plan's SASS on the H100's architecture: its
+/// blocks and its time in ms, or why there is none.
+fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f64), String> {
+    let arch = "sm_90";
+    let tool = sass::Disassembler::find().map_err(|e| format!("no SASS ({e})"))?;
+    let hot = sol::hot_loop_of_plan(&tool, plan, arch)
+        .map_err(|e| format!("no SASS ({e})"))?
+        .ok_or("no launch of the plan has a loop")?;
+    let pass = &hot.hot.summary;
+    let estimate = sol::estimate(flops, bytes, pass)
+        .ok_or("the hot loop does no multiply-add, so nothing scales it to the shape")?;
+    let l = &hot.listing;
+    let mut out = vec![Block::Text(format!(
+        "Model: the hot loop of {} ({}, {}), the innermost loop doing math ({}, {:#06x} to \
+         {:#06x}). One warp's pass, each line once (of an if/else the shorter arm, nested \
+         loops once): {}.",
+        l.entry,
+        l.file,
+        l.arch,
+        hot.hot.label,
+        hot.hot.start,
+        hot.hot.end,
+        sol::describe(pass)
+    ))];
+    let others: Vec<String> = plan
+        .launches()
+        .map(|x| x.entry.to_string())
+        .filter(|e| *e != l.entry)
+        .fold(Vec::new(), |mut v, e| {
+            if !v.contains(&e) {
+                v.push(e);
+            }
+            v
+        });
+    let tma_unseen = l.function.summary.utmaldg > 0 && pass.global_load_bytes == 0;
+    let bound = estimate.bound();
+    out.push(Block::Text(format!(
+        "The shape's FLOP take {:.3e} such passes. H100 SXM ceilings: {} SMs at the {:.2} GHz \
+         boost clock behind NVIDIA's data sheet FP32 peak; rates as below.",
+        estimate.warp_passes,
+        sol::h100::SMS,
+        sol::h100::clock_hz() / 1e9
+    )));
+    out.push(Block::Table(
+        ["ceiling", "work at this shape", "rate", "ms", "bound"]
+            .map(String::from)
+            .to_vec(),
+        estimate
+            .ceilings
+            .iter()
+            .map(|c| {
+                let work = if c.name == sol::L2 && tma_unseen {
+                    format!("{} (TMA copies not visible)", c.work)
+                } else {
+                    c.work.clone()
+                };
+                vec![
+                    c.name.to_string(),
+                    work,
+                    c.rate.clone(),
+                    format!("{:.4}", c.ms),
+                    if std::ptr::eq(c, bound) { "yes" } else { "" }.to_string(),
+                ]
+            })
+            .collect(),
+    ));
+    let launch = resources::of_plan(plan, arch, Some(sol::h100::SMS as u32))
+        .ok()
+        .and_then(|list| list.into_iter().find(|r| r.entry == l.entry));
+    let waves = launch.as_ref().and_then(|r| Some((r.blocks, r.waves?)));
+    let occupancy = launch.and_then(|r| Some((r.occupancy?, r.occupancy_limiter?)));
+    let occupancy = match occupancy {
+        Some((o, limiter)) => {
+            let per_scheduler = o * sol::h100::MAX_WARPS_PER_SM / sol::h100::SCHEDULERS;
+            let low = if per_scheduler < 2.0 {
+                ": too few to hide the latency of loads and tensor instructions, so the kernel \
+                 stays well short of this bound"
+            } else {
+                ""
+            };
+            format!(
+                " Occupancy on {arch}: {:.0}% ({limiter}), {per_scheduler:.1} warps per \
+                 scheduler{low}.",
+                o * 100.0
+            )
+        }
+        None => String::new(),
+    };
+    let (t, tail) = match waves {
+        Some((blocks, w)) => {
+            let t = estimate.with_waves(w);
+            let idle = if t > bound.ms {
+                format!(
+                    "; the SMs idle in the last wave cost x{:.3} on a per-SM ceiling",
+                    t / bound.ms
+                )
+            } else {
+                String::new()
+            };
+            (
+                t,
+                format!(
+                    " {blocks} blocks of {} make {w:.2} waves over the {} SMs at this \
+                     occupancy{idle}.",
+                    l.entry,
+                    sol::h100::SMS
+                ),
+            )
+        }
+        None => (bound.ms, String::new()),
+    };
+    out.push(Block::Text(format!(
+        "Estimate: at best {t:.4} ms, bound by {} at {:.4} ms.{tail}{occupancy}",
+        bound.name, bound.ms
+    )));
+    let mut caveats = vec![
+        "Bytes are what the warps request: coalescing, L1 hits, broadcasts and bank conflicts \
+         change what moves."
+            .to_string(),
+    ];
+    if pass.hmma > 0 {
+        caveats.push(
+            "mma.sync (HMMA) does not reach the dense tensor peak on Hopper; only wgmma \
+             (HGMMA) does."
+                .into(),
+        );
+    }
+    if tma_unseen {
+        caveats.push(
+            "Its global loads are TMA copies (UTMALDG) issued by another loop, their sizes in \
+             the tensor map rather than the instruction: the L2 time counts none of them."
+                .into(),
+        );
+    }
+    if !others.is_empty() {
+        caveats.push(format!(
+            "The plan's other launches ({}) are not in this model.",
+            others.join(", ")
+        ));
+    }
+    out.push(Block::Text(caveats.join(" ")));
+    let metrics: Vec<String> = estimate
+        .ceilings
+        .iter()
+        .map(|c| format!("{}, {}", c.name, c.metric))
+        .collect();
+    out.push(Block::Text(format!(
+        "Nsight Compute metrics that measure each ceiling: {TIME_METRIC}; {}; \
+         {OCCUPANCY_METRIC}.",
+        metrics.join("; ")
+    )));
+    Ok((out, t))
 }
 
 fn plan_of(k: &dyn Kernel, shape: &Shape) -> Option<CudaPlan> {

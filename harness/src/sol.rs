@@ -1,0 +1,412 @@
+//! A speed-of-light estimate on an H100 SXM, per rung, from the compiler's output rather than
+//! from the rung's name: the hot loop of the kernel's SASS (see [`sass::Function::hot_loop`])
+//! says what one warp does per pass (FLOP, bytes requested from global and shared memory,
+//! instructions issued); the workload's FLOP count says how many passes the whole shape takes;
+//! each of the H100's ceilings turns that into a time, and the largest is the bound.
+//!
+//! It is a model, not a measurement: each line of the loop counts once (of an if/else the
+//! shorter arm, a nested loop once), bytes are what a warp requests (no coalescing, caching,
+//! broadcast or bank conflicts), TMA copies are invisible (their size is in the tensor map),
+//! and latency is not modelled beyond an occupancy note. The Nsight Compute metrics listed
+//! with it measure each ceiling on a GPU.
+
+use crate::sass::{self, Disassembler, Loop, SassError, Summary};
+use kernel::CudaPlan;
+
+/// The H100 SXM's ceilings.
+pub mod h100 {
+    /// Streaming multiprocessors (NVIDIA H100 data sheet, SXM5).
+    pub const SMS: f64 = 132.0;
+    /// Dense peaks from NVIDIA's H100 data sheet (SXM): FP32 on the CUDA cores, TF32 and
+    /// FP16/BF16 (FP32 accumulate) on the tensor cores.
+    pub const FP32_FLOPS: f64 = 67e12;
+    pub const TF32_FLOPS: f64 = 495e12;
+    pub const FP16_FLOPS: f64 = 989e12;
+    /// HBM3 bandwidth, NVIDIA H100 data sheet (SXM).
+    pub const DRAM_BYTES_PER_S: f64 = 3.35e12;
+    /// FP32 lanes per SM (NVIDIA H100 architecture whitepaper); with the FP32 peak it gives
+    /// the clock the data sheet assumes (see [`clock_hz`]).
+    pub const FP32_LANES_PER_SM: f64 = 128.0;
+    /// L2 bandwidth, approximate: about 5.5 TB/s measured by the Chips and Cheese
+    /// microbenchmarks ("Nvidia's H100: Funny L2, and Tons of Bandwidth", 2023) on an H100
+    /// PCIe (114 SMs); NVIDIA publishes no figure. The SXM part has more SMs and a higher
+    /// clock, so this is a conservative reading of its L2.
+    pub const L2_BYTES_PER_S: f64 = 5.5e12;
+    /// Shared memory (and L1) bandwidth per SM: 32 banks of 4 bytes a clock (CUDA C++
+    /// Programming Guide, compute capability 9.0).
+    pub const SHARED_BYTES_PER_CLOCK: f64 = 128.0;
+    /// Warp instructions issued per SM per clock: 4 schedulers, one each (whitepaper).
+    pub const ISSUE_PER_CLOCK: f64 = 4.0;
+    pub const SCHEDULERS: f64 = 4.0;
+    pub const MAX_WARPS_PER_SM: f64 = 64.0;
+
+    /// The boost clock behind the data sheet's FP32 peak: FP32 FLOP/s over (SMs x lanes x 2
+    /// FLOP per FMA), 1.98 GHz, NVIDIA's maximum boost clock for the SXM part.
+    pub fn clock_hz() -> f64 {
+        FP32_FLOPS / (SMS * FP32_LANES_PER_SM * 2.0)
+    }
+}
+
+/// One ceiling: what it is, the work it counts at the whole shape, its rate, and the time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ceiling {
+    pub name: &'static str,
+    /// The work at the whole shape, in words (`1.2 TB requested`).
+    pub work: String,
+    /// The rate it runs at, in words, with its source.
+    pub rate: String,
+    pub ms: f64,
+    /// The Nsight Compute metric that measures it on a GPU.
+    pub metric: &'static str,
+}
+
+/// The estimate for one shape from one hot loop.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Estimate {
+    /// Passes of one warp through the loop that the shape's FLOP take.
+    pub warp_passes: f64,
+    pub ceilings: Vec<Ceiling>,
+}
+
+impl Estimate {
+    /// The largest time: the ceiling that bounds the kernel.
+    pub fn bound(&self) -> &Ceiling {
+        self.ceilings
+            .iter()
+            .max_by(|a, b| a.ms.total_cmp(&b.ms))
+            .expect("an estimate has ceilings")
+    }
+
+    /// The bound's time once the blocks run in `waves` waves (blocks over SMs times resident
+    /// blocks per SM): a per-SM ceiling (math, shared memory, issue) is paid wave by wave, the
+    /// SMs idle in a part-empty last wave unable to help, so its time grows by whole waves
+    /// over waves; L2 and DRAM serve whichever SMs ask, and are not.
+    pub fn with_waves(&self, waves: f64) -> f64 {
+        let b = self.bound();
+        if waves > 0.0 && PER_SM.contains(&b.name) {
+            b.ms * waves.ceil() / waves
+        } else {
+            b.ms
+        }
+    }
+
+    /// The ceiling called `name`, if the estimate has it.
+    pub fn ceiling(&self, name: &str) -> Option<&Ceiling> {
+        self.ceilings.iter().find(|c| c.name == name)
+    }
+}
+
+pub const TENSOR: &str = "tensor cores";
+pub const FP32: &str = "FP32 pipes";
+pub const DRAM: &str = "DRAM (compulsory)";
+pub const L2: &str = "L2 (global requested)";
+pub const SHARED: &str = "shared memory";
+pub const ISSUE: &str = "instruction issue";
+/// The ceilings each SM pays for itself.
+const PER_SM: [&str; 4] = [TENSOR, FP32, SHARED, ISSUE];
+
+fn si(x: f64, unit: &str) -> String {
+    let (v, p) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
+        .into_iter()
+        .find(|(s, _)| x >= *s)
+        .unwrap_or((1.0, ""));
+    format!("{:.2} {p}{unit}", x / v)
+}
+
+/// The estimate for a shape of `flops` FLOP and `compulsory_bytes` bytes (each input read
+/// once, the output written once) done by passes of `pass`, one warp's pass through the hot
+/// loop. `None` when the loop does no math: then nothing says how many passes the shape takes.
+pub fn estimate(flops: f64, compulsory_bytes: f64, pass: &Summary) -> Option<Estimate> {
+    // The workload's FLOP are its multiply-adds: on the tensor cores when the loop has any,
+    // else on the FMA pipes. FMA work beside tensor work (softmax, scaling) is extra.
+    let per_pass = if pass.flop_tensor > 0 {
+        pass.flop_tensor
+    } else {
+        pass.flop_fma
+    };
+    if per_pass == 0 || flops <= 0.0 {
+        return None;
+    }
+    let w = flops / per_pass as f64;
+    let clock = h100::clock_hz();
+    let ms = |seconds: f64| seconds * 1e3;
+    let mut ceilings = Vec::new();
+    if pass.flop_tensor > 0 {
+        let tf32 = w * pass.flop_tf32 as f64;
+        let half = w * (pass.flop_tensor - pass.flop_tf32) as f64;
+        let rate = match (tf32 > 0.0, half > 0.0) {
+            (true, false) => format!("TF32 {} dense", si(h100::TF32_FLOPS, "FLOP/s")),
+            (false, true) => format!("FP16/BF16 {} dense", si(h100::FP16_FLOPS, "FLOP/s")),
+            _ => format!(
+                "TF32 {}, FP16/BF16 {} dense",
+                si(h100::TF32_FLOPS, "FLOP/s"),
+                si(h100::FP16_FLOPS, "FLOP/s")
+            ),
+        };
+        ceilings.push(Ceiling {
+            name: TENSOR,
+            work: si(tf32 + half, "FLOP"),
+            rate: format!("{rate} (data sheet)"),
+            ms: ms(tf32 / h100::TF32_FLOPS + half / h100::FP16_FLOPS),
+            // wgmma runs on its own pipe counter; mma.sync on the HMMA one.
+            metric: if pass.hgmma > 0 {
+                "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
+            } else {
+                "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
+            },
+        });
+    }
+    if pass.flop_fma > 0 {
+        let f = w * pass.flop_fma as f64;
+        ceilings.push(Ceiling {
+            name: FP32,
+            work: si(f, "FLOP"),
+            rate: format!("{} (data sheet)", si(h100::FP32_FLOPS, "FLOP/s")),
+            ms: ms(f / h100::FP32_FLOPS),
+            metric: "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
+        });
+    }
+    ceilings.push(Ceiling {
+        name: DRAM,
+        work: si(compulsory_bytes, "B"),
+        rate: format!("{} (data sheet)", si(h100::DRAM_BYTES_PER_S, "B/s")),
+        ms: ms(compulsory_bytes / h100::DRAM_BYTES_PER_S),
+        metric: "dram__bytes.sum",
+    });
+    let global = w * (pass.global_load_bytes + pass.global_store_bytes) as f64;
+    ceilings.push(Ceiling {
+        name: L2,
+        work: si(global, "B"),
+        rate: format!(
+            "about {} (Chips and Cheese, measured on an H100 PCIe; approximate)",
+            si(h100::L2_BYTES_PER_S, "B/s")
+        ),
+        ms: ms(global / h100::L2_BYTES_PER_S),
+        metric: "lts__t_bytes.sum",
+    });
+    let shared = w * (pass.shared_load_bytes + pass.shared_store_bytes) as f64;
+    let shared_rate = h100::SMS * h100::SHARED_BYTES_PER_CLOCK * clock;
+    ceilings.push(Ceiling {
+        name: SHARED,
+        work: si(shared, "B"),
+        rate: format!(
+            "{} B/clock/SM (CUDA programming guide: 32 banks of 4 B), {}",
+            h100::SHARED_BYTES_PER_CLOCK,
+            si(shared_rate, "B/s")
+        ),
+        ms: ms(shared / shared_rate),
+        metric: "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum (bank conflicts: \
+                 l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum)",
+    });
+    let issued = w * f64::from(pass.instructions);
+    let issue_rate = h100::SMS * h100::ISSUE_PER_CLOCK * clock;
+    ceilings.push(Ceiling {
+        name: ISSUE,
+        work: format!("{} warp instructions", si(issued, "")),
+        rate: format!(
+            "{} per clock per SM (one per scheduler, H100 whitepaper), {}",
+            h100::ISSUE_PER_CLOCK,
+            si(issue_rate, "/s")
+        ),
+        ms: ms(issued / issue_rate),
+        metric: "sm__inst_issued.sum",
+    });
+    Some(Estimate {
+        warp_passes: w,
+        ceilings,
+    })
+}
+
+/// The launch of a plan that does the math, with its hot loop.
+#[derive(Clone, Debug)]
+pub struct HotLoop {
+    pub listing: sass::Listing,
+    pub hot: Loop,
+}
+
+/// Compiles each launch of `plan` for `arch` and returns the one whose hot loop does the
+/// most FLOP per pass (the matrix product rather than a conversion kernel), or `None` if no
+/// launch has a loop.
+pub fn hot_loop_of_plan(
+    tool: &Disassembler,
+    plan: &CudaPlan,
+    arch: &str,
+) -> Result<Option<HotLoop>, SassError> {
+    let flop = |l: &Loop| l.summary.flop_tensor + l.summary.flop_fma;
+    Ok(sass::of_plan(tool, plan, arch)?
+        .into_iter()
+        .filter_map(|listing| {
+            let hot = listing.function.hot_loop()?;
+            Some(HotLoop { listing, hot })
+        })
+        .max_by_key(|h| flop(&h.hot)))
+}
+
+/// One line on a pass of the hot loop: its FLOP and the widths of its memory accesses.
+pub fn describe(s: &Summary) -> String {
+    let mut parts = vec![format!("{} instructions", s.instructions)];
+    let mut count = |n: u32, what: &str| {
+        if n > 0 {
+            parts.push(format!("{n} {what}"));
+        }
+    };
+    count(s.ffma, "FFMA");
+    count(s.hmma, "HMMA");
+    count(s.hgmma, "HGMMA");
+    count(s.ldg - s.ldg128 - s.ldg64, "LDG.32 or narrower");
+    count(s.ldg64, "LDG.64");
+    count(s.ldg128, "LDG.128");
+    count(s.ldgsts, "LDGSTS");
+    count(s.utmaldg, "UTMALDG (TMA)");
+    count(s.stg - s.stg128 - s.stg64, "STG.32 or narrower");
+    count(s.stg64, "STG.64");
+    count(s.stg128, "STG.128");
+    count(s.lds - s.lds128 - s.lds64, "LDS.32 or narrower");
+    count(s.lds64, "LDS.64");
+    count(s.lds128, "LDS.128");
+    count(s.ldsm, "LDSM");
+    count(s.sts - s.sts128 - s.sts64, "STS.32 or narrower");
+    count(s.sts64, "STS.64");
+    count(s.sts128, "STS.128");
+    count(s.ld_generic + s.st_generic, "generic LD/ST");
+    count(s.ldl + s.stl, "local LDL/STL");
+    format!(
+        "{}; per warp: {} FLOP on tensor cores, {} on FMA pipes; global {} B loaded, {} B \
+         stored; shared {} B loaded, {} B stored",
+        parts.join(", "),
+        s.flop_tensor,
+        s.flop_fma,
+        s.global_load_bytes,
+        s.global_store_bytes,
+        s.shared_load_bytes,
+        s.shared_store_bytes
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pass(f: impl FnOnce(&mut Summary)) -> Summary {
+        let mut s = Summary::default();
+        f(&mut s);
+        s
+    }
+
+    #[test]
+    fn the_clock_is_the_data_sheet_fp32_clock() {
+        let ghz = h100::clock_hz() / 1e9;
+        assert!((1.9..2.0).contains(&ghz), "{ghz}");
+    }
+
+    #[test]
+    fn a_loop_without_math_gives_no_estimate() {
+        let s = pass(|s| {
+            s.instructions = 10;
+            s.global_load_bytes = 512;
+        });
+        assert!(estimate(1e9, 1e6, &s).is_none());
+    }
+
+    #[test]
+    fn global_loads_per_fma_bind_at_l2_and_shared_tiles_move_the_bound() {
+        // One FFMA per global load per lane: far below the ridge, the L2 binds.
+        let naive = pass(|s| {
+            s.instructions = 4;
+            s.ffma = 1;
+            s.flop_fma = 64;
+            s.ldg = 2;
+            s.global_load_bytes = 256;
+        });
+        let e = estimate(1e12, 1e7, &naive).unwrap();
+        assert_eq!(e.bound().name, L2);
+        assert_eq!(e.warp_passes, 1e12 / 64.0);
+        // The same FMA fed from shared memory, one global load per 32 of them.
+        let tiled = pass(|s| {
+            s.instructions = 4 * 32;
+            s.ffma = 32;
+            s.flop_fma = 64 * 32;
+            s.lds = 64;
+            s.shared_load_bytes = 64 * 128;
+            s.global_load_bytes = 256;
+            s.shared_store_bytes = 256;
+        });
+        let t = estimate(1e12, 1e7, &tiled).unwrap();
+        assert_eq!(t.bound().name, SHARED);
+        assert!(t.bound().ms < e.bound().ms);
+        assert!(t.ceiling(L2).unwrap().ms < e.ceiling(L2).unwrap().ms / 10.0);
+    }
+
+    #[test]
+    fn tensor_flop_run_at_the_tensor_peak_of_their_type() {
+        let fp16 = pass(|s| {
+            s.instructions = 1;
+            s.hmma = 1;
+            s.flop_tensor = 4096;
+        });
+        let e = estimate(1e12, 1.0, &fp16).unwrap();
+        let t = e.ceiling(TENSOR).unwrap();
+        assert!((t.ms - 1e12 / h100::FP16_FLOPS * 1e3).abs() < 1e-9);
+        assert!(e.ceiling(FP32).is_none());
+        let tf32 = pass(|s| {
+            s.instructions = 1;
+            s.hmma = 1;
+            s.flop_tensor = 4096;
+            s.flop_tf32 = 4096;
+        });
+        let e = estimate(1e12, 1.0, &tf32).unwrap();
+        assert!((e.ceiling(TENSOR).unwrap().ms - 1e12 / h100::TF32_FLOPS * 1e3).abs() < 1e-9);
+    }
+
+    #[test]
+    fn fma_work_beside_tensor_work_is_extra() {
+        let s = pass(|s| {
+            s.instructions = 2;
+            s.flop_tensor = 4096;
+            s.flop_fma = 64;
+        });
+        let e = estimate(4096.0 * 1e6, 1.0, &s).unwrap();
+        assert_eq!(e.warp_passes, 1e6, "passes scale by the tensor FLOP");
+        let f = e.ceiling(FP32).unwrap();
+        assert!((f.ms - 64e6 / h100::FP32_FLOPS * 1e3).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_part_empty_last_wave_costs_per_sm_ceilings_only() {
+        let math = pass(|s| {
+            s.instructions = 1;
+            s.flop_tensor = 4096;
+        });
+        let e = estimate(1e12, 1.0, &math).unwrap();
+        assert_eq!(e.bound().name, TENSOR);
+        assert_eq!(e.with_waves(4.0), e.bound().ms, "whole waves");
+        assert!((e.with_waves(2.5) - e.bound().ms * 3.0 / 2.5).abs() < 1e-12);
+        assert!(
+            (e.with_waves(0.5) - e.bound().ms * 2.0).abs() < 1e-12,
+            "half the SMs idle"
+        );
+        let l2 = pass(|s| {
+            s.instructions = 1;
+            s.flop_fma = 64;
+            s.global_load_bytes = 4096;
+        });
+        let e = estimate(1e12, 1.0, &l2).unwrap();
+        assert_eq!(e.bound().name, L2);
+        assert_eq!(e.with_waves(2.5), e.bound().ms);
+    }
+
+    #[test]
+    fn the_description_names_widths() {
+        let s = pass(|s| {
+            s.instructions = 3;
+            s.ldg = 2;
+            s.ldg128 = 1;
+            s.lds = 1;
+            s.lds64 = 1;
+        });
+        let d = describe(&s);
+        assert!(d.contains("1 LDG.32 or narrower, 1 LDG.128"), "{d}");
+        assert!(d.contains("1 LDS.64"), "{d}");
+        assert!(!d.contains("STS"), "{d}");
+    }
+}
