@@ -25,8 +25,12 @@ pub struct LaunchResources {
     pub blocks: u64,
     /// Blocks / (SMs x resident blocks per SM) on the device that ran it: below 1 some SMs
     /// idle; just above a whole number, the last wave runs mostly empty. `None` off a GPU.
+    /// Of a persistent launch, tiles rather than blocks.
     #[serde(default)]
     pub waves: Option<f64>,
+    /// The tiles a persistent launch's blocks share out (`CudaPlan::persistent`).
+    #[serde(default)]
+    pub tiles: Option<u64>,
 }
 
 impl LaunchResources {
@@ -84,6 +88,11 @@ pub fn of_plan(
                 ),
             })?;
         let smem = r.static_smem + l.dynamic_smem;
+        let tiles = plan
+            .persistent
+            .iter()
+            .find(|(entry, _)| *entry == l.entry)
+            .map(|&(_, t)| t);
         let occ =
             limits.map(|lim| occupancy::occupancy(&lim, l.threads_per_block(), r.registers, smem));
         out.push(LaunchResources {
@@ -101,10 +110,11 @@ pub fn of_plan(
             blocks: l.blocks(),
             waves: match (sms, occ) {
                 (Some(sms), Some(o)) if sms > 0 && o.blocks_per_sm > 0 => {
-                    Some(l.blocks() as f64 / f64::from(sms * o.blocks_per_sm))
+                    Some(tiles.unwrap_or(l.blocks()) as f64 / f64::from(sms * o.blocks_per_sm))
                 }
                 _ => None,
             },
+            tiles,
         });
     }
     Ok(out)

@@ -116,23 +116,34 @@ fn every_kernel_compiles_for_sm80_and_sm90_without_spills() {
 /// The stack frame of `mbar_wait`'s timeout report: printf's buffer of its eight arguments.
 const MBAR_REPORT_STACK: u32 = 48;
 
-/// Rung 18 (wgmma + TMA) compiles for sm_90a, asked as sm_90 or sm_90a: one block of 384
-/// threads per SM, no spill, registers within the 168 its launch bounds allow. On sm_80 there
+/// The Hopper rungs (18, 21, 22) compile for sm_90a, asked as sm_90 or sm_90a: one block of 384
+/// threads per SM, no spill, registers within the 168 their launch bounds allow. On sm_80 there
 /// is no code to make: declined with the reason, not a compile error.
 #[test]
-fn the_hopper_rung_compiles_for_sm90a_alone() {
+fn the_hopper_rungs_compile_for_sm90a_alone() {
     if nvrtc::version().is_err() {
         panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
     }
-    let plan = kernel::Kernel::cuda(&tensorcore::GemmWgmmaTma, &Shape::square_gemm(4096)).unwrap();
+    let rungs: [(&dyn kernel::Kernel, &str); 3] = [
+        (&tensorcore::GemmWgmmaTma, "gemm_wgmma_tma"),
+        (&tensorcore::GemmWgmmaN256, "gemm_wgmma_n256"),
+        (
+            &tensorcore::GemmWgmmaPersistent::default(),
+            "gemm_wgmma_persistent",
+        ),
+    ];
+    for (rung, entry) in rungs {
+        hopper_rung_compiles_for_sm90a_alone(rung, entry);
+    }
+}
+
+fn hopper_rung_compiles_for_sm90a_alone(rung: &dyn kernel::Kernel, entry: &str) {
+    let plan = rung.cuda(&Shape::square_gemm(4096)).unwrap();
     for arch in ["sm_90", "sm_90a"] {
         let r = resources::of_plan(&plan, arch, None).unwrap();
         assert_eq!(r.len(), 1);
         let r = &r[0];
-        assert_eq!(
-            (r.entry.as_str(), r.arch.as_str()),
-            ("gemm_wgmma_tma", "sm_90a")
-        );
+        assert_eq!((r.entry.as_str(), r.arch.as_str()), (entry, "sm_90a"));
         assert_eq!((r.spill_stores, r.spill_loads), (0, 0), "{r:?}");
         // The only stack is printf's argument buffer in `mbar_wait`'s timeout report
         // (lab/hopper.h), written only on the way to its trap.
@@ -147,6 +158,23 @@ fn the_hopper_rung_compiles_for_sm90a_alone() {
             && e.to_string().contains("compiled for sm_90a only"),
         "{e}"
     );
+}
+
+/// A persistent launch counts its waves in tiles: 4096^2 in 128x256 tiles is 512 tiles for the
+/// 132 blocks of one wave, 3.88 waves as 512 blocks would be.
+#[test]
+fn a_persistent_launch_counts_waves_in_tiles() {
+    let plan = kernel::Kernel::cuda(
+        &tensorcore::GemmWgmmaPersistent::default(),
+        &Shape::square_gemm(4096),
+    )
+    .unwrap();
+    let r = &resources::of_plan(&plan, "sm_90", Some(132)).unwrap()[0];
+    assert_eq!((r.blocks, r.tiles), (132, Some(512)));
+    assert!((r.waves.unwrap() - 512.0 / 132.0).abs() < 1e-9, "{r:?}");
+    let wide = kernel::Kernel::cuda(&tensorcore::GemmWgmmaN256, &Shape::square_gemm(4096)).unwrap();
+    let w = &resources::of_plan(&wide, "sm_90", Some(132)).unwrap()[0];
+    assert_eq!((w.blocks, w.tiles, w.waves), (512, None, r.waves));
 }
 
 #[test]

@@ -412,6 +412,10 @@ pub struct CudaPlan {
     /// chunk on several streams, inside the timed span. `None`: inputs are on the device
     /// before timing starts and the steps run on one stream.
     pub pipeline: Option<crate::pipeline::Pipeline>,
+    /// Launches whose blocks each walk several tiles (a persistent schedule): the entry and
+    /// its tiles. Their waves count tiles, not blocks: 512 tiles over 132 blocks leave the
+    /// same part-empty last round as 512 blocks.
+    pub persistent: Vec<(Text, u64)>,
 }
 
 impl CudaPlan {

@@ -234,7 +234,10 @@ impl Kernel for GemmWgmmaPersistent {
         let (tn, tm) = PERSISTENT.tiles(m, n);
         let grid = (tn * tm).min(self.sms);
         let src = cuda_source!("tensorcore", "22_wgmma_persistent.cu");
-        Some(PERSISTENT.plan(shape, src, "gemm_wgmma_persistent", [grid, 1, 1]))
+        let mut plan = PERSISTENT.plan(shape, src, "gemm_wgmma_persistent", [grid, 1, 1]);
+        let entry = "gemm_wgmma_persistent".to_string().into();
+        plan.persistent = vec![(entry, u64::from(tn * tm))];
+        Some(plan)
     }
 
     fn cpu(&self) -> Option<CpuPort> {

@@ -392,7 +392,9 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
     let launch = resources::of_plan(plan, arch, Some(sol::h100::SMS as u32))
         .ok()
         .and_then(|list| list.into_iter().find(|r| r.entry == l.entry));
-    let waves = launch.as_ref().and_then(|r| Some((r.blocks, r.waves?)));
+    let waves = launch
+        .as_ref()
+        .and_then(|r| Some((r.blocks, r.tiles, r.waves?)));
     let occupancy = launch.and_then(|r| Some((r.occupancy?, r.occupancy_limiter?)));
     let occupancy = match occupancy {
         Some((o, limiter)) => {
@@ -412,7 +414,7 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
         None => String::new(),
     };
     let (t, tail) = match waves {
-        Some((blocks, w)) => {
+        Some((blocks, tiles, w)) => {
             let t = estimate.with_waves(w);
             let idle = if t > bound.ms {
                 format!(
@@ -422,11 +424,14 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
             } else {
                 String::new()
             };
+            let what = match tiles {
+                Some(tiles) => format!("{tiles} tiles shared out by {blocks} persistent blocks"),
+                None => format!("{blocks} blocks"),
+            };
             (
                 t,
                 format!(
-                    " {blocks} blocks of {} make {w:.2} waves over the {} SMs at this \
-                     occupancy{idle}.",
+                    " {what} of {} make {w:.2} waves over the {} SMs at this occupancy{idle}.",
                     l.entry,
                     sol::h100::SMS
                 ),

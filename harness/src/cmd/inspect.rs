@@ -238,6 +238,7 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
                 occupancy_limiter: occ.map(|o| o.limiter.to_string()),
                 blocks: 0,
                 waves: None,
+                tiles: None,
             };
             println!("{:<width$} {:<7} {}", k.name, row.arch, row.columns());
         }

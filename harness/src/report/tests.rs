@@ -76,6 +76,7 @@ fn row(
                 occupancy_limiter: Some("registers".into()),
                 blocks: 1024,
                 waves: Some(1024.0 / (132.0 * 6.0)),
+                tiles: None,
             }]
         } else {
             Vec::new()

@@ -585,7 +585,7 @@ impl Kernel for UserKernel {
                 dynamic_smem,
                 args: self.list.args(shape, &self.buffers).unwrap_or_default(),
             })],
-            pipeline: None,
+            ..Default::default()
         })
     }
 
