@@ -1,0 +1,170 @@
+//! Measured figures in the walkthroughs (the crate READMEs, the top README, the pages under
+//! `docs/`). Each sits between two markers that name what it shows and the published run it
+//! comes from:
+//!
+//! ```text
+//! <!-- figure: gemm 512x512x512 gemm-naive,gemm-tiled from results/cpu-amd-epyc-2-threads -->
+//! ...generated...
+//! <!-- /figure -->
+//! ```
+//!
+//! The name is a workload, one of its shape labels in that run, and optionally the kernel ids
+//! to show (all rows otherwise). The block is the run's own Markdown table rows (the report
+//! model renders them, nothing is recomputed here) under a line naming the device, the date and
+//! the commit. `harness docs --figures` rewrites every block; a test regenerates them and fails
+//! on any that differs, so a figure can never drift from its run.
+
+use crate::report::{Report, table};
+use crate::results::RunResults;
+use anyhow::{Context, Result, anyhow, bail};
+use kernel::Workload;
+use std::path::{Path, PathBuf};
+
+/// The opening marker's prefix and the closing marker.
+pub const OPEN: &str = "<!-- figure: ";
+pub const CLOSE: &str = "<!-- /figure -->";
+
+/// One figure block of a file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    /// What it shows: `WORKLOAD SHAPE [KERNEL,KERNEL...]`.
+    pub name: String,
+    /// The run folder, relative to the repository root (`results/<folder>`).
+    pub run: String,
+    /// 1-based line of the opening marker.
+    pub line: usize,
+    /// Byte range of the generated text between the two markers.
+    pub body: std::ops::Range<usize>,
+}
+
+/// The figure blocks of `text`, in order; an opening marker without its closing one, or with
+/// no `from`, is an error naming its line.
+pub fn blocks(text: &str) -> Result<Vec<Block>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while let Some(i) = text[at..].find(OPEN) {
+        let start = at + i;
+        let line = text[..start].lines().count() + 1;
+        let head_end = text[start..]
+            .find("-->")
+            .map(|j| start + j)
+            .ok_or_else(|| anyhow!("line {line}: figure marker not closed by `-->`"))?;
+        let head = text[start + OPEN.len()..head_end].trim();
+        let (name, run) = head.rsplit_once(" from ").ok_or_else(|| {
+            anyhow!("line {line}: figure `{head}` names no run (`from results/...`)")
+        })?;
+        let body_start = head_end + "-->".len();
+        let close = text[body_start..]
+            .find(CLOSE)
+            .map(|j| body_start + j)
+            .ok_or_else(|| anyhow!("line {line}: figure `{name}` has no closing `{CLOSE}`"))?;
+        out.push(Block {
+            name: name.trim().to_string(),
+            run: run.trim().to_string(),
+            line,
+            body: body_start..close,
+        });
+        at = close + CLOSE.len();
+    }
+    Ok(out)
+}
+
+/// The text between the markers of figure `name` drawn from `run`, new lines around it.
+pub fn render(name: &str, run: &RunResults, folder: &str) -> Result<String> {
+    let mut words = name.split_whitespace();
+    let (Some(w), Some(label)) = (words.next(), words.next()) else {
+        bail!("figure `{name}`: expected `WORKLOAD SHAPE [KERNEL,...]`");
+    };
+    let kernels: Vec<&str> = words.next().map_or(Vec::new(), |k| k.split(',').collect());
+    if words.next().is_some() {
+        bail!("figure `{name}`: expected `WORKLOAD SHAPE [KERNEL,...]`");
+    }
+    let workload = Workload::parse(w).ok_or_else(|| anyhow!("figure `{name}`: no workload {w}"))?;
+    let report = Report::new(run);
+    let shape = report
+        .workloads
+        .iter()
+        .filter(|x| x.workload == workload)
+        .flat_map(|x| &x.shapes)
+        .find(|s| s.label == label)
+        .ok_or_else(|| anyhow!("figure `{name}`: {folder} has no {w} shape {label}"))?;
+    let rows =
+        if kernels.is_empty() {
+            shape.rows.iter().collect()
+        } else {
+            kernels
+                .iter()
+                .map(|k| {
+                    shape.rows.iter().find(|r| r.row.id == *k).ok_or_else(|| {
+                        anyhow!("figure `{name}`: {folder} has no row {k} at {label}")
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?
+        };
+    let dev = &run.device;
+    let what = if report.cpu_ports() {
+        "the CPU ports of the rungs (Rust that mirrors each rung's idea), not the CUDA code, on"
+    } else {
+        "the kernels on"
+    };
+    Ok(format!(
+        "\n{workload} {label}: {what} `{}`, measured {}, commit `{}` (generated from \
+         `{folder}` by `harness docs --figures`).\n\n{}",
+        dev.name,
+        run.date,
+        run.commit,
+        table::markdown_rows(&table::columns(&report, false), rows)
+    ))
+}
+
+/// `text` with every figure block regenerated from the run it names under `root`.
+pub fn rewrite(text: &str, root: &Path) -> Result<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for b in blocks(text)? {
+        let run = RunResults::load(&root.join(&b.run))
+            .with_context(|| format!("line {}: figure `{}`", b.line, b.name))?;
+        out.push_str(&text[at..b.body.start]);
+        out.push_str(&render(&b.name, &run, &b.run).with_context(|| format!("line {}", b.line))?);
+        at = b.body.end;
+    }
+    out.push_str(&text[at..]);
+    Ok(out)
+}
+
+/// The walkthroughs that may hold figures: the top README, each crate's README and the
+/// Markdown pages under `docs/`, relative to `root`, sorted.
+pub fn walkthroughs(root: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = vec![root.join("README.md")];
+    let entries =
+        std::fs::read_dir(root).with_context(|| format!("cannot read {}", root.display()))?;
+    for e in entries {
+        let e = e?;
+        // Hidden folders (tools' caches) and build output hold no walkthroughs.
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name == "target" {
+            continue;
+        }
+        let readme = e.path().join("README.md");
+        if readme.is_file() {
+            files.push(readme);
+        }
+    }
+    let mut dirs = vec![root.join("docs")];
+    while let Some(d) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let p = e?.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}
