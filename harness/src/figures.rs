@@ -17,7 +17,7 @@
 use crate::report::{Report, table};
 use crate::results::RunResults;
 use anyhow::{Context, Result, anyhow, bail};
-use kernel::Workload;
+use kernel::{DeviceKind, Workload};
 use std::path::{Path, PathBuf};
 
 /// The opening marker's prefix and the closing marker.
@@ -102,10 +102,14 @@ pub fn render(name: &str, run: &RunResults, folder: &str) -> Result<String> {
                 .collect::<Result<Vec<_>>>()?
         };
     let dev = &run.device;
-    let what = if report.cpu_ports() {
-        "the CPU ports of the rungs (Rust that mirrors each rung's idea), not the CUDA code, on"
-    } else {
-        "the kernels on"
+    let what = match report.kind {
+        DeviceKind::Cpu => {
+            "the CPU ports of the rungs (Rust that mirrors each rung's idea), not the CUDA code, on"
+        }
+        DeviceKind::Sim => {
+            "the CUDA sources executed for correctness and counted traffic, never a speed, by the"
+        }
+        DeviceKind::Cuda => "the kernels on",
     };
     Ok(format!(
         "\n{workload} {label}: {what} `{}`, measured {}, commit `{}` (generated from \

@@ -1,11 +1,11 @@
-//! The claims of the GEMM rungs' header comments that the SASS can decide, one test each,
+//! The claims of the rungs' header comments that the SASS can decide, one test each,
 //! against `harness::sass::Summary` of the NVRTC CUBIN for sm_90 (and the listing where the
 //! summary has no column for the instruction). Each rung is compiled and disassembled once
 //! per test binary. Needs NVRTC and nvdisasm (tools/install-cuda-tools.sh), not a GPU; without
 //! them these tests fail, they never pass without having disassembled anything.
 
 use harness::sass::{self, Function, Summary};
-use kernel::Shape;
+use kernel::{Shape, Workload};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -27,9 +27,21 @@ fn sass_of(id: &str) -> Entries {
         .iter()
         .find(|k| k.info().id == id)
         .unwrap_or_else(|| panic!("no kernel {id} in the registry"));
-    // The shape `harness inspect` compiles GEMM rungs at.
+    // The shapes `harness inspect` compiles rungs at (attention at D = 64, where the headers
+    // count).
+    let shape = match k.info().workload {
+        Workload::Gemm => Shape::square_gemm(4096),
+        Workload::Attention => Shape::Attention {
+            b: 4,
+            h: 16,
+            s: 1024,
+            d: 64,
+            causal: false,
+        },
+        w => panic!("no shape for {w} here"),
+    };
     let plan = k
-        .cuda(&Shape::square_gemm(4096))
+        .cuda(&shape)
         .unwrap_or_else(|| panic!("{id} has no CUDA plan"));
     let listings = sass::of_plan(&tool, &plan, "sm_90").unwrap_or_else(|e| panic!("{id}: {e}"));
     let map: HashMap<String, Function> = listings
@@ -76,6 +88,58 @@ fn instructions(f: &Function) -> Vec<String> {
             }
         })
         .collect()
+}
+
+/// The instructions of the innermost loop holding every instruction whose opcode starts with
+/// `op`: from the label a backward branch jumps to, to that branch.
+fn loop_around(f: &Function, op: &str) -> Vec<String> {
+    // Labels and instructions in order; labels as `.L_x_N`.
+    let items: Vec<String> = f
+        .sass
+        .lines()
+        .filter_map(|l| {
+            let t = l.trim();
+            match t.split_once("*/") {
+                Some((_, i)) => {
+                    let i = i.trim();
+                    (!i.starts_with("@!PT")).then(|| {
+                        i.strip_prefix('@')
+                            .and_then(|r| r.split_once(' ').map(|x| x.1))
+                            .unwrap_or(i)
+                            .to_string()
+                    })
+                }
+                None => t.strip_suffix(':').map(str::to_string),
+            }
+        })
+        .collect();
+    let hits: Vec<usize> = (0..items.len())
+        .filter(|&i| items[i].starts_with(op))
+        .collect();
+    assert!(!hits.is_empty(), "no {op} in {}", f.name);
+    let (first, last) = (hits[0], hits[hits.len() - 1]);
+    let label_at = |name: &str| items.iter().position(|x| x == name);
+    let (start, end) = (0..items.len())
+        .filter(|&j| opcode(&items[j]) == "BRA" && j >= last)
+        .filter_map(|j| {
+            let target = items[j].split(['(', ')']).nth(1)?;
+            let t = label_at(target)?;
+            (t <= first).then_some((t, j))
+        })
+        .min_by_key(|(t, j)| j - t)
+        .unwrap_or_else(|| panic!("no loop around the {op} of {}", f.name));
+    items[start..=end]
+        .iter()
+        .filter(|x| !x.starts_with(".L"))
+        .cloned()
+        .collect()
+}
+
+fn count_in(instructions: &[String], prefix: &str) -> usize {
+    instructions
+        .iter()
+        .filter(|i| opcode(i).starts_with(prefix))
+        .count()
 }
 
 fn opcode(i: &str) -> &str {
@@ -264,4 +328,59 @@ fn rung_20_each_threadfence_is_membar_sc_gpu_then_cctl_ivall() {
             .find(|o| o.starts_with("CCTL") || o.starts_with("MEMBAR") || o.starts_with("LD"));
         assert_eq!(next, Some("CCTL.IVALL"), "after the fence at {m}");
     }
+}
+
+#[test]
+fn rung_09_tile_loop_drops_07s_range_tests_and_folds_the_scale_into_one_ffma_per_score() {
+    let (a, b) = (
+        function("attn-flash2-mma-fp16", "attn_flash2_mma_fp16"),
+        function("attn-flash2-br128-fp16", "attn_flash2_br128_fp16"),
+    );
+    let (la, lb) = (loop_around(&a, "MUFU.EX2"), loop_around(&b, "MUFU.EX2"));
+    // 07: 164 FMUL, 64 FADD and 34 range tests (FSETP.GEU against -126) around 34 MUFU.EX2.
+    assert_eq!(
+        (
+            count_in(&la, "MUFU.EX2"),
+            count_in(&la, "FMUL"),
+            count_in(&la, "FADD"),
+            count_in(&la, "FSETP.GEU")
+        ),
+        (34, 164, 64, 34)
+    );
+    // 09: 34 FMUL, 30 FADD, 36 FFMA and no range test.
+    assert_eq!(
+        (
+            count_in(&lb, "MUFU.EX2"),
+            count_in(&lb, "FMUL"),
+            count_in(&lb, "FADD"),
+            count_in(&lb, "FFMA"),
+            count_in(&lb, "FSETP.GEU")
+        ),
+        (34, 34, 30, 36, 0)
+    );
+    // Its only FSETP compare row maxima with -inf, as 2 of 07's do.
+    let not_against_inf = |l: &[String]| {
+        l.iter()
+            .filter(|i| opcode(i).starts_with("FSETP"))
+            .filter(|i| !i.contains("-INF"))
+            .count()
+    };
+    assert_eq!(not_against_inf(&lb), 0);
+    assert_eq!(
+        (count_in(&lb, "FSETP"), count_in(&la, "FSETP") - 34),
+        (4, 2)
+    );
+}
+
+#[test]
+fn rung_09_issues_one_barrier_per_tile_where_07_issues_two() {
+    let (a, b) = (
+        function("attn-flash2-mma-fp16", "attn_flash2_mma_fp16"),
+        function("attn-flash2-br128-fp16", "attn_flash2_br128_fp16"),
+    );
+    let (la, lb) = (loop_around(&a, "MUFU.EX2"), loop_around(&b, "MUFU.EX2"));
+    assert_eq!(
+        (count_in(&la, "BAR.SYNC"), count_in(&lb, "BAR.SYNC")),
+        (2, 1)
+    );
 }
