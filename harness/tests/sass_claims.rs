@@ -38,7 +38,21 @@ fn sass_of(id: &str) -> Entries {
             d: 64,
             causal: false,
         },
-        w => panic!("no shape for {w} here"),
+        // The second layer, the one `harness inspect` compiles.
+        Workload::Conv => Shape::Conv {
+            b: 1000,
+            c: 4,
+            m: 16,
+            h: 40,
+            w: 40,
+            k: 7,
+        },
+        Workload::Linear => Shape::Linear {
+            m: 8192,
+            n: 4096,
+            k: 4096,
+            act: kernel::Activation::Gelu,
+        },
     };
     let plan = k
         .cuda(&shape)
@@ -383,4 +397,91 @@ fn rung_09_issues_one_barrier_per_tile_where_07_issues_two() {
         (count_in(&la, "BAR.SYNC"), count_in(&lb, "BAR.SYNC")),
         (2, 1)
     );
+}
+
+#[test]
+fn conv_rung_04_decodes_its_taps_without_integer_divisions_in_the_inner_loop() {
+    // A division by a runtime value is an I2F.U32.RP / MUFU.RCP sequence; by a define, a
+    // multiply-high.
+    let (a, b) = (
+        function("conv-fused", "conv_fused"),
+        function("conv-restrict-unroll", "conv_restrict_unroll"),
+    );
+    let (la, lb) = (loop_around(&a, "FFMA"), loop_around(&b, "FFMA"));
+    assert!(
+        count_in(&la, "MUFU.RCP") > 0,
+        "rung 03 divides in its tap loop"
+    );
+    assert_eq!(count_in(&lb, "MUFU.RCP") + count_in(&lb, "I2F.U32.RP"), 0);
+}
+
+#[test]
+fn conv_rung_04_reads_weights_from_constant_memory_without_shared_memory_or_barriers() {
+    let (a, b) = (
+        function("conv-fused", "conv_fused"),
+        function("conv-restrict-unroll", "conv_restrict_unroll"),
+    );
+    // Rung 03 stages the filter in shared memory behind two barriers per input channel.
+    assert!(a.summary.sts > 0 && a.summary.lds > 0, "{:?}", a.summary);
+    assert_eq!(count_opcode(&a, "BAR.SYNC.DEFER_BLOCKING"), 2);
+    assert_eq!((b.summary.lds, b.summary.sts), (0, 0), "{:?}", b.summary);
+    assert_eq!(count_in(&instructions(&b), "BAR"), 0);
+}
+
+#[test]
+fn conv_rung_04_global_loads_all_take_the_read_only_path() {
+    let (a, b) = (summary("conv-fused"), summary("conv-restrict-unroll"));
+    assert_eq!(a.ldg_constant, 0, "rung 03 has no __restrict__");
+    assert!(b.ldg > 0);
+    assert_eq!(b.ldg_constant, b.ldg, "{b:?}");
+}
+
+#[test]
+fn conv_rung_05_decodes_its_taps_by_constants() {
+    let f = function("conv-wmma-tf32", "conv_wmma_tf32");
+    let l = loop_around(&f, "HMMA");
+    assert_eq!(count_in(&l, "MUFU.RCP") + count_in(&l, "I2F.U32.RP"), 0);
+}
+
+#[test]
+fn attention_rung_07_keeps_scores_p_and_the_output_in_registers() {
+    let (a, b) = (
+        summary("attn-flash2-wmma-fp16"),
+        summary("attn-flash2-mma-fp16"),
+    );
+    // Rung 05 goes through shared memory for the softmax; 07 reads shared memory only by
+    // ldmatrix (Q, K and V, which cp.async put there) and never stores to it.
+    assert!(a.sts > 0 && a.lds > 0, "{a:?}");
+    assert_eq!((b.lds, b.sts), (0, 0), "{b:?}");
+    assert!(b.ldsm > 0 && b.ldgsts > 0, "{b:?}");
+}
+
+#[test]
+fn attention_rung_07_reduces_a_row_over_the_4_lanes_of_a_quad() {
+    let f = function("attn-flash2-mma-fp16", "attn_flash2_mma_fp16");
+    let shuffles: Vec<String> = instructions(&f)
+        .into_iter()
+        .filter(|i| opcode(i).starts_with("SHFL"))
+        .collect();
+    assert!(!shuffles.is_empty());
+    for i in &shuffles {
+        // `SHFL.BFLY PT, Rd, Rs, LANEMASK, 0x1f`: xor 1 or 2 only.
+        let mask = i.split(',').nth(3).map(str::trim);
+        assert!(
+            opcode(i) == "SHFL.BFLY" && matches!(mask, Some("0x1" | "0x2")),
+            "{i}"
+        );
+    }
+}
+
+#[test]
+fn linear_rung_03_main_loop_is_rung_02s_gemm_unchanged() {
+    let (a, b) = (
+        function("linear-unfused", "linear_gemm_xwt"),
+        function("linear-fused", "linear_fused"),
+    );
+    let (la, lb) = (loop_around(&a, "LDS"), loop_around(&b, "LDS"));
+    let mix = |l: &[String]| ["FFMA", "LDS", "LDG", "STS", "BAR"].map(|op| count_in(l, op));
+    assert_eq!(mix(&la), mix(&lb));
+    assert!(mix(&la)[0] > 0);
 }
