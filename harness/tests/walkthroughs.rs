@@ -37,9 +37,7 @@ fn every_figure_is_what_its_run_gives_now() {
             harness::figures::blocks(&text).unwrap_or_else(|e| panic!("{}: {e:#}", shown(&file)));
         for b in blocks {
             seen += 1;
-            let run = harness::results::RunResults::load(&root().join(&b.run))
-                .unwrap_or_else(|e| panic!("{}: figure `{}`: {e:#}", shown(&file), b.name));
-            let now = harness::figures::render(&b.name, &run, &b.run)
+            let now = harness::figures::generate(&b, &root())
                 .unwrap_or_else(|e| panic!("{}: {e:#}", shown(&file)));
             if text[b.body.clone()] != now {
                 stale.push(format!(
