@@ -40,13 +40,18 @@ pub struct Block {
     pub body: std::ops::Range<usize>,
 }
 
-/// The figure blocks of `text`, in order; an opening marker without its closing one, or with
-/// no `from`, is an error naming its line.
+/// The figure blocks of `text`, in order: each marker on a line of its own. An opening marker
+/// without its closing one, or with no `from`, is an error naming its line.
 pub fn blocks(text: &str) -> Result<Vec<Block>> {
     let mut out = Vec::new();
     let mut at = 0;
-    while let Some(i) = text[at..].find(OPEN) {
-        let start = at + i;
+    // A marker opens a line: one quoted in prose (`<!-- figure: ... -->`) is not a figure.
+    while let Some(i) = text[at..]
+        .match_indices(OPEN)
+        .map(|(i, _)| at + i)
+        .find(|&i| i == 0 || text.as_bytes()[i - 1] == b'\n')
+    {
+        let start = i;
         let line = text[..start].lines().count() + 1;
         let head_end = text[start..]
             .find("-->")
@@ -58,8 +63,9 @@ pub fn blocks(text: &str) -> Result<Vec<Block>> {
         })?;
         let body_start = head_end + "-->".len();
         let close = text[body_start..]
-            .find(CLOSE)
-            .map(|j| body_start + j)
+            .match_indices(CLOSE)
+            .map(|(j, _)| body_start + j)
+            .find(|&j| text.as_bytes()[j - 1] == b'\n')
             .ok_or_else(|| anyhow!("line {line}: figure `{name}` has no closing `{CLOSE}`"))?;
         out.push(Block {
             name: name.trim().to_string(),
