@@ -100,6 +100,12 @@ fn a_figure_naming_a_row_its_run_lacks_is_an_error() {
         harness::figures::OPEN
     );
     assert!(harness::figures::blocks(&unclosed).is_err());
+    // Quoted in prose, not on a line of its own: not a figure.
+    let prose = format!(
+        "markers such as `{}NAME from results/FOLDER -->`\n",
+        harness::figures::OPEN
+    );
+    assert!(harness::figures::blocks(&prose).unwrap().is_empty());
 }
 
 /// Convention: a rung's walkthrough section is a heading in its stage crate's README, right
