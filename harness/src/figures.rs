@@ -10,7 +10,8 @@
 //!
 //! The name is a workload, one of its shape labels in that run, and optionally the kernel ids
 //! to show (all rows otherwise). Figures derived from the code come `from code`: `sass ID,ID`
-//! is the SASS instruction counts of those rungs. The block is the run's own Markdown table rows (the report
+//! is the SASS instruction counts of those rungs, `resources ID,ID` their registers, shared
+//! memory and occupancy. The block is the run's own Markdown table rows (the report
 //! model renders them, nothing is recomputed here) under a line naming the device, the date and
 //! the commit. `harness docs --figures` rewrites every block; a test regenerates them and fails
 //! on any that differs, so a figure can never drift from its run.
@@ -134,7 +135,7 @@ pub fn render(name: &str, run: &RunResults, folder: &str) -> Result<String> {
 pub fn generate(b: &Block, root: &Path) -> Result<String> {
     let what = || format!("line {}: figure `{}`", b.line, b.name);
     if b.run == FROM_CODE {
-        return sass_counts(&b.name).with_context(what);
+        return from_code(&b.name).with_context(what);
     }
     let run = RunResults::load(&root.join(&b.run)).with_context(what)?;
     render(&b.name, &run, &b.run).with_context(what)
@@ -153,60 +154,118 @@ pub fn rewrite(text: &str, root: &Path) -> Result<String> {
     Ok(out)
 }
 
-/// The source of static figures: `<!-- figure: sass ID,ID from code -->`.
+/// The source of static figures: `<!-- figure: sass ID,ID from code -->`,
+/// `<!-- figure: resources ID,ID from code -->`.
 pub const FROM_CODE: &str = "code";
 
 /// The architecture static SASS figures are compiled for: the H100's.
 const SASS_ARCH: &str = "sm_90";
+/// Those of the resource figures: the A100's and the H100's.
+const RESOURCE_ARCHS: [&str; 2] = ["sm_80", "sm_90"];
 
-/// `sass ID[,ID...]`: the whole-function SASS counts of each rung's kernels (`sass::Summary`,
-/// the columns of `harness inspect --sass`), compiled at the shape `harness inspect` uses.
-fn sass_counts(name: &str) -> Result<String> {
-    let ids = match name.split_whitespace().collect::<Vec<_>>()[..] {
-        ["sass", ids] => ids,
-        _ => bail!("a figure from code is `sass ID[,ID...]`"),
+/// A static figure: `sass ID[,ID...]`, the whole-function SASS counts of each rung's kernels
+/// on sm_90 (`sass::Summary`, the columns of `harness inspect --sass`), or `resources
+/// ID[,ID...]`, registers, shared memory, spills and occupancy on sm_80 and sm_90 (the
+/// ptxas report of `harness inspect`); both compiled at the shape `harness inspect` uses.
+fn from_code(name: &str) -> Result<String> {
+    let (kind, ids) = match name.split_whitespace().collect::<Vec<_>>()[..] {
+        [kind @ ("sass" | "resources"), ids] => (kind, ids),
+        _ => bail!("a figure from code is `sass ID[,ID...]` or `resources ID[,ID...]`"),
     };
-    let tool = sass::Disassembler::find()?;
     let all = registry::all();
+    let plans = ids
+        .split(',')
+        .map(|id| {
+            let k = all
+                .iter()
+                .find(|k| k.info().id == id)
+                .ok_or_else(|| anyhow!("no kernel {id} (see `harness list`)"))?;
+            let (_, shape) = crate::cmd::inspect::inspect_shapes(k.info().workload)
+                .into_iter()
+                .next()
+                .ok_or_else(|| anyhow!("no inspect shape for {id}"))?;
+            let plan = k
+                .cuda(&shape)
+                .ok_or_else(|| anyhow!("{id} has no CUDA source"))?;
+            Ok((id, plan))
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut head = vec!["kernel".to_string(), "entry".to_string()];
-    head.extend(sass::Summary::header().split_whitespace().map(String::from));
+    let mut rows = Vec::new();
+    let caption = if kind == "sass" {
+        let tool = sass::Disassembler::find()?;
+        head.extend(sass::Summary::header().split_whitespace().map(String::from));
+        for (id, plan) in &plans {
+            for l in sass::of_plan(&tool, plan, SASS_ARCH)? {
+                let mut cells = vec![format!("`{id}`"), format!("`{}`", l.entry)];
+                cells.extend(
+                    l.function
+                        .summary
+                        .row()
+                        .split_whitespace()
+                        .map(String::from),
+                );
+                rows.push(cells);
+            }
+        }
+        format!(
+            "Whole-function SASS counts on {SASS_ARCH} from NVRTC and nvdisasm (`harness inspect \
+             --sass`; LDG.RO: read-only loads, LDGSTS: cp.async, LD/ST: generic, LDL/STL: local \
+             memory)"
+        )
+    } else {
+        head.extend(
+            [
+                "arch",
+                "threads",
+                "regs",
+                "smem B",
+                "spill st/ld",
+                "occupancy",
+            ]
+            .map(String::from),
+        );
+        for (id, plan) in &plans {
+            for arch in RESOURCE_ARCHS {
+                for r in crate::resources::of_plan(plan, arch, None)? {
+                    rows.push(vec![
+                        format!("`{id}`"),
+                        format!("`{}`", r.entry),
+                        r.arch.clone(),
+                        r.threads_per_block.to_string(),
+                        r.registers.to_string(),
+                        r.smem_bytes.to_string(),
+                        format!("{}/{}", r.spill_stores, r.spill_loads),
+                        r.occupancy.map_or("?".into(), |o| {
+                            format!(
+                                "{:.0}% ({})",
+                                o * 100.0,
+                                r.occupancy_limiter.as_deref().unwrap_or("?")
+                            )
+                        }),
+                    ]);
+                }
+            }
+        }
+        "Registers, shared memory (static and dynamic) per block, spills and theoretical \
+         occupancy with the limit that binds it, from NVRTC's ptxas report (`harness inspect`)"
+            .to_string()
+    };
+    // Kernel, entry (and arch) are text, the rest counts.
+    let text_columns = if kind == "sass" { 2 } else { 3 };
     let mut table = format!(
         "| {} |\n|{}|\n",
         head.join(" | "),
-        head.iter()
-            .enumerate()
-            .map(|(i, _)| if i < 2 { "---" } else { "---:" })
+        (0..head.len())
+            .map(|i| if i < text_columns { "---" } else { "---:" })
             .collect::<Vec<_>>()
             .join("|")
     );
-    for id in ids.split(',') {
-        let k = all
-            .iter()
-            .find(|k| k.info().id == id)
-            .ok_or_else(|| anyhow!("no kernel {id} (see `harness list`)"))?;
-        let (_, shape) = crate::cmd::inspect::inspect_shapes(k.info().workload)
-            .into_iter()
-            .next()
-            .ok_or_else(|| anyhow!("no inspect shape for {id}"))?;
-        let plan = k
-            .cuda(&shape)
-            .ok_or_else(|| anyhow!("{id} has no CUDA source"))?;
-        for l in sass::of_plan(&tool, &plan, SASS_ARCH)? {
-            let mut cells = vec![format!("`{id}`"), format!("`{}`", l.entry)];
-            cells.extend(
-                l.function
-                    .summary
-                    .row()
-                    .split_whitespace()
-                    .map(String::from),
-            );
-            let _ = writeln!(table, "| {} |", cells.join(" | "));
-        }
+    for r in rows {
+        let _ = writeln!(table, "| {} |", r.join(" | "));
     }
     Ok(format!(
-        "\nWhole-function SASS counts on {SASS_ARCH} from NVRTC and nvdisasm (`harness inspect \
-         --sass`; LDG.RO: read-only loads, LDGSTS: cp.async, LD/ST: generic, LDL/STL: local \
-         memory), generated by `harness docs --figures`.\n\n{table}"
+        "\n{caption}, generated by `harness docs --figures`.\n\n{table}"
     ))
 }
 
