@@ -173,23 +173,26 @@ fn from_code(name: &str) -> Result<String> {
         _ => bail!("a figure from code is `sass ID[,ID...]` or `resources ID[,ID...]`"),
     };
     let all = registry::all();
-    let plans = ids
-        .split(',')
-        .map(|id| {
-            let k = all
-                .iter()
-                .find(|k| k.info().id == id)
-                .ok_or_else(|| anyhow!("no kernel {id} (see `harness list`)"))?;
-            let (_, shape) = crate::cmd::inspect::inspect_shapes(k.info().workload)
-                .into_iter()
-                .next()
-                .ok_or_else(|| anyhow!("no inspect shape for {id}"))?;
+    // One plan per rung and inspect shape, labelled by the shape where there are several
+    // (attention at D = 64 and 128).
+    let mut plans = Vec::new();
+    for id in ids.split(',') {
+        let k = all
+            .iter()
+            .find(|k| k.info().id == id)
+            .ok_or_else(|| anyhow!("no kernel {id} (see `harness list`)"))?;
+        for (label, shape) in crate::cmd::inspect::inspect_shapes(k.info().workload) {
             let plan = k
                 .cuda(&shape)
                 .ok_or_else(|| anyhow!("{id} has no CUDA source"))?;
-            Ok((id, plan))
-        })
-        .collect::<Result<Vec<_>>>()?;
+            let id = if label.is_empty() {
+                format!("`{id}`")
+            } else {
+                format!("`{id}` {label}")
+            };
+            plans.push((id, plan));
+        }
+    }
     let mut head = vec!["kernel".to_string(), "entry".to_string()];
     let mut rows = Vec::new();
     let caption = if kind == "sass" {
@@ -197,7 +200,7 @@ fn from_code(name: &str) -> Result<String> {
         head.extend(sass::Summary::header().split_whitespace().map(String::from));
         for (id, plan) in &plans {
             for l in sass::of_plan(&tool, plan, SASS_ARCH)? {
-                let mut cells = vec![format!("`{id}`"), format!("`{}`", l.entry)];
+                let mut cells = vec![id.clone(), format!("`{}`", l.entry)];
                 cells.extend(
                     l.function
                         .summary
@@ -229,7 +232,7 @@ fn from_code(name: &str) -> Result<String> {
             for arch in RESOURCE_ARCHS {
                 for r in crate::resources::of_plan(plan, arch, None)? {
                     rows.push(vec![
-                        format!("`{id}`"),
+                        id.clone(),
                         format!("`{}`", r.entry),
                         r.arch.clone(),
                         r.threads_per_block.to_string(),
