@@ -30,30 +30,35 @@ fn shown(file: &Path) -> String {
 
 #[test]
 fn every_figure_is_what_its_run_gives_now() {
-    let mut stale = Vec::new();
-    let mut seen = 0;
-    for (file, text) in walkthroughs() {
+    use rayon::prelude::*;
+    let files = walkthroughs();
+    let mut jobs = Vec::new();
+    for (file, text) in &files {
         let blocks =
-            harness::figures::blocks(&text).unwrap_or_else(|e| panic!("{}: {e:#}", shown(&file)));
-        for b in blocks {
-            seen += 1;
-            let now = harness::figures::generate(&b, &root())
-                .unwrap_or_else(|e| panic!("{}: {e:#}", shown(&file)));
-            if text[b.body.clone()] != now {
-                stale.push(format!(
+            harness::figures::blocks(text).unwrap_or_else(|e| panic!("{}: {e:#}", shown(file)));
+        jobs.extend(blocks.into_iter().map(|b| (file, text, b)));
+    }
+    assert!(
+        !jobs.is_empty(),
+        "no figure blocks found: the walkthroughs lost their markers"
+    );
+    // Figures from code compile kernels: in parallel, as NVRTC allows.
+    let stale: Vec<String> = jobs
+        .par_iter()
+        .filter_map(|(file, text, b)| {
+            let now = harness::figures::generate(b, &root())
+                .unwrap_or_else(|e| panic!("{}: {e:#}", shown(file)));
+            (text[b.body.clone()] != now).then(|| {
+                format!(
                     "{} line {}: figure `{}` from {}",
-                    shown(&file),
+                    shown(file),
                     b.line,
                     b.name,
                     b.run
-                ));
-            }
-        }
-    }
-    assert!(
-        seen > 0,
-        "no figure blocks found: the walkthroughs lost their markers"
-    );
+                )
+            })
+        })
+        .collect();
     assert!(
         stale.is_empty(),
         "figures that differ from what their run gives (run `cargo run -p harness -- docs \
