@@ -13,8 +13,10 @@
 //   (ptx::ex2_approx: exp2f would add a range test and two multiplies). The key and causal
 //   masks are applied only on the tiles that need them (the tile holding S's last key, the
 //   tiles crossing the warp's diagonal); 07 tests every score of every tile. In the SASS
-//   (sm_90, HEAD_DIM 64) 07's tile loop holds 164 FMUL, 64 FADD and 34 FSETP around its 34
-//   MUFU.EX2; this loop 34 FMUL (32 of them the output rescale), 30 FADD, 36 FFMA, no FSETP.
+//   (sm_90, HEAD_DIM 64) 07's tile loop holds 164 FMUL, 64 FADD and 34 range tests
+//   (FSETP.GEU against -126) around its 34 MUFU.EX2; this loop 34 FMUL (32 of them the
+//   output rescale), 30 FADD, 36 FFMA and no range test (its only FSETP, 4, compare row
+//   maxima with -inf, as 2 of 07's do).
 // - One barrier per tile (07: two). The wait for tile j and the barrier come first; after it
 //   every warp is done with tile j - 1, so its stage takes tile j + 1's copies at once, which
 //   then have the whole of tile j's work to land.

@@ -6,6 +6,7 @@ pub mod cmd;
 pub mod compare;
 pub mod config;
 pub mod console;
+pub mod figures;
 pub mod footprint;
 pub mod inputs;
 pub mod isolate;

@@ -2,7 +2,8 @@
 //! the compiler: the rungs in order with parent, idea and bound, then `harness explain
 //! --markdown` of each. Nothing on the pages is typed by hand, so regenerating them is how
 //! they stay true; measured rows are not copied in (they depend on the machine): the pages
-//! link the published tables of `results/` instead.
+//! link the published tables of `results/` instead. `--figures` rewrites the measured figures
+//! of the walkthroughs from the runs they name (`crate::figures`).
 
 use super::Outcome;
 use super::explain::{self, Block};
@@ -20,9 +21,20 @@ pub struct Args {
     /// The folder of published runs the pages link (one folder per device).
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
+    /// Rewrite only the measured figures of the READMEs and of the pages under docs/ (the
+    /// blocks between `<!-- figure: ... from results/FOLDER -->` and `<!-- /figure -->`),
+    /// each from the published run it names; the ladder pages are not regenerated.
+    #[arg(long)]
+    pub figures: bool,
+    /// The repository root the walkthroughs and the runs they name are under (--figures).
+    #[arg(long, default_value = ".")]
+    pub root: PathBuf,
 }
 
 pub fn run(args: &Args) -> Outcome {
+    if args.figures {
+        return figures(&args.root);
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     for w in Workload::ALL {
@@ -30,6 +42,23 @@ pub fn run(args: &Args) -> Outcome {
         std::fs::write(&file, page(w, &args.results))
             .with_context(|| format!("cannot write {}", file.display()))?;
         println!("wrote {}", file.display());
+    }
+    Ok(true)
+}
+
+/// Rewrites the figure blocks of every walkthrough under `root` from their runs; says which
+/// files changed.
+fn figures(root: &Path) -> Outcome {
+    for file in crate::figures::walkthroughs(root)? {
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("cannot read {}", file.display()))?;
+        let new = crate::figures::rewrite(&text, root)
+            .with_context(|| format!("in {}", file.display()))?;
+        if new != text {
+            std::fs::write(&file, new)
+                .with_context(|| format!("cannot write {}", file.display()))?;
+            println!("rewrote the figures of {}", file.display());
+        }
     }
     Ok(true)
 }
@@ -84,7 +113,7 @@ pub fn page(workload: Workload, results: &Path) -> String {
         let l = k.lineage();
         let _ = writeln!(
             s,
-            "| {:02} | [`{}`](#{}) | {} | {} | {} | [{}](../../{}/README.md) |",
+            "| {:02} | [`{}`](#{}) | {} | {} | {} | [{}](../../{}/README.md#{}) |",
             i.rung,
             i.id,
             i.id,
@@ -94,7 +123,8 @@ pub fn page(workload: Workload, results: &Path) -> String {
             l.and_then(|l| l.bound)
                 .map_or("-".to_string(), |b| b.to_string()),
             i.stage,
-            i.stage
+            i.stage,
+            i.id
         );
     }
     for k in &rungs {

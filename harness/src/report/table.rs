@@ -359,26 +359,7 @@ pub fn markdown(report: &Report, w: &WorkloadReport) -> String {
         if report.timed() {
             let _ = writeln!(s, "`% of ref`: {}.\n", references_used(report, shape));
         }
-        let _ = writeln!(
-            s,
-            "| {} |",
-            cols.iter()
-                .map(|c| c.header())
-                .collect::<Vec<_>>()
-                .join(" | ")
-        );
-        let _ = writeln!(
-            s,
-            "|{}|",
-            cols.iter()
-                .map(|c| if c.left() { "---" } else { "---:" })
-                .collect::<Vec<_>>()
-                .join("|")
-        );
-        for r in &shape.rows {
-            let cells: Vec<String> = cols.iter().map(|c| c.cell(r, true)).collect();
-            let _ = writeln!(s, "| {} |", cells.join(" | "));
-        }
+        s.push_str(&markdown_rows(&cols, &shape.rows));
         let notes: Vec<String> = shape
             .rows
             .iter()
@@ -395,6 +376,27 @@ pub fn markdown(report: &Report, w: &WorkloadReport) -> String {
             let _ = writeln!(s, "\n{}", notes.join("\n"));
         }
         s.push('\n');
+    }
+    s
+}
+
+/// A Markdown table of `rows` in the columns `cols`: the header, the alignment line and one
+/// line per row (the tables of a run and the figures of the walkthroughs).
+pub fn markdown_rows<'a>(cols: &[Col], rows: impl IntoIterator<Item = &'a RowReport>) -> String {
+    let mut s = format!(
+        "| {} |\n|{}|\n",
+        cols.iter()
+            .map(|c| c.header())
+            .collect::<Vec<_>>()
+            .join(" | "),
+        cols.iter()
+            .map(|c| if c.left() { "---" } else { "---:" })
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    for r in rows {
+        let cells: Vec<String> = cols.iter().map(|c| c.cell(r, true)).collect();
+        let _ = writeln!(s, "| {} |", cells.join(" | "));
     }
     s
 }

@@ -1,0 +1,310 @@
+//! Measured figures in the walkthroughs (the crate READMEs, the top README, the pages under
+//! `docs/`). Each sits between two markers that name what it shows and the published run it
+//! comes from:
+//!
+//! ```text
+//! <!-- figure: gemm 512x512x512 gemm-naive,gemm-tiled from results/cpu-amd-epyc-2-threads -->
+//! ...generated...
+//! <!-- /figure -->
+//! ```
+//!
+//! The name is a workload, one of its shape labels in that run, and optionally the kernel ids
+//! to show (all rows otherwise). Figures derived from the code come `from code`: `sass ID,ID`
+//! is the SASS instruction counts of those rungs, `resources ID,ID` their registers, shared
+//! memory and occupancy. The block is the run's own Markdown table rows (the report
+//! model renders them, nothing is recomputed here) under a line naming the device, the date and
+//! the commit. `harness docs --figures` rewrites every block; a test regenerates them and fails
+//! on any that differs, so a figure can never drift from its run.
+
+use crate::report::{Report, table};
+use crate::results::RunResults;
+use crate::{registry, sass};
+use anyhow::{Context, Result, anyhow, bail};
+use kernel::{DeviceKind, Workload};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The opening marker's prefix and the closing marker.
+pub const OPEN: &str = "<!-- figure: ";
+pub const CLOSE: &str = "<!-- /figure -->";
+
+/// One figure block of a file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Block {
+    /// What it shows: `WORKLOAD SHAPE [KERNEL,KERNEL...]`.
+    pub name: String,
+    /// The run folder, relative to the repository root (`results/<folder>`).
+    pub run: String,
+    /// 1-based line of the opening marker.
+    pub line: usize,
+    /// Byte range of the generated text between the two markers.
+    pub body: std::ops::Range<usize>,
+}
+
+/// The figure blocks of `text`, in order: each marker on a line of its own. An opening marker
+/// without its closing one, or with no `from`, is an error naming its line.
+pub fn blocks(text: &str) -> Result<Vec<Block>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    // A marker opens a line: one quoted in prose (`<!-- figure: ... -->`) is not a figure.
+    while let Some(i) = text[at..]
+        .match_indices(OPEN)
+        .map(|(i, _)| at + i)
+        .find(|&i| i == 0 || text.as_bytes()[i - 1] == b'\n')
+    {
+        let start = i;
+        let line = text[..start].lines().count() + 1;
+        let head_end = text[start..]
+            .find("-->")
+            .map(|j| start + j)
+            .ok_or_else(|| anyhow!("line {line}: figure marker not closed by `-->`"))?;
+        let head = text[start + OPEN.len()..head_end].trim();
+        let (name, run) = head.rsplit_once(" from ").ok_or_else(|| {
+            anyhow!("line {line}: figure `{head}` names no run (`from results/...`)")
+        })?;
+        let body_start = head_end + "-->".len();
+        let close = text[body_start..]
+            .match_indices(CLOSE)
+            .map(|(j, _)| body_start + j)
+            .find(|&j| text.as_bytes()[j - 1] == b'\n')
+            .ok_or_else(|| anyhow!("line {line}: figure `{name}` has no closing `{CLOSE}`"))?;
+        out.push(Block {
+            name: name.trim().to_string(),
+            run: run.trim().to_string(),
+            line,
+            body: body_start..close,
+        });
+        at = close + CLOSE.len();
+    }
+    Ok(out)
+}
+
+/// The text between the markers of figure `name` drawn from `run`, new lines around it.
+pub fn render(name: &str, run: &RunResults, folder: &str) -> Result<String> {
+    let mut words = name.split_whitespace();
+    let (Some(w), Some(label)) = (words.next(), words.next()) else {
+        bail!("figure `{name}`: expected `WORKLOAD SHAPE [KERNEL,...]`");
+    };
+    let kernels: Vec<&str> = words.next().map_or(Vec::new(), |k| k.split(',').collect());
+    if words.next().is_some() {
+        bail!("figure `{name}`: expected `WORKLOAD SHAPE [KERNEL,...]`");
+    }
+    let workload = Workload::parse(w).ok_or_else(|| anyhow!("figure `{name}`: no workload {w}"))?;
+    let report = Report::new(run);
+    let shape = report
+        .workloads
+        .iter()
+        .filter(|x| x.workload == workload)
+        .flat_map(|x| &x.shapes)
+        .find(|s| s.label == label)
+        .ok_or_else(|| anyhow!("figure `{name}`: {folder} has no {w} shape {label}"))?;
+    let rows =
+        if kernels.is_empty() {
+            shape.rows.iter().collect()
+        } else {
+            kernels
+                .iter()
+                .map(|k| {
+                    shape.rows.iter().find(|r| r.row.id == *k).ok_or_else(|| {
+                        anyhow!("figure `{name}`: {folder} has no row {k} at {label}")
+                    })
+                })
+                .collect::<Result<Vec<_>>>()?
+        };
+    let dev = &run.device;
+    let what = match report.kind {
+        DeviceKind::Cpu => {
+            "the CPU ports of the rungs (Rust that mirrors each rung's idea), not the CUDA code, on"
+        }
+        DeviceKind::Sim => {
+            "the CUDA sources executed for correctness and counted traffic, never a speed, by the"
+        }
+        DeviceKind::Cuda => "the kernels on",
+    };
+    Ok(format!(
+        "\n{workload} {label}: {what} `{}`, measured {}, commit `{}` (generated from \
+         `{folder}` by `harness docs --figures`).\n\n{}",
+        dev.name,
+        run.date,
+        run.commit,
+        table::markdown_rows(&table::columns(&report, false), rows)
+    ))
+}
+
+/// What the figure block `b` holds now: a run's rows, or for `from code` the compiler's.
+pub fn generate(b: &Block, root: &Path) -> Result<String> {
+    let what = || format!("line {}: figure `{}`", b.line, b.name);
+    if b.run == FROM_CODE {
+        return from_code(&b.name).with_context(what);
+    }
+    let run = RunResults::load(&root.join(&b.run)).with_context(what)?;
+    render(&b.name, &run, &b.run).with_context(what)
+}
+
+/// `text` with every figure block regenerated from what it names under `root`.
+pub fn rewrite(text: &str, root: &Path) -> Result<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for b in blocks(text)? {
+        out.push_str(&text[at..b.body.start]);
+        out.push_str(&generate(&b, root)?);
+        at = b.body.end;
+    }
+    out.push_str(&text[at..]);
+    Ok(out)
+}
+
+/// The source of static figures: `<!-- figure: sass ID,ID from code -->`,
+/// `<!-- figure: resources ID,ID from code -->`.
+pub const FROM_CODE: &str = "code";
+
+/// The architecture static SASS figures are compiled for: the H100's.
+const SASS_ARCH: &str = "sm_90";
+/// Those of the resource figures: the A100's and the H100's.
+const RESOURCE_ARCHS: [&str; 2] = ["sm_80", "sm_90"];
+
+/// A static figure: `sass ID[,ID...]`, the whole-function SASS counts of each rung's kernels
+/// on sm_90 (`sass::Summary`, the columns of `harness inspect --sass`), or `resources
+/// ID[,ID...]`, registers, shared memory, spills and occupancy on sm_80 and sm_90 (the
+/// ptxas report of `harness inspect`); both compiled at the shape `harness inspect` uses.
+fn from_code(name: &str) -> Result<String> {
+    let (kind, ids) = match name.split_whitespace().collect::<Vec<_>>()[..] {
+        [kind @ ("sass" | "resources"), ids] => (kind, ids),
+        _ => bail!("a figure from code is `sass ID[,ID...]` or `resources ID[,ID...]`"),
+    };
+    let all = registry::all();
+    // One plan per rung and inspect shape, labelled by the shape where there are several
+    // (attention at D = 64 and 128).
+    let mut plans = Vec::new();
+    for id in ids.split(',') {
+        let k = all
+            .iter()
+            .find(|k| k.info().id == id)
+            .ok_or_else(|| anyhow!("no kernel {id} (see `harness list`)"))?;
+        for (label, shape) in crate::cmd::inspect::inspect_shapes(k.info().workload) {
+            let plan = k
+                .cuda(&shape)
+                .ok_or_else(|| anyhow!("{id} has no CUDA source"))?;
+            let id = if label.is_empty() {
+                format!("`{id}`")
+            } else {
+                format!("`{id}` {label}")
+            };
+            plans.push((id, plan));
+        }
+    }
+    let mut head = vec!["kernel".to_string(), "entry".to_string()];
+    let mut rows = Vec::new();
+    let caption = if kind == "sass" {
+        let tool = sass::Disassembler::find()?;
+        head.extend(sass::Summary::header().split_whitespace().map(String::from));
+        for (id, plan) in &plans {
+            for l in sass::of_plan(&tool, plan, SASS_ARCH)? {
+                let mut cells = vec![id.clone(), format!("`{}`", l.entry)];
+                cells.extend(
+                    l.function
+                        .summary
+                        .row()
+                        .split_whitespace()
+                        .map(String::from),
+                );
+                rows.push(cells);
+            }
+        }
+        format!(
+            "Whole-function SASS counts on {SASS_ARCH} from NVRTC and nvdisasm (`harness inspect \
+             --sass`; LDG.RO: read-only loads, LDGSTS: cp.async, LD/ST: generic, LDL/STL: local \
+             memory)"
+        )
+    } else {
+        head.extend(
+            [
+                "arch",
+                "threads",
+                "regs",
+                "smem B",
+                "spill st/ld",
+                "occupancy",
+            ]
+            .map(String::from),
+        );
+        for (id, plan) in &plans {
+            for arch in RESOURCE_ARCHS {
+                for r in crate::resources::of_plan(plan, arch, None)? {
+                    rows.push(vec![
+                        id.clone(),
+                        format!("`{}`", r.entry),
+                        r.arch.clone(),
+                        r.threads_per_block.to_string(),
+                        r.registers.to_string(),
+                        r.smem_bytes.to_string(),
+                        format!("{}/{}", r.spill_stores, r.spill_loads),
+                        r.occupancy.map_or("?".into(), |o| {
+                            format!(
+                                "{:.0}% ({})",
+                                o * 100.0,
+                                r.occupancy_limiter.as_deref().unwrap_or("?")
+                            )
+                        }),
+                    ]);
+                }
+            }
+        }
+        "Registers, shared memory (static and dynamic) per block, spills and theoretical \
+         occupancy with the limit that binds it, from NVRTC's ptxas report (`harness inspect`)"
+            .to_string()
+    };
+    // Kernel, entry (and arch) are text, the rest counts.
+    let text_columns = if kind == "sass" { 2 } else { 3 };
+    let mut table = format!(
+        "| {} |\n|{}|\n",
+        head.join(" | "),
+        (0..head.len())
+            .map(|i| if i < text_columns { "---" } else { "---:" })
+            .collect::<Vec<_>>()
+            .join("|")
+    );
+    for r in rows {
+        let _ = writeln!(table, "| {} |", r.join(" | "));
+    }
+    Ok(format!(
+        "\n{caption}, generated by `harness docs --figures`.\n\n{table}"
+    ))
+}
+
+/// The walkthroughs that may hold figures: the top README, each crate's README and the
+/// Markdown pages under `docs/`, relative to `root`, sorted.
+pub fn walkthroughs(root: &Path) -> Result<Vec<PathBuf>> {
+    let mut files = vec![root.join("README.md")];
+    let entries =
+        std::fs::read_dir(root).with_context(|| format!("cannot read {}", root.display()))?;
+    for e in entries {
+        let e = e?;
+        // Hidden folders (tools' caches) and build output hold no walkthroughs.
+        let name = e.file_name();
+        let name = name.to_string_lossy();
+        if name.starts_with('.') || name == "target" {
+            continue;
+        }
+        let readme = e.path().join("README.md");
+        if readme.is_file() {
+            files.push(readme);
+        }
+    }
+    let mut dirs = vec![root.join("docs")];
+    while let Some(d) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries {
+            let p = e?.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                files.push(p);
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
+}

@@ -1,0 +1,487 @@
+//! The claims of the rungs' header comments that the SASS can decide, one test each,
+//! against `harness::sass::Summary` of the NVRTC CUBIN for sm_90 (and the listing where the
+//! summary has no column for the instruction). Each rung is compiled and disassembled once
+//! per test binary. Needs NVRTC and nvdisasm (tools/install-cuda-tools.sh), not a GPU; without
+//! them these tests fail, they never pass without having disassembled anything.
+
+use harness::sass::{self, Function, Summary};
+use kernel::{Shape, Workload};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// A rung's functions by entry name.
+type Entries = Arc<HashMap<String, Function>>;
+
+/// The SASS of every launch entry of rung `id` on sm_90, compiled on first use.
+fn sass_of(id: &str) -> Entries {
+    static CACHE: OnceLock<Mutex<HashMap<String, Entries>>> = OnceLock::new();
+    // One compile at a time: the tests share the cache and NVRTC's memo.
+    let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
+    if let Some(x) = cache.get(id) {
+        return x.clone();
+    }
+    let tool = sass::Disassembler::find()
+        .unwrap_or_else(|e| panic!("{e}: run tools/install-cuda-tools.sh first"));
+    let all = harness::registry::all();
+    let k = all
+        .iter()
+        .find(|k| k.info().id == id)
+        .unwrap_or_else(|| panic!("no kernel {id} in the registry"));
+    // The shapes `harness inspect` compiles rungs at (attention at D = 64, where the headers
+    // count).
+    let shape = match k.info().workload {
+        Workload::Gemm => Shape::square_gemm(4096),
+        Workload::Attention => Shape::Attention {
+            b: 4,
+            h: 16,
+            s: 1024,
+            d: 64,
+            causal: false,
+        },
+        // The second layer, the one `harness inspect` compiles.
+        Workload::Conv => Shape::Conv {
+            b: 1000,
+            c: 4,
+            m: 16,
+            h: 40,
+            w: 40,
+            k: 7,
+        },
+        Workload::Linear => Shape::Linear {
+            m: 8192,
+            n: 4096,
+            k: 4096,
+            act: kernel::Activation::Gelu,
+        },
+    };
+    let plan = k
+        .cuda(&shape)
+        .unwrap_or_else(|| panic!("{id} has no CUDA plan"));
+    let listings = sass::of_plan(&tool, &plan, "sm_90").unwrap_or_else(|e| panic!("{id}: {e}"));
+    let map: HashMap<String, Function> = listings
+        .into_iter()
+        .map(|l| (l.entry, l.function))
+        .collect();
+    let map = Arc::new(map);
+    cache.insert(id.to_string(), map.clone());
+    map
+}
+
+/// The function of the entry `entry` of rung `id`.
+fn function(id: &str, entry: &str) -> Function {
+    sass_of(id)
+        .get(entry)
+        .cloned()
+        .unwrap_or_else(|| panic!("{id} launches no {entry}"))
+}
+
+/// The summary of a rung launching one kernel.
+fn summary(id: &str) -> Summary {
+    let all = sass_of(id);
+    assert_eq!(
+        all.len(),
+        1,
+        "{id} launches several kernels: name the entry"
+    );
+    all.values().next().unwrap().summary
+}
+
+/// The executed instructions of a listing (no labels, no `@!PT` padding), opcode first.
+fn instructions(f: &Function) -> Vec<String> {
+    f.sass
+        .lines()
+        .filter_map(|l| l.split_once("*/").map(|(_, i)| i.trim().to_string()))
+        .filter(|i| !i.starts_with("@!PT"))
+        .map(|i| {
+            // Drop a predicate (`@P0 `) so the opcode comes first.
+            match i.strip_prefix('@') {
+                Some(rest) => rest
+                    .split_once(' ')
+                    .map_or(rest.to_string(), |x| x.1.to_string()),
+                None => i,
+            }
+        })
+        .collect()
+}
+
+/// The instructions of the innermost loop holding every instruction whose opcode starts with
+/// `op`: from the label a backward branch jumps to, to that branch.
+fn loop_around(f: &Function, op: &str) -> Vec<String> {
+    // Labels and instructions in order; labels as `.L_x_N`.
+    let items: Vec<String> = f
+        .sass
+        .lines()
+        .filter_map(|l| {
+            let t = l.trim();
+            match t.split_once("*/") {
+                Some((_, i)) => {
+                    let i = i.trim();
+                    (!i.starts_with("@!PT")).then(|| {
+                        i.strip_prefix('@')
+                            .and_then(|r| r.split_once(' ').map(|x| x.1))
+                            .unwrap_or(i)
+                            .to_string()
+                    })
+                }
+                None => t.strip_suffix(':').map(str::to_string),
+            }
+        })
+        .collect();
+    let hits: Vec<usize> = (0..items.len())
+        .filter(|&i| items[i].starts_with(op))
+        .collect();
+    assert!(!hits.is_empty(), "no {op} in {}", f.name);
+    let (first, last) = (hits[0], hits[hits.len() - 1]);
+    let label_at = |name: &str| items.iter().position(|x| x == name);
+    let (start, end) = (0..items.len())
+        .filter(|&j| opcode(&items[j]) == "BRA" && j >= last)
+        .filter_map(|j| {
+            let target = items[j].split(['(', ')']).nth(1)?;
+            let t = label_at(target)?;
+            (t <= first).then_some((t, j))
+        })
+        .min_by_key(|(t, j)| j - t)
+        .unwrap_or_else(|| panic!("no loop around the {op} of {}", f.name));
+    items[start..=end]
+        .iter()
+        .filter(|x| !x.starts_with(".L"))
+        .cloned()
+        .collect()
+}
+
+fn count_in(instructions: &[String], prefix: &str) -> usize {
+    instructions
+        .iter()
+        .filter(|i| opcode(i).starts_with(prefix))
+        .count()
+}
+
+fn opcode(i: &str) -> &str {
+    i.split([' ', ';']).next().unwrap_or("")
+}
+
+fn count_opcode(f: &Function, op: &str) -> usize {
+    instructions(f).iter().filter(|i| opcode(i) == op).count()
+}
+
+#[test]
+fn rung_01_ptxas_unrolls_the_k_loop_into_16_8_4_and_1_steps() {
+    // "the sm_90 SASS has a 16-FFMA loop body and 8-, 4- and 1-step remainders"
+    assert_eq!(summary("gemm-naive").ffma, 16 + 8 + 4 + 1);
+}
+
+#[test]
+fn rung_02_tile_loop_is_unrolled_into_32_ffma_8_lds128_and_32_scalar_lds() {
+    let s = summary("gemm-tiled");
+    assert_eq!((s.ffma, s.lds128, s.lds - s.lds128), (32, 8, 32), "{s:?}");
+}
+
+#[test]
+fn rung_03_changes_only_the_global_loads_of_rung_02_to_read_only() {
+    let (a, b) = (summary("gemm-tiled"), summary("gemm-restrict-unroll"));
+    assert_eq!(
+        a.ldg_constant, 0,
+        "rung 02 already reads through the read-only path"
+    );
+    assert_eq!(
+        b.ldg_constant, b.ldg,
+        "rung 03 has a load that is not read-only"
+    );
+    assert!(b.ldg > 0);
+    // Every other count is the same: the unroll changed nothing.
+    assert_eq!(
+        Summary {
+            ldg_constant: b.ldg_constant,
+            ..a
+        },
+        b
+    );
+}
+
+#[test]
+fn rung_04_issues_3_shared_loads_per_8_ffma_against_5_per_4_in_rung_03() {
+    let (a, b) = (summary("gemm-restrict-unroll"), summary("gemm-regblock-1d"));
+    assert_eq!(
+        (a.lds * 4, b.lds * 8),
+        (a.ffma * 5, b.ffma * 3),
+        "03 {a:?}\n04 {b:?}"
+    );
+    assert_eq!((b.ffma, b.lds128, b.lds - b.lds128), (64, 16, 8), "{b:?}");
+}
+
+#[test]
+fn rung_05_shared_loads_are_all_128_bit_and_global_memory_stays_scalar() {
+    let s = summary("gemm-regblock-2d");
+    assert_eq!((s.ffma, s.lds, s.lds128), (512, 32, 32), "{s:?}");
+    assert_eq!((s.ldg, s.ldg_constant, s.ldg128), (8, 8, 0), "{s:?}");
+    assert_eq!((s.stg, s.stg128), (64, 0), "{s:?}");
+    // The 12 spilled bytes: stored once, reloaded by 3 LDL per K step.
+    assert_eq!(s.ldl, 3, "{s:?}");
+}
+
+#[test]
+fn rung_06_moves_float4s_in_global_memory_and_issues_the_shared_loads_of_rung_05() {
+    let (a, b) = (summary("gemm-regblock-2d"), summary("gemm-vectorized"));
+    assert_eq!((b.ldg, b.ldg128, b.ldg_constant), (2, 2, 2), "{b:?}");
+    assert_eq!((a.ldg, b.stg, b.stg128, a.stg), (8, 16, 16, 64));
+    // "buys no shared-load instructions": 32 LDS.128 for 512 FFMA in both.
+    assert_eq!((a.lds, a.lds128, a.ffma), (b.lds, b.lds128, b.ffma));
+}
+
+#[test]
+fn rung_07_has_the_instruction_mix_of_rung_06() {
+    let (a, b) = (summary("gemm-vectorized"), summary("gemm-warptile"));
+    let mix = |s: Summary| (s.ffma, s.lds, s.lds128, s.ldg, s.ldg128, s.stg, s.stg128);
+    assert_eq!(mix(a), mix(b));
+    assert_eq!(mix(b), (512, 32, 32, 2, 2, 16, 16));
+}
+
+#[test]
+fn rung_10_is_4_tf32_hmma_per_mma_sync_fed_by_generic_loads() {
+    let f = function("gemm-wmma-tf32", "gemm_wmma_tf32");
+    let s = f.summary;
+    // 2 k8 steps of 2 x 2 fragments, 4 HMMA.1684 each, per K step of 16.
+    assert_eq!(s.hmma, 32, "{s:?}");
+    assert_eq!(count_opcode(&f, "HMMA.1684.F32.TF32"), 32);
+    // The fragments come by generic LD.E, neither LDS nor ldmatrix.
+    assert_eq!((s.ld_generic, s.ldsm), (32, 0), "{s:?}");
+}
+
+#[test]
+fn rung_11_is_2_fp16_hmma_per_mma_sync_fed_by_ldmatrix_and_stages_one_element_per_load() {
+    let (tf32, f) = (
+        summary("gemm-wmma-tf32"),
+        function("gemm-wmma-fp16", "gemm_wmma_fp16"),
+    );
+    let s = f.summary;
+    assert_eq!(count_opcode(&f, "HMMA.16816.F32"), 16);
+    // Per unit of K rung 10 issues 4x as many: 32 per 16 of K against 16 per 32.
+    assert_eq!(tf32.hmma * 32, 4 * s.hmma * 16);
+    assert_eq!((s.ldsm, s.ld_generic), (8, 0), "{s:?}");
+    // Staging moves one 16-bit element per global load.
+    assert_eq!(
+        count_opcode(&f, "LDG.E.U16.CONSTANT") as u32,
+        s.ldg,
+        "{s:?}"
+    );
+}
+
+#[test]
+fn rung_12_converts_an_element_with_one_load_one_pack_and_one_16_bit_store() {
+    let f = function("gemm-wmma-fp16-convert", "f32_to_f16");
+    assert_eq!(
+        (
+            count_opcode(&f, "LDG.E.CONSTANT"),
+            count_opcode(&f, "F2FP.F16.F32.PACK_AB"),
+            count_opcode(&f, "STG.E.U16")
+        ),
+        (1, 1, 1)
+    );
+    assert_eq!((f.summary.ldg, f.summary.stg), (1, 1), "{:?}", f.summary);
+}
+
+#[test]
+fn rung_13_converts_a_pair_with_one_64_bit_load_one_pack_and_one_32_bit_store() {
+    let f = function("gemm-wmma-fp16-half2", "f32_to_f16_half2");
+    // The pair loop, plus the odd last element converted alone as in rung 12.
+    assert_eq!(
+        (
+            count_opcode(&f, "LDG.E.64.CONSTANT"),
+            count_opcode(&f, "STG.E")
+        ),
+        (1, 1)
+    );
+    assert_eq!(
+        (
+            count_opcode(&f, "LDG.E.CONSTANT"),
+            count_opcode(&f, "STG.E.U16")
+        ),
+        (1, 1)
+    );
+    assert_eq!(count_opcode(&f, "F2FP.F16.F32.PACK_AB"), 2);
+}
+
+#[test]
+fn rung_15_main_loop_issues_the_hmma_ldsm_and_ldgsts_of_rung_14() {
+    let (a, b) = (summary("gemm-wmma-cp-async"), summary("gemm-mma-ldmatrix"));
+    let main = |s: Summary| (s.hmma, s.ldsm, s.ldgsts);
+    assert_eq!(main(a), main(b));
+    assert_eq!(main(b), (64, 16, 32));
+}
+
+#[test]
+fn rung_19_k_tile_is_64_hmma_with_one_barrier_after_the_first_33() {
+    let f = function("gemm-mma-128x256", "gemm_mma_128x256");
+    let ins = instructions(&f);
+    let hmma: Vec<usize> = (0..ins.len())
+        .filter(|&i| opcode(&ins[i]) == "HMMA.16816.F32")
+        .collect();
+    assert_eq!(hmma.len(), 64);
+    let (first, last) = (hmma[0], hmma[63]);
+    let bars: Vec<usize> = (first..last)
+        .filter(|&i| opcode(&ins[i]).starts_with("BAR.SYNC"))
+        .collect();
+    assert_eq!(bars.len(), 1, "barriers among the HMMA: {bars:?}");
+    assert_eq!(hmma.iter().filter(|&&h| h < bars[0]).count(), 33);
+}
+
+#[test]
+fn rung_20_each_threadfence_is_membar_sc_gpu_then_cctl_ivall() {
+    let f = function("gemm-mma-split-k", "gemm_mma_split_k");
+    let ins = instructions(&f);
+    let fences: Vec<usize> = (0..ins.len())
+        .filter(|&i| opcode(&ins[i]) == "MEMBAR.SC.GPU")
+        .collect();
+    // Two __threadfence() in the source.
+    assert_eq!(fences.len(), 2);
+    for &m in &fences {
+        // The next memory-ordering instruction after the fence invalidates L1.
+        let next = ins[m + 1..]
+            .iter()
+            .map(|i| opcode(i))
+            .find(|o| o.starts_with("CCTL") || o.starts_with("MEMBAR") || o.starts_with("LD"));
+        assert_eq!(next, Some("CCTL.IVALL"), "after the fence at {m}");
+    }
+}
+
+#[test]
+fn rung_09_tile_loop_drops_07s_range_tests_and_folds_the_scale_into_one_ffma_per_score() {
+    let (a, b) = (
+        function("attn-flash2-mma-fp16", "attn_flash2_mma_fp16"),
+        function("attn-flash2-br128-fp16", "attn_flash2_br128_fp16"),
+    );
+    let (la, lb) = (loop_around(&a, "MUFU.EX2"), loop_around(&b, "MUFU.EX2"));
+    // 07: 164 FMUL, 64 FADD and 34 range tests (FSETP.GEU against -126) around 34 MUFU.EX2.
+    assert_eq!(
+        (
+            count_in(&la, "MUFU.EX2"),
+            count_in(&la, "FMUL"),
+            count_in(&la, "FADD"),
+            count_in(&la, "FSETP.GEU")
+        ),
+        (34, 164, 64, 34)
+    );
+    // 09: 34 FMUL, 30 FADD, 36 FFMA and no range test.
+    assert_eq!(
+        (
+            count_in(&lb, "MUFU.EX2"),
+            count_in(&lb, "FMUL"),
+            count_in(&lb, "FADD"),
+            count_in(&lb, "FFMA"),
+            count_in(&lb, "FSETP.GEU")
+        ),
+        (34, 34, 30, 36, 0)
+    );
+    // Its only FSETP compare row maxima with -inf, as 2 of 07's do.
+    let not_against_inf = |l: &[String]| {
+        l.iter()
+            .filter(|i| opcode(i).starts_with("FSETP"))
+            .filter(|i| !i.contains("-INF"))
+            .count()
+    };
+    assert_eq!(not_against_inf(&lb), 0);
+    assert_eq!(
+        (count_in(&lb, "FSETP"), count_in(&la, "FSETP") - 34),
+        (4, 2)
+    );
+}
+
+#[test]
+fn rung_09_issues_one_barrier_per_tile_where_07_issues_two() {
+    let (a, b) = (
+        function("attn-flash2-mma-fp16", "attn_flash2_mma_fp16"),
+        function("attn-flash2-br128-fp16", "attn_flash2_br128_fp16"),
+    );
+    let (la, lb) = (loop_around(&a, "MUFU.EX2"), loop_around(&b, "MUFU.EX2"));
+    assert_eq!(
+        (count_in(&la, "BAR.SYNC"), count_in(&lb, "BAR.SYNC")),
+        (2, 1)
+    );
+}
+
+#[test]
+fn conv_rung_04_decodes_its_taps_without_integer_divisions_in_the_inner_loop() {
+    // A division by a runtime value is an I2F.U32.RP / MUFU.RCP sequence; by a define, a
+    // multiply-high.
+    let (a, b) = (
+        function("conv-fused", "conv_fused"),
+        function("conv-restrict-unroll", "conv_restrict_unroll"),
+    );
+    let (la, lb) = (loop_around(&a, "FFMA"), loop_around(&b, "FFMA"));
+    assert!(
+        count_in(&la, "MUFU.RCP") > 0,
+        "rung 03 divides in its tap loop"
+    );
+    assert_eq!(count_in(&lb, "MUFU.RCP") + count_in(&lb, "I2F.U32.RP"), 0);
+}
+
+#[test]
+fn conv_rung_04_reads_weights_from_constant_memory_without_shared_memory_or_barriers() {
+    let (a, b) = (
+        function("conv-fused", "conv_fused"),
+        function("conv-restrict-unroll", "conv_restrict_unroll"),
+    );
+    // Rung 03 stages the filter in shared memory behind two barriers per input channel.
+    assert!(a.summary.sts > 0 && a.summary.lds > 0, "{:?}", a.summary);
+    assert_eq!(count_opcode(&a, "BAR.SYNC.DEFER_BLOCKING"), 2);
+    assert_eq!((b.summary.lds, b.summary.sts), (0, 0), "{:?}", b.summary);
+    assert_eq!(count_in(&instructions(&b), "BAR"), 0);
+}
+
+#[test]
+fn conv_rung_04_global_loads_all_take_the_read_only_path() {
+    let (a, b) = (summary("conv-fused"), summary("conv-restrict-unroll"));
+    assert_eq!(a.ldg_constant, 0, "rung 03 has no __restrict__");
+    assert!(b.ldg > 0);
+    assert_eq!(b.ldg_constant, b.ldg, "{b:?}");
+}
+
+#[test]
+fn conv_rung_05_decodes_its_taps_by_constants() {
+    let f = function("conv-wmma-tf32", "conv_wmma_tf32");
+    let l = loop_around(&f, "HMMA");
+    assert_eq!(count_in(&l, "MUFU.RCP") + count_in(&l, "I2F.U32.RP"), 0);
+}
+
+#[test]
+fn attention_rung_07_keeps_scores_p_and_the_output_in_registers() {
+    let (a, b) = (
+        summary("attn-flash2-wmma-fp16"),
+        summary("attn-flash2-mma-fp16"),
+    );
+    // Rung 05 goes through shared memory for the softmax; 07 reads shared memory only by
+    // ldmatrix (Q, K and V, which cp.async put there) and never stores to it.
+    assert!(a.sts > 0 && a.lds > 0, "{a:?}");
+    assert_eq!((b.lds, b.sts), (0, 0), "{b:?}");
+    assert!(b.ldsm > 0 && b.ldgsts > 0, "{b:?}");
+}
+
+#[test]
+fn attention_rung_07_reduces_a_row_over_the_4_lanes_of_a_quad() {
+    let f = function("attn-flash2-mma-fp16", "attn_flash2_mma_fp16");
+    let shuffles: Vec<String> = instructions(&f)
+        .into_iter()
+        .filter(|i| opcode(i).starts_with("SHFL"))
+        .collect();
+    assert!(!shuffles.is_empty());
+    for i in &shuffles {
+        // `SHFL.BFLY PT, Rd, Rs, LANEMASK, 0x1f`: xor 1 or 2 only.
+        let mask = i.split(',').nth(3).map(str::trim);
+        assert!(
+            opcode(i) == "SHFL.BFLY" && matches!(mask, Some("0x1" | "0x2")),
+            "{i}"
+        );
+    }
+}
+
+#[test]
+fn linear_rung_03_main_loop_is_rung_02s_gemm_unchanged() {
+    let (a, b) = (
+        function("linear-unfused", "linear_gemm_xwt"),
+        function("linear-fused", "linear_fused"),
+    );
+    let (la, lb) = (loop_around(&a, "LDS"), loop_around(&b, "LDS"));
+    let mix = |l: &[String]| ["FFMA", "LDS", "LDG", "STS", "BAR"].map(|op| count_in(l, op));
+    assert_eq!(mix(&la), mix(&lb));
+    assert!(mix(&la)[0] > 0);
+}
