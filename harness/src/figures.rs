@@ -236,22 +236,9 @@ fn from_code(name: &str) -> Result<String> {
                     other => other?,
                 };
                 for r in list {
-                    rows.push(vec![
-                        id.clone(),
-                        format!("`{}`", r.entry),
-                        r.arch.clone(),
-                        r.threads_per_block.to_string(),
-                        r.registers.to_string(),
-                        r.smem_bytes.to_string(),
-                        format!("{}/{}", r.spill_stores, r.spill_loads),
-                        r.occupancy.map_or("?".into(), |o| {
-                            format!(
-                                "{:.0}% ({})",
-                                o * 100.0,
-                                r.occupancy_limiter.as_deref().unwrap_or("?")
-                            )
-                        }),
-                    ]);
+                    let mut row = vec![id.clone(), format!("`{}`", r.entry)];
+                    row.extend(r.cells());
+                    rows.push(row);
                 }
             }
         }

@@ -34,6 +34,25 @@ pub struct LaunchResources {
 }
 
 impl LaunchResources {
+    /// The cells of a resources table after the kernel and its entry: arch, threads,
+    /// registers, shared memory, spill stores/loads and occupancy with its limiter.
+    pub fn cells(&self) -> Vec<String> {
+        vec![
+            self.arch.clone(),
+            self.threads_per_block.to_string(),
+            self.registers.to_string(),
+            self.smem_bytes.to_string(),
+            format!("{}/{}", self.spill_stores, self.spill_loads),
+            self.occupancy.map_or("?".into(), |o| {
+                format!(
+                    "{:.0}% ({})",
+                    o * 100.0,
+                    self.occupancy_limiter.as_deref().unwrap_or("?")
+                )
+            }),
+        ]
+    }
+
     /// The columns `inspect` prints after a kernel's name: threads, registers, shared memory,
     /// stack, spill stores/loads and occupancy with its limiter.
     pub fn columns(&self) -> String {

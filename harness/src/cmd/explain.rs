@@ -654,22 +654,9 @@ fn resources_of(both: &[(String, Option<CudaPlan>)], at: &str) -> Vec<Block> {
             }
             match resources::of_plan(plan, arch, None) {
                 Ok(list) => rows.extend(list.into_iter().map(|r| {
-                    vec![
-                        id.clone(),
-                        r.entry.clone(),
-                        r.arch.clone(),
-                        r.threads_per_block.to_string(),
-                        r.registers.to_string(),
-                        r.smem_bytes.to_string(),
-                        format!("{}/{}", r.spill_stores, r.spill_loads),
-                        r.occupancy.map_or("?".into(), |o| {
-                            format!(
-                                "{:.0}% ({})",
-                                o * 100.0,
-                                r.occupancy_limiter.as_deref().unwrap_or("?")
-                            )
-                        }),
-                    ]
+                    let mut row = vec![id.clone(), r.entry.clone()];
+                    row.extend(r.cells());
+                    row
                 })),
                 Err(e) => notes.push(format!("{id} on {arch}: {e}")),
             }
