@@ -269,6 +269,11 @@ fn an_out_of_bounds_access_in_the_simulator_names_thread_block_and_index() {
             && why.contains("by thread ("),
         "{why}"
     );
+    // Named as the user wrote it, not by the wrapper the lab launches.
+    assert!(
+        why.contains(" zero: ") && !why.contains("user_zero"),
+        "{why}"
+    );
 }
 
 #[test]

@@ -233,6 +233,16 @@ fn check_sample(plan: &CudaPlan, n: usize) -> Result<(), Unsupported> {
     Ok(())
 }
 
+/// The name a launch's messages give its kernel: the user's own entry (`sgemm<128,128,8>`)
+/// rather than the wrapper the lab launches it by, else the entry.
+fn shown_name(l: &Launch) -> &str {
+    l.source
+        .cxx_entries
+        .iter()
+        .find(|(wrapper, _)| *wrapper == l.entry)
+        .map_or(&l.entry, |(_, entry)| entry)
+}
+
 /// Which blocks of a `grid` run when at most `n` may: every corner of the grid (the tails of
 /// each dimension meet there), then blocks drawn from `seed` until there are `n`, ascending.
 fn sample_blocks(grid: [u32; 3], n: usize, seed: u64) -> Vec<u64> {
@@ -597,7 +607,8 @@ impl<'a> SimRun<'a> {
                     return Err(DeviceError::Sim(format!(
                         "{}: out-of-bounds write past the end of buffer '{}' (into the padding \
                          that keeps its start 16-byte aligned; the thread is not known)",
-                        r.launch.entry, b.name
+                        shown_name(&r.launch),
+                        b.name
                     )));
                 }
             }
@@ -652,7 +663,7 @@ impl<'a> SimRun<'a> {
                 _ => (c as *mut u64).cast::<c_void>(),
             })
             .collect();
-        let name = CString::new(l.entry.as_bytes())
+        let name = CString::new(shown_name(l).as_bytes())
             .map_err(|_| DeviceError::Sim(format!("bad kernel name {:?}", l.entry)))?;
         let launch = SimLaunch {
             thunk: r.thunk,
@@ -748,7 +759,7 @@ impl<'a> SimRun<'a> {
                     "{}: kernel did not finish: {} still running after {:.0} s (a loop that \
                      never ends, such as a spin wait no other thread can satisfy; the limit is \
                      LAB_SIM_TIMEOUT_S)",
-                    l.entry,
+                    shown_name(l),
                     who(&res),
                     self.dev.timeout.as_secs_f64()
                 )))
@@ -768,7 +779,7 @@ impl<'a> SimRun<'a> {
 
     fn describe_fault(&self, l: &Launch, r: &SimResult) -> String {
         let who = who(r);
-        let kernel = &l.entry;
+        let kernel = shown_name(l);
         if r.signal == libc::SIGFPE {
             return format!("{kernel}: arithmetic exception (integer division by zero?) in {who}");
         }
