@@ -490,6 +490,28 @@ fn a_sampled_simulator_run_says_what_it_checked() {
     );
     let md = std::fs::read_to_string(dir.join("gemm.md")).unwrap();
     assert!(md.contains("4 of 56 blocks run"), "{md}");
+    // `check` says it too.
+    let o = harness(&[
+        "check",
+        "--device",
+        "sim",
+        "--sim-blocks",
+        "4",
+        "--workload",
+        "gemm",
+        "--kernels",
+        "gemm-tiled",
+        "--sizes",
+        "200x230x70",
+    ]);
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains(&format!(
+            "; 4 of 56 blocks run (--sim-blocks), {corners} of 46000"
+        )),
+        "{}",
+        text(&o)
+    );
     let o = harness(&["check", "--device", "cpu", "--sim-blocks", "4"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("add --device sim"), "{}", text(&o));

@@ -1,7 +1,7 @@
 //! `harness check`: every kernel against the reference on several shapes, tails included.
 
 use super::{Common, Outcome, Selection, load_config, open_device};
-use crate::report::table::status_word;
+use crate::report::table::{self, status_word};
 use crate::results::Status;
 use crate::run::{Ablation, Event};
 use crate::runs::LabDir;
@@ -88,9 +88,15 @@ pub fn run(args: &Args) -> Outcome {
                 let detail = match row.status {
                     Status::Passed => {
                         passed += 1;
+                        let sample = table::sample_note(row)
+                            .map(|n| format!("; {n}"))
+                            .unwrap_or_default();
                         row.check
                             .map(|c| {
-                                format!("rel error {:.1e} (bound {:.0e})", c.rel_error, c.tolerance)
+                                format!(
+                                    "rel error {:.1e} (bound {:.0e}){sample}",
+                                    c.rel_error, c.tolerance
+                                )
                             })
                             .unwrap_or_default()
                     }

@@ -179,7 +179,7 @@ pub fn throughput(gflops: f64) -> String {
 }
 
 /// What a row checked when the simulator ran a sample of its blocks (`--sim-blocks`).
-fn sample_note(r: &Row) -> Option<String> {
+pub fn sample_note(r: &Row) -> Option<String> {
     let c = r.check?;
     let b = c.blocks?;
     Some(format!(
