@@ -315,11 +315,11 @@ fn speed_of_light(
     out
 }
 
-fn plan_of(k: &dyn Kernel, shape: &Shape) -> Option<CudaPlan> {
+pub fn plan_of(k: &dyn Kernel, shape: &Shape) -> Option<CudaPlan> {
     k.cuda(shape).filter(|p| p.launches().next().is_some())
 }
 
-fn lineage(k: &dyn Kernel, parent: Option<&dyn Kernel>) -> Vec<Block> {
+pub fn lineage(k: &dyn Kernel, parent: Option<&dyn Kernel>) -> Vec<Block> {
     let i = k.info();
     let mut out = vec![Block::Text(format!("Summary: {}", i.summary))];
     match k.lineage() {
@@ -390,7 +390,7 @@ fn unified(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
         .to_string()
 }
 
-fn diff(
+pub fn diff(
     k: &dyn Kernel,
     parent: Option<&dyn Kernel>,
     plan: &Option<CudaPlan>,
