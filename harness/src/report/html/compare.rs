@@ -4,7 +4,6 @@
 use super::{AT_INDEX, Figure, Meta, Nav, render_to, slug, write_assets};
 use crate::compare::{Ratio, ratio_charts};
 use crate::report::Report;
-use crate::report::charts::Chart;
 use crate::results::RunResults;
 use anyhow::Result;
 use serde::Serialize;
@@ -62,14 +61,10 @@ pub fn write(
     let (ma, mb) = (Meta::of(&Report::new(a)), Meta::of(&Report::new(b)));
     let mut charts = Vec::new();
     for (stem, c) in ratio_charts(a, b, ratios) {
-        let (svg, _) = crate::report::charts::svg(&c)?;
-        let start = svg.find("<svg").unwrap_or(0);
-        let (w, h) = c.size();
-        let mut svg = svg[start..].to_string();
-        if !svg[..svg.find('>').unwrap_or(0)].contains("viewBox") {
-            svg = svg.replacen("<svg", &format!("<svg viewBox=\"0 0 {w} {h}\""), 1);
-        }
-        charts.push(Figure { title: stem, svg });
+        charts.push(Figure {
+            svg: super::svg::inline(&c, &stem)?,
+            title: stem,
+        });
     }
     let mut groups: Vec<Group> = Vec::new();
     for r in ratios {

@@ -188,3 +188,37 @@ fn diffs_are_coloured_by_line_and_sass_counts_become_bars() {
     assert_eq!(groups[0].bars[1].pct, 50.0);
     assert!(groups[0].bars[0].first && !groups[0].bars[1].first);
 }
+
+#[test]
+fn compact_svg_keeps_every_element_and_text() {
+    let report = Report::new(&ladder());
+    let s = &report.workloads[0].shapes[0];
+    let chart = charts::roofline::Roofline::new(&report, s).unwrap();
+    let (full, _) = charts::svg(&chart).unwrap();
+    let small = svg::compact(&full);
+    assert!(
+        small.len() * 10 < full.len() * 8,
+        "{} -> {}",
+        full.len(),
+        small.len()
+    );
+    assert!(!small.contains("font-family"));
+    for tag in ["<text", "<polyline", "<circle", "<rect", "<line", "<path"] {
+        assert_eq!(
+            full.matches(tag).count(),
+            small.matches(tag).count(),
+            "{tag}"
+        );
+    }
+    let texts = |svg: &str| -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .map(|t| {
+                t[t.find('>').unwrap() + 1..t.find("</text>").unwrap()]
+                    .trim()
+                    .to_string()
+            })
+            .collect()
+    };
+    assert_eq!(texts(&full), texts(&small));
+}
