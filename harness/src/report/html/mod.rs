@@ -614,7 +614,7 @@ fn walkthroughs(all: &[Box<dyn Kernel>], w: Workload) -> Vec<(String, String, St
                 (
                     s.name().to_string(),
                     format!("walkthrough-{}", s.name()),
-                    markdown::to_html(text),
+                    markdown::to_html_under(text, 1),
                 )
             })
         })
