@@ -37,6 +37,7 @@ struct Group {
 #[derive(Serialize)]
 struct ComparePage<'a> {
     nav: Nav,
+    home: &'static str,
     title: String,
     meta: &'a Meta,
     runs: Vec<RunSide>,
@@ -61,9 +62,12 @@ pub fn write(
     let (ma, mb) = (Meta::of(&Report::new(a)), Meta::of(&Report::new(b)));
     let mut charts = Vec::new();
     for (stem, c) in ratio_charts(a, b, ratios) {
+        // `compare-<workload>`: the chart's file stem.
+        let workload = stem.strip_prefix("compare-").unwrap_or(&stem);
+        let title = format!("{workload}: A's time over B's, per kernel");
         charts.push(Figure {
-            svg: super::svg::inline(&c, &stem)?,
-            title: stem,
+            svg: super::svg::inline(&c, &title)?,
+            title,
         });
     }
     let mut groups: Vec<Group> = Vec::new();
@@ -90,6 +94,7 @@ pub fn write(
     }
     let page = ComparePage {
         nav: AT_INDEX,
+        home: "Comparison",
         title: format!("{} (A) against {} (B)", names.0, names.1),
         meta: &mb,
         runs: vec![
