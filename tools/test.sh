@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # The lab's tests on any machine, GPU or not: installs the project-local CUDA tools (NVRTC and
-# headers, for the compile checks), then runs the workspace tests (unit tests, the NVRTC
-# compile-everything test, the simulator matrix, the CLI end to end), `harness check` on the
-# CPU and in the CUDA simulator, and the GPU machine's one-command check in its smoke mode
-# (on a machine without a GPU it runs the CPU steps and skips the others).
+# headers, for the compile checks) and Chromium with Playwright, then runs the workspace tests
+# (unit tests, the NVRTC compile-everything test, the simulator matrix, the CLI end to end, the
+# run pages in Chromium), `harness check` on the CPU and in the CUDA simulator, and the GPU
+# machine's one-command check in its smoke mode (on a machine without a GPU it runs the CPU
+# steps and skips the others).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 bash tools/install-cuda-tools.sh
+# Chromium and Playwright for the browser test of the run pages (harness/tests/html_report.rs).
+bash tools/install-browser.sh
 cargo test --workspace
 cargo run --quiet -p harness -- check --device cpu
 cargo run --quiet -p harness -- check --device sim

@@ -1,7 +1,8 @@
 //! `cargo bench -p harness`: the lab's main job. Runs every workload's ladder on the best
 //! available device (the GPU, else the CPU), validates each row, times it with criterion
 //! (whose clock is the device's own: CUDA events on a GPU) and writes a new run folder under
-//! `target/lab/runs/` with the results, tables and charts.
+//! `target/lab/runs/` with the results, tables, charts and web pages (`index.html`, which the
+//! last line names).
 //!
 //! Environment: `LAB_DEVICE` (cpu, cuda, sim), `LAB_CONFIG` (a TOML file over
 //! harness/ablation.toml), `LAB_OUT` (the run folder to create instead of a new one under

@@ -14,6 +14,10 @@ pub fn print_run_folder(dir: &Path) {
             println!("  {}", name.to_string_lossy());
         }
     }
+    let index = dir.join(crate::report::html::INDEX);
+    if index.is_file() {
+        println!("Open in a browser: {}", index.display());
+    }
 }
 
 /// How much a run prints while it works.

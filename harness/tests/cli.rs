@@ -441,6 +441,9 @@ fn publish_copies_a_run_with_its_provenance() {
     for f in ["results.json", "gemm.md", "gemm.csv", "README.md"] {
         assert!(device.join(f).is_file(), "{f} not published");
     }
+    // The web pages are not: `harness report` writes them from the results.
+    assert!(real.join("index.html").is_file());
+    assert!(!device.join("index.html").exists() && !device.join("html").exists());
     let readme = std::fs::read_to_string(device.join("README.md")).unwrap();
     let name = real.file_name().unwrap().to_str().unwrap();
     // The folder `latest` points at, not the link's name.

@@ -16,6 +16,9 @@ pub struct Args {
     /// Where to write the chart; default: target/lab/compare/<a>-vs-<b>/.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also write the two runs side by side as a web page, `index.html` in the same folder.
+    #[arg(long)]
+    pub html: bool,
 }
 
 pub fn run(args: &Args) -> Outcome {
@@ -43,6 +46,14 @@ pub fn run(args: &Args) -> Outcome {
     println!();
     for f in compare::write_charts(&ra, &rb, &ratios, &dir)? {
         println!("wrote {}", f.display());
+    }
+    if args.html {
+        let names = (name(&args.a), name(&args.b));
+        let files =
+            crate::report::html::compare::write(&ra, &rb, (&names.0, &names.1), &ratios, &dir)?;
+        if let Some(index) = files.last() {
+            println!("Open in a browser: {}", index.display());
+        }
     }
     Ok(true)
 }

@@ -482,11 +482,11 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
     Ok((out, t))
 }
 
-fn plan_of(k: &dyn Kernel, shape: &Shape) -> Option<CudaPlan> {
+pub fn plan_of(k: &dyn Kernel, shape: &Shape) -> Option<CudaPlan> {
     k.cuda(shape).filter(|p| p.launches().next().is_some())
 }
 
-fn lineage(k: &dyn Kernel, parent: Option<&dyn Kernel>) -> Vec<Block> {
+pub fn lineage(k: &dyn Kernel, parent: Option<&dyn Kernel>) -> Vec<Block> {
     let i = k.info();
     let mut out = vec![Block::Text(format!("Summary: {}", i.summary))];
     match k.lineage() {
@@ -557,7 +557,7 @@ fn unified(old: &str, new: &str, old_name: &str, new_name: &str) -> String {
         .to_string()
 }
 
-fn diff(
+pub fn diff(
     k: &dyn Kernel,
     parent: Option<&dyn Kernel>,
     plan: &Option<CudaPlan>,

@@ -52,7 +52,12 @@ fn publish(src: &Path, run: &RunResults, dest: &Path) -> Result<()> {
         let mut files = Vec::new();
         for entry in std::fs::read_dir(src)? {
             let path = entry?.path();
-            if path.is_file() {
+            // The web pages stay behind: their `html/` folder would weigh on the repository,
+            // and `harness report` writes them again from the published results.
+            let page = path
+                .file_name()
+                .is_some_and(|n| n == crate::report::html::INDEX || n == "index-screenshot.png");
+            if path.is_file() && !page {
                 let file = path.file_name().unwrap_or_default();
                 std::fs::copy(&path, tmp.join(file))
                     .with_context(|| format!("copying {}", path.display()))?;

@@ -15,6 +15,10 @@ pub struct Args {
     /// Write the tables and charts into this folder instead of the run's own.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Also compute each rung page's registers, occupancy and SASS mix (`harness explain`:
+    /// NVRTC and nvdisasm, cached under the lab folder) where not cached yet.
+    #[arg(long)]
+    pub html: bool,
 }
 
 pub fn run(args: &Args) -> Outcome {
@@ -26,7 +30,11 @@ pub fn run(args: &Args) -> Outcome {
     };
     crate::output::ensure_writable(&dir)?;
     print!("{}", report::terminal(&run));
-    report::write_report(&run, &dir)?;
+    let explain = match args.html {
+        true => report::html::Explain::Compute,
+        false => report::html::Explain::Cached,
+    };
+    report::write_report_with(&run, &dir, explain)?;
     print_run_folder(&dir);
     Ok(true)
 }

@@ -4,6 +4,7 @@
 //! later from the JSON alone.
 
 pub mod charts;
+pub mod html;
 pub mod model;
 pub mod roofline;
 pub mod table;
@@ -49,9 +50,19 @@ pub fn failures(run: &RunResults) -> Vec<String> {
         .collect()
 }
 
-/// Writes each workload's Markdown and CSV tables and its charts into `dir`; returns the
-/// files written.
+/// Writes each workload's Markdown and CSV tables, its charts and the HTML pages into `dir`
+/// (rung pages from the explain cache only); returns the files written.
 pub fn write_report(run: &RunResults, dir: &Path) -> Result<Vec<PathBuf>> {
+    write_report_with(run, dir, html::Explain::Cached)
+}
+
+/// [`write_report`], with the rung pages' `harness explain` documents computed where not
+/// cached when `explain` says so.
+pub fn write_report_with(
+    run: &RunResults,
+    dir: &Path,
+    explain: html::Explain,
+) -> Result<Vec<PathBuf>> {
     let report = Report::new(run);
     let mut written = Vec::new();
     for w in &report.workloads {
@@ -66,6 +77,12 @@ pub fn write_report(run: &RunResults, dir: &Path) -> Result<Vec<PathBuf>> {
         }
     }
     written.extend(charts::write_all(&report, dir)?);
+    written.extend(html::write(
+        &report,
+        dir,
+        explain,
+        &crate::runs::LabDir::locate(),
+    )?);
     Ok(written)
 }
 

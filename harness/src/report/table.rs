@@ -35,7 +35,7 @@ pub enum Col {
 }
 
 impl Col {
-    fn header(self) -> &'static str {
+    pub(crate) fn header(self) -> &'static str {
         match self {
             Self::Tag => "#",
             Self::Kernel => "kernel",
@@ -61,14 +61,14 @@ impl Col {
     }
 
     /// Text columns are left-aligned, figures right-aligned.
-    fn left(self) -> bool {
+    pub(crate) fn left(self) -> bool {
         matches!(
             self,
             Self::Tag | Self::Kernel | Self::Precision | Self::Status
         )
     }
 
-    fn cell(self, r: &RowReport, markdown: bool) -> String {
+    pub(crate) fn cell(self, r: &RowReport, markdown: bool) -> String {
         let row = &r.row;
         let res = primary_resources(row);
         let t = r.timed;

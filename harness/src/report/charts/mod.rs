@@ -13,7 +13,7 @@ pub(crate) mod intensity;
 pub(crate) mod roofline;
 pub(crate) mod sweep;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use super::model::Report;
 use super::roofline::RoofKind;

@@ -89,6 +89,19 @@ impl<'a> Roofline<'a> {
         Some(chart)
     }
 
+    /// Each timed row's point, in the chart's pixels, with its key: what a page overlays to
+    /// name a point on hover.
+    pub(crate) fn points(&self) -> Vec<(&'a RowReport, &str, (f64, f64))> {
+        let p = self.plan();
+        self.keyed
+            .iter()
+            .filter_map(|(r, key)| {
+                let t = r.timed?;
+                Some((*r, key.as_str(), (p.x.px(r.intensity()), p.y.px(t.gflops))))
+            })
+            .collect()
+    }
+
     fn counted(&self) -> bool {
         self.s.rows.iter().any(|r| r.traffic_intensity.is_some())
     }

@@ -20,7 +20,7 @@ fn timing(ms: f64) -> Option<Timing> {
 /// A GPU run shaped like the real GEMM ladder: several stages and precisions, a slowdown, a
 /// step inside the noise, a failed rung, references of three precisions and a peer, and
 /// traffic counted by the simulator.
-fn ladder() -> RunResults {
+pub(crate) fn ladder() -> RunResults {
     let mut run = synthetic();
     for s in &mut run.workloads[0].shapes {
         s.rows
@@ -139,7 +139,7 @@ fn ladder() -> RunResults {
 
 /// The ladder as the CPU runs it: measured FP32 ceilings only, no counted traffic, no GPU
 /// references.
-fn cpu() -> RunResults {
+pub(crate) fn cpu() -> RunResults {
     let mut run = ladder();
     run.device.kind = kernel::DeviceKind::Cpu.name().into();
     run.device.name = "AMD EPYC (2 threads)".into();
@@ -161,7 +161,7 @@ fn cpu() -> RunResults {
 }
 
 /// The ladder as the simulator runs it: checked, counted, never timed.
-fn sim() -> RunResults {
+pub(crate) fn sim() -> RunResults {
     let mut run = ladder();
     run.device.kind = kernel::DeviceKind::Sim.name().into();
     for r in run

@@ -1,0 +1,141 @@
+//! The run pages end to end: a CPU run of every workload and a small simulator run write
+//! `index.html` and its pages, the console names it, `harness report` and `harness compare
+//! --html` write theirs; every link resolves, the pages stay within their budget; then
+//! Chromium (tools/html_check.py, through Playwright) opens every page: no console error, no
+//! broken link, a row per rung, charts with a size, a tooltip on hover, and a screenshot of the
+//! run page. tools/install-browser.sh installs the browser; without it this test fails.
+
+use harness::report::html::check::{BUDGET_BYTES, Site, html_bytes};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn harness(lab: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(args)
+        .env("LAB_DIR", lab)
+        .output()
+        .expect("the harness binary runs")
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Runs `args` into `dir` and checks the pages there without a browser.
+fn run_into(lab: &Path, dir: &Path, args: &[&str]) {
+    let mut all = vec!["run"];
+    all.extend_from_slice(args);
+    all.extend(["--out", dir.to_str().unwrap()]);
+    let o = harness(lab, &all);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    let index = dir.join("index.html");
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout
+            .trim_end()
+            .ends_with(&format!("Open in a browser: {}", index.display())),
+        "the last line names the page: {t}"
+    );
+    pages_hold(dir);
+}
+
+fn pages_hold(dir: &Path) {
+    let site = Site::read(dir).unwrap();
+    let broken = site.broken_links();
+    assert!(broken.is_empty(), "{dir:?}: {broken:#?}");
+    assert!(site.unreached("index.html").is_empty(), "{dir:?}");
+    let bytes = html_bytes(dir).unwrap();
+    assert!(bytes < BUDGET_BYTES, "{dir:?}: {bytes} bytes of pages");
+}
+
+#[test]
+fn run_pages_load_in_a_browser() {
+    let root = std::env::temp_dir().join(format!("lab-html-report-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let lab = root.join("lab");
+
+    // Every workload on the CPU, at the small shapes; the simulator on one small GEMM.
+    let cpu = root.join("cpu");
+    run_into(&lab, &cpu, &["--device", "cpu", "--small", "-q"]);
+    let sim = root.join("sim");
+    run_into(
+        &lab,
+        &sim,
+        &[
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "100x37x129",
+            "--kernels",
+            "gemm-naive,gemm-tiled,gemm-wmma-tf32",
+            "-q",
+        ],
+    );
+
+    // `harness report` writes the pages again from the results alone.
+    let again = root.join("again");
+    let o = harness(
+        &lab,
+        &[
+            "report",
+            cpu.to_str().unwrap(),
+            "--out",
+            again.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    pages_hold(&again);
+
+    // Two runs side by side (here the same one twice).
+    let cmp = root.join("compare");
+    let o = harness(
+        &lab,
+        &[
+            "compare",
+            cpu.to_str().unwrap(),
+            cpu.to_str().unwrap(),
+            "--html",
+            "--out",
+            cmp.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let page = std::fs::read_to_string(cmp.join("index.html")).unwrap();
+    assert!(page.contains("gemm-naive"), "{page}");
+
+    // Chromium.
+    let python = std::env::var("LAB_PYTHON").unwrap_or_else(|_| "python3".into());
+    let o = Command::new(&python)
+        .arg(repo().join("tools/html_check.py"))
+        .args([&cpu, &sim])
+        .output()
+        .unwrap_or_else(|e| panic!("{python} does not run ({e}): run tools/install-browser.sh"));
+    assert!(
+        o.status.success(),
+        "the browser check failed (tools/install-browser.sh installs Chromium and \
+         Playwright):\n{}",
+        text(&o)
+    );
+    for run in [&cpu, &sim] {
+        let shot = std::fs::read(run.join("index-screenshot.png")).unwrap();
+        assert_eq!(&shot[1..4], b"PNG");
+    }
+    // Kept for eyes when LAB_KEEP_PAGES is set.
+    if std::env::var_os("LAB_KEEP_PAGES").is_none() {
+        std::fs::remove_dir_all(&root).unwrap();
+    } else {
+        eprintln!("pages kept in {}", root.display());
+    }
+}
