@@ -1,5 +1,7 @@
 //! Markdown to HTML with pulldown-cmark, for the crate walkthroughs and `harness explain`'s
-//! text blocks. Raw HTML in the source is shown as text, and links that point into the
+//! text blocks. Raw HTML in the source is shown as text, except what the walkthroughs write on
+//! purpose: a rung's anchor (`<a id="gemm-tiled"></a>`, kept) and comments such as the figure
+//! markers (dropped). Links that point into the
 //! repository (which a run folder, copied elsewhere, cannot reach) keep their words without
 //! the link; web links and in-page anchors stay links.
 
@@ -8,6 +10,27 @@ use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd, 
 /// Whether a link target reaches anything from a run folder: the web, or an anchor.
 fn reachable(dest: &str) -> bool {
     dest.starts_with("https://") || dest.starts_with("http://") || dest.starts_with('#')
+}
+
+/// `<a id="ID">` with an id of lowercase letters, digits and dashes: the start of a
+/// walkthrough's rung anchor (`<a id="ID"></a>`, which Markdown reads as two pieces of inline
+/// HTML), safe to keep as HTML.
+fn is_anchor_start(html: &str) -> bool {
+    html.trim()
+        .strip_prefix("<a id=\"")
+        .and_then(|rest| rest.strip_suffix("\">"))
+        .is_some_and(|id| {
+            !id.is_empty()
+                && id
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        })
+}
+
+/// An HTML comment (`<!-- figure: ... -->`): nothing a reader sees.
+fn is_comment(html: &str) -> bool {
+    let t = html.trim();
+    t.starts_with("<!--") && t.ends_with("-->")
 }
 
 /// Renders `text` (CommonMark with tables) as HTML.
@@ -26,8 +49,22 @@ pub fn to_html_under(text: &str, by: usize) -> String {
     let parser = Parser::new_ext(text, Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH);
     // Links whose start was dropped, so that their end is dropped too.
     let mut dropped: Vec<bool> = Vec::new();
+    // Whether the last piece of HTML was a kept anchor's start, whose `</a>` is kept too.
+    let mut in_anchor = false;
     let events = parser.filter_map(|e| match e {
-        Event::Html(h) | Event::InlineHtml(h) => Some(Event::Text(h)),
+        Event::InlineHtml(h) if is_anchor_start(&h) => {
+            in_anchor = true;
+            Some(Event::InlineHtml(h))
+        }
+        Event::InlineHtml(h) if in_anchor && h.trim() == "</a>" => {
+            in_anchor = false;
+            Some(Event::InlineHtml(h))
+        }
+        Event::Html(h) | Event::InlineHtml(h) if is_comment(&h) => None,
+        Event::Html(h) | Event::InlineHtml(h) => {
+            in_anchor = false;
+            Some(Event::Text(h))
+        }
         Event::Start(Tag::Link { dest_url, .. }) if !reachable(&dest_url) => {
             dropped.push(true);
             None
@@ -88,5 +125,19 @@ mod tests {
         let h = to_html("a <script>x()</script> b");
         assert!(!h.contains("<script>"), "{h}");
         assert!(h.contains("&lt;script&gt;"), "{h}");
+    }
+
+    #[test]
+    fn rung_anchors_stay_and_comments_go() {
+        let h = to_html(
+            "<a id=\"gemm-wgmma-n256\"></a>\n## 21\n\n<!-- figure: sass x from code -->\nText.\n\
+             <a id=\"x\" onclick=\"f()\"></a>\n",
+        );
+        assert!(h.contains("<a id=\"gemm-wgmma-n256\"></a>"), "{h}");
+        assert!(!h.contains("figure:"), "{h}");
+        assert!(
+            !h.contains("<a id=\"x\" onclick"),
+            "any other HTML is text: {h}"
+        );
     }
 }
