@@ -1,9 +1,13 @@
 //! Fused kernels: the linear layer Y = act(X * W^T + bias) as a naive "fused" loop (the
 //! cautionary row of a fused Linear+ReLU post-mortem), as a good GEMM followed by a bias +
 //! activation kernel, and as the same GEMM with the bias + activation fused into its
-//! epilogue. The walkthrough is in this crate's README. The fused convolution is in [`conv`].
+//! epilogue. The walkthrough is in this crate's README. The fused convolution is in [`conv`],
+//! the element-wise chain GELU(X + b) + R in [`eltwise`], the radial-basis expansion with
+//! cosine cutoff in [`rbf`].
 
 pub mod conv;
+pub mod eltwise;
+pub mod rbf;
 
 use kernel::{
     Activation, Arg, Bound, Buf, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Lineage,
@@ -20,6 +24,8 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
         Box::new(LinearFused),
     ];
     all.extend(conv::kernels());
+    all.extend(eltwise::kernels());
+    all.extend(rbf::kernels());
     all
 }
 

@@ -129,6 +129,8 @@ fn first_shape(w: kernel::Workload) -> kernel::Shape {
             d: 64,
             causal: false,
         },
+        kernel::Workload::Eltwise => kernel::Shape::Eltwise { m: 8192, n: 4096 },
+        kernel::Workload::Rbf => kernel::Shape::Rbf { n: 131_072, k: 64 },
     }
 }
 

@@ -49,6 +49,12 @@ fn shapes(w: Workload) -> Vec<Shape> {
                 causal: false,
             },
         ],
+        // Both paths of the vectorized rung: N % 4 == 0 and not.
+        Workload::Eltwise => vec![
+            Shape::Eltwise { m: 8192, n: 4096 },
+            Shape::Eltwise { m: 37, n: 130 },
+        ],
+        Workload::Rbf => vec![Shape::Rbf { n: 131_072, k: 64 }],
     }
 }
 

@@ -24,6 +24,10 @@ pub fn reference(shape: &Shape, inputs: &[Vec<f32>]) -> Vec<f64> {
         }
         Shape::Conv { .. } => conv_f64(shape, inputs),
         Shape::Attention { .. } => attention_f64(shape, &inputs[0], &inputs[1], &inputs[2]),
+        Shape::Eltwise { .. } | Shape::Rbf { .. } => (0..shape.output().len())
+            .into_par_iter()
+            .map(|i| element_f64(shape, inputs, i))
+            .collect(),
     }
 }
 
@@ -33,6 +37,8 @@ pub fn describe(workload: Workload) -> &'static str {
         Workload::Gemm | Workload::Linear => "f64 blocked GEMM on the CPU",
         Workload::Conv => "f64 direct convolution on the CPU",
         Workload::Attention => "f64 softmax attention on the CPU",
+        Workload::Eltwise => "f64 bias + tanh GELU + residual on the CPU",
+        Workload::Rbf => "f64 radial basis with cosine cutoff on the CPU",
     }
 }
 
@@ -85,7 +91,7 @@ pub fn sampled(
     (indices, values)
 }
 
-/// One output element in f64 (GEMM, linear, convolution).
+/// One output element in f64 (GEMM, linear, convolution, element-wise chain, radial basis).
 fn element_f64(shape: &Shape, inputs: &[Vec<f32>], index: usize) -> f64 {
     let dot = |a: &mut dyn Iterator<Item = (f32, f32)>| -> f64 {
         a.map(|(x, y)| f64::from(x) * f64::from(y)).sum()
@@ -118,6 +124,14 @@ fn element_f64(shape: &Shape, inputs: &[Vec<f32>], index: usize) -> f64 {
                 }
             }
             acc
+        }
+        Shape::Eltwise { n, .. } => {
+            let (x, bias, r) = (&inputs[0], &inputs[1], &inputs[2]);
+            let v = f64::from(x[index]) + f64::from(bias[index % n]);
+            crate::Activation::Gelu.apply_f64(v) + f64::from(r[index])
+        }
+        Shape::Rbf { k, .. } => {
+            crate::workload::rbf_f64(f64::from(inputs[0][index / k]), index % k, k)
         }
         Shape::Attention { .. } => unreachable!("attention is sampled by rows"),
     }

@@ -16,10 +16,24 @@ pub enum Workload {
     Conv,
     /// softmax(Q K^T / sqrt(D)) V over B x H heads.
     Attention,
+    /// The element-wise chain Y[M,N] = GELU(X[M,N] + b[N]) + R[M,N] (GELU with the tanh
+    /// approximation): a transformer block's bias, activation and residual, DRAM-bound.
+    Eltwise,
+    /// The radial-basis expansion of distances d[n] with a cosine cutoff, as in the embedding
+    /// of a molecular-dynamics network: out[n,k] = exp(-gamma (d_n - mu_k)^2) fc(d_n), see
+    /// [`RBF_CUTOFF`].
+    Rbf,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 4] = [Self::Gemm, Self::Linear, Self::Conv, Self::Attention];
+    pub const ALL: [Workload; 6] = [
+        Self::Gemm,
+        Self::Linear,
+        Self::Conv,
+        Self::Attention,
+        Self::Eltwise,
+        Self::Rbf,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -27,6 +41,8 @@ impl Workload {
             Self::Linear => "linear",
             Self::Conv => "conv",
             Self::Attention => "attention",
+            Self::Eltwise => "eltwise",
+            Self::Rbf => "rbf",
         }
     }
 
@@ -59,6 +75,8 @@ impl Workload {
                 d: 64,
                 causal: false,
             },
+            Self::Eltwise => Shape::Eltwise { m: 64, n: 64 },
+            Self::Rbf => Shape::Rbf { n: 64, k: 16 },
         }
     }
 }
@@ -143,6 +161,16 @@ pub enum Shape {
         d: usize,
         causal: bool,
     },
+    /// Y[M,N] = GELU(X[M,N] + b[N]) + R[M,N], GELU with the tanh approximation.
+    Eltwise {
+        m: usize,
+        n: usize,
+    },
+    /// out[n,k] over n distances and k centres; see [`RBF_CUTOFF`].
+    Rbf {
+        n: usize,
+        k: usize,
+    },
 }
 
 /// A named tensor of a workload, with its dimensions (row-major, last fastest).
@@ -199,6 +227,49 @@ pub enum ShapeError {
     },
 }
 
+/// FLOPs per output element of the element-wise chain: the bias add (1); the tanh GELU
+/// 0.5 x (1 + tanh(c (x + 0.044715 x^3))) as 9 with tanh counted as one (x^3: 2 multiplies;
+/// the scale by 0.044715, the add of x, the scale by c, tanh, the add of 1, the multiplies by
+/// x and by 0.5); the residual add (1).
+pub const ELTWISE_FLOPS_PER_ELEMENT: f64 = 11.0;
+
+/// The cutoff radius r_c of the radial-basis workload, in the units of its inputs. The
+/// harness's random inputs are uniform in [-1, 1], so r_c = 0.5 puts a quarter of them beyond
+/// the cutoff (output 0) and the rest inside, where the cosine envelope
+/// fc(d) = 0.5 (cos(pi d / r_c) + 1) applies. The formula is applied as written to negative
+/// inputs as well.
+pub const RBF_CUTOFF: f64 = 0.5;
+/// The width gamma of the Gaussians exp(-gamma (d - mu_k)^2), in 1 / (input unit)^2. At the
+/// largest |d - mu_k| of the inputs, 1.5, the Gaussian is exp(-22.5), still a normal f32: no
+/// output underflows where the f64 reference does not.
+pub const RBF_GAMMA: f64 = 10.0;
+/// FLOPs per output of the radial-basis expansion: d - mu, the square, the scale by -gamma,
+/// exp (counted as one), the product with the cutoff; computing mu_k = k * step is one more.
+pub const RBF_FLOPS_PER_OUTPUT: f64 = 6.0;
+/// FLOPs per distance of the cosine cutoff: the scale by pi / r_c, cos (as one), the add of
+/// 1, the scale by 0.5; the comparison with r_c is not counted.
+pub const RBF_FLOPS_PER_DISTANCE: f64 = 4.0;
+
+/// Centre mu_k of the radial-basis workload: K centres evenly spaced over [0, r_c], the first
+/// at 0 and the last at r_c (a single centre sits at 0).
+pub fn rbf_center(k: usize, centres: usize) -> f64 {
+    if centres > 1 {
+        k as f64 * RBF_CUTOFF / (centres - 1) as f64
+    } else {
+        0.0
+    }
+}
+
+/// out[n,k] of the radial-basis workload in f64, for references.
+pub fn rbf_f64(d: f64, k: usize, centres: usize) -> f64 {
+    if d >= RBF_CUTOFF {
+        return 0.0;
+    }
+    let fc = 0.5 * ((std::f64::consts::PI * d / RBF_CUTOFF).cos() + 1.0);
+    let x = d - rbf_center(k, centres);
+    (-RBF_GAMMA * x * x).exp() * fc
+}
+
 /// Largest single dimension accepted (a sanity bound against typos such as 40960000).
 pub const MAX_DIM: usize = 1 << 17;
 /// Largest tensor accepted: kernels index with `int`.
@@ -219,6 +290,8 @@ impl Shape {
             Self::Linear { .. } => Workload::Linear,
             Self::Conv { .. } => Workload::Conv,
             Self::Attention { .. } => Workload::Attention,
+            Self::Eltwise { .. } => Workload::Eltwise,
+            Self::Rbf { .. } => Workload::Rbf,
         }
     }
 
@@ -232,6 +305,8 @@ impl Shape {
                 vec![("B", b), ("C", c), ("M", m), ("H", h), ("W", w), ("K", k)]
             }
             Self::Attention { b, h, s, d, .. } => vec![("B", b), ("H", h), ("S", s), ("D", d)],
+            Self::Eltwise { m, n } => vec![("M", m), ("N", n)],
+            Self::Rbf { n, k } => vec![("n", n), ("K", k)],
         }
     }
 
@@ -260,6 +335,12 @@ impl Shape {
                 TensorSpec::new("K", &[b, h, s, d]),
                 TensorSpec::new("V", &[b, h, s, d]),
             ],
+            Self::Eltwise { m, n } => vec![
+                TensorSpec::new("X", &[m, n]),
+                TensorSpec::new("bias", &[n]),
+                TensorSpec::new("R", &[m, n]),
+            ],
+            Self::Rbf { n, .. } => vec![TensorSpec::new("d", &[n])],
         }
     }
 
@@ -272,10 +353,13 @@ impl Shape {
                 TensorSpec::new("y", &[b, m, ho, wo])
             }
             Self::Attention { b, h, s, d, .. } => TensorSpec::new("O", &[b, h, s, d]),
+            Self::Eltwise { m, n } => TensorSpec::new("Y", &[m, n]),
+            Self::Rbf { n, k } => TensorSpec::new("out", &[n, k]),
         }
     }
 
-    /// Floating-point operations of one run (an FMA counts as two).
+    /// Floating-point operations of one run (an FMA counts as two). The element-wise chain
+    /// counts [`ELTWISE_FLOPS_PER_ELEMENT`] per output element.
     pub fn flops(&self) -> f64 {
         match *self {
             Self::Gemm { m, n, k } => 2.0 * m as f64 * n as f64 * k as f64,
@@ -290,10 +374,17 @@ impl Shape {
                 let full = 4.0 * (b * h) as f64 * (s as f64).powi(2) * d as f64;
                 if causal { full / 2.0 } else { full }
             }
+            Self::Eltwise { m, n } => ELTWISE_FLOPS_PER_ELEMENT * m as f64 * n as f64,
+            Self::Rbf { n, k } => {
+                RBF_FLOPS_PER_OUTPUT * n as f64 * k as f64 + RBF_FLOPS_PER_DISTANCE * n as f64
+            }
         }
     }
 
-    /// The fewest bytes a run can move: each input read once, the output written once.
+    /// The fewest bytes a run can move: each input read once, the output written once. For the
+    /// element-wise chain that is X, R and Y (3 x M x N elements) plus the N-element bias: the
+    /// chain is DRAM-bound, and every intermediate written and read back adds 2 x M x N. For
+    /// the radial-basis expansion it is d (n) and out (n x K): the output's write dominates.
     pub fn min_bytes(&self, element_bytes: usize) -> f64 {
         let elements: usize =
             self.inputs().iter().map(TensorSpec::len).sum::<usize>() + self.output().len();
@@ -370,6 +461,8 @@ impl Shape {
             Workload::Linear => "MxNxK-act with act relu or gelu, e.g. 1024x2048x784-relu",
             Workload::Conv => "BxCxMxHxWxK, e.g. 100x1x4x86x86x7",
             Workload::Attention => "BxHxSxD, optionally -causal, e.g. 4x16x1024x64-causal",
+            Workload::Eltwise => "MxN (rows x features, any N), e.g. 8192x4096",
+            Workload::Rbf => "nxK (distances x centres), e.g. 1000000x64",
         }
     }
 
@@ -420,6 +513,8 @@ impl Shape {
                     causal: suffix.is_some(),
                 }
             }
+            (Workload::Eltwise, [m, n], None) => Self::Eltwise { m: *m, n: *n },
+            (Workload::Rbf, [n, k], None) => Self::Rbf { n: *n, k: *k },
             _ => return Err(err()),
         };
         Ok(shape)
@@ -521,6 +616,22 @@ mod tests {
         assert!(e.to_string().contains("relu or gelu"), "{e}");
         assert!(Shape::parse(Workload::Gemm, "-3").is_err());
         assert!(Shape::parse(Workload::Gemm, "4x4").is_err());
+    }
+
+    #[test]
+    fn eltwise_shapes_parse_and_follow_the_byte_model() {
+        let s = Shape::parse(Workload::Eltwise, "37x130").unwrap();
+        assert_eq!(s, Shape::Eltwise { m: 37, n: 130 });
+        assert_eq!(Shape::parse(s.workload(), &s.label()), Ok(s));
+        // X, R and Y once each, plus the bias: 3 x M x N + N elements.
+        assert_eq!(s.min_bytes(4), ((3 * 37 * 130 + 130) * 4) as f64);
+        assert_eq!(s.flops(), ELTWISE_FLOPS_PER_ELEMENT * (37 * 130) as f64);
+        for bad in ["37", "37x130x4", "37x130-gelu", "37xN"] {
+            let e = Shape::parse(Workload::Eltwise, bad).unwrap_err();
+            assert!(e.to_string().contains("MxN"), "{bad}: {e}");
+        }
+        let zero = Shape::Eltwise { m: 4, n: 0 }.validate().unwrap_err();
+        assert!(zero.to_string().contains("dimension N is 0"), "{zero}");
     }
 
     #[test]

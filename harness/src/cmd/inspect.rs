@@ -94,6 +94,8 @@ pub(crate) fn inspect_shapes(w: Workload) -> Vec<(&'static str, Shape)> {
                 )
             })
             .collect(),
+        Workload::Eltwise => vec![("", Shape::Eltwise { m: 8192, n: 4096 })],
+        Workload::Rbf => vec![("", Shape::Rbf { n: 131_072, k: 64 })],
     }
 }
 

@@ -38,7 +38,8 @@ fn tile_of(e: &Expr, dim: &'static str, vars: &[(&'static str, usize)]) -> Optio
 /// The output's last two dimensions by name: rows, columns.
 fn output_axes(shape: &Shape) -> (&'static str, &'static str) {
     match shape {
-        Shape::Gemm { .. } | Shape::Linear { .. } => ("M", "N"),
+        Shape::Gemm { .. } | Shape::Linear { .. } | Shape::Eltwise { .. } => ("M", "N"),
+        Shape::Rbf { .. } => ("n", "K"),
         Shape::Conv { .. } => ("HO", "WO"),
         Shape::Attention { .. } => ("S", "D"),
     }

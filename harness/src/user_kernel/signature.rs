@@ -176,6 +176,35 @@ pub const ALL: &[Signature] = &[
         about: "as attention, for kernels that accumulate into O (starting at 0) with a running \
                 sum l[B*H*S] (0) and maximum m[B*H*S] (minus infinity)",
     },
+    Signature {
+        name: "eltwise",
+        workload: Workload::Eltwise,
+        params: &[
+            ("X", Input(0)),
+            ("bias", Input(1)),
+            ("R", Input(2)),
+            ("Y", Output),
+            ("M", Dim("M")),
+            ("N", Dim("N")),
+        ],
+        output_fill: Fill::Nan,
+        scratch: &[],
+        about: "Y[M,N] = gelu(X[M,N] + bias[N]) + R[M,N], gelu with the tanh approximation",
+    },
+    Signature {
+        name: "rbf",
+        workload: Workload::Rbf,
+        params: &[
+            ("d", Input(0)),
+            ("out", Output),
+            ("n", Dim("n")),
+            ("K", Dim("K")),
+        ],
+        output_fill: Fill::Nan,
+        scratch: &[],
+        about: "out[n,K] = exp(-gamma (d[n] - mu_k)^2) 0.5 (cos(pi d[n] / r_c) + 1) for d < r_c, \
+                else 0; mu_k = k r_c / (K - 1), r_c = 0.5, gamma = 10",
+    },
 ];
 
 impl Signature {

@@ -55,6 +55,8 @@ pub fn family(shape: &Shape) -> Family {
                 x_title: "sequence length S",
             }
         }
+        Shape::Eltwise { m, n } => f(format!("-Mx{n}"), m, "rows M"),
+        Shape::Rbf { n, k } => f(format!("-nx{k}"), n, "distances n"),
     }
 }
 
