@@ -4,8 +4,8 @@
 //! per test binary. Needs NVRTC and nvdisasm (tools/install-cuda-tools.sh), not a GPU; without
 //! them these tests fail, they never pass without having disassembled anything.
 
+use harness::cmd::inspect::inspect_shapes;
 use harness::sass::{self, Function, Summary};
-use kernel::{Shape, Workload};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
@@ -27,33 +27,12 @@ fn sass_of(id: &str) -> Entries {
         .iter()
         .find(|k| k.info().id == id)
         .unwrap_or_else(|| panic!("no kernel {id} in the registry"));
-    // The shapes `harness inspect` compiles rungs at (attention at D = 64, where the headers
-    // count).
-    let shape = match k.info().workload {
-        Workload::Gemm => Shape::square_gemm(4096),
-        Workload::Attention => Shape::Attention {
-            b: 4,
-            h: 16,
-            s: 1024,
-            d: 64,
-            causal: false,
-        },
-        // The second layer, the one `harness inspect` compiles.
-        Workload::Conv => Shape::Conv {
-            b: 1000,
-            c: 4,
-            m: 16,
-            h: 40,
-            w: 40,
-            k: 7,
-        },
-        Workload::Linear => Shape::Linear {
-            m: 8192,
-            n: 4096,
-            k: 4096,
-            act: kernel::Activation::Gelu,
-        },
-    };
+    // The shape `harness inspect` compiles rungs at first (attention at D = 64, where the
+    // headers count).
+    let (_, shape) = inspect_shapes(k.info().workload)
+        .into_iter()
+        .next()
+        .expect("every workload has an inspect shape");
     let plan = k
         .cuda(&shape)
         .unwrap_or_else(|| panic!("{id} has no CUDA plan"));

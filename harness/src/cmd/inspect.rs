@@ -56,7 +56,7 @@ pub fn run(args: &Args) -> Outcome {
 /// The shapes `harness inspect` compiles a workload's kernels at, each with its label (empty
 /// where there is one). Attention compiles per head dimension: both the ladder supports, so
 /// that register pressure (spills) at D=128 shows.
-pub(crate) fn inspect_shapes(w: Workload) -> Vec<(&'static str, Shape)> {
+pub fn inspect_shapes(w: Workload) -> Vec<(&'static str, Shape)> {
     match w {
         Workload::Gemm => vec![("", Shape::square_gemm(4096))],
         Workload::Linear => vec![(
