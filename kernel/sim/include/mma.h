@@ -107,8 +107,8 @@ SIM_UNINSTRUMENTED inline void store_matrix_sync(P *p, const fragment<accumulato
 
 // D = A * B + C with fp32 accumulation; TF32 operands are rounded to TF32 first.
 // Arithmetic on fragments only (registers on a GPU): never traced. Every lane holds the whole
-// tiles, so the warp's first lane computes the product and the others, finding the same input
-// bytes in the warp's memo, copy it: one product per warp instead of 32.
+// tiles, so the first of the warp's lanes to get here computes the product and the others,
+// finding the same input bytes in the warp's memo, copy it: one product per warp, not 32.
 template <int M, int N, int K, class TA, class LA, class TB, class LB, class TC, class TD>
 SIM_UNINSTRUMENTED inline void mma_sync(fragment<accumulator, M, N, K, TD> &d, const fragment<matrix_a, M, N, K, TA, LA> &a,
                      const fragment<matrix_b, M, N, K, TB, LB> &b, const fragment<accumulator, M, N, K, TC> &c) {
