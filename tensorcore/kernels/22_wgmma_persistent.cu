@@ -60,8 +60,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         // Producer: one thread keeps up to STAGES k-tiles in flight.
         if (threadIdx.x == 0) {
             int it = 0;  // k-tiles issued by this block, over all its tiles
-            for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-                const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
+            for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+                const int m0 = (int)(tile / tiles_n) * BM, n0 = (int)(tile % tiles_n) * BN;
                 for (int kt = 0; kt < ktiles; ++kt, ++it) {
                     const int s = it % STAGES;
                     if (it >= STAGES) hopper::mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
@@ -81,8 +81,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
     const int c = wg - 1;
     const int lane = threadIdx.x % 32, warp = (threadIdx.x % 128) / 32;
     int it = 0;  // k-tiles consumed by this block, counted as the producer counts them
-    for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
-        const int m0 = tile / tiles_n * BM, n0 = tile % tiles_n * BN;
+    for (long long tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+        const int m0 = (int)(tile / tiles_n) * BM, n0 = (int)(tile % tiles_n) * BN;
         float d[128];
 #pragma unroll
         for (int i = 0; i < 128; ++i) d[i] = 0.0f;
