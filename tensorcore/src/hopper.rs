@@ -1,5 +1,6 @@
 //! The Hopper rungs, for sm_90a alone: `wgmma` fed by TMA copies through an mbarrier pipeline
-//! (18), on 128x256 tiles (21), persistent (22). Their plans pass A and B as TMA tensor maps ([`kernel::TensorMap`]), which
+//! (18), on 128x256 tiles (21), persistent (22), walking its tiles in L2-friendly groups (23).
+//! Their plans pass A and B as TMA tensor maps ([`kernel::TensorMap`]), which
 //! the CUDA device encodes with `cuTensorMapEncodeTiled`. A GPU other than Hopper declines it
 //! (no sm_90a code); the CUDA simulator runs it through its emulation of wgmma, TMA and
 //! mbarriers.
@@ -81,6 +82,8 @@ const TMA: Design = Design { bn: 128, stages: 5 };
 const N256: Design = Design { bn: 256, stages: 4 };
 /// `22_wgmma_persistent.cu`: 21's tiles and ring.
 const PERSISTENT: Design = N256;
+/// `23_wgmma_l2_order.cu`: 22's.
+const L2_ORDER: Design = PERSISTENT;
 // One block per SM within an H100's 227 KB of shared memory per block.
 const _: () = assert!(TMA.smem() <= 227 * 1024 && N256.smem() <= 227 * 1024);
 
@@ -245,6 +248,73 @@ impl Kernel for GemmWgmmaPersistent {
     }
 }
 
+/// Block-rows per group of rung 23's tile walk (its `GROUP`; the source's header says why 16).
+pub const L2_GROUP: u32 = 16;
+
+/// The block-tile coordinates (block-row, block-column) of tile `tile` of rung 23's walk over
+/// `tiles_m` x `tiles_n` tiles in groups of `group` block-rows: one group after the other,
+/// column-major inside a group, the last group holding what is left of the block-rows. The
+/// Rust twin of the kernel's `tile_origin` (the simulator's tests hold the two to each other).
+pub fn grouped_tile(tile: u32, tiles_m: u32, tiles_n: u32, group: u32) -> (u32, u32) {
+    let per_group = group * tiles_n;
+    let first = tile / per_group * group;
+    let rows = group.min(tiles_m - first);
+    let local = tile % per_group;
+    (first + local % rows, local / rows)
+}
+
+/// `23_wgmma_l2_order.cu`: rung 22 walking its tiles in groups of [`L2_GROUP`] block-rows,
+/// column-major inside a group, so that the tiles in flight together share rows of A and
+/// columns of B in L2. The grid is planned for `sms` SMs, as 22's.
+pub struct GemmWgmmaL2Order {
+    pub sms: u32,
+}
+
+impl Default for GemmWgmmaL2Order {
+    fn default() -> Self {
+        Self { sms: DEFAULT_SMS }
+    }
+}
+
+impl Kernel for GemmWgmmaL2Order {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-wgmma-persistent"),
+            idea: "a grouped tile order: the tiles in flight together cover 16 block-rows by a few block-columns, so they share bands of A and B in L2",
+            bound: Some(Bound::DramTraffic),
+        })
+    }
+
+    fn info(&self) -> KernelInfo {
+        info(
+            "gemm-wgmma-l2-order",
+            23,
+            "rung 22 walking its tiles in groups of 16 block-rows, column-major inside a group: \
+             a wave of 132 tiles reads under half the bytes of A and B per element of K at N = 8192",
+        )
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        tma_strides(shape)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let (m, n, _) = gemm_dims(shape);
+        let (tn, tm) = L2_ORDER.tiles(m, n);
+        let grid = (tn * tm).min(self.sms);
+        let src = cuda_source!("tensorcore", "23_wgmma_l2_order.cu");
+        let mut plan = L2_ORDER.plan(shape, src, "gemm_wgmma_l2_order", [grid, 1, 1]);
+        let entry = "gemm_wgmma_l2_order".to_string().into();
+        plan.persistent = vec![(entry, u64::from(tn * tm))];
+        Some(plan)
+    }
+
+    /// Rung 17's port: the tile order changes where the bytes come from, not the product.
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(cpu_bf16)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,6 +340,7 @@ mod tests {
                 include_str!("../kernels/22_wgmma_persistent.cu"),
                 PERSISTENT,
             ),
+            (include_str!("../kernels/23_wgmma_l2_order.cu"), L2_ORDER),
         ] {
             assert_eq!(define(src, "BM"), BM);
             assert_eq!(define(src, "BN"), d.bn);
@@ -277,6 +348,8 @@ mod tests {
             assert_eq!(define(src, "STAGES"), d.stages);
             assert_eq!(define(src, "CONSUMERS") + 1, THREADS as usize / 128);
         }
+        let l2 = include_str!("../kernels/23_wgmma_l2_order.cu");
+        assert_eq!(define(l2, "GROUP"), L2_GROUP as usize);
     }
 
     #[test]
@@ -335,5 +408,120 @@ mod tests {
             .0;
         assert!(why.contains("N = 37") && why.contains("16 bytes"), "{why}");
         assert!(GemmWgmmaTma.supports(&Shape::gemm(64, 64, 129)).is_err());
+    }
+
+    #[test]
+    fn the_grouped_walk_visits_every_tile_once() {
+        // Group counts that divide the block-rows and that leave a short last group, fewer
+        // block-rows than a group, single rows and columns.
+        for group in [1, 2, 3, L2_GROUP] {
+            for tiles_m in 1..=37 {
+                for tiles_n in 1..=7 {
+                    let tiles = tiles_m * tiles_n;
+                    let mut seen = vec![false; tiles as usize];
+                    for t in 0..tiles {
+                        let (m, n) = grouped_tile(t, tiles_m, tiles_n, group);
+                        assert!(m < tiles_m && n < tiles_n, "{t}: ({m}, {n})");
+                        let i = (m * tiles_n + n) as usize;
+                        assert!(!seen[i], "{tiles_m}x{tiles_n}/{group}: ({m}, {n}) twice");
+                        seen[i] = true;
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_walk_is_column_major_inside_groups_of_block_rows() {
+        // 5 x 3 tiles in groups of 2: rows 0-1, then 2-3, then the short group of row 4.
+        let walk: Vec<_> = (0..15).map(|t| grouped_tile(t, 5, 3, 2)).collect();
+        let expect = [
+            (0, 0),
+            (1, 0),
+            (0, 1),
+            (1, 1),
+            (0, 2),
+            (1, 2),
+            (2, 0),
+            (3, 0),
+            (2, 1),
+            (3, 1),
+            (2, 2),
+            (3, 2),
+            (4, 0),
+            (4, 1),
+            (4, 2),
+        ];
+        assert_eq!(walk, expect);
+        // Up to a group of block-rows: column-major over the whole matrix.
+        for tiles_m in [1, 15, 16] {
+            for t in 0..tiles_m * 9 {
+                let (m, n) = (t % tiles_m, t / tiles_m);
+                assert_eq!(grouped_tile(t, tiles_m, 9, L2_GROUP), (m, n));
+            }
+        }
+        // Tile t lies in group t / (16 tiles_n), within its 16 block-rows.
+        for t in 0..37 * 5 {
+            let (m, _) = grouped_tile(t, 37, 5, L2_GROUP);
+            assert_eq!(m / L2_GROUP, t / (L2_GROUP * 5));
+        }
+    }
+
+    /// Bytes of A and B per element of K that the tiles `tiles` read: their distinct
+    /// block-rows of A (BM rows each) and block-columns of B (BN columns each), in BF16.
+    fn band(tiles: impl Iterator<Item = (u32, u32)>) -> usize {
+        let (mut rows, mut cols) = (Vec::new(), Vec::new());
+        for (m, n) in tiles {
+            rows.push(m);
+            cols.push(n);
+        }
+        for v in [&mut rows, &mut cols] {
+            v.sort_unstable();
+            v.dedup();
+        }
+        (rows.len() * BM + cols.len() * L2_ORDER.bn) * BF16
+    }
+
+    /// The band of each full wave of `sms` tiles when `m` x `n` is walked by `walk` (tile
+    /// number, block-rows, block-columns to tile coordinates).
+    fn wave_bands(m: usize, n: usize, walk: fn(u32, u32, u32) -> (u32, u32)) -> Vec<usize> {
+        let (tn, tm) = L2_ORDER.tiles(m, n);
+        let sms = DEFAULT_SMS;
+        (0..tn * tm / sms)
+            .map(|w| band((w * sms..(w + 1) * sms).map(|t| walk(t, tm, tn))))
+            .collect()
+    }
+
+    fn row_major(t: u32, _: u32, tiles_n: u32) -> (u32, u32) {
+        (t / tiles_n, t % tiles_n)
+    }
+
+    fn grouped(t: u32, tiles_m: u32, tiles_n: u32) -> (u32, u32) {
+        grouped_tile(t, tiles_m, tiles_n, L2_GROUP)
+    }
+
+    #[test]
+    fn a_wave_of_the_grouped_walk_reads_half_the_band_of_the_row_major_walk() {
+        // The figures of the header of 23_wgmma_l2_order.cu and of its README section, for
+        // an H100's 132 SMs and its 50 MiB L2. At M = N = 8192, 22's waves cover 5 block-rows
+        // and all 32 block-columns.
+        let rows = wave_bands(8192, 8192, row_major);
+        assert_eq!(rows[0], (5 * BM + 32 * L2_ORDER.bn) * BF16);
+        assert_eq!((rows[0], rows.iter().max()), (17664, Some(&17664)));
+        // 23's 16 block-rows by 9 block-columns, up to 32 by 9 where a wave straddles groups.
+        let groups = wave_bands(8192, 8192, grouped);
+        assert_eq!(groups[0], (16 * BM + 9 * L2_ORDER.bn) * BF16);
+        assert_eq!((groups[0], groups.iter().max()), (8704, Some(&12800)));
+        // At 4096 x 4096 (32 x 16 tiles) the two walks read about as much.
+        assert_eq!(wave_bands(4096, 4096, row_major)[0], 10496);
+        let groups = wave_bands(4096, 4096, grouped);
+        let range = (groups.iter().min(), groups.iter().max());
+        assert_eq!(range, (Some(&8704), Some(&10752)));
+        // The K up to which the L2 holds a wave's whole band.
+        let l2 = 50 << 20;
+        assert_eq!((l2 / 17664, l2 / 8704), (2968, 6023));
+        // 128 r + 256 c with r c = 132 is smallest at r = sqrt(2 x 132).
+        let best = (2.0 * f64::from(DEFAULT_SMS)).sqrt();
+        assert_eq!(best.round(), f64::from(L2_GROUP));
     }
 }

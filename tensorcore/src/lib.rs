@@ -2,7 +2,8 @@
 //! `cp.async` ring (14), `mma.sync` + `ldmatrix` on a swizzled ring (15), fragments double
 //! buffered in registers (16), 16 on BF16 (17), the Hopper rung: wgmma fed by TMA (18),
 //! 128x256 block tiles of 8 warps (19), split-K for shapes with fewer tiles than SMs (20),
-//! and Hopper again: 128x256 tiles of wgmma m64n256k16 (21), persistent (22).
+//! and Hopper again: 128x256 tiles of wgmma m64n256k16 (21), persistent (22), its tiles walked
+//! in groups that share A and B in L2 (23).
 //! The walkthrough is in this crate's README.
 //! Rung 05 of the convolution ladder is in [`conv`].
 
@@ -18,7 +19,9 @@ use kernel::{
 use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, gemm_blocked, round_tf32};
 
-pub use hopper::{GemmWgmmaN256, GemmWgmmaPersistent, GemmWgmmaTma};
+pub use hopper::{
+    GemmWgmmaL2Order, GemmWgmmaN256, GemmWgmmaPersistent, GemmWgmmaTma, L2_GROUP, grouped_tile,
+};
 pub use pipelined::{GemmMmaBf16, GemmMmaDoubleBuffer, GemmMmaLdmatrix, GemmWmmaCpAsync};
 pub use wide_tile::{DEFAULT_SMS, GemmMma128x256, GemmMmaSplitK};
 
@@ -32,6 +35,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     all.push(Box::new(GemmMmaSplitK::default()));
     all.push(Box::new(GemmWgmmaN256));
     all.push(Box::new(GemmWgmmaPersistent::default()));
+    all.push(Box::new(GemmWgmmaL2Order::default()));
     all
 }
 

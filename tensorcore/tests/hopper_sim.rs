@@ -4,6 +4,8 @@
 //! ring to wrap. Planted bugs in the source (a wrong expected byte count, swizzle or
 //! descriptor field, a stage freed too early, a missing wait) must fail: by a wrong result, or
 //! by a deadlock report that names the mbarrier's phase, pending arrivals and tx-count.
+//! Rung 23 (rung 22 walking its tiles in groups of block-rows) on awkward shapes and tile
+//! counts, and its walk recorded by the kernel against `tensorcore::grouped_tile`.
 
 use kernel::sim::SimDevice;
 use kernel::testing::{gemm_f64, inputs, relative_error};
@@ -220,4 +222,146 @@ fn a_consumer_that_does_not_wait_for_its_stage_fails() {
         )],
         Expect::Fails,
     );
+}
+
+/// Rung 23 with its source edited and its grid possibly widened (the same launch otherwise).
+struct L2Order {
+    sms: u32,
+    edits: Edits,
+    /// Blocks beyond the plan's min(tiles, sms), which find no tile to walk.
+    extra_blocks: u32,
+}
+
+impl Kernel for L2Order {
+    fn info(&self) -> KernelInfo {
+        tensorcore::GemmWgmmaL2Order::default().info()
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let mut plan = tensorcore::GemmWgmmaL2Order { sms: self.sms }.cuda(shape)?;
+        for step in &mut plan.steps {
+            if let kernel::Step::Kernel(l) = step {
+                let mut code = l.source.code.to_string();
+                for (from, to) in self.edits {
+                    assert!(code.contains(from), "nothing to edit: {from}");
+                    code = code.replace(from, to);
+                }
+                l.source.code = code.into();
+                l.grid[0] += self.extra_blocks;
+            }
+        }
+        Some(plan)
+    }
+}
+
+/// Source edits: each (from, to) replaces every `from`.
+type Edits = &'static [(&'static str, &'static str)];
+
+/// Groups of 2 block-rows instead of 16, so that small shapes span several groups.
+const SMALL_GROUP: (&str, &str) = ("#define GROUP 16", "#define GROUP 2");
+const SMALL_GROUPS: Edits = &[SMALL_GROUP];
+
+/// Rung 23 on shapes with M, N and K tails, K long enough for the 4-stage ring to wrap inside
+/// a tile, blocks that walk several tiles (planned for 3 SMs), groups of 2 block-rows with a
+/// short last group, more blocks than tiles, and fewer tiles than SMs.
+#[test]
+fn l2_order_matches_the_reference_on_awkward_shapes() {
+    let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
+    let port = tensorcore::GemmWgmmaL2Order::default()
+        .cpu()
+        .expect("rung 23 has a CPU port");
+    let cases: [(L2Order, (usize, usize, usize)); 5] = [
+        (
+            L2Order {
+                sms: 3,
+                edits: &[],
+                extra_blocks: 0,
+            },
+            (300, 520, 136),
+        ),
+        (
+            L2Order {
+                sms: 3,
+                edits: &[],
+                extra_blocks: 0,
+            },
+            (130, 776, 392),
+        ),
+        (
+            L2Order {
+                sms: 4,
+                edits: SMALL_GROUPS,
+                extra_blocks: 0,
+            },
+            (600, 776, 136),
+        ),
+        (
+            L2Order {
+                sms: 132,
+                edits: &[],
+                extra_blocks: 3,
+            },
+            (200, 264, 72),
+        ),
+        (
+            L2Order {
+                sms: 132,
+                edits: &[],
+                extra_blocks: 0,
+            },
+            (1, 8, 8),
+        ),
+    ];
+    for (rung, (m, n, k)) in cases {
+        let (out, data) = run(&dev, &rung, (m, n, k));
+        let out = out.unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));
+        let exact = gemm_f64((m, n, k), &data[0], &data[1], bf16);
+        let err = relative_error(&out, &exact);
+        assert!(
+            err < 1e-6,
+            "{m}x{n}x{k}: {err:e} from the f64 product of BF16 operands"
+        );
+        let mut cpu = vec![f32::NAN; m * n];
+        port(&Shape::gemm(m, n, k), &[&data[0], &data[1]], &mut cpu);
+        let vs_port = relative_error(&out, &cpu.iter().map(|&v| f64::from(v)).collect::<Vec<_>>());
+        assert!(vs_port < 1e-5, "{m}x{n}x{k}: {vs_port:e} from the CPU port");
+    }
+}
+
+/// The kernel's `tile_origin` walks the tiles as `tensorcore::grouped_tile` says: each
+/// block's first consumer thread writes, in place of its tile of C, the tile's block-row and
+/// block-column at C[2 t] and C[2 t + 1] for tile number t.
+#[test]
+fn the_kernel_walks_its_tiles_as_grouped_tile_says() {
+    const RECORD: (&str, &str) = (
+        "        const int row = m0 + c * 64 + warp * 16 + lane / 4;",
+        "        if (threadIdx.x == 128) {
+            C[2 * tile] = (float)(m0 / BM);
+            C[2 * tile + 1] = (float)(n0 / BN);
+        }
+        continue;
+        const int row = m0 + c * 64 + warp * 16 + lane / 4;",
+    );
+    let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
+    // 37 x 3 tiles in groups of 16 (a short last group of 5), 8 x 5 in groups of 2.
+    let cases: [(Edits, u32, (usize, usize, usize)); 2] = [
+        (&[RECORD], tensorcore::L2_GROUP, (4700, 520, 8)),
+        (&[RECORD, SMALL_GROUP], 2, (1000, 1160, 8)),
+    ];
+    for (edits, group, (m, n, k)) in cases {
+        let rung = L2Order {
+            sms: 7,
+            edits,
+            extra_blocks: 0,
+        };
+        let out = run(&dev, &rung, (m, n, k))
+            .0
+            .unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));
+        let (tiles_m, tiles_n) = (m.div_ceil(128) as u32, n.div_ceil(256) as u32);
+        for t in 0..tiles_m * tiles_n {
+            let got = (out[2 * t as usize], out[2 * t as usize + 1]);
+            let (tm, tn) = tensorcore::grouped_tile(t, tiles_m, tiles_n, group);
+            assert_eq!(got, (tm as f32, tn as f32), "{m}x{n}: tile {t}");
+        }
+    }
 }
