@@ -3,11 +3,17 @@
 //! activation kernel, and as the same GEMM with the bias + activation fused into its
 //! epilogue. The walkthrough is in this crate's README. The fused convolution is in [`conv`],
 //! the element-wise chain GELU(X + b) + R in [`eltwise`], the radial-basis expansion with
-//! cosine cutoff in [`rbf`].
+//! cosine cutoff in [`rbf`], and the layers a small CNN and a transformer encoder block need:
+//! the layer normalization in [`layernorm`], the row softmax in [`softmax`], ReLU and max
+//! pooling in [`pool`] (the first two share [`rows`]).
 
 pub mod conv;
 pub mod eltwise;
+pub mod layernorm;
+pub mod pool;
 pub mod rbf;
+pub mod rows;
+pub mod softmax;
 
 use kernel::{
     Activation, Arg, Bound, Buf, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Lineage,
@@ -26,6 +32,9 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     all.extend(conv::kernels());
     all.extend(eltwise::kernels());
     all.extend(rbf::kernels());
+    all.extend(layernorm::kernels());
+    all.extend(softmax::kernels());
+    all.extend(pool::kernels());
     all
 }
 

@@ -131,6 +131,15 @@ fn first_shape(w: kernel::Workload) -> kernel::Shape {
         },
         kernel::Workload::Eltwise => kernel::Shape::Eltwise { m: 8192, n: 4096 },
         kernel::Workload::Rbf => kernel::Shape::Rbf { n: 131_072, k: 64 },
+        kernel::Workload::Layernorm => kernel::Shape::Layernorm { m: 8192, n: 1280 },
+        kernel::Workload::Softmax => kernel::Shape::Softmax { m: 8192, n: 1280 },
+        kernel::Workload::Pool => kernel::Shape::Pool {
+            b: 10_000,
+            c: 4,
+            h: 80,
+            w: 80,
+            p: 2,
+        },
     }
 }
 

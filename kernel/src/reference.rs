@@ -24,9 +24,16 @@ pub fn reference(shape: &Shape, inputs: &[Vec<f32>]) -> Vec<f64> {
         }
         Shape::Conv { .. } => conv_f64(shape, inputs),
         Shape::Attention { .. } => attention_f64(shape, &inputs[0], &inputs[1], &inputs[2]),
-        Shape::Eltwise { .. } | Shape::Rbf { .. } => (0..shape.output().len())
+        Shape::Eltwise { .. } | Shape::Rbf { .. } | Shape::Pool { .. } => (0..shape.output().len())
             .into_par_iter()
             .map(|i| element_f64(shape, inputs, i))
+            .collect(),
+        Shape::Layernorm { n, .. } | Shape::Softmax { n, .. } => inputs[0]
+            .par_chunks(n)
+            .flat_map_iter(|row| {
+                let stats = RowStats::of(shape, row);
+                (0..n).map(move |j| stats.output(shape, inputs, row, j))
+            })
             .collect(),
     }
 }
@@ -39,6 +46,9 @@ pub fn describe(workload: Workload) -> &'static str {
         Workload::Attention => "f64 softmax attention on the CPU",
         Workload::Eltwise => "f64 bias + tanh GELU + residual on the CPU",
         Workload::Rbf => "f64 radial basis with cosine cutoff on the CPU",
+        Workload::Layernorm => "f64 two-pass layer normalization on the CPU",
+        Workload::Softmax => "f64 row softmax on the CPU",
+        Workload::Pool => "f64 ReLU and max pooling on the CPU",
     }
 }
 
@@ -91,7 +101,59 @@ pub fn sampled(
     (indices, values)
 }
 
-/// One output element in f64 (GEMM, linear, convolution, element-wise chain, radial basis).
+/// What a row-wise workload needs of a whole row before it can write any element: the mean
+/// and 1 / sqrt(var + eps) of the layer normalization, the maximum and the sum of
+/// exp(x - max) of the softmax. In f64, from the f32 row.
+struct RowStats {
+    center: f64,
+    scale: f64,
+}
+
+impl RowStats {
+    fn of(shape: &Shape, row: &[f32]) -> Self {
+        let n = row.len() as f64;
+        match shape {
+            Shape::Layernorm { .. } => {
+                let mean = row.iter().map(|&x| f64::from(x)).sum::<f64>() / n;
+                let var = row
+                    .iter()
+                    .map(|&x| (f64::from(x) - mean).powi(2))
+                    .sum::<f64>()
+                    / n;
+                Self {
+                    center: mean,
+                    scale: 1.0 / (var + crate::workload::LAYERNORM_EPS).sqrt(),
+                }
+            }
+            Shape::Softmax { .. } => {
+                let max = row
+                    .iter()
+                    .map(|&x| f64::from(x))
+                    .fold(f64::NEG_INFINITY, f64::max);
+                let sum = row.iter().map(|&x| (f64::from(x) - max).exp()).sum::<f64>();
+                Self {
+                    center: max,
+                    scale: 1.0 / sum,
+                }
+            }
+            other => unreachable!("{other} is not a row-wise workload"),
+        }
+    }
+
+    /// Element `j` of the output row of `row`.
+    fn output(&self, shape: &Shape, inputs: &[Vec<f32>], row: &[f32], j: usize) -> f64 {
+        let x = f64::from(row[j]) - self.center;
+        match shape {
+            Shape::Layernorm { .. } => {
+                x * self.scale * f64::from(inputs[1][j]) + f64::from(inputs[2][j])
+            }
+            _ => x.exp() * self.scale,
+        }
+    }
+}
+
+/// One output element in f64 (GEMM, linear, convolution, element-wise chain, radial basis,
+/// pooling; a layer normalization or softmax element from its whole row).
 fn element_f64(shape: &Shape, inputs: &[Vec<f32>], index: usize) -> f64 {
     let dot = |a: &mut dyn Iterator<Item = (f32, f32)>| -> f64 {
         a.map(|(x, y)| f64::from(x) * f64::from(y)).sum()
@@ -132,6 +194,23 @@ fn element_f64(shape: &Shape, inputs: &[Vec<f32>], index: usize) -> f64 {
         }
         Shape::Rbf { k, .. } => {
             crate::workload::rbf_f64(f64::from(inputs[0][index / k]), index % k, k)
+        }
+        Shape::Layernorm { n, .. } | Shape::Softmax { n, .. } => {
+            let row = &inputs[0][index / n * n..(index / n + 1) * n];
+            RowStats::of(shape, row).output(shape, inputs, row, index % n)
+        }
+        Shape::Pool { h, w, p, .. } => {
+            let (ho, wo) = Shape::pool_out(h, w, p);
+            let (plane, o) = (index / (ho * wo), index % (ho * wo));
+            let (oh, ow) = (o / wo, o % wo);
+            let x = &inputs[0][plane * h * w..(plane + 1) * h * w];
+            let mut max = 0.0f64; // the ReLU: max(relu(x)) = max(0, max(x))
+            for r in 0..p {
+                for q in 0..p {
+                    max = max.max(f64::from(x[(oh * p + r) * w + ow * p + q]));
+                }
+            }
+            max
         }
         Shape::Attention { .. } => unreachable!("attention is sampled by rows"),
     }
@@ -312,6 +391,15 @@ mod tests {
                 d: 4,
                 causal: true,
             },
+            Shape::Layernorm { m: 11, n: 37 },
+            Shape::Softmax { m: 13, n: 9 },
+            Shape::Pool {
+                b: 2,
+                c: 3,
+                h: 13,
+                w: 11,
+                p: 2,
+            },
         ];
         for shape in shapes {
             let x = crate::testing::inputs(&shape, 11);
@@ -335,6 +423,61 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn row_references_follow_their_definitions() {
+        // Layer normalization: each row has mean beta and, with gamma = 1, variance
+        // var / (var + eps).
+        let (m, n) = (3, 6);
+        let x: Vec<f32> = (0..m * n).map(|i| (i * 7 % 5) as f32 - 1.5).collect();
+        let y = reference(
+            &Shape::Layernorm { m, n },
+            &[x.clone(), vec![1.0; n], vec![0.25; n]],
+        );
+        for row in y.chunks(n) {
+            let mean = row.iter().sum::<f64>() / n as f64;
+            assert!((mean - 0.25).abs() < 1e-12, "{row:?}");
+            let var = row.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / n as f64;
+            assert!((var - 1.0).abs() < 1e-4, "{row:?}");
+        }
+        // Softmax: rows sum to 1 and keep the order of their inputs; a large shift of the
+        // whole row changes nothing (the maximum is subtracted).
+        let s = reference(&Shape::Softmax { m, n }, std::slice::from_ref(&x));
+        let shifted: Vec<f32> = x.iter().map(|v| v + 80.0).collect();
+        let t = reference(&Shape::Softmax { m, n }, &[shifted]);
+        for (row, xr) in s.chunks(n).zip(x.chunks(n)) {
+            assert!((row.iter().sum::<f64>() - 1.0).abs() < 1e-12);
+            for a in 0..n {
+                for b in 0..n {
+                    assert_eq!(xr[a] < xr[b], row[a] < row[b]);
+                }
+            }
+        }
+        for (a, b) in s.iter().zip(&t) {
+            assert!((a - b).abs() < 1e-12, "{a} vs {b}");
+        }
+    }
+
+    #[test]
+    fn pooling_takes_the_window_maximum_after_the_relu() {
+        // One 5 x 5 image, 2 x 2 windows: the last row and column are dropped.
+        let x: Vec<f32> = (0..25)
+            .map(|i| if i % 3 == 0 { -(i as f32) } else { i as f32 })
+            .collect();
+        let shape = Shape::Pool {
+            b: 1,
+            c: 1,
+            h: 5,
+            w: 5,
+            p: 2,
+        };
+        let y = reference(&shape, &[x]);
+        // Window (0,0) holds 0, 1, 5, -6; (0,1) 2, -3, 7, 8; (1,0) 10, 11, -15, 16; (1,1)
+        // -12, 13, 17, -18.
+        assert_eq!(y, vec![5.0, 8.0, 16.0, 17.0]);
+        let negative = reference(&shape, &[vec![-1.0; 25]]);
+        assert_eq!(negative, vec![0.0; 4], "a window of negatives pools to 0");
     }
 
     #[test]

@@ -23,16 +23,27 @@ pub enum Workload {
     /// of a molecular-dynamics network: out[n,k] = exp(-gamma (d_n - mu_k)^2) fc(d_n), see
     /// [`RBF_CUTOFF`].
     Rbf,
+    /// Layer normalization of each row of X[M,N]: Y = (x - mean) / sqrt(var + eps) * gamma[N]
+    /// + beta[N], biased variance and eps = [`LAYERNORM_EPS`], as PyTorch's `LayerNorm`.
+    Layernorm,
+    /// The softmax of each row of X[M,N], computed with the row's maximum subtracted.
+    Softmax,
+    /// ReLU then max pooling: y[B,C,H/P,W/P] = the maximum of max(x, 0) over each P x P window
+    /// of x[B,C,H,W], stride P, no padding (a partial window at the edge is dropped).
+    Pool,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 6] = [
+    pub const ALL: [Workload; 9] = [
         Self::Gemm,
         Self::Linear,
         Self::Conv,
         Self::Attention,
         Self::Eltwise,
         Self::Rbf,
+        Self::Layernorm,
+        Self::Softmax,
+        Self::Pool,
     ];
 
     pub fn name(self) -> &'static str {
@@ -43,6 +54,9 @@ impl Workload {
             Self::Attention => "attention",
             Self::Eltwise => "eltwise",
             Self::Rbf => "rbf",
+            Self::Layernorm => "layernorm",
+            Self::Softmax => "softmax",
+            Self::Pool => "pool",
         }
     }
 
@@ -77,6 +91,15 @@ impl Workload {
             },
             Self::Eltwise => Shape::Eltwise { m: 64, n: 64 },
             Self::Rbf => Shape::Rbf { n: 64, k: 16 },
+            Self::Layernorm => Shape::Layernorm { m: 64, n: 64 },
+            Self::Softmax => Shape::Softmax { m: 64, n: 64 },
+            Self::Pool => Shape::Pool {
+                b: 1,
+                c: 4,
+                h: 16,
+                w: 16,
+                p: 2,
+            },
         }
     }
 }
@@ -171,6 +194,26 @@ pub enum Shape {
         n: usize,
         k: usize,
     },
+    /// Y[M,N] = LayerNorm(X[M,N]) with gamma[N] and beta[N]: M rows of N features.
+    Layernorm {
+        m: usize,
+        n: usize,
+    },
+    /// Y[M,N] = the softmax of each row of X[M,N].
+    Softmax {
+        m: usize,
+        n: usize,
+    },
+    /// y[B,C,H/P,W/P] = max over each P x P window of max(x[B,C,H,W], 0).
+    Pool {
+        b: usize,
+        /// channels
+        c: usize,
+        h: usize,
+        w: usize,
+        /// window size and stride (P x P, stride P)
+        p: usize,
+    },
 }
 
 /// A named tensor of a workload, with its dimensions (row-major, last fastest).
@@ -225,6 +268,15 @@ pub enum ShapeError {
         h: usize,
         w: usize,
     },
+    #[error(
+        "{shape}: the pooling window ({p}x{p}) is larger than the image ({h}x{w}); P must be at most H and W"
+    )]
+    WindowTooLarge {
+        shape: String,
+        p: usize,
+        h: usize,
+        w: usize,
+    },
 }
 
 /// FLOPs per output element of the element-wise chain: the bias add (1); the tanh GELU
@@ -249,6 +301,23 @@ pub const RBF_FLOPS_PER_OUTPUT: f64 = 6.0;
 /// FLOPs per distance of the cosine cutoff: the scale by pi / r_c, cos (as one), the add of
 /// 1, the scale by 0.5; the comparison with r_c is not counted.
 pub const RBF_FLOPS_PER_DISTANCE: f64 = 4.0;
+
+/// The epsilon added to the variance by the layer normalization, PyTorch's default.
+pub const LAYERNORM_EPS: f64 = 1e-5;
+/// FLOPs per element of the layer normalization: the add into the mean's sum (1); the
+/// subtraction of the mean, the square and the add into the variance's sum (3); the
+/// normalization (x - mean) * rstd * gamma + beta (4).
+pub const LAYERNORM_FLOPS_PER_ELEMENT: f64 = 8.0;
+/// FLOPs per row of the layer normalization: the mean's and the variance's divisions by N, the
+/// add of eps and the reciprocal square root (counted as one).
+pub const LAYERNORM_FLOPS_PER_ROW: f64 = 4.0;
+/// FLOPs per element of the softmax: the comparison for the maximum (1), the subtraction of
+/// the maximum (1), exp (counted as one), the add into the sum (1) and the scale by 1 / sum
+/// (1). A rung that computes exp twice per element (once for the sum, once for the output)
+/// does more than this count; the count is the definition's.
+pub const SOFTMAX_FLOPS_PER_ELEMENT: f64 = 5.0;
+/// FLOPs per row of the softmax: the reciprocal of the sum.
+pub const SOFTMAX_FLOPS_PER_ROW: f64 = 1.0;
 
 /// Centre mu_k of the radial-basis workload: K centres evenly spaced over [0, r_c], the first
 /// at 0 and the last at r_c (a single centre sits at 0).
@@ -292,6 +361,9 @@ impl Shape {
             Self::Attention { .. } => Workload::Attention,
             Self::Eltwise { .. } => Workload::Eltwise,
             Self::Rbf { .. } => Workload::Rbf,
+            Self::Layernorm { .. } => Workload::Layernorm,
+            Self::Softmax { .. } => Workload::Softmax,
+            Self::Pool { .. } => Workload::Pool,
         }
     }
 
@@ -305,14 +377,24 @@ impl Shape {
                 vec![("B", b), ("C", c), ("M", m), ("H", h), ("W", w), ("K", k)]
             }
             Self::Attention { b, h, s, d, .. } => vec![("B", b), ("H", h), ("S", s), ("D", d)],
-            Self::Eltwise { m, n } => vec![("M", m), ("N", n)],
+            Self::Eltwise { m, n } | Self::Layernorm { m, n } | Self::Softmax { m, n } => {
+                vec![("M", m), ("N", n)]
+            }
             Self::Rbf { n, k } => vec![("n", n), ("K", k)],
+            Self::Pool { b, c, h, w, p } => {
+                vec![("B", b), ("C", c), ("H", h), ("W", w), ("P", p)]
+            }
         }
     }
 
     /// Output spatial size of a convolution (valid, stride 1).
     pub fn conv_out(h: usize, w: usize, k: usize) -> (usize, usize) {
         (h + 1 - k, w + 1 - k)
+    }
+
+    /// Output spatial size of a P x P max pooling with stride P (a partial window is dropped).
+    pub fn pool_out(h: usize, w: usize, p: usize) -> (usize, usize) {
+        (h / p, w / p)
     }
 
     /// The inputs, in the order kernels take them.
@@ -341,6 +423,13 @@ impl Shape {
                 TensorSpec::new("R", &[m, n]),
             ],
             Self::Rbf { n, .. } => vec![TensorSpec::new("d", &[n])],
+            Self::Layernorm { m, n } => vec![
+                TensorSpec::new("X", &[m, n]),
+                TensorSpec::new("gamma", &[n]),
+                TensorSpec::new("beta", &[n]),
+            ],
+            Self::Softmax { m, n } => vec![TensorSpec::new("X", &[m, n])],
+            Self::Pool { b, c, h, w, .. } => vec![TensorSpec::new("x", &[b, c, h, w])],
         }
     }
 
@@ -355,11 +444,20 @@ impl Shape {
             Self::Attention { b, h, s, d, .. } => TensorSpec::new("O", &[b, h, s, d]),
             Self::Eltwise { m, n } => TensorSpec::new("Y", &[m, n]),
             Self::Rbf { n, k } => TensorSpec::new("out", &[n, k]),
+            Self::Layernorm { m, n } | Self::Softmax { m, n } => TensorSpec::new("Y", &[m, n]),
+            Self::Pool { b, c, h, w, p } => {
+                let (ho, wo) = Self::pool_out(h, w, p);
+                TensorSpec::new("y", &[b, c, ho, wo])
+            }
         }
     }
 
     /// Floating-point operations of one run (an FMA counts as two). The element-wise chain
-    /// counts [`ELTWISE_FLOPS_PER_ELEMENT`] per output element.
+    /// counts [`ELTWISE_FLOPS_PER_ELEMENT`] per output element; the layer normalization and the
+    /// softmax count their per-element and per-row constants (`LAYERNORM_FLOPS_PER_ELEMENT`,
+    /// `SOFTMAX_FLOPS_PER_ELEMENT` and the `_PER_ROW` ones); the pooling counts a comparison as
+    /// one FLOP, P x P per output: P x P - 1 to take the window's maximum and one against 0
+    /// (the ReLU applied once, to the maximum, as max(relu(x)) = relu(max(x)) allows).
     pub fn flops(&self) -> f64 {
         match *self {
             Self::Gemm { m, n, k } => 2.0 * m as f64 * n as f64 * k as f64,
@@ -378,6 +476,14 @@ impl Shape {
             Self::Rbf { n, k } => {
                 RBF_FLOPS_PER_OUTPUT * n as f64 * k as f64 + RBF_FLOPS_PER_DISTANCE * n as f64
             }
+            Self::Layernorm { m, n } => {
+                LAYERNORM_FLOPS_PER_ELEMENT * m as f64 * n as f64
+                    + LAYERNORM_FLOPS_PER_ROW * m as f64
+            }
+            Self::Softmax { m, n } => {
+                SOFTMAX_FLOPS_PER_ELEMENT * m as f64 * n as f64 + SOFTMAX_FLOPS_PER_ROW * m as f64
+            }
+            Self::Pool { p, .. } => (p * p) as f64 * self.output().len() as f64,
         }
     }
 
@@ -385,9 +491,19 @@ impl Shape {
     /// element-wise chain that is X, R and Y (3 x M x N elements) plus the N-element bias: the
     /// chain is DRAM-bound, and every intermediate written and read back adds 2 x M x N. For
     /// the radial-basis expansion it is d (n) and out (n x K): the output's write dominates.
+    /// The layer normalization reads X and the two N-element vectors and writes Y; the softmax
+    /// reads X and writes Y: each row is read from DRAM once, so a rung that passes over a
+    /// row several times must find it in cache for the later passes. The pooling reads only
+    /// the elements its windows cover (B x C x (H/P x P) x (W/P x P): a partial window at the
+    /// right or bottom edge is dropped) and writes y.
     pub fn min_bytes(&self, element_bytes: usize) -> f64 {
-        let elements: usize =
-            self.inputs().iter().map(TensorSpec::len).sum::<usize>() + self.output().len();
+        let elements: usize = match *self {
+            Self::Pool { b, c, h, w, p } => {
+                let (ho, wo) = Self::pool_out(h, w, p);
+                b * c * (ho * p) * (wo * p) + self.output().len()
+            }
+            _ => self.inputs().iter().map(TensorSpec::len).sum::<usize>() + self.output().len(),
+        };
         (elements * element_bytes) as f64
     }
 
@@ -427,6 +543,11 @@ impl Shape {
         {
             return Err(ShapeError::FilterTooLarge { shape, k, h, w });
         }
+        if let Self::Pool { h, w, p, .. } = *self
+            && (p > h || p > w)
+        {
+            return Err(ShapeError::WindowTooLarge { shape, p, h, w });
+        }
         let all = self.inputs().into_iter().chain([self.output()]);
         for t in all {
             let elements = t.dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
@@ -463,6 +584,11 @@ impl Shape {
             Workload::Attention => "BxHxSxD, optionally -causal, e.g. 4x16x1024x64-causal",
             Workload::Eltwise => "MxN (rows x features, any N), e.g. 8192x4096",
             Workload::Rbf => "nxK (distances x centres), e.g. 1000000x64",
+            Workload::Layernorm => "MxN (rows x features, any N), e.g. 8192x1280",
+            Workload::Softmax => "MxN (rows x columns, any N), e.g. 8192x1280",
+            Workload::Pool => {
+                "BxCxHxWxP (window P x P, stride P, P <= H and W), e.g. 10000x4x80x80x2"
+            }
         }
     }
 
@@ -515,6 +641,15 @@ impl Shape {
             }
             (Workload::Eltwise, [m, n], None) => Self::Eltwise { m: *m, n: *n },
             (Workload::Rbf, [n, k], None) => Self::Rbf { n: *n, k: *k },
+            (Workload::Layernorm, [m, n], None) => Self::Layernorm { m: *m, n: *n },
+            (Workload::Softmax, [m, n], None) => Self::Softmax { m: *m, n: *n },
+            (Workload::Pool, [b, c, h, w, p], None) => Self::Pool {
+                b: *b,
+                c: *c,
+                h: *h,
+                w: *w,
+                p: *p,
+            },
             _ => return Err(err()),
         };
         Ok(shape)
@@ -632,6 +767,81 @@ mod tests {
         }
         let zero = Shape::Eltwise { m: 4, n: 0 }.validate().unwrap_err();
         assert!(zero.to_string().contains("dimension N is 0"), "{zero}");
+    }
+
+    #[test]
+    fn row_shapes_parse_and_follow_the_byte_model() {
+        let ln = Shape::parse(Workload::Layernorm, "37x130").unwrap();
+        assert_eq!(ln, Shape::Layernorm { m: 37, n: 130 });
+        assert_eq!(Shape::parse(ln.workload(), &ln.label()), Ok(ln));
+        // X and Y once each, plus gamma and beta.
+        assert_eq!(ln.min_bytes(4), ((2 * 37 * 130 + 2 * 130) * 4) as f64);
+        assert_eq!(
+            ln.flops(),
+            LAYERNORM_FLOPS_PER_ELEMENT * (37 * 130) as f64 + LAYERNORM_FLOPS_PER_ROW * 37.0
+        );
+        let sm = Shape::parse(Workload::Softmax, " 8192X1280 ").unwrap();
+        assert_eq!(sm, Shape::Softmax { m: 8192, n: 1280 });
+        assert_eq!(Shape::parse(sm.workload(), &sm.label()), Ok(sm));
+        assert_eq!(sm.min_bytes(4), (2 * 8192 * 1280 * 4) as f64);
+        assert_eq!(sm.output().dims, vec![8192, 1280]);
+        for w in [Workload::Layernorm, Workload::Softmax] {
+            for bad in ["37", "37x130x4", "37x130-relu", "37xN"] {
+                let e = Shape::parse(w, bad).unwrap_err();
+                assert!(e.to_string().contains("MxN"), "{w} {bad}: {e}");
+            }
+        }
+        let zero = Shape::Softmax { m: 0, n: 4 }.validate().unwrap_err();
+        assert!(zero.to_string().contains("dimension M is 0"), "{zero}");
+    }
+
+    #[test]
+    fn pool_shapes_floor_the_output_and_refuse_a_window_larger_than_the_image() {
+        let s = Shape::parse(Workload::Pool, "2x3x34x35x4").unwrap();
+        assert_eq!(
+            s,
+            Shape::Pool {
+                b: 2,
+                c: 3,
+                h: 34,
+                w: 35,
+                p: 4
+            }
+        );
+        assert_eq!(Shape::parse(s.workload(), &s.label()), Ok(s));
+        assert_eq!(s.output().dims, vec![2, 3, 8, 8]);
+        assert_eq!(s.inputs()[0].dims, vec![2, 3, 34, 35]);
+        // The covered 32 x 32 of each image read once, y written once.
+        assert_eq!(s.min_bytes(4), ((6 * 32 * 32 + 6 * 8 * 8) * 4) as f64);
+        assert_eq!(s.flops(), (16 * 6 * 8 * 8) as f64);
+        assert!(s.validate().is_ok());
+        let one = Shape::Pool {
+            b: 1,
+            c: 1,
+            h: 1,
+            w: 1,
+            p: 1,
+        };
+        assert!(one.validate().is_ok());
+        assert_eq!(one.output().dims, vec![1, 1, 1, 1]);
+        let big = Shape::parse(Workload::Pool, "1x1x5x3x4")
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(
+            big.to_string()
+                .contains("window (4x4) is larger than the image (5x3)"),
+            "{big}"
+        );
+        let zero = Shape::parse(Workload::Pool, "1x1x5x5x0")
+            .unwrap()
+            .validate()
+            .unwrap_err();
+        assert!(zero.to_string().contains("dimension P is 0"), "{zero}");
+        for bad in ["2x3x34x35", "2x3x34x35x4x1", "2x3x34x35x4-relu"] {
+            let e = Shape::parse(Workload::Pool, bad).unwrap_err();
+            assert!(e.to_string().contains("BxCxHxWxP"), "{bad}: {e}");
+        }
     }
 
     #[test]

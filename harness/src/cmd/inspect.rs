@@ -96,6 +96,18 @@ pub fn inspect_shapes(w: Workload) -> Vec<(&'static str, Shape)> {
             .collect(),
         Workload::Eltwise => vec![("", Shape::Eltwise { m: 8192, n: 4096 })],
         Workload::Rbf => vec![("", Shape::Rbf { n: 131_072, k: 64 })],
+        Workload::Layernorm => vec![("", Shape::Layernorm { m: 8192, n: 1280 })],
+        Workload::Softmax => vec![("", Shape::Softmax { m: 8192, n: 1280 })],
+        Workload::Pool => vec![(
+            "",
+            Shape::Pool {
+                b: 10_000,
+                c: 4,
+                h: 80,
+                w: 80,
+                p: 2,
+            },
+        )],
     }
 }
 

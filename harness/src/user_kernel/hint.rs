@@ -38,9 +38,13 @@ fn tile_of(e: &Expr, dim: &'static str, vars: &[(&'static str, usize)]) -> Optio
 /// The output's last two dimensions by name: rows, columns.
 fn output_axes(shape: &Shape) -> (&'static str, &'static str) {
     match shape {
-        Shape::Gemm { .. } | Shape::Linear { .. } | Shape::Eltwise { .. } => ("M", "N"),
+        Shape::Gemm { .. }
+        | Shape::Linear { .. }
+        | Shape::Eltwise { .. }
+        | Shape::Layernorm { .. }
+        | Shape::Softmax { .. } => ("M", "N"),
         Shape::Rbf { .. } => ("n", "K"),
-        Shape::Conv { .. } => ("HO", "WO"),
+        Shape::Conv { .. } | Shape::Pool { .. } => ("HO", "WO"),
         Shape::Attention { .. } => ("S", "D"),
     }
 }

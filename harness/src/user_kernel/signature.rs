@@ -205,6 +205,52 @@ pub const ALL: &[Signature] = &[
         about: "out[n,K] = exp(-gamma (d[n] - mu_k)^2) 0.5 (cos(pi d[n] / r_c) + 1) for d < r_c, \
                 else 0; mu_k = k r_c / (K - 1), r_c = 0.5, gamma = 10",
     },
+    Signature {
+        name: "layernorm",
+        workload: Workload::Layernorm,
+        params: &[
+            ("X", Input(0)),
+            ("gamma", Input(1)),
+            ("beta", Input(2)),
+            ("Y", Output),
+            ("M", Dim("M")),
+            ("N", Dim("N")),
+        ],
+        output_fill: Fill::Nan,
+        scratch: &[],
+        about: "Y[M,N] = (X - mean) / sqrt(var + 1e-5) * gamma[N] + beta[N] per row of X[M,N], \
+                biased variance",
+    },
+    Signature {
+        name: "softmax",
+        workload: Workload::Softmax,
+        params: &[
+            ("X", Input(0)),
+            ("Y", Output),
+            ("M", Dim("M")),
+            ("N", Dim("N")),
+        ],
+        output_fill: Fill::Nan,
+        scratch: &[],
+        about: "Y[M,N] = exp(X - max) / sum(exp(X - max)) per row of X[M,N]",
+    },
+    Signature {
+        name: "pool",
+        workload: Workload::Pool,
+        params: &[
+            ("x", Input(0)),
+            ("y", Output),
+            ("B", Dim("B")),
+            ("C", Dim("C")),
+            ("H", Dim("H")),
+            ("W", Dim("W")),
+            ("P", Dim("P")),
+        ],
+        output_fill: Fill::Nan,
+        scratch: &[],
+        about: "y[B,C,H/P,W/P] = max over each P x P window (stride P, no padding) of \
+                max(x[B,C,H,W], 0)",
+    },
 ];
 
 impl Signature {

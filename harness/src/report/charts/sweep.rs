@@ -57,6 +57,8 @@ pub fn family(shape: &Shape) -> Family {
         }
         Shape::Eltwise { m, n } => f(format!("-Mx{n}"), m, "rows M"),
         Shape::Rbf { n, k } => f(format!("-nx{k}"), n, "distances n"),
+        Shape::Layernorm { m, n } | Shape::Softmax { m, n } => f(format!("-Mx{n}"), m, "rows M"),
+        Shape::Pool { b, c, h, w, p } => f(format!("-Bx{c}x{h}x{w}x{p}"), b, "batch B"),
     }
 }
 
