@@ -46,11 +46,12 @@ fn linear_dims(shape: &Shape) -> (usize, usize, usize, Activation) {
     }
 }
 
-/// The `int act` kernel argument: 0 = ReLU, 1 = GELU (tanh approximation).
+/// The `int act` kernel argument: 0 = ReLU, 1 = GELU (tanh approximation), 2 = none.
 pub fn act_code(act: Activation) -> i32 {
     match act {
         Activation::Relu => 0,
         Activation::Gelu => 1,
+        Activation::None => 2,
     }
 }
 
@@ -296,6 +297,7 @@ mod tests {
             (1, 1, 1, Activation::Relu),
             (33, 17, 65, Activation::Gelu),
             (100, 37, 300, Activation::Relu),
+            (7, 9, 20, Activation::None),
         ] {
             let x: Vec<f32> = (0..m * k)
                 .map(|i| ((i * 31) % 11) as f32 / 5.0 - 1.0)
@@ -336,5 +338,6 @@ mod tests {
     fn act_codes_match_the_kernels() {
         assert_eq!(act_code(Activation::Relu), 0);
         assert_eq!(act_code(Activation::Gelu), 1);
+        assert_eq!(act_code(Activation::None), 2);
     }
 }

@@ -1,6 +1,7 @@
 //! The lab's harness: runs every kernel on the best available device, validates each output
 //! against a higher-precision reference, times it properly and writes the ablation tables.
 
+pub mod breakdown;
 pub mod calibrate;
 pub mod cmd;
 pub mod compare;

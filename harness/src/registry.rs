@@ -6,6 +6,18 @@ use kernel::{Kernel, Role, Workload};
 
 /// All kernels, each workload's ladder in rung order, references after the rungs.
 pub fn all() -> Vec<Box<dyn Kernel>> {
+    let mut all = stage_kernels();
+    all.extend(networks::kernels());
+    all.sort_by_key(|k| {
+        let i = k.info();
+        (i.workload, i.role == Role::Reference, i.rung, i.id)
+    });
+    all
+}
+
+/// The stage crates' kernels and the library rows: everything but the networks, which are
+/// built from these.
+pub fn stage_kernels() -> Vec<Box<dyn Kernel>> {
     let mut all: Vec<Box<dyn Kernel>> = Vec::new();
     all.extend(baseline::kernels());
     all.extend(restrict_unroll::kernels());
@@ -14,10 +26,6 @@ pub fn all() -> Vec<Box<dyn Kernel>> {
     all.extend(fp16::kernels());
     all.extend(flash_attn::kernels());
     all.extend(crate::library_rows::kernels());
-    all.sort_by_key(|k| {
-        let i = k.info();
-        (i.workload, i.role == Role::Reference, i.rung, i.id)
-    });
     all
 }
 

@@ -28,6 +28,61 @@ pub struct RunResults {
     /// without it still read as this version).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<crate::calibrate::Calibration>,
+    /// The networks' time by step and their batch sweep (an optional addition).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub networks: Vec<NetworkResults>,
+}
+
+/// Where a network's time goes at one shape, for each of its rows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NetworkResults {
+    pub workload: Workload,
+    pub shape: Shape,
+    pub label: String,
+    /// How the steps were timed, in words.
+    pub method: String,
+    pub rows: Vec<NetworkRowTimes>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batch_sweep: Option<BatchSweep>,
+}
+
+/// One row of a network: its end-to-end time and each step's.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct NetworkRowTimes {
+    pub id: String,
+    /// The rung this row swaps in over the network's first row, and the category it is in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swapped: Option<(String, kernel::network::Category)>,
+    /// Median of the forward passes timed with the steps.
+    pub total_ms: f64,
+    pub steps: Vec<StepTime>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct StepTime {
+    pub label: String,
+    pub category: kernel::network::Category,
+    pub ms: f64,
+}
+
+/// Time per item of a network's forward pass against the batch size.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BatchSweep {
+    /// The row swept.
+    pub id: String,
+    /// What was timed, in words (CPU ports, or CUDA with and without a graph).
+    pub method: String,
+    pub points: Vec<BatchPoint>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct BatchPoint {
+    pub batch: usize,
+    /// Per item, the steps enqueued one by one (the CPU: the forward pass).
+    pub ms_per_item: f64,
+    /// Per item, the forward pass replayed as one CUDA graph.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_ms_per_item: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -324,6 +324,7 @@ impl Ablation<'_> {
             config: serde_json::to_value(self.config)?,
             workloads,
             calibration: None,
+            networks: Vec::new(),
         })
     }
 }

@@ -275,6 +275,7 @@ mod tests {
         let spec = kernel::TensorSpec {
             name: "C",
             dims: vec![2, 2],
+            scale: 1.0,
         };
         let why = c.failure(kernel::Precision::Fp32, &spec);
         assert!(
@@ -330,6 +331,7 @@ mod tests {
         let spec = kernel::TensorSpec {
             name: "C",
             dims: vec![2, 3],
+            scale: 1.0,
         };
         assert!(
             none.failure(kernel::Precision::Fp32, &spec)

@@ -48,13 +48,22 @@ fn every_figure_is_what_its_run_gives_now() {
         .filter_map(|(file, text, b)| {
             let now = harness::figures::generate(b, &root())
                 .unwrap_or_else(|e| panic!("{}: {e:#}", shown(file)));
-            (text[b.body.clone()] != now).then(|| {
+            let was = &text[b.body.clone()];
+            (was != now).then(|| {
+                // The lines that differ, so that a failure seen once can be read.
+                let diff: Vec<String> = was
+                    .lines()
+                    .zip(now.lines())
+                    .filter(|(a, b)| a != b)
+                    .map(|(a, b)| format!("    was: {a}\n    now: {b}"))
+                    .collect();
                 format!(
-                    "{} line {}: figure `{}` from {}",
+                    "{} line {}: figure `{}` from {}\n{}",
                     shown(file),
                     b.line,
                     b.name,
-                    b.run
+                    b.run,
+                    diff.join("\n")
                 )
             })
         })

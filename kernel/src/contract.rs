@@ -16,6 +16,8 @@ pub enum Stage {
     Tensorcore,
     Fp16,
     FlashAttn,
+    /// Whole networks built from the other stages' kernels, one row per rung swapped in.
+    Networks,
     /// Not a rung: a library or peer implementation shown beside the ladder (cuBLAS, a CPU crate).
     Reference,
     /// A kernel the user brought (`harness run --kernel FILE.cu:ENTRY`).
@@ -31,6 +33,7 @@ impl Stage {
             Self::Tensorcore => "tensorcore",
             Self::Fp16 => "fp16",
             Self::FlashAttn => "flash-attn",
+            Self::Networks => "networks",
             Self::Reference => "reference",
             Self::User => "user",
         }
@@ -274,6 +277,29 @@ pub trait Kernel: Send + Sync {
     /// The CPU port, or `None` for GPU-only rows (such as cuBLAS).
     fn cpu(&self) -> Option<CpuPort> {
         None
+    }
+
+    /// Whether this kernel runs on the CPU ([`Kernel::run_cpu`]).
+    fn has_cpu(&self) -> bool {
+        self.cpu().is_some()
+    }
+
+    /// Runs the CPU port. A kernel made of others (a network's forward pass through its
+    /// layers' ports) overrides this and [`Kernel::has_cpu`] instead of giving one port.
+    fn run_cpu(
+        &self,
+        shape: &Shape,
+        inputs: &[&[f32]],
+        out: &mut [f32],
+    ) -> Result<(), Unsupported> {
+        let port = self.cpu().ok_or_else(|| {
+            Unsupported(format!(
+                "{} has no CPU port (it runs on a GPU only)",
+                self.info().id
+            ))
+        })?;
+        port(shape, inputs, out);
+        Ok(())
     }
 
     /// The rung's parent, idea and bound; every rung has one, references and user rows

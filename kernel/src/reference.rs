@@ -24,6 +24,7 @@ pub fn reference(shape: &Shape, inputs: &[Vec<f32>]) -> Vec<f64> {
         }
         Shape::Conv { .. } => conv_f64(shape, inputs),
         Shape::Attention { .. } => attention_f64(shape, &inputs[0], &inputs[1], &inputs[2]),
+        Shape::Cnn { .. } | Shape::Encoder { .. } => crate::network::reference(shape, inputs),
         Shape::Eltwise { .. } | Shape::Rbf { .. } | Shape::Pool { .. } => (0..shape.output().len())
             .into_par_iter()
             .map(|i| element_f64(shape, inputs, i))
@@ -49,6 +50,7 @@ pub fn describe(workload: Workload) -> &'static str {
         Workload::Layernorm => "f64 two-pass layer normalization on the CPU",
         Workload::Softmax => "f64 row softmax on the CPU",
         Workload::Pool => "f64 ReLU and max pooling on the CPU",
+        Workload::Cnn | Workload::Encoder => "f64 forward pass of the same weights on the CPU",
     }
 }
 
@@ -92,6 +94,11 @@ pub fn sampled(
             rows.par_iter()
                 .flat_map_iter(|&r| attention_row_f64(shape, &inputs[0], &inputs[1], &inputs[2], r))
                 .collect()
+        }
+        // A network's outputs share every layer before the last: computed whole.
+        Shape::Cnn { .. } | Shape::Encoder { .. } => {
+            let all = crate::network::reference(shape, inputs);
+            indices.iter().map(|&i| all[i]).collect()
         }
         _ => indices
             .par_iter()
@@ -213,6 +220,7 @@ fn element_f64(shape: &Shape, inputs: &[Vec<f32>], index: usize) -> f64 {
             max
         }
         Shape::Attention { .. } => unreachable!("attention is sampled by rows"),
+        Shape::Cnn { .. } | Shape::Encoder { .. } => unreachable!("networks are computed whole"),
     }
 }
 

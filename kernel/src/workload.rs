@@ -31,10 +31,15 @@ pub enum Workload {
     /// ReLU then max pooling: y[B,C,H/P,W/P] = the maximum of max(x, 0) over each P x P window
     /// of x[B,C,H,W], stride P, no padding (a partial window at the edge is dropped).
     Pool,
+    /// A small convolutional network, [`crate::network::cnn`]: conv -> ReLU -> pool 2 ->
+    /// conv -> ReLU -> pool 4 -> FC 32 -> ReLU -> FC 10 -> softmax.
+    Cnn,
+    /// One pre-LayerNorm transformer encoder block, [`crate::network::encoder`].
+    Encoder,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 9] = [
+    pub const ALL: [Workload; 11] = [
         Self::Gemm,
         Self::Linear,
         Self::Conv,
@@ -44,7 +49,14 @@ impl Workload {
         Self::Layernorm,
         Self::Softmax,
         Self::Pool,
+        Self::Cnn,
+        Self::Encoder,
     ];
+
+    /// Whether this workload is a whole network built from other workloads' kernels.
+    pub fn is_network(self) -> bool {
+        matches!(self, Self::Cnn | Self::Encoder)
+    }
 
     pub fn name(self) -> &'static str {
         match self {
@@ -57,6 +69,8 @@ impl Workload {
             Self::Layernorm => "layernorm",
             Self::Softmax => "softmax",
             Self::Pool => "pool",
+            Self::Cnn => "cnn",
+            Self::Encoder => "encoder",
         }
     }
 
@@ -100,6 +114,13 @@ impl Workload {
                 w: 16,
                 p: 2,
             },
+            Self::Cnn => Shape::Cnn { b: 2 },
+            Self::Encoder => Shape::Encoder {
+                b: 1,
+                s: 64,
+                e: 128,
+                h: 2,
+            },
         }
     }
 }
@@ -117,6 +138,8 @@ pub enum Activation {
     Relu,
     /// The tanh approximation, as in PyTorch's `gelu(approximate="tanh")`.
     Gelu,
+    /// None: the layer's output is `X W^T + b` (a network's last layer, its logits).
+    None,
 }
 
 impl Activation {
@@ -124,6 +147,7 @@ impl Activation {
         match self {
             Self::Relu => "relu",
             Self::Gelu => "gelu",
+            Self::None => "none",
         }
     }
 
@@ -135,6 +159,7 @@ impl Activation {
                 let c = (2.0 / std::f64::consts::PI).sqrt();
                 0.5 * x * (1.0 + (c * (x + 0.044715 * x * x * x)).tanh())
             }
+            Self::None => x,
         }
     }
 
@@ -146,6 +171,7 @@ impl Activation {
                 const C: f32 = 0.797_884_6; // sqrt(2/pi)
                 0.5 * x * (1.0 + (C * (x + 0.044715 * x * x * x)).tanh())
             }
+            Self::None => x,
         }
     }
 }
@@ -214,20 +240,45 @@ pub enum Shape {
         /// window size and stride (P x P, stride P)
         p: usize,
     },
+    /// The small convolutional network on a batch of `b` 86 x 86 images; its layers are
+    /// fixed ([`crate::network::cnn`]).
+    Cnn {
+        b: usize,
+    },
+    /// A transformer encoder block: batch `b`, sequence `s`, hidden `e`, `h` heads of
+    /// `e / h` features, FFN of `4 e` ([`crate::network::encoder`]).
+    Encoder {
+        b: usize,
+        s: usize,
+        e: usize,
+        h: usize,
+    },
 }
 
 /// A named tensor of a workload, with its dimensions (row-major, last fastest).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct TensorSpec {
     pub name: &'static str,
     pub dims: Vec<usize>,
+    /// Random inputs are drawn uniformly in [-scale, scale]: 1 for data, 1 / sqrt(fan-in)
+    /// for a network's weights, so that activations keep their size from layer to layer.
+    pub scale: f32,
 }
 
 impl TensorSpec {
-    fn new(name: &'static str, dims: &[usize]) -> Self {
+    pub(crate) fn new(name: &'static str, dims: &[usize]) -> Self {
         Self {
             name,
             dims: dims.to_vec(),
+            scale: 1.0,
+        }
+    }
+
+    /// A weight read by `fan_in` products per output: drawn in [-1/sqrt(fan_in), ..].
+    pub(crate) fn weight(name: &'static str, dims: &[usize], fan_in: usize) -> Self {
+        Self {
+            scale: 1.0 / (fan_in as f32).sqrt(),
+            ..Self::new(name, dims)
         }
     }
 
@@ -277,6 +328,8 @@ pub enum ShapeError {
         h: usize,
         w: usize,
     },
+    #[error("{shape}: the hidden size E = {e} is not a multiple of the {h} heads")]
+    HeadsDontDivide { shape: String, e: usize, h: usize },
 }
 
 /// FLOPs per output element of the element-wise chain: the bias add (1); the tanh GELU
@@ -364,6 +417,8 @@ impl Shape {
             Self::Layernorm { .. } => Workload::Layernorm,
             Self::Softmax { .. } => Workload::Softmax,
             Self::Pool { .. } => Workload::Pool,
+            Self::Cnn { .. } => Workload::Cnn,
+            Self::Encoder { .. } => Workload::Encoder,
         }
     }
 
@@ -384,6 +439,8 @@ impl Shape {
             Self::Pool { b, c, h, w, p } => {
                 vec![("B", b), ("C", c), ("H", h), ("W", w), ("P", p)]
             }
+            Self::Cnn { b } => vec![("B", b)],
+            Self::Encoder { b, s, e, h } => vec![("B", b), ("S", s), ("E", e), ("H", h)],
         }
     }
 
@@ -430,6 +487,7 @@ impl Shape {
             ],
             Self::Softmax { m, n } => vec![TensorSpec::new("X", &[m, n])],
             Self::Pool { b, c, h, w, .. } => vec![TensorSpec::new("x", &[b, c, h, w])],
+            Self::Cnn { .. } | Self::Encoder { .. } => crate::network::inputs(self),
         }
     }
 
@@ -449,6 +507,8 @@ impl Shape {
                 let (ho, wo) = Self::pool_out(h, w, p);
                 TensorSpec::new("y", &[b, c, ho, wo])
             }
+            Self::Cnn { b } => TensorSpec::new("probs", &[b, crate::network::cnn::CLASSES]),
+            Self::Encoder { b, s, e, .. } => TensorSpec::new("y", &[b, s, e]),
         }
     }
 
@@ -484,6 +544,7 @@ impl Shape {
                 SOFTMAX_FLOPS_PER_ELEMENT * m as f64 * n as f64 + SOFTMAX_FLOPS_PER_ROW * m as f64
             }
             Self::Pool { p, .. } => (p * p) as f64 * self.output().len() as f64,
+            Self::Cnn { .. } | Self::Encoder { .. } => crate::network::flops(self),
         }
     }
 
@@ -548,6 +609,11 @@ impl Shape {
         {
             return Err(ShapeError::WindowTooLarge { shape, p, h, w });
         }
+        if let Self::Encoder { e, h, .. } = *self
+            && e % h != 0
+        {
+            return Err(ShapeError::HeadsDontDivide { shape, e, h });
+        }
         let all = self.inputs().into_iter().chain([self.output()]);
         for t in all {
             let elements = t.dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
@@ -579,7 +645,7 @@ impl Shape {
     pub fn syntax(workload: Workload) -> &'static str {
         match workload {
             Workload::Gemm => "N (square) or MxNxK, e.g. 4096 or 1024x2048x784",
-            Workload::Linear => "MxNxK-act with act relu or gelu, e.g. 1024x2048x784-relu",
+            Workload::Linear => "MxNxK-act with act relu, gelu or none, e.g. 1024x2048x784-relu",
             Workload::Conv => "BxCxMxHxWxK, e.g. 100x1x4x86x86x7",
             Workload::Attention => "BxHxSxD, optionally -causal, e.g. 4x16x1024x64-causal",
             Workload::Eltwise => "MxN (rows x features, any N), e.g. 8192x4096",
@@ -588,6 +654,10 @@ impl Shape {
             Workload::Softmax => "MxN (rows x columns, any N), e.g. 8192x1280",
             Workload::Pool => {
                 "BxCxHxWxP (window P x P, stride P, P <= H and W), e.g. 10000x4x80x80x2"
+            }
+            Workload::Cnn => "B (batch of 86x86 images), e.g. 10000",
+            Workload::Encoder => {
+                "BxSxExH (batch, sequence, hidden, heads; E % H == 0), e.g. 8x1024x1280x20"
             }
         }
     }
@@ -619,6 +689,7 @@ impl Shape {
                 act: match act {
                     "relu" => Activation::Relu,
                     "gelu" => Activation::Gelu,
+                    "none" => Activation::None,
                     _ => return Err(err()),
                 },
             },
@@ -649,6 +720,13 @@ impl Shape {
                 h: *h,
                 w: *w,
                 p: *p,
+            },
+            (Workload::Cnn, [b], None) => Self::Cnn { b: *b },
+            (Workload::Encoder, [b, s, e, h], None) => Self::Encoder {
+                b: *b,
+                s: *s,
+                e: *e,
+                h: *h,
             },
             _ => return Err(err()),
         };
@@ -748,7 +826,7 @@ mod tests {
             Ok(Shape::square_gemm(512))
         );
         let e = Shape::parse(Workload::Linear, "4x4x4-tanh").unwrap_err();
-        assert!(e.to_string().contains("relu or gelu"), "{e}");
+        assert!(e.to_string().contains("relu, gelu or none"), "{e}");
         assert!(Shape::parse(Workload::Gemm, "-3").is_err());
         assert!(Shape::parse(Workload::Gemm, "4x4").is_err());
     }

@@ -108,6 +108,17 @@ pub fn inspect_shapes(w: Workload) -> Vec<(&'static str, Shape)> {
                 p: 2,
             },
         )],
+        // The networks at their GPU shapes: every launch of the forward pass.
+        Workload::Cnn => vec![("", Shape::Cnn { b: 10_000 })],
+        Workload::Encoder => vec![(
+            "",
+            Shape::Encoder {
+                b: 8,
+                s: 1024,
+                e: 1280,
+                h: 20,
+            },
+        )],
     }
 }
 

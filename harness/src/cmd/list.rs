@@ -55,7 +55,7 @@ pub fn run(args: &Args) -> Outcome {
         } else {
             "ref".into()
         };
-        let cpu = if k.cpu().is_some() { "yes" } else { "-" };
+        let cpu = if k.has_cpu() { "yes" } else { "-" };
         println!(
             "{:<10} {:<4} {:<width$} {:<16} {:<5} {:<4} {}",
             i.workload.name(),

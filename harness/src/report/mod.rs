@@ -6,18 +6,26 @@
 pub mod charts;
 pub mod html;
 pub mod model;
+pub mod network;
 pub mod roofline;
 pub mod table;
 
 use crate::results::RunResults;
 use anyhow::Result;
+use kernel::Workload;
 use std::path::{Path, PathBuf};
 
 pub use model::Report;
 
 /// The compact tables printed at the end of a run, then the rows that failed or could not run.
+/// Then each network's time by category and Amdahl table.
 pub fn terminal(run: &RunResults) -> String {
-    table::terminal(&Report::new(run)) + &failures_text(run)
+    let nets: String = run
+        .networks
+        .iter()
+        .map(|n| format!("\n{}", network::markdown(n)))
+        .collect();
+    table::terminal(&Report::new(run)) + &nets + &failures_text(run)
 }
 
 /// The rows that failed or could not run, one per line under a count; empty when none.
@@ -75,6 +83,16 @@ pub fn write_report_with(
             crate::output::write_atomic(&path, text)?;
             written.push(path);
         }
+    }
+    for w in Workload::ALL.into_iter().filter(|w| w.is_network()) {
+        let nets: Vec<_> = run.networks.iter().filter(|n| n.workload == w).collect();
+        if nets.is_empty() {
+            continue;
+        }
+        let text: String = nets.iter().map(|n| network::markdown(n) + "\n").collect();
+        let path = dir.join(format!("{}-breakdown.md", w.name()));
+        crate::output::write_atomic(&path, text)?;
+        written.push(path);
     }
     written.extend(charts::write_all(&report, dir)?);
     written.extend(html::write(

@@ -188,6 +188,7 @@ pub(crate) fn synthetic() -> RunResults {
             ],
         }],
         calibration: None,
+        networks: Vec::new(),
     }
 }
 

@@ -46,6 +46,9 @@ fn output_axes(shape: &Shape) -> (&'static str, &'static str) {
         Shape::Rbf { .. } => ("n", "K"),
         Shape::Conv { .. } | Shape::Pool { .. } => ("HO", "WO"),
         Shape::Attention { .. } => ("S", "D"),
+        // A network's output: class probabilities per image, features per token.
+        Shape::Cnn { .. } => ("B", "classes"),
+        Shape::Encoder { .. } => ("S", "E"),
     }
 }
 

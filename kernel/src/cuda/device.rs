@@ -482,39 +482,131 @@ impl CudaRun {
 
     /// Enqueues every step of the plan.
     fn enqueue(&self) -> Result<(), DeviceError> {
-        for (i, (step, func)) in self.plan.steps.iter().zip(&self.functions).enumerate() {
-            match step {
-                Step::Kernel(launch) => {
-                    if self.pipe.as_ref().is_some_and(|p| p.pipeline.in_chunk(i)) {
-                        continue; // enqueued by `enqueue_chunks` on the chunk's stream
-                    }
-                    self.launch(launch, func, &self.state.stream)?;
-                }
-                Step::Library(LibraryCall::Gemm(g)) => self.gemm(g)?,
-                Step::Constant(c) => {
-                    let dst = self.symbols[i].expect("prepared with the plan");
-                    let bytes = c.len * self.dtype(c.from.buf).bytes();
-                    // SAFETY: `dst` holds at least `bytes` (checked at prepare), the source
-                    // range lies in a live buffer of this run, both ordered on this stream.
-                    unsafe {
-                        cudarc::driver::result::memcpy_dtod_async(
-                            dst,
-                            self.ptr(c.from),
-                            bytes,
-                            self.state.stream.cu_stream(),
-                        )
-                    }
-                    .map_err(driver_err(format!(
-                        "copying into __constant__ {}",
-                        c.symbol
-                    )))?;
-                }
+        for i in 0..self.plan.steps.len() {
+            if self.pipe.as_ref().is_some_and(|p| p.pipeline.in_chunk(i)) {
+                continue; // enqueued by `enqueue_chunks` on the chunk's stream
             }
+            self.enqueue_step(i)?;
         }
         if let Some(p) = &self.pipe {
             self.enqueue_chunks(p)?;
         }
         Ok(())
+    }
+
+    /// Enqueues step `i` of the plan on the main stream.
+    fn enqueue_step(&self, i: usize) -> Result<(), DeviceError> {
+        match &self.plan.steps[i] {
+            Step::Kernel(launch) => self.launch(launch, &self.functions[i], &self.state.stream)?,
+            Step::Library(LibraryCall::Gemm(g)) => self.gemm(g)?,
+            Step::Constant(c) => {
+                let dst = self.symbols[i].expect("prepared with the plan");
+                let bytes = c.len * self.dtype(c.from.buf).bytes();
+                // SAFETY: `dst` holds at least `bytes` (checked at prepare), the source
+                // range lies in a live buffer of this run, both ordered on this stream.
+                unsafe {
+                    cudarc::driver::result::memcpy_dtod_async(
+                        dst,
+                        self.ptr(c.from),
+                        bytes,
+                        self.state.stream.cu_stream(),
+                    )
+                }
+                .map_err(driver_err(format!(
+                    "copying into __constant__ {}",
+                    c.symbol
+                )))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn event(&self) -> Result<CudaEvent, DeviceError> {
+        self.state
+            .ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .map_err(driver_err("creating a timing event"))
+    }
+
+    /// Milliseconds between two recorded events, once the stream is synchronized.
+    fn elapsed(&self, start: &CudaEvent, end: &CudaEvent) -> Result<f64, DeviceError> {
+        Ok(f64::from(
+            start
+                .elapsed_ms(end)
+                .map_err(driver_err("reading an event"))?,
+        ))
+    }
+
+    /// Each step enqueued `iters` times in a row between two events, after a full run left
+    /// every buffer holding real values.
+    fn steps_alone(&self, iters: u64) -> Result<Vec<Duration>, DeviceError> {
+        self.fill_buffers()?;
+        self.enqueue()?;
+        let mut spans = Vec::with_capacity(self.plan.steps.len());
+        for i in 0..self.plan.steps.len() {
+            let (start, end) = (self.event()?, self.event()?);
+            start
+                .record(&self.state.stream)
+                .map_err(driver_err("recording an event"))?;
+            for _ in 0..iters {
+                self.enqueue_step(i)?;
+            }
+            end.record(&self.state.stream)
+                .map_err(driver_err("recording an event"))?;
+            spans.push((start, end));
+        }
+        self.sync()?;
+        spans
+            .iter()
+            .map(|(a, b)| {
+                Ok(Duration::from_secs_f64(
+                    self.elapsed(a, b)? / 1e3 / iters as f64,
+                ))
+            })
+            .collect()
+    }
+
+    /// The plan run `iters` times back to back, enqueued step by step and then as one CUDA
+    /// graph captured from the same enqueueing: the mean time of one run each way.
+    fn streamed_and_graphed(&self, iters: u64) -> Result<(Duration, Duration), DeviceError> {
+        use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+        let stream = &self.state.stream;
+        let timed = |body: &dyn Fn() -> Result<(), DeviceError>| -> Result<Duration, DeviceError> {
+            body()?; // once untimed: first-launch costs stay out
+            let (start, end) = (self.event()?, self.event()?);
+            start
+                .record(stream)
+                .map_err(driver_err("recording an event"))?;
+            for _ in 0..iters {
+                body()?;
+            }
+            end.record(stream)
+                .map_err(driver_err("recording an event"))?;
+            self.sync()?;
+            Ok(Duration::from_secs_f64(
+                self.elapsed(&start, &end)? / 1e3 / iters as f64,
+            ))
+        };
+        self.fill_buffers()?;
+        let streamed = timed(&|| self.enqueue())?;
+        stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+            .map_err(driver_err("starting a graph capture"))?;
+        let captured = self.enqueue();
+        // The capture ends whatever happened inside it, so the stream is usable after.
+        let graph = stream.end_capture(CUgraphInstantiate_flags(0));
+        captured?;
+        let graph = graph
+            .map_err(driver_err("capturing the forward pass as a CUDA graph"))?
+            .ok_or_else(|| DeviceError::Driver {
+                what: "capturing the forward pass as a CUDA graph".into(),
+                detail: "the capture holds no work".into(),
+            })?;
+        graph
+            .upload()
+            .map_err(driver_err("uploading a CUDA graph"))?;
+        let graphed = timed(&|| graph.launch().map_err(driver_err("launching a CUDA graph")))?;
+        Ok((streamed, graphed))
     }
 
     /// Launches `launch` on `stream`.
@@ -838,6 +930,15 @@ impl Prepared for CudaRun {
             );
         }
         Ok(Duration::from_secs_f64(total_ms / 1e3))
+    }
+
+    fn time_steps(&mut self, iters: u64) -> Option<Result<Vec<Duration>, DeviceError>> {
+        // A pipeline's chunks overlap on several streams: its steps have no time alone.
+        (self.pipe.is_none()).then(|| self.steps_alone(iters.max(1)))
+    }
+
+    fn time_replay(&mut self, iters: u64) -> Option<Result<(Duration, Duration), DeviceError>> {
+        (self.pipe.is_none()).then(|| self.streamed_and_graphed(iters.max(1)))
     }
 }
 

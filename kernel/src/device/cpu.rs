@@ -2,7 +2,7 @@
 //! clock. It is the default on machines without a GPU and what CI runs end to end.
 
 use super::{DeviceError, DeviceInfo, DeviceKind, Executor, Prepared, slugify};
-use crate::contract::{CpuPort, Kernel, Unsupported};
+use crate::contract::{Kernel, Unsupported};
 use crate::workload::Shape;
 use std::time::{Duration, Instant};
 
@@ -50,24 +50,23 @@ fn os_release() -> String {
 }
 
 struct CpuRun<'a> {
-    port: CpuPort,
+    kernel: &'a dyn Kernel,
     shape: Shape,
     inputs: &'a [Vec<f32>],
     out: Vec<f32>,
 }
 
 impl CpuRun<'_> {
-    fn once(&mut self) {
+    fn once(&mut self) -> Result<(), DeviceError> {
         let inputs: Vec<&[f32]> = self.inputs.iter().map(Vec::as_slice).collect();
-        (self.port)(&self.shape, &inputs, &mut self.out);
+        Ok(self.kernel.run_cpu(&self.shape, &inputs, &mut self.out)?)
     }
 }
 
 impl Prepared for CpuRun<'_> {
     fn run(&mut self) -> Result<(), DeviceError> {
         self.out.fill(f32::NAN);
-        self.once();
-        Ok(())
+        self.once()
     }
 
     fn output(&mut self) -> Result<Vec<f32>, DeviceError> {
@@ -79,7 +78,7 @@ impl Prepared for CpuRun<'_> {
         for _ in 0..iters {
             self.out.fill(f32::NAN);
             let start = Instant::now();
-            self.once();
+            self.once()?;
             total += start.elapsed();
         }
         Ok(total)
@@ -96,9 +95,9 @@ impl Executor for CpuDevice {
     }
 
     fn can_run(&self, kernel: &dyn Kernel) -> Result<(), Unsupported> {
-        match kernel.cpu() {
-            Some(_) => Ok(()),
-            None => Err(Unsupported(format!(
+        match kernel.has_cpu() {
+            true => Ok(()),
+            false => Err(Unsupported(format!(
                 "{} has no CPU port (it runs on a GPU only)",
                 kernel.info().id
             ))),
@@ -113,9 +112,8 @@ impl Executor for CpuDevice {
     ) -> Result<Box<dyn Prepared + 'a>, DeviceError> {
         self.can_run(kernel)?;
         kernel.supports(shape)?;
-        let port = kernel.cpu().expect("checked by can_run");
         Ok(Box::new(CpuRun {
-            port,
+            kernel,
             shape: *shape,
             inputs,
             out: vec![f32::NAN; shape.output().len()],

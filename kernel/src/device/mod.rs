@@ -127,6 +127,18 @@ pub trait Prepared {
     fn traffic(&self) -> Option<MemoryTraffic> {
         None
     }
+    /// Each step of the plan timed alone, in order: the step enqueued `iters` times in a row
+    /// after a full run (so its inputs hold real values), the mean of one. `None` where the
+    /// device cannot (the CPU and the simulator run no steps; a batch pipeline overlaps them).
+    fn time_steps(&mut self, _iters: u64) -> Option<Result<Vec<Duration>, DeviceError>> {
+        None
+    }
+    /// The whole plan run `iters` times back to back, first enqueued step by step, then
+    /// captured once as a CUDA graph and replayed: the mean of one run each way. What the
+    /// graph saves is the launch overhead. `None` on devices without graphs.
+    fn time_replay(&mut self, _iters: u64) -> Option<Result<(Duration, Duration), DeviceError>> {
+        None
+    }
     /// When the device ran a sample of the blocks of the last run (the simulator's
     /// `--sim-blocks`): how many, and which output elements they wrote. `None`: every block ran.
     fn sample(&self) -> Option<BlockSample> {

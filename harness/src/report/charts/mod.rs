@@ -10,6 +10,7 @@ pub(crate) mod bars;
 pub(crate) mod canvas;
 pub(crate) mod header;
 pub(crate) mod intensity;
+pub(crate) mod network;
 pub(crate) mod roofline;
 pub(crate) mod sweep;
 #[cfg(test)]
@@ -117,6 +118,19 @@ pub fn write_all(report: &Report, dir: &Path) -> Result<Vec<PathBuf>> {
     for (stem, chart) in all(report) {
         out.extend(save(&chart, dir, &stem)?);
     }
+    for n in &report.run.networks {
+        let name = n.workload.name();
+        if let Some(c) = network::Stacked::new(n, footer(&report.run)) {
+            out.extend(save(&c, dir, &format!("{name}-breakdown-{}", n.label))?);
+        }
+        if let Some(c) = n
+            .batch_sweep
+            .as_ref()
+            .and_then(|s| network::BatchChart::new(n, s, footer(&report.run)))
+        {
+            out.extend(save(&c, dir, &format!("{name}-batch-sweep"))?);
+        }
+    }
     Ok(out)
 }
 
@@ -161,6 +175,7 @@ pub fn stage_color(s: Stage) -> RGBColor {
         Stage::Tensorcore => PALETTE[4],
         Stage::Fp16 => PALETTE[5],
         Stage::FlashAttn => PALETTE[6],
+        Stage::Networks => PALETTE[9],
         Stage::User => PALETTE[8],
         Stage::Reference => PALETTE[7],
     }

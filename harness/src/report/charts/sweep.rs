@@ -59,6 +59,8 @@ pub fn family(shape: &Shape) -> Family {
         Shape::Rbf { n, k } => f(format!("-nx{k}"), n, "distances n"),
         Shape::Layernorm { m, n } | Shape::Softmax { m, n } => f(format!("-Mx{n}"), m, "rows M"),
         Shape::Pool { b, c, h, w, p } => f(format!("-Bx{c}x{h}x{w}x{p}"), b, "batch B"),
+        Shape::Cnn { b } => f(String::new(), b, "batch B"),
+        Shape::Encoder { b, s, e, h } => f(format!("-Bx{s}x{e}x{h}"), b, "batch B"),
     }
 }
 

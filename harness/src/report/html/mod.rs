@@ -322,7 +322,16 @@ struct WorkloadCtx {
     ladder: String,
     shapes: Vec<ShapeCtx>,
     sweeps: Vec<Figure>,
+    /// A network's time by category, Amdahl table and charts, per shape.
+    networks: Vec<NetworkCtx>,
     rungs: Vec<RungLink>,
+}
+
+#[derive(Debug, Serialize)]
+struct NetworkCtx {
+    figures: Vec<Figure>,
+    /// The breakdown and Amdahl tables, as HTML.
+    tables: String,
 }
 
 #[derive(Debug, Serialize)]
@@ -460,6 +469,7 @@ pub(crate) fn readme(stage: Stage) -> Option<&'static str> {
         Stage::Tensorcore => include_str!("../../../../tensorcore/README.md"),
         Stage::Fp16 => include_str!("../../../../fp16/README.md"),
         Stage::FlashAttn => include_str!("../../../../flash-attn/README.md"),
+        Stage::Networks => include_str!("../../../../networks/README.md"),
         Stage::Reference | Stage::User => return None,
     })
 }
@@ -571,6 +581,18 @@ pub fn write(report: &Report, dir: &Path, mode: Explain, lab: &LabDir) -> Result
             ladder: format!("{}{}", AT_INDEX.pages, ladder_page(w.workload)),
             shapes,
             sweeps: svg::sweeps(report, w)?,
+            networks: report
+                .run
+                .networks
+                .iter()
+                .filter(|n| n.workload == w.workload)
+                .map(|n| {
+                    Ok(NetworkCtx {
+                        figures: svg::network(report, n)?,
+                        tables: markdown::to_html_under(&crate::report::network::markdown(n), 1),
+                    })
+                })
+                .collect::<Result<_>>()?,
             rungs: ladder_rungs(&all, w.workload, AT_INDEX, &rung_ids)
                 .into_iter()
                 .filter(|r| r.href.is_some())

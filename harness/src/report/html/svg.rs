@@ -144,3 +144,29 @@ pub(crate) fn sweeps(report: &Report, w: &WorkloadReport) -> Result<Vec<Figure>>
         })
         .collect()
 }
+
+/// A network shape's stacked time per category and, for the CNN, its batch sweep.
+pub(crate) fn network(report: &Report, n: &crate::results::NetworkResults) -> Result<Vec<Figure>> {
+    use crate::report::charts::network::{BatchChart, Stacked};
+    let footer = charts::footer(&report.run);
+    let mut out = Vec::new();
+    if let Some(c) = Stacked::new(n, footer.clone()) {
+        let title = format!("{} {}: time by category", n.workload, n.label);
+        out.push(Figure {
+            svg: inline(&c, &title)?,
+            title,
+        });
+    }
+    if let Some(c) = n
+        .batch_sweep
+        .as_ref()
+        .and_then(|s| BatchChart::new(n, s, footer))
+    {
+        let title = format!("{}: time per image against the batch size", n.workload);
+        out.push(Figure {
+            svg: inline(&c, &title)?,
+            title,
+        });
+    }
+    Ok(out)
+}

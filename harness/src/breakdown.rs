@@ -1,0 +1,261 @@
+//! Where a network's time goes: each step of every row that passed timed alone, and the
+//! CNN's time per image against the batch size. The report turns these into the category
+//! table, the stacked bars and Amdahl's prediction for each swap.
+//!
+//! On the CPU each layer's port is timed inside the forward pass, and what the layers do
+//! not account for (allocating the activations) is the gap. On a GPU each step of the
+//! composed plan is enqueued alone many times between two events; the gaps are the
+//! end-to-end time less the steps' sum: the GPU idle between launches. The simulator never
+//! times, so it has no breakdown.
+
+use crate::results::{
+    BatchPoint, BatchSweep, NetworkResults, NetworkRowTimes, RunResults, Status, StepTime,
+};
+use anyhow::Result;
+use kernel::network::Graph;
+use kernel::{DeviceKind, Executor, Kernel, Shape, Workload};
+use networks::NetworkRow;
+use std::time::{Duration, Instant};
+
+/// Forward passes timed per CPU row (the median is kept).
+const CPU_PASSES: usize = 5;
+/// Times each step is enqueued in a row on a GPU, at most; a slow row's steps fewer times,
+/// so that timing its steps costs about [`GPU_STEPS_MS`].
+const GPU_REPEATS: u64 = 20;
+const GPU_STEPS_MS: f64 = 100.0;
+
+/// How many times to repeat a pass (or each of its steps) that takes `ms`.
+fn repeats(ms: Option<f64>) -> u64 {
+    match ms {
+        Some(t) if t > 0.0 => ((GPU_STEPS_MS / t).ceil() as u64).clamp(2, GPU_REPEATS),
+        _ => GPU_REPEATS,
+    }
+}
+
+/// The breakdown of every network shape of `run` on `dev`.
+pub fn measure(dev: &dyn Executor, run: &RunResults, seed: u64) -> Result<Vec<NetworkResults>> {
+    if dev.kind() == DeviceKind::Sim {
+        return Ok(Vec::new());
+    }
+    let rows = networks::rows();
+    let mut out = Vec::new();
+    for w in run.workloads.iter().filter(|w| w.workload.is_network()) {
+        for s in &w.shapes {
+            let mut times = Vec::new();
+            for r in s.rows.iter().filter(|r| r.status == Status::Passed) {
+                let Some(row) = rows.iter().find(|k| k.info().id == r.id) else {
+                    continue;
+                };
+                let median = r.timing.as_ref().map(|t| t.median_ms);
+                times.push(row_times(dev, row, &s.shape, seed, median)?);
+            }
+            let sweep = match w.workload {
+                Workload::Cnn if s.shape == w.shapes.last().map_or(s.shape, |l| l.shape) => {
+                    fastest(&times)
+                        .and_then(|id| rows.iter().find(|k| k.info().id == id))
+                        .map(|row| batch_sweep(dev, row, &s.shape, seed))
+                        .transpose()?
+                }
+                _ => None,
+            };
+            out.push(NetworkResults {
+                workload: w.workload,
+                shape: s.shape,
+                label: s.label.clone(),
+                method: method(dev.kind()).to_string(),
+                rows: times,
+                batch_sweep: sweep,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn method(kind: DeviceKind) -> &'static str {
+    match kind {
+        DeviceKind::Cuda => {
+            "each step enqueued up to 20 times in a row between two CUDA events, the mean of \
+             one; the gaps are the row's end-to-end median less the steps' sum"
+        }
+        _ => {
+            "each layer's CPU port timed inside the forward pass, the median of 5 passes; the \
+             gaps are the pass's time less its layers' (allocating the activations)"
+        }
+    }
+}
+
+fn fastest(rows: &[NetworkRowTimes]) -> Option<&str> {
+    rows.iter()
+        .min_by(|a, b| a.total_ms.total_cmp(&b.total_ms))
+        .map(|r| r.id.as_str())
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// The row's steps, each with its median time, and the end-to-end median.
+fn row_times(
+    dev: &dyn Executor,
+    row: &NetworkRow,
+    shape: &Shape,
+    seed: u64,
+    end_to_end_ms: Option<f64>,
+) -> Result<NetworkRowTimes> {
+    let graph = row.graph(shape)?;
+    let inputs = crate::inputs::random_inputs(shape, seed);
+    let (total_ms, steps) = match dev.kind() {
+        DeviceKind::Cuda => {
+            let tags = graph.compose()?.steps;
+            let mut p = dev.prepare(row, shape, &inputs)?;
+            let spans = p
+                .time_steps(repeats(end_to_end_ms))
+                .ok_or_else(|| anyhow::anyhow!("{} cannot time steps alone", dev.info().name))??;
+            let steps = tags
+                .iter()
+                .zip(spans)
+                .map(|(t, d)| StepTime {
+                    label: t.label.clone(),
+                    category: t.category,
+                    ms: ms(d),
+                })
+                .collect();
+            let total = match end_to_end_ms {
+                Some(t) => t,
+                None => ms(p.time(3)?) / 3.0,
+            };
+            (total, steps)
+        }
+        _ => cpu_passes(&graph, &inputs)?,
+    };
+    Ok(NetworkRowTimes {
+        id: row.info().id.to_string(),
+        swapped: row
+            .swapped()
+            .map(|(slot, id)| (id.to_string(), slot.category())),
+        total_ms,
+        steps,
+    })
+}
+
+/// [`CPU_PASSES`] forward passes through the layers' ports: the median pass and the median
+/// of each layer.
+fn cpu_passes(graph: &Graph, inputs: &[Vec<f32>]) -> Result<(f64, Vec<StepTime>)> {
+    let ins: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
+    let mut out = vec![f32::NAN; graph.output_len];
+    let mut totals = Vec::new();
+    let mut layers: Vec<Vec<f64>> = vec![Vec::new(); graph.layers.len()];
+    // One pass untimed: first-touch page faults and the thread pool's wake-up stay out.
+    graph.forward_cpu(&ins, &mut out)?;
+    for _ in 0..CPU_PASSES {
+        let start = Instant::now();
+        let times = graph.forward_cpu(&ins, &mut out)?;
+        totals.push(ms(start.elapsed()));
+        for (l, t) in layers.iter_mut().zip(times) {
+            l.push(ms(t));
+        }
+    }
+    let steps = graph
+        .layers
+        .iter()
+        .zip(layers)
+        .map(|(l, t)| StepTime {
+            label: l.name.clone(),
+            category: l.category,
+            ms: median(t),
+        })
+        .collect();
+    Ok((median(totals), steps))
+}
+
+/// Batch sizes of the sweep, up to the shape's batch.
+fn batches(kind: DeviceKind, max: usize) -> Vec<usize> {
+    let ladder: &[usize] = match kind {
+        DeviceKind::Cuda => &[1, 4, 16, 64, 256, 1024, 4096, 10_000],
+        _ => &[1, 2, 4, 8, 16, 32, 64],
+    };
+    let mut v: Vec<usize> = ladder.iter().copied().filter(|&b| b <= max).collect();
+    if v.last() != Some(&max) && max <= *ladder.last().unwrap_or(&max) {
+        v.push(max);
+    }
+    v
+}
+
+/// Time per image of `row` from batch 1 up to `shape`'s batch.
+fn batch_sweep(
+    dev: &dyn Executor,
+    row: &NetworkRow,
+    shape: &Shape,
+    seed: u64,
+) -> Result<BatchSweep> {
+    let Shape::Cnn { b: max } = *shape else {
+        unreachable!("only the CNN is swept")
+    };
+    let mut points = Vec::new();
+    for b in batches(dev.kind(), max) {
+        let s = Shape::Cnn { b };
+        let inputs = crate::inputs::random_inputs(&s, seed);
+        let point = match dev.kind() {
+            DeviceKind::Cuda => {
+                let mut p = dev.prepare(row, &s, &inputs)?;
+                let once = ms(p.time(1)?);
+                let (streamed, graphed) = p
+                    .time_replay(repeats(Some(once)))
+                    .ok_or_else(|| anyhow::anyhow!("no CUDA graph on {}", dev.info().name))??;
+                BatchPoint {
+                    batch: b,
+                    ms_per_item: ms(streamed) / b as f64,
+                    graph_ms_per_item: Some(ms(graphed) / b as f64),
+                }
+            }
+            _ => {
+                let graph = row.graph(&s)?;
+                let (total, _) = cpu_passes(&graph, &inputs)?;
+                BatchPoint {
+                    batch: b,
+                    ms_per_item: total / b as f64,
+                    graph_ms_per_item: None,
+                }
+            }
+        };
+        points.push(point);
+    }
+    let method = match dev.kind() {
+        DeviceKind::Cuda => format!(
+            "{}: the forward pass run up to {GPU_REPEATS} times back to back, its steps \
+             enqueued one by one, then captured once as a CUDA graph and replayed",
+            row.info().id
+        ),
+        _ => format!(
+            "{}: the CPU ports' forward pass (no CUDA graph on a CPU), median of {CPU_PASSES}",
+            row.info().id
+        ),
+    };
+    Ok(BatchSweep {
+        id: row.info().id.to_string(),
+        method,
+        points,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweeps_end_at_the_shapes_batch() {
+        assert_eq!(batches(DeviceKind::Cpu, 8), vec![1, 2, 4, 8]);
+        assert_eq!(batches(DeviceKind::Cpu, 12), vec![1, 2, 4, 8, 12]);
+        assert_eq!(batches(DeviceKind::Cuda, 10_000).last(), Some(&10_000));
+        assert_eq!(batches(DeviceKind::Cpu, 1), vec![1]);
+    }
+}

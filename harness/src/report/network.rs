@@ -1,0 +1,244 @@
+//! A network's time by category and Amdahl's law for each swap, derived once from the run's
+//! step times ([`crate::results::NetworkResults`]) and rendered as Markdown and charts.
+//!
+//! Amdahl: a row that speeds up the operator taking a share `f` of the first row's time by
+//! `s` (the operator's own speedup) should run the whole network `1 / ((1 - f) + f / s)`
+//! times faster. Where the measured end-to-end speedup falls short of that, the swap cost
+//! time elsewhere: conversions it needs, launches it adds.
+
+use crate::results::{NetworkResults, NetworkRowTimes};
+use kernel::network::Category;
+use std::fmt::Write;
+
+/// The time of each category, in [`Category::ALL`] order; the gaps are what the end-to-end
+/// time has beyond the steps' sum (never below 0).
+pub fn by_category(r: &NetworkRowTimes) -> [f64; 6] {
+    let mut out = [0.0; 6];
+    for s in &r.steps {
+        out[index(s.category)] += s.ms;
+    }
+    let steps: f64 = out.iter().sum();
+    out[index(Category::Gaps)] += (r.total_ms - steps).max(0.0);
+    out
+}
+
+fn index(c: Category) -> usize {
+    Category::ALL
+        .iter()
+        .position(|&x| x == c)
+        .expect("every category is in ALL")
+}
+
+/// One swap against the network's first row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Amdahl {
+    pub id: String,
+    pub swapped: String,
+    pub category: Category,
+    /// The swapped operator's time in the first row over its time in this one.
+    pub kernel_speedup: f64,
+    /// The operator's share of the first row's end-to-end time.
+    pub share: f64,
+    pub predicted: f64,
+    pub measured: f64,
+}
+
+/// Amdahl's prediction beside the measurement for every row that swaps a rung in.
+pub fn amdahl(n: &NetworkResults) -> Vec<Amdahl> {
+    let Some(base) = n.rows.iter().find(|r| r.swapped.is_none()) else {
+        return Vec::new();
+    };
+    let base_cats = by_category(base);
+    n.rows
+        .iter()
+        .filter_map(|r| {
+            let (swapped, category) = r.swapped.clone()?;
+            let (t0, t1) = (base_cats[index(category)], by_category(r)[index(category)]);
+            if t0 <= 0.0 || t1 <= 0.0 || base.total_ms <= 0.0 || r.total_ms <= 0.0 {
+                return None;
+            }
+            let (s, f) = (t0 / t1, t0 / base.total_ms);
+            Some(Amdahl {
+                id: r.id.clone(),
+                swapped,
+                category,
+                kernel_speedup: s,
+                share: f,
+                predicted: 1.0 / ((1.0 - f) + f / s),
+                measured: base.total_ms / r.total_ms,
+            })
+        })
+        .collect()
+}
+
+fn ms(v: f64) -> String {
+    match v {
+        v if v >= 100.0 => format!("{v:.0}"),
+        v if v >= 1.0 => format!("{v:.2}"),
+        v => format!("{v:.3}"),
+    }
+}
+
+/// The breakdown table, the Amdahl table and the batch sweep of one network shape.
+pub fn markdown(n: &NetworkResults) -> String {
+    let mut md = String::new();
+    let w = n.workload.name();
+    let _ = writeln!(md, "## {w} {}: time by category (ms)\n", n.label);
+    let _ = writeln!(md, "Steps timed as follows: {}.\n", n.method);
+    // The categories some row spends time in (a CNN has no attention).
+    let used: Vec<usize> = (0..Category::ALL.len())
+        .filter(|&i| n.rows.iter().any(|r| by_category(r)[i] > 0.0))
+        .collect();
+    let mut head = String::from("| row | end to end |");
+    let mut rule = String::from("|---|---:|");
+    for &i in &used {
+        let _ = write!(head, " {} |", Category::ALL[i]);
+        rule.push_str("---:|");
+    }
+    let _ = writeln!(md, "{head}\n{rule}");
+    for r in &n.rows {
+        let cats = by_category(r);
+        let mut line = format!("| {} | {} |", r.id, ms(r.total_ms));
+        for v in used.iter().map(|&i| cats[i]) {
+            let share = if r.total_ms > 0.0 {
+                v / r.total_ms
+            } else {
+                0.0
+            };
+            let _ = write!(line, " {} ({:.0}%) |", ms(v), 100.0 * share);
+        }
+        let _ = writeln!(md, "{line}");
+    }
+    let swaps = amdahl(n);
+    if !swaps.is_empty() {
+        let base = n
+            .rows
+            .iter()
+            .find(|r| r.swapped.is_none())
+            .map_or("", |r| &r.id);
+        let _ = writeln!(
+            md,
+            "\n### Amdahl's law: each swap against {base}\n\n\
+             The operator's share f of {base}'s time and its own speedup s predict the whole \
+             network's speedup 1 / ((1 - f) + f / s); the measured speedup is {base}'s end-to-end \
+             time over the row's.\n"
+        );
+        let _ = writeln!(
+            md,
+            "| row | swapped in | operator | share f | operator speedup s | end-to-end predicted | end-to-end measured |\n|---|---|---|---:|---:|---:|---:|"
+        );
+        for a in &swaps {
+            let _ = writeln!(
+                md,
+                "| {} | {} | {} | {:.0}% | {:.2}x | {:.2}x | {:.2}x |",
+                a.id,
+                a.swapped,
+                a.category,
+                100.0 * a.share,
+                a.kernel_speedup,
+                a.predicted,
+                a.measured
+            );
+        }
+    }
+    if let Some(s) = &n.batch_sweep {
+        let _ = writeln!(
+            md,
+            "\n### Time per image against the batch size\n\n{}.\n",
+            s.method
+        );
+        let graph = s.points.iter().any(|p| p.graph_ms_per_item.is_some());
+        let _ = match graph {
+            true => writeln!(
+                md,
+                "| batch | ms per image | ms per image, CUDA graph |\n|---:|---:|---:|"
+            ),
+            false => writeln!(md, "| batch | ms per image |\n|---:|---:|"),
+        };
+        for p in &s.points {
+            let g = p.graph_ms_per_item.map(|g| format!(" {} |", ms(g)));
+            let _ = writeln!(
+                md,
+                "| {} | {} |{}",
+                p.batch,
+                ms(p.ms_per_item),
+                g.unwrap_or_default()
+            );
+        }
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::StepTime;
+    use kernel::{Shape, Workload};
+
+    fn row(id: &str, swapped: Option<&str>, total: f64, conv: f64, other: f64) -> NetworkRowTimes {
+        NetworkRowTimes {
+            id: id.into(),
+            swapped: swapped.map(|s| (s.to_string(), Category::Convolution)),
+            total_ms: total,
+            steps: vec![
+                StepTime {
+                    label: "conv".into(),
+                    category: Category::Convolution,
+                    ms: conv,
+                },
+                StepTime {
+                    label: "pool".into(),
+                    category: Category::Elementwise,
+                    ms: other,
+                },
+            ],
+        }
+    }
+
+    fn net(rows: Vec<NetworkRowTimes>) -> NetworkResults {
+        NetworkResults {
+            workload: Workload::Cnn,
+            shape: Shape::Cnn { b: 4 },
+            label: "4".into(),
+            method: "test".into(),
+            rows,
+            batch_sweep: None,
+        }
+    }
+
+    #[test]
+    fn categories_sum_to_the_end_to_end_time_with_the_gap() {
+        let r = row("a", None, 10.0, 6.0, 3.0);
+        let c = by_category(&r);
+        assert_eq!(c[index(Category::Convolution)], 6.0);
+        assert_eq!(c[index(Category::Elementwise)], 3.0);
+        assert_eq!(c[index(Category::Gaps)], 1.0);
+        assert_eq!(c.iter().sum::<f64>(), 10.0);
+        // Steps timed alone may add up to more than the pass: no negative gap.
+        assert_eq!(
+            by_category(&row("b", None, 8.0, 6.0, 3.0))[index(Category::Gaps)],
+            0.0
+        );
+    }
+
+    #[test]
+    fn amdahl_predicts_from_the_first_rows_share() {
+        // Convolution is 80% of the first row and becomes 4x faster: 1 / (0.2 + 0.8 / 4) =
+        // 2.5x predicted; the row measured 10 / 5 = 2x (it lost time elsewhere).
+        let n = net(vec![
+            row("base", None, 10.0, 8.0, 2.0),
+            row("fast", Some("conv-fast"), 5.0, 2.0, 3.0),
+        ]);
+        let a = amdahl(&n);
+        assert_eq!(a.len(), 1);
+        assert!((a[0].share - 0.8).abs() < 1e-12);
+        assert!((a[0].kernel_speedup - 4.0).abs() < 1e-12);
+        assert!((a[0].predicted - 2.5).abs() < 1e-12);
+        assert!((a[0].measured - 2.0).abs() < 1e-12);
+        let md = markdown(&n);
+        assert!(
+            md.contains("| fast | conv-fast | convolution | 80% | 4.00x | 2.50x | 2.00x |"),
+            "{md}"
+        );
+    }
+}
