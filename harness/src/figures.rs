@@ -11,7 +11,8 @@
 //! The name is a workload, one of its shape labels in that run, and optionally the kernel ids
 //! to show (all rows otherwise). Figures derived from the code come `from code`: `sass ID,ID`
 //! is the SASS instruction counts of those rungs, `resources ID,ID` their registers, shared
-//! memory and occupancy. The block is the run's own Markdown table rows (the report
+//! memory and occupancy; `breakdown WORKLOAD SHAPE` is a network's time by category and its
+//! Amdahl table. The block is the run's own Markdown table rows (the report
 //! model renders them, nothing is recomputed here) under a line naming the device, the date and
 //! the commit. `harness docs --figures` rewrites every block; a test regenerates them and fails
 //! on any that differs, so a figure can never drift from its run.
@@ -79,8 +80,32 @@ pub fn blocks(text: &str) -> Result<Vec<Block>> {
     Ok(out)
 }
 
+/// A network's time by category and Amdahl table at one shape: `breakdown WORKLOAD SHAPE`.
+fn render_breakdown(name: &str, run: &RunResults, folder: &str) -> Result<String> {
+    let [_, w, label] = name.split_whitespace().collect::<Vec<_>>()[..] else {
+        bail!("figure `{name}`: expected `breakdown WORKLOAD SHAPE`");
+    };
+    let n = run
+        .networks
+        .iter()
+        .find(|n| n.workload.name() == w && n.label == label)
+        .ok_or_else(|| anyhow!("figure `{name}`: {folder} has no breakdown of {w} {label}"))?;
+    // The tables without their own title: the caption says what they are.
+    let md = crate::report::network::markdown(n);
+    let body = md.split_once("\n\n").map_or(md.as_str(), |(_, rest)| rest);
+    let body = body.replace("\n### ", "\n#### ");
+    Ok(format!(
+        "\n{w} {label}, time by category: `{}`, measured {}, commit `{}` (generated from \
+         `{folder}` by `harness docs --figures`).\n\n{body}",
+        run.device.name, run.date, run.commit
+    ))
+}
+
 /// The text between the markers of figure `name` drawn from `run`, new lines around it.
 pub fn render(name: &str, run: &RunResults, folder: &str) -> Result<String> {
+    if name.starts_with("breakdown ") {
+        return render_breakdown(name, run, folder);
+    }
     let mut words = name.split_whitespace();
     let (Some(w), Some(label)) = (words.next(), words.next()) else {
         bail!("figure `{name}`: expected `WORKLOAD SHAPE [KERNEL,...]`");
