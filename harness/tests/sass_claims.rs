@@ -464,3 +464,47 @@ fn linear_rung_03_main_loop_is_rung_02s_gemm_unchanged() {
     assert_eq!(mix(&la), mix(&lb));
     assert!(mix(&la)[0] > 0);
 }
+
+/// The `SHFL` instructions of a function, as `(opcode, lane mask)`.
+fn shuffles(f: &Function) -> Vec<(String, String)> {
+    instructions(f)
+        .into_iter()
+        .filter(|i| opcode(i).starts_with("SHFL"))
+        .map(|i| {
+            // `SHFL.BFLY PT, Rd, Rs, LANEMASK, 0x1f`
+            let mask = i.split(',').nth(3).map_or("", str::trim).to_string();
+            (opcode(&i).to_string(), mask)
+        })
+        .collect()
+}
+
+#[test]
+fn row_rungs_02_reduce_a_row_in_five_butterfly_steps_without_shared_memory() {
+    // layernorm-warp: two sums (the mean's, the variance's), one value each per step;
+    // softmax-warp: one merge of two values (the maximum and the sum) per step.
+    for (id, entry, per_step) in [
+        ("layernorm-warp", "layernorm_warp", 2),
+        ("softmax-warp", "softmax_warp", 2),
+    ] {
+        let f = function(id, entry);
+        let sh = shuffles(&f);
+        assert_eq!(sh.len(), 5 * per_step, "{id}: {sh:?}");
+        for (op, mask) in &sh {
+            assert!(
+                op == "SHFL.BFLY"
+                    && matches!(mask.as_str(), "0x10" | "0x8" | "0x4" | "0x2" | "0x1"),
+                "{id}: {op} {mask}"
+            );
+        }
+        let s = f.summary;
+        assert_eq!((s.lds, s.sts), (0, 0), "{id}: {s:?}");
+        assert_eq!(count_in(&instructions(&f), "BAR"), 0, "{id}");
+    }
+    // The thread-per-row rungs reduce in one thread: no shuffles.
+    for (id, entry) in [
+        ("layernorm-naive", "layernorm_naive"),
+        ("softmax-naive", "softmax_naive"),
+    ] {
+        assert!(shuffles(&function(id, entry)).is_empty(), "{id}");
+    }
+}
