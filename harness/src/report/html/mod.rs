@@ -12,8 +12,10 @@
 //!   throughput, intensity and share of roof in an SVG `<title>` (a tooltip on hover or focus);
 //! - `html/rung-<id>.html`: `harness explain` of the rung (diff coloured by line, SASS mix as
 //!   bars beside the parent's) and the rung's rows in this run;
-//! - `html/ladder-<workload>.html`: the rungs in order, then the walkthroughs of the crates
-//!   they live in, rendered from their READMEs;
+//! - `html/ladder-<workload>.html`: the rungs in order, each linked to its section of its
+//!   crate's walkthrough;
+//! - `html/walkthrough-<crate>.html`: a stage crate's README, rendered once for every ladder
+//!   with rungs in it;
 //! - `html/lab.css`, `html/lab.js`: one style sheet and one small script (sorting, filtering,
 //!   tooltips); every page reads fully without the script.
 //!
@@ -73,6 +75,10 @@ pub(crate) fn env() -> Environment<'static> {
         ("rung.html", include_str!("templates/rung.html")),
         ("ladder.html", include_str!("templates/ladder.html")),
         ("compare.html", include_str!("templates/compare.html")),
+        (
+            "walkthrough.html",
+            include_str!("templates/walkthrough.html"),
+        ),
     ] {
         env.add_template(name, text)
             .expect("the embedded templates parse");
@@ -131,6 +137,12 @@ pub fn rung_page(id: &str) -> String {
 /// The page of a ladder, relative to the pages folder.
 pub fn ladder_page(w: Workload) -> String {
     format!("ladder-{}.html", w.name())
+}
+
+/// The page of a stage crate's walkthrough (its README), one per crate however many ladders
+/// have rungs in it.
+pub fn walkthrough_page(s: Stage) -> String {
+    format!("walkthrough-{}.html", s.name())
 }
 
 /// A file-name and anchor-safe form of a label (`1024x784x2048`, `b8h16s1024d64 causal`).
@@ -501,7 +513,17 @@ struct LadderPage<'a> {
     title: String,
     meta: &'a Meta,
     rungs: Vec<RungLink>,
-    walkthroughs: Vec<(String, String, String)>,
+    /// The crates of the ladder's rungs: (crate, page).
+    walkthroughs: Vec<(String, String)>,
+}
+
+#[derive(Serialize)]
+struct WalkthroughPage<'a> {
+    nav: Nav,
+    title: String,
+    meta: &'a Meta,
+    /// The README as HTML.
+    html: String,
 }
 
 /// What a run page says of its device's rows.
@@ -567,7 +589,10 @@ pub fn write(report: &Report, dir: &Path, mode: Explain, lab: &LabDir) -> Result
             title: format!("The {} ladder", w.workload.name()),
             meta: &meta,
             rungs: ladder_rungs(&all, w.workload, AT_PAGE, &rung_ids),
-            walkthroughs: walkthroughs(&all, w.workload),
+            walkthroughs: crates(&all, w.workload)
+                .into_iter()
+                .map(|s| (s.name().to_string(), walkthrough_page(s)))
+                .collect(),
         };
         written.push(render_to(
             &env,
@@ -617,28 +642,40 @@ pub fn write(report: &Report, dir: &Path, mode: Explain, lab: &LabDir) -> Result
         }),
     };
     written.push(render_to(&env, "run.html", run_page, &dir.join(INDEX))?);
+    let mut stages: Vec<Stage> = Vec::new();
+    for w in &report.workloads {
+        for s in crates(&all, w.workload) {
+            if !stages.contains(&s) {
+                stages.push(s);
+            }
+        }
+    }
+    for s in stages {
+        let text = readme(s).expect("crates() keeps crates with a README");
+        let page = WalkthroughPage {
+            nav: AT_PAGE,
+            title: format!("The {} crate's walkthrough", s.name()),
+            meta: &meta,
+            html: markdown::to_html_under(text, 1),
+        };
+        written.push(render_to(
+            &env,
+            "walkthrough.html",
+            page,
+            &pages.join(walkthrough_page(s)),
+        )?);
+    }
     Ok(written)
 }
 
-/// The walkthroughs of the crates holding `w`'s rungs, in ladder order: (crate, anchor, HTML).
-fn walkthroughs(all: &[Box<dyn Kernel>], w: Workload) -> Vec<(String, String, String)> {
+/// The crates holding `w`'s rungs, in ladder order.
+fn crates(all: &[Box<dyn Kernel>], w: Workload) -> Vec<Stage> {
     let mut stages: Vec<Stage> = Vec::new();
     for k in registry::for_workload(all, w) {
         let s = k.info().stage;
-        if k.info().role == Role::Rung && !stages.contains(&s) {
+        if k.info().role == Role::Rung && readme(s).is_some() && !stages.contains(&s) {
             stages.push(s);
         }
     }
     stages
-        .into_iter()
-        .filter_map(|s| {
-            readme(s).map(|text| {
-                (
-                    s.name().to_string(),
-                    format!("walkthrough-{}", s.name()),
-                    markdown::to_html_under(text, 1),
-                )
-            })
-        })
-        .collect()
 }
