@@ -87,7 +87,13 @@ fn bench() -> anyhow::Result<bool> {
     let flag = |names: [&str; 2]| std::env::args().any(|a| names.contains(&a.as_str()));
     let verbosity = Verbosity::from_flags(flag(["--quiet", "-q"]), flag(["--verbose", "-v"]));
     let verbose = verbosity == Verbosity::Verbose;
-    let mut criterion = Criterion::default().configure_from_args();
+    // The run's own tables and charts are the report: criterion's plots and its bootstrap
+    // statistics (100000 resamples a row by default) would cost more than the timing itself
+    // on a CPU run of some 130 rows.
+    let mut criterion = Criterion::default()
+        .without_plots()
+        .nresamples(1000)
+        .configure_from_args();
     let mut progress = Progress::new(rows, verbosity);
     let mut on_event = |e: harness::run::Event<'_>| progress.event(e);
     // Criterion drives the sampling; the device's `time` is its clock. The per-run times of
