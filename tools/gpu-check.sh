@@ -239,6 +239,8 @@ else
     # `check` runs each kernel's plan once, so each launch is profiled once. Never touch the
     # clocks: --clock-control none. WarpStateStats: the stall reasons.
     while read -r w size; do
+      # A network's launches are its layers' rungs, profiled with their own workloads.
+      [[ $w == cnn || $w == encoder ]] && continue
       [[ $smoke == 1 ]] && size=$("${H[@]}" shapes --device cuda --workload "$w" --small --headline | cut -d' ' -f2)
       echo "-- ncu: $w $size"
       lim ncu --clock-control none --metrics "$metrics" --section WarpStateStats \

@@ -1244,3 +1244,19 @@ fn inspect_names_kernels_and_counts_dynamic_shared_memory() {
         "{text}"
     );
 }
+
+#[test]
+fn a_kernel_for_a_whole_network_is_refused_with_what_to_bring_instead() {
+    let dir = scratch_dir("network");
+    let file = dir.join("scale.cu");
+    let code = "__global__ void scale(const float *x, float *y, int n) {\n\
+        \x20   int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20   if (i < n) y[i] = 2.0f * x[i];\n}\n";
+    std::fs::write(&file, code).unwrap();
+    let spec = format!("{}:scale", file.display());
+    let specs = harness::user_kernel::specs(&[], &[spec]).unwrap();
+    let e = harness::user_kernel::load_all(&specs, &["encoder".to_string()], false)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("whole network") && e.contains("gemm"), "{e}");
+}

@@ -11,7 +11,8 @@ pub mod glue;
 
 use kernel::network::Graph;
 use kernel::{
-    CpuPort, CudaPlan, Kernel, KernelInfo, Lineage, Precision, Role, Shape, Unsupported, Workload,
+    AcceptedSpill, CpuPort, CudaPlan, Kernel, KernelInfo, Lineage, Precision, Role, Shape,
+    Unsupported, Workload,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -146,6 +147,13 @@ impl Kernel for NetworkRow {
 
     fn lineage(&self) -> Option<Lineage> {
         Some(self.lineage)
+    }
+
+    /// The spill a rung in one of the row's slots accepts, for its launches in the pass.
+    fn accepted_spill(&self) -> Option<AcceptedSpill> {
+        self.choice
+            .iter()
+            .find_map(|(_, id)| self.parts.get(id).ok()?.accepted_spill())
     }
 
     fn gpu_only(&self) -> Option<&'static str> {

@@ -212,7 +212,13 @@ impl UserKernel {
                 )));
             }
             Some(s) => s,
-            None => Signature::default_for(workload),
+            None => Signature::default_for(workload).ok_or_else(|| {
+                err(format!(
+                    "{workload} is a whole network built from the ladders' kernels, not one \
+                     kernel's job: bring a kernel for one of its layers' workloads (conv, gemm, \
+                     attention, layernorm, softmax, pool) instead"
+                ))
+            })?,
         };
         spec.check_names(workload).map_err(|(_, m)| err(m))?;
         let (list, sig) = match &spec.args {

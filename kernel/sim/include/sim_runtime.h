@@ -846,6 +846,24 @@ inline void release_worker(Worker *w) {
     pool_head() = w;
 }
 
+// Gives back what the idle workers of the pool hold beyond one mapping each: their guard
+// pages, each of which splits the stacks' mapping in two (a pool that ran 1024-thread blocks
+// holds two thousand mappings, and a process that loads many modules reaches the kernel's
+// limit on mappings, vm.max_map_count), and the stack pages their fibers touched. The stacks
+// keep their addresses, so the instrumented hooks' table of stack ranges stays true; the next
+// block a worker runs guards its stacks again. Workers in use are not in the pool.
+inline void trim_pool() {
+    const size_t span = (size_t)kMaxThreads * (kStackBytes + kGuardBytes);
+    std::lock_guard<std::mutex> g(pool_lock());
+    for (Worker *w = pool_head(); w; w = w->next_free) {
+        if (w->guarded) {
+            mprotect(w->stacks, span, PROT_READ | PROT_WRITE);
+            w->guarded = 0;
+        }
+        madvise(w->stacks, span, MADV_DONTNEED);
+    }
+}
+
 inline bool ensure_dyn_smem(Worker &w, size_t bytes) {
     if (bytes <= w.dyn_cap) return true;
     free(w.dyn_smem);
@@ -894,6 +912,9 @@ inline int run_block(Worker &w, const SimLaunch *l, uint64_t block, uint64_t see
 }  // namespace sim
 
 // ---- Exported to the host ----
+
+// After a launch: the idle workers' guard pages and touched stack pages given back.
+SIM_EXPORT void sim_trim(void) { sim::trim_pool(); }
 
 // Runs block `block` (linear, x fastest) of a launch on the calling OS thread.
 SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t block, uint64_t seed, SimResult *res) {

@@ -3,7 +3,7 @@
 //! compiler against the emulation headers (embedded, so a carried test binary works anywhere)
 //! and caching the result.
 
-use super::ffi::{FaultHook, RunBlock, SimKernel, Thunk};
+use super::ffi::{FaultHook, RunBlock, SimKernel, Thunk, Trim};
 use super::inline_asm;
 use crate::contract::Unsupported;
 use crate::cuda::headers;
@@ -544,6 +544,7 @@ pub struct Module {
     pub entries: HashMap<String, Entry>,
     pub run_block: RunBlock,
     pub fault: FaultHook,
+    pub trim: Trim,
     // Last: the functions above point into it.
     _lib: libloading::Library,
 }
@@ -571,6 +572,7 @@ impl Module {
         unsafe {
             let run_block = *lib.get::<RunBlock>(b"sim_run_block\0").map_err(err)?;
             let fault = *lib.get::<FaultHook>(b"sim_fault\0").map_err(err)?;
+            let trim = *lib.get::<Trim>(b"sim_trim\0").map_err(err)?;
             let table = *lib.get::<*const SimKernel>(b"sim_kernels\0").map_err(err)?;
 
             let mut entries = HashMap::new();
@@ -587,6 +589,7 @@ impl Module {
                 entries,
                 run_block,
                 fault,
+                trim,
                 _lib: lib,
             })
         }

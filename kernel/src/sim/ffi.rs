@@ -114,3 +114,5 @@ pub type RunBlock = unsafe extern "C" fn(
     out: *mut SimResult,
 ) -> i32;
 pub type FaultHook = unsafe extern "C" fn(sig: i32, addr: u64, is_write: i32);
+/// `sim_trim`: the idle workers' guard pages and touched stack pages given back.
+pub type Trim = unsafe extern "C" fn();

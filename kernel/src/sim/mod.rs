@@ -752,6 +752,11 @@ impl<'a> SimRun<'a> {
                     .0;
             }
         });
+        // Every worker of this launch is back in the module's pool: what they hold beyond one
+        // mapping each goes back to the system, so that a process running many modules stays
+        // far from the limit on mappings.
+        // SAFETY: a function of the loaded module with no arguments; it takes the pool's lock.
+        unsafe { (r.module.trim)() };
         match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
             None => Ok(ran),
             Some(res) if res.code == SIM_FAULT && res.signal == fault::WATCHDOG => {
