@@ -155,7 +155,7 @@ fn bench() -> anyhow::Result<bool> {
     let mut results = ablation.run_with(&mut on_event, &mut time)?;
     progress.finish();
     results.calibration = calibration;
-    results.networks = harness::breakdown::measure(dev.as_ref(), &results, config.seed)?;
+    results.networks = harness::breakdown::measure(dev.as_ref(), &results, config.seed);
     merge_peers(&mut results, None, &lab);
     match verbosity {
         Verbosity::Quiet => print!("{}", report::failures_text(&results)),

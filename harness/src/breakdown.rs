@@ -32,30 +32,41 @@ fn repeats(ms: Option<f64>) -> u64 {
     }
 }
 
-/// The breakdown of every network shape of `run` on `dev`.
-pub fn measure(dev: &dyn Executor, run: &RunResults, seed: u64) -> Result<Vec<NetworkResults>> {
+/// The breakdown of every network shape of `run` on `dev`; what fails to be measured is
+/// recorded in [`NetworkResults::failures`].
+pub fn measure(dev: &dyn Executor, run: &RunResults, seed: u64) -> Vec<NetworkResults> {
     if dev.kind() == DeviceKind::Sim {
-        return Ok(Vec::new());
+        return Vec::new();
     }
     let rows = networks::rows();
     let mut out = Vec::new();
     for w in run.workloads.iter().filter(|w| w.workload.is_network()) {
         for s in &w.shapes {
+            // A step the device cannot time is reported with its reason; the run goes on.
+            let mut failures = Vec::new();
             let mut times = Vec::new();
             for r in s.rows.iter().filter(|r| r.status == Status::Passed) {
                 let Some(row) = rows.iter().find(|k| k.info().id == r.id) else {
                     continue;
                 };
                 let median = r.timing.as_ref().map(|t| t.median_ms);
-                times.push(row_times(dev, row, &s.shape, seed, median)?);
-            }
-            let sweep = match w.workload {
-                Workload::Cnn if s.shape == w.shapes.last().map_or(s.shape, |l| l.shape) => {
-                    fastest(&times)
-                        .and_then(|id| rows.iter().find(|k| k.info().id == id))
-                        .map(|row| batch_sweep(dev, row, &s.shape, seed))
-                        .transpose()?
+                match row_times(dev, row, &s.shape, seed, median) {
+                    Ok(t) => times.push(t),
+                    Err(e) => failures.push(format!("{}: {e:#}", r.id)),
                 }
+            }
+            let last = w.shapes.last().map_or(s.shape, |l| l.shape);
+            let sweep = match (w.workload, fastest(&times)) {
+                (Workload::Cnn, Some(id)) if s.shape == last => rows
+                    .iter()
+                    .find(|k| k.info().id == id)
+                    .and_then(|row| match batch_sweep(dev, row, &s.shape, seed) {
+                        Ok(sweep) => Some(sweep),
+                        Err(e) => {
+                            failures.push(format!("batch sweep of {id}: {e:#}"));
+                            None
+                        }
+                    }),
                 _ => None,
             };
             out.push(NetworkResults {
@@ -65,10 +76,11 @@ pub fn measure(dev: &dyn Executor, run: &RunResults, seed: u64) -> Result<Vec<Ne
                 method: method(dev.kind()).to_string(),
                 rows: times,
                 batch_sweep: sweep,
+                failures,
             });
         }
     }
-    Ok(out)
+    out
 }
 
 fn method(kind: DeviceKind) -> &'static str {
@@ -257,5 +269,99 @@ mod tests {
         assert_eq!(batches(DeviceKind::Cpu, 12), vec![1, 2, 4, 8, 12]);
         assert_eq!(batches(DeviceKind::Cuda, 10_000).last(), Some(&10_000));
         assert_eq!(batches(DeviceKind::Cpu, 1), vec![1]);
+    }
+
+    /// A CUDA device whose graph capture fails, as the legacy default stream's did on an
+    /// H200: everything else times (1 ms a run, 0.1 ms a step).
+    struct NoGraphs {
+        info: kernel::DeviceInfo,
+        cpu: kernel::device::cpu::CpuDevice,
+    }
+
+    struct FakeRun;
+
+    impl kernel::Prepared for FakeRun {
+        fn run(&mut self) -> Result<(), kernel::DeviceError> {
+            Ok(())
+        }
+        fn output(&mut self) -> Result<Vec<f32>, kernel::DeviceError> {
+            Ok(Vec::new())
+        }
+        fn time(&mut self, iters: u64) -> Result<Duration, kernel::DeviceError> {
+            Ok(Duration::from_millis(iters))
+        }
+        fn time_steps(&mut self, _: u64) -> Option<Result<Vec<Duration>, kernel::DeviceError>> {
+            Some(Ok(vec![Duration::from_micros(100); 16]))
+        }
+        fn time_replay(
+            &mut self,
+            _: u64,
+        ) -> Option<Result<(Duration, Duration), kernel::DeviceError>> {
+            Some(Err(kernel::DeviceError::Driver {
+                what: "starting a graph capture".into(),
+                detail: "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED".into(),
+            }))
+        }
+    }
+
+    impl Executor for NoGraphs {
+        fn kind(&self) -> DeviceKind {
+            DeviceKind::Cuda
+        }
+        fn info(&self) -> &kernel::DeviceInfo {
+            &self.info
+        }
+        fn can_run(&self, _: &dyn Kernel) -> Result<(), kernel::Unsupported> {
+            Ok(())
+        }
+        fn prepare<'a>(
+            &'a self,
+            _: &'a dyn Kernel,
+            _: &Shape,
+            _: &'a [Vec<f32>],
+        ) -> Result<Box<dyn kernel::Prepared + 'a>, kernel::DeviceError> {
+            Ok(Box::new(FakeRun))
+        }
+    }
+
+    #[test]
+    fn a_step_the_device_cannot_time_is_recorded_and_the_rest_kept() {
+        let cpu = kernel::device::cpu::CpuDevice::new();
+        let dev = NoGraphs {
+            info: cpu.info().clone(),
+            cpu,
+        };
+        let config = crate::config::Config::defaults();
+        let all = networks::rows();
+        let kernels: Vec<&dyn Kernel> = all
+            .iter()
+            .map(|r| r as &dyn Kernel)
+            .filter(|k| k.info().workload == Workload::Cnn)
+            .collect();
+        // The rows validated on the CPU, as a run would have them.
+        let run = crate::run::Ablation {
+            dev: &dev.cpu,
+            config: &config,
+            kernels,
+            shapes: vec![(Workload::Cnn, vec![Shape::Cnn { b: 3 }])],
+            timing: None,
+            keep_unrunnable: false,
+        }
+        .run(|_| {})
+        .unwrap();
+        let nets = measure(&dev, &run, config.seed);
+        assert_eq!(nets.len(), 1);
+        let n = &nets[0];
+        assert!(!n.rows.is_empty(), "the rows' steps were timed");
+        assert!(n.batch_sweep.is_none());
+        assert_eq!(n.failures.len(), 1, "{:?}", n.failures);
+        assert!(
+            n.failures[0].starts_with("batch sweep of ")
+                && n.failures[0].contains("CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"),
+            "{}",
+            n.failures[0]
+        );
+        let md = crate::report::network::markdown(n);
+        assert!(md.contains("Not measured: batch sweep of "), "{md}");
     }
 }

@@ -44,6 +44,9 @@ pub struct NetworkResults {
     pub rows: Vec<NetworkRowTimes>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub batch_sweep: Option<BatchSweep>,
+    /// What could not be measured, each with the device's reason: the rest of the run stands.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
 }
 
 /// One row of a network: its end-to-end time and each step's.

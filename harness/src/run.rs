@@ -262,12 +262,42 @@ impl Ablation<'_> {
         self.run_with(&mut progress, &mut |_, _, p, cfg| timing::measure(p, cfg))
     }
 
+    /// On a GPU, compiles every source the rows of this process will load, in parallel, first.
+    fn precompile(&self) {
+        let Some(arch) = (self.dev.kind() == DeviceKind::Cuda)
+            .then(|| device_arch(self.dev))
+            .flatten()
+        else {
+            return;
+        };
+        let mut plans = Vec::new();
+        for (workload, shapes) in &self.shapes {
+            for shape in shapes {
+                for &k in &self.kernels {
+                    let runs_here = k.info().workload == *workload
+                        && self.dev.can_run(k).is_ok()
+                        && k.supports(shape).is_ok()
+                        && crate::isolate::policy_for(self.dev, k, shape).is_none();
+                    plans.extend(runs_here.then(|| k.cuda(shape)).flatten());
+                }
+            }
+        }
+        let mut sources: Vec<&kernel::CudaSource> = Vec::new();
+        for s in plans.iter().flat_map(CudaPlan::sources) {
+            if !sources.contains(&s) {
+                sources.push(s);
+            }
+        }
+        kernel::cuda::nvrtc::precompile(&sources, &arch);
+    }
+
     /// As [`Ablation::run`], with the timing method supplied (the criterion bench's).
     pub fn run_with(
         &self,
         progress: &mut dyn FnMut(Event<'_>),
         time: &mut TimeRow<'_>,
     ) -> Result<RunResults> {
+        self.precompile();
         let mut workloads = Vec::new();
         for (workload, shapes) in &self.shapes {
             let kernels: Vec<&dyn Kernel> = self

@@ -11,8 +11,8 @@ pub mod glue;
 
 use kernel::network::Graph;
 use kernel::{
-    AcceptedSpill, CpuPort, CudaPlan, Kernel, KernelInfo, Lineage, Precision, Role, Shape,
-    Unsupported, Workload,
+    AcceptedSpill, CudaPlan, Kernel, KernelInfo, Lineage, Precision, Role, Shape, Unsupported,
+    Workload,
 };
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -127,10 +127,7 @@ impl Kernel for NetworkRow {
         g.compose().ok().map(|c| c.plan)
     }
 
-    fn cpu(&self) -> Option<CpuPort> {
-        None
-    }
-
+    /// A network has no single CPU port: its forward pass runs its layers' ports.
     fn has_cpu(&self) -> bool {
         let probe = self.info.workload.probe_shape();
         self.graph(&probe).is_ok_and(|g| g.has_cpu())

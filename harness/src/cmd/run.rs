@@ -126,7 +126,7 @@ pub fn run(args: &Args) -> Outcome {
     let mut results = ablation.run(|e| progress.event(e))?;
     progress.finish();
     results.calibration = calibration;
-    results.networks = crate::breakdown::measure(dev.as_ref(), &results, config.seed)?;
+    results.networks = crate::breakdown::measure(dev.as_ref(), &results, config.seed);
     user_kernel::run::annotate(&mut results, &[], &users, false);
     merge_peers(&mut results, peers.as_deref(), &lab_dir);
     match verbosity {

@@ -85,6 +85,12 @@ pub fn markdown(n: &NetworkResults) -> String {
     let w = n.workload.name();
     let _ = writeln!(md, "## {w} {}: time by category (ms)\n", n.label);
     let _ = writeln!(md, "Steps timed as follows: {}.\n", n.method);
+    for f in &n.failures {
+        let _ = writeln!(md, "- Not measured: {f}");
+    }
+    if !n.failures.is_empty() {
+        md.push('\n');
+    }
     // The categories some row spends time in (a CNN has no attention).
     let used: Vec<usize> = (0..Category::ALL.len())
         .filter(|&i| n.rows.iter().any(|r| by_category(r)[i] > 0.0))
@@ -203,6 +209,7 @@ mod tests {
             method: "test".into(),
             rows,
             batch_sweep: None,
+            failures: Vec::new(),
         }
     }
 

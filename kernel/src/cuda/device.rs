@@ -134,7 +134,11 @@ impl State {
         // One stream, raw pointers: cudarc's cross-stream event tracking is not needed.
         // SAFETY: everything this device does is ordered on `stream`.
         unsafe { ctx.disable_event_tracking() };
-        let stream = ctx.default_stream();
+        // A stream of its own, not the legacy default stream: a CUDA graph cannot be captured
+        // from the legacy stream (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, seen on an H200).
+        let stream = ctx
+            .new_stream()
+            .map_err(driver_err("creating the device's stream"))?;
         let flush_bytes = (2 * l2).max(8 << 20) as usize;
         let flush = stream
             .alloc_zeros::<u8>(flush_bytes)
@@ -1211,5 +1215,23 @@ mod tests {
         assert!(t.contains("R580"), "{t}");
         assert!(check_driver_version(13000, None).is_ok());
         assert!(check_driver_version(13010, None).is_ok());
+    }
+
+    /// The device's work runs on a stream it creates: the legacy default stream refuses graph
+    /// capture (`CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED`, which stopped the CNN's batch sweep
+    /// on an H200), so no code here may take it.
+    #[test]
+    fn no_work_goes_to_the_legacy_stream() {
+        let source = include_str!("device.rs");
+        let call = concat!(".default", "_stream(");
+        let per_thread = concat!(".per_thread", "_stream(");
+        for (n, line) in source.lines().enumerate() {
+            assert!(
+                !line.contains(call) && !line.contains(per_thread),
+                "device.rs:{}: {line}",
+                n + 1
+            );
+        }
+        assert!(source.contains(".new_stream()"));
     }
 }

@@ -129,6 +129,17 @@ pub fn compile(source: &CudaSource, arch: &str) -> Result<Arc<Compiled>, DeviceE
     Ok(compiled)
 }
 
+/// Compiles `sources` for `arch` on all cores, filling [`compile`]'s memo before the rows that
+/// load them run one after another (NVRTC spends up to seconds on one source, and it may be
+/// called from several threads on distinct programs). Failures are left for the row that
+/// loads the source to report.
+pub fn precompile(sources: &[&CudaSource], arch: &str) {
+    use rayon::prelude::*;
+    sources.par_iter().for_each(|s| {
+        let _ = compile(s, arch);
+    });
+}
+
 fn compile_uncached(source: &CudaSource, arch: &str) -> Result<Compiled, DeviceError> {
     use cudarc::nvrtc::{result, sys};
     ensure_loaded()?;
