@@ -17,8 +17,8 @@ fn main() {
         "--porcelain",
         "--untracked-files=no",
         "--",
-        ".",
-        ":!results",
+        ":/",
+        ":(top,exclude)results",
     ])
     .is_some_and(|s| !s.is_empty());
     let suffix = if dirty { "-dirty" } else { "" };

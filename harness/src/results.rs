@@ -268,20 +268,23 @@ pub fn current_commit() -> String {
             .filter(|o| o.status.success())
             .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
     };
+    let built = env!("LAB_BUILD_COMMIT");
     match git(&["rev-parse", "--short=12", "HEAD"]) {
-        Some(head) => {
+        // The checkout the binary was built from: its state now, uncommitted edits included.
+        Some(head) if built.starts_with(&head) || built.starts_with("unknown") => {
             let dirty = git(&[
                 "status",
                 "--porcelain",
                 "--untracked-files=no",
                 "--",
-                ".",
-                ":!results",
+                ":/",
+                ":(top,exclude)results",
             ])
             .is_some_and(|s| !s.is_empty());
             format!("{head}{}", if dirty { "-dirty" } else { "" })
         }
-        None => format!("{} (build)", env!("LAB_BUILD_COMMIT")),
+        // A binary carried elsewhere runs its own code, whatever checkout surrounds it.
+        _ => format!("{built} (build)"),
     }
 }
 

@@ -42,3 +42,62 @@ fn doctor_names_the_glibc_the_binary_needs_and_the_loaded_libraries() {
         }
     }
 }
+
+/// The commit a run records is the code that ran: inside the checkout the binary was built
+/// from, its HEAD (and whether edits are uncommitted); a binary carried into another checkout
+/// (a copy of the tree with a different history, as on a GPU machine) records its build.
+#[test]
+fn a_carried_binary_records_the_commit_it_was_built_from() {
+    let here = |dir: &std::path::Path| {
+        let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+            .args(["doctor", "--print", "commit"])
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        let o = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git runs");
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let head = git(repo, &["rev-parse", "--short=12", "HEAD"]);
+    if head.is_empty() {
+        return; // built outside a git checkout: there is no HEAD to compare with
+    }
+    assert!(here(repo).starts_with(&head), "{} vs {head}", here(repo));
+
+    let other = std::env::temp_dir().join(format!("lab-commit-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&other);
+    std::fs::create_dir_all(&other).unwrap();
+    for args in [
+        &["init", "-q"][..],
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "x",
+        ],
+    ] {
+        git(&other, args);
+    }
+    let foreign = git(&other, &["rev-parse", "--short=12", "HEAD"]);
+    let recorded = here(&other);
+    assert!(!foreign.is_empty());
+    assert!(
+        !recorded.contains(&foreign),
+        "{recorded} names the other checkout's HEAD"
+    );
+    assert!(recorded.ends_with(" (build)"), "{recorded}");
+    let _ = std::fs::remove_dir_all(&other);
+}

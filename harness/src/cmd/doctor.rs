@@ -10,9 +10,9 @@ use kernel::cuda::{CudaDevice, nvrtc};
 #[derive(clap::Args)]
 pub struct Args {
     /// Print only one fact, for scripts: `kind` (cuda or cpu) or `slug` (its folder name) of
-    /// the device a run would use, `build` (release or debug) of this harness, or `glibc`: the
-    /// newest glibc version this binary needs.
-    #[arg(long, value_parser = ["kind", "slug", "build", "glibc"])]
+    /// the device a run would use, `build` (release or debug) of this harness, `glibc`: the
+    /// newest glibc version this binary needs, or `commit`: the commit a run records.
+    #[arg(long, value_parser = ["kind", "slug", "build", "glibc", "commit"])]
     pub print: Option<String>,
 }
 
@@ -40,6 +40,10 @@ fn doctor_print(what: &str) -> Outcome {
         println!("{}", glibc_needed().map_err(anyhow::Error::msg)?);
         return Ok(true);
     }
+    if what == "commit" {
+        println!("{}", crate::results::current_commit());
+        return Ok(true);
+    }
     let (dev, _) = select::open(None, None)?;
     match what {
         "kind" => println!("{}", dev.kind()),
@@ -49,6 +53,10 @@ fn doctor_print(what: &str) -> Outcome {
 }
 
 fn doctor() -> Outcome {
+    println!(
+        "code:               commit {}",
+        crate::results::current_commit()
+    );
     match glibc_needed() {
         Ok(v) => {
             println!("this binary needs:  glibc {v} or newer (`ldd --version` shows the machine's)")
