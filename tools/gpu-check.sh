@@ -23,8 +23,10 @@
 # the log, shapes and profiles go to LAB/gpu-check/<device>/, the run to LAB/runs/.
 # --budget MINUTES (default 40): every step runs under `timeout` with a share of the budget
 # (never more than what is left of it), so the whole script ends inside it; a budget under
-# 20 minutes uses the small shapes as --smoke does. The summary lists the steps that timed
-# out; each step's files are written as it ends, so a cut-off run keeps what finished.
+# 20 minutes checks and profiles on the small shapes, as --smoke does, and benchmarks only the
+# headline shapes of tools/gpu-headline.toml, with PyTorch beside them. The summary lists the
+# steps that timed out; each step's files are written as it ends, so a cut-off run keeps what
+# finished.
 # --smoke: small shapes everywhere (CI). Publish a run with `harness publish LAB/runs/latest`.
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +52,9 @@ if ! [[ $budget =~ ^[0-9]+$ ]] || (( budget < 1 )); then
   exit 2
 fi
 budget_s=$((budget * 60))
+# A short budget: small shapes for the checks, the headline shapes for the benchmark.
+headline=0
+(( budget < 20 )) && [[ $smoke == 0 ]] && headline=1
 (( budget < 20 )) && smoke=1
 
 # The harness: a carried release binary, else a build here.
@@ -79,6 +84,9 @@ log=$dir/gpu-check.log
 : > "$log"
 small=()
 [[ $smoke == 1 ]] && small=(--small)
+# What the benchmark and its PyTorch peers run: the full sweep, the small shapes or the headline.
+bench=("${small[@]}")
+[[ $headline == 1 ]] && bench=(--config tools/gpu-headline.toml)
 
 summary=()
 timed_out=()
@@ -91,6 +99,8 @@ declare -A share=(
   [glibc]=1 [nvidia-smi]=2 [doctor]=2 [risky]=10 [sanitize]=15 [check]=10
   [calibrate]=5 [tune]=10 [peers]=10 [run]=20 [ncu]=15
 )
+# The headline benchmark is most of a short budget; the checks on small shapes take seconds.
+[[ $headline == 1 ]] && share[run]=40 share[tune]=4 share[calibrate]=3 share[check]=6 share[risky]=6
 start=$SECONDS
 step_end=0
 # lim COMMAND...: runs one command of the current step under `timeout`, up to the step's end.
@@ -207,14 +217,14 @@ elif ! python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() el
   skip peers "PyTorch with CUDA is not importable by python3"
 else
   peers_step() {
-    lim "${H[@]}" shapes --device cuda "${small[@]}" > "$dir/shapes.json" &&
+    lim "${H[@]}" shapes --device cuda "${bench[@]}" > "$dir/shapes.json" &&
       mkdir -p "$out/peers" &&
       lim python3 tools/torch_peers.py --shapes "$dir/shapes.json" --out "$out/peers/$slug.json"
   }
   step peers peers_step
 fi
 
-step run "${H[@]}" run "${small[@]}"
+step run "${H[@]}" run "${bench[@]}"
 
 if [[ $kind != cuda ]]; then
   skip ncu "no GPU"
