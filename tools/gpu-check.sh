@@ -231,19 +231,10 @@ if [[ $kind != cuda ]]; then
 elif ! command -v ncu >/dev/null; then
   skip ncu "ncu (Nsight Compute) is not on PATH"
 else
-  metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
-  metrics+=,sm__throughput.avg.pct_of_peak_sustained_elapsed
-  metrics+=,dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum
-  metrics+=,sm__warps_active.avg.pct_of_peak_sustained_active
-  metrics+=,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
-  # Bank conflicts per instruction kind: LDS, STS, LDSM (ldmatrix), LDGSTS (cp.async).
-  for op in ld st ldsm ldgsts; do
-    metrics+=,sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_$op.sum
-  done
-  # wgmma's pipe exists from compute capability 9.0 on; ncu rejects a metric the GPU lacks.
+  # The metrics, one list shared with the summary that reads them (GMMA from compute 9.0 on).
   cc=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -1)
-  [[ ${cc%%.*} -ge 9 ]] 2>/dev/null &&
-    metrics+=,sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active
+  major=${cc%%.*}
+  metrics=$(python3 tools/ncu_summary.py --metrics "${major:-0}")
   profile() {
     local w size ok=0
     # `check` runs each kernel's plan once, so each launch is profiled once. Never touch the

@@ -8,13 +8,23 @@ and L2 bytes, achieved occupancy, tensor-pipe utilisation (mma.sync's HMMA pipe,
 on Hopper), shared-memory bank conflicts per instruction kind (LDS loads, STS stores, LDSM
 `ldmatrix`, LDGSTS `cp.async`), and the three reasons warps stalled most (cycles per issued
 instruction, from the WarpStateStats section). The columns are the metrics
-`tools/gpu-check.sh` asks ncu for; a metric the CSV lacks shows as `-`.
+`tools/gpu-check.sh` asks ncu for (`--metrics MAJOR` prints them for a GPU of that compute
+capability); a metric the CSV lacks shows as `-`, and the table is followed by the list of
+metrics asked for but absent: ncu leaves out, without an error, a metric the GPU does not
+have, as it did for the LDS/STS conflict and GMMA metrics of an earlier list on an H200.
+
+    python3 tools/ncu_summary.py --metrics 9
 """
 
 import csv
 import sys
 
-CONFLICTS = "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_"
+# Shared-memory bank conflicts: LDS and STS as the L1TEX unit counts them, LDSM (ldmatrix) and
+# LDGSTS (cp.async) per SASS instruction kind.
+CONFLICTS = "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_"
+SASS_CONFLICTS = "sm__sass_l1tex_data_bank_conflicts_pipe_lsu_mem_shared_op_"
+# wgmma's pipe, from compute capability 9.0 on.
+GMMA = "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active"
 
 COLUMNS = [
     ("gpu__time_duration.sum", "time"),
@@ -25,12 +35,17 @@ COLUMNS = [
     ("lts__t_bytes.sum", "L2 bytes"),
     ("sm__warps_active.avg.pct_of_peak_sustained_active", "achieved occupancy %"),
     ("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active", "HMMA pipe %"),
-    ("sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active", "GMMA pipe %"),
+    (GMMA, "GMMA pipe %"),
     (CONFLICTS + "ld.sum", "LDS conflicts"),
     (CONFLICTS + "st.sum", "STS conflicts"),
-    (CONFLICTS + "ldsm.sum", "LDSM conflicts"),
-    (CONFLICTS + "ldgsts.sum", "LDGSTS conflicts"),
+    (SASS_CONFLICTS + "ldsm.sum", "LDSM conflicts"),
+    (SASS_CONFLICTS + "ldgsts.sum", "LDGSTS conflicts"),
 ]
+
+
+def metrics(major):
+    """The metrics to ask ncu for on a GPU of compute capability `major`.x."""
+    return [m for m, _ in COLUMNS if m != GMMA or major >= 9]
 
 # WarpStateStats: smsp__average_warps_issue_stalled_<reason>_per_issue_active.ratio
 STALL_PREFIX = "smsp__average_warps_issue_stalled_"
@@ -71,6 +86,9 @@ def rows(path):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--metrics" and sys.argv[2].isdigit():
+        print(",".join(metrics(int(sys.argv[2]))))
+        return 0
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2
@@ -89,7 +107,19 @@ def main():
             cells.append(f"{v} {unit}".strip() if v else "-")
         cells.append(top_stalls(r))
         print("| " + " | ".join(cells) + " |")
+    absent = [m for m, _ in COLUMNS if m not in header and (m != GMMA or has_gmma(records))]
+    if absent:
+        print("\nAsked for but absent from ncu's output: " + ", ".join(f"`{m}`" for m in absent))
     return 0
+
+
+def has_gmma(records):
+    """Whether the launches ran on a GPU with wgmma (compute capability 9.0 or newer)."""
+    for r in records:
+        cc = r.get("device__attribute_compute_capability_major", "")
+        if number(cc) is not None:
+            return number(cc) >= 9
+    return True
 
 
 if __name__ == "__main__":
