@@ -17,7 +17,7 @@ use kernel::{DeviceKind, Executor, Kernel, Shape, Workload};
 use networks::NetworkRow;
 use std::time::{Duration, Instant};
 
-/// Forward passes timed per CPU row (the median is kept).
+/// Forward passes timed per CPU row (the median pass is kept, with its layers' times).
 const CPU_PASSES: usize = 5;
 /// Times each step is enqueued in a row on a GPU, at most; a slow row's steps fewer times,
 /// so that timing its steps costs about [`GPU_STEPS_MS`].
@@ -73,7 +73,7 @@ pub fn measure(dev: &dyn Executor, run: &RunResults, seed: u64) -> Vec<NetworkRe
                 workload: w.workload,
                 shape: s.shape,
                 label: s.label.clone(),
-                method: method(dev.kind()).to_string(),
+                method: method(dev.kind()),
                 rows: times,
                 batch_sweep: sweep,
                 failures,
@@ -83,16 +83,17 @@ pub fn measure(dev: &dyn Executor, run: &RunResults, seed: u64) -> Vec<NetworkRe
     out
 }
 
-fn method(kind: DeviceKind) -> &'static str {
+fn method(kind: DeviceKind) -> String {
     match kind {
-        DeviceKind::Cuda => {
-            "each step enqueued up to 20 times in a row between two CUDA events, the mean of \
-             one; the gaps are the row's end-to-end median less the steps' sum"
-        }
-        _ => {
-            "each layer's CPU port timed inside the forward pass, the median of 5 passes; the \
-             gaps are the pass's time less its layers' (allocating the activations)"
-        }
+        DeviceKind::Cuda => format!(
+            "each step enqueued up to {GPU_REPEATS} times in a row between two CUDA events, the \
+             mean of one; the gaps are the row's end-to-end median less the steps' sum"
+        ),
+        _ => format!(
+            "each layer's CPU port timed inside the forward pass, in the median of \
+             {CPU_PASSES} passes; the gaps are that pass's time less its layers' (allocating \
+             the activations)"
+        ),
     }
 }
 
@@ -100,15 +101,6 @@ fn fastest(rows: &[NetworkRowTimes]) -> Option<&str> {
     rows.iter()
         .min_by(|a, b| a.total_ms.total_cmp(&b.total_ms))
         .map(|r| r.id.as_str())
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
-    }
 }
 
 fn ms(d: Duration) -> f64 {
@@ -159,23 +151,21 @@ fn row_times(
     })
 }
 
-/// [`CPU_PASSES`] forward passes through the layers' ports: the median pass and the median
-/// of each layer.
+/// [`CPU_PASSES`] forward passes through the layers' ports: the median pass, with its own
+/// layers' times (medians taken layer by layer could add up to more than the pass).
 fn cpu_passes(graph: &Graph, inputs: &[Vec<f32>]) -> Result<(f64, Vec<StepTime>)> {
     let ins: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
     let mut out = vec![f32::NAN; graph.output_len];
-    let mut totals = Vec::new();
-    let mut layers: Vec<Vec<f64>> = vec![Vec::new(); graph.layers.len()];
     // One pass untimed: first-touch page faults and the thread pool's wake-up stay out.
     graph.forward_cpu(&ins, &mut out)?;
+    let mut passes = Vec::with_capacity(CPU_PASSES);
     for _ in 0..CPU_PASSES {
         let start = Instant::now();
-        let times = graph.forward_cpu(&ins, &mut out)?;
-        totals.push(ms(start.elapsed()));
-        for (l, t) in layers.iter_mut().zip(times) {
-            l.push(ms(t));
-        }
+        let layers = graph.forward_cpu(&ins, &mut out)?;
+        passes.push((ms(start.elapsed()), layers));
     }
+    passes.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (total, layers) = passes.swap_remove(passes.len() / 2);
     let steps = graph
         .layers
         .iter()
@@ -183,10 +173,10 @@ fn cpu_passes(graph: &Graph, inputs: &[Vec<f32>]) -> Result<(f64, Vec<StepTime>)
         .map(|(l, t)| StepTime {
             label: l.name.clone(),
             category: l.category,
-            ms: median(t),
+            ms: ms(t),
         })
         .collect();
-    Ok((median(totals), steps))
+    Ok((total, steps))
 }
 
 /// Batch sizes of the sweep, up to the shape's batch.
