@@ -150,7 +150,7 @@ pub fn estimate(flops: f64, compulsory_bytes: f64, pass: &Summary) -> Option<Est
             ms: ms(tf32 / h100::TF32_FLOPS + half / h100::FP16_FLOPS),
             // wgmma runs on its own pipe counter; mma.sync on the HMMA one.
             metric: if pass.hgmma > 0 {
-                "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active"
+                "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active"
             } else {
                 "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
             },

@@ -8,6 +8,7 @@
 use super::Outcome;
 use super::explain::{self, Block};
 use crate::registry;
+use crate::results::RunResults;
 use anyhow::Context;
 use kernel::{Kernel, Role, Workload};
 use std::fmt::Write as _;
@@ -81,7 +82,20 @@ fn published(workload: Workload, results: &Path) -> Vec<String> {
         .collect()
 }
 
-/// The page of one ladder.
+/// The first published GPU run under `results` (by folder name): the pages set its measured
+/// time beside each rung's speed-of-light estimate.
+fn published_gpu_run(results: &Path) -> Option<RunResults> {
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(results)
+        .ok()?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_dir())
+        .collect();
+    dirs.sort();
+    dirs.iter()
+        .filter_map(|d| RunResults::load(d).ok())
+        .find(|r| r.device.kind == "cuda")
+}
+
 /// A network's rows, each with its layers at the workload's small probe shape: which rung or
 /// glue kernel computes each and in which category its time is counted.
 fn network_layers(workload: Workload) -> String {
@@ -143,6 +157,7 @@ pub fn page(workload: Workload, results: &Path) -> String {
          code, the rungs' lineage or the crate READMEs, not this file. -->\n\n{about}\n\n"
     );
     let links = published(workload, results);
+    let gpu = published_gpu_run(results);
     if links.is_empty() {
         s.push_str("No published run of this workload yet: `harness run` measures it.\n\n");
     } else {
@@ -177,7 +192,7 @@ pub fn page(workload: Workload, results: &Path) -> String {
         return s;
     }
     for k in &rungs {
-        let mut doc = explain::explain(&all, *k, None, false);
+        let mut doc = explain::explain(&all, *k, gpu.as_ref(), false);
         // Measured rows depend on the machine that runs this; the page links the published
         // ones instead.
         if let Some((_, blocks)) = doc.sections.iter_mut().find(|(t, _)| t == "Measured") {
