@@ -415,6 +415,62 @@ fn conv_rung_04_global_loads_all_take_the_read_only_path() {
     assert_eq!(b.ldg_constant, b.ldg, "{b:?}");
 }
 
+/// The SASS of rung 04's kernel compiled for one layer (`C`, `M`, 7 x 7 filter): its
+/// defines, not the batch or the image size, decide the code.
+fn conv_04_at(c: usize, m: usize) -> Function {
+    let all = harness::registry::all();
+    let k = all
+        .iter()
+        .find(|k| k.info().id == "conv-restrict-unroll")
+        .expect("rung 04 is registered");
+    let shape = kernel::Shape::Conv {
+        b: 1,
+        c,
+        m,
+        h: 40,
+        w: 40,
+        k: 7,
+    };
+    let plan = k.cuda(&shape).expect("rung 04 has a CUDA plan");
+    let tool = sass::Disassembler::find()
+        .unwrap_or_else(|e| panic!("{e}: run tools/install-cuda-tools.sh first"));
+    sass::of_plan(&tool, &plan, "sm_90")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .into_iter()
+        .find(|l| l.entry == "conv_restrict_unroll")
+        .expect("rung 04 launches conv_restrict_unroll")
+        .function
+}
+
+#[test]
+fn conv_rung_04_loads_every_weight_with_its_own_register_addressed_ldc_on_both_layers() {
+    // The walkthrough's explanation of the second layer on the H200: the weight index
+    // depends on blockIdx.y (the map clamp) and on the rolled p and c loops, so each weight
+    // of the unrolled filter row is an `LDC R, c[0x3][R+imm]` and no FFMA reads it as an
+    // immediate constant operand. The same on the first layer (C = 1, M = 4) at a quarter
+    // of the width.
+    for (c, m) in [(1, 4), (4, 16)] {
+        let f = conv_04_at(c, m);
+        let l = loop_around(&f, "FFMA");
+        let ffma = count_in(&l, "FFMA");
+        let ldc_indexed = l
+            .iter()
+            .filter(|i| opcode(i) == "LDC" && i.contains("c[0x3][R"))
+            .count();
+        assert_eq!(ffma, 7 * m, "one filter row of BM = {m} maps per pass");
+        assert_eq!(ldc_indexed, ffma, "C = {c}, M = {m}: one LDC per FFMA");
+        assert!(
+            !l.iter()
+                .any(|i| opcode(i) == "FFMA" && i.contains("c[0x3]")),
+            "no weight as a constant-bank operand"
+        );
+        assert_eq!(count_in(&l, "LDS"), 0);
+    }
+    // Rung 03 loads its weights from shared memory, one LDS per FFMA.
+    let l = loop_around(&function("conv-fused", "conv_fused"), "FFMA");
+    assert_eq!(count_in(&l, "LDS"), count_in(&l, "FFMA"));
+}
+
 #[test]
 fn conv_rung_05_decodes_its_taps_by_constants() {
     let f = function("conv-wmma-tf32", "conv_wmma_tf32");
