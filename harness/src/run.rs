@@ -152,7 +152,10 @@ pub fn evaluate<'a>(
     }
     if let (Some(plan), Some(arch)) = (&plan, device_arch(dev)) {
         let sms = (dev.kind() == DeviceKind::Cuda).then_some(dev.info().units);
-        row.resources = resources::of_plan(plan, &arch, sms).unwrap_or_default();
+        row.resources = resources::of_plan(plan, &arch, sms).unwrap_or_else(|e| {
+            note_missing_resources(kernel, &e);
+            Vec::new()
+        });
     }
     let mut prepared = match dev.prepare(kernel, shape, inputs) {
         Ok(p) => p,
@@ -387,6 +390,22 @@ pub fn row_for(
         }
     }
     row
+}
+
+/// Says once per process why a row's launch resources (registers, shared memory, occupancy,
+/// waves) are missing: an unread ptxas report would otherwise leave those columns silently
+/// empty, as it did for some rows of the first GPU run.
+fn note_missing_resources(kernel: &dyn Kernel, e: &DeviceError) {
+    static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        let first = e.to_string();
+        let first = first.lines().next().unwrap_or_default();
+        eprintln!(
+            "note: no launch resources for {} ({first}); rows like it have empty registers, \
+             shared memory, occupancy and waves columns (`harness doctor` checks the ptxas report)",
+            kernel.info().id
+        );
+    }
 }
 
 /// Whether `row` has launch resources worth a column.

@@ -52,6 +52,31 @@ fn doctor_print(what: &str) -> Outcome {
     Ok(true)
 }
 
+/// Whether this NVRTC's ptxas report is read: the registers, shared memory and spills of every
+/// row come from it, and a report the parser does not understand leaves those columns empty.
+fn ptxas_report() -> String {
+    const PROBE: &str = "extern \"C\" __global__ void doctor_probe(float *x) {\n\
+                         __shared__ float s[64];\n\
+                         s[threadIdx.x] = x[threadIdx.x];\n\
+                         __syncthreads();\n\
+                         x[threadIdx.x] = 2.0f * s[63 - threadIdx.x];\n}\n";
+    let source = kernel::CudaSource::embedded("doctor_probe.cu", PROBE);
+    match nvrtc::compile(&source, "sm_90") {
+        Ok(c) => match c.resources.get("doctor_probe") {
+            Some(r) if r.registers > 0 => format!(
+                "read (a probe kernel: {} registers, {} B shared memory on sm_90)",
+                r.registers, r.static_smem
+            ),
+            _ => format!(
+                "NOT READ: the registers, shared memory and occupancy columns will be empty; \
+                 NVRTC's log was:\n{}",
+                c.log
+            ),
+        },
+        Err(e) => format!("the probe kernel did not compile: {e}"),
+    }
+}
+
 fn doctor() -> Outcome {
     println!(
         "code:               commit {}",
@@ -99,7 +124,10 @@ fn doctor() -> Outcome {
     println!("NVRTC:              {}", d.nvrtc.describe());
     println!("NVRTC builtins:     {}", d.nvrtc_builtins.describe());
     match nvrtc::version() {
-        Ok((a, b)) => println!("NVRTC version:      {a}.{b}"),
+        Ok((a, b)) => {
+            println!("NVRTC version:      {a}.{b}");
+            println!("ptxas report:       {}", ptxas_report());
+        }
         Err(e) => println!("NVRTC version:      {e}"),
     }
     println!("CUDA headers:       {}", d.headers.describe());

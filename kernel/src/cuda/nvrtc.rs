@@ -122,10 +122,15 @@ pub fn compile(source: &CudaSource, arch: &str) -> Result<Arc<Compiled>, DeviceE
         return Ok(hit.clone());
     }
     let compiled = Arc::new(compile_uncached(source, arch)?);
-    cache
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(key, compiled.clone());
+    // A compile whose ptxas report names no entry is not kept: every kernel is reported, so
+    // the next call compiles again rather than serve empty resources for the life of the
+    // process (some rows of the first GPU run had none, cause not established).
+    if !compiled.resources.is_empty() {
+        cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, compiled.clone());
+    }
     Ok(compiled)
 }
 
