@@ -134,7 +134,7 @@ fn every_kernel_compiles_for_sm80_and_sm90_without_spills() {
 /// The stack frame of `mbar_wait`'s timeout report: printf's buffer of its eight arguments.
 const MBAR_REPORT_STACK: u32 = 48;
 
-/// The Hopper rungs (18, 21, 22, 23) compile for sm_90a, asked as sm_90 or sm_90a: one block of 384
+/// The Hopper rungs (18, 21, 22, 23, 24) compile for sm_90a, asked as sm_90 or sm_90a: one block of 384
 /// threads per SM, no spill, registers within the 168 their launch bounds allow. On sm_80 there
 /// is no code to make: declined with the reason, not a compile error.
 #[test]
@@ -142,7 +142,7 @@ fn the_hopper_rungs_compile_for_sm90a_alone() {
     if nvrtc::version().is_err() {
         panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
     }
-    let rungs: [(&dyn kernel::Kernel, &str); 4] = [
+    let rungs: [(&dyn kernel::Kernel, &str); 5] = [
         (&tensorcore::GemmWgmmaTma, "gemm_wgmma_tma"),
         (&tensorcore::GemmWgmmaN256, "gemm_wgmma_n256"),
         (
@@ -152,6 +152,10 @@ fn the_hopper_rungs_compile_for_sm90a_alone() {
         (
             &tensorcore::GemmWgmmaL2Order::default(),
             "gemm_wgmma_l2_order",
+        ),
+        (
+            &tensorcore::GemmWgmmaCluster::default(),
+            "gemm_wgmma_cluster",
         ),
     ];
     for (rung, entry) in rungs {

@@ -305,6 +305,34 @@ fn rung_19_k_tile_is_64_hmma_with_one_barrier_after_the_first_33() {
 }
 
 #[test]
+fn rung_24_multicasts_half_of_b_and_releases_each_stage_in_both_blocks() {
+    let f = function("gemm-wgmma-cluster", "gemm_wgmma_cluster");
+    let ins = instructions(&f);
+    let count = |op: &str| ins.iter().filter(|i| opcode(i) == op).count();
+    // Per k-tile: the block's own A box, and two of B's four boxes multicast to the cluster.
+    assert_eq!((count("UTMALDG.2D"), count("UTMALDG.2D.MULTICAST")), (1, 2));
+    // Each consumer warp arrives on the stage's `empty` barrier in both blocks (mapa + a
+    // remote arrive compile to one SYNCS.ARRIVE...RED each).
+    let arrive = ins
+        .iter()
+        .filter(|i| opcode(i).starts_with("SYNCS.ARRIVE.TRANS64.RED"))
+        .count();
+    assert_eq!(arrive, 2);
+    // Two cluster barriers (after the init, before the exit).
+    assert!(
+        count("UCGABAR_ARV") >= 2 && count("UCGABAR_WAIT") >= 2,
+        "{ins:?}"
+    );
+    // Rung 23 has neither the multicast nor the cluster barrier.
+    let parent = instructions(&function("gemm-wgmma-l2-order", "gemm_wgmma_l2_order"));
+    assert!(
+        !parent
+            .iter()
+            .any(|i| opcode(i).contains("MULTICAST") || opcode(i).starts_with("UCGABAR"))
+    );
+}
+
+#[test]
 fn rung_20_each_threadfence_is_membar_sc_gpu_then_cctl_ivall() {
     let f = function("gemm-mma-split-k", "gemm_mma_split_k");
     let ins = instructions(&f);

@@ -1,5 +1,6 @@
 //! The Hopper rungs, for sm_90a alone: `wgmma` fed by TMA copies through an mbarrier pipeline
-//! (18), on 128x256 tiles (21), persistent (22), walking its tiles in L2-friendly groups (23).
+//! (18), on 128x256 tiles (21), persistent (22), walking its tiles in L2-friendly groups (23),
+//! in 2-block clusters sharing each B tile by TMA multicast (24).
 //! Their plans pass A and B as TMA tensor maps ([`kernel::TensorMap`]), which
 //! the CUDA device encodes with `cuTensorMapEncodeTiled`. A GPU other than Hopper declines it
 //! (no sm_90a code); the CUDA simulator runs it through its emulation of wgmma, TMA and
@@ -84,6 +85,10 @@ const N256: Design = Design { bn: 256, stages: 4 };
 const PERSISTENT: Design = N256;
 /// `23_wgmma_l2_order.cu`: 22's.
 const L2_ORDER: Design = PERSISTENT;
+/// `24_wgmma_cluster.cu`: 23's, in each block of a cluster.
+const CLUSTERED: Design = L2_ORDER;
+/// Blocks per cluster of rung 24 (its `CLUSTER`), stacked along M.
+const CLUSTER: u32 = 2;
 // One block per SM within an H100's 227 KB of shared memory per block.
 const _: () = assert!(TMA.smem() <= 227 * 1024 && N256.smem() <= 227 * 1024);
 
@@ -315,6 +320,60 @@ impl Kernel for GemmWgmmaL2Order {
     }
 }
 
+/// `24_wgmma_cluster.cu`: rung 23 in clusters of two blocks stacked along M that share each
+/// B tile by TMA multicast. The grid is planned for `sms` SMs, as 22's, rounded down to whole
+/// clusters.
+pub struct GemmWgmmaCluster {
+    pub sms: u32,
+}
+
+impl Default for GemmWgmmaCluster {
+    fn default() -> Self {
+        Self { sms: DEFAULT_SMS }
+    }
+}
+
+impl Kernel for GemmWgmmaCluster {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-wgmma-l2-order"),
+            idea: "2-block clusters: the blocks of a pair take vertically adjacent tiles and each multicasts half of their common B tile to both, so the L2 sends each B box once per pair",
+            bound: Some(Bound::DramTraffic),
+        })
+    }
+
+    fn info(&self) -> KernelInfo {
+        info(
+            "gemm-wgmma-cluster",
+            24,
+            "rung 23 in clusters of 2 blocks over 256x256 tiles: each producer multicasts half \
+             of B to both blocks (TMA .multicast::cluster), consumers release a stage in both",
+        )
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        tma_strides(shape)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let (m, n, _) = gemm_dims(shape);
+        let (tn, tm) = CLUSTERED.tiles(m, n);
+        let pairs = div_ceil(tm as usize, CLUSTER as usize) * tn;
+        let clusters = pairs.min((self.sms / CLUSTER).max(1));
+        let src = cuda_source!("tensorcore", "24_wgmma_cluster.cu");
+        let entry = "gemm_wgmma_cluster";
+        let mut plan = CLUSTERED.plan(shape, src, entry, [clusters * CLUSTER, 1, 1]);
+        // Each pair tile is CLUSTER block tiles, the last pair's second one past M if tm is odd.
+        plan.persistent = vec![(entry.to_string().into(), u64::from(pairs * CLUSTER))];
+        Some(plan)
+    }
+
+    /// Rung 17's port: the clusters change where B's bytes come from, not the product.
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(cpu_bf16)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -341,6 +400,7 @@ mod tests {
                 PERSISTENT,
             ),
             (include_str!("../kernels/23_wgmma_l2_order.cu"), L2_ORDER),
+            (include_str!("../kernels/24_wgmma_cluster.cu"), CLUSTERED),
         ] {
             assert_eq!(define(src, "BM"), BM);
             assert_eq!(define(src, "BN"), d.bn);
@@ -350,6 +410,30 @@ mod tests {
         }
         let l2 = include_str!("../kernels/23_wgmma_l2_order.cu");
         assert_eq!(define(l2, "GROUP"), L2_GROUP as usize);
+        // 24 walks pair tiles in groups covering 23's block-rows.
+        let cl = include_str!("../kernels/24_wgmma_cluster.cu");
+        assert_eq!(define(cl, "CLUSTER"), CLUSTER as usize);
+        assert_eq!(
+            define(cl, "GROUP") * define(cl, "CLUSTER"),
+            L2_GROUP as usize
+        );
+    }
+
+    #[test]
+    fn the_cluster_grid_is_whole_clusters_one_block_per_sm_or_per_tile() {
+        let grid = |sms, m, n| {
+            let plan = GemmWgmmaCluster { sms }
+                .cuda(&Shape::gemm(m, n, 64))
+                .unwrap();
+            (plan.launches().next().unwrap().grid, plan.persistent[0].1)
+        };
+        // 4096 x 4096: 16 pair-rows x 16 block-columns = 256 pairs for 66 clusters.
+        assert_eq!(grid(DEFAULT_SMS, 4096, 4096), ([132, 1, 1], 512));
+        // 300 x 520: 3 block-rows make 2 pairs of rows (the second half empty) x 3 columns.
+        assert_eq!(grid(DEFAULT_SMS, 300, 520), ([12, 1, 1], 12));
+        // An odd SM count leaves an SM idle; one SM still gets a cluster.
+        assert_eq!(grid(5, 300, 520).0, [4, 1, 1]);
+        assert_eq!(grid(1, 300, 520).0, [2, 1, 1]);
     }
 
     #[test]

@@ -20,7 +20,8 @@ use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, gemm_blocked, round_tf32};
 
 pub use hopper::{
-    GemmWgmmaL2Order, GemmWgmmaN256, GemmWgmmaPersistent, GemmWgmmaTma, L2_GROUP, grouped_tile,
+    GemmWgmmaCluster, GemmWgmmaL2Order, GemmWgmmaN256, GemmWgmmaPersistent, GemmWgmmaTma, L2_GROUP,
+    grouped_tile,
 };
 pub use pipelined::{GemmMmaBf16, GemmMmaDoubleBuffer, GemmMmaLdmatrix, GemmWmmaCpAsync};
 pub use wide_tile::{DEFAULT_SMS, GemmMma128x256, GemmMmaSplitK};
@@ -36,6 +37,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     all.push(Box::new(GemmWgmmaN256));
     all.push(Box::new(GemmWgmmaPersistent::default()));
     all.push(Box::new(GemmWgmmaL2Order::default()));
+    all.push(Box::new(GemmWgmmaCluster::default()));
     all
 }
 

@@ -74,17 +74,24 @@ impl Kernel for Planted {
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
         let mut plan = tensorcore::GemmWgmmaTma.cuda(shape)?;
-        for step in &mut plan.steps {
-            if let kernel::Step::Kernel(l) = step {
-                let mut code = l.source.code.to_string();
-                for (from, to) in self.edits {
-                    assert!(code.contains(from), "nothing to plant: {from}");
-                    code = code.replace(from, to);
-                }
-                l.source.code = code.into();
-            }
-        }
+        edit_launches(&mut plan, self.edits, 0);
         Some(plan)
+    }
+}
+
+/// Replaces every `from` by its `to` in the source of each launch of `plan` (each must be
+/// there) and widens its grid by `extra_blocks`.
+fn edit_launches(plan: &mut CudaPlan, edits: Edits, extra_blocks: u32) {
+    for step in &mut plan.steps {
+        if let kernel::Step::Kernel(l) = step {
+            let mut code = l.source.code.to_string();
+            for (from, to) in edits {
+                assert!(code.contains(from), "nothing to edit: {from}");
+                code = code.replace(from, to);
+            }
+            l.source.code = code.into();
+            l.grid[0] += extra_blocks;
+        }
     }
 }
 
@@ -239,17 +246,7 @@ impl Kernel for L2Order {
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
         let mut plan = tensorcore::GemmWgmmaL2Order { sms: self.sms }.cuda(shape)?;
-        for step in &mut plan.steps {
-            if let kernel::Step::Kernel(l) = step {
-                let mut code = l.source.code.to_string();
-                for (from, to) in self.edits {
-                    assert!(code.contains(from), "nothing to edit: {from}");
-                    code = code.replace(from, to);
-                }
-                l.source.code = code.into();
-                l.grid[0] += self.extra_blocks;
-            }
-        }
+        edit_launches(&mut plan, self.edits, self.extra_blocks);
         Some(plan)
     }
 }
@@ -267,9 +264,6 @@ const SMALL_GROUPS: Edits = &[SMALL_GROUP];
 #[test]
 fn l2_order_matches_the_reference_on_awkward_shapes() {
     let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
-    let port = tensorcore::GemmWgmmaL2Order::default()
-        .cpu()
-        .expect("rung 23 has a CPU port");
     let cases: [(L2Order, (usize, usize, usize)); 5] = [
         (
             L2Order {
@@ -315,16 +309,12 @@ fn l2_order_matches_the_reference_on_awkward_shapes() {
     for (rung, (m, n, k)) in cases {
         let (out, data) = run(&dev, &rung, (m, n, k));
         let out = out.unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));
-        let exact = gemm_f64((m, n, k), &data[0], &data[1], bf16);
-        let err = relative_error(&out, &exact);
-        assert!(
-            err < 1e-6,
-            "{m}x{n}x{k}: {err:e} from the f64 product of BF16 operands"
+        check_gemm(
+            &tensorcore::GemmWgmmaL2Order::default(),
+            (m, n, k),
+            &out,
+            &data,
         );
-        let mut cpu = vec![f32::NAN; m * n];
-        port(&Shape::gemm(m, n, k), &[&data[0], &data[1]], &mut cpu);
-        let vs_port = relative_error(&out, &cpu.iter().map(|&v| f64::from(v)).collect::<Vec<_>>());
-        assert!(vs_port < 1e-5, "{m}x{n}x{k}: {vs_port:e} from the CPU port");
     }
 }
 
@@ -364,4 +354,182 @@ fn the_kernel_walks_its_tiles_as_grouped_tile_says() {
             assert_eq!(got, (tm as f32, tn as f32), "{m}x{n}: tile {t}");
         }
     }
+}
+
+/// Rung 24 with its source edited (the same launch otherwise).
+struct Clustered {
+    sms: u32,
+    edits: Edits,
+}
+
+impl Kernel for Clustered {
+    fn info(&self) -> KernelInfo {
+        tensorcore::GemmWgmmaCluster::default().info()
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let mut plan = tensorcore::GemmWgmmaCluster { sms: self.sms }.cuda(shape)?;
+        edit_launches(&mut plan, self.edits, 0);
+        Some(plan)
+    }
+}
+
+/// Checks `out` against the f64 product of the BF16-rounded inputs and the CPU port.
+fn check_gemm(rung: &dyn Kernel, (m, n, k): (usize, usize, usize), out: &[f32], data: &[Vec<f32>]) {
+    let exact = gemm_f64((m, n, k), &data[0], &data[1], bf16);
+    let err = relative_error(out, &exact);
+    assert!(
+        err < 1e-6,
+        "{m}x{n}x{k}: {err:e} from the f64 product of BF16 operands"
+    );
+    let port = rung.cpu().expect("the rung has a CPU port");
+    let mut cpu = vec![f32::NAN; m * n];
+    port(&Shape::gemm(m, n, k), &[&data[0], &data[1]], &mut cpu);
+    let vs_port = relative_error(out, &cpu.iter().map(|&v| f64::from(v)).collect::<Vec<_>>());
+    assert!(vs_port < 1e-5, "{m}x{n}x{k}: {vs_port:e} from the CPU port");
+}
+
+/// Rung 24 on awkward shapes: M, N and K tails; an odd count of block-rows, so that the last
+/// pair's second block lies wholly past M (its A boxes are all fill); a single row; clusters
+/// walking several pair tiles with a ring that wraps (planned for 4 and 2 SMs); groups of one
+/// pair-row; fewer pair tiles than clusters. Several schedules for the first shape.
+#[test]
+fn cluster_matches_the_reference_on_awkward_shapes() {
+    type Case = (u32, Edits, (usize, usize, usize), u64);
+    let cases: [Case; 8] = [
+        (4, &[], (300, 520, 136), 0),
+        (4, &[], (300, 520, 136), 1),
+        (4, &[], (300, 520, 136), 2),
+        (2, &[], (130, 776, 392), 0),
+        (
+            6,
+            &[("#define GROUP 8", "#define GROUP 1")],
+            (600, 776, 136),
+            0,
+        ),
+        (132, &[], (200, 264, 72), 0),
+        (132, &[], (1, 8, 8), 0),
+        (3, &[], (520, 264, 264), 3),
+    ];
+    for (sms, edits, (m, n, k), seed) in cases {
+        let dev = SimDevice::new()
+            .expect("the simulator needs a C++ compiler")
+            .with_seed(seed);
+        let rung = Clustered { sms, edits };
+        let (out, data) = run(&dev, &rung, (m, n, k));
+        let out = out.unwrap_or_else(|e| panic!("{m}x{n}x{k} seed {seed}: {e}"));
+        check_gemm(
+            &tensorcore::GemmWgmmaCluster::default(),
+            (m, n, k),
+            &out,
+            &data,
+        );
+    }
+}
+
+/// What a planted bug in rung 24 gives under each of `seeds` schedules: the simulator's
+/// message, a wrong result, or nothing (a schedule that did not expose it).
+fn cluster_bug(edits: Edits, seeds: u64) -> Vec<Result<String, f64>> {
+    let shape = (300, 520, 264);
+    (0..seeds)
+        .filter_map(|seed| {
+            let dev = SimDevice::new()
+                .expect("the simulator needs a C++ compiler")
+                .with_seed(seed);
+            let (out, data) = run(&dev, &Clustered { sms: 4, edits }, shape);
+            match out {
+                Err(DeviceError::Sim(msg)) => Some(Ok(msg)),
+                Err(e) => panic!("{e}"),
+                Ok(out) => {
+                    let err = relative_error(&out, &gemm_f64(shape, &data[0], &data[1], bf16));
+                    (err.is_nan() || err > 1e-2).then_some(Err(err))
+                }
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn a_multicast_to_one_block_only_is_a_deadlock_on_the_partners_barrier() {
+    // The partner's `full` barrier waits for the 16 KB of B this block no longer sends it.
+    let found = cluster_bug(&[("(1 << CLUSTER) - 1)", "1 << rank)")], 1);
+    let msg = match found.as_slice() {
+        [Ok(msg)] => msg,
+        other => panic!("expected a deadlock, got {other:?}"),
+    };
+    for want in [
+        "gemm_wgmma_cluster: deadlock at an mbarrier wait",
+        "0 of 1 arrivals pending, tx-count 16384",
+    ] {
+        assert!(msg.contains(want), "lacks {want:?}: {msg}");
+    }
+}
+
+#[test]
+fn a_stage_released_only_in_its_own_block_is_caught() {
+    // Consumers that free a stage only for their own producer let the partner's multicast
+    // overwrite a stage this block has not finished reading.
+    let found = cluster_bug(
+        &[
+            (
+                "mbar_init(&empty[s], CLUSTER * CONSUMERS * 4)",
+                "mbar_init(&empty[s], CONSUMERS * 4)",
+            ),
+            (
+                "for (unsigned r = 0; r < CLUSTER; ++r) hopper::mbar_arrive_cluster(&empty[s], r);",
+                "hopper::mbar_arrive(&empty[s]);",
+            ),
+        ],
+        6,
+    );
+    assert!(!found.is_empty(), "no schedule of six exposed it");
+}
+
+#[test]
+fn empty_barriers_that_count_one_block_reject_the_partners_arrivals() {
+    let found = cluster_bug(
+        &[(
+            "mbar_init(&empty[s], CLUSTER * CONSUMERS * 4)",
+            "mbar_init(&empty[s], CONSUMERS * 4)",
+        )],
+        3,
+    );
+    assert!(!found.is_empty(), "no schedule of three exposed it");
+}
+
+#[test]
+fn a_block_that_exits_without_the_final_cluster_barrier_is_reported() {
+    let found = cluster_bug(
+        &[(
+            "    // No block exits while its partner may still arrive on its barriers.\n    hopper::cluster_sync();",
+            "",
+        )],
+        6,
+    );
+    let exited = found
+        .iter()
+        .filter(|f| matches!(f, Ok(m) if m.contains("whose threads have all exited")))
+        .count();
+    assert!(exited > 0, "no schedule of six reported it: {found:?}");
+}
+
+#[test]
+fn signalling_the_partner_before_its_barriers_are_initialized_is_reported() {
+    // A block barrier orders the initialization for the block's own threads, not for the
+    // partner's copies and arrivals.
+    let found = cluster_bug(
+        &[(
+            "        hopper::fence_barrier_init();\n    }\n    hopper::cluster_sync();",
+            "        hopper::fence_barrier_init();\n    }\n    __syncthreads();",
+        )],
+        6,
+    );
+    let uninit = found
+        .iter()
+        .filter(|f| {
+            matches!(f, Ok(m) if m.contains("which mbarrier.init has not initialized")
+                && (m.contains("TMA copy") || m.contains("shared::cluster")))
+        })
+        .count();
+    assert!(uninit > 0, "no schedule of six reported it: {found:?}");
 }

@@ -16,6 +16,8 @@
 #define __forceinline__ inline __attribute__((always_inline))
 #define __restrict__ __restrict
 #define __launch_bounds__(...)
+// The host reads a kernel's cluster dims from its declaration (compile.rs, sim_launch.h).
+#define __cluster_dims__(...)
 #define __align__(n) __attribute__((aligned(n)))
 // Exported so that the host can find the array and copy a plan's data into it
 // (`Step::Constant`); a module is loaded with its symbols local to it.

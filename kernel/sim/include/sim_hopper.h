@@ -10,6 +10,10 @@
 //   5.5.7): the box is read at issue and lands in shared memory later, swizzled, with one
 //   complete-tx of its bytes on its mbarrier. By the block's seed a copy lands either at once
 //   or only when no thread can run: a read that no mbarrier wait covers sees the poison.
+// - Clusters: an mbarrier of another block of the cluster takes arrivals (mbarrier.arrive on
+//   a mapa address) and a TMA copy may be multicast (.multicast::cluster): the box lands at
+//   the same offset in each block of its mask, with a complete-tx on the mbarrier at the same
+//   offset in each. Either one aimed at a block whose threads have all exited is an error.
 // - wgmma.mma_async (9.7.15): descriptors decoded field by field (9.7.15.5.1.2.2), operands
 //   read through the canonical layouts with their swizzle, accumulators in the m64nNk16
 //   fragment layout (9.7.15.5.1.1). Each warp's part runs at the wgmma.wait_group that covers
@@ -199,7 +203,9 @@ SIM_UNINSTRUMENTED inline void mbar_store(uint64_t *bar, const Mbar &m) {
 
 // A phase completes when no arrival and no transaction byte is pending (9.7.13.15.6): the
 // phase flips, the arrival count is reloaded, and the threads waiting on it run again.
-inline void mbar_settle(uint64_t *bar, Mbar &m) {
+// `w`: the block whose shared memory holds the barrier (another of the cluster's, for an
+// arrival on a mapa address or a multicast copy's complete-tx).
+inline void mbar_settle(Worker &w, uint64_t *bar, Mbar &m) {
     if (m.pending != 0 || m.tx != 0) {
         mbar_store(bar, m);
         return;
@@ -207,9 +213,9 @@ inline void mbar_settle(uint64_t *bar, Mbar &m) {
     m.phase ^= 1;
     m.pending = m.expected;
     mbar_store(bar, m);
-    Worker &w = worker();
     w.race_epoch++;  // what its waiters do next is ordered after what came before
-    HopperState &h = hopper();
+    if (!w.hopper) return;  // nothing of that block has waited
+    HopperState &h = *w.hopper;
     for (unsigned k = 0; k < w.n; ++k) {
         unsigned i = w.order[k];
         if (w.fibers[i].state == AT_MBAR && h.waiting_on[i] == bar) {
@@ -246,14 +252,36 @@ inline void mbar_arrive(void *p, unsigned count, unsigned tx_bytes, const char *
              "(phase parity %u, tx-count %d)",
              what, mbar_addr(bar), count, m.pending, m.expected, m.phase, m.tx);
     m.pending -= count;
-    mbar_settle(bar, m);
+    mbar_settle(worker(), bar, m);
+}
+
+// mbarrier.arrive.shared::cluster on the barrier at `p`'s offset in block `rank` of the
+// cluster (mapa, then a remote arrive: a consumer releasing a stage that another block's
+// producer refills by multicast).
+inline void mbar_arrive_cluster(void *p, unsigned rank) {
+    const char *what = "mbarrier.arrive.shared::cluster";
+    mbar_object(p, what);  // an mbarrier of the calling block, mapped to the other's
+    Worker &to = cluster_block(rank, what);
+    require_running(to, what);
+    uint64_t *bar = (uint64_t *)cluster_map(p, rank, what);
+    Worker *self = tl_worker;
+    tl_worker = &to;  // the barrier's address is that block's
+    Mbar m = mbar_load(bar, what);
+    const uint32_t at = mbar_addr(bar);
+    tl_worker = self;
+    if (m.pending == 0)
+        fail("%s on the mbarrier at shared address 0x%x of the cluster's block of rank %u: no arrival is pending in "
+             "this phase (phase parity %u, %u expected, tx-count %d)",
+             what, at, rank, m.phase, m.expected, m.tx);
+    m.pending -= 1;
+    mbar_settle(to, bar, m);
 }
 
 inline void mbar_expect_tx(void *p, unsigned tx_bytes) {
     uint64_t *bar = mbar_object(p, "mbarrier.expect_tx");
     Mbar m = mbar_load(bar, "mbarrier.expect_tx");
     mbar_tx(bar, m, tx_bytes, "mbarrier.expect_tx");
-    mbar_settle(bar, m);
+    mbar_settle(worker(), bar, m);
 }
 
 // mbarrier.complete_tx: `bytes` more have landed.
@@ -261,7 +289,7 @@ inline void mbar_complete_tx(void *p, unsigned bytes) {
     uint64_t *bar = mbar_object(p, "mbarrier.complete_tx");
     Mbar m = mbar_load(bar, "mbarrier.complete_tx");
     mbar_tx(bar, m, -(long long)bytes, "mbarrier.complete_tx");
-    mbar_settle(bar, m);
+    mbar_settle(worker(), bar, m);
 }
 
 // try_wait.parity / test_wait.parity: whether the phase of this parity has completed, that is
@@ -317,24 +345,42 @@ inline uint64_t swizzle_addr(uint64_t a, unsigned span) {
 }
 
 inline void tma_land(const TmaCopy &c) {
+    Worker &w = worker();
+    Fiber *saved = tl_fiber;
+    tl_fiber = &w.fibers[c.fiber];  // a failure names the thread that issued the copy
+    Worker *to = shared_owner(c.bar, 8);  // this block's, or another's of the cluster for a multicast
+    if (!to) fail("the complete-tx of a TMA copy: its mbarrier %p is in no shared memory of the cluster", c.bar);
+    require_running(*to, "a multicast TMA copy");
     memcpy(c.dst, c.image, c.bytes);
 #ifdef SIM_INSTRUMENTED
     sim_race_async_write(c.dst, c.bytes);
 #endif
-    Worker &w = worker();
-    Fiber *saved = tl_fiber;
-    tl_fiber = &w.fibers[c.fiber];  // a failure names the thread that issued the copy
     Mbar m = mbar_load(c.bar, "the complete-tx of a TMA copy");
     mbar_tx(c.bar, m, -(long long)c.bytes, "the complete-tx of a TMA copy");
     tl_fiber = saved;
-    mbar_settle(c.bar, m);
+    mbar_settle(*to, c.bar, m);
 }
 
 // cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
 // [dst], [map, {c0, c1}], [bar]: the box at element coordinates (c0 innermost, c1), elements
 // outside the tensor filled (5.5.3.3), written to dst in the map's swizzle.
-SIM_UNINSTRUMENTED inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, int c1) {
-    const char *what = "cp.async.bulk.tensor.2d";
+// With `multicast`, the .multicast::cluster form: the box lands at dst's offset in each block
+// of the cluster whose rank is a bit of `mask`, each counting its bytes on the mbarrier at
+// bar's offset in that block.
+SIM_UNINSTRUMENTED inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, int c1,
+                                           bool multicast = false, unsigned mask = 1) {
+    const char *what = multicast ? "cp.async.bulk.tensor.2d (multicast::cluster)" : "cp.async.bulk.tensor.2d";
+    const unsigned blocks = worker().cluster->size;
+    if (multicast && (mask == 0 || mask >> blocks))
+        fail("%s: ctaMask 0x%x names no block or a rank beyond the cluster's %u", what, mask, blocks);
+    if (!multicast) mask = 1u << worker().rank;
+    // Where the box lands in each block of the mask, and the mbarrier that counts it there.
+    void *to[kMaxCluster], *at[kMaxCluster];
+    for (unsigned r = 0; r < blocks; ++r)
+        if (mask >> r & 1) {
+            to[r] = r == worker().rank ? dst : cluster_map(dst, r, what);
+            at[r] = r == worker().rank ? bar_ptr : cluster_map(bar_ptr, r, what);
+        }
     SimTensorMap map;
     memcpy(&map, map_ptr, sizeof map);
     if (map.magic != kTensorMapMagic)
@@ -378,15 +424,24 @@ SIM_UNINSTRUMENTED inline void tma_load_2d(void *dst, const void *map_ptr, void 
         }
     HopperState &h = hopper();
     Worker &w = worker();
-    TmaCopy copy{(unsigned char *)dst, image, bytes, bar, (unsigned)(tl_fiber - w.fibers)};
-    if (h.n_copies == h.cap_copies) {
-        unsigned cap = h.cap_copies ? 2 * h.cap_copies : 16;
-        TmaCopy *more = (TmaCopy *)realloc(h.copies, cap * sizeof(TmaCopy));
-        if (!more) fail("%s: out of memory", what);
-        h.copies = more;
-        h.cap_copies = cap;
+    for (unsigned r = 0; r < blocks; ++r) {
+        if (!(mask >> r & 1)) continue;
+        unsigned char *img = image;
+        if (mask >> (r + 1)) {  // not the last destination: a copy of its own
+            img = (unsigned char *)malloc(bytes);
+            if (!img) fail("%s: out of memory", what);
+            memcpy(img, image, bytes);
+        }
+        TmaCopy copy{(unsigned char *)to[r], img, bytes, (uint64_t *)at[r], (unsigned)(tl_fiber - w.fibers)};
+        if (h.n_copies == h.cap_copies) {
+            unsigned cap = h.cap_copies ? 2 * h.cap_copies : 16;
+            TmaCopy *more = (TmaCopy *)realloc(h.copies, cap * sizeof(TmaCopy));
+            if (!more) fail("%s: out of memory", what);
+            h.copies = more;
+            h.cap_copies = cap;
+        }
+        h.copies[h.n_copies++] = copy;
     }
-    h.copies[h.n_copies++] = copy;
 }
 
 // ---- wgmma (9.7.15) ----
@@ -646,8 +701,9 @@ inline void setmaxnreg(unsigned n, const char *what) {
 inline void land_copies(HopperState &h) {
     unsigned n = h.n_copies;
     for (unsigned i = 0; i < n; ++i) {
-        tma_land(h.copies[i]);
+        tma_land(h.copies[i]);  // a failure leaves the copies not yet landed to drop_copies
         free(h.copies[i].image);
+        h.copies[i].image = nullptr;
     }
     memmove(h.copies, h.copies + n, (h.n_copies - n) * sizeof(TmaCopy));
     h.n_copies -= n;

@@ -35,6 +35,18 @@ struct SimKernel {
     const char *name;
     void (*thunk)(void **);
     const char *params;  // one code per parameter: p pointer, i 32-bit integer, f float, m tensor map
+    unsigned cluster[3];  // __cluster_dims__, (1, 1, 1) without
 };
 
-#define SIM_KERNEL(name) SimKernel{#name, &sim::Thunk<&name>::call, sim::Thunk<&name>::codes}
+namespace sim {
+struct Dims3 {
+    unsigned v[3];
+};
+constexpr Dims3 dims3(unsigned x, unsigned y = 1, unsigned z = 1) { return Dims3{{x, y, z}}; }
+}  // namespace sim
+
+#define SIM_KERNEL(name) SimKernel{#name, &sim::Thunk<&name>::call, sim::Thunk<&name>::codes, {1, 1, 1}}
+// A kernel declared with __cluster_dims__(...): the compiler evaluates the dims (macros too).
+#define SIM_KERNEL_CLUSTER(name, ...)                                                          \
+    SimKernel{#name, &sim::Thunk<&name>::call, sim::Thunk<&name>::codes,                       \
+              {sim::dims3(__VA_ARGS__).v[0], sim::dims3(__VA_ARGS__).v[1], sim::dims3(__VA_ARGS__).v[2]}}

@@ -4,6 +4,9 @@
 // a block really interleave between barriers and a divergent barrier is detected exactly
 // (nothing runnable, not everyone finished). Each OS thread runs one block at a time and a
 // block never leaves the OS thread that started it (fibers may cache thread-local addresses).
+// A thread block cluster (`__cluster_dims__`) runs as one unit on one OS thread: a Worker per
+// block, their fibers interleaved by one scheduler, so that the blocks of a cluster can wait
+// on each other (barrier.cluster, mbarriers signalled from another block, TMA multicast).
 // The host (Rust) picks the blocks, the OS threads and catches SIGSEGV; see kernel/src/sim.
 #pragma once
 
@@ -76,6 +79,7 @@ struct SimLaunch {
     void (*thunk)(void **args);
     void **args;
     unsigned grid[3], block[3];
+    unsigned cluster[3];  // the kernel's __cluster_dims__, (1, 1, 1) without
     unsigned dynamic_smem;
     const char *kernel;
     SimTraffic *traffic;  // where a module built to count traffic counts it; else null
@@ -134,11 +138,14 @@ constexpr size_t kStackBytes = 128 * 1024;  // per fiber; WMMA tiles live on it
 constexpr size_t kGuardBytes = 4096;        // below each stack: an overflow faults
 constexpr unsigned kMaxAsyncCopies = 256;   // cp.async copies one thread may have pending
 constexpr size_t kSlotBytes = 48;           // what one lane publishes to a warp operation
+constexpr unsigned kMaxCluster = 8;         // blocks in a cluster (CUDA's portable limit)
 
 // AT_MBAR: blocked in an mbarrier wait until a phase completes (sim_hopper.h wakes it).
-enum State : unsigned char { READY, AT_BLOCK, AT_WARP, AT_MBAR, DONE };
+// AT_CLUSTER: in barrier.cluster.wait until every thread of the cluster has arrived.
+enum State : unsigned char { READY, AT_BLOCK, AT_WARP, AT_MBAR, AT_CLUSTER, DONE };
 
 struct Worker;
+struct Cluster;
 // The block's asynchronous units (mbarriers, TMA copies, wgmma), defined in sim_hopper.h, which
 // cuda_runtime.h includes.
 struct HopperState;
@@ -175,6 +182,9 @@ struct Fiber {
     unsigned async_pending;   // entries in use
     unsigned async_groups;    // groups committed so far; pending copies of the open group have this number
     unsigned memo_seq;        // warp_memo entries this thread has used in this block
+    // barrier.cluster: whether the thread has arrived and not yet waited, and in which phase.
+    bool cluster_arrived;
+    unsigned cluster_phase;
 };
 
 struct Warp {
@@ -204,6 +214,7 @@ struct Worker {
     unsigned head, tail;
     unsigned n, at_block, at_warp, exited;
     unsigned at_mbar;     // fibers in AT_MBAR
+    unsigned at_cluster;  // fibers in AT_CLUSTER
     HopperState *hopper;  // allocated on first use by sim_hopper.h
     int bar_count[2];  // __syncthreads_count accumulators, by barrier parity
     uint3 block_idx;
@@ -212,7 +223,8 @@ struct Worker {
     char *stacks;
     unsigned guarded;  // stacks [0, guarded) have their guard page set (see guard_stacks)
     AsyncCopy *async_copies;  // kMaxAsyncCopies per fiber, mapped on demand like the stacks
-    char *dyn_smem;
+    char *dyn_smem;   // this block's dynamic shared memory: in the cluster's buffer (below)
+    char *dyn_alloc;  // the buffer this worker owns: its cluster's blocks' dynamic memory
     size_t dyn_cap;
     char *static_smem;  // this module's TLS block on this OS thread: the __shared__ variables
     size_t static_smem_bytes;
@@ -227,8 +239,17 @@ struct Worker {
     // warp_memo's entries, `memo_stride` bytes each; kept across blocks.
     unsigned char *memo;
     size_t memo_stride;
-    sigjmp_buf jmp;
+    Cluster *cluster;  // the unit it runs in (a cluster of one without __cluster_dims__)
+    unsigned rank;     // its block's rank in the cluster (%cluster_ctarank)
     Worker *next_free;
+};
+
+// The blocks that run together as one unit: a thread block cluster, or a single block.
+struct Cluster {
+    Worker *cta[kMaxCluster];  // by rank
+    unsigned size;
+    unsigned phase;  // barrier.cluster phases completed
+    sigjmp_buf jmp;  // where a fault or a detected misuse ends the unit
 };
 
 // The only thread-locals of the runtime: everything else of this module's TLS block is the
@@ -256,11 +277,16 @@ inline void yield_to_scheduler() {
     sim_ctx_switch(&f->sp, tl_worker->sched_sp);
 }
 
+inline void cluster_release_if_complete(Cluster &c);
+inline bool cluster_has_waiters(const Cluster &c);
+
 [[noreturn]] inline void fiber_main() {
     Worker &w = *tl_worker;
     w.launch->thunk(w.launch->args);
     tl_fiber->state = DONE;
     w.exited++;
+    // An exiting thread no longer holds up a cluster barrier (PTX ISA, exit).
+    if (cluster_has_waiters(*w.cluster)) cluster_release_if_complete(*w.cluster);
     yield_to_scheduler();
     __builtin_unreachable();
 }
@@ -381,7 +407,7 @@ inline void fail(const char *fmt, ...) {
     uint3 t = tl_fiber ? tl_fiber->tid : uint3{0, 0, 0};
     snprintf(w.result->message, sizeof w.result->message, "%s: %s (thread (%u,%u,%u) of block (%u,%u,%u))",
              w.launch->kernel, what, t.x, t.y, t.z, w.block_idx.x, w.block_idx.y, w.block_idx.z);
-    siglongjmp(w.jmp, 2);
+    siglongjmp(w.cluster->jmp, 2);
 }
 
 // Whether [p, p + bytes) lies in this block's shared memory (static or dynamic).
@@ -390,6 +416,114 @@ inline bool is_shared(const void *p, size_t bytes) {
     const char *c = (const char *)p;
     auto inside = [&](const char *lo, size_t n) { return lo && c >= lo && c + bytes <= lo + n; };
     return inside(w.static_smem, w.static_smem_bytes) || inside(w.dyn_smem, w.launch->dynamic_smem);
+}
+
+// ---- Thread block clusters (PTX ISA 9.7.13.2, 9.7.9.23) ----
+
+// The block of rank `rank` in the calling thread's cluster.
+inline Worker &cluster_block(unsigned rank, const char *what) {
+    Cluster &c = *worker().cluster;
+    if (rank >= c.size) fail("%s: rank %u, in a cluster of %u block(s)", what, rank, c.size);
+    return *c.cta[rank];
+}
+
+// mapa: the address in block `rank`'s shared memory of what `p` addresses in the calling
+// block's. Only dynamic shared memory is mapped: static __shared__ variables live in the OS
+// thread's TLS block, one copy for all the blocks of a cluster (compile.rs refuses them in a
+// kernel with __cluster_dims__).
+inline void *cluster_map(const void *p, unsigned rank, const char *what) {
+    Worker &w = worker();
+    Worker &to = cluster_block(rank, what);
+    const char *c = (const char *)p;
+    if (w.dyn_smem && c >= w.dyn_smem && c < w.dyn_smem + w.launch->dynamic_smem)
+        return to.dyn_smem + (c - w.dyn_smem);
+    if (w.cluster->size == 1 && is_shared(p, 1)) return const_cast<void *>(p);
+    fail("%s: %p is not in this block's dynamic shared memory (extern __shared__), which is what the simulator "
+         "maps across a cluster",
+         what, p);
+}
+
+// The block of the calling thread's cluster whose shared memory holds [p, p + bytes): its own
+// (static or dynamic) or another's dynamic shared memory; null when none does.
+inline Worker *shared_owner(const void *p, size_t bytes) {
+    Worker &w = worker();
+    if (is_shared(p, bytes)) return &w;
+    const char *c = (const char *)p;
+    Cluster &cl = *w.cluster;
+    for (unsigned r = 0; r < cl.size; ++r) {
+        Worker &o = *cl.cta[r];
+        if (o.dyn_smem && c >= o.dyn_smem && c + bytes <= o.dyn_smem + o.launch->dynamic_smem) return &o;
+    }
+    return nullptr;
+}
+
+// What another block of the cluster does to `to` needs `to` to be running: on a GPU the
+// shared memory of a block whose threads have all exited may already belong to another block.
+inline void require_running(Worker &to, const char *what) {
+    if (&to != tl_worker && to.exited == to.n)
+        fail("%s targets block (%u,%u,%u) of the cluster, whose threads have all exited (its shared memory is "
+             "gone: end both blocks with a cluster barrier)",
+             what, to.block_idx.x, to.block_idx.y, to.block_idx.z);
+}
+
+// barrier.cluster: a phase completes when every thread of the cluster that has not exited
+// has arrived; the threads waiting in it then run again, after everything the cluster did
+// before (a new race-check interval in every block).
+inline void cluster_release_if_complete(Cluster &c) {
+    bool any = false;
+    for (unsigned r = 0; r < c.size; ++r) {
+        Worker &w = *c.cta[r];
+        for (unsigned i = 0; i < w.n; ++i) {
+            const Fiber &f = w.fibers[i];
+            bool arrived = f.cluster_arrived && f.cluster_phase == c.phase;
+            if (f.state != DONE && !arrived) return;
+            any |= arrived;
+        }
+    }
+    if (!any) return;
+    c.phase++;
+    for (unsigned r = 0; r < c.size; ++r) {
+        Worker &w = *c.cta[r];
+        w.race_epoch++;
+        for (unsigned k = 0; k < w.n; ++k) {
+            unsigned i = w.order[k];
+            if (w.fibers[i].state == AT_CLUSTER) {
+                w.at_cluster--;
+                push_ready(w, i);
+            }
+        }
+    }
+}
+
+inline bool cluster_has_waiters(const Cluster &c) {
+    for (unsigned r = 0; r < c.size; ++r)
+        if (c.cta[r]->at_cluster) return true;
+    return false;
+}
+
+// barrier.cluster.arrive
+inline void cluster_arrive() {
+    Fiber &f = fiber();
+    Cluster &c = *worker().cluster;
+    if (f.cluster_arrived)
+        fail("barrier.cluster.arrive twice without a barrier.cluster.wait between them (PTX ISA 9.7.13.2)");
+    f.cluster_arrived = true;
+    f.cluster_phase = c.phase;
+    cluster_release_if_complete(c);
+}
+
+// barrier.cluster.wait: until the phase the thread arrived in has completed.
+inline void cluster_wait() {
+    Fiber &f = fiber();
+    Worker &w = worker();
+    if (!f.cluster_arrived) fail("barrier.cluster.wait without a barrier.cluster.arrive before it (PTX ISA 9.7.13.2)");
+    cluster_release_if_complete(*w.cluster);  // threads that exited since the arrival count too
+    if (f.cluster_phase == w.cluster->phase) {
+        f.state = AT_CLUSTER;
+        w.at_cluster++;
+        yield_to_scheduler();
+    }
+    f.cluster_arrived = false;
 }
 
 // ---- racecheck (instrumented builds) ----
@@ -550,7 +684,7 @@ extern "C" SIM_UNINSTRUMENTED void sim_race_access(const void *p, unsigned long 
 // What a TMA copy lands: written, by no thread that could race (its mbarrier orders it).
 extern "C" SIM_UNINSTRUMENTED void sim_race_async_write(const void *p, unsigned long n) {
     using namespace sim;
-    Worker *w = tl_worker;
+    Worker *w = tl_worker ? shared_owner(p, n) : nullptr;  // a multicast lands in other blocks too
     if (!w || !w->race) return;
     const char *c = (const char *)p;
     size_t cell;
@@ -660,7 +794,9 @@ inline int tls_callback(struct dl_phdr_info *info, size_t, void *arg) {
 // 0xFF bytes are NaN as f32 and f16: a read before any write shows in the result. The TLS
 // block also holds the traffic counter's state, so it is set again here, before any counted
 // access can read it (and this function is not instrumented).
-SIM_UNINSTRUMENTED inline void poison_shared(Worker &w, SimTraffic *traffic) {
+// Done once for the blocks of a cluster, whose dynamic shared memory lies in the first
+// block's buffer, `stride` bytes apart.
+SIM_UNINSTRUMENTED inline void poison_shared(Cluster &c, size_t stride, SimTraffic *traffic) {
     Dl_info self;
     std::pair<void *, TlsBlock> want{nullptr, {nullptr, 0}};
     if (dladdr((void *)&poison_shared, &self)) {
@@ -670,14 +806,19 @@ SIM_UNINSTRUMENTED inline void poison_shared(Worker &w, SimTraffic *traffic) {
     Worker *saved_w = tl_worker;
     if (want.second.data) memset(want.second.data, 0xFF, want.second.size);
     tl_worker = saved_w;
-    w.static_smem = (char *)want.second.data;
-    w.static_smem_bytes = want.second.size;
     tl_fiber = nullptr;
-    if (w.dyn_cap) memset(w.dyn_smem, 0xFF, w.dyn_cap);
+    for (unsigned r = 0; r < c.size; ++r) {
+        c.cta[r]->static_smem = (char *)want.second.data;
+        c.cta[r]->static_smem_bytes = want.second.size;
+    }
+    Worker &first = *c.cta[0];
+    if (first.dyn_cap) memset(first.dyn_alloc, 0xFF, first.dyn_cap);
 #ifdef SIM_INSTRUMENTED
-    sim_traffic_begin(traffic, w.static_smem, w.static_smem_bytes, w.dyn_smem, w.launch->dynamic_smem);
+    sim_traffic_begin(traffic, first.static_smem, first.static_smem_bytes, first.dyn_smem,
+                      stride * (c.size - 1) + first.launch->dynamic_smem);
 #else
     (void)traffic;
+    (void)stride;
 #endif
 }
 
@@ -725,54 +866,104 @@ inline void start_fiber(Worker &w, unsigned i) {
 
 inline void describe_deadlock(Worker &w) {
     // synccheck: a __syncthreads() part of the block never reaches, because it has exited.
-    if (w.at_block && w.exited && !w.at_warp && !w.at_mbar) {
+    if (w.at_block && w.exited && !w.at_warp && !w.at_mbar && !w.at_cluster) {
         snprintf(w.result->message, sizeof w.result->message,
                  "%s: divergent barrier in block (%u,%u,%u): %u threads wait at __syncthreads() that %u threads "
                  "of the block, which have exited, never reach (undefined on a GPU: it may hang or go on)",
                  w.launch->kernel, w.block_idx.x, w.block_idx.y, w.block_idx.z, w.at_block, w.exited);
         return;
     }
-    const char *where = w.at_block  ? "__syncthreads"
-                        : w.at_warp ? "a warp operation (__shfl*_sync, __syncwarp, __ballot_sync)"
-                                    : "an mbarrier wait";
+    const char *where = w.at_block   ? "__syncthreads"
+                        : w.at_warp  ? "a warp operation (__shfl*_sync, __syncwarp, __ballot_sync)"
+                        : w.at_mbar  ? "an mbarrier wait"
+                                     : "barrier.cluster.wait";
     int len = snprintf(w.result->message, sizeof w.result->message,
                        "%s: deadlock at %s in block (%u,%u,%u): ", w.launch->kernel, where,
                        w.block_idx.x, w.block_idx.y, w.block_idx.z);
     if (len < 0 || (size_t)len >= sizeof w.result->message) return;
     char *out = w.result->message + len;
     size_t room = sizeof w.result->message - len;
-    if ((w.at_block != 0) + (w.at_warp != 0) + (w.at_mbar != 0) > 1)
-        len = snprintf(out, room, "%u threads wait at __syncthreads, %u at a warp operation, %u on an mbarrier, %u exited",
-                       w.at_block, w.at_warp, w.at_mbar, w.exited);
+    if ((w.at_block != 0) + (w.at_warp != 0) + (w.at_mbar != 0) + (w.at_cluster != 0) > 1)
+        len = snprintf(out, room,
+                       "%u threads wait at __syncthreads, %u at a warp operation, %u on an mbarrier, %u at "
+                       "barrier.cluster.wait, %u exited",
+                       w.at_block, w.at_warp, w.at_mbar, w.at_cluster, w.exited);
     else {
-        unsigned waiting = w.at_block + w.at_warp + w.at_mbar;
+        unsigned waiting = w.at_block + w.at_warp + w.at_mbar + w.at_cluster;
         len = snprintf(out, room, "%u %s, %u exited", waiting, waiting == 1 ? "thread waits" : "threads wait", w.exited);
     }
     if (w.at_mbar && len > 0 && (size_t)len < room) hopper_describe(w, out + len, room - len);
 }
 
-// Runs every fiber of the block to completion. Returns false on a deadlock.
-inline bool schedule(Worker &w) {
+// A cluster's deadlock: the first block still running, then where the others are.
+inline void describe_deadlock(Cluster &c) {
+    unsigned stuck = 0;
+    while (stuck + 1 < c.size && c.cta[stuck]->exited == c.cta[stuck]->n) stuck++;
+    Worker &w = *c.cta[stuck];
+    tl_worker = &w;
+    describe_deadlock(w);
+    for (unsigned r = 0; r < c.size; ++r) {
+        if (r == stuck) continue;
+        const Worker &o = *c.cta[r];
+        size_t len = strlen(w.result->message);
+        if (len + 1 >= sizeof w.result->message) return;
+        snprintf(w.result->message + len, sizeof w.result->message - len,
+                 "; block (%u,%u,%u) of its cluster: %u of %u threads exited, %u at __syncthreads, %u on an mbarrier, "
+                 "%u at barrier.cluster.wait",
+                 o.block_idx.x, o.block_idx.y, o.block_idx.z, o.exited, o.n, o.at_block, o.at_mbar, o.at_cluster);
+    }
+}
+
+// A block's __syncthreads() completes when all its threads wait there: they run again.
+inline bool release_block_barrier(Worker &w) {
+    if (w.at_block != w.n) return false;
+    w.at_block = 0;
+    w.race_epoch++;
+    int done = w.fibers[0].bar_parity;
+    w.bar_count[done ^ 1] = 0;  // the next barrier's accumulator starts empty
     for (unsigned k = 0; k < w.n; ++k) push_ready(w, w.order[k]);
+    return true;
+}
+
+// Runs every fiber of the cluster's blocks to completion: each block's runnable fibers in
+// turn, block `first` first, until none can run; then a block whose threads all wait at
+// __syncthreads goes on, or TMA copies in flight land. With `run_ahead` a block also passes
+// its own __syncthreads before the next block runs, so that it gets ahead of its partners
+// (what it does to them before they are ready shows). Returns false on a deadlock.
+inline bool schedule(Cluster &c, unsigned first, bool run_ahead) {
+    for (unsigned r = 0; r < c.size; ++r)
+        for (unsigned k = 0; k < c.cta[r]->n; ++k) push_ready(*c.cta[r], c.cta[r]->order[k]);
     for (;;) {
-        while (w.head != w.tail) {
-            unsigned i = w.queue[w.head++ % kMaxThreads];
-            tl_fiber = &w.fibers[i];
-            sim_ctx_switch(&w.sched_sp, w.fibers[i].sp);
-            hopper_switched(w);
+        bool ran = false;
+        for (unsigned j = 0; j < c.size; ++j) {
+            Worker &w = *c.cta[(first + j) % c.size];
+            tl_worker = &w;
+            do {
+                while (w.head != w.tail) {
+                    unsigned i = w.queue[w.head++ % kMaxThreads];
+                    tl_fiber = &w.fibers[i];
+                    sim_ctx_switch(&w.sched_sp, w.fibers[i].sp);
+                    hopper_switched(w);
+                    ran = true;
+                }
+                tl_fiber = nullptr;
+            } while (run_ahead && release_block_barrier(w));
         }
-        tl_fiber = nullptr;
-        if (w.exited == w.n) return true;
-        if (w.at_block == w.n) {
-            w.at_block = 0;
-            w.race_epoch++;
-            int done = w.fibers[0].bar_parity;
-            w.bar_count[done ^ 1] = 0;  // the next barrier's accumulator starts empty
-            for (unsigned k = 0; k < w.n; ++k) push_ready(w, w.order[k]);
-            continue;
+        if (ran) continue;  // a block may have woken another's threads
+        bool finished = true, released = false;
+        for (unsigned r = 0; r < c.size; ++r) {
+            finished &= c.cta[r]->exited == c.cta[r]->n;
+            released |= release_block_barrier(*c.cta[r]);
         }
-        if (hopper_progress(w)) continue;
-        describe_deadlock(w);
+        if (finished) return true;
+        if (released) continue;
+        bool landed = false;
+        for (unsigned r = 0; r < c.size; ++r) {
+            tl_worker = c.cta[r];
+            landed |= hopper_progress(*c.cta[r]);
+        }
+        if (landed) continue;
+        describe_deadlock(c);
         return false;
     }
 }
@@ -830,7 +1021,7 @@ struct PoolReaper {
             pool_head() = w->next_free;
             munmap(w->stacks, (size_t)kMaxThreads * (kStackBytes + kGuardBytes));
             munmap(w->async_copies, kAsyncSpan);
-            free(w->dyn_smem);
+            free(w->dyn_alloc);
             free(w->race);
             free(w->memo);
             hopper_free(*w);
@@ -866,21 +1057,21 @@ inline void trim_pool() {
 
 inline bool ensure_dyn_smem(Worker &w, size_t bytes) {
     if (bytes <= w.dyn_cap) return true;
-    free(w.dyn_smem);
-    w.dyn_smem = (char *)aligned_alloc(256, (bytes + 255) & ~(size_t)255);
-    w.dyn_cap = w.dyn_smem ? bytes : 0;
-    return w.dyn_smem != nullptr;
+    free(w.dyn_alloc);
+    w.dyn_alloc = (char *)aligned_alloc(256, (bytes + 255) & ~(size_t)255);
+    w.dyn_cap = w.dyn_alloc ? bytes : 0;
+    return w.dyn_alloc != nullptr;
 }
 
-inline int run_block(Worker &w, const SimLaunch *l, uint64_t block, uint64_t seed, SimResult *res) {
+// Sets up block `b` (x fastest) of the launch on worker `w`, its fibers ready to start.
+inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, SimResult *res) {
     w.launch = l;
     w.result = res;
     w.block_dim = dim3(l->block[0], l->block[1], l->block[2]);
     w.grid_dim = dim3(l->grid[0], l->grid[1], l->grid[2]);
-    w.block_idx = uint3{(unsigned)(block % l->grid[0]), (unsigned)(block / l->grid[0] % l->grid[1]),
-                        (unsigned)(block / l->grid[0] / l->grid[1])};
+    w.block_idx = b;
     w.n = l->block[0] * l->block[1] * l->block[2];
-    w.head = w.tail = w.at_block = w.at_warp = w.exited = w.at_mbar = 0;
+    w.head = w.tail = w.at_block = w.at_warp = w.exited = w.at_mbar = w.at_cluster = 0;
     w.bar_count[0] = w.bar_count[1] = 0;
     guard_stacks(w, w.n);
     for (unsigned i = 0; i < w.n; ++i) {
@@ -890,6 +1081,7 @@ inline int run_block(Worker &w, const SimLaunch *l, uint64_t block, uint64_t see
         f.warp = i / 32;
         f.parity = f.bar_parity = 0;
         f.memo_seq = 0;
+        f.cluster_arrived = false;
         // Copies a thread of the previous block left pending are dropped, never completed.
         f.async = w.async_copies + (size_t)i * kMaxAsyncCopies;
         f.async_pending = f.async_groups = 0;
@@ -901,12 +1093,10 @@ inline int run_block(Worker &w, const SimLaunch *l, uint64_t block, uint64_t see
         w.warps[k].arrived = 0;
     }
     make_order(w, seed);
-    poison_shared(w, l->traffic);
 #ifdef SIM_INSTRUMENTED
     race_block_start(w);
 #endif
     hopper_block_start(w, seed);
-    return schedule(w) ? SIM_OK : SIM_ERROR;
 }
 
 }  // namespace sim
@@ -916,8 +1106,9 @@ inline int run_block(Worker &w, const SimLaunch *l, uint64_t block, uint64_t see
 // After a launch: the idle workers' guard pages and touched stack pages given back.
 SIM_EXPORT void sim_trim(void) { sim::trim_pool(); }
 
-// Runs block `block` (linear, x fastest) of a launch on the calling OS thread.
-SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t block, uint64_t seed, SimResult *res) {
+// Runs unit `unit` of a launch on the calling OS thread: the cluster of that number (linear,
+// x fastest, over the grid of clusters), or without __cluster_dims__ the block of that number.
+SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t unit, uint64_t seed, SimResult *res) {
     using namespace sim;
     memset(res, 0, sizeof *res);
     unsigned n = l->block[0] * l->block[1] * l->block[2];
@@ -926,31 +1117,59 @@ SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t block, uint64_t seed, 
                  l->kernel, n, kMaxThreads);
         return res->code = SIM_ERROR;
     }
-    Worker *w = acquire_worker();
-    if (!w || !ensure_dyn_smem(*w, l->dynamic_smem)) {
-        if (w) release_worker(w);
-        snprintf(res->message, sizeof res->message, "%s: out of memory for fiber stacks", l->kernel);
+    const unsigned *cd = l->cluster;
+    const unsigned size = cd[0] * cd[1] * cd[2];
+    if (size == 0 || size > kMaxCluster || l->grid[0] % cd[0] || l->grid[1] % cd[1] || l->grid[2] % cd[2]) {
+        snprintf(res->message, sizeof res->message,
+                 "%s: cluster dims (%u,%u,%u) for grid (%u,%u,%u): at most %u blocks, dividing the grid", l->kernel,
+                 cd[0], cd[1], cd[2], l->grid[0], l->grid[1], l->grid[2], kMaxCluster);
         return res->code = SIM_ERROR;
     }
-    tl_worker = w;
-    w->result = res;
+    Cluster c;
+    c.size = size;
+    c.phase = 0;
+    const size_t stride = ((size_t)l->dynamic_smem + 1023) & ~(size_t)1023;
+    for (unsigned r = 0; r < size; ++r) {
+        c.cta[r] = acquire_worker();
+        if (!c.cta[r] || (r == 0 && !ensure_dyn_smem(*c.cta[0], stride * (size - 1) + l->dynamic_smem))) {
+            for (unsigned k = 0; k <= r; ++k)
+                if (c.cta[k]) release_worker(c.cta[k]);
+            snprintf(res->message, sizeof res->message, "%s: out of memory for fiber stacks", l->kernel);
+            return res->code = SIM_ERROR;
+        }
+        c.cta[r]->cluster = &c;
+        c.cta[r]->rank = r;
+        c.cta[r]->launch = l;
+        c.cta[r]->result = res;
+        c.cta[r]->dyn_smem = c.cta[0]->dyn_alloc ? c.cta[0]->dyn_alloc + r * stride : nullptr;
+    }
+    tl_worker = c.cta[0];
     // A fault in the kernel (caught by the host's SIGSEGV handler) comes back here with 1,
     // a misuse the emulation detected (sim::fail, the message already written) with 2.
-    if (int why = sigsetjmp(w->jmp, 1)) {
+    if (int why = sigsetjmp(c.jmp, 1)) {
 #ifdef SIM_INSTRUMENTED
         sim_traffic_flush();  // forgets the launch, which ends here
 #endif
         tl_fiber = nullptr;
         tl_worker = nullptr;
-        release_worker(w);
+        for (unsigned r = 0; r < c.size; ++r) release_worker(c.cta[r]);
         return res->code = why == 2 ? SIM_ERROR : SIM_FAULT;
     }
-    int code = run_block(*w, l, block, seed, res);
+    poison_shared(c, stride, l->traffic);
+    const unsigned gcx = l->grid[0] / cd[0], gcy = l->grid[1] / cd[1];
+    const unsigned ux = (unsigned)(unit % gcx), uy = (unsigned)(unit / gcx % gcy), uz = (unsigned)(unit / gcx / gcy);
+    for (unsigned r = 0; r < size; ++r) {
+        uint3 b{ux * cd[0] + r % cd[0], uy * cd[1] + r / cd[0] % cd[1], uz * cd[2] + r / cd[0] / cd[1]};
+        tl_worker = c.cta[r];
+        start_block(*c.cta[r], l, b, r == 0 ? seed : mix(seed + r), res);
+    }
+    const uint64_t pick = mix(seed ^ 0xC1);
+    int code = schedule(c, (unsigned)(pick % size), size > 1 && (pick >> 32) % 2) ? SIM_OK : SIM_ERROR;
 #ifdef SIM_INSTRUMENTED
     sim_traffic_flush();
 #endif
     tl_worker = nullptr;
-    release_worker(w);
+    for (unsigned r = 0; r < c.size; ++r) release_worker(c.cta[r]);
     return res->code = code;
 }
 
@@ -973,5 +1192,5 @@ SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write) {
         r->thread[1] = f->tid.y;
         r->thread[2] = f->tid.z;
     }
-    siglongjmp(w->jmp, 1);
+    siglongjmp(w->cluster->jmp, 1);
 }

@@ -246,8 +246,22 @@ fn skip_parens(b: &[u8], i: usize) -> usize {
     b.len()
 }
 
+/// An `extern "C" __global__ void NAME(...)` entry of a source.
+#[derive(Debug, PartialEq, Eq)]
+pub struct EntryDecl {
+    pub name: String,
+    /// The text between the parentheses of its `__cluster_dims__(...)`, if it has one (the
+    /// compiler evaluates it: it may name macros).
+    pub cluster_dims: Option<String>,
+}
+
 /// Names of the `extern "C" __global__ void NAME(...)` entries of a comment-free source.
 pub fn entries(code: &str) -> Vec<String> {
+    entry_decls(code).into_iter().map(|e| e.name).collect()
+}
+
+/// The `extern "C" __global__ void NAME(...)` entries of a comment-free source.
+pub fn entry_decls(code: &str) -> Vec<EntryDecl> {
     let b = code.as_bytes();
     let mut out = Vec::new();
     for at in find_word(code, "__global__") {
@@ -255,13 +269,22 @@ pub fn entries(code: &str) -> Vec<String> {
         if !before.ends_with("extern \"C\"") {
             continue;
         }
-        // `__launch_bounds__(...)` may come before or after `void`.
+        // `__launch_bounds__(...)` and `__cluster_dims__(...)` may come before or after `void`.
         let mut i = skip_ws(b, at + "__global__".len());
         let mut seen_void = false;
+        let mut cluster_dims = None;
         loop {
             let (end, word) = ident_at(b, i);
             match word {
                 b"__launch_bounds__" => i = skip_ws(b, skip_parens(b, skip_ws(b, end))),
+                b"__cluster_dims__" => {
+                    let open = skip_ws(b, end);
+                    let close = skip_parens(b, open);
+                    cluster_dims = code
+                        .get(open + 1..close.saturating_sub(1))
+                        .map(str::to_string);
+                    i = skip_ws(b, close);
+                }
                 b"void" => {
                     seen_void = true;
                     i = skip_ws(b, end);
@@ -274,7 +297,10 @@ pub fn entries(code: &str) -> Vec<String> {
         }
         let (end, name) = ident_at(b, i);
         if !name.is_empty() && b.get(skip_ws(b, end)) == Some(&b'(') {
-            out.push(String::from_utf8_lossy(name).into_owned());
+            out.push(EntryDecl {
+                name: String::from_utf8_lossy(name).into_owned(),
+                cluster_dims,
+            });
         }
     }
     out
@@ -367,10 +393,18 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// Whether a comment-free source declares a `__shared__` variable other than `extern` ones.
+fn has_static_shared(code: &str) -> bool {
+    find_word(code, "__shared__")
+        .into_iter()
+        .any(|at| !code[..at].trim_end().ends_with("extern"))
+}
+
 /// The translation unit compiled for `src`, and its entries.
 pub fn translation_unit(src: &CudaSource) -> Result<(String, Vec<String>), DeviceError> {
     let code = strip_comments(&src.code);
-    let names = entries(&code);
+    let decls = entry_decls(&code);
+    let names: Vec<String> = decls.iter().map(|d| d.name.clone()).collect();
     if names.is_empty() {
         return Err(DeviceError::Sim(format!(
             "{}: no `extern \"C\" __global__ void name(...)` kernel found",
@@ -382,8 +416,23 @@ pub fn translation_unit(src: &CudaSource) -> Result<(String, Vec<String>), Devic
         Ok(None) => (code, false),
         Err(r) => return Err(Unsupported(format!("not simulated: {r}")).into()),
     };
+    if decls.iter().any(|d| d.cluster_dims.is_some()) && has_static_shared(&code) {
+        return Err(Unsupported(format!(
+            "not simulated: {} declares static __shared__ variables beside a kernel with \
+             __cluster_dims__; the simulator keeps one copy of them for all the blocks of a \
+             cluster (use extern __shared__ memory)",
+            src.file
+        ))
+        .into());
+    }
     let body = rewrite_extern_shared(&code, &src.file).map_err(DeviceError::Sim)?;
-    let table: Vec<String> = names.iter().map(|n| format!("SIM_KERNEL({n}),")).collect();
+    let table: Vec<String> = decls
+        .iter()
+        .map(|d| match &d.cluster_dims {
+            Some(dims) => format!("SIM_KERNEL_CLUSTER({}, {dims}),", d.name),
+            None => format!("SIM_KERNEL({}),", d.name),
+        })
+        .collect();
     let tu = format!(
         "#include \"cuda_runtime.h\"\n{asm}#line 1 \"{file}\"\n{body}\n\
          SIM_EXPORT const SimKernel sim_kernels[] = {{{table} {{nullptr, nullptr, nullptr}}}};\n",
@@ -537,6 +586,8 @@ pub struct Entry {
     pub thunk: Thunk,
     /// One code per parameter: `p` pointer, `i` 32-bit integer, `f` float, `?` other.
     pub params: String,
+    /// Its `__cluster_dims__`: the blocks that run together as one unit (`[1, 1, 1]`: alone).
+    pub cluster: [u32; 3],
 }
 
 /// A loaded kernel module.
@@ -581,7 +632,15 @@ impl Module {
                 let name = CStr::from_ptr((*k).name).to_string_lossy().into_owned();
                 let params = CStr::from_ptr((*k).params).to_string_lossy().into_owned();
                 if let Some(thunk) = (*k).thunk {
-                    entries.insert(name, Entry { thunk, params });
+                    let cluster = (*k).cluster;
+                    entries.insert(
+                        name,
+                        Entry {
+                            thunk,
+                            params,
+                            cluster,
+                        },
+                    );
                 }
                 k = k.add(1);
             }
@@ -607,6 +666,28 @@ mod tests {
              __global__ void not_c(int) {}\nextern \"C\" __global__ void k2 (float *p) { asm volatile(\"\"); }",
         );
         assert_eq!(entries(&code), vec!["k1", "k2"]);
+    }
+
+    #[test]
+    fn reads_cluster_dims_before_or_after_void() {
+        let code = "extern \"C\" __global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(384, 1)\n\
+                    a(int x) {}\nextern \"C\" __global__ __cluster_dims__(CLUSTER) void b() {}\n\
+                    extern \"C\" __global__ void c() {}";
+        let decls = entry_decls(code);
+        let dims: Vec<_> = decls
+            .iter()
+            .map(|d| (d.name.as_str(), d.cluster_dims.as_deref()))
+            .collect();
+        assert_eq!(
+            dims,
+            [("a", Some("2, 1, 1")), ("b", Some("CLUSTER")), ("c", None)]
+        );
+        assert!(has_static_shared(
+            "__global__ void k() { __shared__ float t[4]; }"
+        ));
+        assert!(!has_static_shared(
+            "void k() { extern __shared__ float t[]; }"
+        ));
     }
 
     #[test]

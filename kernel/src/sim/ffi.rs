@@ -9,6 +9,8 @@ pub struct SimLaunch {
     pub args: *mut *mut c_void,
     pub grid: [u32; 3],
     pub block: [u32; 3],
+    /// The kernel's `__cluster_dims__`, `[1, 1, 1]` without.
+    pub cluster: [u32; 3],
     pub dynamic_smem: u32,
     pub kernel: *const c_char,
     /// Where a module built to count traffic counts it; null otherwise.
@@ -104,6 +106,7 @@ pub struct SimKernel {
     pub name: *const c_char,
     pub thunk: Option<Thunk>,
     pub params: *const c_char,
+    pub cluster: [u32; 3],
 }
 
 pub type Thunk = unsafe extern "C" fn(args: *mut *mut c_void);

@@ -243,6 +243,26 @@ fn shown_name(l: &Launch) -> &str {
         .map_or(&l.entry, |(_, entry)| entry)
 }
 
+/// A cluster is at most 8 blocks (CUDA's portable limit) and its dims divide the grid's.
+fn check_cluster(l: &Launch, cluster: [u32; 3]) -> Result<(), DeviceError> {
+    let size: u32 = cluster.iter().product();
+    let divides = l
+        .grid
+        .iter()
+        .zip(cluster)
+        .all(|(&g, c)| c > 0 && g % c == 0);
+    if (1..=8).contains(&size) && divides {
+        return Ok(());
+    }
+    Err(DeviceError::Sim(format!(
+        "{}: grid {:?} with __cluster_dims__{:?}: a cluster holds 1 to 8 blocks and its dims \
+         must divide the grid's",
+        shown_name(l),
+        l.grid,
+        cluster
+    )))
+}
+
 /// Which blocks of a `grid` run when at most `n` may: every corner of the grid (the tails of
 /// each dimension meet there), then blocks drawn from `seed` until there are `n`, ascending.
 fn sample_blocks(grid: [u32; 3], n: usize, seed: u64) -> Vec<u64> {
@@ -273,6 +293,8 @@ fn sample_blocks(grid: [u32; 3], n: usize, seed: u64) -> Vec<u64> {
 struct Resolved {
     module: Arc<Module>,
     thunk: Thunk,
+    /// The kernel's `__cluster_dims__`: the blocks that run together as one unit.
+    cluster: [u32; 3],
     launch: Launch,
     /// The launch's index in the plan's steps.
     step: usize,
@@ -440,6 +462,7 @@ impl<'a> SimRun<'a> {
                 ))
             })?;
             check_args(l, &entry.params)?;
+            check_cluster(l, entry.cluster)?;
             for a in &l.args {
                 let at = match *a {
                     Arg::Ptr(b) => b.at(0),
@@ -473,6 +496,7 @@ impl<'a> SimRun<'a> {
             }
             launches.push(Resolved {
                 thunk: entry.thunk,
+                cluster: entry.cluster,
                 module: module.clone(),
                 launch: l.clone(),
                 step: si,
@@ -670,6 +694,7 @@ impl<'a> SimRun<'a> {
             args: argv.as_mut_ptr(),
             grid: l.grid,
             block: l.block,
+            cluster: r.cluster,
             dynamic_smem: l.dynamic_smem,
             kernel: name.as_ptr(),
             traffic: traffic.map_or(std::ptr::null_mut(), |t| t as *mut SimTraffic),
@@ -681,12 +706,21 @@ impl<'a> SimRun<'a> {
                 l.entry
             )));
         }
+        // What runs on one OS thread at a time: a cluster of blocks (a block without
+        // __cluster_dims__), numbered over the grid of clusters.
+        let per_unit: u32 = r.cluster.iter().product();
+        let units_grid = [0, 1, 2].map(|d| l.grid[d] / r.cluster[d]);
+        let units = blocks / per_unit as usize;
         let mut order: Vec<u64> = match self.dev.sample {
             // The same blocks on every pass: the seed depends on the launch, not on the run.
-            Some(n) => sample_blocks(l.grid, n, mix(self.dev.seed ^ blocks as u64)),
-            None => (0..blocks as u64).collect(),
+            Some(n) => sample_blocks(
+                units_grid,
+                n.div_ceil(per_unit as usize),
+                mix(self.dev.seed ^ blocks as u64),
+            ),
+            None => (0..units as u64).collect(),
         };
-        let ran = order.len() as u64;
+        let ran = order.len() as u64 * u64::from(per_unit);
         let mut s = seed;
         for i in (1..order.len()).rev() {
             s = mix(s);
@@ -714,11 +748,11 @@ impl<'a> SimRun<'a> {
                     let launch = shared.get();
                     while !stop.load(Ordering::Relaxed) {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&block) = order.get(i) else { break };
+                        let Some(&unit) = order.get(i) else { break };
                         let mut res = SimResult::default();
                         // SAFETY: `launch` points to live arguments and buffers for the whole
                         // scope; the module was built from our headers.
-                        let rc = unsafe { run_block(launch, block, mix(seed ^ block), &mut res) };
+                        let rc = unsafe { run_block(launch, unit, mix(seed ^ unit), &mut res) };
                         if rc != SIM_OK {
                             stop.store(true, Ordering::Relaxed);
                             lock(failure).get_or_insert(res);

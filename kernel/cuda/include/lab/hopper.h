@@ -5,7 +5,10 @@
 //              mbar_complete_tx, mbar_arrive, mbar_wait, mbar_try_wait, mbar_test_wait (phase
 //              parity), fence_barrier_init
 //   TMA        tma_load_2d (cp.async.bulk.tensor.2d, completes on an mbarrier's tx count),
+//              tma_load_2d_multicast (the same box into every block of a cluster mask),
 //              fence_proxy_async
+//   clusters   cluster_ctarank, cluster_sync (barrier.cluster), cluster_map (mapa),
+//              mbar_arrive_cluster (an arrival on another block's mbarrier)
 //   wgmma      wgmma_fence, wgmma_commit, wgmma_wait<N>, smem_desc / smem_desc_128b (the
 //              64-bit shared-memory matrix descriptor), wgmma_m64n128k16_bf16 and
 //              wgmma_m64n256k16_bf16 (A and B from shared memory)
@@ -210,6 +213,77 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map,
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
         " [%0], [%1, {%3, %4}], [%2];" ::"r"(smem(dst)), "l"(map), "r"(smem(bar)),
         "r"(inner), "r"(outer) : "memory");
+#endif
+}
+
+// The multicast form: the box lands at `dst`'s offset in the shared memory of every block of
+// the cluster whose rank is a bit of `mask`, and counts its bytes on the mbarrier at `bar`'s
+// offset in each of those blocks. One global read feeds them all.
+__device__ __forceinline__ void tma_load_2d_multicast(void *dst, const CUtensorMap *map,
+                                                      unsigned long long *bar, int inner, int outer,
+                                                      unsigned short mask) {
+#ifdef KERNEL_LAB_SIM
+    sim::tma_load_2d(dst, map, bar, inner, outer, true, mask);
+#else
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+        ".multicast::cluster [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(smem(dst)), "l"(map),
+        "r"(smem(bar)), "r"(inner), "r"(outer), "h"(mask) : "memory");
+#endif
+}
+
+// ---- Thread block clusters: the blocks of a kernel declared `__cluster_dims__(x, y, z)` run
+// at the same time on SMs of one GPC, and each may signal the others' mbarriers and receive
+// the TMA's multicasts. (The simulator runs a cluster's blocks as one unit, interleaved.)
+
+// This block's rank in its cluster (%cluster_ctarank).
+__device__ __forceinline__ unsigned cluster_ctarank() {
+#ifdef KERNEL_LAB_SIM
+    return sim::worker().rank;
+#else
+    unsigned r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+    return r;
+#endif
+}
+
+// Every thread of every block of the cluster arrives, then waits for all the others
+// (barrier.cluster.arrive.release + wait.acquire; a thread that has exited counts as arrived).
+// Needed before another block may use this block's mbarriers (after their init), and before a
+// block exits while another may still signal it or multicast into it.
+__device__ __forceinline__ void cluster_sync() {
+#ifdef KERNEL_LAB_SIM
+    sim::cluster_arrive();
+    sim::cluster_wait();
+#else
+    asm volatile("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;" ::: "memory");
+#endif
+}
+
+// The generic address of what `p` (this block's shared memory) is in block `rank`'s shared
+// memory (mapa): loads and stores through it reach that block's memory.
+template <class T> __device__ __forceinline__ T *cluster_map(T *p, unsigned rank) {
+#ifdef KERNEL_LAB_SIM
+    return static_cast<T *>(sim::cluster_map(p, rank, "mapa"));
+#else
+    T *out;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(out) : "l"(p), "r"(rank));
+    return out;
+#endif
+}
+
+// One arrival on the mbarrier at `bar`'s offset in block `rank` of the cluster (release at
+// cluster scope: what this thread read before, its wgmma reads included, is done).
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long *bar, unsigned rank) {
+#ifdef KERNEL_LAB_SIM
+    sim::mbar_arrive_cluster(bar, rank);
+#else
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "}\n" ::"r"(smem(bar)), "r"(rank) : "memory");
 #endif
 }
 
