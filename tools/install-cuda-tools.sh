@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the CUDA pieces the lab needs on a machine without a CUDA toolkit: NVRTC (to compile
 # kernels to CUBIN and read the ptxas report), the CUDA headers that WMMA and half kernels
-# include, and the disassemblers `nvdisasm` and `cuobjdump` (`harness inspect --sass` reads the
+# include, libcu++ (CCCL: `<cuda/pipeline>`, `<cuda/barrier>`, and `<nv/target>`, which
+# `<cooperative_groups.h>` includes), and the disassemblers `nvdisasm` and `cuobjdump` (`harness inspect --sass` reads the
 # SASS of a CUBIN with them). They come from NVIDIA's pinned PyPI wheels for CUDA 13.0, the
 # version the GPU machines run, into `.cuda-tools/` (git-ignored), where device discovery looks
 # for them. The disassemblers were first published as wheels for CUDA 13.2, so those two are
@@ -13,15 +14,15 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 dest=${1:-$root/.cuda-tools}
 stamp="$dest/.installed-13.0"
 wheels=(nvidia-cuda-nvrtc==13.0.88 nvidia-cuda-runtime==13.0.96 nvidia-cuda-crt==13.0.88
-  nvidia-cuda-nvdisasm==13.2.51 nvidia-cuda-cuobjdump==13.2.51)
+  nvidia-cuda-cccl==13.0.85 nvidia-cuda-nvdisasm==13.2.51 nvidia-cuda-cuobjdump==13.2.51)
 
 if [[ -f $stamp ]] && [[ $(cat "$stamp") == "${wheels[*]}" ]]; then
   echo "CUDA tools already in $dest"
   exit 0
 fi
 
-echo "Downloading NVIDIA's CUDA 13.0 NVRTC and headers, and nvdisasm/cuobjdump 13.2, from PyPI"
-echo "(5 wheels, about 93 MB, once; 120 MB unpacked) into $dest ..."
+echo "Downloading NVIDIA's CUDA 13.0 NVRTC, headers and libcu++, and nvdisasm/cuobjdump 13.2, from PyPI"
+echo "(6 wheels, about 96 MB, once; 140 MB unpacked) into $dest ..."
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 # --root-user-action: CI and containers run as root; the wheels go into a private folder, not
@@ -40,4 +41,4 @@ cp -r "$cu"/include/. "$dest/include/"
 cp "$cu"/bin/nvdisasm "$cu"/bin/cuobjdump "$dest/bin/"
 chmod +x "$dest"/bin/*
 echo "${wheels[*]}" > "$stamp"
-echo "CUDA tools (NVRTC 13.0, headers, nvdisasm, cuobjdump) installed in $dest ($(du -sh "$dest" | cut -f1))"
+echo "CUDA tools (NVRTC 13.0, headers, libcu++, nvdisasm, cuobjdump) installed in $dest ($(du -sh "$dest" | cut -f1))"

@@ -50,6 +50,7 @@ pub struct Calibration {
     pub fp32_gflops: f64,
     /// Tensor-core rates through cuBLAS (GPU only), GFLOP/s.
     pub tf32_gflops: Option<f64>,
+    /// FP16 and BF16 share it: the faster of the two cuBLAS measurements.
     pub fp16_gflops: Option<f64>,
     /// How each figure was measured, and how it compares with theory where that is known.
     pub notes: Vec<String>,
@@ -89,7 +90,7 @@ impl Calibration {
             s += &format!(", TF32 tensor {}", rate(t));
         }
         if let Some(h) = self.fp16_gflops {
-            s += &format!(", FP16 tensor {}", rate(h));
+            s += &format!(", FP16/BF16 tensor {}", rate(h));
         }
         s
     }

@@ -231,17 +231,27 @@ fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Precision) -> f6
     }
 }
 
-/// The speed of light of `k` at `shape` on an H100 SXM: from the hot loop of its SASS where it
-/// has CUDA source that compiles (see [`sol`]), else from two ceilings (the FLOP at the
-/// precision's dense peak, the compulsory bytes at DRAM bandwidth); then the Nsight Compute
-/// metric of each ceiling, and the measured time against the estimate where the run has a
-/// GPU row.
+/// The speed of light of `k` at `shape` on an H100 SXM (see [`model`]), then, where the run is
+/// a GPU run, the rung's measured time at every shape the run timed it against the estimate
+/// at that shape.
 fn speed_of_light(
     k: &dyn Kernel,
     shape: &Shape,
     plan: Option<&CudaPlan>,
     run: Option<&RunResults>,
 ) -> Vec<Block> {
+    let (mut out, t) = model(k, shape, plan);
+    if let Some(run) = run.filter(|r| r.device.kind == "cuda") {
+        out.extend(measured_against_estimated(k, shape, t, run));
+    }
+    out
+}
+
+/// The model's blocks for `k` at `shape` and its time in ms: from the hot loop of its SASS
+/// where it has CUDA source that compiles (see [`sol`]), else from two ceilings (the FLOP at
+/// the precision's dense peak, the compulsory bytes at DRAM bandwidth); then the Nsight
+/// Compute metric of each ceiling.
+fn model(k: &dyn Kernel, shape: &Shape, plan: Option<&CudaPlan>) -> (Vec<Block>, f64) {
     let i = k.info();
     let flops = shape.flops();
     let bytes = min_bytes(shape, plan, i.precision);
@@ -256,35 +266,86 @@ fn speed_of_light(
         Some(p) => loop_model(p, flops, bytes),
         None => Err("it has no CUDA source".to_string()),
     };
-    let t = match modelled {
-        Ok((blocks, t)) => {
-            out.extend(blocks);
-            t
-        }
-        Err(why) => {
-            let (blocks, t) = two_ceilings(i.precision, flops, bytes, &why);
-            out.extend(blocks);
-            t
-        }
-    };
-    let gpu_row = run.filter(|r| r.device.kind == "cuda").and_then(|r| {
-        r.workloads
-            .iter()
-            .flat_map(|w| &w.shapes)
-            .filter(|s| s.shape == *shape)
-            .flat_map(|s| &s.rows)
-            .find(|row| row.id == i.id.as_ref() && row.status == Status::Passed)
-            .and_then(|row| {
-                row.timing
-                    .as_ref()
-                    .map(|t| (r.device.name.clone(), t.median_ms))
-            })
-    });
-    if let Some((device, ms)) = gpu_row {
+    let (blocks, t) = modelled.unwrap_or_else(|why| two_ceilings(i.precision, flops, bytes, &why));
+    out.extend(blocks);
+    (out, t)
+}
+
+/// The rung's passed, timed rows of a GPU run, one line per shape: the time measured, the
+/// model's estimate at that shape (`t` at `shape`, computed again at the others) and the
+/// measured speed as a share of the estimate's.
+fn measured_against_estimated(
+    k: &dyn Kernel,
+    shape: &Shape,
+    t: f64,
+    run: &RunResults,
+) -> Vec<Block> {
+    let i = k.info();
+    let rows: Vec<Vec<String>> = run
+        .workloads
+        .iter()
+        .flat_map(|w| &w.shapes)
+        .filter_map(|s| {
+            let row = s
+                .rows
+                .iter()
+                .find(|row| row.id == i.id.as_ref() && row.status == Status::Passed)?;
+            let ms = row.timing.as_ref()?.median_ms;
+            let estimate = if s.shape == *shape {
+                t
+            } else {
+                model(k, &s.shape, plan_of(k, &s.shape).as_ref()).1
+            };
+            Some(vec![
+                s.shape.to_string(),
+                format!("{estimate:.4}"),
+                format!("{ms:.4}"),
+                format!("{:.0}%", estimate / ms * 100.0),
+            ])
+        })
+        .collect();
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let beaten = rows
+        .iter()
+        .any(|r| r[3].trim_end_matches('%').parse().unwrap_or(0.0) > 100.0);
+    let mut out = vec![
+        Block::Text(format!(
+            "Measured against estimated, on {} (the estimate is the H100 model above, computed \
+             at each shape the run timed):",
+            run.device.name
+        )),
+        Block::Table(
+            [
+                "shape",
+                "estimate ms",
+                "measured ms",
+                "measured speed, % of the estimate's",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        ),
+    ];
+    if beaten {
+        // The run's own bandwidth, where it calibrated, against the model's.
+        let dram = match &run.calibration {
+            Some(c) => format!(
+                "the run measured {:.2} TB/s of DRAM bandwidth, the model assumes the H100 \
+                 SXM's {:.2}",
+                c.bandwidth_gbs / 1e3,
+                sol::h100::DRAM_BYTES_PER_S / 1e12
+            ),
+            None => format!(
+                "the model assumes the H100 SXM's {:.2} TB/s of DRAM bandwidth",
+                sol::h100::DRAM_BYTES_PER_S / 1e12
+            ),
+        };
         out.push(Block::Text(format!(
-            "Measured against estimated: on {device} at this shape {ms:.4} ms, {:.0}% of the \
-             estimate's speed.",
-            t / ms * 100.0
+            "Over 100%: the run beat the estimate, because less moved than the model's binding \
+             ceiling counts (L1 hits and broadcasts, as the caveats above say), or because the \
+             GPU's ceilings are higher ({dram})."
         )));
     }
     out
