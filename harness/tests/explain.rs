@@ -271,7 +271,7 @@ fn every_gpu_row_is_measured_against_the_estimate_at_its_shape() {
         .unwrap();
     let measured = [40.0, 1e-4];
     gemm.shapes[0].shape = first_shape(kernel::Workload::Gemm);
-    let other = gemm.shapes[1].shape.clone();
+    let other = gemm.shapes[1].shape;
     assert_ne!(other, gemm.shapes[0].shape);
     for (s, ms) in gemm.shapes.iter_mut().zip(measured) {
         let row = s.rows.iter_mut().find(|r| r.id == "gemm-tiled").unwrap();
