@@ -221,6 +221,59 @@ fn a_launch_leaving_outputs_unwritten_names_the_first_unwritten_element() {
 }
 
 #[test]
+fn a_cluster_kernel_runs_with_its_cluster_dims_through_the_simulators_wrapper() {
+    // Each block computes its partner's elements of C and writes them into the partner's
+    // shared memory: right only if the two blocks run as one cluster.
+    let dir = scratch_dir("cluster");
+    let code = "#include <cooperative_groups.h>\n\
+        namespace cg = cooperative_groups;\n\
+        __global__ void __cluster_dims__(2, 1, 1) swapped(const float *A, const float *B, float *C,\n\
+        \x20                                                int M, int N, int K) {\n\
+        \x20 extern __shared__ float mine[];\n\
+        \x20 cg::cluster_group cluster = cg::this_cluster();\n\
+        \x20 const int i = (blockIdx.x ^ 1) * blockDim.x + threadIdx.x;\n\
+        \x20 float acc = 0.0f;\n\
+        \x20 if (i < M * N)\n\
+        \x20   for (int k = 0; k < K; ++k) acc += A[i / N * K + k] * B[k * N + i % N];\n\
+        \x20 cluster.sync();\n\
+        \x20 cluster.map_shared_rank(mine, cluster.block_rank() ^ 1)[threadIdx.x] = acc;\n\
+        \x20 cluster.sync();\n\
+        \x20 const int j = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20 if (j < M * N) C[j] = mine[threadIdx.x];\n\
+        }\n";
+    let users = [user_file(
+        &dir,
+        "cluster.cu",
+        code,
+        "swapped,block=64,grid=tile:64,smem=256",
+    )];
+    // 16 x 16 = 256 outputs: 4 blocks, 2 clusters.
+    let results = sim_rows(&users, &[Shape::gemm(16, 16, 8)]);
+    let row = &results.workloads[0].shapes[0].rows[0];
+    assert_eq!(row.status, Status::Passed, "{row:?}");
+
+    // Static __shared__ memory would be one copy for both blocks: refused, not run wrong.
+    let code = code.replace(
+        "extern __shared__ float mine[];",
+        "__shared__ float mine[64];",
+    );
+    let users = [user_file(
+        &dir,
+        "cluster_static.cu",
+        &code,
+        "swapped,block=64,grid=tile:64",
+    )];
+    let results = sim_rows(&users, &[Shape::gemm(16, 16, 8)]);
+    let row = &results.workloads[0].shapes[0].rows[0];
+    assert_eq!(row.status, Status::Unsupported, "{row:?}");
+    let why = row.reason.as_deref().unwrap_or_default();
+    assert!(
+        why.contains("cluster_static.cu declares static __shared__ variables beside a kernel with __cluster_dims__"),
+        "{why}"
+    );
+}
+
+#[test]
 fn inline_ptx_the_simulator_does_not_emulate_is_named_with_its_file_and_line() {
     let dir = scratch_dir("ptx");
     let code = "__global__ void named_barrier(const float *A, const float *B, float *C,\n\

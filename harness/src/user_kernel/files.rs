@@ -137,6 +137,17 @@ impl Reader {
                 self.sim_refusal.get_or_insert(refusal.to_string());
             }
         }
+        // The wrapper carries a kernel's __cluster_dims__, so its blocks run as one cluster,
+        // which would share one copy of the file's static __shared__ variables.
+        if stripped.contains("__cluster_dims__")
+            && kernel::sim::compile::has_static_shared(&stripped)
+        {
+            self.sim_refusal.get_or_insert(format!(
+                "not simulated: {display} declares static __shared__ variables beside a kernel \
+                 with __cluster_dims__; the simulator keeps one copy of them for all the blocks \
+                 of a cluster (use extern __shared__ memory)"
+            ));
+        }
         let line = format!("#line 1 {}\n", quoted(&display));
         self.copies[slot].text = if sim == nvrtc {
             format!("{line}{nvrtc}\n")

@@ -237,6 +237,7 @@ impl UserKernel {
         let code = source::UnitParts {
             main: &files.main,
             entry: &spec.entry,
+            cluster_dims: decl.cluster_dims.as_deref(),
             list: &list,
             sig,
             buffers: &buffers,
@@ -429,6 +430,7 @@ impl UserKernel {
         self.source.code = source::UnitParts {
             main: &self.files.main,
             entry: &self.spec.entry,
+            cluster_dims: self.decl.cluster_dims.as_deref(),
             list: &self.list,
             sig: self.signature,
             buffers: &self.buffers,

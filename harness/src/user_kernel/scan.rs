@@ -18,6 +18,9 @@ pub struct KernelDecl {
     pub file: String,
     /// 1-based line of its name.
     pub line: usize,
+    /// The text between the parentheses of its `__cluster_dims__(...)`, if it has one: the
+    /// simulator's wrapper must declare it too, since the blocks of a cluster run together.
+    pub cluster_dims: Option<String>,
 }
 
 impl KernelDecl {
@@ -221,9 +224,23 @@ fn declaration(
             params: collapse(&text[open..close]),
             file: file.to_string(),
             line: text[..name_start].matches('\n').count() + 1,
+            cluster_dims: cluster_dims(&text[start..name_start]),
         };
         return Some((decl, close));
     }
+}
+
+/// The arguments of a `__cluster_dims__(...)` among a kernel's declaration words (before or
+/// after `__global__`), whitespace collapsed.
+fn cluster_dims(head: &str) -> Option<String> {
+    let at = head.find("__cluster_dims__")?;
+    let rest = &head[at + "__cluster_dims__".len()..];
+    let open = rest.find('(')?;
+    if !rest[..open].trim().is_empty() {
+        return None;
+    }
+    let close = matching(rest.as_bytes(), open, (b'(', b')'));
+    rest.get(open + 1..close.checked_sub(1)?).map(collapse)
 }
 
 /// Which of `kernels` the entry `entry` (`name`, `ns::name`, `name<64,64>`) calls, or a
@@ -314,6 +331,16 @@ mod tests {
         assert_eq!(ks[0].line, 7);
         assert_eq!(ks[2].template, None);
         assert_eq!(ks[2].line, 11);
+    }
+
+    #[test]
+    fn reads_cluster_dims_before_or_after_global() {
+        let code = "__global__ void __cluster_dims__(2, 1,\n 1) a(float *x) {}\n\
+            __cluster_dims__(CX, 1, 1) __global__ void b(float *x) {}\n\
+            __global__ void __launch_bounds__(128) c(float *x) {}\n";
+        let ks = kernels(code, "f.cu");
+        let dims: Vec<Option<&str>> = ks.iter().map(|k| k.cluster_dims.as_deref()).collect();
+        assert_eq!(dims, vec![Some("2, 1, 1"), Some("CX, 1, 1"), None]);
     }
 
     #[test]

@@ -134,6 +134,9 @@ pub struct UnitParts<'a> {
     /// The prepared copy of the user's file, as `#include` names it.
     pub main: &'a str,
     pub entry: &'a str,
+    /// The entry's `__cluster_dims__` arguments: the wrapper, which is what the simulator
+    /// (and a converting launch) launches, declares the same clusters.
+    pub cluster_dims: Option<&'a str>,
     pub list: &'a ArgList,
     pub sig: &'a Signature,
     pub buffers: &'a Buffers,
@@ -162,11 +165,14 @@ impl UnitParts<'_> {
 
     /// `extern "C" __global__ void BOUNDS user_x(float * A, ...) {\n  entry(A, ...);\n}`.
     fn wrapper(&self, bounds: &str) -> String {
-        let bounds = if bounds.is_empty() {
+        let mut bounds = if bounds.is_empty() {
             String::new()
         } else {
             format!("{bounds} ")
         };
+        if let Some(dims) = self.cluster_dims {
+            bounds.push_str(&format!("__cluster_dims__({dims}) "));
+        }
         format!(
             "extern \"C\" __global__ void {bounds}{name}{params} {{\n  {entry}({args});\n}}\n",
             name = wrapper_name(self.entry),
@@ -405,6 +411,7 @@ mod tests {
         UnitParts {
             main: "kl_0_my.cu",
             entry: "sgemm<64,64,8>",
+            cluster_dims: None,
             list,
             sig,
             buffers,
@@ -447,6 +454,16 @@ mod tests {
         assert!(
             w.contains("__global__ void __launch_bounds__(256, 2) user_sgemm_64_64_8("),
             "{w}"
+        );
+        let clustered = UnitParts {
+            cluster_dims: Some("2, 1, 1"),
+            ..parts(&list, sig, &buffers)
+        };
+        assert!(
+            clustered
+                .direct()
+                .contains("__global__ void __cluster_dims__(2, 1, 1) user_sgemm_64_64_8("),
+            "the simulator's wrapper runs the kernel's clusters"
         );
         assert_eq!(wrapper_name("ns::k"), "user_ns_k");
     }

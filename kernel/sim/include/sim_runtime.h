@@ -313,8 +313,10 @@ inline bool warp_wait(unsigned mask, bool front = false) {
     unsigned expect = (mask & wp.present) | (1u << f.lane);
     wp.arrived |= 1u << f.lane;
     if ((wp.arrived & expect) == expect) {
-        unsigned others = wp.arrived & ~(1u << f.lane);
-        wp.arrived = 0;
+        // Only the lanes of this mask: lanes of another (a tile of the same warp) that wait
+        // for their own partners stay.
+        unsigned others = wp.arrived & expect & ~(1u << f.lane);
+        wp.arrived &= ~expect;
         wp.epoch++;
         for (unsigned l = 0; l < 32; ++l)
             if (others & (1u << l)) {
@@ -330,8 +332,19 @@ inline bool warp_wait(unsigned mask, bool front = false) {
     return false;
 }
 
+// The parity of the exchange buffers lane `l` of the calling thread's warp used for the warp
+// operation it waits in (or, for the calling lane, has just published to). Lanes of one
+// operation may have done different numbers of warp operations before it: tiles of a warp
+// whose code diverged.
+inline unsigned published_parity(Worker &w, unsigned l) {
+    return w.fibers[fiber().warp * 32 + l].parity ^ 1;
+}
+
 // Publishes `v` to the warp, waits for the lanes of `mask`, then reads lane `src`'s value
-// (or returns `v` itself when `src` is out of range, absent or outside the mask).
+// (or returns `v` itself when `src` is out of range, absent or outside the mask). The last
+// lane to arrive delivers every lane's value while the others still wait: read later, a
+// source's slot could already hold what it published for a next operation that the reader
+// takes no part in (a tile of 8 lanes going on while the tile of 16 that contains it waits).
 template <class T>
 inline T warp_exchange(unsigned mask, T v, int src) {
     static_assert(sizeof(T) <= 16, "warp shuffles move at most 16 bytes");
@@ -341,10 +354,20 @@ inline T warp_exchange(unsigned mask, T v, int src) {
     unsigned p = f.parity;
     f.parity ^= 1;
     memcpy(wp.slot[p][f.lane], &v, sizeof(T));
-    warp_wait(mask);
-    if (src < 0 || src >= 32 || !(wp.present & mask & (1u << src))) return v;
+    memcpy(wp.slot[p][f.lane] + 16, &src, sizeof src);
+    const unsigned lanes = (mask & wp.present) | (1u << f.lane);
+    if (warp_wait(mask)) {
+        for (unsigned l = 0; l < 32; ++l) {
+            if (!(lanes & (1u << l))) continue;
+            const unsigned q = published_parity(w, l);
+            int s;
+            memcpy(&s, wp.slot[q][l] + 16, sizeof s);
+            const bool valid = s >= 0 && s < 32 && (wp.present & mask & (1u << s));
+            memcpy(wp.result[q][l], valid ? wp.slot[published_parity(w, (unsigned)s)][s] : wp.slot[q][l], 16);
+        }
+    }
     T out;
-    memcpy(&out, wp.slot[p][src], sizeof(T));
+    memcpy(&out, wp.result[p][f.lane], sizeof(T));
     return out;
 }
 
@@ -355,10 +378,15 @@ inline unsigned ballot(unsigned mask, int pred) {
     unsigned p = f.parity;
     f.parity ^= 1;
     wp.slot[p][f.lane][0] = pred != 0;
-    warp_wait(mask);
-    unsigned bits = 0, lanes = mask & wp.present;
-    for (unsigned l = 0; l < 32; ++l)
-        if ((lanes & (1u << l)) && wp.slot[p][l][0]) bits |= 1u << l;
+    if (warp_wait(mask)) {  // delivered by the last lane, as in warp_exchange
+        unsigned bits = 0, lanes = mask & wp.present;
+        for (unsigned l = 0; l < 32; ++l)
+            if ((lanes & (1u << l)) && wp.slot[published_parity(w, l)][l][0]) bits |= 1u << l;
+        for (unsigned l = 0; l < 32; ++l)
+            if ((lanes | (1u << f.lane)) & (1u << l)) memcpy(wp.result[published_parity(w, l)][l], &bits, sizeof bits);
+    }
+    unsigned bits;
+    memcpy(&bits, wp.result[p][f.lane], sizeof bits);
     return bits;
 }
 

@@ -47,6 +47,14 @@ const HEADERS: &[(&str, &str)] = &[
         include_str!("../../sim/include/cuda_runtime.h"),
     ),
     ("cuda.h", include_str!("../../sim/include/cuda.h")),
+    (
+        "cooperative_groups.h",
+        include_str!("../../sim/include/cooperative_groups.h"),
+    ),
+    (
+        "cooperative_groups/reduce.h",
+        include_str!("../../sim/include/cooperative_groups/reduce.h"),
+    ),
 ];
 
 /// `-fno-strict-aliasing`: CUDA code reinterprets float arrays as float4 and the like.
@@ -394,7 +402,7 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
 }
 
 /// Whether a comment-free source declares a `__shared__` variable other than `extern` ones.
-fn has_static_shared(code: &str) -> bool {
+pub fn has_static_shared(code: &str) -> bool {
     find_word(code, "__shared__")
         .into_iter()
         .any(|at| !code[..at].trim_end().ends_with("extern"))

@@ -1,0 +1,279 @@
+// cooperative_groups.h (simulator stand-in): the commonly used subset of CUDA's cooperative
+// groups, with the real header's names, signatures and semantics, built on the simulator's
+// barriers, warp exchanges and clusters (sim_runtime.h, sim_builtins.h).
+//
+// Supported: thread_block (this_thread_block), thread_block_tile<1..32> (tiled_partition<N>,
+// this_thread) with shuffles, votes and match_any, cluster_group (this_cluster), grid_group
+// (this_grid) queries, and the free sync / thread_rank / group_size. grid_group::sync needs a
+// cooperative launch, which the lab does not make: it ends the run with an error. Not here:
+// the type-erased thread_group (tiled_partition(g, n) at run time), coalesced_group
+// (coalesced_threads, which needs to know which lanes are converged), tiles of more than 32
+// threads, memcpy_async and scans; a kernel using them fails to compile.
+#pragma once
+
+#include "cuda_runtime.h"
+
+namespace cooperative_groups {
+
+namespace details {
+
+// The calling thread's rank in its block: x fastest, as the fibers are numbered.
+inline unsigned cta_rank() {
+    const uint3 t = threadIdx;
+    return t.x + blockDim.x * (t.y + blockDim.y * t.z);
+}
+inline unsigned cta_threads() { return blockDim.x * blockDim.y * blockDim.z; }
+inline unsigned laneid() { return ::sim::fiber().lane; }
+inline const unsigned *cluster_dims() { return ::sim::worker().launch->cluster; }
+
+}  // namespace details
+
+class thread_block {
+    friend thread_block this_thread_block();
+    thread_block() = default;
+
+   public:
+    static void sync() { __syncthreads(); }
+    static unsigned int thread_rank() { return details::cta_rank(); }
+    static unsigned int size() { return details::cta_threads(); }
+    static unsigned int num_threads() { return details::cta_threads(); }
+    static dim3 group_index() { return dim3(blockIdx); }
+    static dim3 thread_index() { return dim3(threadIdx); }
+    static dim3 group_dim() { return blockDim; }
+    static dim3 dim_threads() { return blockDim; }
+};
+
+inline thread_block this_thread_block() { return thread_block(); }
+
+// ---- Tiles of 1 to 32 threads: the lanes [k * Size, (k + 1) * Size) of a warp. ----
+
+template <unsigned int Size, typename ParentT = void>
+class thread_block_tile;
+
+namespace details {
+
+template <unsigned int Size>
+class tile_base {
+    static_assert(Size == 1 || Size == 2 || Size == 4 || Size == 8 || Size == 16 || Size == 32,
+                  "Size must be one of 1/2/4/8/16/32 (the simulator has no tiles of more than a warp)");
+
+   protected:
+    // The tile's lanes in its warp, as the real header passes them to the *_sync intrinsics.
+    static unsigned int build_mask() {
+        if constexpr (Size == 32) return 0xFFFFFFFFu;
+        else return ((1u << Size) - 1) << (laneid() & ~(Size - 1));
+    }
+
+   public:
+    static unsigned int thread_rank() { return cta_rank() & (Size - 1); }
+    static constexpr unsigned int num_threads() { return Size; }
+    static constexpr unsigned int size() { return Size; }
+    static void sync() { __syncwarp(build_mask()); }
+
+    template <class T>
+    T shfl(T v, int src_rank) const {
+        return __shfl_sync(build_mask(), v, src_rank, Size);
+    }
+    template <class T>
+    T shfl_down(T v, unsigned int delta) const {
+        return __shfl_down_sync(build_mask(), v, delta, Size);
+    }
+    template <class T>
+    T shfl_up(T v, unsigned int delta) const {
+        return __shfl_up_sync(build_mask(), v, delta, Size);
+    }
+    template <class T>
+    T shfl_xor(T v, unsigned int lane_mask) const {
+        return __shfl_xor_sync(build_mask(), v, (int)lane_mask, Size);
+    }
+    int any(int predicate) const { return __ballot_sync(build_mask(), predicate) != 0; }
+    int all(int predicate) const { return __all_sync(build_mask(), predicate); }
+    // Bit r: the tile's thread of rank r.
+    unsigned int ballot(int predicate) const {
+        return __ballot_sync(build_mask(), predicate) >> (laneid() & ~(Size - 1));
+    }
+    // The tile's threads holding the same value, one shuffle per rank (no __match_any_sync in
+    // the simulator; every thread of the tile takes part in each).
+    template <class T>
+    unsigned int match_any(T v) const {
+        static_assert(std::is_integral_v<T> && (sizeof(T) == 4 || sizeof(T) == 8),
+                      "match_any takes a 32- or 64-bit integer");
+        unsigned int same = 0;
+        for (unsigned int r = 0; r < Size; ++r)
+            if (shfl(v, (int)r) == v) same |= 1u << r;
+        return same;
+    }
+};
+
+}  // namespace details
+
+// A tile that knows its parent's type: its place among its siblings comes from the parent's
+// rank, as in the real header.
+template <unsigned int Size, typename ParentT>
+class thread_block_tile : public details::tile_base<Size> {
+    template <unsigned int S, typename P>
+    friend thread_block_tile<S, P> tiled_partition(const P &);
+    explicit thread_block_tile(const ParentT &) {}
+
+   public:
+    static unsigned int meta_group_rank() { return ParentT::thread_rank() / Size; }
+    static unsigned int meta_group_size() { return (ParentT::size() + Size - 1) / Size; }
+};
+
+// The type-erased tile (`thread_block_tile<32> t = tiled_partition<32>(block)`): it keeps its
+// place among its siblings.
+template <unsigned int Size>
+class thread_block_tile<Size, void> : public details::tile_base<Size> {
+    unsigned int meta_rank_, meta_size_;
+
+   public:
+    template <typename ParentT>
+    thread_block_tile(const thread_block_tile<Size, ParentT> &g)
+        : meta_rank_(g.meta_group_rank()), meta_size_(g.meta_group_size()) {}
+    thread_block_tile(unsigned int meta_rank, unsigned int meta_size) : meta_rank_(meta_rank), meta_size_(meta_size) {}
+    unsigned int meta_group_rank() const { return meta_rank_; }
+    unsigned int meta_group_size() const { return meta_size_; }
+};
+
+template <unsigned int Size, typename ParentT>
+thread_block_tile<Size, ParentT> tiled_partition(const ParentT &g) {
+    if constexpr (!std::is_same_v<ParentT, thread_block>)
+        static_assert(Size < ParentT::num_threads(), "Tile size bigger or equal to the parent group size");
+    return thread_block_tile<Size, ParentT>(g);
+}
+
+inline thread_block_tile<1, void> this_thread() { return thread_block_tile<1, void>(0, 1); }
+
+// ---- Clusters (Hopper): barrier.cluster and mapa, as lab/hopper.h reaches them. ----
+
+class cluster_group {
+    friend cluster_group this_cluster();
+    cluster_group() = default;
+
+   public:
+    using arrival_token = struct {};
+
+    static void sync() {
+        ::sim::cluster_arrive();
+        ::sim::cluster_wait();
+    }
+    static arrival_token barrier_arrive() {
+        ::sim::cluster_arrive();
+        return arrival_token();
+    }
+    static void barrier_wait() { ::sim::cluster_wait(); }
+    static void barrier_wait(arrival_token &&) { ::sim::cluster_wait(); }
+    // The rank of the block whose shared memory holds `addr`.
+    static unsigned int query_shared_rank(const void *addr) {
+        ::sim::Worker *w = ::sim::shared_owner(addr, 1);
+        if (!w) ::sim::fail("cluster_group::query_shared_rank: %p is in no shared memory of the cluster", addr);
+        return w->rank;
+    }
+    template <typename T>
+    static T *map_shared_rank(T *addr, int rank) {
+        return static_cast<T *>(::sim::cluster_map(addr, (unsigned)rank, "cluster_group::map_shared_rank"));
+    }
+    static unsigned int block_rank() { return ::sim::worker().rank; }
+    static dim3 block_index() {
+        const unsigned *d = details::cluster_dims();
+        const unsigned r = block_rank();
+        return dim3(r % d[0], r / d[0] % d[1], r / d[0] / d[1]);
+    }
+    static dim3 dim_blocks() {
+        const unsigned *d = details::cluster_dims();
+        return dim3(d[0], d[1], d[2]);
+    }
+    static unsigned int num_blocks() { return ::sim::worker().cluster->size; }
+    static dim3 thread_index() {
+        const dim3 b = block_index();
+        const uint3 t = threadIdx;
+        return dim3(b.x * blockDim.x + t.x, b.y * blockDim.y + t.y, b.z * blockDim.z + t.z);
+    }
+    static unsigned int thread_rank() { return block_rank() * details::cta_threads() + details::cta_rank(); }
+    static dim3 dim_threads() {
+        const dim3 d = dim_blocks();
+        return dim3(d.x * blockDim.x, d.y * blockDim.y, d.z * blockDim.z);
+    }
+    static unsigned int num_threads() { return num_blocks() * details::cta_threads(); }
+    static unsigned int size() { return num_threads(); }
+};
+
+inline cluster_group this_cluster() { return cluster_group(); }
+
+// ---- The grid: its queries. grid.sync() needs a cooperative launch (all blocks resident at
+// once), which the lab never makes; the simulator says so instead of hanging. ----
+
+class grid_group {
+    friend grid_group this_grid();
+    grid_group() = default;
+
+    [[noreturn]] static void no_cooperative_launch(const char *what) {
+        ::sim::fail("cooperative_groups::grid_group::%s needs a cooperative launch (cudaLaunchCooperativeKernel), "
+                    "which the lab does not make: grid-wide synchronization is not simulated (split the kernel "
+                    "in two launches)",
+                    what);
+    }
+
+   public:
+    using arrival_token = struct {};
+
+    // Whether the grid can synchronize: only under a cooperative launch.
+    static bool is_valid() { return false; }
+    static void sync() { no_cooperative_launch("sync()"); }
+    static arrival_token barrier_arrive() { no_cooperative_launch("barrier_arrive()"); }
+    static void barrier_wait(arrival_token &&) { no_cooperative_launch("barrier_wait()"); }
+    static unsigned long long num_blocks() { return (unsigned long long)gridDim.x * gridDim.y * gridDim.z; }
+    static unsigned long long block_rank() {
+        const uint3 b = blockIdx;
+        return b.x + (unsigned long long)gridDim.x * (b.y + (unsigned long long)gridDim.y * b.z);
+    }
+    static unsigned long long num_threads() { return num_blocks() * details::cta_threads(); }
+    static unsigned long long size() { return num_threads(); }
+    static unsigned long long thread_rank() { return block_rank() * details::cta_threads() + details::cta_rank(); }
+    static dim3 dim_blocks() { return gridDim; }
+    static dim3 block_index() { return dim3(blockIdx); }
+    static dim3 group_dim() { return dim_threads(); }
+    static dim3 dim_threads() {
+        return dim3(gridDim.x * blockDim.x, gridDim.y * blockDim.y, gridDim.z * blockDim.z);
+    }
+    static dim3 thread_index() {
+        const uint3 b = blockIdx, t = threadIdx;
+        return dim3(b.x * blockDim.x + t.x, b.y * blockDim.y + t.y, b.z * blockDim.z + t.z);
+    }
+    static dim3 dim_clusters() {
+        const unsigned *d = details::cluster_dims();
+        return dim3(gridDim.x / d[0], gridDim.y / d[1], gridDim.z / d[2]);
+    }
+    static unsigned long long num_clusters() {
+        const dim3 d = dim_clusters();
+        return (unsigned long long)d.x * d.y * d.z;
+    }
+    static dim3 cluster_index() {
+        const unsigned *d = details::cluster_dims();
+        const uint3 b = blockIdx;
+        return dim3(b.x / d[0], b.y / d[1], b.z / d[2]);
+    }
+    static unsigned long long cluster_rank() {
+        const dim3 i = cluster_index(), d = dim_clusters();
+        return i.x + (unsigned long long)d.x * (i.y + (unsigned long long)d.y * i.z);
+    }
+};
+
+inline grid_group this_grid() { return grid_group(); }
+
+// ---- Free functions over any group ----
+
+template <class GroupT>
+void sync(GroupT const &g) {
+    g.sync();
+}
+template <class GroupT>
+auto thread_rank(GroupT const &g) -> decltype(g.thread_rank()) {
+    return g.thread_rank();
+}
+template <class GroupT>
+auto group_size(GroupT const &g) -> decltype(g.num_threads()) {
+    return g.num_threads();
+}
+
+}  // namespace cooperative_groups

@@ -1,0 +1,44 @@
+// cooperative_groups/reduce.h (simulator stand-in): cg::reduce over a tile of up to 32
+// threads and the operators of the real header. The reduction is the real header's
+// shuffle-xor butterfly, in its order, so that float results match a GPU's bit for bit (for
+// 32-bit integers a GPU uses redux.sync, whose result is the same).
+#pragma once
+
+#include <cooperative_groups.h>
+
+namespace cooperative_groups {
+
+template <typename Ty>
+struct plus {
+    Ty operator()(Ty a, Ty b) const { return a + b; }
+};
+template <typename Ty>
+struct less {
+    Ty operator()(Ty a, Ty b) const { return (b < a) ? b : a; }
+};
+template <typename Ty>
+struct greater {
+    Ty operator()(Ty a, Ty b) const { return (a < b) ? b : a; }
+};
+template <typename Ty>
+struct bit_and {
+    Ty operator()(Ty a, Ty b) const { return a & b; }
+};
+template <typename Ty>
+struct bit_or {
+    Ty operator()(Ty a, Ty b) const { return a | b; }
+};
+template <typename Ty>
+struct bit_xor {
+    Ty operator()(Ty a, Ty b) const { return a ^ b; }
+};
+
+// Every thread of the tile gets the reduction of the tile's values.
+template <unsigned int Size, typename ParentT, typename TyVal, typename TyOp>
+auto reduce(const thread_block_tile<Size, ParentT> &group, TyVal &&val, TyOp &&op) -> decltype(op(val, val)) {
+    auto out = val;
+    for (int mask = Size >> 1; mask > 0; mask >>= 1) out = op(out, group.shfl_xor(out, mask));
+    return out;
+}
+
+}  // namespace cooperative_groups
