@@ -18,7 +18,9 @@
 # merged into the tables), run (the default benchmark, in a new run folder), ncu (Nsight
 # Compute metrics of one launch per rung at each workload's headline shape: DRAM and L2 bytes
 # and throughput, achieved occupancy, tensor-pipe utilisation, bank conflicts of LDS, STS,
-# LDSM and LDGSTS, warp stall reasons).
+# LDSM and LDGSTS, warp stall reasons). Between run and ncu, experiments: questions the
+# walkthroughs leave open, each one run of its own in the gpu-check folder (without a GPU, in
+# the simulator on the small shapes, which checks that each still runs).
 # --out LAB: the lab folder everything lands in (default: target/lab, the harness's own);
 # the log, shapes and profiles go to LAB/gpu-check/<device>/, the run to LAB/runs/.
 # --budget MINUTES (default 40): every step runs under `timeout` with a share of the budget
@@ -42,7 +44,7 @@ while [[ $# -gt 0 ]]; do
     --smoke) smoke=1; shift ;;
     --budget) budget=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -97,7 +99,7 @@ say() { echo "$*" | tee -a "$log"; }
 # Each step's share of the budget, in percent; a step never gets more than what is left.
 declare -A share=(
   [glibc]=1 [nvidia-smi]=2 [doctor]=2 [risky]=10 [sanitize]=15 [check]=10
-  [calibrate]=5 [tune]=10 [peers]=10 [run]=20 [ncu]=15
+  [calibrate]=5 [tune]=10 [peers]=10 [run]=20 [ncu]=15 [experiments]=4
 )
 # The headline benchmark is most of a short budget; the checks on small shapes take seconds.
 [[ $headline == 1 ]] && share[run]=40 share[tune]=4 share[calibrate]=3 share[check]=6 share[risky]=6
@@ -226,6 +228,34 @@ fi
 
 step run "${H[@]}" run "${bench[@]}"
 
+# Questions the walkthroughs leave open, one line each: a name, the GPU shapes, then the
+# arguments of `harness run`. Each run goes to its own folder beside the log, so runs/latest
+# stays the benchmark's.
+experiments=(
+  # restrict-unroll/README.md, "The next experiment": convolution rung 04 with its filter in
+  # shared memory instead of __constant__, on both layers.
+  "conv04-filter-in-smem 10000x1x4x86x86x7,10000x4x16x40x40x7 --workload conv --kernels conv-direct,conv-fused,conv-restrict-unroll --kernel restrict-unroll/kernels/conv/04_restrict_unroll.cu:conv_restrict_unroll,define=KS=K,define=CIN=C,define=MOUT=M,block=256,grid=(cdiv(B*HO*WO,256),cdiv(M,16)),id=conv-04-filter-in-smem"
+)
+experiment_runs() {
+  local line name sizes args ok=0
+  for line in "${experiments[@]}"; do
+    read -r name sizes args <<< "$line"
+    rm -rf "$dir/experiment-$name"
+    echo "-- experiment $name"
+    if [[ $kind == cuda ]]; then
+      # shellcheck disable=SC2086 # the arguments are words of the line above
+      lim "${H[@]}" run --config tools/gpu-headline.toml --out "$dir/experiment-$name" \
+        --sizes "$sizes" $args || ok=$?
+    else
+      # shellcheck disable=SC2086
+      lim "${H[@]}" run --out "$dir/experiment-$name" --device sim --small $args || ok=$?
+    fi
+    [[ $ok == 124 || $ok == 137 ]] && return "$ok"
+  done
+  return $ok
+}
+step experiments experiment_runs
+
 if [[ $kind != cuda ]]; then
   skip ncu "no GPU"
 elif ! command -v ncu >/dev/null; then
@@ -255,6 +285,7 @@ else
   }
   step ncu profile
 fi
+
 
 say ""
 say "gpu-check summary ($slug; run folder $out/runs/latest; log $log):"

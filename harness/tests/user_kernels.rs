@@ -274,6 +274,62 @@ fn a_cluster_kernel_runs_with_its_cluster_dims_through_the_simulators_wrapper() 
 }
 
 #[test]
+fn defines_are_evaluated_for_each_shape() {
+    // The K loop's trip count is a macro: right at a shape only when compiled for its K.
+    let dir = scratch_dir("defines");
+    let code = "#ifndef KDIM\n#error compile with -D KDIM=<K>\n#endif\n\
+        extern \"C\" __global__ void gemm_k(const float *A, const float *B, float *C, int M,\n\
+        \x20                                   int N, int K) {\n\
+        \x20 const int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20 if (i >= M * N) return;\n\
+        \x20 float acc = 0.0f;\n\
+        \x20 for (int k = 0; k < KDIM; ++k) acc += A[i / N * KDIM + k] * B[k * N + i % N];\n\
+        \x20 C[i] = acc * SCALE;\n\
+        }\n";
+    let users = [user_file(
+        &dir,
+        "gemm_k.cu",
+        code,
+        "gemm_k,block=64,grid=tile:64,define=KDIM=K,define=SCALE=2-1",
+    )];
+    let shapes = [Shape::gemm(9, 10, 3), Shape::gemm(20, 7, 33)];
+    let results = sim_rows(&users, &shapes);
+    for s in &results.workloads[0].shapes {
+        let row = &s.rows[0];
+        assert_eq!(row.status, Status::Passed, "{}: {row:?}", s.shape);
+    }
+    // Each shape's plan carries its own value; the one compiled first has the probe shape's.
+    let plan = |shape: &Shape| users[0].cuda(shape).unwrap();
+    let defines = |shape: &Shape| match &plan(shape).steps[0] {
+        kernel::Step::Kernel(l) => l.source.defines.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        defines(&shapes[1]),
+        [
+            ("KDIM".into(), "33".to_string()),
+            ("SCALE".into(), "1".to_string())
+        ]
+    );
+    let probe = Workload::Gemm.probe_shape().dims();
+    let k = probe.iter().find(|(n, _)| *n == "K").unwrap().1;
+    assert_eq!(users[0].source().defines[0].1, k.to_string());
+
+    // A name the workload does not have is refused when the kernel is loaded.
+    let spec = UserKernelSpec::parse(&format!(
+        "{}/gemm_k.cu:gemm_k,block=64,grid=tile:64,define=KDIM=D",
+        dir.display()
+    ))
+    .unwrap();
+    let e = UserKernel::load(&spec, Some(Workload::Gemm), 1).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("`D` uses D; expressions for gemm may use M, N, K"),
+        "{e}"
+    );
+}
+
+#[test]
 fn inline_ptx_the_simulator_does_not_emulate_is_named_with_its_file_and_line() {
     let dir = scratch_dir("ptx");
     let code = "__global__ void named_barrier(const float *A, const float *B, float *C,\n\

@@ -134,6 +134,23 @@ pub fn vars(shape: &Shape) -> Vec<(&'static str, usize)> {
 /// Dynamic shared memory a block may have on the largest GPUs the lab knows (sm_90).
 const MAX_SMEM: i64 = 227 * 1024;
 
+/// The spec's `define=NAME=EXPR` options evaluated for `shape`, as `-D NAME=VALUE`.
+fn defines_at(
+    spec: &UserKernelSpec,
+    shape: &Shape,
+) -> Result<Vec<(kernel::Text, String)>, Unsupported> {
+    let v = vars(shape);
+    spec.defines
+        .iter()
+        .map(|(name, e)| {
+            let n = e
+                .eval(&v)
+                .map_err(|m| Unsupported(format!("define {name}={e}: {m}")))?;
+            Ok((name.clone().into(), n.to_string()))
+        })
+        .collect()
+}
+
 /// `a pointer`, `an int`, `a float`: what the lab passes, in words.
 fn arg_words(a: &Arg) -> &'static str {
     match a {
@@ -221,6 +238,10 @@ impl UserKernel {
             })?,
         };
         spec.check_names(workload).map_err(|(_, m)| err(m))?;
+        // Compiled at first (the preflight, `inspect`) with the defines of the workload's
+        // probe shape; each shape's plan carries its own.
+        let defines = defines_at(spec, &workload.probe_shape())
+            .map_err(|Unsupported(m)| err(format!("at {}: {m}", workload.probe_shape())))?;
         let (list, sig) = match &spec.args {
             Some(text) => ArgList::parse(text, workload).map_err(&err)?,
             None => (ArgList::of(sig), sig),
@@ -260,7 +281,7 @@ impl UserKernel {
             source: CudaSource {
                 code: code.into(),
                 file: file.into(),
-                defines: Vec::new(),
+                defines,
                 include_dirs: vec![files.dir.clone(), dir, standins],
                 arch: None,
                 cxx_entries: vec![(launch_name.clone().into(), spec.entry.clone().into())],
@@ -557,6 +578,7 @@ impl Kernel for UserKernel {
     }
 
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        defines_at(&self.spec, shape)?;
         self.geometry(shape).map(|_| ())
     }
 
@@ -586,7 +608,10 @@ impl Kernel for UserKernel {
                 })
                 .collect(),
             steps: vec![Step::Kernel(Launch {
-                source: self.source.clone(),
+                source: CudaSource {
+                    defines: defines_at(&self.spec, shape).unwrap_or_default(),
+                    ..self.source.clone()
+                },
                 entry: self.launch_name.clone().into(),
                 grid,
                 block: self.spec.block.unwrap_or([1, 1, 1]),

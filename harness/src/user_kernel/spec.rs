@@ -60,10 +60,14 @@ pub struct UserKernelSpec {
     pub alpha: Option<f32>,
     pub beta: Option<f32>,
     pub id: Option<String>,
+    /// `-D NAME=VALUE` for each shape: NAME and an expression of the shape's dimensions, so
+    /// that a kernel specialized at compile time (`#define TILE`, `KS` for the filter size) is
+    /// compiled for the shape it runs.
+    pub defines: Vec<(String, Expr)>,
 }
 
 /// The options a spec may carry, for messages.
-pub const KEYS: [&str; 12] = [
+pub const KEYS: [&str; 13] = [
     "workload",
     "signature",
     "args",
@@ -76,6 +80,7 @@ pub const KEYS: [&str; 12] = [
     "beta",
     "precision",
     "id",
+    "define",
 ];
 
 /// Splits at commas outside `<>`, `()` and `[]`.
@@ -180,6 +185,23 @@ fn parse_dtypes(v: &str) -> Result<Vec<(Option<String>, Dtype)>, String> {
         .collect()
 }
 
+/// `NAME=EXPR`: a C identifier and an expression of the shape's dimensions.
+fn parse_define(v: &str) -> Result<(String, Expr), String> {
+    let (name, value) = v.split_once('=').ok_or_else(|| {
+        format!("define {v:?}: expected NAME=VALUE, e.g. define=TILE=64 or define=KS=K")
+    })?;
+    let name = name.trim();
+    let ident = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ident {
+        return Err(format!("define {v:?}: {name:?} is not a macro name"));
+    }
+    Ok((name.to_string(), Expr::parse(value)?))
+}
+
 fn parse_number(key: &str, v: &str) -> Result<f32, String> {
     v.parse::<f32>()
         .ok()
@@ -248,6 +270,7 @@ impl UserKernelSpec {
             alpha: None,
             beta: None,
             id: None,
+            defines: Vec::new(),
         };
         for (k, v) in pairs {
             let at = |m: String| (k.clone(), m);
@@ -298,6 +321,13 @@ impl UserKernelSpec {
                     })?)
                 }
                 "id" => spec.id = Some(v.clone()),
+                "define" => {
+                    let (name, e) = parse_define(v).map_err(at)?;
+                    if spec.defines.iter().any(|(n, _)| *n == name) {
+                        return Err(at(format!("{name} is defined twice")));
+                    }
+                    spec.defines.push((name, e));
+                }
                 other => {
                     return Err(at(format!(
                         "unknown option {other:?}; valid: {}",
@@ -346,6 +376,7 @@ impl UserKernelSpec {
         if let Some(Grid::Exprs(g)) = &self.grid {
             exprs.extend(g.iter().map(|e| ("grid", e)));
         }
+        exprs.extend(self.defines.iter().map(|(_, e)| ("define", e)));
         for (key, e) in exprs {
             let unknown = e.unknown_names(&names);
             if !unknown.is_empty() {
@@ -382,6 +413,8 @@ pub struct RawUserKernel {
     pub alpha: Option<Number>,
     pub beta: Option<Number>,
     pub id: Option<String>,
+    /// `define = { TILE = 64, KS = "K" }`: values or expressions of the shape's dimensions.
+    pub define: Option<BTreeMap<String, Scalar>>,
 }
 
 /// A number or a string (`block = 256`, `block = "16x16"`).
@@ -472,6 +505,9 @@ impl RawUserKernel {
         put("beta", self.beta.as_ref().map(Number::text));
         put("precision", self.precision.clone());
         put("id", self.id.clone());
+        for (name, v) in self.define.iter().flatten() {
+            pairs.push(("define".into(), format!("{name}={}", v.text())));
+        }
         let spec = UserKernelSpec::from_pairs(base.join(&self.file), &self.entry, &pairs)?;
         let workload = spec.workload.or_else(|| {
             let sig = spec.signature.as_deref().and_then(Signature::named);
@@ -533,6 +569,49 @@ mod tests {
             (t.entry.as_str(), &t.grid),
             ("ns::k", &Some(Grid::Tile(vec![32, 64])))
         );
+    }
+
+    #[test]
+    fn defines_are_read_checked_and_taken_from_the_config() {
+        let s = UserKernelSpec::parse("k.cu:k,define=TILE=64,define=KS=K,block=256,grid=tile:64")
+            .unwrap();
+        let d: Vec<(&str, String)> = s
+            .defines
+            .iter()
+            .map(|(n, e)| (n.as_str(), e.to_string()))
+            .collect();
+        assert_eq!(d, [("TILE", "64".to_string()), ("KS", "K".to_string())]);
+        let err = |text: &str| UserKernelSpec::parse(text).unwrap_err().to_string();
+        assert!(
+            err("k.cu:k,define=TILE").contains("expected NAME=VALUE"),
+            "{}",
+            err("k.cu:k,define=TILE")
+        );
+        assert!(err("k.cu:k,define=2X=1").contains("\"2X\" is not a macro name"));
+        assert!(err("k.cu:k,define=T=1,define=T=2").contains("T is defined twice"));
+        assert!(err("k.cu:k,define=T=(").contains("cannot read the expression"));
+        let raw: RawUserKernel = toml::from_str(
+            "file = \"k.cu\"\nentry = \"k\"\nworkload = \"conv\"\ndefine = { KS = \"K\", FILTER_IN_CONSTANT = 0 }",
+        )
+        .unwrap();
+        let spec = raw.resolve(Path::new("cfg")).unwrap();
+        let d: Vec<(&str, String)> = spec
+            .defines
+            .iter()
+            .map(|(n, e)| (n.as_str(), e.to_string()))
+            .collect();
+        assert_eq!(
+            d,
+            [
+                ("FILTER_IN_CONSTANT", "0".to_string()),
+                ("KS", "K".to_string())
+            ]
+        );
+        // Names outside the workload's are refused with the key.
+        let bad = UserKernelSpec::parse("k.cu:k,define=KS=Q").unwrap();
+        let (key, message) = bad.check_names(Workload::Conv).unwrap_err();
+        assert_eq!(key, "define");
+        assert!(message.contains("`Q` uses Q"), "{message}");
     }
 
     #[test]
