@@ -146,6 +146,7 @@ fn row_times(
         swapped: row
             .swapped()
             .map(|(slot, id)| (id.to_string(), slot.category())),
+        parent: row.lineage().and_then(|l| l.parent).map(String::from),
         total_ms,
         steps,
     })

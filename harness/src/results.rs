@@ -53,9 +53,13 @@ pub struct NetworkResults {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct NetworkRowTimes {
     pub id: String,
-    /// The rung this row swaps in over the network's first row, and the category it is in.
+    /// The rung this row swaps in over its parent row, and the category it is in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swapped: Option<(String, kernel::network::Category)>,
+    /// The row it changes (its lineage's parent); absent in runs made before rows had other
+    /// parents than the first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
     /// Median of the forward passes timed with the steps.
     pub total_ms: f64,
     pub steps: Vec<StepTime>,

@@ -85,7 +85,7 @@ fn a_cpu_run_writes_the_breakdown_amdahl_and_charts() {
     assert_eq!(batches, [1, 2, 4, 5]);
     let md = std::fs::read_to_string(dir.join("cnn-breakdown.md")).unwrap();
     assert!(
-        md.contains("| cnn-conv-fused | conv-fused | convolution |"),
+        md.contains("| cnn-conv-fused | cnn-conv-direct | conv-fused | convolution |"),
         "{md}"
     );
 }

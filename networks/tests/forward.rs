@@ -109,3 +109,63 @@ fn a_layer_reading_the_wrong_weights_is_caught() {
     let e = rel_error(&forward(&Arc::new(bad), &ins), &want);
     assert!(e > 1e-2, "a wrong bias went unnoticed: {e:e}");
 }
+
+#[test]
+fn each_swap_changes_its_parent_row_in_one_slot() {
+    use networks::Slot;
+    let rows = networks::rows();
+    let by_id = |id: &str| {
+        rows.iter()
+            .find(|r| r.info().id == id)
+            .unwrap_or_else(|| panic!("no row {id}"))
+    };
+    let gemm_of = |r: &networks::NetworkRow| {
+        r.choice()
+            .iter()
+            .find(|(s, _)| *s == Slot::Gemm)
+            .map(|(_, id)| *id)
+    };
+    let mut attention_rows = 0;
+    for r in &rows {
+        let Some((slot, swapped)) = r.swapped() else {
+            continue;
+        };
+        let parent = by_id(
+            r.lineage()
+                .and_then(|l| l.parent)
+                .expect("a swap has a parent"),
+        );
+        // Every slot but the swapped one holds the parent's rung; the parent holds the
+        // first rung of the swapped slot.
+        for (s, id) in r.choice() {
+            if *s != slot {
+                assert!(parent.choice().contains(&(*s, *id)), "{}", r.info().id);
+            } else {
+                assert_eq!(*id, swapped);
+                assert!(parent.swapped().is_none_or(|(ps, _)| ps != slot));
+            }
+        }
+        if slot == Slot::Attention {
+            attention_rows += 1;
+            // The attention swaps sit on a GEMM fast enough not to hide them.
+            assert_eq!(
+                gemm_of(r),
+                Some(networks::ATTENTION_ROWS_GEMM),
+                "{}",
+                r.info().id
+            );
+            assert_eq!(
+                parent.info().id,
+                format!("encoder-{}", networks::ATTENTION_ROWS_GEMM)
+            );
+        } else {
+            assert!(
+                parent.swapped().is_none(),
+                "{}: {}",
+                r.info().id,
+                parent.info().id
+            );
+        }
+    }
+    assert!(attention_rows > 0);
+}

@@ -140,7 +140,7 @@ pub fn page(workload: Workload, results: &Path) -> String {
     let about = match workload.is_network() {
         true => {
             "Each row is the whole network with one rung of its main operator swapped in over \
-             the first row, every other layer unchanged; each section below lists the row's \
+             its parent row, every other layer unchanged; each section below lists the row's \
              layers, what computes each and the category its time counts in. The walkthrough, \
              with the why, is in the networks crate's README."
         }

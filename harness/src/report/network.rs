@@ -1,7 +1,7 @@
 //! A network's time by category and Amdahl's law for each swap, derived once from the run's
 //! step times ([`crate::results::NetworkResults`]) and rendered as Markdown and charts.
 //!
-//! Amdahl: a row that speeds up the operator taking a share `f` of the first row's time by
+//! Amdahl: a row that speeds up the operator taking a share `f` of its parent row's time by
 //! `s` (the operator's own speedup) should run the whole network `1 / ((1 - f) + f / s)`
 //! times faster. Where the measured end-to-end speedup falls short of that, the swap cost
 //! time elsewhere: conversions it needs, launches it adds.
@@ -29,37 +29,48 @@ fn index(c: Category) -> usize {
         .expect("every category is in ALL")
 }
 
-/// One swap against the network's first row.
+/// One swap against the row it changes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Amdahl {
     pub id: String,
+    /// The row it changes.
+    pub parent: String,
     pub swapped: String,
     pub category: Category,
-    /// The swapped operator's time in the first row over its time in this one.
+    /// The swapped operator's time in the parent row over its time in this one.
     pub kernel_speedup: f64,
-    /// The operator's share of the first row's end-to-end time.
+    /// The operator's share of the parent row's end-to-end time.
     pub share: f64,
     pub predicted: f64,
     pub measured: f64,
 }
 
-/// Amdahl's prediction beside the measurement for every row that swaps a rung in.
+/// Amdahl's prediction beside the measurement for every row that swaps a rung in, against
+/// its parent row (the first row where the run does not name one).
 pub fn amdahl(n: &NetworkResults) -> Vec<Amdahl> {
-    let Some(base) = n.rows.iter().find(|r| r.swapped.is_none()) else {
+    let Some(first) = n.rows.iter().find(|r| r.swapped.is_none()) else {
         return Vec::new();
     };
-    let base_cats = by_category(base);
     n.rows
         .iter()
         .filter_map(|r| {
             let (swapped, category) = r.swapped.clone()?;
-            let (t0, t1) = (base_cats[index(category)], by_category(r)[index(category)]);
+            let base = r
+                .parent
+                .as_ref()
+                .and_then(|p| n.rows.iter().find(|b| b.id == *p))
+                .unwrap_or(first);
+            let (t0, t1) = (
+                by_category(base)[index(category)],
+                by_category(r)[index(category)],
+            );
             if t0 <= 0.0 || t1 <= 0.0 || base.total_ms <= 0.0 || r.total_ms <= 0.0 {
                 return None;
             }
             let (s, f) = (t0 / t1, t0 / base.total_ms);
             Some(Amdahl {
                 id: r.id.clone(),
+                parent: base.id.clone(),
                 swapped,
                 category,
                 kernel_speedup: s,
@@ -117,27 +128,23 @@ pub fn markdown(n: &NetworkResults) -> String {
     }
     let swaps = amdahl(n);
     if !swaps.is_empty() {
-        let base = n
-            .rows
-            .iter()
-            .find(|r| r.swapped.is_none())
-            .map_or("", |r| &r.id);
         let _ = writeln!(
             md,
-            "\n### Amdahl's law: each swap against {base}\n\n\
-             The operator's share f of {base}'s time and its own speedup s predict the whole \
-             network's speedup 1 / ((1 - f) + f / s); the measured speedup is {base}'s end-to-end \
-             time over the row's.\n"
+            "\n### Amdahl's law: each swap against the row it changes\n\n\
+             The operator's share f of the parent row's time and its own speedup s predict the \
+             whole network's speedup 1 / ((1 - f) + f / s); the measured speedup is the parent \
+             row's end-to-end time over the row's.\n"
         );
         let _ = writeln!(
             md,
-            "| row | swapped in | operator | share f | operator speedup s | end-to-end predicted | end-to-end measured |\n|---|---|---|---:|---:|---:|---:|"
+            "| row | over | swapped in | operator | share f | operator speedup s | end-to-end predicted | end-to-end measured |\n|---|---|---|---|---:|---:|---:|---:|"
         );
         for a in &swaps {
             let _ = writeln!(
                 md,
-                "| {} | {} | {} | {:.0}% | {:.2}x | {:.2}x | {:.2}x |",
+                "| {} | {} | {} | {} | {:.0}% | {:.2}x | {:.2}x | {:.2}x |",
                 a.id,
+                a.parent,
                 a.swapped,
                 a.category,
                 100.0 * a.share,
@@ -185,6 +192,7 @@ mod tests {
         NetworkRowTimes {
             id: id.into(),
             swapped: swapped.map(|s| (s.to_string(), Category::Convolution)),
+            parent: None,
             total_ms: total,
             steps: vec![
                 StepTime {
@@ -244,8 +252,30 @@ mod tests {
         assert!((a[0].measured - 2.0).abs() < 1e-12);
         let md = markdown(&n);
         assert!(
-            md.contains("| fast | conv-fast | convolution | 80% | 4.00x | 2.50x | 2.00x |"),
+            md.contains("| fast | base | conv-fast | convolution | 80% | 4.00x | 2.50x | 2.00x |"),
             "{md}"
         );
+    }
+
+    #[test]
+    fn a_swap_is_measured_against_its_parent_row_when_the_run_names_one() {
+        // "mid" halves the other layers; "both" then speeds the convolution up 4x over "mid":
+        // against "mid" the convolution is 8 / 9 of the time.
+        let mut both = row("both", Some("conv-fast"), 3.0, 2.0, 1.0);
+        both.parent = Some("mid".into());
+        let n = net(vec![
+            row("base", None, 10.0, 8.0, 2.0),
+            row("mid", Some("pool-fast"), 9.0, 8.0, 1.0),
+            both,
+        ]);
+        let a = amdahl(&n);
+        let b = a.iter().find(|a| a.id == "both").unwrap();
+        assert_eq!(b.parent, "mid");
+        assert!((b.share - 8.0 / 9.0).abs() < 1e-12, "{b:?}");
+        assert!((b.kernel_speedup - 4.0).abs() < 1e-12);
+        assert!((b.measured - 3.0).abs() < 1e-12);
+        // A row without a parent (runs from before) is measured against the first row.
+        let m = a.iter().find(|a| a.id == "mid").unwrap();
+        assert_eq!(m.parent, "base");
     }
 }
