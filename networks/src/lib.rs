@@ -371,7 +371,7 @@ fn row_specs(parts: &Parts) -> Vec<RowSpec> {
 }
 
 /// The GEMM rung under the encoder's attention swaps. Over the first GEMM rung the
-/// projections take almost all of the block's time and no attention rung moves the total;
-/// this is the fastest FP32 rung that needs neither tuning nor tensor cores, so the
-/// projections stop hiding the attention while their precision stays that of the reference.
+/// projections take almost all of the block's time and no attention rung moves the total.
+/// This is the FP32 ladder's last rung before tuning: no tensor cores, so the projections
+/// keep the reference's precision, and no tuning file, so every device runs the same code.
 pub const ATTENTION_ROWS_GEMM: &str = "gemm-double-buffer";
