@@ -17,8 +17,26 @@ use kernel::{DeviceKind, Executor, Kernel, Shape, Workload};
 use networks::NetworkRow;
 use std::time::{Duration, Instant};
 
-/// Forward passes timed per CPU row (the median pass is kept, with its layers' times).
-const CPU_PASSES: usize = 5;
+/// Forward passes timed per CPU row (the median pass is kept, with its layers' times): at
+/// least [`CPU_MIN_PASSES`], then more while they fit in [`CPU_PASSES_MS`], up to
+/// [`CPU_MAX_PASSES`]. A pass of a small network takes a few milliseconds, and the median of
+/// five such passes moved by half on a busy machine; a hundred of them hold.
+const CPU_MIN_PASSES: usize = 5;
+const CPU_MAX_PASSES: usize = 101;
+const CPU_PASSES_MS: f64 = 250.0;
+
+/// Whether `done` passes taking `elapsed_ms` in all are enough.
+fn enough_passes(done: usize, elapsed_ms: f64) -> bool {
+    done >= CPU_MAX_PASSES || (done >= CPU_MIN_PASSES && elapsed_ms >= CPU_PASSES_MS)
+}
+
+/// How the CPU passes are counted, for the method lines.
+fn cpu_passes_method() -> String {
+    format!(
+        "the median of {CPU_MIN_PASSES} passes or as many as {CPU_PASSES_MS:.0} ms hold (at \
+         most {CPU_MAX_PASSES})"
+    )
+}
 /// Times each step is enqueued in a row on a GPU, at most; a slow row's steps fewer times,
 /// so that timing its steps costs about [`GPU_STEPS_MS`].
 const GPU_REPEATS: u64 = 20;
@@ -90,9 +108,9 @@ fn method(kind: DeviceKind) -> String {
              mean of one; the gaps are the row's end-to-end median less the steps' sum"
         ),
         _ => format!(
-            "each layer's CPU port timed inside the forward pass, in the median of \
-             {CPU_PASSES} passes; the gaps are that pass's time less its layers' (allocating \
-             the activations)"
+            "each layer's CPU port timed inside the forward pass, in {}; the gaps are that \
+             pass's time less its layers' (allocating the activations)",
+            cpu_passes_method()
         ),
     }
 }
@@ -152,15 +170,16 @@ fn row_times(
     })
 }
 
-/// [`CPU_PASSES`] forward passes through the layers' ports: the median pass, with its own
-/// layers' times (medians taken layer by layer could add up to more than the pass).
+/// Forward passes through the layers' ports ([`enough_passes`]): the median pass, with its
+/// own layers' times (medians taken layer by layer could add up to more than the pass).
 fn cpu_passes(graph: &Graph, inputs: &[Vec<f32>]) -> Result<(f64, Vec<StepTime>)> {
     let ins: Vec<&[f32]> = inputs.iter().map(Vec::as_slice).collect();
     let mut out = vec![f32::NAN; graph.output_len];
     // One pass untimed: first-touch page faults and the thread pool's wake-up stay out.
     graph.forward_cpu(&ins, &mut out)?;
-    let mut passes = Vec::with_capacity(CPU_PASSES);
-    for _ in 0..CPU_PASSES {
+    let mut passes = Vec::new();
+    let first = Instant::now();
+    while !enough_passes(passes.len(), ms(first.elapsed())) {
         let start = Instant::now();
         let layers = graph.forward_cpu(&ins, &mut out)?;
         passes.push((ms(start.elapsed()), layers));
@@ -239,8 +258,9 @@ fn batch_sweep(
             row.info().id
         ),
         _ => format!(
-            "{}: the CPU ports' forward pass (no CUDA graph on a CPU), median of {CPU_PASSES}",
-            row.info().id
+            "{}: the CPU ports' forward pass (no CUDA graph on a CPU), {}",
+            row.info().id,
+            cpu_passes_method()
         ),
     };
     Ok(BatchSweep {
@@ -253,6 +273,15 @@ fn batch_sweep(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cpu_rows_take_at_least_five_passes_then_fill_their_time() {
+        assert!(!enough_passes(4, 10_000.0));
+        assert!(enough_passes(5, CPU_PASSES_MS));
+        assert!(!enough_passes(5, CPU_PASSES_MS - 1.0));
+        assert!(!enough_passes(100, 1.0));
+        assert!(enough_passes(CPU_MAX_PASSES, 1.0));
+    }
 
     #[test]
     fn sweeps_end_at_the_shapes_batch() {
