@@ -10,31 +10,8 @@
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
-use kernel::testing::inputs;
-use kernel::{
-    Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Kernel, KernelInfo, Launch,
-    Precision, Role, Shape, Stage, Step, Workload,
-};
-
-struct TestKernel(CudaPlan);
-
-impl Kernel for TestKernel {
-    fn info(&self) -> KernelInfo {
-        KernelInfo {
-            id: "cluster-test".into(),
-            workload: Workload::Gemm,
-            stage: Stage::Tensorcore,
-            precision: Precision::Fp32,
-            role: Role::Rung,
-            rung: 0,
-            summary: "a test of the simulator's clusters".into(),
-        }
-    }
-
-    fn cuda(&self, _shape: &Shape) -> Option<CudaPlan> {
-        Some(self.0.clone())
-    }
-}
+use kernel::testing::{PlanKernel, inputs};
+use kernel::{Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Launch, Shape, Step};
 
 const CLUSTERS: &str = r#"
 #include "lab/hopper.h"
@@ -115,7 +92,7 @@ fn run(dev: &SimDevice, l: Launch, n: usize) -> Result<Vec<f32>, DeviceError> {
     };
     let shape = Shape::gemm(1, n, 1);
     let data = inputs(&shape, 7);
-    let k = TestKernel(plan);
+    let k = PlanKernel::fp32(plan);
     let mut p = dev.prepare(&k, &shape, &data)?;
     p.run()?;
     p.output()

@@ -8,31 +8,8 @@
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
-use kernel::testing::inputs;
-use kernel::{
-    Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Kernel, KernelInfo, Launch,
-    Precision, Role, Shape, Stage, Step, Workload,
-};
-
-struct TestKernel(CudaPlan);
-
-impl Kernel for TestKernel {
-    fn info(&self) -> KernelInfo {
-        KernelInfo {
-            id: "cooperative-groups-test".into(),
-            workload: Workload::Gemm,
-            stage: Stage::Tensorcore,
-            precision: Precision::Fp32,
-            role: Role::Rung,
-            rung: 0,
-            summary: "a test of the simulator's cooperative groups".into(),
-        }
-    }
-
-    fn cuda(&self, _shape: &Shape) -> Option<CudaPlan> {
-        Some(self.0.clone())
-    }
-}
+use kernel::testing::{PlanKernel, inputs};
+use kernel::{Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Launch, Shape, Step};
 
 /// A block reduction in f64: each warp-sized tile sums by `shfl_down`, the tiles' sums meet in
 /// shared memory after `block.sync()`, and the first tile sums those. The inputs are
@@ -196,7 +173,7 @@ fn run(
     let shape = Shape::gemm(1, out, n);
     let data = inputs(&shape, 11);
     let x = data[0].clone();
-    let k = TestKernel(plan);
+    let k = PlanKernel::fp32(plan);
     let mut p = dev.prepare(&k, &shape, &data)?;
     p.run()?;
     Ok((x, p.output()?))

@@ -9,31 +9,11 @@
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
-use kernel::testing::{gemm_f64, inputs, relative_error};
+use kernel::testing::{PlanKernel, gemm_f64, inputs, relative_error};
 use kernel::{
-    Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Kernel, KernelInfo, Launch,
-    Precision, Role, Shape, Stage, Step, TensorMap, TmaSwizzle, Workload,
+    Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Launch, Precision, Shape, Step,
+    TensorMap, TmaSwizzle,
 };
-
-struct TestKernel(CudaPlan);
-
-impl Kernel for TestKernel {
-    fn info(&self) -> KernelInfo {
-        KernelInfo {
-            id: "hopper-test".into(),
-            workload: Workload::Gemm,
-            stage: Stage::Tensorcore,
-            precision: Precision::Bf16,
-            role: Role::Rung,
-            rung: 0,
-            summary: "a test of lab/hopper.h".into(),
-        }
-    }
-
-    fn cuda(&self, _shape: &Shape) -> Option<CudaPlan> {
-        Some(self.0.clone())
-    }
-}
 
 fn source(code: &'static str) -> CudaSource {
     CudaSource::embedded("tests/hopper.cu", code)
@@ -63,7 +43,10 @@ fn run(
         steps: vec![Step::Kernel(l)],
         ..Default::default()
     };
-    let k = TestKernel(plan);
+    let k = PlanKernel {
+        plan,
+        precision: Precision::Bf16,
+    };
     let mut p = dev.prepare(&k, &shape, data)?;
     p.run()?;
     p.output()
@@ -1031,7 +1014,10 @@ fn a_two_consumer_m64n256k16_gemm_in_the_64b_swizzle_matches_the_reference() {
     for (m, n, k) in [(128, 256, 64), (130, 264, 104), (64, 40, 200)] {
         let shape = Shape::gemm(m, n, k);
         let data = inputs(&shape, (m + n + k) as u64);
-        let kern = TestKernel(n256_plan(m, n, k));
+        let kern = PlanKernel {
+            plan: n256_plan(m, n, k),
+            precision: Precision::Bf16,
+        };
         let out = dev
             .prepare(&kern, &shape, &data)
             .and_then(|mut r| {

@@ -8,31 +8,8 @@
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
-use kernel::testing::gemm_f64;
-use kernel::{
-    CudaPlan, CudaSource, DeviceError, Dtype, Executor, Kernel, KernelInfo, Launch, Precision,
-    Role, Shape, Stage, Workload,
-};
-
-struct TestKernel(CudaPlan);
-
-impl Kernel for TestKernel {
-    fn info(&self) -> KernelInfo {
-        KernelInfo {
-            id: "inline-ptx-test".into(),
-            workload: Workload::Gemm,
-            stage: Stage::Tensorcore,
-            precision: Precision::Fp32,
-            role: Role::Rung,
-            rung: 0,
-            summary: "a test of inline PTX in the simulator".into(),
-        }
-    }
-
-    fn cuda(&self, _shape: &Shape) -> Option<CudaPlan> {
-        Some(self.0.clone())
-    }
-}
+use kernel::testing::{PlanKernel, gemm_f64};
+use kernel::{CudaPlan, CudaSource, DeviceError, Dtype, Executor, Launch, Shape};
 
 fn source(code: &'static str) -> CudaSource {
     CudaSource::embedded("tests/inline_ptx.cu", code)
@@ -60,7 +37,7 @@ fn run(
         ..Default::default()
     };
     let dev = SimDevice::new()?;
-    let k = TestKernel(plan);
+    let k = PlanKernel::fp32(plan);
     let mut p = dev.prepare(&k, &shape, data)?;
     p.run()?;
     p.output()
@@ -512,7 +489,10 @@ fn inline_ptx_the_simulator_does_not_know_is_refused_naming_it() {
                 args: kernel::gemm_args(1, 1, 1),
             },
         );
-        let msg = dev.can_run(&TestKernel(plan)).unwrap_err().to_string();
+        let msg = dev
+            .can_run(&PlanKernel::fp32(plan))
+            .unwrap_err()
+            .to_string();
         let head = format!("not simulated: user/refused.cu:{line}: inline PTX `{instruction}`: ");
         assert!(msg.starts_with(&head) && msg.contains(why), "{msg}");
     }

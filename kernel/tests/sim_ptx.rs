@@ -6,31 +6,8 @@
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
-use kernel::testing::{gemm_f64, relative_error};
-use kernel::{
-    Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Kernel, KernelInfo, Launch,
-    Precision, Role, Shape, Stage, Workload,
-};
-
-struct TestKernel(CudaPlan);
-
-impl Kernel for TestKernel {
-    fn info(&self) -> KernelInfo {
-        KernelInfo {
-            id: "ptx-test".into(),
-            workload: Workload::Gemm,
-            stage: Stage::Tensorcore,
-            precision: Precision::Fp32,
-            role: Role::Rung,
-            rung: 0,
-            summary: "a test of lab/ptx.h".into(),
-        }
-    }
-
-    fn cuda(&self, _shape: &Shape) -> Option<CudaPlan> {
-        Some(self.0.clone())
-    }
-}
+use kernel::testing::{PlanKernel, gemm_f64, relative_error};
+use kernel::{Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Launch, Shape};
 
 fn source(code: &'static str) -> CudaSource {
     CudaSource::embedded("tests/ptx.cu", code)
@@ -57,7 +34,7 @@ fn run(l: Launch, input: Dtype, shape: Shape, data: &[Vec<f32>]) -> Result<Vec<f
         ..Default::default()
     };
     let dev = SimDevice::new()?;
-    let k = TestKernel(plan);
+    let k = PlanKernel::fp32(plan);
     let mut p = dev.prepare(&k, &shape, data)?;
     p.run()?;
     p.output()
