@@ -239,16 +239,16 @@ experiments=(
 experiment_runs() {
   local line name sizes args ok=0
   for line in "${experiments[@]}"; do
-    read -r name sizes args <<< "$line"
+    # Split into words without glob expansion (the specs hold `*`).
+    read -r -a args <<< "$line"
+    name=${args[0]} sizes=${args[1]} args=("${args[@]:2}")
     rm -rf "$dir/experiment-$name"
     echo "-- experiment $name"
     if [[ $kind == cuda ]]; then
-      # shellcheck disable=SC2086 # the arguments are words of the line above
       lim "${H[@]}" run --config tools/gpu-headline.toml --out "$dir/experiment-$name" \
-        --sizes "$sizes" $args || ok=$?
+        --sizes "$sizes" "${args[@]}" || ok=$?
     else
-      # shellcheck disable=SC2086
-      lim "${H[@]}" run --out "$dir/experiment-$name" --device sim --small $args || ok=$?
+      lim "${H[@]}" run --out "$dir/experiment-$name" --device sim --small "${args[@]}" || ok=$?
     fi
     [[ $ok == 124 || $ok == 137 ]] && return "$ok"
   done
@@ -285,7 +285,6 @@ else
   }
   step ncu profile
 fi
-
 
 say ""
 say "gpu-check summary ($slug; run folder $out/runs/latest; log $log):"

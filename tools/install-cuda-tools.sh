@@ -2,10 +2,10 @@
 # Installs the CUDA pieces the lab needs on a machine without a CUDA toolkit: NVRTC (to compile
 # kernels to CUBIN and read the ptxas report), the CUDA headers that WMMA and half kernels
 # include, libcu++ (CCCL: `<cuda/pipeline>`, `<cuda/barrier>`, and `<nv/target>`, which
-# `<cooperative_groups.h>` includes), and the disassemblers `nvdisasm` and `cuobjdump` (`harness inspect --sass` reads the
-# SASS of a CUBIN with them). They come from NVIDIA's pinned PyPI wheels for CUDA 13.0, the
-# version the GPU machines run, into `.cuda-tools/` (git-ignored), where device discovery looks
-# for them. The disassemblers were first published as wheels for CUDA 13.2, so those two are
+# `<cooperative_groups.h>` includes), and the disassemblers `nvdisasm` and `cuobjdump`
+# (`harness inspect --sass` reads the SASS of a CUBIN with them). They come from NVIDIA's
+# pinned PyPI wheels for CUDA 13.0, the version the GPU machines run, into `.cuda-tools/`
+# (git-ignored), where device discovery looks for them. The disassemblers were first published as wheels for CUDA 13.2, so those two are
 # pinned at 13.2.51: they only read the CUBIN that NVRTC 13.0 wrote, they compile nothing.
 # Usage: tools/install-cuda-tools.sh [DEST]     (idempotent; needs python3 with pip)
 set -euo pipefail

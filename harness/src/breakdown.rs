@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 /// Forward passes timed per CPU row (the median pass is kept, with its layers' times): at
 /// least [`CPU_MIN_PASSES`], then more while they fit in [`CPU_PASSES_MS`], up to
-/// [`CPU_MAX_PASSES`]. A pass of a small network takes a few milliseconds, and the median of
-/// five such passes moved by half on a busy machine; a hundred of them hold.
+/// [`CPU_MAX_PASSES`]. A pass of a small network takes a few milliseconds: five of them span
+/// a moment of a busy machine, whose hiccups then decide the median.
 const CPU_MIN_PASSES: usize = 5;
 const CPU_MAX_PASSES: usize = 101;
 const CPU_PASSES_MS: f64 = 250.0;

@@ -188,8 +188,8 @@ pub(super) fn measure(dev: &dyn Executor, quick: bool) -> anyhow::Result<Measure
 
 /// The one ceiling FP16 and BF16 rows share (the tensor cores run both at one rate): the
 /// faster of the two cuBLAS measurements. cuBLAS does not pick equally fast kernels for the
-/// two types (on an H200, BF16 GemmEx ran 10% faster than FP16 at 4096 and 8192), and a
-/// ceiling taken from the slower one would put the faster above 100% of its roof.
+/// two types (in the H200 run, BF16 GemmEx was the faster at 4096 and at 8192), and a
+/// ceiling taken from the slower one puts the faster above 100% of its roof.
 fn sixteen_bit_ceiling(
     fp16: Option<f64>,
     bf16: Option<f64>,
@@ -211,8 +211,6 @@ fn sixteen_bit_ceiling(
 mod tests {
     use super::*;
 
-    /// The probes compile for the GPUs we measure on, wherever NVRTC is installed (CI);
-    /// without it the test has nothing to check.
     #[test]
     fn the_sixteen_bit_ceiling_is_the_faster_of_fp16_and_bf16() {
         let mut notes = Vec::new();
@@ -242,6 +240,8 @@ mod tests {
         assert_eq!(sixteen_bit_ceiling(None, None, &mut notes), None);
     }
 
+    /// The probes compile for the GPUs we measure on, wherever NVRTC is installed (CI);
+    /// without it the test has nothing to check.
     #[test]
     fn probes_compile_where_nvrtc_exists() {
         if kernel::cuda::nvrtc::version().is_err() {
