@@ -20,7 +20,10 @@
 # and throughput, achieved occupancy, tensor-pipe utilisation, bank conflicts of LDS, STS,
 # LDSM and LDGSTS, warp stall reasons). Between run and ncu, experiments: questions the
 # walkthroughs leave open, each one run of its own in the gpu-check folder (without a GPU, in
-# the simulator on the small shapes, which checks that each still runs).
+# the simulator on the small shapes, which checks that each still runs); then gap: the rungs
+# that miss their speed targets profiled beside cuBLAS and PyTorch at the shape the target is
+# set at (GEMM 4096, attention S = 4096, D = 128), section by section and SASS line by SASS
+# line, into gap-*.md (tools/ncu_gap.py).
 # --out LAB: the lab folder everything lands in (default: target/lab, the harness's own);
 # the log, shapes and profiles go to LAB/gpu-check/<device>/, the run to LAB/runs/.
 # --budget MINUTES (default 40): every step runs under `timeout` with a share of the budget
@@ -44,7 +47,7 @@ while [[ $# -gt 0 ]]; do
     --smoke) smoke=1; shift ;;
     --budget) budget=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -99,10 +102,11 @@ say() { echo "$*" | tee -a "$log"; }
 # Each step's share of the budget, in percent; a step never gets more than what is left.
 declare -A share=(
   [glibc]=1 [nvidia-smi]=2 [doctor]=2 [risky]=10 [sanitize]=15 [check]=10
-  [calibrate]=5 [tune]=10 [peers]=10 [run]=20 [ncu]=15 [experiments]=4
+  [calibrate]=5 [tune]=10 [peers]=10 [run]=20 [gap]=8 [ncu]=15 [experiments]=4
 )
 # The headline benchmark is most of a short budget; the checks on small shapes take seconds.
-[[ $headline == 1 ]] && share[run]=40 share[tune]=4 share[calibrate]=3 share[check]=6 share[risky]=6
+[[ $headline == 1 ]] && share[run]=40 share[tune]=4 share[calibrate]=3 share[check]=6 share[risky]=6 \
+  share[gap]=10 share[ncu]=10
 start=$SECONDS
 step_end=0
 # lim COMMAND...: runs one command of the current step under `timeout`, up to the step's end.
@@ -255,6 +259,67 @@ experiment_runs() {
   return $ok
 }
 step experiments experiment_runs
+
+# Where the rungs that miss their speed targets lose to the kernels they are measured against:
+# one launch of each at the shape its target is set at, profiled with the sections that say
+# why (issue-slot use, eligible warps, pipe use, occupancy, memory) and the per-instruction
+# warp-stall samples, summarized side by side by tools/ncu_gap.py. One line per profile: a name,
+# the workload, the shape, the kernels (the GPU reference the harness checks them against at
+# that shape is profiled too).
+gap_profiles=(
+  "gemm gemm 4096 gemm-mma-ldmatrix,gemm-mma-128x256,gemm-wgmma-n256,gemm-wgmma-l2-order,gemm-wgmma-cluster,cublas-fp16,cublas-bf16"
+  "attention attention 4x16x4096x128 attn-flash2-mma-fp16,attn-flash2-br128-fp16"
+)
+gap_sections=(
+  --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis
+  --section Occupancy --section LaunchStats --section SchedulerStats --section WarpStateStats
+  --section InstructionStats --section SourceCounters
+)
+# gap_report NAME: the summary of $dir/gap-NAME.ncu-rep, with its pages kept beside it.
+gap_report() {
+  local rep=$dir/gap-$1
+  ncu --import "$rep.ncu-rep" --page details --csv > "$rep-details.csv" || return 1
+  if ! ncu --import "$rep.ncu-rep" --page source --csv --print-source sass > "$rep-source.csv"; then
+    echo "-- gap $1: ncu could not export the source page; the summary has no SASS lines"
+    rm -f "$rep-source.csv"
+  fi
+  local pages=("$rep-details.csv")
+  [[ -s $rep-source.csv ]] && pages+=("$rep-source.csv")
+  python3 tools/ncu_gap.py "${pages[@]}" > "$rep.md"
+}
+gap_profile() {
+  local line name w size ids ok=0
+  for line in "${gap_profiles[@]}"; do
+    read -r name w size ids <<< "$line"
+    echo "-- gap $name: $w $size: $ids"
+    lim ncu --clock-control none "${gap_sections[@]}" --import-source no \
+      --export "$dir/gap-$name" --force-overwrite \
+      "${H[@]}" check --device cuda --workload "$w" --sizes "$size" --kernels "$ids" || ok=$?
+    [[ $ok == 124 || $ok == 137 ]] && return "$ok"
+    gap_report "$name" || ok=1
+  done
+  # PyTorch's attention at the same shape: the kernel the attention target is set against.
+  if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
+    echo "-- gap attention-torch: scaled_dot_product_attention, FP16, 4x16x4096x128"
+    lim ncu --clock-control none "${gap_sections[@]}" --import-source no \
+      --kernel-name regex:'flash|fmha|attention|sdpa' \
+      --export "$dir/gap-attention-torch" --force-overwrite python3 -c '
+import torch
+q, k, v = (torch.randn(4, 16, 4096, 128, device="cuda", dtype=torch.half) for _ in range(3))
+torch.nn.functional.scaled_dot_product_attention(q, k, v)
+torch.cuda.synchronize()' || ok=$?
+    [[ $ok == 124 || $ok == 137 ]] && return "$ok"
+    gap_report attention-torch || ok=1
+  fi
+  return $ok
+}
+if [[ $kind != cuda ]]; then
+  skip gap "no GPU"
+elif ! command -v ncu >/dev/null; then
+  skip gap "ncu (Nsight Compute) is not on PATH"
+else
+  step gap gap_profile
+fi
 
 if [[ $kind != cuda ]]; then
   skip ncu "no GPU"

@@ -68,3 +68,113 @@ fn gpu_check_asks_ncu_for_the_summarys_metrics() {
         "a metric name is spelled in gpu-check.sh"
     );
 }
+
+/// `tools/ncu_gap.py` on a report of two launches, a rung and a library kernel, in the layout
+/// of Nsight Compute's details and source pages (CSV, 2023 and later): the fixture's values are
+/// made up, its columns are ncu's.
+#[test]
+fn the_gap_summary_sets_each_rung_beside_the_library_kernel() {
+    let fixtures = root().join("harness/tests/fixtures");
+    let details = fixtures.join("ncu-gap-details.csv");
+    let source = fixtures.join("ncu-gap-source.csv");
+    let md = Command::new("python3")
+        .arg(root().join("tools/ncu_gap.py"))
+        .args([&details, &source])
+        .output()
+        .expect("python3 runs");
+    assert!(
+        md.status.success(),
+        "{}",
+        String::from_utf8_lossy(&md.stderr)
+    );
+    let md = String::from_utf8(md.stdout).unwrap();
+
+    // One column per launch; a cutlass wrapper is labelled by its template argument.
+    let header = md.lines().find(|l| l.starts_with("| section |")).unwrap();
+    assert!(header.contains("#0 `gemm_mma_128x256`"), "{header}");
+    assert!(
+        header.contains("#1 `cutlass_80_tensorop_f16_s16816gemm"),
+        "{header}"
+    );
+    let busy = md
+        .lines()
+        .find(|l| l.contains("Issue Slots Busy (%)"))
+        .unwrap();
+    assert!(busy.ends_with("| 41.20 | 78.90 |"), "{busy}");
+
+    // Rules with an estimated speedup, largest first; one without an estimate is left out.
+    let issue = md.find("IssueSlotUtilization (est. 59%)").expect(&md);
+    let cpi = md.find("CPIStall (est. 31%)").expect(&md);
+    assert!(issue < cpi, "{md}");
+    assert!(!md.contains("SOLBottleneck"), "{md}");
+
+    // The rung's SASS lines by stall samples: its HMMA first, with the samples by opcode; the
+    // `selected` samples (issuing, not stalled) and `_not_issued` columns are not reasons.
+    let rung = md.split("### #0 `gemm_mma_128x256`").nth(2).expect(&md);
+    assert!(
+        rung.contains("500 samples; by opcode: HMMA 60%, LDSM 24%, LDGSTS 12%, BAR 4%"),
+        "{rung}"
+    );
+    let first = rung.lines().find(|l| l.starts_with("| 0x")).unwrap();
+    assert!(
+        first.contains("HMMA.16816.F32")
+            && first.contains("| 300 | 60.0% | math_pipe_throttle 67% |"),
+        "{first}"
+    );
+    let ldsm = rung.lines().find(|l| l.contains("LDSM.16.M88.4")).unwrap();
+    assert!(ldsm.ends_with("| long_scoreboard 83% |"), "{ldsm}");
+    assert!(
+        !md.contains("selected") && !md.contains("not_issued"),
+        "{md}"
+    );
+}
+
+/// The `gap` step's profiles name kernels and shapes the harness knows: a renamed rung or a
+/// misspelt shape would otherwise be found only on a GPU, in the middle of its hour.
+#[test]
+fn gpu_checks_gap_profiles_name_kernels_and_shapes_the_harness_has() {
+    let script = std::fs::read_to_string(root().join("tools/gpu-check.sh")).unwrap();
+    let block = script
+        .split("gap_profiles=(")
+        .nth(1)
+        .and_then(|rest| rest.split("\n)").next())
+        .expect("gpu-check.sh has gap_profiles=( ... )");
+    let harness = env!("CARGO_BIN_EXE_harness");
+    let list = Command::new(harness).arg("list").output().unwrap();
+    let list = String::from_utf8(list.stdout).unwrap();
+    let mut profiles = 0;
+    for line in block.lines().map(str::trim).filter(|l| l.starts_with('"')) {
+        let words: Vec<&str> = line.trim_matches('"').split_whitespace().collect();
+        let [_name, workload, size, ids] = words[..] else {
+            panic!("a gap profile is NAME WORKLOAD SHAPE KERNELS: {line}")
+        };
+        let shapes = Command::new(harness)
+            .args([
+                "shapes",
+                "--device",
+                "cuda",
+                "--workload",
+                workload,
+                "--sizes",
+                size,
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            shapes.status.success(),
+            "{line}: {}",
+            String::from_utf8_lossy(&shapes.stderr)
+        );
+        for id in ids.split(',') {
+            assert!(
+                list.lines().any(|l| {
+                    let cols: Vec<&str> = l.split_whitespace().collect();
+                    cols.first() == Some(&workload) && cols.get(2) == Some(&id)
+                }),
+                "{line}: `harness list` has no {workload} kernel {id}"
+            );
+        }
+        profiles += 1;
+    }
+    assert!(profiles >= 2, "{block}");
+}
