@@ -3,8 +3,9 @@
 //! run folder keeps a copy of the one its roofline used.
 //!
 //! CPU: a STREAM-triad-like bandwidth on rayon and an FMA loop in explicit SIMD (AVX-512 or
-//! AVX2+FMA when present). GPU: a device-to-device copy kernel, a peak FP32 FMA kernel and
-//! cuBLAS TF32/FP16 GEMMs, all through the same executor and CUDA-event timing as the rows.
+//! AVX2+FMA when present). GPU: a device-to-device copy kernel, a peak FP32 FMA kernel, an
+//! mma.sync kernel on operands in registers and cuBLAS TF32/FP16/BF16 GEMMs, all through the
+//! same executor and CUDA-event timing as the rows.
 
 mod cpu;
 mod gpu;
@@ -52,6 +53,11 @@ pub struct Calibration {
     pub tf32_gflops: Option<f64>,
     /// FP16 and BF16 share it: the faster of the two cuBLAS measurements.
     pub fp16_gflops: Option<f64>,
+    /// mma.sync m16n8k16 FP16 on operands in registers (GPU only), GFLOP/s: the most the
+    /// mma.sync rungs can reach, which on Hopper is below the tensor ceiling that wgmma (and
+    /// cuBLAS) reach. Absent from calibrations taken before it was measured.
+    #[serde(default)]
+    pub mma_sync_gflops: Option<f64>,
     /// How each figure was measured, and how it compares with theory where that is known.
     pub notes: Vec<String>,
 }
@@ -91,6 +97,9 @@ impl Calibration {
         }
         if let Some(h) = self.fp16_gflops {
             s += &format!(", FP16/BF16 tensor {}", rate(h));
+        }
+        if let Some(m) = self.mma_sync_gflops {
+            s += &format!(", mma.sync FP16 {}", rate(m));
         }
         s
     }
@@ -134,6 +143,7 @@ pub fn measure(dev: &dyn Executor, quick: bool) -> Result<Calibration> {
         fp32_gflops: m.fp32_gflops,
         tf32_gflops: m.tf32_gflops,
         fp16_gflops: m.fp16_gflops,
+        mma_sync_gflops: m.mma_sync_gflops,
         notes: m.notes,
     })
 }
@@ -144,6 +154,7 @@ struct Measurement {
     fp32_gflops: f64,
     tf32_gflops: Option<f64>,
     fp16_gflops: Option<f64>,
+    mma_sync_gflops: Option<f64>,
     notes: Vec<String>,
 }
 
@@ -173,6 +184,7 @@ pub(crate) mod tests_support {
             fp32_gflops: 180.25,
             tf32_gflops: None,
             fp16_gflops: Some(1.5e5),
+            mma_sync_gflops: None,
             notes: vec!["synthetic".into()],
         }
     }
@@ -205,6 +217,22 @@ mod tests {
         // A driver update changes the fingerprint: the cache no longer applies.
         assert_eq!(cached(&lab, &info("Linux 6.2")), None);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Calibrations taken before mma.sync was measured (the published H200 run's) still read.
+    #[test]
+    fn calibrations_without_the_mma_sync_figure_still_read() {
+        let p =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/nvidia-h200/calibration.json");
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(
+            !text.contains("mma_sync"),
+            "the fixture has the field now: pick another"
+        );
+        let c = Calibration::read(&p).unwrap();
+        assert_eq!(c.mma_sync_gflops, None);
+        assert!(c.fp16_gflops.is_some());
+        assert!(!c.describe().contains("mma.sync"), "{}", c.describe());
     }
 
     #[test]

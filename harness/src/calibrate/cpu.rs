@@ -13,6 +13,7 @@ pub(super) fn measure(quick: bool) -> Measurement {
         fp32_gflops: fp32,
         tf32_gflops: None,
         fp16_gflops: None,
+        mma_sync_gflops: None,
         notes: vec![bw_note, fma_note],
     }
 }

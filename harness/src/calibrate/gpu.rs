@@ -13,6 +13,9 @@ use kernel::{
 const SOURCE: CudaSource = CudaSource::embedded(
     "harness/calibrate.cu",
     r#"
+#include <cuda_fp16.h>
+#include "lab/ptx.h"
+
 // Device-to-device copy, 16 bytes per thread per step, grid-stride.
 extern "C" __global__ void lab_copy(const float4* __restrict__ in, float4* __restrict__ out, int n4) {
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += gridDim.x * blockDim.x)
@@ -34,16 +37,49 @@ extern "C" __global__ void lab_fma(const float* __restrict__ seed, float* __rest
     }
     out[t] = a0 + a1 + a2 + a3 + a4 + a5 + a6 + a7;
 }
+
+// mma.sync m16n8k16 (FP16 operands, FP32 accumulators) on operands held in registers, eight
+// independent accumulators per warp: the rate of the instruction itself, which no kernel that
+// also loads its operands can pass. Every element of A is x[0] and of B x[1], so each mma adds
+// 16 * x[0] * x[1] to every accumulator.
+#define MMA_CHAINS 8
+extern "C" __global__ void lab_mma(const float* __restrict__ x, float* __restrict__ out, int iters) {
+    __half2 ha = __floats2half2_rn(x[0], x[0]), hb = __floats2half2_rn(x[1], x[1]);
+    unsigned a0 = *reinterpret_cast<unsigned*>(&ha), b0 = *reinterpret_cast<unsigned*>(&hb);
+    const unsigned a[4] = {a0, a0, a0, a0}, b[2] = {b0, b0};
+    float acc[MMA_CHAINS][4] = {};
+    for (int i = 0; i < iters; ++i) {
+        #pragma unroll
+        for (int c = 0; c < MMA_CHAINS; ++c) ptx::mma_m16n8k16_f16(acc[c], a, b, acc[c]);
+    }
+    float s = 0.0f;
+    #pragma unroll
+    for (int c = 0; c < MMA_CHAINS; ++c) s += acc[c][0] + acc[c][1] + acc[c][2] + acc[c][3];
+    out[blockIdx.x * blockDim.x + threadIdx.x] = s;
+}
 "#,
 );
 
 const FMA_PER_ITER: f64 = 16.0 * 8.0;
+/// `MMA_CHAINS` in the source: mma.sync instructions per warp per iteration.
+const MMA_CHAINS: u64 = 8;
+/// Warps per block of the mma probe (256 threads).
+const MMA_WARPS_PER_BLOCK: u64 = 8;
+
+/// FLOP the mma probe does: 2 x 16 x 8 x 16 per mma.sync m16n8k16, `MMA_CHAINS` per warp per
+/// iteration.
+fn mma_flop(blocks: u32, iters: i32) -> f64 {
+    let mmas = u64::from(blocks) * MMA_WARPS_PER_BLOCK * MMA_CHAINS * iters.max(0) as u64;
+    mmas as f64 * 2.0 * 16.0 * 8.0 * 16.0
+}
 
 enum Probe {
     /// Copies `n` floats: A (n x 1) to C (n x 1).
     Copy { blocks: u32 },
     /// `threads` threads of FMA chains, one output each.
     Fma { blocks: u32, iters: i32 },
+    /// Blocks of 8 warps of mma.sync chains, one output per thread; A holds the operands.
+    Mma { blocks: u32, iters: i32 },
 }
 
 impl Kernel for Probe {
@@ -52,6 +88,7 @@ impl Kernel for Probe {
             id: match self {
                 Probe::Copy { .. } => "calibrate-copy".into(),
                 Probe::Fma { .. } => "calibrate-fma".into(),
+                Probe::Mma { .. } => "calibrate-mma".into(),
             },
             workload: Workload::Gemm,
             stage: Stage::Reference,
@@ -87,6 +124,18 @@ impl Kernel for Probe {
                 dynamic_smem: 0,
                 args: vec![
                     Arg::Ptr(Buf::Input(1)),
+                    Arg::Ptr(Buf::Output),
+                    Arg::I32(iters),
+                ],
+            },
+            Probe::Mma { blocks, iters } => Launch {
+                source: SOURCE,
+                entry: "lab_mma".into(),
+                grid: [blocks, 1, 1],
+                block: [32 * MMA_WARPS_PER_BLOCK as u32, 1, 1],
+                dynamic_smem: 0,
+                args: vec![
+                    Arg::Ptr(Buf::Input(0)),
                     Arg::Ptr(Buf::Output),
                     Arg::I32(iters),
                 ],
@@ -149,6 +198,34 @@ pub(super) fn measure(dev: &dyn Executor, quick: bool) -> anyhow::Result<Measure
          {fp32_gflops:.0} GFLOP/s"
     ));
 
+    // mma.sync: 4 blocks of 8 warps per SM (8 warps per scheduler), operands in registers.
+    let blocks = sms * 4;
+    let threads = blocks as usize * 32 * MMA_WARPS_PER_BLOCK as usize;
+    let iters = if quick { 1024 } else { 8192 };
+    let mma = Probe::Mma { blocks, iters };
+    let mma_shape = Shape::Gemm {
+        m: threads,
+        n: 1,
+        k: 1,
+    };
+    let mut operands = vec![1.0 / 64.0; threads];
+    operands[1] = 1.0 / 128.0;
+    let mma_sync_gflops = match seconds(dev, &mma, mma_shape, &[operands, vec![0.0]]) {
+        Ok(t) => {
+            let g = mma_flop(blocks, iters) / t / 1e9;
+            notes.push(format!(
+                "mma.sync FP16: m16n8k16 with FP32 accumulators on operands in registers, 8 \
+                 independent accumulators per warp, {blocks} blocks of 8 warps: {g:.0} GFLOP/s \
+                 (what the mma.sync rungs can reach at most)"
+            ));
+            Some(g)
+        }
+        Err(e) => {
+            notes.push(format!("mma.sync FP16: {e:#}"));
+            None
+        }
+    };
+
     // Tensor rates: cuBLAS on random data (zeros run faster) at the largest size that fits.
     let mut tensor = |compute: GemmCompute, name: &str| -> Option<f64> {
         let k = CublasGemm {
@@ -182,6 +259,7 @@ pub(super) fn measure(dev: &dyn Executor, quick: bool) -> anyhow::Result<Measure
         fp32_gflops,
         tf32_gflops,
         fp16_gflops,
+        mma_sync_gflops,
         notes,
     })
 }
@@ -240,6 +318,69 @@ mod tests {
         assert_eq!(sixteen_bit_ceiling(None, None, &mut notes), None);
     }
 
+    /// The mma probe does the FLOP its rate is computed from: run in the simulator, every
+    /// thread's sum is CHAINS x 4 accumulators x iters x 16 x a x b, so each warp ran
+    /// `MMA_CHAINS` mma.sync m16n8k16 per iteration and each did its 16-deep products.
+    #[test]
+    fn the_mma_probe_does_the_flop_it_is_credited_with() {
+        let sim = kernel::sim::SimDevice::new().unwrap();
+        let (blocks, iters) = (2, 3);
+        let threads = blocks as usize * 32 * MMA_WARPS_PER_BLOCK as usize;
+        let shape = Shape::Gemm {
+            m: threads,
+            n: 1,
+            k: 1,
+        };
+        let (a, b) = (0.5f32, 0.25f32);
+        let mut operands = vec![a; threads];
+        operands[1] = b;
+        let inputs = [operands, vec![0.0]];
+        let probe = Probe::Mma { blocks, iters };
+        let mut run = sim.prepare(&probe, &shape, &inputs).unwrap();
+        run.run().unwrap();
+        let out = run.output().unwrap();
+        let each = MMA_CHAINS as f32 * 4.0 * iters as f32 * 16.0 * a * b;
+        assert!(out.iter().all(|&v| v == each), "{:?} != {each}", &out[..8]);
+        // 2 x 16 x 8 x 16 FLOP per mma.sync, per warp.
+        let warps = f64::from(blocks) * MMA_WARPS_PER_BLOCK as f64;
+        assert_eq!(
+            mma_flop(blocks, iters),
+            warps * MMA_CHAINS as f64 * f64::from(iters) * 4096.0
+        );
+    }
+
+    /// The mma probe's loop is mma.sync and little else: no operand loads, no spills, so it
+    /// times the instruction, not memory. Needs NVRTC and nvdisasm (CI installs both).
+    #[test]
+    fn the_mma_probes_loop_is_mma_sync_from_registers() {
+        let Ok(tool) = crate::sass::Disassembler::find() else {
+            return;
+        };
+        if kernel::cuda::nvrtc::version().is_err() {
+            return;
+        }
+        let shape = Shape::Gemm {
+            m: 1 << 16,
+            n: 1,
+            k: 1,
+        };
+        let plan = Probe::Mma {
+            blocks: 132,
+            iters: 4,
+        }
+        .cuda(&shape)
+        .unwrap();
+        for arch in ["sm_80", "sm_90"] {
+            let listing = crate::sass::of_plan(&tool, &plan, arch).unwrap();
+            let pass = listing[0].function.inner_loop().unwrap();
+            assert!(pass.hmma >= MMA_CHAINS as u32, "{arch}: {pass:?}");
+            let memory = pass.ldg + pass.lds + pass.ldsm + pass.ldl + pass.stl + pass.ld_generic;
+            assert_eq!(memory, 0, "{arch}: {pass:?}");
+            // Loop control aside (ptxas unrolls the loop), every instruction is an HMMA.
+            assert!(pass.instructions <= pass.hmma + 8, "{arch}: {pass:?}");
+        }
+    }
+
     /// The probes compile for the GPUs we measure on, wherever NVRTC is installed (CI);
     /// without it the test has nothing to check.
     #[test]
@@ -255,6 +396,10 @@ mod tests {
         for probe in [
             Probe::Copy { blocks: 132 },
             Probe::Fma {
+                blocks: 132,
+                iters: 4,
+            },
+            Probe::Mma {
                 blocks: 132,
                 iters: 4,
             },

@@ -24,6 +24,10 @@ pub struct Ceilings {
     pub fp32_gflops: f64,
     pub tf32_gflops: Option<f64>,
     pub fp16_gflops: Option<f64>,
+    /// An in-core ceiling under the FP16/BF16 roof: the rate of mma.sync alone, measured. No
+    /// row is judged against it; charts draw it, so that the mma.sync rungs read against what
+    /// their instruction can do as well as against the tensor roof.
+    pub mma_sync_gflops: Option<f64>,
 }
 
 /// Which compute roof: the units a precision's arithmetic runs on.
@@ -126,9 +130,19 @@ impl Ceilings {
             fp32_gflops: c.fp32_gflops,
             tf32_gflops: c.tf32_gflops,
             fp16_gflops: c.fp16_gflops,
+            mma_sync_gflops: c.mma_sync_gflops,
         }
     }
+
+    /// The mma.sync ceiling, where it was measured and lies under the FP16/BF16 roof.
+    pub fn mma_sync(&self) -> Option<f64> {
+        let roof = self.fp16_gflops?;
+        self.mma_sync_gflops.filter(|&g| g > 0.0 && g < roof)
+    }
 }
+
+/// What the mma.sync ceiling is called in charts and headers.
+pub const MMA_SYNC_CEILING: &str = "mma.sync FP16, registers only";
 
 /// Datasheet ceilings (dense) for the GPUs in shared/HARDWARE.md, matched by device name.
 pub fn datasheet(device_name: &str) -> Option<Ceilings> {
@@ -153,6 +167,8 @@ pub fn datasheet(device_name: &str) -> Option<Ceilings> {
         fp32_gflops: fp32,
         tf32_gflops: Some(tf32),
         fp16_gflops: Some(fp16),
+        // The data sheets give no rate for mma.sync apart from the tensor peak.
+        mma_sync_gflops: None,
     })
 }
 
@@ -181,6 +197,7 @@ mod tests {
             fp32_gflops: 200.0,
             tf32_gflops: None,
             fp16_gflops: None,
+            mma_sync_gflops: None,
         };
         assert_eq!(c.bound_gflops(Precision::Fp16, 100.0), 200.0);
         assert_eq!(c.bound_gflops(Precision::Tf32, 2.0), 40.0);
@@ -193,5 +210,21 @@ mod tests {
         assert!(datasheet("NVIDIA H100 PCIe").is_none());
         assert!(datasheet("AMD EPYC 9B14 (2 threads)").is_none());
         assert_eq!(datasheet("NVIDIA H200").unwrap().bandwidth_gbs, 4800.0);
+    }
+
+    #[test]
+    fn the_mma_sync_ceiling_is_drawn_only_under_the_sixteen_bit_roof() {
+        let mut c = datasheet("NVIDIA H100 80GB HBM3").unwrap();
+        assert_eq!(c.mma_sync(), None);
+        c.mma_sync_gflops = Some(495e3);
+        assert_eq!(c.mma_sync(), Some(495e3));
+        // It judges no row: FP16 rows keep the tensor roof.
+        assert_eq!(c.peak_gflops(Precision::Fp16), 989e3);
+        // A measurement at or over the roof says nothing the roof does not.
+        c.mma_sync_gflops = Some(989e3);
+        assert_eq!(c.mma_sync(), None);
+        c.fp16_gflops = None;
+        c.mma_sync_gflops = Some(495e3);
+        assert_eq!(c.mma_sync(), None);
     }
 }

@@ -3,7 +3,7 @@
 //! simulator has no times; the CSV keeps every column so its schema never changes.
 
 use super::model::{Report, RowReport, SIGNIFICANCE_NOTE, ShapeReport, WorkloadReport};
-use super::roofline::{Ceilings, Source};
+use super::roofline::{Ceilings, MMA_SYNC_CEILING, Source};
 use crate::results::{Row, Status, TrafficSource};
 use crate::run::primary_resources;
 use kernel::{DeviceKind, Precision};
@@ -262,13 +262,17 @@ fn references_used(report: &Report, shape: &ShapeReport) -> String {
 pub fn roof_source(c: Option<&Ceilings>) -> String {
     match c {
         Some(c) if c.source == Source::Measured => format!(
-            "measured ceilings ({}, {})",
+            "measured ceilings ({}, {}{})",
             super::charts::bandwidth(c.bandwidth_gbs),
             c.roofs()
                 .iter()
                 .map(|r| format!("{} {}", r.name(), throughput(r.gflops)))
                 .collect::<Vec<_>>()
-                .join(", ")
+                .join(", "),
+            c.mma_sync().map_or(String::new(), |g| format!(
+                "; under the FP16/BF16 roof, {MMA_SYNC_CEILING} {}",
+                throughput(g)
+            ))
         ),
         Some(c) => format!("{} ceilings (not measured here)", c.label),
         None => "no ceilings: run `harness calibrate`".into(),

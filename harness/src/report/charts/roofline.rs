@@ -11,7 +11,7 @@ use super::canvas::{
 use super::header::{Entry, Header, Mark};
 use super::{Chart, bandwidth, footer, rate_unit, roof_color};
 use crate::report::model::{Report, RowReport, ShapeReport};
-use crate::report::roofline::Ceilings;
+use crate::report::roofline::{Ceilings, MMA_SYNC_CEILING, RoofKind};
 use crate::report::table::{roof_source, throughput};
 use crate::results::Status;
 use anyhow::Result;
@@ -125,6 +125,13 @@ impl<'a> Roofline<'a> {
                     label: format!("{} roof: {} rows", roof.name(), judged.join(", ")),
                     color: roof_color(roof.kind),
                     mark: Mark::Line(Dash::Solid),
+                });
+            }
+            if c.mma_sync().is_some() {
+                legend.push(Entry {
+                    label: format!("{MMA_SYNC_CEILING}: the most an mma.sync rung can reach"),
+                    color: roof_color(RoofKind::Fp16Tensor),
+                    mark: Mark::Line(Dash::Dashed),
                 });
             }
         }
@@ -271,6 +278,21 @@ impl<'a> Roofline<'a> {
                 .flat_map(|x| [((x, y - 11.0), HPos::Right), ((x, y + 11.0), HPos::Right)])
                 .collect();
             labels.push((label, color, spots));
+        }
+        // The mma.sync ceiling: dashed, in the colour of the roof it sits under.
+        if let Some(g) = ceil.mma_sync() {
+            let color = roof_color(RoofKind::Fp16Tensor);
+            let (left, y) = at((g / bw).max(p.x.lo), g);
+            c.line(&[(left, y), at(p.x.hi, g)], color, 2, Dash::Dashed)?;
+            let spots = (0..16)
+                .map(|k| p.plot.x1 - 6.0 - 45.0 * f64::from(k))
+                .flat_map(|x| [((x, y + 11.0), HPos::Right), ((x, y - 11.0), HPos::Right)])
+                .collect();
+            labels.push((
+                format!("{MMA_SYNC_CEILING} {}", throughput(g)),
+                color,
+                spots,
+            ));
         }
         // Above the slope (a box whose right end touches the line clears it) or below it.
         let spots = (1..10)

@@ -444,6 +444,70 @@ fn roofline_draws_one_roof_per_precision_and_points_at_their_counted_intensity()
     );
 }
 
+/// The ladder with measured ceilings like an H100's, mma.sync's among them.
+fn measured_with_mma_sync() -> RunResults {
+    let mut run = ladder();
+    let mut cal = crate::calibrate::tests_support::sample(&run.device);
+    cal.bandwidth_gbs = 3350.0;
+    cal.fp32_gflops = 67e3;
+    (cal.tf32_gflops, cal.fp16_gflops) = (Some(495e3), Some(989e3));
+    cal.mma_sync_gflops = Some(495e3);
+    run.calibration = Some(cal);
+    run
+}
+
+#[test]
+fn a_measured_mma_sync_ceiling_is_drawn_dashed_under_the_sixteen_bit_roof() {
+    let charts = drawn(&measured_with_mma_sync());
+    let (_, svg, layout) = chart(&charts, "gemm-roofline-4096x4096x4096");
+    let l = labels(layout);
+    for text in [
+        "FP16/BF16 tensor 989.0 TFLOP/s",
+        "mma.sync FP16, registers only 495.0 TFLOP/s",
+        "mma.sync FP16, registers only: the most an mma.sync rung can reach",
+    ] {
+        assert!(l.contains(&text), "{text} missing: {l:?}");
+    }
+    assert!(
+        l.join(" ")
+            .contains("under the FP16/BF16 roof, mma.sync FP16, registers only 495.0 TFLOP/s"),
+        "{l:?}"
+    );
+    // The FP16 rows keep the tensor roof: the BF16 rung's share is of 989, not of 495.
+    let report = Report::new(&measured_with_mma_sync());
+    let row = report.workloads[0].shapes[0]
+        .rows
+        .iter()
+        .find(|r| r.row.id == "gemm-mma-bf16")
+        .unwrap();
+    assert_eq!(row.roof.as_ref().unwrap().roof.gflops, 989e3);
+    // Dashed, in the FP16 roof's red; without the measurement, no dashed red line at all.
+    // (A dashed line is drawn as its dashes: short horizontal red segments.)
+    let dashed_red = |svg: &str| {
+        svg.split("<polyline")
+            .skip(1)
+            .filter(|p| p.contains("stroke=\"#D62728\""))
+            .filter_map(|p| {
+                let pts = p.split("points=\"").nth(1)?.split('"').next()?;
+                let xy: Vec<f64> = pts
+                    .split([' ', ','])
+                    .filter_map(|v| v.parse().ok())
+                    .collect();
+                // 8 px dashes; the whiskers' caps are 6 px.
+                let dash =
+                    xy.len() == 4 && xy[1] == xy[3] && (7.0..=8.5).contains(&(xy[2] - xy[0]).abs());
+                dash.then_some(())
+            })
+            .count()
+    };
+    assert!(dashed_red(svg) >= 10, "{svg}");
+    let plain = drawn(&ladder());
+    assert_eq!(
+        dashed_red(&chart(&plain, "gemm-roofline-4096x4096x4096").1),
+        0
+    );
+}
+
 #[test]
 fn a_cpu_roofline_has_its_measured_fp32_roof_only() {
     let charts = drawn(&cpu());
