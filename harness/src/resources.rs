@@ -31,6 +31,9 @@ pub struct LaunchResources {
     /// The tiles a persistent launch's blocks share out (`CudaPlan::persistent`).
     #[serde(default)]
     pub tiles: Option<u64>,
+    /// What ptxas reported as costing this entry speed ("Potential Performance Loss: ...").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub advisories: Vec<String>,
 }
 
 impl LaunchResources {
@@ -134,6 +137,7 @@ pub fn of_plan(
                 _ => None,
             },
             tiles,
+            advisories: compiled.advisories(&l.entry),
         });
     }
     Ok(out)

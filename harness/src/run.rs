@@ -205,10 +205,28 @@ pub fn evaluate<'a>(
         }
         Err(e) => {
             drop(prepared);
+            let hint = plan.as_ref().filter(|_| e.is_lost()).and_then(trap_hint);
             fail_row(dev, &mut row, e);
+            if let (Some(hint), Some(reason)) = (hint, row.reason.as_mut()) {
+                reason.push_str(hint);
+            }
             (row, None)
         }
     }
+}
+
+/// What a failed launch of a kernel on `lab/hopper.h` most likely was: its mbarrier waits
+/// trap instead of hanging, with no message on the GPU (a printf would serialize its wgmma).
+fn trap_hint(plan: &kernel::CudaPlan) -> Option<&'static str> {
+    plan.sources()
+        .iter()
+        .any(|s| s.code.contains("lab/hopper.h"))
+        .then_some(
+            ". The kernel uses lab/hopper.h, whose mbarrier waits trap after LAB_MBAR_TIMEOUT_NS \
+             (4 s): a transaction count, descriptor or arrival that never completes. The \
+             simulator (`--device sim`) names the barrier, its phase and its pending arrivals; a \
+             kernel of your own can print them on the GPU with define=LAB_MBAR_REPORT=1",
+        )
 }
 
 /// Records why a row could not run. A lost device (a kernel faulted and took its CUDA
@@ -440,6 +458,19 @@ mod tests {
         fn cpu(&self) -> Option<kernel::CpuPort> {
             Some(|_, _, _| {})
         }
+    }
+
+    #[test]
+    fn a_lost_hopper_kernel_is_explained_as_a_trapped_mbarrier_wait() {
+        use kernel::Kernel;
+        let shape = Shape::square_gemm(256);
+        let hopper = tensorcore::GemmWgmmaL2Order::default()
+            .cuda(&shape)
+            .unwrap();
+        let hint = trap_hint(&hopper).unwrap();
+        assert!(hint.contains("LAB_MBAR_TIMEOUT_NS") && hint.contains("--device sim"));
+        let mma = tensorcore::GemmMma128x256.cuda(&shape).unwrap();
+        assert_eq!(trap_hint(&mma), None);
     }
 
     /// The CPU device with a CUDA context's failure mode: after a sticky fault every call

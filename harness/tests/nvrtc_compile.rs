@@ -71,7 +71,7 @@ fn shapes(w: Workload) -> Vec<Shape> {
 }
 
 #[test]
-fn every_kernel_compiles_for_sm80_and_sm90_without_spills() {
+fn every_kernel_compiles_for_sm80_and_sm90_without_spills_or_ptxas_advisories() {
     if let Err(e) = nvrtc::version() {
         panic!(
             "{e}\nThis test compiles every kernel with NVRTC: run tools/install-cuda-tools.sh first."
@@ -107,6 +107,14 @@ fn every_kernel_compiles_for_sm80_and_sm90_without_spills() {
                                     info.id, r.entry, r.spill_stores, r.spill_loads
                                 ));
                             }
+                            // ptxas compiles code it knows to be slow and says so only in
+                            // its report: serialized wgmma (a call in the kernel) and the like.
+                            for a in &r.advisories {
+                                problems.push(format!(
+                                    "{} ({}) on {arch}: ptxas: {a}",
+                                    info.id, r.entry
+                                ));
+                            }
                             if r.occupancy == Some(0.0) {
                                 problems.push(format!("{} ({}) cannot launch on {arch}: {} threads, {} B shared memory", info.id, r.entry, r.threads_per_block, r.smem_bytes));
                             }
@@ -128,21 +136,21 @@ fn every_kernel_compiles_for_sm80_and_sm90_without_spills() {
         compiled >= 4,
         "only {compiled} launches compiled: the registry lost its kernels?"
     );
-    println!("compiled {compiled} launches for sm_80 and sm_90, no unaccepted spills");
+    println!(
+        "compiled {compiled} launches for sm_80 and sm_90, no unaccepted spills, no advisories"
+    );
 }
 
-/// The stack frame of `mbar_wait`'s timeout report: printf's buffer of its eight arguments.
-const MBAR_REPORT_STACK: u32 = 48;
-
-/// The Hopper rungs (18, 21, 22, 23, 24) compile for sm_90a, asked as sm_90 or sm_90a: one block of 384
-/// threads per SM, no spill, registers within the 168 their launch bounds allow. On sm_80 there
-/// is no code to make: declined with the reason, not a compile error.
+/// The Hopper rungs (18, 21-25) compile for sm_90a, asked as sm_90 or sm_90a: one block of 384
+/// threads per SM, no spill, no stack (no call: a call would serialize their wgmma), registers
+/// within the 168 their launch bounds allow. On sm_80 there is no code to make: declined with
+/// the reason, not a compile error.
 #[test]
 fn the_hopper_rungs_compile_for_sm90a_alone() {
     if nvrtc::version().is_err() {
         panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
     }
-    let rungs: [(&dyn kernel::Kernel, &str); 5] = [
+    let rungs: [(&dyn kernel::Kernel, &str); 6] = [
         (&tensorcore::GemmWgmmaTma, "gemm_wgmma_tma"),
         (&tensorcore::GemmWgmmaN256, "gemm_wgmma_n256"),
         (
@@ -156,6 +164,10 @@ fn the_hopper_rungs_compile_for_sm90a_alone() {
         (
             &tensorcore::GemmWgmmaCluster::default(),
             "gemm_wgmma_cluster",
+        ),
+        (
+            &tensorcore::GemmWgmmaOverlap::default(),
+            "gemm_wgmma_overlap",
         ),
     ];
     for (rung, entry) in rungs {
@@ -171,9 +183,8 @@ fn hopper_rung_compiles_for_sm90a_alone(rung: &dyn kernel::Kernel, entry: &str) 
         let r = &r[0];
         assert_eq!((r.entry.as_str(), r.arch.as_str()), (entry, "sm_90a"));
         assert_eq!((r.spill_stores, r.spill_loads), (0, 0), "{r:?}");
-        // The only stack is printf's argument buffer in `mbar_wait`'s timeout report
-        // (lab/hopper.h), written only on the way to its trap.
-        assert!(r.stack_bytes <= MBAR_REPORT_STACK, "{r:?}");
+        assert_eq!(r.stack_bytes, 0, "{r:?}");
+        assert!(r.advisories.is_empty(), "{r:?}");
         assert!(r.registers <= 168, "{r:?}");
         assert_eq!(r.threads_per_block, 384);
         assert_eq!(r.occupancy, Some(12.0 / 64.0), "{r:?}");
@@ -184,6 +195,35 @@ fn hopper_rung_compiles_for_sm90a_alone(rung: &dyn kernel::Kernel, entry: &str) 
             && e.to_string().contains("compiled for sm_90a only"),
         "{e}"
     );
+}
+
+/// The trade `lab/hopper.h` makes: `-DLAB_MBAR_REPORT` prints a timed-out wait's block,
+/// thread and barrier, and the printf call serializes the kernel's wgmma, which ptxas reports
+/// (C7510) and the resources carry; without it the kernel has no call and no advisory.
+#[test]
+fn a_printf_in_a_wgmma_kernel_serializes_its_wgmma_and_ptxas_says_so() {
+    if nvrtc::version().is_err() {
+        panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
+    }
+    let plan = kernel::Kernel::cuda(
+        &tensorcore::GemmWgmmaL2Order::default(),
+        &Shape::square_gemm(4096),
+    )
+    .unwrap();
+    let mut reporting = plan.clone();
+    let kernel::Step::Kernel(launch) = &mut reporting.steps[0] else {
+        panic!("rung 23 is one launch")
+    };
+    launch.source = launch.source.clone().define("LAB_MBAR_REPORT", 1);
+    let quiet = &resources::of_plan(&plan, "sm_90a", None).unwrap()[0];
+    let loud = &resources::of_plan(&reporting, "sm_90a", None).unwrap()[0];
+    assert!(quiet.advisories.is_empty(), "{quiet:?}");
+    assert!(
+        loud.advisories.len() == 1
+            && loud.advisories[0].contains("wgmma.mma_async instructions are serialized"),
+        "{loud:?}"
+    );
+    assert!(loud.stack_bytes > 0 && quiet.stack_bytes == 0);
 }
 
 /// A persistent launch counts its waves in tiles: 4096^2 in 128x256 tiles is 512 tiles for the

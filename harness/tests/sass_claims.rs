@@ -332,6 +332,47 @@ fn rung_24_multicasts_half_of_b_and_releases_each_stage_in_both_blocks() {
     );
 }
 
+/// The wgmma of a k-tile issue back to back: no `WARPGROUP.DEPBAR` between two HGMMA, only
+/// after the last (lab/hopper.h has no call that would make ptxas serialize them).
+#[test]
+fn every_wgmma_rung_issues_a_k_tiles_wgmma_back_to_back() {
+    for (id, entry) in [
+        ("gemm-wgmma-tma", "gemm_wgmma_tma"),
+        ("gemm-wgmma-n256", "gemm_wgmma_n256"),
+        ("gemm-wgmma-persistent", "gemm_wgmma_persistent"),
+        ("gemm-wgmma-l2-order", "gemm_wgmma_l2_order"),
+        ("gemm-wgmma-cluster", "gemm_wgmma_cluster"),
+        ("gemm-wgmma-overlap", "gemm_wgmma_overlap"),
+    ] {
+        let ins = instructions(&function(id, entry));
+        let hgmma: Vec<usize> = (0..ins.len())
+            .filter(|&i| opcode(&ins[i]).starts_with("HGMMA"))
+            .collect();
+        assert_eq!(hgmma.len(), 4, "{id}: one k-tile of BK = 64 is four k16 steps");
+        let waits = (hgmma[0]..hgmma[3])
+            .filter(|&i| opcode(&ins[i]).starts_with("WARPGROUP.DEPBAR"))
+            .count();
+        assert_eq!(waits, 0, "{id}: {:?}", &ins[hgmma[0]..=hgmma[3]]);
+    }
+}
+
+#[test]
+fn rung_25_leaves_one_group_of_wgmma_in_flight() {
+    // "the consumer waits with wait_group 1": the k-tile's wait lets one group run on; the
+    // tile's last wait (before the epilogue) is wait_group 0. Rung 23 waits for none.
+    let waits = |id: &str, entry: &str| -> Vec<String> {
+        instructions(&function(id, entry))
+            .into_iter()
+            .filter(|i| opcode(i).starts_with("WARPGROUP.DEPBAR"))
+            .collect()
+    };
+    let w = waits("gemm-wgmma-overlap", "gemm_wgmma_overlap");
+    assert!(w.iter().any(|i| i.contains("gsb0, 0x1")), "{w:?}");
+    assert!(w.iter().any(|i| i.contains("gsb0, 0x0")), "{w:?}");
+    let parent = waits("gemm-wgmma-l2-order", "gemm_wgmma_l2_order");
+    assert!(parent.iter().all(|i| i.contains("gsb0, 0x0")), "{parent:?}");
+}
+
 #[test]
 fn rung_20_each_threadfence_is_membar_sc_gpu_then_cctl_ivall() {
     let f = function("gemm-mma-split-k", "gemm_mma_split_k");

@@ -1,6 +1,7 @@
 //! The Hopper rungs, for sm_90a alone: `wgmma` fed by TMA copies through an mbarrier pipeline
 //! (18), on 128x256 tiles (21), persistent (22), walking its tiles in L2-friendly groups (23),
-//! in 2-block clusters sharing each B tile by TMA multicast (24).
+//! in 2-block clusters sharing each B tile by TMA multicast (24), with one k-tile of wgmma
+//! kept in flight (25).
 //! Their plans pass A and B as TMA tensor maps ([`kernel::TensorMap`]), which
 //! the CUDA device encodes with `cuTensorMapEncodeTiled`. A GPU other than Hopper declines it
 //! (no sm_90a code); the CUDA simulator runs it through its emulation of wgmma, TMA and
@@ -87,6 +88,8 @@ const PERSISTENT: Design = N256;
 const L2_ORDER: Design = PERSISTENT;
 /// `24_wgmma_cluster.cu`: 23's, in each block of a cluster.
 const CLUSTERED: Design = L2_ORDER;
+/// `25_wgmma_overlap.cu`: 23's.
+const OVERLAP: Design = L2_ORDER;
 /// Blocks per cluster of rung 24 (its `CLUSTER`), stacked along M.
 const CLUSTER: u32 = 2;
 // One block per SM within an H100's 227 KB of shared memory per block.
@@ -374,6 +377,57 @@ impl Kernel for GemmWgmmaCluster {
     }
 }
 
+/// `25_wgmma_overlap.cu`: rung 23 with each consumer waiting for the previous k-tile's wgmma
+/// (wait_group 1) instead of its own, so one group stays in flight. The grid is planned for
+/// `sms` SMs, as 22's.
+pub struct GemmWgmmaOverlap {
+    pub sms: u32,
+}
+
+impl Default for GemmWgmmaOverlap {
+    fn default() -> Self {
+        Self { sms: DEFAULT_SMS }
+    }
+}
+
+impl Kernel for GemmWgmmaOverlap {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-wgmma-l2-order"),
+            idea: "wgmma.wait_group 1: each consumer issues the next k-tile's wgmma while its previous group still runs, and frees that group's stage one k-tile later",
+            bound: Some(Bound::Latency),
+        })
+    }
+
+    fn info(&self) -> KernelInfo {
+        info(
+            "gemm-wgmma-overlap",
+            25,
+            "rung 23 with one k-tile of wgmma in flight per consumer (wait_group 1): the tensor \
+             cores are not left idle while a consumer waits for its own wgmma",
+        )
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        tma_strides(shape)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let (m, n, _) = gemm_dims(shape);
+        let (tn, tm) = OVERLAP.tiles(m, n);
+        let grid = (tn * tm).min(self.sms);
+        let src = cuda_source!("tensorcore", "25_wgmma_overlap.cu");
+        let mut plan = OVERLAP.plan(shape, src, "gemm_wgmma_overlap", [grid, 1, 1]);
+        plan.persistent = vec![("gemm_wgmma_overlap".to_string().into(), u64::from(tn * tm))];
+        Some(plan)
+    }
+
+    /// Rung 17's port: when a stage is freed changes, not the product.
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(cpu_bf16)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -401,6 +455,7 @@ mod tests {
             ),
             (include_str!("../kernels/23_wgmma_l2_order.cu"), L2_ORDER),
             (include_str!("../kernels/24_wgmma_cluster.cu"), CLUSTERED),
+            (include_str!("../kernels/25_wgmma_overlap.cu"), OVERLAP),
         ] {
             assert_eq!(define(src, "BM"), BM);
             assert_eq!(define(src, "BN"), d.bn);

@@ -5,7 +5,8 @@
 //! descriptor field, a stage freed too early, a missing wait) must fail: by a wrong result, or
 //! by a deadlock report that names the mbarrier's phase, pending arrivals and tx-count.
 //! Rung 23 (rung 22 walking its tiles in groups of block-rows) on awkward shapes and tile
-//! counts, and its walk recorded by the kernel against `tensorcore::grouped_tile`.
+//! counts, and its walk recorded by the kernel against `tensorcore::grouped_tile`. Rung 25
+//! (one k-tile of wgmma left in flight) likewise, and with its stage freed a k-tile too early.
 
 use kernel::sim::SimDevice;
 use kernel::testing::{gemm_f64, inputs, relative_error};
@@ -532,4 +533,97 @@ fn signalling_the_partner_before_its_barriers_are_initialized_is_reported() {
         })
         .count();
     assert!(uninit > 0, "no schedule of six reported it: {found:?}");
+}
+
+/// Rung 25 with its source edited (the same launch otherwise).
+struct Overlap {
+    sms: u32,
+    edits: Edits,
+}
+
+impl Kernel for Overlap {
+    fn info(&self) -> KernelInfo {
+        tensorcore::GemmWgmmaOverlap::default().info()
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let mut plan = tensorcore::GemmWgmmaOverlap { sms: self.sms }.cuda(shape)?;
+        edit_launches(&mut plan, self.edits, 0);
+        Some(plan)
+    }
+}
+
+/// Rung 25 on tails in M, N and K, a single k-tile (nothing left in flight to wait for), a
+/// ring that wraps inside a tile and across the tiles a block walks, and several schedules.
+#[test]
+fn overlap_matches_the_reference_on_awkward_shapes() {
+    let cases: [(u32, (usize, usize, usize)); 4] = [
+        (3, (300, 520, 136)),
+        (3, (130, 776, 392)),
+        (132, (200, 264, 8)),
+        (2, (1, 8, 8)),
+    ];
+    for seed in 0..2 {
+        let dev = SimDevice::new()
+            .expect("the simulator needs a C++ compiler")
+            .with_seed(seed);
+        for (sms, (m, n, k)) in cases {
+            let (out, data) = run(&dev, &Overlap { sms, edits: &[] }, (m, n, k));
+            let out = out.unwrap_or_else(|e| panic!("{m}x{n}x{k}: {e}"));
+            check_gemm(
+                &tensorcore::GemmWgmmaOverlap::default(),
+                (m, n, k),
+                &out,
+                &data,
+            );
+        }
+    }
+}
+
+/// With wait_group 1, the stage of the k-tile just committed is still being read by wgmma in
+/// flight: freeing it at once, as rung 23 does after wait_group 0, lets the producer refill it
+/// under them. The simulator runs a warp's wgmma at the wait_group that covers it, so the
+/// refill lands first and the result is wrong under some schedule.
+#[test]
+fn freeing_the_stage_still_in_flight_is_caught() {
+    const EARLY: Edits = &[
+        (
+            "if (kt > 0 && threadIdx.x % 32 == 0) hopper::mbar_arrive(&empty[(it - 1) % STAGES]);",
+            "if (threadIdx.x % 32 == 0) hopper::mbar_arrive(&empty[s]);",
+        ),
+        (
+            "if (ktiles > 0 && threadIdx.x % 32 == 0) hopper::mbar_arrive(&empty[(it - 1) % STAGES]);",
+            "",
+        ),
+    ];
+    let shape = (300, 520, 264);
+    let caught = (0..4).any(|seed| {
+        let dev = SimDevice::new()
+            .expect("the simulator needs a C++ compiler")
+            .with_seed(seed);
+        let (out, data) = run(
+            &dev,
+            &Overlap {
+                sms: 4,
+                edits: EARLY,
+            },
+            shape,
+        );
+        match out {
+            Err(DeviceError::Sim(msg)) => {
+                eprintln!("seed {seed}: {msg}");
+                true
+            }
+            Err(e) => panic!("{e}"),
+            Ok(out) => {
+                let err = relative_error(&out, &gemm_f64(shape, &data[0], &data[1], bf16));
+                eprintln!("seed {seed}: relative error {err:e}");
+                err.is_nan() || err > 1e-2
+            }
+        }
+    });
+    assert!(
+        caught,
+        "a stage freed while its wgmma were in flight went unnoticed"
+    );
 }

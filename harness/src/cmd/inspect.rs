@@ -128,6 +128,7 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> O
     nvrtc::version().context("harness inspect needs NVRTC")?;
     let tool = sass.then(sass::Disassembler::find).transpose()?;
     let mut listings = Vec::new();
+    let mut advised = Vec::new();
     let mut ok = true;
     println!(
         "{:<28} {:<22} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
@@ -167,6 +168,7 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> O
                                 }
                             }
                             println!("{:<28} {:<22} {:<7} {}", id, r.entry, r.arch, r.columns());
+                            advised.extend(r.advisories.iter().map(|a| (id.clone(), a.clone())));
                         }
                     }
                     Err(e) => {
@@ -186,8 +188,20 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> O
             }
         }
     }
+    print_advisories(&advised);
     sass::print(&listings);
     Ok(ok)
+}
+
+/// ptxas's performance advisories under the resources table, one line each.
+fn print_advisories(advised: &[(String, String)]) {
+    if advised.is_empty() {
+        return;
+    }
+    println!("\nptxas reports a loss of speed it compiled in anyway:");
+    for (who, what) in advised {
+        println!("  {who}: {what}");
+    }
 }
 
 /// `harness inspect FILE.cu`: compiles any CUDA file (its folder on the include path, host
@@ -218,6 +232,7 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
             .collect(),
     };
     let width = plain.iter().map(|k| k.name.len()).max().unwrap_or(6).max(6);
+    let mut advised = Vec::new();
     println!(
         "{:<width$} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
         "kernel", "arch", "threads", "regs", "smem B", "stack", "spill st/ld", "occupancy"
@@ -264,8 +279,10 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
                 blocks: 0,
                 waves: None,
                 tiles: None,
+                advisories: compiled.advisories(&k.name),
             };
             println!("{:<width$} {:<7} {}", k.name, row.arch, row.columns());
+            advised.extend(row.advisories.iter().map(|a| (k.name.clone(), a.clone())));
         }
         if let Some(tool) = &tool {
             let list = sass::of_file(tool, &source, arch)?;
@@ -288,6 +305,7 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
     if args.smem > 0 {
         println!("(smem B includes the {} bytes of --smem)", args.smem);
     }
+    print_advisories(&advised);
     sass::print(&listings);
     Ok(ok)
 }

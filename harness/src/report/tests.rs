@@ -77,6 +77,7 @@ fn row(
                 blocks: 1024,
                 waves: Some(1024.0 / (132.0 * 6.0)),
                 tiles: None,
+                advisories: Vec::new(),
             }]
         } else {
             Vec::new()

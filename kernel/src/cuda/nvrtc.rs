@@ -55,6 +55,29 @@ impl Compiled {
     pub fn symbol<'a>(&'a self, entry: &'a str) -> &'a str {
         self.symbols.get(entry).map_or(entry, String::as_str)
     }
+
+    /// What ptxas says costs `entry` speed (see [`advisories`]).
+    pub fn advisories(&self, entry: &str) -> Vec<String> {
+        advisories(&self.log, self.symbol(entry))
+    }
+}
+
+/// The performance advisories ptxas prints for `function` (or for no function in particular),
+/// such as `(C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized
+/// due to wgmma pipeline crossing function boundary at a function call in the function 'f'`.
+/// ptxas prints them as info, not warnings, and compiles the code anyway: the report is the
+/// only place they appear.
+pub fn advisories(log: &str, function: &str) -> Vec<String> {
+    log.lines()
+        .filter(|l| l.contains("Performance Loss"))
+        .map(|l| l.split_once(": ").map_or(l, |(_, m)| m).trim())
+        .filter(|m| {
+            // Only advisories naming this function, or none.
+            let named: Vec<&str> = m.split('\'').skip(1).step_by(2).collect();
+            named.is_empty() || named.contains(&function)
+        })
+        .map(str::to_string)
+        .collect()
 }
 
 /// NVRTC's version, `(major, minor)`, or why NVRTC is unusable.
@@ -373,6 +396,26 @@ mod tests {
                 "{why}"
             );
         }
+    }
+
+    /// ptxas 13.0's advisory on a kernel with a printf call and wgmma (rung 23 as it was),
+    /// verbatim; another function's advisory is not this one's.
+    #[test]
+    fn reads_ptxas_performance_advisories() {
+        let log = "ptxas info    : (C7510) Potential Performance Loss: wgmma.mma_async \
+            instructions are serialized due to wgmma pipeline crossing function boundary at a \
+            function call in the function 'gemm_wgmma_l2_order'\n\
+            ptxas info    : 105 bytes gmem\n\
+            ptxas info    : Compiling entry function 'gemm_wgmma_l2_order' for 'sm_90a'\n";
+        let a = advisories(log, "gemm_wgmma_l2_order");
+        assert_eq!(a.len(), 1);
+        assert!(
+            a[0].starts_with("(C7510) Potential Performance Loss: wgmma.mma_async")
+                && a[0].ends_with("in the function 'gemm_wgmma_l2_order'"),
+            "{a:?}"
+        );
+        assert!(advisories(log, "other_kernel").is_empty());
+        assert!(advisories("ptxas info    : 0 bytes gmem\n", "k").is_empty());
     }
 
     #[test]

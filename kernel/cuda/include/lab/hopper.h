@@ -135,21 +135,29 @@ __device__ __forceinline__ unsigned long long globaltimer_ns() {
     return t;
 }
 
-// The report of a wait that timed out, then the trap. printf's argument buffer is the kernel's
-// one stack frame (40 bytes), written only on the way to the trap.
+// A wait that timed out ends in a trap, which fails the launch. Only with -DLAB_MBAR_REPORT
+// does it first print the block, thread, barrier and phase: printf is a function call, and a
+// call anywhere in a kernel makes ptxas serialize every wgmma in it (C7510, "wgmma pipeline
+// crossing function boundary"): each wgmma waits for the one before it to finish. The
+// simulator names the same barrier, phase and pending arrivals without it.
 __device__ __forceinline__ void mbar_timed_out(unsigned bar, unsigned parity) {
+#ifdef LAB_MBAR_REPORT
     printf("mbar_wait timed out after %llu ns: block (%d,%d,%d) thread (%d,%d,%d) "
            "barrier smem 0x%x phase parity %u\n",
            (unsigned long long)(LAB_MBAR_TIMEOUT_NS), (int)blockIdx.x, (int)blockIdx.y,
            (int)blockIdx.z, (int)threadIdx.x, (int)threadIdx.y, (int)threadIdx.z, bar, parity);
+#else
+    (void)bar;
+    (void)parity;
+#endif
     __trap();
 }
 #endif
 
 // Blocks until the phase with this parity has completed (try_wait suspends in hardware for
 // a while before returning false, so the loop does not spin hot). A wait longer than
-// LAB_MBAR_TIMEOUT_NS prints the block, thread, barrier and phase, then traps: the launch
-// fails with an error instead of hanging. (The simulator's emulation reports a deadlock.)
+// LAB_MBAR_TIMEOUT_NS traps: the launch fails with an error instead of hanging. (The
+// simulator's emulation reports a deadlock, naming the barrier.)
 __device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned parity) {
 #ifdef KERNEL_LAB_SIM
     sim::mbar_wait(bar, parity, "mbarrier.try_wait.parity");
