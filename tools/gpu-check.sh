@@ -264,8 +264,8 @@ step experiments experiment_runs
 # one launch of each at the shape its target is set at, profiled with the sections that say
 # why (issue-slot use, eligible warps, pipe use, occupancy, memory) and the per-instruction
 # warp-stall samples, summarized side by side by tools/ncu_gap.py. One line per profile: a name,
-# the workload, the shape, the kernels (the GPU reference the harness checks them against at
-# that shape is profiled too).
+# the workload, the shape, the kernels (where the harness checks them against a GPU reference
+# at that shape, as attention's cuBLAS rows, its kernels are profiled too).
 gap_profiles=(
   "gemm gemm 4096 gemm-mma-ldmatrix,gemm-mma-128x256,gemm-wgmma-l2-order,gemm-wgmma-cluster,gemm-wgmma-overlap,cublas-fp16,cublas-bf16"
   "attention attention 4x16x4096x128 attn-flash2-mma-fp16,attn-flash2-br128-fp16"

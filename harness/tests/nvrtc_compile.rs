@@ -285,6 +285,68 @@ fn two_sources_with_one_name_are_two_programs() {
     assert_eq!((s, l), (128, 4096));
 }
 
+/// `inspect FILE.cu` prints ptxas's performance advisories under its table: a wgmma kernel
+/// with a printf call has its wgmma serialized, and says so; without the call, nothing.
+#[test]
+fn inspect_prints_what_ptxas_says_costs_speed() {
+    if nvrtc::version().is_err() {
+        panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
+    }
+    let dir = std::env::temp_dir().join(format!("lab-advisory-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let kernel = |report: &str| {
+        format!(
+            "#include <cstdio>\n#include \"lab/hopper.h\"\n\
+             extern \"C\" __global__ void k(float *out, unsigned long long desc) {{\n\
+             float d[64];\n\
+             for (int i = 0; i < 64; ++i) d[i] = 0.0f;\n\
+             hopper::wgmma_fence();\n\
+             hopper::wgmma_m64n128k16_bf16(d, desc, desc, 1);\n\
+             hopper::wgmma_m64n128k16_bf16(d, desc, desc, 1);\n\
+             hopper::wgmma_commit();\n\
+             hopper::wgmma_wait<0>();\n\
+             {report}\n\
+             out[threadIdx.x] = d[0];\n}}\n"
+        )
+    };
+    let inspect = |name: &str, code: String| {
+        let file = dir.join(name);
+        std::fs::write(&file, code).unwrap();
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_harness"))
+            .args([
+                "inspect",
+                file.to_str().unwrap(),
+                "--arch",
+                "sm_90a",
+                "--block",
+                "128",
+            ])
+            .output()
+            .unwrap();
+        let t = String::from_utf8_lossy(&o.stdout).to_string();
+        assert!(
+            o.status.success(),
+            "{t}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        t
+    };
+    let loud = inspect(
+        "loud.cu",
+        kernel("if (d[1] > 1.0f) printf(\"%f\\n\", d[1]);"),
+    );
+    assert!(
+        loud.contains("ptxas reports a loss of speed")
+            && loud.contains(
+                "k: (C7510) Potential Performance Loss: wgmma.mma_async instructions are serialized"
+            ),
+        "{loud}"
+    );
+    let quiet = inspect("quiet.cu", kernel(""));
+    assert!(!quiet.contains("ptxas reports"), "{quiet}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
 #[test]
 fn inspect_compiles_any_cuda_file_with_its_folder_on_the_include_path() {
     if nvrtc::version().is_err() {

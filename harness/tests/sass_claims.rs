@@ -348,7 +348,11 @@ fn every_wgmma_rung_issues_a_k_tiles_wgmma_back_to_back() {
         let hgmma: Vec<usize> = (0..ins.len())
             .filter(|&i| opcode(&ins[i]).starts_with("HGMMA"))
             .collect();
-        assert_eq!(hgmma.len(), 4, "{id}: one k-tile of BK = 64 is four k16 steps");
+        assert_eq!(
+            hgmma.len(),
+            4,
+            "{id}: one k-tile of BK = 64 is four k16 steps"
+        );
         let waits = (hgmma[0]..hgmma[3])
             .filter(|&i| opcode(&ins[i]).starts_with("WARPGROUP.DEPBAR"))
             .count();

@@ -194,7 +194,7 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> O
 }
 
 /// ptxas's performance advisories under the resources table, one line each.
-fn print_advisories(advised: &[(String, String)]) {
+pub(crate) fn print_advisories(advised: &[(String, String)]) {
     if advised.is_empty() {
         return;
     }

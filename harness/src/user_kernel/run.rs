@@ -249,6 +249,7 @@ pub fn inspect(
         "kernel", "entry", "arch", "threads", "regs", "smem B", "stack", "spill st/ld", "occupancy"
     );
     let mut ok = true;
+    let mut advised = Vec::new();
     for u in users {
         let shape = shape_of(u.workload);
         if let Err(why) = u.supports(&shape) {
@@ -268,6 +269,8 @@ pub fn inspect(
                             r.arch,
                             r.columns()
                         );
+                        advised
+                            .extend(r.advisories.iter().map(|a| (u.id().to_string(), a.clone())));
                     }
                 }
                 Err(e) => {
@@ -289,5 +292,6 @@ pub fn inspect(
             println!("  launched through a converting wrapper: {why}");
         }
     }
+    crate::cmd::inspect::print_advisories(&advised);
     Ok(ok)
 }

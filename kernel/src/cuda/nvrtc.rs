@@ -56,9 +56,19 @@ impl Compiled {
         self.symbols.get(entry).map_or(entry, String::as_str)
     }
 
-    /// What ptxas says costs `entry` speed (see [`advisories`]).
+    /// What ptxas says costs `entry` speed (see [`advisories`]), with those naming a function
+    /// that is no entry of this module (a device function a wrapper inlines), which may be
+    /// any entry's.
     pub fn advisories(&self, entry: &str) -> Vec<String> {
-        advisories(&self.log, self.symbol(entry))
+        let symbol = self.symbol(entry);
+        self.log
+            .lines()
+            .flat_map(|l| {
+                let named = named_function(l);
+                let other_entry = named.is_some_and(|f| self.resources.contains_key(f));
+                advisories(l, named.filter(|_| !other_entry).unwrap_or(symbol))
+            })
+            .collect()
     }
 }
 
@@ -71,13 +81,15 @@ pub fn advisories(log: &str, function: &str) -> Vec<String> {
     log.lines()
         .filter(|l| l.contains("Performance Loss"))
         .map(|l| l.split_once(": ").map_or(l, |(_, m)| m).trim())
-        .filter(|m| {
-            // Only advisories naming this function, or none.
-            let named: Vec<&str> = m.split('\'').skip(1).step_by(2).collect();
-            named.is_empty() || named.contains(&function)
-        })
+        // Only advisories naming this function, or none.
+        .filter(|m| named_function(m).is_none_or(|f| f == function))
         .map(str::to_string)
         .collect()
+}
+
+/// The function an advisory names: `... in the function 'name'`.
+fn named_function(line: &str) -> Option<&str> {
+    line.split_once("function '")?.1.split('\'').next()
 }
 
 /// NVRTC's version, `(major, minor)`, or why NVRTC is unusable.
