@@ -715,6 +715,12 @@ fn resources_of(both: &[(String, Option<CudaPlan>)], at: &str) -> Vec<Block> {
             }
             match resources::of_plan(plan, arch, None) {
                 Ok(list) => rows.extend(list.into_iter().map(|r| {
+                    // What ptxas compiled knowing it costs speed, said only in its report.
+                    notes.extend(
+                        r.advisories
+                            .iter()
+                            .map(|a| format!("{id} ({}) on {}: ptxas: {a}", r.entry, r.arch)),
+                    );
                     let mut row = vec![id.clone(), r.entry.clone()];
                     row.extend(r.cells());
                     row
