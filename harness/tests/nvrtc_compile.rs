@@ -486,3 +486,46 @@ fn inspect_reports_attention_kernels_at_both_head_dimensions() {
     assert!(t.lines().any(|l| l.starts_with("gemm-naive ")), "{t}");
     assert!(!t.contains("gemm-naive["), "{t}");
 }
+
+/// NVRTC called from several threads at once does not always make what it makes alone (one of
+/// six concurrent compiles of `linear_fused` had 3857 instructions and 34 LDS, not 3851 and
+/// 32), so `nvrtc::compile` runs one compile at a time: the same source, compiled from eight
+/// threads (each under its own unused define, so that none is served from the memo), gives
+/// one SASS. Without the serialization this fails most of the time, not always.
+#[test]
+fn compiles_from_several_threads_give_the_sass_of_a_compile_alone() {
+    if nvrtc::version().is_err() {
+        panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
+    }
+    let tool = harness::sass::Disassembler::find()
+        .unwrap_or_else(|e| panic!("{e}: run tools/install-cuda-tools.sh first"));
+    let all = registry::all();
+    let fused = all.iter().find(|k| k.info().id == "linear-fused").unwrap();
+    let plan = fused.cuda(&shapes(Workload::Linear)[0]).unwrap();
+    let listings: Vec<Vec<String>> = std::thread::scope(|s| {
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let (tool, mut plan) = (&tool, plan.clone());
+                s.spawn(move || {
+                    for step in &mut plan.steps {
+                        if let kernel::Step::Kernel(l) = step {
+                            l.source = l.source.clone().define("LAB_UNUSED_NONCE", i);
+                        }
+                    }
+                    let l = harness::sass::of_plan(tool, &plan, "sm_90").unwrap();
+                    l[0].function
+                        .sass
+                        .lines()
+                        .filter_map(|x| x.split_once("*/").map(|(_, i)| i.trim().to_string()))
+                        .collect()
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().unwrap()).collect()
+    });
+    let lengths: Vec<usize> = listings.iter().map(Vec::len).collect();
+    assert!(
+        listings.iter().all(|l| *l == listings[0]),
+        "different SASS from one source: {lengths:?} instructions"
+    );
+}
