@@ -26,8 +26,9 @@
 # line, into gap-*.md (tools/ncu_gap.py).
 # --out LAB: the lab folder everything lands in (default: target/lab, the harness's own);
 # the log, shapes and profiles go to LAB/gpu-check/<device>/, the run to LAB/runs/.
-# --budget MINUTES (default 40): every step runs under `timeout` with a share of the budget
-# (never more than what is left of it), so the whole script ends inside it; a budget under
+# --budget MINUTES (default 40): every step runs under `timeout` with its share of what is left
+# of the budget among the steps still to run, so the whole script ends inside it and time a
+# step leaves unused goes to the later ones; a budget under
 # 20 minutes checks and profiles on the small shapes, as --smoke does, and benchmarks only the
 # headline shapes of tools/gpu-headline.toml, with PyTorch beside them. The summary lists the
 # steps that timed out; each step's files are written as it ends, so a cut-off run keeps what
@@ -107,6 +108,15 @@ declare -A share=(
 # The headline benchmark is most of a short budget; the checks on small shapes take seconds.
 [[ $headline == 1 ]] && share[run]=40 share[tune]=4 share[calibrate]=3 share[check]=6 share[risky]=6 \
   share[gap]=10 share[ncu]=10
+# The steps still to run (or to skip), each with its share.
+declare -A pending=()
+for name in "${!share[@]}"; do wanted "$name" && pending[$name]=1; done
+share_of() { echo "${share[$1]:-5}"; }
+pending_shares() {
+  local name total=0
+  for name in "${!pending[@]}"; do total=$((total + ${share[$name]})); done
+  (( total > 0 )) && echo "$total" || echo 1
+}
 start=$SECONDS
 step_end=0
 # lim COMMAND...: runs one command of the current step under `timeout`, up to the step's end.
@@ -122,7 +132,10 @@ step() {
   local name=$1; shift
   wanted "$name" || return 0
   local left=$((budget_s - (SECONDS - start)))
-  local limit=$((budget_s * ${share[$name]:-5} / 100))
+  # The step's share of what is left, among the steps still to run: time a step leaves unused
+  # goes to the ones after it, and --only divides the whole budget among the steps it names.
+  local limit=$((left * $(share_of "$name") / $(pending_shares)))
+  unset "pending[$name]"
   (( limit < 10 )) && limit=10
   (( limit > left )) && limit=$left
   if (( limit <= 0 )); then
@@ -153,6 +166,7 @@ step() {
 }
 skip() {
   wanted "$1" || return 0
+  unset "pending[$1]"
   say "-- $1: skipped: $2"
   summary+=("$(printf '%-10s skipped: %s' "$1" "$2")")
 }
