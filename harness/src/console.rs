@@ -91,6 +91,7 @@ impl Progress {
                     crate::report::table::count(kernels, "kernel")
                 )
             }
+            Event::ShapeDone { .. } => return,
             Event::Row { row, .. } => {
                 if let Some(bar) = &self.bar {
                     bar.inc(1);

@@ -31,6 +31,10 @@ pub struct RunResults {
     /// The networks' time by step and their batch sweep (an optional addition).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub networks: Vec<NetworkResults>,
+    /// Set in the results a run keeps while it runs: what it had not done yet when it wrote
+    /// them. A run stopped before its end (a time limit, a lost GPU) leaves them behind.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfinished: Option<String>,
 }
 
 /// Where a network's time goes at one shape, for each of its rows.

@@ -262,6 +262,11 @@ pub enum Event<'a> {
         shape: &'a Shape,
         row: &'a Row,
     },
+    /// A shape's rows are all in: the results so far, for a run that must keep what it
+    /// finished if it is stopped before the end.
+    ShapeDone {
+        so_far: &'a RunResults,
+    },
 }
 
 /// One ablation: which kernels on which shapes, timed or only checked.
@@ -319,7 +324,18 @@ impl Ablation<'_> {
         time: &mut TimeRow<'_>,
     ) -> Result<RunResults> {
         self.precompile();
-        let mut workloads = Vec::new();
+        let mut run = RunResults {
+            schema_version: crate::results::SCHEMA_VERSION,
+            tool: crate::results::tool_name(),
+            device: self.dev.info().clone(),
+            commit: crate::results::current_commit(),
+            date: crate::results::utc_now(),
+            config: serde_json::to_value(self.config)?,
+            workloads: Vec::new(),
+            calibration: None,
+            networks: Vec::new(),
+            unfinished: None,
+        };
         for (workload, shapes) in &self.shapes {
             let kernels: Vec<&dyn Kernel> = self
                 .kernels
@@ -328,7 +344,10 @@ impl Ablation<'_> {
                 .filter(|k| k.info().workload == *workload)
                 .filter(|k| self.keep_unrunnable || self.dev.can_run(*k).is_ok())
                 .collect();
-            let mut shape_results = Vec::new();
+            run.workloads.push(WorkloadResults {
+                workload: *workload,
+                shapes: Vec::new(),
+            });
             for shape in shapes {
                 progress(Event::Shape {
                     workload: *workload,
@@ -353,30 +372,20 @@ impl Ablation<'_> {
                     progress(Event::Row { shape, row: &row });
                     rows.push(row);
                 }
-                shape_results.push(ShapeResults {
+                let done = ShapeResults {
                     shape: *shape,
                     label: shape.label(),
                     flops: shape.flops(),
                     reference: reference.label,
                     rows,
-                });
+                };
+                if let Some(w) = run.workloads.last_mut() {
+                    w.shapes.push(done);
+                }
+                progress(Event::ShapeDone { so_far: &run });
             }
-            workloads.push(WorkloadResults {
-                workload: *workload,
-                shapes: shape_results,
-            });
         }
-        Ok(RunResults {
-            schema_version: crate::results::SCHEMA_VERSION,
-            tool: crate::results::tool_name(),
-            device: self.dev.info().clone(),
-            commit: crate::results::current_commit(),
-            date: crate::results::utc_now(),
-            config: serde_json::to_value(self.config)?,
-            workloads,
-            calibration: None,
-            networks: Vec::new(),
-        })
+        Ok(run)
     }
 }
 
@@ -416,12 +425,18 @@ pub fn row_for(
 fn note_missing_resources(kernel: &dyn Kernel, e: &DeviceError) {
     static SAID: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if !SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        let first = e.to_string();
-        let first = first.lines().next().unwrap_or_default();
+        // The whole reason, up to a screenful: its first line alone once hid an empty log.
+        let why = e.to_string();
+        let why: Vec<&str> = why
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .take(12)
+            .collect();
         eprintln!(
-            "note: no launch resources for {} ({first}); rows like it have empty registers, \
-             shared memory, occupancy and waves columns (`harness doctor` checks the ptxas report)",
-            kernel.info().id
+            "note: no launch resources for {}; rows like it have empty registers, shared memory, \
+             occupancy and waves columns (`harness doctor` checks the ptxas report):\n  {}",
+            kernel.info().id,
+            why.join("\n  ")
         );
     }
 }
@@ -575,5 +590,56 @@ mod tests {
             failures[0].starts_with("gemm 33x17x9 gemm-faulty:"),
             "{failures:?}"
         );
+    }
+
+    #[test]
+    fn a_run_stopped_midway_leaves_the_shapes_it_finished_marked_unfinished() {
+        let dev = CpuDevice::new();
+        let all = crate::registry::all();
+        let naive = all.iter().find(|k| k.info().id == "gemm-naive").unwrap();
+        let config = Config::defaults();
+        let shapes = vec![Shape::gemm(33, 17, 9), Shape::gemm(5, 70, 3)];
+        let ablation = Ablation {
+            dev: &dev,
+            config: &config,
+            kernels: vec![naive.as_ref()],
+            shapes: vec![(Workload::Gemm, shapes.clone())],
+            timing: None,
+            keep_unrunnable: false,
+        };
+        let lab = std::env::temp_dir().join(format!("lab-checkpoint-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&lab);
+        let out = lab.join("runs/the-run");
+        let planned = vec![(Workload::Gemm, shapes.iter().map(Shape::label).collect())];
+        let lab_dir = crate::runs::LabDir::at(lab.clone());
+        let checkpoint = crate::runs::Checkpoint::new(Some(&out), &lab_dir, "cpu", &planned, None);
+        assert_eq!(checkpoint.dir(), lab.join("runs/the-run-unfinished"));
+        // The process "stops" after the first shape: what is on disk then is what it leaves.
+        let mut kept = None;
+        ablation
+            .run(|e| {
+                if let Event::ShapeDone { so_far } = e {
+                    checkpoint.write(so_far).unwrap();
+                    kept.get_or_insert_with(|| RunResults::load(checkpoint.dir()).unwrap());
+                }
+            })
+            .unwrap();
+        let kept = kept.expect("a checkpoint after the first shape");
+        let labels: Vec<&str> = kept.workloads[0]
+            .shapes
+            .iter()
+            .map(|s| s.label.as_str())
+            .collect();
+        assert_eq!(labels, ["33x17x9"]);
+        assert_eq!(kept.workloads[0].shapes[0].rows[0].status, Status::Passed);
+        let why = kept.unfinished.as_deref().unwrap();
+        assert!(
+            why.contains("1 of 2 shapes") && why.contains("gemm 5x70x3"),
+            "{why}"
+        );
+        assert!(crate::report::terminal(&kept).starts_with("An unfinished run: "));
+        checkpoint.finish();
+        assert!(!lab.join("runs/the-run-unfinished").exists());
+        let _ = std::fs::remove_dir_all(&lab);
     }
 }

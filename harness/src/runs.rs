@@ -196,6 +196,94 @@ fn link_latest(runs: &Path, run: &Path) -> std::io::Result<()> {
     std::fs::rename(&tmp, runs.join("latest"))
 }
 
+/// The results a run keeps on disk while it runs, in a folder beside the one it will be saved
+/// in: a run stopped before its end (a time limit, a lost GPU) leaves the shapes it finished
+/// there, marked unfinished, for `harness report` and `harness publish`. Removed once the run
+/// is saved.
+#[derive(Debug)]
+pub struct Checkpoint {
+    dir: PathBuf,
+    /// Every shape the run will measure, as `workload label`.
+    planned: Vec<String>,
+    calibration: Option<crate::calibrate::Calibration>,
+}
+
+impl Checkpoint {
+    /// A checkpoint for a run saved in `out` (or a new folder of the lab's runs) that measures
+    /// `planned`.
+    pub fn new(
+        out: Option<&Path>,
+        lab: &LabDir,
+        slug: &str,
+        planned: &[(Workload, Vec<String>)],
+        calibration: Option<crate::calibrate::Calibration>,
+    ) -> Self {
+        let target = match out {
+            Some(out) => absolute(out),
+            None => {
+                let workloads: Vec<Workload> = planned.iter().map(|(w, _)| *w).collect();
+                let date = crate::results::utc_now();
+                default_folder(&lab.runs(), &date, slug, &workloads)
+            }
+        };
+        let mut name = target.file_name().unwrap_or_default().to_os_string();
+        name.push("-unfinished");
+        let planned = planned
+            .iter()
+            .flat_map(|(w, labels)| labels.iter().map(move |l| format!("{w} {l}")))
+            .collect();
+        Self {
+            dir: target.with_file_name(name),
+            planned,
+            calibration,
+        }
+    }
+
+    /// Where the results so far are.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes the results so far, with the shapes not run yet named in `unfinished`.
+    pub fn write(&self, so_far: &RunResults) -> Result<()> {
+        let done: Vec<String> = so_far
+            .workloads
+            .iter()
+            .flat_map(|w| {
+                w.shapes
+                    .iter()
+                    .map(move |s| format!("{} {}", w.workload, s.label))
+            })
+            .collect();
+        let left: Vec<&str> = self
+            .planned
+            .iter()
+            .filter(|p| !done.contains(p))
+            .map(String::as_str)
+            .collect();
+        let mut run = so_far.clone();
+        run.calibration = self.calibration.clone();
+        run.unfinished = Some(format!(
+            "it stopped after {} of {} shapes; not measured: {}",
+            done.len(),
+            done.len() + left.len(),
+            if left.is_empty() {
+                "the networks' time by step".to_string()
+            } else {
+                left.join(", ")
+            }
+        ));
+        std::fs::create_dir_all(&self.dir)
+            .with_context(|| format!("cannot create {}", self.dir.display()))?;
+        run.write(&self.dir.join(RESULTS_FILE))
+    }
+
+    /// The run is saved: its unfinished copy goes.
+    pub fn finish(self) {
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
 /// Fails before a run computes anything if its results could not be saved: `out` (an exact run
 /// folder) must not hold files already, and its parent (or the lab's runs folder) must be
 /// writable.

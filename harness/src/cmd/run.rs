@@ -4,7 +4,7 @@
 use super::{Common, Outcome, Selection, load_config, open_device};
 use crate::console::{Progress, Verbosity, print_run_folder};
 use crate::results::RunResults;
-use crate::run::Ablation;
+use crate::run::{Ablation, Event};
 use crate::runs::LabDir;
 use crate::{calibrate, peers, report, runs, select, tune, user_kernel};
 use kernel::{DeviceKind, Kernel};
@@ -114,6 +114,24 @@ pub fn run(args: &Args) -> Outcome {
             list.len() * runnable.count()
         })
         .sum();
+    let planned: Vec<_> = shapes
+        .iter()
+        .map(|(w, list)| (*w, list.iter().map(|s| s.label()).collect()))
+        .collect();
+    let slug = &dev.info().slug;
+    let checkpoint = runs::Checkpoint::new(
+        out.as_deref(),
+        &lab_dir,
+        slug,
+        &planned,
+        calibration.clone(),
+    );
+    if verbosity != Verbosity::Quiet {
+        println!(
+            "Until the run is saved, its results so far are in {}",
+            checkpoint.dir().display()
+        );
+    }
     let ablation = Ablation {
         dev: dev.as_ref(),
         config: &config,
@@ -123,7 +141,18 @@ pub fn run(args: &Args) -> Outcome {
         keep_unrunnable: false,
     };
     let mut progress = Progress::new(rows, verbosity);
-    let mut results = ablation.run(|e| progress.event(e))?;
+    let mut unsaved = None;
+    let mut results = ablation.run(|e| {
+        if let Event::ShapeDone { so_far } = e
+            && let Err(why) = checkpoint.write(so_far)
+        {
+            unsaved.get_or_insert(why);
+        }
+        progress.event(e)
+    })?;
+    if let Some(why) = unsaved {
+        eprintln!("note: the results so far could not be kept while the run ran: {why:#}");
+    }
     progress.finish();
     results.calibration = calibration;
     results.networks = crate::breakdown::measure(dev.as_ref(), &results, config.seed);
@@ -154,6 +183,7 @@ pub fn run(args: &Args) -> Outcome {
         }
     }
     let dir = runs::save(&results, out.as_deref(), &lab_dir)?;
+    checkpoint.finish();
     print_run_folder(&dir);
     Ok(report::failures(&results).is_empty() && unrun.is_empty())
 }

@@ -25,7 +25,11 @@ pub fn terminal(run: &RunResults) -> String {
         .iter()
         .map(|n| format!("\n{}", network::markdown(n)))
         .collect();
-    table::terminal(&Report::new(run)) + &nets + &failures_text(run)
+    let unfinished = match &run.unfinished {
+        Some(why) => format!("An unfinished run: {why}.\n\n"),
+        None => String::new(),
+    };
+    unfinished + &table::terminal(&Report::new(run)) + &nets + &failures_text(run)
 }
 
 /// The rows that failed or could not run, one per line under a count; empty when none.

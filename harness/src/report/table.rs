@@ -347,6 +347,9 @@ pub fn markdown(report: &Report, w: &WorkloadReport) -> String {
     if !note.is_empty() {
         let _ = writeln!(s, "{note}\n");
     }
+    if let Some(why) = &run.unfinished {
+        let _ = writeln!(s, "**An unfinished run**: {why}.\n");
+    }
     if report.run.debug_build() && report.timed() {
         let _ = writeln!(s, "{DEBUG_NOTE}\n");
     }

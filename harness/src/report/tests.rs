@@ -190,6 +190,7 @@ pub(crate) fn synthetic() -> RunResults {
         }],
         calibration: None,
         networks: Vec::new(),
+        unfinished: None,
     }
 }
 
