@@ -220,6 +220,13 @@ mod tests {
                 .iter()
                 .all(|r| r.role != Role::Peer)
         );
+        // A run with peers reads back (their absolute error is no number).
+        let file = std::env::temp_dir().join(format!("lab-peers-{}.json", std::process::id()));
+        run.write(&file).unwrap();
+        let back = RunResults::read(&file).unwrap();
+        let _ = std::fs::remove_file(&file);
+        let rows = |r: &RunResults| r.workloads[0].shapes[2].rows.len();
+        assert_eq!(rows(&back), rows(&run));
     }
 
     #[test]

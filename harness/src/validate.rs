@@ -8,7 +8,10 @@ use serde::{Deserialize, Serialize};
 pub struct Check {
     /// ||out - ref|| / ||ref||, Frobenius norms over the checked elements; infinite when any
     /// element is not finite or was never written.
+    #[serde(with = "nonfinite_json")]
     pub rel_error: f64,
+    /// NaN where the row's tool reports none (a PyTorch peer's relative error only).
+    #[serde(with = "nonfinite_json")]
     pub max_abs_error: f64,
     /// Elements that are NaN or infinite (a NaN left from the poisoning means an element was
     /// never written).
@@ -230,9 +233,67 @@ impl Check {
     }
 }
 
+/// An error that is not a number in JSON: JSON has no NaN or infinity, and serde_json writes
+/// both as `null`, which a `f64` field does not read back, so a run with a failed row (an
+/// infinite error) or a PyTorch peer (no absolute error) would write results it cannot load.
+/// Written as `"inf"`, `"-inf"` or `"nan"`; `null` still reads as NaN.
+mod nonfinite_json {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        match *v {
+            v if v.is_finite() => s.serialize_f64(v),
+            v if v.is_nan() => s.serialize_str("nan"),
+            v if v > 0.0 => s.serialize_str("inf"),
+            _ => s.serialize_str("-inf"),
+        }
+    }
+
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Repr {
+        Number(f64),
+        Word(String),
+        Null(()),
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        match Option::<Repr>::deserialize(d)? {
+            Some(Repr::Number(v)) => Ok(v),
+            None | Some(Repr::Null(())) => Ok(f64::NAN),
+            Some(Repr::Word(w)) => match w.as_str() {
+                "nan" => Ok(f64::NAN),
+                "inf" => Ok(f64::INFINITY),
+                "-inf" => Ok(f64::NEG_INFINITY),
+                _ => Err(serde::de::Error::custom(format!(
+                    "`{w}` is not an error: a number, \"inf\", \"-inf\" or \"nan\""
+                ))),
+            },
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_check_with_errors_that_are_not_numbers_reads_back_as_it_was_written() {
+        // A NaN output (infinite error) and a PyTorch peer's row (no absolute error).
+        let mut c = check(&[1.0, f32::NAN], &[1.0, 2.0], 1e-5);
+        c.max_abs_error = f64::NAN;
+        let json = serde_json::to_string(&c).unwrap();
+        assert!(json.contains(r#""rel_error":"inf""#), "{json}");
+        let back: Check = serde_json::from_str(&json).unwrap();
+        assert!(back.rel_error == f64::INFINITY && back.max_abs_error.is_nan());
+        // Files written before: `null` where serde_json put a NaN.
+        let old = json.replace(r#""max_abs_error":"nan""#, r#""max_abs_error":null"#);
+        let back: Check = serde_json::from_str(&old).unwrap();
+        assert!(back.max_abs_error.is_nan());
+        let bad = json.replace(r#""inf""#, r#""lots""#);
+        let err = serde_json::from_str::<Check>(&bad).unwrap_err().to_string();
+        assert!(err.contains("`lots` is not an error"), "{err}");
+    }
 
     #[test]
     fn exact_output_passes_and_nan_never_does() {
