@@ -245,6 +245,12 @@ else
 fi
 
 step run "${H[@]}" run "${bench[@]}"
+# A run cut off by its limit leaves the shapes it finished in a `-unfinished` folder.
+for kept in "$out"/runs/*-unfinished; do
+  [[ -d $kept ]] || continue
+  say "-- run: the shapes it finished are in $kept (\`harness report\` or \`harness publish\` it)"
+  summary+=("$(printf '%-10s kept       %s' run "$kept")")
+done
 
 # Questions the walkthroughs leave open, one line each: a name, the GPU shapes, then the
 # arguments of `harness run`. Each run goes to its own folder beside the log, so runs/latest
@@ -314,13 +320,16 @@ gap_profile() {
   done
   # PyTorch's attention at the same shape: the kernel the attention target is set against.
   if python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null; then
-    echo "-- gap attention-torch: scaled_dot_product_attention, FP16, 4x16x4096x128"
+    echo "-- gap attention-torch: scaled_dot_product_attention (its flash backend), FP16, 4x16x4096x128"
     lim ncu --clock-control none "${gap_sections[@]}" --import-source no \
       --kernel-name regex:'flash|fmha|attention|sdpa' \
       --export "$dir/gap-attention-torch" --force-overwrite python3 -c '
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 q, k, v = (torch.randn(4, 16, 4096, 128, device="cuda", dtype=torch.half) for _ in range(3))
-torch.nn.functional.scaled_dot_product_attention(q, k, v)
+# The backend of the torch-sdpa-flash rows: left to choose, PyTorch may run cuDNN instead.
+with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+    torch.nn.functional.scaled_dot_product_attention(q, k, v)
 torch.cuda.synchronize()' || ok=$?
     [[ $ok == 124 || $ok == 137 ]] && return "$ok"
     gap_report attention-torch || ok=1
