@@ -638,6 +638,12 @@ mod tests {
             "{why}"
         );
         assert!(crate::report::terminal(&kept).starts_with("An unfinished run: "));
+        // `harness report` of the kept folder says so on every page and table.
+        crate::report::write_report(&kept, checkpoint.dir()).unwrap();
+        for page in ["index.html", "gemm.md"] {
+            let text = std::fs::read_to_string(checkpoint.dir().join(page)).unwrap();
+            assert!(text.contains("An unfinished run"), "{page}");
+        }
         checkpoint.finish();
         assert!(!lab.join("runs/the-run-unfinished").exists());
         let _ = std::fs::remove_dir_all(&lab);

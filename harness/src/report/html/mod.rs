@@ -185,6 +185,8 @@ pub(crate) struct Meta {
     pub tool: String,
     pub ceilings: String,
     pub debug_build: bool,
+    /// What an unfinished run did not measure.
+    pub unfinished: Option<String>,
 }
 
 impl Meta {
@@ -200,6 +202,7 @@ impl Meta {
             tool: run.tool.clone(),
             ceilings: table::roof_source(report.ceilings.as_ref()),
             debug_build: run.debug_build() && report.timed(),
+            unfinished: run.unfinished.clone(),
         }
     }
 }
