@@ -612,7 +612,25 @@ mod tests {
         let out = lab.join("runs/the-run");
         let planned = vec![(Workload::Gemm, shapes.iter().map(Shape::label).collect())];
         let lab_dir = crate::runs::LabDir::at(lab.clone());
-        let checkpoint = crate::runs::Checkpoint::new(Some(&out), &lab_dir, "cpu", &planned, None);
+        // A PyTorch row for the first shape: kept with the rows it joins.
+        let peer = crate::peers::PeerFile {
+            schema_version: crate::peers::PEERS_VERSION,
+            tool: "torch".into(),
+            device: dev.info().name.clone(),
+            date: "2026-11-28T00:00:00Z".into(),
+            rows: vec![crate::peers::PeerRow {
+                workload: "gemm".into(),
+                shape: "33x17x9".into(),
+                id: "torch-matmul-fp32".into(),
+                precision: "fp32".into(),
+                summary: "torch.matmul".into(),
+                samples_ms: vec![1.0],
+                rel_error: Some(1e-7),
+                error: None,
+            }],
+        };
+        let checkpoint = crate::runs::Checkpoint::new(Some(&out), &lab_dir, "cpu", &planned, None)
+            .with_peers(Some(peer));
         assert_eq!(checkpoint.dir(), lab.join("runs/the-run-unfinished"));
         // The process "stops" after the first shape: what is on disk then is what it leaves.
         let mut kept = None;
@@ -631,6 +649,12 @@ mod tests {
             .map(|s| s.label.as_str())
             .collect();
         assert_eq!(labels, ["33x17x9"]);
+        let ids: Vec<&str> = kept.workloads[0].shapes[0]
+            .rows
+            .iter()
+            .map(|r| r.id.as_str())
+            .collect();
+        assert_eq!(ids, ["gemm-naive", "torch-matmul-fp32"]);
         assert_eq!(kept.workloads[0].shapes[0].rows[0].status, Status::Passed);
         let why = kept.unfinished.as_deref().unwrap();
         assert!(

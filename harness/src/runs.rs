@@ -206,6 +206,7 @@ pub struct Checkpoint {
     /// Every shape the run will measure, as `workload label`.
     planned: Vec<String>,
     calibration: Option<crate::calibrate::Calibration>,
+    peers: Option<crate::peers::PeerFile>,
 }
 
 impl Checkpoint {
@@ -236,7 +237,14 @@ impl Checkpoint {
             dir: target.with_file_name(name),
             planned,
             calibration,
+            peers: None,
         }
+    }
+
+    /// Merges `peers`' rows into what it keeps, as the run does at its end.
+    pub fn with_peers(mut self, peers: Option<crate::peers::PeerFile>) -> Self {
+        self.peers = peers;
+        self
     }
 
     /// Where the results so far are.
@@ -263,6 +271,9 @@ impl Checkpoint {
             .collect();
         let mut run = so_far.clone();
         run.calibration = self.calibration.clone();
+        if let Some(peers) = &self.peers {
+            crate::peers::merge(&mut run, peers);
+        }
         run.unfinished = Some(format!(
             "it stopped after {} of {} shapes; not measured: {}",
             done.len(),

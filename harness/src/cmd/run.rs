@@ -119,13 +119,17 @@ pub fn run(args: &Args) -> Outcome {
         .map(|(w, list)| (*w, list.iter().map(|s| s.label()).collect()))
         .collect();
     let slug = &dev.info().slug;
+    // The kept results carry the peers' rows too (a file that does not read is said at the end).
+    let peer_rows =
+        peers_file(peers.as_deref(), &lab_dir, slug).and_then(|f| peers::PeerFile::read(&f).ok());
     let checkpoint = runs::Checkpoint::new(
         out.as_deref(),
         &lab_dir,
         slug,
         &planned,
         calibration.clone(),
-    );
+    )
+    .with_peers(peer_rows);
     if verbosity != Verbosity::Quiet {
         println!(
             "Until the run is saved, its results so far are in {}",
@@ -214,11 +218,16 @@ pub fn ceilings(dev: &dyn kernel::Executor, lab: &LabDir) -> Option<calibrate::C
 /// Merges peer rows into `run`: from `file`, else from the device's file in the lab folder if
 /// there is one, saying what happened.
 pub fn merge_peers(run: &mut RunResults, file: Option<&Path>, lab: &LabDir) {
-    let default = lab.peers(&run.device.slug);
-    let path = match file {
-        Some(f) => f,
-        None if default.is_file() => &default,
-        None => return,
-    };
-    eprintln!("{}", peers::merge_file(run, path));
+    if let Some(path) = peers_file(file, lab, &run.device.slug) {
+        eprintln!("{}", peers::merge_file(run, &path));
+    }
+}
+
+/// The peers file a run merges: the one named, else the lab's for this device if there is one.
+fn peers_file(file: Option<&Path>, lab: &LabDir, slug: &str) -> Option<PathBuf> {
+    let default = lab.peers(slug);
+    match file {
+        Some(f) => Some(f.to_path_buf()),
+        None => default.is_file().then_some(default),
+    }
 }
