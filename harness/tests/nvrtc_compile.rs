@@ -150,7 +150,7 @@ fn the_hopper_rungs_compile_for_sm90a_alone() {
     if nvrtc::version().is_err() {
         panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
     }
-    let rungs: [(&dyn kernel::Kernel, &str); 6] = [
+    let rungs: [(&dyn kernel::Kernel, &str); 7] = [
         (&tensorcore::GemmWgmmaTma, "gemm_wgmma_tma"),
         (&tensorcore::GemmWgmmaN256, "gemm_wgmma_n256"),
         (
@@ -168,6 +168,10 @@ fn the_hopper_rungs_compile_for_sm90a_alone() {
         (
             &tensorcore::GemmWgmmaOverlap::default(),
             "gemm_wgmma_overlap",
+        ),
+        (
+            &tensorcore::GemmWgmmaClusterCta::default(),
+            "gemm_wgmma_cluster_cta",
         ),
     ];
     for (rung, entry) in rungs {

@@ -343,6 +343,7 @@ fn every_wgmma_rung_issues_a_k_tiles_wgmma_back_to_back() {
         ("gemm-wgmma-l2-order", "gemm_wgmma_l2_order"),
         ("gemm-wgmma-cluster", "gemm_wgmma_cluster"),
         ("gemm-wgmma-overlap", "gemm_wgmma_overlap"),
+        ("gemm-wgmma-cluster-cta", "gemm_wgmma_cluster_cta"),
     ] {
         let ins = instructions(&function(id, entry));
         let hgmma: Vec<usize> = (0..ins.len())
@@ -358,6 +359,27 @@ fn every_wgmma_rung_issues_a_k_tiles_wgmma_back_to_back() {
             .count();
         assert_eq!(waits, 0, "{id}: {:?}", &ins[hgmma[0]..=hgmma[3]]);
     }
+}
+
+#[test]
+fn rung_26_frees_the_partners_stage_without_the_fence_of_rung_24() {
+    // "a release at cluster scope compiles to a fence first, ERRBAR then CGAERRBAR, before
+    // each of the two arrivals ... in the SASS the two arrivals follow each other with no fence"
+    let fenced = |id: &str, entry: &str| -> Vec<bool> {
+        let ins = instructions(&function(id, entry));
+        (0..ins.len())
+            .filter(|&i| opcode(&ins[i]).starts_with("SYNCS.ARRIVE.TRANS64.RED"))
+            .map(|i| opcode(&ins[i - 1]).starts_with("CGAERRBAR"))
+            .collect()
+    };
+    assert_eq!(
+        fenced("gemm-wgmma-cluster", "gemm_wgmma_cluster"),
+        [true, true]
+    );
+    assert_eq!(
+        fenced("gemm-wgmma-cluster-cta", "gemm_wgmma_cluster_cta"),
+        [false, false]
+    );
 }
 
 #[test]

@@ -359,22 +359,27 @@ impl Kernel for GemmWgmmaCluster {
     }
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
-        let (m, n, _) = gemm_dims(shape);
-        let (tn, tm) = CLUSTERED.tiles(m, n);
-        let pairs = div_ceil(tm as usize, CLUSTER as usize) * tn;
-        let clusters = pairs.min((self.sms / CLUSTER).max(1));
         let src = cuda_source!("tensorcore", "24_wgmma_cluster.cu");
-        let entry = "gemm_wgmma_cluster";
-        let mut plan = CLUSTERED.plan(shape, src, entry, [clusters * CLUSTER, 1, 1]);
-        // Each pair tile is CLUSTER block tiles, the last pair's second one past M if tm is odd.
-        plan.persistent = vec![(entry.to_string().into(), u64::from(pairs * CLUSTER))];
-        Some(plan)
+        Some(cluster_plan(shape, self.sms, src, "gemm_wgmma_cluster"))
     }
 
     /// Rung 17's port: the clusters change where B's bytes come from, not the product.
     fn cpu(&self) -> Option<CpuPort> {
         Some(cpu_bf16)
     }
+}
+
+/// The launch of a clustered rung (24, 26): as many whole clusters as `sms` SMs hold, each
+/// walking pair tiles.
+fn cluster_plan(shape: &Shape, sms: u32, src: CudaSource, entry: &str) -> CudaPlan {
+    let (m, n, _) = gemm_dims(shape);
+    let (tn, tm) = CLUSTERED.tiles(m, n);
+    let pairs = div_ceil(tm as usize, CLUSTER as usize) * tn;
+    let clusters = pairs.min((sms / CLUSTER).max(1));
+    let mut plan = CLUSTERED.plan(shape, src, entry, [clusters * CLUSTER, 1, 1]);
+    // Each pair tile is CLUSTER block tiles, the last pair's second one past M if tm is odd.
+    plan.persistent = vec![(entry.to_string().into(), u64::from(pairs * CLUSTER))];
+    plan
 }
 
 /// `25_wgmma_overlap.cu`: rung 23 with each consumer waiting for the previous k-tile's wgmma
@@ -428,6 +433,51 @@ impl Kernel for GemmWgmmaOverlap {
     }
 }
 
+/// `26_wgmma_cluster_cta.cu`: rung 24 with each consumer freeing the partner's stage by an
+/// arrival released at CTA scope, without the fence a cluster-scope release costs.
+pub struct GemmWgmmaClusterCta {
+    pub sms: u32,
+}
+
+impl Default for GemmWgmmaClusterCta {
+    fn default() -> Self {
+        Self { sms: DEFAULT_SMS }
+    }
+}
+
+impl Kernel for GemmWgmmaClusterCta {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-wgmma-cluster"),
+            idea: "the consumers free a stage in both blocks with mbarrier.arrive's default release at CTA scope: their wgmma reads are complete, and the fence before each cluster-scope arrival (ERRBAR, CGAERRBAR) goes",
+            bound: Some(Bound::Latency),
+        })
+    }
+
+    fn info(&self) -> KernelInfo {
+        info(
+            "gemm-wgmma-cluster-cta",
+            26,
+            "rung 24 with the stage released to the partner block at CTA scope: no fence \
+             between a consumer's wgmma wait and its arrivals",
+        )
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        tma_strides(shape)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let src = cuda_source!("tensorcore", "26_wgmma_cluster_cta.cu");
+        Some(cluster_plan(shape, self.sms, src, "gemm_wgmma_cluster_cta"))
+    }
+
+    /// Rung 17's port: how a stage is released changes, not the product.
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(cpu_bf16)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -456,6 +506,10 @@ mod tests {
             (include_str!("../kernels/23_wgmma_l2_order.cu"), L2_ORDER),
             (include_str!("../kernels/24_wgmma_cluster.cu"), CLUSTERED),
             (include_str!("../kernels/25_wgmma_overlap.cu"), OVERLAP),
+            (
+                include_str!("../kernels/26_wgmma_cluster_cta.cu"),
+                CLUSTERED,
+            ),
         ] {
             assert_eq!(define(src, "BM"), BM);
             assert_eq!(define(src, "BN"), d.bn);

@@ -20,8 +20,8 @@ use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, gemm_blocked, round_tf32};
 
 pub use hopper::{
-    GemmWgmmaCluster, GemmWgmmaL2Order, GemmWgmmaN256, GemmWgmmaOverlap, GemmWgmmaPersistent,
-    GemmWgmmaTma, L2_GROUP, grouped_tile,
+    GemmWgmmaCluster, GemmWgmmaClusterCta, GemmWgmmaL2Order, GemmWgmmaN256, GemmWgmmaOverlap,
+    GemmWgmmaPersistent, GemmWgmmaTma, L2_GROUP, grouped_tile,
 };
 pub use pipelined::{GemmMmaBf16, GemmMmaDoubleBuffer, GemmMmaLdmatrix, GemmWmmaCpAsync};
 pub use wide_tile::{DEFAULT_SMS, GemmMma128x256, GemmMmaSplitK};
@@ -39,6 +39,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     all.push(Box::new(GemmWgmmaL2Order::default()));
     all.push(Box::new(GemmWgmmaCluster::default()));
     all.push(Box::new(GemmWgmmaOverlap::default()));
+    all.push(Box::new(GemmWgmmaClusterCta::default()));
     all
 }
 

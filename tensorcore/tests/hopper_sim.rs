@@ -357,19 +357,27 @@ fn the_kernel_walks_its_tiles_as_grouped_tile_says() {
     }
 }
 
-/// Rung 24 with its source edited (the same launch otherwise).
+/// Rung 24 (or 26, `cta`) with its source edited (the same launch otherwise).
 struct Clustered {
     sms: u32,
     edits: Edits,
+    cta: bool,
 }
 
 impl Kernel for Clustered {
     fn info(&self) -> KernelInfo {
-        tensorcore::GemmWgmmaCluster::default().info()
+        match self.cta {
+            false => tensorcore::GemmWgmmaCluster::default().info(),
+            true => tensorcore::GemmWgmmaClusterCta::default().info(),
+        }
     }
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
-        let mut plan = tensorcore::GemmWgmmaCluster { sms: self.sms }.cuda(shape)?;
+        let sms = self.sms;
+        let mut plan = match self.cta {
+            false => tensorcore::GemmWgmmaCluster { sms }.cuda(shape)?,
+            true => tensorcore::GemmWgmmaClusterCta { sms }.cuda(shape)?,
+        };
         edit_launches(&mut plan, self.edits, 0);
         Some(plan)
     }
@@ -416,11 +424,45 @@ fn cluster_matches_the_reference_on_awkward_shapes() {
         let dev = SimDevice::new()
             .expect("the simulator needs a C++ compiler")
             .with_seed(seed);
-        let rung = Clustered { sms, edits };
+        let rung = Clustered {
+            sms,
+            edits,
+            cta: false,
+        };
         let (out, data) = run(&dev, &rung, (m, n, k));
         let out = out.unwrap_or_else(|e| panic!("{m}x{n}x{k} seed {seed}: {e}"));
         check_gemm(
             &tensorcore::GemmWgmmaCluster::default(),
+            (m, n, k),
+            &out,
+            &data,
+        );
+    }
+}
+
+/// Rung 26 (24 with its arrivals released at CTA scope) on the shapes of 24's test that
+/// exercise the pairs: tails, the odd block-row, a ring wrapping across pair tiles, one pair.
+#[test]
+fn cluster_cta_matches_the_reference_on_awkward_shapes() {
+    let cases: [(u32, (usize, usize, usize), u64); 4] = [
+        (4, (300, 520, 136), 0),
+        (4, (300, 520, 136), 1),
+        (2, (130, 776, 392), 0),
+        (132, (1, 8, 8), 0),
+    ];
+    for (sms, (m, n, k), seed) in cases {
+        let dev = SimDevice::new()
+            .expect("the simulator needs a C++ compiler")
+            .with_seed(seed);
+        let rung = Clustered {
+            sms,
+            edits: &[],
+            cta: true,
+        };
+        let (out, data) = run(&dev, &rung, (m, n, k));
+        let out = out.unwrap_or_else(|e| panic!("{m}x{n}x{k} seed {seed}: {e}"));
+        check_gemm(
+            &tensorcore::GemmWgmmaClusterCta::default(),
             (m, n, k),
             &out,
             &data,
@@ -437,7 +479,12 @@ fn cluster_bug(edits: Edits, seeds: u64) -> Vec<Result<String, f64>> {
             let dev = SimDevice::new()
                 .expect("the simulator needs a C++ compiler")
                 .with_seed(seed);
-            let (out, data) = run(&dev, &Clustered { sms: 4, edits }, shape);
+            let rung = Clustered {
+                sms: 4,
+                edits,
+                cta: false,
+            };
+            let (out, data) = run(&dev, &rung, shape);
             match out {
                 Err(DeviceError::Sim(msg)) => Some(Ok(msg)),
                 Err(e) => panic!("{e}"),

@@ -8,7 +8,8 @@
 //              tma_load_2d_multicast (the same box into every block of a cluster mask),
 //              fence_proxy_async
 //   clusters   cluster_ctarank, cluster_sync (barrier.cluster), cluster_map (mapa),
-//              mbar_arrive_cluster (an arrival on another block's mbarrier)
+//              mbar_arrive_cluster (an arrival on another block's mbarrier, released at
+//              cluster scope), mbar_arrive_remote (the same, released at CTA scope)
 //   wgmma      wgmma_fence, wgmma_commit, wgmma_wait<N>, smem_desc / smem_desc_128b (the
 //              64-bit shared-memory matrix descriptor), wgmma_m64n128k16_bf16 and
 //              wgmma_m64n256k16_bf16 (A and B from shared memory)
@@ -291,6 +292,25 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long *bar, uns
         ".reg .b32 remote;\n"
         "mapa.shared::cluster.u32 remote, %0, %1;\n"
         "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n"
+        "}\n" ::"r"(smem(bar)), "r"(rank) : "memory");
+#endif
+}
+
+// As mbar_arrive_cluster, with the PTX default semantics of mbarrier.arrive: release at CTA
+// scope, so ptxas puts no fence before it (mbar_arrive_cluster's cluster-scope release compiles
+// to ERRBAR + CGAERRBAR first). Enough for an arrival that says "I have finished reading this
+// stage" once wgmma.wait_group has returned: those reads are complete, and the partner's next
+// write into the stage waits on the barrier. CUTLASS's ClusterBarrier::arrive(cta_id, pred)
+// is this instruction.
+__device__ __forceinline__ void mbar_arrive_remote(unsigned long long *bar, unsigned rank) {
+#ifdef KERNEL_LAB_SIM
+    sim::mbar_arrive_cluster(bar, rank);
+#else
+    asm volatile(
+        "{\n"
+        ".reg .b32 remote;\n"
+        "mapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
         "}\n" ::"r"(smem(bar)), "r"(rank) : "memory");
 #endif
 }
