@@ -219,11 +219,11 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    /// Calibrations taken before mma.sync was measured (the published H200 run's) still read.
+    /// Calibrations taken before mma.sync was measured (the first H200 run's) still read.
     #[test]
     fn calibrations_without_the_mma_sync_figure_still_read() {
-        let p =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/nvidia-h200/calibration.json");
+        let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../results/nvidia-h200/first-run/calibration.json");
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(
             !text.contains("mma_sync"),
