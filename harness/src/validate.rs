@@ -254,13 +254,12 @@ mod nonfinite_json {
     enum Repr {
         Number(f64),
         Word(String),
-        Null(()),
     }
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
         match Option::<Repr>::deserialize(d)? {
             Some(Repr::Number(v)) => Ok(v),
-            None | Some(Repr::Null(())) => Ok(f64::NAN),
+            None => Ok(f64::NAN),
             Some(Repr::Word(w)) => match w.as_str() {
                 "nan" => Ok(f64::NAN),
                 "inf" => Ok(f64::INFINITY),
