@@ -289,6 +289,36 @@ fn two_sources_with_one_name_are_two_programs() {
     assert_eq!((s, l), (128, 4096));
 }
 
+/// A program compiled a second time, by this process or a later one, still carries its ptxas
+/// report. NVRTC 12.9 and later serve a repeated compile from the CUDA driver's compute cache,
+/// which outlives the process and skips ptxas: on the GPU, rows whose program an earlier
+/// process had compiled came out without registers or occupancy. Without a driver the cache
+/// is off, so here the test checks that the option that keeps it off is passed.
+#[test]
+fn a_repeated_compile_still_reports_its_resources() {
+    let version = nvrtc::version().expect("NVRTC unavailable: run tools/install-cuda-tools.sh");
+    let text = "extern \"C\" __global__ void again(float *x) { x[threadIdx.x] *= 2.0f; }";
+    let first = kernel::CudaSource::embedded("tests/again.cu", text);
+    let options = nvrtc::options(&first, "sm_90");
+    if let Some(no_cache) = nvrtc::no_cache_option(version) {
+        assert!(options.iter().any(|o| o == no_cache), "{options:?}");
+    }
+    // Another name is another entry of the lab's memo, not of the driver's cache.
+    let second = kernel::CudaSource::embedded("tests/again_too.cu", text);
+    for source in [&first, &second] {
+        let compiled = nvrtc::compile(source, "sm_90").unwrap();
+        assert!(
+            compiled
+                .resources
+                .get("again")
+                .is_some_and(|r| r.registers > 0),
+            "no ptxas report for {}: {:?}",
+            source.file,
+            compiled.log
+        );
+    }
+}
+
 /// `inspect FILE.cu` prints ptxas's performance advisories under its table: a wgmma kernel
 /// with a printf call has its wgmma serialized, and says so; without the call, nothing.
 #[test]

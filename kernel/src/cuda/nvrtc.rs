@@ -183,7 +183,7 @@ fn compile_memo(
     };
     // A compile whose ptxas report names no entry is not kept: every kernel is reported, so
     // the next call compiles again rather than serve empty resources for the life of the
-    // process (some rows of the first GPU run had none, cause not established).
+    // process (as a compile served from the driver's cache did, see [`no_cache_option`]).
     if !compiled.resources.is_empty() {
         cache
             .lock()
@@ -335,6 +335,7 @@ pub fn options(source: &CudaSource, arch: &str) -> Vec<String> {
         "--std=c++17".to_string(),
         "-lineinfo".to_string(),
     ];
+    options.extend(version().ok().and_then(no_cache_option).map(String::from));
     for dir in &source.include_dirs {
         options.push(format!("--include-path={}", dir.display()));
     }
@@ -350,6 +351,15 @@ pub fn options(source: &CudaSource, arch: &str) -> Vec<String> {
         options.push(format!("--define-macro={name}={value}"));
     }
     options
+}
+
+/// The option that keeps NVRTC from serving a compile from the CUDA driver's compute cache,
+/// for the NVRTC versions that have one (12.9 and later; older ones reject the option). A
+/// cached compile skips ptxas, so its log has no report: on a machine with a driver the
+/// cache outlives the process, and rows of the first GPU runs whose programs an earlier
+/// process had compiled came out without registers, shared memory or occupancy.
+pub fn no_cache_option((major, minor): (i32, i32)) -> Option<&'static str> {
+    (major > 12 || (major == 12 && minor >= 9)).then_some("--no-cache")
 }
 
 fn c_chars_to_string(raw: &[std::ffi::c_char]) -> String {
@@ -417,6 +427,14 @@ pub fn parse_ptxas_log(log: &str) -> HashMap<String, Resources> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nvrtc_is_kept_from_its_cache_from_the_version_that_has_one() {
+        assert_eq!(no_cache_option((12, 8)), None, "12.8 rejects the option");
+        assert_eq!(no_cache_option((11, 8)), None);
+        assert_eq!(no_cache_option((12, 9)), Some("--no-cache"));
+        assert_eq!(no_cache_option((13, 0)), Some("--no-cache"));
+    }
 
     #[test]
     fn an_arch_specific_source_compiles_for_its_family_alone() {
