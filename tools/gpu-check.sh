@@ -287,7 +287,7 @@ step experiments experiment_runs
 # the workload, the shape, the kernels (where the harness checks them against a GPU reference
 # at that shape, as attention's cuBLAS rows, its kernels are profiled too).
 gap_profiles=(
-  "gemm gemm 4096 gemm-mma-ldmatrix,gemm-mma-128x256,gemm-wgmma-l2-order,gemm-wgmma-cluster,gemm-wgmma-overlap,gemm-wgmma-cluster-cta,cublas-fp16,cublas-bf16"
+  "gemm gemm 4096 gemm-mma-ldmatrix,gemm-mma-128x256,gemm-mma-hoisted,gemm-wgmma-l2-order,gemm-wgmma-cluster,gemm-wgmma-overlap,gemm-wgmma-cluster-cta,cublas-fp16,cublas-bf16"
   "attention attention 4x16x4096x128 attn-flash2-mma-fp16,attn-flash2-br128-fp16"
 )
 gap_sections=(

@@ -83,12 +83,10 @@ fn instructions(f: &Function) -> Vec<String> {
         .collect()
 }
 
-/// The instructions of the innermost loop holding every instruction whose opcode starts with
-/// `op`: from the label a backward branch jumps to, to that branch.
-fn loop_around(f: &Function, op: &str) -> Vec<String> {
-    // Labels and instructions in order; labels as `.L_x_N`.
-    let items: Vec<String> = f
-        .sass
+/// A listing's labels (as `.L_x_N`) and instructions (predicate dropped, no `@!PT` padding),
+/// in order.
+fn labelled_instructions(f: &Function) -> Vec<String> {
+    f.sass
         .lines()
         .filter_map(|l| {
             let t = l.trim();
@@ -105,7 +103,13 @@ fn loop_around(f: &Function, op: &str) -> Vec<String> {
                 None => t.strip_suffix(':').map(str::to_string),
             }
         })
-        .collect();
+        .collect()
+}
+
+/// The instructions of the innermost loop holding every instruction whose opcode starts with
+/// `op`: from the label a backward branch jumps to, to that branch.
+fn loop_around(f: &Function, op: &str) -> Vec<String> {
+    let items = labelled_instructions(f);
     let hits: Vec<usize> = (0..items.len())
         .filter(|&i| items[i].starts_with(op))
         .collect();
@@ -121,6 +125,31 @@ fn loop_around(f: &Function, op: &str) -> Vec<String> {
         })
         .min_by_key(|(t, j)| j - t)
         .unwrap_or_else(|| panic!("no loop around the {op} of {}", f.name));
+    items[start..=end]
+        .iter()
+        .filter(|x| !x.starts_with(".L"))
+        .cloned()
+        .collect()
+}
+
+/// The instructions of the first loop (from the label a backward branch jumps to, to that
+/// branch) holding an instruction whose opcode is `op`: where a kernel has several loops
+/// with such instructions, as rung 27's two copies of its k-tile.
+fn loop_around_first(f: &Function, op: &str) -> Vec<String> {
+    let items = labelled_instructions(f);
+    let first = items
+        .iter()
+        .position(|x| opcode(x) == op)
+        .unwrap_or_else(|| panic!("no {op} in {}", f.name));
+    let (start, end) = (first..items.len())
+        .filter(|&j| opcode(&items[j]) == "BRA")
+        .filter_map(|j| {
+            let target = items[j].split(['(', ')']).nth(1)?;
+            let t = items.iter().position(|x| x == target)?;
+            (t <= first).then_some((t, j))
+        })
+        .min_by_key(|(t, j)| j - t)
+        .unwrap_or_else(|| panic!("no loop around the first {op} of {}", f.name));
     items[start..=end]
         .iter()
         .filter(|x| !x.starts_with(".L"))
@@ -302,6 +331,38 @@ fn rung_19_k_tile_is_64_hmma_with_one_barrier_after_the_first_33() {
         .collect();
     assert_eq!(bars.len(), 1, "barriers among the HMMA: {bars:?}");
     assert_eq!(hmma.iter().filter(|&&h| h < bars[0]).count(), 33);
+}
+
+/// Rung 27's header: the loop of k-tiles whose refill lies inside A and B is the k-tile's 64
+/// HMMA, 16 LDSM, 6 plain 16-byte LDGSTS (no zero-fill: no byte count to work out) and one
+/// barrier, with fewer than one other instruction per HMMA (rung 19's loop, copies included,
+/// has several). The edge loop keeps 19's bounds-checked copies.
+#[test]
+fn rung_27_inner_k_tile_loop_is_its_hmma_ldsm_and_copies_with_little_else() {
+    let f = function("gemm-mma-hoisted", "gemm_mma_hoisted");
+    let inner = loop_around_first(&f, "HMMA.16816.F32");
+    let count = |op: &str| inner.iter().filter(|i| opcode(i) == op).count();
+    assert_eq!(count("HMMA.16816.F32"), 64, "{inner:#?}");
+    assert_eq!((count("LDSM.16.M88.4"), count("LDSM.16.MT88.4")), (8, 8));
+    assert_eq!(count("LDGSTS.E.BYPASS.LTC128B.128"), 6);
+    assert_eq!(
+        count_in(&inner, "LDGSTS"),
+        6,
+        "only plain copies in this loop"
+    );
+    assert_eq!(count_in(&inner, "BAR.SYNC"), 1);
+    assert_eq!(
+        count_in(&inner, "LDG.E"),
+        0,
+        "no 2-byte fallback in this loop"
+    );
+    let other = inner.len() - 64 - 16 - 6 - 1;
+    assert!(
+        other < 64,
+        "{other} other instructions in the loop: {inner:#?}"
+    );
+    // The edge loop still zero-fills its tails.
+    assert!(count_opcode(&f, "LDGSTS.E.BYPASS.LTC128B.128.ZFILL") > 0);
 }
 
 #[test]

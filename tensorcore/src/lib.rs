@@ -3,7 +3,9 @@
 //! buffered in registers (16), 16 on BF16 (17), the Hopper rung: wgmma fed by TMA (18),
 //! 128x256 block tiles of 8 warps (19), split-K for shapes with fewer tiles than SMs (20),
 //! and Hopper again: 128x256 tiles of wgmma m64n256k16 (21), persistent (22), its tiles walked
-//! in groups that share A and B in L2 (23).
+//! in groups that share A and B in L2 (23), a 2-CTA cluster sharing B by TMA multicast (24),
+//! each k-tile's wgmma issued while the previous group still runs (25), 24's stage release
+//! at CTA scope (26), and back to `mma.sync`: rung 19 with its addresses computed once per thread (27).
 //! The walkthrough is in this crate's README.
 //! Rung 05 of the convolution ladder is in [`conv`].
 
@@ -24,7 +26,7 @@ pub use hopper::{
     GemmWgmmaPersistent, GemmWgmmaTma, L2_GROUP, grouped_tile,
 };
 pub use pipelined::{GemmMmaBf16, GemmMmaDoubleBuffer, GemmMmaLdmatrix, GemmWmmaCpAsync};
-pub use wide_tile::{DEFAULT_SMS, GemmMma128x256, GemmMmaSplitK};
+pub use wide_tile::{DEFAULT_SMS, GemmMma128x256, GemmMmaHoisted, GemmMmaSplitK};
 
 /// Every kernel of this crate, in ladder order.
 pub fn kernels() -> Vec<Box<dyn Kernel>> {
@@ -40,6 +42,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     all.push(Box::new(GemmWgmmaCluster::default()));
     all.push(Box::new(GemmWgmmaOverlap::default()));
     all.push(Box::new(GemmWgmmaClusterCta::default()));
+    all.push(Box::new(GemmMmaHoisted));
     all
 }
 

@@ -1,6 +1,7 @@
-//! Rungs 19 and 20: 128x256 block tiles of 8 warps on `mma.sync` (19), and the same main loop
-//! with K split across blocks when a shape has fewer tiles than the GPU has SMs (20). A and B
-//! reach the kernels in FP16 (the executor converts them before timing); C is FP32.
+//! Rungs 19, 20 and 27: 128x256 block tiles of 8 warps on `mma.sync` (19), the same main loop
+//! with K split across blocks when a shape has fewer tiles than the GPU has SMs (20), and 19
+//! with its addresses computed once per thread (27). A and B reach the kernels in FP16 (the
+//! executor converts them before timing); C is FP32.
 
 use crate::pipelined::{F16, cpu_fp16};
 use half::f16;
@@ -106,6 +107,49 @@ impl Kernel for GemmMma128x256 {
 
     /// The FP16 rungs' port (14..16): the operands rounded to FP16, FP32 sums. The block tile
     /// is a GPU schedule with no CPU counterpart; the arithmetic is the same.
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(cpu_fp16)
+    }
+}
+
+/// `27_mma_hoisted.cu`: rung 19 with its ldmatrix and cp.async addresses computed once per
+/// thread, and full k-tiles copied without bounds arithmetic.
+pub struct GemmMmaHoisted;
+
+impl Kernel for GemmMmaHoisted {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-mma-128x256"),
+            idea: "every ldmatrix and cp.async address worked out once per thread before the loop (the swizzle's XOR is the same 16 rows on), and k-tiles inside A and B copied without bounds arithmetic: fewer integer instructions per HMMA",
+            bound: Some(Bound::Issue),
+        })
+    }
+
+    fn info(&self) -> KernelInfo {
+        info(
+            "gemm-mma-hoisted",
+            27,
+            "mma.sync FP16, rung 19 with its addresses computed once per thread and full k-tiles copied without bounds checks".into(),
+        )
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let (m, n, k) = gemm_dims(shape);
+        Some(CudaPlan {
+            inputs: vec![Dtype::F16, Dtype::F16],
+            output: Dtype::F32,
+            steps: vec![launch(
+                cuda_source!("tensorcore", "27_mma_hoisted.cu"),
+                "gemm_mma_hoisted",
+                shape,
+                1,
+                gemm_args(m, n, k),
+            )],
+            ..Default::default()
+        })
+    }
+
+    /// Rung 19's port: the same rounded operands and FP32 sums.
     fn cpu(&self) -> Option<CpuPort> {
         Some(cpu_fp16)
     }

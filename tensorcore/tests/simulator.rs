@@ -1,4 +1,4 @@
-//! The pipelined rungs (14..17, 19, 20) executed from their CUDA source by the simulator on shapes the
+//! The pipelined rungs (14..17, 19, 20, 27) executed from their CUDA source by the simulator on shapes the
 //! harness's simulator matrix does not reach: K and N multiples of 8, so the 16-byte
 //! `cp.async` path runs (the matrix's shapes take the guarded 2-byte path), with row, column
 //! and K tails, and K long enough for the ring to wrap around. Each output must agree with
@@ -15,11 +15,15 @@ use kernel::{Executor, Kernel, Shape};
 const SHAPES: [(usize, usize, usize); 2] = [(136, 264, 200), (8, 16, 24)];
 
 fn check(kernel: &dyn Kernel) {
+    check_on(kernel, &SHAPES);
+}
+
+fn check_on(kernel: &dyn Kernel, shapes: &[(usize, usize, usize)]) {
     let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
     let id = kernel.info().id;
     let port = kernel.cpu().expect("every rung has a CPU port");
     let bound = kernel.info().precision.tolerance();
-    for (m, n, k) in SHAPES {
+    for &(m, n, k) in shapes {
         let shape = Shape::gemm(m, n, k);
         let data = inputs(&shape, (m * 31 + n * 7 + k) as u64);
         let mut run = dev.prepare(kernel, &shape, &data).expect("prepare");
@@ -61,6 +65,18 @@ fn mma_bf16_on_aligned_tails() {
 #[test]
 fn mma_128x256_on_aligned_tails() {
     check(&tensorcore::GemmMma128x256);
+}
+
+/// Rung 27's first loop (k-tiles whose refill lies inside A and B) runs in the block at the
+/// origin of 136x264 (its 128x256 tile lies inside C), for 3 k-tiles at K = 200 and for 29,
+/// wrapping the ring 7 times, at K = 1040; the other blocks and the last tiles take 19's
+/// bounds-checked copies, and 8x16x24 only those.
+#[test]
+fn mma_hoisted_on_aligned_tails_and_a_long_k() {
+    check_on(
+        &tensorcore::GemmMmaHoisted,
+        &[(136, 264, 200), (136, 264, 1040), (8, 16, 24)],
+    );
 }
 
 /// Rung 20 splits K on these shapes at its default SM count (the simulator has no SMs to
@@ -163,6 +179,13 @@ fn planted_ring_and_swizzle_bugs_fail() {
             rung: &tensorcore::GemmMma128x256,
             from: "            if (s == KSTEPS - 2) {",
             to: "            if (s == KSTEPS - 1) {",
+        },
+        // Rung 27's plain copies of B placed one repeat's rows apart in elements, not bytes:
+        // the offsets worked out once must still be the swizzled ones.
+        Planted {
+            rung: &tensorcore::GemmMmaHoisted,
+            from: "i * (B_REP_ROWS * BN * 2)",
+            to: "i * (B_REP_ROWS * BN)",
         },
     ];
     for bug in &bugs {

@@ -335,7 +335,9 @@ pub fn options(source: &CudaSource, arch: &str) -> Vec<String> {
         "--std=c++17".to_string(),
         "-lineinfo".to_string(),
     ];
-    options.extend(version().ok().and_then(no_cache_option).map(String::from));
+    if discovery().driver.is_found() {
+        options.extend(version().ok().and_then(no_cache_option).map(String::from));
+    }
     for dir in &source.include_dirs {
         options.push(format!("--include-path={}", dir.display()));
     }
@@ -357,7 +359,10 @@ pub fn options(source: &CudaSource, arch: &str) -> Vec<String> {
 /// for the NVRTC versions that have one (12.9 and later; older ones reject the option). A
 /// cached compile skips ptxas, so its log has no report: on a machine with a driver the
 /// cache outlives the process, and rows of the first GPU runs whose programs an earlier
-/// process had compiled came out without registers, shared memory or occupancy.
+/// process had compiled came out without registers, shared memory or occupancy. [`options`]
+/// passes it only where a driver was found: without one the cache is off anyway, and there
+/// NVRTC 13.0 given the option has compiled one program to a register more in one process
+/// than in another (the figures `harness docs` writes and the tests that recompute them).
 pub fn no_cache_option((major, minor): (i32, i32)) -> Option<&'static str> {
     (major > 12 || (major == 12 && minor >= 9)).then_some("--no-cache")
 }
