@@ -22,73 +22,14 @@
 //   HMMA.16816.F32, 8 LDSM and 8 LDSM.MT, 6 LDGSTS without ZFILL, one BAR.SYNC and fewer
 //   other instructions than HMMA; 19's k-tile issues several other instructions per HMMA.
 // Block tile, warp tiles, ring, barrier placement and fragment double buffering are 19's.
+// This file is compiled after rung 19's source (the plan appends it): its constants, swizzles,
+// bounds-checked copies, mma.sync step and store are 19's as they stand.
 
-#include <cuda_fp16.h>
-#include "lab/ptx.h"
-
-#define BM 128
-#define BN 256
-#define BK 32
-#define STAGES 4
-#define WARPS_N 4  // warps across the block tile (2 down)
-#define NTHREADS 256
-#define KSTEPS (BK / 16)
-#define A_STAGE (BM * BK)  // 16-bit elements
-#define B_STAGE (BK * BN)
 #define A_REPS (BM * BK / 8 / NTHREADS)    // 16-byte chunks of A each thread copies per k-tile
 #define B_REPS (BK * BN / 8 / NTHREADS)    // and of B
 #define A_REP_ROWS (NTHREADS / (BK / 8))   // rows between a thread's chunks of A
 #define B_REP_ROWS (NTHREADS / (BN / 8))   // and of B
-static_assert(KSTEPS >= 2, "the barrier sits after the second-to-last k16 step of a tile");
 static_assert(A_REP_ROWS % 8 == 0 && B_REP_ROWS % 8 == 0, "a repeat keeps its chunk's swizzle");
-
-// Offsets, in elements, of the 16-byte chunk holding (r, c) (c a multiple of 8). A rows are
-// 64 B: two share a 128-byte line, so the XOR takes the line index (r >> 1); B rows are 512 B.
-// Eight consecutive rows of one logical chunk land in eight distinct 16-byte bank groups.
-__device__ __forceinline__ int swz_a(int r, int c) { return r * BK + (((c >> 3) ^ ((r >> 1) & 3)) << 3); }
-__device__ __forceinline__ int swz_b(int r, int c) { return r * BN + (((c >> 3) ^ (r & 7)) << 3); }
-
-// Issues the copies of the k-tile at k0 into one stage: 2 chunks of A and 4 of B per thread.
-__device__ __forceinline__ void load_tile(unsigned short *as, unsigned short *bs,
-                                          const unsigned short *__restrict__ A,
-                                          const unsigned short *__restrict__ B, int M, int N, int K,
-                                          int row0, int col0, int k0, bool a_vec, bool b_vec) {
-    const int tid = threadIdx.x;
-#pragma unroll
-    for (int i = 0; i < BM * BK / 8 / NTHREADS; ++i) {
-        const int idx = tid + i * NTHREADS;
-        const int r = idx / (BK / 8), c = (idx % (BK / 8)) * 8;
-        const int gr = row0 + r, gk = k0 + c;
-        unsigned short *dst = as + swz_a(r, c);
-        if (a_vec) {
-            const int bytes = gr < M ? 2 * max(0, min(8, K - gk)) : 0;
-            ptx::cp_async_cg_zfill(ptx::smem_addr(dst), bytes > 0 ? A + (size_t)gr * K + gk : A, bytes);
-        } else {
-#pragma unroll
-            for (int e = 0; e < 8; ++e) dst[e] = (gr < M && gk + e < K) ? A[(size_t)gr * K + gk + e] : 0;
-        }
-    }
-#pragma unroll
-    for (int i = 0; i < BK * BN / 8 / NTHREADS; ++i) {
-        const int idx = tid + i * NTHREADS;
-        const int r = idx / (BN / 8), c = (idx % (BN / 8)) * 8;
-        const int gk = k0 + r, gc = col0 + c;
-        unsigned short *dst = bs + swz_b(r, c);
-        if (b_vec) {
-            const int bytes = gk < K ? 2 * max(0, min(8, N - gc)) : 0;
-            ptx::cp_async_cg_zfill(ptx::smem_addr(dst), bytes > 0 ? B + (size_t)gk * N + gc : B, bytes);
-        } else {
-#pragma unroll
-            for (int e = 0; e < 8; ++e) dst[e] = (gk < K && gc + e < N) ? B[(size_t)gk * N + gc + e] : 0;
-        }
-    }
-}
-
-// The fragments of one k16 step of this warp's 64x64 tile: 4 A tiles (ldmatrix x4) and 8 B
-// tiles (4 ldmatrix x4.trans, two n8 tiles each).
-struct Frags {
-    unsigned a[4][4], b[8][2];
-};
 
 // Byte offsets in a stage of this lane's ldmatrix rows: of A for each k16 step (its 4 m16
 // tiles follow 16 rows, 1 KB, apart), of B for each pair of n8 tiles (its k16 steps follow
@@ -109,7 +50,7 @@ __device__ __forceinline__ FragOffsets frag_offsets(int wm, int wn, int lane) {
 }
 
 // The fragments of k16 step `s` (a constant once unrolled) of the stage at `as`, `bs`.
-__device__ __forceinline__ void load_frags(Frags &f, ptx::smem_t as, ptx::smem_t bs, const FragOffsets &o, int s) {
+__device__ __forceinline__ void load_frags_at(Frags &f, ptx::smem_t as, ptx::smem_t bs, const FragOffsets &o, int s) {
 #pragma unroll
     for (int i = 0; i < 4; ++i) ptx::ldmatrix_x4(f.a[i], as + o.a[s] + i * (16 * BK * 2));
 #pragma unroll
@@ -119,13 +60,6 @@ __device__ __forceinline__ void load_frags(Frags &f, ptx::smem_t as, ptx::smem_t
         f.b[2 * p][0] = r[0], f.b[2 * p][1] = r[1];
         f.b[2 * p + 1][0] = r[2], f.b[2 * p + 1][1] = r[3];
     }
-}
-
-__device__ __forceinline__ void mma_step(float (&acc)[4][8][4], const Frags &f) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 8; ++j) ptx::mma_m16n8k16_f16(acc[i][j], f.a[i], f.b[j], acc[i][j]);
 }
 
 // This thread's copies of a k-tile inside A and B: its first chunk of each operand (the
@@ -199,7 +133,7 @@ __device__ __forceinline__ void mma_hoisted(float (&acc)[4][8][4], const unsigne
     __syncthreads();  // tile 0 visible to all
 
     Frags f[2];
-    load_frags(f[0], as0, bs0, fo, 0);
+    load_frags_at(f[0], as0, bs0, fo, 0);
     // One k-tile: refill the stage tile t - 1 used (every warp issued its last ldmatrix from
     // it before the barrier of iteration t - 1), then tile t's mma.sync. One commit per
     // iteration, empty or not, so the wait below always leaves STAGES - 2 groups pending.
@@ -214,9 +148,9 @@ __device__ __forceinline__ void mma_hoisted(float (&acc)[4][8][4], const unsigne
             // Fragments of the next k16 step (the next tile's first one after the barrier)
             // into the other buffer, then this step's mma.sync.
             if (s + 1 < KSTEPS)
-                load_frags(f[(s + 1) % 2], as, bs, fo, s + 1);
+                load_frags_at(f[(s + 1) % 2], as, bs, fo, s + 1);
             else if (t + 1 < n)
-                load_frags(f[(s + 1) % 2], as0 + ((t + 1) % STAGES) * (A_STAGE * 2),
+                load_frags_at(f[(s + 1) % 2], as0 + ((t + 1) % STAGES) * (A_STAGE * 2),
                            bs0 + ((t + 1) % STAGES) * (B_STAGE * 2), fo, 0);
             mma_step(acc, f[s % 2]);
             if (s == KSTEPS - 2) {
@@ -234,35 +168,6 @@ __device__ __forceinline__ void mma_hoisted(float (&acc)[4][8][4], const unsigne
     for (; t < n; ++t) k_tile(t, false);
     ptx::cp_async_wait_all();  // only empty groups remain; nothing may land after exit
 }
-
-// C straight from the accumulators: lane (g, t) holds rows g and g + 8, columns 2t, 2t + 1 of
-// each m16n8 tile; pairs go out as float2 when N is even and C 8-byte aligned.
-__device__ __forceinline__ void store_128x256(const float (&acc)[4][8][4], float *__restrict__ C, int M, int N) {
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-    const int wm = warp / WARPS_N, wn = warp % WARPS_N;
-    const int row0 = blockIdx.y * BM, col0 = blockIdx.x * BN;
-    const int g = lane / 4, t = lane % 4;
-    const bool pairs = N % 2 == 0 && (size_t)C % 8 == 0;
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-#pragma unroll
-            for (int h = 0; h < 2; ++h) {
-                const int r = row0 + wm * 64 + i * 16 + g + 8 * h;
-                const int c = col0 + wn * 64 + j * 8 + 2 * t;
-                if (r >= M || c >= N) continue;
-                float *dst = C + (size_t)r * N + c;
-                if (pairs) {
-                    *reinterpret_cast<float2 *>(dst) = make_float2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
-                } else {
-                    dst[0] = acc[i][j][2 * h];
-                    if (c + 1 < N) dst[1] = acc[i][j][2 * h + 1];
-                }
-            }
-}
-
-extern __shared__ __align__(128) unsigned short gemm_smem[];
 
 extern "C" __global__ void __launch_bounds__(NTHREADS)
     gemm_mma_hoisted(const __half *__restrict__ A, const __half *__restrict__ B, float *__restrict__ C, int M,

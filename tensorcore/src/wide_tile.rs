@@ -112,6 +112,27 @@ impl Kernel for GemmMma128x256 {
     }
 }
 
+/// Rung 19's source followed by rung 27's main loop and entry, which call 19's copies of a
+/// tile's edges, mma.sync step and store.
+fn source_27() -> CudaSource {
+    CudaSource::embedded(
+        "tensorcore/kernels/27_mma_hoisted.cu",
+        // `#line` keeps compile errors on the right file and line of each part.
+        concat!(
+            "#line 1 \"tensorcore/kernels/19_mma_128x256.cu\"\n",
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/kernels/19_mma_128x256.cu"
+            )),
+            "\n#line 1 \"tensorcore/kernels/27_mma_hoisted.cu\"\n",
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/kernels/27_mma_hoisted.cu"
+            )),
+        ),
+    )
+}
+
 /// `27_mma_hoisted.cu`: rung 19 with its ldmatrix and cp.async addresses computed once per
 /// thread, and full k-tiles copied without bounds arithmetic.
 pub struct GemmMmaHoisted;
@@ -139,7 +160,7 @@ impl Kernel for GemmMmaHoisted {
             inputs: vec![Dtype::F16, Dtype::F16],
             output: Dtype::F32,
             steps: vec![launch(
-                cuda_source!("tensorcore", "27_mma_hoisted.cu"),
+                source_27(),
                 "gemm_mma_hoisted",
                 shape,
                 1,
