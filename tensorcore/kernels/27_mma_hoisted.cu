@@ -151,7 +151,7 @@ __device__ __forceinline__ void mma_hoisted(float (&acc)[4][8][4], const unsigne
                 load_frags_at(f[(s + 1) % 2], as, bs, fo, s + 1);
             else if (t + 1 < n)
                 load_frags_at(f[(s + 1) % 2], as0 + ((t + 1) % STAGES) * (A_STAGE * 2),
-                           bs0 + ((t + 1) % STAGES) * (B_STAGE * 2), fo, 0);
+                              bs0 + ((t + 1) % STAGES) * (B_STAGE * 2), fo, 0);
             mma_step(acc, f[s % 2]);
             if (s == KSTEPS - 2) {
                 // Tile t + 1 has landed for this thread, then for all; and every warp has
