@@ -114,34 +114,30 @@ fn loop_around(f: &Function, op: &str) -> Vec<String> {
         .filter(|&i| items[i].starts_with(op))
         .collect();
     assert!(!hits.is_empty(), "no {op} in {}", f.name);
-    let (first, last) = (hits[0], hits[hits.len() - 1]);
-    let label_at = |name: &str| items.iter().position(|x| x == name);
-    let (start, end) = (0..items.len())
-        .filter(|&j| opcode(&items[j]) == "BRA" && j >= last)
-        .filter_map(|j| {
-            let target = items[j].split(['(', ')']).nth(1)?;
-            let t = label_at(target)?;
-            (t <= first).then_some((t, j))
-        })
-        .min_by_key(|(t, j)| j - t)
-        .unwrap_or_else(|| panic!("no loop around the {op} of {}", f.name));
-    items[start..=end]
-        .iter()
-        .filter(|x| !x.starts_with(".L"))
-        .cloned()
-        .collect()
+    loop_spanning(f, &items, hits[0], hits[hits.len() - 1], op)
 }
 
-/// The instructions of the first loop (from the label a backward branch jumps to, to that
-/// branch) holding an instruction whose opcode is `op`: where a kernel has several loops
-/// with such instructions, as rung 27's two copies of its k-tile.
+/// The instructions of the first loop holding an instruction whose opcode is `op`: where a
+/// kernel has several loops with such instructions, as rung 27's two copies of its k-tile.
 fn loop_around_first(f: &Function, op: &str) -> Vec<String> {
     let items = labelled_instructions(f);
     let first = items
         .iter()
         .position(|x| opcode(x) == op)
         .unwrap_or_else(|| panic!("no {op} in {}", f.name));
-    let (start, end) = (first..items.len())
+    loop_spanning(f, &items, first, first, op)
+}
+
+/// The innermost loop of `items` holding positions `first..=last`: from the label a backward
+/// branch jumps to, to that branch, labels left out.
+fn loop_spanning(
+    f: &Function,
+    items: &[String],
+    first: usize,
+    last: usize,
+    op: &str,
+) -> Vec<String> {
+    let (start, end) = (last..items.len())
         .filter(|&j| opcode(&items[j]) == "BRA")
         .filter_map(|j| {
             let target = items[j].split(['(', ')']).nth(1)?;
@@ -149,7 +145,7 @@ fn loop_around_first(f: &Function, op: &str) -> Vec<String> {
             (t <= first).then_some((t, j))
         })
         .min_by_key(|(t, j)| j - t)
-        .unwrap_or_else(|| panic!("no loop around the first {op} of {}", f.name));
+        .unwrap_or_else(|| panic!("no loop around the {op} of {}", f.name));
     items[start..=end]
         .iter()
         .filter(|x| !x.starts_with(".L"))

@@ -53,6 +53,18 @@ fn launch(source: CudaSource, entry: &str, shape: &Shape, splits: usize, args: V
     })
 }
 
+/// The plan of a rung whose one launch gives each block one 128x256 tile of C and all of K
+/// (19 and 27): FP16 A and B in, FP32 C out.
+fn one_tile_per_block(source: CudaSource, entry: &str, shape: &Shape) -> CudaPlan {
+    let (m, n, k) = gemm_dims(shape);
+    CudaPlan {
+        inputs: vec![Dtype::F16, Dtype::F16],
+        output: Dtype::F32,
+        steps: vec![launch(source, entry, shape, 1, gemm_args(m, n, k))],
+        ..Default::default()
+    }
+}
+
 fn info(id: &'static str, rung: u32, summary: String) -> KernelInfo {
     KernelInfo {
         id: id.into(),
@@ -90,19 +102,7 @@ impl Kernel for GemmMma128x256 {
     }
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
-        let (m, n, k) = gemm_dims(shape);
-        Some(CudaPlan {
-            inputs: vec![Dtype::F16, Dtype::F16],
-            output: Dtype::F32,
-            steps: vec![launch(
-                source_19(),
-                "gemm_mma_128x256",
-                shape,
-                1,
-                gemm_args(m, n, k),
-            )],
-            ..Default::default()
-        })
+        Some(one_tile_per_block(source_19(), "gemm_mma_128x256", shape))
     }
 
     /// The FP16 rungs' port (14..16): the operands rounded to FP16, FP32 sums. The block tile
@@ -155,19 +155,7 @@ impl Kernel for GemmMmaHoisted {
     }
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
-        let (m, n, k) = gemm_dims(shape);
-        Some(CudaPlan {
-            inputs: vec![Dtype::F16, Dtype::F16],
-            output: Dtype::F32,
-            steps: vec![launch(
-                source_27(),
-                "gemm_mma_hoisted",
-                shape,
-                1,
-                gemm_args(m, n, k),
-            )],
-            ..Default::default()
-        })
+        Some(one_tile_per_block(source_27(), "gemm_mma_hoisted", shape))
     }
 
     /// Rung 19's port: the same rounded operands and FP32 sums.
