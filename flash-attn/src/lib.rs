@@ -4,10 +4,13 @@
 //! 05 and 06 both products on tensor cores (WMMA) with FP16 or BF16 inputs and FP32 softmax
 //! state; 07 and 08 the FlashAttention-2 kernel on `mma.sync` with P and the output kept in
 //! registers (FP16, BF16); 09 and 10 the same kernel on 128-row query blocks of 8 warps, with
-//! the scale folded into the base-2 exponent and one barrier per K/V tile (FP16, BF16). The
-//! walkthrough is in this crate's README.
+//! the scale folded into the base-2 exponent and one barrier per K/V tile (FP16, BF16); 11 and
+//! 12 that kernel on Hopper's `wgmma` (FP16, BF16). The walkthrough is in this crate's README.
 
 pub mod cpu;
+mod wgmma;
+
+pub use wgmma::{FlashWgmma, smem_flash_wgmma};
 
 use cpu::{Round, Tiling};
 use kernel::{
@@ -28,6 +31,8 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
         Box::new(Flash2Mma(Round::Bf16)),
         Box::new(Flash2Br128(Round::F16)),
         Box::new(Flash2Br128(Round::Bf16)),
+        Box::new(FlashWgmma(Round::F16)),
+        Box::new(FlashWgmma(Round::Bf16)),
     ]
 }
 
@@ -603,6 +608,8 @@ mod tests {
         let e = Flash2Br128(Round::Bf16).supports(&shape(96)).unwrap_err().0;
         assert!(e.contains("not 64 or 128"), "{e}");
         assert!(Flash2Br128(Round::F16).supports(&shape(64)).is_ok());
+        let e = FlashWgmma(Round::F16).supports(&shape(96)).unwrap_err().0;
+        assert!(e.contains("not 64 or 128"), "{e}");
         let e = FlashFp32.supports(&shape(256)).unwrap_err().0;
         assert!(e.contains("above 128"), "{e}");
     }
@@ -616,6 +623,10 @@ mod tests {
         assert_eq!(smem_flash2_br128(128), 104_448);
         assert_eq!(smem_flash2_br128(64), 55_296);
         assert!(2 * (smem_flash2_br128(128) + 1024) <= 228 * 1024);
+        // Rungs 11/12: unpadded swizzled tiles and 1 KB of alignment slack, two blocks per SM.
+        assert_eq!(smem_flash_wgmma(128), 99_328);
+        assert_eq!(smem_flash_wgmma(64), 50_176);
+        assert!(2 * (smem_flash_wgmma(128) + 1024) <= 228 * 1024);
         let plan = |s| {
             Flash2Fp32
                 .cuda(&Shape::Attention {

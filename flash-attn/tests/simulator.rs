@@ -1,10 +1,11 @@
-//! Rungs 09 and 10 executed from their CUDA source by the simulator at both head dimensions,
+//! Rungs 09 to 12 executed from their CUDA source by the simulator at both head dimensions,
 //! causal or not, with query-row and key tails (the harness's simulator matrix runs D = 64
-//! only), and planted bugs in what 09 changes (the one-barrier ring, the masks applied only on
-//! boundary tiles) that must fail.
+//! only), and planted bugs that must fail: in what 09 changes (the one-barrier ring, the masks
+//! applied only on boundary tiles) and in what 11 changes (the swizzled layout its wgmma
+//! descriptors read, the per-warpgroup causal skip).
 
-use flash_attn::Flash2Br128;
 use flash_attn::cpu::Round;
+use flash_attn::{Flash2Br128, FlashWgmma};
 use kernel::sim::SimDevice;
 use kernel::testing::{inputs, relative_error};
 use kernel::{Executor, Kernel, Shape, Workload};
@@ -31,31 +32,38 @@ fn error(dev: &SimDevice, kernel: &dyn Kernel, shape: &Shape) -> f64 {
 }
 
 #[test]
-fn br128_rungs_match_the_reference_on_tails() {
+fn br128_and_wgmma_rungs_match_the_reference_on_tails() {
     let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
-    for rung in [Flash2Br128(Round::F16), Flash2Br128(Round::Bf16)] {
+    let rungs: [&dyn Kernel; 4] = [
+        &Flash2Br128(Round::F16),
+        &Flash2Br128(Round::Bf16),
+        &FlashWgmma(Round::F16),
+        &FlashWgmma(Round::Bf16),
+    ];
+    for rung in rungs {
         let bound = rung.info().precision.tolerance();
         for text in SHAPES {
             let shape = Shape::parse(Workload::Attention, text).unwrap();
-            let err = error(&dev, &rung, &shape);
+            let err = error(&dev, rung, &shape);
             assert!(err < bound, "{} on {text}: {err:e}", rung.info().id);
         }
     }
 }
 
-/// Rung 09 with one planted change to its source.
+/// A rung (09 or 11) with one planted change to its source.
 struct Planted {
+    rung: &'static dyn Kernel,
     from: &'static str,
     to: &'static str,
 }
 
 impl Kernel for Planted {
     fn info(&self) -> kernel::KernelInfo {
-        Flash2Br128(Round::F16).info()
+        self.rung.info()
     }
 
     fn cuda(&self, shape: &Shape) -> Option<kernel::CudaPlan> {
-        let mut plan = Flash2Br128(Round::F16).cuda(shape)?;
+        let mut plan = self.rung.cuda(shape)?;
         for step in &mut plan.steps {
             if let kernel::Step::Kernel(l) = step {
                 assert!(l.source.code.contains(self.from), "nothing to plant");
@@ -66,29 +74,98 @@ impl Kernel for Planted {
     }
 }
 
+static BR128: Flash2Br128 = Flash2Br128(Round::F16);
+static WGMMA: FlashWgmma = FlashWgmma(Round::F16);
+
 #[test]
-fn planted_ring_and_mask_bugs_fail() {
+fn planted_ring_mask_and_layout_bugs_fail() {
     let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
     let bugs = [
         // One group per tile: waiting for all but the newest reads a tile before it lands.
         Planted {
+            rung: &BR128,
             from: "ptx::cp_async_wait_group<0>();",
             to: "ptx::cp_async_wait_group<1>();",
         },
         // The diagonal tiles left unmasked: causal rows see later keys.
         Planted {
+            rung: &BR128,
             from: "(causal && j0 + BC - 1 > q0 + w0)",
             to: "false",
+        },
+        // Rung 11's tiles stored unswizzled: the descriptors' 128-byte swizzle reads other chunks.
+        Planted {
+            rung: &WGMMA,
+            from: "(((c % BOX) / 8) ^ (r % 8))",
+            to: "((c % BOX) / 8)",
+        },
+        // V's 64-column boxes taken as adjacent (LBO of one row): D = 128 reads the wrong half.
+        Planted {
+            rung: &WGMMA,
+            from: "BC * BOX * 2, 1024",
+            to: "BOX * 2, 1024",
+        },
+        // The causal skip decided by the block's first warpgroup: the second's last tile is lost.
+        Planted {
+            rung: &WGMMA,
+            from: "j0 > q0 + wg * 64 + 63",
+            to: "j0 > q0 + 63",
         },
     ];
     let shape = Shape::parse(Workload::Attention, "1x2x256x128-causal").unwrap();
     for bug in &bugs {
-        let err = error(&dev, bug, &shape);
-        eprintln!("with {:?}: relative error {err:e}", bug.to);
-        assert!(
-            err > 1e-2,
-            "with {:?} the rung still passes ({err:e})",
-            bug.to
-        );
+        // Caught either as a wrong output or as a fault the simulator names.
+        let data = inputs(&shape, 3);
+        let out = dev.prepare(bug, &shape, &data).and_then(|mut r| {
+            r.run()?;
+            r.output()
+        });
+        match out {
+            Ok(out) => {
+                let err = relative_error(&out, &kernel::reference::reference(&shape, &data));
+                eprintln!("with {:?}: relative error {err:e}", bug.to);
+                assert!(
+                    err > 1e-2,
+                    "with {:?} the rung still passes ({err:e})",
+                    bug.to
+                );
+            }
+            Err(e) => eprintln!("with {:?}: {e}", bug.to),
+        }
     }
+}
+
+/// Rung 11's copies land through the generic proxy and wgmma reads through the async proxy:
+/// without each thread's fence.proxy.async the instrumented simulator fails the wgmma that
+/// reads them, naming the writer; with it the same run passes.
+#[test]
+fn a_missing_proxy_fence_before_wgmma_is_reported() {
+    let dev = SimDevice::new()
+        .expect("the simulator needs a C++ compiler")
+        .instrumented();
+    let shape = Shape::parse(Workload::Attention, "1x1x200x128-causal").unwrap();
+    let data = inputs(&shape, 3);
+    let run = |k: &dyn Kernel| {
+        dev.prepare(k, &shape, &data).and_then(|mut r| {
+            r.run()?;
+            r.output()
+        })
+    };
+    let out = run(&WGMMA).unwrap_or_else(|e| panic!("rung 11 with its fence: {e}"));
+    let err = relative_error(&out, &kernel::reference::reference(&shape, &data));
+    assert!(err < WGMMA.info().precision.tolerance(), "{err:e}");
+    let unfenced = Planted {
+        rung: &WGMMA,
+        from: "hopper::fence_proxy_async();",
+        to: "",
+    };
+    let e = run(&unfenced)
+        .map(|_| ())
+        .expect_err("an unfenced copy read by wgmma is reported")
+        .to_string();
+    eprintln!("without the fence: {e}");
+    assert!(
+        e.contains("wgmma reads") && e.contains("no fence.proxy.async") && e.contains("thread ("),
+        "{e}"
+    );
 }

@@ -531,6 +531,46 @@ fn rung_09_issues_one_barrier_per_tile_where_07_issues_two() {
 }
 
 #[test]
+fn attention_rung_11_tile_loop_is_wgmma_from_shared_memory_without_ldmatrix() {
+    let (a, b) = (
+        function("attn-flash2-br128-fp16", "attn_flash2_br128_fp16"),
+        function("attn-flash-wgmma-fp16", "attn_flash_wgmma_fp16"),
+    );
+    let (la, lb) = (loop_around(&a, "MUFU.EX2"), loop_around(&b, "MUFU.EX2"));
+    // HEAD_DIM 64, a tile of 64 keys. 09, per warp: S in 32 mma.sync and 16 ldmatrix of K
+    // (and Q's 4, on the first tile), P V in 32 mma.sync and 16 ldmatrix.trans of V.
+    assert_eq!(
+        (
+            count_in(&la, "HMMA"),
+            count_in(&la, "LDSM.16.M88"),
+            count_in(&la, "LDSM.16.MT88")
+        ),
+        (64, 20, 16)
+    );
+    // 11, per warpgroup: S in 4 wgmma m64n64k16 (a k16 step each), P V in 4 (16 keys each)
+    // with P from registers; no ldmatrix, no mma.sync, still one barrier per tile.
+    let p_from_registers = lb
+        .iter()
+        .filter(|i| opcode(i).starts_with("HGMMA"))
+        .filter(|i| {
+            i.split(',')
+                .nth(1)
+                .is_some_and(|o| o.trim().starts_with('R'))
+        })
+        .count();
+    assert_eq!(
+        (
+            count_in(&lb, "HGMMA.64x64x16"),
+            p_from_registers,
+            count_in(&lb, "LDSM"),
+            count_in(&lb, "HMMA"),
+            count_in(&lb, "BAR.SYNC")
+        ),
+        (8, 4, 0, 0, 1)
+    );
+}
+
+#[test]
 fn conv_rung_04_decodes_its_taps_without_integer_divisions_in_the_inner_loop() {
     // A division by a runtime value is an I2F.U32.RP / MUFU.RCP sequence; by a define, a
     // multiply-high.

@@ -522,6 +522,7 @@ inline float wg_read(WgType t, const Desc &x, bool mn_major, unsigned i, unsigne
              "(descriptor 0x%016llx: start 0x%x, LBO %u, SBO %u, %s, %s-major)",
              i, k, which, (unsigned long long)a, (unsigned long long)desc, x.start, x.lbo, x.sbo,
              swizzle_name(x.mode), mn_major ? (which[0] == 'A' ? "M" : "N") : "K");
+    SIM_ASYNC_PROXY_READ(p, e, "wgmma");
     return wg_element(t, p);
 }
 
@@ -656,6 +657,10 @@ inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint6
         op.scale_b = (signed char)scale_b;
     }, front);
 }
+
+// fence.proxy.async: this thread's generic-proxy writes so far become visible to the async
+// proxy (sim_proxy_read checks that wgmma's operands had one after their last write).
+inline void fence_proxy_async() { fiber().proxy_fences++; }
 
 inline void wgmma_fence() {
     check_warpgroup("wgmma.fence");

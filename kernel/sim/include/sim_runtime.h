@@ -50,9 +50,12 @@ extern "C" void sim_traffic_begin(SimTraffic *t, const void *static_lo, size_t s
 extern "C" void sim_traffic_flush();
 extern "C" void sim_race_access(const void *p, unsigned long n, int write);
 extern "C" void sim_race_async_write(const void *p, unsigned long n);
+extern "C" void sim_proxy_read(const void *p, unsigned long n, const char *what);
 extern "C" void sim_stacks_add(const void *start, size_t bytes);
 #define SIM_GLOBAL_READ(p, n) __tsan_read_range((void *)(p), (unsigned long)(n))
 #define SIM_SHARED_WRITE(p, n) sim_race_access((const void *)(p), (unsigned long)(n), 1)
+// A read of shared memory by the async proxy (wgmma): checked for generic writes not fenced.
+#define SIM_ASYNC_PROXY_READ(p, n, what) sim_proxy_read((const void *)(p), (unsigned long)(n), what)
 #define SIM_UNINSTRUMENTED __attribute__((no_sanitize_thread, noinline))
 // A read or write of the warp, emulated by each lane in full (WMMA's whole tiles): counted
 // and checked once, as the first lane's.
@@ -63,6 +66,7 @@ extern "C" void sim_stacks_add(const void *start, size_t bytes);
 #define SIM_WARP_WRITE(p, n) ((void)0)
 #define SIM_GLOBAL_READ(p, n) ((void)0)
 #define SIM_SHARED_WRITE(p, n) ((void)0)
+#define SIM_ASYNC_PROXY_READ(p, n, what) ((void)0)
 #define SIM_UNINSTRUMENTED
 #endif
 
@@ -185,6 +189,7 @@ struct Fiber {
     // barrier.cluster: whether the thread has arrived and not yet waited, and in which phase.
     bool cluster_arrived;
     unsigned cluster_phase;
+    uint32_t proxy_fences;  // fence.proxy.async executed so far (only compared for equality)
 };
 
 struct Warp {
@@ -204,6 +209,7 @@ struct RaceMark {
 };
 struct RaceCell {
     RaceMark write, read;
+    uint32_t write_fences;  // the writer's proxy_fences when it wrote (the async-proxy check)
 };
 
 struct Worker {
@@ -664,6 +670,19 @@ inline void describe_shared(Worker &w, size_t cell, char *where, size_t room) {
          where);
 }
 
+// The race checker's cell of the shared-memory byte at `p` of block `w` (static variables
+// first, then dynamic shared memory); false when `p` is not that block's shared memory.
+SIM_UNINSTRUMENTED inline bool race_cell(const Worker &w, const void *p, size_t &cell) {
+    const char *c = (const char *)p;
+    if (w.static_smem && c >= w.static_smem && c < w.static_smem + w.static_smem_bytes)
+        cell = (size_t)(c - w.static_smem);
+    else if (w.dyn_smem && c >= w.dyn_smem && c < w.dyn_smem + w.launch->dynamic_smem)
+        cell = w.static_smem_bytes + (size_t)(c - w.dyn_smem);
+    else
+        return false;
+    return true;
+}
+
 }  // namespace sim
 
 // Called by the instrumentation's hooks for every access that is not global memory (and by
@@ -673,18 +692,12 @@ extern "C" SIM_UNINSTRUMENTED void sim_race_access(const void *p, unsigned long 
     using namespace sim;
     Worker *w = tl_worker;
     Fiber *f = tl_fiber;
-    if (!w || !f || !w->race) return;
-    const char *c = (const char *)p;
     size_t cell;
-    if (w->static_smem && c >= w->static_smem && c < w->static_smem + w->static_smem_bytes) {
+    if (!w || !f || !w->race || !race_cell(*w, p, cell)) return;
+    if (cell < w->static_smem_bytes) {
         // The runtime's own two thread-locals share the block with the __shared__ variables.
-        const char *tw = (const char *)&tl_worker, *tf = (const char *)&tl_fiber;
+        const char *c = (const char *)p, *tw = (const char *)&tl_worker, *tf = (const char *)&tl_fiber;
         if ((c >= tw && c < tw + sizeof tl_worker) || (c >= tf && c < tf + sizeof tl_fiber)) return;
-        cell = (size_t)(c - w->static_smem);
-    } else if (w->dyn_smem && c >= w->dyn_smem && c < w->dyn_smem + w->launch->dynamic_smem) {
-        cell = w->static_smem_bytes + (size_t)(c - w->dyn_smem);
-    } else {
-        return;
     }
     uint16_t me = (uint16_t)(f - w->fibers) + 1;
     uint16_t we = w->warps[f->warp].epoch;
@@ -704,8 +717,12 @@ extern "C" SIM_UNINSTRUMENTED void sim_race_access(const void *p, unsigned long 
         if (write && !read_ordered) race_report(*w, i, true, r.read, false);
         // A read unordered with this one stays recorded: it, not this thread's own, is what a
         // later write by this thread would race with.
-        if (write) r.write = RaceMark{epoch, we, me};
-        else if (read_ordered) r.read = RaceMark{epoch, we, me};
+        if (write) {
+            r.write = RaceMark{epoch, we, me};
+            r.write_fences = f->proxy_fences;
+        } else if (read_ordered) {
+            r.read = RaceMark{epoch, we, me};
+        }
     }
 }
 
@@ -713,17 +730,36 @@ extern "C" SIM_UNINSTRUMENTED void sim_race_access(const void *p, unsigned long 
 extern "C" SIM_UNINSTRUMENTED void sim_race_async_write(const void *p, unsigned long n) {
     using namespace sim;
     Worker *w = tl_worker ? shared_owner(p, n) : nullptr;  // a multicast lands in other blocks too
-    if (!w || !w->race) return;
-    const char *c = (const char *)p;
     size_t cell;
-    if (w->static_smem && c >= w->static_smem && c < w->static_smem + w->static_smem_bytes)
-        cell = (size_t)(c - w->static_smem);
-    else if (w->dyn_smem && c >= w->dyn_smem && c < w->dyn_smem + w->launch->dynamic_smem)
-        cell = w->static_smem_bytes + (size_t)(c - w->dyn_smem);
-    else
-        return;
+    if (!w || !w->race || !race_cell(*w, p, cell)) return;
     size_t end = cell + n < w->race_cells ? cell + n : w->race_cells;
     for (size_t i = cell; i < end; ++i) w->race[i].write = RaceMark{w->race_epoch, 0, kAsyncUnit};
+}
+
+// What the async proxy reads (wgmma's operands): shared memory a thread wrote through the
+// generic proxy (a store, a landed cp.async) is visible to the async proxy only after that
+// thread's fence.proxy.async (PTX ISA 9.7.15.4, 8.6 "Proxies"); without it wgmma may read what
+// was there before. Each byte's last writer must have fenced since it wrote. Checked when the
+// simulator runs the wgmma (at the wait that covers it), so a fence between issue and wait
+// passes here though it is too late on a GPU: this can miss a bug, never invent one.
+extern "C" SIM_UNINSTRUMENTED void sim_proxy_read(const void *p, unsigned long n, const char *what) {
+    using namespace sim;
+    Worker *w = tl_worker;
+    size_t cell;
+    if (!w || !w->race || !race_cell(*w, p, cell)) return;
+    size_t end = cell + n < w->race_cells ? cell + n : w->race_cells;
+    for (size_t i = cell; i < end; ++i) {
+        const RaceCell &r = w->race[i];
+        if (r.write.thread == 0 || r.write.thread == kAsyncUnit || r.write.epoch < w->race_block_epoch) continue;
+        const Fiber &o = w->fibers[r.write.thread - 1];
+        if (o.proxy_fences != r.write_fences) continue;
+        char where[200];
+        describe_shared(*w, i, where, sizeof where);
+        fail("%s reads %s, which thread (%u,%u,%u) wrote through the generic proxy (a store or a cp.async) with "
+             "no fence.proxy.async after it: the async proxy may not see that write (each writing thread fences "
+             "its own writes, then a barrier hands them over)",
+             what, where, o.tid.x, o.tid.y, o.tid.z);
+    }
 }
 
 namespace sim {

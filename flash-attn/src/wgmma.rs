@@ -1,0 +1,81 @@
+//! Rungs 11 and 12, for sm_90a alone: rung 09's kernel with both products on `wgmma`, each
+//! warpgroup multiplying straight from shared memory (P from registers). A GPU other than
+//! Hopper declines them (no sm_90a code); the CUDA simulator runs them through its emulation
+//! of wgmma.
+
+use crate::cpu::Round;
+use crate::{BC_WMMA, BR_WIDE, Flash2Br128, Flash2Mma, THREADS_WIDE, info, plan_rows};
+use kernel::{
+    Bound, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Lineage, Precision, Shape, Unsupported,
+    attention_dims, cuda_source,
+};
+
+/// Dynamic shared memory of rungs 11 and 12 (the carve of `11_flash_wgmma.cu`): a 128-row Q
+/// tile and two stages of K and V tiles, unpadded (in the swizzled layout wgmma reads), and
+/// 1024 B of slack to start them on the swizzle's period.
+pub fn smem_flash_wgmma(d: usize) -> usize {
+    1024 + (BR_WIDE + 2 * 2 * BC_WMMA) * d * 2
+}
+
+/// `11_flash_wgmma.cu`: FP16 (rung 11) or BF16 (rung 12).
+pub struct FlashWgmma(pub Round);
+
+impl Kernel for FlashWgmma {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(match self.0 {
+            Round::F16 => Lineage {
+                parent: Some("attn-flash2-br128-fp16"),
+                idea: "wgmma: two warpgroups of 64 rows multiply from shared memory (Q and K by descriptors, P from registers, V as an MN-major operand), no ldmatrix and no Q fragments in registers",
+                bound: Some(Bound::Issue),
+            },
+            Round::Bf16 => Lineage {
+                parent: Some("attn-flash-wgmma-fp16"),
+                idea: "BF16 in place of FP16: FP32's exponent range, an 8-bit mantissa",
+                bound: None,
+            },
+        })
+    }
+
+    fn info(&self) -> KernelInfo {
+        match self.0 {
+            Round::F16 => info(
+                "attn-flash-wgmma-fp16",
+                11,
+                Precision::Fp16,
+                "rung 09 on Hopper's wgmma (sm_90a): QK^T from shared memory, PV with P from registers, tiles in the 128-byte swizzle",
+            ),
+            Round::Bf16 => info(
+                "attn-flash-wgmma-bf16",
+                12,
+                Precision::Bf16,
+                "rung 11 with BF16 inputs and P",
+            ),
+        }
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        Flash2Mma(self.0).supports(shape)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let d = attention_dims(shape).d;
+        let (entry, dtype) = match self.0 {
+            Round::F16 => ("attn_flash_wgmma_fp16", Dtype::F16),
+            Round::Bf16 => ("attn_flash_wgmma_bf16", Dtype::Bf16),
+        };
+        Some(plan_rows(
+            shape,
+            cuda_source!("flash-attn", "11_flash_wgmma.cu").for_arch("sm_90a"),
+            (entry, THREADS_WIDE),
+            dtype,
+            smem_flash_wgmma(d),
+            BR_WIDE,
+        ))
+    }
+
+    /// Rung 09's port: the same tiles and rounding; only the instructions that multiply them
+    /// differ.
+    fn cpu(&self) -> Option<CpuPort> {
+        Flash2Br128(self.0).cpu()
+    }
+}
