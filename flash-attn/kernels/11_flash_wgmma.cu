@@ -79,19 +79,31 @@ __device__ __forceinline__ void load_rows(elem *dst, const elem *src, int row0, 
     }
 }
 
-// Descriptor of k16 step `k` (along HEAD_DIM) of rows row0.. of a K-major ROWS-row tile (Q or
-// K): 8-row groups 1024 B apart (SBO), the step 32 B along the swizzled row inside its box.
-template <int ROWS, class elem>
-__device__ __forceinline__ unsigned long long kmajor_desc(const elem *tile, int row0, int k) {
-    return hopper::smem_desc_128b(tile + (k / 4) * ROWS * BOX + row0 * BOX + (k % 4) * 16, 16, 1024);
+// The descriptors are built once, before the tile loop, from warp-uniform values (the carve,
+// the warpgroup), and stepped with hopper::desc_add (the loop counter picks the stage): they
+// stay in uniform registers, where wgmma takes them. Built per step from the thread's index,
+// each wgmma operand would cost every warp a chain of integer instructions and a move into
+// uniform registers.
+
+// A K-major ROWS-row tile (Q or K) from row `row0`: 8-row groups 1024 B apart (SBO). Its k16
+// step `k` (along HEAD_DIM) lies 32 B further along the swizzled row for each step inside a
+// box, and a box (ROWS rows of 128 B) further for each 4 steps.
+template <class elem>
+__device__ __forceinline__ unsigned long long kmajor_desc(const elem *tile, int row0) {
+    return hopper::smem_desc_128b(tile + row0 * BOX, 16, 1024);
+}
+template <int ROWS>
+__device__ __forceinline__ unsigned kmajor_step(int k) {
+    return (k / 4) * ROWS * 128 + (k % 4) * 32;
 }
 
-// Descriptor of k16 step `k` (keys 16k..16k + 15) of a V tile, MN-major: 64-column boxes
-// BC rows of 128 B apart (LBO), 8-key groups 1024 B apart (SBO).
+// A V tile, MN-major: 64-column boxes BC rows of 128 B apart (LBO), 8-key groups 1024 B apart
+// (SBO); k16 step `k` (keys 16k..16k + 15) starts 16 rows of 128 B further.
 template <class elem>
-__device__ __forceinline__ unsigned long long v_desc(const elem *tile, int k) {
-    return hopper::smem_desc_128b(tile + k * 16 * BOX, BC * BOX * 2, 1024);
+__device__ __forceinline__ unsigned long long v_desc(const elem *tile) {
+    return hopper::smem_desc_128b(tile, BC * BOX * 2, 1024);
 }
+__device__ __forceinline__ unsigned v_step(int k) { return k * 16 * 128; }
 
 template <class elem>
 __device__ __forceinline__ void flash_wgmma(const elem *Q, const elem *K, const elem *V, float *O, int S,
@@ -106,12 +118,19 @@ __device__ __forceinline__ void flash_wgmma(const elem *Q, const elem *K, const 
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int g = lane / 4, t = lane % 4;
-    const int wg = warp / 4;  // warpgroup: rows 64 wg .. 64 wg + 63 of the block
+    // The warpgroup (rows 64 wg .. 64 wg + 63 of the block), read through a shuffle from lane 0:
+    // the compiler then knows it is the same in every lane and keeps what derives from it (the
+    // descriptors) in uniform registers.
+    const int wg = __shfl_sync(0xffffffffu, threadIdx.x / 128, 0);
     const int h = blockIdx.y;
     const int q0 = blockIdx.x * BR;
     const int w0 = warp * 16;  // the warp's first row in the block (16 per warp of a warpgroup)
     const long long base = lab_at(h, 0, (long long)S * HEAD_DIM);
     const elem *Qh = Q + base, *Kh = K + base, *Vh = V + base;
+
+    // Stage `st`'s tiles begin STAGE bytes after stage 0's.
+    constexpr unsigned STAGE = BC * HEAD_DIM * 2;
+    const unsigned long long dq = kmajor_desc(Qs, wg * 64), dk = kmajor_desc(Ks, 0), dv = v_desc(Vs);
 
     const int kv_end = causal ? min(S, q0 + BR) : S;  // causal: no tile past the block's last row
     const int tiles = (kv_end + BC - 1) / BC;
@@ -141,8 +160,7 @@ __device__ __forceinline__ void flash_wgmma(const elem *Q, const elem *K, const 
             load_rows<BC>(Vs + st * BC * HEAD_DIM, Vh, j0 + BC, S);
         }
         ptx::cp_async_commit();
-        const elem *ks = Ks + (it % 2) * BC * HEAD_DIM;
-        const elem *vs = Vs + (it % 2) * BC * HEAD_DIM;
+        const unsigned stage = (it % 2) * STAGE;
 
         if (causal && j0 > q0 + wg * 64 + 63) continue;  // every row of this warpgroup precedes the tile
 
@@ -150,8 +168,11 @@ __device__ __forceinline__ void flash_wgmma(const elem *Q, const elem *K, const 
         float s[BC / 2];
         hopper::wgmma_fence();  // the softmax of tile it - 1 read these registers
 #pragma unroll
-        for (int k = 0; k < HEAD_DIM / 16; ++k)
-            hopper::wgmma_m64n64k16_ss(s, kmajor_desc<BR>(Qs, wg * 64, k), kmajor_desc<BC>(ks, 0, k), k > 0, elem());
+        for (int k = 0; k < HEAD_DIM / 16; ++k) {
+            const unsigned long long a = hopper::desc_add(dq, kmajor_step<BR>(k));
+            const unsigned long long b = hopper::desc_add(dk, stage + kmajor_step<BC>(k));
+            hopper::wgmma_m64n64k16_ss(s, a, b, k > 0, elem());
+        }
         hopper::wgmma_commit();
         hopper::wgmma_wait<0>();
 
@@ -207,7 +228,7 @@ __device__ __forceinline__ void flash_wgmma(const elem *Q, const elem *K, const 
         // 4. O += P V: BC / 16 wgmma, P from registers, V from shared memory.
         hopper::wgmma_fence();  // the rescale wrote O, the packing wrote P
 #pragma unroll
-        for (int k = 0; k < BC / 16; ++k) wgmma_pv<elem>(o, pf[k], v_desc(vs, k));
+        for (int k = 0; k < BC / 16; ++k) wgmma_pv<elem>(o, pf[k], hopper::desc_add(dv, stage + v_step(k)));
         hopper::wgmma_commit();
         hopper::wgmma_wait<0>();  // before the barrier that lets the stage be refilled
     }

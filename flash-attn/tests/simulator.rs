@@ -105,6 +105,12 @@ fn planted_ring_mask_and_layout_bugs_fail() {
             from: "BC * BOX * 2, 1024",
             to: "BOX * 2, 1024",
         },
+        // Rung 11's descriptors stepped without the stage: odd tiles multiply the even ones'.
+        Planted {
+            rung: &WGMMA,
+            from: "(it % 2) * STAGE",
+            to: "0",
+        },
         // The causal skip decided by the block's first warpgroup: the second's last tile is lost.
         Planted {
             rung: &WGMMA,

@@ -379,6 +379,21 @@ __device__ __forceinline__ unsigned long long smem_desc_128b(const void *tile, u
     return smem_desc(tile, lbo, sbo, SWIZZLE_128B);
 }
 
+// The descriptor `d` with its start address `bytes` further (a multiple of 16). The address
+// field is the low 14 bits, in 16-byte units, and shared memory is under 256 KB, so the step
+// is one 32-bit add that cannot carry into the other fields; the halves are joined by a mov,
+// as the compiler, given the 64-bit expression, redoes it per operand with a carry.
+__device__ __forceinline__ unsigned long long desc_add(unsigned long long d, unsigned bytes) {
+    const unsigned lo = (unsigned)d + (bytes >> 4), hi = (unsigned)(d >> 32);
+#ifdef KERNEL_LAB_SIM
+    return (unsigned long long)hi << 32 | lo;
+#else
+    unsigned long long r;
+    asm("mov.b64 %0, {%1, %2};" : "=l"(r) : "r"(lo), "r"(hi));
+    return r;
+#endif
+}
+
 // setmaxnreg.inc / .dec (PTX ISA 9.7.19.5): a warpgroup asks for or gives back registers; N a
 // multiple of 8 from 24 to 256. Registers are no resource in the simulator: N is checked.
 template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
