@@ -95,12 +95,26 @@ pub struct Speedup {
 }
 
 impl Speedup {
-    /// `1.73x`, `0.86x`, with `~` in front when the difference is inside the spread.
+    /// `1.73x`, `0.86x`: two decimals, or as many more (up to four) as a difference that
+    /// stands out of the spread needs not to read `1.00x` (`0.996x`), which beside "slower"
+    /// or "faster" would say nothing.
+    pub fn ratio_text(&self) -> String {
+        let mut digits = 2;
+        while self.significant
+            && digits < 4
+            && format!("{:.*}", digits, self.ratio) == format!("{:.*}", digits, 1.0)
+        {
+            digits += 1;
+        }
+        format!("{:.*}x", digits, self.ratio)
+    }
+
+    /// [`Self::ratio_text`], with `~` in front when the difference is inside the spread.
     pub fn cell(&self) -> String {
         format!(
-            "{}{:.2}x",
+            "{}{}",
             if self.significant { "" } else { "~" },
-            self.ratio
+            self.ratio_text()
         )
     }
 }

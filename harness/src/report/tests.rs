@@ -239,6 +239,27 @@ fn speedups_inside_the_spread_are_not_significant() {
 }
 
 #[test]
+fn a_measured_difference_never_reads_as_one_point_zero_zero() {
+    let s = |ratio, significant| model::Speedup {
+        ratio,
+        against: "b".into(),
+        against_tag: "09".into(),
+        significant,
+    };
+    // Two decimals as a rule; more where the difference stands out of the spread and two
+    // would print 1.00 beside "slower" or "faster"; inside the noise 1.00 is what it is.
+    assert_eq!(s(1.7349, true).cell(), "1.73x");
+    assert_eq!(s(0.9962, true).cell(), "0.996x");
+    assert_eq!(s(1.0031, true).cell(), "1.003x");
+    assert_eq!(s(0.99996, true).cell(), "1.0000x");
+    assert_eq!(s(0.9962, false).cell(), "~1.00x");
+    assert_eq!(
+        crate::report::charts::ablation::step(&s(0.9962, true)).0,
+        "▼ 0.996x vs 09: slower"
+    );
+}
+
+#[test]
 fn each_row_is_compared_with_the_reference_of_its_precision() {
     let run = synthetic();
     let d = headline_rows(&run);

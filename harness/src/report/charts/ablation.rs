@@ -135,12 +135,12 @@ fn notes(r: &RowReport, scale: f64) -> Vec<(String, RGBColor)> {
 
 /// `▲ 2.31x vs 06`, `▼ 0.86x vs 06: slower`, `≈ 1.03x vs 06, inside the noise`.
 pub(crate) fn step(s: &Speedup) -> (String, RGBColor) {
-    let (x, tag) = (s.ratio, &s.against_tag);
+    let (x, tag) = (s.ratio_text(), &s.against_tag);
     if !s.significant {
-        (format!("≈ {x:.2}x vs {tag}, inside the noise"), GREY)
-    } else if x >= 1.0 {
-        (format!("▲ {x:.2}x vs {tag}"), GAIN)
+        (format!("≈ {x} vs {tag}, inside the noise"), GREY)
+    } else if s.ratio >= 1.0 {
+        (format!("▲ {x} vs {tag}"), GAIN)
     } else {
-        (format!("▼ {x:.2}x vs {tag}: slower"), LOSS)
+        (format!("▼ {x} vs {tag}: slower"), LOSS)
     }
 }
