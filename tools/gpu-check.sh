@@ -293,7 +293,7 @@ step experiments experiment_runs
 # at that shape, as attention's cuBLAS rows, its kernels are profiled too).
 gap_profiles=(
   "gemm gemm 4096 gemm-mma-ldmatrix,gemm-mma-128x256,gemm-mma-hoisted,gemm-wgmma-l2-order,gemm-wgmma-cluster,gemm-wgmma-overlap,gemm-wgmma-cluster-cta,cublas-fp16,cublas-bf16"
-  "attention attention 4x16x4096x128 attn-flash2-mma-fp16,attn-flash2-br128-fp16,attn-flash-wgmma-fp16"
+  "attention attention 4x16x4096x128 attn-flash2-mma-fp16,attn-flash2-br128-fp16,attn-flash-wgmma-fp16,attn-flash-wgmma-overlap-fp16"
 )
 gap_sections=(
   --section SpeedOfLight --section ComputeWorkloadAnalysis --section MemoryWorkloadAnalysis

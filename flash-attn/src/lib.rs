@@ -5,12 +5,13 @@
 //! state; 07 and 08 the FlashAttention-2 kernel on `mma.sync` with P and the output kept in
 //! registers (FP16, BF16); 09 and 10 the same kernel on 128-row query blocks of 8 warps, with
 //! the scale folded into the base-2 exponent and one barrier per K/V tile (FP16, BF16); 11 and
-//! 12 that kernel on Hopper's `wgmma` (FP16, BF16). The walkthrough is in this crate's README.
+//! 12 that kernel on Hopper's `wgmma` (FP16, BF16); 13 and 14 with each warpgroup's softmax
+//! overlapping its own `wgmma` (FP16, BF16). The walkthrough is in this crate's README.
 
 pub mod cpu;
 mod wgmma;
 
-pub use wgmma::{FlashWgmma, smem_flash_wgmma};
+pub use wgmma::{FlashWgmma, FlashWgmmaOverlap, smem_flash_wgmma, smem_flash_wgmma_overlap};
 
 use cpu::{Round, Tiling};
 use kernel::{
@@ -33,6 +34,8 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
         Box::new(Flash2Br128(Round::Bf16)),
         Box::new(FlashWgmma(Round::F16)),
         Box::new(FlashWgmma(Round::Bf16)),
+        Box::new(FlashWgmmaOverlap(Round::F16)),
+        Box::new(FlashWgmmaOverlap(Round::Bf16)),
     ]
 }
 
@@ -627,6 +630,9 @@ mod tests {
         assert_eq!(smem_flash_wgmma(128), 99_328);
         assert_eq!(smem_flash_wgmma(64), 50_176);
         assert!(2 * (smem_flash_wgmma(128) + 1024) <= 228 * 1024);
+        // Rungs 13/14: three K/V stages, one block per SM at D = 128.
+        assert_eq!(smem_flash_wgmma_overlap(128), 132_096);
+        assert!(smem_flash_wgmma_overlap(128) + 1024 <= 228 * 1024);
         let plan = |s| {
             Flash2Fp32
                 .cuda(&Shape::Attention {

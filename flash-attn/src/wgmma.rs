@@ -1,13 +1,13 @@
-//! Rungs 11 and 12, for sm_90a alone: rung 09's kernel with both products on `wgmma`, each
-//! warpgroup multiplying straight from shared memory (P from registers). A GPU other than
-//! Hopper declines them (no sm_90a code); the CUDA simulator runs them through its emulation
-//! of wgmma.
+//! Rungs 11 to 14, for sm_90a alone: rung 09's kernel with both products on `wgmma`, each
+//! warpgroup multiplying straight from shared memory (P from registers), then (13, 14) with
+//! each warpgroup's softmax overlapping its own wgmma. A GPU other than Hopper declines them
+//! (no sm_90a code); the CUDA simulator runs them through its emulation of wgmma.
 
 use crate::cpu::Round;
 use crate::{BC_WMMA, BR_WIDE, Flash2Br128, Flash2Mma, THREADS_WIDE, info, plan_rows};
 use kernel::{
-    Bound, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Lineage, Precision, Shape, Unsupported,
-    attention_dims, cuda_source,
+    Bound, CpuPort, CudaPlan, CudaSource, Dtype, Kernel, KernelInfo, Lineage, Precision, Shape,
+    Unsupported, attention_dims, cuda_source,
 };
 
 /// Dynamic shared memory of rungs 11 and 12 (the carve of `11_flash_wgmma.cu`): a 128-row Q
@@ -75,6 +75,95 @@ impl Kernel for FlashWgmma {
 
     /// Rung 09's port: the same tiles and rounding; only the instructions that multiply them
     /// differ.
+    fn cpu(&self) -> Option<CpuPort> {
+        Flash2Br128(self.0).cpu()
+    }
+}
+
+/// Dynamic shared memory of rungs 13 and 14: rung 11's carve with three K/V stages.
+pub fn smem_flash_wgmma_overlap(d: usize) -> usize {
+    1024 + (BR_WIDE + 3 * 2 * BC_WMMA) * d * 2
+}
+
+/// Rung 11's source followed by rung 13's kernel, which calls 11's copies, descriptors and
+/// P V product.
+fn source_13() -> CudaSource {
+    CudaSource::embedded(
+        "flash-attn/kernels/13_flash_wgmma_overlap.cu",
+        // `#line` keeps compile errors on the right file and line of each part.
+        concat!(
+            "#line 1 \"flash-attn/kernels/11_flash_wgmma.cu\"\n",
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/kernels/11_flash_wgmma.cu"
+            )),
+            "\n#line 1 \"flash-attn/kernels/13_flash_wgmma_overlap.cu\"\n",
+            include_str!(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/kernels/13_flash_wgmma_overlap.cu"
+            )),
+        ),
+    )
+    .for_arch("sm_90a")
+}
+
+/// `13_flash_wgmma_overlap.cu`: FP16 (rung 13) or BF16 (rung 14).
+pub struct FlashWgmmaOverlap(pub Round);
+
+impl Kernel for FlashWgmmaOverlap {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(match self.0 {
+            Round::F16 => Lineage {
+                parent: Some("attn-flash-wgmma-fp16"),
+                idea: "each warpgroup issues the next tile's scores and this tile's P V together and computes the next softmax while P V runs (three K/V stages, one block per SM)",
+                bound: Some(Bound::Latency),
+            },
+            Round::Bf16 => Lineage {
+                parent: Some("attn-flash-wgmma-overlap-fp16"),
+                idea: "BF16 in place of FP16: FP32's exponent range, an 8-bit mantissa",
+                bound: None,
+            },
+        })
+    }
+
+    fn info(&self) -> KernelInfo {
+        match self.0 {
+            Round::F16 => info(
+                "attn-flash-wgmma-overlap-fp16",
+                13,
+                Precision::Fp16,
+                "rung 11 with each warpgroup's softmax overlapping its own wgmma (FlashAttention-3's pipelining inside a warpgroup)",
+            ),
+            Round::Bf16 => info(
+                "attn-flash-wgmma-overlap-bf16",
+                14,
+                Precision::Bf16,
+                "rung 13 with BF16 inputs and P",
+            ),
+        }
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        Flash2Mma(self.0).supports(shape)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let d = attention_dims(shape).d;
+        let (entry, dtype) = match self.0 {
+            Round::F16 => ("attn_flash_wgmma_overlap_fp16", Dtype::F16),
+            Round::Bf16 => ("attn_flash_wgmma_overlap_bf16", Dtype::Bf16),
+        };
+        Some(plan_rows(
+            shape,
+            source_13(),
+            (entry, THREADS_WIDE),
+            dtype,
+            smem_flash_wgmma_overlap(d),
+            BR_WIDE,
+        ))
+    }
+
+    /// Rung 09's port, as 11's: the order of the work changes, not the arithmetic.
     fn cpu(&self) -> Option<CpuPort> {
         Flash2Br128(self.0).cpu()
     }

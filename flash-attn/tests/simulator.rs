@@ -1,11 +1,12 @@
-//! Rungs 09 to 12 executed from their CUDA source by the simulator at both head dimensions,
+//! Rungs 09 to 14 executed from their CUDA source by the simulator at both head dimensions,
 //! causal or not, with query-row and key tails (the harness's simulator matrix runs D = 64
 //! only), and planted bugs that must fail: in what 09 changes (the one-barrier ring, the masks
-//! applied only on boundary tiles) and in what 11 changes (the swizzled layout its wgmma
-//! descriptors read, the per-warpgroup causal skip).
+//! applied only on boundary tiles), in what 11 changes (the swizzled layout its wgmma
+//! descriptors read, the per-warpgroup causal skip) and in what 13 changes (the wait before P
+//! and O are touched again, the third stage, each warpgroup's own last tile).
 
 use flash_attn::cpu::Round;
-use flash_attn::{Flash2Br128, FlashWgmma};
+use flash_attn::{Flash2Br128, FlashWgmma, FlashWgmmaOverlap};
 use kernel::sim::SimDevice;
 use kernel::testing::{inputs, relative_error};
 use kernel::{Executor, Kernel, Shape, Workload};
@@ -34,11 +35,13 @@ fn error(dev: &SimDevice, kernel: &dyn Kernel, shape: &Shape) -> f64 {
 #[test]
 fn br128_and_wgmma_rungs_match_the_reference_on_tails() {
     let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
-    let rungs: [&dyn Kernel; 4] = [
+    let rungs: [&dyn Kernel; 6] = [
         &Flash2Br128(Round::F16),
         &Flash2Br128(Round::Bf16),
         &FlashWgmma(Round::F16),
         &FlashWgmma(Round::Bf16),
+        &FlashWgmmaOverlap(Round::F16),
+        &FlashWgmmaOverlap(Round::Bf16),
     ];
     for rung in rungs {
         let bound = rung.info().precision.tolerance();
@@ -50,7 +53,7 @@ fn br128_and_wgmma_rungs_match_the_reference_on_tails() {
     }
 }
 
-/// A rung (09 or 11) with one planted change to its source.
+/// A rung (09, 11 or 13) with one planted change to its source.
 struct Planted {
     rung: &'static dyn Kernel,
     from: &'static str,
@@ -76,6 +79,7 @@ impl Kernel for Planted {
 
 static BR128: Flash2Br128 = Flash2Br128(Round::F16);
 static WGMMA: FlashWgmma = FlashWgmma(Round::F16);
+static OVERLAP: FlashWgmmaOverlap = FlashWgmmaOverlap(Round::F16);
 
 #[test]
 fn planted_ring_mask_and_layout_bugs_fail() {
@@ -116,6 +120,24 @@ fn planted_ring_mask_and_layout_bugs_fail() {
             rung: &WGMMA,
             from: "j0 > q0 + wg * 64 + 63",
             to: "j0 > q0 + 63",
+        },
+        // Rung 13 touching O and P without waiting for the P V that reads and writes them.
+        Planted {
+            rung: &OVERLAP,
+            from: "hopper::wgmma_wait<0>();  // P V done",
+            to: "//",
+        },
+        // Two K/V stages: tile t + 2 lands where tile t's V is still read.
+        Planted {
+            rung: &OVERLAP,
+            from: "#define STAGES 3",
+            to: "#define STAGES 2",
+        },
+        // Each warpgroup's last tile taken from the block's first warpgroup (causal).
+        Planted {
+            rung: &OVERLAP,
+            from: "(q0 + wg * 64 + 63) / BC + 1",
+            to: "(q0 + 63) / BC + 1",
         },
     ];
     let shape = Shape::parse(Workload::Attention, "1x2x256x128-causal").unwrap();

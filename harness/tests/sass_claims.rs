@@ -574,6 +574,47 @@ fn attention_rung_11_tile_loop_is_wgmma_from_shared_memory_without_ldmatrix() {
 }
 
 #[test]
+fn attention_rung_13_computes_the_next_softmax_while_its_p_v_runs() {
+    let f = function(
+        "attn-flash-wgmma-overlap-fp16",
+        "attn_flash_wgmma_overlap_fp16",
+    );
+    let items = labelled_instructions(&f);
+    // The tile loop is the loop around P V, the wgmma with P from registers (the scores of
+    // tile 0 come before the loop).
+    let pv = items
+        .iter()
+        .position(|i| {
+            opcode(i).starts_with("HGMMA")
+                && i.split(',')
+                    .nth(1)
+                    .is_some_and(|o| o.trim().starts_with('R'))
+        })
+        .expect("a wgmma with A from registers");
+    let l = loop_spanning(&f, &items, pv, pv, "HGMMA");
+    // HEAD_DIM 64: the next tile's scores (4 wgmma) and this tile's P V (4) issued together,
+    // then a wait that leaves one group (P V) in flight, the exponentials of the next softmax,
+    // and only then the wait for everything.
+    let at = |text: &str| {
+        l.iter()
+            .position(|i| opcode(i) == "WARPGROUP.DEPBAR.LE" && i.contains(text))
+            .unwrap_or_else(|| panic!("no wait on `{text}` in the tile loop"))
+    };
+    let (one_left, none_left) = (at("gsb0, 0x1"), at("gsb0, 0x0"));
+    assert_eq!(count_in(&l, "HGMMA.64x64x16"), 8);
+    assert_eq!(
+        count_in(&l[..one_left], "HGMMA"),
+        8,
+        "every wgmma before the first wait"
+    );
+    assert!(
+        one_left < none_left && count_in(&l[one_left..none_left], "MUFU.EX2") >= 32,
+        "the softmax's 32 exponentials per thread between the two waits"
+    );
+    assert_eq!(count_in(&l, "BAR.SYNC"), 1);
+}
+
+#[test]
 fn conv_rung_04_decodes_its_taps_without_integer_divisions_in_the_inner_loop() {
     // A division by a runtime value is an I2F.U32.RP / MUFU.RCP sequence; by a define, a
     // multiply-high.

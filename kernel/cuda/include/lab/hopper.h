@@ -10,9 +10,9 @@
 //   clusters   cluster_ctarank, cluster_sync (barrier.cluster), cluster_map (mapa),
 //              mbar_arrive_cluster (an arrival on another block's mbarrier, released at
 //              cluster scope), mbar_arrive_remote (the same, released at CTA scope)
-//   wgmma      wgmma_fence, wgmma_commit, wgmma_wait<N>, smem_desc / smem_desc_128b (the
-//              64-bit shared-memory matrix descriptor), wgmma_m64n128k16_bf16 and
-//              wgmma_m64n256k16_bf16 (A and B from shared memory); for attention, FP16 or BF16
+//   wgmma      wgmma_fence, wgmma_commit, wgmma_wait<N>, fence_operands, smem_desc /
+//              smem_desc_128b (the 64-bit shared-memory matrix descriptor) and desc_add,
+//              wgmma_m64n128k16_bf16 and wgmma_m64n256k16_bf16 (A and B from shared memory); for attention, FP16 or BF16
 //              wgmma_m64n64k16_ss (both from shared memory), wgmma_m64n64k16_rs and
 //              wgmma_m64n128k16_rs (A from registers)
 //   registers  setmaxnreg_inc<N>, setmaxnreg_dec<N>
@@ -356,6 +356,18 @@ template <int N> __device__ __forceinline__ void wgmma_wait() {
     sim::wgmma_wait(N);
 #else
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
+#endif
+}
+
+// Holds registers a wgmma writes at this point of the program, after the wait that makes them
+// valid. They are registers, not memory, so the wait's memory clobber does not keep the
+// compiler from moving ordinary reads of them above it; an empty volatile asm that "modifies"
+// each one cannot move above the wait, and what reads them comes after it (CUTLASS's
+// warpgroup_fence_operand). The simulator runs a wgmma at its wait: nothing to hold.
+template <int N> __device__ __forceinline__ void fence_operands(float (&r)[N]) {
+#ifndef KERNEL_LAB_SIM
+#pragma unroll
+    for (int i = 0; i < N; ++i) asm volatile("" : "+f"(r[i])::"memory");
 #endif
 }
 
