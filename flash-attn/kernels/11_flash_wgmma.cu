@@ -105,6 +105,90 @@ __device__ __forceinline__ unsigned long long v_desc(const elem *tile) {
 }
 __device__ __forceinline__ unsigned v_step(int k) { return k * 16 * 128; }
 
+// Masks (boundary tiles only) and the online-softmax step of one tile's raw scores: the new
+// maxima, the factor `alpha` that rescales the rows' earlier O and sum, the tile's row sums
+// `sum`, and P = 2^(s scale2 - m scale2) left in `s` in place of the scores.
+__device__ __forceinline__ void softmax_step(float (&s)[BC / 2], float (&m)[2], float (&alpha)[2], float (&sum)[2],
+                                             int j0, int S, int causal, int first_row, const int (&row)[2],
+                                             int t, float scale2) {
+    if (j0 + BC > S || (causal && j0 + BC - 1 > first_row)) {
+#pragma unroll
+        for (int n = 0; n < BC / 8; ++n)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int key = j0 + n * 8 + 2 * t + (e & 1);
+                if (key >= S || (causal && key > row[e / 2])) s[4 * n + e] = NEG_INF;
+            }
+    }
+    float tile_max[2] = {NEG_INF, NEG_INF};
+#pragma unroll
+    for (int n = 0; n < BC / 8; ++n) {
+        tile_max[0] = fmaxf(tile_max[0], fmaxf(s[4 * n], s[4 * n + 1]));
+        tile_max[1] = fmaxf(tile_max[1], fmaxf(s[4 * n + 2], s[4 * n + 3]));
+    }
+    float m_scaled[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
+        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
+        const float m_new = fmaxf(m[r], tile_max[r]);
+        m_scaled[r] = m_new == NEG_INF ? 0.0f : m_new * scale2;
+        alpha[r] = ptx::ex2_approx(m[r] == NEG_INF ? NEG_INF : m[r] * scale2 - m_scaled[r]);
+        m[r] = m_new;
+        sum[r] = 0.0f;
+    }
+#pragma unroll
+    for (int n = 0; n < BC / 8; ++n)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            s[4 * n + e] = ptx::ex2_approx(fmaf(s[4 * n + e], scale2, -m_scaled[e / 2]));
+            sum[e / 2] += s[4 * n + e];
+        }
+}
+
+// O and the row sums rescaled by alpha, and P packed as the A registers of P V: the
+// mma.m16n8k16 A layout per warp, so score tile n is k-half n % 2 of step n / 2, as in 09. It
+// overwrites O and the registers the previous P V read: only once that P V is done.
+template <class elem, int N>
+__device__ __forceinline__ void rescale_and_pack(float (&o)[N], float (&l)[2], const float (&alpha)[2],
+                                                 const float (&sum)[2], const float (&s)[BC / 2],
+                                                 unsigned (&pf)[BC / 16][4]) {
+#pragma unroll
+    for (int j = 0; j < N / 4; ++j) {
+        o[4 * j] *= alpha[0], o[4 * j + 1] *= alpha[0];
+        o[4 * j + 2] *= alpha[1], o[4 * j + 3] *= alpha[1];
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + sum[r];
+#pragma unroll
+    for (int n = 0; n < BC / 8; ++n) {
+        pf[n / 2][(n % 2) * 2 + 0] = pack2(s[4 * n], s[4 * n + 1], elem());
+        pf[n / 2][(n % 2) * 2 + 1] = pack2(s[4 * n + 2], s[4 * n + 3], elem());
+    }
+}
+
+// The deferred normalization and the store: each row's sum completed across its quad, one
+// division per row, rows past S not written.
+template <int N>
+__device__ __forceinline__ void write_output(const float (&o)[N], float (&l)[2], const int (&row)[2], int t,
+                                             float *Oh, int S) {
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
+        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+        if (row[r] >= S) continue;
+        const float inv = 1.0f / l[r];
+        float *orow = Oh + lab_at(row[r], 0, HEAD_DIM);
+#pragma unroll
+        for (int j = 0; j < HEAD_DIM / 8; ++j)
+            *reinterpret_cast<float2 *>(orow + j * 8 + 2 * t) =
+                make_float2(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
+    }
+}
+
 template <class elem>
 __device__ __forceinline__ void flash_wgmma(const elem *Q, const elem *K, const elem *V, float *O, int S,
                                             float scale, int causal) {
@@ -176,54 +260,12 @@ __device__ __forceinline__ void flash_wgmma(const elem *Q, const elem *K, const 
         hopper::wgmma_commit();
         hopper::wgmma_wait<0>();
 
-        // 2. Masks, only where a key of the tile lies past S or past the warp's first row.
-        if (j0 + BC > S || (causal && j0 + BC - 1 > q0 + w0)) {
-#pragma unroll
-            for (int n = 0; n < BC / 8; ++n)
-#pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const int key = j0 + n * 8 + 2 * t + (e & 1);
-                    if (key >= S || (causal && key > row[e / 2])) s[4 * n + e] = NEG_INF;
-                }
-        }
-
-        // 3. Online softmax on the raw scores, as in 09.
-        float tile_max[2] = {NEG_INF, NEG_INF};
-#pragma unroll
-        for (int n = 0; n < BC / 8; ++n) {
-            tile_max[0] = fmaxf(tile_max[0], fmaxf(s[4 * n], s[4 * n + 1]));
-            tile_max[1] = fmaxf(tile_max[1], fmaxf(s[4 * n + 2], s[4 * n + 3]));
-        }
-        float alpha[2], m_scaled[2];
-#pragma unroll
-        for (int r = 0; r < 2; ++r) {
-            tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-            tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-            const float m_new = fmaxf(m[r], tile_max[r]);
-            m_scaled[r] = m_new == NEG_INF ? 0.0f : m_new * scale2;
-            alpha[r] = ptx::ex2_approx(m[r] == NEG_INF ? NEG_INF : m[r] * scale2 - m_scaled[r]);
-            m[r] = m_new;
-            l[r] *= alpha[r];
-        }
-#pragma unroll
-        for (int j = 0; j < HEAD_DIM / 8; ++j) {
-            o[4 * j] *= alpha[0], o[4 * j + 1] *= alpha[0];
-            o[4 * j + 2] *= alpha[1], o[4 * j + 3] *= alpha[1];
-        }
-        // P = 2^(s * scale2 - m * scale2), packed as the A registers of P V: the mma.m16n8k16
-        // A layout per warp, so score tile n is k-half n % 2 of step n / 2, as in 09.
+        // 2-3. Masks on boundary tiles and the online softmax, as in 09; P packed as the A
+        // registers of P V.
+        float alpha[2], sum[2];
+        softmax_step(s, m, alpha, sum, j0, S, causal, q0 + w0, row, t, scale2);
         unsigned pf[BC / 16][4];
-#pragma unroll
-        for (int n = 0; n < BC / 8; ++n) {
-            const float p0 = ptx::ex2_approx(fmaf(s[4 * n], scale2, -m_scaled[0]));
-            const float p1 = ptx::ex2_approx(fmaf(s[4 * n + 1], scale2, -m_scaled[0]));
-            const float p2 = ptx::ex2_approx(fmaf(s[4 * n + 2], scale2, -m_scaled[1]));
-            const float p3 = ptx::ex2_approx(fmaf(s[4 * n + 3], scale2, -m_scaled[1]));
-            l[0] += p0 + p1;
-            l[1] += p2 + p3;
-            pf[n / 2][(n % 2) * 2 + 0] = pack2(p0, p1, elem());
-            pf[n / 2][(n % 2) * 2 + 1] = pack2(p2, p3, elem());
-        }
+        rescale_and_pack<elem>(o, l, alpha, sum, s, pf);
 
         // 4. O += P V: BC / 16 wgmma, P from registers, V from shared memory.
         hopper::wgmma_fence();  // the rescale wrote O, the packing wrote P
@@ -234,22 +276,7 @@ __device__ __forceinline__ void flash_wgmma(const elem *Q, const elem *K, const 
     }
     ptx::cp_async_wait_all();  // only empty groups remain; nothing may land after exit
 
-    // The deferred normalization: the row sum completed across the quad, one division per row.
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        if (row[r] >= S) continue;
-        const float inv = 1.0f / l[r];
-        float *orow = O + base + lab_at(row[r], 0, HEAD_DIM);
-#pragma unroll
-        for (int j = 0; j < HEAD_DIM / 8; ++j)
-            *reinterpret_cast<float2 *>(orow + j * 8 + 2 * t) =
-                make_float2(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
-    }
+    write_output(o, l, row, t, O + base, S);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 2)

@@ -20,70 +20,9 @@
 // In the SASS (sm_90a) the tile loop waits for wgmma once with one group left in flight
 // (WARPGROUP.DEPBAR.LE gsb0, 0x1) and once for all.
 // This file is compiled after rung 11's source (the plan appends it): its constants, swizzled
-// copies, descriptors and P V product are 11's as they stand.
+// copies, descriptors, softmax step, P V product and store are 11's as they stand.
 
 #define STAGES 3
-
-// Masks (boundary tiles only) and the online-softmax step of one tile's raw scores: the new
-// maxima, the factor `alpha` that rescales the rows' earlier O and sum, the tile's row sums
-// `sum`, and P = 2^(s scale2 - m scale2) left in `s` in place of the scores.
-__device__ __forceinline__ void softmax_step(float (&s)[BC / 2], float (&m)[2], float (&alpha)[2], float (&sum)[2],
-                                             int j0, int S, int causal, int first_row, const int (&row)[2],
-                                             int t, float scale2) {
-    if (j0 + BC > S || (causal && j0 + BC - 1 > first_row)) {
-#pragma unroll
-        for (int n = 0; n < BC / 8; ++n)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int key = j0 + n * 8 + 2 * t + (e & 1);
-                if (key >= S || (causal && key > row[e / 2])) s[4 * n + e] = NEG_INF;
-            }
-    }
-    float tile_max[2] = {NEG_INF, NEG_INF};
-#pragma unroll
-    for (int n = 0; n < BC / 8; ++n) {
-        tile_max[0] = fmaxf(tile_max[0], fmaxf(s[4 * n], s[4 * n + 1]));
-        tile_max[1] = fmaxf(tile_max[1], fmaxf(s[4 * n + 2], s[4 * n + 3]));
-    }
-    float m_scaled[2];
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
-        tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
-        const float m_new = fmaxf(m[r], tile_max[r]);
-        m_scaled[r] = m_new == NEG_INF ? 0.0f : m_new * scale2;
-        alpha[r] = ptx::ex2_approx(m[r] == NEG_INF ? NEG_INF : m[r] * scale2 - m_scaled[r]);
-        m[r] = m_new;
-        sum[r] = 0.0f;
-    }
-#pragma unroll
-    for (int n = 0; n < BC / 8; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            s[4 * n + e] = ptx::ex2_approx(fmaf(s[4 * n + e], scale2, -m_scaled[e / 2]));
-            sum[e / 2] += s[4 * n + e];
-        }
-}
-
-// Once the P V that read the previous P is done: O and the row sums rescaled, and P packed as
-// the A registers of the next P V (the m16n8k16 A layout per warp, as in 11).
-template <class elem, int N>
-__device__ __forceinline__ void rescale_and_pack(float (&o)[N], float (&l)[2], const float (&alpha)[2],
-                                                 const float (&sum)[2], const float (&s)[BC / 2],
-                                                 unsigned (&pf)[BC / 16][4]) {
-#pragma unroll
-    for (int j = 0; j < N / 4; ++j) {
-        o[4 * j] *= alpha[0], o[4 * j + 1] *= alpha[0];
-        o[4 * j + 2] *= alpha[1], o[4 * j + 3] *= alpha[1];
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) l[r] = l[r] * alpha[r] + sum[r];
-#pragma unroll
-    for (int n = 0; n < BC / 8; ++n) {
-        pf[n / 2][(n % 2) * 2 + 0] = pack2(s[4 * n], s[4 * n + 1], elem());
-        pf[n / 2][(n % 2) * 2 + 1] = pack2(s[4 * n + 2], s[4 * n + 3], elem());
-    }
-}
 
 template <class elem>
 __device__ __forceinline__ void flash_wgmma_overlap(const elem *Q, const elem *K, const elem *V, float *O, int S,
@@ -187,22 +126,7 @@ __device__ __forceinline__ void flash_wgmma_overlap(const elem *Q, const elem *K
         if (next) rescale_and_pack<elem>(o, l, alpha, sum, s, pf);
     }
     ptx::cp_async_wait_all();
-
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 1);
-        l[r] += __shfl_xor_sync(0xffffffffu, l[r], 2);
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-        if (row[r] >= S) continue;
-        const float inv = 1.0f / l[r];
-        float *orow = O + base + lab_at(row[r], 0, HEAD_DIM);
-#pragma unroll
-        for (int j = 0; j < HEAD_DIM / 8; ++j)
-            *reinterpret_cast<float2 *>(orow + j * 8 + 2 * t) =
-                make_float2(o[4 * j + 2 * r] * inv, o[4 * j + 2 * r + 1] * inv);
-    }
+    write_output(o, l, row, t, O + base, S);
 }
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
