@@ -21,6 +21,10 @@ fn walkthroughs() -> Vec<(PathBuf, String)> {
         .collect()
 }
 
+fn harness() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_harness"))
+}
+
 fn shown(file: &Path) -> String {
     file.strip_prefix(root())
         .unwrap_or(file)
@@ -42,11 +46,12 @@ fn every_figure_is_what_its_run_gives_now() {
         "no figure blocks found: the walkthroughs lost their markers"
     );
     // One at a time: in the full suite a parallel pass once reported a resources figure as
-    // changed that matched on every run of its own.
+    // changed that matched on every run of its own. A figure from code that differs is
+    // compiled again in a process of its own, as `harness docs --figures` does.
     let stale: Vec<String> = jobs
         .iter()
         .filter_map(|(file, text, b)| {
-            let now = harness::figures::generate(b, &root())
+            let now = harness::figures::settled(b, text, &root(), &harness())
                 .unwrap_or_else(|e| panic!("{}: {e:#}", shown(file)));
             let was = &text[b.body.clone()];
             (was != now).then(|| {
@@ -91,9 +96,46 @@ fn a_figure_block_that_was_edited_by_hand_is_caught() {
     let rewritten = harness::figures::rewrite(
         &format!("x\n{}{}{}", b_open(b), edited, harness::figures::CLOSE),
         &root(),
+        &harness(),
     )
     .unwrap();
     assert!(rewritten.contains(&now) && !rewritten.contains(&edited));
+}
+
+#[test]
+fn a_figure_from_code_changes_only_when_a_compile_in_another_process_agrees() {
+    use harness::figures::{CLOSE, OPEN, blocks, from_code, settled};
+    let name = "resources gemm-naive";
+    let now = from_code(name).unwrap();
+    let edited = now.replacen(|c: char| c.is_ascii_digit(), "#", 1);
+    assert_ne!(edited, now);
+    let text = format!("x\n{OPEN}{name} from code -->{edited}{CLOSE}");
+    let b = &blocks(&text).unwrap()[0];
+    // The harness binary compiles what this process compiled: the edit is replaced.
+    assert_eq!(settled(b, &text, &root(), &harness()).unwrap(), now);
+    // A second process that gives the text's figure back (as a one-off compile here would be
+    // answered): the text stays. One that gives a third answer: an error naming the figure.
+    let dir = std::env::temp_dir().join(format!("kernel-lab-settled-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (answer, file) in [
+        (&edited, "agrees"),
+        (&"something else".to_string(), "differs"),
+    ] {
+        let printed = dir.join(format!("{file}.txt"));
+        std::fs::write(&printed, answer).unwrap();
+        let exe = dir.join(file);
+        std::fs::write(&exe, format!("#!/bin/sh\ncat '{}'\n", printed.display())).unwrap();
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let got = settled(b, &text, &root(), &exe);
+        if file == "agrees" {
+            assert_eq!(got.unwrap(), edited);
+        } else {
+            let e = format!("{:#}", got.unwrap_err());
+            assert!(e.contains(name) && e.contains("two processes"), "{e}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 fn b_open(b: &harness::figures::Block) -> String {
@@ -107,7 +149,7 @@ fn a_figure_naming_a_row_its_run_lacks_is_an_error() {
         harness::figures::OPEN,
         harness::figures::CLOSE
     );
-    let e = harness::figures::rewrite(&text, &root()).unwrap_err();
+    let e = harness::figures::rewrite(&text, &root(), &harness()).unwrap_err();
     assert!(format!("{e:#}").contains("gemm-nonexistent"), "{e:#}");
     let unclosed = format!(
         "{}gemm 512x512x512 from results/x -->\n",

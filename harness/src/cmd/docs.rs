@@ -30,9 +30,17 @@ pub struct Args {
     /// The repository root the walkthroughs and the runs they name are under (--figures).
     #[arg(long, default_value = ".")]
     pub root: PathBuf,
+    /// Print one figure from code (`resources ID,ID`, `sass ID,ID`) as --figures writes it:
+    /// the second compile, in a process of its own, that a changed figure must agree with.
+    #[arg(long, hide = true)]
+    pub from_code: Option<String>,
 }
 
 pub fn run(args: &Args) -> Outcome {
+    if let Some(name) = &args.from_code {
+        print!("{}", crate::figures::from_code(name)?);
+        return Ok(true);
+    }
     if args.figures {
         return figures(&args.root);
     }
@@ -50,10 +58,11 @@ pub fn run(args: &Args) -> Outcome {
 /// Rewrites the figure blocks of every walkthrough under `root` from their runs; says which
 /// files changed.
 fn figures(root: &Path) -> Outcome {
+    let harness = std::env::current_exe().context("locating the harness binary")?;
     for file in crate::figures::walkthroughs(root)? {
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("cannot read {}", file.display()))?;
-        let new = crate::figures::rewrite(&text, root)
+        let new = crate::figures::rewrite(&text, root, &harness)
             .with_context(|| format!("in {}", file.display()))?;
         if new != text {
             std::fs::write(&file, new)

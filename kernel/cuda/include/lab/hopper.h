@@ -12,9 +12,9 @@
 //              cluster scope), mbar_arrive_remote (the same, released at CTA scope)
 //   wgmma      wgmma_fence, wgmma_commit, wgmma_wait<N>, fence_operands, smem_desc /
 //              smem_desc_128b (the 64-bit shared-memory matrix descriptor) and desc_add,
-//              wgmma_m64n128k16_bf16 and wgmma_m64n256k16_bf16 (A and B from shared memory); for attention, FP16 or BF16
-//              wgmma_m64n64k16_ss (both from shared memory), wgmma_m64n64k16_rs and
-//              wgmma_m64n128k16_rs (A from registers)
+//              wgmma_m64n128k16_bf16 and wgmma_m64n256k16_bf16 (A and B from shared
+//              memory); for attention, FP16 or BF16, wgmma_m64n64k16_ss (both from shared
+//              memory), wgmma_m64n64k16_rs and wgmma_m64n128k16_rs (A from registers)
 //   registers  setmaxnreg_inc<N>, setmaxnreg_dec<N>
 //
 // For NVRTC each body is the instruction (compiled for sm_90a alone, `CudaSource::for_arch`).
