@@ -150,6 +150,11 @@ pub struct Row {
     /// The memory traffic the row really issued, where something counted it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traffic: Option<Traffic>,
+    /// On the CPU: the first row of its shape that runs the same CPU port (the same Rust
+    /// function) as this one, when that is another row. A rung whose idea has no CPU analogue
+    /// shares its parent's port, and the two rows then time the same code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub same_cpu_port_as: Option<String>,
 }
 
 /// Bytes a row moved to and from global memory, as counted by whoever could count them.

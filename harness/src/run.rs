@@ -119,6 +119,7 @@ fn empty_row(kernel: &dyn Kernel, shape: &Shape, plan: Option<&CudaPlan>) -> Row
         check: None,
         resources: Vec::new(),
         traffic: None,
+        same_cpu_port_as: None,
     }
 }
 
@@ -357,9 +358,9 @@ impl Ablation<'_> {
                 let inputs = crate::inputs::random_inputs(shape, self.config.seed);
                 let reference = reference_for(self.dev, &kernels, shape, &inputs, self.config);
                 let mut rows = Vec::new();
-                for &k in &kernels {
+                for (i, &k) in kernels.iter().enumerate() {
                     // Rows that may hang or fault the process run in a child process.
-                    let row = match crate::isolate::policy_for(self.dev, k, shape) {
+                    let mut row = match crate::isolate::policy_for(self.dev, k, shape) {
                         Some(policy) => {
                             let plan = (self.dev.kind() != DeviceKind::Cpu)
                                 .then(|| k.cuda(shape))
@@ -369,6 +370,9 @@ impl Ablation<'_> {
                         }
                         None => row_for(self.dev, k, shape, &inputs, &reference, self.timing, time),
                     };
+                    if self.dev.kind() == DeviceKind::Cpu {
+                        row.same_cpu_port_as = same_cpu_port(&kernels, i);
+                    }
                     progress(Event::Row { shape, row: &row });
                     rows.push(row);
                 }
@@ -387,6 +391,16 @@ impl Ablation<'_> {
         }
         Ok(run)
     }
+}
+
+/// The id of the first of `kernels` whose CPU port is the same function as that of
+/// `kernels[i]`, when that is another kernel: two rows that time the same code.
+fn same_cpu_port(kernels: &[&dyn Kernel], i: usize) -> Option<String> {
+    let port = kernels[i].cpu()?;
+    let first = kernels
+        .iter()
+        .position(|k| k.cpu().is_some_and(|p| std::ptr::fn_addr_eq(p, port)))?;
+    (first != i).then(|| kernels[first].info().id.to_string())
 }
 
 /// One kernel on one shape: validated, then timed when `timing` says so.
@@ -473,6 +487,32 @@ mod tests {
         fn cpu(&self) -> Option<kernel::CpuPort> {
             Some(|_, _, _| {})
         }
+    }
+
+    #[test]
+    fn rows_that_run_one_cpu_port_name_the_first_of_them() {
+        let all = crate::registry::all();
+        let pick = |ids: &[&str]| -> Vec<&dyn Kernel> {
+            ids.iter()
+                .map(|id| {
+                    all.iter()
+                        .find(|k| k.info().id == *id)
+                        .unwrap_or_else(|| panic!("no {id}"))
+                        .as_ref()
+                })
+                .collect()
+        };
+        // 17 is BF16 on mma.sync, 18 and 21 the Hopper rungs whose CPU port is 17's; 16 is
+        // FP16, a port of its own.
+        let ks = pick(&[
+            "gemm-mma-dbuf",
+            "gemm-mma-bf16",
+            "gemm-wgmma-tma",
+            "gemm-wgmma-n256",
+        ]);
+        let got: Vec<Option<String>> = (0..ks.len()).map(|i| same_cpu_port(&ks, i)).collect();
+        let bf16 = Some("gemm-mma-bf16".to_string());
+        assert_eq!(got, vec![None, None, bf16.clone(), bf16]);
     }
 
     #[test]

@@ -92,6 +92,9 @@ pub struct Speedup {
     pub against_tag: String,
     /// False when the two rows' p10-p90 ranges overlap: the difference is inside the noise.
     pub significant: bool,
+    /// The two rows ran the same code (one CPU port, [`Row::same_cpu_port_as`]): whatever
+    /// their ratio, it is the machine's drift between them, not an idea's effect.
+    pub same_code: bool,
 }
 
 impl Speedup {
@@ -109,13 +112,26 @@ impl Speedup {
         format!("{:.*}x", digits, self.ratio)
     }
 
-    /// [`Self::ratio_text`], with `~` in front when the difference is inside the spread.
+    /// [`Self::ratio_text`], with `~` in front when the difference is inside the spread;
+    /// `same port` for two rows of the same code.
     pub fn cell(&self) -> String {
+        if self.same_code {
+            return "same port".into();
+        }
         format!(
             "{}{}",
             if self.significant { "" } else { "~" },
             self.ratio_text()
         )
+    }
+
+    /// [`Self::cell`] naming the other row: `1.73x vs 06`, `same port as 06`.
+    pub fn cell_against(&self) -> String {
+        if self.same_code {
+            format!("same port as {}", self.against_tag)
+        } else {
+            format!("{} vs {}", self.cell(), self.against_tag)
+        }
     }
 }
 
@@ -131,6 +147,11 @@ pub struct RoofShare {
 /// How the table header explains `~`.
 pub const SIGNIFICANCE_NOTE: &str = "`~` marks a speedup inside the noise: the two rows' \
     p10-p90 time ranges overlap, so the run cannot tell them apart";
+
+/// What `same port as NN` means, for the legends of CPU runs.
+pub const SAME_PORT_NOTE: &str = "`same port as NN`: the rung's idea has no CPU analogue, so \
+    its CPU port is its parent's and the two rows time the same code; no speedup is shown, \
+    as any difference between them is the machine's";
 
 impl Report {
     /// Derives every figure of `run`; the ceilings come from its calibration when that
@@ -197,6 +218,7 @@ impl ShapeReport {
             .filter(|(_, r)| r.role == Role::Rung)
             .min_by_key(|(_, r)| r.rung)
             .map(|(i, _)| i);
+        let port = |r: &Row| r.same_cpu_port_as.clone().unwrap_or_else(|| r.id.clone());
         let speedup = |i: usize, j: usize| -> Option<Speedup> {
             let (a, b) = (timed[i]?, timed[j]?);
             Some(Speedup {
@@ -204,6 +226,7 @@ impl ShapeReport {
                 against: shape.rows[j].id.clone(),
                 against_tag: tag(&shape.rows[j]),
                 significant: a.p90_ms < b.p10_ms || b.p90_ms < a.p10_ms,
+                same_code: port(&shape.rows[i]) == port(&shape.rows[j]),
             })
         };
         let rows = shape

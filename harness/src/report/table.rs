@@ -2,7 +2,9 @@
 //! Which columns appear depends on the device: a CPU run has no registers or occupancy, the
 //! simulator has no times; the CSV keeps every column so its schema never changes.
 
-use super::model::{Report, RowReport, SIGNIFICANCE_NOTE, ShapeReport, WorkloadReport};
+use super::model::{
+    Report, RowReport, SAME_PORT_NOTE, SIGNIFICANCE_NOTE, ShapeReport, WorkloadReport,
+};
 use super::roofline::{Ceilings, MMA_SYNC_CEILING, Source};
 use crate::results::{Row, Status, TrafficSource};
 use crate::run::primary_resources;
@@ -86,7 +88,7 @@ impl Col {
             Self::VsParent => r
                 .vs_parent
                 .as_ref()
-                .map_or("-".into(), |s| format!("{} vs {}", s.cell(), s.against_tag)),
+                .map_or("-".into(), |s| s.cell_against()),
             Self::VsFirst => r.vs_first.as_ref().map_or("-".into(), |s| s.cell()),
             Self::PctRef => opt(r.pct_of_ref, |v| format!("{v:.0}%")),
             Self::PctRoof => opt(r.roof.as_ref().map(|x| x.pct), |v| format!("{v:.0}%")),
@@ -310,11 +312,16 @@ fn speed_note(report: &Report, ceilings: Option<&Ceilings>) -> String {
     if !report.timed() {
         return String::new();
     }
+    let same_port = if report.cpu_ports() {
+        format!("; {SAME_PORT_NOTE}")
+    } else {
+        String::new()
+    };
     format!(
         "Times are medians of per-run samples; `spread` is half the p10-p90 range. `vs parent` \
          is the speedup over the rung this one changes (named by its number), `vs first` over \
-         the ladder's first rung; {SIGNIFICANCE_NOTE}. `% roof` is the share of the roofline \
-         bound min(peak of the row's precision, FLOP/B x bandwidth) from {}.\n\n",
+         the ladder's first rung; {SIGNIFICANCE_NOTE}{same_port}. `% roof` is the share of the \
+         roofline bound min(peak of the row's precision, FLOP/B x bandwidth) from {}.\n\n",
         roof_source(ceilings)
     )
 }
@@ -409,7 +416,7 @@ pub fn markdown_rows<'a>(cols: &[Col], rows: impl IntoIterator<Item = &'a RowRep
 }
 
 /// The CSV header; every line has exactly these columns, whatever the device.
-pub const CSV_HEADER: &str = "shape,rung,kernel,role,stage,precision,parent,status,median_ms,p10_ms,p90_ms,gflops,gbps,flop_per_byte,traffic_bytes,traffic_source,flop_per_traffic_byte,speedup_parent,parent_significant,speedup_first,first_significant,pct_of_ref,reference,roof,roof_gflops,pct_of_roof,roof_source,rel_error,scratch_bytes,registers,smem_bytes,occupancy,waves";
+pub const CSV_HEADER: &str = "shape,rung,kernel,role,stage,precision,parent,status,median_ms,p10_ms,p90_ms,gflops,gbps,flop_per_byte,traffic_bytes,traffic_source,flop_per_traffic_byte,speedup_parent,parent_significant,speedup_first,first_significant,pct_of_ref,reference,roof,roof_gflops,pct_of_roof,roof_source,rel_error,scratch_bytes,registers,smem_bytes,occupancy,waves,same_cpu_port_as";
 
 /// Quotes a CSV field when it needs it (RFC 4180).
 fn field(s: &str) -> String {
@@ -473,6 +480,7 @@ pub fn csv(report: &Report, w: &WorkloadReport) -> String {
                 f(res.map(|x| f64::from(x.smem_bytes))),
                 f(res.and_then(|x| x.occupancy)),
                 f(res.and_then(|x| x.waves)),
+                field(row.same_cpu_port_as.as_deref().unwrap_or("")),
             ];
             let _ = writeln!(s, "{}", cells.join(","));
         }
@@ -583,7 +591,8 @@ pub fn terminal(report: &Report) -> String {
             let _ = writeln!(
                 s,
                 "These are the CPU ports of the kernels, not the CUDA code: a GPU run times the \
-                 kernels themselves."
+                 kernels themselves. same port as NN: this rung runs its parent's port (its idea \
+                 has no CPU analogue), so no speedup is shown."
             );
         }
         if report.run.debug_build() {

@@ -83,6 +83,7 @@ fn row(
             Vec::new()
         },
         traffic: None,
+        same_cpu_port_as: None,
     }
 }
 
@@ -223,6 +224,29 @@ fn speedups_follow_the_declared_parent_and_failed_rows_get_none() {
 }
 
 #[test]
+fn a_rung_timing_its_parents_cpu_port_shows_no_speedup() {
+    let mut run = synthetic();
+    // Regblock's port is tiled's, and timed 4x faster: drift of the machine, not an idea.
+    for s in &mut run.workloads[0].shapes {
+        s.rows[3].same_cpu_port_as = Some("gemm-tiled".into());
+    }
+    let d = headline_rows(&run);
+    let s = d[3].vs_parent.clone().unwrap();
+    assert!(s.same_code && s.significant, "{s:?}");
+    assert_eq!(s.cell_against(), "same port as 02");
+    assert!(charts::ablation::step(&s).0.contains("same code"));
+    // Its step from the first rung, a port of its own, is still a speedup.
+    assert!(!d[3].vs_first.as_ref().unwrap().same_code);
+    assert!(!d[1].vs_parent.as_ref().unwrap().same_code);
+    let report = Report::new(&run);
+    let md = table::markdown(&report, &report.workloads[0]);
+    assert!(md.contains("| same port as 02 |"), "{md}");
+    assert!(!md.contains("4.00x vs 02"), "{md}");
+    let csv = table::csv(&report, &report.workloads[0]);
+    assert!(csv.lines().any(|l| l.ends_with(",gemm-tiled")), "{csv}");
+}
+
+#[test]
 fn speedups_inside_the_spread_are_not_significant() {
     let mut run = synthetic();
     let rows = &mut run.workloads[0].shapes[2].rows;
@@ -245,6 +269,7 @@ fn a_measured_difference_never_reads_as_one_point_zero_zero() {
         against: "b".into(),
         against_tag: "09".into(),
         significant,
+        same_code: false,
     };
     // Two decimals as a rule; more where the difference stands out of the spread and two
     // would print 1.00 beside "slower" or "faster"; inside the noise 1.00 is what it is.

@@ -93,7 +93,7 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
     if report.cpu_ports() {
         notes.push(
             "A CPU run: each row is the Rust CPU port of its rung (the same idea, not the CUDA \
-             code)."
+             code). A rung whose idea has no CPU analogue runs its parent's port: = at its bar's end."
                 .into(),
         );
     }
@@ -133,10 +133,13 @@ fn notes(r: &RowReport, scale: f64) -> Vec<(String, RGBColor)> {
     v
 }
 
-/// `▲ 2.31x vs 06`, `▼ 0.86x vs 06: slower`, `≈ 1.03x vs 06, inside the noise`.
+/// `▲ 2.31x vs 06`, `▼ 0.86x vs 06: slower`, `≈ 1.03x vs 06, inside the noise`, `= 06's CPU
+/// port: the same code`.
 pub(crate) fn step(s: &Speedup) -> (String, RGBColor) {
     let (x, tag) = (s.ratio_text(), &s.against_tag);
-    if !s.significant {
+    if s.same_code {
+        (format!("= {tag}'s CPU port: the same code"), GREY)
+    } else if !s.significant {
         (format!("≈ {x} vs {tag}, inside the noise"), GREY)
     } else if s.ratio >= 1.0 {
         (format!("▲ {x} vs {tag}"), GAIN)
