@@ -5,6 +5,8 @@
 
 use super::Outcome;
 use super::inspect::inspect_shapes;
+use crate::report::model::ShapeReport;
+use crate::report::table::Col;
 use crate::results::{RunResults, Status};
 use crate::runs::LabDir;
 use crate::{registry, resources, sass, sol};
@@ -207,7 +209,7 @@ pub fn explain(
         "Speed of light on an H100",
         speed_of_light(k, &shape, both[0].1.as_ref(), run),
     );
-    doc.section("Measured", measured(k, parent, run, latest));
+    doc.section("Measured", measured(k, run, latest));
     doc
 }
 
@@ -780,12 +782,7 @@ fn sass_of(both: &[(String, Option<CudaPlan>)], at: &str) -> Vec<Block> {
     out
 }
 
-fn measured(
-    k: &dyn Kernel,
-    parent: Option<&dyn Kernel>,
-    run: Option<&RunResults>,
-    latest: bool,
-) -> Vec<Block> {
+fn measured(k: &dyn Kernel, run: Option<&RunResults>, latest: bool) -> Vec<Block> {
     let Some(run) = run else {
         return vec![Block::Text(
             "No run folder in this lab yet: `harness run` measures the rows, and `harness \
@@ -794,35 +791,20 @@ fn measured(
         )];
     };
     let id = k.info().id;
-    let pid = parent.map(|p| p.info().id.to_string());
     let mut rows = Vec::new();
     for w in &run.workloads {
         for s in &w.shapes {
-            let Some(r) = s.rows.iter().find(|r| r.id == id.as_ref()) else {
+            // The row as the run's tables show it: one derivation of its figures.
+            let shape = ShapeReport::new(s, None);
+            let Some(r) = shape.rows.iter().find(|r| r.row.id == id.as_ref()) else {
                 continue;
             };
-            let ms = |r: &crate::results::Row| {
-                (r.status == Status::Passed)
-                    .then_some(r.timing.as_ref().map(|t| t.median_ms))
-                    .flatten()
-            };
-            let mine = ms(r);
-            let theirs = pid
-                .as_deref()
-                .and_then(|p| s.rows.iter().find(|r| r.id == p))
-                .and_then(ms);
-            rows.push(vec![
-                s.label.clone(),
-                format!("{:?}", r.status).to_lowercase(),
-                mine.map_or("-".into(), |m| format!("{m:.3}")),
-                mine.map_or("-".into(), |m| {
-                    format!("{:.1} GFLOP/s", s.flops / (m * 1e-3) / 1e9)
-                }),
-                match (mine, theirs) {
-                    (Some(m), Some(t)) => format!("{:.2}x", t / m),
-                    _ => "-".into(),
-                },
-            ]);
+            let mut row = vec![s.label.clone()];
+            row.extend(
+                [Col::Status, Col::Median, Col::Throughput, Col::VsParent]
+                    .map(|c| c.cell(r, false)),
+            );
+            rows.push(row);
         }
     }
     let which = if latest {

@@ -534,7 +534,8 @@ fn device_note(report: &Report) -> Option<&'static str> {
     match report.kind {
         kernel::DeviceKind::Cpu => Some(
             "These rows time the CPU ports of the kernels: Rust code that mirrors each rung's \
-             idea, not the CUDA code.",
+             idea, not the CUDA code. A rung whose idea has no CPU analogue runs its parent's \
+             port: its vs parent says same port as NN, as the two rows time the same code.",
         ),
         kernel::DeviceKind::Sim => Some(
             "The CUDA simulator executed each kernel's source on the CPU to check its output; \
