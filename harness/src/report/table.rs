@@ -591,8 +591,8 @@ pub fn terminal(report: &Report) -> String {
             let _ = writeln!(
                 s,
                 "These are the CPU ports of the kernels, not the CUDA code: a GPU run times the \
-                 kernels themselves. same port as NN: this rung runs its parent's port (its idea \
-                 has no CPU analogue), so no speedup is shown."
+                 kernels themselves. {}.",
+                SAME_PORT_NOTE.replace('`', "")
             );
         }
         if report.run.debug_build() {

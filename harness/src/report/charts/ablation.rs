@@ -93,7 +93,8 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
     if report.cpu_ports() {
         notes.push(
             "A CPU run: each row is the Rust CPU port of its rung (the same idea, not the CUDA \
-             code). A rung whose idea has no CPU analogue runs its parent's port: = at its bar's end."
+             code). A rung whose idea has no CPU analogue runs its parent's port: = at its bar's \
+             end."
                 .into(),
         );
     }

@@ -494,7 +494,7 @@ struct RunPage<'a> {
     nav: Nav,
     title: String,
     meta: &'a Meta,
-    device_note: Option<&'static str>,
+    device_note: Option<String>,
     workloads: Vec<WorkloadCtx>,
     failures: Vec<String>,
     explain_note: Option<String>,
@@ -530,17 +530,18 @@ struct WalkthroughPage<'a> {
 }
 
 /// What a run page says of its device's rows.
-fn device_note(report: &Report) -> Option<&'static str> {
+fn device_note(report: &Report) -> Option<String> {
     match report.kind {
-        kernel::DeviceKind::Cpu => Some(
+        kernel::DeviceKind::Cpu => Some(format!(
             "These rows time the CPU ports of the kernels: Rust code that mirrors each rung's \
-             idea, not the CUDA code. A rung whose idea has no CPU analogue runs its parent's \
-             port: its vs parent says same port as NN, as the two rows time the same code.",
-        ),
+             idea, not the CUDA code. {}.",
+            crate::report::model::SAME_PORT_NOTE.replace('`', "")
+        )),
         kernel::DeviceKind::Sim => Some(
             "The CUDA simulator executed each kernel's source on the CPU to check its output; \
              it gives no speeds: the charts show the arithmetic intensity of the global-memory \
-             traffic each rung issued.",
+             traffic each rung issued."
+                .into(),
         ),
         kernel::DeviceKind::Cuda => None,
     }
