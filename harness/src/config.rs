@@ -18,6 +18,7 @@ struct RawTiming {
     samples: Option<u32>,
     min_sample_ms: Option<f64>,
     max_row_ms: Option<f64>,
+    pair_rounds: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -137,6 +138,7 @@ impl Config {
                 samples: t.samples.unwrap_or(10),
                 min_sample_ms: t.min_sample_ms.unwrap_or(1.0),
                 max_row_ms: t.max_row_ms.unwrap_or(5000.0),
+                pair_rounds: t.pair_rounds.unwrap_or(0),
             };
             timing
                 .validate()
@@ -263,6 +265,7 @@ fn merge(base: RawConfig, user: RawConfig) -> RawConfig {
                         samples: ut.samples.or(bt.samples),
                         min_sample_ms: ut.min_sample_ms.or(bt.min_sample_ms),
                         max_row_ms: ut.max_row_ms.or(bt.max_row_ms),
+                        pair_rounds: ut.pair_rounds.or(bt.pair_rounds),
                     }),
                 },
             }),

@@ -155,6 +155,9 @@ pub struct Row {
     /// shares its parent's port, and the two rows then time the same code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub same_cpu_port_as: Option<String>,
+    /// This rung and its parent timed once more in alternating rounds, for `vs parent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paired: Option<crate::timing::PairedTiming>,
 }
 
 /// Bytes a row moved to and from global memory, as counted by whoever could count them.
@@ -198,6 +201,12 @@ impl Row {
 
     pub fn passed(&self) -> bool {
         self.status == Status::Passed
+    }
+
+    /// The row whose code this row runs: the first of its shape with the same CPU port, or
+    /// itself. Two rows with the same one time the same code.
+    pub fn port_id(&self) -> &str {
+        self.same_cpu_port_as.as_deref().unwrap_or(&self.id)
     }
 }
 

@@ -120,6 +120,7 @@ fn empty_row(kernel: &dyn Kernel, shape: &Shape, plan: Option<&CudaPlan>) -> Row
         resources: Vec::new(),
         traffic: None,
         same_cpu_port_as: None,
+        paired: None,
     }
 }
 
@@ -373,8 +374,13 @@ impl Ablation<'_> {
                     if self.dev.kind() == DeviceKind::Cpu {
                         row.same_cpu_port_as = same_cpu_port(&kernels, i);
                     }
-                    progress(Event::Row { shape, row: &row });
                     rows.push(row);
+                    if let Some(cfg) = self.timing.filter(|c| c.pair_rounds > 0) {
+                        self.pair_steps(&kernels, shape, &inputs, &mut rows, &cfg);
+                    }
+                    if let Some(row) = rows.last() {
+                        progress(Event::Row { shape, row });
+                    }
                 }
                 let done = ShapeResults {
                     shape: *shape,
@@ -390,6 +396,93 @@ impl Ablation<'_> {
             }
         }
         Ok(run)
+    }
+}
+
+impl Ablation<'_> {
+    /// Times the row just added against its parent, and any row before it whose parent it
+    /// is, in alternating rounds ([`timing::measure_pair`]): whichever of a rung and its
+    /// parent comes second in the run pairs them. `rows[i]` is `kernels[i]`'s row.
+    fn pair_steps(
+        &self,
+        kernels: &[&dyn Kernel],
+        shape: &Shape,
+        inputs: &[Vec<f32>],
+        rows: &mut [Row],
+        cfg: &TimingConfig,
+    ) {
+        let last = rows.len() - 1;
+        let find = |id: &str| rows.iter().position(|r| r.id == id);
+        let mut pairs: Vec<(usize, usize)> = Vec::new();
+        if let Some(j) = rows[last].parent.as_deref().and_then(find) {
+            pairs.push((last, j));
+        }
+        let id = &rows[last].id;
+        pairs.extend(
+            (0..last)
+                .filter(|&c| rows[c].parent.as_ref() == Some(id))
+                .map(|c| (c, last)),
+        );
+        for (c, p) in pairs {
+            if !self.pairable(kernels, shape, rows, c, p) {
+                continue;
+            }
+            let timed = |r: &Row| r.timing.clone();
+            let (Some(row_t), Some(parent_t)) = (timed(&rows[c]), timed(&rows[p])) else {
+                continue;
+            };
+            let (rk, pk) = (kernels[c], kernels[p]);
+            let own_r = rk.device_inputs(shape, inputs);
+            let own_p = pk.device_inputs(shape, inputs);
+            let measured = self
+                .dev
+                .prepare(pk, shape, own_p.as_deref().unwrap_or(inputs))
+                .and_then(|mut parent| {
+                    let mut row =
+                        self.dev
+                            .prepare(rk, shape, own_r.as_deref().unwrap_or(inputs))?;
+                    timing::measure_pair(
+                        (&rows[p].id, parent.as_mut(), &parent_t),
+                        row.as_mut(),
+                        &row_t,
+                        cfg,
+                    )
+                });
+            match measured {
+                Ok(pair) => rows[c].paired = Some(pair),
+                Err(e) => {
+                    if e.is_lost() {
+                        let _ = self.dev.recover();
+                    }
+                    eprintln!(
+                        "note: timing {} against {} in alternation failed ({e}); its vs parent \
+                         compares the two rows' medians",
+                        rows[c].id, rows[p].id
+                    );
+                }
+            }
+        }
+    }
+
+    /// Whether rung `c` and its parent `p` can be timed side by side: both passed and were
+    /// timed in this process (not in a child), and they run different code.
+    fn pairable(
+        &self,
+        kernels: &[&dyn Kernel],
+        shape: &Shape,
+        rows: &[Row],
+        c: usize,
+        p: usize,
+    ) -> bool {
+        let ready = |i: usize| {
+            rows[i].passed()
+                && rows[i].timing.is_some()
+                && crate::isolate::policy_for(self.dev, kernels[i], shape).is_none()
+        };
+        rows[c].role == kernel::Role::Rung
+            && ready(c)
+            && ready(p)
+            && rows[c].port_id() != rows[p].port_id()
     }
 }
 
@@ -513,6 +606,80 @@ mod tests {
         let got: Vec<Option<String>> = (0..ks.len()).map(|i| same_cpu_port(&ks, i)).collect();
         let bf16 = Some("gemm-mma-bf16".to_string());
         assert_eq!(got, vec![None, None, bf16.clone(), bf16]);
+    }
+
+    #[test]
+    fn a_rung_and_its_parent_are_timed_side_by_side_whichever_runs_first() {
+        let all = crate::registry::all();
+        let pick = |id: &str| all.iter().find(|k| k.info().id == id).unwrap().as_ref();
+        let config = Config::defaults();
+        let dev = CpuDevice::new();
+        let timing = TimingConfig {
+            warmup_ms: 0.0,
+            samples: 3,
+            min_sample_ms: 0.2,
+            max_row_ms: 1000.0,
+            pair_rounds: 4,
+        };
+        // Tiled before its parent, naive; 12 (its parent 11's port) and the reference after.
+        let kernels = vec![
+            pick("gemm-tiled"),
+            pick("gemm-naive"),
+            pick("gemm-wmma-fp16"),
+            pick("gemm-wmma-fp16-convert"),
+            pick("matrixmultiply-sgemm"),
+        ];
+        let ablation = Ablation {
+            dev: &dev,
+            config: &config,
+            kernels,
+            shapes: vec![(Workload::Gemm, vec![Shape::gemm(40, 24, 36)])],
+            timing: Some(timing),
+            keep_unrunnable: false,
+        };
+        let results = ablation.run(|_| {}).unwrap();
+        let rows = &results.workloads[0].shapes[0].rows;
+        let paired: Vec<(&str, Option<(&str, usize)>)> = rows
+            .iter()
+            .map(|r| {
+                let p = r.paired.as_ref().map(|p| (p.against.as_str(), p.rounds()));
+                (r.id.as_str(), p)
+            })
+            .collect();
+        assert_eq!(
+            paired,
+            [
+                ("gemm-tiled", Some(("gemm-naive", 4))),
+                ("gemm-naive", None),
+                // Its parent, 10, is not in this run.
+                ("gemm-wmma-fp16", None),
+                ("gemm-wmma-fp16-convert", None),
+                ("matrixmultiply-sgemm", None),
+            ]
+        );
+        let tiled = rows[0].paired.as_ref().unwrap();
+        assert!(
+            tiled
+                .against_ms
+                .iter()
+                .chain(&tiled.row_ms)
+                .all(|t| *t > 0.0)
+        );
+        // Without rounds, nothing is paired.
+        let plain = Ablation {
+            timing: Some(TimingConfig {
+                pair_rounds: 0,
+                ..timing
+            }),
+            ..ablation
+        };
+        let results = plain.run(|_| {}).unwrap();
+        assert!(
+            results.workloads[0].shapes[0]
+                .rows
+                .iter()
+                .all(|r| r.paired.is_none())
+        );
     }
 
     #[test]

@@ -17,6 +17,10 @@ pub struct TimingConfig {
     pub min_sample_ms: f64,
     /// Budget for one row's samples; slow rows take fewer samples (never fewer than 3).
     pub max_row_ms: f64,
+    /// Rounds in which a rung and its parent are timed in alternation for `vs parent`
+    /// ([`measure_pair`]); 0 leaves `vs parent` to the two rows' medians.
+    #[serde(default)]
+    pub pair_rounds: u32,
 }
 
 impl TimingConfig {
@@ -27,6 +31,12 @@ impl TimingConfig {
         }
         if self.samples == 0 || self.samples > 100_000 {
             return Err(format!("samples must be 1..=100000, got {}", self.samples));
+        }
+        if self.pair_rounds > 10_000 {
+            return Err(format!(
+                "pair_rounds must be 0..=10000, got {}",
+                self.pair_rounds
+            ));
         }
         Ok(())
     }
@@ -109,6 +119,90 @@ pub fn measure(p: &mut dyn Prepared, cfg: &TimingConfig) -> Result<Timing, Devic
     Ok(Timing::from_samples(out, runs))
 }
 
+/// A rung and its parent timed in alternation: each round takes one sample of each, the
+/// order swapped every round, so that the machine's drift over the run (a shared host, a
+/// clock that moves) falls on both alike instead of on whichever row happened to run later.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PairedTiming {
+    /// The other row (the parent).
+    pub against: String,
+    /// Per-run time of the parent's sample in each round, ms.
+    pub against_ms: Vec<f64>,
+    /// Per-run time of this row's sample in the same round, ms.
+    pub row_ms: Vec<f64>,
+}
+
+impl PairedTiming {
+    /// The parent's time over this row's, round by round: above 1 this row is faster.
+    pub fn ratios(&self) -> Vec<f64> {
+        self.against_ms
+            .iter()
+            .zip(&self.row_ms)
+            .map(|(a, r)| a / r)
+            .collect()
+    }
+
+    /// Median, 10th and 90th percentiles of [`Self::ratios`].
+    pub fn ratio_summary(&self) -> (f64, f64, f64) {
+        let mut v = self.ratios();
+        v.sort_by(f64::total_cmp);
+        (
+            percentile(&v, 0.5),
+            percentile(&v, 0.1),
+            percentile(&v, 0.9),
+        )
+    }
+
+    pub fn rounds(&self) -> usize {
+        self.row_ms.len()
+    }
+}
+
+/// Times `row` against `parent` in alternating rounds (see [`PairedTiming`]). A round lasts
+/// about `min_sample_ms`: each of its two samples runs its kernel enough times (by its own
+/// row's median) to last half of it, after one untimed run when that is several, so that it
+/// starts as warm as its row's own samples did. The rounds fit in `max_row_ms` (at least 3
+/// when `pair_rounds` allows as many).
+pub fn measure_pair(
+    parent: (&str, &mut dyn Prepared, &Timing),
+    row: &mut dyn Prepared,
+    row_timing: &Timing,
+    cfg: &TimingConfig,
+) -> Result<PairedTiming, DeviceError> {
+    let (against, parent, parent_timing) = parent;
+    let runs = |t: &Timing| {
+        ((cfg.min_sample_ms / 2.0 / t.median_ms.max(1e-6)).ceil() as u64).clamp(1, 1_000_000)
+    };
+    let (runs_a, runs_r) = (runs(parent_timing), runs(row_timing));
+    let cost = |t: &Timing, n: u64| t.median_ms * (n + u64::from(n > 1)) as f64;
+    let round_ms = cost(parent_timing, runs_a) + cost(row_timing, runs_r);
+    let affordable = (cfg.max_row_ms / round_ms.max(1e-6)).floor() as u32;
+    let rounds = cfg.pair_rounds.min(affordable).max(3.min(cfg.pair_rounds));
+    let sample = |p: &mut dyn Prepared, n: u64| -> Result<f64, DeviceError> {
+        if n > 1 {
+            p.time(1)?;
+        }
+        Ok(p.time(n)?.as_secs_f64() * 1e3 / n as f64)
+    };
+    let mut out = PairedTiming {
+        against: against.to_string(),
+        against_ms: Vec::with_capacity(rounds as usize),
+        row_ms: Vec::with_capacity(rounds as usize),
+    };
+    for round in 0..rounds {
+        let (a, r) = if round % 2 == 0 {
+            let a = sample(parent, runs_a)?;
+            (a, sample(row, runs_r)?)
+        } else {
+            let r = sample(row, runs_r)?;
+            (sample(parent, runs_a)?, r)
+        };
+        out.against_ms.push(a);
+        out.row_ms.push(r);
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -132,9 +226,18 @@ mod tests {
             samples: 3,
             min_sample_ms: 1.0,
             max_row_ms: 10.0,
+            pair_rounds: 5,
         };
         assert!(ok.validate().is_ok());
         assert!(TimingConfig { samples: 0, ..ok }.validate().is_err());
+        assert!(
+            TimingConfig {
+                pair_rounds: 10_001,
+                ..ok
+            }
+            .validate()
+            .is_err()
+        );
         assert!(
             TimingConfig {
                 warmup_ms: f64::NAN,
@@ -142,6 +245,119 @@ mod tests {
             }
             .validate()
             .is_err()
+        );
+    }
+
+    /// A kernel of fixed cost on a machine that slows down as it goes: each run costs
+    /// `cost_ms` times a factor that grows by `drift` per run of either kernel.
+    struct Drifting<'c> {
+        cost_ms: f64,
+        clock: &'c std::cell::Cell<f64>,
+        drift: f64,
+    }
+
+    impl Prepared for Drifting<'_> {
+        fn run(&mut self) -> Result<(), DeviceError> {
+            Ok(())
+        }
+        fn output(&mut self) -> Result<Vec<f32>, DeviceError> {
+            Ok(Vec::new())
+        }
+        fn time(&mut self, iters: u64) -> Result<std::time::Duration, DeviceError> {
+            let mut ms = 0.0;
+            for _ in 0..iters {
+                ms += self.cost_ms * self.clock.get();
+                self.clock.set(self.clock.get() + self.drift);
+            }
+            Ok(std::time::Duration::from_secs_f64(ms / 1e3))
+        }
+    }
+
+    #[test]
+    fn alternating_rounds_cancel_the_drift_that_separate_rows_suffer() {
+        let cfg = TimingConfig {
+            warmup_ms: 0.0,
+            samples: 20,
+            min_sample_ms: 1.0,
+            max_row_ms: 1e6,
+            pair_rounds: 20,
+        };
+        // The rung is truly 10% faster than its parent (1.11x), but the machine slows by
+        // 1% a run: timed one after the other, it reads as slower.
+        let clock = std::cell::Cell::new(1.0);
+        let mut parent = Drifting {
+            cost_ms: 1.0,
+            clock: &clock,
+            drift: 0.01,
+        };
+        let mut rung = Drifting {
+            cost_ms: 0.9,
+            clock: &clock,
+            drift: 0.01,
+        };
+        let parent_alone = measure(&mut parent, &cfg).unwrap();
+        let rung_alone = measure(&mut rung, &cfg).unwrap();
+        let apart = parent_alone.median_ms / rung_alone.median_ms;
+        assert!(
+            apart < 1.0,
+            "timed apart, the drift hides the gain: {apart}"
+        );
+
+        let pair = measure_pair(
+            ("parent", &mut parent, &parent_alone),
+            &mut rung,
+            &rung_alone,
+            &cfg,
+        )
+        .unwrap();
+        assert_eq!(pair.rounds(), 20);
+        assert_eq!(pair.against, "parent");
+        let (median, p10, p90) = pair.ratio_summary();
+        let truth = 1.0 / 0.9;
+        assert!(
+            (median - truth).abs() < 0.01,
+            "paired: {median}, truth {truth}"
+        );
+        assert!(
+            p10 > 1.0 && p90 > p10,
+            "every round sees the gain: {p10}..{p90}"
+        );
+    }
+
+    #[test]
+    fn paired_rounds_fit_the_row_budget() {
+        let cfg = TimingConfig {
+            warmup_ms: 0.0,
+            samples: 3,
+            min_sample_ms: 1.0,
+            max_row_ms: 100.0,
+            pair_rounds: 50,
+        };
+        // 20 ms a run each: a round costs 40 ms, so 100 ms hold two, and three is the floor.
+        let clock = std::cell::Cell::new(1.0);
+        let mut a = Drifting {
+            cost_ms: 20.0,
+            clock: &clock,
+            drift: 0.0,
+        };
+        let mut b = Drifting {
+            cost_ms: 20.0,
+            clock: &clock,
+            drift: 0.0,
+        };
+        let t = Timing::from_samples(vec![20.0; 3], 1);
+        let pair = measure_pair(("a", &mut a, &t), &mut b, &t, &cfg).unwrap();
+        assert_eq!(pair.rounds(), 3);
+        assert_eq!(pair.ratio_summary(), (1.0, 1.0, 1.0));
+        let none = TimingConfig {
+            pair_rounds: 0,
+            ..cfg
+        };
+        assert_eq!(
+            measure_pair(("a", &mut a, &t), &mut b, &t, &none)
+                .unwrap()
+                .rounds(),
+            0
         );
     }
 }

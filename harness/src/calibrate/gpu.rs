@@ -151,6 +151,7 @@ fn timing() -> TimingConfig {
         samples: 10,
         min_sample_ms: 2.0,
         max_row_ms: 2000.0,
+        pair_rounds: 0,
     }
 }
 

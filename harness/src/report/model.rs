@@ -90,8 +90,14 @@ pub struct Speedup {
     pub against: String,
     /// `against`'s `#` cell, for compact tables ("vs 06").
     pub against_tag: String,
-    /// False when the two rows' p10-p90 ranges overlap: the difference is inside the noise.
+    /// False when the difference is inside the noise: the p10-p90 range of the paired
+    /// rounds' ratios holds 1 (when [`Self::rounds`] is some), else the two rows' p10-p90
+    /// time ranges overlap.
     pub significant: bool,
+    /// The two rows were timed in this many alternating rounds
+    /// ([`crate::timing::PairedTiming`]), and `ratio` is the median of the rounds' ratios;
+    /// `None`: it is the ratio of the two rows' medians.
+    pub rounds: Option<usize>,
     /// The two rows ran the same code (one CPU port, [`Row::same_cpu_port_as`]): whatever
     /// their ratio, it is the machine's drift between them, not an idea's effect.
     pub same_code: bool,
@@ -144,9 +150,21 @@ pub struct RoofShare {
     pub pct: f64,
 }
 
-/// How the table header explains `~`.
+/// How the table header explains `~` when every speedup compares two rows' medians.
 pub const SIGNIFICANCE_NOTE: &str = "`~` marks a speedup inside the noise: the two rows' \
     p10-p90 time ranges overlap, so the run cannot tell them apart";
+
+/// How the table header explains `vs parent` and `~` when steps were timed in alternation.
+pub const PAIRED_NOTE: &str = "`vs parent` times the rung and its parent once more in \
+    alternating rounds (a sample of each, the order swapped every round), so that the \
+    machine's drift between rows timed apart cancels: it is the median of the rounds' ratios, \
+    which can differ from the ratio of the two medians; `~` marks a speedup inside the noise: \
+    the p10-p90 range of the rounds' ratios holds 1 (for `vs first`: the two rows' p10-p90 \
+    time ranges overlap)";
+
+/// What the tables of rows timed in a child process add to [`PAIRED_NOTE`].
+pub const UNPAIRED_NOTE: &str = "rows run in a child process of their own (isolated) are not \
+    timed side by side: their `vs parent` is the ratio of the two medians";
 
 /// What `same port as NN` means, for the legends of CPU runs.
 pub const SAME_PORT_NOTE: &str = "`same port as NN`: the rung's idea has no CPU analogue, so \
@@ -184,6 +202,28 @@ impl Report {
         }
     }
 
+    /// The legend of `vs parent` and `~` for this run's tables: [`PAIRED_NOTE`] when any
+    /// step was timed in alternation (with [`UNPAIRED_NOTE`] when some step that could have
+    /// been was not), else [`SIGNIFICANCE_NOTE`].
+    pub fn significance_note(&self) -> String {
+        let steps = self
+            .workloads
+            .iter()
+            .flat_map(|w| &w.shapes)
+            .flat_map(|s| &s.rows)
+            .filter_map(|r| r.vs_parent.as_ref())
+            .filter(|s| !s.same_code);
+        let (paired, unpaired) = steps.fold((0, 0), |(p, u), s| match s.rounds {
+            Some(_) => (p + 1, u),
+            None => (p, u + 1),
+        });
+        match (paired, unpaired) {
+            (0, _) => SIGNIFICANCE_NOTE.to_string(),
+            (_, 0) => PAIRED_NOTE.to_string(),
+            _ => format!("{PAIRED_NOTE}; {UNPAIRED_NOTE}"),
+        }
+    }
+
     /// Whether rows were timed at all (the simulator never times).
     pub fn timed(&self) -> bool {
         self.kind != DeviceKind::Sim
@@ -218,15 +258,27 @@ impl ShapeReport {
             .filter(|(_, r)| r.role == Role::Rung)
             .min_by_key(|(_, r)| r.rung)
             .map(|(i, _)| i);
-        let port = |r: &Row| r.same_cpu_port_as.clone().unwrap_or_else(|| r.id.clone());
         let speedup = |i: usize, j: usize| -> Option<Speedup> {
             let (a, b) = (timed[i]?, timed[j]?);
+            let (row, other) = (&shape.rows[i], &shape.rows[j]);
+            let paired = row
+                .paired
+                .as_ref()
+                .filter(|p| p.against == other.id && p.rounds() > 0);
+            let (ratio, significant) = match paired.map(|p| p.ratio_summary()) {
+                Some((median, p10, p90)) => (median, p10 > 1.0 || p90 < 1.0),
+                None => (
+                    b.median_ms / a.median_ms,
+                    a.p90_ms < b.p10_ms || b.p90_ms < a.p10_ms,
+                ),
+            };
             Some(Speedup {
-                ratio: b.median_ms / a.median_ms,
-                against: shape.rows[j].id.clone(),
-                against_tag: tag(&shape.rows[j]),
-                significant: a.p90_ms < b.p10_ms || b.p90_ms < a.p10_ms,
-                same_code: port(&shape.rows[i]) == port(&shape.rows[j]),
+                ratio,
+                against: other.id.clone(),
+                against_tag: tag(other),
+                significant,
+                rounds: paired.map(|p| p.rounds()),
+                same_code: row.port_id() == other.port_id(),
             })
         };
         let rows = shape

@@ -2,9 +2,7 @@
 //! Which columns appear depends on the device: a CPU run has no registers or occupancy, the
 //! simulator has no times; the CSV keeps every column so its schema never changes.
 
-use super::model::{
-    Report, RowReport, SAME_PORT_NOTE, SIGNIFICANCE_NOTE, ShapeReport, WorkloadReport,
-};
+use super::model::{Report, RowReport, SAME_PORT_NOTE, ShapeReport, WorkloadReport};
 use super::roofline::{Ceilings, MMA_SYNC_CEILING, Source};
 use crate::results::{Row, Status, TrafficSource};
 use crate::run::primary_resources;
@@ -320,8 +318,9 @@ fn speed_note(report: &Report, ceilings: Option<&Ceilings>) -> String {
     format!(
         "Times are medians of per-run samples; `spread` is half the p10-p90 range. `vs parent` \
          is the speedup over the rung this one changes (named by its number), `vs first` over \
-         the ladder's first rung; {SIGNIFICANCE_NOTE}{same_port}. `% roof` is the share of the \
-         roofline bound min(peak of the row's precision, FLOP/B x bandwidth) from {}.\n\n",
+         the ladder's first rung; {}{same_port}. `% roof` is the share of the roofline bound \
+         min(peak of the row's precision, FLOP/B x bandwidth) from {}.\n\n",
+        report.significance_note(),
         roof_source(ceilings)
     )
 }
@@ -416,7 +415,7 @@ pub fn markdown_rows<'a>(cols: &[Col], rows: impl IntoIterator<Item = &'a RowRep
 }
 
 /// The CSV header; every line has exactly these columns, whatever the device.
-pub const CSV_HEADER: &str = "shape,rung,kernel,role,stage,precision,parent,status,median_ms,p10_ms,p90_ms,gflops,gbps,flop_per_byte,traffic_bytes,traffic_source,flop_per_traffic_byte,speedup_parent,parent_significant,speedup_first,first_significant,pct_of_ref,reference,roof,roof_gflops,pct_of_roof,roof_source,rel_error,scratch_bytes,registers,smem_bytes,occupancy,waves,same_cpu_port_as";
+pub const CSV_HEADER: &str = "shape,rung,kernel,role,stage,precision,parent,status,median_ms,p10_ms,p90_ms,gflops,gbps,flop_per_byte,traffic_bytes,traffic_source,flop_per_traffic_byte,speedup_parent,parent_significant,speedup_first,first_significant,pct_of_ref,reference,roof,roof_gflops,pct_of_roof,roof_source,rel_error,scratch_bytes,registers,smem_bytes,occupancy,waves,same_cpu_port_as,parent_rounds";
 
 /// Quotes a CSV field when it needs it (RFC 4180).
 fn field(s: &str) -> String {
@@ -481,6 +480,10 @@ pub fn csv(report: &Report, w: &WorkloadReport) -> String {
                 f(res.and_then(|x| x.occupancy)),
                 f(res.and_then(|x| x.waves)),
                 field(row.same_cpu_port_as.as_deref().unwrap_or("")),
+                r.vs_parent
+                    .as_ref()
+                    .and_then(|s| s.rounds)
+                    .map_or(String::new(), |n| n.to_string()),
             ];
             let _ = writeln!(s, "{}", cells.join(","));
         }
@@ -583,8 +586,8 @@ pub fn terminal(report: &Report) -> String {
     if !s.is_empty() && report.timed() {
         let _ = writeln!(
             s,
-            "\nvs parent: over the rung each one changes (its number); ~: inside the noise \
-             (p10-p90 ranges overlap). % roof against {}.",
+            "\nvs parent: over the rung each one changes (its number); {}. % roof against {}.",
+            report.significance_note().replace('`', ""),
             roof_source(report.ceilings.as_ref())
         );
         if report.cpu_ports() {

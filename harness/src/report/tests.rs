@@ -84,6 +84,7 @@ fn row(
         },
         traffic: None,
         same_cpu_port_as: None,
+        paired: None,
     }
 }
 
@@ -243,7 +244,69 @@ fn a_rung_timing_its_parents_cpu_port_shows_no_speedup() {
     assert!(md.contains("| same port as 02 |"), "{md}");
     assert!(!md.contains("4.00x vs 02"), "{md}");
     let csv = table::csv(&report, &report.workloads[0]);
-    assert!(csv.lines().any(|l| l.ends_with(",gemm-tiled")), "{csv}");
+    assert!(csv.lines().any(|l| l.ends_with(",gemm-tiled,")), "{csv}");
+}
+
+#[test]
+fn vs_parent_comes_from_the_alternating_rounds_when_the_run_has_them() {
+    use crate::timing::PairedTiming;
+    let mut run = synthetic();
+    let pair = |against: &str, against_ms: Vec<f64>, row_ms: Vec<f64>| PairedTiming {
+        against: against.into(),
+        against_ms,
+        row_ms,
+    };
+    let rows = &mut run.workloads[0].shapes[2].rows;
+    // The medians say regblock is 4x tiled; timed side by side, the two are within a few
+    // percent of each other, round by round on either side of 1.
+    rows[3].paired = Some(pair(
+        "gemm-tiled",
+        vec![1.00, 1.00, 1.00, 1.00, 1.00],
+        vec![0.97, 1.04, 0.99, 1.03, 0.98],
+    ));
+    // Rounds against another row than the parent are not its step.
+    rows[1].paired = Some(pair("gemm-tuned", vec![2.0; 3], vec![1.0; 3]));
+    let d = headline_rows(&run);
+    let s = d[3].vs_parent.clone().unwrap();
+    assert_eq!(s.rounds, Some(5));
+    assert!(
+        (s.ratio - 1.0 / 0.99).abs() < 1e-12,
+        "the median round: {s:?}"
+    );
+    assert!(
+        !s.significant && s.cell_against().starts_with("~1.01x vs 02"),
+        "{s:?}"
+    );
+    let first = d[1].vs_parent.clone().unwrap();
+    assert_eq!((first.ratio, first.rounds), (5.0, None));
+    // The run's legends say how vs parent was measured, and that one row was not paired.
+    let report = Report::new(&run);
+    let note = report.significance_note();
+    assert!(note.starts_with(model::PAIRED_NOTE) && note.contains(model::UNPAIRED_NOTE));
+    let md = table::markdown(&report, &report.workloads[0]);
+    assert!(
+        md.contains(&note) && md.contains("| ~1.01x vs 02 |"),
+        "{md}"
+    );
+    let csv = table::csv(&report, &report.workloads[0]);
+    let headline = csv.lines().filter(|l| l.starts_with("4096x4096x4096,"));
+    let rounds: Vec<&str> = headline.map(|l| l.rsplit(',').next().unwrap()).collect();
+    assert_eq!(
+        rounds.iter().filter(|r| !r.is_empty()).collect::<Vec<_>>(),
+        [&"5"],
+        "{csv}"
+    );
+    assert_eq!(rounds[3], "5", "{csv}");
+    // Every step paired: no word of unpaired rows.
+    for s in &mut run.workloads[0].shapes {
+        for r in &mut s.rows {
+            r.paired = r
+                .parent
+                .clone()
+                .map(|p| pair(&p, vec![1.0; 3], vec![0.5; 3]));
+        }
+    }
+    assert_eq!(Report::new(&run).significance_note(), model::PAIRED_NOTE);
 }
 
 #[test]
@@ -269,6 +332,7 @@ fn a_measured_difference_never_reads_as_one_point_zero_zero() {
         against: "b".into(),
         against_tag: "09".into(),
         significant,
+        rounds: None,
         same_code: false,
     };
     // Two decimals as a rule; more where the difference stands out of the spread and two

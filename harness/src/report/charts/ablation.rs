@@ -84,10 +84,20 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
         color: BLACK_TEXT,
         mark: Mark::Whisker,
     });
+    let paired = s
+        .rows
+        .iter()
+        .any(|r| r.vs_parent.as_ref().is_some_and(|v| v.rounds.is_some()));
+    let noise = if paired {
+        "the rung and its parent timed side by side in alternating rounds, the median of the \
+         rounds' ratios (▲ faster, ▼ slower, ≈ inside the noise: the p10-p90 range of the \
+         ratios holds 1)"
+    } else {
+        "▲ faster, ▼ slower, ≈ inside the noise: the two rows' p10-p90 time ranges overlap"
+    };
     let mut notes = vec![format!(
         "Median throughput of each rung ({:.3} GFLOP per run), coloured by its stage crate. At \
-         each bar's end: its throughput and its step against the rung it changes (▲ faster, \
-         ▼ slower, ≈ inside the noise: the two rows' p10-p90 time ranges overlap).",
+         each bar's end: its throughput and its step against the rung it changes ({noise}).",
         s.flops / 1e9
     )];
     if report.cpu_ports() {

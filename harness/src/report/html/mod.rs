@@ -495,6 +495,8 @@ struct RunPage<'a> {
     title: String,
     meta: &'a Meta,
     device_note: Option<String>,
+    /// How `vs parent` was measured and what `~` means (Markdown).
+    speed_note: Option<String>,
     workloads: Vec<WorkloadCtx>,
     failures: Vec<String>,
     explain_note: Option<String>,
@@ -634,6 +636,9 @@ pub fn write(report: &Report, dir: &Path, mode: Explain, lab: &LabDir) -> Result
         title: format!("Ablation on {}", meta.device),
         meta: &meta,
         device_note: device_note(report),
+        speed_note: report
+            .timed()
+            .then(|| format!("{}.", report.significance_note())),
         workloads,
         failures: super::failures(&report.run),
         explain_note: (missing > 0).then(|| {
