@@ -3,7 +3,7 @@
 //! comes from:
 //!
 //! ```text
-//! <!-- figure: gemm 512x512x512 gemm-naive,gemm-tiled from results/cpu-amd-epyc-2-threads -->
+//! <!-- figure: gemm 512x512x512 gemm-naive,gemm-tiled from results/cpu-intel-r-xeon-r-processor-2-80ghz-2-threads -->
 //! ...generated...
 //! <!-- /figure -->
 //! ```

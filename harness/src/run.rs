@@ -397,9 +397,7 @@ impl Ablation<'_> {
         }
         Ok(run)
     }
-}
 
-impl Ablation<'_> {
     /// Times the row just added against its parent, and any row before it whose parent it
     /// is, in alternating rounds ([`timing::measure_pair`]): whichever of a rung and its
     /// parent comes second in the run pairs them. `rows[i]` is `kernels[i]`'s row.

@@ -159,8 +159,8 @@ pub const PAIRED_NOTE: &str = "`vs parent` times the rung and its parent once mo
     alternating rounds (a sample of each, the order swapped every round), so that the \
     machine's drift between rows timed apart cancels: it is the median of the rounds' ratios, \
     which can differ from the ratio of the two medians; `~` marks a speedup inside the noise: \
-    the p10-p90 range of the rounds' ratios holds 1 (for `vs first`: the two rows' p10-p90 \
-    time ranges overlap)";
+    for two rows timed side by side, the p10-p90 range of the rounds' ratios holds 1, for any \
+    other two the rows' p10-p90 time ranges overlap";
 
 /// What the tables of rows timed in a child process add to [`PAIRED_NOTE`].
 pub const UNPAIRED_NOTE: &str = "rows run in a child process of their own (isolated) are not \
