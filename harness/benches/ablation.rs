@@ -104,11 +104,13 @@ fn bench() -> anyhow::Result<bool> {
                     cfg: &harness::timing::TimingConfig| {
         let samples = cfg.samples.max(10) as usize;
         // Criterion takes at least 10 samples and warns unless each holds two runs or more;
-        // one timed run first says how long a run takes. A row too slow for that within its
-        // budget is timed by the lab's own sampler (at least 3 samples), as `harness run` does.
+        // one timed run first says how long a run takes. A row whose one run already lasts a
+        // sample (`min_sample_ms`), or too slow for criterion within its budget, is timed by
+        // the lab's own sampler, one run a sample, as `harness run` does: criterion would
+        // spend three times as many runs on it to learn nothing more.
         let one_ms = p.time(1)?.as_secs_f64() * 1e3;
         let needed_ms = samples as f64 * one_ms * 3.0;
-        if needed_ms > cfg.max_row_ms.max(50.0) {
+        if one_ms >= cfg.min_sample_ms || needed_ms > cfg.max_row_ms.max(50.0) {
             return harness::timing::measure(p, cfg);
         }
         let budget =
