@@ -158,13 +158,14 @@ pub const SIGNIFICANCE_NOTE: &str = "`~` marks a speedup inside the noise: the t
 pub const PAIRED_NOTE: &str = "`vs parent` times the rung and its parent once more in \
     alternating rounds (a sample of each, the order swapped every round), so that the \
     machine's drift between rows timed apart cancels: it is the median of the rounds' ratios, \
-    which can differ from the ratio of the two medians; `~` marks a speedup inside the noise: \
-    for two rows timed side by side, the p10-p90 range of the rounds' ratios holds 1, for any \
-    other two the rows' p10-p90 time ranges overlap";
+    which can differ from the ratio of the two medians (`vs first` is always that ratio); `~` \
+    marks a speedup inside the noise: for `vs parent`, the p10-p90 range of the rounds' ratios \
+    holds 1, for `vs first`, the two rows' p10-p90 time ranges overlap";
 
 /// What the tables of rows timed in a child process add to [`PAIRED_NOTE`].
 pub const UNPAIRED_NOTE: &str = "rows run in a child process of their own (isolated) are not \
-    timed side by side: their `vs parent` is the ratio of the two medians";
+    timed side by side: their `vs parent` is the ratio of the two medians, and its `~` the \
+    overlap of their p10-p90 time ranges";
 
 /// What `same port as NN` means, for the legends of CPU runs.
 pub const SAME_PORT_NOTE: &str = "`same port as NN`: the rung's idea has no CPU analogue, so \
@@ -258,13 +259,15 @@ impl ShapeReport {
             .filter(|(_, r)| r.role == Role::Rung)
             .min_by_key(|(_, r)| r.rung)
             .map(|(i, _)| i);
-        let speedup = |i: usize, j: usize| -> Option<Speedup> {
+        // `vs parent` from the rounds that timed the two side by side, where there are any;
+        // `vs first` always from the medians, so that its column orders rows as they do.
+        let speedup = |i: usize, j: usize, from_rounds: bool| -> Option<Speedup> {
             let (a, b) = (timed[i]?, timed[j]?);
             let (row, other) = (&shape.rows[i], &shape.rows[j]);
             let paired = row
                 .paired
                 .as_ref()
-                .filter(|p| p.against == other.id && p.rounds() > 0);
+                .filter(|p| from_rounds && p.against == other.id && p.rounds() > 0);
             let (ratio, significant) = match paired.map(|p| p.ratio_summary()) {
                 Some((median, p10, p90)) => (median, p10 > 1.0 || p90 < 1.0),
                 None => (
@@ -310,12 +313,12 @@ impl ShapeReport {
                     _ => None,
                 };
                 let vs_parent = match (r.role, &r.parent) {
-                    (Role::Rung, Some(p)) => find(p).and_then(|j| speedup(i, j)),
+                    (Role::Rung, Some(p)) => find(p).and_then(|j| speedup(i, j, true)),
                     _ => None,
                 };
                 let vs_first = match r.role {
                     Role::Rung | Role::User => {
-                        first.filter(|&j| j != i).and_then(|j| speedup(i, j))
+                        first.filter(|&j| j != i).and_then(|j| speedup(i, j, false))
                     }
                     _ => None,
                 };

@@ -586,7 +586,7 @@ pub fn terminal(report: &Report) -> String {
     if !s.is_empty() && report.timed() {
         let _ = writeln!(
             s,
-            "\nvs parent: over the rung each one changes (its number); {}. % roof against {}.",
+            "\nvs parent: over the rung each one changes (its number). {}. % roof against {}.",
             report.significance_note().replace('`', ""),
             roof_source(report.ceilings.as_ref())
         );

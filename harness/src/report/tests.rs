@@ -297,6 +297,17 @@ fn vs_parent_comes_from_the_alternating_rounds_when_the_run_has_them() {
         "{csv}"
     );
     assert_eq!(rounds[3], "5", "{csv}");
+    // Tiled timed side by side with naive, its parent and the first rung: `vs parent` is the
+    // rounds' ratio, `vs first` still the medians' (5x), as for every other row.
+    run.workloads[0].shapes[2].rows[1].paired =
+        Some(pair("gemm-naive", vec![3.0; 3], vec![1.0; 3]));
+    let d = headline_rows(&run);
+    let (parent, first) = (
+        d[1].vs_parent.clone().unwrap(),
+        d[1].vs_first.clone().unwrap(),
+    );
+    assert_eq!((parent.ratio, parent.rounds), (3.0, Some(3)));
+    assert_eq!((first.ratio, first.rounds), (5.0, None));
     // Every step paired: no word of unpaired rows.
     for s in &mut run.workloads[0].shapes {
         for r in &mut s.rows {
