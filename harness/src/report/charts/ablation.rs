@@ -84,16 +84,28 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
         color: BLACK_TEXT,
         mark: Mark::Whisker,
     });
-    let paired = s
+    let steps: Vec<&Speedup> = s
         .rows
         .iter()
-        .any(|r| r.vs_parent.as_ref().is_some_and(|v| v.rounds.is_some()));
-    let noise = if paired {
-        "the rung and its parent timed side by side in alternating rounds, the median of the \
-         rounds' ratios (▲ faster, ▼ slower, ≈ inside the noise: the p10-p90 range of the \
-         ratios holds 1)"
-    } else {
-        "▲ faster, ▼ slower, ≈ inside the noise: the two rows' p10-p90 time ranges overlap"
+        .filter_map(|r| r.vs_parent.as_ref())
+        .filter(|v| !v.same_code)
+        .collect();
+    let paired = steps.iter().filter(|v| v.rounds.is_some()).count();
+    let noise = match (paired, steps.len() - paired) {
+        (0, _) => {
+            "▲ faster, ▼ slower, ≈ inside the noise: the two rows' p10-p90 time ranges overlap"
+        }
+        (_, 0) => {
+            "the rung and its parent timed side by side in alternating rounds, the median of \
+             the rounds' ratios (▲ faster, ▼ slower, ≈ inside the noise: the p10-p90 range of \
+             the ratios holds 1)"
+        }
+        _ => {
+            "the rung and its parent timed side by side in alternating rounds, the median of \
+             the rounds' ratios, or for a row run in a child process the ratio of the medians \
+             (▲ faster, ▼ slower, ≈ inside the noise: the ratios' p10-p90 range holds 1, or \
+             the two rows' p10-p90 time ranges overlap)"
+        }
     };
     let mut notes = vec![format!(
         "Median throughput of each rung ({:.3} GFLOP per run), coloured by its stage crate. At \

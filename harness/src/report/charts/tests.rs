@@ -375,6 +375,41 @@ fn ablation_names_every_rung_in_full_and_marks_each_step() {
 }
 
 #[test]
+fn the_ablation_note_says_how_each_step_was_timed() {
+    let note = |run: &RunResults| {
+        let report = Report::new(run);
+        let bars = ablation::chart(&report, &report.workloads[0].shapes[2]).unwrap();
+        bars.header.notes[0].clone()
+    };
+    let mut run = ladder();
+    assert!(
+        note(&run).contains("p10-p90 time ranges overlap") && !note(&run).contains("side by side")
+    );
+    // Rounds for every step but one (a row that ran in a child process, say).
+    let pair = |against: &str| crate::timing::PairedTiming {
+        against: against.into(),
+        against_ms: vec![1.0; 3],
+        row_ms: vec![0.5; 3],
+    };
+    let rows = &mut run.workloads[0].shapes[2].rows;
+    for r in rows.iter_mut().skip(2) {
+        r.paired = r.parent.as_deref().map(pair);
+    }
+    let mixed = note(&run);
+    assert!(
+        mixed.contains("side by side") && mixed.contains("child process"),
+        "{mixed}"
+    );
+    let rows = &mut run.workloads[0].shapes[2].rows;
+    rows[1].paired = rows[1].parent.as_deref().map(pair);
+    let all = note(&run);
+    assert!(
+        all.contains("side by side") && !all.contains("child process"),
+        "{all}"
+    );
+}
+
+#[test]
 fn ablation_values_sit_after_their_bars_in_order() {
     // Notes start right after each bar's whisker: a faster rung's notes start further right.
     let charts = drawn(&ladder());
