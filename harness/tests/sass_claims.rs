@@ -46,6 +46,34 @@ fn sass_of(id: &str) -> Entries {
     map
 }
 
+/// The function of the entry `entry` of rung `id`, compiled afresh: each source of its plan
+/// with a comment appended (`// compile N`), so that NVRTC's memo does not serve the first
+/// compile. ptxas has, rarely, given a second form of one program: `linear_gemm_xwt` with
+/// 33 LDS (and 127 registers) where every other compile gives 32 (and 125); a claim that
+/// compares two compiled programs is checked on fresh compiles before it is called false.
+fn recompiled(id: &str, entry: &str, n: u32) -> Function {
+    let tool = sass::Disassembler::find()
+        .unwrap_or_else(|e| panic!("{e}: run tools/install-cuda-tools.sh first"));
+    let all = harness::registry::all();
+    let k = all.iter().find(|k| k.info().id == id).unwrap();
+    let (_, shape) = inspect_shapes(k.info().workload)
+        .into_iter()
+        .next()
+        .unwrap();
+    let mut plan = k.cuda(&shape).unwrap();
+    for step in &mut plan.steps {
+        if let kernel::Step::Kernel(l) = step {
+            l.source.code = format!("{}\n// compile {n}\n", l.source.code).into();
+        }
+    }
+    let listings = sass::of_plan(&tool, &plan, "sm_90").unwrap_or_else(|e| panic!("{id}: {e}"));
+    listings
+        .into_iter()
+        .find(|l| l.entry == entry)
+        .map(|l| l.function)
+        .unwrap_or_else(|| panic!("{id} launches no {entry}"))
+}
+
 /// The function of the entry `entry` of rung `id`.
 fn function(id: &str, entry: &str) -> Function {
     sass_of(id)
@@ -751,10 +779,27 @@ fn linear_rung_03_main_loop_is_rung_02s_gemm_unchanged() {
         function("linear-unfused", "linear_gemm_xwt"),
         function("linear-fused", "linear_fused"),
     );
-    let (la, lb) = (loop_around(&a, "LDS"), loop_around(&b, "LDS"));
-    let mix = |l: &[String]| ["FFMA", "LDS", "LDG", "STS", "BAR"].map(|op| count_in(l, op));
-    assert_eq!(mix(&la), mix(&lb));
-    assert!(mix(&la)[0] > 0);
+    let mix = |f: &Function| {
+        let l = loop_around(f, "LDS");
+        ["FFMA", "LDS", "LDG", "STS", "BAR"].map(|op| count_in(&l, op))
+    };
+    let (ma, mb) = (mix(&a), mix(&b));
+    assert!(ma[0] > 0);
+    if ma != mb {
+        // Either program may have come out in ptxas's rare second form: compile both again.
+        eprintln!("main loops {ma:?} and {mb:?} differ; compiling both again");
+        let again = (1..=2).map(|n| {
+            (
+                mix(&recompiled("linear-unfused", "linear_gemm_xwt", n)),
+                mix(&recompiled("linear-fused", "linear_fused", n)),
+            )
+        });
+        let seen: Vec<_> = again.collect();
+        assert!(
+            seen.iter().any(|(a, b)| a == b),
+            "the main loops differ in every compile: {ma:?} vs {mb:?}, then {seen:?}"
+        );
+    }
 }
 
 /// The `SHFL` instructions of a function, as `(opcode, lane mask)`.
