@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 /// a moment of a busy machine, whose hiccups then decide the median.
 const CPU_MIN_PASSES: usize = 5;
 const CPU_MAX_PASSES: usize = 101;
-const CPU_PASSES_MS: f64 = 250.0;
+const CPU_PASSES_MS: f64 = 100.0;
 
 /// Whether `done` passes taking `elapsed_ms` in all are enough.
 fn enough_passes(done: usize, elapsed_ms: f64) -> bool {

@@ -637,17 +637,14 @@ mod tests {
         };
         let results = ablation.run(|_| {}).unwrap();
         let rows = &results.workloads[0].shapes[0].rows;
-        let paired: Vec<(&str, Option<(&str, usize)>)> = rows
+        let paired: Vec<(&str, Option<&str>)> = rows
             .iter()
-            .map(|r| {
-                let p = r.paired.as_ref().map(|p| (p.against.as_str(), p.rounds()));
-                (r.id.as_str(), p)
-            })
+            .map(|r| (r.id.as_str(), r.paired.as_ref().map(|p| p.against.as_str())))
             .collect();
         assert_eq!(
             paired,
             [
-                ("gemm-tiled", Some(("gemm-naive", 4))),
+                ("gemm-tiled", Some("gemm-naive")),
                 ("gemm-naive", None),
                 // Its parent, 10, is not in this run.
                 ("gemm-wmma-fp16", None),
@@ -656,6 +653,8 @@ mod tests {
             ]
         );
         let tiled = rows[0].paired.as_ref().unwrap();
+        // At most `pair_rounds`, at least 3 (how many fit is `timing`'s to test).
+        assert!((3..=4).contains(&tiled.rounds()), "{}", tiled.rounds());
         assert!(
             tiled
                 .against_ms

@@ -161,8 +161,9 @@ impl PairedTiming {
 /// Times `row` against `parent` in alternating rounds (see [`PairedTiming`]). A round lasts
 /// about `min_sample_ms`: each of its two samples runs its kernel enough times (by its own
 /// row's median) to last half of it, after one untimed run when that is several, so that it
-/// starts as warm as its row's own samples did. The rounds fit in `max_row_ms` (at least 3
-/// when `pair_rounds` allows as many).
+/// starts as warm as its row's own samples did. The rounds take no longer than the row's
+/// own samples did, nor than `max_row_ms` (at least 3 when `pair_rounds` allows as many): a
+/// slow row's long samples already average the short hiccups that many rounds would.
 pub fn measure_pair(
     parent: (&str, &mut dyn Prepared, &Timing),
     row: &mut dyn Prepared,
@@ -176,7 +177,9 @@ pub fn measure_pair(
     let (runs_a, runs_r) = (runs(parent_timing), runs(row_timing));
     let cost = |t: &Timing, n: u64| t.median_ms * (n + u64::from(n > 1)) as f64;
     let round_ms = cost(parent_timing, runs_a) + cost(row_timing, runs_r);
-    let affordable = (cfg.max_row_ms / round_ms.max(1e-6)).floor() as u32;
+    let own_ms: f64 = row_timing.samples_ms.iter().sum::<f64>() * row_timing.runs_per_sample as f64;
+    let budget_ms = cfg.max_row_ms.min(own_ms);
+    let affordable = (budget_ms / round_ms.max(1e-6)).floor() as u32;
     let rounds = cfg.pair_rounds.min(affordable).max(3.min(cfg.pair_rounds));
     let sample = |p: &mut dyn Prepared, n: u64| -> Result<f64, DeviceError> {
         if n > 1 {
@@ -277,7 +280,7 @@ mod tests {
     fn alternating_rounds_cancel_the_drift_that_separate_rows_suffer() {
         let cfg = TimingConfig {
             warmup_ms: 0.0,
-            samples: 20,
+            samples: 40,
             min_sample_ms: 1.0,
             max_row_ms: 1e6,
             pair_rounds: 20,
@@ -349,6 +352,30 @@ mod tests {
         let pair = measure_pair(("a", &mut a, &t), &mut b, &t, &cfg).unwrap();
         assert_eq!(pair.rounds(), 3);
         assert_eq!(pair.ratio_summary(), (1.0, 1.0, 1.0));
+        // Nor longer than the row's own samples: 12 of 20 ms (240 ms) hold six 40 ms rounds
+        // of the 100 000 ms a row may take.
+        let slow = Timing::from_samples(vec![20.0; 12], 1);
+        let roomy = TimingConfig {
+            max_row_ms: 100_000.0,
+            ..cfg
+        };
+        let pair = measure_pair(("a", &mut a, &slow), &mut b, &slow, &roomy).unwrap();
+        assert_eq!(pair.rounds(), 6);
+        // A fast row's rounds are `pair_rounds`: 12 samples of 250 runs of 0.04 ms (120 ms)
+        // hold more than 50 rounds of 1.12 ms (13 runs a side after an untimed one).
+        let mut c = Drifting {
+            cost_ms: 0.04,
+            clock: &clock,
+            drift: 0.0,
+        };
+        let mut d = Drifting {
+            cost_ms: 0.04,
+            clock: &clock,
+            drift: 0.0,
+        };
+        let fast = Timing::from_samples(vec![0.04; 12], 250);
+        let pair = measure_pair(("c", &mut c, &fast), &mut d, &fast, &roomy).unwrap();
+        assert_eq!(pair.rounds(), 50);
         let none = TimingConfig {
             pair_rounds: 0,
             ..cfg
