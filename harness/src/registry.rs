@@ -43,31 +43,87 @@ pub fn parent<'a>(all: &'a [Box<dyn Kernel>], k: &dyn Kernel) -> Option<&'a dyn 
     all.iter().find(|p| p.info().id == id).map(|p| p.as_ref())
 }
 
-/// Keeps the kernels named in `ids`; an unknown id is an error that lists the valid ones.
+/// Keeps the kernels named in `ids` (all of them when `ids` is empty); see [`find`].
 pub fn select<'a>(all: &'a [Box<dyn Kernel>], ids: &[String]) -> Result<Vec<&'a dyn Kernel>> {
     if ids.is_empty() {
         return Ok(all.iter().map(|k| k.as_ref()).collect());
     }
-    let mut out = Vec::new();
-    for id in ids {
-        match all.iter().find(|k| k.info().id == id.as_str()) {
-            Some(k) => out.push(k.as_ref()),
-            None => bail!(
-                "unknown kernel {id:?}; valid kernels: {}",
-                all.iter()
-                    .map(|k| k.info().id)
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
-        }
+    ids.iter().map(|id| find(all, id)).collect()
+}
+
+/// The kernel named `id`. An unknown id is an error naming the closest ids (a typo, or a
+/// part of an id such as `hoisted`), not all of them: `harness list` does that.
+pub fn find<'a>(all: &'a [Box<dyn Kernel>], id: &str) -> Result<&'a dyn Kernel> {
+    if let Some(k) = all.iter().find(|k| k.info().id == id) {
+        return Ok(k.as_ref());
     }
-    Ok(out)
+    let ids: Vec<String> = all.iter().map(|k| k.info().id.to_string()).collect();
+    let near = closest(&ids, id);
+    if near.is_empty() {
+        bail!(
+            "unknown kernel {id:?}; `harness list` names all {}",
+            all.len()
+        )
+    }
+    bail!(
+        "unknown kernel {id:?}; did you mean {}? (`harness list` names all {})",
+        near.join(", "),
+        all.len()
+    )
+}
+
+/// At most five ids close to `wanted`: those containing it, then those a few edits away,
+/// nearest first.
+fn closest<'a>(ids: &'a [String], wanted: &str) -> Vec<&'a str> {
+    let wanted = wanted.to_lowercase();
+    let limit = (wanted.chars().count() / 3).max(2);
+    let mut near: Vec<(usize, &str)> = ids
+        .iter()
+        .map(String::as_str)
+        .filter_map(|id| {
+            let d = if !wanted.is_empty() && id.contains(wanted.as_str()) {
+                0
+            } else {
+                strsim::levenshtein(id, &wanted)
+            };
+            (d <= limit).then_some((d, id))
+        })
+        .collect();
+    near.sort_by_key(|&(d, _)| d);
+    near.into_iter().take(5).map(|(_, id)| id).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashSet;
+
+    #[test]
+    fn an_unknown_kernel_is_answered_with_the_closest_ids() {
+        let all = all();
+        assert_eq!(find(&all, "gemm-tiled").unwrap().info().id, "gemm-tiled");
+        let typo = find(&all, "gemm-tilde").err().unwrap().to_string();
+        assert!(
+            typo.starts_with("unknown kernel \"gemm-tilde\"; did you mean gemm-tiled"),
+            "{typo}"
+        );
+        let part = find(&all, "HOISTED").err().unwrap().to_string();
+        assert!(
+            part.contains("did you mean gemm-mma-hoisted, encoder-gemm-mma-hoisted?"),
+            "{part}"
+        );
+        let none = find(&all, "sgemm-of-my-own").err().unwrap().to_string();
+        assert_eq!(
+            none,
+            format!(
+                "unknown kernel \"sgemm-of-my-own\"; `harness list` names all {}",
+                all.len()
+            )
+        );
+        let picked = select(&all, &["gemm-naive".into(), "attn-naive".into()]).unwrap();
+        assert_eq!(picked.len(), 2);
+        assert!(select(&all, &["gemm-naive".into(), "attn-nave".into()]).is_err());
+    }
 
     #[test]
     fn ids_are_unique_and_ladders_are_ordered() {
@@ -129,15 +185,5 @@ mod tests {
                 }
             }
         }
-    }
-
-    #[test]
-    fn unknown_kernels_list_the_valid_ones() {
-        let all = all();
-        let e = select(&all, &["gemm-magic".to_string()])
-            .map(|_| ())
-            .unwrap_err()
-            .to_string();
-        assert!(e.contains("gemm-naive") && e.contains("gemm-magic"), "{e}");
     }
 }

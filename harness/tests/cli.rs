@@ -255,8 +255,8 @@ fn bad_input_is_refused_clearly() {
     let cases: [(&[&str], &str); 5] = [
         (&["run", "--device", "tpu"], "valid devices: cpu, cuda, sim"),
         (
-            &["run", "--device", "cpu", "--kernels", "gemm-magic"],
-            "valid kernels: gemm-naive",
+            &["run", "--device", "cpu", "--kernels", "gemm-tiles"],
+            "unknown kernel \"gemm-tiles\"; did you mean gemm-tiled",
         ),
         (
             &["run", "--device", "cpu", "--sizes", "0"],

@@ -173,7 +173,8 @@ fn the_command_prints_markdown_and_names_unknown_rungs() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("valid kernels"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("`harness list` names all"), "{err}");
 }
 
 /// The per-rung estimate of a GEMM rung at 4096^3, from its hot loop on sm_90.

@@ -10,7 +10,6 @@ use crate::report::table::Col;
 use crate::results::{RunResults, Status};
 use crate::runs::LabDir;
 use crate::{registry, resources, sass, sol};
-use anyhow::bail;
 use kernel::cuda::nvrtc;
 use kernel::{CudaPlan, Kernel, Precision, Shape};
 use std::fmt::Write as _;
@@ -33,21 +32,12 @@ pub const ARCHS: [&str; 2] = ["sm_80", "sm_90"];
 
 pub fn run(args: &Args) -> Outcome {
     let all = registry::all();
-    let Some(k) = all.iter().find(|k| k.info().id == args.rung.as_str()) else {
-        bail!(
-            "unknown kernel {:?}; valid kernels: {}",
-            args.rung,
-            all.iter()
-                .map(|k| k.info().id.to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        );
-    };
+    let k = registry::find(&all, &args.rung)?;
     let run = match &args.run {
         Some(p) => Some(RunResults::load(p)?),
         None => latest_run(),
     };
-    let doc = explain(&all, k.as_ref(), run.as_ref(), args.run.is_none());
+    let doc = explain(&all, k, run.as_ref(), args.run.is_none());
     print!(
         "{}",
         if args.markdown {
