@@ -22,8 +22,26 @@ pub struct Ratio {
     pub b_ms: Option<f64>,
     /// A's time over B's: above 1, B is faster. Only when both passed.
     pub speedup: Option<f64>,
+    /// False when the two rows' p10-p90 time ranges overlap: the difference is inside the
+    /// noise of either run.
+    pub significant: bool,
     /// Why there is no ratio.
     pub note: Option<String>,
+}
+
+/// What the `~` of [`Ratio::cell`] means, for every legend that shows it.
+pub const NOISE_NOTE: &str =
+    "~ marks a ratio inside the noise: the two rows' p10-p90 time ranges overlap";
+
+impl Ratio {
+    /// `2.00x`, `~1.03x` inside the noise, `-` without a ratio.
+    pub fn cell(&self) -> String {
+        match self.speedup {
+            Some(s) if self.significant => format!("{s:.2}x"),
+            Some(s) => format!("~{s:.2}x"),
+            None => "-".into(),
+        }
+    }
 }
 
 /// Every row of `a` and `b`, matched by workload, shape and kernel id.
@@ -55,11 +73,12 @@ pub fn ratios(a: &RunResults, b: &RunResults) -> Vec<Ratio> {
     for (w, shape, id) in keys {
         let ra = find(a, w, &shape, &id);
         let rb = find(b, w, &shape, &id);
-        let time = |r: &Option<crate::results::Row>| {
+        let timing = |r: &Option<crate::results::Row>| {
             r.as_ref()
                 .filter(|r| r.passed())
-                .and_then(|r| r.median_ms())
+                .and_then(|r| r.timing.clone())
         };
+        let (ta, tb) = (timing(&ra), timing(&rb));
         let unsupported = |r: &Option<crate::results::Row>| {
             r.as_ref().is_none_or(|r| r.status == Status::Unsupported)
         };
@@ -67,7 +86,10 @@ pub fn ratios(a: &RunResults, b: &RunResults) -> Vec<Ratio> {
         if unsupported(&ra) && unsupported(&rb) {
             continue;
         }
-        let (a_ms, b_ms) = (time(&ra), time(&rb));
+        let (a_ms, b_ms) = (
+            ta.as_ref().map(|t| t.median_ms),
+            tb.as_ref().map(|t| t.median_ms),
+        );
         let note = match (&ra, &rb) {
             (None, _) => Some("only in B".to_string()),
             (_, None) => Some("only in A".to_string()),
@@ -88,6 +110,10 @@ pub fn ratios(a: &RunResults, b: &RunResults) -> Vec<Ratio> {
                 (Some(x), Some(y)) if y > 0.0 => Some(x / y),
                 _ => None,
             },
+            significant: ta
+                .as_ref()
+                .zip(tb.as_ref())
+                .is_some_and(|(x, y)| x.stands_apart_from(y)),
             note,
         });
     }
@@ -102,31 +128,61 @@ fn describe(run: &RunResults) -> String {
     format!("{} ({}, commit {})", run.device.name, run.date, run.commit)
 }
 
-/// The terminal table.
+/// The terminal table, its columns as wide as their longest cell, and a count of the rows B
+/// runs faster and slower beyond the noise.
 pub fn text(a: &RunResults, b: &RunResults, ratios: &[Ratio]) -> String {
-    let mut s = format!("A: {}\nB: {}\n", describe(a), describe(b));
-    let _ = writeln!(
-        s,
-        "\n{:<10} {:<18} {:<20} {:>11} {:>11} {:>9}  note",
-        "workload", "shape", "kernel", "A ms", "B ms", "A/B"
-    );
+    let mut s = format!("A: {}\nB: {}\n\n", describe(a), describe(b));
     let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
-    for r in ratios {
-        let _ = writeln!(
-            s,
-            "{:<10} {:<18} {:<20} {:>11} {:>11} {:>9}  {}",
-            r.workload.name(),
-            r.shape,
-            r.id,
+    let header = ["workload", "shape", "kernel", "A ms", "B ms", "A/B", "note"].map(String::from);
+    let mut lines = vec![header];
+    lines.extend(ratios.iter().map(|r| {
+        [
+            r.workload.name().to_string(),
+            r.shape.clone(),
+            r.id.clone(),
             f(r.a_ms),
             f(r.b_ms),
-            r.speedup
-                .map(|x| format!("{x:.2}x"))
-                .unwrap_or_else(|| "-".into()),
-            r.note.as_deref().unwrap_or("")
-        );
+            r.cell(),
+            r.note.clone().unwrap_or_default(),
+        ]
+    }));
+    let widths: Vec<usize> = (0..7)
+        .map(|c| {
+            lines
+                .iter()
+                .map(|l| l[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for l in &lines {
+        let mut line = String::new();
+        for (c, cell) in l.iter().enumerate() {
+            let w = widths[c];
+            // Names left, figures right; the note last, unpadded.
+            let _ = match c {
+                0..=2 => write!(line, "{cell:<w$}  "),
+                3..=5 => write!(line, "{cell:>w$}  "),
+                _ => write!(line, "{cell}"),
+            };
+        }
+        s.push_str(line.trim_end());
+        s.push('\n');
     }
-    s.push_str("\nA/B above 1: B is faster.\n");
+    let count = |faster: bool| {
+        ratios
+            .iter()
+            .filter(|r| r.significant && r.speedup.is_some_and(|x| (x > 1.0) == faster))
+            .count()
+    };
+    let with_ratio = ratios.iter().filter(|r| r.speedup.is_some()).count();
+    let _ = writeln!(
+        s,
+        "\nA/B above 1: B is faster; {NOISE_NOTE}.\nOf {with_ratio} rows with a ratio, B is \
+         faster in {} and slower in {} beyond the noise.",
+        count(true),
+        count(false)
+    );
     s
 }
 
@@ -184,20 +240,20 @@ fn chart(
     shape: &str,
     rows: &[&Ratio],
 ) -> Bars {
-    let (faster, slower) = (PALETTE[2], PALETTE[3]);
+    let (faster, slower, noise) = (PALETTE[2], PALETTE[3], PALETTE[7]);
     let bars = rows
         .iter()
         .map(|r| Bar {
             name: r.id.clone(),
             value: r.speedup,
             range: None,
-            color: if r.speedup.is_some_and(|s| s >= 1.0) {
-                faster
-            } else {
-                slower
+            color: match r.speedup {
+                _ if !r.significant => noise,
+                Some(s) if s >= 1.0 => faster,
+                _ => slower,
             },
             notes: match r.speedup {
-                Some(s) => vec![(format!("{s:.2}x"), BLACK_TEXT)],
+                Some(_) => vec![(r.cell(), BLACK_TEXT)],
                 None => vec![(r.note.clone().unwrap_or_else(|| "no ratio".into()), GREY)],
             },
         })
@@ -211,9 +267,10 @@ fn chart(
             notes: vec![
                 format!("A: {}", describe(a)),
                 format!("B: {}", describe(b)),
-                "Ratio of median times (log scale): right of parity B is faster, left of it \
-                 slower; rows that failed or ran on one side only have no bar."
-                    .into(),
+                format!(
+                    "Ratio of median times (log scale): right of parity B is faster, left of it \
+                     slower; rows that failed or ran on one side only have no bar. {NOISE_NOTE}."
+                ),
             ],
             legend: vec![
                 Entry {
@@ -224,6 +281,11 @@ fn chart(
                 Entry {
                     label: "B slower than A".into(),
                     color: slower,
+                    mark: Mark::Bar,
+                },
+                Entry {
+                    label: "inside the noise".into(),
+                    color: noise,
                     mark: Mark::Bar,
                 },
             ],
@@ -261,7 +323,9 @@ mod tests {
         for r in &mut shape.rows {
             if r.id == "gemm-tiled" {
                 let t = r.timing.as_mut().unwrap();
-                t.median_ms /= 2.0;
+                for ms in [&mut t.median_ms, &mut t.p10_ms, &mut t.p90_ms] {
+                    *ms /= 2.0;
+                }
             }
             if r.id == "gemm-naive" {
                 r.status = Status::Failed;
@@ -284,6 +348,24 @@ mod tests {
         assert_eq!(all.len(), 3 * 7);
         let t = text(&a, &b, &all);
         assert!(t.contains("2.00x") && t.contains("B is faster"));
+        // The same rows in both runs: every other ratio is inside the noise, and said so.
+        assert!(at("gemm-tiled").significant && !at("gemm-regblock").significant);
+        assert_eq!(at("gemm-regblock").cell(), "~1.00x");
+        assert!(
+            t.contains("B is faster in 1 and slower in 0 beyond the noise"),
+            "{t}"
+        );
+        // Every row's A/B cell ends under the header's, whatever the kernel's name.
+        let table: Vec<&str> = t
+            .lines()
+            .skip_while(|l| !l.starts_with("workload"))
+            .take_while(|l| !l.is_empty())
+            .collect();
+        let end = table[0].find("A/B").unwrap() + 3;
+        assert_eq!(table.len(), all.len() + 1);
+        for l in &table[1..] {
+            assert!(matches!(l.as_bytes()[end - 1], b'x' | b'-'), "{l}");
+        }
     }
 
     #[test]

@@ -77,6 +77,12 @@ impl Timing {
     pub fn spread_pct(&self) -> f64 {
         50.0 * (self.p90_ms - self.p10_ms) / self.median_ms
     }
+
+    /// Whether the two p10-p90 ranges are disjoint: a difference of the medians that the
+    /// samples' scatter does not explain.
+    pub fn stands_apart_from(&self, other: &Timing) -> bool {
+        self.p90_ms < other.p10_ms || other.p90_ms < self.p10_ms
+    }
 }
 
 /// Linear interpolation between order statistics of sorted `v`.

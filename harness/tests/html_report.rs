@@ -114,6 +114,13 @@ fn run_pages_load_in_a_browser() {
     assert!(o.status.success(), "{}", text(&o));
     let page = std::fs::read_to_string(cmp.join("index.html")).unwrap();
     assert!(page.contains("gemm-naive"), "{page}");
+    // A run against itself: no row differs beyond the noise, and the page and console say so.
+    assert!(page.contains("~1.00x") && page.contains("inside the noise"));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.contains("B is faster in 0 and slower in 0 beyond the noise"),
+        "{out}"
+    );
 
     // Chromium.
     let python = std::env::var("LAB_PYTHON").unwrap_or_else(|_| "python3".into());

@@ -272,7 +272,9 @@ impl ShapeReport {
                 Some((median, p10, p90)) => (median, p10 > 1.0 || p90 < 1.0),
                 None => (
                     b.median_ms / a.median_ms,
-                    a.p90_ms < b.p10_ms || b.p90_ms < a.p10_ms,
+                    (row.timing.as_ref())
+                        .zip(other.timing.as_ref())
+                        .is_some_and(|(x, y)| x.stands_apart_from(y)),
                 ),
             };
             Some(Speedup {

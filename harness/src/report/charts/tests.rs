@@ -671,10 +671,14 @@ fn compare_charts_give_each_series_its_own_legend_entry() {
     assert!(layout.overlaps().is_empty());
     let l = labels(&layout);
     assert!(
-        l.contains(&"B faster than A") && l.contains(&"B slower than A"),
+        l.contains(&"B faster than A")
+            && l.contains(&"B slower than A")
+            && l.contains(&"inside the noise"),
         "{l:?}"
     );
     assert!(l.contains(&"2.00x") && l.contains(&"gemm-tiled"), "{l:?}");
+    // The rows that did not change: their ratio says so.
+    assert!(l.contains(&"~1.00x"), "{l:?}");
 }
 
 #[test]

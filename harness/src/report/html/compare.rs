@@ -43,6 +43,7 @@ struct ComparePage<'a> {
     runs: Vec<RunSide>,
     charts: Vec<Figure>,
     groups: Vec<Group>,
+    noise: &'static str,
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -79,7 +80,7 @@ pub fn write(
             a_sort: r.a_ms,
             b: ms(r.b_ms),
             b_sort: r.b_ms,
-            speedup: r.speedup.map_or("-".into(), |s| format!("{s:.2}x")),
+            speedup: r.cell(),
             s_sort: r.speedup,
             note: r.note.clone().unwrap_or_default(),
         };
@@ -109,6 +110,7 @@ pub fn write(
         ],
         charts,
         groups,
+        noise: crate::compare::NOISE_NOTE,
     };
     written.push(render_to(
         &env,
