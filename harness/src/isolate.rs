@@ -7,13 +7,18 @@
 //! at most the row's time limit, then kills the child's process group; a timeout or a crash
 //! is recorded on the row, and the next row starts in a fresh process.
 //!
+//! A rung and its parent timed side by side for `vs parent` ([`timing::measure_pair`]) run in
+//! a child too when either of them does: the same request, naming the parent and the two
+//! rows' timings, answered with the rounds instead of a row.
+//!
 //! The protocol is versioned ([`PROTOCOL`]): a parent and a child of different builds refuse
 //! each other with a clear message rather than misreading a row.
 
 use crate::cmd::load_config;
+use crate::config::Config;
 use crate::results::{Row, Status};
 use crate::runs::LabDir;
-use crate::timing::{self, TimingConfig};
+use crate::timing::{self, PairedTiming, Timing, TimingConfig};
 use crate::{inputs, run, select, tune, user_kernel};
 use anyhow::{Context, Result, bail};
 use kernel::{DeviceKind, Executor, Kernel, Shape};
@@ -25,7 +30,7 @@ use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 /// The version of [`Request`] and [`Response`].
-pub const PROTOCOL: u32 = 1;
+pub const PROTOCOL: u32 = 2;
 
 /// The hidden subcommand the child runs.
 pub const SUBCOMMAND: &str = "isolated-row";
@@ -110,13 +115,32 @@ pub struct Request {
     pub timing: Option<TimingConfig>,
     #[serde(default)]
     pub sim_blocks: Option<usize>,
+    /// Time `kernel` against this parent instead of running its row.
+    #[serde(default)]
+    pub pair: Option<PairRequest>,
 }
 
-/// The child's answer: the row as the parent would have recorded it in its own process.
+/// The parent `kernel` is timed against, and the timings of the two rows (which size the
+/// rounds' samples).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct PairRequest {
+    pub against: String,
+    pub against_timing: Timing,
+    pub row_timing: Timing,
+}
+
+/// The child's answer: the row as the parent would have recorded it in its own process, or
+/// the rounds of a pair.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum Answer {
+    Row(Box<Row>),
+    Paired(PairedTiming),
+}
+
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Response {
     pub protocol: u32,
-    pub row: Row,
+    pub answer: Answer,
 }
 
 /// Runs `row`'s kernel on `shape` in a child process and returns its row; a child that times
@@ -138,14 +162,55 @@ pub fn run_row(
         shape: *shape,
         timing,
         sim_blocks: policy.sim_blocks,
+        pair: None,
     };
     match in_child(&request, policy.timeout) {
-        Ok(r) => r,
+        Ok(Answer::Row(r)) => *r,
+        Ok(Answer::Paired(_)) => {
+            row.status = Status::Error;
+            row.reason = Some("the child process answered a pair for a row".into());
+            row
+        }
         Err(why) => {
             row.status = Status::Error;
             row.reason = Some(format!("{why:#}"));
             row
         }
+    }
+}
+
+/// Times rung `row` against its parent `against` in alternating rounds in a child process,
+/// each given with its own row's timing; a timeout, crash or failure is an error (the caller
+/// falls back to the two rows' medians).
+pub fn run_pair(
+    policy: &Policy,
+    dev: &dyn Executor,
+    shape: &Shape,
+    row: (&str, &Timing),
+    against: (&str, &Timing),
+    cfg: TimingConfig,
+) -> Result<PairedTiming> {
+    let request = Request {
+        protocol: PROTOCOL,
+        device: dev.kind().name().to_string(),
+        config: policy.config.clone(),
+        user_kernels: policy.user_kernels.clone(),
+        kernel: row.0.to_string(),
+        shape: *shape,
+        timing: Some(cfg),
+        sim_blocks: policy.sim_blocks,
+        pair: Some(PairRequest {
+            against: against.0.to_string(),
+            against_timing: against.1.clone(),
+            row_timing: row.1.clone(),
+        }),
+    };
+    match in_child(&request, policy.timeout)? {
+        Answer::Paired(p) => Ok(p),
+        Answer::Row(r) => bail!(
+            "the child process answered a row ({}) for a pair",
+            r.reason.unwrap_or_else(|| format!("{:?}", r.status))
+        ),
     }
 }
 
@@ -160,7 +225,7 @@ pub enum ChildError {
     NoAnswer(String, String),
 }
 
-fn in_child(request: &Request, timeout: Duration) -> Result<Row> {
+fn in_child(request: &Request, timeout: Duration) -> Result<Answer> {
     let exe = std::env::current_exe().context("locating the harness binary for a child")?;
     let mut cmd = Command::new(exe);
     cmd.arg(SUBCOMMAND)
@@ -197,7 +262,7 @@ fn in_child(request: &Request, timeout: Duration) -> Result<Row> {
                 response.protocol
             );
         }
-        return Ok(response.row);
+        return Ok(response.answer);
     }
     // The last thing the child said is usually why it stopped.
     let said = err
@@ -287,16 +352,24 @@ pub fn child() -> Result<bool> {
             request.protocol
         );
     }
-    let row = child_row(&request)?;
+    let answer = match &request.pair {
+        Some(pair) => Answer::Paired(child_pair(&request, pair)?),
+        None => Answer::Row(Box::new(child_row(&request)?)),
+    };
     let response = Response {
         protocol: PROTOCOL,
-        row,
+        answer,
     };
     println!("{MARKER}{}", serde_json::to_string(&response)?);
     Ok(true)
 }
 
-fn child_row(request: &Request) -> Result<Row> {
+/// Opens the request's device, loads the lab's kernels and the user's, and gives them to `f`
+/// with the config.
+fn with_kernels<T>(
+    request: &Request,
+    f: impl FnOnce(&dyn Executor, &[&dyn Kernel], &Config) -> Result<T>,
+) -> Result<T> {
     let config = load_config(&request.config)?;
     let (dev, _) = select::open(
         Some(select::parse_kind(&request.device)?),
@@ -312,21 +385,50 @@ fn child_row(request: &Request) -> Result<Row> {
     };
     let mut kernels: Vec<&dyn Kernel> = all.iter().map(|k| k.as_ref()).collect();
     kernels.extend(users.iter().map(|u| u as &dyn Kernel));
-    let Some(&kernel) = kernels.iter().find(|k| k.info().id == request.kernel) else {
-        bail!("no kernel {:?} in the child process", request.kernel);
-    };
-    let shape = &request.shape;
-    let inputs = inputs::random_inputs(shape, config.seed);
-    let reference = run::reference_for(dev.as_ref(), &kernels, shape, &inputs, &config);
-    Ok(run::row_for(
-        dev.as_ref(),
-        kernel,
-        shape,
-        &inputs,
-        &reference,
-        request.timing,
-        &mut |_, _, p, cfg| timing::measure(p, cfg),
-    ))
+    f(dev.as_ref(), &kernels, &config)
+}
+
+fn kernel_named<'a>(kernels: &[&'a dyn Kernel], id: &str) -> Result<&'a dyn Kernel> {
+    match kernels.iter().find(|k| k.info().id == id) {
+        Some(&k) => Ok(k),
+        None => bail!("no kernel {id:?} in the child process"),
+    }
+}
+
+fn child_row(request: &Request) -> Result<Row> {
+    with_kernels(request, |dev, kernels, config| {
+        let kernel = kernel_named(kernels, &request.kernel)?;
+        let shape = &request.shape;
+        let inputs = inputs::random_inputs(shape, config.seed);
+        let reference = run::reference_for(dev, kernels, shape, &inputs, config);
+        Ok(run::row_for(
+            dev,
+            kernel,
+            shape,
+            &inputs,
+            &reference,
+            request.timing,
+            &mut |_, _, p, cfg| timing::measure(p, cfg),
+        ))
+    })
+}
+
+fn child_pair(request: &Request, pair: &PairRequest) -> Result<PairedTiming> {
+    with_kernels(request, |dev, kernels, config| {
+        let row = kernel_named(kernels, &request.kernel)?;
+        let parent = kernel_named(kernels, &pair.against)?;
+        let cfg = request.timing.context("a pair request names no timing")?;
+        let shape = &request.shape;
+        let inputs = inputs::random_inputs(shape, config.seed);
+        Ok(run::time_pair(
+            dev,
+            (parent, &pair.against_timing),
+            (row, &pair.row_timing),
+            shape,
+            &inputs,
+            &cfg,
+        )?)
+    })
 }
 
 /// The isolation options of `harness run` and `harness check`.

@@ -422,66 +422,84 @@ impl Ablation<'_> {
                 .map(|c| (c, last)),
         );
         for (c, p) in pairs {
-            if !self.pairable(kernels, shape, rows, c, p) {
+            if !self.pairable(rows, c, p) {
                 continue;
             }
             let timed = |r: &Row| r.timing.clone();
             let (Some(row_t), Some(parent_t)) = (timed(&rows[c]), timed(&rows[p])) else {
                 continue;
             };
-            let (rk, pk) = (kernels[c], kernels[p]);
-            let own_r = rk.device_inputs(shape, inputs);
-            let own_p = pk.device_inputs(shape, inputs);
-            let measured = self
-                .dev
-                .prepare(pk, shape, own_p.as_deref().unwrap_or(inputs))
-                .and_then(|mut parent| {
-                    let mut row =
-                        self.dev
-                            .prepare(rk, shape, own_r.as_deref().unwrap_or(inputs))?;
-                    timing::measure_pair(
-                        (&rows[p].id, parent.as_mut(), &parent_t),
-                        row.as_mut(),
-                        &row_t,
-                        cfg,
-                    )
-                });
-            match measured {
-                Ok(pair) => rows[c].paired = Some(pair),
-                Err(e) => {
+            // A pair with a row that ran in a child process runs in one too: either kernel
+            // could hang or fault this one.
+            let policy = crate::isolate::policy_for(self.dev, kernels[c], shape)
+                .or_else(|| crate::isolate::policy_for(self.dev, kernels[p], shape));
+            let measured = match policy {
+                Some(policy) => crate::isolate::run_pair(
+                    &policy,
+                    self.dev,
+                    shape,
+                    (&rows[c].id, &row_t),
+                    (&rows[p].id, &parent_t),
+                    *cfg,
+                ),
+                None => time_pair(
+                    self.dev,
+                    (kernels[p], &parent_t),
+                    (kernels[c], &row_t),
+                    shape,
+                    inputs,
+                    cfg,
+                )
+                .map_err(|e| {
                     if e.is_lost() {
                         let _ = self.dev.recover();
                     }
-                    eprintln!(
-                        "note: timing {} against {} in alternation failed ({e}); its vs parent \
-                         compares the two rows' medians",
-                        rows[c].id, rows[p].id
-                    );
-                }
+                    e.into()
+                }),
+            };
+            match measured {
+                Ok(pair) => rows[c].paired = Some(pair),
+                Err(e) => eprintln!(
+                    "note: timing {} against {} in alternation failed ({e:#}); its vs parent \
+                     compares the two rows' medians",
+                    rows[c].id, rows[p].id
+                ),
             }
         }
     }
 
     /// Whether rung `c` and its parent `p` can be timed side by side: both passed and were
-    /// timed in this process (not in a child), and they run different code.
-    fn pairable(
-        &self,
-        kernels: &[&dyn Kernel],
-        shape: &Shape,
-        rows: &[Row],
-        c: usize,
-        p: usize,
-    ) -> bool {
-        let ready = |i: usize| {
-            rows[i].passed()
-                && rows[i].timing.is_some()
-                && crate::isolate::policy_for(self.dev, kernels[i], shape).is_none()
-        };
+    /// timed, and they run different code.
+    fn pairable(&self, rows: &[Row], c: usize, p: usize) -> bool {
+        let ready = |i: usize| rows[i].passed() && rows[i].timing.is_some();
         rows[c].role == kernel::Role::Rung
             && ready(c)
             && ready(p)
             && rows[c].port_id() != rows[p].port_id()
     }
+}
+
+/// A rung and its parent, each prepared on `shape` afresh, timed in alternating rounds
+/// ([`timing::measure_pair`]), given the timings of their own rows.
+pub fn time_pair(
+    dev: &dyn Executor,
+    parent: (&dyn Kernel, &Timing),
+    row: (&dyn Kernel, &Timing),
+    shape: &Shape,
+    inputs: &[Vec<f32>],
+    cfg: &TimingConfig,
+) -> Result<timing::PairedTiming, DeviceError> {
+    let ((pk, parent_t), (rk, row_t)) = (parent, row);
+    let own_p = pk.device_inputs(shape, inputs);
+    let own_r = rk.device_inputs(shape, inputs);
+    let mut parent = dev.prepare(pk, shape, own_p.as_deref().unwrap_or(inputs))?;
+    let mut row = dev.prepare(rk, shape, own_r.as_deref().unwrap_or(inputs))?;
+    timing::measure_pair(
+        (&pk.info().id, parent.as_mut(), parent_t),
+        row.as_mut(),
+        row_t,
+        cfg,
+    )
 }
 
 /// The id of the first of `kernels` whose CPU port is the same function as that of

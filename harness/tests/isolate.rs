@@ -149,3 +149,61 @@ fn list_risky_names_the_hopper_rung_with_its_reason() {
         "{text}"
     );
 }
+
+/// Rows that ran in child processes are timed side by side with their parents in one too, so
+/// their `vs parent` cancels the machine's drift as the other rows' does.
+#[test]
+fn isolated_rows_are_timed_against_their_parents_in_a_child() {
+    let dir = scratch_dir("pairs");
+    let config = dir.join("lab.toml");
+    std::fs::write(
+        &config,
+        "[cpu]\ntiming = { warmup_ms = 1.0, samples = 5, min_sample_ms = 0.5, \
+         max_row_ms = 1000.0, pair_rounds = 3 }\n",
+    )
+    .unwrap();
+    let out = dir.join("run");
+    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .current_dir(root())
+        .env("LAB_DIR", dir.join("lab"))
+        .arg("run")
+        .arg("--config")
+        .arg(&config)
+        .args([
+            "--device",
+            "cpu",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "40x24x36",
+        ])
+        .args(["--kernels", "gemm-naive,gemm-tiled,matrixmultiply-sgemm"])
+        .args(["--isolate", "--quiet", "--out"])
+        .arg(&out)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(o.status.success(), "{text}");
+    let json = std::fs::read_to_string(out.join("results.json")).expect(&text);
+    let results: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let rows = results["workloads"][0]["shapes"][0]["rows"]
+        .as_array()
+        .unwrap();
+    let paired = |id: &str| {
+        let row = rows.iter().find(|r| r["id"] == id).unwrap();
+        row["paired"].clone()
+    };
+    let tiled = paired("gemm-tiled");
+    assert_eq!(tiled["against"], "gemm-naive", "{json}");
+    for side in ["against_ms", "row_ms"] {
+        let ms = tiled[side].as_array().unwrap();
+        assert_eq!(ms.len(), 3, "{tiled}");
+        assert!(ms.iter().all(|t| t.as_f64().unwrap() > 0.0), "{tiled}");
+    }
+    assert!(paired("gemm-naive").is_null() && paired("matrixmultiply-sgemm").is_null());
+    assert!(!text.contains("in alternation failed"), "{text}");
+}

@@ -162,10 +162,10 @@ pub const PAIRED_NOTE: &str = "`vs parent` times the rung and its parent once mo
     marks a speedup inside the noise: for `vs parent`, the p10-p90 range of the rounds' ratios \
     holds 1, for `vs first`, the two rows' p10-p90 time ranges overlap";
 
-/// What the tables of rows timed in a child process add to [`PAIRED_NOTE`].
-pub const UNPAIRED_NOTE: &str = "rows run in a child process of their own (isolated) are not \
-    timed side by side: their `vs parent` is the ratio of the two medians, and its `~` the \
-    overlap of their p10-p90 time ranges";
+/// What the tables add to [`PAIRED_NOTE`] where a step could not be timed side by side.
+pub const UNPAIRED_NOTE: &str = "where timing a rung and its parent side by side failed (the \
+    run's log says why), `vs parent` is the ratio of the two medians, and its `~` the overlap \
+    of their p10-p90 time ranges";
 
 /// What `same port as NN` means, for the legends of CPU runs.
 pub const SAME_PORT_NOTE: &str = "`same port as NN`: the rung's idea has no CPU analogue, so \

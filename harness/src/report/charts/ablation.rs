@@ -102,7 +102,7 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
         }
         _ => {
             "the rung and its parent timed side by side in alternating rounds, the median of \
-             the rounds' ratios, or for a row run in a child process the ratio of the medians \
+             the rounds' ratios, or where that failed the ratio of the medians \
              (▲ faster, ▼ slower, ≈ inside the noise: the ratios' p10-p90 range holds 1, or \
              the two rows' p10-p90 time ranges overlap)"
         }
