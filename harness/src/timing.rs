@@ -265,6 +265,15 @@ mod tests {
         drift: f64,
     }
 
+    /// A kernel of `cost_ms` a run on a clock that does not drift.
+    fn steady(cost_ms: f64, clock: &std::cell::Cell<f64>) -> Drifting<'_> {
+        Drifting {
+            cost_ms,
+            clock,
+            drift: 0.0,
+        }
+    }
+
     impl Prepared for Drifting<'_> {
         fn run(&mut self) -> Result<(), DeviceError> {
             Ok(())
@@ -344,16 +353,8 @@ mod tests {
         };
         // 20 ms a run each: a round costs 40 ms, so 100 ms hold two, and three is the floor.
         let clock = std::cell::Cell::new(1.0);
-        let mut a = Drifting {
-            cost_ms: 20.0,
-            clock: &clock,
-            drift: 0.0,
-        };
-        let mut b = Drifting {
-            cost_ms: 20.0,
-            clock: &clock,
-            drift: 0.0,
-        };
+        let mut a = steady(20.0, &clock);
+        let mut b = steady(20.0, &clock);
         let t = Timing::from_samples(vec![20.0; 3], 1);
         let pair = measure_pair(("a", &mut a, &t), &mut b, &t, &cfg).unwrap();
         assert_eq!(pair.rounds(), 3);
@@ -369,16 +370,8 @@ mod tests {
         assert_eq!(pair.rounds(), 6);
         // A fast row's rounds are `pair_rounds`: 12 samples of 250 runs of 0.04 ms (120 ms)
         // hold more than 50 rounds of 1.12 ms (13 runs a side after an untimed one).
-        let mut c = Drifting {
-            cost_ms: 0.04,
-            clock: &clock,
-            drift: 0.0,
-        };
-        let mut d = Drifting {
-            cost_ms: 0.04,
-            clock: &clock,
-            drift: 0.0,
-        };
+        let mut c = steady(0.04, &clock);
+        let mut d = steady(0.04, &clock);
         let fast = Timing::from_samples(vec![0.04; 12], 250);
         let pair = measure_pair(("c", &mut c, &fast), &mut d, &fast, &roomy).unwrap();
         assert_eq!(pair.rounds(), 50);

@@ -10,6 +10,15 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
+/// What a finished command printed, stdout then stderr.
+fn said(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
 fn scratch_dir(test: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("isolate-{test}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
@@ -69,11 +78,7 @@ fn a_hanging_and_a_crashing_kernel_cost_their_own_rows_only() {
         .arg(&out)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let text = said(&o);
     // Two rows failed: the run says so in its exit code, and still saved every row.
     assert_eq!(o.status.code(), Some(1), "{text}");
     let json = std::fs::read_to_string(out.join("results.json")).expect(&text);
@@ -182,11 +187,7 @@ fn isolated_rows_are_timed_against_their_parents_in_a_child() {
         .arg(&out)
         .output()
         .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let text = said(&o);
     assert!(o.status.success(), "{text}");
     let json = std::fs::read_to_string(out.join("results.json")).expect(&text);
     let results: serde_json::Value = serde_json::from_str(&json).unwrap();
