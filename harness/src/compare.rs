@@ -133,42 +133,25 @@ fn describe(run: &RunResults) -> String {
 pub fn text(a: &RunResults, b: &RunResults, ratios: &[Ratio]) -> String {
     let mut s = format!("A: {}\nB: {}\n\n", describe(a), describe(b));
     let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
-    let header = ["workload", "shape", "kernel", "A ms", "B ms", "A/B", "note"].map(String::from);
-    let mut lines = vec![header];
-    lines.extend(ratios.iter().map(|r| {
-        [
-            r.workload.name().to_string(),
-            r.shape.clone(),
-            r.id.clone(),
-            f(r.a_ms),
-            f(r.b_ms),
-            r.cell(),
-            r.note.clone().unwrap_or_default(),
-        ]
-    }));
-    let widths: Vec<usize> = (0..7)
-        .map(|c| {
-            lines
-                .iter()
-                .map(|l| l[c].chars().count())
-                .max()
-                .unwrap_or(0)
+    let head = ["workload", "shape", "kernel", "A ms", "B ms", "A/B", "note"].map(String::from);
+    let rows: Vec<Vec<String>> = ratios
+        .iter()
+        .map(|r| {
+            vec![
+                r.workload.name().to_string(),
+                r.shape.clone(),
+                r.id.clone(),
+                f(r.a_ms),
+                f(r.b_ms),
+                r.cell(),
+                r.note.clone().unwrap_or_default(),
+            ]
         })
         .collect();
-    for l in &lines {
-        let mut line = String::new();
-        for (c, cell) in l.iter().enumerate() {
-            let w = widths[c];
-            // Names left, figures right; the note last, unpadded.
-            let _ = match c {
-                0..=2 => write!(line, "{cell:<w$}  "),
-                3..=5 => write!(line, "{cell:>w$}  "),
-                _ => write!(line, "{cell}"),
-            };
-        }
-        s.push_str(line.trim_end());
-        s.push('\n');
-    }
+    // Names left, figures right.
+    s.push_str(&crate::console::aligned(&head, &rows, |c| {
+        (3..=5).contains(&c)
+    }));
     let count = |faster: bool| {
         ratios
             .iter()

@@ -20,6 +20,36 @@ pub fn print_run_folder(dir: &Path) {
     }
 }
 
+/// A plain-text table, columns two spaces apart and padded to their widest cell (the header's
+/// included): left-aligned, or right-aligned where `right(column)` says so (figures). Lines
+/// end without trailing spaces.
+pub fn aligned(head: &[String], rows: &[Vec<String>], right: impl Fn(usize) -> bool) -> String {
+    let mut width: Vec<usize> = head.iter().map(|h| h.chars().count()).collect();
+    for r in rows {
+        for (w, c) in width.iter_mut().zip(r) {
+            *w = (*w).max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let l = cells
+            .iter()
+            .zip(&width)
+            .enumerate()
+            .map(|(i, (c, w))| match right(i) {
+                true => format!("{c:>w$}"),
+                false => format!("{c:<w$}"),
+            })
+            .collect::<Vec<_>>()
+            .join("  ");
+        format!("{}\n", l.trim_end())
+    };
+    let mut s = line(head);
+    for r in rows {
+        s.push_str(&line(r));
+    }
+    s
+}
+
 /// How much a run prints while it works.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Verbosity {

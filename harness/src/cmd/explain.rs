@@ -95,7 +95,9 @@ impl Doc {
                             s.push('\n');
                         }
                     }
-                    Block::Table(head, rows) => s.push_str(&aligned(head, rows)),
+                    Block::Table(head, rows) => {
+                        s.push_str(&crate::console::aligned(head, rows, |_| false))
+                    }
                 }
             }
         }
@@ -127,33 +129,6 @@ impl Doc {
         }
         s
     }
-}
-
-/// A table with columns padded to their widest cell.
-fn aligned(head: &[String], rows: &[Vec<String>]) -> String {
-    let mut width: Vec<usize> = head.iter().map(|h| h.len()).collect();
-    for r in rows {
-        for (i, c) in r.iter().enumerate() {
-            if i < width.len() {
-                width[i] = width[i].max(c.len());
-            }
-        }
-    }
-    let line = |cells: &[String]| {
-        let mut l = cells
-            .iter()
-            .zip(&width)
-            .map(|(c, w)| format!("{c:<w$}"))
-            .collect::<Vec<_>>()
-            .join("  ");
-        l.truncate(l.trim_end().len());
-        l + "\n"
-    };
-    let mut s = line(head);
-    for r in rows {
-        s.push_str(&line(r));
-    }
-    s
 }
 
 /// Everything `explain` says of `k`: its lineage, its source against its parent's, their
