@@ -284,14 +284,12 @@ fn every_gpu_row_is_measured_against_the_estimate_at_its_shape() {
     let k = all.iter().find(|k| k.info().id == "gemm-tiled").unwrap();
     let doc = explain::explain(&all, k.as_ref(), Some(&run), false);
     let text = text_of(&doc, "Speed of light on an H100");
-    let waves_at = |shape: &kernel::Shape| {
+    let blocks_at = |shape: &kernel::Shape| {
         let plan = kernel::Kernel::cuda(k.as_ref(), shape).unwrap();
-        harness::resources::of_plan(&plan, "sm_90", Some(132)).unwrap()[0]
-            .waves
-            .unwrap()
+        harness::resources::of_plan(&plan, "sm_90", Some(132)).unwrap()[0].blocks
     };
     let first = first_shape(kernel::Workload::Gemm);
-    let estimate_ms = e.with_waves(waves_at(&first));
+    let estimate_ms = e.spread_over_sms(blocks_at(&first));
     assert!(
         text.contains(&format!("at best {estimate_ms:.4} ms")),
         "{text}"
@@ -302,7 +300,7 @@ fn every_gpu_row_is_measured_against_the_estimate_at_its_shape() {
     );
     let at_other = sol::estimate(other.flops(), other.min_bytes(4), &hot.summary)
         .unwrap()
-        .with_waves(waves_at(&other));
+        .spread_over_sms(blocks_at(&other));
     let expected: Vec<Vec<String>> = [
         (&first, estimate_ms, measured[0]),
         (&other, at_other, measured[1]),

@@ -443,10 +443,15 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
     };
     let (t, tail) = match waves {
         Some((blocks, tiles, w)) => {
-            let t = estimate.with_waves(w);
+            let units = tiles.unwrap_or(blocks);
+            let t = estimate.spread_over_sms(units);
             let idle = if t > bound.ms {
+                let per_sm = units as f64 / sol::h100::SMS;
+                let unit = if tiles.is_some() { "tiles" } else { "blocks" };
                 format!(
-                    "; the SMs idle in the last wave cost x{:.3} on a per-SM ceiling",
+                    "; the SMs given the most {unit} ({}, against {per_sm:.2} on average) cost \
+                     x{:.3} on a per-SM ceiling",
+                    per_sm.ceil(),
                     t / bound.ms
                 )
             } else {
