@@ -194,7 +194,7 @@ impl Kernel for RbfFused {
         info(
             "rbf-fused",
             2,
-            "expansion, cutoff and product fused: one launch, one cosf per distance, one store per output",
+            "expansion, cutoff and product fused: one launch, one cospif per distance, one store per output",
         )
     }
 

@@ -2,7 +2,7 @@
 // distance.
 //
 // A block of K x ROWS threads (blockDim = (K, ROWS)) handles ROWS distances: thread x = 0 of
-// each row loads d_n and computes the cutoff fc(d_n) (one cosf per distance, not per output)
+// each row loads d_n and computes the cutoff fc(d_n) (one cospif per distance, not per output)
 // into shared memory, then every thread of the row computes its Gaussian and writes
 // out[n,k] = exp(-gamma (d_n - mu_k)^2) * fc(d_n) once. Per output: 4 bytes written, the
 // compulsory minimum, against rung 01's 12; no scratch and one launch. Beyond the cutoff the
@@ -17,7 +17,7 @@ extern "C" __global__ void rbf_fused(const float *__restrict__ d, float *__restr
     if (k == 0 && row < n) {
         const float v = d[row];
         smem[r] = v;
-        smem[rows + r] = v < rc ? 0.5f * (cosf(3.14159265358979f * v / rc) + 1.0f) : 0.0f;
+        smem[rows + r] = v < rc ? 0.5f * (cospif(v / rc) + 1.0f) : 0.0f;
     }
     __syncthreads();  // the row's distance and cutoff are in shared memory
     if (row >= n) return;

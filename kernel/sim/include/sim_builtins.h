@@ -226,6 +226,34 @@ inline float __fmul_rz(float a, float b) { return a * b; }
 inline void sincosf_(float x, float *s, float *c) { *s = sinf(x); *c = cosf(x); }
 inline void __sincosf(float x, float *s, float *c) { sincosf_(x, s, c); }
 
+// CUDA's math functions that C's library lacks (glibc 2.41 declares the pi forms itself, as
+// C23 does). The pi forms take their argument in half periods: whole periods come off exactly
+// before pi multiplies, and the zeros fall on exact zeros, as on the GPU.
+#if !(defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 41)))
+inline double sinpi(double x) {
+    const double r = fmod(x, 2.0);
+    return r == floor(r) ? copysign(0.0, x) : sin(3.14159265358979323846 * r);
+}
+inline double cospi(double x) {
+    const double r = fabs(fmod(x, 2.0));
+    return r == 0.5 || r == 1.5 ? 0.0 : cos(3.14159265358979323846 * r);
+}
+inline float sinpif(float x) { return (float)sinpi((double)x); }
+inline float cospif(float x) { return (float)cospi((double)x); }
+#endif
+inline void sincospi(double x, double *s, double *c) { *s = sinpi(x); *c = cospi(x); }
+inline void sincospif(float x, float *s, float *c) { *s = sinpif(x); *c = cospif(x); }
+inline float rcbrtf(float x) { return 1.0f / cbrtf(x); }
+inline double rcbrt(double x) { return 1.0 / cbrt(x); }
+inline float rhypotf(float x, float y) { return 1.0f / hypotf(x, y); }
+inline double rhypot(double x, double y) { return 1.0 / hypot(x, y); }
+inline float norm3df(float a, float b, float c) { return (float)sqrt((double)a * a + (double)b * b + (double)c * c); }
+inline float rnorm3df(float a, float b, float c) { return 1.0f / norm3df(a, b, c); }
+inline double norm3d(double a, double b, double c) { return sqrt(a * a + b * b + c * c); }
+inline double rnorm3d(double a, double b, double c) { return 1.0 / norm3d(a, b, c); }
+inline float normcdff(float x) { return 0.5f * erfcf(-x * 0.70710678118654752f); }
+inline double normcdf(double x) { return 0.5 * erfc(-x * 0.70710678118654752); }
+
 // ---- Bit intrinsics ----
 inline int __popc(unsigned x) { return __builtin_popcount(x); }
 inline int __popcll(unsigned long long x) { return __builtin_popcountll(x); }
