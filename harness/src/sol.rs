@@ -85,8 +85,10 @@ impl Estimate {
     /// each SM has for itself, whatever the number of blocks it holds (the model leaves latency
     /// out): the kernel ends when the SMs given the most blocks, ceil(units / SMs), are done,
     /// so its time grows by that over the average. The blocks an SM holds at once do not
-    /// enter: a short last wave spreads its blocks one to an SM. L2 and DRAM serve whichever
-    /// SMs ask, and are not shared out.
+    /// enter: a short last wave spreads its blocks one to an SM. The L2 counts among them: its
+    /// rate was measured with every SM drawing on it, and the model gives each SM that share,
+    /// so an idle SM leaves its share unused (one SM cannot pull the whole L2's rate). DRAM
+    /// serves whichever SMs ask.
     pub fn spread_over_sms(&self, units: u64) -> f64 {
         let b = self.bound();
         let per_sm = units as f64 / h100::SMS;
@@ -109,8 +111,8 @@ pub const DRAM: &str = "DRAM (compulsory)";
 pub const L2: &str = "L2 (global requested)";
 pub const SHARED: &str = "shared memory";
 pub const ISSUE: &str = "instruction issue";
-/// The ceilings each SM pays for itself.
-const PER_SM: [&str; 4] = [TENSOR, FP32, SHARED, ISSUE];
+/// The ceilings each SM pays for itself (of the L2, its share).
+const PER_SM: [&str; 5] = [TENSOR, FP32, L2, SHARED, ISSUE];
 
 fn si(x: f64, unit: &str) -> String {
     let (v, p) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
@@ -379,7 +381,7 @@ mod tests {
     }
 
     #[test]
-    fn uneven_blocks_per_sm_cost_per_sm_ceilings_only() {
+    fn uneven_blocks_per_sm_cost_every_ceiling_but_dram() {
         let math = pass(|s| {
             s.instructions = 1;
             s.flop_tensor = 4096;
@@ -394,6 +396,7 @@ mod tests {
         // 64 blocks (a 1024^2 GEMM in 128x128 tiles): 64 of the 132 SMs work, one block each,
         // however many each could hold.
         assert!((e.spread_over_sms(64) - ms * h100::SMS / 64.0).abs() < 1e-12);
+        // An SM draws its share of the L2, not the whole: idle SMs slow an L2-bound loop too.
         let l2 = pass(|s| {
             s.instructions = 1;
             s.flop_fma = 64;
@@ -401,6 +404,14 @@ mod tests {
         });
         let e = estimate(1e12, 1.0, &l2).unwrap();
         assert_eq!(e.bound().name, L2);
+        assert!((e.spread_over_sms(64) - e.bound().ms * h100::SMS / 64.0).abs() < 1e-12);
+        // DRAM serves whichever SMs ask.
+        let dram = pass(|s| {
+            s.instructions = 1;
+            s.flop_fma = 64;
+        });
+        let e = estimate(1e6, 1e9, &dram).unwrap();
+        assert_eq!(e.bound().name, DRAM);
         assert_eq!(e.spread_over_sms(64), e.bound().ms);
     }
 
@@ -446,6 +457,9 @@ mod tests {
             let Ok(run) = crate::results::RunResults::read(&file) else {
                 continue;
             };
+            if run.device.kind != "cuda" {
+                continue;
+            }
             let gemm = run
                 .workloads
                 .iter()

@@ -449,8 +449,8 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
                 let per_sm = units as f64 / sol::h100::SMS;
                 let unit = if tiles.is_some() { "tiles" } else { "blocks" };
                 format!(
-                    "; the SMs given the most {unit} ({}, against {per_sm:.2} on average) cost \
-                     x{:.3} on a per-SM ceiling",
+                    "; the SMs given the most {unit} ({}, against {per_sm:.2} on average) \
+                     stretch the bound x{:.3}",
                     per_sm.ceil(),
                     t / bound.ms
                 )
