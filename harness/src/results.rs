@@ -110,6 +110,18 @@ pub struct ShapeResults {
     /// What the rows were checked against.
     pub reference: String,
     pub rows: Vec<Row>,
+    /// The shape's first reference row timed once more, before any rung: beside its own
+    /// timing, after the rungs, it says how far the machine drifted while the rows were timed
+    /// one after another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reference_before: Option<ReferenceBefore>,
+}
+
+/// A reference row's timing taken before the shape's rungs ([`ShapeResults::reference_before`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ReferenceBefore {
+    pub id: String,
+    pub timing: Timing,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

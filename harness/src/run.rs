@@ -6,13 +6,13 @@ use crate::config::Config;
 use crate::reference;
 use crate::resources::{self, LaunchResources};
 use crate::results::{
-    Row, RunResults, ShapeResults, Status, Traffic, TrafficSource, WorkloadResults,
+    ReferenceBefore, Row, RunResults, ShapeResults, Status, Traffic, TrafficSource, WorkloadResults,
 };
 use crate::timing::{self, Timing, TimingConfig};
 use crate::validate;
 use anyhow::Result;
 use kernel::{
-    CudaPlan, DeviceError, DeviceKind, Executor, Kernel, Precision, Prepared, Shape, Workload,
+    CudaPlan, DeviceError, DeviceKind, Executor, Kernel, Precision, Prepared, Role, Shape, Workload,
 };
 
 /// What the kernels of one shape are checked against.
@@ -358,6 +358,9 @@ impl Ablation<'_> {
                 });
                 let inputs = crate::inputs::random_inputs(shape, self.config.seed);
                 let reference = reference_for(self.dev, &kernels, shape, &inputs, self.config);
+                let reference_before = self.timing.and_then(|cfg| {
+                    self.time_reference_before(&kernels, shape, &inputs, &reference, &cfg, time)
+                });
                 let mut rows = Vec::new();
                 for (i, &k) in kernels.iter().enumerate() {
                     // Rows that may hang or fault the process run in a child process.
@@ -388,6 +391,7 @@ impl Ablation<'_> {
                     flops: shape.flops(),
                     reference: reference.label,
                     rows,
+                    reference_before,
                 };
                 if let Some(w) = run.workloads.last_mut() {
                     w.shapes.push(done);
@@ -396,6 +400,41 @@ impl Ablation<'_> {
             }
         }
         Ok(run)
+    }
+
+    /// The shape's first reference row (one that runs in this process), timed before any
+    /// rung, when it passes its check: [`ShapeResults::reference_before`]. Its row, timed
+    /// after the rungs, is the other end of the bracket.
+    fn time_reference_before(
+        &self,
+        kernels: &[&dyn Kernel],
+        shape: &Shape,
+        inputs: &[Vec<f32>],
+        reference: &Reference,
+        cfg: &TimingConfig,
+        time: &mut TimeRow<'_>,
+    ) -> Option<ReferenceBefore> {
+        let at = kernels.iter().position(|k| {
+            k.info().role == Role::Reference
+                && crate::isolate::policy_for(self.dev, *k, shape).is_none()
+        })?;
+        // Its own row must come after every rung for the two timings to bracket them.
+        if kernels[at..].iter().any(|k| k.info().role == Role::Rung) {
+            return None;
+        }
+        let k = kernels[at];
+        let own = k.device_inputs(shape, inputs);
+        let (mut row, prepared) = evaluate(
+            self.dev,
+            k,
+            shape,
+            own.as_deref().unwrap_or(inputs),
+            reference,
+        );
+        let mut p = prepared.filter(|_| row.passed())?;
+        let id = std::mem::replace(&mut row.id, format!("{} (before the rungs)", k.info().id));
+        let timing = time(shape, &row, p.as_mut(), cfg).ok()?;
+        Some(ReferenceBefore { id, timing })
     }
 
     /// Times the row just added against its parent, and any row before it whose parent it
@@ -695,6 +734,42 @@ mod tests {
                 .iter()
                 .all(|r| r.paired.is_none())
         );
+    }
+
+    #[test]
+    fn the_reference_is_timed_before_the_rungs_when_its_row_comes_after_them() {
+        let all = crate::registry::all();
+        let pick = |id: &str| all.iter().find(|k| k.info().id == id).unwrap().as_ref();
+        let config = Config::defaults();
+        let dev = CpuDevice::new();
+        let timing = TimingConfig {
+            warmup_ms: 0.0,
+            samples: 3,
+            min_sample_ms: 0.2,
+            max_row_ms: 1000.0,
+            pair_rounds: 0,
+        };
+        let run = |ids: &[&str], timing: Option<TimingConfig>| {
+            let ablation = Ablation {
+                dev: &dev,
+                config: &config,
+                kernels: ids.iter().map(|id| pick(id)).collect(),
+                shapes: vec![(Workload::Gemm, vec![Shape::gemm(40, 24, 36)])],
+                timing,
+                keep_unrunnable: false,
+            };
+            let mut r = ablation.run(|_| {}).unwrap();
+            r.workloads.remove(0).shapes.remove(0)
+        };
+        let shape = run(&["gemm-naive", "matrixmultiply-sgemm"], Some(timing));
+        let before = shape.reference_before.expect("a bracket");
+        assert_eq!(before.id, "matrixmultiply-sgemm");
+        assert!(before.timing.median_ms > 0.0 && before.timing.samples_ms.len() >= 3);
+        // Timed before a rung, the reference brackets nothing; untimed, there is no drift.
+        let shape = run(&["matrixmultiply-sgemm", "gemm-naive"], Some(timing));
+        assert!(shape.reference_before.is_none());
+        let shape = run(&["gemm-naive", "matrixmultiply-sgemm"], None);
+        assert!(shape.reference_before.is_none());
     }
 
     #[test]

@@ -32,7 +32,68 @@ pub struct ShapeReport {
     pub references: Vec<ReferenceUse>,
     /// Rows in table order: the ladder, then references, peers and user rows.
     pub rows: Vec<RowReport>,
+    /// How far the machine drifted while the shape's rows were timed, where a reference row
+    /// was timed before the rungs as well as after them.
+    pub drift: Option<Drift>,
 }
+
+/// One reference row timed before a shape's rungs and again, as its own row, after them.
+/// `% of ref` and `vs first` divide times taken that far apart, and carry this much drift;
+/// `vs parent`, where alternating rounds give it, does not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Drift {
+    pub id: String,
+    pub before_ms: f64,
+    pub after_ms: f64,
+    /// Whether the two timings' p10-p90 ranges are disjoint: the machine, not the scatter of
+    /// its samples, changed.
+    pub significant: bool,
+}
+
+impl Drift {
+    /// After over before: above 1, the reference ran slower once the rungs had been timed.
+    pub fn ratio(&self) -> f64 {
+        self.after_ms / self.before_ms
+    }
+
+    /// The ratio as the tables write a speedup: `~` inside the noise.
+    fn ratio_text(&self) -> String {
+        let noise = if self.significant {
+            "beyond the noise"
+        } else {
+            "inside the noise"
+        };
+        let tilde = if self.significant { "" } else { "~" };
+        format!("{tilde}{:.2}x, {noise}", self.ratio())
+    }
+
+    /// The sentence the tables and pages show under the shape.
+    pub fn sentence(&self) -> String {
+        format!(
+            "Drift: `{}` took {:.3} ms a run timed before the rungs and {:.3} ms after them \
+             ({}). {DRIFT_NOTE}",
+            self.id,
+            self.before_ms,
+            self.after_ms,
+            self.ratio_text()
+        )
+    }
+
+    /// One line under a terminal table; [`DRIFT_NOTE`] follows the tables once.
+    pub fn short(&self) -> String {
+        format!(
+            "drift: {} {:.3} ms before the rungs, {:.3} ms after ({})",
+            self.id,
+            self.before_ms,
+            self.after_ms,
+            self.ratio_text()
+        )
+    }
+}
+
+/// What a drift means for the columns.
+pub const DRIFT_NOTE: &str = "`% of ref` and `vs first` divide times taken that far apart, and carry such a change of the \
+     machine.";
 
 /// The reference the rows of one precision are compared with in `% of ref`.
 #[derive(Debug, Clone, PartialEq)]
@@ -353,6 +414,20 @@ impl ShapeReport {
                 }
             })
             .collect();
+        let drift = shape.reference_before.as_ref().and_then(|before| {
+            let after = shape
+                .rows
+                .iter()
+                .find(|r| r.id == before.id && r.passed())?
+                .timing
+                .as_ref()?;
+            Some(Drift {
+                id: before.id.clone(),
+                before_ms: before.timing.median_ms,
+                after_ms: after.median_ms,
+                significant: after.stands_apart_from(&before.timing),
+            })
+        });
         Self {
             shape: shape.shape,
             label: shape.label.clone(),
@@ -360,6 +435,7 @@ impl ShapeReport {
             checked_against: shape.reference.clone(),
             references,
             rows,
+            drift,
         }
     }
 

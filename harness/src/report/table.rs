@@ -2,7 +2,7 @@
 //! Which columns appear depends on the device: a CPU run has no registers or occupancy, the
 //! simulator has no times; the CSV keeps every column so its schema never changes.
 
-use super::model::{Report, RowReport, SAME_PORT_NOTE, ShapeReport, WorkloadReport};
+use super::model::{DRIFT_NOTE, Report, RowReport, SAME_PORT_NOTE, ShapeReport, WorkloadReport};
 use super::roofline::{Ceilings, MMA_SYNC_CEILING, Source};
 use crate::results::{Row, Status, TrafficSource};
 use crate::run::primary_resources;
@@ -388,6 +388,9 @@ pub fn markdown(report: &Report, w: &WorkloadReport) -> String {
         if !notes.is_empty() {
             let _ = writeln!(s, "\n{}", notes.join("\n"));
         }
+        if let Some(drift) = &shape.drift {
+            let _ = writeln!(s, "\n{}", drift.sentence());
+        }
         s.push('\n');
     }
     s
@@ -581,6 +584,9 @@ pub fn terminal(report: &Report) -> String {
             for (why, ids) in skipped {
                 let _ = writeln!(s, "  skip {}: {why}", ids.join(", "));
             }
+            if let Some(drift) = &shape.drift {
+                let _ = writeln!(s, "  {}", drift.short());
+            }
         }
     }
     if !s.is_empty() && report.timed() {
@@ -590,6 +596,18 @@ pub fn terminal(report: &Report) -> String {
             report.significance_note().replace('`', ""),
             roof_source(report.ceilings.as_ref())
         );
+        if report
+            .workloads
+            .iter()
+            .flat_map(|w| &w.shapes)
+            .any(|s| s.drift.is_some())
+        {
+            let _ = writeln!(
+                s,
+                "drift: the first reference row timed before the rungs and after them; {}",
+                DRIFT_NOTE.replace('`', "")
+            );
+        }
         if report.cpu_ports() {
             let _ = writeln!(
                 s,

@@ -165,6 +165,7 @@ fn shape(n: usize, scale: f64) -> ShapeResults {
         flops: s.flops(),
         reference: "f64 on the CPU".into(),
         rows,
+        reference_before: None,
     }
 }
 
@@ -580,4 +581,62 @@ fn byte_counts_read_in_the_unit_that_fits() {
     assert_eq!(bytes(1536), "1.5 KiB");
     assert_eq!(bytes(3 << 20), "3.0 MiB");
     assert_eq!(bytes(5 << 30), "5.00 GiB");
+}
+
+/// A reference timed before the rungs as well as after them: the shape's tables say how far
+/// the machine drifted in between, and whether the samples' scatter explains it.
+#[test]
+fn a_reference_timed_before_the_rungs_says_how_far_the_machine_drifted() {
+    let mut run = synthetic();
+    let before = |ms: f64| crate::results::ReferenceBefore {
+        id: "cublas-sgemm".into(),
+        timing: Timing::from_samples(vec![ms * 0.98, ms, ms * 1.03], 1),
+    };
+    // After the rungs its row took 4.0 ms at 4096 and 0.5 ms at 2048 (samples within +-3%).
+    let shapes = &mut run.workloads[0].shapes;
+    shapes[2].reference_before = Some(before(3.2));
+    shapes[1].reference_before = Some(before(0.5 * 1.01));
+    let report = Report::new(&run);
+    let drift = |i: usize| report.workloads[0].shapes[i].drift.clone();
+    assert_eq!(drift(0), None, "no timing before the rungs, no drift");
+    let apart = drift(2).unwrap();
+    assert!(apart.significant);
+    assert!((apart.ratio() - 1.25).abs() < 1e-12);
+    let close = drift(1).unwrap();
+    assert!(!close.significant);
+
+    let md = table::markdown(&report, &report.workloads[0]);
+    assert!(
+        md.contains(
+            "Drift: `cublas-sgemm` took 3.200 ms a run timed before the rungs and 4.000 ms \
+             after them (1.25x, beyond the noise). `% of ref` and `vs first` divide times"
+        ),
+        "{md}"
+    );
+    assert!(md.contains("after them (~0.99x, inside the noise)"), "{md}");
+    assert_eq!(md.matches("Drift:").count(), 2, "{md}");
+    let text = table::terminal(&report);
+    assert!(
+        text.contains("drift: cublas-sgemm 3.200 ms before the rungs, 4.000 ms after (1.25x, beyond the noise)"),
+        "{text}"
+    );
+    assert_eq!(
+        text.matches(&format!(
+            "drift: the first reference row timed before the rungs and after them; {}",
+            model::DRIFT_NOTE.replace('`', "")
+        ))
+        .count(),
+        1,
+        "{text}"
+    );
+
+    // A reference whose row failed after the rungs has nothing to set beside.
+    let shapes = &mut run.workloads[0].shapes;
+    let r = shapes[2]
+        .rows
+        .iter_mut()
+        .find(|r| r.id == "cublas-sgemm")
+        .unwrap();
+    r.status = Status::Failed;
+    assert_eq!(Report::new(&run).workloads[0].shapes[2].drift, None);
 }

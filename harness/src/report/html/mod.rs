@@ -323,6 +323,8 @@ struct ShapeCtx {
     gflop: String,
     checked_against: String,
     notes: Vec<String>,
+    /// How far the machine drifted over the shape (Markdown), where it was measured.
+    drift: Option<String>,
     ablation: Option<Figure>,
     roofline: Option<Figure>,
     compact: Table,
@@ -430,6 +432,7 @@ fn shape_ctx(
         gflop: format!("{:.2}", s.flops / 1e9),
         checked_against: s.checked_against.clone(),
         notes: shape_notes(s),
+        drift: s.drift.as_ref().map(|d| d.sentence()),
         ablation: svg::ablation(report, s)?,
         roofline: svg::roofline(report, s)?,
         compact: table_of(s, &compact_cols, nav, rung_pages),
