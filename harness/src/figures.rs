@@ -136,6 +136,14 @@ pub fn render(name: &str, run: &RunResults, folder: &str) -> Result<String> {
                 })
                 .collect::<Result<Vec<_>>>()?
         };
+    // How far the machine drifted over the shape, where the figure shows the row it was
+    // measured on.
+    let drift = shape
+        .drift
+        .as_ref()
+        .filter(|d| rows.iter().any(|r| r.row.id == d.id))
+        .map(|d| format!("\n{}\n", d.sentence()))
+        .unwrap_or_default();
     let dev = &run.device;
     let what = match report.kind {
         DeviceKind::Cpu => {
@@ -148,7 +156,7 @@ pub fn render(name: &str, run: &RunResults, folder: &str) -> Result<String> {
     };
     Ok(format!(
         "\n{workload} {label}: {what} `{}`, measured {}, commit `{}` (generated from \
-         `{folder}` by `harness docs --figures`).\n\n{}",
+         `{folder}` by `harness docs --figures`).\n\n{}{drift}",
         dev.name,
         run.date,
         run.commit,
@@ -374,4 +382,38 @@ pub fn walkthroughs(root: &Path) -> Result<Vec<PathBuf>> {
     }
     files.sort();
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A figure with the reference row the drift was measured on says how far the machine
+    /// drifted over the shape; one without it does not (its rows' `% of ref` are not shown
+    /// against that row).
+    #[test]
+    fn a_figure_with_the_drifting_reference_row_carries_the_drift() {
+        let folder = "results/cpu-intel-r-xeon-r-processor-2-80ghz-2-threads";
+        let run = RunResults::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(folder),
+        )
+        .unwrap();
+        let shape = &run.workloads[0].shapes[0];
+        let before = shape
+            .reference_before
+            .as_ref()
+            .expect("the published CPU run has one");
+        let name = format!("gemm {}", shape.label);
+        let whole = render(&name, &run, folder).unwrap();
+        assert!(
+            whole.contains(&format!("Drift: `{}` took", before.id)),
+            "{whole}"
+        );
+        let with_ref = render(&format!("{name} gemm-naive,{}", before.id), &run, folder).unwrap();
+        assert!(with_ref.contains("Drift:"), "{with_ref}");
+        let rungs = render(&format!("{name} gemm-naive,gemm-tiled"), &run, folder).unwrap();
+        assert!(!rungs.contains("Drift:"), "{rungs}");
+    }
 }
