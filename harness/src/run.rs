@@ -663,19 +663,24 @@ mod tests {
         assert_eq!(got, vec![None, None, bf16.clone(), bf16]);
     }
 
+    /// Few short samples: timing tests of what is timed, not of how fast.
+    fn quick_timing(pair_rounds: u32) -> TimingConfig {
+        TimingConfig {
+            warmup_ms: 0.0,
+            samples: 3,
+            min_sample_ms: 0.2,
+            max_row_ms: 1000.0,
+            pair_rounds,
+        }
+    }
+
     #[test]
     fn a_rung_and_its_parent_are_timed_side_by_side_whichever_runs_first() {
         let all = crate::registry::all();
         let pick = |id: &str| all.iter().find(|k| k.info().id == id).unwrap().as_ref();
         let config = Config::defaults();
         let dev = CpuDevice::new();
-        let timing = TimingConfig {
-            warmup_ms: 0.0,
-            samples: 3,
-            min_sample_ms: 0.2,
-            max_row_ms: 1000.0,
-            pair_rounds: 4,
-        };
+        let timing = quick_timing(4);
         // Tiled before its parent, naive; 12 (its parent 11's port) and the reference after.
         let kernels = vec![
             pick("gemm-tiled"),
@@ -742,13 +747,7 @@ mod tests {
         let pick = |id: &str| all.iter().find(|k| k.info().id == id).unwrap().as_ref();
         let config = Config::defaults();
         let dev = CpuDevice::new();
-        let timing = TimingConfig {
-            warmup_ms: 0.0,
-            samples: 3,
-            min_sample_ms: 0.2,
-            max_row_ms: 1000.0,
-            pair_rounds: 0,
-        };
+        let timing = quick_timing(0);
         let run = |ids: &[&str], timing: Option<TimingConfig>| {
             let ablation = Ablation {
                 dev: &dev,

@@ -27,13 +27,13 @@ pub mod h100 {
     /// FP32 lanes per SM (NVIDIA H100 architecture whitepaper); with the FP32 peak it gives
     /// the clock the data sheet assumes (see [`clock_hz`]).
     pub const FP32_LANES_PER_SM: f64 = 128.0;
-    /// L2 bandwidth: NVIDIA publishes no figure. The Chips and Cheese microbenchmarks ("Nvidia's
-    /// H100: Funny L2, and Tons of Bandwidth", 2023) read about 5.5 TB/s on an H100 PCIe (114
-    /// SMs, a 350 W part whose clock dropped under that test), but this lab's wgmma GEMM rungs moved
-    /// more through the L2 of an H200, the same GH100 chip with 132 SMs: at 8192^3 rung 25's
-    /// 2048 tiles of 128x256 read 12.9 GB of A and B at 8.6 TB/s (the test
-    /// `l2_rate_is_the_fastest_a_published_gpu_run_read` recomputes it). The rate is
-    /// that measured floor: the model's L2 bound is one the lab has seen a kernel reach.
+    /// L2 bandwidth: NVIDIA publishes no figure. The Chips and Cheese microbenchmarks
+    /// ("Nvidia's H100: Funny L2, and Tons of Bandwidth", 2023) read about 5.5 TB/s on an H100
+    /// PCIe (114 SMs, a 350 W part whose clock dropped under that test), but this lab's wgmma
+    /// GEMM rungs moved more through the L2 of an H200, the same GH100 chip with 132 SMs: at
+    /// 8192^3 rung 25's 2048 tiles of 128x256 read 12.9 GB of A and B at 8.6 TB/s (the test
+    /// `l2_rate_is_the_fastest_a_published_gpu_run_read` recomputes it). The rate is that
+    /// measured floor: the model's L2 bound is one the lab has seen a kernel reach.
     pub const L2_BYTES_PER_S: f64 = 8.6e12;
     /// Shared memory (and L1) bandwidth per SM: 32 banks of 4 bytes a clock (CUDA C++
     /// Programming Guide, compute capability 9.0).

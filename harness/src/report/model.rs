@@ -92,8 +92,8 @@ impl Drift {
 }
 
 /// What a drift means for the columns.
-pub const DRIFT_NOTE: &str = "`% of ref` and `vs first` divide times taken that far apart, and carry such a change of the \
-     machine.";
+pub const DRIFT_NOTE: &str = "`% of ref` and `vs first` divide times taken that far apart, \
+     and carry such a change of the machine.";
 
 /// The reference the rows of one precision are compared with in `% of ref`.
 #[derive(Debug, Clone, PartialEq)]
