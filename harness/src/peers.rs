@@ -154,6 +154,7 @@ fn to_row(p: &PeerRow, tool: &str, shape: &kernel::Shape) -> Option<Row> {
         check,
         resources: Vec::new(),
         traffic: None,
+        banks: None,
         same_cpu_port_as: None,
         paired: None,
     })

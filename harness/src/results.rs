@@ -162,6 +162,10 @@ pub struct Row {
     /// The memory traffic the row really issued, where something counted it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub traffic: Option<Traffic>,
+    /// Its shared-memory requests and their bank conflicts, as the simulator's bank model
+    /// counts them (a sample of the blocks counts those blocks').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub banks: Option<kernel::SharedBanks>,
     /// On the CPU: the first row of its shape that runs the same CPU port (the same Rust
     /// function) as this one, when that is another row. A rung whose idea has no CPU analogue
     /// shares its parent's port, and the two rows then time the same code.

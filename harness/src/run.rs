@@ -119,6 +119,7 @@ fn empty_row(kernel: &dyn Kernel, shape: &Shape, plan: Option<&CudaPlan>) -> Row
         check: None,
         resources: Vec::new(),
         traffic: None,
+        banks: None,
         same_cpu_port_as: None,
         paired: None,
     }
@@ -195,6 +196,8 @@ pub fn evaluate<'a>(
             }
             row.check = Some(c);
             // A sample's traffic is some blocks' against the whole shape's FLOP: no intensity.
+            // Bank conflicts are a ratio: a sample of the blocks shows them as well.
+            row.banks = prepared.traffic().map(|t| t.shared);
             row.traffic = prepared
                 .traffic()
                 .filter(|_| sample.is_none())

@@ -8,7 +8,8 @@ use kernel::device::cpu::CpuDevice;
 use kernel::{DeviceError, DeviceKind, Executor, Kernel, Shape, Workload};
 
 /// The simulator as every command opens it: instrumented (every run checks for shared-memory
-/// races and counts traffic), and running a sample of each launch's blocks with `sim_blocks`.
+/// races, counts traffic and bank conflicts), and running a sample of each launch's blocks
+/// with `sim_blocks`.
 pub fn simulator(sim_blocks: Option<usize>) -> Result<kernel::sim::SimDevice> {
     let dev = kernel::sim::SimDevice::new()
         .map_err(|e| anyhow!("--device sim: {e}"))?

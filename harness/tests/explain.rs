@@ -5,11 +5,12 @@ use harness::cmd::explain::{self, Block};
 use harness::{sass, sol};
 use std::process::Command;
 
-const SECTIONS: [&str; 6] = [
+const SECTIONS: [&str; 7] = [
     "Lineage",
     "Source diff against the parent",
     "Resources",
     "SASS instruction mix",
+    "Shared-memory banks in the simulator",
     "Speed of light on an H100",
     "Measured",
 ];

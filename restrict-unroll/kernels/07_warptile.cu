@@ -10,8 +10,12 @@
 // thread), which is also the shape tensor-core rungs (10, 11) compute in.
 // What the SASS shows (sm_90): the same instruction mix as 06 (512 FFMA, 32 LDS.128, 2
 // LDG.E.128 per K step, 16 STG.E.128, 127 registers). The change is only in the addresses a
-// warp's lanes read, which decides shared-memory bank conflicts and broadcasts; the SASS
-// cannot show that, the bank-conflict metric of ncu (tools/gpu-check.sh) can.
+// warp's lanes read, which decides shared-memory bank conflicts and broadcasts. The SASS
+// cannot show that; the simulator's bank model (`harness explain gemm-warptile`) and ncu's
+// bank-conflict metric (tools/gpu-check.sh) can: in 06 a quarter-warp's float4 reads of B
+// start 32 bytes apart, two to a bank group, so half of each B read is a conflict; here its
+// eight lanes read four consecutive float4s of B (two lanes share each) and two of A (four
+// share each), a bank group each, and the LDS conflicts are gone.
 // Loads, the transposed A tile, the float4 constraint (K % 4 == 0, N % 4 == 0) and the tail
 // handling are rung 06 unchanged. Every thread reaches every barrier.
 

@@ -5,11 +5,12 @@
 
 use super::Outcome;
 use super::inspect::inspect_shapes;
+use crate::config::Config;
 use crate::report::model::ShapeReport;
 use crate::report::table::Col;
 use crate::results::{RunResults, Status};
 use crate::runs::LabDir;
-use crate::{registry, resources, sass, sol};
+use crate::{inputs, registry, resources, run, sass, select, sol};
 use kernel::cuda::nvrtc;
 use kernel::{CudaPlan, Kernel, Precision, Shape};
 use std::fmt::Write as _;
@@ -170,6 +171,9 @@ pub fn explain(
     }
     doc.section("Resources", resources_of(&both, &at));
     doc.section("SASS instruction mix", sass_of(&both, &at));
+    let mut kernels = vec![k];
+    kernels.extend(parent);
+    doc.section(BANKS, banks_of(all, &kernels));
     doc.section(
         "Speed of light on an H100",
         speed_of_light(k, &shape, both[0].1.as_ref(), run),
@@ -748,6 +752,95 @@ fn sass_of(both: &[(String, Option<CudaPlan>)], at: &str) -> Vec<Block> {
          LD/ST: generic; LDL/STL: local memory)."
     ))];
     out.push(Block::Table(head, rows));
+    out.extend(notes.into_iter().map(Block::Text));
+    out
+}
+
+/// The section of the simulator's bank counts.
+pub const BANKS: &str = "Shared-memory banks in the simulator";
+
+/// The bank model's counts for `kernels` (the rung, then its parent) at the workload's
+/// largest simulator shape: the one `tools/gpu-check.sh` profiles with Nsight Compute, so
+/// that the two can be set side by side.
+fn banks_of(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Vec<Block> {
+    let w = kernels[0].info().workload;
+    if w.is_network() {
+        return vec![Block::Text(
+            "A network's layers are rungs of their own ladders: their pages count their banks."
+                .into(),
+        )];
+    }
+    let config = Config::defaults();
+    let Some(shape) = config
+        .shapes(w, "sim")
+        .into_iter()
+        .max_by(|a, b| a.flops().total_cmp(&b.flops()))
+    else {
+        return vec![Block::Text(format!("No simulator shape for {w}."))];
+    };
+    let dev = match select::simulator(None) {
+        Ok(d) => d,
+        Err(e) => return vec![Block::Text(format!("No simulator: {e}."))],
+    };
+    let refs: Vec<&dyn Kernel> = all.iter().map(|k| k.as_ref()).collect();
+    let x = inputs::random_inputs(&shape, config.seed);
+    let reference = run::reference_for(&dev, &refs, &shape, &x, &config);
+    let head = [
+        "kernel",
+        "instruction",
+        "requests",
+        "wavefronts",
+        "ideal",
+        "conflicts",
+        "per request",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for k in kernels {
+        let id = k.info().id;
+        let (row, _) = run::evaluate(&dev, *k, &shape, &x, &reference);
+        let Some(banks) = row.banks.filter(|_| row.passed()) else {
+            let why = row
+                .reason
+                .as_deref()
+                .unwrap_or("the simulator counted nothing");
+            notes.push(format!("{id}: {why}"));
+            continue;
+        };
+        let before = rows.len();
+        for (kind, c) in banks.kinds() {
+            if c.requests == 0 {
+                continue;
+            }
+            rows.push(vec![
+                id.to_string(),
+                kind.to_string(),
+                c.requests.to_string(),
+                c.wavefronts.to_string(),
+                c.ideal.to_string(),
+                c.conflicts().to_string(),
+                format!("{:.2}", c.conflicts() as f64 / c.requests as f64),
+            ]);
+        }
+        if rows.len() == before {
+            notes.push(format!(
+                "{id}: no shared-memory instruction the model counts (WMMA's loads and stores, \
+                 TMA and wgmma are not counted)."
+            ));
+        }
+    }
+    let mut out = vec![Block::Text(format!(
+        "The simulator's bank model at the shape {shape} (the one `tools/gpu-check.sh` profiles \
+         with Nsight Compute): each warp instruction rebuilt from its lanes' addresses and served \
+         in 128-byte phases by 32 banks of 4-byte words; a phase takes a wavefront per distinct \
+         word of its busiest bank, and the wavefronts beyond one a phase are conflicts. \
+         `harness/tests/bank_model.rs` holds it to the counts Nsight Compute took on an H200."
+    ))];
+    if !rows.is_empty() {
+        out.push(Block::Table(head, rows));
+    }
     out.extend(notes.into_iter().map(Block::Text));
     out
 }

@@ -21,6 +21,7 @@ pub enum Col {
     Intensity,
     Traffic,
     TrafficIntensity,
+    Banks,
     VsParent,
     VsFirst,
     PctRef,
@@ -46,6 +47,7 @@ impl Col {
             Self::Intensity => "ideal FLOP/B",
             Self::Traffic => "traffic",
             Self::TrafficIntensity => "FLOP/B",
+            Self::Banks => "bank conflicts",
             Self::VsParent => "vs parent",
             Self::VsFirst => "vs first",
             Self::PctRef => "% of ref",
@@ -83,6 +85,7 @@ impl Col {
             Self::Intensity => format!("{:.1}", r.compulsory_intensity),
             Self::Traffic => opt(row.traffic.map(|t| t.bytes()), |b| bytes(b as u64)),
             Self::TrafficIntensity => opt(r.traffic_intensity.map(|x| x.0), |v| format!("{v:.2}")),
+            Self::Banks => bank_cell(row),
             Self::VsParent => r
                 .vs_parent
                 .as_ref()
@@ -115,6 +118,12 @@ pub fn columns(report: &Report, terminal: bool) -> Vec<Col> {
         .flat_map(|w| &w.shapes)
         .flat_map(|s| &s.rows)
         .any(|r| r.row.traffic.is_some());
+    let banks = report
+        .workloads
+        .iter()
+        .flat_map(|w| &w.shapes)
+        .flat_map(|s| &s.rows)
+        .any(|r| r.row.banks.is_some());
     let mut cols = vec![Tag, Kernel];
     if !terminal {
         cols.push(Precision);
@@ -124,7 +133,11 @@ pub fn columns(report: &Report, terminal: bool) -> Vec<Col> {
             if traffic {
                 cols.extend([Traffic, TrafficIntensity]);
             }
-            cols.extend([Intensity, Regs, Smem, Occupancy]);
+            cols.push(Intensity);
+            if banks {
+                cols.push(Banks);
+            }
+            cols.extend([Regs, Smem, Occupancy]);
             if !terminal {
                 cols.push(Scratch);
             }
@@ -153,6 +166,20 @@ pub fn columns(report: &Report, terminal: bool) -> Vec<Col> {
     // The status last: in the terminal it carries the reason of a row that did not pass.
     cols.extend([Error, Status]);
     cols
+}
+
+/// Shared-memory wavefronts over the conflict-free count: `2.00x` is a two-way conflict on
+/// average; `none` without conflicts, `-` where the row asked nothing of shared memory.
+pub fn bank_ratio(row: &Row) -> Option<f64> {
+    let t = row.banks?.total();
+    (t.ideal > 0).then(|| t.wavefronts as f64 / t.ideal as f64)
+}
+
+fn bank_cell(row: &Row) -> String {
+    match row.banks.map(|b| b.total()) {
+        Some(t) if t.ideal > 0 && t.conflicts() == 0 => "none".into(),
+        _ => opt(bank_ratio(row), |v| format!("{v:.2}x")),
+    }
 }
 
 fn opt(v: Option<f64>, f: impl Fn(f64) -> String) -> String {
@@ -292,8 +319,12 @@ fn device_note(report: &Report) -> String {
              output; it gives no speeds. `traffic` is every global-memory byte the kernel loaded \
              or stored, counted as it ran, and `FLOP/B` the arithmetic intensity that traffic \
              gives; `ideal FLOP/B` is the intensity of a kernel that reads each input once and \
-             writes the output once. Tiling shows as a higher intensity. Registers, shared \
-             memory and occupancy are NVRTC's ({}).",
+             writes the output once. Tiling shows as a higher intensity. `bank conflicts` is \
+             the shared-memory wavefronts the simulator's bank model counts for the kernel's \
+             warp instructions (LDS, STS, ldmatrix, cp.async: 32 banks of 4-byte words) over \
+             those the same requests take without conflicts: 2.00x is a two-way conflict on \
+             average (WMMA's loads, TMA and wgmma are not counted; `ncu` measures them on a \
+             GPU). Registers, shared memory and occupancy are NVRTC's ({}).",
             crate::user_kernel::run::INSPECT_ARCH
         ),
         DeviceKind::Cuda => String::new(),
@@ -418,7 +449,7 @@ pub fn markdown_rows<'a>(cols: &[Col], rows: impl IntoIterator<Item = &'a RowRep
 }
 
 /// The CSV header; every line has exactly these columns, whatever the device.
-pub const CSV_HEADER: &str = "shape,rung,kernel,role,stage,precision,parent,status,median_ms,p10_ms,p90_ms,gflops,gbps,flop_per_byte,traffic_bytes,traffic_source,flop_per_traffic_byte,speedup_parent,parent_significant,speedup_first,first_significant,pct_of_ref,reference,roof,roof_gflops,pct_of_roof,roof_source,rel_error,scratch_bytes,registers,smem_bytes,occupancy,waves,same_cpu_port_as,parent_rounds";
+pub const CSV_HEADER: &str = "shape,rung,kernel,role,stage,precision,parent,status,median_ms,p10_ms,p90_ms,gflops,gbps,flop_per_byte,traffic_bytes,traffic_source,flop_per_traffic_byte,speedup_parent,parent_significant,speedup_first,first_significant,pct_of_ref,reference,roof,roof_gflops,pct_of_roof,roof_source,rel_error,scratch_bytes,registers,smem_bytes,occupancy,waves,same_cpu_port_as,parent_rounds,smem_wavefronts,smem_ideal_wavefronts";
 
 /// Quotes a CSV field when it needs it (RFC 4180).
 fn field(s: &str) -> String {
@@ -487,6 +518,10 @@ pub fn csv(report: &Report, w: &WorkloadReport) -> String {
                     .as_ref()
                     .and_then(|s| s.rounds)
                     .map_or(String::new(), |n| n.to_string()),
+                row.banks
+                    .map_or(String::new(), |b| b.total().wavefronts.to_string()),
+                row.banks
+                    .map_or(String::new(), |b| b.total().ideal.to_string()),
             ];
             let _ = writeln!(s, "{}", cells.join(","));
         }

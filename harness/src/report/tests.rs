@@ -83,6 +83,7 @@ fn row(
             Vec::new()
         },
         traffic: None,
+        banks: None,
         same_cpu_port_as: None,
         paired: None,
     }
@@ -554,6 +555,60 @@ fn tables_show_only_the_columns_their_device_fills() {
         !terminal(&run).contains("GFLOP/s"),
         "the simulator never prints speeds"
     );
+}
+
+/// A simulator run's bank counts: a column of wavefronts over the conflict-free count, `none`
+/// without conflicts, `-` for a row that asked nothing of shared memory; the CSV keeps the
+/// totals.
+#[test]
+fn simulator_tables_show_bank_conflicts_as_wavefronts_over_the_ideal() {
+    use kernel::{SharedBanks, Wavefronts};
+    let mut run = synthetic();
+    run.device.kind = kernel::DeviceKind::Sim.name().into();
+    let w = |requests, wavefronts, ideal| Wavefronts {
+        requests,
+        wavefronts,
+        ideal,
+    };
+    let rows = &mut run.workloads[0].shapes[2].rows;
+    rows[0].banks = Some(SharedBanks::default());
+    rows[1].banks = Some(SharedBanks {
+        lds: w(10, 40, 40),
+        ..SharedBanks::default()
+    });
+    // Two-way conflicts on the loads, none on the stores: 60 wavefronts for 40.
+    rows[2].banks = Some(SharedBanks {
+        lds: w(10, 40, 20),
+        sts: w(20, 20, 20),
+        ..SharedBanks::default()
+    });
+    let report = Report::new(&run);
+    let md = table::markdown(&report, &report.workloads[0]);
+    assert!(md.contains("| bank conflicts |"), "{md}");
+    assert!(
+        md.contains("wavefronts"),
+        "the note says what the column is:\n{md}"
+    );
+    let cells: Vec<String> = report.workloads[0].shapes[2].rows[..3]
+        .iter()
+        .map(|r| table::Col::Banks.cell(r, true))
+        .collect();
+    assert_eq!(cells, ["-", "none", "1.50x"]);
+    let csv = table::csv(&report, &report.workloads[0]);
+    let shape = &run.workloads[0].shapes[2];
+    let line = csv
+        .lines()
+        .find(|l| l.starts_with(&shape.label) && l.contains(&format!(",{},", shape.rows[2].id)))
+        .unwrap();
+    assert!(line.ends_with(",60,40"), "{line}");
+    // A run without the model's counts has no such column.
+    run.workloads[0].shapes[2]
+        .rows
+        .iter_mut()
+        .for_each(|r| r.banks = None);
+    let report = Report::new(&run);
+    let md = table::markdown(&report, &report.workloads[0]);
+    assert!(!md.contains("bank conflicts |"), "{md}");
 }
 
 #[test]

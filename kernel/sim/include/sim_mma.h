@@ -38,6 +38,7 @@ inline void ldmatrix(unsigned (&r)[N], uintptr_t addr) {
         if (addr % 16) fail("ldmatrix row address %p (lane %u) is not 16-byte aligned", (void *)addr, lane);
         if (!is_shared((const void *)addr, 16))
             fail("ldmatrix row address %p (lane %u) is not in this block's shared memory", (void *)addr, lane);
+        SIM_BANK_REPORT(SIM_BANK_LDSM, addr, 16, N);
     }
     Regs4 got = warp_collective<Regs4>(Trans ? "ldmatrix.trans" : "ldmatrix", addr,
                                        [](const uintptr_t *rows, Regs4 *out) {

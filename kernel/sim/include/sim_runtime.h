@@ -30,6 +30,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "sim_banks.h"
+
 #if !defined(__x86_64__)
 #error "the CUDA simulator's context switch is written for x86-64 only"
 #endif
@@ -61,7 +63,11 @@ extern "C" void sim_stacks_add(const void *start, size_t bytes);
 // and checked once, as the first lane's.
 #define SIM_WARP_READ(p, n) (sim::warp_reporter() ? __tsan_read_range((void *)(p), (unsigned long)(n)) : (void)0)
 #define SIM_WARP_WRITE(p, n) (sim::warp_reporter() ? __tsan_write_range((void *)(p), (unsigned long)(n)) : (void)0)
+// One lane's part of a warp-wide shared-memory instruction the emulation performs (an
+// ldmatrix row, a cp.async destination), for the bank model (sim_banks.h).
+#define SIM_BANK_REPORT(kind, p, n, matrices) sim_bank_report(kind, (const void *)(p), (unsigned long)(n), matrices)
 #else
+#define SIM_BANK_REPORT(kind, p, n, matrices) ((void)0)
 #define SIM_WARP_READ(p, n) ((void)0)
 #define SIM_WARP_WRITE(p, n) ((void)0)
 #define SIM_GLOBAL_READ(p, n) ((void)0)
@@ -190,6 +196,11 @@ struct Fiber {
     bool cluster_arrived;
     unsigned cluster_phase;
     uint32_t proxy_fences;  // fence.proxy.async executed so far (only compared for equality)
+    // The bank model (sim_banks.h): switches to the scheduler so far (two accesses with one
+    // in between are never one instruction), and whether an emulation is running in this
+    // thread (what it reads is the instruction's business, reported by the emulation).
+    unsigned switches;
+    unsigned quiet;
 };
 
 struct Warp {
@@ -280,6 +291,7 @@ inline void push_front(Worker &w, unsigned i) {
 
 inline void yield_to_scheduler() {
     Fiber *f = tl_fiber;
+    f->switches++;
     sim_ctx_switch(&f->sp, tl_worker->sched_sp);
 }
 
@@ -317,6 +329,7 @@ inline bool warp_wait(unsigned mask, bool front = false) {
     Fiber &f = fiber();
     Warp &wp = w.warps[f.warp];
     unsigned expect = (mask & wp.present) | (1u << f.lane);
+    f.switches++;  // a lane that completes the warp goes on without a switch
     wp.arrived |= 1u << f.lane;
     if ((wp.arrived & expect) == expect) {
         // Only the lanes of this mask: lanes of another (a tile of the same warp) that wait
@@ -726,6 +739,23 @@ extern "C" SIM_UNINSTRUMENTED void sim_race_access(const void *p, unsigned long 
     }
 }
 
+// The bank model's view of the calling thread (sim_banks.h).
+extern "C" SIM_UNINSTRUMENTED int sim_bank_thread(const void *p, SimBankThread *out) {
+    using namespace sim;
+    Worker *w = tl_worker;
+    Fiber *f = tl_fiber;
+    if (!w || !f || f->quiet) return 0;
+    // The runtime's own two thread-locals share the TLS block with the __shared__ variables.
+    const char *c = (const char *)p, *tw = (const char *)&tl_worker, *tf = (const char *)&tl_fiber;
+    if ((c >= tw && c < tw + sizeof tl_worker) || (c >= tf && c < tf + sizeof tl_fiber)) return 0;
+    out->thread = w->rank * kMaxThreads + (unsigned)(f - w->fibers);
+    out->warp = w->rank * (kMaxThreads / 32) + f->warp;
+    out->lane = f->lane;
+    out->lanes = (unsigned)__builtin_popcount(w->warps[f->warp].present);
+    out->switches = f->switches;
+    return 1;
+}
+
 // What a TMA copy lands: written, by no thread that could race (its mbarrier orders it).
 extern "C" SIM_UNINSTRUMENTED void sim_race_async_write(const void *p, unsigned long n) {
     using namespace sim;
@@ -784,6 +814,7 @@ SIM_UNINSTRUMENTED inline void async_copy(void *dst, const void *src, unsigned b
     memset(c.data, 0, sizeof c.data);
     memcpy(c.data, src, src_bytes);
     SIM_GLOBAL_READ(src, src_bytes);
+    SIM_BANK_REPORT(SIM_BANK_LDGSTS, dst, bytes, 0);
     // The copy may land at any moment until its wait: a write from its issue (and again at
     // the wait, below).
     SIM_SHARED_WRITE(dst, bytes);
@@ -832,7 +863,9 @@ inline Out warp_collective(const char *what, const In &in, F &&f, bool front = f
         In ins[32];
         Out outs[32];
         for (unsigned l = 0; l < 32; ++l) memcpy(&ins[l], wp.slot[p][l], sizeof(In));
+        fb.quiet++;  // the instruction's own reads: its emulation reports them to the bank model
         f(static_cast<const In *>(ins), static_cast<Out *>(outs));
+        fb.quiet--;
         for (unsigned l = 0; l < 32; ++l) memcpy(wp.result[p][l], &outs[l], sizeof(Out));
     }
     Out out;
@@ -1146,6 +1179,7 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
         f.parity = f.bar_parity = 0;
         f.memo_seq = 0;
         f.cluster_arrived = false;
+        f.switches = f.quiet = 0;
         // Copies a thread of the previous block left pending are dropped, never completed.
         f.async = w.async_copies + (size_t)i * kMaxAsyncCopies;
         f.async_pending = f.async_groups = 0;

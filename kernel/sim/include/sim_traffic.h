@@ -18,6 +18,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <algorithm>
+#include <unordered_map>
+#include <vector>
+
+#include "sim_banks.h"
+
 // One launch's counting: its device buffers as [start, end) pairs, set by the host, and the
 // totals the blocks add to. Owned by the host and passed with the launch (SimLaunch::traffic),
 // so that launches of one module on several devices at once count apart. Mirrored in
@@ -28,6 +34,8 @@ struct SimTraffic {
     int32_t ranges;
     uint64_t lowest, highest;
     uint64_t loads, stores;
+    // The bank model's counts per kind (SimBankKind): requests, wavefronts, ideal wavefronts.
+    uint64_t banks[SIM_BANK_KINDS][3];
 };
 
 extern "C" void sim_race_access(const void *p, unsigned long n, int write);  // sim_runtime.h
@@ -58,6 +66,146 @@ inline bool on_a_stack(uintptr_t a) {
     return false;
 }
 
+// ---- The bank model (sim_banks.h) ----
+
+// One warp instruction being rebuilt: what each lane that has run it accessed.
+struct Lane {
+    uintptr_t addr;
+    unsigned bytes, lane;
+};
+struct Group {
+    std::vector<Lane> lanes;
+    unsigned expected;  // lanes that will run it (all the warp's; an ldmatrix's row givers)
+};
+struct GroupKey {
+    uintptr_t pc;
+    unsigned warp, kind, nth;
+    bool operator==(const GroupKey &o) const { return pc == o.pc && warp == o.warp && kind == o.kind && nth == o.nth; }
+};
+struct SiteKey {
+    uintptr_t pc;
+    unsigned thread, kind;
+    bool operator==(const SiteKey &o) const { return pc == o.pc && thread == o.thread && kind == o.kind; }
+};
+inline uint64_t hash_mix(uint64_t x) {
+    x ^= x >> 33;
+    x *= 0xFF51AFD7ED558CCDull;
+    return x ^ (x >> 29);
+}
+struct GroupHash {
+    size_t operator()(const GroupKey &k) const { return hash_mix(k.pc ^ ((uint64_t)k.warp << 40) ^ ((uint64_t)k.kind << 58) ^ ((uint64_t)k.nth * 0x9E3779B97F4A7C15ull)); }
+};
+struct SiteHash {
+    size_t operator()(const SiteKey &k) const { return hash_mix(k.pc ^ ((uint64_t)k.thread << 40) ^ ((uint64_t)k.kind << 58)); }
+};
+
+// A thread's plain access not yet counted: the next one may continue it (a split vector).
+struct Pending {
+    uintptr_t addr, pc;
+    unsigned bytes, switches;
+    bool write, live;
+    SimBankThread who;
+};
+
+// Wavefronts of one phase: per bank, the distinct words its lanes touch (lanes reading one
+// word share it); the busiest bank sets the count. `words` is scratch.
+inline uint64_t wavefronts(const std::vector<Lane> &lanes, std::vector<uintptr_t> &words) {
+    words.clear();
+    for (const Lane &l : lanes)
+        for (uintptr_t w = l.addr / 4; w <= (l.addr + l.bytes - 1) / 4; ++w) words.push_back(w);
+    std::sort(words.begin(), words.end());
+    words.erase(std::unique(words.begin(), words.end()), words.end());
+    unsigned per_bank[32] = {};
+    uint64_t most = 0;
+    for (uintptr_t w : words) most = std::max<uint64_t>(most, ++per_bank[w % 32]);
+    return most;
+}
+
+// Everything the bank model keeps for the blocks running on this OS thread.
+struct Banks {
+    std::vector<Pending> pending;  // by SimBankThread::thread
+    std::unordered_map<SiteKey, unsigned, SiteHash> runs;  // each thread's executions of each access
+    std::unordered_map<GroupKey, Group, GroupHash> open;
+    std::vector<uintptr_t> words;  // scratch of count()
+    std::vector<Lane> phase;
+    uint64_t counts[SIM_BANK_KINDS][3] = {};
+
+    // A warp instruction is served in phases of 128 bytes: the whole warp at 4 bytes a lane,
+    // half-warps at 8, quarter-warps at 16, and an ldmatrix one 8x8 matrix (eight 16-byte
+    // rows) a phase. Each phase takes as many wavefronts as its busiest bank has distinct
+    // words (one at best), so the ideal is a wavefront a phase.
+    void count(unsigned kind, const Group &g) {
+        unsigned width = 0;
+        for (const Lane &l : g.lanes) width = std::max(width, l.bytes);
+        const unsigned per_phase = kind == SIM_BANK_LDSM || width >= 16 ? 8 : width == 8 ? 16 : 32;
+        uint64_t waves = 0, ideal = 0;
+        for (unsigned ph = 0; ph < 32 / per_phase; ++ph) {
+            phase.clear();
+            for (const Lane &l : g.lanes)
+                if (l.lane / per_phase == ph) phase.push_back(l);
+            if (phase.empty()) continue;
+            waves += wavefronts(phase, words);
+            ideal += 1;
+        }
+        counts[kind][0] += 1;
+        counts[kind][1] += waves;
+        counts[kind][2] += ideal;
+    }
+
+    // One lane's part of the instruction at `pc`: the n-th time this thread runs it joins
+    // the other lanes' n-th.
+    void add(const SimBankThread &who, unsigned kind, uintptr_t pc, uintptr_t addr, unsigned bytes,
+             unsigned expected) {
+        unsigned nth = runs[SiteKey{pc, who.thread, kind}]++;
+        GroupKey key{pc, who.warp, kind, nth};
+        Group &g = open[key];
+        g.lanes.push_back(Lane{addr, bytes, who.lane});
+        g.expected = expected;
+        if (g.lanes.size() >= g.expected) {
+            count(kind, g);
+            open.erase(key);
+        }
+    }
+
+    // A plain access counted: split into naturally aligned pieces of at most 16 bytes (the
+    // widths a shared load or store has).
+    void commit(Pending &p) {
+        if (!p.live) return;
+        p.live = false;
+        uintptr_t a = p.addr, end = p.addr + p.bytes;
+        for (unsigned piece = 0; a < end; ++piece) {
+            unsigned size = 16;
+            while (size > 1 && (a % size || a + size > end)) size /= 2;
+            add(p.who, p.write ? SIM_BANK_STS : SIM_BANK_LDS, p.pc + piece, a, size, p.who.lanes);
+            a += size;
+        }
+    }
+
+    void plain(const void *p, unsigned bytes, bool write, uintptr_t pc) {
+        SimBankThread who;
+        if (!sim_bank_thread(p, &who)) return;
+        if (pending.size() <= who.thread) pending.resize(who.thread + 1);
+        Pending &q = pending[who.thread];
+        uintptr_t a = (uintptr_t)p;
+        // Words only: nvcc leaves a run of 8- or 16-bit stores as it is (a half tile's tail).
+        if (q.live && q.write == write && q.switches == who.switches && bytes >= 4 && q.bytes >= 4 &&
+            a == q.addr + q.bytes && q.addr / 16 == (a + bytes - 1) / 16) {
+            q.bytes += bytes;
+            return;
+        }
+        commit(q);
+        q = Pending{a, pc, bytes, who.switches, write, true, who};
+    }
+
+    // The blocks are done: what is still pending or incomplete (lanes that exited or skipped
+    // the access) is counted as it stands.
+    void finish() {
+        for (Pending &p : pending) commit(p);
+        for (auto &[key, g] : open) count(key.kind, g);
+        open.clear();
+    }
+};
+
 // What the hooks need of the block this OS thread runs, in one thread-local (one TLS lookup
 // per hook): its launch's counts, its shared memory (static, then dynamic), and the bytes it
 // loaded and stored. This state lies in the module's TLS block, which the runtime fills with
@@ -67,6 +215,7 @@ struct Block {
     SimTraffic *traffic;
     uintptr_t static_lo, static_bytes, dynamic_lo, dynamic_bytes;
     uint64_t loads, stores;
+    Banks *banks;  // allocated at the block's start: this TLS block is poisoned there
 };
 thread_local Block block;
 
@@ -81,12 +230,15 @@ inline bool global(const Block &b, uintptr_t a) {
 // An access of `bytes` at `p`: shared memory goes to the race checker (unless atomic),
 // global memory is counted, anything else (the fibers' stacks first, the runtime's state) is
 // left.
-inline void access(const void *p, uint64_t bytes, bool write, bool atomic) {
+// `pc`: where in the kernel a plain load or store of at most 16 bytes is (null for atomics and
+// the emulation's range reports, which the bank model does not see).
+inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const void *pc = nullptr) {
     uintptr_t a = (uintptr_t)p;
     if (on_a_stack(a)) return;
     Block &b = block;
     if (a - b.static_lo < b.static_bytes || a - b.dynamic_lo < b.dynamic_bytes) {
         if (!atomic) sim_race_access(p, bytes, write);
+        if (pc && b.banks) b.banks->plain(p, (unsigned)bytes, write, (uintptr_t)pc);
     } else if (global(b, a)) {
         (write ? b.stores : b.loads) += bytes;
     }
@@ -95,8 +247,8 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic) {
 // Atomic accesses (counted, never race-checked), then plain ones.
 inline void load(const void *p, uint64_t bytes) { access(p, bytes, false, true); }
 inline void store(const void *p, uint64_t bytes) { access(p, bytes, true, true); }
-inline void read(const void *p, uint64_t bytes) { access(p, bytes, false, false); }
-inline void write(const void *p, uint64_t bytes) { access(p, bytes, true, false); }
+inline void read(const void *p, uint64_t bytes, const void *pc = nullptr) { access(p, bytes, false, false, pc); }
+inline void write(const void *p, uint64_t bytes, const void *pc = nullptr) { access(p, bytes, true, false, pc); }
 
 }  // namespace sim_traffic
 
@@ -107,7 +259,7 @@ inline void write(const void *p, uint64_t bytes) { access(p, bytes, true, false)
 extern "C" void sim_traffic_begin(SimTraffic *t, const void *static_lo, size_t static_bytes,
                                   const void *dynamic_lo, size_t dynamic_bytes) {
     sim_traffic::block = sim_traffic::Block{t, (uintptr_t)static_lo, static_bytes, (uintptr_t)dynamic_lo,
-                                            dynamic_bytes, 0, 0};
+                                            dynamic_bytes, 0, 0, t ? new sim_traffic::Banks : nullptr};
 }
 
 // The block has finished: what it counted goes to its launch's totals.
@@ -117,10 +269,19 @@ extern "C" void sim_traffic_flush() {
         __atomic_fetch_add(&b.traffic->loads, b.loads, __ATOMIC_RELAXED);
         __atomic_fetch_add(&b.traffic->stores, b.stores, __ATOMIC_RELAXED);
     }
+    if (b.banks) {
+        b.banks->finish();
+        for (int k = 0; k < SIM_BANK_KINDS; ++k)
+            for (int i = 0; i < 3; ++i) __atomic_fetch_add(&b.traffic->banks[k][i], b.banks->counts[k][i], __ATOMIC_RELAXED);
+        delete b.banks;
+    }
     b = sim_traffic::Block{};
 }
 
 // ---- The instrumentation's hooks (the names and signatures gcc calls) ----
+
+// The code address the hook was called from: which instruction of the kernel it is.
+#define SIM_HERE __builtin_return_address(0)
 
 extern "C" {
 
@@ -132,15 +293,25 @@ void __tsan_vptr_read(void **) {}
 void __tsan_read_range(void *p, unsigned long n) { sim_traffic::read(p, n); }
 void __tsan_write_range(void *p, unsigned long n) { sim_traffic::write(p, n); }
 
-#define SIM_TRAFFIC_ACCESS(N)                                                       \
-    void __tsan_read##N(void *p) { sim_traffic::read(p, N); }                       \
-    void __tsan_write##N(void *p) { sim_traffic::write(p, N); }                     \
-    void __tsan_unaligned_read##N(void *p) { sim_traffic::read(p, N); }             \
-    void __tsan_unaligned_write##N(void *p) { sim_traffic::write(p, N); }           \
-    void __tsan_volatile_read##N(void *p) { sim_traffic::read(p, N); }              \
-    void __tsan_volatile_write##N(void *p) { sim_traffic::write(p, N); }            \
-    void __tsan_unaligned_volatile_read##N(void *p) { sim_traffic::read(p, N); }    \
-    void __tsan_unaligned_volatile_write##N(void *p) { sim_traffic::write(p, N); }
+// ldmatrix and cp.async: one lane's row or destination, from the emulation.
+void sim_bank_report(int kind, const void *p, unsigned long n, unsigned matrices) {
+    sim_traffic::Block &b = sim_traffic::block;
+    SimBankThread who;
+    if (!b.banks || !sim_bank_thread(p, &who)) return;
+    const unsigned expected = kind == SIM_BANK_LDSM ? 8 * matrices : who.lanes;
+    b.banks->add(who, (unsigned)kind, (uintptr_t)SIM_HERE, (uintptr_t)p, (unsigned)n, expected);
+}
+
+// Each passes the code address of the access to the bank model.
+#define SIM_TRAFFIC_ACCESS(N)                                                                 \
+    void __tsan_read##N(void *p) { sim_traffic::read(p, N, SIM_HERE); }                       \
+    void __tsan_write##N(void *p) { sim_traffic::write(p, N, SIM_HERE); }                     \
+    void __tsan_unaligned_read##N(void *p) { sim_traffic::read(p, N, SIM_HERE); }             \
+    void __tsan_unaligned_write##N(void *p) { sim_traffic::write(p, N, SIM_HERE); }           \
+    void __tsan_volatile_read##N(void *p) { sim_traffic::read(p, N, SIM_HERE); }              \
+    void __tsan_volatile_write##N(void *p) { sim_traffic::write(p, N, SIM_HERE); }            \
+    void __tsan_unaligned_volatile_read##N(void *p) { sim_traffic::read(p, N, SIM_HERE); }    \
+    void __tsan_unaligned_volatile_write##N(void *p) { sim_traffic::write(p, N, SIM_HERE); }
 SIM_TRAFFIC_ACCESS(1)
 SIM_TRAFFIC_ACCESS(2)
 SIM_TRAFFIC_ACCESS(4)

@@ -162,6 +162,87 @@ pub struct BlockSample {
 pub struct MemoryTraffic {
     pub load_bytes: u64,
     pub store_bytes: u64,
+    /// What the warps asked of shared memory, as the simulator's bank model counts it.
+    pub shared: SharedBanks,
+}
+
+/// Shared-memory requests of one kind as the simulator's bank model counts them
+/// (`kernel/sim/include/sim_banks.h`): warp instructions, the wavefronts the 32 banks took
+/// to serve them, and the wavefronts they would take without conflicts (one per 128
+/// distinct bytes; one per 8x8 matrix of an ldmatrix).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Wavefronts {
+    pub requests: u64,
+    pub wavefronts: u64,
+    pub ideal: u64,
+}
+
+impl Wavefronts {
+    /// Wavefronts beyond the ideal: what Nsight Compute calls bank conflicts.
+    pub fn conflicts(&self) -> u64 {
+        self.wavefronts.saturating_sub(self.ideal)
+    }
+
+    fn plus(self, o: Self) -> Self {
+        Self {
+            requests: self.requests + o.requests,
+            wavefronts: self.wavefronts + o.wavefronts,
+            ideal: self.ideal + o.ideal,
+        }
+    }
+}
+
+/// Shared-memory requests by instruction, as Nsight Compute separates them: plain loads
+/// (`LDS`) and stores (`STS`), `ldmatrix` (`LDSM`) and `cp.async` (`LDGSTS`). WMMA's loads,
+/// TMA and wgmma are not counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct SharedBanks {
+    pub lds: Wavefronts,
+    pub sts: Wavefronts,
+    pub ldsm: Wavefronts,
+    pub ldgsts: Wavefronts,
+}
+
+impl SharedBanks {
+    /// From the simulator's counts, in `SimBankKind` order.
+    pub fn from_counts(c: [[u64; 3]; 4]) -> Self {
+        let w = |k: usize| Wavefronts {
+            requests: c[k][0],
+            wavefronts: c[k][1],
+            ideal: c[k][2],
+        };
+        Self {
+            lds: w(0),
+            sts: w(1),
+            ldsm: w(2),
+            ldgsts: w(3),
+        }
+    }
+
+    /// Each kind with the name of its SASS instruction.
+    pub fn kinds(&self) -> [(&'static str, Wavefronts); 4] {
+        [
+            ("LDS", self.lds),
+            ("STS", self.sts),
+            ("LDSM", self.ldsm),
+            ("LDGSTS", self.ldgsts),
+        ]
+    }
+
+    pub fn total(&self) -> Wavefronts {
+        self.kinds()
+            .iter()
+            .fold(Wavefronts::default(), |a, (_, w)| a.plus(*w))
+    }
+
+    pub fn plus(self, o: Self) -> Self {
+        Self {
+            lds: self.lds.plus(o.lds),
+            sts: self.sts.plus(o.sts),
+            ldsm: self.ldsm.plus(o.ldsm),
+            ldgsts: self.ldgsts.plus(o.ldgsts),
+        }
+    }
 }
 
 /// A device that runs kernels.

@@ -39,6 +39,7 @@ const HEADERS: &[(&str, &str)] = &[
         "sim_traffic.h",
         include_str!("../../sim/include/sim_traffic.h"),
     ),
+    ("sim_banks.h", include_str!("../../sim/include/sim_banks.h")),
     ("cuda_fp16.h", include_str!("../../sim/include/cuda_fp16.h")),
     ("cuda_bf16.h", include_str!("../../sim/include/cuda_bf16.h")),
     ("mma.h", include_str!("../../sim/include/mma.h")),

@@ -30,6 +30,9 @@ pub struct SimTraffic {
     pub highest: u64,
     pub loads: u64,
     pub stores: u64,
+    /// The bank model's counts (`SimBankKind` order: LDS, STS, LDSM, LDGSTS), each requests,
+    /// wavefronts and ideal wavefronts.
+    pub banks: [[u64; 3]; 4],
 }
 
 impl SimTraffic {
@@ -42,6 +45,7 @@ impl SimTraffic {
             highest: 0,
             loads: 0,
             stores: 0,
+            banks: [[0; 3]; 4],
         };
         for (i, (start, end)) in buffers.enumerate() {
             if i == MAX_TRAFFIC_RANGES {

@@ -9,8 +9,9 @@
 //!
 //! An [`SimDevice::instrumented`] device builds the kernels with gcc's ThreadSanitizer
 //! instrumentation, whose hooks (`sim_traffic.h`) count each launch's global-memory traffic
-//! ([`Prepared::traffic`]) and hand shared-memory accesses to a race checker
-//! (`sim_race_access` in `sim_runtime.h`): a race fails the launch.
+//! ([`Prepared::traffic`]), hand shared-memory accesses to a race checker
+//! (`sim_race_access` in `sim_runtime.h`: a race fails the launch) and rebuild each warp's
+//! shared-memory instructions for the bank model (`sim_banks.h`).
 
 pub mod compile;
 mod fault;
@@ -21,6 +22,7 @@ pub mod memory;
 use crate::contract::{Kernel, Unsupported};
 use crate::device::{
     BlockSample, DeviceError, DeviceInfo, DeviceKind, Executor, MemoryTraffic, Prepared,
+    SharedBanks,
 };
 use crate::pipeline::Span;
 use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Fill, Launch, Step};
@@ -622,6 +624,7 @@ impl<'a> SimRun<'a> {
                 Some(c) => {
                     traffic.load_bytes += c.loads;
                     traffic.store_bytes += c.stores;
+                    traffic.shared = traffic.shared.plus(SharedBanks::from_counts(c.banks));
                 }
                 None => counted = false,
             }

@@ -253,6 +253,7 @@ fn sort_key(col: Col, r: &RowReport) -> Option<f64> {
         Col::Intensity => Some(r.compulsory_intensity),
         Col::Traffic => r.row.traffic.map(|x| x.bytes()),
         Col::TrafficIntensity => r.traffic_intensity.map(|x| x.0),
+        Col::Banks => super::table::bank_ratio(&r.row),
         Col::VsParent => r.vs_parent.as_ref().map(|s| s.ratio),
         Col::VsFirst => r.vs_first.as_ref().map(|s| s.ratio),
         Col::PctRef => r.pct_of_ref,
