@@ -333,3 +333,23 @@ fn every_gpu_row_is_measured_against_the_estimate_at_its_shape() {
     let doc = explain::explain(&all, k.as_ref(), None, false);
     assert!(!text_of(&doc, "Speed of light on an H100").contains("Measured against"));
 }
+
+/// The bank section sets the rung's counts beside its parent's, per instruction kind: warp
+/// tiling (07) removes the LDS conflicts of the float4 layout it changes (06).
+#[test]
+fn the_bank_section_sets_a_rung_beside_its_parent() {
+    let all = harness::registry::all();
+    let k = harness::registry::find(&all, "gemm-warptile").unwrap();
+    let doc = explain::explain(&all, k, None, true);
+    let rows = table(&doc, explain::BANKS).expect("a table of counts");
+    let lds_conflicts = |id: &str| {
+        rows.iter()
+            .find(|r| r[0] == id && r[1] == "LDS")
+            .map(|r| r[5].parse::<u64>().unwrap())
+    };
+    assert_eq!(lds_conflicts("gemm-warptile"), Some(0), "{rows:?}");
+    assert!(
+        lds_conflicts("gemm-vectorized").is_some_and(|c| c > 0),
+        "{rows:?}"
+    );
+}

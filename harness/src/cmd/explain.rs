@@ -825,18 +825,16 @@ fn banks_of(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Vec<Block> {
             ]);
         }
         if rows.len() == before {
-            notes.push(format!(
-                "{id}: no shared-memory instruction the model counts (WMMA's loads and stores, \
-                 TMA and wgmma are not counted)."
-            ));
+            notes.push(format!("{id}: no LDS, STS, ldmatrix or cp.async to count."));
         }
     }
     let mut out = vec![Block::Text(format!(
         "The simulator's bank model at the shape {shape} (the one `tools/gpu-check.sh` profiles \
          with Nsight Compute): each warp instruction rebuilt from its lanes' addresses and served \
          in 128-byte phases by 32 banks of 4-byte words; a phase takes a wavefront per distinct \
-         word of its busiest bank, and the wavefronts beyond one a phase are conflicts. \
-         `harness/tests/bank_model.rs` holds it to the counts Nsight Compute took on an H200."
+         word of its busiest bank, and the wavefronts beyond one a phase are conflicts (WMMA's \
+         loads and stores, TMA and wgmma are not counted). `harness/tests/bank_model.rs` holds \
+         it to the counts Nsight Compute took on an H200."
     ))];
     if !rows.is_empty() {
         out.push(Block::Table(head, rows));
