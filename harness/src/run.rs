@@ -133,6 +133,21 @@ pub fn device_arch(dev: &dyn Executor) -> Option<String> {
         .map(|cc| format!("sm_{}", cc.replace('.', "")))
 }
 
+/// One kernel's row at `shape`: the config's random inputs, checked against the shape's
+/// reference as a run checks it (`harness explain` and tests of a single row).
+pub fn evaluate_alone(
+    dev: &dyn Executor,
+    all: &[Box<dyn Kernel>],
+    k: &dyn Kernel,
+    shape: &Shape,
+    config: &Config,
+) -> Row {
+    let refs: Vec<&dyn Kernel> = all.iter().map(|k| k.as_ref()).collect();
+    let x = crate::inputs::random_inputs(shape, config.seed);
+    let reference = reference_for(dev, &refs, shape, &x, config);
+    evaluate(dev, k, shape, &x, &reference).0
+}
+
 /// Prepares, runs and validates one kernel on one shape. The prepared run comes back with
 /// the row when it ran, so the caller can time it.
 pub fn evaluate<'a>(

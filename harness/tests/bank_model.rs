@@ -13,9 +13,8 @@
 //!   so they do not come from the addresses.
 
 use harness::config::Config;
-use harness::run::{evaluate, reference_for};
-use harness::{inputs, registry};
-use kernel::sim::SimDevice;
+use harness::registry;
+use harness::run::evaluate_alone;
 use kernel::{Shape, Workload};
 use std::collections::HashMap;
 
@@ -79,12 +78,9 @@ fn profile(workload: &str) -> HashMap<String, HashMap<String, Option<u64>>> {
 
 #[test]
 fn the_bank_model_counts_the_conflicts_the_h200_measured() {
-    let dev = SimDevice::new()
-        .expect("the simulator needs a host C++ compiler (g++)")
-        .instrumented();
+    let dev = harness::select::simulator(None).expect("the simulator needs g++");
     let config = Config::defaults();
     let all = registry::all();
-    let refs: Vec<&dyn kernel::Kernel> = all.iter().map(|k| k.as_ref()).collect();
     let mut compared = Vec::new();
     let mut wrong = Vec::new();
     for &(w, id, entry, kinds) in ROWS {
@@ -103,9 +99,7 @@ fn the_bank_model_counts_the_conflicts_the_h200_measured() {
             .get(entry)
             .unwrap_or_else(|| panic!("{entry} is not in the {w} profile"));
         let k = registry::find(&all, id).expect("a registered row");
-        let x = inputs::random_inputs(&shape, config.seed);
-        let reference = reference_for(&dev, &refs, &shape, &x, &config);
-        let (row, _) = evaluate(&dev, k, &shape, &x, &reference);
+        let row = evaluate_alone(&dev, &all, k, &shape, &config);
         assert!(row.passed(), "{id}: {:?}", row.reason);
         let banks = row.banks.expect("the simulator counts bank conflicts");
         for (kind, count) in banks.kinds() {

@@ -10,7 +10,7 @@ use crate::report::model::ShapeReport;
 use crate::report::table::Col;
 use crate::results::{RunResults, Status};
 use crate::runs::LabDir;
-use crate::{inputs, registry, resources, run, sass, select, sol};
+use crate::{registry, resources, run, sass, select, sol};
 use kernel::cuda::nvrtc;
 use kernel::{CudaPlan, Kernel, Precision, Shape};
 use std::fmt::Write as _;
@@ -782,9 +782,6 @@ fn banks_of(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Vec<Block> {
         Ok(d) => d,
         Err(e) => return vec![Block::Text(format!("No simulator: {e}."))],
     };
-    let refs: Vec<&dyn Kernel> = all.iter().map(|k| k.as_ref()).collect();
-    let x = inputs::random_inputs(&shape, config.seed);
-    let reference = run::reference_for(&dev, &refs, &shape, &x, &config);
     let head = [
         "kernel",
         "instruction",
@@ -800,7 +797,7 @@ fn banks_of(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Vec<Block> {
     let mut notes = Vec::new();
     for k in kernels {
         let id = k.info().id;
-        let (row, _) = run::evaluate(&dev, *k, &shape, &x, &reference);
+        let row = run::evaluate_alone(&dev, all, *k, &shape, &config);
         let Some(banks) = row.banks.filter(|_| row.passed()) else {
             let why = row
                 .reason

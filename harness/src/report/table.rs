@@ -112,18 +112,16 @@ impl Col {
 /// The columns a table of `report` shows: only those this device can fill.
 pub fn columns(report: &Report, terminal: bool) -> Vec<Col> {
     use Col::*;
-    let traffic = report
-        .workloads
-        .iter()
-        .flat_map(|w| &w.shapes)
-        .flat_map(|s| &s.rows)
-        .any(|r| r.row.traffic.is_some());
-    let banks = report
-        .workloads
-        .iter()
-        .flat_map(|w| &w.shapes)
-        .flat_map(|s| &s.rows)
-        .any(|r| r.row.banks.is_some());
+    let any_row = |has: fn(&Row) -> bool| {
+        report
+            .workloads
+            .iter()
+            .flat_map(|w| &w.shapes)
+            .flat_map(|s| &s.rows)
+            .any(|r| has(&r.row))
+    };
+    let traffic = any_row(|r| r.traffic.is_some());
+    let banks = any_row(|r| r.banks.is_some());
     let mut cols = vec![Tag, Kernel];
     if !terminal {
         cols.push(Precision);
