@@ -9,9 +9,10 @@
 //!   the stores of `gemm-wmma-cp-async`, whose tile of C goes through WMMA's;
 //! - `gemm-regblock-2d`, whose A reads nvcc merges across unrolled k iterations into 16-byte
 //!   loads while the host compiler keeps them 4 bytes wide;
-//! - the cp.async conflicts of `gemm-mma-ldmatrix` and `gemm-mma-128x256`: the H200 counted
-//!   some there and none for `gemm-mma-dbuf`, whose copies land in the same swizzled layout,
-//!   so they do not come from the addresses.
+//! - the cp.async conflicts of `gemm-mma-ldmatrix` and `gemm-mma-128x256`: each quarter-warp
+//!   of their copies touches each bank at most once, yet the H200 counted a few hundred there
+//!   (and none for `gemm-mma-dbuf`): what it counts is not in the addresses as this model
+//!   reads them.
 
 use harness::config::Config;
 use harness::registry;
