@@ -77,11 +77,16 @@ fn fnv(parts: &[&str]) -> u64 {
     h
 }
 
-/// The code that builds the document: a change to it changes every key.
-const DOC_CODE: [&str; 3] = [
+/// The code that builds the document: a change to it changes every key. Besides explain's
+/// own, the speed-of-light model, and the simulator's bank model with the shapes it runs at.
+const DOC_CODE: [&str; 7] = [
     include_str!("../../cmd/explain.rs"),
     include_str!("../../sass.rs"),
     include_str!("../../resources.rs"),
+    include_str!("../../sol.rs"),
+    include_str!("../../../ablation.toml"),
+    include_str!("../../../../kernel/sim/include/sim_banks.h"),
+    include_str!("../../../../kernel/sim/include/sim_traffic.h"),
 ];
 
 /// The tools the document comes from.
