@@ -175,6 +175,30 @@ pub struct Summary {
     pub global_store_bytes: u64,
     pub shared_load_bytes: u64,
     pub shared_store_bytes: u64,
+    /// What those shared-memory accesses cost the shared-memory pipe, in wavefronts.
+    pub shared_wavefronts: SharedWavefronts,
+}
+
+/// Shared-memory wavefronts one warp's instructions take when no two lanes of a phase meet in
+/// a bank: the pipe serves one a clock per SM, each a phase of up to 128 bytes (the whole warp
+/// at 4 bytes a lane or narrower, a half-warp at 8, a quarter-warp at 16, one 8x8 matrix of an
+/// `LDSM`), so a narrow access costs a whole wavefront. Bank conflicts add wavefronts on top;
+/// the simulator counts them (see `sol::BankFactors`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SharedWavefronts {
+    pub lds: u64,
+    pub sts: u64,
+    pub ldsm: u64,
+    /// The shared half of `cp.async`.
+    pub ldgsts: u64,
+    /// `HGMMA`'s shared-memory operands, at 128 bytes a wavefront.
+    pub wgmma: u64,
+}
+
+impl SharedWavefronts {
+    pub fn total(&self) -> u64 {
+        self.lds + self.sts + self.ldsm + self.ldgsts + self.wgmma
+    }
 }
 
 /// Lanes of a warp: a per-thread access width times this is what the warp requests.
@@ -243,6 +267,8 @@ impl Summary {
         let wide = mods.contains(&"128");
         let w64 = u32::from(access_width(&mods) == 8);
         let bytes = access_width(&mods) * LANES;
+        let phases = bytes.div_ceil(128);
+        let w = &mut self.shared_wavefronts;
         match base {
             "FFMA" => {
                 self.ffma += 1;
@@ -275,6 +301,7 @@ impl Summary {
                         .is_some_and(|o| o.trim().starts_with('R'));
                     let a = if a_in_regs { 0 } else { m * k * e };
                     self.shared_load_bytes += (a + n * k * e) / 4;
+                    w.wgmma += (a + n * k * e) / 4 / 128;
                 }
             }
             "UTMALDG" => self.utmaldg += 1,
@@ -282,6 +309,7 @@ impl Summary {
                 self.ldgsts += 1;
                 self.global_load_bytes += bytes;
                 self.shared_store_bytes += bytes;
+                w.ldgsts += phases;
             }
             "LDG" => {
                 self.ldg += 1;
@@ -301,6 +329,7 @@ impl Summary {
                 self.lds128 += u32::from(wide);
                 self.lds64 += w64;
                 self.shared_load_bytes += bytes;
+                w.lds += phases;
             }
             "LDSM" => {
                 self.ldsm += 1;
@@ -311,12 +340,14 @@ impl Summary {
                     _ => 1,
                 };
                 self.shared_load_bytes += 128 * matrices;
+                w.ldsm += matrices;
             }
             "STS" => {
                 self.sts += 1;
                 self.sts128 += u32::from(wide);
                 self.sts64 += w64;
                 self.shared_store_bytes += bytes;
+                w.sts += phases;
             }
             "LD" => self.ld_generic += 1,
             "ST" => self.st_generic += 1,
@@ -812,6 +843,14 @@ gemm_tiled:\n\
                 global_store_bytes: 32 * 16,
                 shared_load_bytes: 32 * 16 + 32 * 4 + 4 * 128,
                 shared_store_bytes: 32 * 16,
+                // 128-byte phases: LDS.128 4, LDS 1, LDSM .4 one a matrix; STS.128 4.
+                shared_wavefronts: SharedWavefronts {
+                    lds: 4 + 1,
+                    sts: 4,
+                    ldsm: 4,
+                    ldgsts: 0,
+                    wgmma: 0,
+                },
             }
         );
         assert!(f[0].sass.contains(".L_x_1:"), "loop labels are kept");
@@ -931,6 +970,11 @@ gemm_tiled:\n\
         assert_eq!(s.global_load_bytes, 32 * 16 + 32 * 16);
         assert_eq!((s.lds, s.lds64, s.shared_load_bytes), (1, 1, 32 * 8));
         assert_eq!(s.shared_store_bytes, 32 * 16, "LDGSTS writes shared memory");
+        // A half-warp a phase at 8 bytes a lane, a quarter-warp at 16.
+        assert_eq!(
+            (s.shared_wavefronts.lds, s.shared_wavefronts.ldgsts),
+            (2, 4)
+        );
         // 0x10..=0x100 is 16 lines: less the 4 of the scalar arm and the @!PT one.
         assert_eq!(s.instructions, 16 - 4 - 1);
     }
@@ -977,6 +1021,8 @@ gemm_tiled:\n\
         let wgmma_smem = (64 * 16 * 2 + 128 * 16 * 2) / 4 + (256 * 16 * 2) / 4;
         assert_eq!(s.shared_load_bytes, wgmma_smem + 2 * 128);
         assert_eq!((s.sts64, s.shared_store_bytes), (1, 32 * 8));
+        let w = s.shared_wavefronts;
+        assert_eq!((w.wgmma, w.ldsm, w.sts), (wgmma_smem / 128, 2, 2));
     }
 
     #[test]

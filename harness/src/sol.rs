@@ -5,13 +5,14 @@
 //! each of the H100's ceilings turns that into a time, and the largest is the bound.
 //!
 //! It is a model, not a measurement: each line of the loop counts once (of an if/else the
-//! shorter arm, a nested loop once), bytes are what a warp requests (no coalescing, caching,
-//! broadcast or bank conflicts), TMA copies are invisible (their size is in the tensor map),
-//! and latency is not modelled beyond an occupancy note. The Nsight Compute metrics listed
-//! with it measure each ceiling on a GPU.
+//! shorter arm, a nested loop once), bytes are what a warp requests (no coalescing, caching or
+//! broadcast), shared memory is counted in wavefronts with the bank conflicts the simulator
+//! found where it found them ([`BankFactors`]), TMA copies are invisible (their size is in the
+//! tensor map), and latency is not modelled beyond an occupancy note. The Nsight Compute
+//! metrics listed with it measure each ceiling on a GPU.
 
-use crate::sass::{self, Disassembler, Loop, SassError, Summary};
-use kernel::CudaPlan;
+use crate::sass::{self, Disassembler, Loop, SassError, SharedWavefronts, Summary};
+use kernel::{CudaPlan, SharedBanks};
 
 /// The H100 SXM's ceilings.
 pub mod h100 {
@@ -36,7 +37,7 @@ pub mod h100 {
     /// measured floor: the model's L2 bound is one the lab has seen a kernel reach.
     pub const L2_BYTES_PER_S: f64 = 8.6e12;
     /// Shared memory (and L1) bandwidth per SM: 32 banks of 4 bytes a clock (CUDA C++
-    /// Programming Guide, compute capability 9.0).
+    /// Programming Guide, compute capability 9.0), one wavefront of 128 bytes.
     pub const SHARED_BYTES_PER_CLOCK: f64 = 128.0;
     /// Warp instructions issued per SM per clock: 4 schedulers, one each (whitepaper).
     pub const ISSUE_PER_CLOCK: f64 = 4.0;
@@ -122,10 +123,111 @@ fn si(x: f64, unit: &str) -> String {
     format!("{:.2} {p}{unit}", x / v)
 }
 
+/// How many times its conflict-free wavefronts each kind of shared-memory instruction takes:
+/// the simulator's count of the kernel (see `kernel::SharedBanks`) set against the hot loop's
+/// SASS. A kind's factor is taken only where both issue requests of about the same width
+/// (conflict-free wavefronts a request within 1.5x of each other): where the host compiler
+/// split or merged the accesses otherwise than nvcc did, the conflicts it shows are those of
+/// other code. A kind the simulator did not count (WMMA's loads and stores) stays at 1.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BankFactors {
+    /// LDS, STS, LDSM, LDGSTS (the order of `SharedBanks::kinds`).
+    by_kind: [f64; 4],
+    /// A line per kind of the hot loop: the factor taken, or why none.
+    pub notes: Vec<String>,
+}
+
+impl Default for BankFactors {
+    /// No simulator count: every access conflict-free.
+    fn default() -> Self {
+        Self {
+            by_kind: [1.0; 4],
+            notes: Vec::new(),
+        }
+    }
+}
+
+/// Two counts of one kind "of about the same width": within this factor of each other.
+const SAME_WIDTH: f64 = 1.5;
+
+impl BankFactors {
+    pub fn from_simulator(sim: &SharedBanks, pass: &Summary) -> Self {
+        let w = &pass.shared_wavefronts;
+        let sass = [
+            (pass.lds, w.lds),
+            (pass.sts, w.sts),
+            (pass.ldsm, w.ldsm),
+            (pass.ldgsts, w.ldgsts),
+        ];
+        let mut out = Self::default();
+        for (i, ((kind, c), (n, ideal))) in sim.kinds().into_iter().zip(sass).enumerate() {
+            if n == 0 {
+                continue;
+            }
+            if c.requests == 0 || c.ideal == 0 {
+                out.notes.push(format!(
+                    "{kind}: none counted by the simulator, taken as conflict-free"
+                ));
+                continue;
+            }
+            let (sim_width, sass_width) = (
+                c.ideal as f64 / c.requests as f64,
+                ideal as f64 / f64::from(n),
+            );
+            if sim_width.max(sass_width) > SAME_WIDTH * sim_width.min(sass_width) {
+                out.notes.push(format!(
+                    "{kind}: not scaled (the simulator's requests take {sim_width:.2} \
+                     conflict-free wavefronts each, this loop's {sass_width:.2}: the host \
+                     compiler split or merged them otherwise than nvcc, so its conflicts are \
+                     those of other code)"
+                ));
+                continue;
+            }
+            let f = c.wavefronts as f64 / c.ideal as f64;
+            out.by_kind[i] = f;
+            out.notes.push(if c.conflicts() == 0 {
+                format!("{kind}: conflict-free")
+            } else {
+                format!(
+                    "{kind}: x{f:.2} ({} wavefronts for {} conflict-free)",
+                    c.wavefronts, c.ideal
+                )
+            });
+        }
+        out
+    }
+
+    /// The wavefronts `w` take with these factors (`HGMMA`'s operands unscaled).
+    fn wavefronts(&self, w: &SharedWavefronts) -> f64 {
+        let [lds, sts, ldsm, ldgsts] = self.by_kind;
+        w.lds as f64 * lds
+            + w.sts as f64 * sts
+            + w.ldsm as f64 * ldsm
+            + w.ldgsts as f64 * ldgsts
+            + w.wgmma as f64
+    }
+
+    /// The factors above 1, by kind (`LDS x1.50`).
+    fn taken(&self) -> Vec<String> {
+        ["LDS", "STS", "LDSM", "LDGSTS"]
+            .into_iter()
+            .zip(self.by_kind)
+            .filter(|(_, f)| *f > 1.0)
+            .map(|(k, f)| format!("{k} x{f:.2}"))
+            .collect()
+    }
+}
+
 /// The estimate for a shape of `flops` FLOP and `compulsory_bytes` bytes (each input read
 /// once, the output written once) done by passes of `pass`, one warp's pass through the hot
-/// loop. `None` when the loop does no math: then nothing says how many passes the shape takes.
-pub fn estimate(flops: f64, compulsory_bytes: f64, pass: &Summary) -> Option<Estimate> {
+/// loop, its shared-memory wavefronts scaled by `banks`. `None` when the loop does no math:
+/// then nothing says how many passes the shape takes.
+pub fn estimate(
+    flops: f64,
+    compulsory_bytes: f64,
+    pass: &Summary,
+    banks: &BankFactors,
+) -> Option<Estimate> {
     // The workload's FLOP are its multiply-adds: on the tensor cores when the loop has any,
     // else on the FMA pipes. FMA work beside tensor work (softmax, scaling) is extra.
     let per_pass = if pass.flop_tensor > 0 {
@@ -194,16 +296,34 @@ pub fn estimate(flops: f64, compulsory_bytes: f64, pass: &Summary) -> Option<Est
         metric: "lts__t_bytes.sum",
     });
     let shared = w * (pass.shared_load_bytes + pass.shared_store_bytes) as f64;
-    let shared_rate = h100::SMS * h100::SHARED_BYTES_PER_CLOCK * clock;
+    let wavefronts = w * banks.wavefronts(&pass.shared_wavefronts);
+    let wavefront_rate = h100::SMS * clock;
+    let conflicts = banks.taken();
+    let conflicts = if conflicts.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " with the simulator's bank conflicts ({})",
+            conflicts.join(", ")
+        )
+    };
     ceilings.push(Ceiling {
         name: SHARED,
-        work: si(shared, "B"),
+        work: if wavefronts > 0.0 {
+            format!(
+                "{} requested, {} wavefronts{conflicts}",
+                si(shared, "B"),
+                si(wavefronts, "").trim_end()
+            )
+        } else {
+            "none".into()
+        },
         rate: format!(
-            "{} B/clock/SM (CUDA programming guide: 32 banks of 4 B), {}",
+            "a wavefront ({} B) a clock per SM (CUDA programming guide: 32 banks of 4 B), {}",
             h100::SHARED_BYTES_PER_CLOCK,
-            si(shared_rate, "B/s")
+            si(wavefront_rate * h100::SHARED_BYTES_PER_CLOCK, "B/s")
         ),
-        ms: ms(shared / shared_rate),
+        ms: ms(wavefronts / wavefront_rate),
         metric: "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum (bank conflicts: \
                  l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum)",
     });
@@ -314,7 +434,7 @@ mod tests {
             s.instructions = 10;
             s.global_load_bytes = 512;
         });
-        assert!(estimate(1e9, 1e6, &s).is_none());
+        assert!(estimate(1e9, 1e6, &s, &BankFactors::default()).is_none());
     }
 
     #[test]
@@ -327,7 +447,7 @@ mod tests {
             s.ldg = 2;
             s.global_load_bytes = 256;
         });
-        let e = estimate(1e12, 1e7, &naive).unwrap();
+        let e = estimate(1e12, 1e7, &naive, &BankFactors::default()).unwrap();
         assert_eq!(e.bound().name, L2);
         assert_eq!(e.warp_passes, 1e12 / 64.0);
         // The same FMA fed from shared memory, one global load per 32 of them.
@@ -337,13 +457,82 @@ mod tests {
             s.flop_fma = 64 * 32;
             s.lds = 64;
             s.shared_load_bytes = 64 * 128;
+            s.shared_wavefronts.lds = 64;
             s.global_load_bytes = 256;
             s.shared_store_bytes = 256;
+            s.shared_wavefronts.sts = 2;
         });
-        let t = estimate(1e12, 1e7, &tiled).unwrap();
+        let t = estimate(1e12, 1e7, &tiled, &BankFactors::default()).unwrap();
         assert_eq!(t.bound().name, SHARED);
         assert!(t.bound().ms < e.bound().ms);
         assert!(t.ceiling(L2).unwrap().ms < e.ceiling(L2).unwrap().ms / 10.0);
+    }
+
+    /// The simulator's counts of one kind: `requests` taking `ideal` wavefronts without
+    /// conflicts and `wavefronts` with them.
+    fn counted(requests: u64, wavefronts: u64, ideal: u64) -> kernel::Wavefronts {
+        kernel::Wavefronts {
+            requests,
+            wavefronts,
+            ideal,
+        }
+    }
+
+    #[test]
+    fn bank_conflicts_scale_the_wavefronts_of_their_own_kind_of_instruction() {
+        // A loop of 8 LDS.128 (4 wavefronts each), 4 STS (1 each), 2 LDSM .4, one HGMMA's
+        // operands (16 wavefronts) and 64 FFMA.
+        let loop_ = pass(|s| {
+            s.instructions = 80;
+            s.flop_fma = 64 * 64;
+            (s.lds, s.lds128, s.sts, s.ldsm) = (8, 8, 4, 2);
+            s.shared_wavefronts = SharedWavefronts {
+                lds: 32,
+                sts: 4,
+                ldsm: 8,
+                ldgsts: 0,
+                wgmma: 16,
+            };
+        });
+        let sim = SharedBanks {
+            // Quarter-warp float4 loads as in the loop, every one served twice.
+            lds: counted(100, 800, 400),
+            // The stores conflict-free.
+            sts: counted(50, 50, 50),
+            // ldmatrix of 1 matrix a request where the loop's take 4: other code.
+            ldsm: counted(10, 30, 10),
+            // cp.async the loop does not issue.
+            ldgsts: counted(7, 70, 7),
+        };
+        let b = BankFactors::from_simulator(&sim, &loop_);
+        assert_eq!(b.by_kind, [2.0, 1.0, 1.0, 1.0]);
+        assert_eq!(
+            b.notes.len(),
+            3,
+            "a line per kind of the loop: {:?}",
+            b.notes
+        );
+        assert!(b.notes[0].starts_with("LDS: x2.00"), "{:?}", b.notes);
+        assert_eq!(b.notes[1], "STS: conflict-free");
+        assert!(b.notes[2].starts_with("LDSM: not scaled"), "{:?}", b.notes);
+        // 32 LDS wavefronts twice, the rest once.
+        assert_eq!(
+            b.wavefronts(&loop_.shared_wavefronts),
+            64.0 + 4.0 + 8.0 + 16.0
+        );
+        let with = estimate(1e9, 1.0, &loop_, &b).unwrap();
+        let without = estimate(1e9, 1.0, &loop_, &BankFactors::default()).unwrap();
+        let ratio = with.ceiling(SHARED).unwrap().ms / without.ceiling(SHARED).unwrap().ms;
+        assert!((ratio - 92.0 / 60.0).abs() < 1e-12, "{ratio}");
+        assert!(with.ceiling(SHARED).unwrap().work.contains("(LDS x2.00)"));
+        // A kind of the loop the simulator did not count is taken conflict-free, and said so.
+        let none = BankFactors::from_simulator(&SharedBanks::default(), &loop_);
+        assert_eq!(none.by_kind, [1.0; 4]);
+        assert!(
+            none.notes.iter().all(|n| n.contains("none counted")),
+            "{:?}",
+            none.notes
+        );
     }
 
     #[test]
@@ -353,7 +542,7 @@ mod tests {
             s.hmma = 1;
             s.flop_tensor = 4096;
         });
-        let e = estimate(1e12, 1.0, &fp16).unwrap();
+        let e = estimate(1e12, 1.0, &fp16, &BankFactors::default()).unwrap();
         let t = e.ceiling(TENSOR).unwrap();
         assert!((t.ms - 1e12 / h100::FP16_FLOPS * 1e3).abs() < 1e-9);
         assert!(e.ceiling(FP32).is_none());
@@ -363,7 +552,7 @@ mod tests {
             s.flop_tensor = 4096;
             s.flop_tf32 = 4096;
         });
-        let e = estimate(1e12, 1.0, &tf32).unwrap();
+        let e = estimate(1e12, 1.0, &tf32, &BankFactors::default()).unwrap();
         assert!((e.ceiling(TENSOR).unwrap().ms - 1e12 / h100::TF32_FLOPS * 1e3).abs() < 1e-9);
     }
 
@@ -374,7 +563,7 @@ mod tests {
             s.flop_tensor = 4096;
             s.flop_fma = 64;
         });
-        let e = estimate(4096.0 * 1e6, 1.0, &s).unwrap();
+        let e = estimate(4096.0 * 1e6, 1.0, &s, &BankFactors::default()).unwrap();
         assert_eq!(e.warp_passes, 1e6, "passes scale by the tensor FLOP");
         let f = e.ceiling(FP32).unwrap();
         assert!((f.ms - 64e6 / h100::FP32_FLOPS * 1e3).abs() < 1e-12);
@@ -386,7 +575,7 @@ mod tests {
             s.instructions = 1;
             s.flop_tensor = 4096;
         });
-        let e = estimate(1e12, 1.0, &math).unwrap();
+        let e = estimate(1e12, 1.0, &math, &BankFactors::default()).unwrap();
         assert_eq!(e.bound().name, TENSOR);
         let sms = h100::SMS as u64;
         let ms = e.bound().ms;
@@ -402,7 +591,7 @@ mod tests {
             s.flop_fma = 64;
             s.global_load_bytes = 4096;
         });
-        let e = estimate(1e12, 1.0, &l2).unwrap();
+        let e = estimate(1e12, 1.0, &l2, &BankFactors::default()).unwrap();
         assert_eq!(e.bound().name, L2);
         assert!((e.spread_over_sms(64) - e.bound().ms * h100::SMS / 64.0).abs() < 1e-12);
         // DRAM serves whichever SMs ask.
@@ -410,7 +599,7 @@ mod tests {
             s.instructions = 1;
             s.flop_fma = 64;
         });
-        let e = estimate(1e6, 1e9, &dram).unwrap();
+        let e = estimate(1e6, 1e9, &dram, &BankFactors::default()).unwrap();
         assert_eq!(e.bound().name, DRAM);
         assert_eq!(e.spread_over_sms(64), e.bound().ms);
     }

@@ -178,6 +178,20 @@ fn the_command_prints_markdown_and_names_unknown_rungs() {
     assert!(err.contains("`harness list` names all"), "{err}");
 }
 
+/// What explain scales the shared-memory wavefronts of `k`'s hot loop by: the simulator's
+/// bank conflicts, kind by kind, where the simulator runs `k` (none where `k` declines the
+/// simulator's shape).
+fn bank_factors(
+    all: &[Box<dyn kernel::Kernel>],
+    k: &dyn kernel::Kernel,
+    pass: &sass::Summary,
+) -> sol::BankFactors {
+    match explain::simulator_banks(all, k) {
+        Ok(sim) => sol::BankFactors::from_simulator(&sim, pass),
+        Err(_) => sol::BankFactors::default(),
+    }
+}
+
 /// The per-rung estimate of a GEMM rung at 4096^3, from its hot loop on sm_90.
 fn gemm_estimate(id: &str) -> (sass::Loop, sol::Estimate) {
     let all = harness::registry::all();
@@ -188,7 +202,8 @@ fn gemm_estimate(id: &str) -> (sass::Loop, sol::Estimate) {
     let hot = sol::hot_loop_of_plan(&tool, &plan, "sm_90")
         .unwrap()
         .unwrap_or_else(|| panic!("{id}: no hot loop"));
-    let e = sol::estimate(shape.flops(), shape.min_bytes(4), &hot.hot.summary)
+    let banks = bank_factors(&all, k.as_ref(), &hot.hot.summary);
+    let e = sol::estimate(shape.flops(), shape.min_bytes(4), &hot.hot.summary, &banks)
         .unwrap_or_else(|| panic!("{id}: no estimate from {:?}", hot.hot));
     // What explain prints is this estimate.
     let doc = explain::explain(&all, k.as_ref(), None, true);
@@ -242,6 +257,46 @@ fn the_speed_of_light_is_modelled_per_rung_from_the_hot_loop() {
     bounds.sort_by(f64::total_cmp);
     bounds.dedup();
     assert_eq!(bounds.len(), 4, "{bounds:?}");
+}
+
+/// Rung 07 changes nothing in rung 06's hot loop but which shared-memory words its lanes
+/// read: the model without bank conflicts cannot tell the two apart. With the simulator's
+/// conflicts it sets 06 behind 07, as the H200 measured them, each bound still under the
+/// time the H200 took.
+#[test]
+fn bank_conflicts_set_rung_06_behind_rung_07_as_the_h200_measured_them() {
+    let shape = first_shape(kernel::Workload::Gemm);
+    let (l06, e06) = gemm_estimate("gemm-vectorized");
+    let (l07, e07) = gemm_estimate("gemm-warptile");
+    let blind = |l: &sass::Loop| {
+        let banks = sol::BankFactors::default();
+        let e = sol::estimate(shape.flops(), shape.min_bytes(4), &l.summary, &banks);
+        e.unwrap().bound().ms
+    };
+    assert_eq!(l06.summary.shared_wavefronts, l07.summary.shared_wavefronts);
+    assert_eq!(blind(&l06), blind(&l07));
+    assert_eq!(e06.bound().name, sol::SHARED, "{:?}", e06.bound());
+    assert!(
+        e06.bound().ms > 1.2 * e07.bound().ms,
+        "06 {:?}\n07 {:?}",
+        e06.bound(),
+        e07.bound()
+    );
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/nvidia-h200");
+    let run = harness::results::RunResults::load(&dir).unwrap();
+    let measured = |id: &str| {
+        run.workloads
+            .iter()
+            .flat_map(|w| &w.shapes)
+            .filter(|s| s.shape == shape)
+            .flat_map(|s| &s.rows)
+            .find(|r| r.id == id && r.passed())
+            .and_then(|r| r.median_ms())
+            .unwrap_or_else(|| panic!("no {id} at {shape} on the H200"))
+    };
+    let (m06, m07) = (measured("gemm-vectorized"), measured("gemm-warptile"));
+    assert!(m06 > m07, "the H200: 06 {m06} ms, 07 {m07} ms");
+    assert!(e06.bound().ms < m06 && e07.bound().ms < m07);
 }
 
 /// The rows of the section's tables.
@@ -299,7 +354,8 @@ fn every_gpu_row_is_measured_against_the_estimate_at_its_shape() {
         text.contains("Measured against estimated, on a GPU"),
         "{text}"
     );
-    let at_other = sol::estimate(other.flops(), other.min_bytes(4), &hot.summary)
+    let banks = bank_factors(&all, k.as_ref(), &hot.summary);
+    let at_other = sol::estimate(other.flops(), other.min_bytes(4), &hot.summary, &banks)
         .unwrap()
         .spread_over_sms(blocks_at(&other));
     let expected: Vec<Vec<String>> = [

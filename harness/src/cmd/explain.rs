@@ -12,7 +12,7 @@ use crate::results::{RunResults, Status};
 use crate::runs::LabDir;
 use crate::{registry, resources, run, sass, select, sol};
 use kernel::cuda::nvrtc;
-use kernel::{CudaPlan, Kernel, Precision, Shape};
+use kernel::{CudaPlan, Kernel, Precision, Shape, SharedBanks};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -173,10 +173,15 @@ pub fn explain(
     doc.section("SASS instruction mix", sass_of(&both, &at));
     let mut kernels = vec![k];
     kernels.extend(parent);
-    doc.section(BANKS, banks_of(all, &kernels));
+    let banks = bank_counts(all, &kernels);
+    doc.section(BANKS, banks_of(&banks));
+    let counted = match banks {
+        Counted::Rows(_, rows) => rows.into_iter().next().map(|(_, b)| b),
+        Counted::Not(why) => Some(Err(why)),
+    };
     doc.section(
         "Speed of light on an H100",
-        speed_of_light(k, &shape, both[0].1.as_ref(), run),
+        speed_of_light(k, &shape, both[0].1.as_ref(), counted.as_ref(), run),
     );
     doc.section("Measured", measured(k, run, latest));
     doc
@@ -209,11 +214,12 @@ fn speed_of_light(
     k: &dyn Kernel,
     shape: &Shape,
     plan: Option<&CudaPlan>,
+    banks: Option<&Result<SharedBanks, String>>,
     run: Option<&RunResults>,
 ) -> Vec<Block> {
-    let (mut out, t) = model(k, shape, plan);
+    let (mut out, t) = model(k, shape, plan, banks);
     if let Some(run) = run.filter(|r| r.device.kind == "cuda") {
-        out.extend(measured_against_estimated(k, shape, t, run));
+        out.extend(measured_against_estimated(k, shape, t, banks, run));
     }
     out
 }
@@ -221,8 +227,14 @@ fn speed_of_light(
 /// The model's blocks for `k` at `shape` and its time in ms: from the hot loop of its SASS
 /// where it has CUDA source that compiles (see [`sol`]), else from two ceilings (the FLOP at
 /// the precision's dense peak, the compulsory bytes at DRAM bandwidth); then the Nsight
-/// Compute metric of each ceiling.
-fn model(k: &dyn Kernel, shape: &Shape, plan: Option<&CudaPlan>) -> (Vec<Block>, f64) {
+/// Compute metric of each ceiling. `banks`: the simulator's bank counts of the rung, or why
+/// there are none.
+fn model(
+    k: &dyn Kernel,
+    shape: &Shape,
+    plan: Option<&CudaPlan>,
+    banks: Option<&Result<SharedBanks, String>>,
+) -> (Vec<Block>, f64) {
     let i = k.info();
     let flops = shape.flops();
     let bytes = min_bytes(shape, plan, i.precision);
@@ -234,7 +246,7 @@ fn model(k: &dyn Kernel, shape: &Shape, plan: Option<&CudaPlan>) -> (Vec<Block>,
         flops / bytes
     ))];
     let modelled = match plan {
-        Some(p) => loop_model(p, flops, bytes),
+        Some(p) => loop_model(p, flops, bytes, banks),
         None => Err("it has no CUDA source".to_string()),
     };
     let (blocks, t) = modelled.unwrap_or_else(|why| two_ceilings(i.precision, flops, bytes, &why));
@@ -249,6 +261,7 @@ fn measured_against_estimated(
     k: &dyn Kernel,
     shape: &Shape,
     t: f64,
+    banks: Option<&Result<SharedBanks, String>>,
     run: &RunResults,
 ) -> Vec<Block> {
     let i = k.info();
@@ -265,7 +278,7 @@ fn measured_against_estimated(
             let estimate = if s.shape == *shape {
                 t
             } else {
-                model(k, &s.shape, plan_of(k, &s.shape).as_ref()).1
+                model(k, &s.shape, plan_of(k, &s.shape).as_ref(), banks).1
             };
             Some(vec![
                 s.shape.to_string(),
@@ -355,16 +368,26 @@ fn two_ceilings(precision: Precision, flops: f64, bytes: f64, why: &str) -> (Vec
     (blocks, t)
 }
 
-/// The per-rung model from the hot loop of the plan's SASS on the H100's architecture: its
-/// blocks and its time in ms, or why there is none.
-fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f64), String> {
+/// The per-rung model from the hot loop of the plan's SASS on the H100's architecture, its
+/// shared-memory wavefronts scaled by the simulator's bank conflicts where it counted them:
+/// its blocks and its time in ms, or why there is none.
+fn loop_model(
+    plan: &CudaPlan,
+    flops: f64,
+    bytes: f64,
+    banks: Option<&Result<SharedBanks, String>>,
+) -> Result<(Vec<Block>, f64), String> {
     let arch = "sm_90";
     let tool = sass::Disassembler::find().map_err(|e| format!("no SASS ({e})"))?;
     let hot = sol::hot_loop_of_plan(&tool, plan, arch)
         .map_err(|e| format!("no SASS ({e})"))?
         .ok_or("no launch of the plan has a loop")?;
     let pass = &hot.hot.summary;
-    let estimate = sol::estimate(flops, bytes, pass)
+    let factors = match banks {
+        Some(Ok(sim)) => sol::BankFactors::from_simulator(sim, pass),
+        _ => sol::BankFactors::default(),
+    };
+    let estimate = sol::estimate(flops, bytes, pass, &factors)
         .ok_or("the hot loop does no multiply-add, so nothing scales it to the shape")?;
     let l = &hot.listing;
     let mut out = vec![Block::Text(format!(
@@ -480,11 +503,22 @@ fn loop_model(plan: &CudaPlan, flops: f64, bytes: f64) -> Result<(Vec<Block>, f6
         "Estimate: at best {t:.4} ms, bound by {} at {:.4} ms.{tail}{occupancy}",
         bound.name, bound.ms
     )));
-    let mut caveats = vec![
-        "Bytes are what the warps request: coalescing, L1 hits, broadcasts and bank conflicts \
-         change what moves."
+    let shared = pass.shared_wavefronts.total() > 0;
+    let mut caveats = vec![match banks {
+        Some(Ok(_)) if shared => format!(
+            "Shared memory is counted in wavefronts, each kind of instruction's scaled by its \
+             bank conflicts in the simulator (the section above): {}. Bytes are what the warps \
+             request: coalescing, L1 hits and broadcasts change what moves.",
+            factors.notes.join("; ")
+        ),
+        Some(Err(why)) if shared => format!(
+            "Shared memory is counted in wavefronts without bank conflicts ({why}). Bytes are \
+             what the warps request: coalescing, L1 hits and broadcasts change what moves."
+        ),
+        _ => "Bytes are what the warps request: coalescing, L1 hits, broadcasts and bank \
+              conflicts change what moves."
             .to_string(),
-    ];
+    }];
     if pass.hmma > 0 {
         caveats.push(
             "mma.sync (HMMA) does not reach the dense tensor peak on Hopper; only wgmma \
@@ -759,16 +793,24 @@ fn sass_of(both: &[(String, Option<CudaPlan>)], at: &str) -> Vec<Block> {
 /// The section of the simulator's bank counts.
 pub const BANKS: &str = "Shared-memory banks in the simulator";
 
+/// The simulator's bank counts of a rung and its parent, or why there are none.
+enum Counted {
+    /// The shape they ran at, then per kernel (the rung first) its id and its counts, or why
+    /// the simulator has none.
+    Rows(Shape, Vec<(String, Result<SharedBanks, String>)>),
+    Not(String),
+}
+
 /// The bank model's counts for `kernels` (the rung, then its parent) at the workload's
 /// largest simulator shape: the one `tools/gpu-check.sh` profiles with Nsight Compute, so
 /// that the two can be set side by side.
-fn banks_of(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Vec<Block> {
+fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
     let w = kernels[0].info().workload;
     if w.is_network() {
-        return vec![Block::Text(
-            "A network's layers are rungs of their own ladders: their pages count their banks."
+        return Counted::Not(
+            "a network's layers are rungs of their own ladders: their pages count their banks"
                 .into(),
-        )];
+        );
     }
     let config = Config::defaults();
     let Some(shape) = config
@@ -776,11 +818,43 @@ fn banks_of(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Vec<Block> {
         .into_iter()
         .max_by(|a, b| a.flops().total_cmp(&b.flops()))
     else {
-        return vec![Block::Text(format!("No simulator shape for {w}."))];
+        return Counted::Not(format!("no simulator shape for {w}"));
     };
     let dev = match select::simulator(None) {
         Ok(d) => d,
-        Err(e) => return vec![Block::Text(format!("No simulator: {e}."))],
+        Err(e) => return Counted::Not(format!("no simulator: {e}")),
+    };
+    let rows = kernels
+        .iter()
+        .map(|k| {
+            let row = run::evaluate_alone(&dev, all, *k, &shape, &config);
+            let banks = row.banks.filter(|_| row.passed()).ok_or_else(|| {
+                row.reason
+                    .clone()
+                    .unwrap_or_else(|| "the simulator counted nothing".into())
+            });
+            (k.info().id.to_string(), banks)
+        })
+        .collect();
+    Counted::Rows(shape, rows)
+}
+
+/// The simulator's bank counts of `k` alone, as its speed of light takes them.
+pub fn simulator_banks(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> Result<SharedBanks, String> {
+    match bank_counts(all, &[k]) {
+        Counted::Rows(_, rows) => rows
+            .into_iter()
+            .next()
+            .map_or_else(|| Err("the simulator counted nothing".into()), |(_, b)| b),
+        Counted::Not(why) => Err(why),
+    }
+}
+
+/// The section of [`bank_counts`]: a line per kernel and kind of instruction.
+fn banks_of(counted: &Counted) -> Vec<Block> {
+    let (shape, counts) = match counted {
+        Counted::Rows(shape, counts) => (shape, counts),
+        Counted::Not(why) => return vec![Block::Text(format!("No bank counts: {why}."))],
     };
     let head = [
         "kernel",
@@ -795,16 +869,13 @@ fn banks_of(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Vec<Block> {
     .to_vec();
     let mut rows = Vec::new();
     let mut notes = Vec::new();
-    for k in kernels {
-        let id = k.info().id;
-        let row = run::evaluate_alone(&dev, all, *k, &shape, &config);
-        let Some(banks) = row.banks.filter(|_| row.passed()) else {
-            let why = row
-                .reason
-                .as_deref()
-                .unwrap_or("the simulator counted nothing");
-            notes.push(format!("{id}: {why}"));
-            continue;
+    for (id, banks) in counts {
+        let banks = match banks {
+            Ok(b) => b,
+            Err(why) => {
+                notes.push(format!("{id}: {why}"));
+                continue;
+            }
         };
         let before = rows.len();
         for (kind, c) in banks.kinds() {
