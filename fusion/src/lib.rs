@@ -28,6 +28,8 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
         Box::new(LinearNaiveFused),
         Box::new(LinearUnfused),
         Box::new(LinearFused),
+        Box::new(LinearFusedPadded),
+        Box::new(LinearFusedWarptile),
     ];
     all.extend(conv::kernels());
     all.extend(eltwise::kernels());
@@ -271,6 +273,90 @@ impl Kernel for LinearFused {
         ))
     }
 
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(cpu_fused)
+    }
+}
+
+/// `04_fused_padded.cu`: rung 03 with 4 floats of padding after each k row of its shared tiles,
+/// so that the transposed stores of a warp fall in 32 banks instead of 4.
+pub struct LinearFusedPadded;
+
+impl Kernel for LinearFusedPadded {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("linear-fused"),
+            idea: "pad the transposed shared tiles: a warp's stores of a K step hit 32 banks, not 8 words in each of 4",
+            bound: Some(Bound::SharedTraffic),
+        })
+    }
+
+    fn info(&self) -> KernelInfo {
+        info(
+            "linear-fused-padded",
+            4,
+            "rung 03 with its shared tiles padded to 132 floats a row: conflict-free transposed stores",
+        )
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let (m, n, k, act) = linear_dims(shape);
+        Some(CudaPlan::single(
+            3,
+            Launch {
+                source: cuda_source!("fusion", "04_fused_padded.cu"),
+                entry: "linear_fused_padded".into(),
+                grid: [div_ceil(n, GEMM_TILE), div_ceil(m, GEMM_TILE), 1],
+                block: [256, 1, 1],
+                dynamic_smem: 0,
+                args: fused_linear_args(m, n, k, act),
+            },
+        ))
+    }
+
+    /// Padding has no CPU counterpart: the parent's port.
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(cpu_fused)
+    }
+}
+
+/// `05_fused_warptile.cu`: rung 04 with GEMM rung 07's warp tiling, so that the float4 reads of
+/// a quarter-warp fall in distinct banks too.
+pub struct LinearFusedWarptile;
+
+impl Kernel for LinearFusedWarptile {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("linear-fused-padded"),
+            idea: "GEMM rung 07's warp tiles: a quarter-warp's float4 reads share bank groups instead of splitting two to one",
+            bound: Some(Bound::SharedTraffic),
+        })
+    }
+
+    fn info(&self) -> KernelInfo {
+        info(
+            "linear-fused-warptile",
+            5,
+            "rung 04 with 64x32 warp tiles of 4x4 sub-tiles (GEMM rung 07): conflict-free reads too",
+        )
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let (m, n, k, act) = linear_dims(shape);
+        Some(CudaPlan::single(
+            3,
+            Launch {
+                source: cuda_source!("fusion", "05_fused_warptile.cu"),
+                entry: "linear_fused_warptile".into(),
+                grid: [div_ceil(n, GEMM_TILE), div_ceil(m, GEMM_TILE), 1],
+                block: [256, 1, 1],
+                dynamic_smem: 0,
+                args: fused_linear_args(m, n, k, act),
+            },
+        ))
+    }
+
+    /// The warp is a GPU's unit of scheduling; a CPU has none: the fused port.
     fn cpu(&self) -> Option<CpuPort> {
         Some(cpu_fused)
     }

@@ -127,6 +127,34 @@ fn the_bank_model_counts_the_conflicts_the_h200_measured() {
     );
 }
 
+/// Linear rung 04 pads the tiles whose transposed stores the H200 counted 7 conflicts a request
+/// for in rung 03 (the test above), and rung 05 takes GEMM rung 07's warp tiles for the reads:
+/// in the model each takes its kind of conflict away, the other kind as its parent's.
+#[test]
+fn padding_then_warp_tiles_take_the_linear_layers_conflicts_away_one_kind_at_a_time() {
+    let dev = harness::select::simulator(None).expect("the simulator needs g++");
+    let config = Config::defaults();
+    let all = registry::all();
+    let shape = config.shapes(Workload::Linear, "sim")[0];
+    let banks = |id: &str| {
+        let k = registry::find(&all, id).expect("a registered row");
+        let row = evaluate_alone(&dev, &all, k, &shape, &config);
+        assert!(row.passed(), "{id}: {:?}", row.reason);
+        row.banks.expect("the simulator counts bank conflicts")
+    };
+    let fused = banks("linear-fused");
+    let padded = banks("linear-fused-padded");
+    let warptile = banks("linear-fused-warptile");
+    assert_eq!(fused.sts.conflicts(), 7 * fused.sts.requests, "{fused:?}");
+    assert!(fused.lds.conflicts() > 0, "{fused:?}");
+    assert!(padded.sts.requests > 0, "{padded:?}");
+    assert_eq!(padded.sts.conflicts(), 0, "{padded:?}");
+    assert_eq!(padded.lds, fused.lds);
+    assert_eq!(warptile.sts, padded.sts);
+    assert_eq!(warptile.lds.requests, padded.lds.requests);
+    assert_eq!(warptile.lds.conflicts(), 0, "{warptile:?}");
+}
+
 /// The shape `gpu-check.sh` profiled a workload at, from its log.
 fn profile_shape(workload: &str) -> Option<String> {
     let path = format!(

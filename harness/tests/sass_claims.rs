@@ -773,33 +773,52 @@ fn attention_rung_07_reduces_a_row_over_the_4_lanes_of_a_quad() {
     }
 }
 
-#[test]
-fn linear_rung_03_main_loop_is_rung_02s_gemm_unchanged() {
-    let (a, b) = (
-        function("linear-unfused", "linear_gemm_xwt"),
-        function("linear-fused", "linear_fused"),
-    );
+/// The main loops of two kernels (`(rung, entry)`) issue the same instructions: FFMA, shared
+/// and global loads, shared stores and barriers.
+fn same_main_loop(a: (&str, &str), b: (&str, &str)) {
     let mix = |f: &Function| {
         let l = loop_around(f, "LDS");
         ["FFMA", "LDS", "LDG", "STS", "BAR"].map(|op| count_in(&l, op))
     };
-    let (ma, mb) = (mix(&a), mix(&b));
+    let (ma, mb) = (mix(&function(a.0, a.1)), mix(&function(b.0, b.1)));
     assert!(ma[0] > 0);
     if ma != mb {
         // Either program may have come out in ptxas's rare second form: compile both again.
         eprintln!("main loops {ma:?} and {mb:?} differ; compiling both again");
-        let again = (1..=2).map(|n| {
-            (
-                mix(&recompiled("linear-unfused", "linear_gemm_xwt", n)),
-                mix(&recompiled("linear-fused", "linear_fused", n)),
-            )
-        });
+        let again = (1..=2).map(|n| (mix(&recompiled(a.0, a.1, n)), mix(&recompiled(b.0, b.1, n))));
         let seen: Vec<_> = again.collect();
         assert!(
             seen.iter().any(|(a, b)| a == b),
             "the main loops differ in every compile: {ma:?} vs {mb:?}, then {seen:?}"
         );
     }
+}
+
+#[test]
+fn linear_rung_03_main_loop_is_rung_02s_gemm_unchanged() {
+    same_main_loop(
+        ("linear-unfused", "linear_gemm_xwt"),
+        ("linear-fused", "linear_fused"),
+    );
+}
+
+/// Rungs 04 and 05 change addresses, not instructions: padding moves the rows of the tiles,
+/// warp tiling which thread reads which float4. Their main loops issue rung 03's.
+#[test]
+fn linear_rungs_04_and_05_move_addresses_not_instructions() {
+    same_main_loop(
+        ("linear-fused", "linear_fused"),
+        ("linear-fused-padded", "linear_fused_padded"),
+    );
+    same_main_loop(
+        ("linear-fused-padded", "linear_fused_padded"),
+        ("linear-fused-warptile", "linear_fused_warptile"),
+    );
+    let s = summary("linear-fused-warptile");
+    assert!(
+        s.lds128 > 0 && s.lds == s.lds128,
+        "float4 reads stay LDS.128: {s:?}"
+    );
 }
 
 /// The `SHFL` instructions of a function, as `(opcode, lane mask)`.

@@ -109,27 +109,34 @@ impl Doc {
         let mut s = format!("### {}\n", self.title);
         for (title, blocks) in &self.sections {
             let _ = writeln!(s, "\n#### {title}\n");
-            for b in blocks {
-                match b {
-                    Block::Text(t) => {
-                        let _ = writeln!(s, "{t}\n");
-                    }
-                    Block::Code(lang, c) => {
-                        let _ = writeln!(s, "```{lang}\n{}\n```\n", c.trim_end());
-                    }
-                    Block::Table(head, rows) => {
-                        let _ = writeln!(s, "| {} |", head.join(" | "));
-                        let _ = writeln!(s, "|{}", "---|".repeat(head.len()));
-                        for r in rows {
-                            let _ = writeln!(s, "| {} |", r.join(" | "));
-                        }
-                        s.push('\n');
-                    }
-                }
-            }
+            s.push_str(&markdown(blocks));
         }
         s
     }
+}
+
+/// Blocks as Markdown, each followed by a blank line.
+fn markdown(blocks: &[Block]) -> String {
+    let mut s = String::new();
+    for b in blocks {
+        match b {
+            Block::Text(t) => {
+                let _ = writeln!(s, "{t}\n");
+            }
+            Block::Code(lang, c) => {
+                let _ = writeln!(s, "```{lang}\n{}\n```\n", c.trim_end());
+            }
+            Block::Table(head, rows) => {
+                let _ = writeln!(s, "| {} |", head.join(" | "));
+                let _ = writeln!(s, "|{}", "---|".repeat(head.len()));
+                for r in rows {
+                    let _ = writeln!(s, "| {} |", r.join(" | "));
+                }
+                s.push('\n');
+            }
+        }
+    }
+    s
 }
 
 /// Everything `explain` says of `k`: its lineage, its source against its parent's, their
@@ -217,11 +224,30 @@ fn speed_of_light(
     banks: Option<&Result<SharedBanks, String>>,
     run: Option<&RunResults>,
 ) -> Vec<Block> {
-    let (mut out, t) = model(k, shape, plan, banks);
+    let (mut out, sol) = model(k, shape, plan, banks);
     if let Some(run) = run.filter(|r| r.device.kind == "cuda") {
-        out.extend(measured_against_estimated(k, shape, t, banks, run));
+        out.extend(measured_against_estimated(k, shape, sol.ms, banks, run));
     }
     out
+}
+
+/// A speed-of-light estimate: its time in ms and the ceiling that binds it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sol {
+    pub ms: f64,
+    pub bound: String,
+}
+
+/// The speed of light of `k` as its section of `explain` computes it: at the shape explain
+/// compiles the rung for, with the simulator's bank counts.
+pub fn estimate_of(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> (Shape, Sol) {
+    let (_, shape) = inspect_shapes(k.info().workload)
+        .into_iter()
+        .next()
+        .expect("every workload has an inspect shape");
+    let banks = simulator_banks(all, k);
+    let (_, sol) = model(k, &shape, plan_of(k, &shape).as_ref(), Some(&banks));
+    (shape, sol)
 }
 
 /// The model's blocks for `k` at `shape` and its time in ms: from the hot loop of its SASS
@@ -234,7 +260,7 @@ fn model(
     shape: &Shape,
     plan: Option<&CudaPlan>,
     banks: Option<&Result<SharedBanks, String>>,
-) -> (Vec<Block>, f64) {
+) -> (Vec<Block>, Sol) {
     let i = k.info();
     let flops = shape.flops();
     let bytes = min_bytes(shape, plan, i.precision);
@@ -249,9 +275,10 @@ fn model(
         Some(p) => loop_model(p, flops, bytes, banks),
         None => Err("it has no CUDA source".to_string()),
     };
-    let (blocks, t) = modelled.unwrap_or_else(|why| two_ceilings(i.precision, flops, bytes, &why));
+    let (blocks, sol) =
+        modelled.unwrap_or_else(|why| two_ceilings(i.precision, flops, bytes, &why));
     out.extend(blocks);
-    (out, t)
+    (out, sol)
 }
 
 /// The rung's passed, timed rows of a GPU run, one line per shape: the time measured, the
@@ -278,7 +305,9 @@ fn measured_against_estimated(
             let estimate = if s.shape == *shape {
                 t
             } else {
-                model(k, &s.shape, plan_of(k, &s.shape).as_ref(), banks).1
+                model(k, &s.shape, plan_of(k, &s.shape).as_ref(), banks)
+                    .1
+                    .ms
             };
             Some(vec![
                 s.shape.to_string(),
@@ -340,8 +369,8 @@ const OCCUPANCY_METRIC: &str = "occupancy, sm__warps_active.avg.pct_of_peak_sust
 
 /// The two-ceiling model, for rows whose SASS cannot be read (`why`): the FLOP at the
 /// precision's dense peak and the compulsory bytes at DRAM bandwidth. Returns its blocks and
-/// its time in ms.
-fn two_ceilings(precision: Precision, flops: f64, bytes: f64, why: &str) -> (Vec<Block>, f64) {
+/// its estimate.
+fn two_ceilings(precision: Precision, flops: f64, bytes: f64, why: &str) -> (Vec<Block>, Sol) {
     let (peak, unit) = match precision {
         Precision::Fp32 => (sol::h100::FP32_FLOPS, "FP32 CUDA cores"),
         Precision::Tf32 => (sol::h100::TF32_FLOPS, "TF32 tensor cores"),
@@ -365,7 +394,14 @@ fn two_ceilings(precision: Precision, flops: f64, bytes: f64, why: &str) -> (Vec
         "Nsight Compute metrics that measure them: {TIME_METRIC}; math, \
          sm__throughput.avg.pct_of_peak_sustained_elapsed; DRAM, dram__bytes.sum."
     )));
-    (blocks, t)
+    let bound = if bound == "DRAM" { "DRAM" } else { unit };
+    (
+        blocks,
+        Sol {
+            ms: t,
+            bound: bound.to_string(),
+        },
+    )
 }
 
 /// The per-rung model from the hot loop of the plan's SASS on the H100's architecture, its
@@ -376,7 +412,7 @@ fn loop_model(
     flops: f64,
     bytes: f64,
     banks: Option<&Result<SharedBanks, String>>,
-) -> Result<(Vec<Block>, f64), String> {
+) -> Result<(Vec<Block>, Sol), String> {
     let arch = "sm_90";
     let tool = sass::Disassembler::find().map_err(|e| format!("no SASS ({e})"))?;
     let hot = sol::hot_loop_of_plan(&tool, plan, arch)
@@ -550,7 +586,8 @@ fn loop_model(
          {OCCUPANCY_METRIC}.",
         metrics.join("; ")
     )));
-    Ok((out, t))
+    let bound = bound.name.to_string();
+    Ok((out, Sol { ms: t, bound }))
 }
 
 pub fn plan_of(k: &dyn Kernel, shape: &Shape) -> Option<CudaPlan> {
@@ -837,6 +874,11 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
         })
         .collect();
     Counted::Rows(shape, rows)
+}
+
+/// The section on banks for `kernels` of one workload, in Markdown (a walkthrough's figure).
+pub fn banks_markdown(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> String {
+    markdown(&banks_of(&bank_counts(all, kernels)))
 }
 
 /// The simulator's bank counts of `k` alone, as its speed of light takes them.
