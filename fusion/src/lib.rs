@@ -16,8 +16,8 @@ pub mod rows;
 pub mod softmax;
 
 use kernel::{
-    Activation, Arg, Bound, Buf, CpuPort, CudaPlan, Dtype, Kernel, KernelInfo, Launch, Lineage,
-    Precision, Role, Scratch, Shape, Stage, Step, Workload, cuda_source, div_ceil,
+    Activation, Arg, Bound, Buf, CpuPort, CudaPlan, CudaSource, Dtype, Kernel, KernelInfo, Launch,
+    Lineage, Precision, Role, Scratch, Shape, Stage, Step, Workload, cuda_source, div_ceil,
 };
 use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, gemm_blocked};
@@ -259,23 +259,32 @@ impl Kernel for LinearFused {
     }
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
-        let (m, n, k, act) = linear_dims(shape);
-        Some(CudaPlan::single(
-            3,
-            Launch {
-                source: cuda_source!("fusion", "03_fused.cu"),
-                entry: "linear_fused".into(),
-                grid: [div_ceil(n, GEMM_TILE), div_ceil(m, GEMM_TILE), 1],
-                block: [256, 1, 1],
-                dynamic_smem: 0,
-                args: fused_linear_args(m, n, k, act),
-            },
+        Some(fused_linear_plan(
+            cuda_source!("fusion", "03_fused.cu"),
+            "linear_fused",
+            shape,
         ))
     }
 
     fn cpu(&self) -> Option<CpuPort> {
         Some(cpu_fused)
     }
+}
+
+/// The plan of the one-kernel fused rungs: a block of 256 threads a 128x128 tile of Y.
+fn fused_linear_plan(source: CudaSource, entry: &'static str, shape: &Shape) -> CudaPlan {
+    let (m, n, k, act) = linear_dims(shape);
+    CudaPlan::single(
+        3,
+        Launch {
+            source,
+            entry: entry.into(),
+            grid: [div_ceil(n, GEMM_TILE), div_ceil(m, GEMM_TILE), 1],
+            block: [256, 1, 1],
+            dynamic_smem: 0,
+            args: fused_linear_args(m, n, k, act),
+        },
+    )
 }
 
 /// `04_fused_padded.cu`: rung 03 with 4 floats of padding after each k row of its shared tiles,
@@ -300,17 +309,10 @@ impl Kernel for LinearFusedPadded {
     }
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
-        let (m, n, k, act) = linear_dims(shape);
-        Some(CudaPlan::single(
-            3,
-            Launch {
-                source: cuda_source!("fusion", "04_fused_padded.cu"),
-                entry: "linear_fused_padded".into(),
-                grid: [div_ceil(n, GEMM_TILE), div_ceil(m, GEMM_TILE), 1],
-                block: [256, 1, 1],
-                dynamic_smem: 0,
-                args: fused_linear_args(m, n, k, act),
-            },
+        Some(fused_linear_plan(
+            cuda_source!("fusion", "04_fused_padded.cu"),
+            "linear_fused_padded",
+            shape,
         ))
     }
 
@@ -342,17 +344,10 @@ impl Kernel for LinearFusedWarptile {
     }
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
-        let (m, n, k, act) = linear_dims(shape);
-        Some(CudaPlan::single(
-            3,
-            Launch {
-                source: cuda_source!("fusion", "05_fused_warptile.cu"),
-                entry: "linear_fused_warptile".into(),
-                grid: [div_ceil(n, GEMM_TILE), div_ceil(m, GEMM_TILE), 1],
-                block: [256, 1, 1],
-                dynamic_smem: 0,
-                args: fused_linear_args(m, n, k, act),
-            },
+        Some(fused_linear_plan(
+            cuda_source!("fusion", "05_fused_warptile.cu"),
+            "linear_fused_warptile",
+            shape,
         ))
     }
 
