@@ -4,6 +4,7 @@
 
 use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Fails unless `root` is (or can be made) a folder this process can create files in.
 pub fn ensure_writable(root: &Path) -> Result<()> {
@@ -23,8 +24,10 @@ pub fn ensure_writable(root: &Path) -> Result<()> {
 }
 
 /// A hidden name beside `path` with the same extension (a chart backend picks its format from
-/// it): `dir/.gemm.md.tmp-1234.md`.
+/// it): `dir/.gemm.md.tmp-1234-0.md`. Unique to the call, not just the process: two threads
+/// may write the same file at once (tests preparing the same user kernel do).
 fn temp_sibling(path: &Path) -> PathBuf {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
     let name = path
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -33,7 +36,8 @@ fn temp_sibling(path: &Path) -> PathBuf {
         .extension()
         .map(|e| format!(".{}", e.to_string_lossy()))
         .unwrap_or_default();
-    path.with_file_name(format!(".{name}.tmp-{}{ext}", std::process::id()))
+    let call = NEXT.fetch_add(1, Ordering::Relaxed);
+    path.with_file_name(format!(".{name}.tmp-{}-{call}{ext}", std::process::id()))
 }
 
 /// Has `write` produce the file at a temporary path beside `path`, then renames it into place

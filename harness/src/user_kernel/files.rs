@@ -182,20 +182,19 @@ impl LocalFiles {
             }
         }
         let dir = std::env::temp_dir().join(format!("kernel-lab-user-src-{h:016x}"));
-        let fail = |path: &Path, e: std::io::Error| ReadError {
+        let fail = |path: &Path, e: String| ReadError {
             file: path.display().to_string(),
             error: format!("writing its prepared copy: {e}"),
         };
-        std::fs::create_dir_all(&dir).map_err(|e| fail(&dir, e))?;
+        std::fs::create_dir_all(&dir).map_err(|e| fail(&dir, e.to_string()))?;
         for c in &reader.copies {
             let path = dir.join(&c.name);
             if std::fs::read_to_string(&path).is_ok_and(|t| t == c.text) {
                 continue;
             }
-            // Write beside and rename: another process may be reading the folder.
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            std::fs::write(&tmp, &c.text).map_err(|e| fail(&path, e))?;
-            std::fs::rename(&tmp, &path).map_err(|e| fail(&path, e))?;
+            // Another process or thread may be reading (or writing) the same folder.
+            crate::output::replace_with(&path, |tmp| Ok(std::fs::write(tmp, &c.text)?))
+                .map_err(|e| fail(&path, format!("{e:#}")))?;
         }
         Ok(Self {
             dir,
@@ -223,6 +222,38 @@ impl LocalFiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_preparing_the_same_file_at_once_all_get_their_copy() {
+        let dir = std::env::temp_dir().join(format!("lab-files-race-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // A new text each round makes a new folder of copies, which every thread finds empty.
+        for round in 0..20 {
+            let file = dir.join(format!("k{round}.cu"));
+            std::fs::write(
+                &file,
+                format!("__global__ void k(float *x) {{ x[0] = {round}.0f; }}\n"),
+            )
+            .unwrap();
+            let copies: Vec<_> = std::thread::scope(|s| {
+                let handles: Vec<_> = (0..8)
+                    .map(|_| s.spawn(|| LocalFiles::read(&file)))
+                    .collect();
+                handles.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            let copies: Vec<LocalFiles> = copies
+                .into_iter()
+                .map(|c| c.unwrap_or_else(|e| panic!("round {round}: {e:?}")))
+                .collect();
+            for copy in &copies {
+                let text = std::fs::read_to_string(copy.dir.join(&copy.main)).unwrap();
+                assert!(text.contains(&format!("x[0] = {round}.0f")), "{text}");
+            }
+            let _ = std::fs::remove_dir_all(&copies[0].dir);
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn local_headers_are_prepared_like_the_file_and_included_once() {

@@ -94,14 +94,9 @@ pub fn standin_dir() -> Result<PathBuf, String> {
             if std::fs::read_to_string(&path).is_ok_and(|t| t == *text) {
                 continue;
             }
-            let fail = |e: std::io::Error| format!("writing {}: {e}", path.display());
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(fail)?;
-            }
-            // Write beside and rename: another process may be reading the folder.
-            let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-            std::fs::write(&tmp, text).map_err(fail)?;
-            std::fs::rename(&tmp, &path).map_err(fail)?;
+            // Another process may be reading the folder.
+            crate::output::replace_with(&path, |tmp| Ok(std::fs::write(tmp, text)?))
+                .map_err(|e| format!("writing {}: {e:#}", path.display()))?;
         }
         Ok(dir)
     })
