@@ -11,6 +11,7 @@ use crate::results::RunResults;
 use anyhow::{Context, Result, bail};
 use kernel::Workload;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// The name of a run's results file inside its folder.
 pub const RESULTS_FILE: &str = "results.json";
@@ -139,7 +140,10 @@ impl RunFolder {
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let partial = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        // Unique to the call: another thread may be writing a run of the same name.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let call = NEXT.fetch_add(1, Ordering::Relaxed);
+        let partial = parent.join(format!(".{name}.partial-{}-{call}", std::process::id()));
         let _ = std::fs::remove_dir_all(&partial);
         std::fs::create_dir_all(&partial)
             .with_context(|| format!("cannot create {}", partial.display()))?;
@@ -162,13 +166,28 @@ impl RunFolder {
 
     /// Moves the finished run into place, and points `latest` beside it at it when the run
     /// went into a folder of runs.
-    pub fn commit(mut self) -> Result<PathBuf> {
-        if self.target.is_dir() {
-            // Only an empty folder passed `begin`; rename cannot replace a folder.
-            let _ = std::fs::remove_dir(&self.target);
+    pub fn commit(self) -> Result<PathBuf> {
+        self.commit_or_rename(|| None)
+    }
+
+    /// [`RunFolder::commit`] for a folder the lab named: when another run took the name
+    /// meanwhile (two runs of the same workloads ending in the same second), the run goes
+    /// into the name `next` gives instead of failing.
+    pub fn commit_or_rename(mut self, next: impl Fn() -> Option<PathBuf>) -> Result<PathBuf> {
+        loop {
+            // An empty folder (all `begin` lets through) is replaced by the rename.
+            match std::fs::rename(&self.partial, &self.target) {
+                Ok(()) => break,
+                Err(e) => match next().filter(|n| *n != self.target && self.target.exists()) {
+                    Some(n) => self.target = absolute(&n),
+                    None => {
+                        return Err(e).with_context(|| {
+                            format!("cannot move the run into {}", self.target.display())
+                        });
+                    }
+                },
+            }
         }
-        std::fs::rename(&self.partial, &self.target)
-            .with_context(|| format!("cannot move the run into {}", self.target.display()))?;
         self.done = true;
         if let Some(parent) = self.target.parent()
             && parent.file_name().is_some_and(|n| n == "runs")
@@ -325,7 +344,18 @@ pub fn save(run: &RunResults, out: Option<&Path>, lab: &LabDir) -> Result<PathBu
         c.write(&folder.dir().join("calibration.json"))?;
     }
     crate::report::write_report(run, folder.dir())?;
-    folder.commit()
+    match out {
+        Some(_) => folder.commit(),
+        None => folder.commit_or_rename(|| {
+            let workloads: Vec<Workload> = run.workloads.iter().map(|w| w.workload).collect();
+            Some(default_folder(
+                &lab.runs(),
+                &run.date,
+                &run.device.slug,
+                &workloads,
+            ))
+        }),
+    }
 }
 
 /// The results file of a run folder, or the file itself.
@@ -397,6 +427,32 @@ mod tests {
         // A second run cannot take the same folder.
         let e = RunFolder::begin(&target).unwrap_err().to_string();
         assert!(e.contains("never overwrites"), "{e}");
+        std::fs::remove_dir_all(runs.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn two_runs_ending_together_under_one_name_both_keep_their_results() {
+        let runs = temp("together").join("runs");
+        std::fs::create_dir_all(&runs).unwrap();
+        let date = "2026-11-24T22:31:05Z";
+        let name = || default_folder(&runs, date, "cpu-x", &[Workload::Gemm]);
+        // Both runs were named before either was saved.
+        let (a, b) = (
+            RunFolder::begin(&name()).unwrap(),
+            RunFolder::begin(&name()).unwrap(),
+        );
+        std::fs::write(a.dir().join("gemm.md"), "a").unwrap();
+        std::fs::write(b.dir().join("gemm.md"), "b").unwrap();
+        let a = a.commit_or_rename(|| Some(name())).unwrap();
+        let b = b.commit_or_rename(|| Some(name())).unwrap();
+        assert!(b.to_str().unwrap().ends_with("gemm-2"), "{b:?}");
+        assert_eq!(std::fs::read_to_string(a.join("gemm.md")).unwrap(), "a");
+        assert_eq!(std::fs::read_to_string(b.join("gemm.md")).unwrap(), "b");
+        // A folder someone named is never exchanged for another.
+        let c = RunFolder::begin(&runs.join("mine")).unwrap();
+        std::fs::create_dir_all(runs.join("mine/taken")).unwrap();
+        let e = c.commit().unwrap_err().to_string();
+        assert!(e.contains("cannot move the run into"), "{e}");
         std::fs::remove_dir_all(runs.parent().unwrap()).unwrap();
     }
 }
