@@ -155,10 +155,9 @@ impl TuneResults {
     /// Writes `<out>/<device slug>/tune-gemm.json`.
     pub fn save(&self, lab: &LabDir) -> Result<PathBuf> {
         let dir = lab.tune(&self.device.slug);
-        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let path = dir.join(FILE);
-        std::fs::write(&path, serde_json::to_string_pretty(self)? + "\n")
-            .with_context(|| format!("writing {}", path.display()))?;
+        // Atomic: a tune cut short keeps the previous file whole.
+        crate::output::write_atomic(&path, serde_json::to_string_pretty(self)? + "\n")?;
         Ok(path)
     }
 

@@ -48,8 +48,7 @@ pub fn run(args: &Args) -> Outcome {
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     for w in Workload::ALL {
         let file = args.out.join(format!("{}.md", w.name()));
-        std::fs::write(&file, page(w, &args.results))
-            .with_context(|| format!("cannot write {}", file.display()))?;
+        crate::output::write_atomic(&file, page(w, &args.results))?;
         println!("wrote {}", file.display());
     }
     Ok(true)
@@ -65,8 +64,7 @@ fn figures(root: &Path) -> Outcome {
         let new = crate::figures::rewrite(&text, root, &harness)
             .with_context(|| format!("in {}", file.display()))?;
         if new != text {
-            std::fs::write(&file, new)
-                .with_context(|| format!("cannot write {}", file.display()))?;
+            crate::output::write_atomic(&file, new)?;
             println!("rewrote the figures of {}", file.display());
         }
     }
