@@ -541,7 +541,7 @@ fn device_note(report: &Report) -> Option<String> {
         kernel::DeviceKind::Cpu => Some(format!(
             "These rows time the CPU ports of the kernels: Rust code that mirrors each rung's \
              idea, not the CUDA code. {}.",
-            crate::report::model::SAME_PORT_NOTE.replace('`', "")
+            crate::report::model::SAME_PORT_NOTE
         )),
         kernel::DeviceKind::Sim => Some(
             "The CUDA simulator executed each kernel's source on the CPU to check its output; \
