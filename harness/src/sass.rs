@@ -11,10 +11,12 @@
 use kernel::CudaPlan;
 use kernel::cuda::discovery::discovery;
 use kernel::cuda::nvrtc;
+use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// Why no SASS came out.
 #[derive(Debug, thiserror::Error)]
@@ -682,6 +684,32 @@ pub struct Listing {
     pub function: Function,
 }
 
+/// The functions of `cubin`, disassembled once per process: a rung's SASS is read again as
+/// the parent of the next (`explain`, `docs`).
+fn functions_of(
+    tool: &Disassembler,
+    cubin: &[u8],
+    label: &str,
+) -> Result<Arc<Vec<Function>>, SassError> {
+    type Memo = Mutex<HashMap<(PathBuf, u64, usize), Arc<Vec<Function>>>>;
+    static MEMO: OnceLock<Memo> = OnceLock::new();
+    let mut h = 0xcbf2_9ce4_8422_2325u64;
+    for &b in cubin {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    let key = (tool.path.clone(), h, cubin.len());
+    let memo = MEMO.get_or_init(Default::default);
+    if let Some(hit) = memo.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(hit.clone());
+    }
+    let functions = Arc::new(parse(&tool.disassemble(cubin, label)?));
+    memo.lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, functions.clone());
+    Ok(functions)
+}
+
 /// Compiles each launch of `plan` for `arch` (memoized by NVRTC) and disassembles its entry;
 /// a kernel launched twice (the conversion of A, then of B) is listed once.
 pub fn of_plan(
@@ -699,11 +727,12 @@ pub fn of_plan(
             continue;
         }
         let compiled = nvrtc::compile(&l.source, arch)?;
-        let functions = parse(&tool.disassemble(&compiled.cubin, &file)?);
+        let functions = functions_of(tool, &compiled.cubin, &file)?;
         let symbol = compiled.symbol(&l.entry);
         let function = functions
-            .into_iter()
+            .iter()
             .find(|f| f.name == symbol)
+            .cloned()
             .ok_or_else(|| SassError::MissingEntry {
                 entry: l.entry.to_string(),
                 file: file.clone(),
@@ -727,7 +756,7 @@ pub fn of_file(
 ) -> Result<Vec<Listing>, SassError> {
     let compiled = nvrtc::compile(source, arch)?;
     let file = source.label();
-    let mut functions = parse(&tool.disassemble(&compiled.cubin, &file)?);
+    let mut functions = functions_of(tool, &compiled.cubin, &file)?.to_vec();
     functions.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(functions
         .into_iter()

@@ -47,8 +47,8 @@ fn sass_of(id: &str) -> Entries {
 }
 
 /// The function of the entry `entry` of rung `id`, compiled afresh: each source of its plan
-/// with a comment appended (`// compile N`), so that NVRTC's memo does not serve the first
-/// compile. ptxas has, rarely, given a second form of one program: `linear_gemm_xwt` with
+/// with a comment appended (`// compile N in process P`), so that neither NVRTC's memo nor
+/// the outputs kept on disk by an earlier process serve a compile made before. ptxas has, rarely, given a second form of one program: `linear_gemm_xwt` with
 /// 33 LDS (and 127 registers) where every other compile gives 32 (and 125); a claim that
 /// compares two compiled programs is checked on fresh compiles before it is called false.
 fn recompiled(id: &str, entry: &str, n: u32) -> Function {
@@ -63,7 +63,12 @@ fn recompiled(id: &str, entry: &str, n: u32) -> Function {
     let mut plan = k.cuda(&shape).unwrap();
     for step in &mut plan.steps {
         if let kernel::Step::Kernel(l) = step {
-            l.source.code = format!("{}\n// compile {n}\n", l.source.code).into();
+            l.source.code = format!(
+                "{}\n// compile {n} in process {}\n",
+                l.source.code,
+                std::process::id()
+            )
+            .into();
         }
     }
     let listings = sass::of_plan(&tool, &plan, "sm_90").unwrap_or_else(|e| panic!("{id}: {e}"));

@@ -4,6 +4,7 @@ pub mod device;
 pub mod discovery;
 pub mod headers;
 pub mod nvrtc;
+pub mod nvrtc_cache;
 pub mod occupancy;
 pub mod pinned;
 pub mod ptx_entry;

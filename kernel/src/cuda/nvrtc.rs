@@ -7,6 +7,7 @@
 
 use super::discovery::{Found, discovery};
 use super::headers;
+use super::nvrtc_cache;
 use super::occupancy::parse_arch;
 use crate::contract::Unsupported;
 use crate::device::DeviceError;
@@ -171,15 +172,31 @@ fn compile_memo(
     if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return Ok(hit.clone());
     }
+    // A program another process compiled one at a time is read from disk; only such a
+    // compile is kept there.
+    let kept = disk_key(source, arch);
+    let compile = |keep: bool| -> Result<Arc<Compiled>, DeviceError> {
+        let dir = nvrtc_cache::dir();
+        if let Some(out) = kept.as_ref().and_then(|k| nvrtc_cache::load(&dir, k)) {
+            return Ok(Arc::new(compiled_from(source, arch, out)));
+        }
+        let out = run_nvrtc(source, arch)?;
+        if let Some(k) = kept.as_ref().filter(|_| keep)
+            && !parse_ptxas_log(&out.log).is_empty()
+        {
+            nvrtc_cache::store(&dir, k, &out);
+        }
+        Ok(Arc::new(compiled_from(source, arch, out)))
+    };
     let compiled = if serial {
         let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
         // Another thread may have compiled it while this one waited.
         if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
             return Ok(hit.clone());
         }
-        Arc::new(compile_uncached(source, arch)?)
+        compile(true)?
     } else {
-        Arc::new(compile_uncached(source, arch)?)
+        compile(false)?
     };
     // A compile whose ptxas report names no entry is not kept: every kernel is reported, so
     // the next call compiles again rather than serve empty resources for the life of the
@@ -205,7 +222,59 @@ pub fn precompile(sources: &[&CudaSource], arch: &str) {
     });
 }
 
-fn compile_uncached(source: &CudaSource, arch: &str) -> Result<Compiled, DeviceError> {
+/// The key NVRTC's output for `source` on `arch` is kept under on disk: everything the output
+/// depends on, down to the NVRTC library file. `None` where it cannot be kept (see
+/// [`nvrtc_cache`]) or NVRTC is unavailable.
+fn disk_key(source: &CudaSource, arch: &str) -> Option<String> {
+    let Found::Path(lib) = &discovery().nvrtc else {
+        return None;
+    };
+    let meta = std::fs::metadata(lib).ok()?;
+    let modified = meta
+        .modified()
+        .ok()?
+        .duration_since(std::time::UNIX_EPOCH)
+        .ok()?;
+    let library = format!(
+        "{} {} {} {:?}",
+        lib.display(),
+        meta.len(),
+        modified.as_nanos(),
+        version().ok()?
+    );
+    let options = options(source, arch);
+    let mut parts: Vec<&str> = vec![&library, arch, &source.file, &source.code];
+    parts.extend(options.iter().map(String::as_str));
+    for h in headers::all() {
+        parts.extend([h.name, h.text]);
+    }
+    parts.extend(source.cxx_entries.iter().map(|(_, e)| e.as_ref()));
+    nvrtc_cache::key(&parts, &source.include_dirs)
+}
+
+/// A [`Compiled`] from what NVRTC returned: the ptxas report read from its log, each C++
+/// entry's resources under the name the plan launches it by as well.
+fn compiled_from(source: &CudaSource, arch: &str, out: nvrtc_cache::Output) -> Compiled {
+    let mut resources = parse_ptxas_log(&out.log);
+    let symbols: HashMap<String, String> = out.symbols.into_iter().collect();
+    for (name, symbol) in &symbols {
+        if let Some(r) = resources.get(symbol).copied() {
+            resources.insert(name.clone(), r);
+        }
+    }
+    Compiled {
+        file: source.label(),
+        arch: arch.to_string(),
+        resources,
+        cubin: out.cubin,
+        log: out.log,
+        ptx: out.ptx,
+        symbols,
+    }
+}
+
+/// One NVRTC compile of `source` for `arch`.
+fn run_nvrtc(source: &CudaSource, arch: &str) -> Result<nvrtc_cache::Output, DeviceError> {
     use cudarc::nvrtc::{result, sys};
     ensure_loaded()?;
     let compiler = version()
@@ -308,21 +377,11 @@ fn compile_uncached(source: &CudaSource, arch: &str) -> Result<Compiled, DeviceE
         });
     // SAFETY: destroyed once, after its last use.
     let _ = unsafe { result::destroy_program(prog) };
-    let cubin = cubin?;
-    let mut resources = parse_ptxas_log(&log);
-    for (name, symbol) in &symbols {
-        if let Some(r) = resources.get(symbol).copied() {
-            resources.insert(name.clone(), r);
-        }
-    }
-    Ok(Compiled {
-        file: source.label(),
-        arch: arch.to_string(),
-        resources,
-        cubin,
+    Ok(nvrtc_cache::Output {
+        cubin: cubin?,
         log,
         ptx,
-        symbols,
+        symbols: symbols.into_iter().collect(),
     })
 }
 
