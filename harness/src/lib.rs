@@ -12,6 +12,7 @@ pub mod footprint;
 pub mod inputs;
 pub mod isolate;
 pub mod library_rows;
+pub mod memo;
 pub mod output;
 pub mod peers;
 pub use kernel::reference;

@@ -331,14 +331,9 @@ pub fn check_target(out: Option<&Path>, lab: &LabDir) -> Result<()> {
 /// Writes a finished run into its folder (`out`, or a new one under the lab's runs): the
 /// results JSON, the calibration it used, the tables and the charts. Returns the folder.
 pub fn save(run: &RunResults, out: Option<&Path>, lab: &LabDir) -> Result<PathBuf> {
-    let target = match out {
-        Some(out) => out.to_path_buf(),
-        None => {
-            let workloads: Vec<Workload> = run.workloads.iter().map(|w| w.workload).collect();
-            default_folder(&lab.runs(), &run.date, &run.device.slug, &workloads)
-        }
-    };
-    let folder = RunFolder::begin(&target)?;
+    let workloads: Vec<Workload> = run.workloads.iter().map(|w| w.workload).collect();
+    let named = || default_folder(&lab.runs(), &run.date, &run.device.slug, &workloads);
+    let folder = RunFolder::begin(&out.map_or_else(named, Path::to_path_buf))?;
     run.write(&folder.dir().join(RESULTS_FILE))?;
     if let Some(c) = &run.calibration {
         c.write(&folder.dir().join("calibration.json"))?;
@@ -346,15 +341,7 @@ pub fn save(run: &RunResults, out: Option<&Path>, lab: &LabDir) -> Result<PathBu
     crate::report::write_report(run, folder.dir())?;
     match out {
         Some(_) => folder.commit(),
-        None => folder.commit_or_rename(|| {
-            let workloads: Vec<Workload> = run.workloads.iter().map(|w| w.workload).collect();
-            Some(default_folder(
-                &lab.runs(),
-                &run.date,
-                &run.device.slug,
-                &workloads,
-            ))
-        }),
+        None => folder.commit_or_rename(|| Some(named())),
     }
 }
 

@@ -8,15 +8,15 @@
 //! [`Function::hot_loop`] finds the loop that does the math and counts one pass of it (FLOP,
 //! bytes requested by access width, instructions): what the speed-of-light model scales.
 
+use crate::memo::Memo;
 use kernel::CudaPlan;
 use kernel::cuda::discovery::discovery;
 use kernel::cuda::nvrtc;
-use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::process::Command;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
 
 /// Why no SASS came out.
 #[derive(Debug, thiserror::Error)]
@@ -691,23 +691,17 @@ fn functions_of(
     cubin: &[u8],
     label: &str,
 ) -> Result<Arc<Vec<Function>>, SassError> {
-    type Memo = Mutex<HashMap<(PathBuf, u64, usize), Arc<Vec<Function>>>>;
-    static MEMO: OnceLock<Memo> = OnceLock::new();
-    let mut h = 0xcbf2_9ce4_8422_2325u64;
-    for &b in cubin {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    let key = (tool.path.clone(), h, cubin.len());
-    let memo = MEMO.get_or_init(Default::default);
-    if let Some(hit) = memo.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-        return Ok(hit.clone());
-    }
-    let functions = Arc::new(parse(&tool.disassemble(cubin, label)?));
-    memo.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(key, functions.clone());
-    Ok(functions)
+    static MEMO: Memo<(PathBuf, u64, usize), Arc<Vec<Function>>> = Memo::new();
+    let mut h = std::hash::DefaultHasher::new();
+    std::hash::Hash::hash(cubin, &mut h);
+    let key = (
+        tool.path.clone(),
+        std::hash::Hasher::finish(&h),
+        cubin.len(),
+    );
+    MEMO.get_or_try(key, || {
+        Ok(Arc::new(parse(&tool.disassemble(cubin, label)?)))
+    })
 }
 
 /// Compiles each launch of `plan` for `arch` (memoized by NVRTC) and disassembles its entry;

@@ -6,6 +6,7 @@
 use super::Outcome;
 use super::inspect::inspect_shapes;
 use crate::config::Config;
+use crate::memo::Memo;
 use crate::report::model::ShapeReport;
 use crate::report::table::Col;
 use crate::results::{RunResults, Status};
@@ -13,10 +14,8 @@ use crate::runs::LabDir;
 use crate::{registry, resources, run, sass, select, sol};
 use kernel::cuda::nvrtc;
 use kernel::{CudaPlan, Kernel, Precision, Shape, SharedBanks};
-use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -863,11 +862,14 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
         Ok(d) => d,
         Err(e) => return Counted::Not(format!("no simulator: {e}")),
     };
+    // Once per process: a rung is counted again as the parent of the next (`explain` of
+    // every rung, `docs`), and the simulator's counts do not change from run to run.
+    static COUNTED: Memo<(String, String), Result<SharedBanks, String>> = Memo::new();
     let rows = kernels
         .iter()
         .map(|k| {
             let id = k.info().id.to_string();
-            let banks = simulated_once(&id, &shape, || {
+            let banks = COUNTED.get_or((id.clone(), shape.to_string()), || {
                 let row = run::evaluate_alone(&dev, all, *k, &shape, &config);
                 row.banks.filter(|_| row.passed()).ok_or_else(|| {
                     row.reason
@@ -879,28 +881,6 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
         })
         .collect();
     Counted::Rows(shape, rows)
-}
-
-/// `simulate`'s counts for rung `id` at `shape`, run once per process: a rung is counted
-/// again as the parent of the next (`explain` of every rung, `docs`), and the simulator is
-/// deterministic.
-fn simulated_once(
-    id: &str,
-    shape: &Shape,
-    simulate: impl FnOnce() -> Result<SharedBanks, String>,
-) -> Result<SharedBanks, String> {
-    type Memo = Mutex<HashMap<(String, String), Result<SharedBanks, String>>>;
-    static MEMO: OnceLock<Memo> = OnceLock::new();
-    let key = (id.to_string(), shape.to_string());
-    let memo = MEMO.get_or_init(Default::default);
-    if let Some(hit) = memo.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
-        return hit.clone();
-    }
-    let banks = simulate();
-    memo.lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .insert(key, banks.clone());
-    banks
 }
 
 /// The section on banks for `kernels` of one workload, in Markdown (a walkthrough's figure).
