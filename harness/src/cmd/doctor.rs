@@ -127,6 +127,13 @@ fn doctor() -> Outcome {
         Ok((a, b)) => {
             println!("NVRTC version:      {a}.{b}");
             println!("ptxas report:       {}", ptxas_report());
+            let dir = kernel::cuda::nvrtc_cache::dir();
+            let (n, bytes) = kernel::cuda::nvrtc_cache::contents(&dir);
+            println!(
+                "NVRTC outputs kept: {} ({n} programs, {:.1} MB; deleting it costs only time)",
+                dir.display(),
+                bytes as f64 / 1e6
+            );
         }
         Err(e) => println!("NVRTC version:      {e}"),
     }

@@ -78,6 +78,19 @@ pub fn store(dir: &Path, key: &str, out: &Output) {
     }
 }
 
+/// How many outputs `dir` keeps and their bytes, for `harness doctor`.
+pub fn contents(dir: &Path) -> (usize, u64) {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .filter_map(Result::ok)
+                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+                .filter_map(|e| e.metadata().ok())
+                .fold((0, 0), |(n, bytes), m| (n + 1, bytes + m.len()))
+        })
+        .unwrap_or((0, 0))
+}
+
 fn encode(out: &Output) -> Vec<u8> {
     let symbols: String = out
         .symbols
@@ -186,6 +199,7 @@ mod tests {
         assert_eq!(load(&dir, "k2"), None);
         // No temporary file is left beside it.
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
+        assert_eq!(contents(&dir), (1, encode(&output()).len() as u64));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
