@@ -289,6 +289,52 @@ fn two_sources_with_one_name_are_two_programs() {
     assert_eq!((s, l), (128, 4096));
 }
 
+/// What NVRTC made is kept on disk for the next process: a serial compile under the name
+/// every compile reads, a run's concurrent precompile under its own, which a serial compile
+/// (the form the lab reports) never reads; a source with include folders is not kept.
+#[test]
+fn compiles_are_kept_on_disk_serial_and_concurrent_apart() {
+    nvrtc::version().expect("NVRTC unavailable: run tools/install-cuda-tools.sh");
+    let dir = kernel::cuda::nvrtc_cache::dir();
+    // Texts no earlier process compiled.
+    let nonce = format!(
+        "{}_{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    let source = |what: &str| {
+        kernel::CudaSource::embedded(
+            "tests/kept.cu",
+            "extern \"C\" __global__ void kept(float *x) { x[threadIdx.x] += 1.0f; }",
+        )
+        .define("NONCE", format!("{what}_{nonce}"))
+    };
+    let kept = |src: &kernel::CudaSource, suffix: &str| {
+        let key = nvrtc::disk_key(src, "sm_90").expect("a lab source is kept");
+        dir.join(format!("{key}{suffix}")).is_file()
+    };
+    let serial = source("serial");
+    let compiled = nvrtc::compile(&serial, "sm_90").unwrap();
+    assert!(kept(&serial, "") && !kept(&serial, "-concurrent"));
+    let back =
+        kernel::cuda::nvrtc_cache::load(&dir, &nvrtc::disk_key(&serial, "sm_90").unwrap()).unwrap();
+    assert_eq!(
+        (back.cubin, back.log),
+        (compiled.cubin.clone(), compiled.log.clone())
+    );
+
+    let concurrent = source("concurrent");
+    nvrtc::precompile(&[&concurrent], "sm_90");
+    assert!(kept(&concurrent, "-concurrent") && !kept(&concurrent, ""));
+
+    let mut user = source("user");
+    user.include_dirs.push(std::env::temp_dir());
+    assert_eq!(nvrtc::disk_key(&user, "sm_90"), None);
+}
+
 /// A program compiled a second time, by this process or a later one, still carries its ptxas
 /// report. NVRTC 12.9 and later serve a repeated compile from the CUDA driver's compute cache,
 /// which outlives the process and skips ptxas: on the GPU, rows whose program an earlier

@@ -172,19 +172,24 @@ fn compile_memo(
     if let Some(hit) = cache.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
         return Ok(hit.clone());
     }
-    // A program another process compiled one at a time is read from disk; only such a
-    // compile is kept there.
-    let kept = disk_key(source, arch);
-    let compile = |keep: bool| -> Result<Arc<Compiled>, DeviceError> {
+    // What another process compiled is read from disk. A serial compile's output serves
+    // every compile; a concurrent one's (a run's precompile) only concurrent ones, so the SASS
+    // the lab reports stays a serial compile's.
+    let disk = disk_key(source, arch);
+    let compile = |serial: bool| -> Result<Arc<Compiled>, DeviceError> {
         let dir = nvrtc_cache::dir();
-        if let Some(out) = kept.as_ref().and_then(|k| nvrtc_cache::load(&dir, k)) {
+        let mut names: Vec<String> = disk.iter().cloned().collect();
+        if !serial {
+            names.extend(disk.iter().map(|k| format!("{k}-concurrent")));
+        }
+        if let Some(out) = names.iter().find_map(|n| nvrtc_cache::load(&dir, n)) {
             return Ok(Arc::new(compiled_from(source, arch, out)));
         }
         let out = run_nvrtc(source, arch)?;
-        if let Some(k) = kept.as_ref().filter(|_| keep)
+        if let Some(name) = names.last()
             && !parse_ptxas_log(&out.log).is_empty()
         {
-            nvrtc_cache::store(&dir, k, &out);
+            nvrtc_cache::store(&dir, name, &out);
         }
         Ok(Arc::new(compiled_from(source, arch, out)))
     };
@@ -213,8 +218,9 @@ fn compile_memo(
 /// Compiles `sources` for `arch` on all cores, filling [`compile`]'s memo before the rows that
 /// load them run one after another (NVRTC spends up to seconds on one source). The code may
 /// differ in scheduling from a serial compile's (see [`compile_memo`]); the run loads, and
-/// reports the resources of, what was compiled here. Failures are left for the row that loads
-/// the source to report.
+/// reports the resources of, what was compiled here, or a serial compile's output kept on
+/// disk, or this kind of compile's by an earlier process (each step of a GPU check is one).
+/// Failures are left for the row that loads the source to report.
 pub fn precompile(sources: &[&CudaSource], arch: &str) {
     use rayon::prelude::*;
     sources.par_iter().for_each(|s| {
@@ -222,10 +228,11 @@ pub fn precompile(sources: &[&CudaSource], arch: &str) {
     });
 }
 
-/// The key NVRTC's output for `source` on `arch` is kept under on disk: everything the output
-/// depends on, down to the NVRTC library file. `None` where it cannot be kept (see
-/// [`nvrtc_cache`]) or NVRTC is unavailable.
-fn disk_key(source: &CudaSource, arch: &str) -> Option<String> {
+/// The name NVRTC's serial output for `source` on `arch` is kept under on disk (a
+/// concurrent compile's adds `-concurrent`): a hash of everything the output depends on, down
+/// to the NVRTC library file. `None` where it cannot be kept (see [`nvrtc_cache`]) or NVRTC is
+/// unavailable.
+pub fn disk_key(source: &CudaSource, arch: &str) -> Option<String> {
     let Found::Path(lib) = &discovery().nvrtc else {
         return None;
     };

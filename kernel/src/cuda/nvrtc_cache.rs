@@ -4,9 +4,11 @@
 //! binaries one after another. What is kept is what NVRTC returned (CUBIN, log, PTX, lowered
 //! names), so a change to how the lab reads a log never meets a stale reading.
 //!
-//! Kept only: compiles made one at a time (the form the lab reports, see
-//! [`super::nvrtc::compile`]), whose log has a ptxas report, of sources without include folders
-//! (a user's headers could change under an unchanged key). The folder is
+//! Kept only: compiles whose log has a ptxas report, of sources without include folders (a
+//! user's headers could change under an unchanged key). Compiles made one at a time (the form
+//! the lab reports, see [`super::nvrtc::compile`]) and those a run makes concurrently are kept
+//! under different names: a concurrent compile may come out scheduled differently, and only
+//! another run's concurrent compile reads it. The folder is
 //! `$KERNEL_LAB_NVRTC_CACHE`, else `kernel-lab-nvrtc` in the temporary folder; deleting it
 //! costs only time.
 
