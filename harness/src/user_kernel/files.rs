@@ -193,7 +193,7 @@ impl LocalFiles {
                 continue;
             }
             // Another process or thread may be reading (or writing) the same folder.
-            crate::output::replace_with(&path, |tmp| Ok(std::fs::write(tmp, &c.text)?))
+            crate::output::write_atomic(&path, &c.text)
                 .map_err(|e| fail(&path, format!("{e:#}")))?;
         }
         Ok(Self {

@@ -95,8 +95,7 @@ pub fn standin_dir() -> Result<PathBuf, String> {
                 continue;
             }
             // Another process may be reading the folder.
-            crate::output::replace_with(&path, |tmp| Ok(std::fs::write(tmp, text)?))
-                .map_err(|e| format!("writing {}: {e:#}", path.display()))?;
+            crate::output::write_atomic(&path, text).map_err(|e| format!("{e:#}"))?;
         }
         Ok(dir)
     })
