@@ -73,10 +73,15 @@ class Timer:
 
 
 def percentile(sorted_v, p):
+    # As the harness computes it (harness/src/timing.rs): held between the two samples it
+    # interpolates, so that equal samples give exactly that value and p10 never exceeds p90.
     x = p * (len(sorted_v) - 1)
     i = int(x)
     f = x - i
-    return sorted_v[i] if i + 1 >= len(sorted_v) else sorted_v[i] * (1 - f) + sorted_v[i + 1] * f
+    if i + 1 >= len(sorted_v):
+        return sorted_v[i]
+    a, b = sorted_v[i], sorted_v[i + 1]
+    return min(max(a + (b - a) * f, a), b)
 
 
 def rel_error(torch, out, ref):
