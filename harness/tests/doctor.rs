@@ -31,10 +31,15 @@ fn doctor_names_the_glibc_the_binary_needs_and_the_loaded_libraries() {
         text.contains(&format!("this binary needs:  glibc {version} or newer")),
         "{text}"
     );
-    // With NVRTC, its ptxas report is read: the tables' registers and occupancy come from it.
+    // With NVRTC, its ptxas report is read: the tables' registers and occupancy come from it,
+    // and the folder its outputs are kept in is named with its limit.
     if text.contains("NVRTC version:      1") {
         assert!(text.contains("ptxas report:       read ("), "{text}");
+        assert!(text.contains(" MB of at most 537; deleting it"), "{text}");
     }
+    // The simulator's compiler, and where its builds are kept.
+    assert!(text.contains("CUDA simulator:     "), "{text}");
+    assert!(text.contains(" MB of at most 268; deleting it"), "{text}");
     // NVRTC, when found by path, is the library the process has loaded, and only one copy.
     if let Some(line) = text.lines().find(|l| l.starts_with("NVRTC: ")) {
         let path = line.trim_start_matches("NVRTC:").trim();

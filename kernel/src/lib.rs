@@ -10,6 +10,7 @@ pub mod contract;
 pub mod conv;
 pub mod cuda;
 pub mod device;
+pub mod disk_cache;
 pub mod network;
 pub mod pipeline;
 pub mod plan;

@@ -127,12 +127,13 @@ fn doctor() -> Outcome {
         Ok((a, b)) => {
             println!("NVRTC version:      {a}.{b}");
             println!("ptxas report:       {}", ptxas_report());
-            let dir = kernel::cuda::nvrtc_cache::dir();
-            let (n, bytes) = kernel::cuda::nvrtc_cache::contents(&dir);
             println!(
-                "NVRTC outputs kept: {} ({n} programs, {:.1} MB; deleting it costs only time)",
-                dir.display(),
-                bytes as f64 / 1e6
+                "NVRTC outputs kept: {}",
+                kept(
+                    &kernel::cuda::nvrtc_cache::dir(),
+                    "programs",
+                    kernel::cuda::nvrtc_cache::LIMIT_BYTES
+                )
             );
         }
         Err(e) => println!("NVRTC version:      {e}"),
@@ -153,6 +154,22 @@ fn doctor() -> Outcome {
         }
     }
     println!("cuBLAS:             {}", d.cublas.describe());
+    let cxx = kernel::sim::compile::compiler();
+    match kernel::sim::compile::compiler_version(&cxx) {
+        Ok(version) => println!("CUDA simulator:     {version} (`--device sim`)"),
+        Err(e) => println!(
+            "CUDA simulator:     unavailable: {e}; `--device sim` builds each kernel with a host \
+             C++ compiler (g++, or $CXX)"
+        ),
+    }
+    println!(
+        "simulator modules:  {}",
+        kept(
+            &kernel::sim::compile::cache_dir(),
+            "modules",
+            kernel::sim::compile::CACHE_LIMIT_BYTES
+        )
+    );
     let uses = match CudaDevice::open() {
         Ok(dev) => {
             let i = dev.info();
@@ -206,6 +223,17 @@ fn doctor() -> Outcome {
         );
     }
     Ok(true)
+}
+
+/// A folder of kept compiler outputs, with how many and how much of its limit they take.
+fn kept(dir: &std::path::Path, what: &str, limit: u64) -> String {
+    let (n, bytes) = kernel::disk_cache::contents(dir);
+    format!(
+        "{} ({n} {what}, {:.1} MB of at most {:.0}; deleting it costs only time)",
+        dir.display(),
+        bytes as f64 / 1e6,
+        limit as f64 / 1e6
+    )
 }
 
 /// The newest `GLIBC_x.y` symbol version the ELF file `bytes` needs (its `.gnu.version_r`

@@ -9,9 +9,11 @@
 //! the lab reports, see [`super::nvrtc::compile`]) and those a run makes concurrently are kept
 //! under different names: a concurrent compile may come out scheduled differently, and only
 //! another run's concurrent compile reads it. The folder is
-//! `$KERNEL_LAB_NVRTC_CACHE`, else `kernel-lab-nvrtc` in the temporary folder; deleting it
+//! `$KERNEL_LAB_NVRTC_CACHE`, else `kernel-lab-nvrtc` in the temporary folder, kept under
+//! [`LIMIT_BYTES`] (the outputs used longest ago go first, [`crate::disk_cache`]); deleting it
 //! costs only time.
 
+use crate::disk_cache;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -26,6 +28,9 @@ pub struct Output {
 }
 
 const MAGIC: &[u8] = b"kernel-lab nvrtc output 1\n";
+
+/// The most the folder keeps: the whole test suite leaves about 80 MB.
+pub const LIMIT_BYTES: u64 = 512 << 20;
 
 /// The name of a program's file: a hash of everything NVRTC's output depends on. `None`
 /// where the program reads files the key cannot see (`include_dirs` not empty).
@@ -60,7 +65,10 @@ pub fn dir() -> PathBuf {
 
 /// The kept output under `key`, if there is a whole one.
 pub fn load(dir: &Path, key: &str) -> Option<Output> {
-    decode(&std::fs::read(dir.join(key)).ok()?)
+    let path = dir.join(key);
+    let out = decode(&std::fs::read(&path).ok()?)?;
+    disk_cache::touch(&path);
+    Some(out)
 }
 
 /// Keeps `out` under `key`; a failure to write only means the next process compiles again.
@@ -78,19 +86,7 @@ pub fn store(dir: &Path, key: &str, out: &Output) {
     if std::fs::write(&tmp, encode(out)).is_err() || std::fs::rename(&tmp, dir.join(key)).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-}
-
-/// How many outputs `dir` keeps and their bytes, for `harness doctor`.
-pub fn contents(dir: &Path) -> (usize, u64) {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .filter_map(Result::ok)
-                .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-                .filter_map(|e| e.metadata().ok())
-                .fold((0, 0), |(n, bytes), m| (n + 1, bytes + m.len()))
-        })
-        .unwrap_or((0, 0))
+    disk_cache::trim(dir, LIMIT_BYTES);
 }
 
 fn encode(out: &Output) -> Vec<u8> {
@@ -201,7 +197,10 @@ mod tests {
         assert_eq!(load(&dir, "k2"), None);
         // No temporary file is left beside it.
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1);
-        assert_eq!(contents(&dir), (1, encode(&output()).len() as u64));
+        assert_eq!(
+            disk_cache::contents(&dir),
+            (1, encode(&output()).len() as u64)
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -8,6 +8,7 @@ use super::inline_asm;
 use crate::contract::Unsupported;
 use crate::cuda::headers;
 use crate::device::DeviceError;
+use crate::disk_cache;
 use crate::plan::CudaSource;
 use std::collections::HashMap;
 use std::ffi::{CStr, CString, OsStr};
@@ -464,8 +465,13 @@ fn fnv1a(parts: &[&str]) -> u64 {
     h
 }
 
-/// Where built modules are cached.
-fn cache_dir() -> PathBuf {
+/// The most the cache of built modules keeps ([`crate::disk_cache`]): a module is about
+/// 100 kB, and the whole test suite leaves about 17 MB.
+pub const CACHE_LIMIT_BYTES: u64 = 256 << 20;
+
+/// Where built modules are cached: `$KERNEL_LAB_SIM_CACHE`, else `kernel-lab-sim` in the
+/// temporary folder.
+pub fn cache_dir() -> PathBuf {
     std::env::var_os("KERNEL_LAB_SIM_CACHE")
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("kernel-lab-sim"))
@@ -498,6 +504,7 @@ pub fn build(
     let dir = cache_dir();
     let target = dir.join(format!("{key}.so"));
     if target.exists() {
+        disk_cache::touch(&target);
         return Ok(target);
     }
     static SEQ: AtomicU64 = AtomicU64::new(0);
@@ -509,6 +516,9 @@ pub fn build(
     std::fs::create_dir_all(&work).map_err(io_err(format!("creating {}", work.display())))?;
     let result = compile_in(&work, src, &flags, tu, compiler, how, &target);
     let _ = std::fs::remove_dir_all(&work);
+    // Only modules used longest ago go: this one, and any another process just loaded, are
+    // the newest.
+    disk_cache::trim(&dir, CACHE_LIMIT_BYTES);
     result.map(|()| target)
 }
 
