@@ -64,9 +64,22 @@ fn run_pages_load_in_a_browser() {
     std::fs::create_dir_all(&root).unwrap();
     let lab = root.join("lab");
 
-    // Every workload on the CPU, at the small shapes; the simulator on one small GEMM.
+    // Every workload on the CPU, at the small shapes, timed only as much as the pages need; the
+    // simulator on one small GEMM.
     let cpu = root.join("cpu");
-    run_into(&lab, &cpu, &["--device", "cpu", "--small", "-q"]);
+    let quick = repo().join("harness/tests/fixtures/quick-timing.toml");
+    run_into(
+        &lab,
+        &cpu,
+        &[
+            "--device",
+            "cpu",
+            "--small",
+            "--config",
+            quick.to_str().unwrap(),
+            "-q",
+        ],
+    );
     let sim = root.join("sim");
     run_into(
         &lab,
