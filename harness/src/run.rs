@@ -308,14 +308,12 @@ impl Ablation<'_> {
         self.run_with(&mut progress, &mut |_, _, p, cfg| timing::measure(p, cfg))
     }
 
-    /// On a GPU, compiles every source the rows of this process will load, in parallel, first.
-    fn precompile(&self) {
-        let Some(arch) = (self.dev.kind() == DeviceKind::Cuda)
-            .then(|| device_arch(self.dev))
-            .flatten()
-        else {
+    /// Builds every source the rows of this process will load, on all cores (NVRTC on a GPU,
+    /// the host compiler in the simulator): [`Ablation::run`] does it first.
+    pub fn precompile(&self) {
+        if self.dev.kind() == DeviceKind::Cpu {
             return;
-        };
+        }
         let mut plans = Vec::new();
         for (workload, shapes) in &self.shapes {
             for shape in shapes {
@@ -334,7 +332,7 @@ impl Ablation<'_> {
                 sources.push(s);
             }
         }
-        kernel::cuda::nvrtc::precompile(&sources, &arch);
+        self.dev.precompile(&sources);
     }
 
     /// As [`Ablation::run`], with the timing method supplied (the criterion bench's).

@@ -43,6 +43,8 @@ fn every_kernel_is_explained_with_every_section() {
     // A network row is explained as any rung (its plan is the whole forward pass): two of them
     // stand for the rest, each compiling every layer's source.
     let sampled = ["cnn-conv-fused", "encoder-gemm-wmma-fp16"];
+    // The simulator's builds on every core first, as `harness docs` does.
+    explain::prebuild(&all.iter().map(|k| k.as_ref()).collect::<Vec<_>>());
     for k in all
         .iter()
         .filter(|k| !k.info().workload.is_network() || sampled.contains(&k.info().id.as_ref()))

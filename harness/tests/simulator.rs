@@ -20,6 +20,19 @@ fn every_kernel_matches_the_reference_in_the_simulator() {
     let config = Config::defaults();
     let all = registry::all();
     let refs: Vec<&dyn kernel::Kernel> = all.iter().map(|k| k.as_ref()).collect();
+    // Every module built on all cores first, as a run builds them.
+    harness::run::Ablation {
+        dev: &dev,
+        config: &config,
+        kernels: refs.clone(),
+        shapes: Workload::ALL
+            .iter()
+            .map(|&w| (w, config.shapes(w, "sim")))
+            .collect(),
+        timing: None,
+        keep_unrunnable: false,
+    }
+    .precompile();
     let (mut passed, mut skipped, mut problems) = (Vec::new(), Vec::new(), Vec::new());
     for w in Workload::ALL {
         let shapes = config.shapes(w, "sim");

@@ -46,6 +46,8 @@ pub fn run(args: &Args) -> Outcome {
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let all = registry::all();
+    explain::prebuild(&all.iter().map(|k| k.as_ref()).collect::<Vec<_>>());
     for w in Workload::ALL {
         let file = args.out.join(format!("{}.md", w.name()));
         crate::output::write_atomic(&file, page(w, &args.results))?;

@@ -13,7 +13,7 @@ use crate::results::{RunResults, Status};
 use crate::runs::LabDir;
 use crate::{registry, resources, run, sass, select, sol};
 use kernel::cuda::nvrtc;
-use kernel::{CudaPlan, Kernel, Precision, Shape, SharedBanks};
+use kernel::{CudaPlan, Kernel, Precision, Shape, SharedBanks, Workload};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -851,11 +851,7 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
         );
     }
     let config = Config::defaults();
-    let Some(shape) = config
-        .shapes(w, "sim")
-        .into_iter()
-        .max_by(|a, b| a.flops().total_cmp(&b.flops()))
-    else {
+    let Some(shape) = bank_shape(&config, w) else {
         return Counted::Not(format!("no simulator shape for {w}"));
     };
     let dev = match select::simulator(None) {
@@ -881,6 +877,38 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
         })
         .collect();
     Counted::Rows(shape, rows)
+}
+
+/// The shape the bank section counts `w` at: its largest simulator shape.
+fn bank_shape(config: &Config, w: Workload) -> Option<Shape> {
+    config
+        .shapes(w, "sim")
+        .into_iter()
+        .max_by(|a, b| a.flops().total_cmp(&b.flops()))
+}
+
+/// Builds, on all cores, the simulator modules that the bank sections of `kernels` load, so
+/// that explaining them one after another (`harness docs`, the tests) does not wait on the
+/// host compiler one rung at a time.
+pub fn prebuild(kernels: &[&dyn Kernel]) {
+    let Ok(dev) = select::simulator(None) else {
+        return;
+    };
+    let config = Config::defaults();
+    let shapes = Workload::ALL
+        .into_iter()
+        .filter(|w| !w.is_network())
+        .filter_map(|w| Some((w, vec![bank_shape(&config, w)?])))
+        .collect();
+    run::Ablation {
+        dev: &dev,
+        config: &config,
+        kernels: kernels.to_vec(),
+        shapes,
+        timing: None,
+        keep_unrunnable: false,
+    }
+    .precompile();
 }
 
 /// The section on banks for `kernels` of one workload, in Markdown (a walkthrough's figure).

@@ -951,6 +951,10 @@ impl Executor for CudaDevice {
         DeviceKind::Cuda
     }
 
+    fn precompile(&self, sources: &[&CudaSource]) {
+        nvrtc::precompile(sources, &self.arch);
+    }
+
     fn info(&self) -> &DeviceInfo {
         &self.info
     }

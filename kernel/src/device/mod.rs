@@ -4,6 +4,7 @@
 pub mod cpu;
 
 use crate::contract::{Kernel, Unsupported};
+use crate::plan::CudaSource;
 use crate::workload::Shape;
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -258,6 +259,10 @@ pub trait Executor {
         shape: &Shape,
         inputs: &'a [Vec<f32>],
     ) -> Result<Box<dyn Prepared + 'a>, DeviceError>;
+    /// Builds `sources` on all cores before the rows that load them run one after another (a
+    /// compile takes up to seconds): each row then finds its build done. Failures are left for
+    /// the row that loads the source to report. Devices that build nothing do nothing.
+    fn precompile(&self, _sources: &[&CudaSource]) {}
     /// After a [`DeviceError::Lost`]: rebuilds what the failure broke (a fresh CUDA context),
     /// once every prepared run of the old state is dropped. Devices that cannot be lost have
     /// nothing to do.

@@ -156,6 +156,17 @@ impl Executor for SimDevice {
         DeviceKind::Sim
     }
 
+    /// The host compiler on every core, into the cache on disk that [`SimDevice::module`]
+    /// reads.
+    fn precompile(&self, sources: &[&CudaSource]) {
+        use rayon::prelude::*;
+        sources.par_iter().for_each(|src| {
+            if let Ok((tu, _)) = compile::translation_unit(src) {
+                let _ = compile::build(src, &tu, &self.compiler, self.build);
+            }
+        });
+    }
+
     fn info(&self) -> &DeviceInfo {
         &self.info
     }
