@@ -516,8 +516,8 @@ pub fn build(
     std::fs::create_dir_all(&work).map_err(io_err(format!("creating {}", work.display())))?;
     let result = compile_in(&work, src, &flags, tu, compiler, how, &target);
     let _ = std::fs::remove_dir_all(&work);
-    // Only modules used longest ago go: this one, and any another process just loaded, are
-    // the newest.
+    // Only the modules used longest ago go: this one, and any that another process has just
+    // found, are the newest.
     disk_cache::trim(&dir, CACHE_LIMIT_BYTES);
     result.map(|()| target)
 }
