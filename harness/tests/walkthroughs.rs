@@ -45,9 +45,9 @@ fn every_figure_is_what_its_run_gives_now() {
         !jobs.is_empty(),
         "no figure blocks found: the walkthroughs lost their markers"
     );
-    // One at a time: in the full suite a parallel pass once reported a resources figure as
-    // changed that matched on every run of its own. A figure from code that differs is
-    // compiled again in a process of its own, as `harness docs --figures` does.
+    // One at a time, to keep the machine's load (which ptxas's output depends on) low. A
+    // figure from code that differs is compiled again afresh in processes of their own, as
+    // `harness docs --figures` does.
     let stale: Vec<String> = jobs
         .iter()
         .filter_map(|(file, text, b)| {
@@ -103,7 +103,7 @@ fn a_figure_block_that_was_edited_by_hand_is_caught() {
 }
 
 #[test]
-fn a_figure_from_code_changes_only_when_a_compile_in_another_process_agrees() {
+fn a_figure_from_code_changes_only_when_two_compiles_agree() {
     use harness::figures::{CLOSE, OPEN, blocks, from_code, settled};
     let name = "resources gemm-naive";
     let now = from_code(name).unwrap();
@@ -111,30 +111,38 @@ fn a_figure_from_code_changes_only_when_a_compile_in_another_process_agrees() {
     assert_ne!(edited, now);
     let text = format!("x\n{OPEN}{name} from code -->{edited}{CLOSE}");
     let b = &blocks(&text).unwrap()[0];
-    // The harness binary compiles what this process compiled: the edit is replaced.
+    // The harness binary compiles afresh what this process compiled: the edit is replaced.
     assert_eq!(settled(b, &text, &root(), &harness()).unwrap(), now);
-    // A second process that gives the text's figure back (as a one-off compile here would be
-    // answered): the text stays. One that gives a third answer: an error naming the figure.
+    // Stand-ins for the binary. One that gives the text's figure back (as a compile of the
+    // common form answers a text this process compiled to a rare one): the text stays. One
+    // that gives a new figure every time: an error naming the figure. One that gives the same
+    // new figure twice: that figure.
     let dir = std::env::temp_dir().join(format!("kernel-lab-settled-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    for (answer, file) in [
-        (&edited, "agrees"),
-        (&"something else".to_string(), "differs"),
-    ] {
-        let printed = dir.join(format!("{file}.txt"));
-        std::fs::write(&printed, answer).unwrap();
+    let stand_in = |file: &str, script: String| {
         let exe = dir.join(file);
-        std::fs::write(&exe, format!("#!/bin/sh\ncat '{}'\n", printed.display())).unwrap();
+        std::fs::write(&exe, format!("#!/bin/sh\n{script}\n")).unwrap();
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let got = settled(b, &text, &root(), &exe);
-        if file == "agrees" {
-            assert_eq!(got.unwrap(), edited);
-        } else {
-            let e = format!("{:#}", got.unwrap_err());
-            assert!(e.contains(name) && e.contains("two processes"), "{e}");
-        }
-    }
+        exe
+    };
+    let printed = dir.join("edited.txt");
+    std::fs::write(&printed, &edited).unwrap();
+    let agrees = stand_in("agrees", format!("cat '{}'", printed.display()));
+    assert_eq!(settled(b, &text, &root(), &agrees).unwrap(), edited);
+    let count = dir.join("count");
+    let differs = stand_in(
+        "differs",
+        format!(
+            "echo x >> '{0}'; printf 'answer %s' $(wc -l < '{0}')",
+            count.display()
+        ),
+    );
+    let e = format!("{:#}", settled(b, &text, &root(), &differs).unwrap_err());
+    assert!(e.contains(name) && e.contains("4 processes"), "{e}");
+    assert!(e.contains("answer 1") && e.contains("answer 3"), "{e}");
+    let third = stand_in("third", "printf 'a third form'".to_string());
+    assert_eq!(settled(b, &text, &root(), &third).unwrap(), "a third form");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

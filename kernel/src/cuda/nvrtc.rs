@@ -153,11 +153,14 @@ pub fn compile(source: &CudaSource, arch: &str) -> Result<Arc<Compiled>, DeviceE
 }
 
 /// `compile`, the NVRTC call itself `serial` (one at a time in the process) or not. NVRTC
-/// may be called from several threads on distinct programs, but what it makes then is not
-/// always what it makes alone: of six concurrent compiles of `linear_fused` for sm_90, one
-/// came out as 3857 instructions with 34 LDS, every sequential one as 3851 with 32. The SASS
-/// the lab reports, compares and quotes must be what the source gives, so compiles are serial
-/// but for [`precompile`], which a run uses for speed before running what it compiled.
+/// may be called from several threads on distinct programs, but what ptxas makes depends on
+/// how busy the machine is: of six concurrent compiles of `linear_fused` for sm_90, one came
+/// out as 3857 instructions with 34 LDS, every sequential one as 3851 with 32, and separate
+/// processes compiling at once on a loaded machine now and then differ by a register too. The
+/// SASS the lab reports, compares and quotes should be the form the source usually gives, so
+/// compiles are serial but for [`precompile`], which a run uses for speed before running what
+/// it compiled; the walkthroughs' figures from code check a change with fresh compiles
+/// (`harness::figures::settled`).
 fn compile_memo(
     source: &CudaSource,
     arch: &str,

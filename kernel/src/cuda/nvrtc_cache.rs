@@ -56,9 +56,12 @@ pub fn key(parts: &[&str], include_dirs: &[PathBuf]) -> Option<String> {
     ))
 }
 
+/// The environment variable that names the folder of kept outputs.
+pub const DIR_VARIABLE: &str = "KERNEL_LAB_NVRTC_CACHE";
+
 /// Where kept outputs are.
 pub fn dir() -> PathBuf {
-    std::env::var_os("KERNEL_LAB_NVRTC_CACHE")
+    std::env::var_os(DIR_VARIABLE)
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join("kernel-lab-nvrtc"))
 }
