@@ -35,6 +35,15 @@
 # finished.
 # --smoke: small shapes everywhere (CI). Publish a run with `harness publish LAB/runs/latest`.
 set -uo pipefail
+# NVRTC's output depends on where its memory lies: the script runs itself with address
+# randomization off where the system allows it, so that every harness below starts that way and
+# none starts itself again (under compute-sanitizer or ncu, which follow the process they start).
+if [[ -z ${KERNEL_LAB_LAYOUT_TRIED:-} ]]; then
+  export KERNEL_LAB_LAYOUT_TRIED=1
+  if setarch "$(uname -m)" -R true 2>/dev/null; then
+    exec setarch "$(uname -m)" -R bash "$0" "$@"
+  fi
+fi
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 

@@ -177,12 +177,13 @@ pub fn generate(b: &Block, root: &Path) -> Result<String> {
 
 /// What the block `b` of `text` holds now ([`generate`]), except that a figure from code that
 /// differs from the text is compiled again, afresh, by `harness` (the binary) in processes of
-/// their own. ptxas inside NVRTC does not always give one source one form: on a loaded machine
-/// a compile now and then comes out with a register or a few instructions more (of forty
-/// processes compiling fusion's rungs four at a time on two cores, three gave `linear_fused` or
-/// `linear_fused_padded` 127 registers on sm_90, where the others gave 125), and the output kept
-/// on disk hands such a form to every later process. So the text is kept while a fresh compile
-/// still gives it, and a new figure is taken only when two compiles agree on it.
+/// their own. ptxas inside NVRTC compiles some programs differently depending on where its
+/// memory lies; the harness and the tests run with the addresses fixed
+/// ([`kernel::cuda::address_layout`]), which gives one form, but where the system keeps them
+/// randomized a compile now and then comes out with a register or an instruction more (6 of
+/// 70 processes compiling fusion's rungs), and the output kept on disk hands that form to
+/// every later process. So the text is kept while a fresh compile still gives it, and a new
+/// figure is taken only when two compiles agree on it.
 pub fn settled(b: &Block, text: &str, root: &Path, harness: &Path) -> Result<String> {
     let was = &text[b.body.clone()];
     let now = generate(b, root)?;

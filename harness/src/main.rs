@@ -60,6 +60,9 @@ fn main() -> ExitCode {
     // tools, instead of a panic on the next print.
     // SAFETY: restoring a signal's default action, before any thread starts.
     unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    // NVRTC's output depends on where its memory lies: this program runs with the addresses
+    // fixed where the system allows it (`harness doctor` says which), else as it is.
+    let _ = kernel::cuda::address_layout::start_fixed();
     let result = match Cli::parse().command {
         Command::List(a) => cmd::list::run(&a),
         Command::Run(a) => cmd::run::run(&a),

@@ -45,9 +45,8 @@ fn every_figure_is_what_its_run_gives_now() {
         !jobs.is_empty(),
         "no figure blocks found: the walkthroughs lost their markers"
     );
-    // One at a time, to keep the machine's load (which ptxas's output depends on) low. A
-    // figure from code that differs is compiled again afresh in processes of their own, as
-    // `harness docs --figures` does.
+    // One at a time, as `harness docs --figures` does: a figure from code that differs is
+    // compiled again afresh in processes of their own (`figures::settled`).
     let stale: Vec<String> = jobs
         .iter()
         .filter_map(|(file, text, b)| {

@@ -11,8 +11,10 @@ use kernel::cuda::{CudaDevice, nvrtc};
 pub struct Args {
     /// Print only one fact, for scripts: `kind` (cuda or cpu) or `slug` (its folder name) of
     /// the device a run would use, `build` (release or debug) of this harness, `glibc`: the
-    /// newest glibc version this binary needs, or `commit`: the commit a run records.
-    #[arg(long, value_parser = ["kind", "slug", "build", "glibc", "commit"])]
+    /// newest glibc version this binary needs, `commit`: the commit a run records, or
+    /// `layout`: whether this process's addresses are `fixed` or `randomized` (NVRTC's output
+    /// depends on them).
+    #[arg(long, value_parser = ["kind", "slug", "build", "glibc", "commit", "layout"])]
     pub print: Option<String>,
 }
 
@@ -42,6 +44,15 @@ fn doctor_print(what: &str) -> Outcome {
     }
     if what == "commit" {
         println!("{}", crate::results::current_commit());
+        return Ok(true);
+    }
+    if what == "layout" {
+        use kernel::cuda::address_layout::{Layout, current};
+        let layout = match current() {
+            Layout::Fixed => "fixed",
+            Layout::Randomized => "randomized",
+        };
+        println!("{layout}");
         return Ok(true);
     }
     let (dev, _) = select::open(None, None)?;
@@ -127,6 +138,10 @@ fn doctor() -> Outcome {
         Ok((a, b)) => {
             println!("NVRTC version:      {a}.{b}");
             println!("ptxas report:       {}", ptxas_report());
+            println!(
+                "address layout:     {}",
+                kernel::cuda::address_layout::describe()
+            );
             println!(
                 "NVRTC outputs kept: {}",
                 kept(

@@ -1,5 +1,6 @@
 //! Everything CUDA: finding the libraries, compiling with NVRTC, occupancy, and the device.
 
+pub mod address_layout;
 pub mod device;
 pub mod discovery;
 pub mod headers;

@@ -154,13 +154,11 @@ pub fn compile(source: &CudaSource, arch: &str) -> Result<Arc<Compiled>, DeviceE
 
 /// `compile`, the NVRTC call itself `serial` (one at a time in the process) or not. NVRTC
 /// may be called from several threads on distinct programs, but what ptxas makes depends on
-/// how busy the machine is: of six concurrent compiles of `linear_fused` for sm_90, one came
-/// out as 3857 instructions with 34 LDS, every sequential one as 3851 with 32, and separate
-/// processes compiling at once on a loaded machine now and then differ by a register too. The
-/// SASS the lab reports, compares and quotes should be the form the source usually gives, so
-/// compiles are serial but for [`precompile`], which a run uses for speed before running what
-/// it compiled; the walkthroughs' figures from code check a change with fresh compiles
-/// (`harness::figures::settled`).
+/// where its memory lies ([`super::address_layout`]), and threads allocate in memory of their
+/// own: of six concurrent compiles of `linear_fused` for sm_90, one came out as 3857
+/// instructions with 34 LDS, every sequential one as 3851 with 32. The SASS the lab reports,
+/// compares and quotes must be what the source gives, so compiles are serial but for
+/// [`precompile`], which a run uses for speed before running what it compiled.
 fn compile_memo(
     source: &CudaSource,
     arch: &str,
@@ -253,7 +251,9 @@ pub fn disk_key(source: &CudaSource, arch: &str) -> Option<String> {
         version().ok()?
     );
     let options = options(source, arch);
-    let mut parts: Vec<&str> = vec![&library, arch, &source.file, &source.code];
+    // A randomized process's output is kept apart: it may be a rarer form of the program.
+    let layout = format!("{:?}", super::address_layout::current());
+    let mut parts: Vec<&str> = vec![&library, &layout, arch, &source.file, &source.code];
     parts.extend(options.iter().map(String::as_str));
     for h in headers::all() {
         parts.extend([h.name, h.text]);
@@ -429,9 +429,7 @@ pub fn options(source: &CudaSource, arch: &str) -> Vec<String> {
 /// cached compile skips ptxas, so its log has no report: on a machine with a driver the
 /// cache outlives the process, and rows of the first GPU runs whose programs an earlier
 /// process had compiled came out without registers, shared memory or occupancy. [`options`]
-/// passes it only where a driver was found: without one the cache is off anyway, and there
-/// NVRTC 13.0 given the option has compiled one program to a register more in one process
-/// than in another (the figures `harness docs` writes and the tests that recompute them).
+/// passes it only where a driver was found: without one there is no cache to skip.
 pub fn no_cache_option((major, minor): (i32, i32)) -> Option<&'static str> {
     (major > 12 || (major == 12 && minor >= 9)).then_some("--no-cache")
 }

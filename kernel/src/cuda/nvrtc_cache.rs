@@ -1,5 +1,6 @@
 //! NVRTC's output for a program, kept on disk so that another process compiling the same
-//! program (the same text, headers, options, architecture and NVRTC) reads it instead of
+//! program (the same text, headers, options, architecture, NVRTC and address layout, see
+//! [`super::address_layout`]) reads it instead of
 //! spending up to seconds in NVRTC again: `harness explain` of one rung after another, the test
 //! binaries one after another. What is kept is what NVRTC returned (CUBIN, log, PTX, lowered
 //! names), so a change to how the lab reads a log never meets a stale reading.
