@@ -113,38 +113,43 @@ fn a_carried_binary_records_the_commit_it_was_built_from() {
 
 /// NVRTC's output depends on where its memory lies, so the harness runs with the addresses
 /// fixed: started with randomization on, it starts itself again with it off, where the system
-/// allows a process that change (`setarch -R` tells).
+/// allows a process that change (`setarch -R` tells); under a CUDA tool that attached to the
+/// process it was started as, it stays that process.
 #[test]
 fn the_harness_turns_address_randomization_off_for_itself() {
     use std::os::unix::process::CommandExt;
     const ADDR_NO_RANDOMIZE: libc::c_ulong = 0x0040000;
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
-    cmd.args(["doctor", "--print", "layout"])
-        .env_remove("KERNEL_LAB_LAYOUT_TRIED");
-    // SAFETY: between fork and exec, only the personality call (async-signal-safe): this test
-    // runs with randomization off (the workspace's runner), the child starts with it on.
-    unsafe {
-        cmd.pre_exec(|| {
-            let persona = libc::personality(0xffff_ffff);
-            if persona >= 0 {
-                libc::personality(persona as libc::c_ulong & !ADDR_NO_RANDOMIZE);
-            }
-            Ok(())
-        });
-    }
-    let o = cmd.output().unwrap();
-    assert!(o.status.success(), "{o:?}");
-    let said = String::from_utf8_lossy(&o.stdout).trim().to_string();
+    let layout = |under_a_tool: bool| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_harness"));
+        cmd.args(["doctor", "--print", "layout"])
+            .env_remove("KERNEL_LAB_LAYOUT_TRIED")
+            .env_remove("CUDA_INJECTION64_PATH");
+        if under_a_tool {
+            cmd.env("CUDA_INJECTION64_PATH", "/nonexistent/libinjection.so");
+        }
+        // SAFETY: between fork and exec, only the personality call (async-signal-safe): this
+        // test runs with randomization off (the workspace's runner), the child starts with it
+        // on.
+        unsafe {
+            cmd.pre_exec(|| {
+                let persona = libc::personality(0xffff_ffff);
+                if persona >= 0 {
+                    libc::personality(persona as libc::c_ulong & !ADDR_NO_RANDOMIZE);
+                }
+                Ok(())
+            });
+        }
+        let o = cmd.output().unwrap();
+        assert!(o.status.success(), "{o:?}");
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    };
     let allowed = Command::new("setarch")
         .args([std::env::consts::ARCH, "-R", "true"])
         .status()
         .is_ok_and(|s| s.success());
     let system_wide_off = std::fs::read_to_string("/proc/sys/kernel/randomize_va_space")
         .is_ok_and(|s| s.trim() == "0");
-    let expected = if allowed || system_wide_off {
-        "fixed"
-    } else {
-        "randomized"
-    };
-    assert_eq!(said, expected);
+    let fixed_or_not = |fixed: bool| if fixed { "fixed" } else { "randomized" };
+    assert_eq!(layout(false), fixed_or_not(allowed || system_wide_off));
+    assert_eq!(layout(true), fixed_or_not(system_wide_off));
 }

@@ -46,10 +46,15 @@ pub fn current() -> Layout {
 
 /// Starts this program again, with the same arguments and environment, with address-space
 /// randomization off, and never returns if it could. Returns where the layout is already
-/// fixed, where this program was already started again, or with why it could not (the system
-/// forbids the change, or the executable cannot be started): the caller goes on as it is.
+/// fixed, where this program was already started again, under a CUDA tool (compute-sanitizer
+/// or Nsight Compute, which attach through `CUDA_INJECTION64_PATH` to the process they start:
+/// it is left as it is), or with why it could not (the system forbids the change, or the
+/// executable cannot be started): the caller goes on as it is.
 pub fn start_fixed() -> Result<(), String> {
-    if current() == Layout::Fixed || std::env::var_os(STARTED_AGAIN).is_some() {
+    if current() == Layout::Fixed
+        || std::env::var_os(STARTED_AGAIN).is_some()
+        || std::env::var_os("CUDA_INJECTION64_PATH").is_some()
+    {
         return Ok(());
     }
     exec_fixed()
