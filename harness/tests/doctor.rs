@@ -113,8 +113,8 @@ fn a_carried_binary_records_the_commit_it_was_built_from() {
 
 /// NVRTC's output depends on where its memory lies, so the harness runs with the addresses
 /// fixed: started with randomization on, it starts itself again with it off, where the system
-/// allows a process that change; under a CUDA tool that attached to the
-/// process it was started as, it stays that process.
+/// allows a process that change; under a CUDA tool, which attached to the process it started,
+/// it stays that process.
 #[test]
 fn the_harness_turns_address_randomization_off_for_itself() {
     use std::os::unix::process::CommandExt;

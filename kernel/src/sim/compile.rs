@@ -771,7 +771,7 @@ mod tests {
         built.push(build_in(&dir, &src, &tu, &compiler(), Build::Instrumented).unwrap());
         assert_eq!(hooks(), first, "the hooks were built again");
         for so in &built {
-            // SAFETY: a module built above; loading it runs no code of the kernel's.
+            // SAFETY: a module built above; loading it runs only the runtime's initializers.
             let lib = unsafe { libloading::Library::new(so) };
             assert!(lib.is_ok(), "{so:?}: {:?}", lib.err());
         }
