@@ -309,9 +309,14 @@ impl Ablation<'_> {
     }
 
     /// Builds every source the rows of this process will load, on all cores (NVRTC on a GPU,
-    /// the host compiler in the simulator): [`Ablation::run`] does it first.
+    /// the host compiler in the simulator): [`Ablation::run`] does it first. In the simulator
+    /// the rows run in child processes (`--isolate`) are built too: the modules are kept on
+    /// disk, where a child finds its own, and its time limit is left to the run. NVRTC's
+    /// output here stays in this process (a concurrent compile, kept apart on disk), so on a
+    /// GPU an isolated row compiles in its child.
     pub fn precompile(&self) {
-        if self.dev.kind() == DeviceKind::Cpu {
+        let kind = self.dev.kind();
+        if kind == DeviceKind::Cpu {
             return;
         }
         let mut plans = Vec::new();
@@ -321,7 +326,8 @@ impl Ablation<'_> {
                     let runs_here = k.info().workload == *workload
                         && self.dev.can_run(k).is_ok()
                         && k.supports(shape).is_ok()
-                        && crate::isolate::policy_for(self.dev, k, shape).is_none();
+                        && (kind == DeviceKind::Sim
+                            || crate::isolate::policy_for(self.dev, k, shape).is_none());
                     plans.extend(runs_here.then(|| k.cuda(shape)).flatten());
                 }
             }
