@@ -178,10 +178,10 @@ fn doctor() -> Outcome {
         ),
     }
     println!(
-        "simulator modules:  {}",
+        "simulator builds:   {}",
         kept(
             &kernel::sim::compile::cache_dir(),
-            "modules",
+            "builds",
             kernel::sim::compile::CACHE_LIMIT_BYTES
         )
     );
