@@ -258,7 +258,8 @@ else
   step peers peers_step
 fi
 
-step run "${H[@]}" run "${bench[@]}"
+# A line per row with the time it took, and one per shape: what the next budget is planned from.
+step run "${H[@]}" run --verbose "${bench[@]}"
 # A run cut off by its limit leaves the shapes it finished in a `-unfinished` folder.
 for kept in "$out"/runs/*-unfinished; do
   [[ -d $kept ]] || continue

@@ -164,6 +164,6 @@ fn bench() -> anyhow::Result<bool> {
         _ => print!("{}", report::terminal(&results)),
     }
     let dir = runs::save(&results, out.as_deref(), &lab)?;
-    print_run_folder(&dir);
+    print_run_folder(&dir, verbosity);
     Ok(report::failures(&results).is_empty())
 }

@@ -4,14 +4,16 @@ use crate::run::Event;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::Path;
+use std::time::Instant;
 
-/// The last lines of a run: its folder and every file in it.
-pub fn print_run_folder(dir: &Path) {
-    let files = crate::runs::list_files(dir);
+/// The last lines of a run: its folder, every file in it unless `quiet`, and its page.
+pub fn print_run_folder(dir: &Path, verbosity: Verbosity) {
     println!("\nRun folder: {}", dir.display());
-    for f in &files {
-        if let Some(name) = f.file_name() {
-            println!("  {}", name.to_string_lossy());
+    if verbosity != Verbosity::Quiet {
+        for f in &crate::runs::list_files(dir) {
+            if let Some(name) = f.file_name() {
+                println!("  {}", name.to_string_lossy());
+            }
         }
     }
     let index = dir.join(crate::report::html::INDEX);
@@ -78,6 +80,11 @@ pub struct Progress {
     verbosity: Verbosity,
     /// Width of the kernel column of the row lines.
     width: usize,
+    /// When the current shape and the last row began: a log says how long each took, which
+    /// is what a time budget on a GPU machine is planned from.
+    shape_start: Instant,
+    row_start: Instant,
+    shape_label: String,
 }
 
 impl Progress {
@@ -98,6 +105,9 @@ impl Progress {
             bar,
             verbosity,
             width: 24,
+            shape_start: Instant::now(),
+            row_start: Instant::now(),
+            shape_label: String::new(),
         }
     }
 
@@ -109,6 +119,9 @@ impl Progress {
                 shape,
                 kernels,
             } => {
+                self.shape_start = Instant::now();
+                self.row_start = self.shape_start;
+                self.shape_label = format!("{workload} {}", shape.label());
                 if let Some(bar) = &self.bar {
                     bar.set_message(format!("{workload} {}", shape.label()));
                 }
@@ -121,8 +134,25 @@ impl Progress {
                     crate::report::table::count(kernels, "kernel")
                 )
             }
-            Event::ShapeDone { .. } => return,
+            // A terminal's bar shows the time; a log gets a line per shape.
+            Event::ShapeDone { .. } if self.bar.is_some() => return,
+            Event::ShapeDone { .. } => format!(
+                "{} done in {:.1} s",
+                self.shape_label,
+                self.shape_start.elapsed().as_secs_f64()
+            ),
+            Event::Reference { label } => {
+                let took = std::mem::replace(&mut self.row_start, Instant::now()).elapsed();
+                if self.verbosity != Verbosity::Verbose {
+                    return;
+                }
+                format!(
+                    "  inputs and reference: {label}  ({:.1} s)",
+                    took.as_secs_f64()
+                )
+            }
             Event::Row { row, .. } => {
+                let took = std::mem::replace(&mut self.row_start, Instant::now()).elapsed();
                 if let Some(bar) = &self.bar {
                     bar.inc(1);
                 }
@@ -135,13 +165,15 @@ impl Progress {
                     return;
                 }
                 let width = self.width.max(row.id.chars().count());
+                // The row's median, and the wall time it took to check and time it.
                 format!(
-                    "  {:<width$}  {:<5}{}",
+                    "  {:<width$}  {:<5}{}  ({:.1} s)",
                     row.id,
                     crate::report::table::status_word(row.status),
                     row.median_ms()
                         .map(|ms| format!(" {ms:>10.3} ms"))
-                        .unwrap_or_default()
+                        .unwrap_or_default(),
+                    took.as_secs_f64()
                 )
             }
         };

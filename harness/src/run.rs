@@ -278,6 +278,10 @@ pub enum Event<'a> {
         shape: &'a Shape,
         kernels: usize,
     },
+    /// The shape's inputs and reference are ready (the rows come next).
+    Reference {
+        label: &'a str,
+    },
     Row {
         shape: &'a Shape,
         row: &'a Row,
@@ -382,6 +386,9 @@ impl Ablation<'_> {
                 let reference = reference_for(self.dev, &kernels, shape, &inputs, self.config);
                 let reference_before = self.timing.and_then(|cfg| {
                     self.time_reference_before(&kernels, shape, &inputs, &reference, &cfg, time)
+                });
+                progress(Event::Reference {
+                    label: &reference.label,
                 });
                 let mut rows = Vec::new();
                 for (i, &k) in kernels.iter().enumerate() {

@@ -35,7 +35,7 @@ pub fn run(args: &Args) -> Outcome {
         false => report::html::Explain::Cached,
     };
     report::write_report_with(&run, &dir, explain)?;
-    print_run_folder(&dir);
+    print_run_folder(&dir, Default::default());
     Ok(true)
 }
 

@@ -188,7 +188,7 @@ pub fn run(args: &Args) -> Outcome {
     }
     let dir = runs::save(&results, out.as_deref(), &lab_dir)?;
     checkpoint.finish();
-    print_run_folder(&dir);
+    print_run_folder(&dir, verbosity);
     Ok(report::failures(&results).is_empty() && unrun.is_empty())
 }
 

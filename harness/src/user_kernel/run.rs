@@ -223,7 +223,7 @@ pub fn in_simulator(
         }
     }
     let dir = crate::runs::save(&results, out, &crate::runs::LabDir::locate())?;
-    crate::console::print_run_folder(&dir);
+    crate::console::print_run_folder(&dir, Default::default());
     Ok(bad.is_empty())
 }
 
