@@ -98,12 +98,12 @@ fn a_cpu_run_writes_results_where_every_row_passes() {
 #[test]
 fn a_quiet_run_names_its_folder_and_a_verbose_log_times_each_row() {
     let out = temp_dir("verbosity");
-    let run = |flag: &str, name: &str| {
-        let dir = out.join(name);
+    let run = |device: &str, flag: &str| {
+        let dir = out.join(format!("{device}{flag}"));
         let o = harness(&[
             "run",
             "--device",
-            "cpu",
+            device,
             "--workload",
             "softmax",
             "--sizes",
@@ -119,35 +119,40 @@ fn a_quiet_run_names_its_folder_and_a_verbose_log_times_each_row() {
             text(&o),
         )
     };
-    let (dir, stdout, _) = run("--quiet", "quiet");
-    // The folder and its page, not the file list.
-    let expected = format!(
-        "\nRun folder: {}\nOpen in a browser: {}\n",
-        dir.display(),
-        dir.join("index.html").display()
-    );
-    assert_eq!(stdout, expected);
-    // stderr is not a terminal here, so the progress is plain lines: each row with the time
-    // it took, the reference's, and each shape's.
-    let (_, _, t) = run("--verbose", "verbose");
-    let timed = |l: &str| l.ends_with(" s)") && l.contains(" (");
-    for id in ["softmax-naive", "softmax-warp"] {
+    for device in ["cpu", "sim"] {
+        let (dir, stdout, _) = run(device, "--quiet");
+        // The folder and its page, not the file list.
+        assert!(
+            stdout.ends_with(&format!(
+                "\nRun folder: {}\nOpen in a browser: {}\n",
+                dir.display(),
+                dir.join("index.html").display()
+            )),
+            "{stdout}"
+        );
+        assert!(!stdout.contains("results.json"), "{stdout}");
+        // stderr is not a terminal here, so the progress is plain lines: each row with the
+        // time it took, the reference's, and each shape's.
+        let (_, _, t) = run(device, "--verbose");
+        let timed = |l: &str| l.ends_with(" s)") && l.contains(" (");
+        for id in ["softmax-naive", "softmax-warp"] {
+            assert!(
+                t.lines()
+                    .any(|l| l.trim_start().starts_with(id) && timed(l)),
+                "{device}: {t}"
+            );
+        }
         assert!(
             t.lines()
-                .any(|l| l.trim_start().starts_with(id) && timed(l)),
-            "{t}"
+                .any(|l| l.contains("inputs and reference: ") && timed(l)),
+            "{device}: {t}"
+        );
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with("softmax 37x129 done in ") && l.ends_with(" s")),
+            "{device}: {t}"
         );
     }
-    assert!(
-        t.lines()
-            .any(|l| l.contains("inputs and reference: ") && timed(l)),
-        "{t}"
-    );
-    assert!(
-        t.lines()
-            .any(|l| l.starts_with("softmax 37x129 done in ") && l.ends_with(" s")),
-        "{t}"
-    );
     std::fs::remove_dir_all(&out).unwrap();
 }
 

@@ -81,6 +81,7 @@ pub fn run(args: &Args) -> Outcome {
             out.as_deref(),
             device,
             common.sim_blocks(),
+            verbosity,
         );
     }
     let mut kernels = lab;

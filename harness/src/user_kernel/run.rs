@@ -5,6 +5,7 @@
 
 use super::UserKernel;
 use crate::config::Config;
+use crate::console::{Progress, Verbosity};
 use crate::results::{RunResults, Status};
 use crate::run::Ablation;
 use crate::{registry, report, resources, select};
@@ -162,6 +163,7 @@ pub fn in_simulator(
     out: Option<&Path>,
     device: Option<&str>,
     sim_blocks: Option<usize>,
+    verbosity: Verbosity,
 ) -> Result<bool> {
     match device {
         Some(d) => println!("--device {d}: {}", sim_line()),
@@ -195,6 +197,11 @@ pub fn in_simulator(
     }
     let mut kernels = lab;
     kernels.extend(users.iter().map(|u| u as &dyn Kernel));
+    // Rows kept even where the simulator cannot run them: each one is an event.
+    let rows = shapes
+        .iter()
+        .map(|(w, list)| list.len() * kernels.iter().filter(|k| k.info().workload == *w).count())
+        .sum();
     let ablation = Ablation {
         dev: &dev,
         config,
@@ -203,11 +210,16 @@ pub fn in_simulator(
         timing: None,
         keep_unrunnable: true,
     };
-    let mut results = ablation.run(|_| {})?;
+    let mut progress = Progress::new(rows, verbosity);
+    let mut results = ablation.run(|e| progress.event(e))?;
+    progress.finish();
     annotate(&mut results, &kernels, users, nvrtc::version().is_ok());
     // The report's simulator table: correctness and resources, never a speed; rows that
     // failed are listed under it, skipped ones by reason within each shape.
-    print!("{}", report::terminal(&results));
+    match verbosity {
+        Verbosity::Quiet => print!("{}", report::failures_text(&results)),
+        _ => print!("{}", report::terminal(&results)),
+    }
     let bad = did_not_pass(&results, &wanted);
     let unrun: Vec<&String> = bad
         .iter()
@@ -223,7 +235,7 @@ pub fn in_simulator(
         }
     }
     let dir = crate::runs::save(&results, out, &crate::runs::LabDir::locate())?;
-    crate::console::print_run_folder(&dir, Default::default());
+    crate::console::print_run_folder(&dir, verbosity);
     Ok(bad.is_empty())
 }
 
