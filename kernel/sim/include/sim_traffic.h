@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include <algorithm>
-#include <unordered_map>
+#include <deque>
 #include <vector>
 
 #include "sim_banks.h"
@@ -68,35 +68,67 @@ inline bool on_a_stack(uintptr_t a) {
 
 // ---- The bank model (sim_banks.h) ----
 
-// One warp instruction being rebuilt: what each lane that has run it accessed.
+// One warp instruction being rebuilt: what each lane that has run it accessed (a lane joins
+// an instruction once, so 32 at most).
 struct Lane {
     uintptr_t addr;
     unsigned bytes, lane;
 };
 struct Group {
-    std::vector<Lane> lanes;
+    Lane lanes[32];
+    unsigned n;
     unsigned expected;  // lanes that will run it (all the warp's; an ldmatrix's row givers)
 };
-struct GroupKey {
-    uintptr_t pc;
-    unsigned warp, kind, nth;
-    bool operator==(const GroupKey &o) const { return pc == o.pc && warp == o.warp && kind == o.kind && nth == o.nth; }
+
+// One access of the kernel (its code address and kind) in one warp: how often each lane has
+// run it, and the instructions some lanes have run and others not yet, from the `base`-th on.
+// The simulator runs a warp's lanes one after another between synchronizations, so the first
+// lane opens an instruction at each of its executions and the last completes them, in order.
+struct Site {
+    unsigned kind;
+    unsigned nth[32];
+    unsigned base;
+    std::deque<unsigned> open;  // indexes of groups, or kDone
 };
+constexpr unsigned kDone = ~0u;
+
 struct SiteKey {
-    uintptr_t pc;
-    unsigned thread, kind;
-    bool operator==(const SiteKey &o) const { return pc == o.pc && thread == o.thread && kind == o.kind; }
+    uintptr_t pc;  // never 0: the table's empty slot
+    unsigned warp, kind;
+    bool operator==(const SiteKey &o) const { return pc == o.pc && warp == o.warp && kind == o.kind; }
 };
 inline uint64_t hash_mix(uint64_t x) {
     x ^= x >> 33;
     x *= 0xFF51AFD7ED558CCDull;
     return x ^ (x >> 29);
 }
-struct GroupHash {
-    size_t operator()(const GroupKey &k) const { return hash_mix(k.pc ^ ((uint64_t)k.warp << 40) ^ ((uint64_t)k.kind << 58) ^ ((uint64_t)k.nth * 0x9E3779B97F4A7C15ull)); }
-};
-struct SiteHash {
-    size_t operator()(const SiteKey &k) const { return hash_mix(k.pc ^ ((uint64_t)k.thread << 40) ^ ((uint64_t)k.kind << 58)); }
+
+// Sites by key: open addressing in one array (linear probing). Every shared-memory access of
+// an instrumented kernel looks one up; a node-based map per thread and access spent more time
+// in malloc and cache misses than the rest of the bank model.
+struct SiteTable {
+    struct Slot {
+        SiteKey key;
+        unsigned site;  // index in Banks::sites
+    };
+    std::vector<Slot> slots;
+    size_t used = 0;
+
+    static size_t hash(const SiteKey &k) { return hash_mix(k.pc ^ ((uint64_t)k.warp << 40) ^ ((uint64_t)k.kind << 58)); }
+    // The slot of `k`: its own, or the empty one where it goes (`grow` first when inserting).
+    Slot &slot(const SiteKey &k) {
+        const size_t mask = slots.size() - 1;
+        size_t i = hash(k) & mask;
+        while (slots[i].key.pc != 0 && !(slots[i].key == k)) i = (i + 1) & mask;
+        return slots[i];
+    }
+    void grow() {
+        std::vector<Slot> old;
+        old.swap(slots);
+        slots.assign(old.empty() ? 256 : 2 * old.size(), Slot{});
+        for (const Slot &s : old)
+            if (s.key.pc != 0) slot(s.key) = s;
+    }
 };
 
 // A thread's plain access not yet counted: the next one may continue it (a split vector).
@@ -124,8 +156,10 @@ inline uint64_t wavefronts(const std::vector<Lane> &lanes, std::vector<uintptr_t
 // Everything the bank model keeps for the blocks running on this OS thread.
 struct Banks {
     std::vector<Pending> pending;  // by SimBankThread::thread
-    std::unordered_map<SiteKey, unsigned, SiteHash> runs;  // each thread's executions of each access
-    std::unordered_map<GroupKey, Group, GroupHash> open;
+    SiteTable table;
+    std::vector<Site> sites;
+    std::vector<Group> groups;
+    std::vector<unsigned> free_groups;
     std::vector<uintptr_t> words;  // scratch of count()
     std::vector<Lane> phase;
     uint64_t counts[SIM_BANK_KINDS][3] = {};
@@ -136,13 +170,13 @@ struct Banks {
     // words (one at best), so the ideal is a wavefront a phase.
     void count(unsigned kind, const Group &g) {
         unsigned width = 0;
-        for (const Lane &l : g.lanes) width = std::max(width, l.bytes);
+        for (unsigned i = 0; i < g.n; ++i) width = std::max(width, g.lanes[i].bytes);
         const unsigned per_phase = kind == SIM_BANK_LDSM || width >= 16 ? 8 : width == 8 ? 16 : 32;
         uint64_t waves = 0, ideal = 0;
         for (unsigned ph = 0; ph < 32 / per_phase; ++ph) {
             phase.clear();
-            for (const Lane &l : g.lanes)
-                if (l.lane / per_phase == ph) phase.push_back(l);
+            for (unsigned i = 0; i < g.n; ++i)
+                if (g.lanes[i].lane / per_phase == ph) phase.push_back(g.lanes[i]);
             if (phase.empty()) continue;
             waves += wavefronts(phase, words);
             ideal += 1;
@@ -152,18 +186,52 @@ struct Banks {
         counts[kind][2] += ideal;
     }
 
-    // One lane's part of the instruction at `pc`: the n-th time this thread runs it joins
-    // the other lanes' n-th.
+    Site &site(uintptr_t pc, unsigned warp, unsigned kind) {
+        const SiteKey key{pc, warp, kind};
+        if (2 * (table.used + 1) > table.slots.size()) table.grow();
+        SiteTable::Slot &slot = table.slot(key);
+        if (slot.key.pc == 0) {
+            slot = SiteTable::Slot{key, (unsigned)sites.size()};
+            ++table.used;
+            sites.emplace_back();
+            sites.back().kind = kind;
+        }
+        return sites[slot.site];
+    }
+
+    unsigned new_group() {
+        unsigned g;
+        if (free_groups.empty()) {
+            g = (unsigned)groups.size();
+            groups.emplace_back();
+        } else {
+            g = free_groups.back();
+            free_groups.pop_back();
+        }
+        groups[g].n = 0;
+        return g;
+    }
+
+    // One lane's part of the instruction at `pc`: the n-th time this lane runs it joins the
+    // other lanes' n-th.
     void add(const SimBankThread &who, unsigned kind, uintptr_t pc, uintptr_t addr, unsigned bytes,
              unsigned expected) {
-        unsigned nth = runs[SiteKey{pc, who.thread, kind}]++;
-        GroupKey key{pc, who.warp, kind, nth};
-        Group &g = open[key];
-        g.lanes.push_back(Lane{addr, bytes, who.lane});
+        Site &s = site(pc, who.warp, kind);
+        const unsigned at = s.nth[who.lane]++ - s.base;
+        while (s.open.size() <= at) s.open.push_back(new_group());
+        if (s.open[at] == kDone) s.open[at] = new_group();  // more lanes than expected
+        const unsigned index = s.open[at];
+        Group &g = groups[index];
+        g.lanes[g.n++] = Lane{addr, bytes, who.lane};
         g.expected = expected;
-        if (g.lanes.size() >= g.expected) {
+        if (g.n >= g.expected || g.n == 32) {
             count(kind, g);
-            open.erase(key);
+            free_groups.push_back(index);
+            s.open[at] = kDone;
+            while (!s.open.empty() && s.open.front() == kDone) {
+                s.open.pop_front();
+                ++s.base;
+            }
         }
     }
 
@@ -201,8 +269,11 @@ struct Banks {
     // the access) is counted as it stands.
     void finish() {
         for (Pending &p : pending) commit(p);
-        for (auto &[key, g] : open) count(key.kind, g);
-        open.clear();
+        for (Site &s : sites) {
+            for (unsigned index : s.open)
+                if (index != kDone) count(s.kind, groups[index]);
+            s.open.clear();
+        }
     }
 };
 
