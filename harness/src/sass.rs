@@ -11,7 +11,7 @@
 use crate::memo::Memo;
 use kernel::CudaPlan;
 use kernel::cuda::discovery::discovery;
-use kernel::cuda::nvrtc;
+use kernel::cuda::{nvrtc, nvrtc_cache};
 use std::fmt;
 use std::path::PathBuf;
 use std::process::Command;
@@ -90,8 +90,50 @@ impl Disassembler {
     }
 
     /// The SASS of every function of `cubin`, as the tool prints it. `label` names the CUBIN
-    /// in errors.
+    /// in errors. Kept on disk beside NVRTC's outputs: the tool takes most of the time of an
+    /// `explain` whose compile was kept, and the same CUBINs are disassembled by `explain`,
+    /// `docs`, the run pages and the tests, each in a process of its own.
     pub fn disassemble(&self, cubin: &[u8], label: &str) -> Result<String, SassError> {
+        self.disassemble_kept_in(&nvrtc_cache::dir(), cubin, label)
+    }
+
+    fn disassemble_kept_in(
+        &self,
+        dir: &std::path::Path,
+        cubin: &[u8],
+        label: &str,
+    ) -> Result<String, SassError> {
+        let kept = self.kept_name(cubin);
+        if let Some(text) = kept.as_deref().and_then(|k| nvrtc_cache::load_text(dir, k)) {
+            return Ok(text);
+        }
+        let text = self.run(cubin, label)?;
+        if let Some(k) = kept {
+            nvrtc_cache::store_text(dir, &k, &text);
+        }
+        Ok(text)
+    }
+
+    /// The name of the kept disassembly of `cubin` by this tool (its path, size and time).
+    fn kept_name(&self, cubin: &[u8]) -> Option<String> {
+        use std::os::unix::ffi::OsStrExt;
+        let meta = std::fs::metadata(&self.path).ok()?;
+        let modified = meta
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        let tool = format!("{} {} {:?}", meta.len(), self.nvdisasm, modified);
+        let parts: [&[u8]; 4] = [
+            b"disassembly",
+            self.path.as_os_str().as_bytes(),
+            tool.as_bytes(),
+            cubin,
+        ];
+        nvrtc_cache::key(&parts, &[]).map(|k| format!("sass-{k}"))
+    }
+
+    fn run(&self, cubin: &[u8], label: &str) -> Result<String, SassError> {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let file = std::env::temp_dir().join(format!(
             "lab-sass-{}-{}.cubin",
@@ -799,6 +841,40 @@ pub fn print(listings: &[(String, Listing)]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_disassembly_is_kept_for_the_same_cubin_and_tool_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("lab-sass-kept-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // A stand-in for nvdisasm that says how often it ran.
+        let runs = dir.join("runs");
+        let tool = dir.join("nvdisasm");
+        let write_tool = |text: &str| {
+            let script = format!("#!/bin/sh\necho x >> '{}'\necho '{text}'\n", runs.display());
+            std::fs::write(&tool, script).unwrap();
+            std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        };
+        write_tool("first");
+        let d = Disassembler {
+            path: tool.clone(),
+            nvdisasm: true,
+        };
+        let kept = dir.join("kept");
+        let ran = || std::fs::read_to_string(&runs).map_or(0, |t| t.lines().count());
+        let sass = |cubin: &[u8]| d.disassemble_kept_in(&kept, cubin, "t.cu").unwrap();
+        assert_eq!(sass(b"cubin a"), "first\n");
+        assert_eq!(sass(b"cubin a"), "first\n");
+        assert_eq!(ran(), 1, "the second disassembly of one CUBIN is read back");
+        sass(b"cubin b");
+        assert_eq!(ran(), 2, "another CUBIN runs the tool");
+        // Another tool (here: the same path, a different file) runs again.
+        write_tool("second, longer");
+        assert_eq!(sass(b"cubin a"), "second, longer\n");
+        assert_eq!(ran(), 3);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     const NVDISASM: &str = "\t.target\tsm_90\n\
 //--------------------- .text.gemm_tiled          --------------------------\n\

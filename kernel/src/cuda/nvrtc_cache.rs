@@ -3,7 +3,8 @@
 //! [`super::address_layout`]) reads it instead of
 //! spending up to seconds in NVRTC again: `harness explain` of one rung after another, the test
 //! binaries one after another. What is kept is what NVRTC returned (CUBIN, log, PTX, lowered
-//! names), so a change to how the lab reads a log never meets a stale reading.
+//! names), so a change to how the lab reads a log never meets a stale reading. Beside them,
+//! under names of their own, texts made from them ([`store_text`]: the disassembler's SASS).
 //!
 //! Kept only: compiles whose log has a ptxas report, of sources without include folders (a
 //! user's headers could change under an unchanged key). Compiles made one at a time (the form
@@ -35,7 +36,7 @@ pub const LIMIT_BYTES: u64 = 512 << 20;
 
 /// The name of a program's file: a hash of everything NVRTC's output depends on. `None`
 /// where the program reads files the key cannot see (`include_dirs` not empty).
-pub fn key(parts: &[&str], include_dirs: &[PathBuf]) -> Option<String> {
+pub fn key<P: AsRef<[u8]>>(parts: &[P], include_dirs: &[PathBuf]) -> Option<String> {
     if !include_dirs.is_empty() {
         return None;
     }
@@ -43,7 +44,7 @@ pub fn key(parts: &[&str], include_dirs: &[PathBuf]) -> Option<String> {
     let hash = |seed: u64| {
         let mut h = seed;
         for p in parts {
-            for &b in p.as_bytes().iter().chain([0xffu8].iter()) {
+            for &b in p.as_ref().iter().chain([0xffu8].iter()) {
                 h ^= u64::from(b);
                 h = h.wrapping_mul(0x0100_0000_01b3);
             }
@@ -77,17 +78,38 @@ pub fn load(dir: &Path, key: &str) -> Option<Output> {
 
 /// Keeps `out` under `key`; a failure to write only means the next process compiles again.
 pub fn store(dir: &Path, key: &str, out: &Output) {
+    store_bytes(dir, key, &encode(out));
+}
+
+/// What a tool made of a kept output (the disassembler's text of a CUBIN), kept beside it
+/// under `name` (see [`key`]) with the same limit.
+pub fn load_text(dir: &Path, name: &str) -> Option<String> {
+    let path = dir.join(name);
+    let bytes = std::fs::read(&path).ok()?;
+    let text = String::from_utf8(bytes.strip_prefix(TEXT_MAGIC)?.to_vec()).ok()?;
+    disk_cache::touch(&path);
+    Some(text)
+}
+
+/// Keeps `text` under `name`, as [`store`] keeps NVRTC's output.
+pub fn store_text(dir: &Path, name: &str, text: &str) {
+    store_bytes(dir, name, &[TEXT_MAGIC, text.as_bytes()].concat());
+}
+
+const TEXT_MAGIC: &[u8] = b"kernel-lab kept text 1\n";
+
+fn store_bytes(dir: &Path, name: &str, bytes: &[u8]) {
     static NEXT: AtomicU64 = AtomicU64::new(0);
     if std::fs::create_dir_all(dir).is_err() {
         return;
     }
     // Written beside and renamed: a reader sees the whole file or none.
     let tmp = dir.join(format!(
-        ".{key}.{}-{}",
+        ".{name}.{}-{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::Relaxed)
     ));
-    if std::fs::write(&tmp, encode(out)).is_err() || std::fs::rename(&tmp, dir.join(key)).is_err() {
+    if std::fs::write(&tmp, bytes).is_err() || std::fs::rename(&tmp, dir.join(name)).is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
     disk_cache::trim(dir, LIMIT_BYTES);
