@@ -30,7 +30,7 @@ use std::sync::RwLock;
 use std::time::{Duration, Instant};
 
 /// The version of [`Request`] and [`Response`].
-pub const PROTOCOL: u32 = 2;
+pub const PROTOCOL: u32 = 3;
 
 /// The hidden subcommand the child runs.
 pub const SUBCOMMAND: &str = "isolated-row";
@@ -118,6 +118,99 @@ pub struct Request {
     /// Time `kernel` against this parent instead of running its row.
     #[serde(default)]
     pub pair: Option<PairRequest>,
+    /// The shape's reference as the parent computed it ([`ReferenceFile`]); `None`: the child
+    /// computes it.
+    #[serde(default)]
+    pub reference: Option<PathBuf>,
+}
+
+/// A shape's reference in a file, for the children of the shape's isolated rows to read
+/// rather than compute again: at the headline shapes a network's f64 forward pass or a GEMM's
+/// takes seconds to tens of seconds of every core, and a GPU run isolates a dozen rows of
+/// the encoder alone. Deleted when dropped.
+pub struct ReferenceFile {
+    path: PathBuf,
+}
+
+const REFERENCE_MAGIC: &[u8] = b"kernel-lab reference 1\n";
+
+impl ReferenceFile {
+    /// Writes `reference` to a new file in the temporary folder.
+    pub fn write(reference: &run::Reference) -> Result<Self> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let path = std::env::temp_dir().join(format!(
+            "lab-reference-{}-{}.bin",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        ));
+        let file = Self { path };
+        let words = |n: usize| (n as u64).to_le_bytes();
+        let mut bytes = REFERENCE_MAGIC.to_vec();
+        bytes.extend(words(reference.label.len()));
+        bytes.extend(reference.label.as_bytes());
+        bytes.extend(words(reference.values.len()));
+        bytes.push(u8::from(reference.indices.is_some()));
+        for &i in reference.indices.iter().flatten() {
+            bytes.extend(words(i));
+        }
+        for &v in &reference.values {
+            bytes.extend(v.to_le_bytes());
+        }
+        std::fs::write(&file.path, bytes)
+            .with_context(|| format!("writing the reference to {}", file.path.display()))?;
+        Ok(file)
+    }
+
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// The reference in the file at `path`.
+    pub fn read(path: &std::path::Path) -> Result<run::Reference> {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("reading the parent's reference {}", path.display()))?;
+        let bad = || anyhow::anyhow!("{} is not a reference this harness wrote", path.display());
+        let mut rest = bytes.strip_prefix(REFERENCE_MAGIC).ok_or_else(bad)?;
+        let mut take = |n: usize| -> Result<&[u8]> {
+            let (head, tail) = rest.split_at_checked(n).ok_or_else(bad)?;
+            rest = tail;
+            Ok(head)
+        };
+        let word = |b: &[u8]| -> Result<usize> { Ok(u64::from_le_bytes(b.try_into()?) as usize) };
+        let label_len = word(take(8)?)?;
+        let label = String::from_utf8(take(label_len)?.to_vec())?;
+        let count = word(take(8)?)?;
+        let sampled = take(1)? == [1];
+        let indices = match sampled {
+            true => Some(
+                take(count.checked_mul(8).ok_or_else(bad)?)?
+                    .chunks_exact(8)
+                    .map(word)
+                    .collect::<Result<Vec<_>>>()?,
+            ),
+            false => None,
+        };
+        let values = take(count.checked_mul(8).ok_or_else(bad)?)?
+            .chunks_exact(8)
+            .map(|b| Ok(f64::from_le_bytes(b.try_into()?)))
+            .collect::<Result<Vec<_>>>()?;
+        // Nothing may follow the values: a longer file is not one this code wrote.
+        if !rest.is_empty() {
+            return Err(bad());
+        }
+        Ok(run::Reference {
+            values,
+            indices,
+            label,
+        })
+    }
+}
+
+impl Drop for ReferenceFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 /// The parent `kernel` is timed against, and the timings of the two rows (which size the
@@ -146,12 +239,15 @@ pub struct Response {
 /// Runs `row`'s kernel on `shape` in a child process and returns its row; a child that times
 /// out, crashes or answers nothing gives `row` (the row as prepared, not yet run) with the
 /// status `error` and the reason.
+/// `reference`: the shape's reference in a file ([`ReferenceFile`]), which the child reads
+/// instead of computing it.
 pub fn run_row(
     policy: &Policy,
     dev: &dyn Executor,
     mut row: Row,
     shape: &Shape,
     timing: Option<TimingConfig>,
+    reference: Option<&std::path::Path>,
 ) -> Row {
     let request = Request {
         protocol: PROTOCOL,
@@ -163,6 +259,7 @@ pub fn run_row(
         timing,
         sim_blocks: policy.sim_blocks,
         pair: None,
+        reference: reference.map(std::path::Path::to_path_buf),
     };
     match in_child(&request, policy.timeout) {
         Ok(Answer::Row(r)) => *r,
@@ -204,6 +301,7 @@ pub fn run_pair(
             against_timing: against.1.clone(),
             row_timing: row.1.clone(),
         }),
+        reference: None,
     };
     match in_child(&request, policy.timeout)? {
         Answer::Paired(p) => Ok(p),
@@ -400,7 +498,10 @@ fn child_row(request: &Request) -> Result<Row> {
         let kernel = kernel_named(kernels, &request.kernel)?;
         let shape = &request.shape;
         let inputs = inputs::random_inputs(shape, config.seed);
-        let reference = run::reference_for(dev, kernels, shape, &inputs, config);
+        let reference = match &request.reference {
+            Some(file) => ReferenceFile::read(file)?,
+            None => run::reference_for(dev, kernels, shape, &inputs, config),
+        };
         Ok(run::row_for(
             dev,
             kernel,

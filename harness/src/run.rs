@@ -391,6 +391,8 @@ impl Ablation<'_> {
                     label: &reference.label,
                 });
                 let mut rows = Vec::new();
+                // Written for the first isolated row, read by every child of the shape.
+                let shared = std::cell::OnceCell::new();
                 for (i, &k) in kernels.iter().enumerate() {
                     // Rows that may hang or fault the process run in a child process.
                     let mut row = match crate::isolate::policy_for(self.dev, k, shape) {
@@ -399,7 +401,21 @@ impl Ablation<'_> {
                                 .then(|| k.cuda(shape))
                                 .flatten();
                             let row = empty_row(k, shape, plan.as_ref());
-                            crate::isolate::run_row(&policy, self.dev, row, shape, self.timing)
+                            // A file that cannot be written leaves the child to compute it.
+                            let file = shared
+                                .get_or_init(|| {
+                                    crate::isolate::ReferenceFile::write(&reference).ok()
+                                })
+                                .as_ref()
+                                .map(crate::isolate::ReferenceFile::path);
+                            crate::isolate::run_row(
+                                &policy,
+                                self.dev,
+                                row,
+                                shape,
+                                self.timing,
+                                file,
+                            )
                         }
                         None => row_for(self.dev, k, shape, &inputs, &reference, self.timing, time),
                     };

@@ -210,3 +210,69 @@ fn isolated_rows_are_timed_against_their_parents_in_a_child() {
     assert!(paired("gemm-naive").is_null() && paired("matrixmultiply-sgemm").is_null());
     assert!(!text.contains("in alternation failed"), "{text}");
 }
+
+/// The children of a shape's isolated rows check against the reference the parent computed
+/// (at the headline shapes a network's takes every core tens of seconds, and a GPU run isolates
+/// a dozen of its rows), not one of their own: a reference scaled by 2 fails the same row.
+#[test]
+fn an_isolated_row_is_checked_against_the_parents_reference() {
+    use harness::isolate::{Answer, PROTOCOL, ReferenceFile, Request, Response};
+    use std::io::Write;
+    let shape = kernel::Shape::Gemm {
+        m: 33,
+        n: 20,
+        k: 17,
+    };
+    let seed = harness::config::Config::defaults().seed;
+    let inputs = harness::inputs::random_inputs(&shape, seed);
+    let exact = harness::reference::reference(&shape, &inputs);
+    let status = |scale: f64| {
+        let file = ReferenceFile::write(&harness::run::Reference {
+            values: exact.iter().map(|v| v * scale).collect(),
+            indices: None,
+            label: "the parent's".into(),
+        })
+        .unwrap();
+        // As the file is read back.
+        let back = ReferenceFile::read(file.path()).unwrap();
+        assert_eq!(back.values.len(), exact.len());
+        let request = Request {
+            protocol: PROTOCOL,
+            device: "cpu".into(),
+            config: None,
+            user_kernels: Vec::new(),
+            kernel: "gemm-tiled".into(),
+            shape,
+            timing: None,
+            sim_blocks: None,
+            pair: None,
+            reference: Some(file.path().to_path_buf()),
+        };
+        let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
+            .arg("isolated-row")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let json = serde_json::to_string(&request).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(json.as_bytes())
+            .unwrap();
+        let o = child.wait_with_output().unwrap();
+        let out = String::from_utf8_lossy(&o.stdout);
+        let line = out
+            .lines()
+            .find_map(|l| l.strip_prefix("harness-isolated-row "))
+            .unwrap_or_else(|| panic!("{}", said(&o)));
+        match serde_json::from_str::<Response>(line).unwrap().answer {
+            Answer::Row(row) => row.status,
+            Answer::Paired(_) => panic!("a pair for a row"),
+        }
+    };
+    assert_eq!(status(1.0), harness::results::Status::Passed);
+    assert_eq!(status(2.0), harness::results::Status::Failed);
+}
