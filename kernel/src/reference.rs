@@ -252,6 +252,20 @@ pub fn gemm_f64(
     } else {
         b.par_iter().map(|&v| f64::from(v)).collect()
     };
+    gemm_blocked(m, n, k, a, &bt)
+}
+
+/// Row-major C[M,N] = A[M,K] * B[K,N] in f64, B given in f64: bands of rows in parallel, K and
+/// N in blocks that stay in cache, four rows sharing every load of B.
+pub fn gemm_blocked<T: Copy + Into<f64> + Sync>(
+    m: usize,
+    n: usize,
+    k: usize,
+    a: &[T],
+    bt: &[f64],
+) -> Vec<f64> {
+    assert_eq!(a.len(), m * k);
+    assert_eq!(bt.len(), k * n);
     let mut c = vec![0.0f64; m * n];
     c.par_chunks_mut(BAND * n)
         .enumerate()
@@ -270,7 +284,7 @@ pub fn gemm_f64(
                         for kk in k0..k1 {
                             let bseg = &bt[kk * n + n0..kk * n + n1];
                             for (r, acc_r) in acc.iter_mut().enumerate().take(take) {
-                                let av = f64::from(a[(row0 + i + r) * k + kk]);
+                                let av: f64 = a[(row0 + i + r) * k + kk].into();
                                 for (x, &bv) in acc_r.iter_mut().zip(bseg) {
                                     *x += av * bv;
                                 }

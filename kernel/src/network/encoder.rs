@@ -76,7 +76,14 @@ pub fn forward_f64(b: usize, s: usize, e: usize, heads: usize, inputs: &[Vec<f32
                 .map(|j| q.iter().zip(key_row(j, 1)).map(|(a, b)| a * b).sum::<f64>() * scale)
                 .collect();
             let p = softmax_f64(&scores);
-            (0..d).map(move |c| (0..s).map(|j| p[j] * key_row(j, 2)[c]).sum::<f64>())
+            // P V a row of V at a time (down a column, every step was a cache miss).
+            let mut out = vec![0.0f64; d];
+            for (j, &pj) in p.iter().enumerate() {
+                for (o, &v) in out.iter_mut().zip(key_row(j, 2)) {
+                    *o += pj * v;
+                }
+            }
+            out
         })
         .collect();
     let mut h = matmul_f64(&merged, rows, e, &t[5], e);

@@ -486,18 +486,10 @@ pub fn reference(shape: &Shape, inputs: &[Vec<f32>]) -> Vec<f64> {
     }
 }
 
-/// Row-major `A[M,K] B[K,N]` in f64, rows in parallel.
+/// Row-major `A[M,K] B[K,N]` in f64: the GEMM reference's blocked product (a row at a time
+/// streamed all of B from memory for every row of A: most of an encoder's reference).
 pub(crate) fn matmul_f64(a: &[f64], m: usize, k: usize, b: &[f64], n: usize) -> Vec<f64> {
-    let mut c = vec![0.0f64; m * n];
-    c.par_chunks_mut(n).enumerate().for_each(|(i, row)| {
-        for (p, &av) in a[i * k..(i + 1) * k].iter().enumerate() {
-            for (cv, &bv) in row.iter_mut().zip(&b[p * n..(p + 1) * n]) {
-                *cv += av * bv;
-            }
-        }
-    });
-    debug_assert_eq!(c.len(), m * n);
-    c
+    crate::reference::gemm_blocked(m, n, k, a, b)
 }
 
 /// LayerNorm of each row of `n` features: biased variance, eps 1e-5, then gamma and beta.
