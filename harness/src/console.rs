@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::path::Path;
 use std::time::Instant;
 
-/// The last lines of a run: its folder, every file in it unless `quiet`, and its page.
+/// The last lines of a run: its folder, every file in it (unless the run is quiet), its page.
 pub fn print_run_folder(dir: &Path, verbosity: Verbosity) {
     println!("\nRun folder: {}", dir.display());
     if verbosity != Verbosity::Quiet {

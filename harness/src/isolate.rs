@@ -239,6 +239,7 @@ pub struct Response {
 /// Runs `row`'s kernel on `shape` in a child process and returns its row; a child that times
 /// out, crashes or answers nothing gives `row` (the row as prepared, not yet run) with the
 /// status `error` and the reason.
+///
 /// `reference`: the shape's reference in a file ([`ReferenceFile`]), which the child reads
 /// instead of computing it.
 pub fn run_row(
