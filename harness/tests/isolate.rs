@@ -113,8 +113,9 @@ fn a_hanging_and_a_crashing_kernel_cost_their_own_rows_only() {
     assert_eq!(good["status"], "passed", "{good}");
 }
 
-#[test]
-fn the_child_refuses_a_request_it_cannot_read() {
+/// The child subcommand given `request` on stdin, run to its end.
+fn ask_child(request: &[u8]) -> std::process::Output {
+    use std::io::Write;
     let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
         .arg("isolated-row")
         .stdin(std::process::Stdio::piped())
@@ -122,14 +123,13 @@ fn the_child_refuses_a_request_it_cannot_read() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(br#"{"protocol": 999}"#)
-        .unwrap();
-    let o = child.wait_with_output().unwrap();
+    child.stdin.take().unwrap().write_all(request).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn the_child_refuses_a_request_it_cannot_read() {
+    let o = ask_child(br#"{"protocol": 999}"#);
     let err = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("runs one row"), "{err}");
@@ -217,7 +217,6 @@ fn isolated_rows_are_timed_against_their_parents_in_a_child() {
 #[test]
 fn an_isolated_row_is_checked_against_the_parents_reference() {
     use harness::isolate::{Answer, PROTOCOL, ReferenceFile, Request, Response};
-    use std::io::Write;
     let shape = kernel::Shape::Gemm {
         m: 33,
         n: 20,
@@ -226,6 +225,21 @@ fn an_isolated_row_is_checked_against_the_parents_reference() {
     let seed = harness::config::Config::defaults().seed;
     let inputs = harness::inputs::random_inputs(&shape, seed);
     let exact = harness::reference::reference(&shape, &inputs);
+    // A sampled reference reads back whole; a cut file is refused.
+    let sampled = ReferenceFile::write(&harness::run::Reference {
+        values: vec![1.5, -2.0],
+        indices: Some(vec![3, 7]),
+        label: "sampled".into(),
+    })
+    .unwrap();
+    let back = ReferenceFile::read(sampled.path()).unwrap();
+    assert_eq!(
+        (back.values, back.indices, back.label),
+        (vec![1.5, -2.0], Some(vec![3, 7]), "sampled".to_string())
+    );
+    let bytes = std::fs::read(sampled.path()).unwrap();
+    std::fs::write(sampled.path(), &bytes[..bytes.len() - 1]).unwrap();
+    assert!(ReferenceFile::read(sampled.path()).is_err());
     let status = |scale: f64| {
         let file = ReferenceFile::write(&harness::run::Reference {
             values: exact.iter().map(|v| v * scale).collect(),
@@ -233,9 +247,6 @@ fn an_isolated_row_is_checked_against_the_parents_reference() {
             label: "the parent's".into(),
         })
         .unwrap();
-        // As the file is read back.
-        let back = ReferenceFile::read(file.path()).unwrap();
-        assert_eq!(back.values.len(), exact.len());
         let request = Request {
             protocol: PROTOCOL,
             device: "cpu".into(),
@@ -248,21 +259,7 @@ fn an_isolated_row_is_checked_against_the_parents_reference() {
             pair: None,
             reference: Some(file.path().to_path_buf()),
         };
-        let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
-            .arg("isolated-row")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let json = serde_json::to_string(&request).unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(json.as_bytes())
-            .unwrap();
-        let o = child.wait_with_output().unwrap();
+        let o = ask_child(serde_json::to_string(&request).unwrap().as_bytes());
         let out = String::from_utf8_lossy(&o.stdout);
         let line = out
             .lines()
