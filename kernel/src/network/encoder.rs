@@ -76,7 +76,7 @@ pub fn forward_f64(b: usize, s: usize, e: usize, heads: usize, inputs: &[Vec<f32
                 .map(|j| q.iter().zip(key_row(j, 1)).map(|(a, b)| a * b).sum::<f64>() * scale)
                 .collect();
             let p = softmax_f64(&scores);
-            // P V a row of V at a time (down a column, every step was a cache miss).
+            // P V a row of V at a time: rows lie contiguous, columns 3E apart.
             let mut out = vec![0.0f64; d];
             for (j, &pj) in p.iter().enumerate() {
                 for (o, &v) in out.iter_mut().zip(key_row(j, 2)) {

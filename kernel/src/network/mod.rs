@@ -486,8 +486,8 @@ pub fn reference(shape: &Shape, inputs: &[Vec<f32>]) -> Vec<f64> {
     }
 }
 
-/// Row-major `A[M,K] B[K,N]` in f64: the GEMM reference's blocked product (a row at a time
-/// streamed all of B from memory for every row of A: most of an encoder's reference).
+/// Row-major `A[M,K] B[K,N]` in f64, by the GEMM reference's blocked product: blocks of B stay
+/// in cache across rows of A (these products are most of an encoder's reference).
 pub(crate) fn matmul_f64(a: &[f64], m: usize, k: usize, b: &[f64], n: usize) -> Vec<f64> {
     crate::reference::gemm_blocked(m, n, k, a, b)
 }
