@@ -64,6 +64,18 @@ extern "C" __global__ void rows(const float *A, const float *B, float *C, int M,
     C[t] = __uint_as_float(r[0] ^ r[1] ^ r[2] ^ r[3]);
 }
 
+// Every lane reports a row of a one-matrix ldmatrix, as the emulation does only for the 8
+// lanes that give its rows: the first 8 to run complete the instruction, and the others find
+// it complete. Rows repeat every 8 lanes, so any 8 of them cover 128 contiguous bytes.
+extern "C" __global__ void extra_rows(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ __align__(16) unsigned char s[128];
+    int t = threadIdx.x;
+    reinterpret_cast<float *>(s)[t] = A[t % (M * 4)];
+    __syncthreads();
+    sim_bank_report(SIM_BANK_LDSM, s + 16 * (t % 8), 16, 1);
+    C[t] = reinterpret_cast<const float *>(s)[t];
+}
+
 // One 16-byte cp.async a lane, destinations K bytes apart.
 extern "C" __global__ void copies(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) unsigned char s[32 * 128];
@@ -141,6 +153,11 @@ fn ldmatrix_takes_a_wavefront_per_matrix_unless_its_rows_share_banks() {
     assert_eq!(banks("rows", 128).ldsm, w(1, 32, 4));
     assert_eq!(banks("rows", 144).ldsm, w(1, 4, 4));
     assert_eq!(banks("rows", 16).lds, Wavefronts::default());
+}
+
+#[test]
+fn lanes_beyond_an_instructions_count_are_left_out() {
+    assert_eq!(banks("extra_rows", 0).ldsm, w(1, 1, 1));
 }
 
 #[test]

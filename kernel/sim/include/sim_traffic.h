@@ -217,9 +217,13 @@ struct Banks {
     void add(const SimBankThread &who, unsigned kind, uintptr_t pc, uintptr_t addr, unsigned bytes,
              unsigned expected) {
         Site &s = site(pc, who.warp, kind);
-        const unsigned at = s.nth[who.lane]++ - s.base;
+        const unsigned nth = s.nth[who.lane]++;
+        // An instruction already complete without this lane (more lanes reported it than
+        // it expected, as an ldmatrix's rows beyond its last matrix would be): left out.
+        if (nth < s.base) return;
+        const unsigned at = nth - s.base;
         while (s.open.size() <= at) s.open.push_back(new_group());
-        if (s.open[at] == kDone) s.open[at] = new_group();  // more lanes than expected
+        if (s.open[at] == kDone) return;
         const unsigned index = s.open[at];
         Group &g = groups[index];
         g.lanes[g.n++] = Lane{addr, bytes, who.lane};
