@@ -133,14 +133,18 @@ pub struct ReferenceFile {
 }
 
 const REFERENCE_MAGIC: &[u8] = b"kernel-lab reference 1\n";
+const REFERENCE_PREFIX: &str = "lab-reference-";
 
 impl ReferenceFile {
-    /// Writes `reference` to a new file in the temporary folder.
+    /// Writes `reference` to a new file in the temporary folder, first deleting the files that
+    /// harnesses no longer running left there (a run killed mid-shape cannot delete its own; at
+    /// 8192 a GEMM's is 512 MB).
     pub fn write(reference: &run::Reference) -> Result<Self> {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(0);
+        Self::delete_orphans();
         let path = std::env::temp_dir().join(format!(
-            "lab-reference-{}-{}.bin",
+            "{REFERENCE_PREFIX}{}-{}.bin",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         ));
@@ -164,6 +168,31 @@ impl ReferenceFile {
 
     pub fn path(&self) -> &std::path::Path {
         &self.path
+    }
+
+    /// Deletes the reference files in the temporary folder whose process has ended. Only where
+    /// `/proc` says which processes run (Linux); elsewhere nothing is deleted.
+    fn delete_orphans() {
+        let proc = std::path::Path::new("/proc");
+        if !proc.join("self").exists() {
+            return;
+        }
+        let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let pid = name
+                .to_str()
+                .and_then(|n| n.strip_prefix(REFERENCE_PREFIX))
+                .and_then(|n| n.split_once('-'))
+                .and_then(|(pid, _)| pid.parse::<u32>().ok());
+            if let Some(pid) = pid
+                && !proc.join(pid.to_string()).exists()
+            {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
     }
 
     /// The reference in the file at `path`.

@@ -273,3 +273,34 @@ fn an_isolated_row_is_checked_against_the_parents_reference() {
     assert_eq!(status(1.0), harness::results::Status::Passed);
     assert_eq!(status(2.0), harness::results::Status::Failed);
 }
+
+/// A run killed in the middle of a shape cannot delete its reference file (at 8192 a GEMM's is
+/// 512 MB); the next one written deletes the files of harnesses that no longer run and leaves
+/// those of running ones, this one's included.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_reference_file_left_by_an_ended_run_is_deleted_by_the_next() {
+    use harness::isolate::ReferenceFile;
+    let mut ended = Command::new("true").spawn().unwrap();
+    ended.wait().unwrap();
+    let tmp = std::env::temp_dir();
+    let orphan = tmp.join(format!("lab-reference-{}-0.bin", ended.id()));
+    let running = tmp.join(format!("lab-reference-{}-999999.bin", std::process::id()));
+    for f in [&orphan, &running] {
+        std::fs::write(f, b"left").unwrap();
+    }
+    let file = ReferenceFile::write(&harness::run::Reference {
+        values: vec![1.0],
+        indices: None,
+        label: "new".into(),
+    })
+    .unwrap();
+    assert!(!orphan.exists(), "{} was left", orphan.display());
+    assert!(
+        running.exists(),
+        "{} of a running harness was deleted",
+        running.display()
+    );
+    assert!(file.path().exists());
+    std::fs::remove_file(&running).unwrap();
+}
