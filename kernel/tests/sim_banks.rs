@@ -76,6 +76,17 @@ extern "C" __global__ void extra_rows(const float *A, const float *B, float *C, 
     C[t] = reinterpret_cast<const float *>(s)[t];
 }
 
+// Each lane reports K contiguous bytes of its own, wider than any instruction's lane part:
+// with K = 128 a phase of 8 lanes covers 256 words.
+extern "C" __global__ void wide_reports(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ __align__(16) unsigned char s[32 * 128];
+    int t = threadIdx.x;
+    for (int i = 0; i < K / 4; ++i) reinterpret_cast<float *>(s + t * K)[i] = A[t % (M * 4)];
+    __syncthreads();
+    sim_bank_report(SIM_BANK_LDGSTS, s + t * K, K, 0);
+    C[t] = reinterpret_cast<const float *>(s + t * K)[0];
+}
+
 // One 16-byte cp.async a lane, destinations K bytes apart.
 extern "C" __global__ void copies(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) unsigned char s[32 * 128];
@@ -158,6 +169,13 @@ fn ldmatrix_takes_a_wavefront_per_matrix_unless_its_rows_share_banks() {
 #[test]
 fn lanes_beyond_an_instructions_count_are_left_out() {
     assert_eq!(banks("extra_rows", 0).ldsm, w(1, 1, 1));
+}
+
+/// However wide a lane's part, every word it covers counts: 8 lanes of 128 bytes are 256
+/// words, 8 to a bank, in each of the 4 phases.
+#[test]
+fn a_phase_wider_than_any_instruction_counts_every_word() {
+    assert_eq!(banks("wide_reports", 128).ldgsts, w(1, 32, 4));
 }
 
 #[test]

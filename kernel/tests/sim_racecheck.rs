@@ -1,7 +1,8 @@
 //! The simulator's race checker on planted bugs and their fixes: a tiled GEMM without its
 //! trailing barrier, a `cp.async` pipeline that refills a stage before the barrier (whose
 //! result the simulator's schedule happens to get right), and a warp reduction in shared
-//! memory without its `__syncwarp()`. Each bug must fail its run with "race" and name both
+//! memory without its `__syncwarp()`, a word half of whose bytes another thread writes
+//! unordered with its read. Each bug must fail its run with "race" and name both
 //! threads; each fix must pass, and so must shared-memory atomics and a warp's WMMA store. A
 //! read of shared memory no thread wrote fails as uninitialized.
 
@@ -100,6 +101,26 @@ extern "C" __global__ void neighbours_uninit(const float *A, const float *B, flo
     neighbours<true>(A, C);
 }
 
+// A word whose halves have different histories: thread 2 writes it whole, then thread 0 its
+// upper half and thread 1 reads it whole, with (FIXED) or without a barrier between them. The
+// race lies in the read's last two bytes only.
+template <bool FIXED>
+__device__ void halves(float *C) {
+    __shared__ unsigned word;
+    unsigned t = threadIdx.x;
+    if (t == 2) word = 0x00010001u;
+    __syncthreads();
+    if (t == 0) ((volatile unsigned short *)&word)[1] = 7;
+    if (FIXED) __syncthreads();
+    if (t == 1) C[0] = (float)*(volatile unsigned *)&word;
+}
+extern "C" __global__ void halves_fixed(const float *A, const float *B, float *C, int M, int N, int K) {
+    halves<true>(C);
+}
+extern "C" __global__ void halves_race(const float *A, const float *B, float *C, int M, int N, int K) {
+    halves<false>(C);
+}
+
 // Not races: atomics on one shared counter, and the 32 lanes of a warp storing one WMMA tile.
 extern "C" __global__ void shared_atomics(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ float sum;
@@ -129,7 +150,14 @@ fn run(
     plan: CudaPlan,
     dims: (usize, usize, usize),
 ) -> Result<(Vec<f32>, Vec<Vec<f32>>), DeviceError> {
-    let dev = SimDevice::new()?.instrumented();
+    run_on(&SimDevice::new()?.instrumented(), plan, dims)
+}
+
+fn run_on(
+    dev: &SimDevice,
+    plan: CudaPlan,
+    dims: (usize, usize, usize),
+) -> Result<(Vec<f32>, Vec<Vec<f32>>), DeviceError> {
     let shape = Shape::gemm(dims.0, dims.1, dims.2);
     let x = inputs(&shape, 7);
     let kernel = PlanKernel::fp32(plan);
@@ -193,6 +221,23 @@ fn a_warp_reduction_without_syncwarp_is_a_race() {
         launch("reduce_no_syncwarp", [1, 1, 1], [32, 1, 1], dims),
         dims,
     ));
+}
+
+/// The checker marks every byte: a read whose first bytes are ordered and whose last are not
+/// is a race, however its bytes are checked together.
+#[test]
+fn a_race_in_the_upper_half_of_a_word_is_found() {
+    let dims = (16, 16, 16);
+    let (out, _) = run(launch("halves_fixed", [1, 1, 1], [32, 1, 1], dims), dims).unwrap();
+    assert_eq!(out[0], (7 * 65536 + 1) as f32);
+    // Whichever of the two threads runs first, under several schedules: where the writer runs
+    // first, only the read's last bytes tell.
+    for seed in 0..9 {
+        let dev = SimDevice::new().unwrap().instrumented().with_seed(seed);
+        let plan = launch("halves_race", [1, 1, 1], [32, 1, 1], dims);
+        let e = race(run_on(&dev, plan, dims));
+        assert!(e.contains("'word' (in halves<false>), byte 2"), "{e}");
+    }
 }
 
 #[test]

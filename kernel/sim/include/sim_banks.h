@@ -32,6 +32,9 @@ struct SimBankThread {
 // Defined by the runtime: the thread accessing `p`, or false outside a block's thread, while
 // an emulation runs, and for the runtime's own thread-locals.
 extern "C" int sim_bank_thread(const void *p, SimBankThread *out);
+// Defined by the runtime: a plain access of the kernel to shared memory, race-checked, and
+// with `who` the thread as sim_bank_thread gives it (its result).
+extern "C" int sim_shared_access(const void *p, unsigned long n, int write, SimBankThread *who);
 // Defined by the hooks: one lane's part of an ldmatrix (a row: `matrices` is its .xN) or of a
 // cp.async (its destination).
 extern "C" void sim_bank_report(int kind, const void *p, unsigned long n, unsigned matrices);

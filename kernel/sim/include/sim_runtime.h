@@ -40,9 +40,10 @@
 
 // An instrumented build (SIM_INSTRUMENTED) compiles the kernel with gcc's ThreadSanitizer
 // instrumentation, whose hooks (sim_traffic.h) count global-memory traffic and hand every
-// other access to the race checker (sim_race_access below). The emulation's own copies and
-// bookkeeping are left uninstrumented (SIM_UNINSTRUMENTED) and report what they move
-// themselves: SIM_GLOBAL_READ for global traffic, SIM_SHARED_WRITE for the race checker.
+// access to shared memory to the race checker and the bank model (sim_shared_access below).
+// The emulation's own copies and bookkeeping are left uninstrumented (SIM_UNINSTRUMENTED)
+// and report what they move themselves: SIM_GLOBAL_READ for global traffic,
+// SIM_SHARED_WRITE for the race checker.
 struct SimTraffic;  // sim_traffic.h
 #ifdef SIM_INSTRUMENTED
 extern "C" void __tsan_read_range(void *p, unsigned long n);
@@ -59,6 +60,9 @@ extern "C" void sim_stacks_add(const void *start, size_t bytes);
 // A read of shared memory by the async proxy (wgmma): checked for generic writes not fenced.
 #define SIM_ASYNC_PROXY_READ(p, n, what) sim_proxy_read((const void *)(p), (unsigned long)(n), what)
 #define SIM_UNINSTRUMENTED __attribute__((no_sanitize_thread, noinline))
+// A helper of uninstrumented functions only: gcc inlines across functions only where both
+// carry the same sanitizer attributes, and a call per byte checked costs the race checker.
+#define SIM_UNINSTRUMENTED_INLINE __attribute__((no_sanitize_thread, always_inline)) inline
 // A read or write of the warp, emulated by each lane in full (WMMA's whole tiles): counted
 // and checked once, as the first lane's.
 #define SIM_WARP_READ(p, n) (sim::warp_reporter() ? __tsan_read_range((void *)(p), (unsigned long)(n)) : (void)0)
@@ -74,6 +78,7 @@ extern "C" void sim_stacks_add(const void *start, size_t bytes);
 #define SIM_SHARED_WRITE(p, n) ((void)0)
 #define SIM_ASYNC_PROXY_READ(p, n, what) ((void)0)
 #define SIM_UNINSTRUMENTED
+#define SIM_UNINSTRUMENTED_INLINE inline
 #endif
 
 struct uint3 { unsigned int x, y, z; };
@@ -589,7 +594,7 @@ inline void cluster_wait() {
 // the mbarrier the copy completes.
 constexpr uint16_t kAsyncUnit = 0xFFFF;
 
-inline bool race_ordered(const RaceMark &m, uint32_t epoch, uint16_t me, unsigned warp, uint16_t warp_epoch) {
+SIM_UNINSTRUMENTED_INLINE bool race_ordered(const RaceMark &m, uint32_t epoch, uint16_t me, unsigned warp, uint16_t warp_epoch) {
     if (m.thread == 0 || m.thread == kAsyncUnit || m.thread == me || m.epoch != epoch) return true;
     return (unsigned)(m.thread - 1) / 32 == warp && m.warp_epoch != warp_epoch;
 }
@@ -685,7 +690,7 @@ inline void describe_shared(Worker &w, size_t cell, char *where, size_t room) {
 
 // The race checker's cell of the shared-memory byte at `p` of block `w` (static variables
 // first, then dynamic shared memory); false when `p` is not that block's shared memory.
-SIM_UNINSTRUMENTED inline bool race_cell(const Worker &w, const void *p, size_t &cell) {
+SIM_UNINSTRUMENTED_INLINE bool race_cell(const Worker &w, const void *p, size_t &cell) {
     const char *c = (const char *)p;
     if (w.static_smem && c >= w.static_smem && c < w.static_smem + w.static_smem_bytes)
         cell = (size_t)(c - w.static_smem);
@@ -698,27 +703,58 @@ SIM_UNINSTRUMENTED inline bool race_cell(const Worker &w, const void *p, size_t 
 
 }  // namespace sim
 
-// Called by the instrumentation's hooks for every access that is not global memory (and by
-// the emulation for its own shared-memory writes): checks and records it if it is this
-// block's shared memory. Uninstrumented, so its own accesses are not checked.
-extern "C" SIM_UNINSTRUMENTED void sim_race_access(const void *p, unsigned long n, int write) {
-    using namespace sim;
-    Worker *w = tl_worker;
-    Fiber *f = tl_fiber;
+namespace sim {
+
+// The calling thread's block and fiber, and where the two thread-locals that hold them lie
+// (in the TLS block, beside the __shared__ variables). Each address of a thread-local in a
+// dlopen'ed module is a call: the hot paths take them once.
+struct Current {
+    Worker *const *worker_at;
+    Fiber *const *fiber_at;
+    Worker *w;
+    Fiber *f;
+};
+SIM_UNINSTRUMENTED_INLINE Current current() {
+    Worker *const *wa = &tl_worker;
+    Fiber *const *fa = &tl_fiber;
+    // gcc would compute each address again at every use (a call each): held in registers.
+    asm("" : "+r"(wa), "+r"(fa));
+    return Current{wa, fa, *wa, *fa};
+}
+
+// Whether `p` is one of the runtime's own two thread-locals.
+SIM_UNINSTRUMENTED_INLINE bool runtime_local(const Current &c, const void *p) {
+    const char *a = (const char *)p, *tw = (const char *)c.worker_at, *tf = (const char *)c.fiber_at;
+    return (a >= tw && a < tw + sizeof(Worker *)) || (a >= tf && a < tf + sizeof(Fiber *));
+}
+
+// Checks and records `n` bytes at `p` by the calling thread if they are its block's shared
+// memory.
+SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsigned long n, int write) {
+    Worker *w = c.w;
+    Fiber *f = c.f;
     size_t cell;
     if (!w || !f || !w->race || !race_cell(*w, p, cell)) return;
-    if (cell < w->static_smem_bytes) {
-        // The runtime's own two thread-locals share the block with the __shared__ variables.
-        const char *c = (const char *)p, *tw = (const char *)&tl_worker, *tf = (const char *)&tl_fiber;
-        if ((c >= tw && c < tw + sizeof tl_worker) || (c >= tf && c < tf + sizeof tl_fiber)) return;
-    }
+    if (cell < w->static_smem_bytes && runtime_local(c, p)) return;
     uint16_t me = (uint16_t)(f - w->fibers) + 1;
     uint16_t we = w->warps[f->warp].epoch;
     uint32_t epoch = w->race_epoch;
     size_t end = cell + n < w->race_cells ? cell + n : w->race_cells;
+    // The bytes of one access mostly hold the same marks: a byte marked as the one before it
+    // was is checked and marked as it was.
+    RaceCell before{}, after{};
+    bool repeat = false;
     for (size_t i = cell; i < end; ++i) {
         RaceCell &r = w->race[i];
-        if (!write && (r.write.thread == 0 || r.write.epoch < w->race_block_epoch)) {
+        if (repeat && memcmp(&r, &before, sizeof r) == 0) {
+            r = after;
+            continue;
+        }
+        before = r;
+        // A read of what this block has not written: the byte's variable decides, so the
+        // next byte is looked at afresh.
+        repeat = write || !(r.write.thread == 0 || r.write.epoch < w->race_block_epoch);
+        if (!repeat) {
             char var[160];
             bool compiler_state = false;
             if (i < w->static_smem_bytes) shared_variable_at(i, var, sizeof var, &compiler_state);
@@ -736,24 +772,45 @@ extern "C" SIM_UNINSTRUMENTED void sim_race_access(const void *p, unsigned long 
         } else if (read_ordered) {
             r.read = RaceMark{epoch, we, me};
         }
+        after = r;
     }
 }
 
-// The bank model's view of the calling thread (sim_banks.h).
-extern "C" SIM_UNINSTRUMENTED int sim_bank_thread(const void *p, SimBankThread *out) {
-    using namespace sim;
-    Worker *w = tl_worker;
-    Fiber *f = tl_fiber;
-    if (!w || !f || f->quiet) return 0;
-    // The runtime's own two thread-locals share the TLS block with the __shared__ variables.
-    const char *c = (const char *)p, *tw = (const char *)&tl_worker, *tf = (const char *)&tl_fiber;
-    if ((c >= tw && c < tw + sizeof tl_worker) || (c >= tf && c < tf + sizeof tl_fiber)) return 0;
+// The bank model's view of the calling thread accessing `p` (sim_banks.h).
+SIM_UNINSTRUMENTED_INLINE bool bank_thread(const Current &c, const void *p, SimBankThread *out) {
+    Worker *w = c.w;
+    Fiber *f = c.f;
+    if (!w || !f || f->quiet || runtime_local(c, p)) return false;
     out->thread = w->rank * kMaxThreads + (unsigned)(f - w->fibers);
     out->warp = w->rank * (kMaxThreads / 32) + f->warp;
     out->lane = f->lane;
     out->lanes = (unsigned)__builtin_popcount(w->warps[f->warp].present);
     out->switches = f->switches;
-    return 1;
+    return true;
+}
+
+}  // namespace sim
+
+// The emulation's own shared-memory writes (SIM_SHARED_WRITE): checked and recorded by the
+// race checker if they are this block's shared memory. Uninstrumented, so its own accesses
+// are not checked.
+extern "C" SIM_UNINSTRUMENTED void sim_race_access(const void *p, unsigned long n, int write) {
+    sim::race_check(sim::current(), p, n, write);
+}
+
+// The bank model's view of the calling thread, for what the emulation reports (ldmatrix
+// rows, cp.async destinations).
+extern "C" SIM_UNINSTRUMENTED int sim_bank_thread(const void *p, SimBankThread *out) {
+    return sim::bank_thread(sim::current(), p, out);
+}
+
+// A plain access of the kernel to shared memory, from the instrumentation's hooks: the race
+// checker's and, with `who`, the bank model's view of the thread (1 if it has one). One call
+// and one look at the thread-locals for the two models every such access feeds.
+extern "C" SIM_UNINSTRUMENTED int sim_shared_access(const void *p, unsigned long n, int write, SimBankThread *who) {
+    const sim::Current c = sim::current();
+    sim::race_check(c, p, n, write);
+    return who && sim::bank_thread(c, p, who);
 }
 
 // What a TMA copy lands: written, by no thread that could race (its mbarrier orders it).

@@ -1,5 +1,6 @@
 // sim_traffic.h: counts the global-memory traffic a kernel issues, for the roofline's x axis,
-// and hands every other plain access to the race checker (sim_race_access, sim_runtime.h).
+// and hands every other plain access to the race checker and the bank model
+// (sim_shared_access, sim_runtime.h).
 //
 // In an instrumented build the kernel's translation unit is compiled with gcc's
 // ThreadSanitizer instrumentation (`-fsanitize=thread`), which calls a hook before every
@@ -19,7 +20,6 @@
 #include <stdint.h>
 
 #include <algorithm>
-#include <deque>
 #include <vector>
 
 #include "sim_banks.h"
@@ -37,8 +37,6 @@ struct SimTraffic {
     // The bank model's counts per kind (SimBankKind): requests, wavefronts, ideal wavefronts.
     uint64_t banks[SIM_BANK_KINDS][3];
 };
-
-extern "C" void sim_race_access(const void *p, unsigned long n, int write);  // sim_runtime.h
 
 // The fibers' stacks, one [start, end) per worker, registered by the runtime when it maps
 // them (sim_stacks_add). Most instrumented accesses of a kernel are to its locals there
@@ -87,8 +85,9 @@ struct Group {
 struct Site {
     unsigned kind;
     unsigned nth[32];
-    unsigned base;
-    std::deque<unsigned> open;  // indexes of groups, or kDone
+    unsigned base;               // the instruction open[head] is
+    std::vector<unsigned> open;  // from open[head] on: indexes of groups, or kDone
+    size_t head = 0;             // (a queue: cheaper than std::deque at every lane's access)
 };
 constexpr unsigned kDone = ~0u;
 
@@ -139,18 +138,45 @@ struct Pending {
     SimBankThread who;
 };
 
-// Wavefronts of one phase: per bank, the distinct words its lanes touch (lanes reading one
-// word share it); the busiest bank sets the count. `words` is scratch.
-inline uint64_t wavefronts(const std::vector<Lane> &lanes, std::vector<uintptr_t> &words) {
-    words.clear();
-    for (const Lane &l : lanes)
-        for (uintptr_t w = l.addr / 4; w <= (l.addr + l.bytes - 1) / 4; ++w) words.push_back(w);
-    std::sort(words.begin(), words.end());
-    words.erase(std::unique(words.begin(), words.end()), words.end());
+// How many of the distinct words `w[0..n)` the busiest bank holds.
+inline uint64_t busiest_bank(const uintptr_t *w, size_t n) {
     unsigned per_bank[32] = {};
     uint64_t most = 0;
-    for (uintptr_t w : words) most = std::max<uint64_t>(most, ++per_bank[w % 32]);
+    for (size_t i = 0; i < n; ++i) most = std::max<uint64_t>(most, ++per_bank[w[i] % 32]);
     return most;
+}
+
+// Wavefronts of one phase of `g`, its lanes `lane / per_phase == ph`: per bank, the distinct
+// words its lanes touch (lanes reading one word share it); the busiest bank sets the count.
+// 0 when no lane of `g` is in the phase. Words are kept sorted as they come (lanes mostly
+// come in order, so an insertion is mostly an append): no allocation, no sort, once per warp
+// instruction of every block.
+inline uint64_t wavefronts(const Group &g, unsigned per_phase, unsigned ph) {
+    constexpr unsigned kMaxWords = 32 * 5;  // 32 lanes of 16 bytes, unaligned
+    uintptr_t words[kMaxWords];
+    unsigned n = 0;
+    std::vector<uintptr_t> more;  // a phase wider than that (no instruction's lanes make one)
+    for (unsigned i = 0; i < g.n; ++i) {
+        const Lane &l = g.lanes[i];
+        if (l.lane / per_phase != ph) continue;
+        for (uintptr_t w = l.addr / 4; w <= (l.addr + l.bytes - 1) / 4; ++w) {
+            if (n == kMaxWords) {
+                more.push_back(w);
+                continue;
+            }
+            unsigned at = n;
+            while (at > 0 && words[at - 1] > w) --at;
+            if (at > 0 && words[at - 1] == w) continue;
+            std::copy_backward(words + at, words + n, words + n + 1);
+            words[at] = w;
+            ++n;
+        }
+    }
+    if (more.empty()) return busiest_bank(words, n);
+    more.insert(more.end(), words, words + n);
+    std::sort(more.begin(), more.end());
+    more.erase(std::unique(more.begin(), more.end()), more.end());
+    return busiest_bank(more.data(), more.size());
 }
 
 // Everything the bank model keeps for the blocks running on this OS thread.
@@ -160,8 +186,6 @@ struct Banks {
     std::vector<Site> sites;
     std::vector<Group> groups;
     std::vector<unsigned> free_groups;
-    std::vector<uintptr_t> words;  // scratch of count()
-    std::vector<Lane> phase;
     uint64_t counts[SIM_BANK_KINDS][3] = {};
 
     // A warp instruction is served in phases of 128 bytes: the whole warp at 4 bytes a lane,
@@ -174,12 +198,9 @@ struct Banks {
         const unsigned per_phase = kind == SIM_BANK_LDSM || width >= 16 ? 8 : width == 8 ? 16 : 32;
         uint64_t waves = 0, ideal = 0;
         for (unsigned ph = 0; ph < 32 / per_phase; ++ph) {
-            phase.clear();
-            for (unsigned i = 0; i < g.n; ++i)
-                if (g.lanes[i].lane / per_phase == ph) phase.push_back(g.lanes[i]);
-            if (phase.empty()) continue;
-            waves += wavefronts(phase, words);
-            ideal += 1;
+            const uint64_t w = wavefronts(g, per_phase, ph);
+            waves += w;
+            ideal += w > 0;
         }
         counts[kind][0] += 1;
         counts[kind][1] += waves;
@@ -221,7 +242,7 @@ struct Banks {
         // An instruction already complete without this lane (more lanes reported it than
         // it expected, as an ldmatrix's rows beyond its last matrix would be): left out.
         if (nth < s.base) return;
-        const unsigned at = nth - s.base;
+        const size_t at = s.head + (nth - s.base);
         while (s.open.size() <= at) s.open.push_back(new_group());
         if (s.open[at] == kDone) return;
         const unsigned index = s.open[at];
@@ -232,9 +253,15 @@ struct Banks {
             count(kind, g);
             free_groups.push_back(index);
             s.open[at] = kDone;
-            while (!s.open.empty() && s.open.front() == kDone) {
-                s.open.pop_front();
+            while (s.head < s.open.size() && s.open[s.head] == kDone) {
+                ++s.head;
                 ++s.base;
+            }
+            // Mostly every instruction is complete and the queue starts again; else what is
+            // done goes once it is half of it.
+            if (s.head == s.open.size() || s.head > s.open.size() / 2) {
+                s.open.erase(s.open.begin(), s.open.begin() + (ptrdiff_t)s.head);
+                s.head = 0;
             }
         }
     }
@@ -253,9 +280,7 @@ struct Banks {
         }
     }
 
-    void plain(const void *p, unsigned bytes, bool write, uintptr_t pc) {
-        SimBankThread who;
-        if (!sim_bank_thread(p, &who)) return;
+    void plain(const void *p, unsigned bytes, bool write, uintptr_t pc, const SimBankThread &who) {
         if (pending.size() <= who.thread) pending.resize(who.thread + 1);
         Pending &q = pending[who.thread];
         uintptr_t a = (uintptr_t)p;
@@ -274,9 +299,10 @@ struct Banks {
     void finish() {
         for (Pending &p : pending) commit(p);
         for (Site &s : sites) {
-            for (unsigned index : s.open)
-                if (index != kDone) count(s.kind, groups[index]);
+            for (size_t i = s.head; i < s.open.size(); ++i)
+                if (s.open[i] != kDone) count(s.kind, groups[s.open[i]]);
             s.open.clear();
+            s.head = 0;
         }
     }
 };
@@ -310,10 +336,14 @@ inline bool global(const Block &b, uintptr_t a) {
 inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const void *pc = nullptr) {
     uintptr_t a = (uintptr_t)p;
     if (on_a_stack(a)) return;
-    Block &b = block;
+    Block *at = &block;
+    asm("" : "+r"(at));  // one call for the thread-local's address, not one per use
+    Block &b = *at;
     if (a - b.static_lo < b.static_bytes || a - b.dynamic_lo < b.dynamic_bytes) {
-        if (!atomic) sim_race_access(p, bytes, write);
-        if (pc && b.banks) b.banks->plain(p, (unsigned)bytes, write, (uintptr_t)pc);
+        SimBankThread who;
+        const bool banks = pc && b.banks;
+        if (!atomic && sim_shared_access(p, bytes, write, banks ? &who : nullptr) && banks)
+            b.banks->plain(p, (unsigned)bytes, write, (uintptr_t)pc, who);
     } else if (global(b, a)) {
         (write ? b.stores : b.loads) += bytes;
     }

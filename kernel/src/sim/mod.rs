@@ -10,7 +10,7 @@
 //! An [`SimDevice::instrumented`] device builds the kernels with gcc's ThreadSanitizer
 //! instrumentation, whose hooks (`sim_traffic.h`) count each launch's global-memory traffic
 //! ([`Prepared::traffic`]), hand shared-memory accesses to a race checker
-//! (`sim_race_access` in `sim_runtime.h`: a race fails the launch) and rebuild each warp's
+//! (`sim_shared_access` in `sim_runtime.h`: a race fails the launch) and rebuild each warp's
 //! shared-memory instructions for the bank model (`sim_banks.h`).
 
 pub mod compile;
