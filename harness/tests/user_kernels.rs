@@ -385,6 +385,58 @@ fn an_out_of_bounds_access_in_the_simulator_names_thread_block_and_index() {
     );
 }
 
+/// `examples/gemm_halves_race.cu`: two threads per output, each summing half of K, the second
+/// adding into what the first stored. Without a barrier between the store and the add, `harness
+/// run` in the simulator fails the row and names both threads, in whichever order the schedule
+/// ran them (and so whether or not the sums came out right); with it the row passes.
+#[test]
+fn a_race_on_global_memory_fails_the_row_naming_both_threads() {
+    let dir = scratch_dir("race");
+    let launch = "block=16x16x2,grid=tile:16x16";
+    let racy = format!("examples/gemm_halves_race.cu:halves,{launch}");
+    let synced = format!("examples/gemm_halves_race.cu:halves_synced,{launch}");
+    let out = dir.join("run");
+    let (code, text) = harness_code(
+        &[
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "100x37x129",
+            "--kernel",
+            &racy,
+            "--kernel",
+            &synced,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert_eq!(passing_user_rows(&text), 1, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("  gemm 100x37x129 gemm_halves_race.cu:halves: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let why = lines[at];
+    assert!(
+        why.contains("race on global memory: this thread")
+            && why.contains("of buffer 'C', which thread (")
+            && why.contains("of this block")
+            && why.contains("with no __syncthreads()"),
+        "{why}"
+    );
+    // Not a tail's doing: no hint about the shape's partial tiles follows it.
+    let next = lines.get(at + 1).copied().unwrap_or_default();
+    assert!(
+        !next.contains("whole number") && !next.contains("multiple of"),
+        "{text}"
+    );
+}
+
 #[test]
 fn a_kernel_assuming_divisible_sizes_passes_on_them_and_shows_its_tail_failure() {
     let dir = scratch_dir("tail");

@@ -238,3 +238,48 @@ fn split_k_reduced_by_the_first_arrival_fails() {
     let err = relative_error(&out, &gemm_f64((136, 264, 1040), &data[0], &data[1], |v| v));
     assert!(err > 1e-2, "the first arrival's sum still passes ({err:e})");
 }
+
+/// Split-K's reduction is ordered by a fence on each side of its atomic count. Without either,
+/// the simulator's result is still right (its atomics are sequentially consistent, its blocks
+/// share one cache), but the race checker of global memory names the unordered read of another
+/// split's partial.
+#[test]
+fn split_k_without_either_fence_is_a_race_on_global_memory() {
+    static SPLIT: tensorcore::GemmMmaSplitK =
+        tensorcore::GemmMmaSplitK::for_sms(tensorcore::DEFAULT_SMS);
+    let dev = SimDevice::new()
+        .expect("the simulator needs a C++ compiler")
+        .instrumented();
+    let (m, n, k) = (136, 264, 1040);
+    let shape = Shape::gemm(m, n, k);
+    let data = inputs(&shape, 5);
+    let run = |rung: &dyn Kernel| {
+        dev.prepare(rung, &shape, &data).and_then(|mut r| {
+            r.run()?;
+            r.output()
+        })
+    };
+    let out = run(&SPLIT).expect("split-K as it stands is race-free");
+    let err = relative_error(&out, &gemm_f64((m, n, k), &data[0], &data[1], |v| v));
+    assert!(err < 1e-2, "{err:e}");
+    for fence in [
+        "    __threadfence();  // the partial is visible to the whole GPU before the count says so\n",
+        "    __threadfence();  // the other splits' partials, fenced before their counts, are seen now\n",
+    ] {
+        let bug = Planted {
+            rung: &SPLIT,
+            from: fence,
+            to: "",
+        };
+        let e = run(&bug)
+            .map(|_| ())
+            .expect_err("the race is reported")
+            .to_string();
+        assert!(
+            e.contains("race on global memory: this thread reads")
+                && e.contains("of buffer 'split-K partial tiles'")
+                && e.contains("nothing orders the two blocks"),
+            "without {fence:?}: {e}"
+        );
+    }
+}

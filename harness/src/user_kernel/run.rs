@@ -93,6 +93,15 @@ pub fn annotate(
                 let Some(k) = users.iter().find(|k| k.id() == row.id) else {
                     continue;
                 };
+                // Threads ordered wrongly are not a tile's tail (threads a tail leaves out of
+                // a barrier or of shared memory's writes are: those keep the hint).
+                if row
+                    .reason
+                    .as_deref()
+                    .is_some_and(|r| r.contains(": race on "))
+                {
+                    continue;
+                }
                 let first_bad = row
                     .check
                     .and_then(|c| c.first_unwritten.or(c.first_nonfinite));

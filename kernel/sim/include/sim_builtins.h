@@ -24,7 +24,10 @@
 #define __constant__ __attribute__((visibility("default")))
 // One block per OS thread at a time, so an OS-thread-local variable is a per-block variable.
 // extern __shared__ arrays are rewritten by the host before compiling (see compile.rs).
-#define __shared__ static thread_local
+// Each starts at a 16-byte boundary at least, as nvcc places the arrays it reads with vector
+// loads, whatever else the module's thread-local block holds: the bank model (sim_banks.h)
+// counts contiguous accesses within an aligned 16 bytes as one.
+#define __shared__ static thread_local __attribute__((aligned(16)))
 #define warpSize 32
 
 // ---- Thread indices ----
@@ -55,7 +58,13 @@ inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
     sim::warp_wait(mask);
 }
 inline unsigned __activemask() { return sim::worker().warps[sim::fiber().warp].present; }
-inline void __threadfence() { std::atomic_thread_fence(std::memory_order_seq_cst); }
+// A fence at GPU (or system) scope can order one block's global accesses before another's
+// (sim_global.h); one at block scope orders nothing between blocks.
+inline void __threadfence() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    SIM_GLOBAL_FENCE();
+}
+inline void __threadfence_system() { __threadfence(); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
 template <class T>

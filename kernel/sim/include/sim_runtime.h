@@ -31,6 +31,7 @@
 #include <utility>
 
 #include "sim_banks.h"
+#include "sim_global.h"
 
 #if !defined(__x86_64__)
 #error "the CUDA simulator's context switch is written for x86-64 only"
@@ -57,6 +58,7 @@ extern "C" void sim_proxy_read(const void *p, unsigned long n, const char *what)
 extern "C" void sim_stacks_add(const void *start, size_t bytes);
 #define SIM_GLOBAL_READ(p, n) __tsan_read_range((void *)(p), (unsigned long)(n))
 #define SIM_SHARED_WRITE(p, n) sim_race_access((const void *)(p), (unsigned long)(n), 1)
+#define SIM_GLOBAL_FENCE() sim_global_fence()
 // A read of shared memory by the async proxy (wgmma): checked for generic writes not fenced.
 #define SIM_ASYNC_PROXY_READ(p, n, what) sim_proxy_read((const void *)(p), (unsigned long)(n), what)
 #define SIM_UNINSTRUMENTED __attribute__((no_sanitize_thread, noinline))
@@ -76,6 +78,7 @@ extern "C" void sim_stacks_add(const void *start, size_t bytes);
 #define SIM_WARP_WRITE(p, n) ((void)0)
 #define SIM_GLOBAL_READ(p, n) ((void)0)
 #define SIM_SHARED_WRITE(p, n) ((void)0)
+#define SIM_GLOBAL_FENCE() ((void)0)
 #define SIM_ASYNC_PROXY_READ(p, n, what) ((void)0)
 #define SIM_UNINSTRUMENTED
 #define SIM_UNINSTRUMENTED_INLINE inline
@@ -451,7 +454,7 @@ inline unsigned char *warp_memo(size_t bytes) {
 [[noreturn]] inline void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 inline void fail(const char *fmt, ...) {
     Worker &w = worker();
-    char what[320];
+    char what[448];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
@@ -812,6 +815,23 @@ extern "C" SIM_UNINSTRUMENTED int sim_shared_access(const void *p, unsigned long
     sim::race_check(c, p, n, write);
     return who && sim::bank_thread(c, p, who);
 }
+
+// The race checker of global memory's view of the calling thread (sim_global.h).
+extern "C" SIM_UNINSTRUMENTED int sim_global_thread(SimGlobalThread *out) {
+    const sim::Current c = sim::current();
+    if (!c.w || !c.f) return 0;
+    const sim::Worker &w = *c.w;
+    out->block = w.block_idx.x + w.grid_dim.x * (w.block_idx.y + w.grid_dim.y * w.block_idx.z) + 1;
+    out->epoch = w.race_epoch;
+    out->thread = (uint16_t)(c.f - w.fibers) + 1;
+    out->warp_epoch = w.warps[c.f->warp].epoch;
+    out->block_dim[0] = w.block_dim.x;
+    out->block_dim[1] = w.block_dim.y;
+    out->block_dim[2] = w.block_dim.z;
+    return 1;
+}
+
+extern "C" SIM_UNINSTRUMENTED void sim_global_fail(const char *message) { sim::fail("%s", message); }
 
 // What a TMA copy lands: written, by no thread that could race (its mbarrier orders it).
 extern "C" SIM_UNINSTRUMENTED void sim_race_async_write(const void *p, unsigned long n) {

@@ -18,11 +18,16 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <sys/mman.h>
 
 #include <algorithm>
+#include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "sim_banks.h"
+#include "sim_global.h"
 
 // One launch's counting: its device buffers as [start, end) pairs, set by the host, and the
 // totals the blocks add to. Owned by the host and passed with the launch (SimLaunch::traffic),
@@ -36,6 +41,14 @@ struct SimTraffic {
     uint64_t loads, stores;
     // The bank model's counts per kind (SimBankKind): requests, wavefronts, ideal wavefronts.
     uint64_t banks[SIM_BANK_KINDS][3];
+    // The race checker of global memory (sim_global.h): each buffer's name and element size,
+    // for its messages; the launch's grid and cluster dims; whether every block runs (not a
+    // sample); its state, which sim_global_begin sets (null: not checked).
+    const char *names[kMaxRanges];
+    uint32_t elem_bytes[kMaxRanges];
+    uint32_t grid[3], cluster[3];
+    uint32_t every_block;
+    void *global;
 };
 
 // The fibers' stacks, one [start, end) per worker, registered by the runtime when it maps
@@ -307,6 +320,197 @@ struct Banks {
     }
 };
 
+}  // namespace sim_traffic
+
+// ---- The race checker of global memory (sim_global.h) ----
+
+namespace sim_global {
+
+// One access of a byte: by which thread (index + 1; 0: none) of which block (linear index +
+// 1), in which barrier interval and warp interval of that block, after how many fences of its
+// unit (a block, or a cluster's blocks).
+struct Mark {
+    uint32_t block, epoch, fences;
+    uint16_t thread, warp_epoch;
+    bool operator==(const Mark &) const = default;
+};
+struct Cell {
+    Mark write, read;
+    bool operator==(const Cell &) const = default;
+};
+
+// A vector clock, sorted by unit: for each unit, how many of its fences are known to come
+// before. An access made after a unit's k fences is ordered before what knows k + 1 of them.
+struct Clock {
+    uint32_t unit, fences;
+};
+using Clocks = std::vector<Clock>;
+
+inline uint32_t fences_of(const Clocks &c, uint32_t unit) {
+    auto it = std::lower_bound(c.begin(), c.end(), unit, [](const Clock &k, uint32_t u) { return k.unit < u; });
+    return it != c.end() && it->unit == unit ? it->fences : 0;
+}
+
+inline void join(Clocks &into, const Clocks &from) {
+    if (from.empty()) return;
+    Clocks out;
+    out.reserve(into.size() + from.size());
+    size_t i = 0, j = 0;
+    while (i < into.size() || j < from.size()) {
+        if (j == from.size() || (i < into.size() && into[i].unit < from[j].unit)) {
+            out.push_back(into[i++]);
+        } else if (i == into.size() || from[j].unit < into[i].unit) {
+            out.push_back(from[j++]);
+        } else {
+            out.push_back(Clock{into[i].unit, std::max(into[i].fences, from[j].fences)});
+            ++i, ++j;
+        }
+    }
+    into.swap(out);
+}
+
+// One launch's state: a cell per byte of each buffer (mapped on demand, so untouched pages
+// cost nothing), and what has been released to each address atomics used.
+struct Launch {
+    Cell *cells[kMaxRanges];
+    size_t bytes[kMaxRanges];
+    std::mutex lock;
+    std::unordered_map<uintptr_t, Clocks> released;
+};
+
+// The unit this OS thread runs: its fences so far, what it is ordered after, what its last
+// fence released, and the addresses its atomics have read since that fence.
+struct Agent {
+    uint32_t unit = UINT32_MAX, fences = 0;
+    Clocks known, released;
+    std::vector<uintptr_t> read;
+};
+
+// The unit (cluster, x fastest over the grid of clusters) of the block of linear index `b`.
+inline uint32_t unit_of(const SimTraffic &t, uint32_t b) {
+    const uint32_t x = b % t.grid[0], y = b / t.grid[0] % t.grid[1], z = b / t.grid[0] / t.grid[1];
+    const uint32_t cx = t.grid[0] / t.cluster[0], cy = t.grid[1] / t.cluster[1];
+    return x / t.cluster[0] + cx * (y / t.cluster[1] + cy * (z / t.cluster[2]));
+}
+
+inline void know_unit(const SimTraffic &t, Agent &a, const SimGlobalThread &me) {
+    if (a.unit == UINT32_MAX) a.unit = unit_of(t, me.block - 1);
+}
+
+// Whether the access `m` comes before the calling thread's `me`.
+inline bool ordered(const SimTraffic &t, const Agent &a, const Mark &m, const SimGlobalThread &me) {
+    if (m.block == 0) return true;
+    if (m.block == me.block) {
+        if (m.thread == me.thread || m.epoch != me.epoch) return true;
+        return (m.thread - 1u) / 32 == (me.thread - 1u) / 32 && m.warp_epoch != me.warp_epoch;
+    }
+    const uint32_t u = unit_of(t, m.block - 1);
+    return u == a.unit || fences_of(a.known, u) > m.fences;
+}
+
+[[noreturn]] inline void report(const SimTraffic &t, int range, uint64_t offset, bool write, const Mark &other,
+                                bool other_write, const SimGlobalThread &me) {
+    char where[160], msg[448];
+    const char *name = t.names[range] ? t.names[range] : "?";
+    const uint32_t e = t.elem_bytes[range];
+    if (e > 1)
+        snprintf(where, sizeof where, "element %llu (byte %llu) of buffer '%s'", (unsigned long long)(offset / e),
+                 (unsigned long long)offset, name);
+    else
+        snprintf(where, sizeof where, "byte %llu of buffer '%s'", (unsigned long long)offset, name);
+    const uint32_t th = other.thread - 1u, *d = me.block_dim;
+    const uint32_t tx = th % d[0], ty = th / d[0] % d[1], tz = th / d[0] / d[1];
+    const char *did = other_write ? "wrote" : "read", *does = write ? "writes" : "reads";
+    if (other.block == me.block) {
+        snprintf(msg, sizeof msg,
+                 "race on global memory: this thread %s %s, which thread (%u,%u,%u) of this block %s in the same "
+                 "barrier interval, with no __syncthreads() or __syncwarp() between them (a GPU runs them in any order)",
+                 does, where, tx, ty, tz, did);
+    } else {
+        const uint32_t b = other.block - 1u, *g = t.grid;
+        snprintf(msg, sizeof msg,
+                 "race on global memory: this thread %s %s, which thread (%u,%u,%u) of block (%u,%u,%u) %s, and "
+                 "nothing orders the two blocks (a GPU runs blocks in any order and at once: only a __threadfence() "
+                 "then an atomic in the first, and that atomic read then a __threadfence() in the second, would)",
+                 does, where, tx, ty, tz, b % g[0], b / g[0] % g[1], b / g[0] / g[1], did);
+    }
+    sim_global_fail(msg);
+}
+
+// A plain access of `n` bytes at `offset` of buffer `range` by the calling thread: checked
+// against each byte's last write and recorded read, then recorded.
+inline void check(const SimTraffic &t, Agent &a, int range, uint64_t offset, uint64_t n, bool write) {
+    Launch &l = *(Launch *)t.global;
+    Cell *cells = l.cells[range];
+    SimGlobalThread me;
+    if (!cells || !sim_global_thread(&me)) return;
+    know_unit(t, a, me);
+    const Mark mine{me.block, me.epoch, a.fences, me.thread, me.warp_epoch};
+    const uint64_t end = std::min<uint64_t>(offset + n, l.bytes[range]);
+    // The bytes of one access mostly hold the same marks: checked once (as in shared memory).
+    // Cells are plain memory: two OS threads write one together only for blocks that race.
+    Cell before{}, after{};
+    bool repeat = false;
+    for (uint64_t i = offset; i < end; ++i) {
+        Cell &c = cells[i];
+        if (repeat && c == before) {
+            c = after;
+            continue;
+        }
+        before = c;
+        if (!ordered(t, a, c.write, me)) report(t, range, i, write, c.write, true, me);
+        const bool read_ordered = ordered(t, a, c.read, me);
+        if (write && !read_ordered) report(t, range, i, true, c.read, false, me);
+        // A read unordered with this one stays: a later write by this thread races with it.
+        if (write) c.write = mine;
+        else if (read_ordered) c.read = mine;
+        after = c;
+        repeat = true;
+    }
+}
+
+// An atomic on global address `p`: it reads the address (acquired at the unit's next fence)
+// and, if it writes, releases what the unit's last fence did.
+inline void atomic(const SimTraffic &t, Agent &a, uintptr_t p, bool write) {
+    Launch &l = *(Launch *)t.global;
+    if (write && !a.released.empty()) {
+        std::lock_guard<std::mutex> g(l.lock);
+        join(l.released[p], a.released);
+    }
+    if (a.read.empty() || a.read.back() != p) {
+        a.read.push_back(p);
+        // A unit may run many atomics between fences (a histogram's): each address once.
+        if (a.read.size() >= 1024 && (a.read.size() & (a.read.size() - 1)) == 0) {
+            std::sort(a.read.begin(), a.read.end());
+            a.read.erase(std::unique(a.read.begin(), a.read.end()), a.read.end());
+        }
+    }
+}
+
+// __threadfence(): first acquires what was released to the addresses the unit's atomics read,
+// then releases all the unit knows and has done.
+inline void fence(const SimTraffic &t, Agent &a) {
+    SimGlobalThread me;
+    if (a.unit == UINT32_MAX) {
+        if (!sim_global_thread(&me)) return;
+        know_unit(t, a, me);
+    }
+    if (!a.read.empty()) {
+        Launch &l = *(Launch *)t.global;
+        std::lock_guard<std::mutex> g(l.lock);
+        for (uintptr_t p : a.read)
+            if (auto it = l.released.find(p); it != l.released.end()) join(a.known, it->second);
+        a.read.clear();
+    }
+    ++a.fences;
+    a.released = a.known;
+    join(a.released, Clocks{Clock{a.unit, a.fences}});
+}
+
+}  // namespace sim_global
+
+namespace sim_traffic {
+
 // What the hooks need of the block this OS thread runs, in one thread-local (one TLS lookup
 // per hook): its launch's counts, its shared memory (static, then dynamic), and the bytes it
 // loaded and stored. This state lies in the module's TLS block, which the runtime fills with
@@ -317,20 +521,22 @@ struct Block {
     uintptr_t static_lo, static_bytes, dynamic_lo, dynamic_bytes;
     uint64_t loads, stores;
     Banks *banks;  // allocated at the block's start: this TLS block is poisoned there
+    sim_global::Agent *agent;  // likewise, where the launch's global memory is race-checked
 };
 thread_local Block block;
 
-inline bool global(const Block &b, uintptr_t a) {
+// Which of the launch's buffers holds `a`; -1 when none does.
+inline int buffer_of(const Block &b, uintptr_t a) {
     const SimTraffic *t = b.traffic;
-    if (!t || a < t->lowest || a >= t->highest) return false;
+    if (!t || a < t->lowest || a >= t->highest) return -1;
     for (int i = 0; i < t->ranges; ++i)
-        if (a >= t->pairs[2 * i] && a < t->pairs[2 * i + 1]) return true;
-    return false;
+        if (a >= t->pairs[2 * i] && a < t->pairs[2 * i + 1]) return i;
+    return -1;
 }
 
 // An access of `bytes` at `p`: shared memory goes to the race checker (unless atomic),
-// global memory is counted, anything else (the fibers' stacks first, the runtime's state) is
-// left.
+// global memory is counted and goes to its own race checker, anything else (the fibers'
+// stacks first, the runtime's state) is left.
 // `pc`: where in the kernel a plain load or store of at most 16 bytes is (null for atomics and
 // the emulation's range reports, which the bank model does not see).
 inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const void *pc = nullptr) {
@@ -344,8 +550,11 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
         const bool banks = pc && b.banks;
         if (!atomic && sim_shared_access(p, bytes, write, banks ? &who : nullptr) && banks)
             b.banks->plain(p, (unsigned)bytes, write, (uintptr_t)pc, who);
-    } else if (global(b, a)) {
+    } else if (const int r = buffer_of(b, a); r >= 0) {
         (write ? b.stores : b.loads) += bytes;
+        if (!b.agent) return;
+        if (atomic) sim_global::atomic(*b.traffic, *b.agent, a, write);
+        else sim_global::check(*b.traffic, *b.agent, r, a - b.traffic->pairs[2 * r], bytes, write);
     }
 }
 
@@ -363,8 +572,15 @@ inline void write(const void *p, uint64_t bytes, const void *pc = nullptr) { acc
 // shared memory is [static_lo, +static_bytes) and [dynamic_lo, +dynamic_bytes).
 extern "C" void sim_traffic_begin(SimTraffic *t, const void *static_lo, size_t static_bytes,
                                   const void *dynamic_lo, size_t dynamic_bytes) {
-    sim_traffic::block = sim_traffic::Block{t, (uintptr_t)static_lo, static_bytes, (uintptr_t)dynamic_lo,
-                                            dynamic_bytes, 0, 0, t ? new sim_traffic::Banks : nullptr};
+    sim_traffic::block = sim_traffic::Block{t,
+                                            (uintptr_t)static_lo,
+                                            static_bytes,
+                                            (uintptr_t)dynamic_lo,
+                                            dynamic_bytes,
+                                            0,
+                                            0,
+                                            t ? new sim_traffic::Banks : nullptr,
+                                            t && t->global ? new sim_global::Agent : nullptr};
 }
 
 // The block has finished: what it counted goes to its launch's totals.
@@ -380,7 +596,46 @@ extern "C" void sim_traffic_flush() {
             for (int i = 0; i < 3; ++i) __atomic_fetch_add(&b.traffic->banks[k][i], b.banks->counts[k][i], __ATOMIC_RELAXED);
         delete b.banks;
     }
+    delete b.agent;
     b = sim_traffic::Block{};
+}
+
+// __threadfence() (sim_global.h).
+extern "C" void sim_global_fence() {
+    sim_traffic::Block &b = sim_traffic::block;
+    if (b.agent) sim_global::fence(*b.traffic, *b.agent);
+}
+
+// ---- Called by the host around each launch it race-checks ----
+
+#define SIM_HOST_EXPORT extern "C" __attribute__((visibility("default")))
+
+// The launch's state, cells for its buffers mapped (a buffer whose cells cannot be mapped is
+// not checked).
+SIM_HOST_EXPORT void sim_global_begin(SimTraffic *t) {
+    auto *l = new sim_global::Launch();
+    for (int i = 0; i < t->ranges; ++i) {
+        const size_t bytes = t->pairs[2 * i + 1] - t->pairs[2 * i];
+        void *m = mmap(nullptr, bytes * sizeof(sim_global::Cell), PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        // Huge pages where the system gives them on request: a launch of every block touches
+        // most of its cells, and at 32 bytes of cells per byte of buffer, faulting them in
+        // 4 KB at a time cost more than the checking. A sample of blocks touches rows here
+        // and there, each of which would cost a huge page.
+        if (m != MAP_FAILED && t->every_block) madvise(m, bytes * sizeof(sim_global::Cell), MADV_HUGEPAGE);
+        l->cells[i] = bytes && m != MAP_FAILED ? (sim_global::Cell *)m : nullptr;
+        l->bytes[i] = bytes;
+    }
+    t->global = l;
+}
+
+SIM_HOST_EXPORT void sim_global_end(SimTraffic *t) {
+    auto *l = (sim_global::Launch *)t->global;
+    if (!l) return;
+    for (int i = 0; i < t->ranges; ++i)
+        if (l->cells[i]) munmap(l->cells[i], l->bytes[i] * sizeof(sim_global::Cell));
+    delete l;
+    t->global = nullptr;
 }
 
 // ---- The instrumentation's hooks (the names and signatures gcc calls) ----

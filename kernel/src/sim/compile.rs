@@ -3,7 +3,7 @@
 //! compiler against the emulation headers (embedded, so a carried test binary works anywhere)
 //! and caching the result.
 
-use super::ffi::{FaultHook, RunBlock, SimKernel, Thunk, Trim};
+use super::ffi::{FaultHook, GlobalBegin, GlobalEnd, RunBlock, SimKernel, Thunk, Trim};
 use super::inline_asm;
 use crate::contract::Unsupported;
 use crate::cuda::headers;
@@ -41,6 +41,10 @@ const HEADERS: &[(&str, &str)] = &[
         include_str!("../../sim/include/sim_traffic.h"),
     ),
     ("sim_banks.h", include_str!("../../sim/include/sim_banks.h")),
+    (
+        "sim_global.h",
+        include_str!("../../sim/include/sim_global.h"),
+    ),
     ("cuda_fp16.h", include_str!("../../sim/include/cuda_fp16.h")),
     ("cuda_bf16.h", include_str!("../../sim/include/cuda_bf16.h")),
     ("mma.h", include_str!("../../sim/include/mma.h")),
@@ -675,6 +679,9 @@ pub struct Module {
     pub run_block: RunBlock,
     pub fault: FaultHook,
     pub trim: Trim,
+    /// The race checker of global memory's setup and teardown around a launch (instrumented
+    /// modules only).
+    pub global: Option<(GlobalBegin, GlobalEnd)>,
     // Last: the functions above point into it.
     _lib: libloading::Library,
 }
@@ -703,6 +710,13 @@ impl Module {
             let run_block = *lib.get::<RunBlock>(b"sim_run_block\0").map_err(err)?;
             let fault = *lib.get::<FaultHook>(b"sim_fault\0").map_err(err)?;
             let trim = *lib.get::<Trim>(b"sim_trim\0").map_err(err)?;
+            let global = match (
+                lib.get::<GlobalBegin>(b"sim_global_begin\0"),
+                lib.get::<GlobalEnd>(b"sim_global_end\0"),
+            ) {
+                (Ok(begin), Ok(end)) => Some((*begin, *end)),
+                _ => None,
+            };
             let table = *lib.get::<*const SimKernel>(b"sim_kernels\0").map_err(err)?;
 
             let mut entries = HashMap::new();
@@ -728,6 +742,7 @@ impl Module {
                 run_block,
                 fault,
                 trim,
+                global,
                 _lib: lib,
             })
         }

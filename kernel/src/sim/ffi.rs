@@ -1,6 +1,6 @@
 //! The C interface of a compiled kernel module, mirroring `kernel/sim/include/sim_runtime.h`.
 
-use std::ffi::{c_char, c_void};
+use std::ffi::{CStr, c_char, c_void};
 
 /// `SimLaunch`: one launch, as every block of it sees it.
 #[repr(C)]
@@ -33,11 +33,33 @@ pub struct SimTraffic {
     /// The bank model's counts (`SimBankKind` order: LDS, STS, LDSM, LDGSTS), each requests,
     /// wavefronts and ideal wavefronts.
     pub banks: [[u64; 3]; 4],
+    /// For the race checker of global memory (`sim_global.h`): each buffer's name (borrowed
+    /// for the launch) and element size, the grid and cluster dims, whether every block runs
+    /// (1) or a sample (0), and its state between [`GlobalBegin`] and [`GlobalEnd`].
+    pub names: [*const c_char; MAX_TRAFFIC_RANGES],
+    pub elem_bytes: [u32; MAX_TRAFFIC_RANGES],
+    pub grid: [u32; 3],
+    pub cluster: [u32; 3],
+    pub every_block: u32,
+    pub global: *mut c_void,
+}
+
+/// One device buffer of a launch, as [`SimTraffic::over`] takes it.
+pub struct TrafficBuffer<'a> {
+    pub start: u64,
+    pub end: u64,
+    pub name: &'a CStr,
+    pub elem_bytes: u32,
 }
 
 impl SimTraffic {
-    /// Counting in the buffers `[start, end)`; more than [`MAX_TRAFFIC_RANGES`] is refused.
-    pub fn over(buffers: impl Iterator<Item = (u64, u64)>) -> Option<Self> {
+    /// Counting in `buffers` for a launch of `grid` blocks in clusters of `cluster`; more
+    /// than [`MAX_TRAFFIC_RANGES`] buffers is refused.
+    pub fn over<'a>(
+        buffers: impl Iterator<Item = TrafficBuffer<'a>>,
+        grid: [u32; 3],
+        cluster: [u32; 3],
+    ) -> Option<Self> {
         let mut t = Self {
             pairs: [0; 2 * MAX_TRAFFIC_RANGES],
             ranges: 0,
@@ -46,15 +68,23 @@ impl SimTraffic {
             loads: 0,
             stores: 0,
             banks: [[0; 3]; 4],
+            names: [std::ptr::null(); MAX_TRAFFIC_RANGES],
+            elem_bytes: [0; MAX_TRAFFIC_RANGES],
+            grid,
+            cluster,
+            every_block: 1,
+            global: std::ptr::null_mut(),
         };
-        for (i, (start, end)) in buffers.enumerate() {
+        for (i, b) in buffers.enumerate() {
             if i == MAX_TRAFFIC_RANGES {
                 return None;
             }
-            t.pairs[2 * i] = start;
-            t.pairs[2 * i + 1] = end;
-            t.lowest = t.lowest.min(start);
-            t.highest = t.highest.max(end);
+            t.pairs[2 * i] = b.start;
+            t.pairs[2 * i + 1] = b.end;
+            t.names[i] = b.name.as_ptr();
+            t.elem_bytes[i] = b.elem_bytes;
+            t.lowest = t.lowest.min(b.start);
+            t.highest = t.highest.max(b.end);
             t.ranges += 1;
         }
         Some(t)
@@ -123,3 +153,8 @@ pub type RunBlock = unsafe extern "C" fn(
 pub type FaultHook = unsafe extern "C" fn(sig: i32, addr: u64, is_write: i32);
 /// `sim_trim`: the idle workers' guard pages and touched stack pages given back.
 pub type Trim = unsafe extern "C" fn();
+/// `sim_global_begin` (instrumented modules): the race checker of global memory set up for
+/// one launch's buffers.
+pub type GlobalBegin = unsafe extern "C" fn(traffic: *mut SimTraffic);
+/// `sim_global_end`: what `sim_global_begin` set up, freed.
+pub type GlobalEnd = unsafe extern "C" fn(traffic: *mut SimTraffic);

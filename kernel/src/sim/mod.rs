@@ -10,8 +10,10 @@
 //! An [`SimDevice::instrumented`] device builds the kernels with gcc's ThreadSanitizer
 //! instrumentation, whose hooks (`sim_traffic.h`) count each launch's global-memory traffic
 //! ([`Prepared::traffic`]), hand shared-memory accesses to a race checker
-//! (`sim_shared_access` in `sim_runtime.h`: a race fails the launch) and rebuild each warp's
-//! shared-memory instructions for the bank model (`sim_banks.h`).
+//! (`sim_shared_access` in `sim_runtime.h`: a race fails the launch), check global-memory
+//! accesses for races within a block and between blocks (`sim_global.h`: each launch's state
+//! is set up and freed around it) and rebuild each warp's shared-memory instructions for the
+//! bank model (`sim_banks.h`).
 
 pub mod compile;
 mod fault;
@@ -29,7 +31,7 @@ use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Fill, Launch, Step};
 use crate::tma::TensorMap;
 use crate::workload::Shape;
 use compile::Module;
-use ffi::{SIM_FAULT, SIM_OK, SimLaunch, SimResult, SimTraffic, Thunk};
+use ffi::{SIM_FAULT, SIM_OK, SimLaunch, SimResult, SimTraffic, Thunk, TrafficBuffer};
 use memory::{GuardedBuf, Placement};
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
@@ -600,6 +602,12 @@ impl<'a> SimRun<'a> {
         let mut traffic = MemoryTraffic::default();
         let mut counted = true;
         let mut sampled = (0u64, 0u64);
+        // For the race checker's messages.
+        let names: Vec<CString> = self
+            .bufs
+            .iter()
+            .map(|b| CString::new(b.name.replace('\0', "")).unwrap_or_default())
+            .collect();
         for i in 0..self.launches.len() {
             let step = self.launches[i].step;
             let chunk = self.plan.pipeline.as_ref().and_then(|p| p.starts_at(step));
@@ -621,14 +629,31 @@ impl<'a> SimRun<'a> {
             let seed = mix(self.dev.seed ^ mix(self.runs) ^ (i as u64).rotate_left(32));
             let mut counter = match self.dev.build {
                 compile::Build::Instrumented => SimTraffic::over(
-                    self.bufs
-                        .iter()
-                        .map(|b| (b.ptr() as u64, b.ptr() as u64 + b.bytes as u64)),
+                    self.bufs.iter().zip(&names).map(|(b, name)| TrafficBuffer {
+                        start: b.ptr() as u64,
+                        end: b.ptr() as u64 + b.bytes as u64,
+                        name,
+                        elem_bytes: b.dtype.bytes() as u32,
+                    }),
+                    r.launch.grid,
+                    r.cluster,
                 ),
                 compile::Build::Plain => None,
             };
-            let ran = self.execute(r, seed, counter.as_mut())?;
             let blocks: u64 = r.launch.grid.iter().map(|&g| u64::from(g)).product();
+            if let Some(c) = counter.as_mut() {
+                c.every_block = u32::from(self.dev.sample.is_none_or(|n| n as u64 >= blocks));
+            }
+            if let Some((c, (begin, _))) = counter.as_mut().zip(r.module.global) {
+                // SAFETY: `c` outlives the launch; the module was built from our headers.
+                unsafe { begin(c) };
+            }
+            let ran = self.execute(r, seed, counter.as_mut());
+            if let Some((c, (_, end))) = counter.as_mut().zip(r.module.global) {
+                // SAFETY: every block of the launch has finished; `begin` set `c` up.
+                unsafe { end(c) };
+            }
+            let ran = ran?;
             sampled.0 += ran;
             sampled.1 += blocks;
             match counter {

@@ -1,0 +1,167 @@
+//! The simulator's race checker of global memory on planted bugs and their fixes: blocks
+//! adding into one output element with plain loads and stores (the simulator's schedule gets
+//! the sum right), a last-block reduction without the fence on either side of its atomic (or
+//! with a block-scope fence, which orders nothing between blocks), and threads of one block
+//! reading what others wrote with no barrier between. Each bug must fail its run with "race
+//! on global memory" and name the other thread (and its block, between blocks), under several
+//! block orders; each fix must pass, and so must atomics from every block.
+
+use kernel::sim::SimDevice;
+use kernel::testing::{PlanKernel, gemm_launch, inputs};
+use kernel::{CudaPlan, DeviceError, Executor, Shape};
+
+const KERNELS: &str = r#"
+// Each block's thread 0 adds its block's first input into C[0].
+template <bool ATOMIC>
+__device__ void accumulate(const float *A, float *C) {
+    if (threadIdx.x != 0) return;
+    if (ATOMIC) atomicAdd(&C[0], A[blockIdx.x]);
+    else C[0] += A[blockIdx.x];
+}
+extern "C" __global__ void accumulate_atomic(const float *A, const float *B, float *C, int M, int N, int K) {
+    accumulate<true>(A, C);
+}
+extern "C" __global__ void accumulate_plain(const float *A, const float *B, float *C, int M, int N, int K) {
+    accumulate<false>(A, C);
+}
+
+// Each block stores the sum of its 64 inputs to C[16 + block], then counts itself done on
+// the counter in C[0]; the block that counts last adds the partial sums into C[1]. WRITER:
+// the fence between a block's partial and its count (0 none, 1 block scope, 2 GPU scope);
+// READER: whether the last block fences between the count and its reads.
+template <int WRITER, bool READER>
+__device__ void last_block(const float *A, float *C) {
+    __shared__ bool last;
+    unsigned t = threadIdx.x, b = blockIdx.x;
+    if (t == 0) {
+        float s = 0.f;
+        for (int i = 0; i < 64; ++i) s += A[b * 64 + i];
+        C[16 + b] = s;
+        if (WRITER == 1) __threadfence_block();
+        if (WRITER == 2) __threadfence();
+        last = atomicAdd((unsigned *)C, 1u) == gridDim.x - 1;
+        if (last && READER) __threadfence();
+    }
+    __syncthreads();
+    if (last && t == 0) {
+        float total = 0.f;
+        for (unsigned i = 0; i < gridDim.x; ++i) total += C[16 + i];
+        C[1] = total;
+    }
+}
+extern "C" __global__ void last_block_fenced(const float *A, const float *B, float *C, int M, int N, int K) {
+    last_block<2, true>(A, C);
+}
+extern "C" __global__ void last_block_no_writer_fence(const float *A, const float *B, float *C, int M, int N, int K) {
+    last_block<0, true>(A, C);
+}
+extern "C" __global__ void last_block_block_fence(const float *A, const float *B, float *C, int M, int N, int K) {
+    last_block<1, true>(A, C);
+}
+extern "C" __global__ void last_block_no_reader_fence(const float *A, const float *B, float *C, int M, int N, int K) {
+    last_block<2, false>(A, C);
+}
+
+// Each thread of a block stores its input, then reads its neighbour's store.
+template <bool FIXED>
+__device__ void neighbours(const float *A, float *C) {
+    unsigned t = threadIdx.x;
+    C[t] = A[t];
+    if (FIXED) __syncthreads();
+    C[64 + t] = C[(t + 1) % 64];
+}
+extern "C" __global__ void neighbours_fixed(const float *A, const float *B, float *C, int M, int N, int K) {
+    neighbours<true>(A, C);
+}
+extern "C" __global__ void neighbours_race(const float *A, const float *B, float *C, int M, int N, int K) {
+    neighbours<false>(A, C);
+}
+"#;
+
+const DIMS: (usize, usize, usize) = (64, 64, 64);
+
+/// Runs `entry` with `blocks` blocks of 64 threads on random 64^3 GEMM inputs in the
+/// instrumented simulator with schedule `seed`: the output, and the first input.
+fn run(entry: &str, blocks: u32, seed: u64) -> Result<(Vec<f32>, Vec<f32>), DeviceError> {
+    let plan: CudaPlan = gemm_launch(
+        "tests/global_races.cu",
+        KERNELS,
+        entry,
+        [blocks, 1, 1],
+        [64, 1, 1],
+        DIMS,
+    );
+    let dev = SimDevice::new()?.instrumented().with_seed(seed);
+    let shape = Shape::gemm(DIMS.0, DIMS.1, DIMS.2);
+    let x = inputs(&shape, 11);
+    let kernel = PlanKernel::fp32(plan);
+    let out = {
+        let mut p = dev.prepare(&kernel, &shape, &x)?;
+        p.run()?;
+        p.output()?
+    };
+    Ok((out, x[0].clone()))
+}
+
+/// The error of a run that must find a race on global memory.
+fn race(r: Result<(Vec<f32>, Vec<f32>), DeviceError>) -> String {
+    let e = r.map(|_| ()).expect_err("the race is reported").to_string();
+    assert!(
+        e.contains("race on global memory") && e.contains("which thread ("),
+        "{e}"
+    );
+    e
+}
+
+fn close(got: f32, want: f64) -> bool {
+    (f64::from(got) - want).abs() <= 1e-4 * want.abs().max(1.0)
+}
+
+#[test]
+fn blocks_adding_with_plain_stores_race_and_with_atomics_do_not() {
+    for seed in 0..4 {
+        let (out, a) = run("accumulate_atomic", 8, seed).unwrap();
+        let want: f64 = a[..8].iter().map(|&v| f64::from(v)).sum();
+        assert!(close(out[0], want), "{} against {want}", out[0]);
+        let e = race(run("accumulate_plain", 8, seed));
+        assert!(
+            e.contains("element 0 (byte 0) of buffer 'C'") && e.contains("of block ("),
+            "{e}"
+        );
+    }
+}
+
+#[test]
+fn a_last_block_reduction_needs_a_gpu_fence_on_both_sides_of_its_atomic() {
+    for seed in 0..4 {
+        let (out, a) = run("last_block_fenced", 6, seed).unwrap();
+        let want: f64 = a[..6 * 64].iter().map(|&v| f64::from(v)).sum();
+        assert!(close(out[1], want), "{} against {want}", out[1]);
+        for bug in [
+            "last_block_no_writer_fence",
+            "last_block_block_fence",
+            "last_block_no_reader_fence",
+        ] {
+            let e = race(run(bug, 6, seed));
+            assert!(
+                e.contains("this thread reads element 1")
+                    && e.contains("of buffer 'C'")
+                    && e.contains("nothing orders the two blocks"),
+                "{bug}: {e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn threads_of_a_block_reading_each_others_stores_need_a_barrier() {
+    for seed in 0..4 {
+        let (out, a) = run("neighbours_fixed", 1, seed).unwrap();
+        assert_eq!(out[64 + 63], a[0]);
+        let e = race(run("neighbours_race", 1, seed));
+        assert!(
+            e.contains("of this block") && e.contains("in the same barrier interval"),
+            "{e}"
+        );
+    }
+}
