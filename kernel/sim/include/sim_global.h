@@ -17,8 +17,8 @@
 // never invent one. So do two other simplifications, which only add order: a fence orders what
 // every thread of its block (of its cluster) did before it (a GPU: what that thread did, and
 // what a barrier handed it), and an acquiring fence takes in everything released to the
-// atomic's address by then, not only what the atomic read. Atomics are not checked; volatile accesses are checked
-// as plain ones (flags between blocks need atomics).
+// atomic's address by then, not only what the atomic read. Atomics are not checked; volatile
+// accesses are checked as plain ones (flags between blocks need atomics).
 #pragma once
 
 #include <stdint.h>

@@ -423,8 +423,9 @@ inline bool ordered(const SimTraffic &t, const Agent &a, const Mark &m, const Si
     const char *did = other_write ? "wrote" : "read", *does = write ? "writes" : "reads";
     if (other.block == me.block) {
         snprintf(msg, sizeof msg,
-                 "race on global memory: this thread %s %s, which thread (%u,%u,%u) of this block %s in the same "
-                 "barrier interval, with no __syncthreads() or __syncwarp() between them (a GPU runs them in any order)",
+                 "race on global memory: this thread %s %s, which thread (%u,%u,%u) of this block %s in the "
+                 "same barrier interval, with no __syncthreads() or __syncwarp() between them (a GPU runs them "
+                 "in any order)",
                  does, where, tx, ty, tz, did);
     } else {
         const uint32_t b = other.block - 1u, *g = t.grid;
