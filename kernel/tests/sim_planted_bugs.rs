@@ -926,3 +926,34 @@ fn a_fiber_stack_overflow_is_reported() {
         assert!(msg.contains(want), "{want:?} missing from: {msg}");
     }
 }
+
+/// `__shared__ alignas(N)`, as public kernels write it, compiles in the simulator (its
+/// `__shared__` is a storage class after which C++ allows no `alignas`) and keeps the
+/// alignment: each block stores its arrays' addresses modulo 128 and 16.
+const SHARED_ALIGNAS: &str = r#"
+extern "C" __global__ void aligned_shared(const float *x, float *y, int n) {
+    __shared__ alignas(128) float a[3];
+    __shared__ alignas(16) float b[5];
+    a[threadIdx.x % 3] = x[0];
+    b[threadIdx.x % 5] = x[0];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        y[2 * blockIdx.x] = (float)((unsigned long long)a % 128) + a[0] - x[0];
+        y[2 * blockIdx.x + 1] = (float)((unsigned long long)b % 16) + b[0] - x[0];
+    }
+}
+"#;
+
+#[test]
+fn shared_arrays_declared_with_alignas_after_shared_keep_their_alignment() {
+    let n = 8;
+    let shape = Shape::gemm(n, 1, 1);
+    let mut l = launch(SHARED_ALIGNAS, "aligned_shared", [4, 1, 1], [32, 1, 1]);
+    l.args = vec![
+        Arg::Ptr(Buf::Input(0)),
+        Arg::Ptr(Buf::Output),
+        Arg::I32(n as i32),
+    ];
+    let out = run(CudaPlan::single(2, l), shape, &inputs(&shape, 7)).unwrap();
+    assert_eq!(out, vec![0.0; n]);
+}

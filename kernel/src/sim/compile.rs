@@ -407,6 +407,34 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// Moves each `alignas(...)` written after `__shared__` (`__shared__ alignas(16) float t[64];`,
+/// as public kernels write it) in front of it: the simulator's `__shared__` begins with `static
+/// thread_local`, after which no standard attribute may stand. `extern __shared__` declarations
+/// are left to [`rewrite_extern_shared`], which drops their alignment.
+pub fn hoist_shared_alignas(code: &str) -> String {
+    let b = code.as_bytes();
+    let mut out = String::with_capacity(code.len() + 1);
+    let mut rest = 0;
+    for at in find_word(code, "__shared__") {
+        if at < rest || code[..at].trim_end().ends_with("extern") {
+            continue;
+        }
+        let attr = skip_ws(b, at + "__shared__".len());
+        let (name_end, word) = ident_at(b, attr);
+        let open = skip_ws(b, name_end);
+        if word != b"alignas" || b.get(open) != Some(&b'(') {
+            continue;
+        }
+        let close = skip_parens(b, open);
+        out.push_str(&code[rest..at]);
+        out.push_str(&code[attr..close]);
+        out.push_str(" __shared__");
+        rest = close;
+    }
+    out.push_str(&code[rest..]);
+    out
+}
+
 /// Whether a comment-free source declares a `__shared__` variable other than `extern` ones.
 pub fn has_static_shared(code: &str) -> bool {
     find_word(code, "__shared__")
@@ -439,7 +467,8 @@ pub fn translation_unit(src: &CudaSource) -> Result<(String, Vec<String>), Devic
         ))
         .into());
     }
-    let body = rewrite_extern_shared(&code, &src.file).map_err(DeviceError::Sim)?;
+    let body =
+        rewrite_extern_shared(&hoist_shared_alignas(&code), &src.file).map_err(DeviceError::Sim)?;
     let table: Vec<String> = decls
         .iter()
         .map(|d| match &d.cluster_dims {
@@ -822,6 +851,22 @@ mod tests {
         assert!(!has_static_shared(
             "void k() { extern __shared__ float t[]; }"
         ));
+    }
+
+    #[test]
+    fn hoists_alignas_written_after_shared() {
+        let code = "__shared__ alignas(128) half a[64], b[64];\n\
+                    __shared__  alignas ( sizeof(float4) ) float c[4];\n\
+                    alignas(16) __shared__ float d[4];\n\
+                    extern __shared__ alignas(16) float e[];";
+        let out = hoist_shared_alignas(code);
+        assert_eq!(
+            out,
+            "alignas(128) __shared__ half a[64], b[64];\n\
+             alignas ( sizeof(float4) ) __shared__ float c[4];\n\
+             alignas(16) __shared__ float d[4];\n\
+             extern __shared__ alignas(16) float e[];"
+        );
     }
 
     #[test]
