@@ -31,6 +31,27 @@ extern "C" __global__ void vec4(const float *A, const float *B, float *C, int M,
     C[t] = v.x + v.y * 2.f + v.z * 3.f + v.w * 4.f;
 }
 
+// The two above as inline PTX: ld.shared.f32 and ld.shared.v4.f32 from a shared-window address.
+extern "C" __global__ void stride_ptx(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ float s[1056];
+    int t = threadIdx.x;
+    for (int i = t; i < 1056; i += 32) s[i] = A[i % (M * 4)];
+    __syncthreads();
+    float v;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(v) : "r"((unsigned)__cvta_generic_to_shared(s + (t * K) % 1056)));
+    C[t] = v;
+}
+extern "C" __global__ void vec4_ptx(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ __align__(16) float s[1056];
+    int t = threadIdx.x;
+    for (int i = t; i < 1056; i += 32) s[i] = A[i % (M * 4)];
+    __syncthreads();
+    float4 v;
+    asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+                 : "r"((unsigned)__cvta_generic_to_shared(s + 4 * ((t * K) % 264))));
+    C[t] = v.x + v.y * 2.f + v.z * 3.f + v.w * 4.f;
+}
+
 // Four scalar loads of one aligned float4 per lane: the vector access nvcc makes of them.
 extern "C" __global__ void scalars(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) float s[1056];
@@ -146,6 +167,24 @@ fn float4_loads_take_a_wavefront_per_quarter_warp() {
     // Lanes 64 bytes apart: a quarter-warp's eight float4s fall in two of the eight 16-byte
     // bank groups, four words a bank, in each of the four phases.
     assert_eq!(banks("vec4", 4).lds, w(1, 16, 4));
+}
+
+#[test]
+fn inline_ptx_loads_are_counted_as_the_same_loads_in_cuda_cpp() {
+    for k in [1, 2, 32, 33, 0] {
+        assert_eq!(
+            banks("stride_ptx", k),
+            banks("stride", k),
+            "ld.shared.f32, stride {k}"
+        );
+    }
+    for k in [1, 0, 4] {
+        assert_eq!(
+            banks("vec4_ptx", k),
+            banks("vec4", k),
+            "ld.shared.v4.f32, stride {k}"
+        );
+    }
 }
 
 #[test]

@@ -34,6 +34,14 @@ extern "C" __global__ void partials(const float *A, const float *B, float *C, in
 }
 "#;
 
+const ATOMIC_PTX: &str = r#"
+// The same as inline PTX.
+extern "C" __global__ void partials_ptx(const float *A, const float *B, float *C, int M, int N, int K) {
+    float old;
+    asm volatile("atom.global.add.f32 %0, [%1], %2;" : "=f"(old) : "l"(C + threadIdx.x), "f"(A[blockIdx.x]));
+}
+"#;
+
 const DIMS: (usize, usize, usize) = (100, 70, 33);
 /// 5 x 7 blocks of 16 x 16 threads cover 100 x 70 outputs.
 const GRID: [u32; 3] = [5, 7, 1];
@@ -141,6 +149,16 @@ fn plans_whose_result_needs_every_block_are_declined() {
     );
     let e = run(&dev, atomic).unwrap_err().to_string();
     assert!(e.contains("atomicAdd"), "{e}");
+    let atomic = gemm_launch(
+        "tests/atomic_ptx.cu",
+        ATOMIC_PTX,
+        "partials_ptx",
+        [64, 1, 1],
+        [16, 1, 1],
+        DIMS,
+    );
+    let e = run(&dev, atomic).unwrap_err().to_string();
+    assert!(e.contains("uses atom."), "{e}");
     // Small enough to run whole: nothing is sampled, nothing declined.
     let dev = SimDevice::new().unwrap().with_block_sample(64);
     let mut two = plan("naive");

@@ -1,8 +1,9 @@
 //! The simulator's race checker of global memory on planted bugs and their fixes: blocks
 //! adding into one output element with plain loads and stores (the simulator's schedule gets
 //! the sum right), a last-block reduction without the fence on either side of its atomic (or
-//! with a block-scope fence, which orders nothing between blocks), and threads of one block
-//! reading what others wrote with no barrier between. Each bug must fail its run with "race
+//! with a block-scope fence, which orders nothing between blocks), the same with its count as
+//! inline PTX of each semantics and scope, a flag between blocks as plain and as volatile
+//! accesses, and threads of one block reading what others wrote with no barrier between. Each bug must fail its run with "race
 //! on global memory" and name the other thread (and its block, between blocks), under several
 //! block orders; each fix must pass, and so must atomics from every block.
 
@@ -60,6 +61,74 @@ extern "C" __global__ void last_block_block_fence(const float *A, const float *B
 }
 extern "C" __global__ void last_block_no_reader_fence(const float *A, const float *B, float *C, int M, int N, int K) {
     last_block<2, false>(A, C);
+}
+
+// The same reduction with its count in inline PTX: atom.acq_rel.gpu (a release before, an
+// acquire after), fences around a relaxed atom, or a relaxed atom alone, or one at .cta
+// scope, neither of which orders the blocks.
+template <int SEM>
+__device__ unsigned count_done(float *C) {
+    unsigned done = 0;
+    if (SEM == 0) asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;" : "=r"(done) : "l"(C) : "memory");
+    if (SEM == 1)
+        asm volatile("fence.sc.gpu;\n atom.global.add.u32 %0, [%1], 1;\n membar.gl;" : "=r"(done) : "l"(C) : "memory");
+    if (SEM == 2) asm volatile("atom.relaxed.gpu.global.add.u32 %0, [%1], 1;" : "=r"(done) : "l"(C) : "memory");
+    if (SEM == 3) asm volatile("atom.acq_rel.cta.global.add.u32 %0, [%1], 1;" : "=r"(done) : "l"(C) : "memory");
+    return done;
+}
+template <int SEM>
+__device__ void last_block_ptx(const float *A, float *C) {
+    __shared__ bool last;
+    unsigned t = threadIdx.x, b = blockIdx.x;
+    if (t == 0) {
+        float s = 0.f;
+        for (int i = 0; i < 64; ++i) s += A[b * 64 + i];
+        asm volatile("st.global.f32 [%0], %1;" :: "l"(C + 16 + b), "f"(s) : "memory");
+        last = count_done<SEM>(C) == gridDim.x - 1;
+    }
+    __syncthreads();
+    if (last && t == 0) {
+        float total = 0.f, p;
+        for (unsigned i = 0; i < gridDim.x; ++i) {
+            asm volatile("ld.global.f32 %0, [%1];" : "=f"(p) : "l"(C + 16 + i) : "memory");
+            total += p;
+        }
+        C[1] = total;
+    }
+}
+extern "C" __global__ void last_block_acq_rel(const float *A, const float *B, float *C, int M, int N, int K) {
+    last_block_ptx<0>(A, C);
+}
+extern "C" __global__ void last_block_fences(const float *A, const float *B, float *C, int M, int N, int K) {
+    last_block_ptx<1>(A, C);
+}
+extern "C" __global__ void last_block_relaxed(const float *A, const float *B, float *C, int M, int N, int K) {
+    last_block_ptx<2>(A, C);
+}
+extern "C" __global__ void last_block_cta_scope(const float *A, const float *B, float *C, int M, int N, int K) {
+    last_block_ptx<3>(A, C);
+}
+
+// Each block's thread 0 reads a "found" flag in C[2] and sets it: as volatile accesses,
+// which PTX defines as strong (relaxed, at system scope) and which race with nothing, or as
+// plain ones, which race.
+template <bool VOLATILE>
+__device__ void found_flag(float *C) {
+    if (threadIdx.x != 0) return;
+    if (VOLATILE) {
+        volatile float *flag = C + 2;
+        C[16 + blockIdx.x] = *flag;
+        *flag = 1.f;
+    } else {
+        C[16 + blockIdx.x] = C[2];
+        C[2] = 1.f;
+    }
+}
+extern "C" __global__ void found_volatile(const float *A, const float *B, float *C, int M, int N, int K) {
+    found_flag<true>(C);
+}
+extern "C" __global__ void found_plain(const float *A, const float *B, float *C, int M, int N, int K) {
+    found_flag<false>(C);
 }
 
 // Each thread of a block stores its input, then reads its neighbour's store.
@@ -163,5 +232,37 @@ fn threads_of_a_block_reading_each_others_stores_need_a_barrier() {
             e.contains("of this block") && e.contains("in the same barrier interval"),
             "{e}"
         );
+    }
+}
+
+#[test]
+fn inline_ptx_atomics_order_blocks_by_their_semantics_and_scope() {
+    for seed in 0..4 {
+        for fixed in ["last_block_acq_rel", "last_block_fences"] {
+            let (out, a) = run(fixed, 6, seed).unwrap();
+            let want: f64 = a[..6 * 64].iter().map(|&v| f64::from(v)).sum();
+            assert!(close(out[1], want), "{fixed}: {} against {want}", out[1]);
+        }
+        for bug in ["last_block_relaxed", "last_block_cta_scope"] {
+            let e = race(run(bug, 6, seed));
+            assert!(
+                e.contains("this thread reads element 1")
+                    && e.contains("nothing orders the two blocks"),
+                "{bug}: {e}"
+            );
+        }
+    }
+}
+
+#[test]
+fn volatile_global_accesses_are_strong_and_race_with_nothing() {
+    for seed in 0..4 {
+        let (out, _) = run("found_volatile", 8, seed).unwrap();
+        assert_eq!(out[2], 1.0);
+        // Exactly one block found the flag unset, whichever ran first.
+        let unset = out[16..24].iter().filter(|&&v| v != 1.0).count();
+        assert_eq!(unset, 1, "{:?}", &out[16..24]);
+        let e = race(run("found_plain", 8, seed));
+        assert!(e.contains("element 2 (byte 8) of buffer 'C'"), "{e}");
     }
 }

@@ -425,11 +425,231 @@ fn inline_shfl_mov_cvt_and_selp_follow_the_isa() {
     }
 }
 
+// ---- ld, st, atom, red, setp and guards, fences ----
+
+/// The memory instructions as public kernels write them: vector loads and stores through
+/// both state spaces, CUTLASS's guarded load (a default moved in, then `@p ld`), sign and zero
+/// extension, setp's signed, unsigned and unordered comparisons, the atomics on shared and
+/// global memory, and the strong and fenced forms. out[row * 32 + lane]; x holds 64 inputs.
+const MEMORY: &str = r#"
+__device__ unsigned window(const void *p) { return (unsigned)__cvta_generic_to_shared(p); }
+
+extern "C" __global__ void memory(const float *x, const float *unused, float *out, int M, int N, int K) {
+    __shared__ __align__(16) float tile[64];
+    __shared__ unsigned counters[4];
+    __shared__ unsigned char bytes[32];
+    const unsigned l = threadIdx.x;
+    int row = 0;
+    auto put = [&](float a) { out[row++ * 32 + l] = a; };
+    if (l < 4) counters[l] = l == 3 ? 5u : 0u;
+    if (l < 2) out[20 * 32 + l] = 0.f;
+    float4 v = {0.f, 0.f, 0.f, 0.f};
+    if (l < 16) {
+        asm volatile("ld.global.nc.L1::no_allocate.v4.f32 {%0, %1, %2, %3}, [%4];"
+                     : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "l"(x + 4 * l));
+        asm volatile("st.shared.v4.f32 [%0], {%1, %2, %3, %4};"
+                     :: "r"(window(tile + 4 * l)), "f"(v.x), "f"(v.y), "f"(v.z), "f"(v.w) : "memory");
+    }
+    asm volatile("st.shared.u8 [%0], %1;" :: "r"(window(bytes + l)), "r"(250u + l) : "memory");
+    __syncthreads();
+    float r;
+    asm volatile("ld.shared.f32 %0, [%1+4];" : "=f"(r) : "r"(window(tile + 62 - 2 * l)));
+    put(r);                                                   // 0: x[63 - 2l]
+    unsigned bits;
+    asm volatile("{\n  .reg .pred p;\n  setp.ne.b32 p, %1, 0;\n  mov.b32 %0, %2;\n"
+                 "  @p ld.global.u32 %0, [%3];\n}\n"
+                 : "=r"(bits) : "r"((int)(l % 3 != 0)), "r"(__float_as_uint(-1.f)), "l"(x + l));
+    put(__uint_as_float(bits));                               // 1: x[l], or -1 where l % 3 == 0
+    int s8;
+    unsigned u8;
+    asm volatile("ld.shared.s8 %0, [%1];" : "=r"(s8) : "r"(window(bytes + l)));
+    asm volatile("ld.shared.u8 %0, [%1];" : "=r"(u8) : "r"(window(bytes + l)));
+    put((float)s8); put((float)u8);                          // 2, 3: (250 + l) mod 256 signed, unsigned
+    unsigned lt, lo, ltu, lt_nan, guard = 0;
+    const int a = (int)l - 16;
+    const float nan = __int_as_float(0x7fc00000), f = (float)l;
+    asm("{ .reg .pred p; setp.lt.s32 p, %1, 0; selp.u32 %0, 1, 0, p; }" : "=r"(lt) : "r"(a));
+    asm("{ .reg .pred p; setp.lo.u32 p, %1, 16; selp.u32 %0, 1, 0, p; }" : "=r"(lo) : "r"(a));
+    asm("{ .reg .pred p; setp.ltu.f32 p, %1, %2; selp.u32 %0, 1, 0, p; }" : "=r"(ltu) : "f"(l % 2 ? nan : f), "f"(8.f));
+    asm("{ .reg .pred p; setp.lt.f32 p, %1, %2; selp.u32 %0, 1, 0, p; }" : "=r"(lt_nan) : "f"(l % 2 ? nan : f), "f"(8.f));
+    asm("{ .reg .pred p, q; setp.ge.u32 p|q, %1, 8; @!q mov.u32 %0, 7; }" : "+r"(guard) : "r"(l));
+    put(lt); put(lo); put(ltu); put(lt_nan); put(guard);      // 4..8
+    unsigned old, won;
+    asm volatile("atom.shared.add.u32 %0, [%1], 1;" : "=r"(old) : "r"(window(&counters[0])) : "memory");
+    asm volatile("red.shared.min.s32 [%0], %1;" :: "r"(window(&counters[1])), "r"(a) : "memory");
+    asm volatile("atom.shared.cas.b32 %0, [%1], 0, %2;" : "=r"(won) : "r"(window(&counters[2])), "r"(l + 1) : "memory");
+    unsigned inc;
+    asm volatile("atom.shared.inc.u32 %0, [%1], 7;" : "=r"(inc) : "r"(window(&counters[3])) : "memory");
+    float *acc = out + 20 * 32;
+    asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;" :: "l"(acc), "f"(0.5f * l) : "memory");
+    unsigned prev;
+    asm volatile("atom.acq_rel.gpu.global.exch.b32 %0, [%1], %2;" : "=r"(prev) : "l"(acc + 1), "r"(l + 1) : "memory");
+    asm volatile("fence.acq_rel.gpu;\n membar.cta;\n prefetch.global.L2 [%0];" :: "l"(x) : "memory");
+    __syncthreads();
+    put(old); put(won == 0 ? 1.f : 0.f); put(inc);            // 9, 10, 11
+    put((float)(int)counters[1]); put((float)counters[2]); put((float)counters[3]); // 12, 13, 14
+    put(prev == 0 ? 1.f : 0.f);                               // 15: one lane exchanged the zero
+    unsigned seen;
+    asm volatile("st.release.gpu.global.u32 [%0], %1;" :: "l"(out + 16 * 32 + l), "r"(l * 3) : "memory");
+    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(out + 16 * 32 + l) : "memory");
+    row = 17;
+    put((float)seen);                                         // 17: 3l (16 holds its bits)
+    if (l % 2 == 0)                                           // 18: l
+        asm volatile("st.volatile.global.v2.u32 [%0], {%1, %2};"
+                     :: "l"(out + 18 * 32 + l), "r"(__float_as_uint(l)), "r"(__float_as_uint(l + 1.f)) : "memory");
+}
+"#;
+
+#[test]
+fn inline_memory_instructions_follow_the_isa() {
+    let x: Vec<f32> = (0..64).map(|i| 0.25 + i as f32).collect();
+    let out = run(
+        source(MEMORY),
+        "memory",
+        32,
+        Shape::gemm(32, 32, 2),
+        &[x.clone(), vec![0.0; 64]],
+    )
+    .unwrap();
+    let row = |r: usize| &out[r * 32..r * 32 + 32];
+    let mut olds: Vec<f32> = row(9).to_vec();
+    olds.sort_by(f32::total_cmp);
+    assert_eq!(
+        olds,
+        (0..32).map(|i| i as f32).collect::<Vec<_>>(),
+        "atom.add gives every lane a distinct old value"
+    );
+    assert_eq!(row(10).iter().sum::<f32>(), 1.0, "one cas wins");
+    let winner = row(13)[0] - 1.0;
+    assert!((0.0..32.0).contains(&winner), "{winner}");
+    let mut incs: Vec<f32> = row(11).to_vec();
+    incs.sort_by(f32::total_cmp);
+    // From 5, wrapping to 0 after 7: 5, 6, 7, 0, 1, ...
+    let want: Vec<f32> = {
+        let mut v: Vec<f32> = (0..32).map(|i| ((5 + i) % 8) as f32).collect();
+        v.sort_by(f32::total_cmp);
+        v
+    };
+    assert_eq!(incs, want, "atom.inc wraps at its operand");
+    for l in 0..32 {
+        let a = l as i32 - 16;
+        let byte = ((250 + l) % 256) as u8;
+        assert_eq!(
+            row(0)[l],
+            x[63 - 2 * l],
+            "lane {l}: vector load, store, offset load"
+        );
+        let guarded = if l % 3 == 0 { -1.0 } else { x[l] };
+        assert_eq!(row(1)[l], guarded, "lane {l}: the guarded load");
+        assert_eq!(
+            row(2)[l],
+            f32::from(byte as i8),
+            "lane {l}: ld.s8 sign-extends"
+        );
+        assert_eq!(row(3)[l], f32::from(byte), "lane {l}: ld.u8 zero-extends");
+        assert_eq!(
+            row(4)[l],
+            f32::from(u8::from(a < 0)),
+            "lane {l}: setp.lt.s32"
+        );
+        assert_eq!(
+            row(5)[l],
+            f32::from(u8::from((a as u32) < 16)),
+            "lane {l}: setp.lo.u32"
+        );
+        let is_nan = l % 2 == 1;
+        assert_eq!(
+            row(6)[l],
+            f32::from(u8::from(is_nan || l < 8)),
+            "lane {l}: setp.ltu.f32"
+        );
+        assert_eq!(
+            row(7)[l],
+            f32::from(u8::from(!is_nan && l < 8)),
+            "lane {l}: setp.lt.f32"
+        );
+        assert_eq!(
+            row(8)[l],
+            if l >= 8 { 7.0 } else { 0.0 },
+            "lane {l}: @!q, q = !(l >= 8)"
+        );
+        assert_eq!(row(12)[l], -16.0, "lane {l}: red.min.s32 compares signed");
+        assert_eq!(row(14)[l], ((5 + 32) % 8) as f32, "lane {l}: atom.inc");
+        assert_eq!(
+            row(17)[l],
+            (3 * l) as f32,
+            "lane {l}: st.release, ld.acquire"
+        );
+        assert_eq!(row(18)[l], l as f32, "lane {l}: st.volatile.v2");
+    }
+    let sum: f32 = (0..32).map(|l| 0.5 * l as f32).sum();
+    assert_eq!(row(20)[0], sum, "red.add.f32");
+    assert_eq!(row(15).iter().sum::<f32>(), 1.0, "one exch finds the zero");
+    let last = row(20)[1].to_bits();
+    assert!(
+        (1..=32).contains(&last),
+        "exch leaves one lane's value: {last}"
+    );
+}
+
+/// Operands a GPU would fault on or misread, one kernel each.
+const MEMORY_FAULTS: &str = r#"
+extern "C" __global__ void misaligned(const float *x, const float *unused, float *out, int M, int N, int K) {
+    float a, b, c, d;
+    asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(a), "=f"(b), "=f"(c), "=f"(d) : "l"(x + 2));
+    out[threadIdx.x] = a + b + c + d;
+}
+extern "C" __global__ void shared_as_global(const float *x, const float *unused, float *out, int M, int N, int K) {
+    __shared__ float s[32];
+    s[threadIdx.x] = 1.f;
+    __syncthreads();
+    float a;
+    asm volatile("ld.global.f32 %0, [%1];" : "=f"(a) : "l"(s + threadIdx.x));
+    out[threadIdx.x] = a;
+}
+extern "C" __global__ void generic_as_shared(const float *x, const float *unused, float *out, int M, int N, int K) {
+    __shared__ float s[32];
+    s[threadIdx.x] = 1.f;
+    __syncthreads();
+    float a;
+    asm volatile("ld.shared.f32 %0, [%1];" : "=f"(a) : "l"(s + threadIdx.x));
+    out[threadIdx.x] = a;
+}
+"#;
+
+#[test]
+fn inline_memory_operands_a_gpu_would_fault_on_fail_the_run() {
+    for (entry, want) in [
+        ("misaligned", "ld.global.v4.f32: address 0x"),
+        ("shared_as_global", "ld.global.f32: 0x"),
+        ("generic_as_shared", "ld.shared.f32: shared address 0x"),
+    ] {
+        let e = run(
+            source(MEMORY_FAULTS),
+            entry,
+            32,
+            Shape::gemm(32, 1, 4),
+            &[vec![1.0; 128], vec![0.0; 4]],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains(want), "{entry}: {e}");
+        let why = match entry {
+            "misaligned" => "is not 16-byte aligned (a GPU faults: misaligned address)",
+            "shared_as_global" => {
+                "is in this block's shared memory; .global takes a global address"
+            }
+            _ => "is not in this block's shared memory",
+        };
+        assert!(e.contains(why), "{entry}: {e}");
+    }
+}
+
 // ---- Refused ----
 
 #[test]
 fn inline_ptx_the_simulator_does_not_know_is_refused_naming_it() {
-    const REFUSED: [(&str, &str, usize, &str); 5] = [
+    const REFUSED: [(&str, &str, usize, &str); 7] = [
         (
             "extern \"C\" __global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n\
              float d[8] = {};\n\
@@ -454,10 +674,10 @@ fn inline_ptx_the_simulator_does_not_know_is_refused_naming_it() {
         ),
         (
             "extern \"C\" __global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n\
-             asm volatile(\"red.global.add.f32 [%0], %1;\" :: \"l\"(C), \"f\"(1.0f));\n}",
-            "red.global.add.f32",
+             asm volatile(\"red.global.add.noftz.bf16x2 [%0], %1;\" :: \"l\"(C), \"r\"(0x3f803f80u));\n}",
+            "red.global.add.noftz.bf16x2",
             2,
-            "not emulated",
+            ".noftz is not emulated",
         ),
         (
             "extern \"C\" __global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n\
@@ -470,10 +690,28 @@ fn inline_ptx_the_simulator_does_not_know_is_refused_naming_it() {
         ),
         (
             "extern \"C\" __global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n\
-             asm volatile(\"{ .reg .pred p; setp.ne.u32 p, %0, 0; @p st.global.f32 [%1], %2; }\" :: \"r\"(M), \"l\"(C), \"f\"(1.0f));\n}",
-            "setp.ne.u32",
+             asm volatile(\"{ .reg .pred p; setp.ne.u32 p, %0, 0; @p bra.uni DONE; st.global.f32 [%1], %2; DONE: }\" :: \"r\"(M), \"l\"(C), \"f\"(1.0f));\n}",
+            "bra.uni",
             2,
             "not emulated",
+        ),
+        (
+            "extern \"C\" __global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+             float f;\n\
+             asm volatile(\"atom.global.min.f32 %0, [%1], %2;\" : \"=f\"(f) : \"l\"(C), \"f\"(1.0f));\n\
+             C[0] = f;\n}",
+            "atom.global.min.f32",
+            3,
+            "this operation on .f32 is not emulated (atom with .u32, .s32, .u64, .s64)",
+        ),
+        (
+            "extern \"C\" __global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+             unsigned u;\n\
+             asm volatile(\"ld.local.u32 %0, [%1];\" : \"=r\"(u) : \"l\"(C));\n\
+             C[0] = u;\n}",
+            "ld.local.u32",
+            3,
+            "the .local state space is not emulated",
         ),
     ];
     let dev = SimDevice::new().unwrap();
@@ -512,6 +750,8 @@ fn nvrtc_compiles_the_inline_ptx_for_sm80_and_sm90() {
         (mma_source(false, true), 2),
         (source(ASYNC), 1),
         (source(MISC), 1),
+        (source(MEMORY), 1),
+        (source(MEMORY_FAULTS), 3),
     ];
     for arch in ["sm_80", "sm_90"] {
         for (src, entries) in &sources {

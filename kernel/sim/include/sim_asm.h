@@ -2,8 +2,9 @@
 // (kernel/src/sim/inline_asm.rs) rewrites each recognised `asm` statement into calls of these
 // functions, on operands held as PTX registers are: bit patterns of 16, 32 or 64 bits. The
 // tensor-core instructions run the emulation lab/ptx.h runs (sim_mma.h), cp.async the
-// runtime's deferred copies. Shared-memory operands are addresses in the shared window
-// (cvta.to.shared, __cvta_generic_to_shared), as on a GPU.
+// runtime's deferred copies; ld, st, atom and red access memory as C++ does, so the bank
+// model and both race checkers see them. Shared-memory operands are addresses in the shared
+// window (cvta.to.shared, __cvta_generic_to_shared), as on a GPU.
 #pragma once
 
 #include <type_traits>
@@ -57,6 +58,18 @@ inline uint64_t f64_bits(const T &v) {
     uint64_t b;
     memcpy(&b, &f, 8);
     return b;
+}
+
+// A float register's value (setp on .f32 and .f64).
+inline float f32_of(uint32_t b) {
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+inline double f64_of(uint64_t b) {
+    double f;
+    memcpy(&f, &b, 8);
+    return f;
 }
 
 // Writes register bits back to an output operand of integer constraint ("h", "r", "l").
@@ -173,6 +186,88 @@ inline void cp_async(bool cg, uint64_t dst, uint64_t src, long long cp_size, lon
     if (src_size < 0 || src_size > cp_size) fail("%s: src-size %lld outside 0..%lld", what, src_size, cp_size);
     void *to = shared_operand(dst, (size_t)cp_size, what);
     async_copy(to, (const void *)(uintptr_t)src, (unsigned)cp_size, (unsigned)src_size);
+}
+
+// ---- ld, st, atom and red: an address in a state space ----
+
+enum Space { SPACE_GENERIC, SPACE_GLOBAL, SPACE_SHARED };
+
+// The host address of an access of `bytes` at `addr` in `space`, aligned as PTX requires (a
+// GPU faults with a misaligned address otherwise). A .shared address is a shared-window one;
+// a .global address must not lie in shared memory (a GPU would access global memory there).
+inline void *mem_operand(Space space, uint64_t addr, size_t bytes, const char *what) {
+    if (addr % bytes)
+        fail("%s: address 0x%llx is not %zu-byte aligned (a GPU faults: misaligned address)", what,
+             (unsigned long long)addr, bytes);
+    if (space == SPACE_SHARED) return shared_operand(addr, bytes, what);
+    void *p = (void *)(uintptr_t)addr;
+    if (space == SPACE_GLOBAL && is_shared(p, bytes))
+        fail("%s: %p is in this block's shared memory; .global takes a global address", what, p);
+    return p;
+}
+
+// `N` elements of `T` as one access: ld.v4.u32 is one 16-byte load, as on a GPU.
+template <class T, int N>
+struct alignas(sizeof(T) * N) Vec {
+    T v[N];
+};
+
+// A strong (volatile, relaxed, acquire or release) access to global memory is an atomic one
+// for the race checker of global memory, as the PTX memory model has it: two strong accesses
+// do not race, and they carry release and acquire patterns. In shared memory such accesses
+// are checked as plain ones, as volatile C++ accesses are (sim_traffic.h says why).
+inline bool strong_in_global(const void *p, size_t bytes) { return !is_shared(p, bytes); }
+template <class T, int N>
+inline void strong_load(const void *p, T *out) {
+    for (int i = 0; i < N; ++i) out[i] = __atomic_load_n((const T *)p + i, __ATOMIC_RELAXED);
+}
+template <class T, int N>
+inline void strong_store(void *p, const T *in) {
+    for (int i = 0; i < N; ++i) __atomic_store_n((T *)p + i, in[i], __ATOMIC_RELAXED);
+}
+
+// The ordering half of .acquire, .release and .acq_rel at a scope: a fence, which orders
+// nothing between blocks at .cta or .cluster scope (a cluster's blocks count as one for the
+// race checker).
+inline void scoped_fence(bool gpu) {
+    if (gpu) __threadfence();
+    else __threadfence_block();
+}
+
+enum AtomOp { ATOM_ADD, ATOM_MIN, ATOM_MAX, ATOM_AND, ATOM_OR, ATOM_XOR, ATOM_EXCH, ATOM_CAS, ATOM_INC, ATOM_DEC };
+
+// atom and red on `p` with operands `b` and `c` (cas), as the PTX ISA defines them, on
+// values of type `T` held as register bits `B`; gives the old value's bits.
+template <class T, class B>
+inline B atom(AtomOp op, void *p, B bb, B cb) {
+    static_assert(sizeof(T) == sizeof(B));
+    T b, c, old{};
+    memcpy(&b, &bb, sizeof b);
+    memcpy(&c, &cb, sizeof c);
+    T *t = (T *)p;
+    if constexpr (std::is_floating_point_v<T>) {
+        if (op != ATOM_ADD) fail("atom: only add is emulated on floating-point values");
+        old = ::atomicAdd(t, b);
+    } else {
+        switch (op) {
+            case ATOM_ADD: old = __atomic_fetch_add(t, b, __ATOMIC_SEQ_CST); break;
+            case ATOM_AND: old = __atomic_fetch_and(t, b, __ATOMIC_SEQ_CST); break;
+            case ATOM_OR: old = __atomic_fetch_or(t, b, __ATOMIC_SEQ_CST); break;
+            case ATOM_XOR: old = __atomic_fetch_xor(t, b, __ATOMIC_SEQ_CST); break;
+            case ATOM_EXCH: old = __atomic_exchange_n(t, b, __ATOMIC_SEQ_CST); break;
+            case ATOM_CAS:
+                old = b;
+                __atomic_compare_exchange_n(t, &old, c, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+                break;
+            case ATOM_MIN: old = atomic_update(t, [b](T o) { return o < b ? o : b; }); break;
+            case ATOM_MAX: old = atomic_update(t, [b](T o) { return o > b ? o : b; }); break;
+            case ATOM_INC: old = atomic_update(t, [b](T o) { return o >= b ? T(0) : T(o + 1); }); break;
+            case ATOM_DEC: old = atomic_update(t, [b](T o) { return o == 0 || o > b ? b : T(o - 1); }); break;
+        }
+    }
+    B out;
+    memcpy(&out, &old, sizeof out);
+    return out;
 }
 
 // ---- shfl.sync, by the pseudocode of its PTX ISA section ----

@@ -17,8 +17,11 @@
 // never invent one. So do two other simplifications, which only add order: a fence orders what
 // every thread of its block (of its cluster) did before it (a GPU: what that thread did, and
 // what a barrier handed it), and an acquiring fence takes in everything released to the
-// atomic's address by then, not only what the atomic read. Atomics are not checked; volatile
-// accesses are checked as plain ones (flags between blocks need atomics).
+// atomic's address by then, not only what the atomic read. Atomics are not checked, and
+// neither are strong accesses, which PTX orders as it orders atomics: volatile loads and stores
+// of global memory (PTX's ld.volatile is ld.relaxed.sys) and inline PTX's ld and st with
+// .volatile, .relaxed, .acquire or .release. In shared memory volatile accesses are checked as
+// plain ones (sim_traffic.h says why).
 #pragma once
 
 #include <stdint.h>

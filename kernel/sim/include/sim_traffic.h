@@ -559,6 +559,17 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
     }
 }
 
+// A volatile access: in global memory a strong one, as PTX defines ld.volatile and
+// st.volatile (relaxed, at system scope), which races with nothing and carries release and
+// acquire patterns as atomics do; in shared memory a plain one, since the warp-synchronous
+// code that uses volatile there gets wrong results without a __syncwarp() on Volta and later.
+inline void volatile_access(const void *p, uint64_t bytes, bool write, const void *pc) {
+    const Block &b = block;
+    const uintptr_t a = (uintptr_t)p;
+    const bool shared = a - b.static_lo < b.static_bytes || a - b.dynamic_lo < b.dynamic_bytes;
+    access(p, bytes, write, !shared, pc);
+}
+
 // Atomic accesses (counted, never race-checked), then plain ones.
 inline void load(const void *p, uint64_t bytes) { access(p, bytes, false, true); }
 inline void store(const void *p, uint64_t bytes) { access(p, bytes, true, true); }
@@ -669,10 +680,10 @@ void sim_bank_report(int kind, const void *p, unsigned long n, unsigned matrices
     void __tsan_write##N(void *p) { sim_traffic::write(p, N, SIM_HERE); }                     \
     void __tsan_unaligned_read##N(void *p) { sim_traffic::read(p, N, SIM_HERE); }             \
     void __tsan_unaligned_write##N(void *p) { sim_traffic::write(p, N, SIM_HERE); }           \
-    void __tsan_volatile_read##N(void *p) { sim_traffic::read(p, N, SIM_HERE); }              \
-    void __tsan_volatile_write##N(void *p) { sim_traffic::write(p, N, SIM_HERE); }            \
-    void __tsan_unaligned_volatile_read##N(void *p) { sim_traffic::read(p, N, SIM_HERE); }    \
-    void __tsan_unaligned_volatile_write##N(void *p) { sim_traffic::write(p, N, SIM_HERE); }
+    void __tsan_volatile_read##N(void *p) { sim_traffic::volatile_access(p, N, false, SIM_HERE); } \
+    void __tsan_volatile_write##N(void *p) { sim_traffic::volatile_access(p, N, true, SIM_HERE); } \
+    void __tsan_unaligned_volatile_read##N(void *p) { sim_traffic::volatile_access(p, N, false, SIM_HERE); } \
+    void __tsan_unaligned_volatile_write##N(void *p) { sim_traffic::volatile_access(p, N, true, SIM_HERE); }
 SIM_TRAFFIC_ACCESS(1)
 SIM_TRAFFIC_ACCESS(2)
 SIM_TRAFFIC_ACCESS(4)

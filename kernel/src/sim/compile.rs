@@ -77,9 +77,11 @@ const FLAGS: &[&str] = &[
 
 /// Instrumentation that calls `sim_traffic.h`'s hooks before every global access. gcc's
 /// ThreadSanitizer pass is used for its hooks only: the object is linked without its runtime.
+/// Volatile accesses call hooks of their own: in global memory they are strong, as in PTX.
 const TRAFFIC_FLAGS: &[&str] = &[
     "-fsanitize=thread",
     "--param=tsan-instrument-func-entry-exit=0",
+    "--param=tsan-distinguish-volatile=1",
     "-DSIM_INSTRUMENTED=1",
 ];
 

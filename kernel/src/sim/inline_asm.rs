@@ -1,5 +1,6 @@
 //! Inline PTX in kernel sources. Public tensor-core kernels write `mma.sync`, `ldmatrix` and
-//! `cp.async` as `asm volatile("...": outputs: inputs)` statements. Each such statement is
+//! `cp.async` as `asm volatile("...": outputs: inputs)` statements, and their memory
+//! accesses (`ld`, `st`, `atom`, `red`, fences; `memory.rs`) often too. Each such statement is
 //! read instruction by instruction, its operands typed by their constraints (`"r"` 32-bit,
 //! `"l"` 64-bit, `"h"` 16-bit, `"f"` float, `"n"` immediate), and rewritten into calls of the
 //! simulator's emulation (`sim_asm.h`, which runs the same code as `lab/ptx.h`'s bodies).
@@ -7,6 +8,8 @@
 
 use std::collections::HashMap;
 use std::fmt;
+
+mod memory;
 
 /// An `asm` statement the simulator cannot run: where, which instruction, and why.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -30,8 +33,8 @@ impl fmt::Display for Refusal {
 /// What the front end accepts, for refusals.
 const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 f16/bf16 with f32 or f16 \
      accumulators, m16n8k8 tf32), ldmatrix, cp.async (ca/cg, commit_group, wait_group, \
-     wait_all), cvta, integer cvt, mov, selp and shfl.sync; lab/hopper.h has the Hopper \
-     instructions";
+     wait_all), ld, st, atom, red, fence, membar, prefetch, cvta, integer cvt, mov, setp, selp \
+     and shfl.sync, each under an optional @p guard; lab/hopper.h has the Hopper instructions";
 
 /// `code` (comments removed) with every `asm` statement replaced by the emulation's calls,
 /// line breaks kept so that compiler messages keep their lines; `None` when it has no `asm`.
@@ -588,7 +591,13 @@ fn generate(stmt: &Statement, lines: &LineMap) -> Result<String, Refusal> {
         pre.push_str(&decl);
     }
     for p in ptx_statements(&stmt.template) {
-        let opcode = p.text.split_whitespace().next().unwrap_or("").to_string();
+        // The instruction's name, after its guard if it has one.
+        let opcode = p
+            .text
+            .split_whitespace()
+            .find(|w| !w.starts_with('@'))
+            .unwrap_or("")
+            .to_string();
         g.statement(&p.text)
             .map_err(|why| refuse(p.at, &opcode, why))?;
     }
@@ -624,15 +633,17 @@ fn local_name(name: &str) -> String {
 
 impl Gen<'_> {
     fn statement(&mut self, text: &str) -> Result<(), String> {
-        if text.starts_with('@') {
-            return Err(format!(
-                "predicated instructions are not emulated; {EMULATED}"
-            ));
+        if let Some(guarded) = text.strip_prefix('@') {
+            return self.guarded(guarded);
         }
         let (opcode, rest) = text
             .split_once(' ')
             .map_or((text, ""), |(a, b)| (a, b.trim()));
-        if opcode.ends_with(':') || text.contains("%=") {
+        let branch = matches!(
+            opcode.split('.').next(),
+            Some("bra" | "brx" | "call" | "ret" | "exit")
+        );
+        if opcode.ends_with(':') || text.contains("%=") || branch {
             return Err(format!("labels and branches are not emulated; {EMULATED}"));
         }
         if opcode == ".reg" {
@@ -644,6 +655,11 @@ impl Gen<'_> {
             .collect::<Result<_, _>>()?;
         let parts: Vec<&str> = opcode.split('.').collect();
         match parts[0] {
+            "ld" | "st" => self.ld_st(&parts, &operands, opcode),
+            "atom" | "red" => self.atom(&parts, &operands, opcode),
+            "fence" | "membar" => self.fence(&parts, &operands),
+            "prefetch" | "prefetchu" => self.prefetch(&parts, &operands),
+            "setp" => self.setp(&parts, &operands),
             "mma" => self.mma(&parts, &operands),
             "ldmatrix" => self.ldmatrix(&parts, &operands),
             "cp" if parts.get(1) == Some(&"async") => self.cp_async(&parts, &operands),
@@ -654,6 +670,26 @@ impl Gen<'_> {
             "shfl" => self.shfl(&parts, &operands),
             _ => Err(format!("not emulated; {EMULATED}")),
         }
+    }
+
+    /// `@p instruction` or `@!p instruction`: the instruction runs where the predicate (a
+    /// `.reg .pred` of the statement) is true, or false.
+    fn guarded(&mut self, text: &str) -> Result<(), String> {
+        let (guard, rest) = text
+            .split_once(' ')
+            .ok_or_else(|| format!("cannot read the guarded instruction @{text}"))?;
+        let (negate, name) = guard.strip_prefix('!').map_or(("", guard), |n| ("!", n));
+        if self.locals.get(name) != Some(&Kind::Pred) {
+            return Err(format!(
+                "the guard @{guard} must name a .pred register declared in the statement"
+            ));
+        }
+        let start = self.code.len();
+        self.statement(rest.trim())?;
+        let body = self.code.split_off(start);
+        self.code
+            .push_str(&format!("if ({negate}{}) {{ {body}}} ", local_name(name)));
+        Ok(())
     }
 
     fn declare(&mut self, rest: &str) -> Result<(), String> {
@@ -1122,6 +1158,95 @@ impl Gen<'_> {
         Ok(())
     }
 
+    /// setp.CmpOp.type p{|q}, a, b: p = a CmpOp b (q its negation), as the PTX ISA defines
+    /// the comparisons of integers (signed for .s, unsigned for .u and .b) and floats (the
+    /// ordered ones false, the unordered ones true, where either is NaN).
+    fn setp(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        Self::count(ops, 3)?;
+        let (cmp, ty) = match parts {
+            [_, cmp, ty] | [_, cmp, "ftz", ty] => (*cmp, *ty),
+            _ => {
+                return Err(
+                    "setp.CmpOp{.ftz}.type is emulated (not the forms with a boolean operation)"
+                        .into(),
+                );
+            }
+        };
+        let (kind, value) = match ty {
+            "b16" | "u16" => (Kind::B16, "uint16_t"),
+            "s16" => (Kind::B16, "int16_t"),
+            "b32" | "u32" => (Kind::B32, "uint32_t"),
+            "s32" => (Kind::B32, "int32_t"),
+            "b64" | "u64" => (Kind::B64, "uint64_t"),
+            "s64" => (Kind::B64, "int64_t"),
+            "f32" => (Kind::B32, "float"),
+            "f64" => (Kind::B64, "double"),
+            _ => return Err(format!("setp on .{ty} is not emulated")),
+        };
+        let float = ty.starts_with('f');
+        let a = self.read(&ops[1], kind, "the first source")?;
+        let b = self.read(&ops[2], kind, "the second source")?;
+        let (a, b) = if float {
+            let f = if kind == Kind::B32 {
+                "f32_of"
+            } else {
+                "f64_of"
+            };
+            (
+                format!("::sim::inline_ptx::{f}({a})"),
+                format!("::sim::inline_ptx::{f}({b})"),
+            )
+        } else {
+            (format!("(({value}){a})"), format!("(({value}){b})"))
+        };
+        // lo, ls, hi and hs: the unsigned comparisons, of integers only.
+        let c_op = |op: &str| -> Result<&'static str, String> {
+            Ok(match (op, float) {
+                ("eq", _) => "==",
+                ("ne", _) => "!=",
+                ("lt", _) | ("lo", false) => "<",
+                ("le", _) | ("ls", false) => "<=",
+                ("gt", _) | ("hi", false) => ">",
+                ("ge", _) | ("hs", false) => ">=",
+                _ => return Err(format!("setp.{op}.{ty} is not emulated")),
+            })
+        };
+        let nan = format!("({a} != {a} || {b} != {b})");
+        let test = match cmp {
+            "num" if float => format!("!{nan}"),
+            "nan" if float => nan,
+            op if float && op.len() == 3 && op.ends_with('u') => {
+                format!("({nan} || {a} {} {b})", c_op(&op[..2])?)
+            }
+            op if float => format!("(!{nan} && {a} {} {b})", c_op(op)?),
+            "lo" | "ls" | "hi" | "hs" if ty.starts_with('s') => {
+                return Err(format!(
+                    "setp.{cmp}.{ty}: lo, ls, hi and hs compare unsigned types"
+                ));
+            }
+            "eq" | "ne" => format!("{a} {} {b}", c_op(cmp)?),
+            op if ty.starts_with('b') => {
+                return Err(format!(
+                    "setp.{op}.{ty}: bit types compare with eq and ne only"
+                ));
+            }
+            op => format!("{a} {} {b}", c_op(op)?),
+        };
+        let (p, q) = match &ops[0] {
+            Opnd::Pair(p, q) => (p.as_ref(), Some(q.as_ref())),
+            p => (p, None),
+        };
+        if let Some(p) = self.write(p, Kind::Pred, "the predicate")? {
+            self.code.push_str(&format!("{p} = {test}; "));
+        }
+        if let Some(q) = q
+            && let Some(q) = self.write(q, Kind::Pred, "the second predicate")?
+        {
+            self.code.push_str(&format!("{q} = !({test}); "));
+        }
+        Ok(())
+    }
+
     fn shfl(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
         let mode = match parts[1..].join(".").as_str() {
             "sync.up.b32" => "SHFL_UP",
@@ -1279,6 +1404,38 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
         assert!(rewrite(branch, "k.cu").unwrap_err().why.contains("labels"));
         let top = "asm(\".global .u32 x;\");";
         assert!(rewrite(top, "k.cu").unwrap_err().why.contains("file scope"));
+    }
+
+    #[test]
+    fn guards_wrap_their_instruction_and_need_a_declared_predicate() {
+        // CUTLASS's predicated cp.async: a guard, set by setp from an "r" operand.
+        let code = "void f(unsigned s, const void *g, int ok) {\n  asm volatile(\"{\\n .reg .pred p;\\n \
+             setp.ne.b32 p, %0, 0;\\n @p cp.async.cg.shared.global [%1], [%2], 16;\\n}\\n\" \
+             :: \"r\"(ok), \"r\"(s), \"l\"(g));\n}\n";
+        let out = rw(code);
+        for want in [
+            "bool _kr_p = 0;",
+            "_kr_p = ((uint32_t)(uint32_t)(_k0)) != ((uint32_t)(uint32_t)(0ll));",
+            "if (_kr_p) { ::sim::inline_ptx::cp_async(true,",
+        ] {
+            assert!(out.contains(want), "missing {want}:\n{out}");
+        }
+        let negated = code.replace("@p", "@!p");
+        assert!(rw(&negated).contains("if (!_kr_p) {"));
+        let undeclared = code.replace("@p", "@q");
+        let r = rewrite(&undeclared, "k.cu").unwrap_err();
+        assert_eq!(r.instruction, "cp.async.cg.shared.global");
+        assert!(
+            r.why
+                .contains("the guard @q must name a .pred register declared in the statement"),
+            "{r}"
+        );
+        // A 32-bit register is no predicate.
+        let bits = code
+            .replace(".reg .pred p;", ".reg .pred p; .reg .b32 r;")
+            .replace("p, %0, 0", "r, %0, 0");
+        let r = rewrite(&bits, "k.cu").unwrap_err();
+        assert!(r.why.contains("the predicate is a 32-bit operand"), "{r}");
     }
 
     #[test]

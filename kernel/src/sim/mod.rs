@@ -234,6 +234,7 @@ fn check_sample(plan: &CudaPlan, n: usize) -> Result<(), Unsupported> {
             "atomicAnd",
             "atomicOr",
             "atomicXor",
+            "atom.",
             "red.",
         ]
         .into_iter()
