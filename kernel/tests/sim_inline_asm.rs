@@ -645,11 +645,231 @@ fn inline_memory_operands_a_gpu_would_fault_on_fail_the_run() {
     }
 }
 
+// ---- Arithmetic and conversions ----
+
+/// Arithmetic as attention and quantized kernels write it, each row one instruction (or two,
+/// compared) on per-lane operands: the expected values are computed here from the PTX ISA's
+/// definitions. out[row * 32 + lane] as bits (`put`) or values; x holds 64 inputs.
+const ARITH: &str = r#"
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+extern "C" __global__ void arith(const float *x, const float *unused, float *out, int M, int N, int K) {
+    const unsigned l = threadIdx.x;
+    int row = 0;
+    auto put = [&](unsigned bits) { out[row++ * 32 + l] = __uint_as_float(bits); };
+    const float a = x[l], b = x[32 + l], nan = __int_as_float(0x7fc00000);
+    float f;
+    unsigned u, v;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(f) : "f"(a)); put(__float_as_uint(f));              // 0
+    asm("fma.rn.f32 %0, %1, %2, %3;" : "=f"(f) : "f"(a), "f"(b), "f"(a * 0.5f)); put(__float_as_uint(f)); // 1
+    asm("max.f32 %0, %1, %2;" : "=f"(f) : "f"(l % 2 ? nan : a), "f"(b)); put(__float_as_uint(f)); // 2
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(f) : "f"(l % 2 ? nan : a), "f"(b)); put(__float_as_uint(f)); // 3
+    asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(f) : "f"(b)); put(__float_as_uint(f));             // 4
+    asm("add.sat.s32 %0, %1, %2;" : "=r"(u) : "r"(0x7ffffff0 + l % 16), "r"(8)); put(u);        // 5
+    asm("mul.hi.u32 %0, %1, %2;" : "=r"(u) : "r"(0x9e3779b9u * (l + 1)), "r"(0x85ebca6bu)); put(u); // 6
+    unsigned long long w;
+    asm("mul.wide.s32 %0, %1, %2;" : "=l"(w) : "r"((int)l - 16), "r"(0x7fffffff)); put((unsigned)w); put((unsigned)(w >> 32)); // 7, 8
+    asm("mad.lo.s32 %0, %1, %2, %3;" : "=r"(u) : "r"(l), "r"(-7), "r"(100)); put(u);           // 9
+    const unsigned p = 0x9e3779b9u * (l + 3), q = 0x85ebca6bu ^ (l << 7), r = 0xc2b2ae35u + l;
+    asm("lop3.b32 %0, %1, %2, %3, 0xE8;" : "=r"(u) : "r"(p), "r"(q), "r"(r)); put(u);           // 10: majority
+    asm("prmt.b32 %0, %1, %2, %3;" : "=r"(u) : "r"(p), "r"(q), "r"(0x1f84u + 0x1111u * (l % 8))); put(u); // 11
+    asm("shf.l.wrap.b32 %0, %1, %2, %3;" : "=r"(u) : "r"(p), "r"(q), "r"(l + 20)); put(u);     // 12
+    asm("shf.r.clamp.b32 %0, %1, %2, %3;" : "=r"(u) : "r"(p), "r"(q), "r"(l + 20)); put(u);    // 13
+    asm("bfe.s32 %0, %1, %2, %3;" : "=r"(u) : "r"(p), "r"(l), "r"(5)); put(u);                 // 14
+    asm("bfe.u32 %0, %1, %2, %3;" : "=r"(u) : "r"(p), "r"(l), "r"(5)); put(u);                 // 15
+    asm("shr.s32 %0, %1, %2;" : "=r"(u) : "r"(p), "r"(l + 16)); put(u);                        // 16
+    asm("shl.b32 %0, %1, %2;" : "=r"(u) : "r"(p), "r"(l + 16)); put(u);                        // 17
+    asm("popc.b32 %0, %1;" : "=r"(u) : "r"(p)); put(u);                                        // 18
+    asm("clz.b32 %0, %1;" : "=r"(u) : "r"(p >> l)); put(u);                                    // 19
+    asm("brev.b32 %0, %1;" : "=r"(u) : "r"(p)); put(u);                                        // 20
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(a), "f"(b));
+    __half2 h2 = __floats2half2_rn(b, a);
+    memcpy(&v, &h2, 4); put(u == v);                                                            // 21
+    asm("cvt.rn.relu.bf16x2.f32 %0, %1, %2;" : "=r"(u) : "f"(a), "f"(-b));
+    __nv_bfloat162 g2 = __floats2bfloat162_rn(-b > 0.f ? -b : 0.f, a > 0.f ? a : 0.f);
+    memcpy(&v, &g2, 4); put(u == v);                                                            // 22
+    const float c = (float)((int)l - 16) * 0.75f;
+    int i;
+    asm("cvt.rni.s32.f32 %0, %1;" : "=r"(i) : "f"(c)); put(i);                                 // 23
+    asm("cvt.rmi.s32.f32 %0, %1;" : "=r"(i) : "f"(c)); put(i);                                 // 24
+    asm("cvt.rzi.s32.f32 %0, %1;" : "=r"(i) : "f"(l % 4 == 0 ? nan : c * 1e9f)); put(i);       // 25
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(a));
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); put(__float_as_uint(f) == __float_as_uint(__half2float(__float2half_rn(a)))); // 26
+    asm("cvt.rn.f32.s32 %0, %1;" : "=f"(f) : "r"(16777217 + (int)l)); put(__float_as_uint(f)); // 27
+    asm("cvt.sat.u8.s32 %0, %1;" : "=r"(u) : "r"((int)l * 20 - 100)); put(u);                  // 28
+    asm("{ .reg .pred p, q; setp.lt.u32 p, %1, 20; setp.ge.u32 q, %1, 10; and.pred p, p, q; not.pred q, p;"
+        " selp.u32 %0, 1, 0, q; }" : "=r"(u) : "r"(l)); put(u);                                 // 29: !(10 <= l < 20)
+    asm("abs.s32 %0, %1;" : "=r"(i) : "r"((int)l - 16)); put(i);                                // 30
+    unsigned short m16, w16 = (unsigned short)(65535 - l);
+    asm("mul.lo.u16 %0, %1, %1;" : "=h"(m16) : "h"(w16)); put(m16);                            // 31
+}
+"#;
+
+#[test]
+fn inline_arithmetic_and_conversions_follow_the_isa() {
+    let x: Vec<f32> = (0..64)
+        .map(|i| {
+            let t = (i % 32) as f32;
+            if i < 32 {
+                t * 0.37 - 5.0
+            } else {
+                0.5 + t * 1.25
+            }
+        })
+        .collect();
+    let out = run(
+        source(ARITH),
+        "arith",
+        32,
+        Shape::gemm(32, 32, 2),
+        &[x.clone(), vec![0.0; 64]],
+    )
+    .unwrap();
+    let bits = |r: usize, l: usize| out[r * 32 + l].to_bits();
+    for l in 0..32u32 {
+        let i = l as usize;
+        let (a, b) = (x[i], x[32 + i]);
+        let e = a.exp2();
+        let got = f32::from_bits(bits(0, i));
+        assert!(
+            (got - e).abs() <= 1e-6 * e,
+            "lane {l}: ex2 {got} against {e}"
+        );
+        assert_eq!(
+            bits(1, i),
+            a.mul_add(b, a * 0.5).to_bits(),
+            "lane {l}: fma.rn"
+        );
+        let other = if l % 2 == 1 { b } else { a.max(b) };
+        assert_eq!(
+            bits(2, i),
+            other.to_bits(),
+            "lane {l}: max gives the number"
+        );
+        if l % 2 == 1 {
+            assert!(f32::from_bits(bits(3, i)).is_nan(), "lane {l}: max.NaN");
+        }
+        assert_eq!(bits(4, i), (1.0 / b).to_bits(), "lane {l}: rcp");
+        assert_eq!(
+            bits(5, i),
+            (0x7fff_fff0 + l % 16 + 8).min(0x7fff_ffff),
+            "lane {l}: add.sat"
+        );
+        let hi = ((u64::from(0x9e37_79b9u32.wrapping_mul(l + 1)) * 0x85eb_ca6b) >> 32) as u32;
+        assert_eq!(bits(6, i), hi, "lane {l}: mul.hi.u32");
+        let wide = (i64::from(l as i32 - 16) * 0x7fff_ffff) as u64;
+        assert_eq!(
+            [bits(7, i), bits(8, i)],
+            [wide as u32, (wide >> 32) as u32],
+            "lane {l}: mul.wide.s32"
+        );
+        assert_eq!(bits(9, i), (l as i32 * -7 + 100) as u32, "lane {l}: mad.lo");
+        let (p, q, r) = (
+            0x9e37_79b9u32.wrapping_mul(l + 3),
+            0x85eb_ca6bu32 ^ (l << 7),
+            0xc2b2_ae35u32.wrapping_add(l),
+        );
+        assert_eq!(
+            bits(10, i),
+            (p & q) | (p & r) | (q & r),
+            "lane {l}: lop3 0xE8"
+        );
+        let sel = 0x1f84u32 + 0x1111 * (l % 8);
+        let both = (u64::from(q) << 32) | u64::from(p);
+        let prmt = (0..4).fold(0u32, |d, k| {
+            let s = (sel >> (4 * k)) & 0xf;
+            let mut byte = ((both >> (8 * (s & 7))) & 0xff) as u32;
+            if s & 8 != 0 {
+                byte = if byte & 0x80 != 0 { 0xff } else { 0 };
+            }
+            d | (byte << (8 * k))
+        });
+        assert_eq!(bits(11, i), prmt, "lane {l}: prmt");
+        let n = (l + 20) & 31;
+        assert_eq!(
+            bits(12, i),
+            ((both << n) >> 32) as u32,
+            "lane {l}: shf.l.wrap"
+        );
+        let n = (l + 20).min(32);
+        assert_eq!(bits(13, i), (both >> n) as u32, "lane {l}: shf.r.clamp");
+        let field = if l < 32 {
+            (u64::from(p) >> l) & 0x1f
+        } else {
+            0
+        };
+        let top = (l + 4).min(31);
+        let sign = (p >> top) & 1;
+        let sext = (0..32).fold(0u32, |d, k| {
+            let bit = if k < 5 && l + k <= 31 {
+                (p >> (l + k)) & 1
+            } else {
+                sign
+            };
+            d | (bit << k)
+        });
+        assert_eq!(bits(14, i), sext, "lane {l}: bfe.s32");
+        let zext = if l + 5 <= 32 { field as u32 } else { p >> l };
+        assert_eq!(bits(15, i), zext, "lane {l}: bfe.u32");
+        let shr = if l + 16 >= 32 {
+            ((p as i32) >> 31) as u32
+        } else {
+            ((p as i32) >> (l + 16)) as u32
+        };
+        assert_eq!(bits(16, i), shr, "lane {l}: shr.s32");
+        let shl = if l + 16 >= 32 { 0 } else { p << (l + 16) };
+        assert_eq!(bits(17, i), shl, "lane {l}: shl.b32");
+        assert_eq!(bits(18, i), p.count_ones(), "lane {l}: popc");
+        assert_eq!(bits(19, i), (p >> l).leading_zeros(), "lane {l}: clz");
+        assert_eq!(bits(20, i), p.reverse_bits(), "lane {l}: brev");
+        assert_eq!(bits(21, i), 1, "lane {l}: cvt.rn.f16x2.f32 packs a above b");
+        assert_eq!(bits(22, i), 1, "lane {l}: cvt.rn.relu.bf16x2.f32");
+        let c = (l as i32 - 16) as f32 * 0.75;
+        assert_eq!(
+            bits(23, i) as i32,
+            c.round_ties_even() as i32,
+            "lane {l}: cvt.rni"
+        );
+        assert_eq!(bits(24, i) as i32, c.floor() as i32, "lane {l}: cvt.rmi");
+        let rzi = if l % 4 == 0 { 0 } else { (c * 1e9) as i32 };
+        assert_eq!(
+            bits(25, i) as i32,
+            rzi,
+            "lane {l}: cvt.rzi saturates, NaN to 0"
+        );
+        assert_eq!(bits(26, i), 1, "lane {l}: cvt f16 and back");
+        assert_eq!(
+            bits(27, i),
+            ((16_777_217 + l as i32) as f32).to_bits(),
+            "lane {l}: cvt.rn.f32.s32"
+        );
+        assert_eq!(
+            bits(28, i),
+            (l as i32 * 20 - 100).clamp(0, 255) as u32,
+            "lane {l}: cvt.sat.u8"
+        );
+        assert_eq!(
+            bits(29, i),
+            u32::from(!(10..20).contains(&l)),
+            "lane {l}: and.pred, not.pred"
+        );
+        assert_eq!(
+            bits(30, i),
+            (l as i32 - 16).unsigned_abs(),
+            "lane {l}: abs.s32"
+        );
+        let w = 65535 - l;
+        assert_eq!(bits(31, i), (w * w) & 0xffff, "lane {l}: mul.lo.u16");
+    }
+}
+
 // ---- Refused ----
 
 #[test]
 fn inline_ptx_the_simulator_does_not_know_is_refused_naming_it() {
-    const REFUSED: [(&str, &str, usize, &str); 7] = [
+    const REFUSED: [(&str, &str, usize, &str); 8] = [
         (
             "extern \"C\" __global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n\
              float d[8] = {};\n\
@@ -713,6 +933,15 @@ fn inline_ptx_the_simulator_does_not_know_is_refused_naming_it() {
             3,
             "the .local state space is not emulated",
         ),
+        (
+            "extern \"C\" __global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+             float f;\n\
+             asm volatile(\"add.rz.f32 %0, %1, %2;\" : \"=f\"(f) : \"f\"(A[0]), \"f\"(A[1]));\n\
+             C[0] = f;\n}",
+            "add.rz.f32",
+            3,
+            ".rz: only round-to-nearest-even (.rn) is emulated",
+        ),
     ];
     let dev = SimDevice::new().unwrap();
     for (code, instruction, line, why) in REFUSED {
@@ -752,6 +981,7 @@ fn nvrtc_compiles_the_inline_ptx_for_sm80_and_sm90() {
         (source(MISC), 1),
         (source(MEMORY), 1),
         (source(MEMORY_FAULTS), 3),
+        (source(ARITH), 1),
     ];
     for arch in ["sm_80", "sm_90"] {
         for (src, entries) in &sources {

@@ -7,6 +7,8 @@
 // window (cvta.to.shared, __cvta_generic_to_shared), as on a GPU.
 #pragma once
 
+#include <cmath>
+#include <limits>
 #include <type_traits>
 
 #include "sim_hopper.h"
@@ -187,6 +189,107 @@ inline void cp_async(bool cg, uint64_t dst, uint64_t src, long long cp_size, lon
     void *to = shared_operand(dst, (size_t)cp_size, what);
     async_copy(to, (const void *)(uintptr_t)src, (unsigned)cp_size, (unsigned)src_size);
 }
+
+// ---- Arithmetic and conversions, as the PTX ISA defines them ----
+
+inline float f16_of(uint16_t b) { return __ushort_as_half(b).to_float(); }
+inline float bf16_of(uint16_t b) {
+    __nv_bfloat16 h;
+    h.__x = b;
+    return h.to_float();
+}
+// One rounding to nearest even from the exact value (a float converts to double exactly).
+inline uint16_t f16_bits(double x) { return __half::from(x).__x; }
+inline uint16_t bf16_bits(double x) { return __nv_bfloat16::from_double(x).__x; }
+
+// .ftz: a subnormal input or result is flushed to zero of its sign.
+inline float ftz(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.f, x) : x; }
+inline double ftz(double x) { return x; }  // .ftz applies to .f32 only
+// .sat: clamped to [0, 1], NaN to 0.
+inline float sat(float x) { return x > 0.f ? (x < 1.f ? x : 1.f) : 0.f; }
+inline double sat(double x) { return x > 0. ? (x < 1. ? x : 1.) : 0.; }
+// .relu: negative to 0, NaN to the canonical NaN.
+inline float relu(float x) { return x != x ? __int_as_float(0x7fffffff) : x < 0.f ? 0.f : x; }
+
+// cvt to an integer type: rounded by `mode` (0 rni, 1 rzi, 2 rmi, 3 rpi; none for integers),
+// saturated to the type's range, NaN to 0.
+template <class T>
+inline T to_int(double x, int mode) {
+    if (x != x) return 0;
+    x = mode == 0 ? nearbyint(x) : mode == 1 ? trunc(x) : mode == 2 ? floor(x) : ceil(x);
+    const double lo = (double)std::numeric_limits<T>::min(), hi = (double)std::numeric_limits<T>::max();
+    if (x <= lo) return std::numeric_limits<T>::min();
+    if (x >= hi) return std::numeric_limits<T>::max();
+    return (T)x;
+}
+// cvt between integer types with .sat: clamped to the destination's range.
+template <class D, class S>
+inline D int_sat(S x) {
+    if constexpr (std::is_signed_v<S>) {
+        if ((long long)x < (long long)std::numeric_limits<D>::min()) return std::numeric_limits<D>::min();
+        if (x > 0 && (unsigned long long)x > (unsigned long long)std::numeric_limits<D>::max())
+            return std::numeric_limits<D>::max();
+    } else if ((unsigned long long)x > (unsigned long long)std::numeric_limits<D>::max()) {
+        return std::numeric_limits<D>::max();
+    }
+    return (D)x;
+}
+
+// shl and shr: a shift by the type's width or more gives 0, or the sign for a signed shr.
+template <class T>
+inline T shl(T a, uint32_t n) {
+    return n >= 8 * sizeof(T) ? T(0) : T((std::make_unsigned_t<T>)a << n);
+}
+template <class T>
+inline T shr(T a, uint32_t n) {
+    if (n >= 8 * sizeof(T)) return std::is_signed_v<T> && a < 0 ? T(-1) : T(0);
+    return T(a >> n);
+}
+
+// lop3.b32: bit i of the table is F(a, b, c) where a's bit is i >> 2, b's (i >> 1) & 1, c's i & 1.
+inline uint32_t lop3(uint32_t a, uint32_t b, uint32_t c, uint32_t lut) {
+    uint32_t d = 0;
+    for (int i = 0; i < 8; ++i)
+        if (lut >> i & 1) d |= (i & 4 ? a : ~a) & (i & 2 ? b : ~b) & (i & 1 ? c : ~c);
+    return d;
+}
+
+// prmt.b32 (the default mode): byte i of d is byte (c's nibble i & 7) of {b, a}, or that byte's
+// sign replicated where the nibble's bit 3 is set.
+inline uint32_t prmt(uint32_t a, uint32_t b, uint32_t c) {
+    const uint64_t bytes = (uint64_t)b << 32 | a;
+    uint32_t d = 0;
+    for (int i = 0; i < 4; ++i) {
+        const uint32_t sel = c >> (4 * i) & 0xf;
+        uint32_t byte = (uint32_t)(bytes >> (8 * (sel & 7))) & 0xff;
+        if (sel & 8) byte = byte & 0x80 ? 0xff : 0;
+        d |= byte << (8 * i);
+    }
+    return d;
+}
+
+// bfe: `len` bits of `a` from `pos`, sign-extended for a signed type.
+template <class T>
+inline T bfe(T a, uint32_t b, uint32_t c) {
+    const uint32_t msb = 8 * sizeof(T) - 1, pos = b & 0xff, len = c & 0xff;
+    using U = std::make_unsigned_t<T>;
+    const U u = (U)a;
+    const U sbit = std::is_unsigned_v<T> || len == 0 ? 0 : u >> std::min(pos + len - 1, msb) & 1;
+    U d = 0;
+    for (uint32_t i = 0; i <= msb; ++i) d |= (U)(i < len && pos + i <= msb ? u >> (pos + i) & 1 : sbit) << i;
+    return (T)d;
+}
+
+// shf.l and shf.r: a funnel shift of {b, a} by c (.wrap: c mod 32; .clamp: at most 32).
+inline uint32_t shf(bool left, bool wrap, uint32_t a, uint32_t b, uint32_t c) {
+    const uint32_t n = wrap ? c & 31 : (c < 32 ? c : 32);
+    const uint64_t both = (uint64_t)b << 32 | a;
+    return left ? (uint32_t)((both << n) >> 32) : (uint32_t)(both >> n);
+}
+
+// mul.hi of 64-bit operands.
+inline uint64_t mul_hi(uint64_t a, uint64_t b) { return (uint64_t)(((unsigned __int128)a * b) >> 64); }
+inline int64_t mul_hi(int64_t a, int64_t b) { return (int64_t)(((__int128)a * b) >> 64); }
 
 // ---- ld, st, atom and red: an address in a state space ----
 

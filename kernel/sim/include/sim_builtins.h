@@ -276,6 +276,9 @@ inline unsigned __brev(unsigned x) {
     x = ((x >> 4) & 0x0F0F0F0Fu) | ((x & 0x0F0F0F0Fu) << 4);
     return __builtin_bswap32(x);
 }
+inline unsigned long long __brevll(unsigned long long x) {
+    return (unsigned long long)__brev((unsigned)x) << 32 | __brev((unsigned)(x >> 32));
+}
 inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
 inline int __mul24(int a, int b) { return a * b; }

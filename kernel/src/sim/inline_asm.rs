@@ -9,6 +9,7 @@
 use std::collections::HashMap;
 use std::fmt;
 
+mod arithmetic;
 mod memory;
 
 /// An `asm` statement the simulator cannot run: where, which instruction, and why.
@@ -33,8 +34,9 @@ impl fmt::Display for Refusal {
 /// What the front end accepts, for refusals.
 const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 f16/bf16 with f32 or f16 \
      accumulators, m16n8k8 tf32), ldmatrix, cp.async (ca/cg, commit_group, wait_group, \
-     wait_all), ld, st, atom, red, fence, membar, prefetch, cvta, integer cvt, mov, setp, selp \
-     and shfl.sync, each under an optional @p guard; lab/hopper.h has the Hopper instructions";
+     wait_all), ld, st, atom, red, fence, membar, prefetch, cvta, cvt, mov, setp, selp, \
+     shfl.sync, and integer and floating-point arithmetic (add, mul, fma, ex2, lop3, prmt, ...), \
+     each under an optional @p guard; lab/hopper.h has the Hopper instructions";
 
 /// `code` (comments removed) with every `asm` statement replaced by the emulation's calls,
 /// line breaks kept so that compiler messages keep their lines; `None` when it has no `asm`.
@@ -660,6 +662,10 @@ impl Gen<'_> {
             "fence" | "membar" => self.fence(&parts, &operands),
             "prefetch" | "prefetchu" => self.prefetch(&parts, &operands),
             "setp" => self.setp(&parts, &operands),
+            "add" | "sub" | "mul" | "mad" | "fma" | "div" | "min" | "max" | "neg" | "abs"
+            | "and" | "or" | "xor" | "not" | "shl" | "shr" | "popc" | "clz" | "brev" | "bfe"
+            | "lop3" | "prmt" | "shf" | "ex2" | "lg2" | "sin" | "cos" | "tanh" | "rcp"
+            | "rsqrt" | "sqrt" => self.arithmetic(&parts, &operands),
             "mma" => self.mma(&parts, &operands),
             "ldmatrix" => self.ldmatrix(&parts, &operands),
             "cp" if parts.get(1) == Some(&"async") => self.cp_async(&parts, &operands),
@@ -1063,33 +1069,6 @@ impl Gen<'_> {
         Ok(())
     }
 
-    fn cvt(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
-        Self::count(ops, 2)?;
-        let int = |t: &str| -> Option<(Kind, &'static str)> {
-            Some(match t {
-                "u16" => (Kind::B16, "uint16_t"),
-                "s16" => (Kind::B16, "int16_t"),
-                "u32" => (Kind::B32, "uint32_t"),
-                "s32" => (Kind::B32, "int32_t"),
-                "u64" => (Kind::B64, "uint64_t"),
-                "s64" => (Kind::B64, "int64_t"),
-                _ => return None,
-            })
-        };
-        let (Some(&dt), Some(&st), 3) = (parts.get(1), parts.get(2), parts.len()) else {
-            return Err("only conversions between integer types are emulated".into());
-        };
-        let (Some((dk, dc)), Some((sk, sc))) = (int(dt), int(st)) else {
-            return Err("only conversions between integer types are emulated".into());
-        };
-        let a = self.read(&ops[1], sk, "the source")?;
-        if let Some(d) = self.write(&ops[0], dk, "the destination")? {
-            self.code
-                .push_str(&format!("{d} = ({})({dc})({sc}){a}; ", dk.c_type()));
-        }
-        Ok(())
-    }
-
     fn mov(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
         Self::count(ops, 2)?;
         let kind = match parts.get(1).copied() {
@@ -1377,7 +1356,7 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
         for want in [
             "uint64_t _kr_t = 0;",
             "_kr_t = (uint64_t)::sim::inline_ptx::cvta_to_shared",
-            "_k0 = (uint32_t)(uint32_t)(uint64_t)(uint64_t)(_kr_t)",
+            "_k0 = (uint32_t)((uint32_t)((uint64_t)(uint64_t)(_kr_t)))",
             "::sim::inline_ptx::ldmatrix<4, true>(_d,",
             "::sim::inline_ptx::cp_async(true,",
             "::sim::async_commit();",
