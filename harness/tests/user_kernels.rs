@@ -18,6 +18,9 @@ const MMA_PTX_EXAMPLE: &str =
     "examples/mma_ptx.cu:mma_ptx_gemm,block=128,grid=tile:64x64,precision=fp16";
 const ATTENTION_EXAMPLE: &str = "examples/attention_rows.cu:attention_rows<32,64>,block=32,\
     grid=(cdiv(S,32),B*H),smem=2*32*D*4";
+/// Guarded loads and stores, shared-memory vectors and FMAs as inline PTX.
+const GUARDED_PTX_EXAMPLE: &str =
+    "examples/sgemm_guarded_ptx.cu:sgemm_guarded_ptx,block=256,grid=tile:64x64";
 /// FP16 operands, B column-major, FP32 C with alpha and beta.
 const FP16_EXAMPLE: &str = "examples/hgemm_wmma.cu:hgemm_wmma<64,64>,signature=gemm-blas,\
     dtype=f16,C:f32,b=col,alpha=1.5,beta=-0.5,block=128,grid=tile:64x64";
@@ -111,6 +114,8 @@ fn the_examples_run_unmodified_as_user_rows_in_the_simulator() {
         ("gemm", "100x37x129,64x64x64", GEMM_EXAMPLE),
         // Inline PTX (cp.async, ldmatrix, mma.sync) as tensor-core tutorials write it.
         ("gemm", "100x37x129,64x64x64", MMA_PTX_EXAMPLE),
+        // Inline PTX (setp and @p guards, ld, st, fma) as CUTLASS writes its memory accesses.
+        ("gemm", "100x37x129,64x64x64", GUARDED_PTX_EXAMPLE),
         ("attention", "1x2x37x16,2x1x50x24-causal", ATTENTION_EXAMPLE),
         ("gemm", "100x37x129,64x64x64", FP16_EXAMPLE),
         ("gemm", "100x37x129,64x64x64", BF16_EXAMPLE),
