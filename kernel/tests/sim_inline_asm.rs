@@ -865,6 +865,79 @@ fn inline_arithmetic_and_conversions_follow_the_isa() {
     }
 }
 
+// ---- Conditional directives inside a statement ----
+
+/// CUTLASS's guarded 16-byte load as arch/memory.h writes it, the L2 prefetch hint chosen by
+/// `#if` in the middle of the template; with `#define BROKEN` on the line above it, line 23
+/// refers to something undeclared.
+const CONDITIONAL: &str = r#"
+template <typename AccessType>
+__device__ void global_load(AccessType &D, void const *ptr, bool pred_guard) {
+    uint4 &data = reinterpret_cast<uint4 &>(D);
+    asm volatile(
+        "{\n"
+        "  .reg .pred p;\n"
+        "  setp.ne.b32 p, %5, 0;\n"
+        "  mov.b32 %0, %6;\n"
+        "  mov.b32 %1, %7;\n"
+        "  mov.b32 %2, %8;\n"
+        "  mov.b32 %3, %9;\n"
+#if CUTLASS_ENABLE_L2_PREFETCH
+        "  @p ld.global.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+#else
+        "  @p ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+#endif
+        "}\n"
+        : "=r"(data.x), "=r"(data.y), "=r"(data.z), "=r"(data.w)
+        : "l"(ptr), "r"((int)pred_guard), "r"(data.x), "r"(data.y), "r"(data.z), "r"(data.w));
+#ifdef BROKEN
+    int after = undeclared_after_the_statement;
+#endif
+}
+
+extern "C" __global__ void guarded(const float *x, const float *unused, float *out, int M, int N, int K) {
+    const unsigned l = threadIdx.x;
+    float4 v = {7.f, 7.f, 7.f, 7.f};
+    global_load(v, x + 4 * l, l < 12);
+    out[4 * l] = v.x; out[4 * l + 1] = v.y; out[4 * l + 2] = v.z; out[4 * l + 3] = v.w;
+}
+"#;
+
+#[test]
+fn an_if_inside_a_statement_runs_the_branch_the_preprocessor_picks() {
+    let x: Vec<f32> = (0..128).map(|i| 0.5 + i as f32).collect();
+    for head in ["", "#define CUTLASS_ENABLE_L2_PREFETCH 1\n"] {
+        let code: &'static str = Box::leak(format!("{head}{CONDITIONAL}").into_boxed_str());
+        let out = run(
+            source(code),
+            "guarded",
+            32,
+            Shape::gemm(32, 4, 4),
+            &[x.clone(), vec![0.0; 16]],
+        )
+        .unwrap();
+        for (i, &o) in out.iter().enumerate() {
+            let want = if i < 48 { x[i] } else { 7.0 };
+            assert_eq!(o, want, "{head:?} element {i}");
+        }
+    }
+    // The lines after the statement keep their numbers: an error on line 23 says 23.
+    let broken: &'static str = Box::leak(format!("#define BROKEN\n{CONDITIONAL}").into_boxed_str());
+    let e = run(
+        source(broken),
+        "guarded",
+        32,
+        Shape::gemm(32, 4, 4),
+        &[x, vec![0.0; 16]],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.contains("inline_ptx.cu:23:") && e.contains("undeclared_after_the_statement"),
+        "{e}"
+    );
+}
+
 // ---- Refused ----
 
 #[test]
@@ -982,6 +1055,7 @@ fn nvrtc_compiles_the_inline_ptx_for_sm80_and_sm90() {
         (source(MEMORY), 1),
         (source(MEMORY_FAULTS), 3),
         (source(ARITH), 1),
+        (source(CONDITIONAL), 1),
     ];
     for arch in ["sm_80", "sm_90"] {
         for (src, entries) in &sources {

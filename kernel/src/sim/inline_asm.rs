@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::fmt;
 
 mod arithmetic;
+mod conditional;
 mod memory;
 
 /// An `asm` statement the simulator cannot run: where, which instruction, and why.
@@ -106,6 +107,14 @@ pub fn rewrite(code: &str, file: &str) -> Result<Option<String>, Refusal> {
                     return Err(refuse(
                         "asm at file scope (PTX directives) cannot be simulated",
                     ));
+                }
+                if let Some(chain) = conditional::chain(code, end).map_err(|why| refuse(&why))? {
+                    out.push_str(&code[last..i]);
+                    out.push_str(&conditional::rewrite(code, end, &chain, &lines)?);
+                    last = chain.end;
+                    i = chain.end;
+                    any = true;
+                    continue;
                 }
                 let stmt = parse_statement(code, end).map_err(|why| refuse(&why))?;
                 let generated = generate(&stmt, &lines)?;
@@ -1415,6 +1424,63 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
             .replace("p, %0, 0", "r, %0, 0");
         let r = rewrite(&bits, "k.cu").unwrap_err();
         assert!(r.why.contains("the predicate is a 32-bit operand"), "{r}");
+    }
+
+    #[test]
+    fn each_branch_of_an_if_inside_a_statement_is_generated_under_its_directive() {
+        // CUTLASS's global_load<16>, its L2 prefetch hint chosen by a macro.
+        let code = "#line 10 \"memory.h\"\n\
+            void f(uint4 &data, const void *ptr, bool pred_guard) {\n\
+            asm volatile(\n\
+            \"{\\n\"\n\
+            \"  .reg .pred p;\\n\"\n\
+            \"  setp.ne.b32 p, %5, 0;\\n\"\n\
+            \"  mov.b32 %0, %6;\\n\"\n\
+            #if CUTLASS_ENABLE_L2_PREFETCH\n\
+            \"  @p ld.global.L2::128B.v4.u32 {%0, %1, %2, %3}, [%4];\\n\"\n\
+            #else\n\
+            \"  @p ld.global.v4.u32 {%0, %1, %2, %3}, [%4];\\n\"\n\
+            #endif\n\
+            \"}\\n\"\n\
+            : \"=r\"(data.x), \"=r\"(data.y), \"=r\"(data.z), \"=r\"(data.w)\n\
+            : \"l\"(ptr), \"r\"((int)pred_guard), \"r\"(data.x));\n\
+            int after;\n}\n";
+        let out = rw(code);
+        let lines: Vec<&str> = out.lines().collect();
+        let at = |d: &str| {
+            lines
+                .iter()
+                .position(|l| *l == d)
+                .unwrap_or_else(|| panic!("{d}:\n{out}"))
+        };
+        let (i, e, end) = (
+            at("#if CUTLASS_ENABLE_L2_PREFETCH"),
+            at("#else"),
+            at("#endif"),
+        );
+        assert!(i < e && e < end, "{out}");
+        // One generated statement in each branch, the same but for the hint.
+        assert!(
+            lines[i + 1].starts_with("do {") && lines[e + 1].starts_with("do {"),
+            "{out}"
+        );
+        assert_eq!(
+            lines[i + 1].replace("ld.global.L2::128B.v4.u32", "ld.global.v4.u32"),
+            lines[e + 1],
+            "the hint changes only the name messages give"
+        );
+        assert!(lines[i + 1].contains("if (_kr_p) {"), "{out}");
+        // The closing parenthesis was on line 23 of memory.h: the code after it still is.
+        assert_eq!(lines[end + 1], "#line 23 \"memory.h\"", "{out}");
+        assert!(lines[end + 2].starts_with(';'), "{out}");
+        // A nested #if is refused, naming what was found.
+        let nested = code.replace("#else\n", "#else\n#ifdef X\n#endif\n");
+        let r = rewrite(&nested, "k.cu").unwrap_err();
+        assert!(
+            r.why
+                .contains("(#if, #else, #ifdef, #endif, #endif) are not one #if ... #endif chain"),
+            "{r}"
+        );
     }
 
     #[test]
