@@ -146,6 +146,45 @@ extern "C" __global__ void grid_sync(float *out) {
 }
 "#;
 
+/// Asynchronous copies into shared memory by a 64-thread block: cg::memcpy_async of 1000
+/// floats whose addresses agree modulo 8 bytes only (8-byte copies, an unaligned head), then
+/// of 64 aligned floats, completed one batch at a time by wait_prior<1> and wait; a warp
+/// tile's copy by element counts; the pipeline primitives with zero-fill. A thread reading its
+/// own copy before the wait that completes it sees the shared memory as the simulator left it
+/// at the block's start (NaN).
+const ASYNC_COPIES: &str = r#"
+#include <cooperative_groups.h>
+#include <cooperative_groups/memcpy_async.h>
+#include <cuda_pipeline_primitives.h>
+namespace cg = cooperative_groups;
+
+extern "C" __global__ void async_copies(const float *x, float *out) {
+    __shared__ __align__(16) float a[1004];
+    __shared__ __align__(16) float b[64];
+    __shared__ __align__(16) float c[2][104];
+    __shared__ __align__(16) float d[256];
+    cg::thread_block block = cg::this_thread_block();
+    const unsigned t = block.thread_rank();
+    cg::memcpy_async(block, a + 1, x + 3, sizeof(float) * 1000);
+    cg::memcpy_async(block, b, x, sizeof(float) * 64);
+    cg::wait_prior<1>(block);
+    for (unsigned i = t; i < 1000; i += block.size()) out[i] = a[1 + i];
+    if (t < 16) out[1000 + t] = b[4 * t];  // thread t's own pending copy
+    cg::wait(block);
+    out[1064 + t] = b[t];
+    cg::thread_block_tile<32> tile = cg::tiled_partition<32>(block);
+    const unsigned w = tile.meta_group_rank();
+    cg::memcpy_async(tile, c[w] + 2, 102, x + 7 + 100 * w, 100);
+    cg::wait(tile);
+    for (unsigned i = tile.thread_rank(); i < 100; i += tile.size()) out[1128 + 100 * w + i] = c[w][2 + i];
+    __pipeline_memcpy_async(d + 4 * t, x + 4 * t, 16, 8);
+    out[1328 + t] = d[4 * t];
+    __pipeline_commit();
+    __pipeline_wait_prior(0);
+    for (int k = 0; k < 4; ++k) out[1392 + 4 * t + k] = d[4 * t + k];
+}
+"#;
+
 fn launch(code: &'static str, entry: &str, grid: [u32; 3], block: [u32; 3]) -> Launch {
     Launch {
         source: CudaSource::embedded("tests/cooperative_groups.cu", code),
@@ -407,9 +446,50 @@ fn nvrtc_compiles_the_cooperative_groups_kernels_for_sm90() {
         ("reduce", REDUCE, 1),
         ("cluster", CLUSTER, 1),
         ("grid", GRID, 2),
+        ("async_copies", ASYNC_COPIES, 1),
     ] {
         let src = CudaSource::embedded("tests/cooperative_groups.cu", code);
         let c = nvrtc::compile(&src, "sm_90").unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(c.resources.len(), entries, "{name}: {:?}", c.resources);
+    }
+}
+
+#[test]
+fn memcpy_async_and_the_pipeline_primitives_land_at_their_waits() {
+    let l = launch(ASYNC_COPIES, "async_copies", [1, 1, 1], [64, 1, 1]);
+    let (x, out) = run(&sim(), l.clone(), 1024, 1648).unwrap();
+    // The race checkers find nothing: every read of another thread's copy follows its wait
+    // and the group's sync.
+    let checked = run(&sim().instrumented(), l, 1024, 1648).unwrap().1;
+    assert_eq!(
+        checked.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        out.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        &out[..1000],
+        &x[3..1003],
+        "wait_prior<1> completes the first batch"
+    );
+    assert!(
+        out[1000..1016].iter().all(|v| v.is_nan()),
+        "the second batch is still pending: {:?}",
+        &out[1000..1016]
+    );
+    assert_eq!(&out[1064..1128], &x[..64], "wait completes it");
+    for w in 0..2 {
+        let got = &out[1128 + 100 * w..1228 + 100 * w];
+        assert_eq!(got, &x[7 + 100 * w..107 + 100 * w], "tile {w}");
+    }
+    assert!(
+        out[1328..1392].iter().all(|v| v.is_nan()),
+        "before the commit and wait"
+    );
+    for t in 0..64 {
+        let got = &out[1392 + 4 * t..1396 + 4 * t];
+        assert_eq!(
+            got,
+            &[x[4 * t], x[4 * t + 1], 0.0, 0.0],
+            "thread {t}: zfill 8"
+        );
     }
 }

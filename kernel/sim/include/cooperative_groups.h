@@ -4,11 +4,12 @@
 //
 // Supported: thread_block (this_thread_block), thread_block_tile<1..32> (tiled_partition<N>,
 // this_thread) with shuffles, votes and match_any, cluster_group (this_cluster), grid_group
-// (this_grid) queries, and the free sync / thread_rank / group_size. grid_group::sync needs a
-// cooperative launch, which the lab does not make: it ends the run with an error. Not here:
-// the type-erased thread_group (tiled_partition(g, n) at run time), coalesced_group
+// (this_grid) queries, and the free sync / thread_rank / group_size; memcpy_async, wait and
+// wait_prior in cooperative_groups/memcpy_async.h. grid_group::sync needs a cooperative
+// launch, which the lab does not make: it ends the run with an error. Not here: the
+// type-erased thread_group (tiled_partition(g, n) at run time), coalesced_group
 // (coalesced_threads, which needs to know which lanes are converged), tiles of more than 32
-// threads, memcpy_async and scans; a kernel using them fails to compile.
+// threads and scans; a kernel using them fails to compile.
 #pragma once
 
 #include "cuda_runtime.h"

@@ -61,6 +61,14 @@ const HEADERS: &[(&str, &str)] = &[
         "cooperative_groups/reduce.h",
         include_str!("../../sim/include/cooperative_groups/reduce.h"),
     ),
+    (
+        "cooperative_groups/memcpy_async.h",
+        include_str!("../../sim/include/cooperative_groups/memcpy_async.h"),
+    ),
+    (
+        "cuda_pipeline_primitives.h",
+        include_str!("../../sim/include/cuda_pipeline_primitives.h"),
+    ),
 ];
 
 /// `-fno-strict-aliasing`: CUDA code reinterprets float arrays as float4 and the like.
