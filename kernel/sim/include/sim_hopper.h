@@ -255,6 +255,17 @@ inline void mbar_arrive(void *p, unsigned count, unsigned tx_bytes, const char *
     mbar_settle(worker(), bar, m);
 }
 
+// mbarrier.arrive_drop: one arrival, and one fewer expected in every later phase.
+inline void mbar_arrive_drop(void *p, const char *what) {
+    uint64_t *bar = mbar_object(p, what);
+    Mbar m = mbar_load(bar, what);
+    if (m.pending == 0 || m.expected == 0)
+        fail("%s on the mbarrier at shared address 0x%x: no arrival is pending in this phase", what, mbar_addr(bar));
+    m.pending -= 1;
+    m.expected -= 1;
+    mbar_settle(worker(), bar, m);
+}
+
 // mbarrier.arrive.shared::cluster on the barrier at `p`'s offset in block `rank` of the
 // cluster (mapa, then a remote arrive: a consumer releasing a stage that another block's
 // producer refills by multicast).

@@ -916,6 +916,18 @@ inline void async_wait(unsigned n) {
     f.async_pending -= done;
 }
 
+// Completes every pending copy, committed or not, leaving the groups as they are: the copies
+// libcu++ ties to a barrier or a block-scope pipeline stage land before the calling thread's
+// arrival on it (a copy may land at any moment before the wait that covers it).
+inline void async_land_all() {
+    Fiber &f = fiber();
+    for (unsigned i = 0; i < f.async_pending; ++i) {
+        memcpy(f.async[i].dst, f.async[i].data, f.async[i].bytes);
+        SIM_SHARED_WRITE(f.async[i].dst, f.async[i].bytes);
+    }
+    f.async_pending = 0;
+}
+
 // ---- Warp-wide instructions (ldmatrix, mma.sync) ----
 
 // Every lane of the warp publishes `in`; the lane that completes the warp calls

@@ -69,6 +69,18 @@ const HEADERS: &[(&str, &str)] = &[
         "cuda_pipeline_primitives.h",
         include_str!("../../sim/include/cuda_pipeline_primitives.h"),
     ),
+    (
+        "sim_async_copy.h",
+        include_str!("../../sim/include/sim_async_copy.h"),
+    ),
+    (
+        "cuda/barrier",
+        include_str!("../../sim/include/cuda/barrier"),
+    ),
+    (
+        "cuda/pipeline",
+        include_str!("../../sim/include/cuda/pipeline"),
+    ),
 ];
 
 /// `-fno-strict-aliasing`: CUDA code reinterprets float arrays as float4 and the like.
