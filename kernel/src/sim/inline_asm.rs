@@ -1484,6 +1484,41 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
     }
 
     #[test]
+    fn memory_qualifiers_are_read_in_any_order() {
+        // CUTLASS's semaphore writes the state space first; PTX's grammar puts it after the
+        // semantics and scope. Both mean the same.
+        for (load, store) in [
+            ("ld.global.acquire.gpu.b32", "st.global.release.gpu.b32"),
+            ("ld.acquire.gpu.global.b32", "st.release.gpu.global.b32"),
+        ] {
+            let code = format!(
+                "void f(int *lock, int v) {{\n  int s;\n  asm volatile(\"{load} %0, [%1];\\n\" : \
+                 \"=r\"(s) : \"l\"(lock));\n  asm volatile(\"{store} [%0], %1;\\n\" :: \"l\"(lock), \
+                 \"r\"(v));\n}}\n"
+            );
+            let out = rw(&code);
+            let acquire = "::sim::inline_ptx::strong_load<uint32_t, 1>(_m, _v.v); else _v = *(const _V *)_m; \
+                 ::sim::inline_ptx::scoped_fence(true);";
+            let release = "::sim::inline_ptx::scoped_fence(true); if \
+                 (::sim::inline_ptx::strong_in_global(_m, sizeof(_V))) \
+                 ::sim::inline_ptx::strong_store<uint32_t, 1>(_m, _v.v);";
+            assert!(
+                out.contains(acquire) && out.contains(release),
+                "{load}:\n{out}"
+            );
+            assert!(out.contains("SPACE_GLOBAL"), "{out}");
+        }
+        // A cache operator before the space: a plain load.
+        let out = rw(
+            "void f(int *p) { int s; asm(\"ld.cg.global.b32 %0, [%1];\" : \"=r\"(s) : \"l\"(p)); }",
+        );
+        assert!(
+            out.contains("_v = *(const _V *)_m;") && !out.contains("strong_load"),
+            "{out}"
+        );
+    }
+
+    #[test]
     fn asm_in_a_macro_stays_a_macro() {
         let code = "#define CP_ASYNC_CG(dst, src, n) \\\n  asm volatile(\"cp.async.cg.shared.global [%0], [%1], %2;\\n\" \\\n  :: \"r\"(dst), \"l\"(src), \"n\"(n))\nvoid f() {}\n";
         let out = rw(code);
