@@ -25,7 +25,7 @@ extern "C" __global__ void with_barrier(const float *x, float *out) {
     const unsigned t = block.thread_rank();
     if (t == 0) init(&bar, block.size());
     block.sync();
-    for (int batch = 0; batch < 4; ++batch) {
+    for (cuda::std::size_t batch = 0; batch < 4; ++batch) {
         cuda::memcpy_async(block, s, x + 256 * batch, sizeof(float) * 256, bar);
         bar.arrive_and_wait();
         float v = 0.f;
