@@ -194,7 +194,10 @@ fn blocks_adding_with_plain_stores_race_and_with_atomics_do_not() {
         assert!(close(out[0], want), "{} against {want}", out[0]);
         let e = race(run("accumulate_plain", 8, seed));
         assert!(
-            e.contains("element 0 (byte 0) of buffer 'C'") && e.contains("of block ("),
+            // Blocks run on several OS threads: the byte of the float found first may vary.
+            e.contains("element 0 (byte ")
+                && e.contains("of buffer 'C'")
+                && e.contains("of block ("),
             "{e}"
         );
     }
@@ -259,10 +262,15 @@ fn volatile_global_accesses_are_strong_and_race_with_nothing() {
     for seed in 0..4 {
         let (out, _) = run("found_volatile", 8, seed).unwrap();
         assert_eq!(out[2], 1.0);
-        // Exactly one block found the flag unset, whichever ran first.
-        let unset = out[16..24].iter().filter(|&&v| v != 1.0).count();
-        assert_eq!(unset, 1, "{:?}", &out[16..24]);
+        // The block that ran first found the flag unset (so may others running beside it);
+        // every block read one of the two values.
+        let seen = &out[16..24];
+        assert!(seen.iter().all(|&v| v == 0.0 || v == 1.0), "{seen:?}");
+        assert!(seen.contains(&0.0), "{seen:?}");
         let e = race(run("found_plain", 8, seed));
-        assert!(e.contains("element 2 (byte 8) of buffer 'C'"), "{e}");
+        assert!(
+            e.contains("element 2 (byte ") && e.contains("of buffer 'C'"),
+            "{e}"
+        );
     }
 }
