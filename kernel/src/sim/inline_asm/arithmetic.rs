@@ -194,7 +194,7 @@ impl Gen<'_> {
         let saturating = matches!((name, t.c), ("add" | "sub", "int32_t"));
         if m.ftz && !t.f32() || m.sat && t.class != Class::Float && !saturating {
             return Err(format!(
-                "{name}: .ftz and .sat are emulated on .f32 (and add.sat on .s32)"
+                "{name}: .ftz and .sat are emulated on .f32 (and add.sat, sub.sat on .s32)"
             ));
         }
         let n = ops.len();
