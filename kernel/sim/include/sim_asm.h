@@ -204,7 +204,6 @@ inline uint16_t bf16_bits(double x) { return __nv_bfloat16::from_double(x).__x; 
 
 // .ftz: a subnormal input or result is flushed to zero of its sign.
 inline float ftz(float x) { return std::fpclassify(x) == FP_SUBNORMAL ? std::copysign(0.f, x) : x; }
-inline double ftz(double x) { return x; }  // .ftz applies to .f32 only
 // .sat: clamped to [0, 1], NaN to 0.
 inline float sat(float x) { return x > 0.f ? (x < 1.f ? x : 1.f) : 0.f; }
 inline double sat(double x) { return x > 0. ? (x < 1. ? x : 1.) : 0.; }

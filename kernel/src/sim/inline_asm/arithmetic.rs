@@ -207,19 +207,14 @@ impl Gen<'_> {
         };
         let src = |g: &Self, k: usize, t: Ty| g.value(&ops[k], t, m.ftz, "a source");
         let float = t.class == Class::Float;
+        if float && let Some((f32, f64)) = special_function(name) {
+            arity(2)?;
+            let a = src(self, 1, t)?;
+            let body = if t.f32() { f32 } else { f64 };
+            let expr = format!("[&] {{ auto a = {a}; return {body}; }}()");
+            return self.result(&ops[0], t, &expr, &m);
+        }
         match name {
-            _ if float && special_function(name).is_some() => {
-                arity(2)?;
-                let (f32, f64) = special_function(name).unwrap_or(("", ""));
-                let a = src(self, 1, t)?;
-                let body = if t.f32() { f32 } else { f64 };
-                self.result(
-                    &ops[0],
-                    t,
-                    &format!("[&] {{ auto a = {a}; return {body}; }}()"),
-                    &m,
-                )
-            }
             "add" | "sub" | "mul" | "div" | "min" | "max" if float => {
                 arity(3)?;
                 let (a, b) = (src(self, 1, t)?, src(self, 2, t)?);
