@@ -42,6 +42,24 @@ extern "C" __global__ void partials_ptx(const float *A, const float *B, float *C
 }
 "#;
 
+// Block b waits for block b - 1's flag: with a volatile load, or ld.acquire (whose asm
+// statement is `asm volatile`, which alone declines nothing).
+const WAIT_VOLATILE: &str = r#"
+extern "C" __global__ void wait_volatile(const float *A, const float *B, float *C, int M, int N, int K) {
+    volatile float *flag = C;
+    if (blockIdx.x > 0) while (flag[blockIdx.x - 1] == 0.f) {}
+    flag[blockIdx.x] = 1.f;
+}
+"#;
+const WAIT_ACQUIRE: &str = r#"
+extern "C" __global__ void wait_acquire(const float *A, const float *B, float *C, int M, int N, int K) {
+    float f = 0.f;
+    if (blockIdx.x > 0)
+        while (f == 0.f) asm volatile("ld.global.acquire.gpu.f32 %0, [%1];" : "=f"(f) : "l"(C + blockIdx.x - 1));
+    C[blockIdx.x] = 1.f;
+}
+"#;
+
 const DIMS: (usize, usize, usize) = (100, 70, 33);
 /// 5 x 7 blocks of 16 x 16 threads cover 100 x 70 outputs.
 const GRID: [u32; 3] = [5, 7, 1];
@@ -159,6 +177,17 @@ fn plans_whose_result_needs_every_block_are_declined() {
     );
     let e = run(&dev, atomic).unwrap_err().to_string();
     assert!(e.contains("uses atom."), "{e}");
+    for (code, entry, what) in [
+        (WAIT_VOLATILE, "wait_volatile", "volatile"),
+        (WAIT_ACQUIRE, "wait_acquire", ".acquire"),
+    ] {
+        let wait = gemm_launch("tests/waits.cu", code, entry, [64, 1, 1], [16, 1, 1], DIMS);
+        let e = run(&dev, wait).unwrap_err().to_string();
+        assert!(
+            e.contains(&format!("uses {what}, as a block waiting for another does")),
+            "{e}"
+        );
+    }
     // Small enough to run whole: nothing is sampled, nothing declined.
     let dev = SimDevice::new().unwrap().with_block_sample(64);
     let mut two = plan("naive");

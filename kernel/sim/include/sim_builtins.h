@@ -3,6 +3,7 @@
 #pragma once
 
 #include <math.h>
+#include <time.h>
 
 #include <atomic>
 
@@ -161,6 +162,18 @@ inline float atomicExch(float *p, float v) {
 inline unsigned atomicInc(unsigned *p, unsigned limit) {
     return sim::atomic_update(p, [limit](unsigned o) { return o >= limit ? 0u : o + 1; });
 }
+
+// ---- Waiting, time, aborting ----
+// A thread that sleeps is waiting for another one: the block's other threads run first, and
+// the spinning is noticed as polls are (sim_runtime.h).
+inline void __nanosleep(unsigned) { sim::spin_yield(); }
+// The SM's cycle counters, as a clock of 1 GHz: what a timeout measured with them needs.
+inline long long clock64() {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000000000ll + t.tv_nsec;
+}
+[[noreturn]] inline void __trap() { sim::fail("__trap(): the kernel aborted the launch"); }
 
 // ---- Vector types (aligned like CUDA's, so float4 loads need 16-byte alignment) ----
 #define SIM_VEC2(T, N, A) struct __attribute__((aligned(A))) N { T x, y; };

@@ -37,6 +37,9 @@ struct SimGlobalThread {
 
 // Defined by the runtime: the calling thread, or false outside a block's thread.
 extern "C" int sim_global_thread(SimGlobalThread *out);
+// Defined by the runtime: a volatile access or an atomic by the calling thread, which yields
+// to the other threads when it repeats them (a spin-wait).
+extern "C" void sim_poll(void);
 // Defined by the runtime: ends the calling thread's block with `message` as its error.
 extern "C" [[noreturn]] void sim_global_fail(const char *message);
 // Defined by the hooks: __threadfence() (and __threadfence_system()) by the calling thread.

@@ -7,6 +7,10 @@
 // A thread block cluster (`__cluster_dims__`) runs as one unit on one OS thread: a Worker per
 // block, their fibers interleaved by one scheduler, so that the blocks of a cluster can wait
 // on each other (barrier.cluster, mbarriers signalled from another block, TMA multicast).
+// A thread that spins (a strong load or an atomic repeated, as a wait on a flag does) yields
+// to the others; when nothing but spinning is left in a unit, its OS thread runs another
+// unit beside it, as a GPU keeps many blocks resident, so that a block waiting for another
+// one to signal does not hold up the block it waits for.
 // The host (Rust) picks the blocks, the OS threads and catches SIGSEGV; see kernel/src/sim.
 #pragma once
 
@@ -18,6 +22,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include <setjmp.h>
+#include <signal.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -27,6 +33,7 @@
 #include <sys/mman.h>
 
 #include <mutex>
+#include <new>
 #include <type_traits>
 #include <utility>
 
@@ -103,7 +110,13 @@ struct SimLaunch {
     SimTraffic *traffic;  // where a module built to count traffic counts it; else null
 };
 
-enum SimCode { SIM_OK = 0, SIM_ERROR = 1, SIM_FAULT = 2 };
+// SIM_STOPPED: the host asked the OS thread to stop (another thread's unit failed).
+enum SimCode { SIM_OK = 0, SIM_ERROR = 1, SIM_FAULT = 2, SIM_STOPPED = 3 };
+
+// Asks the host for the next unit to run (want = 1; returns 1 with `unit` and its schedule
+// `seed` set, 0 when every unit has been handed out) or only whether to stop (want = 0);
+// returns -1 when the OS thread must stop.
+typedef int (*SimNextUnit)(void *ctx, int want, uint64_t *unit, uint64_t *seed);
 
 struct SimResult {
     int code;
@@ -157,6 +170,9 @@ constexpr size_t kGuardBytes = 4096;        // below each stack: an overflow fau
 constexpr unsigned kMaxAsyncCopies = 256;   // cp.async copies one thread may have pending
 constexpr size_t kSlotBytes = 48;           // what one lane publishes to a warp operation
 constexpr unsigned kMaxCluster = 8;         // blocks in a cluster (CUDA's portable limit)
+constexpr unsigned kSpinPolls = 64;         // strong loads and atomics in a row that make a spin
+constexpr unsigned kMaxResident = 64;       // units one OS thread runs side by side
+constexpr unsigned kStallRounds = 8;        // a unit's spinning turns before another unit joins
 
 // AT_MBAR: blocked in an mbarrier wait until a phase completes (sim_hopper.h wakes it).
 // AT_CLUSTER: in barrier.cluster.wait until every thread of the cluster has arrived.
@@ -209,6 +225,7 @@ struct Fiber {
     // thread (what it reads is the instruction's business, reported by the emulation).
     unsigned switches;
     unsigned quiet;
+    unsigned polls;  // strong loads and atomics since it last switched in (see poll)
 };
 
 struct Warp {
@@ -237,6 +254,8 @@ struct Worker {
     unsigned order[kMaxThreads];  // this block's schedule
     unsigned queue[kMaxThreads];  // ring of runnable fibers
     unsigned head, tail;
+    unsigned spun[kMaxThreads];   // runnable fibers that yielded spinning, in this round
+    unsigned n_spun;
     unsigned n, at_block, at_warp, exited;
     unsigned at_mbar;     // fibers in AT_MBAR
     unsigned at_cluster;  // fibers in AT_CLUSTER
@@ -274,7 +293,10 @@ struct Cluster {
     Worker *cta[kMaxCluster];  // by rank
     unsigned size;
     unsigned phase;  // barrier.cluster phases completed
-    sigjmp_buf jmp;  // where a fault or a detected misuse ends the unit
+    sigjmp_buf *jmp;  // where a fault or a detected misuse ends the unit (its OS thread's run)
+    int watchdog;     // the host's signal that ends a run past its time limit
+    unsigned first;   // the rank whose threads the scheduler runs first
+    bool run_ahead;   // whether a block passes its own __syncthreads before the next block runs
 };
 
 // The only thread-locals of the runtime: everything else of this module's TLS block is the
@@ -300,7 +322,27 @@ inline void push_front(Worker &w, unsigned i) {
 inline void yield_to_scheduler() {
     Fiber *f = tl_fiber;
     f->switches++;
+    f->polls = 0;
     sim_ctx_switch(&f->sp, tl_worker->sched_sp);
+}
+
+// The calling thread waits for another to change memory (__nanosleep, or a spin found by
+// poll): it runs again after the block's other runnable threads have had their turn.
+inline void spin_yield() {
+    Worker &w = *tl_worker;
+    w.spun[w.n_spun++] = (unsigned)(tl_fiber - w.fibers);
+    yield_to_scheduler();
+}
+
+// A strong load or an atomic: what a loop waiting for another thread repeats. Threads switch
+// only at synchronizations, so such a loop would never let the thread it waits for run; after
+// kSpinPolls in a row the thread yields. Not inside an emulated instruction (`quiet`). The
+// instrumented build's hooks call it (sim_traffic.h: volatile accesses, atomics, which inline
+// PTX's strong loads are); a plain build yields only at __nanosleep.
+SIM_UNINSTRUMENTED inline void poll() {
+    Fiber *f = tl_fiber;
+    if (!f || f->quiet || ++f->polls < kSpinPolls) return;
+    spin_yield();
 }
 
 inline void cluster_release_if_complete(Cluster &c);
@@ -462,7 +504,7 @@ inline void fail(const char *fmt, ...) {
     uint3 t = tl_fiber ? tl_fiber->tid : uint3{0, 0, 0};
     snprintf(w.result->message, sizeof w.result->message, "%s: %s (thread (%u,%u,%u) of block (%u,%u,%u))",
              w.launch->kernel, what, t.x, t.y, t.z, w.block_idx.x, w.block_idx.y, w.block_idx.z);
-    siglongjmp(w.cluster->jmp, 2);
+    siglongjmp(*w.cluster->jmp, 2);
 }
 
 // Whether [p, p + bytes) lies in this block's shared memory (static or dynamic).
@@ -546,6 +588,25 @@ inline void cluster_release_if_complete(Cluster &c) {
                 w.at_cluster--;
                 push_ready(w, i);
             }
+        }
+    }
+}
+
+// Where a unit that had to stop was (the watchdog, or the host asking): the first of its
+// threads still running, in `res`.
+inline void name_running(const Cluster &c, SimResult *res) {
+    for (unsigned k = 0; k < c.size; ++k) {
+        const Worker &w = *c.cta[k];
+        for (unsigned i = 0; i < w.n; ++i) {
+            if (w.fibers[i].state == DONE) continue;
+            res->block[0] = w.block_idx.x;
+            res->block[1] = w.block_idx.y;
+            res->block[2] = w.block_idx.z;
+            res->has_thread = 1;
+            res->thread[0] = w.fibers[i].tid.x;
+            res->thread[1] = w.fibers[i].tid.y;
+            res->thread[2] = w.fibers[i].tid.z;
+            return;
         }
     }
 }
@@ -816,6 +877,9 @@ extern "C" SIM_UNINSTRUMENTED int sim_shared_access(const void *p, unsigned long
     return who && sim::bank_thread(c, p, who);
 }
 
+// A volatile access or an atomic, from the instrumentation's hooks: what a spin-wait repeats.
+extern "C" SIM_UNINSTRUMENTED void sim_poll(void) { sim::poll(); }
+
 // The race checker of global memory's view of the calling thread (sim_global.h).
 extern "C" SIM_UNINSTRUMENTED int sim_global_thread(SimGlobalThread *out) {
     const sim::Current c = sim::current();
@@ -982,20 +1046,26 @@ inline int tls_callback(struct dl_phdr_info *info, size_t, void *arg) {
 // access can read it (and this function is not instrumented).
 // Done once for the blocks of a cluster, whose dynamic shared memory lies in the first
 // block's buffer, `stride` bytes apart.
-SIM_UNINSTRUMENTED inline void poison_shared(Cluster &c, size_t stride, SimTraffic *traffic) {
+// The calling OS thread's instance of this module's TLS block: the __shared__ variables, the
+// runtime's two thread-locals and the traffic hooks' state of the unit running.
+SIM_UNINSTRUMENTED inline TlsBlock tls_block() {
     Dl_info self;
     std::pair<void *, TlsBlock> want{nullptr, {nullptr, 0}};
-    if (dladdr((void *)&poison_shared, &self)) {
+    if (dladdr((void *)&tls_block, &self)) {
         want.first = self.dli_fbase;
         dl_iterate_phdr(tls_callback, &want);
     }
+    return want.second;
+}
+
+SIM_UNINSTRUMENTED inline void poison_shared(const TlsBlock &tls, Cluster &c, size_t stride, SimTraffic *traffic) {
     Worker *saved_w = tl_worker;
-    if (want.second.data) memset(want.second.data, 0xFF, want.second.size);
+    if (tls.data) memset(tls.data, 0xFF, tls.size);
     tl_worker = saved_w;
     tl_fiber = nullptr;
     for (unsigned r = 0; r < c.size; ++r) {
-        c.cta[r]->static_smem = (char *)want.second.data;
-        c.cta[r]->static_smem_bytes = want.second.size;
+        c.cta[r]->static_smem = (char *)tls.data;
+        c.cta[r]->static_smem_bytes = tls.size;
     }
     Worker &first = *c.cta[0];
     if (first.dyn_cap) memset(first.dyn_alloc, 0xFF, first.dyn_cap);
@@ -1111,37 +1181,64 @@ inline bool release_block_barrier(Worker &w) {
     return true;
 }
 
-// Runs every fiber of the cluster's blocks to completion: each block's runnable fibers in
-// turn, block `first` first, until none can run; then a block whose threads all wait at
-// __syncthreads goes on, or TMA copies in flight land. With `run_ahead` a block also passes
-// its own __syncthreads before the next block runs, so that it gets ahead of its partners
-// (what it does to them before they are ready shows). Returns false on a deadlock.
-inline bool schedule(Cluster &c, unsigned first, bool run_ahead) {
-    for (unsigned r = 0; r < c.size; ++r)
-        for (unsigned k = 0; k < c.cta[r]->n; ++k) push_ready(*c.cta[r], c.cta[r]->order[k]);
+// Puts back in line the threads that yielded spinning; returns whether there were any.
+inline bool requeue_spinners(Cluster &c) {
+    bool any = false;
+    for (unsigned r = 0; r < c.size; ++r) {
+        Worker &w = *c.cta[r];
+        for (unsigned k = 0; k < w.n_spun; ++k) push_ready(w, w.spun[k]);
+        any |= w.n_spun != 0;
+        w.n_spun = 0;
+    }
+    return any;
+}
+
+enum Outcome { FINISHED, STALLED, DEADLOCK };
+
+// Runs the fibers of the cluster's blocks: each block's runnable fibers in turn, block
+// `c.first` first, until none can run; then a block whose threads all wait at __syncthreads
+// goes on, or TMA copies in flight land. With `c.run_ahead` a block also passes its own
+// __syncthreads before the next block runs, so that it gets ahead of its partners (what it
+// does to them before they are ready shows). FINISHED when every thread has exited; STALLED
+// after a round in which every thread that ran only spun (it waits for another unit: resuming
+// goes on where it stopped); DEADLOCK when nothing can run (the message written).
+inline Outcome schedule(Cluster &c) {
     for (;;) {
-        bool ran = false;
+        bool ran = false, progressed = false;
         for (unsigned j = 0; j < c.size; ++j) {
-            Worker &w = *c.cta[(first + j) % c.size];
+            Worker &w = *c.cta[(c.first + j) % c.size];
             tl_worker = &w;
             do {
                 while (w.head != w.tail) {
                     unsigned i = w.queue[w.head++ % kMaxThreads];
+                    const unsigned spun = w.n_spun;
                     tl_fiber = &w.fibers[i];
                     sim_ctx_switch(&w.sched_sp, w.fibers[i].sp);
                     hopper_switched(w);
                     ran = true;
+                    progressed |= w.n_spun == spun;
                 }
                 tl_fiber = nullptr;
-            } while (run_ahead && release_block_barrier(w));
+            } while (c.run_ahead && release_block_barrier(w));
         }
-        if (ran) continue;  // a block may have woken another's threads
+        if (ran) {
+            // A block may have woken another's threads, or a spinning thread another's.
+            if (requeue_spinners(c) && !progressed) {
+                bool landed = false;
+                for (unsigned r = 0; r < c.size; ++r) {
+                    tl_worker = c.cta[r];
+                    landed |= hopper_progress(*c.cta[r]);
+                }
+                if (!landed) return STALLED;
+            }
+            continue;
+        }
         bool finished = true, released = false;
         for (unsigned r = 0; r < c.size; ++r) {
             finished &= c.cta[r]->exited == c.cta[r]->n;
             released |= release_block_barrier(*c.cta[r]);
         }
-        if (finished) return true;
+        if (finished) return FINISHED;
         if (released) continue;
         bool landed = false;
         for (unsigned r = 0; r < c.size; ++r) {
@@ -1150,7 +1247,7 @@ inline bool schedule(Cluster &c, unsigned first, bool run_ahead) {
         }
         if (landed) continue;
         describe_deadlock(c);
-        return false;
+        return DEADLOCK;
     }
 }
 
@@ -1257,7 +1354,7 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
     w.grid_dim = dim3(l->grid[0], l->grid[1], l->grid[2]);
     w.block_idx = b;
     w.n = l->block[0] * l->block[1] * l->block[2];
-    w.head = w.tail = w.at_block = w.at_warp = w.exited = w.at_mbar = w.at_cluster = 0;
+    w.head = w.tail = w.at_block = w.at_warp = w.exited = w.at_mbar = w.at_cluster = w.n_spun = 0;
     w.bar_count[0] = w.bar_count[1] = 0;
     guard_stacks(w, w.n);
     for (unsigned i = 0; i < w.n; ++i) {
@@ -1268,7 +1365,7 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
         f.parity = f.bar_parity = 0;
         f.memo_seq = 0;
         f.cluster_arrived = false;
-        f.switches = f.quiet = 0;
+        f.switches = f.quiet = f.polls = 0;
         // Copies a thread of the previous block left pending are dropped, never completed.
         f.async = w.async_copies + (size_t)i * kMaxAsyncCopies;
         f.async_pending = f.async_groups = 0;
@@ -1293,9 +1390,143 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
 // After a launch: the idle workers' guard pages and touched stack pages given back.
 SIM_EXPORT void sim_trim(void) { sim::trim_pool(); }
 
-// Runs unit `unit` of a launch on the calling OS thread: the cluster of that number (linear,
-// x fastest, over the grid of clusters), or without __cluster_dims__ the block of that number.
-SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t unit, uint64_t seed, SimResult *res) {
+namespace sim {
+
+// A unit (a cluster, or a block) that has started on this OS thread and not finished.
+struct Resident {
+    Cluster c;
+    char *image;      // its part of the TLS block while another unit's is loaded
+    unsigned stalls;  // its turns in a row that ended with only spinning threads
+};
+
+// What one OS thread runs of a launch: its units side by side (one, unless they spin).
+struct Runner {
+    const SimLaunch *l;
+    SimResult *res;
+    TlsBlock tls;
+    size_t stride;  // between the dynamic shared memory of a cluster's blocks
+    unsigned count, max;
+    Resident *units[kMaxResident];
+    Resident *loaded;  // the unit whose state the TLS block holds (null: none worth keeping)
+    int watchdog;
+    sigjmp_buf jmp;
+};
+
+// Makes `r`'s __shared__ variables and traffic state the TLS block's, keeping the loaded
+// unit's aside: all units of an OS thread share its one TLS block. The runtime's own two
+// thread-locals stay as they are.
+SIM_UNINSTRUMENTED inline bool load_unit(Runner &run, Resident *r) {
+    if (run.loaded == r) return true;
+    Resident *out = run.loaded;
+    if (out && !out->image && !(out->image = (char *)malloc(run.tls.size))) return false;
+    Worker *w = tl_worker;
+    Fiber *f = tl_fiber;
+    if (out) memcpy(out->image, run.tls.data, run.tls.size);
+    if (r->image) memcpy(run.tls.data, r->image, run.tls.size);
+    tl_worker = w;
+    tl_fiber = f;
+    run.loaded = r;
+    return true;
+}
+
+// Gives a unit's workers back to the pool and frees what it held.
+inline void free_unit(Runner &run, Resident *r) {
+    tl_worker = nullptr;
+    tl_fiber = nullptr;
+    for (unsigned i = 0; i < r->c.size; ++i) release_worker(r->c.cta[i]);
+    free(r->image);
+    if (run.loaded == r) run.loaded = nullptr;
+    delete r;
+}
+
+// Ends the run of every unit: the loaded one's traffic counted, each unit's workers back in
+// the pool. The traffic hooks' state of the others, kept in their images, is flushed too.
+inline void release_units(Runner &run) {
+    tl_worker = nullptr;
+    tl_fiber = nullptr;
+    for (unsigned k = 0; k < run.count; ++k) {
+        Resident *r = run.units[k];
+#ifdef SIM_INSTRUMENTED
+        if (run.loaded == r || (r->image && load_unit(run, r))) sim_traffic_flush();
+#endif
+        free_unit(run, r);
+    }
+    run.count = 0;
+}
+
+inline int run_failed(Runner &run, const char *what) {
+    snprintf(run.res->message, sizeof run.res->message, "%s: %s", run.l->kernel, what);
+    release_units(run);
+    return run.res->code = SIM_ERROR;
+}
+
+// Starts unit `unit` (linear, x fastest, over the grid of clusters): its workers, its
+// poisoned shared memory, its threads ready to run.
+inline int start_unit(Runner &run, uint64_t unit, uint64_t seed) {
+    const SimLaunch *l = run.l;
+    const unsigned *cd = l->cluster;
+    const unsigned size = cd[0] * cd[1] * cd[2];
+    tl_worker = nullptr;
+    Resident *r = new (std::nothrow) Resident{};
+    if (!r) return run_failed(run, "out of memory for a block");
+    Cluster &c = r->c;
+    c.size = size;
+    for (unsigned k = 0; k < size; ++k) {
+        c.cta[k] = acquire_worker();
+        if (!c.cta[k] || (k == 0 && !ensure_dyn_smem(*c.cta[0], run.stride * (size - 1) + l->dynamic_smem))) {
+            for (unsigned i = 0; i <= k; ++i)
+                if (c.cta[i]) release_worker(c.cta[i]);
+            delete r;
+            return run_failed(run, "out of memory for fiber stacks");
+        }
+        c.cta[k]->cluster = &c;
+        c.cta[k]->rank = k;
+        c.cta[k]->launch = l;
+        c.cta[k]->result = run.res;
+        c.cta[k]->dyn_smem = c.cta[0]->dyn_alloc ? c.cta[0]->dyn_alloc + k * run.stride : nullptr;
+    }
+    c.jmp = &run.jmp;
+    c.watchdog = run.watchdog;
+    run.units[run.count++] = r;
+    if (!load_unit(run, r)) return run_failed(run, "out of memory for a block's shared memory");
+    tl_worker = c.cta[0];
+    poison_shared(run.tls, c, run.stride, l->traffic);
+    const unsigned gcx = l->grid[0] / cd[0], gcy = l->grid[1] / cd[1];
+    const unsigned ux = (unsigned)(unit % gcx), uy = (unsigned)(unit / gcx % gcy), uz = (unsigned)(unit / gcx / gcy);
+    for (unsigned k = 0; k < size; ++k) {
+        uint3 b{ux * cd[0] + k % cd[0], uy * cd[1] + k / cd[0] % cd[1], uz * cd[2] + k / cd[0] / cd[1]};
+        tl_worker = c.cta[k];
+        start_block(*c.cta[k], l, b, k == 0 ? seed : mix(seed + k), run.res);
+    }
+    const uint64_t pick = mix(seed ^ 0xC1);
+    c.first = (unsigned)(pick % size);
+    c.run_ahead = size > 1 && (pick >> 32) % 2;
+    for (unsigned k = 0; k < size; ++k)
+        for (unsigned i = 0; i < c.cta[k]->n; ++i) push_ready(*c.cta[k], c.cta[k]->order[i]);
+    return SIM_OK;
+}
+
+// The unit at `k`, the loaded one, has finished: its traffic counted, its workers back in
+// the pool; what the TLS block holds is of no unit now.
+inline void finish_unit(Runner &run, unsigned k) {
+#ifdef SIM_INSTRUMENTED
+    sim_traffic_flush();
+#endif
+    free_unit(run, run.units[k]);
+    run.units[k] = run.units[--run.count];
+}
+
+}  // namespace sim
+
+// Runs units of a launch on the calling OS thread, as `next` hands them out, until none is
+// left: a unit is a cluster of blocks with __cluster_dims__, else one block. One unit runs
+// at a time, to its end, unless its threads only spin (they wait for another unit: a flag
+// between blocks, a split-K semaphore); then the next unit starts beside it, up to
+// `max_resident` of them, and the units take turns. The host's `watchdog` signal, which ends
+// the run from wherever a thread is, is let through only while threads run: the
+// bookkeeping between (the pool's lock, the TLS block's images) is never cut off halfway.
+SIM_EXPORT int sim_run_units(const SimLaunch *l, SimNextUnit next, void *ctx, unsigned max_resident, int watchdog,
+                             SimResult *res) {
     using namespace sim;
     memset(res, 0, sizeof *res);
     unsigned n = l->block[0] * l->block[1] * l->block[2];
@@ -1312,56 +1543,85 @@ SIM_EXPORT int sim_run_block(const SimLaunch *l, uint64_t unit, uint64_t seed, S
                  cd[0], cd[1], cd[2], l->grid[0], l->grid[1], l->grid[2], kMaxCluster);
         return res->code = SIM_ERROR;
     }
-    Cluster c;
-    c.size = size;
-    c.phase = 0;
-    const size_t stride = ((size_t)l->dynamic_smem + 1023) & ~(size_t)1023;
-    for (unsigned r = 0; r < size; ++r) {
-        c.cta[r] = acquire_worker();
-        if (!c.cta[r] || (r == 0 && !ensure_dyn_smem(*c.cta[0], stride * (size - 1) + l->dynamic_smem))) {
-            for (unsigned k = 0; k <= r; ++k)
-                if (c.cta[k]) release_worker(c.cta[k]);
-            snprintf(res->message, sizeof res->message, "%s: out of memory for fiber stacks", l->kernel);
-            return res->code = SIM_ERROR;
-        }
-        c.cta[r]->cluster = &c;
-        c.cta[r]->rank = r;
-        c.cta[r]->launch = l;
-        c.cta[r]->result = res;
-        c.cta[r]->dyn_smem = c.cta[0]->dyn_alloc ? c.cta[0]->dyn_alloc + r * stride : nullptr;
+    // On the heap, and reached through a pointer that never changes: after a fault's
+    // siglongjmp, what the loop changed is read from memory.
+    Runner *const run = new (std::nothrow) Runner{};
+    if (!run) {
+        snprintf(res->message, sizeof res->message, "%s: out of memory", l->kernel);
+        return res->code = SIM_ERROR;
     }
-    tl_worker = c.cta[0];
-    // A fault in the kernel (caught by the host's SIGSEGV handler) comes back here with 1,
-    // a misuse the emulation detected (sim::fail, the message already written) with 2.
-    if (int why = sigsetjmp(c.jmp, 1)) {
-#ifdef SIM_INSTRUMENTED
-        sim_traffic_flush();  // forgets the launch, which ends here
-#endif
-        tl_fiber = nullptr;
-        tl_worker = nullptr;
-        for (unsigned r = 0; r < c.size; ++r) release_worker(c.cta[r]);
+    run->l = l;
+    run->res = res;
+    // A module's TLS block is allocated in a thread at its first use there: before it is
+    // looked up, a use.
+    tl_worker = nullptr;
+    tl_fiber = nullptr;
+    run->tls = tls_block();
+    run->stride = ((size_t)l->dynamic_smem + 1023) & ~(size_t)1023;
+    run->max = max_resident < 1 ? 1 : max_resident > kMaxResident ? kMaxResident : max_resident;
+    run->watchdog = watchdog;
+    sigset_t threads_only, before;
+    sigemptyset(&threads_only);
+    sigaddset(&threads_only, watchdog);
+    pthread_sigmask(SIG_BLOCK, &threads_only, &before);
+    // A fault in the kernel (caught by the host's SIGSEGV handler, or the watchdog's signal)
+    // comes back here with 1, the watchdog blocked again, a misuse the emulation detected
+    // (sim::fail, the message already written) with 2.
+    if (int why = sigsetjmp(run->jmp, 1)) {
+        release_units(*run);
+        delete run;
+        pthread_sigmask(SIG_SETMASK, &before, nullptr);
         return res->code = why == 2 ? SIM_ERROR : SIM_FAULT;
     }
-    poison_shared(c, stride, l->traffic);
-    const unsigned gcx = l->grid[0] / cd[0], gcy = l->grid[1] / cd[1];
-    const unsigned ux = (unsigned)(unit % gcx), uy = (unsigned)(unit / gcx % gcy), uz = (unsigned)(unit / gcx / gcy);
-    for (unsigned r = 0; r < size; ++r) {
-        uint3 b{ux * cd[0] + r % cd[0], uy * cd[1] + r / cd[0] % cd[1], uz * cd[2] + r / cd[0] / cd[1]};
-        tl_worker = c.cta[r];
-        start_block(*c.cta[r], l, b, r == 0 ? seed : mix(seed + r), res);
+    int code = SIM_OK;
+    uint64_t unit, seed;
+    for (unsigned k = 0;;) {
+        if (run->count == 0) {
+            int got = next(ctx, 1, &unit, &seed);
+            if (got == 0) break;
+            if (got < 0 || (code = start_unit(*run, unit, seed)) != SIM_OK) break;
+            k = 0;
+        }
+        Resident *r = run->units[k];
+        if (!load_unit(*run, r)) {
+            code = run_failed(*run, "out of memory for a block's shared memory");
+            break;
+        }
+        pthread_sigmask(SIG_UNBLOCK, &threads_only, nullptr);
+        Outcome o = schedule(r->c);
+        pthread_sigmask(SIG_BLOCK, &threads_only, nullptr);
+        if (o == DEADLOCK) {
+            code = SIM_ERROR;
+            break;
+        }
+        if (o == FINISHED) {
+            finish_unit(*run, k);
+            if (k >= run->count) k = 0;
+            continue;
+        }
+        if (++r->stalls < kStallRounds) continue;
+        r->stalls = 0;
+        int got = next(ctx, run->count < run->max, &unit, &seed);
+        if (got < 0) {
+            name_running(r->c, res);
+            code = SIM_STOPPED;
+            break;
+        }
+        if (got > 0) {
+            if ((code = start_unit(*run, unit, seed)) != SIM_OK) break;
+            k = run->count - 1;
+        } else {
+            k = (k + 1) % run->count;
+        }
     }
-    const uint64_t pick = mix(seed ^ 0xC1);
-    int code = schedule(c, (unsigned)(pick % size), size > 1 && (pick >> 32) % 2) ? SIM_OK : SIM_ERROR;
-#ifdef SIM_INSTRUMENTED
-    sim_traffic_flush();
-#endif
-    tl_worker = nullptr;
-    for (unsigned r = 0; r < c.size; ++r) release_worker(c.cta[r]);
+    release_units(*run);
+    delete run;
+    pthread_sigmask(SIG_SETMASK, &before, nullptr);
     return res->code = code;
 }
 
 // Called by the host's signal handler on the alternate stack when the calling thread faults
-// inside sim_run_block: records where and unwinds to sim_run_block.
+// inside sim_run_units: records where and unwinds to sim_run_units.
 SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write) {
     using namespace sim;
     Worker *w = tl_worker;
@@ -1378,6 +1638,8 @@ SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write) {
         r->thread[0] = f->tid.x;
         r->thread[1] = f->tid.y;
         r->thread[2] = f->tid.z;
+    } else if (sig == w->cluster->watchdog) {
+        name_running(*w->cluster, r);  // between two of its threads: one still running
     }
-    siglongjmp(w->cluster->jmp, 1);
+    siglongjmp(*w->cluster->jmp, 1);
 }

@@ -564,14 +564,19 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
 // acquire patterns as atomics do; in shared memory a plain one, since the warp-synchronous
 // code that uses volatile there gets wrong results without a __syncwarp() on Volta and later.
 inline void volatile_access(const void *p, uint64_t bytes, bool write, const void *pc) {
+    sim_poll();
     const Block &b = block;
     const uintptr_t a = (uintptr_t)p;
     const bool shared = a - b.static_lo < b.static_bytes || a - b.dynamic_lo < b.dynamic_bytes;
     access(p, bytes, write, !shared, pc);
 }
 
-// Atomic accesses (counted, never race-checked), then plain ones.
-inline void load(const void *p, uint64_t bytes) { access(p, bytes, false, true); }
+// Atomic accesses (counted, never race-checked; each a poll of a spin-wait, as volatile ones
+// are), then plain ones.
+inline void load(const void *p, uint64_t bytes) {
+    sim_poll();
+    access(p, bytes, false, true);
+}
 inline void store(const void *p, uint64_t bytes) { access(p, bytes, true, true); }
 inline void read(const void *p, uint64_t bytes, const void *pc = nullptr) { access(p, bytes, false, false, pc); }
 inline void write(const void *p, uint64_t bytes, const void *pc = nullptr) { access(p, bytes, true, false, pc); }

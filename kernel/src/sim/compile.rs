@@ -3,7 +3,7 @@
 //! compiler against the emulation headers (embedded, so a carried test binary works anywhere)
 //! and caching the result.
 
-use super::ffi::{FaultHook, GlobalBegin, GlobalEnd, RunBlock, SimKernel, Thunk, Trim};
+use super::ffi::{FaultHook, GlobalBegin, GlobalEnd, RunUnits, SimKernel, Thunk, Trim};
 use super::inline_asm;
 use crate::contract::Unsupported;
 use crate::cuda::headers;
@@ -727,7 +727,7 @@ pub struct Entry {
 /// A loaded kernel module.
 pub struct Module {
     pub entries: HashMap<String, Entry>,
-    pub run_block: RunBlock,
+    pub run_units: RunUnits,
     pub fault: FaultHook,
     pub trim: Trim,
     /// The race checker of global memory's setup and teardown around a launch (instrumented
@@ -758,7 +758,7 @@ impl Module {
         let lib = unsafe { libloading::Library::new(path) }.map_err(err)?;
         // SAFETY: the symbols have the types sim_runtime.h declares.
         unsafe {
-            let run_block = *lib.get::<RunBlock>(b"sim_run_block\0").map_err(err)?;
+            let run_units = *lib.get::<RunUnits>(b"sim_run_units\0").map_err(err)?;
             let fault = *lib.get::<FaultHook>(b"sim_fault\0").map_err(err)?;
             let trim = *lib.get::<Trim>(b"sim_trim\0").map_err(err)?;
             let global = match (
@@ -790,7 +790,7 @@ impl Module {
             }
             Ok(Self {
                 entries,
-                run_block,
+                run_units,
                 fault,
                 trim,
                 global,

@@ -133,6 +133,8 @@ impl SimResult {
 
 pub const SIM_OK: i32 = 0;
 pub const SIM_FAULT: i32 = 2;
+/// The OS thread stopped because the host asked it to (another unit failed, or time ran out).
+pub const SIM_STOPPED: i32 = 3;
 
 /// `SimKernel`: an entry of the module's `sim_kernels` table (ends with a null name).
 #[repr(C)]
@@ -144,10 +146,19 @@ pub struct SimKernel {
 }
 
 pub type Thunk = unsafe extern "C" fn(args: *mut *mut c_void);
-pub type RunBlock = unsafe extern "C" fn(
+/// `SimNextUnit`: the next unit to run and its schedule seed (`want` 1; returns 1, or 0 when
+/// none is left), or only whether to stop (`want` 0); -1 says stop.
+pub type NextUnit =
+    unsafe extern "C" fn(ctx: *mut c_void, want: i32, unit: *mut u64, seed: *mut u64) -> i32;
+/// `sim_run_units`: runs units on the calling OS thread as `next` hands them out, up to
+/// `max_resident` side by side when they spin; the `watchdog` signal is let through only
+/// while the kernel's threads run.
+pub type RunUnits = unsafe extern "C" fn(
     launch: *const SimLaunch,
-    block: u64,
-    seed: u64,
+    next: NextUnit,
+    ctx: *mut c_void,
+    max_resident: u32,
+    watchdog: i32,
     out: *mut SimResult,
 ) -> i32;
 pub type FaultHook = unsafe extern "C" fn(sig: i32, addr: u64, is_write: i32);

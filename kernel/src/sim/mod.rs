@@ -31,7 +31,7 @@ use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Fill, Launch, Step};
 use crate::tma::TensorMap;
 use crate::workload::Shape;
 use compile::Module;
-use ffi::{SIM_FAULT, SIM_OK, SimLaunch, SimResult, SimTraffic, Thunk, TrafficBuffer};
+use ffi::{SIM_FAULT, SIM_OK, SIM_STOPPED, SimLaunch, SimResult, SimTraffic, Thunk, TrafficBuffer};
 use memory::{GuardedBuf, Placement};
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
@@ -244,6 +244,26 @@ fn check_sample(plan: &CudaPlan, n: usize) -> Result<(), Unsupported> {
         return Err(Unsupported(format!(
             "--sim-blocks {n}: the kernel's source uses {a}, whose result may need every one \
              of its {big} blocks; run it without --sim-blocks"
+        )));
+    }
+    let wait = plan.sources().into_iter().find_map(|s| {
+        let code = compile::strip_comments(&s.code);
+        let cxx_volatile = code.match_indices("volatile").any(|(i, _)| {
+            let before = code[..i].trim_end();
+            !(before.ends_with("asm") || before.ends_with("__asm__") || before.ends_with("__asm"))
+        });
+        if cxx_volatile {
+            return Some("volatile");
+        }
+        [".acquire", "ld.volatile", "ld.relaxed", "__nanosleep"]
+            .into_iter()
+            .find(|w| code.contains(w))
+    });
+    if let Some(w) = wait {
+        return Err(Unsupported(format!(
+            "--sim-blocks {n}: the kernel's source uses {w}, as a block waiting for another \
+             does, and a sample of its {big} blocks may leave out the block it waits for; run \
+             it without --sim-blocks"
         )));
     }
     Ok(())
@@ -769,41 +789,61 @@ impl<'a> SimRun<'a> {
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
         let failure: Mutex<Option<SimResult>> = Mutex::new(None);
+        // Where a thread that stopped when asked was (its spinning thread).
+        let stopped: Mutex<Option<SimResult>> = Mutex::new(None);
         let shared = SharedLaunch(&launch);
-        let run_block = r.module.run_block;
+        let run_units = r.module.run_units;
         let hook = r.module.fault;
         let workers = self.dev.threads.min(order.len()).max(1);
+        let per_unit_threads = l.block.iter().product::<u32>() as usize * per_unit as usize;
+        let resident = resident_units(per_unit_threads, workers);
+        let feed = UnitFeed {
+            next: &next,
+            order: &order,
+            stop: &stop,
+            seed,
+        };
         // The watchdog's view of the workers: the pthread of each one still in its loop (a
         // worker leaves it under the lock, so a signal never reaches a finished thread).
         let running: Mutex<Vec<Option<libc::pthread_t>>> = Mutex::new(vec![None; workers]);
         let done = std::sync::Condvar::new();
+        let mut timed_out = false;
         std::thread::scope(|scope| {
             for slot in 0..workers {
-                let (next, stop, failure, shared, order, running, done) =
-                    (&next, &stop, &failure, &shared, &order, &running, &done);
+                let (failure, stopped, shared, feed, running, done) =
+                    (&failure, &stopped, &shared, &feed, &running, &done);
                 scope.spawn(move || {
                     let _armed = fault::Armed::new(hook);
                     // SAFETY: pthread_self has no preconditions.
                     lock(running)[slot] = Some(unsafe { libc::pthread_self() });
-                    let launch = shared.get();
-                    while !stop.load(Ordering::Relaxed) {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some(&unit) = order.get(i) else { break };
-                        let mut res = SimResult::default();
-                        // SAFETY: `launch` points to live arguments and buffers for the whole
-                        // scope; the module was built from our headers.
-                        let rc = unsafe { run_block(launch, unit, mix(seed ^ unit), &mut res) };
-                        if rc != SIM_OK {
-                            stop.store(true, Ordering::Relaxed);
-                            lock(failure).get_or_insert(res);
-                            break;
-                        }
+                    let mut res = SimResult::default();
+                    let ctx = std::ptr::from_ref(feed).cast_mut().cast::<c_void>();
+                    // SAFETY: `launch` points to live arguments and buffers for the whole
+                    // scope, `ctx` to the feed `next_unit` reads; the module was built from
+                    // our headers.
+                    let rc = unsafe {
+                        run_units(
+                            shared.get(),
+                            next_unit,
+                            ctx,
+                            resident,
+                            fault::WATCHDOG,
+                            &mut res,
+                        )
+                    };
+                    if rc == SIM_STOPPED && res.has_thread != 0 {
+                        lock(stopped).get_or_insert(res);
+                    } else if rc != SIM_OK && rc != SIM_STOPPED {
+                        feed.stop.store(true, Ordering::Relaxed);
+                        lock(failure).get_or_insert(res);
                     }
                     lock(running)[slot] = None;
                     done.notify_all();
                 });
             }
-            // The watchdog: past the limit, every worker still in a block is stopped there.
+            // The watchdog: past the limit, every worker still running is stopped, and sent
+            // the signal again until it has left (one that arrives between two units, where
+            // it is dropped, would leave a unit that never polls running).
             let deadline = Instant::now() + self.dev.timeout;
             let mut alive = lock(&running);
             loop {
@@ -812,16 +852,21 @@ impl<'a> SimRun<'a> {
                 }
                 let now = Instant::now();
                 if now >= deadline {
+                    timed_out = true;
                     stop.store(true, Ordering::Relaxed);
                     for tid in alive.iter().flatten() {
                         // SAFETY: the thread is alive: it clears its slot under this lock
                         // before it ends.
                         unsafe { libc::pthread_kill(*tid, fault::WATCHDOG) };
                     }
-                    break;
                 }
+                let wait = if timed_out {
+                    Duration::from_millis(100)
+                } else {
+                    (deadline - now).min(Duration::from_millis(100))
+                };
                 alive = done
-                    .wait_timeout(alive, (deadline - now).min(Duration::from_millis(100)))
+                    .wait_timeout(alive, wait)
                     .unwrap_or_else(|p| p.into_inner())
                     .0;
             }
@@ -831,17 +876,35 @@ impl<'a> SimRun<'a> {
         // far from the limit on mappings.
         // SAFETY: a function of the loaded module with no arguments; it takes the pool's lock.
         unsafe { (r.module.trim)() };
+        // Blocks beyond those in flight start only as others finish: one can wait for
+        // another only if both fit.
+        let in_flight = resident as usize * workers * per_unit as usize;
+        let residency = if blocks > in_flight {
+            format!(
+                "; a block can wait only for blocks in flight beside it, and the simulator keeps \
+                 up to {in_flight} in flight at once"
+            )
+        } else {
+            String::new()
+        };
+        let timeout = |who: &str| {
+            DeviceError::Sim(format!(
+                "{}: kernel did not finish: {who} still running after {:.0} s (a loop that never \
+                 ends, such as a spin wait no other thread can satisfy{residency}; the limit is \
+                 LAB_SIM_TIMEOUT_S)",
+                shown_name(l),
+                self.dev.timeout.as_secs_f64(),
+            ))
+        };
         match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            None if timed_out => Err(timeout(
+                &lock(&stopped)
+                    .as_ref()
+                    .map_or_else(|| "a block".to_string(), who),
+            )),
             None => Ok(ran),
             Some(res) if res.code == SIM_FAULT && res.signal == fault::WATCHDOG => {
-                Err(DeviceError::Sim(format!(
-                    "{}: kernel did not finish: {} still running after {:.0} s (a loop that \
-                     never ends, such as a spin wait no other thread can satisfy; the limit is \
-                     LAB_SIM_TIMEOUT_S)",
-                    shown_name(l),
-                    who(&res),
-                    self.dev.timeout.as_secs_f64()
-                )))
+                Err(timeout(&who(&res)))
             }
             Some(res) if res.code == SIM_FAULT => {
                 Err(DeviceError::Sim(self.describe_fault(l, &res)))
@@ -939,6 +1002,47 @@ fn check_tensor_map(
     m.encoding(dtype)?;
     m.fits(len)?;
     Ok(())
+}
+
+/// Threads whose blocks the simulator keeps in flight at once over all its OS threads when
+/// blocks spin waiting for others. Each resident thread's stack has a guard page, which costs
+/// two of the process's memory mappings (vm.max_map_count, 65530 by default).
+const RESIDENT_THREADS: usize = 16384;
+
+/// How many units (of `unit_threads` threads each) one of `workers` OS threads may run side
+/// by side.
+fn resident_units(unit_threads: usize, workers: usize) -> u32 {
+    (RESIDENT_THREADS / (unit_threads.max(1) * workers.max(1))).clamp(1, 64) as u32
+}
+
+/// What the worker threads take their units from: the shuffled order, the next index in it,
+/// and whether to stop.
+struct UnitFeed<'a> {
+    next: &'a AtomicUsize,
+    order: &'a [u64],
+    stop: &'a AtomicBool,
+    seed: u64,
+}
+
+/// `SimNextUnit` over a [`UnitFeed`].
+unsafe extern "C" fn next_unit(ctx: *mut c_void, want: i32, unit: *mut u64, seed: *mut u64) -> i32 {
+    // SAFETY: `ctx` is the feed the launch's scope holds for as long as its threads run.
+    let feed = unsafe { &*ctx.cast::<UnitFeed>() };
+    if feed.stop.load(Ordering::Relaxed) {
+        return -1;
+    }
+    if want == 0 {
+        return 0;
+    }
+    let Some(&u) = feed.order.get(feed.next.fetch_add(1, Ordering::Relaxed)) else {
+        return 0;
+    };
+    // SAFETY: the runtime passes pointers to two locals.
+    unsafe {
+        *unit = u;
+        *seed = mix(feed.seed ^ u);
+    }
+    1
 }
 
 /// The launch description, shared read-only by the worker threads.

@@ -1,0 +1,243 @@
+//! Threads that wait for other threads by spinning on memory: blocks chained by a flag (as
+//! volatile accesses, and as inline PTX's acquire and release with `__nanosleep` between
+//! tries, the form of CUTLASS's split-K semaphore), a warp waiting for another warp of its
+//! block, a lock taken with atomicCAS whose holder yields inside it. The simulator switches
+//! threads only at synchronizations, so the waits hung before it noticed spinning; each must
+//! now finish with the right result and pass the race checker, under several block orders,
+//! and the lock must still exclude. A wait no thread
+//! ever satisfies must end at the time limit, naming the spinning thread, and a fault in the
+//! block others wait for must end the run promptly with the fault.
+
+use kernel::sim::SimDevice;
+use kernel::testing::{PlanKernel, gemm_launch, inputs};
+use kernel::{CudaPlan, DeviceError, Executor, Shape};
+use std::time::{Duration, Instant};
+
+const KERNELS: &str = r#"
+// Block b waits until block b - 1 has stored the running total of A[0..b) in C[b - 1] and
+// raised its flag (C[64 + b - 1], as bits), then stores the total of A[0..b] and raises its own.
+__device__ void chain_volatile_step(const float *A, float *C) {
+    volatile unsigned *flag = (volatile unsigned *)(C + 64);
+    const unsigned b = blockIdx.x;
+    if (threadIdx.x != 0) return;
+    float before = 0.f;
+    if (b > 0) {
+        while (flag[b - 1] == 0) {
+        }
+        __threadfence();
+        before = C[b - 1];
+    }
+    C[b] = before + A[b];
+    __threadfence();
+    flag[b] = 1;
+}
+extern "C" __global__ void chain_volatile(const float *A, const float *B, float *C, int M, int N, int K) {
+    chain_volatile_step(A, C);
+}
+
+// The same chain with CUTLASS's semaphore instructions: ld.acquire.gpu in a loop that sleeps
+// between tries, st.release.gpu to signal. Each block also fills a __shared__ array before it
+// waits and reads it back after: blocks that run side by side on one OS thread must each keep
+// their own (mismatches are counted in C[200], as bits).
+__device__ unsigned load_acquire(const unsigned *p) {
+    unsigned v;
+    asm volatile("ld.global.acquire.gpu.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ void store_release(unsigned *p, unsigned v) {
+    asm volatile("st.global.release.gpu.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
+}
+extern "C" __global__ void chain_acquire(const float *A, const float *B, float *C, int M, int N, int K) {
+    unsigned *flag = (unsigned *)(C + 64);
+    const unsigned b = blockIdx.x, t = threadIdx.x;
+    __shared__ float before;
+    __shared__ unsigned tag[64];
+    tag[t] = b * 64 + t;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        before = 0.f;
+        if (b > 0) {
+            while (load_acquire(&flag[b - 1]) == 0) __nanosleep(40);
+            before = C[b - 1];
+        }
+    }
+    __syncthreads();
+    if (tag[(t + 1) % 64] != b * 64 + (t + 1) % 64) atomicAdd((unsigned *)(C + 200), 1u);
+    if (threadIdx.x == 0) {
+        C[b] = before + A[b];
+        store_release(&flag[b], 1);
+    }
+}
+
+// Every block adds its input into C[0] under a lock (C[1], as bits) taken with atomicCAS. The
+// holder also counts to 200 on an atomic (C[2]) inside the lock: it yields there as a spinning
+// thread does, so the others find the lock taken and must wait for it.
+extern "C" __global__ void locked_sum(const float *A, const float *B, float *C, int M, int N, int K) {
+    unsigned *lock = (unsigned *)(C + 1), *ticks = (unsigned *)(C + 2);
+    if (threadIdx.x != 0) return;
+    while (atomicCAS(lock, 0u, 1u) != 0u) {
+    }
+    __threadfence();
+    const float before = C[0];
+    for (int i = 0; i < 200; ++i) atomicAdd(ticks, 1u);
+    C[0] = before + A[blockIdx.x];
+    __threadfence();
+    atomicExch(lock, 0u);
+}
+
+// Warp 1 waits for warp 0 of its block to raise a flag in global memory (C[2], as bits), with
+// no barrier between them; then each of its lanes counts itself in C[3].
+extern "C" __global__ void warp_waits_for_warp(const float *A, const float *B, float *C, int M, int N, int K) {
+    unsigned *flag = (unsigned *)(C + 2), *count = (unsigned *)(C + 3);
+    if (blockIdx.x != 0) return;
+    if (threadIdx.x / 32 == 1) {
+        while (atomicAdd(flag, 0u) == 0u) {
+        }
+        atomicAdd(count, 1u);
+    } else if (threadIdx.x == 0) {
+        atomicExch(flag, 1u);
+    }
+}
+
+// Block 0 never raises its flag: every other block waits forever.
+extern "C" __global__ void never_raised(const float *A, const float *B, float *C, int M, int N, int K) {
+    volatile unsigned *flag = (volatile unsigned *)(C + 64);
+    if (threadIdx.x == 0 && blockIdx.x > 0)
+        while (flag[0] == 0) {
+        }
+}
+
+// Block 0 faults before it raises the flag the others wait for.
+extern "C" __global__ void fault_before_raising(const float *A, const float *B, float *C, int M, int N, int K) {
+    volatile unsigned *flag = (volatile unsigned *)(C + 64);
+    if (threadIdx.x != 0) return;
+    if (blockIdx.x == 0) {
+        C[M * N + 8] = 1.f;
+        flag[0] = 1;
+    } else {
+        while (flag[0] == 0) {
+        }
+    }
+}
+"#;
+
+const DIMS: (usize, usize, usize) = (64, 64, 64);
+
+fn plan(entry: &str, blocks: u32) -> CudaPlan {
+    gemm_launch(
+        "tests/spin_waits.cu",
+        KERNELS,
+        entry,
+        [blocks, 1, 1],
+        [64, 1, 1],
+        DIMS,
+    )
+}
+
+/// Runs `entry` with `blocks` blocks of 64 threads on random 64^3 GEMM inputs in the
+/// instrumented simulator with schedule `seed`: the output, and the first input.
+fn run(
+    entry: &str,
+    blocks: u32,
+    seed: u64,
+    limit: Duration,
+) -> Result<(Vec<f32>, Vec<f32>), DeviceError> {
+    let dev = SimDevice::new()?
+        .instrumented()
+        .with_seed(seed)
+        .with_timeout(limit);
+    let shape = Shape::gemm(DIMS.0, DIMS.1, DIMS.2);
+    let x = inputs(&shape, 5);
+    let kernel = PlanKernel::fp32(plan(entry, blocks));
+    let mut p = dev.prepare(&kernel, &shape, &x)?;
+    p.run()?;
+    Ok((p.output()?, x[0].clone()))
+}
+
+/// A limit no passing run comes near: a regression fails instead of hanging the suite.
+const GENEROUS: Duration = Duration::from_secs(120);
+
+#[test]
+fn blocks_chained_by_a_flag_run_in_order_of_the_chain() {
+    for entry in ["chain_volatile", "chain_acquire"] {
+        for seed in 0..4 {
+            let (out, a) =
+                run(entry, 16, seed, GENEROUS).unwrap_or_else(|e| panic!("{entry}: {e}"));
+            let mut total = 0f32;
+            for b in 0..16 {
+                total += a[b];
+                assert_eq!(out[b], total, "{entry}, seed {seed}: block {b}");
+            }
+            assert_eq!(
+                out[200], 0.0,
+                "{entry}, seed {seed}: a block's __shared__ array changed"
+            );
+        }
+    }
+}
+
+#[test]
+fn blocks_taking_a_lock_in_turn_all_add_their_part() {
+    for seed in 0..4 {
+        let (out, a) = run("locked_sum", 24, seed, GENEROUS).unwrap();
+        let want: f64 = a[..24].iter().map(|&v| f64::from(v)).sum();
+        assert!(
+            (f64::from(out[0]) - want).abs() <= 1e-5 * want.abs().max(1.0),
+            "seed {seed}: {} against {want}",
+            out[0]
+        );
+        assert_eq!(out[1], 0.0, "the lock is free at the end");
+        assert_eq!(out[2].to_bits(), 24 * 200);
+    }
+}
+
+#[test]
+fn a_warp_waiting_for_another_warp_of_its_block_goes_on_once_it_signals() {
+    for seed in 0..4 {
+        let (out, _) = run("warp_waits_for_warp", 1, seed, GENEROUS).unwrap();
+        assert_eq!(
+            out[3].to_bits(),
+            32,
+            "seed {seed}: every lane of warp 1 went on"
+        );
+    }
+}
+
+#[test]
+fn a_wait_nothing_satisfies_ends_at_the_time_limit_naming_a_waiting_thread() {
+    let limit = Duration::from_secs(2);
+    let start = Instant::now();
+    let e = run("never_raised", 8, 0, limit)
+        .map(|_| ())
+        .expect_err("the launch cannot finish")
+        .to_string();
+    assert!(
+        e.contains("kernel did not finish") && e.contains("still running after 2 s"),
+        "{e}"
+    );
+    assert!(e.contains("thread (0,0,0) of block ("), "{e}");
+    // Two passes of the plan may each run to the limit; nothing waits much beyond it.
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_fault_in_the_block_others_wait_for_ends_the_run_with_the_fault() {
+    let start = Instant::now();
+    let e = run("fault_before_raising", 8, 1, GENEROUS)
+        .map(|_| ())
+        .expect_err("block 0 faults")
+        .to_string();
+    assert!(
+        e.contains("out-of-bounds write") && e.contains("of block (0,0,0)"),
+        "{e}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+}
