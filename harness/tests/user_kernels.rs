@@ -21,6 +21,10 @@ const ATTENTION_EXAMPLE: &str = "examples/attention_rows.cu:attention_rows<32,64
 /// Guarded loads and stores, shared-memory vectors and FMAs as inline PTX.
 const GUARDED_PTX_EXAMPLE: &str =
     "examples/sgemm_guarded_ptx.cu:sgemm_guarded_ptx,block=256,grid=tile:64x64";
+/// Serial split-K: slices take turns through semaphores in a zero-filled workspace, waiting
+/// with ld.acquire and __nanosleep.
+const SPLITK_SERIAL_EXAMPLE: &str = "examples/sgemm_splitk_serial.cu:sgemm_splitk_serial,\
+    block=16x16,grid=(cdiv(N,16),cdiv(M,16),3),args=(A,B,C,M,N,K,zeros(4*cdiv(M,16)*cdiv(N,16)))";
 /// FP16 operands, B column-major, FP32 C with alpha and beta.
 const FP16_EXAMPLE: &str = "examples/hgemm_wmma.cu:hgemm_wmma<64,64>,signature=gemm-blas,\
     dtype=f16,C:f32,b=col,alpha=1.5,beta=-0.5,block=128,grid=tile:64x64";
@@ -116,6 +120,8 @@ fn the_examples_run_unmodified_as_user_rows_in_the_simulator() {
         ("gemm", "100x37x129,64x64x64", MMA_PTX_EXAMPLE),
         // Inline PTX (setp and @p guards, ld, st, fma) as CUTLASS writes its memory accesses.
         ("gemm", "100x37x129,64x64x64", GUARDED_PTX_EXAMPLE),
+        // Blocks waiting for each other on semaphores in a workspace (zeros in args=).
+        ("gemm", "100x37x129,64x64x64", SPLITK_SERIAL_EXAMPLE),
         ("attention", "1x2x37x16,2x1x50x24-causal", ATTENTION_EXAMPLE),
         ("gemm", "100x37x129,64x64x64", FP16_EXAMPLE),
         ("gemm", "100x37x129,64x64x64", BF16_EXAMPLE),

@@ -28,3 +28,12 @@ template <class... P, class... A>
 __host__ __device__ auto accepts(params<P...>, A... a) -> decltype(take<P...>(a...), true);
 } // namespace kernel_lab
 #endif
+
+// A zero-filled workspace an args= list passes (`zeros(BYTES)`): the lab allocates bytes, not
+// elements of a type, so it hands the kernel whichever pointer type its parameter declares.
+namespace kernel_lab {
+struct workspace {
+    void *p;
+    template <class T> __host__ __device__ operator T *() const { return static_cast<T *>(p); }
+};
+} // namespace kernel_lab

@@ -20,8 +20,8 @@ use buffers::Buffers;
 use files::LocalFiles;
 use kernel::cuda::{nvrtc, ptx_entry};
 use kernel::{
-    Arg, CudaPlan, CudaSource, DeviceError, Fill, Kernel, KernelInfo, Launch, Precision, Role,
-    Scratch, Shape, Stage, Step, Unsupported, Workload,
+    Arg, CudaPlan, CudaSource, DeviceError, Dtype, Fill, Kernel, KernelInfo, Launch, Precision,
+    Role, Scratch, Shape, Stage, Step, Unsupported, Workload,
 };
 use scan::KernelDecl;
 use signature::{ArgItem, ArgList, Param, Signature};
@@ -357,6 +357,7 @@ impl UserKernel {
             )));
         }
         self.list.args(shape, &self.buffers).map_err(Unsupported)?;
+        self.list.workspaces(shape).map_err(Unsupported)?;
         let smem = match &self.spec.smem {
             None => 0,
             Some(e) => {
@@ -435,6 +436,7 @@ impl UserKernel {
                 let name = match &self.list.items[i] {
                     ArgItem::Named(n, _) => n.to_string(),
                     ArgItem::Int(e) => e.to_string(),
+                    ArgItem::Zeros(e) => format!("zeros({e})"),
                 };
                 format!(
                     "parameter {} ({name}) takes {}, the lab passes {}",
@@ -527,7 +529,7 @@ impl UserKernel {
             .iter()
             .filter_map(|i| match i {
                 ArgItem::Int(e) => Some(e),
-                ArgItem::Named(..) => None,
+                ArgItem::Named(..) | ArgItem::Zeros(_) => None,
             })
             .collect();
         hint::tail_hint(grid, &ints, shape, &vars(shape), first_bad)
@@ -606,6 +608,19 @@ impl Kernel for UserKernel {
                     len,
                     fill: s.fill,
                 })
+                // The workspaces, in 4-byte words (their type is the kernel's business).
+                .chain(
+                    self.list
+                        .workspaces(shape)
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(name, words)| Scratch {
+                            name: name.into(),
+                            dtype: Dtype::F32,
+                            len: words,
+                            fill: Fill::Zero,
+                        }),
+                )
                 .collect(),
             steps: vec![Step::Kernel(Launch {
                 source: CudaSource {

@@ -326,11 +326,14 @@ impl Param {
 }
 
 /// One argument of a user's own list (`args=`): a parameter of the workload's signatures by
-/// name, or an integer expression of the shape's dimensions.
+/// name, an integer expression of the shape's dimensions, or `zeros(BYTES)`: a workspace of
+/// that many bytes, zero-filled before each run (a split-K semaphore's counters, a
+/// decoupled look-back's flags), passed as whatever pointer the kernel takes there.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ArgItem {
     Named(&'static str, Param),
     Int(Expr),
+    Zeros(Expr),
 }
 
 /// The arguments a wrapper passes: a signature's list, or the user's own.
@@ -372,10 +375,13 @@ impl ArgList {
         let mut items = Vec::new();
         for part in super::spec::split_top(inner) {
             let part = part.trim();
+            let zeros = part
+                .strip_prefix("zeros(")
+                .and_then(|r| r.strip_suffix(')'));
             match known(part) {
                 Some((n, p)) => items.push(ArgItem::Named(n, p)),
                 None => {
-                    let e = Expr::parse(part)?;
+                    let e = Expr::parse(zeros.unwrap_or(part))?;
                     let dims = workload.probe_shape().dims();
                     let names: Vec<&str> = dims.iter().map(|(n, _)| *n).collect();
                     let unknown = e.unknown_names(&names);
@@ -395,7 +401,10 @@ impl ArgList {
                             names.join(", ")
                         ));
                     }
-                    items.push(ArgItem::Int(e));
+                    items.push(match zeros {
+                        Some(_) => ArgItem::Zeros(e),
+                        None => ArgItem::Int(e),
+                    });
                 }
             }
         }
@@ -403,7 +412,7 @@ impl ArgList {
             .iter()
             .filter_map(|i| match i {
                 ArgItem::Named(n, _) => Some(*n),
-                ArgItem::Int(_) => None,
+                ArgItem::Int(_) | ArgItem::Zeros(_) => None,
             })
             .collect();
         let sig = sigs
@@ -428,11 +437,12 @@ impl ArgList {
     fn name(&self, i: usize) -> String {
         match &self.items[i] {
             ArgItem::Named(n, _) => n.to_string(),
-            ArgItem::Int(_) => format!("arg{i}"),
+            ArgItem::Int(_) | ArgItem::Zeros(_) => format!("arg{i}"),
         }
     }
 
-    /// The C++ type of argument `i`: `float *`, `half *`, `int`, `float`.
+    /// The C++ type of argument `i`: `float *`, `half *`, `int`, `float`; `void *` for a
+    /// workspace.
     pub fn c_type(&self, i: usize, buffers: &Buffers) -> String {
         match &self.items[i] {
             ArgItem::Named(_, p) => match buffers.of_param(*p) {
@@ -441,7 +451,49 @@ impl ArgList {
                 None => c_type(*p).to_string(),
             },
             ArgItem::Int(_) => "int".to_string(),
+            ArgItem::Zeros(_) => "void *".to_string(),
         }
+    }
+
+    /// Argument `i` as the wrapper passes it on: a workspace as the pointer type the kernel's
+    /// parameter declares (`kernel_lab::workspace` converts to any).
+    fn passed(&self, i: usize) -> String {
+        match &self.items[i] {
+            ArgItem::Zeros(_) => format!("::kernel_lab::workspace{{{}}}", self.name(i)),
+            _ => self.name(i),
+        }
+    }
+
+    /// A value of argument `i`'s type, for the check that the kernel takes the list.
+    pub fn sample_value(&self, i: usize, buffers: &Buffers) -> String {
+        match &self.items[i] {
+            ArgItem::Zeros(_) => "::kernel_lab::workspace{}".to_string(),
+            _ => format!("({})0", self.c_type(i, buffers)),
+        }
+    }
+
+    /// The workspaces (`zeros(BYTES)`) at `shape`, in order: each one's name and size in
+    /// 4-byte words, rounded up to 16 bytes so that any access of up to 16 bytes is aligned
+    /// and inside it.
+    pub fn workspaces(&self, shape: &Shape) -> Result<Vec<(String, usize)>, String> {
+        let dims = shape.dims();
+        self.items
+            .iter()
+            .filter_map(|i| match i {
+                ArgItem::Zeros(e) => Some(e),
+                _ => None,
+            })
+            .map(|e| {
+                let bytes = e.eval(&dims)?;
+                let bytes = usize::try_from(bytes)
+                    .ok()
+                    .filter(|&b| b > 0)
+                    .ok_or_else(|| {
+                        format!("args: zeros({e}) = {bytes} bytes; it takes a positive size")
+                    })?;
+                Ok((format!("zeros({e})"), bytes.div_ceil(16) * 4))
+            })
+            .collect()
     }
 
     /// `(float * A, float * B, float * C, int M, int N, int K)`.
@@ -458,24 +510,30 @@ impl ArgList {
             .iter()
             .filter_map(|i| match i {
                 ArgItem::Named(_, p) => Some(*p),
-                ArgItem::Int(_) => None,
+                ArgItem::Int(_) | ArgItem::Zeros(_) => None,
             })
             .collect()
     }
 
     /// `A, B, C, M, N, K`: the wrapper's call.
     pub fn call(&self) -> String {
-        let list: Vec<String> = (0..self.items.len()).map(|i| self.name(i)).collect();
+        let list: Vec<String> = (0..self.items.len()).map(|i| self.passed(i)).collect();
         list.join(", ")
     }
 
-    /// The arguments for `shape`, or the expression that cannot be evaluated.
+    /// The arguments for `shape`, or the expression that cannot be evaluated. Workspaces are
+    /// the scratch buffers after the signature's own.
     pub fn args(&self, shape: &Shape, buffers: &Buffers) -> Result<Vec<Arg>, String> {
         let dims = shape.dims();
+        let mut workspace = buffers.scratch.len();
         self.items
             .iter()
             .map(|i| match i {
                 ArgItem::Named(_, p) => Ok(p.arg(shape, buffers)),
+                ArgItem::Zeros(_) => {
+                    workspace += 1;
+                    Ok(Arg::Ptr(Buf::Scratch(workspace - 1)))
+                }
                 ArgItem::Int(e) => {
                     let v = e.eval(&dims)?;
                     i32::try_from(v)
@@ -530,6 +588,56 @@ mod tests {
         assert!(e.contains("Tc is neither a parameter of attention"), "{e}");
         let (plain, sig) = ArgList::parse("(A, B, C, M, N, K)", Workload::Gemm).unwrap();
         assert_eq!((sig.name, plain.items.len()), ("gemm", 6));
+    }
+
+    #[test]
+    fn zeros_passes_a_workspace_of_bytes_after_the_signatures_scratch() {
+        let (list, sig) = ArgList::parse(
+            "(Q, K, V, O, l, m, zeros(4*cdiv(S,64)), S, zeros(B*H*2))",
+            Workload::Attention,
+        )
+        .unwrap();
+        assert_eq!(sig.name, "attention-lm");
+        let buffers = Buffers::fp32(sig);
+        // A workspace is handed on as the pointer type the kernel declares.
+        assert!(list.c_params(&buffers).contains("void * arg6"));
+        assert!(
+            list.call()
+                .contains("l, m, ::kernel_lab::workspace{arg6}, S, ::kernel_lab::workspace{arg8}"),
+            "{}",
+            list.call()
+        );
+        assert_eq!(list.sample_value(6, &buffers), "::kernel_lab::workspace{}");
+        let shape = Shape::Attention {
+            b: 2,
+            h: 3,
+            s: 130,
+            d: 16,
+            causal: false,
+        };
+        let args = list.args(&shape, &buffers).unwrap();
+        // attention-lm's own scratch is l and m (0 and 1): the workspaces come after.
+        assert_eq!(
+            (args[4], args[6], args[8]),
+            (
+                Arg::Ptr(Buf::Scratch(0)),
+                Arg::Ptr(Buf::Scratch(2)),
+                Arg::Ptr(Buf::Scratch(3))
+            )
+        );
+        // 12 bytes and 12 bytes, each rounded up to 16 bytes: 4 words.
+        assert_eq!(
+            list.workspaces(&shape).unwrap(),
+            vec![
+                ("zeros(4*cdiv(S,64))".to_string(), 4),
+                ("zeros(B*H*2)".to_string(), 4)
+            ]
+        );
+        let (empty, _) = ArgList::parse("(A, B, C, M, N, K, zeros(M-M))", Workload::Gemm).unwrap();
+        let e = empty.workspaces(&Shape::gemm(8, 8, 8)).unwrap_err();
+        assert!(e.contains("zeros(M-M) = 0 bytes"), "{e}");
+        let e = ArgList::parse("(A, B, C, zeros(4*T))", Workload::Gemm).unwrap_err();
+        assert!(e.contains("T is neither a parameter of gemm"), "{e}");
     }
 
     #[test]

@@ -184,7 +184,7 @@ impl UnitParts<'_> {
     pub fn direct(&self) -> String {
         let n = self.list.items.len();
         let values: Vec<String> = (0..n)
-            .map(|i| format!("({})0", self.list.c_type(i, self.buffers)))
+            .map(|i| self.list.sample_value(i, self.buffers))
             .collect();
         format!(
             "{head}#include \"{main}\"\n#line 1 \"{file}\"\n#ifdef KERNEL_LAB_SIM\n{wrapper}#else\n\
