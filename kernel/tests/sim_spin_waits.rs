@@ -5,8 +5,9 @@
 //! threads only at synchronizations, so the waits hung before it noticed spinning; each must
 //! now finish with the right result and pass the race checker, under several block orders,
 //! and the lock must still exclude. A wait no thread
-//! ever satisfies must end at the time limit, naming the spinning thread, and a fault in the
-//! block others wait for must end the run promptly with the fault.
+//! ever satisfies must end at the time limit, naming the spinning thread, or at the kernel's own
+//! `clock64` bound with its `__trap()`; a fault in the block others wait for must end the run
+//! promptly with the fault.
 
 use kernel::sim::SimDevice;
 use kernel::testing::{PlanKernel, gemm_launch, inputs};
@@ -105,6 +106,16 @@ extern "C" __global__ void never_raised(const float *A, const float *B, float *C
     if (threadIdx.x == 0 && blockIdx.x > 0)
         while (flag[0] == 0) {
         }
+}
+
+// Thread 0 waits for a flag nothing raises, giving up after a millisecond of clock64 (as a GPU
+// kernel bounds a wait): it traps.
+extern "C" __global__ void bounded_wait(const float *A, const float *B, float *C, int M, int N, int K) {
+    volatile unsigned *flag = (volatile unsigned *)(C + 64);
+    if (threadIdx.x != 0) return;
+    const long long start = clock64();
+    while (flag[0] == 0)
+        if (clock64() - start > 1000000) __trap();
 }
 
 // Block 0 faults before it raises the flag the others wait for.
@@ -233,6 +244,25 @@ fn a_fault_in_the_block_others_wait_for_ends_the_run_with_the_fault() {
         .to_string();
     assert!(
         e.contains("out-of-bounds write") && e.contains("of block (0,0,0)"),
+        "{e}"
+    );
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{:?}",
+        start.elapsed()
+    );
+}
+
+#[test]
+fn a_wait_bounded_with_clock64_ends_in_its_trap() {
+    let start = Instant::now();
+    let e = run("bounded_wait", 2, 0, GENEROUS)
+        .map(|_| ())
+        .expect_err("the wait gives up")
+        .to_string();
+    assert!(
+        e.contains("__trap(): the kernel aborted the launch")
+            && e.contains("(thread (0,0,0) of block ("),
         "{e}"
     );
     assert!(
