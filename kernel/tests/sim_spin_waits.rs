@@ -5,7 +5,8 @@
 //! threads only at synchronizations, so the waits hung before it noticed spinning; each must
 //! now finish with the right result and pass the race checker, under several block orders,
 //! and the lock must still exclude. A wait no thread
-//! ever satisfies must end at the time limit, naming the spinning thread, or at the kernel's own
+//! ever satisfies must end at the time limit, naming the spinning thread (and saying whether
+//! it spins on volatile loads or on plain ones the compiler read once), or at the kernel's own
 //! `clock64` bound with its `__trap()`; a fault in the block others wait for must end the run
 //! promptly with the fault.
 
@@ -106,6 +107,14 @@ extern "C" __global__ void never_raised(const float *A, const float *B, float *C
     if (threadIdx.x == 0 && blockIdx.x > 0)
         while (flag[0] == 0) {
         }
+}
+
+// Block 0 waits for its flag with plain loads, counting its tries: the compiler may read the
+// flag once, and then the loop never ends. (With an empty body gcc deletes the loop: C++ lets
+// a compiler assume that a loop without side effects ends.)
+extern "C" __global__ void plain_flag(const float *A, const float *B, float *C, int M, int N, int K) {
+    if (threadIdx.x == 0 && blockIdx.x == 0)
+        while (C[64] == 0.f) C[65] += 1.f;
 }
 
 // Thread 0 waits for a flag nothing raises, giving up after a millisecond of clock64 (as a GPU
@@ -223,10 +232,21 @@ fn a_wait_nothing_satisfies_ends_at_the_time_limit_naming_a_waiting_thread() {
         .expect_err("the launch cannot finish")
         .to_string();
     assert!(
-        e.contains("kernel did not finish") && e.contains("still running after 2 s"),
+        e.contains("kernel did not finish")
+            && e.contains("still running after 2 s (waiting on memory no other thread changes"),
         "{e}"
     );
     assert!(e.contains("thread (0,0,0) of block ("), "{e}");
+    let e = run("plain_flag", 2, 0, limit)
+        .map(|_| ())
+        .expect_err("the launch cannot finish")
+        .to_string();
+    assert!(
+        e.contains(
+            "thread (0,0,0) of block (0,0,0) still running after 2 s (without reaching a barrier"
+        ) && e.contains("declare the flag volatile"),
+        "{e}"
+    );
     // Two passes of the plan may each run to the limit; nothing waits much beyond it.
     assert!(
         start.elapsed() < Duration::from_secs(30),

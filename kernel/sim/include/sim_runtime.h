@@ -123,6 +123,9 @@ struct SimResult {
     int signal;
     int is_write;
     int has_thread;
+    // A run stopped at its time limit: whether the thread named was spinning on memory
+    // (volatile loads or atomics) rather than looping without any.
+    int spinning;
     unsigned block[3], thread[3];
     uint64_t addr;
     char message[512];
@@ -288,6 +291,15 @@ struct Worker {
     Worker *next_free;
 };
 
+// The watchdog's look at an OS thread: which thread ran at its first signal and how often
+// that thread had switched out by then. At the second, a thread that has not switched out
+// since has looped without any synchronization or poll.
+struct Strike {
+    unsigned count;
+    const Fiber *fiber;
+    unsigned switches;
+};
+
 // The blocks that run together as one unit: a thread block cluster, or a single block.
 struct Cluster {
     Worker *cta[kMaxCluster];  // by rank
@@ -295,6 +307,7 @@ struct Cluster {
     unsigned phase;  // barrier.cluster phases completed
     sigjmp_buf *jmp;  // where a fault or a detected misuse ends the unit (its OS thread's run)
     int watchdog;     // the host's signal that ends a run past its time limit
+    Strike *strike;   // its OS thread's
     unsigned first;   // the rank whose threads the scheduler runs first
     bool run_ahead;   // whether a block passes its own __syncthreads before the next block runs
 };
@@ -603,6 +616,7 @@ inline void name_running(const Cluster &c, SimResult *res) {
             res->block[1] = w.block_idx.y;
             res->block[2] = w.block_idx.z;
             res->has_thread = 1;
+            res->spinning = 1;  // every thread it has yields, spinning or waiting on one that does
             res->thread[0] = w.fibers[i].tid.x;
             res->thread[1] = w.fibers[i].tid.y;
             res->thread[2] = w.fibers[i].tid.z;
@@ -1409,6 +1423,7 @@ struct Runner {
     Resident *units[kMaxResident];
     Resident *loaded;  // the unit whose state the TLS block holds (null: none worth keeping)
     int watchdog;
+    Strike strike;
     sigjmp_buf jmp;
 };
 
@@ -1487,6 +1502,7 @@ inline int start_unit(Runner &run, uint64_t unit, uint64_t seed) {
     }
     c.jmp = &run.jmp;
     c.watchdog = run.watchdog;
+    c.strike = &run.strike;
     run.units[run.count++] = r;
     if (!load_unit(run, r)) return run_failed(run, "out of memory for a block's shared memory");
     tl_worker = c.cta[0];
@@ -1621,11 +1637,19 @@ SIM_EXPORT int sim_run_units(const SimLaunch *l, SimNextUnit next, void *ctx, un
 }
 
 // Called by the host's signal handler on the alternate stack when the calling thread faults
-// inside sim_run_units: records where and unwinds to sim_run_units.
+// inside sim_run_units: records where and unwinds to sim_run_units. The watchdog's first
+// signal only notes which thread runs; its next one (the host repeats it) unwinds.
 SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write) {
     using namespace sim;
     Worker *w = tl_worker;
     if (!w) return;
+    Strike &strike = *w->cluster->strike;
+    const bool watchdog = sig == w->cluster->watchdog;
+    if (watchdog && strike.count++ == 0) {
+        strike.fiber = tl_fiber;
+        strike.switches = tl_fiber ? tl_fiber->switches : 0;
+        return;
+    }
     SimResult *r = w->result;
     r->signal = sig;
     r->addr = addr;
@@ -1635,10 +1659,11 @@ SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write) {
     r->block[2] = w->block_idx.z;
     if (Fiber *f = tl_fiber) {
         r->has_thread = 1;
+        r->spinning = !(strike.fiber == f && strike.switches == f->switches);
         r->thread[0] = f->tid.x;
         r->thread[1] = f->tid.y;
         r->thread[2] = f->tid.z;
-    } else if (sig == w->cluster->watchdog) {
+    } else if (watchdog) {
         name_running(*w->cluster, r);  // between two of its threads: one still running
     }
     siglongjmp(*w->cluster->jmp, 1);

@@ -98,6 +98,8 @@ pub struct SimResult {
     pub signal: i32,
     pub is_write: i32,
     pub has_thread: i32,
+    /// Stopped at the time limit: whether the thread named was spinning on memory.
+    pub spinning: i32,
     pub block: [u32; 3],
     pub thread: [u32; 3],
     pub addr: u64,
@@ -111,6 +113,7 @@ impl Default for SimResult {
             signal: 0,
             is_write: 0,
             has_thread: 0,
+            spinning: 0,
             block: [0; 3],
             thread: [0; 3],
             addr: 0,

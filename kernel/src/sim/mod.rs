@@ -887,24 +887,40 @@ impl<'a> SimRun<'a> {
         } else {
             String::new()
         };
-        let timeout = |who: &str| {
+        // Only an instrumented build sees volatile accesses and atomics, and so tells a thread
+        // spinning on them from one looping without any.
+        let instrumented = self.dev.build == compile::Build::Instrumented;
+        let timeout = |res: Option<&SimResult>| {
+            let why = match res {
+                Some(r) if instrumented && r.has_thread != 0 && r.spinning == 0 => {
+                    "without reaching a barrier, a volatile load or an atomic: a loop that never \
+                     ends, or a wait on a flag read with plain loads, which the compiler may read \
+                     once (a GPU hangs on it too: declare the flag volatile, or read it with an \
+                     atomic)"
+                        .to_string()
+                }
+                Some(r) if instrumented && r.has_thread != 0 => format!(
+                    "waiting on memory no other thread changes: it keeps reading it with \
+                     volatile loads or atomics{residency}"
+                ),
+                _ => format!(
+                    "a loop that never ends, such as a spin wait no other thread can \
+                     satisfy{residency}"
+                ),
+            };
             DeviceError::Sim(format!(
-                "{}: kernel did not finish: {who} still running after {:.0} s (a loop that never \
-                 ends, such as a spin wait no other thread can satisfy{residency}; the limit is \
-                 LAB_SIM_TIMEOUT_S)",
+                "{}: kernel did not finish: {} still running after {:.0} s ({why}; the limit \
+                 is LAB_SIM_TIMEOUT_S)",
                 shown_name(l),
+                res.map_or_else(|| "a block".to_string(), who),
                 self.dev.timeout.as_secs_f64(),
             ))
         };
         match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
-            None if timed_out => Err(timeout(
-                &lock(&stopped)
-                    .as_ref()
-                    .map_or_else(|| "a block".to_string(), who),
-            )),
+            None if timed_out => Err(timeout(lock(&stopped).as_ref())),
             None => Ok(ran),
             Some(res) if res.code == SIM_FAULT && res.signal == fault::WATCHDOG => {
-                Err(timeout(&who(&res)))
+                Err(timeout(Some(&res)))
             }
             Some(res) if res.code == SIM_FAULT => {
                 Err(DeviceError::Sim(self.describe_fault(l, &res)))
