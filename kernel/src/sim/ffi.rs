@@ -138,6 +138,8 @@ pub const SIM_OK: i32 = 0;
 pub const SIM_FAULT: i32 = 2;
 /// The OS thread stopped because the host asked it to (another unit failed, or time ran out).
 pub const SIM_STOPPED: i32 = 3;
+/// `kMaxResident`: the most units one OS thread runs side by side.
+pub const MAX_RESIDENT: u32 = 64;
 
 /// `SimKernel`: an entry of the module's `sim_kernels` table (ends with a null name).
 #[repr(C)]

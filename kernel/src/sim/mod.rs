@@ -1028,7 +1028,8 @@ const RESIDENT_THREADS: usize = 16384;
 /// How many units (of `unit_threads` threads each) one of `workers` OS threads may run side
 /// by side.
 fn resident_units(unit_threads: usize, workers: usize) -> u32 {
-    (RESIDENT_THREADS / (unit_threads.max(1) * workers.max(1))).clamp(1, 64) as u32
+    let units = RESIDENT_THREADS / (unit_threads.max(1) * workers.max(1));
+    u32::try_from(units).map_or(ffi::MAX_RESIDENT, |u| u.clamp(1, ffi::MAX_RESIDENT))
 }
 
 /// What the worker threads take their units from: the shuffled order, the next index in it,
