@@ -448,6 +448,49 @@ fn a_race_on_global_memory_fails_the_row_naming_both_threads() {
     );
 }
 
+/// `examples/sgemm_splitk_serial.cu` with its semaphore read relaxed instead of acquired:
+/// the slices still take their turns, but nothing orders one slice's stores to C before the
+/// next slice's reads, and the row fails naming both blocks.
+#[test]
+fn a_semaphore_read_without_acquire_is_a_race_between_the_blocks_it_orders() {
+    let dir = scratch_dir("relaxed");
+    let example = std::fs::read_to_string(root().join("examples/sgemm_splitk_serial.cu")).unwrap();
+    let acquire = "ld.global.acquire.gpu.b32";
+    assert!(example.contains(acquire));
+    let relaxed = example.replace(acquire, "ld.global.relaxed.gpu.b32");
+    std::fs::write(dir.join("relaxed.cu"), relaxed).unwrap();
+    let spec = SPLITK_SERIAL_EXAMPLE.replace(
+        "examples/sgemm_splitk_serial.cu",
+        &dir.join("relaxed.cu").display().to_string(),
+    );
+    let out = dir.join("run");
+    let (ok, text) = harness(&[
+        "run",
+        "--device",
+        "sim",
+        "--workload",
+        "gemm",
+        "--sizes",
+        "64x64x64",
+        "--kernel",
+        &spec,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!ok, "{text}");
+    let why = text
+        .lines()
+        .find(|l| l.starts_with("  gemm 64x64x64 relaxed.cu:sgemm_splitk_serial: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    assert!(
+        why.contains("race on global memory: this thread reads")
+            && why.contains("of buffer 'C', which thread (")
+            && why.contains("nothing orders the two blocks")
+            && why.contains("ld.acquire carry their fences"),
+        "{why}"
+    );
+}
+
 #[test]
 fn a_kernel_assuming_divisible_sizes_passes_on_them_and_shows_its_tail_failure() {
     let dir = scratch_dir("tail");

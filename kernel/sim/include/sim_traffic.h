@@ -432,7 +432,8 @@ inline bool ordered(const SimTraffic &t, const Agent &a, const Mark &m, const Si
         snprintf(msg, sizeof msg,
                  "race on global memory: this thread %s %s, which thread (%u,%u,%u) of block (%u,%u,%u) %s, and "
                  "nothing orders the two blocks (a GPU runs blocks in any order and at once: only a __threadfence() "
-                 "then an atomic in the first, and that atomic read then a __threadfence() in the second, would)",
+                 "then an atomic or volatile store in the first, and that value read by an atomic or volatile load "
+                 "then a __threadfence() in the second, would; st.release and ld.acquire carry their fences)",
                  does, where, tx, ty, tz, b % g[0], b / g[0] % g[1], b / g[0] / g[1], did);
     }
     sim_global_fail(msg);
