@@ -1,21 +1,26 @@
 //! Threads that wait for other threads by spinning on memory: blocks chained by a flag (as
-//! volatile accesses, and as inline PTX's acquire and release with `__nanosleep` between
-//! tries, the form of CUTLASS's split-K semaphore), a warp waiting for another warp of its
+//! volatile accesses; as inline PTX's acquire and release with `__nanosleep` between tries,
+//! the form of CUTLASS's split-K semaphore; as libcu++'s `cuda::atomic_ref`, by block index
+//! or by ticket as a decoupled look-back orders them), a warp waiting for another warp of its
 //! block, a lock taken with atomicCAS whose holder yields inside it. The simulator switches
 //! threads only at synchronizations, so the waits hung before it noticed spinning; each must
 //! now finish with the right result and pass the race checker, under several block orders,
-//! and the lock must still exclude. A wait no thread
-//! ever satisfies must end at the time limit, naming the spinning thread (and saying whether
-//! it spins on volatile loads or on plain ones the compiler read once), or at the kernel's own
-//! `clock64` bound with its `__trap()`; a fault in the block others wait for must end the run
-//! promptly with the fault.
+//! the lock must still exclude, and relaxed atomics, which order nothing, must be a race. A
+//! wait no thread ever satisfies must end at the time limit, naming the spinning thread (and
+//! saying whether it spins on volatile loads or on plain ones the compiler read once), or at
+//! the kernel's own `clock64` bound with its `__trap()`; a fault in the block others wait for
+//! must end the run promptly with the fault. NVRTC compiles the same sources against the real
+//! libcu++ headers.
 
+use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
 use kernel::testing::{PlanKernel, gemm_launch, inputs};
-use kernel::{CudaPlan, DeviceError, Executor, Shape};
+use kernel::{CudaPlan, CudaSource, DeviceError, Executor, Shape};
 use std::time::{Duration, Instant};
 
 const KERNELS: &str = r#"
+#include <cuda/atomic>
+
 // Block b waits until block b - 1 has stored the running total of A[0..b) in C[b - 1] and
 // raised its flag (C[64 + b - 1], as bits), then stores the total of A[0..b] and raises its own.
 __device__ void chain_volatile_step(const float *A, float *C) {
@@ -69,6 +74,56 @@ extern "C" __global__ void chain_acquire(const float *A, const float *B, float *
         C[b] = before + A[b];
         store_release(&flag[b], 1);
     }
+}
+
+// The chain with libcu++'s cuda::atomic_ref: wait() for the flag with acquire, store it with
+// release; or a load loop and a store both relaxed, which order nothing between the blocks.
+template <bool ORDERED>
+__device__ void chain_ref_step(const float *A, float *C) {
+    unsigned *flag = (unsigned *)(C + 64);
+    const unsigned b = blockIdx.x;
+    if (threadIdx.x != 0) return;
+    float before = 0.f;
+    if (b > 0) {
+        cuda::atomic_ref<unsigned, cuda::thread_scope_device> prev(flag[b - 1]);
+        if (ORDERED) prev.wait(0u, cuda::memory_order_acquire);
+        else
+            while (prev.load(cuda::memory_order_relaxed) == 0u) {
+            }
+        before = C[b - 1];
+    }
+    C[b] = before + A[b];
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device>(flag[b]).store(
+        1u, ORDERED ? cuda::memory_order_release : cuda::memory_order_relaxed);
+}
+extern "C" __global__ void chain_ref(const float *A, const float *B, float *C, int M, int N, int K) {
+    chain_ref_step<true>(A, C);
+}
+extern "C" __global__ void chain_ref_relaxed(const float *A, const float *B, float *C, int M, int N, int K) {
+    chain_ref_step<false>(A, C);
+}
+
+// The chain by ticket, as a decoupled look-back orders its blocks: each block takes the next
+// ticket from a counter (C[63], cuda::std::atomic_ref) and waits for the block with the
+// ticket before it, so the wait never depends on the order blocks start in. C[k] ends as the
+// sum of A[0..k] whichever block held ticket k.
+extern "C" __global__ void chain_ticket(const float *A, const float *B, float *C, int M, int N, int K) {
+    unsigned *flag = (unsigned *)(C + 64);
+    __shared__ unsigned ticket;
+    if (threadIdx.x == 0)
+        ticket = cuda::std::atomic_ref<unsigned>(*(unsigned *)(C + 63)).fetch_add(1u, cuda::std::memory_order_relaxed);
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    const unsigned k = ticket;
+    float before = 0.f;
+    if (k > 0) {
+        cuda::atomic_ref<unsigned, cuda::thread_scope_device> prev(flag[k - 1]);
+        while (prev.load(cuda::memory_order_acquire) == 0u) {
+        }
+        before = C[k - 1];
+    }
+    C[k] = before + A[k];
+    cuda::atomic_ref<unsigned, cuda::thread_scope_device>(flag[k]).store(1u, cuda::memory_order_release);
 }
 
 // Every block adds its input into C[0] under a lock (C[1], as bits) taken with atomicCAS. The
@@ -197,6 +252,29 @@ fn blocks_chained_by_a_flag_run_in_order_of_the_chain() {
 }
 
 #[test]
+fn libcu_atomic_ref_orders_blocks_by_its_memory_orders() {
+    for seed in 0..4 {
+        for entry in ["chain_ref", "chain_ticket"] {
+            let (out, a) =
+                run(entry, 16, seed, GENEROUS).unwrap_or_else(|e| panic!("{entry}: {e}"));
+            let mut total = 0f32;
+            for b in 0..16 {
+                total += a[b];
+                assert_eq!(out[b], total, "{entry}, seed {seed}: element {b}");
+            }
+        }
+        let e = run("chain_ref_relaxed", 16, seed, GENEROUS)
+            .map(|_| ())
+            .expect_err("relaxed orders nothing")
+            .to_string();
+        assert!(
+            e.contains("race on global memory") && e.contains("nothing orders the two blocks"),
+            "seed {seed}: {e}"
+        );
+    }
+}
+
+#[test]
 fn blocks_taking_a_lock_in_turn_all_add_their_part() {
     for seed in 0..4 {
         let (out, a) = run("locked_sum", 24, seed, GENEROUS).unwrap();
@@ -290,4 +368,16 @@ fn a_wait_bounded_with_clock64_ends_in_its_trap() {
         "{:?}",
         start.elapsed()
     );
+}
+
+#[test]
+fn nvrtc_compiles_the_waiting_kernels_against_the_real_headers() {
+    if let Err(e) = nvrtc::version() {
+        panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
+    }
+    let src = CudaSource::embedded("tests/spin_waits.cu", KERNELS);
+    for arch in ["sm_80", "sm_90"] {
+        let c = nvrtc::compile(&src, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
+        assert_eq!(c.resources.len(), 11, "{arch}: {:?}", c.resources);
+    }
 }

@@ -81,6 +81,15 @@ const HEADERS: &[(&str, &str)] = &[
         "cuda/pipeline",
         include_str!("../../sim/include/cuda/pipeline"),
     ),
+    ("cuda/atomic", include_str!("../../sim/include/cuda/atomic")),
+    (
+        "cuda/std/atomic",
+        include_str!("../../sim/include/cuda/std/atomic"),
+    ),
+    (
+        "sim_cuda_std.h",
+        include_str!("../../sim/include/sim_cuda_std.h"),
+    ),
 ];
 
 /// `-fno-strict-aliasing`: CUDA code reinterprets float arrays as float4 and the like.
