@@ -1,16 +1,16 @@
 //! Threads that wait for other threads by spinning on memory: blocks chained by a flag (as
 //! volatile accesses; as inline PTX's acquire and release with `__nanosleep` between tries,
 //! the form of CUTLASS's split-K semaphore; as libcu++'s `cuda::atomic_ref`, by block index
-//! or by ticket as a decoupled look-back orders them), a warp waiting for another warp of its
-//! block, a lock taken with atomicCAS whose holder yields inside it. The simulator switches
-//! threads only at synchronizations, so the waits hung before it noticed spinning; each must
-//! now finish with the right result and pass the race checker, under several block orders,
-//! the lock must still exclude, and relaxed atomics, which order nothing, must be a race. A
-//! wait no thread ever satisfies must end at the time limit, naming the spinning thread (and
-//! saying whether it spins on volatile loads or on plain ones the compiler read once), or at
-//! the kernel's own `clock64` bound with its `__trap()`; a fault in the block others wait for
-//! must end the run promptly with the fault. NVRTC compiles the same sources against the real
-//! libcu++ headers.
+//! or by ticket as a decoupled look-back orders them), a grid-wide barrier of atomics, a warp
+//! waiting for another warp of its block, a lock taken with atomicCAS whose holder yields
+//! inside it. The simulator switches threads only at synchronizations, so the waits hung
+//! before it noticed spinning; each must now finish with the right result and pass the race
+//! checker, under several block orders, the lock must still exclude, and relaxed atomics,
+//! which order nothing, must be a race. A wait no thread ever satisfies must end at the time
+//! limit, naming the spinning thread (and saying whether it spins on volatile loads or on
+//! plain ones the compiler read once), or at the kernel's own `clock64` bound with its
+//! `__trap()`; a fault in the block others wait for must end the run promptly with the
+//! fault. NVRTC compiles the same sources against the real libcu++ headers.
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
@@ -124,6 +124,24 @@ extern "C" __global__ void chain_ticket(const float *A, const float *B, float *C
     }
     C[k] = before + A[k];
     cuda::atomic_ref<unsigned, cuda::thread_scope_device>(flag[k]).store(1u, cuda::memory_order_release);
+}
+
+// A grid-wide barrier made of an atomic count, as persistent kernels write one: every block
+// stores its input, counts itself in (C[63], as bits) and waits until all have, then reads
+// its neighbour's store. Every block must be in flight at once.
+extern "C" __global__ void grid_barrier(const float *A, const float *B, float *C, int M, int N, int K) {
+    unsigned *count = (unsigned *)(C + 63);
+    const unsigned b = blockIdx.x, blocks = gridDim.x;
+    if (threadIdx.x == 0) {
+        C[b] = A[b];
+        __threadfence();
+        atomicAdd(count, 1u);
+        while (atomicAdd(count, 0u) < blocks) {
+        }
+        __threadfence();
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) C[64 + b] = C[(b + 1) % blocks];
 }
 
 // Every block adds its input into C[0] under a lock (C[1], as bits) taken with atomicCAS. The
@@ -275,6 +293,16 @@ fn libcu_atomic_ref_orders_blocks_by_its_memory_orders() {
 }
 
 #[test]
+fn a_grid_wide_barrier_of_atomics_holds_every_block_until_all_arrive() {
+    for seed in 0..4 {
+        let (out, a) = run("grid_barrier", 48, seed, GENEROUS).unwrap();
+        for b in 0..48 {
+            assert_eq!(out[64 + b], a[(b + 1) % 48], "seed {seed}: block {b}");
+        }
+    }
+}
+
+#[test]
 fn blocks_taking_a_lock_in_turn_all_add_their_part() {
     for seed in 0..4 {
         let (out, a) = run("locked_sum", 24, seed, GENEROUS).unwrap();
@@ -378,6 +406,6 @@ fn nvrtc_compiles_the_waiting_kernels_against_the_real_headers() {
     let src = CudaSource::embedded("tests/spin_waits.cu", KERNELS);
     for arch in ["sm_80", "sm_90"] {
         let c = nvrtc::compile(&src, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
-        assert_eq!(c.resources.len(), 11, "{arch}: {:?}", c.resources);
+        assert_eq!(c.resources.len(), 12, "{arch}: {:?}", c.resources);
     }
 }
