@@ -12,9 +12,10 @@
 //   harness run --device sim --workload gemm \
 //     --kernel 'examples/sgemm_splitk_serial.cu:sgemm_splitk_serial,block=16x16,grid=(cdiv(N,16),cdiv(M,16),3),args=(A,B,C,M,N,K,zeros(4*cdiv(M,16)*cdiv(N,16)))'
 //
-// A slice waits only for slices before it, which a GPU dispatches first (x fastest, then y,
-// then z), so the turns always come. The simulator runs blocks in shuffled order; a block
-// whose thread only spins lets the simulator start others beside it until the turn comes.
+// A slice waits only for the slices before it in the grid's linear order (x fastest, then y,
+// then z), the order in which GPUs start blocks in practice (CUDA promises none), as CUTLASS's
+// serial split-K relies on. The simulator runs blocks in shuffled order; a block whose thread
+// only spins lets the simulator start others beside it until its turn comes.
 #include <cuda_runtime.h>
 
 #define TILE 16

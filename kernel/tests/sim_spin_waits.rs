@@ -250,17 +250,38 @@ fn run(
 /// A limit no passing run comes near: a regression fails instead of hanging the suite.
 const GENEROUS: Duration = Duration::from_secs(120);
 
+/// The error of a run of `entry` that must fail, which must come well before `GENEROUS`
+/// (two passes of the plan may each run to a shorter `limit`, nothing much beyond).
+fn failure(entry: &str, blocks: u32, seed: u64, limit: Duration) -> String {
+    let start = Instant::now();
+    let e = run(entry, blocks, seed, limit)
+        .map(|_| ())
+        .expect_err(entry)
+        .to_string();
+    assert!(
+        start.elapsed() < Duration::from_secs(30),
+        "{entry}: {:?}",
+        start.elapsed()
+    );
+    e
+}
+
+/// `out` holds the running sums of `a` in its first `n` elements, as the chains store them.
+fn assert_running_sums(out: &[f32], a: &[f32], n: usize, what: &str) {
+    let mut total = 0f32;
+    for b in 0..n {
+        total += a[b];
+        assert_eq!(out[b], total, "{what}: element {b}");
+    }
+}
+
 #[test]
 fn blocks_chained_by_a_flag_run_in_order_of_the_chain() {
     for entry in ["chain_volatile", "chain_acquire"] {
         for seed in 0..4 {
             let (out, a) =
                 run(entry, 16, seed, GENEROUS).unwrap_or_else(|e| panic!("{entry}: {e}"));
-            let mut total = 0f32;
-            for b in 0..16 {
-                total += a[b];
-                assert_eq!(out[b], total, "{entry}, seed {seed}: block {b}");
-            }
+            assert_running_sums(&out, &a, 16, &format!("{entry}, seed {seed}"));
             assert_eq!(
                 out[200], 0.0,
                 "{entry}, seed {seed}: a block's __shared__ array changed"
@@ -275,16 +296,10 @@ fn libcu_atomic_ref_orders_blocks_by_its_memory_orders() {
         for entry in ["chain_ref", "chain_ticket"] {
             let (out, a) =
                 run(entry, 16, seed, GENEROUS).unwrap_or_else(|e| panic!("{entry}: {e}"));
-            let mut total = 0f32;
-            for b in 0..16 {
-                total += a[b];
-                assert_eq!(out[b], total, "{entry}, seed {seed}: element {b}");
-            }
+            assert_running_sums(&out, &a, 16, &format!("{entry}, seed {seed}"));
         }
-        let e = run("chain_ref_relaxed", 16, seed, GENEROUS)
-            .map(|_| ())
-            .expect_err("relaxed orders nothing")
-            .to_string();
+        // Relaxed orders nothing.
+        let e = failure("chain_ref_relaxed", 16, seed, GENEROUS);
         assert!(
             e.contains("race on global memory") && e.contains("nothing orders the two blocks"),
             "seed {seed}: {e}"
@@ -332,69 +347,38 @@ fn a_warp_waiting_for_another_warp_of_its_block_goes_on_once_it_signals() {
 #[test]
 fn a_wait_nothing_satisfies_ends_at_the_time_limit_naming_a_waiting_thread() {
     let limit = Duration::from_secs(2);
-    let start = Instant::now();
-    let e = run("never_raised", 8, 0, limit)
-        .map(|_| ())
-        .expect_err("the launch cannot finish")
-        .to_string();
+    let e = failure("never_raised", 8, 0, limit);
     assert!(
         e.contains("kernel did not finish")
             && e.contains("still running after 2 s (waiting on memory no other thread changes"),
         "{e}"
     );
     assert!(e.contains("thread (0,0,0) of block ("), "{e}");
-    let e = run("plain_flag", 2, 0, limit)
-        .map(|_| ())
-        .expect_err("the launch cannot finish")
-        .to_string();
+    let e = failure("plain_flag", 2, 0, limit);
     assert!(
         e.contains(
             "thread (0,0,0) of block (0,0,0) still running after 2 s (without reaching a barrier"
         ) && e.contains("declare the flag volatile"),
         "{e}"
     );
-    // Two passes of the plan may each run to the limit; nothing waits much beyond it.
-    assert!(
-        start.elapsed() < Duration::from_secs(30),
-        "{:?}",
-        start.elapsed()
-    );
 }
 
 #[test]
 fn a_fault_in_the_block_others_wait_for_ends_the_run_with_the_fault() {
-    let start = Instant::now();
-    let e = run("fault_before_raising", 8, 1, GENEROUS)
-        .map(|_| ())
-        .expect_err("block 0 faults")
-        .to_string();
+    let e = failure("fault_before_raising", 8, 1, GENEROUS);
     assert!(
         e.contains("out-of-bounds write") && e.contains("of block (0,0,0)"),
         "{e}"
-    );
-    assert!(
-        start.elapsed() < Duration::from_secs(30),
-        "{:?}",
-        start.elapsed()
     );
 }
 
 #[test]
 fn a_wait_bounded_with_clock64_ends_in_its_trap() {
-    let start = Instant::now();
-    let e = run("bounded_wait", 2, 0, GENEROUS)
-        .map(|_| ())
-        .expect_err("the wait gives up")
-        .to_string();
+    let e = failure("bounded_wait", 2, 0, GENEROUS);
     assert!(
         e.contains("__trap(): the kernel aborted the launch")
             && e.contains("(thread (0,0,0) of block ("),
         "{e}"
-    );
-    assert!(
-        start.elapsed() < Duration::from_secs(30),
-        "{:?}",
-        start.elapsed()
     );
 }
 
