@@ -1594,8 +1594,11 @@ SIM_EXPORT int sim_run_units(const SimLaunch *l, SimNextUnit next, void *ctx, un
     for (unsigned k = 0;;) {
         if (run->count == 0) {
             int got = next(ctx, 1, &unit, &seed);
-            if (got == 0) break;
-            if (got < 0 || (code = start_unit(*run, unit, seed)) != SIM_OK) break;
+            if (got <= 0) {
+                code = got < 0 ? SIM_STOPPED : SIM_OK;
+                break;
+            }
+            if ((code = start_unit(*run, unit, seed)) != SIM_OK) break;
             k = 0;
         }
         Resident *r = run->units[k];
