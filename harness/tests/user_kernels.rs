@@ -25,6 +25,10 @@ const GUARDED_PTX_EXAMPLE: &str =
 /// with ld.acquire and __nanosleep.
 const SPLITK_SERIAL_EXAMPLE: &str = "examples/sgemm_splitk_serial.cu:sgemm_splitk_serial,\
     block=16x16,grid=(cdiv(N,16),cdiv(M,16),3),args=(A,B,C,M,N,K,zeros(4*cdiv(M,16)*cdiv(N,16)))";
+/// The course's convolution: its own parameter list, the filter in a `__constant__` array the
+/// lab fills.
+const CONV_CONSTANT_EXAMPLE: &str = "examples/conv_constant_mask.cu:conv_forward_kernel,\
+    args=(y,x,B,M,C,H,W,K),constant=Mc:filter,block=16x16,grid=(M,cdiv(WO,16)*cdiv(HO,16),B)";
 /// FP16 operands, B column-major, FP32 C with alpha and beta.
 const FP16_EXAMPLE: &str = "examples/hgemm_wmma.cu:hgemm_wmma<64,64>,signature=gemm-blas,\
     dtype=f16,C:f32,b=col,alpha=1.5,beta=-0.5,block=128,grid=tile:64x64";
@@ -123,6 +127,8 @@ fn the_examples_run_unmodified_as_user_rows_in_the_simulator() {
         // Blocks waiting for each other on semaphores in a workspace (zeros in args=).
         ("gemm", "100x37x129,64x64x64", SPLITK_SERIAL_EXAMPLE),
         ("attention", "1x2x37x16,2x1x50x24-causal", ATTENTION_EXAMPLE),
+        // The filter copied into constant memory before the launch.
+        ("conv", "2x3x17x9x8x3,3x1x4x20x19x7", CONV_CONSTANT_EXAMPLE),
         ("gemm", "100x37x129,64x64x64", FP16_EXAMPLE),
         ("gemm", "100x37x129,64x64x64", BF16_EXAMPLE),
     ]
@@ -445,6 +451,67 @@ fn a_race_on_global_memory_fails_the_row_naming_both_threads() {
     assert!(
         !next.contains("whole number") && !next.contains("multiple of"),
         "{text}"
+    );
+}
+
+/// `constant=SYMBOL:BUFFER` fills a `__constant__` array as `cudaMemcpyToSymbol` would: a
+/// shape whose buffer is larger than constant memory is declined, one larger than the array
+/// fails naming both sizes, and a name that is not a buffer is refused when the spec loads.
+#[test]
+fn a_constant_array_is_filled_from_its_buffer_and_held_to_its_size() {
+    let dir = scratch_dir("constant");
+    let example = std::fs::read_to_string(root().join("examples/conv_constant_mask.cu")).unwrap();
+    let small = "#define MAX_MASK (12 * 1024)";
+    assert!(example.contains(small));
+    std::fs::write(
+        dir.join("small.cu"),
+        example.replace(small, "#define MAX_MASK 64"),
+    )
+    .unwrap();
+    let spec = CONV_CONSTANT_EXAMPLE.replace(
+        "examples/conv_constant_mask.cu",
+        &dir.join("small.cu").display().to_string(),
+    );
+    let out = dir.join("run");
+    let (ok, text) = harness(&[
+        "run",
+        "--device",
+        "sim",
+        "--workload",
+        "conv",
+        "--sizes",
+        "1x1x4x7x7x7,2x3x17x9x8x3,2x64x17x6x7x5",
+        "--kernel",
+        &spec,
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(!ok, "{text}");
+    // 4 x 1 x 7 x 7 = 196 floats: more than 64.
+    assert!(
+        text.contains("__constant__ Mc holds 256 bytes, and the plan copies 784 into it (196 elements of 'filter')"),
+        "{text}"
+    );
+    // 17 x 64 x 5 x 5 floats: 108800 bytes.
+    assert!(
+        text.contains("constant=Mc:filter: filter is 108800 bytes here, more than the 64 KiB"),
+        "{text}"
+    );
+    let e = UserKernelSpec::parse(&format!(
+        "{}/{},workload=conv",
+        root().display(),
+        CONV_CONSTANT_EXAMPLE.replace("constant=Mc:filter", "constant=Mc:mask")
+    ))
+    .map_err(|e| e.to_string())
+    .and_then(|s| {
+        UserKernel::load(&s, None, 1)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    })
+    .unwrap_err();
+    assert!(
+        e.contains("constant=Mc:mask: mask is not a buffer of the conv signature (x, filter, y)"),
+        "{e}"
     );
 }
 

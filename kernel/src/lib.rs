@@ -32,8 +32,8 @@ pub use device::{
 };
 pub use pipeline::{Chunk, Pipeline, Span};
 pub use plan::{
-    Arg, At, Buf, ConstantCopy, CudaPlan, CudaSource, Dtype, Fill, GemmCall, GemmCompute, Launch,
-    LibraryCall, Scratch, Step, Text, gemm_args, gemm_dims,
+    Arg, At, Buf, CONSTANT_BYTES, ConstantCopy, CudaPlan, CudaSource, Dtype, Fill, GemmCall,
+    GemmCompute, Launch, LibraryCall, Scratch, Step, Text, gemm_args, gemm_dims,
 };
 pub use tma::{TensorMap, TmaSwizzle};
 pub use workload::{Activation, Shape, ShapeError, ShapeParseError, TensorSpec, Workload};

@@ -352,6 +352,9 @@ pub enum LibraryCall {
     Gemm(GemmCall),
 }
 
+/// Constant memory a module may use: 64 KiB on every architecture since sm_20.
+pub const CONSTANT_BYTES: usize = 64 * 1024;
+
 /// A copy of `len` elements of a buffer into the `__constant__` array `symbol` of `source`'s
 /// module, ordered before the launches that follow it (weights in constant memory). The
 /// array must hold at least `len` elements of the buffer's type.

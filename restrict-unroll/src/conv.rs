@@ -21,9 +21,9 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
 /// Threads (pixels) per block of `conv/04_restrict_unroll.cu`, and its largest BM.
 const NT: usize = 256;
 const MAX_BM: usize = 16;
-/// Constant memory a module may use (64 KiB on every architecture since sm_20): filters up to
-/// this size are read from `__constant__` memory, larger ones from shared memory.
-pub const CONSTANT_BYTES: usize = 64 * 1024;
+// Filters up to the constant memory a module may use are read from `__constant__` memory,
+// larger ones from shared memory.
+use kernel::CONSTANT_BYTES;
 /// Largest filter the kernel's fully unrolled tap loops are compiled for (K*K taps, each a
 /// load and BM FMAs, unrolled; beyond that code size grows without benefit).
 pub const MAX_UNROLLED_K: usize = 11;

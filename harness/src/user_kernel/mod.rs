@@ -20,8 +20,8 @@ use buffers::Buffers;
 use files::LocalFiles;
 use kernel::cuda::{nvrtc, ptx_entry};
 use kernel::{
-    Arg, CudaPlan, CudaSource, DeviceError, Dtype, Fill, Kernel, KernelInfo, Launch, Precision,
-    Role, Scratch, Shape, Stage, Step, Unsupported, Workload,
+    Arg, At, CONSTANT_BYTES, ConstantCopy, CudaPlan, CudaSource, DeviceError, Dtype, Fill, Kernel,
+    KernelInfo, Launch, Precision, Role, Scratch, Shape, Stage, Step, Unsupported, Workload,
 };
 use scan::KernelDecl;
 use signature::{ArgItem, ArgList, Param, Signature};
@@ -247,6 +247,22 @@ impl UserKernel {
             None => (ArgList::of(sig), sig),
         };
         let buffers = Buffers::of(spec, workload, sig, &list.params()).map_err(&err)?;
+        for (symbol, buffer) in &spec.constants {
+            if sig.buffer(buffer, &workload.probe_shape()).is_none() {
+                let names: Vec<&str> = sig
+                    .params
+                    .iter()
+                    .filter(|(n, _)| sig.buffer(n, &workload.probe_shape()).is_some())
+                    .map(|(n, _)| *n)
+                    .collect();
+                return Err(err(format!(
+                    "constant={symbol}:{buffer}: {buffer} is not a buffer of the {} signature \
+                     ({})",
+                    sig.name,
+                    names.join(", ")
+                )));
+            }
+        }
         let precision = buffers.judge_by(spec.precision).map_err(&err)?;
         let dir = folder_of(&spec.file);
         let standins = source::standin_dir().map_err(&err)?;
@@ -358,6 +374,19 @@ impl UserKernel {
         }
         self.list.args(shape, &self.buffers).map_err(Unsupported)?;
         self.list.workspaces(shape).map_err(Unsupported)?;
+        for (symbol, buffer) in &self.spec.constants {
+            let Some((p, len)) = self.signature.buffer(buffer, shape) else {
+                continue; // checked at load
+            };
+            let bytes = len * self.buffers.of_param(p).map_or(4, Dtype::bytes);
+            if bytes > CONSTANT_BYTES {
+                return Err(Unsupported(format!(
+                    "constant={symbol}:{buffer}: {buffer} is {bytes} bytes here, more than the \
+                     {} KiB of __constant__ memory a module may have",
+                    CONSTANT_BYTES / 1024
+                )));
+            }
+        }
         let smem = match &self.spec.smem {
             None => 0,
             Some(e) => {
@@ -593,6 +622,36 @@ impl Kernel for UserKernel {
         // A shape the geometry refuses is declined by `supports`; the plan still exists.
         let (grid, dynamic_smem) = self.geometry(shape).unwrap_or(([1, 1, 1], 0));
         let len = self.signature.scratch_len(shape);
+        let source = CudaSource {
+            defines: defines_at(&self.spec, shape).unwrap_or_default(),
+            ..self.source.clone()
+        };
+        // The `__constant__` arrays the host code would fill, filled before the launch.
+        let mut steps: Vec<Step> = self
+            .spec
+            .constants
+            .iter()
+            .filter_map(|(symbol, buffer)| {
+                let (p, len) = self.signature.buffer(buffer, shape)?;
+                let Arg::Ptr(buf) = p.arg(shape, &self.buffers) else {
+                    return None;
+                };
+                Some(Step::Constant(ConstantCopy {
+                    source: source.clone(),
+                    symbol: symbol.clone().into(),
+                    from: At { buf, offset: 0 },
+                    len,
+                }))
+            })
+            .collect();
+        steps.push(Step::Kernel(Launch {
+            source,
+            entry: self.launch_name.clone().into(),
+            grid,
+            block: self.spec.block.unwrap_or([1, 1, 1]),
+            dynamic_smem,
+            args: self.list.args(shape, &self.buffers).unwrap_or_default(),
+        }));
         Some(CudaPlan {
             inputs: self.buffers.inputs.clone(),
             output: self.buffers.output,
@@ -622,17 +681,7 @@ impl Kernel for UserKernel {
                         }),
                 )
                 .collect(),
-            steps: vec![Step::Kernel(Launch {
-                source: CudaSource {
-                    defines: defines_at(&self.spec, shape).unwrap_or_default(),
-                    ..self.source.clone()
-                },
-                entry: self.launch_name.clone().into(),
-                grid,
-                block: self.spec.block.unwrap_or([1, 1, 1]),
-                dynamic_smem,
-                args: self.list.args(shape, &self.buffers).unwrap_or_default(),
-            })],
+            steps,
             ..Default::default()
         })
     }

@@ -284,6 +284,19 @@ impl Signature {
         }
     }
 
+    /// The buffer parameter `name` of this signature, and its length in elements at `shape`;
+    /// `None` when `name` is not one of its buffers.
+    pub fn buffer(&self, name: &str, shape: &Shape) -> Option<(Param, usize)> {
+        let &(_, p) = self.params.iter().find(|(n, _)| *n == name)?;
+        let len = match p {
+            Input(i) => shape.inputs().get(i)?.len(),
+            Output => shape.output().len(),
+            Scratch(_) => self.scratch_len(shape),
+            _ => return None,
+        };
+        Some((p, len))
+    }
+
     /// `gemm (A, B, C, M, N, K); gemm-blas (M, N, K, alpha, A, B, beta, C)`.
     pub fn list_for(workload: Workload) -> String {
         let all: Vec<String> = Self::of(workload)

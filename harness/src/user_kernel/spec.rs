@@ -64,10 +64,13 @@ pub struct UserKernelSpec {
     /// that a kernel specialized at compile time (`#define TILE`, `KS` for the filter size) is
     /// compiled for the shape it runs.
     pub defines: Vec<(String, Expr)>,
+    /// `constant=SYMBOL:BUFFER`: a `__constant__` array of the file that the lab fills with a
+    /// buffer of the workload before each launch, as host code's `cudaMemcpyToSymbol` would.
+    pub constants: Vec<(String, String)>,
 }
 
 /// The options a spec may carry, for messages.
-pub const KEYS: [&str; 13] = [
+pub const KEYS: [&str; 14] = [
     "workload",
     "signature",
     "args",
@@ -81,6 +84,7 @@ pub const KEYS: [&str; 13] = [
     "precision",
     "id",
     "define",
+    "constant",
 ];
 
 /// Splits at commas outside `<>`, `()` and `[]`.
@@ -186,6 +190,27 @@ fn parse_dtypes(v: &str) -> Result<Vec<(Option<String>, Dtype)>, String> {
 }
 
 /// `NAME=EXPR`: a C identifier and an expression of the shape's dimensions.
+/// `Mc:filter`: the `__constant__` array and the buffer that fills it.
+fn parse_constant(v: &str) -> Result<(String, String), String> {
+    let (symbol, buffer) = v.split_once(':').ok_or_else(|| {
+        format!("constant {v:?}: expected SYMBOL:BUFFER, e.g. constant=Mc:filter")
+    })?;
+    let (symbol, buffer) = (symbol.trim(), buffer.trim());
+    let ident = |t: &str| {
+        t.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && t.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    };
+    if !ident(symbol) {
+        return Err(format!("constant {v:?}: {symbol:?} is not a variable name"));
+    }
+    if buffer.is_empty() {
+        return Err(format!("constant {v:?}: which buffer fills {symbol}?"));
+    }
+    Ok((symbol.to_string(), buffer.to_string()))
+}
+
 fn parse_define(v: &str) -> Result<(String, Expr), String> {
     let (name, value) = v.split_once('=').ok_or_else(|| {
         format!("define {v:?}: expected NAME=VALUE, e.g. define=TILE=64 or define=KS=K")
@@ -271,6 +296,7 @@ impl UserKernelSpec {
             beta: None,
             id: None,
             defines: Vec::new(),
+            constants: Vec::new(),
         };
         for (k, v) in pairs {
             let at = |m: String| (k.clone(), m);
@@ -327,6 +353,13 @@ impl UserKernelSpec {
                         return Err(at(format!("{name} is defined twice")));
                     }
                     spec.defines.push((name, e));
+                }
+                "constant" => {
+                    let (symbol, buffer) = parse_constant(v).map_err(at)?;
+                    if spec.constants.iter().any(|(s, _)| *s == symbol) {
+                        return Err(at(format!("__constant__ {symbol} is filled twice")));
+                    }
+                    spec.constants.push((symbol, buffer));
                 }
                 other => {
                     return Err(at(format!(
@@ -415,6 +448,8 @@ pub struct RawUserKernel {
     pub id: Option<String>,
     /// `define = { TILE = 64, KS = "K" }`: values or expressions of the shape's dimensions.
     pub define: Option<BTreeMap<String, Scalar>>,
+    /// `constant = { Mc = "filter" }`: `__constant__` arrays and the buffers that fill them.
+    pub constant: Option<BTreeMap<String, String>>,
 }
 
 /// A number or a string (`block = 256`, `block = "16x16"`).
@@ -507,6 +542,9 @@ impl RawUserKernel {
         put("id", self.id.clone());
         for (name, v) in self.define.iter().flatten() {
             pairs.push(("define".into(), format!("{name}={}", v.text())));
+        }
+        for (symbol, buffer) in self.constant.iter().flatten() {
+            pairs.push(("constant".into(), format!("{symbol}:{buffer}")));
         }
         let spec = UserKernelSpec::from_pairs(base.join(&self.file), &self.entry, &pairs)?;
         let workload = spec.workload.or_else(|| {
@@ -612,6 +650,29 @@ mod tests {
         let (key, message) = bad.check_names(Workload::Conv).unwrap_err();
         assert_eq!(key, "define");
         assert!(message.contains("`Q` uses Q"), "{message}");
+    }
+
+    #[test]
+    fn constants_name_an_array_and_the_buffer_that_fills_it() {
+        let s = UserKernelSpec::parse("k.cu:k,constant=Mc:filter,constant=bias_c:bias").unwrap();
+        assert_eq!(
+            s.constants,
+            [
+                ("Mc".to_string(), "filter".to_string()),
+                ("bias_c".to_string(), "bias".to_string())
+            ]
+        );
+        let err = |text: &str| UserKernelSpec::parse(text).unwrap_err().to_string();
+        assert!(err("k.cu:k,constant=Mc").contains("expected SYMBOL:BUFFER"));
+        assert!(err("k.cu:k,constant=1M:filter").contains("\"1M\" is not a variable name"));
+        assert!(err("k.cu:k,constant=Mc:").contains("which buffer fills Mc?"));
+        assert!(err("k.cu:k,constant=Mc:x,constant=Mc:filter").contains("Mc is filled twice"));
+        let raw: RawUserKernel = toml::from_str(
+            "file = \"k.cu\"\nentry = \"k\"\nworkload = \"conv\"\nconstant = { Mc = \"filter\" }",
+        )
+        .unwrap();
+        let spec = raw.resolve(Path::new("cfg")).unwrap();
+        assert_eq!(spec.constants, [("Mc".to_string(), "filter".to_string())]);
     }
 
     #[test]

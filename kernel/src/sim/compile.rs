@@ -747,16 +747,34 @@ pub struct Module {
 }
 
 impl Module {
-    /// The address of a global of the module (a `__constant__` array), if it defines one.
-    pub fn symbol(&self, name: &str) -> Option<usize> {
+    /// The address and size in bytes of a global of the module (a `__constant__` array), if
+    /// it defines one.
+    pub fn symbol(&self, name: &str) -> Option<(usize, usize)> {
         let name = CString::new(name).ok()?;
         // SAFETY: only the symbol's address is read, never called or dereferenced here.
-        unsafe {
+        let addr = unsafe {
             self._lib
                 .get::<*mut u8>(name.as_bytes_with_nul())
                 .ok()
                 .map(|s| *s as usize)
-        }
+        }?;
+        // glibc's RTLD_DL_SYMENT: dladdr1 also gives the symbol's ELF entry, whose size it is.
+        const RTLD_DL_SYMENT: libc::c_int = 1;
+        let mut info = std::mem::MaybeUninit::<libc::Dl_info>::uninit();
+        let mut sym: *mut libc::c_void = std::ptr::null_mut();
+        // SAFETY: `addr` lies in the loaded library; dladdr1 fills `info` and points `sym` at
+        // the library's own symbol table entry, which stays mapped while the library is.
+        let size = unsafe {
+            let found = libc::dladdr1(
+                addr as *const libc::c_void,
+                info.as_mut_ptr(),
+                &mut sym,
+                RTLD_DL_SYMENT,
+            );
+            (found != 0 && !sym.is_null())
+                .then(|| (*sym.cast::<libc::Elf64_Sym>()).st_size as usize)
+        }?;
+        Some((addr, size))
     }
 
     pub fn load(path: &Path) -> Result<Self, DeviceError> {

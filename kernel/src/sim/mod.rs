@@ -461,19 +461,27 @@ impl<'a> SimRun<'a> {
                         )));
                     }
                     let module = dev.module(&c.source)?;
-                    let addr = module.symbol(&c.symbol).ok_or_else(|| {
+                    let (addr, size) = module.symbol(&c.symbol).ok_or_else(|| {
                         DeviceError::Sim(format!(
                             "{} has no __constant__ array {}",
                             c.source.label(),
                             c.symbol
                         ))
                     })?;
+                    let bytes = c.len * dtype.bytes();
+                    if bytes > size {
+                        return Err(DeviceError::Sim(format!(
+                            "__constant__ {} holds {size} bytes, and the plan copies {bytes} into \
+                             it ({} elements of '{}')",
+                            c.symbol, c.len, bufs[buf].name
+                        )));
+                    }
                     constants.push(ConstantSlot {
                         _module: module,
                         addr,
                         buf,
                         offset: c.from.offset * dtype.bytes(),
-                        bytes: c.len * dtype.bytes(),
+                        bytes,
                     });
                     continue;
                 }
