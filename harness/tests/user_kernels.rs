@@ -90,6 +90,34 @@ fn harness(args: &[&str]) -> (bool, String) {
     (code == Some(0), text)
 }
 
+/// `harness run --device sim` of the kernel `spec` at `sizes` of `workload`, into `out`.
+fn sim_run(workload: &str, sizes: &str, spec: &str, out: &Path) -> (bool, String) {
+    harness(&[
+        "run",
+        "--device",
+        "sim",
+        "--workload",
+        workload,
+        "--sizes",
+        sizes,
+        "--kernel",
+        spec,
+        "--out",
+        out.to_str().unwrap(),
+    ])
+}
+
+/// The example of `spec` with `from` (which it must contain) replaced by `to`, written into
+/// `dir`: the spec of that copy.
+fn example_variant(dir: &Path, spec: &str, from: &str, to: &str) -> String {
+    let (path, _) = spec.split_once(':').unwrap();
+    let code = std::fs::read_to_string(root().join(path)).unwrap();
+    assert!(code.contains(from), "{path} has no {from:?}");
+    let copy = dir.join(Path::new(path).file_name().unwrap());
+    std::fs::write(&copy, code.replace(from, to)).unwrap();
+    spec.replacen(path, &copy.display().to_string(), 1)
+}
+
 /// The exit code and output of `harness args` run from the repository root, with `env` set.
 fn harness_code(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
     let lab = std::env::temp_dir().join(format!("user-kernels-lab-{}", std::process::id()));
@@ -460,32 +488,14 @@ fn a_race_on_global_memory_fails_the_row_naming_both_threads() {
 #[test]
 fn a_constant_array_is_filled_from_its_buffer_and_held_to_its_size() {
     let dir = scratch_dir("constant");
-    let example = std::fs::read_to_string(root().join("examples/conv_constant_mask.cu")).unwrap();
-    let small = "#define MAX_MASK (12 * 1024)";
-    assert!(example.contains(small));
-    std::fs::write(
-        dir.join("small.cu"),
-        example.replace(small, "#define MAX_MASK 64"),
-    )
-    .unwrap();
-    let spec = CONV_CONSTANT_EXAMPLE.replace(
-        "examples/conv_constant_mask.cu",
-        &dir.join("small.cu").display().to_string(),
+    let spec = example_variant(
+        &dir,
+        CONV_CONSTANT_EXAMPLE,
+        "#define MAX_MASK (12 * 1024)",
+        "#define MAX_MASK 64",
     );
-    let out = dir.join("run");
-    let (ok, text) = harness(&[
-        "run",
-        "--device",
-        "sim",
-        "--workload",
-        "conv",
-        "--sizes",
-        "1x1x4x7x7x7,2x3x17x9x8x3,2x64x17x6x7x5",
-        "--kernel",
-        &spec,
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let sizes = "1x1x4x7x7x7,2x3x17x9x8x3,2x64x17x6x7x5";
+    let (ok, text) = sim_run("conv", sizes, &spec, &dir.join("run"));
     assert!(!ok, "{text}");
     // 4 x 1 x 7 x 7 = 196 floats: more than 64.
     assert!(
@@ -521,33 +531,17 @@ fn a_constant_array_is_filled_from_its_buffer_and_held_to_its_size() {
 #[test]
 fn a_semaphore_read_without_acquire_is_a_race_between_the_blocks_it_orders() {
     let dir = scratch_dir("relaxed");
-    let example = std::fs::read_to_string(root().join("examples/sgemm_splitk_serial.cu")).unwrap();
-    let acquire = "ld.global.acquire.gpu.b32";
-    assert!(example.contains(acquire));
-    let relaxed = example.replace(acquire, "ld.global.relaxed.gpu.b32");
-    std::fs::write(dir.join("relaxed.cu"), relaxed).unwrap();
-    let spec = SPLITK_SERIAL_EXAMPLE.replace(
-        "examples/sgemm_splitk_serial.cu",
-        &dir.join("relaxed.cu").display().to_string(),
+    let spec = example_variant(
+        &dir,
+        SPLITK_SERIAL_EXAMPLE,
+        "ld.global.acquire.gpu.b32",
+        "ld.global.relaxed.gpu.b32",
     );
-    let out = dir.join("run");
-    let (ok, text) = harness(&[
-        "run",
-        "--device",
-        "sim",
-        "--workload",
-        "gemm",
-        "--sizes",
-        "64x64x64",
-        "--kernel",
-        &spec,
-        "--out",
-        out.to_str().unwrap(),
-    ]);
+    let (ok, text) = sim_run("gemm", "64x64x64", &spec, &dir.join("run"));
     assert!(!ok, "{text}");
     let why = text
         .lines()
-        .find(|l| l.starts_with("  gemm 64x64x64 relaxed.cu:sgemm_splitk_serial: "))
+        .find(|l| l.starts_with("  gemm 64x64x64 sgemm_splitk_serial.cu:sgemm_splitk_serial: "))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(
         why.contains("race on global memory: this thread reads")
