@@ -94,11 +94,12 @@ pub fn annotate(
                     continue;
                 };
                 // Threads ordered wrongly are not a tile's tail (threads a tail leaves out of
-                // a barrier or of shared memory's writes are: those keep the hint).
+                // a barrier or of shared memory's writes are: those keep the hint), nor is a
+                // `__constant__` array too small for the buffer that fills it.
                 if row
                     .reason
                     .as_deref()
-                    .is_some_and(|r| r.contains(": race on "))
+                    .is_some_and(|r| r.contains(": race on ") || r.contains("__constant__ "))
                 {
                     continue;
                 }
