@@ -110,7 +110,8 @@ struct SimLaunch {
     SimTraffic *traffic;  // where a module built to count traffic counts it; else null
 };
 
-// SIM_STOPPED: the host asked the OS thread to stop (another thread's unit failed).
+// SIM_STOPPED: the host asked the OS thread to stop (a unit on another OS thread failed, or
+// the launch ran past its time limit).
 enum SimCode { SIM_OK = 0, SIM_ERROR = 1, SIM_FAULT = 2, SIM_STOPPED = 3 };
 
 // Asks the host for the next unit to run (want = 1; returns 1 with `unit` and its schedule
@@ -173,7 +174,7 @@ constexpr size_t kGuardBytes = 4096;        // below each stack: an overflow fau
 constexpr unsigned kMaxAsyncCopies = 256;   // cp.async copies one thread may have pending
 constexpr size_t kSlotBytes = 48;           // what one lane publishes to a warp operation
 constexpr unsigned kMaxCluster = 8;         // blocks in a cluster (CUDA's portable limit)
-constexpr unsigned kSpinPolls = 64;         // strong loads and atomics in a row that make a spin
+constexpr unsigned kSpinPolls = 64;         // volatile accesses and atomics in a row: a spin
 constexpr unsigned kMaxResident = 64;       // units one OS thread runs side by side
 constexpr unsigned kStallRounds = 8;        // a unit's spinning turns before another unit joins
 
@@ -228,7 +229,7 @@ struct Fiber {
     // thread (what it reads is the instruction's business, reported by the emulation).
     unsigned switches;
     unsigned quiet;
-    unsigned polls;  // strong loads and atomics since it last switched in (see poll)
+    unsigned polls;  // volatile accesses and atomics since it last switched in (see poll)
 };
 
 struct Warp {
