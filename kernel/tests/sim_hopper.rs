@@ -96,12 +96,16 @@ extern "C" __global__ void tma_box(const __grid_constant__ CUtensorMap map, floa
     hopper::mbar_wait(&bar, 0);
 #endif
     for (int i = threadIdx.x; i < floats; i += blockDim.x) out[i] = tile[i];
+#if NO_WAIT && !NEVER_WAIT
+    hopper::mbar_wait(&bar, 0);  // after the reads, so that the copy lands before the block ends
+#endif
 }
 "#;
 
 fn tma_source(no_wait: bool, misalign: u32) -> CudaSource {
     source(TMA_BOX)
         .define("NO_WAIT", i32::from(no_wait))
+        .define("NEVER_WAIT", 0)
         .define("MISALIGN", misalign)
 }
 
@@ -116,8 +120,17 @@ fn code(r: i64, c: i64) -> f32 {
 fn tma_run(
     swz: TmaSwizzle,
     box_cols: u32,
-    (c0, c1): (i32, i32),
+    coords: (i32, i32),
     no_wait: bool,
+) -> Result<Vec<f32>, DeviceError> {
+    tma_run_source(tma_source(no_wait, 0), swz, box_cols, coords)
+}
+
+fn tma_run_source(
+    src: CudaSource,
+    swz: TmaSwizzle,
+    box_cols: u32,
+    (c0, c1): (i32, i32),
 ) -> Result<Vec<f32>, DeviceError> {
     let box_rows = 16u32;
     let floats = (box_rows * box_cols) as usize;
@@ -135,7 +148,7 @@ fn tma_run(
         .collect();
     let data = vec![a, vec![0.0; COLS * 13]];
     let l = launch(
-        tma_source(no_wait, 0),
+        src,
         "tma_box",
         32,
         1024 + floats as u32 * 4,
@@ -240,12 +253,25 @@ fn tma_swizzle_follows_the_ptx_tables() {
 }
 
 #[test]
-fn reading_a_tma_box_without_its_mbarrier_wait_reads_the_poison() {
+fn reading_a_tma_box_without_its_mbarrier_wait_reads_the_poison_and_exiting_fails() {
     let out = tma_run(TmaSwizzle::None, 12, (0, 0), true).unwrap();
     // Thread 0 issued the copy and read its elements at once: nothing had landed.
     assert!(out[0].is_nan() && out[32].is_nan(), "{:?}", &out[..4]);
     let with_wait = tma_run(TmaSwizzle::None, 12, (0, 0), false).unwrap();
     assert!(with_wait.iter().all(|v| !v.is_nan()));
+    // Without any wait the copy is still in flight when the block ends: its row fails.
+    let mut never = tma_source(true, 0);
+    never.defines.retain(|(d, _)| d != "NEVER_WAIT");
+    let msg = sim_error(tma_run_source(
+        never.define("NEVER_WAIT", 1),
+        TmaSwizzle::None,
+        12,
+        (0, 0),
+    ));
+    assert!(
+        msg.contains("1 TMA copy was still in flight when every thread of the block had exited"),
+        "{msg}"
+    );
 }
 
 #[test]

@@ -983,10 +983,10 @@ fn inline_ptx_the_simulator_does_not_know_is_refused_naming_it() {
         ),
         (
             "extern \"C\" __global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n\
-             asm volatile(\"{ .reg .pred p; setp.ne.u32 p, %0, 0; @p bra.uni DONE; st.global.f32 [%1], %2; DONE: }\" :: \"r\"(M), \"l\"(C), \"f\"(1.0f));\n}",
-            "bra.uni",
+             asm volatile(\"{ .reg .pred p; setp.ne.u32 p, %0, 0; @p ret; st.global.f32 [%1], %2; }\" :: \"r\"(M), \"l\"(C), \"f\"(1.0f));\n}",
+            "ret",
             2,
-            "not emulated",
+            "calls, returns and indirect branches are not emulated",
         ),
         (
             "extern \"C\" __global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n\

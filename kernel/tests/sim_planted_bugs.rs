@@ -836,7 +836,7 @@ extern "C" __global__ void named_barrier(const float *x, float *y, int n) {
     };
     let why = dev.can_run(&ptx).unwrap_err().to_string();
     assert!(
-        why.starts_with("not simulated: tests/inline.cu:4: inline PTX `bar.sync`: not emulated"),
+        why.starts_with("not simulated: tests/inline.cu:4: inline PTX `bar.sync`: named barriers"),
         "{why}"
     );
 

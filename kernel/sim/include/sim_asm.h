@@ -1,8 +1,8 @@
 // sim_asm.h: what users' inline PTX becomes in the simulator. The host's front end
 // (kernel/src/sim/inline_asm.rs) rewrites each recognised `asm` statement into calls of these
 // functions, on operands held as PTX registers are: bit patterns of 16, 32 or 64 bits. The
-// tensor-core instructions run the emulation lab/ptx.h runs (sim_mma.h), cp.async the
-// runtime's deferred copies; ld, st, atom and red access memory as C++ does, so the bank
+// tensor-core instructions run the emulation lab/ptx.h runs (sim_mma.h), Hopper's mbarrier,
+// TMA and wgmma that of lab/hopper.h (sim_hopper.h), cp.async the runtime's deferred copies; ld, st, atom and red access memory as C++ does, so the bank
 // model and both race checkers see them. Shared-memory operands are addresses in the shared
 // window (cvta.to.shared, __cvta_generic_to_shared), as on a GPU.
 #pragma once
@@ -390,6 +390,94 @@ inline uint32_t shfl(ShflMode mode, uint32_t a, uint32_t b, uint32_t c, uint32_t
     if (!pval) j = (int)lane;
     if (p) *p = pval;
     return warp_exchange(membermask, a, j);
+}
+
+// ---- Hopper (sim_hopper.h): mbarrier, TMA, wgmma ----
+
+// mapa.shared::cluster gives a 32-bit address in another block's shared memory. Here it is
+// the window address with the block's rank + 1 in bits 24 and up (a window is far smaller
+// than 16 MiB); an address without them is the calling block's own.
+constexpr unsigned kRankShift = 24;
+constexpr uint64_t kWindowMask = (1ull << kRankShift) - 1;
+
+inline uint64_t mapa_shared(uint64_t addr, unsigned rank) {
+    cluster_block(rank, "mapa.shared::cluster");
+    return (addr & kWindowMask) | (uint64_t)(rank + 1) << kRankShift;
+}
+
+// The rank an address of `space` (0 generic, 1 .shared::cta, 2 .shared::cluster) points into,
+// and the calling block's host address of the same offset.
+inline void *cluster_operand(uint64_t addr, int space, size_t bytes, unsigned *rank, const char *what) {
+    *rank = worker().rank;
+    if (space == 0) return (void *)(uintptr_t)addr;
+    if (space == 2 && addr >> kRankShift) *rank = (unsigned)(addr >> kRankShift) - 1;
+    else if (addr >> kRankShift)
+        fail("%s: shared address 0x%llx names another block of the cluster (mapa.shared::cluster); the "
+             "instruction takes .shared::cluster for that",
+             what, (unsigned long long)addr);
+    return shared_operand(addr & kWindowMask, bytes, what);
+}
+
+// The calling block's mbarrier at `addr` (init, expect_tx, complete_tx and the waits act on
+// the block's own barriers here).
+inline void *mbarrier(uint64_t addr, int space, const char *what) {
+    unsigned rank;
+    void *p = cluster_operand(addr, space, 8, &rank, what);
+    if (rank != worker().rank)
+        fail("%s on the mbarrier of the cluster's block of rank %u: the simulator emulates arrivals on another "
+             "block's mbarrier, not this",
+             what, rank);
+    return p;
+}
+
+// mbarrier.arrive{.expect_tx}, arrive_drop: the state returned is the parity of the phase the
+// arrival was in, which test_wait and try_wait take as well as a parity.
+inline uint64_t mbar_arrive(uint64_t addr, int space, unsigned count, unsigned tx, bool drop, const char *what) {
+    unsigned rank;
+    void *p = cluster_operand(addr, space, 8, &rank, what);
+    if (rank != worker().rank) {
+        if (count != 1 || tx || drop)
+            fail("%s on another block's mbarrier: one plain arrival is emulated (no count, tx-count or drop)", what);
+        mbar_arrive_cluster(p, rank);
+        return 0;
+    }
+    const uint64_t phase = mbar_load(mbar_object(p, what), what).phase;
+    if (drop) mbar_arrive_drop(p, what);
+    else ::sim::mbar_arrive(p, count, tx, what);
+    return phase;
+}
+
+// try_wait sleeps until the phase completes (on a GPU it may suspend for a while and fail, and
+// the kernel's loop tries again); test_wait only tests, and a loop of them yields as a spin on
+// memory does.
+inline bool mbar_wait_test(void *bar, unsigned parity, bool try_wait, const char *what) {
+    if (try_wait) {
+        mbar_wait(bar, parity, what);
+        return true;
+    }
+    poll();
+    return mbar_test(bar, parity, what);
+}
+
+inline void tma_load_2d(uint64_t dst, uint64_t map, uint64_t bar, int c0, int c1, bool multicast, unsigned mask) {
+    const char *what = "cp.async.bulk.tensor.2d";
+    unsigned r1, r2;
+    void *to = cluster_operand(dst, 1, 1, &r1, what);
+    void *at = cluster_operand(bar, 1, 8, &r2, what);
+    ::sim::tma_load_2d(to, (const void *)(uintptr_t)map, at, c0, c1, multicast, mask);
+}
+
+// wgmma.mma_async: the emulation writes each lane's accumulators at the wgmma.wait_group that
+// covers the instruction, through one pointer, so they must be consecutive floats (an array,
+// as public kernels declare them).
+inline void wgmma(float *const *d, unsigned len, const uint32_t *a, uint64_t desc_a, uint64_t desc_b, unsigned n,
+                  WgType type, bool scale_d, int scale_a, int scale_b, bool trans_a, bool trans_b) {
+    for (unsigned k = 1; k < len; ++k)
+        if (d[k] != d[0] + k)
+            fail("wgmma.mma_async: accumulator %u is not the float after accumulator %u; the simulator writes D "
+                 "through one pointer, so pass consecutive elements of a float array",
+                 k, k - 1);
+    wgmma_issue(d[0], a, desc_a, desc_b, n, type, scale_d, scale_a, scale_b, trans_a, trans_b);
 }
 
 }  // namespace inline_ptx

@@ -86,6 +86,7 @@ inline uint32_t shared_addr_or_fail(const void *p, size_t bytes, const char *wha
 
 constexpr unsigned kMaxWgmmaOps = 64;  // wgmma.mma_async a warp may have in flight
 constexpr unsigned kWgLog = 64;        // issues remembered per warpgroup to compare descriptors
+constexpr unsigned kMaxBars = 64;      // mbarriers per block whose end state is checked
 
 enum class WgType : unsigned char { f16, bf16, tf32 };
 
@@ -130,6 +131,8 @@ struct HopperState {
     WgIssue log[kMaxThreads / 128][kWgLog];
     TmaCopy *copies;
     unsigned n_copies, cap_copies;
+    uint64_t *bars[kMaxBars];  // the mbarriers initialized, checked when the block ends
+    unsigned n_bars;
     // The block's schedule of the asynchronous units, from its seed. Eager: a TMA copy lands
     // as soon as the issuing thread switches out, the threads a completed phase wakes run next, and a warp leaving a wgmma
     // instruction runs on ahead of the other warps, so a stage refilled before every reader
@@ -241,6 +244,10 @@ inline void mbar_init(void *p, unsigned count) {
         fail("mbarrier.init with an expected arrival count of %u (1 to 2^20 - 1)", count);
     Mbar m{count, count, 0, 0};
     mbar_store(bar, m);
+    HopperState &h = hopper();
+    for (unsigned i = 0; i < h.n_bars; ++i)
+        if (h.bars[i] == bar) return;
+    if (h.n_bars < kMaxBars) h.bars[h.n_bars++] = bar;
 }
 
 inline void mbar_arrive(void *p, unsigned count, unsigned tx_bytes, const char *what) {
@@ -738,10 +745,38 @@ inline void hopper_block_start(Worker &w, uint64_t seed) {
     }
     HopperState &h = *w.hopper;
     drop_copies(h);
+    h.n_bars = 0;
     for (WarpWgmma &ws : h.warps) ws.pending = ws.committed = ws.issued = 0, ws.fenced = false;
     for (auto &wg : h.log)
         for (WgIssue &r : wg) r.valid = false;
     h.eager = (mix(seed ^ 0x7A3D) >> 11) & 1;
+}
+
+// Every thread of the block has exited. A TMA copy still in flight would write into the
+// shared memory of a block that is gone; an mbarrier left with a tx-count other than zero
+// counted bytes no phase announced (an expect_tx smaller than the copies it covers, whose
+// phase then completed before the last copy landed) or announced bytes that never came.
+SIM_UNINSTRUMENTED inline void hopper_block_end(Worker &w) {
+    if (!w.hopper) return;
+    HopperState &h = *w.hopper;
+    if (h.n_copies)
+        fail("%u TMA cop%s still in flight when every thread of the block had exited: nothing waited for %s on "
+             "its mbarrier",
+             h.n_copies, h.n_copies == 1 ? "y was" : "ies were", h.n_copies == 1 ? "it" : "them");
+    for (unsigned i = 0; i < h.n_bars; ++i) {
+        const uint64_t v = *h.bars[i];
+        if ((v >> 62) != 2) continue;  // the memory was used for something else since
+        const int tx = (int)((int64_t)(v << 3) >> 43);
+        if (tx < 0)
+            fail("the mbarrier at shared address 0x%x ends the block with tx-count %d: %d bytes landed on it that "
+                 "no expect_tx announced, so a phase completed before its last copy had landed (a transaction "
+                 "count smaller than the copies it covers)",
+                 mbar_addr(h.bars[i]), tx, -tx);
+        if (tx > 0)
+            fail("the mbarrier at shared address 0x%x ends the block with tx-count %d: an expect_tx announced %d "
+                 "bytes that never landed",
+                 mbar_addr(h.bars[i]), tx, tx);
+    }
 }
 
 inline bool hopper_progress(Worker &w) {

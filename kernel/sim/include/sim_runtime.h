@@ -192,6 +192,8 @@ inline void hopper_block_start(Worker &w, uint64_t seed);
 // Nothing is runnable: lands the TMA copies in flight (which may complete mbarrier phases and
 // wake their waiters). Returns whether anything landed.
 inline bool hopper_progress(Worker &w);
+// Every thread of the block has exited: fails on what the units still hold.
+SIM_UNINSTRUMENTED inline void hopper_block_end(Worker &w);
 // A fiber has just switched out to the scheduler.
 inline void hopper_switched(Worker &w);
 // Appends the state of the mbarriers threads wait on to a deadlock report.
@@ -515,7 +517,12 @@ inline void fail(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    uint3 t = tl_fiber ? tl_fiber->tid : uint3{0, 0, 0};
+    if (!tl_fiber) {  // the scheduler's own check (a copy landing, the block's end)
+        snprintf(w.result->message, sizeof w.result->message, "%s: %s (block (%u,%u,%u))", w.launch->kernel, what,
+                 w.block_idx.x, w.block_idx.y, w.block_idx.z);
+        siglongjmp(*w.cluster->jmp, 2);
+    }
+    uint3 t = tl_fiber->tid;
     snprintf(w.result->message, sizeof w.result->message, "%s: %s (thread (%u,%u,%u) of block (%u,%u,%u))",
              w.launch->kernel, what, t.x, t.y, t.z, w.block_idx.x, w.block_idx.y, w.block_idx.z);
     siglongjmp(*w.cluster->jmp, 2);
@@ -1253,7 +1260,13 @@ inline Outcome schedule(Cluster &c) {
             finished &= c.cta[r]->exited == c.cta[r]->n;
             released |= release_block_barrier(*c.cta[r]);
         }
-        if (finished) return FINISHED;
+        if (finished) {
+            for (unsigned r = 0; r < c.size; ++r) {
+                tl_worker = c.cta[r];
+                hopper_block_end(*c.cta[r]);
+            }
+            return FINISHED;
+        }
         if (released) continue;
         bool landed = false;
         for (unsigned r = 0; r < c.size; ++r) {

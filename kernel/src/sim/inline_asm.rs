@@ -3,14 +3,17 @@
 //! accesses (`ld`, `st`, `atom`, `red`, fences; `memory.rs`) often too. Each such statement is
 //! read instruction by instruction, its operands typed by their constraints (`"r"` 32-bit,
 //! `"l"` 64-bit, `"h"` 16-bit, `"f"` float, `"n"` immediate), and rewritten into calls of the
-//! simulator's emulation (`sim_asm.h`, which runs the same code as `lab/ptx.h`'s bodies).
-//! Anything else is refused, naming the instruction with its file and line.
+//! simulator's emulation (`sim_asm.h`, which runs the same code as `lab/ptx.h`'s bodies);
+//! Hopper's `mbarrier`, TMA, `wgmma` and cluster instructions ([`hopper`]) run the emulation
+//! of `lab/hopper.h`'s bodies, and labels with `bra` become C++ labels local to the
+//! statement. Anything else is refused, naming the instruction with its file and line.
 
 use std::collections::HashMap;
 use std::fmt;
 
 mod arithmetic;
 mod conditional;
+mod hopper;
 mod memory;
 
 /// An `asm` statement the simulator cannot run: where, which instruction, and why.
@@ -36,8 +39,9 @@ impl fmt::Display for Refusal {
 const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 f16/bf16 with f32 or f16 \
      accumulators, m16n8k8 tf32), ldmatrix, cp.async (ca/cg, commit_group, wait_group, \
      wait_all), ld, st, atom, red, fence, membar, prefetch, cvta, cvt, mov, setp, selp, \
-     shfl.sync, and integer and floating-point arithmetic (add, mul, fma, ex2, lop3, prmt, ...), \
-     each under an optional @p guard; lab/hopper.h has the Hopper instructions";
+     shfl.sync, integer and floating-point arithmetic (add, mul, fma, ex2, lop3, prmt, ...), \
+     Hopper's mbarrier, cp.async.bulk.tensor.2d, wgmma, setmaxnreg, barrier.cluster and mapa, \
+     each under an optional @p guard, and labels with bra";
 
 /// `code` (comments removed) with every `asm` statement replaced by the emulation's calls,
 /// line breaks kept so that compiler messages keep their lines; `None` when it has no `asm`.
@@ -297,7 +301,8 @@ fn parse_statement(code: &str, mut i: usize) -> Result<Statement, String> {
     }
     i += 1;
     let (template, next) = string_pieces(code, i)?;
-    if template.is_empty() {
+    // An empty template ("") is a compiler barrier on its operands: nothing to run.
+    if template.is_empty() && next == skip_ws(b, i) {
         return Err(
             "the template is not a string literal (a macro building it cannot be read)".into(),
         );
@@ -554,6 +559,8 @@ fn generate(stmt: &Statement, lines: &LineMap) -> Result<String, Refusal> {
     let mut g = Gen {
         ops: &stmt.operands,
         locals: HashMap::new(),
+        labels: Vec::new(),
+        targets: Vec::new(),
         code: String::new(),
     };
     let first_line = stmt.template.first().map_or(0, |t| t.1);
@@ -612,6 +619,19 @@ fn generate(stmt: &Statement, lines: &LineMap) -> Result<String, Refusal> {
         g.statement(&p.text)
             .map_err(|why| refuse(p.at, &opcode, why))?;
     }
+    if let Some(t) = g.targets.iter().find(|t| !g.labels.contains(t)) {
+        return Err(refuse(
+            first_line,
+            "bra",
+            format!("the branch target {t} is no label of the statement"),
+        ));
+    }
+    if !g.labels.is_empty() {
+        // GNU local labels: scoped to this statement, so a wrapper inlined twice in one
+        // function (or a macro used twice) does not define a label twice.
+        let names: Vec<String> = g.labels.iter().map(|l| label_name(l)).collect();
+        pre.insert_str("do { ".len(), &format!("__label__ {}; ", names.join(", ")));
+    }
     let mut post = String::new();
     for (n, op) in stmt.operands.iter().enumerate() {
         if !op.output {
@@ -631,7 +651,16 @@ struct Gen<'a> {
     ops: &'a [Operand],
     /// `.reg` declarations: name and kind.
     locals: HashMap<String, Kind>,
+    /// Labels defined, and branch targets named, in the statement.
+    labels: Vec<String>,
+    targets: Vec<String>,
     code: String,
+}
+
+/// A PTX label as a C++ one; `%=` (the compiler's number of the asm instance, which makes
+/// labels unique on a GPU) is dropped, the labels being local to the statement here.
+fn label_name(name: &str) -> String {
+    local_name(&name.replace("%=", "")).replacen("_kr_", "_kl_", 1)
 }
 
 fn local_name(name: &str) -> String {
@@ -650,15 +679,45 @@ impl Gen<'_> {
         let (opcode, rest) = text
             .split_once(' ')
             .map_or((text, ""), |(a, b)| (a, b.trim()));
-        let branch = matches!(
-            opcode.split('.').next(),
-            Some("bra" | "brx" | "call" | "ret" | "exit")
-        );
-        if opcode.ends_with(':') || text.contains("%=") || branch {
-            return Err(format!("labels and branches are not emulated; {EMULATED}"));
+        if let Some(label) = opcode.strip_suffix(':') {
+            if self.labels.iter().any(|l| l == label) {
+                return Err(format!("the label {label} is defined twice"));
+            }
+            self.labels.push(label.to_string());
+            self.code.push_str(&format!("{}:; ", label_name(label)));
+            return if rest.is_empty() {
+                Ok(())
+            } else {
+                self.statement(rest)
+            };
+        }
+        match opcode.split('.').next() {
+            Some("bra") => {
+                if !matches!(opcode, "bra" | "bra.uni") || rest.contains(',') || rest.is_empty() {
+                    return Err(format!(
+                        "{opcode} {rest}: bra and bra.uni to a label are emulated"
+                    ));
+                }
+                self.targets.push(rest.to_string());
+                self.code.push_str(&format!("goto {}; ", label_name(rest)));
+                return Ok(());
+            }
+            Some("brx" | "call" | "ret" | "exit") => {
+                return Err(format!(
+                    "calls, returns and indirect branches are not emulated; {EMULATED}"
+                ));
+            }
+            _ => {}
+        }
+        if text.contains("%=") {
+            return Err("%= outside a label is not emulated".into());
         }
         if opcode == ".reg" {
             return self.declare(rest);
+        }
+        if opcode.starts_with("cp.async.bulk") {
+            let parts: Vec<&str> = opcode.split('.').collect();
+            return self.bulk_tensor(&parts, rest);
         }
         let operands: Vec<Opnd> = split_operands(rest)
             .iter()
@@ -678,6 +737,11 @@ impl Gen<'_> {
             "mma" => self.mma(&parts, &operands),
             "ldmatrix" => self.ldmatrix(&parts, &operands),
             "cp" if parts.get(1) == Some(&"async") => self.cp_async(&parts, &operands),
+            "mbarrier" => self.mbarrier(&parts, &operands),
+            "wgmma" => self.wgmma(&parts, &operands),
+            "setmaxnreg" => self.setmaxnreg(&parts, &operands),
+            "barrier" | "bar" => self.barrier(&parts, &operands),
+            "mapa" => self.mapa(&parts, &operands),
             "cvta" => self.cvta(&parts, &operands),
             "cvt" => self.cvt(&parts, &operands),
             "mov" => self.mov(&parts, &operands),
@@ -809,6 +873,7 @@ impl Gen<'_> {
         match op {
             Opnd::Ref(n) => self.ops[*n].kind(),
             Opnd::Local(name) => self.locals[name],
+            Opnd::Special(name) if special_is_64_bit(name) => Kind::B64,
             Opnd::Special(_) => Kind::B32,
             _ => Kind::Imm,
         }
@@ -1269,6 +1334,10 @@ impl Gen<'_> {
     }
 }
 
+fn special_is_64_bit(name: &str) -> bool {
+    matches!(name.trim_start_matches('%'), "globaltimer" | "clock64")
+}
+
 /// The C++ for a special register.
 fn special(name: &str) -> Result<String, String> {
     let dim = |s: &str| match s {
@@ -1285,6 +1354,10 @@ fn special(name: &str) -> Result<String, String> {
         ("lanemask_le", None) => "::sim::inline_ptx::lanemask(2)".into(),
         ("lanemask_gt", None) => "::sim::inline_ptx::lanemask(3)".into(),
         ("lanemask_ge", None) => "::sim::inline_ptx::lanemask(4)".into(),
+        ("cluster_ctarank", None) => "::sim::worker().rank".into(),
+        ("cluster_nctarank", None) => "::sim::worker().cluster->size".into(),
+        ("globaltimer", None) | ("clock64", None) => "(uint64_t)clock64()".into(),
+        ("clock", None) => "(uint32_t)clock64()".into(),
         ("tid", Some(c)) => format!("threadIdx.{c}"),
         ("ntid", Some(c)) => format!("blockDim.{c}"),
         ("ctaid", Some(c)) => format!("blockIdx.{c}"),
@@ -1378,20 +1451,82 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
     #[test]
     fn unknown_instructions_are_refused_with_file_line_and_name() {
         let code = "#line 40 \"user.cu\"\nvoid f(unsigned long long d) {\n\n  asm volatile(\
-             \"wgmma.fence.sync.aligned;\" ::: \"memory\");\n}\n";
+             \"tcgen05.fence::before_thread_sync;\" ::: \"memory\");\n}\n";
         let r = rewrite(code, "ignored.cu").unwrap_err();
         assert_eq!(
             (r.file.as_str(), r.line, r.instruction.as_str()),
-            ("user.cu", 42, "wgmma.fence.sync.aligned")
+            ("user.cu", 42, "tcgen05.fence::before_thread_sync")
         );
-        assert!(
-            r.to_string()
-                .starts_with("user.cu:42: inline PTX `wgmma.fence.sync.aligned`: not emulated")
-        );
-        let branch = "void f() { asm volatile(\"L: bra L;\"); }";
-        assert!(rewrite(branch, "k.cu").unwrap_err().why.contains("labels"));
+        assert!(r.to_string().starts_with(
+            "user.cu:42: inline PTX `tcgen05.fence::before_thread_sync`: not emulated"
+        ));
+        let nowhere = "void f() { asm volatile(\"L: bra M;\"); }";
+        let why = rewrite(nowhere, "k.cu").unwrap_err().why;
+        assert!(why.contains("the branch target M is no label"), "{why}");
+        let call = "void f() { asm volatile(\"call g;\"); }";
+        assert!(rewrite(call, "k.cu").unwrap_err().why.contains("calls"));
         let top = "asm(\".global .u32 x;\");";
         assert!(rewrite(top, "k.cu").unwrap_err().why.contains("file scope"));
+    }
+
+    #[test]
+    fn hopper_forms_outside_the_emulation_are_refused_saying_what_is_emulated() {
+        let why = |stmt: &str| {
+            let code =
+                format!("void f(unsigned s, const void *m, unsigned long long a) {{ {stmt} }}");
+            rewrite(&code, "k.cu").unwrap_err().why
+        };
+        let cases = [
+            (
+                r#"asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%0, %0, %0}], [%0];" :: "r"(s), "l"(m));"#,
+                "2-D tiled",
+            ),
+            (
+                r#"asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 16, [%0];" :: "r"(s), "l"(m));"#,
+                "a plain bulk copy",
+            ),
+            (
+                r#"float d[4]; asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16 {%0, %1}, %2, %3, 1, 1, 1, 0, 0;" : "+r"(s), "+r"(s) : "l"(a), "l"(a));"#,
+                "m64nNk16 .f32.f16.f16",
+            ),
+            (
+                r#"unsigned d[4]; asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, 1, 1, 1, 0, 0;" : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]) : "l"(a), "l"(a));"#,
+                "must be a \"+f\" operand",
+            ),
+            (
+                r#"float d[4]; asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, %6, 1, 1, 0, 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "l"(a), "l"(a), "r"(s));"#,
+                "scale-d must be a predicate",
+            ),
+            (r#"asm volatile("bar.sync 1, 128;");"#, "named barriers"),
+            (
+                r#"asm volatile("mbarrier.pending_count.b64 %0, %1;" : "=r"(s) : "l"(a));"#,
+                "mbarrier.pending_count is not emulated",
+            ),
+            (
+                r#"asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "r"(s));"#,
+                "immediate",
+            ),
+        ];
+        for (stmt, want) in cases {
+            let w = why(stmt);
+            assert!(w.contains(want), "{stmt}: {w}");
+        }
+    }
+
+    #[test]
+    fn a_retry_loop_becomes_local_labels_and_gotos() {
+        // CUTLASS's ClusterBarrier::wait, with %= making its labels unique on a GPU.
+        let code = "void f(unsigned b, unsigned ph) {\n  asm volatile(\"{\\n.reg .pred P1;\\nLAB_WAIT%=:\\n\
+             mbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1;\\n@P1 bra DONE%=;\\nbra LAB_WAIT%=;\\n\
+             DONE%=:\\n}\\n\" :: \"r\"(b), \"r\"(ph));\n}\n";
+        let out = rw(code);
+        for want in [
+            "do { __label__ _kl_LAB_WAIT, _kl_DONE; ",
+            "_kl_LAB_WAIT:; _kr_P1 = ::sim::inline_ptx::mbar_wait_test(",
+            "if (_kr_P1) { goto _kl_DONE; } goto _kl_LAB_WAIT; _kl_DONE:; ",
+        ] {
+            assert!(out.contains(want), "missing {want}:\n{out}");
+        }
     }
 
     #[test]

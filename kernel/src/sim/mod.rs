@@ -18,8 +18,11 @@
 pub mod compile;
 mod fault;
 mod ffi;
+mod gpu_bodies;
 pub mod inline_asm;
 pub mod memory;
+
+pub use gpu_bodies::gpu_bodies;
 
 use crate::contract::{Kernel, Unsupported};
 use crate::device::{
@@ -1163,7 +1166,7 @@ mod tests {
             .unwrap_err()
             .0;
         assert!(
-            why.starts_with("not simulated: k.cu:2: inline PTX `bar.sync`: not emulated"),
+            why.starts_with("not simulated: k.cu:2: inline PTX `bar.sync`: named barriers"),
             "{why}"
         );
     }

@@ -18,6 +18,9 @@
 //   row addresses or fragments at once and hands each lane the registers the PTX ISA's
 //   fragment layouts give it ("Matrix Fragments for mma.m16n8k16 / mma.m16n8k8"). A kernel
 //   with a wrong lane mapping gets a wrong product, as on a GPU.
+// The simulator can also run the PTX bodies through its inline-PTX front end into the same
+// emulation (kernel::sim::gpu_bodies); every rung including this header gives the same bits
+// both ways (harness/tests/gpu_bodies.rs).
 //
 // Fragment layouts (g = lane / 4, t = lane % 4; a b32 register holds two 16-bit elements, the
 // lower-indexed one in its low half):

@@ -371,6 +371,24 @@ impl Gen<'_> {
         let [.., dt, st] = parts else {
             return Err("cvt needs a destination and a source type".into());
         };
+        if *dt == "tf32" {
+            // cvt.rna{.satfinite}.tf32.f32: the f32 rounded to TF32's 10-bit mantissa, to
+            // nearest with ties away from zero, in a 32-bit register (WMMA's rounding).
+            if !matches!(
+                parts,
+                ["cvt", "rna", "tf32", "f32"] | ["cvt", "rna", "satfinite", "tf32", "f32"]
+            ) {
+                return Err("cvt to .tf32 is emulated as cvt.rna{.satfinite}.tf32.f32".into());
+            }
+            Self::count(ops, 2)?;
+            let a = self.read(&ops[1], Kind::B32, "the source")?;
+            if let Some(d) = self.write(&ops[0], Kind::B32, "the destination")? {
+                self.code.push_str(&format!(
+                    "{d} = ::sim::inline_ptx::f32_bits(nvcuda::wmma::__float_to_tf32(::sim::inline_ptx::f32_of({a}))); "
+                ));
+            }
+            return Ok(());
+        }
         let (d, s) = (
             CvtTy::of(dt).ok_or_else(|| format!("cvt to .{dt} is not emulated"))?,
             CvtTy::of(st).ok_or_else(|| format!("cvt from .{st} is not emulated"))?,

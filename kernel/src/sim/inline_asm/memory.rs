@@ -304,9 +304,24 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// `fence{.sc|.acq_rel|.acquire|.release}.scope` and `membar.{cta,gl,sys}`.
+    /// `fence{.sc|.acq_rel|.acquire|.release}.scope`, `membar.{cta,gl,sys}`, and Hopper's
+    /// `fence.proxy.async` (generic-proxy writes made visible to wgmma and the TMA) and
+    /// `fence.mbarrier_init` (nothing to do: the simulator has one proxy).
     pub(super) fn fence(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
         Self::count(ops, 0)?;
+        match parts {
+            ["fence", "proxy", "async", space @ ..]
+                if space.len() <= 1
+                    && space
+                        .iter()
+                        .all(|s| matches!(*s, "shared::cta" | "shared::cluster" | "global")) =>
+            {
+                self.code.push_str("::sim::fence_proxy_async(); ");
+                return Ok(());
+            }
+            ["fence", "mbarrier_init", "release", "cluster"] => return Ok(()),
+            _ => {}
+        }
         let gpu = match parts {
             ["fence", sem @ .., scope]
                 if sem.len() <= 1
@@ -351,7 +366,8 @@ impl Gen<'_> {
 fn fence_refusal(parts: &[&str]) -> String {
     format!(
         "{} is not emulated (fence.sc, .acq_rel, .acquire or .release at .cta, .cluster, .gpu or \
-         .sys scope, and membar.cta, .gl and .sys are; the proxy fences belong to lab/hopper.h)",
+         .sys scope, membar.cta, .gl and .sys, fence.proxy.async and \
+         fence.mbarrier_init.release.cluster are)",
         parts.join(".")
     )
 }

@@ -1,0 +1,451 @@
+//! Hopper's asynchronous instructions as public sm_90a kernels write them (fast.cu, CUTLASS's
+//! `cute/arch` wrappers): `mbarrier`, TMA tensor copies (`cp.async.bulk.tensor.2d`), `wgmma`,
+//! `setmaxnreg` and the cluster instructions (`barrier.cluster`, `mapa`), rewritten into the
+//! emulation `lab/hopper.h` runs in the simulator (`sim_hopper.h`). A `try_wait` there sleeps
+//! until its phase completes, so the retry loops these kernels write around it run once.
+
+use super::{EMULATED, Gen, Kind, Opnd, split_operands};
+
+/// Where an mbarrier operand lives: a generic address, or a shared-window address (`.shared`,
+/// `.shared::cta`), or one of the cluster's (`.shared::cluster`, which `mapa` may have pointed
+/// at another block).
+fn space(parts: &[&str]) -> &'static str {
+    if parts.contains(&"shared::cluster") {
+        "2"
+    } else if parts.iter().any(|p| matches!(*p, "shared" | "shared::cta")) {
+        "1"
+    } else {
+        "0"
+    }
+}
+
+/// Qualifiers an instruction may carry that change nothing here: memory-order semantics and
+/// scopes (the emulation orders every mbarrier operation), state spaces (read by [`space`]),
+/// `.sync.aligned` and the operand type.
+fn ignorable(p: &str) -> bool {
+    matches!(
+        p,
+        "release"
+            | "acquire"
+            | "relaxed"
+            | "cta"
+            | "cluster"
+            | "shared"
+            | "shared::cta"
+            | "shared::cluster"
+            | "sync"
+            | "aligned"
+            | "b64"
+            | "u32"
+            | "u64"
+    )
+}
+
+impl Gen<'_> {
+    /// `mbarrier.{init, arrive, arrive.expect_tx, arrive_drop, expect_tx, complete_tx,
+    /// try_wait, test_wait}`, their waits by phase parity or by the state an arrive returned.
+    pub(super) fn mbarrier(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        let op = parts.get(1).copied().unwrap_or("");
+        let expect_tx = parts.get(2) == Some(&"expect_tx");
+        let quals = &parts[if expect_tx { 3 } else { 2 }..];
+        let parity = quals.contains(&"parity");
+        if let Some(q) = quals.iter().find(|q| !ignorable(q) && **q != "parity") {
+            return Err(format!("mbarrier.{op} .{q} is not emulated"));
+        }
+        let what = parts.join(".");
+        let space = space(parts);
+        let bar = |g: &Self, k: usize| -> Result<String, String> {
+            let a = g.address(&ops[k], "the mbarrier's address", false)?;
+            Ok(format!(
+                "::sim::inline_ptx::mbarrier({a}, {space}, \"{what}\")"
+            ))
+        };
+        let code = match (op, expect_tx) {
+            ("init", false) => {
+                Self::count(ops, 2)?;
+                let n = self.read_b32(&ops[1], "the arrival count")?;
+                format!("::sim::mbar_init({}, (unsigned){n}); ", bar(self, 0)?)
+            }
+            ("arrive" | "arrive_drop", _) => {
+                // state, [addr] {, count} or, with .expect_tx, state, [addr], txCount.
+                if ops.len() != 2 && ops.len() != 3 {
+                    return Err(format!(
+                        "takes a state, [addr] and an optional count; {} operands given",
+                        ops.len()
+                    ));
+                }
+                let role = if expect_tx {
+                    "the tx-count"
+                } else {
+                    "the arrival count"
+                };
+                let extra = ops.get(2).map(|o| self.read_b32(o, role)).transpose()?;
+                let (count, tx) = match (expect_tx, extra) {
+                    (true, Some(tx)) => ("1".to_string(), tx),
+                    (true, None) => return Err("arrive.expect_tx takes a tx-count".into()),
+                    (false, Some(n)) => (n, "0".to_string()),
+                    (false, None) => ("1".to_string(), "0".to_string()),
+                };
+                if op == "arrive_drop" && (expect_tx || ops.len() == 3) {
+                    return Err(
+                        "mbarrier.arrive_drop with a count or a tx-count is not emulated".into(),
+                    );
+                }
+                let a = self.address(&ops[1], "the mbarrier's address", false)?;
+                let call = format!(
+                    "::sim::inline_ptx::mbar_arrive({a}, {space}, (unsigned){count}, (unsigned){tx}, {}, \"{what}\")",
+                    op == "arrive_drop"
+                );
+                match self.write(&ops[0], Kind::B64, "the state")? {
+                    Some(state) => format!("{state} = {call}; "),
+                    None => format!("{call}; "),
+                }
+            }
+            ("expect_tx" | "complete_tx", false) => {
+                Self::count(ops, 2)?;
+                let n = self.read_b32(&ops[1], "the tx-count")?;
+                let f = if op == "expect_tx" {
+                    "mbar_expect_tx"
+                } else {
+                    "mbar_complete_tx"
+                };
+                format!("::sim::{f}({}, (unsigned){n}); ", bar(self, 0)?)
+            }
+            ("try_wait" | "test_wait", false) => {
+                // waitComplete, [addr], phaseParity (or state) {, suspendTimeHint}.
+                let hint = usize::from(op == "try_wait");
+                if ops.len() != 3 && ops.len() != 3 + hint {
+                    return Err(format!(
+                        "takes a predicate, [addr], the {}{}; {} operands given",
+                        if parity { "phase parity" } else { "state" },
+                        if hint == 1 {
+                            " and an optional suspend-time hint"
+                        } else {
+                            ""
+                        },
+                        ops.len()
+                    ));
+                }
+                let phase = if parity {
+                    self.read_b32(&ops[2], "the phase parity")?
+                } else {
+                    self.read(&ops[2], Kind::B64, "the state")?
+                };
+                let b = bar(self, 1)?;
+                let test = format!(
+                    "::sim::inline_ptx::mbar_wait_test({b}, (unsigned)({phase} & 1), {}, \"{what}\")",
+                    op == "try_wait"
+                );
+                match self.write(&ops[0], Kind::Pred, "the result")? {
+                    Some(p) => format!("{p} = {test}; "),
+                    None => format!("(void){test}; "),
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "mbarrier.{op} is not emulated (init, arrive, arrive.expect_tx, arrive_drop, \
+                     expect_tx, complete_tx, try_wait and test_wait are)"
+                ));
+            }
+        };
+        self.code.push_str(&code);
+        Ok(())
+    }
+
+    /// A 32-bit operand: a `"r"` register or an immediate.
+    fn read_b32(&self, op: &Opnd, role: &str) -> Result<String, String> {
+        match self.kind(op) {
+            Kind::Imm => self.read(op, Kind::Imm, role),
+            _ => self.read(op, Kind::B32, role),
+        }
+    }
+
+    /// `cp.async.bulk.tensor.2d.shared::cluster.global{.tile}.mbarrier::complete_tx::bytes
+    /// {.multicast::cluster}{.L2::cache_hint} [dst], [tensorMap, {c0, c1}], [mbar]{, ctaMask}
+    /// {, policy}`: one box of a 2-D tensor map. `rest` is the operand text, whose second
+    /// operand the common reader does not take.
+    pub(super) fn bulk_tensor(&mut self, parts: &[&str], rest: &str) -> Result<(), String> {
+        if parts.get(3) != Some(&"tensor") {
+            return Err(
+                "cp.async.bulk without .tensor (a plain bulk copy, its bulk groups) is not \
+                 emulated; TMA tensor copies (cp.async.bulk.tensor.2d) are"
+                    .into(),
+            );
+        }
+        let (mut multicast, mut hint, mut complete) = (false, false, false);
+        let mut dims = None;
+        for p in &parts[4..] {
+            match *p {
+                "1d" | "2d" | "3d" | "4d" | "5d" => dims = Some(*p),
+                "shared::cluster" | "shared::cta" | "global" | "tile" => {}
+                "mbarrier::complete_tx::bytes" => complete = true,
+                "multicast::cluster" => multicast = true,
+                "L2::cache_hint" => hint = true,
+                other => {
+                    return Err(format!(
+                        "cp.async.bulk.tensor .{other} is not emulated (2-D tiled loads into \
+                         shared memory completing on an mbarrier, .multicast::cluster and \
+                         .L2::cache_hint are)"
+                    ));
+                }
+            }
+        }
+        if dims != Some("2d") || !complete {
+            return Err(format!(
+                "{} is not emulated: the simulator's tensor maps are 2-D tiled ones, loaded into \
+                 shared memory with .mbarrier::complete_tx::bytes",
+                parts.join(".")
+            ));
+        }
+        let raw = split_operands(rest);
+        let want = 3 + usize::from(multicast) + usize::from(hint);
+        if raw.len() != want {
+            return Err(format!(
+                "takes [dst], [tensorMap, {{c0, c1}}], [mbar]{}{}; {} operands given",
+                if multicast { ", ctaMask" } else { "" },
+                if hint { ", a cache policy" } else { "" },
+                raw.len()
+            ));
+        }
+        let tensor = raw[1]
+            .strip_prefix('[')
+            .and_then(|r| r.strip_suffix(']'))
+            .map(split_operands)
+            .filter(|v| v.len() == 2)
+            .ok_or_else(|| format!("the source must be [tensorMap, {{c0, c1}}], not {}", raw[1]))?;
+        let map = self.operand(&tensor[0])?;
+        let map = self.read(&map, Kind::B64, "the tensor map (a generic address, \"l\")")?;
+        let coords = self.operand(&tensor[1])?;
+        let coords = self.vector(&coords, 2, "the coordinates")?;
+        let c0 = self.read_b32(&coords[0], "the inner coordinate")?;
+        let c1 = self.read_b32(&coords[1], "the outer coordinate")?;
+        let dst = self.operand(&raw[0])?;
+        let dst = self.address(&dst, "the shared destination", false)?;
+        let bar = self.operand(&raw[2])?;
+        let bar = self.address(&bar, "the mbarrier's address", false)?;
+        let mask = if multicast {
+            let m = self.operand(&raw[3])?;
+            match self.kind(&m) {
+                Kind::B16 => self.read(&m, Kind::B16, "the ctaMask")?,
+                _ => self.read_b32(&m, "the ctaMask")?,
+            }
+        } else {
+            "1".into()
+        };
+        self.code.push_str(&format!(
+            "::sim::inline_ptx::tma_load_2d({dst}, {map}, {bar}, (int){c0}, (int){c1}, {multicast}, (unsigned){mask}); "
+        ));
+        Ok(())
+    }
+
+    /// `wgmma.fence`, `.commit_group`, `.wait_group N`, and `wgmma.mma_async` of FP16, BF16 or
+    /// TF32 into FP32 accumulators, A from shared memory (a descriptor) or registers.
+    pub(super) fn wgmma(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        let tail = parts[1..].join(".");
+        match tail.as_str() {
+            "fence.sync.aligned" => {
+                Self::count(ops, 0)?;
+                self.code.push_str("::sim::wgmma_fence(); ");
+                return Ok(());
+            }
+            "commit_group.sync.aligned" => {
+                Self::count(ops, 0)?;
+                self.code.push_str("::sim::wgmma_commit(); ");
+                return Ok(());
+            }
+            "wait_group.sync.aligned" => {
+                Self::count(ops, 1)?;
+                let n = self.read(&ops[0], Kind::Imm, "the group count")?;
+                self.code
+                    .push_str(&format!("::sim::wgmma_wait((unsigned){n}); "));
+                return Ok(());
+            }
+            _ => {}
+        }
+        let refuse = || {
+            format!(
+                "wgmma.{tail} is not emulated (wgmma.mma_async.sync.aligned.m64nNk16 \
+                 .f32.f16.f16 and .f32.bf16.bf16, m64nNk8.f32.tf32.tf32, A from a descriptor or \
+                 registers, and wgmma.fence, commit_group and wait_group are)"
+            )
+        };
+        let ["mma_async", "sync", "aligned", shape, "f32", ta, tb] = parts[1..] else {
+            return Err(refuse());
+        };
+        let (ty, k) = match (ta, tb) {
+            ("f16", "f16") => ("f16", "16"),
+            ("bf16", "bf16") => ("bf16", "16"),
+            ("tf32", "tf32") => ("tf32", "8"),
+            _ => return Err(refuse()),
+        };
+        let n: u32 = shape
+            .strip_prefix("m64n")
+            .and_then(|r| r.strip_suffix(&format!("k{k}")))
+            .and_then(|n| n.parse().ok())
+            .filter(|n| n % 8 == 0 && (8..=256).contains(n))
+            .ok_or_else(refuse)?;
+        let rs = matches!(ops.get(1), Some(Opnd::Vector(_)));
+        // d, a, b-desc, scale-d, imm-scale-a, imm-scale-b, then imm-trans-a (A from shared
+        // memory) and imm-trans-b, which TF32 does not take.
+        let trans = if ty == "tf32" {
+            0
+        } else if rs {
+            1
+        } else {
+            2
+        };
+        Self::count(ops, 6 + trans)?;
+        let d = self.vector(&ops[0], n as usize / 2, "D")?;
+        let mut lvalues = Vec::with_capacity(d.len());
+        for o in d {
+            match o {
+                Opnd::Ref(i) if self.ops[*i].letter() == 'f' && self.ops[*i].output => {
+                    lvalues.push(format!("&({})", self.ops[*i].expr));
+                }
+                _ => {
+                    return Err(
+                        "each accumulator of D must be a \"+f\" operand (a float the simulator \
+                         writes at the wgmma.wait_group that covers it)"
+                            .into(),
+                    );
+                }
+            }
+        }
+        let (a_decl, desc_a) = if rs {
+            let regs = self
+                .vector(&ops[1], 4, "A")?
+                .iter()
+                .map(|o| self.read(o, Kind::B32, "an A register"))
+                .collect::<Result<Vec<_>, _>>()?;
+            (
+                format!("const uint32_t _wa[4] = {{{}}}; ", regs.join(", ")),
+                "0".to_string(),
+            )
+        } else {
+            (
+                String::new(),
+                self.read(&ops[1], Kind::B64, "the A descriptor")?,
+            )
+        };
+        let desc_b = self.read(&ops[2], Kind::B64, "the B descriptor")?;
+        // scale-d is a predicate: a .pred register of the statement or an immediate.
+        let scale_d = match &ops[3] {
+            Opnd::Local(name) if self.locals[name] == Kind::Pred => super::local_name(name),
+            o if self.kind(o) == Kind::Imm => {
+                format!("({} != 0)", self.read(o, Kind::Imm, "scale-d")?)
+            }
+            _ => {
+                return Err(
+                    "scale-d must be a predicate (a .pred register or an immediate), as ptxas \
+                     requires"
+                        .into(),
+                );
+            }
+        };
+        let imm = |k: usize, role: &str| self.read(&ops[k], Kind::Imm, role);
+        let (sa, sb) = (imm(4, "imm-scale-a")?, imm(5, "imm-scale-b")?);
+        let (tra, trb) = match trans {
+            2 => (imm(6, "imm-trans-a")?, imm(7, "imm-trans-b")?),
+            1 => ("0".into(), imm(6, "imm-trans-b")?),
+            _ => ("0".into(), "0".into()),
+        };
+        self.code.push_str(&format!(
+            "{{ {a_decl}float *_wd[{len}] = {{{lv}}}; ::sim::inline_ptx::wgmma(_wd, {len}, {a}, {desc_a}, {desc_b}, {n}, ::sim::WgType::{ty}, {scale_d}, (int){sa}, (int){sb}, {tra} != 0, {trb} != 0); }} ",
+            len = d.len(),
+            lv = lvalues.join(", "),
+            a = if rs { "_wa" } else { "nullptr" },
+        ));
+        Ok(())
+    }
+
+    /// `setmaxnreg.{inc,dec}.sync.aligned.u32 N`: registers are not a resource here, the count
+    /// is checked.
+    pub(super) fn setmaxnreg(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        let dir = match parts {
+            [
+                "setmaxnreg",
+                dir @ ("inc" | "dec"),
+                "sync",
+                "aligned",
+                "u32",
+            ] => *dir,
+            _ => return Err("setmaxnreg.{inc,dec}.sync.aligned.u32 is emulated".into()),
+        };
+        Self::count(ops, 1)?;
+        let n = self.read(&ops[0], Kind::Imm, "the register count")?;
+        self.code.push_str(&format!(
+            "::sim::setmaxnreg((unsigned){n}, \"setmaxnreg.{dir}\"); "
+        ));
+        Ok(())
+    }
+
+    /// `barrier.cluster.arrive{.release,.relaxed}{.aligned}`, `barrier.cluster.wait
+    /// {.acquire}{.aligned}`, and the block-wide `bar.sync 0` / `barrier.sync 0`
+    /// (`__syncthreads`).
+    pub(super) fn barrier(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        match parts {
+            ["barrier", "cluster", op, rest @ ..]
+                if rest
+                    .iter()
+                    .all(|q| matches!(*q, "release" | "relaxed" | "acquire" | "aligned")) =>
+            {
+                Self::count(ops, 0)?;
+                match *op {
+                    "arrive" => self.code.push_str("::sim::cluster_arrive(); "),
+                    "wait" => self.code.push_str("::sim::cluster_wait(); "),
+                    _ => return Err(format!("barrier.cluster.{op} is not emulated")),
+                }
+                Ok(())
+            }
+            ["bar" | "barrier", "sync"] | ["barrier", "sync", "aligned"] => match ops {
+                [Opnd::Imm(v)] if v == "0ll" => {
+                    self.code.push_str("__syncthreads(); ");
+                    Ok(())
+                }
+                _ => Err(
+                    "named barriers (an id other than the literal 0, or a thread count) are not \
+                     emulated; bar.sync 0 is __syncthreads"
+                        .into(),
+                ),
+            },
+            _ => Err(format!(
+                "{} is not emulated (barrier.cluster.arrive and .wait, and bar.sync 0 are); {EMULATED}",
+                parts.join(".")
+            )),
+        }
+    }
+
+    /// `mapa.u64 d, a, rank` (generic addresses) and `mapa.shared::cluster.u32 d, a, rank`
+    /// (shared-window addresses, which mbarrier operations with `.shared::cluster` take).
+    pub(super) fn mapa(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        Self::count(ops, 3)?;
+        let rank = self.read_b32(&ops[2], "the target block's rank")?;
+        let (kind, call) = match parts[1..] {
+            ["u64"] => {
+                let a = self.read(&ops[1], Kind::B64, "the address")?;
+                (
+                    Kind::B64,
+                    format!(
+                        "(uint64_t)(uintptr_t)::sim::cluster_map((const void *)(uintptr_t){a}, (unsigned){rank}, \"mapa\")"
+                    ),
+                )
+            }
+            ["shared::cluster", t @ ("u32" | "u64")] => {
+                let kind = if t == "u32" { Kind::B32 } else { Kind::B64 };
+                let a = self.read(&ops[1], kind, "the address")?;
+                (
+                    kind,
+                    format!("::sim::inline_ptx::mapa_shared((uint64_t){a}, (unsigned){rank})"),
+                )
+            }
+            _ => {
+                return Err("mapa.u64 and mapa.shared::cluster.u32 (or .u64) are emulated".into());
+            }
+        };
+        if let Some(d) = self.write(&ops[0], kind, "the destination")? {
+            let t = kind.c_type();
+            self.code.push_str(&format!("{d} = ({t})({call}); "));
+        }
+        Ok(())
+    }
+}

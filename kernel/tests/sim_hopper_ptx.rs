@@ -1,0 +1,318 @@
+//! Hopper's instructions as inline PTX in a kernel's own file (as fast.cu and CUTLASS's
+//! `cute/arch` write them), run by the simulator's front end into the emulation of
+//! `lab/hopper.h`: the forms the lab's headers do not use (those are checked against the
+//! emulation by `harness/tests/gpu_bodies.rs`, and a whole TMA + wgmma GEMM by the user
+//! example `examples/hgemm_wgmma_tma.cu`). mbarrier arrivals with a count and the state they
+//! return, waits on that state, `test_wait` polled in a loop, `expect_tx` and `complete_tx` on
+//! their own; labels and branches; `bar.sync 0`; `mapa.u64`; the cluster and timer special
+//! registers; a TF32 wgmma with its scale-d from a predicate; what the block's end finds left
+//! in flight; the TMA through libcu++'s `cuda::barrier` (`barrier_arrive_tx`,
+//! `cp_async_bulk_tensor_2d_global_to_shared`); and NVRTC compiling the same files for sm_90a.
+
+use kernel::cuda::nvrtc;
+use kernel::sim::SimDevice;
+use kernel::testing::PlanKernel;
+use kernel::{
+    Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Launch, Shape, Step, TensorMap,
+    TmaSwizzle,
+};
+
+const MBAR: &str = r#"
+typedef unsigned u32;
+typedef unsigned long long u64;
+__device__ __forceinline__ u32 smem(const void *p) { return (u32)__cvta_generic_to_shared(p); }
+
+// r[0..]: what each step saw. 64 threads: warp 0 arrives, warp 1 waits.
+extern "C" __global__ void mbar_forms(const float *x, float *r) {
+    __shared__ __align__(8) u64 bar, tx;
+    __shared__ int started;
+    const int t = threadIdx.x;
+    if (t == 0) {
+        started = 0;
+        // A generic address, no state space: the barrier expects two arrivals.
+        asm volatile("mbarrier.init.b64 [%0], %1;" ::"l"(&bar), "r"(2));
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem(&tx)));
+    }
+    asm volatile("bar.sync 0;" ::: "memory");
+    if (t == 0) {
+        u64 state;
+        // Two arrivals at once: the phase completes; the state is the phase it was in (0).
+        asm volatile("mbarrier.arrive.shared::cta.b64 %0, [%1], 2;" : "=l"(state) : "r"(smem(&bar)));
+        u32 done;
+        asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(smem(&bar)), "l"(state));
+        r[0] = (float)state;
+        r[1] = (float)done;
+        // expect_tx and complete_tx on their own: 32 bytes announced, then landed in two parts.
+        asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], 32;" ::"r"(smem(&tx)));
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem(&tx)));
+        asm volatile("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem(&tx)), "r"(16));
+        asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(smem(&tx)));
+        r[2] = (float)done;  // 16 bytes still pending
+        asm volatile("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], 16;" ::"r"(smem(&tx)));
+        // Then, once warp 1 polls, the second phase of `bar`: two arrivals of one.
+        while (!*(volatile int *)&started) __nanosleep(100);
+        asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" ::"r"(smem(&bar)));
+        asm volatile("mbarrier.arrive.release.cta.shared::cta.b64 _, [%0];" ::"r"(smem(&bar)));
+    }
+    if (t == 32) {
+        // Polls the second phase (parity 1) with test_wait in a C++ loop: it must yield to
+        // warp 0, which arrives only once this thread has started.
+        *(volatile int *)&started = 1;
+        u32 done = 0;
+        int polls = 0;
+        while (!done) {
+            asm volatile("{\n.reg .pred p;\nmbarrier.test_wait.parity.acquire.cta.shared::cta.b64 p, [%1], %2;\n"
+                         "selp.u32 %0, 1, 0, p;\n}\n" : "=r"(done) : "r"(smem(&bar)), "r"(1));
+            ++polls;
+        }
+        r[3] = polls > 1 ? 1.0f : 0.0f;
+        // try_wait on tx's first phase, a retry loop with %= in its labels.
+        asm volatile("{\n.reg .pred P1;\nWAIT%=:\nmbarrier.try_wait.parity.shared::cta.b64 P1, [%0], %1, %2;\n"
+                     "@!P1 bra.uni WAIT%=;\n}\n" ::"r"(smem(&tx)), "r"(0), "r"(1000000));
+        r[4] = 1.0f;
+    }
+    if (t == 1) {
+        u32 rank, ranks;
+        u64 t0, t1, self;
+        asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+        asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(ranks));
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+        asm volatile("mapa.u64 %0, %1, %2;" : "=l"(self) : "l"(&bar), "r"(0));
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t1));
+        r[5] = (float)rank;
+        r[6] = (float)ranks;
+        r[7] = t1 >= t0 ? 1.0f : 0.0f;
+        r[8] = self == (u64)&bar ? 1.0f : 0.0f;
+    }
+}
+
+// A phase whose expect_tx announces fewer bytes than land on it (two copies, emulated here by
+// complete_tx): the first completes the phase, the second is counted on the next one, and the
+// block ends with that barrier's tx-count negative.
+extern "C" __global__ void mbar_tx_short(const float *x, float *r) {
+    __shared__ __align__(8) u64 bar;
+    if (threadIdx.x != 0) return;
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem(&bar)));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 16;" ::"r"(smem(&bar)));
+    asm volatile("mbarrier.complete_tx.shared::cta.b64 [%0], 16;" ::"r"(smem(&bar)));
+    asm volatile("mbarrier.complete_tx.shared::cta.b64 [%0], 48;" ::"r"(smem(&bar)));
+    r[0] = 1.0f;
+}
+
+// The reverse: 64 bytes announced, 16 landed, and nobody waits.
+extern "C" __global__ void mbar_tx_long(const float *x, float *r) {
+    __shared__ __align__(8) u64 bar;
+    if (threadIdx.x != 0) return;
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem(&bar)));
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 64;" ::"r"(smem(&bar)));
+    asm volatile("mbarrier.complete_tx.shared::cta.b64 [%0], 16;" ::"r"(smem(&bar)));
+    r[0] = 1.0f;
+}
+"#;
+
+/// D[64x8] = A[64x8] B[8x8] in TF32 through wgmma m64n8k8 with A and B K-major, no swizzle
+/// (8x8 core matrices of 8 rows x 16 bytes), scale-d a predicate set from an "r" operand.
+const WGMMA_TF32: &str = r#"
+typedef unsigned u32;
+typedef unsigned long long u64;
+__device__ __forceinline__ u64 desc(const void *p, u32 lbo, u32 sbo) {
+    u64 a = (u64)__cvta_generic_to_shared(p);
+    return ((a & 0x3FFFF) >> 4) | (((u64)(lbo & 0x3FFFF) >> 4) << 16) | (((u64)(sbo & 0x3FFFF) >> 4) << 32);
+}
+extern "C" __global__ void wgmma_tf32(const float *A, const float *B, float *C, int M, int N, int K) {
+    // No swizzle, K-major: a core matrix is 8 rows of 4 floats (16 bytes), rows 16 bytes
+    // apart; K's two core matrices are LBO = 128 bytes apart, M's 8-row groups SBO = 256.
+    __shared__ __align__(128) float a[64 * 8], b[8 * 8];
+    const int t = threadIdx.x;
+    for (int i = t; i < 64 * 8; i += 128) {
+        const int m = i / 8, k = i % 8;
+        a[(m / 8) * 64 + (k / 4) * 32 + (m % 8) * 4 + k % 4] = A[m * 8 + k];
+    }
+    for (int i = t; i < 8 * 8; i += 128) {
+        const int n = i / 8, k = i % 8;  // B K-major: row n of B^T
+        b[(k / 4) * 32 + n * 4 + k % 4] = B[k * 8 + n];
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    float d[4] = {0, 0, 0, 0};
+    const u64 da = desc(a, 128, 256), db = desc(b, 128, 256);
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "l"(da), "l"(db), "r"(0));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    const int w = t / 32, g = t % 32 / 4, q = t % 4;
+    for (int i = 0; i < 4; ++i) C[(16 * w + g + 8 * (i / 2)) * 8 + 2 * q + i % 2] = d[i];
+}
+"#;
+
+/// The TMA through libcu++'s barrier, as the fast.cu worklog's kernels write it: one box of
+/// 16 x 32 floats of A (a 40 x 44 view, so the box's last rows and columns lie outside and read
+/// as zeros), thread 0 arriving with the box's bytes, the others plainly.
+const LIBCUDACXX_TMA: &str = r#"
+#ifndef KERNEL_LAB_SIM
+// cuda.h's tensor map, which libcu++ only declares and NVRTC cannot include.
+struct alignas(64) CUtensorMap_st { unsigned long long opaque[16]; };
+#endif
+#include <cuda/barrier>
+namespace cde = cuda::device::experimental;
+using barrier = cuda::barrier<cuda::thread_scope_block>;
+
+extern "C" __global__ void tma_libcudacxx(const __grid_constant__ CUtensorMap map, float *out) {
+    __shared__ alignas(128) float tile[16 * 32];
+    __shared__ barrier bar;
+    if (threadIdx.x == 0) {
+        init(&bar, blockDim.x);
+        cde::fence_proxy_async_shared_cta();
+    }
+    __syncthreads();
+    barrier::arrival_token token;
+    if (threadIdx.x == 0) {
+        cde::cp_async_bulk_tensor_2d_global_to_shared(tile, &map, 24, 30, bar);
+        token = cuda::device::barrier_arrive_tx(bar, 1, sizeof(tile));
+    } else {
+        token = bar.arrive();
+    }
+    bar.wait(std::move(token));
+    for (int i = threadIdx.x; i < 16 * 32; i += blockDim.x) out[i] = tile[i];
+}
+"#;
+
+fn source(code: &'static str) -> CudaSource {
+    CudaSource::embedded("tests/hopper_ptx.cu", code)
+}
+
+fn run(
+    src: &'static str,
+    entry: &str,
+    threads: u32,
+    args: Vec<Arg>,
+    shape: Shape,
+    data: &[Vec<f32>],
+) -> Result<Vec<f32>, DeviceError> {
+    let plan = CudaPlan {
+        inputs: vec![Dtype::F32; data.len()],
+        steps: vec![Step::Kernel(Launch {
+            source: source(src),
+            entry: entry.to_string().into(),
+            grid: [1, 1, 1],
+            block: [threads, 1, 1],
+            dynamic_smem: 0,
+            args,
+        })],
+        ..Default::default()
+    };
+    let dev = SimDevice::new()?;
+    let k = PlanKernel::fp32(plan);
+    let mut p = dev.prepare(&k, &shape, data)?;
+    p.run()?;
+    p.output()
+}
+
+fn mbar(entry: &str) -> Result<Vec<f32>, DeviceError> {
+    let args = vec![Arg::Ptr(Buf::Input(0)), Arg::Ptr(Buf::Output)];
+    let data = vec![vec![0.0; 16], vec![0.0]];
+    run(MBAR, entry, 64, args, Shape::gemm(16, 1, 1), &data)
+}
+
+fn sim_error(r: Result<Vec<f32>, DeviceError>) -> String {
+    match r {
+        Err(DeviceError::Sim(msg)) => msg,
+        other => panic!("expected a simulator error, got {:?}", other.map(|_| ())),
+    }
+}
+
+#[test]
+fn mbarrier_forms_waits_labels_and_special_registers_follow_the_isa() {
+    let r = mbar("mbar_forms").unwrap();
+    assert_eq!(
+        &r[..9],
+        &[0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0],
+        "state, its test, tx pending, polls, try_wait, rank, ranks, timer, mapa"
+    );
+}
+
+#[test]
+fn transaction_counts_left_unbalanced_at_the_blocks_end_are_reported() {
+    let short = sim_error(mbar("mbar_tx_short"));
+    assert!(
+        short.contains(
+            "ends the block with tx-count -48: 48 bytes landed on it that no expect_tx announced"
+        ) && short.contains("(block (0,0,0))"),
+        "{short}"
+    );
+    let long = sim_error(mbar("mbar_tx_long"));
+    assert!(
+        long.contains(
+            "ends the block with tx-count 48: an expect_tx announced 48 bytes that never landed"
+        ),
+        "{long}"
+    );
+}
+
+#[test]
+fn a_tf32_wgmma_with_scale_d_from_a_predicate_computes_the_product() {
+    let a: Vec<f32> = (0..64 * 8).map(|i| ((i * 7 % 13) as f32) - 6.0).collect();
+    let b: Vec<f32> = (0..8 * 8).map(|i| ((i * 5 % 11) as f32) - 5.0).collect();
+    let args = kernel::gemm_args(64, 8, 8);
+    let c = run(
+        WGMMA_TF32,
+        "wgmma_tf32",
+        128,
+        args,
+        Shape::gemm(64, 8, 8),
+        &[a.clone(), b.clone()],
+    )
+    .unwrap();
+    for m in 0..64 {
+        for n in 0..8 {
+            let want: f32 = (0..8).map(|k| a[m * 8 + k] * b[k * 8 + n]).sum();
+            assert_eq!(c[m * 8 + n], want, "D[{m}][{n}]");
+        }
+    }
+}
+
+#[test]
+fn a_tma_box_through_libcudacxx_barrier_arrive_tx_lands_with_zeros_outside() {
+    let (rows, cols) = (40usize, 44usize);
+    let a: Vec<f32> = (0..rows * cols).map(|i| (1 + i) as f32).collect();
+    let map = TensorMap {
+        buf: Buf::Input(0),
+        rows,
+        cols,
+        box_rows: 16,
+        box_cols: 32,
+        swizzle: TmaSwizzle::None,
+    };
+    let args = vec![Arg::TensorMap(map), Arg::Ptr(Buf::Output)];
+    let shape = Shape::gemm(rows, 13, cols);
+    let data = vec![a.clone(), vec![0.0; cols * 13]];
+    let out = run(LIBCUDACXX_TMA, "tma_libcudacxx", 64, args, shape, &data).unwrap();
+    for r in 0..16 {
+        for c in 0..32 {
+            let (gr, gc) = (30 + r, 24 + c);
+            let want = if gr < rows && gc < cols {
+                a[gr * cols + gc]
+            } else {
+                0.0
+            };
+            assert_eq!(out[r * 32 + c], want, "box element ({r}, {c})");
+        }
+    }
+}
+
+#[test]
+fn nvrtc_compiles_the_inline_hopper_ptx_for_sm90a() {
+    if let Err(e) = nvrtc::version() {
+        panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
+    }
+    for (code, entries) in [(MBAR, 3), (WGMMA_TF32, 1), (LIBCUDACXX_TMA, 1)] {
+        let c = nvrtc::compile(&source(code).for_arch("sm_90a"), "sm_90")
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((c.arch.as_str(), c.resources.len()), ("sm_90a", entries));
+    }
+}
