@@ -13,7 +13,8 @@
 # GPU-only rungs and those compiled for sm_90a alone, each row in a child process with a time
 # limit), sanitize
 # (compute-sanitizer memcheck then racecheck on the small shapes), check (every kernel against
-# the f64 reference), calibrate (the roofline's ceilings), tune (rung 09's tile shapes swept,
+# the f64 reference), examples (the kernels of examples/ as user rows), calibrate (the
+# roofline's ceilings), tune (rung 09's tile shapes swept,
 # the fastest per size recorded for the run to use), peers (PyTorch timings of the same shapes,
 # merged into the tables), run (the default benchmark, in a new run folder), ncu (Nsight
 # Compute metrics of one launch per rung at each workload's headline shape: DRAM and L2 bytes
@@ -58,7 +59,7 @@ while [[ $# -gt 0 ]]; do
     --smoke) smoke=1; shift ;;
     --budget) budget=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
-    -h|--help) sed -n '2,37p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown argument $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -113,7 +114,7 @@ say() { echo "$*" | tee -a "$log"; }
 # Each step's share of the budget, in percent; a step never gets more than what is left.
 declare -A share=(
   [glibc]=1 [nvidia-smi]=2 [doctor]=2 [risky]=10 [sanitize]=15 [check]=10
-  [calibrate]=5 [tune]=10 [peers]=10 [run]=20 [gap]=8 [ncu]=15 [experiments]=4
+  [calibrate]=5 [tune]=10 [peers]=10 [run]=20 [gap]=8 [ncu]=15 [experiments]=4 [examples]=3
 )
 # The headline benchmark is most of a short budget; the checks on small shapes take seconds.
 [[ $headline == 1 ]] && share[run]=40 share[tune]=4 share[calibrate]=3 share[check]=6 share[risky]=6 \
@@ -225,6 +226,28 @@ else
 fi
 
 step check "${H[@]}" check "${small[@]}"
+
+# The examples of kernels brought by users (examples/rows.txt) as GPU rows at their small
+# shapes: the lab's launch of a file it did not write (its own parameter list, a converting
+# wrapper, constant memory, zeroed workspaces, TMA tensor maps encoded by the driver), each
+# row in a child process. Without a GPU the tests run them in the simulator.
+if [[ $kind != cuda ]]; then
+  skip examples "no GPU: harness/tests/user_kernels.rs runs the examples in the simulator"
+else
+  examples() {
+    local workload sizes spec n=0 rc=0
+    while read -r workload sizes spec; do
+      [[ -z $workload || $workload == \#* ]] && continue
+      n=$((n + 1))
+      echo "-- examples: $spec"
+      lim "${H[@]}" run --device cuda --workload "$workload" --sizes "$sizes" --kernel "$spec" \
+        --out "$dir/examples/$n" || rc=$?
+      [[ $rc == 124 || $rc == 137 ]] && return "$rc"
+    done < examples/rows.txt
+    return $rc
+  }
+  step examples examples
+fi
 if [[ $build != release ]]; then
   skip calibrate "a $build build of the harness measures its own unoptimized code, not the machine"
 elif [[ $smoke == 1 ]]; then

@@ -11,30 +11,47 @@ use kernel::sim::SimDevice;
 use kernel::{Kernel, Shape, Workload};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::LazyLock;
 
-const GEMM_EXAMPLE: &str = "examples/gemm_blocktile.cu:sgemm_blocktile<64,64,8,8>,\
-    signature=gemm-blas,block=512,grid=tile:64x64,smem=4096";
-const MMA_PTX_EXAMPLE: &str =
-    "examples/mma_ptx.cu:mma_ptx_gemm,block=128,grid=tile:64x64,precision=fp16";
-const ATTENTION_EXAMPLE: &str = "examples/attention_rows.cu:attention_rows<32,64>,block=32,\
-    grid=(cdiv(S,32),B*H),smem=2*32*D*4";
-/// Guarded loads and stores, shared-memory vectors and FMAs as inline PTX.
-const GUARDED_PTX_EXAMPLE: &str =
-    "examples/sgemm_guarded_ptx.cu:sgemm_guarded_ptx,block=256,grid=tile:64x64";
+/// The examples' rows as `examples/rows.txt` lists them: workload, sizes and `--kernel` spec.
+fn example_rows() -> Vec<(String, String, String)> {
+    let text = std::fs::read_to_string(root().join("examples/rows.txt")).unwrap();
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let mut f = l.split_whitespace().map(str::to_string);
+            let mut next = || f.next().unwrap_or_else(|| panic!("rows.txt: {l}"));
+            (next(), next(), next())
+        })
+        .collect()
+}
+
+/// The spec of the example in `file`.
+fn example(file: &str) -> String {
+    let prefix = format!("examples/{file}:");
+    example_rows()
+        .into_iter()
+        .find(|(_, _, spec)| spec.starts_with(&prefix))
+        .unwrap_or_else(|| panic!("examples/rows.txt has no row for {file}"))
+        .2
+}
+
+static GEMM_EXAMPLE: LazyLock<String> = LazyLock::new(|| example("gemm_blocktile.cu"));
+static ATTENTION_EXAMPLE: LazyLock<String> = LazyLock::new(|| example("attention_rows.cu"));
 /// Serial split-K: slices take turns through semaphores in a zero-filled workspace, waiting
 /// with ld.acquire and __nanosleep.
-const SPLITK_SERIAL_EXAMPLE: &str = "examples/sgemm_splitk_serial.cu:sgemm_splitk_serial,\
-    block=16x16,grid=(cdiv(N,16),cdiv(M,16),3),args=(A,B,C,M,N,K,zeros(4*cdiv(M,16)*cdiv(N,16)))";
+static SPLITK_SERIAL_EXAMPLE: LazyLock<String> =
+    LazyLock::new(|| example("sgemm_splitk_serial.cu"));
 /// The course's convolution: its own parameter list, the filter in a `__constant__` array the
 /// lab fills.
-const CONV_CONSTANT_EXAMPLE: &str = "examples/conv_constant_mask.cu:conv_forward_kernel,\
-    args=(y,x,B,M,C,H,W,K),constant=Mc:filter,block=16x16,grid=(M,cdiv(WO,16)*cdiv(HO,16),B)";
+static CONV_CONSTANT_EXAMPLE: LazyLock<String> = LazyLock::new(|| example("conv_constant_mask.cu"));
+/// A Hopper GEMM as fast.cu writes it: TMA tensor maps from `tmap(...)`, mbarriers, wgmma, all
+/// inline PTX.
+static WGMMA_TMA_EXAMPLE: LazyLock<String> = LazyLock::new(|| example("hgemm_wgmma_tma.cu"));
 /// FP16 operands, B column-major, FP32 C with alpha and beta.
-const FP16_EXAMPLE: &str = "examples/hgemm_wmma.cu:hgemm_wmma<64,64>,signature=gemm-blas,\
-    dtype=f16,C:f32,b=col,alpha=1.5,beta=-0.5,block=128,grid=tile:64x64";
+static FP16_EXAMPLE: LazyLock<String> = LazyLock::new(|| example("hgemm_wmma.cu"));
 /// BF16 operands and output, B column-major.
-const BF16_EXAMPLE: &str =
-    "examples/bf16_gemm_nt.cu:bf16_gemm_nt,dtype=bf16,b=col,block=16x16,grid=tile:16x16";
+static BF16_EXAMPLE: LazyLock<String> = LazyLock::new(|| example("bf16_gemm_nt.cu"));
 
 /// The repository root: the examples' paths are relative to it.
 fn root() -> PathBuf {
@@ -146,48 +163,112 @@ fn passing_user_rows(text: &str) -> usize {
 #[test]
 fn the_examples_run_unmodified_as_user_rows_in_the_simulator() {
     let dir = scratch_dir("examples");
-    for (i, (workload, sizes, spec)) in [
-        ("gemm", "100x37x129,64x64x64", GEMM_EXAMPLE),
-        // Inline PTX (cp.async, ldmatrix, mma.sync) as tensor-core tutorials write it.
-        ("gemm", "100x37x129,64x64x64", MMA_PTX_EXAMPLE),
-        // Inline PTX (setp and @p guards, ld, st, fma) as CUTLASS writes its memory accesses.
-        ("gemm", "100x37x129,64x64x64", GUARDED_PTX_EXAMPLE),
-        // Blocks waiting for each other on semaphores in a workspace (zeros in args=).
-        ("gemm", "100x37x129,64x64x64", SPLITK_SERIAL_EXAMPLE),
-        ("attention", "1x2x37x16,2x1x50x24-causal", ATTENTION_EXAMPLE),
-        // The filter copied into constant memory before the launch.
-        ("conv", "2x3x17x9x8x3,3x1x4x20x19x7", CONV_CONSTANT_EXAMPLE),
-        ("gemm", "100x37x129,64x64x64", FP16_EXAMPLE),
-        ("gemm", "100x37x129,64x64x64", BF16_EXAMPLE),
+    let rows = example_rows();
+    // Every example file has its row (but the race the simulator is shown finding).
+    for entry in std::fs::read_dir(root().join("examples")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if name.ends_with(".cu") && name != "gemm_halves_race.cu" {
+            example(&name);
+        }
+    }
+    for (i, (workload, sizes, spec)) in rows.iter().enumerate() {
+        let (ok, text) = sim_run(workload, sizes, spec, &dir.join(i.to_string()));
+        assert!(ok, "{text}");
+        assert!(text.contains(&run::sim_line()), "{text}");
+        assert_eq!(passing_user_rows(&text), sizes.split(',').count(), "{text}");
+        let json = std::fs::read_to_string(dir.join(i.to_string()).join("results.json")).unwrap();
+        assert!(json.contains("\"role\": \"user\""), "{json}");
+        // `inspect`: registers and shared memory of the instantiation the lab launched, for
+        // sm_80 (which a file of Hopper's instructions is not compiled for).
+        if nvrtc::version().is_ok() && !spec.contains("tmap(") {
+            assert!(json.contains("\"registers\""), "{spec}: {json}");
+        }
+    }
+}
+
+#[test]
+fn the_tma_wgmma_example_runs_from_its_inline_ptx_and_declines_what_tma_cannot_map() {
+    let dir = scratch_dir("wgmma");
+    let (ok, text) = sim_run(
+        "gemm",
+        "100x72x136,64x128x64,130x260x392,100x37x129",
+        &WGMMA_TMA_EXAMPLE,
+        &dir.join("run"),
+    );
+    // A row asked for and declined fails the run, saying why.
+    assert!(!ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 3, "{text}");
+    assert!(
+        text.contains(
+            "gemm 100x37x129 hgemm_wgmma_tma.cu:hgemm_wgmma_tma<64,128,64,3>: could not run: \
+             tmap(A): TMA tensor map: rows of 129 elements are 258 B apart; the TMA needs a \
+             multiple of 16 B"
+        ),
+        "{text}"
+    );
+    if nvrtc::version().is_ok() {
+        let spec = WGMMA_TMA_EXAMPLE.replacen(",dtype=", ",workload=gemm,dtype=", 1);
+        let (ok, text) = harness(&["inspect", "--kernel", &spec]);
+        assert!(ok, "{text}");
+        let row = text
+            .lines()
+            .find(|l| l.contains("hgemm_wgmma_tma<64,128,64,3> sm_90a "))
+            .unwrap_or_else(|| panic!("no sm_90a row: {text}"));
+        assert!(row.contains(" 0/0 "), "spills: {row}");
+        assert!(text.contains("is compiled for sm_90a only"), "{text}");
+    }
+}
+
+/// The example with a transaction count short of its two boxes, and without its wgmma.fence:
+/// each fails its row with what went wrong, even where no stage is reused (K = 136: three
+/// k-tiles in a ring of three), where the short count leaves no deadlock behind.
+#[test]
+fn the_tma_wgmma_examples_planted_bugs_fail_with_their_reasons() {
+    let dir = scratch_dir("wgmma-bugs");
+    for (i, (from, to, want)) in [
+        (
+            "(BM + BN) * BK * sizeof(bf16)",
+            "BM * BK * sizeof(bf16)",
+            "ends the block with tx-count -16384: 16384 bytes landed on it that no expect_tx \
+             announced",
+        ),
+        (
+            "    warpgroup_arrive();\n",
+            "",
+            "wgmma.mma_async without a wgmma.fence before the warp's first wgmma",
+        ),
     ]
     .into_iter()
     .enumerate()
     {
-        let args = [
-            "run",
-            "--device",
-            "sim",
-            "--workload",
-            workload,
-            "--sizes",
-            sizes,
-            "--kernel",
-            spec,
-            "--out",
-            &format!("{}/{i}", dir.display()),
-        ];
-        let (ok, text) = harness(&args);
-        assert!(ok, "{text}");
-        assert!(text.contains(&run::sim_line()), "{text}");
-        assert_eq!(passing_user_rows(&text), 2, "{text}");
-        assert!(text.contains("user "), "{text}");
-        let json = std::fs::read_to_string(dir.join(i.to_string()).join("results.json")).unwrap();
-        assert!(json.contains("\"role\": \"user\""), "{json}");
-        if nvrtc::version().is_ok() {
-            // `inspect`: registers and shared memory of the instantiation the lab launched.
-            assert!(json.contains("\"registers\""), "{json}");
-        }
+        let sub = dir.join(i.to_string());
+        std::fs::create_dir_all(&sub).unwrap();
+        let spec = example_variant(&sub, &WGMMA_TMA_EXAMPLE, from, to);
+        let (ok, text) = sim_run("gemm", "100x72x136", &spec, &sub.join("run"));
+        assert!(!ok, "{text}");
+        assert!(text.contains(want), "{want}: {text}");
     }
+}
+
+/// Inline PTX the simulator does not know makes the row GPU-only, saying which instruction
+/// at which line, instead of failing at the host's assembler.
+#[test]
+fn inline_ptx_the_simulator_does_not_know_skips_the_row_naming_it() {
+    let dir = scratch_dir("unknown-ptx");
+    let code = "__global__ void named(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+        \x20 C[threadIdx.x] = A[threadIdx.x];\n\
+        \x20 asm volatile(\"bar.sync 1, 64;\");\n\
+        }\n";
+    std::fs::write(dir.join("named.cu"), code).unwrap();
+    let spec = format!("{}/named.cu:named,block=64,grid=tile:64", dir.display());
+    let (ok, text) = sim_run("gemm", "64x1x1", &spec, &dir.join("run"));
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("named.cu:named: could not run: not simulated: ")
+            && text.contains("named.cu:3: inline PTX `bar.sync`: named barriers"),
+        "{text}"
+    );
+    assert!(!text.contains("Assembler messages"), "{text}");
 }
 
 #[test]
@@ -393,7 +474,7 @@ fn inline_ptx_the_simulator_does_not_emulate_is_named_with_its_file_and_line() {
     assert_eq!(row.status, Status::Unsupported, "{row:?}");
     let why = row.reason.as_deref().unwrap();
     assert!(
-        why.contains("barrier.cu:4: inline PTX `bar.sync`: not emulated"),
+        why.contains("barrier.cu:4: inline PTX `bar.sync`: named barriers"),
         "{why}"
     );
 }
@@ -490,7 +571,7 @@ fn a_constant_array_is_filled_from_its_buffer_and_held_to_its_size() {
     let dir = scratch_dir("constant");
     let spec = example_variant(
         &dir,
-        CONV_CONSTANT_EXAMPLE,
+        &CONV_CONSTANT_EXAMPLE,
         "#define MAX_MASK (12 * 1024)",
         "#define MAX_MASK 64",
     );
@@ -539,7 +620,7 @@ fn a_semaphore_read_without_acquire_is_a_race_between_the_blocks_it_orders() {
     let dir = scratch_dir("relaxed");
     let spec = example_variant(
         &dir,
-        SPLITK_SERIAL_EXAMPLE,
+        &SPLITK_SERIAL_EXAMPLE,
         "ld.global.acquire.gpu.b32",
         "ld.global.relaxed.gpu.b32",
     );
@@ -698,7 +779,7 @@ fn inspect_compiles_an_unmodified_file_with_host_code() {
 
 #[test]
 fn two_kernels_with_one_name_must_be_told_apart() {
-    let spec = format!("{}/{GEMM_EXAMPLE}", root().display());
+    let spec = format!("{}/{}", root().display(), *GEMM_EXAMPLE);
     let twice = [spec.clone(), spec.clone()];
     let specs = harness::user_kernel::specs(&[], &twice).unwrap();
     let e = harness::user_kernel::load_all(&specs, &["gemm".to_string()], false)
@@ -795,7 +876,7 @@ fn a_kernel_with_its_own_parameter_list_runs_through_args() {
 #[test]
 fn half_and_bfloat16_kernels_are_judged_on_their_own_layout_and_epilogue() {
     let shapes = [Shape::gemm(100, 37, 129), Shape::gemm(64, 64, 64)];
-    for spec in [FP16_EXAMPLE, BF16_EXAMPLE] {
+    for spec in [FP16_EXAMPLE.as_str(), BF16_EXAMPLE.as_str()] {
         let users = [load(spec, Workload::Gemm)];
         let results = sim_rows(&users, &shapes);
         for s in &results.workloads[0].shapes {
@@ -811,7 +892,7 @@ fn half_and_bfloat16_kernels_are_judged_on_their_own_layout_and_epilogue() {
             "{spec} with B row-major: {row:?}"
         );
     }
-    let fp16 = &load(FP16_EXAMPLE, Workload::Gemm);
+    let fp16 = &load(&FP16_EXAMPLE, Workload::Gemm);
     assert_eq!(fp16.info().precision, kernel::Precision::Fp16);
     assert!(
         fp16.info()
@@ -1225,7 +1306,7 @@ fn kernel_selection_errors_name_what_to_do() {
             "--kernels",
             "none",
             "--kernel",
-            GEMM_EXAMPLE,
+            &GEMM_EXAMPLE,
             "--out",
             out,
         ],
@@ -1279,7 +1360,7 @@ fn kernel_selection_errors_name_what_to_do() {
             "--workload",
             "gemm",
             "--kernel",
-            &format!("{ATTENTION_EXAMPLE},workload=attention"),
+            &format!("{},workload=attention", *ATTENTION_EXAMPLE),
             "--out",
             &format!("{out}-3"),
         ],

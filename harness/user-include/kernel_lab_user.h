@@ -10,6 +10,15 @@ typedef unsigned int uint;
 typedef unsigned short ushort;
 typedef unsigned long ulong;
 #ifndef KERNEL_LAB_SIM
+// cuda.h's tensor map (128 opaque bytes, 64-byte aligned), which a TMA kernel takes as a
+// `const __grid_constant__ CUtensorMap` parameter; NVRTC has no cuda.h, and its guard keeps
+// a file's own copy of this definition out. (The simulator's headers define their own.)
+#ifndef __cuda_cuda_h__
+#define __cuda_cuda_h__
+typedef struct alignas(64) CUtensorMap_st {
+    unsigned long long opaque[16];
+} CUtensorMap;
+#endif
 #ifndef INFINITY
 #define INFINITY __int_as_float(0x7f800000)
 #endif

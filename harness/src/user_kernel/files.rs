@@ -22,7 +22,25 @@ pub struct LocalFiles {
     /// Why the simulator cannot run these files: inline PTX its front end does not know,
     /// named with its file and line. (A GPU runs them.)
     pub sim_refusal: Option<String>,
+    /// Whether the files use instructions of Hopper alone (wgmma, setmaxnreg, TMA, mbarrier
+    /// transaction counts, clusters' barriers), which NVRTC compiles for `sm_90a` only.
+    pub hopper: bool,
 }
+
+/// What only the sm_90 family runs, as inline PTX spells it and as libcu++ names it
+/// (`cuda::device::barrier_arrive_tx`, `cp_async_bulk_tensor_2d_global_to_shared`).
+const HOPPER_ONLY: &[&str] = &[
+    "wgmma.",
+    "setmaxnreg.",
+    "cp.async.bulk",
+    "mbarrier.try_wait",
+    "expect_tx",
+    "barrier.cluster",
+    "mapa.",
+    "fence.proxy.async",
+    "cp_async_bulk",
+    "barrier_arrive_tx",
+];
 
 /// Why the files could not be prepared.
 #[derive(Debug)]
@@ -58,6 +76,7 @@ struct Reader {
     seen: Vec<(PathBuf, String)>,
     kernels: Vec<KernelDecl>,
     sim_refusal: Option<String>,
+    hopper: bool,
 }
 
 impl Reader {
@@ -127,6 +146,7 @@ impl Reader {
         // same as lab/ptx.h's); one it does not know makes the file GPU-only, said on its row.
         let mut sim_head = String::new();
         let stripped = kernel::sim::compile::strip_comments(&sim);
+        self.hopper |= HOPPER_ONLY.iter().any(|p| stripped.contains(p));
         match kernel::sim::inline_asm::rewrite(&stripped, &display) {
             Ok(Some(rewritten)) => {
                 sim = rewritten;
@@ -172,6 +192,7 @@ impl LocalFiles {
             seen: Vec::new(),
             kernels: Vec::new(),
             sim_refusal: None,
+            hopper: false,
         };
         let main = reader.add(file, file.display().to_string())?;
         let mut h = 0xcbf2_9ce4_8422_2325u64;
@@ -201,6 +222,7 @@ impl LocalFiles {
             main,
             kernels: reader.kernels,
             sim_refusal: reader.sim_refusal,
+            hopper: reader.hopper,
             names: reader
                 .copies
                 .into_iter()

@@ -166,7 +166,10 @@ fn same_abi(p: ptx_entry::Param, a: &Arg) -> bool {
     use ptx_entry::Param::{Float, Int};
     matches!(
         (p, a),
-        (Int(8), Arg::Ptr(_) | Arg::PtrAt(_)) | (Int(4), Arg::I32(_)) | (Float(4), Arg::F32(_))
+        (Int(8), Arg::Ptr(_) | Arg::PtrAt(_))
+            | (Int(4), Arg::I32(_))
+            | (Float(4), Arg::F32(_))
+            | (ptx_entry::Param::Bytes(128), Arg::TensorMap(_))
     )
 }
 
@@ -299,7 +302,7 @@ impl UserKernel {
                 file: file.into(),
                 defines,
                 include_dirs: vec![files.dir.clone(), dir, standins],
-                arch: None,
+                arch: files.hopper.then_some("sm_90a".into()),
                 cxx_entries: vec![(launch_name.clone().into(), spec.entry.clone().into())],
             },
             launch_name,
@@ -315,6 +318,12 @@ impl UserKernel {
 
     pub fn id(&self) -> &str {
         &self.id
+    }
+
+    /// The architecture the kernel is compiled for to check it: [`CHECK_ARCH`], or `sm_90a`
+    /// for a file with Hopper's instructions.
+    fn check_arch(&self) -> &str {
+        self.source.arch.as_deref().unwrap_or(CHECK_ARCH)
     }
 
     /// The compilation unit the lab builds (the user's file, blanked host code, wrapper).
@@ -373,6 +382,10 @@ impl UserKernel {
             )));
         }
         self.list.args(shape, &self.buffers).map_err(Unsupported)?;
+        for m in self.list.tensor_maps() {
+            let len = self.signature.buffer(m.buffer, shape).map_or(0, |(_, l)| l);
+            m.at(shape, &self.buffers, len).map_err(Unsupported)?;
+        }
         self.list.workspaces(shape).map_err(Unsupported)?;
         for (symbol, buffer) in &self.spec.constants {
             let Some((p, len)) = self.signature.buffer(buffer, shape) else {
@@ -436,10 +449,12 @@ impl UserKernel {
     /// `size_t` where the lab passes an `int`) through a wrapper with its launch bounds.
     pub fn preflight(&mut self, sim: bool) -> Result<(), UserKernelError> {
         if nvrtc::version().is_ok() {
-            self.compile_check(Compiler::Nvrtc(CHECK_ARCH))?;
+            self.compile_check(Compiler::Nvrtc(self.check_arch()))?;
             self.choose_launch()?;
         }
-        if sim {
+        // A file with inline PTX the simulator does not know is a GPU-only row, which says
+        // why; compiling it for the simulator would only fail at the host's assembler.
+        if sim && self.sim_refusal.is_none() {
             self.compile_check(Compiler::Sim)?;
         }
         Ok(())
@@ -448,7 +463,8 @@ impl UserKernel {
     /// Launches the kernel itself when its parameters take the lab's arguments byte for
     /// byte; else switches to the converting wrapper, with the kernel's own bounds.
     fn choose_launch(&mut self) -> Result<(), UserKernelError> {
-        let compiled = nvrtc::compile(&self.source, CHECK_ARCH).map_err(UserKernelError::Device)?;
+        let compiled =
+            nvrtc::compile(&self.source, self.check_arch()).map_err(UserKernelError::Device)?;
         let symbol = compiled.symbol(&self.launch_name);
         let Some(entry) = ptx_entry::entry(&compiled.ptx, symbol) else {
             return Ok(());
@@ -466,6 +482,7 @@ impl UserKernel {
                     ArgItem::Named(n, _) => n.to_string(),
                     ArgItem::Int(e) => e.to_string(),
                     ArgItem::Zeros(e) => format!("zeros({e})"),
+                    ArgItem::TensorMap(m) => m.to_string(),
                 };
                 format!(
                     "parameter {} ({name}) takes {}, the lab passes {}",
@@ -490,7 +507,7 @@ impl UserKernel {
         .through_wrapper(&entry.bounds_attributes())
         .into();
         self.source.cxx_entries.clear();
-        self.compile_check(Compiler::Nvrtc(CHECK_ARCH))
+        self.compile_check(Compiler::Nvrtc(self.check_arch()))
     }
 
     fn explain(
@@ -558,7 +575,7 @@ impl UserKernel {
             .iter()
             .filter_map(|i| match i {
                 ArgItem::Int(e) => Some(e),
-                ArgItem::Named(..) | ArgItem::Zeros(_) => None,
+                ArgItem::Named(..) | ArgItem::Zeros(_) | ArgItem::TensorMap(_) => None,
             })
             .collect();
         hint::tail_hint(grid, &ints, shape, &vars(shape), first_bad)

@@ -281,6 +281,12 @@ pub fn inspect(
         }
         let Some(plan) = u.cuda(&shape) else { continue };
         for arch in archs {
+            // A kernel of one GPU family (sm_90a's wgmma) has no build for the others: said,
+            // not a failure.
+            if let Err(kernel::Unsupported(why)) = nvrtc::check_target(&plan, arch) {
+                println!("{:<width$} {arch}: {why}", u.id());
+                continue;
+            }
             match resources::of_plan(&plan, arch, None) {
                 Ok(list) => {
                     for r in list {

@@ -4,7 +4,7 @@
 
 use super::buffers::{Buffers, c_name};
 use super::expr::Expr;
-use kernel::{Arg, Buf, Fill, Shape, Workload};
+use kernel::{Arg, Buf, Fill, Shape, TensorMap, TmaSwizzle, Workload};
 
 /// One parameter of a signature.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -347,6 +347,122 @@ pub enum ArgItem {
     Named(&'static str, Param),
     Int(Expr),
     Zeros(Expr),
+    TensorMap(Box<MapArg>),
+}
+
+/// `tmap(BUFFER, ROWS, COLS, BOX_ROWS, BOX_COLS{, SWIZZLE})`: a TMA tensor map over a buffer
+/// of the workload, viewed as ROWS x COLS elements with COLS contiguous and copied in boxes of
+/// BOX_ROWS x BOX_COLS, passed by value as a kernel's `const __grid_constant__ CUtensorMap`
+/// (the map a host would encode with `cuTensorMapEncodeTiled`). SWIZZLE is `none` (the
+/// default), `32B`, `64B` or `128B`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MapArg {
+    pub buffer: &'static str,
+    pub param: Param,
+    pub rows: Expr,
+    pub cols: Expr,
+    pub box_rows: Expr,
+    pub box_cols: Expr,
+    pub swizzle: TmaSwizzle,
+}
+
+impl MapArg {
+    fn parse(
+        inner: &str,
+        known: impl Fn(&str) -> Option<(&'static str, Param)>,
+    ) -> Result<Self, String> {
+        let usage = "tmap(BUFFER, ROWS, COLS, BOX_ROWS, BOX_COLS, SWIZZLE) with SWIZZLE none, \
+                     32B, 64B or 128B";
+        let parts: Vec<&str> = super::spec::split_top(inner)
+            .into_iter()
+            .map(str::trim)
+            .collect();
+        if !(5..=6).contains(&parts.len()) {
+            return Err(format!("args: tmap({inner}): takes {usage}"));
+        }
+        let (buffer, param) = known(parts[0])
+            .filter(|(_, p)| matches!(p, Input(_) | Output | Scratch(_)))
+            .ok_or_else(|| {
+                format!(
+                    "args: tmap({inner}): {} is no buffer of the workload",
+                    parts[0]
+                )
+            })?;
+        let swizzle = match parts.get(5).copied().unwrap_or("none") {
+            "none" => TmaSwizzle::None,
+            "32B" => TmaSwizzle::B32,
+            "64B" => TmaSwizzle::B64,
+            "128B" => TmaSwizzle::B128,
+            other => {
+                return Err(format!(
+                    "args: tmap({inner}): swizzle {other}; it takes {usage}"
+                ));
+            }
+        };
+        let e = |k: usize| Expr::parse(parts[k]);
+        Ok(Self {
+            buffer,
+            param,
+            rows: e(1)?,
+            cols: e(2)?,
+            box_rows: e(3)?,
+            box_cols: e(4)?,
+            swizzle,
+        })
+    }
+
+    fn exprs(&self) -> [&Expr; 4] {
+        [&self.rows, &self.cols, &self.box_rows, &self.box_cols]
+    }
+
+    /// The map at `shape`, its view checked against the buffer's elements and the driver's
+    /// constraints (row pitch, box edges, swizzle span), as a declined shape's reason.
+    pub fn at(&self, shape: &Shape, buffers: &Buffers, len: usize) -> Result<TensorMap, String> {
+        let dims = shape.dims();
+        let mut v = [0usize; 4];
+        for (slot, e) in v.iter_mut().zip(self.exprs()) {
+            let x = e.eval(&dims)?;
+            *slot = usize::try_from(x).ok().filter(|&x| x > 0).ok_or_else(|| {
+                format!(
+                    "args: tmap({}): {e} = {x}; it takes a positive size",
+                    self.buffer
+                )
+            })?;
+        }
+        let edge = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
+        let Arg::Ptr(buf) = self.param.arg(shape, buffers) else {
+            return Err(format!("tmap({}): not a buffer", self.buffer));
+        };
+        let map = TensorMap {
+            buf,
+            rows: v[0],
+            cols: v[1],
+            box_rows: edge(v[2]),
+            box_cols: edge(v[3]),
+            swizzle: self.swizzle,
+        };
+        let dtype = buffers.of_param(self.param).unwrap_or(kernel::Dtype::F32);
+        map.encoding(dtype)
+            .and_then(|_| map.fits(len))
+            .map_err(|kernel::Unsupported(m)| format!("tmap({}): {m}", self.buffer))?;
+        Ok(map)
+    }
+}
+
+impl std::fmt::Display for MapArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let sw = match self.swizzle {
+            TmaSwizzle::None => "none",
+            TmaSwizzle::B32 => "32B",
+            TmaSwizzle::B64 => "64B",
+            TmaSwizzle::B128 => "128B",
+        };
+        write!(
+            f,
+            "tmap({}, {}, {}, {}, {}, {sw})",
+            self.buffer, self.rows, self.cols, self.box_rows, self.box_cols
+        )
+    }
 }
 
 /// The arguments a wrapper passes: a signature's list, or the user's own.
@@ -391,6 +507,25 @@ impl ArgList {
             let zeros = part
                 .strip_prefix("zeros(")
                 .and_then(|r| r.strip_suffix(')'));
+            if let Some(inner) = part.strip_prefix("tmap(").and_then(|r| r.strip_suffix(')')) {
+                let map = MapArg::parse(inner, known)?;
+                let dims = workload.probe_shape().dims();
+                let names: Vec<&str> = dims.iter().map(|(n, _)| *n).collect();
+                let unknown: Vec<String> = map
+                    .exprs()
+                    .iter()
+                    .flat_map(|e| e.unknown_names(&names))
+                    .collect();
+                if !unknown.is_empty() {
+                    return Err(format!(
+                        "args: {part}: {} is no dimension of {workload} ({})",
+                        unknown.join(", "),
+                        names.join(", ")
+                    ));
+                }
+                items.push(ArgItem::TensorMap(Box::new(map)));
+                continue;
+            }
             match known(part) {
                 Some((n, p)) => items.push(ArgItem::Named(n, p)),
                 None => {
@@ -425,6 +560,7 @@ impl ArgList {
             .iter()
             .filter_map(|i| match i {
                 ArgItem::Named(n, _) => Some(*n),
+                ArgItem::TensorMap(m) => Some(m.buffer),
                 ArgItem::Int(_) | ArgItem::Zeros(_) => None,
             })
             .collect();
@@ -450,7 +586,7 @@ impl ArgList {
     fn name(&self, i: usize) -> String {
         match &self.items[i] {
             ArgItem::Named(n, _) => n.to_string(),
-            ArgItem::Int(_) | ArgItem::Zeros(_) => format!("arg{i}"),
+            ArgItem::Int(_) | ArgItem::Zeros(_) | ArgItem::TensorMap(_) => format!("arg{i}"),
         }
     }
 
@@ -465,6 +601,7 @@ impl ArgList {
             },
             ArgItem::Int(_) => "int".to_string(),
             ArgItem::Zeros(_) => "void *".to_string(),
+            ArgItem::TensorMap(_) => "CUtensorMap".to_string(),
         }
     }
 
@@ -481,6 +618,7 @@ impl ArgList {
     pub fn sample_value(&self, i: usize, buffers: &Buffers) -> String {
         match &self.items[i] {
             ArgItem::Zeros(_) => "::kernel_lab::workspace{}".to_string(),
+            ArgItem::TensorMap(_) => "CUtensorMap{}".to_string(),
             _ => format!("({})0", self.c_type(i, buffers)),
         }
     }
@@ -523,9 +661,18 @@ impl ArgList {
             .iter()
             .filter_map(|i| match i {
                 ArgItem::Named(_, p) => Some(*p),
+                ArgItem::TensorMap(m) => Some(m.param),
                 ArgItem::Int(_) | ArgItem::Zeros(_) => None,
             })
             .collect()
+    }
+
+    /// The tensor maps (`tmap(...)`) of the list.
+    pub fn tensor_maps(&self) -> impl Iterator<Item = &MapArg> {
+        self.items.iter().filter_map(|i| match i {
+            ArgItem::TensorMap(m) => Some(m.as_ref()),
+            _ => None,
+        })
     }
 
     /// `A, B, C, M, N, K`: the wrapper's call.
@@ -543,6 +690,10 @@ impl ArgList {
             .iter()
             .map(|i| match i {
                 ArgItem::Named(_, p) => Ok(p.arg(shape, buffers)),
+                ArgItem::TensorMap(m) => {
+                    // The view is checked against the buffer where the plan is built.
+                    m.at(shape, buffers, usize::MAX).map(Arg::TensorMap)
+                }
                 ArgItem::Zeros(_) => {
                     workspace += 1;
                     Ok(Arg::Ptr(Buf::Scratch(workspace - 1)))
@@ -601,6 +752,81 @@ mod tests {
         assert!(e.contains("Tc is neither a parameter of attention"), "{e}");
         let (plain, sig) = ArgList::parse("(A, B, C, M, N, K)", Workload::Gemm).unwrap();
         assert_eq!((sig.name, plain.items.len()), ("gemm", 6));
+    }
+
+    #[test]
+    fn tmap_passes_a_tensor_map_over_a_buffer_checked_at_each_shape() {
+        let (list, sig) = ArgList::parse(
+            "(M, N, K, C, tmap(A, M, K, 64, 64, 128B), tmap(B, N, K, 128, 64, 128B))",
+            Workload::Gemm,
+        )
+        .unwrap();
+        assert_eq!(sig.name, "gemm");
+        let mut buffers = Buffers::fp32(sig);
+        buffers.inputs = vec![kernel::Dtype::Bf16; 2];
+        assert_eq!(
+            list.c_params(&buffers),
+            "(int M, int N, int K, float * C, CUtensorMap arg4, CUtensorMap arg5)"
+        );
+        assert_eq!(list.sample_value(4, &buffers), "CUtensorMap{}");
+        assert_eq!(
+            list.params(),
+            vec![Dim("M"), Dim("N"), Dim("K"), Output, Input(0), Input(1)]
+        );
+        let args = list.args(&Shape::gemm(100, 72, 136), &buffers).unwrap();
+        assert_eq!(
+            args[5],
+            Arg::TensorMap(TensorMap {
+                buf: Buf::Input(1),
+                rows: 72,
+                cols: 136,
+                box_rows: 128,
+                box_cols: 64,
+                swizzle: TmaSwizzle::B128,
+            })
+        );
+        // A row pitch that is no multiple of 16 bytes declines the shape, naming the map.
+        let maps: Vec<&MapArg> = list.tensor_maps().collect();
+        let e = maps[0]
+            .at(&Shape::gemm(100, 72, 129), &buffers, 100 * 129)
+            .unwrap_err();
+        assert!(
+            e.starts_with("tmap(A): TMA tensor map: rows of 129 elements are 258 B apart"),
+            "{e}"
+        );
+        // A view larger than its buffer, a box wider than its swizzle.
+        let e = maps[0]
+            .at(&Shape::gemm(100, 72, 136), &buffers, 64)
+            .unwrap_err();
+        assert!(
+            e.contains("a 100x136 view over a buffer of 64 elements"),
+            "{e}"
+        );
+        let (wide, _) = ArgList::parse(
+            "(tmap(A, M, K, 64, 128, 64B), B, C, M, N, K)",
+            Workload::Gemm,
+        )
+        .unwrap();
+        let e = wide.args(&Shape::gemm(64, 64, 128), &buffers).unwrap_err();
+        assert!(e.contains("256 B, wider than its 64 B swizzle"), "{e}");
+        for (bad, want) in [
+            (
+                "(tmap(A, M, K, 64), B, C)",
+                "takes tmap(BUFFER, ROWS, COLS, BOX_ROWS, BOX_COLS",
+            ),
+            (
+                "(tmap(M, M, K, 64, 64), B, C)",
+                "M is no buffer of the workload",
+            ),
+            ("(tmap(A, M, K, 64, 64, 96B), B, C)", "swizzle 96B"),
+            (
+                "(tmap(A, M, Q, 64, 64), B, C)",
+                "Q is no dimension of gemm (M, N, K)",
+            ),
+        ] {
+            let e = ArgList::parse(bad, Workload::Gemm).unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
     }
 
     #[test]

@@ -42,6 +42,10 @@ const STANDINS: &[(&str, &str)] = &[
         include_str!("../../user-include/cublas_v2.h"),
     ),
     ("cuda.h", include_str!("../../user-include/cuda.h")),
+    (
+        "cudaTypedefs.h",
+        include_str!("../../user-include/cudaTypedefs.h"),
+    ),
     ("float.h", include_str!("../../user-include/float.h")),
     ("iostream", include_str!("../../user-include/iostream")),
     ("limits.h", include_str!("../../user-include/limits.h")),
