@@ -1,5 +1,5 @@
-// A Hopper GEMM written the way public sm_90a kernels write it (the second kernel of the
-// fast.cu worklog, the wrappers of CUTLASS's cute/arch): BF16 operands brought into shared
+// A Hopper GEMM written the way public sm_90a kernels write it (the wrappers of the fast.cu
+// worklog's kernels and of CUTLASS's cute/arch): BF16 operands brought into shared
 // memory by the Tensor Memory Accelerator, multiplied by wgmma straight from shared memory,
 // everything as inline PTX: mbarrier.init, mbarrier.arrive.expect_tx, the try_wait retry
 // loop with its labels and branches, cp.async.bulk.tensor.2d, wgmma.fence, mma_async,
@@ -9,10 +9,8 @@
 // simulator, whose front end maps each asm statement onto the emulation of the lab's own
 // Hopper rungs.
 //
-//   harness run --device sim --workload gemm --sizes 100x72x136,64x128x64 --kernel \
-//     'examples/hgemm_wgmma_tma.cu:hgemm_wgmma_tma<64,128,64,3>,dtype=bf16,C:f32,b=col,
-//      block=128,grid=tile:64x128,smem=3*(64+128)*64*2+1024+64,
-//      args=(M,N,K,C,tmap(A,M,K,64,64,128B),tmap(B,N,K,128,64,128B))'
+//   harness run --device sim --workload gemm --sizes 100x72x136,64x128x64 \
+//     --kernel 'examples/hgemm_wgmma_tma.cu:hgemm_wgmma_tma<64,128,64,3>,dtype=bf16,C:f32,b=col,block=128,grid=tile:64x128,smem=3*(64+128)*64*2+1024+64,args=(M,N,K,C,tmap(A,M,K,64,64,128B),tmap(B,N,K,128,64,128B))'
 //
 // C = A B with A row-major (M x K) and B column-major (N x K, "TN"), both K-major as wgmma
 // reads them without transposes. One warpgroup computes a BM x BN tile; thread 0 keeps QSIZE
