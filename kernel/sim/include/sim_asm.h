@@ -2,8 +2,9 @@
 // (kernel/src/sim/inline_asm.rs) rewrites each recognised `asm` statement into calls of these
 // functions, on operands held as PTX registers are: bit patterns of 16, 32 or 64 bits. The
 // tensor-core instructions run the emulation lab/ptx.h runs (sim_mma.h), Hopper's mbarrier,
-// TMA and wgmma that of lab/hopper.h (sim_hopper.h), cp.async the runtime's deferred copies; ld, st, atom and red access memory as C++ does, so the bank
-// model and both race checkers see them. Shared-memory operands are addresses in the shared
+// TMA and wgmma that of lab/hopper.h (sim_hopper.h), cp.async the runtime's deferred copies;
+// ld, st, atom and red access memory as C++ does, so the bank model and both race checkers see
+// them. Shared-memory operands are addresses in the shared
 // window (cvta.to.shared, __cvta_generic_to_shared), as on a GPU.
 #pragma once
 
