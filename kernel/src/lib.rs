@@ -35,5 +35,5 @@ pub use plan::{
     Arg, At, Buf, CONSTANT_BYTES, ConstantCopy, CudaPlan, CudaSource, Dtype, Fill, GemmCall,
     GemmCompute, Launch, LibraryCall, Scratch, Step, Text, gemm_args, gemm_dims,
 };
-pub use tma::{TensorMap, TmaSwizzle};
+pub use tma::{MAX_RANK as TMA_MAX_RANK, TensorMap, TmaSwizzle};
 pub use workload::{Activation, Shape, ShapeError, ShapeParseError, TensorSpec, Workload};

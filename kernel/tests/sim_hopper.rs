@@ -134,14 +134,7 @@ fn tma_run_source(
 ) -> Result<Vec<f32>, DeviceError> {
     let box_rows = 16u32;
     let floats = (box_rows * box_cols) as usize;
-    let map = TensorMap {
-        buf: Buf::Input(0),
-        rows: ROWS,
-        cols: COLS,
-        box_rows,
-        box_cols,
-        swizzle: swz,
-    };
+    let map = TensorMap::matrix(Buf::Input(0), ROWS, COLS, box_rows, box_cols, swz);
     let shape = Shape::gemm(ROWS, 13, COLS);
     let a: Vec<f32> = (0..ROWS * COLS)
         .map(|i| code((i / COLS) as i64, (i % COLS) as i64))
@@ -276,14 +269,7 @@ fn reading_a_tma_box_without_its_mbarrier_wait_reads_the_poison_and_exiting_fail
 
 #[test]
 fn a_tma_destination_off_its_128_byte_alignment_is_reported() {
-    let map = TensorMap {
-        buf: Buf::Input(0),
-        rows: ROWS,
-        cols: COLS,
-        box_rows: 16,
-        box_cols: 12,
-        swizzle: TmaSwizzle::None,
-    };
+    let map = TensorMap::matrix(Buf::Input(0), ROWS, COLS, 16, 12, TmaSwizzle::None);
     let shape = Shape::gemm(ROWS, 13, COLS);
     let data = vec![vec![1.0; ROWS * COLS], vec![0.0; COLS * 13]];
     let l = launch(
@@ -1002,14 +988,14 @@ extern "C" __global__ void __launch_bounds__(128 * (CONSUMERS + 1), 1)
 
 fn n256_plan(m: usize, n: usize, k: usize) -> CudaPlan {
     let map = |buf, rows, cols, box_rows| {
-        Arg::TensorMap(TensorMap {
+        Arg::TensorMap(TensorMap::matrix(
             buf,
             rows,
             cols,
             box_rows,
-            box_cols: 32,
-            swizzle: TmaSwizzle::B64,
-        })
+            32,
+            TmaSwizzle::B64,
+        ))
     };
     let smem = 1024 + 3 * (128 * 32 + 32 * 256) * 2 + 2 * 3 * 8;
     CudaPlan {

@@ -280,14 +280,7 @@ fn a_tf32_wgmma_with_scale_d_from_a_predicate_computes_the_product() {
 fn a_tma_box_through_libcudacxx_barrier_arrive_tx_lands_with_zeros_outside() {
     let (rows, cols) = (40usize, 44usize);
     let a: Vec<f32> = (0..rows * cols).map(|i| (1 + i) as f32).collect();
-    let map = TensorMap {
-        buf: Buf::Input(0),
-        rows,
-        cols,
-        box_rows: 16,
-        box_cols: 32,
-        swizzle: TmaSwizzle::None,
-    };
+    let map = TensorMap::matrix(Buf::Input(0), rows, cols, 16, 32, TmaSwizzle::None);
     let args = vec![Arg::TensorMap(map), Arg::Ptr(Buf::Output)];
     let shape = Shape::gemm(rows, 13, cols);
     let data = vec![a.clone(), vec![0.0; cols * 13]];

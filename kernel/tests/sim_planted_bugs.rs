@@ -815,9 +815,10 @@ extern "C" __global__ void lane_id(const float *x, float *y, int n) {
 }
 "#;
     const BAR: &str = r#"
-extern "C" __global__ void named_barrier(const float *x, float *y, int n) {
-    y[threadIdx.x] = x[threadIdx.x];
-    asm volatile("bar.sync 1, 64;");
+extern "C" __global__ void active_mask(const float *x, float *y, int n) {
+    unsigned m;
+    asm volatile("activemask.b32 %0;" : "=r"(m));
+    y[threadIdx.x] = x[threadIdx.x] + m;
 }
 "#;
     let shape32 = Shape::gemm(64, 1, 1);
@@ -831,12 +832,14 @@ extern "C" __global__ void named_barrier(const float *x, float *y, int n) {
     assert_eq!(lanes, want);
     let ptx = TestKernel {
         id: "ptx",
-        plan: vector_plan(BAR, "named_barrier", 32, 32),
+        plan: vector_plan(BAR, "active_mask", 32, 32),
         gpu_only: None,
     };
     let why = dev.can_run(&ptx).unwrap_err().to_string();
     assert!(
-        why.starts_with("not simulated: tests/inline.cu:4: inline PTX `bar.sync`: named barriers"),
+        why.starts_with(
+            "not simulated: tests/inline.cu:4: inline PTX `activemask.b32`: not emulated"
+        ),
         "{why}"
     );
 

@@ -101,9 +101,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
         }
         hopper::wgmma_commit();
         hopper::wgmma_wait<0>();
-        // The stage is read by this warp: wgmma.wait_group covers only the wgmma of the warp
-        // that executes it (PTX ISA 9.7.15.7.3), so each warp frees the stage for itself; one
-        // arrival per warpgroup would let the producer refill it under a slower warp's wgmma.
+        // The stage is read: wgmma.wait_group covers the wgmma committed by the executing
+        // threads (PTX ISA 9.7.15.7.3), so each warp frees the stage after its own wait, which
+        // holds whatever order the four warps' shares of a wgmma complete in.
         if (threadIdx.x % 32 == 0) hopper::mbar_arrive(&empty[s]);
     }
 

@@ -105,7 +105,7 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1)
             }
             hopper::wgmma_commit();
             hopper::wgmma_wait<0>();
-            // Each warp frees the stage for itself (wgmma.wait_group covers its own wgmma).
+            // Each warp frees the stage after its own wait (as 21 does).
             if (threadIdx.x % 32 == 0) hopper::mbar_arrive(&empty[s]);
         }
 

@@ -46,14 +46,14 @@ impl Design {
     fn plan(&self, shape: &Shape, source: CudaSource, entry: &str, grid: [u32; 3]) -> CudaPlan {
         let (m, n, k) = gemm_dims(shape);
         let map = |buf, rows, cols, box_rows: usize, box_cols: usize| {
-            Arg::TensorMap(TensorMap {
+            Arg::TensorMap(TensorMap::matrix(
                 buf,
                 rows,
                 cols,
-                box_rows: box_rows as u32,
-                box_cols: box_cols as u32,
-                swizzle: TmaSwizzle::B128,
-            })
+                box_rows as u32,
+                box_cols as u32,
+                TmaSwizzle::B128,
+            ))
         };
         CudaPlan {
             inputs: vec![Dtype::Bf16, Dtype::Bf16],
@@ -581,12 +581,18 @@ mod tests {
             .collect();
         assert_eq!(maps.len(), 2);
         let (a, b) = (maps[0], maps[1]);
-        assert_eq!((a.buf, a.rows, a.cols), (Buf::Input(0), 300, 72));
-        assert_eq!((b.buf, b.rows, b.cols), (Buf::Input(1), 72, 136));
+        assert_eq!((a.buf, a.dims[1], a.dims[0]), (Buf::Input(0), 300, 72));
+        assert_eq!((b.buf, b.dims[1], b.dims[0]), (Buf::Input(1), 72, 136));
         let ea = a.encoding(Dtype::Bf16).unwrap();
         let eb = b.encoding(Dtype::Bf16).unwrap();
-        assert_eq!((ea.global_dim, ea.box_dim), ([72, 300], [64, 128]));
-        assert_eq!((eb.global_dim, eb.box_dim), ([136, 72], [64, 64]));
+        assert_eq!(
+            (&ea.global_dim[..2], &ea.box_dim[..2]),
+            (&[72, 300][..], &[64, 128][..])
+        );
+        assert_eq!(
+            (&eb.global_dim[..2], &eb.box_dim[..2]),
+            (&[136, 72][..], &[64, 64][..])
+        );
         // One stage's mbarrier expects exactly what its copies write: A's box and BN / 64 of B's.
         let stage = a.box_bytes(Dtype::Bf16) + (TMA.bn / B_BOX_COLS) * b.box_bytes(Dtype::Bf16);
         assert_eq!(stage, (BM * BK + BK * TMA.bn) * BF16);

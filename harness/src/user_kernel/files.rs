@@ -38,6 +38,8 @@ const HOPPER_ONLY: &[&str] = &[
     "barrier.cluster",
     "mapa.",
     "fence.proxy.async",
+    "stmatrix.",
+    "elect.sync",
     "cp_async_bulk",
     "barrier_arrive_tx",
 ];

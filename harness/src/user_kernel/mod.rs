@@ -274,10 +274,11 @@ impl UserKernel {
             .file_name()
             .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
         let launch_name = source::wrapper_name(&spec.entry);
+        let cluster_dims = decl.cluster_dims_for(&spec.entry);
         let code = source::UnitParts {
             main: &files.main,
             entry: &spec.entry,
-            cluster_dims: decl.cluster_dims.as_deref(),
+            cluster_dims: cluster_dims.as_deref(),
             list: &list,
             sig,
             buffers: &buffers,
@@ -496,10 +497,11 @@ impl UserKernel {
             return Ok(());
         }
         self.wrapped = Some(differ.join("; "));
+        let cluster_dims = self.decl.cluster_dims_for(&self.spec.entry);
         self.source.code = source::UnitParts {
             main: &self.files.main,
             entry: &self.spec.entry,
-            cluster_dims: self.decl.cluster_dims.as_deref(),
+            cluster_dims: cluster_dims.as_deref(),
             list: &self.list,
             sig: self.signature,
             buffers: &self.buffers,

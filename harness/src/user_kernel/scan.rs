@@ -39,6 +39,60 @@ impl KernelDecl {
     }
 }
 
+impl KernelDecl {
+    /// Its `__cluster_dims__` for the instantiation `entry` (`k<128, 2>`): a template's
+    /// parameters in the dims (`CLUSTER_M * CLUSTER_N, 1, 1`) replaced by the entry's
+    /// arguments, since the wrapper that declares the dims is no template.
+    pub fn cluster_dims_for(&self, entry: &str) -> Option<String> {
+        let dims = self.cluster_dims.as_deref()?;
+        let (Some(params), Some(open)) = (self.template.as_deref(), entry.find('<')) else {
+            return Some(dims.to_string());
+        };
+        let inner = |t: &str| {
+            t.trim()
+                .trim_start_matches('<')
+                .trim_end_matches('>')
+                .to_string()
+        };
+        let names: Vec<String> = crate::user_kernel::spec::split_top(&inner(params))
+            .into_iter()
+            .filter_map(|p| {
+                let decl = p.split('=').next().unwrap_or("");
+                decl.split(|c: char| !is_ident(c as u8))
+                    .rfind(|w| !w.is_empty())
+                    .map(str::to_string)
+            })
+            .collect();
+        let args = inner(&entry[open..]);
+        let values: Vec<&str> = crate::user_kernel::spec::split_top(&args)
+            .into_iter()
+            .map(str::trim)
+            .collect();
+        let mut out = String::new();
+        let b = dims.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            if is_ident(b[i]) && (i == 0 || !is_ident(b[i - 1])) {
+                let end = (i..b.len()).find(|&j| !is_ident(b[j])).unwrap_or(b.len());
+                let word = &dims[i..end];
+                match names
+                    .iter()
+                    .position(|n| n == word)
+                    .and_then(|k| values.get(k))
+                {
+                    Some(v) => out.push_str(&format!("({v})")),
+                    None => out.push_str(word),
+                }
+                i = end;
+            } else {
+                out.push(b[i] as char);
+                i += 1;
+            }
+        }
+        Some(out)
+    }
+}
+
 fn is_ident(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
@@ -331,6 +385,19 @@ mod tests {
         assert_eq!(ks[0].line, 7);
         assert_eq!(ks[2].template, None);
         assert_eq!(ks[2].line, 11);
+    }
+
+    #[test]
+    fn cluster_dims_of_a_template_take_the_instantiations_arguments() {
+        let code = "template <int BM, int NUM_THREADS, int CLUSTER_M = 2, bool Swz = true>\n\
+            __global__ void __cluster_dims__(CLUSTER_M * 1, NUM_THREADS / 384, 1) k(int M) {}\n\
+            __global__ void __cluster_dims__(2, 1, 1) plain(int M) {}\n";
+        let ks = kernels(code, "k.cu");
+        assert_eq!(
+            ks[0].cluster_dims_for("k<128, 384, 2, false>").as_deref(),
+            Some("(2) * 1, (384) / 384, 1")
+        );
+        assert_eq!(ks[1].cluster_dims_for("plain").as_deref(), Some("2, 1, 1"));
     }
 
     #[test]

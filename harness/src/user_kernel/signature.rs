@@ -350,35 +350,67 @@ pub enum ArgItem {
     TensorMap(Box<MapArg>),
 }
 
-/// `tmap(BUFFER, ROWS, COLS, BOX_ROWS, BOX_COLS{, SWIZZLE})`: a TMA tensor map over a buffer
-/// of the workload, viewed as ROWS x COLS elements with COLS contiguous and copied in boxes of
-/// BOX_ROWS x BOX_COLS, passed by value as a kernel's `const __grid_constant__ CUtensorMap`
-/// (the map a host would encode with `cuTensorMapEncodeTiled`). SWIZZLE is `none` (the
-/// default), `32B`, `64B` or `128B`.
+/// A TMA tensor map over a buffer of the workload, passed by value as a kernel's `const
+/// __grid_constant__ CUtensorMap` (the map a host would encode with `cuTensorMapEncodeTiled`).
+/// Two forms:
+/// - `tmap(BUFFER, ROWS, COLS, BOX_ROWS, BOX_COLS{, SWIZZLE})`: the buffer as a row-major
+///   ROWS x COLS matrix, copied in boxes of BOX_ROWS x BOX_COLS;
+/// - `tmap(BUFFER, {DIMS}, {STRIDES}, {BOX}{, SWIZZLE})`: the driver's own arrays, innermost
+///   dimension first: 1 to 5 dimensions in elements, one stride fewer in bytes (the innermost
+///   dimension is contiguous), the box's edges in elements.
+///
+/// SWIZZLE is `none` (the default), `32B`, `64B` or `128B`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MapArg {
     pub buffer: &'static str,
     pub param: Param,
-    pub rows: Expr,
-    pub cols: Expr,
-    pub box_rows: Expr,
-    pub box_cols: Expr,
+    pub form: MapForm,
     pub swizzle: TmaSwizzle,
 }
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum MapForm {
+    /// ROWS, COLS, BOX_ROWS, BOX_COLS.
+    Matrix(Box<[Expr; 4]>),
+    /// Innermost first; strides in bytes.
+    Tiled {
+        dims: Vec<Expr>,
+        strides: Vec<Expr>,
+        boxes: Vec<Expr>,
+    },
+}
+
+const MAP_USAGE: &str = "tmap(BUFFER, ROWS, COLS, BOX_ROWS, BOX_COLS, SWIZZLE) or tmap(BUFFER, \
+                         {DIMS}, {STRIDES IN BYTES}, {BOX}, SWIZZLE), innermost dimension first, \
+                         with SWIZZLE none, 32B, 64B or 128B";
 
 impl MapArg {
     fn parse(
         inner: &str,
         known: impl Fn(&str) -> Option<(&'static str, Param)>,
     ) -> Result<Self, String> {
-        let usage = "tmap(BUFFER, ROWS, COLS, BOX_ROWS, BOX_COLS, SWIZZLE) with SWIZZLE none, \
-                     32B, 64B or 128B";
         let parts: Vec<&str> = super::spec::split_top(inner)
             .into_iter()
             .map(str::trim)
             .collect();
-        if !(5..=6).contains(&parts.len()) {
-            return Err(format!("args: tmap({inner}): takes {usage}"));
+        fn braced(p: &str) -> Option<Vec<&str>> {
+            p.strip_prefix('{')
+                .and_then(|r| r.strip_suffix('}'))
+                .map(|r| {
+                    super::spec::split_top(r)
+                        .into_iter()
+                        .map(str::trim)
+                        .collect()
+                })
+        }
+        let tiled = parts.len() >= 4 && parts[1..4].iter().all(|p| braced(p).is_some());
+        let count_ok = if tiled {
+            (4..=5).contains(&parts.len())
+        } else {
+            (5..=6).contains(&parts.len())
+        };
+        if !count_ok {
+            return Err(format!("args: tmap({inner}): takes {MAP_USAGE}"));
         }
         let (buffer, param) = known(parts[0])
             .filter(|(_, p)| matches!(p, Input(_) | Output | Scratch(_)))
@@ -388,60 +420,114 @@ impl MapArg {
                     parts[0]
                 )
             })?;
-        let swizzle = match parts.get(5).copied().unwrap_or("none") {
+        let swizzle_at = if tiled { 4 } else { 5 };
+        let swizzle = match parts.get(swizzle_at).copied().unwrap_or("none") {
             "none" => TmaSwizzle::None,
             "32B" => TmaSwizzle::B32,
             "64B" => TmaSwizzle::B64,
             "128B" => TmaSwizzle::B128,
             other => {
                 return Err(format!(
-                    "args: tmap({inner}): swizzle {other}; it takes {usage}"
+                    "args: tmap({inner}): swizzle {other}; it takes {MAP_USAGE}"
                 ));
             }
         };
-        let e = |k: usize| Expr::parse(parts[k]);
+        let form = if tiled {
+            let list = |k: usize| -> Result<Vec<Expr>, String> {
+                braced(parts[k])
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|t| Expr::parse(t))
+                    .collect()
+            };
+            let (dims, strides, boxes) = (list(1)?, list(2)?, list(3)?);
+            let rank = dims.len();
+            if !(1..=kernel::TMA_MAX_RANK).contains(&rank)
+                || strides.len() + 1 != rank
+                || boxes.len() != rank
+            {
+                return Err(format!(
+                    "args: tmap({inner}): {rank} dimensions, {} strides and {} box edges; the TMA \
+                     takes 1 to {} dimensions, one stride fewer (the innermost is contiguous) and \
+                     a box edge each",
+                    strides.len(),
+                    boxes.len(),
+                    kernel::TMA_MAX_RANK
+                ));
+            }
+            MapForm::Tiled {
+                dims,
+                strides,
+                boxes,
+            }
+        } else {
+            let e = |k: usize| Expr::parse(parts[k]);
+            MapForm::Matrix(Box::new([e(1)?, e(2)?, e(3)?, e(4)?]))
+        };
         Ok(Self {
             buffer,
             param,
-            rows: e(1)?,
-            cols: e(2)?,
-            box_rows: e(3)?,
-            box_cols: e(4)?,
+            form,
             swizzle,
         })
     }
 
-    fn exprs(&self) -> [&Expr; 4] {
-        [&self.rows, &self.cols, &self.box_rows, &self.box_cols]
+    fn exprs(&self) -> Vec<&Expr> {
+        match &self.form {
+            MapForm::Matrix(m) => m.iter().collect(),
+            MapForm::Tiled {
+                dims,
+                strides,
+                boxes,
+            } => dims.iter().chain(strides).chain(boxes).collect(),
+        }
     }
 
     /// The map at `shape`, its view checked against the buffer's elements and the driver's
-    /// constraints (row pitch, box edges, swizzle span), as a declined shape's reason.
+    /// constraints (strides, box edges, swizzle span), as a declined shape's reason.
     pub fn at(&self, shape: &Shape, buffers: &Buffers, len: usize) -> Result<TensorMap, String> {
         let dims = shape.dims();
-        let mut v = [0usize; 4];
-        for (slot, e) in v.iter_mut().zip(self.exprs()) {
+        let mut v = Vec::new();
+        for e in self.exprs() {
             let x = e.eval(&dims)?;
-            *slot = usize::try_from(x).ok().filter(|&x| x > 0).ok_or_else(|| {
+            v.push(usize::try_from(x).ok().filter(|&x| x > 0).ok_or_else(|| {
                 format!(
                     "args: tmap({}): {e} = {x}; it takes a positive size",
                     self.buffer
                 )
-            })?;
+            })?);
         }
         let edge = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
         let Arg::Ptr(buf) = self.param.arg(shape, buffers) else {
             return Err(format!("tmap({}): not a buffer", self.buffer));
         };
-        let map = TensorMap {
-            buf,
-            rows: v[0],
-            cols: v[1],
-            box_rows: edge(v[2]),
-            box_cols: edge(v[3]),
-            swizzle: self.swizzle,
-        };
         let dtype = buffers.of_param(self.param).unwrap_or(kernel::Dtype::F32);
+        let map = match &self.form {
+            MapForm::Matrix(_) => {
+                TensorMap::matrix(buf, v[0], v[1], edge(v[2]), edge(v[3]), self.swizzle)
+            }
+            MapForm::Tiled { dims, .. } => {
+                let rank = dims.len();
+                let mut map = TensorMap::matrix(buf, 1, 1, 1, 1, self.swizzle);
+                map.rank = rank;
+                map.dims[..rank].copy_from_slice(&v[..rank]);
+                for (i, &bytes) in v[rank..2 * rank - 1].iter().enumerate() {
+                    if bytes % dtype.bytes() != 0 {
+                        return Err(format!(
+                            "tmap({}): a stride of {bytes} B is no whole number of {}-byte \
+                             elements",
+                            self.buffer,
+                            dtype.bytes()
+                        ));
+                    }
+                    map.strides[i] = bytes / dtype.bytes();
+                }
+                for (b, &x) in map.boxes.iter_mut().zip(&v[2 * rank - 1..]) {
+                    *b = edge(x);
+                }
+                map
+            }
+        };
         map.encoding(dtype)
             .and_then(|_| map.fits(len))
             .map_err(|kernel::Unsupported(m)| format!("tmap({}): {m}", self.buffer))?;
@@ -457,11 +543,32 @@ impl std::fmt::Display for MapArg {
             TmaSwizzle::B64 => "64B",
             TmaSwizzle::B128 => "128B",
         };
-        write!(
-            f,
-            "tmap({}, {}, {}, {}, {}, {sw})",
-            self.buffer, self.rows, self.cols, self.box_rows, self.box_cols
-        )
+        let list = |v: &[Expr]| {
+            let t: Vec<String> = v.iter().map(Expr::to_string).collect();
+            format!("{{{}}}", t.join(", "))
+        };
+        match &self.form {
+            MapForm::Matrix(m) => {
+                let [rows, cols, box_rows, box_cols] = m.as_ref();
+                write!(
+                    f,
+                    "tmap({}, {rows}, {cols}, {box_rows}, {box_cols}, {sw})",
+                    self.buffer
+                )
+            }
+            MapForm::Tiled {
+                dims,
+                strides,
+                boxes,
+            } => write!(
+                f,
+                "tmap({}, {}, {}, {}, {sw})",
+                self.buffer,
+                list(dims),
+                list(strides),
+                list(boxes)
+            ),
+        }
     }
 }
 
@@ -776,14 +883,14 @@ mod tests {
         let args = list.args(&Shape::gemm(100, 72, 136), &buffers).unwrap();
         assert_eq!(
             args[5],
-            Arg::TensorMap(TensorMap {
-                buf: Buf::Input(1),
-                rows: 72,
-                cols: 136,
-                box_rows: 128,
-                box_cols: 64,
-                swizzle: TmaSwizzle::B128,
-            })
+            Arg::TensorMap(TensorMap::matrix(
+                Buf::Input(1),
+                72,
+                136,
+                128,
+                64,
+                TmaSwizzle::B128
+            ))
         );
         // A row pitch that is no multiple of 16 bytes declines the shape, naming the map.
         let maps: Vec<&MapArg> = list.tensor_maps().collect();
@@ -799,7 +906,7 @@ mod tests {
             .at(&Shape::gemm(100, 72, 136), &buffers, 64)
             .unwrap_err();
         assert!(
-            e.contains("a 100x136 view over a buffer of 64 elements"),
+            e.contains("a 100x136 view (its last element at 13599) over a buffer of 64 elements"),
             "{e}"
         );
         let (wide, _) = ArgList::parse(
@@ -822,6 +929,56 @@ mod tests {
             (
                 "(tmap(A, M, Q, 64, 64), B, C)",
                 "Q is no dimension of gemm (M, N, K)",
+            ),
+        ] {
+            let e = ArgList::parse(bad, Workload::Gemm).unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+    }
+
+    #[test]
+    fn tmap_takes_the_drivers_arrays_for_maps_of_more_dimensions() {
+        // fast.cu's map of A: rows of K split into planes of 64, strides in bytes.
+        let text = "(tmap(A, {64, M, K/64}, {2*K, 128}, {64, 128, 2}, 128B), C)";
+        let (list, sig) = ArgList::parse(text, Workload::Gemm).unwrap();
+        let mut buffers = Buffers::fp32(sig);
+        buffers.inputs = vec![kernel::Dtype::Bf16; 2];
+        let maps: Vec<&MapArg> = list.tensor_maps().collect();
+        assert_eq!(
+            maps[0].to_string(),
+            "tmap(A, {64, M, K/64}, {2*K, 128}, {64, 128, 2}, 128B)"
+        );
+        let map = maps[0]
+            .at(&Shape::gemm(256, 64, 192), &buffers, 256 * 192)
+            .unwrap();
+        assert_eq!(map.rank, 3);
+        assert_eq!(map.dims[..3], [64, 256, 3]);
+        assert_eq!(map.strides[..2], [192, 64]);
+        assert_eq!(map.boxes[..3], [64, 128, 2]);
+        // A stride in bytes that is no whole element, one that breaks the 16-byte rule.
+        let (odd, _) =
+            ArgList::parse("(tmap(A, {64, M}, {2*K+1}, {64, 64}), C)", Workload::Gemm).unwrap();
+        let e = odd.args(&Shape::gemm(64, 64, 64), &buffers).unwrap_err();
+        assert!(
+            e.contains("a stride of 129 B is no whole number of 2-byte elements"),
+            "{e}"
+        );
+        let (pitch, _) =
+            ArgList::parse("(tmap(A, {K, M}, {2*K}, {64, 64}), C)", Workload::Gemm).unwrap();
+        let e = pitch.args(&Shape::gemm(64, 64, 68), &buffers).unwrap_err();
+        assert!(e.contains("rows of 68 elements are 136 B apart"), "{e}");
+        for (bad, want) in [
+            (
+                "(tmap(A, {64, M}, {2*K, 128}, {64, 64}), C)",
+                "2 dimensions, 2 strides and 2 box edges",
+            ),
+            (
+                "(tmap(A, {1, 1, 1, 1, 1, 1}, {1, 1, 1, 1, 1}, {1, 1, 1, 1, 1, 1}), C)",
+                "takes 1 to 5 dimensions",
+            ),
+            (
+                "(tmap(A, {64, M}, {2*Q}, {64, 64}), C)",
+                "Q is no dimension of gemm",
             ),
         ] {
             let e = ArgList::parse(bad, Workload::Gemm).unwrap_err();

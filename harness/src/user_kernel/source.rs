@@ -276,6 +276,50 @@ fn is_device(decl: &str) -> bool {
         .any(|w| has_word(decl, w))
 }
 
+fn idents(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+}
+
+/// Whether a file-scope declaration ending in `;` defines a host variable (`CUtensorMap
+/// map_a;`, `int prev_m = 0, prev_n = 0;`, `std::vector<int> v;`): a type and a name, no
+/// memory space, not `const` or `constexpr` (device code may read those) and no type, alias,
+/// template or assertion. NVRTC refuses host variables; the host code that used them is gone.
+fn is_host_variable(decl: &str) -> bool {
+    const KEEP: &[&str] = &[
+        "typedef",
+        "using",
+        "static_assert",
+        "template",
+        "struct",
+        "class",
+        "union",
+        "enum",
+        "namespace",
+        "extern",
+        "friend",
+        "const",
+        "constexpr",
+        "__device__",
+        "__constant__",
+        "__shared__",
+        "__managed__",
+        "__global__",
+    ];
+    let head = decl.split(['=', '{', '[', '(']).next().unwrap_or("");
+    let words: Vec<&str> = idents(head).collect();
+    words.len() >= 2 && !words.iter().any(|w| KEEP.contains(w))
+}
+
+/// The function a `using NS::f;` declaration brings in (not a `using X = ...` alias).
+fn using_name(decl: &str) -> Option<String> {
+    let rest = decl.strip_prefix("using")?;
+    if rest.contains('=') || !rest.starts_with(char::is_whitespace) {
+        return None;
+    }
+    idents(rest).last().map(str::to_string)
+}
+
 /// Identifiers before the first `(` of a declaration: `void f(` has two, a macro call `F(`
 /// one.
 fn words_before_paren(decl: &str) -> usize {
@@ -302,6 +346,8 @@ pub fn blank_host_code(code: &str) -> String {
     let code = strip_comments(code);
     let b = code.as_bytes();
     let mut out = b.to_vec();
+    // The host functions blanked so far, whose `using` declarations go too.
+    let mut blanked: Vec<String> = Vec::new();
     // Open braces of namespaces and `extern "C" { }` blocks: their contents are file scope.
     let mut open_scopes = 0usize;
     let mut start = 0; // start of the current file-scope declaration
@@ -331,14 +377,18 @@ pub fn blank_host_code(code: &str) -> String {
             b'"' | b'\'' => i = skip_literal(b, i, c),
             b';' => {
                 let decl = code[start..i].trim();
+                let lead = start + (code[start..i].len() - code[start..i].trim_start().len());
                 if decl.ends_with(')') && !is_device(decl) && words_before_paren(decl) >= 2 {
-                    let lead = start + (code[start..i].len() - code[start..i].trim_start().len());
                     let keep = ["typedef", "using", "static_assert"]
                         .iter()
                         .any(|w| has_word(decl.split('(').next().unwrap_or(""), w));
                     if !keep {
                         blank(&mut out, lead, i + 1);
                     }
+                } else if is_host_variable(decl)
+                    || using_name(decl).is_some_and(|n| blanked.contains(&n))
+                {
+                    blank(&mut out, lead, i + 1);
                 }
                 start = i + 1;
             }
@@ -354,6 +404,9 @@ pub fn blank_host_code(code: &str) -> String {
                         let lead =
                             start + (code[start..i].len() - code[start..i].trim_start().len());
                         blank(&mut out, lead, end);
+                        if let Some(name) = idents(decl.split('(').next().unwrap_or("")).last() {
+                            blanked.push(name.to_string());
+                        }
                     }
                     i = end;
                     start = end;
@@ -402,6 +455,47 @@ mod tests {
         assert!(out.contains("CHECK_SIZES(64);") && out.contains("struct P { int a; };"));
         for gone in ["launch(", "<<<", "helper", "grid", "PYBIND11", "main"] {
             assert!(!out.contains(gone), "{gone} left in:\n{out}");
+        }
+    }
+
+    #[test]
+    fn host_variables_and_using_declarations_of_blanked_functions_go_too() {
+        // The state fast.cu's kernels keep beside their launchers, and the `using` that
+        // exports a launcher from its namespace.
+        let code = "namespace M10 {\n\
+            CUtensorMap d_tma_map_A;\n\
+            int _prev_m=0, _prev_n=0;\n\
+            std::vector<int> order;\n\
+            constexpr int SPACE_LEN = 128;\n\
+            const float scale = 0.5f;\n\
+            __constant__ float mask[16];\n\
+            __device__ int counter;\n\
+            extern __shared__ float dyn[];\n\
+            typedef unsigned short u16;\n\
+            template <int N> struct Tile;\n\
+            __device__ void helper() {}\n\
+            void runKernel10(int M) { _prev_m = M; }\n\
+            }\n\
+            using M10::runKernel10;\n\
+            using M10::helper;\n\
+            using Index = int;\n";
+        let out = blank_host_code(code);
+        assert_eq!(out.lines().count(), code.lines().count());
+        for gone in ["d_tma_map_A", "_prev_m", "order", "runKernel10"] {
+            assert!(!out.contains(gone), "{gone} left in:\n{out}");
+        }
+        for kept in [
+            "constexpr int SPACE_LEN = 128;",
+            "const float scale = 0.5f;",
+            "__constant__ float mask[16];",
+            "__device__ int counter;",
+            "extern __shared__ float dyn[];",
+            "typedef unsigned short u16;",
+            "template <int N> struct Tile;",
+            "using M10::helper;",
+            "using Index = int;",
+        ] {
+            assert!(out.contains(kept), "{kept} gone from:\n{out}");
         }
     }
 

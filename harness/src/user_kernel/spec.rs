@@ -93,8 +93,8 @@ pub fn split_top(text: &str) -> Vec<&str> {
     let (mut depth, mut start) = (0i32, 0);
     for (i, c) in text.char_indices() {
         match c {
-            '<' | '(' | '[' => depth += 1,
-            '>' | ')' | ']' => depth -= 1,
+            '<' | '(' | '[' | '{' => depth += 1,
+            '>' | ')' | ']' | '}' => depth -= 1,
             ',' if depth == 0 => {
                 out.push(&text[start..i]);
                 start = i + 1;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <type_traits>
 
@@ -165,7 +166,7 @@ inline void mma_m16n8k8_tf32(uint32_t *d, const uint32_t *a, const uint32_t *b, 
     memcpy(d, df, sizeof df);
 }
 
-// ---- ldmatrix: each lane's row address is a shared-window address ----
+// ---- ldmatrix and stmatrix: each lane's row address is a shared-window address ----
 
 template <int N, bool Trans>
 inline void ldmatrix(uint32_t *d, uint64_t addr) {
@@ -178,6 +179,19 @@ inline void ldmatrix(uint32_t *d, uint64_t addr) {
     unsigned r[N];
     mma_emu::ldmatrix<N, Trans>(r, row);
     for (int i = 0; i < N; ++i) d[i] = r[i];
+}
+
+template <int N, bool Trans>
+inline void stmatrix(uint64_t addr, const uint32_t *s) {
+    const unsigned lane = fiber().lane;
+    uintptr_t row = 0;  // lanes past the last matrix give no address
+    if ((int)lane < 8 * N) {
+        if (addr % 16) fail("stmatrix row address 0x%llx (lane %u) is not 16-byte aligned", (unsigned long long)addr, lane);
+        row = (uintptr_t)shared_operand(addr, 16, "stmatrix");
+    }
+    unsigned r[N];
+    for (int i = 0; i < N; ++i) r[i] = s[i];
+    mma_emu::stmatrix<N, Trans>(row, r);
 }
 
 // ---- cp.async: `dst` a shared-window address, `src` a global (generic) address ----
@@ -393,6 +407,16 @@ inline uint32_t shfl(ShflMode mode, uint32_t a, uint32_t b, uint32_t c, uint32_t
     return warp_exchange(membermask, a, j);
 }
 
+// elect.sync d|p, membermask (sm_90): the lanes of the mask meet; the lowest of them is
+// elected, each gets its lane number and the elected lane the predicate.
+inline uint32_t elect(uint32_t membermask, bool *p) {
+    (void)warp_exchange(membermask, 0u, (int)fiber().lane);
+    const uint32_t live = membermask & worker().warps[fiber().warp].present;
+    const uint32_t leader = live ? (uint32_t)__builtin_ctz(live) : 0;
+    if (p) *p = fiber().lane == leader;
+    return leader;
+}
+
 // ---- Hopper (sim_hopper.h): mbarrier, TMA, wgmma ----
 
 // mapa.shared::cluster gives a 32-bit address in another block's shared memory. Here it is
@@ -460,12 +484,30 @@ inline bool mbar_wait_test(void *bar, unsigned parity, bool try_wait, const char
     return mbar_test(bar, parity, what);
 }
 
-inline void tma_load_2d(uint64_t dst, uint64_t map, uint64_t bar, int c0, int c1, bool multicast, unsigned mask) {
-    const char *what = "cp.async.bulk.tensor.2d";
+// cp.async.bulk.tensor.Nd loads (`c`: the N coordinates, innermost first).
+inline void tma_load(uint64_t dst, uint64_t map, uint64_t bar, std::initializer_list<int> c, bool multicast,
+                     unsigned mask) {
+    const char *what = "cp.async.bulk.tensor";
     unsigned r1, r2;
     void *to = cluster_operand(dst, 1, 1, &r1, what);
     void *at = cluster_operand(bar, 1, 8, &r2, what);
-    ::sim::tma_load_2d(to, (const void *)(uintptr_t)map, at, c0, c1, multicast, mask);
+    ::sim::tma_load(to, (const void *)(uintptr_t)map, at, c.begin(), (unsigned)c.size(), multicast, mask);
+}
+
+// cp.async.bulk.tensor.Nd.global.shared::cta stores: `src` a shared-window address.
+inline void tma_store(uint64_t map, uint64_t src, std::initializer_list<int> c) {
+    unsigned r;
+    const void *from = cluster_operand(src, 1, 1, &r, "the source of a TMA store");
+    ::sim::tma_store((const void *)(uintptr_t)map, from, c.begin(), (unsigned)c.size());
+}
+
+// %clusterid and %nclusterid: the cluster's index in the grid, and the grid in clusters.
+inline unsigned clusterid(unsigned axis, bool count) {
+    const ::sim::Worker &w = ::sim::worker();
+    const unsigned *dims = w.launch->cluster;
+    const unsigned grid[3] = {w.grid_dim.x, w.grid_dim.y, w.grid_dim.z};
+    const unsigned block[3] = {w.block_idx.x, w.block_idx.y, w.block_idx.z};
+    return count ? grid[axis] / dims[axis] : block[axis] / dims[axis];
 }
 
 // wgmma.mma_async: the emulation writes each lane's accumulators at the wgmma.wait_group that

@@ -6,18 +6,22 @@
 // - mbarrier (9.7.13.15): the state lives in the barrier's 8 bytes of shared memory; a wait
 //   on a phase that has not completed blocks the fiber, so a phase that never completes ends
 //   as a deadlock report naming the barrier's state instead of a hang.
-// - TMA tensor copies (cp.async.bulk.tensor.2d, 9.7.9.27.1.2; tiled mode 5.5.3; swizzle
-//   5.5.7): the box is read at issue and lands in shared memory later, swizzled, with one
+// - TMA tensor copies (cp.async.bulk.tensor.1d-.5d, 9.7.9.27.1.2; tiled mode 5.5.3; swizzle
+//   5.5.7): a load's box is read at issue and lands in shared memory later, swizzled, with one
 //   complete-tx of its bytes on its mbarrier. By the block's seed a copy lands either at once
-//   or only when no thread can run: a read that no mbarrier wait covers sees the poison.
+//   or only when no thread can run: a read that no mbarrier wait covers sees the poison. A
+//   store keeps what shared memory held at issue and completes at the bulk-group wait that
+//   covers it, failing if the buffer was written in between.
 // - Clusters: an mbarrier of another block of the cluster takes arrivals (mbarrier.arrive on
 //   a mapa address) and a TMA copy may be multicast (.multicast::cluster): the box lands at
 //   the same offset in each block of its mask, with a complete-tx on the mbarrier at the same
 //   offset in each. Either one aimed at a block whose threads have all exited is an error.
 // - wgmma.mma_async (9.7.15): descriptors decoded field by field (9.7.15.5.1.2.2), operands
 //   read through the canonical layouts with their swizzle, accumulators in the m64nNk16
-//   fragment layout (9.7.15.5.1.1). Each warp's part runs at the wgmma.wait_group that covers
-//   it, reading shared memory then: a stage released before every warp has waited is caught.
+//   fragment layout (9.7.15.5.1.1). A wgmma is one operation of its warpgroup: the first
+//   wgmma.wait_group that covers it (once all four warps have issued it) runs every warp's
+//   part, reading shared memory then: a stage released before any wait covered its reads is
+//   caught.
 #pragma once
 
 #include "mma.h"  // half and bfloat16 conversions, TF32 rounding
@@ -96,6 +100,7 @@ struct WgmmaOp {
     uint32_t a_regs[32][4];  // A from registers (the RS form)
     float *d[32];            // each lane's accumulators
     unsigned group;
+    unsigned seq;  // the warp's wgmma number: the same instruction has the same in every warp
     unsigned short n;
     WgType type;
     bool a_in_regs, scale_d, trans_a, trans_b;
@@ -115,6 +120,8 @@ struct WgIssue {
     bool valid;
 };
 
+struct TmaStore;  // a TMA store in flight (below)
+
 // A TMA copy in flight: the box's bytes in their final (swizzled) order.
 struct TmaCopy {
     unsigned char *dst;
@@ -131,14 +138,16 @@ struct HopperState {
     WgIssue log[kMaxThreads / 128][kWgLog];
     TmaCopy *copies;
     unsigned n_copies, cap_copies;
+    TmaStore *stores;  // TMA stores not yet completed, in issue order
+    unsigned n_stores, cap_stores;
     uint64_t *bars[kMaxBars];  // the mbarriers initialized, checked when the block ends
     unsigned n_bars;
     // The block's schedule of the asynchronous units, from its seed. Eager: a TMA copy lands
-    // as soon as the issuing thread switches out, the threads a completed phase wakes run next, and a warp leaving a wgmma
-    // instruction runs on ahead of the other warps, so a stage refilled before every reader
-    // has waited is overwritten under the late readers. Lazy: copies land only when no thread
-    // can run and woken threads queue behind the others, so a read no wait covers sees the
-    // poison.
+    // as soon as the issuing thread switches out, the threads a completed phase wakes run
+    // next, and a warp leaving a wgmma instruction runs on ahead of the other warps, so a
+    // stage refilled before a wait has covered the wgmma reading it is overwritten under them.
+    // Lazy: copies land only when no thread can run and woken threads queue behind the
+    // others, so a read no wait covers sees the poison.
     bool eager;
 };
 
@@ -151,10 +160,7 @@ inline HopperState &hopper() {
     return *w.hopper;
 }
 
-inline void drop_copies(HopperState &h) {
-    for (unsigned i = 0; i < h.n_copies; ++i) free(h.copies[i].image);
-    h.n_copies = 0;
-}
+inline void drop_copies(HopperState &h);
 
 }  // namespace sim
 
@@ -336,23 +342,26 @@ inline void mbar_wait(void *p, unsigned parity, const char *what) {
 
 // ---- TMA: cp.async.bulk.tensor (9.7.9.27.1.2) ----
 
-// The simulator's contents of a CUtensorMap, as kernel/src/tma.rs writes them (words of 64
-// bits): the fields of cuTensorMapEncodeTiled for rank 2.
+// The simulator's contents of a CUtensorMap, as kernel/src/tma.rs writes them: the fields of
+// cuTensorMapEncodeTiled for rank 1 to 5.
 struct SimTensorMap {
-    uint64_t magic;         // kTensorMapMagic
-    uint64_t global;        // global address
-    uint64_t dims[2];       // elements, innermost first
-    uint64_t stride;        // bytes between rows (dimension 1)
-    uint32_t box[2];        // box edges, innermost first
-    uint32_t elem_strides[2];
-    uint8_t dtype;          // CUtensorMapDataType
-    uint8_t swizzle;        // CUtensorMapSwizzle: 0 none, 1 32B, 2 64B, 3 128B
-    uint8_t oob_fill;       // 0 zeros, 1 NaN
+    uint64_t magic;           // kTensorMapMagic
+    uint64_t global;          // global address
+    uint64_t dims[5];         // elements, innermost first
+    uint64_t strides[4];      // bytes between consecutive indices of dimensions 1 to 4
+    uint32_t box[5];          // box edges, innermost first
+    uint8_t elem_strides[5];
+    uint8_t rank;
+    uint8_t dtype;            // CUtensorMapDataType
+    uint8_t swizzle;          // CUtensorMapSwizzle: 0 none, 1 32B, 2 64B, 3 128B
+    uint8_t oob_fill;         // 0 zeros, 1 NaN
     uint8_t interleave;
     uint32_t elem_bytes;
 };
-static_assert(sizeof(SimTensorMap) <= sizeof(CUtensorMap), "the encoding fits in a CUtensorMap");
-constexpr uint64_t kTensorMapMagic = 0x4b4c544d41503031ull;  // "KLTMAP01"
+static_assert(offsetof(SimTensorMap, box) == 88 && offsetof(SimTensorMap, rank) == 113 &&
+                  offsetof(SimTensorMap, elem_bytes) == 120 && sizeof(SimTensorMap) == sizeof(CUtensorMap),
+              "the layout kernel/src/tma.rs writes");
+constexpr uint64_t kTensorMapMagic = 0x4b4c544d41503032ull;  // "KLTMAP02"
 
 // The swizzle of 5.5.7 (CuTe Swizzle<log2 W, 4, 3>): the 16-byte chunk of each 128-byte line
 // moves to chunk XOR (line mod W), W = span / 16; none when span is 0.
@@ -379,15 +388,63 @@ inline void tma_land(const TmaCopy &c) {
     mbar_settle(*to, c.bar, m);
 }
 
-// cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// [dst], [map, {c0, c1}], [bar]: the box at element coordinates (c0 innermost, c1), elements
+// The map at `map_ptr` for a copy of `rank` dimensions, checked.
+inline SimTensorMap tma_map(const void *map_ptr, unsigned rank, const char *what) {
+    SimTensorMap map;
+    memcpy(&map, map_ptr, sizeof map);
+    if (map.magic != kTensorMapMagic)
+        fail("%s: %p is not a tensor map the host encoded (pass the kernel's CUtensorMap parameter)", what, map_ptr);
+    if (map.rank != rank)
+        fail("%s: a %uD copy through a tensor map of %u dimensions", what, rank, (unsigned)map.rank);
+    for (unsigned d = 0; d < rank; ++d)
+        if (map.elem_strides[d] != 1 || map.interleave != 0)
+            fail("%s: element strides other than 1 and interleaved layouts are not emulated", what);
+    const unsigned span = map.swizzle == 0 ? 0 : 16u << map.swizzle;
+    if (span && map.box[0] * map.elem_bytes != span)
+        fail("%s: a box of %u-byte rows in the %uB swizzle: the simulator emulates swizzled boxes whose rows are "
+             "exactly the swizzle's width (what other widths do on a GPU is not documented)",
+             what, map.box[0] * map.elem_bytes, span);
+    return map;
+}
+
+inline unsigned tma_box_bytes(const SimTensorMap &map) {
+    unsigned n = map.elem_bytes;
+    for (unsigned d = 0; d < map.rank; ++d) n *= map.box[d];
+    return n;
+}
+
+// Calls f(global element or nullptr outside the tensor, its byte offset in shared memory from
+// `da`) for each element of the box at element coordinates `c` (innermost first). Shared
+// memory holds the box densely, innermost dimension fastest, in the map's swizzle.
+template <class F>
+inline void tma_box(const SimTensorMap &map, const int *c, uint32_t da, F f) {
+    const unsigned e = map.elem_bytes, span = map.swizzle == 0 ? 0 : 16u << map.swizzle;
+    const unsigned total = tma_box_bytes(map) / e;
+    unsigned char *g = (unsigned char *)map.global;
+    for (unsigned n = 0; n < total; ++n) {
+        unsigned rest = n;
+        bool inside = true;
+        uint64_t at = 0;
+        for (unsigned d = 0; d < map.rank; ++d) {
+            long long x = (long long)c[d] + rest % map.box[d];
+            rest /= map.box[d];
+            if (x < 0 || (uint64_t)x >= map.dims[d]) inside = false;
+            else at += d == 0 ? (uint64_t)x * e : (uint64_t)x * map.strides[d - 1];
+        }
+        f(inside ? g + at : nullptr, (unsigned)(swizzle_addr(da + n * e, span) - da));
+    }
+}
+
+// cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// [dst], [map, {c0, ...}], [bar]: the box at element coordinates c (innermost first), elements
 // outside the tensor filled (5.5.3.3), written to dst in the map's swizzle.
 // With `multicast`, the .multicast::cluster form: the box lands at dst's offset in each block
 // of the cluster whose rank is a bit of `mask`, each counting its bytes on the mbarrier at
 // bar's offset in that block.
-SIM_UNINSTRUMENTED inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, int c1,
-                                           bool multicast = false, unsigned mask = 1) {
-    const char *what = multicast ? "cp.async.bulk.tensor.2d (multicast::cluster)" : "cp.async.bulk.tensor.2d";
+SIM_UNINSTRUMENTED inline void tma_load(void *dst, const void *map_ptr, void *bar_ptr, const int *c, unsigned rank,
+                                        bool multicast = false, unsigned mask = 1) {
+    char what[64];
+    snprintf(what, sizeof what, "cp.async.bulk.tensor.%ud%s", rank, multicast ? " (multicast::cluster)" : "");
     const unsigned blocks = worker().cluster->size;
     if (multicast && (mask == 0 || mask >> blocks))
         fail("%s: ctaMask 0x%x names no block or a rank beyond the cluster's %u", what, mask, blocks);
@@ -399,19 +456,8 @@ SIM_UNINSTRUMENTED inline void tma_load_2d(void *dst, const void *map_ptr, void 
             to[r] = r == worker().rank ? dst : cluster_map(dst, r, what);
             at[r] = r == worker().rank ? bar_ptr : cluster_map(bar_ptr, r, what);
         }
-    SimTensorMap map;
-    memcpy(&map, map_ptr, sizeof map);
-    if (map.magic != kTensorMapMagic)
-        fail("%s: %p is not a tensor map the host encoded (pass the kernel's CUtensorMap parameter)", what, map_ptr);
-    if (map.elem_strides[0] != 1 || map.elem_strides[1] != 1 || map.interleave != 0)
-        fail("%s: element strides other than 1 and interleaved layouts are not emulated", what);
-    const unsigned e = map.elem_bytes, bw = map.box[0], bh = map.box[1];
-    const unsigned span = map.swizzle == 0 ? 0 : 16u << map.swizzle;
-    if (span && bw * e != span)
-        fail("%s: a box of %u-byte rows in the %uB swizzle: the simulator emulates swizzled boxes whose rows are "
-             "exactly the swizzle's width (what other widths do on a GPU is not documented)",
-             what, bw * e, span);
-    const unsigned bytes = bw * bh * e;
+    const SimTensorMap map = tma_map(map_ptr, rank, what);
+    const unsigned e = map.elem_bytes, bytes = tma_box_bytes(map);
     uint32_t da = shared_addr_or_fail(dst, bytes, "the destination of cp.async.bulk.tensor");
     if (da % 128)
         fail("%s: the destination (shared address 0x%x) must be 128-byte aligned", what, da);
@@ -419,27 +465,21 @@ SIM_UNINSTRUMENTED inline void tma_load_2d(void *dst, const void *map_ptr, void 
     (void)mbar_load(bar, what);  // fails unless initialized
     unsigned char *image = (unsigned char *)malloc(bytes);
     if (!image) fail("%s: out of memory", what);
-    // The box row by row from global memory (read now: a bad map faults at the instruction),
-    // each 16-byte chunk placed where the swizzle of its shared address puts it.
+    // The box from global memory (read now: a bad map faults at the instruction), each element
+    // placed where the swizzle of its shared address puts it.
     unsigned char fill[4];
     uint32_t nan32 = 0x7FC00000u;
     uint16_t nan16 = map.dtype == 9 ? 0x7FC0 : 0x7E00;  // bf16 or f16 quiet NaN
     if (map.oob_fill == 1 && e == 4) memcpy(fill, &nan32, 4);
     else if (map.oob_fill == 1 && e == 2) memcpy(fill, &nan16, 2);
     else memset(fill, 0, sizeof fill);
-    const unsigned char *g = (const unsigned char *)map.global;
-    for (unsigned r = 0; r < bh; ++r)
-        for (unsigned c = 0; c < bw; ++c) {
-            long long x = (long long)c0 + c, y = (long long)c1 + r;
-            unsigned off = (r * bw + c) * e;
-            unsigned to = (unsigned)(swizzle_addr(da + off, span) - da);
-            if (x >= 0 && y >= 0 && (uint64_t)x < map.dims[0] && (uint64_t)y < map.dims[1]) {
-                const unsigned char *from = g + (uint64_t)y * map.stride + (uint64_t)x * e;
-                memcpy(image + to, from, e);
-                SIM_GLOBAL_READ(from, e);
-            } else
-                memcpy(image + to, fill, e);
-        }
+    tma_box(map, c, da, [&](const unsigned char *from, unsigned to) {
+        if (from) {
+            memcpy(image + to, from, e);
+            SIM_GLOBAL_READ(from, e);
+        } else
+            memcpy(image + to, fill, e);
+    });
     HopperState &h = hopper();
     Worker &w = worker();
     for (unsigned r = 0; r < blocks; ++r) {
@@ -460,6 +500,109 @@ SIM_UNINSTRUMENTED inline void tma_load_2d(void *dst, const void *map_ptr, void 
         }
         h.copies[h.n_copies++] = copy;
     }
+}
+
+// The 2-D load the lab's rungs issue (lab/hopper.h).
+inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, int c1, bool multicast = false,
+                        unsigned mask = 1) {
+    const int c[2] = {c0, c1};
+    tma_load(dst, map_ptr, bar_ptr, c, 2, multicast, mask);
+}
+
+// ---- TMA stores: cp.async.bulk.tensor.Nd.global.shared::cta.bulk_group (9.7.9.27.1.2) ----
+//
+// The TMA reads the box from shared memory some time after the instruction and writes it to
+// global memory; the issuing thread's cp.async.bulk.commit_group closes a bulk async-group and
+// its cp.async.bulk.wait_group{.read} N waits until at most N of its groups are pending
+// (9.7.9.27.3). Here the store keeps the bytes shared memory held at issue and completes at
+// that wait (or when the block ends): shared memory that changed in between was written while
+// the TMA could still be reading it, which fails the row. The global writes happen then too.
+
+// A TMA store in flight.
+struct TmaStore {
+    SimTensorMap map;
+    int c[5];
+    const unsigned char *src;
+    unsigned char *image;  // the box as shared memory held it at issue
+    uint32_t da;
+    unsigned fiber;
+    unsigned group;  // the issuing thread's bulk groups committed before it
+};
+
+SIM_UNINSTRUMENTED inline void tma_store_complete(Worker &w, TmaStore &s) {
+    const unsigned bytes = tma_box_bytes(s.map), e = s.map.elem_bytes;
+    if (memcmp(s.src, s.image, bytes) != 0) {
+        unsigned at = 0;
+        while (s.src[at] == s.image[at]) ++at;
+        const Fiber &f = w.fibers[s.fiber];
+        fail("shared address 0x%x, which a TMA store (cp.async.bulk.tensor ... global.shared::cta) issued by thread "
+             "(%u,%u,%u) reads, was written before that store completed: the TMA may read the new bytes. The issuing "
+             "thread waits with cp.async.bulk.wait_group.read, then a barrier hands the buffer back",
+             s.da + at, f.tid.x, f.tid.y, f.tid.z);
+    }
+    tma_box(s.map, s.c, s.da, [&](unsigned char *to, unsigned from) {
+        if (to) memcpy(to, s.image + from, e);  // elements outside the tensor are not written
+    });
+    free(s.image);
+    s.image = nullptr;
+}
+
+inline void tma_store(const void *map_ptr, const void *src, const int *c, unsigned rank) {
+    char what[64];
+    snprintf(what, sizeof what, "cp.async.bulk.tensor.%ud (a TMA store)", rank);
+    const SimTensorMap map = tma_map(map_ptr, rank, what);
+    const unsigned bytes = tma_box_bytes(map);
+    uint32_t da = shared_addr_or_fail(src, bytes, "the source of a TMA store");
+    if (da % 128) fail("%s: the source (shared address 0x%x) must be 128-byte aligned", what, da);
+    SIM_ASYNC_PROXY_READ(src, bytes, what);
+    HopperState &h = hopper();
+    Worker &w = worker();
+    if (h.n_stores == h.cap_stores) {
+        unsigned cap = h.cap_stores ? 2 * h.cap_stores : 16;
+        TmaStore *more = (TmaStore *)realloc(h.stores, cap * sizeof(TmaStore));
+        if (!more) fail("%s: out of memory", what);
+        h.stores = more;
+        h.cap_stores = cap;
+    }
+    TmaStore &s = h.stores[h.n_stores];
+    s.map = map;
+    for (unsigned d = 0; d < 5; ++d) s.c[d] = d < rank ? c[d] : 0;
+    s.src = (const unsigned char *)src;
+    s.image = (unsigned char *)malloc(bytes);
+    if (!s.image) fail("%s: out of memory", what);
+    memcpy(s.image, src, bytes);
+    s.da = da;
+    s.fiber = (unsigned)(tl_fiber - w.fibers);
+    s.group = tl_fiber->bulk_groups;
+    h.n_stores++;
+}
+
+// What a block that failed left in flight.
+inline void drop_copies(HopperState &h) {
+    for (unsigned i = 0; i < h.n_copies; ++i) free(h.copies[i].image);
+    h.n_copies = 0;
+    for (unsigned i = 0; i < h.n_stores; ++i) free(h.stores[i].image);
+    h.n_stores = 0;
+}
+
+// cp.async.bulk.commit_group
+inline void bulk_commit() { fiber().bulk_groups++; }
+
+// cp.async.bulk.wait_group{.read} n: completes the calling thread's stores of every committed
+// group but the newest n.
+inline void bulk_wait(unsigned n) {
+    Worker &w = worker();
+    if (!w.hopper) return;
+    HopperState &h = *w.hopper;
+    const unsigned me = (unsigned)(tl_fiber - w.fibers), committed = tl_fiber->bulk_groups;
+    for (unsigned i = 0; i < h.n_stores; ++i) {
+        TmaStore &s = h.stores[i];
+        if (s.fiber == me && s.group + n < committed) tma_store_complete(w, s);  // frees its image
+    }
+    unsigned kept = 0;
+    for (unsigned i = 0; i < h.n_stores; ++i)
+        if (h.stores[i].image) h.stores[kept++] = h.stores[i];
+    h.n_stores = kept;
 }
 
 // ---- wgmma (9.7.15) ----
@@ -666,6 +809,7 @@ inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint6
             memcpy(op.a_regs[l], ins[l].a, sizeof op.a_regs[l]);
         }
         op.group = ws.committed;
+        op.seq = ws.issued - 1;
         op.n = (unsigned short)n;
         op.type = type;
         op.scale_d = scale_d;
@@ -695,19 +839,52 @@ inline void wgmma_commit() {
                             hopper().eager);
 }
 
-// wgmma.wait_group N: runs, in issue order, the warp's wgmma of every committed group but the
-// newest N (9.7.15.7.3: "committed by the executing threads").
+// wgmma.wait_group N: completes, in issue order, the warp's wgmma of every committed group but
+// the newest N (9.7.15.7.3: "committed by the executing threads"). A wgmma is one operation of
+// the whole warpgroup: it cannot complete before all four warps have issued it, and when it
+// completes it has read its operands for all four. So the wait first lets the other warps
+// issue up to the last wgmma it completes, then runs every warp's part of those wgmma, reading
+// shared memory now: a warp that waited may release the stage for its warpgroup (as the
+// producer/consumer kernels do with one elected thread), and a stage released before any
+// warp's wait covered the wgmma that read it is caught.
 inline void wgmma_wait(unsigned n) {
     check_warpgroup("wgmma.wait_group");
     WarpWgmma &ws = warp_wgmma();
-    const unsigned warp = fiber().warp;
-    warp_collective<WgNone>("wgmma.wait_group", WgNone{0}, [&](const WgNone *, WgNone *) {
-        if (ws.committed < n) return;
+    const unsigned warp = fiber().warp, first = warp & ~3u;
+    HopperState &h = hopper();
+    auto last_completed = [&]() -> long long {
+        if (ws.committed < n) return -1;
         const unsigned older_than = ws.committed - n;
-        unsigned done = 0;
-        while (done < ws.pending && ws.ops[done].group < older_than) wgmma_run(ws.ops[done++], warp);
-        memmove(ws.ops, ws.ops + done, (ws.pending - done) * sizeof(WgmmaOp));
-        ws.pending -= done;
+        long long last = -1;
+        for (unsigned i = 0; i < ws.pending && ws.ops[i].group < older_than; ++i) last = ws.ops[i].seq;
+        return last;
+    };
+    Worker &w = worker();
+    for (long long last = last_completed();;) {
+        bool issued = true;
+        for (unsigned k = first; k < first + 4; ++k) {
+            if ((long long)h.warps[k].issued > last) continue;
+            issued = false;
+            bool exited = true;
+            for (unsigned l = 0; l < 32; ++l) exited &= w.fibers[k * 32 + l].state == DONE;
+            if (exited)
+                fail("wgmma.wait_group: warp %u of the warpgroup exited without issuing wgmma number %lld, which "
+                     "this warp waits for (a wgmma is one operation of all four warps; 9.7.15.1)",
+                     k, last);
+        }
+        if (issued) break;
+        spin_yield();  // the other warps have still to issue it
+    }
+    warp_collective<WgNone>("wgmma.wait_group", WgNone{0}, [&](const WgNone *, WgNone *) {
+        const long long last = last_completed();
+        if (last < 0) return;
+        for (unsigned k = first; k < first + 4; ++k) {
+            WarpWgmma &o = h.warps[k];
+            unsigned done = 0;
+            while (done < o.pending && (long long)o.ops[done].seq <= last) wgmma_run(o.ops[done++], k);
+            memmove(o.ops, o.ops + done, (o.pending - done) * sizeof(WgmmaOp));
+            o.pending -= done;
+        }
     }, hopper().eager);
 }
 
@@ -759,6 +936,9 @@ inline void hopper_block_start(Worker &w, uint64_t seed) {
 SIM_UNINSTRUMENTED inline void hopper_block_end(Worker &w) {
     if (!w.hopper) return;
     HopperState &h = *w.hopper;
+    // TMA stores nobody waited for complete as the block leaves (a GPU finishes them).
+    for (unsigned i = 0; i < h.n_stores; ++i) tma_store_complete(w, h.stores[i]);
+    h.n_stores = 0;
     if (h.n_copies)
         fail("%u TMA cop%s still in flight when every thread of the block had exited: nothing waited for %s on "
              "its mbarrier",
@@ -816,6 +996,7 @@ inline void hopper_free(Worker &w) {
     if (!w.hopper) return;
     drop_copies(*w.hopper);
     free(w.hopper->copies);
+    free(w.hopper->stores);
     for (WarpWgmma &ws : w.hopper->warps) free(ws.ops);
     free(w.hopper);
     w.hopper = nullptr;

@@ -1,5 +1,5 @@
-// sim_mma.h: the simulator's emulation of the warp-wide tensor-core instructions ldmatrix and
-// mma.sync, behind both lab/ptx.h (the lab's named functions) and sim_asm.h (users' inline
+// sim_mma.h: the simulator's emulation of the warp-wide tensor-core instructions ldmatrix,
+// stmatrix and mma.sync, behind both lab/ptx.h (the lab's named functions) and sim_asm.h (users' inline
 // PTX), so the two run the same code.
 //
 // Both are warp-wide: the lane that completes the warp reads every lane's row addresses or
@@ -57,6 +57,42 @@ inline void ldmatrix(unsigned (&r)[N], uintptr_t addr) {
             }
     });
     for (int i = 0; i < N; ++i) r[i] = got.r[i];
+}
+
+struct StIn {
+    uintptr_t row;  // this lane's row address (lanes past the last matrix: unused)
+    unsigned r[4];
+};
+struct NoOut {
+    char unused;
+};
+
+// stmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 (sm_90): ldmatrix's inverse, each lane's
+// register i written where ldmatrix would have read it from matrix i.
+template <int N, bool Trans>
+inline void stmatrix(uintptr_t addr, const unsigned *r) {
+    const unsigned lane = fiber().lane;
+    if ((int)lane < 8 * N) {
+        if (addr % 16) fail("stmatrix row address %p (lane %u) is not 16-byte aligned", (void *)addr, lane);
+        if (!is_shared((const void *)addr, 16))
+            fail("stmatrix row address %p (lane %u) is not in this block's shared memory", (void *)addr, lane);
+    }
+    StIn in{addr, {0, 0, 0, 0}};
+    for (int i = 0; i < N; ++i) in.r[i] = r[i];
+    warp_collective<NoOut>(Trans ? "stmatrix.trans" : "stmatrix", in, [](const StIn *ins, NoOut *) {
+        for (int m = 0; m < N; ++m)
+            for (int l = 0; l < 32; ++l) {
+                const int g = l / 4, t = l % 4;
+                const unsigned short lo = (unsigned short)(ins[l].r[m] & 0xFFFF), hi = (unsigned short)(ins[l].r[m] >> 16);
+                if (Trans) {  // column g of rows 2t and 2t+1
+                    memcpy((char *)ins[8 * m + 2 * t].row + 2 * g, &lo, 2);
+                    memcpy((char *)ins[8 * m + 2 * t + 1].row + 2 * g, &hi, 2);
+                } else {  // row g, columns 2t and 2t+1
+                    memcpy((char *)ins[8 * m + g].row + 4 * t, &lo, 2);
+                    memcpy((char *)ins[8 * m + g].row + 4 * t + 2, &hi, 2);
+                }
+            }
+    });
 }
 
 struct MmaIn {

@@ -129,7 +129,7 @@ struct SimResult {
     int spinning;
     unsigned block[3], thread[3];
     uint64_t addr;
-    char message[512];
+    char message[1024];
 };
 
 // ---- Context switch: callee-saved registers plus the SSE and x87 control words. ----
@@ -180,7 +180,9 @@ constexpr unsigned kStallRounds = 8;        // a unit's spinning turns before an
 
 // AT_MBAR: blocked in an mbarrier wait until a phase completes (sim_hopper.h wakes it).
 // AT_CLUSTER: in barrier.cluster.wait until every thread of the cluster has arrived.
-enum State : unsigned char { READY, AT_BLOCK, AT_WARP, AT_MBAR, AT_CLUSTER, DONE };
+// AT_NAMED: in bar.sync with a barrier id and thread count until that many have arrived.
+enum State : unsigned char { READY, AT_BLOCK, AT_WARP, AT_MBAR, AT_CLUSTER, AT_NAMED, DONE };
+constexpr unsigned kNamedBarriers = 16;  // barrier ids 0 to 15 (PTX ISA 9.7.13.1)
 
 struct Worker;
 struct Cluster;
@@ -226,6 +228,8 @@ struct Fiber {
     bool cluster_arrived;
     unsigned cluster_phase;
     uint32_t proxy_fences;  // fence.proxy.async executed so far (only compared for equality)
+    unsigned bulk_groups;   // cp.async.bulk.commit_group executed so far (TMA stores' groups)
+    unsigned char named_id; // the named barrier a thread in AT_NAMED waits at
     // The bank model (sim_banks.h): switches to the scheduler so far (two accesses with one
     // in between are never one instruction), and whether an emulation is running in this
     // thread (what it reads is the instruction's business, reported by the emulation).
@@ -265,6 +269,9 @@ struct Worker {
     unsigned n, at_block, at_warp, exited;
     unsigned at_mbar;     // fibers in AT_MBAR
     unsigned at_cluster;  // fibers in AT_CLUSTER
+    unsigned at_named;    // fibers in AT_NAMED
+    // Named barriers: threads arrived in the current phase, and the count that phase expects.
+    unsigned named_arrived[kNamedBarriers], named_expected[kNamedBarriers];
     HopperState *hopper;  // allocated on first use by sim_hopper.h
     int bar_count[2];  // __syncthreads_count accumulators, by barrier parity
     uint3 block_idx;
@@ -534,6 +541,47 @@ inline bool is_shared(const void *p, size_t bytes) {
     const char *c = (const char *)p;
     auto inside = [&](const char *lo, size_t n) { return lo && c >= lo && c + bytes <= lo + n; };
     return inside(w.static_smem, w.static_smem_bytes) || inside(w.dyn_smem, w.launch->dynamic_smem);
+}
+
+// ---- Named barriers ----
+
+// bar.sync / barrier.sync (wait) and bar.arrive / barrier.arrive (not) on barrier `id` with a
+// thread count (PTX ISA 9.7.13.1): the phase completes when `count` threads have arrived, and
+// the threads waiting at it run again. `count` 0: every thread of the block. Arrivals are
+// counted per thread, as sm_70 and later do. The race checker orders everything before the
+// completion with everything after it, in every thread of the block: a named barrier orders
+// only its participants, so this can miss a race, never invent one.
+inline void named_barrier(unsigned id, unsigned count, bool wait, const char *what) {
+    Worker &w = worker();
+    Fiber &f = fiber();
+    const unsigned threads = (w.n + 31) / 32 * 32;
+    if (id >= kNamedBarriers) fail("%s: barrier %u; a block has barriers 0 to %u", what, id, kNamedBarriers - 1);
+    if (count == 0) count = threads;
+    if (count % 32 || count > threads)
+        fail("%s: a count of %u threads; it must be a multiple of the warp size, at most the block's %u", what,
+             count, threads);
+    if (w.named_arrived[id] == 0) w.named_expected[id] = count;
+    else if (w.named_expected[id] != count)
+        fail("%s: barrier %u with a count of %u threads while %u threads wait there with a count of %u", what, id,
+             count, w.named_arrived[id], w.named_expected[id]);
+    if (++w.named_arrived[id] == count) {
+        w.named_arrived[id] = 0;
+        w.race_epoch++;
+        for (unsigned k = 0; k < w.n; ++k) {
+            unsigned i = w.order[k];
+            if (w.fibers[i].state == AT_NAMED && w.fibers[i].named_id == id) {
+                w.at_named--;
+                push_ready(w, i);
+            }
+        }
+        f.switches++;  // like warp_wait's last lane, the completing thread goes on
+        return;
+    }
+    if (!wait) return;
+    f.state = AT_NAMED;
+    f.named_id = (unsigned char)id;
+    w.at_named++;
+    yield_to_scheduler();
 }
 
 // ---- Thread block clusters (PTX ISA 9.7.13.2, 9.7.9.23) ----
@@ -1144,33 +1192,40 @@ inline void start_fiber(Worker &w, unsigned i) {
 
 inline void describe_deadlock(Worker &w) {
     // synccheck: a __syncthreads() part of the block never reaches, because it has exited.
-    if (w.at_block && w.exited && !w.at_warp && !w.at_mbar && !w.at_cluster) {
+    if (w.at_block && w.exited && !w.at_warp && !w.at_mbar && !w.at_cluster && !w.at_named) {
         snprintf(w.result->message, sizeof w.result->message,
                  "%s: divergent barrier in block (%u,%u,%u): %u threads wait at __syncthreads() that %u threads "
                  "of the block, which have exited, never reach (undefined on a GPU: it may hang or go on)",
                  w.launch->kernel, w.block_idx.x, w.block_idx.y, w.block_idx.z, w.at_block, w.exited);
         return;
     }
-    const char *where = w.at_block   ? "__syncthreads"
-                        : w.at_warp  ? "a warp operation (__shfl*_sync, __syncwarp, __ballot_sync)"
-                        : w.at_mbar  ? "an mbarrier wait"
-                                     : "barrier.cluster.wait";
+    const char *where = w.at_block    ? "__syncthreads"
+                        : w.at_warp   ? "a warp operation (__shfl*_sync, __syncwarp, __ballot_sync)"
+                        : w.at_mbar   ? "an mbarrier wait"
+                        : w.at_named  ? "a named barrier (bar.sync with an id)"
+                                      : "barrier.cluster.wait";
     int len = snprintf(w.result->message, sizeof w.result->message,
                        "%s: deadlock at %s in block (%u,%u,%u): ", w.launch->kernel, where,
                        w.block_idx.x, w.block_idx.y, w.block_idx.z);
     if (len < 0 || (size_t)len >= sizeof w.result->message) return;
     char *out = w.result->message + len;
     size_t room = sizeof w.result->message - len;
-    if ((w.at_block != 0) + (w.at_warp != 0) + (w.at_mbar != 0) + (w.at_cluster != 0) > 1)
+    if ((w.at_block != 0) + (w.at_warp != 0) + (w.at_mbar != 0) + (w.at_cluster != 0) + (w.at_named != 0) > 1)
         len = snprintf(out, room,
                        "%u threads wait at __syncthreads, %u at a warp operation, %u on an mbarrier, %u at "
-                       "barrier.cluster.wait, %u exited",
-                       w.at_block, w.at_warp, w.at_mbar, w.at_cluster, w.exited);
+                       "barrier.cluster.wait, %u at named barriers, %u exited",
+                       w.at_block, w.at_warp, w.at_mbar, w.at_cluster, w.at_named, w.exited);
     else {
-        unsigned waiting = w.at_block + w.at_warp + w.at_mbar + w.at_cluster;
+        unsigned waiting = w.at_block + w.at_warp + w.at_mbar + w.at_cluster + w.at_named;
         len = snprintf(out, room, "%u %s, %u exited", waiting, waiting == 1 ? "thread waits" : "threads wait", w.exited);
     }
     if (w.at_mbar && len > 0 && (size_t)len < room) hopper_describe(w, out + len, room - len);
+    for (unsigned b = 0; b < kNamedBarriers && w.at_named; ++b) {
+        size_t used = strlen(w.result->message);
+        if (w.named_arrived[b] == 0 || used + 1 >= sizeof w.result->message) continue;
+        snprintf(w.result->message + used, sizeof w.result->message - used, "; named barrier %u: %u of %u threads arrived",
+                 b, w.named_arrived[b], w.named_expected[b]);
+    }
 }
 
 // A cluster's deadlock: the first block still running, then where the others are.
@@ -1186,9 +1241,10 @@ inline void describe_deadlock(Cluster &c) {
         size_t len = strlen(w.result->message);
         if (len + 1 >= sizeof w.result->message) return;
         snprintf(w.result->message + len, sizeof w.result->message - len,
-                 "; block (%u,%u,%u) of its cluster: %u of %u threads exited, %u at __syncthreads, %u on an mbarrier, "
-                 "%u at barrier.cluster.wait",
-                 o.block_idx.x, o.block_idx.y, o.block_idx.z, o.exited, o.n, o.at_block, o.at_mbar, o.at_cluster);
+                 "; block (%u,%u,%u) of its cluster: %u of %u threads exited, %u at __syncthreads, %u at a warp "
+                 "operation, %u on an mbarrier, %u at barrier.cluster.wait, %u at named barriers",
+                 o.block_idx.x, o.block_idx.y, o.block_idx.z, o.exited, o.n, o.at_block, o.at_warp, o.at_mbar,
+                 o.at_cluster, o.at_named);
     }
 }
 
@@ -1366,10 +1422,12 @@ inline void trim_pool() {
     }
 }
 
+// 1024-byte aligned, so that in the shared window (sim_hopper.h) the dynamic buffer starts on a
+// 1024-byte boundary as a GPU starts it, which kernels with 128-byte swizzled tiles rely on.
 inline bool ensure_dyn_smem(Worker &w, size_t bytes) {
     if (bytes <= w.dyn_cap) return true;
     free(w.dyn_alloc);
-    w.dyn_alloc = (char *)aligned_alloc(256, (bytes + 255) & ~(size_t)255);
+    w.dyn_alloc = (char *)aligned_alloc(1024, (bytes + 1023) & ~(size_t)1023);
     w.dyn_cap = w.dyn_alloc ? bytes : 0;
     return w.dyn_alloc != nullptr;
 }
@@ -1383,6 +1441,8 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
     w.block_idx = b;
     w.n = l->block[0] * l->block[1] * l->block[2];
     w.head = w.tail = w.at_block = w.at_warp = w.exited = w.at_mbar = w.at_cluster = w.n_spun = 0;
+    w.at_named = 0;
+    for (unsigned b = 0; b < kNamedBarriers; ++b) w.named_arrived[b] = 0;
     w.bar_count[0] = w.bar_count[1] = 0;
     guard_stacks(w, w.n);
     for (unsigned i = 0; i < w.n; ++i) {
@@ -1397,6 +1457,7 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
         // Copies a thread of the previous block left pending are dropped, never completed.
         f.async = w.async_copies + (size_t)i * kMaxAsyncCopies;
         f.async_pending = f.async_groups = 0;
+        f.bulk_groups = 0;
         start_fiber(w, i);
     }
     for (unsigned k = 0; k < (w.n + 31) / 32; ++k) {

@@ -851,13 +851,13 @@ fn encode_tensor_map(map: &TensorMap, dtype: Dtype, ptr: u64) -> Result<[u64; 16
         TmaSwizzle::B128 => CUtensorMapSwizzle::CU_TENSOR_MAP_SWIZZLE_128B,
     };
     let mut out = std::mem::MaybeUninit::<CUtensorMap>::zeroed();
-    // SAFETY: every array holds the rank's entries (2, and 1 stride); `out` is a writable
-    // CUtensorMap; `ptr` is a live device allocation holding the whole view.
+    // SAFETY: every array holds at least the rank's entries (and one stride fewer); `out` is
+    // a writable CUtensorMap; `ptr` is a live device allocation holding the whole view.
     unsafe {
         cuTensorMapEncodeTiled(
             out.as_mut_ptr(),
             data_type,
-            2,
+            e.rank,
             ptr as *mut std::ffi::c_void,
             e.global_dim.as_ptr(),
             e.global_strides.as_ptr(),

@@ -103,7 +103,7 @@ pub struct SimResult {
     pub block: [u32; 3],
     pub thread: [u32; 3],
     pub addr: u64,
-    pub message: [c_char; 512],
+    pub message: [c_char; 1024],
 }
 
 impl Default for SimResult {
@@ -117,7 +117,7 @@ impl Default for SimResult {
             block: [0; 3],
             thread: [0; 3],
             addr: 0,
-            message: [0; 512],
+            message: [0; 1024],
         }
     }
 }

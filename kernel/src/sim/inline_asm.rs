@@ -37,11 +37,12 @@ impl fmt::Display for Refusal {
 
 /// What the front end accepts, for refusals.
 const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 f16/bf16 with f32 or f16 \
-     accumulators, m16n8k8 tf32), ldmatrix, cp.async (ca/cg, commit_group, wait_group, \
-     wait_all), ld, st, atom, red, fence, membar, prefetch, cvta, cvt, mov, setp, selp, \
-     shfl.sync, integer and floating-point arithmetic (add, mul, fma, ex2, lop3, prmt, ...), \
-     Hopper's mbarrier, cp.async.bulk.tensor.2d, wgmma, setmaxnreg, barrier.cluster and mapa, \
-     each under an optional @p guard, and labels with bra";
+     accumulators, m16n8k8 tf32), ldmatrix, stmatrix, cp.async (ca/cg, commit_group, \
+     wait_group, wait_all), ld, st, atom, red, fence, membar, prefetch, cvta, cvt, mov, setp, \
+     selp, shfl.sync, elect.sync, integer and floating-point arithmetic (add, mul, fma, ex2, \
+     lop3, prmt, ...), Hopper's mbarrier, cp.async.bulk.tensor (1-5D loads and stores, bulk \
+     groups), wgmma, setmaxnreg, barrier.cluster, named barriers (bar.sync/bar.arrive with an \
+     id) and mapa, each under an optional @p guard, and labels with bra";
 
 /// `code` (comments removed) with every `asm` statement replaced by the emulation's calls,
 /// line breaks kept so that compiler messages keep their lines; `None` when it has no `asm`.
@@ -735,7 +736,7 @@ impl Gen<'_> {
             | "lop3" | "prmt" | "shf" | "ex2" | "lg2" | "sin" | "cos" | "tanh" | "rcp"
             | "rsqrt" | "sqrt" => self.arithmetic(&parts, &operands),
             "mma" => self.mma(&parts, &operands),
-            "ldmatrix" => self.ldmatrix(&parts, &operands),
+            "ldmatrix" | "stmatrix" => self.ldmatrix(&parts, &operands),
             "cp" if parts.get(1) == Some(&"async") => self.cp_async(&parts, &operands),
             "mbarrier" => self.mbarrier(&parts, &operands),
             "wgmma" => self.wgmma(&parts, &operands),
@@ -747,6 +748,7 @@ impl Gen<'_> {
             "mov" => self.mov(&parts, &operands),
             "selp" => self.selp(&parts, &operands),
             "shfl" => self.shfl(&parts, &operands),
+            "elect" => self.elect(&parts, &operands),
             _ => Err(format!("not emulated; {EMULATED}")),
         }
     }
@@ -1016,7 +1018,9 @@ impl Gen<'_> {
         ))
     }
 
+    /// `ldmatrix` and its inverse `stmatrix` (sm_90): m8n8, `.x1`/`.x2`/`.x4`, `.trans`.
     fn ldmatrix(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        let op = parts[0];
         let mut n = 0;
         let mut trans = false;
         let mut shape = false;
@@ -1030,15 +1034,28 @@ impl Gen<'_> {
                 "trans" => trans = true,
                 other => {
                     return Err(format!(
-                        "ldmatrix .{other} is not emulated (m8n8 .x1/.x2/.x4, .trans, .b16 are)"
+                        "{op} .{other} is not emulated (m8n8 .x1/.x2/.x4, .trans, .b16 are)"
                     ));
                 }
             }
         }
         if !shape || n == 0 {
-            return Err("ldmatrix needs .m8n8 and .x1, .x2 or .x4".into());
+            return Err(format!("{op} needs .m8n8 and .x1, .x2 or .x4"));
         }
         Self::count(ops, 2)?;
+        if op == "stmatrix" {
+            let addr = self.address(&ops[0], "the row address", false)?;
+            let regs = self
+                .vector(&ops[1], n, "the source")?
+                .iter()
+                .map(|o| self.read(o, Kind::B32, "a source register"))
+                .collect::<Result<Vec<_>, _>>()?;
+            self.code.push_str(&format!(
+                "{{ const uint32_t _s[{n}] = {{{}}}; ::sim::inline_ptx::stmatrix<{n}, {trans}>({addr}, _s); }} ",
+                regs.join(", ")
+            ));
+            return Ok(());
+        }
         let d = self.vector(&ops[0], n, "the destination")?;
         let addr = self.address(&ops[1], "the row address", false)?;
         let mut code = format!(
@@ -1332,6 +1349,32 @@ impl Gen<'_> {
         self.code.push_str(&code);
         Ok(())
     }
+
+    /// `elect.sync d|p, membermask` (sm_90): CUTLASS's `elect_one_sync`.
+    fn elect(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        if parts[1..] != ["sync"] {
+            return Err("elect.sync is emulated".into());
+        }
+        Self::count(ops, 2)?;
+        let (d, p) = match &ops[0] {
+            Opnd::Pair(d, p) => (d.as_ref(), Some(p.as_ref())),
+            d => (d, None),
+        };
+        let m = self.read(&ops[1], Kind::B32, "the member mask")?;
+        let mut code =
+            format!("{{ bool _p = false; uint32_t _v = ::sim::inline_ptx::elect({m}, &_p); ");
+        if let Some(d) = self.write(d, Kind::B32, "the destination")? {
+            code.push_str(&format!("{d} = _v; "));
+        }
+        if let Some(p) = p
+            && let Some(p) = self.write(p, Kind::Pred, "the predicate")?
+        {
+            code.push_str(&format!("{p} = _p; "));
+        }
+        code.push_str("(void)_v; (void)_p; } ");
+        self.code.push_str(&code);
+        Ok(())
+    }
 }
 
 fn special_is_64_bit(name: &str) -> bool {
@@ -1358,6 +1401,19 @@ fn special(name: &str) -> Result<String, String> {
         ("cluster_nctarank", None) => "::sim::worker().cluster->size".into(),
         ("globaltimer", None) | ("clock64", None) => "(uint64_t)clock64()".into(),
         ("clock", None) => "(uint32_t)clock64()".into(),
+        ("clusterid", Some(c)) | ("nclusterid", Some(c)) => format!(
+            "::sim::inline_ptx::clusterid({}, {})",
+            (c.as_bytes()[0] - b'x'),
+            base == "nclusterid"
+        ),
+        ("cluster_ctaid", Some(c)) => format!(
+            "(blockIdx.{c} % ::sim::worker().launch->cluster[{}])",
+            c.as_bytes()[0] - b'x'
+        ),
+        ("cluster_nctaid", Some(c)) => format!(
+            "::sim::worker().launch->cluster[{}]",
+            c.as_bytes()[0] - b'x'
+        ),
         ("tid", Some(c)) => format!("threadIdx.{c}"),
         ("ntid", Some(c)) => format!("blockDim.{c}"),
         ("ctaid", Some(c)) => format!("blockIdx.{c}"),
@@ -1478,8 +1534,16 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
         };
         let cases = [
             (
-                r#"asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%0, %0, %0}], [%0];" :: "r"(s), "l"(m));"#,
-                "2-D tiled",
+                r#"asm volatile("cp.async.bulk.tensor.3d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes [%0], [%1, {%0, %0, %0}], [%0], {%0};" :: "r"(s), "l"(m));"#,
+                ".im2col is not emulated (tiled copies of 1 to 5",
+            ),
+            (
+                r#"asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.mbarrier::complete_tx::bytes [%1, {%0, %0}], [%0];" :: "r"(s), "l"(m));"#,
+                "stores to global memory with .bulk_group",
+            ),
+            (
+                r#"asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%1, {%0, %0}], [%0];" :: "r"(s), "l"(m));"#,
+                "the coordinates must be a vector of 3 registers",
             ),
             (
                 r#"asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 16, [%0];" :: "r"(s), "l"(m));"#,
@@ -1497,7 +1561,14 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
                 r#"float d[4]; asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, %6, 1, 1, 0, 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "l"(a), "l"(a), "r"(s));"#,
                 "scale-d must be a predicate",
             ),
-            (r#"asm volatile("bar.sync 1, 128;");"#, "named barriers"),
+            (
+                r#"asm volatile("bar.red.popc.u32 %0, 1, 64, %1;" : "=r"(s) : "r"(s));"#,
+                "bar.red.popc.u32 is not emulated (barrier.cluster.arrive and .wait, bar.sync",
+            ),
+            (
+                r#"asm volatile("bar.arrive 1;");"#,
+                "takes a barrier id and a thread count",
+            ),
             (
                 r#"asm volatile("mbarrier.pending_count.b64 %0, %1;" : "=r"(s) : "l"(a));"#,
                 "mbarrier.pending_count is not emulated",

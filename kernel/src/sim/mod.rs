@@ -1142,14 +1142,7 @@ mod tests {
 
     #[test]
     fn tensor_maps_pass_and_unknown_inline_ptx_is_refused_with_its_line() {
-        let map = TensorMap {
-            buf: Buf::Input(0),
-            rows: 64,
-            cols: 64,
-            box_rows: 64,
-            box_cols: 64,
-            swizzle: TmaSwizzle::B128,
-        };
+        let map = TensorMap::matrix(Buf::Input(0), 64, 64, 64, 64, TmaSwizzle::B128);
         let launch = |code: &'static str, args| Launch {
             source: CudaSource::embedded("k.cu", code),
             entry: "k".into(),
@@ -1161,12 +1154,12 @@ mod tests {
         let plain = "extern \"C\" __global__ void k() {}";
         let tma = CudaPlan::single(1, launch(plain, vec![Arg::TensorMap(map)]));
         assert!(check_plan(&tma).is_ok());
-        let ptx = "extern \"C\" __global__ void k() {\n  asm volatile(\"bar.sync 1, 64;\");\n}";
+        let ptx = "extern \"C\" __global__ void k() {\n  asm volatile(\"bar.red.popc.u32 %0, 1, 64, 1;\" : \"=r\"(n));\n}";
         let why = check_plan(&CudaPlan::single(1, launch(ptx, vec![])))
             .unwrap_err()
             .0;
         assert!(
-            why.starts_with("not simulated: k.cu:2: inline PTX `bar.sync`: named barriers"),
+            why.starts_with("not simulated: k.cu:2: inline PTX `bar.red.popc.u32`: bar.red.popc.u32 is not emulated"),
             "{why}"
         );
     }

@@ -1,5 +1,6 @@
 //! Hopper's asynchronous instructions as public sm_90a kernels write them (fast.cu, CUTLASS's
-//! `cute/arch` wrappers): `mbarrier`, TMA tensor copies (`cp.async.bulk.tensor.2d`), `wgmma`,
+//! `cute/arch` wrappers): `mbarrier`, TMA tensor copies (`cp.async.bulk.tensor`, loads and
+//! stores of 1 to 5 dimensions, and their bulk groups), named barriers, `wgmma`,
 //! `setmaxnreg` and the cluster instructions (`barrier.cluster`, `mapa`), rewritten into the
 //! emulation `lab/hopper.h` runs in the simulator (`sim_hopper.h`). A `try_wait` there sleeps
 //! until its phase completes, so the retry loops these kernels write around it run once.
@@ -160,65 +161,124 @@ impl Gen<'_> {
         }
     }
 
-    /// `cp.async.bulk.tensor.2d.shared::cluster.global{.tile}.mbarrier::complete_tx::bytes
-    /// {.multicast::cluster}{.L2::cache_hint} [dst], [tensorMap, {c0, c1}], [mbar]{, ctaMask}
-    /// {, policy}`: one box of a 2-D tensor map. `rest` is the operand text, whose second
-    /// operand the common reader does not take.
+    /// The TMA's bulk instructions: `cp.async.bulk.tensor.Nd.shared::cluster.global{.tile}
+    /// .mbarrier::complete_tx::bytes{.multicast::cluster}{.L2::cache_hint} [dst], [tensorMap,
+    /// {c0, ...}], [mbar]{, ctaMask}{, policy}` (a box of an N-D tensor map into shared
+    /// memory), `cp.async.bulk.tensor.Nd.global.shared::cta{.tile}.bulk_group
+    /// {.L2::cache_hint} [tensorMap, {c0, ...}], [src]{, policy}` (a box back to global
+    /// memory), `cp.async.bulk.commit_group` and `cp.async.bulk.wait_group{.read} N`. `rest`
+    /// is the operand text, whose tensor operand the common reader does not take.
     pub(super) fn bulk_tensor(&mut self, parts: &[&str], rest: &str) -> Result<(), String> {
-        if parts.get(3) != Some(&"tensor") {
-            return Err(
-                "cp.async.bulk without .tensor (a plain bulk copy, its bulk groups) is not \
-                 emulated; TMA tensor copies (cp.async.bulk.tensor.2d) are"
-                    .into(),
-            );
+        match parts.get(3).copied() {
+            Some("commit_group") if parts.len() == 4 => {
+                if !rest.trim().is_empty() {
+                    return Err("cp.async.bulk.commit_group takes no operand".into());
+                }
+                self.code.push_str("::sim::bulk_commit(); ");
+                return Ok(());
+            }
+            Some("wait_group") if parts.len() == 4 || parts[4..] == ["read"] => {
+                let n = self.operand(rest.trim())?;
+                let n = self.read(&n, Kind::Imm, "the group count")?;
+                self.code
+                    .push_str(&format!("::sim::bulk_wait((unsigned){n}); "));
+                return Ok(());
+            }
+            Some("tensor") => {}
+            _ => {
+                return Err(format!(
+                    "{} is not emulated (a plain bulk copy); TMA tensor copies \
+                     (cp.async.bulk.tensor.1d to .5d, loads and stores) and their bulk groups are",
+                    parts.join(".")
+                ));
+            }
         }
-        let (mut multicast, mut hint, mut complete) = (false, false, false);
-        let mut dims = None;
-        for p in &parts[4..] {
+        let (mut multicast, mut hint, mut complete, mut group) = (false, false, false, false);
+        let (mut dims, mut to_global) = (0usize, false);
+        for (i, p) in parts[4..].iter().enumerate() {
             match *p {
-                "1d" | "2d" | "3d" | "4d" | "5d" => dims = Some(*p),
+                "1d" | "2d" | "3d" | "4d" | "5d" => dims = usize::from(p.as_bytes()[0] - b'0'),
+                // The destination's space comes first: .global makes it a store.
+                "global" if i == 1 => to_global = true,
                 "shared::cluster" | "shared::cta" | "global" | "tile" => {}
                 "mbarrier::complete_tx::bytes" => complete = true,
+                "bulk_group" => group = true,
                 "multicast::cluster" => multicast = true,
                 "L2::cache_hint" => hint = true,
                 other => {
                     return Err(format!(
-                        "cp.async.bulk.tensor .{other} is not emulated (2-D tiled loads into \
-                         shared memory completing on an mbarrier, .multicast::cluster and \
-                         .L2::cache_hint are)"
+                        "cp.async.bulk.tensor .{other} is not emulated (tiled copies of 1 to 5 \
+                         dimensions: loads into shared memory completing on an mbarrier, with \
+                         .multicast::cluster and .L2::cache_hint, and stores to global memory \
+                         in bulk groups)"
                     ));
                 }
             }
         }
-        if dims != Some("2d") || !complete {
+        let what = parts.join(".");
+        if dims == 0 || (to_global && (!group || multicast)) || (!to_global && !complete) {
             return Err(format!(
-                "{} is not emulated: the simulator's tensor maps are 2-D tiled ones, loaded into \
-                 shared memory with .mbarrier::complete_tx::bytes",
-                parts.join(".")
+                "{what} is not emulated: loads go to shared memory with \
+                 .mbarrier::complete_tx::bytes, stores to global memory with .bulk_group"
             ));
         }
         let raw = split_operands(rest);
-        let want = 3 + usize::from(multicast) + usize::from(hint);
+        let (tensor_at, want) = if to_global {
+            (0, 2 + usize::from(hint))
+        } else {
+            (1, 3 + usize::from(multicast) + usize::from(hint))
+        };
+        let coords_text = (0..dims)
+            .map(|i| format!("c{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
         if raw.len() != want {
-            return Err(format!(
-                "takes [dst], [tensorMap, {{c0, c1}}], [mbar]{}{}; {} operands given",
-                if multicast { ", ctaMask" } else { "" },
-                if hint { ", a cache policy" } else { "" },
-                raw.len()
-            ));
+            return Err(if to_global {
+                format!(
+                    "takes [tensorMap, {{{coords_text}}}], [src]{}; {} operands given",
+                    if hint { ", a cache policy" } else { "" },
+                    raw.len()
+                )
+            } else {
+                format!(
+                    "takes [dst], [tensorMap, {{{coords_text}}}], [mbar]{}{}; {} operands given",
+                    if multicast { ", ctaMask" } else { "" },
+                    if hint { ", a cache policy" } else { "" },
+                    raw.len()
+                )
+            });
         }
-        let tensor = raw[1]
+        let tensor = raw[tensor_at]
             .strip_prefix('[')
             .and_then(|r| r.strip_suffix(']'))
             .map(split_operands)
             .filter(|v| v.len() == 2)
-            .ok_or_else(|| format!("the source must be [tensorMap, {{c0, c1}}], not {}", raw[1]))?;
+            .ok_or_else(|| {
+                format!(
+                    "the tensor operand must be [tensorMap, {{{coords_text}}}], not {}",
+                    raw[tensor_at]
+                )
+            })?;
         let map = self.operand(&tensor[0])?;
         let map = self.read(&map, Kind::B64, "the tensor map (a generic address, \"l\")")?;
         let coords = self.operand(&tensor[1])?;
-        let coords = self.vector(&coords, 2, "the coordinates")?;
-        let c0 = self.read_b32(&coords[0], "the inner coordinate")?;
-        let c1 = self.read_b32(&coords[1], "the outer coordinate")?;
+        let coords = self.vector(&coords, dims, "the coordinates")?;
+        let c = coords
+            .iter()
+            .map(|o| {
+                self.read_b32(o, "a coordinate")
+                    .map(|v| format!("(int){v}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?
+            .join(", ");
+        if to_global {
+            let src = self.operand(&raw[1])?;
+            let src = self.address(&src, "the shared source", false)?;
+            self.code.push_str(&format!(
+                "::sim::inline_ptx::tma_store({map}, {src}, {{{c}}}); "
+            ));
+            return Ok(());
+        }
         let dst = self.operand(&raw[0])?;
         let dst = self.address(&dst, "the shared destination", false)?;
         let bar = self.operand(&raw[2])?;
@@ -233,7 +293,7 @@ impl Gen<'_> {
             "1".into()
         };
         self.code.push_str(&format!(
-            "::sim::inline_ptx::tma_load_2d({dst}, {map}, {bar}, (int){c0}, (int){c1}, {multicast}, (unsigned){mask}); "
+            "::sim::inline_ptx::tma_load({dst}, {map}, {bar}, {{{c}}}, {multicast}, (unsigned){mask}); "
         ));
         Ok(())
     }
@@ -380,8 +440,9 @@ impl Gen<'_> {
     }
 
     /// `barrier.cluster.arrive{.release,.relaxed}{.aligned}`, `barrier.cluster.wait
-    /// {.acquire}{.aligned}`, and the block-wide `bar.sync 0` / `barrier.sync 0`
-    /// (`__syncthreads`).
+    /// {.acquire}{.aligned}`, `bar.sync 0` / `barrier.sync 0` (`__syncthreads`), and named
+    /// barriers: `bar{.cta}.sync id{, count}` and `bar{.cta}.arrive id, count` (and their
+    /// `barrier{.cta}.*{.aligned}` spellings).
     pub(super) fn barrier(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
         match parts {
             ["barrier", "cluster", op, rest @ ..]
@@ -397,19 +458,41 @@ impl Gen<'_> {
                 }
                 Ok(())
             }
-            ["bar" | "barrier", "sync"] | ["barrier", "sync", "aligned"] => match ops {
-                [Opnd::Imm(v)] if v == "0ll" => {
-                    self.code.push_str("__syncthreads(); ");
-                    Ok(())
+            ["bar" | "barrier", rest @ ..]
+                if matches!(
+                    rest.iter()
+                        .filter(|q| !matches!(**q, "cta" | "aligned"))
+                        .collect::<Vec<_>>()[..],
+                    [&"sync"] | [&"arrive"]
+                ) =>
+            {
+                let wait = rest.contains(&"sync");
+                match ops {
+                    [Opnd::Imm(v)] if wait && v == "0ll" => {
+                        self.code.push_str("__syncthreads(); ");
+                        Ok(())
+                    }
+                    [id] | [id, _] if wait || ops.len() == 2 => {
+                        let id = self.read_b32(id, "the barrier id")?;
+                        let count = match ops.get(1) {
+                            Some(c) => self.read_b32(c, "the thread count")?,
+                            None => "0".into(),
+                        };
+                        let what = parts.join(".");
+                        self.code.push_str(&format!(
+                            "::sim::named_barrier((unsigned){id}, (unsigned){count}, {wait}, \"{what}\"); "
+                        ));
+                        Ok(())
+                    }
+                    _ => Err(format!(
+                        "{} takes a barrier id and a thread count",
+                        parts.join(".")
+                    )),
                 }
-                _ => Err(
-                    "named barriers (an id other than the literal 0, or a thread count) are not \
-                     emulated; bar.sync 0 is __syncthreads"
-                        .into(),
-                ),
-            },
+            }
             _ => Err(format!(
-                "{} is not emulated (barrier.cluster.arrive and .wait, and bar.sync 0 are); {EMULATED}",
+                "{} is not emulated (barrier.cluster.arrive and .wait, bar.sync and bar.arrive \
+                 are); {EMULATED}",
                 parts.join(".")
             )),
         }
