@@ -221,6 +221,11 @@ fn run(
     run_in(KERNELS, entry, grid, threads, args, dev)
 }
 
+/// One block of `threads` whose only argument is the output.
+fn run_out(entry: &str, threads: u32, dev: SimDevice) -> Result<Vec<f32>, DeviceError> {
+    run(entry, [1, 1, 1], threads, vec![Arg::Ptr(Buf::Output)], dev)
+}
+
 fn run_in(
     code: &'static str,
     entry: &str,
@@ -325,35 +330,18 @@ fn a_tma_store_of_unfenced_writes_is_caught_by_the_sanitizer() {
 
 #[test]
 fn named_barriers_hand_over_between_warps_and_a_short_count_is_a_deadlock() {
-    let out = run(
-        "named_handover",
-        [1, 1, 1],
-        128,
-        vec![Arg::Ptr(Buf::Output)],
-        SimDevice::new().unwrap(),
-    )
-    .unwrap();
+    let out = run_out("named_handover", 128, SimDevice::new().unwrap()).unwrap();
     let want: Vec<f32> = (0..64).map(|i| i as f32).chain([7.0; 32]).collect();
     assert_eq!(&out[..96], &want[..]);
     // The same under the race checker: the hand-over orders the writes before the reads.
-    let checked = run(
+    let checked = run_out(
         "named_handover",
-        [1, 1, 1],
         128,
-        vec![Arg::Ptr(Buf::Output)],
         SimDevice::new().unwrap().instrumented(),
     )
     .unwrap();
     assert_eq!(&checked[..96], &want[..]);
-    let short = |threads| {
-        sim_error(run(
-            "named_short",
-            [1, 1, 1],
-            threads,
-            vec![Arg::Ptr(Buf::Output)],
-            SimDevice::new().unwrap(),
-        ))
-    };
+    let short = |threads| sim_error(run_out("named_short", threads, SimDevice::new().unwrap()));
     let why = short(128);
     assert!(
         why.contains("deadlock at a named barrier (bar.sync with an id)")
@@ -372,14 +360,7 @@ fn named_barriers_hand_over_between_warps_and_a_short_count_is_a_deadlock() {
 fn stmatrix_writes_each_register_where_ldmatrix_reads_it() {
     let perm = |l: usize| (l * 7 + 3) % 32;
     for (entry, trans) in [("st_x4", false), ("st_x4_trans", true)] {
-        let out = run(
-            entry,
-            [1, 1, 1],
-            32,
-            vec![Arg::Ptr(Buf::Output)],
-            SimDevice::new().unwrap(),
-        )
-        .unwrap();
+        let out = run_out(entry, 32, SimDevice::new().unwrap()).unwrap();
         // The code lane l put in the low (h = 0) or high half of its register i.
         let code = |i: usize, l: usize, h: usize| (1000 * i + 2 * l + h) as f32;
         for i in 0..4 {
@@ -407,14 +388,7 @@ fn stmatrix_writes_each_register_where_ldmatrix_reads_it() {
 
 #[test]
 fn elect_sync_picks_the_lowest_lane_of_its_mask() {
-    let out = run(
-        "elect",
-        [1, 1, 1],
-        64,
-        vec![Arg::Ptr(Buf::Output)],
-        SimDevice::new().unwrap(),
-    )
-    .unwrap();
+    let out = run_out("elect", 64, SimDevice::new().unwrap()).unwrap();
     let elected: Vec<usize> = (0..64).filter(|&t| out[t] == 1.0).collect();
     assert_eq!(elected, [0, 32]);
     assert!((0..64).all(|t| out[t] == 0.0 || out[t] == 1.0));

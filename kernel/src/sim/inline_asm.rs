@@ -1326,28 +1326,14 @@ impl Gen<'_> {
             _ => return Err("shfl.sync.{up,down,bfly,idx}.b32 are emulated".into()),
         };
         Self::count(ops, 5)?;
-        let (d, p) = match &ops[0] {
-            Opnd::Pair(d, p) => (d.as_ref(), Some(p.as_ref())),
-            d => (d, None),
-        };
         let a = self.read(&ops[1], Kind::B32, "the source")?;
         let b = self.read(&ops[2], Kind::B32, "the lane operand b")?;
         let c = self.read(&ops[3], Kind::B32, "the clamp operand c")?;
         let m = self.read(&ops[4], Kind::B32, "the member mask")?;
-        let mut code = format!(
-            "{{ bool _p = false; uint32_t _v = ::sim::inline_ptx::shfl(::sim::inline_ptx::{mode}, {a}, {b}, {c}, {m}, &_p); "
-        );
-        if let Some(d) = self.write(d, Kind::B32, "the destination")? {
-            code.push_str(&format!("{d} = _v; "));
-        }
-        if let Some(p) = p
-            && let Some(p) = self.write(p, Kind::Pred, "the predicate")?
-        {
-            code.push_str(&format!("{p} = _p; "));
-        }
-        code.push_str("(void)_v; (void)_p; } ");
-        self.code.push_str(&code);
-        Ok(())
+        self.value_and_predicate(
+            &ops[0],
+            &format!("::sim::inline_ptx::shfl(::sim::inline_ptx::{mode}, {a}, {b}, {c}, {m}, &_p)"),
+        )
     }
 
     /// `elect.sync d|p, membermask` (sm_90): CUTLASS's `elect_one_sync`.
@@ -1356,13 +1342,18 @@ impl Gen<'_> {
             return Err("elect.sync is emulated".into());
         }
         Self::count(ops, 2)?;
-        let (d, p) = match &ops[0] {
+        let m = self.read(&ops[1], Kind::B32, "the member mask")?;
+        self.value_and_predicate(&ops[0], &format!("::sim::inline_ptx::elect({m}, &_p)"))
+    }
+
+    /// A `d|p` destination (or a plain `d`) of `call`, a b32 value that sets the predicate
+    /// through `&_p`.
+    fn value_and_predicate(&mut self, dest: &Opnd, call: &str) -> Result<(), String> {
+        let (d, p) = match dest {
             Opnd::Pair(d, p) => (d.as_ref(), Some(p.as_ref())),
             d => (d, None),
         };
-        let m = self.read(&ops[1], Kind::B32, "the member mask")?;
-        let mut code =
-            format!("{{ bool _p = false; uint32_t _v = ::sim::inline_ptx::elect({m}, &_p); ");
+        let mut code = format!("{{ bool _p = false; uint32_t _v = {call}; ");
         if let Some(d) = self.write(d, Kind::B32, "the destination")? {
             code.push_str(&format!("{d} = _v; "));
         }
