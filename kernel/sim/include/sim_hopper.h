@@ -388,6 +388,17 @@ inline void tma_land(const TmaCopy &c) {
     mbar_settle(*to, c.bar, m);
 }
 
+// Grows the array `a` of `n` used entries out of `cap` (plain structs) so that one more fits.
+template <class T>
+inline void room_for_one(T *&a, unsigned n, unsigned &cap, const char *what) {
+    if (n < cap) return;
+    unsigned more = cap ? 2 * cap : 16;
+    T *grown = (T *)realloc(a, more * sizeof(T));
+    if (!grown) fail("%s: out of memory", what);
+    a = grown;
+    cap = more;
+}
+
 // The map at `map_ptr` for a copy of `rank` dimensions, checked.
 inline SimTensorMap tma_map(const void *map_ptr, unsigned rank, const char *what) {
     SimTensorMap map;
@@ -491,13 +502,7 @@ SIM_UNINSTRUMENTED inline void tma_load(void *dst, const void *map_ptr, void *ba
             memcpy(img, image, bytes);
         }
         TmaCopy copy{(unsigned char *)to[r], img, bytes, (uint64_t *)at[r], (unsigned)(tl_fiber - w.fibers)};
-        if (h.n_copies == h.cap_copies) {
-            unsigned cap = h.cap_copies ? 2 * h.cap_copies : 16;
-            TmaCopy *more = (TmaCopy *)realloc(h.copies, cap * sizeof(TmaCopy));
-            if (!more) fail("%s: out of memory", what);
-            h.copies = more;
-            h.cap_copies = cap;
-        }
+        room_for_one(h.copies, h.n_copies, h.cap_copies, what);
         h.copies[h.n_copies++] = copy;
     }
 }
@@ -557,13 +562,7 @@ inline void tma_store(const void *map_ptr, const void *src, const int *c, unsign
     SIM_ASYNC_PROXY_READ(src, bytes, what);
     HopperState &h = hopper();
     Worker &w = worker();
-    if (h.n_stores == h.cap_stores) {
-        unsigned cap = h.cap_stores ? 2 * h.cap_stores : 16;
-        TmaStore *more = (TmaStore *)realloc(h.stores, cap * sizeof(TmaStore));
-        if (!more) fail("%s: out of memory", what);
-        h.stores = more;
-        h.cap_stores = cap;
-    }
+    room_for_one(h.stores, h.n_stores, h.cap_stores, what);
     TmaStore &s = h.stores[h.n_stores];
     s.map = map;
     for (unsigned d = 0; d < 5; ++d) s.c[d] = d < rank ? c[d] : 0;
