@@ -179,6 +179,30 @@ extern "C" __global__ void named_short(float *out) {
 /// static `__shared__` variables for all the blocks of a cluster, so it refuses them beside one.
 const CLUSTER: &str = r#"
 typedef unsigned u32;
+
+// Distributed shared memory through inline PTX: in clusters of 2 blocks, each block's thread t
+// writes 10 * rank + t into its own buffer; after a cluster barrier it reads its partner's
+// element t (ld.shared::cluster on a mapa.shared::cluster address), writes it back plus 100
+// into the partner's second half (st.shared::cluster) and adds 1 to the partner's counter
+// (red.shared::cluster); after another barrier each block writes out what it holds.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) dsmem(float *out) {
+    extern __shared__ u32 buf[];  // 32 values, 32 written by the partner, a counter
+    const u32 t = threadIdx.x;
+    u32 rank, own, remote, got;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    own = (u32)__cvta_generic_to_shared(buf);
+    if (t == 0) buf[64] = 0;
+    buf[t] = 10 * rank + t;
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(own), "r"(rank ^ 1));
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(got) : "r"(remote + 4 * t));
+    asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(remote + 4 * (32 + t)), "r"(got + 100) : "memory");
+    asm volatile("red.shared::cluster.add.u32 [%0], 1;" ::"r"(remote + 4 * 64) : "memory");
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+    out[blockIdx.x * 65 + t] = buf[t];
+    out[blockIdx.x * 65 + 32 + t] = buf[32 + t];
+    if (t == 0) out[blockIdx.x * 65 + 64] = buf[64];
+}
 // Clusters of 2 blocks along x over a grid of 6 x 2: each block writes its %clusterid,
 // %nclusterid and %cluster_ctaid.
 extern "C" __global__ void __cluster_dims__(2, 1, 1) cluster_ids(float *out) {
@@ -243,7 +267,7 @@ fn run_in(
             entry: entry.to_string().into(),
             grid,
             block: [threads, 1, 1],
-            dynamic_smem: 0,
+            dynamic_smem: 1024, // for the kernels with extern __shared__ memory
             args,
         })],
         ..Default::default()
@@ -396,6 +420,30 @@ fn elect_sync_picks_the_lowest_lane_of_its_mask() {
 }
 
 #[test]
+fn distributed_shared_memory_is_read_written_and_added_to_across_the_cluster() {
+    let plan_args = vec![Arg::Ptr(Buf::Output)];
+    let out = run_in(
+        CLUSTER,
+        "dsmem",
+        [4, 1, 1],
+        32,
+        plan_args,
+        SimDevice::new().unwrap().instrumented(),
+    )
+    .unwrap();
+    for block in 0..4 {
+        let (rank, o) = (block % 2, &out[block * 65..][..65]);
+        for t in 0..32 {
+            assert_eq!(o[t], (10 * rank + t) as f32, "block {block}: own {t}");
+            // The partner read this block's element t and wrote it back, plus 100.
+            let back = 10 * rank + t + 100;
+            assert_eq!(o[32 + t], back as f32, "block {block}: written {t}");
+        }
+        assert_eq!(o[64], 32.0, "block {block}: the partner's 32 additions");
+    }
+}
+
+#[test]
 fn cluster_ids_follow_the_grid_in_clusters() {
     let out = run_in(
         CLUSTER,
@@ -420,7 +468,7 @@ fn nvrtc_compiles_the_same_ptx_for_sm90a() {
     if let Err(e) = nvrtc::version() {
         panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
-    for (code, entries) in [(KERNELS, 10), (CLUSTER, 1)] {
+    for (code, entries) in [(KERNELS, 10), (CLUSTER, 2)] {
         let src = CudaSource::embedded("tests/hopper_ws.cu", code).for_arch("sm_90a");
         let c = nvrtc::compile(&src, "sm_90").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((c.arch.as_str(), c.resources.len()), ("sm_90a", entries));

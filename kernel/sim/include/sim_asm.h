@@ -307,7 +307,9 @@ inline int64_t mul_hi(int64_t a, int64_t b) { return (int64_t)(((__int128)a * b)
 
 // ---- ld, st, atom and red: an address in a state space ----
 
-enum Space { SPACE_GENERIC, SPACE_GLOBAL, SPACE_SHARED };
+enum Space { SPACE_GENERIC, SPACE_GLOBAL, SPACE_SHARED, SPACE_CLUSTER };
+
+inline void *cluster_operand(uint64_t addr, int space, size_t bytes, unsigned *rank, const char *what);
 
 // The host address of an access of `bytes` at `addr` in `space`, aligned as PTX requires (a
 // GPU faults with a misaligned address otherwise). A .shared address is a shared-window one;
@@ -317,10 +319,30 @@ inline void *mem_operand(Space space, uint64_t addr, size_t bytes, const char *w
         fail("%s: address 0x%llx is not %zu-byte aligned (a GPU faults: misaligned address)", what,
              (unsigned long long)addr, bytes);
     if (space == SPACE_SHARED) return shared_operand(addr, bytes, what);
+    if (space == SPACE_CLUSTER) {  // distributed shared memory: a mapa.shared::cluster address
+        unsigned rank;
+        void *own = cluster_operand(addr, 2, bytes, &rank, what);
+        if (rank == worker().rank) return own;
+        require_running(cluster_block(rank, what), what);
+        return cluster_map(own, rank, what);
+    }
     void *p = (void *)(uintptr_t)addr;
     if (space == SPACE_GLOBAL && is_shared(p, bytes))
         fail("%s: %p is in this block's shared memory; .global takes a global address", what, p);
     return p;
+}
+
+// A store or an atomic into another block's shared memory (.shared::cluster): recorded in
+// that block's race cells as a write no thread of it races with (the race checker does not
+// order the threads of different blocks), so that reading it after a cluster barrier is not
+// reported as reading memory nothing wrote.
+inline void cluster_written(void *p, size_t bytes) {
+#ifdef SIM_INSTRUMENTED
+    if (!is_shared(p, bytes)) sim_race_async_write(p, bytes);
+#else
+    (void)p;
+    (void)bytes;
+#endif
 }
 
 // `N` elements of `T` as one access: ld.v4.u32 is one 16-byte load, as on a GPU.

@@ -78,6 +78,14 @@ struct Access {
     op: Option<&'static str>,
 }
 
+impl Access {
+    /// Whether the address must be a 64-bit generic one (shared-window addresses, of this
+    /// block or of the cluster's, may be 32-bit).
+    fn generic_address(&self) -> bool {
+        !matches!(self.space, "SPACE_SHARED" | "SPACE_CLUSTER")
+    }
+}
+
 /// Reads `parts` (the opcode split at dots, without its name): state space, semantics and
 /// scope, hints, vector and type; `ops` lists the operations the instruction takes.
 fn access(parts: &[&str], ops: &[(&str, &'static str)]) -> Result<Access, String> {
@@ -88,6 +96,7 @@ fn access(parts: &[&str], ops: &[(&str, &'static str)]) -> Result<Access, String
         match p {
             "global" => space = "SPACE_GLOBAL",
             "shared" | "shared::cta" => space = "SPACE_SHARED",
+            "shared::cluster" => space = "SPACE_CLUSTER",
             "weak" => sem = Sem::Weak,
             "volatile" => {
                 sem = Sem::Relaxed;
@@ -108,9 +117,10 @@ fn access(parts: &[&str], ops: &[(&str, &'static str)]) -> Result<Access, String
             o if ops.iter().any(|(name, _)| *name == o) => {
                 op = ops.iter().find(|(name, _)| *name == o).map(|(_, c)| *c);
             }
-            "local" | "const" | "param" | "shared::cluster" => {
+            "local" | "const" | "param" => {
                 return Err(format!(
-                    "the .{p} state space is not emulated (generic, .global and .shared are)"
+                    "the .{p} state space is not emulated (generic, .global, .shared and \
+                     .shared::cluster are)"
                 ));
             }
             other => return Err(format!(".{other} is not emulated here")),
@@ -191,7 +201,7 @@ impl Gen<'_> {
         } else {
             (&ops[1], &ops[0])
         };
-        let addr = self.address(mem, "the address", a.space != "SPACE_SHARED")?;
+        let addr = self.address(mem, "the address", a.generic_address())?;
         let regs: Vec<&Opnd> = match value {
             Opnd::Vector(v) if v.len() == a.lanes && a.lanes > 1 => v.iter().collect(),
             v if a.lanes == 1 && !matches!(v, Opnd::Vector(_)) => vec![v],
@@ -233,6 +243,9 @@ impl Gen<'_> {
                 ));
             }
             code.push_str("*(_V *)_m = _v; ");
+            if a.space == "SPACE_CLUSTER" {
+                code.push_str("::sim::inline_ptx::cluster_written(_m, sizeof(_V)); ");
+            }
         }
         code.push_str("} ");
         self.code.push_str(&code);
@@ -282,7 +295,7 @@ impl Gen<'_> {
         Self::count(ops, first + 2 + usize::from(cas) + usize::from(a.hint))?;
         let reg = a.ty.register();
         let bits = reg.c_type();
-        let addr = self.address(&ops[first], "the address", a.space != "SPACE_SHARED")?;
+        let addr = self.address(&ops[first], "the address", a.generic_address())?;
         let b = self.read(&ops[first + 1], reg, "the operand b")?;
         let c = if cas {
             self.read(&ops[first + 2], reg, "the operand c")?
@@ -298,6 +311,12 @@ impl Gen<'_> {
         );
         if !red && let Some(d) = self.write(&ops[0], reg, "the destination")? {
             code.push_str(&format!("{d} = _o; "));
+        }
+        if a.space == "SPACE_CLUSTER" {
+            code.push_str(&format!(
+                "::sim::inline_ptx::cluster_written(_m, {}); ",
+                a.ty.bytes
+            ));
         }
         code.push_str("(void)_o; } ");
         self.code.push_str(&code);
