@@ -2,7 +2,8 @@
 //! kernels, CUTLASS's epilogues), in the simulator: tensor maps of 3 dimensions (a row of K
 //! elements split into planes of 64, so that one box spans several 128-byte swizzle rows), TMA
 //! stores of a box back to global memory in bulk groups, named barriers between warpgroups
-//! (`bar.sync id, count`, `bar.arrive`), `%clusterid`, `stmatrix` and `elect.sync`. Each check is against the PTX ISA's
+//! (`bar.sync id, count`, `bar.arrive`), plain bulk copies, distributed shared memory,
+//! `%clusterid`, `stmatrix` and `elect.sync`. Each check is against the PTX ISA's
 //! definition: the swizzle of 5.5.7 written out here, the element a box coordinate names, the
 //! elements outside the tensor (zeros read, nothing written).
 
@@ -60,6 +61,25 @@ extern "C" __global__ void store_3d(const __grid_constant__ CUtensorMap map, con
                      ::"l"((u64)&map), "n"(0), "r"(36), "r"(1), "r"(smem(box)) : "memory");
         asm volatile("cp.async.bulk.commit_group;");
         asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    }
+}
+
+// Plain bulk copies: thread 0 brings 512 bytes (128 floats) of A from element 96 into shared
+// memory on an mbarrier, and after the wait stores them to C at element 200.
+extern "C" __global__ void bulk_copies(const float *a, float *c) {
+    __shared__ __align__(128) float buf[128];
+    __shared__ __align__(8) u64 bar;
+    if (threadIdx.x == 0) {
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem(&bar)));
+        asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], 512;" ::"r"(smem(&bar)));
+        asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 512, [%2];"
+                     ::"r"(smem(buf)), "l"(a + 96), "r"(smem(&bar)) : "memory");
+        asm volatile("{\n.reg .pred P1;\nW:\nmbarrier.try_wait.parity.shared::cta.b64 P1, [%0], 0;\n"
+                     "@!P1 bra.uni W;\n}\n" ::"r"(smem(&bar)));
+        asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], 512;"
+                     ::"l"(c + 200), "r"(smem(buf)) : "memory");
+        asm volatile("cp.async.bulk.commit_group;");
+        asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
     }
 }
 
@@ -326,6 +346,26 @@ fn a_3d_tma_store_writes_the_box_inside_the_tensor_only() {
 }
 
 #[test]
+fn a_plain_bulk_copy_loads_on_an_mbarrier_and_stores_in_a_bulk_group() {
+    let args = vec![Arg::Ptr(Buf::Input(0)), Arg::Ptr(Buf::Output)];
+    let out = run(
+        "bulk_copies",
+        [1, 1, 1],
+        32,
+        args,
+        SimDevice::new().unwrap(),
+    )
+    .unwrap();
+    for i in 0..128 {
+        assert_eq!(out[200 + i], a_at(96 + i), "element {i}");
+    }
+    assert!(
+        out[199].is_nan() && out[328].is_nan(),
+        "only the 512 bytes are written"
+    );
+}
+
+#[test]
 fn shared_memory_rewritten_before_a_tma_store_completes_fails_the_row() {
     for entry in ["rewrite_before_wait", "rewrite_never_waited"] {
         let args = vec![Arg::TensorMap(planes(Buf::Output)), Arg::Ptr(Buf::Input(0))];
@@ -468,7 +508,7 @@ fn nvrtc_compiles_the_same_ptx_for_sm90a() {
     if let Err(e) = nvrtc::version() {
         panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
-    for (code, entries) in [(KERNELS, 10), (CLUSTER, 2)] {
+    for (code, entries) in [(KERNELS, 11), (CLUSTER, 2)] {
         let src = CudaSource::embedded("tests/hopper_ws.cu", code).for_arch("sm_90a");
         let c = nvrtc::compile(&src, "sm_90").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((c.arch.as_str(), c.resources.len()), ("sm_90a", entries));

@@ -523,6 +523,22 @@ inline void tma_store(uint64_t map, uint64_t src, std::initializer_list<int> c) 
     ::sim::tma_store((const void *)(uintptr_t)map, from, c.begin(), (unsigned)c.size());
 }
 
+// Plain bulk copies: cp.async.bulk.shared::cluster.global (a load completing on an mbarrier)
+// and cp.async.bulk.global.shared::cta (a store in a bulk group).
+inline void bulk_load(uint64_t dst, uint64_t src, uint32_t size, uint64_t bar, bool multicast, unsigned mask) {
+    const char *what = "cp.async.bulk";
+    unsigned r1, r2;
+    void *to = cluster_operand(dst, 1, size, &r1, what);
+    void *at = cluster_operand(bar, 1, 8, &r2, what);
+    ::sim::bulk_load(to, (const void *)(uintptr_t)src, size, at, multicast, mask);
+}
+
+inline void bulk_store(uint64_t dst, uint64_t src, uint32_t size) {
+    unsigned r;
+    const void *from = cluster_operand(src, 1, size, &r, "the source of a bulk store");
+    ::sim::bulk_store((void *)(uintptr_t)dst, from, size);
+}
+
 // %clusterid and %nclusterid: the cluster's index in the grid, and the grid in clusters.
 inline unsigned clusterid(unsigned axis, bool count) {
     const ::sim::Worker &w = ::sim::worker();

@@ -446,34 +446,60 @@ inline void tma_box(const SimTensorMap &map, const int *c, uint32_t da, F f) {
     }
 }
 
-// cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
-// [dst], [map, {c0, ...}], [bar]: the box at element coordinates c (innermost first), elements
-// outside the tensor filled (5.5.3.3), written to dst in the map's swizzle.
-// With `multicast`, the .multicast::cluster form: the box lands at dst's offset in each block
-// of the cluster whose rank is a bit of `mask`, each counting its bytes on the mbarrier at
-// bar's offset in that block.
-SIM_UNINSTRUMENTED inline void tma_load(void *dst, const void *map_ptr, void *bar_ptr, const int *c, unsigned rank,
-                                        bool multicast = false, unsigned mask = 1) {
-    char what[64];
-    snprintf(what, sizeof what, "cp.async.bulk.tensor.%ud%s", rank, multicast ? " (multicast::cluster)" : "");
+// Where a copy of `bytes` lands: dst in this block or, with `multicast`, dst's offset in each
+// block of the cluster whose rank is a bit of `mask`, each counting its bytes on the mbarrier
+// at bar's offset there. `to` and `at` get each block's destination and mbarrier; returns the
+// mask (this block's bit without multicast). `align`: the destination's required alignment.
+inline unsigned copy_targets(void *dst, void *bar_ptr, unsigned bytes, unsigned align, bool multicast, unsigned mask,
+                             void **to, void **at, const char *what) {
     const unsigned blocks = worker().cluster->size;
     if (multicast && (mask == 0 || mask >> blocks))
         fail("%s: ctaMask 0x%x names no block or a rank beyond the cluster's %u", what, mask, blocks);
     if (!multicast) mask = 1u << worker().rank;
-    // Where the box lands in each block of the mask, and the mbarrier that counts it there.
-    void *to[kMaxCluster], *at[kMaxCluster];
     for (unsigned r = 0; r < blocks; ++r)
         if (mask >> r & 1) {
             to[r] = r == worker().rank ? dst : cluster_map(dst, r, what);
             at[r] = r == worker().rank ? bar_ptr : cluster_map(bar_ptr, r, what);
         }
-    const SimTensorMap map = tma_map(map_ptr, rank, what);
-    const unsigned e = map.elem_bytes, bytes = tma_box_bytes(map);
-    uint32_t da = shared_addr_or_fail(dst, bytes, "the destination of cp.async.bulk.tensor");
-    if (da % 128)
-        fail("%s: the destination (shared address 0x%x) must be 128-byte aligned", what, da);
+    uint32_t da = shared_addr_or_fail(dst, bytes, what);
+    if (da % align) fail("%s: the destination (shared address 0x%x) must be %u-byte aligned", what, da, align);
     uint64_t *bar = mbar_object(bar_ptr, what);
     (void)mbar_load(bar, what);  // fails unless initialized
+    return mask;
+}
+
+// Queues `image` (malloc'ed, taken over) to land at each target copy_targets gave.
+inline void queue_copies(unsigned mask, void **to, void **at, unsigned char *image, unsigned bytes,
+                         const char *what) {
+    HopperState &h = hopper();
+    Worker &w = worker();
+    for (unsigned r = 0; r < w.cluster->size; ++r) {
+        if (!(mask >> r & 1)) continue;
+        unsigned char *img = image;
+        if (mask >> (r + 1)) {  // not the last destination: a copy of its own
+            img = (unsigned char *)malloc(bytes);
+            if (!img) fail("%s: out of memory", what);
+            memcpy(img, image, bytes);
+        }
+        TmaCopy copy{(unsigned char *)to[r], img, bytes, (uint64_t *)at[r], (unsigned)(tl_fiber - w.fibers)};
+        room_for_one(h.copies, h.n_copies, h.cap_copies, what);
+        h.copies[h.n_copies++] = copy;
+    }
+}
+
+// cp.async.bulk.tensor.Nd.shared::cluster.global.tile.mbarrier::complete_tx::bytes
+// [dst], [map, {c0, ...}], [bar]: the box at element coordinates c (innermost first), elements
+// outside the tensor filled (5.5.3.3), written to dst in the map's swizzle; with `multicast`
+// (.multicast::cluster), into every block of `mask`.
+SIM_UNINSTRUMENTED inline void tma_load(void *dst, const void *map_ptr, void *bar_ptr, const int *c, unsigned rank,
+                                        bool multicast = false, unsigned mask = 1) {
+    char what[64];
+    snprintf(what, sizeof what, "cp.async.bulk.tensor.%ud%s", rank, multicast ? " (multicast::cluster)" : "");
+    const SimTensorMap map = tma_map(map_ptr, rank, what);
+    const unsigned e = map.elem_bytes, bytes = tma_box_bytes(map);
+    void *to[kMaxCluster], *at[kMaxCluster];
+    mask = copy_targets(dst, bar_ptr, bytes, 128, multicast, mask, to, at, what);
+    const uint32_t da = shared_addr_or_fail(dst, bytes, what);
     unsigned char *image = (unsigned char *)malloc(bytes);
     if (!image) fail("%s: out of memory", what);
     // The box from global memory (read now: a bad map faults at the instruction), each element
@@ -491,20 +517,25 @@ SIM_UNINSTRUMENTED inline void tma_load(void *dst, const void *map_ptr, void *ba
         } else
             memcpy(image + to, fill, e);
     });
-    HopperState &h = hopper();
-    Worker &w = worker();
-    for (unsigned r = 0; r < blocks; ++r) {
-        if (!(mask >> r & 1)) continue;
-        unsigned char *img = image;
-        if (mask >> (r + 1)) {  // not the last destination: a copy of its own
-            img = (unsigned char *)malloc(bytes);
-            if (!img) fail("%s: out of memory", what);
-            memcpy(img, image, bytes);
-        }
-        TmaCopy copy{(unsigned char *)to[r], img, bytes, (uint64_t *)at[r], (unsigned)(tl_fiber - w.fibers)};
-        room_for_one(h.copies, h.n_copies, h.cap_copies, what);
-        h.copies[h.n_copies++] = copy;
-    }
+    queue_copies(mask, to, at, image, bytes, what);
+}
+
+// cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [dst], [src], size, [bar]:
+// `size` contiguous bytes (a multiple of 16, both addresses 16-byte aligned), read now, landing
+// as a TMA box does; with `multicast`, into every block of `mask`.
+SIM_UNINSTRUMENTED inline void bulk_load(void *dst, const void *src, unsigned size, void *bar_ptr, bool multicast,
+                                         unsigned mask) {
+    const char *what = multicast ? "cp.async.bulk (multicast::cluster)" : "cp.async.bulk";
+    if (size == 0 || size % 16 || (uintptr_t)src % 16)
+        fail("%s: %u bytes from %p; the size must be a positive multiple of 16 and the source 16-byte aligned", what,
+             size, src);
+    void *to[kMaxCluster], *at[kMaxCluster];
+    mask = copy_targets(dst, bar_ptr, size, 16, multicast, mask, to, at, what);
+    unsigned char *image = (unsigned char *)malloc(size);
+    if (!image) fail("%s: out of memory", what);
+    memcpy(image, src, size);
+    SIM_GLOBAL_READ(src, size);
+    queue_copies(mask, to, at, image, size, what);
 }
 
 // The 2-D load the lab's rungs issue (lab/hopper.h).
@@ -523,49 +554,56 @@ inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, i
 // that wait (or when the block ends): shared memory that changed in between was written while
 // the TMA could still be reading it, which fails the row. The global writes happen then too.
 
-// A TMA store in flight.
+// A TMA store in flight: a box of a tensor map, or (map.rank 0) `bytes` contiguous bytes.
 struct TmaStore {
     SimTensorMap map;
     int c[5];
+    unsigned char *global;  // a plain bulk store's destination
+    unsigned bytes;
     const unsigned char *src;
-    unsigned char *image;  // the box as shared memory held it at issue
+    unsigned char *image;  // what shared memory held at issue
     uint32_t da;
     unsigned fiber;
     unsigned group;  // the issuing thread's bulk groups committed before it
 };
 
 SIM_UNINSTRUMENTED inline void tma_store_complete(Worker &w, TmaStore &s) {
-    const unsigned bytes = tma_box_bytes(s.map), e = s.map.elem_bytes;
-    if (memcmp(s.src, s.image, bytes) != 0) {
+    if (memcmp(s.src, s.image, s.bytes) != 0) {
         unsigned at = 0;
         while (s.src[at] == s.image[at]) ++at;
         const Fiber &f = w.fibers[s.fiber];
-        fail("shared address 0x%x, which a TMA store (cp.async.bulk.tensor ... global.shared::cta) issued by thread "
-             "(%u,%u,%u) reads, was written before that store completed: the TMA may read the new bytes. The issuing "
-             "thread waits with cp.async.bulk.wait_group.read, then a barrier hands the buffer back",
-             s.da + at, f.tid.x, f.tid.y, f.tid.z);
+        fail("shared address 0x%x, which a %s issued by thread (%u,%u,%u) reads, was written before that store "
+             "completed: the TMA may read the new bytes. The issuing thread waits with cp.async.bulk.wait_group.read, "
+             "then a barrier hands the buffer back",
+             s.da + at,
+             s.map.rank ? "TMA store (cp.async.bulk.tensor ... global.shared::cta)"
+                        : "bulk store (cp.async.bulk.global.shared::cta)",
+             f.tid.x, f.tid.y, f.tid.z);
     }
-    tma_box(s.map, s.c, s.da, [&](unsigned char *to, unsigned from) {
-        if (to) memcpy(to, s.image + from, e);  // elements outside the tensor are not written
-    });
+    if (s.map.rank == 0) {
+        memcpy(s.global, s.image, s.bytes);
+    } else {
+        const unsigned e = s.map.elem_bytes;
+        tma_box(s.map, s.c, s.da, [&](unsigned char *to, unsigned from) {
+            if (to) memcpy(to, s.image + from, e);  // elements outside the tensor are not written
+        });
+    }
     free(s.image);
     s.image = nullptr;
 }
 
-inline void tma_store(const void *map_ptr, const void *src, const int *c, unsigned rank) {
-    char what[64];
-    snprintf(what, sizeof what, "cp.async.bulk.tensor.%ud (a TMA store)", rank);
-    const SimTensorMap map = tma_map(map_ptr, rank, what);
-    const unsigned bytes = tma_box_bytes(map);
-    uint32_t da = shared_addr_or_fail(src, bytes, "the source of a TMA store");
-    if (da % 128) fail("%s: the source (shared address 0x%x) must be 128-byte aligned", what, da);
+// Queues a store of `bytes` from shared memory at `src` (aligned to `align`) in the calling
+// thread's open bulk group; the caller fills in what it writes.
+inline TmaStore &queue_store(const void *src, unsigned bytes, unsigned align, const char *what) {
+    uint32_t da = shared_addr_or_fail(src, bytes, what);
+    if (da % align) fail("%s: the source (shared address 0x%x) must be %u-byte aligned", what, da, align);
     SIM_ASYNC_PROXY_READ(src, bytes, what);
     HopperState &h = hopper();
     Worker &w = worker();
     room_for_one(h.stores, h.n_stores, h.cap_stores, what);
-    TmaStore &s = h.stores[h.n_stores];
-    s.map = map;
-    for (unsigned d = 0; d < 5; ++d) s.c[d] = d < rank ? c[d] : 0;
+    TmaStore &s = h.stores[h.n_stores++];
+    memset(&s, 0, sizeof s);
+    s.bytes = bytes;
     s.src = (const unsigned char *)src;
     s.image = (unsigned char *)malloc(bytes);
     if (!s.image) fail("%s: out of memory", what);
@@ -573,7 +611,27 @@ inline void tma_store(const void *map_ptr, const void *src, const int *c, unsign
     s.da = da;
     s.fiber = (unsigned)(tl_fiber - w.fibers);
     s.group = tl_fiber->bulk_groups;
-    h.n_stores++;
+    return s;
+}
+
+inline void tma_store(const void *map_ptr, const void *src, const int *c, unsigned rank) {
+    char what[64];
+    snprintf(what, sizeof what, "cp.async.bulk.tensor.%ud (a TMA store)", rank);
+    const SimTensorMap map = tma_map(map_ptr, rank, what);
+    TmaStore &s = queue_store(src, tma_box_bytes(map), 128, what);
+    s.map = map;
+    for (unsigned d = 0; d < rank; ++d) s.c[d] = c[d];
+}
+
+// cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size: `size` contiguous bytes (a
+// multiple of 16, both addresses 16-byte aligned) back to global memory.
+inline void bulk_store(void *dst, const void *src, unsigned size) {
+    const char *what = "cp.async.bulk (a bulk store)";
+    if (size == 0 || size % 16 || (uintptr_t)dst % 16)
+        fail("%s: %u bytes to %p; the size must be a positive multiple of 16 and the destination 16-byte aligned",
+             what, size, dst);
+    TmaStore &s = queue_store(src, size, 16, what);
+    s.global = (unsigned char *)dst;
 }
 
 // What a block that failed left in flight.

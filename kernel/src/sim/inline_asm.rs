@@ -40,9 +40,9 @@ const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 f16/bf16 wi
      accumulators, m16n8k8 tf32), ldmatrix, stmatrix, cp.async (ca/cg, commit_group, \
      wait_group, wait_all), ld, st, atom, red, fence, membar, prefetch, cvta, cvt, mov, setp, \
      selp, shfl.sync, elect.sync, integer and floating-point arithmetic (add, mul, fma, ex2, \
-     lop3, prmt, ...), Hopper's mbarrier, cp.async.bulk.tensor (1-5D loads and stores, bulk \
-     groups), wgmma, setmaxnreg, barrier.cluster, named barriers (bar.sync/bar.arrive with an \
-     id) and mapa, each under an optional @p guard, and labels with bra";
+     lop3, prmt, ...), Hopper's mbarrier, cp.async.bulk (plain and 1-5D tensor loads and \
+     stores, bulk groups), wgmma, setmaxnreg, barrier.cluster, named barriers (bar.sync and \
+     bar.arrive with an id) and mapa, each under an optional @p guard, and labels with bra";
 
 /// `code` (comments removed) with every `asm` statement replaced by the emulation's calls,
 /// line breaks kept so that compiler messages keep their lines; `None` when it has no `asm`.
@@ -1537,8 +1537,8 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
                 "the coordinates must be a vector of 3 registers",
             ),
             (
-                r#"asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], 16, [%0];" :: "r"(s), "l"(m));"#,
-                "a plain bulk copy",
+                r#"asm volatile("cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%0], 16, [%0];" :: "r"(s));"#,
+                "is not emulated (bulk copies from global into shared memory on an mbarrier",
             ),
             (
                 r#"float d[4]; asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16 {%0, %1}, %2, %3, 1, 1, 1, 0, 0;" : "+r"(s), "+r"(s) : "l"(a), "l"(a));"#,

@@ -185,13 +185,7 @@ impl Gen<'_> {
                 return Ok(());
             }
             Some("tensor") => {}
-            _ => {
-                return Err(format!(
-                    "{} is not emulated (a plain bulk copy); TMA tensor copies \
-                     (cp.async.bulk.tensor.1d to .5d, loads and stores) and their bulk groups are",
-                    parts.join(".")
-                ));
-            }
+            _ => return self.bulk_plain(parts, rest),
         }
         let (mut multicast, mut hint, mut complete, mut group) = (false, false, false, false);
         let (mut dims, mut to_global) = (0usize, false);
@@ -294,6 +288,68 @@ impl Gen<'_> {
         };
         self.code.push_str(&format!(
             "::sim::inline_ptx::tma_load({dst}, {map}, {bar}, {{{c}}}, {multicast}, (unsigned){mask}); "
+        ));
+        Ok(())
+    }
+
+    /// Plain bulk copies: `cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes
+    /// {.multicast::cluster}{.L2::cache_hint} [dst], [src], size, [mbar]{, ctaMask}{, policy}`
+    /// and `cp.async.bulk.global.shared::cta.bulk_group{.L2::cache_hint} [dst], [src], size
+    /// {, policy}`.
+    fn bulk_plain(&mut self, parts: &[&str], rest: &str) -> Result<(), String> {
+        let what = parts.join(".");
+        let quals = &parts[3..];
+        let has = |q: &str| quals.contains(&q);
+        let (multicast, hint) = (has("multicast::cluster"), has("L2::cache_hint"));
+        let load = quals.starts_with(&["shared::cluster", "global"])
+            && has("mbarrier::complete_tx::bytes");
+        let store =
+            quals.starts_with(&["global", "shared::cta"]) && has("bulk_group") && !multicast;
+        let known = quals.iter().all(|q| {
+            matches!(
+                *q,
+                "shared::cluster"
+                    | "shared::cta"
+                    | "global"
+                    | "mbarrier::complete_tx::bytes"
+                    | "bulk_group"
+                    | "multicast::cluster"
+                    | "L2::cache_hint"
+            )
+        });
+        if !known || !(load || store) {
+            return Err(format!(
+                "{what} is not emulated (bulk copies from global into shared memory on an \
+                 mbarrier, from shared into global memory in bulk groups, and the TMA's tensor \
+                 copies are)"
+            ));
+        }
+        let ops: Vec<Opnd> = split_operands(rest)
+            .iter()
+            .map(|o| self.operand(o))
+            .collect::<Result<_, _>>()?;
+        let want = if load { 4 + usize::from(multicast) } else { 3 } + usize::from(hint);
+        Self::count(&ops, want)?;
+        let dst = self.address(&ops[0], "the destination", !load)?;
+        let src = self.address(&ops[1], "the source", load)?;
+        let size = self.read_b32(&ops[2], "the size")?;
+        if store {
+            self.code.push_str(&format!(
+                "::sim::inline_ptx::bulk_store({dst}, {src}, (uint32_t){size}); "
+            ));
+            return Ok(());
+        }
+        let bar = self.address(&ops[3], "the mbarrier's address", false)?;
+        let mask = if multicast {
+            match self.kind(&ops[4]) {
+                Kind::B16 => self.read(&ops[4], Kind::B16, "the ctaMask")?,
+                _ => self.read_b32(&ops[4], "the ctaMask")?,
+            }
+        } else {
+            "1".into()
+        };
+        self.code.push_str(&format!(
+            "::sim::inline_ptx::bulk_load({dst}, {src}, (uint32_t){size}, {bar}, {multicast}, (unsigned){mask}); "
         ));
         Ok(())
     }
