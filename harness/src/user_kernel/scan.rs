@@ -37,9 +37,7 @@ impl KernelDecl {
             self.template.as_deref().unwrap_or("")
         )
     }
-}
 
-impl KernelDecl {
     /// Its `__cluster_dims__` for the instantiation `entry` (`k<128, 2>`): a template's
     /// parameters in the dims (`CLUSTER_M * CLUSTER_N, 1, 1`) replaced by the entry's
     /// arguments, since the wrapper that declares the dims is no template.

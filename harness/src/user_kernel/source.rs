@@ -323,10 +323,7 @@ fn using_name(decl: &str) -> Option<String> {
 /// Identifiers before the first `(` of a declaration: `void f(` has two, a macro call `F(`
 /// one.
 fn words_before_paren(decl: &str) -> usize {
-    let head = decl.split('(').next().unwrap_or("");
-    head.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .count()
+    idents(decl.split('(').next().unwrap_or("")).count()
 }
 
 fn blank(out: &mut [u8], from: usize, to: usize) {

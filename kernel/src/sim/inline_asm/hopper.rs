@@ -1,9 +1,9 @@
 //! Hopper's asynchronous instructions as public sm_90a kernels write them (fast.cu, CUTLASS's
-//! `cute/arch` wrappers): `mbarrier`, TMA tensor copies (`cp.async.bulk.tensor`, loads and
-//! stores of 1 to 5 dimensions, and their bulk groups), named barriers, `wgmma`,
-//! `setmaxnreg` and the cluster instructions (`barrier.cluster`, `mapa`), rewritten into the
-//! emulation `lab/hopper.h` runs in the simulator (`sim_hopper.h`). A `try_wait` there sleeps
-//! until its phase completes, so the retry loops these kernels write around it run once.
+//! `cute/arch` wrappers): `mbarrier`, the TMA's copies (`cp.async.bulk.tensor` loads and
+//! stores of 1 to 5 dimensions, plain `cp.async.bulk`, their bulk groups), named barriers,
+//! `wgmma`, `setmaxnreg` and the cluster instructions (`barrier.cluster`, `mapa`), rewritten
+//! into the emulation `lab/hopper.h` runs in the simulator (`sim_hopper.h`). A `try_wait` there
+//! sleeps until its phase completes, so the retry loops these kernels write around it run once.
 
 use super::{EMULATED, Gen, Kind, Opnd, split_operands};
 
@@ -166,8 +166,9 @@ impl Gen<'_> {
     /// {c0, ...}], [mbar]{, ctaMask}{, policy}` (a box of an N-D tensor map into shared
     /// memory), `cp.async.bulk.tensor.Nd.global.shared::cta{.tile}.bulk_group
     /// {.L2::cache_hint} [tensorMap, {c0, ...}], [src]{, policy}` (a box back to global
-    /// memory), `cp.async.bulk.commit_group` and `cp.async.bulk.wait_group{.read} N`. `rest`
-    /// is the operand text, whose tensor operand the common reader does not take.
+    /// memory), `cp.async.bulk.commit_group` and `cp.async.bulk.wait_group{.read} N`; plain
+    /// copies go to [`Self::bulk_plain`]. `rest` is the operand text, whose tensor operand the
+    /// common reader does not take.
     pub(super) fn bulk_tensor(&mut self, parts: &[&str], rest: &str) -> Result<(), String> {
         match parts.get(3).copied() {
             Some("commit_group") if parts.len() == 4 => {
