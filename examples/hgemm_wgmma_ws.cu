@@ -15,8 +15,8 @@
 // two swizzled planes. K must be a multiple of 64 for that view; M and N may be anything (the
 // TMA fills rows past the edges with zeros and the TMA store writes only what lies inside C).
 //
-// Three protocols the hardware does not enforce, each of which a kernel that works on a GPU
-// most of the time can skip:
+// Three hand-overs the hardware does not enforce, each of which a kernel can skip and still
+// give the right answer on a GPU whose timing hides the race:
 // - the consumers write the C tile with ordinary stores and the TMA reads it through the async
 //   proxy: each writing thread executes fence.proxy.async before the barrier that hands the
 //   tile to the thread issuing the store;
