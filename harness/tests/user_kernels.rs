@@ -255,8 +255,8 @@ fn the_tma_wgmma_examples_planted_bugs_fail_with_their_reasons() {
 }
 
 /// The three hand-overs the warp-specialized example makes, each removed: the rows fail
-/// naming the hazard, where a GPU would most of the time give the right answer. At 300x300x192
-/// each cluster computes three tiles, so the C buffer is reused.
+/// naming the hazard, a race a GPU's timing can hide. At 300x300x192 each cluster computes
+/// three tiles, so the C buffer is reused.
 #[test]
 fn the_warp_specialized_examples_planted_races_fail_with_their_reasons() {
     let dir = scratch_dir("ws-bugs");
