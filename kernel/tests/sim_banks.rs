@@ -85,6 +85,17 @@ extern "C" __global__ void rows(const float *A, const float *B, float *C, int M,
     C[t] = __uint_as_float(r[0] ^ r[1] ^ r[2] ^ r[3]);
 }
 
+// stmatrix.x4 to the rows `rows` reads: a store of a matrix a phase.
+extern "C" __global__ void store_rows(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ __align__(16) unsigned char s[32 * 144];
+    int t = threadIdx.x;
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+                 :: "r"((unsigned)__cvta_generic_to_shared(s + t * K)), "r"(t), "r"(t + 1), "r"(t + 2), "r"(t + 3)
+                 : "memory");
+    __syncthreads();
+    C[t] = reinterpret_cast<const float *>(s + t * K)[0];
+}
+
 // Every lane reports a row of a one-matrix ldmatrix, as the emulation does only for the 8
 // lanes that give its rows: the first 8 to run complete the instruction, and the others find
 // it complete. Rows repeat every 8 lanes, so any 8 of them cover 128 contiguous bytes.
@@ -203,6 +214,14 @@ fn ldmatrix_takes_a_wavefront_per_matrix_unless_its_rows_share_banks() {
     assert_eq!(banks("rows", 128).ldsm, w(1, 32, 4));
     assert_eq!(banks("rows", 144).ldsm, w(1, 4, 4));
     assert_eq!(banks("rows", 16).lds, Wavefronts::default());
+}
+
+#[test]
+fn stmatrix_is_a_store_of_a_matrix_a_phase() {
+    assert_eq!(banks("store_rows", 16).sts, w(1, 4, 4));
+    assert_eq!(banks("store_rows", 128).sts, w(1, 32, 4));
+    assert_eq!(banks("store_rows", 144).sts, w(1, 4, 4));
+    assert_eq!(banks("store_rows", 16).ldsm, Wavefronts::default());
 }
 
 #[test]

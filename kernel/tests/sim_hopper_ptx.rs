@@ -121,7 +121,11 @@ __device__ __forceinline__ u64 desc(const void *p, u32 lbo, u32 sbo) {
     u64 a = (u64)__cvta_generic_to_shared(p);
     return ((a & 0x3FFFF) >> 4) | (((u64)(lbo & 0x3FFFF) >> 4) << 16) | (((u64)(sbo & 0x3FFFF) >> 4) << 32);
 }
-extern "C" __global__ void wgmma_tf32(const float *A, const float *B, float *C, int M, int N, int K) {
+// MODE 0: every warp of the warpgroup issues the wgmma. MODE 1: warps 1-3 first wait at
+// __syncthreads for warp 0, which waits for them in wgmma.wait_group: a deadlock. MODE 2: warp
+// 3 returns before the wgmma that the others wait for.
+template <int MODE>
+__device__ void wgmma_tf32_body(const float *A, const float *B, float *C) {
     // No swizzle, K-major: a core matrix is 8 rows of 4 floats (16 bytes), rows 16 bytes
     // apart; K's two core matrices are LBO = 128 bytes apart, M's 8-row groups SBO = 256.
     __shared__ __align__(128) float a[64 * 8], b[8 * 8];
@@ -136,6 +140,8 @@ extern "C" __global__ void wgmma_tf32(const float *A, const float *B, float *C, 
     }
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
+    if (MODE == 1 && t >= 32) __syncthreads();
+    if (MODE == 2 && t >= 96) return;
     float d[4] = {0, 0, 0, 0};
     const u64 da = desc(a, 128, 256), db = desc(b, 128, 256);
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
@@ -147,6 +153,15 @@ extern "C" __global__ void wgmma_tf32(const float *A, const float *B, float *C, 
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
     const int w = t / 32, g = t % 32 / 4, q = t % 4;
     for (int i = 0; i < 4; ++i) C[(16 * w + g + 8 * (i / 2)) * 8 + 2 * q + i % 2] = d[i];
+}
+extern "C" __global__ void wgmma_tf32(const float *A, const float *B, float *C, int M, int N, int K) {
+    wgmma_tf32_body<0>(A, B, C);
+}
+extern "C" __global__ void wgmma_partners_blocked(const float *A, const float *B, float *C, int M, int N, int K) {
+    wgmma_tf32_body<1>(A, B, C);
+}
+extern "C" __global__ void wgmma_partner_exits(const float *A, const float *B, float *C, int M, int N, int K) {
+    wgmma_tf32_body<2>(A, B, C);
 }
 "#;
 
@@ -276,6 +291,52 @@ fn a_tf32_wgmma_with_scale_d_from_a_predicate_computes_the_product() {
     }
 }
 
+/// A wgmma is one instruction of the four warps of a warpgroup: a warp waiting for it while
+/// its partners wait for that warp is a deadlock reported at once, naming the warps that never
+/// issued it and where they are (not a spin until the time limit); a partner that exits
+/// instead fails the wait.
+#[test]
+fn a_wgmma_its_partners_never_issue_is_a_deadlock_naming_them() {
+    let inputs = || vec![vec![1.0; 64 * 8], vec![1.0; 8 * 8]];
+    let started = std::time::Instant::now();
+    let msg = sim_error(run(
+        WGMMA_TF32,
+        "wgmma_partners_blocked",
+        128,
+        kernel::gemm_args(64, 8, 8),
+        Shape::gemm(64, 8, 8),
+        &inputs(),
+    ));
+    for want in [
+        "wgmma_partners_blocked: deadlock at __syncthreads in block (0,0,0): 96 threads wait at \
+         __syncthreads, 0 at a warp operation, 0 on an mbarrier, 0 at barrier.cluster.wait, 0 at \
+         named barriers, 32 in wgmma.wait_group, 0 exited",
+        "warp 0 waits in wgmma.wait_group for the warpgroup's wgmma number 0, which warps 1 (at \
+         __syncthreads), 2 (at __syncthreads) and 3 (at __syncthreads) never issued",
+    ] {
+        assert!(msg.contains(want), "lacks {want:?}: {msg}");
+    }
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "reported only after {:?}",
+        started.elapsed()
+    );
+    let msg = sim_error(run(
+        WGMMA_TF32,
+        "wgmma_partner_exits",
+        128,
+        kernel::gemm_args(64, 8, 8),
+        Shape::gemm(64, 8, 8),
+        &inputs(),
+    ));
+    assert!(
+        msg.contains(
+            "wgmma.wait_group: warp 3 of the warpgroup exited without issuing wgmma number 0"
+        ),
+        "{msg}"
+    );
+}
+
 #[test]
 fn a_tma_box_through_libcudacxx_barrier_arrive_tx_lands_with_zeros_outside() {
     let (rows, cols) = (40usize, 44usize);
@@ -303,7 +364,7 @@ fn nvrtc_compiles_the_inline_hopper_ptx_for_sm90a() {
     if let Err(e) = nvrtc::version() {
         panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
-    for (code, entries) in [(MBAR, 3), (WGMMA_TF32, 1), (LIBCUDACXX_TMA, 1)] {
+    for (code, entries) in [(MBAR, 3), (WGMMA_TF32, 3), (LIBCUDACXX_TMA, 1)] {
         let c = nvrtc::compile(&source(code).for_arch("sm_90a"), "sm_90")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((c.arch.as_str(), c.resources.len()), ("sm_90a", entries));

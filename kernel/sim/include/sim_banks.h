@@ -15,9 +15,9 @@
 // compiler may have split a float4); runs of 8- or 16-bit accesses stay apart, as they do in
 // nvcc's output. The host compiler
 // vectorizes on its own terms, though: where nvcc merges loads across unrolled loop
-// iterations, the simulator sees scalars. ldmatrix and cp.async report their lanes' addresses
-// themselves; WMMA's loads and stores, TMA and wgmma (whose access patterns are the
-// hardware's) are not counted.
+// iterations, the simulator sees scalars. ldmatrix, stmatrix (counted with the stores, a
+// matrix a phase) and cp.async report their lanes' addresses themselves; WMMA's loads and
+// stores, TMA and wgmma (whose access patterns are the hardware's) are not counted.
 #pragma once
 
 // The kinds counted, as Nsight Compute separates them; indexes of SimTraffic::banks.
@@ -35,6 +35,6 @@ extern "C" int sim_bank_thread(const void *p, SimBankThread *out);
 // Defined by the runtime: a plain access of the kernel to shared memory, race-checked, and
 // with `who` the thread as sim_bank_thread gives it (its result).
 extern "C" int sim_shared_access(const void *p, unsigned long n, int write, SimBankThread *who);
-// Defined by the hooks: one lane's part of an ldmatrix (a row: `matrices` is its .xN) or of a
-// cp.async (its destination).
+// Defined by the hooks: one lane's part of an ldmatrix or stmatrix (a row: `matrices` is its
+// .xN) or of a cp.async (its destination; `matrices` 0).
 extern "C" void sim_bank_report(int kind, const void *p, unsigned long n, unsigned matrices);

@@ -133,6 +133,7 @@ struct TmaCopy {
 
 struct HopperState {
     const void *waiting_on[kMaxThreads];  // the mbarrier of each fiber in AT_MBAR
+    long long wgmma_awaited[kMaxThreads / 32];  // the wgmma a warp in AT_WGMMA waits for
     unsigned char wait_parity[kMaxThreads];
     WarpWgmma warps[kMaxThreads / 32];
     WgIssue log[kMaxThreads / 128][kWgLog];
@@ -814,6 +815,20 @@ struct WgNone {
     char unused;
 };
 
+// A warp of the warpgroup of `warp` has issued a wgmma or a thread of it has exited: the
+// threads of the warpgroup waiting in wgmma.wait_group for their partners look again.
+inline void wake_wgmma_waiters(Worker &w, unsigned warp) {
+    if (!w.at_wgmma) return;
+    const unsigned first = warp & ~3u;
+    for (unsigned k = 0; k < w.n; ++k) {
+        unsigned i = w.order[k];
+        if (w.fibers[i].state == AT_WGMMA && (w.fibers[i].warp & ~3u) == first) {
+            w.at_wgmma--;
+            push_ready(w, i);
+        }
+    }
+}
+
 // wgmma.mma_async.sync.aligned.m64nNk{16,8}.f32.{f16,bf16,tf32}: every lane of the warp
 // gives its accumulators (N / 2 floats) and, for the RS form, its four A registers.
 inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint64_t desc_b, unsigned n, WgType type,
@@ -854,6 +869,7 @@ inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint6
             rec = WgIssue{ws.issued, warp, da, desc_b, (unsigned short)n, true};
         }
         ws.issued++;
+        wake_wgmma_waiters(worker(), warp);
         if (ws.pending == kMaxWgmmaOps)
             fail("%s: more than %u wgmma in flight in warp %u (the simulator's limit): wait for older groups first",
                  what, kMaxWgmmaOps, warp);
@@ -930,7 +946,11 @@ inline void wgmma_wait(unsigned n) {
                      k, last);
         }
         if (issued) break;
-        spin_yield();  // the other warps have still to issue it
+        // The other warps have still to issue it: sleep until one of them issues or exits.
+        h.wgmma_awaited[warp] = last;
+        fiber().state = AT_WGMMA;
+        w.at_wgmma++;
+        yield_to_scheduler();
     }
     warp_collective<WgNone>("wgmma.wait_group", WgNone{0}, [&](const WgNone *, WgNone *) {
         const long long last = last_completed();
@@ -1022,9 +1042,43 @@ inline bool hopper_progress(Worker &w) {
     return true;
 }
 
+inline void hopper_exited(Worker &w, unsigned warp) {
+    wake_wgmma_waiters(w, warp);
+    // The block's last thread, in a cluster whose other blocks run on: its shared memory is
+    // gone on a GPU (the SM may hand it to a new block), so what a partner reads of it through
+    // mapa from now on is the poison (and, instrumented, a failure naming the block). Not
+    // while a TMA store still reads it: that completes when the cluster ends.
+    if (w.exited == w.n && w.cluster->size > 1 && w.dyn_smem && !(w.hopper && w.hopper->n_stores))
+        memset(w.dyn_smem, 0xFF, w.launch->dynamic_smem);
+}
+
 inline void hopper_describe(Worker &w, char *out, size_t room) {
     if (!w.hopper) return;
     HopperState &h = *w.hopper;
+    // Each warp waiting for its partners' wgmma: which of them have not issued it, and where
+    // they are instead.
+    for (unsigned warp = 0; warp * 32 < w.n && w.at_wgmma; ++warp) {
+        const Fiber &f = w.fibers[warp * 32];
+        if (f.state != AT_WGMMA) continue;
+        const long long last = h.wgmma_awaited[warp];
+        unsigned missing = 0;
+        for (unsigned k = warp & ~3u; k < (warp & ~3u) + 4; ++k) missing += (long long)h.warps[k].issued <= last;
+        int len = snprintf(out, room, "; warp %u waits in wgmma.wait_group for the warpgroup's wgmma number %lld, "
+                           "which warp%s", warp, last, missing > 1 ? "s" : "");
+        if (len < 0 || (size_t)len >= room) return;
+        out += len, room -= len;
+        for (unsigned k = warp & ~3u, shown = 0; k < (warp & ~3u) + 4; ++k) {
+            if ((long long)h.warps[k].issued > last) continue;
+            const char *sep = shown == 0 ? "" : ++shown == missing ? " and" : ",";
+            shown += shown == 0;
+            len = snprintf(out, room, "%s %u (%s)", sep, k, state_name(w.fibers[k * 32].state));
+            if (len < 0 || (size_t)len >= room) return;
+            out += len, room -= len;
+        }
+        len = snprintf(out, room, " never issued (a wgmma is one instruction of all four warps of a warpgroup)");
+        if (len < 0 || (size_t)len >= room) return;
+        out += len, room -= len;
+    }
     const void *seen[4] = {};
     unsigned shown = 0;
     for (unsigned i = 0; i < w.n && shown < 4; ++i) {

@@ -76,6 +76,7 @@ inline void stmatrix(uintptr_t addr, const unsigned *r) {
         if (addr % 16) fail("stmatrix row address %p (lane %u) is not 16-byte aligned", (void *)addr, lane);
         if (!is_shared((const void *)addr, 16))
             fail("stmatrix row address %p (lane %u) is not in this block's shared memory", (void *)addr, lane);
+        SIM_BANK_REPORT(SIM_BANK_STS, addr, 16, N);  // a store, a matrix a phase as ldmatrix
     }
     StIn in{addr, {0, 0, 0, 0}};
     for (int i = 0; i < N; ++i) in.r[i] = r[i];

@@ -181,7 +181,22 @@ constexpr unsigned kStallRounds = 8;        // a unit's spinning turns before an
 // AT_MBAR: blocked in an mbarrier wait until a phase completes (sim_hopper.h wakes it).
 // AT_CLUSTER: in barrier.cluster.wait until every thread of the cluster has arrived.
 // AT_NAMED: in bar.sync with a barrier id and thread count until that many have arrived.
-enum State : unsigned char { READY, AT_BLOCK, AT_WARP, AT_MBAR, AT_CLUSTER, AT_NAMED, DONE };
+// AT_WGMMA: in wgmma.wait_group until the other warps of its warpgroup have issued the wgmma
+// it waits for (sim_hopper.h wakes it when one of them issues a wgmma or exits).
+enum State : unsigned char { READY, AT_BLOCK, AT_WARP, AT_MBAR, AT_CLUSTER, AT_NAMED, AT_WGMMA, DONE };
+inline const char *state_name(State s) {
+    switch (s) {
+        case READY: return "runnable";
+        case AT_BLOCK: return "at __syncthreads";
+        case AT_WARP: return "at a warp operation";
+        case AT_MBAR: return "on an mbarrier";
+        case AT_CLUSTER: return "at barrier.cluster.wait";
+        case AT_NAMED: return "at a named barrier";
+        case AT_WGMMA: return "in wgmma.wait_group";
+        case DONE: return "exited";
+    }
+    return "?";
+}
 constexpr unsigned kNamedBarriers = 16;  // barrier ids 0 to 15 (PTX ISA 9.7.13.1)
 
 struct Worker;
@@ -198,8 +213,11 @@ inline bool hopper_progress(Worker &w);
 SIM_UNINSTRUMENTED inline void hopper_block_end(Worker &w);
 // A fiber has just switched out to the scheduler.
 inline void hopper_switched(Worker &w);
-// Appends the state of the mbarriers threads wait on to a deadlock report.
+// Appends the state of the mbarriers and wgmma threads wait on to a deadlock report.
 inline void hopper_describe(Worker &w, char *out, size_t room);
+// A fiber of the block has exited: threads waiting for its warp's wgmma look again, and the
+// shared memory of a cluster's block whose threads have all exited is poisoned.
+inline void hopper_exited(Worker &w, unsigned warp);
 inline void hopper_free(Worker &w);
 
 // One cp.async of one thread, issued but not complete: the source was read at issue (so a bad
@@ -270,6 +288,7 @@ struct Worker {
     unsigned at_mbar;     // fibers in AT_MBAR
     unsigned at_cluster;  // fibers in AT_CLUSTER
     unsigned at_named;    // fibers in AT_NAMED
+    unsigned at_wgmma;    // fibers in AT_WGMMA
     // Named barriers: threads arrived in the current phase, and the count that phase expects.
     unsigned named_arrived[kNamedBarriers], named_expected[kNamedBarriers];
     HopperState *hopper;  // allocated on first use by sim_hopper.h
@@ -376,6 +395,7 @@ inline bool cluster_has_waiters(const Cluster &c);
     w.launch->thunk(w.launch->args);
     tl_fiber->state = DONE;
     w.exited++;
+    hopper_exited(w, tl_fiber->warp);
     // An exiting thread no longer holds up a cluster barrier (PTX ISA, exit).
     if (cluster_has_waiters(*w.cluster)) cluster_release_if_complete(*w.cluster);
     yield_to_scheduler();
@@ -868,7 +888,21 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
     Worker *w = c.w;
     Fiber *f = c.f;
     size_t cell;
-    if (!w || !f || !w->race || !race_cell(*w, p, cell)) return;
+    if (!w || !f || !w->race) return;
+    if (!race_cell(*w, p, cell)) {
+        // Another block's shared memory, reached through mapa: it must still be running.
+        const char *b = (const char *)p;
+        for (unsigned r = 0; r < w->cluster->size; ++r) {
+            const Worker *o = w->cluster->cta[r];
+            if (o == w || o->exited != o->n || !o->dyn_smem || b < o->dyn_smem ||
+                b + n > o->dyn_smem + o->launch->dynamic_smem)
+                continue;
+            fail("%s %lu bytes of the shared memory of block (%u,%u,%u) of the cluster, whose threads have all "
+                 "exited (its shared memory is gone: end the blocks with a cluster barrier)",
+                 write ? "writes" : "reads", n, o->block_idx.x, o->block_idx.y, o->block_idx.z);
+        }
+        return;
+    }
     if (cell < w->static_smem_bytes && runtime_local(c, p)) return;
     uint16_t me = (uint16_t)(f - w->fibers) + 1;
     uint16_t we = w->warps[f->warp].epoch;
@@ -1192,7 +1226,7 @@ inline void start_fiber(Worker &w, unsigned i) {
 
 inline void describe_deadlock(Worker &w) {
     // synccheck: a __syncthreads() part of the block never reaches, because it has exited.
-    if (w.at_block && w.exited && !w.at_warp && !w.at_mbar && !w.at_cluster && !w.at_named) {
+    if (w.at_block && w.exited && !w.at_warp && !w.at_mbar && !w.at_cluster && !w.at_named && !w.at_wgmma) {
         snprintf(w.result->message, sizeof w.result->message,
                  "%s: divergent barrier in block (%u,%u,%u): %u threads wait at __syncthreads() that %u threads "
                  "of the block, which have exited, never reach (undefined on a GPU: it may hang or go on)",
@@ -1203,6 +1237,7 @@ inline void describe_deadlock(Worker &w) {
                         : w.at_warp   ? "a warp operation (__shfl*_sync, __syncwarp, __ballot_sync)"
                         : w.at_mbar   ? "an mbarrier wait"
                         : w.at_named  ? "a named barrier (bar.sync with an id)"
+                        : w.at_wgmma  ? "wgmma.wait_group"
                                       : "barrier.cluster.wait";
     int len = snprintf(w.result->message, sizeof w.result->message,
                        "%s: deadlock at %s in block (%u,%u,%u): ", w.launch->kernel, where,
@@ -1210,16 +1245,18 @@ inline void describe_deadlock(Worker &w) {
     if (len < 0 || (size_t)len >= sizeof w.result->message) return;
     char *out = w.result->message + len;
     size_t room = sizeof w.result->message - len;
-    if ((w.at_block != 0) + (w.at_warp != 0) + (w.at_mbar != 0) + (w.at_cluster != 0) + (w.at_named != 0) > 1)
+    if ((w.at_block != 0) + (w.at_warp != 0) + (w.at_mbar != 0) + (w.at_cluster != 0) + (w.at_named != 0) +
+            (w.at_wgmma != 0) >
+        1)
         len = snprintf(out, room,
                        "%u threads wait at __syncthreads, %u at a warp operation, %u on an mbarrier, %u at "
-                       "barrier.cluster.wait, %u at named barriers, %u exited",
-                       w.at_block, w.at_warp, w.at_mbar, w.at_cluster, w.at_named, w.exited);
+                       "barrier.cluster.wait, %u at named barriers, %u in wgmma.wait_group, %u exited",
+                       w.at_block, w.at_warp, w.at_mbar, w.at_cluster, w.at_named, w.at_wgmma, w.exited);
     else {
-        unsigned waiting = w.at_block + w.at_warp + w.at_mbar + w.at_cluster + w.at_named;
+        unsigned waiting = w.at_block + w.at_warp + w.at_mbar + w.at_cluster + w.at_named + w.at_wgmma;
         len = snprintf(out, room, "%u %s, %u exited", waiting, waiting == 1 ? "thread waits" : "threads wait", w.exited);
     }
-    if (w.at_mbar && len > 0 && (size_t)len < room) hopper_describe(w, out + len, room - len);
+    if ((w.at_mbar || w.at_wgmma) && len > 0 && (size_t)len < room) hopper_describe(w, out + len, room - len);
     for (unsigned b = 0; b < kNamedBarriers && w.at_named; ++b) {
         size_t used = strlen(w.result->message);
         if (w.named_arrived[b] == 0 || used + 1 >= sizeof w.result->message) continue;
@@ -1242,9 +1279,10 @@ inline void describe_deadlock(Cluster &c) {
         if (len + 1 >= sizeof w.result->message) return;
         snprintf(w.result->message + len, sizeof w.result->message - len,
                  "; block (%u,%u,%u) of its cluster: %u of %u threads exited, %u at __syncthreads, %u at a warp "
-                 "operation, %u on an mbarrier, %u at barrier.cluster.wait, %u at named barriers",
+                 "operation, %u on an mbarrier, %u at barrier.cluster.wait, %u at named barriers, %u in "
+                 "wgmma.wait_group",
                  o.block_idx.x, o.block_idx.y, o.block_idx.z, o.exited, o.n, o.at_block, o.at_warp, o.at_mbar,
-                 o.at_cluster, o.at_named);
+                 o.at_cluster, o.at_named, o.at_wgmma);
     }
 }
 
@@ -1441,7 +1479,7 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
     w.block_idx = b;
     w.n = l->block[0] * l->block[1] * l->block[2];
     w.head = w.tail = w.at_block = w.at_warp = w.exited = w.at_mbar = w.at_cluster = w.n_spun = 0;
-    w.at_named = 0;
+    w.at_named = w.at_wgmma = 0;
     for (unsigned b = 0; b < kNamedBarriers; ++b) w.named_arrived[b] = 0;
     w.bar_count[0] = w.bar_count[1] = 0;
     guard_stacks(w, w.n);

@@ -671,12 +671,12 @@ void __tsan_vptr_read(void **) {}
 void __tsan_read_range(void *p, unsigned long n) { sim_traffic::read(p, n); }
 void __tsan_write_range(void *p, unsigned long n) { sim_traffic::write(p, n); }
 
-// ldmatrix and cp.async: one lane's row or destination, from the emulation.
+// ldmatrix, stmatrix and cp.async: one lane's row or destination, from the emulation.
 void sim_bank_report(int kind, const void *p, unsigned long n, unsigned matrices) {
     sim_traffic::Block &b = sim_traffic::block;
     SimBankThread who;
     if (!b.banks || !sim_bank_thread(p, &who)) return;
-    const unsigned expected = kind == SIM_BANK_LDSM ? 8 * matrices : who.lanes;
+    const unsigned expected = matrices ? 8 * matrices : who.lanes;
     b.banks->add(who, (unsigned)kind, (uintptr_t)SIM_HERE, (uintptr_t)p, (unsigned)n, expected);
 }
 

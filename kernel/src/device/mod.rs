@@ -194,8 +194,8 @@ impl Wavefronts {
 }
 
 /// Shared-memory requests by instruction, as Nsight Compute separates them: plain loads
-/// (`LDS`) and stores (`STS`), `ldmatrix` (`LDSM`) and `cp.async` (`LDGSTS`). WMMA's loads,
-/// TMA and wgmma are not counted.
+/// (`LDS`) and stores (`STS`, with `stmatrix`), `ldmatrix` (`LDSM`) and `cp.async`
+/// (`LDGSTS`). WMMA's loads, TMA and wgmma are not counted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SharedBanks {
     pub lds: Wavefronts,
