@@ -183,9 +183,18 @@ fn the_examples_run_unmodified_as_user_rows_in_the_simulator() {
         let json = std::fs::read_to_string(dir.join(i.to_string()).join("results.json")).unwrap();
         assert!(json.contains("\"role\": \"user\""), "{json}");
         // `inspect`: registers and shared memory of the instantiation the lab launched, for
-        // sm_80 (which a file of Hopper's instructions is not compiled for).
-        if nvrtc::version().is_ok() && !spec.contains("tmap(") {
+        // sm_80, or sm_90a for a file of Hopper's instructions (compiled for nothing else).
+        if nvrtc::version().is_ok() {
+            let arch = if spec.contains("tmap(") {
+                "sm_90a"
+            } else {
+                "sm_80"
+            };
             assert!(json.contains("\"registers\""), "{spec}: {json}");
+            assert!(
+                json.contains(&format!("\"arch\": \"{arch}\"")),
+                "{spec}: {json}"
+            );
         }
     }
 }

@@ -319,10 +319,12 @@ fn device_note(report: &Report) -> String {
              gives; `ideal FLOP/B` is the intensity of a kernel that reads each input once and \
              writes the output once. Tiling shows as a higher intensity. `bank conflicts` is \
              the shared-memory wavefronts the simulator's bank model counts for the kernel's \
-             warp instructions (LDS, STS, ldmatrix, cp.async: 32 banks of 4-byte words) over \
+             warp instructions (LDS, STS with stmatrix, ldmatrix, cp.async: 32 banks of 4-byte \
+             words) over \
              those the same requests take without conflicts: 2.00x is a two-way conflict on \
              average (WMMA's loads, TMA and wgmma are not counted; `ncu` measures them on a \
-             GPU). Registers, shared memory and occupancy are NVRTC's ({}).",
+             GPU). Registers, shared memory and occupancy are NVRTC's ({}; sm_90a for kernels \
+             of that family alone).",
             crate::user_kernel::run::INSPECT_ARCH
         ),
         DeviceKind::Cuda => String::new(),

@@ -23,7 +23,8 @@ pub fn sim_line() -> String {
     match nvrtc::version() {
         Ok(_) => format!(
             "the kernels ran in the CUDA simulator for correctness (it never gives a speed), \
-             with registers and shared memory from NVRTC ({INSPECT_ARCH})."
+             with registers and shared memory from NVRTC ({INSPECT_ARCH}; sm_90a for kernels \
+             of that family alone)."
         ),
         Err(e) => format!(
             "the kernels ran in the CUDA simulator for correctness (it never gives a speed); no \
@@ -66,8 +67,9 @@ pub fn lab_kernels<'a>(
     }
 }
 
-/// Adds to the rows of `results`: NVRTC's resources for [`INSPECT_ARCH`] where a row has
-/// none and `inspect` (a run without a GPU), and on a user row's failure the tail hint.
+/// Adds to the rows of `results`: NVRTC's resources for [`INSPECT_ARCH`] (or the one family a
+/// kernel is compiled for alone) where a row has none and `inspect` (a run without a GPU), and
+/// on a user row's failure the tail hint.
 pub fn annotate(
     results: &mut RunResults,
     kernels: &[&dyn Kernel],
@@ -82,10 +84,10 @@ pub fn annotate(
                     && let Some(k) = kernels.iter().find(|k| k.info().id == row.id)
                     && k.supports(&s.shape).is_ok()
                     && let Some(plan) = k.cuda(&s.shape)
-                    && kernel::cuda::nvrtc::check_target(&plan, INSPECT_ARCH).is_ok()
                 {
-                    row.resources =
-                        resources::of_plan(&plan, INSPECT_ARCH, None).unwrap_or_default();
+                    // A kernel of one GPU family alone (sm_90a's wgmma) is reported for it.
+                    let arch = plan.required_arch().unwrap_or(INSPECT_ARCH).to_string();
+                    row.resources = resources::of_plan(&plan, &arch, None).unwrap_or_default();
                 }
                 if row.role != Role::User || !matches!(row.status, Status::Failed | Status::Error) {
                     continue;

@@ -40,10 +40,11 @@ impl KernelDecl {
 
     /// Its `__cluster_dims__` for the instantiation `entry` (`k<128, 2>`): a template's
     /// parameters in the dims (`CLUSTER_M * CLUSTER_N, 1, 1`) replaced by the entry's
-    /// arguments, since the wrapper that declares the dims is no template.
+    /// arguments, or by their defaults where the entry leaves them out (a default may name
+    /// the parameters before it), since the wrapper that declares the dims is no template.
     pub fn cluster_dims_for(&self, entry: &str) -> Option<String> {
         let dims = self.cluster_dims.as_deref()?;
-        let (Some(params), Some(open)) = (self.template.as_deref(), entry.find('<')) else {
+        let Some(params) = self.template.as_deref() else {
             return Some(dims.to_string());
         };
         let inner = |t: &str| {
@@ -52,43 +53,58 @@ impl KernelDecl {
                 .trim_end_matches('>')
                 .to_string()
         };
-        let names: Vec<String> = crate::user_kernel::spec::split_top(&inner(params))
-            .into_iter()
-            .filter_map(|p| {
-                let decl = p.split('=').next().unwrap_or("");
-                decl.split(|c: char| !is_ident(c as u8))
-                    .rfind(|w| !w.is_empty())
-                    .map(str::to_string)
-            })
-            .collect();
-        let args = inner(&entry[open..]);
-        let values: Vec<&str> = crate::user_kernel::spec::split_top(&args)
-            .into_iter()
-            .map(str::trim)
-            .collect();
-        let mut out = String::new();
-        let b = dims.as_bytes();
-        let mut i = 0;
-        while i < b.len() {
-            if is_ident(b[i]) && (i == 0 || !is_ident(b[i - 1])) {
-                let end = (i..b.len()).find(|&j| !is_ident(b[j])).unwrap_or(b.len());
-                let word = &dims[i..end];
-                match names
-                    .iter()
-                    .position(|n| n == word)
-                    .and_then(|k| values.get(k))
-                {
-                    Some(v) => out.push_str(&format!("({v})")),
-                    None => out.push_str(word),
-                }
-                i = end;
-            } else {
-                out.push(b[i] as char);
-                i += 1;
-            }
+        let given = entry
+            .find('<')
+            .map_or(String::new(), |open| inner(&entry[open..]));
+        let given = crate::user_kernel::spec::split_top(&given);
+        let mut names: Vec<String> = Vec::new();
+        let mut values: Vec<String> = Vec::new();
+        for (k, p) in crate::user_kernel::spec::split_top(&inner(params))
+            .iter()
+            .enumerate()
+        {
+            let (decl, default) = p.split_once('=').unwrap_or((p, ""));
+            let Some(name) = decl
+                .split(|c: char| !is_ident(c as u8))
+                .rfind(|w| !w.is_empty())
+            else {
+                continue;
+            };
+            let value = match given.get(k).map(|v| v.trim()).filter(|v| !v.is_empty()) {
+                Some(v) => v.to_string(),
+                None => substitute(default.trim(), &names, &values),
+            };
+            names.push(name.to_string());
+            values.push(value);
         }
-        Some(out)
+        Some(substitute(dims, &names, &values))
     }
+}
+
+/// `text` with each whole word that is one of `names` replaced by its value in parentheses.
+fn substitute(text: &str, names: &[String], values: &[String]) -> String {
+    let mut out = String::new();
+    let b = text.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        if is_ident(b[i]) && (i == 0 || !is_ident(b[i - 1])) {
+            let end = (i..b.len()).find(|&j| !is_ident(b[j])).unwrap_or(b.len());
+            let word = &text[i..end];
+            match names
+                .iter()
+                .position(|n| n == word)
+                .and_then(|k| values.get(k))
+            {
+                Some(v) => out.push_str(&format!("({v})")),
+                None => out.push_str(word),
+            }
+            i = end;
+        } else {
+            out.push(b[i] as char);
+            i += 1;
+        }
+    }
+    out
 }
 
 fn is_ident(c: u8) -> bool {
@@ -396,6 +412,22 @@ mod tests {
             Some("(2) * 1, (384) / 384, 1")
         );
         assert_eq!(ks[1].cluster_dims_for("plain").as_deref(), Some("2, 1, 1"));
+        // Left-out arguments take their defaults, and a default may name an earlier one.
+        assert_eq!(
+            ks[0].cluster_dims_for("k<128, 768>").as_deref(),
+            Some("(2) * 1, (768) / 384, 1")
+        );
+        let code =
+            "template <int N = 1, int C = N * 2> __global__ void __cluster_dims__(C, 1, 1) d() {}";
+        let ks = kernels(code, "d.cu");
+        assert_eq!(
+            ks[0].cluster_dims_for("d<3>").as_deref(),
+            Some("((3) * 2), 1, 1")
+        );
+        assert_eq!(
+            ks[0].cluster_dims_for("d<>").as_deref(),
+            Some("((1) * 2), 1, 1")
+        );
     }
 
     #[test]
