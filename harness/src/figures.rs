@@ -295,7 +295,7 @@ pub fn from_code(name: &str) -> Result<String> {
     let mut plans = Vec::new();
     for k in &kernels {
         let id = k.info().id;
-        for (label, shape) in crate::cmd::inspect::inspect_shapes(k.info().workload) {
+        for (label, shape) in crate::cmd::inspect::inspect_shapes_of(*k) {
             let plan = k
                 .cuda(&shape)
                 .ok_or_else(|| anyhow!("{id} has no CUDA source"))?;

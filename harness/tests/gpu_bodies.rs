@@ -57,40 +57,46 @@ fn shapes() -> [Shape; 2] {
     ]
 }
 
+/// Runs `k` at `shape` with the emulation bodies and with the inline PTX; panics unless the
+/// outputs are the same bits.
+fn assert_same_bits(dev: &SimDevice, k: &dyn Kernel, shape: &Shape) {
+    let data = inputs(shape, 0x6b0d1e5);
+    let id = k.info().id;
+    let run = |k: &dyn Kernel| {
+        dev.prepare(k, shape, &data)
+            .and_then(|mut p| {
+                p.run()?;
+                p.output()
+            })
+            .unwrap_or_else(|e| panic!("{id} at {shape}: {e}"))
+    };
+    let emulated = run(k);
+    let from_ptx = run(&GpuBodies(k));
+    let differ = emulated
+        .iter()
+        .zip(&from_ptx)
+        .position(|(a, b)| a.to_bits() != b.to_bits());
+    assert!(
+        differ.is_none() && emulated.len() == from_ptx.len(),
+        "{id} at {shape}: element {differ:?} is {:?} from the emulation bodies, {:?} \
+         from the inline PTX",
+        differ.map(|i| emulated[i]),
+        differ.map(|i| from_ptx[i])
+    );
+}
+
 #[test]
 fn every_rung_gives_the_same_bits_from_its_inline_ptx_as_from_the_emulation() {
     let dev = SimDevice::new().expect("the simulator needs a host C++ compiler");
     let all = registry::all();
     let mut checked = Vec::new();
     for shape in shapes() {
-        let data = inputs(&shape, 0x6b0d1e5);
         for k in registry::for_workload(&all, shape.workload()) {
             if k.supports(&shape).is_err() || !two_bodied(k, &shape) {
                 continue;
             }
-            let id = k.info().id;
-            let run = |k: &dyn Kernel| {
-                dev.prepare(k, &shape, &data)
-                    .and_then(|mut p| {
-                        p.run()?;
-                        p.output()
-                    })
-                    .unwrap_or_else(|e| panic!("{id} at {shape}: {e}"))
-            };
-            let emulated = run(k);
-            let from_ptx = run(&GpuBodies(k));
-            let differ = emulated
-                .iter()
-                .zip(&from_ptx)
-                .position(|(a, b)| a.to_bits() != b.to_bits());
-            assert!(
-                differ.is_none() && emulated.len() == from_ptx.len(),
-                "{id} at {shape}: element {differ:?} is {:?} from the emulation bodies, {:?} \
-                 from the inline PTX",
-                differ.map(|i| emulated[i]),
-                differ.map(|i| from_ptx[i])
-            );
-            checked.push(id);
+            assert_same_bits(&dev, k, &shape);
+            checked.push(k.info().id);
         }
     }
     eprintln!("the same bits both ways: {}", checked.join(", "));
@@ -102,4 +108,15 @@ fn every_rung_gives_the_same_bits_from_its_inline_ptx_as_from_the_emulation() {
             "{want} not checked; checked: {checked:?}"
         );
     }
+}
+
+/// Rung 28 where it splits (at the shapes above it is rung 25): its generic `mapa` and
+/// cluster barriers, from their PTX too.
+#[test]
+fn the_cluster_split_k_gives_the_same_bits_from_its_inline_ptx() {
+    let dev = SimDevice::new().expect("the simulator needs a host C++ compiler");
+    let rung = tensorcore::GemmWgmmaSplitK { sms: 16 };
+    let shape = Shape::gemm(130, 264, 1032);
+    assert_eq!(rung.splits(&shape), 4);
+    assert_same_bits(&dev, &rung, &shape);
 }

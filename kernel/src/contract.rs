@@ -308,6 +308,13 @@ pub trait Kernel: Send + Sync {
         None
     }
 
+    /// The shape, with its label, that `inspect`, `explain` and the ladder pages compile this
+    /// rung at, where the workload's own would not run the rung's code: a split-K rung
+    /// launches its parent's plan on shapes whose tiles fill the GPU. `None`: the workload's.
+    fn inspect_shape(&self) -> Option<(&'static str, Shape)> {
+        None
+    }
+
     /// A register spill this kernel accepts, with the reason; `None`: any spill is a defect.
     fn accepted_spill(&self) -> Option<AcceptedSpill> {
         None

@@ -1,18 +1,19 @@
 //! The Hopper rungs, for sm_90a alone: `wgmma` fed by TMA copies through an mbarrier pipeline
 //! (18), on 128x256 tiles (21), persistent (22), walking its tiles in L2-friendly groups (23),
 //! in 2-block clusters sharing each B tile by TMA multicast (24), with one k-tile of wgmma
-//! kept in flight (25).
+//! kept in flight (25), releasing the partner's stage at CTA scope (26), and with K split
+//! across the blocks of a cluster on shapes with fewer tiles than SMs (28).
 //! Their plans pass A and B as TMA tensor maps ([`kernel::TensorMap`]), which
 //! the CUDA device encodes with `cuTensorMapEncodeTiled`. A GPU other than Hopper declines it
 //! (no sm_90a code); the CUDA simulator runs it through its emulation of wgmma, TMA and
 //! mbarriers.
 
 use crate::pipelined::cpu_bf16;
-use crate::wide_tile::DEFAULT_SMS;
+use crate::wide_tile::{DEFAULT_SMS, best_split};
 use kernel::{
-    Arg, Bound, Buf, CpuPort, CudaPlan, CudaSource, Dtype, Kernel, KernelInfo, Launch, Lineage,
-    Precision, Role, Shape, Stage, Step, TensorMap, TmaSwizzle, Unsupported, Workload, cuda_source,
-    div_ceil, gemm_dims,
+    Arg, Bound, Buf, CpuPort, CudaPlan, CudaSource, DeviceInfo, Dtype, Kernel, KernelInfo, Launch,
+    Lineage, Precision, Role, Shape, Stage, Step, TensorMap, TmaSwizzle, Unsupported, Workload,
+    cuda_source, div_ceil, gemm_dims,
 };
 
 /// What the Hopper rungs share: a 128-row block tile of two consumer warpgroups and a TMA
@@ -90,6 +91,8 @@ const L2_ORDER: Design = PERSISTENT;
 const CLUSTERED: Design = L2_ORDER;
 /// `25_wgmma_overlap.cu`: 23's.
 const OVERLAP: Design = L2_ORDER;
+/// `28_wgmma_split_k.cu`: 25's; the partial tile reuses the ring.
+const SPLIT_K: Design = OVERLAP;
 /// Blocks per cluster of rung 24 (its `CLUSTER`), stacked along M.
 const CLUSTER: u32 = 2;
 // One block per SM within an H100's 227 KB of shared memory per block.
@@ -478,6 +481,108 @@ impl Kernel for GemmWgmmaClusterCta {
     }
 }
 
+/// The most blocks rung 28 splits a tile across: its cluster, at most the portable 8.
+const MAX_CLUSTER_SPLITS: usize = 8;
+
+/// What rung 28's reduction costs a block besides its share of K, in k-tiles of main-loop
+/// time (an estimate, to be calibrated on a GPU): it writes its 132 KB partial into its own
+/// shared memory, reads 128 KB of the partials through distributed shared memory, stores a
+/// share of the tile and waits at three cluster barriers, whatever the split. A k-tile is
+/// 2 x 128 x 256 x 64 = 4.2 MFLOP, about 0.9 us of an SM's wgmma at full rate; the
+/// SM-to-SM network moves a few tens of bytes a cycle, so the reads alone take about two.
+const CLUSTER_FIXUP_KTILES: usize = 4;
+
+/// `28_wgmma_split_k.cu`: rung 25 with K split across the blocks of a cluster when its tiles
+/// leave SMs idle, the partials added through distributed shared memory in a fixed order.
+/// The split is planned for `sms` SMs; unsplit, the plan is rung 25's.
+pub struct GemmWgmmaSplitK {
+    pub sms: u32,
+}
+
+impl Default for GemmWgmmaSplitK {
+    fn default() -> Self {
+        Self { sms: DEFAULT_SMS }
+    }
+}
+
+impl GemmWgmmaSplitK {
+    /// Blocks per tile (the cluster size) for `shape`: 1 where the tiles fill the SMs.
+    pub fn splits(&self, shape: &Shape) -> usize {
+        let (m, n, k) = gemm_dims(shape);
+        let (tn, tm) = SPLIT_K.tiles(m, n);
+        best_split(
+            (tn * tm) as usize,
+            k.div_ceil(BK),
+            self.sms,
+            MAX_CLUSTER_SPLITS,
+            |_| CLUSTER_FIXUP_KTILES,
+        )
+    }
+}
+
+impl Kernel for GemmWgmmaSplitK {
+    fn lineage(&self) -> Option<Lineage> {
+        Some(Lineage {
+            parent: Some("gemm-wgmma-overlap"),
+            idea: "split-K in a cluster when the tiles do not fill the SMs: the blocks of a cluster share a tile's K range and add their FP32 partials through distributed shared memory, in a fixed order",
+            bound: Some(Bound::Occupancy),
+        })
+    }
+
+    fn info(&self) -> KernelInfo {
+        info(
+            "gemm-wgmma-split-k",
+            28,
+            "rung 25 with K split across the blocks of a cluster when its tiles leave SMs idle, \
+             partials added through distributed shared memory in a fixed order",
+        )
+    }
+
+    fn summary_at(&self, shape: &Shape) -> Option<String> {
+        Some(match self.splits(shape) {
+            1 => format!(
+                "rung 25 with split-K: not split here (enough tiles for {} SMs), rung 25 as it is",
+                self.sms
+            ),
+            s => format!(
+                "rung 25 with split-K: K split {s} ways in clusters of {s} for {} SMs, partials \
+                 added through distributed shared memory",
+                self.sms
+            ),
+        })
+    }
+
+    fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
+        tma_strides(shape)
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let splits = self.splits(shape);
+        if splits == 1 {
+            return GemmWgmmaOverlap { sms: self.sms }.cuda(shape);
+        }
+        let (m, n, _) = gemm_dims(shape);
+        let (tn, tm) = SPLIT_K.tiles(m, n);
+        let src = cuda_source!("tensorcore", "28_wgmma_split_k.cu").define("SPLITS", splits);
+        let grid = [tn * tm * splits as u32, 1, 1];
+        Some(SPLIT_K.plan(shape, src, "gemm_wgmma_split_k", grid))
+    }
+
+    /// 1024^3, where it splits on an H100 or H200 (at 4096^3 it is rung 25).
+    fn inspect_shape(&self) -> Option<(&'static str, Shape)> {
+        Some(("1024^3", Shape::square_gemm(1024)))
+    }
+
+    /// Rung 17's port: the split changes the order of the FP32 sums, not the product.
+    fn cpu(&self) -> Option<CpuPort> {
+        Some(cpu_bf16)
+    }
+
+    fn for_device(&self, device: &DeviceInfo) -> Option<Box<dyn Kernel>> {
+        (device.units > 0).then(|| Box::new(Self { sms: device.units }) as Box<dyn Kernel>)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -510,6 +615,7 @@ mod tests {
                 include_str!("../kernels/26_wgmma_cluster_cta.cu"),
                 CLUSTERED,
             ),
+            (include_str!("../kernels/28_wgmma_split_k.cu"), SPLIT_K),
         ] {
             assert_eq!(define(src, "BM"), BM);
             assert_eq!(define(src, "BN"), d.bn);
@@ -543,6 +649,54 @@ mod tests {
         // An odd SM count leaves an SM idle; one SM still gets a cluster.
         assert_eq!(grid(5, 300, 520).0, [4, 1, 1]);
         assert_eq!(grid(1, 300, 520).0, [2, 1, 1]);
+    }
+
+    #[test]
+    fn split_k_splits_only_shapes_whose_tiles_leave_sms_idle() {
+        let rung = GemmWgmmaSplitK::default();
+        let cube = |s| Shape::gemm(s, s, s);
+        // 1024^3: 32 tiles of 16 k-tiles; 4 ways fills 128 of 132 SMs for 4 + 4 k-tiles.
+        assert_eq!(rung.splits(&cube(1024)), 4);
+        let plan = rung.cuda(&cube(1024)).unwrap();
+        let launch = plan.launches().next().unwrap();
+        assert_eq!(
+            (launch.entry.as_ref(), launch.grid),
+            ("gemm_wgmma_split_k", [128, 1, 1])
+        );
+        assert!(
+            launch
+                .source
+                .defines
+                .iter()
+                .any(|(k, v)| k.as_ref() == "SPLITS" && v == "4")
+        );
+        // 2048^3 (128 tiles) and beyond: unsplit, rung 25's plan as it is.
+        for s in [2048, 4096] {
+            assert_eq!(rung.splits(&cube(s)), 1);
+            let plan = rung.cuda(&cube(s)).unwrap();
+            let parent = GemmWgmmaOverlap::default().cuda(&cube(s)).unwrap();
+            assert_eq!(plan.launches().next(), parent.launches().next());
+        }
+        // Never more than a portable cluster, nor more splits than k-tiles.
+        assert_eq!(rung.splits(&Shape::gemm(128, 256, 64 * 64)), 8);
+        assert_eq!(rung.splits(&Shape::gemm(128, 256, 128)), 1);
+        // The GPU's SM count reaches the plan.
+        let small = DeviceInfo {
+            units: 16,
+            ..DeviceInfo::default()
+        };
+        let on_small = rung.for_device(&small).unwrap();
+        assert_eq!(
+            on_small
+                .cuda(&cube(1024))
+                .unwrap()
+                .launches()
+                .next()
+                .unwrap()
+                .grid,
+            [16, 1, 1],
+            "32 tiles fill 16 SMs: unsplit, rung 25 persistent on 16 SMs"
+        );
     }
 
     #[test]

@@ -24,7 +24,7 @@ use restrict_unroll::cpu::{BLayout, gemm_blocked, round_tf32};
 
 pub use hopper::{
     GemmWgmmaCluster, GemmWgmmaClusterCta, GemmWgmmaL2Order, GemmWgmmaN256, GemmWgmmaOverlap,
-    GemmWgmmaPersistent, GemmWgmmaTma, L2_GROUP, grouped_tile,
+    GemmWgmmaPersistent, GemmWgmmaSplitK, GemmWgmmaTma, L2_GROUP, grouped_tile,
 };
 pub use pipelined::{GemmMmaBf16, GemmMmaDoubleBuffer, GemmMmaLdmatrix, GemmWmmaCpAsync};
 pub use wide_tile::{DEFAULT_SMS, GemmMma128x256, GemmMmaHoisted, GemmMmaSplitK};
@@ -44,6 +44,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     all.push(Box::new(GemmWgmmaOverlap::default()));
     all.push(Box::new(GemmWgmmaClusterCta::default()));
     all.push(Box::new(GemmMmaHoisted));
+    all.push(Box::new(GemmWgmmaSplitK::default()));
     all
 }
 

@@ -186,32 +186,40 @@ impl GemmMmaSplitK {
         }
     }
 
-    /// Blocks per tile for `shape`: 1 when the tiles alone fill the SMs (the quantization of
-    /// several waves is stream-K's problem, not split-K's); else the split with the least
-    /// estimated time, where a tile's last block costs its k-tiles plus
-    /// [`PARTIAL_COST_KTILES`] per partial it stores or reads, and blocks beyond the SM count
-    /// wait for a second wave (one block per SM). Ties go to fewer splits.
+    /// Blocks per tile for `shape` ([`best_split`]), where a tile's last block costs its
+    /// k-tiles plus [`PARTIAL_COST_KTILES`] per partial it stores or reads.
     pub fn splits(&self, shape: &Shape) -> usize {
         let (m, n, k) = gemm_dims(shape);
         let tiles = m.div_ceil(BM) * n.div_ceil(BN);
-        let k_tiles = k.div_ceil(BK).max(1);
-        let sms = self.sms as usize;
-        if tiles >= sms {
-            return 1;
-        }
-        let cost = |s: usize| {
-            let waves = (tiles * s).div_ceil(sms);
-            let fixup = if s > 1 {
-                PARTIAL_COST_KTILES * (s + 1)
-            } else {
-                0
-            };
-            waves * k_tiles.div_ceil(s) + fixup
-        };
-        (1..=k_tiles.min(MAX_SPLITS))
-            .min_by_key(|&s| (cost(s), s))
-            .unwrap_or(1)
+        best_split(tiles, k.div_ceil(BK), self.sms, MAX_SPLITS, |s| {
+            PARTIAL_COST_KTILES * (s + 1)
+        })
     }
+}
+
+/// How many blocks share each of `tiles` tiles of `k_tiles` k-tiles on `sms` SMs (one block
+/// per SM), at most `max_splits`: 1 when the tiles alone fill the SMs (the quantization of
+/// several waves is stream-K's problem, not split-K's); else the split with the least
+/// estimated time, a block's share of the k-tiles times the waves plus `fixup(s)` k-tiles of
+/// reduction for a split `s > 1`. Ties go to fewer splits. Rungs 20 and 28 differ in `fixup`.
+pub(crate) fn best_split(
+    tiles: usize,
+    k_tiles: usize,
+    sms: u32,
+    max_splits: usize,
+    fixup: impl Fn(usize) -> usize,
+) -> usize {
+    let (k_tiles, sms) = (k_tiles.max(1), sms.max(1) as usize);
+    if tiles >= sms {
+        return 1;
+    }
+    let cost = |s: usize| {
+        let waves = (tiles * s).div_ceil(sms);
+        waves * k_tiles.div_ceil(s) + if s > 1 { fixup(s) } else { 0 }
+    };
+    (1..=k_tiles.min(max_splits))
+        .min_by_key(|&s| (cost(s), s))
+        .unwrap_or(1)
 }
 
 /// Rung 19's source followed by rung 20's entry, which calls 19's main loop and store.

@@ -685,3 +685,121 @@ fn freeing_the_stage_still_in_flight_is_caught() {
         "a stage freed while its wgmma were in flight went unnoticed"
     );
 }
+
+/// Rung 28 planned for `sms` SMs, its source edited.
+struct SplitK {
+    sms: u32,
+    edits: Edits,
+}
+
+impl Kernel for SplitK {
+    fn info(&self) -> KernelInfo {
+        tensorcore::GemmWgmmaSplitK::default().info()
+    }
+
+    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
+        let mut plan = tensorcore::GemmWgmmaSplitK { sms: self.sms }.cuda(shape)?;
+        edit_launches(&mut plan, self.edits, 0);
+        Some(plan)
+    }
+}
+
+/// Rung 28 split 4, 3 and 8 ways (clusters of that many blocks; 3 splits the tile's 128 rows
+/// unevenly among the reducing blocks) on shapes with M, N and K tails, under several
+/// schedules; and unsplit, where it is rung 25.
+#[test]
+fn split_k_matches_the_reference_split_or_not() {
+    type Case = (u32, (usize, usize, usize), usize, u64);
+    let cases: [Case; 6] = [
+        (16, (130, 264, 1032), 4, 0),
+        (16, (130, 264, 1032), 4, 1),
+        (12, (130, 264, 1032), 3, 2),
+        (132, (72, 40, 2048), 8, 0),
+        (132, (200, 264, 72), 1, 0),
+        (132, (1, 8, 8), 1, 0),
+    ];
+    for (sms, (m, n, k), splits, seed) in cases {
+        let rung = SplitK { sms, edits: &[] };
+        assert_eq!(
+            tensorcore::GemmWgmmaSplitK { sms }.splits(&Shape::gemm(m, n, k)),
+            splits,
+            "{m}x{n}x{k} on {sms} SMs"
+        );
+        let dev = SimDevice::new()
+            .expect("the simulator needs a C++ compiler")
+            .with_seed(seed);
+        let (out, data) = run(&dev, &rung, (m, n, k));
+        let out = out.unwrap_or_else(|e| panic!("{m}x{n}x{k} split {splits} seed {seed}: {e}"));
+        check_gemm(
+            &tensorcore::GemmWgmmaSplitK::default(),
+            (m, n, k),
+            &out,
+            &data,
+        );
+    }
+}
+
+/// Rung 28 at 130x264x1032 split 4 ways, its source edited, under seeds 0, 1 and 2 (plain) or
+/// seed 0 (instrumented, as the sanitizer runs): the simulator's message, or the relative
+/// error of the result.
+fn split_k_bug(edits: Edits, instrumented: bool) -> Vec<Result<String, f64>> {
+    let (m, n, k) = (130, 264, 1032);
+    let seeds = if instrumented { 0..1 } else { 0..3 };
+    seeds
+        .map(|seed| {
+            let dev = SimDevice::new()
+                .expect("the simulator needs a C++ compiler")
+                .with_seed(seed);
+            let dev = if instrumented {
+                dev.instrumented()
+            } else {
+                dev
+            };
+            let (out, data) = run(&dev, &SplitK { sms: 16, edits }, (m, n, k));
+            match out {
+                Err(e) => Ok(e.to_string()),
+                Ok(out) => Err(relative_error(
+                    &out,
+                    &gemm_f64((m, n, k), &data[0], &data[1], bf16),
+                )),
+            }
+        })
+        .collect()
+}
+
+/// Each of rung 28's three cluster barriers is needed: without the first, a block's partial
+/// overwrites the ring while its other consumer's last wgmma still reads it; without the
+/// second, blocks read partials not yet written; without the last, a block reads the partial
+/// of one that has exited, whose shared memory is gone (the poison, and under the sanitizer a
+/// failure naming that block).
+#[test]
+fn split_k_without_any_one_of_its_cluster_barriers_fails() {
+    const RING_FREE: Edits = &[(
+        "    // Both consumers of every block are past their last wgmma wait: the rings are free.\n    hopper::cluster_sync();",
+        "",
+    )];
+    const PARTIALS_WRITTEN: Edits = &[(
+        "    // Every block's partial is written (release), and readable by the others (acquire).\n    hopper::cluster_sync();",
+        "",
+    )];
+    const NONE_EXITED: Edits = &[(
+        "    // No block exits while another may still read its partial.\n    hopper::cluster_sync();",
+        "",
+    )];
+    for edits in [RING_FREE, PARTIALS_WRITTEN, NONE_EXITED] {
+        for r in split_k_bug(edits, false) {
+            assert!(
+                !matches!(r, Err(e) if e < 1e-3),
+                "{edits:?}: passed ({r:?})"
+            );
+        }
+    }
+    let msg = split_k_bug(NONE_EXITED, true)
+        .remove(0)
+        .expect("a failure under the sanitizer");
+    assert!(
+        msg.contains("bytes of the shared memory of block (")
+            && msg.contains("of the cluster, whose threads have all exited"),
+        "{msg}"
+    );
+}

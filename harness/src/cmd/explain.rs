@@ -4,7 +4,7 @@
 //! measured row. `--markdown` prints the same as Markdown (what `harness docs` writes).
 
 use super::Outcome;
-use super::inspect::inspect_shapes;
+use super::inspect::inspect_shapes_of;
 use crate::config::Config;
 use crate::memo::Memo;
 use crate::report::model::ShapeReport;
@@ -158,7 +158,7 @@ pub fn explain(
         ..Doc::default()
     };
     doc.section("Lineage", lineage(k, parent));
-    let (label, shape) = inspect_shapes(i.workload)
+    let (label, shape) = inspect_shapes_of(k)
         .into_iter()
         .next()
         .expect("every workload has an inspect shape");
@@ -242,7 +242,7 @@ pub struct Sol {
 /// The speed of light of `k` as its section of `explain` computes it: at the shape explain
 /// compiles the rung for, with the simulator's bank counts.
 pub fn estimate_of(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> (Shape, Sol) {
-    let (_, shape) = inspect_shapes(k.info().workload)
+    let (_, shape) = inspect_shapes_of(k)
         .into_iter()
         .next()
         .expect("every workload has an inspect shape");

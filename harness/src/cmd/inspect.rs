@@ -53,6 +53,15 @@ pub fn run(args: &Args) -> Outcome {
     }
 }
 
+/// The shapes `harness inspect` compiles `k` at: its own ([`Kernel::inspect_shape`]), else
+/// its workload's ([`inspect_shapes`]).
+pub fn inspect_shapes_of(k: &dyn kernel::Kernel) -> Vec<(&'static str, Shape)> {
+    match k.inspect_shape() {
+        Some(own) => vec![own],
+        None => inspect_shapes(k.info().workload),
+    }
+}
+
 /// The shapes `harness inspect` compiles a workload's kernels at, each with its label (empty
 /// where there is one). Attention compiles per head dimension: both the ladder supports, so
 /// that register pressure (spills) at D=128 shows.
@@ -136,7 +145,7 @@ fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> O
     );
     for k in kernels {
         let i = k.info();
-        for (label, shape) in inspect_shapes(i.workload) {
+        for (label, shape) in inspect_shapes_of(k) {
             // Labelled by shape where a workload compiles at several (attention per head dimension).
             let id = if label.is_empty() {
                 i.id.to_string()

@@ -7,7 +7,7 @@
 
 use super::Explain;
 use crate::cmd::explain::{self, Block, Doc};
-use crate::cmd::inspect::inspect_shapes;
+use crate::cmd::inspect::inspect_shapes_of;
 use crate::registry;
 use crate::runs::LabDir;
 use kernel::Kernel;
@@ -101,7 +101,7 @@ fn tools() -> String {
 /// The cache key of `k`'s document.
 pub fn key(all: &[Box<dyn Kernel>], k: &dyn Kernel, tools: &str) -> u64 {
     let plan = |k: &dyn Kernel| {
-        inspect_shapes(k.info().workload)
+        inspect_shapes_of(k)
             .first()
             .map(|(_, shape)| format!("{shape:?} {:?}", k.cuda(shape)))
             .unwrap_or_default()
@@ -143,10 +143,7 @@ fn store(lab: &LabDir, key: u64, doc: &CachedDoc) {
 pub fn partial(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> CachedDoc {
     let i = k.info();
     let parent = registry::parent(all, k);
-    let shape = inspect_shapes(i.workload)
-        .into_iter()
-        .next()
-        .map(|(_, s)| s);
+    let shape = inspect_shapes_of(k).into_iter().next().map(|(_, s)| s);
     let (plan, parent_plan) = match &shape {
         Some(s) => (
             explain::plan_of(k, s),
