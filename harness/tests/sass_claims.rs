@@ -4,7 +4,7 @@
 //! per test binary. Needs NVRTC and nvdisasm (tools/install-cuda-tools.sh), not a GPU; without
 //! them these tests fail, they never pass without having disassembled anything.
 
-use harness::cmd::inspect::inspect_shapes;
+use harness::cmd::inspect::inspect_shapes_of;
 use harness::sass::{self, Function, Summary};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -27,9 +27,9 @@ fn sass_of(id: &str) -> Entries {
         .iter()
         .find(|k| k.info().id == id)
         .unwrap_or_else(|| panic!("no kernel {id} in the registry"));
-    // The shape `harness inspect` compiles rungs at first (attention at D = 64, where the
-    // headers count).
-    let (_, shape) = inspect_shapes(k.info().workload)
+    // The shape `harness inspect` compiles the rung at first (attention at D = 64, where the
+    // headers count; rung 28 at 1024^3, where it splits).
+    let (_, shape) = inspect_shapes_of(k.as_ref())
         .into_iter()
         .next()
         .expect("every workload has an inspect shape");
@@ -56,10 +56,7 @@ fn recompiled(id: &str, entry: &str, n: u32) -> Function {
         .unwrap_or_else(|e| panic!("{e}: run tools/install-cuda-tools.sh first"));
     let all = harness::registry::all();
     let k = all.iter().find(|k| k.info().id == id).unwrap();
-    let (_, shape) = inspect_shapes(k.info().workload)
-        .into_iter()
-        .next()
-        .unwrap();
+    let (_, shape) = inspect_shapes_of(k.as_ref()).into_iter().next().unwrap();
     let mut plan = k.cuda(&shape).unwrap();
     for step in &mut plan.steps {
         if let kernel::Step::Kernel(l) = step {
@@ -878,4 +875,48 @@ fn row_rungs_02_reduce_a_row_in_five_butterfly_steps_without_shared_memory() {
     ] {
         assert!(shuffles(&function(id, entry)).is_empty(), "{id}");
     }
+}
+
+#[test]
+fn rung_28_reduces_through_generic_128_bit_loads_after_one_named_and_one_cluster_barrier() {
+    // "block z reads rows ... of every block's partial through distributed shared memory
+    // (mapa), adds them in block order ... and stores those rows of C as float4"; "a named
+    // barrier of its two consumers", "then two of the cluster".
+    let f = function("gemm-wgmma-split-k", "gemm_wgmma_split_k");
+    let ins = instructions(&f);
+    let loads: Vec<&String> = ins
+        .iter()
+        .filter(|i| opcode(i).starts_with("LD."))
+        .collect();
+    assert!(
+        !loads.is_empty() && loads.iter().all(|i| opcode(i) == "LD.E.128"),
+        "{loads:?}"
+    );
+    let stores: Vec<&String> = ins
+        .iter()
+        .filter(|i| opcode(i).starts_with("STG"))
+        .collect();
+    assert!(
+        !stores.is_empty() && stores.iter().all(|i| opcode(i) == "STG.E.128"),
+        "{stores:?}"
+    );
+    let named = ins
+        .iter()
+        .filter(|i| i.starts_with("BAR.SYNC") && i.contains("0x1, 0x100"))
+        .count();
+    assert_eq!(
+        (
+            named,
+            count_opcode(&f, "UCGABAR_ARV"),
+            count_opcode(&f, "UCGABAR_WAIT")
+        ),
+        (1, 2, 2)
+    );
+    // Its parent, rung 25, stores C from the registers as float2s and has no cluster.
+    let parent = instructions(&function("gemm-wgmma-overlap", "gemm_wgmma_overlap"));
+    assert!(
+        !parent
+            .iter()
+            .any(|i| opcode(i).starts_with("UCGABAR") || opcode(i).starts_with("LD."))
+    );
 }

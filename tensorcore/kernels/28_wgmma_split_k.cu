@@ -21,10 +21,10 @@
 //   block finishes first: the sums are deterministic), and stores those rows of C as float4.
 //   No workspace, no counters, no second pass over L2: each block moves 128 KB through the
 //   SM-to-SM network and stores a SPLITS-th of the tile.
-// - Three cluster barriers: the ring is free in every block (both consumers past their last
-//   wgmma wait), the partials are written, and no block exits while another still reads its
-//   shared memory. The producer warpgroup has returned by then; a thread that has exited
-//   counts as arrived.
+// - Three barriers: the block's ring is free (a named barrier of its two consumers, both past
+//   their last wgmma wait; the producer has returned), then two of the cluster: the partials
+//   are written, and no block exits while another still reads its shared memory (a thread
+//   that has exited counts as arrived).
 // Constraints as 18: K and N multiples of 8 (TMA row strides of 16 bytes, and whole float4s of
 // C); rows of C past M are neither read nor stored. SPLITS is at most 8 (the portable cluster
 // size) and at most T.
@@ -144,8 +144,9 @@ extern "C" __global__ void __launch_bounds__(NTHREADS, 1) __cluster_dims__(SPLIT
     // The last stage needs no release: nothing more is loaded into this block's ring.
     hopper::wgmma_wait<0>();
 
-    // Both consumers of every block are past their last wgmma wait: the rings are free.
-    hopper::cluster_sync();
+    // Both consumers of this block are past their last wgmma wait: its ring is free. Only
+    // this block's partial goes into its ring, so its 256 consumer threads are enough.
+    hopper::named_sync(1, 128 * CONSUMERS);
     // The partial, in the m64nNk16 D layout: a float2 per register pair, rows PART_LD apart.
     float *part = reinterpret_cast<float *>(as);
     const int row = c * 64 + warp * 16 + lane / 4;

@@ -16,6 +16,7 @@
 //              memory); for attention, FP16 or BF16, wgmma_m64n64k16_ss (both from shared
 //              memory), wgmma_m64n64k16_rs and wgmma_m64n128k16_rs (A from registers)
 //   registers  setmaxnreg_inc<N>, setmaxnreg_dec<N>
+//   barriers   named_sync (bar.sync on a numbered barrier of some of the block's warps)
 //
 // For NVRTC each body is the instruction (compiled for sm_90a alone, `CudaSource::for_arch`).
 // Under KERNEL_LAB_SIM each is the simulator's emulation (kernel/sim/include/sim_hopper.h):
@@ -323,6 +324,17 @@ __device__ __forceinline__ void mbar_arrive_remote(unsigned long long *bar, unsi
         "mapa.shared::cluster.u32 remote, %0, %1;\n"
         "mbarrier.arrive.shared::cluster.b64 _, [remote];\n"
         "}\n" ::"r"(smem(bar)), "r"(rank) : "memory");
+#endif
+}
+
+// ---- Named barriers: the threads of `count` (a multiple of 32) wait at barrier `id` (1 to 15;
+// 0 is __syncthreads') until all of them have arrived. Only those threads take part, so the
+// consumer warpgroups can meet while a producer that has returned does not.
+__device__ __forceinline__ void named_sync(unsigned id, unsigned count) {
+#ifdef KERNEL_LAB_SIM
+    sim::named_barrier(id, count, true, "bar.sync");
+#else
+    asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 #endif
 }
 
