@@ -239,6 +239,77 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) cluster_ids(float *out) {
 }
 "#;
 
+/// Reductions into global memory (cp.reduce.async.bulk), after `init_c` has set C[i] = i / 4.
+const REDUCE: &str = r#"
+#ifndef KERNEL_LAB_SIM
+struct alignas(64) CUtensorMap { unsigned long long opaque[16]; };  // cuda.h's, for NVRTC
+#endif
+typedef unsigned u32;
+typedef unsigned long long u64;
+__device__ __forceinline__ u32 smem(const void *p) { return (u32)__cvta_generic_to_shared(p); }
+__device__ __forceinline__ u32 swz(u32 byte) { return byte ^ (((byte >> 7) & 7) << 4); }
+
+extern "C" __global__ void init_c(float *c, int n) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = 0.25f * i;
+}
+
+// Block b adds (b + 1) times A's first 512 floats, as the box at (0, 36, 1) of a 3-D map of C
+// (store_3d's box), by a TMA reduction.
+extern "C" __global__ void reduce_add_3d(const __grid_constant__ CUtensorMap map, const float *a) {
+    __shared__ __align__(1024) float box[2 * 8 * 32];
+    char *bytes = (char *)box;
+    for (int i = threadIdx.x; i < 2 * 8 * 32; i += blockDim.x)
+        *(float *)(bytes + swz(4 * i)) = (blockIdx.x + 1) * a[i];
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("cp.reduce.async.bulk.tensor.3d.global.shared::cta.add.tile.bulk_group [%0, {%1, %2, %3}], [%4];"
+                     ::"l"((u64)&map), "n"(0), "r"(36), "r"(1), "r"(smem(box)) : "memory");
+        asm volatile("cp.async.bulk.commit_group;");
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    }
+    __syncthreads();
+}
+
+// Block b reduces 128 floats into C at element 200 with .add ((b + 1) a[i]) and into C at
+// element 400 with .max (100 b + a[i]), plain bulk reductions of 512 bytes in one group. There
+// is no .max.f32; .max.s32 orders positive floats as floats (their bits grow with them).
+extern "C" __global__ void reduce_plain(float *c, const float *a) {
+    __shared__ __align__(128) float add[128], mx[128];
+    for (int i = threadIdx.x; i < 128; i += blockDim.x) {
+        add[i] = (blockIdx.x + 1) * a[i];
+        mx[i] = 100.0f * blockIdx.x + a[i];
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], 512;"
+                     ::"l"(c + 200), "r"(smem(add)) : "memory");
+        asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.max.s32 [%0], [%1], 512;"
+                     ::"l"(c + 400), "r"(smem(mx)) : "memory");
+        asm volatile("cp.async.bulk.commit_group;");
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    }
+    __syncthreads();
+}
+
+// As reduce_plain's .add, with the buffer rewritten before the reduction has read it.
+extern "C" __global__ void reduce_rewritten(float *c, const float *a) {
+    __shared__ __align__(128) float add[128];
+    for (int i = threadIdx.x; i < 128; i += blockDim.x) add[i] = a[i];
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f32 [%0], [%1], 512;"
+                     ::"l"(c + 200), "r"(smem(add)) : "memory");
+        asm volatile("cp.async.bulk.commit_group;");
+        add[0] = 1.0f;
+        asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    }
+}
+"#;
+
 /// A (40 x 96 floats) as 3 planes of 32 columns: dimensions (32, 40, 3), a row 96 floats on,
 /// a plane 32; boxes of 32 x 8 x 2 in the 128-byte swizzle.
 fn planes(buf: Buf) -> TensorMap {
@@ -503,12 +574,82 @@ fn cluster_ids_follow_the_grid_in_clusters() {
     }
 }
 
+/// `init_c`, then `entry` over `blocks` blocks of 64 threads with `args`.
+fn reduce_run(entry: &str, blocks: u32, args: Vec<Arg>) -> Result<Vec<f32>, DeviceError> {
+    let a: Vec<f32> = (0..ROWS * COLS).map(a_at).collect();
+    let n = ROWS * COLS;
+    let launch = |entry: &str, grid: u32, args| {
+        Step::Kernel(Launch {
+            source: CudaSource::embedded("tests/hopper_reduce.cu", REDUCE),
+            entry: entry.to_string().into(),
+            grid: [grid, 1, 1],
+            block: [64, 1, 1],
+            dynamic_smem: 0,
+            args,
+        })
+    };
+    let plan = CudaPlan {
+        inputs: vec![Dtype::F32; 2],
+        steps: vec![
+            launch(
+                "init_c",
+                n.div_ceil(64) as u32,
+                vec![Arg::Ptr(Buf::Output), Arg::I32(n as i32)],
+            ),
+            launch(entry, blocks, args),
+        ],
+        ..Default::default()
+    };
+    let k = PlanKernel::fp32(plan);
+    let data = [a, vec![0.0; COLS * COLS]];
+    let dev = SimDevice::new()?;
+    let mut p = dev.prepare(&k, &Shape::gemm(ROWS, COLS, COLS), &data)?;
+    p.run()?;
+    p.output()
+}
+
+/// Four blocks reduce into the same elements, atomically: a box of a 3-D map (only the
+/// elements inside C), and plain runs of bytes with .add and .max.
+#[test]
+fn bulk_reductions_add_and_take_the_max_into_global_memory() {
+    let args = vec![Arg::TensorMap(planes(Buf::Output)), Arg::Ptr(Buf::Input(0))];
+    let out = reduce_run("reduce_add_3d", 4, args).unwrap();
+    let init = |at: usize| 0.25 * at as f32;
+    let mut inside = vec![false; ROWS * COLS];
+    for i in 0..512 {
+        if let Some(at) = named(i) {
+            assert_eq!(
+                out[at],
+                init(at) + 10.0 * a_at(i),
+                "box element {i} at C[{at}]"
+            );
+            inside[at] = true;
+        }
+    }
+    for at in (0..ROWS * COLS).filter(|&at| !inside[at]) {
+        assert_eq!(out[at], init(at), "C[{at}] is outside the box");
+    }
+    let args = vec![Arg::Ptr(Buf::Output), Arg::Ptr(Buf::Input(0))];
+    let out = reduce_run("reduce_plain", 4, args).unwrap();
+    for i in 0..128 {
+        assert_eq!(out[200 + i], init(200 + i) + 10.0 * a_at(i), "add {i}");
+        assert_eq!(out[400 + i], init(400 + i).max(300.0 + a_at(i)), "max {i}");
+    }
+    assert_eq!((out[199], out[328]), (init(199), init(328)));
+    let args = vec![Arg::Ptr(Buf::Output), Arg::Ptr(Buf::Input(0))];
+    let why = sim_error(reduce_run("reduce_rewritten", 1, args));
+    assert!(
+        why.contains("which a bulk reduction (cp.reduce.async.bulk) issued by thread (0,0,0) reads, was written before"),
+        "{why}"
+    );
+}
+
 #[test]
 fn nvrtc_compiles_the_same_ptx_for_sm90a() {
     if let Err(e) = nvrtc::version() {
         panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
-    for (code, entries) in [(KERNELS, 11), (CLUSTER, 2)] {
+    for (code, entries) in [(KERNELS, 11), (CLUSTER, 2), (REDUCE, 4)] {
         let src = CudaSource::embedded("tests/hopper_ws.cu", code).for_arch("sm_90a");
         let c = nvrtc::compile(&src, "sm_90").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((c.arch.as_str(), c.resources.len()), ("sm_90a", entries));

@@ -539,6 +539,19 @@ inline void bulk_store(uint64_t dst, uint64_t src, uint32_t size) {
     ::sim::bulk_store((void *)(uintptr_t)dst, from, size);
 }
 
+// cp.reduce.async.bulk: a box of a tensor map, or `size` contiguous bytes, reduced with `op`
+// into global memory in the issuing thread's bulk group.
+inline void tma_reduce(uint64_t map, uint64_t src, std::initializer_list<int> c, ::sim::RedOp op) {
+    unsigned r;
+    const void *from = cluster_operand(src, 1, 1, &r, "the source of a TMA reduction");
+    ::sim::tma_store((const void *)(uintptr_t)map, from, c.begin(), (unsigned)c.size(), op);
+}
+inline void bulk_reduce(uint64_t dst, uint64_t src, uint32_t size, ::sim::RedOp op, ::sim::RedType type) {
+    unsigned r;
+    const void *from = cluster_operand(src, 1, size, &r, "the source of a bulk reduction");
+    ::sim::bulk_store((void *)(uintptr_t)dst, from, size, op, type);
+}
+
 // %clusterid and %nclusterid: the cluster's index in the grid, and the grid in clusters.
 inline unsigned clusterid(unsigned axis, bool count) {
     const ::sim::Worker &w = ::sim::worker();

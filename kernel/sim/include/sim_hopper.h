@@ -11,17 +11,20 @@
 //   complete-tx of its bytes on its mbarrier. By the block's seed a copy lands either at once
 //   or only when no thread can run: a read that no mbarrier wait covers sees the poison. A
 //   store keeps what shared memory held at issue and completes at the bulk-group wait that
-//   covers it, failing if the buffer was written in between.
+//   covers it, failing if the buffer was written in between; a reduction
+//   (cp.reduce.async.bulk) is a store that reduces each element into global
+//   memory atomically.
 // - Clusters: an mbarrier of another block of the cluster takes arrivals (mbarrier.arrive on
 //   a mapa address) and a TMA copy may be multicast (.multicast::cluster): the box lands at
 //   the same offset in each block of its mask, with a complete-tx on the mbarrier at the same
-//   offset in each. Either one aimed at a block whose threads have all exited is an error.
+//   offset in each. Either one aimed at a block whose threads have all exited is an error,
+//   and such a block's shared memory is poisoned while its partners run on.
 // - wgmma.mma_async (9.7.15): descriptors decoded field by field (9.7.15.5.1.2.2), operands
 //   read through the canonical layouts with their swizzle, accumulators in the m64nNk16
 //   fragment layout (9.7.15.5.1.1). A wgmma is one operation of its warpgroup: the first
 //   wgmma.wait_group that covers it (once all four warps have issued it) runs every warp's
 //   part, reading shared memory then: a stage released before any wait covered its reads is
-//   caught.
+//   caught. A warp waiting for partners that never issue the wgmma is a deadlock naming them.
 #pragma once
 
 #include "mma.h"  // half and bfloat16 conversions, TF32 rounding
@@ -555,6 +558,20 @@ inline void tma_load_2d(void *dst, const void *map_ptr, void *bar_ptr, int c0, i
 // that wait (or when the block ends): shared memory that changed in between was written while
 // the TMA could still be reading it, which fails the row. The global writes happen then too.
 
+// What a bulk store does with each element it brings to global memory: copies it, or
+// reduces it into what is there (cp.reduce.async.bulk's .redOp).
+enum RedOp : uint8_t { RED_COPY, RED_ADD, RED_MIN, RED_MAX, RED_INC, RED_DEC, RED_AND, RED_OR, RED_XOR };
+enum RedType : uint8_t { RED_F16, RED_BF16, RED_F32, RED_F64, RED_U32, RED_S32, RED_U64, RED_S64 };
+
+inline const char *red_op_name(RedOp op) {
+    static const char *names[] = {"copy", "add", "min", "max", "inc", "dec", "and", "or", "xor"};
+    return names[op];
+}
+inline const char *red_type_name(RedType t) {
+    static const char *names[] = {"f16", "bf16", "f32", "f64", "u32", "s32", "u64", "s64"};
+    return names[t];
+}
+
 // A TMA store in flight: a box of a tensor map, or (map.rank 0) `bytes` contiguous bytes.
 struct TmaStore {
     SimTensorMap map;
@@ -566,7 +583,129 @@ struct TmaStore {
     uint32_t da;
     unsigned fiber;
     unsigned group;  // the issuing thread's bulk groups committed before it
+    RedOp op;        // a reduction (cp.reduce.async.bulk) into global memory, or RED_COPY
+    RedType type;    // its element type
 };
+
+// The element types of a reduction: the tensor map's (CUtensorMapDataType) or the
+// instruction's.
+inline RedType red_type_of_map(const SimTensorMap &m, const char *what) {
+    switch (m.dtype) {
+        case 2: return RED_U32;
+        case 3: return RED_S32;
+        case 4: return RED_U64;
+        case 5: return RED_S64;
+        case 6: return RED_F16;
+        case 7: return RED_F32;
+        case 8: return RED_F64;
+        case 9: return RED_BF16;
+        default: fail("%s: a reduction into a tensor map of data type %u is not emulated", what, m.dtype);
+    }
+}
+
+inline unsigned red_bytes(RedType t) {
+    return t == RED_F16 || t == RED_BF16 ? 2 : t == RED_F32 || t == RED_U32 || t == RED_S32 ? 4 : 8;
+}
+
+// Which operations an element type takes, as ptxas accepts them for cp.reduce.async.bulk: .add
+// on 16-bit floats, .f32, .f64, .u32, .s32, .u64; .min and .max on 16-bit floats and the
+// integers; .inc and .dec on .u32; the bitwise ones on integers (.b32, .b64). A tensor map's
+// element type is known only when the copy runs, so this is checked then.
+inline void red_check(RedOp op, RedType t, const char *what) {
+    const bool half = t == RED_F16 || t == RED_BF16, integer = t >= RED_U32;
+    bool valid;
+    switch (op) {
+        case RED_ADD: valid = t != RED_S64; break;
+        case RED_MIN:
+        case RED_MAX: valid = half || integer; break;
+        case RED_INC:
+        case RED_DEC: valid = t == RED_U32; break;
+        default: valid = integer;
+    }
+    if (!valid) fail("%s: .%s is not an operation on .%s elements", what, red_op_name(op), red_type_name(t));
+}
+
+template <class T>
+inline T red_int(RedOp op, T old, T v) {
+    switch (op) {
+        case RED_ADD: return (T)(old + v);
+        case RED_MIN: return old < v ? old : v;
+        case RED_MAX: return old > v ? old : v;
+        case RED_INC: return old >= v ? 0 : (T)(old + 1);
+        case RED_DEC: return (old == 0 || old > v) ? v : (T)(old - 1);
+        case RED_AND: return old & v;
+        case RED_OR: return old | v;
+        case RED_XOR: return old ^ v;
+        default: return v;
+    }
+}
+
+inline double red_float(RedOp op, double old, double v) {
+    return op == RED_ADD ? old + v : op == RED_MIN ? (old < v ? old : v) : (old > v ? old : v);
+}
+
+// Applies `op` with the element at `src` to the element at `dst`, atomically (blocks of other
+// OS threads may reduce into the same element).
+SIM_UNINSTRUMENTED inline void red_element(unsigned char *dst, const unsigned char *src, RedOp op, RedType t) {
+    auto cas = [&](auto zero, auto combine) {
+        using U = decltype(zero);
+        U v, old;
+        memcpy(&v, src, sizeof v);
+        __atomic_load(reinterpret_cast<U *>(dst), &old, __ATOMIC_RELAXED);
+        U want;
+        do want = combine(old, v);
+        while (!__atomic_compare_exchange(reinterpret_cast<U *>(dst), &old, &want, false, __ATOMIC_SEQ_CST,
+                                          __ATOMIC_RELAXED));
+    };
+    switch (t) {
+        case RED_F16:
+        case RED_BF16:
+            cas((uint16_t)0, [&](uint16_t o, uint16_t v) {
+                const bool bf = t == RED_BF16;
+                auto wide = [&](uint16_t h) {
+                    return bf ? __bfloat162float(__ushort_as_bfloat16(h)) : __half2float(__ushort_as_half(h));
+                };
+                const float r = (float)red_float(op, wide(o), wide(v));
+                return bf ? __bfloat16_as_ushort(__float2bfloat16(r)) : __half_as_ushort(__float2half(r));
+            });
+            break;
+        case RED_F32:
+            cas((uint32_t)0, [&](uint32_t o, uint32_t v) {
+                float a, b;
+                memcpy(&a, &o, 4), memcpy(&b, &v, 4);
+                const float r = op == RED_ADD ? a + b : (float)red_float(op, a, b);
+                uint32_t out;
+                memcpy(&out, &r, 4);
+                return out;
+            });
+            break;
+        case RED_F64:
+            cas((uint64_t)0, [&](uint64_t o, uint64_t v) {
+                double a, b;
+                memcpy(&a, &o, 8), memcpy(&b, &v, 8);
+                const double r = red_float(op, a, b);
+                uint64_t out;
+                memcpy(&out, &r, 8);
+                return out;
+            });
+            break;
+        case RED_U32: cas((uint32_t)0, [&](uint32_t o, uint32_t v) { return red_int(op, o, v); }); break;
+        case RED_S32: cas((int32_t)0, [&](int32_t o, int32_t v) { return red_int(op, o, v); }); break;
+        case RED_U64: cas((uint64_t)0, [&](uint64_t o, uint64_t v) { return red_int(op, o, v); }); break;
+        case RED_S64: cas((int64_t)0, [&](int64_t o, int64_t v) { return red_int(op, o, v); }); break;
+    }
+}
+
+// Writes `bytes` from `from` to `to`: copied, or reduced element by element.
+SIM_UNINSTRUMENTED inline void store_bytes(unsigned char *to, const unsigned char *from, unsigned bytes, RedOp op,
+                                           RedType t) {
+    if (op == RED_COPY) {
+        memcpy(to, from, bytes);
+        return;
+    }
+    const unsigned e = red_bytes(t);
+    for (unsigned i = 0; i + e <= bytes; i += e) red_element(to + i, from + i, op, t);
+}
 
 SIM_UNINSTRUMENTED inline void tma_store_complete(Worker &w, TmaStore &s) {
     if (memcmp(s.src, s.image, s.bytes) != 0) {
@@ -577,16 +716,19 @@ SIM_UNINSTRUMENTED inline void tma_store_complete(Worker &w, TmaStore &s) {
              "completed: the TMA may read the new bytes. The issuing thread waits with cp.async.bulk.wait_group.read, "
              "then a barrier hands the buffer back",
              s.da + at,
-             s.map.rank ? "TMA store (cp.async.bulk.tensor ... global.shared::cta)"
-                        : "bulk store (cp.async.bulk.global.shared::cta)",
+             s.op != RED_COPY ? (s.map.rank ? "TMA reduction (cp.reduce.async.bulk.tensor)"
+                                            : "bulk reduction (cp.reduce.async.bulk)")
+             : s.map.rank     ? "TMA store (cp.async.bulk.tensor ... global.shared::cta)"
+                              : "bulk store (cp.async.bulk.global.shared::cta)",
              f.tid.x, f.tid.y, f.tid.z);
     }
     if (s.map.rank == 0) {
-        memcpy(s.global, s.image, s.bytes);
+        store_bytes(s.global, s.image, s.bytes, s.op, s.type);
     } else {
         const unsigned e = s.map.elem_bytes;
         tma_box(s.map, s.c, s.da, [&](unsigned char *to, unsigned from) {
-            if (to) memcpy(to, s.image + from, e);  // elements outside the tensor are not written
+            // Elements outside the tensor are not written.
+            if (to) store_bytes(to, s.image + from, e, s.op, s.type);
         });
     }
     free(s.image);
@@ -615,24 +757,36 @@ inline TmaStore &queue_store(const void *src, unsigned bytes, unsigned align, co
     return s;
 }
 
-inline void tma_store(const void *map_ptr, const void *src, const int *c, unsigned rank) {
-    char what[64];
-    snprintf(what, sizeof what, "cp.async.bulk.tensor.%ud (a TMA store)", rank);
+// A TMA store (op RED_COPY) or reduction (cp.reduce.async.bulk.tensor, of the map's element
+// type) of a box of shared memory at `src` to coordinates `c` of the map.
+inline void tma_store(const void *map_ptr, const void *src, const int *c, unsigned rank, RedOp op = RED_COPY) {
+    char what[80];
+    snprintf(what, sizeof what, "%s.%ud (a TMA %s)", op == RED_COPY ? "cp.async.bulk.tensor" : "cp.reduce.async.bulk.tensor",
+             rank, op == RED_COPY ? "store" : "reduction");
     const SimTensorMap map = tma_map(map_ptr, rank, what);
+    const RedType type = op == RED_COPY ? RED_U32 : red_type_of_map(map, what);
+    if (op != RED_COPY) red_check(op, type, what);
     TmaStore &s = queue_store(src, tma_box_bytes(map), 128, what);
     s.map = map;
+    s.op = op;
+    s.type = type;
     for (unsigned d = 0; d < rank; ++d) s.c[d] = c[d];
 }
 
 // cp.async.bulk.global.shared::cta.bulk_group [dst], [src], size: `size` contiguous bytes (a
 // multiple of 16, both addresses 16-byte aligned) back to global memory.
-inline void bulk_store(void *dst, const void *src, unsigned size) {
-    const char *what = "cp.async.bulk (a bulk store)";
+// cp.reduce.async.bulk.global.shared::cta.bulk_group.op.type: the same, each element reduced
+// into global memory (`op` not RED_COPY).
+inline void bulk_store(void *dst, const void *src, unsigned size, RedOp op = RED_COPY, RedType type = RED_U32) {
+    const char *what = op == RED_COPY ? "cp.async.bulk (a bulk store)" : "cp.reduce.async.bulk (a bulk reduction)";
     if (size == 0 || size % 16 || (uintptr_t)dst % 16)
         fail("%s: %u bytes to %p; the size must be a positive multiple of 16 and the destination 16-byte aligned",
              what, size, dst);
+    if (op != RED_COPY) red_check(op, type, what);
     TmaStore &s = queue_store(src, size, 16, what);
     s.global = (unsigned char *)dst;
+    s.op = op;
+    s.type = type;
 }
 
 // What a block that failed left in flight.

@@ -41,7 +41,7 @@ const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 f16/bf16 wi
      wait_group, wait_all), ld, st, atom, red, fence, membar, prefetch, cvta, cvt, mov, setp, \
      selp, shfl.sync, elect.sync, integer and floating-point arithmetic (add, mul, fma, ex2, \
      lop3, prmt, ...), Hopper's mbarrier, cp.async.bulk (plain and 1-5D tensor loads and \
-     stores, bulk groups), wgmma, setmaxnreg, barrier.cluster, named barriers (bar.sync and \
+     stores, bulk groups), cp.reduce.async.bulk into global memory, wgmma, setmaxnreg, barrier.cluster, named barriers (bar.sync and \
      bar.arrive with an id) and mapa, each under an optional @p guard, and labels with bra";
 
 /// `code` (comments removed) with every `asm` statement replaced by the emulation's calls,
@@ -719,6 +719,10 @@ impl Gen<'_> {
         if opcode.starts_with("cp.async.bulk") {
             let parts: Vec<&str> = opcode.split('.').collect();
             return self.bulk_tensor(&parts, rest);
+        }
+        if opcode.starts_with("cp.reduce.async.bulk") {
+            let parts: Vec<&str> = opcode.split('.').collect();
+            return self.bulk_reduce(&parts, rest);
         }
         let operands: Vec<Opnd> = split_operands(rest)
             .iter()
@@ -1563,6 +1567,18 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
             (
                 r#"asm volatile("mbarrier.pending_count.b64 %0, %1;" : "=r"(s) : "l"(a));"#,
                 "mbarrier.pending_count is not emulated",
+            ),
+            (
+                r#"asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.max.f32 [%0], [%1], 512;" :: "l"(a), "r"(s));"#,
+                "ptxas takes .add on .f32, .f64, .u32, .s32, .u64 and (with .noftz) .f16, .bf16;",
+            ),
+            (
+                r#"asm volatile("cp.reduce.async.bulk.global.shared::cta.bulk_group.add.f16 [%0], [%1], 512;" :: "l"(a), "r"(s));"#,
+                "(with .noftz) .f16",
+            ),
+            (
+                r#"asm volatile("cp.reduce.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes.add.u32 [%0], [%0], 16, [%0];" :: "r"(s));"#,
+                "is not emulated (reductions from shared memory into global memory",
             ),
             (
                 r#"asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" :: "r"(s));"#,

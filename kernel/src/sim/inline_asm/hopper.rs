@@ -243,29 +243,7 @@ impl Gen<'_> {
                 )
             });
         }
-        let tensor = raw[tensor_at]
-            .strip_prefix('[')
-            .and_then(|r| r.strip_suffix(']'))
-            .map(split_operands)
-            .filter(|v| v.len() == 2)
-            .ok_or_else(|| {
-                format!(
-                    "the tensor operand must be [tensorMap, {{{coords_text}}}], not {}",
-                    raw[tensor_at]
-                )
-            })?;
-        let map = self.operand(&tensor[0])?;
-        let map = self.read(&map, Kind::B64, "the tensor map (a generic address, \"l\")")?;
-        let coords = self.operand(&tensor[1])?;
-        let coords = self.vector(&coords, dims, "the coordinates")?;
-        let c = coords
-            .iter()
-            .map(|o| {
-                self.read_b32(o, "a coordinate")
-                    .map(|v| format!("(int){v}"))
-            })
-            .collect::<Result<Vec<_>, _>>()?
-            .join(", ");
+        let (map, c) = self.tensor_box(&raw[tensor_at], dims)?;
         if to_global {
             let src = self.operand(&raw[1])?;
             let src = self.address(&src, "the shared source", false)?;
@@ -289,6 +267,145 @@ impl Gen<'_> {
         };
         self.code.push_str(&format!(
             "::sim::inline_ptx::tma_load({dst}, {map}, {bar}, {{{c}}}, {multicast}, (unsigned){mask}); "
+        ));
+        Ok(())
+    }
+
+    /// A tensor operand `[tensorMap, {c0, ...}]` of `dims` coordinates: the map's address and
+    /// the coordinates, as C expressions.
+    fn tensor_box(&mut self, text: &str, dims: usize) -> Result<(String, String), String> {
+        let coords_text = (0..dims)
+            .map(|i| format!("c{i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let tensor = text
+            .strip_prefix('[')
+            .and_then(|r| r.strip_suffix(']'))
+            .map(split_operands)
+            .filter(|v| v.len() == 2)
+            .ok_or_else(|| {
+                format!("the tensor operand must be [tensorMap, {{{coords_text}}}], not {text}")
+            })?;
+        let map = self.operand(&tensor[0])?;
+        let map = self.read(&map, Kind::B64, "the tensor map (a generic address, \"l\")")?;
+        let coords = self.operand(&tensor[1])?;
+        let coords = self.vector(&coords, dims, "the coordinates")?;
+        let c = coords
+            .iter()
+            .map(|o| {
+                self.read_b32(o, "a coordinate")
+                    .map(|v| format!("(int){v}"))
+            })
+            .collect::<Result<Vec<_>, _>>()?
+            .join(", ");
+        Ok((map, c))
+    }
+
+    /// Reductions into global memory, in bulk groups as stores are:
+    /// `cp.reduce.async.bulk.tensor.Nd.global.shared::cta.redOp{.tile}.bulk_group
+    /// {.L2::cache_hint} [tensorMap, {c0, ...}], [src]{, policy}` (a box, of the map's element
+    /// type) and `cp.reduce.async.bulk.global.shared::cta.bulk_group{.L2::cache_hint}.redOp
+    /// {.noftz}.type [dst], [src], size{, policy}`. The reductions into another block's shared
+    /// memory (`.shared::cluster` on an mbarrier) are not emulated.
+    pub(super) fn bulk_reduce(&mut self, parts: &[&str], rest: &str) -> Result<(), String> {
+        let what = parts.join(".");
+        let tensor = parts.get(4) == Some(&"tensor");
+        let quals = &parts[if tensor { 5 } else { 4 }..];
+        let (mut dims, mut op, mut ty) = (0usize, None, None);
+        let (mut group, mut hint, mut spaces) = (false, false, Vec::new());
+        for q in quals {
+            match *q {
+                "1d" | "2d" | "3d" | "4d" | "5d" if tensor => {
+                    dims = usize::from(q.as_bytes()[0] - b'0')
+                }
+                "global" | "shared::cta" | "shared::cluster" => spaces.push(*q),
+                "add" | "min" | "max" | "inc" | "dec" | "and" | "or" | "xor" => op = Some(*q),
+                "f16" | "bf16" | "f32" | "f64" | "b32" | "u32" | "s32" | "b64" | "u64" | "s64"
+                    if !tensor =>
+                {
+                    ty = Some(*q)
+                }
+                "tile" if tensor => {}
+                "noftz" if !tensor => {}
+                "bulk_group" => group = true,
+                "L2::cache_hint" => hint = true,
+                other => {
+                    return Err(format!(
+                        "{what}: .{other} is not emulated (reductions from shared memory into \
+                         global memory in bulk groups: a tensor map's box, or contiguous bytes \
+                         of a type)"
+                    ));
+                }
+            }
+        }
+        let Some(op) = op else {
+            return Err(format!(
+                "{what}: no reduction (.add, .min, .max, .inc, .dec, .and, .or, .xor)"
+            ));
+        };
+        if spaces != ["global", "shared::cta"]
+            || !group
+            || (tensor && dims == 0)
+            || (!tensor && ty.is_none())
+        {
+            return Err(format!(
+                "{what} is not emulated: reductions go from shared::cta to global memory in a \
+                 bulk group (.global.shared::cta ... .bulk_group{})",
+                if tensor { "" } else { ", with an element type" }
+            ));
+        }
+        if let Some(ty) = ty {
+            // The combinations ptxas accepts (.noftz only, and always, on 16-bit float adds).
+            let noftz = quals.contains(&"noftz");
+            let half = matches!(ty, "f16" | "bf16");
+            let valid = match op {
+                "add" => half || matches!(ty, "f32" | "f64" | "u32" | "s32" | "u64"),
+                "min" | "max" => half || matches!(ty, "u32" | "s32" | "u64" | "s64"),
+                "inc" | "dec" => ty == "u32",
+                _ => matches!(ty, "b32" | "b64"),
+            };
+            if !valid || noftz != (op == "add" && half) {
+                return Err(format!(
+                    "{what}: ptxas takes .add on .f32, .f64, .u32, .s32, .u64 and (with .noftz) \
+                     .f16, .bf16; .min and .max on .f16, .bf16, .u32, .s32, .u64, .s64; .inc \
+                     and .dec on .u32; .and, .or and .xor on .b32 and .b64"
+                ));
+            }
+        }
+        let op = format!("::sim::RED_{}", op.to_uppercase());
+        let raw = split_operands(rest);
+        if tensor {
+            if raw.len() != 2 + usize::from(hint) {
+                return Err(format!(
+                    "takes [tensorMap, {{coordinates}}], [src]{}; {} operands given",
+                    if hint { ", a cache policy" } else { "" },
+                    raw.len()
+                ));
+            }
+            let (map, c) = self.tensor_box(&raw[0], dims)?;
+            let src = self.operand(&raw[1])?;
+            let src = self.address(&src, "the shared source", false)?;
+            self.code.push_str(&format!(
+                "::sim::inline_ptx::tma_reduce({map}, {src}, {{{c}}}, {op}); "
+            ));
+            return Ok(());
+        }
+        let ops: Vec<Opnd> = raw
+            .iter()
+            .map(|o| self.operand(o))
+            .collect::<Result<_, _>>()?;
+        Self::count(&ops, 3 + usize::from(hint))?;
+        let dst = self.address(&ops[0], "the destination", true)?;
+        let src = self.address(&ops[1], "the source", false)?;
+        let size = self.read_b32(&ops[2], "the size")?;
+        let ty = match ty.unwrap_or("u32") {
+            "b32" => "u32",
+            "b64" => "u64",
+            t => t,
+        };
+        self.code.push_str(&format!(
+            "::sim::inline_ptx::bulk_reduce({dst}, {src}, (uint32_t){size}, {op}, ::sim::RED_{}); ",
+            ty.to_uppercase()
         ));
         Ok(())
     }
