@@ -1,7 +1,8 @@
 //! What warp-specialized Hopper kernels use beyond a TMA + wgmma loop (fast.cu's later
 //! kernels, CUTLASS's epilogues), in the simulator: tensor maps of 3 dimensions (a row of K
 //! elements split into planes of 64, so that one box spans several 128-byte swizzle rows), TMA
-//! stores of a box back to global memory in bulk groups, named barriers between warpgroups
+//! stores of a box back to global memory in bulk groups and reductions into it
+//! (`cp.reduce.async.bulk`), named barriers between warpgroups
 //! (`bar.sync id, count`, `bar.arrive`), plain bulk copies, distributed shared memory,
 //! `%clusterid`, `stmatrix` and `elect.sync`. Each check is against the PTX ISA's
 //! definition: the swizzle of 5.5.7 written out here, the element a box coordinate names, the
@@ -193,62 +194,8 @@ extern "C" __global__ void named_short(float *out) {
     out[threadIdx.x] = 1.0f;
 }
 
-"#;
 
-/// A kernel with `__cluster_dims__` has a file of its own: the simulator keeps one copy of
-/// static `__shared__` variables for all the blocks of a cluster, so it refuses them beside one.
-const CLUSTER: &str = r#"
-typedef unsigned u32;
-
-// Distributed shared memory through inline PTX: in clusters of 2 blocks, each block's thread t
-// writes 10 * rank + t into its own buffer; after a cluster barrier it reads its partner's
-// element t (ld.shared::cluster on a mapa.shared::cluster address), writes it back plus 100
-// into the partner's second half (st.shared::cluster) and adds 1 to the partner's counter
-// (red.shared::cluster); after another barrier each block writes out what it holds.
-extern "C" __global__ void __cluster_dims__(2, 1, 1) dsmem(float *out) {
-    extern __shared__ u32 buf[];  // 32 values, 32 written by the partner, a counter
-    const u32 t = threadIdx.x;
-    u32 rank, own, remote, got;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
-    own = (u32)__cvta_generic_to_shared(buf);
-    if (t == 0) buf[64] = 0;
-    buf[t] = 10 * rank + t;
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(own), "r"(rank ^ 1));
-    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(got) : "r"(remote + 4 * t));
-    asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(remote + 4 * (32 + t)), "r"(got + 100) : "memory");
-    asm volatile("red.shared::cluster.add.u32 [%0], 1;" ::"r"(remote + 4 * 64) : "memory");
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
-    out[blockIdx.x * 65 + t] = buf[t];
-    out[blockIdx.x * 65 + 32 + t] = buf[32 + t];
-    if (t == 0) out[blockIdx.x * 65 + 64] = buf[64];
-}
-// Clusters of 2 blocks along x over a grid of 6 x 2: each block writes its %clusterid,
-// %nclusterid and %cluster_ctaid.
-extern "C" __global__ void __cluster_dims__(2, 1, 1) cluster_ids(float *out) {
-    u32 cx, cy, nx, ny, rx;
-    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(cx));
-    asm volatile("mov.u32 %0, %%clusterid.y;" : "=r"(cy));
-    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(nx));
-    asm volatile("mov.u32 %0, %%nclusterid.y;" : "=r"(ny));
-    asm volatile("mov.u32 %0, %%cluster_ctaid.x;" : "=r"(rx));
-    if (threadIdx.x == 0) {
-        float *o = out + 5 * (blockIdx.y * gridDim.x + blockIdx.x);
-        o[0] = cx, o[1] = cy, o[2] = nx, o[3] = ny, o[4] = rx;
-    }
-}
-"#;
-
-/// Reductions into global memory (cp.reduce.async.bulk), after `init_c` has set C[i] = i / 4.
-const REDUCE: &str = r#"
-#ifndef KERNEL_LAB_SIM
-struct alignas(64) CUtensorMap { unsigned long long opaque[16]; };  // cuda.h's, for NVRTC
-#endif
-typedef unsigned u32;
-typedef unsigned long long u64;
-__device__ __forceinline__ u32 smem(const void *p) { return (u32)__cvta_generic_to_shared(p); }
-__device__ __forceinline__ u32 swz(u32 byte) { return byte ^ (((byte >> 7) & 7) << 4); }
-
+// Reductions into global memory (cp.reduce.async.bulk), after `init_c` has set C[i] = i / 4.
 extern "C" __global__ void init_c(float *c, int n) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < n) c[i] = 0.25f * i;
@@ -306,6 +253,50 @@ extern "C" __global__ void reduce_rewritten(float *c, const float *a) {
         asm volatile("cp.async.bulk.commit_group;");
         add[0] = 1.0f;
         asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+    }
+}
+"#;
+
+/// A kernel with `__cluster_dims__` has a file of its own: the simulator keeps one copy of
+/// static `__shared__` variables for all the blocks of a cluster, so it refuses them beside one.
+const CLUSTER: &str = r#"
+typedef unsigned u32;
+
+// Distributed shared memory through inline PTX: in clusters of 2 blocks, each block's thread t
+// writes 10 * rank + t into its own buffer; after a cluster barrier it reads its partner's
+// element t (ld.shared::cluster on a mapa.shared::cluster address), writes it back plus 100
+// into the partner's second half (st.shared::cluster) and adds 1 to the partner's counter
+// (red.shared::cluster); after another barrier each block writes out what it holds.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) dsmem(float *out) {
+    extern __shared__ u32 buf[];  // 32 values, 32 written by the partner, a counter
+    const u32 t = threadIdx.x;
+    u32 rank, own, remote, got;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    own = (u32)__cvta_generic_to_shared(buf);
+    if (t == 0) buf[64] = 0;
+    buf[t] = 10 * rank + t;
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(own), "r"(rank ^ 1));
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(got) : "r"(remote + 4 * t));
+    asm volatile("st.shared::cluster.u32 [%0], %1;" ::"r"(remote + 4 * (32 + t)), "r"(got + 100) : "memory");
+    asm volatile("red.shared::cluster.add.u32 [%0], 1;" ::"r"(remote + 4 * 64) : "memory");
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;" ::: "memory");
+    out[blockIdx.x * 65 + t] = buf[t];
+    out[blockIdx.x * 65 + 32 + t] = buf[32 + t];
+    if (t == 0) out[blockIdx.x * 65 + 64] = buf[64];
+}
+// Clusters of 2 blocks along x over a grid of 6 x 2: each block writes its %clusterid,
+// %nclusterid and %cluster_ctaid.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) cluster_ids(float *out) {
+    u32 cx, cy, nx, ny, rx;
+    asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(cx));
+    asm volatile("mov.u32 %0, %%clusterid.y;" : "=r"(cy));
+    asm volatile("mov.u32 %0, %%nclusterid.x;" : "=r"(nx));
+    asm volatile("mov.u32 %0, %%nclusterid.y;" : "=r"(ny));
+    asm volatile("mov.u32 %0, %%cluster_ctaid.x;" : "=r"(rx));
+    if (threadIdx.x == 0) {
+        float *o = out + 5 * (blockIdx.y * gridDim.x + blockIdx.x);
+        o[0] = cx, o[1] = cy, o[2] = nx, o[3] = ny, o[4] = rx;
     }
 }
 "#;
@@ -580,7 +571,7 @@ fn reduce_run(entry: &str, blocks: u32, args: Vec<Arg>) -> Result<Vec<f32>, Devi
     let n = ROWS * COLS;
     let launch = |entry: &str, grid: u32, args| {
         Step::Kernel(Launch {
-            source: CudaSource::embedded("tests/hopper_reduce.cu", REDUCE),
+            source: CudaSource::embedded("tests/hopper_ws.cu", KERNELS),
             entry: entry.to_string().into(),
             grid: [grid, 1, 1],
             block: [64, 1, 1],
@@ -649,7 +640,7 @@ fn nvrtc_compiles_the_same_ptx_for_sm90a() {
     if let Err(e) = nvrtc::version() {
         panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
-    for (code, entries) in [(KERNELS, 11), (CLUSTER, 2), (REDUCE, 4)] {
+    for (code, entries) in [(KERNELS, 15), (CLUSTER, 2)] {
         let src = CudaSource::embedded("tests/hopper_ws.cu", code).for_arch("sm_90a");
         let c = nvrtc::compile(&src, "sm_90").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((c.arch.as_str(), c.resources.len()), ("sm_90a", entries));
