@@ -297,16 +297,20 @@ fn a_tf32_wgmma_with_scale_d_from_a_predicate_computes_the_product() {
 /// instead fails the wait.
 #[test]
 fn a_wgmma_its_partners_never_issue_is_a_deadlock_naming_them() {
-    let inputs = || vec![vec![1.0; 64 * 8], vec![1.0; 8 * 8]];
+    let error_of = |entry: &str| {
+        let inputs = [vec![1.0; 64 * 8], vec![1.0; 8 * 8]];
+        let args = kernel::gemm_args(64, 8, 8);
+        sim_error(run(
+            WGMMA_TF32,
+            entry,
+            128,
+            args,
+            Shape::gemm(64, 8, 8),
+            &inputs,
+        ))
+    };
     let started = std::time::Instant::now();
-    let msg = sim_error(run(
-        WGMMA_TF32,
-        "wgmma_partners_blocked",
-        128,
-        kernel::gemm_args(64, 8, 8),
-        Shape::gemm(64, 8, 8),
-        &inputs(),
-    ));
+    let msg = error_of("wgmma_partners_blocked");
     for want in [
         "wgmma_partners_blocked: deadlock at __syncthreads in block (0,0,0): 96 threads wait at \
          __syncthreads, 0 at a warp operation, 0 on an mbarrier, 0 at barrier.cluster.wait, 0 at \
@@ -321,14 +325,7 @@ fn a_wgmma_its_partners_never_issue_is_a_deadlock_naming_them() {
         "reported only after {:?}",
         started.elapsed()
     );
-    let msg = sim_error(run(
-        WGMMA_TF32,
-        "wgmma_partner_exits",
-        128,
-        kernel::gemm_args(64, 8, 8),
-        Shape::gemm(64, 8, 8),
-        &inputs(),
-    ));
+    let msg = error_of("wgmma_partner_exits");
     assert!(
         msg.contains(
             "wgmma.wait_group: warp 3 of the warpgroup exited without issuing wgmma number 0"

@@ -487,7 +487,7 @@ const MAX_CLUSTER_SPLITS: usize = 8;
 /// What rung 28's reduction costs a block besides its share of K, in k-tiles of main-loop
 /// time (an estimate, to be calibrated on a GPU): it writes its 132 KB partial into its own
 /// shared memory, reads 128 KB of the partials through distributed shared memory, stores a
-/// share of the tile and waits at three cluster barriers, whatever the split. A k-tile is
+/// share of the tile and waits at a named and two cluster barriers, whatever the split. A k-tile is
 /// 2 x 128 x 256 x 64 = 4.2 MFLOP, about 0.9 us of an SM's wgmma at full rate; the
 /// SM-to-SM network moves a few tens of bytes a cycle, so the reads alone take about two.
 const CLUSTER_FIXUP_KTILES: usize = 4;
