@@ -194,6 +194,13 @@ impl BankFactors {
                 )
             });
         }
+        if w.wgmma > 0 {
+            out.notes.push(
+                "HGMMA operands: not counted by the simulator, taken as conflict-free (their \
+                 tiles are swizzled as the descriptors say)"
+                    .into(),
+            );
+        }
         out
     }
 
@@ -508,13 +515,18 @@ mod tests {
         assert_eq!(b.by_kind, [2.0, 1.0, 1.0, 1.0]);
         assert_eq!(
             b.notes.len(),
-            3,
+            4,
             "a line per kind of the loop: {:?}",
             b.notes
         );
         assert!(b.notes[0].starts_with("LDS: x2.00"), "{:?}", b.notes);
         assert_eq!(b.notes[1], "STS: conflict-free");
         assert!(b.notes[2].starts_with("LDSM: not scaled"), "{:?}", b.notes);
+        assert!(
+            b.notes[3].starts_with("HGMMA operands: not counted"),
+            "{:?}",
+            b.notes
+        );
         // 32 LDS wavefronts twice, the rest once.
         assert_eq!(
             b.wavefronts(&loop_.shared_wavefronts),
@@ -529,7 +541,7 @@ mod tests {
         let none = BankFactors::from_simulator(&SharedBanks::default(), &loop_);
         assert_eq!(none.by_kind, [1.0; 4]);
         assert!(
-            none.notes.iter().all(|n| n.contains("none counted")),
+            none.notes[..3].iter().all(|n| n.contains("none counted")),
             "{:?}",
             none.notes
         );

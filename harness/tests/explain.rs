@@ -94,6 +94,16 @@ fn every_kernel_is_explained_with_every_section() {
                 text_of(&doc, section)
             );
         }
+        // Counted at a shape the rung accepts: no note of the section gives its reason to
+        // decline (a library call is not simulated at all).
+        let banks = text_of(&doc, explain::BANKS);
+        assert!(
+            banks
+                .lines()
+                .filter_map(|l| l.strip_prefix(&format!("{id}: ")))
+                .all(|note| note.starts_with("no LDS") || note.starts_with("not simulated")),
+            "{id}: {banks}"
+        );
         let sol = text_of(&doc, "Speed of light on an H100");
         assert!(
             sol.contains("Estimate: at best") || sol.contains("No per-rung model"),
@@ -410,4 +420,31 @@ fn the_bank_section_sets_a_rung_beside_its_parent() {
         lds_conflicts("gemm-vectorized").is_some_and(|c| c > 0),
         "{rows:?}"
     );
+}
+
+/// A rung that declines the shape Nsight Compute profiles (the wgmma rungs: N = 260 is no
+/// multiple of 8) is counted, beside its parent, at the largest simulator shape both accept,
+/// and the section says why.
+#[test]
+fn the_bank_section_counts_a_rung_at_a_shape_it_accepts() {
+    let all = harness::registry::all();
+    let k = harness::registry::find(&all, "gemm-wgmma-tma").unwrap();
+    let doc = explain::explain(&all, k, None, true);
+    let text = text_of(&doc, explain::BANKS);
+    assert!(
+        text.contains(
+            "at the shape gemm 130x40x392 (the largest simulator shape accepted: gemm 130x260x72"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("gemm-wgmma-tma: no LDS"), "{text}");
+    let rows = table(&doc, explain::BANKS).expect("the parent's counts");
+    assert!(
+        rows.iter()
+            .any(|r| r[0] == "gemm-mma-bf16" && r[1] == "LDSM"),
+        "{rows:?}"
+    );
+    // The speed of light reads the same counts: its wgmma operands are said to be uncounted.
+    let sol = text_of(&doc, "Speed of light on an H100");
+    assert!(sol.contains("HGMMA operands: not counted"), "{sol}");
 }

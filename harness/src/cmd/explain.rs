@@ -14,6 +14,7 @@ use crate::runs::LabDir;
 use crate::{registry, resources, run, sass, select, sol};
 use kernel::cuda::nvrtc;
 use kernel::{CudaPlan, Kernel, Precision, Shape, SharedBanks, Workload};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
@@ -851,7 +852,7 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
         );
     }
     let config = Config::defaults();
-    let Some(shape) = bank_shape(&config, w) else {
+    let Some(shape) = bank_shape(&config, kernels) else {
         return Counted::Not(format!("no simulator shape for {w}"));
     };
     let dev = match select::simulator(None) {
@@ -879,8 +880,26 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
     Counted::Rows(shape, rows)
 }
 
-/// The shape the bank section counts `w` at: its largest simulator shape.
-fn bank_shape(config: &Config, w: Workload) -> Option<Shape> {
+/// The shape the bank section counts `kernels` (of one workload) at: the workload's largest
+/// simulator shape, which `tools/gpu-check.sh` profiles, unless one of them declines it; then
+/// the largest they all accept, else the largest the first (the rung) accepts.
+fn bank_shape(config: &Config, kernels: &[&dyn Kernel]) -> Option<Shape> {
+    let mut shapes = config.shapes(kernels.first()?.info().workload, "sim");
+    shapes.sort_by(|a, b| b.flops().total_cmp(&a.flops()));
+    let accepted = |ks: &[&dyn Kernel]| {
+        shapes
+            .iter()
+            .find(|s| ks.iter().all(|k| k.supports(s).is_ok()))
+            .cloned()
+    };
+    accepted(kernels)
+        .or_else(|| accepted(&kernels[..1]))
+        .or_else(|| shapes.first().cloned())
+}
+
+/// The largest simulator shape of `w`: the one `tools/gpu-check.sh` profiles with Nsight
+/// Compute.
+fn profiled_shape(config: &Config, w: Workload) -> Option<Shape> {
     config
         .shapes(w, "sim")
         .into_iter()
@@ -895,16 +914,30 @@ pub fn prebuild(kernels: &[&dyn Kernel]) {
         return;
     };
     let config = Config::defaults();
-    let shapes = Workload::ALL
+    // Each rung's section counts it with its parent, its estimate counts it alone.
+    let all = registry::all();
+    let mut shapes: BTreeMap<Workload, Vec<Shape>> = BTreeMap::new();
+    for k in kernels.iter().filter(|k| !k.info().workload.is_network()) {
+        let mut with_parent = vec![*k];
+        with_parent.extend(registry::parent(&all, *k));
+        for s in [
+            bank_shape(&config, &[*k]),
+            bank_shape(&config, &with_parent),
+        ]
         .into_iter()
-        .filter(|w| !w.is_network())
-        .filter_map(|w| Some((w, vec![bank_shape(&config, w)?])))
-        .collect();
+        .flatten()
+        {
+            let listed = shapes.entry(k.info().workload).or_default();
+            if !listed.contains(&s) {
+                listed.push(s);
+            }
+        }
+    }
     run::Ablation {
         dev: &dev,
         config: &config,
         kernels: kernels.to_vec(),
-        shapes,
+        shapes: shapes.into_iter().collect(),
         timing: None,
         keep_unrunnable: false,
     }
@@ -973,9 +1006,19 @@ fn banks_of(counted: &Counted) -> Vec<Block> {
             notes.push(format!("{id}: no LDS, STS, ldmatrix or cp.async to count."));
         }
     }
+    let profiled = profiled_shape(&Config::defaults(), shape.workload())
+        .filter(|p| p != shape)
+        .map_or_else(
+            || "the one `tools/gpu-check.sh` profiles with Nsight Compute".to_string(),
+            |p| {
+                format!(
+                    "the largest simulator shape accepted: {p}, the one `tools/gpu-check.sh` \
+                     profiles with Nsight Compute, is declined"
+                )
+            },
+        );
     let mut out = vec![Block::Text(format!(
-        "The simulator's bank model at the shape {shape} (the one `tools/gpu-check.sh` profiles \
-         with Nsight Compute): each warp instruction rebuilt from its lanes' addresses and served \
+        "The simulator's bank model at the shape {shape} ({profiled}): each warp instruction rebuilt from its lanes' addresses and served \
          in 128-byte phases by 32 banks of 4-byte words; a phase takes a wavefront per distinct \
          word of its busiest bank, and the wavefronts beyond one a phase are conflicts (WMMA's \
          loads and stores, TMA and wgmma are not counted). `harness/tests/bank_model.rs` holds \
