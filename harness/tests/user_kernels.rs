@@ -52,6 +52,8 @@ static WGMMA_TMA_EXAMPLE: LazyLock<String> = LazyLock::new(|| example("hgemm_wgm
 /// producer and two consumer warpgroups, a 2-CTA cluster sharing B by multicast, persistent
 /// blocks, named barriers and a TMA store epilogue.
 static WGMMA_WS_EXAMPLE: LazyLock<String> = LazyLock::new(|| example("hgemm_wgmma_ws.cu"));
+/// Split-K in one cooperative launch: partials, grid.sync(), the slices added.
+static SPLITK_GRID_EXAMPLE: LazyLock<String> = LazyLock::new(|| example("sgemm_splitk_grid.cu"));
 /// FP16 operands, B column-major, FP32 C with alpha and beta.
 static FP16_EXAMPLE: LazyLock<String> = LazyLock::new(|| example("hgemm_wmma.cu"));
 /// BF16 operands and output, B column-major.
@@ -1672,4 +1674,54 @@ fn a_kernel_for_a_whole_network_is_refused_with_what_to_bring_instead() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("whole network") && e.contains("gemm"), "{e}");
+}
+
+/// `examples/sgemm_splitk_grid.cu` needs its cooperative launch, and every block at its
+/// grid.sync(): each way of breaking that fails the row with its reason, where a GPU would
+/// hang, refuse the launch or add partials not yet written.
+#[test]
+fn a_grid_sync_kernel_needs_its_cooperative_launch_and_every_block_at_the_barrier() {
+    let dir = scratch_dir("grid-sync");
+    let spec = SPLITK_GRID_EXAMPLE.as_str();
+    let why_of = |spec: &str, run: &str| {
+        let (ok, text) = sim_run("gemm", "100x37x129", spec, &dir.join(run));
+        assert!(!ok, "{text}");
+        text.lines()
+            .find(|l| l.starts_with("  gemm 100x37x129 ") && l.contains("sgemm_splitk_grid: "))
+            .unwrap_or_else(|| panic!("{text}"))
+            .to_string()
+    };
+    let plain = why_of(&spec.replace(",launch=cooperative", ""), "plain");
+    assert!(
+        plain.contains("grid_group::barrier_arrive() needs a cooperative launch")
+            && plain.contains("launch=cooperative"),
+        "{plain}"
+    );
+    let wide = why_of(&spec.replace("grid=32", "grid=1000"), "wide");
+    assert!(
+        wide.contains("a cooperative launch needs all 1000 blocks resident at once"),
+        "{wide}"
+    );
+    let unsynced = why_of(
+        &example_variant(&dir, spec, "  grid.sync();", "  // no barrier"),
+        "unsynced",
+    );
+    assert!(
+        unsynced.contains("race on global memory")
+            && unsynced.contains("nothing orders the two blocks"),
+        "{unsynced}"
+    );
+    let deserter = why_of(
+        &example_variant(
+            &dir,
+            spec,
+            "  grid.sync();",
+            "  if (blockIdx.x == 7) return;\n  grid.sync();",
+        ),
+        "deserter",
+    );
+    assert!(
+        deserter.contains("grid.sync(): 1 of the grid's 32 blocks exited without arriving"),
+        "{deserter}"
+    );
 }

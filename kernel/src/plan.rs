@@ -419,6 +419,10 @@ pub struct CudaPlan {
     /// its tiles. Their waves count tiles, not blocks: 512 tiles over 132 blocks leave the
     /// same part-empty last round as 512 blocks.
     pub persistent: Vec<(Text, u64)>,
+    /// Entries launched cooperatively (`cudaLaunchCooperativeKernel`): all their blocks
+    /// resident at once, as `cooperative_groups::this_grid().sync()` needs; a grid larger
+    /// than the device can hold is refused, not run.
+    pub cooperative: Vec<Text>,
 }
 
 impl CudaPlan {

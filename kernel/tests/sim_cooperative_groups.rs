@@ -1,8 +1,8 @@
 //! Cooperative groups in the simulator: kernels that `#include <cooperative_groups.h>` (and
 //! `<cooperative_groups/reduce.h>`) run unmodified, on the simulator's stand-in header, with
 //! the real API's semantics: block and tile ranks, shuffles that stay within their tile, votes,
-//! `cg::reduce`, cluster groups over `barrier.cluster` and `mapa`, and grid queries; a
-//! `grid.sync()`, which needs a cooperative launch the lab never makes, is an error. NVRTC
+//! `cg::reduce`, cluster groups over `barrier.cluster` and `mapa`, grid queries, and the grid's
+//! barrier under a cooperative launch (without one, `grid.sync()` is an error). NVRTC
 //! compiles the same sources against the real header, so that the stand-in accepts nothing the
 //! real one rejects.
 
@@ -143,6 +143,24 @@ extern "C" __global__ void grid_sync(float *out) {
     out[grid.thread_rank()] = 1.0f;
     grid.sync();
     out[grid.thread_rank()] = 2.0f;
+}
+
+// Three rounds over a cooperative grid: each thread adds what the thread at the mirrored rank
+// (another block) wrote in the round before, through one grid.sync() and one split barrier
+// (barrier_arrive, then barrier_wait) a round; is_valid() is true.
+extern "C" __global__ void grid_rounds(const float *x, float *out) {
+    cg::grid_group grid = cg::this_grid();
+    const unsigned long long n = grid.size(), r = grid.thread_rank();
+    float *a = out, *b = out + n;
+    a[r] = x[r];
+    for (int round = 0; round < 3; ++round) {
+        grid.sync();
+        b[r] = a[r] + 2.0f * a[n - 1 - r];
+        auto token = grid.barrier_arrive();
+        grid.barrier_wait(std::move(token));
+        a[r] = b[r];
+    }
+    out[2 * n + r] = grid.is_valid();
 }
 "#;
 
@@ -420,7 +438,7 @@ fn the_grid_group_ranks_blocks_and_threads_x_fastest() {
 }
 
 #[test]
-fn a_grid_sync_is_an_error_not_a_hang() {
+fn a_grid_sync_without_a_cooperative_launch_is_an_error_not_a_hang() {
     let mut l = launch(GRID, "grid_sync", [2, 1, 1], [32, 1, 1]);
     l.args = vec![Arg::Ptr(Buf::Output)];
     let msg = match run(&sim(), l, 1, 64) {
@@ -429,10 +447,54 @@ fn a_grid_sync_is_an_error_not_a_hang() {
     };
     assert!(
         msg.contains(
-            "grid_sync: cooperative_groups::grid_group::sync() needs a cooperative launch"
-        ) && msg.contains("not simulated"),
+            "grid_sync: cooperative_groups::grid_group::barrier_arrive() needs a cooperative \
+             launch"
+        ),
         "{msg}"
     );
+}
+
+/// Under a cooperative launch the grid's barrier orders every block's writes before every
+/// block's reads, round after round, whichever order the simulator starts the blocks in, and
+/// the race checker of global memory sees the ordering too.
+#[test]
+fn a_cooperative_launch_synchronizes_the_grid() {
+    let (blocks, threads) = (12u32, 48u32);
+    let n = (blocks * threads) as usize;
+    for dev in [sim().with_seed(3), sim().with_seed(4).instrumented()] {
+        let plan = CudaPlan {
+            inputs: vec![Dtype::F32; 2],
+            steps: vec![Step::Kernel(launch(
+                GRID,
+                "grid_rounds",
+                [blocks, 1, 1],
+                [threads, 1, 1],
+            ))],
+            cooperative: vec!["grid_rounds".into()],
+            ..Default::default()
+        };
+        let shape = Shape::gemm(1, 3 * n, n);
+        let data = inputs(&shape, 5);
+        let k = PlanKernel::fp32(plan);
+        let mut p = dev
+            .prepare(&k, &shape, &data)
+            .unwrap_or_else(|e| panic!("{e}"));
+        p.run().unwrap_or_else(|e| panic!("{e}"));
+        let out = p.output().unwrap();
+        let mut a: Vec<f64> = data[0].iter().map(|&v| f64::from(v)).collect();
+        for _ in 0..3 {
+            a = (0..n).map(|r| a[r] + 2.0 * a[n - 1 - r]).collect();
+        }
+        for r in 0..n {
+            assert!(
+                (f64::from(out[r]) - a[r]).abs() <= 1e-5 * a[r].abs().max(1.0),
+                "thread {r}: {} against {}",
+                out[r],
+                a[r]
+            );
+            assert_eq!(out[2 * n + r], 1.0, "is_valid() of thread {r}");
+        }
+    }
 }
 
 #[test]
@@ -445,7 +507,7 @@ fn nvrtc_compiles_the_cooperative_groups_kernels_for_sm90() {
         ("tiles", TILES, 1),
         ("reduce", REDUCE, 1),
         ("cluster", CLUSTER, 1),
-        ("grid", GRID, 2),
+        ("grid", GRID, 3),
         ("async_copies", ASYNC_COPIES, 1),
     ] {
         let src = CudaSource::embedded("tests/cooperative_groups.cu", code);

@@ -663,9 +663,10 @@ impl Kernel for UserKernel {
                 }))
             })
             .collect();
+        let entry: kernel::Text = self.launch_name.clone().into();
         steps.push(Step::Kernel(Launch {
             source,
-            entry: self.launch_name.clone().into(),
+            entry: entry.clone(),
             grid,
             block: self.spec.block.unwrap_or([1, 1, 1]),
             dynamic_smem,
@@ -701,6 +702,11 @@ impl Kernel for UserKernel {
                 )
                 .collect(),
             steps,
+            cooperative: if self.spec.cooperative {
+                vec![entry]
+            } else {
+                Vec::new()
+            },
             ..Default::default()
         })
     }

@@ -67,10 +67,13 @@ pub struct UserKernelSpec {
     /// `constant=SYMBOL:BUFFER`: a `__constant__` array of the file that the lab fills with a
     /// buffer of the workload before each launch, as host code's `cudaMemcpyToSymbol` would.
     pub constants: Vec<(String, String)>,
+    /// `launch=cooperative`: launched as `cudaLaunchCooperativeKernel` launches, every block
+    /// resident at once, which `cooperative_groups::this_grid().sync()` needs.
+    pub cooperative: bool,
 }
 
 /// The options a spec may carry, for messages.
-pub const KEYS: [&str; 14] = [
+pub const KEYS: [&str; 15] = [
     "workload",
     "signature",
     "args",
@@ -85,6 +88,7 @@ pub const KEYS: [&str; 14] = [
     "id",
     "define",
     "constant",
+    "launch",
 ];
 
 /// Splits at commas outside `<>`, `()` and `[]`.
@@ -297,6 +301,7 @@ impl UserKernelSpec {
             id: None,
             defines: Vec::new(),
             constants: Vec::new(),
+            cooperative: false,
         };
         for (k, v) in pairs {
             let at = |m: String| (k.clone(), m);
@@ -360,6 +365,16 @@ impl UserKernelSpec {
                         return Err(at(format!("__constant__ {symbol} is filled twice")));
                     }
                     spec.constants.push((symbol, buffer));
+                }
+                "launch" => {
+                    if v != "cooperative" {
+                        return Err(at(format!(
+                            "launch {v:?}: the one launch mode to ask for is cooperative \
+                             (cudaLaunchCooperativeKernel: every block resident at once, for \
+                             grid.sync())"
+                        )));
+                    }
+                    spec.cooperative = true;
                 }
                 other => {
                     return Err(at(format!(
@@ -450,6 +465,8 @@ pub struct RawUserKernel {
     pub define: Option<BTreeMap<String, Scalar>>,
     /// `constant = { Mc = "filter" }`: `__constant__` arrays and the buffers that fill them.
     pub constant: Option<BTreeMap<String, String>>,
+    /// `launch = "cooperative"`.
+    pub launch: Option<String>,
 }
 
 /// A number or a string (`block = 256`, `block = "16x16"`).
@@ -540,6 +557,7 @@ impl RawUserKernel {
         put("beta", self.beta.as_ref().map(Number::text));
         put("precision", self.precision.clone());
         put("id", self.id.clone());
+        put("launch", self.launch.clone());
         for (name, v) in self.define.iter().flatten() {
             pairs.push(("define".into(), format!("{name}={}", v.text())));
         }
@@ -704,6 +722,14 @@ mod tests {
         assert!(e("k.cu:k,block=2048,grid=tile:8").contains("at most 1024"));
         assert!(e("k.cu:k,block=256,grid=tile:8,blok=3").contains("unknown option \"blok\""));
         assert!(e("k.cu:k,block=256,grid=tile:8,signature=sgemm").contains("gemm-blas"));
+        assert!(e("k.cu:k,block=256,grid=8,launch=coop").contains("is cooperative"));
+        let coop = UserKernelSpec::parse("k.cu:k,block=256,grid=8,launch=cooperative").unwrap();
+        assert!(coop.cooperative);
+        assert!(
+            !UserKernelSpec::parse("k.cu:k,block=256,grid=8")
+                .unwrap()
+                .cooperative
+        );
         assert!(e("nothing").contains("FILE.cu:ENTRY"));
         let no_block = UserKernelSpec::parse("k.cu:k,grid=tile:8").unwrap();
         assert!(no_block.launch().unwrap_err().1.contains("missing block="));

@@ -4,12 +4,13 @@
 //
 // Supported: thread_block (this_thread_block), thread_block_tile<1..32> (tiled_partition<N>,
 // this_thread) with shuffles, votes and match_any, cluster_group (this_cluster), grid_group
-// (this_grid) queries, and the free sync / thread_rank / group_size; memcpy_async, wait and
-// wait_prior in cooperative_groups/memcpy_async.h. grid_group::sync needs a cooperative
-// launch, which the lab does not make: it ends the run with an error. Not here: the
-// type-erased thread_group (tiled_partition(g, n) at run time), coalesced_group
-// (coalesced_threads, which needs to know which lanes are converged), tiles of more than 32
-// threads and scans; a kernel using them fails to compile.
+// (this_grid) queries and its sync, barrier_arrive and barrier_wait under a cooperative launch
+// (without one they end the run with an error, as they would hang a GPU), and the free sync /
+// thread_rank / group_size; memcpy_async, wait and wait_prior in
+// cooperative_groups/memcpy_async.h. Not here: the type-erased thread_group
+// (tiled_partition(g, n) at run time), coalesced_group (coalesced_threads, which needs to know
+// which lanes are converged), tiles of more than 32 threads and scans; a kernel using them
+// fails to compile.
 #pragma once
 
 #include "cuda_runtime.h"
@@ -201,28 +202,42 @@ class cluster_group {
 
 inline cluster_group this_cluster() { return cluster_group(); }
 
-// ---- The grid: its queries. grid.sync() needs a cooperative launch (all blocks resident at
-// once), which the lab never makes; the simulator says so instead of hanging. ----
+// ---- The grid: its queries, and grid.sync() under a cooperative launch (every block resident
+// at once); without one, the simulator says so instead of hanging. ----
 
 class grid_group {
     friend grid_group this_grid();
     grid_group() = default;
 
-    [[noreturn]] static void no_cooperative_launch(const char *what) {
-        ::sim::fail("cooperative_groups::grid_group::%s needs a cooperative launch (cudaLaunchCooperativeKernel), "
-                    "which the lab does not make: grid-wide synchronization is not simulated (split the kernel "
-                    "in two launches)",
-                    what);
+    static SimGrid *barrier(const char *what) {
+        SimGrid *g = ::sim::grid_barrier();
+        if (!g)
+            ::sim::fail("cooperative_groups::grid_group::%s needs a cooperative launch (cudaLaunchCooperativeKernel: "
+                        "every block resident at once); the lab makes one for a kernel given launch=cooperative",
+                        what);
+        return g;
     }
 
    public:
-    using arrival_token = struct {};
+    struct arrival_token {
+        unsigned long long phase;
+    };
 
     // Whether the grid can synchronize: only under a cooperative launch.
-    static bool is_valid() { return false; }
-    static void sync() { no_cooperative_launch("sync()"); }
-    static arrival_token barrier_arrive() { no_cooperative_launch("barrier_arrive()"); }
-    static void barrier_wait(arrival_token &&) { no_cooperative_launch("barrier_wait()"); }
+    static bool is_valid() { return ::sim::grid_barrier() != nullptr; }
+    static void sync() { barrier_wait(barrier_arrive()); }
+    // The block's threads meet, then one of them arrives for the block.
+    static arrival_token barrier_arrive() {
+        SimGrid *g = barrier("barrier_arrive()");
+        __syncthreads();
+        return arrival_token{details::cta_rank() == 0 ? ::sim::grid_arrive(g) : 0};
+    }
+    // The thread that arrived waits for every block; then the block's threads meet again.
+    static void barrier_wait(arrival_token &&t) {
+        SimGrid *g = barrier("barrier_wait()");
+        if (details::cta_rank() == 0) ::sim::grid_wait(g, t.phase);
+        __syncthreads();
+    }
     static unsigned long long num_blocks() { return (unsigned long long)gridDim.x * gridDim.y * gridDim.z; }
     static unsigned long long block_rank() {
         const uint3 b = blockIdx;

@@ -63,9 +63,13 @@ extern "C" void sim_race_access(const void *p, unsigned long n, int write);
 extern "C" void sim_race_async_write(const void *p, unsigned long n);
 extern "C" void sim_proxy_read(const void *p, unsigned long n, const char *what);
 extern "C" void sim_stacks_add(const void *start, size_t bytes);
+extern "C" void sim_global_atomic(const void *p);
 #define SIM_GLOBAL_READ(p, n) __tsan_read_range((void *)(p), (unsigned long)(n))
 #define SIM_SHARED_WRITE(p, n) sim_race_access((const void *)(p), (unsigned long)(n), 1)
 #define SIM_GLOBAL_FENCE() sim_global_fence()
+// An atomic of the emulation on `p`, outside the launch's buffers (a grid barrier's counter),
+// for the race checker's release and acquire patterns.
+#define SIM_GLOBAL_ATOMIC(p) sim_global_atomic((const void *)(p))
 // A read of shared memory by the async proxy (wgmma): checked for generic writes not fenced.
 #define SIM_ASYNC_PROXY_READ(p, n, what) sim_proxy_read((const void *)(p), (unsigned long)(n), what)
 #define SIM_UNINSTRUMENTED __attribute__((no_sanitize_thread, noinline))
@@ -86,6 +90,7 @@ extern "C" void sim_stacks_add(const void *start, size_t bytes);
 #define SIM_GLOBAL_READ(p, n) ((void)0)
 #define SIM_SHARED_WRITE(p, n) ((void)0)
 #define SIM_GLOBAL_FENCE() ((void)0)
+#define SIM_GLOBAL_ATOMIC(p) ((void)0)
 #define SIM_ASYNC_PROXY_READ(p, n, what) ((void)0)
 #define SIM_UNINSTRUMENTED
 #define SIM_UNINSTRUMENTED_INLINE inline
@@ -100,6 +105,12 @@ struct dim3 {
 
 // ---- The interface with the host; kernel/src/sim/ffi.rs mirrors these structs. ----
 
+// A cooperative launch's grid-wide barrier (cooperative_groups' grid.sync()): the blocks
+// arrived in the current phase, the phases completed and the blocks that have exited.
+struct SimGrid {
+    unsigned long long arrived, phase, exited;
+};
+
 struct SimLaunch {
     void (*thunk)(void **args);
     void **args;
@@ -108,6 +119,7 @@ struct SimLaunch {
     unsigned dynamic_smem;
     const char *kernel;
     SimTraffic *traffic;  // where a module built to count traffic counts it; else null
+    SimGrid *grid_sync;   // a cooperative launch's grid barrier, every block resident; else null
 };
 
 // SIM_STOPPED: the host asked the OS thread to stop (a unit on another OS thread failed, or
@@ -553,6 +565,44 @@ inline void fail(const char *fmt, ...) {
     snprintf(w.result->message, sizeof w.result->message, "%s: %s (thread (%u,%u,%u) of block (%u,%u,%u))",
              w.launch->kernel, what, t.x, t.y, t.z, w.block_idx.x, w.block_idx.y, w.block_idx.z);
     siglongjmp(*w.cluster->jmp, 2);
+}
+
+// The grid barrier of a cooperative launch, null for any other launch.
+SIM_UNINSTRUMENTED inline SimGrid *grid_barrier() { return tl_worker->launch->grid_sync; }
+
+// A block's arrival at the grid barrier (by one of its threads, after the block's barrier):
+// the phase it arrived in. The last block to arrive completes the phase. For the race checker
+// of global memory it is what CUDA's grid.sync() does: a fence, then an atomic on the counter.
+SIM_UNINSTRUMENTED inline unsigned long long grid_arrive(SimGrid *g) {
+    const unsigned *n = tl_worker->launch->grid;
+    const unsigned long long blocks = (unsigned long long)n[0] * n[1] * n[2];
+    SIM_GLOBAL_FENCE();
+    SIM_GLOBAL_ATOMIC(&g->arrived);
+    const unsigned long long phase = __atomic_load_n(&g->phase, __ATOMIC_ACQUIRE);
+    if (__atomic_add_fetch(&g->arrived, 1, __ATOMIC_ACQ_REL) == blocks) {
+        __atomic_store_n(&g->arrived, 0, __ATOMIC_RELAXED);
+        __atomic_store_n(&g->phase, phase + 1, __ATOMIC_RELEASE);
+    }
+    return phase;
+}
+
+// Waits until `phase` of the grid barrier has completed: every block of the grid, resident at
+// once as a cooperative launch guarantees, yields to the others until then. A block that exits
+// without arriving leaves the phase incomplete for ever (a GPU hangs): the waiting block fails
+// instead, saying how many did.
+SIM_UNINSTRUMENTED inline void grid_wait(SimGrid *g, unsigned long long phase) {
+    const unsigned *n = tl_worker->launch->grid;
+    const unsigned long long blocks = (unsigned long long)n[0] * n[1] * n[2];
+    while (__atomic_load_n(&g->phase, __ATOMIC_ACQUIRE) == phase) {
+        const unsigned long long exited = __atomic_load_n(&g->exited, __ATOMIC_ACQUIRE);
+        if (exited && __atomic_load_n(&g->arrived, __ATOMIC_ACQUIRE) + exited >= blocks &&
+            __atomic_load_n(&g->phase, __ATOMIC_ACQUIRE) == phase)
+            fail("grid.sync(): %llu of the grid's %llu blocks exited without arriving, so the barrier can never "
+                 "complete (a GPU would hang here): every block must reach every grid.sync()",
+                 exited, blocks);
+        spin_yield();
+    }
+    SIM_GLOBAL_FENCE();  // acquires what every block released to the counter
 }
 
 // Whether [p, p + bytes) lies in this block's shared memory (static or dynamic).
@@ -1641,6 +1691,7 @@ inline void finish_unit(Runner &run, unsigned k) {
 #ifdef SIM_INSTRUMENTED
     sim_traffic_flush();
 #endif
+    if (SimGrid *g = run.l->grid_sync) __atomic_add_fetch(&g->exited, run.units[k]->c.size, __ATOMIC_ACQ_REL);
     free_unit(run, run.units[k]);
     run.units[k] = run.units[--run.count];
 }

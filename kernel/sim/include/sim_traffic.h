@@ -624,6 +624,12 @@ extern "C" void sim_global_fence() {
     if (b.agent) sim_global::fence(*b.traffic, *b.agent);
 }
 
+// An atomic of the emulation (sim_runtime.h's SIM_GLOBAL_ATOMIC) on an address of its own.
+extern "C" void sim_global_atomic(const void *p) {
+    sim_traffic::Block &b = sim_traffic::block;
+    if (b.agent) sim_global::atomic(*b.traffic, *b.agent, (uintptr_t)p, true);
+}
+
 // ---- Called by the host around each launch it race-checks ----
 
 #define SIM_HOST_EXPORT extern "C" __attribute__((visibility("default")))

@@ -177,7 +177,36 @@ pub fn dynamic_smem_opt_in(
     Ok((total > 48 * 1024 && dynamic_smem > 0).then_some(dynamic_smem))
 }
 
+/// A cooperative launch needs every block resident at once: at most `per_sm` blocks of it fit
+/// an SM (the driver's occupancy for its threads and shared memory), times `sms`. Beyond that
+/// the driver refuses it; the row is declined with the arithmetic instead.
+pub fn cooperative_fits(launch: &Launch, per_sm: u32, sms: u32) -> Result<(), Unsupported> {
+    let (blocks, most) = (launch.blocks(), u64::from(per_sm) * u64::from(sms));
+    if blocks <= most {
+        return Ok(());
+    }
+    Err(Unsupported(format!(
+        "{}: a cooperative launch needs all {blocks} blocks resident at once; {per_sm} fit an \
+         SM ({} threads, {} B of dynamic shared memory) x {sms} SMs = {most}",
+        launch.entry,
+        launch.threads_per_block(),
+        launch.dynamic_smem
+    )))
+}
+
 impl CudaDevice {
+    /// Whether every block of `launch`, a cooperative one, can be resident at once.
+    fn check_cooperative(&self, launch: &Launch, f: &CudaFunction) -> Result<(), DeviceError> {
+        let per_sm = f
+            .occupancy_max_active_blocks_per_multiprocessor(
+                launch.threads_per_block(),
+                launch.dynamic_smem as usize,
+                None,
+            )
+            .map_err(driver_err(format!("reading {}'s occupancy", launch.entry)))?;
+        Ok(cooperative_fits(launch, per_sm, self.info.units)?)
+    }
+
     /// Opens GPU 0, or says exactly why there is none. Never panics when the driver is absent.
     pub fn open() -> Result<Self, DeviceError> {
         let d = discovery();
@@ -632,6 +661,7 @@ impl CudaRun {
                 Arg::TensorMap(m) => ArgValue::TensorMap(self.maps[&m]),
             })
             .collect();
+        let cooperative = self.plan.cooperative.contains(&launch.entry);
         let mut builder = stream.launch_builder(func);
         for v in &values {
             match v {
@@ -647,9 +677,17 @@ impl CudaRun {
             shared_mem_bytes: launch.dynamic_smem,
         };
         // SAFETY: the argument list follows the kernel's parameter list, as its stage crate
-        // declares it; buffers are live for the whole run.
-        unsafe { builder.launch(cfg) }
-            .map_err(driver_err(format!("launching {}", launch.entry)))?;
+        // declares it; buffers are live for the whole run; a cooperative launch's grid was
+        // found to fit the device at prepare.
+        let launched = unsafe {
+            if cooperative {
+                builder.launch_cooperative(cfg)
+            } else {
+                builder.launch(cfg)
+            }
+        };
+        let how = if cooperative { " cooperatively" } else { "" };
+        launched.map_err(driver_err(format!("launching {}{how}", launch.entry)))?;
         Ok(())
     }
 
@@ -1043,6 +1081,9 @@ impl Executor for CudaDevice {
                             l.entry
                         )))?;
                     }
+                    if plan.cooperative.contains(&l.entry) {
+                        self.check_cooperative(l, &f)?;
+                    }
                     Some(f)
                 }
                 Step::Library(_) | Step::Constant(_) => None,
@@ -1170,6 +1211,25 @@ impl Executor for CudaDevice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cooperative_grid_must_fit_the_device_at_once() {
+        let launch = Launch {
+            source: CudaSource::embedded("k.cu", ""),
+            entry: "reduce_all".into(),
+            grid: [133, 2, 1],
+            block: [256, 1, 1],
+            dynamic_smem: 4096,
+            args: Vec::new(),
+        };
+        assert!(cooperative_fits(&launch, 2, 133).is_ok());
+        let why = cooperative_fits(&launch, 2, 132).unwrap_err().0;
+        assert_eq!(
+            why,
+            "reduce_all: a cooperative launch needs all 266 blocks resident at once; 2 fit an SM \
+             (256 threads, 4096 B of dynamic shared memory) x 132 SMs = 264"
+        );
+    }
 
     #[test]
     fn faults_are_sticky_and_ordinary_errors_are_not() {

@@ -239,6 +239,7 @@ impl Graph {
         let mut steps = Vec::new();
         let mut tags = Vec::new();
         let mut persistent = Vec::new();
+        let mut cooperative = Vec::new();
         // (source range, type) -> the scratch holding it converted, shared by later readers.
         let mut converted: HashMap<(Binding, Dtype), At> = HashMap::new();
         let dtype_of = |at: At| match at.buf {
@@ -324,6 +325,7 @@ impl Graph {
                 });
             }
             persistent.extend(plan.persistent.iter().cloned());
+            cooperative.extend(plan.cooperative.iter().cloned());
         }
         Ok(Composed {
             plan: CudaPlan {
@@ -334,6 +336,7 @@ impl Graph {
                 steps,
                 pipeline: None,
                 persistent,
+                cooperative,
             },
             steps: tags,
         })

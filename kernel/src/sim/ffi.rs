@@ -15,6 +15,19 @@ pub struct SimLaunch {
     pub kernel: *const c_char,
     /// Where a module built to count traffic counts it; null otherwise.
     pub traffic: *mut SimTraffic,
+    /// A cooperative launch's grid barrier (every block resident at once); null otherwise.
+    pub grid_sync: *mut SimGrid,
+}
+
+/// `SimGrid`: the grid-wide barrier of a cooperative launch, the blocks arrived in the current
+/// phase, the phases completed and the blocks that have exited. Starts zeroed; the blocks
+/// update it atomically.
+#[repr(C)]
+#[derive(Default)]
+pub struct SimGrid {
+    pub arrived: u64,
+    pub phase: u64,
+    pub exited: u64,
 }
 
 /// Most buffers a launch's traffic is counted in.

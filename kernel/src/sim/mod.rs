@@ -34,7 +34,9 @@ use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Fill, Launch, Step};
 use crate::tma::TensorMap;
 use crate::workload::Shape;
 use compile::Module;
-use ffi::{SIM_FAULT, SIM_OK, SIM_STOPPED, SimLaunch, SimResult, SimTraffic, Thunk, TrafficBuffer};
+use ffi::{
+    SIM_FAULT, SIM_OK, SIM_STOPPED, SimGrid, SimLaunch, SimResult, SimTraffic, Thunk, TrafficBuffer,
+};
 use memory::{GuardedBuf, Placement};
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
@@ -337,6 +339,8 @@ struct Resolved {
     launch: Launch,
     /// The launch's index in the plan's steps.
     step: usize,
+    /// Launched cooperatively: every block resident at once, with a grid barrier.
+    cooperative: bool,
     /// `Step::Constant` copies that come right before this launch in the plan.
     constants: Vec<ConstantSlot>,
 }
@@ -547,6 +551,7 @@ impl<'a> SimRun<'a> {
                 module: module.clone(),
                 launch: l.clone(),
                 step: si,
+                cooperative: plan.cooperative.contains(&l.entry),
                 constants: std::mem::take(&mut constants),
             });
         }
@@ -674,7 +679,8 @@ impl<'a> SimRun<'a> {
             };
             let blocks: u64 = r.launch.grid.iter().map(|&g| u64::from(g)).product();
             if let Some(c) = counter.as_mut() {
-                c.every_block = u32::from(self.dev.sample.is_none_or(|n| n as u64 >= blocks));
+                c.every_block =
+                    u32::from(r.cooperative || self.dev.sample.is_none_or(|n| n as u64 >= blocks));
             }
             if let Some((c, (begin, _))) = counter.as_mut().zip(r.module.global) {
                 // SAFETY: `c` outlives the launch; the module was built from our headers.
@@ -760,6 +766,7 @@ impl<'a> SimRun<'a> {
             .collect();
         let name = CString::new(shown_name(l).as_bytes())
             .map_err(|_| DeviceError::Sim(format!("bad kernel name {:?}", l.entry)))?;
+        let mut grid_sync = SimGrid::default();
         let launch = SimLaunch {
             thunk: r.thunk,
             args: argv.as_mut_ptr(),
@@ -769,9 +776,16 @@ impl<'a> SimRun<'a> {
             dynamic_smem: l.dynamic_smem,
             kernel: name.as_ptr(),
             traffic: traffic.map_or(std::ptr::null_mut(), |t| t as *mut SimTraffic),
+            grid_sync: if r.cooperative {
+                &raw mut grid_sync
+            } else {
+                std::ptr::null_mut()
+            },
         };
         let blocks = l.grid.iter().map(|&g| g as usize).product::<usize>();
-        if blocks > MAX_BLOCKS && self.dev.sample.is_none_or(|n| n > MAX_BLOCKS) {
+        // A cooperative launch runs every block: one left out would never reach grid.sync().
+        let sample = self.dev.sample.filter(|_| !r.cooperative);
+        if blocks > MAX_BLOCKS && sample.is_none_or(|n| n > MAX_BLOCKS) {
             return Err(DeviceError::Sim(format!(
                 "{}: {blocks} blocks is more than the simulator runs ({MAX_BLOCKS}); use a smaller shape",
                 l.entry
@@ -782,7 +796,7 @@ impl<'a> SimRun<'a> {
         let per_unit: u32 = r.cluster.iter().product();
         let units_grid = [0, 1, 2].map(|d| l.grid[d] / r.cluster[d]);
         let units = blocks / per_unit as usize;
-        let mut order: Vec<u64> = match self.dev.sample {
+        let mut order: Vec<u64> = match sample {
             // The same blocks on every pass: the seed depends on the launch, not on the run.
             Some(n) => sample_blocks(
                 units_grid,
@@ -808,6 +822,17 @@ impl<'a> SimRun<'a> {
         let workers = self.dev.threads.min(order.len()).max(1);
         let per_unit_threads = l.block.iter().product::<u32>() as usize * per_unit as usize;
         let resident = resident_units(per_unit_threads, workers);
+        let in_flight = resident as usize * workers * per_unit as usize;
+        if r.cooperative && blocks > in_flight {
+            return Err(DeviceError::Sim(format!(
+                "{}: a cooperative launch needs all {blocks} blocks resident at once, and the \
+                 simulator keeps up to {in_flight} blocks of {} threads in flight \
+                 ({RESIDENT_THREADS} threads in all); launch fewer blocks, as a GPU's occupancy \
+                 times its SMs also bounds them",
+                shown_name(l),
+                l.threads_per_block()
+            )));
+        }
         let feed = UnitFeed {
             next: &next,
             order: &order,
@@ -889,7 +914,6 @@ impl<'a> SimRun<'a> {
         unsafe { (r.module.trim)() };
         // Blocks beyond those in flight start only as others finish: one can wait for
         // another only if both fit.
-        let in_flight = resident as usize * workers * per_unit as usize;
         let residency = if blocks > in_flight {
             format!(
                 "; a block can wait only for blocks in flight beside it, and the simulator keeps \
