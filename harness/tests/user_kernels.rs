@@ -745,6 +745,20 @@ fn kernel_sections_of_the_config_are_read_and_bad_keys_point_at_their_line() {
     assert_eq!(c.kernels.len(), 1);
     assert_eq!(c.kernels[0].file, PathBuf::from("cfg/k.cu"));
     assert_eq!(c.kernels[0].block, Some([256, 1, 1]));
+    assert!(!c.kernels[0].cooperative);
+    let coop = format!("{good}launch = \"cooperative\"\n");
+    let c = Config::from_sources(Some(("cfg/mine.toml", &coop))).unwrap();
+    assert!(c.kernels[0].cooperative);
+    let e = Config::from_sources(Some((
+        "mine.toml",
+        &coop.replace("\"cooperative", "\"coop"),
+    )))
+    .unwrap_err()
+    .to_string();
+    assert!(
+        e.starts_with("mine.toml:10: [[kernel]] k.cu, key `launch`: launch \"coop\""),
+        "{e}"
+    );
     let typo = good.replace("smem = 4096", "smme = 4096");
     let e = Config::from_sources(Some(("mine.toml", &typo)))
         .unwrap_err()
