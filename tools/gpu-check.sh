@@ -114,7 +114,7 @@ say() { echo "$*" | tee -a "$log"; }
 # Each step's share of the budget, in percent; a step never gets more than what is left.
 declare -A share=(
   [glibc]=1 [nvidia-smi]=2 [doctor]=2 [risky]=10 [sanitize]=15 [check]=10
-  [calibrate]=5 [tune]=10 [peers]=10 [run]=20 [gap]=8 [ncu]=15 [experiments]=4 [examples]=3
+  [calibrate]=5 [tune]=10 [peers]=10 [run]=20 [gap]=8 [ncu]=15 [experiments]=4 [examples]=6
 )
 # The headline benchmark is most of a short budget; the checks on small shapes take seconds.
 [[ $headline == 1 ]] && share[run]=40 share[tune]=4 share[calibrate]=3 share[check]=6 share[risky]=6 \
