@@ -1018,11 +1018,12 @@ fn banks_of(counted: &Counted) -> Vec<Block> {
             },
         );
     let mut out = vec![Block::Text(format!(
-        "The simulator's bank model at the shape {shape} ({profiled}): each warp instruction rebuilt from its lanes' addresses and served \
-         in 128-byte phases by 32 banks of 4-byte words; a phase takes a wavefront per distinct \
-         word of its busiest bank, and the wavefronts beyond one a phase are conflicts (WMMA's \
-         loads and stores, TMA and wgmma are not counted). `harness/tests/bank_model.rs` holds \
-         it to the counts Nsight Compute took on an H200."
+        "The simulator's bank model at the shape {shape} ({profiled}): each warp instruction \
+         rebuilt from its lanes' addresses and served in 128-byte phases by 32 banks of 4-byte \
+         words; a phase takes a wavefront per distinct word of its busiest bank, and the \
+         wavefronts beyond one a phase are conflicts (WMMA's loads and stores, TMA and wgmma are \
+         not counted). `harness/tests/bank_model.rs` holds it to the counts Nsight Compute took \
+         on an H200."
     ))];
     if !rows.is_empty() {
         out.push(Block::Table(head, rows));

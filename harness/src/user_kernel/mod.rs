@@ -702,11 +702,7 @@ impl Kernel for UserKernel {
                 )
                 .collect(),
             steps,
-            cooperative: if self.spec.cooperative {
-                vec![entry]
-            } else {
-                Vec::new()
-            },
+            cooperative: self.spec.cooperative.then_some(entry).into_iter().collect(),
             ..Default::default()
         })
     }

@@ -67,7 +67,7 @@ pub struct UserKernelSpec {
     /// `constant=SYMBOL:BUFFER`: a `__constant__` array of the file that the lab fills with a
     /// buffer of the workload before each launch, as host code's `cudaMemcpyToSymbol` would.
     pub constants: Vec<(String, String)>,
-    /// `launch=cooperative`: launched as `cudaLaunchCooperativeKernel` launches, every block
+    /// `launch=cooperative`: a cooperative launch (`cudaLaunchCooperativeKernel`), every block
     /// resident at once, which `cooperative_groups::this_grid().sync()` needs.
     pub cooperative: bool,
 }
