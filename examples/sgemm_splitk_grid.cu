@@ -10,10 +10,10 @@
 // occupancy arithmetic when the grid does not fit:
 //
 //   harness run --device sim --workload gemm \
-//     --kernel 'examples/sgemm_splitk_grid.cu:sgemm_splitk_grid,block=256,grid=32,launch=cooperative,args=(A,B,C,M,N,K,zeros(4*4*M*N))'
+//     --kernel 'examples/sgemm_splitk_grid.cu:sgemm_splitk_grid,block=256,grid=2*SMS,launch=cooperative,args=(A,B,C,M,N,K,zeros(4*4*M*N))'
 //
-// 32 blocks keep the simulator's shapes quick; on a GPU a grid of a few blocks per SM (264
-// on an H100's 132) fills it.
+// SMS is the GPU's SM count: two blocks per SM, 264 on an H100's 132 SMs; the simulator
+// counts 8 SMs, so 16 blocks there each walk several pairs.
 #include <cooperative_groups.h>
 
 namespace cg = cooperative_groups;

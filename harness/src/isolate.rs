@@ -509,7 +509,7 @@ fn with_kernels<T>(
     let users = if specs.is_empty() {
         Vec::new()
     } else {
-        user_kernel::load_all(&specs, &[workload], dev.kind() != DeviceKind::Cuda)?
+        user_kernel::load_all(&specs, &[workload], Some(dev.info()))?
     };
     let mut kernels: Vec<&dyn Kernel> = all.iter().map(|k| k.as_ref()).collect();
     kernels.extend(users.iter().map(|u| u as &dyn Kernel));

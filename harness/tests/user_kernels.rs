@@ -5,10 +5,10 @@
 use harness::config::Config;
 use harness::results::{RunResults, Status};
 use harness::run::Ablation;
-use harness::user_kernel::{Compiler, UserKernel, UserKernelSpec, run};
+use harness::user_kernel::{Compiler, SIM_SMS, UserKernel, UserKernelSpec, run};
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
-use kernel::{Kernel, Shape, Workload};
+use kernel::{Executor, Kernel, Shape, Workload};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::LazyLock;
@@ -79,7 +79,13 @@ fn load(spec: &str, workload: Workload) -> UserKernel {
     } else {
         format!("{}/{spec}", root().display())
     };
-    UserKernel::load(&UserKernelSpec::parse(&spec).unwrap(), Some(workload), 1).unwrap()
+    UserKernel::load(
+        &UserKernelSpec::parse(&spec).unwrap(),
+        Some(workload),
+        1,
+        SIM_SMS,
+    )
+    .unwrap()
 }
 
 /// Writes `code` as `name` into `dir` and loads it with `options`.
@@ -498,7 +504,7 @@ fn defines_are_evaluated_for_each_shape() {
         dir.display()
     ))
     .unwrap();
-    let e = UserKernel::load(&spec, Some(Workload::Gemm), 1).unwrap_err();
+    let e = UserKernel::load(&spec, Some(Workload::Gemm), 1, SIM_SMS).unwrap_err();
     assert!(
         e.to_string()
             .contains("`D` uses D; expressions for gemm may use M, N, K"),
@@ -653,7 +659,7 @@ fn a_constant_array_is_filled_from_its_buffer_and_held_to_its_size() {
     ))
     .map_err(|e| e.to_string())
     .and_then(|s| {
-        UserKernel::load(&s, None, 1)
+        UserKernel::load(&s, None, 1, SIM_SMS)
             .map(|_| ())
             .map_err(|e| e.to_string())
     })
@@ -848,13 +854,13 @@ fn two_kernels_with_one_name_must_be_told_apart() {
     let spec = format!("{}/{}", root().display(), *GEMM_EXAMPLE);
     let twice = [spec.clone(), spec.clone()];
     let specs = harness::user_kernel::specs(&[], &twice).unwrap();
-    let e = harness::user_kernel::load_all(&specs, &["gemm".to_string()], false)
+    let e = harness::user_kernel::load_all(&specs, &["gemm".to_string()], None)
         .unwrap_err()
         .to_string();
     assert!(e.contains("already called") && e.contains("id=NAME"), "{e}");
     let named = [spec.clone(), format!("{spec},id=mine")];
     let specs = harness::user_kernel::specs(&[], &named).unwrap();
-    let users = harness::user_kernel::load_all(&specs, &["gemm".to_string()], false).unwrap();
+    let users = harness::user_kernel::load_all(&specs, &["gemm".to_string()], None).unwrap();
     assert_eq!(users[1].id(), "mine");
 }
 
@@ -1087,7 +1093,7 @@ fn resources_of_a_user_kernel_equal_a_plain_nvrtc_build_of_its_file() {
         std::fs::write(dir.join(name), code).unwrap();
         let spec = format!("{}/{name}:{options}", dir.display());
         let specs = harness::user_kernel::specs(&[], &[spec]).unwrap();
-        let users = harness::user_kernel::load_all(&specs, &[], false).unwrap();
+        let users = harness::user_kernel::load_all(&specs, &[], None).unwrap();
         assert!(users[0].wrapped.is_none(), "{:?}", users[0].wrapped);
         let plan = users[0].cuda(&shape).unwrap();
         let plain = kernel::CudaSource {
@@ -1144,7 +1150,8 @@ fn a_kernel_taking_size_t_runs_through_a_wrapper_that_says_so() {
         dir.display()
     );
     let specs = harness::user_kernel::specs(&[], &[spec]).unwrap();
-    let users = harness::user_kernel::load_all(&specs, &["gemm".into()], true).unwrap();
+    let sim = SimDevice::new().unwrap();
+    let users = harness::user_kernel::load_all(&specs, &["gemm".into()], Some(sim.info())).unwrap();
     if nvrtc::version().is_ok() {
         let why = users[0].wrapped.as_deref().unwrap();
         assert!(
@@ -1684,7 +1691,7 @@ fn a_kernel_for_a_whole_network_is_refused_with_what_to_bring_instead() {
     std::fs::write(&file, code).unwrap();
     let spec = format!("{}:scale", file.display());
     let specs = harness::user_kernel::specs(&[], &[spec]).unwrap();
-    let e = harness::user_kernel::load_all(&specs, &["encoder".to_string()], false)
+    let e = harness::user_kernel::load_all(&specs, &["encoder".to_string()], None)
         .unwrap_err()
         .to_string();
     assert!(e.contains("whole network") && e.contains("gemm"), "{e}");
@@ -1711,9 +1718,10 @@ fn a_grid_sync_kernel_needs_its_cooperative_launch_and_every_block_at_the_barrie
             && plain.contains("launch=cooperative"),
         "{plain}"
     );
-    let wide = why_of(&spec.replace("grid=32", "grid=1000"), "wide");
+    // SMS is the simulator's 8: 1600 blocks.
+    let wide = why_of(&spec.replace("grid=2*SMS", "grid=200*SMS"), "wide");
     assert!(
-        wide.contains("a cooperative launch needs all 1000 blocks resident at once"),
+        wide.contains("a cooperative launch needs all 1600 blocks resident at once"),
         "{wide}"
     );
     let unsynced = why_of(
@@ -1735,7 +1743,7 @@ fn a_grid_sync_kernel_needs_its_cooperative_launch_and_every_block_at_the_barrie
         "deserter",
     );
     assert!(
-        deserter.contains("grid.sync(): 1 of the grid's 32 blocks exited without arriving"),
+        deserter.contains("grid.sync(): 1 of the grid's 16 blocks exited without arriving"),
         "{deserter}"
     );
 }

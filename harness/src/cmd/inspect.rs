@@ -42,7 +42,7 @@ pub struct Args {
 pub fn run(args: &Args) -> Outcome {
     if !args.user_kernels.is_empty() {
         let specs = user_kernel::specs(&[], &args.user_kernels)?;
-        let users = user_kernel::load_all(&specs, &[], false)?;
+        let users = user_kernel::load_all(&specs, &[], None)?;
         // At the first shape the rungs of its workload are inspected at.
         let shape_of = |w| inspect_shapes(w)[0].1;
         return user_kernel::run::inspect(&users, &args.arch, shape_of);

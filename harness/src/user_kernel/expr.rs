@@ -1,5 +1,5 @@
 //! Launch-geometry expressions over a shape's dimensions: `cdiv(N, 64)`, `B*H`, `2*64*8*4`.
-//! Integers, the dimension names of the workload, `+ - * / %` (integer division rounds down),
+//! Integers, the dimension names of the workload and `SMS` (see [`super::vars`]), `+ - * / %` (integer division rounds down),
 //! parentheses, and `cdiv(a, b)`, `min(a, b)`, `max(a, b)`.
 
 use serde::Serialize;

@@ -55,6 +55,12 @@ fn output_axes(shape: &Shape) -> (&'static str, &'static str) {
 /// Every tiled dimension of `shape` with a tail, from the grid and the integer arguments.
 fn tails(grid: &Grid, args: &[&Expr], shape: &Shape, vars: &[(&'static str, usize)]) -> Vec<Tail> {
     let value = |d: &str| vars.iter().find(|(n, _)| *n == d).map(|(_, v)| *v);
+    // The SM count is no dimension of the shape: a grid of it has no tail.
+    let dims: Vec<(&'static str, usize)> = vars
+        .iter()
+        .copied()
+        .filter(|(n, _)| *n != super::SMS)
+        .collect();
     let mut out: Vec<Tail> = Vec::new();
     let mut push = |t: Tail| {
         if !t.value.is_multiple_of(t.tile) && !out.iter().any(|o| o.dim == t.dim) {
@@ -79,7 +85,7 @@ fn tails(grid: &Grid, args: &[&Expr], shape: &Shape, vars: &[(&'static str, usiz
         }
         Grid::Exprs(exprs) => {
             for (axis, e) in exprs.iter().enumerate() {
-                for &(dim, v) in vars {
+                for &(dim, v) in &dims {
                     if let Some(tile) = tile_of(e, dim, vars) {
                         let from = format!("grid {} = {e}", ["x", "y", "z"][axis]);
                         push(Tail {
@@ -94,7 +100,7 @@ fn tails(grid: &Grid, args: &[&Expr], shape: &Shape, vars: &[(&'static str, usiz
         }
     }
     for e in args {
-        for &(dim, v) in vars {
+        for &(dim, v) in &dims {
             if let Some(tile) = tile_of(e, dim, vars) {
                 push(Tail {
                     dim,
@@ -189,7 +195,7 @@ mod tests {
     use super::*;
 
     fn vars(shape: &Shape) -> Vec<(&'static str, usize)> {
-        shape.dims()
+        super::super::vars(shape, super::super::SIM_SMS)
     }
 
     #[test]

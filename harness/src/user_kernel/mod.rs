@@ -20,8 +20,9 @@ use buffers::Buffers;
 use files::LocalFiles;
 use kernel::cuda::{nvrtc, ptx_entry};
 use kernel::{
-    Arg, At, CONSTANT_BYTES, ConstantCopy, CudaPlan, CudaSource, DeviceError, Dtype, Fill, Kernel,
-    KernelInfo, Launch, Precision, Role, Scratch, Shape, Stage, Step, Unsupported, Workload,
+    Arg, At, CONSTANT_BYTES, ConstantCopy, CudaPlan, CudaSource, DeviceError, DeviceInfo,
+    DeviceKind, Dtype, Fill, Kernel, KernelInfo, Launch, Precision, Role, Scratch, Shape, Stage,
+    Step, Unsupported, Workload,
 };
 use scan::KernelDecl;
 use signature::{ArgItem, ArgList, Param, Signature};
@@ -112,6 +113,8 @@ pub struct UserKernel {
     pub wrapped: Option<String>,
     /// Why the simulator cannot run it (inline PTX it does not know), once per kernel loaded.
     sim_refusal: Option<&'static str>,
+    /// What `SMS` stands for in its expressions ([`sms_on`]).
+    sms: usize,
 }
 
 impl std::fmt::Debug for UserKernel {
@@ -120,14 +123,38 @@ impl std::fmt::Debug for UserKernel {
     }
 }
 
-/// The names a geometry expression may use for `shape`: its dimensions, and a convolution's
-/// output size `HO`, `WO`.
-pub fn vars(shape: &Shape) -> Vec<(&'static str, usize)> {
+/// The name of the GPU's SM count in expressions (`grid=(2*SMS)` for a persistent kernel).
+pub const SMS: &str = "SMS";
+
+/// What `SMS` stands for where no GPU runs the kernel (the simulator, `inspect`): fixed, so
+/// that a check does not depend on the machine, and small, so that a persistent kernel's loop
+/// takes several tiles per block on the simulator's shapes.
+pub const SIM_SMS: usize = 8;
+
+/// What `SMS` stands for on `device`: its SM count on a GPU, [`SIM_SMS`] elsewhere (and for
+/// `None`, a kernel only compiled).
+pub fn sms_on(device: Option<&DeviceInfo>) -> usize {
+    match device {
+        Some(d) if d.kind == DeviceKind::Cuda.name() => d.units as usize,
+        _ => SIM_SMS,
+    }
+}
+
+/// The names of `vars` in words, for a message: `M, N, K and SMS, the GPU's SM count`.
+pub fn names_in_words(vars: &[(&str, usize)]) -> String {
+    let dims: Vec<&str> = vars.iter().map(|(n, _)| *n).filter(|n| *n != SMS).collect();
+    format!("{} and {SMS}, the GPU's SM count", dims.join(", "))
+}
+
+/// The names an expression may use for `shape` on a GPU with `sms` SMs: the shape's
+/// dimensions, a convolution's output size `HO`, `WO`, and `SMS`.
+pub fn vars(shape: &Shape, sms: usize) -> Vec<(&'static str, usize)> {
     let mut v = shape.dims();
     if let Shape::Conv { h, w, k, .. } = *shape {
         let (ho, wo) = Shape::conv_out(h, w, k);
         v.extend([("HO", ho), ("WO", wo)]);
     }
+    v.push((SMS, sms));
     v
 }
 
@@ -138,8 +165,9 @@ const MAX_SMEM: i64 = 227 * 1024;
 fn defines_at(
     spec: &UserKernelSpec,
     shape: &Shape,
+    sms: usize,
 ) -> Result<Vec<(kernel::Text, String)>, Unsupported> {
-    let v = vars(shape);
+    let v = vars(shape, sms);
     spec.defines
         .iter()
         .map(|(name, e)| {
@@ -188,11 +216,13 @@ impl UserKernel {
     /// names neither a workload nor a signature. `rung` orders user rows. Checks, in this
     /// order: the file, the entry (a missing one lists the file's kernels), then the options
     /// that describe its parameters and buffers. Whether the kernel takes them is the
-    /// compile check's ([`UserKernel::preflight`]); the launch options come last.
+    /// compile check's ([`UserKernel::preflight`]); the launch options come last. `sms` is
+    /// what `SMS` stands for ([`sms_on`]).
     pub fn load(
         spec: &UserKernelSpec,
         workload: Option<Workload>,
         rung: u32,
+        sms: usize,
     ) -> Result<Self, UserKernelError> {
         let name = format!("{}:{}", spec.file.display(), spec.entry);
         let err = |message: String| UserKernelError::Spec {
@@ -243,7 +273,7 @@ impl UserKernel {
         spec.check_names(workload).map_err(|(_, m)| err(m))?;
         // Compiled at first (the preflight, `inspect`) with the defines of the workload's
         // probe shape; each shape's plan carries its own.
-        let defines = defines_at(spec, &workload.probe_shape())
+        let defines = defines_at(spec, &workload.probe_shape(), sms)
             .map_err(|Unsupported(m)| err(format!("at {}: {m}", workload.probe_shape())))?;
         let (list, sig) = match &spec.args {
             Some(text) => ArgList::parse(text, workload).map_err(&err)?,
@@ -291,6 +321,7 @@ impl UserKernel {
             .map(|r| &*Box::leak(r.into_boxed_str()));
         Ok(Self {
             sim_refusal,
+            sms,
             id: spec
                 .id
                 .clone()
@@ -340,7 +371,7 @@ impl UserKernel {
     /// Grid and dynamic shared memory for `shape`, or why it cannot be launched.
     pub fn geometry(&self, shape: &Shape) -> Result<([u32; 3], u32), Unsupported> {
         let (_, grid) = self.spec.launch().map_err(|(_, m)| Unsupported(m))?;
-        let v = vars(shape);
+        let v = vars(shape, self.sms);
         let grid = match grid {
             Grid::Tile(t) => {
                 let dims = shape.output().dims;
@@ -382,12 +413,15 @@ impl UserKernel {
                 "grid {grid:?}: y and z are limited to 65535 blocks"
             )));
         }
-        self.list.args(shape, &self.buffers).map_err(Unsupported)?;
+        self.list
+            .args(shape, self.sms, &self.buffers)
+            .map_err(Unsupported)?;
         for m in self.list.tensor_maps() {
             let len = self.signature.buffer(m.buffer, shape).map_or(0, |(_, l)| l);
-            m.at(shape, &self.buffers, len).map_err(Unsupported)?;
+            m.at(shape, self.sms, &self.buffers, len)
+                .map_err(Unsupported)?;
         }
-        self.list.workspaces(shape).map_err(Unsupported)?;
+        self.list.workspaces(shape, self.sms).map_err(Unsupported)?;
         for (symbol, buffer) in &self.spec.constants {
             let Some((p, len)) = self.signature.buffer(buffer, shape) else {
                 continue; // checked at load
@@ -471,7 +505,10 @@ impl UserKernel {
             return Ok(());
         };
         let shape = self.workload.probe_shape();
-        let args = self.list.args(&shape, &self.buffers).unwrap_or_default();
+        let args = self
+            .list
+            .args(&shape, self.sms, &self.buffers)
+            .unwrap_or_default();
         let differ: Vec<String> = entry
             .params
             .iter()
@@ -580,7 +617,7 @@ impl UserKernel {
                 ArgItem::Named(..) | ArgItem::Zeros(_) | ArgItem::TensorMap(_) => None,
             })
             .collect();
-        hint::tail_hint(grid, &ints, shape, &vars(shape), first_bad)
+        hint::tail_hint(grid, &ints, shape, &vars(shape, self.sms), first_bad)
     }
 
     /// What C holds when a run starts: a sentinel when beta is 0 (an element still holding
@@ -628,7 +665,7 @@ impl Kernel for UserKernel {
     }
 
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
-        defines_at(&self.spec, shape)?;
+        defines_at(&self.spec, shape, self.sms)?;
         self.geometry(shape).map(|_| ())
     }
 
@@ -642,7 +679,7 @@ impl Kernel for UserKernel {
         let (grid, dynamic_smem) = self.geometry(shape).unwrap_or(([1, 1, 1], 0));
         let len = self.signature.scratch_len(shape);
         let source = CudaSource {
-            defines: defines_at(&self.spec, shape).unwrap_or_default(),
+            defines: defines_at(&self.spec, shape, self.sms).unwrap_or_default(),
             ..self.source.clone()
         };
         // The `__constant__` arrays the host code would fill, filled before the launch.
@@ -670,7 +707,10 @@ impl Kernel for UserKernel {
             grid,
             block: self.spec.block.unwrap_or([1, 1, 1]),
             dynamic_smem,
-            args: self.list.args(shape, &self.buffers).unwrap_or_default(),
+            args: self
+                .list
+                .args(shape, self.sms, &self.buffers)
+                .unwrap_or_default(),
         }));
         Some(CudaPlan {
             inputs: self.buffers.inputs.clone(),
@@ -690,7 +730,7 @@ impl Kernel for UserKernel {
                 // The workspaces, in 4-byte words (their type is the kernel's business).
                 .chain(
                     self.list
-                        .workspaces(shape)
+                        .workspaces(shape, self.sms)
                         .unwrap_or_default()
                         .into_iter()
                         .map(|(name, words)| Scratch {
@@ -767,22 +807,24 @@ pub fn specs(
     Ok(specs)
 }
 
-/// The user kernels of a run, loaded and compile-checked with the compilers the run uses
-/// (`sim`: the simulator runs them); an error stops the run before anything is measured.
-/// For each kernel the errors come in the order a user fixes them: the file and the entry,
-/// its parameter list, then the launch options.
+/// The user kernels of a run on `device` (`None`: only compiled, as `inspect` does), loaded
+/// and compile-checked with the compilers the run uses (the simulator's too, when it runs
+/// them); an error stops the run before anything is measured. For each kernel the errors
+/// come in the order a user fixes them: the file and the entry, its parameter list, then the
+/// launch options.
 pub fn load_all(
     specs: &[UserKernelSpec],
     workloads: &[String],
-    sim: bool,
+    device: Option<&DeviceInfo>,
 ) -> Result<Vec<UserKernel>, UserKernelError> {
     let single = match workloads {
         [w] => Workload::parse(w),
         _ => None,
     };
+    let sim = device.is_some_and(|d| d.kind != DeviceKind::Cuda.name());
     let mut out = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
-        let mut k = UserKernel::load(spec, single, i as u32 + 1)?;
+        let mut k = UserKernel::load(spec, single, i as u32 + 1, sms_on(device))?;
         let asked: Vec<Workload> = workloads
             .iter()
             .filter_map(|w| Workload::parse(w))
@@ -834,7 +876,7 @@ mod tests {
     fn example(options: &str, workload: Workload) -> UserKernel {
         let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/attention_rows.cu");
         let spec = UserKernelSpec::parse(&format!("{file}:attention_rows<32,64>,{options}"));
-        UserKernel::load(&spec.unwrap(), Some(workload), 1).unwrap()
+        UserKernel::load(&spec.unwrap(), Some(workload), 1, SIM_SMS).unwrap()
     }
 
     #[test]
@@ -871,6 +913,7 @@ mod tests {
             .unwrap(),
             Some(Workload::Attention),
             1,
+            SIM_SMS,
         )
         .unwrap_err()
         .to_string();
@@ -878,6 +921,44 @@ mod tests {
             e.contains("`cdiv(N,32)` uses N; expressions for attention may use B, H, S, D"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn sms_is_the_gpus_sm_count_in_every_expression_and_fixed_elsewhere() {
+        let on = |kind: DeviceKind, units| DeviceInfo {
+            kind: kind.name().to_string(),
+            units,
+            ..Default::default()
+        };
+        assert_eq!(sms_on(Some(&on(DeviceKind::Cuda, 132))), 132);
+        // The simulator's and the CPU's worker threads are no SMs.
+        assert_eq!(sms_on(Some(&on(DeviceKind::Sim, 2))), SIM_SMS);
+        assert_eq!(sms_on(Some(&on(DeviceKind::Cpu, 64))), SIM_SMS);
+        assert_eq!(sms_on(None), SIM_SMS);
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/attention_rows.cu");
+        let spec = UserKernelSpec::parse(&format!(
+            "{file}:attention_rows<32,64>,block=256,grid=(2*SMS),smem=SMS*16,\
+             define=WAVES=SMS/4,args=(A,B,C,M,N,K,SMS,zeros(SMS*M*4))"
+        ))
+        .unwrap();
+        let shape = Shape::gemm(100, 37, 129);
+        for sms in [132, SIM_SMS] {
+            let k = UserKernel::load(&spec, Some(Workload::Gemm), 1, sms).unwrap();
+            assert_eq!(
+                k.geometry(&shape),
+                Ok(([2 * sms as u32, 1, 1], 16 * sms as u32))
+            );
+            let plan = k.cuda(&shape).unwrap();
+            let Some(Step::Kernel(launch)) = plan.steps.last() else {
+                panic!("{:?}", plan.steps)
+            };
+            assert_eq!(launch.args[6], Arg::I32(sms as i32));
+            assert_eq!(launch.source.defines[0].1, (sms / 4).to_string());
+            assert_eq!(plan.scratch.last().unwrap().len, sms * 100);
+            // A grid of the SM count has no tail to blame.
+            let hint = k.tail_hint(&shape, Some(0)).unwrap_or_default();
+            assert!(!hint.contains(SMS), "{hint}");
+        }
     }
 
     #[test]

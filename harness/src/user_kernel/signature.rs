@@ -485,8 +485,14 @@ impl MapArg {
 
     /// The map at `shape`, its view checked against the buffer's elements and the driver's
     /// constraints (strides, box edges, swizzle span), as a declined shape's reason.
-    pub fn at(&self, shape: &Shape, buffers: &Buffers, len: usize) -> Result<TensorMap, String> {
-        let dims = shape.dims();
+    pub fn at(
+        &self,
+        shape: &Shape,
+        sms: usize,
+        buffers: &Buffers,
+        len: usize,
+    ) -> Result<TensorMap, String> {
+        let dims = super::vars(shape, sms);
         let mut v = Vec::new();
         for e in self.exprs() {
             let x = e.eval(&dims)?;
@@ -608,6 +614,9 @@ impl ArgList {
                 .find(|(n, _)| *n == name)
                 .copied()
         };
+        // The names an expression may use (the SM count's value is only a probe's).
+        let dims = super::vars(&workload.probe_shape(), super::SIM_SMS);
+        let names: Vec<&str> = dims.iter().map(|(n, _)| *n).collect();
         let mut items = Vec::new();
         for part in super::spec::split_top(inner) {
             let part = part.trim();
@@ -616,8 +625,6 @@ impl ArgList {
                 .and_then(|r| r.strip_suffix(')'));
             if let Some(inner) = part.strip_prefix("tmap(").and_then(|r| r.strip_suffix(')')) {
                 let map = MapArg::parse(inner, known)?;
-                let dims = workload.probe_shape().dims();
-                let names: Vec<&str> = dims.iter().map(|(n, _)| *n).collect();
                 let unknown: Vec<String> = map
                     .exprs()
                     .iter()
@@ -625,9 +632,9 @@ impl ArgList {
                     .collect();
                 if !unknown.is_empty() {
                     return Err(format!(
-                        "args: {part}: {} is no dimension of {workload} ({})",
+                        "args: {part}: {} is no dimension of {workload}; expressions may use {}",
                         unknown.join(", "),
-                        names.join(", ")
+                        super::names_in_words(&dims)
                     ));
                 }
                 items.push(ArgItem::TensorMap(Box::new(map)));
@@ -637,8 +644,6 @@ impl ArgList {
                 Some((n, p)) => items.push(ArgItem::Named(n, p)),
                 None => {
                     let e = Expr::parse(zeros.unwrap_or(part))?;
-                    let dims = workload.probe_shape().dims();
-                    let names: Vec<&str> = dims.iter().map(|(n, _)| *n).collect();
                     let unknown = e.unknown_names(&names);
                     if !unknown.is_empty() {
                         let all: Vec<&str> = sigs
@@ -653,7 +658,7 @@ impl ArgList {
                              integer expression of {}",
                             unknown.join(", "),
                             all.join(", "),
-                            names.join(", ")
+                            super::names_in_words(&dims)
                         ));
                     }
                     items.push(match zeros {
@@ -733,8 +738,8 @@ impl ArgList {
     /// The workspaces (`zeros(BYTES)`) at `shape`, in order: each one's name and size in
     /// 4-byte words, rounded up to 16 bytes so that any access of up to 16 bytes is aligned
     /// and inside it.
-    pub fn workspaces(&self, shape: &Shape) -> Result<Vec<(String, usize)>, String> {
-        let dims = shape.dims();
+    pub fn workspaces(&self, shape: &Shape, sms: usize) -> Result<Vec<(String, usize)>, String> {
+        let dims = super::vars(shape, sms);
         self.items
             .iter()
             .filter_map(|i| match i {
@@ -788,10 +793,10 @@ impl ArgList {
         list.join(", ")
     }
 
-    /// The arguments for `shape`, or the expression that cannot be evaluated. Workspaces are
-    /// the scratch buffers after the signature's own.
-    pub fn args(&self, shape: &Shape, buffers: &Buffers) -> Result<Vec<Arg>, String> {
-        let dims = shape.dims();
+    /// The arguments for `shape` on a GPU with `sms` SMs, or the expression that cannot be
+    /// evaluated. Workspaces are the scratch buffers after the signature's own.
+    pub fn args(&self, shape: &Shape, sms: usize, buffers: &Buffers) -> Result<Vec<Arg>, String> {
+        let dims = super::vars(shape, sms);
         let mut workspace = buffers.scratch.len();
         self.items
             .iter()
@@ -799,7 +804,7 @@ impl ArgList {
                 ArgItem::Named(_, p) => Ok(p.arg(shape, buffers)),
                 ArgItem::TensorMap(m) => {
                     // The view is checked against the buffer where the plan is built.
-                    m.at(shape, buffers, usize::MAX).map(Arg::TensorMap)
+                    m.at(shape, sms, buffers, usize::MAX).map(Arg::TensorMap)
                 }
                 ArgItem::Zeros(_) => {
                     workspace += 1;
@@ -827,6 +832,7 @@ fn c_type(p: Param) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::user_kernel::SIM_SMS;
 
     #[test]
     fn an_own_list_names_parameters_and_integer_expressions() {
@@ -850,7 +856,7 @@ mod tests {
             d: 16,
             causal: false,
         };
-        let args = list.args(&shape, &f32s).unwrap();
+        let args = list.args(&shape, SIM_SMS, &f32s).unwrap();
         assert_eq!(
             (args[5], args[6], args[8]),
             (Arg::I32(3), Arg::I32(32), Arg::Ptr(Buf::Scratch(0)))
@@ -880,7 +886,9 @@ mod tests {
             list.params(),
             vec![Dim("M"), Dim("N"), Dim("K"), Output, Input(0), Input(1)]
         );
-        let args = list.args(&Shape::gemm(100, 72, 136), &buffers).unwrap();
+        let args = list
+            .args(&Shape::gemm(100, 72, 136), SIM_SMS, &buffers)
+            .unwrap();
         assert_eq!(
             args[5],
             Arg::TensorMap(TensorMap::matrix(
@@ -895,7 +903,7 @@ mod tests {
         // A row pitch that is no multiple of 16 bytes declines the shape, naming the map.
         let maps: Vec<&MapArg> = list.tensor_maps().collect();
         let e = maps[0]
-            .at(&Shape::gemm(100, 72, 129), &buffers, 100 * 129)
+            .at(&Shape::gemm(100, 72, 129), SIM_SMS, &buffers, 100 * 129)
             .unwrap_err();
         assert!(
             e.starts_with("tmap(A): TMA tensor map: rows of 129 elements are 258 B apart"),
@@ -903,7 +911,7 @@ mod tests {
         );
         // A view larger than its buffer, a box wider than its swizzle.
         let e = maps[0]
-            .at(&Shape::gemm(100, 72, 136), &buffers, 64)
+            .at(&Shape::gemm(100, 72, 136), SIM_SMS, &buffers, 64)
             .unwrap_err();
         assert!(
             e.contains("a 100x136 view (its last element at 13599) over a buffer of 64 elements"),
@@ -914,7 +922,9 @@ mod tests {
             Workload::Gemm,
         )
         .unwrap();
-        let e = wide.args(&Shape::gemm(64, 64, 128), &buffers).unwrap_err();
+        let e = wide
+            .args(&Shape::gemm(64, 64, 128), SIM_SMS, &buffers)
+            .unwrap_err();
         assert!(e.contains("256 B, wider than its 64 B swizzle"), "{e}");
         for (bad, want) in [
             (
@@ -928,7 +938,7 @@ mod tests {
             ("(tmap(A, M, K, 64, 64, 96B), B, C)", "swizzle 96B"),
             (
                 "(tmap(A, M, Q, 64, 64), B, C)",
-                "Q is no dimension of gemm (M, N, K)",
+                "Q is no dimension of gemm; expressions may use M, N, K and SMS",
             ),
         ] {
             let e = ArgList::parse(bad, Workload::Gemm).unwrap_err();
@@ -949,7 +959,7 @@ mod tests {
             "tmap(A, {64, M, K/64}, {2*K, 128}, {64, 128, 2}, 128B)"
         );
         let map = maps[0]
-            .at(&Shape::gemm(256, 64, 192), &buffers, 256 * 192)
+            .at(&Shape::gemm(256, 64, 192), SIM_SMS, &buffers, 256 * 192)
             .unwrap();
         assert_eq!(map.rank, 3);
         assert_eq!(map.dims[..3], [64, 256, 3]);
@@ -958,14 +968,18 @@ mod tests {
         // A stride in bytes that is no whole element, one that breaks the 16-byte rule.
         let (odd, _) =
             ArgList::parse("(tmap(A, {64, M}, {2*K+1}, {64, 64}), C)", Workload::Gemm).unwrap();
-        let e = odd.args(&Shape::gemm(64, 64, 64), &buffers).unwrap_err();
+        let e = odd
+            .args(&Shape::gemm(64, 64, 64), SIM_SMS, &buffers)
+            .unwrap_err();
         assert!(
             e.contains("a stride of 129 B is no whole number of 2-byte elements"),
             "{e}"
         );
         let (pitch, _) =
             ArgList::parse("(tmap(A, {K, M}, {2*K}, {64, 64}), C)", Workload::Gemm).unwrap();
-        let e = pitch.args(&Shape::gemm(64, 64, 68), &buffers).unwrap_err();
+        let e = pitch
+            .args(&Shape::gemm(64, 64, 68), SIM_SMS, &buffers)
+            .unwrap_err();
         assert!(e.contains("rows of 68 elements are 136 B apart"), "{e}");
         for (bad, want) in [
             (
@@ -1011,7 +1025,7 @@ mod tests {
             d: 16,
             causal: false,
         };
-        let args = list.args(&shape, &buffers).unwrap();
+        let args = list.args(&shape, SIM_SMS, &buffers).unwrap();
         // attention-lm's own scratch is l and m (0 and 1): the workspaces come after.
         assert_eq!(
             (args[4], args[6], args[8]),
@@ -1023,14 +1037,16 @@ mod tests {
         );
         // 12 bytes and 12 bytes, each rounded up to 16 bytes: 4 words.
         assert_eq!(
-            list.workspaces(&shape).unwrap(),
+            list.workspaces(&shape, SIM_SMS).unwrap(),
             vec![
                 ("zeros(4*cdiv(S,64))".to_string(), 4),
                 ("zeros(B*H*2)".to_string(), 4)
             ]
         );
         let (empty, _) = ArgList::parse("(A, B, C, M, N, K, zeros(M-M))", Workload::Gemm).unwrap();
-        let e = empty.workspaces(&Shape::gemm(8, 8, 8)).unwrap_err();
+        let e = empty
+            .workspaces(&Shape::gemm(8, 8, 8), SIM_SMS)
+            .unwrap_err();
         assert!(e.contains("zeros(M-M) = 0 bytes"), "{e}");
         let e = ArgList::parse("(A, B, C, zeros(4*T))", Workload::Gemm).unwrap_err();
         assert!(e.contains("T is neither a parameter of gemm"), "{e}");
@@ -1055,7 +1071,7 @@ mod tests {
         let s = Signature::named("gemm-blas").unwrap();
         let mut buffers = Buffers::fp32(s);
         let list = ArgList::of(s);
-        let args = list.args(&Shape::gemm(3, 5, 7), &buffers).unwrap();
+        let args = list.args(&Shape::gemm(3, 5, 7), SIM_SMS, &buffers).unwrap();
         assert_eq!(args[0], Arg::I32(3));
         assert_eq!(args[2], Arg::I32(7));
         assert_eq!(args[3], Arg::F32(1.0));
@@ -1072,7 +1088,7 @@ mod tests {
              float * C)"
         );
         assert_eq!(
-            list.args(&Shape::gemm(3, 5, 7), &buffers).unwrap()[6],
+            list.args(&Shape::gemm(3, 5, 7), SIM_SMS, &buffers).unwrap()[6],
             Arg::F32(0.5)
         );
         let a = Signature::named("attention").unwrap();
@@ -1084,7 +1100,7 @@ mod tests {
             d: 16,
             causal: true,
         };
-        let args = alist.args(&shape, &abuf).unwrap();
+        let args = alist.args(&shape, SIM_SMS, &abuf).unwrap();
         assert_eq!(args[8], Arg::F32(0.25));
         assert_eq!(args[9], Arg::I32(1));
         // Every parameter of every signature resolves (no dimension name the shape lacks).

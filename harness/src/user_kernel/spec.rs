@@ -408,7 +408,8 @@ impl UserKernelSpec {
             (
                 "grid".to_string(),
                 "missing grid: grid=tile:64x64 (one block per 64x64 tile of the output) or \
-                 grid=(cdiv(N,64),cdiv(M,64)) (expressions of the shape's dimensions)"
+                 grid=(cdiv(N,64),cdiv(M,64)) (expressions of the shape's dimensions and \
+                 SMS, the GPU's SM count)"
                     .to_string(),
             )
         })?;
@@ -418,7 +419,7 @@ impl UserKernelSpec {
     /// Whether the grid and shared-memory expressions only use `workload`'s names; an error
     /// names the key.
     pub fn check_names(&self, workload: Workload) -> Result<(), (String, String)> {
-        let probe = super::vars(&workload.probe_shape());
+        let probe = super::vars(&workload.probe_shape(), super::SIM_SMS);
         let names: Vec<&str> = probe.iter().map(|(n, _)| *n).collect();
         let mut exprs: Vec<(&str, &Expr)> = self.smem.iter().map(|e| ("smem", e)).collect();
         if let Some(Grid::Exprs(g)) = &self.grid {
@@ -433,7 +434,7 @@ impl UserKernelSpec {
                     format!(
                         "`{e}` uses {}; expressions for {workload} may use {}",
                         unknown.join(", "),
-                        names.join(", ")
+                        super::names_in_words(&probe)
                     ),
                 ));
             }
