@@ -352,6 +352,26 @@ impl UserKernel {
         &self.id
     }
 
+    /// Whether an expression of its launch (grid, shared memory, defines, arguments) uses
+    /// `SMS`, so that its rows depend on the GPU's SM count.
+    pub fn uses_sms(&self) -> bool {
+        let mut exprs: Vec<&expr::Expr> = self.spec.smem.iter().collect();
+        if let Some(Grid::Exprs(g)) = &self.spec.grid {
+            exprs.extend(g);
+        }
+        exprs.extend(self.spec.defines.iter().map(|(_, e)| e));
+        for item in &self.list.items {
+            match item {
+                ArgItem::Int(e) | ArgItem::Zeros(e) => exprs.push(e),
+                ArgItem::TensorMap(m) => exprs.extend(m.exprs()),
+                ArgItem::Named(..) => {}
+            }
+        }
+        exprs
+            .iter()
+            .any(|e| e.unknown_names(&[]).iter().any(|n| n == SMS))
+    }
+
     /// The architecture the kernel is compiled for to check it: [`CHECK_ARCH`], or `sm_90a`
     /// for a file with Hopper's instructions.
     fn check_arch(&self) -> &str {
@@ -935,6 +955,7 @@ mod tests {
         assert_eq!(sms_on(Some(&on(DeviceKind::Sim, 2))), SIM_SMS);
         assert_eq!(sms_on(Some(&on(DeviceKind::Cpu, 64))), SIM_SMS);
         assert_eq!(sms_on(None), SIM_SMS);
+        assert!(!example("block=32,grid=(cdiv(S,32),B*H)", Workload::Attention).uses_sms());
         let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/attention_rows.cu");
         let spec = UserKernelSpec::parse(&format!(
             "{file}:attention_rows<32,64>,block=256,grid=(2*SMS),smem=SMS*16,\
@@ -944,6 +965,7 @@ mod tests {
         let shape = Shape::gemm(100, 37, 129);
         for sms in [132, SIM_SMS] {
             let k = UserKernel::load(&spec, Some(Workload::Gemm), 1, sms).unwrap();
+            assert!(k.uses_sms());
             assert_eq!(
                 k.geometry(&shape),
                 Ok(([2 * sms as u32, 1, 1], 16 * sms as u32))

@@ -3,7 +3,7 @@
 //! are printed in (correctness and resources, never a speed: the simulator gives none), and
 //! which rows make the run fail. Also `inspect --kernel`.
 
-use super::UserKernel;
+use super::{SIM_SMS, SMS, UserKernel};
 use crate::config::Config;
 use crate::console::{Progress, Verbosity};
 use crate::results::{RunResults, Status};
@@ -186,6 +186,17 @@ pub fn in_simulator(
     }
     for note in kernel::cuda::discovery::discovery().notes() {
         eprintln!("{note}");
+    }
+    let sized_by_sms: Vec<&str> = users
+        .iter()
+        .filter(|u| u.uses_sms())
+        .map(|u| u.id())
+        .collect();
+    if !sized_by_sms.is_empty() {
+        println!(
+            "{SMS} is {SIM_SMS} here, where on a GPU it is the GPU's SM count ({}).",
+            sized_by_sms.join(", ")
+        );
     }
     // Every row's global-memory traffic counted, for the roofline's intensity.
     let dev = select::simulator(sim_blocks)?;

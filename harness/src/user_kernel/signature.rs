@@ -472,7 +472,8 @@ impl MapArg {
         })
     }
 
-    fn exprs(&self) -> Vec<&Expr> {
+    /// Every expression of the map: its sizes, strides and box edges.
+    pub fn exprs(&self) -> Vec<&Expr> {
         match &self.form {
             MapForm::Matrix(m) => m.iter().collect(),
             MapForm::Tiled {
