@@ -7,7 +7,10 @@
 // arrivals, named barriers, %clusterid, and TMA stores in bulk groups.
 //
 //   harness run --device sim --workload gemm --sizes 200x136x128,300x300x192 \
-//     --kernel 'examples/hgemm_wgmma_ws.cu:hgemm_wgmma_ws<128,128,128,2>,dtype=bf16,C:f32,b=col,block=384,grid=4,smem=2*(128+128)*128*2+2*64*128*4+1024+64,args=(M,N,K,tmap(A,{64,M,K/64},{2*K,128},{64,128,2},128B),tmap(B,{64,N,K/64},{2*K,128},{64,128,2},128B),tmap(C,M,N,64,128))'
+//     --kernel 'examples/hgemm_wgmma_ws.cu:hgemm_wgmma_ws<128,128,128,2>,dtype=bf16,C:f32,b=col,block=384,grid=SMS,smem=2*(128+128)*128*2+2*64*128*4+1024+64,args=(M,N,K,tmap(A,{64,M,K/64},{2*K,128},{64,128,2},128B),tmap(B,{64,N,K/64},{2*K,128},{64,128,2},128B),tmap(C,M,N,64,128))'
+//
+// grid=SMS: one block per SM (its shared memory allows no second), in clusters of two, each
+// cluster walking its share of the tiles.
 //
 // C = A B with A row-major (M x K), B column-major (N x K, "TN") and C row-major in FP32.
 // A and B are seen through 3-D maps that split each row of K into planes of 64 elements
