@@ -1,6 +1,7 @@
 //! Launch-geometry expressions over a shape's dimensions: `cdiv(N, 64)`, `B*H`, `2*64*8*4`.
-//! Integers, the dimension names of the workload and `SMS` (see [`super::vars`]), `+ - * / %` (integer division rounds down),
-//! parentheses, and `cdiv(a, b)`, `min(a, b)`, `max(a, b)`.
+//! Integers, the dimension names of the workload and `SMS` (see [`super::vars`]),
+//! `+ - * / %` (integer division rounds down), parentheses, and `cdiv(a, b)`, `min(a, b)`,
+//! `max(a, b)`.
 
 use serde::Serialize;
 use std::fmt;
