@@ -306,6 +306,39 @@ fn the_warp_specialized_examples_planted_races_fail_with_their_reasons() {
     }
 }
 
+/// The SM count `SMS` stands for in the simulator is the one the guide and the examples'
+/// comments give.
+#[test]
+fn the_simulators_sm_count_is_the_one_the_guide_and_examples_give() {
+    let read = |path: &str| {
+        let text = std::fs::read_to_string(root().join(path)).unwrap();
+        // Words only: line breaks and comment markers fall away.
+        text.split_whitespace()
+            .filter(|w| *w != "//")
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    for (path, phrase) in [
+        (
+            "docs/your-kernel.md",
+            format!("(the simulator, `inspect`) it is {SIM_SMS},"),
+        ),
+        (
+            "docs/your-kernel.md",
+            format!("clusters of the simulator's {SIM_SMS} SMs"),
+        ),
+        (
+            "examples/sgemm_splitk_grid.cu",
+            format!(
+                "the simulator counts {SIM_SMS} SMs, so {} blocks",
+                2 * SIM_SMS
+            ),
+        ),
+    ] {
+        assert!(read(path).contains(&phrase), "{path}: {phrase}");
+    }
+}
+
 /// Inline PTX the simulator does not know makes the row GPU-only, saying which instruction
 /// at which line, instead of failing at the host's assembler.
 #[test]
