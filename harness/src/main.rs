@@ -45,8 +45,9 @@ enum Command {
     /// NVRTC-compile every kernel (or a CUDA file) and print registers, shared memory,
     /// spills and occupancy.
     Inspect(cmd::inspect::Args),
-    /// One rung against its parent: idea and bound, source diff, resources, SASS mix and
-    /// its latest measured row (`--markdown` for Markdown).
+    /// One rung against its parent: idea and bound, source diff, resources, SASS mix, bank
+    /// conflicts, speed of light and its latest measured row (`--markdown` for Markdown); or
+    /// your kernel (`--kernel`) beside a rung (`--against`).
     Explain(cmd::explain::Args),
     /// Write the ladder pages docs/ladders/WORKLOAD.md: each rung's `explain --markdown`.
     Docs(cmd::docs::Args),

@@ -190,6 +190,93 @@ fn the_command_prints_markdown_and_names_unknown_rungs() {
     assert!(err.contains("`harness list` names all"), "{err}");
 }
 
+/// `explain --kernel`: a user's kernel explained as a rung is, beside the rung `--against`
+/// names (its file as written diffed against the rung's source); `--against` also sets a
+/// rung beside another than its parent.
+#[test]
+fn your_kernel_is_explained_beside_the_rung_it_is_set_against() {
+    let bin = env!("CARGO_BIN_EXE_harness");
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/gemm_blocktile.cu");
+    let spec = format!(
+        "{file}:sgemm_blocktile<64,64,8,8>,signature=gemm-blas,block=512,grid=tile:64x64,\
+         smem=4096"
+    );
+    let explain = |args: &[&str]| {
+        let o = Command::new(bin)
+            .arg("explain")
+            .args(args)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        (o.status.code(), out, err)
+    };
+    let (code, out, err) = explain(&["--kernel", &spec, "--against", "gemm-regblock-2d"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let id = "gemm_blocktile.cu:sgemm_blocktile<64,64,8,8>";
+    assert!(
+        out.starts_with(&format!("{id} (your gemm kernel)\n")),
+        "{out}"
+    );
+    assert!(
+        out.contains("Set beside: gemm-regblock-2d (gemm rung 05)"),
+        "{out}"
+    );
+    // The file as written (its comments too) against the rung's source, then the launches.
+    assert!(
+        out.contains(&format!("--- gemm-regblock-2d\n+++ {id}\n"))
+            && out.contains(&format!("+// file: {file}\n"))
+            && out.contains("+// A GEMM written the way public CUDA worklogs write them")
+            && out.contains("-// file: restrict-unroll/kernels/05_regblock_2d.cu"),
+        "{out}"
+    );
+    assert!(
+        out.contains("+user_sgemm_blocktile_64_64_8_8 grid [64, 64, 1] block [512, 1, 1]"),
+        "{out}"
+    );
+    // Resources and the bank model for both, the estimate from the kernel's own hot loop.
+    for arch in ["sm_80", "sm_90"] {
+        for who in [id, "gemm-regblock-2d"] {
+            assert!(
+                out.lines().any(|l| l.starts_with(who) && l.contains(arch)),
+                "{who} {arch}: {out}"
+            );
+        }
+    }
+    for who in [id, "gemm-regblock-2d"] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with(who) && l.split_whitespace().nth(1) == Some("LDS")),
+            "{who} LDS: {out}"
+        );
+    }
+    assert!(
+        out.contains("Model: the hot loop of user_sgemm_blocktile_64_64_8_8"),
+        "{out}"
+    );
+
+    // Alone: no diff, and how to get one.
+    let (code, out, err) = explain(&["--kernel", &spec]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("Your kernel, not a rung")
+            && out.contains("`--against RUNG` sets it beside a rung"),
+        "{out}"
+    );
+    // A rung beside another than its parent keeps its declared parent in words.
+    let (code, out, err) = explain(&["gemm-vectorized", "--against", "gemm-regblock-1d"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("(its parent is gemm-regblock-2d).")
+            && out.contains("Set beside: gemm-regblock-1d (gemm rung 04)")
+            && out.contains("--- gemm-regblock-1d\n+++ gemm-vectorized"),
+        "{out}"
+    );
+    let (code, _, err) = explain(&["--kernel", &spec, "--against", "gemm-nonexistent"]);
+    assert_eq!(code, Some(2));
+    assert!(err.contains("unknown kernel \"gemm-nonexistent\""), "{err}");
+}
+
 /// What explain scales the shared-memory wavefronts of `k`'s hot loop by: the simulator's
 /// bank conflicts, kind by kind, where the simulator runs `k` (none where `k` declines the
 /// simulator's shape).

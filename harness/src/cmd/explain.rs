@@ -11,9 +11,10 @@ use crate::report::model::ShapeReport;
 use crate::report::table::Col;
 use crate::results::{RunResults, Status};
 use crate::runs::LabDir;
+use crate::user_kernel;
 use crate::{registry, resources, run, sass, select, sol};
 use kernel::cuda::nvrtc;
-use kernel::{CudaPlan, Kernel, Precision, Shape, SharedBanks, Workload};
+use kernel::{CudaPlan, Kernel, Precision, Role, Shape, SharedBanks, Workload};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -21,7 +22,19 @@ use std::path::PathBuf;
 #[derive(clap::Args)]
 pub struct Args {
     /// The rung's id (see `harness list`).
-    pub rung: String,
+    #[arg(required_unless_present = "kernel", conflicts_with = "kernel")]
+    pub rung: Option<String>,
+    /// Your kernel instead of a rung, as for `run --kernel`: explained as a rung is, beside
+    /// the rung `--against` names.
+    #[arg(long)]
+    pub kernel: Option<String>,
+    /// The kernel it is set beside (diff, resources, SASS, banks): a rung's id; default: the
+    /// rung's parent, none for your kernel.
+    #[arg(long)]
+    pub against: Option<String>,
+    /// The workload your kernel computes, when neither its options nor `--against` say it.
+    #[arg(long)]
+    pub workload: Option<String>,
     /// Print Markdown instead of plain text.
     #[arg(long)]
     pub markdown: bool,
@@ -35,12 +48,56 @@ pub const ARCHS: [&str; 2] = ["sm_80", "sm_90"];
 
 pub fn run(args: &Args) -> Outcome {
     let all = registry::all();
-    let k = registry::find(&all, &args.rung)?;
+    let against = args
+        .against
+        .as_deref()
+        .map(|id| registry::find(&all, id))
+        .transpose()?;
+    let user = match &args.kernel {
+        Some(spec) => {
+            // Its workload: the option's, else that of the rung it is set beside.
+            let workload = args
+                .workload
+                .clone()
+                .or_else(|| against.map(|a| a.info().workload.name().to_string()));
+            let specs = user_kernel::specs(&[], std::slice::from_ref(spec))?;
+            let mut users = user_kernel::load_all(&specs, &Vec::from_iter(workload), None)?;
+            users.pop()
+        }
+        None => None,
+    };
+    // Your file as you wrote it, where the plan's source is the unit that includes it.
+    let shown = match &user {
+        Some(u) => Some(format!(
+            "// file: {}\n{}",
+            u.spec.file.display(),
+            std::fs::read_to_string(&u.spec.file)?
+        )),
+        None => None,
+    };
+    let (k, parent) = match (&user, &args.rung) {
+        (Some(u), _) => (u as &dyn Kernel, against),
+        (None, Some(rung)) => {
+            let k = registry::find(&all, rung)?;
+            (k, against.or_else(|| registry::parent(&all, k)))
+        }
+        (None, None) => anyhow::bail!("name a rung, or your kernel with --kernel"),
+    };
+    if user.is_none() && args.workload.is_some() {
+        anyhow::bail!("--workload is for your kernel (--kernel): a rung's is its own");
+    }
     let run = match &args.run {
         Some(p) => Some(RunResults::load(p)?),
         None => latest_run(),
     };
-    let doc = explain(&all, k, run.as_ref(), args.run.is_none());
+    let doc = explain_beside(
+        &all,
+        k,
+        parent,
+        shown.as_deref(),
+        run.as_ref(),
+        args.run.is_none(),
+    );
     print!(
         "{}",
         if args.markdown {
@@ -149,19 +206,39 @@ pub fn explain(
     run: Option<&RunResults>,
     latest: bool,
 ) -> Doc {
+    explain_beside(all, k, registry::parent(all, k), None, run, latest)
+}
+
+/// [`explain`] with `parent` in the parent's place: the rung's own, another rung, or the rung
+/// a user's kernel is set beside. `shown`: the source the diff shows for `k` where it is not
+/// its plan's (a user's file, which the plan's unit includes).
+pub fn explain_beside(
+    all: &[Box<dyn Kernel>],
+    k: &dyn Kernel,
+    parent: Option<&dyn Kernel>,
+    shown: Option<&str>,
+    run: Option<&RunResults>,
+    latest: bool,
+) -> Doc {
     let i = k.info();
-    let parent = registry::parent(all, k);
     let mut doc = Doc {
-        title: format!(
-            "{} ({} rung {:02}, {} crate)",
-            i.id, i.workload, i.rung, i.stage
-        ),
+        title: match i.role {
+            Role::User => format!("{} (your {} kernel)", i.id, i.workload),
+            _ => format!(
+                "{} ({} rung {:02}, {} crate)",
+                i.id, i.workload, i.rung, i.stage
+            ),
+        },
         ..Doc::default()
     };
     doc.section("Lineage", lineage(k, parent));
-    let (label, shape) = inspect_shapes_of(k)
-        .into_iter()
-        .next()
+    // The first inspect shape the kernel runs at (a user's kernel may decline some).
+    let shapes = inspect_shapes_of(k);
+    let (label, shape) = shapes
+        .iter()
+        .find(|(_, s)| k.supports(s).is_ok())
+        .or(shapes.first())
+        .copied()
         .expect("every workload has an inspect shape");
     let plan = plan_of(k, &shape);
     let parent_plan = parent.and_then(|p| plan_of(p, &shape));
@@ -172,7 +249,7 @@ pub fn explain(
     };
     doc.section(
         "Source diff against the parent",
-        diff(k, parent, &plan, &parent_plan),
+        diff(k, parent, &plan, &parent_plan, shown),
     );
     let mut both = vec![(i.id.to_string(), plan)];
     if let Some(p) = parent {
@@ -599,8 +676,11 @@ pub fn plan_of(k: &dyn Kernel, shape: &Shape) -> Option<CudaPlan> {
 pub fn lineage(k: &dyn Kernel, parent: Option<&dyn Kernel>) -> Vec<Block> {
     let i = k.info();
     let mut out = vec![Block::Text(format!("Summary: {}", i.summary))];
+    let declared = k.lineage().and_then(|l| l.parent);
+    // A kernel set beside one that is not its declared parent (`--against`).
+    let beside = parent.filter(|p| Some(p.info().id.as_ref()) != declared);
     match k.lineage() {
-        Some(l) => {
+        Some(l) if beside.is_none() => {
             out.push(Block::Text(format!("Idea: {}", l.idea)));
             out.push(Block::Text(format!(
                 "Bound attacked: {}",
@@ -619,10 +699,25 @@ pub fn lineage(k: &dyn Kernel, parent: Option<&dyn Kernel>) -> Vec<Block> {
                 (Some(id), None) => format!("Parent: {id} (not in this build's registry)"),
             }));
         }
+        Some(l) => out.push(Block::Text(format!(
+            "Idea: {} (its parent is {}).",
+            l.idea,
+            l.parent.unwrap_or("none: the first rung of its ladder")
+        ))),
+        None if i.role == Role::User => out.push(Block::Text(
+            "Your kernel, not a rung: no parent, idea or bound is declared.".into(),
+        )),
         None => out.push(Block::Text(format!(
             "Not a rung ({:?}): no parent, idea or bound is declared.",
             i.role
         ))),
+    }
+    if let Some(p) = beside {
+        let pi = p.info();
+        out.push(Block::Text(format!(
+            "Set beside: {} ({} rung {:02}): {}",
+            pi.id, pi.workload, pi.rung, pi.summary
+        )));
     }
     out
 }
@@ -672,6 +767,7 @@ pub fn diff(
     parent: Option<&dyn Kernel>,
     plan: &Option<CudaPlan>,
     parent_plan: &Option<CudaPlan>,
+    shown: Option<&str>,
 ) -> Vec<Block> {
     let Some(plan) = plan else {
         return vec![Block::Text(
@@ -687,10 +783,10 @@ pub fn diff(
         .collect::<Vec<_>>()
         .join(", ");
     let (Some(p), Some(pp)) = (parent, parent_plan) else {
-        let why = if parent.is_some() {
-            "its parent has no CUDA source"
-        } else {
-            "it has no parent"
+        let why = match (parent, k.info().role) {
+            (Some(_), _) => "its parent has no CUDA source",
+            (None, Role::User) => "`--against RUNG` sets it beside a rung of the lab",
+            (None, _) => "it has no parent",
         };
         return vec![Block::Text(format!("Source: {files}; no diff, {why}."))];
     };
@@ -701,7 +797,7 @@ pub fn diff(
     ))];
     let src = unified(
         &source_text(pp),
-        &source_text(plan),
+        &shown.map_or_else(|| source_text(plan), str::to_string),
         pid.as_ref(),
         id.as_ref(),
     );

@@ -161,7 +161,7 @@ pub fn partial(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> CachedDoc {
             ("Lineage".into(), explain::lineage(k, parent)),
             (
                 "Source diff against the parent".into(),
-                explain::diff(k, parent, &plan, &parent_plan),
+                explain::diff(k, parent, &plan, &parent_plan, None),
             ),
         ],
     };
