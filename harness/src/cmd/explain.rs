@@ -198,6 +198,18 @@ fn markdown(blocks: &[Block]) -> String {
     s
 }
 
+/// The title of `k`'s document: `gemm-tiled (gemm rung 02, baseline crate)`.
+pub fn title(k: &dyn Kernel) -> String {
+    let i = k.info();
+    match i.role {
+        Role::User => format!("{} (your {} kernel)", i.id, i.workload),
+        _ => format!(
+            "{} ({} rung {:02}, {} crate)",
+            i.id, i.workload, i.rung, i.stage
+        ),
+    }
+}
+
 /// Everything `explain` says of `k`: its lineage, its source against its parent's, their
 /// resources and SASS, and its rows in `run` (`latest`: that run is the lab's latest).
 pub fn explain(
@@ -222,13 +234,7 @@ pub fn explain_beside(
 ) -> Doc {
     let i = k.info();
     let mut doc = Doc {
-        title: match i.role {
-            Role::User => format!("{} (your {} kernel)", i.id, i.workload),
-            _ => format!(
-                "{} ({} rung {:02}, {} crate)",
-                i.id, i.workload, i.rung, i.stage
-            ),
-        },
+        title: title(k),
         ..Doc::default()
     };
     doc.section("Lineage", lineage(k, parent));

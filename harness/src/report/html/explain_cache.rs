@@ -141,7 +141,6 @@ fn store(lab: &LabDir, key: u64, doc: &CachedDoc) {
 
 /// What needs no compiler: the lineage and the source diff against the parent.
 pub fn partial(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> CachedDoc {
-    let i = k.info();
     let parent = registry::parent(all, k);
     let shape = inspect_shapes_of(k).into_iter().next().map(|(_, s)| s);
     let (plan, parent_plan) = match &shape {
@@ -152,11 +151,7 @@ pub fn partial(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> CachedDoc {
         None => (None, None),
     };
     let doc = Doc {
-        // As `harness explain` titles it.
-        title: format!(
-            "{} ({} rung {:02}, {} crate)",
-            i.id, i.workload, i.rung, i.stage
-        ),
+        title: explain::title(k),
         sections: vec![
             ("Lineage".into(), explain::lineage(k, parent)),
             (
