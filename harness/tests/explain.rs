@@ -272,6 +272,32 @@ fn your_kernel_is_explained_beside_the_rung_it_is_set_against() {
             && out.contains("--- gemm-regblock-1d\n+++ gemm-vectorized"),
         "{out}"
     );
+    // A kernel that fails at the larger simulator shapes is counted at the largest where it
+    // passes, the others named with the failure.
+    let dir = std::env::temp_dir().join(format!("explain-rows-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let code_text = std::fs::read_to_string(file).unwrap();
+    assert!(code_text.contains("if (r < M && c < N)"));
+    let clipped = dir.join("clipped.cu");
+    std::fs::write(
+        &clipped,
+        code_text.replace("if (r < M && c < N)", "if (r < M && r < 100 && c < N)"),
+    )
+    .unwrap();
+    let clipped_spec = spec.replace(file, clipped.to_str().unwrap());
+    let (code, out, err) = explain(&["--kernel", &clipped_spec, "--against", "gemm-regblock-1d"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("The simulator's bank model at the shape gemm 100x37x129 (the largest simulator shape where clipped.cu:sgemm_blocktile<64,64,8,8> passes: gemm 130x260x72, the one `tools/gpu-check.sh` profiles with Nsight Compute, fails (below))")
+            && out.contains("Passed over: gemm 130x260x72, where clipped.cu:sgemm_blocktile<64,64,8,8> fails: ")
+            && out.contains("Passed over: gemm 130x40x392, where "),
+        "{out}"
+    );
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with("gemm-regblock-1d") && l.contains(" LDS ")),
+        "{out}"
+    );
     let (code, _, err) = explain(&["--kernel", &spec, "--against", "gemm-nonexistent"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("unknown kernel \"gemm-nonexistent\""), "{err}");

@@ -61,7 +61,10 @@ pub fn run(args: &Args) -> Outcome {
                 .clone()
                 .or_else(|| against.map(|a| a.info().workload.name().to_string()));
             let specs = user_kernel::specs(&[], std::slice::from_ref(spec))?;
-            let mut users = user_kernel::load_all(&specs, &Vec::from_iter(workload), None)?;
+            // Launched as on the H100 the estimate models: `SMS` is its SM count.
+            let sms = sol::h100::SMS as usize;
+            let workloads = Vec::from_iter(workload);
+            let mut users = user_kernel::load_all_for(&specs, &workloads, false, sms)?;
             users.pop()
         }
         None => None,
@@ -268,7 +271,7 @@ pub fn explain_beside(
     let banks = bank_counts(all, &kernels);
     doc.section(BANKS, banks_of(&banks));
     let counted = match banks {
-        Counted::Rows(_, rows) => rows.into_iter().next().map(|(_, b)| b),
+        Counted::Rows(_, rows, _) => rows.into_iter().next().map(|(_, b)| b),
         Counted::Not(why) => Some(Err(why)),
     };
     doc.section(
@@ -937,14 +940,20 @@ pub const BANKS: &str = "Shared-memory banks in the simulator";
 /// The simulator's bank counts of a rung and its parent, or why there are none.
 enum Counted {
     /// The shape they ran at, then per kernel (the rung first) its id and its counts, or why
-    /// the simulator has none.
-    Rows(Shape, Vec<(String, Result<SharedBanks, String>)>),
+    /// the simulator has none; last, the larger shapes passed over because the first kernel
+    /// fails there, each with the reason.
+    Rows(
+        Shape,
+        Vec<(String, Result<SharedBanks, String>)>,
+        Vec<(Shape, String)>,
+    ),
     Not(String),
 }
 
 /// The bank model's counts for `kernels` (the rung, then its parent) at the workload's
 /// largest simulator shape: the one `tools/gpu-check.sh` profiles with Nsight Compute, so
-/// that the two can be set side by side.
+/// that the two can be set side by side. Where the first kernel fails there (a user's kernel
+/// that assumes sizes the shape does not have), at the next shape they all accept.
 fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
     let w = kernels[0].info().workload;
     if w.is_network() {
@@ -954,9 +963,10 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
         );
     }
     let config = Config::defaults();
-    let Some(shape) = bank_shape(&config, kernels) else {
+    let shapes = bank_shapes(&config, kernels);
+    if shapes.is_empty() {
         return Counted::Not(format!("no simulator shape for {w}"));
-    };
+    }
     let dev = match select::simulator(None) {
         Ok(d) => d,
         Err(e) => return Counted::Not(format!("no simulator: {e}")),
@@ -964,39 +974,66 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
     // Once per process: a rung is counted again as the parent of the next (`explain` of
     // every rung, `docs`), and the simulator's counts do not change from run to run.
     static COUNTED: Memo<(String, String), Result<SharedBanks, String>> = Memo::new();
+    let count = |k: &dyn Kernel, shape: &Shape| {
+        COUNTED.get_or((k.info().id.to_string(), shape.to_string()), || {
+            let row = run::evaluate_alone(&dev, all, k, shape, &config);
+            row.banks.filter(|_| row.passed()).ok_or_else(|| {
+                row.reason
+                    .clone()
+                    .unwrap_or_else(|| "the simulator counted nothing".into())
+            })
+        })
+    };
+    let mut failed = Vec::new();
+    let mut shape = shapes[shapes.len() - 1].clone();
+    for s in &shapes[..shapes.len() - 1] {
+        match count(kernels[0], s) {
+            Ok(_) => {
+                shape = s.clone();
+                break;
+            }
+            Err(why) => failed.push((s.clone(), why)),
+        }
+    }
     let rows = kernels
         .iter()
-        .map(|k| {
-            let id = k.info().id.to_string();
-            let banks = COUNTED.get_or((id.clone(), shape.to_string()), || {
-                let row = run::evaluate_alone(&dev, all, *k, &shape, &config);
-                row.banks.filter(|_| row.passed()).ok_or_else(|| {
-                    row.reason
-                        .clone()
-                        .unwrap_or_else(|| "the simulator counted nothing".into())
-                })
-            });
-            (id, banks)
-        })
+        .map(|k| (k.info().id.to_string(), count(*k, &shape)))
         .collect();
-    Counted::Rows(shape, rows)
+    Counted::Rows(shape, rows, failed)
 }
 
 /// The shape the bank section counts `kernels` (of one workload) at: the workload's largest
 /// simulator shape, which `tools/gpu-check.sh` profiles, unless one of them declines it; then
 /// the largest they all accept, else the largest the first (the rung) accepts.
 fn bank_shape(config: &Config, kernels: &[&dyn Kernel]) -> Option<Shape> {
-    let mut shapes = config.shapes(kernels.first()?.info().workload, "sim");
+    bank_shapes(config, kernels).into_iter().next()
+}
+
+/// [`bank_shape`] first, then the other shapes to try where the first kernel fails there:
+/// those all the kernels accept, then those the first accepts, each largest first.
+fn bank_shapes(config: &Config, kernels: &[&dyn Kernel]) -> Vec<Shape> {
+    let Some(first) = kernels.first() else {
+        return Vec::new();
+    };
+    let mut shapes = config.shapes(first.info().workload, "sim");
     shapes.sort_by(|a, b| b.flops().total_cmp(&a.flops()));
-    let accepted = |ks: &[&dyn Kernel]| {
+    let accepted = |ks: &[&dyn Kernel]| -> Vec<Shape> {
         shapes
             .iter()
-            .find(|s| ks.iter().all(|k| k.supports(s).is_ok()))
+            .filter(|s| ks.iter().all(|k| k.supports(s).is_ok()))
             .cloned()
+            .collect()
     };
-    accepted(kernels)
-        .or_else(|| accepted(&kernels[..1]))
-        .or_else(|| shapes.first().cloned())
+    let mut out = accepted(kernels);
+    for s in accepted(&kernels[..1]) {
+        if !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    if out.is_empty() {
+        out = shapes;
+    }
+    out
 }
 
 /// The largest simulator shape of `w`: the one `tools/gpu-check.sh` profiles with Nsight
@@ -1054,7 +1091,7 @@ pub fn banks_markdown(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Strin
 /// The simulator's bank counts of `k` alone, as its speed of light takes them.
 pub fn simulator_banks(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> Result<SharedBanks, String> {
     match bank_counts(all, &[k]) {
-        Counted::Rows(_, rows) => rows
+        Counted::Rows(_, rows, _) => rows
             .into_iter()
             .next()
             .map_or_else(|| Err("the simulator counted nothing".into()), |(_, b)| b),
@@ -1064,8 +1101,8 @@ pub fn simulator_banks(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> Result<Shared
 
 /// The section of [`bank_counts`]: a line per kernel and kind of instruction.
 fn banks_of(counted: &Counted) -> Vec<Block> {
-    let (shape, counts) = match counted {
-        Counted::Rows(shape, counts) => (shape, counts),
+    let (shape, counts, failed) = match counted {
+        Counted::Rows(shape, counts, failed) => (shape, counts, failed),
         Counted::Not(why) => return vec![Block::Text(format!("No bank counts: {why}."))],
     };
     let head = [
@@ -1108,14 +1145,27 @@ fn banks_of(counted: &Counted) -> Vec<Block> {
             notes.push(format!("{id}: no LDS, STS, ldmatrix or cp.async to count."));
         }
     }
+    let first = counts.first().map_or("", |(id, _)| id.as_str());
+    notes.extend(
+        failed
+            .iter()
+            .map(|(s, why)| format!("Passed over: {s}, where {first} fails: {why}")),
+    );
     let profiled = profiled_shape(&Config::defaults(), shape.workload())
         .filter(|p| p != shape)
         .map_or_else(
             || "the one `tools/gpu-check.sh` profiles with Nsight Compute".to_string(),
             |p| {
+                let (largest, fate) = match (failed.is_empty(), failed.iter().any(|f| f.0 == p)) {
+                    (true, _) => ("accepted".to_string(), "is declined"),
+                    (false, at_p) => (
+                        format!("where {first} passes"),
+                        if at_p { "fails (below)" } else { "is declined" },
+                    ),
+                };
                 format!(
-                    "the largest simulator shape accepted: {p}, the one `tools/gpu-check.sh` \
-                     profiles with Nsight Compute, is declined"
+                    "the largest simulator shape {largest}: {p}, the one `tools/gpu-check.sh` \
+                     profiles with Nsight Compute, {fate}"
                 )
             },
         );

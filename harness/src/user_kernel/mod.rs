@@ -837,14 +837,24 @@ pub fn load_all(
     workloads: &[String],
     device: Option<&DeviceInfo>,
 ) -> Result<Vec<UserKernel>, UserKernelError> {
+    let sim = device.is_some_and(|d| d.kind != DeviceKind::Cuda.name());
+    load_all_for(specs, workloads, sim, sms_on(device))
+}
+
+/// [`load_all`] for a GPU of `sms` SMs, compile-checked for the simulator too when `sim`.
+pub fn load_all_for(
+    specs: &[UserKernelSpec],
+    workloads: &[String],
+    sim: bool,
+    sms: usize,
+) -> Result<Vec<UserKernel>, UserKernelError> {
     let single = match workloads {
         [w] => Workload::parse(w),
         _ => None,
     };
-    let sim = device.is_some_and(|d| d.kind != DeviceKind::Cuda.name());
     let mut out = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
-        let mut k = UserKernel::load(spec, single, i as u32 + 1, sms_on(device))?;
+        let mut k = UserKernel::load(spec, single, i as u32 + 1, sms)?;
         let asked: Vec<Workload> = workloads
             .iter()
             .filter_map(|w| Workload::parse(w))
