@@ -985,14 +985,14 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
         })
     };
     let mut failed = Vec::new();
-    let mut shape = shapes[shapes.len() - 1].clone();
+    let mut shape = shapes[shapes.len() - 1];
     for s in &shapes[..shapes.len() - 1] {
         match count(kernels[0], s) {
             Ok(_) => {
-                shape = s.clone();
+                shape = *s;
                 break;
             }
-            Err(why) => failed.push((s.clone(), why)),
+            Err(why) => failed.push((*s, why)),
         }
     }
     let rows = kernels
