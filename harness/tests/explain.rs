@@ -298,6 +298,15 @@ fn your_kernel_is_explained_beside_the_rung_it_is_set_against() {
             .any(|l| l.starts_with("gemm-regblock-1d") && l.contains(" LDS ")),
         "{out}"
     );
+    // The guide gives the SM count `SMS` stands for here as the model sets it.
+    let guide = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../docs/your-kernel.md"
+    ))
+    .unwrap();
+    let words = guide.split_whitespace().collect::<Vec<_>>().join(" ");
+    let phrase = format!("`SMS` stands for an H100's {} SMs there", sol::h100::SMS);
+    assert!(words.contains(&phrase), "{phrase}");
     let (code, _, err) = explain(&["--kernel", &spec, "--against", "gemm-nonexistent"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("unknown kernel \"gemm-nonexistent\""), "{err}");
