@@ -307,6 +307,12 @@ fn your_kernel_is_explained_beside_the_rung_it_is_set_against() {
     let words = guide.split_whitespace().collect::<Vec<_>>().join(" ");
     let phrase = format!("`SMS` stands for an H100's {} SMs there", sol::h100::SMS);
     assert!(words.contains(&phrase), "{phrase}");
+    let (code, _, err) = explain(&["--kernel", &spec, "--against", "attn-naive"]);
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("your kernel computes gemm, and attn-naive is a rung of attention"),
+        "{err}"
+    );
     let (code, _, err) = explain(&["--kernel", &spec, "--against", "gemm-nonexistent"]);
     assert_eq!(code, Some(2));
     assert!(err.contains("unknown kernel \"gemm-nonexistent\""), "{err}");

@@ -55,12 +55,17 @@ pub fn run(args: &Args) -> Outcome {
         .transpose()?;
     let user = match &args.kernel {
         Some(spec) => {
-            // Its workload: the option's, else that of the rung it is set beside.
-            let workload = args
-                .workload
-                .clone()
-                .or_else(|| against.map(|a| a.info().workload.name().to_string()));
             let specs = user_kernel::specs(&[], std::slice::from_ref(spec))?;
+            // Its workload: `--workload`, else its options', else the rung's it is set beside.
+            let own = specs[0].workload.or_else(|| {
+                let name = specs[0].signature.as_deref()?;
+                Some(user_kernel::signature::Signature::named(name)?.workload)
+            });
+            let workload = match (&args.workload, own) {
+                (Some(w), _) => Some(w.clone()),
+                (None, Some(_)) => None,
+                (None, None) => against.map(|a| a.info().workload.name().to_string()),
+            };
             // Launched as on the H100 the estimate models: `SMS` is its SM count.
             let sms = sol::h100::SMS as usize;
             let workloads = Vec::from_iter(workload);
@@ -79,7 +84,19 @@ pub fn run(args: &Args) -> Outcome {
         None => None,
     };
     let (k, parent) = match (&user, &args.rung) {
-        (Some(u), _) => (u as &dyn Kernel, against),
+        (Some(u), _) => {
+            if let Some(a) = against.filter(|a| a.info().workload != u.workload) {
+                anyhow::bail!(
+                    "your kernel computes {}, and {} is a rung of {}: set it beside a rung of \
+                     {} (`harness list` names them)",
+                    u.workload,
+                    a.info().id,
+                    a.info().workload,
+                    u.workload
+                );
+            }
+            (u as &dyn Kernel, against)
+        }
         (None, Some(rung)) => {
             let k = registry::find(&all, rung)?;
             (k, against.or_else(|| registry::parent(&all, k)))
