@@ -990,31 +990,31 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
     };
     // Once per process: a rung is counted again as the parent of the next (`explain` of
     // every rung, `docs`), and the simulator's counts do not change from run to run.
-    static COUNTED: Memo<(String, String), Result<SharedBanks, String>> = Memo::new();
+    // With the row's status: only a kernel that ran and failed is tried at another shape.
+    static COUNTED: Memo<(String, String), (Status, Result<SharedBanks, String>)> = Memo::new();
     let count = |k: &dyn Kernel, shape: &Shape| {
         COUNTED.get_or((k.info().id.to_string(), shape.to_string()), || {
             let row = run::evaluate_alone(&dev, all, k, shape, &config);
-            row.banks.filter(|_| row.passed()).ok_or_else(|| {
+            let banks = row.banks.filter(|_| row.passed()).ok_or_else(|| {
                 row.reason
                     .clone()
                     .unwrap_or_else(|| "the simulator counted nothing".into())
-            })
+            });
+            (row.status, banks)
         })
     };
     let mut failed = Vec::new();
-    let mut shape = shapes[shapes.len() - 1];
-    for s in &shapes[..shapes.len() - 1] {
+    let mut shape = shapes[0];
+    for (i, s) in shapes.iter().enumerate() {
+        shape = *s;
         match count(kernels[0], s) {
-            Ok(_) => {
-                shape = *s;
-                break;
-            }
-            Err(why) => failed.push((*s, why)),
+            (Status::Failed, Err(why)) if i + 1 < shapes.len() => failed.push((*s, why)),
+            _ => break,
         }
     }
     let rows = kernels
         .iter()
-        .map(|k| (k.info().id.to_string(), count(*k, &shape)))
+        .map(|k| (k.info().id.to_string(), count(*k, &shape).1))
         .collect();
     Counted::Rows(shape, rows, failed)
 }
