@@ -218,6 +218,18 @@ fn markdown(blocks: &[Block]) -> String {
     s
 }
 
+/// The shape, with its label, that `k`'s document compiles and estimates it at: the first of
+/// its inspect shapes it accepts (a user's kernel may decline some), else the first.
+pub fn shape_of(k: &dyn Kernel) -> (&'static str, Shape) {
+    let shapes = inspect_shapes_of(k);
+    shapes
+        .iter()
+        .find(|(_, s)| k.supports(s).is_ok())
+        .or(shapes.first())
+        .copied()
+        .expect("every workload has an inspect shape")
+}
+
 /// The title of `k`'s document: `gemm-tiled (gemm rung 02, baseline crate)`.
 pub fn title(k: &dyn Kernel) -> String {
     let i = k.info();
@@ -258,14 +270,7 @@ pub fn explain_beside(
         ..Doc::default()
     };
     doc.section("Lineage", lineage(k, parent));
-    // The first inspect shape the kernel runs at (a user's kernel may decline some).
-    let shapes = inspect_shapes_of(k);
-    let (label, shape) = shapes
-        .iter()
-        .find(|(_, s)| k.supports(s).is_ok())
-        .or(shapes.first())
-        .copied()
-        .expect("every workload has an inspect shape");
+    let (label, shape) = shape_of(k);
     let plan = plan_of(k, &shape);
     let parent_plan = parent.and_then(|p| plan_of(p, &shape));
     let at = if label.is_empty() {
@@ -346,10 +351,7 @@ pub struct Sol {
 /// The speed of light of `k` as its section of `explain` computes it: at the shape explain
 /// compiles the rung for, with the simulator's bank counts.
 pub fn estimate_of(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> (Shape, Sol) {
-    let (_, shape) = inspect_shapes_of(k)
-        .into_iter()
-        .next()
-        .expect("every workload has an inspect shape");
+    let (_, shape) = shape_of(k);
     let banks = simulator_banks(all, k);
     let (_, sol) = model(k, &shape, plan_of(k, &shape).as_ref(), Some(&banks));
     (shape, sol)

@@ -7,7 +7,6 @@
 
 use super::Explain;
 use crate::cmd::explain::{self, Block, Doc};
-use crate::cmd::inspect::inspect_shapes_of;
 use crate::registry;
 use crate::runs::LabDir;
 use kernel::Kernel;
@@ -101,10 +100,8 @@ fn tools() -> String {
 /// The cache key of `k`'s document.
 pub fn key(all: &[Box<dyn Kernel>], k: &dyn Kernel, tools: &str) -> u64 {
     let plan = |k: &dyn Kernel| {
-        inspect_shapes_of(k)
-            .first()
-            .map(|(_, shape)| format!("{shape:?} {:?}", k.cuda(shape)))
-            .unwrap_or_default()
+        let (_, shape) = explain::shape_of(k);
+        format!("{shape:?} {:?}", k.cuda(&shape))
     };
     let parent = registry::parent(all, k);
     let mut parts = vec![
@@ -142,14 +139,9 @@ fn store(lab: &LabDir, key: u64, doc: &CachedDoc) {
 /// What needs no compiler: the lineage and the source diff against the parent.
 pub fn partial(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> CachedDoc {
     let parent = registry::parent(all, k);
-    let shape = inspect_shapes_of(k).into_iter().next().map(|(_, s)| s);
-    let (plan, parent_plan) = match &shape {
-        Some(s) => (
-            explain::plan_of(k, s),
-            parent.and_then(|p| explain::plan_of(p, s)),
-        ),
-        None => (None, None),
-    };
+    let (_, shape) = explain::shape_of(k);
+    let plan = explain::plan_of(k, &shape);
+    let parent_plan = parent.and_then(|p| explain::plan_of(p, &shape));
     let doc = Doc {
         title: explain::title(k),
         sections: vec![
