@@ -35,6 +35,10 @@ pub struct RunResults {
     /// them. A run stopped before its end (a time limit, a lost GPU) leaves them behind.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unfinished: Option<String>,
+    /// The user's kernels the run ran (`--kernel`, `[[kernel]]`), for the pages of its report
+    /// (an optional addition).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub user_kernels: Vec<crate::user_kernel::record::KernelRecord>,
 }
 
 /// Where a network's time goes at one shape, for each of its rows.

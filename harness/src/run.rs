@@ -145,7 +145,9 @@ pub fn evaluate_alone(
     let refs: Vec<&dyn Kernel> = all.iter().map(|k| k.as_ref()).collect();
     let x = crate::inputs::random_inputs(shape, config.seed);
     let reference = reference_for(dev, &refs, shape, &x, config);
-    evaluate(dev, k, shape, &x, &reference).0
+    // The inputs as this kernel reads them (B column-major, say), as a run gives them.
+    let own = k.device_inputs(shape, &x);
+    evaluate(dev, k, shape, own.as_deref().unwrap_or(&x), &reference).0
 }
 
 /// Prepares, runs and validates one kernel on one shape. The prepared run comes back with
@@ -363,6 +365,7 @@ impl Ablation<'_> {
             calibration: None,
             networks: Vec::new(),
             unfinished: None,
+            user_kernels: Vec::new(),
         };
         for (workload, shapes) in &self.shapes {
             let kernels: Vec<&dyn Kernel> = self

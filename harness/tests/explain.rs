@@ -318,6 +318,50 @@ fn your_kernel_is_explained_beside_the_rung_it_is_set_against() {
     assert!(err.contains("unknown kernel \"gemm-nonexistent\""), "{err}");
 }
 
+#[test]
+fn your_kernel_is_counted_with_its_inputs_laid_out_as_it_reads_them_and_at_the_sizes_given() {
+    // B column-major (`b=col`): the bank count runs the kernel on the inputs a run gives it.
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/hgemm_wmma.cu");
+    let spec = format!(
+        "{file}:hgemm_wmma<64,64>,signature=gemm-blas,dtype=f16,C:f32,b=col,alpha=1.5,\
+         beta=-0.5,block=128,grid=tile:64x64"
+    );
+    let explain = |extra: &[&str]| {
+        let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+            .args(["explain", "--kernel", &spec])
+            .args(extra)
+            .output()
+            .unwrap();
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            o.status.success(),
+            "{out}{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        out
+    };
+    let id = "hgemm_wmma.cu:hgemm_wmma<64,64>";
+    let counted = |out: &str| {
+        out.lines()
+            .any(|l| l.starts_with(id) && l.split_whitespace().nth(1) == Some("STS"))
+    };
+    let out = explain(&[]);
+    assert!(
+        out.contains(
+            "The simulator's bank model at the shape gemm 130x260x72 (the one \
+             `tools/gpu-check.sh` profiles with Nsight Compute)"
+        ) && !out.contains("Passed over")
+            && counted(&out),
+        "{out}"
+    );
+    let out = explain(&["--sizes", "64x64x64"]);
+    assert!(
+        out.contains("The simulator's bank model at the shape gemm 64x64x64 (given with --sizes)")
+            && counted(&out),
+        "{out}"
+    );
+}
+
 /// What explain scales the shared-memory wavefronts of `k`'s hot loop by: the simulator's
 /// bank conflicts, kind by kind, where the simulator runs `k` (none where `k` declines the
 /// simulator's shape).

@@ -1,6 +1,7 @@
-//! The run pages end to end: a CPU run of every workload and a small simulator run write
-//! `index.html` and its pages, the console names it, `harness report` and `harness compare
-//! --html` write theirs; every link resolves, the pages stay within their budget; then
+//! The run pages end to end: a CPU run of every workload and a small simulator run (with a
+//! kernel of examples/ as your kernel, which gets a page) write `index.html` and its pages,
+//! the console names it, `harness report` and `harness compare --html` write theirs; every
+//! link resolves, the pages stay within their budget; then
 //! Chromium (tools/html_check.py, through Playwright) opens every page: no console error, no
 //! broken link, a row per rung, charts with a size, a tooltip on hover, and a screenshot of the
 //! run page. tools/install-browser.sh installs the browser; without it this test fails.
@@ -81,6 +82,7 @@ fn run_pages_load_in_a_browser() {
         ],
     );
     let sim = root.join("sim");
+    let guarded = repo().join("examples/sgemm_guarded_ptx.cu");
     run_into(
         &lab,
         &sim,
@@ -93,9 +95,19 @@ fn run_pages_load_in_a_browser() {
             "100x37x129",
             "--kernels",
             "gemm-naive,gemm-tiled,gemm-wmma-tf32",
+            "--kernel",
+            &format!(
+                "{}:sgemm_guarded_ptx,block=256,grid=tile:64x64",
+                guarded.display()
+            ),
             "-q",
         ],
     );
+    // Your kernel's page: the run recorded it, and the report loads it again from its file.
+    let mine =
+        std::fs::read_to_string(sim.join("html/rung-sgemm_guarded_ptx.cu_sgemm_guarded_ptx.html"))
+            .unwrap();
+    assert!(mine.contains("Run with this option"), "{mine}");
 
     // `harness report` writes the pages again from the results alone.
     let again = root.join("again");

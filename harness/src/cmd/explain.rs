@@ -35,6 +35,11 @@ pub struct Args {
     /// The workload your kernel computes, when neither its options nor `--against` say it.
     #[arg(long)]
     pub workload: Option<String>,
+    /// Shapes to count shared-memory banks at in the simulator before its own (comma
+    /// separated, as `run --sizes` takes them): for a kernel that assumes sizes the
+    /// simulator's shapes lack.
+    #[arg(long, value_delimiter = ',')]
+    pub sizes: Vec<String>,
     /// Print Markdown instead of plain text.
     #[arg(long)]
     pub markdown: bool,
@@ -110,11 +115,24 @@ pub fn run(args: &Args) -> Outcome {
         Some(p) => Some(RunResults::load(p)?),
         None => latest_run(),
     };
+    let sizes = args
+        .sizes
+        .iter()
+        .map(|s| {
+            let shape = Shape::parse(k.info().workload, s)?;
+            shape.validate()?;
+            Ok(shape)
+        })
+        .collect::<anyhow::Result<Vec<Shape>>>()?;
     let doc = explain_beside(
         &all,
         k,
         parent,
         shown.as_deref(),
+        BankSizes {
+            shapes: &sizes,
+            from: "given with --sizes",
+        },
         run.as_ref(),
         args.run.is_none(),
     );
@@ -250,17 +268,28 @@ pub fn explain(
     run: Option<&RunResults>,
     latest: bool,
 ) -> Doc {
-    explain_beside(all, k, registry::parent(all, k), None, run, latest)
+    let sizes = BankSizes::default();
+    explain_beside(all, k, registry::parent(all, k), None, sizes, run, latest)
+}
+
+/// Shapes the bank section counts at before the simulator's own, and where they come from,
+/// in words.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BankSizes<'a> {
+    pub shapes: &'a [Shape],
+    pub from: &'a str,
 }
 
 /// [`explain`] with `parent` in the parent's place: the rung's own, another rung, or the rung
 /// a user's kernel is set beside. `shown`: the source the diff shows for `k` where it is not
-/// its plan's (a user's file, which the plan's unit includes).
+/// its plan's (a user's file, which the plan's unit includes). `sizes`: where to count banks
+/// first.
 pub fn explain_beside(
     all: &[Box<dyn Kernel>],
     k: &dyn Kernel,
     parent: Option<&dyn Kernel>,
     shown: Option<&str>,
+    sizes: BankSizes,
     run: Option<&RunResults>,
     latest: bool,
 ) -> Doc {
@@ -290,8 +319,8 @@ pub fn explain_beside(
     doc.section("SASS instruction mix", sass_of(&both, &at));
     let mut kernels = vec![k];
     kernels.extend(parent);
-    let banks = bank_counts(all, &kernels);
-    doc.section(BANKS, banks_of(&banks));
+    let banks = bank_counts(all, &kernels, sizes.shapes);
+    doc.section(BANKS, banks_of(&banks, sizes));
     let counted = match banks {
         Counted::Rows(_, rows, _) => rows.into_iter().next().map(|(_, b)| b),
         Counted::Not(why) => Some(Err(why)),
@@ -973,7 +1002,7 @@ enum Counted {
 /// largest simulator shape: the one `tools/gpu-check.sh` profiles with Nsight Compute, so
 /// that the two can be set side by side. Where the first kernel fails there (a user's kernel
 /// that assumes sizes the shape does not have), at the next shape they all accept.
-fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
+fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel], first: &[Shape]) -> Counted {
     let w = kernels[0].info().workload;
     if w.is_network() {
         return Counted::Not(
@@ -982,7 +1011,16 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Counted {
         );
     }
     let config = Config::defaults();
-    let shapes = bank_shapes(&config, kernels);
+    let mut shapes: Vec<Shape> = first
+        .iter()
+        .filter(|s| kernels[0].supports(s).is_ok())
+        .copied()
+        .collect();
+    for s in bank_shapes(&config, kernels) {
+        if !shapes.contains(&s) {
+            shapes.push(s);
+        }
+    }
     if shapes.is_empty() {
         return Counted::Not(format!("no simulator shape for {w}"));
     }
@@ -1104,12 +1142,15 @@ pub fn prebuild(kernels: &[&dyn Kernel]) {
 
 /// The section on banks for `kernels` of one workload, in Markdown (a walkthrough's figure).
 pub fn banks_markdown(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> String {
-    markdown(&banks_of(&bank_counts(all, kernels)))
+    markdown(&banks_of(
+        &bank_counts(all, kernels, &[]),
+        BankSizes::default(),
+    ))
 }
 
 /// The simulator's bank counts of `k` alone, as its speed of light takes them.
 pub fn simulator_banks(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> Result<SharedBanks, String> {
-    match bank_counts(all, &[k]) {
+    match bank_counts(all, &[k], &[]) {
         Counted::Rows(_, rows, _) => rows
             .into_iter()
             .next()
@@ -1119,7 +1160,7 @@ pub fn simulator_banks(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> Result<Shared
 }
 
 /// The section of [`bank_counts`]: a line per kernel and kind of instruction.
-fn banks_of(counted: &Counted) -> Vec<Block> {
+fn banks_of(counted: &Counted, sizes: BankSizes) -> Vec<Block> {
     let (shape, counts, failed) = match counted {
         Counted::Rows(shape, counts, failed) => (shape, counts, failed),
         Counted::Not(why) => return vec![Block::Text(format!("No bank counts: {why}."))],
@@ -1170,24 +1211,33 @@ fn banks_of(counted: &Counted) -> Vec<Block> {
             .iter()
             .map(|(s, why)| format!("Passed over: {s}, where {first} fails: {why}")),
     );
-    let profiled = profiled_shape(&Config::defaults(), shape.workload())
-        .filter(|p| p != shape)
-        .map_or_else(
-            || "the one `tools/gpu-check.sh` profiles with Nsight Compute".to_string(),
-            |p| {
-                let (largest, fate) = match (failed.is_empty(), failed.iter().any(|f| f.0 == p)) {
-                    (true, _) => ("accepted".to_string(), "is declined"),
-                    (false, at_p) => (
-                        format!("where {first} passes"),
-                        if at_p { "fails (below)" } else { "is declined" },
-                    ),
-                };
-                format!(
-                    "the largest simulator shape {largest}: {p}, the one `tools/gpu-check.sh` \
-                     profiles with Nsight Compute, {fate}"
-                )
-            },
-        );
+    // Where the shape comes from: given, or the simulator's (and which of its shapes).
+    let fails_here = counts.first().is_some_and(|(_, b)| b.is_err());
+    let profiled = if sizes.shapes.contains(shape) {
+        sizes.from.to_string()
+    } else if fails_here && !failed.is_empty() {
+        format!("the last shape tried: {first} fails at each, as below")
+    } else {
+        profiled_shape(&Config::defaults(), shape.workload())
+            .filter(|p| p != shape)
+            .map_or_else(
+                || "the one `tools/gpu-check.sh` profiles with Nsight Compute".to_string(),
+                |p| {
+                    let (largest, fate) = match (failed.is_empty(), failed.iter().any(|f| f.0 == p))
+                    {
+                        (true, _) => ("accepted".to_string(), "is declined"),
+                        (false, at_p) => (
+                            format!("where {first} passes"),
+                            if at_p { "fails (below)" } else { "is declined" },
+                        ),
+                    };
+                    format!(
+                        "the largest simulator shape {largest}: {p}, the one `tools/gpu-check.sh` \
+                         profiles with Nsight Compute, {fate}"
+                    )
+                },
+            )
+    };
     let mut out = vec![Block::Text(format!(
         "The simulator's bank model at the shape {shape} ({profiled}): each warp instruction \
          rebuilt from its lanes' addresses and served in 128-byte phases by 32 banks of 4-byte \

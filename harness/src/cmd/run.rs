@@ -6,6 +6,7 @@ use crate::console::{Progress, Verbosity, print_run_folder};
 use crate::results::RunResults;
 use crate::run::{Ablation, Event};
 use crate::runs::LabDir;
+use crate::user_kernel::record::KernelRecord;
 use crate::{calibrate, peers, report, runs, select, tune, user_kernel};
 use kernel::{DeviceKind, Kernel};
 use std::path::{Path, PathBuf};
@@ -162,6 +163,7 @@ pub fn run(args: &Args) -> Outcome {
     results.calibration = calibration;
     results.networks = crate::breakdown::measure(dev.as_ref(), &results, config.seed);
     user_kernel::run::annotate(&mut results, &[], &users, false);
+    results.user_kernels = users.iter().map(KernelRecord::of).collect();
     merge_peers(&mut results, peers.as_deref(), &lab_dir);
     match verbosity {
         Verbosity::Quiet => print!("{}", report::failures_text(&results)),

@@ -195,6 +195,7 @@ pub(crate) fn synthetic() -> RunResults {
         calibration: None,
         networks: Vec::new(),
         unfinished: None,
+        user_kernels: Vec::new(),
     }
 }
 

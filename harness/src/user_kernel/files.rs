@@ -25,6 +25,9 @@ pub struct LocalFiles {
     /// Whether the files use instructions of Hopper alone (wgmma, setmaxnreg, TMA, mbarrier
     /// transaction counts, clusters' barriers), which NVRTC compiles for `sm_90a` only.
     pub hopper: bool,
+    /// A digest of the files as written (FNV-1a of each file's text, in the order they were
+    /// read): a run records it, so that its report knows whether the files changed since.
+    pub digest: String,
 }
 
 /// What only the sm_90 family runs, as inline PTX spells it and as libcu++ names it
@@ -55,6 +58,8 @@ struct Copy {
     name: String,
     display: String,
     text: String,
+    /// The file as written.
+    original: String,
 }
 
 /// `"a\"b"` for `#line` and `#include`.
@@ -112,6 +117,7 @@ impl Reader {
             name: name.clone(),
             display: display.clone(),
             text: String::new(),
+            original: code.clone(),
         });
         self.kernels.extend(scan::kernels(&code, &display));
         let dir = path.parent().unwrap_or(Path::new("."));
@@ -197,13 +203,21 @@ impl LocalFiles {
             hopper: false,
         };
         let main = reader.add(file, file.display().to_string())?;
-        let mut h = 0xcbf2_9ce4_8422_2325u64;
-        for c in &reader.copies {
-            for &b in c.name.as_bytes().iter().chain(c.text.as_bytes()) {
-                h ^= u64::from(b);
-                h = h.wrapping_mul(0x0100_0000_01b3);
+        let fnv = |texts: &mut dyn Iterator<Item = &str>| {
+            let mut h = 0xcbf2_9ce4_8422_2325u64;
+            for t in texts {
+                for &b in t.as_bytes() {
+                    h ^= u64::from(b);
+                    h = h.wrapping_mul(0x0100_0000_01b3);
+                }
             }
-        }
+            h
+        };
+        let h = fnv(&mut reader.copies.iter().flat_map(|c| [&*c.name, &*c.text]));
+        let digest = format!(
+            "{:016x}",
+            fnv(&mut reader.copies.iter().flat_map(|c| ["\0", &*c.original]))
+        );
         let dir = std::env::temp_dir().join(format!("kernel-lab-user-src-{h:016x}"));
         let fail = |path: &Path, e: String| ReadError {
             file: path.display().to_string(),
@@ -225,6 +239,7 @@ impl LocalFiles {
             kernels: reader.kernels,
             sim_refusal: reader.sim_refusal,
             hopper: reader.hopper,
+            digest,
             names: reader
                 .copies
                 .into_iter()

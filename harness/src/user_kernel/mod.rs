@@ -10,6 +10,7 @@ pub mod buffers;
 pub mod expr;
 pub mod files;
 pub mod hint;
+pub mod record;
 pub mod run;
 pub mod scan;
 pub mod signature;
@@ -667,7 +668,8 @@ impl Kernel for UserKernel {
                 "{} ({}{}), your kernel{}",
                 self.spec.file.display(),
                 match &self.list.custom {
-                    Some(c) => format!("args={c}"),
+                    // In backticks: Markdown would read `4*M*N`'s stars as emphasis.
+                    Some(c) => format!("`args={c}`"),
                     None => format!("{} signature", self.signature.name),
                 },
                 if types.is_empty() {

@@ -237,6 +237,7 @@ pub fn in_simulator(
     let mut results = ablation.run(|e| progress.event(e))?;
     progress.finish();
     annotate(&mut results, &kernels, users, nvrtc::version().is_ok());
+    results.user_kernels = users.iter().map(super::record::KernelRecord::of).collect();
     // The report's simulator table: correctness and resources, never a speed; rows that
     // failed are listed under it, skipped ones by reason within each shape.
     match verbosity {

@@ -70,6 +70,10 @@ pub struct UserKernelSpec {
     /// `launch=cooperative`: a cooperative launch (`cudaLaunchCooperativeKernel`), every block
     /// resident at once, which `cooperative_groups::this_grid().sync()` needs.
     pub cooperative: bool,
+    /// The options as written (`key`, `value`), in order: what a run records to load the
+    /// kernel again ([`super::record::KernelRecord`]).
+    #[serde(skip)]
+    pub options: Vec<(String, String)>,
 }
 
 /// The options a spec may carry, for messages.
@@ -302,6 +306,7 @@ impl UserKernelSpec {
             defines: Vec::new(),
             constants: Vec::new(),
             cooperative: false,
+            options: pairs.to_vec(),
         };
         for (k, v) in pairs {
             let at = |m: String| (k.clone(), m);

@@ -176,6 +176,8 @@ pub(crate) struct RungPage<'a> {
     ladder: String,
     parent: Option<(String, Option<String>)>,
     complete: bool,
+    /// The command that prints the page's document.
+    explain: String,
     sections: Vec<SectionCtx>,
     rows: Vec<RunRows>,
 }
@@ -235,6 +237,12 @@ pub(crate) fn rung_ctx<'a>(
         ladder: super::ladder_page(workload),
         parent,
         complete: d.complete,
+        explain: report
+            .run
+            .user_kernels
+            .iter()
+            .find(|r| r.id == id)
+            .map_or_else(|| format!("harness explain {id}"), |r| r.explain_command()),
         sections: d
             .doc
             .sections

@@ -9,10 +9,11 @@ use super::Explain;
 use crate::cmd::explain::{self, Block, Doc};
 use crate::registry;
 use crate::runs::LabDir;
-use kernel::Kernel;
 use kernel::cuda::nvrtc;
+use kernel::{Kernel, Shape};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// A block of the document, as stored.
@@ -64,6 +65,19 @@ impl From<Doc> for CachedDoc {
     }
 }
 
+/// Shapes to count some kernels' banks at first (by id), and where they come from, in words.
+#[derive(Debug, Default)]
+pub struct Sizes {
+    pub by_id: BTreeMap<String, Vec<Shape>>,
+    pub from: &'static str,
+}
+
+impl Sizes {
+    fn of(&self, id: &str) -> &[Shape] {
+        self.by_id.get(id).map_or(&[], Vec::as_slice)
+    }
+}
+
 /// FNV-1a, 64 bits: stable across builds and Rust versions, unlike the std hasher.
 fn fnv(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
@@ -97,8 +111,8 @@ fn tools() -> String {
     )
 }
 
-/// The cache key of `k`'s document.
-pub fn key(all: &[Box<dyn Kernel>], k: &dyn Kernel, tools: &str) -> u64 {
+/// The cache key of `k`'s document, its banks counted at `sizes` first.
+pub fn key(all: &[Box<dyn Kernel>], k: &dyn Kernel, tools: &str, sizes: &[Shape]) -> u64 {
     let plan = |k: &dyn Kernel| {
         let (_, shape) = explain::shape_of(k);
         format!("{shape:?} {:?}", k.cuda(&shape))
@@ -113,6 +127,9 @@ pub fn key(all: &[Box<dyn Kernel>], k: &dyn Kernel, tools: &str) -> u64 {
         tools.to_string(),
     ];
     parts.extend(DOC_CODE.iter().map(|c| c.to_string()));
+    if !sizes.is_empty() {
+        parts.push(format!("{sizes:?}"));
+    }
     fnv(&parts.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
@@ -156,10 +173,11 @@ pub fn partial(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> CachedDoc {
 }
 
 /// The document of each rung of `ids`, in order: from the cache, else computed (`Compute`) or
-/// partial (`Cached`).
+/// partial (`Cached`); the banks of those `sizes` names counted at its shapes first.
 pub fn docs(
     all: &[Box<dyn Kernel>],
     ids: &[String],
+    sizes: &Sizes,
     mode: Explain,
     lab: &LabDir,
 ) -> Vec<(String, RungDoc)> {
@@ -195,7 +213,8 @@ pub fn docs(
                 },
             );
         };
-        let key = key(all, *k, &tools);
+        let shapes = sizes.of(id);
+        let key = key(all, *k, &tools, shapes);
         if let Some(doc) = load(lab, key) {
             return (
                 id.to_string(),
@@ -207,7 +226,13 @@ pub fn docs(
         }
         match mode {
             Explain::Compute => {
-                let doc: CachedDoc = explain::explain(all, *k, None, false).into();
+                let parent = registry::parent(all, *k);
+                let sizes = explain::BankSizes {
+                    shapes,
+                    from: sizes.from,
+                };
+                let doc: CachedDoc =
+                    explain::explain_beside(all, *k, parent, None, sizes, None, false).into();
                 store(lab, key, &doc);
                 (
                     id.to_string(),
@@ -243,14 +268,21 @@ mod tests {
             .iter()
             .find(|k| k.info().id == "gemm-tiled")
             .expect("gemm-tiled is registered");
-        let a = key(&all, k.as_ref(), "tools A");
-        assert_eq!(a, key(&all, k.as_ref(), "tools A"));
-        assert_ne!(a, key(&all, k.as_ref(), "tools B"));
+        let a = key(&all, k.as_ref(), "tools A", &[]);
+        assert_eq!(a, key(&all, k.as_ref(), "tools A", &[]));
+        assert_ne!(a, key(&all, k.as_ref(), "tools B", &[]));
+        // Banks counted at other shapes make another document.
+        let at = [kernel::Shape::Gemm {
+            m: 64,
+            n: 64,
+            k: 64,
+        }];
+        assert_ne!(a, key(&all, k.as_ref(), "tools A", &at));
         let other = all
             .iter()
             .find(|k| k.info().id == "gemm-naive")
             .expect("gemm-naive is registered");
-        assert_ne!(a, key(&all, other.as_ref(), "tools A"));
+        assert_ne!(a, key(&all, other.as_ref(), "tools A", &[]));
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //!   precision and status), the ablation chart and the roofline whose points name their row,
 //!   throughput, intensity and share of roof in an SVG `<title>` (a tooltip on hover or focus);
 //! - `html/rung-<id>.html`: `harness explain` of the rung (diff coloured by line, SASS mix as
-//!   bars beside the parent's) and the rung's rows in this run;
+//!   bars beside the parent's) and the rung's rows in this run; the same for each of the
+//!   user's kernels the run recorded, loaded again from its file ([`user_pages`]);
 //! - `html/ladder-<workload>.html`: the rungs in order, each linked to its section of its
 //!   crate's walkthrough;
 //! - `html/walkthrough-<crate>.html`: a stage crate's README, rendered once for every ladder
@@ -35,6 +36,7 @@ mod markdown;
 mod svg;
 #[cfg(test)]
 mod tests;
+pub mod user_pages;
 
 use super::model::{Report, RowReport, ShapeReport, WorkloadReport};
 use super::table::{self, Col};
@@ -560,10 +562,14 @@ pub fn write(report: &Report, dir: &Path, mode: Explain, lab: &LabDir) -> Result
     let mut written = write_assets(&pages)?;
     let meta = Meta::of(report);
     let all = registry::all();
-    let rung_ids = rungs_of(report);
+    let mut rung_ids = rungs_of(report);
 
-    // The rung pages first: the others link them.
-    let docs = explain_cache::docs(&all, &rung_ids, mode, lab);
+    // The rung pages first: the others link them. The user's kernels get theirs too.
+    let no_sizes = explain_cache::Sizes::default();
+    let mut docs = explain_cache::docs(&all, &rung_ids, &no_sizes, mode, lab);
+    let users = user_pages::docs(&report.run, mode, lab);
+    rung_ids.extend(users.iter().map(|(id, _)| id.clone()));
+    docs.extend(users);
     let missing = docs.iter().filter(|(_, d)| !d.complete).count();
     for (id, d) in &docs {
         let ctx = doc::rung_ctx(report, &meta, &all, id, d, &rung_ids)?;
@@ -647,7 +653,7 @@ pub fn write(report: &Report, dir: &Path, mode: Explain, lab: &LabDir) -> Result
         failures: super::failures(&report.run),
         explain_note: (missing > 0).then(|| {
             format!(
-                "{} of {} rung pages show only the lineage and the source diff: `harness report \
+                "{} of {} kernel pages show only the lineage and the source diff: `harness report \
                  RUN --html`, RUN being this folder, adds registers, occupancy and the SASS mix \
                  (NVRTC and nvdisasm, cached for later runs).",
                 missing,

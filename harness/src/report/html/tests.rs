@@ -222,3 +222,56 @@ fn compact_svg_keeps_every_element_and_text() {
     };
     assert_eq!(texts(&full), texts(&small));
 }
+
+#[test]
+fn a_users_kernel_gets_a_page_while_its_file_is_the_one_the_run_ran() {
+    let dir = std::env::temp_dir().join(format!("lab-html-user-src-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("mine.cu");
+    let code = "__global__ void mine(const float* A, const float* B, float* C, int M, int N, \
+                int K) {}\n";
+    std::fs::write(&file, code).unwrap();
+    let text = format!(
+        "{}:mine,workload=gemm,block=16x16,grid=tile:16x16,args=(A,B,C,M,N,4*K)",
+        file.display()
+    );
+    let spec = crate::user_kernel::spec::UserKernelSpec::parse(&text).unwrap();
+    let k = crate::user_kernel::UserKernel::load(&spec, None, 1, 8).unwrap();
+    let mut run = sim();
+    let first = &mut run.workloads[0].shapes[0];
+    let mut row = first.rows[0].clone();
+    row.id = k.id().to_string();
+    row.role = kernel::Role::User;
+    first.rows.push(row);
+    run.user_kernels = vec![crate::user_kernel::record::KernelRecord::of(&k)];
+    let page = |name: &str| {
+        let (out, _) = written(name, &run);
+        let html = std::fs::read_to_string(out.join(PAGES).join(rung_page(k.id()))).unwrap();
+        // The shape's table links the row to it.
+        let shape = &run.workloads[0].shapes[0];
+        let table = std::fs::read_to_string(
+            out.join(PAGES)
+                .join(shape_page(run.workloads[0].workload, &shape.label)),
+        )
+        .unwrap();
+        assert!(table.contains(&rung_page(k.id())), "{table}");
+        let broken = Site::read(&out).unwrap().broken_links();
+        assert!(broken.is_empty(), "{broken:#?}");
+        std::fs::remove_dir_all(&out).unwrap();
+        html.replace("&#x2f;", "/").replace("&#x27;", "'")
+    };
+    let html = page("user");
+    assert!(html.contains(&format!("<h1>{}</h1>", k.id())), "{html}");
+    assert!(html.contains("Run with this option"), "{html}");
+    assert!(html.contains(&format!("--kernel {text}")), "{html}");
+    assert!(html.contains("--against RUNG"), "{html}");
+    // The summary's expression keeps its stars (no Markdown emphasis).
+    assert!(html.contains("4*K"), "{html}");
+    // A file edited since the run is another kernel: the page says so and shows no code.
+    std::fs::write(&file, format!("// edited\n{code}")).unwrap();
+    let html = page("user-changed");
+    assert!(html.contains("changed since the run"), "{html}");
+    assert!(!html.contains("Source diff against the parent"), "{html}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
