@@ -362,6 +362,42 @@ fn your_kernel_is_counted_with_its_inputs_laid_out_as_it_reads_them_and_at_the_s
     );
 }
 
+#[test]
+fn a_cooperative_kernel_sized_by_the_sm_count_is_counted_at_the_simulators() {
+    // Two blocks per SM: 264 at an H100's 132, more than the simulator keeps resident; its
+    // banks are counted as a simulator run launches it, at 2 * 8.
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/sgemm_splitk_grid.cu"
+    );
+    let spec = format!(
+        "{file}:sgemm_splitk_grid,workload=gemm,block=256,grid=2*SMS,launch=cooperative,\
+         args=(A,B,C,M,N,K,zeros(4*4*M*N))"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["explain", "--kernel", &spec])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        o.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let id = "sgemm_splitk_grid.cu:sgemm_splitk_grid";
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(id) && l.split_whitespace().nth(1) == Some("LDS")),
+        "{out}"
+    );
+    assert!(!out.contains("resident"), "{out}");
+    // The launch and the estimate stay the H100's.
+    assert!(
+        out.contains("264 blocks of user_sgemm_splitk_grid"),
+        "{out}"
+    );
+}
+
 /// What explain scales the shared-memory wavefronts of `k`'s hot loop by: the simulator's
 /// bank conflicts, kind by kind, where the simulator runs `k` (none where `k` declines the
 /// simulator's shape).

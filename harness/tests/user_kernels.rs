@@ -328,6 +328,10 @@ fn the_simulators_sm_count_is_the_one_the_guide_and_examples_give() {
             format!("clusters of the simulator's {SIM_SMS} SMs"),
         ),
         (
+            "docs/your-kernel.md",
+            format!("the bank counts, which the simulator takes with its own {SIM_SMS}."),
+        ),
+        (
             "examples/sgemm_splitk_grid.cu",
             format!(
                 "the simulator counts {SIM_SMS} SMs, so {} blocks",

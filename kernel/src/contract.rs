@@ -328,8 +328,10 @@ pub trait Kernel: Send + Sync {
 
     /// This kernel configured for the GPU that runs it (a plan that sizes its grid by the
     /// GPU's SM count, [`DeviceInfo::units`]), or `None` when it runs the same on every GPU.
-    /// The harness asks only CUDA devices: the CPU and the simulator keep the kernel's default,
-    /// so their checks do not depend on the machine that runs them.
+    /// The harness asks only CUDA devices for the lab's kernels: the CPU and the simulator
+    /// keep their default, so their checks do not depend on the machine that runs them. A
+    /// user's kernel answers for the simulator too (its `SMS` is a fixed 8 there), which
+    /// `explain` asks before counting its banks.
     fn for_device(&self, _device: &DeviceInfo) -> Option<Box<dyn Kernel>> {
         None
     }

@@ -14,7 +14,7 @@ use crate::runs::LabDir;
 use crate::user_kernel;
 use crate::{registry, resources, run, sass, select, sol};
 use kernel::cuda::nvrtc;
-use kernel::{CudaPlan, Kernel, Precision, Role, Shape, SharedBanks, Workload};
+use kernel::{CudaPlan, Executor, Kernel, Precision, Role, Shape, SharedBanks, Workload};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -1028,6 +1028,21 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel], first: &[Shape]
         Ok(d) => d,
         Err(e) => return Counted::Not(format!("no simulator: {e}")),
     };
+    // Each kernel as a simulator run has it: a user's kernel with the simulator's `SMS` (a
+    // cooperative grid of 2*SMS blocks at an H100's 132 is more than the simulator keeps
+    // resident).
+    let configured: Vec<Option<Box<dyn Kernel>>> = kernels
+        .iter()
+        .map(|k| match k.info().role {
+            Role::User => k.for_device(dev.info()),
+            _ => None,
+        })
+        .collect();
+    let kernels: Vec<&dyn Kernel> = kernels
+        .iter()
+        .zip(&configured)
+        .map(|(k, c)| c.as_deref().unwrap_or(*k))
+        .collect();
     // Once per process: a rung is counted again as the parent of the next (`explain` of
     // every rung, `docs`), and the simulator's counts do not change from run to run.
     // With the row's status: only a kernel that ran and failed is tried at another shape.

@@ -92,6 +92,7 @@ const CHECK_ARCH: &str = "sm_80";
 const C_SEED: u64 = 0xBE7A;
 
 /// A user kernel ready to run: its file read and turned into a compilation unit.
+#[derive(Clone)]
 pub struct UserKernel {
     pub spec: UserKernelSpec,
     pub workload: Workload,
@@ -766,6 +767,18 @@ impl Kernel for UserKernel {
             steps,
             cooperative: self.spec.cooperative.then_some(entry).into_iter().collect(),
             ..Default::default()
+        })
+    }
+
+    /// Its `SMS` as `device` has it ([`sms_on`]), where that differs from the one it was
+    /// loaded with.
+    fn for_device(&self, device: &DeviceInfo) -> Option<Box<dyn Kernel>> {
+        let sms = sms_on(Some(device));
+        (self.uses_sms() && sms != self.sms).then(|| {
+            Box::new(Self {
+                sms,
+                ..self.clone()
+            }) as Box<dyn Kernel>
         })
     }
 

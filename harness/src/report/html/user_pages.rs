@@ -102,7 +102,9 @@ pub fn docs(run: &RunResults, mode: Explain, lab: &LabDir) -> Vec<(String, RungD
         if sized_by_sms.contains(&id) {
             note.push(CachedBlock::Text(format!(
                 "In the sections above `SMS` is {sms}, the SM count of the H100 the estimate \
-                 models; the rows of the run had the run's own."
+                 models, except in the bank counts, where it is the simulator's {}; the rows of \
+                 the run had the run's own.",
+                crate::user_kernel::SIM_SMS
             )));
         }
         if let Some((_, blocks)) = d.doc.sections.iter_mut().find(|(t, _)| t == "Lineage") {
