@@ -99,7 +99,7 @@ fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Precision) -> f6
     }
 }
 
-fn empty_row(kernel: &dyn Kernel, shape: &Shape, plan: Option<&CudaPlan>) -> Row {
+pub(crate) fn empty_row(kernel: &dyn Kernel, shape: &Shape, plan: Option<&CudaPlan>) -> Row {
     let i = kernel.info();
     Row {
         id: i.id.to_string(),

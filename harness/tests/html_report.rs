@@ -97,7 +97,7 @@ fn run_pages_load_in_a_browser() {
             "gemm-naive,gemm-tiled,gemm-wmma-tf32",
             "--kernel",
             &format!(
-                "{}:sgemm_guarded_ptx,block=256,grid=tile:64x64",
+                "{}:sgemm_guarded_ptx,block=256,grid=tile:64x64,against=gemm-tiled",
                 guarded.display()
             ),
             "-q",
@@ -108,6 +108,16 @@ fn run_pages_load_in_a_browser() {
         std::fs::read_to_string(sim.join("html/rung-sgemm_guarded_ptx.cu_sgemm_guarded_ptx.html"))
             .unwrap();
     assert!(mine.contains("Run with this option"), "{mine}");
+    // Set beside a rung (`against=`): the page diffs the file as written against the rung's.
+    let diff = mine.replace("&#x2f;", "/");
+    assert!(
+        diff.contains("set beside gemm-tiled (gemm rung 02)")
+            && diff.contains("--- gemm-tiled")
+            && diff.contains("-// file: baseline/kernels/02_tiled.cu")
+            && diff.contains("+// file: ")
+            && diff.contains("examples/sgemm_guarded_ptx.cu"),
+        "{mine}"
+    );
 
     // `harness report` writes the pages again from the results alone.
     let again = root.join("again");

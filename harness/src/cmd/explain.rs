@@ -11,7 +11,7 @@ use crate::report::model::ShapeReport;
 use crate::report::table::Col;
 use crate::results::{RunResults, Status};
 use crate::runs::LabDir;
-use crate::user_kernel;
+use crate::user_kernel::{self, UserKernel};
 use crate::{registry, resources, run, sass, select, sol};
 use kernel::cuda::nvrtc;
 use kernel::{CudaPlan, Executor, Kernel, Precision, Role, Shape, SharedBanks, Workload};
@@ -29,7 +29,7 @@ pub struct Args {
     #[arg(long)]
     pub kernel: Option<String>,
     /// The kernel it is set beside (diff, resources, SASS, banks): a rung's id; default: the
-    /// rung's parent, none for your kernel.
+    /// rung's parent, for your kernel the rung its `against=` names, if any.
     #[arg(long)]
     pub against: Option<String>,
     /// The workload your kernel computes, when neither its options nor `--against` say it.
@@ -80,14 +80,7 @@ pub fn run(args: &Args) -> Outcome {
         None => None,
     };
     // Your file as you wrote it, where the plan's source is the unit that includes it.
-    let shown = match &user {
-        Some(u) => Some(format!(
-            "// file: {}\n{}",
-            u.spec.file.display(),
-            std::fs::read_to_string(&u.spec.file)?
-        )),
-        None => None,
-    };
+    let shown = user.as_ref().map(UserKernel::as_written).transpose()?;
     let (k, parent) = match (&user, &args.rung) {
         (Some(u), _) => {
             if let Some(a) = against.filter(|a| a.info().workload != u.workload) {
@@ -100,7 +93,10 @@ pub fn run(args: &Args) -> Outcome {
                     u.workload
                 );
             }
-            (u as &dyn Kernel, against)
+            (
+                u as &dyn Kernel,
+                against.or_else(|| registry::parent(&all, u)),
+            )
         }
         (None, Some(rung)) => {
             let k = registry::find(&all, rung)?;
@@ -737,6 +733,22 @@ pub fn lineage(k: &dyn Kernel, parent: Option<&dyn Kernel>) -> Vec<Block> {
     // A kernel set beside one that is not its declared parent (`--against`).
     let beside = parent.filter(|p| Some(p.info().id.as_ref()) != declared);
     match k.lineage() {
+        // A user's kernel declares no idea: at most the rung its `against=` names.
+        _ if i.role == Role::User => out.push(Block::Text(match (declared, parent) {
+            (Some(_), Some(p)) if beside.is_none() => format!(
+                "Your kernel, not a rung, set beside {} ({} rung {:02}) by its option \
+                 `against=`, as a rung beside its parent: the tables show it `vs parent`. {}: {}",
+                p.info().id,
+                p.info().workload,
+                p.info().rung,
+                p.info().id,
+                p.info().summary
+            ),
+            (Some(d), _) => format!(
+                "Your kernel, not a rung; its option `against={d}` sets it beside that rung."
+            ),
+            (None, _) => "Your kernel, not a rung: no parent, idea or bound is declared.".into(),
+        })),
         Some(l) if beside.is_none() => {
             out.push(Block::Text(format!("Idea: {}", l.idea)));
             out.push(Block::Text(format!(
@@ -761,9 +773,6 @@ pub fn lineage(k: &dyn Kernel, parent: Option<&dyn Kernel>) -> Vec<Block> {
             l.idea,
             l.parent.unwrap_or("none: the first rung of its ladder")
         ))),
-        None if i.role == Role::User => out.push(Block::Text(
-            "Your kernel, not a rung: no parent, idea or bound is declared.".into(),
-        )),
         None => out.push(Block::Text(format!(
             "Not a rung ({:?}): no parent, idea or bound is declared.",
             i.role

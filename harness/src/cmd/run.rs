@@ -67,7 +67,7 @@ pub fn run(args: &Args) -> Outcome {
     isolation.apply(common.config.clone(), user, user_ids, common.sim_blocks());
     let all = tune::lab_kernels(dev.info(), &lab_dir);
     let named = !common.kernels.is_empty();
-    let lab = user_kernel::run::lab_kernels(&all, &common.kernels, !users.is_empty())?;
+    let lab = user_kernel::run::lab_kernels(&all, &common.kernels, &users)?;
     // The simulator checks, never times: its table has no speed columns.
     if dev.kind() == DeviceKind::Sim || (!users.is_empty() && in_sim) {
         let (w, sizes) = (&selection.workload, &selection.sizes);

@@ -376,7 +376,7 @@ impl ShapeReport {
                     _ => None,
                 };
                 let vs_parent = match (r.role, &r.parent) {
-                    (Role::Rung, Some(p)) => find(p).and_then(|j| speedup(i, j, true)),
+                    (Role::Rung | Role::User, Some(p)) => find(p).and_then(|j| speedup(i, j, true)),
                     _ => None,
                 };
                 let vs_first = match r.role {

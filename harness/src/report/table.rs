@@ -346,11 +346,21 @@ fn speed_note(report: &Report, ceilings: Option<&Ceilings>) -> String {
     } else {
         String::new()
     };
+    let beside = report
+        .workloads
+        .iter()
+        .flat_map(|w| &w.shapes)
+        .flat_map(|s| &s.rows)
+        .any(|r| r.row.role == kernel::Role::User && r.row.parent.is_some());
     format!(
         "Times are medians of per-run samples; `spread` is half the p10-p90 range. `vs parent` \
-         is the speedup over the rung this one changes (named by its number), `vs first` over \
+         is the speedup over the rung this one changes (named by its number{}), `vs first` over \
          the ladder's first rung; {}{same_port}. `% roof` is the share of the roofline bound \
          min(peak of the row's precision, FLOP/B x bandwidth) from {}.\n\n",
+        match beside {
+            true => "; for your kernel, the rung its `against=` names",
+            false => "",
+        },
         report.significance_note(),
         roof_source(ceilings)
     )

@@ -228,6 +228,33 @@ fn speedups_follow_the_declared_parent_and_failed_rows_get_none() {
 }
 
 #[test]
+fn your_kernel_set_beside_a_rung_gets_its_speedup_over_it() {
+    let mut run = synthetic();
+    let rows = &mut run.workloads[0].shapes[2].rows;
+    let mut mine = row(
+        "mine.cu:k",
+        Role::User,
+        1,
+        Precision::Fp32,
+        Status::Passed,
+        Some(10.0),
+    );
+    mine.parent = Some("gemm-tiled".into());
+    rows.push(mine);
+    let d = headline_rows(&run);
+    let mine = d.last().unwrap();
+    let vs = mine.vs_parent.as_ref().expect("a speedup over the rung");
+    // gemm-tiled's 20 ms against 10 ms.
+    assert_eq!((vs.against.as_str(), vs.ratio), ("gemm-tiled", 2.0));
+    let report = Report::new(&run);
+    let md = table::markdown(&report, &report.workloads[0]);
+    assert!(
+        md.contains("2.00x vs 02") && md.contains("for your kernel, the rung its `against=` names"),
+        "{md}"
+    );
+}
+
+#[test]
 fn a_rung_timing_its_parents_cpu_port_shows_no_speedup() {
     let mut run = synthetic();
     // Regblock's port is tiled's, and timed 4x faster: drift of the machine, not an idea.

@@ -22,8 +22,8 @@ use files::LocalFiles;
 use kernel::cuda::{nvrtc, ptx_entry};
 use kernel::{
     Arg, At, CONSTANT_BYTES, ConstantCopy, CudaPlan, CudaSource, DeviceError, DeviceInfo,
-    DeviceKind, Dtype, Fill, Kernel, KernelInfo, Launch, Precision, Role, Scratch, Shape, Stage,
-    Step, Unsupported, Workload,
+    DeviceKind, Dtype, Fill, Kernel, KernelInfo, Launch, Lineage, Precision, Role, Scratch, Shape,
+    Stage, Step, Unsupported, Workload,
 };
 use scan::KernelDecl;
 use signature::{ArgItem, ArgList, Param, Signature};
@@ -117,6 +117,8 @@ pub struct UserKernel {
     sim_refusal: Option<&'static str>,
     /// What `SMS` stands for in its expressions ([`sms_on`]).
     sms: usize,
+    /// The rung `against=` sets it beside: its parent in the tables and on its page.
+    against: Option<&'static str>,
 }
 
 impl std::fmt::Debug for UserKernel {
@@ -273,6 +275,10 @@ impl UserKernel {
             })?,
         };
         spec.check_names(workload).map_err(|(_, m)| err(m))?;
+        let against = match &spec.against {
+            Some(id) => Some(rung_beside(id, workload).map_err(&err)?),
+            None => None,
+        };
         // Compiled at first (the preflight, `inspect`) with the defines of the workload's
         // probe shape; each shape's plan carries its own.
         let defines = defines_at(spec, &workload.probe_shape(), sms)
@@ -324,6 +330,7 @@ impl UserKernel {
         Ok(Self {
             sim_refusal,
             sms,
+            against,
             id: spec
                 .id
                 .clone()
@@ -348,6 +355,18 @@ impl UserKernel {
             spec: spec.clone(),
             wrapped: None,
         })
+    }
+
+    /// The user's file as written, headed by its path: what a diff against a rung shows in
+    /// its place (its plan's source is the unit that includes a prepared copy).
+    pub fn as_written(&self) -> std::io::Result<String> {
+        let text = std::fs::read_to_string(&self.spec.file)?;
+        Ok(format!("// file: {}\n{text}", self.spec.file.display()))
+    }
+
+    /// The rung `against=` sets it beside.
+    pub fn against(&self) -> Option<&'static str> {
+        self.against
     }
 
     pub fn id(&self) -> &str {
@@ -770,6 +789,15 @@ impl Kernel for UserKernel {
         })
     }
 
+    /// Set beside the rung `against=` names, as a rung beside its parent.
+    fn lineage(&self) -> Option<Lineage> {
+        self.against.map(|rung| Lineage {
+            parent: Some(rung),
+            idea: "your kernel, set beside this rung with against=",
+            bound: None,
+        })
+    }
+
     /// Its `SMS` as `device` has it ([`sms_on`]), where that differs from the one it was
     /// loaded with.
     fn for_device(&self, device: &DeviceInfo) -> Option<Box<dyn Kernel>> {
@@ -906,6 +934,37 @@ pub fn load_all_for(
     Ok(out)
 }
 
+/// The rung `against=ID` names: a rung of the lab that computes `workload`.
+fn rung_beside(id: &str, workload: Workload) -> Result<&'static str, String> {
+    let all = crate::registry::all();
+    let rungs: Vec<String> = all
+        .iter()
+        .map(|k| k.info())
+        .filter(|i| i.role == Role::Rung && i.workload == workload)
+        .map(|i| i.id.to_string())
+        .collect();
+    match all.iter().map(|k| k.info()).find(|i| i.id == id) {
+        Some(i) if i.role == Role::Rung && i.workload == workload => {
+            // A lineage names its parent for the life of the process.
+            Ok(Box::leak(id.to_string().into_boxed_str()))
+        }
+        Some(i) if i.role == Role::Rung => Err(format!(
+            "against={id}: your kernel computes {workload}, and {id} is a rung of {}; the rungs \
+             of {workload}: {}",
+            i.workload,
+            rungs.join(", ")
+        )),
+        found => Err(format!(
+            "against={id}: {} the rungs of {workload}: {}",
+            match found {
+                Some(_) => format!("{id} is not a rung (a reference or a peer);"),
+                None => "no kernel of the lab has that id;".to_string(),
+            },
+            rungs.join(", ")
+        )),
+    }
+}
+
 /// The folder of `file`, `.` for a bare name.
 pub fn folder_of(file: &Path) -> PathBuf {
     file.parent()
@@ -1006,6 +1065,49 @@ mod tests {
             let hint = k.tail_hint(&shape, Some(0)).unwrap_or_default();
             assert!(!hint.contains(SMS), "{hint}");
         }
+    }
+
+    #[test]
+    fn against_sets_it_beside_a_rung_of_its_own_workload_as_its_parent() {
+        let k = example(
+            "block=32,grid=tile:16x16,against=attn-naive",
+            Workload::Attention,
+        );
+        assert_eq!(k.against(), Some("attn-naive"));
+        let l = k.lineage().expect("a lineage");
+        assert_eq!((l.parent, l.bound), (Some("attn-naive"), None));
+        // Its row carries the rung as its parent: the tables pair them.
+        let row = crate::run::empty_row(&k, &Workload::Attention.probe_shape(), None);
+        assert_eq!(row.parent.as_deref(), Some("attn-naive"));
+        // The rung runs with it, named or not.
+        let all = crate::registry::all();
+        let lab = run::lab_kernels(&all, &[], std::slice::from_ref(&k)).unwrap();
+        let ids: Vec<String> = lab.iter().map(|k| k.info().id.to_string()).collect();
+        assert_eq!(ids, ["attn-naive"]);
+        let named = run::lab_kernels(&all, &["attn-naive".into()], std::slice::from_ref(&k));
+        assert_eq!(named.unwrap().len(), 1);
+        let err = |options: &str| {
+            let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/attention_rows.cu");
+            let text = format!("{file}:attention_rows<32,64>,{options}");
+            let spec = UserKernelSpec::parse(&text).unwrap();
+            UserKernel::load(&spec, Some(Workload::Attention), 1, SIM_SMS)
+                .unwrap_err()
+                .to_string()
+        };
+        let other = err("against=gemm-tiled");
+        assert!(
+            other.contains("your kernel computes attention, and gemm-tiled is a rung of gemm")
+                && other.contains("attn-naive, "),
+            "{other}"
+        );
+        let unknown = err("against=attn-nope");
+        assert!(
+            unknown.contains(
+                "against=attn-nope: no kernel of the lab has that id; the rungs of \
+                              attention: attn-naive,"
+            ),
+            "{unknown}"
+        );
     }
 
     #[test]

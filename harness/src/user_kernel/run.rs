@@ -46,25 +46,32 @@ pub fn open(device: Option<&str>, sim_blocks: Option<usize>) -> Result<Box<dyn k
 }
 
 /// The lab kernels `--kernels` names: all of them when it names none (none at all in a run of
-/// the user's kernels, which asks for rungs by name), and none for `--kernels none`.
+/// the user's kernels, which asks for rungs by name), and none for `--kernels none`; then the
+/// rungs the user's kernels are set beside (`against=`), which run with them.
 pub fn lab_kernels<'a>(
     all: &'a [Box<dyn Kernel>],
     ids: &[String],
-    with_users: bool,
+    users: &[UserKernel],
 ) -> Result<Vec<&'a dyn Kernel>> {
-    match ids {
+    let mut lab = match ids {
         [none] if none == "none" => {
-            if !with_users {
+            if users.is_empty() {
                 bail!(
                     "--kernels none leaves nothing to run: give your kernel with --kernel \
                      FILE.cu:ENTRY,... (see docs/your-kernel.md), or name lab kernels"
                 );
             }
-            Ok(Vec::new())
+            return Ok(Vec::new());
         }
-        [] if with_users => Ok(Vec::new()),
-        _ => registry::select(all, ids),
+        [] if !users.is_empty() => Vec::new(),
+        _ => registry::select(all, ids)?,
+    };
+    for rung in users.iter().filter_map(UserKernel::against) {
+        if !lab.iter().any(|k| k.info().id == rung) {
+            lab.push(registry::find(all, rung)?);
+        }
     }
+    Ok(lab)
 }
 
 /// Adds to the rows of `results`: NVRTC's resources for [`INSPECT_ARCH`] (or the one family a

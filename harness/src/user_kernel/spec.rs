@@ -70,6 +70,9 @@ pub struct UserKernelSpec {
     /// `launch=cooperative`: a cooperative launch (`cudaLaunchCooperativeKernel`), every block
     /// resident at once, which `cooperative_groups::this_grid().sync()` needs.
     pub cooperative: bool,
+    /// `against=RUNG`: the rung it is set beside, as a rung beside its parent (checked
+    /// against the registry when the kernel is loaded).
+    pub against: Option<String>,
     /// The options as written (`key`, `value`), in order: what a run records to load the
     /// kernel again ([`super::record::KernelRecord`]).
     #[serde(skip)]
@@ -77,7 +80,7 @@ pub struct UserKernelSpec {
 }
 
 /// The options a spec may carry, for messages.
-pub const KEYS: [&str; 15] = [
+pub const KEYS: [&str; 16] = [
     "workload",
     "signature",
     "args",
@@ -93,6 +96,7 @@ pub const KEYS: [&str; 15] = [
     "define",
     "constant",
     "launch",
+    "against",
 ];
 
 /// Splits at commas outside `<>`, `()` and `[]`.
@@ -306,6 +310,7 @@ impl UserKernelSpec {
             defines: Vec::new(),
             constants: Vec::new(),
             cooperative: false,
+            against: None,
             options: pairs.to_vec(),
         };
         for (k, v) in pairs {
@@ -357,6 +362,7 @@ impl UserKernelSpec {
                     })?)
                 }
                 "id" => spec.id = Some(v.clone()),
+                "against" => spec.against = Some(v.clone()),
                 "define" => {
                     let (name, e) = parse_define(v).map_err(at)?;
                     if spec.defines.iter().any(|(n, _)| *n == name) {
@@ -473,6 +479,8 @@ pub struct RawUserKernel {
     pub constant: Option<BTreeMap<String, String>>,
     /// `launch = "cooperative"`.
     pub launch: Option<String>,
+    /// `against = "gemm-regblock-1d"`: the rung it is set beside.
+    pub against: Option<String>,
 }
 
 /// A number or a string (`block = 256`, `block = "16x16"`).
@@ -564,6 +572,7 @@ impl RawUserKernel {
         put("precision", self.precision.clone());
         put("id", self.id.clone());
         put("launch", self.launch.clone());
+        put("against", self.against.clone());
         for (name, v) in self.define.iter().flatten() {
             pairs.push(("define".into(), format!("{name}={}", v.text())));
         }
@@ -674,6 +683,23 @@ mod tests {
         let (key, message) = bad.check_names(Workload::Conv).unwrap_err();
         assert_eq!(key, "define");
         assert!(message.contains("`Q` uses Q"), "{message}");
+    }
+
+    #[test]
+    fn against_is_read_from_the_option_and_the_config_and_kept_as_written() {
+        let s = UserKernelSpec::parse("k.cu:k,block=256,against=gemm-tiled").unwrap();
+        assert_eq!(s.against.as_deref(), Some("gemm-tiled"));
+        assert_eq!(
+            s.options,
+            [
+                ("block".to_string(), "256".to_string()),
+                ("against".to_string(), "gemm-tiled".to_string())
+            ]
+        );
+        let raw: RawUserKernel =
+            toml::from_str("file = \"k.cu\"\nentry = \"k\"\nagainst = \"gemm-tiled\"").unwrap();
+        let spec = raw.resolve(Path::new("cfg")).unwrap();
+        assert_eq!(spec.against.as_deref(), Some("gemm-tiled"));
     }
 
     #[test]

@@ -65,16 +65,28 @@ impl From<Doc> for CachedDoc {
     }
 }
 
-/// Shapes to count some kernels' banks at first (by id), and where they come from, in words.
+/// What some kernels' documents take beyond the kernel (a user's kernels'), by id.
 #[derive(Debug, Default)]
-pub struct Sizes {
-    pub by_id: BTreeMap<String, Vec<Shape>>,
-    pub from: &'static str,
+pub struct Extras {
+    pub by_id: BTreeMap<String, Extra>,
+    /// Where the shapes of [`Extra::sizes`] come from, in words.
+    pub sizes_from: &'static str,
 }
 
-impl Sizes {
-    fn of(&self, id: &str) -> &[Shape] {
-        self.by_id.get(id).map_or(&[], Vec::as_slice)
+#[derive(Debug, Default)]
+pub struct Extra {
+    /// Shapes to count the banks at first.
+    pub sizes: Vec<Shape>,
+    /// The source the diff shows for the kernel, where it is not its plan's (a user's file as
+    /// written, which the plan's unit includes).
+    pub shown: Option<String>,
+}
+
+impl Extras {
+    fn of(&self, id: &str) -> (&[Shape], Option<&str>) {
+        self.by_id
+            .get(id)
+            .map_or((&[], None), |e| (&e.sizes, e.shown.as_deref()))
     }
 }
 
@@ -111,8 +123,14 @@ fn tools() -> String {
     )
 }
 
-/// The cache key of `k`'s document, its banks counted at `sizes` first.
-pub fn key(all: &[Box<dyn Kernel>], k: &dyn Kernel, tools: &str, sizes: &[Shape]) -> u64 {
+/// The cache key of `k`'s document, its banks counted at `sizes` first and `shown` as its
+/// source.
+pub fn key(
+    all: &[Box<dyn Kernel>],
+    k: &dyn Kernel,
+    tools: &str,
+    (sizes, shown): (&[Shape], Option<&str>),
+) -> u64 {
     let plan = |k: &dyn Kernel| {
         let (_, shape) = explain::shape_of(k);
         format!("{shape:?} {:?}", k.cuda(&shape))
@@ -130,6 +148,7 @@ pub fn key(all: &[Box<dyn Kernel>], k: &dyn Kernel, tools: &str, sizes: &[Shape]
     if !sizes.is_empty() {
         parts.push(format!("{sizes:?}"));
     }
+    parts.extend(shown.map(str::to_string));
     fnv(&parts.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
@@ -153,8 +172,9 @@ fn store(lab: &LabDir, key: u64, doc: &CachedDoc) {
     }
 }
 
-/// What needs no compiler: the lineage and the source diff against the parent.
-pub fn partial(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> CachedDoc {
+/// What needs no compiler: the lineage and the source diff against the parent (`shown` in
+/// the kernel's place where given).
+pub fn partial(all: &[Box<dyn Kernel>], k: &dyn Kernel, shown: Option<&str>) -> CachedDoc {
     let parent = registry::parent(all, k);
     let (_, shape) = explain::shape_of(k);
     let plan = explain::plan_of(k, &shape);
@@ -165,7 +185,7 @@ pub fn partial(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> CachedDoc {
             ("Lineage".into(), explain::lineage(k, parent)),
             (
                 "Source diff against the parent".into(),
-                explain::diff(k, parent, &plan, &parent_plan, None),
+                explain::diff(k, parent, &plan, &parent_plan, shown),
             ),
         ],
     };
@@ -173,11 +193,11 @@ pub fn partial(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> CachedDoc {
 }
 
 /// The document of each rung of `ids`, in order: from the cache, else computed (`Compute`) or
-/// partial (`Cached`); the banks of those `sizes` names counted at its shapes first.
+/// partial (`Cached`), each with its [`Extras`].
 pub fn docs(
     all: &[Box<dyn Kernel>],
     ids: &[String],
-    sizes: &Sizes,
+    extras: &Extras,
     mode: Explain,
     lab: &LabDir,
 ) -> Vec<(String, RungDoc)> {
@@ -213,8 +233,8 @@ pub fn docs(
                 },
             );
         };
-        let shapes = sizes.of(id);
-        let key = key(all, *k, &tools, shapes);
+        let (sizes, shown) = extras.of(id);
+        let key = key(all, *k, &tools, (sizes, shown));
         if let Some(doc) = load(lab, key) {
             return (
                 id.to_string(),
@@ -228,11 +248,11 @@ pub fn docs(
             Explain::Compute => {
                 let parent = registry::parent(all, *k);
                 let sizes = explain::BankSizes {
-                    shapes,
-                    from: sizes.from,
+                    shapes: sizes,
+                    from: extras.sizes_from,
                 };
                 let doc: CachedDoc =
-                    explain::explain_beside(all, *k, parent, None, sizes, None, false).into();
+                    explain::explain_beside(all, *k, parent, shown, sizes, None, false).into();
                 store(lab, key, &doc);
                 (
                     id.to_string(),
@@ -245,7 +265,7 @@ pub fn docs(
             Explain::Cached => (
                 id.to_string(),
                 RungDoc {
-                    doc: partial(all, *k),
+                    doc: partial(all, *k, shown),
                     complete: false,
                 },
             ),
@@ -268,21 +288,21 @@ mod tests {
             .iter()
             .find(|k| k.info().id == "gemm-tiled")
             .expect("gemm-tiled is registered");
-        let a = key(&all, k.as_ref(), "tools A", &[]);
-        assert_eq!(a, key(&all, k.as_ref(), "tools A", &[]));
-        assert_ne!(a, key(&all, k.as_ref(), "tools B", &[]));
+        let a = key(&all, k.as_ref(), "tools A", (&[], None));
+        assert_eq!(a, key(&all, k.as_ref(), "tools A", (&[], None)));
+        assert_ne!(a, key(&all, k.as_ref(), "tools B", (&[], None)));
         // Banks counted at other shapes make another document.
         let at = [kernel::Shape::Gemm {
             m: 64,
             n: 64,
             k: 64,
         }];
-        assert_ne!(a, key(&all, k.as_ref(), "tools A", &at));
+        assert_ne!(a, key(&all, k.as_ref(), "tools A", (&at, None)));
         let other = all
             .iter()
             .find(|k| k.info().id == "gemm-naive")
             .expect("gemm-naive is registered");
-        assert_ne!(a, key(&all, other.as_ref(), "tools A", &[]));
+        assert_ne!(a, key(&all, other.as_ref(), "tools A", (&[], None)));
     }
 
     #[test]

@@ -565,8 +565,8 @@ pub fn write(report: &Report, dir: &Path, mode: Explain, lab: &LabDir) -> Result
     let mut rung_ids = rungs_of(report);
 
     // The rung pages first: the others link them. The user's kernels get theirs too.
-    let no_sizes = explain_cache::Sizes::default();
-    let mut docs = explain_cache::docs(&all, &rung_ids, &no_sizes, mode, lab);
+    let none = explain_cache::Extras::default();
+    let mut docs = explain_cache::docs(&all, &rung_ids, &none, mode, lab);
     let users = user_pages::docs(&report.run, mode, lab);
     rung_ids.extend(users.iter().map(|(id, _)| id.clone()));
     docs.extend(users);

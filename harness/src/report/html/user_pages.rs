@@ -5,7 +5,7 @@
 //! describing another kernel than the one measured would mislead.
 
 use super::Explain;
-use super::explain_cache::{self, CachedBlock, CachedDoc, RungDoc, Sizes};
+use super::explain_cache::{self, CachedBlock, CachedDoc, Extra, Extras, RungDoc};
 use crate::results::RunResults;
 use crate::runs::LabDir;
 use crate::{registry, sol};
@@ -29,6 +29,10 @@ pub fn docs(run: &RunResults, mode: Explain, lab: &LabDir) -> Vec<(String, RungD
     let mut all = registry::all();
     let mut loaded = Vec::new();
     let mut sized_by_sms = Vec::new();
+    let mut extras = Extras {
+        sizes_from: "a shape the run checked it at in the simulator",
+        ..Extras::default()
+    };
     let mut out = Vec::new();
     for r in &records {
         match r.load(sms) {
@@ -36,6 +40,11 @@ pub fn docs(run: &RunResults, mode: Explain, lab: &LabDir) -> Vec<(String, RungD
                 if k.uses_sms() {
                     sized_by_sms.push(r.id.clone());
                 }
+                let extra = Extra {
+                    shown: k.as_written().ok(),
+                    ..Extra::default()
+                };
+                extras.by_id.insert(r.id.clone(), extra);
                 loaded.push(r.id.clone());
                 all.push(Box::new(k));
             }
@@ -65,10 +74,6 @@ pub fn docs(run: &RunResults, mode: Explain, lab: &LabDir) -> Vec<(String, RungD
     }
     // A simulator run's shapes are ones the simulator can count banks at, and the kernel's
     // own: those it passed at come first (a kernel may assume sizes the default shapes lack).
-    let mut sizes = Sizes {
-        from: "a shape the run checked it at in the simulator",
-        ..Sizes::default()
-    };
     if run.device.kind == DeviceKind::Sim.name() {
         for w in &run.workloads {
             for s in &w.shapes {
@@ -77,28 +82,35 @@ pub fn docs(run: &RunResults, mode: Explain, lab: &LabDir) -> Vec<(String, RungD
                     .iter()
                     .filter(|r| r.passed() && loaded.contains(&r.id))
                 {
-                    sizes.by_id.entry(r.id.clone()).or_default().push(s.shape);
+                    if let Some(e) = extras.by_id.get_mut(&r.id) {
+                        e.sizes.push(s.shape);
+                    }
                 }
             }
         }
     }
-    for (id, mut d) in explain_cache::docs(&all, &loaded, &sizes, mode, lab) {
+    for (id, mut d) in explain_cache::docs(&all, &loaded, &extras, mode, lab) {
         let Some(r) = records.iter().find(|r| r.id == id) else {
             continue;
         };
         let mut note = vec![
             CachedBlock::Text("Run with this option:".into()),
             CachedBlock::Code("text".into(), format!("--kernel {}", r.option())),
-            CachedBlock::Text(
-                "Beside a rung of the lab (the diff of the two sources, their resources, SASS \
-                 and bank counts side by side):"
-                    .into(),
-            ),
-            CachedBlock::Code(
-                "text".into(),
-                format!("{} --against RUNG", r.explain_command()),
-            ),
         ];
+        if !r.options.iter().any(|(k, _)| k == "against") {
+            note.extend([
+                CachedBlock::Text(
+                    "Beside a rung of the lab (the diff of the two sources, their resources, \
+                     SASS and bank counts side by side), as the option `against=RUNG` sets it in \
+                     a run:"
+                        .into(),
+                ),
+                CachedBlock::Code(
+                    "text".into(),
+                    format!("{} --against RUNG", r.explain_command()),
+                ),
+            ]);
+        }
         if sized_by_sms.contains(&id) {
             note.push(CachedBlock::Text(format!(
                 "In the sections above `SMS` is {sms}, the SM count of the H100 the estimate \
