@@ -318,6 +318,19 @@ fn your_kernel_is_explained_beside_the_rung_it_is_set_against() {
     assert!(err.contains("unknown kernel \"gemm-nonexistent\""), "{err}");
 }
 
+/// `harness explain --kernel SPEC EXTRA...`'s output, which must succeed.
+fn explain_kernel(spec: &str, extra: &[&str]) -> String {
+    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["explain", "--kernel", spec])
+        .args(extra)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{out}{err}");
+    out
+}
+
 #[test]
 fn your_kernel_is_counted_with_its_inputs_laid_out_as_it_reads_them_and_at_the_sizes_given() {
     // B column-major (`b=col`): the bank count runs the kernel on the inputs a run gives it.
@@ -326,26 +339,12 @@ fn your_kernel_is_counted_with_its_inputs_laid_out_as_it_reads_them_and_at_the_s
         "{file}:hgemm_wmma<64,64>,signature=gemm-blas,dtype=f16,C:f32,b=col,alpha=1.5,\
          beta=-0.5,block=128,grid=tile:64x64"
     );
-    let explain = |extra: &[&str]| {
-        let o = Command::new(env!("CARGO_BIN_EXE_harness"))
-            .args(["explain", "--kernel", &spec])
-            .args(extra)
-            .output()
-            .unwrap();
-        let out = String::from_utf8_lossy(&o.stdout).into_owned();
-        assert!(
-            o.status.success(),
-            "{out}{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        out
-    };
     let id = "hgemm_wmma.cu:hgemm_wmma<64,64>";
     let counted = |out: &str| {
         out.lines()
             .any(|l| l.starts_with(id) && l.split_whitespace().nth(1) == Some("STS"))
     };
-    let out = explain(&[]);
+    let out = explain_kernel(&spec, &[]);
     assert!(
         out.contains(
             "The simulator's bank model at the shape gemm 130x260x72 (the one \
@@ -354,7 +353,7 @@ fn your_kernel_is_counted_with_its_inputs_laid_out_as_it_reads_them_and_at_the_s
             && counted(&out),
         "{out}"
     );
-    let out = explain(&["--sizes", "64x64x64"]);
+    let out = explain_kernel(&spec, &["--sizes", "64x64x64"]);
     assert!(
         out.contains("The simulator's bank model at the shape gemm 64x64x64 (given with --sizes)")
             && counted(&out),
@@ -374,16 +373,7 @@ fn a_cooperative_kernel_sized_by_the_sm_count_is_counted_at_the_simulators() {
         "{file}:sgemm_splitk_grid,workload=gemm,block=256,grid=2*SMS,launch=cooperative,\
          args=(A,B,C,M,N,K,zeros(4*4*M*N))"
     );
-    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args(["explain", "--kernel", &spec])
-        .output()
-        .unwrap();
-    let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(
-        o.status.success(),
-        "{out}{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    let out = explain_kernel(&spec, &[]);
     let id = "sgemm_splitk_grid.cu:sgemm_splitk_grid";
     assert!(
         out.lines()

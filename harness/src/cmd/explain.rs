@@ -1010,7 +1010,8 @@ enum Counted {
 /// The bank model's counts for `kernels` (the rung, then its parent) at the workload's
 /// largest simulator shape: the one `tools/gpu-check.sh` profiles with Nsight Compute, so
 /// that the two can be set side by side. Where the first kernel fails there (a user's kernel
-/// that assumes sizes the shape does not have), at the next shape they all accept.
+/// that assumes sizes the shape does not have), at the next shape they all accept. The shapes
+/// of `first` that the first kernel accepts are tried before all of them.
 fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel], first: &[Shape]) -> Counted {
     let w = kernels[0].info().workload;
     if w.is_network() {
