@@ -555,11 +555,11 @@ impl Ablation<'_> {
         }
     }
 
-    /// Whether rung `c` and its parent `p` can be timed side by side: both passed and were
-    /// timed, and they run different code.
+    /// Whether rung `c` (or a user's kernel set beside a rung) and its parent `p` can be
+    /// timed side by side: both passed and were timed, and they run different code.
     fn pairable(&self, rows: &[Row], c: usize, p: usize) -> bool {
         let ready = |i: usize| rows[i].passed() && rows[i].timing.is_some();
-        rows[c].role == kernel::Role::Rung
+        matches!(rows[c].role, kernel::Role::Rung | kernel::Role::User)
             && ready(c)
             && ready(p)
             && rows[c].port_id() != rows[p].port_id()
@@ -787,6 +787,51 @@ mod tests {
                 .iter()
                 .all(|r| r.paired.is_none())
         );
+    }
+
+    /// A rung dressed as a user's kernel set beside another rung (`against=`).
+    struct Beside(&'static dyn Kernel, &'static str);
+
+    impl Kernel for Beside {
+        fn info(&self) -> kernel::KernelInfo {
+            kernel::KernelInfo {
+                id: "mine.cu:k".into(),
+                role: kernel::Role::User,
+                ..self.0.info()
+            }
+        }
+        fn cpu(&self) -> Option<kernel::CpuPort> {
+            self.0.cpu()
+        }
+        fn lineage(&self) -> Option<kernel::Lineage> {
+            Some(kernel::Lineage {
+                parent: Some(self.1),
+                idea: "set beside",
+                bound: None,
+            })
+        }
+    }
+
+    #[test]
+    fn your_kernel_is_timed_side_by_side_with_the_rung_it_is_set_beside() {
+        let all: &'static [Box<dyn Kernel>] = Box::leak(crate::registry::all().into_boxed_slice());
+        let pick = |id: &str| all.iter().find(|k| k.info().id == id).unwrap().as_ref();
+        let mine = Beside(pick("gemm-tiled"), "gemm-naive");
+        let config = Config::defaults();
+        let dev = CpuDevice::new();
+        let ablation = Ablation {
+            dev: &dev,
+            config: &config,
+            kernels: vec![pick("gemm-naive"), &mine],
+            shapes: vec![(Workload::Gemm, vec![Shape::gemm(40, 24, 36)])],
+            timing: Some(quick_timing(3)),
+            keep_unrunnable: false,
+        };
+        let results = ablation.run(|_| {}).unwrap();
+        let row = &results.workloads[0].shapes[0].rows[1];
+        assert_eq!(row.parent.as_deref(), Some("gemm-naive"));
+        let paired = row.paired.as_ref().expect("timed beside its rung");
+        assert_eq!(paired.against, "gemm-naive");
     }
 
     #[test]
