@@ -115,7 +115,8 @@ fn run_pages_load_in_a_browser() {
             && diff.contains("--- gemm-tiled")
             && diff.contains("-// file: baseline/kernels/02_tiled.cu")
             && diff.contains("+// file: ")
-            && diff.contains("examples/sgemm_guarded_ptx.cu"),
+            && diff.contains("examples/sgemm_guarded_ptx.cu")
+            && mine.contains("Parent: <a href=\"rung-gemm-tiled.html\">gemm-tiled</a>"),
         "{mine}"
     );
 

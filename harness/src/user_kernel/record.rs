@@ -34,6 +34,15 @@ impl KernelRecord {
         }
     }
 
+    /// The rung its `against=` sets it beside, if any.
+    pub fn against(&self) -> Option<&str> {
+        self.options
+            .iter()
+            .rev()
+            .find(|(k, _)| k == "against")
+            .map(|(_, v)| v.as_str())
+    }
+
     /// The `--kernel` option that runs it again.
     pub fn option(&self) -> String {
         let mut s = format!("{}:{}", self.file.display(), self.entry);

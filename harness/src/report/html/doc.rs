@@ -192,7 +192,13 @@ pub(crate) fn rung_ctx<'a>(
     rung_pages: &[String],
 ) -> Result<RungPage<'a>> {
     let k = all.iter().find(|k| k.info().id == id);
-    let parent = k.and_then(|k| k.lineage()).and_then(|l| l.parent).map(|p| {
+    let record = report.run.user_kernels.iter().find(|r| r.id == id);
+    // A rung's declared parent, or the rung a user's kernel is set beside.
+    let declared = k
+        .and_then(|k| k.lineage())
+        .and_then(|l| l.parent)
+        .or_else(|| record.and_then(|r| r.against()));
+    let parent = declared.map(|p| {
         let href = rung_pages
             .iter()
             .any(|x| x == p)
@@ -237,12 +243,7 @@ pub(crate) fn rung_ctx<'a>(
         ladder: super::ladder_page(workload),
         parent,
         complete: d.complete,
-        explain: report
-            .run
-            .user_kernels
-            .iter()
-            .find(|r| r.id == id)
-            .map_or_else(|| format!("harness explain {id}"), |r| r.explain_command()),
+        explain: record.map_or_else(|| format!("harness explain {id}"), |r| r.explain_command()),
         sections: d
             .doc
             .sections

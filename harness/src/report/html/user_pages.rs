@@ -97,7 +97,7 @@ pub fn docs(run: &RunResults, mode: Explain, lab: &LabDir) -> Vec<(String, RungD
             CachedBlock::Text("Run with this option:".into()),
             CachedBlock::Code("text".into(), format!("--kernel {}", r.option())),
         ];
-        if !r.options.iter().any(|(k, _)| k == "against") {
+        if r.against().is_none() {
             note.extend([
                 CachedBlock::Text(
                     "Beside a rung of the lab (the diff of the two sources, their resources, \
