@@ -8,7 +8,8 @@
 //! checker, under several block orders, the lock must still exclude, and relaxed atomics,
 //! which order nothing, must be a race. A wait no thread ever satisfies must end at the time
 //! limit, naming the spinning thread (and saying whether it spins on volatile loads or on
-//! plain ones the compiler read once), or at the kernel's own `clock64` bound with its
+//! plain ones the compiler read once, even where its OS thread gets little CPU between the
+//! watchdog's looks), or at the kernel's own `clock64` bound with its
 //! `__trap()`; a fault in the block others wait for must end the run promptly with the
 //! fault. NVRTC compiles the same sources against the real libcu++ headers.
 
@@ -181,6 +182,21 @@ extern "C" __global__ void never_raised(const float *A, const float *B, float *C
         while (flag[0] == 0) {
         }
 }
+
+#ifdef KERNEL_LAB_SIM
+// Thread 0 of block 1 polls a flag nothing raises once every 300 ms, off the CPU in between:
+// what a spinning thread whose OS thread gets no CPU looks like to the watchdog on a loaded
+// machine. (Simulator only: it sleeps with the host's nanosleep.)
+extern "C" __global__ void seldom_polled(const float *A, const float *B, float *C, int M, int N, int K) {
+    volatile unsigned *flag = (volatile unsigned *)(C + 64);
+    if (threadIdx.x != 0 || blockIdx.x != 1) return;
+    while (flag[0] == 0) {
+        struct timespec t = {0, 300000000};
+        while (nanosleep(&t, &t) != 0) {
+        }
+    }
+}
+#endif
 
 // Block 0 waits for its flag with plain loads, counting its tries: the compiler may read the
 // flag once, and then the loop never ends. (With an empty body gcc deletes the loop: C++ lets
@@ -359,6 +375,18 @@ fn a_wait_nothing_satisfies_ends_at_the_time_limit_naming_a_waiting_thread() {
         e.contains(
             "thread (0,0,0) of block (0,0,0) still running after 2 s (without reaching a barrier"
         ) && e.contains("declare the flag volatile"),
+        "{e}"
+    );
+}
+
+#[test]
+fn a_spinning_thread_the_os_leaves_without_cpu_is_still_named_as_spinning() {
+    let e = failure("seldom_polled", 2, 0, Duration::from_secs(1));
+    assert!(
+        e.contains(
+            "thread (0,0,0) of block (1,0,0) still running after 1 s (waiting on memory no other \
+             thread changes"
+        ),
         "{e}"
     );
 }

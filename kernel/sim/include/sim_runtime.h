@@ -20,6 +20,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -332,14 +333,20 @@ struct Worker {
     Worker *next_free;
 };
 
-// The watchdog's look at an OS thread: which thread ran at its first signal and how often
-// that thread had switched out by then. At the second, a thread that has not switched out
-// since has looped without any synchronization or poll.
+// The watchdog's look at an OS thread: which thread ran at its first signal, how often that
+// thread had switched out and polled by then, and the OS thread's CPU time. At a later one, a
+// thread that has neither switched out nor polled since has looped without any
+// synchronization or poll, but only once the OS thread has run long enough to tell: on a
+// loaded machine it may have had no CPU between two signals (kStrikeCpuNs), and a thread that
+// polls seldom may poll between later ones (kStrikeMax bounds the wait).
 struct Strike {
     unsigned count;
     const Fiber *fiber;
-    unsigned switches;
+    unsigned switches, polls;
+    long long cpu_ns;
 };
+constexpr long long kStrikeCpuNs = 20000000;  // 20 ms of CPU: thousands of polls for a spin
+constexpr unsigned kStrikeMax = 30;           // signals, 100 ms apart
 
 // The blocks that run together as one unit: a thread block cluster, or a single block.
 struct Cluster {
@@ -1803,19 +1810,42 @@ SIM_EXPORT int sim_run_units(const SimLaunch *l, SimNextUnit next, void *ctx, un
     return res->code = code;
 }
 
+namespace sim {
+// The calling OS thread's CPU time (clock_gettime is async-signal-safe).
+inline long long thread_cpu_ns() {
+    struct timespec t;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return (long long)t.tv_sec * 1000000000ll + t.tv_nsec;
+}
+
+// Whether `f` is the thread the first strike found, neither switched out nor polled since.
+inline bool unmoved(const Strike &s, const Fiber *f) {
+    return f && s.fiber == f && s.switches == f->switches && s.polls == f->polls;
+}
+}  // namespace sim
+
 // Called by the host's signal handler on the alternate stack when the calling thread faults
 // inside sim_run_units: records where and unwinds to sim_run_units. The watchdog's first
-// signal only notes which thread runs; its next one (the host repeats it) unwinds.
+// signal only notes which thread runs; a later one (the host repeats it) unwinds, once it can
+// tell whether that thread spins (Strike).
 SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write) {
     using namespace sim;
     Worker *w = tl_worker;
     if (!w) return;
     Strike &strike = *w->cluster->strike;
     const bool watchdog = sig == w->cluster->watchdog;
-    if (watchdog && strike.count++ == 0) {
-        strike.fiber = tl_fiber;
-        strike.switches = tl_fiber ? tl_fiber->switches : 0;
-        return;
+    if (watchdog) {
+        Fiber *f = tl_fiber;
+        if (strike.count++ == 0) {
+            strike.fiber = f;
+            strike.switches = f ? f->switches : 0;
+            strike.polls = f ? f->polls : 0;
+            strike.cpu_ns = thread_cpu_ns();
+            return;
+        }
+        if (unmoved(strike, f) && thread_cpu_ns() - strike.cpu_ns < kStrikeCpuNs &&
+            strike.count < kStrikeMax)
+            return;
     }
     SimResult *r = w->result;
     r->signal = sig;
@@ -1826,7 +1856,7 @@ SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write) {
     r->block[2] = w->block_idx.z;
     if (Fiber *f = tl_fiber) {
         r->has_thread = 1;
-        r->spinning = !(strike.fiber == f && strike.switches == f->switches);
+        r->spinning = !unmoved(strike, f);
         r->thread[0] = f->tid.x;
         r->thread[1] = f->tid.y;
         r->thread[2] = f->tid.z;
