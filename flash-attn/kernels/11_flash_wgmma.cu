@@ -7,7 +7,7 @@
 //   O += P V is 4 wgmma m64nNk16 (N = HEAD_DIM, 16 keys each) taking P from registers, in the
 //   layout 09's mma.sync took it, and V from shared memory as an MN-major operand. No
 //   ldmatrix, and no Q fragments held in registers for the whole kernel. In the SASS (sm_90a,
-//   HEAD_DIM 64) the tile loop holds 8 HGMMA and no LDSM; 09's, per warp, 64 HMMA and 32 LDSM
+//   HEAD_DIM 64) the tile loop holds 8 HGMMA and no LDSM; 09's, per warp, 64 HMMA and 36 LDSM
 //   (16 of K, 16 of V, and Q's 4 on the first tile).
 // - wgmma is asynchronous: a warp issues a product's instructions and waits once, instead of
 //   feeding every mma.sync its fragments. Without Q's fragments 128 registers suffice
