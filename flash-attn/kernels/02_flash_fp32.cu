@@ -10,7 +10,9 @@
 // HEAD_DIM (the D of the shape, at most 128) is a compile-time define so that o[] lives in
 // registers; Q rows sit in shared memory, padded by one float so that threads reading
 // their own rows hit different banks, and each thread's scores of a tile sit in its column
-// of Ps (registers are taken by o[]: at D = 128 scores in registers spill). Every thread reaches every barrier (no early return).
+// of Ps (registers are taken by o[]; an earlier version of this file kept the scores in
+// registers too, and spilled at D = 128). Every thread reaches every barrier (no early
+// return).
 
 #include "lab/index.h"
 

@@ -401,6 +401,27 @@ fn the_128x256_mma_rungs_take_one_block_per_sm_by_registers() {
 }
 
 #[test]
+fn rung_16s_3_stage_ring_keeps_two_blocks_per_sm_on_an_h100_and_one_on_an_a100() {
+    says(&[
+        (
+            "tensorcore/kernels/16_mma_double_buffer.cu",
+            "The ring shrinks to 3 stages to stay at two blocks per SM on an H100: 3 x 32 KB = \
+             96 KB of dynamic shared memory (an A100, at most 164 KB a block, fits one).",
+        ),
+        (
+            "tensorcore/README.md",
+            "To stay at two blocks per SM on an H100 the ring shrinks to 3 stages: 3 x 32 KB = \
+             96 KB.",
+        ),
+    ]);
+    // Blocks of 4 warps: two per SM are 8 of 64 warps, one is 4.
+    let two = Gives::default().smem(98304).occupancy(0.125);
+    gives("gemm-mma-dbuf", "sm_90", Variant::AsIs, two);
+    let one = Gives::default().smem(98304).occupancy(0.0625);
+    gives("gemm-mma-dbuf", "sm_80", Variant::AsIs, one);
+}
+
+#[test]
 fn the_wgmma_rungs_fit_their_accumulators_in_the_registers_their_warps_have() {
     says(&[
         (

@@ -11,7 +11,7 @@
 // 2. BM, the feature maps per block, is min(MOUT, 16): the first layer (M = 4) no
 //    longer spends three quarters of its FMAs on the zero-padded maps of rung 03.
 // 3. The weights live in __constant__ memory when the whole filter fits (FILTER_IN_CONSTANT,
-//    up to 64 KiB: 12.5 KiB for the second layer); the plan copies them there before
+//    up to 64 KiB: 12544 B for the second layer); the plan copies them there before
 //    the launch. Every thread of a warp reads the same weight at the same time, which the
 //    constant cache serves as one broadcast, and the block no longer stages the filter in
 //    shared memory or waits at two barriers per input channel. A filter too large for
