@@ -202,6 +202,18 @@ fn gives(id: &str, arch: &str, variant: Variant, gives: Gives) {
     );
 }
 
+#[test]
+fn rung_03_takes_the_registers_of_rung_02() {
+    says(&[(
+        "restrict-unroll/kernels/03_restrict_unroll.cu",
+        "LDG.E.CONSTANT instead of LDG.E; registers (32) and every other instruction are the \
+         same.",
+    )]);
+    for id in ["gemm-tiled", "gemm-restrict-unroll"] {
+        gives(id, "sm_90", Variant::AsIs, Gives::regs(32));
+    }
+}
+
 /// Rungs 05 and 08 without their `__launch_bounds__(256, 2)`.
 const NO_BOUNDS: Variant = Variant::Edited(&[("__launch_bounds__(NTHREADS, 2)", "")], &[]);
 

@@ -221,7 +221,7 @@ fn rung_03_changes_only_the_global_loads_of_rung_02_to_read_only() {
         b.ldg_constant, b.ldg,
         "rung 03 has a load that is not read-only"
     );
-    assert!(b.ldg > 0);
+    assert_eq!(b.ldg, 2, "the two global loads, of A and of B");
     // Every other count is the same: the unroll changed nothing.
     assert_eq!(
         Summary {
@@ -357,6 +357,14 @@ fn rung_19_k_tile_is_64_hmma_with_one_barrier_after_the_first_33() {
         .collect();
     assert_eq!(bars.len(), 1, "barriers among the HMMA: {bars:?}");
     assert_eq!(hmma.iter().filter(|&&h| h < bars[0]).count(), 33);
+    // The k-tile's loop: 8 LDSM and 8 LDSM.MT (x4), 6 LDGSTS, and (rung 27's header) several
+    // other instructions per HMMA.
+    let tile = loop_around_first(&f, "HMMA.16816.F32");
+    let count = |op: &str| tile.iter().filter(|i| opcode(i) == op).count();
+    assert_eq!((count("LDSM.16.M88.4"), count("LDSM.16.MT88.4")), (8, 8));
+    assert_eq!(count_in(&tile, "LDGSTS"), 6);
+    let other = tile.len() - 64 - 16 - 6 - 1;
+    assert!(other >= 3 * 64, "{other} other instructions per 64 HMMA");
 }
 
 /// Rung 27's header: the loop of k-tiles whose refill lies inside A and B is the k-tile's 64
