@@ -179,8 +179,8 @@ impl Gives {
     }
 }
 
-/// Rung `id` compiled for `arch` from `variant` gives what `gives` says: in the compile any
-/// process would make first, or, since ptxas now and then gives a second form of a program
+/// Rung `id` compiled for `arch` from `variant` gives what `gives` says: in the compile this
+/// process gets first (perhaps from the caches an earlier one filled), or, since ptxas now and then gives a second form of a program
 /// depending on where its memory lies (`kernel::cuda::address_layout`), in one of two fresh
 /// compiles. A claim true of no compile fails, showing what each gave.
 fn gives(id: &str, arch: &str, variant: Variant, gives: Gives) {
@@ -286,6 +286,13 @@ fn rungs_06_and_07_take_127_registers_on_sm_90() {
     }
     let two_blocks = Gives::default().occupancy(0.25);
     gives("gemm-vectorized", "sm_80", Variant::AsIs, two_blocks);
+    // The same count as 06 on sm_90 only: on sm_80 07 takes 119 (the sentence of rung 08
+    // below), 06 125.
+    says(&[(
+        "restrict-unroll/README.md",
+        "(and the same register count on sm_90, `harness inspect`)",
+    )]);
+    gives("gemm-vectorized", "sm_80", Variant::AsIs, Gives::regs(125));
 }
 
 #[test]
@@ -325,12 +332,33 @@ fn rung_08_takes_151_registers_on_sm_90_without_its_bounds_and_123_with_them() {
 
 #[test]
 fn rung_09_at_08s_tile_shape_takes_127_registers_on_sm_90() {
-    says(&[(
-        "restrict-unroll/README.md",
-        "(08's own shape: 127 registers, 16384 B)",
-    )]);
+    says(&[
+        (
+            "restrict-unroll/README.md",
+            "(08's own shape: 127 registers, 16384 B)",
+        ),
+        (
+            "restrict-unroll/README.md",
+            "only differences in the resources table below are the registers (4 more on sm_90, \
+             2 fewer on sm_80) at the same occupancy",
+        ),
+    ]);
     let own = Gives::regs(127).smem(16384).occupancy(0.25);
     gives("gemm-tuned", "sm_90", Variant::AsIs, own);
+    gives(
+        "gemm-double-buffer",
+        "sm_90",
+        Variant::AsIs,
+        Gives::regs(123),
+    );
+    let on_sm_80 = Gives::regs(125).smem(16384).occupancy(0.25);
+    gives("gemm-tuned", "sm_80", Variant::AsIs, on_sm_80);
+    gives(
+        "gemm-double-buffer",
+        "sm_80",
+        Variant::AsIs,
+        Gives::regs(127),
+    );
 }
 
 /// Conv rung 04 with its filter staged in shared memory, as for a filter over 64 KiB.
@@ -365,6 +393,11 @@ fn conv_rung_04_keeps_the_p_loop_rolled_and_pays_8_registers_for_its_constant_fi
         ),
         (
             "restrict-unroll/README.md",
+            "and so is the shared memory (0 B, against 4096 in rung 03 and 3136 in the \
+             shared-memory path)",
+        ),
+        (
+            "restrict-unroll/README.md",
             "`inspect` shows 56 registers, 0 B shared, 50% occupancy on sm_90 for both rows, \
              second layer",
         ),
@@ -376,8 +409,14 @@ fn conv_rung_04_keeps_the_p_loop_rolled_and_pays_8_registers_for_its_constant_fi
         FILTER_SHARED_P_UNROLLED,
         unrolled,
     );
-    let rolled = Gives::regs(48).spill(0).occupancy(0.625);
+    let rolled = Gives::regs(48).spill(0).smem(3136).occupancy(0.625);
     gives("conv-restrict-unroll", "sm_90", FILTER_SHARED, rolled);
+    gives(
+        "conv-fused",
+        "sm_90",
+        Variant::AsIs,
+        Gives::default().smem(4096),
+    );
     for id in ["conv-restrict-unroll", "conv-streams"] {
         gives(
             id,
@@ -418,12 +457,17 @@ fn rung_16s_3_stage_ring_keeps_two_blocks_per_sm_on_an_h100_and_one_on_an_a100()
         (
             "tensorcore/kernels/16_mma_double_buffer.cu",
             "The ring shrinks to 3 stages to stay at two blocks per SM on an H100: 3 x 32 KB = \
-             96 KB of dynamic shared memory (an A100, at most 164 KB a block, fits one).",
+             96 KB of dynamic shared memory (an A100, 164 KB per SM, fits one).",
         ),
         (
             "tensorcore/README.md",
             "To stay at two blocks per SM on an H100 the ring shrinks to 3 stages: 3 x 32 KB = \
              96 KB.",
+        ),
+        (
+            "tensorcore/README.md",
+            "On sm_80 one block fits per SM: an A100 has 164 KB of shared memory per SM (at most \
+             163 KB a block), and two 96 KB rings do not fit.",
         ),
     ]);
     // Blocks of 4 warps: two per SM are 8 of 64 warps, one is 4.
@@ -431,6 +475,19 @@ fn rung_16s_3_stage_ring_keeps_two_blocks_per_sm_on_an_h100_and_one_on_an_a100()
     gives("gemm-mma-dbuf", "sm_90", Variant::AsIs, two);
     let one = Gives::default().smem(98304).occupancy(0.0625);
     gives("gemm-mma-dbuf", "sm_80", Variant::AsIs, one);
+}
+
+#[test]
+fn rung_25_keeps_23s_shared_memory_and_occupancy_with_one_register_fewer() {
+    says(&[(
+        "tensorcore/README.md",
+        "Shared memory and occupancy stay 23's, with one register fewer:",
+    )]);
+    // 197696 B and one block of 12 warps per SM (19%) for both; 157 registers, then 156.
+    for (id, registers) in [("gemm-wgmma-l2-order", 157), ("gemm-wgmma-overlap", 156)] {
+        let g = Gives::regs(registers).smem(197696).occupancy(0.1875);
+        gives(id, "sm_90", Variant::AsIs, g);
+    }
 }
 
 #[test]

@@ -52,6 +52,12 @@ fn sass_of(id: &str) -> Entries {
 /// 33 LDS (and 127 registers) where every other compile gives 32 (and 125); a claim that
 /// compares two compiled programs is checked on fresh compiles before it is called false.
 fn recompiled(id: &str, entry: &str, n: u32) -> Function {
+    edited(id, entry, &[], Some(n))
+}
+
+/// The function of the entry `entry` of a copy of rung `id` with each `(from, to)` replaced
+/// in its sources (each must occur); `fresh: Some(n)` compiles it afresh as [`recompiled`].
+fn edited(id: &str, entry: &str, edits: &[(&str, &str)], fresh: Option<u32>) -> Function {
     let tool = sass::Disassembler::find()
         .unwrap_or_else(|e| panic!("{e}: run tools/install-cuda-tools.sh first"));
     let all = harness::registry::all();
@@ -60,12 +66,18 @@ fn recompiled(id: &str, entry: &str, n: u32) -> Function {
     let mut plan = k.cuda(&shape).unwrap();
     for step in &mut plan.steps {
         if let kernel::Step::Kernel(l) = step {
-            l.source.code = format!(
-                "{}\n// compile {n} in process {}\n",
-                l.source.code,
-                std::process::id()
-            )
-            .into();
+            let mut code = l.source.code.to_string();
+            for (from, to) in edits {
+                assert!(code.contains(from), "{id}: the source has no `{from}`");
+                code = code.replace(from, to);
+            }
+            if let Some(n) = fresh {
+                code.push_str(&format!(
+                    "\n// compile {n} in process {}\n",
+                    std::process::id()
+                ));
+            }
+            l.source.code = code.into();
         }
     }
     let listings = sass::of_plan(&tool, &plan, "sm_90").unwrap_or_else(|e| panic!("{id}: {e}"));
@@ -365,6 +377,46 @@ fn rung_19_k_tile_is_64_hmma_with_one_barrier_after_the_first_33() {
     assert_eq!(count_in(&tile, "LDGSTS"), 6);
     let other = tile.len() - 64 - 16 - 6 - 1;
     assert!(other >= 3 * 64, "{other} other instructions per 64 HMMA");
+}
+
+/// Rungs 16 and 19 with the 2-byte fallback of their copies compiled out (K and N multiples
+/// of 8, aligned bases), as their walkthrough counts them.
+const VECTOR_COPIES: [(&str, &str); 2] = [
+    (
+        "const bool a_vec = K % 8 == 0 && (size_t)A % 16 == 0;",
+        "const bool a_vec = true;",
+    ),
+    (
+        "const bool b_vec = N % 8 == 0 && (size_t)B % 16 == 0;",
+        "const bool b_vec = true;",
+    ),
+];
+
+/// The walkthrough under rung 19: the loop around its 64 HMMA is 146 instructions (its copy
+/// block adds 164), where 16's loop is 733 per 128 HMMA (366 per 64).
+#[test]
+fn rung_19_issues_fewer_instructions_per_hmma_than_rung_16() {
+    let loop_of = |id: &str, entry: &str, fresh| {
+        let f = edited(id, entry, &VECTOR_COPIES, fresh);
+        let l = loop_around_first(&f, "HMMA.16816.F32");
+        (count_in(&l, "HMMA.16816.F32"), l.len())
+    };
+    let told = [(64, 146), (128, 733)];
+    let now = |fresh| {
+        [
+            loop_of("gemm-mma-128x256", "gemm_mma_128x256", fresh),
+            loop_of("gemm-mma-dbuf", "gemm_mma_double_buffer", fresh),
+        ]
+    };
+    // Either program may have come out in ptxas's second form: compile both again.
+    let first = now(None);
+    if first != told {
+        let again = now(Some(1));
+        assert_eq!(
+            again, told,
+            "(HMMA, instructions) of 19's and 16's loops; first {first:?}"
+        );
+    }
 }
 
 /// Rung 27's header: the loop of k-tiles whose refill lies inside A and B is the k-tile's 64

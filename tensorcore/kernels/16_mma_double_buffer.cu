@@ -10,7 +10,7 @@
 // - BK = 64 (15: 32): four k16 steps per barrier instead of two, so the barrier, the wait and
 //   the address arithmetic of the ring are paid half as often per mma. The ring shrinks to 3
 //   stages to stay at two blocks per SM on an H100: 3 x 32 KB = 96 KB of dynamic shared
-//   memory (an A100, at most 164 KB a block, fits one).
+//   memory (an A100, 164 KB per SM, fits one).
 // - A rows are now 128 B (8 chunks), so A's swizzle becomes chunk ^ (row & 7), like B's.
 // The body is a template over the 16-bit type (FP16 here; rung 17 instantiates BF16): the
 // copies move raw 16-bit codes, only the mma.sync differs. Tails as in 14 and 15: zero-filled
