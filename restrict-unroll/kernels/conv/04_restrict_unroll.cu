@@ -14,9 +14,9 @@
 //    up to 64 KiB: 12544 B for the second layer); the plan copies them there before
 //    the launch. Every thread of a warp reads the same weight at the same time, which the
 //    constant cache serves as one broadcast, and the block no longer stages the filter in
-//    shared memory or waits at two barriers per input channel. A filter too large for
-//    constant memory is staged per input channel in shared memory instead (BM x KS*KS taps),
-//    read there as a broadcast.
+//    shared memory or waits at the barriers around the staging (rung 03: two per 64 filter
+//    columns). A filter too large for constant memory is staged per input channel in shared
+//    memory instead (BM x KS*KS taps), read there as a broadcast.
 // 4. __restrict__ on every pointer: x, f and y never alias, so the compiler may keep loaded
 //    values in registers across the stores and route read-only loads through the
 //    non-coherent (LDG.CONSTANT) path.
