@@ -50,10 +50,14 @@ enum Variant {
     ),
 }
 
-/// The resources of rung `id`'s first launch on `arch`, at the first shape `harness inspect`
-/// compiles it at (`ID[LABEL]`: at the shape `inspect` labels so, as `attn-x[D=128]`),
-/// compiled from `variant`; `fresh` as [`first_launch`].
+/// The resources of rung `id`'s first launch on `arch` (`ID/ENTRY`: of its launch of ENTRY),
+/// at the first shape `harness inspect` compiles it at (`ID[LABEL]`: at the shape `inspect`
+/// labels so, as `attn-x[D=128]`), compiled from `variant`; `fresh` as [`first_launch`].
 fn compile(id: &str, arch: &str, variant: Variant, fresh: Option<u32>) -> LaunchResources {
+    let (id, entry) = match id.split_once('/') {
+        Some((id, entry)) => (id, Some(entry)),
+        None => (id, None),
+    };
     let (rung, label) = match id.split_once('[') {
         Some((rung, label)) => (rung, Some(label.trim_end_matches(']'))),
         None => (id, None),
@@ -70,7 +74,13 @@ fn compile(id: &str, arch: &str, variant: Variant, fresh: Option<u32>) -> Launch
     let plan = k
         .cuda(&shape)
         .unwrap_or_else(|| panic!("{id} has no CUDA plan"));
-    first_launch(id, plan, arch, variant, fresh)
+    match entry {
+        None => first_launch(id, plan, arch, variant, fresh),
+        Some(entry) => launches(id, plan, arch, variant, fresh)
+            .into_iter()
+            .find(|l| l.entry == entry)
+            .unwrap_or_else(|| panic!("{id} launches no {entry}")),
+    }
 }
 
 /// The resources of `plan`'s first launch on `arch`, its sources edited as `variant` says.
@@ -78,11 +88,25 @@ fn compile(id: &str, arch: &str, variant: Variant, fresh: Option<u32>) -> Launch
 /// memo nor the outputs kept on disk serve it.
 fn first_launch(
     what: &str,
-    mut plan: CudaPlan,
+    plan: CudaPlan,
     arch: &str,
     variant: Variant,
     fresh: Option<u32>,
 ) -> LaunchResources {
+    launches(what, plan, arch, variant, fresh)
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("{what} launches no kernel"))
+}
+
+/// The resources of each of `plan`'s launches, compiled as [`first_launch`] says.
+fn launches(
+    what: &str,
+    mut plan: CudaPlan,
+    arch: &str,
+    variant: Variant,
+    fresh: Option<u32>,
+) -> Vec<LaunchResources> {
     for step in &mut plan.steps {
         let kernel::Step::Kernel(l) = step else {
             continue;
@@ -111,11 +135,7 @@ fn first_launch(
         }
         l.source.code = code.into();
     }
-    resources::of_plan(&plan, arch, None)
-        .unwrap_or_else(|e| panic!("{what} on {arch}: {e}"))
-        .into_iter()
-        .next()
-        .unwrap_or_else(|| panic!("{what} launches no kernel"))
+    resources::of_plan(&plan, arch, None).unwrap_or_else(|e| panic!("{what} on {arch}: {e}"))
 }
 
 /// What a sentence says one compile gives; `None`: it says nothing of that figure.
@@ -428,6 +448,30 @@ fn conv_rung_04_keeps_the_p_loop_rolled_and_pays_8_registers_for_its_constant_fi
 }
 
 #[test]
+fn rung_14s_padded_ring_takes_75776_bytes_where_15s_swizzled_one_takes_65536() {
+    says(&[
+        (
+            "tensorcore/kernels/14_wmma_cp_async.cu",
+            "Shared memory: 4 stages x (128x40 + 32x136) halves = 75776 B",
+        ),
+        (
+            "tensorcore/kernels/15_mma_ldmatrix_swizzle.cu",
+            "the padding is conflict-free and costs only space (75776 B against 65536 B)",
+        ),
+        (
+            "tensorcore/kernels/15_mma_ldmatrix_swizzle.cu",
+            "a 4-stage cp.async ring (4 x 16 KB = 64 KB dynamic)",
+        ),
+    ]);
+    for arch in ["sm_80", "sm_90"] {
+        let g = Gives::default().smem(75776).spill(0);
+        gives("gemm-wmma-cp-async", arch, Variant::AsIs, g);
+        let g = Gives::default().smem(65536).spill(0);
+        gives("gemm-mma-ldmatrix", arch, Variant::AsIs, g);
+    }
+}
+
+#[test]
 fn the_128x256_mma_rungs_take_one_block_per_sm_by_registers() {
     says(&[
         (
@@ -528,6 +572,155 @@ fn the_wgmma_rungs_fit_their_accumulators_in_the_registers_their_warps_have() {
     ] {
         let two_blocks = Gives::at_most(128).spill(0).occupancy(0.25);
         gives(id, "sm_90", Variant::AsIs, two_blocks);
+    }
+}
+
+/// Attention rung 13 issues the next tile's scores on every step, its last tile's too; issued
+/// only when a next tile exists, the groups of wgmma in flight depend on a branch and ptxas
+/// serializes every wgmma of the kernel.
+#[test]
+fn attention_rung_13_issuing_scores_only_when_a_next_tile_exists_serializes_its_wgmma() {
+    says(&[
+        (
+            "flash-attn/README.md",
+            "issuing them only when there were made the number of `wgmma` groups in flight \
+             depend on a branch, and ptxas then serialized every `wgmma` of the kernel (its \
+             advisory C7515, which the compile tests refuse).",
+        ),
+        (
+            "flash-attn/kernels/13_flash_wgmma_overlap.cu",
+            "with the scores issued only when a next tile exists it serialized every wgmma of \
+             the kernel",
+        ),
+    ]);
+    const BRANCH: Variant = Variant::Edited(
+        &[(
+            "issue_scores(next ? it + 1 : it);",
+            "if (next) issue_scores(it + 1);",
+        )],
+        &[],
+    );
+    for id in [
+        "attn-flash-wgmma-overlap-fp16",
+        "attn-flash-wgmma-overlap-bf16",
+    ] {
+        let as_is = compile(id, "sm_90", Variant::AsIs, None);
+        assert!(as_is.advisories.is_empty(), "{id}: {:?}", as_is.advisories);
+        let branch = compile(id, "sm_90", BRANCH, None);
+        assert!(
+            branch.advisories.iter().any(|a| a.starts_with("(C7515)")
+                && a.contains("wgmma.mma_async instructions are serialized")),
+            "{id}: {:?}",
+            branch.advisories
+        );
+    }
+}
+
+/// Blocks of `threads` threads that `r`'s registers alone leave room for on an SM of 65536
+/// registers (allocated per warp in steps of 256).
+fn blocks_by_registers(r: &LaunchResources) -> u32 {
+    let per_warp = (r.registers * 32).div_ceil(256) * 256;
+    65536 / (per_warp * r.threads_per_block.div_ceil(32))
+}
+
+#[test]
+fn attention_rung_07s_blocks_per_sm_are_what_its_walkthrough_says() {
+    says(&[(
+        "flash-attn/README.md",
+        "on sm_80 at D = 64 the registers allow 3 blocks of 4 warps per multiprocessor; at D = \
+         128 the block's shared memory leaves room for only one block in an A100's 164 KB, \
+         although its registers would allow 2. On sm_90 (228 KB of shared memory) D = 128 fits \
+         2 blocks.",
+    )]);
+    let r = compile("attn-flash2-mma-fp16[D=64]", "sm_80", Variant::AsIs, None);
+    assert_eq!(
+        (r.occupancy, blocks_by_registers(&r)),
+        (Some(0.1875), 3),
+        "{r:?}"
+    );
+    let r = compile("attn-flash2-mma-fp16[D=128]", "sm_80", Variant::AsIs, None);
+    assert_eq!(
+        (r.occupancy, blocks_by_registers(&r)),
+        (Some(0.0625), 2),
+        "{r:?}"
+    );
+    assert_eq!(r.occupancy_limiter.as_deref(), Some("shared memory"));
+    let two_blocks = Gives::default().occupancy(0.125);
+    gives(
+        "attn-flash2-mma-fp16[D=128]",
+        "sm_90",
+        Variant::AsIs,
+        two_blocks,
+    );
+}
+
+#[test]
+fn attention_rung_09_keeps_one_block_per_sm_and_spills_when_capped_for_two() {
+    says(&[
+        (
+            "flash-attn/README.md",
+            "One block of 8 warps per SM at both D, bound by registers: a second block would \
+             need 128 registers a thread, and `__launch_bounds__(256, 2)` spills at D = 64 \
+             already (48 B of spill stores on sm_90).",
+        ),
+        (
+            "flash-attn/kernels/09_flash2_br128.cu",
+            "One block of 8 warps per SM at either HEAD_DIM",
+        ),
+    ]);
+    for d in ["D=64", "D=128"] {
+        for arch in ["sm_80", "sm_90"] {
+            let r = compile(
+                &format!("attn-flash2-br128-fp16[{d}]"),
+                arch,
+                Variant::AsIs,
+                None,
+            );
+            assert_eq!(r.threads_per_block, 256);
+            assert_eq!(r.occupancy, Some(0.125), "{d} on {arch}: {r:?}");
+            assert_eq!(r.occupancy_limiter.as_deref(), Some("registers"));
+        }
+    }
+    const TWO_BLOCKS: Variant = Variant::Edited(
+        &[(
+            "__launch_bounds__(WARPS * 32)",
+            "__launch_bounds__(WARPS * 32, 2)",
+        )],
+        &[],
+    );
+    let capped = Gives::at_most(128).spill(48);
+    gives("attn-flash2-br128-fp16[D=64]", "sm_90", TWO_BLOCKS, capped);
+}
+
+#[test]
+fn attention_rung_13_takes_129_kb_at_d_128_for_one_block_per_sm() {
+    says(&[(
+        "flash-attn/kernels/13_flash_wgmma_overlap.cu",
+        "At HEAD_DIM 128 the stages and Q take 129 KB: one block per SM",
+    )]);
+    let one_block = Gives::default().smem(129 * 1024).occupancy(0.125);
+    for id in [
+        "attn-flash-wgmma-overlap-fp16[D=128]",
+        "attn-flash-wgmma-overlap-bf16[D=128]",
+    ] {
+        gives(id, "sm_90", Variant::AsIs, one_block);
+    }
+}
+
+#[test]
+fn the_radial_basis_cutoff_has_no_stack_frame_where_cosf_would_keep_one() {
+    says(&[(
+        "fusion/kernels/rbf/01_unfused.cu",
+        "The cutoff's cosine is cospif(d / r_c): cos(pi x) takes its argument in periods, so \
+         the reduction is exact and has no slow path for large arguments, nor the stack frame \
+         that cosf(pi * d / r_c) keeps for one.",
+    )]);
+    const COSF: Variant = Variant::Edited(&[("cospif(v / rc)", "cosf(3.14159265f * v / rc)")], &[]);
+    for arch in ["sm_80", "sm_90"] {
+        let r = compile("rbf-unfused/rbf_cutoff", arch, Variant::AsIs, None);
+        assert_eq!(r.stack_bytes, 0, "{arch}: {r:?}");
+        let r = compile("rbf-unfused/rbf_cutoff", arch, COSF, None);
+        assert!(r.stack_bytes > 0, "{arch}: {r:?}");
     }
 }
 

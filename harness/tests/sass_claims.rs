@@ -207,7 +207,11 @@ fn opcode(i: &str) -> &str {
 }
 
 fn count_opcode(f: &Function, op: &str) -> usize {
-    instructions(f).iter().filter(|i| opcode(i) == op).count()
+    count_opcode_in(&instructions(f), op)
+}
+
+fn count_opcode_in(instructions: &[String], op: &str) -> usize {
+    instructions.iter().filter(|i| opcode(i) == op).count()
 }
 
 #[test]
@@ -291,6 +295,15 @@ fn rung_10_is_4_tf32_hmma_per_mma_sync_fed_by_generic_loads() {
     assert_eq!(count_opcode(&f, "HMMA.1684.F32.TF32"), 32);
     // The fragments come by generic LD.E, neither LDS nor ldmatrix.
     assert_eq!((s.ld_generic, s.ldsm), (32, 0), "{s:?}");
+    // Staging is scalar: one float per read-only LDG and per STS.
+    assert!(
+        s.ldg > 0 && s.ldg == count_opcode(&f, "LDG.E.CONSTANT") as u32,
+        "{s:?}"
+    );
+    assert!(
+        s.sts > 0 && s.sts == count_opcode(&f, "STS") as u32,
+        "{s:?}"
+    );
 }
 
 #[test]
@@ -508,24 +521,68 @@ fn every_wgmma_rung_issues_a_k_tiles_wgmma_back_to_back() {
     }
 }
 
+/// Rung 18's header: a warpgroup multiplies "a 64x128x16 step" per wgmma and there is "no
+/// __syncthreads in the main loop" (the stages are handed over by mbarriers); rung 21's: "one
+/// wgmma m64n256k16 a k16 step instead of m64n128k16".
+#[test]
+fn rungs_18_and_21_issue_their_wgmma_shape_with_no_barrier_in_the_k_tile_loop() {
+    for (id, entry, shape) in [
+        (
+            "gemm-wgmma-tma",
+            "gemm_wgmma_tma",
+            "HGMMA.64x128x16.F32.BF16",
+        ),
+        (
+            "gemm-wgmma-n256",
+            "gemm_wgmma_n256",
+            "HGMMA.64x256x16.F32.BF16",
+        ),
+    ] {
+        let f = function(id, entry);
+        assert_eq!(count_opcode(&f, shape), 4, "{id}");
+        let k_loop = loop_around(&f, "HGMMA");
+        assert_eq!(count_in(&k_loop, "HGMMA"), 4, "{id}");
+        assert_eq!(count_in(&k_loop, "BAR"), 0, "{id}: {k_loop:#?}");
+        assert!(
+            count_in(&k_loop, "SYNCS") > 0,
+            "{id}: the loop waits on and frees its stages through mbarriers"
+        );
+    }
+}
+
 #[test]
 fn rung_26_frees_the_partners_stage_without_the_fence_of_rung_24() {
     // "a release at cluster scope compiles to a fence first, ERRBAR then CGAERRBAR, before
-    // each of the two arrivals ... in the SASS the two arrivals follow each other with no fence"
-    let fenced = |id: &str, entry: &str| -> Vec<bool> {
-        let ins = instructions(&function(id, entry));
+    // each of the two arrivals ... in the SASS the two arrivals follow each other with no fence
+    // (the ERRBAR of the kernel's start and end stay)"
+    let arrivals = |ins: &[String]| -> Vec<usize> {
         (0..ins.len())
             .filter(|&i| opcode(&ins[i]).starts_with("SYNCS.ARRIVE.TRANS64.RED"))
-            .map(|i| opcode(&ins[i - 1]).starts_with("CGAERRBAR"))
             .collect()
     };
+    let fences = |ins: &[String]| count_opcode_in(ins, "ERRBAR");
+    let ins = instructions(&function("gemm-wgmma-cluster", "gemm_wgmma_cluster"));
+    let at = arrivals(&ins);
+    assert_eq!(at.len(), 2);
+    for &i in &at {
+        assert_eq!(
+            (opcode(&ins[i - 2]), opcode(&ins[i - 1])),
+            ("ERRBAR", "CGAERRBAR"),
+            "24 fences each arrival"
+        );
+    }
+    let fenced = fences(&ins);
+    let ins = instructions(&function(
+        "gemm-wgmma-cluster-cta",
+        "gemm_wgmma_cluster_cta",
+    ));
+    let at = arrivals(&ins);
+    assert_eq!(at.len(), 2);
+    assert_eq!(at[1], at[0] + 1, "26's arrivals follow each other");
     assert_eq!(
-        fenced("gemm-wgmma-cluster", "gemm_wgmma_cluster"),
-        [true, true]
-    );
-    assert_eq!(
-        fenced("gemm-wgmma-cluster-cta", "gemm_wgmma_cluster_cta"),
-        [false, false]
+        (fenced, fences(&ins)),
+        (4, 2),
+        "24's two fences at the start and end and one per arrival; 26's at the start and end"
     );
 }
 
@@ -792,9 +849,29 @@ fn conv_rung_04_loads_every_weight_with_its_own_register_addressed_ldc_on_both_l
         );
         assert_eq!(count_in(&l, "LDS"), 0);
     }
-    // Rung 03 loads its weights from shared memory, one LDS per FFMA.
+    // Rung 03 loads its weights from shared memory, one LDS per FFMA, and each gathered value
+    // goes into BM = 16 of them.
     let l = loop_around(&function("conv-fused", "conv_fused"), "FFMA");
     assert_eq!(count_in(&l, "LDS"), count_in(&l, "FFMA"));
+    assert_eq!(
+        (count_in(&l, "LDG"), count_in(&l, "FFMA")),
+        (1, 16),
+        "{l:#?}"
+    );
+}
+
+/// conv 05's header: per step of 16 taps each warp multiplies the filter fragment by two U
+/// fragments per k8 (m16n16k8 TF32); conv 06's: "One m16n16k16 MMA covers a whole BK = 16
+/// step where TF32 needed two k8 steps". A TF32 m16n16k8 is 4 HMMA.1684, an FP16 m16n16k16 2
+/// HMMA.16816.
+#[test]
+fn conv_rung_06_covers_a_step_with_one_k16_mma_per_fragment_where_05_needs_two_k8() {
+    let tf32 = function("conv-wmma-tf32", "conv_wmma_tf32");
+    let fp16 = function("conv-wmma-fp16", "conv_wmma_fp16");
+    assert_eq!(count_opcode(&tf32, "HMMA.1684.F32.TF32"), 2 * 2 * 4);
+    assert_eq!(tf32.summary.hmma, 16, "{:?}", tf32.summary);
+    assert_eq!(count_opcode(&fp16, "HMMA.16816.F32"), 2 * 2);
+    assert_eq!(fp16.summary.hmma, 4, "{:?}", fp16.summary);
 }
 
 #[test]

@@ -18,8 +18,9 @@
 // 32 per K step of 16. The fragments come from shared memory through 32 generic LD.E per
 // thread and step (not LDS, not ldmatrix: NVRTC's TF32 load_matrix_sync loses the shared
 // address space here), and __float_to_tf32 costs 2 instructions per value (a finite test and
-// a rounding integer add). Staging is scalar: one float per LDG.E.CONSTANT and per STS, 8 of
-// each per tile and thread. These are the costs the row carries besides the tensor cores.
+// a rounding integer add). Staging is scalar: one float per LDG.E.CONSTANT and per STS; at
+// each K step a thread stages 8 floats of A's tile and 8 of B's. These are the costs the row
+// carries besides the tensor cores.
 
 #include <mma.h>
 using namespace nvcuda;

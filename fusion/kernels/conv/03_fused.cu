@@ -7,8 +7,9 @@
 // NCHW, so the permute disappears too. Per output that removes a write and a read of K*K*C
 // unrolled values and a round trip of the GEMM output, and two launches per chunk.
 // Reuse: a block of NT threads (NT pixels) works on BM feature maps. Every input value a
-// thread loads is multiplied by BM weights held in registers of the accumulator loop, and the
-// BM x BK tile of the filter is staged in shared memory, read by all threads as a broadcast.
+// thread loads goes into BM FMAs, one per accumulator (the BM accumulators stay in
+// registers); the BM x BK tile of the filter is staged in shared memory, and each weight is
+// read from there by all threads at once, as a broadcast.
 // Tails: feature maps past M get zero weights and are not stored; threads past the last pixel
 // load nothing and store nothing but still reach both barriers.
 
