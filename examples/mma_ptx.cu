@@ -10,7 +10,8 @@
 // Each block computes a 64x64 tile of C with 4 warps (2x2, 32x32 each). Per 32-deep K step,
 // cp.async brings the FP32 tiles of A and B into shared memory (4 bytes a copy, zero-filled
 // past the matrix edges), the threads convert them to FP16 tiles, and each warp loads its
-// fragments with ldmatrix (.trans for B, stored K x N) and issues 2 x 4 mma.sync m16n8k16.
+// fragments with ldmatrix (.trans for B, stored K x N) and issues 2 x 4 mma.sync m16n8k16
+// for each of the step's two k16 halves.
 #include <cstdint>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

@@ -471,6 +471,45 @@ fn rung_14s_padded_ring_takes_75776_bytes_where_15s_swizzled_one_takes_65536() {
     }
 }
 
+/// Rung 14 loads its B fragments one at a time in the source; ptxas schedules the loads
+/// itself, so loading all four first changes nothing in the registers.
+#[test]
+fn rung_14_takes_the_same_registers_with_its_b_fragments_loaded_all_at_once() {
+    says(&[(
+        "tensorcore/README.md",
+        "a version that loads all four B fragments first takes the same registers",
+    )]);
+    const ALL_B_FIRST: Variant = Variant::Edited(
+        &[
+            (
+                "#pragma unroll\n            for (int j = 0; j < 4; ++j) {",
+                "wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> bj[4];\n\
+                 #pragma unroll\n            for (int j = 0; j < 4; ++j) \
+                 wmma::load_matrix_sync(bj[j], bs + kk * LDB + j * 16, LDB);\n\
+                 #pragma unroll\n            for (int j = 0; j < 4; ++j) {",
+            ),
+            (
+                "wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b;",
+                "",
+            ),
+            (
+                "wmma::load_matrix_sync(b, bs + kk * LDB + j * 16, LDB);",
+                "",
+            ),
+            (
+                "wmma::mma_sync(acc[i][j], a[i], b, acc[i][j]);",
+                "wmma::mma_sync(acc[i][j], a[i], bj[j], acc[i][j]);",
+            ),
+        ],
+        &[],
+    );
+    for arch in ["sm_80", "sm_90"] {
+        let as_is = compile("gemm-wmma-cp-async", arch, Variant::AsIs, None);
+        let g = Gives::regs(as_is.registers).spill(0);
+        gives("gemm-wmma-cp-async", arch, ALL_B_FIRST, g);
+    }
+}
+
 #[test]
 fn the_128x256_mma_rungs_take_one_block_per_sm_by_registers() {
     says(&[

@@ -179,19 +179,59 @@ fn loop_spanning(
     last: usize,
     op: &str,
 ) -> Vec<String> {
-    let (start, end) = (last..items.len())
+    let (start, end) = loop_range(f, items, first, last, op);
+    without_labels(&items[start..=end])
+}
+
+/// Where in `items` the loop of [`loop_spanning`] starts and ends.
+fn loop_range(
+    f: &Function,
+    items: &[String],
+    first: usize,
+    last: usize,
+    op: &str,
+) -> (usize, usize) {
+    (last..items.len())
         .filter(|&j| opcode(&items[j]) == "BRA")
         .filter_map(|j| {
-            let target = items[j].split(['(', ')']).nth(1)?;
-            let t = items.iter().position(|x| x == target)?;
+            let t = branch_target(items, j)?;
             (t <= first).then_some((t, j))
         })
         .min_by_key(|(t, j)| j - t)
-        .unwrap_or_else(|| panic!("no loop around the {op} of {}", f.name));
-    items[start..=end]
+        .unwrap_or_else(|| panic!("no loop around the {op} of {}", f.name))
+}
+
+/// Where in `items` the label lies that the branch at `j` jumps to.
+fn branch_target(items: &[String], j: usize) -> Option<usize> {
+    let target = items[j].split(['(', ')']).nth(1)?;
+    items.iter().position(|x| x == target)
+}
+
+fn without_labels(items: &[String]) -> Vec<String> {
+    items
         .iter()
         .filter(|x| !x.starts_with(".L"))
         .cloned()
+        .collect()
+}
+
+/// The blocks a loop's body branches out to and back from, as ptxas places a conditional part
+/// of a loop (rung 19's copies) after the function's code: from each label that a branch
+/// inside `start..=end` jumps to outside it, to the first branch after that label back into
+/// the loop; labels left out.
+fn blocks_out_of(items: &[String], (start, end): (usize, usize)) -> Vec<Vec<String>> {
+    let inside = |t: usize| (start..=end).contains(&t);
+    (start..=end)
+        .filter(|&j| opcode(&items[j]) == "BRA")
+        .filter_map(|j| branch_target(items, j).filter(|&t| !inside(t)))
+        .map(|t| {
+            let back = (t..items.len())
+                .find(|&k| {
+                    opcode(&items[k]) == "BRA" && branch_target(items, k).is_some_and(inside)
+                })
+                .expect("an out-of-line block returns to its loop");
+            without_labels(&items[t..=back])
+        })
         .collect()
 }
 
@@ -365,7 +405,16 @@ fn rung_15_main_loop_issues_the_hmma_ldsm_and_ldgsts_of_rung_14() {
     let (a, b) = (summary("gemm-wmma-cp-async"), summary("gemm-mma-ldmatrix"));
     let main = |s: Summary| (s.hmma, s.ldsm, s.ldgsts);
     assert_eq!(main(a), main(b));
-    assert_eq!(main(b), (64, 16, 32));
+    assert_eq!(main(b), (64, 16, 32), "in each function");
+    // Per k-tile: 8 of the 32 copies; the other 24 fill the ring's first three stages.
+    for (id, entry) in [
+        ("gemm-wmma-cp-async", "gemm_wmma_cp_async"),
+        ("gemm-mma-ldmatrix", "gemm_mma_ldmatrix"),
+    ] {
+        let l = loop_around(&function(id, entry), "HMMA");
+        let k_tile = ["HMMA", "LDSM", "LDGSTS"].map(|op| count_in(&l, op));
+        assert_eq!(k_tile, [64, 16, 8], "{id}");
+    }
 }
 
 #[test]
@@ -392,6 +441,37 @@ fn rung_19_k_tile_is_64_hmma_with_one_barrier_after_the_first_33() {
     assert!(other >= 3 * 64, "{other} other instructions per 64 HMMA");
 }
 
+/// `LDSM` of a k-tile's loop issued before its first `HMMA`, and in all.
+fn ldsm_before_first_hmma(f: &Function) -> (usize, usize) {
+    let l = loop_around(f, "HMMA");
+    let first = l
+        .iter()
+        .position(|i| opcode(i).starts_with("HMMA"))
+        .unwrap();
+    (count_in(&l[..first], "LDSM"), count_in(&l, "LDSM"))
+}
+
+/// Rung 16's header and walkthrough: ptxas overlaps 15's loads by itself, 11 of a k-tile's 16
+/// `LDSM` before the first `HMMA` (one k16 step needs 8), the rest among them; 16's k-tile
+/// issues 8 before its first `HMMA` and the other 24 among its 128.
+#[test]
+fn rung_15s_ldmatrix_already_overlap_its_hmma_as_16s_double_buffering_writes_out() {
+    let rungs = [
+        ("gemm-mma-ldmatrix", "gemm_mma_ldmatrix"),
+        ("gemm-mma-dbuf", "gemm_mma_double_buffer"),
+    ];
+    let told = [(11, 16), (8, 32)];
+    let now = rungs.map(|(id, entry)| ldsm_before_first_hmma(&function(id, entry)));
+    if now != told {
+        // Either program may have come out in ptxas's second form: compile both again.
+        let again = rungs.map(|(id, entry)| ldsm_before_first_hmma(&recompiled(id, entry, 1)));
+        assert_eq!(
+            again, told,
+            "(LDSM before the first HMMA, LDSM) per k-tile; first {now:?}"
+        );
+    }
+}
+
 /// Rungs 16 and 19 with the 2-byte fallback of their copies compiled out (K and N multiples
 /// of 8, aligned bases), as their walkthrough counts them.
 const VECTOR_COPIES: [(&str, &str); 2] = [
@@ -405,16 +485,27 @@ const VECTOR_COPIES: [(&str, &str); 2] = [
     ),
 ];
 
-/// The walkthrough under rung 19: the loop around its 64 HMMA is 146 instructions (its copy
-/// block adds 164), where 16's loop is 733 per 128 HMMA (366 per 64).
+/// The walkthrough under rung 19: the loop around its 64 HMMA is 146 instructions, the copy
+/// block it branches to 161 with its 6 LDGSTS, where 16's loop is 733 per 128 HMMA (366 per
+/// 64) with its copies inside.
 #[test]
 fn rung_19_issues_fewer_instructions_per_hmma_than_rung_16() {
     let loop_of = |id: &str, entry: &str, fresh| {
         let f = edited(id, entry, &VECTOR_COPIES, fresh);
-        let l = loop_around_first(&f, "HMMA.16816.F32");
-        (count_in(&l, "HMMA.16816.F32"), l.len())
+        let items = labelled_instructions(&f);
+        let first = items
+            .iter()
+            .position(|x| opcode(x) == "HMMA.16816.F32")
+            .unwrap();
+        let range = loop_range(&f, &items, first, first, "HMMA.16816.F32");
+        let l = without_labels(&items[range.0..=range.1]);
+        let out: Vec<(usize, usize)> = blocks_out_of(&items, range)
+            .iter()
+            .map(|b| (count_in(b, "LDGSTS"), b.len()))
+            .collect();
+        (count_in(&l, "HMMA.16816.F32"), l.len(), out)
     };
-    let told = [(64, 146), (128, 733)];
+    let told = [(64, 146, vec![(6, 161)]), (128, 733, vec![])];
     let now = |fresh| {
         [
             loop_of("gemm-mma-128x256", "gemm_mma_128x256", fresh),
@@ -427,7 +518,7 @@ fn rung_19_issues_fewer_instructions_per_hmma_than_rung_16() {
         let again = now(Some(1));
         assert_eq!(
             again, told,
-            "(HMMA, instructions) of 19's and 16's loops; first {first:?}"
+            "(HMMA, instructions, and (LDGSTS, instructions) of each block branched to) of 19's and 16's loops; first {first:?}"
         );
     }
 }
@@ -548,6 +639,26 @@ fn rungs_18_and_21_issue_their_wgmma_shape_with_no_barrier_in_the_k_tile_loop() 
             "{id}: the loop waits on and frees its stages through mbarriers"
         );
     }
+}
+
+/// Rung 18's header: a consumer warp's k-tile loop is about 25 instructions per k16 step,
+/// where a warp of 17 issues about 390 per k16 step (ldmatrix, mma.sync, copies, addresses).
+#[test]
+fn rung_18_issues_a_fifteenth_of_17s_instructions_per_k16_step() {
+    let per_step = |id: &str, entry: &str, op: &str, per_step: usize| {
+        let l = loop_around(&function(id, entry), op);
+        l.len() as f64 / (count_in(&l, op) / per_step) as f64
+    };
+    let wgmma = per_step("gemm-wgmma-tma", "gemm_wgmma_tma", "HGMMA", 1);
+    let mma = per_step("gemm-mma-bf16", "gemm_mma_bf16", "HMMA", 32);
+    assert!(
+        (22.5..27.5).contains(&wgmma),
+        "{wgmma} instructions per k16 step"
+    );
+    assert!(
+        (370.0..410.0).contains(&mma),
+        "{mma} instructions per k16 step"
+    );
 }
 
 #[test]
@@ -783,7 +894,7 @@ fn conv_rung_04_reads_weights_from_constant_memory_without_shared_memory_or_barr
         function("conv-fused", "conv_fused"),
         function("conv-restrict-unroll", "conv_restrict_unroll"),
     );
-    // Rung 03 stages the filter in shared memory behind two barriers per input channel.
+    // Rung 03 stages the filter in shared memory behind two barriers per 64 filter columns.
     assert!(a.summary.sts > 0 && a.summary.lds > 0, "{:?}", a.summary);
     assert_eq!(count_opcode(&a, "BAR.SYNC.DEFER_BLOCKING"), 2);
     assert_eq!((b.summary.lds, b.summary.sts), (0, 0), "{:?}", b.summary);

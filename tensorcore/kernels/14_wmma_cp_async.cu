@@ -128,7 +128,8 @@ extern "C" __global__ void __launch_bounds__(NTHREADS)
             for (int i = 0; i < 4; ++i) wmma::load_matrix_sync(a[i], as + i * 16 * LDA + kk, LDA);
 #pragma unroll
             for (int j = 0; j < 4; ++j) {
-                // One B fragment at a time: 4 A + 1 B fragments live, not 4 + 4 (registers).
+                // One B fragment at a time, as written; ptxas schedules the loads itself, and
+                // loading all four B fragments first compiles to the same registers.
                 wmma::fragment<wmma::matrix_b, 16, 16, 16, __half, wmma::row_major> b;
                 wmma::load_matrix_sync(b, bs + kk * LDB + j * 16, LDB);
 #pragma unroll

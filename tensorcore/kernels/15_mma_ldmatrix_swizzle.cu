@@ -21,7 +21,8 @@
 //   a cp.async chunk (16 B) is still contiguous, so the copies keep their width.
 // Expect about 1.0x against 14: neither layout has bank conflicts, and WMMA FP16 already
 // compiles to ldmatrix and HMMA.16816, so the main loops issue the same 64 HMMA, 16 LDSM and
-// 32 LDGSTS (`harness inspect --sass`); what differs is the epilogue (C from the accumulator
+// 8 LDGSTS per k-tile (32 LDGSTS in each function with the ring's prologue; `harness inspect
+// --sass`); what differs is the epilogue (C from the accumulator
 // registers here, through shared memory in 14) and 15's documented fragment layouts, which
 // 16 and 17 build on.
 // Layout as in 14: 128x128 block tile, 4 warps of 64x64 (4 m16 x 8 n8 accumulator tiles, 128

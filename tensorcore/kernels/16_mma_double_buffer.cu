@@ -2,11 +2,13 @@
 // step of 64.
 //
 // What changed since 15 and why it is faster:
-// - Register double buffering: the ldmatrix of k16 step s + 1 is issued before the 32 mma.sync
-//   of step s, into a second set of fragment registers. A warp's tensor-core instructions no
-//   longer wait on its own shared-memory loads (15 loaded, then multiplied, in lock step), so
-//   fewer warps per SM are needed to hide the ldmatrix latency; at 4 warps per block this is
-//   the latency hiding the scheduler cannot provide.
+// - Register double buffering: in the source the ldmatrix of k16 step s + 1 comes before the
+//   32 mma.sync of step s, into a second set of fragment registers, so that a warp's
+//   tensor-core instructions need not wait on its own shared-memory loads, the latency hiding
+//   that 8 warps per SM leave to each warp. ptxas had done much of it for 15 on its own: 15's
+//   SASS issues 11 of a k-tile's 16 LDSM before the first HMMA and the rest among them, so
+//   its loads hold the HMMA back only at the start of a k-tile, after the barrier; 16's SASS
+//   issues 8 LDSM there, then the other 24 among its 128 HMMA.
 // - BK = 64 (15: 32): four k16 steps per barrier instead of two, so the barrier, the wait and
 //   the address arithmetic of the ring are paid half as often per mma. The ring shrinks to 3
 //   stages to stay at two blocks per SM on an H100: 3 x 32 KB = 96 KB of dynamic shared
