@@ -661,6 +661,93 @@ fn rung_18_issues_a_fifteenth_of_17s_instructions_per_k16_step() {
     );
 }
 
+/// The walkthrough under rung 18: `HGMMA ... gdesc[..].tnspB` (4 per k-tile), `UTMALDG.2D`
+/// for the copies, `SYNCS.*` for the mbarriers, "and no `LDG`, `LDS`, `LDSM` or `HMMA` at all".
+#[test]
+fn rung_18_reads_its_operands_through_tma_and_descriptors_alone() {
+    let f = function("gemm-wgmma-tma", "gemm_wgmma_tma");
+    let ins = instructions(&f);
+    let hgmma: Vec<&String> = ins
+        .iter()
+        .filter(|i| opcode(i).starts_with("HGMMA"))
+        .collect();
+    assert!(
+        hgmma.len() == 4
+            && hgmma
+                .iter()
+                .all(|i| i.contains("gdesc[") && i.contains(".tnspB")),
+        "{hgmma:?}"
+    );
+    // One box of A and two of B (64 columns each) per k-tile.
+    assert_eq!(count_opcode(&f, "UTMALDG.2D"), 3);
+    assert!(count_in(&ins, "SYNCS") > 0);
+    for op in ["LDG", "LDS", "LDSM", "HMMA"] {
+        assert_eq!(count_in(&ins, op), 0, "{op}");
+    }
+}
+
+/// Rung 21's header: "no setmaxnreg here"; rung 22's: "no barrier separates two tiles" (its
+/// one `BAR.SYNC` follows the mbarriers' initialisation).
+#[test]
+fn rung_21_sets_no_register_split_and_22_no_barrier_between_tiles() {
+    let n256 = instructions(&function("gemm-wgmma-n256", "gemm_wgmma_n256"));
+    assert_eq!(count_in(&n256, "USETMAXREG"), 0);
+    let persistent = function("gemm-wgmma-persistent", "gemm_wgmma_persistent");
+    let ins = instructions(&persistent);
+    let bars: Vec<usize> = (0..ins.len())
+        .filter(|&i| opcode(&ins[i]).starts_with("BAR"))
+        .collect();
+    let first_hgmma = ins
+        .iter()
+        .position(|i| opcode(i).starts_with("HGMMA"))
+        .unwrap();
+    assert!(
+        bars.len() == 1 && bars[0] < first_hgmma,
+        "barriers at {bars:?}, first HGMMA at {first_hgmma}"
+    );
+}
+
+/// Rung 17's header: the ring, the swizzle, ldmatrix and the double buffering stay 16's, "only
+/// the instruction becomes mma.sync...bf16": the two functions issue the same instructions
+/// but for the HMMA's type.
+#[test]
+fn rung_17_is_rung_16_with_bf16_hmma() {
+    let histogram = |f: &Function| {
+        let mut h = std::collections::BTreeMap::<String, usize>::new();
+        for i in instructions(f) {
+            let op = opcode(&i).replace("HMMA.16816.F32.BF16", "HMMA.16816.F32");
+            *h.entry(op).or_default() += 1;
+        }
+        h
+    };
+    let (fp16, bf16) = (
+        function("gemm-mma-dbuf", "gemm_mma_double_buffer"),
+        function("gemm-mma-bf16", "gemm_mma_bf16"),
+    );
+    assert_eq!(count_opcode(&bf16, "HMMA.16816.F32.BF16"), 128);
+    if histogram(&fp16) != histogram(&bf16) {
+        // Either program may have come out in ptxas's second form: compile both again.
+        let again = (
+            recompiled("gemm-mma-dbuf", "gemm_mma_double_buffer", 1),
+            recompiled("gemm-mma-bf16", "gemm_mma_bf16", 1),
+        );
+        assert_eq!(histogram(&again.0), histogram(&again.1));
+    }
+}
+
+/// The walkthrough under rung 20: "In the SASS the main loop is 19's (64 HMMA, 16 LDSM, 6
+/// LDGSTS, one BAR per k-tile)".
+#[test]
+fn rung_20_main_loop_is_rung_19s() {
+    let k_tile = |id: &str, entry: &str| {
+        let l = loop_around_first(&function(id, entry), "HMMA.16816.F32");
+        ["HMMA", "LDSM", "LDGSTS", "BAR"].map(|op| count_in(&l, op))
+    };
+    let split = k_tile("gemm-mma-split-k", "gemm_mma_split_k");
+    assert_eq!(split, [64, 16, 6, 1]);
+    assert_eq!(split, k_tile("gemm-mma-128x256", "gemm_mma_128x256"));
+}
+
 #[test]
 fn rung_26_frees_the_partners_stage_without_the_fence_of_rung_24() {
     // "a release at cluster scope compiles to a fence first, ERRBAR then CGAERRBAR, before
