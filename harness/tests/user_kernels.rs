@@ -147,6 +147,38 @@ fn example_variant(dir: &Path, spec: &str, from: &str, to: &str) -> String {
     spec.replacen(path, &copy.display().to_string(), 1)
 }
 
+/// docs/your-kernel.md quotes `printed` as the harness printed it (whitespace aside: prose
+/// wraps a quote), so that the guide's messages are the program's.
+fn the_guide_quotes(printed: &str) {
+    let squash = |t: &str| t.split_whitespace().collect::<Vec<_>>().join(" ");
+    let guide = std::fs::read_to_string(root().join("docs/your-kernel.md")).unwrap();
+    assert!(
+        squash(&guide).contains(&squash(printed)),
+        "docs/your-kernel.md should quote what the harness printed:\n{printed}"
+    );
+}
+
+/// The part of `text` from the first `from` to the end of the first `to` after it.
+fn span<'a>(text: &'a str, from: &str, to: &str) -> &'a str {
+    let a = text
+        .find(from)
+        .unwrap_or_else(|| panic!("no {from:?} in {text}"));
+    let b = text[a..]
+        .find(to)
+        .unwrap_or_else(|| panic!("no {to:?} after {from:?} in {text}"));
+    &text[a..a + b + to.len()]
+}
+
+/// The line of `text` starting with `prefix` and the `n` lines after it.
+fn lines_from(text: &str, prefix: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no line starting {prefix:?} in {text}"));
+    lines[at..=at + n].join("\n")
+}
+
 /// The exit code and output of `harness args` run from the repository root, with `env` set.
 fn harness_code(args: &[&str], env: &[(&str, &str)]) -> (Option<i32>, String) {
     let lab = std::env::temp_dir().join(format!("user-kernels-lab-{}", std::process::id()));
@@ -268,12 +300,15 @@ fn the_tma_wgmma_examples_planted_bugs_fail_with_their_reasons() {
         let (ok, text) = sim_run("gemm", "100x72x136", &spec, &sub.join("run"));
         assert!(!ok, "{text}");
         assert!(text.contains(want), "{want}: {text}");
+        if i == 0 {
+            the_guide_quotes(span(&text, "the mbarrier at shared address", "announced"));
+        }
     }
 }
 
 /// The three hand-overs the warp-specialized example makes, each removed: the rows fail
-/// naming the hazard, a race a GPU's timing can hide. At 300x300x192 each cluster computes
-/// three tiles, so the C buffer is reused.
+/// naming the hazard, a race a GPU's timing can hide. At 300x300x192 six tiles fall to four
+/// clusters, so some compute two and reuse the C buffer.
 #[test]
 fn the_warp_specialized_examples_planted_races_fail_with_their_reasons() {
     let dir = scratch_dir("ws-bugs");
@@ -303,6 +338,11 @@ fn the_warp_specialized_examples_planted_races_fail_with_their_reasons() {
         let (ok, text) = sim_run("gemm", "300x300x192", &spec, &sub.join("run"));
         assert!(!ok, "{text}");
         assert!(text.contains(want), "{want}: {text}");
+        match i {
+            0 => the_guide_quotes(span(&text, "cp.async.bulk.tensor.2d", "after it")),
+            1 => the_guide_quotes(span(&text, "shared address 0x", "completed")),
+            _ => the_guide_quotes(span(&text, "whose threads have all exited", "barrier)")),
+        }
     }
 }
 
@@ -643,6 +683,7 @@ fn a_race_on_global_memory_fails_the_row_naming_both_threads() {
         .position(|l| l.starts_with("  gemm 100x37x129 gemm_halves_race.cu:halves: "))
         .unwrap_or_else(|| panic!("{text}"));
     let why = lines[at];
+    the_guide_quotes(why);
     assert!(
         why.contains("race on global memory: this thread")
             && why.contains("of buffer 'C', which thread (")
@@ -725,6 +766,7 @@ fn a_semaphore_read_without_acquire_is_a_race_between_the_blocks_it_orders() {
         .lines()
         .find(|l| l.starts_with("  gemm 64x64x64 sgemm_splitk_serial.cu:sgemm_splitk_serial: "))
         .unwrap_or_else(|| panic!("{text}"));
+    the_guide_quotes(why);
     assert!(
         why.contains("race on global memory: this thread reads")
             && why.contains("of buffer 'C', which thread (")
@@ -778,6 +820,14 @@ fn a_kernel_assuming_divisible_sizes_passes_on_them_and_shows_its_tail_failure()
             && why.contains("rows from 96, columns from 32"),
         "{why}"
     );
+    // Launched as the guide launches it, its grid's expressions name the dimensions.
+    let spec = format!(
+        "{}/tiled.cu:tiled,block=16x16,grid=(cdiv(N,16),cdiv(M,16))",
+        dir.display()
+    );
+    let (ok, text) = sim_run("gemm", "64x32x48,100x37x129", &spec, &dir.join("run"));
+    assert!(!ok, "{text}");
+    the_guide_quotes(&lines_from(&text, "  gemm 100x37x129 tiled.cu:tiled: ", 1));
 }
 
 #[test]
@@ -865,6 +915,41 @@ fn attention_lm_kernels_find_o_at_zero_and_their_running_max_at_minus_infinity()
     let results = sim_rows(&users, &shapes);
     for s in &results.workloads[0].shapes {
         assert_eq!(s.rows[0].status, Status::Passed, "{:?}", s.rows[0]);
+    }
+}
+
+#[test]
+fn a_linear_kernel_gets_the_activation_code_the_guide_gives() {
+    let dir = scratch_dir("linear-act");
+    // Y = act(X W^T + b), `act` as docs/your-kernel.md gives it: 0 relu, 1 gelu (tanh), 2 none.
+    let code = "__global__ void lin(const float *X, const float *W, const float *b, float *Y,\n\
+        \x20 int M, int N, int K, int act) {\n\
+        \x20 int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y * blockDim.y + threadIdx.y;\n\
+        \x20 if (m >= M || n >= N) return;\n\
+        \x20 float s = b[n];\n\
+        \x20 for (int k = 0; k < K; ++k) s += X[(size_t)m * K + k] * W[(size_t)n * K + k];\n\
+        \x20 if (act == 0) s = fmaxf(s, 0.0f);\n\
+        \x20 else if (act == 1) s = 0.5f * s * (1.0f + tanhf(0.7978845608f * (s + 0.044715f * s * s * s)));\n\
+        \x20 else if (act != 2) s = NAN;\n\
+        \x20 Y[(size_t)m * N + n] = s;\n\
+        }\n";
+    std::fs::write(dir.join("lin.cu"), code).unwrap();
+    let spec = format!(
+        "{}/lin.cu:lin,block=16x16,grid=(cdiv(N,16),cdiv(M,16))",
+        dir.display()
+    );
+    let users = [load(&spec, Workload::Linear)];
+    let shapes = ["33x17x65-relu", "33x17x65-gelu", "33x17x65-none"]
+        .map(|s| Shape::parse(Workload::Linear, s).unwrap());
+    let results = sim_rows(&users, &shapes);
+    for s in &results.workloads[0].shapes {
+        assert_eq!(
+            s.rows[0].status,
+            Status::Passed,
+            "{}: {:?}",
+            s.shape,
+            s.rows[0]
+        );
     }
 }
 
@@ -1396,6 +1481,10 @@ fn a_row_that_could_not_run_fails_the_run_and_says_why() {
         text.contains("could not run: grid y = M-99 = -35 is outside 1..=65535"),
         "{text}"
     );
+    // The guide shows both rows of this run: 100x37x129 leaves outputs unwritten.
+    the_guide_quotes(&lines_from(&text, "1 row you asked for could not run:", 1));
+    let unwritten = "  gemm 100x37x129 gemm_blocktile.cu:sgemm_blocktile<64,64,8,8>: ";
+    the_guide_quotes(&lines_from(&text, unwritten, 1));
 }
 
 /// `--kernels none` runs the user's kernel alone; without one it has nothing to run. A lab

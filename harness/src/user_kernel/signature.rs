@@ -327,11 +327,9 @@ impl Param {
                 _ => 1.0,
             }),
             Causal => Arg::I32(matches!(shape, Shape::Attention { causal: true, .. }) as i32),
+            // The code the lab's own linear rungs take (0 relu, 1 gelu, 2 none).
             Act => Arg::I32(match *shape {
-                Shape::Linear {
-                    act: kernel::Activation::Gelu,
-                    ..
-                } => 1,
+                Shape::Linear { act, .. } => fusion::act_code(act),
                 _ => 0,
             }),
         }
@@ -1104,6 +1102,23 @@ mod tests {
         let args = alist.args(&shape, SIM_SMS, &abuf).unwrap();
         assert_eq!(args[8], Arg::F32(0.25));
         assert_eq!(args[9], Arg::I32(1));
+        // `act` as the lab's linear rungs take it: 0 relu, 1 gelu, 2 none.
+        let l = Signature::named("linear").unwrap();
+        let (llist, lbuf) = (ArgList::of(l), Buffers::fp32(l));
+        for (act, code) in [
+            (kernel::Activation::Relu, 0),
+            (kernel::Activation::Gelu, 1),
+            (kernel::Activation::None, 2),
+        ] {
+            let shape = Shape::Linear {
+                m: 3,
+                n: 5,
+                k: 7,
+                act,
+            };
+            let args = llist.args(&shape, SIM_SMS, &lbuf).unwrap();
+            assert_eq!(args.last(), Some(&Arg::I32(code)), "{act:?}");
+        }
         // Every parameter of every signature resolves (no dimension name the shape lacks).
         for sig in ALL {
             let probe = sig.workload.probe_shape();
