@@ -1378,6 +1378,7 @@ fn errors_come_in_the_order_a_user_fixes_them() {
     };
     let (code, text) = run("examples/gemm_blocktile.cu:sgemm_blocktil<64,64,8,8>");
     assert_eq!(code, Some(2), "{text}");
+    the_guide_quotes(&lines_from(&text, "error: ", 0));
     assert!(
         text.contains(
             "examples/gemm_blocktile.cu has no kernel `sgemm_blocktil`; did you mean \
@@ -1399,11 +1400,13 @@ fn errors_come_in_the_order_a_user_fixes_them() {
         text.contains("do not match the `gemm` signature") && !text.contains("missing block"),
         "{text}"
     );
+    the_guide_quotes(&lines_from(&text, "error: ", 3));
     // The right signature: now the launch options.
     let (code, text) =
         run("examples/gemm_blocktile.cu:sgemm_blocktile<64,64,8,8>,signature=gemm-blas");
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains("missing block=THREADS"), "{text}");
+    the_guide_quotes(&lines_from(&text, "error: ", 0));
     let (code, text) =
         run("examples/gemm_blocktile.cu:sgemm_blocktile<64,64,8,8>,signature=gemm-blas,block=512");
     assert_eq!(code, Some(2), "{text}");
@@ -1521,6 +1524,7 @@ fn kernel_selection_errors_name_what_to_do() {
         text.contains("--kernels none leaves nothing to run"),
         "{text}"
     );
+    the_guide_quotes(&lines_from(&text, "error: ", 0));
     let empty = scratch_dir("selection-empty");
     for device in ["cpu", "sim"] {
         let (code, text) = harness_code(
@@ -1544,6 +1548,7 @@ fn kernel_selection_errors_name_what_to_do() {
             ),
             "{device}: {text}"
         );
+        the_guide_quotes(&lines_from(&text, "error: ", 0));
     }
     assert_eq!(
         std::fs::read_dir(&empty).unwrap().count(),
@@ -1634,14 +1639,15 @@ fn simulator_rows_show_resources_and_no_speed() {
 /// A wrong or missing CUDA installation is explained, in `doctor` and in a run's first line.
 #[test]
 fn a_cuda_home_that_does_not_exist_is_reported() {
-    let (code, text) = harness_code(&["doctor"], &[("CUDA_HOME", "/nonexistent/cuda")]);
+    let (code, text) = harness_code(&["doctor"], &[("CUDA_HOME", "/opt/cuda-typo")]);
     assert_eq!(code, Some(0), "{text}");
     assert!(
         text.contains(
-            "ignored:            CUDA_HOME=/nonexistent/cuda is not a folder; it is ignored"
+            "ignored:            CUDA_HOME=/opt/cuda-typo is not a folder; it is ignored"
         ),
         "{text}"
     );
+    the_guide_quotes(&lines_from(&text, "ignored: ", 0));
     // A copy of the binary away from the repository finds no NVRTC where none is installed:
     // its rows say why they have no registers.
     let away = scratch_dir("no-nvrtc");
@@ -1663,7 +1669,7 @@ fn a_cuda_home_that_does_not_exist_is_reported() {
             "--out",
             "out",
         ])
-        .env("CUDA_HOME", "/nonexistent/cuda")
+        .env("CUDA_HOME", "/opt/cuda-typo")
         .env_remove("LD_LIBRARY_PATH")
         .env_remove("LAB_CUDA_TOOLS")
         .output()
@@ -1680,7 +1686,7 @@ fn a_cuda_home_that_does_not_exist_is_reported() {
     assert!(o.status.success(), "{text}");
     assert!(
         text.contains("no registers or shared memory: NVRTC unavailable")
-            && text.contains("CUDA_HOME=/nonexistent/cuda is not a folder"),
+            && text.contains("CUDA_HOME=/opt/cuda-typo is not a folder"),
         "{text}"
     );
     assert_eq!(passing_user_rows(&text), 1, "{text}");
@@ -1721,6 +1727,8 @@ fn a_shape_too_large_for_memory_is_refused_with_its_size() {
         )),
         "{text}"
     );
+    // What is available differs from machine to machine; the guide quotes the rest.
+    the_guide_quotes(span(&text, "error: gemm 46000", "or in the CPU port);"));
     assert!(
         !text.contains("panicked") && !text.contains("memory allocation of"),
         "{text}"
