@@ -57,6 +57,15 @@ pub fn open(
     }
 }
 
+/// The workloads of `kernels`, in run order: what a run or a check of kernels named with
+/// `--kernels` covers when `--workload` does not say (the others would have no rows).
+pub fn workloads_of(kernels: &[&dyn Kernel]) -> Vec<Workload> {
+    Workload::ALL
+        .into_iter()
+        .filter(|w| kernels.iter().any(|k| k.info().workload == *w))
+        .collect()
+}
+
 /// Refuses kernels named with `--kernels` that no workload of the run computes, naming
 /// theirs: such a run would measure nothing.
 pub fn kernels_in(named: &[&dyn Kernel], workloads: &[Workload]) -> Result<()> {

@@ -197,6 +197,37 @@ fn check_takes_workload_sizes_and_kernels_like_run() {
     );
 }
 
+/// A run of kernels named with `--kernels` covers their workloads alone: `--sizes 64` is not
+/// also read as a CNN batch, and no other workload writes an empty table.
+#[test]
+fn a_run_of_named_kernels_covers_only_their_workloads() {
+    for device in ["cpu", "sim"] {
+        let out = temp_dir(&format!("named-{device}"));
+        let dir = out.join("run");
+        let o = harness(&[
+            "run",
+            "--device",
+            device,
+            "--sizes",
+            "64",
+            "--kernels",
+            "gemm-naive,gemm-tiled",
+            "--out",
+            dir.to_str().unwrap(),
+        ]);
+        let t = text(&o);
+        assert!(o.status.success(), "{device}: {t}");
+        assert!(dir.join("gemm.md").exists(), "{device}: {t}");
+        let tables: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.ends_with(".md"))
+            .collect();
+        assert_eq!(tables, ["gemm.md"], "{device}: {t}");
+        assert!(!t.contains("cnn"), "{device}: {t}");
+    }
+}
+
 /// Runs with different flags each get their own folder under the lab's runs, `latest` points at
 /// the newest, and neither overwrites the other.
 #[test]

@@ -6,7 +6,7 @@ use crate::results::Status;
 use crate::run::{Ablation, Event};
 use crate::runs::LabDir;
 use crate::{registry, select, tune};
-use kernel::{DeviceKind, Kernel, Workload};
+use kernel::{DeviceKind, Kernel};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -31,11 +31,7 @@ pub fn run(args: &Args) -> Outcome {
     let all = tune::lab_kernels(dev.info(), &LabDir::locate());
     let kernels = registry::select(&all, &common.kernels)?;
     // Every workload with kernels to check, unless --workload says otherwise.
-    let with_kernels: Vec<Workload> = Workload::ALL
-        .into_iter()
-        .filter(|w| kernels.iter().any(|k| k.info().workload == *w))
-        .collect();
-    let workloads = select::workloads(&selection.workload, &with_kernels)?;
+    let workloads = select::workloads(&selection.workload, &select::workloads_of(&kernels))?;
     if !common.kernels.is_empty() {
         select::kernels_in(&kernels, &workloads)?;
     }

@@ -35,7 +35,8 @@ pub struct Common {
     /// cpu, cuda or sim; default: the GPU if one works, else the CPU.
     #[arg(long)]
     pub device: Option<String>,
-    /// Only these kernels (comma-separated ids, see `harness list`).
+    /// Only these kernels (comma-separated ids, see `harness list`); without --workload, only
+    /// their workloads.
     #[arg(long, value_delimiter = ',')]
     pub kernels: Vec<String>,
     /// In the simulator, run at most N blocks of each launch (the grid's corners, where the

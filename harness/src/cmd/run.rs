@@ -87,9 +87,12 @@ pub fn run(args: &Args) -> Outcome {
     }
     let mut kernels = lab;
     kernels.extend(users.iter().map(|u| u as &dyn Kernel));
-    let default_workloads = match users.is_empty() {
-        true => config.device(dev.kind()).workloads.clone(),
-        false => user_kernel::run::workloads(&users),
+    let default_workloads = if !users.is_empty() {
+        user_kernel::run::workloads(&users)
+    } else if named {
+        select::workloads_of(&kernels)
+    } else {
+        config.device(dev.kind()).workloads.clone()
     };
     let workloads = select::workloads(&selection.workload, &default_workloads)?;
     if named {

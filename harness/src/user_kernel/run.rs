@@ -207,10 +207,12 @@ pub fn in_simulator(
     }
     // Every row's global-memory traffic counted, for the roofline's intensity.
     let dev = select::simulator(sim_blocks)?;
-    let default_workloads = if users.is_empty() {
-        config.device(DeviceKind::Sim).workloads.clone()
-    } else {
+    let default_workloads = if !users.is_empty() {
         workloads(users)
+    } else if named {
+        select::workloads_of(&lab)
+    } else {
+        config.device(DeviceKind::Sim).workloads.clone()
     };
     let workloads = select::workloads(workload_names, &default_workloads)?;
     if named {
