@@ -89,6 +89,9 @@ def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--metrics" and sys.argv[2].isdigit():
         print(",".join(metrics(int(sys.argv[2]))))
         return 0
+    if len(sys.argv) == 2 and sys.argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0
     if len(sys.argv) != 2:
         print(__doc__, file=sys.stderr)
         return 2

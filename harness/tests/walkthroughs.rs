@@ -1,7 +1,8 @@
 //! The walkthroughs (the top README, each crate's README, the pages under `docs/`) cannot
 //! drift from what they describe: every measured figure is what `harness docs --figures`
 //! writes now from the run it names, every rung of `harness list` has its section in its
-//! crate's README, and every quoted excerpt of code is still in its source file.
+//! crate's README, every quoted excerpt of code is still in its source file, and the ladder
+//! pages show every rung's lineage and source as they are.
 
 use kernel::Role;
 use std::path::{Path, PathBuf};
@@ -384,4 +385,40 @@ fn an_excerpt_matches_with_elisions_and_not_when_changed() {
         "out of order"
     );
     assert!(!quotes(&ex("a -= i;"), src));
+}
+
+/// The ladder pages (`harness docs`) hold each rung's lineage and source diff as the code gives
+/// them now: a header, a kernel or a parent changed without the pages regenerated is caught.
+/// The compiler's figures on the pages are not compared: ptxas gives some programs in a
+/// second form now and then, and `harness docs` compiles them in a process of its own.
+#[test]
+fn the_ladder_pages_show_every_rungs_current_source() {
+    let all = harness::registry::all();
+    for w in kernel::Workload::ALL
+        .into_iter()
+        .filter(|w| !w.is_network())
+    {
+        let file = format!("docs/ladders/{}.md", w.name());
+        let page = std::fs::read_to_string(root().join(&file)).unwrap();
+        for k in harness::registry::for_workload(&all, w)
+            .into_iter()
+            .filter(|k| k.info().role == Role::Rung)
+        {
+            let parent = harness::registry::parent(&all, k);
+            let now = harness::cmd::explain::from_sources(k, parent, None).markdown();
+            let id = k.info().id;
+            let shown = page
+                .split(&format!("<a id=\"{id}\"></a>"))
+                .nth(1)
+                .unwrap_or("")
+                .trim_start();
+            let first = now.lines().zip(shown.lines()).find(|(a, b)| a != b);
+            assert!(
+                page.contains(&now),
+                "{file} does not show {id} as its sources are now (first difference, now and \
+                 on the page: {first:?}): run `cargo run -p harness -- docs` (with an empty \
+                 KERNEL_LAB_NVRTC_CACHE)"
+            );
+        }
+    }
 }

@@ -290,11 +290,7 @@ pub fn explain_beside(
     latest: bool,
 ) -> Doc {
     let i = k.info();
-    let mut doc = Doc {
-        title: title(k),
-        ..Doc::default()
-    };
-    doc.section("Lineage", lineage(k, parent));
+    let mut doc = from_sources(k, parent, shown);
     let (label, shape) = shape_of(k);
     let plan = plan_of(k, &shape);
     let parent_plan = parent.and_then(|p| plan_of(p, &shape));
@@ -303,10 +299,6 @@ pub fn explain_beside(
     } else {
         format!("compiled for the shape {shape} ({label})")
     };
-    doc.section(
-        "Source diff against the parent",
-        diff(k, parent, &plan, &parent_plan, shown),
-    );
     let mut both = vec![(i.id.to_string(), plan)];
     if let Some(p) = parent {
         both.push((p.info().id.to_string(), parent_plan));
@@ -326,6 +318,24 @@ pub fn explain_beside(
         speed_of_light(k, &shape, both[0].1.as_ref(), counted.as_ref(), run),
     );
     doc.section("Measured", measured(k, run, latest));
+    doc
+}
+
+/// The first sections of [`explain_beside`]'s document, those the code alone decides: the
+/// lineage and the source diff against `parent`. A ladder page holds them as they are until a
+/// source or a lineage changes, whatever the compiler gives.
+pub fn from_sources(k: &dyn Kernel, parent: Option<&dyn Kernel>, shown: Option<&str>) -> Doc {
+    let mut doc = Doc {
+        title: title(k),
+        ..Doc::default()
+    };
+    doc.section("Lineage", lineage(k, parent));
+    let shape = shape_of(k).1;
+    let (plan, parent_plan) = (plan_of(k, &shape), parent.and_then(|p| plan_of(p, &shape)));
+    doc.section(
+        "Source diff against the parent",
+        diff(k, parent, &plan, &parent_plan, shown),
+    );
     doc
 }
 
