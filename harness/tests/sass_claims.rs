@@ -357,10 +357,17 @@ fn rung_11_is_2_fp16_hmma_per_mma_sync_fed_by_ldmatrix_and_stages_one_element_pe
     // Per unit of K rung 10 issues 4x as many: 32 per 16 of K against 16 per 32.
     assert_eq!(tf32.hmma * 32, 4 * s.hmma * 16);
     assert_eq!((s.ldsm, s.ld_generic), (8, 0), "{s:?}");
-    // Staging moves one 16-bit element per global load.
+    // Staging moves one 16-bit element per global load and per shared store (the STS.64
+    // are the epilogue's).
     assert_eq!(
         count_opcode(&f, "LDG.E.U16.CONSTANT") as u32,
         s.ldg,
+        "{s:?}"
+    );
+    assert!(count_opcode(&f, "STS.U16") > 0);
+    assert_eq!(
+        count_opcode(&f, "STS.U16") + count_opcode(&f, "STS.64"),
+        s.sts as usize,
         "{s:?}"
     );
 }
@@ -956,6 +963,8 @@ fn attention_rung_13_computes_the_next_softmax_while_its_p_v_runs() {
         one_left < none_left && count_in(&l[one_left..none_left], "MUFU.EX2") >= 32,
         "the softmax's 32 exponentials per thread between the two waits"
     );
+    // "once with one group left in flight (gsb0, 0x1) and once for all": no other wait.
+    assert_eq!(count_in(&l, "WARPGROUP.DEPBAR"), 2, "{l:#?}");
     assert_eq!(count_in(&l, "BAR.SYNC"), 1);
 }
 
@@ -1179,6 +1188,17 @@ fn shuffles(f: &Function) -> Vec<(String, String)> {
             (opcode(&i).to_string(), mask)
         })
         .collect()
+}
+
+/// The element-wise rung 03's header: per four elements "one 128-bit load of X, one of R and
+/// one of b and one 128-bit store of Y"; the scalar path for N % 4 != 0 keeps 02's loads.
+#[test]
+fn eltwise_rung_03_moves_four_elements_per_128_bit_load_and_store() {
+    let f = function("eltwise-fused-vec4", "eltwise_fused_vec4");
+    assert_eq!(count_opcode(&f, "LDG.E.128.CONSTANT"), 3);
+    assert_eq!(count_opcode(&f, "STG.E.128"), 1);
+    let parent = function("eltwise-fused", "eltwise_fused");
+    assert_eq!((parent.summary.ldg128, parent.summary.stg128), (0, 0));
 }
 
 #[test]
