@@ -335,6 +335,11 @@ fn rung_10_is_4_tf32_hmma_per_mma_sync_fed_by_generic_loads() {
     assert_eq!(count_opcode(&f, "HMMA.1684.F32.TF32"), 32);
     // The fragments come by generic LD.E, neither LDS nor ldmatrix.
     assert_eq!((s.ld_generic, s.ldsm), (32, 0), "{s:?}");
+    // __float_to_tf32 is 2 instructions per value, a finite test and a rounding integer add:
+    // 32 values of A and B fragments per thread and K step.
+    let k_step = loop_around(&f, "HMMA");
+    let count = |op: &str| k_step.iter().filter(|i| opcode(i) == op).count();
+    assert_eq!((count("FSETP.GEU.AND"), count("IMAD.IADD.U32")), (32, 32));
     // Staging is scalar: one float per read-only LDG and per STS.
     assert!(
         s.ldg > 0 && s.ldg == count_opcode(&f, "LDG.E.CONSTANT") as u32,
