@@ -367,6 +367,16 @@ mod tests {
             .to_string();
         assert!(e.starts_with("b.toml:2:") && e.contains("sampels"), "{e}");
 
+        // A warm-up no run would finish is refused, naming the key.
+        let forever = "[cpu]\ntiming = { warmup_ms = 1e300 }\n";
+        let e = Config::from_sources(Some(("t.toml", forever)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("t.toml:2:") && e.contains("cpu.timing") && e.contains("an hour"),
+            "{e}"
+        );
+
         let syntax = "seed = \n";
         let e = Config::from_sources(Some(("c.toml", syntax)))
             .unwrap_err()

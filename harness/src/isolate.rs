@@ -596,14 +596,20 @@ impl IsolationArgs {
     }
 }
 
+/// The range `--row-timeout` takes, in seconds: a row's process needs some time to start, and
+/// a day is more than any row the lab runs.
+const ROW_TIMEOUT_SECONDS: std::ops::RangeInclusive<f64> = 0.1..=86400.0;
+
 /// `--row-timeout` as given: seconds, whole or not.
 pub fn parse_seconds(text: &str) -> Result<Duration, String> {
     let s: f64 = text
         .parse()
         .map_err(|_| format!("{text:?} is not a number of seconds"))?;
-    if !(s.is_finite() && s > 0.0) {
+    if !ROW_TIMEOUT_SECONDS.contains(&s) {
         return Err(format!(
-            "{text:?}: a time limit must be a positive number of seconds"
+            "{text:?}: a row's time limit is from {} to {} seconds",
+            ROW_TIMEOUT_SECONDS.start(),
+            ROW_TIMEOUT_SECONDS.end()
         ));
     }
     Ok(Duration::from_secs_f64(s))

@@ -23,11 +23,18 @@ pub struct TimingConfig {
     pub pair_rounds: u32,
 }
 
+/// The longest warm-up, sample or row budget a configuration may ask for.
+const MAX_TIME_MS: f64 = 3_600_000.0;
+
 impl TimingConfig {
     pub fn validate(&self) -> Result<(), String> {
-        let finite = [self.warmup_ms, self.min_sample_ms, self.max_row_ms];
-        if finite.iter().any(|v| !v.is_finite() || *v < 0.0) {
-            return Err("times must be finite and not negative".into());
+        // An hour bounds each: a row asked to warm up for 1e300 ms would never end.
+        let times = [self.warmup_ms, self.min_sample_ms, self.max_row_ms];
+        if times.iter().any(|v| !(0.0..=MAX_TIME_MS).contains(v)) {
+            return Err(format!(
+                "times (warmup_ms, min_sample_ms, max_row_ms) must be from 0 to {MAX_TIME_MS} ms \
+                 (an hour)"
+            ));
         }
         if self.samples == 0 || self.samples > 100_000 {
             return Err(format!("samples must be 1..=100000, got {}", self.samples));

@@ -344,8 +344,28 @@ fn list_shows_the_ladder_in_order() {
 
 #[test]
 fn bad_input_is_refused_clearly() {
-    let cases: [(&[&str], &str); 5] = [
+    let cases: [(&[&str], &str); 10] = [
         (&["run", "--device", "tpu"], "valid devices: cpu, cuda, sim"),
+        (
+            &["explain", "gemm-tiled", "--against", "conv-direct"],
+            "gemm-tiled is a rung of gemm, and conv-direct of conv: set it beside a rung of gemm",
+        ),
+        (
+            &["run", "--device", "cpu", "--row-timeout", "1e20"],
+            "a row's time limit is from 0.1 to 86400 seconds",
+        ),
+        (
+            &["check", "--device", "cpu", "--row-timeout", "1e-300"],
+            "a row's time limit is from 0.1 to 86400 seconds",
+        ),
+        (
+            &["inspect", "--block", "4294967295", "x.cu"],
+            "4294967295 is not in 1..=1024",
+        ),
+        (
+            &["inspect", "--smem", "4294962048", "x.cu"],
+            "4294962048 is not in 0..=1048576",
+        ),
         (
             &["run", "--device", "cpu", "--kernels", "gemm-tiles"],
             "unknown kernel \"gemm-tiles\"; did you mean gemm-tiled",

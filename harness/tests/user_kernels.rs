@@ -918,6 +918,32 @@ fn attention_lm_kernels_find_o_at_zero_and_their_running_max_at_minus_infinity()
     }
 }
 
+/// A `zeros()` workspace larger than the machine's memory declines the shape with its size,
+/// where allocating it aborted the process.
+#[test]
+fn a_workspace_larger_than_memory_is_declined() {
+    if harness::footprint::available().is_none() {
+        eprintln!("skipped: this machine does not say how much memory it has");
+        return;
+    }
+    let spec = SPLITK_SERIAL_EXAMPLE.replace("zeros(", "zeros(M*100000000000+");
+    let k = load(&spec, Workload::Gemm);
+    let why = k
+        .supports(&Shape::gemm(64, 64, 64))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        why.contains("zeros() workspaces are 6400000000064 bytes here, more than the")
+            && why.contains("bytes of memory this machine has available"),
+        "{why}"
+    );
+    assert!(
+        load(&SPLITK_SERIAL_EXAMPLE, Workload::Gemm)
+            .supports(&Shape::gemm(64, 64, 64))
+            .is_ok()
+    );
+}
+
 #[test]
 fn a_linear_kernel_gets_the_activation_code_the_guide_gives() {
     let dir = scratch_dir("linear-act");

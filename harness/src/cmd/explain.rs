@@ -100,6 +100,17 @@ pub fn run(args: &Args) -> Outcome {
         }
         (None, Some(rung)) => {
             let k = registry::find(&all, rung)?;
+            if let Some(a) = against.filter(|a| a.info().workload != k.info().workload) {
+                anyhow::bail!(
+                    "{} is a rung of {}, and {} of {}: set it beside a rung of {} (`harness \
+                     list` names them)",
+                    k.info().id,
+                    k.info().workload,
+                    a.info().id,
+                    a.info().workload,
+                    k.info().workload
+                );
+            }
             (k, against.or_else(|| registry::parent(&all, k)))
         }
         (None, None) => anyhow::bail!("name a rung, or your kernel with --kernel"),

@@ -19,12 +19,13 @@ pub struct Args {
     pub arch: Vec<String>,
     #[arg(long, value_delimiter = ',')]
     pub kernels: Vec<String>,
-    /// Threads per block assumed for the occupancy of a FILE's kernels.
-    #[arg(long, default_value_t = 256)]
+    /// Threads per block assumed for the occupancy of a FILE's kernels (1 to 1024).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub block: u32,
     /// Dynamic shared memory per block (bytes) a FILE's kernels are launched with, added to
-    /// their static shared memory for the occupancy.
-    #[arg(long, default_value_t = 0)]
+    /// their static shared memory for the occupancy (at most 1 MiB; a block that asks more than
+    /// its GPU gives has no occupancy).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1 << 20))]
     pub smem: u32,
     /// Exit 1 if any kernel spills registers (beyond a spill the kernel declares).
     #[arg(long)]

@@ -181,13 +181,12 @@ impl Expr {
 
     /// The value with the dimensions `vars`.
     pub fn eval(&self, vars: &[(&str, usize)]) -> Result<i64, String> {
+        // Every step is checked: a value past 64 bits is an error, not a wrapped number.
         fn ev(n: &Node, vars: &[(&str, usize)]) -> Result<i64, String> {
-            let div = |a: i64, b: i64| {
-                if b == 0 {
-                    Err("division by zero".to_string())
-                } else {
-                    Ok(a.div_euclid(b))
-                }
+            let overflow = || "the value does not fit in 64 bits".to_string();
+            let div = |a: i64, b: i64| match b {
+                0 => Err("division by zero".to_string()),
+                _ => a.checked_div_euclid(b).ok_or_else(overflow),
             };
             Ok(match n {
                 Node::Num(v) => *v,
@@ -196,22 +195,27 @@ impl Expr {
                     .find(|(n, _)| n == v)
                     .map(|(_, x)| *x as i64)
                     .ok_or_else(|| format!("unknown name {v}"))?,
-                Node::Neg(a) => -ev(a, vars)?,
+                Node::Neg(a) => ev(a, vars)?.checked_neg().ok_or_else(overflow)?,
                 Node::Bin(op, a, b) => {
                     let (a, b) = (ev(a, vars)?, ev(b, vars)?);
                     match op {
-                        b'+' => a.saturating_add(b),
-                        b'-' => a.saturating_sub(b),
-                        b'*' => a.saturating_mul(b),
+                        b'+' => a.checked_add(b).ok_or_else(overflow)?,
+                        b'-' => a.checked_sub(b).ok_or_else(overflow)?,
+                        b'*' => a.checked_mul(b).ok_or_else(overflow)?,
                         b'/' => div(a, b)?,
                         _ if b == 0 => return Err("division by zero".into()),
-                        _ => a.rem_euclid(b),
+                        _ => a.checked_rem_euclid(b).ok_or_else(overflow)?,
                     }
                 }
                 Node::Call(f, args) => {
                     let (a, b) = (ev(&args[0], vars)?, ev(&args[1], vars)?);
                     match f.as_str() {
-                        "cdiv" => div(a + b - 1, b)?,
+                        "cdiv" => div(
+                            a.checked_add(b)
+                                .and_then(|x| x.checked_sub(1))
+                                .ok_or_else(overflow)?,
+                            b,
+                        )?,
                         "min" => a.min(b),
                         _ => a.max(b),
                     }
@@ -236,6 +240,18 @@ mod tests {
             Ok(-33)
         );
         assert!(Expr::parse("M/(N-37)").unwrap().eval(&v).is_err());
+        // Past 64 bits is an error, not a wrapped or saturated number (nor a panic).
+        for past in [
+            "(0-9223372036854775807-1)/(0-1)",
+            "(0-9223372036854775807-1)%(0-1)",
+            "9223372036854775807+1",
+            "cdiv(9223372036854775807, 2)",
+            "-(0-9223372036854775807-1)",
+            "M*92233720368547759",
+        ] {
+            let e = Expr::parse(past).unwrap().eval(&v).unwrap_err();
+            assert!(e.contains("does not fit in 64 bits"), "{past}: {e}");
+        }
         assert_eq!(Expr::parse("M*Q").unwrap().unknown_names(&["M"]), vec!["Q"]);
         let e = Expr::parse("ceil(M/2)").unwrap_err();
         assert!(e.contains("unknown function ceil()"), "{e}");

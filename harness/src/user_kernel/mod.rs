@@ -462,7 +462,19 @@ impl UserKernel {
             m.at(shape, self.sms, &self.buffers, len)
                 .map_err(Unsupported)?;
         }
-        self.list.workspaces(shape, self.sms).map_err(Unsupported)?;
+        let workspaces = self.list.workspaces(shape, self.sms).map_err(Unsupported)?;
+        // A workspace the machine cannot hold is declined, not allocated until the process
+        // aborts (in the simulator it lives in host memory).
+        let bytes = workspaces
+            .iter()
+            .fold(0u64, |sum, (_, words)| sum.saturating_add(*words as u64))
+            .saturating_mul(4);
+        if let Some(available) = crate::footprint::available().filter(|&a| bytes > a) {
+            return Err(Unsupported(format!(
+                "args: the zeros() workspaces are {bytes} bytes here, more than the {available} \
+                 bytes of memory this machine has available"
+            )));
+        }
         for (symbol, buffer) in &self.spec.constants {
             let Some((p, len)) = self.signature.buffer(buffer, shape) else {
                 continue; // checked at load

@@ -61,11 +61,16 @@ pub struct Occupancy {
 /// `smem` bytes of shared memory per block (static plus dynamic).
 pub fn occupancy(lim: &SmLimits, threads: u32, regs: u32, smem: u32) -> Occupancy {
     let warps_per_block = threads.div_ceil(32).max(1);
-    // Registers are allocated per warp in units of 256.
-    let regs_per_warp = (regs.max(1) * 32).div_ceil(256) * 256;
-    let by_regs = (lim.regs_per_sm / regs_per_warp) / warps_per_block;
-    let by_smem = lim.smem_per_sm / (smem + lim.smem_reserved_per_block);
-    let by_threads = lim.max_threads / (warps_per_block * 32);
+    // Registers are allocated per warp in units of 256. Products in 64 bits: no block size
+    // or register count wraps a divisor to zero.
+    let regs_per_warp = (u64::from(regs.max(1)) * 32).div_ceil(256) * 256;
+    let per_block = |total: u32, each: u64| (u64::from(total) / each.max(1)) as u32;
+    let by_regs = per_block(lim.regs_per_sm, regs_per_warp) / warps_per_block;
+    let by_smem = per_block(
+        lim.smem_per_sm,
+        u64::from(smem) + u64::from(lim.smem_reserved_per_block),
+    );
+    let by_threads = per_block(lim.max_threads, u64::from(warps_per_block) * 32);
     let candidates = [
         (lim.max_blocks, "blocks"),
         (by_threads, "threads"),
@@ -111,6 +116,10 @@ mod tests {
         assert_eq!((o.blocks_per_sm, o.limiter), (2, "shared memory"));
         // More shared memory than a block may have: cannot launch.
         assert_eq!(occupancy(&h100, 128, 32, 300 * 1024).blocks_per_sm, 0);
+        // Sizes no launch has: no block fits, and no divisor wraps to zero.
+        assert_eq!(occupancy(&h100, u32::MAX, 32, 0).blocks_per_sm, 0);
+        assert_eq!(occupancy(&h100, 128, u32::MAX, 0).blocks_per_sm, 0);
+        assert_eq!(occupancy(&h100, 128, 32, u32::MAX - 100).blocks_per_sm, 0);
         assert_eq!(parse_arch("sm_90a"), Some((9, 0)));
         assert_eq!(parse_arch("sm_80"), Some((8, 0)));
     }

@@ -47,9 +47,11 @@ impl Axis {
         }
         let inside = |v: f64| v >= self.lo * (1.0 - 1e-9) && v <= self.hi * (1.0 + 1e-9);
         if self.log {
+            // Through `t`, which takes a zero (or NaN) bound as 1e-300, and with an infinite top
+            // as f64::MAX: at most about 600 decades, where log10(0) would be 2^31 of them.
             let (a, b) = (
-                self.lo.log10().floor() as i32,
-                self.hi.log10().ceil() as i32,
+                self.t(self.lo).floor() as i32,
+                self.t(self.hi.min(f64::MAX)).ceil() as i32,
             );
             let every = if b - a <= 9 { 1 } else { (b - a + 7) / 8 };
             // The sparsest steps that give five ticks, else the densest if that gives three.
@@ -211,5 +213,27 @@ pub fn sig3(v: f64) -> String {
     } else {
         let decimals = (2 - a.log10().floor() as i32).clamp(3, 8) as usize;
         format!("{v:.decimals$}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn log_ticks_take_round_values_and_end_on_any_range() {
+        let t = Axis::new(3.0, 900.0, true, 0.0, 100.0).tick_values();
+        assert_eq!(t, [5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0]);
+        // A zero, infinite or NaN bound (a row of zero FLOP, a corrupt results file) gives a
+        // few ticks at once, not a loop over 2^31 decades.
+        for (lo, hi) in [
+            (0.0, 1e3),
+            (1.0, f64::INFINITY),
+            (0.0, 1e308),
+            (f64::NAN, 10.0),
+        ] {
+            let t = Axis::new(lo, hi, true, 0.0, 100.0).tick_values();
+            assert!(t.len() <= 100, "{lo}..{hi}: {} ticks", t.len());
+        }
     }
 }
