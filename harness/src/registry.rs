@@ -48,7 +48,15 @@ pub fn select<'a>(all: &'a [Box<dyn Kernel>], ids: &[String]) -> Result<Vec<&'a 
     if ids.is_empty() {
         return Ok(all.iter().map(|k| k.as_ref()).collect());
     }
-    ids.iter().map(|id| find(all, id)).collect()
+    // A kernel named twice runs once.
+    let mut out: Vec<&dyn Kernel> = Vec::new();
+    for id in ids {
+        let k = find(all, id)?;
+        if !out.iter().any(|o| o.info().id == k.info().id) {
+            out.push(k);
+        }
+    }
+    Ok(out)
 }
 
 /// The kernel named `id`. An unknown id is an error naming the closest ids (a typo, or a

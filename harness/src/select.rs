@@ -120,7 +120,7 @@ pub type WorkloadShapes = Vec<(Workload, Vec<Shape>)>;
 /// The shapes of each workload: `--sizes` when given, else the configuration's list for
 /// `use_` (`cpu`, `cuda`, `sim` or `check`). With `--sizes` but no `--workload` (`lenient`),
 /// each size goes to the workloads whose syntax reads it (`1024` is a GEMM, `1024x2048x784-relu`
-/// a linear layer) and the others are skipped with a note.
+/// a linear layer) and the others are skipped with a note; a size no workload reads is an error.
 pub fn shapes(
     config: &Config,
     use_: &str,
@@ -128,21 +128,29 @@ pub fn shapes(
     sizes: &[String],
     lenient: bool,
 ) -> Result<(WorkloadShapes, Vec<String>)> {
+    if workloads.is_empty() {
+        bail!(
+            "no workload to run: give --workload, or list some in the configuration's `workloads`"
+        );
+    }
     let mut out = Vec::new();
     let mut notes = Vec::new();
     let mut unread = Vec::new();
+    // Whether some workload read each size: one that none reads is a mistake, not skipped.
+    let mut read = vec![false; sizes.len()];
     for &w in workloads {
         let mut list = Vec::new();
         if sizes.is_empty() {
             list = config.shapes(w, use_);
         } else {
-            for s in sizes {
+            for (i, s) in sizes.iter().enumerate() {
                 match Shape::parse(w, s) {
                     Ok(shape) => {
                         shape.validate()?;
                         list.push(shape);
+                        read[i] = true;
                     }
-                    Err(e) if lenient => unread.push(e.to_string()),
+                    Err(e) if lenient => unread.push((i, e.to_string())),
                     Err(e) => return Err(e.into()),
                 }
             }
@@ -161,8 +169,25 @@ pub fn shapes(
         }
         out.push((w, list));
     }
+    let why = |which: &dyn Fn(usize) -> bool| {
+        let all: Vec<&str> = unread
+            .iter()
+            .filter(|(i, _)| which(*i))
+            .map(|(_, e)| e.as_str())
+            .collect();
+        all.join("; ")
+    };
     if out.is_empty() {
-        bail!("no workload reads --sizes: {}", unread.join("; "));
+        bail!("no workload reads --sizes: {}", why(&|_| true));
+    }
+    if let Some(i) = read.iter().position(|r| !r) {
+        let names: Vec<&str> = workloads.iter().map(|w| w.name()).collect();
+        bail!(
+            "--sizes: {:?} reads as a shape of none of this run's workloads ({}): {}",
+            sizes[i],
+            names.join(", "),
+            why(&|j| j == i)
+        );
     }
     // Refused here, before any buffer exists, rather than by an abort halfway through.
     crate::footprint::check(&out, config, crate::footprint::available())?;

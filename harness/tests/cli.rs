@@ -195,6 +195,25 @@ fn check_takes_workload_sizes_and_kernels_like_run() {
         !t.contains("100x37x129"),
         "the config's shapes are not used: {t}"
     );
+    // A kernel named twice is checked once.
+    let o = harness(&[
+        "check",
+        "--device",
+        "cpu",
+        "--workload",
+        "gemm",
+        "--sizes",
+        "5",
+        "--kernels",
+        "gemm-naive,gemm-naive",
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert_eq!(
+        t.lines().filter(|l| l.starts_with("pass ")).count(),
+        1,
+        "{t}"
+    );
 }
 
 /// A run of kernels named with `--kernels` covers their workloads alone: `--sizes 64` is not
@@ -344,7 +363,11 @@ fn list_shows_the_ladder_in_order() {
 
 #[test]
 fn bad_input_is_refused_clearly() {
-    let cases: [(&[&str], &str); 10] = [
+    let cases: [(&[&str], &str); 11] = [
+        (
+            &["run", "--device", "cpu", "--sizes", "64,bogus"],
+            "--sizes: \"bogus\" reads as a shape of none of this run's workloads",
+        ),
         (&["run", "--device", "tpu"], "valid devices: cpu, cuda, sim"),
         (
             &["explain", "gemm-tiled", "--against", "conv-direct"],
