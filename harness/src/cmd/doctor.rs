@@ -147,7 +147,8 @@ fn doctor() -> Outcome {
                 kept(
                     &kernel::cuda::nvrtc_cache::dir(),
                     "programs",
-                    kernel::cuda::nvrtc_cache::LIMIT_BYTES
+                    kernel::cuda::nvrtc_cache::LIMIT_BYTES,
+                    kernel::cuda::nvrtc_cache::DIR_VARIABLE
                 )
             );
         }
@@ -182,7 +183,8 @@ fn doctor() -> Outcome {
         kept(
             &kernel::sim::compile::cache_dir(),
             "builds",
-            kernel::sim::compile::CACHE_LIMIT_BYTES
+            kernel::sim::compile::CACHE_LIMIT_BYTES,
+            kernel::sim::compile::CACHE_VARIABLE
         )
     );
     let uses = match CudaDevice::open() {
@@ -241,7 +243,14 @@ fn doctor() -> Outcome {
 }
 
 /// A folder of kept compiler outputs, with how many and how much of its limit they take.
-fn kept(dir: &std::path::Path, what: &str, limit: u64) -> String {
+/// `variable` is the environment variable that moves it.
+fn kept(dir: &std::path::Path, what: &str, limit: u64, variable: &str) -> String {
+    if let Err(e) = kernel::disk_cache::check_writable(dir) {
+        return format!(
+            "{}: CANNOT WRITE there ({e}); point {variable} at a writable folder",
+            dir.display()
+        );
+    }
     let (n, bytes) = kernel::disk_cache::contents(dir);
     format!(
         "{} ({n} {what}, {:.1} MB of at most {:.0}; deleting it costs only time)",

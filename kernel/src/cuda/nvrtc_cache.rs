@@ -63,8 +63,7 @@ pub const DIR_VARIABLE: &str = "KERNEL_LAB_NVRTC_CACHE";
 
 /// Where kept outputs are.
 pub fn dir() -> PathBuf {
-    std::env::var_os(DIR_VARIABLE)
-        .map(PathBuf::from)
+    crate::disk_cache::folder_from_env(DIR_VARIABLE)
         .unwrap_or_else(|| std::env::temp_dir().join("kernel-lab-nvrtc"))
 }
 

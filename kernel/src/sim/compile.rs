@@ -533,11 +533,13 @@ fn fnv1a(parts: &[&str]) -> u64 {
 /// 100 kB, and the whole test suite leaves about 17 MB.
 pub const CACHE_LIMIT_BYTES: u64 = 256 << 20;
 
+/// The environment variable that names the folder of built modules.
+pub const CACHE_VARIABLE: &str = "KERNEL_LAB_SIM_CACHE";
+
 /// Where built modules are cached: `$KERNEL_LAB_SIM_CACHE`, else `kernel-lab-sim` in the
 /// temporary folder.
 pub fn cache_dir() -> PathBuf {
-    std::env::var_os("KERNEL_LAB_SIM_CACHE")
-        .map(PathBuf::from)
+    crate::disk_cache::folder_from_env(CACHE_VARIABLE)
         .unwrap_or_else(|| std::env::temp_dir().join("kernel-lab-sim"))
 }
 

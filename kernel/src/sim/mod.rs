@@ -71,6 +71,15 @@ impl SimDevice {
         let compiler = compile::compiler();
         let version = compile::compiler_version(&compiler)
             .map_err(|e| DeviceError::Unavailable(format!("CUDA simulator: {e}")))?;
+        // Every kernel is built there: a folder it cannot write fails every row alike.
+        let cache = compile::cache_dir();
+        crate::disk_cache::check_writable(&cache).map_err(|e| {
+            DeviceError::Unavailable(format!(
+                "CUDA simulator: cannot write its builds into {}: {e}; set {} to a writable folder",
+                cache.display(),
+                compile::CACHE_VARIABLE
+            ))
+        })?;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
         let seed = std::env::var("KERNEL_LAB_SIM_SEED")
             .ok()
