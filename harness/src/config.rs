@@ -241,13 +241,87 @@ fn workload_names() -> String {
 }
 
 fn parse(name: &str, text: &str) -> Result<RawConfig, ConfigError> {
-    toml::from_str(text).map_err(|e| ConfigError {
-        file: name.to_string(),
-        line: e
-            .span()
-            .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1),
-        message: e.message().trim().to_string(),
+    toml::from_str(text).map_err(|e| {
+        let at = e.span().map(|s| s.start.min(text.len()));
+        let message = plain_types(e.message().trim());
+        ConfigError {
+            file: name.to_string(),
+            line: at.map(|at| text[..at].matches('\n').count() + 1),
+            message: match at.and_then(|at| key_at(text, at)) {
+                Some(key) => format!("key `{key}`: {message}"),
+                None => message,
+            },
+        }
     })
+}
+
+/// A deserializer's message in the words of the file: "expected u64" means a whole number.
+fn plain_types(message: &str) -> String {
+    [
+        ("expected u64", "expected a whole number from 0"),
+        ("expected u32", "expected a whole number from 0"),
+        ("expected usize", "expected a whole number from 0"),
+        ("expected f64", "expected a number"),
+        ("expected a sequence", "expected a list"),
+    ]
+    .iter()
+    .fold(message.to_string(), |m, (rust, words)| {
+        m.replace(rust, words)
+    })
+}
+
+/// The dotted key whose value holds byte `at`: its table header, the key on its line, and
+/// the keys of the inline tables (`timing = { samples = ... }`) open at that point.
+fn key_at(text: &str, at: usize) -> Option<String> {
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let table = text[..line_start]
+        .lines()
+        .filter_map(|l| header(l.trim()))
+        .next_back()
+        .unwrap_or_default();
+    let (mut path, mut pending, mut seg) = (Vec::new(), None::<String>, line_start);
+    for (i, c) in text[line_start..at]
+        .char_indices()
+        .map(|(i, c)| (i + line_start, c))
+    {
+        match c {
+            '=' => pending = Some(dotted(&text[seg..i])),
+            '{' => {
+                path.extend(pending.take());
+                seg = i + 1;
+            }
+            '}' => {
+                path.pop();
+                pending = None;
+            }
+            ',' => seg = i + 1,
+            _ => {}
+        }
+    }
+    path.extend(pending);
+    if path.is_empty() {
+        return None;
+    }
+    let key = path.join(".");
+    Some(if table.is_empty() {
+        key
+    } else {
+        format!("{table}.{key}")
+    })
+}
+
+/// `a . "b".c` as `a.b.c`.
+fn dotted(key: &str) -> String {
+    key.split('.')
+        .map(|p| p.trim().trim_matches('"'))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+/// The table a `[table]` or `[[table]]` line opens.
+fn header(line: &str) -> Option<String> {
+    let name = line.strip_prefix('[')?.trim_start_matches('[');
+    Some(dotted(name.split(']').next()?))
 }
 
 fn merge(base: RawConfig, user: RawConfig) -> RawConfig {
@@ -298,26 +372,44 @@ fn merge(base: RawConfig, user: RawConfig) -> RawConfig {
     }
 }
 
-/// The 1-based line where `key` is set inside `[table]` (`""` for the top level).
+/// The 1-based line where `table.key` is set: by a `[table.key]` header, a `key =` line
+/// under `[table]`, a dotted key (`gemm.cpu =` under `[shapes]`, `shapes.gemm.cpu =` at the
+/// top), or else the line of the inline table that holds it (`shapes = { gemm = ... }`).
 fn locate(text: &str, table: &str, key: &str) -> Option<usize> {
+    let target = if table.is_empty() {
+        key.to_string()
+    } else {
+        format!("{table}.{key}")
+    };
     let mut current = String::new();
+    let mut holder = None;
     for (i, line) in text.lines().enumerate() {
         let l = line.trim();
-        if let Some(name) = l.strip_prefix('[').and_then(|r| r.split(']').next()) {
-            current = name.trim().to_string();
-            if !table.is_empty() && format!("{table}.{key}") == current {
-                return Some(i + 1);
-            }
+        if l.starts_with('#') {
             continue;
         }
-        let is_key = l
-            .split_once('=')
-            .is_some_and(|(k, _)| k.trim().trim_matches('"') == key);
-        if current == table && is_key {
+        if let Some(name) = header(l) {
+            if name == target {
+                return Some(i + 1);
+            }
+            current = name;
+            continue;
+        }
+        let Some((k, _)) = l.split_once('=') else {
+            continue;
+        };
+        let full = match dotted(k) {
+            k if current.is_empty() => k,
+            k => format!("{current}.{k}"),
+        };
+        if full == target {
             return Some(i + 1);
         }
+        if holder.is_none() && target.starts_with(&format!("{full}.")) {
+            holder = Some(i + 1);
+        }
     }
-    None
+    holder
 }
 
 #[cfg(test)]
@@ -400,6 +492,43 @@ mod tests {
             e.starts_with("e.toml:2:") && e.contains("cpu.timing"),
             "{e}"
         );
+
+        // However the file spells the key, dotted or inline, the error finds its line.
+        for (text, line) in [
+            ("seed = 1\nshapes.gemm.cpu = [\"64\", \"0\"]\n", 2),
+            ("seed = 1\n[shapes]\ngemm.cpu = [\"0\"]\n", 3),
+            ("seed = 1\n\nshapes = { gemm = { cpu = [\"0\"] } }\n", 3),
+        ] {
+            let e = Config::from_sources(Some(("s.toml", text)))
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("s.toml:{line}: key `shapes.gemm.cpu`")),
+                "{text}: {e}"
+            );
+        }
+
+        // A value of the wrong type names its key, and the type in the file's words.
+        for (text, want) in [
+            (
+                "seed = \"x\"\n",
+                "w.toml:1: key `seed`: invalid type: string \"x\", expected a whole number",
+            ),
+            (
+                "[cpu]\nworkloads = \"gemm\"\n",
+                "w.toml:2: key `cpu.workloads`: invalid type: string \"gemm\", expected a list",
+            ),
+            (
+                "[cuda]\ntiming = { samples = 3, warmup_ms = \"fast\" }\n",
+                "w.toml:2: key `cuda.timing.warmup_ms`: invalid type: string \"fast\", \
+                 expected a number",
+            ),
+        ] {
+            let e = Config::from_sources(Some(("w.toml", text)))
+                .unwrap_err()
+                .to_string();
+            assert!(e.starts_with(want), "{text}: {e}");
+        }
 
         let big = "[shapes.gemm]\ncheck = [\"1000000\"]\n";
         let e = Config::from_sources(Some(("f.toml", big)))

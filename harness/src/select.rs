@@ -161,6 +161,15 @@ pub fn shapes(
                 continue;
             }
         }
+        // A shape listed twice (`64,64x64x64`) would be two rows of one measurement.
+        let mut seen = std::collections::HashSet::new();
+        list.retain(|shape| {
+            let first = seen.insert(*shape);
+            if !first {
+                notes.push(format!("{shape}: listed twice; runs once"));
+            }
+            first
+        });
         if list.is_empty() {
             bail!(
                 "no {w} shapes for `{use_}` in {}; give --sizes",

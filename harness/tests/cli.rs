@@ -195,7 +195,7 @@ fn check_takes_workload_sizes_and_kernels_like_run() {
         !t.contains("100x37x129"),
         "the config's shapes are not used: {t}"
     );
-    // A kernel named twice is checked once.
+    // A kernel named twice is checked once, and so is a shape given twice.
     let o = harness(&[
         "check",
         "--device",
@@ -203,7 +203,7 @@ fn check_takes_workload_sizes_and_kernels_like_run() {
         "--workload",
         "gemm",
         "--sizes",
-        "5",
+        "5,5x5x5",
         "--kernels",
         "gemm-naive,gemm-naive",
     ]);
@@ -214,6 +214,7 @@ fn check_takes_workload_sizes_and_kernels_like_run() {
         1,
         "{t}"
     );
+    assert!(t.contains("gemm 5x5x5: listed twice; runs once"), "{t}");
 }
 
 /// A run of kernels named with `--kernels` covers their workloads alone: `--sizes 64` is not
@@ -363,7 +364,8 @@ fn list_shows_the_ladder_in_order() {
 
 #[test]
 fn bad_input_is_refused_clearly() {
-    let cases: [(&[&str], &str); 11] = [
+    let cases: [(&[&str], &str); 12] = [
+        (&["tune", "--limit", "0"], "0 is not in 1..="),
         (
             &["run", "--device", "cpu", "--sizes", "64,bogus"],
             "--sizes: \"bogus\" reads as a shape of none of this run's workloads",
@@ -410,6 +412,76 @@ fn bad_input_is_refused_clearly() {
         assert!(t.contains(want), "{args:?} should say {want:?}: {t}");
         assert!(!t.contains("panicked"), "{t}");
     }
+}
+
+#[test]
+fn inspect_refuses_an_architecture_without_machine_code() {
+    if kernel::cuda::nvrtc::version().is_err() {
+        eprintln!("skipped: NVRTC not found");
+        return;
+    }
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/sgemm_guarded_ptx.cu"
+    );
+    for (arch, want) in [
+        ("sm_99", "does not compile for sm_99; it compiles for "),
+        ("compute_80", "compute_80 is a virtual architecture"),
+        (
+            "80",
+            "\"80\" is not a GPU architecture; write it as sm_90 or sm_90a",
+        ),
+    ] {
+        let o = harness(&["inspect", file, "--arch", arch]);
+        let t = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{arch}: {t}");
+        assert!(
+            t.contains("error: --arch: ") && t.contains(want),
+            "{arch}: {t}"
+        );
+    }
+    let o = harness(&["inspect", file, "--arch", "sm_90a"]);
+    assert!(o.status.success(), "{}", text(&o));
+}
+
+#[test]
+fn a_cache_folder_that_cannot_be_written_is_one_clear_error() {
+    // A folder below a plain file cannot be made, even by root.
+    let dir = temp_dir("cache");
+    let file = dir.join("plain-file");
+    std::fs::write(&file, "").unwrap();
+    let cache = file.join("sim");
+    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args([
+            "check",
+            "--device",
+            "sim",
+            "--workload",
+            "softmax",
+            "--sizes",
+            "3x5",
+        ])
+        .env("LAB_DIR", dir.join("lab"))
+        .env("KERNEL_LAB_SIM_CACHE", &cache)
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains(&format!("cannot write its builds into {}", cache.display()))
+            && t.contains("set KERNEL_LAB_SIM_CACHE to a writable folder"),
+        "{t}"
+    );
+    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .arg("doctor")
+        .env("KERNEL_LAB_SIM_CACHE", &cache)
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert!(
+        t.contains("CANNOT WRITE there") && t.contains("point KERNEL_LAB_SIM_CACHE at"),
+        "{t}"
+    );
 }
 
 #[test]

@@ -487,6 +487,28 @@ fn a_parameter_list_not_matching_the_signature_fails_to_compile_showing_both() {
 }
 
 #[test]
+fn a_kernel_taking_fewer_parameters_than_the_lab_passes_is_refused_by_each_compiler() {
+    // A GEMM kernel (A, B, C, M, N, K) run as a convolution, whose signature passes nine
+    // arguments: the first six convert, and the three left over must not be dropped.
+    let k = load(
+        "examples/sgemm_guarded_ptx.cu:sgemm_guarded_ptx,block=256,grid=tile:64x64",
+        Workload::Conv,
+    );
+    let mut compilers = vec![Compiler::Sim];
+    if nvrtc::version().is_ok() {
+        compilers.push(Compiler::Nvrtc("sm_80"));
+    }
+    for c in compilers {
+        let e = k.compile_check(c).unwrap_err().to_string();
+        assert!(e.contains("do not match the `conv` signature"), "{e}");
+        assert!(
+            e.contains("declares: sgemm_guarded_ptx(const float *A, const float *B, float *C, int M, int N, int K)"),
+            "{e}"
+        );
+    }
+}
+
+#[test]
 fn a_launch_leaving_outputs_unwritten_names_the_first_unwritten_element() {
     // One block where 2 x 1 are needed: rows 64.. of C keep their fill value.
     let spec = GEMM_EXAMPLE.replace("grid=tile:64x64", "grid=(1,1)");
@@ -752,20 +774,32 @@ fn a_constant_array_is_filled_from_its_buffer_and_held_to_its_size() {
         text.contains("constant=Mc:filter: filter is 108800 bytes here, more than the 64 KiB"),
         "{text}"
     );
-    let e = UserKernelSpec::parse(&format!(
-        "{}/{},workload=conv",
-        root().display(),
-        CONV_CONSTANT_EXAMPLE.replace("constant=Mc:filter", "constant=Mc:mask")
-    ))
-    .map_err(|e| e.to_string())
-    .and_then(|s| {
-        UserKernel::load(&s, None, 1, SIM_SMS)
-            .map(|_| ())
-            .map_err(|e| e.to_string())
-    })
-    .unwrap_err();
+    let refusal = |option: &str| {
+        UserKernelSpec::parse(&format!(
+            "{}/{},workload=conv",
+            root().display(),
+            CONV_CONSTANT_EXAMPLE.replace("constant=Mc:filter", option)
+        ))
+        .map_err(|e| e.to_string())
+        .and_then(|s| {
+            UserKernel::load(&s, None, 1, SIM_SMS)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        })
+        .unwrap_err()
+    };
+    let e = refusal("constant=Mc:mask");
     assert!(
         e.contains("constant=Mc:mask: mask is not a buffer of the conv signature (x, filter, y)"),
+        "{e}"
+    );
+    // A misspelt array is refused when the kernel is loaded, not row by row at run time.
+    let e = refusal("constant=Mk:filter");
+    assert!(
+        e.contains("constant=Mk:filter: ")
+            && e.contains(
+                "conv_constant_mask.cu declares no __constant__ variable Mk; it declares: Mc"
+            ),
         "{e}"
     );
 }
@@ -1032,6 +1066,20 @@ fn two_kernels_with_one_name_must_be_told_apart() {
     let specs = harness::user_kernel::specs(&[], &named).unwrap();
     let users = harness::user_kernel::load_all(&specs, &["gemm".to_string()], None).unwrap();
     assert_eq!(users[1].id(), "mine");
+    // A lab kernel's name would put two rows under one id in the tables and the results.
+    let lab = [format!("{spec},id=gemm-tiled")];
+    let specs = harness::user_kernel::specs(&[], &lab).unwrap();
+    let e = harness::user_kernel::load_all(&specs, &["gemm".to_string()], None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("\"gemm-tiled\" names a kernel of the lab") && e.contains("another id=NAME"),
+        "{e}"
+    );
+    let e = harness::user_kernel::specs(&[], &[format!("{spec},id=")])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("id= needs a name"), "{e}");
 }
 
 #[test]

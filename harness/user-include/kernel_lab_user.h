@@ -30,11 +30,14 @@ typedef struct alignas(64) CUtensorMap_st {
 // unevaluated call, so a kernel whose parameter list does not take them fails to compile at
 // the lab's line, naming both lists, and nothing is generated.
 namespace kernel_lab {
-template <class... P> struct params {};
+// `take` is no template of its own: a function template given P... explicitly would deduce
+// more parameters from extra arguments, and accept a list longer than the kernel's.
+template <class... P> struct params {
+    static __host__ __device__ void take(P...);
+};
 template <class... P> __host__ __device__ params<P...> params_of(void (*)(P...));
-template <class... P> __host__ __device__ void take(P...);
 template <class... P, class... A>
-__host__ __device__ auto accepts(params<P...>, A... a) -> decltype(take<P...>(a...), true);
+__host__ __device__ auto accepts(params<P...>, A... a) -> decltype(params<P...>::take(a...), true);
 } // namespace kernel_lab
 #endif
 

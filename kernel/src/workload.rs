@@ -614,7 +614,15 @@ impl Shape {
         {
             return Err(ShapeError::HeadsDontDivide { shape, e, h });
         }
-        let all = self.inputs().into_iter().chain([self.output()]);
+        let inner = match self {
+            Self::Cnn { .. } | Self::Encoder { .. } => crate::network::inner_tensors(self),
+            _ => Vec::new(),
+        };
+        let all = self
+            .inputs()
+            .into_iter()
+            .chain([self.output()])
+            .chain(inner);
         for t in all {
             let elements = t.dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
             let elements = elements.unwrap_or(usize::MAX);
@@ -845,6 +853,35 @@ mod tests {
         }
         let zero = Shape::Eltwise { m: 4, n: 0 }.validate().unwrap_err();
         assert!(zero.to_string().contains("dimension N is 0"), "{zero}");
+    }
+
+    #[test]
+    fn a_network_whose_inner_tensors_pass_32_bits_is_refused() {
+        // Conv 1's output is 4 x 80 x 80 = 25600 values per image, 3.5 times the image.
+        assert!(Shape::Cnn { b: 80_000 }.validate().is_ok());
+        let e = Shape::Cnn { b: 100_000 }
+            .validate()
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("tensor conv 1 out would hold 2560000000"), "{e}");
+        // The FFN's hidden layer is 4 E wide: 65536 rows of 32768.
+        let ok = Shape::Encoder {
+            b: 1,
+            s: 65_536,
+            e: 4096,
+            h: 32,
+        };
+        assert!(ok.validate().is_ok());
+        let e = Shape::Encoder {
+            b: 1,
+            s: 65_536,
+            e: 8192,
+            h: 64,
+        }
+        .validate()
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("tensor FFN 1 would hold 2147483648"), "{e}");
     }
 
     #[test]

@@ -46,12 +46,22 @@ pub fn run(args: &Args) -> Outcome {
         let users = user_kernel::load_all(&specs, &[], None)?;
         // At the first shape the rungs of its workload are inspected at.
         let shape_of = |w| inspect_shapes(w)[0].1;
+        nvrtc_for(&args.arch)?;
         return user_kernel::run::inspect(&users, &args.arch, shape_of);
     }
     match &args.file {
         Some(file) => inspect_file(file, &args.arch, args, args.sass),
         None => inspect(&args.arch, &args.kernels, args.deny_spills, args.sass),
     }
+}
+
+/// NVRTC, and every architecture asked for one it compiles machine code for.
+fn nvrtc_for(archs: &[String]) -> anyhow::Result<()> {
+    nvrtc::version().context("harness inspect needs NVRTC")?;
+    for arch in archs {
+        nvrtc::check_arch(arch).map_err(|e| anyhow::anyhow!("--arch: {e}"))?;
+    }
+    Ok(())
 }
 
 /// The shapes `harness inspect` compiles `k` at: its own ([`Kernel::inspect_shape`]), else
@@ -135,7 +145,7 @@ pub fn inspect_shapes(w: Workload) -> Vec<(&'static str, Shape)> {
 fn inspect(archs: &[String], ids: &[String], deny_spills: bool, sass: bool) -> Outcome {
     let all = registry::all();
     let kernels = registry::select(&all, ids)?;
-    nvrtc::version().context("harness inspect needs NVRTC")?;
+    nvrtc_for(archs)?;
     let tool = sass.then(sass::Disassembler::find).transpose()?;
     let mut listings = Vec::new();
     let mut advised = Vec::new();
@@ -221,7 +231,7 @@ pub(crate) fn print_advisories(advised: &[(String, String)]) {
 fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outcome {
     let files = user_kernel::files::LocalFiles::read(file)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {}", e.file, e.error))?;
-    nvrtc::version().context("harness inspect needs NVRTC")?;
+    nvrtc_for(archs)?;
     let tool = sass.then(sass::Disassembler::find).transpose()?;
     let mut listings = Vec::new();
     let standins = user_kernel::source::standin_dir().map_err(anyhow::Error::msg)?;

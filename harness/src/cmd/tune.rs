@@ -15,7 +15,7 @@ pub struct Args {
     #[command(flatten)]
     pub selection: Selection,
     /// Only the first N configurations of the grid (the first is rung 08's shape).
-    #[arg(long)]
+    #[arg(long, value_parser = clap::builder::TypedValueParser::map(clap::value_parser!(u32).range(1..), |n| n as usize))]
     pub limit: Option<usize>,
 }
 

@@ -17,6 +17,8 @@ pub struct LocalFiles {
     pub main: String,
     /// The `__global__` functions of the file and its local headers.
     pub kernels: Vec<KernelDecl>,
+    /// The `__constant__` variables they declare; `None` when a macro declares some.
+    pub constants: Option<Vec<String>>,
     /// Each copy's name and the path of the file it was made from, as messages show it.
     pub names: Vec<(String, String)>,
     /// Why the simulator cannot run these files: inline PTX its front end does not know,
@@ -82,6 +84,7 @@ struct Reader {
     /// Canonical paths already copied, with the copy's name.
     seen: Vec<(PathBuf, String)>,
     kernels: Vec<KernelDecl>,
+    constants: Option<Vec<String>>,
     sim_refusal: Option<String>,
     hopper: bool,
 }
@@ -120,6 +123,13 @@ impl Reader {
             original: code.clone(),
         });
         self.kernels.extend(scan::kernels(&code, &display));
+        self.constants = match (self.constants.take(), scan::constants(&code)) {
+            (Some(mut all), Some(these)) => {
+                all.extend(these);
+                Some(all)
+            }
+            _ => None,
+        };
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut lines = Vec::new();
         for line in blank_host_code(&code).split('\n') {
@@ -199,6 +209,7 @@ impl LocalFiles {
             copies: Vec::new(),
             seen: Vec::new(),
             kernels: Vec::new(),
+            constants: Some(Vec::new()),
             sim_refusal: None,
             hopper: false,
         };
@@ -237,6 +248,7 @@ impl LocalFiles {
             dir,
             main,
             kernels: reader.kernels,
+            constants: reader.constants,
             sim_refusal: reader.sim_refusal,
             hopper: reader.hopper,
             digest,

@@ -289,6 +289,19 @@ impl UserKernel {
         };
         let buffers = Buffers::of(spec, workload, sig, &list.params()).map_err(&err)?;
         for (symbol, buffer) in &spec.constants {
+            let name = symbol.rsplit("::").next().unwrap_or(symbol);
+            if let Some(declared) = &files.constants
+                && !declared.iter().any(|c| c == name)
+            {
+                return Err(err(format!(
+                    "constant={symbol}:{buffer}: {file} declares no __constant__ variable \
+                     {symbol}; it declares: {}",
+                    match declared.as_slice() {
+                        [] => "none".to_string(),
+                        all => all.join(", "),
+                    }
+                )));
+            }
             if sig.buffer(buffer, &workload.probe_shape()).is_none() {
                 let names: Vec<&str> = sig
                     .params
@@ -923,6 +936,16 @@ pub fn load_all_for(
                     k.workload,
                     workloads.join(", "),
                     k.workload
+                ),
+            });
+        }
+        if let Some(lab) = crate::registry::all().iter().find(|r| r.info().id == k.id) {
+            return Err(UserKernelError::Spec {
+                spec: format!("{}:{}", spec.file.display(), spec.entry),
+                message: format!(
+                    "{:?} names a kernel of the lab ({}): give yours another id=NAME",
+                    k.id,
+                    lab.info().summary
                 ),
             });
         }

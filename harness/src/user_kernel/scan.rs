@@ -3,6 +3,7 @@
 //! file has when the entry they named is not one of them, and to name a file's kernels in
 //! `harness inspect FILE.cu`; the compiler remains the judge of everything else.
 
+use super::spec::{bracket_end, split_top};
 use kernel::sim::compile::strip_comments;
 
 /// One `__global__` function of a file.
@@ -47,22 +48,19 @@ impl KernelDecl {
         let Some(params) = self.template.as_deref() else {
             return Some(dims.to_string());
         };
+        // What is between a leading `<` and its `>`.
         let inner = |t: &str| {
-            t.trim()
-                .trim_start_matches('<')
-                .trim_end_matches('>')
-                .to_string()
+            let t = t.trim();
+            let end = bracket_end(t);
+            t.get(1..end.saturating_sub(1)).unwrap_or("").to_string()
         };
         let given = entry
             .find('<')
             .map_or(String::new(), |open| inner(&entry[open..]));
-        let given = crate::user_kernel::spec::split_top(&given);
+        let given = split_top(&given);
         let mut names: Vec<String> = Vec::new();
         let mut values: Vec<String> = Vec::new();
-        for (k, p) in crate::user_kernel::spec::split_top(&inner(params))
-            .iter()
-            .enumerate()
-        {
+        for (k, p) in split_top(&inner(params)).iter().enumerate() {
             let (decl, default) = p.split_once('=').unwrap_or((p, ""));
             let Some(name) = decl
                 .split(|c: char| !is_ident(c as u8))
@@ -240,6 +238,41 @@ pub fn kernels(code: &str, file: &str) -> Vec<KernelDecl> {
     out
 }
 
+/// The names of the `__constant__` variables `code` declares (`Mc` of
+/// `__constant__ float Mc[16 * 7 * 7];`), each declarator of a list; `None` when a macro
+/// declares some, whose names only the preprocessor knows.
+pub fn constants(code: &str) -> Option<Vec<String>> {
+    let in_macro = strip_comments(code)
+        .lines()
+        .any(|l| l.trim_start().starts_with('#') && l.contains("__constant__"));
+    if in_macro {
+        return None;
+    }
+    let b = bare(code);
+    let text = String::from_utf8_lossy(&b).into_owned();
+    let word = "__constant__";
+    let mut out = Vec::new();
+    for (at, _) in text.match_indices(word) {
+        let end = at + word.len();
+        if (at > 0 && is_ident(b[at - 1])) || b.get(end).is_some_and(|&c| is_ident(c)) {
+            continue;
+        }
+        let rest = &text[end..];
+        let decl = &rest[..rest.find(';').unwrap_or(rest.len())];
+        for part in split_top(decl) {
+            // The declarator's name: the last word before its extent or initializer.
+            let head = &part[..part.find(['[', '=']).unwrap_or(part.len())];
+            if let Some(name) = head
+                .split(|c: char| !is_ident(c as u8))
+                .rfind(|w| !w.is_empty())
+            {
+                out.push(name.to_string());
+            }
+        }
+    }
+    Some(out)
+}
+
 /// The kernel whose `__global__` is at `at`, its declaration starting at `start`; and where
 /// its parameter list ends.
 fn declaration(
@@ -274,10 +307,8 @@ fn declaration(
         let head = collapse(&text[start..at]);
         let template = head.strip_prefix("template").and_then(|rest| {
             let rest = rest.trim_start();
-            rest.starts_with('<').then(|| {
-                let close = matching(rest.as_bytes(), 0, (b'<', b'>'));
-                collapse(&rest[..close])
-            })
+            rest.starts_with('<')
+                .then(|| collapse(&rest[..bracket_end(rest)]))
         });
         let mut path: Vec<&str> = scopes
             .iter()
@@ -402,6 +433,17 @@ mod tests {
     }
 
     #[test]
+    fn constants_are_found_by_name() {
+        let code = "#define N 4\n__constant__ float Mc[16 * 7 * 7];\n\
+            static __constant__ __align__(16) int a[N] = {1, 2}, b[2], c = 3;\n\
+            // __constant__ float commented[4];\n\
+            __device__ float f() { return Mc[0]; }\n";
+        assert_eq!(constants(code).unwrap(), ["Mc", "a", "b", "c"]);
+        let code = "#define DECLARE(n) __constant__ float n[4]\nDECLARE(Mc);\n";
+        assert_eq!(constants(code), None);
+    }
+
+    #[test]
     fn cluster_dims_of_a_template_take_the_instantiations_arguments() {
         let code = "template <int BM, int NUM_THREADS, int CLUSTER_M = 2, bool Swz = true>\n\
             __global__ void __cluster_dims__(CLUSTER_M * 1, NUM_THREADS / 384, 1) k(int M) {}\n\
@@ -416,6 +458,18 @@ mod tests {
         assert_eq!(
             ks[0].cluster_dims_for("k<128, 768>").as_deref(),
             Some("(2) * 1, (768) / 384, 1")
+        );
+        // A comparison in a default is no end of the parameters.
+        let code = "template <int BM, bool W = (BM > 64), int C = W ? 2 : 1>\n\
+            __global__ void __cluster_dims__(C, 1, 1) w(int M) {}\n";
+        let ks = kernels(code, "w.cu");
+        assert_eq!(
+            ks[0].template.as_deref(),
+            Some("<int BM, bool W = (BM > 64), int C = W ? 2 : 1>")
+        );
+        assert_eq!(
+            ks[0].cluster_dims_for("w<128, (128 > 64)>").as_deref(),
+            Some("(((128 > 64)) ? 2 : 1), 1, 1")
         );
         let code =
             "template <int N = 1, int C = N * 2> __global__ void __cluster_dims__(C, 1, 1) d() {}";

@@ -99,19 +99,59 @@ pub const KEYS: [&str; 16] = [
     "against",
 ];
 
-/// Splits at commas outside `<>`, `()` and `[]`.
-pub fn split_top(text: &str) -> Vec<&str> {
-    let mut out = Vec::new();
-    let (mut depth, mut start) = (0i32, 0);
-    for (i, c) in text.char_indices() {
+/// Brackets open around a point of C++ text. A `>` closes a `<` only where that `<` is the
+/// innermost open bracket, and a closing parenthesis or brace closes every `<` opened inside
+/// it, so a comparison in parentheses (`k<(BM > 64), 2>`) is not taken for the end of a
+/// template's arguments.
+#[derive(Default)]
+pub struct Nesting(Vec<char>);
+
+impl Nesting {
+    /// Takes in one character; true if it closed the outermost open bracket.
+    pub fn step(&mut self, c: char) -> bool {
+        let before = self.0.len();
         match c {
-            '<' | '(' | '[' | '{' => depth += 1,
-            '>' | ')' | ']' | '}' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(&text[start..i]);
-                start = i + 1;
+            '<' | '(' | '[' | '{' => self.0.push(c),
+            '>' if self.0.last() == Some(&'<') => {
+                self.0.pop();
+            }
+            ')' | ']' | '}' => {
+                let open = match c {
+                    ')' => '(',
+                    ']' => '[',
+                    _ => '{',
+                };
+                if let Some(at) = self.0.iter().rposition(|&o| o == open) {
+                    self.0.truncate(at);
+                }
             }
             _ => {}
+        }
+        before > 0 && self.0.is_empty()
+    }
+
+    pub fn depth(&self) -> usize {
+        self.0.len()
+    }
+}
+
+/// The end (one past) of the bracket that opens `text`, or `text.len()` if it never closes.
+pub fn bracket_end(text: &str) -> usize {
+    let mut nesting = Nesting::default();
+    text.char_indices()
+        .find(|&(_, c)| nesting.step(c))
+        .map_or(text.len(), |(i, c)| i + c.len_utf8())
+}
+
+/// Splits at commas outside `<>`, `()`, `[]` and `{}`.
+pub fn split_top(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let (mut nesting, mut start) = (Nesting::default(), 0);
+    for (i, c) in text.char_indices() {
+        nesting.step(c);
+        if c == ',' && nesting.depth() == 0 {
+            out.push(&text[start..i]);
+            start = i + 1;
         }
     }
     out.push(&text[start..]);
@@ -360,6 +400,9 @@ impl UserKernelSpec {
                             Precision::ALL.map(Precision::name).join(", ")
                         ))
                     })?)
+                }
+                "id" if v.is_empty() => {
+                    return Err(at("id= needs a name for the row, such as id=my-gemm".into()));
                 }
                 "id" => spec.id = Some(v.clone()),
                 "against" => spec.against = Some(v.clone()),
@@ -640,6 +683,18 @@ mod tests {
             (t.entry.as_str(), &t.grid),
             ("ns::k", &Some(Grid::Tile(vec![32, 64])))
         );
+    }
+
+    #[test]
+    fn a_comparison_in_template_arguments_is_not_their_end() {
+        let s = UserKernelSpec::parse("k.cu:k<16, (16 > 8)>,block=256,grid=tile:64").unwrap();
+        assert_eq!(s.entry, "k<16, (16 > 8)>");
+        assert_eq!(s.block, Some([256, 1, 1]));
+        let s = UserKernelSpec::parse("k.cu:k<(32>16)*16, f<1>>,block=64").unwrap();
+        assert_eq!(s.entry, "k<(32>16)*16, f<1>>");
+        assert_eq!(split_top("a<(x<y), 2>, b"), vec!["a<(x<y), 2>", " b"]);
+        assert_eq!(bracket_end("<int N, bool W = (N > 4)> rest"), 25);
+        assert_eq!(bracket_end("<never closed"), 13);
     }
 
     #[test]

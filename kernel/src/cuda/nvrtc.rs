@@ -104,6 +104,51 @@ pub fn version() -> Result<(i32, i32), DeviceError> {
     Ok((major, minor))
 }
 
+/// The real architectures this NVRTC compiles for (`75` for sm_75), lowest first.
+pub fn supported_archs() -> Result<Vec<i32>, DeviceError> {
+    ensure_loaded()?;
+    let failed = |e| DeviceError::Unavailable(format!("nvrtcGetSupportedArchs failed: {e:?}"));
+    let mut n = 0;
+    // SAFETY: a plain out-parameter; the library is loaded (checked above).
+    unsafe { cudarc::nvrtc::sys::nvrtcGetNumSupportedArchs(&mut n) }
+        .result()
+        .map_err(failed)?;
+    let mut archs = vec![0; usize::try_from(n).unwrap_or(0)];
+    // SAFETY: the buffer holds the `n` entries NVRTC said it would write.
+    unsafe { cudarc::nvrtc::sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) }
+        .result()
+        .map_err(failed)?;
+    Ok(archs)
+}
+
+/// Whether `arch` names a GPU this NVRTC makes machine code for (`sm_90`, `sm_90a`): a
+/// virtual architecture (`compute_90`) has PTX only, so no registers and no SASS.
+pub fn check_arch(arch: &str) -> Result<(), String> {
+    let number = arch
+        .strip_prefix("sm_")
+        .map(|n| n.trim_end_matches(['a', 'f']))
+        .and_then(|n| n.parse::<i32>().ok());
+    let Some(number) = number else {
+        return Err(match arch.strip_prefix("compute_") {
+            Some(n) => format!(
+                "{arch} is a virtual architecture: NVRTC makes PTX for it and no machine code, \
+                 so there are no registers or SASS to show; give sm_{n}"
+            ),
+            None => format!("{arch:?} is not a GPU architecture; write it as sm_90 or sm_90a"),
+        });
+    };
+    let supported = supported_archs().map_err(|e| e.to_string())?;
+    if supported.contains(&number) {
+        return Ok(());
+    }
+    let (major, minor) = version().map_err(|e| e.to_string())?;
+    let list: Vec<String> = supported.iter().map(|n| format!("sm_{n}")).collect();
+    Err(format!(
+        "NVRTC {major}.{minor} does not compile for {arch}; it compiles for {}",
+        list.join(", ")
+    ))
+}
+
 fn ensure_loaded() -> Result<(), DeviceError> {
     let d = discovery();
     if let Found::Missing(why) = &d.nvrtc {

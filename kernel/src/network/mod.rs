@@ -472,6 +472,26 @@ pub fn inputs(shape: &Shape) -> Vec<TensorSpec> {
     }
 }
 
+/// The intermediate tensors of a network shape larger than its input: the kernels that
+/// write them index them with 32-bit integers, as they do the inputs.
+pub fn inner_tensors(shape: &Shape) -> Vec<TensorSpec> {
+    match *shape {
+        Shape::Cnn { b } => {
+            let out = |s: &Shape| s.output().dims.clone();
+            let [c1, c2] = cnn::conv_shapes(b);
+            vec![
+                TensorSpec::new("conv 1 out", &out(&c1)),
+                TensorSpec::new("conv 2 out", &out(&c2)),
+            ]
+        }
+        Shape::Encoder { b, s, e, .. } => vec![
+            TensorSpec::new("QKV", &[b * s, 3 * e]),
+            TensorSpec::new("FFN 1", &[b * s, encoder::FFN * e]),
+        ],
+        other => unreachable!("{other} is not a network"),
+    }
+}
+
 pub fn flops(shape: &Shape) -> f64 {
     match *shape {
         Shape::Cnn { b } => cnn::flops(b),
