@@ -4,7 +4,9 @@
 //! memory without its `__syncwarp()`, a word half of whose bytes another thread writes
 //! unordered with its read. Each bug must fail its run with "race" and name both
 //! threads; each fix must pass, and so must shared-memory atomics and a warp's WMMA store. A
-//! read of shared memory no thread wrote fails as uninitialized.
+//! read of shared memory no thread wrote fails as uninitialized, and an access past the end
+//! of a `__shared__` array or of the dynamic shared memory the launch gives fails as out of
+//! bounds (it would land in the simulator's own state, or the next block's memory).
 
 use kernel::sim::SimDevice;
 use kernel::testing::{PlanKernel, gemm_f64, gemm_launch, inputs, relative_error};
@@ -141,6 +143,38 @@ extern "C" __global__ void wmma_store(const float *A, const float *B, float *C, 
 }
 "#;
 
+// Out of bounds, in files of their own: an array overrun runs into whatever the linker put
+// after it, which in a file of several arrays may be another array, where the simulator
+// cannot tell it from an access of that array. Each kernel's last thread writes one element past its array, or
+// reads a 16-byte vector straddling its end; `smem_dynamic` is launched with fewer bytes than
+// it uses.
+const STRADDLING: &str = r#"
+extern "C" __global__ void smem_straddling_static(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ __align__(16) float tile[6];
+    tile[threadIdx.x] = A[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const float4 v = reinterpret_cast<const float4 *>(tile)[1];
+        C[0] = v.x + v.y + v.z + v.w;
+    }
+}
+"#;
+const OUT_OF_BOUNDS: &str = r#"
+extern "C" __global__ void smem_past_static(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ float red[2];
+    if (threadIdx.x <= 2) red[threadIdx.x] = A[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) C[0] = red[0] + red[1];
+}
+extern "C" __global__ void smem_dynamic(const float *A, const float *B, float *C, int M, int N, int K) {
+    extern __shared__ float buf[];
+    buf[threadIdx.x] = A[threadIdx.x];
+    __syncthreads();
+    C[threadIdx.x] = buf[blockDim.x - 1 - threadIdx.x];
+}
+
+"#;
+
 fn launch(entry: &str, grid: [u32; 3], block: [u32; 3], dims: (usize, usize, usize)) -> CudaPlan {
     gemm_launch("tests/races.cu", KERNELS, entry, grid, block, dims)
 }
@@ -271,4 +305,58 @@ fn a_read_of_shared_memory_no_thread_wrote_is_named() {
             && e.contains("'s' (in neighbours<true>), byte 256"),
         "{e}"
     );
+}
+
+#[test]
+fn an_access_past_the_end_of_shared_memory_is_named() {
+    let dims = (16, 16, 16);
+    let oob = |plan: CudaPlan| {
+        run(plan, dims)
+            .map(|_| ())
+            .expect_err("the access out of bounds is reported")
+            .to_string()
+    };
+    let launch = |entry: &str, block: [u32; 3]| {
+        let (file, code) = match entry {
+            "smem_straddling_static" => ("tests/straddling.cu", STRADDLING),
+            _ => ("tests/out_of_bounds.cu", OUT_OF_BOUNDS),
+        };
+        gemm_launch(file, code, entry, [1, 1, 1], block, dims)
+    };
+    let e = oob(launch("smem_past_static", [32, 1, 1]));
+    assert!(
+        e.contains("writes 4 bytes at byte 8 of __shared__ 'red' (in smem_past_static), which has 8 bytes: out of bounds")
+            && e.contains("thread (2,0,0)"),
+        "{e}"
+    );
+    // 6 floats: the second float4 holds bytes 16 to 31, of which 24 onwards are past the end
+    // (read whole, or by its parts, as the host compiler chooses).
+    let e = oob(launch("smem_straddling_static", [6, 1, 1]));
+    assert!(
+        e.starts_with("simulator: smem_straddling_static: reads ")
+            && e.contains(" of __shared__ 'tile' (in smem_straddling_static), which has 24 bytes: out of bounds"),
+        "{e}"
+    );
+    // 64 threads store a float each: 256 bytes, right only when the launch gives them.
+    let dynamic = |bytes: u32| {
+        let mut plan = launch("smem_dynamic", [64, 1, 1]);
+        if let Some(kernel::Step::Kernel(l)) = plan.steps.first_mut() {
+            l.dynamic_smem = bytes;
+        }
+        plan
+    };
+    let (out, x) = run(dynamic(256), dims).unwrap();
+    assert_eq!(out[0], x[0][63]);
+    for (bytes, hint) in [
+        (252, "is smem= what the kernel needs?"),
+        (0, "no smem= was given"),
+    ] {
+        let e = oob(dynamic(bytes));
+        assert!(
+            e.contains(&format!(
+                "of the dynamic shared memory (extern __shared__), which the launch gives {bytes} bytes: out of bounds ({hint})"
+            )),
+            "{e}"
+        );
+    }
 }

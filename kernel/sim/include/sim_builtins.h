@@ -32,10 +32,10 @@
 #define warpSize 32
 
 // ---- Thread indices ----
-#define threadIdx (::sim::tl_fiber->tid)
-#define blockIdx (::sim::tl_worker->block_idx)
-#define blockDim (::sim::tl_worker->block_dim)
-#define gridDim (::sim::tl_worker->grid_dim)
+#define threadIdx (tl_fiber->tid)
+#define blockIdx (tl_worker->block_idx)
+#define blockDim (tl_worker->block_dim)
+#define gridDim (tl_worker->grid_dim)
 
 namespace sim {
 inline void *dynamic_smem() { return tl_worker->dyn_smem; }

@@ -360,10 +360,20 @@ struct Cluster {
     bool run_ahead;   // whether a block passes its own __syncthreads before the next block runs
 };
 
-// The only thread-locals of the runtime: everything else of this module's TLS block is the
-// kernels' __shared__ memory, which is poisoned (and these two restored) at every block start.
-inline thread_local Worker *tl_worker = nullptr;
-inline thread_local Fiber *tl_fiber = nullptr;
+// The runtime's thread-locals, beside the traffic hooks' state: everything else of this
+// module's TLS block is the kernels' __shared__ memory, which is poisoned (and these two
+// restored) at every block start. The linker may place them right after a kernel's array, so
+// a guard no correct access touches comes first: an access past the array's end lands there
+// and is reported (race_check), instead of overwriting the simulator's state.
+constexpr size_t kTlsGuard = 256;
+struct TlsLocals {
+    unsigned char guard[kTlsGuard];
+    Worker *worker;
+    Fiber *fiber;
+};
+inline thread_local TlsLocals tl_locals{};
+#define tl_worker (::sim::tl_locals.worker)
+#define tl_fiber (::sim::tl_locals.fiber)
 
 inline Worker &worker() { return *tl_worker; }
 inline Fiber &fiber() { return *tl_fiber; }
@@ -899,6 +909,128 @@ inline void describe_shared(Worker &w, size_t cell, char *where, size_t room) {
          where);
 }
 
+// Each block's dynamic shared memory is followed by a red zone no correct access reaches: an
+// access there is past the end of what the launch gave (`smem=`), and is reported as such
+// (race_check) instead of landing in the next block's memory or the allocator's.
+constexpr size_t kDynRedZone = 4096;
+inline size_t dyn_stride(size_t bytes) { return (bytes + kDynRedZone + 1023) & ~(size_t)1023; }
+
+// The module's TLS block holds its __shared__ variables and the runtime's thread-locals (the
+// current block and thread, the traffic hooks' state): each variable's extent, from the
+// module's symbol table, read once. An access that leaves its variable's extent, or lands
+// where no variable is, is out of bounds.
+struct TlsExtent {
+    size_t lo, hi;
+    bool runtime;
+    bool guard;  // the bytes before the runtime's locals, which nothing may touch
+    char name[160];
+};
+struct TlsExtents {
+    TlsExtent *all = nullptr;
+    size_t n = 0;
+};
+SIM_UNINSTRUMENTED inline const TlsExtents &tls_extents() {
+    static const TlsExtents table = [] {
+        TlsExtents t;
+        Dl_info self;
+        if (!dladdr((void *)&tls_extents, &self) || !self.dli_fname) return t;
+        int fd = open(self.dli_fname, O_RDONLY);
+        if (fd < 0) return t;
+        struct stat st;
+        void *map = fstat(fd, &st) == 0 ? mmap(nullptr, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+        close(fd);
+        if (map == MAP_FAILED) return t;
+        const char *base = (const char *)map;
+        const auto *eh = (const Elf64_Ehdr *)base;
+        const auto *sh = (const Elf64_Shdr *)(base + eh->e_shoff);
+        for (int pass = 0; pass < 2; ++pass) {
+            size_t k = 0;
+            for (unsigned i = 0; i < eh->e_shnum; ++i) {
+                if (sh[i].sh_type != SHT_SYMTAB) continue;
+                const auto *sym = (const Elf64_Sym *)(base + sh[i].sh_offset);
+                const char *names = base + sh[sh[i].sh_link].sh_offset;
+                for (size_t j = 0; j < sh[i].sh_size / sizeof(Elf64_Sym); ++j) {
+                    if (ELF64_ST_TYPE(sym[j].st_info) != STT_TLS || sym[j].st_size == 0) continue;
+                    if (pass == 1) {
+                        const char *mangled = names + sym[j].st_name;
+                        TlsExtent &e = t.all[k];
+                        e.lo = sym[j].st_value;
+                        e.hi = sym[j].st_value + sym[j].st_size;
+                        e.runtime = strncmp(mangled, "_ZN3sim", 7) == 0 || strncmp(mangled, "_ZN11sim_traffic", 16) == 0;
+                        snprintf(e.name, sizeof e.name, "%s", mangled);
+                        // The runtime's locals: their guard first, an extent of its own.
+                        if (strcmp(mangled, "_ZN3sim9tl_localsE") == 0) {
+                            TlsExtent &rest = t.all[++k];
+                            rest = e;
+                            e.hi = e.lo + kTlsGuard;
+                            e.guard = true;
+                            rest.lo = e.hi;
+                        }
+                    }
+                    k += 1 + (pass == 0 && strcmp(names + sym[j].st_name, "_ZN3sim9tl_localsE") == 0);
+                }
+            }
+            if (pass == 0) {
+                t.all = (TlsExtent *)calloc(k ? k : 1, sizeof(TlsExtent));
+                if (!t.all) break;
+                t.n = k;
+            }
+        }
+        munmap(map, (size_t)st.st_size);
+        // By offset, for the binary search.
+        for (size_t i = 1; i < t.n; ++i)
+            for (size_t j = i; j > 0 && t.all[j - 1].lo > t.all[j].lo; --j) std::swap(t.all[j - 1], t.all[j]);
+        return t;
+    }();
+    return table;
+}
+
+// The variable of the TLS block holding byte `offset`; null when none does (padding, or past
+// the last one).
+SIM_UNINSTRUMENTED inline const TlsExtent *tls_extent_at(size_t offset) {
+    const TlsExtents &t = tls_extents();
+    size_t lo = 0, hi = t.n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (t.all[mid].hi <= offset) lo = mid + 1;
+        else hi = mid;
+    }
+    return lo < t.n && t.all[lo].lo <= offset ? &t.all[lo] : nullptr;
+}
+
+// A kernel's access that leaves its __shared__ variable: named by the variable it starts in or
+// the last one before it ("'red' (in rowsoft), 8 bytes").
+[[noreturn]] SIM_UNINSTRUMENTED inline void static_overrun(size_t cell, unsigned long n, int write, const TlsExtent *in) {
+    const TlsExtents &t = tls_extents();
+    const TlsExtent *before = nullptr;
+    for (size_t i = 0; i < t.n; ++i)
+        if (!t.all[i].runtime && !t.all[i].guard && t.all[i].lo <= cell && (!before || t.all[i].lo > before->lo))
+            before = &t.all[i];
+    const TlsExtent *named = in && !in->runtime && !in->guard ? in : before;
+    char var[160] = "";
+    if (named) shared_variable_at(named->lo, var, sizeof var);
+    char *comma = strrchr(var, ',');
+    if (comma) *comma = 0;  // shared_variable_at's ", byte 0"
+    if (!named)
+        fail("%s %lu bytes at byte %zu of the __shared__ variables, before the first of them: out of bounds",
+             write ? "writes" : "reads", n, cell);
+    fail("%s %lu bytes at byte %zu of __shared__ %s, which has %zu bytes: out of bounds (a GPU would read or "
+         "overwrite other shared memory, or fault)",
+         write ? "writes" : "reads", n, cell - named->lo, var, named->hi - named->lo);
+}
+
+// An access past the end of block `o`'s dynamic shared memory, by a thread of block `w`.
+[[noreturn]] SIM_UNINSTRUMENTED inline void dynamic_overrun(const Worker &w, const Worker &o, const char *b, unsigned long n,
+                                                            int write) {
+    const size_t dyn = o.launch->dynamic_smem;
+    char whose[64] = "";
+    if (&o != &w) snprintf(whose, sizeof whose, " of block (%u,%u,%u)", o.block_idx.x, o.block_idx.y, o.block_idx.z);
+    fail("%s %lu bytes at byte %ld of the dynamic shared memory (extern __shared__)%s, which the launch gives %zu "
+         "bytes: out of bounds%s",
+         write ? "writes" : "reads", n, (long)(b - o.dyn_smem), whose, dyn,
+         dyn == 0 ? " (no smem= was given)" : " (is smem= what the kernel needs?)");
+}
+
 // The race checker's cell of the shared-memory byte at `p` of block `w` (static variables
 // first, then dynamic shared memory); false when `p` is not that block's shared memory.
 SIM_UNINSTRUMENTED_INLINE bool race_cell(const Worker &w, const void *p, size_t &cell) {
@@ -951,6 +1083,9 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
         const char *b = (const char *)p;
         for (unsigned r = 0; r < w->cluster->size; ++r) {
             const Worker *o = w->cluster->cta[r];
+            const size_t dyn = o->launch->dynamic_smem;
+            if (o->dyn_smem && b + n > o->dyn_smem + dyn && b < o->dyn_smem + dyn_stride(dyn))
+                dynamic_overrun(*w, *o, b, n, write);
             if (o == w || o->exited != o->n || !o->dyn_smem || b < o->dyn_smem ||
                 b + n > o->dyn_smem + o->launch->dynamic_smem)
                 continue;
@@ -960,7 +1095,15 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
         }
         return;
     }
-    if (cell < w->static_smem_bytes && runtime_local(c, p)) return;
+    if (cell >= w->static_smem_bytes) {
+        if (cell + n > w->static_smem_bytes + w->launch->dynamic_smem) dynamic_overrun(*w, *w, (const char *)p, n, write);
+    } else {
+        // (The runtime's own thread-locals are written by its instrumented code too: an access
+        // that lands in one is let be.)
+        const TlsExtent *e = tls_extent_at(cell);
+        if (!e || e->guard || (!e->runtime && cell + n > e->hi)) static_overrun(cell, n, write, e);
+        if (runtime_local(c, p)) return;
+    }
     uint16_t me = (uint16_t)(f - w->fibers) + 1;
     uint16_t we = w->warps[f->warp].epoch;
     uint32_t epoch = w->race_epoch;
@@ -1231,8 +1374,8 @@ SIM_UNINSTRUMENTED inline void poison_shared(const TlsBlock &tls, Cluster &c, si
     Worker &first = *c.cta[0];
     if (first.dyn_cap) memset(first.dyn_alloc, 0xFF, first.dyn_cap);
 #ifdef SIM_INSTRUMENTED
-    sim_traffic_begin(traffic, first.static_smem, first.static_smem_bytes, first.dyn_smem,
-                      stride * (c.size - 1) + first.launch->dynamic_smem);
+    // The red zones count as shared memory, so that an access there reaches the checker.
+    sim_traffic_begin(traffic, first.static_smem, first.static_smem_bytes, first.dyn_smem, stride * c.size);
 #else
     (void)traffic;
     (void)stride;
@@ -1658,7 +1801,7 @@ inline int start_unit(Runner &run, uint64_t unit, uint64_t seed) {
     c.size = size;
     for (unsigned k = 0; k < size; ++k) {
         c.cta[k] = acquire_worker();
-        if (!c.cta[k] || (k == 0 && !ensure_dyn_smem(*c.cta[0], run.stride * (size - 1) + l->dynamic_smem))) {
+        if (!c.cta[k] || (k == 0 && !ensure_dyn_smem(*c.cta[0], run.stride * size))) {
             for (unsigned i = 0; i <= k; ++i)
                 if (c.cta[i]) release_worker(c.cta[i]);
             delete r;
@@ -1744,7 +1887,7 @@ SIM_EXPORT int sim_run_units(const SimLaunch *l, SimNextUnit next, void *ctx, un
     tl_worker = nullptr;
     tl_fiber = nullptr;
     run->tls = tls_block();
-    run->stride = ((size_t)l->dynamic_smem + 1023) & ~(size_t)1023;
+    run->stride = dyn_stride(l->dynamic_smem);
     run->max = max_resident < 1 ? 1 : max_resident > kMaxResident ? kMaxResident : max_resident;
     run->watchdog = watchdog;
     sigset_t threads_only, before;

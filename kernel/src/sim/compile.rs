@@ -94,6 +94,10 @@ const HEADERS: &[(&str, &str)] = &[
 
 /// `-fno-strict-aliasing`: CUDA code reinterprets float arrays as float4 and the like.
 /// `KERNEL_LAB_SIM` selects the emulation bodies of the lab's headers (`lab/*.h`).
+/// `__CUDACC__` and `__CUDA_ARCH__` are what nvcc defines when it compiles device code: the
+/// simulator compiles only device code, for the GPU it emulates (sm_90, Hopper's units
+/// included), so a kernel guarded by `#if __CUDA_ARCH__ >= 530` runs its body, not its host
+/// fallback.
 const FLAGS: &[&str] = &[
     "-O2",
     "-std=c++20",
@@ -102,6 +106,8 @@ const FLAGS: &[&str] = &[
     "-fvisibility=hidden",
     "-fno-strict-aliasing",
     "-DKERNEL_LAB_SIM=1",
+    "-D__CUDACC__=1",
+    "-D__CUDA_ARCH__=900",
 ];
 
 /// Instrumentation that calls `sim_traffic.h`'s hooks before every global access. gcc's
