@@ -1,7 +1,7 @@
 //! Rows in a child process. A kernel that hangs holds its process forever, and one that faults
 //! (`CUDA_ERROR_ILLEGAL_ADDRESS`) leaves the process's CUDA context unusable: either would cost
-//! every row after it. So the rows that can (on a GPU, every rung [`risk`] names and every user
-//! kernel; every row under `--isolate`) run in a child: the harness itself, started with the
+//! every row after it. So the rows that can (on a GPU, every rung [`risk`] names; on a GPU and
+//! in the simulator, every user kernel; every row under `--isolate`) run in a child: the harness itself, started with the
 //! hidden `isolated-row` subcommand, which reads one [`Request`] as JSON on stdin, runs that
 //! one kernel on that one shape and prints one [`Response`] line on stdout. The parent waits
 //! at most the row's time limit, then kills the child's process group; a timeout or a crash
@@ -53,7 +53,8 @@ pub struct Policy {
     pub config: Option<PathBuf>,
     /// The user kernels as given on the command line (`--kernel`), for the child to load.
     pub user_kernels: Vec<String>,
-    /// The ids of the user kernels (from the command line or the config): isolated on a GPU.
+    /// The ids of the user kernels (from the command line or the config): isolated on a GPU
+    /// and in the simulator.
     pub user_ids: Vec<String>,
     /// `--sim-blocks`, for the child's simulator.
     pub sim_blocks: Option<usize>,
@@ -73,8 +74,13 @@ pub fn policy_for(dev: &dyn Executor, kernel: &dyn Kernel, shape: &Shape) -> Opt
     let guard = POLICY.read().unwrap_or_else(|e| e.into_inner());
     let policy = guard.as_ref()?;
     let id = kernel.info().id;
-    let risky = dev.kind() == DeviceKind::Cuda
-        && (risk(kernel, shape).is_some() || policy.user_ids.iter().any(|u| *u == id));
+    // A user's kernel may loop forever or corrupt the simulator's memory as well as a GPU's.
+    let user = policy.user_ids.iter().any(|u| *u == id);
+    let risky = match dev.kind() {
+        DeviceKind::Cuda => user || risk(kernel, shape).is_some(),
+        DeviceKind::Sim => user,
+        DeviceKind::Cpu => false,
+    };
     if !(policy.all_rows || risky) {
         return None;
     }
@@ -566,7 +572,7 @@ fn child_pair(request: &Request, pair: &PairRequest) -> Result<PairedTiming> {
 #[derive(clap::Args, Clone, Debug, Default)]
 pub struct IsolationArgs {
     /// Run every row in a child process of its own (on a GPU, every rung `list --risky` names
-    /// and every user kernel always does): a row that hangs or faults is recorded as such and the run
+    /// always does, and every user kernel on a GPU or in the simulator): a row that hangs or faults is recorded as such and the run
     /// goes on.
     #[arg(long)]
     pub isolate: bool,

@@ -241,9 +241,10 @@ impl RunResults {
         let file = crate::runs::results_file(path);
         if path.is_dir() && !file.is_file() {
             bail!(
-                "{} has no {}: not a run folder (runs are under target/lab/runs/)",
+                "{} has no {}: not a run folder (runs are under {})",
                 path.display(),
-                crate::runs::RESULTS_FILE
+                crate::runs::RESULTS_FILE,
+                crate::runs::LabDir::locate().runs().display()
             );
         }
         Self::read(&file)
@@ -270,8 +271,36 @@ impl RunResults {
                 path.display()
             ),
         }
-        serde_json::from_value(probe)
-            .with_context(|| format!("{} does not match schema {SCHEMA_VERSION}", path.display()))
+        let run: Self = serde_json::from_value(probe).with_context(|| {
+            format!("{} does not match schema {SCHEMA_VERSION}", path.display())
+        })?;
+        run.check_figures()
+            .map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
+        Ok(run)
+    }
+
+    /// Times and work that no run measures (a median of 0 or below, a time or FLOP count
+    /// that is not finite): an edited or damaged file, whose tables would show infinities.
+    fn check_figures(&self) -> Result<(), String> {
+        for w in &self.workloads {
+            for s in &w.shapes {
+                if !(s.flops.is_finite() && s.flops >= 0.0) {
+                    return Err(format!("{}: its FLOP count is {}", s.label, s.flops));
+                }
+                for r in &s.rows {
+                    let Some(t) = &r.timing else { continue };
+                    let times = [t.median_ms, t.min_ms, t.max_ms, t.p10_ms, t.p90_ms];
+                    if times.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+                        return Err(format!(
+                            "{} {}: a time of {} ms (median), {} ms (min), {} ms (max): no run \
+                             measures that; is the file edited or damaged?",
+                            s.label, r.id, t.median_ms, t.min_ms, t.max_ms
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 }
 
@@ -391,6 +420,42 @@ mod tests {
             e.contains("schema_version is \"1\", not a whole number"),
             "{e}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn times_no_run_measures_are_refused() {
+        let published = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../results/cpu-intel-r-xeon-r-processor-2-80ghz-2-threads/results.json"
+        );
+        let good: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(published).unwrap()).unwrap();
+        let dir = std::env::temp_dir().join(format!("lab-figures-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("results.json");
+        for (field, value, want) in [
+            (
+                "median_ms",
+                serde_json::json!(-1.0),
+                "a time of -1 ms (median)",
+            ),
+            ("min_ms", serde_json::json!(0.0), "0 ms (min)"),
+        ] {
+            let mut bad = good.clone();
+            let row = bad["workloads"][0]["shapes"][0]["rows"]
+                .as_array_mut()
+                .unwrap()
+                .iter_mut()
+                .find(|r| !r["timing"].is_null())
+                .unwrap();
+            row["timing"][field] = value;
+            std::fs::write(&p, bad.to_string()).unwrap();
+            let e = RunResults::read(&p).unwrap_err().to_string();
+            assert!(e.contains(want) && e.contains("edited or damaged"), "{e}");
+        }
+        std::fs::write(&p, good.to_string()).unwrap();
+        assert!(RunResults::read(&p).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

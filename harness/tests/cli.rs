@@ -364,8 +364,12 @@ fn list_shows_the_ladder_in_order() {
 
 #[test]
 fn bad_input_is_refused_clearly() {
-    let cases: [(&[&str], &str); 12] = [
+    let cases: [(&[&str], &str); 13] = [
         (&["tune", "--limit", "0"], "0 is not in 1..="),
+        (
+            &["docs", "--results", "/no-such-results"],
+            "--results /no-such-results: no such folder of published runs",
+        ),
         (
             &["run", "--device", "cpu", "--sizes", "64,bogus"],
             "--sizes: \"bogus\" reads as a shape of none of this run's workloads",
@@ -480,6 +484,55 @@ fn a_cache_folder_that_cannot_be_written_is_one_clear_error() {
     let t = text(&o);
     assert!(
         t.contains("CANNOT WRITE there") && t.contains("point KERNEL_LAB_SIM_CACHE at"),
+        "{t}"
+    );
+}
+
+#[test]
+fn check_checks_the_kernels_of_the_configuration() {
+    let dir = temp_dir("check-config");
+    let example = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/sgemm_guarded_ptx.cu"
+    );
+    let cfg = dir.join("mine.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[kernel]]\nfile = \"{example}\"\nentry = \"sgemm_guarded_ptx\"\nblock = 256\n\
+             grid = \"tile:64x64\"\n"
+        ),
+    )
+    .unwrap();
+    let check = |device: &str| {
+        harness(&[
+            "check",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--device",
+            device,
+            "--workload",
+            "gemm",
+            "--sizes",
+            "33x17x20",
+            "--kernels",
+            "gemm-naive",
+        ])
+    };
+    let o = check("sim");
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.lines().any(|l| l.starts_with("pass ") && l.contains("sgemm_guarded_ptx.cu:sgemm_guarded_ptx")),
+        "{t}"
+    );
+    assert!(t.contains("2 passed, 0 failed"), "{t}");
+    // The CPU runs CUDA code of no kind: it says so rather than passing over them.
+    let o = check("cpu");
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("its 1 [[kernel]] section(s) are not checked on the CPU"),
         "{t}"
     );
 }
@@ -656,6 +709,58 @@ fn publish_copies_a_run_with_its_provenance() {
     // The folder `latest` points at, not the link's name.
     assert!(readme.contains(&format!("Run folder `{name}`")), "{readme}");
     assert!(readme.contains("commit `"), "{readme}");
+
+    // A second run published there replaces the first run's files and keeps what else the
+    // folder holds: logs, an earlier run kept in a subfolder, notes.
+    std::fs::create_dir_all(device.join("logs")).unwrap();
+    std::fs::write(device.join("logs/gpu-check.log"), "log").unwrap();
+    std::fs::write(device.join("NOTES.md"), "notes").unwrap();
+    std::fs::write(device.join("gemm-roofline-48x48x48.svg"), "the first run's").unwrap();
+    let o = harness_in(
+        &lab,
+        &[
+            "run",
+            "--device",
+            "cpu",
+            "--workload",
+            "softmax",
+            "--sizes",
+            "3x5",
+            "--quiet",
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    let publish = |run: &std::path::Path| {
+        harness_in(
+            &lab,
+            &[
+                "publish",
+                run.to_str().unwrap(),
+                "--to",
+                to.to_str().unwrap(),
+            ],
+        )
+    };
+    let o = publish(&latest);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("kept from the folder published before: NOTES.md, logs/"),
+        "{t}"
+    );
+    assert!(device.join("logs/gpu-check.log").is_file() && device.join("NOTES.md").is_file());
+    assert!(device.join("softmax.md").is_file());
+    assert!(
+        !device.join("gemm.md").exists() && !device.join("gemm-roofline-48x48x48.svg").exists()
+    );
+    // The published folder onto itself would only rewrite its provenance.
+    let o = publish(&device);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("is already the published run of"),
+        "{}",
+        text(&o)
+    );
     std::fs::remove_dir_all(&lab).unwrap();
     std::fs::remove_dir_all(&to).unwrap();
 }

@@ -158,6 +158,56 @@ fn run_pages_load_in_a_browser() {
         "{out}"
     );
 
+    // The folder holds the run's results: the same report again is welcome there...
+    let o = harness(&lab, &["report", again.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    // ...and what would overwrite another run's files is refused, saying why, and writes
+    // nothing: another run's report into the folder of the first...
+    let o = harness(
+        &lab,
+        &[
+            "report",
+            sim.to_str().unwrap(),
+            "--out",
+            again.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("holds the report of another run (")
+            && text(&o).contains("give --out an empty or new folder"),
+        "{}",
+        text(&o)
+    );
+    // ...a comparison into a run folder, and two runs with no timed row in common (a
+    // simulator run times nothing).
+    let o = harness(
+        &lab,
+        &[
+            "compare",
+            cpu.to_str().unwrap(),
+            cpu.to_str().unwrap(),
+            "--out",
+            sim.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("is a run folder"), "{}", text(&o));
+    let none = root.join("compare-none");
+    let o = harness(
+        &lab,
+        &[
+            "compare",
+            cpu.to_str().unwrap(),
+            sim.to_str().unwrap(),
+            "--out",
+            none.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(text(&o).contains("share no timed row"), "{}", text(&o));
+    assert!(!none.exists());
+
     // Chromium.
     let python = std::env::var("LAB_PYTHON").unwrap_or_else(|_| "python3".into());
     let o = Command::new(&python)

@@ -1,7 +1,7 @@
-//! Rows in child processes (`--isolate`): a kernel that never ends and one that kills its
-//! process are each recorded on their own row, and the row after them still runs and passes.
-//! Forced on the simulator, so no GPU is needed; on a GPU the same mechanism isolates every
-//! `gpu_only` rung and every user kernel.
+//! Rows in child processes: a kernel that never ends and one that kills its process are each
+//! recorded on their own row, and the row after them still runs and passes. User kernels run
+//! so in the simulator and on a GPU without being asked, and so does every `gpu_only` rung on
+//! a GPU; `--isolate` extends it to every row.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -74,7 +74,8 @@ fn a_hanging_and_a_crashing_kernel_cost_their_own_rows_only() {
             "--sizes",
             "16",
         ])
-        .args(["--kernels", "none", "--isolate", "--row-timeout", timeout])
+        // No --isolate: a user's kernel is isolated as it is.
+        .args(["--kernels", "none", "--row-timeout", timeout])
         .args(["--kernel", &spin, "--kernel", &crash, "--kernel", &good])
         .arg("--out")
         .arg(&out)

@@ -578,6 +578,32 @@ fn a_cluster_kernel_runs_with_its_cluster_dims_through_the_simulators_wrapper() 
 }
 
 #[test]
+fn device_code_behind_cuda_arch_runs_in_the_simulator() {
+    // nvcc's guards: a body for architectures that have half arithmetic, nothing elsewhere.
+    let dir = scratch_dir("cuda-arch");
+    let code = "#ifndef __CUDACC__\n#error device code is compiled with __CUDACC__\n#endif\n\
+        extern \"C\" __global__ void guarded(const float *A, const float *B, float *C, int M,\n\
+        \x20                                   int N, int K) {\n\
+        #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 530\n\
+        \x20 const int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20 if (i >= M * N) return;\n\
+        \x20 float acc = 0.0f;\n\
+        \x20 for (int k = 0; k < K; ++k) acc += A[i / N * K + k] * B[k * N + i % N];\n\
+        \x20 C[i] = acc;\n\
+        #endif\n\
+        }\n";
+    let users = [user_file(
+        &dir,
+        "guarded.cu",
+        code,
+        "guarded,block=64,grid=tile:64",
+    )];
+    let results = sim_rows(&users, &[Shape::gemm(9, 10, 3)]);
+    let row = &results.workloads[0].shapes[0].rows[0];
+    assert_eq!(row.status, Status::Passed, "{row:?}");
+}
+
+#[test]
 fn defines_are_evaluated_for_each_shape() {
     // The K loop's trip count is a macro: right at a shape only when compiled for its K.
     let dir = scratch_dir("defines");
@@ -1080,6 +1106,37 @@ fn two_kernels_with_one_name_must_be_told_apart() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("id= needs a name"), "{e}");
+}
+
+#[test]
+fn a_block_larger_than_the_launch_bounds_is_refused() {
+    if nvrtc::version().is_err() {
+        eprintln!("skipped: NVRTC not found");
+        return;
+    }
+    let dir = scratch_dir("bounds");
+    let code = "__global__ void __launch_bounds__(64) bounded(const float *A, const float *B, \
+        float *C, int M, int N, int K) {\n\
+        \x20 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20 if (i < M * N) C[i] = A[i / N * K] * B[i % N];\n\
+        }\n";
+    std::fs::write(dir.join("bounded.cu"), code).unwrap();
+    let spec = |block: &str| {
+        format!(
+            "{}/bounded.cu:bounded,block={block},grid=tile:{block}",
+            dir.display()
+        )
+    };
+    let load = |block: &str| {
+        let specs = harness::user_kernel::specs(&[], &[spec(block)]).unwrap();
+        harness::user_kernel::load_all(&specs, &["gemm".to_string()], None).map(|_| ())
+    };
+    load("64").unwrap();
+    let e = load("128").unwrap_err().to_string();
+    assert!(
+        e.contains("block=128 is 128 threads, more than the 64 its __launch_bounds__ allow: a GPU refuses the launch"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -41,8 +41,11 @@ pub fn folder_from_env(name: &str) -> Option<std::path::PathBuf> {
 /// Whether files can be written into `dir` (created if missing): a hidden probe file is
 /// made and removed.
 pub fn check_writable(dir: &Path) -> std::io::Result<()> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     std::fs::create_dir_all(dir)?;
-    let probe = dir.join(format!(".probe-{}", std::process::id()));
+    // A name of this call's own: threads of one process probe the folder at once.
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = dir.join(format!(".probe-{}-{n}", std::process::id()));
     std::fs::write(&probe, b"")?;
     std::fs::remove_file(&probe)
 }

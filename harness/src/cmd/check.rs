@@ -5,7 +5,7 @@ use crate::report::table::{self, status_word};
 use crate::results::Status;
 use crate::run::{Ablation, Event};
 use crate::runs::LabDir;
-use crate::{registry, select, tune};
+use crate::{registry, select, tune, user_kernel};
 use kernel::{DeviceKind, Kernel};
 
 #[derive(clap::Args)]
@@ -26,10 +26,28 @@ pub fn run(args: &Args) -> Outcome {
         isolation,
     } = args;
     let config = load_config(&common.config)?;
-    isolation.apply(common.config.clone(), &[], Vec::new(), common.sim_blocks());
     let dev = open_device(common.device.as_deref(), common.sim_blocks())?;
+    // The configuration's own kernels ([[kernel]]) are checked with the lab's where CUDA code
+    // runs; the CPU runs the lab's CPU ports alone.
+    let specs = user_kernel::specs(&config.kernels, &[])?;
+    let users = match (specs.is_empty(), dev.kind()) {
+        (true, _) => Vec::new(),
+        (false, DeviceKind::Cpu) => {
+            println!(
+                "{}: its {} [[kernel]] section(s) are not checked on the CPU, which runs the \
+                 lab's CPU ports only; `harness check --device sim` checks them",
+                config.source,
+                specs.len()
+            );
+            Vec::new()
+        }
+        (false, _) => user_kernel::load_all(&specs, &selection.workload, Some(dev.info()))?,
+    };
+    let user_ids = users.iter().map(|u| u.id().to_string()).collect();
+    isolation.apply(common.config.clone(), &[], user_ids, common.sim_blocks());
     let all = tune::lab_kernels(dev.info(), &LabDir::locate());
-    let kernels = registry::select(&all, &common.kernels)?;
+    let mut kernels = registry::select(&all, &common.kernels)?;
+    kernels.extend(users.iter().map(|u| u as &dyn Kernel));
     // Every workload with kernels to check, unless --workload says otherwise.
     let workloads = select::workloads(&selection.workload, &select::workloads_of(&kernels))?;
     if !common.kernels.is_empty() {

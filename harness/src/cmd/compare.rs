@@ -5,6 +5,7 @@ use super::Outcome;
 use crate::compare;
 use crate::results::RunResults;
 use crate::runs::LabDir;
+use anyhow::bail;
 use std::path::PathBuf;
 
 #[derive(clap::Args)]
@@ -25,6 +26,14 @@ pub fn run(args: &Args) -> Outcome {
     let ra = RunResults::load(&args.a)?;
     let rb = RunResults::load(&args.b)?;
     let ratios = compare::ratios(&ra, &rb);
+    if ratios.iter().all(|r| r.a_ms.is_none() || r.b_ms.is_none()) {
+        bail!(
+            "{} and {} share no timed row (one kernel at one shape, timed in both; a simulator \
+             run times nothing): nothing to compare",
+            args.a.display(),
+            args.b.display()
+        );
+    }
     print!("{}", compare::text(&ra, &rb, &ratios));
     let name = |p: &std::path::Path| {
         let p = if p.is_dir() {
@@ -42,6 +51,13 @@ pub fn run(args: &Args) -> Outcome {
             name(&args.b)
         ))
     });
+    if crate::runs::results_file(&dir).is_file() {
+        bail!(
+            "--out {} is a run folder: the comparison would replace its pages; give another \
+             folder",
+            dir.display()
+        );
+    }
     crate::output::ensure_writable(&dir)?;
     println!();
     for f in compare::write_charts(&ra, &rb, &ratios, &dir)? {

@@ -44,6 +44,12 @@ pub fn run(args: &Args) -> Outcome {
     if args.figures {
         return figures(&args.root);
     }
+    if !args.results.is_dir() {
+        anyhow::bail!(
+            "--results {}: no such folder of published runs (the repository's is results/)",
+            args.results.display()
+        );
+    }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create {}", args.out.display()))?;
     let all = registry::all();

@@ -260,7 +260,15 @@ pub fn title(k: &dyn Kernel) -> String {
     let i = k.info();
     match i.role {
         Role::User => format!("{} (your {} kernel)", i.id, i.workload),
-        _ => format!(
+        // Its number only orders it among the references; it is no rung of the ladder.
+        Role::Reference | Role::Peer => format!(
+            "{} ({} {}, {} crate)",
+            i.id,
+            i.workload,
+            i.role.name(),
+            i.stage
+        ),
+        Role::Rung => format!(
             "{} ({} rung {:02}, {} crate)",
             i.id, i.workload, i.rung, i.stage
         ),

@@ -15,7 +15,7 @@ pub struct Args {
     /// target/lab/runs/latest).
     pub run: PathBuf,
     /// The folder of published runs; the run goes into its device's subfolder, replacing
-    /// the one published before.
+    /// the run published there before (its subfolders and other files are kept).
     #[arg(long, default_value = "results")]
     pub to: PathBuf,
 }
@@ -25,6 +25,12 @@ pub fn run(args: &Args) -> Outcome {
         bail!("{}: not a run folder", args.run.display());
     }
     let run = RunResults::load(&args.run)?;
+    if run.workloads.is_empty() {
+        bail!(
+            "{}: the run has no workloads: nothing to publish",
+            args.run.display()
+        );
+    }
     if run.commit.ends_with("-dirty") {
         eprintln!(
             "note: this run was made from uncommitted code ({}); its figures may not match any \
@@ -35,13 +41,37 @@ pub fn run(args: &Args) -> Outcome {
     let dest = args.to.join(&run.device.slug);
     // `runs/latest` is a link: the README names the folder it points at.
     let src = args.run.canonicalize().unwrap_or_else(|_| args.run.clone());
-    publish(&src, &run, &dest)?;
+    if dest.canonicalize().is_ok_and(|d| d == src) {
+        bail!(
+            "{} is already the published run of {}: `harness report {}` rebuilds its tables",
+            args.run.display(),
+            run.device.name,
+            args.run.display()
+        );
+    }
+    let kept = publish(&src, &run, &dest)?;
     println!("published {} as {}", args.run.display(), dest.display());
+    if !kept.is_empty() {
+        println!("kept from the folder published before: {}", kept.join(", "));
+    }
     Ok(true)
 }
 
-/// Replaces `dest` with a copy of the run folder `src` and a README saying where it came from.
-fn publish(src: &Path, run: &RunResults, dest: &Path) -> Result<()> {
+/// Whether a file at the top of a published folder is a run's own (its results, tables,
+/// charts and README), which the next run published there replaces. Anything else there
+/// (subfolders such as `logs/` or an earlier run, notes) is someone's and is kept.
+fn is_run_file(name: &str) -> bool {
+    matches!(name, "results.json" | "calibration.json" | "README.md")
+        || kernel::Workload::ALL.iter().any(|w| {
+            name.strip_prefix(w.name())
+                .is_some_and(|rest| rest.starts_with(['.', '-']))
+        })
+}
+
+/// Puts a copy of the run folder `src` and a README saying where it came from in `dest`,
+/// in place of the run published there before; what else `dest` held is kept, and named in
+/// the list returned.
+fn publish(src: &Path, run: &RunResults, dest: &Path) -> Result<Vec<String>> {
     let parent = dest.parent().context("no parent folder")?;
     output::ensure_writable(parent)?;
     let name = dest.file_name().unwrap_or_default().to_string_lossy();
@@ -66,18 +96,49 @@ fn publish(src: &Path, run: &RunResults, dest: &Path) -> Result<()> {
         }
         files.sort();
         std::fs::write(tmp.join("README.md"), readme(src, run, &files))?;
-        let old = parent.join(format!(".{name}.old-{}", std::process::id()));
-        if dest.exists() {
-            std::fs::rename(dest, &old)?;
-        }
-        std::fs::rename(&tmp, dest)?;
-        let _ = std::fs::remove_dir_all(&old);
         Ok(())
     })();
-    if result.is_err() {
+    if let Err(e) = result {
         let _ = std::fs::remove_dir_all(&tmp);
+        return Err(e);
     }
-    result
+    let old = parent.join(format!(".{name}.old-{}", std::process::id()));
+    if dest.exists() {
+        std::fs::rename(dest, &old)?;
+    }
+    std::fs::rename(&tmp, dest)?;
+    // What the earlier folder held besides its run moves into the new one.
+    let mut kept = Vec::new();
+    let mut left = false;
+    for entry in std::fs::read_dir(&old).into_iter().flatten().flatten() {
+        let path = entry.path();
+        let file = entry.file_name().to_string_lossy().into_owned();
+        if (path.is_file() && is_run_file(&file)) || dest.join(&file).exists() {
+            continue;
+        }
+        let shown = if path.is_dir() {
+            format!("{file}/")
+        } else {
+            file.clone()
+        };
+        match std::fs::rename(&path, dest.join(&file)) {
+            Ok(()) => kept.push(shown),
+            Err(e) => {
+                eprintln!("warning: could not keep {}: {e}", path.display());
+                left = true;
+            }
+        }
+    }
+    if left {
+        eprintln!(
+            "warning: the earlier folder is left in {}, with what could not be kept",
+            old.display()
+        );
+    } else {
+        let _ = std::fs::remove_dir_all(&old);
+    }
+    kept.sort();
+    Ok(kept)
 }
 
 fn readme(src: &Path, run: &RunResults, files: &[String]) -> String {
@@ -97,6 +158,9 @@ fn readme(src: &Path, run: &RunResults, files: &[String]) -> String {
         run.date,
         src.file_name().unwrap_or_default().to_string_lossy()
     );
+    if let Some(why) = &run.unfinished {
+        let _ = writeln!(s, "**An unfinished run**: {why}.\n");
+    }
     s.push_str("Every figure here was measured by the harness in that run; `results.json` holds the raw samples, and `harness report` rebuilds the tables and charts from it.\n\n");
     for w in &run.workloads {
         let n = w.workload.name();

@@ -5,7 +5,8 @@ use super::Outcome;
 use crate::console::print_run_folder;
 use crate::report;
 use crate::results::RunResults;
-use std::path::PathBuf;
+use anyhow::bail;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -28,6 +29,7 @@ pub fn run(args: &Args) -> Outcome {
         None if args.run.is_dir() => args.run.clone(),
         None => parent_dir(&args.run),
     };
+    refuse_foreign(&dir, &run, &args.run)?;
     crate::output::ensure_writable(&dir)?;
     print!("{}", report::terminal(&run));
     let explain = match args.html {
@@ -35,8 +37,52 @@ pub fn run(args: &Args) -> Outcome {
         false => report::html::Explain::Cached,
     };
     report::write_report_with(&run, &dir, explain)?;
+    // A report elsewhere carries its results: `report` can rebuild it, and knows it for this
+    // run's the next time it is given the folder.
+    let results = crate::runs::results_file(&dir);
+    let read = crate::runs::results_file(&args.run);
+    let same = |a: &Path, b: &Path| {
+        a.canonicalize()
+            .ok()
+            .is_some_and(|a| b.canonicalize().ok() == Some(a))
+    };
+    if !same(&results, &read) {
+        run.write(&results)?;
+    }
     print_run_folder(&dir, Default::default());
     Ok(true)
+}
+
+/// The tables, charts and pages of `run` may go into `dir` when it is new or empty, holds
+/// only the results file read, or holds this same run: else they would overwrite another
+/// run's report, or files that are no report's, without a word.
+fn refuse_foreign(dir: &Path, run: &RunResults, input: &Path) -> anyhow::Result<()> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    let input = input.canonicalize().ok();
+    let others: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.canonicalize().ok() != input)
+        .collect();
+    if others.is_empty() {
+        return Ok(());
+    }
+    let theirs = RunResults::load(dir);
+    if theirs.as_ref().is_ok_and(|t| {
+        (&t.device.name, &t.date, &t.commit) == (&run.device.name, &run.date, &run.commit)
+    }) {
+        return Ok(());
+    }
+    let what = match theirs {
+        Ok(t) => format!("the report of another run ({}, {})", t.device.name, t.date),
+        Err(_) => format!("{} files of its own", others.len()),
+    };
+    bail!(
+        "{} holds {what}, which this report would overwrite: give --out an empty or new folder",
+        dir.display()
+    )
 }
 
 /// The folder of `file`, `.` for a bare file name.

@@ -570,6 +570,23 @@ impl UserKernel {
         let Some(entry) = ptx_entry::entry(&compiled.ptx, symbol) else {
             return Ok(());
         };
+        // A GPU refuses a launch of more threads than the kernel's bounds; the simulator would
+        // run it, and the row would pass.
+        if let (Some(most), Some(block)) = (entry.max_threads, self.spec.block) {
+            let count = |d: [u32; 3]| d.iter().map(|&n| u64::from(n)).product::<u64>();
+            if count(block) > count(most) {
+                return Err(UserKernelError::Spec {
+                    spec: format!("{}:{}", self.spec.file.display(), self.spec.entry),
+                    message: format!(
+                        "block={} is {} threads, more than the {} its __launch_bounds__ allow: a \
+                         GPU refuses the launch",
+                        spec::block_text(block),
+                        count(block),
+                        count(most)
+                    ),
+                });
+            }
+        }
         let shape = self.workload.probe_shape();
         let args = self
             .list

@@ -143,7 +143,12 @@ fn bare(code: &str) -> Vec<u8> {
                 continue;
             }
             b'#' if line_start => {
-                while i < b.len() && !(b[i] == b'\n' && b[i - 1] != b'\\') {
+                // To the end of the line, and of each line a backslash continues (read before
+                // it is blanked; CRLF and trailing blanks allowed, as gcc allows them).
+                let mut continued = false;
+                while i < b.len() && (b[i] != b'\n' || continued) {
+                    continued =
+                        b[i] == b'\\' || (continued && matches!(b[i], b' ' | b'\t' | b'\r'));
                     if b[i] != b'\n' {
                         b[i] = b' ';
                     }
@@ -371,7 +376,11 @@ pub fn find<'a>(
             (None, true) => Err(format!(
                 "`{base}` is not a template, so `{entry}` names nothing: write `{base}`"
             )),
-            _ => Ok(k),
+            (Some(params), true) => match argument_count(params, entry) {
+                Some(why) => Err(format!("`{entry}`: {why} ({base}{params})")),
+                None => Ok(k),
+            },
+            (None, false) => Ok(k),
         };
     }
     let unqualified = base.rsplit("::").next().unwrap_or(base);
@@ -388,6 +397,49 @@ pub fn find<'a>(
         ));
     }
     Err(format!("{file} has no kernel `{base}`; {}", list()))
+}
+
+/// Why the template arguments of `entry` (`k<16>`) cannot instantiate a template with
+/// `params` (`<int BM, int BN>`): too few for the parameters without a default, or too many;
+/// `None` when their count fits (a parameter pack takes any number).
+fn argument_count(params: &str, entry: &str) -> Option<String> {
+    let inner = |t: &str| {
+        let end = bracket_end(t);
+        t.get(1..end.saturating_sub(1))
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    };
+    let params = inner(params.trim());
+    let given = inner(&entry[entry.find('<')?..]);
+    let list = |t: &str| -> Vec<String> {
+        match t.is_empty() {
+            true => Vec::new(),
+            false => split_top(t)
+                .into_iter()
+                .map(|p| p.trim().to_string())
+                .collect(),
+        }
+    };
+    let (params, given) = (list(&params), list(&given).len());
+    if params.iter().any(|p| p.contains("...")) {
+        return None;
+    }
+    let required = params.iter().filter(|p| !p.contains('=')).count();
+    let plural = |n: usize| if n == 1 { "" } else { "s" };
+    if given < required {
+        return Some(format!(
+            "{given} template argument{} given, and the template needs {required}",
+            plural(given)
+        ));
+    }
+    (given > params.len()).then(|| {
+        format!(
+            "{given} template argument{} given, and the template takes {}",
+            plural(given),
+            params.len()
+        )
+    })
 }
 
 /// The edit distance of two names (insertions, deletions, substitutions): a typo is 1 or 2.
@@ -430,6 +482,35 @@ mod tests {
         assert_eq!(ks[0].line, 7);
         assert_eq!(ks[2].template, None);
         assert_eq!(ks[2].line, 11);
+    }
+
+    #[test]
+    fn a_macro_continued_over_lines_declares_no_kernel_of_its_own() {
+        let code = "#define ACT(NAME, EXPR) \\\n  __global__ void NAME(float *y) { \\\r\n  \
+            y[0] = EXPR; }\nACT(relu, 0.f)\n__global__ void gelu(float *y) {}\n";
+        let names: Vec<String> = kernels(code, "m.cu").into_iter().map(|k| k.name).collect();
+        assert_eq!(names, ["gelu"]);
+    }
+
+    #[test]
+    fn template_arguments_are_counted_against_the_parameters() {
+        let code = "template <int BM, int BN, bool W = (BM > 64)> __global__ void t(int M) {}\n\
+            template <class... Ts> __global__ void pack(int M) {}\n";
+        let ks = kernels(code, "t.cu");
+        assert!(find(&ks, "t<64, 64>", "t.cu").is_ok());
+        assert!(find(&ks, "t<64, 64, true>", "t.cu").is_ok());
+        assert!(find(&ks, "pack<int, float>", "t.cu").is_ok());
+        let e = find(&ks, "t<16>", "t.cu").unwrap_err();
+        assert_eq!(
+            e,
+            "`t<16>`: 1 template argument given, and the template needs 2 \
+             (t<int BM, int BN, bool W = (BM > 64)>)"
+        );
+        let e = find(&ks, "t<1, 2, true, 4>", "t.cu").unwrap_err();
+        assert!(
+            e.contains("4 template arguments given, and the template takes 3"),
+            "{e}"
+        );
     }
 
     #[test]

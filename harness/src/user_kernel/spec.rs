@@ -158,6 +158,16 @@ pub fn split_top(text: &str) -> Vec<&str> {
     out
 }
 
+/// A block as the option writes it: `16x16` for [16, 16, 1], `128` for [128, 1, 1].
+pub fn block_text(block: [u32; 3]) -> String {
+    let used = block.iter().rposition(|&n| n != 1).map_or(1, |i| i + 1);
+    block[..used]
+        .iter()
+        .map(u32::to_string)
+        .collect::<Vec<_>>()
+        .join("x")
+}
+
 fn parse_block(v: &str) -> Result<[u32; 3], String> {
     let parts: Vec<&str> = v.split('x').map(str::trim).collect();
     if parts.is_empty() || parts.len() > 3 {

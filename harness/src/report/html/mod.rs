@@ -202,7 +202,10 @@ impl Meta {
             commit: run.commit.clone(),
             date: run.date.clone(),
             tool: run.tool.clone(),
-            ceilings: table::roof_source(report.ceilings.as_ref()),
+            ceilings: match report.timed() {
+                true => table::roof_source(report.ceilings.as_ref()),
+                false => "none: the run timed nothing, so no row has a place under a roof".into(),
+            },
             debug_build: run.debug_build() && report.timed(),
             unfinished: run.unfinished.clone(),
         }
