@@ -604,6 +604,39 @@ fn device_code_behind_cuda_arch_runs_in_the_simulator() {
 }
 
 #[test]
+fn a_float_constant_of_an_args_list_reaches_the_kernel() {
+    // LayerNorm with its epsilon as a parameter, as public kernels take it.
+    let dir = scratch_dir("float-arg");
+    let code = "__global__ void ln(const float *X, const float *g, const float *b, float *Y,\n\
+        \x20                  int M, int N, float eps) {\n\
+        \x20 int r = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20 if (r >= M) return;\n\
+        \x20 float mean = 0.f, var = 0.f;\n\
+        \x20 for (int j = 0; j < N; ++j) mean += X[r * N + j];\n\
+        \x20 mean /= N;\n\
+        \x20 for (int j = 0; j < N; ++j) var += (X[r * N + j] - mean) * (X[r * N + j] - mean);\n\
+        \x20 float inv = rsqrtf(var / N + eps);\n\
+        \x20 for (int j = 0; j < N; ++j) Y[r * N + j] = (X[r * N + j] - mean) * inv * g[j] + b[j];\n\
+        }\n";
+    std::fs::write(dir.join("ln.cu"), code).unwrap();
+    let user = |eps: &str| {
+        load(
+            &format!(
+                "{}/ln.cu:ln,args=(X,gamma,beta,Y,M,N,{eps}),block=32,grid=(cdiv(M,32))",
+                dir.display()
+            ),
+            Workload::Layernorm,
+        )
+    };
+    // The reference's epsilon passes; one a thousand times larger moves every output past
+    // the bound: the value the kernel gets is the one written.
+    let shapes = [Shape::Layernorm { m: 37, n: 130 }];
+    let row = |eps: &str| sim_rows(&[user(eps)], &shapes).workloads[0].shapes[0].rows[0].clone();
+    assert_eq!(row("1e-5").status, Status::Passed, "{:?}", row("1e-5"));
+    assert_eq!(row("1e-2f").status, Status::Failed);
+}
+
+#[test]
 fn defines_are_evaluated_for_each_shape() {
     // The K loop's trip count is a macro: right at a shape only when compiled for its K.
     let dir = scratch_dir("defines");

@@ -62,7 +62,7 @@ pub enum UserKernelError {
     "{file}: the parameters of `{entry}` do not match the `{signature}` signature of the \
      {workload} workload.\n  the lab calls:   {entry}{calls}\n  {declared}\nName the \
      signature the kernel was written for (`signature=NAME`; {workload}: {choices}), give its \
-     buffer types (`dtype=`), or change its parameter list.\n{compiler} said:\n{log}"
+     buffer types (`dtype=`), or change its parameter list.{vectors}\n{compiler} said:\n{log}"
 )]
 pub struct SignatureMismatch {
     pub file: String,
@@ -72,8 +72,43 @@ pub struct SignatureMismatch {
     pub calls: String,
     pub declared: String,
     pub choices: String,
+    /// What to do about vector pointer parameters (`half2 *`), which no `dtype=` gives.
+    pub vectors: String,
     pub compiler: String,
     pub log: String,
+}
+
+/// The vector types a kernel's pointer parameters may name, which the lab's buffers (of
+/// elements) never are.
+const VECTOR_TYPES: [&str; 8] = [
+    "half2",
+    "__half2",
+    "__nv_bfloat162",
+    "nv_bfloat162",
+    "float2",
+    "float4",
+    "int4",
+    "double2",
+];
+
+/// A sentence for a parameter list with pointers to vector types, empty for one without.
+fn vector_note(params: &str) -> String {
+    let named: Vec<&str> = VECTOR_TYPES
+        .into_iter()
+        .filter(|t| {
+            params
+                .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .any(|w| w == *t)
+        })
+        .collect();
+    match named.as_slice() {
+        [] => String::new(),
+        some => format!(
+            " Its {} parameters take no argument the lab passes, and no dtype= changes that: \
+             declare the element type (half *, float *) and reinterpret inside the kernel.",
+            some.join(", ")
+        ),
+    }
 }
 
 /// The compiler a compile check uses.
@@ -398,7 +433,7 @@ impl UserKernel {
             match item {
                 ArgItem::Int(e) | ArgItem::Zeros(e) => exprs.push(e),
                 ArgItem::TensorMap(m) => exprs.extend(m.exprs()),
-                ArgItem::Named(..) => {}
+                ArgItem::Named(..) | ArgItem::Float(_) => {}
             }
         }
         exprs
@@ -602,6 +637,7 @@ impl UserKernel {
                 let name = match &self.list.items[i] {
                     ArgItem::Named(n, _) => n.to_string(),
                     ArgItem::Int(e) => e.to_string(),
+                    ArgItem::Float(v) => v.to_string(),
                     ArgItem::Zeros(e) => format!("zeros({e})"),
                     ArgItem::TensorMap(m) => m.to_string(),
                 };
@@ -681,6 +717,7 @@ impl UserKernel {
             calls: self.list.c_params(&self.buffers),
             declared,
             choices: Signature::list_for(self.workload),
+            vectors: vector_note(&self.decl.params),
             compiler: format!("{compiler} ({arch})"),
             log,
         }))
@@ -697,7 +734,10 @@ impl UserKernel {
             .iter()
             .filter_map(|i| match i {
                 ArgItem::Int(e) => Some(e),
-                ArgItem::Named(..) | ArgItem::Zeros(_) | ArgItem::TensorMap(_) => None,
+                ArgItem::Named(..)
+                | ArgItem::Float(_)
+                | ArgItem::Zeros(_)
+                | ArgItem::TensorMap(_) => None,
             })
             .collect();
         hint::tail_hint(grid, &ints, shape, &vars(shape, self.sms), first_bad)
@@ -1033,6 +1073,18 @@ mod tests {
         let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/attention_rows.cu");
         let spec = UserKernelSpec::parse(&format!("{file}:attention_rows<32,64>,{options}"));
         UserKernel::load(&spec.unwrap(), Some(workload), 1, SIM_SMS).unwrap()
+    }
+
+    #[test]
+    fn vector_pointer_parameters_get_a_note_of_their_own() {
+        let note = vector_note("(const half2 *__restrict__ X, float4* Y, int M, int n_half2)");
+        assert_eq!(
+            note,
+            " Its half2, float4 parameters take no argument the lab passes, and no dtype= \
+             changes that: declare the element type (half *, float *) and reinterpret inside the \
+             kernel."
+        );
+        assert_eq!(vector_note("(const half *X, float *Y, int M)"), "");
     }
 
     #[test]

@@ -344,6 +344,9 @@ impl Param {
 pub enum ArgItem {
     Named(&'static str, Param),
     Int(Expr),
+    /// A `float` constant (`1e-5`, `0.5f`): an epsilon or a scale the kernel takes beyond the
+    /// signature's parameters.
+    Float(f32),
     Zeros(Expr),
     TensorMap(Box<MapArg>),
 }
@@ -639,6 +642,10 @@ impl ArgList {
                 items.push(ArgItem::TensorMap(Box::new(map)));
                 continue;
             }
+            if let (None, Some(v)) = (zeros, float_literal(part)) {
+                items.push(ArgItem::Float(v));
+                continue;
+            }
             match known(part) {
                 Some((n, p)) => items.push(ArgItem::Named(n, p)),
                 None => {
@@ -672,7 +679,7 @@ impl ArgList {
             .filter_map(|i| match i {
                 ArgItem::Named(n, _) => Some(*n),
                 ArgItem::TensorMap(m) => Some(m.buffer),
-                ArgItem::Int(_) | ArgItem::Zeros(_) => None,
+                ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Zeros(_) => None,
             })
             .collect();
         let sig = sigs
@@ -697,7 +704,9 @@ impl ArgList {
     fn name(&self, i: usize) -> String {
         match &self.items[i] {
             ArgItem::Named(n, _) => n.to_string(),
-            ArgItem::Int(_) | ArgItem::Zeros(_) | ArgItem::TensorMap(_) => format!("arg{i}"),
+            ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Zeros(_) | ArgItem::TensorMap(_) => {
+                format!("arg{i}")
+            }
         }
     }
 
@@ -711,6 +720,7 @@ impl ArgList {
                 None => c_type(*p).to_string(),
             },
             ArgItem::Int(_) => "int".to_string(),
+            ArgItem::Float(_) => "float".to_string(),
             ArgItem::Zeros(_) => "void *".to_string(),
             ArgItem::TensorMap(_) => "CUtensorMap".to_string(),
         }
@@ -773,7 +783,7 @@ impl ArgList {
             .filter_map(|i| match i {
                 ArgItem::Named(_, p) => Some(*p),
                 ArgItem::TensorMap(m) => Some(m.param),
-                ArgItem::Int(_) | ArgItem::Zeros(_) => None,
+                ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Zeros(_) => None,
             })
             .collect()
     }
@@ -809,6 +819,7 @@ impl ArgList {
                     workspace += 1;
                     Ok(Arg::Ptr(Buf::Scratch(workspace - 1)))
                 }
+                ArgItem::Float(v) => Ok(Arg::F32(*v)),
                 ArgItem::Int(e) => {
                     let v = e.eval(&dims)?;
                     i32::try_from(v)
@@ -818,6 +829,19 @@ impl ArgList {
             })
             .collect()
     }
+}
+
+/// `1e-5`, `0.5`, `-2.f`, `3e2f` as a finite `float`: a number with a point or an exponent (an
+/// integer stays an integer expression).
+fn float_literal(text: &str) -> Option<f32> {
+    let t = text.trim();
+    let digits = t.strip_suffix(['f', 'F']).unwrap_or(t);
+    let looks = digits.contains(['.', 'e', 'E'])
+        && digits.starts_with(|c: char| c.is_ascii_digit() || "+-.".contains(c));
+    digits
+        .parse::<f32>()
+        .ok()
+        .filter(|v| looks && v.is_finite())
 }
 
 fn c_type(p: Param) -> &'static str {
@@ -864,6 +888,26 @@ mod tests {
         assert!(e.contains("Tc is neither a parameter of attention"), "{e}");
         let (plain, sig) = ArgList::parse("(A, B, C, M, N, K)", Workload::Gemm).unwrap();
         assert_eq!((sig.name, plain.items.len()), ("gemm", 6));
+        // Float constants: a point or an exponent, with or without C's `f`; integers stay
+        // integer expressions.
+        let (list, sig) = ArgList::parse(
+            "(X, gamma, beta, Y, M, N, 1e-5, 0.5f, -2.5E-1, 3)",
+            Workload::Layernorm,
+        )
+        .unwrap();
+        assert_eq!(
+            list.c_params(&Buffers::fp32(sig)),
+            "(float * X, float * gamma, float * beta, float * Y, int M, int N, float arg6, \
+             float arg7, float arg8, int arg9)"
+        );
+        let shape = Shape::Layernorm { m: 3, n: 5 };
+        let args = list.args(&shape, SIM_SMS, &Buffers::fp32(sig)).unwrap();
+        assert_eq!(
+            args[6..],
+            [Arg::F32(1e-5), Arg::F32(0.5), Arg::F32(-0.25), Arg::I32(3)]
+        );
+        let e = ArgList::parse("(X, gamma, beta, Y, M, N, eps)", Workload::Layernorm).unwrap_err();
+        assert!(e.contains("eps is neither a parameter of layernorm"), "{e}");
     }
 
     #[test]

@@ -923,7 +923,6 @@ struct TlsExtent {
     size_t lo, hi;
     bool runtime;
     bool guard;  // the bytes before the runtime's locals, which nothing may touch
-    char name[160];
 };
 struct TlsExtents {
     TlsExtent *all = nullptr;
@@ -951,23 +950,22 @@ SIM_UNINSTRUMENTED inline const TlsExtents &tls_extents() {
                 const char *names = base + sh[sh[i].sh_link].sh_offset;
                 for (size_t j = 0; j < sh[i].sh_size / sizeof(Elf64_Sym); ++j) {
                     if (ELF64_ST_TYPE(sym[j].st_info) != STT_TLS || sym[j].st_size == 0) continue;
+                    const char *mangled = names + sym[j].st_name;
+                    // The runtime's locals are two extents: their guard, then the rest.
+                    const bool locals = strcmp(mangled, "_ZN3sim9tl_localsE") == 0;
                     if (pass == 1) {
-                        const char *mangled = names + sym[j].st_name;
                         TlsExtent &e = t.all[k];
                         e.lo = sym[j].st_value;
                         e.hi = sym[j].st_value + sym[j].st_size;
                         e.runtime = strncmp(mangled, "_ZN3sim", 7) == 0 || strncmp(mangled, "_ZN11sim_traffic", 16) == 0;
-                        snprintf(e.name, sizeof e.name, "%s", mangled);
-                        // The runtime's locals: their guard first, an extent of its own.
-                        if (strcmp(mangled, "_ZN3sim9tl_localsE") == 0) {
-                            TlsExtent &rest = t.all[++k];
-                            rest = e;
+                        if (locals) {
+                            t.all[k + 1] = e;
+                            t.all[k + 1].lo = e.lo + kTlsGuard;
                             e.hi = e.lo + kTlsGuard;
                             e.guard = true;
-                            rest.lo = e.hi;
                         }
                     }
-                    k += 1 + (pass == 0 && strcmp(names + sym[j].st_name, "_ZN3sim9tl_localsE") == 0);
+                    k += locals ? 2 : 1;
                 }
             }
             if (pass == 0) {
