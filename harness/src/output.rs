@@ -16,11 +16,8 @@ pub fn ensure_writable(root: &Path) -> Result<()> {
     }
     std::fs::create_dir_all(root)
         .with_context(|| format!("--out {}: cannot create the results folder", root.display()))?;
-    let probe = temp_sibling(&root.join("write-check"));
-    std::fs::write(&probe, b"")
-        .with_context(|| format!("--out {}: cannot write in this folder", root.display()))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
+    kernel::disk_cache::check_writable(root)
+        .with_context(|| format!("--out {}: cannot write in this folder", root.display()))
 }
 
 /// A hidden name beside `path` with the same extension (a chart backend picks its format from
