@@ -802,6 +802,31 @@ fn a_race_on_global_memory_fails_the_row_naming_both_threads() {
     );
 }
 
+/// `examples/bf16_gemm_nt.cu` reads its rows in `__nv_bfloat162` pairs only when K is even, so
+/// that every row starts on a 4-byte boundary. Without that test, a GPU faults at an odd K;
+/// the simulator fails the row naming the buffer and the element, and the shape's hint says
+/// that K is odd. An even K still passes.
+#[test]
+fn a_vector_cast_off_its_alignment_fails_the_row() {
+    let dir = scratch_dir("misaligned");
+    let spec = example_variant(&dir, &BF16_EXAMPLE, "  if (K % 2 == 0) {", "  {");
+    let (ok, text) = sim_run("gemm", "100x37x129,64x64x64", &spec, &dir.join("run"));
+    assert!(!ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 1, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("  gemm 100x37x129 bf16_gemm_nt.cu:bf16_gemm_nt: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    the_guide_quotes_in_words(lines[at]);
+    assert!(
+        lines[at].contains("misaligned address: this thread reads 4 bytes at byte ")
+            && lines[at].contains(" of buffer 'A', which is not a multiple of 4"),
+        "{text}"
+    );
+    assert!(lines[at + 1].contains("K = 129 is odd"), "{text}");
+}
+
 /// `constant=SYMBOL:BUFFER` fills a `__constant__` array as `cudaMemcpyToSymbol` would: a
 /// shape whose buffer is larger than constant memory is declined, one larger than the array
 /// fails naming both sizes, and a name that is not a buffer is refused when the spec loads.

@@ -174,6 +174,24 @@ extern "C" __global__ void smem_dynamic(const float *A, const float *B, float *C
 }
 
 "#;
+// Vector casts at addresses off their size, which a GPU faults on, beside the same accesses
+// aligned and a 16-byte struct aligned to 8, which nvcc accesses in 8-byte halves. The float4
+// lands in a local whose parts are used, as kernels do: the host compiler would split it.
+const MISALIGNED: &str = r#"
+struct Halves { float2 lo, hi; };
+extern "C" __global__ void misaligned(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ float tile[32];
+    tile[threadIdx.x] = A[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x != 0) return;
+    const int at = M - 16;  // a float offset, from the launch's sizes
+    const float4 v = *reinterpret_cast<const float4 *>(A + at);
+    const float2 s = *reinterpret_cast<const float2 *>(tile + (N - 16));
+    const Halves h = *reinterpret_cast<const Halves *>(B + 2);
+    C[0] = v.x * v.y + v.z * v.w + s.x * s.y + h.lo.x * h.hi.y;
+    if (K != 16) atomicAdd(reinterpret_cast<float *>(reinterpret_cast<char *>(C) + (K - 16)), 1.0f);
+}
+"#;
 
 fn launch(entry: &str, grid: [u32; 3], block: [u32; 3], dims: (usize, usize, usize)) -> CudaPlan {
     gemm_launch("tests/races.cu", KERNELS, entry, grid, block, dims)
@@ -359,4 +377,47 @@ fn an_access_past_the_end_of_shared_memory_is_named() {
             "{e}"
         );
     }
+}
+
+#[test]
+fn a_vector_access_off_its_alignment_faults_as_on_a_gpu() {
+    // M, N and K choose the float4's, the float2's and the atomic's offsets (16 is aligned).
+    let row = |dims: (usize, usize, usize)| {
+        run(
+            gemm_launch(
+                "tests/misaligned.cu",
+                MISALIGNED,
+                "misaligned",
+                [1, 1, 1],
+                [32, 1, 1],
+                dims,
+            ),
+            dims,
+        )
+        .map(|_| ())
+    };
+    row((16, 16, 16)).expect("aligned accesses, and an 8-byte-aligned struct at byte 8, pass");
+    row((20, 16, 16)).expect("a float4 at byte 16 passes");
+    let e = row((17, 16, 16)).unwrap_err().to_string();
+    assert!(
+        e.contains("misaligned address: this thread reads 16 bytes at byte 4 (element 1) of buffer 'A', which is not a multiple of 16")
+            && e.contains("thread (0,0,0)"),
+        "{e}"
+    );
+    let e = row((19, 16, 16)).unwrap_err().to_string();
+    assert!(
+        e.contains("reads 16 bytes at byte 12 (element 3) of buffer 'A'"),
+        "{e}"
+    );
+    let e = row((16, 17, 16)).unwrap_err().to_string();
+    assert!(
+        e.contains("misaligned address: this thread reads 8 bytes at __shared__ 'tile' (in misaligned), byte 4, whose address is not a multiple of 8"),
+        "{e}"
+    );
+    let e = row((16, 16, 18)).unwrap_err().to_string();
+    assert!(
+        e.contains("misaligned address: this thread")
+            && e.contains("4 bytes at byte 2 (element 0) of buffer 'C'"),
+        "{e}"
+    );
 }

@@ -1179,6 +1179,20 @@ extern "C" SIM_UNINSTRUMENTED int sim_shared_access(const void *p, unsigned long
     return who && sim::bank_thread(c, p, who);
 }
 
+// A plain access of the kernel to shared memory at an address not a multiple of its size (the
+// hooks' alignment check, sim_traffic.h): named like a race, by its variable.
+extern "C" SIM_UNINSTRUMENTED void sim_misaligned_shared(const void *p, unsigned long n, int write) {
+    const sim::Current c = sim::current();
+    size_t cell;
+    if (!c.w || !c.f || sim::runtime_local(c, p) || !sim::race_cell(*c.w, p, cell)) return;
+    char where[200];
+    sim::describe_shared(*c.w, cell, where, sizeof where);
+    sim::fail("misaligned address: this thread %s %lu bytes at %s, whose address is not a multiple of %lu (a GPU "
+              "faults on an access that is not aligned to its size: a cast to a vector type such as float4 or "
+              "__half2 needs an index that is a multiple of its width)",
+              write ? "writes" : "reads", n, where, n);
+}
+
 // A volatile access or an atomic, from the instrumentation's hooks: what a spin-wait repeats.
 extern "C" SIM_UNINSTRUMENTED void sim_poll(void) { sim::poll(); }
 

@@ -560,6 +560,44 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
     }
 }
 
+// An access of `bytes` at `p` whose address is not a multiple of its size, which a GPU faults
+// on ("misaligned address"): a fault of the row when it is the kernel's, to its shared memory
+// or a buffer of the launch (the fibers' stacks and the emulation's own state are left: their
+// layout is the host's).
+[[gnu::cold, gnu::noinline]] inline void misaligned(const void *p, uint64_t bytes, bool write) {
+    const uintptr_t a = (uintptr_t)p;
+    if (on_a_stack(a)) return;
+    const Block &b = block;
+    if (a - b.static_lo < b.static_bytes || a - b.dynamic_lo < b.dynamic_bytes) {
+        sim_misaligned_shared(p, bytes, write);
+        return;
+    }
+    const int r = buffer_of(b, a);
+    if (r < 0) return;
+    const SimTraffic &t = *b.traffic;
+    const uint64_t offset = a - t.pairs[2 * r];
+    const uint32_t e = t.elem_bytes[r];
+    char msg[448], elem[64] = "";
+    if (e > 1) snprintf(elem, sizeof elem, " (element %llu)", (unsigned long long)(offset / e));
+    snprintf(msg, sizeof msg,
+             "misaligned address: this thread %s %llu bytes at byte %llu%s of buffer '%s', which is not a multiple "
+             "of %llu (a GPU faults on an access that is not aligned to its size: a cast to a vector type such as "
+             "float4 or __half2 needs an index that is a multiple of its width)",
+             write ? "writes" : "reads", (unsigned long long)bytes, (unsigned long long)offset, elem,
+             t.names[r] ? t.names[r] : "?", (unsigned long long)bytes);
+    sim_global_fail(msg);
+}
+
+// The alignment check of a plain access through a sized hook. gcc calls those (__tsan_read16,
+// ...) only for a type aligned to at least min(bytes, 8), and the unaligned or range hooks for
+// any other, so an address off that alignment is the kernel's misaligned cast, never a packed
+// struct. Held to min(bytes, 8) because gcc also calls the 16-byte hooks for 16-byte structs
+// aligned to 8, which nvcc accesses in 8-byte halves: a float4 8 bytes past a 16-byte boundary
+// is missed; 4 or 12 bytes past is caught. Atomics are held to their size, which is at most 8.
+inline void aligned(const void *p, uint64_t bytes, bool write) {
+    if (__builtin_expect(((uintptr_t)p & ((bytes < 8 ? bytes : 8) - 1)) != 0, 0)) misaligned(p, bytes, write);
+}
+
 // A volatile access: in global memory a strong one, as PTX defines ld.volatile and
 // st.volatile (relaxed, at system scope), which races with nothing and carries release and
 // acquire patterns as atomics do; in shared memory a plain one, since the warp-synchronous
@@ -576,9 +614,13 @@ inline void volatile_access(const void *p, uint64_t bytes, bool write, const voi
 // are), then plain ones.
 inline void load(const void *p, uint64_t bytes) {
     sim_poll();
+    aligned(p, bytes, false);
     access(p, bytes, false, true);
 }
-inline void store(const void *p, uint64_t bytes) { access(p, bytes, true, true); }
+inline void store(const void *p, uint64_t bytes) {
+    aligned(p, bytes, true);
+    access(p, bytes, true, true);
+}
 inline void read(const void *p, uint64_t bytes, const void *pc = nullptr) { access(p, bytes, false, false, pc); }
 inline void write(const void *p, uint64_t bytes, const void *pc = nullptr) { access(p, bytes, true, false, pc); }
 
@@ -688,12 +730,24 @@ void sim_bank_report(int kind, const void *p, unsigned long n, unsigned matrices
 
 // Each passes the code address of the access to the bank model.
 #define SIM_TRAFFIC_ACCESS(N)                                                                 \
-    void __tsan_read##N(void *p) { sim_traffic::read(p, N, SIM_HERE); }                       \
-    void __tsan_write##N(void *p) { sim_traffic::write(p, N, SIM_HERE); }                     \
+    void __tsan_read##N(void *p) {                                                            \
+        sim_traffic::aligned(p, N, false);                                                    \
+        sim_traffic::read(p, N, SIM_HERE);                                                    \
+    }                                                                                         \
+    void __tsan_write##N(void *p) {                                                           \
+        sim_traffic::aligned(p, N, true);                                                     \
+        sim_traffic::write(p, N, SIM_HERE);                                                   \
+    }                                                                                         \
     void __tsan_unaligned_read##N(void *p) { sim_traffic::read(p, N, SIM_HERE); }             \
     void __tsan_unaligned_write##N(void *p) { sim_traffic::write(p, N, SIM_HERE); }           \
-    void __tsan_volatile_read##N(void *p) { sim_traffic::volatile_access(p, N, false, SIM_HERE); } \
-    void __tsan_volatile_write##N(void *p) { sim_traffic::volatile_access(p, N, true, SIM_HERE); } \
+    void __tsan_volatile_read##N(void *p) {                                                   \
+        sim_traffic::aligned(p, N, false);                                                    \
+        sim_traffic::volatile_access(p, N, false, SIM_HERE);                                  \
+    }                                                                                         \
+    void __tsan_volatile_write##N(void *p) {                                                  \
+        sim_traffic::aligned(p, N, true);                                                     \
+        sim_traffic::volatile_access(p, N, true, SIM_HERE);                                   \
+    }                                                                                         \
     void __tsan_unaligned_volatile_read##N(void *p) { sim_traffic::volatile_access(p, N, false, SIM_HERE); } \
     void __tsan_unaligned_volatile_write##N(void *p) { sim_traffic::volatile_access(p, N, true, SIM_HERE); }
 SIM_TRAFFIC_ACCESS(1)

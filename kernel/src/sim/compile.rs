@@ -113,10 +113,13 @@ const FLAGS: &[&str] = &[
 /// Instrumentation that calls `sim_traffic.h`'s hooks before every global access. gcc's
 /// ThreadSanitizer pass is used for its hooks only: the object is linked without its runtime.
 /// Volatile accesses call hooks of their own: in global memory they are strong, as in PTX.
+/// Without scalar replacement of aggregates, a `float4` loaded into a local stays one 16-byte
+/// access, as nvcc's `ld.v4` is, instead of four 4-byte ones: the hooks see its alignment.
 const TRAFFIC_FLAGS: &[&str] = &[
     "-fsanitize=thread",
     "--param=tsan-instrument-func-entry-exit=0",
     "--param=tsan-distinguish-volatile=1",
+    "-fno-tree-sra",
     "-DSIM_INSTRUMENTED=1",
 ];
 
