@@ -970,6 +970,44 @@ fn a_kernel_assuming_divisible_sizes_passes_on_them_and_shows_its_tail_failure()
     the_guide_quotes_in_words(&lines_from(&text, "  gemm 100x37x129 tiled.cu:tiled: ", 1));
 }
 
+/// A kernel wrong on every shape (B read as if column-major) is not blamed on the tails of an
+/// awkward one: its failure there names the shape of whole tiles it fails on too.
+#[test]
+fn a_kernel_wrong_on_whole_tiles_too_is_not_blamed_on_its_tails() {
+    let dir = scratch_dir("wrong-everywhere");
+    let code = "__global__ void nt(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+        \x20 int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n\
+        \x20 if (r >= M || c >= N) return;\n\
+        \x20 float acc = 0;\n\
+        \x20 for (int k = 0; k < K; ++k) acc += A[r * K + k] * B[c * K + k];\n\
+        \x20 C[r * N + c] = acc;\n\
+        }\n";
+    let users = [user_file(
+        &dir,
+        "nt.cu",
+        code,
+        "nt,block=16x16,grid=tile:16x16",
+    )];
+    let results = sim_rows(
+        &users,
+        &[Shape::gemm(100, 37, 129), Shape::gemm(64, 64, 64)],
+    );
+    let shapes = &results.workloads[0].shapes;
+    let why = |i: usize| {
+        let row = &shapes[i].rows[0];
+        assert_eq!(row.status, Status::Failed, "{row:?}");
+        row.reason.clone().unwrap()
+    };
+    let awkward = why(0);
+    assert!(
+        awkward.contains(
+            "\n  it fails on 64x64x64 too, whose dimensions are whole numbers of its tiles"
+        ) && !awkward.contains("partial tiles"),
+        "{awkward}"
+    );
+    assert!(!why(1).contains('\n'), "{}", why(1));
+}
+
 #[test]
 fn kernel_sections_of_the_config_are_read_and_bad_keys_point_at_their_line() {
     let good = "seed = 3\n\n[[kernel]]\nfile = \"k.cu\"\nentry = \"sgemm<64,64,8>\"\n\

@@ -76,13 +76,31 @@ pub fn lab_kernels<'a>(
 
 /// Adds to the rows of `results`: NVRTC's resources for [`INSPECT_ARCH`] (or the one family a
 /// kernel is compiled for alone) where a row has none and `inspect` (a run without a GPU), and
-/// on a user row's failure the tail hint.
+/// on a user row's failure the tail hint, or, when the kernel fails on a shape of whole tiles
+/// too, that shape.
 pub fn annotate(
     results: &mut RunResults,
     kernels: &[&dyn Kernel],
     users: &[UserKernel],
     inspect: bool,
 ) {
+    // Each user kernel's first failure on a shape without tails: its failures elsewhere are
+    // not a tail's doing.
+    let mut whole_failures: Vec<(String, String)> = Vec::new();
+    for w in &results.workloads {
+        for s in &w.shapes {
+            for row in &s.rows {
+                if row.role == Role::User
+                    && matches!(row.status, Status::Failed | Status::Error)
+                    && !whole_failures.iter().any(|(id, _)| *id == row.id)
+                    && let Some(k) = users.iter().find(|k| k.id() == row.id)
+                    && k.tail_hint(&s.shape, None).is_none()
+                {
+                    whole_failures.push((row.id.clone(), s.shape.label()));
+                }
+            }
+        }
+    }
     for w in &mut results.workloads {
         for s in &mut w.shapes {
             for row in &mut s.rows {
@@ -115,9 +133,15 @@ pub fn annotate(
                 let first_bad = row
                     .check
                     .and_then(|c| c.first_unwritten.or(c.first_nonfinite));
-                if let (Some(hint), Some(reason)) =
-                    (k.tail_hint(&s.shape, first_bad), row.reason.as_mut())
-                {
+                let hint = match whole_failures.iter().find(|(id, _)| *id == row.id) {
+                    Some((_, whole)) if *whole != s.shape.label() => Some(format!(
+                        "it fails on {whole} too, whose dimensions are whole numbers of its \
+                         tiles: look for a cause other than the tails"
+                    )),
+                    Some(_) => None,
+                    None => k.tail_hint(&s.shape, first_bad),
+                };
+                if let (Some(hint), Some(reason)) = (hint, row.reason.as_mut()) {
                     reason.push_str("\n  ");
                     reason.push_str(&hint);
                 }
