@@ -6,7 +6,7 @@ use crate::compare;
 use crate::results::RunResults;
 use crate::runs::LabDir;
 use anyhow::bail;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -14,7 +14,8 @@ pub struct Args {
     pub a: PathBuf,
     /// The run compared: a run folder or its results JSON.
     pub b: PathBuf,
-    /// Where to write the chart; default: target/lab/compare/<a>-vs-<b>/.
+    /// Where to write the chart; default: target/lab/compare/<a>-vs-<b>/ (with -2, -3, ...
+    /// when that holds a comparison of other runs of the same names).
     #[arg(long)]
     pub out: Option<PathBuf>,
     /// Also write the two runs side by side as a web page, `index.html` in the same folder.
@@ -44,12 +45,13 @@ pub fn run(args: &Args) -> Outcome {
         p.file_name()
             .map_or("run".into(), |n| n.to_string_lossy().into_owned())
     };
+    let sources = format!("{}\n{}\n", absolute(&args.a), absolute(&args.b));
     let dir = args.out.clone().unwrap_or_else(|| {
-        LabDir::locate().path().join("compare").join(format!(
-            "{}-vs-{}",
-            name(&args.a),
-            name(&args.b)
-        ))
+        default_dir(
+            &LabDir::locate().path().join("compare"),
+            &format!("{}-vs-{}", name(&args.a), name(&args.b)),
+            &sources,
+        )
     });
     if crate::runs::results_file(&dir).is_file() {
         bail!(
@@ -59,6 +61,7 @@ pub fn run(args: &Args) -> Outcome {
         );
     }
     crate::output::ensure_writable(&dir)?;
+    std::fs::write(dir.join(SOURCES), &sources)?;
     println!();
     for f in compare::write_charts(&ra, &rb, &ratios, &dir)? {
         println!("wrote {}", f.display());
@@ -72,4 +75,54 @@ pub fn run(args: &Args) -> Outcome {
         }
     }
     Ok(true)
+}
+
+/// What a comparison's folder records of the two runs it compares: their paths, one a line.
+const SOURCES: &str = "compared.txt";
+
+fn absolute(p: &Path) -> String {
+    std::fs::canonicalize(p)
+        .unwrap_or_else(|_| p.to_path_buf())
+        .display()
+        .to_string()
+}
+
+/// The folder under `root` for a comparison of the runs `sources` names: `stem`, unless that
+/// holds the comparison of two other runs (two runs of other folders with the same names), and
+/// then the first `stem-2`, `stem-3`, ... that does not. The same comparison again replaces
+/// its own.
+fn default_dir(root: &Path, stem: &str, sources: &str) -> PathBuf {
+    (1..)
+        .map(|n| match n {
+            1 => root.join(stem),
+            n => root.join(format!("{stem}-{n}")),
+        })
+        .find(|dir| {
+            !dir.exists() || std::fs::read_to_string(dir.join(SOURCES)).is_ok_and(|s| s == sources)
+        })
+        .expect("an unused folder name")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_comparison_of_other_runs_with_the_same_names_gets_a_folder_of_its_own() {
+        let root = std::env::temp_dir().join(format!("lab-compare-dirs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let first = "/x/nvidia-h200\n/y/nvidia-h200\n";
+        let dir = default_dir(&root, "a-vs-b", first);
+        assert_eq!(dir, root.join("a-vs-b"));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(SOURCES), first).unwrap();
+        // The same comparison again replaces its own; another gets the next name.
+        assert_eq!(default_dir(&root, "a-vs-b", first), dir);
+        let other = "/z/nvidia-h200\n/y/nvidia-h200\n";
+        assert_eq!(default_dir(&root, "a-vs-b", other), root.join("a-vs-b-2"));
+        // A folder holding something else than a comparison of ours is left alone too.
+        std::fs::create_dir_all(root.join("a-vs-b-2")).unwrap();
+        assert_eq!(default_dir(&root, "a-vs-b", other), root.join("a-vs-b-3"));
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
