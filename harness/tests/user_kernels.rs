@@ -1175,6 +1175,62 @@ fn inspect_compiles_an_unmodified_file_with_host_code() {
     assert!(text.contains("sm_80") && text.contains("scale"), "{text}");
 }
 
+/// A file whose kernel is overloaded (an FP32 and an FP16 `gemm`, declared before they are
+/// defined): the buffers' types choose the overload that runs, a type neither takes is
+/// refused naming both, and `inspect` compiles each, named by its line.
+#[test]
+fn an_overloaded_kernel_runs_the_overload_that_takes_the_buffers() {
+    let dir = scratch_dir("overloaded");
+    let body = |t: &str, load: &str| {
+        format!(
+            "__global__ void gemm(const {t} *A, const {t} *B, float *C, int M, int N, int K) {{\n\
+             \x20 int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n\
+             \x20 if (r >= M || c >= N) return;\n\
+             \x20 float acc = 0;\n\
+             \x20 for (int k = 0; k < K; ++k) acc += {load};\n\
+             \x20 C[r * N + c] = acc;\n\
+             }}\n"
+        )
+    };
+    let code = format!(
+        "#include <cuda_fp16.h>\n\
+         __global__ void gemm(const float *, const float *, float *, int, int, int);\n{}{}",
+        body("float", "A[r * K + k] * B[k * N + c]"),
+        body(
+            "__half",
+            "__half2float(A[r * K + k]) * __half2float(B[k * N + c])"
+        )
+    );
+    let file = dir.join("overloaded.cu");
+    std::fs::write(&file, code).unwrap();
+    let spec = |dtype: &str| format!("{}:gemm{dtype},block=16x16,grid=tile:16x16", file.display());
+    for (i, dtype) in ["", ",dtype=f16,C:f32"].into_iter().enumerate() {
+        let (ok, text) = sim_run("gemm", "100x37x129", &spec(dtype), &dir.join(i.to_string()));
+        assert!(ok, "{text}");
+        assert_eq!(passing_user_rows(&text), 1, "{text}");
+    }
+    let (ok, text) = sim_run(
+        "gemm",
+        "100x37x129",
+        &spec(",dtype=bf16,C:f32"),
+        &dir.join("bf16"),
+    );
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("`gemm` is overloaded, and none of its overloads takes the lab's arguments (__nv_bfloat16 *, __nv_bfloat16 *, float *, int, int, int): gemm(const float *A, ")
+            && text.contains("(line 3); gemm(const __half *A, "),
+        "{text}"
+    );
+    if nvrtc::version().is_ok() {
+        let (ok, text) = harness(&["inspect", file.to_str().unwrap(), "--arch", "sm_80"]);
+        assert!(ok, "{text}");
+        assert!(
+            text.contains("gemm (line 3)  sm_80") && text.contains("gemm (line 10) sm_80"),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn two_kernels_with_one_name_must_be_told_apart() {
     let spec = format!("{}/{}", root().display(), *GEMM_EXAMPLE);

@@ -240,6 +240,20 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
     // mangled symbol; a template has no code until it is instantiated.
     let (templates, plain): (Vec<_>, Vec<_>) =
         files.kernels.iter().partition(|k| k.template.is_some());
+    // Overloads by name and line, each compiled by the cast that names it.
+    let plain: Vec<(String, String)> = plain
+        .iter()
+        .map(|k| {
+            if user_kernel::overload::overloads(&files.kernels, k).len() > 1 {
+                (
+                    format!("{} ({})", k.name, k.at(&name)),
+                    user_kernel::overload::cast(k, &k.name),
+                )
+            } else {
+                (k.name.clone(), k.name.clone())
+            }
+        })
+        .collect();
     let source = kernel::CudaSource {
         code: user_kernel::source::for_inspect(&files.main).into(),
         file: name.clone().into(),
@@ -248,10 +262,10 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
         arch: None,
         cxx_entries: plain
             .iter()
-            .map(|k| (k.name.clone().into(), k.name.clone().into()))
+            .map(|(label, e)| (label.clone().into(), e.clone().into()))
             .collect(),
     };
-    let width = plain.iter().map(|k| k.name.len()).max().unwrap_or(6).max(6);
+    let width = plain.iter().map(|(l, _)| l.len()).max().unwrap_or(6).max(6);
     let mut advised = Vec::new();
     println!(
         "{:<width$} {:<7} {:>7} {:>5} {:>9} {:>6} {:>11} {:>10}",
@@ -274,8 +288,8 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
         })?;
         let limits =
             kernel::cuda::occupancy::parse_arch(arch).and_then(kernel::cuda::occupancy::limits);
-        for k in &plain {
-            let Some(r) = compiled.resources.get(&k.name) else {
+        for (label, _) in &plain {
+            let Some(r) = compiled.resources.get(label) else {
                 continue;
             };
             if r.spills() {
@@ -285,7 +299,7 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
             let occ = limits
                 .map(|l| kernel::cuda::occupancy::occupancy(&l, args.block, r.registers, smem));
             let row = resources::LaunchResources {
-                entry: k.name.clone(),
+                entry: label.clone(),
                 file: name.clone(),
                 arch: compiled.arch.clone(),
                 threads_per_block: args.block,
@@ -299,10 +313,10 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
                 blocks: 0,
                 waves: None,
                 tiles: None,
-                advisories: compiled.advisories(&k.name),
+                advisories: compiled.advisories(label),
             };
-            println!("{:<width$} {:<7} {}", k.name, row.arch, row.columns());
-            advised.extend(row.advisories.iter().map(|a| (k.name.clone(), a.clone())));
+            println!("{label:<width$} {:<7} {}", row.arch, row.columns());
+            advised.extend(row.advisories.iter().map(|a| (label.clone(), a.clone())));
         }
         if let Some(tool) = &tool {
             let list = sass::of_file(tool, &source, arch)?;

@@ -10,6 +10,7 @@ pub mod buffers;
 pub mod expr;
 pub mod files;
 pub mod hint;
+pub mod overload;
 pub mod record;
 pub mod run;
 pub mod scan;
@@ -142,6 +143,8 @@ pub struct UserKernel {
     files: LocalFiles,
     /// The entry's declaration in the file.
     decl: KernelDecl,
+    /// For an overloaded entry, the cast that names the overload it runs.
+    overload: Option<String>,
     source: CudaSource,
     /// The name the launch uses (the entry's, for NVRTC; the simulator's wrapper's).
     launch_name: String,
@@ -359,11 +362,24 @@ impl UserKernel {
             .file
             .file_name()
             .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
+        // An overloaded entry: the overload that takes the lab's arguments.
+        let overloads = overload::overloads(&files.kernels, &decl);
+        let (decl, overload) = if overloads.len() > 1 {
+            let lab: Vec<String> = (0..list.items.len())
+                .map(|i| list.c_type(i, &buffers))
+                .collect();
+            let (chosen, cast) =
+                overload::choose(&overloads, &spec.entry, &lab, &file).map_err(&err)?;
+            (chosen.clone(), Some(cast))
+        } else {
+            (decl, None)
+        };
         let launch_name = source::wrapper_name(&spec.entry);
         let cluster_dims = decl.cluster_dims_for(&spec.entry);
         let code = source::UnitParts {
             main: &files.main,
             entry: &spec.entry,
+            overload: overload.as_deref(),
             cluster_dims: cluster_dims.as_deref(),
             list: &list,
             sig,
@@ -392,7 +408,13 @@ impl UserKernel {
                 defines,
                 include_dirs: vec![files.dir.clone(), dir, standins],
                 arch: files.hopper.then_some("sm_90a".into()),
-                cxx_entries: vec![(launch_name.clone().into(), spec.entry.clone().into())],
+                cxx_entries: vec![(
+                    launch_name.clone().into(),
+                    overload
+                        .clone()
+                        .unwrap_or_else(|| spec.entry.clone())
+                        .into(),
+                )],
             },
             launch_name,
             list,
@@ -400,6 +422,7 @@ impl UserKernel {
             precision,
             files,
             decl,
+            overload,
             spec: spec.clone(),
             wrapped: None,
         })
@@ -657,6 +680,7 @@ impl UserKernel {
         self.source.code = source::UnitParts {
             main: &self.files.main,
             entry: &self.spec.entry,
+            overload: self.overload.as_deref(),
             cluster_dims: cluster_dims.as_deref(),
             list: &self.list,
             sig: self.signature,

@@ -27,16 +27,21 @@ pub struct KernelDecl {
 impl KernelDecl {
     /// `sgemm<int BM, int BN> (line 17)` or `ns::k (util.cuh:4)`.
     pub fn describe(&self, main_file: &str) -> String {
-        let at = if self.file == main_file {
+        format!(
+            "{}{} ({})",
+            self.name,
+            self.template.as_deref().unwrap_or(""),
+            self.at(main_file)
+        )
+    }
+
+    /// `line 17`, or `util.cuh:4` in another file than `main_file`.
+    pub fn at(&self, main_file: &str) -> String {
+        if self.file == main_file {
             format!("line {}", self.line)
         } else {
             format!("{}:{}", self.file, self.line)
-        };
-        format!(
-            "{}{} ({at})",
-            self.name,
-            self.template.as_deref().unwrap_or("")
-        )
+        }
     }
 
     /// Its `__cluster_dims__` for the instantiation `entry` (`k<128, 2>`): a template's
@@ -230,7 +235,14 @@ pub fn kernels(code: &str, file: &str) -> Vec<KernelDecl> {
                 && scopes.iter().all(Option::is_some) =>
             {
                 if let Some((decl, end)) = declaration(&text, &b, boundary, i, &scopes, file) {
-                    out.retain(|k| k.name != decl.name);
+                    // A declaration, then its definition: the definition is kept. Overloads
+                    // are kept each.
+                    out.retain(|k| {
+                        k.name != decl.name
+                            || (k.template.is_none()
+                                && decl.template.is_none()
+                                && !super::overload::same_parameters(k, &decl))
+                    });
                     out.push(decl);
                     i = end;
                     continue;

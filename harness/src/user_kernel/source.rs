@@ -132,6 +132,9 @@ pub struct UnitParts<'a> {
     /// The prepared copy of the user's file, as `#include` names it.
     pub main: &'a str,
     pub entry: &'a str,
+    /// For an overloaded entry, the cast that names the overload the lab runs
+    /// ([`super::overload`]); calls and the argument check go through it.
+    pub overload: Option<&'a str>,
     /// The entry's `__cluster_dims__` arguments: the wrapper, which is what the simulator
     /// (and a converting launch) launches, declares the same clusters.
     pub cluster_dims: Option<&'a str>,
@@ -175,7 +178,7 @@ impl UnitParts<'_> {
             "extern \"C\" __global__ void {bounds}{name}{params} {{\n  {entry}({args});\n}}\n",
             name = wrapper_name(self.entry),
             params = self.list.c_params(self.buffers),
-            entry = self.entry,
+            entry = self.overload.unwrap_or(self.entry),
             args = self.list.call(),
         )
     }
@@ -192,13 +195,15 @@ impl UnitParts<'_> {
             .collect();
         format!(
             "{head}#include \"{main}\"\n#line 1 \"{file}\"\n#ifdef KERNEL_LAB_SIM\n{wrapper}#else\n\
-             static_assert(sizeof(::kernel_lab::accepts(::kernel_lab::params_of(&{entry}), \
+             static_assert(sizeof(::kernel_lab::accepts(::kernel_lab::params_of({address}), \
              {values})), \"the lab's arguments\");\n#endif\n",
             head = self.head(),
             main = self.main,
             file = wrapper_file(self.list, self.sig),
             wrapper = self.wrapper(""),
-            entry = self.entry,
+            address = self
+                .overload
+                .map_or_else(|| format!("&{}", self.entry), str::to_string),
             values = values.join(", "),
         )
     }
@@ -500,6 +505,7 @@ mod tests {
         UnitParts {
             main: "kl_0_my.cu",
             entry: "sgemm<64,64,8>",
+            overload: None,
             cluster_dims: None,
             list,
             sig,
