@@ -355,7 +355,7 @@ pub enum ChildError {
     TimedOut(Duration),
     #[error("the child process crashed: {0}{1}")]
     Crashed(String, String),
-    #[error("the child process answered no row (exit status {0}){1}")]
+    #[error("the child process answered no row ({0}){1}")]
     NoAnswer(String, String),
 }
 
@@ -511,12 +511,15 @@ fn with_kernels<T>(
     )?;
     let all = tune::lab_kernels(dev.info(), &LabDir::locate());
     let specs = user_kernel::specs(&config.kernels, &request.user_kernels)?;
-    let workload = request.shape.workload().name().to_string();
-    let users = if specs.is_empty() {
-        Vec::new()
-    } else {
-        user_kernel::load_all(&specs, &[workload], Some(dev.info()))?
-    };
+    // Only the kernels this row times: the run's others may be of other workloads.
+    let mut ids = vec![request.kernel.as_str()];
+    ids.extend(request.pair.as_ref().map(|p| p.against.as_str()));
+    let users = user_kernel::load_only(
+        &specs,
+        &ids,
+        request.shape.workload(),
+        Some(dev.info()),
+    )?;
     let mut kernels: Vec<&dyn Kernel> = all.iter().map(|k| k.as_ref()).collect();
     kernels.extend(users.iter().map(|u| u as &dyn Kernel));
     f(dev.as_ref(), &kernels, &config)

@@ -1231,6 +1231,33 @@ fn an_overloaded_kernel_runs_the_overload_that_takes_the_buffers() {
     }
 }
 
+/// Kernels of two workloads in one run: each row's child process loads the kernel it runs,
+/// not the others (which another workload's check would refuse).
+#[test]
+fn kernels_of_two_workloads_run_in_one_run() {
+    let dir = scratch_dir("two-workloads");
+    let attention = format!("{},workload=attention", *ATTENTION_EXAMPLE);
+    let (ok, text) = harness(&[
+        "run",
+        "--device",
+        "sim",
+        "--kernel",
+        &GEMM_EXAMPLE,
+        "--kernel",
+        &attention,
+        "--out",
+        dir.join("run").to_str().unwrap(),
+    ]);
+    assert!(ok, "{text}");
+    for entry in ["sgemm_blocktile<64,64,8,8>", "attention_rows<32,64>"] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains(entry) && l.trim_end().ends_with(" pass")),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn two_kernels_with_one_name_must_be_told_apart() {
     let spec = format!("{}/{}", root().display(), *GEMM_EXAMPLE);

@@ -358,10 +358,6 @@ impl UserKernel {
         let precision = buffers.judge_by(spec.precision).map_err(&err)?;
         let dir = folder_of(&spec.file);
         let standins = source::standin_dir().map_err(&err)?;
-        let file_name = spec
-            .file
-            .file_name()
-            .map_or(file.clone(), |n| n.to_string_lossy().into_owned());
         // An overloaded entry: the overload that takes the lab's arguments.
         let overloads = overload::overloads(&files.kernels, &decl);
         let (decl, overload) = if overloads.len() > 1 {
@@ -395,10 +391,7 @@ impl UserKernel {
             sim_refusal,
             sms,
             against,
-            id: spec
-                .id
-                .clone()
-                .unwrap_or_else(|| format!("{file_name}:{}", spec.entry)),
+            id: spec.id(),
             workload,
             signature: sig,
             rung,
@@ -988,6 +981,28 @@ pub fn load_all(
 ) -> Result<Vec<UserKernel>, UserKernelError> {
     let sim = device.is_some_and(|d| d.kind != DeviceKind::Cuda.name());
     load_all_for(specs, workloads, sim, sms_on(device))
+}
+
+/// Of `specs`, the kernels whose ids are `ids`, loaded for `workload` (a child process runs
+/// one row: the run's other kernels may compute other workloads). Each keeps its place in
+/// `specs` as its rung.
+pub fn load_only(
+    specs: &[UserKernelSpec],
+    ids: &[&str],
+    workload: Workload,
+    device: Option<&DeviceInfo>,
+) -> Result<Vec<UserKernel>, UserKernelError> {
+    let sim = device.is_some_and(|d| d.kind != DeviceKind::Cuda.name());
+    let sms = sms_on(device);
+    let mut out = Vec::new();
+    for (i, spec) in specs.iter().enumerate() {
+        if ids.contains(&spec.id().as_str()) {
+            let mut k = UserKernel::load(spec, Some(workload), i as u32 + 1, sms)?;
+            k.preflight(sim)?;
+            out.push(k);
+        }
+    }
+    Ok(out)
 }
 
 /// [`load_all`] for a GPU of `sms` SMs, compile-checked for the simulator too when `sim`.

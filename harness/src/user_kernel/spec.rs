@@ -297,6 +297,19 @@ fn parse_number(key: &str, v: &str) -> Result<f32, String> {
 }
 
 impl UserKernelSpec {
+    /// The id its rows carry: `id=`, or the file's name and the entry (`my.cu:sgemm<64>`).
+    pub fn id(&self) -> String {
+        self.id.clone().unwrap_or_else(|| {
+            let file = self
+                .file
+                .file_name()
+                .map_or(self.file.display().to_string(), |n| {
+                    n.to_string_lossy().into_owned()
+                });
+            format!("{file}:{}", self.entry)
+        })
+    }
+
     /// Reads `FILE.cu:ENTRY[,key=value]...` (see `docs/your-kernel.md`). An item without
     /// `=` after `dtype=` continues its list (`dtype=A:f16,B:f16,C:f32`).
     pub fn parse(text: &str) -> Result<Self, super::UserKernelError> {
