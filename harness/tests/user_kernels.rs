@@ -1231,6 +1231,42 @@ fn an_overloaded_kernel_runs_the_overload_that_takes_the_buffers() {
     }
 }
 
+/// What public kernels include and write compiles in the simulator as with NVRTC: the
+/// toolkit's `math_constants.h`, libcu++'s `cuda/std` headers, `cuda_pipeline.h` for its
+/// primitives, and `__shared__ alignas(16)` (the attribute after `__shared__`).
+#[test]
+fn public_headers_and_spellings_compile_in_the_simulator() {
+    let dir = scratch_dir("public-headers");
+    let code = "#include <math_constants.h>\n#include <cuda/std/limits>\n\
+        #include <cuda/std/cstdint>\n#include <cuda/std/type_traits>\n#include <cuda_pipeline.h>\n\
+        __global__ void tiled(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+        \x20 __shared__ alignas(16) float As[16][16];\n\
+        \x20 __shared__ alignas(16) float Bs[16][16];\n\
+        \x20 static_assert(cuda::std::is_same<cuda::std::int32_t, int>::value, \"int32_t\");\n\
+        \x20 const int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n\
+        \x20 float acc = 0;\n\
+        \x20 for (int k0 = 0; k0 < K; k0 += 16) {\n\
+        \x20   const int ka = k0 + threadIdx.x, kb = k0 + threadIdx.y;\n\
+        \x20   As[threadIdx.y][threadIdx.x] = r < M && ka < K ? A[r * K + ka] : 0.f;\n\
+        \x20   Bs[threadIdx.y][threadIdx.x] = kb < K && c < N ? B[kb * N + c] : 0.f;\n\
+        \x20   __syncthreads();\n\
+        \x20   for (int k = 0; k < 16; ++k) acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];\n\
+        \x20   __syncthreads();\n\
+        \x20 }\n\
+        \x20 // Scaled by pi and back, and never above float's largest.\n\
+        \x20 acc = fminf(acc * CUDART_PI_F / CUDART_PI_F, cuda::std::numeric_limits<float>::max());\n\
+        \x20 if (r < M && c < N) C[r * N + c] = acc;\n\
+        }\n";
+    std::fs::write(dir.join("public.cu"), code).unwrap();
+    let spec = format!(
+        "{}:tiled,block=16x16,grid=tile:16x16",
+        dir.join("public.cu").display()
+    );
+    let (ok, text) = sim_run("gemm", "100x37x129", &spec, &dir.join("run"));
+    assert!(ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 1, "{text}");
+}
+
 /// Kernels of two workloads in one run: each row's child process loads the kernel it runs,
 /// not the others (which another workload's check would refuse).
 #[test]

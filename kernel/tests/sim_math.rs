@@ -116,3 +116,60 @@ fn nvrtc_compiles_the_math_functions_for_sm80_and_sm90() {
         nvrtc::compile(&source(), arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
     }
 }
+
+/// The simulator's `math_constants.h` gives each of its `CUDART_` constants the value of the
+/// CUDA toolkit's header: both compiled by the host compiler, every constant's bits printed
+/// and compared (where the toolkit's headers are installed, as `tools/install-cuda-tools.sh`
+/// does).
+#[test]
+fn the_math_constants_are_the_toolkits() {
+    let Some(toolkit) = kernel::cuda::discovery::discovery().include_dir() else {
+        eprintln!("skipped: no CUDA headers found");
+        return;
+    };
+    let standin = include_str!("../sim/include/math_constants.h");
+    let names: Vec<&str> = standin
+        .lines()
+        .filter_map(|l| l.strip_prefix("#define "))
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(names.len() > 40, "{names:?}");
+    let mut program = String::from(
+        "#include <cstdio>\n#include <cstring>\n\
+         static float __int_as_float(unsigned i) { float x; memcpy(&x, &i, 4); return x; }\n\
+         static double __longlong_as_double(unsigned long long i) { double x; memcpy(&x, &i, 8); \
+         return x; }\n#include <math_constants.h>\n\
+         template <class T> void show(const char *n, T v) { unsigned long long b = 0; \
+         memcpy(&b, &v, sizeof v); printf(\"%s %zu %llx\\n\", n, sizeof v, b); }\nint main() {\n",
+    );
+    for n in &names {
+        program.push_str(&format!("  show(\"{n}\", {n});\n"));
+    }
+    program.push_str("}\n");
+    let dir = std::env::temp_dir().join(format!("lab-math-constants-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("show.cpp"), &program).unwrap();
+    let values = |include: &std::path::Path, exe: &str| {
+        let out = std::process::Command::new(kernel::sim::compile::compiler())
+            .arg("-I")
+            .arg(include)
+            .arg(dir.join("show.cpp"))
+            .arg("-o")
+            .arg(dir.join(exe))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let run = std::process::Command::new(dir.join(exe)).output().unwrap();
+        String::from_utf8(run.stdout).unwrap()
+    };
+    let sim = values(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sim/include"),
+        "sim",
+    );
+    let cuda = values(toolkit, "cuda");
+    for (s, c) in sim.lines().zip(cuda.lines()) {
+        assert_eq!(s, c, "the simulator's constant differs from the toolkit's");
+    }
+    assert_eq!(sim.lines().count(), names.len());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

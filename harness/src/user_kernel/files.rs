@@ -150,8 +150,11 @@ impl Reader {
             lines.push(line);
         }
         let nvrtc = lines.join("\n");
+        // `__shared__ alignas(16)` as the simulator's `__shared__` (`static thread_local`)
+        // accepts it: the attribute first.
         let mut sim = if nvrtc.contains("__shared__") {
-            kernel::sim::compile::rewrite_extern_shared(&nvrtc, &display).map_err(|error| {
+            let hoisted = kernel::sim::compile::hoist_shared_alignas(&nvrtc);
+            kernel::sim::compile::rewrite_extern_shared(&hoisted, &display).map_err(|error| {
                 ReadError {
                     file: display.clone(),
                     error,

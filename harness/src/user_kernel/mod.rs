@@ -288,11 +288,16 @@ impl UserKernel {
             .or(named.map(|s| s.workload))
             .or(workload)
             .ok_or_else(|| {
-                err(
-                    "which workload does it compute? add workload=gemm (or linear, conv, \
-                     attention), or run it with a single --workload"
-                        .into(),
-                )
+                let all: Vec<&str> = Workload::ALL
+                    .iter()
+                    .filter(|w| Signature::default_for(**w).is_some())
+                    .map(|w| w.name())
+                    .collect();
+                err(format!(
+                    "which workload does it compute? add workload=NAME ({}), or run it with a \
+                     single --workload",
+                    all.join(", ")
+                ))
             })?;
         let sig = match named {
             Some(s) if s.workload != workload => {

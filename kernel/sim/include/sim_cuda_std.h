@@ -25,6 +25,9 @@ using ::std::forward;
 using ::std::max;
 using ::std::min;
 using ::std::move;
+// The rest as the host's standard library has it, for the stand-ins of <cuda/std/limits>,
+// <cuda/std/type_traits>, ...: a name this namespace declares itself (atomic) is found first.
+using namespace ::std;
 }  // namespace std
 
 enum thread_scope { thread_scope_system = 0, thread_scope_device = 1, thread_scope_block = 2, thread_scope_thread = 3 };

@@ -90,6 +90,58 @@ const HEADERS: &[(&str, &str)] = &[
         "sim_cuda_std.h",
         include_str!("../../sim/include/sim_cuda_std.h"),
     ),
+    (
+        "cuda/std/limits",
+        include_str!("../../sim/include/cuda/std/limits"),
+    ),
+    (
+        "cuda/std/utility",
+        include_str!("../../sim/include/cuda/std/utility"),
+    ),
+    (
+        "cuda/std/array",
+        include_str!("../../sim/include/cuda/std/array"),
+    ),
+    (
+        "cuda/std/cmath",
+        include_str!("../../sim/include/cuda/std/cmath"),
+    ),
+    (
+        "cuda/std/type_traits",
+        include_str!("../../sim/include/cuda/std/type_traits"),
+    ),
+    (
+        "cuda/std/cstdint",
+        include_str!("../../sim/include/cuda/std/cstdint"),
+    ),
+    (
+        "cuda/std/cstddef",
+        include_str!("../../sim/include/cuda/std/cstddef"),
+    ),
+    (
+        "cuda/std/climits",
+        include_str!("../../sim/include/cuda/std/climits"),
+    ),
+    (
+        "cuda/std/cfloat",
+        include_str!("../../sim/include/cuda/std/cfloat"),
+    ),
+    (
+        "cuda/std/tuple",
+        include_str!("../../sim/include/cuda/std/tuple"),
+    ),
+    (
+        "cuda/std/bit",
+        include_str!("../../sim/include/cuda/std/bit"),
+    ),
+    (
+        "cuda_pipeline.h",
+        include_str!("../../sim/include/cuda_pipeline.h"),
+    ),
+    (
+        "math_constants.h",
+        include_str!("../../sim/include/math_constants.h"),
+    ),
 ];
 
 /// `-fno-strict-aliasing`: CUDA code reinterprets float arrays as float4 and the like.
