@@ -1265,6 +1265,22 @@ fn public_headers_and_spellings_compile_in_the_simulator() {
     let (ok, text) = sim_run("gemm", "100x37x129", &spec, &dir.join("run"));
     assert!(ok, "{text}");
     assert_eq!(passing_user_rows(&text), 1, "{text}");
+    // cuda_pipeline.h's C++ class, which only NVRTC compiles: the simulator's log says why,
+    // first, with no warning of the simulator's own headers before it.
+    let classes = code.replace(
+        "  float acc = 0;\n",
+        "  float acc = 0;\n  nvcuda::experimental::pipeline pipe;\n",
+    );
+    std::fs::write(dir.join("classes.cu"), classes).unwrap();
+    let spec = spec.replace("public.cu", "classes.cu");
+    let (ok, text) = sim_run("gemm", "100x37x129", &spec, &dir.join("classes"));
+    assert!(!ok, "{text}");
+    let log = span(&text, "could not compile", "is not simulated");
+    assert!(
+        log.contains("cuda_pipeline.h's nvcuda::experimental::pipeline")
+            && !log.contains("warning"),
+        "{text}"
+    );
 }
 
 /// Kernels of two workloads in one run: each row's child process loads the kernel it runs,

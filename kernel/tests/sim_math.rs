@@ -158,7 +158,11 @@ fn the_math_constants_are_the_toolkits() {
             .arg(dir.join(exe))
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let run = std::process::Command::new(dir.join(exe)).output().unwrap();
         String::from_utf8(run.stdout).unwrap()
     };

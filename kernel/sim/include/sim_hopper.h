@@ -1164,7 +1164,7 @@ inline void hopper_block_start(Worker &w, uint64_t seed) {
 // shared memory of a block that is gone; an mbarrier left with a tx-count other than zero
 // counted bytes no phase announced (an expect_tx smaller than the copies it covers, whose
 // phase then completed before the last copy landed) or announced bytes that never came.
-SIM_UNINSTRUMENTED inline void hopper_block_end(Worker &w) {
+SIM_UNINSTRUMENTED static void hopper_block_end(Worker &w) {
     if (!w.hopper) return;
     HopperState &h = *w.hopper;
     // TMA stores nobody waited for complete as the block leaves (a GPU finishes them).

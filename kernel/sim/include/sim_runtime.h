@@ -222,8 +222,10 @@ inline void hopper_block_start(Worker &w, uint64_t seed);
 // Nothing is runnable: lands the TMA copies in flight (which may complete mbarrier phases and
 // wake their waiters). Returns whether anything landed.
 inline bool hopper_progress(Worker &w);
-// Every thread of the block has exited: fails on what the units still hold.
-SIM_UNINSTRUMENTED inline void hopper_block_end(Worker &w);
+// Every thread of the block has exited: fails on what the units still hold. (Static, not
+// inline: gcc warns of `noinline` on an inline function declared before its definition, in
+// every compile log.)
+SIM_UNINSTRUMENTED static void hopper_block_end(Worker &w);
 // A fiber has just switched out to the scheduler.
 inline void hopper_switched(Worker &w);
 // Appends the state of the mbarriers and wgmma threads wait on to a deadlock report.
