@@ -128,6 +128,10 @@ pub struct Request {
     /// computes it.
     #[serde(default)]
     pub reference: Option<PathBuf>,
+    /// The row's time limit, after which the parent kills the child: the simulator's watchdog
+    /// stops a hung launch a moment before, saying where its threads wait.
+    #[serde(default)]
+    pub row_timeout_s: Option<f64>,
 }
 
 /// A shape's reference in a file, for the children of the shape's isolated rows to read
@@ -296,6 +300,7 @@ pub fn run_row(
         sim_blocks: policy.sim_blocks,
         pair: None,
         reference: reference.map(std::path::Path::to_path_buf),
+        row_timeout_s: Some(policy.timeout.as_secs_f64()),
     };
     match in_child(&request, policy.timeout) {
         Ok(Answer::Row(r)) => *r,
@@ -338,6 +343,7 @@ pub fn run_pair(
             row_timing: row.1.clone(),
         }),
         reference: None,
+        row_timeout_s: Some(policy.timeout.as_secs_f64()),
     };
     match in_child(&request, policy.timeout)? {
         Answer::Paired(p) => Ok(p),
@@ -505,10 +511,18 @@ fn with_kernels<T>(
     f: impl FnOnce(&dyn Executor, &[&dyn Kernel], &Config) -> Result<T>,
 ) -> Result<T> {
     let config = load_config(&request.config)?;
-    let (dev, _) = select::open(
-        Some(select::parse_kind(&request.device)?),
-        request.sim_blocks,
-    )?;
+    let kind = select::parse_kind(&request.device)?;
+    let dev: Box<dyn Executor> = match (kind, request.row_timeout_s) {
+        (DeviceKind::Sim, Some(limit)) => {
+            // A launch still running a moment before the parent kills this process is stopped
+            // by the simulator, which says which threads wait on what.
+            let limit = Duration::from_secs_f64(limit);
+            let margin = (limit / 10).min(Duration::from_secs(3));
+            let deadline = Instant::now() + limit.saturating_sub(margin);
+            Box::new(select::simulator(request.sim_blocks)?.with_deadline(deadline))
+        }
+        _ => select::open(Some(kind), request.sim_blocks)?.0,
+    };
     let all = tune::lab_kernels(dev.info(), &LabDir::locate());
     let specs = user_kernel::specs(&config.kernels, &request.user_kernels)?;
     // Only the kernels this row times: the run's others may be of other workloads.

@@ -40,7 +40,10 @@ const GOOD: &str = "{\n\
 /// Writes a kernel `name` with `body` into `dir` and returns its `--kernel` spec.
 fn kernel(dir: &Path, name: &str, body: &str) -> String {
     let file = dir.join(format!("{name}.cu"));
-    let code = format!("#include <cstdlib>\n__global__ void {name}{SIGNATURE} {body}");
+    let code = format!(
+        "#include <cstdlib>\n#ifdef KERNEL_LAB_SIM\n#include <pthread.h>\n#include <signal.h>\n#endif\n\
+         __global__ void {name}{SIGNATURE} {body}"
+    );
     std::fs::write(&file, code).unwrap();
     format!("{}:{name},block=64,grid=tile:8x8", file.display())
 }
@@ -48,8 +51,17 @@ fn kernel(dir: &Path, name: &str, body: &str) -> String {
 #[test]
 fn a_hanging_and_a_crashing_kernel_cost_their_own_rows_only() {
     let dir = scratch_dir("rows");
-    // The simulator runs a kernel's threads on the CPU: this one loops forever.
+    // The simulator runs a kernel's threads on the CPU: this one loops forever, and the
+    // simulator's watchdog stops it before the row's limit, saying where it is.
     let spin = kernel(&dir, "spin", "{\n  while (1) {\n  }\n}\n");
+    // This one also blocks the signals the watchdog stops threads with: only the parent's
+    // limit, which kills the row's process, ends it.
+    let stuck = kernel(
+        &dir,
+        "stuck",
+        "{\n#ifdef KERNEL_LAB_SIM\n  sigset_t all;\n  sigfillset(&all);\n  \
+         pthread_sigmask(SIG_BLOCK, &all, nullptr);\n#endif\n  while (1) {\n  }\n}\n",
+    );
     // The simulator catches memory faults as a row's error; abort() kills its process (SIGABRT),
     // as a fault can end a process on a GPU. (For NVRTC, which compile-checks it too: a trap.)
     let crash = kernel(
@@ -76,7 +88,8 @@ fn a_hanging_and_a_crashing_kernel_cost_their_own_rows_only() {
         ])
         // No --isolate: a user's kernel is isolated as it is.
         .args(["--kernels", "none", "--row-timeout", timeout])
-        .args(["--kernel", &spin, "--kernel", &crash, "--kernel", &good])
+        .args(["--kernel", &spin, "--kernel", &stuck])
+        .args(["--kernel", &crash, "--kernel", &good])
         .arg("--out")
         .arg(&out)
         .output()
@@ -96,14 +109,22 @@ fn a_hanging_and_a_crashing_kernel_cost_their_own_rows_only() {
             .unwrap_or_else(|| panic!("no row {name}: {json}"))
             .clone()
     };
-    let (spin, crash, good) = (row("spin"), row("crash"), row("good"));
+    let (spin, stuck) = (row("spin"), row("stuck"));
+    let (crash, good) = (row("crash"), row("good"));
     assert_eq!(spin["status"], "error", "{spin}");
+    let why = spin["reason"].as_str().unwrap();
     assert!(
-        spin["reason"]
+        why.contains("kernel did not finish: thread (")
+            && why.contains("the limit is the row's, --row-timeout"),
+        "{spin}"
+    );
+    assert_eq!(stuck["status"], "error", "{stuck}");
+    assert!(
+        stuck["reason"]
             .as_str()
             .unwrap()
             .contains(&format!("timed out after {timeout} s")),
-        "{spin}"
+        "{stuck}"
     );
     assert_eq!(crash["status"], "error", "{crash}");
     let why = crash["reason"].as_str().unwrap();
@@ -259,6 +280,7 @@ fn an_isolated_row_is_checked_against_the_parents_reference() {
             sim_blocks: None,
             pair: None,
             reference: Some(file.path().to_path_buf()),
+            row_timeout_s: None,
         };
         let o = ask_child(serde_json::to_string(&request).unwrap().as_bytes());
         let out = String::from_utf8_lossy(&o.stdout);

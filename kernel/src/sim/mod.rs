@@ -59,6 +59,10 @@ pub struct SimDevice {
     threads: usize,
     /// The watchdog's limit for one launch.
     timeout: Duration,
+    /// When every launch must have ended (a row's time limit, in the child process that runs
+    /// it), so that a hang is stopped by the watchdog, which says where threads wait, before
+    /// the row's process is killed, which cannot.
+    deadline: Option<Instant>,
     build: compile::Build,
     /// Blocks run per launch when a launch has more (`None`: all of them).
     sample: Option<usize>,
@@ -106,6 +110,7 @@ impl SimDevice {
                 .and_then(|s| s.parse::<f64>().ok())
                 .filter(|s| *s > 0.0)
                 .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64),
+            deadline: None,
             build: compile::Build::Plain,
             sample: None,
             modules: Mutex::new(HashMap::new()),
@@ -116,6 +121,23 @@ impl SimDevice {
     pub fn with_timeout(mut self, timeout: Duration) -> Self {
         self.timeout = timeout;
         self
+    }
+
+    /// The same device, stopping every launch still running at `deadline`.
+    pub fn with_deadline(mut self, deadline: Instant) -> Self {
+        self.deadline = Some(deadline);
+        self
+    }
+
+    /// How long a launch starting now may run: the time limit, or less before the deadline;
+    /// and whether the deadline is what limits it.
+    fn launch_limit(&self) -> (Duration, bool) {
+        match self.deadline {
+            Some(d) if d.saturating_duration_since(Instant::now()) < self.timeout => {
+                (d.saturating_duration_since(Instant::now()), true)
+            }
+            _ => (self.timeout, false),
+        }
     }
 
     /// The same device with another schedule seed (block order, thread orders).
@@ -853,6 +875,7 @@ impl<'a> SimRun<'a> {
         let running: Mutex<Vec<Option<libc::pthread_t>>> = Mutex::new(vec![None; workers]);
         let done = std::sync::Condvar::new();
         let mut timed_out = false;
+        let (limit, by_deadline) = self.dev.launch_limit();
         std::thread::scope(|scope| {
             for slot in 0..workers {
                 let (failure, stopped, shared, feed, running, done) =
@@ -889,7 +912,7 @@ impl<'a> SimRun<'a> {
             // The watchdog: past the limit, every worker still running is stopped, and sent
             // the signal again until it has left (one that arrives between two units, where
             // it is dropped, would leave a unit that never polls running).
-            let deadline = Instant::now() + self.dev.timeout;
+            let deadline = Instant::now() + limit;
             let mut alive = lock(&running);
             loop {
                 if alive.iter().all(Option::is_none) && next.load(Ordering::Relaxed) > 0 {
@@ -954,10 +977,15 @@ impl<'a> SimRun<'a> {
             };
             DeviceError::Sim(format!(
                 "{}: kernel did not finish: {} still running after {:.0} s ({why}; the limit \
-                 is LAB_SIM_TIMEOUT_S)",
+                 is {})",
                 shown_name(l),
                 res.map_or_else(|| "a block".to_string(), who),
-                self.dev.timeout.as_secs_f64(),
+                limit.as_secs_f64(),
+                if by_deadline {
+                    "the row's, --row-timeout"
+                } else {
+                    "LAB_SIM_TIMEOUT_S"
+                }
             ))
         };
         match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
