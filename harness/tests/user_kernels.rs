@@ -1008,6 +1008,31 @@ fn a_kernel_wrong_on_whole_tiles_too_is_not_blamed_on_its_tails() {
     assert!(!why(1).contains('\n'), "{}", why(1));
 }
 
+/// A kernel that traps on purpose where N is no multiple of 16 is not told about tails: the
+/// trap is its own word on the shape.
+#[test]
+fn a_trap_is_not_blamed_on_the_tails() {
+    let dir = scratch_dir("trap");
+    let code = "__global__ void picky(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+        \x20 if (N % 16) __trap();\n\
+        \x20 int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n\
+        \x20 if (r >= M || c >= N) return;\n\
+        \x20 float acc = 0;\n\
+        \x20 for (int k = 0; k < K; ++k) acc += A[r * K + k] * B[k * N + c];\n\
+        \x20 C[r * N + c] = acc;\n\
+        }\n";
+    let users = [user_file(
+        &dir,
+        "picky.cu",
+        code,
+        "picky,block=16x16,grid=tile:16x16",
+    )];
+    let results = sim_rows(&users, &[Shape::gemm(100, 37, 129)]);
+    let row = &results.workloads[0].shapes[0].rows[0];
+    let why = row.reason.as_deref().unwrap();
+    assert!(why.contains("__trap()") && !why.contains('\n'), "{why}");
+}
+
 #[test]
 fn kernel_sections_of_the_config_are_read_and_bad_keys_point_at_their_line() {
     let good = "seed = 3\n\n[[kernel]]\nfile = \"k.cu\"\nentry = \"sgemm<64,64,8>\"\n\
@@ -2227,17 +2252,22 @@ fn a_grid_sync_kernel_needs_its_cooperative_launch_and_every_block_at_the_barrie
         assert!(!ok, "{text}");
         // Its grid is 2*SMS: the run says what SMS stood for.
         assert!(text.contains("SMS is 8 here"), "{text}");
-        text.lines()
-            .find(|l| l.starts_with("  gemm 100x37x129 ") && l.contains("sgemm_splitk_grid: "))
-            .unwrap_or_else(|| panic!("{text}"))
-            .to_string()
+        // The row's line and the one after it, where a hint would be.
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.starts_with("  gemm 100x37x129 ") && l.contains("sgemm_splitk_grid: "))
+            .unwrap_or_else(|| panic!("{text}"));
+        lines[at..lines.len().min(at + 2)].join("\n")
     };
     let plain = why_of(&spec.replace(",launch=cooperative", ""), "plain");
     assert!(
-        plain.contains("grid_group::barrier_arrive() needs a cooperative launch")
+        plain.contains("grid_group::sync() needs a cooperative launch")
             && plain.contains("launch=cooperative"),
         "{plain}"
     );
+    // Not a tail's doing: no hint follows it.
+    assert!(!plain.contains("multiple of"), "{plain}");
     // SMS is the simulator's 8: 1600 blocks.
     let wide = why_of(&spec.replace("grid=2*SMS", "grid=200*SMS"), "wide");
     assert!(

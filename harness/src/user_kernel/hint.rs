@@ -172,7 +172,13 @@ pub fn tail_hint(
             ));
         }
     }
-    if let Shape::Gemm { k, .. } | Shape::Linear { k, .. } = *shape {
+    // The operands' names: A and B of a GEMM, X and W of a linear layer (W's rows are K long).
+    let k_operands = match *shape {
+        Shape::Gemm { k, .. } => Some((k, "A's rows and B's last row")),
+        Shape::Linear { k, .. } => Some((k, "X's rows and W's rows")),
+        _ => None,
+    };
+    if let Some((k, operands)) = k_operands {
         let whole = 1usize << k.trailing_zeros().min(6);
         if whole < 64 {
             let of = if whole == 1 {
@@ -182,7 +188,7 @@ pub fn tail_hint(
             };
             parts.push(format!(
                 "{of}: a kernel that steps through K in tiles of {} or more without a bound \
-                 check reads a partial last tile past the end of A's rows and B's last row",
+                 check reads a partial last tile past the end of {operands}",
                 whole * 2
             ));
         }
@@ -196,6 +202,28 @@ mod tests {
 
     fn vars(shape: &Shape) -> Vec<(&'static str, usize)> {
         super::super::vars(shape, super::super::SIM_SMS)
+    }
+
+    #[test]
+    fn the_k_tail_names_the_operands_of_the_workload() {
+        let grid = Grid::Tile(vec![16, 16]);
+        let gemm = Shape::gemm(64, 64, 129);
+        let g = tail_hint(&grid, &[], &gemm, &vars(&gemm), None).unwrap();
+        assert!(
+            g.ends_with("past the end of A's rows and B's last row"),
+            "{g}"
+        );
+        let linear = Shape::Linear {
+            m: 64,
+            n: 64,
+            k: 65,
+            act: kernel::Activation::Gelu,
+        };
+        let l = tail_hint(&grid, &[], &linear, &vars(&linear), None).unwrap();
+        assert!(
+            l.contains("K = 65 is odd") && l.ends_with("past the end of X's rows and W's rows"),
+            "{l}"
+        );
     }
 
     #[test]

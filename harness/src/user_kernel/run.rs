@@ -122,11 +122,18 @@ pub fn annotate(
                 };
                 // Threads ordered wrongly are not a tile's tail (threads a tail leaves out of
                 // a barrier or of shared memory's writes are: those keep the hint), nor is a
-                // `__constant__` array too small for the buffer that fills it.
+                // `__constant__` array too small for the buffer that fills it, a grid barrier
+                // without a cooperative launch, or a trap the kernel chose.
+                const NOT_TAILS: [&str; 4] = [
+                    ": race on ",
+                    "__constant__ ",
+                    "needs a cooperative launch",
+                    "__trap()",
+                ];
                 if row
                     .reason
                     .as_deref()
-                    .is_some_and(|r| r.contains(": race on ") || r.contains("__constant__ "))
+                    .is_some_and(|r| NOT_TAILS.iter().any(|n| r.contains(n)))
                 {
                     continue;
                 }

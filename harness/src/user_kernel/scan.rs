@@ -381,6 +381,12 @@ pub fn find<'a>(
     };
     if let Some(k) = kernels.iter().find(|k| k.name == base) {
         return match (&k.template, instantiated) {
+            (Some(params), false) if argument_count(params, &format!("{base}<>")).is_none() => {
+                Err(format!(
+                    "`{base}` is a template ({params}): name an instantiation, `{base}<>` for \
+                     its defaults or `{base}<...>` with the values your launcher uses"
+                ))
+            }
             (Some(params), false) => Err(format!(
                 "`{base}` is a template ({params}): name an instantiation, such as `{base}<...>` \
                  with the values your launcher uses"
@@ -523,6 +529,20 @@ mod tests {
             e.contains("4 template arguments given, and the template takes 3"),
             "{e}"
         );
+        // Named without arguments: `<>` is offered where every parameter has a default.
+        let e = find(&ks, "t", "t.cu").unwrap_err();
+        assert!(
+            e.contains("such as `t<...>`") && !e.contains("`t<>`"),
+            "{e}"
+        );
+        let d = kernels(
+            "template <int BM = 64, int BN = 64> __global__ void d(int M) {}
+",
+            "d.cu",
+        );
+        let e = find(&d, "d", "d.cu").unwrap_err();
+        assert!(e.contains("`d<>` for its defaults"), "{e}");
+        assert!(find(&d, "d<>", "d.cu").is_ok());
     }
 
     #[test]

@@ -225,7 +225,10 @@ class grid_group {
 
     // Whether the grid can synchronize: only under a cooperative launch.
     static bool is_valid() { return ::sim::grid_barrier() != nullptr; }
-    static void sync() { barrier_wait(barrier_arrive()); }
+    static void sync() {
+        barrier("sync()");
+        barrier_wait(barrier_arrive());
+    }
     // The block's threads meet, then one of them arrives for the block.
     static arrival_token barrier_arrive() {
         SimGrid *g = barrier("barrier_arrive()");

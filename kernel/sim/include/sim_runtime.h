@@ -906,8 +906,9 @@ inline void describe_shared(Worker &w, size_t cell, char *where, size_t room) {
 [[noreturn]] inline void uninitialized_report(Worker &w, size_t cell) {
     char where[200];
     describe_shared(w, cell, where, sizeof where);
-    fail("uninitialized shared memory: this thread reads %s, which no thread of this block has written "
-         "(the simulator fills shared memory with NaN bytes at block start; a GPU leaves what was there)",
+    fail("uninitialized shared memory: this thread reads %s, which no thread of this block has written yet "
+         "(the simulator fills shared memory with NaN bytes at block start; a GPU leaves what was there). If "
+         "another thread writes it later, a __syncthreads() between that write and this read is missing",
          where);
 }
 
