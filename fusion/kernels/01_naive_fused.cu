@@ -1,11 +1,12 @@
-// 01_naive_fused.cu: the cautionary row (a post-mortem's "fused" kernel). One thread computes one
+// 01_naive_fused.cu: the cautionary row (the "fused" kernel written first). One thread computes one
 // output Y[row, col] = act(dot(X[row, :], W[col, :]) + bias[col]) in a serial loop over K.
 //
 // It is "fused" (one launch, Y written once) but its GEMM is naive: no tiling, no reuse, so
 // every output reads 2K floats from global memory. Consecutive threads take consecutive
 // columns, i.e. consecutive ROWS of W, K floats apart: the W loads of a warp do not coalesce.
-// A post-mortem measured such a kernel 7.67x slower than unfused cuBLAS + activation at
-// 1024x2048x784: fusing an epilogue only pays on top of a good GEMM (rungs 02 and 03).
+// Such a kernel loses to cuBLAS's GEMM followed by a separate activation kernel (the `ref` row;
+// the ladder's table measures by how much): fusing an epilogue only pays on top of a good GEMM
+// (rungs 02 and 03).
 // act: 0 = ReLU, 1 = GELU (tanh approximation), 2 = none. Any M, N, K: out-of-range threads
 // store nothing.
 

@@ -1,5 +1,6 @@
 //! Fused kernels: the linear layer Y = act(X * W^T + bias) as a naive "fused" loop (the
-//! cautionary row of a fused Linear+ReLU post-mortem), as a good GEMM followed by a bias +
+//! cautionary row: one launch, yet far slower than a good GEMM then a separate epilogue), as
+//! a good GEMM followed by a bias +
 //! activation kernel, and as the same GEMM with the bias + activation fused into its
 //! epilogue. The walkthrough is in this crate's README. The fused convolution is in [`conv`],
 //! the element-wise chain GELU(X + b) + R in [`eltwise`], the radial-basis expansion with
@@ -124,7 +125,7 @@ impl Kernel for LinearNaiveFused {
         info(
             "linear-naive-fused",
             1,
-            "the post-mortem's fused loop: one thread per output, naive dot product + bias + act",
+            "the naive fused loop: one thread per output, naive dot product + bias + act",
         )
     }
 

@@ -333,6 +333,16 @@ fn shapes_lists_what_a_run_would_use_as_json() {
     assert_eq!(labels, vec!["256x256x256", "512x512x512"]);
     assert_eq!(v[0]["shape"]["workload"], "gemm");
     assert_eq!(v[0]["shape"]["m"], 256);
+    // Without --device, the device a run would use: the GPU if one works, else the CPU.
+    let here = if kernel::cuda::CudaDevice::open().is_ok() {
+        "cuda"
+    } else {
+        "cpu"
+    };
+    let default = harness(&["shapes", "--workload", "gemm"]);
+    let explicit = harness(&["shapes", "--device", here, "--workload", "gemm"]);
+    assert!(default.status.success(), "{}", text(&default));
+    assert_eq!(default.stdout, explicit.stdout);
 }
 
 #[test]

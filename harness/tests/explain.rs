@@ -646,3 +646,44 @@ fn the_bank_section_counts_a_rung_at_a_shape_it_accepts() {
     let sol = text_of(&doc, "Speed of light on an H100");
     assert!(sol.contains("HGMMA operands: not counted"), "{sol}");
 }
+
+/// Without `--run`, a rung's measured rows come from the lab's latest run that has them, not
+/// only from the latest run (which may have measured another workload).
+#[test]
+fn the_measured_rows_come_from_the_latest_run_that_has_them() {
+    let bin = env!("CARGO_BIN_EXE_harness");
+    let lab = std::env::temp_dir().join(format!("explain-latest-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&lab);
+    let run = |args: &[&str]| {
+        let o = Command::new(bin)
+            .env("LAB_DIR", &lab)
+            .args(["run", "--device", "cpu", "-q"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    run(&[
+        "--workload",
+        "gemm",
+        "--sizes",
+        "64",
+        "--kernels",
+        "gemm-tiled",
+    ]);
+    // Run folders are named by the second they start: the second run sorts after the first.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+    run(&["--workload", "softmax", "--sizes", "8x16"]);
+    let o = Command::new(bin)
+        .env("LAB_DIR", &lab)
+        .args(["explain", "gemm-tiled"])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{out}");
+    assert!(
+        out.contains("From the lab's latest run with its rows:") && out.contains("64x64x64"),
+        "{out}"
+    );
+    std::fs::remove_dir_all(&lab).unwrap();
+}

@@ -120,7 +120,7 @@ pub fn run(args: &Args) -> Outcome {
     }
     let run = match &args.run {
         Some(p) => Some(RunResults::load(p)?),
-        None => latest_run(),
+        None => latest_run_with(&k.info().id),
     };
     let sizes = args
         .sizes
@@ -154,10 +154,32 @@ pub fn run(args: &Args) -> Outcome {
     Ok(true)
 }
 
-/// The lab's latest run, if there is one that reads.
-fn latest_run() -> Option<RunResults> {
-    let latest = LabDir::locate().runs().join("latest");
-    latest.exists().then(|| RunResults::load(&latest).ok())?
+/// The lab's latest run with a row of `id` (run folders are named by their start, so the
+/// newest sorts last), else its latest run, if one reads.
+fn latest_run_with(id: &str) -> Option<RunResults> {
+    let runs = LabDir::locate().runs();
+    let mut folders: Vec<std::path::PathBuf> = std::fs::read_dir(&runs)
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n != "latest" && !n.to_string_lossy().ends_with("-unfinished"))
+        })
+        .collect();
+    folders.sort();
+    let has_row = |r: &RunResults| {
+        r.workloads
+            .iter()
+            .flat_map(|w| &w.shapes)
+            .any(|s| s.rows.iter().any(|row| row.id == id))
+    };
+    folders
+        .iter()
+        .rev()
+        .filter_map(|f| RunResults::load(f).ok())
+        .find(has_row)
+        .or_else(|| RunResults::load(&runs.join("latest")).ok())
 }
 
 /// A document of titled sections, printed as plain text or as Markdown.
@@ -1332,10 +1354,10 @@ fn measured(k: &dyn Kernel, run: Option<&RunResults>, latest: bool) -> Vec<Block
             rows.push(row);
         }
     }
-    let which = if latest {
-        "the lab's latest run"
-    } else {
-        "the run given"
+    let which = match (latest, rows.is_empty()) {
+        (true, false) => "the lab's latest run with its rows",
+        (true, true) => "the lab's latest run",
+        (false, _) => "the run given",
     };
     let mut out = vec![Block::Text(format!(
         "From {which}: {} ({}), {}, commit {}.",

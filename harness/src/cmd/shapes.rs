@@ -10,9 +10,10 @@ pub struct Args {
     /// TOML file overriding harness/ablation.toml.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// Whose shapes: cpu, cuda or sim.
-    #[arg(long, default_value = "cuda")]
-    pub device: String,
+    /// Whose shapes: cpu, cuda or sim; default: the device a run would use (the GPU if one
+    /// works, else the CPU).
+    #[arg(long)]
+    pub device: Option<String>,
     #[command(flatten)]
     pub selection: Selection,
     /// Only each workload's headline shape (the largest), one label per line.
@@ -22,7 +23,10 @@ pub struct Args {
 
 pub fn run(args: &Args) -> Outcome {
     let config = load_config(&args.config)?;
-    let kind = select::parse_kind(&args.device)?;
+    let kind = match &args.device {
+        Some(d) => select::parse_kind(d)?,
+        None => select::open(None, None)?.0.kind(),
+    };
     let sel = &args.selection;
     let workloads = select::workloads(&sel.workload, &config.device(kind).workloads)?;
     let use_ = sel.use_(kind.name());

@@ -6,7 +6,7 @@ use super::model::{DRIFT_NOTE, Report, RowReport, SAME_PORT_NOTE, ShapeReport, W
 use super::roofline::{Ceilings, MMA_SYNC_CEILING, Source};
 use crate::results::{Row, Status, TrafficSource};
 use crate::run::primary_resources;
-use kernel::{DeviceKind, Precision};
+use kernel::{DeviceKind, Precision, Role};
 use std::fmt::Write as _;
 
 /// A table column.
@@ -487,7 +487,12 @@ pub fn csv(report: &Report, w: &WorkloadReport) -> String {
             let t = r.timed;
             let cells = [
                 field(&shape.label),
-                row.rung.to_string(),
+                // The number of a rung only: other rows' `rung` is their place among themselves.
+                if row.role == Role::Rung {
+                    row.rung.to_string()
+                } else {
+                    String::new()
+                },
                 field(&row.id),
                 row.role.name().to_string(),
                 row.stage.to_string(),

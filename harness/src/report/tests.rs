@@ -533,6 +533,13 @@ fn csv_lines_have_the_header_column_count() {
         text.contains(",gemm-tiled,pass,"),
         "the parent column: {text}"
     );
+    // A rung has its number; a reference none (its `rung` is only its place among them).
+    let run = synthetic();
+    let report = Report::new(&run);
+    let text = table::csv(&report, &report.workloads[0]);
+    for (line, rung) in csv_column(&text, "rung") {
+        assert_eq!(rung.is_empty(), line.contains(",reference,"), "{line}");
+    }
 }
 
 #[test]
