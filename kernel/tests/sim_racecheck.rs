@@ -176,16 +176,18 @@ extern "C" __global__ void smem_dynamic(const float *A, const float *B, float *C
 "#;
 // Vector casts at addresses off their size, which a GPU faults on, beside the same accesses
 // aligned and a 16-byte struct aligned to 8, which nvcc accesses in 8-byte halves. The float4
-// lands in a local whose parts are used, as kernels do: the host compiler would split it.
+// is staged in shared memory whole, as a GPU's ld.v4 and st.v4 move it.
 const MISALIGNED: &str = r#"
 struct Halves { float2 lo, hi; };
 extern "C" __global__ void misaligned(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ float tile[32];
+    __shared__ float4 staged;
     tile[threadIdx.x] = A[threadIdx.x];
     __syncthreads();
     if (threadIdx.x != 0) return;
     const int at = M - 16;  // a float offset, from the launch's sizes
-    const float4 v = *reinterpret_cast<const float4 *>(A + at);
+    staged = *reinterpret_cast<const float4 *>(A + at);  // copied whole, as a GPU's ld.v4
+    const float4 v = staged;
     const float2 s = *reinterpret_cast<const float2 *>(tile + (N - 16));
     const Halves h = *reinterpret_cast<const Halves *>(B + 2);
     C[0] = v.x * v.y + v.z * v.w + s.x * s.y + h.lo.x * h.hi.y;
@@ -407,6 +409,13 @@ fn a_vector_access_off_its_alignment_faults_as_on_a_gpu() {
     let e = row((19, 16, 16)).unwrap_err().to_string();
     assert!(
         e.contains("reads 16 bytes at byte 12 (element 3) of buffer 'A'"),
+        "{e}"
+    );
+    // 8 bytes off: the host's aligned vector move faults, and the fault is named as the access
+    // the hooks saw just before it.
+    let e = row((18, 16, 16)).unwrap_err().to_string();
+    assert!(
+        e.contains("misaligned address: this thread reads 16 bytes at byte 8 (element 2) of buffer 'A', which is not a multiple of 16"),
         "{e}"
     );
     let e = row((16, 17, 16)).unwrap_err().to_string();

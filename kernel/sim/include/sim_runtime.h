@@ -1982,16 +1982,24 @@ inline bool unmoved(const Strike &s, const Fiber *f) {
 }
 }  // namespace sim
 
+// Defined by the traffic hooks (sim_traffic.h) of an instrumented build, absent from a plain
+// one: fails the row naming the last 16-byte access 8 bytes off its alignment, when the code
+// at `pc` that faulted is that access's.
+extern "C" __attribute__((weak)) void sim_misaligned_suspect(uint64_t pc);
+
 // Called by the host's signal handler on the alternate stack when the calling thread faults
 // inside sim_run_units: records where and unwinds to sim_run_units. The watchdog's first
 // signal only notes which thread runs; a later one (the host repeats it) unwinds, once it can
 // tell whether that thread spins (Strike).
-SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write) {
+SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write, uint64_t pc) {
     using namespace sim;
     Worker *w = tl_worker;
     if (!w) return;
     Strike &strike = *w->cluster->strike;
     const bool watchdog = sig == w->cluster->watchdog;
+    // A fault with no address is a general-protection fault: an aligned vector move (a float4
+    // load) at an address off its 16 bytes, if the traffic hooks saw one just before.
+    if (!watchdog && addr == 0 && sim_misaligned_suspect) sim_misaligned_suspect(pc);
     if (watchdog) {
         Fiber *f = tl_fiber;
         if (strike.count++ == 0) {

@@ -588,14 +588,25 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
     sim_global_fail(msg);
 }
 
+// A 16-byte access 8 bytes off a 16-byte boundary: right for a 16-byte struct aligned to 8,
+// a fault for a float4, which the host compiler loads with an aligned vector move that faults
+// with no address. Kept with the code address of its hook's call, for the fault handler
+// (sim_misaligned_suspect).
+struct Suspect {
+    const void *p, *pc;
+    bool write;
+};
+thread_local Suspect suspect;
+
 // The alignment check of a plain access through a sized hook. gcc calls those (__tsan_read16,
 // ...) only for a type aligned to at least min(bytes, 8), and the unaligned or range hooks for
 // any other, so an address off that alignment is the kernel's misaligned cast, never a packed
 // struct. Held to min(bytes, 8) because gcc also calls the 16-byte hooks for 16-byte structs
 // aligned to 8, which nvcc accesses in 8-byte halves: a float4 8 bytes past a 16-byte boundary
 // is missed; 4 or 12 bytes past is caught. Atomics are held to their size, which is at most 8.
-inline void aligned(const void *p, uint64_t bytes, bool write) {
+inline void aligned(const void *p, uint64_t bytes, bool write, const void *pc = nullptr) {
     if (__builtin_expect(((uintptr_t)p & ((bytes < 8 ? bytes : 8) - 1)) != 0, 0)) misaligned(p, bytes, write);
+    if (bytes == 16 && __builtin_expect(((uintptr_t)p & 15) == 8, 0)) suspect = Suspect{p, pc, write};
 }
 
 // A volatile access: in global memory a strong one, as PTX defines ld.volatile and
@@ -704,6 +715,16 @@ SIM_HOST_EXPORT void sim_global_end(SimTraffic *t) {
     t->global = nullptr;
 }
 
+// A fault with no address at `pc` (sim_fault): the last 16-byte access 8 bytes off its
+// alignment made it if its hook was called just before that instruction.
+extern "C" void sim_misaligned_suspect(uint64_t pc) {
+    const sim_traffic::Suspect s = sim_traffic::suspect;
+    if (s.pc && pc >= (uint64_t)s.pc && pc - (uint64_t)s.pc < 256) {
+        sim_traffic::suspect = {};
+        sim_traffic::misaligned(s.p, 16, s.write);
+    }
+}
+
 // ---- The instrumentation's hooks (the names and signatures gcc calls) ----
 
 // The code address the hook was called from: which instruction of the kernel it is.
@@ -731,11 +752,11 @@ void sim_bank_report(int kind, const void *p, unsigned long n, unsigned matrices
 // Each passes the code address of the access to the bank model.
 #define SIM_TRAFFIC_ACCESS(N)                                                                 \
     void __tsan_read##N(void *p) {                                                            \
-        sim_traffic::aligned(p, N, false);                                                    \
+        sim_traffic::aligned(p, N, false, SIM_HERE);                                          \
         sim_traffic::read(p, N, SIM_HERE);                                                    \
     }                                                                                         \
     void __tsan_write##N(void *p) {                                                           \
-        sim_traffic::aligned(p, N, true);                                                     \
+        sim_traffic::aligned(p, N, true, SIM_HERE);                                           \
         sim_traffic::write(p, N, SIM_HERE);                                                   \
     }                                                                                         \
     void __tsan_unaligned_read##N(void *p) { sim_traffic::read(p, N, SIM_HERE); }             \

@@ -21,6 +21,24 @@ thread_local! {
 /// The handlers that were installed before ours, by signal.
 static PREVIOUS: OnceLock<Vec<(libc::c_int, libc::sigaction)>> = OnceLock::new();
 
+/// The address of the faulting instruction (x86-64's RIP), 0 where unknown.
+fn faulting_pc(ctx: *mut libc::c_void) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if ctx.is_null() {
+            return 0;
+        }
+        // SAFETY: the kernel passes a ucontext_t as the third handler argument.
+        let uc = unsafe { &*ctx.cast::<libc::ucontext_t>() };
+        uc.uc_mcontext.gregs[libc::REG_RIP as usize] as u64
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        let _ = ctx;
+        0
+    }
+}
+
 /// Whether the fault was a write (x86-64: bit 1 of the page-fault error code).
 fn is_write(ctx: *mut libc::c_void) -> i32 {
     #[cfg(target_arch = "x86_64")]
@@ -44,7 +62,7 @@ extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut l
         // SAFETY: `info` comes from the kernel; the hook never returns (it longjmps).
         unsafe {
             let addr = (*info).si_addr() as u64;
-            hook(sig, addr, is_write(ctx));
+            hook(sig, addr, is_write(ctx), faulting_pc(ctx));
         }
     }
     // Not ours: restore the previous handler and return, so the access faults again there.
@@ -60,7 +78,7 @@ extern "C" fn on_watchdog(sig: libc::c_int, _: *mut libc::siginfo_t, _: *mut lib
     // Outside a block (between two, or leaving) the signal is simply dropped.
     if let Some(hook) = HOOK.with(Cell::get) {
         // SAFETY: the hook unwinds to the block's start, or returns when no block runs.
-        unsafe { hook(sig, 0, 0) };
+        unsafe { hook(sig, 0, 0, 0) };
     }
 }
 

@@ -179,7 +179,8 @@ pub type RunUnits = unsafe extern "C" fn(
     watchdog: i32,
     out: *mut SimResult,
 ) -> i32;
-pub type FaultHook = unsafe extern "C" fn(sig: i32, addr: u64, is_write: i32);
+/// `sim_fault`: the faulting address, whether it was a write and the faulting instruction's.
+pub type FaultHook = unsafe extern "C" fn(sig: i32, addr: u64, is_write: i32, pc: u64);
 /// `sim_trim`: the idle workers' guard pages and touched stack pages given back.
 pub type Trim = unsafe extern "C" fn();
 /// `sim_global_begin` (instrumented modules): the race checker of global memory set up for
