@@ -1008,6 +1008,43 @@ fn a_kernel_wrong_on_whole_tiles_too_is_not_blamed_on_its_tails() {
     assert!(!why(1).contains('\n'), "{}", why(1));
 }
 
+/// Split-K by `atomicAdd` into C, whose host code clears C first: without `output=zero` C
+/// starts poisoned and the row fails, saying to give it; with it the row passes.
+#[test]
+fn a_kernel_adding_into_its_output_asks_for_output_zero() {
+    let dir = scratch_dir("output-zero");
+    let code = "__global__ void splitk(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+        \x20 int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n\
+        \x20 if (r >= M || c >= N) return;\n\
+        \x20 int k0 = blockIdx.z * K / gridDim.z, k1 = (blockIdx.z + 1) * K / gridDim.z;\n\
+        \x20 float acc = 0;\n\
+        \x20 for (int k = k0; k < k1; ++k) acc += A[r * K + k] * B[k * N + c];\n\
+        \x20 atomicAdd(&C[r * N + c], acc);\n\
+        }\n";
+    std::fs::write(dir.join("splitk.cu"), code).unwrap();
+    let spec = |extra: &str| {
+        format!(
+            "{}:splitk,block=16x16,grid=(cdiv(N,16),cdiv(M,16),3){extra}",
+            dir.join("splitk.cu").display()
+        )
+    };
+    let (ok, text) = sim_run("gemm", "100x37x129", &spec(""), &dir.join("poisoned"));
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("this kernel adds into it with atomicAdd: give output=zero")
+            && !text.contains("partial tiles"),
+        "{text}"
+    );
+    let (ok, text) = sim_run(
+        "gemm",
+        "100x37x129",
+        &spec(",output=zero"),
+        &dir.join("zeroed"),
+    );
+    assert!(ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 1, "{text}");
+}
+
 /// A kernel that traps on purpose where N is no multiple of 16 is not told about tails: the
 /// trap is its own word on the shape.
 #[test]

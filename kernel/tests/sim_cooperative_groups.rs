@@ -447,7 +447,7 @@ fn a_grid_sync_without_a_cooperative_launch_is_an_error_not_a_hang() {
     };
     assert!(
         msg.contains(
-            "grid_sync: cooperative_groups::grid_group::barrier_arrive() needs a cooperative \
+            "grid_sync: cooperative_groups::grid_group::sync() needs a cooperative \
              launch"
         ),
         "{msg}"

@@ -340,6 +340,51 @@ fn a_shuffle_missing_lanes_of_its_mask_is_reported_as_deadlock() {
     );
 }
 
+/// A reduction by xor shuffles in a block of 48 threads: its second warp has 16 lanes, whose
+/// reads of lanes 16 to 31 (which lane reads first depends on the schedule) get undefined
+/// values on a GPU; and lanes reading a lane the mask leaves out.
+const PARTIAL_WARP_SHUFFLE: &str = r#"
+extern "C" __global__ void partial_warp(const float *x, float *y, int n) {
+    float v = x[threadIdx.x];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    y[threadIdx.x] = v;
+}
+extern "C" __global__ void outside_mask(const float *x, float *y, int n) {
+    float v = x[threadIdx.x];
+    if (threadIdx.x < 16) v += __shfl_sync(0x0000ffffu, v, 20);  // BUG: 20 is not in the mask
+    y[threadIdx.x] = v;
+}
+"#;
+
+#[test]
+fn a_shuffle_reading_a_lane_that_takes_no_part_is_reported() {
+    let shape = Shape::gemm(48, 1, 1);
+    let x = inputs(&shape, 0x1234_5678);
+    let msg = sim_error(run(
+        vector_plan(PARTIAL_WARP_SHUFFLE, "partial_warp", 48, 48),
+        shape,
+        &x,
+    ));
+    assert!(
+        msg.contains("a warp shuffle reads lane ")
+            && msg.contains(
+                ", which this warp does not have (a block of 48 threads: warp 1 has lanes 0 to 15)"
+            ),
+        "{msg}"
+    );
+    let shape = Shape::gemm(32, 1, 1);
+    let x = inputs(&shape, 0x1234_5678);
+    let msg = sim_error(run(
+        vector_plan(PARTIAL_WARP_SHUFFLE, "outside_mask", 32, 32),
+        shape,
+        &x,
+    ));
+    assert!(
+        msg.contains("a warp shuffle reads lane 20, which the shuffle's mask leaves out"),
+        "{msg}"
+    );
+}
+
 // ---- Features ----
 
 /// Even threads write their slot, odd ones never do: odd outputs must read the poison, in

@@ -433,6 +433,13 @@ impl UserKernel {
         Ok(format!("// file: {}\n{text}", self.spec.file.display()))
     }
 
+    /// Whether the kernel adds into an output that starts poisoned: its file calls atomicAdd,
+    /// and `output=zero` does not clear the output first, as its host code would.
+    pub fn adds_into_poison(&self) -> bool {
+        !self.spec.output_zero
+            && std::fs::read_to_string(&self.spec.file).is_ok_and(|t| t.contains("atomicAdd"))
+    }
+
     /// The rung `against=` sets it beside.
     pub fn against(&self) -> Option<&'static str> {
         self.against
@@ -765,11 +772,13 @@ impl UserKernel {
         hint::tail_hint(grid, &ints, shape, &vars(shape, self.sms), first_bad)
     }
 
-    /// What C holds when a run starts: a sentinel when beta is 0 (an element still holding
-    /// it was never written), known random values otherwise (`beta * C` must read them).
+    /// What C holds when a run starts: zero with `output=zero`, a sentinel when beta is 0 (an
+    /// element still holding it was never written), known random values otherwise (`beta * C`
+    /// must read them).
     fn output_fill(&self) -> Fill {
         let passes_beta = self.list.params().contains(&Param::Beta);
         match self.signature.output_fill {
+            _ if self.spec.output_zero => Fill::Zero,
             _ if passes_beta && self.buffers.beta != 0.0 => Fill::Random(C_SEED),
             // The sentinel as the output's type holds it, so that the check recognizes it.
             Fill::Value(v) => Fill::Value(Fill::Value(v).values(self.buffers.output, 1)[0]),

@@ -137,6 +137,18 @@ pub fn annotate(
                 {
                     continue;
                 }
+                // An output added into while it holds the poison: not a tail's doing either.
+                if k.adds_into_poison()
+                    && let Some(reason) = row.reason.as_mut()
+                    && reason.contains("NaN or infinite")
+                {
+                    reason.push_str(
+                        "\n  the output starts as NaN (each run poisons it, so that an element \
+                         never written shows), and this kernel adds into it with atomicAdd: give \
+                         output=zero, the clearing its host code does before the launch",
+                    );
+                    continue;
+                }
                 let first_bad = row
                     .check
                     .and_then(|c| c.first_unwritten.or(c.first_nonfinite));

@@ -73,6 +73,9 @@ pub struct UserKernelSpec {
     /// `against=RUNG`: the rung it is set beside, as a rung beside its parent (checked
     /// against the registry when the kernel is loaded).
     pub against: Option<String>,
+    /// `output=zero`: the output starts at zero, as host code that clears it before the
+    /// launch leaves it, for a kernel that adds into it (atomicAdd, split-K).
+    pub output_zero: bool,
     /// The options as written (`key`, `value`), in order: what a run records to load the
     /// kernel again ([`super::record::KernelRecord`]).
     #[serde(skip)]
@@ -80,7 +83,7 @@ pub struct UserKernelSpec {
 }
 
 /// The options a spec may carry, for messages.
-pub const KEYS: [&str; 16] = [
+pub const KEYS: [&str; 17] = [
     "workload",
     "signature",
     "args",
@@ -97,6 +100,7 @@ pub const KEYS: [&str; 16] = [
     "constant",
     "launch",
     "against",
+    "output",
 ];
 
 /// Brackets open around a point of C++ text. A `>` closes a `<` only where that `<` is the
@@ -374,6 +378,7 @@ impl UserKernelSpec {
             constants: Vec::new(),
             cooperative: false,
             against: None,
+            output_zero: false,
             options: pairs.to_vec(),
         };
         for (k, v) in pairs {
@@ -452,6 +457,15 @@ impl UserKernelSpec {
                         )));
                     }
                     spec.cooperative = true;
+                }
+                "output" => {
+                    if v != "zero" {
+                        return Err(at(format!(
+                            "output {v:?}: the one start to ask for is zero (output=zero: the \
+                             output cleared before each run, for a kernel that adds into it)"
+                        )));
+                    }
+                    spec.output_zero = true;
                 }
                 other => {
                     return Err(at(format!(
@@ -547,6 +561,8 @@ pub struct RawUserKernel {
     pub launch: Option<String>,
     /// `against = "gemm-regblock-1d"`: the rung it is set beside.
     pub against: Option<String>,
+    /// `output = "zero"`: the output starts at zero.
+    pub output: Option<String>,
 }
 
 /// A number or a string (`block = 256`, `block = "16x16"`).
@@ -639,6 +655,7 @@ impl RawUserKernel {
         put("id", self.id.clone());
         put("launch", self.launch.clone());
         put("against", self.against.clone());
+        put("output", self.output.clone());
         for (name, v) in self.define.iter().flatten() {
             pairs.push(("define".into(), format!("{name}={}", v.text())));
         }
@@ -833,6 +850,14 @@ mod tests {
         assert!(e("k.cu:k,block=256,grid=tile:8,blok=3").contains("unknown option \"blok\""));
         assert!(e("k.cu:k,block=256,grid=tile:8,signature=sgemm").contains("gemm-blas"));
         assert!(e("k.cu:k,block=256,grid=8,launch=coop").contains("is cooperative"));
+        assert!(
+            e("k.cu:k,block=256,grid=8,output=ones").contains("the one start to ask for is zero")
+        );
+        assert!(
+            UserKernelSpec::parse("k.cu:k,block=256,grid=8,output=zero")
+                .unwrap()
+                .output_zero
+        );
         let coop = UserKernelSpec::parse("k.cu:k,block=256,grid=8,launch=cooperative").unwrap();
         assert!(coop.cooperative);
         assert!(

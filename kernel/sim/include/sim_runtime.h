@@ -483,11 +483,15 @@ inline unsigned published_parity(Worker &w, unsigned l) {
     return w.fibers[fiber().warp * 32 + l].parity ^ 1;
 }
 
+// Ends the block with an error (defined below, with the misuse the emulation detects).
+[[noreturn]] inline void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 // Publishes `v` to the warp, waits for the lanes of `mask`, then reads lane `src`'s value
-// (or returns `v` itself when `src` is out of range, absent or outside the mask). The last
-// lane to arrive delivers every lane's value while the others still wait: read later, a
-// source's slot could already hold what it published for a next operation that the reader
-// takes no part in (a tile of 8 lanes going on while the tile of 16 that contains it waits).
+// (or returns `v` itself when `src` is out of range: -1, as the shuffles pass it). A source
+// lane absent, exited or outside the mask fails the block. The last lane to arrive delivers
+// every lane's value while the others still wait: read later, a source's slot could already
+// hold what it published for a next operation that the reader takes no part in (a tile of 8
+// lanes going on while the tile of 16 that contains it waits).
 template <class T>
 inline T warp_exchange(unsigned mask, T v, int src) {
     static_assert(sizeof(T) <= 16, "warp shuffles move at most 16 bytes");
@@ -498,6 +502,21 @@ inline T warp_exchange(unsigned mask, T v, int src) {
     f.parity ^= 1;
     memcpy(wp.slot[p][f.lane], &v, sizeof(T));
     memcpy(wp.slot[p][f.lane] + 16, &src, sizeof src);
+    // A value read from a lane that takes no part in the shuffle is undefined on a GPU (the
+    // simulator would hand back the reader's own): one the block does not have (its last warp
+    // is partial), or one the mask leaves out. (A lane of the mask that has exited never
+    // arrives: the wait below ends as a deadlock.)
+    if (src >= 0 && src < 32 && (unsigned)src != f.lane && !(mask & wp.present & (1u << src))) {
+        const unsigned size = w.n - f.warp * 32u < 32u ? w.n - f.warp * 32u : 32u;
+        if (!(wp.present & (1u << src)))
+            fail("a warp shuffle reads lane %d, which this warp does not have (a block of %u threads: warp %u has "
+                 "lanes 0 to %u); a GPU gives an undefined value: keep the source lane inside the warp, or launch "
+                 "whole warps",
+                 src, w.n, f.warp, size - 1);
+        fail("a warp shuffle reads lane %d, which the shuffle's mask leaves out; a GPU gives an undefined value (a "
+             "lane only reads from lanes that take part)",
+             src);
+    }
     const unsigned lanes = (mask & wp.present) | (1u << f.lane);
     if (warp_wait(mask)) {
         for (unsigned l = 0; l < 32; ++l) {
@@ -567,7 +586,6 @@ inline unsigned char *warp_memo(size_t bytes) {
 // Ends the block with `fmt` as the error, naming the kernel, the block and the thread (an
 // instruction used the way no GPU accepts: a misaligned ldmatrix row, a global address where
 // shared memory must be). Never returns.
-[[noreturn]] inline void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 inline void fail(const char *fmt, ...) {
     Worker &w = worker();
     char what[448];
