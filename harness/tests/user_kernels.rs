@@ -1345,6 +1345,17 @@ fn public_headers_and_spellings_compile_in_the_simulator() {
     );
 }
 
+/// The guide's table of signatures lists every one the lab has, with its parameters in order.
+#[test]
+fn the_guide_lists_every_signature_with_its_parameters() {
+    let guide = std::fs::read_to_string(root().join("docs/your-kernel.md")).unwrap();
+    for sig in harness::user_kernel::signature::ALL {
+        let names: Vec<&str> = sig.params.iter().map(|(n, _)| *n).collect();
+        let row = format!("| `{}` | `{}` |", sig.name, names.join(", "));
+        assert!(guide.contains(&row), "docs/your-kernel.md lacks the row {row}");
+    }
+}
+
 /// Kernels of two workloads in one run: each row's child process loads the kernel it runs,
 /// not the others (which another workload's check would refuse).
 #[test]
