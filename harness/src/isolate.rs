@@ -365,6 +365,26 @@ pub enum ChildError {
     NoAnswer(String, String),
 }
 
+/// The most lines of a row's own output (a kernel's `printf`) shown.
+const PRINTF_LINES: usize = 20;
+
+/// What the row's kernel printed (device `printf`, in the simulator or on a GPU), which the
+/// child's stdout carries beside its answer: shown on stderr under the row's name, the first
+/// [`PRINTF_LINES`] lines of it (a kernel printing from every thread prints a lot).
+fn forward_printf(out: &str, request: &Request) {
+    let lines: Vec<&str> = out.lines().filter(|l| !l.starts_with(MARKER)).collect();
+    if lines.is_empty() {
+        return;
+    }
+    eprintln!("{} at {} printed:", request.kernel, request.shape.label());
+    for l in lines.iter().take(PRINTF_LINES) {
+        eprintln!("  | {l}");
+    }
+    if lines.len() > PRINTF_LINES {
+        eprintln!("  | ... {} more lines", lines.len() - PRINTF_LINES);
+    }
+}
+
 fn in_child(request: &Request, timeout: Duration) -> Result<Answer> {
     let exe = std::env::current_exe().context("locating the harness binary for a child")?;
     let mut cmd = Command::new(exe);
@@ -393,6 +413,7 @@ fn in_child(request: &Request, timeout: Duration) -> Result<Answer> {
     };
     let out = stdout.join().unwrap_or_default();
     let err = stderr.join().unwrap_or_default();
+    forward_printf(&out, request);
     if let Some(line) = out.lines().rev().find_map(|l| l.strip_prefix(MARKER)) {
         let response: Response =
             serde_json::from_str(line).context("reading the child process's row")?;

@@ -327,3 +327,45 @@ fn a_reference_file_left_by_an_ended_run_is_deleted_by_the_next() {
     assert!(file.path().exists());
     std::fs::remove_file(&running).unwrap();
 }
+
+/// A kernel's `printf` in a row run in a child process is shown under the row's name, its
+/// first lines only.
+#[test]
+fn a_kernels_printf_in_a_child_is_shown() {
+    let dir = scratch_dir("printf");
+    let body = format!(
+        "{{\n  if (blockIdx.x == 0 && blockIdx.y == 0) printf(\"thread %d says hello\\n\", (int)threadIdx.x);\n{}",
+        &GOOD[2..]
+    );
+    let spec = kernel(&dir, "chatty", &body);
+    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .current_dir(root())
+        .env("LAB_DIR", dir.join("lab"))
+        .args([
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "16",
+        ])
+        .args(["--kernels", "none", "--kernel", &spec])
+        .arg("--out")
+        .arg(dir.join("run"))
+        .output()
+        .unwrap();
+    let text = said(&o);
+    assert!(o.status.success(), "{text}");
+    assert!(
+        text.contains("chatty.cu:chatty at 16x16x16 printed:")
+            && text.contains(" says hello")
+            && text
+                .lines()
+                .filter(|l| l.starts_with("  | thread "))
+                .count()
+                == 20
+            && text.contains("more lines"),
+        "{text}"
+    );
+}

@@ -1352,7 +1352,10 @@ fn the_guide_lists_every_signature_with_its_parameters() {
     for sig in harness::user_kernel::signature::ALL {
         let names: Vec<&str> = sig.params.iter().map(|(n, _)| *n).collect();
         let row = format!("| `{}` | `{}` |", sig.name, names.join(", "));
-        assert!(guide.contains(&row), "docs/your-kernel.md lacks the row {row}");
+        assert!(
+            guide.contains(&row),
+            "docs/your-kernel.md lacks the row {row}"
+        );
     }
 }
 
