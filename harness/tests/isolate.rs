@@ -48,6 +48,29 @@ fn kernel(dir: &Path, name: &str, body: &str) -> String {
     format!("{}:{name},block=64,grid=tile:8x8", file.display())
 }
 
+/// `harness run` in the simulator of GEMM 16x16x16 with no lab kernel and `args`, into
+/// `dir`'s `run` folder.
+fn sim_gemm_16(dir: &Path, args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_harness"))
+        .current_dir(root())
+        .env("LAB_DIR", dir.join("lab"))
+        .args([
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "16",
+        ])
+        .args(["--kernels", "none"])
+        .args(args)
+        .arg("--out")
+        .arg(dir.join("run"))
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_hanging_and_a_crashing_kernel_cost_their_own_rows_only() {
     let dir = scratch_dir("rows");
@@ -74,26 +97,22 @@ fn a_hanging_and_a_crashing_kernel_cost_their_own_rows_only() {
     // The run builds every row's module before the children start (`Ablation::precompile`),
     // so the limit covers a child's run alone: the good kernel's takes milliseconds.
     let timeout = "5";
-    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .current_dir(root())
-        .env("LAB_DIR", dir.join("lab"))
-        .args([
-            "run",
-            "--device",
-            "sim",
-            "--workload",
-            "gemm",
-            "--sizes",
-            "16",
-        ])
-        // No --isolate: a user's kernel is isolated as it is.
-        .args(["--kernels", "none", "--row-timeout", timeout])
-        .args(["--kernel", &spin, "--kernel", &stuck])
-        .args(["--kernel", &crash, "--kernel", &good])
-        .arg("--out")
-        .arg(&out)
-        .output()
-        .unwrap();
+    // No --isolate: a user's kernel is isolated as it is.
+    let o = sim_gemm_16(
+        &dir,
+        &[
+            "--row-timeout",
+            timeout,
+            "--kernel",
+            &spin,
+            "--kernel",
+            &stuck,
+            "--kernel",
+            &crash,
+            "--kernel",
+            &good,
+        ],
+    );
     let text = said(&o);
     // Two rows failed: the run says so in its exit code, and still saved every row.
     assert_eq!(o.status.code(), Some(1), "{text}");
@@ -338,23 +357,7 @@ fn a_kernels_printf_in_a_child_is_shown() {
         &GOOD[2..]
     );
     let spec = kernel(&dir, "chatty", &body);
-    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .current_dir(root())
-        .env("LAB_DIR", dir.join("lab"))
-        .args([
-            "run",
-            "--device",
-            "sim",
-            "--workload",
-            "gemm",
-            "--sizes",
-            "16",
-        ])
-        .args(["--kernels", "none", "--kernel", &spec])
-        .arg("--out")
-        .arg(dir.join("run"))
-        .output()
-        .unwrap();
+    let o = sim_gemm_16(&dir, &["--kernel", &spec]);
     let text = said(&o);
     assert!(o.status.success(), "{text}");
     assert!(
