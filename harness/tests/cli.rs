@@ -92,6 +92,18 @@ fn a_cpu_run_writes_results_where_every_row_passes() {
     let csv = std::fs::read_to_string(dir.join("gemm.csv")).unwrap();
     let cols = csv.lines().next().unwrap().split(',').count();
     assert!(csv.lines().all(|l| l.split(',').count() == cols), "{csv}");
+    // `harness report` renders the same tables from the results file, digit for digit: the
+    // JSON gives back every number as the run held it.
+    let again = out.join("again");
+    let o = harness(&["report", dir.to_str().unwrap(), "--out", again.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o));
+    for file in ["gemm.csv", "gemm.md"] {
+        assert_eq!(
+            std::fs::read_to_string(dir.join(file)).unwrap(),
+            std::fs::read_to_string(again.join(file)).unwrap(),
+            "{file} rendered again differs"
+        );
+    }
     std::fs::remove_dir_all(&out).unwrap();
 }
 
