@@ -95,7 +95,12 @@ fn a_cpu_run_writes_results_where_every_row_passes() {
     // `harness report` renders the same tables from the results file, digit for digit: the
     // JSON gives back every number as the run held it.
     let again = out.join("again");
-    let o = harness(&["report", dir.to_str().unwrap(), "--out", again.to_str().unwrap()]);
+    let o = harness(&[
+        "report",
+        dir.to_str().unwrap(),
+        "--out",
+        again.to_str().unwrap(),
+    ]);
     assert!(o.status.success(), "{}", text(&o));
     for file in ["gemm.csv", "gemm.md"] {
         assert_eq!(
