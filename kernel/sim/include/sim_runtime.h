@@ -588,7 +588,7 @@ inline unsigned char *warp_memo(size_t bytes) {
 // shared memory must be). Never returns.
 inline void fail(const char *fmt, ...) {
     Worker &w = worker();
-    char what[448];
+    char what[768];  // the message, leaving room in SimResult::message for the kernel and thread
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
