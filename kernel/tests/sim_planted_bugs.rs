@@ -320,22 +320,89 @@ fn a_divergent_barrier_is_reported_as_such() {
     );
 }
 
+/// Half of each warp skips a full-mask shuffle and exits: CUDA waits only for the lanes of a mask
+/// that have not exited, so the shuffle completes, and lane 15 then reads lane 16, which has
+/// exited (an undefined value on a GPU). Lanes that skip it without exiting, to wait at
+/// `__syncthreads()`, hold the shuffle up for ever.
 const DIVERGENT_SHUFFLE: &str = r#"
 extern "C" __global__ void half_warp_shuffle(const float *x, float *y, int n) {
     float v = x[threadIdx.x];
     if (threadIdx.x % 32 < 16) v += __shfl_down_sync(0xffffffffu, v, 1);  // BUG: full mask
     y[threadIdx.x] = v;
 }
+extern "C" __global__ void half_warp_waits(const float *x, float *y, int n) {
+    float v = x[threadIdx.x];
+    if (threadIdx.x % 32 < 16) v += __shfl_down_sync(0xffffffffu, v, 1);  // BUG: full mask
+    else __syncthreads();
+    y[threadIdx.x] = v;
+}
 "#;
 
 #[test]
-fn a_shuffle_missing_lanes_of_its_mask_is_reported_as_deadlock() {
+fn a_shuffle_reading_a_lane_that_skipped_it_is_reported() {
     let shape = Shape::gemm(64, 1, 1);
     let plan = vector_plan(DIVERGENT_SHUFFLE, "half_warp_shuffle", 64, 64);
     let msg = sim_error(run(plan, shape, &inputs(&shape, 0x1234_5678)));
     assert!(
-        msg.contains("half_warp_shuffle: deadlock at a warp operation")
-            && msg.contains("32 threads wait, 32 exited"),
+        msg.contains("a warp shuffle of lane 15 reads lane 16, which has exited"),
+        "{msg}"
+    );
+    let plan = vector_plan(DIVERGENT_SHUFFLE, "half_warp_waits", 64, 64);
+    let msg = sim_error(run(plan, shape, &inputs(&shape, 0x1234_5678)));
+    assert!(
+        msg.contains("half_warp_waits: deadlock at __syncthreads")
+            && msg.contains("32 threads wait at __syncthreads, 32 at a warp operation"),
+        "{msg}"
+    );
+}
+
+/// The tail of a grid that returns early, then reduces by shuffles with the full mask, as public
+/// code often does: the shuffles wait only for the lanes still running (CUDA: "all non-exited
+/// threads named in mask"). `groups` reads lanes within groups of 8, all running (24 of 32 lanes
+/// run); its ballot and `__all_sync` see the running lanes only. `sums` reads
+/// lanes that have exited: an undefined value on a GPU.
+const EXITED_LANES: &str = r#"
+extern "C" __global__ void groups(const float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    y[i] = 0.0f;
+    if (threadIdx.x % 32 >= 24) return;
+    float v = x[i];
+    for (int o = 4; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    __syncwarp();
+    unsigned ballot = __ballot_sync(0xffffffffu, 1);
+    int all = __all_sync(0xffffffffu, 1);
+    if (ballot == 0x00ffffffu && all) y[i] = v;
+}
+extern "C" __global__ void sums(const float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    float v = x[i];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if (threadIdx.x % 32 == 0) y[i] = v;
+}
+"#;
+
+#[test]
+fn lanes_that_exit_leave_a_warp_operation_to_the_others() {
+    let shape = Shape::gemm(64, 1, 1);
+    let x = inputs(&shape, 0x1234_5678);
+    let y = run(vector_plan(EXITED_LANES, "groups", 64, 64), shape, &x).unwrap();
+    for (i, got) in y.iter().enumerate() {
+        let want: f32 = if i % 32 >= 24 {
+            0.0
+        } else {
+            let g = i / 8 * 8;
+            x[0][g..g + 8].iter().sum()
+        };
+        assert!(
+            (got - want).abs() <= 1e-5 * want.abs().max(1.0),
+            "y[{i}] = {got}, not {want}"
+        );
+    }
+    // 40 of 64 threads run: lane 7 of the second warp reads lane 23, which has exited.
+    let msg = sim_error(run(vector_plan(EXITED_LANES, "sums", 40, 64), shape, &x));
+    assert!(
+        msg.contains("reads lane ") && msg.contains(", which has exited"),
         "{msg}"
     );
 }

@@ -166,6 +166,18 @@ extern "C" __global__ void smem_past_static(const float *A, const float *B, floa
     __syncthreads();
     if (threadIdx.x == 0) C[0] = red[0] + red[1];
 }
+// An index past the end of the middle one of three arrays, which on a GPU (and in the
+// simulator's memory, without its redzones) reads the next array.
+extern "C" __global__ void smem_into_next(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ float a[32];
+    __shared__ float b[32];
+    __shared__ float c[32];
+    a[threadIdx.x] = A[threadIdx.x];
+    b[threadIdx.x] = A[threadIdx.x];
+    c[threadIdx.x] = A[threadIdx.x];
+    __syncthreads();
+    C[threadIdx.x] = a[threadIdx.x] + b[threadIdx.x + 4] + c[threadIdx.x];  // BUG: b[32..35]
+}
 extern "C" __global__ void smem_dynamic(const float *A, const float *B, float *C, int M, int N, int K) {
     extern __shared__ float buf[];
     buf[threadIdx.x] = A[threadIdx.x];
@@ -347,6 +359,13 @@ fn an_access_past_the_end_of_shared_memory_is_named() {
     assert!(
         e.contains("writes 4 bytes at byte 8 of __shared__ 'red' (in smem_past_static), which has 8 bytes: out of bounds")
             && e.contains("thread (2,0,0)"),
+        "{e}"
+    );
+    let e = oob(launch("smem_into_next", [32, 1, 1]));
+    assert!(
+        e.contains("reads 4 bytes at byte ")
+            && e.contains(" of __shared__ 'b' (in smem_into_next), which has 128 bytes, or ")
+            && e.contains(": out of bounds"),
         "{e}"
     );
     // 6 floats: the second float4 holds bytes 16 to 31, of which 24 onwards are past the end

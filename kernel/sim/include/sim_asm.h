@@ -432,8 +432,8 @@ inline uint32_t shfl(ShflMode mode, uint32_t a, uint32_t b, uint32_t c, uint32_t
 // elect.sync d|p, membermask (sm_90): the lanes of the mask meet; the lowest of them is
 // elected, each gets its lane number and the elected lane the predicate.
 inline uint32_t elect(uint32_t membermask, bool *p) {
-    (void)warp_exchange(membermask, 0u, (int)fiber().lane);
-    const uint32_t live = membermask & worker().warps[fiber().warp].present;
+    uint32_t live;
+    (void)ballot(membermask, 1, &live);
     const uint32_t leader = live ? (uint32_t)__builtin_ctz(live) : 0;
     if (p) *p = fiber().lane == leader;
     return leader;

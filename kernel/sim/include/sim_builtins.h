@@ -58,6 +58,8 @@ inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
     f.parity ^= 1;
     sim::warp_wait(mask);
 }
+// Every lane the warp has: which lanes a GPU runs converged at this point, the simulator's
+// schedule cannot tell (a shuffle with this mask waits only for lanes that have not exited).
 inline unsigned __activemask() { return sim::worker().warps[sim::fiber().warp].present; }
 // A fence at GPU (or system) scope can order one block's global accesses before another's
 // (sim_global.h); one at block scope orders nothing between blocks.
@@ -99,7 +101,8 @@ inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
 inline unsigned __ballot_sync(unsigned mask, int pred) { return sim::ballot(mask, pred); }
 inline int __any_sync(unsigned mask, int pred) { return sim::ballot(mask, pred) != 0; }
 inline int __all_sync(unsigned mask, int pred) {
-    return sim::ballot(mask, pred) == (mask & sim::worker().warps[sim::fiber().warp].present);
+    unsigned took_part;
+    return sim::ballot(mask, pred, &took_part) == took_part;
 }
 
 // ---- Atomics: blocks run in parallel on several OS threads, so these are real atomics. ----
@@ -206,9 +209,28 @@ inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return {x, y, z}; 
 inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
 inline double2 make_double2(double x, double y) { return {x, y}; }
 
-// ---- Loads through the read-only cache: plain loads here. ----
+// ---- Loads through the read-only cache and with cache hints (__ldcs, __stcs...): plain loads
+// and stores here. ----
 template <class T>
 inline T __ldg(const T *p) { return *p; }
+template <class T>
+inline T __ldca(const T *p) { return *p; }
+template <class T>
+inline T __ldcg(const T *p) { return *p; }
+template <class T>
+inline T __ldcs(const T *p) { return *p; }
+template <class T>
+inline T __ldlu(const T *p) { return *p; }
+template <class T>
+inline T __ldcv(const T *p) { return *p; }
+template <class T>
+inline void __stwb(T *p, T v) { *p = v; }
+template <class T>
+inline void __stcg(T *p, T v) { *p = v; }
+template <class T>
+inline void __stcs(T *p, T v) { *p = v; }
+template <class T>
+inline void __stwt(T *p, T v) { *p = v; }
 
 // ---- Math: CUDA's global overloads and intrinsics. The fast intrinsics use the accurate
 // functions; results may differ from the GPU in the last bits, never in meaning. ----
@@ -218,10 +240,34 @@ inline unsigned min(unsigned a, unsigned b) { return a < b ? a : b; }
 inline unsigned max(unsigned a, unsigned b) { return a > b ? a : b; }
 inline long long min(long long a, long long b) { return a < b ? a : b; }
 inline long long max(long long a, long long b) { return a > b ? a : b; }
+// The mixed-sign and mixed-width overloads of CUDA's math_functions.hpp: the unsigned or the
+// wider type wins, as there.
+inline unsigned min(int a, unsigned b) { return min((unsigned)a, b); }
+inline unsigned min(unsigned a, int b) { return min(a, (unsigned)b); }
+inline unsigned max(int a, unsigned b) { return max((unsigned)a, b); }
+inline unsigned max(unsigned a, int b) { return max(a, (unsigned)b); }
+inline long min(long a, long b) { return a < b ? a : b; }
+inline long max(long a, long b) { return a > b ? a : b; }
+inline unsigned long min(unsigned long a, unsigned long b) { return a < b ? a : b; }
+inline unsigned long max(unsigned long a, unsigned long b) { return a > b ? a : b; }
+inline unsigned long min(long a, unsigned long b) { return min((unsigned long)a, b); }
+inline unsigned long min(unsigned long a, long b) { return min(a, (unsigned long)b); }
+inline unsigned long max(long a, unsigned long b) { return max((unsigned long)a, b); }
+inline unsigned long max(unsigned long a, long b) { return max(a, (unsigned long)b); }
+inline unsigned long long min(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+inline unsigned long long max(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+inline unsigned long long min(long long a, unsigned long long b) { return min((unsigned long long)a, b); }
+inline unsigned long long min(unsigned long long a, long long b) { return min(a, (unsigned long long)b); }
+inline unsigned long long max(long long a, unsigned long long b) { return max((unsigned long long)a, b); }
+inline unsigned long long max(unsigned long long a, long long b) { return max(a, (unsigned long long)b); }
 inline float min(float a, float b) { return fminf(a, b); }
 inline float max(float a, float b) { return fmaxf(a, b); }
 inline double min(double a, double b) { return fmin(a, b); }
 inline double max(double a, double b) { return fmax(a, b); }
+inline double min(float a, double b) { return fmin((double)a, b); }
+inline double min(double a, float b) { return fmin(a, (double)b); }
+inline double max(float a, double b) { return fmax((double)a, b); }
+inline double max(double a, float b) { return fmax(a, (double)b); }
 inline float __expf(float x) { return expf(x); }
 inline float __exp10f(float x) { return exp10f(x); }
 inline float __logf(float x) { return logf(x); }

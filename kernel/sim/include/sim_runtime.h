@@ -269,11 +269,21 @@ struct Fiber {
     unsigned switches;
     unsigned quiet;
     unsigned polls;  // volatile accesses and atomics since it last switched in (see poll)
+    // A thread in AT_WARP: the mask it waits with, whether lanes of it that exit stop being
+    // waited for (not for the .aligned instructions of warp_collective, which need all 32),
+    // and whether the wait was completed by an exit, making this thread the one that delivers.
+    unsigned wait_mask;
+    bool wait_past_exits;
+    bool deliver;
 };
 
 struct Warp {
     unsigned present;  // lanes that exist (the last warp of a block may be partial)
+    unsigned exited;   // lanes that have returned: a warp operation no longer waits for them
     unsigned arrived;
+    // Per reading lane, 1 + the exited lane its last shuffle read (0: none), found by the lane
+    // that delivered the values and reported by the reader itself.
+    unsigned char read_exited[32];
     uint16_t epoch;    // warp-wide synchronizations so far (the race checker's order within a warp)
     alignas(16) unsigned char slot[2][32][kSlotBytes];  // double-buffered by Fiber::parity
     alignas(16) unsigned char result[2][32][16];        // per-lane results of a warp_collective
@@ -420,12 +430,14 @@ SIM_UNINSTRUMENTED inline void poll() {
 
 inline void cluster_release_if_complete(Cluster &c);
 inline bool cluster_has_waiters(const Cluster &c);
+inline void warp_lane_exited(Worker &w, const Fiber &f);
 
 [[noreturn]] inline void fiber_main() {
     Worker &w = *tl_worker;
     w.launch->thunk(w.launch->args);
     tl_fiber->state = DONE;
     w.exited++;
+    warp_lane_exited(w, *tl_fiber);
     hopper_exited(w, tl_fiber->warp);
     // An exiting thread no longer holds up a cluster barrier (PTX ISA, exit).
     if (cluster_has_waiters(*w.cluster)) cluster_release_if_complete(*w.cluster);
@@ -444,15 +456,24 @@ inline void syncthreads() {
     yield_to_scheduler();
 }
 
-// Waits until every lane of `mask` that exists has arrived. The last lane to arrive releases
-// the others and carries on without a switch: it returns true, and until it next switches no
-// other lane of the warp has run since the warp was complete. `front`: the released lanes run
-// next, before other warps.
-inline bool warp_wait(unsigned mask, bool front = false) {
+// The lanes a warp operation of `lane` with `mask` waits for: those of the mask that exist and,
+// unless `past_exits` is false, have not exited (CUDA: "all non-exited threads named in mask").
+inline unsigned warp_expect(const Warp &wp, unsigned mask, unsigned lane, bool past_exits) {
+    return (mask & wp.present & (past_exits ? ~wp.exited : ~0u)) | (1u << lane);
+}
+
+// Waits until every lane of `mask` that exists and has not exited has arrived. The last lane
+// to arrive releases the others and carries on without a switch: it returns true, and until it
+// next switches no other lane of the warp has run since the warp was complete. A wait that the
+// exit of its last missing lane completes makes its lowest lane the one that returns true,
+// running first (warp_lane_exited). `front`: the released lanes run next, before other warps.
+// `past_exits` false: a lane that exits is still waited for (a deadlock), for the .aligned
+// instructions that need every lane.
+inline bool warp_wait(unsigned mask, bool front = false, bool past_exits = true) {
     Worker &w = worker();
     Fiber &f = fiber();
     Warp &wp = w.warps[f.warp];
-    unsigned expect = (mask & wp.present) | (1u << f.lane);
+    unsigned expect = warp_expect(wp, mask, f.lane, past_exits);
     f.switches++;  // a lane that completes the warp goes on without a switch
     wp.arrived |= 1u << f.lane;
     if ((wp.arrived & expect) == expect) {
@@ -470,9 +491,36 @@ inline bool warp_wait(unsigned mask, bool front = false) {
         return true;
     }
     f.state = AT_WARP;
+    f.wait_mask = mask;
+    f.wait_past_exits = past_exits;
     w.at_warp++;
     yield_to_scheduler();
-    return false;
+    if (!f.deliver) return false;
+    f.deliver = false;
+    return true;
+}
+
+// A lane has exited: each wait of its warp that waited only for it is complete. Its lowest lane
+// delivers, as the last lane to arrive does in warp_wait, so it runs first.
+inline void warp_lane_exited(Worker &w, const Fiber &f) {
+    Warp &wp = w.warps[f.warp];
+    wp.exited |= 1u << f.lane;
+    for (unsigned l = 0; l < 32; ++l) {
+        const Fiber &waiter = w.fibers[f.warp * 32 + l];
+        if (!(wp.arrived & (1u << l)) || waiter.state != AT_WARP || !waiter.wait_past_exits) continue;
+        const unsigned expect = warp_expect(wp, waiter.wait_mask, l, true);
+        if ((wp.arrived & expect) != expect) continue;
+        wp.arrived &= ~expect;
+        wp.epoch++;
+        w.fibers[f.warp * 32 + l].deliver = true;
+        w.at_warp--;
+        push_ready(w, f.warp * 32 + l);
+        for (unsigned k = 0; k < 32; ++k)
+            if (k != l && (expect & (1u << k))) {
+                w.at_warp--;
+                push_ready(w, f.warp * 32 + k);
+            }
+    }
 }
 
 // The parity of the exchange buffers lane `l` of the calling thread's warp used for the warp
@@ -485,6 +533,13 @@ inline unsigned published_parity(Worker &w, unsigned l) {
 
 // Ends the block with an error (defined below, with the misuse the emulation detects).
 [[noreturn]] inline void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+[[noreturn]] inline void fail_read_exited(unsigned lane, unsigned src) {
+    fail("a warp shuffle of lane %u reads lane %u, which has exited (returned before the shuffle); a GPU gives an "
+         "undefined value: keep the lanes a shuffle reads from running to it (guard the work, not the return), or "
+         "leave them out of the reduction",
+         lane, src);
+}
 
 // Publishes `v` to the warp, waits for the lanes of `mask`, then reads lane `src`'s value
 // (or returns `v` itself when `src` is out of range: -1, as the shuffles pass it). A source
@@ -504,8 +559,10 @@ inline T warp_exchange(unsigned mask, T v, int src) {
     memcpy(wp.slot[p][f.lane] + 16, &src, sizeof src);
     // A value read from a lane that takes no part in the shuffle is undefined on a GPU (the
     // simulator would hand back the reader's own): one the block does not have (its last warp
-    // is partial), or one the mask leaves out. (A lane of the mask that has exited never
-    // arrives: the wait below ends as a deadlock.)
+    // is partial), one the mask leaves out, or one that has exited (now, or before the lanes
+    // it waits for arrive: found by the lane that delivers).
+    if (src >= 0 && src < 32 && (unsigned)src != f.lane && (wp.exited & (1u << src)))
+        fail_read_exited(f.lane, (unsigned)src);
     if (src >= 0 && src < 32 && (unsigned)src != f.lane && !(mask & wp.present & (1u << src))) {
         const unsigned size = w.n - f.warp * 32u < 32u ? w.n - f.warp * 32u : 32u;
         if (!(wp.present & (1u << src)))
@@ -517,23 +574,27 @@ inline T warp_exchange(unsigned mask, T v, int src) {
              "lane only reads from lanes that take part)",
              src);
     }
-    const unsigned lanes = (mask & wp.present) | (1u << f.lane);
     if (warp_wait(mask)) {
+        const unsigned lanes = warp_expect(wp, mask, f.lane, true);
         for (unsigned l = 0; l < 32; ++l) {
             if (!(lanes & (1u << l))) continue;
             const unsigned q = published_parity(w, l);
             int s;
             memcpy(&s, wp.slot[q][l] + 16, sizeof s);
             const bool valid = s >= 0 && s < 32 && (wp.present & mask & (1u << s));
+            if (valid && (unsigned)s != l && (wp.exited & (1u << s))) wp.read_exited[l] = (unsigned char)(s + 1);
             memcpy(wp.result[q][l], valid ? wp.slot[published_parity(w, (unsigned)s)][s] : wp.slot[q][l], 16);
         }
     }
+    if (wp.read_exited[f.lane]) fail_read_exited(f.lane, wp.read_exited[f.lane] - 1u);
     T out;
     memcpy(&out, wp.result[p][f.lane], sizeof(T));
     return out;
 }
 
-inline unsigned ballot(unsigned mask, int pred) {
+// `took_part`, if given: the lanes whose predicates the ballot holds (those of the mask that
+// had not exited when it completed), for __all_sync and elect.sync.
+inline unsigned ballot(unsigned mask, int pred, unsigned *took_part = nullptr) {
     Worker &w = worker();
     Fiber &f = fiber();
     Warp &wp = w.warps[f.warp];
@@ -541,14 +602,19 @@ inline unsigned ballot(unsigned mask, int pred) {
     f.parity ^= 1;
     wp.slot[p][f.lane][0] = pred != 0;
     if (warp_wait(mask)) {  // delivered by the last lane, as in warp_exchange
-        unsigned bits = 0, lanes = mask & wp.present;
+        unsigned bits = 0, lanes = mask & wp.present & ~wp.exited;
         for (unsigned l = 0; l < 32; ++l)
             if ((lanes & (1u << l)) && wp.slot[published_parity(w, l)][l][0]) bits |= 1u << l;
+        lanes |= 1u << f.lane;
         for (unsigned l = 0; l < 32; ++l)
-            if ((lanes | (1u << f.lane)) & (1u << l)) memcpy(wp.result[published_parity(w, l)][l], &bits, sizeof bits);
+            if (lanes & (1u << l)) {
+                memcpy(wp.result[published_parity(w, l)][l], &bits, sizeof bits);
+                memcpy(wp.result[published_parity(w, l)][l] + 4, &lanes, sizeof lanes);
+            }
     }
     unsigned bits;
     memcpy(&bits, wp.result[p][f.lane], sizeof bits);
+    if (took_part) memcpy(took_part, wp.result[p][f.lane] + 4, sizeof *took_part);
     return bits;
 }
 
@@ -943,7 +1009,7 @@ inline size_t dyn_stride(size_t bytes) { return (bytes + kDynRedZone + 1023) & ~
 struct TlsExtent {
     size_t lo, hi;
     bool runtime;
-    bool guard;  // the bytes before the runtime's locals, which nothing may touch
+    bool guard;  // bytes nothing may touch: before the runtime's locals, a redzone between variables
 };
 struct TlsExtents {
     TlsExtent *all = nullptr;
@@ -979,6 +1045,9 @@ SIM_UNINSTRUMENTED inline const TlsExtents &tls_extents() {
                         e.lo = sym[j].st_value;
                         e.hi = sym[j].st_value + sym[j].st_size;
                         e.runtime = strncmp(mangled, "_ZN3sim", 7) == 0 || strncmp(mangled, "_ZN11sim_traffic", 16) == 0;
+                        // The source's rewrite declares one after each __shared__ variable
+                        // (kernel/src/sim/compile.rs, add_shared_redzones).
+                        e.guard = strstr(mangled, "__sim_redzone_") != nullptr;
                         if (locals) {
                             t.all[k + 1] = e;
                             t.all[k + 1].lo = e.lo + kTlsGuard;
@@ -1017,25 +1086,38 @@ SIM_UNINSTRUMENTED inline const TlsExtent *tls_extent_at(size_t offset) {
     return lo < t.n && t.all[lo].lo <= offset ? &t.all[lo] : nullptr;
 }
 
+// The name shared_variable_at gives the variable starting at `lo`, without its ", byte 0".
+SIM_UNINSTRUMENTED inline void shared_variable_name(size_t lo, char *out, size_t room) {
+    shared_variable_at(lo, out, room);
+    char *comma = strrchr(out, ',');
+    if (comma) *comma = 0;
+}
+
 // A kernel's access that leaves its __shared__ variable: named by the variable it starts in or
-// the last one before it ("'red' (in rowsoft), 8 bytes").
+// the last one before it ("'red' (in rowsoft), 8 bytes"), and, when it lands between two, by
+// the next one too (a negative index of that one lands there as well).
 [[noreturn]] SIM_UNINSTRUMENTED inline void static_overrun(size_t cell, unsigned long n, int write, const TlsExtent *in) {
     const TlsExtents &t = tls_extents();
-    const TlsExtent *before = nullptr;
-    for (size_t i = 0; i < t.n; ++i)
-        if (!t.all[i].runtime && !t.all[i].guard && t.all[i].lo <= cell && (!before || t.all[i].lo > before->lo))
-            before = &t.all[i];
+    const TlsExtent *before = nullptr, *next = nullptr;
+    for (size_t i = 0; i < t.n; ++i) {
+        if (t.all[i].runtime || t.all[i].guard) continue;
+        if (t.all[i].lo <= cell && (!before || t.all[i].lo > before->lo)) before = &t.all[i];
+        if (t.all[i].lo > cell && (!next || t.all[i].lo < next->lo)) next = &t.all[i];
+    }
     const TlsExtent *named = in && !in->runtime && !in->guard ? in : before;
-    char var[160] = "";
-    if (named) shared_variable_at(named->lo, var, sizeof var);
-    char *comma = strrchr(var, ',');
-    if (comma) *comma = 0;  // shared_variable_at's ", byte 0"
+    char var[160] = "", other[200] = "";
+    if (named) shared_variable_name(named->lo, var, sizeof var);
     if (!named)
         fail("%s %lu bytes at byte %zu of the __shared__ variables, before the first of them: out of bounds",
              write ? "writes" : "reads", n, cell);
-    fail("%s %lu bytes at byte %zu of __shared__ %s, which has %zu bytes: out of bounds (a GPU would read or "
+    if (named != in && next && cell + n <= next->lo) {
+        char name[160];
+        shared_variable_name(next->lo, name, sizeof name);
+        snprintf(other, sizeof other, ", or %zu bytes before %s", next->lo - cell, name);
+    }
+    fail("%s %lu bytes at byte %zu of __shared__ %s, which has %zu bytes%s: out of bounds (a GPU would read or "
          "overwrite other shared memory, or fault)",
-         write ? "writes" : "reads", n, cell - named->lo, var, named->hi - named->lo);
+         write ? "writes" : "reads", n, cell - named->lo, var, named->hi - named->lo, other);
 }
 
 // An access past the end of block `o`'s dynamic shared memory, by a thread of block `w`.
@@ -1346,10 +1428,13 @@ inline Out warp_collective(const char *what, const In &in, F &&f, bool front = f
     if (wp.present != 0xFFFFFFFFu)
         fail("%s needs all 32 lanes of a warp; warp %u of this block has %d (make the block a multiple of 32 threads)",
              what, fb.warp, __builtin_popcount(wp.present));
+    if (wp.exited)
+        fail("%s needs all 32 lanes of a warp; lane %d of warp %u has exited (returned before it)", what,
+             __builtin_ctz(wp.exited), fb.warp);
     unsigned p = fb.parity;
     fb.parity ^= 1;
     memcpy(wp.slot[p][fb.lane], &in, sizeof(In));
-    if (warp_wait(0xFFFFFFFFu, front)) {
+    if (warp_wait(0xFFFFFFFFu, front, false)) {
         In ins[32];
         Out outs[32];
         for (unsigned l = 0; l < 32; ++l) memcpy(&ins[l], wp.slot[p][l], sizeof(In));
@@ -1725,6 +1810,7 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
         f.memo_seq = 0;
         f.cluster_arrived = false;
         f.switches = f.quiet = f.polls = 0;
+        f.deliver = false;
         // Copies a thread of the previous block left pending are dropped, never completed.
         f.async = w.async_copies + (size_t)i * kMaxAsyncCopies;
         f.async_pending = f.async_groups = 0;
@@ -1734,7 +1820,8 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
     for (unsigned k = 0; k < (w.n + 31) / 32; ++k) {
         unsigned lanes = w.n - k * 32 >= 32 ? 32 : w.n - k * 32;
         w.warps[k].present = lanes == 32 ? 0xFFFFFFFFu : (1u << lanes) - 1;
-        w.warps[k].arrived = 0;
+        w.warps[k].arrived = w.warps[k].exited = 0;
+        memset(w.warps[k].read_exited, 0, sizeof w.warps[k].read_exited);
     }
     make_order(w, seed);
 #ifdef SIM_INSTRUMENTED

@@ -142,6 +142,10 @@ const HEADERS: &[(&str, &str)] = &[
         "math_constants.h",
         include_str!("../../sim/include/math_constants.h"),
     ),
+    (
+        "cuda_runtime_api.h",
+        include_str!("../../sim/include/cuda_runtime_api.h"),
+    ),
 ];
 
 /// `-fno-strict-aliasing`: CUDA code reinterprets float arrays as float4 and the like.
@@ -470,9 +474,15 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
             }
         }
         let decl = decl.trim();
-        let bad =
-            || format!("{file}: cannot read `extern __shared__{decl};` (expected `T name[]`)");
-        let open = decl.rfind('[').ok_or_else(bad)?;
+        let bad = || {
+            format!(
+                "{file}: cannot read `extern __shared__ {decl};` (expected `T name[]` or `T name[][N]`)"
+            )
+        };
+        // `T name[]`, or `T name[][N]...`: a pointer to rows of the trailing dimensions.
+        let open = decl.find('[').ok_or_else(bad)?;
+        let rows = decl[open..].trim_start_matches('[').trim_start();
+        let rows = rows.strip_prefix(']').ok_or_else(bad)?.trim();
         let head = decl[..open].trim_end();
         let name_start = head
             .bytes()
@@ -483,9 +493,17 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
             return Err(bad());
         }
         out.push_str(&code[rest..at]);
-        let smem = format!("reinterpret_cast<{ty} *>(::sim::dynamic_smem())");
+        let (pointer, local) = if rows.is_empty() {
+            (format!("{ty} *"), format!("{ty} *const {name}"))
+        } else {
+            (
+                format!("{ty} (*){rows}"),
+                format!("{ty} (*const {name}){rows}"),
+            )
+        };
+        let smem = format!("reinterpret_cast<{pointer}>(::sim::dynamic_smem())");
         if brace_depth(&code[..at]) > 0 {
-            out.push_str(&format!("{ty} *const {name} = {smem};"));
+            out.push_str(&format!("{local} = {smem};"));
         } else {
             // At file scope a macro reads the buffer of whichever block is running.
             let (line, file) = presumed_line(code, semi, file);
@@ -527,6 +545,60 @@ pub fn hoist_shared_alignas(code: &str) -> String {
     out
 }
 
+/// Bytes of the redzone after each `__shared__` variable (see [`add_shared_redzones`]): an
+/// overrun of up to this much past a variable's end lands there, not in the next variable.
+pub const SHARED_REDZONE_BYTES: usize = 256;
+
+/// Declares a redzone, `__sim_redzone_N`, after each `__shared__` declaration that ends its line
+/// (`__shared__ float As[T][T];`): gcc lays a function's static variables out in pairs, so one
+/// lies between every two variables, and the race checker reports an access there as out of
+/// bounds of the variable before it. Without it an index past the end of one array lands in the
+/// next, silently, as on a GPU. Declarations in a preprocessor line, or followed on their line
+/// by more code, are left as they are.
+pub fn add_shared_redzones(code: &str) -> String {
+    let b = code.as_bytes();
+    let mut out = String::with_capacity(code.len() + 256);
+    let mut rest = 0;
+    let mut n = 0;
+    for at in find_word(code, "__shared__") {
+        if at < rest || code[..at].trim_end().ends_with("extern") {
+            continue;
+        }
+        let line_start = code[..at].rfind('\n').map_or(0, |i| i + 1);
+        let continued = code[..line_start.saturating_sub(1)].trim_end_matches([' ', '\t', '\r']);
+        if code[line_start..].trim_start().starts_with('#') || continued.ends_with('\\') {
+            continue;
+        }
+        let Some(semi) = code[at..].find([';', '{', '}', '\n']).map(|j| at + j) else {
+            continue;
+        };
+        let decl = &code[at..semi];
+        let after = code[semi + 1..].split('\n').next().unwrap_or("").trim();
+        let balanced = decl.matches('(').count() == decl.matches(')').count();
+        if b[semi] != b';'
+            || !balanced
+            || decl.contains('=')
+            || !(after.is_empty() || after.starts_with("//"))
+        {
+            continue;
+        }
+        out.push_str(&code[rest..=semi]);
+        out.push_str(&format!(
+            " __shared__ unsigned char __sim_redzone_{n}[{SHARED_REDZONE_BYTES}] __attribute__((used));"
+        ));
+        n += 1;
+        rest = semi + 1;
+    }
+    out.push_str(&code[rest..]);
+    out
+}
+
+/// The simulator's copy of a source's `__shared__` declarations: `alignas` hoisted, a redzone
+/// after each variable, `extern` arrays as pointers to the dynamic shared memory.
+pub fn rewrite_shared(code: &str, file: &str) -> Result<String, String> {
+    rewrite_extern_shared(&add_shared_redzones(&hoist_shared_alignas(code)), file)
+}
+
 /// Whether a comment-free source declares a `__shared__` variable other than `extern` ones.
 pub fn has_static_shared(code: &str) -> bool {
     find_word(code, "__shared__")
@@ -559,8 +631,7 @@ pub fn translation_unit(src: &CudaSource) -> Result<(String, Vec<String>), Devic
         ))
         .into());
     }
-    let body =
-        rewrite_extern_shared(&hoist_shared_alignas(&code), &src.file).map_err(DeviceError::Sim)?;
+    let body = rewrite_shared(&code, &src.file).map_err(DeviceError::Sim)?;
     let table: Vec<String> = decls
         .iter()
         .map(|d| match &d.cluster_dims {
@@ -981,6 +1052,57 @@ mod tests {
         );
     }
 
+    /// A header added to sim/include but not to [`HEADERS`] would be missing from the folder
+    /// the simulator compiles against.
+    #[test]
+    fn every_header_of_the_simulator_is_served() {
+        fn walk(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, base, out);
+                } else {
+                    out.push(p.strip_prefix(base).unwrap().display().to_string());
+                }
+            }
+        }
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sim/include");
+        let mut files = Vec::new();
+        walk(&base, &base, &mut files);
+        for f in files {
+            assert!(
+                HEADERS.iter().any(|(name, _)| *name == f),
+                "sim/include/{f} is not in HEADERS"
+            );
+        }
+    }
+
+    #[test]
+    fn puts_a_redzone_after_each_shared_declaration_that_ends_its_line() {
+        let code = "void f() {\n  __shared__ float As[16][17];  // a tile\n  \
+                    __shared__ float s[(N + 1) * 2], t[4];\n  \
+                    #define TILE __shared__ float u[4];\n  __shared__ int x; int y = x;\n  \
+                    extern __shared__ float d[];\n}\n__shared__ double g[8];\n";
+        let out = add_shared_redzones(code);
+        let rz = |n: usize| {
+            format!(
+                " __shared__ unsigned char __sim_redzone_{n}[{SHARED_REDZONE_BYTES}] __attribute__((used));"
+            )
+        };
+        assert_eq!(
+            out,
+            format!(
+                "void f() {{\n  __shared__ float As[16][17];{}  // a tile\n  \
+                 __shared__ float s[(N + 1) * 2], t[4];{}\n  \
+                 #define TILE __shared__ float u[4];\n  __shared__ int x; int y = x;\n  \
+                 extern __shared__ float d[];\n}}\n__shared__ double g[8];{}\n",
+                rz(0),
+                rz(1),
+                rz(2)
+            )
+        );
+    }
+
     #[test]
     fn rewrites_extern_shared() {
         let code = "void f() { extern __shared__ __align__(16) float smem[]; smem[0] = 1; }";
@@ -988,6 +1110,18 @@ mod tests {
         assert!(
             out.contains("float *const smem = reinterpret_cast<float *>(::sim::dynamic_smem());"),
             "{out}"
+        );
+        let rows = rewrite_extern_shared(
+            "void f() { extern __shared__ half smem[][AB_SMEM_STRIDE]; }",
+            "x.cu",
+        )
+        .unwrap();
+        assert!(
+            rows.contains(
+                "half (*const smem)[AB_SMEM_STRIDE] = \
+                 reinterpret_cast<half (*)[AB_SMEM_STRIDE]>(::sim::dynamic_smem());"
+            ),
+            "{rows}"
         );
         let top =
             rewrite_extern_shared("extern __shared__ int buf[];\nvoid g() {}", "x.cu").unwrap();
