@@ -1345,6 +1345,76 @@ fn public_headers_and_spellings_compile_in_the_simulator() {
     );
 }
 
+/// A project laid out as public code lays it out, run unmodified: its headers in `include/`
+/// (`include=`, nvcc's `-I`), one of them a class of host launchers; cuBLASLt's header and an
+/// `extern` host variable, as llm.c's common header has them; a BLAS kernel passing the
+/// leading dimensions (`K` and `N` twice in `args=`); a 2-D dynamic shared array; cache-hint
+/// loads and stores, `min` of an int and an unsigned, and `M_PI`.
+#[test]
+fn a_project_laid_out_as_public_code_runs_unmodified() {
+    let dir = scratch_dir("project");
+    std::fs::create_dir_all(dir.join("src")).unwrap();
+    std::fs::create_dir_all(dir.join("include")).unwrap();
+    std::fs::write(
+        dir.join("include/launchers.h"),
+        "#pragma once\n#include <cmath>\n#include <time.h>\n#include <unistd.h>\n\
+         __device__ inline float scaled(float a, float x) { return a * x * (float)(M_PI / M_PI); }\n\
+         class GemmInterface {\n public:\n  GemmInterface() : ready(false) { init(); }\n\
+         \x20 void init();\n\
+         \x20 void launch(const float *A, const float *B, float *C, int M, int N, int K) const;\n\
+         private:\n  bool ready;\n};\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("src/gemm.cu"),
+        "#include <cublasLt.h>\n#include \"launchers.h\"\n\
+         extern cudaDeviceProp deviceProp;\n#define TILE 16\n\
+         __global__ void sgemm_lda(int M, int N, int K, float alpha, const float *A, int lda,\n\
+         \x20                         const float *B, int ldb, float beta, float *C, int ldc) {\n\
+         \x20 extern __shared__ float tiles[][TILE];  // A's tile, then B's\n\
+         \x20 const int r = blockIdx.y * TILE + threadIdx.y, c = blockIdx.x * TILE + threadIdx.x;\n\
+         \x20 float acc = 0.f;\n\
+         \x20 for (int k0 = 0; k0 < K; k0 += TILE) {\n\
+         \x20   const int ka = k0 + threadIdx.x, kb = k0 + threadIdx.y;\n\
+         \x20   tiles[threadIdx.y][threadIdx.x] = r < M && ka < K ? __ldcs(&A[r * lda + ka]) : 0.f;\n\
+         \x20   tiles[TILE + threadIdx.y][threadIdx.x] = kb < K && c < N ? B[kb * ldb + c] : 0.f;\n\
+         \x20   __syncthreads();\n\
+         \x20   for (int k = 0; k < TILE; ++k) acc += tiles[threadIdx.y][k] * tiles[TILE + k][threadIdx.x];\n\
+         \x20   __syncthreads();\n\
+         \x20 }\n\
+         \x20 const unsigned last = N - 1;\n\
+         \x20 if (r < M && c < N)\n\
+         \x20   __stcs(&C[r * ldc + min(c, last)], scaled(alpha, acc) + beta * C[r * ldc + c]);\n\
+         }\n",
+    )
+    .unwrap();
+    let file = dir.join("src/gemm.cu");
+    let include = dir.join("include");
+    let spec = format!(
+        "{}:sgemm_lda,args=(M,N,K,alpha,A,K,B,N,beta,C,N),alpha=1.5,beta=-0.5,block=16x16,\
+         grid=tile:16x16,smem=2048,include={}",
+        file.display(),
+        include.display()
+    );
+    let (ok, text) = sim_run("gemm", "100x37x129,64x64x64", &spec, &dir.join("run"));
+    assert!(ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 2, "{text}");
+    // Without its include folder, the header is not found, and the message says what to give.
+    let alone = spec.split(",include=").next().unwrap();
+    let (ok, text) = sim_run("gemm", "64x64x64", alone, &dir.join("alone"));
+    assert!(
+        !ok && text.contains("name that folder with include=DIR"),
+        "{text}"
+    );
+    let (ok, text) = harness(&[
+        "inspect",
+        file.to_str().unwrap(),
+        "--include",
+        include.to_str().unwrap(),
+    ]);
+    assert!(ok && text.contains("sgemm_lda"), "{text}");
+}
+
 /// The guide's table of signatures lists every one the lab has, with its parameters in order.
 #[test]
 fn the_guide_lists_every_signature_with_its_parameters() {

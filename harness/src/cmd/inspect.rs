@@ -27,6 +27,9 @@ pub struct Args {
     /// its GPU gives has no occupancy).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u32).range(0..=1 << 20))]
     pub smem: u32,
+    /// A folder a FILE's headers lie in, as nvcc's `-I` (repeatable).
+    #[arg(long = "include", value_name = "DIR")]
+    pub includes: Vec<PathBuf>,
     /// Exit 1 if any kernel spills registers (beyond a spill the kernel declares).
     #[arg(long)]
     pub deny_spills: bool,
@@ -229,7 +232,7 @@ pub(crate) fn print_advisories(advised: &[(String, String)]) {
 /// resources of each of its kernels by name, in the columns of the rungs' report: occupancy
 /// at `--block` threads and `--smem` bytes of dynamic shared memory per block.
 fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outcome {
-    let files = user_kernel::files::LocalFiles::read(file)
+    let files = user_kernel::files::LocalFiles::read(file, &args.includes)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {}", e.file, e.error))?;
     nvrtc_for(archs)?;
     let tool = sass.then(sass::Disassembler::find).transpose()?;
@@ -258,7 +261,12 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
         code: user_kernel::source::for_inspect(&files.main).into(),
         file: name.clone().into(),
         defines: Vec::new(),
-        include_dirs: vec![files.dir.clone(), user_kernel::folder_of(file), standins],
+        include_dirs: [
+            vec![files.dir.clone(), user_kernel::folder_of(file)],
+            args.includes.clone(),
+            vec![standins],
+        ]
+        .concat(),
         arch: None,
         cxx_entries: plain
             .iter()

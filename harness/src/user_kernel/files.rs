@@ -69,17 +69,28 @@ fn quoted(path: &str) -> String {
     format!("\"{}\"", path.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
-/// The quoted name of an `#include "name"` line, with the byte range of the name.
-fn local_include(line: &str) -> Option<(usize, usize)> {
+/// The name of an `#include "name"` (or `<name>`) line, with the byte range of the name
+/// and whether it is quoted.
+fn local_include(line: &str) -> Option<(usize, usize, bool)> {
     let t = line.trim_start();
     let rest = t.strip_prefix('#')?.trim_start().strip_prefix("include")?;
-    let open = line.len() - rest.len() + rest.find('"')?;
-    let close = open + 1 + line[open + 1..].find('"')?;
-    Some((open + 1, close))
+    let name = rest.trim_start();
+    let (open_c, close_c) = match name.chars().next()? {
+        '"' => ('"', '"'),
+        '<' => ('<', '>'),
+        _ => return None,
+    };
+    let open = line.len() - name.len();
+    debug_assert!(line[open..].starts_with(open_c));
+    let close = open + 1 + line[open + 1..].find(close_c)?;
+    Some((open + 1, close, open_c == '"'))
 }
 
 struct Reader {
     main_dir: PathBuf,
+    /// Folders a project's headers lie in (`include=`, nvcc's `-I`), searched after the
+    /// including file's folder and the main file's.
+    include_dirs: Vec<PathBuf>,
     copies: Vec<Copy>,
     /// Canonical paths already copied, with the copy's name.
     seen: Vec<(PathBuf, String)>,
@@ -134,31 +145,36 @@ impl Reader {
         let mut lines = Vec::new();
         for line in blank_host_code(&code).split('\n') {
             let mut line = line.to_string();
-            if let Some((from, to)) = local_include(&line) {
+            if let Some((from, to, quoted)) = local_include(&line) {
                 let wanted = line[from..to].to_string();
-                let found = [dir.join(&wanted), self.main_dir.join(&wanted)]
+                // A quoted name from the including file's folder, the main file's or an
+                // include= folder; one in angle brackets from an include= folder only (the
+                // others are the system's and the toolkit's).
+                let beside = dir.join(&wanted);
+                let found = [beside.clone(), self.main_dir.join(&wanted)]
                     .into_iter()
+                    .filter(|_| quoted)
+                    .chain(self.include_dirs.iter().map(|d| d.join(&wanted)))
                     .find(|p| p.is_file());
                 if let Some(found) = found {
-                    let shown = Path::new(&display)
-                        .parent()
-                        .map_or(PathBuf::from(&wanted), |d| d.join(&wanted));
+                    // Beside the including file: named from it, as its `#include` reads.
+                    let shown = match Path::new(&display).parent() {
+                        Some(d) if found == beside => d.join(&wanted),
+                        _ => found.clone(),
+                    };
                     let copy = self.add(&found, shown.display().to_string())?;
-                    line.replace_range(from..to, &copy);
+                    line.replace_range(from - 1..to + 1, &format!("\"{copy}\""));
                 }
             }
             lines.push(line);
         }
         let nvrtc = lines.join("\n");
-        // `__shared__ alignas(16)` as the simulator's `__shared__` (`static thread_local`)
-        // accepts it: the attribute first.
+        // The simulator's `__shared__` declarations: `alignas` where `static thread_local`
+        // accepts it, a redzone after each variable, `extern` arrays.
         let mut sim = if nvrtc.contains("__shared__") {
-            let hoisted = kernel::sim::compile::hoist_shared_alignas(&nvrtc);
-            kernel::sim::compile::rewrite_extern_shared(&hoisted, &display).map_err(|error| {
-                ReadError {
-                    file: display.clone(),
-                    error,
-                }
+            kernel::sim::compile::rewrite_shared(&nvrtc, &display).map_err(|error| ReadError {
+                file: display.clone(),
+                error,
             })?
         } else {
             nvrtc.clone()
@@ -200,8 +216,9 @@ impl Reader {
 }
 
 impl LocalFiles {
-    /// Prepares `file` (and its local includes) and writes the copies.
-    pub fn read(file: &Path) -> Result<Self, ReadError> {
+    /// Prepares `file` (and its local includes, found in its folder and `include_dirs`) and
+    /// writes the copies.
+    pub fn read(file: &Path, include_dirs: &[PathBuf]) -> Result<Self, ReadError> {
         let main_dir = file
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
@@ -209,6 +226,7 @@ impl LocalFiles {
             .to_path_buf();
         let mut reader = Reader {
             main_dir,
+            include_dirs: include_dirs.to_vec(),
             copies: Vec::new(),
             seen: Vec::new(),
             kernels: Vec::new(),
@@ -292,7 +310,7 @@ mod tests {
             .unwrap();
             let copies: Vec<_> = std::thread::scope(|s| {
                 let handles: Vec<_> = (0..8)
-                    .map(|_| s.spawn(|| LocalFiles::read(&file)))
+                    .map(|_| s.spawn(|| LocalFiles::read(&file, &[])))
                     .collect();
                 handles.into_iter().map(|h| h.join().unwrap()).collect()
             });
@@ -329,7 +347,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("inc/more.h"), "#define MORE 1\n").unwrap();
-        let f = LocalFiles::read(&dir.join("main.cu")).unwrap();
+        let f = LocalFiles::read(&dir.join("main.cu"), &[]).unwrap();
         assert_eq!(f.names.len(), 3, "{:?}", f.names);
         let text = |i: usize| std::fs::read_to_string(f.dir.join(&f.names[i].0)).unwrap();
         let main = text(0);
@@ -358,6 +376,49 @@ mod tests {
         assert_eq!(
             f.translate(&format!("{}/kl_1_util.cuh(3): error", f.dir.display())),
             format!("{}(3): error", f.kernels[1].file)
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn headers_of_an_include_folder_are_found_quoted_or_in_angle_brackets() {
+        // A project's layout: src/gemm.cu includes headers of include/, as `nvcc -I include`
+        // finds them.
+        let dir = std::env::temp_dir().join(format!("lab-files-inc-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::create_dir_all(dir.join("include")).unwrap();
+        std::fs::write(
+            dir.join("src/gemm.cu"),
+            "#include \"cuda_gemm.hpp\"\n#include <cuda_gemm_utils.hpp>\n#include <cstdio>\n\
+             __global__ void k(float *x) { x[0] = twice(1.0f) + THREE; }\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("include/cuda_gemm.hpp"),
+            "#pragma once\n__device__ float twice(float a) { return 2 * a; }\n\
+             void launch_k(float *x);\n",
+        )
+        .unwrap();
+        std::fs::write(dir.join("include/cuda_gemm_utils.hpp"), "#define THREE 3\n").unwrap();
+        let without = LocalFiles::read(&dir.join("src/gemm.cu"), &[]).unwrap();
+        assert_eq!(without.names.len(), 1, "{:?}", without.names);
+        let f = LocalFiles::read(&dir.join("src/gemm.cu"), &[dir.join("include")]).unwrap();
+        assert_eq!(f.names.len(), 3, "{:?}", f.names);
+        let main = std::fs::read_to_string(f.dir.join(&f.main)).unwrap();
+        for want in [
+            "#include \"kl_1_cuda_gemm.hpp\"",
+            "#include \"kl_2_cuda_gemm_utils.hpp\"",
+            "#include <cstdio>",
+        ] {
+            assert!(main.contains(want), "{want} not in:\n{main}");
+        }
+        let header = std::fs::read_to_string(f.dir.join(&f.names[1].0)).unwrap();
+        assert!(!header.contains("launch_k"), "{header}");
+        assert!(
+            f.names[1].1.ends_with("include/cuda_gemm.hpp"),
+            "{:?}",
+            f.names
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

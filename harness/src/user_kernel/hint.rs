@@ -129,15 +129,27 @@ pub fn tail_hint(
     let (row_dim, col_dim) = output_axes(shape);
     let found = tails(grid, args, shape, vars);
     let mut parts = Vec::new();
+    // The output's partial dimensions under a `tile:` grid: a whole one has no last, partial
+    // tile.
+    let mut partial = Vec::new();
+    if let Grid::Tile(t) = grid
+        && t.len() == 2
+    {
+        if !rows.is_multiple_of(t[0]) {
+            partial.push(format!("rows from {}", rows / t[0] * t[0]));
+        }
+        if !cols.is_multiple_of(t[1]) {
+            partial.push(format!("columns from {}", cols / t[1] * t[1]));
+        }
+    }
     match grid {
-        Grid::Tile(t) if t.len() == 2 && !found.is_empty() => parts.push(format!(
+        Grid::Tile(t) if !partial.is_empty() => parts.push(format!(
             "{} is {rows}x{cols}, not a whole number of {}x{} tiles: a kernel that assumes \
-             divisible sizes fails in the last, partial tiles (rows from {}, columns from {})",
+                 divisible sizes fails in the last, partial tiles ({})",
             out.name,
             t[0],
             t[1],
-            rows / t[0] * t[0],
-            cols / t[1] * t[1]
+            partial.join(", ")
         )),
         _ if !found.is_empty() => {
             let each: Vec<String> = found
@@ -223,6 +235,25 @@ mod tests {
         assert!(
             l.contains("K = 65 is odd") && l.ends_with("past the end of X's rows and W's rows"),
             "{l}"
+        );
+    }
+
+    #[test]
+    fn a_tile_grid_names_only_the_partial_dimensions() {
+        let grid = Grid::Tile(vec![128, 256]);
+        let shape = Shape::gemm(128, 128, 128);
+        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None).unwrap();
+        assert!(
+            hint.contains("not a whole number of 128x256 tiles")
+                && hint.contains("partial tiles (columns from 0)"),
+            "{hint}"
+        );
+        // Whole tiles, a K tail alone: no word of C's tiles.
+        let k_only = Shape::gemm(128, 256, 100);
+        let hint = tail_hint(&grid, &[], &k_only, &vars(&k_only), None).unwrap();
+        assert!(
+            !hint.contains("tiles (") && hint.starts_with("K = 100"),
+            "{hint}"
         );
     }
 

@@ -112,6 +112,18 @@ fn vector_note(params: &str) -> String {
     }
 }
 
+/// The bytes of `__constant__` data ptxas reports in a log (`... 16777216 bytes cmem[3]`), the
+/// largest if several kernels report it.
+fn constant_bytes(log: &str) -> Option<usize> {
+    log.match_indices(" bytes cmem[3]")
+        .filter_map(|(at, _)| {
+            let before = log[..at].trim_end();
+            let digits = before.len() - before.bytes().rev().take_while(u8::is_ascii_digit).count();
+            before[digits..].parse().ok()
+        })
+        .max()
+}
+
 /// The compiler a compile check uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Compiler<'a> {
@@ -272,10 +284,11 @@ impl UserKernel {
             message,
         };
         let file = spec.file.display().to_string();
-        let files = LocalFiles::read(&spec.file).map_err(|e| UserKernelError::Read {
-            file: e.file,
-            error: e.error,
-        })?;
+        let files =
+            LocalFiles::read(&spec.file, &spec.includes).map_err(|e| UserKernelError::Read {
+                file: e.file,
+                error: e.error,
+            })?;
         let decl = scan::find(&files.kernels, &spec.entry, &file)
             .map_err(|message| UserKernelError::Entry {
                 spec: name.clone(),
@@ -404,7 +417,12 @@ impl UserKernel {
                 code: code.into(),
                 file: file.into(),
                 defines,
-                include_dirs: vec![files.dir.clone(), dir, standins],
+                include_dirs: [
+                    vec![files.dir.clone(), dir],
+                    spec.includes.clone(),
+                    vec![standins],
+                ]
+                .concat(),
                 arch: files.hopper.then_some("sm_90a".into()),
                 cxx_entries: vec![(
                     launch_name.clone().into(),
@@ -710,13 +728,38 @@ impl UserKernel {
             log = log.replace(&format!("{}/", dir.display()), "");
         }
         let marker = source::wrapper_file(&self.list, self.signature);
-        let at_wrapper = log
-            .lines()
-            .any(|l| l.starts_with(&marker) && l.contains("error"));
+        let is_error = |l: &str| {
+            [": error", ": fatal error", ": catastrophic error"]
+                .iter()
+                .any(|e| l.contains(e))
+        };
+        let at_wrapper = log.lines().any(|l| l.starts_with(&marker) && is_error(l));
+        // An error in the file itself (an undefined name, a missing header) is what to
+        // fix first: the lab's call may fail only because of it.
+        let in_file = log.lines().any(|l| !l.starts_with(&marker) && is_error(l));
         // NVRTC checks the arguments through `kernel_lab::accepts`; another error at the
         // lab's line is the entry itself (template arguments its template does not take).
-        let mismatch = at_wrapper && (!compiler.starts_with("NVRTC") || log.contains("accepts"));
+        let mismatch =
+            at_wrapper && !in_file && (!compiler.starts_with("NVRTC") || log.contains("accepts"));
         if !mismatch {
+            let missing = ["cannot open source file", "No such file or directory"]
+                .iter()
+                .any(|m| log.contains(m));
+            if let Some(bytes) = constant_bytes(&log).filter(|&b| b > kernel::CONSTANT_BYTES) {
+                log.push_str(&format!(
+                    "\nIts __constant__ data is {bytes} bytes (ptxas's cmem[3]); a GPU has {} \
+                     bytes of constant memory: make the array smaller, or put it in global \
+                     memory and pass a pointer.",
+                    kernel::CONSTANT_BYTES
+                ));
+            }
+            if missing {
+                log.push_str(
+                    "\nA header the file includes was not found beside it: if it lies in another \
+                     folder of the project (include/, common/), name that folder with \
+                     include=DIR, as nvcc's -I does.",
+                );
+            }
             return UserKernelError::Compile {
                 file,
                 compiler,
@@ -750,6 +793,11 @@ impl UserKernel {
             compiler: format!("{compiler} ({arch})"),
             log,
         }))
+    }
+
+    /// Whether the kernel's parameters take `param` (its signature's list or its `args=`).
+    pub fn passes(&self, param: Param) -> bool {
+        self.list.params().contains(&param)
     }
 
     /// When `shape` is not a whole number of the kernel's tiles, a line saying which
@@ -1126,6 +1174,14 @@ mod tests {
         let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/attention_rows.cu");
         let spec = UserKernelSpec::parse(&format!("{file}:attention_rows<32,64>,{options}"));
         UserKernel::load(&spec.unwrap(), Some(workload), 1, SIM_SMS).unwrap()
+    }
+
+    #[test]
+    fn constant_data_is_read_from_ptxas_lines() {
+        let log = "ptxas info    : Used 40 registers, 16777216 bytes cmem[3], 380 bytes cmem[0]\n\
+                   ptxas info    : Used 8 registers, 1024 bytes cmem[3]";
+        assert_eq!(constant_bytes(log), Some(16_777_216));
+        assert_eq!(constant_bytes("ptxas info : Used 8 registers"), None);
     }
 
     #[test]

@@ -3,7 +3,8 @@
 //! are printed in (correctness and resources, never a speed: the simulator gives none), and
 //! which rows make the run fail. Also `inspect --kernel`.
 
-use super::{SIM_SMS, SMS, UserKernel};
+use super::signature::Param;
+use super::{SIM_SMS, SMS, UserKernel, source};
 use crate::config::Config;
 use crate::console::{Progress, Verbosity};
 use crate::results::{RunResults, Status};
@@ -120,6 +121,14 @@ pub fn annotate(
                 let Some(k) = users.iter().find(|k| k.id() == row.id) else {
                     continue;
                 };
+                // The simulator names the kernel it launched: the lab's wrapper, for the entry
+                // as the user wrote it.
+                let launched = format!("{}: ", source::wrapper_name(&k.spec.entry));
+                if let Some(reason) = row.reason.as_mut()
+                    && reason.contains(&launched)
+                {
+                    *reason = reason.replace(&launched, &format!("{}: ", k.spec.entry));
+                }
                 // Threads ordered wrongly are not a tile's tail (threads a tail leaves out of
                 // a barrier or of shared memory's writes are: those keep the hint), nor is a
                 // `__constant__` array too small for the buffer that fills it, a grid barrier
@@ -146,6 +155,19 @@ pub fn annotate(
                         "\n  the output starts as NaN (each run poisons it, so that an element \
                          never written shows), and this kernel adds into it with atomicAdd: give \
                          output=zero, the clearing its host code does before the launch",
+                    );
+                    continue;
+                }
+                // A causal shape for a kernel told nothing of it: it attends to every key.
+                if matches!(s.shape, Shape::Attention { causal: true, .. })
+                    && !k.passes(Param::Causal)
+                    && let Some(reason) = row.reason.as_mut()
+                {
+                    reason.push_str(
+                        "\n  this shape is causal (each query attends to the keys up to its own \
+                         position) and the kernel's parameters take no causal flag: a kernel that \
+                         attends to every key fails here; pass causal in args= if the kernel \
+                         takes one, or run shapes without -causal",
                     );
                     continue;
                 }

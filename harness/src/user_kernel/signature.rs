@@ -703,6 +703,15 @@ impl ArgList {
 
     fn name(&self, i: usize) -> String {
         match &self.items[i] {
+            // A dimension passed twice (`args=(M,N,K,alpha,A,K,...)`, a leading dimension):
+            // the wrapper's parameters need names of their own.
+            ArgItem::Named(n, _)
+                if self.items[..i]
+                    .iter()
+                    .any(|e| matches!(e, ArgItem::Named(m, _) if m == n)) =>
+            {
+                format!("{n}_{i}")
+            }
             ArgItem::Named(n, _) => n.to_string(),
             ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Zeros(_) | ArgItem::TensorMap(_) => {
                 format!("arg{i}")
@@ -888,6 +897,14 @@ mod tests {
         assert!(e.contains("Tc is neither a parameter of attention"), "{e}");
         let (plain, sig) = ArgList::parse("(A, B, C, M, N, K)", Workload::Gemm).unwrap();
         assert_eq!((sig.name, plain.items.len()), ("gemm", 6));
+        // A dimension passed twice, as a BLAS kernel's leading dimension: the wrapper's
+        // parameters keep names of their own.
+        let (blas, sig) = ArgList::parse("(M, N, K, A, K, B, N, C, N)", Workload::Gemm).unwrap();
+        assert_eq!(
+            blas.c_params(&Buffers::fp32(sig)),
+            "(int M, int N, int K, float * A, int K_4, float * B, int N_6, float * C, int N_8)"
+        );
+        assert_eq!(blas.call(), "M, N, K, A, K_4, B, N_6, C, N_8");
         // Float constants: a point or an exponent, with or without C's `f`; integers stay
         // integer expressions.
         let (list, sig) = ArgList::parse(

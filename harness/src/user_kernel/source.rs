@@ -41,6 +41,7 @@ const STANDINS: &[(&str, &str)] = &[
         "cublas_v2.h",
         include_str!("../../user-include/cublas_v2.h"),
     ),
+    ("cublasLt.h", include_str!("../../user-include/cublasLt.h")),
     ("cuda.h", include_str!("../../user-include/cuda.h")),
     (
         "cudaTypedefs.h",
@@ -57,6 +58,12 @@ const STANDINS: &[(&str, &str)] = &[
     ("string", include_str!("../../user-include/string")),
     ("string.h", include_str!("../../user-include/string.h")),
     (
+        "sys/syscall.h",
+        include_str!("../../user-include/sys/syscall.h"),
+    ),
+    ("sys/time.h", include_str!("../../user-include/sys/time.h")),
+    ("time.h", include_str!("../../user-include/time.h")),
+    (
         "torch/extension.h",
         include_str!("../../user-include/torch/extension.h"),
     ),
@@ -68,6 +75,7 @@ const STANDINS: &[(&str, &str)] = &[
         "torch/types.h",
         include_str!("../../user-include/torch/types.h"),
     ),
+    ("unistd.h", include_str!("../../user-include/unistd.h")),
     ("vector", include_str!("../../user-include/vector")),
 ];
 
@@ -286,8 +294,9 @@ fn idents(text: &str) -> impl Iterator<Item = &str> {
         .filter(|w| !w.is_empty())
 }
 
-/// Whether a file-scope declaration ending in `;` defines a host variable (`CUtensorMap
-/// map_a;`, `int prev_m = 0, prev_n = 0;`, `std::vector<int> v;`): a type and a name, no
+/// Whether a file-scope declaration ending in `;` defines or declares a host variable
+/// (`CUtensorMap map_a;`, `int prev_m = 0, prev_n = 0;`, `std::vector<int> v;`, `extern
+/// cudaDeviceProp prop;`): a type and a name, no
 /// memory space, not `const` or `constexpr` (device code may read those) and no type, alias,
 /// template or assertion. NVRTC refuses host variables; the host code that used them is gone.
 fn is_host_variable(decl: &str) -> bool {
@@ -301,7 +310,6 @@ fn is_host_variable(decl: &str) -> bool {
         "union",
         "enum",
         "namespace",
-        "extern",
         "friend",
         "const",
         "constexpr",
@@ -336,6 +344,119 @@ fn blank(out: &mut [u8], from: usize, to: usize) {
         if *c != b'\n' {
             *c = b' ';
         }
+    }
+}
+
+/// Whether the text before a `{` opens a class, struct or union definition (not an enum's).
+fn is_class_head(decl: &str) -> bool {
+    let head = decl.split('(').next().unwrap_or("");
+    ["class", "struct", "union"]
+        .iter()
+        .any(|w| has_word(head, w))
+        && !has_word(head, "enum")
+        && !decl.trim_end().ends_with(')')
+}
+
+/// A member declaration without what may precede it in a class body: preprocessor lines and
+/// access labels (`public:`). Returns the offset of what is left within `text`, and it.
+fn member_text(text: &str) -> (usize, &str) {
+    let mut at = 0;
+    loop {
+        let rest = &text[at..];
+        let lead = rest.len() - rest.trim_start().len();
+        let body = &rest[lead..];
+        if body.starts_with('#') {
+            at += lead + body.find('\n').map_or(body.len(), |n| n + 1);
+            continue;
+        }
+        let label = ["public", "private", "protected"].iter().find_map(|w| {
+            let after = body.strip_prefix(w)?.trim_start();
+            after
+                .strip_prefix(':')
+                .filter(|a| !a.starts_with(':'))
+                .map(|a| body.len() - a.len())
+        });
+        match label {
+            Some(n) => at += lead + n,
+            None => return (at + lead, body.trim_end()),
+        }
+    }
+}
+
+/// Whether a member declaration (what comes before its `;` or its body's `{`) is a function
+/// of the host: a parameter list, no `__device__`, `__global__` or `constexpr`, and not a
+/// pointer to a function, a type alias or a macro call (`NO_COPY(T)`).
+fn is_host_member_function(decl: &str) -> bool {
+    let mut d = decl.trim_end();
+    loop {
+        let before = d;
+        for q in [
+            "const", "override", "final", "noexcept", "volatile", "&&", "&", "= 0", "=0",
+        ] {
+            if let Some(rest) = d.strip_suffix(q) {
+                d = rest.trim_end();
+            }
+        }
+        if d == before {
+            break;
+        }
+    }
+    let Some(open) = d.find('(') else {
+        return false;
+    };
+    let words: Vec<&str> = idents(&d[..open]).collect();
+    let macro_call = words.len() == 1
+        && words[0]
+            .bytes()
+            .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == b'_');
+    d.ends_with(')')
+        && !words.is_empty()
+        && !macro_call
+        && !is_device(decl)
+        && !["typedef", "using", "static_assert"]
+            .iter()
+            .any(|w| words.contains(w))
+        && !d[open + 1..].trim_start().starts_with(['*', '&'])
+}
+
+/// Blanks the host member functions of the class body between `open` (its `{`) and `end`
+/// (past its `}`), nested classes' included: NVRTC refuses a member function without
+/// `__device__` as it refuses any host function, and device code cannot call one.
+fn blank_host_members(code: &str, open: usize, end: usize, out: &mut [u8]) {
+    let b = code.as_bytes();
+    let mut start = open + 1;
+    let mut i = open + 1;
+    let last = end.saturating_sub(1);
+    while i < last {
+        match b[i] {
+            q @ (b'"' | b'\'') => i = skip_literal(b, i, q),
+            b'#' if code[start..i].trim().is_empty() => {
+                while i < last && !(b[i] == b'\n' && b[i - 1] != b'\\') {
+                    i += 1;
+                }
+            }
+            b';' => {
+                let (lead, decl) = member_text(&code[start..i]);
+                if is_host_member_function(decl) {
+                    blank(out, start + lead, i + 1);
+                }
+                start = i + 1;
+            }
+            b'{' => {
+                let close = matching_brace(b, i);
+                let (lead, decl) = member_text(&code[start..i]);
+                if is_class_head(decl) {
+                    blank_host_members(code, i, close, out);
+                } else if is_host_member_function(decl.split(" : ").next().unwrap_or(decl)) {
+                    blank(out, start + lead, close);
+                }
+                i = close;
+                start = close;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
     }
 }
 
@@ -402,7 +523,9 @@ pub fn blank_host_code(code: &str) -> String {
                     start = i + 1;
                 } else {
                     let end = matching_brace(b, i);
-                    if decl_no_noexcept.ends_with(')') && !is_device(decl) {
+                    if is_class_head(decl) {
+                        blank_host_members(&code, i, end, &mut out);
+                    } else if decl_no_noexcept.ends_with(')') && !is_device(decl) {
                         let lead =
                             start + (code[start..i].len() - code[start..i].trim_start().len());
                         blank(&mut out, lead, end);
@@ -472,6 +595,8 @@ mod tests {
             const float scale = 0.5f;\n\
             __constant__ float mask[16];\n\
             __device__ int counter;\n\
+            extern __device__ int flags[];\n\
+            extern cudaDeviceProp deviceProp;\n\
             extern __shared__ float dyn[];\n\
             typedef unsigned short u16;\n\
             template <int N> struct Tile;\n\
@@ -483,7 +608,13 @@ mod tests {
             using Index = int;\n";
         let out = blank_host_code(code);
         assert_eq!(out.lines().count(), code.lines().count());
-        for gone in ["d_tma_map_A", "_prev_m", "order", "runKernel10"] {
+        for gone in [
+            "d_tma_map_A",
+            "_prev_m",
+            "order",
+            "runKernel10",
+            "deviceProp",
+        ] {
             assert!(!out.contains(gone), "{gone} left in:\n{out}");
         }
         for kept in [
@@ -491,11 +622,121 @@ mod tests {
             "const float scale = 0.5f;",
             "__constant__ float mask[16];",
             "__device__ int counter;",
+            "extern __device__ int flags[];",
             "extern __shared__ float dyn[];",
             "typedef unsigned short u16;",
             "template <int N> struct Tile;",
             "using M10::helper;",
             "using Index = int;",
+        ] {
+            assert!(out.contains(kept), "{kept} gone from:\n{out}");
+        }
+    }
+
+    /// A stand-in added to harness/user-include but not to [`STANDINS`] would never be served.
+    #[test]
+    fn every_stand_in_is_served() {
+        fn walk(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<String>) {
+            for e in std::fs::read_dir(dir).unwrap().flatten() {
+                let p = e.path();
+                if p.is_dir() {
+                    walk(&p, base, out);
+                } else {
+                    out.push(p.strip_prefix(base).unwrap().display().to_string());
+                }
+            }
+        }
+        let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("user-include");
+        let mut files = Vec::new();
+        walk(&base, &base, &mut files);
+        for f in files {
+            assert!(
+                STANDINS.iter().any(|(name, _)| *name == f),
+                "harness/user-include/{f} is not in STANDINS"
+            );
+        }
+    }
+
+    /// The constants the <math.h> stand-in gives NVRTC are glibc's, digit for digit.
+    #[test]
+    fn the_math_stand_ins_constants_are_glibcs() {
+        let Ok(glibc) = std::fs::read_to_string("/usr/include/math.h") else {
+            return;
+        };
+        let defines = |text: &str| -> Vec<(String, String)> {
+            text.lines()
+                .filter_map(|l| {
+                    let l = l.trim_start().strip_prefix('#')?.trim_start();
+                    let mut w = l.strip_prefix("define")?.split_whitespace();
+                    let (name, value) = (w.next()?, w.next()?);
+                    name.starts_with("M_")
+                        .then(|| (name.to_string(), value.to_string()))
+                })
+                .collect()
+        };
+        let theirs = defines(&glibc);
+        for file in ["math.h", "cmath"] {
+            let (_, text) = STANDINS.iter().find(|(n, _)| *n == file).unwrap();
+            let ours = defines(text);
+            assert!(ours.iter().any(|(n, _)| n == "M_PI"), "{file}");
+            for (name, value) in ours {
+                assert!(
+                    theirs.iter().any(|(n, v)| *n == name && *v == value),
+                    "{file}: {name} {value} is not glibc's"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn host_member_functions_are_blanked_device_members_kept() {
+        // A course project's header: a class of host launchers beside a struct device code
+        // uses.
+        let code = "class GPUInterface {\n\
+            public:\n\
+            void get_device_properties();\n\
+            void conv_forward_gpu_prolog(const float *host_y, float **device_y) const;\n\
+            GPUInterface() : ready(false) { init(); }\n\
+            ~GPUInterface() {}\n\
+            private:\n\
+            bool ready;\n\
+            void (*callback)(int);\n\
+            };\n\
+            template <class T> struct Vec {\n\
+            T x, y;\n\
+            Vec() = default;\n\
+            __host__ __device__ T dot(const Vec &o) const { return x * o.x + y * o.y; }\n\
+            constexpr int size() const { return 2; }\n\
+            typedef void (*fn)(T);\n\
+            NO_COPY(Vec);\n\
+            struct Inner { void host_only(); __device__ void dev(); };\n\
+            std::string name() const;\n\
+            };\n";
+        let out = blank_host_code(code);
+        assert_eq!(out.lines().count(), code.lines().count());
+        for gone in [
+            "get_device_properties",
+            "conv_forward_gpu_prolog",
+            "GPUInterface()",
+            "init()",
+            "~GPUInterface",
+            "host_only",
+            "name()",
+        ] {
+            assert!(!out.contains(gone), "{gone} left in:\n{out}");
+        }
+        for kept in [
+            "class GPUInterface {",
+            "public:",
+            "bool ready;",
+            "void (*callback)(int);",
+            "T x, y;",
+            "Vec() = default;",
+            "__host__ __device__ T dot(const Vec &o) const { return x * o.x + y * o.y; }",
+            "constexpr int size() const { return 2; }",
+            "typedef void (*fn)(T);",
+            "NO_COPY(Vec);",
+            "__device__ void dev();",
         ] {
             assert!(out.contains(kept), "{kept} gone from:\n{out}");
         }

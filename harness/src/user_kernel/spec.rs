@@ -76,6 +76,9 @@ pub struct UserKernelSpec {
     /// `output=zero`: the output starts at zero, as host code that clears it before the
     /// launch leaves it, for a kernel that adds into it (atomicAdd, split-K).
     pub output_zero: bool,
+    /// `include=DIR` (repeatable): folders the file's headers lie in, as nvcc's `-I` names
+    /// them.
+    pub includes: Vec<PathBuf>,
     /// The options as written (`key`, `value`), in order: what a run records to load the
     /// kernel again ([`super::record::KernelRecord`]).
     #[serde(skip)]
@@ -83,7 +86,7 @@ pub struct UserKernelSpec {
 }
 
 /// The options a spec may carry, for messages.
-pub const KEYS: [&str; 17] = [
+pub const KEYS: [&str; 18] = [
     "workload",
     "signature",
     "args",
@@ -101,6 +104,7 @@ pub const KEYS: [&str; 17] = [
     "launch",
     "against",
     "output",
+    "include",
 ];
 
 /// Brackets open around a point of C++ text. A `>` closes a `<` only where that `<` is the
@@ -379,6 +383,7 @@ impl UserKernelSpec {
             cooperative: false,
             against: None,
             output_zero: false,
+            includes: Vec::new(),
             options: pairs.to_vec(),
         };
         for (k, v) in pairs {
@@ -466,6 +471,17 @@ impl UserKernelSpec {
                         )));
                     }
                     spec.output_zero = true;
+                }
+                "include" => {
+                    let dir = PathBuf::from(v);
+                    if !dir.is_dir() {
+                        return Err(at(format!(
+                            "include {v:?}: no such folder (from {})",
+                            std::env::current_dir()
+                                .map_or_else(|_| ".".into(), |d| d.display().to_string())
+                        )));
+                    }
+                    spec.includes.push(dir);
                 }
                 other => {
                     return Err(at(format!(
@@ -563,6 +579,8 @@ pub struct RawUserKernel {
     pub against: Option<String>,
     /// `output = "zero"`: the output starts at zero.
     pub output: Option<String>,
+    /// `include = ["include"]`: folders the file's headers lie in, relative to the config.
+    pub include: Option<Vec<String>>,
 }
 
 /// A number or a string (`block = 256`, `block = "16x16"`).
@@ -656,6 +674,9 @@ impl RawUserKernel {
         put("launch", self.launch.clone());
         put("against", self.against.clone());
         put("output", self.output.clone());
+        for dir in self.include.iter().flatten() {
+            pairs.push(("include".into(), base.join(dir).display().to_string()));
+        }
         for (name, v) in self.define.iter().flatten() {
             pairs.push(("define".into(), format!("{name}={}", v.text())));
         }
