@@ -113,6 +113,7 @@ fn to_row(p: &PeerRow, tool: &str, shape: &kernel::Shape) -> Option<Row> {
                 max_abs_error: f64::NAN,
                 nonfinite: 0,
                 first_nonfinite: None,
+                poisoned: 0,
                 unwritten: 0,
                 first_unwritten: None,
                 sampled: None,

@@ -19,6 +19,10 @@ pub struct Check {
     /// The first such element (row-major index into the output).
     #[serde(default)]
     pub first_nonfinite: Option<usize>,
+    /// Of those, the elements still holding the NaN the output was filled with
+    /// ([`kernel::is_poison`]): never written, or computed from one that was.
+    #[serde(default)]
+    pub poisoned: usize,
     /// Elements still equal to a finite sentinel the output was filled with, and the first.
     #[serde(default)]
     pub unwritten: usize,
@@ -80,6 +84,7 @@ pub fn check_against(
         max_abs_error: 0.0,
         nonfinite: 0,
         first_nonfinite: None,
+        poisoned: 0,
         unwritten: 0,
         first_unwritten: None,
         sampled: expected.indices.map(<[usize]>::len),
@@ -91,6 +96,7 @@ pub fn check_against(
     for (i, &o) in out.iter().enumerate() {
         if !o.is_finite() {
             c.nonfinite += 1;
+            c.poisoned += usize::from(kernel::is_poison(o));
             c.first_nonfinite.get_or_insert(i);
         } else if sentinel.is_some_and(|s| s.to_bits() == o.to_bits()) {
             c.unwritten += 1;
@@ -213,9 +219,30 @@ impl Check {
                 at(i)
             )
         } else if let Some(i) = self.first_nonfinite {
+            // The fill's NaN is told from one the kernel computed by its bits.
+            let why = if self.poisoned == self.nonfinite {
+                "all of them the NaN the output was filled with: never written, or computed \
+                 from an element that was"
+                    .to_string()
+            } else if self.poisoned == 0 {
+                "computed by the kernel (an overflow, 0/0, infinity minus infinity, a NaN \
+                 input), none left unwritten"
+                    .to_string()
+            } else {
+                format!(
+                    "{} of them the NaN the output was filled with (never written), {} computed \
+                     by the kernel",
+                    self.poisoned,
+                    self.nonfinite - self.poisoned
+                )
+            };
+            let cover = if self.poisoned > 0 {
+                ": does the launch cover the whole output?"
+            } else {
+                ""
+            };
             format!(
-                "{} of {} elements are NaN or infinite (never written, or overflowed); the \
-                 first is {}",
+                "{} of {} elements are NaN or infinite, {why}; the first is {}{cover}",
                 self.nonfinite,
                 output.len(),
                 at(i)
@@ -292,6 +319,46 @@ mod tests {
         let bad = json.replace(r#""inf""#, r#""lots""#);
         let err = serde_json::from_str::<Check>(&bad).unwrap_err().to_string();
         assert!(err.contains("`lots` is not an error"), "{err}");
+    }
+
+    #[test]
+    fn the_fills_nan_is_told_from_a_computed_one() {
+        let r = [1.0, -2.0, 3.0, 4.0];
+        let spec = kernel::TensorSpec {
+            name: "C",
+            dims: vec![4],
+            scale: 1.0,
+        };
+        let fp32 = kernel::Precision::Fp32;
+        // The fill's bits, as each element type decodes them.
+        for d in [kernel::Dtype::F32, kernel::Dtype::F16, kernel::Dtype::Bf16] {
+            let poison = d.decode(&kernel::Fill::Nan.bytes(d, 1))[0];
+            let c = check(&[1.0, poison, 3.0, 4.0], &r, 1e-5);
+            assert_eq!((c.nonfinite, c.poisoned), (1, 1), "{d:?}");
+            let why = c.failure(fp32, &spec);
+            assert!(
+                why.contains("the NaN the output was filled with: never written"),
+                "{why}"
+            );
+        }
+        // 0/0 on this machine, and a GPU's canonical NaN.
+        let zero = std::hint::black_box(0.0f32);
+        for computed in [zero / zero, f32::from_bits(0x7FFF_FFFF), f32::INFINITY] {
+            let c = check(&[1.0, computed, 3.0, 4.0], &r, 1e-5);
+            assert_eq!(c.poisoned, 0, "{:08x}", computed.to_bits());
+            let why = c.failure(fp32, &spec);
+            assert!(why.contains("computed by the kernel (an overflow"), "{why}");
+            assert!(!why.contains("cover the whole output"), "{why}");
+        }
+        let both = check(&[kernel::POISON_F32, zero / zero, 3.0, 4.0], &r, 1e-5);
+        let why = both.failure(fp32, &spec);
+        assert!(
+            why.starts_with(
+                "2 of 4 elements are NaN or infinite, 1 of them the NaN the output \
+                             was filled with (never written), 1 computed by the kernel"
+            ),
+            "{why}"
+        );
     }
 
     #[test]

@@ -161,6 +161,17 @@ pub enum Fill {
     Random(u64),
 }
 
+/// [`Fill::Nan`]'s value as an `f32`: all bits set.
+pub const POISON_F32: f32 = f32::from_bits(u32::MAX);
+
+/// Whether an output element, decoded to `f32`, still holds [`Fill::Nan`]'s bits, in any of
+/// the element types (all ones decode to a NaN whose top 16 bits are all set): an element
+/// never written, or computed from one that was (a NaN operand passes its bits on). A NaN an
+/// operation makes has other bits: a GPU's canonical 0x7FFFFFFF, x86's 0xFFC00000.
+pub fn is_poison(v: f32) -> bool {
+    v.is_nan() && v.to_bits() >> 16 == 0xFFFF
+}
+
 impl Fill {
     /// The buffer's bytes after the fill, `len` elements of `dtype`.
     pub fn bytes(self, dtype: Dtype, len: usize) -> Vec<u8> {
@@ -576,7 +587,11 @@ mod tests {
     #[test]
     fn fills_give_nan_zero_or_the_value_in_every_type() {
         for d in [Dtype::F32, Dtype::F16, Dtype::Bf16] {
-            assert!(d.decode(&Fill::Nan.bytes(d, 3)).iter().all(|v| v.is_nan()));
+            assert!(
+                d.decode(&Fill::Nan.bytes(d, 3))
+                    .iter()
+                    .all(|v| is_poison(*v))
+            );
             assert_eq!(d.decode(&Fill::Zero.bytes(d, 2)), vec![0.0, 0.0]);
             assert_eq!(
                 d.decode(&Fill::Value(f32::NEG_INFINITY).bytes(d, 2)),

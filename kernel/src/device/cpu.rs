@@ -65,7 +65,7 @@ impl CpuRun<'_> {
 
 impl Prepared for CpuRun<'_> {
     fn run(&mut self) -> Result<(), DeviceError> {
-        self.out.fill(f32::NAN);
+        self.out.fill(crate::POISON_F32);
         self.once()
     }
 
@@ -76,7 +76,7 @@ impl Prepared for CpuRun<'_> {
     fn time(&mut self, iters: u64) -> Result<Duration, DeviceError> {
         let mut total = Duration::ZERO;
         for _ in 0..iters {
-            self.out.fill(f32::NAN);
+            self.out.fill(crate::POISON_F32);
             let start = Instant::now();
             self.once()?;
             total += start.elapsed();
@@ -116,7 +116,7 @@ impl Executor for CpuDevice {
             kernel,
             shape: *shape,
             inputs,
-            out: vec![f32::NAN; shape.output().len()],
+            out: vec![crate::POISON_F32; shape.output().len()],
         }))
     }
 }
