@@ -128,10 +128,32 @@ fn describe(run: &RunResults) -> String {
     format!("{} ({}, commit {})", run.device.name, run.date, run.commit)
 }
 
+/// What a reader must know before reading the ratios as the code's: A and B ran on different
+/// devices (and code).
+pub fn caveat(a: &RunResults, b: &RunResults) -> Option<String> {
+    (a.device.name != b.device.name).then(|| {
+        format!(
+            "A and B ran on different devices ({} and {}){}: each ratio is the two machines' \
+             difference as much as the code's",
+            a.device.name,
+            b.device.name,
+            if a.commit == b.commit {
+                ""
+            } else {
+                " and different commits"
+            }
+        )
+    })
+}
+
 /// The terminal table, its columns as wide as their longest cell, and a count of the rows B
 /// runs faster and slower beyond the noise.
 pub fn text(a: &RunResults, b: &RunResults, ratios: &[Ratio]) -> String {
-    let mut s = format!("A: {}\nB: {}\n\n", describe(a), describe(b));
+    let mut s = format!("A: {}\nB: {}\n", describe(a), describe(b));
+    if let Some(c) = caveat(a, b) {
+        let _ = writeln!(s, "{c}.");
+    }
+    s.push('\n');
     let f = |v: Option<f64>| v.map(|x| format!("{x:.3}")).unwrap_or_else(|| "-".into());
     let head = ["workload", "shape", "kernel", "A ms", "B ms", "A/B", "note"].map(String::from);
     let rows: Vec<Vec<String>> = ratios
@@ -349,6 +371,15 @@ mod tests {
         for l in &table[1..] {
             assert!(matches!(l.as_bytes()[end - 1], b'x' | b'-'), "{l}");
         }
+        // One device: no caveat; two: said before any ratio.
+        assert!(caveat(&a, &b).is_none() && !t.contains("different devices"));
+        let mut other = b.clone();
+        other.device.name = "Another GPU".into();
+        let t = text(&a, &other, &all);
+        assert!(
+            t.contains("A and B ran on different devices (") && t.contains(" and Another GPU)"),
+            "{t}"
+        );
     }
 
     #[test]

@@ -58,8 +58,12 @@ impl Drift {
 
     /// The ratio as the tables write a speedup: `~` inside the noise.
     fn ratio_text(&self) -> String {
+        let r = self.ratio();
         let noise = if self.significant {
             "beyond the noise"
+        } else if r.max(1.0 / r) > DISAGREEMENT {
+            // Far from 1 yet not apart: the timings themselves are that scattered.
+            "inside the noise, which is that wide: the machine was busy"
         } else {
             "inside the noise"
         };
@@ -162,7 +166,17 @@ pub struct Speedup {
     /// The two rows ran the same code (one CPU port, [`Row::same_cpu_port_as`]): whatever
     /// their ratio, it is the machine's drift between them, not an idea's effect.
     pub same_code: bool,
+    /// The ratio of the two rows' medians, where the rounds' ratio disagrees with it beyond
+    /// both spreads and by more than [`DISAGREEMENT`]: the machine changed pace between the
+    /// times the run timed them, which the rounds, side by side, are meant to cancel, but a
+    /// reader of the bars (the medians) sees a contradiction that must be said.
+    pub medians_disagree: Option<f64>,
 }
+
+/// How far apart (a factor) the rounds' ratio and the medians' ratio of a step may lie before
+/// the tables mark it: alternating rounds exist to correct the drift between rows timed apart,
+/// a few percent on a quiet machine; a factor beyond this is a busy machine's doing.
+pub const DISAGREEMENT: f64 = 1.25;
 
 impl Speedup {
     /// `1.73x`, `0.86x`: two decimals, or as many more (up to four) as a difference that
@@ -186,9 +200,14 @@ impl Speedup {
             return "same port".into();
         }
         format!(
-            "{}{}",
+            "{}{}{}",
             if self.significant { "" } else { "~" },
-            self.ratio_text()
+            self.ratio_text(),
+            if self.medians_disagree.is_some() {
+                "?"
+            } else {
+                ""
+            }
         )
     }
 
@@ -221,7 +240,11 @@ pub const PAIRED_NOTE: &str = "`vs parent` times the rung and its parent once mo
     machine's drift between rows timed apart cancels: it is the median of the rounds' ratios, \
     which can differ from the ratio of the two medians (`vs first` is always that ratio); `~` \
     marks a speedup inside the noise: for `vs parent`, the p10-p90 range of the rounds' ratios \
-    holds 1, for `vs first`, the two rows' p10-p90 time ranges overlap";
+    holds 1, for `vs first`, the two rows' p10-p90 time ranges overlap; `?` after a `vs parent` \
+    marks rounds that disagree with the ratio of the two medians (the bars) by more than a \
+    quarter, beyond both spreads: the machine changed pace between the timings (another job, \
+    the clock), which the rounds, timed side by side, cancel and the medians do not; a quiet \
+    machine makes the two agree";
 
 /// What the tables add to [`PAIRED_NOTE`] where a step could not be timed side by side.
 pub const UNPAIRED_NOTE: &str = "where timing a rung and its parent side by side failed (the \
@@ -329,6 +352,7 @@ impl ShapeReport {
                 .paired
                 .as_ref()
                 .filter(|p| from_rounds && p.against == other.id && p.rounds() > 0);
+            let medians = b.median_ms / a.median_ms;
             let (ratio, significant) = match paired.map(|p| p.ratio_summary()) {
                 Some((median, p10, p90)) => (median, p10 > 1.0 || p90 < 1.0),
                 None => (
@@ -338,6 +362,16 @@ impl ShapeReport {
                         .is_some_and(|(x, y)| x.stands_apart_from(y)),
                 ),
             };
+            // The medians' ratio's own range: the parent's p10-p90 over the row's.
+            let apart = paired
+                .map(|p| p.ratio_summary())
+                .is_some_and(|(_, p10, p90)| {
+                    let (Some(x), Some(y)) = (row.timing.as_ref(), other.timing.as_ref()) else {
+                        return false;
+                    };
+                    let (lo, hi) = (y.p10_ms / x.p90_ms, y.p90_ms / x.p10_ms);
+                    (p90 < lo || p10 > hi) && (ratio / medians).max(medians / ratio) > DISAGREEMENT
+                });
             Some(Speedup {
                 ratio,
                 against: other.id.clone(),
@@ -345,6 +379,7 @@ impl ShapeReport {
                 significant,
                 rounds: paired.map(|p| p.rounds()),
                 same_code: row.port_id() == other.port_id(),
+                medians_disagree: apart.then_some(medians),
             })
         };
         let rows = shape

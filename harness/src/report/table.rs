@@ -405,9 +405,9 @@ pub fn markdown(report: &Report, w: &WorkloadReport) -> String {
     for shape in &w.shapes {
         let _ = writeln!(
             s,
-            "## {} ({:.2} GFLOP)\n\nChecked against: {}.\n",
+            "## {} ({} GFLOP)\n\nChecked against: {}.\n",
             shape.label,
-            shape.flops / 1e9,
+            super::charts::axes::sig3(shape.flops / 1e9),
             shape.checked_against
         );
         if report.timed() {

@@ -54,6 +54,7 @@ fn row(
             max_abs_error: 0.0,
             nonfinite: 0,
             first_nonfinite: None,
+            poisoned: 0,
             unwritten: 0,
             first_unwritten: None,
             sampled: None,
@@ -312,8 +313,9 @@ fn vs_parent_comes_from_the_alternating_rounds_when_the_run_has_them() {
         (s.ratio - 1.0 / 0.99).abs() < 1e-12,
         "the median round: {s:?}"
     );
+    // So far apart (4x against 1.01x) that the step says so: no quiet machine drifts 4x.
     assert!(
-        !s.significant && s.cell_against().starts_with("~1.01x vs 02"),
+        !s.significant && s.cell_against().starts_with("~1.01x? vs 02"),
         "{s:?}"
     );
     let first = d[1].vs_parent.clone().unwrap();
@@ -324,7 +326,7 @@ fn vs_parent_comes_from_the_alternating_rounds_when_the_run_has_them() {
     assert!(note.starts_with(model::PAIRED_NOTE) && note.contains(model::UNPAIRED_NOTE));
     let md = table::markdown(&report, &report.workloads[0]);
     assert!(
-        md.contains(&note) && md.contains("| ~1.01x vs 02 |"),
+        md.contains(&note) && md.contains("| ~1.01x? vs 02 |"),
         "{md}"
     );
     let csv = table::csv(&report, &report.workloads[0]);
@@ -350,6 +352,19 @@ fn vs_parent_comes_from_the_alternating_rounds_when_the_run_has_them() {
     );
     assert_eq!((parent.ratio, parent.rounds), (3.0, Some(3)));
     assert_eq!((first.ratio, first.rounds), (5.0, None));
+    // 3x by the rounds, 5x by the medians, both steady: a machine that changed pace between
+    // the two timings, which the step says instead of choosing one.
+    assert_eq!(parent.medians_disagree, Some(5.0), "{parent:?}");
+    assert_eq!(parent.cell(), "3.00x?");
+    assert_eq!(
+        crate::report::charts::ablation::step(&parent).0,
+        "? 3.00x vs 01, 5.00x by the medians: the machine changed pace"
+    );
+    // Within a quarter of each other, the rounds correct the drift, as they are there to.
+    run.workloads[0].shapes[2].rows[1].paired =
+        Some(pair("gemm-naive", vec![4.5; 3], vec![1.0; 3]));
+    let near = headline_rows(&run)[1].vs_parent.clone().unwrap();
+    assert_eq!((near.ratio, near.medians_disagree), (4.5, None));
     // Every step paired: no word of unpaired rows.
     for s in &mut run.workloads[0].shapes {
         for r in &mut s.rows {
@@ -387,6 +402,7 @@ fn a_measured_difference_never_reads_as_one_point_zero_zero() {
         significant,
         rounds: None,
         same_code: false,
+        medians_disagree: None,
     };
     // Two decimals as a rule; more where the difference stands out of the spread and two
     // would print 1.00 beside "slower" or "faster"; inside the noise 1.00 is what it is.

@@ -407,6 +407,16 @@ fn candidate_roots() -> Vec<PathBuf> {
         roots.push(site.join("nvidia/cu13"));
     }
     roots.extend(project_tools_dirs());
+    // A toolkit whose libraries are on the loader path (`LD_LIBRARY_PATH=ROOT/lib`): its
+    // headers lie beside them, in ROOT/include.
+    for dir in std::env::var("LD_LIBRARY_PATH")
+        .unwrap_or_default()
+        .split(':')
+    {
+        if let Some(root) = Path::new(dir).parent().filter(|_| !dir.is_empty()) {
+            roots.push(root.to_path_buf());
+        }
+    }
     let mut seen = Vec::new();
     roots.retain(|r| {
         let keep = r.is_dir() && !seen.contains(r);

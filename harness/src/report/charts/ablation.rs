@@ -98,13 +98,15 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
         (_, 0) => {
             "the rung and its parent timed side by side in alternating rounds, the median of \
              the rounds' ratios (▲ faster, ▼ slower, ≈ inside the noise: the p10-p90 range of \
-             the ratios holds 1)"
+             the ratios holds 1; ? rounds that disagree with the medians' ratio by more than a \
+             quarter)"
         }
         _ => {
             "the rung and its parent timed side by side in alternating rounds, the median of \
              the rounds' ratios, or where that failed the ratio of the medians \
              (▲ faster, ▼ slower, ≈ inside the noise: the ratios' p10-p90 range holds 1, or \
-             the two rows' p10-p90 time ranges overlap)"
+             the two rows' p10-p90 time ranges overlap; ? rounds that disagree with the \
+             medians' ratio by more than a quarter)"
         }
     };
     let mut notes = vec![format!(
@@ -162,6 +164,11 @@ pub(crate) fn step(s: &Speedup) -> (String, RGBColor) {
     let (x, tag) = (s.ratio_text(), &s.against_tag);
     if s.same_code {
         (format!("= {tag}'s CPU port: the same code"), GREY)
+    } else if let Some(m) = s.medians_disagree {
+        (
+            format!("? {x} vs {tag}, {m:.2}x by the medians: the machine changed pace"),
+            GREY,
+        )
     } else if !s.significant {
         (format!("≈ {x} vs {tag}, inside the noise"), GREY)
     } else if s.ratio >= 1.0 {

@@ -44,6 +44,8 @@ struct ComparePage<'a> {
     charts: Vec<Figure>,
     groups: Vec<Group>,
     noise: &'static str,
+    /// A and B ran on different devices: [`crate::compare::caveat`].
+    caveat: Option<String>,
 }
 
 fn ms(v: Option<f64>) -> String {
@@ -111,6 +113,7 @@ pub fn write(
         charts,
         groups,
         noise: crate::compare::NOISE_NOTE,
+        caveat: crate::compare::caveat(a, b),
     };
     written.push(render_to(
         &env,

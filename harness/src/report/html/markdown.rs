@@ -96,12 +96,25 @@ pub fn to_html_under(text: &str, by: usize) -> String {
     });
     let mut out = String::new();
     html::push_html(&mut out, events);
-    out
+    // A wide table scrolls inside its own box, not the page (a narrow window's, or a SASS
+    // count's many columns).
+    out.replace("<table>", "<div class=\"scroll\"><table>")
+        .replace("</table>", "</table></div>")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_scroll_in_a_box_of_their_own() {
+        let h = to_html("| a | b |\n|---|---|\n| 1 | 2 |\n");
+        assert!(
+            h.starts_with("<div class=\"scroll\"><table>")
+                && h.trim_end().ends_with("</table></div>"),
+            "{h}"
+        );
+    }
 
     #[test]
     fn repository_links_lose_their_target_web_links_keep_it() {

@@ -435,7 +435,7 @@ fn shape_ctx(
         label: s.label.clone(),
         anchor: format!("{}-{}", w.workload.name(), slug(&s.label)),
         page: format!("{}{}", nav.pages, shape_page(w.workload, &s.label)),
-        gflop: format!("{:.2}", s.flops / 1e9),
+        gflop: super::charts::axes::sig3(s.flops / 1e9),
         checked_against: s.checked_against.clone(),
         notes: shape_notes(s),
         drift: s.drift.as_ref().map(|d| d.sentence()),
@@ -509,6 +509,8 @@ struct RunPage<'a> {
     workloads: Vec<WorkloadCtx>,
     failures: Vec<String>,
     explain_note: Option<String>,
+    /// Whether every kernel page has its resources and SASS mix.
+    explained: bool,
 }
 
 #[derive(Serialize)]
@@ -529,6 +531,8 @@ struct LadderPage<'a> {
     rungs: Vec<RungLink>,
     /// The crates of the ladder's rungs: (crate, page).
     walkthroughs: Vec<(String, String)>,
+    /// Whether every kernel page has its resources and SASS mix.
+    explained: bool,
 }
 
 #[derive(Serialize)]
@@ -613,6 +617,7 @@ pub fn write(report: &Report, dir: &Path, mode: Explain, lab: &LabDir) -> Result
                 .into_iter()
                 .map(|s| (s.name().to_string(), walkthrough_page(s)))
                 .collect(),
+            explained: missing == 0,
         };
         written.push(render_to(
             &env,
@@ -663,6 +668,7 @@ pub fn write(report: &Report, dir: &Path, mode: Explain, lab: &LabDir) -> Result
                 docs.len(),
             )
         }),
+        explained: missing == 0,
     };
     written.push(render_to(&env, "run.html", run_page, &dir.join(INDEX))?);
     let mut stages: Vec<Stage> = Vec::new();
