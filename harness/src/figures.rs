@@ -117,10 +117,9 @@ pub fn render(name: &str, run: &RunResults, folder: &str) -> Result<String> {
     }
     let workload = Workload::parse(w).ok_or_else(|| anyhow!("figure `{name}`: no workload {w}"))?;
     let report = Report::new(run);
-    let shape = report
-        .workloads
-        .iter()
-        .filter(|x| x.workload == workload)
+    let of_workload = report.workloads.iter().find(|x| x.workload == workload);
+    let shape = of_workload
+        .into_iter()
         .flat_map(|x| &x.shapes)
         .find(|s| s.label == label)
         .ok_or_else(|| anyhow!("figure `{name}`: {folder} has no {w} shape {label}"))?;
@@ -161,7 +160,13 @@ pub fn render(name: &str, run: &RunResults, folder: &str) -> Result<String> {
         dev.name,
         run.date,
         run.commit,
-        table::markdown_rows(&table::columns(&report, false), rows)
+        table::markdown_rows(
+            &of_workload.map_or_else(
+                || table::columns(&report, false),
+                |x| table::columns_for(table::columns(&report, false), x)
+            ),
+            rows
+        )
     ))
 }
 

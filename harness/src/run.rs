@@ -80,7 +80,9 @@ pub fn reference_for(
     }
 }
 
-/// The fewest bytes a row moves: from its plan's element types, else its precision.
+/// The fewest bytes a row moves: from its plan's element types, else its precision. A
+/// network's input and output stay FP32 whatever precision its one swapped operator computes
+/// in (the row's precision is that operator's).
 fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Precision) -> f64 {
     match plan {
         Some(p) => {
@@ -93,6 +95,7 @@ fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Precision) -> f6
             (inputs + shape.output().len() * p.output.bytes()) as f64
         }
         None => shape.min_bytes(match precision {
+            _ if shape.workload().is_network() => 4,
             Precision::Fp16 | Precision::Bf16 => 2,
             Precision::Fp32 | Precision::Tf32 => 4,
         }),
@@ -683,6 +686,25 @@ mod tests {
         fn cpu(&self) -> Option<kernel::CpuPort> {
             Some(|_, _, _| {})
         }
+    }
+
+    #[test]
+    fn a_networks_fewest_bytes_are_fp32_whatever_its_swapped_operator_computes_in() {
+        let net = Shape::Encoder {
+            b: 1,
+            s: 64,
+            e: 128,
+            h: 2,
+        };
+        let gemm = Shape::gemm(64, 64, 64);
+        assert_eq!(
+            min_bytes(&net, None, Precision::Fp16),
+            min_bytes(&net, None, Precision::Fp32)
+        );
+        assert_eq!(
+            2.0 * min_bytes(&gemm, None, Precision::Fp16),
+            min_bytes(&gemm, None, Precision::Fp32)
+        );
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub enum Col {
     Median,
     Spread,
     Throughput,
+    /// Compulsory bytes per second: what a memory-bound ladder is judged by.
+    Bandwidth,
     Intensity,
     Traffic,
     TrafficIntensity,
@@ -44,6 +46,7 @@ impl Col {
             Self::Median => "median ms",
             Self::Spread => "spread",
             Self::Throughput => "throughput",
+            Self::Bandwidth => "bandwidth",
             Self::Intensity => "ideal FLOP/B",
             Self::Traffic => "traffic",
             Self::TrafficIntensity => "FLOP/B",
@@ -59,6 +62,49 @@ impl Col {
             Self::Smem => "smem B",
             Self::Occupancy => "occupancy",
             Self::Waves => "waves",
+        }
+    }
+
+    /// What the column holds, in a line: the tooltip of the web pages' headers (the README's
+    /// table of columns says it at length).
+    pub(crate) fn meaning(self) -> &'static str {
+        match self {
+            Self::Tag => {
+                "the rung's number; ref: a reference (a library), peer: another framework, user: your kernel"
+            }
+            Self::Kernel => "the row's kernel",
+            Self::Precision => "the precision it computes in",
+            Self::Median => "median time of one run over the samples",
+            Self::Spread => "half the p10-p90 range of the samples, relative to the median",
+            Self::Throughput => "FLOPs per second at the median time",
+            Self::Bandwidth => {
+                "bytes per second at the median time, counting each input read once and the output written once"
+            }
+            Self::Intensity => {
+                "FLOPs per byte of a kernel reading each input once and writing the output once"
+            }
+            Self::Traffic => "global-memory bytes the kernel really moved",
+            Self::TrafficIntensity => "FLOPs per byte of that traffic",
+            Self::Banks => {
+                "shared-memory wavefronts over those the same accesses take without bank conflicts"
+            }
+            Self::VsParent => {
+                "speedup over the rung this one changes; ~ inside the noise, ? rounds that disagree with the medians"
+            }
+            Self::VsFirst => "speedup over the ladder's first rung; ~ inside the noise",
+            Self::PctRef => {
+                "throughput over that of the reference of the row's precision (the line above the table names it); above 100%: faster than it"
+            }
+            Self::PctRoof => {
+                "throughput over the roofline bound min(peak of the precision, FLOP/B x bandwidth)"
+            }
+            Self::Error => "||out - ref|| / ||ref|| against the f64 reference",
+            Self::Status => "pass or fail against the precision's error bound",
+            Self::Scratch => "device memory the row allocates besides its inputs and output",
+            Self::Regs => "registers per thread (ptxas)",
+            Self::Smem => "shared memory per block, static plus dynamic",
+            Self::Occupancy => "theoretical occupancy: resident warps over the SM's maximum",
+            Self::Waves => "blocks over the blocks the GPU holds at once",
         }
     }
 
@@ -82,6 +128,7 @@ impl Col {
             Self::Median => opt(t.map(|t| t.median_ms), |v| format!("{v:.3}")),
             Self::Spread => opt(t.map(|t| t.spread_pct), |v| format!("±{v:.1}%")),
             Self::Throughput => opt(t.map(|t| t.gflops), throughput),
+            Self::Bandwidth => opt(t.map(|t| t.gbps), super::charts::bandwidth),
             Self::Intensity => format!("{:.1}", r.compulsory_intensity),
             Self::Traffic => opt(row.traffic.map(|t| t.bytes()), |b| bytes(b as u64)),
             Self::TrafficIntensity => opt(r.traffic_intensity.map(|x| x.0), |v| format!("{v:.2}")),
@@ -166,6 +213,24 @@ pub fn columns(report: &Report, terminal: bool) -> Vec<Col> {
     cols
 }
 
+/// Below this many FLOPs per compulsory byte for every row, a workload is memory-bound on any
+/// machine (the ridge points of CPUs and GPUs lie above it), and its tables show bandwidth.
+pub const MEMORY_BOUND_INTENSITY: f64 = 8.0;
+
+/// `cols` for the tables of `w`: a memory-bound workload's have its bandwidth beside the
+/// throughput.
+pub fn columns_for(mut cols: Vec<Col>, w: &WorkloadReport) -> Vec<Col> {
+    let memory_bound = w
+        .shapes
+        .iter()
+        .flat_map(|s| &s.rows)
+        .all(|r| r.compulsory_intensity < MEMORY_BOUND_INTENSITY);
+    if memory_bound && let Some(at) = cols.iter().position(|c| *c == Col::Throughput) {
+        cols.insert(at + 1, Col::Bandwidth);
+    }
+    cols
+}
+
 /// Shared-memory wavefronts over the conflict-free count: `2.00x` is a two-way conflict on
 /// average; `none` without conflicts, `-` where the row asked nothing of shared memory.
 pub fn bank_ratio(row: &Row) -> Option<f64> {
@@ -218,7 +283,10 @@ pub fn sample_note(r: &Row) -> Option<String> {
 
 fn error_cell(r: &Row) -> String {
     opt(r.check.map(|c| c.rel_error), |v| {
-        if v.is_finite() {
+        // Bit for bit the reference's (a cuBLAS row against the f64 reference rounded alike).
+        if v == 0.0 {
+            "0".into()
+        } else if v.is_finite() {
             format!("{v:.1e}")
         } else {
             "NaN".into()
@@ -401,7 +469,7 @@ pub fn markdown(report: &Report, w: &WorkloadReport) -> String {
         let _ = writeln!(s, "{DEBUG_NOTE}\n");
     }
     s.push_str(&speed_note(report, report.ceilings.as_ref()));
-    let cols = columns(report, false);
+    let cols = columns_for(columns(report, false), w);
     for shape in &w.shapes {
         let _ = writeln!(
             s,

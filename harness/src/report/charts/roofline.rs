@@ -159,6 +159,33 @@ impl<'a> Roofline<'a> {
                 )
             }
         };
+        let mut notes = vec![
+            "Median throughput against arithmetic intensity (log-log), each row under the \
+             roof of its own precision (its colour): on the slope memory bandwidth bounds a \
+             row, under a flat roof compute does. Points carry their rung number (R \
+             reference, P peer, U your kernel), named in the key."
+                .into(),
+            format!("{x_note} Roofs: {}.", roof_source(ceilings)),
+        ];
+        // A point above its roof: the ceiling is a measurement, which a kernel can beat.
+        let above: Vec<&str> = self
+            .keyed
+            .iter()
+            .filter(|(r, _)| r.roof.as_ref().is_some_and(|x| x.pct > 100.0))
+            .map(|(_, key)| key.as_str())
+            .collect();
+        if !above.is_empty() {
+            let (verb, roof) = match above.len() {
+                1 => ("lies", "its roof"),
+                _ => ("lie", "their roofs"),
+            };
+            notes.push(format!(
+                "{} {verb} above {roof}: a roof is a ceiling measured by a benchmark kernel (or \
+                 a datasheet's), and a kernel can run closer to the hardware's peak than that \
+                 kernel did.",
+                above.join(", ")
+            ));
+        }
         Header {
             title: format!(
                 "{} roofline, {} on {}",
@@ -166,14 +193,7 @@ impl<'a> Roofline<'a> {
                 self.s.label,
                 self.report.run.device.name
             ),
-            notes: vec![
-                "Median throughput against arithmetic intensity (log-log), each row under the \
-                 roof of its own precision (its colour): on the slope memory bandwidth bounds a \
-                 row, under a flat roof compute does. Points carry their rung number (R \
-                 reference, P peer, U your kernel), named in the key."
-                    .into(),
-                format!("{x_note} Roofs: {}.", roof_source(ceilings)),
-            ],
+            notes,
             legend,
         }
     }

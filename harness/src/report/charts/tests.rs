@@ -492,6 +492,23 @@ fn measured_with_mma_sync() -> RunResults {
 }
 
 #[test]
+fn points_above_their_roof_are_named_and_explained() {
+    let mut run = measured_with_mma_sync();
+    let charts = drawn(&run);
+    let (_, _, layout) = chart(&charts, "gemm-roofline-4096x4096x4096");
+    assert!(!labels(layout).join(" ").contains("above"));
+    // An FP32 ceiling far below what the FP32 rows reach.
+    run.calibration.as_mut().unwrap().fp32_gflops = 1.0;
+    let charts = drawn(&run);
+    let (_, _, layout) = chart(&charts, "gemm-roofline-4096x4096x4096");
+    let text = labels(layout).join(" ");
+    assert!(
+        text.contains("01, 02, ") && text.contains(" lie above their roofs: a roof is a ceiling"),
+        "{text}"
+    );
+}
+
+#[test]
 fn a_measured_mma_sync_ceiling_is_drawn_dashed_under_the_sixteen_bit_roof() {
     let charts = drawn(&measured_with_mma_sync());
     let (_, svg, layout) = chart(&charts, "gemm-roofline-4096x4096x4096");

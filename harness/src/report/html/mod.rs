@@ -225,6 +225,8 @@ pub(crate) struct Cell {
 pub(crate) struct Head {
     pub text: &'static str,
     pub left: bool,
+    /// What the column holds: the header's tooltip.
+    pub title: &'static str,
 }
 
 /// One row of a results table, with what the filters select on.
@@ -286,6 +288,7 @@ pub(crate) fn rows_table<'a>(
         .map(|c| Head {
             text: c.header(),
             left: c.left(),
+            title: c.meaning(),
         })
         .collect();
     let rows = rows
@@ -429,7 +432,7 @@ fn shape_ctx(
     nav: Nav,
     rung_pages: &[String],
 ) -> Result<ShapeCtx> {
-    let full_cols = table::columns(report, false);
+    let full_cols = table::columns_for(table::columns(report, false), w);
     let compact_cols = table::columns(report, true);
     Ok(ShapeCtx {
         label: s.label.clone(),

@@ -80,6 +80,10 @@ fn every_rung_has_a_page_and_every_table_a_row_per_row() {
                     let anchor = format!("id=\"row-{}\"", slug(&r.row.id));
                     assert_eq!(html.matches(&anchor).count(), 1, "{page:?}: {anchor}");
                 }
+                // The results table's headers say what their columns hold.
+                let meaning = table::Col::Kernel.meaning().replace('\'', "&#x27;");
+                let kernel = format!("title=\"{meaning}\">kernel</th>");
+                assert!(html.contains(&kernel), "{page:?}");
                 let index = std::fs::read_to_string(dir.join(INDEX)).unwrap();
                 assert!(index.contains(&format!(
                     "id=\"{}-{}\"",
