@@ -144,6 +144,24 @@ pub fn render(name: &str, run: &RunResults, folder: &str) -> Result<String> {
         .filter(|d| rows.iter().any(|r| r.row.id == d.id))
         .map(|d| format!("\n{}\n", d.sentence()))
         .unwrap_or_default();
+    // A `?` the figure shows, said in words: the table's note is not beside it here.
+    let disagree: String = rows
+        .iter()
+        .filter_map(|r| {
+            let s = r.vs_parent.as_ref()?;
+            let medians = s.medians_disagree?;
+            Some(format!(
+                "\n`{}`: `{}` timed in alternating rounds with its parent `{}` gives {}, the \
+                 ratio of their medians {medians:.2}x: the machine changed pace between the \
+                 timings, which the rounds cancel and the medians do not.\n",
+                s.cell_against(),
+                r.row.id,
+                s.against,
+                s.ratio_text()
+            ))
+        })
+        .collect();
+    let drift = format!("{drift}{disagree}");
     let dev = &run.device;
     let what = match report.kind {
         DeviceKind::Cpu => {
