@@ -636,19 +636,9 @@ mod tests {
     /// A stand-in added to harness/user-include but not to [`STANDINS`] would never be served.
     #[test]
     fn every_stand_in_is_served() {
-        fn walk(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<String>) {
-            for e in std::fs::read_dir(dir).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    walk(&p, base, out);
-                } else {
-                    out.push(p.strip_prefix(base).unwrap().display().to_string());
-                }
-            }
-        }
         let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("user-include");
-        let mut files = Vec::new();
-        walk(&base, &base, &mut files);
+        let files = kernel::testing::files_below(&base);
+        assert!(files.len() > 10, "{files:?}");
         for f in files {
             assert!(
                 STANDINS.iter().any(|(name, _)| *name == f),

@@ -1056,19 +1056,9 @@ mod tests {
     /// the simulator compiles against.
     #[test]
     fn every_header_of_the_simulator_is_served() {
-        fn walk(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<String>) {
-            for e in std::fs::read_dir(dir).unwrap().flatten() {
-                let p = e.path();
-                if p.is_dir() {
-                    walk(&p, base, out);
-                } else {
-                    out.push(p.strip_prefix(base).unwrap().display().to_string());
-                }
-            }
-        }
         let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("sim/include");
-        let mut files = Vec::new();
-        walk(&base, &base, &mut files);
+        let files = crate::testing::files_below(&base);
+        assert!(files.len() > 10, "{files:?}");
         for f in files {
             assert!(
                 HEADERS.iter().any(|(name, _)| *name == f),
