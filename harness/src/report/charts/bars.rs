@@ -168,12 +168,24 @@ impl Chart for Bars {
         let mut c = Canvas::new(root)?;
         self.header.draw(&mut c)?;
         x_axis(&mut c, plot, &axis, &self.format, &self.axis_title)?;
-        for (l, row) in self.lines.iter().zip(band) {
-            let y = plot.y0 - 8.0 - BAND * (row as f64 + 0.5);
-            let at = Self::line_label(l, &axis, y);
-            let r = c.label(&l.label, at, HPos::Center, LABEL, l.color)?;
+        // Every line first, then every label on its white box: a line that runs up past
+        // the labels of lower rows to its own passes behind them, not through their text.
+        let labels: Vec<(&VLine, (f64, f64))> = self
+            .lines
+            .iter()
+            .zip(band)
+            .map(|(l, row)| {
+                let y = plot.y0 - 8.0 - BAND * (row as f64 + 0.5);
+                (l, Self::line_label(l, &axis, y))
+            })
+            .collect();
+        for (l, at) in &labels {
+            let r = text_box(&l.label, *at, HPos::Center, LABEL);
             let x = axis.px(l.value);
             c.line(&[(x, r.y1 + 1.0), (x, plot.y1)], l.color, 2, l.dash)?;
+        }
+        for (l, at) in &labels {
+            c.label(&l.label, *at, HPos::Center, LABEL, l.color)?;
         }
         let base = axis.px(self.base.unwrap_or(axis.lo));
         for (i, b) in self.rows.iter().enumerate() {
