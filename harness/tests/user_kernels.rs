@@ -1415,6 +1415,39 @@ fn a_project_laid_out_as_public_code_runs_unmodified() {
     assert!(ok && text.contains("sgemm_lda"), "{text}");
 }
 
+/// An attention kernel run without its causal flag (`args=` passes 0) on a causal shape: the
+/// row says the kernel takes no causal flag, and a tail bug on another shape is not blamed on
+/// something other than the tails because the causal row failed too.
+#[test]
+fn a_causal_shape_for_a_kernel_told_nothing_of_it_says_so() {
+    let dir = scratch_dir("causal");
+    let spec = example_variant(
+        &dir,
+        &ATTENTION_EXAMPLE,
+        "for (int jj = 0; jj < BR && j0 + jj < S; ++jj) {",
+        "for (int jj = 0; jj < BR; ++jj) {  // BUG: the last tile's keys past S",
+    );
+    let spec = format!("{spec},args=(Q,K,V,O,B,H,S,D,scale,0)");
+    let (ok, text) = sim_run(
+        "attention",
+        "1x2x37x16,1x1x64x16-causal",
+        &spec,
+        &dir.join("run"),
+    );
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(
+            "this shape is causal (each query attends to the keys up to its own \
+                       position) and the kernel's parameters take no causal flag"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("it fails on 1x1x64x16-causal too") && text.contains("S = 37"),
+        "{text}"
+    );
+}
+
 /// The guide's table of signatures lists every one the lab has, with its parameters in order.
 #[test]
 fn the_guide_lists_every_signature_with_its_parameters() {

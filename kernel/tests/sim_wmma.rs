@@ -64,3 +64,59 @@ fn lanes_with_other_inputs_get_their_own_product_and_accumulators_accumulate() {
         }
     }
 }
+
+/// The BLAS epilogue as NVIDIA's WMMA sample writes it: C loaded into an accumulator fragment,
+/// scaled by beta, the product added with alpha, stored back in place. The loads and stores of
+/// a warp happen together on a GPU; a lane that stored before another had loaded would have
+/// the other scale C twice.
+const READ_MODIFY_WRITE: &str = r#"
+#include <mma.h>
+using namespace nvcuda;
+
+extern "C" __global__ void rmw(const half *A, const half *B, float *C, int M, int N, int K) {
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc, c;
+    wmma::fill_fragment(acc, 0.0f);
+    wmma::load_matrix_sync(a, A, 16);
+    wmma::load_matrix_sync(b, B, 16);
+    wmma::mma_sync(acc, a, b, acc);
+    wmma::load_matrix_sync(c, C, 16, wmma::mem_row_major);
+    for (int i = 0; i < c.num_elements; ++i) c.x[i] = 2.0f * acc.x[i] - 0.5f * c.x[i];
+    wmma::store_matrix_sync(C, c, 16, wmma::mem_row_major);
+}
+"#;
+
+#[test]
+fn a_warp_loads_c_before_any_lane_stores_it_back() {
+    let shape = Shape::gemm(16, 16, 16);
+    let int = |i: usize, salt: usize| ((i * 7 + salt * 13) % 9) as f32 - 4.0;
+    let a: Vec<f32> = (0..256).map(|i| int(i, 1)).collect();
+    let b: Vec<f32> = (0..256).map(|i| int(i, 2)).collect();
+    let plan = CudaPlan {
+        inputs: vec![Dtype::F16; 2],
+        output_fill: kernel::Fill::Value(1.0),
+        steps: vec![Step::Kernel(Launch {
+            source: CudaSource::embedded("tests/wmma_rmw.cu", READ_MODIFY_WRITE),
+            entry: "rmw".to_string().into(),
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_smem: 0,
+            args: kernel::gemm_args(16, 16, 16),
+        })],
+        ..Default::default()
+    };
+    let dev = SimDevice::new().unwrap();
+    let k = PlanKernel::fp32(plan);
+    let data = [a.clone(), b.clone()];
+    let mut p = dev.prepare(&k, &shape, &data).unwrap();
+    p.run().unwrap();
+    let out = p.output().unwrap();
+    for i in 0..16 {
+        for j in 0..16 {
+            let dot: f32 = (0..16).map(|k| a[i * 16 + k] * b[k * 16 + j]).sum();
+            // C started at 1: scaled by -0.5 once, not once per lane.
+            assert_eq!(out[i * 16 + j], 2.0 * dot - 0.5, "C[{i}][{j}]");
+        }
+    }
+}

@@ -755,9 +755,11 @@ impl UserKernel {
             }
             if missing {
                 log.push_str(
-                    "\nA header the file includes was not found beside it: if it lies in another \
-                     folder of the project (include/, common/), name that folder with \
-                     include=DIR, as nvcc's -I does.",
+                    "\nA header the file includes was not found: if it lies in another folder of \
+                     the project (include/, common/), name that folder with include=DIR, as \
+                     nvcc's -I does; if it is a header of the host's alone that the lab has no \
+                     stand-in for, an empty file of its name in a folder given with include=DIR \
+                     stands in for it (the host code that needed it is blanked).",
                 );
             }
             return UserKernelError::Compile {

@@ -96,6 +96,7 @@ pub fn annotate(
                     && !whole_failures.iter().any(|(id, _)| *id == row.id)
                     && let Some(k) = users.iter().find(|k| k.id() == row.id)
                     && k.tail_hint(&s.shape, None).is_none()
+                    && !untold_causal(k, &s.shape)
                 {
                     whole_failures.push((row.id.clone(), s.shape.label()));
                 }
@@ -159,8 +160,7 @@ pub fn annotate(
                     continue;
                 }
                 // A causal shape for a kernel told nothing of it: it attends to every key.
-                if matches!(s.shape, Shape::Attention { causal: true, .. })
-                    && !k.passes(Param::Causal)
+                if untold_causal(k, &s.shape)
                     && let Some(reason) = row.reason.as_mut()
                 {
                     reason.push_str(
@@ -189,6 +189,12 @@ pub fn annotate(
             }
         }
     }
+}
+
+/// Whether `shape` is causal and the kernel's parameters take no causal flag: it attends to
+/// every key there, whatever its tiles.
+fn untold_causal(k: &UserKernel, shape: &Shape) -> bool {
+    matches!(shape, Shape::Attention { causal: true, .. }) && !k.passes(Param::Causal)
 }
 
 /// The workloads of a run with user kernels and no `--workload`: theirs.

@@ -51,6 +51,7 @@ const STANDINS: &[(&str, &str)] = &[
     ("iostream", include_str!("../../user-include/iostream")),
     ("limits.h", include_str!("../../user-include/limits.h")),
     ("math.h", include_str!("../../user-include/math.h")),
+    ("omp.h", include_str!("../../user-include/omp.h")),
     ("stddef.h", include_str!("../../user-include/stddef.h")),
     ("stdint.h", include_str!("../../user-include/stdint.h")),
     ("stdio.h", include_str!("../../user-include/stdio.h")),

@@ -60,6 +60,18 @@ inline void fill_fragment(fragment<Use, M, N, K, T, L> &f, const V &v) {
     for (int i = 0; i < f.num_elements; ++i) f.x[i] = v;
 }
 
+// load_matrix_sync and store_matrix_sync wait until every lane of the warp has arrived, then
+// move the tile, all lanes together (CUDA C++ Programming Guide, WMMA). Here every lane moves
+// the whole tile, one lane after another, so the warp meets again after the move too: no lane
+// stores before every lane has loaded (C read, scaled by beta and written back in place).
+namespace detail {
+inline void converge() {
+    sim::Fiber &f = sim::fiber();
+    f.parity ^= 1;
+    sim::warp_wait(0xFFFFFFFFu);
+}
+}  // namespace detail
+
 // matrix_a / matrix_b: the layout is part of the type.
 // Loads and stores: every lane moves the whole tile, but the warp's first lane alone counts
 // the traffic and marks the race checker's record (a GPU moves the tile once, split among the
@@ -77,25 +89,30 @@ SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<Use, M, N, K, T, L> &f,
     static_assert(!std::is_same_v<L, void>, "an operand fragment needs row_major or col_major");
     using F = fragment<Use, M, N, K, T, L>;
     constexpr bool row = std::is_same_v<L, row_major>;
+    detail::converge();
     for (int r = 0; r < F::rows; ++r)
         for (int c = 0; c < F::cols; ++c)
             f.x[r * F::cols + c] = row ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
     warp_tile_access(p, ldm, row ? F::rows : F::cols, row ? F::cols : F::rows, false);
+    detail::converge();
 }
 
 // The accumulator: the layout is an argument.
 template <int M, int N, int K, class T, class P>
 SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<accumulator, M, N, K, T> &f, const P *p, unsigned ldm,
                                                 layout_t l) {
+    detail::converge();
     for (int r = 0; r < M; ++r)
         for (int c = 0; c < N; ++c)
             f.x[r * N + c] = l == mem_row_major ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
     warp_tile_access(p, ldm, l == mem_row_major ? M : N, l == mem_row_major ? N : M, false);
+    detail::converge();
 }
 
 template <int M, int N, int K, class T, class P>
 SIM_UNINSTRUMENTED inline void store_matrix_sync(P *p, const fragment<accumulator, M, N, K, T> &f, unsigned ldm,
                                                  layout_t l) {
+    detail::converge();
     for (int r = 0; r < M; ++r)
         for (int c = 0; c < N; ++c) {
             P v = f.x[r * N + c];
@@ -103,6 +120,7 @@ SIM_UNINSTRUMENTED inline void store_matrix_sync(P *p, const fragment<accumulato
             else p[(size_t)c * ldm + r] = v;
         }
     warp_tile_access(p, ldm, l == mem_row_major ? M : N, l == mem_row_major ? N : M, true);
+    detail::converge();
 }
 
 // D = A * B + C with fp32 accumulation; TF32 operands are rounded to TF32 first.
