@@ -114,6 +114,25 @@ impl crate::Kernel for PlanKernel {
     }
 }
 
+/// The files below `dir`, as paths relative to it: what a test compares with a list of
+/// embedded files (headers served to a compiler) so that none is left out.
+pub fn files_below(dir: &std::path::Path) -> Vec<String> {
+    fn walk(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(&p, base, out);
+            } else if let Ok(rel) = p.strip_prefix(base) {
+                out.push(rel.display().to_string());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, dir, &mut out);
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -142,23 +161,4 @@ mod tests {
             vec![11.0]
         );
     }
-}
-
-/// The files below `dir`, as paths relative to it: what a test compares with a list of
-/// embedded files (headers served to a compiler) so that none is left out.
-pub fn files_below(dir: &std::path::Path) -> Vec<String> {
-    fn walk(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<String>) {
-        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                walk(&p, base, out);
-            } else if let Ok(rel) = p.strip_prefix(base) {
-                out.push(rel.display().to_string());
-            }
-        }
-    }
-    let mut out = Vec::new();
-    walk(dir, dir, &mut out);
-    out.sort();
-    out
 }
