@@ -5,7 +5,7 @@
 
 use kernel::sim::SimDevice;
 use kernel::testing::PlanKernel;
-use kernel::{CudaPlan, CudaSource, Dtype, Executor, Launch, Shape, Step};
+use kernel::{CudaPlan, CudaSource, Dtype, Executor, Fill, Launch, Shape, Step};
 
 const KERNEL: &str = r#"
 #include <mma.h>
@@ -27,32 +27,51 @@ extern "C" __global__ void lanes(const half *A, const half *B, float *C, int M, 
 }
 "#;
 
-#[test]
-fn lanes_with_other_inputs_get_their_own_product_and_accumulators_accumulate() {
-    // C is 32 tiles of 16x16 (512 x 16); A as many rows of K = 16, of which two tiles are read.
-    let shape = Shape::gemm(512, 16, 16);
-    // Small integers: exact in FP16, and their products and sums exact in FP32.
-    let int = |i: usize, salt: usize| ((i * 7 + salt * 13) % 9) as f32 - 4.0;
-    let a: Vec<f32> = (0..512 * 16).map(|i| int(i, 1)).collect();
-    let b: Vec<f32> = (0..16 * 16).map(|i| int(i, 2)).collect();
+/// Small integers: exact in FP16, and their products and sums exact in FP32.
+fn ints(n: usize, salt: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| ((i * 7 + salt * 13) % 9) as f32 - 4.0)
+        .collect()
+}
+
+/// Runs `entry` of `code` as one warp on FP16 A and B of a GEMM of `shape`, C filled with
+/// `fill`: the output.
+fn one_warp(
+    code: &'static str,
+    entry: &str,
+    shape: Shape,
+    fill: Fill,
+    data: &[Vec<f32>],
+) -> Vec<f32> {
+    let Shape::Gemm { m, n, k } = shape else {
+        unreachable!("a GEMM shape")
+    };
     let plan = CudaPlan {
         inputs: vec![Dtype::F16; 2],
+        output_fill: fill,
         steps: vec![Step::Kernel(Launch {
-            source: CudaSource::embedded("tests/wmma.cu", KERNEL),
-            entry: "lanes".to_string().into(),
+            source: CudaSource::embedded("tests/wmma.cu", code),
+            entry: entry.to_string().into(),
             grid: [1, 1, 1],
             block: [32, 1, 1],
             dynamic_smem: 0,
-            args: kernel::gemm_args(512, 16, 16),
+            args: kernel::gemm_args(m, n, k),
         })],
         ..Default::default()
     };
     let dev = SimDevice::new().unwrap();
-    let k = PlanKernel::fp32(plan);
-    let data = [a.clone(), b.clone()];
-    let mut p = dev.prepare(&k, &shape, &data).unwrap();
+    let kernel = PlanKernel::fp32(plan);
+    let mut p = dev.prepare(&kernel, &shape, data).unwrap();
     p.run().unwrap();
-    let out = p.output().unwrap();
+    p.output().unwrap()
+}
+
+#[test]
+fn lanes_with_other_inputs_get_their_own_product_and_accumulators_accumulate() {
+    // C is 32 tiles of 16x16 (512 x 16); A as many rows of K = 16, of which two tiles are read.
+    let (a, b) = (ints(512 * 16, 1), ints(16 * 16, 2));
+    let data = [a.clone(), b.clone()];
+    let out = one_warp(KERNEL, "lanes", Shape::gemm(512, 16, 16), Fill::Nan, &data);
     for lane in 0..32 {
         let tile = &a[256 * (lane % 2)..][..256];
         for i in 0..16 {
@@ -89,29 +108,15 @@ extern "C" __global__ void rmw(const half *A, const half *B, float *C, int M, in
 
 #[test]
 fn a_warp_loads_c_before_any_lane_stores_it_back() {
-    let shape = Shape::gemm(16, 16, 16);
-    let int = |i: usize, salt: usize| ((i * 7 + salt * 13) % 9) as f32 - 4.0;
-    let a: Vec<f32> = (0..256).map(|i| int(i, 1)).collect();
-    let b: Vec<f32> = (0..256).map(|i| int(i, 2)).collect();
-    let plan = CudaPlan {
-        inputs: vec![Dtype::F16; 2],
-        output_fill: kernel::Fill::Value(1.0),
-        steps: vec![Step::Kernel(Launch {
-            source: CudaSource::embedded("tests/wmma_rmw.cu", READ_MODIFY_WRITE),
-            entry: "rmw".to_string().into(),
-            grid: [1, 1, 1],
-            block: [32, 1, 1],
-            dynamic_smem: 0,
-            args: kernel::gemm_args(16, 16, 16),
-        })],
-        ..Default::default()
-    };
-    let dev = SimDevice::new().unwrap();
-    let k = PlanKernel::fp32(plan);
+    let (a, b) = (ints(256, 1), ints(256, 2));
     let data = [a.clone(), b.clone()];
-    let mut p = dev.prepare(&k, &shape, &data).unwrap();
-    p.run().unwrap();
-    let out = p.output().unwrap();
+    let out = one_warp(
+        READ_MODIFY_WRITE,
+        "rmw",
+        Shape::gemm(16, 16, 16),
+        Fill::Value(1.0),
+        &data,
+    );
     for i in 0..16 {
         for j in 0..16 {
             let dot: f32 = (0..16).map(|k| a[i * 16 + k] * b[k * 16 + j]).sum();
