@@ -141,13 +141,31 @@ extern "C" __global__ void wmma_store(const float *A, const float *B, float *C, 
     __syncthreads();
     C[threadIdx.x] = tile[threadIdx.x * 8];
 }
+
+// Every lane of a warp stores the warp's sum in its slot, as public reductions do without a
+// `lane == 0` guard: the same bytes, no hazard. SAME false: each lane stores its own lane
+// number there, and which one stays depends on the order.
+template <bool SAME>
+__device__ void warp_sums(const float *A, float *C) {
+    __shared__ float sums[2];
+    float v = A[threadIdx.x];
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    sums[threadIdx.x / 32] = SAME ? v : (float)(threadIdx.x % 32);
+    __syncthreads();
+    if (threadIdx.x == 0) C[0] = sums[0] + sums[1];
+}
+extern "C" __global__ void same_value_writes(const float *A, const float *B, float *C, int M, int N, int K) {
+    warp_sums<true>(A, C);
+}
+extern "C" __global__ void different_value_writes(const float *A, const float *B, float *C, int M, int N, int K) {
+    warp_sums<false>(A, C);
+}
 "#;
 
-// Out of bounds, in files of their own: an array overrun runs into whatever the linker put
-// after it, which in a file of several arrays may be another array, where the simulator
-// cannot tell it from an access of that array. Each kernel's last thread writes one element past its array, or
-// reads a 16-byte vector straddling its end; `smem_dynamic` is launched with fewer bytes than
-// it uses.
+// Out of bounds, in files of their own, so that what lies after each array is known: the
+// simulator's guard or a redzone (`smem_into_next` has three arrays, a redzone between each
+// two). Each kernel's last thread writes one element past its array, or reads a 16-byte
+// vector straddling its end; `smem_dynamic` is launched with fewer bytes than it uses.
 const STRADDLING: &str = r#"
 extern "C" __global__ void smem_straddling_static(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) float tile[6];
@@ -314,6 +332,31 @@ fn shared_atomics_and_a_warps_wmma_store_are_not_races() {
     assert!((f64::from(out[0]) - total).abs() < 1e-4);
     let (out, _) = run(launch("wmma_store", [1, 1, 1], [32, 1, 1], dims), dims).unwrap();
     assert!(out[..32].iter().all(|&v| v == 2.0), "{:?}", &out[..32]);
+}
+
+#[test]
+fn writes_of_the_same_bytes_are_no_race_and_of_other_bytes_are() {
+    let dims = (64, 64, 64);
+    let (out, x) = run(
+        launch("same_value_writes", [1, 1, 1], [64, 1, 1], dims),
+        dims,
+    )
+    .unwrap();
+    let total: f64 = x[0][..64].iter().map(|&v| f64::from(v)).sum();
+    assert!(
+        (f64::from(out[0]) - total).abs() < 1e-4,
+        "{} against {total}",
+        out[0]
+    );
+    let e = race(run(
+        launch("different_value_writes", [1, 1, 1], [64, 1, 1], dims),
+        dims,
+    ));
+    assert!(
+        e.contains("this thread writes __shared__ 'sums'")
+            && e.contains(" wrote in the same barrier"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -275,6 +275,14 @@ struct Fiber {
     unsigned wait_mask;
     bool wait_past_exits;
     bool deliver;
+    // A write of shared bytes another thread wrote in the same interval (write after write),
+    // judged once the store has landed (settle_write): the same bytes are no hazard, as when
+    // every lane of a warp stores the warp's sum; other bytes are the race, as reported.
+    bool waw_pending;
+    unsigned char waw_n;
+    uint16_t waw_other;  // the other writer (thread index + 1)
+    size_t waw_cell;
+    unsigned char waw_before[16];  // what the other thread's write left there
 };
 
 struct Warp {
@@ -402,8 +410,11 @@ inline void push_front(Worker &w, unsigned i) {
     w.queue[--w.head % kMaxThreads] = i;
 }
 
+inline void settle_write(Worker &w, Fiber &f);
+
 inline void yield_to_scheduler() {
     Fiber *f = tl_fiber;
+    if (f->waw_pending) settle_write(*tl_worker, *f);
     f->switches++;
     f->polls = 0;
     sim_ctx_switch(&f->sp, tl_worker->sched_sp);
@@ -962,6 +973,15 @@ inline void describe_shared(Worker &w, size_t cell, char *where, size_t room);
          write ? "writes" : "reads", where, o.tid.x, o.tid.y, o.tid.z, other_write ? "wrote" : "read");
 }
 
+// A thread's pending write after write (Fiber::waw_pending), now that its store has landed:
+// the bytes the other thread wrote, written again, are no hazard; others are the race.
+inline void settle_write(Worker &w, Fiber &f) {
+    f.waw_pending = false;
+    const char *p = f.waw_cell < w.static_smem_bytes ? w.static_smem + f.waw_cell
+                                                       : w.dyn_smem + (f.waw_cell - w.static_smem_bytes);
+    if (memcmp(p, f.waw_before, f.waw_n) != 0) race_report(w, f.waw_cell, true, RaceMark{0, 0, f.waw_other}, true);
+}
+
 // A block starts: cells for all of its shared memory, none of them marked in this interval.
 inline void race_block_start(Worker &w) {
     size_t need = w.static_smem_bytes + w.launch->dynamic_smem;
@@ -1179,6 +1199,8 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
     Fiber *f = c.f;
     size_t cell;
     if (!w || !f || !w->race) return;
+    // The thread's previous store has landed by its next access.
+    if (f->waw_pending) settle_write(*w, *f);
     if (!race_cell(*w, p, cell)) {
         // Another block's shared memory, reached through mapa: it must still be running.
         const char *b = (const char *)p;
@@ -1231,7 +1253,21 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
             r.write = RaceMark{epoch, 0, kAsyncUnit};  // looked up once a block
         }
         bool read_ordered = race_ordered(r.read, epoch, me, f->warp, we);
-        if (!race_ordered(r.write, epoch, me, f->warp, we)) race_report(*w, i, write, r.write, true);
+        if (!race_ordered(r.write, epoch, me, f->warp, we)) {
+            // Write after another thread's write: judged by what this store leaves
+            // (settle_write), when the access is one the record can hold.
+            const bool deferrable = write && r.write.thread != 0 && r.write.thread <= w->n &&
+                                    n <= sizeof f->waw_before;
+            if (deferrable && !f->waw_pending) {
+                f->waw_pending = true;
+                f->waw_n = (unsigned char)n;
+                f->waw_other = r.write.thread;
+                f->waw_cell = cell;
+                memcpy(f->waw_before, p, n);
+            } else if (!(deferrable && f->waw_cell == cell)) {
+                race_report(*w, i, write, r.write, true);
+            }
+        }
         if (write && !read_ordered) race_report(*w, i, true, r.read, false);
         // A read unordered with this one stays recorded: it, not this thread's own, is what a
         // later write by this thread would race with.
@@ -1810,7 +1846,7 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
         f.memo_seq = 0;
         f.cluster_arrived = false;
         f.switches = f.quiet = f.polls = 0;
-        f.deliver = false;
+        f.deliver = f.waw_pending = false;
         // Copies a thread of the previous block left pending are dropped, never completed.
         f.async = w.async_copies + (size_t)i * kMaxAsyncCopies;
         f.async_pending = f.async_groups = 0;
