@@ -22,16 +22,16 @@ pub struct Ratio {
     pub b_ms: Option<f64>,
     /// A's time over B's: above 1, B is faster. Only when both passed.
     pub speedup: Option<f64>,
-    /// False when the two rows' p10-p90 time ranges overlap: the difference is inside the
-    /// noise of either run.
+    /// False when the two rows' p10-p90 time ranges overlap (the difference is inside the
+    /// noise of either run) or their medians differ by less than 1%.
     pub significant: bool,
     /// Why there is no ratio.
     pub note: Option<String>,
 }
 
 /// What the `~` of [`Ratio::cell`] means, for every legend that shows it.
-pub const NOISE_NOTE: &str =
-    "~ marks a ratio inside the noise: the two rows' p10-p90 time ranges overlap";
+pub const NOISE_NOTE: &str = "~ marks a ratio inside the noise: the two rows' p10-p90 time ranges overlap, or the two \
+     differ by less than 1%";
 
 impl Ratio {
     /// `2.00x`, `~1.03x` inside the noise, `-` without a ratio.

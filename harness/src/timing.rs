@@ -85,11 +85,23 @@ impl Timing {
         50.0 * (self.p90_ms - self.p10_ms) / self.median_ms
     }
 
-    /// Whether the two p10-p90 ranges are disjoint: a difference of the medians that the
-    /// samples' scatter does not explain.
+    /// Whether the two p10-p90 ranges are disjoint and the medians differ by more than
+    /// [`NEGLIGIBLE`]: a difference that the samples' scatter does not explain, and one worth
+    /// a word.
     pub fn stands_apart_from(&self, other: &Timing) -> bool {
-        self.p90_ms < other.p10_ms || other.p90_ms < self.p10_ms
+        (self.p90_ms < other.p10_ms || other.p90_ms < self.p10_ms)
+            && matters(self.median_ms / other.median_ms)
     }
+}
+
+/// The smallest change of speed the tables call faster or slower: many samples with a tiny
+/// spread make a 0.1% difference stand out of the noise, and "slower" beside 0.999x would
+/// send a reader after nothing. Criterion ignores changes under the same 1% by default.
+pub const NEGLIGIBLE: f64 = 0.01;
+
+/// Whether a ratio of two times is further from 1 than [`NEGLIGIBLE`], either way.
+pub fn matters(ratio: f64) -> bool {
+    ratio.ln().abs() > (1.0 + NEGLIGIBLE).ln()
 }
 
 /// Linear interpolation between order statistics of sorted `v`. Held between the two it

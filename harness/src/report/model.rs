@@ -61,6 +61,8 @@ impl Drift {
         let r = self.ratio();
         let noise = if self.significant {
             "beyond the noise"
+        } else if !crate::timing::matters(r) {
+            "under 1%"
         } else if r.max(1.0 / r) > DISAGREEMENT {
             // Far from 1 yet not apart: the timings themselves are that scattered.
             "inside the noise, which is that wide: the machine was busy"
@@ -157,7 +159,7 @@ pub struct Speedup {
     pub against_tag: String,
     /// False when the difference is inside the noise: the p10-p90 range of the paired
     /// rounds' ratios holds 1 (when [`Self::rounds`] is some), else the two rows' p10-p90
-    /// time ranges overlap.
+    /// time ranges overlap; or when it is under [`crate::timing::NEGLIGIBLE`].
     pub significant: bool,
     /// The two rows were timed in this many alternating rounds
     /// ([`crate::timing::PairedTiming`]), and `ratio` is the median of the rounds' ratios;
@@ -179,18 +181,20 @@ pub struct Speedup {
 pub const DISAGREEMENT: f64 = 1.25;
 
 impl Speedup {
-    /// `1.73x`, `0.86x`: two decimals, or as many more (up to four) as a difference that
-    /// stands out of the spread needs not to read `1.00x` (`0.996x`), which beside "slower"
-    /// or "faster" would say nothing.
+    /// `1.73x`, `0.86x`: two decimals are enough, as a speedup called faster or slower is
+    /// at least [`crate::timing::NEGLIGIBLE`] away from 1.
     pub fn ratio_text(&self) -> String {
-        let mut digits = 2;
-        while self.significant
-            && digits < 4
-            && format!("{:.*}", digits, self.ratio) == format!("{:.*}", digits, 1.0)
-        {
-            digits += 1;
+        format!("{:.2}x", self.ratio)
+    }
+
+    /// Why a speedup that is not [`Self::significant`] is not: too small to call, or inside
+    /// the noise.
+    pub fn noise_words(&self) -> &'static str {
+        if crate::timing::matters(self.ratio) {
+            "inside the noise"
+        } else {
+            "under 1%"
         }
-        format!("{:.*}x", digits, self.ratio)
     }
 
     /// [`Self::ratio_text`], with `~` in front when the difference is inside the spread;
@@ -232,7 +236,8 @@ pub struct RoofShare {
 
 /// How the table header explains `~` when every speedup compares two rows' medians.
 pub const SIGNIFICANCE_NOTE: &str = "`~` marks a speedup inside the noise: the two rows' \
-    p10-p90 time ranges overlap, so the run cannot tell them apart";
+    p10-p90 time ranges overlap, so the run cannot tell them apart, or their medians differ by \
+    less than 1%, too little to call faster or slower";
 
 /// How the table header explains `vs parent` and `~` when steps were timed in alternation.
 pub const PAIRED_NOTE: &str = "`vs parent` times the rung and its parent once more in \
@@ -240,7 +245,8 @@ pub const PAIRED_NOTE: &str = "`vs parent` times the rung and its parent once mo
     machine's drift between rows timed apart cancels: it is the median of the rounds' ratios, \
     which can differ from the ratio of the two medians (`vs first` is always that ratio); `~` \
     marks a speedup inside the noise: for `vs parent`, the p10-p90 range of the rounds' ratios \
-    holds 1, for `vs first`, the two rows' p10-p90 time ranges overlap; `?` after a `vs parent` \
+    holds 1, for `vs first`, the two rows' p10-p90 time ranges overlap, and for both, a speedup \
+    under 1% either way, too little to call faster or slower; `?` after a `vs parent` \
     marks rounds that disagree with the ratio of the two medians (the bars) by more than a \
     quarter, beyond both spreads: the machine changed pace between the timings (another job, \
     the clock), which the rounds, timed side by side, cancel and the medians do not; a quiet \
@@ -354,7 +360,10 @@ impl ShapeReport {
                 .filter(|p| from_rounds && p.against == other.id && p.rounds() > 0);
             let medians = b.median_ms / a.median_ms;
             let (ratio, significant) = match paired.map(|p| p.ratio_summary()) {
-                Some((median, p10, p90)) => (median, p10 > 1.0 || p90 < 1.0),
+                Some((median, p10, p90)) => (
+                    median,
+                    (p10 > 1.0 || p90 < 1.0) && crate::timing::matters(median),
+                ),
                 None => (
                     b.median_ms / a.median_ms,
                     (row.timing.as_ref())

@@ -89,9 +89,9 @@ impl Col {
                 "shared-memory wavefronts over those the same accesses take without bank conflicts"
             }
             Self::VsParent => {
-                "speedup over the rung this one changes; ~ inside the noise, ? rounds that disagree with the medians"
+                "speedup over the rung this one changes; ~ inside the noise or under 1%, ? rounds that disagree with the medians"
             }
-            Self::VsFirst => "speedup over the ladder's first rung; ~ inside the noise",
+            Self::VsFirst => "speedup over the ladder's first rung; ~ inside the noise or under 1%",
             Self::PctRef => {
                 "throughput over that of the reference of the row's precision (the line above the table names it); above 100%: faster than it"
             }

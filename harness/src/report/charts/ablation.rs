@@ -4,9 +4,9 @@
 
 use super::axes::{fmt_num, sig3};
 use super::bars::{Bar, Bars, VLine};
-use super::canvas::{BLACK_TEXT, Dash, GREY};
+use super::canvas::{BLACK_TEXT, GREY};
 use super::header::{Entry, Header, Mark};
-use super::{GAIN, LOSS, PEER, REFERENCE, footer, rate_unit, stage_color};
+use super::{GAIN, LOSS, colour_legend, footer, rate_unit, row_color, row_dash, stage_color};
 use crate::report::model::{Report, RowReport, ShapeReport, Speedup};
 use crate::results::Status;
 use kernel::Role;
@@ -47,38 +47,21 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
         .iter()
         .filter_map(|r| {
             let g = r.timed?.gflops * scale;
-            let peer = r.row.role == Role::Peer;
             Some(VLine {
                 value: g,
                 label: format!("{} {}", r.row.id, sig3(g)),
-                color: if peer { PEER } else { REFERENCE },
-                dash: if peer { Dash::Dotted } else { Dash::Dashed },
+                color: row_color(r.row.role, r.row.stage),
+                dash: row_dash(r.row.role),
             })
         })
         .collect();
-    let mut stages: Vec<_> = rungs.iter().map(|r| r.row.stage).collect();
-    stages.sort();
-    stages.dedup();
-    let mut legend: Vec<Entry> = stages
-        .into_iter()
-        .map(|st| Entry {
-            label: st.name().to_string(),
-            color: stage_color(st),
-            mark: Mark::Bar,
-        })
-        .collect();
-    for (role, label, color, dash) in [
-        (Role::Reference, "reference row", REFERENCE, Dash::Dashed),
-        (Role::Peer, "peer row", PEER, Dash::Dotted),
-    ] {
-        if others.iter().any(|r| r.row.role == role) {
-            legend.push(Entry {
-                label: label.into(),
-                color,
-                mark: Mark::Line(dash),
-            });
-        }
-    }
+    let mut legend = colour_legend(
+        rungs
+            .iter()
+            .chain(&others)
+            .map(|r| (r.row.role, r.row.stage)),
+        false,
+    );
     legend.push(Entry {
         label: "p10-p90 of the samples".into(),
         color: BLACK_TEXT,
@@ -93,19 +76,20 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
     let paired = steps.iter().filter(|v| v.rounds.is_some()).count();
     let noise = match (paired, steps.len() - paired) {
         (0, _) => {
-            "▲ faster, ▼ slower, ≈ inside the noise: the two rows' p10-p90 time ranges overlap"
+            "▲ faster, ▼ slower, ≈ inside the noise (the two rows' p10-p90 time ranges overlap) \
+             or under 1%"
         }
         (_, 0) => {
             "the rung and its parent timed side by side in alternating rounds, the median of \
-             the rounds' ratios (▲ faster, ▼ slower, ≈ inside the noise: the p10-p90 range of \
-             the ratios holds 1; ? rounds that disagree with the medians' ratio by more than a \
+             the rounds' ratios (▲ faster, ▼ slower, ≈ inside the noise, the p10-p90 range of \
+             the ratios holds 1, or under 1%; ? rounds that disagree with the medians' ratio by more than a \
              quarter)"
         }
         _ => {
             "the rung and its parent timed side by side in alternating rounds, the median of \
              the rounds' ratios, or where that failed the ratio of the medians \
-             (▲ faster, ▼ slower, ≈ inside the noise: the ratios' p10-p90 range holds 1, or \
-             the two rows' p10-p90 time ranges overlap; ? rounds that disagree with the \
+             (▲ faster, ▼ slower, ≈ inside the noise, the ratios' p10-p90 range holds 1 or \
+             the two rows' p10-p90 time ranges overlap, or under 1%; ? rounds that disagree with the \
              medians' ratio by more than a quarter)"
         }
     };
@@ -158,8 +142,8 @@ fn notes(r: &RowReport, scale: f64) -> Vec<(String, RGBColor)> {
     v
 }
 
-/// `▲ 2.31x vs 06`, `▼ 0.86x vs 06: slower`, `≈ 1.03x vs 06, inside the noise`, `= 06's CPU
-/// port: the same code`.
+/// `▲ 2.31x vs 06`, `▼ 0.86x vs 06: slower`, `≈ 1.03x vs 06, inside the noise`, `≈ 1.00x vs
+/// 06, under 1%`, `= 06's CPU port: the same code`.
 pub(crate) fn step(s: &Speedup) -> (String, RGBColor) {
     let (x, tag) = (s.ratio_text(), &s.against_tag);
     if s.same_code {
@@ -170,7 +154,7 @@ pub(crate) fn step(s: &Speedup) -> (String, RGBColor) {
             GREY,
         )
     } else if !s.significant {
-        (format!("≈ {x} vs {tag}, inside the noise"), GREY)
+        (format!("≈ {x} vs {tag}, {}", s.noise_words()), GREY)
     } else if s.ratio >= 1.0 {
         (format!("▲ {x} vs {tag}"), GAIN)
     } else {

@@ -40,8 +40,8 @@ pub enum Mark {
     Bar,
     Line(Dash),
     Point(Marker, bool),
-    /// A marker on a line: a series of a sweep.
-    Series(Marker, Dash),
+    /// A marker, filled or hollow, on a line: a series of a sweep.
+    Series(Marker, bool, Dash),
     /// The p10-p90 whisker.
     Whisker,
 }
@@ -63,9 +63,9 @@ pub fn swatch<DB: DrawingBackend>(
         ),
         Mark::Line(d) => c.line(&[(x, y), (x + SWATCH, y)], e.color, 2, d),
         Mark::Point(m, filled) => c.marker(m, mid, 5.0, e.color, filled),
-        Mark::Series(m, d) => {
+        Mark::Series(m, filled, d) => {
             c.line(&[(x, y), (x + SWATCH, y)], e.color, 2, d)?;
-            c.marker(m, mid, 5.0, e.color, true)
+            c.marker(m, mid, 5.0, e.color, filled)
         }
         Mark::Whisker => {
             c.line(

@@ -21,7 +21,7 @@ use super::roofline::RoofKind;
 use crate::results::RunResults;
 use anyhow::Result;
 use canvas::{Drawn, Layout};
-use kernel::Stage;
+use kernel::{Role, Stage};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use std::path::{Path, PathBuf};
@@ -163,7 +163,8 @@ pub const PALETTE: [RGBColor; 10] = [
 pub const GAIN: RGBColor = RGBColor(24, 120, 24);
 pub const LOSS: RGBColor = RGBColor(200, 24, 24);
 pub const REFERENCE: RGBColor = RGBColor(60, 60, 60);
-pub const PEER: RGBColor = RGBColor(120, 60, 150);
+/// A dark teal, unlike every stage's colour (tensor-core rungs and peers meet in one chart).
+pub const PEER: RGBColor = RGBColor(0, 105, 105);
 
 /// One colour per stage crate, so a bar says which stage its rung comes from. Red is left out:
 /// it marks slowdowns.
@@ -181,12 +182,90 @@ pub fn stage_color(s: Stage) -> RGBColor {
     }
 }
 
-/// One colour per compute roof; a roofline point takes the colour of the roof it is judged by.
-pub fn roof_color(k: RoofKind) -> RGBColor {
+/// Keys of a chart's points beside their rows: a rung's own number, `R1`, `R2` for
+/// references, `P1` for peers, `U1` for the user's kernels, numbered in the order asked.
+#[derive(Default)]
+pub(crate) struct Keys([usize; 3]);
+
+impl Keys {
+    pub fn next(&mut self, role: Role, tag: &str) -> String {
+        let (i, letter) = match role {
+            Role::Rung => return tag.to_string(),
+            Role::Reference => (0, 'R'),
+            Role::Peer => (1, 'P'),
+            Role::User => (2, 'U'),
+        };
+        self.0[i] += 1;
+        format!("{letter}{}", self.0[i])
+    }
+}
+
+/// One marker per compute roof: a roofline point takes the shape of the roof it is judged
+/// by, so that its colour can say its stage crate, as everywhere else.
+pub fn roof_marker(k: RoofKind) -> canvas::Marker {
     match k {
-        RoofKind::Fp32 => PALETTE[0],
-        RoofKind::Tf32Tensor => PALETTE[1],
-        RoofKind::Fp16Tensor => PALETTE[3],
+        RoofKind::Fp32 => canvas::Marker::Circle,
+        RoofKind::Tf32Tensor => canvas::Marker::Square,
+        RoofKind::Fp16Tensor => canvas::Marker::Triangle,
+    }
+}
+
+/// The legend of [`row_color`] for the rows of a chart: a patch per stage crate, then the
+/// references' and peers', as patches too where the chart draws them as points, else as
+/// their lines (dashed and dotted, as [`row_dash`] draws them).
+pub(crate) fn colour_legend(
+    rows: impl IntoIterator<Item = (Role, Stage)>,
+    points: bool,
+) -> Vec<header::Entry> {
+    use header::{Entry, Mark};
+    let rows: Vec<(Role, Stage)> = rows.into_iter().collect();
+    let mut stages: Vec<Stage> = rows
+        .iter()
+        .filter(|(role, _)| matches!(role, Role::Rung | Role::User))
+        .map(|(_, s)| *s)
+        .collect();
+    stages.sort();
+    stages.dedup();
+    let mut legend: Vec<Entry> = stages
+        .into_iter()
+        .map(|st| Entry {
+            label: st.name().to_string(),
+            color: stage_color(st),
+            mark: Mark::Bar,
+        })
+        .collect();
+    for (role, label) in [(Role::Reference, "reference row"), (Role::Peer, "peer row")] {
+        if rows.iter().any(|(r, _)| *r == role) {
+            legend.push(Entry {
+                label: label.into(),
+                color: row_color(role, Stage::Reference),
+                mark: if points {
+                    Mark::Bar
+                } else {
+                    Mark::Line(row_dash(role))
+                },
+            });
+        }
+    }
+    legend
+}
+
+/// How a row's line is drawn: references dashed, peers dotted, the rest solid.
+pub fn row_dash(role: Role) -> canvas::Dash {
+    match role {
+        Role::Rung | Role::User => canvas::Dash::Solid,
+        Role::Reference => canvas::Dash::Dashed,
+        Role::Peer => canvas::Dash::Dotted,
+    }
+}
+
+/// A row's colour in every chart: its stage crate's for rungs and the user's kernels, one
+/// of its own for references and for peers.
+pub fn row_color(role: Role, stage: Stage) -> RGBColor {
+    match role {
+        Role::Rung | Role::User => stage_color(stage),
+        Role::Reference => REFERENCE,
+        Role::Peer => PEER,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The roofline of one shape: each timed row at its arithmetic intensity (its counted traffic
 //! where something counted it, else the compulsory bytes) against its median throughput, under
-//! one roof per precision the device has; a point takes the colour of the roof it is judged
-//! by. Each point carries a short key (its rung number) placed where no other label is, with a
+//! one roof per precision the device has; a point takes the marker of the roof it is judged
+//! by and the colour of its stage crate, as in every chart. Each point carries a short key (its rung number) placed where no other label is, with a
 //! leader line when it had to move away; the key table beside the plot names every row.
 
 use super::axes::{Axis, fmt_num, sig3, x_axis, y_axis};
@@ -9,9 +9,9 @@ use super::canvas::{
     BLACK_TEXT, Canvas, Dash, GREY, LABEL, Layout, MARGIN, Marker, Rect, spots_around, text_width,
 };
 use super::header::{Entry, Header, Mark};
-use super::{Chart, bandwidth, footer, rate_unit, roof_color};
+use super::{Chart, bandwidth, footer, rate_unit, roof_marker, row_color};
 use crate::report::model::{Report, RowReport, ShapeReport};
-use crate::report::roofline::{Ceilings, MMA_SYNC_CEILING, RoofKind};
+use crate::report::roofline::{Ceilings, MMA_SYNC_CEILING};
 use crate::report::table::{roof_source, throughput};
 use crate::results::Status;
 use anyhow::Result;
@@ -51,7 +51,7 @@ impl<'a> Roofline<'a> {
         if !report.timed() || s.timed_rows().next().is_none() {
             return None;
         }
-        let mut counters = [0; 3];
+        let mut keys = super::Keys::default();
         let keyed = s
             .rows
             .iter()
@@ -60,19 +60,7 @@ impl<'a> Roofline<'a> {
                     || (matches!(r.row.role, Role::Rung | Role::User)
                         && r.row.status != Status::Unsupported)
             })
-            .map(|r| {
-                let mut next = |i: usize, letter: char| {
-                    counters[i] += 1;
-                    format!("{letter}{}", counters[i])
-                };
-                let key = match r.row.role {
-                    Role::Rung => r.tag.clone(),
-                    Role::Reference => next(0, 'R'),
-                    Role::Peer => next(1, 'P'),
-                    Role::User => next(2, 'U'),
-                };
-                (r, key)
-            })
+            .map(|r| (r, keys.next(r.row.role, &r.tag)))
             .collect::<Vec<_>>();
         let max = s
             .timed_rows()
@@ -123,14 +111,14 @@ impl<'a> Roofline<'a> {
                     .collect();
                 legend.push(Entry {
                     label: format!("{} roof: {} rows", roof.name(), judged.join(", ")),
-                    color: roof_color(roof.kind),
-                    mark: Mark::Line(Dash::Solid),
+                    color: BLACK_TEXT,
+                    mark: Mark::Series(roof_marker(roof.kind), true, Dash::Solid),
                 });
             }
             if c.mma_sync().is_some() {
                 legend.push(Entry {
                     label: format!("{MMA_SYNC_CEILING}: the most an mma.sync rung can reach"),
-                    color: roof_color(RoofKind::Fp16Tensor),
+                    color: BLACK_TEXT,
                     mark: Mark::Line(Dash::Dashed),
                 });
             }
@@ -159,11 +147,19 @@ impl<'a> Roofline<'a> {
                 )
             }
         };
+        legend.extend(super::colour_legend(
+            self.keyed
+                .iter()
+                .filter(|(r, _)| r.timed.is_some())
+                .map(|(r, _)| (r.row.role, r.row.stage)),
+            true,
+        ));
         let mut notes = vec![
             "Median throughput against arithmetic intensity (log-log), each row under the \
-             roof of its own precision (its colour): on the slope memory bandwidth bounds a \
-             row, under a flat roof compute does. Points carry their rung number (R \
-             reference, P peer, U your kernel), named in the key."
+             roof of its own precision, whose marker it has: on the slope memory bandwidth \
+             bounds a row, under a flat roof compute does. A point's colour is its stage crate, \
+             as in the ablation chart; it carries its rung number (R reference, P peer, U your \
+             kernel), named in the key."
                 .into(),
             format!("{x_note} Roofs: {}.", roof_source(ceilings)),
         ];
@@ -283,7 +279,7 @@ impl<'a> Roofline<'a> {
         let mut labels = Vec::new();
         for roof in &roofs {
             let ridge = (roof.gflops / bw).max(p.x.lo);
-            let color = roof_color(roof.kind);
+            let color = BLACK_TEXT;
             let (left, y) = at(ridge, roof.gflops);
             c.line(&[(left, y), at(p.x.hi, roof.gflops)], color, 2, Dash::Solid)?;
             // Above or below the flat part, from its right end; a short roof's label may
@@ -299,9 +295,9 @@ impl<'a> Roofline<'a> {
                 .collect();
             labels.push((label, color, spots));
         }
-        // The mma.sync ceiling: dashed, in the colour of the roof it sits under.
+        // The mma.sync ceiling: dashed, under the FP16 tensor roof.
         if let Some(g) = ceil.mma_sync() {
-            let color = roof_color(RoofKind::Fp16Tensor);
+            let color = BLACK_TEXT;
             let (left, y) = at((g / bw).max(p.x.lo), g);
             c.line(&[(left, y), at(p.x.hi, g)], color, 2, Dash::Dashed)?;
             let spots = (0..16)
@@ -408,7 +404,12 @@ impl Chart for Roofline<'_> {
         if let Some(ceil) = &self.report.ceilings {
             pending.extend(self.roofs(&mut c, &p, ceil)?);
         }
-        let color = |r: &RowReport| r.roof.as_ref().map_or(GREY, |x| roof_color(x.roof.kind));
+        let color = |r: &RowReport| row_color(r.row.role, r.row.stage);
+        let shape = |r: &RowReport| {
+            r.roof
+                .as_ref()
+                .map_or(Marker::Circle, |x| roof_marker(x.roof.kind))
+        };
         let mut points = Vec::new();
         for (r, key) in &self.keyed {
             let Some(t) = r.timed else { continue };
@@ -425,7 +426,7 @@ impl Chart for Roofline<'_> {
                 )?;
             }
             let counted = r.traffic_intensity.is_some() || !self.counted();
-            c.marker(Marker::Circle, at, R, color(r), counted)?;
+            c.marker(shape(r), at, R, color(r), counted)?;
             c.mark(Rect::new(at.0 - R, at.1 - R, at.0 + R, at.1 + R));
             points.push((at, key, color(r)));
         }

@@ -1,18 +1,20 @@
 //! Throughput against size within one family of shapes (shapes that differ in one dimension:
 //! square GEMMs by N, one convolution layer by batch, attention of one head count, head
-//! dimension and masking by sequence length), one line per kernel, log-log, each series with
-//! its own colour and marker, the legend beside the plot.
+//! dimension and masking by sequence length), one line per kernel, log-log. A line takes its
+//! stage crate's colour, as the rung's bar does in the ablation chart, and a marker of its
+//! own within that colour; it ends at its key (the rung's number, `R1` for a reference), and
+//! the legend beside the plot names every key.
 
 use super::axes::{Axis, fmt_num, x_axis, y_axis};
 use super::canvas::{
-    BLACK_TEXT, Canvas, Dash, GREY, LABEL, Layout, MARGIN, Marker, Rect, text_width,
+    BLACK_TEXT, Canvas, Dash, GREY, LABEL, Layout, MARGIN, Marker, Rect, spots_around, text_width,
 };
 use super::header::{Entry, Header, Mark, SWATCH, swatch};
-use super::{Chart, PALETTE, footer, rate_unit};
+use super::{Chart, Keys, colour_legend, footer, rate_unit, row_color, row_dash};
 use crate::report::model::{Report, ShapeReport, Timed, WorkloadReport};
 use crate::results::Status;
 use anyhow::Result;
-use kernel::{Role, Shape};
+use kernel::{Role, Shape, Stage};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::HPos;
@@ -84,16 +86,23 @@ pub fn sweep_groups(w: &WorkloadReport) -> Vec<(Family, Vec<&ShapeReport>)> {
     groups
 }
 
-/// Colour, marker and stroke of series `i`: ten colours, and a marker that changes with each
-/// pass through them, so no two of the first fifty series look alike.
-pub(crate) fn style_of(i: usize, role: Role) -> (RGBColor, Marker, Dash) {
+/// How a series is drawn: colour, marker, whether the marker is filled, stroke.
+pub(crate) type Style = (RGBColor, Marker, bool, Dash);
+
+/// The style of the `k`-th series of its colour: the colour says the stage crate (references
+/// and peers have their own, dashed and dotted, as in the ablation chart); within it, five
+/// markers, then hollow ones, then the same on a dotted line: twenty series of one stage
+/// before two look alike.
+pub(crate) fn style_of(stage: Stage, role: Role, k: usize) -> Style {
     let dash = match role {
-        Role::Rung | Role::User => Dash::Solid,
-        _ => Dash::Dashed,
+        Role::Rung | Role::User => [Dash::Solid, Dash::Dotted][(k / 10) % 2],
+        other => row_dash(other),
     };
+    let n = Marker::ALL.len();
     (
-        PALETTE[i % PALETTE.len()],
-        Marker::ALL[(i + i / PALETTE.len()) % Marker::ALL.len()],
+        row_color(role, stage),
+        Marker::ALL[k % n],
+        (k / n) % 2 == 0,
         dash,
     )
 }
@@ -101,7 +110,11 @@ pub(crate) fn style_of(i: usize, role: Role) -> (RGBColor, Marker, Dash) {
 /// One kernel's line.
 struct Series {
     name: String,
+    /// What its line ends at: the rung's number, `R1`, `P1`, `U1`.
+    key: String,
+    style: Style,
     role: Role,
+    stage: Stage,
     /// Its median figures at each size of the family, `None` where it has none.
     points: Vec<Option<Timed>>,
 }
@@ -132,29 +145,44 @@ pub fn charts<'a>(report: &'a Report, w: &'a WorkloadReport) -> Vec<Sweep<'a>> {
 
 impl<'a> Sweep<'a> {
     fn new(report: &'a Report, w: &WorkloadReport, fam: Family, shapes: &[&ShapeReport]) -> Self {
-        let mut rows: Vec<(&str, &str, Role, u32)> = Vec::new();
+        let mut rows: Vec<(&str, &str, Role, u32, Stage)> = Vec::new();
         for s in shapes {
             for r in &s.rows {
                 if !rows.iter().any(|x| x.0 == r.row.id) {
-                    rows.push((&r.row.id, &r.tag, r.row.role, r.row.rung));
+                    rows.push((&r.row.id, &r.tag, r.row.role, r.row.rung, r.row.stage));
                 }
             }
         }
-        rows.sort_by_key(|(.., role, rung)| (*role != Role::Rung, *rung));
+        rows.sort_by_key(|&(_, _, role, rung, _)| (role != Role::Rung, rung));
+        let mut keys = Keys::default();
+        // How many series each colour has had so far.
+        let mut seen: Vec<(Stage, Role)> = Vec::new();
         let all: Vec<Series> = rows
             .iter()
-            .map(|(id, tag, role, _)| Series {
-                name: format!("{tag} {id}"),
-                role: *role,
-                points: shapes
-                    .iter()
-                    .map(|s| {
-                        s.rows
-                            .iter()
-                            .find(|r| r.row.id == *id)
-                            .and_then(|r| r.timed)
-                    })
-                    .collect(),
+            .map(|&(id, tag, role, _, stage)| {
+                let key = keys.next(role, tag);
+                let group = match role {
+                    Role::Rung | Role::User => (stage, Role::Rung),
+                    other => (Stage::Reference, other),
+                };
+                let k = seen.iter().filter(|g| **g == group).count();
+                seen.push(group);
+                Series {
+                    name: format!("{key} {id}"),
+                    key,
+                    style: style_of(stage, role, k),
+                    role,
+                    stage,
+                    points: shapes
+                        .iter()
+                        .map(|s| {
+                            s.rows
+                                .iter()
+                                .find(|r| r.row.id == *id)
+                                .and_then(|r| r.timed)
+                        })
+                        .collect(),
+                }
             })
             .collect();
         let (series, never): (Vec<Series>, Vec<Series>) = all
@@ -166,7 +194,7 @@ impl<'a> Sweep<'a> {
             .into_iter()
             .filter(|s| {
                 shapes.iter().flat_map(|sh| &sh.rows).any(|r| {
-                    format!("{} {}", r.tag, r.row.id) == s.name
+                    s.name.ends_with(&format!(" {}", r.row.id))
                         && matches!(r.row.status, Status::Failed | Status::Error)
                 })
             })
@@ -193,10 +221,11 @@ impl<'a> Sweep<'a> {
             ),
             notes: vec![format!(
                 "Median throughput of every passing row at each {} of the family (log-log); a \
-                 missing point is a size where the row failed or does not apply.",
+                 missing point is a size where the row failed or does not apply. A line's colour \
+                 is its stage crate, as in the ablation chart, and it ends at its key.",
                 chart.family.x_title
             )],
-            legend: Vec::new(),
+            legend: colour_legend(chart.series.iter().map(|s| (s.role, s.stage)), false),
         };
         chart
     }
@@ -211,14 +240,15 @@ impl<'a> Sweep<'a> {
         rate_unit(max)
     }
 
-    fn entries(&self) -> Vec<Entry> {
-        (0..self.series.len())
-            .map(|i| {
-                let (color, m, d) = style_of(i, self.series[i].role);
+    pub(crate) fn entries(&self) -> Vec<Entry> {
+        self.series
+            .iter()
+            .map(|s| {
+                let (color, m, filled, d) = s.style;
                 Entry {
-                    label: self.series[i].name.clone(),
+                    label: s.name.clone(),
                     color,
-                    mark: Mark::Series(m, d),
+                    mark: Mark::Series(m, filled, d),
                 }
             })
             .collect()
@@ -280,8 +310,9 @@ impl Chart for Sweep<'_> {
             &|v| fmt_num(v * scale),
             &format!("throughput ({unit})"),
         )?;
-        for (i, s) in self.series.iter().enumerate() {
-            let (color, marker, dash) = style_of(i, s.role);
+        let mut ends = Vec::new();
+        for s in &self.series {
+            let (color, marker, filled, dash) = s.style;
             let mut run: Vec<(f64, f64)> = Vec::new();
             for (xv, t) in self
                 .xs
@@ -297,10 +328,42 @@ impl Chart for Sweep<'_> {
                             c.line(&run, color, 2, dash)?;
                         }
                         for p in run.drain(..) {
-                            c.marker(marker, p, 5.0, color, true)?;
+                            c.marker(marker, p, 5.0, color, filled)?;
+                            c.mark(Rect::new(p.0 - 5.0, p.1 - 5.0, p.0 + 5.0, p.1 + 5.0));
                         }
                     }
                 }
+            }
+        }
+        // Each line's key at its last point, right of it where there is room, with a leader
+        // line where the key had to move away.
+        for s in &self.series {
+            if let Some((xv, t)) = self
+                .xs
+                .iter()
+                .zip(&s.points)
+                .rev()
+                .find_map(|(xv, t)| Some((*xv, (*t)?)))
+            {
+                ends.push(((x.px(xv), y.px(t.gflops)), &s.key, s.style.0));
+            }
+        }
+        for (at, key, color) in ends {
+            let within = Rect::new(plot.x0 + 2.0, plot.y0, plot.x1, plot.y1 - 2.0);
+            let right = spots_around(at, 5.0)
+                .into_iter()
+                .filter(|(_, h)| matches!(h, HPos::Left));
+            let Some(r) = c.place(key, LABEL, color, within, right)? else {
+                continue;
+            };
+            let end = r.nearest(at);
+            let d = (end.0 - at.0).hypot(end.1 - at.1);
+            if d > 12.0 {
+                let from = (
+                    at.0 + (end.0 - at.0) * 5.0 / d,
+                    at.1 + (end.1 - at.1) * 5.0 / d,
+                );
+                c.line(&[from, end], GREY, 1, Dash::Solid)?;
             }
         }
         let mut ly = top + ENTRY / 2.0;

@@ -463,12 +463,22 @@ fn roofline_draws_one_roof_per_precision_and_points_at_their_counted_intensity()
     for key in ["01", "09", "R3", "P1"] {
         assert_eq!(l.iter().filter(|t| **t == key).count(), 2, "{key}: {l:?}");
     }
-    // Each point takes the colour of its own roof: the BF16 rung is red like the FP16 roof.
-    let red = svg_texts(svg)
+    // Each point takes its stage's colour, as its bar does, and the shape of its roof: the
+    // BF16 rung of the fp16 stage is a brown triangle, as its bar is brown.
+    let brown = svg_texts(svg)
         .into_iter()
-        .filter(|(a, t)| t == "09" && a.contains("#D62728"))
+        .filter(|(a, t)| t == "09" && a.contains("#8C564B"))
         .count();
-    assert_eq!(red, 2, "{svg}");
+    assert_eq!(brown, 2, "{svg}");
+    let triangles = svg
+        .split("<polygon")
+        .skip(1)
+        .filter(|p| p.contains("fill=\"#8C564B\""))
+        .filter_map(|p| p.split("points=\"").nth(1)?.split('"').next())
+        .filter(|pts| pts.split_whitespace().count() == 3)
+        .count();
+    assert!(triangles >= 1, "{svg}");
+    assert!(l.contains(&"FP16/BF16 tensor roof: fp16, bf16 rows") && l.contains(&"fp16"));
     // Points sit at their counted intensities: naive (0.5 FLOP/B) far left of tiled (8).
     let x = |i: usize| (layout.marks[i].x0 + layout.marks[i].x1) / 2.0;
     assert!(
@@ -533,12 +543,12 @@ fn a_measured_mma_sync_ceiling_is_drawn_dashed_under_the_sixteen_bit_roof() {
         .find(|r| r.row.id == "gemm-mma-bf16")
         .unwrap();
     assert_eq!(row.roof.as_ref().unwrap().roof.gflops, 989e3);
-    // Dashed, in the FP16 roof's red; without the measurement, no dashed red line at all.
+    // Dashed, like the roofs in black; without the measurement, no dashed black line at all.
     // (A dashed line is drawn as its dashes: short horizontal red segments.)
     let dashed_red = |svg: &str| {
         svg.split("<polyline")
             .skip(1)
-            .filter(|p| p.contains("stroke=\"#D62728\""))
+            .filter(|p| p.contains("stroke=\"#141414\""))
             .filter_map(|p| {
                 let pts = p.split("points=\"").nth(1)?.split('"').next()?;
                 let xy: Vec<f64> = pts
@@ -569,7 +579,7 @@ fn a_cpu_roofline_has_its_measured_fp32_roof_only() {
         l.contains(&"FP32 180.2 GFLOP/s") || l.contains(&"FP32 180.3 GFLOP/s"),
         "{l:?}"
     );
-    assert!(!l.iter().any(|t| t.contains("tensor")), "{l:?}");
+    assert!(!l.iter().any(|t| t.contains("tensor roof")), "{l:?}");
     assert!(
         l.iter()
             .any(|t| t.contains("FP32 roof: fp32, tf32, fp16, bf16 rows")),
@@ -660,13 +670,41 @@ fn sweep_series_differ_by_colour_or_marker_and_the_legend_sits_beside_the_plot()
     }
     let report = Report::new(&ladder());
     let s = &sweep::charts(&report, &report.workloads[0])[0];
-    let styles: Vec<_> = (0..25).map(|i| sweep::style_of(i, Role::Rung)).collect();
+    // Twenty rungs of one stage before two look alike.
+    let styles: Vec<_> = (0..20)
+        .map(|k| sweep::style_of(Stage::Tensorcore, Role::Rung, k))
+        .collect();
     for (i, a) in styles.iter().enumerate() {
         assert!(
             !styles[i + 1..].contains(a),
             "series {i} looks like a later one"
         );
     }
+    // In the chart, each series has its own swatch; a rung's colour is its stage's, as its
+    // bar's is in the ablation chart.
+    let entries = s.entries();
+    for (i, a) in entries.iter().enumerate() {
+        assert!(
+            !entries[i + 1..]
+                .iter()
+                .any(|b| (b.color, b.mark) == (a.color, a.mark)),
+            "{} looks like a later series",
+            a.label
+        );
+    }
+    let vectorized = entries.iter().find(|e| e.label.starts_with("05 ")).unwrap();
+    assert_eq!(vectorized.color, stage_color(Stage::RestrictUnroll));
+    // The header says which colour is which stage.
+    assert!(
+        l.contains(&"restrict-unroll") && l.contains(&"baseline"),
+        "{l:?}"
+    );
+    // Every line ends at its key, and no label overlaps another.
+    for e in &entries {
+        let key = e.label.split(' ').next().unwrap();
+        assert!(l.contains(&key), "no key {key} in {l:?}");
+    }
+    assert!(layout.overlaps().is_empty(), "{:?}", layout.overlaps());
     assert!(
         s.legend_left()
             > layout
