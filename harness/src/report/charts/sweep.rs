@@ -102,7 +102,7 @@ pub(crate) fn style_of(stage: Stage, role: Role, k: usize) -> Style {
     (
         row_color(role, stage),
         Marker::ALL[k % n],
-        (k / n) % 2 == 0,
+        (k / n).is_multiple_of(2),
         dash,
     )
 }
