@@ -292,7 +292,7 @@ fi
 # A line per row with the time it took, and one per shape: what the next budget is planned from.
 step run "${H[@]}" run --verbose "${bench[@]}"
 # A run cut off by its limit leaves the shapes it finished in a `-unfinished` folder.
-for kept in "$out"/runs/*-unfinished; do
+for kept in "$out"/runs/*-unfinished "$out"/runs/*-unfinished-[0-9]*; do
   [[ -d $kept ]] || continue
   say "-- run: the shapes it finished are in $kept (\`harness report\` or \`harness publish\` it)"
   summary+=("$(printf '%-11s kept       %s' run "$kept")")

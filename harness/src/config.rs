@@ -199,11 +199,15 @@ impl Config {
         let base = Path::new(name).parent().unwrap_or(Path::new(""));
         let mut kernels = Vec::new();
         for (i, raw) in merged.kernel.iter().flatten().enumerate() {
-            kernels.push(raw.resolve(base).map_err(|(key, message)| ConfigError {
+            let mut spec = raw.resolve(base).map_err(|(key, message)| ConfigError {
                 file: name.to_string(),
                 line: crate::user_kernel::locate(text, i, &key),
                 message: format!("[[kernel]] {}, key `{key}`: {message}", raw.file),
-            })?);
+            })?;
+            // Errors found once the kernel is read (its file, entry, launch) name the section.
+            spec.origin =
+                crate::user_kernel::locate(text, i, "file").map(|l| format!("{name}:{l}"));
+            kernels.push(spec);
         }
         Ok(Config {
             source: name.to_string(),
@@ -263,6 +267,23 @@ fn plain_types(message: &str) -> String {
         ("expected usize", "expected a whole number from 0"),
         ("expected f64", "expected a number"),
         ("expected a sequence", "expected a list"),
+        // The `[[kernel]]` values that take more than one form.
+        (
+            "data did not match any variant of untagged enum Scalar",
+            "expected a whole number or words in quotes (\"16x16\", \"cdiv(N,16)\")",
+        ),
+        (
+            "data did not match any variant of untagged enum Number",
+            "expected a number",
+        ),
+        (
+            "data did not match any variant of untagged enum GridValue",
+            "expected \"tile:64x64\" or a list of up to three sizes ([\"cdiv(N,64)\", 8])",
+        ),
+        (
+            "data did not match any variant of untagged enum DtypeValue",
+            "expected \"f16\" for every buffer or a table per buffer ({ A = \"f16\" })",
+        ),
     ]
     .iter()
     .fold(message.to_string(), |m, (rust, words)| {
@@ -294,7 +315,11 @@ fn key_at(text: &str, at: usize) -> Option<String> {
                 path.pop();
                 pending = None;
             }
-            ',' => seg = i + 1,
+            // The key of the value before the comma is done with.
+            ',' => {
+                seg = i + 1;
+                pending = None;
+            }
             _ => {}
         }
     }
@@ -442,6 +467,19 @@ mod tests {
     }
 
     #[test]
+    fn a_kernel_sections_later_errors_name_its_place_in_the_file() {
+        let text = "seed = 1\n\n[[kernel]]\nfile = \"nothere.cu\"\nentry = \"k\"\n";
+        let cfg = Config::from_sources(Some(("cfg/k.toml", text))).unwrap();
+        let e = crate::user_kernel::load_all(&cfg.kernels, &[], None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("(the [[kernel]] at cfg/k.toml:4)") && e.contains("cannot read"),
+            "{e}"
+        );
+    }
+
+    #[test]
     fn errors_name_file_line_and_key() {
         let bad_shape = "seed = 1\n\n[shapes.gemm]\ncpu = [\"0\"]\n";
         let e = Config::from_sources(Some(("a.toml", bad_shape)))
@@ -458,6 +496,24 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.starts_with("b.toml:2:") && e.contains("sampels"), "{e}");
+        // The key before the comma is not the one at fault.
+        assert!(
+            e.contains("key `cpu.timing`: unknown field `sampels`"),
+            "{e}"
+        );
+
+        // A value of the wrong form is said in the file's words, not the parser's types.
+        let kernel = "[[kernel]]\nfile = \"k.cu\"\nentry = \"k\"\nblock = 1.5\n";
+        let e = Config::from_sources(Some(("k.toml", kernel)))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("k.toml:4:")
+                && e.contains("kernel.block")
+                && e.contains("expected a whole number or words in quotes")
+                && !e.contains("untagged"),
+            "{e}"
+        );
 
         // A warm-up no run would finish is refused, naming the key.
         let forever = "[cpu]\ntiming = { warmup_ms = 1e300 }\n";

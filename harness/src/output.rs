@@ -6,18 +6,23 @@ use anyhow::{Context, Result, bail};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Fails unless `root` is (or can be made) a folder this process can create files in.
-pub fn ensure_writable(root: &Path) -> Result<()> {
+/// Fails unless `root` is (or can be made) a folder this process can create files in;
+/// `named` says where the user gave it (`--out`, `--to`, `LAB_DIR`).
+pub fn ensure_writable(root: &Path, named: &str) -> Result<()> {
     if root.exists() && !root.is_dir() {
         bail!(
-            "--out {}: this is a file, not a folder; results need a folder",
+            "{named} {}: this is a file, not a folder; results need a folder",
             root.display()
         );
     }
-    std::fs::create_dir_all(root)
-        .with_context(|| format!("--out {}: cannot create the results folder", root.display()))?;
+    std::fs::create_dir_all(root).with_context(|| {
+        format!(
+            "{named} {}: cannot create the results folder",
+            root.display()
+        )
+    })?;
     kernel::disk_cache::check_writable(root)
-        .with_context(|| format!("--out {}: cannot write in this folder", root.display()))
+        .with_context(|| format!("{named} {}: cannot write in this folder", root.display()))
 }
 
 /// A hidden name beside `path` with the same extension (a chart backend picks its format from
@@ -119,9 +124,9 @@ mod tests {
         let d = dir("file");
         let f = d.join("results");
         std::fs::write(&f, "not a folder").unwrap();
-        let e = ensure_writable(&f).unwrap_err().to_string();
+        let e = ensure_writable(&f, "--out").unwrap_err().to_string();
         assert!(e.contains("is a file"), "{e}");
-        assert!(ensure_writable(&d.join("new/nested")).is_ok());
+        assert!(ensure_writable(&d.join("new/nested"), "--out").is_ok());
         std::fs::remove_dir_all(&d).unwrap();
     }
 
@@ -134,7 +139,7 @@ mod tests {
         std::fs::set_permissions(&ro, std::fs::Permissions::from_mode(0o555)).unwrap();
         // Root may write anywhere; the check is only meaningful for other users.
         let writable_anyway = std::fs::write(ro.join("x"), b"").is_ok();
-        let r = ensure_writable(&ro);
+        let r = ensure_writable(&ro, "--out");
         if writable_anyway {
             assert!(r.is_ok());
         } else {

@@ -1079,6 +1079,13 @@ mod tests {
             let text = std::fs::read_to_string(checkpoint.dir().join(page)).unwrap();
             assert!(text.contains("An unfinished run"), "{page}");
         }
+        // A second run to the same folder keeps the first one's unfinished results.
+        let again = crate::runs::Checkpoint::new(Some(&out), &lab_dir, "cpu", &planned, None);
+        assert_eq!(again.dir(), lab.join("runs/the-run-unfinished-2"));
+        again.write(&kept).unwrap();
+        again.finish();
+        assert!(lab.join("runs/the-run-unfinished/results.json").exists());
+        assert!(!lab.join("runs/the-run-unfinished-2").exists());
         checkpoint.finish();
         assert!(!lab.join("runs/the-run-unfinished").exists());
         let _ = std::fs::remove_dir_all(&lab);

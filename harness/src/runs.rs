@@ -55,6 +55,14 @@ impl LabDir {
         &self.0
     }
 
+    /// How an error names a folder of the lab: by `LAB_DIR` where the user set it.
+    pub fn named(&self) -> String {
+        match std::env::var_os("LAB_DIR").filter(|d| !d.is_empty()) {
+            Some(_) => "the lab's folder (LAB_DIR)".into(),
+            None => "the lab's folder".into(),
+        }
+    }
+
     /// Where run folders go.
     pub fn runs(&self) -> PathBuf {
         self.0.join("runs")
@@ -135,7 +143,7 @@ impl RunFolder {
         let parent = target
             .parent()
             .context("a run folder needs a parent folder")?;
-        crate::output::ensure_writable(parent)?;
+        crate::output::ensure_writable(parent, "--out")?;
         let name = target
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -218,7 +226,8 @@ fn link_latest(runs: &Path, run: &Path) -> std::io::Result<()> {
 /// The results a run keeps on disk while it runs, in a folder beside the one it will be saved
 /// in: a run stopped before its end (a time limit, a lost GPU) leaves the shapes it finished
 /// there, marked unfinished, for `harness report` and `harness publish`. Removed once the run
-/// is saved.
+/// is saved; an earlier run's unfinished folder of the same name is left as it is, and this
+/// run's takes the next free name.
 #[derive(Debug)]
 pub struct Checkpoint {
     dir: PathBuf,
@@ -246,14 +255,20 @@ impl Checkpoint {
                 default_folder(&lab.runs(), &date, slug, &workloads)
             }
         };
-        let mut name = target.file_name().unwrap_or_default().to_os_string();
-        name.push("-unfinished");
+        let base = target.file_name().unwrap_or_default().to_string_lossy();
+        let dir = (1..)
+            .map(|i| match i {
+                1 => target.with_file_name(format!("{base}-unfinished")),
+                i => target.with_file_name(format!("{base}-unfinished-{i}")),
+            })
+            .find(|d| !d.exists() && d.symlink_metadata().is_err())
+            .expect("some name is free");
         let planned = planned
             .iter()
             .flat_map(|(w, labels)| labels.iter().map(move |l| format!("{w} {l}")))
             .collect();
         Self {
-            dir: target.with_file_name(name),
+            dir,
             planned,
             calibration,
             peers: None,
@@ -324,7 +339,7 @@ pub fn check_target(out: Option<&Path>, lab: &LabDir) -> Result<()> {
             drop(probe);
             Ok(())
         }
-        None => crate::output::ensure_writable(&lab.runs()),
+        None => crate::output::ensure_writable(&lab.runs(), &lab.named()),
     }
 }
 

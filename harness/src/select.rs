@@ -96,22 +96,31 @@ pub fn parse_kind(s: &str) -> Result<DeviceKind> {
     })
 }
 
-/// The workloads named on the command line, or `defaults` when none is.
+/// The workloads named on the command line, or `defaults` when none is; each once, in the
+/// order first named (a workload run twice would write its tables twice, one over the other).
 pub fn workloads(names: &[String], defaults: &[Workload]) -> Result<Vec<Workload>> {
-    if names.is_empty() {
-        return Ok(defaults.to_vec());
-    }
-    names
-        .iter()
-        .map(|w| {
-            Workload::parse(w).ok_or_else(|| {
-                anyhow!(
-                    "unknown workload {w:?}; valid: {}",
-                    Workload::ALL.map(Workload::name).join(", ")
-                )
+    let named: Vec<Workload> = if names.is_empty() {
+        defaults.to_vec()
+    } else {
+        names
+            .iter()
+            .map(|w| {
+                Workload::parse(w.trim()).ok_or_else(|| {
+                    anyhow!(
+                        "unknown workload {w:?}; valid: {}",
+                        Workload::ALL.map(Workload::name).join(", ")
+                    )
+                })
             })
-        })
-        .collect()
+            .collect::<Result<_>>()?
+    };
+    let mut once = Vec::new();
+    for w in named {
+        if !once.contains(&w) {
+            once.push(w);
+        }
+    }
+    Ok(once)
 }
 
 /// Shapes to run, per workload, in run order.
@@ -201,4 +210,24 @@ pub fn shapes(
     // Refused here, before any buffer exists, rather than by an abort halfway through.
     crate::footprint::check(&out, config, crate::footprint::available())?;
     Ok((out, notes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_workload_named_twice_runs_once() {
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            workloads(&names(&["gemm", " conv", "gemm"]), &[]).unwrap(),
+            [Workload::Gemm, Workload::Conv]
+        );
+        assert_eq!(
+            workloads(&[], &[Workload::Conv, Workload::Conv]).unwrap(),
+            [Workload::Conv]
+        );
+        let e = workloads(&names(&["gem"]), &[]).unwrap_err().to_string();
+        assert!(e.contains("unknown workload \"gem\"; valid: gemm"), "{e}");
+    }
 }

@@ -391,7 +391,36 @@ fn list_shows_the_ladder_in_order() {
 
 #[test]
 fn bad_input_is_refused_clearly() {
-    let cases: [(&[&str], &str); 13] = [
+    let cases: [(&[&str], &str); 17] = [
+        (
+            &["inspect", "--include", "/no-such-folder", "Cargo.toml"],
+            "--include /no-such-folder: no such folder",
+        ),
+        (
+            &[
+                "explain",
+                "--kernel",
+                "x.cu:k,block=32,grid=1",
+                "--workload",
+                "gem",
+            ],
+            "--workload \"gem\": unknown workload; valid: gemm",
+        ),
+        // A peers file named but unreadable fails before the run, not after it.
+        (
+            &["run", "--device", "cpu", "--peers", "/no-such-peers.json"],
+            "cannot read peers file /no-such-peers.json",
+        ),
+        (
+            &[
+                "run",
+                "--device",
+                "cpu",
+                "--kernel",
+                "x.cu:k,block=32,grid=1",
+            ],
+            "--device cpu runs the lab's CPU ports, and a kernel of yours is CUDA",
+        ),
         (&["tune", "--limit", "0"], "0 is not in 1..="),
         (
             &["docs", "--results", "/no-such-results"],
@@ -443,6 +472,37 @@ fn bad_input_is_refused_clearly() {
         assert!(t.contains(want), "{args:?} should say {want:?}: {t}");
         assert!(!t.contains("panicked"), "{t}");
     }
+    // A simulator setting that does not read is refused, naming it, not replaced by a default.
+    let o = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args([
+            "check",
+            "--device",
+            "sim",
+            "--kernels",
+            "gemm-naive",
+            "--sizes",
+            "32",
+        ])
+        .env("LAB_SIM_TIMEOUT_S", "soon")
+        .output()
+        .unwrap();
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("LAB_SIM_TIMEOUT_S=\"soon\": expected seconds above 0"),
+        "{t}"
+    );
+    // A lab folder that is a file is named as the variable that set it, not as --out.
+    let file = temp_dir("lab-is-a-file").join("lab");
+    std::fs::write(&file, "").unwrap();
+    let o = harness_in(&file, &["run", "--device", "cpu", "--sizes", "32"]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("the lab's folder (LAB_DIR)") && !t.contains("--out"),
+        "{t}"
+    );
+    let _ = std::fs::remove_dir_all(file.parent().unwrap());
 }
 
 #[test]

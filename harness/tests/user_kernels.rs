@@ -1502,6 +1502,16 @@ fn two_kernels_with_one_name_must_be_told_apart() {
     let specs = harness::user_kernel::specs(&[], &named).unwrap();
     let users = harness::user_kernel::load_all(&specs, &["gemm".to_string()], None).unwrap();
     assert_eq!(users[1].id(), "mine");
+    // Two ids that one page name would hold.
+    let paged = [format!("{spec},id=a/b"), format!("{spec},id=a_b")];
+    let specs = harness::user_kernel::specs(&[], &paged).unwrap();
+    let e = harness::user_kernel::load_all(&specs, &["gemm".to_string()], None)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("its id \"a_b\" and \"a/b\"'s would share the page rung-a_b.html"),
+        "{e}"
+    );
     // A lab kernel's name would put two rows under one id in the tables and the results.
     let lab = [format!("{spec},id=gemm-tiled")];
     let specs = harness::user_kernel::specs(&[], &lab).unwrap();

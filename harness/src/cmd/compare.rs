@@ -53,14 +53,12 @@ pub fn run(args: &Args) -> Outcome {
             &sources,
         )
     });
-    if crate::runs::results_file(&dir).is_file() {
-        bail!(
-            "--out {} is a run folder: the comparison would replace its pages; give another \
-             folder",
-            dir.display()
-        );
-    }
-    crate::output::ensure_writable(&dir)?;
+    refuse_foreign(&dir)?;
+    let named = match &args.out {
+        Some(_) => "--out".to_string(),
+        None => LabDir::locate().named(),
+    };
+    crate::output::ensure_writable(&dir, &named)?;
     std::fs::write(dir.join(SOURCES), &sources)?;
     println!();
     for f in compare::write_charts(&ra, &rb, &ratios, &dir)? {
@@ -79,6 +77,31 @@ pub fn run(args: &Args) -> Outcome {
 
 /// What a comparison's folder records of the two runs it compares: their paths, one a line.
 const SOURCES: &str = "compared.txt";
+
+/// A comparison may go into a new or empty folder, or replace another comparison; a run
+/// folder, or one holding files of its own, would lose them without a word.
+fn refuse_foreign(dir: &Path) -> anyhow::Result<()> {
+    if crate::runs::results_file(dir).is_file() {
+        bail!(
+            "--out {} is a run folder: the comparison would replace its pages; give another \
+             folder",
+            dir.display()
+        );
+    }
+    let files = std::fs::read_dir(dir).map_or(0, |d| d.count());
+    if files > 0 && !dir.join(SOURCES).is_file() {
+        let what = match files {
+            1 => "a file".to_string(),
+            n => format!("{n} files"),
+        };
+        bail!(
+            "--out {} holds {what} of its own, which the comparison would overwrite: give an \
+             empty or new folder",
+            dir.display()
+        );
+    }
+    Ok(())
+}
 
 fn absolute(p: &Path) -> String {
     std::fs::canonicalize(p)
@@ -123,6 +146,19 @@ mod tests {
         // A folder holding something else than a comparison of ours is left alone too.
         std::fs::create_dir_all(root.join("a-vs-b-2")).unwrap();
         assert_eq!(default_dir(&root, "a-vs-b", other), root.join("a-vs-b-3"));
+        // Given as --out, a comparison's folder is replaced; a folder of the user's files is
+        // refused, and so is a run folder.
+        assert!(refuse_foreign(&dir).is_ok() && refuse_foreign(&root.join("new")).is_ok());
+        std::fs::write(root.join("a-vs-b-2/index.html"), "mine").unwrap();
+        let e = refuse_foreign(&root.join("a-vs-b-2"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("holds a file of its own"), "{e}");
+        std::fs::write(root.join("a-vs-b-2/results.json"), "{}").unwrap();
+        let e = refuse_foreign(&root.join("a-vs-b-2"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("is a run folder"), "{e}");
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

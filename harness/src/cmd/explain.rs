@@ -164,7 +164,7 @@ fn latest_run_with(id: &str) -> Option<RunResults> {
         .map(|e| e.path())
         .filter(|p| {
             p.file_name()
-                .is_some_and(|n| n != "latest" && !n.to_string_lossy().ends_with("-unfinished"))
+                .is_some_and(|n| n != "latest" && !n.to_string_lossy().contains("-unfinished"))
         })
         .collect();
     folders.sort();
@@ -174,12 +174,25 @@ fn latest_run_with(id: &str) -> Option<RunResults> {
             .flat_map(|w| &w.shapes)
             .any(|s| s.rows.iter().any(|row| row.id == id))
     };
-    folders
+    let found = folders
         .iter()
         .rev()
         .filter_map(|f| RunResults::load(f).ok())
-        .find(has_row)
-        .or_else(|| RunResults::load(&runs.join("latest")).ok())
+        .find(has_row);
+    if found.is_some() {
+        return found;
+    }
+    // A latest run that is there but does not read is said, not passed off as no run.
+    let latest = runs.join("latest");
+    match RunResults::load(&latest) {
+        Ok(run) => Some(run),
+        Err(e) => {
+            if latest.exists() {
+                eprintln!("note: the lab's latest run does not read, so no figures: {e:#}");
+            }
+            None
+        }
+    }
 }
 
 /// A document of titled sections, printed as plain text or as Markdown.
@@ -1332,8 +1345,8 @@ fn banks_of(counted: &Counted, sizes: BankSizes) -> Vec<Block> {
 fn measured(k: &dyn Kernel, run: Option<&RunResults>, latest: bool) -> Vec<Block> {
     let Some(run) = run else {
         return vec![Block::Text(
-            "No run folder in this lab yet: `harness run` measures the rows, and `harness \
-             explain RUNG --run FOLDER` reads another run."
+            "No run of this lab to read figures from: `harness run` measures the rows, and \
+             `harness explain RUNG --run FOLDER` reads another run."
                 .into(),
         )];
     };

@@ -232,6 +232,9 @@ pub(crate) fn print_advisories(advised: &[(String, String)]) {
 /// resources of each of its kernels by name, in the columns of the rungs' report: occupancy
 /// at `--block` threads and `--smem` bytes of dynamic shared memory per block.
 fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outcome {
+    if let Some(d) = args.includes.iter().find(|d| !d.is_dir()) {
+        anyhow::bail!("--include {}: no such folder", d.display());
+    }
     let files = user_kernel::files::LocalFiles::read(file, &args.includes)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {}", e.file, e.error))?;
     nvrtc_for(archs)?;

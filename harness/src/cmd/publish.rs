@@ -73,7 +73,7 @@ fn is_run_file(name: &str) -> bool {
 /// the list returned.
 fn publish(src: &Path, run: &RunResults, dest: &Path) -> Result<Vec<String>> {
     let parent = dest.parent().context("no parent folder")?;
-    output::ensure_writable(parent)?;
+    output::ensure_writable(parent, "--to")?;
     let name = dest.file_name().unwrap_or_default().to_string_lossy();
     let tmp = parent.join(format!(".{name}.publishing-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);

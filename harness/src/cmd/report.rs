@@ -30,7 +30,12 @@ pub fn run(args: &Args) -> Outcome {
         None => parent_dir(&args.run),
     };
     refuse_foreign(&dir, &run, &args.run)?;
-    crate::output::ensure_writable(&dir)?;
+    let named = if args.out.is_some() {
+        "--out"
+    } else {
+        "the run's folder"
+    };
+    crate::output::ensure_writable(&dir, named)?;
     print!("{}", report::terminal(&run));
     let explain = match args.html {
         true => report::html::Explain::Compute,

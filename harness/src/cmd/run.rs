@@ -53,8 +53,12 @@ pub fn run(args: &Args) -> Outcome {
     let verbosity = Verbosity::from_flags(*quiet, *verbose);
     let config = load_config(&common.config)?;
     let lab_dir = LabDir::locate();
-    // Nothing is computed unless its results can be saved.
+    // Nothing is computed unless its results can be saved, nor before a peers file asked for
+    // by name is known to read.
     runs::check_target(out.as_deref(), &lab_dir)?;
+    if let Some(f) = peers {
+        peers::PeerFile::read(f)?;
+    }
     let specs = user_kernel::specs(&config.kernels, user)?;
     let dev = match specs.is_empty() {
         true => open_device(common.device.as_deref(), common.sim_blocks())?,
@@ -72,6 +76,9 @@ pub fn run(args: &Args) -> Outcome {
     if dev.kind() == DeviceKind::Sim || (!users.is_empty() && in_sim) {
         let (w, sizes) = (&selection.workload, &selection.sizes);
         let device = common.device.as_deref();
+        if peers.is_some() {
+            println!("--peers: the simulator times nothing, so no peer rows join its run");
+        }
         return user_kernel::run::in_simulator(
             &config,
             &users,

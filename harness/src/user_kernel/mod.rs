@@ -35,11 +35,16 @@ pub use spec::{Grid, Layout, RawUserKernel, UserKernelSpec, locate};
 /// Anything wrong with a user kernel, in words that say what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum UserKernelError {
-    #[error("kernel {spec:?}: {message}")]
+    /// `spec` is [`UserKernelSpec::label`] (quoted, and where a config wrote it).
+    #[error("kernel {spec}: {message}")]
     Spec { spec: String, message: String },
-    #[error("cannot read the kernel file {file}: {error}")]
-    Read { file: String, error: String },
-    #[error("kernel {spec:?}: {message}")]
+    #[error("kernel {spec}: cannot read the kernel file {file}: {error}")]
+    Read {
+        spec: String,
+        file: String,
+        error: String,
+    },
+    #[error("kernel {spec}: {message}")]
     Entry { spec: String, message: String },
     #[error(
         "{compiler} could not compile {file} for {arch}; its log (lines are those of your \
@@ -55,6 +60,9 @@ pub enum UserKernelError {
     Signature(Box<SignatureMismatch>),
     #[error("{0}")]
     Device(DeviceError),
+    /// An option of the command that the kernels are loaded for, such as `--workload`.
+    #[error("{0}")]
+    Usage(String),
 }
 
 /// A kernel whose parameter list is not the signature's: both lists, and the compiler's words.
@@ -278,7 +286,7 @@ impl UserKernel {
         rung: u32,
         sms: usize,
     ) -> Result<Self, UserKernelError> {
-        let name = format!("{}:{}", spec.file.display(), spec.entry);
+        let name = spec.label();
         let err = |message: String| UserKernelError::Spec {
             spec: name.clone(),
             message,
@@ -286,6 +294,7 @@ impl UserKernel {
         let file = spec.file.display().to_string();
         let files =
             LocalFiles::read(&spec.file, &spec.includes).map_err(|e| UserKernelError::Read {
+                spec: name.clone(),
                 file: e.file,
                 error: e.error,
             })?;
@@ -657,7 +666,7 @@ impl UserKernel {
             let count = |d: [u32; 3]| d.iter().map(|&n| u64::from(n)).product::<u64>();
             if count(block) > count(most) {
                 return Err(UserKernelError::Spec {
-                    spec: format!("{}:{}", self.spec.file.display(), self.spec.entry),
+                    spec: self.spec.label(),
                     message: format!(
                         "block={} is {} threads, more than the {} its __launch_bounds__ allow: a \
                          GPU refuses the launch",
@@ -1076,8 +1085,17 @@ pub fn load_all_for(
     sim: bool,
     sms: usize,
 ) -> Result<Vec<UserKernel>, UserKernelError> {
+    if let Some(bad) = workloads
+        .iter()
+        .find(|w| Workload::parse(w.trim()).is_none())
+    {
+        return Err(UserKernelError::Usage(format!(
+            "--workload {bad:?}: unknown workload; valid: {}",
+            Workload::ALL.map(Workload::name).join(", ")
+        )));
+    }
     let single = match workloads {
-        [w] => Workload::parse(w),
+        [w] => Workload::parse(w.trim()),
         _ => None,
     };
     let mut out = Vec::new();
@@ -1085,11 +1103,11 @@ pub fn load_all_for(
         let mut k = UserKernel::load(spec, single, i as u32 + 1, sms)?;
         let asked: Vec<Workload> = workloads
             .iter()
-            .filter_map(|w| Workload::parse(w))
+            .filter_map(|w| Workload::parse(w.trim()))
             .collect();
         if !asked.is_empty() && !asked.contains(&k.workload) {
             return Err(UserKernelError::Spec {
-                spec: format!("{}:{}", spec.file.display(), spec.entry),
+                spec: spec.label(),
                 message: format!(
                     "it computes {} (its signature or workload= says so), and --workload names \
                      {}: add --workload {}, or leave --workload out",
@@ -1101,7 +1119,7 @@ pub fn load_all_for(
         }
         if let Some(lab) = crate::registry::all().iter().find(|r| r.info().id == k.id) {
             return Err(UserKernelError::Spec {
-                spec: format!("{}:{}", spec.file.display(), spec.entry),
+                spec: spec.label(),
                 message: format!(
                     "{:?} names a kernel of the lab ({}): give yours another id=NAME",
                     k.id,
@@ -1111,18 +1129,36 @@ pub fn load_all_for(
         }
         if out.iter().any(|o: &UserKernel| o.id == k.id) {
             return Err(UserKernelError::Spec {
-                spec: format!("{}:{}", spec.file.display(), spec.entry),
+                spec: spec.label(),
                 message: format!(
-                    "another kernel is already called {:?}: name one of them with id=NAME",
+                    "another kernel is already called {:?}: give one of them another id=NAME",
                     k.id
+                ),
+            });
+        }
+        // Ids that differ only in characters a file name cannot hold would share a page.
+        let page = crate::report::html::rung_page(&k.id);
+        if let Some(o) = out
+            .iter()
+            .find(|o: &&UserKernel| crate::report::html::rung_page(&o.id) == page)
+        {
+            return Err(UserKernelError::Spec {
+                spec: spec.label(),
+                message: format!(
+                    "its id {:?} and {:?}'s would share the page {page}: give one of them \
+                     another id=NAME",
+                    k.id, o.id
                 ),
             });
         }
         k.preflight(sim)?;
         spec.launch()
-            .map_err(|(_, message)| UserKernelError::Spec {
-                spec: format!("{}:{}", spec.file.display(), spec.entry),
-                message,
+            .map_err(|(key, message)| UserKernelError::Spec {
+                spec: spec.label(),
+                message: match &spec.origin {
+                    Some(_) => format!("key `{key}`: {message}"),
+                    None => message,
+                },
             })?;
         out.push(k);
     }

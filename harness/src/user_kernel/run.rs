@@ -38,6 +38,13 @@ pub fn sim_line() -> String {
 /// announced; without one [`in_simulator`] says what happens instead.
 pub fn open(device: Option<&str>, sim_blocks: Option<usize>) -> Result<Box<dyn kernel::Executor>> {
     let kind = device.map(select::parse_kind).transpose()?;
+    if kind == Some(DeviceKind::Cpu) {
+        bail!(
+            "--device cpu runs the lab's CPU ports, and a kernel of yours is CUDA: run it with \
+             --device sim (the simulator checks it, without a speed) or on a GPU (--device cuda, \
+             or no --device)"
+        );
+    }
     // Without --device, a sample applies to the simulator the user kernels fall back to.
     let (dev, _) = select::open(kind, sim_blocks.filter(|_| kind.is_some()))?;
     if dev.kind() == DeviceKind::Cuda {

@@ -83,6 +83,9 @@ pub struct UserKernelSpec {
     /// kernel again ([`super::record::KernelRecord`]).
     #[serde(skip)]
     pub options: Vec<(String, String)>,
+    /// Where a `[[kernel]]` section of a config wrote it (`cfg.toml:12`), for messages.
+    #[serde(skip)]
+    pub origin: Option<String>,
 }
 
 /// The options a spec may carry, for messages.
@@ -318,11 +321,21 @@ impl UserKernelSpec {
         })
     }
 
+    /// How messages name it: `"my.cu:sgemm"`, and where a config wrote it, the section's
+    /// place (`"my.cu:sgemm" (the [[kernel]] at cfg.toml:12)`).
+    pub fn label(&self) -> String {
+        let name = format!("{:?}", format!("{}:{}", self.file.display(), self.entry));
+        match &self.origin {
+            Some(at) => format!("{name} (the [[kernel]] at {at})"),
+            None => name,
+        }
+    }
+
     /// Reads `FILE.cu:ENTRY[,key=value]...` (see `docs/your-kernel.md`). An item without
     /// `=` after `dtype=` continues its list (`dtype=A:f16,B:f16,C:f32`).
     pub fn parse(text: &str) -> Result<Self, super::UserKernelError> {
         let err = |message: String| super::UserKernelError::Spec {
-            spec: text.to_string(),
+            spec: format!("{text:?}"),
             message,
         };
         let split = [".cu:", ".cuh:", ".h:"]
@@ -385,9 +398,17 @@ impl UserKernelSpec {
             output_zero: false,
             includes: Vec::new(),
             options: pairs.to_vec(),
+            origin: None,
         };
-        for (k, v) in pairs {
+        for (i, (k, v)) in pairs.iter().enumerate() {
             let at = |m: String| (k.clone(), m);
+            // Options that hold one value: a second would silently win over the first.
+            let repeatable = matches!(k.as_str(), "define" | "constant" | "include" | "dtype");
+            if !repeatable && let Some((_, first)) = pairs[..i].iter().find(|(p, _)| p == k) {
+                return Err(at(format!(
+                    "{k} is given twice ({k}={first} and {k}={v}): give it once"
+                )));
+            }
             match k.as_str() {
                 "workload" => {
                     spec.workload = Some(Workload::parse(v).ok_or_else(|| {
@@ -411,7 +432,19 @@ impl UserKernelSpec {
                 "block" => spec.block = Some(parse_block(v).map_err(at)?),
                 "grid" => spec.grid = Some(parse_grid(v).map_err(at)?),
                 "smem" => spec.smem = Some(Expr::parse(v).map_err(at)?),
-                "dtype" => spec.dtype.extend(parse_dtypes(v).map_err(at)?),
+                "dtype" => {
+                    for (buffer, t) in parse_dtypes(v).map_err(at)? {
+                        if let Some((_, earlier)) = spec.dtype.iter().find(|(b, _)| *b == buffer) {
+                            return Err(at(format!(
+                                "dtype of {} is given twice ({} and {}): give it once",
+                                buffer.as_deref().unwrap_or("every buffer"),
+                                format!("{earlier:?}").to_lowercase(),
+                                format!("{t:?}").to_lowercase()
+                            )));
+                        }
+                        spec.dtype.push((buffer, t));
+                    }
+                }
                 "b" => {
                     spec.b = Some(match v.as_str() {
                         "row" => Layout::Row,
@@ -776,6 +809,19 @@ mod tests {
         );
         assert!(err("k.cu:k,define=2X=1").contains("\"2X\" is not a macro name"));
         assert!(err("k.cu:k,define=T=1,define=T=2").contains("T is defined twice"));
+        // One-value options given twice are refused, not silently the last.
+        let e = err("k.cu:k,block=16x16,block=32,grid=tile:16x16");
+        assert!(
+            e.contains("block is given twice (block=16x16 and block=32)"),
+            "{e}"
+        );
+        assert!(err("k.cu:k,block=32,grid=1,smem=100,smem=200").contains("smem is given twice"));
+        let e = err("k.cu:k,block=32,grid=1,dtype=f16,dtype=f32");
+        assert!(
+            e.contains("dtype of every buffer is given twice (f16 and f32)"),
+            "{e}"
+        );
+        assert!(UserKernelSpec::parse("k.cu:k,block=32,grid=1,dtype=A:f16,dtype=B:bf16").is_ok());
         assert!(err("k.cu:k,define=T=(").contains("cannot read the expression"));
         let raw: RawUserKernel = toml::from_str(
             "file = \"k.cu\"\nentry = \"k\"\nworkload = \"conv\"\ndefine = { KS = \"K\", FILTER_IN_CONSTANT = 0 }",

@@ -85,10 +85,15 @@ impl SimDevice {
             ))
         })?;
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let seed = std::env::var("KERNEL_LAB_SIM_SEED")
-            .ok()
-            .and_then(|s| s.parse().ok())
+        let seed = env_value("KERNEL_LAB_SIM_SEED", "a whole number", |s| s.parse().ok())?
             .unwrap_or(DEFAULT_SEED);
+        let timeout = env_value("LAB_SIM_TIMEOUT_S", "seconds above 0", |s| {
+            s.parse::<f64>()
+                .ok()
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        })?
+        .unwrap_or(DEFAULT_TIMEOUT);
         fault::install();
         Ok(Self {
             info: DeviceInfo {
@@ -105,11 +110,7 @@ impl SimDevice {
             compiler,
             seed,
             threads,
-            timeout: std::env::var("LAB_SIM_TIMEOUT_S")
-                .ok()
-                .and_then(|s| s.parse::<f64>().ok())
-                .filter(|s| *s > 0.0)
-                .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64),
+            timeout,
             deadline: None,
             build: compile::Build::Plain,
             sample: None,
@@ -178,6 +179,33 @@ impl SimDevice {
 
 /// Refuses what cannot be simulated: library calls, and inline PTX the front end does not
 /// know (named with its file and line).
+/// The value of the environment variable `name` read by `parse`; `None` when unset or empty,
+/// an error naming the variable when set to something `parse` refuses (rather than a
+/// default the user did not ask for).
+fn env_value<T>(
+    name: &str,
+    expected: &str,
+    parse: impl Fn(&str) -> Option<T>,
+) -> Result<Option<T>, DeviceError> {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => parse(v.trim()).map(Some).ok_or_else(|| {
+            DeviceError::Unavailable(format!("CUDA simulator: {name}={v:?}: expected {expected}"))
+        }),
+        _ => Ok(None),
+    }
+}
+
+/// `300`, `0.5`, `0.000001`: whole seconds, or the digits a limit under a second needs not to
+/// read 0.
+fn seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.0}")
+    } else {
+        let digits = (-s.log10()).ceil().clamp(1.0, 9.0) as usize;
+        format!("{s:.digits$}")
+    }
+}
+
 fn check_plan(plan: &CudaPlan) -> Result<(), Unsupported> {
     if plan.uses_library() {
         return Err(Unsupported("not simulated: cuBLAS library call".into()));
@@ -976,11 +1004,11 @@ impl<'a> SimRun<'a> {
                 ),
             };
             DeviceError::Sim(format!(
-                "{}: kernel did not finish: {} still running after {:.0} s ({why}; the limit \
+                "{}: kernel did not finish: {} still running after {} s ({why}; the limit \
                  is {})",
                 shown_name(l),
                 res.map_or_else(|| "a block".to_string(), who),
-                limit.as_secs_f64(),
+                seconds(limit.as_secs_f64()),
                 if by_deadline {
                     "the row's, --row-timeout"
                 } else {
@@ -1200,6 +1228,14 @@ impl Prepared for SimRun<'_> {
 mod tests {
     use super::*;
     use crate::tma::{TensorMap, TmaSwizzle};
+
+    #[test]
+    fn a_time_limit_under_a_second_never_reads_zero() {
+        assert_eq!(seconds(300.0), "300");
+        assert_eq!(seconds(0.5), "0.5");
+        assert_eq!(seconds(0.000001), "0.000001");
+        assert_eq!(seconds(0.02), "0.02");
+    }
 
     #[test]
     fn tensor_maps_pass_and_unknown_inline_ptx_is_refused_with_its_line() {
