@@ -126,11 +126,26 @@ fn params(decl: &KernelDecl) -> Vec<String> {
         .collect()
 }
 
-/// Whether two declarations of one name take the same kinds of parameters: a declaration and
-/// the definition after it, not two overloads.
+/// Whether a pointer parameter points to `const` (or `volatile`) elements: `const float *A`
+/// and `float *A` are two overloads, where `float *const A` and `float *A` are one function.
+fn pointee_qualified(param: &str) -> bool {
+    let decl = param.split('=').next().unwrap_or("");
+    decl.split_once('*').is_some_and(|(pointee, _)| {
+        pointee
+            .split_whitespace()
+            .any(|w| w == "const" || w == "volatile")
+    })
+}
+
+/// Whether two declarations of one name take the same parameters: a declaration and the
+/// definition after it, not two overloads.
 pub fn same_parameters(a: &KernelDecl, b: &KernelDecl) -> bool {
-    let kinds =
-        |d: &KernelDecl| -> Vec<Kind> { params(d).iter().map(|p| kind_of(&words(p))).collect() };
+    let kinds = |d: &KernelDecl| -> Vec<(Kind, bool)> {
+        params(d)
+            .iter()
+            .map(|p| (kind_of(&words(p)), pointee_qualified(p)))
+            .collect()
+    };
     kinds(a) == kinds(b)
 }
 
@@ -161,6 +176,14 @@ pub fn choose<'a>(
                     .all(|(p, g)| accepts(&kind_of(&words(p)), g))
         })
         .collect();
+    // Of overloads that differ in `const` elements alone, C++ calls the one that adds the
+    // fewest qualifiers to the lab's (unqualified) pointers.
+    let added = |k: &KernelDecl| params(k).iter().filter(|p| pointee_qualified(p)).count();
+    let fewest = fits.iter().map(|k| added(k)).min().unwrap_or(0);
+    let fits: Vec<&&KernelDecl> = match fits.iter().filter(|k| added(k) == fewest).count() {
+        1 => fits.into_iter().filter(|k| added(k) == fewest).collect(),
+        _ => fits,
+    };
     let all = || {
         candidates
             .iter()
@@ -256,6 +279,15 @@ mod tests {
         let lab = ["float *", "void *"].map(str::to_string).to_vec();
         let tie = choose(&[&w1, &w2], "gemm", &lab, "k.cu").unwrap_err();
         assert!(tie.contains("more than one"), "{tie}");
+        // Overloads apart in `const` elements alone are two, and the lab's float * calls the
+        // unqualified one, as C++ would; a top-level const is the same function.
+        let c = decl("(const float *A, float *C, int N)", 5);
+        let m = decl("(float *A, float *C, int N)", 6);
+        assert!(!same_parameters(&c, &m));
+        assert!(same_parameters(&m, &decl("(float *const A, float *C, int N)", 7)));
+        let lab = ["float *", "float *", "int"].map(str::to_string).to_vec();
+        let (k, _) = choose(&[&c, &m], "gemm", &lab, "k.cu").unwrap();
+        assert_eq!(k.line, 6);
     }
 
     #[test]
