@@ -15,6 +15,10 @@ use kernel::cuda::nvrtc;
 use kernel::{DeviceKind, Kernel, Role, Shape, Workload};
 use std::path::Path;
 
+/// The FLOP of a shape from which a run in the simulator says it will be slow: 512^3 GEMM
+/// (0.27 GFLOP) takes it seconds a row on two cores.
+const LARGE_FOR_THE_SIMULATOR: f64 = 1e9;
+
 /// The architecture whose resources are reported when no GPU ran the kernels.
 pub const INSPECT_ARCH: &str = "sm_80";
 
@@ -23,12 +27,12 @@ pub const INSPECT_ARCH: &str = "sm_80";
 pub fn sim_line() -> String {
     match nvrtc::version() {
         Ok(_) => format!(
-            "the kernels ran in the CUDA simulator for correctness (it never gives a speed), \
+            "the kernels run in the CUDA simulator for correctness (it never gives a speed), \
              with registers and shared memory from NVRTC ({INSPECT_ARCH}; sm_90a for kernels \
              of that family alone)."
         ),
         Err(e) => format!(
-            "the kernels ran in the CUDA simulator for correctness (it never gives a speed); no \
+            "the kernels run in the CUDA simulator for correctness (it never gives a speed); no \
              registers or shared memory: {e} (`harness doctor` says what was searched)."
         ),
     }
@@ -300,6 +304,21 @@ pub fn in_simulator(
     let (shapes, notes) = select::shapes(config, "sim", &workloads, sizes, lenient)?;
     for n in notes {
         println!("{n}");
+    }
+    // The simulator runs every thread on the CPU: a shape a GPU finishes in a millisecond can
+    // take it minutes a row, which is better said before than found out.
+    if sim_blocks.is_none() {
+        for (w, list) in &shapes {
+            for s in list.iter().filter(|s| s.flops() > LARGE_FOR_THE_SIMULATOR) {
+                println!(
+                    "{w} {}: {:.1} GFLOP is large for the simulator, which runs every thread on \
+                     the CPU: expect minutes a row, or check a sample of each launch's blocks \
+                     with --sim-blocks N",
+                    s.label(),
+                    s.flops() / 1e9
+                );
+            }
+        }
     }
     let mut wanted: Vec<String> = users.iter().map(|u| u.id().to_string()).collect();
     if named {
