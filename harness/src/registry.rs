@@ -51,7 +51,7 @@ pub fn select<'a>(all: &'a [Box<dyn Kernel>], ids: &[String]) -> Result<Vec<&'a 
     // A kernel named twice runs once.
     let mut out: Vec<&dyn Kernel> = Vec::new();
     for id in ids {
-        let k = find(all, id)?;
+        let k = find(all, id.trim())?;
         if !out.iter().any(|o| o.info().id == k.info().id) {
             out.push(k);
         }
@@ -110,6 +110,9 @@ mod tests {
     fn an_unknown_kernel_is_answered_with_the_closest_ids() {
         let all = all();
         assert_eq!(find(&all, "gemm-tiled").unwrap().info().id, "gemm-tiled");
+        // `--kernels 'gemm-naive, gemm-tiled'`: the space after a comma is no part of a name.
+        let ids = ["gemm-naive".to_string(), " gemm-tiled".to_string()];
+        assert_eq!(select(&all, &ids).unwrap().len(), 2);
         let typo = find(&all, "gemm-tilde").err().unwrap().to_string();
         assert!(
             typo.starts_with("unknown kernel \"gemm-tilde\"; did you mean gemm-tiled"),

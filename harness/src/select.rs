@@ -165,7 +165,7 @@ pub fn shapes(
             }
             if list.is_empty() && lenient {
                 notes.push(format!(
-                    "{w}: none of --sizes reads as a {w} shape; skipped"
+                    "{w}: none of --sizes reads as a shape of {w}; skipped"
                 ));
                 continue;
             }

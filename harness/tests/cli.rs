@@ -533,6 +533,19 @@ fn inspect_refuses_an_architecture_without_machine_code() {
     }
     let o = harness(&["inspect", file, "--arch", "sm_90a"]);
     assert!(o.status.success(), "{}", text(&o));
+    // A header not found says how inspect is given its folder.
+    let dir = temp_dir("inspect-header");
+    let cu = dir.join("k.cu");
+    std::fs::write(
+        &cu,
+        "#include \"x.cuh\"\n__global__ void k(float *a) { a[0] = 1; }\n",
+    )
+    .unwrap();
+    let o = harness(&["inspect", cu.to_str().unwrap()]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(t.contains("name that folder with --include DIR"), "{t}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

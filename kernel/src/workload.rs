@@ -641,7 +641,7 @@ impl Shape {
 
 /// Why a shape string did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("cannot read {text:?} as a {workload} shape: expected {expected}")]
+#[error("cannot read {text:?} as a shape of {workload}: expected {expected}")]
 pub struct ShapeParseError {
     pub text: String,
     pub workload: Workload,

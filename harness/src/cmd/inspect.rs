@@ -290,11 +290,14 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
                 file,
                 arch,
                 log,
-            } => anyhow::anyhow!(
-                "{compiler} could not compile {file} for {arch}; its log (lines are those of \
-                 your file):\n{}",
-                files.translate(&log)
-            ),
+            } => {
+                let log = files.translate(&log);
+                anyhow::anyhow!(
+                    "{compiler} could not compile {file} for {arch}; its log (lines are those \
+                     of your file):\n{log}{}",
+                    user_kernel::compile_hints(&log, "--include DIR")
+                )
+            }
             other => other.into(),
         })?;
         let limits =

@@ -65,6 +65,34 @@ pub enum UserKernelError {
     Usage(String),
 }
 
+/// What a compiler's `log` of a user's file leaves unsaid, a line each: a header not found
+/// (named with `include`, the option that gives a folder: `include=DIR` or `--include DIR`),
+/// more constant memory than a GPU has.
+pub fn compile_hints(log: &str, include: &str) -> String {
+    let mut out = String::new();
+    if let Some(bytes) = constant_bytes(log).filter(|&b| b > kernel::CONSTANT_BYTES) {
+        out.push_str(&format!(
+            "\nIts __constant__ data is {bytes} bytes (ptxas's cmem[3]); a GPU has {} bytes of \
+             constant memory: make the array smaller, or put it in global memory and pass a \
+             pointer.",
+            kernel::CONSTANT_BYTES
+        ));
+    }
+    let missing = ["cannot open source file", "No such file or directory"]
+        .iter()
+        .any(|m| log.contains(m));
+    if missing {
+        out.push_str(&format!(
+            "\nA header the file includes was not found: if it lies in another folder of the \
+             project (include/, common/), name that folder with {include}, as nvcc's -I does; \
+             if it is a header of the host's alone that the lab has no stand-in for, an empty \
+             file of its name in a folder given with {include} stands in for it (the host code \
+             that needed it is blanked)."
+        ));
+    }
+    out
+}
+
 /// A kernel whose parameter list is not the signature's: both lists, and the compiler's words.
 #[derive(Debug, thiserror::Error)]
 #[error(
@@ -751,26 +779,7 @@ impl UserKernel {
         let mismatch =
             at_wrapper && !in_file && (!compiler.starts_with("NVRTC") || log.contains("accepts"));
         if !mismatch {
-            let missing = ["cannot open source file", "No such file or directory"]
-                .iter()
-                .any(|m| log.contains(m));
-            if let Some(bytes) = constant_bytes(&log).filter(|&b| b > kernel::CONSTANT_BYTES) {
-                log.push_str(&format!(
-                    "\nIts __constant__ data is {bytes} bytes (ptxas's cmem[3]); a GPU has {} \
-                     bytes of constant memory: make the array smaller, or put it in global \
-                     memory and pass a pointer.",
-                    kernel::CONSTANT_BYTES
-                ));
-            }
-            if missing {
-                log.push_str(
-                    "\nA header the file includes was not found: if it lies in another folder of \
-                     the project (include/, common/), name that folder with include=DIR, as \
-                     nvcc's -I does; if it is a header of the host's alone that the lab has no \
-                     stand-in for, an empty file of its name in a folder given with include=DIR \
-                     stands in for it (the host code that needed it is blanked).",
-                );
-            }
+            log.push_str(&compile_hints(&log, "include=DIR"));
             return UserKernelError::Compile {
                 file,
                 compiler,

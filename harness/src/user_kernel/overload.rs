@@ -284,7 +284,10 @@ mod tests {
         let c = decl("(const float *A, float *C, int N)", 5);
         let m = decl("(float *A, float *C, int N)", 6);
         assert!(!same_parameters(&c, &m));
-        assert!(same_parameters(&m, &decl("(float *const A, float *C, int N)", 7)));
+        assert!(same_parameters(
+            &m,
+            &decl("(float *const A, float *C, int N)", 7)
+        ));
         let lab = ["float *", "float *", "int"].map(str::to_string).to_vec();
         let (k, _) = choose(&[&c, &m], "gemm", &lab, "k.cu").unwrap();
         assert_eq!(k.line, 6);

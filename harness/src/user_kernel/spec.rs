@@ -346,6 +346,13 @@ impl UserKernelSpec {
         let file = &text[..split];
         let mut parts = split_top(&text[split + 1..]).into_iter();
         let entry = parts.next().unwrap_or("").trim();
+        // `k<64,block=256`: every option would read as a template argument.
+        if entry.matches('<').count() > entry.matches('>').count() {
+            return Err(err(format!(
+                "the entry's template arguments are not closed: {:?} has no `>`",
+                entry.split(',').next().unwrap_or(entry)
+            )));
+        }
         let mut pairs: Vec<(String, String)> = Vec::new();
         for p in parts {
             match p.split_once('=') {
@@ -809,6 +816,11 @@ mod tests {
         );
         assert!(err("k.cu:k,define=2X=1").contains("\"2X\" is not a macro name"));
         assert!(err("k.cu:k,define=T=1,define=T=2").contains("T is defined twice"));
+        let e = err("k.cu:tk<1,block=256,grid=1");
+        assert!(
+            e.contains("template arguments are not closed: \"tk<1\" has no `>`"),
+            "{e}"
+        );
         // One-value options given twice are refused, not silently the last.
         let e = err("k.cu:k,block=16x16,block=32,grid=tile:16x16");
         assert!(
