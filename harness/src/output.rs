@@ -80,7 +80,8 @@ pub fn read_versioned<T: serde::de::DeserializeOwned>(
         ),
         None => bail!("{} is not a {what} file", path.display()),
     }
-    serde_json::from_value(probe)
+    // From the text again, not the parsed value: its errors then say the line and column.
+    serde_json::from_str(&text)
         .with_context(|| format!("{} does not match the {what} schema", path.display()))
 }
 

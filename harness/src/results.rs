@@ -271,7 +271,8 @@ impl RunResults {
                 path.display()
             ),
         }
-        let run: Self = serde_json::from_value(probe).with_context(|| {
+        // From the text again, not the parsed value: its errors then say the line and column.
+        let run: Self = serde_json::from_str(&text).with_context(|| {
             format!("{} does not match schema {SCHEMA_VERSION}", path.display())
         })?;
         run.check_figures()
@@ -420,6 +421,11 @@ mod tests {
             e.contains("schema_version is \"1\", not a whole number"),
             "{e}"
         );
+        // A field of the wrong type is found by its line, as an editor would show it.
+        let v = SCHEMA_VERSION;
+        std::fs::write(&p, format!("{{\n\"schema_version\": {v},\n\"date\": 5\n}}")).unwrap();
+        let e = format!("{:#}", RunResults::read(&p).unwrap_err());
+        assert!(e.contains("at line 3"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -16,9 +16,9 @@ use std::path::{Path, PathBuf};
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Where the pages go.
-    #[arg(long, default_value = "docs/ladders")]
-    pub out: PathBuf,
+    /// Where the pages go [default: docs/ladders].
+    #[arg(long, conflicts_with = "figures")]
+    pub out: Option<PathBuf>,
     /// The folder of published runs the pages link (one folder per device).
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
@@ -50,12 +50,15 @@ pub fn run(args: &Args) -> Outcome {
             args.results.display()
         );
     }
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create {}", args.out.display()))?;
+    let out = args
+        .out
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("docs/ladders"));
+    std::fs::create_dir_all(&out).with_context(|| format!("cannot create {}", out.display()))?;
     let all = registry::all();
     explain::prebuild(&all.iter().map(|k| k.as_ref()).collect::<Vec<_>>());
     for w in Workload::ALL {
-        let file = args.out.join(format!("{}.md", w.name()));
+        let file = out.join(format!("{}.md", w.name()));
         crate::output::write_atomic(&file, page(w, &args.results))?;
         println!("wrote {}", file.display());
     }
