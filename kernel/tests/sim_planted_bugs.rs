@@ -262,6 +262,46 @@ fn a_write_before_the_start_is_reported() {
     }
 }
 
+/// A window of eight values in a local array, read back at an offset: `shift` -1 reads one
+/// before it, 8 one past it.
+const LOCAL_WINDOW: &str = r#"
+extern "C" __global__ void window(const float *x, float *y, int n, int shift) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float w[8];
+    for (int k = 0; k < 8; ++k) w[k] = x[(i + k) % n];
+    int at = threadIdx.x % 8;
+    if (threadIdx.x == 3) at = shift < 0 ? shift : 7 + shift;  // BUG for shift != 0
+    if (i < n) y[i] = w[at];
+}
+"#;
+
+#[test]
+fn an_index_outside_a_local_array_is_reported_where_it_happens() {
+    let n = 64;
+    let shape = Shape::gemm(n, 1, 1);
+    let plan = |shift: i32| {
+        let mut plan = vector_plan(LOCAL_WINDOW, "window", n, 32);
+        if let Some(Step::Kernel(l)) = plan.steps.first_mut() {
+            l.args.push(Arg::I32(shift));
+        }
+        plan
+    };
+    let x = inputs(&shape, 0x5eed);
+    // In bounds, the window reads its own values.
+    let y = run(plan(0), shape, &x).expect("shift 0 stays in the window");
+    assert_eq!(y[5], x[0][10]);
+    for (shift, index) in [(-1, "-1"), (1, "8")] {
+        let msg = sim_error(run(plan(shift), shape, &x));
+        for want in [
+            "window: tests/inline.cu:8: index ",
+            &format!("index {index} is outside the array (of type 'float [8]')"),
+            "thread (3,0,0)",
+        ] {
+            assert!(msg.contains(want), "{want:?} missing from: {msg}");
+        }
+    }
+}
+
 /// float4 copies with a scalar tail; `extra` planted elements written past the end.
 const COPY4: &str = r#"
 extern "C" __global__ void copy4(const float *x, float *y, int n, int extra) {

@@ -1165,7 +1165,48 @@ SIM_UNINSTRUMENTED_INLINE bool race_cell(const Worker &w, const void *p, size_t 
     return true;
 }
 
+// gcc's -fsanitize=bounds checks each index into an array whose size it knows (a local array,
+// a static __shared__ one, a member array); the module is built without the sanitizer's
+// runtime, and this is the handler its checks call. The layouts are those of gcc's and
+// clang's libubsan.
+struct UbsanLocation {
+    const char *file;
+    unsigned line, column;
+};
+struct UbsanType {
+    unsigned short kind, info;  // kind 0: an integer; info: its log2(bits) << 1 | signed
+    char name[1];               // "'float [8]'"
+};
+struct UbsanOutOfBounds {
+    UbsanLocation loc;
+    const UbsanType *array;
+    const UbsanType *index;
+};
+
+// The index a check passed, as the signed or unsigned integer of its type.
+SIM_UNINSTRUMENTED inline long long ubsan_index(const UbsanType *t, void *value) {
+    const unsigned bits = 1u << (t->info >> 1);
+    unsigned long long v = (unsigned long long)(uintptr_t)value;
+    if (bits < 64) v &= (1ull << bits) - 1;
+    if ((t->info & 1) && bits < 64 && (v >> (bits - 1)) & 1) v |= ~0ull << bits;  // sign
+    return (long long)v;
+}
+
 }  // namespace sim
+
+extern "C" SIM_UNINSTRUMENTED __attribute__((weak)) void __ubsan_handle_out_of_bounds(void *data, void *value) {
+    const sim::UbsanOutOfBounds *d = (const sim::UbsanOutOfBounds *)data;
+    const long long i = sim::ubsan_index(d->index, value);
+    char index[32];
+    snprintf(index, sizeof index, (d->index->info & 1) ? "%lld" : "%llu", i);
+    sim::fail("%s:%u: index %s is outside the array (of type %s) it indexes; a GPU reads or writes whatever "
+              "lies there, another variable or nothing",
+              d->loc.file, d->loc.line, index, d->array->name);
+}
+
+extern "C" SIM_UNINSTRUMENTED __attribute__((weak)) void __ubsan_handle_out_of_bounds_abort(void *data, void *value) {
+    __ubsan_handle_out_of_bounds(data, value);
+}
 
 namespace sim {
 

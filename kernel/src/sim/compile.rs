@@ -166,6 +166,11 @@ const FLAGS: &[&str] = &[
     "-D__CUDA_ARCH__=900",
 ];
 
+/// A check of every index into an array whose size the compiler knows (local arrays, static
+/// `__shared__` ones), calling `sim_runtime.h`'s handler: the kernel is compiled with it, and
+/// linked without the sanitizer's runtime.
+const BOUNDS_FLAGS: &[&str] = &["-fsanitize=bounds"];
+
 /// Instrumentation that calls `sim_traffic.h`'s hooks before every global access. gcc's
 /// ThreadSanitizer pass is used for its hooks only: the object is linked without its runtime.
 /// Volatile accesses call hooks of their own: in global memory they are strong, as in PTX.
@@ -700,6 +705,7 @@ fn build_in(
     how: Build,
 ) -> Result<PathBuf, DeviceError> {
     let mut flags = source_flags(src);
+    flags.extend(BOUNDS_FLAGS.iter().map(|f| f.to_string()));
     if how == Build::Instrumented {
         flags.extend(TRAFFIC_FLAGS.iter().map(|f| f.to_string()));
     }
@@ -811,40 +817,33 @@ fn compile_in(
             .output()
             .map_err(io_err(format!("running {compiler}")))
     };
-    let flags = flags.iter().map(OsStr::new);
-    let out = match hooks {
-        None => compile(
-            flags
-                .chain([cpp.as_os_str(), "-o".as_ref(), so.as_os_str()])
-                .collect(),
-        )?,
-        Some(hooks) => {
-            // The kernel instrumented, the hooks not, linked together without the sanitizer's
-            // runtime; `-z defs` turns a hook the instrumentation wants and the file lacks
-            // into a build error rather than a failure to load.
-            let obj = work.join("kernel.o");
-            let out = compile(
-                flags
-                    .chain([
-                        "-c".as_ref(),
-                        cpp.as_os_str(),
-                        "-o".as_ref(),
-                        obj.as_os_str(),
-                    ])
-                    .collect(),
-            )?;
-            if out.status.success() {
-                compile(vec![
-                    hooks.as_os_str(),
-                    obj.as_os_str(),
-                    "-Wl,-z,defs".as_ref(),
-                    "-o".as_ref(),
-                    so.as_os_str(),
-                ])?
-            } else {
-                out
-            }
+    // Compiled with the sanitizers' checks, then linked without their runtimes (the link
+    // names no -fsanitize): the module's own handlers and hooks serve them. An instrumented
+    // module links the traffic hooks, compiled apart, and `-z defs` turns a hook the
+    // instrumentation wants and the file lacks into a build error rather than a failure to load.
+    let obj = work.join("kernel.o");
+    let out = compile(
+        flags
+            .iter()
+            .map(OsStr::new)
+            .chain([
+                "-c".as_ref(),
+                cpp.as_os_str(),
+                "-o".as_ref(),
+                obj.as_os_str(),
+            ])
+            .collect(),
+    )?;
+    let out = if out.status.success() {
+        let mut link: Vec<&OsStr> = hooks.map(Path::as_os_str).into_iter().collect();
+        link.push(obj.as_os_str());
+        if hooks.is_some() {
+            link.push("-Wl,-z,defs".as_ref());
         }
+        link.extend(["-o".as_ref(), so.as_os_str()]);
+        compile(link)?
+    } else {
+        out
     };
     if !out.status.success() {
         let log = String::from_utf8_lossy(&out.stderr).replace(&format!("{}/", work.display()), "");
