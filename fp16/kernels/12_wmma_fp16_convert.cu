@@ -2,9 +2,9 @@
 //
 // Rung 11 was timed on inputs that already lived in FP16. Real FP32 data must be converted
 // first: this rung's plan runs f32_to_f16 on A and on B into scratch FP16 buffers, then rung
-// 11's gemm_wmma_fp16 unchanged. The difference between the two rows is the conversion cost
-// (profiles of protein language models show it): a read of 4 and a write of 2 bytes per input element, pure bandwidth,
-// which at small sizes can eat the tensor-core speedup over TF32.
+// 11's gemm_wmma_fp16 unchanged. The difference between the two rows is the conversion cost:
+// a read of 4 and a write of 2 bytes per input element, pure bandwidth, which at small sizes
+// can eat the tensor-core speedup over TF32.
 // In the sm_90 SASS the loop body is one LDG.E.CONSTANT, one F2FP.F16.F32.PACK_AB and one
 // 16-bit STG.E.U16 per element.
 // One thread per element, grid-stride so any length works; no barriers, early exit is safe.

@@ -6,9 +6,10 @@
 //   registers for A and B: the registers hold only the accumulators, and the instruction is
 //   asynchronous. In the SASS a consumer warp's k-tile loop is about 25 instructions per k16
 //   step of its warpgroup's 64x128 tile, the stage's mbarrier wait and release included,
-//   where a warp of 17 issues about 390 per k16 step of its 64x64 tile (ldmatrix, 32
-//   mma.sync, the copies and their address arithmetic). Hopper's tensor cores reach their
-//   full rate only through wgmma; mma.sync runs at a fraction of it.
+//   where 17's k-tile loop holds about 390 per k16 step of a warp's 64x64 tile (ldmatrix, 32
+//   mma.sync, the copies with their guarded 2-byte fallbacks, which aligned shapes skip, and
+//   their address arithmetic). Hopper's tensor cores reach their full rate only through
+//   wgmma; mma.sync runs at a fraction of it.
 // - TMA instead of cp.async: one thread hands the Tensor Memory Accelerator a tensor map
 //   (built on the host by cuTensorMapEncodeTiled) and box coordinates; the hardware generates
 //   every address, writes the box into shared memory already in the 128B-swizzled layout

@@ -11,11 +11,11 @@
 // - Why: the 132 tiles in flight at one time (a wave) read a band of A (their block-rows) and
 //   of B (their block-columns), 2 (128 r + 256 c) bytes per element of K for r block-rows and
 //   c block-columns. In 22's row-major walk a wave spans all of N: at N = 8192 that is 5
-//   block-rows and 32 block-columns, 17664 B per element of K, so the 50 MiB L2 holds a
-//   wave's whole band only for K up to 2968, and every wave reads all of B. 128 r + 256 c
-//   with r c = 132 is smallest near r = sqrt(2 x 132), about 16: in groups of 16 a wave is
-//   16 block-rows by 9 block-columns, 8704 B per element of K (half), whole bands held up to
-//   K = 6023; a wave that straddles two groups spans up to 32 block-rows, 12800 B. 16 also
+//   block-rows and 32 block-columns, 17664 B per element of K, so an H100's 50 MiB L2 holds a
+//   wave's whole band only for K up to 2968 (an H200's 60 MiB, up to 3561), and every wave
+//   reads all of B. 128 r + 256 c with r c = 132 is smallest near r = sqrt(2 x 132), about
+//   16: in groups of 16 a wave is 16 block-rows by 9 block-columns, 8704 B per element of K
+//   (half), whole bands held up to K = 6023 (7228 on an H200); a wave that straddles two groups spans up to 32 block-rows, 12800 B. 16 also
 //   divides the block-row count of every M that is a multiple of 2048.
 // - Up to 16 block-rows (M <= 2048) the walk is column-major over the whole matrix.
 // - Still not done here: 2-CTA clusters sharing each B tile by TMA multicast, and an epilogue

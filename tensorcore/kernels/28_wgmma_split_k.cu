@@ -4,9 +4,10 @@
 //
 // What changed since 25 and why it should be faster on small shapes:
 // - 25 gives each 128x256 tile of C to one block and the whole of K. At 1024^3 that is 8 x 4
-//   = 32 tiles for the 132 SMs of an H100 or H200: three quarters of the GPU idles. The H200
-//   run measured 25 at 0.57 of cuBLAS BF16 there, and at 1.05 at 8192^3, where the tiles fill
-//   the GPU; rung 18's 128x128 tiles, twice as many, reached 0.78 at 1024^3.
+//   = 32 tiles for the 132 SMs of an H100 or H200: three quarters of the GPU idles. In the
+//   published H200 run 25 reached little more than half of cuBLAS BF16 there, and passed it
+//   at 8192^3, where the tiles fill the GPU; rung 18's 128x128 tiles, twice as many, did
+//   better than 25 at 1024^3.
 // - Here SPLITS blocks share a tile: the kernel is declared __cluster_dims__(SPLITS, 1, 1), and
 //   block z of a cluster multiplies the k-tiles [z T / SPLITS, (z + 1) T / SPLITS) of the
 //   T = ceil(K / 64), with 25's ring, producer and consumers. The plan picks SPLITS from the
