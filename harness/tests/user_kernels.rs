@@ -2465,3 +2465,50 @@ fn a_grid_sync_kernel_needs_its_cooperative_launch_and_every_block_at_the_barrie
         "{deserter}"
     );
 }
+
+#[test]
+fn an_index_past_a_local_array_of_a_users_kernel_is_shown_at_its_line() {
+    let dir = scratch_dir("local-array");
+    let file = dir.join("window.cu");
+    std::fs::write(
+        &file,
+        "__global__ void add1(const float *X, float *Y, int M, int N) {\n\
+         \x20   int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20   float w[4];\n\
+         \x20   for (int k = 0; k < 4; ++k) w[k] = X[(i + k) % (M * N)];\n\
+         \x20   if (i < M * N) Y[i] = w[i % 5] + 1;  // BUG: i % 5 reaches 4\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:add1,block=256,grid=cdiv(M*N,256),args=(X,Y,M,N)",
+        file.display()
+    );
+    let out = dir.join("run");
+    let (code, text) = harness_code(
+        &[
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "eltwise",
+            "--sizes",
+            "4x8",
+            "--kernel",
+            &spec,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{}:5: index 4 is outside the array (of type 'float [4]') it indexes, in \
+             `if (i < M * N) Y[i] = w[i % 5] + 1;  // BUG: i % 5 reaches 4`",
+            file.display()
+        )),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -294,7 +294,10 @@ fn an_index_outside_a_local_array_is_reported_where_it_happens() {
         let msg = sim_error(run(plan(shift), shape, &x));
         for want in [
             "window: tests/inline.cu:8: index ",
-            &format!("index {index} is outside the array (of type 'float [8]')"),
+            &format!(
+                "index {index} is outside the array (of type 'float [8]') it indexes, in \
+                 `if (i < n) y[i] = w[at];`"
+            ),
             "thread (3,0,0)",
         ] {
             assert!(msg.contains(want), "{want:?} missing from: {msg}");

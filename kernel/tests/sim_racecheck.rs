@@ -405,7 +405,7 @@ fn an_access_past_the_end_of_shared_memory_is_named() {
     assert!(
         e.contains(
             "smem_past_static: tests/out_of_bounds.cu:4: index 2 is outside the array (of type \
-             'float [2]') it indexes"
+             'float [2]') it indexes, in `if (threadIdx.x <= 2) red[threadIdx.x] = A[threadIdx.x];`"
         ) && e.contains("thread (2,0,0)"),
         "{e}"
     );

@@ -195,6 +195,42 @@ fn env_value<T>(
     }
 }
 
+/// The bounds check's report (`FILE:LINE: index 8 is outside the array (of type 'float [8]')
+/// it indexes; ...`) with the line it names quoted, where the source or the file on disk has
+/// it: the handler knows the array's type, not its name.
+fn quote_indexing(message: String, src: &CudaSource) -> String {
+    const CLAUSE: &str = " it indexes;";
+    let Some(at) = message
+        .find(": index ")
+        .filter(|_| message.contains(CLAUSE))
+    else {
+        return message;
+    };
+    let place = &message[..at];
+    let place = place.rsplit(": ").next().unwrap_or(place);
+    let Some((file, line)) = place
+        .rsplit_once(':')
+        .and_then(|(f, l)| Some((f, l.parse::<usize>().ok()?)))
+    else {
+        return message;
+    };
+    // The file as the user wrote it, where it is on disk (a user's kernel, whose source is
+    // the lab's unit around it); else an embedded source of that name.
+    let text = std::iter::once(std::path::PathBuf::from(file))
+        .chain(src.include_dirs.iter().map(|d| d.join(file)))
+        .find_map(|p| std::fs::read_to_string(p).ok())
+        .or_else(|| (*src.file == *file).then(|| src.code.to_string()));
+    let Some(quoted) = text
+        .as_deref()
+        .and_then(|t| t.lines().nth(line.checked_sub(1)?))
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && l.len() <= 160)
+    else {
+        return message;
+    };
+    message.replacen(CLAUSE, &format!(" it indexes, in `{quoted}`;"), 1)
+}
+
 /// `300`, `0.5`, `0.000001`: whole seconds, or the digits a limit under a second needs not to
 /// read 0.
 fn seconds(s: f64) -> String {
@@ -1025,7 +1061,7 @@ impl<'a> SimRun<'a> {
             Some(res) if res.code == SIM_FAULT => {
                 Err(DeviceError::Sim(self.describe_fault(l, &res)))
             }
-            Some(res) => Err(DeviceError::Sim(res.message())),
+            Some(res) => Err(DeviceError::Sim(quote_indexing(res.message(), &l.source))),
         }
     }
 
