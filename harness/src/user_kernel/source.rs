@@ -26,6 +26,10 @@ const STANDINS: &[(&str, &str)] = &[
         include_str!("../../user-include/kernel_lab_wrap_end.h"),
     ),
     ("algorithm", include_str!("../../user-include/algorithm")),
+    (
+        "arpa/inet.h",
+        include_str!("../../user-include/arpa/inet.h"),
+    ),
     ("assert.h", include_str!("../../user-include/assert.h")),
     ("cassert", include_str!("../../user-include/cassert")),
     ("cfloat", include_str!("../../user-include/cfloat")),
@@ -44,13 +48,26 @@ const STANDINS: &[(&str, &str)] = &[
     ("cublasLt.h", include_str!("../../user-include/cublasLt.h")),
     ("cuda.h", include_str!("../../user-include/cuda.h")),
     (
+        "cuda_profiler_api.h",
+        include_str!("../../user-include/cuda_profiler_api.h"),
+    ),
+    (
         "cudaTypedefs.h",
         include_str!("../../user-include/cudaTypedefs.h"),
     ),
+    ("dirent.h", include_str!("../../user-include/dirent.h")),
     ("float.h", include_str!("../../user-include/float.h")),
     ("iostream", include_str!("../../user-include/iostream")),
     ("limits.h", include_str!("../../user-include/limits.h")),
     ("math.h", include_str!("../../user-include/math.h")),
+    (
+        "nvtx3/nvToolsExt.h",
+        include_str!("../../user-include/nvtx3/nvToolsExt.h"),
+    ),
+    (
+        "nvtx3/nvToolsExtCudaRt.h",
+        include_str!("../../user-include/nvtx3/nvToolsExtCudaRt.h"),
+    ),
     ("omp.h", include_str!("../../user-include/omp.h")),
     ("stddef.h", include_str!("../../user-include/stddef.h")),
     ("stdint.h", include_str!("../../user-include/stdint.h")),
@@ -62,6 +79,7 @@ const STANDINS: &[(&str, &str)] = &[
         "sys/syscall.h",
         include_str!("../../user-include/sys/syscall.h"),
     ),
+    ("sys/stat.h", include_str!("../../user-include/sys/stat.h")),
     ("sys/time.h", include_str!("../../user-include/sys/time.h")),
     ("time.h", include_str!("../../user-include/time.h")),
     (
@@ -75,6 +93,10 @@ const STANDINS: &[(&str, &str)] = &[
     (
         "torch/types.h",
         include_str!("../../user-include/torch/types.h"),
+    ),
+    (
+        "type_traits",
+        include_str!("../../user-include/type_traits"),
     ),
     ("unistd.h", include_str!("../../user-include/unistd.h")),
     ("vector", include_str!("../../user-include/vector")),
