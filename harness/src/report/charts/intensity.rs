@@ -7,7 +7,7 @@ use super::axes::{fmt_num, sig3};
 use super::bars::{Bar, Bars, VLine};
 use super::canvas::{BLACK_TEXT, Dash, GREY};
 use super::header::{Entry, Header, Mark};
-use super::{LOSS, REFERENCE, footer, stage_color};
+use super::{LOSS, REFERENCE, colour_legend, footer, stage_color};
 use crate::report::model::{Report, RowReport, ShapeReport};
 use crate::report::table::bytes;
 use crate::results::Status;
@@ -69,17 +69,7 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
             dash: Dash::Dashed,
         })
         .collect();
-    let mut stages: Vec<_> = rungs.iter().map(|r| r.row.stage).collect();
-    stages.sort();
-    stages.dedup();
-    let mut legend: Vec<Entry> = stages
-        .into_iter()
-        .map(|st| Entry {
-            label: st.name().to_string(),
-            color: stage_color(st),
-            mark: Mark::Bar,
-        })
-        .collect();
+    let mut legend = colour_legend(rungs.iter().map(|r| (r.row.role, r.row.stage)), false);
     legend.push(Entry {
         label: "compulsory intensity: every input read once, the output written once".into(),
         color: REFERENCE,
