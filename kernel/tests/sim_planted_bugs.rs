@@ -295,13 +295,51 @@ fn an_index_outside_a_local_array_is_reported_where_it_happens() {
         for want in [
             "window: tests/inline.cu:8: index ",
             &format!(
-                "index {index} is outside the array (of type 'float [8]') it indexes, in \
+                "index {index} is outside the array `w` (of type 'float [8]'), in \
                  `if (i < n) y[i] = w[at];`"
             ),
             "thread (3,0,0)",
         ] {
             assert!(msg.contains(want), "{want:?} missing from: {msg}");
         }
+    }
+}
+
+/// A local array filled by a `__device__` function through a pointer: `extra` values past
+/// its end. Inside the callee the array is a pointer, whose size only the inlined call shows.
+const FILL_THROUGH_POINTER: &str = r#"
+__device__ void fill(float *vals, const float *x, int count) {
+    for (int k = 0; k < count; ++k) vals[k] = x[k];
+}
+extern "C" __global__ void through(const float *x, float *y, int n, int extra) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float w[4];
+    fill(w, x, threadIdx.x == 5 ? 4 + extra : 4);  // BUG for extra > 0
+    if (i < n) y[i] = w[0] + w[3];
+}
+"#;
+
+#[test]
+fn a_write_past_a_local_array_through_a_pointer_is_reported_at_its_line() {
+    let n = 64;
+    let shape = Shape::gemm(n, 1, 1);
+    let plan = |extra: i32| {
+        let mut plan = vector_plan(FILL_THROUGH_POINTER, "through", n, 32);
+        if let Some(Step::Kernel(l)) = plan.steps.first_mut() {
+            l.args.push(Arg::I32(extra));
+        }
+        plan
+    };
+    let x = inputs(&shape, 0x5eed);
+    let y = run(plan(0), shape, &x).expect("four values fill the array");
+    assert_eq!(y[5], x[0][0] + x[0][3]);
+    let msg = sim_error(run(plan(1), shape, &x));
+    for want in [
+        "through: tests/inline.cu:3: a write of 'float' goes past the end of the array or \
+         variable its pointer points into, in `for (int k = 0; k < count; ++k) vals[k] = x[k];`",
+        "thread (5,0,0)",
+    ] {
+        assert!(msg.contains(want), "{want:?} missing from: {msg}");
     }
 }
 

@@ -166,8 +166,21 @@ extern "C" __global__ void different_value_writes(const float *A, const float *B
 // simulator's guard or a redzone (`smem_into_next` has three arrays, a redzone between each
 // two). Each kernel's last thread writes one element past its array, or reads a 16-byte
 // vector straddling its end; `smem_dynamic` is launched with fewer bytes than it uses.
+// `smem_straddling_seen` reads its vector where the compiler sees the array, whose size its
+// check compares the read with; `smem_straddling_static` in a function that is not inlined,
+// where only the simulator's guard sees it.
 const STRADDLING: &str = r#"
+__device__ __noinline__ float4 vector_at(const float *p, int i) { return reinterpret_cast<const float4 *>(p)[i]; }
 extern "C" __global__ void smem_straddling_static(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ __align__(16) float tile[6];
+    tile[threadIdx.x] = A[threadIdx.x];
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        const float4 v = vector_at(tile, 1);
+        C[0] = v.x + v.y + v.z + v.w;
+    }
+}
+extern "C" __global__ void smem_straddling_seen(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ __align__(16) float tile[6];
     tile[threadIdx.x] = A[threadIdx.x];
     __syncthreads();
@@ -185,8 +198,9 @@ extern "C" __global__ void smem_past_static(const float *A, const float *B, floa
     if (threadIdx.x == 0) C[0] = red[0] + red[1];
 }
 // An index past the end of the middle one of three arrays, which on a GPU (and in the
-// simulator's memory, without its redzones) reads the next array; through a pointer, which
-// the compiler's check of array indexes does not see.
+// simulator's memory, without its redzones) reads the next array; through a pointer in a
+// function that is not inlined, where the compiler's checks cannot see which array it is.
+__device__ __noinline__ float element(const float *p, unsigned i) { return p[i]; }
 extern "C" __global__ void smem_into_next(const float *A, const float *B, float *C, int M, int N, int K) {
     __shared__ float a[32];
     __shared__ float b[32];
@@ -195,8 +209,7 @@ extern "C" __global__ void smem_into_next(const float *A, const float *B, float 
     b[threadIdx.x] = A[threadIdx.x];
     c[threadIdx.x] = A[threadIdx.x];
     __syncthreads();
-    const float *pb = b;
-    C[threadIdx.x] = a[threadIdx.x] + pb[threadIdx.x + 4] + c[threadIdx.x];  // BUG: b[32..35]
+    C[threadIdx.x] = a[threadIdx.x] + element(b, threadIdx.x + 4) + c[threadIdx.x];  // BUG: b[32..35]
 }
 extern "C" __global__ void smem_dynamic(const float *A, const float *B, float *C, int M, int N, int K) {
     extern __shared__ float buf[];
@@ -395,7 +408,9 @@ fn an_access_past_the_end_of_shared_memory_is_named() {
     };
     let launch = |entry: &str, block: [u32; 3]| {
         let (file, code) = match entry {
-            "smem_straddling_static" => ("tests/straddling.cu", STRADDLING),
+            "smem_straddling_static" | "smem_straddling_seen" => {
+                ("tests/straddling.cu", STRADDLING)
+            }
             _ => ("tests/out_of_bounds.cu", OUT_OF_BOUNDS),
         };
         gemm_launch(file, code, entry, [1, 1, 1], block, dims)
@@ -404,8 +419,8 @@ fn an_access_past_the_end_of_shared_memory_is_named() {
     let e = oob(launch("smem_past_static", [32, 1, 1]));
     assert!(
         e.contains(
-            "smem_past_static: tests/out_of_bounds.cu:4: index 2 is outside the array (of type \
-             'float [2]') it indexes, in `if (threadIdx.x <= 2) red[threadIdx.x] = A[threadIdx.x];`"
+            "smem_past_static: tests/out_of_bounds.cu:4: index 2 is outside the array `red` (of \
+             type 'float [2]'), in `if (threadIdx.x <= 2) red[threadIdx.x] = A[threadIdx.x];`"
         ) && e.contains("thread (2,0,0)"),
         "{e}"
     );
@@ -422,6 +437,15 @@ fn an_access_past_the_end_of_shared_memory_is_named() {
     assert!(
         e.starts_with("simulator: smem_straddling_static: reads ")
             && e.contains(" of __shared__ 'tile' (in smem_straddling_static), which has 24 bytes: out of bounds"),
+        "{e}"
+    );
+    let e = oob(launch("smem_straddling_seen", [6, 1, 1]));
+    assert!(
+        e.contains(
+            "smem_straddling_seen: tests/straddling.cu:17: a read of 'const struct float4' goes \
+             past the end of the array or variable its pointer points into, in `const float4 v \
+             = reinterpret_cast<const float4 *>(tile)[1];`"
+        ),
         "{e}"
     );
     // 64 threads store a float each: 256 bytes, right only when the launch gives them.

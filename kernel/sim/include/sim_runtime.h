@@ -1166,9 +1166,12 @@ SIM_UNINSTRUMENTED_INLINE bool race_cell(const Worker &w, const void *p, size_t 
 }
 
 // gcc's -fsanitize=bounds checks each index into an array whose size it knows (a local array,
-// a static __shared__ one, a member array); the module is built without the sanitizer's
-// runtime, and this is the handler its checks call. The layouts are those of gcc's and
-// clang's libubsan.
+// a static __shared__ one, a member array), and -fsanitize=object-size each access through a
+// pointer whose object it can see once the callee is inlined (a local array passed to a
+// __device__ function, a float4 cast over a float array); the module is built without the
+// sanitizer's runtime, and these are the handlers its checks call. The layouts are those of
+// gcc's and clang's libubsan. A report starts `FILE:LINE:COLUMN: `; the simulator's Rust side
+// quotes that line and names the array from the column.
 struct UbsanLocation {
     const char *file;
     unsigned line, column;
@@ -1181,6 +1184,12 @@ struct UbsanOutOfBounds {
     UbsanLocation loc;
     const UbsanType *array;
     const UbsanType *index;
+};
+struct UbsanTypeMismatch {
+    UbsanLocation loc;
+    const UbsanType *type;
+    unsigned char log_alignment;
+    unsigned char check_kind;  // 0 a load, 1 a store, others (member access, binding) an access
 };
 
 // The index a check passed, as the signed or unsigned integer of its type.
@@ -1199,13 +1208,27 @@ extern "C" SIM_UNINSTRUMENTED __attribute__((weak)) void __ubsan_handle_out_of_b
     const long long i = sim::ubsan_index(d->index, value);
     char index[32];
     snprintf(index, sizeof index, (d->index->info & 1) ? "%lld" : "%llu", i);
-    sim::fail("%s:%u: index %s is outside the array (of type %s) it indexes; a GPU reads or writes whatever "
+    sim::fail("%s:%u:%u: index %s is outside the array (of type %s) it indexes; a GPU reads or writes whatever "
               "lies there, another variable or nothing",
-              d->loc.file, d->loc.line, index, d->array->name);
+              d->loc.file, d->loc.line, d->loc.column, index, d->array->name);
 }
 
 extern "C" SIM_UNINSTRUMENTED __attribute__((weak)) void __ubsan_handle_out_of_bounds_abort(void *data, void *value) {
     __ubsan_handle_out_of_bounds(data, value);
+}
+
+// Called only for object-size: the module is built without the alignment and null checks
+// that share this handler.
+extern "C" SIM_UNINSTRUMENTED __attribute__((weak)) void __ubsan_handle_type_mismatch_v1(void *data, void *) {
+    const sim::UbsanTypeMismatch *d = (const sim::UbsanTypeMismatch *)data;
+    const char *what = d->check_kind == 0 ? "a read" : d->check_kind == 1 ? "a write" : "an access";
+    sim::fail("%s:%u:%u: %s of %s goes past the end of the array or variable its pointer points into; a GPU "
+              "reads or writes whatever lies there, another variable or nothing",
+              d->loc.file, d->loc.line, d->loc.column, what, d->type->name);
+}
+
+extern "C" SIM_UNINSTRUMENTED __attribute__((weak)) void __ubsan_handle_type_mismatch_v1_abort(void *data, void *ptr) {
+    __ubsan_handle_type_mismatch_v1(data, ptr);
 }
 
 namespace sim {

@@ -167,9 +167,11 @@ const FLAGS: &[&str] = &[
 ];
 
 /// A check of every index into an array whose size the compiler knows (local arrays, static
-/// `__shared__` ones), calling `sim_runtime.h`'s handler: the kernel is compiled with it, and
-/// linked without the sanitizer's runtime.
-const BOUNDS_FLAGS: &[&str] = &["-fsanitize=bounds"];
+/// `__shared__` ones), and of every access through a pointer into an object it can see once
+/// the callee is inlined (a local array passed to a `__device__` function), calling
+/// `sim_runtime.h`'s handlers: the kernel is compiled with them, and linked without the
+/// sanitizer's runtime.
+const BOUNDS_FLAGS: &[&str] = &["-fsanitize=bounds,object-size"];
 
 /// Instrumentation that calls `sim_traffic.h`'s hooks before every global access. gcc's
 /// ThreadSanitizer pass is used for its hooks only: the object is linked without its runtime.

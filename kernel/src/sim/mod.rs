@@ -15,6 +15,7 @@
 //! is set up and freed around it) and rebuild each warp's shared-memory instructions for the
 //! bank model (`sim_banks.h`).
 
+mod bounds_report;
 pub mod compile;
 mod fault;
 mod ffi;
@@ -193,42 +194,6 @@ fn env_value<T>(
         }),
         _ => Ok(None),
     }
-}
-
-/// The bounds check's report (`FILE:LINE: index 8 is outside the array (of type 'float [8]')
-/// it indexes; ...`) with the line it names quoted, where the source or the file on disk has
-/// it: the handler knows the array's type, not its name.
-fn quote_indexing(message: String, src: &CudaSource) -> String {
-    const CLAUSE: &str = " it indexes;";
-    let Some(at) = message
-        .find(": index ")
-        .filter(|_| message.contains(CLAUSE))
-    else {
-        return message;
-    };
-    let place = &message[..at];
-    let place = place.rsplit(": ").next().unwrap_or(place);
-    let Some((file, line)) = place
-        .rsplit_once(':')
-        .and_then(|(f, l)| Some((f, l.parse::<usize>().ok()?)))
-    else {
-        return message;
-    };
-    // The file as the user wrote it, where it is on disk (a user's kernel, whose source is
-    // the lab's unit around it); else an embedded source of that name.
-    let text = std::iter::once(std::path::PathBuf::from(file))
-        .chain(src.include_dirs.iter().map(|d| d.join(file)))
-        .find_map(|p| std::fs::read_to_string(p).ok())
-        .or_else(|| (*src.file == *file).then(|| src.code.to_string()));
-    let Some(quoted) = text
-        .as_deref()
-        .and_then(|t| t.lines().nth(line.checked_sub(1)?))
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && l.len() <= 160)
-    else {
-        return message;
-    };
-    message.replacen(CLAUSE, &format!(" it indexes, in `{quoted}`;"), 1)
 }
 
 /// `300`, `0.5`, `0.000001`: whole seconds, or the digits a limit under a second needs not to
@@ -1061,7 +1026,10 @@ impl<'a> SimRun<'a> {
             Some(res) if res.code == SIM_FAULT => {
                 Err(DeviceError::Sim(self.describe_fault(l, &res)))
             }
-            Some(res) => Err(DeviceError::Sim(quote_indexing(res.message(), &l.source))),
+            Some(res) => Err(DeviceError::Sim(bounds_report::explain(
+                res.message(),
+                &l.source,
+            ))),
         }
     }
 
