@@ -616,14 +616,29 @@ pub struct IsolationArgs {
 }
 
 impl IsolationArgs {
-    /// Sets the process's [`Policy`] from these flags.
+    /// Sets the process's [`Policy`] from these flags, for a run on a device of `kind`; says
+    /// so when `--row-timeout` can limit no row of it (no row runs in a child).
     pub fn apply(
         &self,
+        kind: DeviceKind,
         config: Option<PathBuf>,
         user_kernels: &[String],
         user_ids: Vec<String>,
         sim_blocks: Option<usize>,
     ) {
+        let none_isolated = !self.isolate
+            && match kind {
+                DeviceKind::Cuda => false,
+                DeviceKind::Sim => user_ids.is_empty(),
+                DeviceKind::Cpu => true,
+            };
+        if self.row_timeout.is_some() && none_isolated {
+            println!(
+                "--row-timeout: no row of this run has a process of its own to limit (on the \
+                 CPU, and for the lab's rungs in the simulator, only --isolate gives one), so \
+                 it limits none"
+            );
+        }
         set_policy(Some(Policy {
             all_rows: self.isolate,
             timeout: self.row_timeout.unwrap_or(DEFAULT_TIMEOUT),

@@ -232,6 +232,30 @@ fn check_takes_workload_sizes_and_kernels_like_run() {
         "{t}"
     );
     assert!(t.contains("gemm 5x5x5: listed twice; runs once"), "{t}");
+    // A time limit for rows that no child process runs is said to limit nothing; with
+    // --isolate each row has its process, and the limit holds.
+    let limited = |isolate: bool| {
+        let mut args = vec![
+            "check",
+            "--device",
+            "cpu",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "5",
+        ];
+        args.extend(["--kernels", "gemm-naive", "--row-timeout", "30"]);
+        if isolate {
+            args.push("--isolate");
+        }
+        let o = harness(&args);
+        let t = text(&o);
+        assert!(o.status.success() && t.contains("pass  gemm-naive "), "{t}");
+        t
+    };
+    let note = "--row-timeout: no row of this run has a process of its own to limit";
+    assert!(limited(false).contains(note));
+    assert!(!limited(true).contains(note));
 }
 
 /// A run of kernels named with `--kernels` covers their workloads alone: `--sizes 64` is not

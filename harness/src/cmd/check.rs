@@ -44,7 +44,13 @@ pub fn run(args: &Args) -> Outcome {
         (false, _) => user_kernel::load_all(&specs, &selection.workload, Some(dev.info()))?,
     };
     let user_ids = users.iter().map(|u| u.id().to_string()).collect();
-    isolation.apply(common.config.clone(), &[], user_ids, common.sim_blocks());
+    isolation.apply(
+        dev.kind(),
+        common.config.clone(),
+        &[],
+        user_ids,
+        common.sim_blocks(),
+    );
     let all = tune::lab_kernels(dev.info(), &LabDir::locate());
     let mut kernels = registry::select(&all, &common.kernels)?;
     kernels.extend(users.iter().map(|u| u as &dyn Kernel));

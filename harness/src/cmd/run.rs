@@ -68,7 +68,13 @@ pub fn run(args: &Args) -> Outcome {
     let in_sim = dev.kind() != DeviceKind::Cuda;
     let users = user_kernel::load_all(&specs, &selection.workload, Some(dev.info()))?;
     let user_ids = users.iter().map(|u| u.id().to_string()).collect();
-    isolation.apply(common.config.clone(), user, user_ids, common.sim_blocks());
+    isolation.apply(
+        dev.kind(),
+        common.config.clone(),
+        user,
+        user_ids,
+        common.sim_blocks(),
+    );
     let all = tune::lab_kernels(dev.info(), &lab_dir);
     let named = !common.kernels.is_empty();
     let lab = user_kernel::run::lab_kernels(&all, &common.kernels, &users)?;
