@@ -2509,7 +2509,7 @@ fn an_index_past_a_local_array_of_a_users_kernel_is_shown_at_its_line() {
     assert_eq!(code, Some(1), "{text}");
     assert!(
         text.contains(&format!(
-            "{}:5: index 4 is outside the array (of type 'float [4]') it indexes, in \
+            "{}:5: index 4 is outside the array `w` (of type 'float [4]'), in \
              `if (i < M * N) Y[i] = w[i % 5] + 1;  // BUG: i % 5 reaches 4`",
             file.display()
         )),

@@ -52,6 +52,11 @@ fn metrics() -> Result<&'static Metrics> {
         .ok_or_else(|| anyhow!("the embedded chart font could not be loaded"))
 }
 
+/// The embedded font, for the PNG backend's text.
+pub(crate) fn font() -> Result<&'static FontRef<'static>> {
+    metrics().map(|m| &m.font)
+}
+
 /// Width of `s` at `size` (plotters' font size), pixels: the wider of the PNG (ab_glyph scales
 /// ascent to descent to `size`) and the SVG (its viewer's em is `size / 1.24`).
 pub fn text_width(s: &str, size: f64) -> f64 {

@@ -11,6 +11,7 @@ pub(crate) mod canvas;
 pub(crate) mod header;
 pub(crate) mod intensity;
 pub(crate) mod network;
+pub(crate) mod raster;
 pub(crate) mod roofline;
 pub(crate) mod sweep;
 #[cfg(test)]
@@ -52,7 +53,7 @@ pub(crate) fn save(chart: &impl Chart, dir: &Path, stem: &str) -> Result<Vec<Pat
     let png_path = dir.join(format!("{stem}.png"));
     crate::output::write_atomic(&svg_path, svg(chart)?.0)?;
     crate::output::replace_with(&png_path, |tmp| {
-        let root = BitMapBackend::new(tmp, chart.size()).into_drawing_area();
+        let root = raster::GlyphBitmap(BitMapBackend::new(tmp, chart.size())).into_drawing_area();
         chart.draw(&root)?;
         root.present().drawn()
     })?;
