@@ -2472,7 +2472,7 @@ fn a_grid_sync_kernel_needs_its_cooperative_launch_and_every_block_at_the_barrie
 }
 
 #[test]
-fn an_index_past_a_local_array_of_a_users_kernel_is_shown_at_its_line() {
+fn an_access_past_a_local_array_of_a_users_kernel_is_shown_at_its_line() {
     let dir = scratch_dir("local-array");
     let file = dir.join("window.cu");
     std::fs::write(
@@ -2513,6 +2513,60 @@ fn an_index_past_a_local_array_of_a_users_kernel_is_shown_at_its_line() {
              `if (i < M * N) Y[i] = w[i % 5] + 1;  // BUG: i % 5 reaches 4`",
             file.display()
         )),
+        "{text}"
+    );
+    // Through a helper's pointer: the array's size is known once the call is inlined.
+    let file = dir.join("window2.cu");
+    std::fs::write(
+        &file,
+        "template <int REPS, int WIDTH>\n\
+         __device__ void load(float vals[REPS][WIDTH], const float *x, int i, int n) {\n\
+         \x20   for (int r = 0; r < REPS; ++r)\n\
+         \x20       for (int c = 0; c < WIDTH; ++c) vals[r][c] = x[(i + r * WIDTH + c) % n];\n\
+         }\n\
+         __global__ void sum4(const float *X, float *Y, int M, int N) {\n\
+         \x20   constexpr int REPS = 1, WIDTH = 4, LANES = 2;\n\
+         \x20   int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20   float vals[REPS][WIDTH];\n\
+         \x20   load<LANES, WIDTH>(vals, X, i, M * N);  // BUG: REPS rows, not LANES\n\
+         \x20   if (i < M * N) Y[i] = vals[0][0] + vals[0][1] + vals[0][2] + vals[0][3];\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:sum4,block=256,grid=cdiv(M*N,256),args=(X,Y,M,N)",
+        file.display()
+    );
+    let out = dir.join("run2");
+    let (code, text) = harness_code(
+        &[
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "eltwise",
+            "--sizes",
+            "4x8",
+            "--kernel",
+            &spec,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(
+        text.contains(&format!(
+            "{}:4: a write of 'float' goes past the end of the array or variable its pointer \
+             points into, in `for (int c = 0; c < WIDTH; ++c) vals[r][c] = x[(i + r * WIDTH + \
+             c) % n];`",
+            file.display()
+        )),
+        "{text}"
+    );
+    // The flat grid tiles M*N, not M and N each.
+    assert!(
+        text.contains("M*N = 32 is not a multiple of 256 (grid x = cdiv(M*N,256))"),
         "{text}"
     );
     std::fs::remove_dir_all(&dir).unwrap();

@@ -11,7 +11,8 @@ use kernel::Shape;
 /// A dimension that is not a whole number of tiles.
 #[derive(Clone, Debug, PartialEq)]
 struct Tail {
-    dim: &'static str,
+    /// A dimension, or the product of those an expression tiles together (`M*N`).
+    dim: String,
     value: usize,
     tile: usize,
     /// Where the tile comes from: `grid x = cdiv(N,64)`.
@@ -52,6 +53,88 @@ fn output_axes(shape: &Shape) -> (&'static str, &'static str) {
     }
 }
 
+/// Whether `e` changes with `dim`, the other dimensions held at `vars`'.
+fn depends_on(e: &Expr, dim: &str, vars: &[(&'static str, usize)]) -> bool {
+    let at = |v: usize| {
+        let with: Vec<(&str, usize)> = vars
+            .iter()
+            .map(|&(n, x)| (n, if n == dim { v } else { x }))
+            .collect();
+        e.eval(&with).ok()
+    };
+    at(1) != at(4096)
+}
+
+/// The tile `t` when `e` is `cdiv(product of dims, t)`: a flat grid such as `cdiv(M*N,256)`
+/// tiles M*N by 256, not M by 32 and N by 64 at the shape's other dimension.
+fn product_tile(
+    e: &Expr,
+    dims: &[(&'static str, usize)],
+    vars: &[(&'static str, usize)],
+) -> Option<usize> {
+    let with = |values: &[usize]| -> Vec<(&'static str, usize)> {
+        vars.iter()
+            .map(|&(n, x)| match dims.iter().position(|(d, _)| *d == n) {
+                Some(i) => (n, values[i]),
+                None => (n, x),
+            })
+            .collect()
+    };
+    let mut ones = vec![1; dims.len()];
+    ones[0] = dims[0].1;
+    let tile = tile_of(e, dims[0].0, &with(&ones))?;
+    let shape: Vec<usize> = dims.iter().map(|d| d.1).collect();
+    let samples = [
+        shape,
+        vec![3; dims.len()],
+        vec![17; dims.len()],
+        vec![64; dims.len()],
+    ];
+    samples
+        .iter()
+        .all(|values| {
+            let product: usize = values.iter().product();
+            e.eval(&with(values)).ok() == Some(product.div_ceil(tile) as i64)
+        })
+        .then_some(tile)
+}
+
+/// The tails of one expression: of the product of the dimensions it tiles together, or of
+/// each dimension it tiles.
+fn expr_tails(
+    e: &Expr,
+    from: String,
+    dims: &[(&'static str, usize)],
+    vars: &[(&'static str, usize)],
+) -> Vec<Tail> {
+    let involved: Vec<(&'static str, usize)> = dims
+        .iter()
+        .copied()
+        .filter(|(d, _)| depends_on(e, d, vars))
+        .collect();
+    if involved.len() >= 2
+        && let Some(tile) = product_tile(e, &involved, vars)
+    {
+        let names: Vec<&str> = involved.iter().map(|d| d.0).collect();
+        return vec![Tail {
+            dim: names.join("*"),
+            value: involved.iter().map(|d| d.1).product(),
+            tile,
+            from,
+        }];
+    }
+    dims.iter()
+        .filter_map(|&(dim, value)| {
+            tile_of(e, dim, vars).map(|tile| Tail {
+                dim: dim.to_string(),
+                value,
+                tile,
+                from: from.clone(),
+            })
+        })
+        .collect()
+}
+
 /// Every tiled dimension of `shape` with a tail, from the grid and the integer arguments.
 fn tails(grid: &Grid, args: &[&Expr], shape: &Shape, vars: &[(&'static str, usize)]) -> Vec<Tail> {
     let value = |d: &str| vars.iter().find(|(n, _)| *n == d).map(|(_, v)| *v);
@@ -74,7 +157,7 @@ fn tails(grid: &Grid, args: &[&Expr], shape: &Shape, vars: &[(&'static str, usiz
                 for (dim, tile) in [(rows, tr), (cols, tc)] {
                     if let Some(v) = value(dim) {
                         push(Tail {
-                            dim,
+                            dim: dim.to_string(),
                             value: v,
                             tile,
                             from: format!("grid=tile:{tr}x{tc}"),
@@ -85,31 +168,17 @@ fn tails(grid: &Grid, args: &[&Expr], shape: &Shape, vars: &[(&'static str, usiz
         }
         Grid::Exprs(exprs) => {
             for (axis, e) in exprs.iter().enumerate() {
-                for &(dim, v) in &dims {
-                    if let Some(tile) = tile_of(e, dim, vars) {
-                        let from = format!("grid {} = {e}", ["x", "y", "z"][axis]);
-                        push(Tail {
-                            dim,
-                            value: v,
-                            tile,
-                            from,
-                        });
-                    }
-                }
+                let from = format!("grid {} = {e}", ["x", "y", "z"][axis]);
+                expr_tails(e, from, &dims, vars)
+                    .into_iter()
+                    .for_each(&mut push);
             }
         }
     }
     for e in args {
-        for &(dim, v) in &dims {
-            if let Some(tile) = tile_of(e, dim, vars) {
-                push(Tail {
-                    dim,
-                    value: v,
-                    tile,
-                    from: format!("args: {e}"),
-                });
-            }
-        }
+        expr_tails(e, format!("args: {e}"), &dims, vars)
+            .into_iter()
+            .for_each(&mut push);
     }
     out
 }
@@ -301,6 +370,32 @@ mod tests {
         assert_eq!(
             tail_hint(&grid, &[], &all_round, &vars(&all_round), Some(0)),
             None
+        );
+    }
+
+    #[test]
+    fn a_flat_grid_tiles_the_product_of_its_dimensions() {
+        let shape = Shape::Eltwise { m: 4, n: 8 };
+        let flat = |e: &str| Grid::Exprs(vec![Expr::parse(e).unwrap()]);
+        let hint = tail_hint(&flat("cdiv(M*N,256)"), &[], &shape, &vars(&shape), None).unwrap();
+        assert_eq!(
+            hint,
+            "M*N = 32 is not a multiple of 256 (grid x = cdiv(M*N,256)): a kernel that assumes \
+             divisible sizes fails in the last, partial tiles"
+        );
+        let whole = Shape::Eltwise { m: 32, n: 8 };
+        assert_eq!(
+            tail_hint(&flat("cdiv(M*N,256)"), &[], &whole, &vars(&whole), None),
+            None
+        );
+        // Not a product: each dimension's own tile.
+        let grid = flat("cdiv(N,32) + cdiv(M,4)");
+        let odd = Shape::Eltwise { m: 6, n: 40 };
+        let hint = tail_hint(&grid, &[], &odd, &vars(&odd), None).unwrap();
+        assert!(
+            hint.contains("N = 40 is not a multiple of 32")
+                && hint.contains("M = 6 is not a multiple of 4"),
+            "{hint}"
         );
     }
 
