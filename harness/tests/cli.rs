@@ -415,7 +415,7 @@ fn list_shows_the_ladder_in_order() {
 
 #[test]
 fn bad_input_is_refused_clearly() {
-    let cases: [(&[&str], &str); 17] = [
+    let cases: [(&[&str], &str); 18] = [
         (
             &["inspect", "--include", "/no-such-folder", "Cargo.toml"],
             "--include /no-such-folder: no such folder",
@@ -455,6 +455,11 @@ fn bad_input_is_refused_clearly() {
             "--sizes: \"bogus\" reads as a shape of none of this run's workloads",
         ),
         (&["run", "--device", "tpu"], "valid devices: cpu, cuda, sim"),
+        // The figures go where the README and walkthroughs are; the ladder pages alone move.
+        (
+            &["docs", "--figures", "--out", "/tmp/elsewhere"],
+            "the argument '--figures' cannot be used with '--out <OUT>'",
+        ),
         (
             &["explain", "gemm-tiled", "--against", "conv-direct"],
             "gemm-tiled is a rung of gemm, and conv-direct of conv: set it beside a rung of gemm",
@@ -954,4 +959,57 @@ fn a_sampled_simulator_run_says_what_it_checked() {
     let o = harness(&["check", "--device", "cpu", "--sim-blocks", "4"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("add --device sim"), "{}", text(&o));
+}
+
+/// What a run in the simulator will not do is said before it starts: time peers, or finish a
+/// large shape quickly.
+#[test]
+fn a_simulator_run_says_what_it_will_not_do() {
+    let out = temp_dir("sim-notes");
+    let peers = format!(
+        "{}/../results/nvidia-h200/logs/4-peers.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let o = harness(&[
+        "run",
+        "--device",
+        "sim",
+        "--workload",
+        "softmax",
+        "--sizes",
+        "8x16",
+        "--kernels",
+        "softmax-naive",
+        "--peers",
+        &peers,
+        "--out",
+        out.join("peers").to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert!(o.status.success(), "{t}");
+    assert!(
+        t.contains("--peers: the simulator times nothing, so no peer rows join its run"),
+        "{t}"
+    );
+    // cuBLAS is not simulated: the row is skipped, and the shape's size is still said.
+    let o = harness(&[
+        "run",
+        "--device",
+        "sim",
+        "--workload",
+        "gemm",
+        "--sizes",
+        "1100",
+        "--kernels",
+        "cublas-sgemm",
+        "--out",
+        out.join("large").to_str().unwrap(),
+    ]);
+    let t = text(&o);
+    assert!(
+        t.contains("gemm 1100x1100x1100: 2.7 GFLOP is large for the simulator")
+            && t.contains("--sim-blocks N"),
+        "{t}"
+    );
+    std::fs::remove_dir_all(&out).unwrap();
 }

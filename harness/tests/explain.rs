@@ -686,4 +686,20 @@ fn the_measured_rows_come_from_the_latest_run_that_has_them() {
         "{out}"
     );
     std::fs::remove_dir_all(&lab).unwrap();
+    // A latest run that does not read is said, not taken for no run at all.
+    let broken = lab.join("runs").join("latest");
+    std::fs::create_dir_all(&broken).unwrap();
+    std::fs::write(broken.join("results.json"), "{ not json").unwrap();
+    let o = Command::new(bin)
+        .env("LAB_DIR", &lab)
+        .args(["explain", "gemm-tiled"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "{err}");
+    assert!(
+        err.contains("note: the lab's latest run does not read, so no figures: "),
+        "{err}"
+    );
+    std::fs::remove_dir_all(&lab).unwrap();
 }
