@@ -2491,9 +2491,9 @@ fn an_access_past_a_local_array_of_a_users_kernel_is_shown_at_its_line() {
         "{}:add1,block=256,grid=cdiv(M*N,256),args=(X,Y,M,N)",
         file.display()
     );
-    let out = dir.join("run");
-    let (code, text) = harness_code(
-        &[
+    let run = |spec: &str, out: &str| {
+        let out = dir.join(out);
+        let args = [
             "run",
             "--device",
             "sim",
@@ -2501,13 +2501,17 @@ fn an_access_past_a_local_array_of_a_users_kernel_is_shown_at_its_line() {
             "eltwise",
             "--sizes",
             "4x8",
-            "--kernel",
-            &spec,
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-    );
+        ];
+        harness_code(
+            &[
+                &args[..],
+                &["--kernel", spec, "--out", out.to_str().unwrap()],
+            ]
+            .concat(),
+            &[],
+        )
+    };
+    let (code, text) = run(&spec, "run");
     assert_eq!(code, Some(1), "{text}");
     assert!(
         text.contains(&format!(
@@ -2520,23 +2524,7 @@ fn an_access_past_a_local_array_of_a_users_kernel_is_shown_at_its_line() {
     // Through a helper's pointer: the array's size is known once the call is inlined
     // (the example the guide shows).
     let spec = "examples/window_overrun.cu:sum4,block=256,grid=cdiv(M*N,256),args=(X,Y,M,N)";
-    let out = dir.join("run2");
-    let (code, text) = harness_code(
-        &[
-            "run",
-            "--device",
-            "sim",
-            "--workload",
-            "eltwise",
-            "--sizes",
-            "4x8",
-            "--kernel",
-            spec,
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        &[],
-    );
+    let (code, text) = run(spec, "run2");
     assert_eq!(code, Some(1), "{text}");
     assert!(
         text.contains(

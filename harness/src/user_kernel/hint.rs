@@ -23,13 +23,7 @@ struct Tail {
 /// every `t` of `dim` (as `cdiv(dim, t)` or `(dim + t - 1) / t` do), holding the other
 /// dimensions at `shape`'s.
 fn tile_of(e: &Expr, dim: &'static str, vars: &[(&'static str, usize)]) -> Option<usize> {
-    let at = |v: usize| {
-        let with: Vec<(&str, usize)> = vars
-            .iter()
-            .map(|&(n, x)| (n, if n == dim { v } else { x }))
-            .collect();
-        e.eval(&with).ok()
-    };
+    let at = |v: usize| eval_at(e, dim, v, vars);
     let first = at(1)?;
     let tile = (2..=4096).find(|&v| at(v) != Some(first))? - 1;
     let steps = (1..=4 * tile).all(|v| at(v) == Some(first + (v.div_ceil(tile) as i64 - 1)));
@@ -53,16 +47,18 @@ fn output_axes(shape: &Shape) -> (&'static str, &'static str) {
     }
 }
 
+/// `e` with `dim` at `v` and the other dimensions at `vars`'.
+fn eval_at(e: &Expr, dim: &str, v: usize, vars: &[(&'static str, usize)]) -> Option<i64> {
+    let with: Vec<(&str, usize)> = vars
+        .iter()
+        .map(|&(n, x)| (n, if n == dim { v } else { x }))
+        .collect();
+    e.eval(&with).ok()
+}
+
 /// Whether `e` changes with `dim`, the other dimensions held at `vars`'.
 fn depends_on(e: &Expr, dim: &str, vars: &[(&'static str, usize)]) -> bool {
-    let at = |v: usize| {
-        let with: Vec<(&str, usize)> = vars
-            .iter()
-            .map(|&(n, x)| (n, if n == dim { v } else { x }))
-            .collect();
-        e.eval(&with).ok()
-    };
-    at(1) != at(4096)
+    eval_at(e, dim, 1, vars) != eval_at(e, dim, 4096, vars)
 }
 
 /// The tile `t` when `e` is `cdiv(product of dims, t)`: a flat grid such as `cdiv(M*N,256)`
