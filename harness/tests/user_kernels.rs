@@ -2528,9 +2528,9 @@ fn an_access_past_a_local_array_of_a_users_kernel_is_shown_at_its_line() {
     assert_eq!(code, Some(1), "{text}");
     assert!(
         text.contains(
-            "examples/window_overrun.cu:12: a write of 'float' goes past the end of the array or \
-             variable its pointer points into, in `for (int c = 0; c < WIDTH; ++c) vals[r][c] = \
-             x[(i + r * WIDTH + c) % n];`"
+            "examples/window_overrun.cu:12: a write of 'float' to `vals[r][c]` goes past the end \
+             of the array or variable its pointer points into, in `for (int c = 0; c < WIDTH; \
+             ++c) vals[r][c] = x[(i + r * WIDTH + c) % n];`"
         ),
         "{text}"
     );

@@ -335,8 +335,9 @@ fn a_write_past_a_local_array_through_a_pointer_is_reported_at_its_line() {
     assert_eq!(y[5], x[0][0] + x[0][3]);
     let msg = sim_error(run(plan(1), shape, &x));
     for want in [
-        "through: tests/inline.cu:3: a write of 'float' goes past the end of the array or \
-         variable its pointer points into, in `for (int k = 0; k < count; ++k) vals[k] = x[k];`",
+        "through: tests/inline.cu:3: a write of 'float' to `vals[k]` goes past the end of the \
+         array or variable its pointer points into, in `for (int k = 0; k < count; ++k) vals[k] \
+         = x[k];`",
         "thread (5,0,0)",
     ] {
         assert!(msg.contains(want), "{want:?} missing from: {msg}");

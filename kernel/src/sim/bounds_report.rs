@@ -2,7 +2,8 @@
 //! check failed (`FILE:LINE:COLUMN`) and the array's type, not its name; the source does. A
 //! report comes back with the column dropped, the line quoted and, for an index, the array
 //! named from the expression that ends at that column (gcc places an index check on the `]`
-//! that closes it).
+//! that closes it); for a write through a pointer, what it writes to (the check is placed on
+//! the assignment's `=`).
 
 use crate::plan::CudaSource;
 
@@ -46,6 +47,15 @@ pub(super) fn explain(message: String, src: &CudaSource) -> String {
         return located;
     };
     if clause == POINTER_CLAUSE {
+        // A write is placed on its `=`: the expression before it is what was written.
+        let located = match assigned_to(&quoted, column) {
+            Some(target) if message[at..].starts_with(": a write of ") => located.replacen(
+                " goes past the end",
+                &format!(" to `{target}` goes past the end"),
+                1,
+            ),
+            _ => located,
+        };
         return located.replacen(clause, &format!(" points into, in `{}`;", quoted.trim()), 1);
     }
     match indexed_array(&quoted, column) {
@@ -83,7 +93,34 @@ fn indexed_array(line: &str, column: usize) -> Option<&str> {
         return None;
     }
     let open = matching_open(bytes, close)?;
-    let mut start = open;
+    let array = line[expression_start(bytes, open)?..open].trim();
+    (!array.is_empty()).then_some(array)
+}
+
+/// What the plain assignment whose `=` is at `column` writes to: `vals[r][c]` in
+/// `vals[r][c] = x[k];`. None for another operator (`==`, `<=`, `+=`) or a target that is not
+/// a name with its members and subscripts (`*p`, a cast).
+fn assigned_to(line: &str, column: usize) -> Option<&str> {
+    let bytes = line.as_bytes();
+    let eq = column.checked_sub(1)?;
+    if bytes.get(eq) != Some(&b'=') || bytes.get(eq + 1) == Some(&b'=') {
+        return None;
+    }
+    let end = line[..eq].trim_end().len();
+    if end == 0 || !matches!(bytes[end - 1], b']' | b'_' | b'a'..=b'z' | b'A'..=b'Z' | b'0'..=b'9')
+    {
+        return None;
+    }
+    let start = expression_start(bytes, end)?;
+    let target = &line[start..end];
+    let first = target.bytes().next()?;
+    (first.is_ascii_alphabetic() || first == b'_').then_some(target)
+}
+
+/// Where the postfix expression ending just before `end` starts: names joined by `.`, `->`
+/// and `::`, with their subscripts and calls.
+fn expression_start(bytes: &[u8], end: usize) -> Option<usize> {
+    let mut start = end;
     while start > 0 {
         let prev = bytes[start - 1];
         start = if prev.is_ascii_alphanumeric() || prev == b'_' || prev == b'.' {
@@ -96,8 +133,7 @@ fn indexed_array(line: &str, column: usize) -> Option<&str> {
             break;
         };
     }
-    let array = line[start..open].trim();
-    (!array.is_empty()).then_some(array)
+    Some(start)
 }
 
 /// The `[` or `(` that the bracket at `close` closes.
@@ -150,6 +186,25 @@ mod tests {
     }
 
     #[test]
+    fn a_write_is_named_from_the_assignment_at_the_column() {
+        let at = |line: &str, sub: &str| line.find(sub).unwrap() + 1;
+        let line = "    for (int c = 0; c < 4; ++c) vals[r][c] = x[r * 4 + c];";
+        assert_eq!(assigned_to(line, at(line, "= x")), Some("vals[r][c]"));
+        let line = "o.acc[i] = 0; p->v = 1;";
+        assert_eq!(assigned_to(line, at(line, "= 0")), Some("o.acc[i]"));
+        assert_eq!(assigned_to(line, at(line, "= 1")), Some("p->v"));
+        // Not a plain assignment, or not a name: nothing is named.
+        for (line, sub) in [
+            ("if (a == b) c = d;", "== b"),
+            ("a += b;", "= b"),
+            ("*reinterpret_cast<int4 *>(&r[i]) = v;", "= v"),
+            ("x = y;", "x"),
+        ] {
+            assert_eq!(assigned_to(line, at(line, sub)), None, "{line}");
+        }
+    }
+
+    #[test]
     fn a_report_loses_its_column_and_quotes_its_line() {
         let src = CudaSource::embedded(
             "k.cu",
@@ -185,8 +240,8 @@ mod tests {
         assert_eq!(
             explain(pointer, &src),
             format!(
-                "k: k.cu:3: a write of 'float' goes past the end of the array or variable its \
-                 pointer points into, in `y[0] = w[threadIdx.x % 5];`{tail}"
+                "k: k.cu:3: a write of 'float' to `y[0]` goes past the end of the array or \
+                 variable its pointer points into, in `y[0] = w[threadIdx.x % 5];`{tail}"
             )
         );
         // A file the simulator cannot read: the location alone, without its column.
