@@ -1455,6 +1455,210 @@ fn a_causal_shape_for_a_kernel_told_nothing_of_it_says_so() {
     );
 }
 
+/// Spellings of a public collection of learning kernels, each of which once stopped its file
+/// from compiling or its row from running: device functions marked by macros of a header
+/// (`#define HOST_DEVICE_INLINE __device__ __host__ inline`), `static __shared__` in a device
+/// function, `cp.async` from the address of an element of a `__restrict__` operand in a
+/// template kernel, `<cuda_fp8.h>`, glibc's `M_SQRT2` without `<math.h>`, inline PTX the
+/// simulator does not run in a macro and a helper no kernel calls, and `stmatrix` behind an
+/// architecture conditional in a template never instantiated (which leaves the file for every
+/// GPU, sm_80 included).
+#[test]
+fn spellings_of_public_learning_kernels_compile_and_run() {
+    let dir = scratch_dir("public-spellings");
+    std::fs::write(
+        dir.join("utils.h"),
+        "#pragma once\n#include <cuda_fp8.h>\n\
+         #define HOST_DEVICE_INLINE __device__ __host__ inline\n\
+         #define DEVICE_INLINE __device__ inline\n\
+         #define CP_ASYNC_BULK_WAIT_ALL() asm volatile(\"cp.async.bulk.wait_all;\\n\" ::)\n\
+         HOST_DEVICE_INLINE\nint div_ceil(int a, int b) { return (a + b - 1) / b; }\n\
+         DEVICE_INLINE unsigned active() { unsigned m; asm volatile(\"activemask.b32 %0;\" : \"=r\"(m)); return m; }\n\
+         template <int R> DEVICE_INLINE float (*tile_a())[16] {\n\
+         \x20 static __shared__ float t[R][16];\n  return t;\n}\n\
+         template <int R> __device__ inline float (*tile_b())[16] {\n\
+         \x20 __shared__ static float t[R][16];\n  return t;\n}\n\
+         template <int N> __device__ void store_fragments(unsigned short *s) {\n\
+         #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)\n\
+         \x20 unsigned a = (unsigned)__cvta_generic_to_shared(s);\n\
+         \x20 asm volatile(\"stmatrix.sync.aligned.x1.m8n8.shared.b16 [%0], {%1};\\n\" :: \"r\"(a), \"r\"(0u));\n\
+         #endif\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("gemm.cu"),
+        "#include <cuda_runtime.h>\n#include \"utils.h\"\n\
+         template <int BK>\n\
+         __global__ void gemm(const float *__restrict__ A, const float *__restrict__ B,\n\
+         \x20                    float *__restrict__ C, int M, int N, int K) {\n\
+         \x20 static_assert(sizeof(__nv_fp8_e4m3) == 1, \"one byte\");\n\
+         \x20 float (*As)[16] = tile_a<16>(), (*Bs)[16] = tile_b<BK>();\n\
+         \x20 const int tx = threadIdx.x, ty = threadIdx.y;\n\
+         \x20 const int r = blockIdx.y * 16 + ty, c = blockIdx.x * 16 + tx;\n\
+         \x20 float acc = 0.f;\n\
+         \x20 for (int t = 0; t < div_ceil(K, BK); ++t) {\n\
+         \x20   const int ka = t * BK + tx, kb = t * BK + ty;\n\
+         \x20   const unsigned sa = (unsigned)__cvta_generic_to_shared(&As[ty][tx]);\n\
+         \x20   if (r < M && ka < K)\n\
+         \x20     asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4;\\n\" :: \"r\"(sa), \"l\"(&A[r * K + ka]));\n\
+         \x20   else\n      As[ty][tx] = 0.f;\n\
+         \x20   Bs[ty][tx] = kb < K && c < N ? B[kb * N + c] : 0.f;\n\
+         \x20   asm volatile(\"cp.async.wait_all;\\n\" ::);\n\
+         \x20   __syncthreads();\n\
+         \x20   for (int k = 0; k < BK; ++k) acc += As[ty][k] * Bs[k][tx];\n\
+         \x20   __syncthreads();\n\
+         \x20 }\n\
+         \x20 if (r < M && c < N) C[r * N + c] = acc * (float)(M_SQRT2 * M_SQRT1_2);\n\
+         }\n",
+    )
+    .unwrap();
+    let file = dir.join("gemm.cu");
+    let spec = format!("{}:gemm<16>,block=16x16,grid=tile:16x16", file.display());
+    let (ok, text) = sim_run("gemm", "100x37x129,64x64x64", &spec, &dir.join("run"));
+    assert!(ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 2, "{text}");
+    // NVRTC compiles the file for an A100 and an H100 alike.
+    let (ok, text) = harness(&["inspect", "--kernel", &format!("{spec},workload=gemm")]);
+    assert!(ok, "{text}");
+    for arch in ["sm_80", "sm_90"] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains("gemm<16>") && l.contains(arch)),
+            "{arch}: {text}"
+        );
+    }
+}
+
+/// A pipelined kernel that loads the next stage's fragments with ldmatrix on its last k-step
+/// too, never to use them, reads shared memory nothing wrote: no GPU cares, and the row passes.
+/// A fragment of such memory that is used carries the simulator's NaN fill into the output,
+/// which fails the row.
+#[test]
+fn a_discarded_fragment_of_an_unwritten_stage_passes_and_a_used_one_fails() {
+    let dir = scratch_dir("fragment-prefetch");
+    let code = "__global__ void prefetch(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+        \x20 __shared__ __align__(16) float sa[2][16][16], sb[16][16];\n\
+        \x20 const int tx = threadIdx.x, ty = threadIdx.y;\n\
+        \x20 const int r = blockIdx.y * 16 + ty, c = blockIdx.x * 16 + tx;\n\
+        \x20 float acc = 0.f;\n\
+        \x20 unsigned next = 0;\n\
+        \x20 for (int t = 0; t < K / 16; ++t) {\n\
+        \x20   const int s = t % 2;\n\
+        \x20   sa[s][ty][tx] = r < M ? A[r * K + t * 16 + tx] : 0.f;\n\
+        \x20   sb[ty][tx] = c < N ? B[(t * 16 + ty) * N + c] : 0.f;\n\
+        \x20   __syncthreads();\n\
+        \x20   for (int k = 0; k < 16; ++k) acc += sa[s][ty][k] * sb[k][tx];\n\
+        \x20   const unsigned row = (unsigned)__cvta_generic_to_shared(&sa[1 - s][(ty * 16 + tx) % 8][0]);\n\
+        \x20   asm volatile(\"ldmatrix.sync.aligned.x1.m8n8.shared.b16 {%0}, [%1];\" : \"=r\"(next) : \"r\"(row));\n\
+        \x20   __syncthreads();\n\
+        \x20 }\n\
+        \x20 if (r < M && c < N) C[r * N + c] = acc;\n\
+        }\n";
+    std::fs::write(dir.join("prefetch.cu"), code).unwrap();
+    let spec = format!(
+        "{}:prefetch,block=16x16,grid=tile:16x16",
+        dir.join("prefetch.cu").display()
+    );
+    // One k-tile: stage 1 is never written, and its fragment is dropped.
+    let (ok, text) = sim_run("gemm", "32x32x16,32x32x32", &spec, &dir.join("run"));
+    assert!(ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 2, "{text}");
+    let used = "#include <cuda_fp16.h>\n".to_string()
+        + &code.replace(
+            "C[r * N + c] = acc;",
+            "C[r * N + c] = acc + __half2float(__ushort_as_half((unsigned short)next)) * 0.f;",
+        );
+    std::fs::write(dir.join("used.cu"), used).unwrap();
+    let (ok, text) = sim_run(
+        "gemm",
+        "32x32x16",
+        &spec.replace("prefetch.cu", "used.cu"),
+        &dir.join("used"),
+    );
+    assert!(!ok, "{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.starts_with("  user ") && l.contains("NaN") && l.contains("fail")),
+        "{text}"
+    );
+}
+
+/// A 16-byte cp.async from the start of each row of A: aligned while K is a multiple of 4,
+/// and at K = 5 the message says which address is off its boundary, by how much, and which
+/// element of which buffer it is.
+#[test]
+fn a_misaligned_cp_async_names_the_address_its_buffer_and_element() {
+    let dir = scratch_dir("cp-async-align");
+    let code = "__global__ void rowcopy(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+        \x20 __shared__ __align__(16) float s[4];\n\
+        \x20 const int r = blockIdx.x;\n\
+        \x20 if (threadIdx.x == 0) {\n\
+        \x20   const unsigned dst = (unsigned)__cvta_generic_to_shared(s);\n\
+        \x20   asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16;\\n\" :: \"r\"(dst), \"l\"(&A[r * K]));\n\
+        \x20   asm volatile(\"cp.async.wait_all;\\n\" ::);\n\
+        \x20 }\n\
+        \x20 __syncthreads();\n\
+        \x20 for (int c = threadIdx.x; c < N; c += blockDim.x) {\n\
+        \x20   float acc = 0.f * s[0];\n\
+        \x20   for (int k = 0; k < K; ++k) acc += A[r * K + k] * B[k * N + c];\n\
+        \x20   C[r * N + c] = acc;\n\
+        \x20 }\n\
+        }\n";
+    std::fs::write(dir.join("rowcopy.cu"), code).unwrap();
+    let spec = format!(
+        "{}:rowcopy,block=32,grid=(M)",
+        dir.join("rowcopy.cu").display()
+    );
+    let (ok, text) = sim_run("gemm", "8x8x8,8x8x5", &spec, &dir.join("run"));
+    assert!(!ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 1, "{text}");
+    // Row r starts at element 5r, 4r bytes past a 16-byte boundary (mod 16).
+    let line = text
+        .lines()
+        .find(|l| l.contains("cp.async of 16 bytes: its global source 0x"))
+        .unwrap_or_else(|| panic!("{text}"));
+    let r = (1..8)
+        .find(|r| line.contains(&format!("(element {} of buffer 'A')", 5 * r)))
+        .unwrap_or_else(|| panic!("{line}"));
+    assert!(
+        line.contains(&format!("is {} bytes past a 16-byte boundary", 20 * r % 16))
+            && line.contains(&format!("of block ({r},0,0)")),
+        "{line}"
+    );
+}
+
+/// A layer normalization without the scale and shift (their scalars fixed in the kernel, as
+/// some public kernels have them) cannot match a reference that applies gamma and beta: the
+/// failure says which inputs the kernel is never given, in place of a tail hint.
+#[test]
+fn a_kernel_given_no_gamma_or_beta_is_told_the_reference_applies_them() {
+    let dir = scratch_dir("unread-inputs");
+    let code = "__global__ void plain_norm(const float *X, float *Y, int M, int N) {\n\
+        \x20 const int r = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20 if (r >= M) return;\n\
+        \x20 float mean = 0.f, var = 0.f;\n\
+        \x20 for (int c = 0; c < N; ++c) mean += X[r * N + c];\n\
+        \x20 mean /= N;\n\
+        \x20 for (int c = 0; c < N; ++c) var += (X[r * N + c] - mean) * (X[r * N + c] - mean);\n\
+        \x20 const float inv = rsqrtf(var / N + 1e-5f);\n\
+        \x20 for (int c = 0; c < N; ++c) Y[r * N + c] = (X[r * N + c] - mean) * inv;\n\
+        }\n";
+    std::fs::write(dir.join("norm.cu"), code).unwrap();
+    let spec = format!(
+        "{}:plain_norm,args=(X,Y,M,N),block=32,grid=cdiv(M,32)",
+        dir.join("norm.cu").display()
+    );
+    let (ok, text) = sim_run("layernorm", "37x100", &spec, &dir.join("run"));
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(
+            "the kernel is given no gamma or beta: the reference applies every input of the \
+             layernorm workload"
+        ) && !text.contains("not a multiple of 32"),
+        "{text}"
+    );
+}
+
 /// The guide's table of signatures lists every one the lab has, with its parameters in order.
 #[test]
 fn the_guide_lists_every_signature_with_its_parameters() {

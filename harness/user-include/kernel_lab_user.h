@@ -1,11 +1,13 @@
 // Included before a user's kernel file (the lab adds the line; it is not in the file). Names
 // that CUDA code takes for granted because nvcc's host headers bring them in: the <cstdint>
-// types, std::min and std::max, uint and friends, INFINITY and NAN. NVRTC has no host headers;
-// the <cstdint> and <algorithm> found here are the lab's stand-ins (the real ones in the
-// simulator, which is a host compiler).
+// types, std::min and std::max, uint and friends, INFINITY and NAN, and <math.h>'s M_PI and
+// M_SQRT2 (nvcc's cuda_runtime.h includes it). NVRTC has no host headers; the <cstdint>,
+// <algorithm> and <math.h> found here are the lab's stand-ins (the real ones in the simulator,
+// which is a host compiler).
 #pragma once
 #include <cstdint>
 #include <algorithm>
+#include <math.h>
 typedef unsigned int uint;
 typedef unsigned short ushort;
 typedef unsigned long ulong;
@@ -18,12 +20,6 @@ typedef unsigned long ulong;
 typedef struct alignas(64) CUtensorMap_st {
     unsigned long long opaque[16];
 } CUtensorMap;
-#endif
-#ifndef INFINITY
-#define INFINITY __int_as_float(0x7f800000)
-#endif
-#ifndef NAN
-#define NAN __int_as_float(0x7fffffff)
 #endif
 
 // Whether a kernel with parameters P... can be called with the lab's arguments A...: an

@@ -30,6 +30,9 @@ pub struct CudaSource {
     /// The architecture-specific target (`sm_90a`) the source is compiled for, alone: it uses
     /// instructions only that GPU family has (wgmma, TMA). `None`: any architecture.
     pub arch: Option<Text>,
+    /// With `arch`: whether other GPU families compile the source as asked too, because its
+    /// instructions of `arch`'s family alone stand behind `__CUDA_ARCH__` conditionals.
+    pub other_archs: bool,
     /// Entries launched through a C++ name rather than an `extern "C"` one: the name the plan's
     /// launches use, and the C++ name expression it stands for (`sgemm<128,128,8>`,
     /// `ns::kernel`). NVRTC instantiates each expression and a launch finds its mangled symbol
@@ -47,6 +50,7 @@ impl CudaSource {
             defines: Vec::new(),
             include_dirs: Vec::new(),
             arch: None,
+            other_archs: false,
             cxx_entries: Vec::new(),
         }
     }

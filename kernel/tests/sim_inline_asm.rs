@@ -940,6 +940,9 @@ fn an_if_inside_a_statement_runs_the_branch_the_preprocessor_picks() {
 
 // ---- Refused ----
 
+/// Each statement the simulator does not run fails the launch that reaches it as not
+/// simulated, naming the instruction, its line and why; the plan itself is not refused, so a
+/// helper no kernel calls costs nothing.
 #[test]
 fn inline_ptx_the_simulator_does_not_know_is_refused_naming_it() {
     const REFUSED: [(&str, &str, usize, &str); 8] = [
@@ -1029,10 +1032,15 @@ fn inline_ptx_the_simulator_does_not_know_is_refused_naming_it() {
                 args: kernel::gemm_args(1, 1, 1),
             },
         );
-        let msg = dev
-            .can_run(&PlanKernel::fp32(plan))
-            .unwrap_err()
-            .to_string();
+        let k = PlanKernel::fp32(plan);
+        assert!(dev.can_run(&k).is_ok(), "{instruction}");
+        let shape = Shape::gemm(1, 1, 1);
+        let data = vec![vec![1.0f32], vec![1.0f32]];
+        let mut p = dev.prepare(&k, &shape, &data).unwrap();
+        let msg = match p.run() {
+            Err(DeviceError::Unsupported(u)) => u.0,
+            other => panic!("{instruction}: {:?}", other.map(|_| ())),
+        };
         let head = format!("not simulated: user/refused.cu:{line}: inline PTX `{instruction}`: ");
         assert!(msg.starts_with(&head) && msg.contains(why), "{msg}");
     }

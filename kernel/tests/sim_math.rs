@@ -177,3 +177,159 @@ fn the_math_constants_are_the_toolkits() {
     assert_eq!(sim.lines().count(), names.len());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Thread b decodes the byte b in both FP8 formats; thread i < 64 also encodes VALUES[i] in
+/// both, saturating and not. out: [e4m3 decode x256, e5m2 decode x256, then per value the
+/// four encodings as floats].
+const FP8: &str = r#"
+#include <cuda_fp8.h>
+#define NV 20
+__device__ const float VALUES[NV] = {0.0f, -0.0f, 1.0f, -1.5f, 0.3f, 448.0f, 460.0f, 464.0f, 500.0f,
+                                      -1000.0f, 0.0009765625f, 0.001f, 0.0029296875f, 1e-9f, 57344.0f,
+                                      61440.0f, 70000.0f, 3.0e-5f, 1.0625f, 1.1875f};
+extern "C" __global__ void fp8(float *out) {
+    const int b = threadIdx.x;
+    __nv_fp8_e4m3 e4;
+    e4.__x = (__nv_fp8_storage_t)b;
+    __nv_fp8_e5m2 e5;
+    e5.__x = (__nv_fp8_storage_t)b;
+    out[b] = (float)e4;
+    out[256 + b] = (float)e5;
+    if (b < NV) {
+        const float x = VALUES[b];
+        out[512 + 4 * b] = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E4M3);
+        out[512 + 4 * b + 1] = __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E4M3);
+        out[512 + 4 * b + 2] = __nv_cvt_float_to_fp8(x, __NV_SATFINITE, __NV_E5M2);
+        out[512 + 4 * b + 3] = __nv_cvt_float_to_fp8(x, __NV_NOSAT, __NV_E5M2);
+    }
+}
+"#;
+
+const FP8_VALUES: [f32; 20] = [
+    0.0,
+    -0.0,
+    1.0,
+    -1.5,
+    0.3,
+    448.0,
+    460.0,
+    464.0,
+    500.0,
+    -1000.0,
+    0.000_976_562_5,
+    0.001,
+    0.002_929_687_5,
+    1e-9,
+    57344.0,
+    61440.0,
+    70000.0,
+    3.0e-5,
+    1.0625,
+    1.1875,
+];
+
+/// An FP8 byte's value by the formats' definitions (OCP 8-bit floating point): `mant`
+/// mantissa bits, exponent bias `bias`, and E4M3's lone NaN pattern or E5M2's IEEE top
+/// exponent.
+fn fp8_value(b: u8, mant: u32, bias: i32) -> f64 {
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let exp = i32::from((b & 0x7f) >> mant);
+    let m = f64::from(b & ((1 << mant) - 1));
+    let top = (1 << (7 - mant)) - 1;
+    if mant == 3 && b & 0x7f == 0x7f {
+        return f64::NAN;
+    }
+    if mant == 2 && exp == top {
+        return if m > 0.0 {
+            f64::NAN
+        } else {
+            sign * f64::INFINITY
+        };
+    }
+    let scale = 2f64.powi(1 - bias - mant as i32);
+    sign * if exp == 0 {
+        m * scale
+    } else {
+        (m + f64::from(1u32 << mant)) * 2f64.powi(exp - bias - mant as i32)
+    }
+}
+
+/// The byte nearest `x` among the format's finite values, ties to the even byte; past the
+/// largest (rounding to the value a step above it), the largest (`sat`) or E4M3's NaN and
+/// E5M2's infinity.
+fn fp8_nearest(x: f64, mant: u32, bias: i32, sat: bool) -> u8 {
+    let finite: Vec<(u8, f64)> = (0..=0x7fu8)
+        .map(|b| (b, fp8_value(b, mant, bias)))
+        .filter(|(_, v)| v.is_finite())
+        .collect();
+    let sign = if x.is_sign_negative() { 0x80 } else { 0 };
+    let a = x.abs();
+    let (top, largest) = *finite.last().unwrap();
+    let step = largest - finite[finite.len() - 2].1;
+    let tie = largest + step / 2.0;
+    if a > tie || (a == tie && top % 2 == 1) {
+        return sign
+            | match (sat, mant) {
+                (true, _) => top,
+                (false, 3) => 0x7f,
+                (false, _) => 0x7c,
+            };
+    }
+    let mut best = finite[0];
+    for &(b, v) in &finite {
+        let (d, db) = ((v - a).abs(), (best.1 - a).abs());
+        if d < db || (d == db && b % 2 == 0) {
+            best = (b, v);
+        }
+    }
+    sign | best.0
+}
+
+#[test]
+fn fp8_conversions_follow_the_formats() {
+    let src = CudaSource::embedded("tests/fp8.cu", FP8);
+    let plan = CudaPlan {
+        inputs: vec![Dtype::F32; 2],
+        steps: vec![Step::Kernel(Launch {
+            source: src.clone(),
+            entry: "fp8".into(),
+            grid: [1, 1, 1],
+            block: [256, 1, 1],
+            dynamic_smem: 0,
+            args: vec![Arg::Ptr(Buf::Output)],
+        })],
+        ..Default::default()
+    };
+    let shape = Shape::gemm(1, 512 + 4 * FP8_VALUES.len(), 1);
+    let dev = SimDevice::new().expect("the simulator needs a host C++ compiler");
+    let k = PlanKernel::fp32(plan);
+    let data = inputs(&shape, 3);
+    let mut p = dev.prepare(&k, &shape, &data).unwrap();
+    p.run().unwrap();
+    let out = p.output().unwrap();
+    for (format, mant, bias) in [(0, 3, 7), (1, 2, 15)] {
+        for b in 0..=255u8 {
+            let (got, want) = (
+                f64::from(out[format * 256 + b as usize]),
+                fp8_value(b, mant, bias),
+            );
+            assert!(
+                got == want || (got.is_nan() && want.is_nan()),
+                "format {format}, byte {b:#04x}: {got} against {want}"
+            );
+        }
+    }
+    for (i, &x) in FP8_VALUES.iter().enumerate() {
+        for (j, (mant, bias, sat)) in [(3, 7, true), (3, 7, false), (2, 15, true), (2, 15, false)]
+            .into_iter()
+            .enumerate()
+        {
+            let got = out[512 + 4 * i + j] as u32;
+            let want = u32::from(fp8_nearest(f64::from(x), mant, bias, sat));
+            assert_eq!(got, want, "{x} as e{}m{mant} (saturating: {sat})", 7 - mant);
+        }
+    }
+    if nvrtc::version().is_ok() {
+        nvrtc::compile(&src, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+    }
+}

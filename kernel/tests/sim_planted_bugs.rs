@@ -999,8 +999,8 @@ fn gpu_only_kernels_inline_ptx_and_cublas_are_refused() {
         Err(DeviceError::Unsupported(_))
     ));
 
-    // Inline PTX the simulator knows runs (here `mov` from %laneid); any other instruction is
-    // refused with its file, line and name.
+    // Inline PTX the simulator knows runs (here `mov` from %laneid); any other instruction
+    // fails the launch that reaches it as not simulated, with its file, line and name.
     const PTX: &str = r#"
 extern "C" __global__ void lane_id(const float *x, float *y, int n) {
     unsigned l;
@@ -1029,7 +1029,11 @@ extern "C" __global__ void active_mask(const float *x, float *y, int n) {
         plan: vector_plan(BAR, "active_mask", 32, 32),
         gpu_only: None,
     };
-    let why = dev.can_run(&ptx).unwrap_err().to_string();
+    assert!(dev.can_run(&ptx).is_ok());
+    let why = match run(ptx.plan, shape32, &inputs(&shape32, 1)) {
+        Err(DeviceError::Unsupported(u)) => u.0,
+        other => panic!("{:?}", other.map(|_| ())),
+    };
     assert!(
         why.starts_with(
             "not simulated: tests/inline.cu:4: inline PTX `activemask.b32`: not emulated"

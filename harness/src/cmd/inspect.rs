@@ -271,6 +271,7 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
         ]
         .concat(),
         arch: None,
+        other_archs: false,
         cxx_entries: plain
             .iter()
             .map(|(label, e)| (label.clone().into(), e.clone().into()))

@@ -5,7 +5,7 @@
 //! copy, and a `#line` directive in each copy keeps compile errors on the user's file and line.
 
 use super::scan::{self, KernelDecl};
-use super::source::blank_host_code;
+use super::source::{self, blank_host_code};
 use std::path::{Path, PathBuf};
 
 /// The prepared copies of a user's file and its local headers.
@@ -21,12 +21,16 @@ pub struct LocalFiles {
     pub constants: Option<Vec<String>>,
     /// Each copy's name and the path of the file it was made from, as messages show it.
     pub names: Vec<(String, String)>,
-    /// Why the simulator cannot run these files: inline PTX its front end does not know,
-    /// named with its file and line. (A GPU runs them.)
+    /// Why the simulator cannot run these files: inline PTX its front end cannot read (an
+    /// `asm` at file scope, operands it cannot parse), named with its file and line. (A GPU
+    /// runs them.) An instruction it reads but does not run fails only a launch reaching it.
     pub sim_refusal: Option<String>,
     /// Whether the files use instructions of Hopper alone (wgmma, setmaxnreg, TMA, mbarrier
     /// transaction counts, clusters' barriers), which NVRTC compiles for `sm_90a` only.
     pub hopper: bool,
+    /// Whether each of those stands behind a `__CUDA_ARCH__` conditional, so that other
+    /// GPUs compile the files too.
+    pub hopper_guarded: bool,
     /// A digest of the files as written (FNV-1a of each file's text, in the order they were
     /// read): a run records it, so that its report knows whether the files changed since.
     pub digest: String,
@@ -48,6 +52,74 @@ const HOPPER_ONLY: &[&str] = &[
     "cp_async_bulk",
     "barrier_arrive_tx",
 ];
+
+/// For each line of a comment-free `code` that uses an instruction of Hopper alone, whether
+/// it stands inside a conditional on the architecture (`#if __CUDA_ARCH__ >= 900`, any branch
+/// of it, or `__CUDA_ARCH_FEAT_SM90_ALL`), which compiles it for that GPU alone. A macro's
+/// instruction is used where the macro is: its `#define` counts for nothing, a line naming it
+/// for the instruction.
+fn hopper_lines(code: &str) -> Vec<bool> {
+    let has = |text: &str| HOPPER_ONLY.iter().any(|p| text.contains(p));
+    // The macros whose expansion holds such an instruction, through other macros too.
+    let defines: Vec<String> = source::defines(code).collect();
+    let mut macros: Vec<&str> = Vec::new();
+    loop {
+        let before = macros.len();
+        for d in &defines {
+            let d = d.trim_start();
+            let end = d
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(d.len());
+            let (name, body) = d.split_at(end);
+            if name.is_empty() {
+                continue;
+            }
+            if !macros.contains(&name)
+                && (has(body) || macros.iter().any(|m| source::has_word(body, m)))
+            {
+                macros.push(name);
+            }
+        }
+        if macros.len() == before {
+            break;
+        }
+    }
+    // One entry per open conditional: whether it, or an #elif of it, tests the architecture.
+    let mut open: Vec<bool> = Vec::new();
+    let mut found = Vec::new();
+    // Lines continued with a backslash are read as one.
+    let mut lines = code.lines();
+    while let Some(first) = lines.next() {
+        let mut line = first.to_string();
+        while line.trim_end().ends_with('\\') {
+            line = format!(
+                "{} {}",
+                line.trim_end().trim_end_matches('\\'),
+                lines.next().unwrap_or("")
+            );
+        }
+        let directive = line.trim_start().strip_prefix('#').map(str::trim_start);
+        let word = directive.map(|d| d.split(|c: char| !c.is_ascii_alphabetic()).next());
+        let on_arch = line.contains("__CUDA_ARCH");
+        match word.flatten() {
+            Some("if" | "ifdef" | "ifndef") => open.push(on_arch),
+            Some("elif") => {
+                if let Some(top) = open.last_mut() {
+                    *top |= on_arch;
+                }
+            }
+            Some("endif") => {
+                open.pop();
+            }
+            Some(_) => {}
+            None if has(&line) || macros.iter().any(|m| source::has_word(&line, m)) => {
+                found.push(open.iter().any(|&a| a));
+            }
+            None => {}
+        }
+    }
+    found
+}
 
 /// Why the files could not be prepared.
 #[derive(Debug)]
@@ -98,9 +170,53 @@ struct Reader {
     constants: Option<Vec<String>>,
     sim_refusal: Option<String>,
     hopper: bool,
+    /// Whether an instruction of Hopper alone stands outside every `__CUDA_ARCH__` conditional.
+    hopper_unguarded: bool,
+    /// The macros that mark device code in these files ([`Reader::device_macros`]).
+    macros: Vec<String>,
 }
 
 impl Reader {
+    /// The local file an `#include` in a file of `dir` names: a quoted name from that folder,
+    /// the main file's or an include= folder; one in angle brackets from an include= folder
+    /// only (the others are the system's and the toolkit's).
+    fn resolve(&self, dir: &Path, wanted: &str, quoted: bool) -> Option<PathBuf> {
+        [dir.join(wanted), self.main_dir.join(wanted)]
+            .into_iter()
+            .filter(|_| quoted)
+            .chain(self.include_dirs.iter().map(|d| d.join(wanted)))
+            .find(|p| p.is_file())
+    }
+
+    /// The macros of `path` and the local files it includes that mark device code
+    /// (`#define DEVICE_INLINE __device__ inline`): a header may define one that the file
+    /// uses, so all are read before any is prepared. A file that does not read is left to
+    /// [`Reader::add`] to report.
+    fn device_macros(&self, path: &Path) -> Vec<String> {
+        let mut seen: Vec<PathBuf> = Vec::new();
+        let mut todo = vec![path.to_path_buf()];
+        let mut defines = Vec::new();
+        while let Some(path) = todo.pop() {
+            let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+            if seen.contains(&key) {
+                continue;
+            }
+            seen.push(key);
+            let Ok(code) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let code = kernel::sim::compile::strip_comments(&code);
+            let dir = path.parent().unwrap_or(Path::new("."));
+            for line in code.lines() {
+                if let Some((from, to, quoted)) = local_include(line) {
+                    todo.extend(self.resolve(dir, &line[from..to], quoted));
+                }
+            }
+            defines.extend(source::defines(&code));
+        }
+        source::device_macros(defines.iter().map(String::as_str))
+    }
+
     /// Prepares `path` (shown as `display`) and what it includes; returns its copy's name.
     fn add(&mut self, path: &Path, display: String) -> Result<String, ReadError> {
         let key = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
@@ -143,23 +259,14 @@ impl Reader {
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut lines = Vec::new();
-        for line in blank_host_code(&code).split('\n') {
+        for line in blank_host_code(&code, &self.macros).split('\n') {
             let mut line = line.to_string();
             if let Some((from, to, quoted)) = local_include(&line) {
                 let wanted = line[from..to].to_string();
-                // A quoted name from the including file's folder, the main file's or an
-                // include= folder; one in angle brackets from an include= folder only (the
-                // others are the system's and the toolkit's).
-                let beside = dir.join(&wanted);
-                let found = [beside.clone(), self.main_dir.join(&wanted)]
-                    .into_iter()
-                    .filter(|_| quoted)
-                    .chain(self.include_dirs.iter().map(|d| d.join(&wanted)))
-                    .find(|p| p.is_file());
-                if let Some(found) = found {
+                if let Some(found) = self.resolve(dir, &wanted, quoted) {
                     // Beside the including file: named from it, as its `#include` reads.
                     let shown = match Path::new(&display).parent() {
-                        Some(d) if found == beside => d.join(&wanted),
+                        Some(d) if found == dir.join(&wanted) => d.join(&wanted),
                         _ => found.clone(),
                     };
                     let copy = self.add(&found, shown.display().to_string())?;
@@ -180,10 +287,13 @@ impl Reader {
             nvrtc.clone()
         };
         // Inline PTX: the simulator's copy calls the emulation of each `asm` statement (the
-        // same as lab/ptx.h's); one it does not know makes the file GPU-only, said on its row.
+        // same as lab/ptx.h's); one it cannot read makes the file GPU-only, said on its row.
         let mut sim_head = String::new();
         let stripped = kernel::sim::compile::strip_comments(&sim);
-        self.hopper |= HOPPER_ONLY.iter().any(|p| stripped.contains(p));
+        for guarded in hopper_lines(&stripped) {
+            self.hopper = true;
+            self.hopper_unguarded |= !guarded;
+        }
         match kernel::sim::inline_asm::rewrite(&stripped, &display) {
             Ok(Some(rewritten)) => {
                 sim = rewritten;
@@ -233,7 +343,10 @@ impl LocalFiles {
             constants: Some(Vec::new()),
             sim_refusal: None,
             hopper: false,
+            hopper_unguarded: false,
+            macros: Vec::new(),
         };
+        reader.macros = reader.device_macros(file);
         let main = reader.add(file, file.display().to_string())?;
         let fnv = |texts: &mut dyn Iterator<Item = &str>| {
             let mut h = 0xcbf2_9ce4_8422_2325u64;
@@ -272,6 +385,7 @@ impl LocalFiles {
             constants: reader.constants,
             sim_refusal: reader.sim_refusal,
             hopper: reader.hopper,
+            hopper_guarded: reader.hopper && !reader.hopper_unguarded,
             digest,
             names: reader
                 .copies
@@ -294,6 +408,30 @@ impl LocalFiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hopper's instructions behind an architecture conditional leave the file for other GPUs;
+    /// a macro counts where it is used, not where it is defined.
+    #[test]
+    fn hopper_instructions_are_placed_where_they_are_used() {
+        let fence = "asm volatile(\"wgmma.fence.sync.aligned;\");";
+        let plain = format!("__device__ void f() {{ {fence} }}\n");
+        assert_eq!(hopper_lines(&plain), [false]);
+        let guarded = format!(
+            "#if defined(__CUDA_ARCH__) && \\\n    (__CUDA_ARCH__ >= 900)\n{plain}#else\n\
+             __device__ void f() {{}}\n#endif\n"
+        );
+        assert_eq!(hopper_lines(&guarded), [true]);
+        let other = format!("#ifdef USE_TMA\n{plain}#endif\n");
+        assert_eq!(hopper_lines(&other), [false]);
+        let unused = format!("#define FENCE() \\\n  {fence}\n#define FENCE2() FENCE()\n");
+        assert!(hopper_lines(&unused).is_empty());
+        let used = format!(
+            "{unused}#if __CUDA_ARCH__ >= 900\n__device__ void g() {{ FENCE2(); }}\n#endif\n"
+        );
+        assert_eq!(hopper_lines(&used), [true]);
+        let bare = format!("{unused}__device__ void g() {{ FENCE2(); }}\n");
+        assert_eq!(hopper_lines(&bare), [false]);
+    }
 
     #[test]
     fn threads_preparing_the_same_file_at_once_all_get_their_copy() {

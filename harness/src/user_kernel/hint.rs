@@ -180,13 +180,16 @@ fn tails(grid: &Grid, args: &[&Expr], shape: &Shape, vars: &[(&'static str, usiz
 }
 
 /// The hint for a failed row on `shape`, or `None` when every tiled dimension is whole.
-/// `first_bad` is the flat index of the first wrong output element, when known.
+/// `first_bad` is the flat index of the first wrong output element, when known; `in_bounds`
+/// says that every read of the run was checked against its buffer and none went past one (a
+/// wrong result in the simulator), so that a K tail was not read past the operands' ends.
 pub fn tail_hint(
     grid: &Grid,
     args: &[&Expr],
     shape: &Shape,
     vars: &[(&'static str, usize)],
     first_bad: Option<usize>,
+    in_bounds: bool,
 ) -> Option<String> {
     let out = shape.output();
     let cols = *out.dims.last()?;
@@ -200,11 +203,13 @@ pub fn tail_hint(
     if let Grid::Tile(t) = grid
         && t.len() == 2
     {
-        if !rows.is_multiple_of(t[0]) {
-            partial.push(format!("rows from {}", rows / t[0] * t[0]));
-        }
-        if !cols.is_multiple_of(t[1]) {
-            partial.push(format!("columns from {}", cols / t[1] * t[1]));
+        // Where the partial tiles start; all of a dimension shorter than one tile is one.
+        for (n, tile, what) in [(rows, t[0], "rows"), (cols, t[1], "columns")] {
+            if n < tile {
+                partial.push(format!("all {n} {what}, fewer than a tile's {tile}"));
+            } else if !n.is_multiple_of(tile) {
+                partial.push(format!("{what} from {}", n / tile * tile));
+            }
         }
     }
     match grid {
@@ -251,11 +256,11 @@ pub fn tail_hint(
     }
     // The operands' names: A and B of a GEMM, X and W of a linear layer (W's rows are K long).
     let k_operands = match *shape {
-        Shape::Gemm { k, .. } => Some((k, "A's rows and B's last row")),
-        Shape::Linear { k, .. } => Some((k, "X's rows and W's rows")),
+        Shape::Gemm { k, .. } => Some((k, "A's rows and B's last row", "A or B")),
+        Shape::Linear { k, .. } => Some((k, "X's rows and W's rows", "X or W")),
         _ => None,
     };
-    if let Some((k, operands)) = k_operands {
+    if let Some((k, rows, operands)) = k_operands {
         let whole = 1usize << k.trailing_zeros().min(6);
         if whole < 64 {
             let of = if whole == 1 {
@@ -263,11 +268,20 @@ pub fn tail_hint(
             } else {
                 format!("K = {k} is a multiple of {whole} and of no larger power of two")
             };
-            parts.push(format!(
-                "{of}: a kernel that steps through K in tiles of {} or more without a bound \
-                 check reads a partial last tile past the end of {operands}",
-                whole * 2
-            ));
+            let tiles = whole * 2;
+            parts.push(if in_bounds {
+                format!(
+                    "{of}, and no read went past the end of {operands}: a kernel that steps \
+                     through K in tiles of {tiles} or more may drop the partial last tile (a \
+                     loop bound rounded down) or miscount its tiles (a ring or double buffer \
+                     that assumes an even or whole number of them)"
+                )
+            } else {
+                format!(
+                    "{of}: a kernel that steps through K in tiles of {tiles} or more without a \
+                     bound check reads a partial last tile past the end of {rows}"
+                )
+            });
         }
     }
     (!parts.is_empty()).then(|| parts.join("; "))
@@ -281,11 +295,42 @@ mod tests {
         super::super::vars(shape, super::super::SIM_SMS)
     }
 
+    /// A wrong result where every read was checked against its buffer: the K tail was not
+    /// read past the operands, and the hint says what else a K tail breaks.
+    #[test]
+    fn a_k_tail_read_in_bounds_is_not_blamed_on_reads_past_the_operands() {
+        let grid = Grid::Tile(vec![16, 16]);
+        let shape = Shape::gemm(32, 32, 24);
+        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None, true).unwrap();
+        assert_eq!(
+            hint,
+            "K = 24 is a multiple of 8 and of no larger power of two, and no read went past the \
+             end of A or B: a kernel that steps through K in tiles of 16 or more may drop the \
+             partial last tile (a loop bound rounded down) or miscount its tiles (a ring or \
+             double buffer that assumes an even or whole number of them)"
+        );
+    }
+
+    #[test]
+    fn an_output_smaller_than_a_tile_is_one_partial_tile() {
+        let grid = Grid::Tile(vec![16, 16]);
+        let shape = Shape::gemm(8, 40, 64);
+        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None, false).unwrap();
+        assert!(
+            hint.starts_with(
+                "C is 8x40, not a whole number of 16x16 tiles: a kernel that assumes divisible \
+                 sizes fails in the last, partial tiles (all 8 rows, fewer than a tile's 16, \
+                 columns from 32)"
+            ),
+            "{hint}"
+        );
+    }
+
     #[test]
     fn the_k_tail_names_the_operands_of_the_workload() {
         let grid = Grid::Tile(vec![16, 16]);
         let gemm = Shape::gemm(64, 64, 129);
-        let g = tail_hint(&grid, &[], &gemm, &vars(&gemm), None).unwrap();
+        let g = tail_hint(&grid, &[], &gemm, &vars(&gemm), None, false).unwrap();
         assert!(
             g.ends_with("past the end of A's rows and B's last row"),
             "{g}"
@@ -296,7 +341,7 @@ mod tests {
             k: 65,
             act: kernel::Activation::Gelu,
         };
-        let l = tail_hint(&grid, &[], &linear, &vars(&linear), None).unwrap();
+        let l = tail_hint(&grid, &[], &linear, &vars(&linear), None, false).unwrap();
         assert!(
             l.contains("K = 65 is odd") && l.ends_with("past the end of X's rows and W's rows"),
             "{l}"
@@ -307,15 +352,15 @@ mod tests {
     fn a_tile_grid_names_only_the_partial_dimensions() {
         let grid = Grid::Tile(vec![128, 256]);
         let shape = Shape::gemm(128, 128, 128);
-        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None).unwrap();
+        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None, false).unwrap();
         assert!(
             hint.contains("not a whole number of 128x256 tiles")
-                && hint.contains("partial tiles (columns from 0)"),
+                && hint.contains("partial tiles (all 128 columns, fewer than a tile's 256)"),
             "{hint}"
         );
         // Whole tiles, a K tail alone: no word of C's tiles.
         let k_only = Shape::gemm(128, 256, 100);
-        let hint = tail_hint(&grid, &[], &k_only, &vars(&k_only), None).unwrap();
+        let hint = tail_hint(&grid, &[], &k_only, &vars(&k_only), None, false).unwrap();
         assert!(
             !hint.contains("tiles (") && hint.starts_with("K = 100"),
             "{hint}"
@@ -341,7 +386,7 @@ mod tests {
             Expr::parse("cdiv(N,32)").unwrap(),
             Expr::parse("cdiv(M,64)").unwrap(),
         ]);
-        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), Some(99 * 37)).unwrap();
+        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), Some(99 * 37), false).unwrap();
         assert!(
             hint.contains("N = 37 is not a multiple of 32 (grid x = cdiv(N,32))")
                 && hint.contains("M = 100 is not a multiple of 64 (grid y = cdiv(M,64))"),
@@ -354,7 +399,7 @@ mod tests {
         );
         // Round M and N, a K tail alone.
         let round = Shape::gemm(64, 64, 100);
-        let hint = tail_hint(&grid, &[], &round, &vars(&round), Some(0)).unwrap();
+        let hint = tail_hint(&grid, &[], &round, &vars(&round), Some(0), false).unwrap();
         assert!(
             hint.starts_with(
                 "K = 100 is a multiple of 4 and of no larger power of two: a kernel that steps \
@@ -364,7 +409,7 @@ mod tests {
         );
         let all_round = Shape::gemm(64, 64, 128);
         assert_eq!(
-            tail_hint(&grid, &[], &all_round, &vars(&all_round), Some(0)),
+            tail_hint(&grid, &[], &all_round, &vars(&all_round), Some(0), false),
             None
         );
     }
@@ -373,7 +418,15 @@ mod tests {
     fn a_flat_grid_tiles_the_product_of_its_dimensions() {
         let shape = Shape::Eltwise { m: 4, n: 8 };
         let flat = |e: &str| Grid::Exprs(vec![Expr::parse(e).unwrap()]);
-        let hint = tail_hint(&flat("cdiv(M*N,256)"), &[], &shape, &vars(&shape), None).unwrap();
+        let hint = tail_hint(
+            &flat("cdiv(M*N,256)"),
+            &[],
+            &shape,
+            &vars(&shape),
+            None,
+            false,
+        )
+        .unwrap();
         assert_eq!(
             hint,
             "M*N = 32 is not a multiple of 256 (grid x = cdiv(M*N,256)): a kernel that assumes \
@@ -381,13 +434,20 @@ mod tests {
         );
         let whole = Shape::Eltwise { m: 32, n: 8 };
         assert_eq!(
-            tail_hint(&flat("cdiv(M*N,256)"), &[], &whole, &vars(&whole), None),
+            tail_hint(
+                &flat("cdiv(M*N,256)"),
+                &[],
+                &whole,
+                &vars(&whole),
+                None,
+                false
+            ),
             None
         );
         // Not a product: each dimension's own tile.
         let grid = flat("cdiv(N,32) + cdiv(M,4)");
         let odd = Shape::Eltwise { m: 6, n: 40 };
-        let hint = tail_hint(&grid, &[], &odd, &vars(&odd), None).unwrap();
+        let hint = tail_hint(&grid, &[], &odd, &vars(&odd), None, false).unwrap();
         assert!(
             hint.contains("N = 40 is not a multiple of 32")
                 && hint.contains("M = 6 is not a multiple of 4"),
@@ -406,7 +466,7 @@ mod tests {
         };
         let grid = Grid::Exprs(vec![Expr::parse("B").unwrap(), Expr::parse("H").unwrap()]);
         let tc = Expr::parse("cdiv(S,32)").unwrap();
-        let hint = tail_hint(&grid, &[&tc], &shape, &vars(&shape), None).unwrap();
+        let hint = tail_hint(&grid, &[&tc], &shape, &vars(&shape), None, false).unwrap();
         assert!(
             hint.contains("S = 37 is not a multiple of 32 (args: cdiv(S,32))"),
             "{hint}"

@@ -461,6 +461,7 @@ impl UserKernel {
                 ]
                 .concat(),
                 arch: files.hopper.then_some("sm_90a".into()),
+                other_archs: files.hopper_guarded,
                 cxx_entries: vec![(
                     launch_name.clone().into(),
                     overload
@@ -820,10 +821,30 @@ impl UserKernel {
         self.list.params().contains(&param)
     }
 
+    /// The inputs of `shape` the kernel is given neither as a parameter nor as a
+    /// `__constant__` array the lab fills (`constant=`): the reference reads every one.
+    pub fn unread_inputs(&self, shape: &Shape) -> Vec<String> {
+        shape
+            .inputs()
+            .into_iter()
+            .enumerate()
+            .filter(|(i, t)| {
+                !self.passes(Param::Input(*i))
+                    && !self.spec.constants.iter().any(|(_, b)| *b == t.name)
+            })
+            .map(|(_, t)| t.name.to_string())
+            .collect()
+    }
+
     /// When `shape` is not a whole number of the kernel's tiles, a line saying which
     /// dimensions are not, naming the first bad element when it lies in the partial tiles:
     /// the usual reason a kernel that passes on round sizes fails.
-    pub fn tail_hint(&self, shape: &Shape, first_bad: Option<usize>) -> Option<String> {
+    pub fn tail_hint(
+        &self,
+        shape: &Shape,
+        first_bad: Option<usize>,
+        in_bounds: bool,
+    ) -> Option<String> {
         let grid = self.spec.grid.as_ref()?;
         let ints: Vec<&expr::Expr> = self
             .list
@@ -837,7 +858,14 @@ impl UserKernel {
                 | ArgItem::TensorMap(_) => None,
             })
             .collect();
-        hint::tail_hint(grid, &ints, shape, &vars(shape, self.sms), first_bad)
+        hint::tail_hint(
+            grid,
+            &ints,
+            shape,
+            &vars(shape, self.sms),
+            first_bad,
+            in_bounds,
+        )
     }
 
     /// What C holds when a run starts: zero with `output=zero`, a sentinel when beta is 0 (an
@@ -1322,7 +1350,7 @@ mod tests {
             assert_eq!(launch.source.defines[0].1, (sms / 4).to_string());
             assert_eq!(plan.scratch.last().unwrap().len, sms * 100);
             // A grid of the SM count has no tail to blame.
-            let hint = k.tail_hint(&shape, Some(0)).unwrap_or_default();
+            let hint = k.tail_hint(&shape, Some(0), false).unwrap_or_default();
             assert!(!hint.contains(SMS), "{hint}");
         }
     }
@@ -1374,11 +1402,11 @@ mod tests {
     fn the_tail_hint_says_whether_the_first_bad_element_is_in_the_tail() {
         let k = example("block=32,grid=tile:16x16", Workload::Gemm);
         let shape = Shape::gemm(100, 37, 8);
-        let hint = k.tail_hint(&shape, Some(99 * 37)).unwrap();
+        let hint = k.tail_hint(&shape, Some(99 * 37), false).unwrap();
         assert!(hint.contains("row 99 column 0, is in that tail"), "{hint}");
-        let hint = k.tail_hint(&shape, Some(0)).unwrap();
+        let hint = k.tail_hint(&shape, Some(0), false).unwrap();
         assert!(hint.contains("is not in the tail"), "{hint}");
-        assert_eq!(k.tail_hint(&Shape::gemm(64, 32, 64), Some(0)), None);
+        assert_eq!(k.tail_hint(&Shape::gemm(64, 32, 64), Some(0), false), None);
     }
 
     #[test]

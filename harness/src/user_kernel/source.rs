@@ -265,7 +265,7 @@ fn is_ident(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
-fn has_word(text: &str, word: &str) -> bool {
+pub(crate) fn has_word(text: &str, word: &str) -> bool {
     let b = text.as_bytes();
     text.match_indices(word).any(|(i, _)| {
         (i == 0 || !is_ident(b[i - 1])) && b.get(i + word.len()).is_none_or(|&c| !is_ident(c))
@@ -305,11 +305,76 @@ fn skip_literal(b: &[u8], mut i: usize, q: u8) -> usize {
     i
 }
 
-/// Whether a declaration is device code (or not a function at all) and stays.
-fn is_device(decl: &str) -> bool {
+/// Whether a declaration is device code (or not a function at all) and stays: marked
+/// `__global__`, `__device__` or `constexpr`, itself or through one of `macros`, the files'
+/// macros that expand to `__device__` or `__global__` (`#define DEVICE_INLINE __device__
+/// inline`, [`device_macros`]).
+fn is_device(decl: &str, macros: &[String]) -> bool {
     ["__global__", "__device__", "constexpr"]
         .iter()
         .any(|w| has_word(decl, w))
+        || macros.iter().any(|m| has_word(decl, m))
+}
+
+/// The names of the macros among `defines` (each `#define`'s text after the keyword) that
+/// expand to `__device__` or `__global__`, directly or through another such macro.
+pub fn device_macros<'a>(defines: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let parsed: Vec<(&str, &str)> = defines
+        .into_iter()
+        .filter_map(|d| {
+            let d = d.trim_start();
+            let end = d
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(d.len());
+            let body = d[end..].strip_prefix('(').map_or(&d[end..], |rest| {
+                rest.split_once(')').map_or("", |(_, body)| body)
+            });
+            (end > 0).then(|| (&d[..end], body))
+        })
+        .collect();
+    let mut found: Vec<String> = Vec::new();
+    loop {
+        let before = found.len();
+        for (name, body) in &parsed {
+            if !found.iter().any(|f| f == name)
+                && (["__device__", "__global__"]
+                    .iter()
+                    .any(|w| has_word(body, w))
+                    || found.iter().any(|f| has_word(body, f)))
+            {
+                found.push((*name).to_string());
+            }
+        }
+        if found.len() == before {
+            return found;
+        }
+    }
+}
+
+/// The text after `#define` of each definition in `code`, continuation lines joined.
+pub fn defines(code: &str) -> impl Iterator<Item = String> + '_ {
+    let mut lines = code.lines();
+    std::iter::from_fn(move || {
+        for line in lines.by_ref() {
+            let Some(rest) = line
+                .trim_start()
+                .strip_prefix('#')
+                .map(str::trim_start)
+                .and_then(|r| r.strip_prefix("define"))
+                .filter(|r| r.starts_with(char::is_whitespace))
+            else {
+                continue;
+            };
+            let mut text = rest.to_string();
+            while text.ends_with('\\') {
+                text.pop();
+                text.push(' ');
+                text.push_str(lines.next().unwrap_or(""));
+            }
+            return Some(text);
+        }
+        None
+    })
 }
 
 fn idents(text: &str) -> impl Iterator<Item = &str> {
@@ -409,7 +474,7 @@ fn member_text(text: &str) -> (usize, &str) {
 /// Whether a member declaration (what comes before its `;` or its body's `{`) is a function
 /// of the host: a parameter list, no `__device__`, `__global__` or `constexpr`, and not a
 /// pointer to a function, a type alias or a macro call (`NO_COPY(T)`).
-fn is_host_member_function(decl: &str) -> bool {
+fn is_host_member_function(decl: &str, macros: &[String]) -> bool {
     let mut d = decl.trim_end();
     loop {
         let before = d;
@@ -435,7 +500,7 @@ fn is_host_member_function(decl: &str) -> bool {
     d.ends_with(')')
         && !words.is_empty()
         && !macro_call
-        && !is_device(decl)
+        && !is_device(decl, macros)
         && !["typedef", "using", "static_assert"]
             .iter()
             .any(|w| words.contains(w))
@@ -445,7 +510,7 @@ fn is_host_member_function(decl: &str) -> bool {
 /// Blanks the host member functions of the class body between `open` (its `{`) and `end`
 /// (past its `}`), nested classes' included: NVRTC refuses a member function without
 /// `__device__` as it refuses any host function, and device code cannot call one.
-fn blank_host_members(code: &str, open: usize, end: usize, out: &mut [u8]) {
+fn blank_host_members(code: &str, open: usize, end: usize, macros: &[String], out: &mut [u8]) {
     let b = code.as_bytes();
     let mut start = open + 1;
     let mut i = open + 1;
@@ -460,7 +525,7 @@ fn blank_host_members(code: &str, open: usize, end: usize, out: &mut [u8]) {
             }
             b';' => {
                 let (lead, decl) = member_text(&code[start..i]);
-                if is_host_member_function(decl) {
+                if is_host_member_function(decl, macros) {
                     blank(out, start + lead, i + 1);
                 }
                 start = i + 1;
@@ -469,8 +534,9 @@ fn blank_host_members(code: &str, open: usize, end: usize, out: &mut [u8]) {
                 let close = matching_brace(b, i);
                 let (lead, decl) = member_text(&code[start..i]);
                 if is_class_head(decl) {
-                    blank_host_members(code, i, close, out);
-                } else if is_host_member_function(decl.split(" : ").next().unwrap_or(decl)) {
+                    blank_host_members(code, i, close, macros, out);
+                } else if is_host_member_function(decl.split(" : ").next().unwrap_or(decl), macros)
+                {
                     blank(out, start + lead, close);
                 }
                 i = close;
@@ -487,8 +553,9 @@ fn blank_host_members(code: &str, open: usize, end: usize, out: &mut [u8]) {
 /// line: every file-scope function definition not marked `__global__`, `__device__` or
 /// `constexpr` (host functions, `main`, `PYBIND11_MODULE(...) { }`) and every such function
 /// prototype. NVRTC refuses host functions outright and the simulator has no host API to call.
-/// Comments are blanked too.
-pub fn blank_host_code(code: &str) -> String {
+/// Comments are blanked too. `macros` names the macros that mark device code
+/// ([`device_macros`]).
+pub fn blank_host_code(code: &str, macros: &[String]) -> String {
     let code = strip_comments(code);
     let b = code.as_bytes();
     let mut out = b.to_vec();
@@ -524,7 +591,8 @@ pub fn blank_host_code(code: &str) -> String {
             b';' => {
                 let decl = code[start..i].trim();
                 let lead = start + (code[start..i].len() - code[start..i].trim_start().len());
-                if decl.ends_with(')') && !is_device(decl) && words_before_paren(decl) >= 2 {
+                if decl.ends_with(')') && !is_device(decl, macros) && words_before_paren(decl) >= 2
+                {
                     let keep = ["typedef", "using", "static_assert"]
                         .iter()
                         .any(|w| has_word(decl.split('(').next().unwrap_or(""), w));
@@ -547,8 +615,8 @@ pub fn blank_host_code(code: &str) -> String {
                 } else {
                     let end = matching_brace(b, i);
                     if is_class_head(decl) {
-                        blank_host_members(&code, i, end, &mut out);
-                    } else if decl_no_noexcept.ends_with(')') && !is_device(decl) {
+                        blank_host_members(&code, i, end, macros, &mut out);
+                    } else if decl_no_noexcept.ends_with(')') && !is_device(decl, macros) {
                         let lead =
                             start + (code[start..i].len() - code[start..i].trim_start().len());
                         blank(&mut out, lead, end);
@@ -590,7 +658,7 @@ mod tests {
             struct P { int a; };\n\
             PYBIND11_MODULE(name, m) { m.def(\"f\", &launch); }\n\
             int main() { return 0; }\n";
-        let out = blank_host_code(code);
+        let out = blank_host_code(code, &[]);
         assert_eq!(out.lines().count(), code.lines().count());
         assert!(
             out.contains("__launch_bounds__(B) k(float *x) { x[0] = 1; }"),
@@ -604,6 +672,29 @@ mod tests {
         for gone in ["launch(", "<<<", "helper", "grid", "PYBIND11", "main"] {
             assert!(!out.contains(gone), "{gone} left in:\n{out}");
         }
+    }
+
+    /// Device functions marked through macros, as public collections of kernels write them,
+    /// stay; a macro that only names a host function's attribute marks nothing.
+    #[test]
+    fn functions_marked_device_by_a_macro_are_kept() {
+        let code = "#define HOST_DEVICE_INLINE __device__ __host__ inline\n\
+            #define DEVICE_INLINE __device__ \\\n    inline\n\
+            #define FN(T) DEVICE_INLINE T\n\
+            #define HOST_ONLY __host__ inline\n\
+            HOST_DEVICE_INLINE\nint div_ceil(int a, int b) { return (a + b - 1) / b; }\n\
+            FN(float) twice(float v) { return v + v; }\n\
+            HOST_ONLY int host_side(int a) { return a; }\n";
+        let defines: Vec<String> = defines(code).collect();
+        let macros = device_macros(defines.iter().map(String::as_str));
+        assert_eq!(macros, ["HOST_DEVICE_INLINE", "DEVICE_INLINE", "FN"]);
+        let out = blank_host_code(code, &macros);
+        assert_eq!(out.lines().count(), code.lines().count());
+        assert!(out.contains("int div_ceil(int a, int b)"), "{out}");
+        assert!(out.contains("FN(float) twice(float v)"), "{out}");
+        assert!(!out.contains("host_side"), "{out}");
+        // Without the macros, the three functions look like host code.
+        assert!(!blank_host_code(code, &[]).contains("div_ceil"));
     }
 
     #[test]
@@ -629,7 +720,7 @@ mod tests {
             using M10::runKernel10;\n\
             using M10::helper;\n\
             using Index = int;\n";
-        let out = blank_host_code(code);
+        let out = blank_host_code(code, &[]);
         assert_eq!(out.lines().count(), code.lines().count());
         for gone in [
             "d_tma_map_A",
@@ -725,7 +816,7 @@ mod tests {
             struct Inner { void host_only(); __device__ void dev(); };\n\
             std::string name() const;\n\
             };\n";
-        let out = blank_host_code(code);
+        let out = blank_host_code(code, &[]);
         assert_eq!(out.lines().count(), code.lines().count());
         for gone in [
             "get_device_properties",

@@ -19,10 +19,16 @@
 namespace sim {
 namespace inline_ptx {
 
+// A statement the simulator does not run, reached: the launch fails with why, and the row is
+// reported as not simulated (kernel/src/sim/inline_asm.rs, refused_at_run).
+[[noreturn]] inline void not_simulated(const char *why) { ::sim::fail("not simulated: %s", why); }
+
 // ---- Operands in and out: C++ values to register bits by their constraint ----
 
+// By value: g++ will not bind a `const T &` to a `__restrict__` pointer's element address in a
+// template (`"l"(&A[i])` with `const float *__restrict__ A`), which NVRTC compiles.
 template <class B, class T>
-inline B bits_of(const T &v, const char *constraint) {
+inline B bits_of(T v, const char *constraint) {
     if constexpr (std::is_pointer_v<T>) {
         static_assert(sizeof(B) == 8, "a pointer in an inline-asm operand needs the 64-bit \"l\" constraint");
         return (B)(uintptr_t)v;

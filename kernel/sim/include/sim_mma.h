@@ -40,6 +40,8 @@ inline void ldmatrix(unsigned (&r)[N], uintptr_t addr) {
             fail("ldmatrix row address %p (lane %u) is not in this block's shared memory", (void *)addr, lane);
         SIM_BANK_REPORT(SIM_BANK_LDSM, addr, 16, N);
     }
+    // The lane that completes the collective reads every lane's rows (Fiber::fragment_load).
+    fiber().fragment_load = true;
     Regs4 got = warp_collective<Regs4>(Trans ? "ldmatrix.trans" : "ldmatrix", addr,
                                        [](const uintptr_t *rows, Regs4 *out) {
         for (int m = 0; m < N; ++m)
@@ -56,6 +58,7 @@ inline void ldmatrix(unsigned (&r)[N], uintptr_t addr) {
                 out[l].r[m] = (unsigned)lo | ((unsigned)hi << 16);
             }
     });
+    fiber().fragment_load = false;
     for (int i = 0; i < N; ++i) r[i] = got.r[i];
 }
 

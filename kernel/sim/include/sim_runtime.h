@@ -283,6 +283,11 @@ struct Fiber {
     uint16_t waw_other;  // the other writer (thread index + 1)
     size_t waw_cell;
     unsigned char waw_before[16];  // what the other thread's write left there
+    // Inside an ldmatrix: a read of never-written bytes gives their NaN fill rather than
+    // failing. The host compiler drops a C++ load whose value goes unused, but not the
+    // emulation's call, and pipelined kernels load the next stage's fragments on their last
+    // k-step too, never to use them; a fragment that is used carries the NaN to the output.
+    bool fragment_load;
 };
 
 struct Warp {
@@ -1313,8 +1318,8 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
             char var[160];
             bool compiler_state = false;
             if (i < w->static_smem_bytes) shared_variable_at(i, var, sizeof var, &compiler_state);
-            if (!compiler_state) uninitialized_report(*w, i);
-            r.write = RaceMark{epoch, 0, kAsyncUnit};  // looked up once a block
+            if (!compiler_state && !f->fragment_load) uninitialized_report(*w, i);
+            if (compiler_state) r.write = RaceMark{epoch, 0, kAsyncUnit};  // looked up once a block
         }
         bool read_ordered = race_ordered(r.read, epoch, me, f->warp, we);
         if (!race_ordered(r.write, epoch, me, f->warp, we)) {
@@ -1460,8 +1465,14 @@ namespace sim {
 // `src_bytes` are read, the rest is zeros (cp.async's zero-fill form).
 SIM_UNINSTRUMENTED inline void async_copy(void *dst, const void *src, unsigned bytes, unsigned src_bytes) {
     Fiber &f = fiber();
-    if (((uintptr_t)dst | (uintptr_t)src) % bytes)
-        fail("cp.async of %u bytes from %p to %p: both addresses must be %u-byte aligned", bytes, src, dst, bytes);
+    if ((uintptr_t)src % bytes)
+        fail("cp.async of %u bytes: its global source %p is %zu bytes past a %u-byte boundary (both addresses "
+             "must be %u-byte aligned)",
+             bytes, src, (size_t)((uintptr_t)src % bytes), bytes, bytes);
+    if ((uintptr_t)dst % bytes)
+        fail("cp.async of %u bytes: its shared destination %p is %zu bytes past a %u-byte boundary (both "
+             "addresses must be %u-byte aligned)",
+             bytes, dst, (size_t)((uintptr_t)dst % bytes), bytes, bytes);
     if (!is_shared(dst, bytes)) fail("cp.async destination %p is not in this block's shared memory", dst);
     if (src_bytes > bytes) fail("cp.async src-size %u is larger than its cp-size %u", src_bytes, bytes);
     if (f.async_pending == kMaxAsyncCopies)
@@ -1910,7 +1921,7 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
         f.memo_seq = 0;
         f.cluster_arrived = false;
         f.switches = f.quiet = f.polls = 0;
-        f.deliver = f.waw_pending = false;
+        f.deliver = f.waw_pending = f.fragment_load = false;
         // Copies a thread of the previous block left pending are dropped, never completed.
         f.async = w.async_copies + (size_t)i * kMaxAsyncCopies;
         f.async_pending = f.async_groups = 0;

@@ -167,13 +167,15 @@ fn ensure_loaded() -> Result<(), DeviceError> {
 
 /// The architecture `source` is compiled for when `arch` is asked: `arch` itself, or the
 /// source's architecture-specific target ([`CudaSource::arch`], `sm_90a`) when `arch` is of
-/// that family (`sm_90`). Another family cannot run the source: declined with the reason.
+/// that family (`sm_90`). Another family cannot run the source, declined with the reason,
+/// unless the source guards what only that family has ([`CudaSource::other_archs`]).
 pub fn target(source: &CudaSource, arch: &str) -> Result<String, Unsupported> {
     match source.arch.as_deref() {
         None => Ok(arch.to_string()),
         Some(only) if parse_arch(only).is_some() && parse_arch(only) == parse_arch(arch) => {
             Ok(only.to_string())
         }
+        Some(_) if source.other_archs => Ok(arch.to_string()),
         Some(only) => Err(Unsupported(format!(
             "{} is compiled for {only} only (it uses instructions of that GPU family alone), \
              not for {arch}",
@@ -568,6 +570,13 @@ mod tests {
                 "{why}"
             );
         }
+        // Its Hopper instructions behind `#if __CUDA_ARCH__ >= 900`: other families as asked.
+        let guarded = CudaSource {
+            other_archs: true,
+            ..hopper
+        };
+        assert_eq!(target(&guarded, "sm_90").unwrap(), "sm_90a");
+        assert_eq!(target(&guarded, "sm_80").unwrap(), "sm_80");
     }
 
     /// ptxas 13.0's advisory on a kernel with a printf call and wgmma (rung 23 as it was),

@@ -47,6 +47,7 @@ const HEADERS: &[(&str, &str)] = &[
     ),
     ("cuda_fp16.h", include_str!("../../sim/include/cuda_fp16.h")),
     ("cuda_bf16.h", include_str!("../../sim/include/cuda_bf16.h")),
+    ("cuda_fp8.h", include_str!("../../sim/include/cuda_fp8.h")),
     ("mma.h", include_str!("../../sim/include/mma.h")),
     (
         "cuda_runtime.h",
@@ -524,6 +525,30 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// Drops the `static` of each `static __shared__` (or `__shared__ static`) declaration, legal
+/// and redundant in CUDA (public block reductions write it): the simulator's `__shared__` is
+/// already `static`, and C++ refuses the word twice. Blanked with spaces, so columns stay.
+pub fn drop_static_of_shared(code: &str) -> String {
+    let b = code.as_bytes();
+    let mut out = b.to_vec();
+    let is_static_at = |i: usize| {
+        code.get(i..).is_some_and(|r| r.starts_with("static"))
+            && (i == 0 || !is_ident(b[i - 1]))
+            && b.get(i + 6).is_none_or(|&c| !is_ident(c))
+    };
+    for at in find_word(code, "__shared__") {
+        let before = code[..at].trim_end().len();
+        if before >= 6 && is_static_at(before - 6) {
+            out[before - 6..before].fill(b' ');
+        }
+        let after = skip_ws(b, at + "__shared__".len());
+        if is_static_at(after) {
+            out[after..after + 6].fill(b' ');
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| code.to_string())
+}
+
 /// Moves each `alignas(...)` written after `__shared__` (`__shared__ alignas(16) float t[64];`,
 /// as public kernels write it) in front of it: the simulator's `__shared__` begins with `static
 /// thread_local`, after which no standard attribute may stand. `extern __shared__` declarations
@@ -603,7 +628,10 @@ pub fn add_shared_redzones(code: &str) -> String {
 /// The simulator's copy of a source's `__shared__` declarations: `alignas` hoisted, a redzone
 /// after each variable, `extern` arrays as pointers to the dynamic shared memory.
 pub fn rewrite_shared(code: &str, file: &str) -> Result<String, String> {
-    rewrite_extern_shared(&add_shared_redzones(&hoist_shared_alignas(code)), file)
+    rewrite_extern_shared(
+        &add_shared_redzones(&hoist_shared_alignas(&drop_static_of_shared(code))),
+        file,
+    )
 }
 
 /// Whether a comment-free source declares a `__shared__` variable other than `extern` ones.

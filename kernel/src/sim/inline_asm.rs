@@ -48,6 +48,12 @@ const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 f16/bf16 wi
 /// line breaks kept so that compiler messages keep their lines; `None` when it has no `asm`.
 /// `file` names the source where no `#line` directive says otherwise.
 pub fn rewrite(code: &str, file: &str) -> Result<Option<String>, Refusal> {
+    rewrite_as(code, file, true)
+}
+
+/// [`rewrite`], each statement the simulator does not run refused at once where `defer` is
+/// false (the front end's tests read the refusals so).
+fn rewrite_as(code: &str, file: &str, defer: bool) -> Result<Option<String>, Refusal> {
     let lines = LineMap::new(code, file);
     let b = code.as_bytes();
     let (mut out, mut last, mut any) = (String::new(), 0, false);
@@ -122,7 +128,12 @@ pub fn rewrite(code: &str, file: &str) -> Result<Option<String>, Refusal> {
                     continue;
                 }
                 let stmt = parse_statement(code, end).map_err(|why| refuse(&why))?;
-                let generated = generate(&stmt, &lines)?;
+                // A statement the simulator does not run fails the launch that reaches it,
+                // not the file: a helper or macro no kernel calls is no reason to refuse one.
+                let generated = match generate(&stmt, &lines) {
+                    Err(r) if defer => refused_at_run(&r),
+                    other => other?,
+                };
                 out.push_str(&code[last..i]);
                 out.push_str(&generated);
                 // The statement's line breaks, continued as they were (inside a macro too).
@@ -145,6 +156,34 @@ pub fn rewrite(code: &str, file: &str) -> Result<Option<String>, Refusal> {
     }
     out.push_str(&code[last..]);
     Ok(Some(out))
+}
+
+/// What stands for a statement the simulator does not run: a call that fails the launch with
+/// the refusal (the list of what is emulated shortened to a mark, for the launch's message
+/// buffer; [`reached_refusal`] restores it).
+fn refused_at_run(r: &Refusal) -> String {
+    let text = r.to_string().replace(EMULATED, EMULATED_MARK);
+    let mut lit = String::new();
+    for b in text.bytes() {
+        match b {
+            b'"' | b'\\' => {
+                lit.push('\\');
+                lit.push(b as char);
+            }
+            b' '..=b'~' => lit.push(b as char),
+            _ => lit.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    format!("do {{ ::sim::inline_ptx::not_simulated(\"{lit}\"); }} while (0)")
+}
+
+const EMULATED_MARK: &str = "(what the simulator runs)";
+
+/// The refusal a launch's failure `message` carries when it reached inline PTX the simulator
+/// does not run ([`refused_at_run`]), as a row's reason: "not simulated: FILE:LINE: ...".
+pub fn reached_refusal(message: &str) -> Option<String> {
+    let at = message.find("not simulated: ")?;
+    Some(message[at..].replace(EMULATED_MARK, EMULATED))
 }
 
 // ---- Lexing the C++ around the statement ----
@@ -1431,16 +1470,21 @@ fn parse_int(s: &str) -> Option<i64> {
 mod tests {
     use super::*;
 
+    /// The rewrite with each statement the simulator does not run refused at once.
+    fn strict(code: &str, file: &str) -> Result<Option<String>, Refusal> {
+        rewrite_as(code, file, false)
+    }
+
     fn rw(code: &str) -> String {
-        rewrite(code, "k.cu").unwrap().unwrap()
+        strict(code, "k.cu").unwrap().unwrap()
     }
 
     #[test]
     fn a_source_without_asm_is_left_alone() {
-        assert_eq!(rewrite("int f() { return 1; }", "k.cu"), Ok(None));
+        assert_eq!(strict("int f() { return 1; }", "k.cu"), Ok(None));
         // `asm` in a string, an include path or another identifier is no statement.
         let code = "#include <asm/types.h>\nconst char *s = \"asm(\"; int plasma_asm = 0;";
-        assert_eq!(rewrite(code, "k.cu"), Ok(None));
+        assert_eq!(strict(code, "k.cu"), Ok(None));
     }
 
     #[test]
@@ -1464,7 +1508,7 @@ mod tests {
         assert_eq!(out.lines().nth(5), Some("}"));
         // A 64-bit operand where A takes 32 bits is refused, naming the operand.
         let bad = code.replace("\"r\"(a[0])", "\"l\"(a)");
-        let r = rewrite(&bad, "k.cu").unwrap_err();
+        let r = strict(&bad, "k.cu").unwrap_err();
         assert_eq!((r.file.as_str(), r.line), ("k.cu", 3));
         assert!(r.why.contains("%4, constraint \"l\""), "{r}");
     }
@@ -1503,7 +1547,7 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
     fn unknown_instructions_are_refused_with_file_line_and_name() {
         let code = "#line 40 \"user.cu\"\nvoid f(unsigned long long d) {\n\n  asm volatile(\
              \"tcgen05.fence::before_thread_sync;\" ::: \"memory\");\n}\n";
-        let r = rewrite(code, "ignored.cu").unwrap_err();
+        let r = strict(code, "ignored.cu").unwrap_err();
         assert_eq!(
             (r.file.as_str(), r.line, r.instruction.as_str()),
             ("user.cu", 42, "tcgen05.fence::before_thread_sync")
@@ -1512,12 +1556,44 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
             "user.cu:42: inline PTX `tcgen05.fence::before_thread_sync`: not emulated"
         ));
         let nowhere = "void f() { asm volatile(\"L: bra M;\"); }";
-        let why = rewrite(nowhere, "k.cu").unwrap_err().why;
+        let why = strict(nowhere, "k.cu").unwrap_err().why;
         assert!(why.contains("the branch target M is no label"), "{why}");
         let call = "void f() { asm volatile(\"call g;\"); }";
-        assert!(rewrite(call, "k.cu").unwrap_err().why.contains("calls"));
+        assert!(strict(call, "k.cu").unwrap_err().why.contains("calls"));
         let top = "asm(\".global .u32 x;\");";
-        assert!(rewrite(top, "k.cu").unwrap_err().why.contains("file scope"));
+        assert!(strict(top, "k.cu").unwrap_err().why.contains("file scope"));
+    }
+
+    /// Outside the front end's tests, a statement the simulator does not run becomes a call
+    /// that fails the launch reaching it with the refusal, the list of what is emulated
+    /// restored from its mark; a helper or macro no kernel calls costs nothing.
+    #[test]
+    fn an_unknown_instruction_fails_the_launch_that_reaches_it() {
+        let code = "#define UNUSED() asm volatile(\"cp.async.bulk.wait_all;\" ::)\n\
+            __device__ void f() {\n  asm volatile(\"call g;\");\n}\n";
+        let out = rewrite(code, "k.cu").unwrap().unwrap();
+        assert_eq!(out.lines().count(), code.lines().count(), "{out}");
+        let call = out.lines().nth(2).unwrap();
+        assert!(
+            call.contains("::sim::inline_ptx::not_simulated(\"k.cu:3: inline PTX `call`: ")
+                && call.contains(EMULATED_MARK)
+                && !call.contains(EMULATED),
+            "{call}"
+        );
+        assert!(out.lines().next().unwrap().contains("not_simulated("));
+        // The launch's message: the kernel's name before it, the thread after.
+        let message = format!(
+            "k: not simulated: k.cu:3: inline PTX `call`: calls, returns and indirect branches \
+             are not emulated; {EMULATED_MARK} (thread (0,0,0) of block (0,0,0))"
+        );
+        let why = reached_refusal(&message).unwrap();
+        assert!(
+            why.starts_with("not simulated: k.cu:3: inline PTX `call`:")
+                && why.contains(EMULATED)
+                && why.ends_with("(thread (0,0,0) of block (0,0,0))"),
+            "{why}"
+        );
+        assert_eq!(reached_refusal("k: index 4 out of bounds"), None);
     }
 
     #[test]
@@ -1525,7 +1601,7 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
         let why = |stmt: &str| {
             let code =
                 format!("void f(unsigned s, const void *m, unsigned long long a) {{ {stmt} }}");
-            rewrite(&code, "k.cu").unwrap_err().why
+            strict(&code, "k.cu").unwrap_err().why
         };
         let cases = [
             (
@@ -1624,7 +1700,7 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
         let negated = code.replace("@p", "@!p");
         assert!(rw(&negated).contains("if (!_kr_p) {"));
         let undeclared = code.replace("@p", "@q");
-        let r = rewrite(&undeclared, "k.cu").unwrap_err();
+        let r = strict(&undeclared, "k.cu").unwrap_err();
         assert_eq!(r.instruction, "cp.async.cg.shared.global");
         assert!(
             r.why
@@ -1635,7 +1711,7 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
         let bits = code
             .replace(".reg .pred p;", ".reg .pred p; .reg .b32 r;")
             .replace("p, %0, 0", "r, %0, 0");
-        let r = rewrite(&bits, "k.cu").unwrap_err();
+        let r = strict(&bits, "k.cu").unwrap_err();
         assert!(r.why.contains("the predicate is a 32-bit operand"), "{r}");
     }
 
@@ -1688,7 +1764,7 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
         assert!(lines[end + 2].starts_with(';'), "{out}");
         // A nested #if is refused, naming what was found.
         let nested = code.replace("#else\n", "#else\n#ifdef X\n#endif\n");
-        let r = rewrite(&nested, "k.cu").unwrap_err();
+        let r = strict(&nested, "k.cu").unwrap_err();
         assert!(
             r.why
                 .contains("(#if, #else, #ifdef, #endif, #endif) are not one #if ... #endif chain"),

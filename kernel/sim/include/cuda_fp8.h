@@ -1,0 +1,149 @@
+// cuda_fp8.h (simulator stand-in): the FP8 formats of sm_89 and later, E4M3 and E5M2, as
+// storage types with their conversions.
+//
+// E4M3: 4 exponent bits (bias 7), 3 mantissa bits, no infinity, 0x7F/0xFF NaN, largest 448.
+// E5M2: 5 exponent bits (bias 15), 2 mantissa bits, IEEE-like infinity and NaN, largest 57344.
+// Conversions from float round to nearest even; past the largest finite value they give it
+// (__NV_SATFINITE, what the types' constructors ask for) or NaN for E4M3 and infinity for
+// E5M2 (__NV_NOSAT), as the toolkit's header does.
+#pragma once
+
+#include <cmath>
+#include <cstring>
+
+#include "cuda_bf16.h"
+#include "cuda_fp16.h"
+
+typedef unsigned char __nv_fp8_storage_t;
+typedef unsigned short __nv_fp8x2_storage_t;
+typedef unsigned int __nv_fp8x4_storage_t;
+
+typedef enum __nv_saturation_t { __NV_NOSAT, __NV_SATFINITE } __nv_saturation_t;
+typedef enum __nv_fp8_interpretation_t { __NV_E4M3, __NV_E5M2 } __nv_fp8_interpretation_t;
+
+namespace sim_fp8 {
+struct Format {
+    int mant, bias;
+    double largest;
+};
+inline Format format(__nv_fp8_interpretation_t f) {
+    return f == __NV_E4M3 ? Format{3, 7, 448.0} : Format{2, 15, 57344.0};
+}
+
+inline __nv_fp8_storage_t encode(double x, __nv_saturation_t sat, __nv_fp8_interpretation_t f) {
+    const Format t = format(f);
+    const unsigned sign = std::signbit(x) ? 0x80u : 0u;
+    if (std::isnan(x)) return (__nv_fp8_storage_t)0x7F;  // the canonical NaN of both
+    double a = std::fabs(x);
+    const int emin = 1 - t.bias;  // the smallest normal exponent; subnormals share its quantum
+    int e;
+    std::frexp(a, &e);
+    e -= 1;  // a = 1.m * 2^e
+    const double quantum = std::ldexp(1.0, (e < emin ? emin : e) - t.mant);
+    double q = std::nearbyint(a / quantum) * quantum;  // to nearest, ties to even
+    if (q > t.largest) {
+        if (sat == __NV_SATFINITE) {
+            q = t.largest;
+        } else {
+            return (__nv_fp8_storage_t)(sign | (f == __NV_E4M3 ? 0x7Fu : 0x7Cu));
+        }
+    }
+    unsigned bits;
+    if (q < std::ldexp(1.0, emin)) {
+        bits = (unsigned)std::ldexp(q, t.mant - emin);  // subnormal (or zero)
+    } else {
+        std::frexp(q, &e);
+        e -= 1;
+        const unsigned m = (unsigned)(std::ldexp(q, t.mant - e) - std::ldexp(1.0, t.mant));
+        bits = ((unsigned)(e + t.bias) << t.mant) | m;
+    }
+    return (__nv_fp8_storage_t)(sign | bits);
+}
+
+inline float decode(__nv_fp8_storage_t b, __nv_fp8_interpretation_t f) {
+    const Format t = format(f);
+    const bool neg = (b & 0x80u) != 0;
+    const unsigned exp = (b & 0x7Fu) >> t.mant, m = b & ((1u << t.mant) - 1u);
+    const unsigned top = (1u << (7 - t.mant)) - 1u;
+    double v;
+    if (f == __NV_E4M3 && (b & 0x7Fu) == 0x7Fu) {
+        v = NAN;
+    } else if (f == __NV_E5M2 && exp == top) {
+        v = m ? NAN : INFINITY;
+    } else if (exp == 0) {
+        v = std::ldexp((double)m, 1 - t.bias - t.mant);
+    } else {
+        v = std::ldexp((double)(m | (1u << t.mant)), (int)exp - t.bias - t.mant);
+    }
+    return (float)(neg ? -v : v);
+}
+}  // namespace sim_fp8
+
+inline __nv_fp8_storage_t __nv_cvt_float_to_fp8(float x, __nv_saturation_t sat,
+                                               __nv_fp8_interpretation_t f) {
+    return sim_fp8::encode(x, sat, f);
+}
+inline __nv_fp8_storage_t __nv_cvt_double_to_fp8(double x, __nv_saturation_t sat,
+                                                __nv_fp8_interpretation_t f) {
+    return sim_fp8::encode(x, sat, f);
+}
+inline __nv_fp8x2_storage_t __nv_cvt_float2_to_fp8x2(float2 x, __nv_saturation_t sat,
+                                                    __nv_fp8_interpretation_t f) {
+    return (__nv_fp8x2_storage_t)(sim_fp8::encode(x.x, sat, f) |
+                                  (sim_fp8::encode(x.y, sat, f) << 8));
+}
+inline __nv_fp8_storage_t __nv_cvt_halfraw_to_fp8(__half_raw x, __nv_saturation_t sat,
+                                                 __nv_fp8_interpretation_t f) {
+    __half h;
+    memcpy(&h, &x, 2);
+    return sim_fp8::encode(__half2float(h), sat, f);
+}
+inline __half_raw __nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t x, __nv_fp8_interpretation_t f) {
+    const __half h = __float2half(sim_fp8::decode(x, f));  // exact: FP16 holds every FP8 value
+    __half_raw r;
+    memcpy(&r, &h, 2);
+    return r;
+}
+
+// The types: a constructor saturates to the largest finite value, as the toolkit's does.
+#define SIM_FP8_TYPE(NAME, X2, X4, INTERP)                                                        \
+    struct NAME {                                                                                 \
+        __nv_fp8_storage_t __x;                                                                   \
+        NAME() = default;                                                                         \
+        NAME(float f) : __x(sim_fp8::encode(f, __NV_SATFINITE, INTERP)) {}                        \
+        NAME(double d) : __x(sim_fp8::encode(d, __NV_SATFINITE, INTERP)) {}                       \
+        NAME(int i) : __x(sim_fp8::encode((double)i, __NV_SATFINITE, INTERP)) {}                  \
+        NAME(__half h) : __x(sim_fp8::encode(__half2float(h), __NV_SATFINITE, INTERP)) {}         \
+        NAME(__nv_bfloat16 h)                                                                     \
+            : __x(sim_fp8::encode(__bfloat162float(h), __NV_SATFINITE, INTERP)) {}                \
+        operator float() const { return sim_fp8::decode(__x, INTERP); }                           \
+        operator __half() const { return __float2half(sim_fp8::decode(__x, INTERP)); }            \
+    };                                                                                            \
+    struct X2 {                                                                                   \
+        __nv_fp8x2_storage_t __x;                                                                 \
+        X2() = default;                                                                           \
+        X2(float2 f) : __x(__nv_cvt_float2_to_fp8x2(f, __NV_SATFINITE, INTERP)) {}                \
+        operator float2() const {                                                                 \
+            return make_float2(sim_fp8::decode((__nv_fp8_storage_t)(__x & 0xFF), INTERP),         \
+                               sim_fp8::decode((__nv_fp8_storage_t)(__x >> 8), INTERP));          \
+        }                                                                                         \
+    };                                                                                            \
+    struct X4 {                                                                                   \
+        __nv_fp8x4_storage_t __x;                                                                 \
+        X4() = default;                                                                           \
+        X4(float4 f)                                                                              \
+            : __x((__nv_fp8x4_storage_t)sim_fp8::encode(f.x, __NV_SATFINITE, INTERP) |            \
+                  (__nv_fp8x4_storage_t)sim_fp8::encode(f.y, __NV_SATFINITE, INTERP) << 8 |       \
+                  (__nv_fp8x4_storage_t)sim_fp8::encode(f.z, __NV_SATFINITE, INTERP) << 16 |      \
+                  (__nv_fp8x4_storage_t)sim_fp8::encode(f.w, __NV_SATFINITE, INTERP) << 24) {}    \
+        operator float4() const {                                                                 \
+            return make_float4(sim_fp8::decode((__nv_fp8_storage_t)(__x), INTERP),                \
+                               sim_fp8::decode((__nv_fp8_storage_t)(__x >> 8), INTERP),           \
+                               sim_fp8::decode((__nv_fp8_storage_t)(__x >> 16), INTERP),          \
+                               sim_fp8::decode((__nv_fp8_storage_t)(__x >> 24), INTERP));         \
+        }                                                                                         \
+    };
+
+SIM_FP8_TYPE(__nv_fp8_e4m3, __nv_fp8x2_e4m3, __nv_fp8x4_e4m3, __NV_E4M3)
+SIM_FP8_TYPE(__nv_fp8_e5m2, __nv_fp8x2_e5m2, __nv_fp8x4_e5m2, __NV_E5M2)
+#undef SIM_FP8_TYPE
