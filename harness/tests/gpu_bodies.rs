@@ -57,6 +57,26 @@ fn shapes() -> [Shape; 2] {
     ]
 }
 
+/// Panics unless the front end runs every inline-PTX statement of the lab headers' GPU bodies
+/// that `k` includes: one it does not run would fail only a launch that reaches it, and a
+/// branch these shapes never take would go unchecked.
+fn assert_every_statement_emulated(k: &dyn Kernel, shape: &Shape) {
+    for step in k.cuda(shape).map(|p| p.steps).unwrap_or_default() {
+        if let Step::Kernel(l) = step
+            && let Some(src) = gpu_bodies(&l.source)
+        {
+            let code = kernel::sim::compile::strip_comments(&src.code);
+            let rewritten = kernel::sim::inline_asm::rewrite(&code, &src.file)
+                .unwrap_or_else(|r| panic!("{}: {r}", k.info().id))
+                .unwrap_or_default();
+            if let Some(at) = rewritten.find("not_simulated(") {
+                let line = rewritten[at..].lines().next().unwrap_or("");
+                panic!("{}: the simulator does not run {line}", k.info().id);
+            }
+        }
+    }
+}
+
 /// Runs `k` at `shape` with the emulation bodies and with the inline PTX; panics unless the
 /// outputs are the same bits.
 fn assert_same_bits(dev: &SimDevice, k: &dyn Kernel, shape: &Shape) {
@@ -95,6 +115,7 @@ fn every_rung_gives_the_same_bits_from_its_inline_ptx_as_from_the_emulation() {
             if k.supports(&shape).is_err() || !two_bodied(k, &shape) {
                 continue;
             }
+            assert_every_statement_emulated(k, &shape);
             assert_same_bits(&dev, k, &shape);
             checked.push(k.info().id);
         }

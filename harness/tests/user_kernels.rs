@@ -1462,15 +1462,14 @@ fn a_causal_shape_for_a_kernel_told_nothing_of_it_says_so() {
 /// template kernel, `<cuda_fp8.h>`, glibc's `M_SQRT2` without `<math.h>`, inline PTX the
 /// simulator does not run in a macro and a helper no kernel calls, and `stmatrix` behind an
 /// architecture conditional in a template never instantiated (which leaves the file for every
-/// GPU, sm_80 included).
+/// GPU, sm_80 included). The header has Windows line ends, its macros continued across them.
 #[test]
 fn spellings_of_public_learning_kernels_compile_and_run() {
     let dir = scratch_dir("public-spellings");
-    std::fs::write(
-        dir.join("utils.h"),
-        "#pragma once\n#include <cuda_fp8.h>\n\
+    let utils = "#pragma once\n#include <cuda_fp8.h>\n\
          #define HOST_DEVICE_INLINE __device__ __host__ inline\n\
          #define DEVICE_INLINE __device__ inline\n\
+         #define CP_ASYNC_WAIT_ALL() \\\n  asm volatile(\"cp.async.wait_all;\\n\" ::)\n\
          #define CP_ASYNC_BULK_WAIT_ALL() asm volatile(\"cp.async.bulk.wait_all;\\n\" ::)\n\
          HOST_DEVICE_INLINE\nint div_ceil(int a, int b) { return (a + b - 1) / b; }\n\
          DEVICE_INLINE unsigned active() { unsigned m; asm volatile(\"activemask.b32 %0;\" : \"=r\"(m)); return m; }\n\
@@ -1482,9 +1481,8 @@ fn spellings_of_public_learning_kernels_compile_and_run() {
          #if defined(__CUDA_ARCH__) && (__CUDA_ARCH__ >= 900)\n\
          \x20 unsigned a = (unsigned)__cvta_generic_to_shared(s);\n\
          \x20 asm volatile(\"stmatrix.sync.aligned.x1.m8n8.shared.b16 [%0], {%1};\\n\" :: \"r\"(a), \"r\"(0u));\n\
-         #endif\n}\n",
-    )
-    .unwrap();
+         #endif\n}\n";
+    std::fs::write(dir.join("utils.h"), utils.replace('\n', "\r\n")).unwrap();
     std::fs::write(
         dir.join("gemm.cu"),
         "#include <cuda_runtime.h>\n#include \"utils.h\"\n\
@@ -1503,7 +1501,7 @@ fn spellings_of_public_learning_kernels_compile_and_run() {
          \x20     asm volatile(\"cp.async.ca.shared.global [%0], [%1], 4;\\n\" :: \"r\"(sa), \"l\"(&A[r * K + ka]));\n\
          \x20   else\n      As[ty][tx] = 0.f;\n\
          \x20   Bs[ty][tx] = kb < K && c < N ? B[kb * N + c] : 0.f;\n\
-         \x20   asm volatile(\"cp.async.wait_all;\\n\" ::);\n\
+         \x20   CP_ASYNC_WAIT_ALL();\n\
          \x20   __syncthreads();\n\
          \x20   for (int k = 0; k < BK; ++k) acc += As[ty][k] * Bs[k][tx];\n\
          \x20   __syncthreads();\n\
@@ -1655,6 +1653,31 @@ fn a_kernel_given_no_gamma_or_beta_is_told_the_reference_applies_them() {
             "the kernel is given no gamma or beta: the reference applies every input of the \
              layernorm workload"
         ) && !text.contains("not a multiple of 32"),
+        "{text}"
+    );
+}
+
+/// A kernel named as a function of CUDA's math library (`norm`) is ambiguous to NVRTC's
+/// lookup of the entry: the message says so, after the compiler's.
+#[test]
+fn a_kernel_named_as_a_cuda_math_function_is_told_to_rename_it() {
+    let dir = scratch_dir("math-name");
+    std::fs::write(
+        dir.join("norm.cu"),
+        "__global__ void norm(const float *X, float *Y, int M, int N) {\n\
+         \x20 const int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i < M * N) Y[i] = X[i];\n}\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:norm,args=(X,Y,M,N),block=32,grid=cdiv(M*N,32)",
+        dir.join("norm.cu").display()
+    );
+    let (ok, text) = sim_run("softmax", "3x40", &spec, &dir.join("run"));
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("`norm` is also the name of a function of CUDA's own headers")
+            && text.contains("rename the kernel"),
         "{text}"
     );
 }

@@ -469,9 +469,10 @@ impl CudaPlan {
     }
 
     /// The architecture-specific target one of the plan's sources is compiled for alone
-    /// ([`CudaSource::arch`]), if any.
+    /// ([`CudaSource::arch`], not for other GPUs too), if any.
     pub fn required_arch(&self) -> Option<&str> {
-        self.launches().find_map(|l| l.source.arch.as_deref())
+        self.launches()
+            .find_map(|l| l.source.arch.as_deref().filter(|_| !l.source.other_archs))
     }
 
     /// Whether any step calls a library (cuBLAS).

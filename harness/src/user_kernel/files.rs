@@ -121,6 +121,12 @@ fn hopper_lines(code: &str) -> Vec<bool> {
     found
 }
 
+/// A file's text with Windows line ends made plain: a backslash before `\r\n` continues a
+/// line for a C preprocessor, and the lab's readers of macros and `asm` statements see it so.
+fn read_source(path: &Path) -> std::io::Result<String> {
+    Ok(std::fs::read_to_string(path)?.replace("\r\n", "\n"))
+}
+
 /// Why the files could not be prepared.
 #[derive(Debug)]
 pub struct ReadError {
@@ -202,7 +208,7 @@ impl Reader {
                 continue;
             }
             seen.push(key);
-            let Ok(code) = std::fs::read_to_string(&path) else {
+            let Ok(code) = read_source(&path) else {
                 continue;
             };
             let code = kernel::sim::compile::strip_comments(&code);
@@ -223,7 +229,7 @@ impl Reader {
         if let Some((_, name)) = self.seen.iter().find(|(p, _)| *p == key) {
             return Ok(name.clone());
         }
-        let code = std::fs::read_to_string(path).map_err(|e| ReadError {
+        let code = read_source(path).map_err(|e| ReadError {
             file: display.clone(),
             error: e.to_string(),
         })?;

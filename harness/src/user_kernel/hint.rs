@@ -270,11 +270,20 @@ pub fn tail_hint(
             };
             let tiles = whole * 2;
             parts.push(if in_bounds {
+                // K / whole is odd: a kernel taking tiles of `whole` in pairs miscounts them.
+                let pairs = if whole > 1 {
+                    format!(
+                        ", and one in tiles of {whole} has an odd number of them ({}), which a \
+                         double buffer that takes them in pairs miscounts",
+                        k / whole
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
                     "{of}, and no read went past the end of {operands}: a kernel that steps \
                      through K in tiles of {tiles} or more may drop the partial last tile (a \
-                     loop bound rounded down) or miscount its tiles (a ring or double buffer \
-                     that assumes an even or whole number of them)"
+                     loop bound rounded down){pairs}"
                 )
             } else {
                 format!(
@@ -306,8 +315,14 @@ mod tests {
             hint,
             "K = 24 is a multiple of 8 and of no larger power of two, and no read went past the \
              end of A or B: a kernel that steps through K in tiles of 16 or more may drop the \
-             partial last tile (a loop bound rounded down) or miscount its tiles (a ring or \
-             double buffer that assumes an even or whole number of them)"
+             partial last tile (a loop bound rounded down), and one in tiles of 8 has an odd \
+             number of them (3), which a double buffer that takes them in pairs miscounts"
+        );
+        let odd = Shape::gemm(32, 32, 129);
+        let hint = tail_hint(&grid, &[], &odd, &vars(&odd), None, true).unwrap();
+        assert!(
+            hint.ends_with("may drop the partial last tile (a loop bound rounded down)"),
+            "{hint}"
         );
     }
 

@@ -78,6 +78,16 @@ pub fn compile_hints(log: &str, include: &str) -> String {
             kernel::CONSTANT_BYTES
         ));
     }
+    // NVRTC's lookup of an entry whose name a function of the toolkit also has (`norm`,
+    // `erf`: CUDA's math library is declared for every file).
+    let overloaded = "cannot determine which instance of overloaded function \"";
+    if let Some(at) = log.find(overloaded) {
+        let name = log[at + overloaded.len()..].split('"').next().unwrap_or("");
+        out.push_str(&format!(
+            "\n`{name}` is also the name of a function of CUDA's own headers (its math library is \
+             declared for every file), so the kernel's name is ambiguous: rename the kernel."
+        ));
+    }
     let missing = ["cannot open source file", "No such file or directory"]
         .iter()
         .any(|m| log.contains(m));
@@ -526,9 +536,12 @@ impl UserKernel {
     }
 
     /// The architecture the kernel is compiled for to check it: [`CHECK_ARCH`], or `sm_90a`
-    /// for a file with Hopper's instructions.
+    /// for a file with Hopper's instructions outside `__CUDA_ARCH__` conditionals.
     fn check_arch(&self) -> &str {
-        self.source.arch.as_deref().unwrap_or(CHECK_ARCH)
+        match self.source.arch.as_deref() {
+            Some(only) if !self.source.other_archs => only,
+            _ => CHECK_ARCH,
+        }
     }
 
     /// The compilation unit the lab builds (the user's file, blanked host code, wrapper).

@@ -97,7 +97,8 @@ pub fn annotate(
     inspect: bool,
 ) {
     // Each user kernel's first failure on a shape without tails: its failures elsewhere are
-    // not a tail's doing.
+    // not a tail's doing. (Unless the kernel is not given every input, which explains that
+    // failure, its own line says.)
     let mut whole_failures: Vec<(String, String)> = Vec::new();
     for w in &results.workloads {
         for s in &w.shapes {
@@ -108,6 +109,7 @@ pub fn annotate(
                     && let Some(k) = users.iter().find(|k| k.id() == row.id)
                     && k.tail_hint(&s.shape, None, false).is_none()
                     && !untold_causal(k, &s.shape)
+                    && k.unread_inputs(&s.shape).is_empty()
                 {
                     whole_failures.push((row.id.clone(), s.shape.label()));
                 }
