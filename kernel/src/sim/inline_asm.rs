@@ -46,7 +46,10 @@ const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 f16/bf16 wi
 
 /// `code` (comments removed) with every `asm` statement replaced by the emulation's calls,
 /// line breaks kept so that compiler messages keep their lines; `None` when it has no `asm`.
-/// `file` names the source where no `#line` directive says otherwise.
+/// `file` names the source where no `#line` directive says otherwise. A statement the
+/// emulation does not run becomes a call that fails the launch reaching it
+/// ([`reached_refusal`]); one the front end cannot read (at file scope, operands it cannot
+/// parse) refuses the whole source.
 pub fn rewrite(code: &str, file: &str) -> Result<Option<String>, Refusal> {
     rewrite_as(code, file, true)
 }
