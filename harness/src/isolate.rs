@@ -434,7 +434,7 @@ fn in_child(request: &Request, timeout: Duration) -> Result<Answer> {
         .unwrap_or_default();
     #[cfg(unix)]
     if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
-        return Err(ChildError::Crashed(signal_name(sig), said).into());
+        return Err(ChildError::Crashed(kernel::child_process::signal_name(sig), said).into());
     }
     Err(ChildError::NoAnswer(status.to_string(), said).into())
 }
@@ -479,23 +479,6 @@ fn kill(child: &mut Child) {
     }
     let _ = child.kill();
     let _ = child.wait();
-}
-
-#[cfg(unix)]
-fn signal_name(sig: i32) -> String {
-    let name = match sig {
-        libc::SIGSEGV => "SIGSEGV, a segmentation fault",
-        libc::SIGBUS => "SIGBUS, a bus error",
-        libc::SIGABRT => "SIGABRT, aborted",
-        libc::SIGFPE => "SIGFPE, an arithmetic fault",
-        libc::SIGILL => "SIGILL, an illegal instruction",
-        libc::SIGKILL => "SIGKILL, killed",
-        _ => "",
-    };
-    match name {
-        "" => format!("signal {sig}"),
-        n => format!("signal {sig} ({n})"),
-    }
 }
 
 /// The child: reads a [`Request`] on stdin, runs the row, prints a [`Response`] line.

@@ -54,7 +54,14 @@ enum Command {
     /// One row in a child process of `run` or `check` (JSON on stdin and stdout).
     #[command(name = "isolated-row", hide = true)]
     IsolatedRow,
+    /// One user's file compiled by NVRTC for another harness process (JSON on stdin, NVRTC's
+    /// output on stdout), so that a crash inside NVRTC ends only this child.
+    #[command(name = NVRTC_CHILD, hide = true)]
+    NvrtcChild,
 }
+
+/// The hidden subcommand that compiles a user's file in a child.
+const NVRTC_CHILD: &str = "nvrtc-child";
 
 fn main() -> ExitCode {
     // Output piped into `head` and closed early ends the program quietly, as in other Unix
@@ -64,6 +71,12 @@ fn main() -> ExitCode {
     // NVRTC's output depends on where its memory lies: this program runs with the addresses
     // fixed where the system allows it (`harness doctor` says which), else as it is.
     let _ = kernel::cuda::address_layout::start_fixed();
+    if let Ok(exe) = std::env::current_exe() {
+        kernel::cuda::nvrtc_child::set_program(kernel::cuda::nvrtc_child::Program {
+            exe,
+            args: vec![NVRTC_CHILD.to_string()],
+        });
+    }
     let result = match Cli::parse().command {
         Command::List(a) => cmd::list::run(&a),
         Command::Run(a) => cmd::run::run(&a),
@@ -79,6 +92,7 @@ fn main() -> ExitCode {
         Command::Explain(a) => cmd::explain::run(&a),
         Command::Docs(a) => cmd::docs::run(&a),
         Command::IsolatedRow => harness::isolate::child(),
+        Command::NvrtcChild => Ok(kernel::cuda::nvrtc_child::serve()),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

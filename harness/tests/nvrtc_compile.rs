@@ -475,6 +475,67 @@ fn inspect_compiles_any_cuda_file_with_its_folder_on_the_include_path() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A user's file that crashes NVRTC itself costs that file's compile for that architecture,
+/// not the program: the compile ran in a child process, the crash is reported by its signal,
+/// and the architectures and kernels after it are inspected. The trigger is a crash of the
+/// NVRTC `tools/install-cuda-tools.sh` pins (13.0.88): `ldmatrix` from the constant shared
+/// address 0, compiled for sm_90. An NVRTC that compiles it needs another trigger here.
+#[test]
+fn a_crash_inside_nvrtc_fails_one_compile_and_the_rest_goes_on() {
+    if nvrtc::version().is_err() {
+        panic!("NVRTC unavailable: run tools/install-cuda-tools.sh first.");
+    }
+    let dir = std::env::temp_dir().join(format!("lab-nvrtc-crash-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let crash = dir.join("crash.cu");
+    std::fs::write(
+        &crash,
+        "extern \"C\" __global__ void k(float *out) {\n\
+         unsigned u;\n\
+         asm volatile(\"ldmatrix.sync.aligned.x1.m8n8.shared.b16 {%0}, [%1];\" : \"=r\"(u) : \"r\"(0u));\n\
+         out[threadIdx.x] = __uint_as_float(u);\n}\n",
+    )
+    .unwrap();
+    let fine = dir.join("fine.cu");
+    std::fs::write(
+        &fine,
+        "extern \"C\" __global__ void ok(float *out) { out[threadIdx.x] = 1.0f; }\n",
+    )
+    .unwrap();
+    let spec = |file: &std::path::Path, entry: &str| {
+        format!(
+            "{}:{entry},workload=eltwise,args=(Y),block=64,grid=(1)",
+            file.display()
+        )
+    };
+    let o = std::process::Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(["inspect", "--arch", "sm_90,sm_80", "--kernel"])
+        .arg(spec(&crash, "k"))
+        .arg("--kernel")
+        .arg(spec(&fine, "ok"))
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "one compile failed: {t}");
+    assert!(
+        t.contains("crashed with signal 11 (SIGSEGV")
+            && t.contains("while compiling this file for sm_90")
+            && t.contains("nothing else was lost"),
+        "{t}"
+    );
+    // What came after the crash: the same file for sm_80, the other file for both.
+    let row = |who: &str, arch: &str| {
+        t.lines()
+            .any(|l| l.starts_with(who) && l.split_whitespace().nth(2) == Some(arch))
+    };
+    assert!(row("crash.cu:k", "sm_80"), "{t}");
+    assert!(
+        row("fine.cu:ok", "sm_90") && row("fine.cu:ok", "sm_80"),
+        "{t}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 /// Every configuration of rung 09's tuning grid compiles for sm_80 and sm_90 without spills
 /// and can launch: `harness tune` never times a configuration the grid should have excluded.
 #[test]

@@ -6,6 +6,7 @@
 //! the `harness` crate.
 
 pub mod attention;
+pub mod child_process;
 pub mod contract;
 pub mod conv;
 pub mod cuda;

@@ -39,6 +39,10 @@ pub struct CudaSource {
     /// ([`crate::cuda::nvrtc::Compiled::symbol`]); the simulator, which has no mangled
     /// symbols, finds the name as an `extern "C"` entry the source defines for it.
     pub cxx_entries: Vec<(Text, Text)>,
+    /// A user's file rather than one of the lab's: NVRTC compiles it in a child process where
+    /// the program allows ([`crate::cuda::nvrtc_child`]), since unusual code can crash NVRTC
+    /// itself, and such a crash must cost that file's row, not the run.
+    pub from_user: bool,
 }
 
 impl CudaSource {
@@ -52,6 +56,7 @@ impl CudaSource {
             arch: None,
             other_archs: false,
             cxx_entries: Vec::new(),
+            from_user: false,
         }
     }
 

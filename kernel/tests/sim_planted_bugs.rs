@@ -242,6 +242,44 @@ fn a_write_past_the_end_is_reported_with_buffer_thread_and_index() {
     }
 }
 
+const EVERY_BLOCK_WRITES_PAST_END: &str = r#"
+extern "C" __global__ void every_block_oob(const float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0.0f;
+    for (int k = 0; k < 64; ++k) s += x[(i + k) % n];
+    // BUG: one thread of every block writes past the end, each block at its own element.
+    if (threadIdx.x == 3) y[n + blockIdx.x] = s;
+    else if (i < n) y[i] = s;
+}
+"#;
+
+/// Every block fails: the report names the block a run on one OS thread meets first, however
+/// many OS threads share the blocks and whichever of them fails first.
+#[test]
+fn a_failure_reported_is_the_same_however_many_threads_run_the_blocks() {
+    let n = 64 * 64;
+    let shape = Shape::gemm(n, 1, 1);
+    let data = inputs(&shape, 0x5eed);
+    let report = |threads: usize| {
+        let dev = SimDevice::new().unwrap().with_threads(threads);
+        let k = TestKernel {
+            id: "test",
+            plan: vector_plan(EVERY_BLOCK_WRITES_PAST_END, "every_block_oob", n, 64),
+            gpu_only: None,
+        };
+        let mut p = dev.prepare(&k, &shape, &data).unwrap();
+        sim_error(p.run().and_then(|_| p.output()))
+    };
+    let alone = report(1);
+    assert!(
+        alone.contains("out-of-bounds write past the end of buffer 'C'"),
+        "{alone}"
+    );
+    for _ in 0..6 {
+        assert_eq!(report(8), alone);
+    }
+}
+
 #[test]
 fn a_write_before_the_start_is_reported() {
     let n = 300;

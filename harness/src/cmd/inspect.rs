@@ -276,6 +276,7 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
             .iter()
             .map(|(label, e)| (label.clone().into(), e.clone().into()))
             .collect(),
+        from_user: true,
     };
     let width = plain.iter().map(|(l, _)| l.len()).max().unwrap_or(6).max(6);
     let mut advised = Vec::new();

@@ -179,17 +179,33 @@ fn tails(grid: &Grid, args: &[&Expr], shape: &Shape, vars: &[(&'static str, usiz
     out
 }
 
+/// What a failed run saw of the reads a partial last tile of K would make.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KReads {
+    /// Nothing known: a GPU run, or the simulator stopped at a read past a buffer's end or at
+    /// a wild address.
+    Unseen,
+    /// Every read was checked against its buffer and none went past one: a wrong result in
+    /// the simulator.
+    InBounds,
+    /// The simulator stopped at a read of shared memory no thread had written, before any
+    /// read past a buffer.
+    UnwrittenShared,
+    /// The simulator stopped at another error (a race, a divergent barrier, a write out of
+    /// bounds), before any read past a buffer: nothing points at K.
+    OtherError,
+}
+
 /// The hint for a failed row on `shape`, or `None` when every tiled dimension is whole.
-/// `first_bad` is the flat index of the first wrong output element, when known; `in_bounds`
-/// says that every read of the run was checked against its buffer and none went past one (a
-/// wrong result in the simulator), so that a K tail was not read past the operands' ends.
+/// `first_bad` is the flat index of the first wrong output element, when known; `reads`, what
+/// the run saw of the reads past a K tail.
 pub fn tail_hint(
     grid: &Grid,
     args: &[&Expr],
     shape: &Shape,
     vars: &[(&'static str, usize)],
     first_bad: Option<usize>,
-    in_bounds: bool,
+    reads: KReads,
 ) -> Option<String> {
     let out = shape.output();
     let cols = *out.dims.last()?;
@@ -260,7 +276,7 @@ pub fn tail_hint(
         Shape::Linear { k, .. } => Some((k, "X's rows and W's rows", "X or W")),
         _ => None,
     };
-    if let Some((k, rows, operands)) = k_operands {
+    if let Some((k, rows, operands)) = k_operands.filter(|_| reads != KReads::OtherError) {
         let whole = 1usize << k.trailing_zeros().min(6);
         if whole < 64 {
             let of = if whole == 1 {
@@ -269,27 +285,33 @@ pub fn tail_hint(
                 format!("K = {k} is a multiple of {whole} and of no larger power of two")
             };
             let tiles = whole * 2;
-            parts.push(if in_bounds {
-                // K / whole is odd: a kernel taking tiles of `whole` in pairs miscounts them.
-                let pairs = if whole > 1 {
-                    format!(
-                        ", and one in tiles of {whole} has an odd number of them ({}), which a \
+            parts.push(match reads {
+                KReads::InBounds => {
+                    // K / whole is odd: a kernel taking tiles of `whole` in pairs miscounts them.
+                    let pairs = if whole > 1 {
+                        format!(
+                            ", and one in tiles of {whole} has an odd number of them ({}), which a \
                          double buffer that takes them in pairs miscounts",
-                        k / whole
-                    )
-                } else {
-                    String::new()
-                };
-                format!(
-                    "{of}, and no read went past the end of {operands}: a kernel that steps \
+                            k / whole
+                        )
+                    } else {
+                        String::new()
+                    };
+                    format!(
+                        "{of}, and no read went past the end of {operands}: a kernel that steps \
                      through K in tiles of {tiles} or more may drop the partial last tile (a \
                      loop bound rounded down){pairs}"
-                )
-            } else {
-                format!(
+                    )
+                }
+                KReads::UnwrittenShared => format!(
+                    "{of}: a kernel that steps through K in tiles of {tiles} or more and loads \
+                     only the elements of a partial last tile that exist leaves the rest of that \
+                     tile unwritten in shared memory (write zeros there)"
+                ),
+                KReads::Unseen | KReads::OtherError => format!(
                     "{of}: a kernel that steps through K in tiles of {tiles} or more without a \
                      bound check reads a partial last tile past the end of {rows}"
-                )
+                ),
             });
         }
     }
@@ -310,7 +332,7 @@ mod tests {
     fn a_k_tail_read_in_bounds_is_not_blamed_on_reads_past_the_operands() {
         let grid = Grid::Tile(vec![16, 16]);
         let shape = Shape::gemm(32, 32, 24);
-        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None, true).unwrap();
+        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None, KReads::InBounds).unwrap();
         assert_eq!(
             hint,
             "K = 24 is a multiple of 8 and of no larger power of two, and no read went past the \
@@ -319,10 +341,48 @@ mod tests {
              number of them (3), which a double buffer that takes them in pairs miscounts"
         );
         let odd = Shape::gemm(32, 32, 129);
-        let hint = tail_hint(&grid, &[], &odd, &vars(&odd), None, true).unwrap();
+        let hint = tail_hint(&grid, &[], &odd, &vars(&odd), None, KReads::InBounds).unwrap();
         assert!(
             hint.ends_with("may drop the partial last tile (a loop bound rounded down)"),
             "{hint}"
+        );
+    }
+
+    /// The simulator stopped at an error before any read past a buffer: a read of unwritten
+    /// shared memory is what a partial K tile loaded only where it exists leads to; a race
+    /// says nothing of K, and only the output's tails are hinted at.
+    #[test]
+    fn a_k_tail_hint_follows_the_error_the_simulator_stopped_at() {
+        let grid = Grid::Tile(vec![16, 16]);
+        let shape = Shape::gemm(30, 32, 24);
+        let hint = |reads| tail_hint(&grid, &[], &shape, &vars(&shape), None, reads);
+        let unwritten = hint(KReads::UnwrittenShared).unwrap();
+        assert!(
+            unwritten.ends_with(
+                "K = 24 is a multiple of 8 and of no larger power of two: a kernel that steps \
+                 through K in tiles of 16 or more and loads only the elements of a partial last \
+                 tile that exist leaves the rest of that tile unwritten in shared memory (write \
+                 zeros there)"
+            ),
+            "{unwritten}"
+        );
+        let race = hint(KReads::OtherError).unwrap();
+        assert!(
+            race.starts_with("C is 30x32, not a whole number of 16x16 tiles")
+                && !race.contains("K ="),
+            "{race}"
+        );
+        let whole_output = Shape::gemm(32, 32, 24);
+        assert_eq!(
+            tail_hint(
+                &grid,
+                &[],
+                &whole_output,
+                &vars(&whole_output),
+                None,
+                KReads::OtherError
+            ),
+            None
         );
     }
 
@@ -330,7 +390,7 @@ mod tests {
     fn an_output_smaller_than_a_tile_is_one_partial_tile() {
         let grid = Grid::Tile(vec![16, 16]);
         let shape = Shape::gemm(8, 40, 64);
-        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None, false).unwrap();
+        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None, KReads::Unseen).unwrap();
         assert!(
             hint.starts_with(
                 "C is 8x40, not a whole number of 16x16 tiles: a kernel that assumes divisible \
@@ -345,7 +405,7 @@ mod tests {
     fn the_k_tail_names_the_operands_of_the_workload() {
         let grid = Grid::Tile(vec![16, 16]);
         let gemm = Shape::gemm(64, 64, 129);
-        let g = tail_hint(&grid, &[], &gemm, &vars(&gemm), None, false).unwrap();
+        let g = tail_hint(&grid, &[], &gemm, &vars(&gemm), None, KReads::Unseen).unwrap();
         assert!(
             g.ends_with("past the end of A's rows and B's last row"),
             "{g}"
@@ -356,7 +416,7 @@ mod tests {
             k: 65,
             act: kernel::Activation::Gelu,
         };
-        let l = tail_hint(&grid, &[], &linear, &vars(&linear), None, false).unwrap();
+        let l = tail_hint(&grid, &[], &linear, &vars(&linear), None, KReads::Unseen).unwrap();
         assert!(
             l.contains("K = 65 is odd") && l.ends_with("past the end of X's rows and W's rows"),
             "{l}"
@@ -367,7 +427,7 @@ mod tests {
     fn a_tile_grid_names_only_the_partial_dimensions() {
         let grid = Grid::Tile(vec![128, 256]);
         let shape = Shape::gemm(128, 128, 128);
-        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None, false).unwrap();
+        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None, KReads::Unseen).unwrap();
         assert!(
             hint.contains("not a whole number of 128x256 tiles")
                 && hint.contains("partial tiles (all 128 columns, fewer than a tile's 256)"),
@@ -375,7 +435,7 @@ mod tests {
         );
         // Whole tiles, a K tail alone: no word of C's tiles.
         let k_only = Shape::gemm(128, 256, 100);
-        let hint = tail_hint(&grid, &[], &k_only, &vars(&k_only), None, false).unwrap();
+        let hint = tail_hint(&grid, &[], &k_only, &vars(&k_only), None, KReads::Unseen).unwrap();
         assert!(
             !hint.contains("tiles (") && hint.starts_with("K = 100"),
             "{hint}"
@@ -401,7 +461,15 @@ mod tests {
             Expr::parse("cdiv(N,32)").unwrap(),
             Expr::parse("cdiv(M,64)").unwrap(),
         ]);
-        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), Some(99 * 37), false).unwrap();
+        let hint = tail_hint(
+            &grid,
+            &[],
+            &shape,
+            &vars(&shape),
+            Some(99 * 37),
+            KReads::Unseen,
+        )
+        .unwrap();
         assert!(
             hint.contains("N = 37 is not a multiple of 32 (grid x = cdiv(N,32))")
                 && hint.contains("M = 100 is not a multiple of 64 (grid y = cdiv(M,64))"),
@@ -414,7 +482,7 @@ mod tests {
         );
         // Round M and N, a K tail alone.
         let round = Shape::gemm(64, 64, 100);
-        let hint = tail_hint(&grid, &[], &round, &vars(&round), Some(0), false).unwrap();
+        let hint = tail_hint(&grid, &[], &round, &vars(&round), Some(0), KReads::Unseen).unwrap();
         assert!(
             hint.starts_with(
                 "K = 100 is a multiple of 4 and of no larger power of two: a kernel that steps \
@@ -424,7 +492,14 @@ mod tests {
         );
         let all_round = Shape::gemm(64, 64, 128);
         assert_eq!(
-            tail_hint(&grid, &[], &all_round, &vars(&all_round), Some(0), false),
+            tail_hint(
+                &grid,
+                &[],
+                &all_round,
+                &vars(&all_round),
+                Some(0),
+                KReads::Unseen
+            ),
             None
         );
     }
@@ -439,7 +514,7 @@ mod tests {
             &shape,
             &vars(&shape),
             None,
-            false,
+            KReads::Unseen,
         )
         .unwrap();
         assert_eq!(
@@ -455,14 +530,14 @@ mod tests {
                 &whole,
                 &vars(&whole),
                 None,
-                false
+                KReads::Unseen
             ),
             None
         );
         // Not a product: each dimension's own tile.
         let grid = flat("cdiv(N,32) + cdiv(M,4)");
         let odd = Shape::Eltwise { m: 6, n: 40 };
-        let hint = tail_hint(&grid, &[], &odd, &vars(&odd), None, false).unwrap();
+        let hint = tail_hint(&grid, &[], &odd, &vars(&odd), None, KReads::Unseen).unwrap();
         assert!(
             hint.contains("N = 40 is not a multiple of 32")
                 && hint.contains("M = 6 is not a multiple of 4"),
@@ -481,7 +556,7 @@ mod tests {
         };
         let grid = Grid::Exprs(vec![Expr::parse("B").unwrap(), Expr::parse("H").unwrap()]);
         let tc = Expr::parse("cdiv(S,32)").unwrap();
-        let hint = tail_hint(&grid, &[&tc], &shape, &vars(&shape), None, false).unwrap();
+        let hint = tail_hint(&grid, &[&tc], &shape, &vars(&shape), None, KReads::Unseen).unwrap();
         assert!(
             hint.contains("S = 37 is not a multiple of 32 (args: cdiv(S,32))"),
             "{hint}"

@@ -479,6 +479,7 @@ impl UserKernel {
                         .unwrap_or_else(|| spec.entry.clone())
                         .into(),
                 )],
+                from_user: true,
             },
             launch_name,
             list,
@@ -856,7 +857,7 @@ impl UserKernel {
         &self,
         shape: &Shape,
         first_bad: Option<usize>,
-        in_bounds: bool,
+        reads: hint::KReads,
     ) -> Option<String> {
         let grid = self.spec.grid.as_ref()?;
         let ints: Vec<&expr::Expr> = self
@@ -871,14 +872,7 @@ impl UserKernel {
                 | ArgItem::TensorMap(_) => None,
             })
             .collect();
-        hint::tail_hint(
-            grid,
-            &ints,
-            shape,
-            &vars(shape, self.sms),
-            first_bad,
-            in_bounds,
-        )
+        hint::tail_hint(grid, &ints, shape, &vars(shape, self.sms), first_bad, reads)
     }
 
     /// What C holds when a run starts: zero with `output=zero`, a sentinel when beta is 0 (an
@@ -1363,7 +1357,9 @@ mod tests {
             assert_eq!(launch.source.defines[0].1, (sms / 4).to_string());
             assert_eq!(plan.scratch.last().unwrap().len, sms * 100);
             // A grid of the SM count has no tail to blame.
-            let hint = k.tail_hint(&shape, Some(0), false).unwrap_or_default();
+            let hint = k
+                .tail_hint(&shape, Some(0), hint::KReads::Unseen)
+                .unwrap_or_default();
             assert!(!hint.contains(SMS), "{hint}");
         }
     }
@@ -1415,11 +1411,16 @@ mod tests {
     fn the_tail_hint_says_whether_the_first_bad_element_is_in_the_tail() {
         let k = example("block=32,grid=tile:16x16", Workload::Gemm);
         let shape = Shape::gemm(100, 37, 8);
-        let hint = k.tail_hint(&shape, Some(99 * 37), false).unwrap();
+        let hint = k
+            .tail_hint(&shape, Some(99 * 37), hint::KReads::Unseen)
+            .unwrap();
         assert!(hint.contains("row 99 column 0, is in that tail"), "{hint}");
-        let hint = k.tail_hint(&shape, Some(0), false).unwrap();
+        let hint = k.tail_hint(&shape, Some(0), hint::KReads::Unseen).unwrap();
         assert!(hint.contains("is not in the tail"), "{hint}");
-        assert_eq!(k.tail_hint(&Shape::gemm(64, 32, 64), Some(0), false), None);
+        assert_eq!(
+            k.tail_hint(&Shape::gemm(64, 32, 64), Some(0), hint::KReads::Unseen),
+            None
+        );
     }
 
     #[test]

@@ -3,11 +3,12 @@
 //! are printed in (correctness and resources, never a speed: the simulator gives none), and
 //! which rows make the run fail. Also `inspect --kernel`.
 
+use super::hint::KReads;
 use super::signature::Param;
 use super::{SIM_SMS, SMS, UserKernel, source};
 use crate::config::Config;
 use crate::console::{Progress, Verbosity};
-use crate::results::{RunResults, Status};
+use crate::results::{Row, RunResults, Status};
 use crate::run::Ablation;
 use crate::{registry, report, resources, select};
 use anyhow::{Result, bail};
@@ -107,7 +108,7 @@ pub fn annotate(
                     && matches!(row.status, Status::Failed | Status::Error)
                     && !whole_failures.iter().any(|(id, _)| *id == row.id)
                     && let Some(k) = users.iter().find(|k| k.id() == row.id)
-                    && k.tail_hint(&s.shape, None, false).is_none()
+                    && k.tail_hint(&s.shape, None, KReads::Unseen).is_none()
                     && !untold_causal(k, &s.shape)
                     && k.unread_inputs(&s.shape).is_empty()
                 {
@@ -209,9 +210,7 @@ pub fn annotate(
                          tiles: look for a cause other than the tails"
                     )),
                     Some(_) => None,
-                    // A wrong result in the simulator, which checks every read against its
-                    // buffer: no read went past one.
-                    None => k.tail_hint(&s.shape, first_bad, sim && row.status == Status::Failed),
+                    None => k.tail_hint(&s.shape, first_bad, k_reads(sim, row)),
                 };
                 if let (Some(hint), Some(reason)) = (hint, row.reason.as_mut()) {
                     reason.push_str("\n  ");
@@ -219,6 +218,29 @@ pub fn annotate(
                 }
             }
         }
+    }
+}
+
+/// What `row`'s run saw of the reads past a K tail. The simulator checks every read against
+/// its buffer and stops at the first error: a wrong result means no read went past one, and
+/// one of the errors below stopped the run before any. (Others, such as a misaligned vector
+/// load, may be a K tail's doing.)
+fn k_reads(sim: bool, row: &Row) -> KReads {
+    /// Errors a K tail does not explain.
+    const NOT_K: [&str; 5] = [
+        "race on shared memory",
+        "divergent barrier",
+        "a warp shuffle",
+        "out-of-bounds write",
+        "kernel did not finish",
+    ];
+    let said = row.reason.as_deref().unwrap_or("");
+    match row.status {
+        _ if !sim => KReads::Unseen,
+        Status::Failed => KReads::InBounds,
+        Status::Error if said.contains("uninitialized shared memory") => KReads::UnwrittenShared,
+        Status::Error if NOT_K.iter().any(|e| said.contains(e)) => KReads::OtherError,
+        _ => KReads::Unseen,
     }
 }
 

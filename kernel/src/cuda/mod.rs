@@ -6,6 +6,7 @@ pub mod discovery;
 pub mod headers;
 pub mod nvrtc;
 pub mod nvrtc_cache;
+pub mod nvrtc_child;
 pub mod occupancy;
 pub mod pinned;
 pub mod ptx_entry;

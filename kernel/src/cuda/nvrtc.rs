@@ -233,7 +233,10 @@ fn compile_memo(
         if let Some(out) = names.iter().find_map(|n| nvrtc_cache::load(&dir, n)) {
             return Ok(Arc::new(compiled_from(source, arch, out)));
         }
-        let out = run_nvrtc(source, arch)?;
+        let out = match super::nvrtc_child::program().filter(|_| source.from_user) {
+            Some(child) => super::nvrtc_child::compile(child, source, arch, &compiler_name())?,
+            None => run_nvrtc(source, arch)?,
+        };
         if let Some(name) = names.last()
             && !parse_ptxas_log(&out.log).is_empty()
         {
@@ -330,13 +333,21 @@ fn compiled_from(source: &CudaSource, arch: &str, out: nvrtc_cache::Output) -> C
     }
 }
 
-/// One NVRTC compile of `source` for `arch`.
-fn run_nvrtc(source: &CudaSource, arch: &str) -> Result<nvrtc_cache::Output, DeviceError> {
+/// `NVRTC 13.0`, as compile errors name it.
+fn compiler_name() -> String {
+    version()
+        .map(|(a, b)| format!("NVRTC {a}.{b}"))
+        .unwrap_or_else(|_| "NVRTC".into())
+}
+
+/// One NVRTC compile of `source` for `arch`, in this process.
+pub(super) fn run_nvrtc(
+    source: &CudaSource,
+    arch: &str,
+) -> Result<nvrtc_cache::Output, DeviceError> {
     use cudarc::nvrtc::{result, sys};
     ensure_loaded()?;
-    let compiler = version()
-        .map(|(a, b)| format!("NVRTC {a}.{b}"))
-        .unwrap_or_else(|_| "NVRTC".into());
+    let compiler = compiler_name();
     let fail = |log: String| DeviceError::Compile {
         compiler: compiler.clone(),
         file: source.label(),

@@ -114,7 +114,7 @@ fn store_bytes(dir: &Path, name: &str, bytes: &[u8]) {
     disk_cache::trim(dir, LIMIT_BYTES);
 }
 
-fn encode(out: &Output) -> Vec<u8> {
+pub(super) fn encode(out: &Output) -> Vec<u8> {
     let symbols: String = out
         .symbols
         .iter()
@@ -133,7 +133,7 @@ fn encode(out: &Output) -> Vec<u8> {
     bytes
 }
 
-fn decode(bytes: &[u8]) -> Option<Output> {
+pub(super) fn decode(bytes: &[u8]) -> Option<Output> {
     let mut rest = bytes.strip_prefix(MAGIC)?;
     let mut field = || -> Option<&[u8]> {
         let (len, tail) = rest.split_first_chunk::<8>()?;

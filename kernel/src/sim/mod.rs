@@ -142,6 +142,13 @@ impl SimDevice {
         }
     }
 
+    /// The same device running each launch's blocks on `threads` OS threads (at least one)
+    /// rather than one per core.
+    pub fn with_threads(mut self, threads: usize) -> Self {
+        self.threads = threads.max(1);
+        self
+    }
+
     /// The same device with another schedule seed (block order, thread orders).
     pub fn with_seed(mut self, seed: u64) -> Self {
         self.seed = seed;
@@ -873,7 +880,19 @@ impl<'a> SimRun<'a> {
         }
         let next = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
-        let failure: Mutex<Option<SimResult>> = Mutex::new(None);
+        // The failure of the unit handed out first, with its place in `order`: the units
+        // before it were handed out before it, and those on other OS threads run to their
+        // ends (only one that spins, waiting for another unit, is stopped), so which failure
+        // a run reports does not depend on which OS thread got there first.
+        let failure: Mutex<Option<(usize, SimResult)>> = Mutex::new(None);
+        let place = |res: &SimResult| -> usize {
+            if res.has_thread == 0 {
+                return usize::MAX;
+            }
+            let [x, y, z] = [0, 1, 2].map(|d| u64::from(res.block[d] / r.cluster[d]));
+            let unit = x + u64::from(units_grid[0]) * (y + u64::from(units_grid[1]) * z);
+            order.iter().position(|&u| u == unit).unwrap_or(usize::MAX)
+        };
         // Where a thread that stopped when asked was (its spinning thread).
         let stopped: Mutex<Option<SimResult>> = Mutex::new(None);
         let shared = SharedLaunch(&launch);
@@ -907,8 +926,8 @@ impl<'a> SimRun<'a> {
         let (limit, by_deadline) = self.dev.launch_limit();
         std::thread::scope(|scope| {
             for slot in 0..workers {
-                let (failure, stopped, shared, feed, running, done) =
-                    (&failure, &stopped, &shared, &feed, &running, &done);
+                let (failure, stopped, shared, feed, running, done, place) =
+                    (&failure, &stopped, &shared, &feed, &running, &done, &place);
                 scope.spawn(move || {
                     let _armed = fault::Armed::new(hook);
                     // SAFETY: pthread_self has no preconditions.
@@ -932,7 +951,11 @@ impl<'a> SimRun<'a> {
                         lock(stopped).get_or_insert(res);
                     } else if rc != SIM_OK && rc != SIM_STOPPED {
                         feed.stop.store(true, Ordering::Relaxed);
-                        lock(failure).get_or_insert(res);
+                        let at = place(&res);
+                        let mut first = lock(failure);
+                        if first.as_ref().is_none_or(|(before, _)| at < *before) {
+                            *first = Some((at, res));
+                        }
                     }
                     lock(running)[slot] = None;
                     done.notify_all();
@@ -1017,7 +1040,11 @@ impl<'a> SimRun<'a> {
                 }
             ))
         };
-        match failure.into_inner().unwrap_or_else(|p| p.into_inner()) {
+        match failure
+            .into_inner()
+            .unwrap_or_else(|p| p.into_inner())
+            .map(|(_, res)| res)
+        {
             None if timed_out => Err(timeout(lock(&stopped).as_ref())),
             None => Ok(ran),
             Some(res) if res.code == SIM_FAULT && res.signal == fault::WATCHDOG => {
