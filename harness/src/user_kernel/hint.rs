@@ -291,7 +291,7 @@ pub fn tail_hint(
                     let pairs = if whole > 1 {
                         format!(
                             ", and one in tiles of {whole} has an odd number of them ({}), which a \
-                         double buffer that takes them in pairs miscounts",
+                             double buffer that takes them in pairs miscounts",
                             k / whole
                         )
                     } else {
@@ -299,8 +299,8 @@ pub fn tail_hint(
                     };
                     format!(
                         "{of}, and no read went past the end of {operands}: a kernel that steps \
-                     through K in tiles of {tiles} or more may drop the partial last tile (a \
-                     loop bound rounded down){pairs}"
+                         through K in tiles of {tiles} or more may drop the partial last tile (a \
+                         loop bound rounded down){pairs}"
                     )
                 }
                 KReads::UnwrittenShared => format!(
