@@ -150,16 +150,18 @@ pub fn evaluate_alone(
     let reference = reference_for(dev, &refs, shape, &x, config);
     // The inputs as this kernel reads them (B column-major, say), as a run gives them.
     let own = k.device_inputs(shape, &x);
-    evaluate(dev, k, shape, own.as_deref().unwrap_or(&x), &reference).0
+    evaluate(dev, k, shape, own.as_deref().unwrap_or(&x), &x, &reference).0
 }
 
 /// Prepares, runs and validates one kernel on one shape. The prepared run comes back with
-/// the row when it ran, so the caller can time it.
+/// the row when it ran, so the caller can time it. `inputs` are the kernel's own
+/// ([`Kernel::device_inputs`]), `canonical` the workload's, which the reference is of.
 pub fn evaluate<'a>(
     dev: &'a dyn Executor,
     kernel: &'a dyn Kernel,
     shape: &Shape,
     inputs: &'a [Vec<f32>],
+    canonical: &[Vec<f32>],
     reference: &Reference,
 ) -> (Row, Option<Box<dyn Prepared + 'a>>) {
     let plan = if dev.kind() == DeviceKind::Cpu {
@@ -193,15 +195,31 @@ pub fn evaluate<'a>(
                 Some(kernel::Fill::Value(v)) => Some(v),
                 _ => None,
             };
+            let sample = prepared.sample();
+            // Some of the blocks run, against a reference sampled at random: its picks seldom
+            // fall where those blocks wrote, so it is worked out there instead, as many
+            // elements as it has.
+            let at_written = match (&sample, &reference.indices) {
+                (Some(s), Some(picks)) => Some(kernel::reference::spread(
+                    shape,
+                    canonical,
+                    &s.written,
+                    picks.len(),
+                )),
+                _ => None,
+            };
+            let (values, indices) = match &at_written {
+                Some((i, v)) => (v.as_slice(), Some(i.as_slice())),
+                None => (reference.values.as_slice(), reference.indices.as_deref()),
+            };
             // A kernel whose output is not the workload's result itself (alpha, beta) says
             // what it must be.
-            let own = kernel.expected(shape, &reference.values, reference.indices.as_deref());
+            let own = kernel.expected(shape, values, indices);
             let expected = validate::Expected {
-                values: own.as_deref().unwrap_or(&reference.values),
-                indices: reference.indices.as_deref(),
+                values: own.as_deref().unwrap_or(values),
+                indices,
             };
             let tolerance = row.precision.tolerance();
-            let sample = prepared.sample();
             let c = match &sample {
                 Some(s) => validate::check_sample(&out, expected, s, sentinel, tolerance),
                 None => validate::check_against(&out, expected, sentinel, tolerance),
@@ -480,6 +498,7 @@ impl Ablation<'_> {
             k,
             shape,
             own.as_deref().unwrap_or(inputs),
+            inputs,
             reference,
         );
         let mut p = prepared.filter(|_| row.passed())?;
@@ -615,7 +634,7 @@ pub fn row_for(
     // The inputs as this kernel reads them (B column-major, say).
     let own = k.device_inputs(shape, inputs);
     let kernel_inputs = own.as_deref().unwrap_or(inputs);
-    let (mut row, prepared) = evaluate(dev, k, shape, kernel_inputs, reference);
+    let (mut row, prepared) = evaluate(dev, k, shape, kernel_inputs, inputs, reference);
     if let (Some(mut p), Some(cfg)) = (prepared, &timing) {
         let timed = time(shape, &row, p.as_mut(), cfg);
         drop(p);

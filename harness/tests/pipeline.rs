@@ -50,7 +50,7 @@ fn status(dev: &SimDevice, k: &dyn Kernel, label: &str) -> (Status, Option<Strin
     let shape = Shape::parse(Workload::Conv, label).expect("a conv shape");
     let x = inputs::random_inputs(&shape, config.seed);
     let reference = reference_for(dev, &refs, &shape, &x, &config);
-    let (row, _) = evaluate(dev, k, &shape, &x, &reference);
+    let (row, _) = evaluate(dev, k, &shape, &x, &x, &reference);
     (row.status, row.reason)
 }
 

@@ -41,7 +41,7 @@ fn every_kernel_matches_the_reference_in_the_simulator() {
             for shape in &shapes {
                 let x = inputs::random_inputs(shape, config.seed);
                 let reference = reference_for(&dev, &refs, shape, &x, &config);
-                let (row, _) = evaluate(&dev, k, shape, &x, &reference);
+                let (row, _) = evaluate(&dev, k, shape, &x, &x, &reference);
                 // CPU-only rows (peer crates) have no CUDA source to simulate.
                 let declared = k.gpu_only().is_some()
                     || k.supports(shape).is_err()
@@ -187,7 +187,7 @@ fn tuning_configurations_match_the_reference_in_the_simulator() {
         let reference = reference_for(&dev, &[], &shape, &x, &config);
         for c in configs {
             let k = GemmTuned::fixed(c);
-            let (row, _) = evaluate(&dev, &k, &shape, &x, &reference);
+            let (row, _) = evaluate(&dev, &k, &shape, &x, &x, &reference);
             if row.status != Status::Passed {
                 problems.push(format!(
                     "{c} {}: {:?} {:?}",
@@ -215,7 +215,7 @@ fn a_simulator_run_places_the_gemm_rungs_at_their_own_intensity() {
     let reference = reference_for(&dev, &refs, &shape, &x, &config);
     let intensity = |id: &str| {
         let k = all.iter().find(|k| k.info().id == id).unwrap();
-        let (row, _) = evaluate(&dev, k.as_ref(), &shape, &x, &reference);
+        let (row, _) = evaluate(&dev, k.as_ref(), &shape, &x, &x, &reference);
         assert_eq!(row.status, Status::Passed, "{id}: {:?}", row.reason);
         let t = row
             .traffic
@@ -256,7 +256,7 @@ fn the_persistent_rung_walks_several_tiles_per_block() {
         assert_eq!(plan.launches().next().unwrap().grid, [2, 1, 1]);
         let x = inputs::random_inputs(&shape, config.seed);
         let reference = reference_for(&dev, &refs, &shape, &x, &config);
-        let (row, _) = evaluate(&dev, &k, &shape, &x, &reference);
+        let (row, _) = evaluate(&dev, &k, &shape, &x, &x, &reference);
         assert_eq!(row.status, Status::Passed, "{shape}: {:?}", row.reason);
     }
 }

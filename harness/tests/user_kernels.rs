@@ -692,6 +692,32 @@ fn defines_are_evaluated_for_each_shape() {
             .contains("`D` uses D; expressions for gemm may use M, N, K"),
         "{e}"
     );
+
+    // A name the file defines itself, outside any `#ifndef` (as cuda-samples fix their
+    // sizes), would make define= change nothing: refused, naming the line.
+    std::fs::write(
+        dir.join("fixed.cu"),
+        format!(
+            "#define KDIM 16 // the sample's size\n{}",
+            code.split_once("#endif\n").unwrap().1
+        ),
+    )
+    .unwrap();
+    let spec = UserKernelSpec::parse(&format!(
+        "{}/fixed.cu:gemm_k,block=64,grid=tile:64,define=KDIM=K,define=SCALE=1",
+        dir.display()
+    ))
+    .unwrap();
+    let e = UserKernel::load(&spec, Some(Workload::Gemm), 1, SIM_SMS).unwrap_err();
+    assert!(
+        e.to_string().contains(
+            "define=KDIM: {DIR}/fixed.cu:1 defines KDIM itself (`#define KDIM 16`), which \
+             replaces the value define= passes"
+                .replace("{DIR}", &dir.display().to_string())
+                .as_str()
+        ),
+        "{e}"
+    );
 }
 
 #[test]
@@ -1522,6 +1548,70 @@ fn spellings_of_public_learning_kernels_compile_and_run() {
         assert!(
             text.lines()
                 .any(|l| l.contains("gemm<16>") && l.contains(arch)),
+            "{arch}: {text}"
+        );
+    }
+}
+
+/// What NVIDIA's CUDA samples take for granted, as their `Common/` helper headers and their
+/// tensor-core GEMMs write it: host-only C++ headers (streams, exceptions, `<ctime>`,
+/// `<strings.h>`; `<memory>`, whose shared_ptr spells `__noinline__` as the simulator's
+/// device code does), a host timer class holding a `struct timeval`, a table of kernel names
+/// behind pointers to const, and the sizes as macros `M`, `N` and `K`, the names of the
+/// lab's own arguments. The file compiles and runs as written, in the simulator and with
+/// NVRTC.
+#[test]
+fn what_the_cuda_samples_take_for_granted_compiles_and_runs() {
+    let dir = scratch_dir("cuda-samples");
+    std::fs::write(
+        dir.join("helper.h"),
+        "#ifndef HELPER_H\n#define HELPER_H\n\
+         #include <fstream>\n#include <sstream>\n#include <iomanip>\n#include <exception>\n\
+         #include <stdexcept>\n#include <ctime>\n#include <strings.h>\n#include <sys/time.h>\n\
+         #include <string>\n#include <memory>\n\
+         class StopWatch {\n public:\n  StopWatch() : diff(0) {}\n\
+         \x20 void start() { gettimeofday(&start_time, 0); }\n\
+         \x20 float seconds() const { std::ostringstream s; s << diff; return diff; }\n\
+         \x20private:\n  struct timeval start_time;\n  struct timespec last;\n  float diff;\n};\n\
+         inline bool exists(const char *p) { auto f = std::make_shared<std::ifstream>(p); return f->good(); }\n\
+         inline void need(bool ok) { if (!ok) throw std::runtime_error(\"no\"); }\n\
+         #endif\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("gemm.cu"),
+        "#include \"helper.h\"\n\
+         #define M 16\n#define N 16\n#define K 16\n\
+         const char *kernelNames[] = {\"tiled\", \"naive\"};\n\
+         __global__ void tiled(const float *A, const float *B, float *C, int m, int n, int k) {\n\
+         \x20 __shared__ float As[M][K], Bs[K][N];\n\
+         \x20 const int r = blockIdx.y * M + threadIdx.y, c = blockIdx.x * N + threadIdx.x;\n\
+         \x20 float acc = 0.f;\n\
+         \x20 for (int t = 0; t < k; t += K) {\n\
+         \x20   As[threadIdx.y][threadIdx.x] = r < m && t + threadIdx.x < k ? A[r * k + t + threadIdx.x] : 0.f;\n\
+         \x20   Bs[threadIdx.y][threadIdx.x] = t + threadIdx.y < k && c < n ? B[(t + threadIdx.y) * n + c] : 0.f;\n\
+         \x20   __syncthreads();\n\
+         \x20   for (int i = 0; i < K; ++i) acc += As[threadIdx.y][i] * Bs[i][threadIdx.x];\n\
+         \x20   __syncthreads();\n\
+         \x20 }\n\
+         \x20 if (r < m && c < n) C[r * n + c] = acc;\n\
+         }\n\
+         int main() { StopWatch w; w.start(); need(exists(kernelNames[0])); return 0; }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:tiled,block=16x16,grid=tile:16x16",
+        dir.join("gemm.cu").display()
+    );
+    let (ok, text) = sim_run("gemm", "100x37x129,64x64x64", &spec, &dir.join("run"));
+    assert!(ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 2, "{text}");
+    let (ok, text) = harness(&["inspect", "--kernel", &format!("{spec},workload=gemm")]);
+    assert!(ok, "{text}");
+    for arch in ["sm_80", "sm_90"] {
+        assert!(
+            text.lines()
+                .any(|l| l.contains("tiled") && l.contains(arch)),
             "{arch}: {text}"
         );
     }

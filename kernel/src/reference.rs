@@ -88,11 +88,27 @@ pub fn sampled(
         }
     };
     indices.shrink_to_fit();
-    let values = match *shape {
+    let values = at(shape, inputs, &indices);
+    (indices, values)
+}
+
+/// The f64 values of the output elements at `indices` (ascending, distinct) of `shape`.
+pub fn at(shape: &Shape, inputs: &[Vec<f32>], indices: &[usize]) -> Vec<f64> {
+    match *shape {
         Shape::Attention { d, .. } => {
-            let rows: Vec<usize> = indices.iter().step_by(d).map(|i| i / d).collect();
-            rows.par_iter()
-                .flat_map_iter(|&r| attention_row_f64(shape, &inputs[0], &inputs[1], &inputs[2], r))
+            // A row's softmax is shared by its elements: each row once, its elements picked.
+            let mut rows: Vec<usize> = indices.iter().map(|i| i / d).collect();
+            rows.dedup();
+            let values: Vec<Vec<f64>> = rows
+                .par_iter()
+                .map(|&r| attention_row_f64(shape, &inputs[0], &inputs[1], &inputs[2], r))
+                .collect();
+            indices
+                .iter()
+                .map(|&i| {
+                    let row = rows.binary_search(&(i / d)).unwrap_or_default();
+                    values[row][i % d]
+                })
                 .collect()
         }
         // A network's outputs share every layer before the last: computed whole.
@@ -104,7 +120,26 @@ pub fn sampled(
             .par_iter()
             .map(|&i| element_f64(shape, inputs, i))
             .collect(),
-    };
+    }
+}
+
+/// At most `count` of `candidates` (ascending output indices), spread evenly over them from
+/// the first to the last, with their f64 values: a sampled reference at the elements a run
+/// of some of the blocks wrote.
+pub fn spread(
+    shape: &Shape,
+    inputs: &[Vec<f32>],
+    candidates: &[usize],
+    count: usize,
+) -> (Vec<usize>, Vec<f64>) {
+    let step = candidates.len().div_ceil(count.max(1)).max(1);
+    let mut indices: Vec<usize> = candidates.iter().step_by(step).copied().collect();
+    if let Some(&last) = candidates.last()
+        && indices.last() != Some(&last)
+    {
+        indices.push(last);
+    }
+    let values = at(shape, inputs, &indices);
     (indices, values)
 }
 
@@ -443,6 +478,22 @@ mod tests {
                     "{shape} [{i}]: {} vs {v}",
                     full[*i]
                 );
+            }
+            // Spread over the elements some blocks wrote (every third, parts of rows).
+            let written: Vec<usize> = (5..full.len()).step_by(3).collect();
+            let (idx, vals) = spread(&shape, &x, &written, 10);
+            assert!(
+                idx.len() <= 11 && idx.len() >= 10.min(written.len()),
+                "{shape}"
+            );
+            assert_eq!(
+                (idx.first(), idx.last()),
+                (written.first(), written.last()),
+                "{shape}"
+            );
+            assert!(idx.iter().all(|i| written.contains(i)), "{shape}");
+            for (i, v) in idx.iter().zip(&vals) {
+                assert!((full[*i] - v).abs() < 1e-12, "{shape} [{i}]");
             }
         }
     }

@@ -24,6 +24,17 @@ extern "C" __global__ void wait_flag(const float *A, const float *B, float *C, i
     while (!flag) __syncwarp();
 }
 
+// Correct, and far too long: every thread passes a barrier 2^40 times.
+extern "C" __global__ void slow(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ float s[64];
+    s[threadIdx.x] = 0.0f;
+    for (long long i = 0; i < (1LL << 40); ++i) {
+        s[threadIdx.x] += A[i % 16];
+        __syncthreads();
+    }
+    C[blockIdx.x * blockDim.x + threadIdx.x] = s[threadIdx.x];
+}
+
 // Thread 0 of the last block writes 2000 elements past the end of C.
 extern "C" __global__ void overrun(const float *A, const float *B, float *C, int M, int N, int K) {
     if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) C[M * N + 2000] = A[0];
@@ -78,6 +89,23 @@ fn a_launch_past_its_limit_names_the_thread_still_running_and_the_next_one_runs(
     );
     let out = run(&dev, "copy").unwrap();
     assert!(out.iter().all(|v| v.is_finite()));
+    // Where an instrumented build sees every volatile access: a kernel that keeps passing
+    // barriers without one has work left, and is not said to wait on memory; one polling a
+    // flag is.
+    let counting = SimDevice::new()
+        .unwrap()
+        .instrumented()
+        .with_timeout(Duration::from_secs(1));
+    let e = run(&counting, "slow").unwrap_err().to_string();
+    assert!(
+        e.contains("its threads still passing barriers, not waiting on memory"),
+        "{e}"
+    );
+    let e = run(&counting, "wait_flag").unwrap_err().to_string();
+    assert!(
+        e.contains("waiting on memory no other thread changes"),
+        "{e}"
+    );
 }
 
 #[test]

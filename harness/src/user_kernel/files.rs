@@ -34,6 +34,10 @@ pub struct LocalFiles {
     /// A digest of the files as written (FNV-1a of each file's text, in the order they were
     /// read): a run records it, so that its report knows whether the files changed since.
     pub digest: String,
+    /// The `#define`s outside every conditional but an include guard, which replace a `-D`
+    /// of the same name ([`source::unconditional_defines`]): each name, with where it is
+    /// (`file.cu:12`) and the directive.
+    pub fixed_macros: Vec<(String, String, String)>,
 }
 
 /// What only the sm_90 family runs, as inline PTX spells it and as libcu++ names it
@@ -393,6 +397,15 @@ impl LocalFiles {
             hopper: reader.hopper,
             hopper_guarded: reader.hopper && !reader.hopper_unguarded,
             digest,
+            fixed_macros: reader
+                .copies
+                .iter()
+                .flat_map(|c| {
+                    source::unconditional_defines(&c.original)
+                        .into_iter()
+                        .map(|(name, line, text)| (name, format!("{}:{line}", c.display), text))
+                })
+                .collect(),
             names: reader
                 .copies
                 .into_iter()

@@ -95,9 +95,11 @@ pub fn compile_hints(log: &str, include: &str) -> String {
         out.push_str(&format!(
             "\nA header the file includes was not found: if it lies in another folder of the \
              project (include/, common/), name that folder with {include}, as nvcc's -I does; \
-             if it is a header of the host's alone that the lab has no stand-in for, an empty \
-             file of its name in a folder given with {include} stands in for it (the host code \
-             that needed it is blanked)."
+             if it is a header of the host's alone that the lab has no stand-in for, a file of \
+             its name in a folder given with {include} stands in for it (the host code that \
+             needed it is blanked), holding `#ifdef KERNEL_LAB_SIM`, `#include_next <NAME>` \
+             and `#endif` on three lines: NVRTC then reads nothing, and the simulator's host \
+             compiler the real header."
         ));
     }
     out
@@ -148,14 +150,34 @@ fn vector_note(params: &str) -> String {
                 .any(|w| w == *t)
         })
         .collect();
-    match named.as_slice() {
+    // Element types no buffer of the lab has: FP64 and 8-bit integer GEMMs.
+    let pointer_to = |t: &str| {
+        params.match_indices(t).any(|(at, _)| {
+            let before = params[..at].chars().next_back();
+            let after = params[at + t.len()..].trim_start();
+            !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') && after.starts_with('*')
+        })
+    };
+    let foreign: Vec<&str> = ["double", "int8_t", "uint8_t"]
+        .into_iter()
+        .filter(|t| pointer_to(t))
+        .collect();
+    let mut out = match named.as_slice() {
         [] => String::new(),
         some => format!(
             " Its {} parameters take no argument the lab passes, and no dtype= changes that: \
              declare the element type (half *, float *) and reinterpret inside the kernel.",
             some.join(", ")
         ),
+    };
+    if !foreign.is_empty() {
+        out.push_str(&format!(
+            " Its {} pointers name elements no workload of the lab holds: its buffers are f32, \
+             f16 or bf16 (an FP64 or INT8 kernel has no reference here), so no dtype= fits them.",
+            foreign.join(", ")
+        ));
     }
+    out
 }
 
 /// The bytes of `__constant__` data ptxas reports in a log (`... 16777216 bytes cmem[3]`), the
@@ -382,6 +404,20 @@ impl UserKernel {
             Some(id) => Some(rung_beside(id, workload).map_err(&err)?),
             None => None,
         };
+        // A `-D` the file's own `#define` replaces would change nothing it runs.
+        if let Some((name, (_, at, text))) = spec.defines.iter().find_map(|(name, _)| {
+            files
+                .fixed_macros
+                .iter()
+                .find(|(m, ..)| m == name)
+                .map(|found| (name, found))
+        }) {
+            return Err(err(format!(
+                "define={name}: {at} defines {name} itself (`{text}`), which replaces the \
+                 value define= passes (as a #define replaces a -D): put it inside `#ifndef \
+                 {name}` ... `#endif`, or leave define={name} out"
+            )));
+        }
         // Compiled at first (the preflight, `inspect`) with the defines of the workload's
         // probe shape; each shape's plan carries its own.
         let defines = defines_at(spec, &workload.probe_shape(), sms)
@@ -1276,6 +1312,15 @@ mod tests {
              kernel."
         );
         assert_eq!(vector_note("(const half *X, float *Y, int M)"), "");
+        // FP64 and INT8 kernels (the CUDA samples' dmma and imma GEMMs): no dtype= fits.
+        let note = vector_note("(double *a, double* b, const uint8_t *c, int m_double)");
+        assert_eq!(
+            note,
+            " Its double, uint8_t pointers name elements no workload of the lab holds: its \
+             buffers are f32, f16 or bf16 (an FP64 or INT8 kernel has no reference here), so no \
+             dtype= fits them."
+        );
+        assert_eq!(vector_note("(float *doubled, int8_t n)"), "");
     }
 
     #[test]

@@ -739,9 +739,16 @@ impl ArgList {
     /// parameter declares (`kernel_lab::workspace` converts to any).
     fn passed(&self, i: usize) -> String {
         match &self.items[i] {
-            ArgItem::Zeros(_) => format!("::kernel_lab::workspace{{{}}}", self.name(i)),
-            _ => self.name(i),
+            ArgItem::Zeros(_) => format!("::kernel_lab::workspace{{{}}}", self.code_name(i)),
+            _ => self.code_name(i),
         }
+    }
+
+    /// Argument `i`'s name in the code the lab generates: `lab_M`. The user's file comes
+    /// first in that code, and its macros (cuda-samples define `M`, `N` and `K` as sizes)
+    /// would replace a plain `M`; NVRTC has no `#pragma push_macro` to set them aside.
+    fn code_name(&self, i: usize) -> String {
+        format!("lab_{}", self.name(i))
     }
 
     /// A value of argument `i`'s type, for the check that the kernel takes the list.
@@ -777,10 +784,20 @@ impl ArgList {
             .collect()
     }
 
-    /// `(float * A, float * B, float * C, int M, int N, int K)`.
+    /// `(float * A, float * B, float * C, int M, int N, int K)`, as messages show the list.
     pub fn c_params(&self, buffers: &Buffers) -> String {
+        self.params_named(buffers, |i| self.name(i))
+    }
+
+    /// The wrapper's parameter list: [`ArgList::c_params`] with each name as the generated
+    /// code spells it ([`ArgList::code_name`]).
+    pub fn wrapper_params(&self, buffers: &Buffers) -> String {
+        self.params_named(buffers, |i| self.code_name(i))
+    }
+
+    fn params_named(&self, buffers: &Buffers, name: impl Fn(usize) -> String) -> String {
         let list: Vec<String> = (0..self.items.len())
-            .map(|i| format!("{} {}", self.c_type(i, buffers), self.name(i)))
+            .map(|i| format!("{} {}", self.c_type(i, buffers), name(i)))
             .collect();
         format!("({})", list.join(", "))
     }
@@ -880,7 +897,10 @@ mod tests {
             "(float * Q, float * K, float * V, int S, int D, int arg5, int arg6, float scale, \
              float * l, float * m, float * O)"
         );
-        assert_eq!(list.call(), "Q, K, V, S, D, arg5, arg6, scale, l, m, O");
+        assert_eq!(
+            list.call(),
+            "lab_Q, lab_K, lab_V, lab_S, lab_D, lab_arg5, lab_arg6, lab_scale, lab_l, lab_m, lab_O"
+        );
         let shape = Shape::Attention {
             b: 1,
             h: 1,
@@ -904,7 +924,10 @@ mod tests {
             blas.c_params(&Buffers::fp32(sig)),
             "(int M, int N, int K, float * A, int K_4, float * B, int N_6, float * C, int N_8)"
         );
-        assert_eq!(blas.call(), "M, N, K, A, K_4, B, N_6, C, N_8");
+        assert_eq!(
+            blas.call(),
+            "lab_M, lab_N, lab_K, lab_A, lab_K_4, lab_B, lab_N_6, lab_C, lab_N_8"
+        );
         // Float constants: a point or an exponent, with or without C's `f`; integers stay
         // integer expressions.
         let (list, sig) = ArgList::parse(
@@ -1073,7 +1096,7 @@ mod tests {
         assert!(list.c_params(&buffers).contains("void * arg6"));
         assert!(
             list.call()
-                .contains("l, m, ::kernel_lab::workspace{arg6}, S, ::kernel_lab::workspace{arg8}"),
+                .contains("lab_l, lab_m, ::kernel_lab::workspace{lab_arg6}, lab_S, ::kernel_lab::workspace{lab_arg8}"),
             "{}",
             list.call()
         );

@@ -40,6 +40,7 @@ const STANDINS: &[(&str, &str)] = &[
     ("cstdio", include_str!("../../user-include/cstdio")),
     ("cstdlib", include_str!("../../user-include/cstdlib")),
     ("cstring", include_str!("../../user-include/cstring")),
+    ("ctime", include_str!("../../user-include/ctime")),
     ("cublas.h", include_str!("../../user-include/cublas.h")),
     (
         "cublas_v2.h",
@@ -56,10 +57,14 @@ const STANDINS: &[(&str, &str)] = &[
         include_str!("../../user-include/cudaTypedefs.h"),
     ),
     ("dirent.h", include_str!("../../user-include/dirent.h")),
+    ("exception", include_str!("../../user-include/exception")),
     ("float.h", include_str!("../../user-include/float.h")),
+    ("fstream", include_str!("../../user-include/fstream")),
+    ("iomanip", include_str!("../../user-include/iomanip")),
     ("iostream", include_str!("../../user-include/iostream")),
     ("limits.h", include_str!("../../user-include/limits.h")),
     ("math.h", include_str!("../../user-include/math.h")),
+    ("memory", include_str!("../../user-include/memory")),
     (
         "nvtx3/nvToolsExt.h",
         include_str!("../../user-include/nvtx3/nvToolsExt.h"),
@@ -69,12 +74,15 @@ const STANDINS: &[(&str, &str)] = &[
         include_str!("../../user-include/nvtx3/nvToolsExtCudaRt.h"),
     ),
     ("omp.h", include_str!("../../user-include/omp.h")),
+    ("sstream", include_str!("../../user-include/sstream")),
     ("stddef.h", include_str!("../../user-include/stddef.h")),
+    ("stdexcept", include_str!("../../user-include/stdexcept")),
     ("stdint.h", include_str!("../../user-include/stdint.h")),
     ("stdio.h", include_str!("../../user-include/stdio.h")),
     ("stdlib.h", include_str!("../../user-include/stdlib.h")),
     ("string", include_str!("../../user-include/string")),
     ("string.h", include_str!("../../user-include/string.h")),
+    ("strings.h", include_str!("../../user-include/strings.h")),
     (
         "sys/syscall.h",
         include_str!("../../user-include/sys/syscall.h"),
@@ -208,7 +216,7 @@ impl UnitParts<'_> {
         format!(
             "extern \"C\" __global__ void {bounds}{name}{params} {{\n  {entry}({args});\n}}\n",
             name = wrapper_name(self.entry),
-            params = self.list.c_params(self.buffers),
+            params = self.list.wrapper_params(self.buffers),
             entry = self.overload.unwrap_or(self.entry),
             args = self.list.call(),
         )
@@ -377,6 +385,68 @@ pub fn defines(code: &str) -> impl Iterator<Item = String> + '_ {
     })
 }
 
+/// The `#define`s of `code` that no conditional encloses but an include guard (`#ifndef
+/// X_H` followed by `#define X_H`): each macro's name, its line (from 1) and the directive.
+/// Such a definition replaces a `-D` of the same name (`define=`), where one inside `#ifndef
+/// NAME` defers to it.
+pub fn unconditional_defines(code: &str) -> Vec<(String, usize, String)> {
+    let code = strip_comments(code);
+    let lines: Vec<&str> = code.lines().collect();
+    let directive = |line: &str| -> Option<(String, String)> {
+        let rest = line.trim_start().strip_prefix('#')?.trim_start();
+        let end = rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len());
+        Some((rest[..end].to_string(), rest[end..].trim().to_string()))
+    };
+    let first_word = |text: &str| -> String {
+        text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .next()
+            .unwrap_or("")
+            .to_string()
+    };
+    // The open conditionals: whether each is an include guard.
+    let mut open: Vec<bool> = Vec::new();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let Some((word, rest)) = directive(line) else {
+            continue;
+        };
+        match word.as_str() {
+            "ifndef" => {
+                // An include guard: the next directive defines the name tested.
+                let tested = first_word(&rest);
+                let next = lines[i + 1..].iter().find_map(|l| directive(l));
+                open.push(next.is_some_and(|(w, r)| w == "define" && first_word(&r) == tested));
+            }
+            "if" | "ifdef" => open.push(false),
+            "else" | "elif" | "elifdef" | "elifndef" => {
+                if let Some(top) = open.last_mut() {
+                    *top = false;
+                }
+            }
+            "endif" => {
+                open.pop();
+            }
+            "define" if open.iter().all(|&guard| guard) => {
+                let name = first_word(&rest);
+                // The guard's own definition is the guard's.
+                let guarding = i > 0
+                    && lines[..i]
+                        .iter()
+                        .rev()
+                        .find_map(|l| directive(l))
+                        .is_some_and(|(w, r)| w == "ifndef" && first_word(&r) == name);
+                if !name.is_empty() && !guarding {
+                    out.push((name, i + 1, line.trim().to_string()));
+                }
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
 fn idents(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
         .filter(|w| !w.is_empty())
@@ -385,7 +455,7 @@ fn idents(text: &str) -> impl Iterator<Item = &str> {
 /// Whether a file-scope declaration ending in `;` defines or declares a host variable
 /// (`CUtensorMap map_a;`, `int prev_m = 0, prev_n = 0;`, `std::vector<int> v;`, `extern
 /// cudaDeviceProp prop;`): a type and a name, no
-/// memory space, not `const` or `constexpr` (device code may read those) and no type, alias,
+/// memory space, not itself `const` or `constexpr` (device code may read those) and no type, alias,
 /// template or assertion. NVRTC refuses host variables; the host code that used them is gone.
 fn is_host_variable(decl: &str) -> bool {
     const KEEP: &[&str] = &[
@@ -399,7 +469,6 @@ fn is_host_variable(decl: &str) -> bool {
         "enum",
         "namespace",
         "friend",
-        "const",
         "constexpr",
         "__device__",
         "__constant__",
@@ -409,7 +478,23 @@ fn is_host_variable(decl: &str) -> bool {
     ];
     let head = decl.split(['=', '{', '[', '(']).next().unwrap_or("");
     let words: Vec<&str> = idents(head).collect();
-    words.len() >= 2 && !words.iter().any(|w| KEEP.contains(w))
+    words.len() >= 2 && !words.iter().any(|w| KEEP.contains(w)) && !is_const_variable(head)
+}
+
+/// Whether the variable a declaration's head names is itself const (`const int N`, `const
+/// char *const names`), which NVRTC accepts at file scope, rather than a pointer or reference
+/// to const data (`const char *names[]`, cuda-samples' table of kernel names), which it
+/// refuses as a host variable.
+fn is_const_variable(head: &str) -> bool {
+    let b = head.as_bytes();
+    let ident = |i: usize| {
+        b.get(i)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+    };
+    head.match_indices("const")
+        .filter(|&(i, w)| (i == 0 || !ident(i - 1)) && !ident(i + w.len()))
+        .last()
+        .is_some_and(|(i, w)| !head[i + w.len()..].contains(['*', '&']))
 }
 
 /// The function a `using NS::f;` declaration brings in (not a `using X = ...` alias).
@@ -599,7 +684,7 @@ pub fn blank_host_code(code: &str, macros: &[String]) -> String {
                     if !keep {
                         blank(&mut out, lead, i + 1);
                     }
-                } else if is_host_variable(decl)
+                } else if (is_host_variable(decl) && !is_device(decl, macros))
                     || using_name(decl).is_some_and(|n| blanked.contains(&n))
                 {
                     blank(&mut out, lead, i + 1);
@@ -614,6 +699,16 @@ pub fn blank_host_code(code: &str, macros: &[String]) -> String {
                     start = i + 1;
                 } else {
                     let end = matching_brace(b, i);
+                    if decl.ends_with('=') && is_host_variable(decl) && !is_device(decl, macros) {
+                        // A host variable with a braced initializer (a table of names).
+                        let lead =
+                            start + (code[start..i].len() - code[start..i].trim_start().len());
+                        let semi = code[end..].find(';').map_or(end, |s| end + s + 1);
+                        blank(&mut out, lead, semi);
+                        i = semi;
+                        start = semi;
+                        continue;
+                    }
                     if is_class_head(decl) {
                         blank_host_members(&code, i, end, macros, &mut out);
                     } else if decl_no_noexcept.ends_with(')') && !is_device(decl, macros) {
@@ -698,6 +793,27 @@ mod tests {
     }
 
     #[test]
+    fn unconditional_defines_are_those_outside_every_conditional_but_a_guard() {
+        let header = "#ifndef TILES_H\n#define TILES_H\n#define M_TILES 256 // fixed\n\
+            #ifndef N_TILES\n#define N_TILES 256\n#endif\n\
+            #ifdef _WIN32\n#define K_TILES 8\n#else\n#define K_TILES 16\n#endif\n\
+            #define WARPS \\\n  8\n#endif\n";
+        let found: Vec<(String, usize)> = unconditional_defines(header)
+            .into_iter()
+            .map(|(n, l, _)| (n, l))
+            .collect();
+        assert_eq!(
+            found,
+            [("M_TILES".to_string(), 3), ("WARPS".to_string(), 12)]
+        );
+        let plain = "#pragma once\n#define M 16\n";
+        assert_eq!(
+            unconditional_defines(plain),
+            [("M".to_string(), 2, "#define M 16".to_string())]
+        );
+    }
+
+    #[test]
     fn host_variables_and_using_declarations_of_blanked_functions_go_too() {
         // The state fast.cu's kernels keep beside their launchers, and the `using` that
         // exports a launcher from its namespace.
@@ -707,6 +823,9 @@ mod tests {
             std::vector<int> order;\n\
             constexpr int SPACE_LEN = 128;\n\
             const float scale = 0.5f;\n\
+            const char *kernelNames[] = {\"naive\", \"tiled\"};\n\
+            const float *const table[] = {0};\n\
+            int const &ref = _prev_n;\n\
             __constant__ float mask[16];\n\
             __device__ int counter;\n\
             extern __device__ int flags[];\n\
@@ -728,12 +847,17 @@ mod tests {
             "order",
             "runKernel10",
             "deviceProp",
+            // Pointers to const data and references, not const variables: cuda-samples'
+            // table of kernel names.
+            "kernelNames",
+            "ref",
         ] {
             assert!(!out.contains(gone), "{gone} left in:\n{out}");
         }
         for kept in [
             "constexpr int SPACE_LEN = 128;",
             "const float scale = 0.5f;",
+            "const float *const table[] = {0};",
             "__constant__ float mask[16];",
             "__device__ int counter;",
             "extern __device__ int flags[];",
@@ -875,8 +999,9 @@ mod tests {
         );
         assert!(
             u.contains(
-                "#ifdef KERNEL_LAB_SIM\nextern \"C\" __global__ void user_sgemm_64_64_8(half * A, \
-                 half * B, float * C, int M, int N, int K) {\n  sgemm<64,64,8>(A, B, C, M, N, K);"
+                "#ifdef KERNEL_LAB_SIM\nextern \"C\" __global__ void user_sgemm_64_64_8(half * lab_A, \
+                 half * lab_B, float * lab_C, int lab_M, int lab_N, int lab_K) {\n  \
+                 sgemm<64,64,8>(lab_A, lab_B, lab_C, lab_M, lab_N, lab_K);"
             ),
             "{u}"
         );

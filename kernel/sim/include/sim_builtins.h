@@ -6,6 +6,10 @@
 #include <time.h>
 
 #include <atomic>
+// Before `__noinline__` is defined below: libstdc++'s shared_ptr (in <memory>, <regex>,
+// <future>, which a user's host code may include) spells the attribute
+// `__attribute__((__noinline__))`, which the macro would break.
+#include <memory>
 
 #include "sim_runtime.h"
 

@@ -137,8 +137,8 @@ struct SimResult {
     int signal;
     int is_write;
     int has_thread;
-    // A run stopped at its time limit: whether the thread named was spinning on memory
-    // (volatile loads or atomics) rather than looping without any.
+    // A run stopped at its time limit: whether the thread named was looping without a switch
+    // (0), spinning on memory, volatile loads or atomics (1), or passing barriers (2).
     int spinning;
     unsigned block[3], thread[3];
     uint64_t addr;
@@ -369,6 +369,10 @@ struct Strike {
     const Fiber *fiber;
     unsigned switches, polls;
     long long cpu_ns;
+    // Volatile accesses and atomics on this OS thread (poll, in an instrumented build), and
+    // their count at the first strike: threads that switch between strikes without one pass
+    // barriers doing work, rather than wait on memory another thread should change.
+    unsigned long polled, polled_at;
 };
 constexpr long long kStrikeCpuNs = 20000000;  // 20 ms of CPU: thousands of polls for a spin
 constexpr unsigned kStrikeMax = 30;           // signals, 100 ms apart
@@ -440,7 +444,9 @@ inline void spin_yield() {
 // PTX's strong loads are); a plain build yields only at __nanosleep.
 SIM_UNINSTRUMENTED inline void poll() {
     Fiber *f = tl_fiber;
-    if (!f || f->quiet || ++f->polls < kSpinPolls) return;
+    if (!f || f->quiet) return;
+    if (Worker *w = tl_worker; w->cluster && w->cluster->strike) w->cluster->strike->polled++;
+    if (++f->polls < kSpinPolls) return;
     spin_yield();
 }
 
@@ -2222,6 +2228,7 @@ SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write, uint64_t pc) {
             strike.fiber = f;
             strike.switches = f ? f->switches : 0;
             strike.polls = f ? f->polls : 0;
+            strike.polled_at = strike.polled;
             strike.cpu_ns = thread_cpu_ns();
             return;
         }
@@ -2238,7 +2245,9 @@ SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write, uint64_t pc) {
     r->block[2] = w->block_idx.z;
     if (Fiber *f = tl_fiber) {
         r->has_thread = 1;
-        r->spinning = !unmoved(strike, f);
+        // 0: looping without a switch; 1: switching and polling memory; 2: switching at
+        // barriers without a volatile access or an atomic (counted in an instrumented build).
+        r->spinning = unmoved(strike, f) ? 0 : strike.polled != strike.polled_at ? 1 : 2;
         r->thread[0] = f->tid.x;
         r->thread[1] = f->tid.y;
         r->thread[2] = f->tid.z;

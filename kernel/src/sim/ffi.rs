@@ -111,7 +111,9 @@ pub struct SimResult {
     pub signal: i32,
     pub is_write: i32,
     pub has_thread: i32,
-    /// Stopped at the time limit: whether the thread named was spinning on memory.
+    /// Stopped at the time limit: whether the thread named was looping without a switch (0),
+    /// switching and polling memory (1), or switching at barriers without a volatile access or
+    /// an atomic (2, told apart from 1 in an instrumented build).
     pub spinning: i32,
     pub block: [u32; 3],
     pub thread: [u32; 3],

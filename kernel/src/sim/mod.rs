@@ -1018,6 +1018,15 @@ impl<'a> SimRun<'a> {
                      atomic)"
                         .to_string()
                 }
+                // Switching at barriers without a volatile access or an atomic since the
+                // watchdog's first look: work left, not a wait on another thread.
+                Some(r) if instrumented && r.has_thread != 0 && r.spinning == 2 => {
+                    "its threads still passing barriers, not waiting on memory: a kernel making \
+                     progress, with more work at this shape than the simulator finishes in the \
+                     time (a persistent kernel walks every tile however few blocks \
+                     --sim-blocks runs); try a smaller shape"
+                        .to_string()
+                }
                 Some(r) if instrumented && r.has_thread != 0 => format!(
                     "waiting on memory no other thread changes: it keeps reading it with \
                      volatile loads or atomics{residency}"
