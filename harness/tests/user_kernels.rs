@@ -2149,10 +2149,12 @@ fn resources_of_a_user_kernel_equal_a_plain_nvrtc_build_of_its_file() {
     }
 }
 
-/// A kernel whose parameters cannot take the lab's arguments byte for byte (`size_t` sizes)
-/// runs through a converting wrapper that carries the kernel's own launch bounds, and says so.
+/// A kernel whose sizes are `size_t` gets them as 64-bit values and is launched as it is,
+/// registers and all; one whose parameters take the lab's arguments only through a conversion
+/// (a `double` alpha) runs through a converting wrapper that carries the kernel's own launch
+/// bounds, and says so.
 #[test]
-fn a_kernel_taking_size_t_runs_through_a_wrapper_that_says_so() {
+fn a_kernel_taking_size_t_gets_64_bit_sizes_and_a_double_alpha_a_wrapper() {
     let dir = scratch_dir("size_t");
     let code = "#include <cstddef>\n\
         __global__ void __launch_bounds__(128, 4) naive(const float *A, const float *B, float *C,\n\
@@ -2162,34 +2164,68 @@ fn a_kernel_taking_size_t_runs_through_a_wrapper_that_says_so() {
         \x20 float s = 0;\n\
         \x20 for (size_t k = 0; k < K; ++k) s += A[r * K + k] * B[k * N + c];\n\
         \x20 C[r * N + c] = s;\n\
+        }\n\
+        __global__ void __launch_bounds__(128, 4) scaled(int M, int N, int K, double alpha,\n\
+        \x20   const float *A, const float *B, double beta, float *C) {\n\
+        \x20 int r = blockIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20 if (r >= M || c >= N) return;\n\
+        \x20 float s = 0;\n\
+        \x20 for (int k = 0; k < K; ++k) s += A[r * K + k] * B[k * N + c];\n\
+        \x20 C[r * N + c] = alpha * s + beta * C[r * N + c];\n\
         }\n";
     std::fs::write(dir.join("naive.cu"), code).unwrap();
-    let spec = format!(
-        "{}/naive.cu:naive,block=128,grid=(cdiv(N,128),M)",
-        dir.display()
-    );
-    let specs = harness::user_kernel::specs(&[], &[spec]).unwrap();
+    let specs = harness::user_kernel::specs(
+        &[],
+        &[
+            format!(
+                "{}/naive.cu:naive,block=128,grid=(cdiv(N,128),M)",
+                dir.display()
+            ),
+            format!(
+                "{}/naive.cu:scaled,signature=gemm-blas,block=128,grid=(cdiv(N,128),M)",
+                dir.display()
+            ),
+        ],
+    )
+    .unwrap();
     let sim = SimDevice::new().unwrap();
     let users = harness::user_kernel::load_all(&specs, &["gemm".into()], Some(sim.info())).unwrap();
+    let shape = Shape::gemm(33, 130, 17);
     if nvrtc::version().is_ok() {
-        let why = users[0].wrapped.as_deref().unwrap();
+        // The sizes as the kernel reads them, the kernel itself launched.
+        assert_eq!(users[0].wrapped, None);
+        let plan = users[0].cuda(&shape).unwrap();
+        let kernel::Step::Kernel(l) = &plan.steps[0] else {
+            panic!("{plan:?}")
+        };
+        assert_eq!(
+            l.args[3..],
+            [
+                kernel::Arg::I64(33),
+                kernel::Arg::I64(130),
+                kernel::Arg::I64(17)
+            ]
+        );
+        assert_eq!(l.source.cxx_entries.len(), 1, "launched by its own name");
+        let why = users[1].wrapped.as_deref().unwrap();
         assert!(
-            why.contains("parameter 4 (M) takes 8 bytes (a size_t, a long or a pointer), the lab passes a 32-bit int"),
+            why.contains("parameter 4 (alpha) takes a double, the lab passes a float"),
             "{why}"
         );
         assert!(
-            users[0]
+            users[1]
                 .source()
                 .code
-                .contains("__launch_bounds__(128, 4) user_naive("),
+                .contains("__launch_bounds__(128, 4) user_scaled("),
             "{}",
-            users[0].source().code
+            users[1].source().code
         );
-        assert!(users[0].info().summary.contains("converting wrapper"));
+        assert!(users[1].info().summary.contains("converting wrapper"));
     }
-    let results = sim_rows(&users, &[Shape::gemm(33, 130, 17)]);
-    let row = &results.workloads[0].shapes[0].rows[0];
-    assert_eq!(row.status, Status::Passed, "{row:?}");
+    let results = sim_rows(&users, &[shape]);
+    for row in &results.workloads[0].shapes[0].rows {
+        assert_eq!(row.status, Status::Passed, "{row:?}");
+    }
 }
 
 /// `uint32_t`, `int64_t`, `std::min` and `std::max` need no include, as under nvcc; a local

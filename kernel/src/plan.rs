@@ -266,6 +266,8 @@ pub enum Arg {
     /// A device pointer into a buffer, `offset` elements from its start.
     PtrAt(At),
     I32(i32),
+    /// A 64-bit integer, for a parameter that wide (a user's kernel taking `size_t` sizes).
+    I64(i64),
     F32(f32),
     /// A TMA tensor map over a buffer, passed by value (`const __grid_constant__ CUtensorMap`):
     /// encoded by the CUDA device, refused by the simulator.

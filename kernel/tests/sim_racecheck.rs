@@ -238,6 +238,12 @@ extern "C" __global__ void misaligned(const float *A, const float *B, float *C, 
     C[0] = v.x * v.y + v.z * v.w + s.x * s.y + h.lo.x * h.hi.y;
     if (K != 16) atomicAdd(reinterpret_cast<float *>(reinterpret_cast<char *>(C) + (K - 16)), 1.0f);
 }
+// A tail thread's float4 one element past the end of A: off its alignment and out of bounds.
+extern "C" __global__ void misaligned_past(const float *A, const float *B, float *C, int M, int N, int K) {
+    if (threadIdx.x != 0) return;
+    const float4 v = *reinterpret_cast<const float4 *>(A + M * K + 1);
+    C[0] = v.x + v.w;
+}
 "#;
 
 fn launch(entry: &str, grid: [u32; 3], block: [u32; 3], dims: (usize, usize, usize)) -> CudaPlan {
@@ -518,6 +524,25 @@ fn a_vector_access_off_its_alignment_faults_as_on_a_gpu() {
     assert!(
         e.contains("misaligned address: this thread")
             && e.contains("4 bytes at byte 2 (element 0) of buffer 'C'"),
+        "{e}"
+    );
+    // Past the end as well: the host's aligned move faults on the alignment, with no address,
+    // before the guard page could name the buffer; the hooks say both.
+    let dims = (16, 16, 16);
+    let past = gemm_launch(
+        "tests/misaligned.cu",
+        MISALIGNED,
+        "misaligned_past",
+        [1, 1, 1],
+        [32, 1, 1],
+        dims,
+    );
+    let e = run(past, dims).unwrap_err().to_string();
+    assert!(
+        e.contains(
+            "misaligned address: this thread reads 16 bytes at byte 1028 (element 257) of buffer \
+             'A', past its end (it holds 1024 bytes), which is not a multiple of 16"
+        ),
         "{e}"
     );
 }

@@ -306,6 +306,7 @@ fn arg_words(a: &Arg) -> &'static str {
     match a {
         Arg::Ptr(_) | Arg::PtrAt(_) => "a pointer",
         Arg::I32(_) => "a 32-bit int",
+        Arg::I64(_) => "a 64-bit int",
         Arg::F32(_) => "a float",
         Arg::TensorMap(_) => "a tensor map",
     }
@@ -318,6 +319,7 @@ fn same_abi(p: ptx_entry::Param, a: &Arg) -> bool {
         (p, a),
         (Int(8), Arg::Ptr(_) | Arg::PtrAt(_))
             | (Int(4), Arg::I32(_))
+            | (Int(8), Arg::I64(_))
             | (Float(4), Arg::F32(_))
             | (ptx_entry::Param::Bytes(128), Arg::TensorMap(_))
     )
@@ -786,9 +788,24 @@ impl UserKernel {
         if differ.is_empty() {
             return Ok(());
         }
-        self.wrapped = Some(differ.join("; "));
         let cluster_dims = self.decl.cluster_dims_for(&self.spec.entry);
-        self.source.code = source::UnitParts {
+        // 64-bit integer parameters (`size_t M`) alone: the lab passes 64-bit values and
+        // launches the kernel as it is, registers and all. Any other conversion: a wrapper.
+        let wide: Vec<usize> = entry
+            .params
+            .iter()
+            .zip(&args)
+            .enumerate()
+            .filter(|(_, (p, a))| !same_abi(**p, a))
+            .map(|(i, (p, a))| {
+                (*p == ptx_entry::Param::Int(8) && matches!(a, Arg::I32(_))).then_some(i)
+            })
+            .collect::<Option<_>>()
+            .unwrap_or_default();
+        for &i in &wide {
+            self.list.widen(i);
+        }
+        let parts = source::UnitParts {
             main: &self.files.main,
             entry: &self.spec.entry,
             overload: self.overload.as_deref(),
@@ -796,10 +813,14 @@ impl UserKernel {
             list: &self.list,
             sig: self.signature,
             buffers: &self.buffers,
+        };
+        if wide.is_empty() {
+            self.source.code = parts.through_wrapper(&entry.bounds_attributes()).into();
+            self.source.cxx_entries.clear();
+            self.wrapped = Some(differ.join("; "));
+        } else {
+            self.source.code = parts.direct().into();
         }
-        .through_wrapper(&entry.bounds_attributes())
-        .into();
-        self.source.cxx_entries.clear();
         self.compile_check(Compiler::Nvrtc(self.check_arch()))
     }
 

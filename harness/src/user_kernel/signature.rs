@@ -586,6 +586,8 @@ pub struct ArgList {
     pub items: Vec<ArgItem>,
     /// `args=(...)` as written, for a list of the user's own.
     pub custom: Option<String>,
+    /// The integer arguments passed as 64-bit values ([`ArgList::widen`]).
+    pub wide: Vec<usize>,
 }
 
 impl ArgList {
@@ -597,6 +599,7 @@ impl ArgList {
                 .map(|(n, p)| ArgItem::Named(n, *p))
                 .collect(),
             custom: None,
+            wide: Vec::new(),
         }
     }
 
@@ -696,6 +699,7 @@ impl ArgList {
             Self {
                 items,
                 custom: Some(text.trim().to_string()),
+                wide: Vec::new(),
             },
             sig,
         ))
@@ -722,6 +726,9 @@ impl ArgList {
     /// The C++ type of argument `i`: `float *`, `half *`, `int`, `float`; `void *` for a
     /// workspace.
     pub fn c_type(&self, i: usize, buffers: &Buffers) -> String {
+        if self.wide.contains(&i) {
+            return "long long".to_string();
+        }
         match &self.items[i] {
             ArgItem::Named(_, p) => match buffers.of_param(*p) {
                 // Non-const pointers: they convert to a kernel's `const float *` as well.
@@ -784,6 +791,14 @@ impl ArgList {
             .collect()
     }
 
+    /// Passes integer argument `i` as a 64-bit value, as the kernel's parameter is wide (a
+    /// `size_t` or `int64_t` size): launched as it is, the kernel reads it at its own width.
+    pub fn widen(&mut self, i: usize) {
+        if !self.wide.contains(&i) {
+            self.wide.push(i);
+        }
+    }
+
     /// `(float * A, float * B, float * C, int M, int N, int K)`, as messages show the list.
     pub fn c_params(&self, buffers: &Buffers) -> String {
         self.params_named(buffers, |i| self.name(i))
@@ -835,8 +850,12 @@ impl ArgList {
         let mut workspace = buffers.scratch.len();
         self.items
             .iter()
-            .map(|i| match i {
-                ArgItem::Named(_, p) => Ok(p.arg(shape, buffers)),
+            .enumerate()
+            .map(|(at, i)| match i {
+                ArgItem::Named(_, p) => Ok(match p.arg(shape, buffers) {
+                    Arg::I32(v) if self.wide.contains(&at) => Arg::I64(i64::from(v)),
+                    other => other,
+                }),
                 ArgItem::TensorMap(m) => {
                     // The view is checked against the buffer where the plan is built.
                     m.at(shape, sms, buffers, usize::MAX).map(Arg::TensorMap)
@@ -846,6 +865,7 @@ impl ArgList {
                     Ok(Arg::Ptr(Buf::Scratch(workspace - 1)))
                 }
                 ArgItem::Float(v) => Ok(Arg::F32(*v)),
+                ArgItem::Int(e) if self.wide.contains(&at) => e.eval(&dims).map(Arg::I64),
                 ArgItem::Int(e) => {
                     let v = e.eval(&dims)?;
                     i32::try_from(v)

@@ -13,6 +13,7 @@ constexpr char param_code() {
     if constexpr (std::is_pointer_v<T>) return 'p';
     else if constexpr (std::is_same_v<T, float>) return 'f';
     else if constexpr (std::is_integral_v<T> && sizeof(T) == 4) return 'i';
+    else if constexpr (std::is_integral_v<T> && sizeof(T) == 8) return 'l';
     else if constexpr (std::is_same_v<T, CUtensorMap>) return 'm';
     else return '?';
 }
@@ -34,7 +35,8 @@ struct Thunk<F> {
 struct SimKernel {
     const char *name;
     void (*thunk)(void **);
-    const char *params;  // one code per parameter: p pointer, i 32-bit integer, f float, m tensor map
+    const char *params;  // one code per parameter: p pointer, i 32-bit integer, l 64-bit integer,
+                         // f float, m tensor map
     unsigned cluster[3];  // __cluster_dims__, (1, 1, 1) without
 };
 

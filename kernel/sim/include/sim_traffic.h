@@ -560,6 +560,10 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
     }
 }
 
+// How far past a buffer's end a misaligned access is still named as that buffer's: well
+// inside its guard (64 MiB, memory.rs), past the rows a grid's tail overruns by.
+constexpr uint64_t kNearEnd = 1 << 20;
+
 // An access of `bytes` at `p` whose address is not a multiple of its size, which a GPU faults
 // on ("misaligned address"): a fault of the row when it is the kernel's, to its shared memory
 // or a buffer of the launch (the fibers' stacks and the emulation's own state are left: their
@@ -572,19 +576,32 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
         sim_misaligned_shared(p, bytes, write);
         return;
     }
-    const int r = buffer_of(b, a);
-    if (r < 0) return;
+    if (!b.traffic) return;
     const SimTraffic &t = *b.traffic;
+    int r = buffer_of(b, a);
+    // Just past a buffer's end, in its guard: an aligned vector move faults on the alignment
+    // (with no address) before the guard page could name the buffer, so both are said here.
+    bool past = false;
+    for (int i = 0; r < 0 && i < t.ranges; ++i) {
+        if (a >= t.pairs[2 * i + 1] && a - t.pairs[2 * i + 1] < kNearEnd) {
+            r = i;
+            past = true;
+        }
+    }
+    if (r < 0) return;
     const uint64_t offset = a - t.pairs[2 * r];
     const uint32_t e = t.elem_bytes[r];
-    char msg[448], elem[64] = "";
+    char msg[512], elem[64] = "", end[96] = "";
     if (e > 1) snprintf(elem, sizeof elem, " (element %llu)", (unsigned long long)(offset / e));
+    if (past)
+        snprintf(end, sizeof end, ", past its end (it holds %llu bytes),",
+                 (unsigned long long)(t.pairs[2 * r + 1] - t.pairs[2 * r]));
     snprintf(msg, sizeof msg,
-             "misaligned address: this thread %s %llu bytes at byte %llu%s of buffer '%s', which is not a multiple "
+             "misaligned address: this thread %s %llu bytes at byte %llu%s of buffer '%s'%s which is not a multiple "
              "of %llu (a GPU faults on an access that is not aligned to its size: a cast to a vector type such as "
              "float4 or __half2 needs an index that is a multiple of its width)",
              write ? "writes" : "reads", (unsigned long long)bytes, (unsigned long long)offset, elem,
-             t.names[r] ? t.names[r] : "?", (unsigned long long)bytes);
+             t.names[r] ? t.names[r] : "?", past ? end : ",", (unsigned long long)bytes);
     sim_global_fail(msg);
 }
 

@@ -657,6 +657,7 @@ impl CudaRun {
                 Arg::Ptr(b) => ArgValue::Ptr(self.ptr(b.into())),
                 Arg::PtrAt(at) => ArgValue::Ptr(self.ptr(at)),
                 Arg::I32(v) => ArgValue::I32(v),
+                Arg::I64(v) => ArgValue::I64(v),
                 Arg::F32(v) => ArgValue::F32(v),
                 Arg::TensorMap(m) => ArgValue::TensorMap(self.maps[&m]),
             })
@@ -667,6 +668,7 @@ impl CudaRun {
             match v {
                 ArgValue::Ptr(p) => builder.arg(p),
                 ArgValue::I32(i) => builder.arg(i),
+                ArgValue::I64(i) => builder.arg(i),
                 ArgValue::F32(f) => builder.arg(f),
                 ArgValue::TensorMap(m) => builder.arg(m),
             };
@@ -863,6 +865,7 @@ impl CudaRun {
 enum ArgValue {
     Ptr(u64),
     I32(i32),
+    I64(i64),
     F32(f32),
     /// The 128 opaque bytes of a `CUtensorMap`, passed by value.
     TensorMap([u64; 16]),

@@ -457,6 +457,7 @@ fn check_args(l: &Launch, params: &str) -> Result<(), DeviceError> {
         .map(|a| match a {
             Arg::Ptr(_) | Arg::PtrAt(_) => 'p',
             Arg::I32(_) => 'i',
+            Arg::I64(_) => 'l',
             Arg::F32(_) => 'f',
             Arg::TensorMap(_) => 'm',
         })
@@ -464,7 +465,7 @@ fn check_args(l: &Launch, params: &str) -> Result<(), DeviceError> {
     if want != params {
         return Err(DeviceError::Sim(format!(
             "{}: the plan passes arguments ({want}) but the kernel takes ({params}) \
-             (p pointer, i 32-bit integer, f float, ? other)",
+             (p pointer, i 32-bit integer, l 64-bit integer, f float, ? other)",
             l.entry
         )));
     }
@@ -810,6 +811,7 @@ impl<'a> SimRun<'a> {
                     b.ptr() as u64 + (at.offset * b.dtype.bytes()) as u64
                 }
                 Arg::I32(v) => u64::from(v as u32),
+                Arg::I64(v) => v as u64,
                 Arg::F32(v) => u64::from(v.to_bits()),
                 Arg::TensorMap(_) => 0, // passed from `maps` below
             })
