@@ -934,50 +934,35 @@ fn a_sampled_simulator_run_says_what_it_checked() {
     );
     let md = std::fs::read_to_string(dir.join("gemm.md")).unwrap();
     assert!(md.contains("4 of 56 blocks run"), "{md}");
-    // `check` says it too.
-    let o = harness(&[
-        "check",
-        "--device",
-        "sim",
-        "--sim-blocks",
-        "4",
-        "--workload",
-        "gemm",
-        "--kernels",
-        "gemm-tiled",
-        "--sizes",
-        "200x230x70",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(
-        text(&o).contains(&format!(
-            "; 4 of 56 blocks run (--sim-blocks), {corners} of 46000"
-        )),
-        "{}",
-        text(&o)
-    );
-    // Above the size where the CPU reference is sampled at random (275 GFLOP here), the
-    // reference is worked out where the sampled blocks wrote: the four corner tiles' 4096
-    // outputs, not the two of its random picks that fall in them.
-    let o = harness(&[
-        "check",
-        "--device",
-        "sim",
-        "--sim-blocks",
-        "4",
-        "--workload",
-        "gemm",
-        "--kernels",
-        "gemm-tiled",
-        "--sizes",
-        "8192x4096x4096",
-    ]);
-    assert!(o.status.success(), "{}", text(&o));
-    assert!(
-        text(&o).contains("; 4 of 32768 blocks run (--sim-blocks), 4096 of 33554432"),
-        "{}",
-        text(&o)
-    );
+    // `check` says it too. Above the size where the CPU reference is sampled at random (275
+    // GFLOP here), the reference is worked out where the sampled blocks wrote: the four corner
+    // tiles' 4096 outputs, not the two of its random picks that fall in them.
+    for (sizes, says) in [
+        (
+            "200x230x70",
+            format!("; 4 of 56 blocks run (--sim-blocks), {corners} of 46000"),
+        ),
+        (
+            "8192x4096x4096",
+            "; 4 of 32768 blocks run (--sim-blocks), 4096 of 33554432".to_string(),
+        ),
+    ] {
+        let o = harness(&[
+            "check",
+            "--device",
+            "sim",
+            "--sim-blocks",
+            "4",
+            "--workload",
+            "gemm",
+            "--kernels",
+            "gemm-tiled",
+            "--sizes",
+            sizes,
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(text(&o).contains(&says), "{}", text(&o));
+    }
     let o = harness(&["check", "--device", "cpu", "--sim-blocks", "4"]);
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("add --device sim"), "{}", text(&o));

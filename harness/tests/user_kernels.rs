@@ -1538,16 +1538,20 @@ fn spellings_of_public_learning_kernels_compile_and_run() {
     .unwrap();
     let file = dir.join("gemm.cu");
     let spec = format!("{}:gemm<16>,block=16x16,grid=tile:16x16", file.display());
-    let (ok, text) = sim_run("gemm", "100x37x129,64x64x64", &spec, &dir.join("run"));
+    passes_in_the_simulator_and_compiles_for_both_archs(&spec, "gemm<16>", &dir);
+}
+
+/// `spec`, a GEMM kernel, passes in the simulator on a shape with tails and one without, and
+/// NVRTC compiles it (`entry`) for an A100 and an H100 alike.
+fn passes_in_the_simulator_and_compiles_for_both_archs(spec: &str, entry: &str, dir: &Path) {
+    let (ok, text) = sim_run("gemm", "100x37x129,64x64x64", spec, &dir.join("run"));
     assert!(ok, "{text}");
     assert_eq!(passing_user_rows(&text), 2, "{text}");
-    // NVRTC compiles the file for an A100 and an H100 alike.
     let (ok, text) = harness(&["inspect", "--kernel", &format!("{spec},workload=gemm")]);
     assert!(ok, "{text}");
     for arch in ["sm_80", "sm_90"] {
         assert!(
-            text.lines()
-                .any(|l| l.contains("gemm<16>") && l.contains(arch)),
+            text.lines().any(|l| l.contains(entry) && l.contains(arch)),
             "{arch}: {text}"
         );
     }
@@ -1603,18 +1607,7 @@ fn what_the_cuda_samples_take_for_granted_compiles_and_runs() {
         "{}:tiled,block=16x16,grid=tile:16x16",
         dir.join("gemm.cu").display()
     );
-    let (ok, text) = sim_run("gemm", "100x37x129,64x64x64", &spec, &dir.join("run"));
-    assert!(ok, "{text}");
-    assert_eq!(passing_user_rows(&text), 2, "{text}");
-    let (ok, text) = harness(&["inspect", "--kernel", &format!("{spec},workload=gemm")]);
-    assert!(ok, "{text}");
-    for arch in ["sm_80", "sm_90"] {
-        assert!(
-            text.lines()
-                .any(|l| l.contains("tiled") && l.contains(arch)),
-            "{arch}: {text}"
-        );
-    }
+    passes_in_the_simulator_and_compiles_for_both_archs(&spec, "tiled", &dir);
 }
 
 /// A pipelined kernel that loads the next stage's fragments with ldmatrix on its last k-step

@@ -481,12 +481,12 @@ fn an_access_past_the_end_of_shared_memory_is_named() {
 #[test]
 fn a_vector_access_off_its_alignment_faults_as_on_a_gpu() {
     // M, N and K choose the float4's, the float2's and the atomic's offsets (16 is aligned).
-    let row = |dims: (usize, usize, usize)| {
+    let run_of = |entry: &str, dims: (usize, usize, usize)| {
         run(
             gemm_launch(
                 "tests/misaligned.cu",
                 MISALIGNED,
-                "misaligned",
+                entry,
                 [1, 1, 1],
                 [32, 1, 1],
                 dims,
@@ -495,6 +495,7 @@ fn a_vector_access_off_its_alignment_faults_as_on_a_gpu() {
         )
         .map(|_| ())
     };
+    let row = |dims| run_of("misaligned", dims);
     row((16, 16, 16)).expect("aligned accesses, and an 8-byte-aligned struct at byte 8, pass");
     row((20, 16, 16)).expect("a float4 at byte 16 passes");
     let e = row((17, 16, 16)).unwrap_err().to_string();
@@ -528,16 +529,9 @@ fn a_vector_access_off_its_alignment_faults_as_on_a_gpu() {
     );
     // Past the end as well: the host's aligned move faults on the alignment, with no address,
     // before the guard page could name the buffer; the hooks say both.
-    let dims = (16, 16, 16);
-    let past = gemm_launch(
-        "tests/misaligned.cu",
-        MISALIGNED,
-        "misaligned_past",
-        [1, 1, 1],
-        [32, 1, 1],
-        dims,
-    );
-    let e = run(past, dims).unwrap_err().to_string();
+    let e = run_of("misaligned_past", (16, 16, 16))
+        .unwrap_err()
+        .to_string();
     assert!(
         e.contains(
             "misaligned address: this thread reads 16 bytes at byte 1028 (element 257) of buffer \

@@ -763,13 +763,17 @@ impl UserKernel {
             .list
             .args(&shape, self.sms, &self.buffers)
             .unwrap_or_default();
-        let differ: Vec<String> = entry
+        // Each parameter that does not take the lab's argument as it is.
+        let mismatched: Vec<(usize, (&ptx_entry::Param, &Arg))> = entry
             .params
             .iter()
             .zip(&args)
             .enumerate()
             .filter(|(_, (p, a))| !same_abi(**p, a))
-            .map(|(i, (p, a))| {
+            .collect();
+        let differ: Vec<String> = mismatched
+            .iter()
+            .map(|&(i, (p, a))| {
                 let name = match &self.list.items[i] {
                     ArgItem::Named(n, _) => n.to_string(),
                     ArgItem::Int(e) => e.to_string(),
@@ -791,13 +795,9 @@ impl UserKernel {
         let cluster_dims = self.decl.cluster_dims_for(&self.spec.entry);
         // 64-bit integer parameters (`size_t M`) alone: the lab passes 64-bit values and
         // launches the kernel as it is, registers and all. Any other conversion: a wrapper.
-        let wide: Vec<usize> = entry
-            .params
+        let wide: Vec<usize> = mismatched
             .iter()
-            .zip(&args)
-            .enumerate()
-            .filter(|(_, (p, a))| !same_abi(**p, a))
-            .map(|(i, (p, a))| {
+            .map(|&(i, (p, a))| {
                 (*p == ptx_entry::Param::Int(8) && matches!(a, Arg::I32(_))).then_some(i)
             })
             .collect::<Option<_>>()
