@@ -1614,6 +1614,78 @@ fn what_the_cuda_samples_take_for_granted_compiles_and_runs() {
 /// too, never to use them, reads shared memory nothing wrote: no GPU cares, and the row passes.
 /// A fragment of such memory that is used carries the simulator's NaN fill into the output,
 /// which fails the row.
+/// What learning repositories' GEMM files take for granted: their own float atomicMax (CUDA
+/// has none, so the simulator must not define one), a host `constexpr` helper only a
+/// launcher's assert calls (NVRTC refuses host functions), host headers of the standard
+/// library (a timer struct's `std::chrono` member, `<random>` for the inputs), and
+/// `std::numeric_limits`, `std::max` and `std::min` in device code; the row address of every
+/// lane of an `ldmatrix .x1` converted, those of the lanes it ignores past the end of the
+/// tile; and the m16n8k8 FP16 mma of Turing-era tutorials.
+#[test]
+fn what_learning_repositories_take_for_granted_compiles_and_runs() {
+    let dir = scratch_dir("learning-repos");
+    std::fs::write(
+        dir.join("common.h"),
+        "#pragma once\n#include <chrono>\n#include <random>\n#include <map>\n#include <thread>\n\
+         #include <functional>\n#include <numeric>\n#include <utility>\n#include <limits>\n\
+         #include <array>\n#include <tuple>\n#include <unordered_map>\n#include <set>\n#include <mutex>\n\
+         struct Timer {\n  std::chrono::high_resolution_clock::time_point start;\n\
+         \x20 void tick() { start = std::chrono::high_resolution_clock::now(); }\n};\n\
+         constexpr bool is_power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }\n\
+         __device__ float atomicMax(float *address, float val) {\n\
+         \x20 return !signbit(val) ? __int_as_float(atomicMax((int *)address, __float_as_int(val)))\n\
+         \x20                      : __uint_as_float(atomicMin((unsigned *)address, __float_as_uint(val)));\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("gemm.cu"),
+        "#include <cassert>\n#include <cuda_fp16.h>\n#include \"common.h\"\n\
+         __device__ unsigned pack(float lo, float hi) {\n\
+         \x20 return (unsigned)__half_as_ushort(__float2half(lo)) | ((unsigned)__half_as_ushort(__float2half(hi)) << 16);\n}\n\
+         // One warp per 16 x 8 tile of C, K in steps of 8: A's fragment from global memory, B's\n\
+         // through ldmatrix.x1.trans from an 8 x 8 tile in shared memory.\n\
+         __global__ void mma_k8(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+         \x20 __shared__ __align__(16) __half bs[8][8];\n\
+         \x20 const int lane = threadIdx.x, g = lane / 4, t = lane % 4;\n\
+         \x20 const int m0 = blockIdx.y * 16, n0 = blockIdx.x * 8;\n\
+         \x20 auto a_at = [&](int r, int k) { return r < M && k < K ? A[r * K + k] : 0.f; };\n\
+         \x20 float d[4] = {0.f, 0.f, 0.f, 0.f};\n\
+         \x20 float largest = std::numeric_limits<float>::lowest();\n\
+         \x20 for (int k0 = 0; k0 < K; k0 += 8) {\n\
+         \x20   for (int i = lane; i < 64; i += 32) {\n\
+         \x20     const int k = k0 + i / 8, n = n0 + i % 8;\n\
+         \x20     bs[i / 8][i % 8] = __float2half(k < K && n < N ? B[k * N + n] : 0.f);\n\
+         \x20   }\n\
+         \x20   __syncwarp();\n\
+         \x20   unsigned b;\n\
+         \x20   const unsigned row = (unsigned)__cvta_generic_to_shared(&bs[0][0] + lane * 8);\n\
+         \x20   asm volatile(\"ldmatrix.sync.aligned.m8n8.x1.trans.shared.b16 {%0}, [%1];\" : \"=r\"(b) : \"r\"(row));\n\
+         \x20   const unsigned a0 = pack(a_at(m0 + g, k0 + 2 * t), a_at(m0 + g, k0 + 2 * t + 1));\n\
+         \x20   const unsigned a1 = pack(a_at(m0 + g + 8, k0 + 2 * t), a_at(m0 + g + 8, k0 + 2 * t + 1));\n\
+         \x20   asm volatile(\"mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\"\n\
+         \x20                : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) : \"r\"(a0), \"r\"(a1), \"r\"(b));\n\
+         \x20   __syncwarp();\n\
+         \x20 }\n\
+         \x20 for (int i = 0; i < 4; ++i) {\n\
+         \x20   const int r = m0 + g + 8 * (i / 2), c = n0 + 2 * t + i % 2;\n\
+         \x20   largest = std::max(largest, d[i]);\n\
+         \x20   if (r < M && c < N) C[r * N + c] = std::min(d[i], largest);\n\
+         \x20 }\n\
+         }\n\
+         void launch(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+         \x20 assert(is_power_of_two(K));\n\
+         \x20 std::mt19937 gen(0);\n\
+         \x20 mma_k8<<<dim3((N + 7) / 8, (M + 15) / 16), 32>>>(A, B, C, M, N, K);\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:mma_k8,block=32,grid=(cdiv(N,8),cdiv(M,16)),precision=fp16",
+        dir.join("gemm.cu").display()
+    );
+    passes_in_the_simulator_and_compiles_for_both_archs(&spec, "mma_k8", &dir);
+}
+
 #[test]
 fn a_discarded_fragment_of_an_unwritten_stage_passes_and_a_used_one_fails() {
     let dir = scratch_dir("fragment-prefetch");

@@ -5,8 +5,8 @@
 //! example `examples/hgemm_wgmma_tma.cu`). mbarrier arrivals with a count and the state they
 //! return, waits on that state, `test_wait` polled in a loop, `expect_tx` and `complete_tx` on
 //! their own; labels and branches; `bar.sync 0`; `mapa.u64`; the cluster and timer special
-//! registers; a TF32 wgmma with its scale-d from a predicate; what the block's end finds left
-//! in flight; the TMA through libcu++'s `cuda::barrier` (`barrier_arrive_tx`,
+//! registers; `mbarrier.inval`; a TF32 wgmma with its scale-d from a predicate; what the
+//! block's end finds left in flight; the TMA through libcu++'s `cuda::barrier` (`barrier_arrive_tx`,
 //! `cp_async_bulk_tensor_2d_global_to_shared`); and NVRTC compiling the same files for sm_90a.
 
 use kernel::cuda::nvrtc;
@@ -110,6 +110,25 @@ extern "C" __global__ void mbar_tx_long(const float *x, float *r) {
     asm volatile("mbarrier.complete_tx.shared::cta.b64 [%0], 16;" ::"r"(smem(&bar)));
     r[0] = 1.0f;
 }
+
+// mbarrier.inval as CUTLASS's ClusterBarrier::invalidate ends a kernel: the memory is then
+// ordinary shared memory (MODE 0); an arrival after it (1) and an invalidation with bytes
+// still announced (2) fail.
+template <int MODE>
+__device__ void inval(float *r) {
+    __shared__ __align__(8) u64 bar;
+    if (threadIdx.x != 0) return;
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem(&bar)));
+    if (MODE == 2) asm volatile("mbarrier.expect_tx.shared::cta.b64 [%0], 16;" ::"r"(smem(&bar)));
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem(&bar)));
+    asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(smem(&bar)));
+    if (MODE == 1) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem(&bar)));
+    bar = 7;
+    r[0] = (float)bar;
+}
+extern "C" __global__ void mbar_inval(const float *x, float *r) { inval<0>(r); }
+extern "C" __global__ void mbar_inval_then_arrive(const float *x, float *r) { inval<1>(r); }
+extern "C" __global__ void mbar_inval_pending(const float *x, float *r) { inval<2>(r); }
 "#;
 
 /// D[64x8] = A[64x8] B[8x8] in TF32 through wgmma m64n8k8 with A and B K-major, no swizzle
@@ -123,7 +142,9 @@ __device__ __forceinline__ u64 desc(const void *p, u32 lbo, u32 sbo) {
 }
 // MODE 0: every warp of the warpgroup issues the wgmma. MODE 1: warps 1-3 first wait at
 // __syncthreads for warp 0, which waits for them in wgmma.wait_group: a deadlock. MODE 2: warp
-// 3 returns before the wgmma that the others wait for.
+// 3 returns before the wgmma that the others wait for. MODE 3: as 0, with the descriptors'
+// bits 14-15 and 30-31 set, above the 14-bit start address and leading offset, as some public
+// kernels set them (`desc |= 3 << 14`).
 template <int MODE>
 __device__ void wgmma_tf32_body(const float *A, const float *B, float *C) {
     // No swizzle, K-major: a core matrix is 8 rows of 4 floats (16 bytes), rows 16 bytes
@@ -143,7 +164,8 @@ __device__ void wgmma_tf32_body(const float *A, const float *B, float *C) {
     if (MODE == 1 && t >= 32) __syncthreads();
     if (MODE == 2 && t >= 96) return;
     float d[4] = {0, 0, 0, 0};
-    const u64 da = desc(a, 128, 256), db = desc(b, 128, 256);
+    const u64 high = MODE == 3 ? (3ull << 14) | (3ull << 30) : 0;
+    const u64 da = desc(a, 128, 256) | high, db = desc(b, 128, 256) | high;
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %6, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%0, %1, %2, %3}, %4, %5, p, 1, 1;\n}\n"
@@ -156,6 +178,9 @@ __device__ void wgmma_tf32_body(const float *A, const float *B, float *C) {
 }
 extern "C" __global__ void wgmma_tf32(const float *A, const float *B, float *C, int M, int N, int K) {
     wgmma_tf32_body<0>(A, B, C);
+}
+extern "C" __global__ void wgmma_tf32_high_bits(const float *A, const float *B, float *C, int M, int N, int K) {
+    wgmma_tf32_body<3>(A, B, C);
 }
 extern "C" __global__ void wgmma_partners_blocked(const float *A, const float *B, float *C, int M, int N, int K) {
     wgmma_tf32_body<1>(A, B, C);
@@ -270,23 +295,44 @@ fn transaction_counts_left_unbalanced_at_the_blocks_end_are_reported() {
 }
 
 #[test]
+fn an_invalidated_mbarrier_is_memory_again_and_no_barrier() {
+    assert_eq!(mbar("mbar_inval").unwrap()[0], 7.0);
+    let after = sim_error(mbar("mbar_inval_then_arrive"));
+    assert!(
+        after.contains("mbarrier.arrive.shared::cta.b64 on the mbarrier at shared address 0x")
+            && after.contains("which mbarrier.inval has invalidated"),
+        "{after}"
+    );
+    let pending = sim_error(mbar("mbar_inval_pending"));
+    assert!(
+        pending.contains("mbarrier.inval.shared::cta.b64 of the mbarrier at shared address 0x")
+            && pending
+                .contains("whose tx-count is 16: bytes an expect_tx announced have not landed"),
+        "{pending}"
+    );
+}
+
+#[test]
 fn a_tf32_wgmma_with_scale_d_from_a_predicate_computes_the_product() {
     let a: Vec<f32> = (0..64 * 8).map(|i| ((i * 7 % 13) as f32) - 6.0).collect();
     let b: Vec<f32> = (0..8 * 8).map(|i| ((i * 5 % 11) as f32) - 5.0).collect();
-    let args = kernel::gemm_args(64, 8, 8);
-    let c = run(
-        WGMMA_TF32,
-        "wgmma_tf32",
-        128,
-        args,
-        Shape::gemm(64, 8, 8),
-        &[a.clone(), b.clone()],
-    )
-    .unwrap();
-    for m in 0..64 {
-        for n in 0..8 {
-            let want: f32 = (0..8).map(|k| a[m * 8 + k] * b[k * 8 + n]).sum();
-            assert_eq!(c[m * 8 + n], want, "D[{m}][{n}]");
+    // The bits above the descriptors' 14-bit address fields are ignored.
+    for entry in ["wgmma_tf32", "wgmma_tf32_high_bits"] {
+        let args = kernel::gemm_args(64, 8, 8);
+        let c = run(
+            WGMMA_TF32,
+            entry,
+            128,
+            args,
+            Shape::gemm(64, 8, 8),
+            &[a.clone(), b.clone()],
+        )
+        .unwrap();
+        for m in 0..64 {
+            for n in 0..8 {
+                let want: f32 = (0..8).map(|k| a[m * 8 + k] * b[k * 8 + n]).sum();
+                assert_eq!(c[m * 8 + n], want, "{entry}: D[{m}][{n}]");
+            }
         }
     }
 }
@@ -361,7 +407,7 @@ fn nvrtc_compiles_the_inline_hopper_ptx_for_sm90a() {
     if let Err(e) = nvrtc::version() {
         panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
-    for (code, entries) in [(MBAR, 3), (WGMMA_TF32, 3), (LIBCUDACXX_TMA, 1)] {
+    for (code, entries) in [(MBAR, 6), (WGMMA_TF32, 4), (LIBCUDACXX_TMA, 1)] {
         let c = nvrtc::compile(&source(code).for_arch("sm_90a"), "sm_90")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((c.arch.as_str(), c.resources.len()), ("sm_90a", entries));

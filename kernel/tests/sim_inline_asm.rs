@@ -1,8 +1,8 @@
 //! Inline PTX in kernel files, as public tensor-core tutorials write it (`asm volatile(...)`
 //! with register constraints), run by the simulator through the same emulation as
 //! `lab/ptx.h`: every recognised form checked against the PTX ISA's documented layouts and
-//! semantics (ldmatrix x1/x2/x4 and .trans; mma.sync m16n8k16 f16/bf16 with f32 or f16
-//! accumulators and m16n8k8 tf32; cp.async ca/cg with src-size zero-fill and its groups;
+//! semantics (ldmatrix x1/x2/x4 and .trans; mma.sync m16n8k16 and m16n8k8 f16/bf16 with f32
+//! or f16 accumulators and m16n8k8 tf32; cp.async ca/cg with src-size zero-fill and its groups;
 //! shfl.sync; the cvta idiom, mov, cvt and selp), anything else refused naming the
 //! instruction, its file and line, and NVRTC compiling the same sources for sm_80 and sm_90.
 
@@ -188,6 +188,31 @@ extern "C" __global__ void mma16(const float *A, const float *B, float *D, int M
     D[(g + 8) * 8 + 2 * t + 1] = d[3];
 }
 
+// m16n8k8 with 16-bit operands (A 16 x 8, B 8 x 8): a0 = A[g][2t..2t+1], a1 = A[g+8][2t..2t+1];
+// b0 = B[2t..2t+1][g]: the first half of m16n8k16's fragments.
+extern "C" __global__ void mma8(const float *A, const float *B, float *D, int M, int N, int K) {
+    const int l = threadIdx.x, g = l / 4, t = l % 4;
+    unsigned a0 = PK(A[g * 8 + 2 * t], A[g * 8 + 2 * t + 1]), a1 = PK(A[(g + 8) * 8 + 2 * t], A[(g + 8) * 8 + 2 * t + 1]);
+    unsigned b0 = PK(B[2 * t * 8 + g], B[(2 * t + 1) * 8 + g]);
+    float d[4] = {100.0f * g + 2 * t, 100.0f * g + 2 * t + 1, 100.0f * (g + 8) + 2 * t, 100.0f * (g + 8) + 2 * t + 1};
+#if F16_ACC
+    unsigned dh[2] = {h2(d[0], d[1]), h2(d[2], d[3])};
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16 {%0, %1}, {%2, %3}, {%4}, {%0, %1};\n"
+                 : "+r"(dh[0]), "+r"(dh[1]) : "r"(a0), "r"(a1), "r"(b0));
+    d[0] = lo_of(dh[0]); d[1] = hi_of(dh[0]); d[2] = lo_of(dh[1]); d[3] = hi_of(dh[1]);
+#elif BF16
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(b0));
+#else
+    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a0), "r"(a1), "r"(b0));
+#endif
+    D[g * 8 + 2 * t] = d[0];
+    D[g * 8 + 2 * t + 1] = d[1];
+    D[(g + 8) * 8 + 2 * t] = d[2];
+    D[(g + 8) * 8 + 2 * t + 1] = d[3];
+}
+
 // m16n8k8 TF32: a0 = A[g][t], a1 = A[g+8][t], a2 = A[g][t+4], a3 = A[g+8][t+4]; b0 = B[t][g], b1 = B[t+4][g].
 extern "C" __global__ void mma_tf32(const float *A, const float *B, float *D, int M, int N, int K) {
     const int l = threadIdx.x, g = l / 4, t = l % 4;
@@ -234,13 +259,28 @@ fn inline_mma_follows_the_fragment_layouts_for_every_accumulator_type() {
         .unwrap();
         assert_eq!(out, want, "{name}");
     }
-    // TF32: A 16 x 8, B 8 x 8.
+    // m16n8k8: A 16 x 8, B 8 x 8.
     let (a, b) = (ints(128, 3), ints(64, 4));
     let want: Vec<f32> = gemm_f64((16, 8, 8), &a, &b, |x| x)
         .iter()
         .enumerate()
         .map(|(i, v)| (v + c(i)) as f32)
         .collect();
+    for (name, bf16, f16_acc) in [
+        ("m16n8k8 f32.f16.f16.f32", false, false),
+        ("m16n8k8 f32.bf16.bf16.f32", true, false),
+        ("m16n8k8 f16.f16.f16.f16", false, true),
+    ] {
+        let out = run(
+            mma_source(bf16, f16_acc),
+            "mma8",
+            32,
+            Shape::gemm(16, 8, 8),
+            &[a.clone(), b.clone()],
+        )
+        .unwrap();
+        assert_eq!(out, want, "{name}");
+    }
     let out = run(
         mma_source(false, false),
         "mma_tf32",
@@ -642,6 +682,83 @@ fn inline_memory_operands_a_gpu_would_fault_on_fail_the_run() {
             _ => "is not in this block's shared memory",
         };
         assert!(e.contains(why), "{entry}: {e}");
+    }
+}
+
+/// Row addresses of ldmatrix made by converting pointers past the end of a tile, as tutorial
+/// kernels do for the lanes an .x1 or .x2 ignores: converting is arithmetic on a GPU, and
+/// only an address an instruction uses must lie in shared memory. `lanes` is 8 for .x1 and
+/// 32 for .x4, whose lanes 8-31 use theirs; `global` converts a global pointer.
+const STRAY_ADDRESSES: &str = r#"
+template <int X, bool Dynamic, bool Global>
+__device__ void rows(const float *x, float *out) {
+    __shared__ __align__(16) unsigned short fixed[8][8];
+    extern __shared__ __align__(16) unsigned short dynamic[];
+    unsigned short (*tile)[8] = Dynamic ? (unsigned short (*)[8])dynamic : fixed;
+    const int l = threadIdx.x;
+    if (l < 8)
+        for (int c = 0; c < 8; ++c) tile[l][c] = (unsigned short)(8 * l + c);
+    __syncwarp();
+    const void *row = Global ? (const void *)(x + 4 * l) : (const void *)&tile[l][0];
+    unsigned a = (unsigned)__cvta_generic_to_shared(row), r[4] = {0, 0, 0, 0};
+    if (X == 1) asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(a));
+    else asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                      : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+    out[l] = (float)(r[0] & 0xFFFF);
+}
+extern "C" __global__ void x1_static(const float *x, const float *u, float *out, int M, int N, int K) { rows<1, false, false>(x, out); }
+extern "C" __global__ void x1_dynamic(const float *x, const float *u, float *out, int M, int N, int K) { rows<1, true, false>(x, out); }
+extern "C" __global__ void x4_dynamic(const float *x, const float *u, float *out, int M, int N, int K) { rows<4, true, false>(x, out); }
+extern "C" __global__ void x1_global(const float *x, const float *u, float *out, int M, int N, int K) { rows<1, false, true>(x, out); }
+"#;
+
+#[test]
+fn a_shared_address_is_checked_where_an_instruction_uses_it_not_where_it_is_converted() {
+    let data = [vec![1.0; 128], vec![0.0; 4]];
+    let run_dyn = |entry: &str| {
+        let plan = CudaPlan {
+            inputs: vec![Dtype::F32; 2],
+            steps: vec![kernel::Step::Kernel(Launch {
+                source: source(STRAY_ADDRESSES),
+                entry: entry.to_string().into(),
+                grid: [1, 1, 1],
+                block: [32, 1, 1],
+                dynamic_smem: 128,
+                args: kernel::gemm_args(32, 1, 4),
+            })],
+            ..Default::default()
+        };
+        let dev = SimDevice::new().unwrap();
+        let k = PlanKernel::fp32(plan);
+        let mut p = dev.prepare(&k, &Shape::gemm(32, 1, 4), &data).unwrap();
+        p.run().and_then(|_| p.output())
+    };
+    // Lanes 8-31 convert pointers up to 24 rows past an 8-row tile; .x1 reads lanes 0-7 alone.
+    for entry in ["x1_static", "x1_dynamic"] {
+        let out = run_dyn(entry).unwrap();
+        // Lane l holds row l / 4's element 2 (l % 4) (the m8n8 fragment layout).
+        let want: Vec<f32> = (0..32)
+            .map(|l| (8 * (l / 4) + 2 * (l % 4)) as f32)
+            .collect();
+        assert_eq!(out, want, "{entry}");
+    }
+    for (entry, why) in [
+        (
+            "x4_dynamic",
+            "bytes past the end of this block's dynamic shared memory (the launch gives it 128 bytes)",
+        ),
+        (
+            "x1_global",
+            "from a pointer nowhere near this block's shared memory (a global or local address?)",
+        ),
+    ] {
+        let e = run_dyn(entry).unwrap_err().to_string();
+        assert!(
+            e.contains("ldmatrix: shared address 0x")
+                && e.contains("is not in this block's shared memory: it was converted")
+                && e.contains(why),
+            "{entry}: {e}"
+        );
     }
 }
 
@@ -1055,13 +1172,14 @@ fn nvrtc_compiles_the_inline_ptx_for_sm80_and_sm90() {
     }
     let sources = [
         (source(LDMATRIX), 6),
-        (mma_source(false, false), 2),
-        (mma_source(true, false), 2),
-        (mma_source(false, true), 2),
+        (mma_source(false, false), 3),
+        (mma_source(true, false), 3),
+        (mma_source(false, true), 3),
         (source(ASYNC), 1),
         (source(MISC), 1),
         (source(MEMORY), 1),
         (source(MEMORY_FAULTS), 3),
+        (source(STRAY_ADDRESSES), 4),
         (source(ARITH), 1),
         (source(CONDITIONAL), 1),
     ];

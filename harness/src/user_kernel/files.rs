@@ -55,6 +55,10 @@ const HOPPER_ONLY: &[&str] = &[
     "elect.sync",
     "cp_async_bulk",
     "barrier_arrive_tx",
+    // The cluster's special registers (%cluster_ctarank, %clusterid, ...) and their API.
+    "%cluster",
+    "this_cluster(",
+    "__cluster_dims__",
 ];
 
 /// For each line of a comment-free `code` that uses an instruction of Hopper alone, whether
@@ -450,6 +454,12 @@ mod tests {
         assert_eq!(hopper_lines(&used), [true]);
         let bare = format!("{unused}__device__ void g() {{ FENCE2(); }}\n");
         assert_eq!(hopper_lines(&bare), [false]);
+        // A cluster's special registers and launch attribute need sm_90 (ptxas and NVRTC
+        // refuse them for sm_80).
+        let rank = "__device__ unsigned r() { unsigned x; asm(\"mov.u32 %0, %%cluster_ctarank;\" : \"=r\"(x)); return x; }\n";
+        assert_eq!(hopper_lines(rank), [false]);
+        let dims = "__global__ void __cluster_dims__(2, 1, 1) k(float *y) {}\n";
+        assert_eq!(hopper_lines(dims), [false]);
     }
 
     #[test]

@@ -19,15 +19,53 @@ struct Tail {
     from: String,
 }
 
-/// The tile an expression divides `dim` into: `t` when the expression grows by one block
-/// every `t` of `dim` (as `cdiv(dim, t)` or `(dim + t - 1) / t` do), holding the other
-/// dimensions at `shape`'s.
-fn tile_of(e: &Expr, dim: &'static str, vars: &[(&'static str, usize)]) -> Option<usize> {
+/// The tile an expression divides `dim` into: `t` when the expression grows by the same step
+/// every `t` of `dim` (as `cdiv(dim, t)`, `(dim + t - 1) / t` or `B*H*cdiv(dim, t)` do),
+/// holding the other dimensions at `vars`'. Tiles up to `limit`.
+fn tile_of_up_to(
+    e: &Expr,
+    dim: &'static str,
+    vars: &[(&'static str, usize)],
+    limit: usize,
+) -> Option<usize> {
     let at = |v: usize| eval_at(e, dim, v, vars);
     let first = at(1)?;
-    let tile = (2..=4096).find(|&v| at(v) != Some(first))? - 1;
-    let steps = (1..=4 * tile).all(|v| at(v) == Some(first + (v.div_ceil(tile) as i64 - 1)));
-    (tile > 1 && steps).then_some(tile)
+    // The first size with one more tile: found by doubling, then halving (the expression
+    // never shrinks as `dim` grows), checked below.
+    let mut hi = 2;
+    while at(hi)? == first {
+        hi *= 2;
+        if hi > 2 * limit {
+            return None;
+        }
+    }
+    let mut lo = hi / 2; // at(lo) == first < at(hi)
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if at(mid)? == first {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    let tile = lo;
+    let step = at(tile + 1)? - first;
+    let tiles_at = |v: usize| first + step * (v.div_ceil(tile) as i64 - 1);
+    // Every size up to four tiles for a small tile; the edges of each for a large one.
+    let checked: Vec<usize> = if tile <= 1024 {
+        (1..=4 * tile).collect()
+    } else {
+        (1..=4)
+            .flat_map(|k| [k * tile - 1, k * tile, k * tile + 1, k * tile - tile / 2])
+            .collect()
+    };
+    let steps = step > 0 && checked.iter().all(|&v| at(v) == Some(tiles_at(v)));
+    (tile > 1 && tile <= limit && steps).then_some(tile)
+}
+
+/// [`tile_of_up_to`] for the tiles a grid axis gives one dimension.
+fn tile_of(e: &Expr, dim: &'static str, vars: &[(&'static str, usize)]) -> Option<usize> {
+    tile_of_up_to(e, dim, vars, 4096)
 }
 
 /// The output's last two dimensions by name: rows, columns.
@@ -78,7 +116,7 @@ fn product_tile(
     };
     let mut ones = vec![1; dims.len()];
     ones[0] = dims[0].1;
-    let tile = tile_of(e, dims[0].0, &with(&ones))?;
+    let tile = tile_of_up_to(e, dims[0].0, &with(&ones), 1 << 24)?;
     let shape: Vec<usize> = dims.iter().map(|d| d.1).collect();
     let samples = [
         shape,
@@ -119,9 +157,23 @@ fn expr_tails(
             from,
         }];
     }
+    // A dimension's tile is the same whatever the others are: `cdiv(M,64) * cdiv(N,64)` tiles
+    // M by 64 at any N, where `cdiv(M*N,4096)` seems to tile M by 63 at N = 65 alone.
+    let others_at_one: Vec<(&'static str, usize)> = vars
+        .iter()
+        .map(|&(n, x)| {
+            let other = involved.iter().any(|d| d.0 == n);
+            (n, if other { 1 } else { x })
+        })
+        .collect();
     dims.iter()
         .filter_map(|&(dim, value)| {
-            tile_of(e, dim, vars).map(|tile| Tail {
+            let tile = tile_of(e, dim, vars)?;
+            let alone: Vec<(&'static str, usize)> = others_at_one
+                .iter()
+                .map(|&(n, x)| (n, if n == dim { value } else { x }))
+                .collect();
+            (tile_of(e, dim, &alone) == Some(tile)).then(|| Tail {
                 dim: dim.to_string(),
                 value,
                 tile,
@@ -257,8 +309,11 @@ pub fn tail_hint(
     if let Some(i) = first_bad {
         let tile = |d: &str| found.iter().find(|t| t.dim == d).map(|t| t.tile);
         let (r, c) = ((i / cols) % rows, i % cols);
+        // A flat grid over the output (`cdiv(M*N,256)`): its last tile holds the last elements.
+        let flat = format!("{row_dim}*{col_dim}");
         let in_tail = tile(row_dim).is_some_and(|t| r >= rows / t * t)
-            || tile(col_dim).is_some_and(|t| c >= cols / t * t);
+            || tile(col_dim).is_some_and(|t| c >= cols / t * t)
+            || tile(&flat).is_some_and(|t| i % (rows * cols) >= rows * cols / t * t);
         if !found.is_empty() {
             parts.push(format!(
                 "the first bad element, row {r} column {c}, {}",
@@ -452,6 +507,11 @@ mod tests {
         assert_eq!(tile_of(&e, "M", &v), Some(32));
         assert_eq!(tile_of(&Expr::parse("M * 2").unwrap(), "M", &v), None);
         assert_eq!(tile_of(&Expr::parse("4").unwrap(), "M", &v), None);
+        // A flat grid of blocks per batch and head: S by 64, whatever B*H is.
+        let a = [("B", 2), ("H", 3), ("S", 70), ("D", 64)];
+        let e = Expr::parse("B*H*cdiv(S,64)").unwrap();
+        assert_eq!(tile_of(&e, "S", &a), Some(64));
+        assert_eq!(tile_of(&e, "B", &a), None);
     }
 
     #[test]
@@ -533,6 +593,60 @@ mod tests {
                 KReads::Unseen
             ),
             None
+        );
+        // 2-D tiles counted as one product, as a flat launcher writes them: a tile of M*N,
+        // never M by 63 and N by 126 (what the expression seems to give at 130 x 260).
+        let gemm = Shape::gemm(130, 260, 72);
+        let hint = tail_hint(
+            &flat("cdiv(M*N,128*128)"),
+            &[],
+            &gemm,
+            &vars(&gemm),
+            None,
+            KReads::Unseen,
+        )
+        .unwrap();
+        assert!(
+            hint.starts_with("M*N = 33800 is not a multiple of 16384 (grid x = cdiv(M*N,128*128))"),
+            "{hint}"
+        );
+        assert!(
+            !hint.contains("M = 130") && !hint.contains("N = 260"),
+            "{hint}"
+        );
+        // Its last 1032 elements are the partial tile.
+        for (bad, where_) in [(33280, "is in that tail"), (100, "is not in the tail")] {
+            let hint = tail_hint(
+                &flat("cdiv(M*N,128*128)"),
+                &[],
+                &gemm,
+                &vars(&gemm),
+                Some(bad),
+                KReads::Unseen,
+            )
+            .unwrap();
+            assert!(hint.contains(where_), "{bad}: {hint}");
+        }
+        // Blocks per batch and head times tiles of S: S's tail, at any B and H.
+        let attention = Shape::Attention {
+            b: 1,
+            h: 2,
+            s: 70,
+            d: 64,
+            causal: false,
+        };
+        let hint = tail_hint(
+            &flat("B*H*cdiv(S,64)"),
+            &[],
+            &attention,
+            &vars(&attention),
+            None,
+            KReads::Unseen,
+        )
+        .unwrap();
+        assert!(
+            hint.starts_with("S = 70 is not a multiple of 64 (grid x = B*H*cdiv(S,64))"),
+            "{hint}"
         );
         // Not a product: each dimension's own tile.
         let grid = flat("cdiv(N,32) + cdiv(M,4)");

@@ -108,6 +108,22 @@ const STANDINS: &[(&str, &str)] = &[
     ),
     ("unistd.h", include_str!("../../user-include/unistd.h")),
     ("vector", include_str!("../../user-include/vector")),
+    ("utility", include_str!("../../user-include/utility")),
+    ("numeric", include_str!("../../user-include/numeric")),
+    ("functional", include_str!("../../user-include/functional")),
+    ("chrono", include_str!("../../user-include/chrono")),
+    ("array", include_str!("../../user-include/array")),
+    ("tuple", include_str!("../../user-include/tuple")),
+    ("limits", include_str!("../../user-include/limits")),
+    ("random", include_str!("../../user-include/random")),
+    ("map", include_str!("../../user-include/map")),
+    (
+        "unordered_map",
+        include_str!("../../user-include/unordered_map"),
+    ),
+    ("set", include_str!("../../user-include/set")),
+    ("thread", include_str!("../../user-include/thread")),
+    ("mutex", include_str!("../../user-include/mutex")),
 ];
 
 /// The names of the stand-in headers, for the docs and `harness` messages.

@@ -125,18 +125,16 @@ inline uint32_t lanemask(int cmp) {  // 0 eq, 1 lt, 2 le, 3 gt, 4 ge
 
 // ---- Shared-window addresses ----
 
-inline uint64_t cvta_to_shared(uint64_t generic) {
-    return shared_addr_or_fail((const void *)(uintptr_t)generic, 0, "cvta.to.shared");
-}
+inline uint64_t cvta_to_shared(uint64_t generic) { return shared_addr_of((const void *)(uintptr_t)generic); }
 inline uint64_t cvta_shared(uint64_t addr) { return (uint64_t)(uintptr_t)shared_ptr(addr, 0); }
 
 inline void *shared_operand(uint64_t addr, size_t bytes, const char *what) {
     void *p = shared_ptr(addr, bytes);
-    if (!p)
-        fail("%s: shared address 0x%llx is not in this block's shared memory (a generic pointer where a "
-             "cvta.to.shared address belongs?)",
-             what, (unsigned long long)addr);
-    return p;
+    if (p) return p;
+    char note[256];
+    shared_address_note(addr, bytes, note, sizeof note);
+    fail("%s: shared address 0x%llx (%zu bytes) is not in this block's shared memory: %s", what,
+         (unsigned long long)addr, bytes, note);
 }
 
 // ---- mma.sync ----
@@ -455,6 +453,7 @@ constexpr uint64_t kWindowMask = (1ull << kRankShift) - 1;
 
 inline uint64_t mapa_shared(uint64_t addr, unsigned rank) {
     cluster_block(rank, "mapa.shared::cluster");
+    if (is_stray_shared(addr)) return addr;  // stays stray: its use says where it came from
     return (addr & kWindowMask) | (uint64_t)(rank + 1) << kRankShift;
 }
 
@@ -463,6 +462,7 @@ inline uint64_t mapa_shared(uint64_t addr, unsigned rank) {
 inline void *cluster_operand(uint64_t addr, int space, size_t bytes, unsigned *rank, const char *what) {
     *rank = worker().rank;
     if (space == 0) return (void *)(uintptr_t)addr;
+    if (is_stray_shared(addr)) return shared_operand(addr, bytes, what);
     if (space == 2 && addr >> kRankShift) *rank = (unsigned)(addr >> kRankShift) - 1;
     else if (addr >> kRankShift)
         fail("%s: shared address 0x%llx names another block of the cluster (mapa.shared::cluster); the "

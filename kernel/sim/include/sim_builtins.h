@@ -134,15 +134,12 @@ inline F atomic_float(F *p, F (*op)(F, F), F v) {
 }
 inline float fadd(float a, float b) { return a + b; }
 inline double dadd(double a, double b) { return a + b; }
-inline float fmax_(float a, float b) { return fmaxf(a, b); }
-inline float fmin_(float a, float b) { return fminf(a, b); }
 }  // namespace sim
 
 inline float atomicAdd(float *p, float v) { return sim::atomic_float<float, uint32_t>(p, sim::fadd, v); }
 inline double atomicAdd(double *p, double v) { return sim::atomic_float<double, uint64_t>(p, sim::dadd, v); }
-// Not in CUDA for floats, but a common helper; defined so such kernels compile.
-inline float atomicMax(float *p, float v) { return sim::atomic_float<float, uint32_t>(p, sim::fmax_, v); }
-inline float atomicMin(float *p, float v) { return sim::atomic_float<float, uint32_t>(p, sim::fmin_, v); }
+// No float atomicMax or atomicMin: CUDA has none, and files that need one define their own
+// (through atomicCAS), which a definition here would collide with.
 
 #define SIM_INT_ATOMICS(T)                                                                           \
     inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }             \

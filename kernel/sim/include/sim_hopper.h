@@ -83,6 +83,91 @@ inline void *shared_ptr(uint64_t a, size_t bytes) {
     return nullptr;
 }
 
+// What cvta.to.shared and __cvta_generic_to_shared give a generic pointer. On a GPU the
+// conversion is arithmetic and faults nothing: an address no instruction uses may point
+// anywhere, as the row addresses of the lanes an ldmatrix .x1 or .x2 ignores often do. A
+// pointer into a block's shared memory (or just past its end) gets its window address; any
+// other gets a stray address, one no window holds, that tells an instruction using it where
+// it came from (stray_shared_note). A stray address is congruent to its pointer modulo 1024,
+// as window addresses are, so alignment checks read the same. Near a region (within 64 MiB):
+// kStrayNear + region << 28 + kStrayMid + its window offset, which may be negative; nowhere
+// near shared memory (a global or local pointer): kStrayFar + its low 20 bits.
+constexpr uint64_t kStrayNear = 0x40000000u, kStrayMid = 1u << 27, kStrayFar = 0x80000000u;
+
+inline bool is_stray_shared(uint64_t a) { return a >= kStrayNear && a < kStrayFar + (1u << 20); }
+
+inline uint32_t shared_addr_of(const void *p) {
+    uint32_t a;
+    if (shared_addr(p, 0, &a)) return a;
+    SharedRegion r[2];
+    shared_regions(r);
+    const int64_t h = (int64_t)(uintptr_t)p;
+    int best = -1;
+    int64_t best_dist = 0;
+    for (int i = 0; i < 2; ++i) {
+        if (!r[i].bytes) continue;
+        const int64_t off = h - (int64_t)r[i].host;
+        const int64_t dist = off < 0 ? -off : off - (int64_t)r[i].bytes;
+        if (dist < (int64_t)kStrayMid / 2 && (best < 0 || dist < best_dist)) best = i, best_dist = dist;
+    }
+    if (best < 0) return (uint32_t)(kStrayFar + ((uint64_t)h & 0xFFFFF));
+    const int64_t window = (int64_t)r[best].addr + (h - (int64_t)r[best].host);
+    return (uint32_t)(kStrayNear + ((uint64_t)best << 28) + (uint64_t)((int64_t)kStrayMid + window));
+}
+
+// The region `i` of shared_regions, for messages: its static variables are the module's
+// whole block of them (with the simulator's own), so only the dynamic buffer's size is given.
+inline void shared_region_name(const SharedRegion *r, unsigned i, char *out, size_t room) {
+    if (i == 0) snprintf(out, room, "this block's static __shared__ variables");
+    else snprintf(out, room, "this block's dynamic shared memory (the launch gives it %zu bytes)", r[1].bytes);
+}
+
+// Why window address `a` (an access of `bytes`) is not in shared memory, for the message of
+// the instruction that used it: where its pointer lay if cvta.to.shared made it a stray
+// address, where it lies beside the regions if it is a window address, and otherwise that it
+// looks like a generic pointer.
+inline void shared_address_note(uint64_t a, size_t bytes, char *out, size_t room) {
+    static const char *const kConverted = "it was converted (cvta.to.shared, __cvta_generic_to_shared) from a pointer";
+    SharedRegion r[2];
+    shared_regions(r);
+    char region[128];
+    if (a >= kStrayFar && is_stray_shared(a)) {
+        snprintf(out, room, "%s nowhere near this block's shared memory (a global or local address?)", kConverted);
+        return;
+    }
+    if (is_stray_shared(a)) {
+        const unsigned i = (unsigned)((a - kStrayNear) >> 28) & 1;
+        const int64_t off = (int64_t)((a - kStrayNear) & ((1u << 28) - 1)) - (int64_t)kStrayMid - r[i].addr;
+        shared_region_name(r, i, region, sizeof region);
+        if (off < 0) snprintf(out, room, "%s %lld bytes before the start of %s", kConverted, (long long)-off, region);
+        else
+            snprintf(out, room, "%s %lld bytes past the end of %s", kConverted, (long long)(off - (int64_t)r[i].bytes),
+                     region);
+        return;
+    }
+    // A window address: past the end of the region below it, or before the first one.
+    int below = -1;
+    for (int i = 0; i < 2; ++i)
+        if (r[i].bytes && a >= r[i].addr && (below < 0 || r[i].addr > r[below].addr)) below = i;
+    if (below >= 0 && a - r[below].addr < (256u << 10)) {
+        const uint64_t end = r[below].addr + r[below].bytes;
+        shared_region_name(r, (unsigned)below, region, sizeof region);
+        if (a < end)
+            snprintf(out, room, "its last %llu bytes lie past the end of %s", (unsigned long long)(a + bytes - end),
+                     region);
+        else if (a == end) snprintf(out, room, "it starts at the end of %s", region);
+        else snprintf(out, room, "it starts %llu bytes past the end of %s", (unsigned long long)(a - end), region);
+        return;
+    }
+    if (below < 0 && (r[0].bytes || r[1].bytes)) {
+        const unsigned first = r[0].bytes ? 0 : 1;
+        shared_region_name(r, first, region, sizeof region);
+        snprintf(out, room, "it lies %llu bytes before the start of %s", (unsigned long long)(r[first].addr - a), region);
+        return;
+    }
+    snprintf(out, room, "a generic pointer where a cvta.to.shared address belongs?");
+}
+
 inline uint32_t shared_addr_or_fail(const void *p, size_t bytes, const char *what) {
     uint32_t a;
     if (!shared_addr(p, bytes, &a)) fail("%s: %p is not an address in this block's shared memory", what, p);
@@ -181,6 +266,7 @@ struct Mbar {
 };
 
 constexpr uint64_t kMbarMark = 2ull << 62;
+constexpr uint64_t kMbarInvalid = 1ull << 62;  // what mbarrier.inval leaves
 constexpr int kTxLimit = (1 << 20) - 1;  // 9.7.13.15.2
 
 inline uint32_t mbar_addr(const void *bar) {
@@ -198,6 +284,10 @@ inline uint64_t *mbar_object(void *bar, const char *what) {
 // The mbarrier object is updated atomically on a GPU: its accesses are not race-checked.
 SIM_UNINSTRUMENTED inline Mbar mbar_load(uint64_t *bar, const char *what) {
     uint64_t v = *bar;
+    if (v == kMbarInvalid)
+        fail("%s on the mbarrier at shared address 0x%x, which mbarrier.inval has invalidated (mbarrier.init makes "
+             "it one again)",
+             what, mbar_addr(bar));
     if ((v >> 62) != 2)
         fail("%s on the mbarrier at shared address 0x%x, which mbarrier.init has not initialized (it holds 0x%016llx)",
              what, mbar_addr(bar), (unsigned long long)v);
@@ -258,6 +348,23 @@ inline void mbar_init(void *p, unsigned count) {
     for (unsigned i = 0; i < h.n_bars; ++i)
         if (h.bars[i] == bar) return;
     if (h.n_bars < kMaxBars) h.bars[h.n_bars++] = bar;
+}
+
+// mbarrier.inval: the object stops being an mbarrier, its memory free for other uses. Bytes
+// still expected on it, or a TMA copy still to complete on it, would land on whatever the
+// memory holds next.
+inline void mbar_inval(void *p, const char *what) {
+    uint64_t *bar = mbar_object(p, what);
+    const Mbar m = mbar_load(bar, what);
+    if (m.tx != 0)
+        fail("%s of the mbarrier at shared address 0x%x, whose tx-count is %d: %s", what, mbar_addr(bar), m.tx,
+             m.tx > 0 ? "bytes an expect_tx announced have not landed" : "bytes landed that no expect_tx announced");
+    const HopperState &h = hopper();
+    for (unsigned i = 0; i < h.n_copies; ++i)
+        if (h.copies[i].bar == bar)
+            fail("%s of the mbarrier at shared address 0x%x while a TMA copy that completes on it is in flight", what,
+                 mbar_addr(bar));
+    *bar = kMbarInvalid;
 }
 
 inline void mbar_arrive(void *p, unsigned count, unsigned tx_bytes, const char *what) {
@@ -458,7 +565,11 @@ inline unsigned copy_targets(void *dst, void *bar_ptr, unsigned bytes, unsigned 
                              void **to, void **at, const char *what) {
     const unsigned blocks = worker().cluster->size;
     if (multicast && (mask == 0 || mask >> blocks))
-        fail("%s: ctaMask 0x%x names no block or a rank beyond the cluster's %u", what, mask, blocks);
+        fail("%s: ctaMask 0x%x names no block or a rank beyond the cluster's %u%s", what, mask, blocks,
+             blocks == 1 ? " (the launch has no clusters: a cluster size set by host code, through "
+                           "cudaLaunchKernelEx's cudaLaunchAttributeClusterDimension, is not seen; the "
+                           "kernel's own __cluster_dims__(X, Y, Z) is)"
+                         : "");
     if (!multicast) mask = 1u << worker().rank;
     for (unsigned r = 0; r < blocks; ++r)
         if (mask >> r & 1) {
@@ -831,8 +942,11 @@ inline const char *swizzle_name(unsigned mode) {
 }
 
 inline Desc decode_desc(uint64_t d, const char *which) {
-    // Reserved: bits 14-15, 30-31, 46-48 and 52-61.
-    const uint64_t reserved = (3ull << 14) | (3ull << 30) | (7ull << 46) | (0x3FFull << 52);
+    // Reserved: bits 14-15, 30-31, 46-48 and 52-61. Bits 14-15 and 30-31, above the 14-bit
+    // start address and leading offset (bits 4-17 of a byte count, all of shared memory), are
+    // ignored: public kernels set them (`desc |= 3 << 14`) and their authors report correct
+    // results on H100s. The others are refused.
+    const uint64_t reserved = (7ull << 46) | (0x3FFull << 52);
     if (d & reserved)
         fail("wgmma: the %s descriptor 0x%016llx sets reserved bits (0x%016llx): a field shifted into its neighbour?",
              which, (unsigned long long)d, (unsigned long long)(d & reserved));
@@ -1270,7 +1384,5 @@ inline void hopper_free(Worker &w) {
 }  // namespace sim
 
 // What CUDA C++ offers for the shared window (cuda_runtime's __cvta_* intrinsics).
-inline size_t __cvta_generic_to_shared(const void *p) {
-    return sim::shared_addr_or_fail(p, 0, "__cvta_generic_to_shared");
-}
+inline size_t __cvta_generic_to_shared(const void *p) { return sim::shared_addr_of(p); }
 inline void *__cvta_shared_to_generic(size_t a) { return sim::shared_ptr(a, 0); }

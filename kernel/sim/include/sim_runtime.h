@@ -348,6 +348,9 @@ struct Worker {
     // and the barrier interval, counted across blocks so that old cells never match.
     RaceCell *race;
     size_t race_cells;
+    // Per byte of the same: the cp.async copies into it that have not landed (no wait of
+    // their thread has completed them), which no thread may read or write meanwhile.
+    unsigned char *async_cells;
     uint32_t race_epoch;
     uint32_t race_block_epoch;  // race_epoch when this block started: older marks are not its own
     // warp_memo's entries, `memo_stride` bytes each; kept across blocks.
@@ -998,9 +1001,14 @@ inline void race_block_start(Worker &w) {
     size_t need = w.static_smem_bytes + w.launch->dynamic_smem;
     if (need > w.race_cells) {
         free(w.race);
+        free(w.async_cells);
         w.race = (RaceCell *)calloc(need, sizeof(RaceCell));
+        w.async_cells = (unsigned char *)malloc(need);
+        if (!w.async_cells) free(w.race), w.race = nullptr;
         w.race_cells = w.race ? need : 0;
     }
+    // Copies a thread of the previous block left pending are dropped (start_block).
+    if (w.race_cells) memset(w.async_cells, 0, w.race_cells);
     w.race_block_epoch = ++w.race_epoch;
     for (unsigned k = 0; k < (w.n + 31) / 32; ++k) w.warps[k].epoch = 0;
 }
@@ -1267,6 +1275,35 @@ SIM_UNINSTRUMENTED_INLINE bool runtime_local(const Current &c, const void *p) {
     return (a >= tw && a < tw + sizeof(Worker *)) || (a >= tf && a < tf + sizeof(Fiber *));
 }
 
+// An access of shared byte `cell` that a cp.async has not landed in: on a GPU it may come
+// before or after the copy, so the thread reads either byte, or its write may be overwritten.
+[[noreturn]] inline void unlanded_copy_report(Worker &w, size_t cell, bool write) {
+    char where[200];
+    describe_shared(w, cell, where, sizeof where);
+    for (unsigned t = 0; t < w.n; ++t) {
+        const Fiber &o = w.fibers[t];
+        for (unsigned i = 0; i < o.async_pending; ++i) {
+            size_t c;
+            if (!race_cell(w, o.async[i].dst, c) || cell < c || cell >= c + o.async[i].bytes) continue;
+            const bool own = &o == tl_fiber;
+            char by[96];
+            if (own) snprintf(by, sizeof by, "this thread");
+            else snprintf(by, sizeof by, "thread (%u,%u,%u)", o.tid.x, o.tid.y, o.tid.z);
+            const char *why = o.async[i].group < o.async_groups
+                                  ? "its group was committed, but no cp.async.wait_group since has completed it "
+                                    "(wait_group N leaves the newest N committed groups in flight)"
+                                  : "no cp.async.commit_group came after it, and a wait_group completes committed "
+                                    "groups only (wait_all commits first)";
+            fail("cp.async not landed: this thread %s %s, where a cp.async issued by %s has not landed yet: %s. On "
+                 "a GPU the copy lands at any moment until %s waits for it%s",
+                 write ? "writes" : "reads", where, by, why, own ? "the thread" : "its thread",
+                 own ? "" : ", and another thread sees it only after that wait and a barrier");
+        }
+    }
+    fail("cp.async not landed: this thread %s %s, where a cp.async has not landed yet",
+         write ? "writes" : "reads", where);
+}
+
 // Checks and records `n` bytes at `p` by the calling thread if they are its block's shared
 // memory.
 SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsigned long n, int write) {
@@ -1306,6 +1343,8 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
     uint16_t we = w->warps[f->warp].epoch;
     uint32_t epoch = w->race_epoch;
     size_t end = cell + n < w->race_cells ? cell + n : w->race_cells;
+    for (size_t i = cell; i < end; ++i)
+        if (w->async_cells[i]) unlanded_copy_report(*w, i, write);
     // The bytes of one access mostly hold the same marks: a byte marked as the one before it
     // was is checked and marked as it was.
     RaceCell before{}, after{};
@@ -1467,6 +1506,19 @@ namespace sim {
 
 // ---- cp.async: per-thread queues of copies, completed by commit groups ----
 
+// Counts `by` more (or fewer) copies not landed into each byte of [dst, dst + bytes), for
+// race_check (instrumented builds).
+SIM_UNINSTRUMENTED inline void async_cells_add(const void *dst, unsigned bytes, int by) {
+#ifdef SIM_INSTRUMENTED
+    Worker &w = *tl_worker;
+    size_t cell;
+    if (!w.race || !race_cell(w, dst, cell)) return;
+    for (size_t i = cell; i < cell + bytes && i < w.race_cells; ++i) w.async_cells[i] = (unsigned char)(w.async_cells[i] + by);
+#else
+    (void)dst, (void)bytes, (void)by;
+#endif
+}
+
 // Issues one copy of `bytes` (4, 8 or 16) from global `src` to shared `dst`; only the first
 // `src_bytes` are read, the rest is zeros (cp.async's zero-fill form).
 SIM_UNINSTRUMENTED inline void async_copy(void *dst, const void *src, unsigned bytes, unsigned src_bytes) {
@@ -1493,8 +1545,9 @@ SIM_UNINSTRUMENTED inline void async_copy(void *dst, const void *src, unsigned b
     SIM_GLOBAL_READ(src, src_bytes);
     SIM_BANK_REPORT(SIM_BANK_LDGSTS, dst, bytes, 0);
     // The copy may land at any moment until its wait: a write from its issue (and again at
-    // the wait, below).
+    // the wait, below), and no access of its bytes by any thread until then.
     SIM_SHARED_WRITE(dst, bytes);
+    async_cells_add(dst, bytes, 1);
 }
 
 // cp.async.commit_group: the copies issued since the last commit become one group (possibly
@@ -1510,6 +1563,7 @@ inline void async_wait(unsigned n) {
     while (done < f.async_pending && f.async[done].group < older_than) {
         AsyncCopy &c = f.async[done++];
         memcpy(c.dst, c.data, c.bytes);
+        async_cells_add(c.dst, c.bytes, -1);
         SIM_SHARED_WRITE(c.dst, c.bytes);
     }
     memmove(f.async, f.async + done, (f.async_pending - done) * sizeof(AsyncCopy));
@@ -1523,6 +1577,7 @@ inline void async_land_all() {
     Fiber &f = fiber();
     for (unsigned i = 0; i < f.async_pending; ++i) {
         memcpy(f.async[i].dst, f.async[i].data, f.async[i].bytes);
+        async_cells_add(f.async[i].dst, f.async[i].bytes, -1);
         SIM_SHARED_WRITE(f.async[i].dst, f.async[i].bytes);
     }
     f.async_pending = 0;
@@ -1863,6 +1918,7 @@ struct PoolReaper {
             munmap(w->async_copies, kAsyncSpan);
             free(w->dyn_alloc);
             free(w->race);
+            free(w->async_cells);
             free(w->memo);
             hopper_free(*w);
             delete w;

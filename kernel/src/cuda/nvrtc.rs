@@ -462,6 +462,13 @@ pub fn options(source: &CudaSource, arch: &str) -> Vec<String> {
         "--std=c++17".to_string(),
         "-lineinfo".to_string(),
     ];
+    if source.from_user {
+        // A user's file keeps the functions without an execution space that its host code
+        // was blanked around (`constexpr bool is_pow2(int)`, which a launcher's assert calls,
+        // or device code calls as nvcc's --expt-relaxed-constexpr allows): NVRTC refuses
+        // every host function, and this makes them device functions instead.
+        options.push("-default-device".to_string());
+    }
     if discovery().driver.is_found() {
         options.extend(version().ok().and_then(no_cache_option).map(String::from));
     }

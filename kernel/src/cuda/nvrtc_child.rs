@@ -87,8 +87,9 @@ impl Request {
                 .into_iter()
                 .map(|(a, b)| (a.into(), b.into()))
                 .collect(),
-            // Compiled here, by this process.
-            from_user: false,
+            // Only a user's file is sent to a child: its options are a user file's, and
+            // `serve` compiles it in this process.
+            from_user: true,
         };
         (source, self.arch)
     }
@@ -220,13 +221,6 @@ mod tests {
         let text = serde_json::to_string(&Request::new(&source, "sm_90a")).unwrap();
         let (back, arch) = serde_json::from_str::<Request>(&text).unwrap().source();
         assert_eq!(arch, "sm_90a");
-        // All but the mark that sent it to a child, which the child compiles in itself.
-        assert_eq!(
-            back,
-            CudaSource {
-                from_user: false,
-                ..source
-            }
-        );
+        assert_eq!(back, source);
     }
 }

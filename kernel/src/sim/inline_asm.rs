@@ -36,8 +36,8 @@ impl fmt::Display for Refusal {
 }
 
 /// What the front end accepts, for refusals.
-const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 f16/bf16 with f32 or f16 \
-     accumulators, m16n8k8 tf32), ldmatrix, stmatrix, cp.async (ca/cg, commit_group, \
+const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 and m16n8k8 f16/bf16 \
+     with f32 or f16 accumulators, m16n8k8 tf32), ldmatrix, stmatrix, cp.async (ca/cg, commit_group, \
      wait_group, wait_all), ld, st, atom, red, fence, membar, prefetch, cvta, cvt, mov, setp, \
      selp, shfl.sync, elect.sync, integer and floating-point arithmetic (add, mul, fma, ex2, \
      lop3, prmt, ...), Hopper's mbarrier, cp.async.bulk (plain and 1-5D tensor loads and \
@@ -1001,12 +1001,20 @@ impl Gen<'_> {
 
     fn mma(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
         let tail = parts[1..].join(".");
-        let (k16, elem, d_f16, c_f16) = match tail.as_str() {
-            "sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" => (true, "false", false, false),
-            "sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" => (true, "true", false, false),
+        // `half_k`: m16n8k8 with 16-bit operands, the first half of m16n8k16's fragments (A's
+        // registers 0 and 1, B's register 0: PTX ISA 9.7.14.5.7), run as m16n8k16 with zeros
+        // in the other half.
+        let (k16, half_k, elem, d_f16, c_f16) = match tail.as_str() {
+            "sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" => (true, false, "false", false, false),
+            "sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" => {
+                (true, false, "true", false, false)
+            }
             // C and D of one type: ptxas refuses .f32 D with .f16 C and the reverse.
-            "sync.aligned.m16n8k16.row.col.f16.f16.f16.f16" => (true, "false", true, true),
-            "sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" => (false, "", false, false),
+            "sync.aligned.m16n8k16.row.col.f16.f16.f16.f16" => (true, false, "false", true, true),
+            "sync.aligned.m16n8k8.row.col.f32.f16.f16.f32" => (true, true, "false", false, false),
+            "sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32" => (true, true, "true", false, false),
+            "sync.aligned.m16n8k8.row.col.f16.f16.f16.f16" => (true, true, "false", true, true),
+            "sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" => (false, false, "", false, false),
             _ => {
                 return Err(format!(
                     "this shape or type of mma is not emulated; {EMULATED}"
@@ -1015,21 +1023,24 @@ impl Gen<'_> {
         };
         Self::count(ops, 4)?;
         let (nd, nc) = (if d_f16 { 2 } else { 4 }, if c_f16 { 2 } else { 4 });
+        let (na, nb) = if half_k { (2, 1) } else { (4, 2) };
         let d = self.vector(&ops[0], nd, "D")?;
-        let a = self.vector(&ops[1], 4, "A")?;
-        let b = self.vector(&ops[2], 2, "B")?;
+        let a = self.vector(&ops[1], na, "A")?;
+        let b = self.vector(&ops[2], nb, "B")?;
         let c = self.vector(&ops[3], nc, "C")?;
-        let list = |v: &[Opnd], role: &str| -> Result<String, String> {
-            Ok(v.iter()
+        let list = |v: &[Opnd], role: &str, len: usize| -> Result<String, String> {
+            let mut regs = v
+                .iter()
                 .map(|o| self.read(o, Kind::B32, role))
-                .collect::<Result<Vec<_>, _>>()?
-                .join(", "))
+                .collect::<Result<Vec<_>, _>>()?;
+            regs.resize(len, "0".to_string());
+            Ok(regs.join(", "))
         };
         let mut code = format!(
             "{{ uint32_t _d[4] = {{0, 0, 0, 0}}; const uint32_t _a[4] = {{{}}}, _b[2] = {{{}}}, _c[4] = {{{}}}; ",
-            list(a, "an A fragment register")?,
-            list(b, "a B fragment register")?,
-            list(c, "a C register")?
+            list(a, "an A fragment register", 4)?,
+            list(b, "a B fragment register", 2)?,
+            list(c, "a C register", nc)?
         );
         if k16 {
             code.push_str(&format!(

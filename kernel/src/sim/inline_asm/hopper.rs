@@ -43,7 +43,7 @@ fn ignorable(p: &str) -> bool {
 }
 
 impl Gen<'_> {
-    /// `mbarrier.{init, arrive, arrive.expect_tx, arrive_drop, expect_tx, complete_tx,
+    /// `mbarrier.{init, inval, arrive, arrive.expect_tx, arrive_drop, expect_tx, complete_tx,
     /// try_wait, test_wait}`, their waits by phase parity or by the state an arrive returned.
     pub(super) fn mbarrier(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
         let op = parts.get(1).copied().unwrap_or("");
@@ -62,6 +62,10 @@ impl Gen<'_> {
             ))
         };
         let code = match (op, expect_tx) {
+            ("inval", false) => {
+                Self::count(ops, 1)?;
+                format!("::sim::mbar_inval({}, \"{what}\"); ", bar(self, 0)?)
+            }
             ("init", false) => {
                 Self::count(ops, 2)?;
                 let n = self.read_b32(&ops[1], "the arrival count")?;
@@ -144,8 +148,8 @@ impl Gen<'_> {
             }
             _ => {
                 return Err(format!(
-                    "mbarrier.{op} is not emulated (init, arrive, arrive.expect_tx, arrive_drop, \
-                     expect_tx, complete_tx, try_wait and test_wait are)"
+                    "mbarrier.{op} is not emulated (init, inval, arrive, arrive.expect_tx, \
+                     arrive_drop, expect_tx, complete_tx, try_wait and test_wait are)"
                 ));
             }
         };
