@@ -661,7 +661,25 @@ fn check_checks_the_kernels_of_the_configuration() {
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(
-        t.contains("its 1 [[kernel]] section(s) are not checked on the CPU"),
+        t.contains("1 user kernel(s) ([[kernel]] sections of")
+            && t.contains("--kernel) are not checked on the CPU"),
+        "{t}"
+    );
+    // The same kernel given with --kernel, alone.
+    let o = harness(&[
+        "check",
+        "--device",
+        "sim",
+        "--workload",
+        "gemm",
+        "--sizes",
+        "33x17x20",
+        "--kernel",
+        &format!("{example}:sgemm_guarded_ptx,block=256,grid=tile:64x64"),
+    ]);
+    let t = text(&o);
+    assert!(
+        o.status.success() && t.contains("1 passed, 0 failed"),
         "{t}"
     );
 }

@@ -579,6 +579,114 @@ fn a_cluster_kernel_runs_with_its_cluster_dims_through_the_simulators_wrapper() 
     );
 }
 
+/// A cluster size that host code sets at launch (`cudaLaunchKernelEx` with
+/// `cudaLaunchAttributeClusterDimension`) is given with `cluster=`: the kernel runs in
+/// clusters in the simulator, and NVRTC builds it with them (for sm_90a alone, as clusters
+/// need); without it the blocks run alone; a kernel with `__cluster_dims__` of its own is told
+/// that it has them.
+#[test]
+fn a_cluster_size_set_by_host_code_is_given_with_cluster() {
+    let dir = scratch_dir("host-cluster");
+    let code = "#include <cooperative_groups.h>\n\
+        namespace cg = cooperative_groups;\n\
+        __global__ void swapped(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+        \x20 extern __shared__ float mine[];\n\
+        \x20 cg::cluster_group cluster = cg::this_cluster();\n\
+        \x20 if (cluster.num_blocks() != 2) __trap();\n\
+        \x20 const int i = (blockIdx.x ^ 1) * blockDim.x + threadIdx.x;\n\
+        \x20 float acc = 0.0f;\n\
+        \x20 if (i < M * N)\n\
+        \x20   for (int k = 0; k < K; ++k) acc += A[i / N * K + k] * B[k * N + i % N];\n\
+        \x20 cluster.sync();\n\
+        \x20 cluster.map_shared_rank(mine, cluster.block_rank() ^ 1)[threadIdx.x] = acc;\n\
+        \x20 cluster.sync();\n\
+        \x20 const int j = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20 if (j < M * N) C[j] = mine[threadIdx.x];\n\
+        }\n";
+    let file = dir.join("swapped.cu");
+    std::fs::write(&file, code).unwrap();
+    let spec = |options: &str| {
+        format!(
+            "{}:swapped,block=64,grid=tile:64,smem=256{options}",
+            file.display()
+        )
+    };
+    // 16 x 16 = 256 outputs: 4 blocks, 2 clusters.
+    let (ok, text) = sim_run("gemm", "16x16x8", &spec(",cluster=2"), &dir.join("pairs"));
+    assert!(ok && passing_user_rows(&text) == 1, "{text}");
+    let (ok, text) = sim_run("gemm", "16x16x8", &spec(""), &dir.join("alone"));
+    assert!(!ok && text.contains("__trap()"), "{text}");
+    let (ok, text) = harness(&[
+        "inspect",
+        "--kernel",
+        &format!("{},workload=gemm", spec(",cluster=2")),
+    ]);
+    assert!(
+        ok && text
+            .lines()
+            .any(|l| l.contains(" swapped ") && l.contains("sm_90a")),
+        "{text}"
+    );
+    let own = dir.join("own.cu");
+    std::fs::write(
+        &own,
+        code.replace("void swapped", "void __cluster_dims__(2, 1, 1) swapped"),
+    )
+    .unwrap();
+    let (ok, text) = sim_run(
+        "gemm",
+        "16x16x8",
+        &spec(",cluster=2").replace("swapped.cu", "own.cu"),
+        &dir.join("own"),
+    );
+    assert!(
+        !ok && text.contains("declares __cluster_dims__(2, 1, 1) itself")
+            && text.contains("cluster= is for the size host code sets at launch"),
+        "{text}"
+    );
+}
+
+/// `a=col`: A column-major (element (m, k) at `k*M + m`), as CuTe's "NT" GEMM takes it; the
+/// same kernel judged against a row-major A fails.
+#[test]
+fn a_column_major_a_is_given_with_a_col() {
+    let dir = scratch_dir("a-col");
+    std::fs::write(
+        dir.join("nt.cu"),
+        "__global__ void nt(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+         \x20 const int m = blockIdx.y * 16 + threadIdx.y, n = blockIdx.x * 16 + threadIdx.x;\n\
+         \x20 if (m >= M || n >= N) return;\n\
+         \x20 float acc = 0.f;\n\
+         \x20 for (int k = 0; k < K; ++k) acc += A[k * M + m] * B[n * K + k];\n\
+         \x20 C[m * N + n] = acc;\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:nt,block=16x16,grid=tile:16x16,b=col",
+        dir.join("nt.cu").display()
+    );
+    let (ok, text) = sim_run(
+        "gemm",
+        "100x37x129,64x64x64",
+        &format!("{spec},a=col"),
+        &dir.join("col"),
+    );
+    assert!(ok && passing_user_rows(&text) == 2, "{text}");
+    let (ok, text) = sim_run("gemm", "100x37x129", &spec, &dir.join("row"));
+    assert!(!ok && passing_user_rows(&text) == 0, "{text}");
+    let (ok, text) = sim_run(
+        "softmax",
+        "9x64",
+        &format!(
+            "{}:nt,block=16x16,grid=tile:16x16,a=col",
+            dir.join("nt.cu").display()
+        ),
+        &dir.join("softmax"),
+    );
+    assert!(!ok && text.contains("a=col is for GEMM's A"), "{text}");
+}
+
 #[test]
 fn device_code_behind_cuda_arch_runs_in_the_simulator() {
     // nvcc's guards: a body for architectures that have half arithmetic, nothing elsewhere.
@@ -1778,6 +1886,22 @@ fn a_misaligned_cp_async_names_the_address_its_buffer_and_element() {
             && line.contains(&format!("of block ({r},0,0)")),
         "{line}"
     );
+    // A source just past A's end is named as such.
+    std::fs::write(
+        dir.join("pastend.cu"),
+        code.replace("&A[r * K]", "&A[M * K + 1 + r * 0]"),
+    )
+    .unwrap();
+    let (ok, text) = sim_run(
+        "gemm",
+        "8x8x8",
+        &spec.replace("rowcopy.cu", "pastend.cu"),
+        &dir.join("pastend"),
+    );
+    assert!(
+        !ok && text.contains("(byte 260 of buffer 'A', past its end: it holds 256 bytes)"),
+        "{text}"
+    );
 }
 
 /// A layer normalization without the scale and shift (their scalars fixed in the kernel, as
@@ -2809,6 +2933,29 @@ fn inspect_names_kernels_and_counts_dynamic_shared_memory() {
     assert!(text.contains(" 16384 "), "{text}");
     assert!(
         text.contains("(attention 4x16x1024x64, dynamic shared memory 2*32*D*4"),
+        "{text}"
+    );
+    // At a shape of --sizes (a kernel written for D = 128): smem = 2*32*128*4.
+    let attention = ATTENTION_EXAMPLE.replace("block=32", "workload=attention,block=32");
+    let (ok, text) = harness(&[
+        "inspect",
+        "--arch",
+        "sm_80",
+        "--kernel",
+        &attention,
+        "--sizes",
+        "100x37x129,1x8x1024x128",
+    ]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains(" 32768 ")
+            && text
+                .contains("(attention 1x8x1024x128, dynamic shared memory 2*32*D*4: from --sizes)"),
+        "{text}"
+    );
+    let (ok, text) = harness(&["inspect", "--kernel", &attention, "--sizes", "100x37x129"]);
+    assert!(
+        !ok && text.contains("--sizes: none of 100x37x129 reads as a shape of attention"),
         "{text}"
     );
 }

@@ -297,6 +297,11 @@ fn a_missing_trailing_barrier_is_a_race_and_its_fix_is_not() {
         e.contains("'As' (in tiled<false>)") || e.contains("'Bs' (in tiled<false>)"),
         "{e}"
     );
+    // The read that races, by its line (17: `acc += As[ty][k] * Bs[k][tx]`).
+    assert!(
+        e.contains("; this thread's access is at ") && e.contains("races.cu:17 (thread ("),
+        "{e}"
+    );
 }
 
 #[test]
@@ -310,10 +315,19 @@ fn a_stage_refilled_before_the_barrier_is_a_race_even_when_the_result_is_right()
         "{} against {total}",
         out[0]
     );
-    race(run(
+    // Caught as a race with the copy's write when the refill is issued after a read of the
+    // stage, or as a read of bytes a copy has not landed in when it is issued before.
+    let e = run(
         launch("staged_early_refill", [1, 1, 1], [256, 1, 1], dims),
         dims,
-    ));
+    )
+    .map(|_| ())
+    .expect_err("the early refill is reported")
+    .to_string();
+    assert!(
+        e.contains("race on shared memory") || e.contains("cp.async not landed"),
+        "{e}"
+    );
 }
 
 #[test]

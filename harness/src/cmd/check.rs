@@ -17,6 +17,10 @@ pub struct Args {
     pub selection: Selection,
     #[command(flatten)]
     pub isolation: crate::isolate::IsolationArgs,
+    /// Your own kernel, as for `run --kernel` (repeatable), checked on the same shapes, beside
+    /// the rungs `--kernels` names (none without it).
+    #[arg(long = "kernel")]
+    pub user_kernels: Vec<String>,
 }
 
 pub fn run(args: &Args) -> Outcome {
@@ -24,20 +28,22 @@ pub fn run(args: &Args) -> Outcome {
         common,
         selection,
         isolation,
+        user_kernels,
     } = args;
     let config = load_config(&common.config)?;
     let dev = open_device(common.device.as_deref(), common.sim_blocks())?;
-    // The configuration's own kernels ([[kernel]]) are checked with the lab's where CUDA code
-    // runs; the CPU runs the lab's CPU ports alone.
-    let specs = user_kernel::specs(&config.kernels, &[])?;
+    // The configuration's own kernels ([[kernel]]) and --kernel's are checked with the lab's
+    // where CUDA code runs; the CPU runs the lab's CPU ports alone.
+    let specs = user_kernel::specs(&config.kernels, user_kernels)?;
     let users = match (specs.is_empty(), dev.kind()) {
         (true, _) => Vec::new(),
         (false, DeviceKind::Cpu) => {
             println!(
-                "{}: its {} [[kernel]] section(s) are not checked on the CPU, which runs the \
-                 lab's CPU ports only; `harness check --device sim` checks them",
+                "{} user kernel(s) ([[kernel]] sections of {}, --kernel) are not checked on the \
+                 CPU, which runs the lab's CPU ports only; `harness check --device sim` checks \
+                 them",
+                specs.len(),
                 config.source,
-                specs.len()
             );
             Vec::new()
         }
@@ -47,12 +53,17 @@ pub fn run(args: &Args) -> Outcome {
     isolation.apply(
         dev.kind(),
         common.config.clone(),
-        &[],
+        user_kernels,
         user_ids,
         common.sim_blocks(),
     );
     let all = tune::lab_kernels(dev.info(), &LabDir::locate());
-    let mut kernels = registry::select(&all, &common.kernels)?;
+    // With --kernel, as in a run: the rungs --kernels names (none unless it names some).
+    let mut kernels = if user_kernels.is_empty() {
+        registry::select(&all, &common.kernels)?
+    } else {
+        user_kernel::run::lab_kernels(&all, &common.kernels, &users)?
+    };
     kernels.extend(users.iter().map(|u| u as &dyn Kernel));
     // Every workload with kernels to check, unless --workload says otherwise.
     let workloads = select::workloads(&selection.workload, &select::workloads_of(&kernels))?;

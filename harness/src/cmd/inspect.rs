@@ -41,16 +41,48 @@ pub struct Args {
     /// the lab launches.
     #[arg(long = "kernel")]
     pub user_kernels: Vec<String>,
+    /// With --kernel: the shape to launch it at (the first that reads as a shape of its
+    /// workload, in that workload's syntax, e.g. 1x8x1024x128 for attention), for a kernel
+    /// written for other sizes than the lab's inspection shape; `smem=`, `grid=` and
+    /// `define=` are evaluated there.
+    #[arg(long, value_delimiter = ',')]
+    pub sizes: Vec<String>,
 }
 
 pub fn run(args: &Args) -> Outcome {
     if !args.user_kernels.is_empty() {
         let specs = user_kernel::specs(&[], &args.user_kernels)?;
         let users = user_kernel::load_all(&specs, &[], None)?;
-        // At the first shape the rungs of its workload are inspected at.
-        let shape_of = |w| inspect_shapes(w)[0].1;
+        // At the first shape the rungs of its workload are inspected at, or --sizes'.
+        let shape_of = |w: Workload| -> anyhow::Result<(Shape, &'static str)> {
+            if args.sizes.is_empty() {
+                return Ok((
+                    inspect_shapes(w)[0].1,
+                    "the shape the lab's rungs are inspected at",
+                ));
+            }
+            args.sizes
+                .iter()
+                .find_map(|s| Shape::parse(w, s).ok())
+                .map(|s| (s, "from --sizes"))
+                .ok_or_else(|| {
+                    anyhow::anyhow!(
+                        "--sizes: none of {} reads as a shape of {w}",
+                        args.sizes.join(", ")
+                    )
+                })
+        };
+        for u in &users {
+            shape_of(u.workload)?;
+        }
         nvrtc_for(&args.arch)?;
         return user_kernel::run::inspect(&users, &args.arch, shape_of);
+    }
+    if !args.sizes.is_empty() {
+        anyhow::bail!(
+            "--sizes sets the shape a --kernel is launched at; the lab's kernels are inspected \
+             at their workloads' shapes"
+        );
     }
     match &args.file {
         Some(file) => inspect_file(file, &args.arch, args, args.sass),

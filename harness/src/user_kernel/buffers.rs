@@ -13,7 +13,9 @@ pub struct Buffers {
     pub output: Dtype,
     /// Per scratch buffer of the signature (attention's running `l` and `m`).
     pub scratch: Vec<Dtype>,
-    /// B's layout (GEMM; linear's W is passed as the workload holds it, `W[N][K]`).
+    /// A's and B's layouts (GEMM; linear's X and W are passed as the workload holds them,
+    /// `W[N][K]`).
+    pub a: Layout,
     pub b: Layout,
     pub alpha: f32,
     pub beta: f32,
@@ -47,13 +49,14 @@ fn precision_of(d: Dtype) -> Precision {
 }
 
 impl Buffers {
-    /// Every buffer of `sig` in FP32, B row-major, alpha 1 and beta 0: the defaults.
+    /// Every buffer of `sig` in FP32, A and B row-major, alpha 1 and beta 0: the defaults.
     pub fn fp32(sig: &Signature) -> Self {
         let probe = sig.workload.probe_shape();
         Self {
             inputs: vec![Dtype::F32; probe.inputs().len()],
             output: Dtype::F32,
             scratch: vec![Dtype::F32; sig.scratch.len()],
+            a: Layout::Row,
             b: Layout::Row,
             alpha: 1.0,
             beta: 0.0,
@@ -80,6 +83,7 @@ impl Buffers {
             inputs: vec![Dtype::F32; tensors.len() - 1],
             output: Dtype::F32,
             scratch: vec![Dtype::F32; scratch.len()],
+            a: spec.a.unwrap_or_default(),
             b: spec.b.unwrap_or_default(),
             alpha: spec.alpha.unwrap_or(1.0),
             beta: spec.beta.unwrap_or(0.0),
@@ -107,6 +111,11 @@ impl Buffers {
                     }
                 }
             }
+        }
+        if out.a == Layout::Col && workload != Workload::Gemm {
+            return Err(format!(
+                "a=col is for GEMM's A; {workload} passes its operands as the workload holds them"
+            ));
         }
         if out.b == Layout::Col && workload != Workload::Gemm {
             return Err(format!(
@@ -179,9 +188,9 @@ impl Buffers {
             .iter()
             .chain([&self.output])
             .all(|&d| d == Dtype::F32);
-        if !plain || self.b == Layout::Col {
+        if !plain || self.a == Layout::Col || self.b == Layout::Col {
             for (i, t) in probe.inputs().iter().enumerate() {
-                let col = i == 1 && self.b == Layout::Col;
+                let col = (i == 0 && self.a == Layout::Col) || (i == 1 && self.b == Layout::Col);
                 parts.push(format!(
                     "{}:{}{}",
                     t.name,

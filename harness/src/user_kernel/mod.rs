@@ -32,6 +32,15 @@ use std::path::{Path, PathBuf};
 
 pub use spec::{Grid, Layout, RawUserKernel, UserKernelSpec, locate};
 
+/// The clusters the entry runs in, as `__cluster_dims__` arguments: `cluster=`'s, which the
+/// lab declares for it (`true`), or its own.
+fn clusters(spec: &UserKernelSpec, decl: &scan::KernelDecl) -> (Option<String>, bool) {
+    match spec.cluster {
+        Some([x, y, z]) => (Some(format!("{x}, {y}, {z}")), true),
+        None => (decl.cluster_dims_for(&spec.entry), false),
+    }
+}
+
 /// Anything wrong with a user kernel, in words that say what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum UserKernelError {
@@ -474,12 +483,20 @@ impl UserKernel {
             (decl, None)
         };
         let launch_name = source::wrapper_name(&spec.entry);
-        let cluster_dims = decl.cluster_dims_for(&spec.entry);
+        if let (Some(_), Some(own)) = (spec.cluster, &decl.cluster_dims) {
+            return Err(err(format!(
+                "cluster= gives clusters to a kernel that declares __cluster_dims__({own}) \
+                 itself ({}): cluster= is for the size host code sets at launch",
+                format_args!("{}:{}", decl.file, decl.line)
+            )));
+        }
+        let (cluster_dims, host_cluster) = clusters(spec, &decl);
         let code = source::UnitParts {
             main: &files.main,
             entry: &spec.entry,
             overload: overload.as_deref(),
             cluster_dims: cluster_dims.as_deref(),
+            host_cluster,
             list: &list,
             sig,
             buffers: &buffers,
@@ -508,8 +525,9 @@ impl UserKernel {
                     vec![standins],
                 ]
                 .concat(),
-                arch: files.hopper.then_some("sm_90a".into()),
-                other_archs: files.hopper_guarded,
+                // Clusters need sm_90 (NVRTC refuses __cluster_dims__ for sm_80).
+                arch: (files.hopper || spec.cluster.is_some()).then_some("sm_90a".into()),
+                other_archs: files.hopper_guarded && spec.cluster.is_none(),
                 cxx_entries: vec![(
                     launch_name.clone().into(),
                     overload
@@ -792,7 +810,7 @@ impl UserKernel {
         if differ.is_empty() {
             return Ok(());
         }
-        let cluster_dims = self.decl.cluster_dims_for(&self.spec.entry);
+        let (cluster_dims, host_cluster) = clusters(&self.spec, &self.decl);
         // 64-bit integer parameters (`size_t M`) alone: the lab passes 64-bit values and
         // launches the kernel as it is, registers and all. Any other conversion: a wrapper.
         let wide: Vec<usize> = mismatched
@@ -810,6 +828,7 @@ impl UserKernel {
             entry: &self.spec.entry,
             overload: self.overload.as_deref(),
             cluster_dims: cluster_dims.as_deref(),
+            host_cluster,
             list: &self.list,
             sig: self.signature,
             buffers: &self.buffers,
@@ -1084,22 +1103,29 @@ impl Kernel for UserKernel {
     }
 
     fn device_inputs(&self, shape: &Shape, inputs: &[Vec<f32>]) -> Option<Vec<Vec<f32>>> {
-        let Shape::Gemm { n, k, .. } = *shape else {
+        let Shape::Gemm { m, n, k } = *shape else {
             return None;
         };
-        if self.buffers.b != Layout::Col {
+        if self.buffers.a != Layout::Col && self.buffers.b != Layout::Col {
             return None;
         }
-        // Column-major B: element (k, n) at n * K + k.
-        let b = inputs.get(1)?;
-        let mut col = vec![0.0f32; b.len()];
-        for (kk, row) in b.chunks_exact(n).enumerate() {
-            for (nn, &v) in row.iter().enumerate() {
-                col[nn * k + kk] = v;
+        // Row-major `rows x cols` as column-major: element (r, c) at c * rows + r.
+        let column_major = |x: &[f32], rows: usize, cols: usize| {
+            let mut col = vec![0.0f32; x.len()];
+            for (r, row) in x.chunks_exact(cols).enumerate() {
+                for (c, &v) in row.iter().enumerate() {
+                    col[c * rows + r] = v;
+                }
             }
-        }
+            col
+        };
         let mut out = inputs.to_vec();
-        out[1] = col;
+        if self.buffers.a == Layout::Col {
+            out[0] = column_major(inputs.first()?, m, k);
+        }
+        if self.buffers.b == Layout::Col {
+            out[1] = column_major(inputs.get(1)?, k, n);
+        }
         Some(out)
     }
 

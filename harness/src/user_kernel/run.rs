@@ -412,12 +412,12 @@ pub fn in_simulator(
 }
 
 /// `harness inspect --kernel SPEC`: NVRTC's report for each user kernel's launch, in the
-/// columns of the rungs' report, at the shape the rungs are inspected at (`shape_of`), which
-/// the dynamic shared memory is evaluated for.
+/// columns of the rungs' report, at the shape `shape_of` gives its workload (with where that
+/// shape comes from), which the dynamic shared memory is evaluated for.
 pub fn inspect(
     users: &[UserKernel],
     archs: &[String],
-    shape_of: impl Fn(Workload) -> Shape,
+    shape_of: impl Fn(Workload) -> Result<(Shape, &'static str)>,
 ) -> Result<bool> {
     kernel::cuda::nvrtc::version()
         .map_err(|e| anyhow::anyhow!("harness inspect needs NVRTC: {e}"))?;
@@ -435,7 +435,7 @@ pub fn inspect(
     let mut ok = true;
     let mut advised = Vec::new();
     for u in users {
-        let shape = shape_of(u.workload);
+        let (shape, whence) = shape_of(u.workload)?;
         if let Err(why) = u.supports(&shape) {
             ok = false;
             println!("{:<width$} {}: {why}", u.id(), shape.label());
@@ -473,11 +473,7 @@ pub fn inspect(
             Some(e) => format!(", dynamic shared memory {e}"),
             None => String::new(),
         };
-        println!(
-            "  ({} {}{smem}: the shape the lab's rungs are inspected at)",
-            u.workload,
-            shape.label()
-        );
+        println!("  ({} {}{smem}: {whence})", u.workload, shape.label());
         if let Some(why) = &u.wrapped {
             println!("  launched through a converting wrapper: {why}");
         }

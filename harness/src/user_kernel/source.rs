@@ -193,6 +193,9 @@ pub struct UnitParts<'a> {
     /// The entry's `__cluster_dims__` arguments: the wrapper, which is what the simulator
     /// (and a converting launch) launches, declares the same clusters.
     pub cluster_dims: Option<&'a str>,
+    /// Whether those come from `cluster=` rather than the kernel's declaration: a direct
+    /// build then declares them on the file's kernels, as a launch attribute would give them.
+    pub host_cluster: bool,
     pub list: &'a ArgList,
     pub sig: &'a Signature,
     pub buffers: &'a Buffers,
@@ -248,9 +251,21 @@ impl UnitParts<'_> {
         let values: Vec<String> = (0..n)
             .map(|i| self.list.sample_value(i, self.buffers))
             .collect();
+        // `cluster=`: every kernel of the file declared with the clusters, for NVRTC (the
+        // simulator launches the wrapper, which declares them); only the entry is launched.
+        let (clusters, plain) = match (self.host_cluster, self.cluster_dims) {
+            (true, Some(dims)) => (
+                format!(
+                    "#ifndef KERNEL_LAB_SIM\n#undef __global__\n\
+                     #define __global__ __location__(global) __cluster_dims__({dims})\n#endif\n"
+                ),
+                "#ifndef KERNEL_LAB_SIM\n#undef __global__\n#define __global__ __location__(global)\n#endif\n",
+            ),
+            _ => (String::new(), ""),
+        };
         format!(
-            "{head}#include \"{main}\"\n#line 1 \"{file}\"\n#ifdef KERNEL_LAB_SIM\n{wrapper}#else\n\
-             static_assert(sizeof(::kernel_lab::accepts(::kernel_lab::params_of({address}), \
+            "{head}{clusters}#include \"{main}\"\n{plain}#line 1 \"{file}\"\n#ifdef KERNEL_LAB_SIM\n\
+             {wrapper}#else\nstatic_assert(sizeof(::kernel_lab::accepts(::kernel_lab::params_of({address}), \
              {values})), \"the lab's arguments\");\n#endif\n",
             head = self.head(),
             main = self.main,
@@ -992,6 +1007,7 @@ mod tests {
             entry: "sgemm<64,64,8>",
             overload: None,
             cluster_dims: None,
+            host_cluster: false,
             list,
             sig,
             buffers,
@@ -1045,6 +1061,23 @@ mod tests {
                 .direct()
                 .contains("__global__ void __cluster_dims__(2, 1, 1) user_sgemm_64_64_8("),
             "the simulator's wrapper runs the kernel's clusters"
+        );
+        assert!(!clustered.direct().contains("#define __global__"));
+        // cluster=: NVRTC's build declares them on the file's kernels, and only there.
+        let host = UnitParts {
+            host_cluster: true,
+            ..clustered
+        }
+        .direct();
+        let (before, after) = host.split_once("#include \"kl_0_my.cu\"").unwrap();
+        assert!(
+            before.contains(
+                "#ifndef KERNEL_LAB_SIM\n#undef __global__\n\
+                 #define __global__ __location__(global) __cluster_dims__(2, 1, 1)\n#endif"
+            ) && after.starts_with(
+                "\n#ifndef KERNEL_LAB_SIM\n#undef __global__\n#define __global__ __location__(global)\n"
+            ),
+            "{host}"
         );
         assert_eq!(wrapper_name("ns::k"), "user_ns_k");
     }

@@ -46,6 +46,10 @@ pub struct UserKernelSpec {
     pub args: Option<String>,
     /// Threads per block; required, but reported after the entry and its parameters.
     pub block: Option<[u32; 3]>,
+    /// `cluster=XxYxZ`: blocks per thread block cluster, as host code sets them at launch
+    /// (`cudaLaunchKernelEx` with `cudaLaunchAttributeClusterDimension`) for a kernel that
+    /// declares no `__cluster_dims__` of its own.
+    pub cluster: Option<[u32; 3]>,
     pub grid: Option<Grid>,
     /// Dynamic shared memory in bytes.
     pub smem: Option<Expr>,
@@ -54,7 +58,8 @@ pub struct UserKernelSpec {
     /// Element types: `(None, t)` for every tensor of the workload, `(Some(name), t)` for
     /// one buffer; later entries win.
     pub dtype: Vec<(Option<String>, Dtype)>,
-    /// B's layout (GEMM).
+    /// A's and B's layouts (GEMM).
+    pub a: Option<Layout>,
     pub b: Option<Layout>,
     /// BLAS `alpha` and `beta` (signatures that pass them).
     pub alpha: Option<f32>,
@@ -89,14 +94,16 @@ pub struct UserKernelSpec {
 }
 
 /// The options a spec may carry, for messages.
-pub const KEYS: [&str; 18] = [
+pub const KEYS: [&str; 20] = [
     "workload",
     "signature",
     "args",
     "block",
+    "cluster",
     "grid",
     "smem",
     "dtype",
+    "a",
     "b",
     "alpha",
     "beta",
@@ -179,19 +186,32 @@ pub fn block_text(block: [u32; 3]) -> String {
         .join("x")
 }
 
-fn parse_block(v: &str) -> Result<[u32; 3], String> {
+/// `X`, `XxY` or `XxYxZ` positive numbers, of what `option` counts.
+fn parse_dims(option: &str, v: &str, what: &str) -> Result<[u32; 3], String> {
+    if v.contains(|c: char| !(c.is_ascii_digit() || c == 'x' || c == ' ')) {
+        return Err(format!(
+            "{option} {v:?}: expected X, XxY or XxYxZ {what} as numbers; {option}= takes no \
+             expression of the shape (a launcher that picks it from the shape needs a row for \
+             each choice)"
+        ));
+    }
     let parts: Vec<&str> = v.split('x').map(str::trim).collect();
     if parts.is_empty() || parts.len() > 3 {
-        return Err(format!("block {v:?}: expected X, XxY or XxYxZ threads"));
+        return Err(format!("{option} {v:?}: expected X, XxY or XxYxZ {what}"));
     }
-    let mut block = [1u32; 3];
-    for (b, p) in block.iter_mut().zip(&parts) {
+    let mut dims = [1u32; 3];
+    for (b, p) in dims.iter_mut().zip(&parts) {
         *b = p
             .parse()
             .ok()
             .filter(|&n| n >= 1)
-            .ok_or_else(|| format!("block {v:?}: {p:?} is not a positive number"))?;
+            .ok_or_else(|| format!("{option} {v:?}: {p:?} is not a positive number"))?;
     }
+    Ok(dims)
+}
+
+fn parse_block(v: &str) -> Result<[u32; 3], String> {
+    let block = parse_dims("block", v, "threads")?;
     let threads: u64 = block.iter().map(|&b| u64::from(b)).product();
     if threads > 1024 {
         return Err(format!(
@@ -199,6 +219,17 @@ fn parse_block(v: &str) -> Result<[u32; 3], String> {
         ));
     }
     Ok(block)
+}
+
+fn parse_cluster(v: &str) -> Result<[u32; 3], String> {
+    let cluster = parse_dims("cluster", v, "blocks")?;
+    let blocks: u32 = cluster.iter().product();
+    if blocks > 8 {
+        return Err(format!(
+            "cluster {v:?} has {blocks} blocks; a portable cluster holds at most 8"
+        ));
+    }
+    Ok(cluster)
 }
 
 fn parse_grid(v: &str) -> Result<Grid, String> {
@@ -390,10 +421,12 @@ impl UserKernelSpec {
             signature: None,
             args: None,
             block: None,
+            cluster: None,
             grid: None,
             smem: None,
             precision: None,
             dtype: Vec::new(),
+            a: None,
             b: None,
             alpha: None,
             beta: None,
@@ -437,6 +470,7 @@ impl UserKernelSpec {
                 }
                 "args" => spec.args = Some(v.clone()),
                 "block" => spec.block = Some(parse_block(v).map_err(at)?),
+                "cluster" => spec.cluster = Some(parse_cluster(v).map_err(at)?),
                 "grid" => spec.grid = Some(parse_grid(v).map_err(at)?),
                 "smem" => spec.smem = Some(Expr::parse(v).map_err(at)?),
                 "dtype" => {
@@ -451,6 +485,18 @@ impl UserKernelSpec {
                         }
                         spec.dtype.push((buffer, t));
                     }
+                }
+                "a" => {
+                    spec.a = Some(match v.as_str() {
+                        "row" => Layout::Row,
+                        "col" => Layout::Col,
+                        _ => {
+                            return Err(at(format!(
+                                "a {v:?}: expected row (A[M][K], the default) or col \
+                                 (column-major, A[k*M + m])"
+                            )));
+                        }
+                    })
                 }
                 "b" => {
                     spec.b = Some(match v.as_str() {
@@ -600,11 +646,13 @@ pub struct RawUserKernel {
     pub signature: Option<String>,
     pub args: Option<GridValue>,
     pub block: Option<Scalar>,
+    pub cluster: Option<Scalar>,
     pub grid: Option<GridValue>,
     pub smem: Option<Scalar>,
     pub precision: Option<String>,
     /// `"f16"`, `"A:f16,B:f16,C:f32"` or `{ A = "f16", C = "f32" }`.
     pub dtype: Option<DtypeValue>,
+    pub a: Option<String>,
     pub b: Option<String>,
     pub alpha: Option<Number>,
     pub beta: Option<Number>,
@@ -694,6 +742,7 @@ impl RawUserKernel {
         };
         put("args", self.args.as_ref().map(list));
         put("block", self.block.as_ref().map(Scalar::text));
+        put("cluster", self.cluster.as_ref().map(Scalar::text));
         put("grid", self.grid.as_ref().map(list));
         put("smem", self.smem.as_ref().map(Scalar::text));
         put(
@@ -706,6 +755,7 @@ impl RawUserKernel {
                 }
             }),
         );
+        put("a", self.a.clone());
         put("b", self.b.clone());
         put("alpha", self.alpha.as_ref().map(Number::text));
         put("beta", self.beta.as_ref().map(Number::text));
@@ -927,6 +977,14 @@ mod tests {
         let e = |s: &str| UserKernelSpec::parse(s).unwrap_err().to_string();
         assert!(e("k.cu:k,block=2048,grid=tile:8").contains("at most 1024"));
         assert!(e("k.cu:k,block=256,grid=tile:8,blok=3").contains("unknown option \"blok\""));
+        assert!(
+            e("k.cu:k,block=256+768*max(0;N),grid=8").contains(
+                "block \"256+768*max(0;N)\": expected X, XxY or XxYxZ threads as numbers"
+            )
+        );
+        let pair = UserKernelSpec::parse("k.cu:k,block=128,grid=8,cluster=2").unwrap();
+        assert_eq!(pair.cluster, Some([2, 1, 1]));
+        assert!(e("k.cu:k,block=128,grid=8,cluster=4x4").contains("at most 8"));
         assert!(e("k.cu:k,block=256,grid=tile:8,signature=sgemm").contains("gemm-blas"));
         assert!(e("k.cu:k,block=256,grid=8,launch=coop").contains("is cooperative"));
         assert!(

@@ -32,9 +32,9 @@ struct SimBankThread {
 // Defined by the runtime: the thread accessing `p`, or false outside a block's thread, while
 // an emulation runs, and for the runtime's own thread-locals.
 extern "C" int sim_bank_thread(const void *p, SimBankThread *out);
-// Defined by the runtime: a plain access of the kernel to shared memory, race-checked, and
-// with `who` the thread as sim_bank_thread gives it (its result).
-extern "C" int sim_shared_access(const void *p, unsigned long n, int write, SimBankThread *who);
+// Defined by the runtime: a plain access of the kernel to shared memory at code address `pc`,
+// race-checked, and with `who` the thread as sim_bank_thread gives it (its result).
+extern "C" int sim_shared_access(const void *p, unsigned long n, int write, SimBankThread *who, const void *pc);
 // Defined by the runtime: a plain access of the kernel to shared memory whose address is not
 // aligned to its size, a fault (it returns for the runtime's own accesses).
 extern "C" void sim_misaligned_shared(const void *p, unsigned long n, int write);

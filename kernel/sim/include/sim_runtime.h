@@ -288,6 +288,9 @@ struct Fiber {
     // emulation's call, and pipelined kernels load the next stage's fragments on their last
     // k-step too, never to use them; a fragment that is used carries the NaN to the output.
     bool fragment_load;
+    // The code address of the plain shared-memory access being checked (sim_shared_access),
+    // which a failure it raises names by its source line (fail).
+    const void *access_pc;
 };
 
 struct Warp {
@@ -690,8 +693,15 @@ inline void fail(const char *fmt, ...) {
         siglongjmp(*w.cluster->jmp, 2);
     }
     uint3 t = tl_fiber->tid;
-    snprintf(w.result->message, sizeof w.result->message, "%s: %s (thread (%u,%u,%u) of block (%u,%u,%u))",
-             w.launch->kernel, what, t.x, t.y, t.z, w.block_idx.x, w.block_idx.y, w.block_idx.z);
+    // The access that failed a check, by its offset in this module: the host names its line
+    // (kernel/src/sim/site.rs).
+    char site[48] = "";
+    Dl_info module;
+    if (const void *pc = tl_fiber->access_pc; pc && dladdr(pc, &module) && module.dli_fbase)
+        snprintf(site, sizeof site, " {{site 0x%lx}}", (unsigned long)((uintptr_t)pc - 1 - (uintptr_t)module.dli_fbase));
+    tl_fiber->access_pc = nullptr;
+    snprintf(w.result->message, sizeof w.result->message, "%s: %s%s (thread (%u,%u,%u) of block (%u,%u,%u))",
+             w.launch->kernel, what, site, t.x, t.y, t.z, w.block_idx.x, w.block_idx.y, w.block_idx.z);
     siglongjmp(*w.cluster->jmp, 2);
 }
 
@@ -1328,6 +1338,13 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
                  "exited (its shared memory is gone: end the blocks with a cluster barrier)",
                  write ? "writes" : "reads", n, o->block_idx.x, o->block_idx.y, o->block_idx.z);
         }
+        // A write into another block's shared memory (distributed shared memory) is written
+        // for that block's initcheck, as a TMA copy is; the cluster barrier ordering it with
+        // the owner's reads is not checked.
+        Worker *o = write ? shared_owner(p, n) : nullptr;
+        if (o && o != w && o->race && race_cell(*o, p, cell))
+            for (size_t i = cell; i < cell + n && i < o->race_cells; ++i)
+                o->race[i].write = RaceMark{o->race_epoch, 0, kAsyncUnit};
         return;
     }
     if (cell >= w->static_smem_bytes) {
@@ -1425,10 +1442,17 @@ extern "C" SIM_UNINSTRUMENTED int sim_bank_thread(const void *p, SimBankThread *
 
 // A plain access of the kernel to shared memory, from the instrumentation's hooks: the race
 // checker's and, with `who`, the bank model's view of the thread (1 if it has one). One call
-// and one look at the thread-locals for the two models every such access feeds.
-extern "C" SIM_UNINSTRUMENTED int sim_shared_access(const void *p, unsigned long n, int write, SimBankThread *who) {
+// and one look at the thread-locals for the two models every such access feeds. `pc`: the
+// access's code address (null where the hook does not know it).
+extern "C" SIM_UNINSTRUMENTED int sim_shared_access(const void *p, unsigned long n, int write, SimBankThread *who,
+                                                     const void *pc) {
     const sim::Current c = sim::current();
+    // The runtime's own instrumented code, reporting a failure, reads its thread-locals in
+    // the TLS block, which counts as shared memory: such a nested call keeps the access's pc.
+    const void *outer = c.f ? c.f->access_pc : nullptr;
+    if (c.f) c.f->access_pc = pc;
     sim::race_check(c, p, n, write);
+    if (c.f) c.f->access_pc = outer;
     return who && sim::bank_thread(c, p, who);
 }
 
@@ -1984,6 +2008,7 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
         f.cluster_arrived = false;
         f.switches = f.quiet = f.polls = 0;
         f.deliver = f.waw_pending = f.fragment_load = false;
+        f.access_pc = nullptr;
         // Copies a thread of the previous block left pending are dropped, never completed.
         f.async = w.async_copies + (size_t)i * kMaxAsyncCopies;
         f.async_pending = f.async_groups = 0;

@@ -550,7 +550,7 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
     if (a - b.static_lo < b.static_bytes || a - b.dynamic_lo < b.dynamic_bytes) {
         SimBankThread who;
         const bool banks = pc && b.banks;
-        if (!atomic && sim_shared_access(p, bytes, write, banks ? &who : nullptr) && banks)
+        if (!atomic && sim_shared_access(p, bytes, write, banks ? &who : nullptr, pc) && banks)
             b.banks->plain(p, (unsigned)bytes, write, (uintptr_t)pc, who);
     } else if (const int r = buffer_of(b, a); r >= 0) {
         (write ? b.stores : b.loads) += bytes;

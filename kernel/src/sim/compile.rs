@@ -155,8 +155,11 @@ const HEADERS: &[(&str, &str)] = &[
 /// simulator compiles only device code, for the GPU it emulates (sm_90, Hopper's units
 /// included), so a kernel guarded by `#if __CUDA_ARCH__ >= 530` runs its body, not its host
 /// fallback.
+/// `-g1`: line tables, from which a failure names the line of the access it stopped at
+/// ([`super::site`]).
 const FLAGS: &[&str] = &[
     "-O2",
+    "-g1",
     "-std=c++20",
     "-shared",
     "-fPIC",
@@ -905,6 +908,9 @@ pub struct Module {
     /// The race checker of global memory's setup and teardown around a launch (instrumented
     /// modules only).
     pub global: Option<(GlobalBegin, GlobalEnd)>,
+    /// The loaded file, whose line tables name the source line of an access a failure
+    /// names ([`super::site`]).
+    pub path: PathBuf,
     // Last: the functions above point into it.
     _lib: libloading::Library,
 }
@@ -984,6 +990,7 @@ impl Module {
                 fault,
                 trim,
                 global,
+                path: path.to_path_buf(),
                 _lib: lib,
             })
         }

@@ -22,6 +22,7 @@ mod ffi;
 mod gpu_bodies;
 pub mod inline_asm;
 pub mod memory;
+mod site;
 
 pub use gpu_bodies::gpu_bodies;
 
@@ -1070,7 +1071,8 @@ impl<'a> SimRun<'a> {
                 if let Some(refusal) = inline_asm::reached_refusal(&message) {
                     return Err(Unsupported(refusal).into());
                 }
-                let message = self.name_buffer_addresses(&message);
+                let message =
+                    site::name_lines(&self.name_buffer_addresses(&message), &r.module.path);
                 Err(DeviceError::Sim(bounds_report::explain(message, &l.source)))
             }
         }
@@ -1082,8 +1084,14 @@ impl<'a> SimRun<'a> {
         Ok(m.sim_words(b.dtype, b.ptr() as u64)?)
     }
 
-    /// `message` with each address that lies in one of the launch's buffers followed by where:
-    /// "0x7f.. (element 1027 of buffer 'A')".
+    /// How far past a buffer's end an address in a message is still named as that buffer's:
+    /// well inside its guard, past the rows a grid's tail overruns by (`kNearEnd` of
+    /// sim_traffic.h).
+    const NEAR_END: i64 = 1 << 20;
+
+    /// `message` with each address that lies in one of the launch's buffers, or just past its
+    /// end (in its guard), followed by where: "0x7f.. (element 1027 of buffer 'A')", "0x7f..
+    /// (byte 22 of buffer 'A', past its end: it holds 2 bytes)".
     fn name_buffer_addresses(&self, message: &str) -> String {
         let mut out = String::with_capacity(message.len());
         let mut rest = message;
@@ -1109,7 +1117,19 @@ impl<'a> SimRun<'a> {
                         })
                     })
                 });
-            out.push_str(place.as_deref().unwrap_or(""));
+            let past = || {
+                let addr = u64::from_str_radix(&rest[at + 2..digits], 16).ok()?;
+                self.bufs.iter().find_map(|b| {
+                    let off = b.offset_of(addr).filter(|&o| {
+                        o >= b.bytes as i64 && o - (b.bytes as i64) < Self::NEAR_END
+                    })?;
+                    Some(format!(
+                        " (byte {off} of buffer '{}', past its end: it holds {} bytes)",
+                        b.name, b.bytes
+                    ))
+                })
+            };
+            out.push_str(&place.or_else(past).unwrap_or_default());
             rest = &rest[digits..];
         }
         out.push_str(rest);
