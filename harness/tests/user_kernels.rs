@@ -938,6 +938,54 @@ fn a_race_on_global_memory_fails_the_row_naming_both_threads() {
     );
 }
 
+/// A race on shared memory names the line of the access that found it, and a shape with
+/// partial tiles adds no hint about them: a missing barrier is no matter of sizes.
+#[test]
+fn a_race_names_its_line_and_not_the_shapes_tails() {
+    let dir = scratch_dir("race-line");
+    std::fs::write(
+        dir.join("sgemm_tiled.cu"),
+        "#define TILE 16\n\
+         __global__ void sgemm_tiled(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+         \x20 __shared__ float As[TILE][TILE], Bs[TILE][TILE];\n\
+         \x20 int ty = threadIdx.y, tx = threadIdx.x;\n\
+         \x20 int row = blockIdx.y * TILE + ty, col = blockIdx.x * TILE + tx;\n\
+         \x20 float acc = 0.f;\n\
+         \x20 for (int t = 0; t < K; t += TILE) {\n\
+         \x20   As[ty][tx] = row < M && t + tx < K ? A[row * K + t + tx] : 0.f;\n\
+         \x20   Bs[ty][tx] = t + ty < K && col < N ? B[(t + ty) * N + col] : 0.f;\n\
+         \x20   __syncthreads();\n\
+         \x20   for (int k = 0; k < TILE; ++k) acc += As[ty][k] * Bs[k][tx];\n\
+         \x20 }\n\
+         \x20 if (row < M && col < N) C[row * N + col] = acc;\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:sgemm_tiled,block=16x16,grid=tile:16x16",
+        dir.join("sgemm_tiled.cu").display()
+    );
+    let (ok, text) = sim_run("gemm", "100x37x129", &spec, &dir.join("run"));
+    assert!(!ok, "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("  gemm 100x37x129 sgemm_tiled.cu:sgemm_tiled: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    // Line 11: `acc += As[ty][k] * Bs[k][tx]`, the read that meets the next tile's write.
+    assert!(
+        lines[at].contains("race on shared memory: this thread reads __shared__")
+            && lines[at].contains("; this thread's access is at ")
+            && lines[at].contains("sgemm_tiled.cu:11 (thread ("),
+        "{text}"
+    );
+    let next = lines.get(at + 1).copied().unwrap_or_default();
+    assert!(
+        !next.contains("whole number") && !next.contains("multiple of"),
+        "{text}"
+    );
+}
+
 /// `examples/bf16_gemm_nt.cu` reads its rows in `__nv_bfloat162` pairs only when K is even, so
 /// that every row starts on a 4-byte boundary. Without that test, a GPU faults at an odd K;
 /// the simulator fails the row naming the buffer and the element, and the shape's hint says
@@ -1725,7 +1773,8 @@ fn what_the_cuda_samples_take_for_granted_compiles_and_runs() {
 /// What learning repositories' GEMM files take for granted: their own float atomicMax (CUDA
 /// has none, so the simulator must not define one), a host `constexpr` helper only a
 /// launcher's assert calls (NVRTC refuses host functions), host headers of the standard
-/// library (a timer struct's `std::chrono` member, `<random>` for the inputs), and
+/// library (a timer struct's members of `std::chrono`, container, mutex and function types,
+/// `<random>` for the inputs), and
 /// `std::numeric_limits`, `std::max` and `std::min` in device code; the row address of every
 /// lane of an `ldmatrix .x1` converted, those of the lanes it ignores past the end of the
 /// tile; and the m16n8k8 FP16 mma of Turing-era tutorials.
@@ -1737,7 +1786,11 @@ fn what_learning_repositories_take_for_granted_compiles_and_runs() {
         "#pragma once\n#include <chrono>\n#include <random>\n#include <map>\n#include <thread>\n\
          #include <functional>\n#include <numeric>\n#include <utility>\n#include <limits>\n\
          #include <array>\n#include <tuple>\n#include <unordered_map>\n#include <set>\n#include <mutex>\n\
+         #include <vector>\n#include <string>\n\
          struct Timer {\n  std::chrono::high_resolution_clock::time_point start;\n\
+         \x20 std::chrono::steady_clock::time_point steady;\n  std::vector<float> times_ms;\n\
+         \x20 std::map<int, double> by_size;\n  std::mutex lock;\n  std::function<void()> launch;\n\
+         \x20 std::string name;\n\
          \x20 void tick() { start = std::chrono::high_resolution_clock::now(); }\n};\n\
          constexpr bool is_power_of_two(int x) { return x > 0 && (x & (x - 1)) == 0; }\n\
          __device__ float atomicMax(float *address, float val) {\n\
@@ -2956,6 +3009,20 @@ fn inspect_names_kernels_and_counts_dynamic_shared_memory() {
     let (ok, text) = harness(&["inspect", "--kernel", &attention, "--sizes", "100x37x129"]);
     assert!(
         !ok && text.contains("--sizes: none of 100x37x129 reads as a shape of attention"),
+        "{text}"
+    );
+    // A file of Hopper alone (here its clusters) is compiled for sm_90a, and said so for sm_80.
+    std::fs::write(
+        dir.join("pairs.cu"),
+        "__global__ void __cluster_dims__(2, 1, 1) pairs(float *x) { x[blockIdx.x] = 1.f; }\n",
+    )
+    .unwrap();
+    let (ok, text) = harness(&["inspect", dir.join("pairs.cu").to_str().unwrap()]);
+    assert!(
+        ok && text.contains("is compiled for sm_90a only")
+            && text
+                .lines()
+                .any(|l| l.starts_with("pairs") && l.contains("sm_90a")),
         "{text}"
     );
 }

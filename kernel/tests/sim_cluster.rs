@@ -201,7 +201,7 @@ fn a_deadlock_across_the_blocks_of_a_cluster_names_where_each_block_waits() {
 fn a_grid_the_cluster_does_not_divide_is_refused() {
     let msg = error(run(&sim(), launch(CLUSTERS, "exchange", 3), 64));
     assert!(
-        msg.contains("grid [3, 1, 1] with __cluster_dims__[2, 1, 1]") && msg.contains("divide"),
+        msg.contains("grid [3, 1, 1] in clusters of [2, 1, 1] blocks") && msg.contains("divide"),
         "{msg}"
     );
 }

@@ -690,7 +690,7 @@ fn inline_memory_operands_a_gpu_would_fault_on_fail_the_run() {
 /// only an address an instruction uses must lie in shared memory. `lanes` is 8 for .x1 and
 /// 32 for .x4, whose lanes 8-31 use theirs; `global` converts a global pointer.
 const STRAY_ADDRESSES: &str = r#"
-template <int X, bool Dynamic, bool Global>
+template <int X, bool Dynamic, bool Global, bool Far = false>
 __device__ void rows(const float *x, float *out) {
     __shared__ __align__(16) unsigned short fixed[8][8];
     extern __shared__ __align__(16) unsigned short dynamic[];
@@ -699,7 +699,7 @@ __device__ void rows(const float *x, float *out) {
     if (l < 8)
         for (int c = 0; c < 8; ++c) tile[l][c] = (unsigned short)(8 * l + c);
     __syncwarp();
-    const void *row = Global ? (const void *)(x + 4 * l) : (const void *)&tile[l][0];
+    const void *row = Global ? (const void *)(x + 4 * l) : Far ? (const void *)&tile[512 + l][0] : (const void *)&tile[l][0];
     unsigned a = (unsigned)__cvta_generic_to_shared(row), r[4] = {0, 0, 0, 0};
     if (X == 1) asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];\n" : "=r"(r[0]) : "r"(a));
     else asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -710,6 +710,7 @@ extern "C" __global__ void x1_static(const float *x, const float *u, float *out,
 extern "C" __global__ void x1_dynamic(const float *x, const float *u, float *out, int M, int N, int K) { rows<1, true, false>(x, out); }
 extern "C" __global__ void x4_dynamic(const float *x, const float *u, float *out, int M, int N, int K) { rows<4, true, false>(x, out); }
 extern "C" __global__ void x1_global(const float *x, const float *u, float *out, int M, int N, int K) { rows<1, false, true>(x, out); }
+extern "C" __global__ void x1_far(const float *x, const float *u, float *out, int M, int N, int K) { rows<1, false, false, true>(x, out); }
 "#;
 
 #[test]
@@ -751,6 +752,9 @@ fn a_shared_address_is_checked_where_an_instruction_uses_it_not_where_it_is_conv
             "x1_global",
             "from a pointer nowhere near this block's shared memory (a global or local address?)",
         ),
+        // 8 KiB on from an 8-row tile: past the end of a static array or of the dynamic
+        // buffer, whichever lies nearer in the host's memory.
+        ("x1_far", "bytes past the end of "),
     ] {
         let e = run_dyn(entry).unwrap_err().to_string();
         assert!(
@@ -1179,7 +1183,7 @@ fn nvrtc_compiles_the_inline_ptx_for_sm80_and_sm90() {
         (source(MISC), 1),
         (source(MEMORY), 1),
         (source(MEMORY_FAULTS), 3),
-        (source(STRAY_ADDRESSES), 4),
+        (source(STRAY_ADDRESSES), 5),
         (source(ARITH), 1),
         (source(CONDITIONAL), 1),
     ];

@@ -142,6 +142,17 @@ extern "C" __global__ void wmma_store(const float *A, const float *B, float *C, 
     C[threadIdx.x] = tile[threadIdx.x * 8];
 }
 
+// Warp 1 loads the tile warp 0 stores, with no barrier between: a race whichever comes first.
+extern "C" __global__ void wmma_unsynced(const float *A, const float *B, float *C, int M, int N, int K) {
+    using namespace nvcuda;
+    __shared__ float tile[16 * 16];
+    wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc;
+    wmma::fill_fragment(acc, 2.0f);
+    if (threadIdx.x < 32) wmma::store_matrix_sync(tile, acc, 16, wmma::mem_row_major);  // the store
+    else wmma::load_matrix_sync(acc, tile, 16, wmma::mem_row_major);  // the load
+    C[threadIdx.x] = acc.x[0];
+}
+
 // Every lane of a warp stores the warp's sum in its slot, as public reductions do without a
 // `lane == 0` guard: the same bytes, no hazard. SAME false: each lane stores its own lane
 // number there, and which one stays depends on the order.
@@ -340,6 +351,28 @@ fn a_warp_reduction_without_syncwarp_is_a_race() {
         launch("reduce_no_syncwarp", [1, 1, 1], [32, 1, 1], dims),
         dims,
     ));
+}
+
+/// A WMMA load or store (an emulation, with no instruction of its own to read a line from)
+/// that meets a race names its line in the kernel's source.
+#[test]
+fn a_wmma_access_that_races_names_its_line() {
+    let dims = (64, 1, 16);
+    let e = race(run(
+        launch("wmma_unsynced", [1, 1, 1], [64, 1, 1], dims),
+        dims,
+    ));
+    let line = |marker: &str| {
+        KERNELS
+            .lines()
+            .position(|l| l.contains(marker))
+            .map(|i| format!("races.cu:{} (thread (", i + 1))
+            .unwrap()
+    };
+    assert!(
+        e.contains(&line("// the store")) || e.contains(&line("// the load")),
+        "{e}"
+    );
 }
 
 /// The checker marks every byte: a read whose first bytes are ordered and whose last are not

@@ -302,8 +302,10 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
             vec![standins],
         ]
         .concat(),
-        arch: None,
-        other_archs: false,
+        // Instructions of Hopper alone (wgmma, a cluster's registers): sm_90a, and no other
+        // family unless they stand behind __CUDA_ARCH__ conditionals.
+        arch: files.hopper.then_some("sm_90a".into()),
+        other_archs: files.hopper_guarded,
         cxx_entries: plain
             .iter()
             .map(|(label, e)| (label.clone().into(), e.clone().into()))
@@ -318,6 +320,10 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
     );
     let mut ok = true;
     for arch in archs {
+        if let Err(kernel::Unsupported(why)) = nvrtc::target(&source, arch) {
+            println!("{why}");
+            continue;
+        }
         let compiled = nvrtc::compile(&source, arch).map_err(|e| match e {
             kernel::DeviceError::Compile {
                 compiler,

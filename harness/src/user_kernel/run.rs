@@ -210,6 +210,9 @@ pub fn annotate(
                          tiles: look for a cause other than the tails"
                     )),
                     Some(_) => None,
+                    // A race or a read of a copy not landed is a fault of synchronization,
+                    // which the message shows at its line: sizes do not explain it.
+                    None if sim && row.reason.as_deref().is_some_and(is_synchronization) => None,
                     None => k.tail_hint(&s.shape, first_bad, k_reads(sim, row)),
                 };
                 if let (Some(hint), Some(reason)) = (hint, row.reason.as_mut()) {
@@ -219,6 +222,18 @@ pub fn annotate(
             }
         }
     }
+}
+
+/// Whether a simulator error is one of synchronization: a race, or an access to bytes a
+/// `cp.async` has not landed in.
+fn is_synchronization(reason: &str) -> bool {
+    [
+        "race on shared memory",
+        "race on global memory",
+        "cp.async not landed",
+    ]
+    .iter()
+    .any(|e| reason.contains(e))
 }
 
 /// What `row`'s run saw of the reads past a K tail. The simulator checks every read against

@@ -221,6 +221,19 @@ fn parse_block(v: &str) -> Result<[u32; 3], String> {
     Ok(block)
 }
 
+/// `row` or `col` for the operand `option` names: `row` holds it as `row_major`, `col` as
+/// `col_major`.
+fn parse_layout(option: &str, v: &str, row_major: &str, col_major: &str) -> Result<Layout, String> {
+    match v {
+        "row" => Ok(Layout::Row),
+        "col" => Ok(Layout::Col),
+        _ => Err(format!(
+            "{option} {v:?}: expected row ({row_major}, the default) or col (column-major, \
+             {col_major})"
+        )),
+    }
+}
+
 fn parse_cluster(v: &str) -> Result<[u32; 3], String> {
     let cluster = parse_dims("cluster", v, "blocks")?;
     let blocks: u32 = cluster.iter().product();
@@ -486,30 +499,8 @@ impl UserKernelSpec {
                         spec.dtype.push((buffer, t));
                     }
                 }
-                "a" => {
-                    spec.a = Some(match v.as_str() {
-                        "row" => Layout::Row,
-                        "col" => Layout::Col,
-                        _ => {
-                            return Err(at(format!(
-                                "a {v:?}: expected row (A[M][K], the default) or col \
-                                 (column-major, A[k*M + m])"
-                            )));
-                        }
-                    })
-                }
-                "b" => {
-                    spec.b = Some(match v.as_str() {
-                        "row" => Layout::Row,
-                        "col" => Layout::Col,
-                        _ => {
-                            return Err(at(format!(
-                                "b {v:?}: expected row (B[K][N], the default) or col \
-                                 (column-major, B[n*K + k])"
-                            )));
-                        }
-                    })
-                }
+                "a" => spec.a = Some(parse_layout("a", v, "A[M][K]", "A[k*M + m]").map_err(at)?),
+                "b" => spec.b = Some(parse_layout("b", v, "B[K][N]", "B[n*K + k]").map_err(at)?),
                 "alpha" => spec.alpha = Some(parse_number("alpha", v).map_err(at)?),
                 "beta" => spec.beta = Some(parse_number("beta", v).map_err(at)?),
                 "precision" => {

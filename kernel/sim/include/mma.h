@@ -85,7 +85,10 @@ inline void warp_tile_access(const P *p, unsigned ldm, int lines, int line_len, 
 }
 
 template <class Use, int M, int N, int K, class T, class L, class P>
-SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<Use, M, N, K, T, L> &f, const P *p, unsigned ldm) {
+SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<Use, M, N, K, T, L> &f, const P *p, unsigned ldm,
+                                                const char *file = __builtin_FILE(),
+                                                unsigned line = __builtin_LINE()) {
+    const ::sim::SourceSite site(file, line);
     static_assert(!std::is_same_v<L, void>, "an operand fragment needs row_major or col_major");
     using F = fragment<Use, M, N, K, T, L>;
     constexpr bool row = std::is_same_v<L, row_major>;
@@ -100,7 +103,9 @@ SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<Use, M, N, K, T, L> &f,
 // The accumulator: the layout is an argument.
 template <int M, int N, int K, class T, class P>
 SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<accumulator, M, N, K, T> &f, const P *p, unsigned ldm,
-                                                layout_t l) {
+                                                layout_t l, const char *file = __builtin_FILE(),
+                                                unsigned line = __builtin_LINE()) {
+    const ::sim::SourceSite site(file, line);
     detail::converge();
     for (int r = 0; r < M; ++r)
         for (int c = 0; c < N; ++c)
@@ -111,7 +116,9 @@ SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<accumulator, M, N, K, T
 
 template <int M, int N, int K, class T, class P>
 SIM_UNINSTRUMENTED inline void store_matrix_sync(P *p, const fragment<accumulator, M, N, K, T> &f, unsigned ldm,
-                                                 layout_t l) {
+                                                 layout_t l, const char *file = __builtin_FILE(),
+                                                 unsigned line = __builtin_LINE()) {
+    const ::sim::SourceSite site(file, line);
     detail::converge();
     for (int r = 0; r < M; ++r)
         for (int c = 0; c < N; ++c) {

@@ -173,7 +173,9 @@ inline void mma_m16n8k8_tf32(uint32_t *d, const uint32_t *a, const uint32_t *b, 
 // ---- ldmatrix and stmatrix: each lane's row address is a shared-window address ----
 
 template <int N, bool Trans>
-inline void ldmatrix(uint32_t *d, uint64_t addr) {
+inline void ldmatrix(uint32_t *d, uint64_t addr, const char *file = __builtin_FILE(),
+                     unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
     const unsigned lane = fiber().lane;
     uintptr_t row = 0;  // lanes past the last matrix give no address
     if ((int)lane < 8 * N) {
@@ -186,7 +188,9 @@ inline void ldmatrix(uint32_t *d, uint64_t addr) {
 }
 
 template <int N, bool Trans>
-inline void stmatrix(uint64_t addr, const uint32_t *s) {
+inline void stmatrix(uint64_t addr, const uint32_t *s, const char *file = __builtin_FILE(),
+                     unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
     const unsigned lane = fiber().lane;
     uintptr_t row = 0;  // lanes past the last matrix give no address
     if ((int)lane < 8 * N) {
@@ -200,7 +204,9 @@ inline void stmatrix(uint64_t addr, const uint32_t *s) {
 
 // ---- cp.async: `dst` a shared-window address, `src` a global (generic) address ----
 
-inline void cp_async(bool cg, uint64_t dst, uint64_t src, long long cp_size, long long src_size) {
+inline void cp_async(bool cg, uint64_t dst, uint64_t src, long long cp_size, long long src_size,
+                     const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
     const char *what = cg ? "cp.async.cg" : "cp.async.ca";
     if (cg ? cp_size != 16 : (cp_size != 4 && cp_size != 8 && cp_size != 16))
         fail("%s copies %s bytes, not %lld", what, cg ? "16" : "4, 8 or 16", cp_size);

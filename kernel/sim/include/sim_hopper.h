@@ -122,6 +122,23 @@ inline void shared_region_name(const SharedRegion *r, unsigned i, char *out, siz
     else snprintf(out, room, "this block's dynamic shared memory (the launch gives it %zu bytes)", r[1].bytes);
 }
 
+// "N bytes past the end of __shared__ 'tile' (in k)": offset `at` of the static block after
+// the last of the kernel's own __shared__ variables that ends at or before it (the block holds
+// the simulator's state after them); false when none does.
+inline bool past_static_variable(int64_t at, char *out, size_t room) {
+    const TlsExtents &t = tls_extents();
+    const TlsExtent *last = nullptr;
+    for (size_t i = 0; i < t.n; ++i) {
+        const TlsExtent &e = t.all[i];
+        if (!e.runtime && !e.guard && (int64_t)e.hi <= at && (!last || e.hi > last->hi)) last = &e;
+    }
+    if (!last) return false;
+    char name[160];
+    shared_variable_name(last->lo, name, sizeof name);
+    snprintf(out, room, "%lld bytes past the end of __shared__ %s", (long long)(at - (int64_t)last->hi), name);
+    return true;
+}
+
 // Why window address `a` (an access of `bytes`) is not in shared memory, for the message of
 // the instruction that used it: where its pointer lay if cvta.to.shared made it a stray
 // address, where it lies beside the regions if it is a window address, and otherwise that it
@@ -130,7 +147,7 @@ inline void shared_address_note(uint64_t a, size_t bytes, char *out, size_t room
     static const char *const kConverted = "it was converted (cvta.to.shared, __cvta_generic_to_shared) from a pointer";
     SharedRegion r[2];
     shared_regions(r);
-    char region[128];
+    char region[128], past[200];
     if (a >= kStrayFar && is_stray_shared(a)) {
         snprintf(out, room, "%s nowhere near this block's shared memory (a global or local address?)", kConverted);
         return;
@@ -140,6 +157,8 @@ inline void shared_address_note(uint64_t a, size_t bytes, char *out, size_t room
         const int64_t off = (int64_t)((a - kStrayNear) & ((1u << 28) - 1)) - (int64_t)kStrayMid - r[i].addr;
         shared_region_name(r, i, region, sizeof region);
         if (off < 0) snprintf(out, room, "%s %lld bytes before the start of %s", kConverted, (long long)-off, region);
+        else if (i == 0 && past_static_variable(off, past, sizeof past))
+            snprintf(out, room, "%s %s", kConverted, past);
         else
             snprintf(out, room, "%s %lld bytes past the end of %s", kConverted, (long long)(off - (int64_t)r[i].bytes),
                      region);
@@ -155,6 +174,8 @@ inline void shared_address_note(uint64_t a, size_t bytes, char *out, size_t room
         if (a < end)
             snprintf(out, room, "its last %llu bytes lie past the end of %s", (unsigned long long)(a + bytes - end),
                      region);
+        else if (below == 0 && past_static_variable((int64_t)(a - r[0].addr), past, sizeof past))
+            snprintf(out, room, "it starts %s", past);
         else if (a == end) snprintf(out, room, "it starts at the end of %s", region);
         else snprintf(out, room, "it starts %llu bytes past the end of %s", (unsigned long long)(a - end), region);
         return;

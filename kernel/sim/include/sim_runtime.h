@@ -291,6 +291,10 @@ struct Fiber {
     // The code address of the plain shared-memory access being checked (sim_shared_access),
     // which a failure it raises names by its source line (fail).
     const void *access_pc;
+    // The source line of the instruction an emulation runs (a WMMA load, an inline ldmatrix:
+    // SourceSite), which a failure it raises names.
+    const char *site_file;
+    unsigned site_line;
 };
 
 struct Warp {
@@ -694,16 +698,33 @@ inline void fail(const char *fmt, ...) {
     }
     uint3 t = tl_fiber->tid;
     // The access that failed a check, by its offset in this module: the host names its line
-    // (kernel/src/sim/site.rs).
-    char site[48] = "";
+    // (kernel/src/sim/site.rs); or the instruction an emulation was running, by its line.
+    char site[192] = "";
     Dl_info module;
     if (const void *pc = tl_fiber->access_pc; pc && dladdr(pc, &module) && module.dli_fbase)
         snprintf(site, sizeof site, " {{site 0x%lx}}", (unsigned long)((uintptr_t)pc - 1 - (uintptr_t)module.dli_fbase));
+    else if (tl_fiber->site_file)
+        snprintf(site, sizeof site, "; this thread's access is at %s:%u", tl_fiber->site_file, tl_fiber->site_line);
     tl_fiber->access_pc = nullptr;
+    tl_fiber->site_file = nullptr;
     snprintf(w.result->message, sizeof w.result->message, "%s: %s%s (thread (%u,%u,%u) of block (%u,%u,%u))",
              w.launch->kernel, what, site, t.x, t.y, t.z, w.block_idx.x, w.block_idx.y, w.block_idx.z);
     siglongjmp(*w.cluster->jmp, 2);
 }
+
+// The emulation of an instruction of the kernel's source (a WMMA load, an inline ldmatrix),
+// from its call's file and line (`__builtin_FILE()`, `__builtin_LINE()`, which `#line` keeps
+// the kernel file's): a failure while it runs names that line.
+struct SourceSite {
+    SourceSite(const char *file, unsigned line) {
+        if (Fiber *f = tl_fiber) f->site_file = file, f->site_line = line;
+    }
+    ~SourceSite() {
+        if (Fiber *f = tl_fiber) f->site_file = nullptr;
+    }
+    SourceSite(const SourceSite &) = delete;
+    SourceSite &operator=(const SourceSite &) = delete;
+};
 
 // The grid barrier of a cooperative launch, null for any other launch.
 SIM_UNINSTRUMENTED inline SimGrid *grid_barrier() { return tl_worker->launch->grid_sync; }
@@ -2009,6 +2030,7 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
         f.switches = f.quiet = f.polls = 0;
         f.deliver = f.waw_pending = f.fragment_load = false;
         f.access_pc = nullptr;
+        f.site_file = nullptr;
         // Copies a thread of the previous block left pending are dropped, never completed.
         f.async = w.async_copies + (size_t)i * kMaxAsyncCopies;
         f.async_pending = f.async_groups = 0;

@@ -364,7 +364,7 @@ fn check_cluster(l: &Launch, cluster: [u32; 3]) -> Result<(), DeviceError> {
         return Ok(());
     }
     Err(DeviceError::Sim(format!(
-        "{}: grid {:?} with __cluster_dims__{:?}: a cluster holds 1 to 8 blocks and its dims \
+        "{}: grid {:?} in clusters of {:?} blocks: a cluster holds 1 to 8 blocks and its dims \
          must divide the grid's",
         shown_name(l),
         l.grid,
