@@ -222,6 +222,18 @@ extern "C" __global__ void smem_into_next(const float *A, const float *B, float 
     __syncthreads();
     C[threadIdx.x] = a[threadIdx.x] + element(b, threadIdx.x + 4) + c[threadIdx.x];  // BUG: b[32..35]
 }
+// Lane 7's ldmatrix row is the ninth of an 8-row tile (the lanes .x1 ignores point further).
+extern "C" __global__ void ldmatrix_row_past_end(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ __align__(16) unsigned short tile[8][8];
+    const unsigned l = threadIdx.x;
+    if (l < 8)
+        for (int c = 0; c < 8; ++c) tile[l][c] = (unsigned short)c;
+    __syncwarp();
+    const unsigned row = (unsigned)__cvta_generic_to_shared(&tile[0][0] + 8 * (l + 1));
+    unsigned r;
+    asm volatile("ldmatrix.sync.aligned.m8n8.x1.shared.b16 {%0}, [%1];" : "=r"(r) : "r"(row));
+    C[l] = (float)(r & 0xFFFF);
+}
 extern "C" __global__ void smem_dynamic(const float *A, const float *B, float *C, int M, int N, int K) {
     extern __shared__ float buf[];
     buf[threadIdx.x] = A[threadIdx.x];
@@ -499,6 +511,14 @@ fn an_access_past_the_end_of_shared_memory_is_named() {
              past the end of the array or variable its pointer points into, in `const float4 v \
              = reinterpret_cast<const float4 *>(tile)[1];`"
         ),
+        "{e}"
+    );
+    // An ldmatrix row past its array is the lane's that gave it, not the lane that completes
+    // the warp's collective.
+    let e = oob(launch("ldmatrix_row_past_end", [32, 1, 1]));
+    assert!(
+        e.contains("reads 16 bytes at byte 128 of __shared__ 'tile' (in ldmatrix_row_past_end), which has 128 bytes")
+            && e.contains("(thread (7,0,0) of block (0,0,0))"),
         "{e}"
     );
     // 64 threads store a float each: 256 bytes, right only when the launch gives them.

@@ -38,6 +38,7 @@ inline void ldmatrix(unsigned (&r)[N], uintptr_t addr) {
         if (addr % 16) fail("ldmatrix row address %p (lane %u) is not 16-byte aligned", (void *)addr, lane);
         if (!is_shared((const void *)addr, 16))
             fail("ldmatrix row address %p (lane %u) is not in this block's shared memory", (void *)addr, lane);
+        shared_row_bounds((const void *)addr, 0);
         SIM_BANK_REPORT(SIM_BANK_LDSM, addr, 16, N);
     }
     // The lane that completes the collective reads every lane's rows (Fiber::fragment_load).
@@ -79,6 +80,7 @@ inline void stmatrix(uintptr_t addr, const unsigned *r) {
         if (addr % 16) fail("stmatrix row address %p (lane %u) is not 16-byte aligned", (void *)addr, lane);
         if (!is_shared((const void *)addr, 16))
             fail("stmatrix row address %p (lane %u) is not in this block's shared memory", (void *)addr, lane);
+        shared_row_bounds((const void *)addr, 1);
         SIM_BANK_REPORT(SIM_BANK_STS, addr, 16, N);  // a store, a matrix a phase as ldmatrix
     }
     StIn in{addr, {0, 0, 0, 0}};

@@ -1335,6 +1335,30 @@ SIM_UNINSTRUMENTED_INLINE bool runtime_local(const Current &c, const void *p) {
          write ? "writes" : "reads", where);
 }
 
+// Fails an access of `n` bytes at `p`, shared cell `cell` of `w`, that leaves its __shared__
+// variable (or lands where none is) or passes the end of the dynamic buffer.
+SIM_UNINSTRUMENTED_INLINE void shared_bounds(const Worker &w, size_t cell, const void *p, unsigned long n, int write) {
+    if (cell >= w.static_smem_bytes) {
+        if (cell + n > w.static_smem_bytes + w.launch->dynamic_smem) dynamic_overrun(w, w, (const char *)p, n, write);
+        return;
+    }
+    const TlsExtent *e = tls_extent_at(cell);
+    if (!e || e->guard || (!e->runtime && cell + n > e->hi)) static_overrun(cell, n, write, e);
+}
+
+// An ldmatrix or stmatrix row of 16 bytes at `p`, checked against its __shared__ variable by
+// the lane that gives it (instrumented builds), before the warp's collective accesses every
+// lane's row at once as the lane that completes it.
+SIM_UNINSTRUMENTED_INLINE void shared_row_bounds(const void *p, int write) {
+#ifdef SIM_INSTRUMENTED
+    const Worker &w = worker();
+    size_t cell;
+    if (race_cell(w, p, cell)) shared_bounds(w, cell, p, 16, write);
+#else
+    (void)p, (void)write;
+#endif
+}
+
 // Checks and records `n` bytes at `p` by the calling thread if they are its block's shared
 // memory.
 SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsigned long n, int write) {
@@ -1368,15 +1392,10 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
                 o->race[i].write = RaceMark{o->race_epoch, 0, kAsyncUnit};
         return;
     }
-    if (cell >= w->static_smem_bytes) {
-        if (cell + n > w->static_smem_bytes + w->launch->dynamic_smem) dynamic_overrun(*w, *w, (const char *)p, n, write);
-    } else {
-        // (The runtime's own thread-locals are written by its instrumented code too: an access
-        // that lands in one is let be.)
-        const TlsExtent *e = tls_extent_at(cell);
-        if (!e || e->guard || (!e->runtime && cell + n > e->hi)) static_overrun(cell, n, write, e);
-        if (runtime_local(c, p)) return;
-    }
+    shared_bounds(*w, cell, p, n, write);
+    // (The runtime's own thread-locals are written by its instrumented code too: an access
+    // that lands in one is let be.)
+    if (cell < w->static_smem_bytes && runtime_local(c, p)) return;
     uint16_t me = (uint16_t)(f - w->fibers) + 1;
     uint16_t we = w->warps[f->warp].epoch;
     uint32_t epoch = w->race_epoch;
