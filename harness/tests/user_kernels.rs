@@ -1766,10 +1766,6 @@ fn what_the_cuda_samples_take_for_granted_compiles_and_runs() {
     passes_in_the_simulator_and_compiles_for_both_archs(&spec, "tiled", &dir);
 }
 
-/// A pipelined kernel that loads the next stage's fragments with ldmatrix on its last k-step
-/// too, never to use them, reads shared memory nothing wrote: no GPU cares, and the row passes.
-/// A fragment of such memory that is used carries the simulator's NaN fill into the output,
-/// which fails the row.
 /// What learning repositories' GEMM files take for granted: their own float atomicMax (CUDA
 /// has none, so the simulator must not define one), a host `constexpr` helper only a
 /// launcher's assert calls (NVRTC refuses host functions), host headers of the standard
@@ -1847,6 +1843,10 @@ fn what_learning_repositories_take_for_granted_compiles_and_runs() {
     passes_in_the_simulator_and_compiles_for_both_archs(&spec, "mma_k8", &dir);
 }
 
+/// A pipelined kernel that loads the next stage's fragments with ldmatrix on its last k-step
+/// too, never to use them, reads shared memory nothing wrote: no GPU cares, and the row passes.
+/// A fragment of such memory that is used carries the simulator's NaN fill into the output,
+/// which fails the row.
 #[test]
 fn a_discarded_fragment_of_an_unwritten_stage_passes_and_a_used_one_fails() {
     let dir = scratch_dir("fragment-prefetch");
