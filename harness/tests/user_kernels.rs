@@ -249,7 +249,7 @@ fn the_examples_run_unmodified_as_user_rows_in_the_simulator() {
         // `inspect`: registers and shared memory of the instantiation the lab launched, for
         // sm_80, or sm_90a for a file of Hopper's instructions (compiled for nothing else).
         if nvrtc::version().is_ok() {
-            let arch = if spec.contains("tmap(") {
+            let arch = if spec.contains("tmap(") || spec.contains("cluster=") {
                 "sm_90a"
             } else {
                 "sm_80"
@@ -642,6 +642,94 @@ fn a_cluster_size_set_by_host_code_is_given_with_cluster() {
     assert!(
         !ok && text.contains("declares __cluster_dims__(2, 1, 1) itself")
             && text.contains("cluster= is for the size host code sets at launch"),
+        "{text}"
+    );
+}
+
+/// A kernel taking a struct by value (CUTLASS's `Params`) is given one in `args=` as its
+/// fields in braces: a list that leaves a field out, or gives a field a value of another
+/// kind, is refused naming the struct's definition; a kernel given no braces is told how.
+#[test]
+fn a_struct_taken_by_value_is_given_as_its_fields_in_braces() {
+    let example = example("sgemm_params.cu");
+    let definition = "parameter 1: GemmParams (examples/sgemm_params.cu:14): { const float *A, *B; \
+                      float *C; size_t M, N, K; size_t lda, ldb, ldc; float alpha, beta; }";
+    let (ok, text) = harness(&["inspect", "--kernel", &format!("{example},workload=gemm")]);
+    assert!(
+        ok && text.contains(
+            "launched through a converting wrapper: parameter 1 is a struct built from \
+             {A, B, C, M, N, K, K, N, N, alpha, beta}"
+        ),
+        "{text}"
+    );
+    if nvrtc::version().is_err() {
+        return; // the simulator's host compiler zero-fills a field left out, as C++ does
+    }
+    let refused = |spec: &str| {
+        let (ok, text) = harness(&["inspect", "--kernel", &format!("{spec},workload=gemm")]);
+        assert!(!ok, "{text}");
+        text
+    };
+    // beta left out: C++ would make it zero, and the row would pass only while beta is.
+    let text = refused(
+        &example
+            .replace(",beta=-0.5", "")
+            .replace(",alpha,beta})", ",alpha})"),
+    );
+    assert!(
+        text.contains("every one of them") && text.contains(definition),
+        "{text}"
+    );
+    // C and M swapped: a number does not convert to a pointer, nor a pointer to a size.
+    let text = refused(&example.replace("{A,B,C,M,", "{A,B,M,C,"));
+    assert!(
+        text.contains("the lab calls:   sgemm_params({float * A, float * B, int M, float * C,"),
+        "{text}"
+    );
+    // No args=: the kernel's struct and how to give it.
+    let text = refused(&example.replace(
+        ",alpha=1.5,beta=-0.5,args=({A,B,C,M,N,K,K,N,N,alpha,beta})",
+        "",
+    ));
+    assert!(
+        text.contains("is given in args= as its fields in braces") && text.contains(definition),
+        "{text}"
+    );
+    let text = refused(&example.replace("{A,B,C,", "{A,{B,C},"));
+    assert!(
+        text.contains("a struct inside it or a tensor map is not built"),
+        "{text}"
+    );
+}
+
+/// A file declaring static `__shared__` variables is not run in clusters by the simulator,
+/// which keeps one copy of them for a cluster's blocks: with `cluster=` its rows say so.
+#[test]
+fn static_shared_memory_is_not_simulated_in_clusters_given_with_cluster() {
+    let dir = scratch_dir("cluster-static");
+    let file = dir.join("static.cu");
+    std::fs::write(
+        &file,
+        "__global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+         \x20 __shared__ float t[64];\n\
+         \x20 t[threadIdx.x] = 0.0f;\n\
+         \x20 const int i = blockIdx.x * 64 + threadIdx.x;\n\
+         \x20 if (i < M * N) C[i] = t[threadIdx.x];\n\
+         }\n",
+    )
+    .unwrap();
+    let (_, text) = sim_run(
+        "gemm",
+        "16x16x8",
+        &format!("{}:k,block=64,grid=tile:64,cluster=2", file.display()),
+        &dir.join("out"),
+    );
+    assert!(
+        text.contains(&format!(
+            "not simulated: {} declares static __shared__ variables and cluster= launches its \
+             kernel in clusters",
+            file.display()
+        )),
         "{text}"
     );
 }

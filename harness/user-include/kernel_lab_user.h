@@ -45,3 +45,47 @@ struct workspace {
     template <class T> __host__ __device__ operator T *() const { return static_cast<T *>(p); }
 };
 } // namespace kernel_lab
+
+// A struct a kernel takes by value (a `Params` of pointers and sizes), which an args= list
+// gives as `{A, B, M, ...}`: the wrapper builds it from its fields in order, as aggregate
+// initialization does. `loose` lets a number take its field's type as a call's argument
+// would (an int into a size_t), where braces would refuse the narrowing; a pointer converts
+// only as a pointer argument would (float * to const float *, not to half *).
+namespace kernel_lab {
+template <class T> __host__ __device__ T value_of();
+template <class T> struct loose {
+    T v;
+    template <class U, class = decltype(static_cast<U>(value_of<T>()))>
+    __host__ __device__ operator U() const {
+        return static_cast<U>(v);
+    }
+};
+template <class T> struct loose<T *> {
+    T *v;
+    __host__ __device__ operator T *() const { return v; }
+};
+// For the check that the kernel takes the list: converts to any struct these fields
+// initialize, in order, every one of them (a field left out would be zero).
+struct any_field {
+    template <class U> __host__ __device__ operator U() const;
+};
+struct yes {
+    char c[2];
+};
+// (In default template arguments: NVRTC's front end fails `U{F{}...}` in a trailing return
+// type, and a sizeof in a conversion's own template arguments.)
+template <class U, class... F, class = decltype(U{F{}...})> __host__ __device__ yes initializes(int);
+template <class U, class... F> __host__ __device__ char initializes(...);
+template <class U, class... F> struct built_from {
+    static constexpr bool value =
+        sizeof(initializes<U, F...>(0)) == 2 && sizeof(initializes<U, F..., any_field>(0)) == 1;
+};
+template <bool> struct only_if {};
+template <> struct only_if<true> {
+    using type = int;
+};
+template <class... F> struct fields {
+    template <class U, class = typename only_if<built_from<U, F...>::value>::type>
+    __host__ __device__ operator U() const;
+};
+} // namespace kernel_lab

@@ -25,6 +25,9 @@ pub struct LocalFiles {
     /// `asm` at file scope, operands it cannot parse), named with its file and line. (A GPU
     /// runs them.) An instruction it reads but does not run fails only a launch reaching it.
     pub sim_refusal: Option<String>,
+    /// The first of the files that declares static `__shared__` variables, as messages show
+    /// it: the simulator cannot give each block of a cluster its own copy.
+    pub static_shared: Option<String>,
     /// Whether the files use instructions of Hopper alone (wgmma, setmaxnreg, TMA, mbarrier
     /// transaction counts, clusters' barriers), which NVRTC compiles for `sm_90a` only.
     pub hopper: bool,
@@ -183,6 +186,7 @@ struct Reader {
     kernels: Vec<KernelDecl>,
     constants: Option<Vec<String>>,
     sim_refusal: Option<String>,
+    static_shared: Option<String>,
     hopper: bool,
     /// Whether an instruction of Hopper alone stands outside every `__CUDA_ARCH__` conditional.
     hopper_unguarded: bool,
@@ -320,14 +324,15 @@ impl Reader {
         }
         // The wrapper carries a kernel's __cluster_dims__, so its blocks run as one cluster,
         // which would share one copy of the file's static __shared__ variables.
-        if stripped.contains("__cluster_dims__")
-            && kernel::sim::compile::has_static_shared(&stripped)
-        {
-            self.sim_refusal.get_or_insert(format!(
-                "not simulated: {display} declares static __shared__ variables beside a kernel \
-                 with __cluster_dims__; the simulator keeps one copy of them for all the blocks \
-                 of a cluster (use extern __shared__ memory)"
-            ));
+        if kernel::sim::compile::has_static_shared(&stripped) {
+            if stripped.contains("__cluster_dims__") {
+                self.sim_refusal
+                    .get_or_insert(kernel::sim::compile::static_shared_refusal(
+                        &display,
+                        "beside a kernel with __cluster_dims__",
+                    ));
+            }
+            self.static_shared.get_or_insert(display.clone());
         }
         let line = format!("#line 1 {}\n", quoted(&display));
         self.copies[slot].text = if sim == nvrtc {
@@ -356,6 +361,7 @@ impl LocalFiles {
             kernels: Vec::new(),
             constants: Some(Vec::new()),
             sim_refusal: None,
+            static_shared: None,
             hopper: false,
             hopper_unguarded: false,
             macros: Vec::new(),
@@ -398,6 +404,7 @@ impl LocalFiles {
             kernels: reader.kernels,
             constants: reader.constants,
             sim_refusal: reader.sim_refusal,
+            static_shared: reader.static_shared,
             hopper: reader.hopper,
             hopper_guarded: reader.hopper && !reader.hopper_unguarded,
             digest,
@@ -415,6 +422,16 @@ impl LocalFiles {
                 .into_iter()
                 .map(|c| (c.name, c.display))
                 .collect(),
+        })
+    }
+
+    /// `GemmParams (params.cu:3): { const float *A; int M; }`: where the files define
+    /// struct `name`, and its body.
+    pub fn struct_definition(&self, name: &str) -> Option<String> {
+        self.names.iter().find_map(|(copy, display)| {
+            let code = std::fs::read_to_string(self.dir.join(copy)).ok()?;
+            let (line, body) = super::scan::struct_body(&code, name)?;
+            Some(format!("{name} ({display}:{line}): {body}"))
         })
     }
 

@@ -120,7 +120,7 @@ pub fn compile_hints(log: &str, include: &str) -> String {
     "{file}: the parameters of `{entry}` do not match the `{signature}` signature of the \
      {workload} workload.\n  the lab calls:   {entry}{calls}\n  {declared}\nName the \
      signature the kernel was written for (`signature=NAME`; {workload}: {choices}), give its \
-     buffer types (`dtype=`), or change its parameter list.{vectors}\n{compiler} said:\n{log}"
+     buffer types (`dtype=`), or change its parameter list.{vectors}{structs}\n{compiler} said:\n{log}"
 )]
 pub struct SignatureMismatch {
     pub file: String,
@@ -132,6 +132,8 @@ pub struct SignatureMismatch {
     pub choices: String,
     /// What to do about vector pointer parameters (`half2 *`), which no `dtype=` gives.
     pub vectors: String,
+    /// How `args=` gives a struct taken by value, and the structs the kernel takes.
+    pub structs: String,
     pub compiler: String,
     pub log: String,
 }
@@ -506,6 +508,16 @@ impl UserKernel {
         let sim_refusal = files
             .sim_refusal
             .clone()
+            .or_else(|| {
+                let file = files
+                    .static_shared
+                    .as_ref()
+                    .filter(|_| spec.cluster.is_some())?;
+                Some(kernel::sim::compile::static_shared_refusal(
+                    file,
+                    "and cluster= launches its kernel in clusters",
+                ))
+            })
             .map(|r| &*Box::leak(r.into_boxed_str()));
         Ok(Self {
             sim_refusal,
@@ -776,6 +788,15 @@ impl UserKernel {
                 });
             }
         }
+        // A struct taken by value: the wrapper builds it from its fields, as host code would
+        // before the launch.
+        let structs = self.list.struct_notes();
+        if !structs.is_empty() {
+            self.source.code = self.unit(Some(&entry.bounds_attributes())).into();
+            self.source.cxx_entries.clear();
+            self.wrapped = Some(structs.join("; "));
+            return self.compile_check(Compiler::Nvrtc(self.check_arch()));
+        }
         let shape = self.workload.probe_shape();
         let args = self
             .list
@@ -792,13 +813,7 @@ impl UserKernel {
         let differ: Vec<String> = mismatched
             .iter()
             .map(|&(i, (p, a))| {
-                let name = match &self.list.items[i] {
-                    ArgItem::Named(n, _) => n.to_string(),
-                    ArgItem::Int(e) => e.to_string(),
-                    ArgItem::Float(v) => v.to_string(),
-                    ArgItem::Zeros(e) => format!("zeros({e})"),
-                    ArgItem::TensorMap(m) => m.to_string(),
-                };
+                let name = self.list.item_text(i);
                 format!(
                     "parameter {} ({name}) takes {}, the lab passes {}",
                     i + 1,
@@ -810,7 +825,6 @@ impl UserKernel {
         if differ.is_empty() {
             return Ok(());
         }
-        let (cluster_dims, host_cluster) = clusters(&self.spec, &self.decl);
         // 64-bit integer parameters (`size_t M`) alone: the lab passes 64-bit values and
         // launches the kernel as it is, registers and all. Any other conversion: a wrapper.
         let wide: Vec<usize> = mismatched
@@ -823,6 +837,20 @@ impl UserKernel {
         for &i in &wide {
             self.list.widen(i);
         }
+        if wide.is_empty() {
+            self.source.code = self.unit(Some(&entry.bounds_attributes())).into();
+            self.source.cxx_entries.clear();
+            self.wrapped = Some(differ.join("; "));
+        } else {
+            self.source.code = self.unit(None).into();
+        }
+        self.compile_check(Compiler::Nvrtc(self.check_arch()))
+    }
+
+    /// The unit NVRTC compiles: the kernel launched as it is, or (given the kernel's own
+    /// bounds) through the converting wrapper.
+    fn unit(&self, wrapper_bounds: Option<&str>) -> String {
+        let (cluster_dims, host_cluster) = clusters(&self.spec, &self.decl);
         let parts = source::UnitParts {
             main: &self.files.main,
             entry: &self.spec.entry,
@@ -833,14 +861,10 @@ impl UserKernel {
             sig: self.signature,
             buffers: &self.buffers,
         };
-        if wide.is_empty() {
-            self.source.code = parts.through_wrapper(&entry.bounds_attributes()).into();
-            self.source.cxx_entries.clear();
-            self.wrapped = Some(differ.join("; "));
-        } else {
-            self.source.code = parts.direct().into();
+        match wrapper_bounds {
+            Some(bounds) => parts.through_wrapper(bounds),
+            None => parts.direct(),
         }
-        self.compile_check(Compiler::Nvrtc(self.check_arch()))
     }
 
     fn explain(
@@ -901,9 +925,32 @@ impl UserKernel {
             declared,
             choices: Signature::list_for(self.workload),
             vectors: vector_note(&self.decl.params),
+            structs: self.struct_note(),
             compiler: format!("{compiler} ({arch})"),
             log,
         }))
+    }
+
+    /// For a kernel taking a struct by value, or a list giving one: how `args=` builds a
+    /// struct, and the definitions of those the kernel takes. Empty for neither.
+    fn struct_note(&self) -> String {
+        let defined: Vec<(usize, String)> = scan::by_value_types(&self.decl.params)
+            .into_iter()
+            .filter_map(|(i, ty)| Some((i, self.files.struct_definition(&ty)?)))
+            .collect();
+        if defined.is_empty() && self.list.structs.is_empty() {
+            return String::new();
+        }
+        let mut out = String::from(
+            " A struct the kernel takes by value is given in args= as its fields in braces, \
+             in the order it declares them, every one of them (`args=({A, B, C, M, N, K})`): \
+             a number converts to its field's type, a buffer only to a pointer to its element \
+             type.",
+        );
+        for (i, definition) in defined {
+            out.push_str(&format!("\n  parameter {}: {definition}", i + 1));
+        }
+        out
     }
 
     /// Whether the kernel's parameters take `param` (its signature's list or its `args=`).

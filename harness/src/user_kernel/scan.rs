@@ -255,6 +255,102 @@ pub fn kernels(code: &str, file: &str) -> Vec<KernelDecl> {
     out
 }
 
+/// The line and body of the definition of struct (or class) `name` in `code`, whitespace
+/// collapsed: `{ const float *A, *B; float *C; int M, N, K; }`, cut after 200 characters.
+pub fn struct_body(code: &str, name: &str) -> Option<(usize, String)> {
+    let b = bare(code);
+    let text = String::from_utf8_lossy(&b).into_owned();
+    let word_at = |at: usize, w: &str| {
+        text[at..].starts_with(w)
+            && (at == 0 || !is_ident(b[at - 1]))
+            && b.get(at + w.len()).is_none_or(|&c| !is_ident(c))
+    };
+    for (at, _) in text.match_indices(name) {
+        if !word_at(at, name) {
+            continue;
+        }
+        // `struct` or `class`, then attributes (`alignas(16)`), before the name.
+        let head = collapse(&text[..at]);
+        let head = head.trim_end();
+        let mut before = head;
+        while let Some(open) = before.strip_suffix(')').and_then(|b| b.rfind('(')) {
+            before = before[..open].trim_end();
+            before = before
+                .strip_suffix("alignas")
+                .or_else(|| before.strip_suffix("__align__"))
+                .unwrap_or(before)
+                .trim_end();
+        }
+        let keyword = ["struct", "class"].iter().any(|k| {
+            before.ends_with(k)
+                && !before[..before.len() - k.len()]
+                    .bytes()
+                    .last()
+                    .is_some_and(is_ident)
+        });
+        let after = text[at + name.len()..].trim_start();
+        let after = after.strip_prefix("final").unwrap_or(after).trim_start();
+        if !keyword || !after.starts_with('{') {
+            continue;
+        }
+        let open = text.len() - after.len();
+        let body = collapse(&text[open..matching(&b, open, (b'{', b'}'))]);
+        let body = match body.char_indices().nth(200) {
+            Some((cut, _)) => format!("{} ...", &body[..cut]),
+            None => body,
+        };
+        return Some((source_line(code, at), body));
+    }
+    None
+}
+
+/// The line of byte `at` of `code` as messages show it: counted from the last `#line`
+/// directive before it (a prepared copy starts with one).
+fn source_line(code: &str, at: usize) -> usize {
+    let mut line = 1;
+    for l in code[..at]
+        .split_inclusive('\n')
+        .filter(|l| l.ends_with('\n'))
+    {
+        let directive = l.trim_start().strip_prefix("#line");
+        line = directive
+            .and_then(|r| r.split_whitespace().next()?.parse().ok())
+            .unwrap_or(line + 1);
+    }
+    line
+}
+
+/// The type names of a parameter list's parameters taken by value whose type is a single
+/// name (`GemmParams p`, `const __grid_constant__ Params params`): the candidates for a
+/// struct. Pointers, references and templates are left out.
+pub fn by_value_types(params: &str) -> Vec<(usize, String)> {
+    let inner = params
+        .trim()
+        .strip_prefix('(')
+        .and_then(|p| p.strip_suffix(')'))
+        .unwrap_or(params);
+    const QUALIFIERS: [&str; 5] = ["const", "volatile", "__grid_constant__", "struct", "class"];
+    split_top(inner)
+        .iter()
+        .enumerate()
+        .filter_map(|(i, p)| {
+            if p.contains(['*', '&', '<', '[']) {
+                return None;
+            }
+            let words: Vec<&str> = p
+                .split_whitespace()
+                .filter(|w| !QUALIFIERS.contains(w))
+                .collect();
+            match words.as_slice() {
+                [ty, _name] if ty.bytes().all(|c| is_ident(c) || c == b':') => {
+                    Some((i, ty.rsplit("::").next().unwrap_or(ty).to_string()))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
 /// The names of the `__constant__` variables `code` declares (`Mc` of
 /// `__constant__ float Mc[16 * 7 * 7];`), each declarator of a list; `None` when a macro
 /// declares some, whose names only the preprocessor knows.
@@ -478,6 +574,41 @@ fn edits(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_struct_is_found_by_name_with_its_line_and_body() {
+        let code = "#line 1 \"params.cu\"\n// struct Params { int unused; }\n\
+                    struct Paramsx { int no; };\n\
+                    typedef struct Params P;\n\
+                    struct alignas(16) Params final {\n  const float *A; // A\n  size_t M, N;\n\
+                    \x20 float f(int) { return 0; }\n};\n\
+                    #line 40 \"other.cuh\"\n\nclass Shape {\n int d[3];\n};\n";
+        assert_eq!(
+            struct_body(code, "Params"),
+            Some((
+                4,
+                "{ const float *A; size_t M, N; float f(int) { return 0; } }".into()
+            ))
+        );
+        assert_eq!(
+            struct_body(code, "Shape"),
+            Some((41, "{ int d[3]; }".into()))
+        );
+        assert_eq!(struct_body(code, "P"), None);
+        let long = format!("struct L {{ {} }};", "int a; ".repeat(60));
+        assert!(struct_body(&long, "L").unwrap().1.ends_with(" ..."));
+        assert_eq!(
+            by_value_types(
+                "(const __grid_constant__ ns::Params p, const float *A, int M, Tile<2> t, \
+                 Shape s, const Shape &r)"
+            ),
+            vec![
+                (0, "Params".to_string()),
+                (2, "int".to_string()),
+                (4, "Shape".to_string())
+            ]
+        );
+    }
 
     const FILE: &str = "#include <cstdio>\n\
         #define K(n) __global__ void n(float *x) {}\n\

@@ -588,6 +588,9 @@ pub struct ArgList {
     pub custom: Option<String>,
     /// The integer arguments passed as 64-bit values ([`ArgList::widen`]).
     pub wide: Vec<usize>,
+    /// The items that together make one parameter, a struct passed by value (`{A, B, M}` in
+    /// `args=`): the wrapper builds it from them in order.
+    pub structs: Vec<std::ops::Range<usize>>,
 }
 
 impl ArgList {
@@ -600,6 +603,7 @@ impl ArgList {
                 .collect(),
             custom: None,
             wide: Vec::new(),
+            structs: Vec::new(),
         }
     }
 
@@ -622,9 +626,7 @@ impl ArgList {
         // The names an expression may use (the SM count's value is only a probe's).
         let dims = super::vars(&workload.probe_shape(), super::SIM_SMS);
         let names: Vec<&str> = dims.iter().map(|(n, _)| *n).collect();
-        let mut items = Vec::new();
-        for part in super::spec::split_top(inner) {
-            let part = part.trim();
+        let item = |part: &str| -> Result<ArgItem, String> {
             let zeros = part
                 .strip_prefix("zeros(")
                 .and_then(|r| r.strip_suffix(')'));
@@ -642,40 +644,59 @@ impl ArgList {
                         super::names_in_words(&dims)
                     ));
                 }
-                items.push(ArgItem::TensorMap(Box::new(map)));
-                continue;
+                return Ok(ArgItem::TensorMap(Box::new(map)));
             }
             if let (None, Some(v)) = (zeros, float_literal(part)) {
-                items.push(ArgItem::Float(v));
+                return Ok(ArgItem::Float(v));
+            }
+            if let Some((n, p)) = known(part) {
+                return Ok(ArgItem::Named(n, p));
+            }
+            let e = Expr::parse(zeros.unwrap_or(part))?;
+            let unknown = e.unknown_names(&names);
+            if !unknown.is_empty() {
+                let mut all: Vec<&str> = sigs
+                    .iter()
+                    .flat_map(|s| s.params.iter().map(|(n, _)| *n))
+                    .collect();
+                all.sort();
+                all.dedup();
+                return Err(format!(
+                    "args: {} is neither a parameter of {workload} ({}) nor an integer \
+                     expression of {}",
+                    unknown.join(", "),
+                    all.join(", "),
+                    super::names_in_words(&dims)
+                ));
+            }
+            Ok(match zeros {
+                Some(_) => ArgItem::Zeros(e),
+                None => ArgItem::Int(e),
+            })
+        };
+        let (mut items, mut structs) = (Vec::new(), Vec::new());
+        for part in super::spec::split_top(inner) {
+            let part = part.trim();
+            // `{A, B, M}`: one parameter, a struct taken by value, built from these fields.
+            let Some(fields) = part.strip_prefix('{').and_then(|r| r.strip_suffix('}')) else {
+                items.push(item(part)?);
                 continue;
-            }
-            match known(part) {
-                Some((n, p)) => items.push(ArgItem::Named(n, p)),
-                None => {
-                    let e = Expr::parse(zeros.unwrap_or(part))?;
-                    let unknown = e.unknown_names(&names);
-                    if !unknown.is_empty() {
-                        let all: Vec<&str> = sigs
-                            .iter()
-                            .flat_map(|s| s.params.iter().map(|(n, _)| *n))
-                            .collect();
-                        let mut all = all;
-                        all.sort();
-                        all.dedup();
-                        return Err(format!(
-                            "args: {} is neither a parameter of {workload} ({}) nor an \
-                             integer expression of {}",
-                            unknown.join(", "),
-                            all.join(", "),
-                            super::names_in_words(&dims)
-                        ));
-                    }
-                    items.push(match zeros {
-                        Some(_) => ArgItem::Zeros(e),
-                        None => ArgItem::Int(e),
-                    });
+            };
+            let start = items.len();
+            for field in super::spec::split_top(fields) {
+                let field = field.trim();
+                if field.starts_with('{') || field.starts_with("tmap(") {
+                    return Err(format!(
+                        "args: {part}: a struct's fields are buffers, numbers and zeros(BYTES); \
+                         a struct inside it or a tensor map is not built"
+                    ));
                 }
+                if field.is_empty() {
+                    return Err(format!("args: {part}: an empty field"));
+                }
+                items.push(item(field)?);
             }
+            structs.push(start..items.len());
         }
         let used: Vec<&str> = items
             .iter()
@@ -700,6 +721,7 @@ impl ArgList {
                 items,
                 custom: Some(text.trim().to_string()),
                 wide: Vec::new(),
+                structs,
             },
             sig,
         ))
@@ -758,13 +780,81 @@ impl ArgList {
         format!("lab_{}", self.name(i))
     }
 
-    /// A value of argument `i`'s type, for the check that the kernel takes the list.
-    pub fn sample_value(&self, i: usize, buffers: &Buffers) -> String {
+    /// Item `i` as `args=` writes it: `A`, `cdiv(M,64)`, `zeros(4*M)`.
+    pub fn item_text(&self, i: usize) -> String {
         match &self.items[i] {
-            ArgItem::Zeros(_) => "::kernel_lab::workspace{}".to_string(),
-            ArgItem::TensorMap(_) => "CUtensorMap{}".to_string(),
-            _ => format!("({})0", self.c_type(i, buffers)),
+            ArgItem::Named(n, _) => n.to_string(),
+            ArgItem::Int(e) => e.to_string(),
+            ArgItem::Float(v) => v.to_string(),
+            ArgItem::Zeros(e) => format!("zeros({e})"),
+            ArgItem::TensorMap(m) => m.to_string(),
         }
+    }
+
+    /// `parameter 1 is a struct built from {A, B, C, M, N, K}`, for each struct of the list.
+    pub fn struct_notes(&self) -> Vec<String> {
+        let params = self.grouped(
+            |_| String::new(),
+            |fields| {
+                let fields: Vec<String> = fields.map(|i| self.item_text(i)).collect();
+                format!("{{{}}}", fields.join(", "))
+            },
+        );
+        params
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| !p.is_empty())
+            .map(|(at, p)| format!("parameter {} is a struct built from {p}", at + 1))
+            .collect()
+    }
+
+    /// A value of each parameter's type, for the check that the kernel takes the list.
+    pub fn sample_values(&self, buffers: &Buffers) -> Vec<String> {
+        self.grouped(
+            |i| match &self.items[i] {
+                ArgItem::Zeros(_) => "::kernel_lab::workspace{}".to_string(),
+                ArgItem::TensorMap(_) => "CUtensorMap{}".to_string(),
+                _ => format!("({})0", self.c_type(i, buffers)),
+            },
+            |fields| {
+                let types: Vec<String> = fields.map(|i| self.field_type(i, buffers)).collect();
+                format!("::kernel_lab::fields<{}>{{}}", types.join(", "))
+            },
+        )
+    }
+
+    /// The type a struct's field `i` is built from: one that converts to the field's type as
+    /// a call's argument would, without the narrowing error of braces (an `int` into a
+    /// `size_t`).
+    fn field_type(&self, i: usize, buffers: &Buffers) -> String {
+        match &self.items[i] {
+            ArgItem::Zeros(_) => "::kernel_lab::workspace".to_string(),
+            _ => format!("::kernel_lab::loose<{}>", self.c_type(i, buffers)),
+        }
+    }
+
+    /// Each parameter's text, in order: `item(i)` for an argument of its own, `fields(range)`
+    /// for a struct built from the items in `range`.
+    fn grouped(
+        &self,
+        item: impl Fn(usize) -> String,
+        fields: impl Fn(std::ops::Range<usize>) -> String,
+    ) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while i < self.items.len() {
+            match self.structs.iter().find(|r| r.start == i) {
+                Some(r) => {
+                    out.push(fields(r.clone()));
+                    i = r.end;
+                }
+                None => {
+                    out.push(item(i));
+                    i += 1;
+                }
+            }
+        }
+        out
     }
 
     /// The workspaces (`zeros(BYTES)`) at `shape`, in order: each one's name and size in
@@ -799,20 +889,21 @@ impl ArgList {
         }
     }
 
-    /// `(float * A, float * B, float * C, int M, int N, int K)`, as messages show the list.
+    /// `(float * A, float * B, float * C, int M, int N, int K)`, as messages show the list; a
+    /// struct's fields in braces.
     pub fn c_params(&self, buffers: &Buffers) -> String {
-        self.params_named(buffers, |i| self.name(i))
+        let param = |i| format!("{} {}", self.c_type(i, buffers), self.name(i));
+        let list = self.grouped(param, |fields| {
+            format!("{{{}}}", fields.map(param).collect::<Vec<_>>().join(", "))
+        });
+        format!("({})", list.join(", "))
     }
 
-    /// The wrapper's parameter list: [`ArgList::c_params`] with each name as the generated
-    /// code spells it ([`ArgList::code_name`]).
+    /// The wrapper's parameter list: each argument, a struct's fields too, with its name as
+    /// the generated code spells it ([`ArgList::code_name`]).
     pub fn wrapper_params(&self, buffers: &Buffers) -> String {
-        self.params_named(buffers, |i| self.code_name(i))
-    }
-
-    fn params_named(&self, buffers: &Buffers, name: impl Fn(usize) -> String) -> String {
         let list: Vec<String> = (0..self.items.len())
-            .map(|i| format!("{} {}", self.c_type(i, buffers), name(i)))
+            .map(|i| format!("{} {}", self.c_type(i, buffers), self.code_name(i)))
             .collect();
         format!("({})", list.join(", "))
     }
@@ -837,9 +928,21 @@ impl ArgList {
         })
     }
 
-    /// `A, B, C, M, N, K`: the wrapper's call.
-    pub fn call(&self) -> String {
-        let list: Vec<String> = (0..self.items.len()).map(|i| self.passed(i)).collect();
+    /// `A, B, C, M, N, K`: the wrapper's call; a struct as `{...}` of its fields, which
+    /// copy-list-initializes the kernel's parameter.
+    pub fn call(&self, buffers: &Buffers) -> String {
+        let list = self.grouped(
+            |i| self.passed(i),
+            |fields| {
+                let fields: Vec<String> = fields
+                    .map(|i| match &self.items[i] {
+                        ArgItem::Zeros(_) => self.passed(i),
+                        _ => format!("{}{{{}}}", self.field_type(i, buffers), self.code_name(i)),
+                    })
+                    .collect();
+                format!("{{{}}}", fields.join(", "))
+            },
+        );
         list.join(", ")
     }
 
@@ -918,7 +1021,7 @@ mod tests {
              float * l, float * m, float * O)"
         );
         assert_eq!(
-            list.call(),
+            list.call(&f32s),
             "lab_Q, lab_K, lab_V, lab_S, lab_D, lab_arg5, lab_arg6, lab_scale, lab_l, lab_m, lab_O"
         );
         let shape = Shape::Attention {
@@ -945,7 +1048,7 @@ mod tests {
             "(int M, int N, int K, float * A, int K_4, float * B, int N_6, float * C, int N_8)"
         );
         assert_eq!(
-            blas.call(),
+            blas.call(&Buffers::fp32(sig)),
             "lab_M, lab_N, lab_K, lab_A, lab_K_4, lab_B, lab_N_6, lab_C, lab_N_8"
         );
         // Float constants: a point or an exponent, with or without C's `f`; integers stay
@@ -984,7 +1087,7 @@ mod tests {
             list.c_params(&buffers),
             "(int M, int N, int K, float * C, CUtensorMap arg4, CUtensorMap arg5)"
         );
-        assert_eq!(list.sample_value(4, &buffers), "CUtensorMap{}");
+        assert_eq!(list.sample_values(&buffers)[4], "CUtensorMap{}");
         assert_eq!(
             list.params(),
             vec![Dim("M"), Dim("N"), Dim("K"), Output, Input(0), Input(1)]
@@ -1104,6 +1207,77 @@ mod tests {
     }
 
     #[test]
+    fn braces_give_a_struct_taken_by_value_from_its_fields() {
+        let (list, sig) = ArgList::parse(
+            "({A, B, C, alpha, zeros(64)}, {M, N, cdiv(K,2)}, K)",
+            Workload::Gemm,
+        )
+        .unwrap();
+        assert_eq!(sig.name, "gemm-blas");
+        assert_eq!(
+            list.items.len(),
+            9,
+            "the fields are the wrapper's parameters"
+        );
+        assert_eq!(list.structs, vec![0..5, 5..8]);
+        let buffers = Buffers::fp32(sig);
+        assert_eq!(
+            list.c_params(&buffers),
+            "({float * A, float * B, float * C, float alpha, void * arg4}, \
+             {int M, int N, int arg7}, int K)"
+        );
+        assert_eq!(
+            list.wrapper_params(&buffers),
+            "(float * lab_A, float * lab_B, float * lab_C, float lab_alpha, void * lab_arg4, \
+             int lab_M, int lab_N, int lab_arg7, int lab_K)"
+        );
+        assert_eq!(
+            list.call(&buffers),
+            "{::kernel_lab::loose<float *>{lab_A}, ::kernel_lab::loose<float *>{lab_B}, \
+             ::kernel_lab::loose<float *>{lab_C}, ::kernel_lab::loose<float>{lab_alpha}, \
+             ::kernel_lab::workspace{lab_arg4}}, {::kernel_lab::loose<int>{lab_M}, \
+             ::kernel_lab::loose<int>{lab_N}, ::kernel_lab::loose<int>{lab_arg7}}, lab_K"
+        );
+        assert_eq!(
+            list.sample_values(&buffers),
+            vec![
+                "::kernel_lab::fields<::kernel_lab::loose<float *>, ::kernel_lab::loose<float *>, \
+                 ::kernel_lab::loose<float *>, ::kernel_lab::loose<float>, \
+                 ::kernel_lab::workspace>{}",
+                "::kernel_lab::fields<::kernel_lab::loose<int>, ::kernel_lab::loose<int>, \
+                 ::kernel_lab::loose<int>>{}",
+                "(int)0",
+            ]
+        );
+        assert_eq!(
+            list.struct_notes(),
+            vec![
+                "parameter 1 is a struct built from {A, B, C, alpha, zeros(64)}",
+                "parameter 2 is a struct built from {M, N, cdiv(K,2)}",
+            ]
+        );
+        let shape = Shape::Gemm { m: 4, n: 6, k: 8 };
+        let args = list.args(&shape, 132, &buffers).unwrap();
+        assert_eq!(args.len(), 9);
+        assert_eq!(args[7], Arg::I32(4), "cdiv(K,2)");
+        for (text, error) in [
+            (
+                "({A, {B, C}}, M)",
+                "a struct inside it or a tensor map is not built",
+            ),
+            (
+                "({A, tmap(A, M, K, 64, 64)})",
+                "a struct inside it or a tensor map",
+            ),
+            ("({A, , C})", "an empty field"),
+            ("({A, Q})", "Q is neither a parameter of gemm"),
+        ] {
+            let e = ArgList::parse(text, Workload::Gemm).unwrap_err();
+            assert!(e.contains(error), "{text}: {e}");
+        }
+    }
+
+    #[test]
     fn zeros_passes_a_workspace_of_bytes_after_the_signatures_scratch() {
         let (list, sig) = ArgList::parse(
             "(Q, K, V, O, l, m, zeros(4*cdiv(S,64)), S, zeros(B*H*2))",
@@ -1114,13 +1288,12 @@ mod tests {
         let buffers = Buffers::fp32(sig);
         // A workspace is handed on as the pointer type the kernel declares.
         assert!(list.c_params(&buffers).contains("void * arg6"));
+        let call = list.call(&buffers);
         assert!(
-            list.call()
-                .contains("lab_l, lab_m, ::kernel_lab::workspace{lab_arg6}, lab_S, ::kernel_lab::workspace{lab_arg8}"),
-            "{}",
-            list.call()
+            call.contains("lab_l, lab_m, ::kernel_lab::workspace{lab_arg6}, lab_S, ::kernel_lab::workspace{lab_arg8}"),
+            "{call}"
         );
-        assert_eq!(list.sample_value(6, &buffers), "::kernel_lab::workspace{}");
+        assert_eq!(list.sample_values(&buffers)[6], "::kernel_lab::workspace{}");
         let shape = Shape::Attention {
             b: 2,
             h: 3,

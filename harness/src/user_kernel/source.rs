@@ -237,7 +237,7 @@ impl UnitParts<'_> {
             name = wrapper_name(self.entry),
             params = self.list.wrapper_params(self.buffers),
             entry = self.overload.unwrap_or(self.entry),
-            args = self.list.call(),
+            args = self.list.call(self.buffers),
         )
     }
 
@@ -247,10 +247,7 @@ impl UnitParts<'_> {
     /// arguments; the plan names the entry through [`kernel::CudaSource::cxx_entries`].
     /// The simulator, which needs an `extern "C"` entry, gets a wrapper that calls it.
     pub fn direct(&self) -> String {
-        let n = self.list.items.len();
-        let values: Vec<String> = (0..n)
-            .map(|i| self.list.sample_value(i, self.buffers))
-            .collect();
+        let values = self.list.sample_values(self.buffers);
         // `cluster=`: every kernel of the file declared with the clusters, for NVRTC (the
         // simulator launches the wrapper, which declares them); only the entry is launched.
         let (clusters, plain) = match (self.host_cluster, self.cluster_dims) {

@@ -637,6 +637,15 @@ pub fn rewrite_shared(code: &str, file: &str) -> Result<String, String> {
     )
 }
 
+/// Why the simulator does not run `file`'s kernels in clusters: `what` says how they get
+/// them.
+pub fn static_shared_refusal(file: &str, what: &str) -> String {
+    format!(
+        "{file} declares static __shared__ variables {what}; the simulator keeps one copy of \
+         them for all the blocks of a cluster (use extern __shared__ memory)"
+    )
+}
+
 /// Whether a comment-free source declares a `__shared__` variable other than `extern` ones.
 pub fn has_static_shared(code: &str) -> bool {
     find_word(code, "__shared__")
@@ -662,10 +671,8 @@ pub fn translation_unit(src: &CudaSource) -> Result<(String, Vec<String>), Devic
     };
     if decls.iter().any(|d| d.cluster_dims.is_some()) && has_static_shared(&code) {
         return Err(Unsupported(format!(
-            "not simulated: {} declares static __shared__ variables beside a kernel with \
-             __cluster_dims__; the simulator keeps one copy of them for all the blocks of a \
-             cluster (use extern __shared__ memory)",
-            src.file
+            "not simulated: {}",
+            static_shared_refusal(&src.file, "beside a kernel with __cluster_dims__")
         ))
         .into());
     }
