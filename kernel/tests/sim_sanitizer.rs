@@ -35,6 +35,13 @@ extern "C" __global__ void slow(const float *A, const float *B, float *C, int M,
     C[blockIdx.x * blockDim.x + threadIdx.x] = s[threadIdx.x];
 }
 
+// Nothing but barriers, 2^40 of them: the simulator spends much of its time between threads,
+// passing them.
+extern "C" __global__ void barriers(const float *A, const float *B, float *C, int M, int N, int K) {
+    for (long long i = 0; i < (1LL << 40); ++i) __syncthreads();
+    C[blockIdx.x * blockDim.x + threadIdx.x] = A[0];
+}
+
 // Thread 0 of the last block writes 2000 elements past the end of C.
 extern "C" __global__ void overrun(const float *A, const float *B, float *C, int M, int N, int K) {
     if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) C[M * N + 2000] = A[0];
@@ -96,18 +103,19 @@ fn a_launch_past_its_limit_names_the_thread_still_running_and_the_next_one_runs(
         .unwrap()
         .instrumented()
         .with_timeout(Duration::from_secs(1));
-    // The watchdog tells them apart by what the thread it finds did between two looks; on a
-    // loaded machine one try in several has come out as a wait on memory (seen once in CI,
-    // cause not found), so the classification gets three tries.
-    let tries: Vec<String> = (0..3)
-        .map(|_| run(&counting, "slow").unwrap_err().to_string())
-        .collect();
-    assert!(
-        tries
-            .iter()
-            .any(|e| e.contains("its threads still passing barriers, not waiting on memory")),
-        "{tries:?}"
-    );
+    // The watchdog tells them apart by what the thread it finds did between two looks. A look
+    // that finds the scheduler between two threads (one in twelve, for a kernel of barriers
+    // alone) once named a thread as waiting on memory; it now waits for a look at a thread,
+    // and every try must tell.
+    let tries = [("slow", 64)].into_iter().chain([("barriers", 256); 6]);
+    for (entry, threads) in tries {
+        let plan = plan_on(entry, [4, 1, 1], [threads, 1, 1]);
+        let e = run_plan(&counting, plan).unwrap_err().to_string();
+        assert!(
+            e.contains("its threads still passing barriers, not waiting on memory"),
+            "{entry}: {e}"
+        );
+    }
     let e = run(&counting, "wait_flag").unwrap_err().to_string();
     assert!(
         e.contains("waiting on memory no other thread changes"),

@@ -2354,6 +2354,9 @@ SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write, uint64_t pc) {
             strike.cpu_ns = thread_cpu_ns();
             return;
         }
+        // Between two threads (the scheduler passing a barrier): the next signal finds one,
+        // whose switches and polls tell a wait on memory from work left.
+        if (!f && strike.count < kStrikeMax) return;
         if (unmoved(strike, f) && thread_cpu_ns() - strike.cpu_ns < kStrikeCpuNs &&
             strike.count < kStrikeMax)
             return;
@@ -2375,6 +2378,7 @@ SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write, uint64_t pc) {
         r->thread[2] = f->tid.z;
     } else if (watchdog) {
         name_running(*w->cluster, r);  // between two of its threads: one still running
+        r->spinning = strike.polled != strike.polled_at ? 1 : 2;
     }
     siglongjmp(*w->cluster->jmp, 1);
 }
