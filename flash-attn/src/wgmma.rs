@@ -7,7 +7,7 @@ use crate::cpu::Round;
 use crate::{BC_WMMA, BR_WIDE, Flash2Br128, Flash2Mma, THREADS_WIDE, info, plan_rows};
 use kernel::{
     Bound, CpuPort, CudaPlan, CudaSource, Dtype, Kernel, KernelInfo, Lineage, Precision, Shape,
-    Unsupported, attention_dims, cuda_source,
+    Unsupported, attention_dims, cuda_source, cuda_source_after,
 };
 
 /// Dynamic shared memory of rungs 11 and 12 (the carve of `11_flash_wgmma.cu`): a 128-row Q
@@ -88,21 +88,10 @@ pub fn smem_flash_wgmma_overlap(d: usize) -> usize {
 /// Rung 11's source followed by rung 13's kernel, which calls 11's copies, descriptors and
 /// P V product.
 fn source_13() -> CudaSource {
-    CudaSource::embedded(
-        "flash-attn/kernels/13_flash_wgmma_overlap.cu",
-        // `#line` keeps compile errors on the right file and line of each part.
-        concat!(
-            "#line 1 \"flash-attn/kernels/11_flash_wgmma.cu\"\n",
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/kernels/11_flash_wgmma.cu"
-            )),
-            "\n#line 1 \"flash-attn/kernels/13_flash_wgmma_overlap.cu\"\n",
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/kernels/13_flash_wgmma_overlap.cu"
-            )),
-        ),
+    cuda_source_after!(
+        "flash-attn",
+        "11_flash_wgmma.cu",
+        "13_flash_wgmma_overlap.cu"
     )
     .for_arch("sm_90a")
 }

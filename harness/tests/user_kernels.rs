@@ -364,7 +364,11 @@ fn the_warp_specialized_examples_planted_races_fail_with_their_reasons() {
         assert!(text.contains(want), "{want}: {text}");
         match i {
             0 => the_guide_quotes_in_words(span(&text, "cp.async.bulk.tensor.2d", "after it")),
-            1 => the_guide_quotes_in_words(span(&text, "shared address 0x", "completed")),
+            // The guide shows the example edited in place.
+            1 => the_guide_quotes_in_words(
+                &span(&text, "shared address 0x", "completed")
+                    .replace(&format!("{}/", sub.display()), "examples/"),
+            ),
             _ => the_guide_quotes_in_words(span(&text, "whose threads have all exited", "barrier)")),
         }
     }
@@ -963,7 +967,8 @@ fn an_out_of_bounds_access_in_the_simulator_names_thread_block_and_index() {
         why.contains("out-of-bounds write past the end of buffer")
             && why.contains("at element 37")
             && why.contains("of block (14,0,0)")
-            && why.contains("by thread ("),
+            && why.contains("by thread (")
+            && why.ends_with("oob.cu:3"),
         "{why}"
     );
     // Named as the user wrote it, not by the wrapper the lab launches.
@@ -1016,6 +1021,23 @@ fn a_race_on_global_memory_fails_the_row_naming_both_threads() {
             && why.contains("of buffer 'C', which thread (")
             && why.contains("of this block")
             && why.contains("with no __syncthreads()"),
+        "{why}"
+    );
+    // The store or the add, whichever the schedule ran second, by its line.
+    let code = std::fs::read_to_string(root().join("examples/gemm_halves_race.cu")).unwrap();
+    let sites: Vec<String> = code
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("C[r * N + c] = acc") || l.contains("C[r * N + c] += acc"))
+        .map(|(i, _)| {
+            format!(
+                "; this thread's access is at examples/gemm_halves_race.cu:{} (",
+                i + 1
+            )
+        })
+        .collect();
+    assert!(
+        sites.len() == 2 && sites.iter().any(|s| why.contains(s)),
         "{why}"
     );
     // Not a tail's doing: no hint about the shape's partial tiles follows it.
@@ -1090,7 +1112,23 @@ fn a_vector_cast_off_its_alignment_fails_the_row() {
         .iter()
         .position(|l| l.starts_with("  gemm 100x37x129 bf16_gemm_nt.cu:bf16_gemm_nt: "))
         .unwrap_or_else(|| panic!("{text}"));
-    the_guide_quotes_in_words(lines[at]);
+    // The guide shows the example edited in place.
+    the_guide_quotes_in_words(&lines[at].replace(&format!("{}/", dir.display()), "examples/"));
+    // By a line of the loop reading the pairs (optimized code gives the unrolled loads to
+    // the loop's line).
+    let code = std::fs::read_to_string(root().join("examples/bf16_gemm_nt.cu")).unwrap();
+    let the_loop = code
+        .lines()
+        .position(|l| l.contains("for (; k < K / 2; ++k)"))
+        .unwrap()
+        + 1;
+    assert!(
+        (the_loop..the_loop + 4).any(|n| lines[at].contains(&format!(
+            "; this thread's access is at {}/bf16_gemm_nt.cu:{n} (",
+            dir.display()
+        ))),
+        "{text}"
+    );
     assert!(
         lines[at].contains("misaligned address: this thread reads 4 bytes at byte ")
             && lines[at].contains(" of buffer 'A', which is not a multiple of 4"),
@@ -1178,7 +1216,7 @@ fn a_semaphore_read_without_acquire_is_a_race_between_the_blocks_it_orders() {
         .lines()
         .find(|l| l.starts_with("  gemm 64x64x64 sgemm_splitk_serial.cu:sgemm_splitk_serial: "))
         .unwrap_or_else(|| panic!("{text}"));
-    the_guide_quotes_in_words(why);
+    the_guide_quotes_in_words(&why.replace(&format!("{}/", dir.display()), "examples/"));
     assert!(
         why.contains("race on global memory: this thread reads")
             && why.contains("of buffer 'C', which thread (")
@@ -1239,7 +1277,11 @@ fn a_kernel_assuming_divisible_sizes_passes_on_them_and_shows_its_tail_failure()
     );
     let (ok, text) = sim_run("gemm", "64x32x48,100x37x129", &spec, &dir.join("run"));
     assert!(!ok, "{text}");
-    the_guide_quotes_in_words(&lines_from(&text, "  gemm 100x37x129 tiled.cu:tiled: ", 1));
+    // The guide launches the file from its folder.
+    the_guide_quotes_in_words(
+        &lines_from(&text, "  gemm 100x37x129 tiled.cu:tiled: ", 1)
+            .replace(&format!("{}/", dir.display()), ""),
+    );
 }
 
 /// A kernel wrong on every shape (B read as if column-major) is not blamed on the tails of an

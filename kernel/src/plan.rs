@@ -97,6 +97,32 @@ macro_rules! cuda_source {
     };
 }
 
+/// A rung's kernel file compiled after its parent's, whose functions it calls: both embedded,
+/// each behind a `#line` that keeps compile errors and the simulator's source lines on the
+/// right file and line.
+#[macro_export]
+macro_rules! cuda_source_after {
+    ($crate_dir:literal, $parent:literal, $file:literal) => {
+        $crate::plan::CudaSource::embedded(
+            concat!($crate_dir, "/kernels/", $file),
+            concat!(
+                "#line 1 \"",
+                $crate_dir,
+                "/kernels/",
+                $parent,
+                "\"\n",
+                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/", $parent)),
+                "\n#line 1 \"",
+                $crate_dir,
+                "/kernels/",
+                $file,
+                "\"\n",
+                include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/", $file)),
+            ),
+        )
+    };
+}
+
 /// Element type of a device buffer. Host data is always f32; the executor converts.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]

@@ -144,7 +144,8 @@ __device__ __forceinline__ u64 desc(const void *p, u32 lbo, u32 sbo) {
 // __syncthreads for warp 0, which waits for them in wgmma.wait_group: a deadlock. MODE 2: warp
 // 3 returns before the wgmma that the others wait for. MODE 3: as 0, with the descriptors'
 // bits 14-15 and 30-31 set, above the 14-bit start address and leading offset, as some public
-// kernels set them (`desc |= 3 << 14`).
+// kernels set them (`desc |= 3 << 14`). MODE 4: as 0, without the fence.proxy.async that makes
+// the threads' stores to the operands visible to the wgmma.
 template <int MODE>
 __device__ void wgmma_tf32_body(const float *A, const float *B, float *C) {
     // No swizzle, K-major: a core matrix is 8 rows of 4 floats (16 bytes), rows 16 bytes
@@ -159,7 +160,7 @@ __device__ void wgmma_tf32_body(const float *A, const float *B, float *C) {
         const int n = i / 8, k = i % 8;  // B K-major: row n of B^T
         b[(k / 4) * 32 + n * 4 + k % 4] = B[k * 8 + n];
     }
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    if (MODE != 4) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
     if (MODE == 1 && t >= 32) __syncthreads();
     if (MODE == 2 && t >= 96) return;
@@ -187,6 +188,9 @@ extern "C" __global__ void wgmma_partners_blocked(const float *A, const float *B
 }
 extern "C" __global__ void wgmma_partner_exits(const float *A, const float *B, float *C, int M, int N, int K) {
     wgmma_tf32_body<2>(A, B, C);
+}
+extern "C" __global__ void wgmma_unfenced(const float *A, const float *B, float *C, int M, int N, int K) {
+    wgmma_tf32_body<4>(A, B, C);
 }
 "#;
 
@@ -234,6 +238,18 @@ fn run(
     shape: Shape,
     data: &[Vec<f32>],
 ) -> Result<Vec<f32>, DeviceError> {
+    run_on(SimDevice::new()?, src, entry, threads, args, shape, data)
+}
+
+fn run_on(
+    dev: SimDevice,
+    src: &'static str,
+    entry: &str,
+    threads: u32,
+    args: Vec<Arg>,
+    shape: Shape,
+    data: &[Vec<f32>],
+) -> Result<Vec<f32>, DeviceError> {
     let plan = CudaPlan {
         inputs: vec![Dtype::F32; data.len()],
         steps: vec![Step::Kernel(Launch {
@@ -246,7 +262,6 @@ fn run(
         })],
         ..Default::default()
     };
-    let dev = SimDevice::new()?;
     let k = PlanKernel::fp32(plan);
     let mut p = dev.prepare(&k, &shape, data)?;
     p.run()?;
@@ -337,6 +352,37 @@ fn a_tf32_wgmma_with_scale_d_from_a_predicate_computes_the_product() {
     }
 }
 
+/// Operands the threads stored without a fence.proxy.async after: the sanitizer fails the
+/// wgmma that reads them, by the line that issued it (it runs at its wait).
+#[test]
+fn a_wgmma_of_unfenced_operands_names_the_line_that_issued_it() {
+    let a = vec![1.0; 64 * 8];
+    let b = vec![1.0; 8 * 8];
+    let dev = SimDevice::new().unwrap().instrumented();
+    let why = sim_error(run_on(
+        dev,
+        WGMMA_TF32,
+        "wgmma_unfenced",
+        128,
+        kernel::gemm_args(64, 8, 8),
+        Shape::gemm(64, 8, 8),
+        &[a, b],
+    ));
+    let issue = WGMMA_TF32
+        .lines()
+        .position(|l| l.contains("asm volatile(\"{\\n.reg .pred p;"))
+        .unwrap();
+    assert!(
+        why.contains("wgmma reads __shared__ 'a' (in wgmma_tf32_body")
+            && why.contains("with no fence.proxy.async after it")
+            && why.contains(&format!(
+                "; this thread's access is at tests/hopper_ptx.cu:{} (",
+                issue + 1
+            )),
+        "{why}"
+    );
+}
+
 /// A wgmma is one instruction of the four warps of a warpgroup: a warp waiting for it while
 /// its partners wait for that warp is a deadlock reported at once, naming the warps that never
 /// issued it and where they are (not a spin until the time limit); a partner that exits
@@ -407,7 +453,7 @@ fn nvrtc_compiles_the_inline_hopper_ptx_for_sm90a() {
     if let Err(e) = nvrtc::version() {
         panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
-    for (code, entries) in [(MBAR, 6), (WGMMA_TF32, 4), (LIBCUDACXX_TMA, 1)] {
+    for (code, entries) in [(MBAR, 6), (WGMMA_TF32, 5), (LIBCUDACXX_TMA, 1)] {
         let c = nvrtc::compile(&source(code).for_arch("sm_90a"), "sm_90")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((c.arch.as_str(), c.resources.len()), ("sm_90a", entries));

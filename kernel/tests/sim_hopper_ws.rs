@@ -434,9 +434,12 @@ fn shared_memory_rewritten_before_a_tma_store_completes_fails_the_row() {
         let why = sim_error(run(entry, [1, 1, 1], 64, args, SimDevice::new().unwrap()));
         assert!(
             why.contains("which a TMA store (cp.async.bulk.tensor ... global.shared::cta)")
-                && why.contains(
-                    "issued by thread (0,0,0) reads, was written before that store completed"
-                ),
+                && why.contains("issued by thread (0,0,0) at ")
+                && why.contains(" reads, was written before that store completed"),
+            "{entry}: {why}"
+        );
+        assert!(
+            issued_at(&why).contains("cp.async.bulk.tensor"),
             "{entry}: {why}"
         );
     }
@@ -630,9 +633,22 @@ fn bulk_reductions_add_and_take_the_max_into_global_memory() {
     let args = vec![Arg::Ptr(Buf::Output), Arg::Ptr(Buf::Input(0))];
     let why = sim_error(reduce_run("reduce_rewritten", 1, args));
     assert!(
-        why.contains("which a bulk reduction (cp.reduce.async.bulk) issued by thread (0,0,0) reads, was written before"),
+        why.contains("which a bulk reduction (cp.reduce.async.bulk) issued by thread (0,0,0) at ")
+            && why.contains(" reads, was written before"),
         "{why}"
     );
+    assert!(issued_at(&why).contains("cp.reduce.async.bulk"), "{why}");
+}
+
+/// The line of `KERNELS` a message says an instruction was issued at (`at tests/hopper_ws.cu:N`).
+fn issued_at(why: &str) -> &'static str {
+    let n: usize = why
+        .split("at tests/hopper_ws.cu:")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("no line in {why}"));
+    KERNELS.lines().nth(n - 1).unwrap_or_default()
 }
 
 #[test]

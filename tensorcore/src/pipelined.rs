@@ -8,7 +8,8 @@
 use half::{bf16, f16};
 use kernel::{
     Bound, CpuPort, CudaPlan, CudaSource, Dtype, Kernel, KernelInfo, Launch, Lineage, Precision,
-    Role, Shape, Stage, Step, Workload, cuda_source, div_ceil, gemm_args, gemm_dims,
+    Role, Shape, Stage, Step, Workload, cuda_source, cuda_source_after, div_ceil, gemm_args,
+    gemm_dims,
 };
 use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, Operand, gemm_blocked};
@@ -209,22 +210,7 @@ impl Kernel for GemmMmaBf16 {
     }
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
-        let source = CudaSource::embedded(
-            "tensorcore/kernels/17_mma_bf16.cu",
-            // `#line` keeps compile errors on the right file and line of each part.
-            concat!(
-                "#line 1 \"tensorcore/kernels/16_mma_double_buffer.cu\"\n",
-                include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/kernels/16_mma_double_buffer.cu"
-                )),
-                "\n#line 1 \"tensorcore/kernels/17_mma_bf16.cu\"\n",
-                include_str!(concat!(
-                    env!("CARGO_MANIFEST_DIR"),
-                    "/kernels/17_mma_bf16.cu"
-                )),
-            ),
-        );
+        let source = cuda_source_after!("tensorcore", "16_mma_double_buffer.cu", "17_mma_bf16.cu");
         Some(plan(source, "gemm_mma_bf16", DBUF_SMEM, Dtype::Bf16, shape))
     }
 

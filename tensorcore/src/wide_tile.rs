@@ -7,8 +7,8 @@ use crate::pipelined::{F16, cpu_fp16};
 use half::f16;
 use kernel::{
     Arg, Bound, Buf, CpuPort, CudaPlan, CudaSource, DeviceInfo, Dtype, Fill, Kernel, KernelInfo,
-    Launch, Lineage, Precision, Role, Scratch, Shape, Stage, Step, Workload, cuda_source, div_ceil,
-    gemm_args, gemm_dims,
+    Launch, Lineage, Precision, Role, Scratch, Shape, Stage, Step, Workload, cuda_source,
+    cuda_source_after, div_ceil, gemm_args, gemm_dims,
 };
 use rayon::prelude::*;
 use restrict_unroll::cpu::{BLayout, gemm_blocked};
@@ -115,22 +115,7 @@ impl Kernel for GemmMma128x256 {
 /// Rung 19's source followed by rung 27's main loop and entry, which call 19's copies of a
 /// tile's edges, mma.sync step and store.
 fn source_27() -> CudaSource {
-    CudaSource::embedded(
-        "tensorcore/kernels/27_mma_hoisted.cu",
-        // `#line` keeps compile errors on the right file and line of each part.
-        concat!(
-            "#line 1 \"tensorcore/kernels/19_mma_128x256.cu\"\n",
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/kernels/19_mma_128x256.cu"
-            )),
-            "\n#line 1 \"tensorcore/kernels/27_mma_hoisted.cu\"\n",
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/kernels/27_mma_hoisted.cu"
-            )),
-        ),
-    )
+    cuda_source_after!("tensorcore", "19_mma_128x256.cu", "27_mma_hoisted.cu")
 }
 
 /// `27_mma_hoisted.cu`: rung 19 with its ldmatrix and cp.async addresses computed once per
@@ -224,19 +209,7 @@ pub(crate) fn best_split(
 
 /// Rung 19's source followed by rung 20's entry, which calls 19's main loop and store.
 fn source_20() -> CudaSource {
-    CudaSource::embedded(
-        "tensorcore/kernels/20_mma_split_k.cu",
-        concat!(
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/kernels/19_mma_128x256.cu"
-            )),
-            include_str!(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/kernels/20_mma_split_k.cu"
-            )),
-        ),
-    )
+    cuda_source_after!("tensorcore", "19_mma_128x256.cu", "20_mma_split_k.cu")
 }
 
 impl Kernel for GemmMmaSplitK {

@@ -242,7 +242,7 @@ fn split_k_reduced_by_the_first_arrival_fails() {
 /// Split-K's reduction is ordered by a fence on each side of its atomic count. Without either,
 /// the simulator's result is still right (its atomics are sequentially consistent, its blocks
 /// share one cache), but the race checker of global memory names the unordered read of another
-/// split's partial.
+/// split's partial, and its line.
 #[test]
 fn split_k_without_either_fence_is_a_race_on_global_memory() {
     static SPLIT: tensorcore::GemmMmaSplitK =
@@ -262,6 +262,20 @@ fn split_k_without_either_fence_is_a_race_on_global_memory() {
     let out = run(&SPLIT).expect("split-K as it stands is race-free");
     let err = relative_error(&out, &gemm_f64((m, n, k), &data[0], &data[1], |v| v));
     assert!(err < 1e-2, "{err:e}");
+    // The read of the partials that meets the other block's write, by its line, or by a line
+    // of the unrolled loops around it (optimized code gives the loads to the loops' lines).
+    let source = include_str!("../kernels/20_mma_split_k.cu");
+    let line_of = |text: &str| {
+        source
+            .lines()
+            .position(|l| l.contains(text))
+            .expect("rung 20 reads the partials")
+            + 1
+    };
+    let sites: Vec<String> = (line_of("for (int s = 0; s < splits; ++s)")
+        ..=line_of("const float4 p = all["))
+        .map(|n| format!("; this thread's access is at tensorcore/kernels/20_mma_split_k.cu:{n} ("))
+        .collect();
     for fence in [
         "    __threadfence();  // the partial is visible to the whole GPU before the count says so\n",
         "    __threadfence();  // the other splits' partials, fenced before their counts, are seen now\n",
@@ -278,7 +292,8 @@ fn split_k_without_either_fence_is_a_race_on_global_memory() {
         assert!(
             e.contains("race on global memory: this thread reads")
                 && e.contains("of buffer 'split-K partial tiles'")
-                && e.contains("nothing orders the two blocks"),
+                && e.contains("nothing orders the two blocks")
+                && sites.iter().any(|site| e.contains(site)),
             "without {fence:?}: {e}"
         );
     }

@@ -491,7 +491,9 @@ inline void *mbarrier(uint64_t addr, int space, const char *what) {
 
 // mbarrier.arrive{.expect_tx}, arrive_drop: the state returned is the parity of the phase the
 // arrival was in, which test_wait and try_wait take as well as a parity.
-inline uint64_t mbar_arrive(uint64_t addr, int space, unsigned count, unsigned tx, bool drop, const char *what) {
+inline uint64_t mbar_arrive(uint64_t addr, int space, unsigned count, unsigned tx, bool drop, const char *what,
+                            const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
     unsigned rank;
     void *p = cluster_operand(addr, space, 8, &rank, what);
     if (rank != worker().rank) {
@@ -509,7 +511,9 @@ inline uint64_t mbar_arrive(uint64_t addr, int space, unsigned count, unsigned t
 // try_wait sleeps until the phase completes (on a GPU it may suspend for a while and fail, and
 // the kernel's loop tries again); test_wait only tests, and a loop of them yields as a spin on
 // memory does.
-inline bool mbar_wait_test(void *bar, unsigned parity, bool try_wait, const char *what) {
+inline bool mbar_wait_test(void *bar, unsigned parity, bool try_wait, const char *what,
+                           const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
     if (try_wait) {
         mbar_wait(bar, parity, what);
         return true;
@@ -520,7 +524,8 @@ inline bool mbar_wait_test(void *bar, unsigned parity, bool try_wait, const char
 
 // cp.async.bulk.tensor.Nd loads (`c`: the N coordinates, innermost first).
 inline void tma_load(uint64_t dst, uint64_t map, uint64_t bar, std::initializer_list<int> c, bool multicast,
-                     unsigned mask) {
+                     unsigned mask, const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
     const char *what = "cp.async.bulk.tensor";
     unsigned r1, r2;
     void *to = cluster_operand(dst, 1, 1, &r1, what);
@@ -529,7 +534,9 @@ inline void tma_load(uint64_t dst, uint64_t map, uint64_t bar, std::initializer_
 }
 
 // cp.async.bulk.tensor.Nd.global.shared::cta stores: `src` a shared-window address.
-inline void tma_store(uint64_t map, uint64_t src, std::initializer_list<int> c) {
+inline void tma_store(uint64_t map, uint64_t src, std::initializer_list<int> c, const char *file = __builtin_FILE(),
+                      unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
     unsigned r;
     const void *from = cluster_operand(src, 1, 1, &r, "the source of a TMA store");
     ::sim::tma_store((const void *)(uintptr_t)map, from, c.begin(), (unsigned)c.size());
@@ -537,7 +544,9 @@ inline void tma_store(uint64_t map, uint64_t src, std::initializer_list<int> c) 
 
 // Plain bulk copies: cp.async.bulk.shared::cluster.global (a load completing on an mbarrier)
 // and cp.async.bulk.global.shared::cta (a store in a bulk group).
-inline void bulk_load(uint64_t dst, uint64_t src, uint32_t size, uint64_t bar, bool multicast, unsigned mask) {
+inline void bulk_load(uint64_t dst, uint64_t src, uint32_t size, uint64_t bar, bool multicast, unsigned mask,
+                      const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
     const char *what = "cp.async.bulk";
     unsigned r1, r2;
     void *to = cluster_operand(dst, 1, size, &r1, what);
@@ -545,7 +554,9 @@ inline void bulk_load(uint64_t dst, uint64_t src, uint32_t size, uint64_t bar, b
     ::sim::bulk_load(to, (const void *)(uintptr_t)src, size, at, multicast, mask);
 }
 
-inline void bulk_store(uint64_t dst, uint64_t src, uint32_t size) {
+inline void bulk_store(uint64_t dst, uint64_t src, uint32_t size, const char *file = __builtin_FILE(),
+                       unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
     unsigned r;
     const void *from = cluster_operand(src, 1, size, &r, "the source of a bulk store");
     ::sim::bulk_store((void *)(uintptr_t)dst, from, size);
@@ -553,12 +564,16 @@ inline void bulk_store(uint64_t dst, uint64_t src, uint32_t size) {
 
 // cp.reduce.async.bulk: a box of a tensor map, or `size` contiguous bytes, reduced with `op`
 // into global memory in the issuing thread's bulk group.
-inline void tma_reduce(uint64_t map, uint64_t src, std::initializer_list<int> c, ::sim::RedOp op) {
+inline void tma_reduce(uint64_t map, uint64_t src, std::initializer_list<int> c, ::sim::RedOp op,
+                       const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
     unsigned r;
     const void *from = cluster_operand(src, 1, 1, &r, "the source of a TMA reduction");
     ::sim::tma_store((const void *)(uintptr_t)map, from, c.begin(), (unsigned)c.size(), op);
 }
-inline void bulk_reduce(uint64_t dst, uint64_t src, uint32_t size, ::sim::RedOp op, ::sim::RedType type) {
+inline void bulk_reduce(uint64_t dst, uint64_t src, uint32_t size, ::sim::RedOp op, ::sim::RedType type,
+                        const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
     unsigned r;
     const void *from = cluster_operand(src, 1, size, &r, "the source of a bulk reduction");
     ::sim::bulk_store((void *)(uintptr_t)dst, from, size, op, type);
@@ -577,7 +592,9 @@ inline unsigned clusterid(unsigned axis, bool count) {
 // covers the instruction, through one pointer, so they must be consecutive floats (an array,
 // as public kernels declare them).
 inline void wgmma(float *const *d, unsigned len, const uint32_t *a, uint64_t desc_a, uint64_t desc_b, unsigned n,
-                  WgType type, bool scale_d, int scale_a, int scale_b, bool trans_a, bool trans_b) {
+                  WgType type, bool scale_d, int scale_a, int scale_b, bool trans_a, bool trans_b,
+                  const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
     for (unsigned k = 1; k < len; ++k)
         if (d[k] != d[0] + k)
             fail("wgmma.mma_async: accumulator %u is not the float after accumulator %u; the simulator writes D "

@@ -36,8 +36,9 @@ extern "C" int sim_bank_thread(const void *p, SimBankThread *out);
 // race-checked, and with `who` the thread as sim_bank_thread gives it (its result).
 extern "C" int sim_shared_access(const void *p, unsigned long n, int write, SimBankThread *who, const void *pc);
 // Defined by the runtime: a plain access of the kernel to shared memory whose address is not
-// aligned to its size, a fault (it returns for the runtime's own accesses).
-extern "C" void sim_misaligned_shared(const void *p, unsigned long n, int write);
+// aligned to its size, a fault (it returns for the runtime's own accesses); `pc` its code
+// address, for its line (null where the hook does not know it).
+extern "C" void sim_misaligned_shared(const void *p, unsigned long n, int write, const void *pc);
 // Defined by the hooks: one lane's part of an ldmatrix or stmatrix (a row: `matrices` is its
 // .xN) or of a cp.async (its destination; `matrices` 0).
 extern "C" void sim_bank_report(int kind, const void *p, unsigned long n, unsigned matrices);

@@ -40,7 +40,8 @@ extern "C" int sim_global_thread(SimGlobalThread *out);
 // Defined by the runtime: a volatile access or an atomic by the calling thread, which yields
 // to the other threads when it repeats them (a spin-wait).
 extern "C" void sim_poll(void);
-// Defined by the runtime: ends the calling thread's block with `message` as its error.
-extern "C" [[noreturn]] void sim_global_fail(const char *message);
+// Defined by the runtime: ends the calling thread's block with `message` as its error, naming
+// the line of the access at code address `pc` (null: none).
+extern "C" [[noreturn]] void sim_global_fail(const char *message, const void *pc);
 // Defined by the hooks: __threadfence() (and __threadfence_system()) by the calling thread.
 extern "C" void sim_global_fence();

@@ -214,6 +214,8 @@ struct WgmmaOp {
     WgType type;
     bool a_in_regs, scale_d, trans_a, trans_b;
     signed char scale_a, scale_b;
+    const char *site_file;  // the line that issued it (inline PTX's), or null
+    unsigned site_line;
 };
 
 struct WarpWgmma {
@@ -717,6 +719,8 @@ struct TmaStore {
     unsigned group;  // the issuing thread's bulk groups committed before it
     RedOp op;        // a reduction (cp.reduce.async.bulk) into global memory, or RED_COPY
     RedType type;    // its element type
+    const char *site_file;  // the line that issued it (inline PTX's), or null
+    unsigned site_line;
 };
 
 // The element types of a reduction: the tensor map's (CUtensorMapDataType) or the
@@ -844,7 +848,9 @@ SIM_UNINSTRUMENTED inline void tma_store_complete(Worker &w, TmaStore &s) {
         unsigned at = 0;
         while (s.src[at] == s.image[at]) ++at;
         const Fiber &f = w.fibers[s.fiber];
-        fail("shared address 0x%x, which a %s issued by thread (%u,%u,%u) reads, was written before that store "
+        char site[160] = "";
+        if (s.site_file) snprintf(site, sizeof site, " at %s:%u", s.site_file, s.site_line);
+        fail("shared address 0x%x, which a %s issued by thread (%u,%u,%u)%s reads, was written before that store "
              "completed: the TMA may read the new bytes. The issuing thread waits with cp.async.bulk.wait_group.read, "
              "then a barrier hands the buffer back",
              s.da + at,
@@ -852,7 +858,7 @@ SIM_UNINSTRUMENTED inline void tma_store_complete(Worker &w, TmaStore &s) {
                                             : "bulk reduction (cp.reduce.async.bulk)")
              : s.map.rank     ? "TMA store (cp.async.bulk.tensor ... global.shared::cta)"
                               : "bulk store (cp.async.bulk.global.shared::cta)",
-             f.tid.x, f.tid.y, f.tid.z);
+             f.tid.x, f.tid.y, f.tid.z, site);
     }
     if (s.map.rank == 0) {
         store_bytes(s.global, s.image, s.bytes, s.op, s.type);
@@ -886,6 +892,8 @@ inline TmaStore &queue_store(const void *src, unsigned bytes, unsigned align, co
     s.da = da;
     s.fiber = (unsigned)(tl_fiber - w.fibers);
     s.group = tl_fiber->bulk_groups;
+    s.site_file = tl_fiber->site_file;
+    s.site_line = tl_fiber->site_line;
     return s;
 }
 
@@ -1038,6 +1046,7 @@ inline float wg_read(WgType t, const Desc &x, bool mn_major, unsigned i, unsigne
 // shared memory now, and writes the lanes' accumulators in the m64nNk16 D layout:
 // d[4j + 2a + b] = D[16w + g + 8a][8j + 2q + b], g = lane / 4, q = lane % 4 (9.7.15.5.1.1.1).
 inline void wgmma_run(const WgmmaOp &op, unsigned warp) {
+    const IssuedAt issued(op.site_file, op.site_line);
     const unsigned K = op.type == WgType::tf32 ? 8 : 16, N = op.n, r0 = 16 * (warp % 4);
     float A[16][16], Bl[16 * 256];  // A's rows of this warp; B as Bl[k * 256 + n]
     if (op.a_in_regs) {
@@ -1137,6 +1146,8 @@ inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint6
     WgIn in{d, {0, 0, 0, 0}, desc_a, desc_b};
     if (a_regs) memcpy(in.a, a_regs, sizeof in.a);
     const unsigned warp = fiber().warp;
+    const char *site_file = fiber().site_file;
+    const unsigned site_line = fiber().site_line;
     const bool front = hopper().eager;
     warp_collective<WgNone>(what, in, [&](const WgIn *ins, WgNone *) {
         for (unsigned l = 1; l < 32; ++l)
@@ -1179,6 +1190,8 @@ inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint6
         op.trans_b = trans_b;
         op.scale_a = (signed char)scale_a;
         op.scale_b = (signed char)scale_b;
+        op.site_file = site_file;
+        op.site_line = site_line;
     }, front);
 }
 

@@ -726,6 +726,26 @@ struct SourceSite {
     SourceSite &operator=(const SourceSite &) = delete;
 };
 
+// While an instruction issued earlier runs (a wgmma at the wait that covers it), a failure
+// names the line it was issued at (when known) rather than the caller's.
+struct IssuedAt {
+    IssuedAt(const char *file, unsigned line) : f(tl_fiber) {
+        if (!f) return;
+        file0 = f->site_file, line0 = f->site_line;
+        if (file) f->site_file = file, f->site_line = line;
+    }
+    ~IssuedAt() {
+        if (f) f->site_file = file0, f->site_line = line0;
+    }
+    IssuedAt(const IssuedAt &) = delete;
+    IssuedAt &operator=(const IssuedAt &) = delete;
+
+  private:
+    Fiber *f;
+    const char *file0 = nullptr;
+    unsigned line0 = 0;
+};
+
 // The grid barrier of a cooperative launch, null for any other launch.
 SIM_UNINSTRUMENTED inline SimGrid *grid_barrier() { return tl_worker->launch->grid_sync; }
 
@@ -1498,12 +1518,13 @@ extern "C" SIM_UNINSTRUMENTED int sim_shared_access(const void *p, unsigned long
 
 // A plain access of the kernel to shared memory at an address not a multiple of its size (the
 // hooks' alignment check, sim_traffic.h): named like a race, by its variable.
-extern "C" SIM_UNINSTRUMENTED void sim_misaligned_shared(const void *p, unsigned long n, int write) {
+extern "C" SIM_UNINSTRUMENTED void sim_misaligned_shared(const void *p, unsigned long n, int write, const void *pc) {
     const sim::Current c = sim::current();
     size_t cell;
     if (!c.w || !c.f || sim::runtime_local(c, p) || !sim::race_cell(*c.w, p, cell)) return;
     char where[200];
     sim::describe_shared(*c.w, cell, where, sizeof where);
+    if (pc) c.f->access_pc = pc;
     sim::fail("misaligned address: this thread %s %lu bytes at %s, whose address is not a multiple of %lu (a GPU "
               "faults on an access that is not aligned to its size: a cast to a vector type such as float4 or "
               "__half2 needs an index that is a multiple of its width)",
@@ -1528,7 +1549,10 @@ extern "C" SIM_UNINSTRUMENTED int sim_global_thread(SimGlobalThread *out) {
     return 1;
 }
 
-extern "C" SIM_UNINSTRUMENTED void sim_global_fail(const char *message) { sim::fail("%s", message); }
+extern "C" SIM_UNINSTRUMENTED void sim_global_fail(const char *message, const void *pc) {
+    if (tl_fiber && pc) tl_fiber->access_pc = pc;
+    sim::fail("%s", message);
+}
 
 // What a TMA copy lands: written, by no thread that could race (its mbarrier orders it).
 extern "C" SIM_UNINSTRUMENTED void sim_race_async_write(const void *p, unsigned long n) {
@@ -2365,6 +2389,11 @@ SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write, uint64_t pc) {
     r->signal = sig;
     r->addr = addr;
     r->is_write = is_write;
+    // The faulting instruction, by its offset in this module: the host names its line when it
+    // is the kernel's (kernel/src/sim/site.rs).
+    Dl_info module;
+    if (!watchdog && pc && dladdr((const void *)pc, &module) && module.dli_fbase)
+        snprintf(r->message, sizeof r->message, " {{site 0x%lx}}", (unsigned long)(pc - (uintptr_t)module.dli_fbase));
     r->block[0] = w->block_idx.x;
     r->block[1] = w->block_idx.y;
     r->block[2] = w->block_idx.z;

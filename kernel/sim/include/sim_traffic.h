@@ -409,7 +409,7 @@ inline bool ordered(const SimTraffic &t, const Agent &a, const Mark &m, const Si
 }
 
 [[noreturn]] inline void report(const SimTraffic &t, int range, uint64_t offset, bool write, const Mark &other,
-                                bool other_write, const SimGlobalThread &me) {
+                                bool other_write, const SimGlobalThread &me, const void *pc) {
     char where[160], msg[448];
     const char *name = t.names[range] ? t.names[range] : "?";
     const uint32_t e = t.elem_bytes[range];
@@ -436,12 +436,14 @@ inline bool ordered(const SimTraffic &t, const Agent &a, const Mark &m, const Si
                  "then a __threadfence() in the second, would; st.release and ld.acquire carry their fences)",
                  does, where, tx, ty, tz, b % g[0], b / g[0] % g[1], b / g[0] / g[1], did);
     }
-    sim_global_fail(msg);
+    sim_global_fail(msg, pc);
 }
 
-// A plain access of `n` bytes at `offset` of buffer `range` by the calling thread: checked
-// against each byte's last write and recorded read, then recorded.
-inline void check(const SimTraffic &t, Agent &a, int range, uint64_t offset, uint64_t n, bool write) {
+// A plain access of `n` bytes at `offset` of buffer `range` by the calling thread, at code
+// address `pc` (null where the hook does not know it): checked against each byte's last write
+// and recorded read, then recorded.
+inline void check(const SimTraffic &t, Agent &a, int range, uint64_t offset, uint64_t n, bool write,
+                  const void *pc) {
     Launch &l = *(Launch *)t.global;
     Cell *cells = l.cells[range];
     SimGlobalThread me;
@@ -460,9 +462,9 @@ inline void check(const SimTraffic &t, Agent &a, int range, uint64_t offset, uin
             continue;
         }
         before = c;
-        if (!ordered(t, a, c.write, me)) report(t, range, i, write, c.write, true, me);
+        if (!ordered(t, a, c.write, me)) report(t, range, i, write, c.write, true, me, pc);
         const bool read_ordered = ordered(t, a, c.read, me);
-        if (write && !read_ordered) report(t, range, i, true, c.read, false, me);
+        if (write && !read_ordered) report(t, range, i, true, c.read, false, me, pc);
         // A read unordered with this one stays: a later write by this thread races with it.
         if (write) c.write = mine;
         else if (read_ordered) c.read = mine;
@@ -556,7 +558,7 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
         (write ? b.stores : b.loads) += bytes;
         if (!b.agent) return;
         if (atomic) sim_global::atomic(*b.traffic, *b.agent, a, write);
-        else sim_global::check(*b.traffic, *b.agent, r, a - b.traffic->pairs[2 * r], bytes, write);
+        else sim_global::check(*b.traffic, *b.agent, r, a - b.traffic->pairs[2 * r], bytes, write, pc);
     }
 }
 
@@ -568,12 +570,13 @@ constexpr uint64_t kNearEnd = 1 << 20;
 // on ("misaligned address"): a fault of the row when it is the kernel's, to its shared memory
 // or a buffer of the launch (the fibers' stacks and the emulation's own state are left: their
 // layout is the host's).
-[[gnu::cold, gnu::noinline]] inline void misaligned(const void *p, uint64_t bytes, bool write) {
+[[gnu::cold, gnu::noinline]] inline void misaligned(const void *p, uint64_t bytes, bool write,
+                                                   const void *pc) {
     const uintptr_t a = (uintptr_t)p;
     if (on_a_stack(a)) return;
     const Block &b = block;
     if (a - b.static_lo < b.static_bytes || a - b.dynamic_lo < b.dynamic_bytes) {
-        sim_misaligned_shared(p, bytes, write);
+        sim_misaligned_shared(p, bytes, write, pc);
         return;
     }
     if (!b.traffic) return;
@@ -602,7 +605,7 @@ constexpr uint64_t kNearEnd = 1 << 20;
              "float4 or __half2 needs an index that is a multiple of its width)",
              write ? "writes" : "reads", (unsigned long long)bytes, (unsigned long long)offset, elem,
              t.names[r] ? t.names[r] : "?", past ? end : ",", (unsigned long long)bytes);
-    sim_global_fail(msg);
+    sim_global_fail(msg, pc);
 }
 
 // A 16-byte access 8 bytes off a 16-byte boundary: right for a 16-byte struct aligned to 8,
@@ -622,7 +625,7 @@ thread_local Suspect suspect;
 // aligned to 8, which nvcc accesses in 8-byte halves: a float4 8 bytes past a 16-byte boundary
 // is missed; 4 or 12 bytes past is caught. Atomics are held to their size, which is at most 8.
 inline void aligned(const void *p, uint64_t bytes, bool write, const void *pc = nullptr) {
-    if (__builtin_expect(((uintptr_t)p & ((bytes < 8 ? bytes : 8) - 1)) != 0, 0)) misaligned(p, bytes, write);
+    if (__builtin_expect(((uintptr_t)p & ((bytes < 8 ? bytes : 8) - 1)) != 0, 0)) misaligned(p, bytes, write, pc);
     if (bytes == 16 && __builtin_expect(((uintptr_t)p & 15) == 8, 0)) suspect = Suspect{p, pc, write};
 }
 
@@ -738,7 +741,7 @@ extern "C" void sim_misaligned_suspect(uint64_t pc) {
     const sim_traffic::Suspect s = sim_traffic::suspect;
     if (s.pc && pc >= (uint64_t)s.pc && pc - (uint64_t)s.pc < 256) {
         sim_traffic::suspect = {};
-        sim_traffic::misaligned(s.p, 16, s.write);
+        sim_traffic::misaligned(s.p, 16, s.write, s.pc);
     }
 }
 

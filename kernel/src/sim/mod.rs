@@ -42,6 +42,7 @@ use ffi::{
 use memory::{GuardedBuf, Placement};
 use std::collections::HashMap;
 use std::ffi::{CString, c_void};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -1062,9 +1063,11 @@ impl<'a> SimRun<'a> {
             Some(res) if res.code == SIM_FAULT && res.signal == fault::WATCHDOG => {
                 Err(timeout(Some(&res)))
             }
-            Some(res) if res.code == SIM_FAULT => {
-                Err(DeviceError::Sim(self.describe_fault(l, &res)))
-            }
+            Some(res) if res.code == SIM_FAULT => Err(DeviceError::Sim(self.describe_fault(
+                l,
+                &res,
+                &r.module.path,
+            ))),
             Some(res) => {
                 let message = res.message();
                 // Inline PTX the simulator does not run, reached: the row is not simulated.
@@ -1136,7 +1139,16 @@ impl<'a> SimRun<'a> {
         out
     }
 
-    fn describe_fault(&self, l: &Launch, r: &SimResult) -> String {
+    /// A fault's message: what the address is, the thread, and the line of the faulting
+    /// instruction when it is in the kernel's file (read from `module`'s line tables).
+    fn describe_fault(&self, l: &Launch, r: &SimResult, module: &Path) -> String {
+        let at = site::line_in(&r.message(), module, &l.source.file)
+            .map(|line| format!(", at {line}"))
+            .unwrap_or_default();
+        format!("{}{at}", self.fault_words(l, r))
+    }
+
+    fn fault_words(&self, l: &Launch, r: &SimResult) -> String {
         let who = who(r);
         let kernel = shown_name(l);
         if r.signal == libc::SIGFPE {

@@ -34,6 +34,16 @@ pub fn name_lines(message: &str, module: &Path) -> String {
     out
 }
 
+/// `file.cu:37` for the first site token of `message`, when that line is in `file` (a fault's
+/// instruction may be the runtime's, in a header of the simulator).
+pub fn line_in(message: &str, module: &Path, file: &str) -> Option<String> {
+    let after = &message[message.find(TOKEN)? + TOKEN.len()..];
+    let offset = u64::from_str_radix(&after[..after.find("}}")?], 16).ok()?;
+    let line = line_of(module, offset)?;
+    let (at, _) = line.rsplit_once(':')?;
+    (at == file || at.ends_with(&format!("/{file}"))).then_some(line)
+}
+
 /// `file.cu:37` for the code at `offset` of `module`.
 fn line_of(module: &Path, offset: u64) -> Option<String> {
     let out = Command::new("addr2line")
