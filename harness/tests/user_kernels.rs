@@ -1285,7 +1285,8 @@ fn a_kernel_assuming_divisible_sizes_passes_on_them_and_shows_its_tail_failure()
 }
 
 /// A kernel wrong on every shape (B read as if column-major) is not blamed on the tails of an
-/// awkward one: its failure there names the shape of whole tiles it fails on too.
+/// awkward one: its failure there names the shape of whole tiles it fails on too, and both
+/// suggest the operands' layouts and types.
 #[test]
 fn a_kernel_wrong_on_whole_tiles_too_is_not_blamed_on_its_tails() {
     let dir = scratch_dir("wrong-everywhere");
@@ -1313,13 +1314,31 @@ fn a_kernel_wrong_on_whole_tiles_too_is_not_blamed_on_its_tails() {
         row.reason.clone().unwrap()
     };
     let awkward = why(0);
+    let layouts = "is a product of other numbers than A and B as given: check that the kernel \
+                   reads them in their layouts (row-major by default; a=col and b=col give \
+                   column-major A and B) and types (dtype=)";
     assert!(
         awkward.contains(
             "\n  it fails on 64x64x64 too, whose dimensions are whole numbers of its tiles"
-        ) && !awkward.contains("partial tiles"),
+        ) && awkward.contains(layouts)
+            && !awkward.contains("partial tiles"),
         "{awkward}"
     );
-    assert!(!why(1).contains('\n'), "{}", why(1));
+    let whole = why(1);
+    assert!(
+        whole.contains("\n  a relative error of ") && whole.contains(layouts),
+        "{whole}"
+    );
+    // Given its B as it reads it, it passes.
+    let users = [user_file(
+        &dir,
+        "nt.cu",
+        code,
+        "nt,block=16x16,grid=tile:16x16,b=col",
+    )];
+    let results = sim_rows(&users, &[Shape::gemm(64, 64, 64)]);
+    let row = &results.workloads[0].shapes[0].rows[0];
+    assert_eq!(row.status, Status::Passed, "{row:?}");
 }
 
 /// Split-K by `atomicAdd` into C, whose host code clears C first: without `output=zero` C

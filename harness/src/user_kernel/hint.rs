@@ -231,6 +231,48 @@ fn tails(grid: &Grid, args: &[&Expr], shape: &Shape, vars: &[(&'static str, usiz
     out
 }
 
+/// A flat grid that counts the output's square 2-D tiles as one product (`cdiv(M*N,128*128)`
+/// blocks for 128x128 tiles, the tile written as such: `cdiv(M*N,256)` is as likely 256
+/// elements a block): where M or N is not a multiple of the tile's edge, the tiles outnumber
+/// the blocks, and a kernel that gives each block one tile leaves the last ones unwritten,
+/// whether or not M*N is a whole number of tiles.
+fn flat_grid_coverage(
+    grid: &Grid,
+    shape: &Shape,
+    vars: &[(&'static str, usize)],
+) -> Option<String> {
+    let Grid::Exprs(exprs) = grid else {
+        return None;
+    };
+    let (row_dim, col_dim) = output_axes(shape);
+    let value = |d: &str| vars.iter().find(|(n, _)| *n == d).map(|(_, v)| *v);
+    let dims = [(row_dim, value(row_dim)?), (col_dim, value(col_dim)?)];
+    exprs.iter().enumerate().find_map(|(axis, e)| {
+        let tile = product_tile(e, &dims, vars)?;
+        let edge = (1..=tile.isqrt()).rev().find(|s| s * s == tile)?;
+        let written = e.to_string().replace(' ', "");
+        if !written.contains(&format!("{edge}*{edge}")) {
+            return None;
+        }
+        let blocks = (dims[0].1 * dims[1].1).div_ceil(tile);
+        let tiles = dims[0].1.div_ceil(edge) * dims[1].1.div_ceil(edge);
+        (edge > 1 && blocks < tiles).then(|| {
+            format!(
+                "grid {} = {e} is {blocks} block{}, but {} is {}x{}, {tiles} tiles of \
+                 {edge}x{edge} (cdiv({row_dim},{edge})*cdiv({col_dim},{edge})): a kernel that \
+                 gives each block one tile leaves the last {} unwritten; launch \
+                 cdiv({row_dim},{edge})*cdiv({col_dim},{edge}) blocks",
+                ["x", "y", "z"][axis],
+                if blocks == 1 { "" } else { "s" },
+                shape.output().name,
+                dims[0].1,
+                dims[1].1,
+                tiles - blocks,
+            )
+        })
+    })
+}
+
 /// What a failed run saw of the reads a partial last tile of K would make.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KReads {
@@ -279,6 +321,9 @@ pub fn tail_hint(
                 partial.push(format!("{what} from {}", n / tile * tile));
             }
         }
+    }
+    if let Some(coverage) = flat_grid_coverage(grid, shape, vars) {
+        parts.push(coverage);
     }
     match grid {
         Grid::Tile(t) if !partial.is_empty() => parts.push(format!(
@@ -607,12 +652,49 @@ mod tests {
         )
         .unwrap();
         assert!(
-            hint.starts_with("M*N = 33800 is not a multiple of 16384 (grid x = cdiv(M*N,128*128))"),
+            hint.contains("; M*N = 33800 is not a multiple of 16384 (grid x = cdiv(M*N,128*128))"),
             "{hint}"
         );
         assert!(
             !hint.contains("M = 130") && !hint.contains("N = 260"),
             "{hint}"
+        );
+        // 130 x 260 is 2 x 3 tiles of 128 x 128, for 3 blocks: the flat grid is short.
+        assert!(
+            hint.starts_with(
+                "grid x = cdiv(M*N,128*128) is 3 blocks, but C is 130x260, 6 tiles of 128x128 \
+                 (cdiv(M,128)*cdiv(N,128)): a kernel that gives each block one tile leaves the \
+                 last 3 unwritten; launch cdiv(M,128)*cdiv(N,128) blocks"
+            ),
+            "{hint}"
+        );
+        // 64 x 256 is a whole 16384 elements, one block, and two tiles.
+        let whole = Shape::gemm(64, 256, 64);
+        let hint = tail_hint(
+            &flat("cdiv(M*N,128*128)"),
+            &[],
+            &whole,
+            &vars(&whole),
+            None,
+            KReads::Unseen,
+        )
+        .unwrap();
+        assert!(
+            hint.starts_with("grid x = cdiv(M*N,128*128) is 1 block, but C is 64x256, 2 tiles"),
+            "{hint}"
+        );
+        // Square tiles that fit: nothing to say.
+        let fits = Shape::gemm(256, 256, 64);
+        assert_eq!(
+            tail_hint(
+                &flat("cdiv(M*N,128*128)"),
+                &[],
+                &fits,
+                &vars(&fits),
+                None,
+                KReads::Unseen,
+            ),
+            None
         );
         // Its last 1032 elements are the partial tile.
         for (bad, where_) in [(33280, "is in that tail"), (100, "is not in the tail")] {

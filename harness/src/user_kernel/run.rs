@@ -204,12 +204,14 @@ pub fn annotate(
                 let first_bad = row
                     .check
                     .and_then(|c| c.first_unwritten.or(c.first_nonfinite));
+                let layouts = layout_hint(w.workload, row);
                 let hint = match whole_failures.iter().find(|(id, _)| *id == row.id) {
                     Some((_, whole)) if *whole != s.shape.label() => Some(format!(
                         "it fails on {whole} too, whose dimensions are whole numbers of its \
-                         tiles: look for a cause other than the tails"
+                         tiles: look for a cause other than the tails{}",
+                        layouts.map(|l| format!("; {l}")).unwrap_or_default()
                     )),
-                    Some(_) => None,
+                    Some(_) => layouts,
                     // A race or a read of a copy not landed is a fault of synchronization,
                     // which the message shows at its line: sizes do not explain it.
                     None if sim && row.reason.as_deref().is_some_and(is_synchronization) => None,
@@ -222,6 +224,25 @@ pub fn annotate(
             }
         }
     }
+}
+
+/// For a GEMM whose result is wrong through and through (every element written, a relative
+/// error past 10%), the usual cause: an operand read in another layout or type than given.
+fn layout_hint(workload: Workload, row: &Row) -> Option<String> {
+    let check = row.check.as_ref()?;
+    let wrong = row.status == Status::Failed
+        && check.rel_error.is_finite()
+        && check.rel_error > 0.1
+        && check.nonfinite == 0
+        && check.unwritten == 0;
+    (workload == Workload::Gemm && wrong).then(|| {
+        format!(
+            "a relative error of {:.1} is a product of other numbers than A and B as given: \
+             check that the kernel reads them in their layouts (row-major by default; a=col \
+             and b=col give column-major A and B) and types (dtype=)",
+            check.rel_error
+        )
+    })
 }
 
 /// Whether a simulator error is one of synchronization: a race, or an access to bytes a
