@@ -1314,9 +1314,9 @@ fn a_kernel_wrong_on_whole_tiles_too_is_not_blamed_on_its_tails() {
         row.reason.clone().unwrap()
     };
     let awkward = why(0);
-    let layouts = "is a product of other numbers than A and B as given: check that the kernel \
-                   reads them in their layouts (row-major by default; a=col and b=col give \
-                   column-major A and B) and types (dtype=)";
+    let layouts = "is no rounding: check that the kernel reads A and B in the layouts it is \
+                   given (row-major by default; a=col and b=col give column-major A and B) and \
+                   types (dtype=)";
     assert!(
         awkward.contains(
             "\n  it fails on 64x64x64 too, whose dimensions are whole numbers of its tiles"

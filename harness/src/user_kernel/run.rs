@@ -237,9 +237,9 @@ fn layout_hint(workload: Workload, row: &Row) -> Option<String> {
         && check.unwritten == 0;
     (workload == Workload::Gemm && wrong).then(|| {
         format!(
-            "a relative error of {:.1} is a product of other numbers than A and B as given: \
-             check that the kernel reads them in their layouts (row-major by default; a=col \
-             and b=col give column-major A and B) and types (dtype=)",
+            "a relative error of {:.1} is no rounding: check that the kernel reads A and B in \
+             the layouts it is given (row-major by default; a=col and b=col give column-major \
+             A and B) and types (dtype=)",
             check.rel_error
         )
     })
