@@ -327,6 +327,61 @@ fn a_missing_trailing_barrier_is_a_race_and_its_fix_is_not() {
     );
 }
 
+/// Set in the processes [`a_line_reads_the_same_whichever_folder_built_the_module`] starts.
+const ROLE: &str = "KERNEL_LAB_TEST_LINE_NAMING";
+
+/// Built modules are cached across processes, which run in different folders (each test
+/// binary in its crate's): the line of a relative `#line` name must not carry the folder of
+/// the process that built the module. Two processes in two folders share one cache; the second
+/// finds the first's module, and both name the line as the source does.
+#[test]
+fn a_line_reads_the_same_whichever_folder_built_the_module() {
+    let dims = (32, 32, 64);
+    if std::env::var_os(ROLE).is_some() {
+        let e = race(run(
+            launch("tiled_no_trailing_barrier", [2, 2, 1], [16, 16, 1], dims),
+            dims,
+        ));
+        println!("{ROLE}: {e}");
+        return;
+    }
+    let scratch =
+        std::env::temp_dir().join(format!("kernel-lab-line-naming-{}", std::process::id()));
+    let cache = scratch.join("cache");
+    let message = |folder: &str| {
+        let cwd = scratch.join(folder);
+        std::fs::create_dir_all(&cwd).unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args([
+                "--exact",
+                "a_line_reads_the_same_whichever_folder_built_the_module",
+                "--nocapture",
+                "--test-threads=1",
+            ])
+            .current_dir(&cwd)
+            .env(ROLE, "1")
+            .env("PWD", &cwd)
+            .env(kernel::sim::compile::CACHE_VARIABLE, &cache)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(out.status.success(), "{text}");
+        // The test's own name may start the printed line.
+        let line = text
+            .lines()
+            .find_map(|l| Some(l[l.find(ROLE)?..].to_owned()));
+        line.unwrap_or_else(|| panic!("the race is printed: {text}"))
+    };
+    let (first, second) = (message("first"), message("second"));
+    let _ = std::fs::remove_dir_all(&scratch);
+    for e in [first, second] {
+        assert!(
+            e.contains("; this thread's access is at tests/races.cu:17 (thread ("),
+            "{e}"
+        );
+    }
+}
+
 #[test]
 fn a_stage_refilled_before_the_barrier_is_a_race_even_when_the_result_is_right() {
     // K is the number of steps; A (M x K) holds K stages of 256 floats.

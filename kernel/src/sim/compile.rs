@@ -209,6 +209,24 @@ fn host_flags() -> &'static [&'static str] {
     &[]
 }
 
+/// What the line tables say for the working folder, so that a module is the same whichever
+/// folder built it: it is cached across processes, and a relative `#line` name must read the
+/// same in all of them (`site::line_of` drops the `./`). Part of the cache key, not its value.
+const WORKING_FOLDER_MAP: &str = "-fdebug-prefix-map=<working folder>=.";
+
+/// [`WORKING_FOLDER_MAP`] for this process: the folder as the OS gives it and as `$PWD`
+/// spells it (gcc records `$PWD` when it names the same folder, symbolic links and all).
+fn working_folder_maps() -> Vec<String> {
+    let pwd = std::env::var_os("PWD").map(PathBuf::from);
+    let mut folders: Vec<PathBuf> = std::env::current_dir().into_iter().collect();
+    folders.extend(pwd.filter(|p| p.is_absolute() && !folders.contains(p)));
+    folders
+        .iter()
+        .filter(|f| f.parent().is_some())
+        .map(|f| format!("-fdebug-prefix-map={}=.", f.display()))
+        .collect()
+}
+
 /// The compiler flags of one source beyond [`FLAGS`]: the CPU's, its defines and include
 /// folders.
 fn source_flags(src: &CudaSource) -> Vec<String> {
@@ -755,7 +773,9 @@ fn build_in(
     parts.extend(flags.iter().map(String::as_str));
     parts.extend(HEADERS.iter().map(|(_, text)| *text));
     parts.extend(headers::all().iter().map(|h| h.text));
+    parts.push(WORKING_FOLDER_MAP);
     let key = format!("{:016x}", fnv1a(&parts));
+    flags.extend(working_folder_maps());
     let target = dir.join(format!("{key}.so"));
     if target.exists() {
         disk_cache::touch(&target);

@@ -55,12 +55,13 @@ fn line_of(module: &Path, offset: u64) -> Option<String> {
     let text = String::from_utf8_lossy(&out.stdout);
     let line = text.lines().next()?.split(" (discriminator").next()?.trim();
     let known = !line.starts_with("??") && !line.ends_with(":0") && !line.ends_with(":?");
-    // addr2line puts the compiler's working folder before a relative `#line` name: the
-    // name as the run shows it, when that folder is this process's.
-    let cwd = std::env::current_dir().ok()?;
-    let line = line
-        .strip_prefix(&format!("{}/", cwd.display()))
-        .unwrap_or(line);
+    // addr2line puts the compiler's working folder before a relative `#line` name, and the
+    // module records that folder as `.` (`WORKING_FOLDER_MAP` in compile.rs): the name as the
+    // source gives it.
+    let mut line = line;
+    while let Some(rest) = line.strip_prefix("./") {
+        line = rest;
+    }
     known.then(|| line.to_string())
 }
 
