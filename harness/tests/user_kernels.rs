@@ -1096,6 +1096,37 @@ fn a_race_names_its_line_and_not_the_shapes_tails() {
     );
 }
 
+/// A write past C in a helper of the kernel's own header names the header's line and the
+/// kernel's line that calls it, as both files are named.
+#[test]
+fn a_fault_in_a_local_headers_helper_names_both_lines() {
+    let dir = scratch_dir("helper-fault");
+    std::fs::create_dir_all(dir.join("inc")).unwrap();
+    let header = "#pragma once\n\
+                  __device__ inline void store(float *C, int N, int r, int c, float v) {\n\
+                  \x20   C[r * N + c + 7] = v;\n\
+                  }\n";
+    let kernel = "#include \"inc/util.cuh\"\n\
+                  __global__ void sg(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+                  \x20   int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n\
+                  \x20   if (r >= M || c >= N) return;\n\
+                  \x20   float acc = 0.f;\n\
+                  \x20   for (int k = 0; k < K; ++k) acc += A[r * K + k] * B[k * N + c];\n\
+                  \x20   store(C, N, r, c, acc);\n\
+                  }\n";
+    std::fs::write(dir.join("inc/util.cuh"), header).unwrap();
+    std::fs::write(dir.join("k.cu"), kernel).unwrap();
+    let spec = format!("{}/k.cu:sg,block=16x16,grid=tile:16x16", dir.display());
+    let (ok, text) = sim_run("gemm", "100x37x129", &spec, &dir.join("run"));
+    assert!(!ok, "{text}");
+    let d = dir.display();
+    assert!(
+        text.contains("out-of-bounds write past the end of buffer 'C'")
+            && text.contains(&format!(", at {d}/inc/util.cuh:3, called at {d}/k.cu:7\n")),
+        "{text}"
+    );
+}
+
 /// `examples/bf16_gemm_nt.cu` reads its rows in `__nv_bfloat162` pairs only when K is even, so
 /// that every row starts on a 4-byte boundary. Without that test, a GPU faults at an odd K;
 /// the simulator fails the row naming the buffer and the element, and the shape's hint says

@@ -171,6 +171,23 @@ extern "C" __global__ void same_value_writes(const float *A, const float *B, flo
 extern "C" __global__ void different_value_writes(const float *A, const float *B, float *C, int M, int N, int K) {
     warp_sums<false>(A, C);
 }
+
+// Each thread adds its right neighbour into its own element, with no barrier between the
+// reads and the writes: the racing accesses are in a helper of a header of the kernel's own.
+__device__ void add_neighbour(float *s, int t, int n);
+extern "C" __global__ void helper_race(const float *A, const float *B, float *C, int M, int N, int K) {
+    __shared__ float s[64];
+    int t = threadIdx.x;
+    s[t] = A[t];
+    __syncthreads();
+    add_neighbour(s, t, 64);  // the call
+    __syncthreads();
+    C[t] = s[t];
+}
+#line 1 "tests/helpers.cuh"
+__device__ void add_neighbour(float *s, int t, int n) {
+    s[t] += s[(t + 1) % n];  // the access
+}
 "#;
 
 // Out of bounds, in files of their own, so that what lies after each array is known: the
@@ -382,6 +399,30 @@ fn a_line_reads_the_same_whichever_folder_built_the_module() {
     }
 }
 
+/// A race in a function of a header of the kernel's own names the header's line and the
+/// kernel's line that calls it.
+#[test]
+fn a_race_in_a_helper_names_its_line_and_the_kernels_line_that_calls_it() {
+    let dims = (64, 1, 1);
+    let e = race(run(
+        launch("helper_race", [1, 1, 1], [64, 1, 1], dims),
+        dims,
+    ));
+    let line = |marker: &str| KERNELS.lines().position(|l| l.contains(marker)).unwrap() + 1;
+    let helper = KERNELS
+        .lines()
+        .position(|l| l.starts_with("#line 1"))
+        .unwrap()
+        + 1;
+    let (call, access) = (line("// the call"), line("// the access") - helper);
+    assert!(
+        e.contains(&format!(
+            "; this thread's access is at tests/helpers.cuh:{access}, called at tests/races.cu:{call} (thread ("
+        )),
+        "{e}"
+    );
+}
+
 #[test]
 fn a_stage_refilled_before_the_barrier_is_a_race_even_when_the_result_is_right() {
     // K is the number of steps; A (M x K) holds K stages of 256 floats.
@@ -406,6 +447,7 @@ fn a_stage_refilled_before_the_barrier_is_a_race_even_when_the_result_is_right()
         e.contains("race on shared memory") || e.contains("cp.async not landed"),
         "{e}"
     );
+    eprintln!("MSG {e}");
 }
 
 #[test]

@@ -1,7 +1,8 @@
 //! The simulator's watchdog and memory check. A launch that runs past its limit ends with the
 //! thread and block still running, whether the thread spins without ever calling into the
 //! simulator or waits on a flag no one sets, and the device runs the next launch normally. A
-//! write far past the end of the output is reported against the output, at any launch shape.
+//! write far past the end of the output is reported against the output, at any launch shape,
+//! and by the lines of the kernel's own code that made it.
 
 use kernel::sim::SimDevice;
 use kernel::testing::{PlanKernel, gemm_launch, inputs};
@@ -50,6 +51,16 @@ extern "C" __global__ void overrun(const float *A, const float *B, float *C, int
 extern "C" __global__ void copy(const float *A, const float *B, float *C, int M, int N, int K) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < M * N) C[t] = A[t];
+}
+
+// The overrun, in a helper of a header of the kernel's own (below).
+__device__ void store_past(float *C, int end, float v);
+extern "C" __global__ void overrun_in_helper(const float *A, const float *B, float *C, int M, int N, int K) {
+    if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) store_past(C, M * N, A[0]);  // the call
+}
+#line 1 "tests/helpers.cuh"
+__device__ void store_past(float *C, int end, float v) {
+    C[end + 2000] = v;  // the store
 }
 "#;
 
@@ -119,6 +130,28 @@ fn a_launch_past_its_limit_names_the_thread_still_running_and_the_next_one_runs(
     let e = run(&counting, "wait_flag").unwrap_err().to_string();
     assert!(
         e.contains("waiting on memory no other thread changes"),
+        "{e}"
+    );
+}
+
+/// A fault in a function of a header of the kernel's own names the header's line and the
+/// kernel's line that calls it: the innermost line alone would not say which call it was.
+#[test]
+fn a_fault_in_a_helper_names_its_line_and_the_kernels_line_that_calls_it() {
+    let dev = SimDevice::new().unwrap();
+    let e = run(&dev, "overrun_in_helper").unwrap_err().to_string();
+    let line = |marker: &str| KERNELS.lines().position(|l| l.contains(marker)).unwrap() + 1;
+    let helper = KERNELS
+        .lines()
+        .position(|l| l.starts_with("#line 1"))
+        .unwrap()
+        + 1;
+    let (call, store) = (line("// the call"), line("// the store") - helper);
+    assert!(
+        e.contains("out-of-bounds write past the end of buffer 'C'")
+            && e.ends_with(&format!(
+                ", at tests/helpers.cuh:{store}, called at tests/hang.cu:{call}"
+            )),
         "{e}"
     );
 }

@@ -211,8 +211,9 @@ fn host_flags() -> &'static [&'static str] {
 
 /// What the line tables say for the working folder, so that a module is the same whichever
 /// folder built it: it is cached across processes, and a relative `#line` name must read the
-/// same in all of them (`site::line_of` drops the `./`). Part of the cache key, not its value.
-const WORKING_FOLDER_MAP: &str = "-fdebug-prefix-map=<working folder>=.";
+/// same in all of them (`site::frames` drops the `./`). Part of the cache key, not its value.
+const WORKING_FOLDER_MAP: &str =
+    "-fdebug-prefix-map=<working folder>=. -fdebug-prefix-map=<build folder>=.";
 
 /// [`WORKING_FOLDER_MAP`] for this process: the folder as the OS gives it and as `$PWD`
 /// spells it (gcc records `$PWD` when it names the same folder, symbolic links and all).
@@ -788,6 +789,9 @@ fn build_in(
         SEQ.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::create_dir_all(&work).map_err(io_err(format!("creating {}", work.display())))?;
+    // The headers it writes there read as they are included (`lab/ptx.h`); the last map
+    // that matches wins, should `work` lie in the working folder.
+    flags.push(format!("-fdebug-prefix-map={}=.", work.display()));
     let result = write_headers(&work).and_then(|()| match how {
         Build::Plain => Ok(None),
         Build::Instrumented => traffic_hooks(dir, &work, compiler).map(Some),
@@ -799,6 +803,12 @@ fn build_in(
     // found, are the newest.
     disk_cache::trim(dir, CACHE_LIMIT_BYTES);
     result.map(|()| target)
+}
+
+/// Whether `name` is a header the simulator or the lab provides (`sim_runtime.h`, `mma.h`,
+/// `lab/ptx.h`), as the line tables name it.
+pub fn provided_header(name: &str) -> bool {
+    HEADERS.iter().any(|(n, _)| *n == name) || headers::all().iter().any(|h| h.name == name)
 }
 
 /// Writes the simulator's headers and the lab's into `work`, where the builds include them.

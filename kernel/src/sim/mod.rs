@@ -1074,8 +1074,11 @@ impl<'a> SimRun<'a> {
                 if let Some(refusal) = inline_asm::reached_refusal(&message) {
                     return Err(Unsupported(refusal).into());
                 }
-                let message =
-                    site::name_lines(&self.name_buffer_addresses(&message), &r.module.path);
+                let message = site::name_lines(
+                    &self.name_buffer_addresses(&message),
+                    &r.module.path,
+                    &l.source.file,
+                );
                 Err(DeviceError::Sim(bounds_report::explain(message, &l.source)))
             }
         }

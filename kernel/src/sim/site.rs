@@ -6,13 +6,17 @@
 use std::path::Path;
 use std::process::Command;
 
+use super::compile;
+
 /// What starts a site in a message (the runtime writes it after the message, before the
 /// thread's name).
 const TOKEN: &str = " {{site 0x";
 
 /// `message` with each site token replaced by "; this thread's access is at FILE:LINE", or
-/// dropped where no line is known (no `addr2line`, or code without a line).
-pub fn name_lines(message: &str, module: &Path) -> String {
+/// dropped where no line is known (no `addr2line`, or code without a line). The line is the
+/// kernel's own ([`own_site`]) where the access is in a function of the simulator or the lab
+/// inlined into it, and the innermost line known otherwise.
+pub fn name_lines(message: &str, module: &Path, file: &str) -> String {
     let mut out = String::with_capacity(message.len());
     let mut rest = message;
     while let Some(at) = rest.find(TOKEN) {
@@ -22,10 +26,10 @@ pub fn name_lines(message: &str, module: &Path) -> String {
             rest = after;
             break;
         };
-        let line = u64::from_str_radix(&after[..end], 16)
-            .ok()
-            .and_then(|offset| line_of(module, offset));
-        if let Some(line) = line {
+        let frames = u64::from_str_radix(&after[..end], 16)
+            .map(|offset| frames(module, offset))
+            .unwrap_or_default();
+        if let Some(line) = own_site(&frames, file).or(frames.first().cloned()) {
             out.push_str(&format!("; this thread's access is at {line}"));
         }
         rest = &after[end + 2..];
@@ -34,35 +38,64 @@ pub fn name_lines(message: &str, module: &Path) -> String {
     out
 }
 
-/// `file.cu:37` for the first site token of `message`, when that line is in `file` (a fault's
-/// instruction may be the runtime's, in a header of the simulator).
+/// `file.cu:37` for the first site token of `message`, when the code is the kernel's own
+/// ([`own_site`]): a fault's instruction may be the simulator's runtime.
 pub fn line_in(message: &str, module: &Path, file: &str) -> Option<String> {
     let after = &message[message.find(TOKEN)? + TOKEN.len()..];
     let offset = u64::from_str_radix(&after[..after.find("}}")?], 16).ok()?;
-    let line = line_of(module, offset)?;
-    let (at, _) = line.rsplit_once(':')?;
-    (at == file || at.ends_with(&format!("/{file}"))).then_some(line)
+    own_site(&frames(module, offset), file)
 }
 
-/// `file.cu:37` for the code at `offset` of `module`.
-fn line_of(module: &Path, offset: u64) -> Option<String> {
-    let out = Command::new("addr2line")
-        .arg("-e")
+/// The first of `frames` in the kernel's own code: `file`, or a header of its own beside it,
+/// not one the simulator or the lab provides, nor a system header (an absolute name outside
+/// `file`'s folder). A header's line is followed by the line of `file` that calls it:
+/// `util.cuh:3, called at k.cu:7`.
+fn own_site(frames: &[String], file: &str) -> Option<String> {
+    let folder = Path::new(file).parent().unwrap_or(Path::new(""));
+    let in_file = |at: &str| at == file || at.ends_with(&format!("/{file}"));
+    let own = |at: &str| {
+        in_file(at)
+            || (!compile::provided_header(at)
+                && Path::new(at).is_absolute() == folder.is_absolute()
+                && Path::new(at).starts_with(folder))
+    };
+    fn at(frame: &str) -> &str {
+        frame.rsplit_once(':').map_or("", |(at, _)| at)
+    }
+    let first = frames.iter().find(|f| own(at(f)))?;
+    // The first line of `file` is the caller's when `first` is not in it.
+    Some(match frames.iter().find(|f| in_file(at(f))) {
+        Some(caller) if caller != first => format!("{first}, called at {caller}"),
+        _ => first.clone(),
+    })
+}
+
+/// `file.cu:37` for the code at `offset` of `module` and each function it is inlined into,
+/// innermost first; none where no line is known.
+fn frames(module: &Path, offset: u64) -> Vec<String> {
+    let Ok(out) = Command::new("addr2line")
+        .args(["-i", "-e"])
         .arg(module)
         .arg(format!("0x{offset:x}"))
         .output()
-        .ok()?;
+    else {
+        return Vec::new();
+    };
     let text = String::from_utf8_lossy(&out.stdout);
-    let line = text.lines().next()?.split(" (discriminator").next()?.trim();
-    let known = !line.starts_with("??") && !line.ends_with(":0") && !line.ends_with(":?");
-    // addr2line puts the compiler's working folder before a relative `#line` name, and the
-    // module records that folder as `.` (`WORKING_FOLDER_MAP` in compile.rs): the name as the
-    // source gives it.
-    let mut line = line;
-    while let Some(rest) = line.strip_prefix("./") {
-        line = rest;
-    }
-    known.then(|| line.to_string())
+    text.lines()
+        .filter_map(|line| {
+            let line = line.split(" (discriminator").next()?.trim();
+            let known = !line.starts_with("??") && !line.ends_with(":0") && !line.ends_with(":?");
+            // addr2line puts the compiler's working folder before a relative `#line` name,
+            // and the module records that folder as `.` (`WORKING_FOLDER_MAP` in
+            // compile.rs): the name as the source gives it.
+            let mut line = line;
+            while let Some(rest) = line.strip_prefix("./") {
+                line = rest;
+            }
+            known.then(|| line.to_string())
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -74,9 +107,39 @@ mod tests {
         let m =
             "k: race on shared memory: ... order) {{site 0x10}} (thread (1,0,0) of block (0,0,0))";
         assert_eq!(
-            name_lines(m, Path::new("/nonexistent.so")),
+            name_lines(m, Path::new("/nonexistent.so"), "k.cu"),
             "k: race on shared memory: ... order) (thread (1,0,0) of block (0,0,0))"
         );
-        assert_eq!(name_lines("no token", Path::new("/x")), "no token");
+        assert_eq!(name_lines("no token", Path::new("/x"), "k.cu"), "no token");
+    }
+
+    #[test]
+    fn the_site_is_the_first_line_of_the_kernels_own_code() {
+        let site = |frames: &[&str], file| {
+            let frames: Vec<String> = frames.iter().map(|f| f.to_string()).collect();
+            own_site(&frames, file)
+        };
+        let stl = "/usr/include/c++/12/bits/stl_algobase.h:238";
+        // The lab's and the simulator's headers, and system ones, are passed over.
+        assert_eq!(
+            site(&["sim_mma.h:90", "lab/ptx.h:199", "ex/k.cu:12"], "ex/k.cu"),
+            Some("ex/k.cu:12".into())
+        );
+        assert_eq!(
+            site(&[stl, "ex/k.cu:12"], "ex/k.cu"),
+            Some("ex/k.cu:12".into())
+        );
+        // A header of its own, with the kernel's line that calls it.
+        assert_eq!(
+            site(&["ex/inc/util.cuh:3", "ex/k.cu:7"], "ex/k.cu"),
+            Some("ex/inc/util.cuh:3, called at ex/k.cu:7".into())
+        );
+        assert_eq!(
+            site(&["/p/util.cuh:3", "/p/k.cu:7"], "/p/k.cu"),
+            Some("/p/util.cuh:3, called at /p/k.cu:7".into())
+        );
+        // Outside the kernel's folder, or none of its own.
+        assert_eq!(site(&["/q/util.cuh:3"], "/p/k.cu"), None);
+        assert_eq!(site(&["sim_runtime.h:700", stl], "k.cu"), None);
     }
 }
