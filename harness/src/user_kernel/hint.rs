@@ -285,6 +285,9 @@ pub enum KReads {
     /// The simulator stopped at a read of shared memory no thread had written, before any
     /// read past a buffer.
     UnwrittenShared,
+    /// The simulator stopped at a read off its alignment: where K is not a multiple of a
+    /// vector's width, a row K elements long starts off it.
+    Misaligned,
     /// The simulator stopped at another error (a race, a divergent barrier, a write out of
     /// bounds), before any read past a buffer: nothing points at K.
     OtherError,
@@ -305,13 +308,18 @@ pub fn tail_hint(
     let cols = *out.dims.last()?;
     let rows = out.dims.len().checked_sub(2).map_or(1, |i| out.dims[i]);
     let (row_dim, col_dim) = output_axes(shape);
-    let found = tails(grid, args, shape, vars);
+    // A misaligned read is no partial tile's doing: only K's hint below speaks to it.
+    let found = match reads {
+        KReads::Misaligned => Vec::new(),
+        _ => tails(grid, args, shape, vars),
+    };
     let mut parts = Vec::new();
     // The output's partial dimensions under a `tile:` grid: a whole one has no last, partial
     // tile.
     let mut partial = Vec::new();
     if let Grid::Tile(t) = grid
         && t.len() == 2
+        && reads != KReads::Misaligned
     {
         // Where the partial tiles start; all of a dimension shorter than one tile is one.
         for (n, tile, what) in [(rows, t[0], "rows"), (cols, t[1], "columns")] {
@@ -322,7 +330,9 @@ pub fn tail_hint(
             }
         }
     }
-    if let Some(coverage) = flat_grid_coverage(grid, shape, vars) {
+    if let Some(coverage) =
+        flat_grid_coverage(grid, shape, vars).filter(|_| reads != KReads::Misaligned)
+    {
         parts.push(coverage);
     }
     match grid {
@@ -408,6 +418,20 @@ pub fn tail_hint(
                      only the elements of a partial last tile that exist leaves the rest of that \
                      tile unwritten in shared memory (write zeros there)"
                 ),
+                KReads::Misaligned => {
+                    let starts = if whole == 1 {
+                        "at odd elements too, where a vector read of 2 or more elements".to_string()
+                    } else {
+                        format!(
+                            "at multiples of {whole} elements only, where a vector read of more \
+                             than {whole} elements"
+                        )
+                    };
+                    format!(
+                        "{of}: the rows of {operands} that are K elements long start {starts} is \
+                         misaligned"
+                    )
+                }
                 KReads::Unseen | KReads::OtherError => format!(
                     "{of}: a kernel that steps through K in tiles of {tiles} or more without a \
                      bound check reads a partial last tile past the end of {rows}"
@@ -484,6 +508,53 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn a_misaligned_read_is_told_of_k_alone() {
+        let grid = Grid::Tile(vec![16, 16]);
+        let shape = Shape::gemm(100, 37, 129);
+        let hint = tail_hint(
+            &grid,
+            &[],
+            &shape,
+            &vars(&shape),
+            Some(0),
+            KReads::Misaligned,
+        );
+        assert_eq!(
+            hint.as_deref(),
+            Some(
+                "K = 129 is odd: the rows of A or B that are K elements long start at odd \
+                 elements too, where a vector read of 2 or more elements is misaligned"
+            )
+        );
+        let k_of_4 = Shape::gemm(100, 37, 132);
+        let hint = tail_hint(
+            &grid,
+            &[],
+            &k_of_4,
+            &vars(&k_of_4),
+            None,
+            KReads::Misaligned,
+        );
+        assert!(
+            hint.as_deref().is_some_and(|h| h.ends_with(
+                "start at multiples of 4 elements only, where a vector read of more than 4 \
+                 elements is misaligned"
+            )),
+            "{hint:?}"
+        );
+        let k_whole = Shape::gemm(100, 37, 128);
+        let hint = tail_hint(
+            &grid,
+            &[],
+            &k_whole,
+            &vars(&k_whole),
+            None,
+            KReads::Misaligned,
+        );
+        assert_eq!(hint, None);
     }
 
     #[test]

@@ -258,25 +258,35 @@ fn is_synchronization(reason: &str) -> bool {
 }
 
 /// What `row`'s run saw of the reads past a K tail. The simulator checks every read against
-/// its buffer and stops at the first error: a wrong result means no read went past one, and
-/// one of the errors below stopped the run before any. (Others, such as a misaligned vector
-/// load, may be a K tail's doing.)
+/// its buffer and stops at the first error: a wrong result means no read went past one; a
+/// read past a buffer, of shared memory no thread wrote or off its alignment may be a K
+/// tail's doing; any other error stopped the run before such a read.
 fn k_reads(sim: bool, row: &Row) -> KReads {
-    /// Errors a K tail does not explain.
-    const NOT_K: [&str; 5] = [
-        "race on shared memory",
-        "divergent barrier",
-        "a warp shuffle",
-        "out-of-bounds write",
-        "kernel did not finish",
-    ];
-    let said = row.reason.as_deref().unwrap_or("");
     match row.status {
         _ if !sim => KReads::Unseen,
         Status::Failed => KReads::InBounds,
-        Status::Error if said.contains("uninitialized shared memory") => KReads::UnwrittenShared,
-        Status::Error if NOT_K.iter().any(|e| said.contains(e)) => KReads::OtherError,
+        Status::Error => error_reads(row.reason.as_deref().unwrap_or("")),
         _ => KReads::Unseen,
+    }
+}
+
+/// [`k_reads`] of a simulator error that said `said`.
+fn error_reads(said: &str) -> KReads {
+    /// Errors of a read a K tail may explain: past a buffer, or at no buffer's address.
+    const PAST: [&str; 2] = ["out-of-bounds read", "invalid read at address"];
+    // A read out of bounds of shared memory ("reads 4 bytes at byte 512 of __shared__ 'As',
+    // which has 512 bytes: out of bounds").
+    let past_shared = said.contains(": reads ") && said.contains(": out of bounds");
+    if said.contains("uninitialized shared memory") {
+        KReads::UnwrittenShared
+    } else if said.contains("misaligned address: this thread reads") {
+        KReads::Misaligned
+    } else if past_shared || PAST.iter().any(|e| said.contains(e)) {
+        KReads::Unseen
+    } else {
+        // A race, a divergent barrier, an mbarrier or cluster misused, a write out of bounds,
+        // a launch that did not finish: nothing points at K.
+        KReads::OtherError
     }
 }
 
@@ -516,4 +526,56 @@ pub fn inspect(
     }
     crate::cmd::inspect::print_advisories(&advised);
     Ok(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_reads_a_k_tail_can_explain_point_at_k() {
+        let cases = [
+            (
+                "k: out-of-bounds read past the end of buffer 'A' at element 9",
+                KReads::Unseen,
+            ),
+            (
+                "k: invalid read at address 0x10 (in no buffer: ...)",
+                KReads::Unseen,
+            ),
+            (
+                "k: reads 4 bytes at byte 512 of __shared__ 'As', which has 512 bytes: out of \
+                 bounds",
+                KReads::Unseen,
+            ),
+            (
+                "k: uninitialized shared memory: this thread reads __shared__ 'Bs'",
+                KReads::UnwrittenShared,
+            ),
+            (
+                "k: misaligned address: this thread reads 4 bytes at byte 7998",
+                KReads::Misaligned,
+            ),
+            (
+                "k: writes 4 bytes at byte 512 of __shared__ 'As', which has 512 bytes: out of \
+                 bounds",
+                KReads::OtherError,
+            ),
+            (
+                "k: out-of-bounds write past the end of buffer 'C'",
+                KReads::OtherError,
+            ),
+            (
+                "k: mbarrier.inval of a barrier with arrivals pending",
+                KReads::OtherError,
+            ),
+            (
+                "k: divergent barrier: thread (0,0,0) waits",
+                KReads::OtherError,
+            ),
+        ];
+        for (said, want) in cases {
+            assert_eq!(error_reads(said), want, "{said}");
+        }
+    }
 }
