@@ -135,6 +135,34 @@ fn planted_fails(edits: &'static [(&'static str, &'static str)], expect: Expect)
     }
 }
 
+/// A failure inside one of lab/hopper.h's emulations names the rung's line that called it
+/// (here a TMA box into shared memory 16 bytes off the 128-byte alignment TMA requires).
+#[test]
+fn a_misaligned_tma_destination_names_the_rungs_line() {
+    let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
+    let call = "hopper::tma_load_2d(as + s * A_TILE,";
+    let bug = Planted {
+        edits: &[(
+            "hopper::tma_load_2d(as + s * A_TILE,",
+            "hopper::tma_load_2d(as + s * A_TILE + 8,",
+        )],
+    };
+    let (out, _) = run(&dev, &bug, (256, 256, 384));
+    let e = out
+        .map(|_| ())
+        .expect_err("the misaligned box is reported")
+        .to_string();
+    let source = include_str!("../kernels/18_wgmma_tma.cu");
+    let line = source.lines().position(|l| l.contains(call)).unwrap() + 1;
+    assert!(
+        e.contains("must be 128-byte aligned")
+            && e.contains(&format!(
+                "; this thread's access is at tensorcore/kernels/18_wgmma_tma.cu:{line} ("
+            )),
+        "{e}"
+    );
+}
+
 #[test]
 fn more_expected_bytes_than_land_is_a_deadlock_naming_the_barrier() {
     planted_fails(

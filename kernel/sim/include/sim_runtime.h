@@ -726,6 +726,14 @@ struct SourceSite {
     SourceSite &operator=(const SourceSite &) = delete;
 };
 
+// The file and line of a call, as written: the defaulted last parameter of a lab header's
+// function (lab/hopper.h), whose emulation then names its caller's line (a SourceSite).
+struct Caller {
+    const char *file;
+    unsigned line;
+    Caller(const char *f = __builtin_FILE(), unsigned l = __builtin_LINE()) : file(f), line(l) {}
+};
+
 // While an instruction issued earlier runs (a wgmma at the wait that covers it), a failure
 // names the line it was issued at (when known) rather than the caller's.
 struct IssuedAt {

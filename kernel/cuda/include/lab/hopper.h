@@ -51,6 +51,20 @@ typedef struct alignas(64) CUtensorMap_st {
 #endif
 #endif
 
+// Under KERNEL_LAB_SIM each function that runs an emulation takes one more parameter, which
+// calls never give: its caller's file and line (`sim::Caller`, defaulted where the call is
+// written), so that a failure inside the emulation names the kernel's line that called it.
+#ifdef KERNEL_LAB_SIM
+#define LAB_CALLER , ::sim::Caller caller = {}
+#define LAB_CALLER_ONLY ::sim::Caller caller = {}
+#define LAB_PASS_CALLER , caller
+#define LAB_AT_CALLER const ::sim::SourceSite lab_site(caller.file, caller.line)
+#else
+#define LAB_CALLER
+#define LAB_CALLER_ONLY
+#define LAB_PASS_CALLER
+#endif
+
 namespace hopper {
 
 __device__ __forceinline__ unsigned smem(const void *p) {
@@ -60,8 +74,9 @@ __device__ __forceinline__ unsigned smem(const void *p) {
 // ---- mbarrier: a 64-bit shared-memory barrier with an arrival count and a transaction
 // (byte) count. A phase completes when both reach zero; waiters test the phase's parity.
 
-__device__ __forceinline__ void mbar_init(unsigned long long *bar, unsigned arrivals) {
+__device__ __forceinline__ void mbar_init(unsigned long long *bar, unsigned arrivals LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::mbar_init(bar, arrivals);
 #else
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem(bar)), "r"(arrivals));
@@ -77,8 +92,9 @@ __device__ __forceinline__ void fence_barrier_init() {
 }
 
 // Arrives once and adds `bytes` to the transaction count the phase must see land.
-__device__ __forceinline__ void mbar_expect_tx(unsigned long long *bar, unsigned bytes) {
+__device__ __forceinline__ void mbar_expect_tx(unsigned long long *bar, unsigned bytes LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::mbar_arrive(bar, 1, bytes, "mbarrier.arrive.expect_tx");
 #else
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;"
@@ -86,8 +102,9 @@ __device__ __forceinline__ void mbar_expect_tx(unsigned long long *bar, unsigned
 #endif
 }
 
-__device__ __forceinline__ void mbar_arrive(unsigned long long *bar) {
+__device__ __forceinline__ void mbar_arrive(unsigned long long *bar LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::mbar_arrive(bar, 1, 0, "mbarrier.arrive");
 #else
     asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem(bar)) : "memory");
@@ -95,8 +112,9 @@ __device__ __forceinline__ void mbar_arrive(unsigned long long *bar) {
 }
 
 // Adds `bytes` to the transaction count without arriving (mbarrier.expect_tx).
-__device__ __forceinline__ void mbar_add_tx(unsigned long long *bar, unsigned bytes) {
+__device__ __forceinline__ void mbar_add_tx(unsigned long long *bar, unsigned bytes LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::mbar_expect_tx(bar, bytes);
 #else
     asm volatile("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem(bar)), "r"(bytes)
@@ -105,8 +123,9 @@ __device__ __forceinline__ void mbar_add_tx(unsigned long long *bar, unsigned by
 }
 
 // Counts `bytes` as landed, as a TMA copy's completion does (mbarrier.complete_tx).
-__device__ __forceinline__ void mbar_complete_tx(unsigned long long *bar, unsigned bytes) {
+__device__ __forceinline__ void mbar_complete_tx(unsigned long long *bar, unsigned bytes LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::mbar_complete_tx(bar, bytes);
 #else
     asm volatile("mbarrier.complete_tx.relaxed.cta.shared::cta.b64 [%0], %1;" ::"r"(smem(bar)), "r"(bytes)
@@ -115,8 +134,9 @@ __device__ __forceinline__ void mbar_complete_tx(unsigned long long *bar, unsign
 }
 
 // Whether the phase with this parity has completed, without waiting (mbarrier.test_wait).
-__device__ __forceinline__ bool mbar_test_wait(unsigned long long *bar, unsigned parity) {
+__device__ __forceinline__ bool mbar_test_wait(unsigned long long *bar, unsigned parity LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     return sim::mbar_test(bar, parity, "mbarrier.test_wait.parity");
 #else
     unsigned done;
@@ -171,8 +191,9 @@ __device__ __forceinline__ void mbar_timed_out(unsigned bar, unsigned parity) {
 // a while before returning false, so the loop does not spin hot). A wait longer than
 // LAB_MBAR_TIMEOUT_NS traps: the launch fails with an error instead of hanging. (The
 // simulator's emulation reports a deadlock, naming the barrier.)
-__device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned parity) {
+__device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned parity LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::mbar_wait(bar, parity, "mbarrier.try_wait.parity");
 #else
     unsigned long long start = 0;
@@ -203,8 +224,9 @@ __device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned pari
 // One try: whether the phase with this parity has completed. On a GPU try_wait may suspend
 // the thread for a while first; the simulator lets the other threads run first (it sleeps
 // until the phase completes), so a polling loop ends, or deadlocks with a report.
-__device__ __forceinline__ bool mbar_try_wait(unsigned long long *bar, unsigned parity) {
+__device__ __forceinline__ bool mbar_try_wait(unsigned long long *bar, unsigned parity LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::mbar_wait(bar, parity, "mbarrier.try_wait.parity");
     return true;
 #else
@@ -226,8 +248,9 @@ __device__ __forceinline__ bool mbar_try_wait(unsigned long long *bar, unsigned 
 // memory at `dst`; the bytes land on `bar`'s transaction count. Out-of-bounds elements of the
 // box are written as zeros (and counted).
 __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map,
-                                            unsigned long long *bar, int inner, int outer) {
+                                            unsigned long long *bar, int inner, int outer LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::tma_load_2d(dst, map, bar, inner, outer);
 #else
     asm volatile(
@@ -242,8 +265,9 @@ __device__ __forceinline__ void tma_load_2d(void *dst, const CUtensorMap *map,
 // offset in each of those blocks. One global read feeds them all.
 __device__ __forceinline__ void tma_load_2d_multicast(void *dst, const CUtensorMap *map,
                                                       unsigned long long *bar, int inner, int outer,
-                                                      unsigned short mask) {
+                                                      unsigned short mask LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::tma_load_2d(dst, map, bar, inner, outer, true, mask);
 #else
     asm volatile(
@@ -272,8 +296,9 @@ __device__ __forceinline__ unsigned cluster_ctarank() {
 // (barrier.cluster.arrive.release + wait.acquire; a thread that has exited counts as arrived).
 // Needed before another block may use this block's mbarriers (after their init), and before a
 // block exits while another may still signal it or multicast into it.
-__device__ __forceinline__ void cluster_sync() {
+__device__ __forceinline__ void cluster_sync(LAB_CALLER_ONLY) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::cluster_arrive();
     sim::cluster_wait();
 #else
@@ -283,8 +308,9 @@ __device__ __forceinline__ void cluster_sync() {
 
 // The generic address of what `p` (this block's shared memory) is in block `rank`'s shared
 // memory (mapa): loads and stores through it reach that block's memory.
-template <class T> __device__ __forceinline__ T *cluster_map(T *p, unsigned rank) {
+template <class T> __device__ __forceinline__ T *cluster_map(T *p, unsigned rank LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     return static_cast<T *>(sim::cluster_map(p, rank, "mapa"));
 #else
     T *out;
@@ -295,8 +321,9 @@ template <class T> __device__ __forceinline__ T *cluster_map(T *p, unsigned rank
 
 // One arrival on the mbarrier at `bar`'s offset in block `rank` of the cluster (release at
 // cluster scope: what this thread read before, its wgmma reads included, is done).
-__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long *bar, unsigned rank) {
+__device__ __forceinline__ void mbar_arrive_cluster(unsigned long long *bar, unsigned rank LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::mbar_arrive_cluster(bar, rank);
 #else
     asm volatile(
@@ -314,8 +341,9 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long *bar, uns
 // stage" once wgmma.wait_group has returned: those reads are complete, and the partner's next
 // write into the stage waits on the barrier. CUTLASS's ClusterBarrier::arrive(cta_id, pred)
 // is this instruction.
-__device__ __forceinline__ void mbar_arrive_remote(unsigned long long *bar, unsigned rank) {
+__device__ __forceinline__ void mbar_arrive_remote(unsigned long long *bar, unsigned rank LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::mbar_arrive_cluster(bar, rank);
 #else
     asm volatile(
@@ -330,8 +358,9 @@ __device__ __forceinline__ void mbar_arrive_remote(unsigned long long *bar, unsi
 // ---- Named barriers: the threads of `count` (a multiple of 32) wait at barrier `id` (1 to 15;
 // 0 is __syncthreads') until all of them have arrived. Only those threads take part, so the
 // consumer warpgroups can meet while a producer that has returned does not.
-__device__ __forceinline__ void named_sync(unsigned id, unsigned count) {
+__device__ __forceinline__ void named_sync(unsigned id, unsigned count LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::named_barrier(id, count, true, "bar.sync");
 #else
     asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
@@ -342,8 +371,9 @@ __device__ __forceinline__ void named_sync(unsigned id, unsigned count) {
 // wgmma, a TMA store) and the reverse (PTX ISA 9.7.13.4). The simulator has one proxy; it
 // counts the fence, and its race checker fails a wgmma reading a byte whose writer has not
 // fenced since writing it.
-__device__ __forceinline__ void fence_proxy_async() {
+__device__ __forceinline__ void fence_proxy_async(LAB_CALLER_ONLY) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::fence_proxy_async();
 #else
     asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
@@ -354,23 +384,26 @@ __device__ __forceinline__ void fence_proxy_async() {
 // registers, asynchronously. fence orders the accumulators' register writes before the
 // wgmma reads them; commit closes a group of issued wgmma; wait<N> leaves at most N groups
 // in flight.
-__device__ __forceinline__ void wgmma_fence() {
+__device__ __forceinline__ void wgmma_fence(LAB_CALLER_ONLY) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::wgmma_fence();
 #else
     asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
 #endif
 }
-__device__ __forceinline__ void wgmma_commit() {
+__device__ __forceinline__ void wgmma_commit(LAB_CALLER_ONLY) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::wgmma_commit();
 #else
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
 #endif
 }
-template <int N> __device__ __forceinline__ void wgmma_wait() {
+template <int N> __device__ __forceinline__ void wgmma_wait(LAB_CALLER_ONLY) {
     static_assert(N >= 0, "wgmma.wait_group takes a count of groups left pending");
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::wgmma_wait(N);
 #else
     asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
@@ -426,17 +459,19 @@ __device__ __forceinline__ unsigned long long desc_add(unsigned long long d, uns
 
 // setmaxnreg.inc / .dec (PTX ISA 9.7.19.5): a warpgroup asks for or gives back registers; N a
 // multiple of 8 from 24 to 256. Registers are no resource in the simulator: N is checked.
-template <int N> __device__ __forceinline__ void setmaxnreg_inc() {
+template <int N> __device__ __forceinline__ void setmaxnreg_inc(LAB_CALLER_ONLY) {
     static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes a multiple of 8 from 24 to 256");
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::setmaxnreg(N, "setmaxnreg.inc");
 #else
     asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(N));
 #endif
 }
-template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
+template <int N> __device__ __forceinline__ void setmaxnreg_dec(LAB_CALLER_ONLY) {
     static_assert(N >= 24 && N <= 256 && N % 8 == 0, "setmaxnreg takes a multiple of 8 from 24 to 256");
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::setmaxnreg(N, "setmaxnreg.dec");
 #else
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
@@ -450,8 +485,9 @@ template <int N> __device__ __forceinline__ void setmaxnreg_dec() {
 // `accumulate` 0 overwrites D (the first K step), 1 adds to it.
 __device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], unsigned long long da,
                                                       unsigned long long db,
-                                                      int accumulate) {
+                                                      int accumulate LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::wgmma_issue(d, nullptr, da, db, 128, sim::WgType::bf16, accumulate != 0, 1, 1, false, true);
 #else
     asm volatile(
@@ -477,8 +513,9 @@ __device__ __forceinline__ void wgmma_m64n128k16_bf16(float (&d)[64], unsigned l
 // the same layout (j up to 31). A K-major, B MN-major (trans-b = 1).
 __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], unsigned long long da,
                                                       unsigned long long db,
-                                                      int accumulate) {
+                                                      int accumulate LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::wgmma_issue(d, nullptr, da, db, 256, sim::WgType::bf16, accumulate != 0, 1, 1, false, true);
 #else
     asm volatile(
@@ -529,8 +566,9 @@ __device__ __forceinline__ void wgmma_m64n256k16_bf16(float (&d)[128], unsigned 
 // D in the layout of wgmma_m64n128k16_bf16 above; each instruction spelled out for both types.
 template <bool BF16>
 __device__ __forceinline__ void wgmma_ss64(float (&d)[32], unsigned long long da, unsigned long long db,
-                                           int accumulate) {
+                                           int accumulate LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::wgmma_issue(d, nullptr, da, db, 64, BF16 ? sim::WgType::bf16 : sim::WgType::f16, accumulate != 0, 1, 1,
                      false, false);
 #else
@@ -562,8 +600,10 @@ __device__ __forceinline__ void wgmma_ss64(float (&d)[32], unsigned long long da
 #endif
 }
 template <bool BF16>
-__device__ __forceinline__ void wgmma_rs64(float (&d)[32], const unsigned (&a)[4], unsigned long long db) {
+__device__ __forceinline__ void wgmma_rs64(float (&d)[32], const unsigned (&a)[4],
+                                           unsigned long long db LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::wgmma_issue(d, a, 0, db, 64, BF16 ? sim::WgType::bf16 : sim::WgType::f16, true, 1, 1, false, true);
 #else
     if constexpr (BF16) {
@@ -594,8 +634,10 @@ __device__ __forceinline__ void wgmma_rs64(float (&d)[32], const unsigned (&a)[4
 #endif
 }
 template <bool BF16>
-__device__ __forceinline__ void wgmma_rs128(float (&d)[64], const unsigned (&a)[4], unsigned long long db) {
+__device__ __forceinline__ void wgmma_rs128(float (&d)[64], const unsigned (&a)[4],
+                                            unsigned long long db LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
+    LAB_AT_CALLER;
     sim::wgmma_issue(d, a, 0, db, 128, BF16 ? sim::WgType::bf16 : sim::WgType::f16, true, 1, 1, false, true);
 #else
     if constexpr (BF16) {
@@ -639,28 +681,28 @@ __device__ __forceinline__ void wgmma_rs128(float (&d)[64], const unsigned (&a)[
 }
 
 __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], unsigned long long da, unsigned long long db,
-                                                   int accumulate, __half) {
-    wgmma_ss64<false>(d, da, db, accumulate);
+                                                   int accumulate, __half LAB_CALLER) {
+    wgmma_ss64<false>(d, da, db, accumulate LAB_PASS_CALLER);
 }
 __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], unsigned long long da, unsigned long long db,
-                                                   int accumulate, __nv_bfloat16) {
-    wgmma_ss64<true>(d, da, db, accumulate);
+                                                   int accumulate, __nv_bfloat16 LAB_CALLER) {
+    wgmma_ss64<true>(d, da, db, accumulate LAB_PASS_CALLER);
 }
 __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const unsigned (&a)[4], unsigned long long db,
-                                                   __half) {
-    wgmma_rs64<false>(d, a, db);
+                                                   __half LAB_CALLER) {
+    wgmma_rs64<false>(d, a, db LAB_PASS_CALLER);
 }
 __device__ __forceinline__ void wgmma_m64n64k16_rs(float (&d)[32], const unsigned (&a)[4], unsigned long long db,
-                                                   __nv_bfloat16) {
-    wgmma_rs64<true>(d, a, db);
+                                                   __nv_bfloat16 LAB_CALLER) {
+    wgmma_rs64<true>(d, a, db LAB_PASS_CALLER);
 }
 __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const unsigned (&a)[4], unsigned long long db,
-                                                    __half) {
-    wgmma_rs128<false>(d, a, db);
+                                                    __half LAB_CALLER) {
+    wgmma_rs128<false>(d, a, db LAB_PASS_CALLER);
 }
 __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], const unsigned (&a)[4], unsigned long long db,
-                                                    __nv_bfloat16) {
-    wgmma_rs128<true>(d, a, db);
+                                                    __nv_bfloat16 LAB_CALLER) {
+    wgmma_rs128<true>(d, a, db LAB_PASS_CALLER);
 }
 
 }  // namespace hopper
