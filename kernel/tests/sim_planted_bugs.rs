@@ -438,6 +438,16 @@ fn a_divergent_barrier_is_reported_as_such() {
         ),
         "{msg}"
     );
+    // The line the threads wait at.
+    let line = DIVERGENT_BARRIER
+        .lines()
+        .position(|l| l.contains("__syncthreads();"))
+        .unwrap()
+        + 1;
+    assert!(
+        msg.ends_with(&format!("; waiting at tests/inline.cu:{line} (48 threads)")),
+        "{msg}"
+    );
 }
 
 /// Half of each warp skips a full-mask shuffle and exits: CUDA waits only for the lanes of a mask

@@ -104,7 +104,8 @@ enum Expect {
     Fails,
 }
 
-fn planted_fails(edits: &'static [(&'static str, &'static str)], expect: Expect) {
+/// Runs the planted bug; the simulator's message, where it stopped with one.
+fn planted_fails(edits: &'static [(&'static str, &'static str)], expect: Expect) -> Option<String> {
     let dev = SimDevice::new().expect("the simulator needs a C++ compiler");
     let bug = Planted { edits };
     let shape = (256, 256, 384);
@@ -116,12 +117,14 @@ fn planted_fails(edits: &'static [(&'static str, &'static str)], expect: Expect)
             for w in want {
                 assert!(msg.contains(w), "{what}: the report lacks {w:?}: {msg}");
             }
+            Some(msg)
         }
         (Err(DeviceError::Sim(msg)), Expect::Fails) => {
             // A deadlock, or a misuse the emulation reports (an arrival on a phase that
             // cannot take one).
             eprintln!("{what}: {msg}");
             assert!(msg.starts_with("gemm_wgmma_tma: "), "{what}: {msg}");
+            Some(msg)
         }
         (Ok(out), Expect::Fails) => {
             let err = relative_error(&out, &gemm_f64(shape, &data[0], &data[1], bf16));
@@ -130,6 +133,7 @@ fn planted_fails(edits: &'static [(&'static str, &'static str)], expect: Expect)
                 err.is_nan() || err > 1e-2,
                 "{what} went unnoticed: relative error {err:e}"
             );
+            None
         }
         (other, _) => panic!("{what}: expected a failure, got {:?}", other.map(|_| ())),
     }
@@ -163,9 +167,11 @@ fn a_misaligned_tma_destination_names_the_rungs_line() {
     );
 }
 
+/// The deadlock names the barrier's state, and the lines its threads wait at: the consumers'
+/// wait for the full stage.
 #[test]
 fn more_expected_bytes_than_land_is_a_deadlock_naming_the_barrier() {
-    planted_fails(
+    let msg = planted_fails(
         &[(
             "mbar_expect_tx(&full[s], STAGE_BYTES)",
             "mbar_expect_tx(&full[s], STAGE_BYTES + 16)",
@@ -175,6 +181,18 @@ fn more_expected_bytes_than_land_is_a_deadlock_naming_the_barrier() {
             "wait for parity 0 of the mbarrier at shared address 0x",
             "phase parity 0, 0 of 1 arrivals pending, tx-count 16",
         ]),
+    )
+    .unwrap();
+    let line = include_str!("../kernels/18_wgmma_tma.cu")
+        .lines()
+        .position(|l| l.contains("hopper::mbar_wait(&full[s]"))
+        .unwrap()
+        + 1;
+    assert!(
+        msg.contains(&format!(
+            "; waiting at tensorcore/kernels/18_wgmma_tma.cu:{line} (256 threads)"
+        )),
+        "{msg}"
     );
 }
 

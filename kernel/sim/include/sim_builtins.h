@@ -46,17 +46,22 @@ inline void *dynamic_smem() { return tl_worker->dyn_smem; }
 }  // namespace sim
 
 // ---- Barriers and warp operations ----
-inline void __syncthreads() { sim::syncthreads(); }
-inline int __syncthreads_count(int pred) {
+// Each names its line while it waits (a SourceSite), which a deadlock report gives.
+inline void __syncthreads(sim::Caller at = {}) {
+    const sim::SourceSite site(at.file, at.line);
+    sim::syncthreads();
+}
+inline int __syncthreads_count(int pred, sim::Caller at = {}) {
+    const sim::SourceSite site(at.file, at.line);
     sim::Worker &w = sim::worker();
     w.bar_count[sim::fiber().bar_parity ^ 1] += pred != 0;
     sim::syncthreads();
     return w.bar_count[sim::fiber().bar_parity];
 }
-inline int __syncthreads_and(int pred) {
-    return __syncthreads_count(pred) == (int)sim::worker().n;
+inline int __syncthreads_and(int pred, sim::Caller at = {}) {
+    return __syncthreads_count(pred, at) == (int)sim::worker().n;
 }
-inline int __syncthreads_or(int pred) { return __syncthreads_count(pred) != 0; }
+inline int __syncthreads_or(int pred, sim::Caller at = {}) { return __syncthreads_count(pred, at) != 0; }
 inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
     sim::Fiber &f = sim::fiber();
     f.parity ^= 1;

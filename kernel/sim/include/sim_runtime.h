@@ -1810,7 +1810,44 @@ inline void start_fiber(Worker &w, unsigned i) {
     w.fibers[i].sp = sp;
 }
 
-inline void describe_deadlock(Worker &w) {
+// Appends to w's message the lines its waiting threads wait at, as the calls that wait set
+// them (SourceSite), the most waited-at first: "; waiting at k.cu:6 (40 threads), k.cu:9 (8
+// threads)".
+inline void describe_wait_sites(Worker &w) {
+    constexpr unsigned kSites = 3;
+    const char *file[kSites] = {};
+    unsigned line[kSites] = {}, count[kSites] = {}, sites = 0, other = 0;
+    for (unsigned i = 0; i < w.n; ++i) {
+        const Fiber &f = w.fibers[i];
+        if (f.state == READY || f.state == DONE || !f.site_file) continue;
+        unsigned k = 0;
+        while (k < sites && (line[k] != f.site_line || strcmp(file[k], f.site_file) != 0)) ++k;
+        if (k == sites && sites == kSites) {
+            other++;
+            continue;
+        }
+        if (k == sites) file[k] = f.site_file, line[k] = f.site_line, sites++;
+        count[k]++;
+    }
+    for (unsigned a = 0; a < sites; ++a)  // the most waited-at first
+        for (unsigned b = a + 1; b < sites; ++b)
+            if (count[b] > count[a]) {
+                std::swap(file[a], file[b]);
+                std::swap(line[a], line[b]);
+                std::swap(count[a], count[b]);
+            }
+    for (unsigned k = 0; k < sites; ++k) {
+        size_t used = strlen(w.result->message);
+        if (used + 1 >= sizeof w.result->message) return;
+        snprintf(w.result->message + used, sizeof w.result->message - used, "%s%s:%u (%u thread%s)",
+                 k == 0 ? "; waiting at " : ", ", file[k], line[k], count[k], count[k] == 1 ? "" : "s");
+    }
+    size_t used = strlen(w.result->message);
+    if (other && used + 1 < sizeof w.result->message)
+        snprintf(w.result->message + used, sizeof w.result->message - used, ", %u elsewhere", other);
+}
+
+inline void describe_block_deadlock(Worker &w) {
     // synccheck: a __syncthreads() part of the block never reaches, because it has exited.
     if (w.at_block && w.exited && !w.at_warp && !w.at_mbar && !w.at_cluster && !w.at_named && !w.at_wgmma) {
         snprintf(w.result->message, sizeof w.result->message,
@@ -1849,6 +1886,12 @@ inline void describe_deadlock(Worker &w) {
         snprintf(w.result->message + used, sizeof w.result->message - used, "; named barrier %u: %u of %u threads arrived",
                  b, w.named_arrived[b], w.named_expected[b]);
     }
+}
+
+// A block's deadlock: what its threads wait at, and the lines they wait at.
+inline void describe_deadlock(Worker &w) {
+    describe_block_deadlock(w);
+    describe_wait_sites(w);
 }
 
 // A cluster's deadlock: the first block still running, then where the others are.
