@@ -133,9 +133,33 @@ pub fn files_below(dir: &std::path::Path) -> Vec<String> {
     out
 }
 
+/// The line that messages give the first line of `source` holding `marker`: counted from the
+/// start, or from the last `#line N` directive before it, as a compiler counts.
+pub fn source_line(source: &str, marker: &str) -> usize {
+    let mut line = 1;
+    for l in source.lines() {
+        if l.contains(marker) {
+            return line;
+        }
+        line = l
+            .trim_start()
+            .strip_prefix("#line ")
+            .and_then(|rest| rest.split_whitespace().next()?.parse().ok())
+            .unwrap_or(line + 1);
+    }
+    panic!("no line holds {marker:?}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_source_line_counts_from_the_last_line_directive() {
+        let source = "a\nb // here\n#line 1 \"h.cuh\"\nc\nd // there\n";
+        assert_eq!(source_line(source, "// here"), 2);
+        assert_eq!(source_line(source, "// there"), 2);
+    }
 
     #[test]
     fn errors_are_relative_and_nan_never_passes() {

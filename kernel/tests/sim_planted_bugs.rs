@@ -3,7 +3,7 @@
 //! right (warp shuffles, atomics, dynamic shared memory, half, WMMA).
 
 use kernel::sim::SimDevice;
-use kernel::testing::{gemm_f64, inputs, relative_error};
+use kernel::testing::{gemm_f64, inputs, relative_error, source_line};
 use kernel::{
     Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, GemmCall, GemmCompute, Kernel,
     KernelInfo, Launch, LibraryCall, Precision, Role, Scratch, Shape, Stage, Step, Workload,
@@ -439,11 +439,7 @@ fn a_divergent_barrier_is_reported_as_such() {
         "{msg}"
     );
     // The line the threads wait at.
-    let line = DIVERGENT_BARRIER
-        .lines()
-        .position(|l| l.contains("__syncthreads();"))
-        .unwrap()
-        + 1;
+    let line = source_line(DIVERGENT_BARRIER, "__syncthreads();");
     assert!(
         msg.ends_with(&format!("; waiting at tests/inline.cu:{line} (48 threads)")),
         "{msg}"

@@ -9,7 +9,7 @@
 //! bounds (it would land in the simulator's own state, or the next block's memory).
 
 use kernel::sim::SimDevice;
-use kernel::testing::{PlanKernel, gemm_f64, gemm_launch, inputs, relative_error};
+use kernel::testing::{PlanKernel, gemm_f64, gemm_launch, inputs, relative_error, source_line};
 use kernel::{CudaPlan, DeviceError, Executor, Shape};
 
 const KERNELS: &str = r#"
@@ -408,13 +408,10 @@ fn a_race_in_a_helper_names_its_line_and_the_kernels_line_that_calls_it() {
         launch("helper_race", [1, 1, 1], [64, 1, 1], dims),
         dims,
     ));
-    let line = |marker: &str| KERNELS.lines().position(|l| l.contains(marker)).unwrap() + 1;
-    let helper = KERNELS
-        .lines()
-        .position(|l| l.starts_with("#line 1"))
-        .unwrap()
-        + 1;
-    let (call, access) = (line("// the call"), line("// the access") - helper);
+    let (call, access) = (
+        source_line(KERNELS, "// the call"),
+        source_line(KERNELS, "// the access"),
+    );
     assert!(
         e.contains(&format!(
             "; this thread's access is at tests/helpers.cuh:{access}, called at tests/races.cu:{call} (thread ("

@@ -5,7 +5,7 @@
 //! and by the lines of the kernel's own code that made it.
 
 use kernel::sim::SimDevice;
-use kernel::testing::{PlanKernel, gemm_launch, inputs};
+use kernel::testing::{PlanKernel, gemm_launch, inputs, source_line};
 use kernel::{CudaPlan, Executor, Shape};
 use std::time::{Duration, Instant};
 
@@ -140,13 +140,10 @@ fn a_launch_past_its_limit_names_the_thread_still_running_and_the_next_one_runs(
 fn a_fault_in_a_helper_names_its_line_and_the_kernels_line_that_calls_it() {
     let dev = SimDevice::new().unwrap();
     let e = run(&dev, "overrun_in_helper").unwrap_err().to_string();
-    let line = |marker: &str| KERNELS.lines().position(|l| l.contains(marker)).unwrap() + 1;
-    let helper = KERNELS
-        .lines()
-        .position(|l| l.starts_with("#line 1"))
-        .unwrap()
-        + 1;
-    let (call, store) = (line("// the call"), line("// the store") - helper);
+    let (call, store) = (
+        source_line(KERNELS, "// the call"),
+        source_line(KERNELS, "// the store"),
+    );
     assert!(
         e.contains("out-of-bounds write past the end of buffer 'C'")
             && e.ends_with(&format!(

@@ -9,7 +9,7 @@
 //! (one k-tile of wgmma left in flight) likewise, and with its stage freed a k-tile too early.
 
 use kernel::sim::SimDevice;
-use kernel::testing::{gemm_f64, inputs, relative_error};
+use kernel::testing::{gemm_f64, inputs, relative_error, source_line};
 use kernel::{CudaPlan, DeviceError, Executor, Kernel, KernelInfo, Shape};
 
 fn bf16(v: f32) -> f32 {
@@ -156,8 +156,7 @@ fn a_misaligned_tma_destination_names_the_rungs_line() {
         .map(|_| ())
         .expect_err("the misaligned box is reported")
         .to_string();
-    let source = include_str!("../kernels/18_wgmma_tma.cu");
-    let line = source.lines().position(|l| l.contains(call)).unwrap() + 1;
+    let line = source_line(include_str!("../kernels/18_wgmma_tma.cu"), call);
     assert!(
         e.contains("must be 128-byte aligned")
             && e.contains(&format!(
@@ -183,11 +182,10 @@ fn more_expected_bytes_than_land_is_a_deadlock_naming_the_barrier() {
         ]),
     )
     .unwrap();
-    let line = include_str!("../kernels/18_wgmma_tma.cu")
-        .lines()
-        .position(|l| l.contains("hopper::mbar_wait(&full[s]"))
-        .unwrap()
-        + 1;
+    let line = source_line(
+        include_str!("../kernels/18_wgmma_tma.cu"),
+        "hopper::mbar_wait(&full[s]",
+    );
     assert!(
         msg.contains(&format!(
             "; waiting at tensorcore/kernels/18_wgmma_tma.cu:{line} (256 threads)"
