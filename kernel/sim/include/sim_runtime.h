@@ -727,7 +727,8 @@ struct SourceSite {
 };
 
 // The file and line of a call, as written: the defaulted last parameter of a lab header's
-// function (lab/hopper.h), whose emulation then names its caller's line (a SourceSite).
+// function (lab/hopper.h) or of __syncthreads(), which then names its caller's line (a
+// SourceSite) in a failure or a deadlock.
 struct Caller {
     const char *file;
     unsigned line;

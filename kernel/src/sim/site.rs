@@ -129,6 +129,10 @@ mod tests {
             site(&[stl, "ex/k.cu:12"], "ex/k.cu"),
             Some("ex/k.cu:12".into())
         );
+        assert_eq!(
+            site(&["mma.h:40", "lab/ptx.h:199", "k.cu:12"], "k.cu"),
+            Some("k.cu:12".into())
+        );
         // A header of its own, with the kernel's line that calls it.
         assert_eq!(
             site(&["ex/inc/util.cuh:3", "ex/k.cu:7"], "ex/k.cu"),
