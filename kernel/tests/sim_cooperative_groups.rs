@@ -8,7 +8,7 @@
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
-use kernel::testing::{PlanKernel, inputs};
+use kernel::testing::{PlanKernel, inputs, source_line};
 use kernel::{Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Launch, Shape, Step};
 
 /// A block reduction in f64: each warp-sized tile sums by `shfl_down`, the tiles' sums meet in
@@ -208,6 +208,20 @@ extern "C" __global__ void async_copies(const float *x, float *out) {
 }
 "#;
 
+/// Half of each warp returns before the tile's reduction, which then reads lanes that have
+/// exited (an undefined value on a GPU).
+const REDUCE_AFTER_EXIT: &str = r#"
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+
+extern "C" __global__ void reduce_after_exit(const float *x, float *out, int n) {
+    cg::thread_block_tile<32> tile = cg::tiled_partition<32>(cg::this_thread_block());
+    if (tile.thread_rank() >= 16) return;
+    out[threadIdx.x] = cg::reduce(tile, x[threadIdx.x], cg::plus<float>());  // the reduction
+}
+"#;
+
 fn launch(code: &'static str, entry: &str, grid: [u32; 3], block: [u32; 3]) -> Launch {
     Launch {
         source: CudaSource::embedded("tests/cooperative_groups.cu", code),
@@ -383,6 +397,31 @@ fn cg_reduce_with_plus_greater_less_and_bit_xor() {
             );
         }
     }
+}
+
+/// A failure inside the stand-in header's shuffles names the kernel's line that called them,
+/// not the header's.
+#[test]
+fn a_reduction_reading_exited_lanes_names_the_kernels_line() {
+    let mut l = launch(
+        REDUCE_AFTER_EXIT,
+        "reduce_after_exit",
+        [1, 1, 1],
+        [32, 1, 1],
+    );
+    l.args.push(Arg::I32(32));
+    let msg = match run(&sim(), l, 32, 32) {
+        Err(e) => e.to_string(),
+        Ok(_) => panic!("the reduction over exited lanes ran"),
+    };
+    let line = source_line(REDUCE_AFTER_EXIT, "// the reduction");
+    assert!(
+        msg.contains(", which has exited")
+            && msg.contains(&format!(
+                "; this thread's access is at tests/cooperative_groups.cu:{line} ("
+            )),
+        "{msg}"
+    );
 }
 
 #[test]

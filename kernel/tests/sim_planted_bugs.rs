@@ -469,15 +469,29 @@ fn a_shuffle_reading_a_lane_that_skipped_it_is_reported() {
     let shape = Shape::gemm(64, 1, 1);
     let plan = vector_plan(DIVERGENT_SHUFFLE, "half_warp_shuffle", 64, 64);
     let msg = sim_error(run(plan, shape, &inputs(&shape, 0x1234_5678)));
+    // By the shuffle's line.
+    let shuffle = source_line(DIVERGENT_SHUFFLE, "// BUG");
     assert!(
-        msg.contains("a warp shuffle of lane 15 reads lane 16, which has exited"),
+        msg.contains("a warp shuffle of lane 15 reads lane 16, which has exited")
+            && msg.contains(&format!(
+                "; this thread's access is at tests/inline.cu:{shuffle} ("
+            )),
         "{msg}"
     );
     let plan = vector_plan(DIVERGENT_SHUFFLE, "half_warp_waits", 64, 64);
     let msg = sim_error(run(plan, shape, &inputs(&shape, 0x1234_5678)));
+    // The waits at the shuffle and at the barrier (half_warp_waits' lines 2 and 3).
+    let waits = source_line(
+        DIVERGENT_SHUFFLE,
+        "extern \"C\" __global__ void half_warp_waits",
+    ) + 2;
     assert!(
         msg.contains("half_warp_waits: deadlock at __syncthreads")
-            && msg.contains("32 threads wait at __syncthreads, 32 at a warp operation"),
+            && msg.contains("32 threads wait at __syncthreads, 32 at a warp operation")
+            && msg.ends_with(&format!(
+                "; waiting at tests/inline.cu:{waits} (32 threads), tests/inline.cu:{} (32 threads)",
+                waits + 1
+            )),
         "{msg}"
     );
 }

@@ -35,7 +35,7 @@ class thread_block {
     thread_block() = default;
 
    public:
-    static void sync() { __syncthreads(); }
+    static void sync(::sim::Caller at = {}) { __syncthreads(at); }
     static unsigned int thread_rank() { return details::cta_rank(); }
     static unsigned int size() { return details::cta_threads(); }
     static unsigned int num_threads() { return details::cta_threads(); }
@@ -70,29 +70,30 @@ class tile_base {
     static unsigned int thread_rank() { return cta_rank() & (Size - 1); }
     static constexpr unsigned int num_threads() { return Size; }
     static constexpr unsigned int size() { return Size; }
-    static void sync() { __syncwarp(build_mask()); }
+    // Each takes its caller's line (`sim::Caller`), which a failure or a deadlock names.
+    static void sync(::sim::Caller at = {}) { __syncwarp(build_mask(), at); }
 
     template <class T>
-    T shfl(T v, int src_rank) const {
-        return __shfl_sync(build_mask(), v, src_rank, Size);
+    T shfl(T v, int src_rank, ::sim::Caller at = {}) const {
+        return __shfl_sync(build_mask(), v, src_rank, Size, at);
     }
     template <class T>
-    T shfl_down(T v, unsigned int delta) const {
-        return __shfl_down_sync(build_mask(), v, delta, Size);
+    T shfl_down(T v, unsigned int delta, ::sim::Caller at = {}) const {
+        return __shfl_down_sync(build_mask(), v, delta, Size, at);
     }
     template <class T>
-    T shfl_up(T v, unsigned int delta) const {
-        return __shfl_up_sync(build_mask(), v, delta, Size);
+    T shfl_up(T v, unsigned int delta, ::sim::Caller at = {}) const {
+        return __shfl_up_sync(build_mask(), v, delta, Size, at);
     }
     template <class T>
-    T shfl_xor(T v, unsigned int lane_mask) const {
-        return __shfl_xor_sync(build_mask(), v, (int)lane_mask, Size);
+    T shfl_xor(T v, unsigned int lane_mask, ::sim::Caller at = {}) const {
+        return __shfl_xor_sync(build_mask(), v, (int)lane_mask, Size, at);
     }
-    int any(int predicate) const { return __ballot_sync(build_mask(), predicate) != 0; }
-    int all(int predicate) const { return __all_sync(build_mask(), predicate); }
+    int any(int predicate, ::sim::Caller at = {}) const { return __ballot_sync(build_mask(), predicate, at) != 0; }
+    int all(int predicate, ::sim::Caller at = {}) const { return __all_sync(build_mask(), predicate, at); }
     // Bit r: the tile's thread of rank r.
-    unsigned int ballot(int predicate) const {
-        return __ballot_sync(build_mask(), predicate) >> (laneid() & ~(Size - 1));
+    unsigned int ballot(int predicate, ::sim::Caller at = {}) const {
+        return __ballot_sync(build_mask(), predicate, at) >> (laneid() & ~(Size - 1));
     }
     // The tile's threads holding the same value, one shuffle per rank (no __match_any_sync in
     // the simulator; every thread of the tile takes part in each).
@@ -155,16 +156,21 @@ class cluster_group {
    public:
     using arrival_token = struct {};
 
-    static void sync() {
+    static void sync(::sim::Caller at = {}) {
+        const ::sim::SourceSite site(at.file, at.line);
         ::sim::cluster_arrive();
         ::sim::cluster_wait();
     }
-    static arrival_token barrier_arrive() {
+    static arrival_token barrier_arrive(::sim::Caller at = {}) {
+        const ::sim::SourceSite site(at.file, at.line);
         ::sim::cluster_arrive();
         return arrival_token();
     }
-    static void barrier_wait() { ::sim::cluster_wait(); }
-    static void barrier_wait(arrival_token &&) { ::sim::cluster_wait(); }
+    static void barrier_wait(::sim::Caller at = {}) {
+        const ::sim::SourceSite site(at.file, at.line);
+        ::sim::cluster_wait();
+    }
+    static void barrier_wait(arrival_token &&, ::sim::Caller at = {}) { barrier_wait(at); }
     // The rank of the block whose shared memory holds `addr`.
     static unsigned int query_shared_rank(const void *addr) {
         ::sim::Worker *w = ::sim::shared_owner(addr, 1);
@@ -225,21 +231,22 @@ class grid_group {
 
     // Whether the grid can synchronize: only under a cooperative launch.
     static bool is_valid() { return ::sim::grid_barrier() != nullptr; }
-    static void sync() {
+    static void sync(::sim::Caller at = {}) {
         barrier("sync()");
-        barrier_wait(barrier_arrive());
+        barrier_wait(barrier_arrive(at), at);
     }
     // The block's threads meet, then one of them arrives for the block.
-    static arrival_token barrier_arrive() {
+    static arrival_token barrier_arrive(::sim::Caller at = {}) {
         SimGrid *g = barrier("barrier_arrive()");
-        __syncthreads();
+        __syncthreads(at);
         return arrival_token{details::cta_rank() == 0 ? ::sim::grid_arrive(g) : 0};
     }
     // The thread that arrived waits for every block; then the block's threads meet again.
-    static void barrier_wait(arrival_token &&t) {
+    static void barrier_wait(arrival_token &&t, ::sim::Caller at = {}) {
         SimGrid *g = barrier("barrier_wait()");
+        const ::sim::SourceSite site(at.file, at.line);
         if (details::cta_rank() == 0) ::sim::grid_wait(g, t.phase);
-        __syncthreads();
+        __syncthreads(at);
     }
     static unsigned long long num_blocks() { return (unsigned long long)gridDim.x * gridDim.y * gridDim.z; }
     static unsigned long long block_rank() {
@@ -283,8 +290,8 @@ inline grid_group this_grid() { return grid_group(); }
 // ---- Free functions over any group ----
 
 template <class GroupT>
-void sync(GroupT const &g) {
-    g.sync();
+void sync(GroupT const &g, ::sim::Caller at = {}) {
+    g.sync(at);
 }
 template <class GroupT>
 auto thread_rank(GroupT const &g) -> decltype(g.thread_rank()) {

@@ -46,7 +46,8 @@ inline void *dynamic_smem() { return tl_worker->dyn_smem; }
 }  // namespace sim
 
 // ---- Barriers and warp operations ----
-// Each names its line while it waits (a SourceSite), which a deadlock report gives.
+// Each, like the warp operations below, names its line while it runs (a SourceSite), which a
+// failure or a deadlock report gives.
 inline void __syncthreads(sim::Caller at = {}) {
     const sim::SourceSite site(at.file, at.line);
     sim::syncthreads();
@@ -62,7 +63,8 @@ inline int __syncthreads_and(int pred, sim::Caller at = {}) {
     return __syncthreads_count(pred, at) == (int)sim::worker().n;
 }
 inline int __syncthreads_or(int pred, sim::Caller at = {}) { return __syncthreads_count(pred, at) != 0; }
-inline void __syncwarp(unsigned mask = 0xFFFFFFFFu) {
+inline void __syncwarp(unsigned mask = 0xFFFFFFFFu, sim::Caller at = {}) {
+    const sim::SourceSite site(at.file, at.line);
     sim::Fiber &f = sim::fiber();
     f.parity ^= 1;
     sim::warp_wait(mask);
@@ -80,26 +82,30 @@ inline void __threadfence_system() { __threadfence(); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
 template <class T>
-inline T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
+inline T __shfl_sync(unsigned mask, T v, int src, int width = 32, sim::Caller at = {}) {
+    const sim::SourceSite site(at.file, at.line);
     int lane = (int)sim::fiber().lane;
     return sim::warp_exchange(mask, v, (lane & ~(width - 1)) + (src & (width - 1)));
 }
 template <class T>
-inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32, sim::Caller at = {}) {
+    const sim::SourceSite site(at.file, at.line);
     int lane = (int)sim::fiber().lane;
     int src = (lane % width) < (int)delta ? -1 : lane - (int)delta;
     T got = sim::warp_exchange(mask, v, src);
     return src < 0 ? v : got;
 }
 template <class T>
-inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32) {
+inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32, sim::Caller at = {}) {
+    const sim::SourceSite site(at.file, at.line);
     int lane = (int)sim::fiber().lane;
     int src = (lane % width) + (int)delta >= width ? -1 : lane + (int)delta;
     T got = sim::warp_exchange(mask, v, src);
     return src < 0 ? v : got;
 }
 template <class T>
-inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
+inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32, sim::Caller at = {}) {
+    const sim::SourceSite site(at.file, at.line);
     int lane = (int)sim::fiber().lane;
     int src = lane ^ lane_mask;
     // Lanes may read earlier groups of `width`, never later ones.
@@ -107,9 +113,13 @@ inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32) {
     T got = sim::warp_exchange(mask, v, src);
     return src < 0 ? v : got;
 }
-inline unsigned __ballot_sync(unsigned mask, int pred) { return sim::ballot(mask, pred); }
-inline int __any_sync(unsigned mask, int pred) { return sim::ballot(mask, pred) != 0; }
-inline int __all_sync(unsigned mask, int pred) {
+inline unsigned __ballot_sync(unsigned mask, int pred, sim::Caller at = {}) {
+    const sim::SourceSite site(at.file, at.line);
+    return sim::ballot(mask, pred);
+}
+inline int __any_sync(unsigned mask, int pred, sim::Caller at = {}) { return __ballot_sync(mask, pred, at) != 0; }
+inline int __all_sync(unsigned mask, int pred, sim::Caller at = {}) {
+    const sim::SourceSite site(at.file, at.line);
     unsigned took_part;
     return sim::ballot(mask, pred, &took_part) == took_part;
 }

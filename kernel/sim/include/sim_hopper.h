@@ -849,7 +849,7 @@ SIM_UNINSTRUMENTED inline void tma_store_complete(Worker &w, TmaStore &s) {
         while (s.src[at] == s.image[at]) ++at;
         const Fiber &f = w.fibers[s.fiber];
         char site[160] = "";
-        if (s.site_file) snprintf(site, sizeof site, " at %s:%u", s.site_file, s.site_line);
+        if (s.site_file) snprintf(site, sizeof site, " at %s:%u", shown_file(s.site_file), s.site_line);
         fail("shared address 0x%x, which a %s issued by thread (%u,%u,%u)%s reads, was written before that store "
              "completed: the TMA may read the new bytes. The issuing thread waits with cp.async.bulk.wait_group.read, "
              "then a barrier hands the buffer back",

@@ -681,6 +681,13 @@ inline unsigned char *warp_memo(size_t bytes) {
 
 // ---- Misuse the emulation detects ----
 
+// A source file's name as messages show it: a simulator or lab header reads as included
+// (compile.rs maps the folder the build writes them to to `.`).
+inline const char *shown_file(const char *file) {
+    while (file[0] == '.' && file[1] == '/') file += 2;
+    return file;
+}
+
 // Ends the block with `fmt` as the error, naming the kernel, the block and the thread (an
 // instruction used the way no GPU accepts: a misaligned ldmatrix row, a global address where
 // shared memory must be). Never returns.
@@ -704,7 +711,8 @@ inline void fail(const char *fmt, ...) {
     if (const void *pc = tl_fiber->access_pc; pc && dladdr(pc, &module) && module.dli_fbase)
         snprintf(site, sizeof site, " {{site 0x%lx}}", (unsigned long)((uintptr_t)pc - 1 - (uintptr_t)module.dli_fbase));
     else if (tl_fiber->site_file)
-        snprintf(site, sizeof site, "; this thread's access is at %s:%u", tl_fiber->site_file, tl_fiber->site_line);
+        snprintf(site, sizeof site, "; this thread's access is at %s:%u", shown_file(tl_fiber->site_file),
+                 tl_fiber->site_line);
     tl_fiber->access_pc = nullptr;
     tl_fiber->site_file = nullptr;
     snprintf(w.result->message, sizeof w.result->message, "%s: %s%s (thread (%u,%u,%u) of block (%u,%u,%u))",
@@ -1841,7 +1849,7 @@ inline void describe_wait_sites(Worker &w) {
         size_t used = strlen(w.result->message);
         if (used + 1 >= sizeof w.result->message) return;
         snprintf(w.result->message + used, sizeof w.result->message - used, "%s%s:%u (%u thread%s)",
-                 k == 0 ? "; waiting at " : ", ", file[k], line[k], count[k], count[k] == 1 ? "" : "s");
+                 k == 0 ? "; waiting at " : ", ", shown_file(file[k]), line[k], count[k], count[k] == 1 ? "" : "s");
     }
     size_t used = strlen(w.result->message);
     if (other && used + 1 < sizeof w.result->message)

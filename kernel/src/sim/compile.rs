@@ -213,7 +213,7 @@ fn host_flags() -> &'static [&'static str] {
 /// folder built it: it is cached across processes, and a relative `#line` name must read the
 /// same in all of them (`site::frames` drops the `./`). Part of the cache key, not its value.
 const WORKING_FOLDER_MAP: &str =
-    "-fdebug-prefix-map=<working folder>=. -fdebug-prefix-map=<build folder>=.";
+    "-fdebug-prefix-map=<working folder>=. -ffile-prefix-map=<build folder>=.";
 
 /// [`WORKING_FOLDER_MAP`] for this process: the folder as the OS gives it and as `$PWD`
 /// spells it (gcc records `$PWD` when it names the same folder, symbolic links and all).
@@ -789,9 +789,10 @@ fn build_in(
         SEQ.fetch_add(1, Ordering::Relaxed)
     ));
     std::fs::create_dir_all(&work).map_err(io_err(format!("creating {}", work.display())))?;
-    // The headers it writes there read as they are included (`lab/ptx.h`); the last map
-    // that matches wins, should `work` lie in the working folder.
-    flags.push(format!("-fdebug-prefix-map={}=.", work.display()));
+    // The headers it writes there read as they are included (`lab/ptx.h`), in line tables and
+    // in `__builtin_FILE()` (a site named in a header); the last map that matches wins,
+    // should `work` lie in the working folder.
+    flags.push(format!("-ffile-prefix-map={}=.", work.display()));
     let result = write_headers(&work).and_then(|()| match how {
         Build::Plain => Ok(None),
         Build::Instrumented => traffic_hooks(dir, &work, compiler).map(Some),

@@ -35,9 +35,10 @@ struct bit_xor {
 
 // Every thread of the tile gets the reduction of the tile's values.
 template <unsigned int Size, typename ParentT, typename TyVal, typename TyOp>
-auto reduce(const thread_block_tile<Size, ParentT> &group, TyVal &&val, TyOp &&op) -> decltype(op(val, val)) {
+auto reduce(const thread_block_tile<Size, ParentT> &group, TyVal &&val, TyOp &&op, ::sim::Caller at = {})
+    -> decltype(op(val, val)) {
     auto out = val;
-    for (int mask = Size >> 1; mask > 0; mask >>= 1) out = op(out, group.shfl_xor(out, mask));
+    for (int mask = Size >> 1; mask > 0; mask >>= 1) out = op(out, group.shfl_xor(out, mask, at));
     return out;
 }
 
