@@ -444,7 +444,6 @@ fn a_stage_refilled_before_the_barrier_is_a_race_even_when_the_result_is_right()
         e.contains("race on shared memory") || e.contains("cp.async not landed"),
         "{e}"
     );
-    eprintln!("MSG {e}");
 }
 
 #[test]
