@@ -7,7 +7,7 @@
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
-use kernel::testing::{PlanKernel, inputs};
+use kernel::testing::{PlanKernel, inputs, source_line};
 use kernel::{Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Launch, Shape, Step};
 
 const KERNELS: &str = r#"
@@ -116,6 +116,16 @@ extern "C" __global__ void thread_scope(const float *x, float *out) {
     cuda::pipeline_consumer_wait_prior<0>(pipe);
     for (int k = 0; k < 4; ++k) out[320 + 4 * t + k] = d[1][4 * t + k];
 }
+
+// Half the block returns before the pipeline is made: the others wait at its barrier for ever.
+extern "C" __global__ void pipeline_after_exit(const float *x, float *out) {
+    cg::thread_block block = cg::this_thread_block();
+    __shared__ cuda::pipeline_shared_state<cuda::thread_scope_block, 2> state;
+    if (block.thread_rank() >= 32) return;
+    auto pipe = cuda::make_pipeline(block, &state);  // the pipeline
+    (void)pipe;
+    out[block.thread_rank()] = x[0];
+}
 "#;
 
 /// Runs `entry` on one block of 64 threads with 1536 random inputs (none zero) and `out`
@@ -223,6 +233,25 @@ fn a_thread_scope_pipeline_completes_its_oldest_stage_first() {
     );
 }
 
+/// A deadlock at the barrier a pipeline's making passes names the kernel's line that makes it,
+/// not the stand-in header's.
+#[test]
+fn a_pipeline_made_by_part_of_the_block_is_a_divergent_barrier_at_its_line() {
+    let dev = SimDevice::new().expect("the simulator needs a host C++ compiler");
+    let msg = run(&dev, "pipeline_after_exit", 64)
+        .map(|_| ())
+        .expect_err("the divergent barrier is reported")
+        .to_string();
+    let line = source_line(KERNELS, "// the pipeline");
+    assert!(
+        msg.contains("divergent barrier")
+            && msg.ends_with(&format!(
+                "; waiting at tests/cuda_barrier_pipeline.cu:{line} (32 threads)"
+            )),
+        "{msg}"
+    );
+}
+
 #[test]
 fn nvrtc_compiles_the_libcudacxx_kernels_for_sm80_and_sm90() {
     if let Err(e) = nvrtc::version() {
@@ -231,6 +260,6 @@ fn nvrtc_compiles_the_libcudacxx_kernels_for_sm80_and_sm90() {
     let src = CudaSource::embedded("tests/cuda_barrier_pipeline.cu", KERNELS);
     for arch in ["sm_80", "sm_90"] {
         let c = nvrtc::compile(&src, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
-        assert_eq!(c.resources.len(), 5, "{arch}: {:?}", c.resources);
+        assert_eq!(c.resources.len(), 6, "{arch}: {:?}", c.resources);
     }
 }

@@ -27,16 +27,17 @@ inline void memcpy_async(const Group &g, T *dst, size_t dst_count, const T *src,
     __pipeline_commit();
 }
 
+// Each passes its caller's line to the group's barrier, which a deadlock names.
 template <unsigned int Stage, class Group>
-inline void wait_prior(const Group &g) {
+inline void wait_prior(const Group &g, ::sim::Caller at = {}) {
     __pipeline_wait_prior(Stage);
-    g.sync();
+    g.sync(at);
 }
 
 template <class Group>
-inline void wait(const Group &g) {
+inline void wait(const Group &g, ::sim::Caller at = {}) {
     __pipeline_wait_prior(0);
-    g.sync();
+    g.sync(at);
 }
 
 }  // namespace cooperative_groups
