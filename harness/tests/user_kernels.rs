@@ -1148,11 +1148,7 @@ fn a_vector_cast_off_its_alignment_fails_the_row() {
     // By a line of the loop reading the pairs (optimized code gives the unrolled loads to
     // the loop's line).
     let code = std::fs::read_to_string(root().join("examples/bf16_gemm_nt.cu")).unwrap();
-    let the_loop = code
-        .lines()
-        .position(|l| l.contains("for (; k < K / 2; ++k)"))
-        .unwrap()
-        + 1;
+    let the_loop = kernel::testing::source_line(&code, "for (; k < K / 2; ++k)");
     assert!(
         (the_loop..the_loop + 4).any(|n| lines[at].contains(&format!(
             "; this thread's access is at {}/bf16_gemm_nt.cu:{n} (",

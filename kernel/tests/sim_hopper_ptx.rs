@@ -11,7 +11,7 @@
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
-use kernel::testing::PlanKernel;
+use kernel::testing::{PlanKernel, source_line};
 use kernel::{
     Arg, Buf, CudaPlan, CudaSource, DeviceError, Dtype, Executor, Launch, Shape, Step, TensorMap,
     TmaSwizzle,
@@ -368,16 +368,12 @@ fn a_wgmma_of_unfenced_operands_names_the_line_that_issued_it() {
         Shape::gemm(64, 8, 8),
         &[a, b],
     ));
-    let issue = WGMMA_TF32
-        .lines()
-        .position(|l| l.contains("asm volatile(\"{\\n.reg .pred p;"))
-        .unwrap();
+    let issue = source_line(WGMMA_TF32, "asm volatile(\"{\\n.reg .pred p;");
     assert!(
         why.contains("wgmma reads __shared__ 'a' (in wgmma_tf32_body")
             && why.contains("with no fence.proxy.async after it")
             && why.contains(&format!(
-                "; this thread's access is at tests/hopper_ptx.cu:{} (",
-                issue + 1
+                "; this thread's access is at tests/hopper_ptx.cu:{issue} ("
             )),
         "{why}"
     );

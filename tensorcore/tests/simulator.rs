@@ -6,7 +6,7 @@
 //! precision's bound, and with the f64 reference within it.
 
 use kernel::sim::SimDevice;
-use kernel::testing::{gemm_f64, inputs, relative_error};
+use kernel::testing::{gemm_f64, inputs, relative_error, source_line};
 use kernel::{Executor, Kernel, Shape};
 
 /// M, N and K with tails: 136 = 128 + 8 rows, 264 = 2 x 128 + 8 columns, K = 200 is 7 tiles
@@ -265,13 +265,7 @@ fn split_k_without_either_fence_is_a_race_on_global_memory() {
     // The read of the partials that meets the other block's write, by its line, or by a line
     // of the unrolled loops around it (optimized code gives the loads to the loops' lines).
     let source = include_str!("../kernels/20_mma_split_k.cu");
-    let line_of = |text: &str| {
-        source
-            .lines()
-            .position(|l| l.contains(text))
-            .expect("rung 20 reads the partials")
-            + 1
-    };
+    let line_of = |text: &str| source_line(source, text);
     let sites: Vec<String> = (line_of("for (int s = 0; s < splits; ++s)")
         ..=line_of("const float4 p = all["))
         .map(|n| format!("; this thread's access is at tensorcore/kernels/20_mma_split_k.cu:{n} ("))
