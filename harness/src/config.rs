@@ -277,6 +277,11 @@ fn plain_types(message: &str) -> String {
             "expected a number",
         ),
         (
+            "data did not match any variant of untagged enum BlockValue",
+            "expected a number of threads, words in quotes (\"16x16\", \"min(N,1024)\") or a \
+             list of up to three sizes ([32, \"cdiv(N,32)\"])",
+        ),
+        (
             "data did not match any variant of untagged enum GridValue",
             "expected \"tile:64x64\" or a list of up to three sizes ([\"cdiv(N,64)\", 8])",
         ),
@@ -510,7 +515,7 @@ mod tests {
         assert!(
             e.starts_with("k.toml:4:")
                 && e.contains("kernel.block")
-                && e.contains("expected a whole number or words in quotes")
+                && e.contains("expected a number of threads, words in quotes")
                 && !e.contains("untagged"),
             "{e}"
         );

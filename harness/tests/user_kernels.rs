@@ -5,7 +5,7 @@
 use harness::config::Config;
 use harness::results::{RunResults, Status};
 use harness::run::Ablation;
-use harness::user_kernel::{Compiler, SIM_SMS, UserKernel, UserKernelSpec, run};
+use harness::user_kernel::{Block, Compiler, SIM_SMS, UserKernel, UserKernelSpec, run};
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
 use kernel::{Executor, Kernel, Shape, Workload};
@@ -1166,6 +1166,50 @@ fn a_vector_cast_off_its_alignment_fails_the_row() {
     the_guide_quotes(lines[at + 1]);
 }
 
+#[test]
+fn a_misaligned_write_is_told_of_the_outputs_rows() {
+    let dir = scratch_dir("misaligned-write");
+    // Two columns of C a thread, stored as one float2 wherever both exist.
+    let code = "__global__ void sgemm_pairs(const float *A, const float *B, float *C, int M, \
+        int N, int K) {\n\
+        \x20 const int row = blockIdx.y * 16 + threadIdx.y;\n\
+        \x20 const int col = (blockIdx.x * 16 + threadIdx.x) * 2;\n\
+        \x20 if (row >= M || col >= N) return;\n\
+        \x20 float a0 = 0.0f, a1 = 0.0f;\n\
+        \x20 for (int k = 0; k < K; ++k) {\n\
+        \x20   a0 += A[row * K + k] * B[k * N + col];\n\
+        \x20   if (col + 1 < N) a1 += A[row * K + k] * B[k * N + col + 1];\n\
+        \x20 }\n\
+        \x20 if (col + 1 < N)\n\
+        \x20   *reinterpret_cast<float2 *>(&C[row * N + col]) = make_float2(a0, a1);  // store\n\
+        \x20 else\n\
+        \x20   C[row * N + col] = a0;\n\
+        }\n";
+    std::fs::write(dir.join("pairs.cu"), code).unwrap();
+    let spec = format!(
+        "{}/pairs.cu:sgemm_pairs,block=16x16,grid=tile:16x32",
+        dir.display()
+    );
+    let (ok, text) = sim_run("gemm", "100x37x129,64x64x64", &spec, &dir.join("run"));
+    assert!(!ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 1, "{text}");
+    let row = lines_from(&text, "  gemm 100x37x129 pairs.cu:sgemm_pairs: ", 1);
+    let store = kernel::testing::source_line(code, "// store");
+    assert!(
+        row.contains("misaligned address: this thread writes 8 bytes at byte ")
+            && row.contains(&format!("pairs.cu:{store} (")),
+        "{text}"
+    );
+    // Not of C's partial 16x32 tiles, nor of K, odd as it is: of C's rows, N long.
+    let hint = row.lines().nth(1).unwrap();
+    assert_eq!(
+        hint,
+        "  N = 37 is odd: the rows of C that are N elements long start at odd elements too, \
+         where a vector write of 2 or more elements is misaligned"
+    );
+    the_guide_quotes(hint);
+}
+
 /// `constant=SYMBOL:BUFFER` fills a `__constant__` array as `cudaMemcpyToSymbol` would: a
 /// shape whose buffer is larger than constant memory is declined, one larger than the array
 /// fails naming both sizes, and a name that is not a buffer is refused when the spec loads.
@@ -1439,7 +1483,7 @@ fn kernel_sections_of_the_config_are_read_and_bad_keys_point_at_their_line() {
     let c = Config::from_sources(Some(("cfg/mine.toml", good))).unwrap();
     assert_eq!(c.kernels.len(), 1);
     assert_eq!(c.kernels[0].file, PathBuf::from("cfg/k.cu"));
-    assert_eq!(c.kernels[0].block, Some([256, 1, 1]));
+    assert_eq!(c.kernels[0].block, Some(Block::Fixed([256, 1, 1])));
     assert!(!c.kernels[0].cooperative);
     let coop = format!("{good}launch = \"cooperative\"\n");
     let c = Config::from_sources(Some(("cfg/mine.toml", &coop))).unwrap();
@@ -2301,6 +2345,61 @@ fn a_block_larger_than_the_launch_bounds_is_refused() {
         e.contains("block=128 is 128 threads, more than the 64 its __launch_bounds__ allow: a GPU refuses the launch"),
         "{e}"
     );
+    // A block computed from the shape is checked at each shape: declined where it is larger.
+    let specs = harness::user_kernel::specs(
+        &[],
+        &[format!(
+            "{}/bounded.cu:bounded,block=(min(N,128)),grid=tile:64",
+            dir.display()
+        )],
+    )
+    .unwrap();
+    let k = &harness::user_kernel::load_all(&specs, &["gemm".to_string()], None).unwrap()[0];
+    assert_eq!(k.supports(&Shape::gemm(10, 64, 8)), Ok(()));
+    assert_eq!(
+        k.supports(&Shape::gemm(10, 100, 8)).unwrap_err().0,
+        "block 100 is 100 threads here, more than the 64 its __launch_bounds__ allow: a GPU \
+         refuses the launch"
+    );
+}
+
+#[test]
+fn a_block_computed_from_the_shape_launches_each_shape_with_its_own() {
+    let spec = example("softmax_rows.cu");
+    assert!(spec.contains("block=(min(cdiv(N,32)*32,1024))"), "{spec}");
+    // Rows of 5, 130 and 1500 elements: 1, 5 and 32 warps.
+    let k = load(&spec, Workload::Softmax);
+    let blocks: Vec<[u32; 3]> = [5, 130, 1500]
+        .iter()
+        .map(|&n| k.geometry(&Shape::Softmax { m: 3, n }).unwrap().block)
+        .collect();
+    assert_eq!(blocks, [[32, 1, 1], [160, 1, 1], [1024, 1, 1]]);
+    let plan = k.cuda(&Shape::Softmax { m: 3, n: 130 }).unwrap();
+    assert_eq!(plan.launches().next().unwrap().block, [160, 1, 1]);
+    // A shape whose block no GPU launches is declined with the arithmetic.
+    let k = load(
+        &spec.replace("min(cdiv(N,32)*32,1024)", "cdiv(N,32)*32"),
+        Workload::Softmax,
+    );
+    let why = k.supports(&Shape::Softmax { m: 3, n: 1500 }).unwrap_err().0;
+    assert_eq!(
+        why,
+        "block (cdiv(N,32)*32) = 1504 has 1504 threads; a block holds at most 1024"
+    );
+    // The run records each shape's block beside its registers.
+    if nvrtc::version().is_ok() {
+        let dir = scratch_dir("block-exprs");
+        let (ok, text) = sim_run("softmax", "3x5,37x130,2x1500", &spec, &dir);
+        assert!(ok, "{text}");
+        assert_eq!(passing_user_rows(&text), 3, "{text}");
+        let json = std::fs::read_to_string(dir.join("results.json")).unwrap();
+        for threads in [32, 160, 1024] {
+            assert!(
+                json.contains(&format!("\"threads_per_block\": {threads}")),
+                "{json}"
+            );
+        }
+    }
 }
 
 #[test]

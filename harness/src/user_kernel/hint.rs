@@ -5,7 +5,7 @@
 //! linear, which no grid shows, the largest power of two it is a multiple of.
 
 use super::expr::Expr;
-use super::spec::Grid;
+use super::spec::{Grid, Layout};
 use kernel::Shape;
 
 /// A dimension that is not a whole number of tiles.
@@ -273,6 +273,40 @@ fn flat_grid_coverage(
     })
 }
 
+/// The rows of a buffer as the lab lays it out: each `len` elements long, `dim` of the shape.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rows {
+    pub buffer: &'static str,
+    pub dim: &'static str,
+    pub len: usize,
+}
+
+impl Rows {
+    /// The rows of the buffer `name` of `shape`, with A and B in the layouts `a` and `b`;
+    /// `None` for a buffer of one row (a bias), or no buffer of the workload's.
+    pub fn of(shape: &Shape, name: &str, a: Layout, b: Layout) -> Option<Self> {
+        let buffer = shape
+            .inputs()
+            .into_iter()
+            .chain([shape.output()])
+            .find(|t| t.name == name && t.dims.len() > 1)?
+            .name;
+        let (dim, len) = match (*shape, buffer) {
+            (Shape::Gemm { m, .. }, "A") if a == Layout::Col => ("M", m),
+            (Shape::Gemm { k, .. }, "A") => ("K", k),
+            (Shape::Gemm { k, .. }, "B") if b == Layout::Col => ("K", k),
+            (Shape::Gemm { n, .. }, "B" | "C") => ("N", n),
+            (Shape::Linear { k, .. }, "X" | "W") => ("K", k),
+            (Shape::Conv { k, .. }, "filter") => ("K", k),
+            (Shape::Conv { w, .. } | Shape::Pool { w, .. }, "x") => ("W", w),
+            (Shape::Attention { d, .. }, _) => ("D", d),
+            // The output's rows, and the inputs shaped as it is (X and R).
+            _ => (output_axes(shape).1, *shape.output().dims.last()?),
+        };
+        Some(Self { buffer, dim, len })
+    }
+}
+
 /// What a failed run saw of the reads a partial last tile of K would make.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum KReads {
@@ -285,12 +319,36 @@ pub enum KReads {
     /// The simulator stopped at a read of shared memory no thread had written, before any
     /// read past a buffer.
     UnwrittenShared,
-    /// The simulator stopped at a read off its alignment: where K is not a multiple of a
-    /// vector's width, a row K elements long starts off it.
-    Misaligned,
+    /// The simulator stopped at an access off its alignment, a read or (`write`) a write:
+    /// where a buffer's rows are not a multiple of a vector's width long, a row starts off
+    /// it. `rows`: the buffer's, when the message names one of the workload's.
+    Misaligned { write: bool, rows: Option<Rows> },
     /// The simulator stopped at another error (a race, a divergent barrier, a write out of
     /// bounds), before any read past a buffer: nothing points at K.
     OtherError,
+}
+
+/// For rows `n` elements long (`dim = n`) laid end to end, how far their starts are from a
+/// vector's alignment: what `dim` is a multiple of, and where the rows start, for a vector
+/// `access` ("read", "write"); `None` when every row starts at a multiple of 64 elements.
+fn row_alignment(dim: &str, n: usize, access: &str) -> Option<(String, String)> {
+    let whole = 1usize << n.trailing_zeros().min(6);
+    (whole < 64).then(|| {
+        if whole == 1 {
+            (
+                format!("{dim} = {n} is odd"),
+                format!("at odd elements too, where a vector {access} of 2 or more elements"),
+            )
+        } else {
+            (
+                format!("{dim} = {n} is a multiple of {whole} and of no larger power of two"),
+                format!(
+                    "at multiples of {whole} elements only, where a vector {access} of more than \
+                     {whole} elements"
+                ),
+            )
+        }
+    })
 }
 
 /// The hint for a failed row on `shape`, or `None` when every tiled dimension is whole.
@@ -308,10 +366,12 @@ pub fn tail_hint(
     let cols = *out.dims.last()?;
     let rows = out.dims.len().checked_sub(2).map_or(1, |i| out.dims[i]);
     let (row_dim, col_dim) = output_axes(shape);
-    // A misaligned read is no partial tile's doing: only K's hint below speaks to it.
-    let found = match reads {
-        KReads::Misaligned => Vec::new(),
-        _ => tails(grid, args, shape, vars),
+    // A misaligned access is no partial tile's doing: only the length of the rows it
+    // accessed speaks to it.
+    let misaligned = matches!(reads, KReads::Misaligned { .. });
+    let found = match misaligned {
+        true => Vec::new(),
+        false => tails(grid, args, shape, vars),
     };
     let mut parts = Vec::new();
     // The output's partial dimensions under a `tile:` grid: a whole one has no last, partial
@@ -319,7 +379,7 @@ pub fn tail_hint(
     let mut partial = Vec::new();
     if let Grid::Tile(t) = grid
         && t.len() == 2
-        && reads != KReads::Misaligned
+        && !misaligned
     {
         // Where the partial tiles start; all of a dimension shorter than one tile is one.
         for (n, tile, what) in [(rows, t[0], "rows"), (cols, t[1], "columns")] {
@@ -330,9 +390,7 @@ pub fn tail_hint(
             }
         }
     }
-    if let Some(coverage) =
-        flat_grid_coverage(grid, shape, vars).filter(|_| reads != KReads::Misaligned)
-    {
+    if let Some(coverage) = flat_grid_coverage(grid, shape, vars).filter(|_| !misaligned) {
         parts.push(coverage);
     }
     match grid {
@@ -386,58 +444,53 @@ pub fn tail_hint(
         Shape::Linear { k, .. } => Some((k, "X's rows and W's rows", "X or W")),
         _ => None,
     };
-    if let Some((k, rows, operands)) = k_operands.filter(|_| reads != KReads::OtherError) {
-        let whole = 1usize << k.trailing_zeros().min(6);
-        if whole < 64 {
-            let of = if whole == 1 {
-                format!("K = {k} is odd")
-            } else {
-                format!("K = {k} is a multiple of {whole} and of no larger power of two")
-            };
-            let tiles = whole * 2;
-            parts.push(match reads {
-                KReads::InBounds => {
-                    // K / whole is odd: a kernel taking tiles of `whole` in pairs miscounts them.
-                    let pairs = if whole > 1 {
-                        format!(
-                            ", and one in tiles of {whole} has an odd number of them ({}), which a \
-                             double buffer that takes them in pairs miscounts",
-                            k / whole
-                        )
-                    } else {
-                        String::new()
-                    };
+    if let KReads::Misaligned {
+        write,
+        rows: Some(r),
+    } = reads
+        && let Some((of, starts)) =
+            row_alignment(r.dim, r.len, if write { "write" } else { "read" })
+    {
+        parts.push(format!(
+            "{of}: the rows of {} that are {} elements long start {starts} is misaligned",
+            r.buffer, r.dim
+        ));
+    }
+    let k_operands =
+        k_operands.filter(|_| !matches!(reads, KReads::OtherError | KReads::Misaligned { .. }));
+    if let Some((k, rows, operands)) = k_operands
+        && let Some((of, _)) = row_alignment("K", k, "read")
+    {
+        let whole = 1usize << k.trailing_zeros();
+        let tiles = whole * 2;
+        parts.push(match reads {
+            KReads::InBounds => {
+                // K / whole is odd: a kernel taking tiles of `whole` in pairs miscounts them.
+                let pairs = if whole > 1 {
                     format!(
-                        "{of}, and no read went past the end of {operands}: a kernel that steps \
-                         through K in tiles of {tiles} or more may drop the partial last tile (a \
-                         loop bound rounded down){pairs}"
+                        ", and one in tiles of {whole} has an odd number of them ({}), which a \
+                         double buffer that takes them in pairs miscounts",
+                        k / whole
                     )
-                }
-                KReads::UnwrittenShared => format!(
-                    "{of}: a kernel that steps through K in tiles of {tiles} or more and loads \
-                     only the elements of a partial last tile that exist leaves the rest of that \
-                     tile unwritten in shared memory (write zeros there)"
-                ),
-                KReads::Misaligned => {
-                    let starts = if whole == 1 {
-                        "at odd elements too, where a vector read of 2 or more elements".to_string()
-                    } else {
-                        format!(
-                            "at multiples of {whole} elements only, where a vector read of more \
-                             than {whole} elements"
-                        )
-                    };
-                    format!(
-                        "{of}: the rows of {operands} that are K elements long start {starts} is \
-                         misaligned"
-                    )
-                }
-                KReads::Unseen | KReads::OtherError => format!(
-                    "{of}: a kernel that steps through K in tiles of {tiles} or more without a \
-                     bound check reads a partial last tile past the end of {rows}"
-                ),
-            });
-        }
+                } else {
+                    String::new()
+                };
+                format!(
+                    "{of}, and no read went past the end of {operands}: a kernel that steps \
+                     through K in tiles of {tiles} or more may drop the partial last tile (a \
+                     loop bound rounded down){pairs}"
+                )
+            }
+            KReads::UnwrittenShared => format!(
+                "{of}: a kernel that steps through K in tiles of {tiles} or more and loads \
+                 only the elements of a partial last tile that exist leaves the rest of that \
+                 tile unwritten in shared memory (write zeros there)"
+            ),
+            KReads::Unseen | KReads::OtherError | KReads::Misaligned { .. } => format!(
+                "{of}: a kernel that steps through K in tiles of {tiles} or more without a \
+                 bound check reads a partial last tile past the end of {rows}"
+            ),
+        });
     }
     (!parts.is_empty()).then(|| parts.join("; "))
 }
@@ -511,50 +564,92 @@ mod tests {
     }
 
     #[test]
-    fn a_misaligned_read_is_told_of_k_alone() {
-        let grid = Grid::Tile(vec![16, 16]);
-        let shape = Shape::gemm(100, 37, 129);
-        let hint = tail_hint(
-            &grid,
-            &[],
-            &shape,
-            &vars(&shape),
-            Some(0),
-            KReads::Misaligned,
+    fn a_misaligned_access_is_told_of_the_rows_of_the_buffer_it_names() {
+        let grid = Grid::Tile(vec![16, 32]);
+        let (row, col) = (Layout::Row, Layout::Col);
+        let hint = |shape: &Shape, write: bool, buffer: &str, b: Layout| {
+            let rows = Rows::of(shape, buffer, row, b);
+            let reads = KReads::Misaligned { write, rows };
+            tail_hint(&grid, &[], shape, &vars(shape), Some(0), reads)
+        };
+        // A's rows are K long: not C's partial tiles, which misalign nothing.
+        let gemm = Shape::gemm(100, 37, 129);
+        assert_eq!(
+            hint(&gemm, false, "A", row).as_deref(),
+            Some(
+                "K = 129 is odd: the rows of A that are K elements long start at odd elements \
+                 too, where a vector read of 2 or more elements is misaligned"
+            )
+        );
+        // B's rows are N long, or K long when it is column-major; C's are N long.
+        assert!(
+            hint(&gemm, false, "B", row)
+                .unwrap()
+                .starts_with("N = 37 is odd: the rows of B")
+        );
+        assert!(
+            hint(&gemm, false, "B", col)
+                .unwrap()
+                .starts_with("K = 129 is odd: the rows of B")
         );
         assert_eq!(
-            hint.as_deref(),
+            hint(&gemm, true, "C", row).as_deref(),
             Some(
-                "K = 129 is odd: the rows of A or B that are K elements long start at odd \
-                 elements too, where a vector read of 2 or more elements is misaligned"
+                "N = 37 is odd: the rows of C that are N elements long start at odd elements \
+                 too, where a vector write of 2 or more elements is misaligned"
             )
         );
         let k_of_4 = Shape::gemm(100, 37, 132);
-        let hint = tail_hint(
-            &grid,
-            &[],
-            &k_of_4,
-            &vars(&k_of_4),
-            None,
-            KReads::Misaligned,
-        );
-        assert!(
-            hint.as_deref().is_some_and(|h| h.ends_with(
-                "start at multiples of 4 elements only, where a vector read of more than 4 \
+        assert!(hint(&k_of_4, false, "A", row).is_some_and(|h| h.ends_with(
+            "start at multiples of 4 elements only, where a vector read of more than 4 \
                  elements is misaligned"
-            )),
-            "{hint:?}"
+        )),);
+        // Rows of a multiple of 64 elements, a buffer of one row, or none of the workload's:
+        // nothing to tell.
+        assert_eq!(hint(&Shape::gemm(100, 37, 128), false, "A", row), None);
+        let linear = Shape::Linear {
+            m: 10,
+            n: 30,
+            k: 64,
+            act: kernel::Activation::Relu,
+        };
+        assert_eq!(Rows::of(&linear, "bias", row, row), None);
+        assert_eq!(Rows::of(&linear, "As", row, row), None);
+        // The workloads' other buffers.
+        let softmax = Shape::Softmax { m: 9, n: 130 };
+        assert_eq!(
+            hint(&softmax, false, "X", row).as_deref(),
+            Some(
+                "N = 130 is a multiple of 2 and of no larger power of two: the rows of X that \
+                 are N elements long start at multiples of 2 elements only, where a vector \
+                 read of more than 2 elements is misaligned"
+            )
         );
-        let k_whole = Shape::gemm(100, 37, 128);
-        let hint = tail_hint(
-            &grid,
-            &[],
-            &k_whole,
-            &vars(&k_whole),
-            None,
-            KReads::Misaligned,
+        let attention = Shape::Attention {
+            b: 1,
+            h: 2,
+            s: 37,
+            d: 18,
+            causal: false,
+        };
+        assert!(
+            hint(&attention, false, "V", row)
+                .unwrap()
+                .starts_with("D = 18 is a multiple")
         );
-        assert_eq!(hint, None);
+        let conv = Shape::Conv {
+            b: 2,
+            c: 3,
+            m: 4,
+            h: 20,
+            w: 19,
+            k: 7,
+        };
+        let rows = |name| Rows::of(&conv, name, row, row).map(|r| (r.dim, r.len));
+        assert_eq!(
+            [rows("x"), rows("filter"), rows("y")],
+            [Some(("W", 19)), Some(("K", 7)), Some(("WO", 13))]
+        );
     }
 
     #[test]

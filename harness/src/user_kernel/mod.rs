@@ -30,7 +30,7 @@ use scan::KernelDecl;
 use signature::{ArgItem, ArgList, Param, Signature};
 use std::path::{Path, PathBuf};
 
-pub use spec::{Grid, Layout, RawUserKernel, UserKernelSpec, locate};
+pub use spec::{Block, Grid, Layout, RawUserKernel, UserKernelSpec, locate};
 
 /// The clusters the entry runs in, as `__cluster_dims__` arguments: `cluster=`'s, which the
 /// lab declares for it (`true`), or its own.
@@ -248,6 +248,18 @@ pub struct UserKernel {
     sms: usize,
     /// The rung `against=` sets it beside: its parent in the tables and on its page.
     against: Option<&'static str>,
+    /// The most threads a block may have, from the kernel's `__launch_bounds__` (read from
+    /// NVRTC's build): a block computed from the shape is checked against it at each shape.
+    max_threads: Option<u64>,
+}
+
+/// How a shape launches the kernel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Geometry {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    /// Dynamic shared memory in bytes.
+    pub smem: u32,
 }
 
 impl std::fmt::Debug for UserKernel {
@@ -263,6 +275,11 @@ pub const SMS: &str = "SMS";
 /// that a check does not depend on the machine, and small, so that a persistent kernel's loop
 /// takes several tiles per block on the simulator's shapes.
 pub const SIM_SMS: usize = 8;
+
+/// Threads in a block of these dimensions.
+fn count(dims: [u32; 3]) -> u64 {
+    dims.iter().map(|&n| u64::from(n)).product()
+}
 
 /// What `SMS` stands for on `device`: its SM count on a GPU, [`SIM_SMS`] elsewhere (and for
 /// `None`, a kernel only compiled).
@@ -523,6 +540,7 @@ impl UserKernel {
             sim_refusal,
             sms,
             against,
+            max_threads: None,
             id: spec.id(),
             workload,
             signature: sig,
@@ -591,6 +609,7 @@ impl UserKernel {
         if let Some(Grid::Exprs(g)) = &self.spec.grid {
             exprs.extend(g);
         }
+        exprs.extend(self.spec.block.iter().flat_map(|b| b.exprs()));
         exprs.extend(self.spec.defines.iter().map(|(_, e)| e));
         for item in &self.list.items {
             match item {
@@ -623,10 +642,19 @@ impl UserKernel {
         &self.files
     }
 
-    /// Grid and dynamic shared memory for `shape`, or why it cannot be launched.
-    pub fn geometry(&self, shape: &Shape) -> Result<([u32; 3], u32), Unsupported> {
-        let (_, grid) = self.spec.launch().map_err(|(_, m)| Unsupported(m))?;
+    /// Grid, block and dynamic shared memory for `shape`, or why it cannot be launched.
+    pub fn geometry(&self, shape: &Shape) -> Result<Geometry, Unsupported> {
+        let (block, grid) = self.spec.launch().map_err(|(_, m)| Unsupported(m))?;
         let v = vars(shape, self.sms);
+        let block = block.at(&v).map_err(Unsupported)?;
+        let threads = count(block);
+        if let Some(most) = self.max_threads.filter(|&m| threads > m) {
+            return Err(Unsupported(format!(
+                "block {} is {threads} threads here, more than the {most} its \
+                 __launch_bounds__ allow: a GPU refuses the launch",
+                spec::block_text(block)
+            )));
+        }
         let grid = match grid {
             Grid::Tile(t) => {
                 let dims = shape.output().dims;
@@ -714,7 +742,7 @@ impl UserKernel {
                 n as u32
             }
         };
-        Ok((grid, smem))
+        Ok(Geometry { grid, block, smem })
     }
 
     /// Compiles the kernel once, turning a failure into the message a user can act on: the
@@ -772,9 +800,10 @@ impl UserKernel {
             return Ok(());
         };
         // A GPU refuses a launch of more threads than the kernel's bounds; the simulator would
-        // run it, and the row would pass.
-        if let (Some(most), Some(block)) = (entry.max_threads, self.spec.block) {
-            let count = |d: [u32; 3]| d.iter().map(|&n| u64::from(n)).product::<u64>();
+        // run it, and the row would pass. A block computed from the shape is checked at each.
+        self.max_threads = entry.max_threads.map(count);
+        if let (Some(most), Some(Block::Fixed(block))) = (entry.max_threads, &self.spec.block) {
+            let block = *block;
             if count(block) > count(most) {
                 return Err(UserKernelError::Spec {
                     spec: self.spec.label(),
@@ -1057,7 +1086,14 @@ impl Kernel for UserKernel {
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
         // A shape the geometry refuses is declined by `supports`; the plan still exists.
-        let (grid, dynamic_smem) = self.geometry(shape).unwrap_or(([1, 1, 1], 0));
+        let Geometry { grid, block, smem } = self.geometry(shape).unwrap_or(Geometry {
+            grid: [1, 1, 1],
+            block: match self.spec.block {
+                Some(Block::Fixed(b)) => b,
+                _ => [1, 1, 1],
+            },
+            smem: 0,
+        });
         let len = self.signature.scratch_len(shape);
         let source = CudaSource {
             defines: defines_at(&self.spec, shape, self.sms).unwrap_or_default(),
@@ -1086,8 +1122,8 @@ impl Kernel for UserKernel {
             source,
             entry: entry.clone(),
             grid,
-            block: self.spec.block.unwrap_or([1, 1, 1]),
-            dynamic_smem,
+            block,
+            dynamic_smem: smem,
             args: self
                 .list
                 .args(shape, self.sms, &self.buffers)
@@ -1431,9 +1467,15 @@ mod tests {
             "block=32,grid=tile:32x24,smem=2*32*D*4",
             Workload::Attention,
         );
-        assert_eq!(k.geometry(&attention), Ok(([1, 4, 6], 2 * 32 * 24 * 4)));
+        assert_eq!(
+            k.geometry(&attention).map(|g| (g.grid, g.smem)),
+            Ok(([1, 4, 6], 2 * 32 * 24 * 4))
+        );
         let k = example("block=32,grid=(cdiv(S,32),B*H)", Workload::Attention);
-        assert_eq!(k.geometry(&attention), Ok(([4, 6, 1], 0)));
+        assert_eq!(
+            k.geometry(&attention).map(|g| (g.grid, g.smem)),
+            Ok(([4, 6, 1], 0))
+        );
         let k = example("block=32,grid=(1,S*1000)", Workload::Attention);
         let why = k.supports(&attention).unwrap_err().0;
         assert!(
@@ -1485,7 +1527,7 @@ mod tests {
             let k = UserKernel::load(&spec, Some(Workload::Gemm), 1, sms).unwrap();
             assert!(k.uses_sms());
             assert_eq!(
-                k.geometry(&shape),
+                k.geometry(&shape).map(|g| (g.grid, g.smem)),
                 Ok(([2 * sms as u32, 1, 1], 16 * sms as u32))
             );
             let plan = k.cuda(&shape).unwrap();

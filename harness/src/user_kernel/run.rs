@@ -3,7 +3,7 @@
 //! are printed in (correctness and resources, never a speed: the simulator gives none), and
 //! which rows make the run fail. Also `inspect --kernel`.
 
-use super::hint::KReads;
+use super::hint::{KReads, Rows};
 use super::signature::Param;
 use super::{SIM_SMS, SMS, UserKernel, source};
 use crate::config::Config;
@@ -215,7 +215,7 @@ pub fn annotate(
                     // A race or a read of a copy not landed is a fault of synchronization,
                     // which the message shows at its line: sizes do not explain it.
                     None if sim && row.reason.as_deref().is_some_and(is_synchronization) => None,
-                    None => k.tail_hint(&s.shape, first_bad, k_reads(sim, row)),
+                    None => k.tail_hint(&s.shape, first_bad, k_reads(sim, row, k, &s.shape)),
                 };
                 if let (Some(hint), Some(reason)) = (hint, row.reason.as_mut()) {
                     reason.push_str("\n  ");
@@ -261,16 +261,34 @@ fn is_synchronization(reason: &str) -> bool {
 /// its buffer and stops at the first error: a wrong result means no read went past one; a
 /// read past a buffer, of shared memory no thread wrote or off its alignment may be a K
 /// tail's doing; any other error stopped the run before such a read.
-fn k_reads(sim: bool, row: &Row) -> KReads {
+fn k_reads(sim: bool, row: &Row, k: &UserKernel, shape: &Shape) -> KReads {
     match row.status {
         _ if !sim => KReads::Unseen,
         Status::Failed => KReads::InBounds,
-        Status::Error => error_reads(row.reason.as_deref().unwrap_or("")),
+        Status::Error => {
+            let said = row.reason.as_deref().unwrap_or("");
+            match error_reads(said) {
+                KReads::Misaligned { write, .. } => KReads::Misaligned {
+                    write,
+                    rows: misaligned_buffer(said)
+                        .and_then(|b| Rows::of(shape, b, k.buffers.a, k.buffers.b)),
+                },
+                reads => reads,
+            }
+        }
         _ => KReads::Unseen,
     }
 }
 
-/// [`k_reads`] of a simulator error that said `said`.
+/// The buffer a misaligned access names: "... at byte 7998 (element 3999) of buffer 'A', ...".
+fn misaligned_buffer(said: &str) -> Option<&str> {
+    let (_, rest) = said.split_once("misaligned address: ")?;
+    let (_, name) = rest.split_once(" of buffer '")?;
+    name.split_once('\'').map(|(name, _)| name)
+}
+
+/// [`k_reads`] of a simulator error that said `said` (a misaligned access's rows are told by
+/// [`misaligned_buffer`]).
 fn error_reads(said: &str) -> KReads {
     /// Errors of a read a K tail may explain: past a buffer, or at no buffer's address.
     const PAST: [&str; 2] = ["out-of-bounds read", "invalid read at address"];
@@ -280,7 +298,15 @@ fn error_reads(said: &str) -> KReads {
     if said.contains("uninitialized shared memory") {
         KReads::UnwrittenShared
     } else if said.contains("misaligned address: this thread reads") {
-        KReads::Misaligned
+        KReads::Misaligned {
+            write: false,
+            rows: None,
+        }
+    } else if said.contains("misaligned address: this thread writes") {
+        KReads::Misaligned {
+            write: true,
+            rows: None,
+        }
     } else if past_shared || PAST.iter().any(|e| said.contains(e)) {
         KReads::Unseen
     } else {
@@ -533,6 +559,20 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_misaligned_access_names_its_buffer() {
+        let said = "k: misaligned address: this thread reads 4 bytes at byte 7998 (element \
+                    3999) of buffer 'A', which is not a multiple of 4 (...)";
+        assert_eq!(misaligned_buffer(said), Some("A"));
+        let shared = "k: misaligned address: this thread reads 16 bytes at byte 8 of \
+                      __shared__ 'As', which is not a multiple of 16";
+        assert_eq!(misaligned_buffer(shared), None);
+        assert_eq!(
+            misaligned_buffer("k: race on global memory of buffer 'C'"),
+            None
+        );
+    }
+
+    #[test]
     fn only_reads_a_k_tail_can_explain_point_at_k() {
         let cases = [
             (
@@ -554,7 +594,18 @@ mod tests {
             ),
             (
                 "k: misaligned address: this thread reads 4 bytes at byte 7998",
-                KReads::Misaligned,
+                KReads::Misaligned {
+                    write: false,
+                    rows: None,
+                },
+            ),
+            (
+                "k: misaligned address: this thread writes 8 bytes at byte 11804 (element \
+                 2951) of buffer 'C'",
+                KReads::Misaligned {
+                    write: true,
+                    rows: None,
+                },
             ),
             (
                 "k: writes 4 bytes at byte 512 of __shared__ 'As', which has 512 bytes: out of \

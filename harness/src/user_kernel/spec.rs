@@ -21,6 +21,49 @@ pub enum Grid {
     Exprs(Vec<Expr>),
 }
 
+/// Threads per block: numbers, or expressions of the shape evaluated for each, as host code
+/// that picks its block from the shape computes it (`min(N,1024)`, `D`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Block {
+    Fixed([u32; 3]),
+    Exprs(Vec<Expr>),
+}
+
+impl Block {
+    /// The block at the dimensions `vars`, or why no GPU launches it.
+    pub fn at(&self, vars: &[(&str, usize)]) -> Result<[u32; 3], String> {
+        let exprs = match self {
+            Self::Fixed(b) => return Ok(*b),
+            Self::Exprs(e) => e,
+        };
+        let mut block = [1u32; 3];
+        for (axis, (slot, e)) in block.iter_mut().zip(exprs).enumerate() {
+            let n = e.eval(vars).map_err(|m| format!("block {m}"))?;
+            *slot = u32::try_from(n).ok().filter(|&n| n >= 1).ok_or_else(|| {
+                format!("block {} = {e} = {n} is not a positive number", XYZ[axis])
+            })?;
+        }
+        let text = exprs
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        check_block(block, &format!("({text}) = {}", block_text(block)))?;
+        Ok(block)
+    }
+
+    /// The expressions, for the checks of the names they use.
+    pub fn exprs(&self) -> &[Expr] {
+        match self {
+            Self::Fixed(_) => &[],
+            Self::Exprs(e) => e,
+        }
+    }
+}
+
+const XYZ: [&str; 3] = ["x", "y", "z"];
+
 /// How B (GEMM's second operand) lies in memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -45,7 +88,7 @@ pub struct UserKernelSpec {
     /// instead of a signature.
     pub args: Option<String>,
     /// Threads per block; required, but reported after the entry and its parameters.
-    pub block: Option<[u32; 3]>,
+    pub block: Option<Block>,
     /// `cluster=XxYxZ`: blocks per thread block cluster, as host code sets them at launch
     /// (`cudaLaunchKernelEx` with `cudaLaunchAttributeClusterDimension`) for a kernel that
     /// declares no `__cluster_dims__` of its own.
@@ -186,9 +229,14 @@ pub fn block_text(block: [u32; 3]) -> String {
         .join("x")
 }
 
+/// Whether `v` is written as numbers only, `X`, `XxY` or `XxYxZ`.
+fn is_dims(v: &str) -> bool {
+    !v.contains(|c: char| !(c.is_ascii_digit() || c == 'x' || c == ' '))
+}
+
 /// `X`, `XxY` or `XxYxZ` positive numbers, of what `option` counts.
 fn parse_dims(option: &str, v: &str, what: &str) -> Result<[u32; 3], String> {
-    if v.contains(|c: char| !(c.is_ascii_digit() || c == 'x' || c == ' ')) {
+    if !is_dims(v) {
         return Err(format!(
             "{option} {v:?}: expected X, XxY or XxYxZ {what} as numbers; {option}= takes no \
              expression of the shape (a launcher that picks it from the shape needs a row for \
@@ -210,15 +258,68 @@ fn parse_dims(option: &str, v: &str, what: &str) -> Result<[u32; 3], String> {
     Ok(dims)
 }
 
-fn parse_block(v: &str) -> Result<[u32; 3], String> {
-    let block = parse_dims("block", v, "threads")?;
+/// What a GPU launches: x and y up to 1024 threads, z up to 64, 1024 in all.
+fn check_block(block: [u32; 3], text: &str) -> Result<(), String> {
     let threads: u64 = block.iter().map(|&b| u64::from(b)).product();
     if threads > 1024 {
         return Err(format!(
-            "block {v:?} has {threads} threads; a block holds at most 1024"
+            "block {text} has {threads} threads; a block holds at most 1024"
         ));
     }
-    Ok(block)
+    for (axis, (&n, limit)) in block.iter().zip([1024, 1024, 64]).enumerate() {
+        if n > limit {
+            return Err(format!(
+                "block {text}: {} is {n} threads, more than the {limit} a block's {} may have",
+                XYZ[axis], XYZ[axis]
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `256`, `16x16`, `32x8x1`, or `(x, y, z)` expressions of the shape (parentheses optional
+/// for one), as `grid=` takes them.
+fn parse_block(v: &str) -> Result<Block, String> {
+    if is_dims(v) {
+        let block = parse_dims("block", v, "threads")?;
+        check_block(block, &format!("{v:?}"))?;
+        return Ok(Block::Fixed(block));
+    }
+    let exprs = parse_exprs("block", v)?;
+    // Expressions of numbers alone are numbers.
+    let block = Block::Exprs(exprs);
+    match block.at(&[]) {
+        Ok(fixed) => Ok(Block::Fixed(fixed)),
+        Err(_)
+            if block
+                .exprs()
+                .iter()
+                .any(|e| !e.unknown_names(&[]).is_empty()) =>
+        {
+            Ok(block)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// `(x, y, z)`: one to three expressions (parentheses optional).
+fn parse_exprs(option: &str, v: &str) -> Result<Vec<Expr>, String> {
+    let inner = v
+        .trim()
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .unwrap_or(v);
+    let exprs = split_top(inner)
+        .into_iter()
+        .map(Expr::parse)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| format!("{option}: {e}"))?;
+    if exprs.is_empty() || exprs.len() > 3 {
+        return Err(format!(
+            "{option} {v:?}: expected 1 to 3 expressions, (x, y, z)"
+        ));
+    }
+    Ok(exprs)
 }
 
 /// `row` or `col` for the operand `option` names: `row` holds it as `row_major`, `col` as
@@ -257,21 +358,7 @@ fn parse_grid(v: &str) -> Result<Grid, String> {
             })?;
         return Ok(Grid::Tile(tile));
     }
-    let inner = v
-        .trim()
-        .strip_prefix('(')
-        .and_then(|r| r.strip_suffix(')'))
-        .unwrap_or(v);
-    let exprs = split_top(inner)
-        .into_iter()
-        .map(Expr::parse)
-        .collect::<Result<Vec<_>, _>>()?;
-    if exprs.is_empty() || exprs.len() > 3 {
-        return Err(format!(
-            "grid {v:?}: expected 1 to 3 expressions, (x, y, z)"
-        ));
-    }
-    Ok(Grid::Exprs(exprs))
+    Ok(Grid::Exprs(parse_exprs("grid", v)?))
 }
 
 /// `f32`, `f16` or `bf16` (and the usual other spellings).
@@ -579,12 +666,12 @@ impl UserKernelSpec {
 
     /// The block and grid, which every launch needs: checked after the entry and its
     /// parameter list, so that the first error a user meets is the first thing to fix.
-    pub fn launch(&self) -> Result<([u32; 3], &Grid), (String, String)> {
-        let block = self.block.ok_or_else(|| {
+    pub fn launch(&self) -> Result<(&Block, &Grid), (String, String)> {
+        let block = self.block.as_ref().ok_or_else(|| {
             (
                 "block".to_string(),
-                "missing block=THREADS (256, 16x16 or 32x8x1): the block size it is launched \
-                 with"
+                "missing block=THREADS (256, 16x16, 32x8x1, or expressions of the shape such \
+                 as (min(N,1024))): the block size it is launched with"
                     .to_string(),
             )
         })?;
@@ -608,6 +695,9 @@ impl UserKernelSpec {
         let mut exprs: Vec<(&str, &Expr)> = self.smem.iter().map(|e| ("smem", e)).collect();
         if let Some(Grid::Exprs(g)) = &self.grid {
             exprs.extend(g.iter().map(|e| ("grid", e)));
+        }
+        if let Some(b) = &self.block {
+            exprs.extend(b.exprs().iter().map(|e| ("block", e)));
         }
         exprs.extend(self.defines.iter().map(|(_, e)| ("define", e)));
         for (key, e) in exprs {
@@ -636,7 +726,7 @@ pub struct RawUserKernel {
     pub workload: Option<String>,
     pub signature: Option<String>,
     pub args: Option<GridValue>,
-    pub block: Option<Scalar>,
+    pub block: Option<BlockValue>,
     pub cluster: Option<Scalar>,
     pub grid: Option<GridValue>,
     pub smem: Option<Scalar>,
@@ -712,6 +802,15 @@ pub enum GridValue {
     List(Vec<Scalar>),
 }
 
+/// `block = 256`, `block = "16x16"` or `block = [32, "min(cdiv(N,32),32)"]`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum BlockValue {
+    Int(i64),
+    Text(String),
+    List(Vec<Scalar>),
+}
+
 impl RawUserKernel {
     /// The spec, with `file` relative to `base` (the config file's folder); an error names
     /// its key.
@@ -724,15 +823,23 @@ impl RawUserKernel {
         };
         put("workload", self.workload.clone());
         put("signature", self.signature.clone());
+        let items = |l: &[Scalar]| {
+            let items: Vec<String> = l.iter().map(Scalar::text).collect();
+            format!("({})", items.join(", "))
+        };
         let list = |g: &GridValue| match g {
             GridValue::Text(t) => t.clone(),
-            GridValue::List(l) => {
-                let items: Vec<String> = l.iter().map(Scalar::text).collect();
-                format!("({})", items.join(", "))
-            }
+            GridValue::List(l) => items(l),
         };
         put("args", self.args.as_ref().map(list));
-        put("block", self.block.as_ref().map(Scalar::text));
+        put(
+            "block",
+            self.block.as_ref().map(|b| match b {
+                BlockValue::Int(i) => i.to_string(),
+                BlockValue::Text(t) => t.clone(),
+                BlockValue::List(l) => items(l),
+            }),
+        );
         put("cluster", self.cluster.as_ref().map(Scalar::text));
         put("grid", self.grid.as_ref().map(list));
         put("smem", self.smem.as_ref().map(Scalar::text));
@@ -817,7 +924,7 @@ mod tests {
         .unwrap();
         assert_eq!(s.file, PathBuf::from("ex/my gemm.cu"));
         assert_eq!(s.entry, "sgemm<64,64,8>");
-        assert_eq!(s.block, Some([16, 16, 1]));
+        assert_eq!(s.block, Some(Block::Fixed([16, 16, 1])));
         assert!(matches!(&s.grid, Some(Grid::Exprs(e)) if e.len() == 2));
         assert_eq!(s.precision, Some(Precision::Tf32));
         let t = UserKernelSpec::parse("k.cu:ns::k,block=256,grid=tile:32x64").unwrap();
@@ -828,10 +935,66 @@ mod tests {
     }
 
     #[test]
+    fn a_block_is_numbers_or_expressions_of_the_shape_checked_as_a_gpu_would() {
+        let block = |v: &str| UserKernelSpec::parse(&format!("k.cu:k,block={v}")).map(|s| s.block);
+        let err = |v: &str| block(v).unwrap_err().to_string();
+        // Numbers, and expressions of numbers alone, are fixed.
+        assert_eq!(block("32x8").unwrap(), Some(Block::Fixed([32, 8, 1])));
+        assert_eq!(block("(32, 4*2)").unwrap(), Some(Block::Fixed([32, 8, 1])));
+        assert!(
+            err("1x1x65").contains("z is 65 threads, more than the 64"),
+            "{}",
+            err("1x1x65")
+        );
+        assert!(
+            err("64x32").contains("has 2048 threads"),
+            "{}",
+            err("64x32")
+        );
+        assert!(
+            err("(0)").contains("= 0 is not a positive number"),
+            "{}",
+            err("(0)")
+        );
+        // Expressions of the shape are evaluated for each.
+        let b = block("(32, min(N/32,32))").unwrap().unwrap();
+        assert_eq!(b.at(&[("N", 100)]), Ok([32, 3, 1]));
+        assert_eq!(b.at(&[("N", 5000)]), Ok([32, 32, 1]));
+        assert!(
+            b.at(&[("N", 10)])
+                .unwrap_err()
+                .contains("block y = min(N/32,32) = 0")
+        );
+        let b = block("N").unwrap().unwrap();
+        assert_eq!(
+            b.at(&[("N", 2048)]),
+            Err("block (N) = 2048 has 2048 threads; a block holds at most 1024".into())
+        );
+        // Their names are checked as the grid's are, and given in the config as a list.
+        let bad = UserKernelSpec::parse("k.cu:k,block=(S),grid=1").unwrap();
+        let (key, message) = bad.check_names(Workload::Softmax).unwrap_err();
+        assert_eq!(
+            (key.as_str(), message.contains("`S` uses S")),
+            ("block", true),
+            "{message}"
+        );
+        let raw: RawUserKernel = toml::from_str(
+            "file = \"k.cu\"\nentry = \"k\"\nworkload = \"softmax\"\nblock = [32, \"min(N/32,32)\"]",
+        )
+        .unwrap();
+        let spec = raw.resolve(Path::new("cfg")).unwrap();
+        assert_eq!(spec.block.unwrap().at(&[("N", 100)]), Ok([32, 3, 1]));
+        let raw: RawUserKernel =
+            toml::from_str("file = \"k.cu\"\nentry = \"k\"\nblock = 256").unwrap();
+        let spec = raw.resolve(Path::new("cfg")).unwrap();
+        assert_eq!(spec.block, Some(Block::Fixed([256, 1, 1])));
+    }
+
+    #[test]
     fn a_comparison_in_template_arguments_is_not_their_end() {
         let s = UserKernelSpec::parse("k.cu:k<16, (16 > 8)>,block=256,grid=tile:64").unwrap();
         assert_eq!(s.entry, "k<16, (16 > 8)>");
-        assert_eq!(s.block, Some([256, 1, 1]));
+        assert_eq!(s.block, Some(Block::Fixed([256, 1, 1])));
         let s = UserKernelSpec::parse("k.cu:k<(32>16)*16, f<1>>,block=64").unwrap();
         assert_eq!(s.entry, "k<(32>16)*16, f<1>>");
         assert_eq!(split_top("a<(x<y), 2>, b"), vec!["a<(x<y), 2>", " b"]);
@@ -968,10 +1131,10 @@ mod tests {
         let e = |s: &str| UserKernelSpec::parse(s).unwrap_err().to_string();
         assert!(e("k.cu:k,block=2048,grid=tile:8").contains("at most 1024"));
         assert!(e("k.cu:k,block=256,grid=tile:8,blok=3").contains("unknown option \"blok\""));
+        let bad = e("k.cu:k,block=256+768*max(0;N),grid=8");
         assert!(
-            e("k.cu:k,block=256+768*max(0;N),grid=8").contains(
-                "block \"256+768*max(0;N)\": expected X, XxY or XxYxZ threads as numbers"
-            )
+            bad.contains("block: cannot read the expression `256+768*max(0;N)`"),
+            "{bad}"
         );
         let pair = UserKernelSpec::parse("k.cu:k,block=128,grid=8,cluster=2").unwrap();
         assert_eq!(pair.cluster, Some([2, 1, 1]));
