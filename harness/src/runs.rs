@@ -323,6 +323,28 @@ impl Checkpoint {
         run.write(&self.dir.join(RESULTS_FILE))
     }
 
+    /// Runs `ablation`, writing the results so far as each shape ends; `each` sees every
+    /// event. A failure to write is said once, after the run, which goes on regardless.
+    pub fn run(
+        &self,
+        ablation: &crate::run::Ablation,
+        mut each: impl FnMut(crate::run::Event<'_>),
+    ) -> Result<RunResults> {
+        let mut unsaved = None;
+        let results = ablation.run(|e| {
+            if let crate::run::Event::ShapeDone { so_far } = e
+                && let Err(why) = self.write(so_far)
+            {
+                unsaved.get_or_insert(why);
+            }
+            each(e)
+        })?;
+        if let Some(why) = unsaved {
+            eprintln!("note: the results so far could not be kept while the run ran: {why:#}");
+        }
+        Ok(results)
+    }
+
     /// The run is saved: its unfinished copy goes.
     pub fn finish(self) {
         let _ = std::fs::remove_dir_all(&self.dir);

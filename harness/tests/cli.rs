@@ -682,6 +682,35 @@ fn check_checks_the_kernels_of_the_configuration() {
         o.status.success() && t.contains("1 passed, 0 failed"),
         "{t}"
     );
+    // Without --device it is checked where `run` runs it: on the GPU, or without one in the
+    // simulator; alone either way, not beside every CPU port of the lab.
+    let spec = format!("{example}:sgemm_guarded_ptx,block=256,grid=tile:64x64");
+    let o = harness(&[
+        "check",
+        "--workload",
+        "gemm",
+        "--sizes",
+        "33x17x20",
+        "--kernel",
+        &spec,
+    ]);
+    let t = text(&o);
+    assert!(
+        o.status.success() && t.contains("1 passed, 0 failed"),
+        "{t}"
+    );
+    if t.contains("No GPU") {
+        assert!(t.contains("the kernels run in the CUDA simulator"), "{t}");
+    }
+    // The CPU has only the lab's ports: asked for by name, it is refused with the devices that
+    // do run it.
+    let o = harness(&["check", "--device", "cpu", "--kernel", &spec]);
+    let t = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{t}");
+    assert!(
+        t.contains("--device cpu runs the lab's CPU ports, and a kernel of yours is CUDA"),
+        "{t}"
+    );
 }
 
 #[test]
@@ -1037,4 +1066,78 @@ fn a_simulator_run_says_what_it_will_not_do() {
         "{t}"
     );
     std::fs::remove_dir_all(&out).unwrap();
+}
+
+/// A simulator run keeps its results so far as each shape ends, as a CPU or GPU run does: a
+/// run stopped partway leaves the shapes it finished, and a finished run leaves only its folder.
+#[test]
+fn a_simulator_run_keeps_the_shapes_it_finished_while_it_runs() {
+    let dir = temp_dir("sim-checkpoint");
+    let out = dir.join("run");
+    let unfinished = dir.join("run-unfinished");
+    let lab = dir.join("lab");
+    // A small shape, then one the simulator takes a while over: stopped during the second.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args([
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--kernels",
+            "gemm-naive",
+        ])
+        .args([
+            "--sizes",
+            "9x7x5,700x700x700",
+            "--out",
+            out.to_str().unwrap(),
+        ])
+        .env("LAB_DIR", &lab)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let kept = unfinished.join("results.json");
+    let start = std::time::Instant::now();
+    while !kept.exists() && start.elapsed() < std::time::Duration::from_secs(300) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    let o = child.wait_with_output().unwrap();
+    let printed = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        printed.contains(&format!(
+            "Until the run is saved, its results so far are in {}",
+            unfinished.display()
+        )),
+        "{printed}"
+    );
+    let json = std::fs::read_to_string(&kept).unwrap();
+    assert!(json.contains("\"label\": \"9x7x5\""), "{json}");
+    assert!(!json.contains("\"label\": \"700x700x700\""), "{json}");
+    assert!(
+        json.contains("it stopped after 1 of 2 shapes; not measured: gemm 700x700x700"),
+        "{json}"
+    );
+    // Run to its end, the run is saved and its unfinished copy goes.
+    let _ = std::fs::remove_dir_all(&unfinished);
+    let o = harness_in(
+        &lab,
+        &[
+            "run",
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--kernels",
+            "gemm-naive",
+            "--sizes",
+            "9x7x5",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(out.join("results.json").exists() && !unfinished.exists());
 }

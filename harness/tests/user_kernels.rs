@@ -3350,8 +3350,12 @@ fn a_grid_sync_kernel_needs_its_cooperative_launch_and_every_block_at_the_barrie
     assert!(!plain.contains("multiple of"), "{plain}");
     // SMS is the simulator's 8: 1600 blocks.
     let wide = why_of(&spec.replace("grid=2*SMS", "grid=200*SMS"), "wide");
+    // Declined, as a GPU declines a grid its SMs cannot hold at once: the row could not run.
     assert!(
-        wide.contains("a cooperative launch needs all 1600 blocks resident at once"),
+        wide.contains(
+            "sgemm_splitk_grid: could not run: sgemm_splitk_grid: a cooperative launch \
+             needs all 1600 blocks resident at once"
+        ),
         "{wide}"
     );
     let unsynced = why_of(

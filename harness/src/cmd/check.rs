@@ -31,7 +31,21 @@ pub fn run(args: &Args) -> Outcome {
         user_kernels,
     } = args;
     let config = load_config(&common.config)?;
-    let dev = open_device(common.device.as_deref(), common.sim_blocks())?;
+    let dev = match user_kernels.is_empty() {
+        true => open_device(common.device.as_deref(), common.sim_blocks())?,
+        // Your kernel is CUDA: checked on the GPU, or without one in the simulator, as `run`
+        // runs it; never on the CPU, which has only the lab's ports.
+        false => match user_kernel::run::open(common.device.as_deref(), common.sim_blocks())? {
+            cpu if cpu.kind() == DeviceKind::Cpu => {
+                println!(
+                    "No GPU (`harness doctor` says why): {}",
+                    user_kernel::run::sim_line()
+                );
+                crate::select::open(Some(DeviceKind::Sim), None)?.0
+            }
+            dev => dev,
+        },
+    };
     // The configuration's own kernels ([[kernel]]) and --kernel's are checked with the lab's
     // where CUDA code runs; the CPU runs the lab's CPU ports alone.
     let specs = user_kernel::specs(&config.kernels, user_kernels)?;

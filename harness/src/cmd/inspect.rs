@@ -43,8 +43,8 @@ pub struct Args {
     pub user_kernels: Vec<String>,
     /// With --kernel: the shape to launch it at (the first that reads as a shape of its
     /// workload, in that workload's syntax, e.g. 1x8x1024x128 for attention), for a kernel
-    /// written for other sizes than the lab's inspection shape; `smem=`, `grid=` and
-    /// `define=` are evaluated there.
+    /// written for other sizes than the lab's inspection shape; `block=`, `smem=`, `grid=`
+    /// and `define=` are evaluated there.
     #[arg(long, value_delimiter = ',')]
     pub sizes: Vec<String>,
 }

@@ -4,7 +4,7 @@
 use super::{Common, Outcome, Selection, load_config, open_device};
 use crate::console::{Progress, Verbosity, print_run_folder};
 use crate::results::RunResults;
-use crate::run::{Ablation, Event};
+use crate::run::Ablation;
 use crate::runs::LabDir;
 use crate::user_kernel::record::KernelRecord;
 use crate::{calibrate, peers, report, runs, select, tune, user_kernel};
@@ -163,18 +163,7 @@ pub fn run(args: &Args) -> Outcome {
         keep_unrunnable: false,
     };
     let mut progress = Progress::new(rows, verbosity);
-    let mut unsaved = None;
-    let mut results = ablation.run(|e| {
-        if let Event::ShapeDone { so_far } = e
-            && let Err(why) = checkpoint.write(so_far)
-        {
-            unsaved.get_or_insert(why);
-        }
-        progress.event(e)
-    })?;
-    if let Some(why) = unsaved {
-        eprintln!("note: the results so far could not be kept while the run ran: {why:#}");
-    }
+    let mut results = checkpoint.run(&ablation, |e| progress.event(e))?;
     progress.finish();
     results.calibration = calibration;
     results.networks = crate::breakdown::measure(dev.as_ref(), &results, config.seed);

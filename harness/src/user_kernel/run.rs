@@ -13,7 +13,7 @@ use crate::run::Ablation;
 use crate::{registry, report, resources, select};
 use anyhow::{Result, bail};
 use kernel::cuda::nvrtc;
-use kernel::{DeviceKind, Kernel, Role, Shape, Workload};
+use kernel::{DeviceKind, Executor, Kernel, Role, Shape, Workload};
 use std::path::Path;
 
 /// The FLOP of a shape from which a run in the simulator says it will be slow: 512^3 GEMM
@@ -445,6 +445,18 @@ pub fn in_simulator(
         .iter()
         .map(|(w, list)| list.len() * kernels.iter().filter(|k| k.info().workload == *w).count())
         .sum();
+    let planned: Vec<(Workload, Vec<String>)> = shapes
+        .iter()
+        .map(|(w, list)| (*w, list.iter().map(Shape::label).collect()))
+        .collect();
+    let lab_dir = crate::runs::LabDir::locate();
+    let checkpoint = crate::runs::Checkpoint::new(out, &lab_dir, &dev.info().slug, &planned, None);
+    if verbosity != Verbosity::Quiet {
+        println!(
+            "Until the run is saved, its results so far are in {}",
+            checkpoint.dir().display()
+        );
+    }
     let ablation = Ablation {
         dev: &dev,
         config,
@@ -454,7 +466,7 @@ pub fn in_simulator(
         keep_unrunnable: true,
     };
     let mut progress = Progress::new(rows, verbosity);
-    let mut results = ablation.run(|e| progress.event(e))?;
+    let mut results = checkpoint.run(&ablation, |e| progress.event(e))?;
     progress.finish();
     annotate(&mut results, &kernels, users, nvrtc::version().is_ok());
     results.user_kernels = users.iter().map(super::record::KernelRecord::of).collect();
@@ -478,7 +490,8 @@ pub fn in_simulator(
             println!("  {u}");
         }
     }
-    let dir = crate::runs::save(&results, out, &crate::runs::LabDir::locate())?;
+    let dir = crate::runs::save(&results, out, &lab_dir)?;
+    checkpoint.finish();
     crate::console::print_run_folder(&dir, verbosity);
     Ok(bad.is_empty())
 }

@@ -906,15 +906,16 @@ impl<'a> SimRun<'a> {
         let per_unit_threads = l.block.iter().product::<u32>() as usize * per_unit as usize;
         let resident = resident_units(per_unit_threads, workers);
         let in_flight = resident as usize * workers * per_unit as usize;
+        // Declined as a GPU declines a grid its SMs cannot hold at once.
         if r.cooperative && blocks > in_flight {
-            return Err(DeviceError::Sim(format!(
+            return Err(DeviceError::Unsupported(crate::Unsupported(format!(
                 "{}: a cooperative launch needs all {blocks} blocks resident at once, and the \
                  simulator keeps up to {in_flight} blocks of {} threads in flight \
                  ({RESIDENT_THREADS} threads in all); launch fewer blocks, as a GPU's occupancy \
                  times its SMs also bounds them",
                 shown_name(l),
                 l.threads_per_block()
-            )));
+            ))));
         }
         let feed = UnitFeed {
             next: &next,
