@@ -750,6 +750,11 @@ mod tests {
         let got: Vec<Option<String>> = (0..ks.len()).map(|i| same_cpu_port(&ks, i)).collect();
         let bf16 = Some("gemm-mma-bf16".to_string());
         assert_eq!(got, vec![None, None, bf16.clone(), bf16]);
+        // 08 and 09 run 07's port: their ideas (a second buffer, the tile shape) are a GPU's.
+        let ks = pick(&["gemm-warptile", "gemm-double-buffer", "gemm-tuned"]);
+        let got: Vec<Option<String>> = (0..ks.len()).map(|i| same_cpu_port(&ks, i)).collect();
+        let warptile = Some("gemm-warptile".to_string());
+        assert_eq!(got, vec![None, warptile.clone(), warptile]);
     }
 
     /// Few short samples: timing tests of what is timed, not of how fast.

@@ -77,10 +77,10 @@ port!(port_restrict_unroll, cpu::restrict_unroll);
 port!(port_regblock_1d, cpu::regblock_1d);
 port!(port_regblock_2d, cpu::regblock_2d);
 port!(port_vectorized, cpu::vectorized);
-port!(port_warptile, cpu::warptile);
 // Rung 08's idea, overlapping the next tile's loads with this tile's FMAs, is what a CPU's
-// out-of-order core and hardware prefetcher already do for rung 07's port: 08 shares it.
-port!(port_double_buffer, cpu::warptile);
+// out-of-order core and hardware prefetcher already do for rung 07's port: 08 runs that very
+// function (and so does 09), which the harness sees and says instead of timing the same code.
+port!(port_warptile, cpu::warptile);
 
 fn info(id: &'static str, rung: u32, summary: &'static str) -> KernelInfo {
     KernelInfo {
@@ -324,7 +324,7 @@ impl Kernel for GemmDoubleBuffer {
     }
 
     fn cpu(&self) -> Option<CpuPort> {
-        Some(port_double_buffer)
+        Some(port_warptile)
     }
 }
 

@@ -247,12 +247,6 @@ impl GemmTuned {
     }
 }
 
-// The CPU port is rung 08's (= 07's): the tile shape is a GPU concern.
-fn port_tuned(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
-    let (m, n, k) = gemm_dims(shape);
-    crate::cpu::warptile(m, n, k, inputs[0], inputs[1], out);
-}
-
 impl Kernel for GemmTuned {
     fn lineage(&self) -> Option<Lineage> {
         Some(Lineage {
@@ -310,7 +304,8 @@ impl Kernel for GemmTuned {
     }
 
     fn cpu(&self) -> Option<CpuPort> {
-        Some(port_tuned)
+        // Rung 08's port (07's): the tile shape is a GPU concern.
+        Some(crate::port_warptile)
     }
 }
 
