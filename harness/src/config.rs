@@ -247,7 +247,14 @@ fn workload_names() -> String {
 fn parse(name: &str, text: &str) -> Result<RawConfig, ConfigError> {
     toml::from_str(text).map_err(|e| {
         let at = e.span().map(|s| s.start.min(text.len()));
-        let message = plain_types(e.message().trim());
+        let mut message = plain_types(e.message().trim());
+        // The parser's "duplicate key" names no key: the span is the key (or table) itself.
+        if message.starts_with("duplicate key")
+            && let Some(name) = e.span().and_then(|s| text.get(s))
+        {
+            let name = name.trim().trim_matches(['[', ']']).trim();
+            message = format!("`{name}` is given twice: give it once");
+        }
         ConfigError {
             file: name.to_string(),
             line: at.map(|at| text[..at].matches('\n').count() + 1),
@@ -481,6 +488,25 @@ mod tests {
         assert!(
             e.contains("(the [[kernel]] at cfg/k.toml:4)") && e.contains("cannot read"),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_key_or_table_given_twice_is_named() {
+        let e = |text: &str| {
+            Config::from_sources(Some(("d.toml", text)))
+                .unwrap_err()
+                .to_string()
+        };
+        let key = e("seed = 1\nseed = 2\n");
+        assert!(
+            key.starts_with("d.toml:2:") && key.contains("`seed` is given twice"),
+            "{key}"
+        );
+        let table = e("[cpu]\n[cpu]\n");
+        assert!(
+            table.starts_with("d.toml:2:") && table.contains("`cpu` is given twice"),
+            "{table}"
         );
     }
 

@@ -42,13 +42,51 @@ pub struct PeerRow {
 }
 
 impl PeerFile {
+    /// Reads a peers file; a row whose workload, precision or times no run of the harness
+    /// could take is refused, naming the row, before anything is merged.
     pub fn read(path: &Path) -> Result<Self> {
-        crate::output::read_versioned(
+        let file: Self = crate::output::read_versioned(
             path,
             "peers",
             PEERS_VERSION,
             "run tools/torch_peers.py of this commit again",
-        )
+        )?;
+        for (i, r) in file.rows.iter().enumerate() {
+            r.check().map_err(|why| {
+                anyhow::anyhow!(
+                    "{}: row {} ({} {} {}): {why}; is the file edited or damaged?",
+                    path.display(),
+                    i + 1,
+                    r.id,
+                    r.workload,
+                    r.shape
+                )
+            })?;
+        }
+        Ok(file)
+    }
+}
+
+impl PeerRow {
+    /// Why a run could not take this row, if it could not.
+    fn check(&self) -> Result<(), String> {
+        if kernel::Workload::parse(&self.workload).is_none() {
+            return Err(format!("no workload is called {:?}", self.workload));
+        }
+        if Precision::parse(&self.precision).is_none() {
+            return Err(format!(
+                "no precision is called {:?} (fp32, tf32, fp16 or bf16)",
+                self.precision
+            ));
+        }
+        if let Some(t) = self
+            .samples_ms
+            .iter()
+            .find(|t| !(t.is_finite() && **t > 0.0))
+        {
+            return Err(format!("a time of {t} ms: no run measures that"));
+        }
+        Ok(())
     }
 }
 
@@ -76,7 +114,7 @@ pub fn merge(run: &mut RunResults, peers: &PeerFile) -> String {
             peers.device, run.device.name
         );
     }
-    let mut merged = 0;
+    let (mut merged, mut taken) = (0, Vec::new());
     for w in &mut run.workloads {
         for shape in &mut w.shapes {
             let mine = peers
@@ -85,6 +123,7 @@ pub fn merge(run: &mut RunResults, peers: &PeerFile) -> String {
                 .filter(|p| p.workload == w.workload.name() && p.shape == shape.label);
             for p in mine {
                 if shape.rows.iter().any(|r| r.id == p.id) {
+                    taken.push(format!("{} {}", p.id, shape.label));
                     continue;
                 }
                 if let Some(row) = to_row(p, &peers.tool, &shape.shape) {
@@ -94,7 +133,20 @@ pub fn merge(run: &mut RunResults, peers: &PeerFile) -> String {
             }
         }
     }
-    format!("merged {merged} peer rows ({})", peers.tool)
+    // Rows of shapes the run did not measure are the file's own business (a file of every
+    // shape merged into a run of a few); rows whose id the run already has are said.
+    let elsewhere = peers.rows.len() - merged - taken.len();
+    let mut line = format!("merged {merged} peer rows ({})", peers.tool);
+    if elsewhere > 0 {
+        line.push_str(&format!("; {elsewhere} of shapes this run did not measure"));
+    }
+    if !taken.is_empty() {
+        line.push_str(&format!(
+            "; not merged, a row of the same id being in the run already: {}",
+            taken.join(", ")
+        ));
+    }
+    line
 }
 
 fn to_row(p: &PeerRow, tool: &str, shape: &kernel::Shape) -> Option<Row> {
@@ -199,8 +251,16 @@ mod tests {
     fn peer_rows_join_their_shape_judged_by_their_precision() {
         let mut run = crate::report::tests::synthetic();
         let before = run.workloads[0].shapes[2].rows.len();
-        let note = merge(&mut run, &peers("NVIDIA H100 80GB HBM3"));
-        assert_eq!(note, "merged 3 peer rows (torch 2.9.0)");
+        let mut file = peers("NVIDIA H100 80GB HBM3");
+        let mut other = file.rows[0].clone();
+        other.shape = "8x8x8".into();
+        file.rows.push(other);
+        let note = merge(&mut run, &file);
+        assert_eq!(
+            note,
+            "merged 3 peer rows (torch 2.9.0); 1 of shapes this run did not measure; not \
+             merged, a row of the same id being in the run already: cublas-sgemm 4096x4096x4096"
+        );
         let shape = &run.workloads[0].shapes[2];
         assert_eq!(
             shape.rows.len(),
@@ -231,6 +291,32 @@ mod tests {
         let _ = std::fs::remove_file(&file);
         let rows = |r: &RunResults| r.workloads[0].shapes[2].rows.len();
         assert_eq!(rows(&back), rows(&run));
+    }
+
+    #[test]
+    fn a_row_no_run_could_take_is_refused_naming_it() {
+        let path = std::env::temp_dir().join(format!("lab-peers-bad-{}.json", std::process::id()));
+        let refused = |edit: &dyn Fn(&mut PeerRow)| {
+            let mut file = peers("NVIDIA H100 80GB HBM3");
+            edit(&mut file.rows[1]);
+            std::fs::write(&path, serde_json::to_string(&file).unwrap()).unwrap();
+            format!("{:#}", PeerFile::read(&path).unwrap_err())
+        };
+        let e = refused(&|r| r.samples_ms = vec![1.0, -1.0]);
+        assert!(
+            e.contains(
+                "row 2 (torch-matmul-fp32 gemm 4096x4096x4096): a time of -1 ms: no run \
+                 measures that; is the file edited or damaged?"
+            ),
+            "{e}"
+        );
+        assert!(
+            refused(&|r| r.precision = "fp8".into()).contains("no precision is called \"fp8\"")
+        );
+        assert!(
+            refused(&|r| r.workload = "nope".into()).contains("no workload is called \"nope\"")
+        );
+        let _ = std::fs::remove_file(&path);
     }
 
     #[test]

@@ -276,8 +276,42 @@ impl RunResults {
             format!("{} does not match schema {SCHEMA_VERSION}", path.display())
         })?;
         run.check_figures()
+            .and_then(|()| run.check_names())
             .map_err(|why| anyhow::anyhow!("{}: {why}", path.display()))?;
         Ok(run)
+    }
+
+    /// Names that become file and folder names (the device's slug, the shapes' and networks'
+    /// labels) and are no plain names: an edited file, which would write its charts or its
+    /// published copy outside the folder asked for.
+    fn check_names(&self) -> Result<(), String> {
+        let plain = |n: &str| {
+            !n.is_empty()
+                && !n.starts_with('.')
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        };
+        let slug = &self.device.slug;
+        if !plain(slug) || kernel::device::slugify(slug) != *slug {
+            return Err(format!(
+                "the device's slug {slug:?} is no folder name (the harness writes lower-case \
+                 letters, digits and dashes); is the file edited or damaged?"
+            ));
+        }
+        let labels = self
+            .workloads
+            .iter()
+            .flat_map(|w| w.shapes.iter().map(|s| &s.label))
+            .chain(self.networks.iter().map(|n| &n.label));
+        for label in labels {
+            if !plain(label) {
+                return Err(format!(
+                    "the shape label {label:?} is no file name (charts are named after it); is \
+                     the file edited or damaged?"
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Times and work that no run measures (a median of 0 or below, a time or FLOP count
@@ -426,6 +460,37 @@ mod tests {
         std::fs::write(&p, format!("{{\n\"schema_version\": {v},\n\"date\": 5\n}}")).unwrap();
         let e = format!("{:#}", RunResults::read(&p).unwrap_err());
         assert!(e.contains("at line 3"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn names_that_would_leave_the_folder_are_refused() {
+        let published = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../results/cpu-intel-r-xeon-r-processor-2-80ghz-2-threads/results.json"
+        );
+        let good: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(published).unwrap()).unwrap();
+        let dir = std::env::temp_dir().join(format!("lab-names-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("results.json");
+        let refused = |edit: &dyn Fn(&mut serde_json::Value)| {
+            let mut v = good.clone();
+            edit(&mut v);
+            std::fs::write(&p, serde_json::to_string(&v).unwrap()).unwrap();
+            format!("{:#}", RunResults::read(&p).unwrap_err())
+        };
+        for slug in ["../../elsewhere", "/tmp/abs", ""] {
+            let e = refused(&|v| v["device"]["slug"] = slug.into());
+            assert!(e.contains("is no folder name"), "{e}");
+        }
+        let e = refused(&|v| v["workloads"][0]["shapes"][0]["label"] = "x/../../../out".into());
+        assert!(
+            e.contains("the shape label \"x/../../../out\" is no file name"),
+            "{e}"
+        );
+        std::fs::write(&p, serde_json::to_string(&good).unwrap()).unwrap();
+        assert!(RunResults::read(&p).is_ok());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

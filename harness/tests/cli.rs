@@ -1141,3 +1141,71 @@ fn a_simulator_run_keeps_the_shapes_it_finished_while_it_runs() {
     assert!(o.status.success(), "{}", text(&o));
     assert!(out.join("results.json").exists() && !unfinished.exists());
 }
+
+/// `inspect` looks at one thing: a file, your kernels or the lab's. Given two, it says so
+/// rather than show one and pass over the other; `--workload` names a spec's workload, as in
+/// `run`.
+#[test]
+fn inspect_takes_one_thing_to_look_at() {
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/softmax_rows.cu");
+    let spec = format!("{example}:softmax_rows,block=(min(cdiv(N,32)*32,1024)),grid=(M)");
+    let o = harness(&["inspect", example, "--kernel", &spec]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains(
+            "inspect takes one of a FILE (its kernels), --kernel (your kernels as \
+             the lab launches them) or --kernels (the lab's rungs); a FILE and --kernel were given"
+        ),
+        "{}",
+        text(&o)
+    );
+    let o = harness(&["inspect", example, "--kernels", "gemm-tiled"]);
+    assert!(
+        text(&o).contains("a FILE and --kernels were given"),
+        "{}",
+        text(&o)
+    );
+    let o = harness(&["inspect", "--kernels", "gemm-tiled", "--workload", "gemm"]);
+    assert!(
+        text(&o).contains("--workload names the workload of a --kernel spec that names none"),
+        "{}",
+        text(&o)
+    );
+    // Without a workload the spec is told to name one, in the words inspect takes.
+    let o = harness(&["inspect", "--kernel", &spec]);
+    assert!(
+        text(&o).contains("or run it with a single --workload"),
+        "{}",
+        text(&o)
+    );
+    if kernel::cuda::nvrtc::version().is_ok() {
+        let o = harness(&[
+            "inspect",
+            "--workload",
+            "softmax",
+            "--kernel",
+            &spec,
+            "--sizes",
+            "3x130",
+        ]);
+        assert!(o.status.success(), "{}", text(&o));
+        assert!(
+            text(&o).contains("softmax_rows sm_80       160"),
+            "{}",
+            text(&o)
+        );
+    }
+}
+
+/// The simulator times nothing: calibrating it is refused before anything is measured.
+#[test]
+fn calibrating_the_simulator_is_refused() {
+    let o = harness(&["calibrate", "--device", "sim"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o));
+    assert!(
+        text(&o).contains("--device sim: the simulator checks kernels and times nothing"),
+        "{}",
+        text(&o)
+    );
+    assert!(!text(&o).contains("Measuring"), "{}", text(&o));
+}

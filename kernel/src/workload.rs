@@ -309,7 +309,8 @@ pub enum ShapeError {
     TensorTooLarge {
         shape: String,
         tensor: &'static str,
-        elements: usize,
+        /// Exact: every dimension is at most [`MAX_DIM`], so a tensor's count fits 128 bits.
+        elements: u128,
         limit: usize,
     },
     #[error("{shape}: the filter ({k}x{k}) is larger than the image ({h}x{w})")]
@@ -624,9 +625,12 @@ impl Shape {
             .chain([self.output()])
             .chain(inner);
         for t in all {
-            let elements = t.dims.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d));
-            let elements = elements.unwrap_or(usize::MAX);
-            if elements > MAX_TENSOR_ELEMENTS {
+            let elements = t
+                .dims
+                .iter()
+                .try_fold(1u128, |acc, &d| acc.checked_mul(d as u128))
+                .unwrap_or(u128::MAX);
+            if elements > MAX_TENSOR_ELEMENTS as u128 {
                 return Err(ShapeError::TensorTooLarge {
                     shape,
                     tensor: t.name,
@@ -853,6 +857,22 @@ mod tests {
         }
         let zero = Shape::Eltwise { m: 4, n: 0 }.validate().unwrap_err();
         assert!(zero.to_string().contains("dimension N is 0"), "{zero}");
+    }
+
+    #[test]
+    fn a_tensor_past_64_bits_of_elements_is_counted_exactly() {
+        let huge = Shape::Attention {
+            b: 100_000,
+            h: 100_000,
+            s: 100_000,
+            d: 100_000,
+            causal: false,
+        };
+        let e = huge.validate().unwrap_err().to_string();
+        assert!(
+            e.contains("tensor Q would hold 100000000000000000000 elements"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -48,6 +48,12 @@ extern "C" __global__ void overrun(const float *A, const float *B, float *C, int
     if (blockIdx.x == gridDim.x - 1 && threadIdx.x == 0) C[M * N + 2000] = A[0];
 }
 
+// Thread 0 writes 2^46 elements past C: outside the address space, where the CPU's fault
+// names no address.
+extern "C" __global__ void far_away(const float *A, const float *B, float *C, int M, int N, int K) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) C[(1LL << 46) + M] = A[0];
+}
+
 extern "C" __global__ void copy(const float *A, const float *B, float *C, int M, int N, int K) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < M * N) C[t] = A[t];
@@ -151,6 +157,24 @@ fn a_fault_in_a_helper_names_its_line_and_the_kernels_line_that_calls_it() {
             )),
         "{e}"
     );
+}
+
+#[test]
+fn an_access_outside_the_address_space_is_not_called_a_read_at_address_zero() {
+    for dev in [
+        SimDevice::new().unwrap(),
+        SimDevice::new().unwrap().instrumented(),
+    ] {
+        let e = run(&dev, "far_away").unwrap_err().to_string();
+        assert!(
+            e.contains(
+                "far_away: invalid access at an address the CPU could not name (a \
+                 general-protection fault"
+            ) && e.contains("by thread (0,0,0) of block (0,0,0)"),
+            "{e}"
+        );
+        assert!(!e.contains("at address 0x0"), "{e}");
+    }
 }
 
 #[test]

@@ -18,6 +18,12 @@ pub struct Args {
 pub fn run(args: &Args) -> Outcome {
     let lab = LabDir::locate();
     let dev = open_device(args.device.as_deref(), None)?;
+    if dev.kind() == kernel::DeviceKind::Sim {
+        anyhow::bail!(
+            "--device sim: the simulator checks kernels and times nothing, so it has no ceilings \
+             to measure; calibrate the CPU (--device cpu) or a GPU (--device cuda)"
+        );
+    }
     eprintln!(
         "Measuring ceilings{}...",
         if args.quick { " (quick)" } else { "" }

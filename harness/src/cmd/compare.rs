@@ -81,6 +81,12 @@ const SOURCES: &str = "compared.txt";
 /// A comparison may go into a new or empty folder, or replace another comparison; a run
 /// folder, or one holding files of its own, would lose them without a word.
 fn refuse_foreign(dir: &Path) -> anyhow::Result<()> {
+    if dir.exists() && !dir.is_dir() {
+        bail!(
+            "--out {} is a file, not a folder: give a new or empty folder",
+            dir.display()
+        );
+    }
     if crate::runs::results_file(dir).is_file() {
         bail!(
             "--out {} is a run folder: the comparison would replace its pages; give another \
@@ -149,6 +155,11 @@ mod tests {
         // Given as --out, a comparison's folder is replaced; a folder of the user's files is
         // refused, and so is a run folder.
         assert!(refuse_foreign(&dir).is_ok() && refuse_foreign(&root.join("new")).is_ok());
+        std::fs::write(root.join("a-file"), "mine").unwrap();
+        let e = refuse_foreign(&root.join("a-file"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("a-file is a file, not a folder"), "{e}");
         std::fs::write(root.join("a-vs-b-2/index.html"), "mine").unwrap();
         let e = refuse_foreign(&root.join("a-vs-b-2"))
             .unwrap_err()

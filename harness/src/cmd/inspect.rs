@@ -47,12 +47,35 @@ pub struct Args {
     /// and `define=` are evaluated there.
     #[arg(long, value_delimiter = ',')]
     pub sizes: Vec<String>,
+    /// With --kernel: the workload of a spec that names none (`workload=` in the spec, or a
+    /// `signature=` of that workload, says it otherwise), as for `run`.
+    #[arg(long, value_delimiter = ',')]
+    pub workload: Vec<String>,
 }
 
 pub fn run(args: &Args) -> Outcome {
+    // One thing to inspect: a file, your kernels, or the lab's (all, or those named).
+    let asked: Vec<&str> = [
+        (args.file.is_some(), "a FILE"),
+        (!args.user_kernels.is_empty(), "--kernel"),
+        (!args.kernels.is_empty(), "--kernels"),
+    ]
+    .iter()
+    .filter_map(|&(given, what)| given.then_some(what))
+    .collect();
+    if asked.len() > 1 {
+        anyhow::bail!(
+            "inspect takes one of a FILE (its kernels), --kernel (your kernels as the lab \
+             launches them) or --kernels (the lab's rungs); {} were given",
+            asked.join(" and ")
+        );
+    }
+    if !args.workload.is_empty() && args.user_kernels.is_empty() {
+        anyhow::bail!("--workload names the workload of a --kernel spec that names none");
+    }
     if !args.user_kernels.is_empty() {
         let specs = user_kernel::specs(&[], &args.user_kernels)?;
-        let users = user_kernel::load_all(&specs, &[], None)?;
+        let users = user_kernel::load_all(&specs, &args.workload, None)?;
         // At the first shape the rungs of its workload are inspected at, or --sizes'.
         let shape_of = |w: Workload| -> anyhow::Result<(Shape, &'static str)> {
             if args.sizes.is_empty() {

@@ -39,7 +39,15 @@ const FUNCTIONS: [&str; 3] = ["cdiv", "min", "max"];
 struct Parser<'a> {
     b: &'a [u8],
     i: usize,
+    /// Parentheses, calls and minus signs open around the point being read.
+    depth: usize,
 }
+
+/// The most an expression nests (parentheses, calls, minus signs), and its longest text: far
+/// beyond any launch's arithmetic, and short of what would exhaust the stack to read or
+/// evaluate.
+const MAX_DEPTH: usize = 64;
+const MAX_LEN: usize = 1000;
 
 impl Parser<'_> {
     fn ws(&mut self) {
@@ -72,6 +80,16 @@ impl Parser<'_> {
     }
 
     fn unary(&mut self) -> Result<Node, String> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(format!("it nests more than {MAX_DEPTH} deep"));
+        }
+        let node = self.operand();
+        self.depth -= 1;
+        node
+    }
+
+    fn operand(&mut self) -> Result<Node, String> {
         match self.peek() {
             Some(b'-') => {
                 self.i += 1;
@@ -139,9 +157,16 @@ impl Parser<'_> {
 
 impl Expr {
     pub fn parse(text: &str) -> Result<Self, String> {
+        if text.len() > MAX_LEN {
+            return Err(format!(
+                "cannot read the expression `{}...`: it is longer than {MAX_LEN} characters",
+                text.chars().take(40).collect::<String>()
+            ));
+        }
         let mut p = Parser {
             b: text.as_bytes(),
             i: 0,
+            depth: 0,
         };
         let node = p
             .sum()
@@ -229,6 +254,20 @@ impl Expr {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_expression_nested_past_any_launchs_arithmetic_is_refused_not_a_crash() {
+        let deep = |n: usize| format!("{}1{}", "(".repeat(n), ")".repeat(n));
+        assert_eq!(Expr::parse(&deep(60)).unwrap().eval(&[]), Ok(1));
+        let e = Expr::parse(&deep(3000)).unwrap_err();
+        assert!(e.contains("it is longer than 1000 characters"), "{e}");
+        let e = Expr::parse(&deep(300)).unwrap_err();
+        assert!(e.contains("it nests more than 64 deep"), "{e}");
+        let e = Expr::parse(&format!("{}1", "-".repeat(500))).unwrap_err();
+        assert!(e.contains("it nests more than 64 deep"), "{e}");
+        let chain = vec!["1"; 400].join("+");
+        assert_eq!(Expr::parse(&chain).unwrap().eval(&[]), Ok(400));
+    }
 
     #[test]
     fn evaluates_dimensions_and_functions() {

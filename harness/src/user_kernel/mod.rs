@@ -429,7 +429,8 @@ impl UserKernel {
                 ))
             })?,
         };
-        spec.check_names(workload).map_err(|(_, m)| err(m))?;
+        spec.check_names(workload)
+            .map_err(|(key, m)| err(format!("{key}: {m}")))?;
         let against = match &spec.against {
             Some(id) => Some(rung_beside(id, workload).map_err(&err)?),
             None => None,
@@ -453,7 +454,13 @@ impl UserKernel {
         let defines = defines_at(spec, &workload.probe_shape(), sms)
             .map_err(|Unsupported(m)| err(format!("at {}: {m}", workload.probe_shape())))?;
         let (list, sig) = match &spec.args {
-            Some(text) => ArgList::parse(text, workload).map_err(&err)?,
+            // Every error names the option, as the other options' do.
+            Some(text) => {
+                ArgList::parse(text, workload).map_err(|m| match m.starts_with("args") {
+                    true => err(m),
+                    false => err(format!("args: {m}")),
+                })?
+            }
             None => (ArgList::of(sig), sig),
         };
         let buffers = Buffers::of(spec, workload, sig, &list.params()).map_err(&err)?;
@@ -1422,6 +1429,27 @@ mod tests {
         let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/attention_rows.cu");
         let spec = UserKernelSpec::parse(&format!("{file}:attention_rows<32,64>,{options}"));
         UserKernel::load(&spec.unwrap(), Some(workload), 1, SIM_SMS).unwrap()
+    }
+
+    #[test]
+    fn an_expressions_error_names_its_option() {
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/attention_rows.cu");
+        let e = |options: &str| {
+            let spec = UserKernelSpec::parse(&format!("{file}:attention_rows<32,64>,{options}"));
+            UserKernel::load(&spec.unwrap(), Some(Workload::Attention), 1, SIM_SMS)
+                .unwrap_err()
+                .to_string()
+        };
+        let smem = e("block=32,grid=(S),smem=abc");
+        assert!(
+            smem.contains(": smem: `abc` uses abc; expressions for attention"),
+            "{smem}"
+        );
+        let args = e("block=32,grid=(S),args=()");
+        assert!(
+            args.contains(": args: cannot read the expression"),
+            "{args}"
+        );
     }
 
     #[test]

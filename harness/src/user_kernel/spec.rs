@@ -40,8 +40,17 @@ impl Block {
         let mut block = [1u32; 3];
         for (axis, (slot, e)) in block.iter_mut().zip(exprs).enumerate() {
             let n = e.eval(vars).map_err(|m| format!("block {m}"))?;
-            *slot = u32::try_from(n).ok().filter(|&n| n >= 1).ok_or_else(|| {
-                format!("block {} = {e} = {n} is not a positive number", XYZ[axis])
+            if n < 1 {
+                return Err(format!(
+                    "block {} = {e} = {n} is not a positive number",
+                    XYZ[axis]
+                ));
+            }
+            *slot = u32::try_from(n).map_err(|_| {
+                format!(
+                    "block {} = {e} = {n} threads; a block holds at most 1024",
+                    XYZ[axis]
+                )
             })?;
         }
         let text = exprs
@@ -249,11 +258,17 @@ fn parse_dims(option: &str, v: &str, what: &str) -> Result<[u32; 3], String> {
     }
     let mut dims = [1u32; 3];
     for (b, p) in dims.iter_mut().zip(&parts) {
-        *b = p
-            .parse()
-            .ok()
-            .filter(|&n| n >= 1)
-            .ok_or_else(|| format!("{option} {v:?}: {p:?} is not a positive number"))?;
+        // All digits: a number, however large (which the limits below then refuse).
+        let n: u64 = match p.parse() {
+            Ok(n) => n,
+            Err(_) if !p.is_empty() => u64::MAX,
+            Err(_) => return Err(format!("{option} {v:?}: {p:?} is not a positive number")),
+        };
+        if n == 0 {
+            return Err(format!("{option} {v:?}: {p:?} is not a positive number"));
+        }
+        *b = u32::try_from(n)
+            .map_err(|_| format!("{option} {v:?}: {p} {what} are more than any launch can have"))?;
     }
     Ok(dims)
 }
@@ -475,6 +490,12 @@ impl UserKernelSpec {
             .or_else(|| text.find(':'))
             .ok_or_else(|| err("expected FILE.cu:ENTRY, e.g. my_gemm.cu:sgemm<64,64,8>".into()))?;
         let file = &text[..split];
+        if file.trim().is_empty() {
+            return Err(err(
+                "no file before the `:`: expected FILE.cu:ENTRY, e.g. my_gemm.cu:sgemm<64,64,8>"
+                    .into(),
+            ));
+        }
         let mut parts = split_top(&text[split + 1..]).into_iter();
         let entry = parts.next().unwrap_or("").trim();
         // `k<64,block=256`: every option would read as a template argument.
@@ -956,6 +977,22 @@ mod tests {
             "{}",
             err("(0)")
         );
+        // A number too large for any launch is said to be too large, not not a number.
+        let e = err("99999999999");
+        assert!(
+            e.contains("99999999999 threads are more than any launch can have"),
+            "{e}"
+        );
+        let e = err("99999999999999999999999");
+        assert!(
+            e.contains("threads are more than any launch can have"),
+            "{e}"
+        );
+        let e = err("(4294967297)");
+        assert!(
+            e.contains("= 4294967297 threads; a block holds at most 1024"),
+            "{e}"
+        );
         // Expressions of the shape are evaluated for each.
         let b = block("(32, min(N/32,32))").unwrap().unwrap();
         assert_eq!(b.at(&[("N", 100)]), Ok([32, 3, 1]));
@@ -1131,6 +1168,8 @@ mod tests {
         let e = |s: &str| UserKernelSpec::parse(s).unwrap_err().to_string();
         assert!(e("k.cu:k,block=2048,grid=tile:8").contains("at most 1024"));
         assert!(e("k.cu:k,block=256,grid=tile:8,blok=3").contains("unknown option \"blok\""));
+        let nameless = e(":k,block=256");
+        assert!(nameless.contains("no file before the `:`"), "{nameless}");
         let bad = e("k.cu:k,block=256+768*max(0;N),grid=8");
         assert!(
             bad.contains("block: cannot read the expression `256+768*max(0;N)`"),

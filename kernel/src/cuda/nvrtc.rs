@@ -428,7 +428,11 @@ pub(super) fn run_nvrtc(
         String::new()
     };
     let cubin = outcome
-        .map_err(|e| fail(format!("{e:?}\n{log}")))
+        // A compile error is its log; any other failure is named before it.
+        .map_err(|e| match e.0 {
+            sys::nvrtcResult::NVRTC_ERROR_COMPILATION => fail(log.clone()),
+            code => fail(format!("nvrtcCompileProgram: {code:?}\n{log}")),
+        })
         .and_then(|()| {
             let mut size = 0usize;
             // SAFETY: `prog` compiled successfully; the buffer has the size NVRTC reports.

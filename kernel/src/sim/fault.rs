@@ -61,8 +61,13 @@ extern "C" fn on_fault(sig: libc::c_int, info: *mut libc::siginfo_t, ctx: *mut l
     if let Some(hook) = HOOK.with(Cell::get) {
         // SAFETY: `info` comes from the kernel; the hook never returns (it longjmps).
         unsafe {
-            let addr = (*info).si_addr() as u64;
-            hook(sig, addr, is_write(ctx), faulting_pc(ctx));
+            // A general-protection fault (an address outside the address space, or an
+            // aligned vector move off its alignment) has no address and no error code: the
+            // access is unknown (-1), not a read.
+            let gp = sig == libc::SIGSEGV && (*info).si_code == libc::SI_KERNEL;
+            let addr = if gp { 0 } else { (*info).si_addr() as u64 };
+            let write = if gp { -1 } else { is_write(ctx) };
+            hook(sig, addr, write, faulting_pc(ctx));
         }
     }
     // Not ours: restore the previous handler and return, so the access faults again there.

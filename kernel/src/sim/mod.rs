@@ -1158,7 +1158,17 @@ impl<'a> SimRun<'a> {
         if r.signal == libc::SIGFPE {
             return format!("{kernel}: arithmetic exception (integer division by zero?) in {who}");
         }
-        let access = if r.is_write != 0 { "write" } else { "read" };
+        let access = match r.is_write {
+            -1 => {
+                return format!(
+                    "{kernel}: invalid access at an address the CPU could not name (a \
+                     general-protection fault: an address far outside memory, such as an index \
+                     far out of bounds or overflowed, or a wild pointer) by {who}"
+                );
+            }
+            0 => "read",
+            _ => "write",
+        };
         for b in &self.bufs {
             if let Some(off) = b.offset_of(r.addr) {
                 let size = b.dtype.bytes() as i64;
