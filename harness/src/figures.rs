@@ -3,7 +3,7 @@
 //! comes from:
 //!
 //! ```text
-//! <!-- figure: gemm 512x512x512 gemm-naive,gemm-tiled from results/cpu-intel-r-xeon-r-processor-2-80ghz-2-threads -->
+//! <!-- figure: gemm 512x512x512 gemm-naive,gemm-tiled from results/cpu-intel-r-xeon-r-processor-2-threads -->
 //! ...generated...
 //! <!-- /figure -->
 //! ```
@@ -467,7 +467,7 @@ mod tests {
     /// against that row).
     #[test]
     fn a_figure_with_the_drifting_reference_row_carries_the_drift() {
-        let folder = "results/cpu-intel-r-xeon-r-processor-2-80ghz-2-threads";
+        let folder = "results/cpu-intel-r-xeon-r-processor-2-threads";
         let run = RunResults::load(
             &Path::new(env!("CARGO_MANIFEST_DIR"))
                 .join("..")

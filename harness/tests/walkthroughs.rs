@@ -153,7 +153,7 @@ fn b_open(b: &harness::figures::Block) -> String {
 #[test]
 fn a_figure_naming_a_row_its_run_lacks_is_an_error() {
     let text = format!(
-        "{}gemm 512x512x512 gemm-nonexistent from results/cpu-intel-r-xeon-r-processor-2-80ghz-2-threads -->\n{}",
+        "{}gemm 512x512x512 gemm-nonexistent from results/cpu-intel-r-xeon-r-processor-2-threads -->\n{}",
         harness::figures::OPEN,
         harness::figures::CLOSE
     );
