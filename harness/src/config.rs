@@ -259,6 +259,14 @@ fn parse(name: &str, text: &str) -> Result<RawConfig, ConfigError> {
             file: name.to_string(),
             line: at.map(|at| text[..at].matches('\n').count() + 1),
             message: match at.and_then(|at| key_at(text, at)) {
+                // A workload's shapes are a table of lists by use; serde reads a list given
+                // there as the table's fields in order, and says the first is no list.
+                Some(key) if key.matches('.').count() == 1 && key.starts_with("shapes.") => {
+                    format!(
+                        "key `{key}`: expected a table of sizes by use (cpu, cuda, sim, check), \
+                         as [{key}] with cpu = [\"512\", \"1024\"] on the lines after it"
+                    )
+                }
                 Some(key) => format!("key `{key}`: {message}"),
                 None => message,
             },
@@ -489,6 +497,22 @@ mod tests {
             e.contains("(the [[kernel]] at cfg/k.toml:4)") && e.contains("cannot read"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_workloads_shapes_given_as_a_list_say_they_are_a_table() {
+        let e = Config::from_sources(Some(("s.toml", "[shapes]\ngemm = [\"5\"]\n")))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("s.toml:2: key `shapes.gemm`: expected a table of sizes by use"),
+            "{e}"
+        );
+        // Within the table, the key of the list at fault.
+        let e = Config::from_sources(Some(("s.toml", "[shapes.gemm]\ncpu = 5\n")))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("key `shapes.gemm.cpu`"), "{e}");
     }
 
     #[test]

@@ -9,10 +9,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Fails unless `root` is (or can be made) a folder this process can create files in;
 /// `named` says where the user gave it (`--out`, `--to`, `LAB_DIR`).
 pub fn ensure_writable(root: &Path, named: &str) -> Result<()> {
-    if root.exists() && !root.is_dir() {
+    // The folder, or the first of the folders above it that is a file.
+    if let Some(file) = root
+        .ancestors()
+        .find(|p| p.exists() && !p.is_dir() && !p.as_os_str().is_empty())
+    {
         bail!(
-            "{named} {}: this is a file, not a folder; results need a folder",
-            root.display()
+            "{named} {}: {} is a file, not a folder; results need a folder",
+            root.display(),
+            if file == root {
+                "this".to_string()
+            } else {
+                file.display().to_string()
+            }
         );
     }
     std::fs::create_dir_all(root).with_context(|| {
@@ -127,6 +136,14 @@ mod tests {
         std::fs::write(&f, "not a folder").unwrap();
         let e = ensure_writable(&f, "--out").unwrap_err().to_string();
         assert!(e.contains("is a file"), "{e}");
+        // A file further up is named, not the folder that could not be made under it.
+        let e = ensure_writable(&f.join("sub/deeper"), "--out")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(&format!("{} is a file, not a folder", f.display())),
+            "{e}"
+        );
         assert!(ensure_writable(&d.join("new/nested"), "--out").is_ok());
         std::fs::remove_dir_all(&d).unwrap();
     }
