@@ -1076,9 +1076,8 @@ fn a_simulator_run_keeps_the_shapes_it_finished_while_it_runs() {
     let out = dir.join("run");
     let unfinished = dir.join("run-unfinished");
     let lab = dir.join("lab");
-    // A small shape, then one the simulator takes a while over: stopped during the second.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
-        .args([
+    let run = |sizes| {
+        let naive = [
             "run",
             "--device",
             "sim",
@@ -1086,13 +1085,16 @@ fn a_simulator_run_keeps_the_shapes_it_finished_while_it_runs() {
             "gemm",
             "--kernels",
             "gemm-naive",
-        ])
-        .args([
-            "--sizes",
-            "9x7x5,700x700x700",
-            "--out",
-            out.to_str().unwrap(),
-        ])
+        ];
+        [
+            &naive[..],
+            &["--sizes", sizes, "--out", out.to_str().unwrap()],
+        ]
+        .concat()
+    };
+    // A small shape, then one the simulator takes a while over: stopped during the second.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_harness"))
+        .args(run("9x7x5,700x700x700"))
         .env("LAB_DIR", &lab)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
@@ -1122,22 +1124,7 @@ fn a_simulator_run_keeps_the_shapes_it_finished_while_it_runs() {
     );
     // Run to its end, the run is saved and its unfinished copy goes.
     let _ = std::fs::remove_dir_all(&unfinished);
-    let o = harness_in(
-        &lab,
-        &[
-            "run",
-            "--device",
-            "sim",
-            "--workload",
-            "gemm",
-            "--kernels",
-            "gemm-naive",
-            "--sizes",
-            "9x7x5",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-    );
+    let o = harness_in(&lab, &run("9x7x5"));
     assert!(o.status.success(), "{}", text(&o));
     assert!(out.join("results.json").exists() && !unfinished.exists());
 }
