@@ -490,7 +490,7 @@ mod tests {
     fn a_kernel_sections_later_errors_name_its_place_in_the_file() {
         let text = "seed = 1\n\n[[kernel]]\nfile = \"nothere.cu\"\nentry = \"k\"\n";
         let cfg = Config::from_sources(Some(("cfg/k.toml", text))).unwrap();
-        let e = crate::user_kernel::load_all(&cfg.kernels, &[], None)
+        let e = crate::user_kernel::load_all(&cfg.kernels, &[], &[], None)
             .unwrap_err()
             .to_string();
         assert!(

@@ -532,7 +532,7 @@ fn with_kernels<T>(
     // Only the kernels this row times: the run's others may be of other workloads.
     let mut ids = vec![request.kernel.as_str()];
     ids.extend(request.pair.as_ref().map(|p| p.against.as_str()));
-    let users = user_kernel::load_only(&specs, &ids, request.shape.workload(), Some(dev.info()))?;
+    let users = user_kernel::load_only(&specs, &ids, &request.shape, Some(dev.info()))?;
     let mut kernels: Vec<&dyn Kernel> = all.iter().map(|k| k.as_ref()).collect();
     kernels.extend(users.iter().map(|u| u as &dyn Kernel));
     f(dev.as_ref(), &kernels, &config)

@@ -1208,6 +1208,19 @@ fn a_misaligned_write_is_told_of_the_outputs_rows() {
          where a vector write of 2 or more elements is misaligned"
     );
     the_guide_quotes(hint);
+    // `check` lists the failure with the same hint.
+    let (ok, text) = harness(&[
+        "check",
+        "--device",
+        "sim",
+        "--workload",
+        "gemm",
+        "--sizes",
+        "100x37x129",
+        "--kernel",
+        &spec,
+    ]);
+    assert!(!ok && text.contains(&format!("\n{hint}\n")), "{text}");
 }
 
 /// `constant=SYMBOL:BUFFER` fills a `__constant__` array as `cudaMemcpyToSymbol` would: a
@@ -1449,6 +1462,24 @@ fn a_kernel_adding_into_its_output_asks_for_output_zero() {
     );
     assert!(ok, "{text}");
     assert_eq!(passing_user_rows(&text), 1, "{text}");
+    // A file that names atomicAdd only in a comment adds nothing: its unwritten elements are
+    // not blamed on a poisoned start.
+    let commented = code
+        .replace(
+            "  atomicAdd(&C[r * N + c], acc);",
+            "  C[r * N + c] = acc;  // not atomicAdd",
+        )
+        .replace("blockIdx.z * K / gridDim.z", "0")
+        .replace("(blockIdx.z + 1) * K / gridDim.z", "K")
+        .replace("if (r >= M || c >= N)", "if (r >= M / 2 || c >= N)");
+    std::fs::write(dir.join("half.cu"), commented).unwrap();
+    let half = format!(
+        "{}:splitk,block=16x16,grid=(cdiv(N,16),cdiv(M,16))",
+        dir.join("half.cu").display()
+    );
+    let (ok, text) = sim_run("gemm", "100x37x129", &half, &dir.join("half"));
+    assert!(!ok && text.contains("are NaN"), "{text}");
+    assert!(!text.contains("adds into it with atomicAdd"), "{text}");
 }
 
 /// A kernel that traps on purpose where N is no multiple of 16 is not told about tails: the
@@ -2282,18 +2313,18 @@ fn two_kernels_with_one_name_must_be_told_apart() {
     let spec = format!("{}/{}", root().display(), *GEMM_EXAMPLE);
     let twice = [spec.clone(), spec.clone()];
     let specs = harness::user_kernel::specs(&[], &twice).unwrap();
-    let e = harness::user_kernel::load_all(&specs, &["gemm".to_string()], None)
+    let e = harness::user_kernel::load_all(&specs, &["gemm".to_string()], &[], None)
         .unwrap_err()
         .to_string();
     assert!(e.contains("already called") && e.contains("id=NAME"), "{e}");
     let named = [spec.clone(), format!("{spec},id=mine")];
     let specs = harness::user_kernel::specs(&[], &named).unwrap();
-    let users = harness::user_kernel::load_all(&specs, &["gemm".to_string()], None).unwrap();
+    let users = harness::user_kernel::load_all(&specs, &["gemm".to_string()], &[], None).unwrap();
     assert_eq!(users[1].id(), "mine");
     // Two ids that one page name would hold.
     let paged = [format!("{spec},id=a/b"), format!("{spec},id=a_b")];
     let specs = harness::user_kernel::specs(&[], &paged).unwrap();
-    let e = harness::user_kernel::load_all(&specs, &["gemm".to_string()], None)
+    let e = harness::user_kernel::load_all(&specs, &["gemm".to_string()], &[], None)
         .unwrap_err()
         .to_string();
     assert!(
@@ -2303,7 +2334,7 @@ fn two_kernels_with_one_name_must_be_told_apart() {
     // A lab kernel's name would put two rows under one id in the tables and the results.
     let lab = [format!("{spec},id=gemm-tiled")];
     let specs = harness::user_kernel::specs(&[], &lab).unwrap();
-    let e = harness::user_kernel::load_all(&specs, &["gemm".to_string()], None)
+    let e = harness::user_kernel::load_all(&specs, &["gemm".to_string()], &[], None)
         .unwrap_err()
         .to_string();
     assert!(
@@ -2337,7 +2368,7 @@ fn a_block_larger_than_the_launch_bounds_is_refused() {
     };
     let load = |block: &str| {
         let specs = harness::user_kernel::specs(&[], &[spec(block)]).unwrap();
-        harness::user_kernel::load_all(&specs, &["gemm".to_string()], None).map(|_| ())
+        harness::user_kernel::load_all(&specs, &["gemm".to_string()], &[], None).map(|_| ())
     };
     load("64").unwrap();
     let e = load("128").unwrap_err().to_string();
@@ -2354,7 +2385,7 @@ fn a_block_larger_than_the_launch_bounds_is_refused() {
         )],
     )
     .unwrap();
-    let k = &harness::user_kernel::load_all(&specs, &["gemm".to_string()], None).unwrap()[0];
+    let k = &harness::user_kernel::load_all(&specs, &["gemm".to_string()], &[], None).unwrap()[0];
     assert_eq!(k.supports(&Shape::gemm(10, 64, 8)), Ok(()));
     assert_eq!(
         k.supports(&Shape::gemm(10, 100, 8)).unwrap_err().0,
@@ -2631,7 +2662,7 @@ fn resources_of_a_user_kernel_equal_a_plain_nvrtc_build_of_its_file() {
         std::fs::write(dir.join(name), code).unwrap();
         let spec = format!("{}/{name}:{options}", dir.display());
         let specs = harness::user_kernel::specs(&[], &[spec]).unwrap();
-        let users = harness::user_kernel::load_all(&specs, &[], None).unwrap();
+        let users = harness::user_kernel::load_all(&specs, &[], &[], None).unwrap();
         assert!(users[0].wrapped.is_none(), "{:?}", users[0].wrapped);
         let plan = users[0].cuda(&shape).unwrap();
         let plain = kernel::CudaSource {
@@ -2708,7 +2739,8 @@ fn a_kernel_taking_size_t_gets_64_bit_sizes_and_a_double_alpha_a_wrapper() {
     )
     .unwrap();
     let sim = SimDevice::new().unwrap();
-    let users = harness::user_kernel::load_all(&specs, &["gemm".into()], Some(sim.info())).unwrap();
+    let users =
+        harness::user_kernel::load_all(&specs, &["gemm".into()], &[], Some(sim.info())).unwrap();
     let shape = Shape::gemm(33, 130, 17);
     if nvrtc::version().is_ok() {
         // The sizes as the kernel reads them, the kernel itself launched.
@@ -3314,7 +3346,7 @@ fn a_kernel_for_a_whole_network_is_refused_with_what_to_bring_instead() {
     std::fs::write(&file, code).unwrap();
     let spec = format!("{}:scale", file.display());
     let specs = harness::user_kernel::specs(&[], &[spec]).unwrap();
-    let e = harness::user_kernel::load_all(&specs, &["encoder".to_string()], None)
+    let e = harness::user_kernel::load_all(&specs, &["encoder".to_string()], &[], None)
         .unwrap_err()
         .to_string();
     assert!(e.contains("whole network") && e.contains("gemm"), "{e}");
@@ -3453,4 +3485,71 @@ fn an_access_past_a_local_array_of_a_users_kernel_is_shown_at_its_line() {
         "{text}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A kernel specialized by `define=` that compiles only at the sizes it is written for is
+/// compiled first at the first size asked for, not at the workload's probe shape, where its
+/// array would have no elements.
+#[test]
+fn a_kernel_specialized_for_its_sizes_is_compiled_first_at_the_sizes_asked_for() {
+    let dir = scratch_dir("probe-at");
+    let code = "template <int W>\n\
+        __global__ void wide_rows(const float *X, float *Y, int M, int N) {\n\
+        \x20 __shared__ float row[W - 100];  // rows of more than 100 only\n\
+        \x20 const float *x = X + blockIdx.x * N;\n\
+        \x20 float m = x[0], s = 0.0f;\n\
+        \x20 for (int i = 0; i < N; ++i) m = fmaxf(m, x[i]);\n\
+        \x20 for (int i = 0; i < N; ++i) s += expf(x[i] - m);\n\
+        \x20 row[0] = s;\n\
+        \x20 for (int i = 0; i < N; ++i) Y[blockIdx.x * N + i] = expf(x[i] - m) / row[0];\n\
+        }\n";
+    std::fs::write(dir.join("wide.cu"), code).unwrap();
+    let spec = format!(
+        "{}:wide_rows<H>,define=H=N,block=1,grid=(M)",
+        dir.join("wide.cu").display()
+    );
+    let check = |sizes: &str| {
+        harness(&[
+            "check",
+            "--device",
+            "sim",
+            "--workload",
+            "softmax",
+            "--sizes",
+            sizes,
+            "--kernel",
+            &spec,
+        ])
+    };
+    let (ok, text) = check("3x128");
+    assert!(ok && text.contains("1 passed, 0 failed"), "{text}");
+    // Where it cannot compile, it says so with the defines of that size.
+    let (ok, text) = check("3x64");
+    assert!(!ok && text.contains("wide.cu [H=64]"), "{text}");
+    // A dimension itself as the template argument is told to go through define=.
+    if nvrtc::version().is_ok() {
+        let (ok, text) = harness(&[
+            "check",
+            "--device",
+            "sim",
+            "--workload",
+            "softmax",
+            "--sizes",
+            "3x128",
+            "--kernel",
+            &format!(
+                "{}:wide_rows<N>,block=1,grid=(M)",
+                dir.join("wide.cu").display()
+            ),
+        ]);
+        assert!(
+            !ok && text.contains(
+                "the entry's template argument N is a dimension of the shape, which the kernel \
+                 only gets at run time; a template argument is fixed when the kernel is \
+                 compiled: give it a name of your own with define=, as \
+                 `wide_rows<..H..>,define=H=N`"
+            ),
+            "{text}"
+        );
+    }
 }

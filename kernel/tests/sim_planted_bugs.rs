@@ -579,6 +579,20 @@ fn a_shuffle_reading_a_lane_that_takes_no_part_is_reported() {
             ),
         "{msg}"
     );
+    // A block of one thread: its warp has lane 0 alone.
+    let shape = Shape::gemm(1, 1, 1);
+    let x = inputs(&shape, 0x1234_5678);
+    let msg = sim_error(run(
+        vector_plan(PARTIAL_WARP_SHUFFLE, "partial_warp", 1, 1),
+        shape,
+        &x,
+    ));
+    assert!(
+        msg.contains(
+            ", which this warp does not have (a block of 1 thread: warp 0 has lane 0 alone)"
+        ),
+        "{msg}"
+    );
     let shape = Shape::gemm(32, 1, 1);
     let x = inputs(&shape, 0x1234_5678);
     let msg = sim_error(run(

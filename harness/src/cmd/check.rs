@@ -61,7 +61,12 @@ pub fn run(args: &Args) -> Outcome {
             );
             Vec::new()
         }
-        (false, _) => user_kernel::load_all(&specs, &selection.workload, Some(dev.info()))?,
+        (false, _) => user_kernel::load_all(
+            &specs,
+            &selection.workload,
+            &selection.sizes,
+            Some(dev.info()),
+        )?,
     };
     let user_ids = users.iter().map(|u| u.id().to_string()).collect();
     isolation.apply(
@@ -128,7 +133,7 @@ pub fn run(args: &Args) -> Outcome {
             timing: None,
             keep_unrunnable: true,
         };
-        ablation.run(|e| {
+        let mut results = ablation.run(|e| {
             if let Event::Row { shape, row } = e {
                 let detail = match row.status {
                     Status::Passed => {
@@ -161,12 +166,27 @@ pub fn run(args: &Args) -> Outcome {
                     row.id,
                     shape.label(),
                 );
-                if matches!(row.status, Status::Failed | Status::Error) {
-                    failures.push(line.clone());
-                }
                 println!("{}", line.trim_end());
             }
         })?;
+        // The failures again, with what `run` says of your kernels' (a tail, an input not
+        // given, an output to clear).
+        user_kernel::run::annotate(&mut results, &[], &users, false);
+        for s in results.workloads.iter().flat_map(|w| &w.shapes) {
+            for row in s
+                .rows
+                .iter()
+                .filter(|r| matches!(r.status, Status::Failed | Status::Error))
+            {
+                failures.push(format!(
+                    "{:<5} {:<id_width$}  {:<shape_width$}  {}",
+                    status_word(row.status),
+                    row.id,
+                    s.label,
+                    row.reason.as_deref().unwrap_or_default()
+                ));
+            }
+        }
     }
     println!("{passed} passed, {failed} failed, {skipped} skipped");
     if !failures.is_empty() {

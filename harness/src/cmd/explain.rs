@@ -74,7 +74,7 @@ pub fn run(args: &Args) -> Outcome {
             // Launched as on the H100 the estimate models: `SMS` is its SM count.
             let sms = sol::h100::SMS as usize;
             let workloads = Vec::from_iter(workload);
-            let mut users = user_kernel::load_all_for(&specs, &workloads, false, sms)?;
+            let mut users = user_kernel::load_all_for(&specs, &workloads, &args.sizes, false, sms)?;
             users.pop()
         }
         None => None,

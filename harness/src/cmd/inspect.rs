@@ -75,7 +75,7 @@ pub fn run(args: &Args) -> Outcome {
     }
     if !args.user_kernels.is_empty() {
         let specs = user_kernel::specs(&[], &args.user_kernels)?;
-        let users = user_kernel::load_all(&specs, &args.workload, None)?;
+        let users = user_kernel::load_all(&specs, &args.workload, &args.sizes, None)?;
         // At the first shape the rungs of its workload are inspected at, or --sizes'.
         let shape_of = |w: Workload| -> anyhow::Result<(Shape, &'static str)> {
             if args.sizes.is_empty() {

@@ -66,7 +66,12 @@ pub fn run(args: &Args) -> Outcome {
     };
     // Without a GPU, the user's kernels run in the simulator: compile-checked for it too.
     let in_sim = dev.kind() != DeviceKind::Cuda;
-    let users = user_kernel::load_all(&specs, &selection.workload, Some(dev.info()))?;
+    let users = user_kernel::load_all(
+        &specs,
+        &selection.workload,
+        &selection.sizes,
+        Some(dev.info()),
+    )?;
     let user_ids = users.iter().map(|u| u.id().to_string()).collect();
     isolation.apply(
         dev.kind(),

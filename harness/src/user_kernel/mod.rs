@@ -586,6 +586,20 @@ impl UserKernel {
         })
     }
 
+    /// Compiles it first at `shape` rather than the workload's probe shape: a kernel
+    /// specialized by `define=` may compile only at the sizes it is run at (an array of
+    /// `H / 64` elements).
+    pub fn probe_at(&mut self, shape: &Shape) -> Result<(), UserKernelError> {
+        self.source.defines =
+            defines_at(&self.spec, shape, self.sms).map_err(|Unsupported(m)| {
+                UserKernelError::Spec {
+                    spec: self.spec.label(),
+                    message: format!("at {shape}: {m}"),
+                }
+            })?;
+        Ok(())
+    }
+
     /// The user's file as written, headed by its path: what a diff against a rung shows in
     /// its place (its plan's source is the unit that includes a prepared copy).
     pub fn as_written(&self) -> std::io::Result<String> {
@@ -593,11 +607,13 @@ impl UserKernel {
         Ok(format!("// file: {}\n{text}", self.spec.file.display()))
     }
 
-    /// Whether the kernel adds into an output that starts poisoned: its file calls atomicAdd,
-    /// and `output=zero` does not clear the output first, as its host code would.
+    /// Whether the kernel adds into an output that starts poisoned: its file calls atomicAdd
+    /// (in its code, not a comment), and `output=zero` does not clear the output first, as
+    /// its host code would.
     pub fn adds_into_poison(&self) -> bool {
         !self.spec.output_zero
-            && std::fs::read_to_string(&self.spec.file).is_ok_and(|t| t.contains("atomicAdd"))
+            && std::fs::read_to_string(&self.spec.file)
+                .is_ok_and(|t| kernel::sim::compile::strip_comments(&t).contains("atomicAdd"))
     }
 
     /// The rung `against=` sets it beside.
@@ -910,6 +926,33 @@ impl UserKernel {
         arch: String,
         log: String,
     ) -> UserKernelError {
+        // `k<N>`: a dimension of the shape where a compile-time constant belongs.
+        let dims = vars(&self.workload.probe_shape(), self.sms);
+        let targs = self.spec.entry.split_once('<').map_or("", |(_, rest)| {
+            rest.rsplit_once('>').map_or(rest, |(a, _)| a)
+        });
+        let words = targs.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+        let defined = |w: &str| self.spec.defines.iter().any(|(n, _)| n == w);
+        if let Some(dim) = words.into_iter().find(|w| {
+            dims.iter().any(|(d, _)| d == w)
+                && !defined(w)
+                && log.contains(&format!("identifier \"{w}\" is undefined"))
+        }) {
+            return UserKernelError::Spec {
+                spec: self.spec.label(),
+                message: format!(
+                    "the entry's template argument {dim} is a dimension of the shape, which \
+                     the kernel only gets at run time; a template argument is fixed when the \
+                     kernel is compiled: give it a name of your own with define=, as \
+                     `{}<..H..>,define=H={dim}` (one module is compiled per size)",
+                    self.spec
+                        .entry
+                        .split('<')
+                        .next()
+                        .unwrap_or(&self.spec.entry)
+                ),
+            };
+        }
         let mut log = self.files.translate(&log);
         if let Ok(dir) = source::standin_dir() {
             // The stand-ins by their own names, as `#include` spells them.
@@ -1264,13 +1307,16 @@ pub fn specs(
 /// them); an error stops the run before anything is measured. For each kernel the errors
 /// come in the order a user fixes them: the file and the entry, its parameter list, then the
 /// launch options.
+/// A kernel specialized by `define=` is compiled first at the first of `sizes` that is a
+/// shape of its workload (else at the workload's probe shape).
 pub fn load_all(
     specs: &[UserKernelSpec],
     workloads: &[String],
+    sizes: &[String],
     device: Option<&DeviceInfo>,
 ) -> Result<Vec<UserKernel>, UserKernelError> {
     let sim = device.is_some_and(|d| d.kind != DeviceKind::Cuda.name());
-    load_all_for(specs, workloads, sim, sms_on(device))
+    load_all_for(specs, workloads, sizes, sim, sms_on(device))
 }
 
 /// Of `specs`, the kernels whose ids are `ids`, loaded for `workload` (a child process runs
@@ -1279,7 +1325,7 @@ pub fn load_all(
 pub fn load_only(
     specs: &[UserKernelSpec],
     ids: &[&str],
-    workload: Workload,
+    shape: &Shape,
     device: Option<&DeviceInfo>,
 ) -> Result<Vec<UserKernel>, UserKernelError> {
     let sim = device.is_some_and(|d| d.kind != DeviceKind::Cuda.name());
@@ -1287,7 +1333,8 @@ pub fn load_only(
     let mut out = Vec::new();
     for (i, spec) in specs.iter().enumerate() {
         if ids.contains(&spec.id().as_str()) {
-            let mut k = UserKernel::load(spec, Some(workload), i as u32 + 1, sms)?;
+            let mut k = UserKernel::load(spec, Some(shape.workload()), i as u32 + 1, sms)?;
+            k.probe_at(shape)?;
             k.preflight(sim)?;
             out.push(k);
         }
@@ -1299,6 +1346,7 @@ pub fn load_only(
 pub fn load_all_for(
     specs: &[UserKernelSpec],
     workloads: &[String],
+    sizes: &[String],
     sim: bool,
     sms: usize,
 ) -> Result<Vec<UserKernel>, UserKernelError> {
@@ -1367,6 +1415,12 @@ pub fn load_all_for(
                     k.id, o.id
                 ),
             });
+        }
+        if let Some(shape) = sizes
+            .iter()
+            .find_map(|s| Shape::parse(k.workload, s.trim()).ok())
+        {
+            k.probe_at(&shape)?;
         }
         k.preflight(sim)?;
         spec.launch()

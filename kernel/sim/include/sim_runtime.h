@@ -597,6 +597,11 @@ inline T warp_exchange(unsigned mask, T v, int src) {
         fail_read_exited(f.lane, (unsigned)src);
     if (src >= 0 && src < 32 && (unsigned)src != f.lane && !(mask & wp.present & (1u << src))) {
         const unsigned size = w.n - f.warp * 32u < 32u ? w.n - f.warp * 32u : 32u;
+        if (!(wp.present & (1u << src)) && size == 1)
+            fail("a warp shuffle reads lane %d, which this warp does not have (a block of %u thread%s: warp %u has "
+                 "lane 0 alone); a GPU gives an undefined value: keep the source lane inside the warp, or launch "
+                 "whole warps",
+                 src, w.n, w.n == 1 ? "" : "s", f.warp);
         if (!(wp.present & (1u << src)))
             fail("a warp shuffle reads lane %d, which this warp does not have (a block of %u threads: warp %u has "
                  "lanes 0 to %u); a GPU gives an undefined value: keep the source lane inside the warp, or launch "
