@@ -463,14 +463,18 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
-    #[test]
-    fn names_that_would_leave_the_folder_are_refused() {
+    /// The published CPU run's results, as JSON to edit.
+    fn published_run() -> serde_json::Value {
         let published = concat!(
             env!("CARGO_MANIFEST_DIR"),
             "/../results/cpu-intel-r-xeon-r-processor-2-threads/results.json"
         );
-        let good: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(published).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(published).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn names_that_would_leave_the_folder_are_refused() {
+        let good = published_run();
         let dir = std::env::temp_dir().join(format!("lab-names-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("results.json");
@@ -496,12 +500,7 @@ mod tests {
 
     #[test]
     fn times_no_run_measures_are_refused() {
-        let published = concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../results/cpu-intel-r-xeon-r-processor-2-threads/results.json"
-        );
-        let good: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(published).unwrap()).unwrap();
+        let good = published_run();
         let dir = std::env::temp_dir().join(format!("lab-figures-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let p = dir.join("results.json");

@@ -275,6 +275,24 @@ impl Checkpoint {
         }
     }
 
+    /// What `new` takes of the shapes a run will measure: each workload's shape labels.
+    pub fn planned(shapes: &[(Workload, Vec<kernel::Shape>)]) -> Vec<(Workload, Vec<String>)> {
+        shapes
+            .iter()
+            .map(|(w, list)| (*w, list.iter().map(kernel::Shape::label).collect()))
+            .collect()
+    }
+
+    /// Says where the results so far are, unless the run is quiet.
+    pub fn announce(&self, verbosity: crate::console::Verbosity) {
+        if verbosity != crate::console::Verbosity::Quiet {
+            println!(
+                "Until the run is saved, its results so far are in {}",
+                self.dir.display()
+            );
+        }
+    }
+
     /// Merges `peers`' rows into what it keeps, as the run does at its end.
     pub fn with_peers(mut self, peers: Option<crate::peers::PeerFile>) -> Self {
         self.peers = peers;

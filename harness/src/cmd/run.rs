@@ -137,10 +137,7 @@ pub fn run(args: &Args) -> Outcome {
             list.len() * runnable.count()
         })
         .sum();
-    let planned: Vec<_> = shapes
-        .iter()
-        .map(|(w, list)| (*w, list.iter().map(|s| s.label()).collect()))
-        .collect();
+    let planned = runs::Checkpoint::planned(&shapes);
     let slug = &dev.info().slug;
     // The kept results carry the peers' rows too (a file that does not read is said at the end).
     let peer_rows =
@@ -153,12 +150,7 @@ pub fn run(args: &Args) -> Outcome {
         calibration.clone(),
     )
     .with_peers(peer_rows);
-    if verbosity != Verbosity::Quiet {
-        println!(
-            "Until the run is saved, its results so far are in {}",
-            checkpoint.dir().display()
-        );
-    }
+    checkpoint.announce(verbosity);
     let ablation = Ablation {
         dev: dev.as_ref(),
         config: &config,

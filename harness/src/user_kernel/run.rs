@@ -445,18 +445,10 @@ pub fn in_simulator(
         .iter()
         .map(|(w, list)| list.len() * kernels.iter().filter(|k| k.info().workload == *w).count())
         .sum();
-    let planned: Vec<(Workload, Vec<String>)> = shapes
-        .iter()
-        .map(|(w, list)| (*w, list.iter().map(Shape::label).collect()))
-        .collect();
+    let planned = crate::runs::Checkpoint::planned(&shapes);
     let lab_dir = crate::runs::LabDir::locate();
     let checkpoint = crate::runs::Checkpoint::new(out, &lab_dir, &dev.info().slug, &planned, None);
-    if verbosity != Verbosity::Quiet {
-        println!(
-            "Until the run is saved, its results so far are in {}",
-            checkpoint.dir().display()
-        );
-    }
+    checkpoint.announce(verbosity);
     let ablation = Ablation {
         dev: &dev,
         config,
