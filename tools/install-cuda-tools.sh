@@ -31,14 +31,19 @@ python3 -m pip install --quiet --disable-pip-version-check --root-user-action=ig
   --no-deps --no-compile --target "$tmp" "${wheels[@]}"
 
 cu=$tmp/nvidia/cu13
-rm -rf "$dest"
-mkdir -p "$dest/lib" "$dest/include" "$dest/bin"
+# Built beside the destination and renamed into place: a harness started meanwhile finds no
+# NVRTC (and says so), never a library still being copied, whose loading would crash it.
+build="$dest.partial"
+rm -rf "$build"
+mkdir -p "$build/lib" "$build/include" "$build/bin"
 # Keep only what discovery, NVRTC and `inspect --sass` use: the two NVRTC libraries (not the
 # `.alt` variants, not the static archives), the headers and the two disassemblers.
-cp -P "$cu"/lib/libnvrtc.so* "$cu"/lib/libnvrtc-builtins.so* "$dest/lib/"
-rm -f "$dest"/lib/*alt* "$dest"/lib/*.a
-cp -r "$cu"/include/. "$dest/include/"
-cp "$cu"/bin/nvdisasm "$cu"/bin/cuobjdump "$dest/bin/"
-chmod +x "$dest"/bin/*
-echo "${wheels[*]}" > "$stamp"
+cp -P "$cu"/lib/libnvrtc.so* "$cu"/lib/libnvrtc-builtins.so* "$build/lib/"
+rm -f "$build"/lib/*alt* "$build"/lib/*.a
+cp -r "$cu"/include/. "$build/include/"
+cp "$cu"/bin/nvdisasm "$cu"/bin/cuobjdump "$build/bin/"
+chmod +x "$build"/bin/*
+echo "${wheels[*]}" > "$build/${stamp##*/}"
+rm -rf "$dest"
+mv "$build" "$dest"
 echo "CUDA tools (NVRTC 13.0, headers, libcu++, nvdisasm, cuobjdump) installed in $dest ($(du -sh "$dest" | cut -f1))"
