@@ -214,7 +214,7 @@ pub fn evaluate<'a>(
             };
             // A kernel whose output is not the workload's result itself (alpha, beta) says
             // what it must be.
-            let own = kernel.expected(shape, values, indices);
+            let own = kernel.expected(shape, canonical, values, indices);
             let expected = validate::Expected {
                 values: own.as_deref().unwrap_or(values),
                 indices,

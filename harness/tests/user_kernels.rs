@@ -1610,7 +1610,7 @@ fn a_workspace_larger_than_memory_is_declined() {
         .unwrap_err()
         .to_string();
     assert!(
-        why.contains("zeros() workspaces are 6400000000064 bytes here, more than the")
+        why.contains("workspaces are 6400000000064 bytes here, more than the")
             && why.contains("bytes of memory this machine has available"),
         "{why}"
     );
@@ -2402,7 +2402,7 @@ fn a_block_computed_from_the_shape_launches_each_shape_with_its_own() {
     let k = load(&spec, Workload::Softmax);
     let blocks: Vec<[u32; 3]> = [5, 130, 1500]
         .iter()
-        .map(|&n| k.geometry(&Shape::Softmax { m: 3, n }).unwrap().block)
+        .map(|&n| k.geometry(&Shape::Softmax { m: 3, n }).unwrap()[0].block)
         .collect();
     assert_eq!(blocks, [[32, 1, 1], [160, 1, 1], [1024, 1, 1]]);
     let plan = k.cuda(&Shape::Softmax { m: 3, n: 130 }).unwrap();
@@ -3552,4 +3552,107 @@ fn a_kernel_specialized_for_its_sizes_is_compiled_first_at_the_sizes_asked_for()
             "{text}"
         );
     }
+}
+
+/// Parallel split-K in two launches (`examples/sgemm_splitk_reduce.cu`): the partials go
+/// through a `scratch()` workspace that starts as NaN, so a reduction reading a slice no
+/// launch wrote fails, saying so; and the launches share one module, so a `__device__`
+/// variable the first kernel sets is what the second reads.
+#[test]
+fn the_launches_of_a_plan_share_their_workspaces_and_their_module() {
+    let dir = scratch_dir("then");
+    let spec = example("sgemm_splitk_reduce.cu");
+    // Three slices written, four added: the fourth plane holds the NaN it started as.
+    let four = spec
+        .replace("scratch(P,4*3*M*N)", "scratch(P,4*4*M*N)")
+        .replace("args=(P,C,M*N,3)", "args=(P,C,M*N,4)");
+    assert_ne!(four, spec);
+    let (ok, text) = sim_run("gemm", "64x64x64", &four, &dir.join("unwritten"));
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("4096 of 4096 elements are NaN or infinite, all of them the NaN")
+            && text.contains("a scratch() workspace starts as NaN too"),
+        "{text}"
+    );
+    the_guide_quotes(&lines_from(
+        &text,
+        "  a scratch() workspace starts as NaN too",
+        0,
+    ));
+    // A launch after the first that is missing its grid is told which launch.
+    let no_grid = spec.replace(",grid=(cdiv(M*N,256))", "");
+    let (ok, text) = sim_run("gemm", "64x64x64", &no_grid, &dir.join("no-grid"));
+    assert!(
+        !ok && text.contains("then=splitk_reduce: missing grid"),
+        "{text}"
+    );
+    let missing = spec.replace("then=splitk_reduce", "then=splitk_reduc");
+    let (ok, text) = sim_run("gemm", "64x64x64", &missing, &dir.join("missing"));
+    assert!(
+        !ok && text.contains("then=splitk_reduc: ") && text.contains("splitk_reduce"),
+        "the kernels of the file are listed: {text}"
+    );
+    // One module: `half` is set by the first launch and read by the second.
+    let file = dir.join("two_kernels.cu");
+    std::fs::write(
+        &file,
+        r#"__device__ float half_of;
+
+__global__ void product_twice(const float *A, const float *B, float *P, int M, int N, int K) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i == 0) half_of = 0.5f;
+  if (i >= M * N) return;
+  float acc = 0.f;
+  for (int k = 0; k < K; ++k) acc += A[i / N * K + k] * B[k * N + i % N];
+  P[i] = 2.f * acc;
+}
+
+__global__ void scale(const float *P, float *C, int n) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) C[i] = half_of * P[i];
+}
+"#,
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:product_twice,block=128,grid=(cdiv(M*N,128)),args=(A,B,scratch(P,4*M*N),M,N,K),\
+         then=scale,block=128,grid=(cdiv(M*N,128)),args=(P,C,M*N)",
+        file.display()
+    );
+    let (ok, text) = sim_run("gemm", "33x17x9,64x64x64", &spec, &dir.join("module"));
+    assert!(ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 2, "{text}");
+    // The run records the spec, then= and all, and its summary names both launches.
+    let json = std::fs::read_to_string(dir.join("module/results.json")).unwrap();
+    assert!(
+        json.contains("your kernel, then `scale` (`args=(P,C,M*N)`)"),
+        "{json}"
+    );
+}
+
+/// A layer normalization taking one scale and one shift (`examples/layernorm_scalar_affine.cu`)
+/// passes with `input=`, which fills gamma and beta with its numbers for the reference too.
+/// Without it the row fails, saying which inputs the kernel is never given and how to give a
+/// number for one; a number in `input=` other than the kernel's fails the check.
+#[test]
+fn a_kernel_taking_one_number_for_an_input_is_checked_with_the_input_filled_with_it() {
+    let dir = scratch_dir("input");
+    let spec = example("layernorm_scalar_affine.cu");
+    let bare = spec.replace(",input=gamma:1.5,input=beta:-0.25", "");
+    assert_ne!(bare, spec);
+    let (ok, text) = sim_run("layernorm", "3x256", &bare, &dir.join("bare"));
+    assert!(
+        !ok && text.contains("the kernel is given no gamma or beta")
+            && text.contains("the same with input=gamma:VALUE, which fills the input with it"),
+        "{text}"
+    );
+    let bias = spec.replace("input=beta", "input=bias");
+    let (ok, text) = sim_run("layernorm", "3x256", &bias, &dir.join("bias"));
+    assert!(
+        !ok && text.contains("input=bias: bias is not an input of layernorm (X, gamma, beta)"),
+        "{text}"
+    );
+    let other = spec.replace("input=gamma:1.5", "input=gamma:2");
+    let (ok, text) = sim_run("layernorm", "3x256", &other, &dir.join("other"));
+    assert!(!ok && text.contains("above the fp32 bound"), "{text}");
 }

@@ -343,12 +343,14 @@ pub trait Kernel: Send + Sync {
     }
 
     /// The output this kernel must produce, where it is not the workload's result itself: a
-    /// BLAS-style kernel writes `alpha * result + beta * C` from C's initial values.
-    /// `result` holds the workload's result at `indices` (every output when `None`).
-    /// `None`: the result itself.
+    /// BLAS-style kernel writes `alpha * result + beta * C` from C's initial values; one given
+    /// some inputs as fixed values computes the result of those. `result` holds the
+    /// workload's result of `inputs` (the workload's own, row-major) at `indices` (every
+    /// output when `None`). `None`: the result itself.
     fn expected(
         &self,
         _shape: &Shape,
+        _inputs: &[Vec<f32>],
         _result: &[f64],
         _indices: Option<&[usize]>,
     ) -> Option<Vec<f64>> {

@@ -27,17 +27,17 @@ use kernel::{
     Stage, Step, Unsupported, Workload,
 };
 use scan::KernelDecl;
-use signature::{ArgItem, ArgList, Param, Signature};
+use signature::{ArgItem, ArgList, Param, Signature, Workspaces};
 use std::path::{Path, PathBuf};
 
-pub use spec::{Block, Grid, Layout, RawUserKernel, UserKernelSpec, locate};
+pub use spec::{Block, Grid, LaunchSpec, Layout, RawUserKernel, UserKernelSpec, locate};
 
 /// The clusters the entry runs in, as `__cluster_dims__` arguments: `cluster=`'s, which the
 /// lab declares for it (`true`), or its own.
-fn clusters(spec: &UserKernelSpec, decl: &scan::KernelDecl) -> (Option<String>, bool) {
+fn clusters(spec: &UserKernelSpec, decl: &scan::KernelDecl, entry: &str) -> (Option<String>, bool) {
     match spec.cluster {
         Some([x, y, z]) => (Some(format!("{x}, {y}, {z}")), true),
-        None => (decl.cluster_dims_for(&spec.entry), false),
+        None => (decl.cluster_dims_for(entry), false),
     }
 }
 
@@ -224,21 +224,18 @@ pub struct UserKernel {
     pub spec: UserKernelSpec,
     pub workload: Workload,
     pub signature: &'static Signature,
-    /// What the launch passes: the signature's list or the kernel's own.
-    list: ArgList,
+    /// The launches of its plan, in order: the entry, then each `then=`.
+    launches: Vec<Launcher>,
+    /// The memory of its own that the launches' lists declare.
+    workspaces: Workspaces,
     /// Element types, B's layout, alpha and beta.
     pub buffers: Buffers,
     precision: Precision,
     id: String,
     rung: u32,
     files: LocalFiles,
-    /// The entry's declaration in the file.
-    decl: KernelDecl,
-    /// For an overloaded entry, the cast that names the overload it runs.
-    overload: Option<String>,
+    /// One compilation unit for every launch: they share its module.
     source: CudaSource,
-    /// The name the launch uses (the entry's, for NVRTC; the simulator's wrapper's).
-    launch_name: String,
     /// Why the kernel is launched through a wrapper converting the lab's arguments, when it
     /// is (its registers are then the wrapper's, with the kernel's own launch bounds).
     pub wrapped: Option<String>,
@@ -248,9 +245,37 @@ pub struct UserKernel {
     sms: usize,
     /// The rung `against=` sets it beside: its parent in the tables and on its page.
     against: Option<&'static str>,
+}
+
+/// One launch of the plan ([`spec::LaunchSpec`]) as the file has it.
+#[derive(Clone)]
+struct Launcher {
+    spec: LaunchSpec,
+    /// The entry's declaration in the file.
+    decl: KernelDecl,
+    /// For an overloaded entry, the cast that names the overload it runs.
+    overload: Option<String>,
+    /// What the launch passes: the signature's list or the kernel's own.
+    list: ArgList,
+    /// The name the launch uses (the entry's, for NVRTC; the simulator's wrapper's).
+    launch_name: String,
+    /// The `__cluster_dims__` arguments it runs with, and whether `cluster=` gives them.
+    clusters: (Option<String>, bool),
     /// The most threads a block may have, from the kernel's `__launch_bounds__` (read from
     /// NVRTC's build): a block computed from the shape is checked against it at each shape.
     max_threads: Option<u64>,
+    /// Those bounds as attributes, for the wrapper a converting launch goes through.
+    bounds: String,
+}
+
+impl Launcher {
+    /// `then=reduce: ` for a launch after the first, for messages; empty for the entry.
+    fn prefix(&self, at: usize) -> String {
+        match at {
+            0 => String::new(),
+            _ => format!("then={}: ", self.spec.entry),
+        }
+    }
 }
 
 /// How a shape launches the kernel.
@@ -307,6 +332,10 @@ pub fn vars(shape: &Shape, sms: usize) -> Vec<(&'static str, usize)> {
     v.push((SMS, sms));
     v
 }
+
+/// The largest shape a kernel with `input=` runs at: its reference is its own, computed in f64
+/// on the CPU (the workload's above this size may come from cuBLAS or a sample).
+const FIXED_INPUTS_MAX_FLOPS: f64 = 150e9;
 
 /// Dynamic shared memory a block may have on the largest GPUs the lab knows (sm_90).
 const MAX_SMEM: i64 = 227 * 1024;
@@ -431,6 +460,18 @@ impl UserKernel {
         };
         spec.check_names(workload)
             .map_err(|(key, m)| err(format!("{key}: {m}")))?;
+        let probe = workload.probe_shape();
+        let tensors: Vec<&str> = probe.inputs().iter().map(|t| t.name).collect();
+        if let Some((name, _)) = spec
+            .fixed_inputs
+            .iter()
+            .find(|(n, _)| !tensors.contains(&n.as_str()))
+        {
+            return Err(err(format!(
+                "input={name}: {name} is not an input of {workload} ({})",
+                tensors.join(", ")
+            )));
+        }
         let against = match &spec.against {
             Some(id) => Some(rung_beside(id, workload).map_err(&err)?),
             None => None,
@@ -453,17 +494,37 @@ impl UserKernel {
         // probe shape; each shape's plan carries its own.
         let defines = defines_at(spec, &workload.probe_shape(), sms)
             .map_err(|Unsupported(m)| err(format!("at {}: {m}", workload.probe_shape())))?;
-        let (list, sig) = match &spec.args {
-            // Every error names the option, as the other options' do.
-            Some(text) => {
-                ArgList::parse(text, workload).map_err(|m| match m.starts_with("args") {
-                    true => err(m),
-                    false => err(format!("args: {m}")),
-                })?
-            }
-            None => (ArgList::of(sig), sig),
+        let launch_specs = spec.launches();
+        let then = |at: usize, m: String| match at {
+            0 => m,
+            _ => format!("then={}: {m}", launch_specs[at].entry),
         };
-        let buffers = Buffers::of(spec, workload, sig, &list.params()).map_err(&err)?;
+        let mut workspaces = Workspaces::default();
+        let mut lists = Vec::new();
+        for (at, l) in launch_specs.iter().enumerate() {
+            lists.push(match &l.args {
+                // Every error names the option, as the other options' do.
+                Some(text) => {
+                    ArgList::parse(text, workload, &mut workspaces)
+                        .map_err(|m| match m.starts_with("args") {
+                            true => err(then(at, m)),
+                            false => err(then(at, format!("args: {m}"))),
+                        })?
+                        .0
+                }
+                None => ArgList::of(sig),
+            });
+        }
+        // The signature whose buffers the lists name: every list's names in one.
+        let sig = match lists.iter().any(|l| l.custom.is_some()) {
+            true => {
+                let used: Vec<&str> = lists.iter().flat_map(ArgList::names).collect();
+                Signature::holding(workload, &used, named).map_err(&err)?
+            }
+            false => sig,
+        };
+        let params: Vec<Param> = lists.iter().flat_map(ArgList::params).collect();
+        let buffers = Buffers::of(spec, workload, sig, &params).map_err(&err)?;
         for (symbol, buffer) in &spec.constants {
             let name = symbol.rsplit("::").next().unwrap_or(symbol);
             if let Some(declared) = &files.constants
@@ -496,38 +557,56 @@ impl UserKernel {
         let precision = buffers.judge_by(spec.precision).map_err(&err)?;
         let dir = folder_of(&spec.file);
         let standins = source::standin_dir().map_err(&err)?;
-        // An overloaded entry: the overload that takes the lab's arguments.
-        let overloads = overload::overloads(&files.kernels, &decl);
-        let (decl, overload) = if overloads.len() > 1 {
-            let lab: Vec<String> = (0..list.items.len())
-                .map(|i| list.c_type(i, &buffers))
-                .collect();
-            let (chosen, cast) =
-                overload::choose(&overloads, &spec.entry, &lab, &file).map_err(&err)?;
-            (chosen.clone(), Some(cast))
-        } else {
-            (decl, None)
-        };
-        let launch_name = source::wrapper_name(&spec.entry);
-        if let (Some(_), Some(own)) = (spec.cluster, &decl.cluster_dims) {
-            return Err(err(format!(
-                "cluster= gives clusters to a kernel that declares __cluster_dims__({own}) \
-                 itself ({}): cluster= is for the size host code sets at launch",
-                format_args!("{}:{}", decl.file, decl.line)
-            )));
+        let mut launches: Vec<Launcher> = Vec::new();
+        for (at, (l, list)) in launch_specs.iter().zip(lists).enumerate() {
+            let decl = match at {
+                0 => decl.clone(),
+                _ => scan::find(&files.kernels, &l.entry, &file)
+                    .map_err(|message| UserKernelError::Entry {
+                        spec: name.clone(),
+                        message: then(at, message),
+                    })?
+                    .clone(),
+            };
+            // An overloaded entry: the overload that takes the lab's arguments.
+            let overloads = overload::overloads(&files.kernels, &decl);
+            let (decl, overload) = if overloads.len() > 1 {
+                let lab: Vec<String> = (0..list.items.len())
+                    .map(|i| list.c_type(i, &buffers))
+                    .collect();
+                let (chosen, cast) = overload::choose(&overloads, &l.entry, &lab, &file)
+                    .map_err(|m| err(then(at, m)))?;
+                (chosen.clone(), Some(cast))
+            } else {
+                (decl, None)
+            };
+            if let (Some(_), Some(own)) = (spec.cluster, &decl.cluster_dims) {
+                return Err(err(then(
+                    at,
+                    format!(
+                        "cluster= gives clusters to a kernel that declares \
+                         __cluster_dims__({own}) itself ({}): cluster= is for the size host \
+                         code sets at launch",
+                        format_args!("{}:{}", decl.file, decl.line)
+                    ),
+                )));
+            }
+            // The same kernel launched twice (with other arguments) gets a wrapper per launch.
+            let mut launch_name = source::wrapper_name(&l.entry);
+            if launches.iter().any(|p| p.launch_name == launch_name) {
+                launch_name = format!("{launch_name}_{}", at + 1);
+            }
+            launches.push(Launcher {
+                clusters: clusters(spec, &decl, &l.entry),
+                spec: l.clone(),
+                decl,
+                overload,
+                list,
+                launch_name,
+                max_threads: None,
+                bounds: String::new(),
+            });
         }
-        let (cluster_dims, host_cluster) = clusters(spec, &decl);
-        let code = source::UnitParts {
-            main: &files.main,
-            entry: &spec.entry,
-            overload: overload.as_deref(),
-            cluster_dims: cluster_dims.as_deref(),
-            host_cluster,
-            list: &list,
-            sig,
-            buffers: &buffers,
-        }
-        .direct();
         // `Kernel::gpu_only` speaks of the kernel's code, which lives as long as the process.
         let sim_refusal = files
             .sim_refusal
@@ -543,17 +622,16 @@ impl UserKernel {
                 ))
             })
             .map(|r| &*Box::leak(r.into_boxed_str()));
-        Ok(Self {
+        let mut k = Self {
             sim_refusal,
             sms,
             against,
-            max_threads: None,
             id: spec.id(),
             workload,
             signature: sig,
             rung,
             source: CudaSource {
-                code: code.into(),
+                code: String::new().into(),
                 file: file.into(),
                 defines,
                 include_dirs: [
@@ -565,25 +643,25 @@ impl UserKernel {
                 // Clusters need sm_90 (NVRTC refuses __cluster_dims__ for sm_80).
                 arch: (files.hopper || spec.cluster.is_some()).then_some("sm_90a".into()),
                 other_archs: files.hopper_guarded && spec.cluster.is_none(),
-                cxx_entries: vec![(
-                    launch_name.clone().into(),
-                    overload
-                        .clone()
-                        .unwrap_or_else(|| spec.entry.clone())
-                        .into(),
-                )],
+                cxx_entries: launches
+                    .iter()
+                    .map(|l| {
+                        let expr = l.overload.clone().unwrap_or_else(|| l.spec.entry.clone());
+                        (l.launch_name.clone().into(), expr.into())
+                    })
+                    .collect(),
                 from_user: true,
             },
-            launch_name,
-            list,
+            launches,
+            workspaces,
             buffers,
             precision,
             files,
-            decl,
-            overload,
             spec: spec.clone(),
             wrapped: None,
-        })
+        };
+        k.source.code = k.unit(false).into();
+        Ok(k)
     }
 
     /// Compiles it first at `shape` rather than the workload's probe shape: a kernel
@@ -616,6 +694,19 @@ impl UserKernel {
                 .is_ok_and(|t| kernel::sim::compile::strip_comments(&t).contains("atomicAdd"))
     }
 
+    /// Each launch's name in the plan (the lab's wrapper's, for the simulator) and its entry
+    /// as the user wrote it, in order.
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.launches
+            .iter()
+            .map(|l| (l.launch_name.as_str(), l.spec.entry.as_str()))
+    }
+
+    /// The names of its workspaces that start as NaN (`scratch()`).
+    pub fn nan_workspaces(&self) -> Vec<String> {
+        self.workspaces.nan_names()
+    }
+
     /// The rung `against=` sets it beside.
     pub fn against(&self) -> Option<&'static str> {
         self.against
@@ -628,17 +719,20 @@ impl UserKernel {
     /// Whether an expression of its launch (grid, shared memory, defines, arguments) uses
     /// `SMS`, so that its rows depend on the GPU's SM count.
     pub fn uses_sms(&self) -> bool {
-        let mut exprs: Vec<&expr::Expr> = self.spec.smem.iter().collect();
-        if let Some(Grid::Exprs(g)) = &self.spec.grid {
-            exprs.extend(g);
-        }
-        exprs.extend(self.spec.block.iter().flat_map(|b| b.exprs()));
-        exprs.extend(self.spec.defines.iter().map(|(_, e)| e));
-        for item in &self.list.items {
-            match item {
-                ArgItem::Int(e) | ArgItem::Zeros(e) => exprs.push(e),
-                ArgItem::TensorMap(m) => exprs.extend(m.exprs()),
-                ArgItem::Named(..) | ArgItem::Float(_) => {}
+        let mut exprs: Vec<&expr::Expr> = self.spec.defines.iter().map(|(_, e)| e).collect();
+        exprs.extend(self.workspaces.exprs());
+        for l in &self.launches {
+            exprs.extend(l.spec.smem.iter());
+            if let Some(Grid::Exprs(g)) = &l.spec.grid {
+                exprs.extend(g);
+            }
+            exprs.extend(l.spec.block.iter().flat_map(|b| b.exprs()));
+            for item in &l.list.items {
+                match item {
+                    ArgItem::Int(e) => exprs.push(e),
+                    ArgItem::TensorMap(m) => exprs.extend(m.exprs()),
+                    ArgItem::Named(..) | ArgItem::Float(_) | ArgItem::Workspace(..) => {}
+                }
             }
         }
         exprs
@@ -665,13 +759,54 @@ impl UserKernel {
         &self.files
     }
 
-    /// Grid, block and dynamic shared memory for `shape`, or why it cannot be launched.
-    pub fn geometry(&self, shape: &Shape) -> Result<Geometry, Unsupported> {
-        let (block, grid) = self.spec.launch().map_err(|(_, m)| Unsupported(m))?;
+    /// Grid, block and dynamic shared memory of each launch for `shape`, in order, or why one
+    /// cannot be launched.
+    pub fn geometry(&self, shape: &Shape) -> Result<Vec<Geometry>, Unsupported> {
+        let geometry = self
+            .launches
+            .iter()
+            .enumerate()
+            .map(|(at, l)| {
+                self.launch_geometry(l, shape)
+                    .map_err(|Unsupported(m)| Unsupported(format!("{}{m}", l.prefix(at))))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let workspaces = self.workspaces.at(shape, self.sms).map_err(Unsupported)?;
+        // A workspace the machine cannot hold is declined, not allocated until the process
+        // aborts (in the simulator it lives in host memory).
+        let bytes = workspaces
+            .iter()
+            .fold(0u64, |sum, (_, words, _)| sum.saturating_add(*words as u64))
+            .saturating_mul(4);
+        if let Some(available) = crate::footprint::available().filter(|&a| bytes > a) {
+            return Err(Unsupported(format!(
+                "args: the workspaces are {bytes} bytes here, more than the {available} bytes of \
+                 memory this machine has available"
+            )));
+        }
+        for (symbol, buffer) in &self.spec.constants {
+            let Some((p, len)) = self.signature.buffer(buffer, shape) else {
+                continue; // checked at load
+            };
+            let bytes = len * self.buffers.of_param(p).map_or(4, Dtype::bytes);
+            if bytes > CONSTANT_BYTES {
+                return Err(Unsupported(format!(
+                    "constant={symbol}:{buffer}: {buffer} is {bytes} bytes here, more than the \
+                     {} KiB of __constant__ memory a module may have",
+                    CONSTANT_BYTES / 1024
+                )));
+            }
+        }
+        Ok(geometry)
+    }
+
+    /// One launch's grid, block and dynamic shared memory for `shape`.
+    fn launch_geometry(&self, l: &Launcher, shape: &Shape) -> Result<Geometry, Unsupported> {
+        let (block, grid) = l.spec.launch().map_err(|(_, m)| Unsupported(m))?;
         let v = vars(shape, self.sms);
         let block = block.at(&v).map_err(Unsupported)?;
         let threads = count(block);
-        if let Some(most) = self.max_threads.filter(|&m| threads > m) {
+        if let Some(most) = l.max_threads.filter(|&m| threads > m) {
             return Err(Unsupported(format!(
                 "block {} is {threads} threads here, more than the {most} its \
                  __launch_bounds__ allow: a GPU refuses the launch",
@@ -719,41 +854,15 @@ impl UserKernel {
                 "grid {grid:?}: y and z are limited to 65535 blocks"
             )));
         }
-        self.list
+        l.list
             .args(shape, self.sms, &self.buffers)
             .map_err(Unsupported)?;
-        for m in self.list.tensor_maps() {
+        for m in l.list.tensor_maps() {
             let len = self.signature.buffer(m.buffer, shape).map_or(0, |(_, l)| l);
             m.at(shape, self.sms, &self.buffers, len)
                 .map_err(Unsupported)?;
         }
-        let workspaces = self.list.workspaces(shape, self.sms).map_err(Unsupported)?;
-        // A workspace the machine cannot hold is declined, not allocated until the process
-        // aborts (in the simulator it lives in host memory).
-        let bytes = workspaces
-            .iter()
-            .fold(0u64, |sum, (_, words)| sum.saturating_add(*words as u64))
-            .saturating_mul(4);
-        if let Some(available) = crate::footprint::available().filter(|&a| bytes > a) {
-            return Err(Unsupported(format!(
-                "args: the zeros() workspaces are {bytes} bytes here, more than the {available} \
-                 bytes of memory this machine has available"
-            )));
-        }
-        for (symbol, buffer) in &self.spec.constants {
-            let Some((p, len)) = self.signature.buffer(buffer, shape) else {
-                continue; // checked at load
-            };
-            let bytes = len * self.buffers.of_param(p).map_or(4, Dtype::bytes);
-            if bytes > CONSTANT_BYTES {
-                return Err(Unsupported(format!(
-                    "constant={symbol}:{buffer}: {buffer} is {bytes} bytes here, more than the \
-                     {} KiB of __constant__ memory a module may have",
-                    CONSTANT_BYTES / 1024
-                )));
-            }
-        }
-        let smem = match &self.spec.smem {
+        let smem = match &l.spec.smem {
             None => 0,
             Some(e) => {
                 let n = e.eval(&v).map_err(|m| Unsupported(format!("smem {m}")))?;
@@ -813,109 +922,137 @@ impl UserKernel {
         Ok(())
     }
 
-    /// Launches the kernel itself when its parameters take the lab's arguments byte for
-    /// byte; else switches to the converting wrapper, with the kernel's own bounds.
+    /// Launches the kernels themselves when their parameters take the lab's arguments byte
+    /// for byte; else switches to the converting wrappers, each with its kernel's own bounds.
     fn choose_launch(&mut self) -> Result<(), UserKernelError> {
         let compiled =
             nvrtc::compile(&self.source, self.check_arch()).map_err(UserKernelError::Device)?;
-        let symbol = compiled.symbol(&self.launch_name);
-        let Some(entry) = ptx_entry::entry(&compiled.ptx, symbol) else {
-            return Ok(());
-        };
-        // A GPU refuses a launch of more threads than the kernel's bounds; the simulator would
-        // run it, and the row would pass. A block computed from the shape is checked at each.
-        self.max_threads = entry.max_threads.map(count);
-        if let (Some(most), Some(Block::Fixed(block))) = (entry.max_threads, &self.spec.block) {
-            let block = *block;
-            if count(block) > count(most) {
-                return Err(UserKernelError::Spec {
-                    spec: self.spec.label(),
-                    message: format!(
-                        "block={} is {} threads, more than the {} its __launch_bounds__ allow: a \
-                         GPU refuses the launch",
-                        spec::block_text(block),
-                        count(block),
-                        count(most)
-                    ),
-                });
+        let shape = self.workload.probe_shape();
+        let several = self.launches.len() > 1;
+        // Why a wrapper converts the arguments, for each launch that needs one.
+        let mut why: Vec<String> = Vec::new();
+        let mut widened = false;
+        for (at, l) in self.launches.iter_mut().enumerate() {
+            let symbol = compiled.symbol(&l.launch_name);
+            let Some(entry) = ptx_entry::entry(&compiled.ptx, symbol) else {
+                continue;
+            };
+            // Messages of a plan of several launches name the kernel.
+            let whose = match several {
+                true => format!("{}: ", l.spec.entry),
+                false => String::new(),
+            };
+            // A GPU refuses a launch of more threads than the kernel's bounds; the simulator
+            // would run it, and the row would pass. A block computed from the shape is checked
+            // at each.
+            l.max_threads = entry.max_threads.map(count);
+            l.bounds = entry.bounds_attributes();
+            if let (Some(most), Some(Block::Fixed(block))) = (entry.max_threads, &l.spec.block) {
+                let block = *block;
+                if count(block) > count(most) {
+                    return Err(UserKernelError::Spec {
+                        spec: self.spec.label(),
+                        message: format!(
+                            "{}block={} is {} threads, more than the {} its __launch_bounds__ \
+                             allow: a GPU refuses the launch",
+                            l.prefix(at),
+                            spec::block_text(block),
+                            count(block),
+                            count(most)
+                        ),
+                    });
+                }
+            }
+            // A struct taken by value: the wrapper builds it from its fields, as host code
+            // would before the launch.
+            let structs = l.list.struct_notes();
+            if !structs.is_empty() {
+                why.extend(structs.into_iter().map(|n| format!("{whose}{n}")));
+                continue;
+            }
+            let args = l
+                .list
+                .args(&shape, self.sms, &self.buffers)
+                .unwrap_or_default();
+            // Each parameter that does not take the lab's argument as it is.
+            let mismatched: Vec<(usize, (&ptx_entry::Param, &Arg))> = entry
+                .params
+                .iter()
+                .zip(&args)
+                .enumerate()
+                .filter(|(_, (p, a))| !same_abi(**p, a))
+                .collect();
+            let differ: Vec<String> = mismatched
+                .iter()
+                .map(|&(i, (p, a))| {
+                    let name = l.list.item_text(i);
+                    format!(
+                        "{whose}parameter {} ({name}) takes {}, the lab passes {}",
+                        i + 1,
+                        param_words(*p),
+                        arg_words(a)
+                    )
+                })
+                .collect();
+            // 64-bit integer parameters (`size_t M`) alone: the lab passes 64-bit values and
+            // launches the kernel as it is, registers and all. Any other conversion: a wrapper.
+            let wide: Vec<usize> = mismatched
+                .iter()
+                .map(|&(i, (p, a))| {
+                    (*p == ptx_entry::Param::Int(8) && matches!(a, Arg::I32(_))).then_some(i)
+                })
+                .collect::<Option<_>>()
+                .unwrap_or_default();
+            if differ.is_empty() {
+                continue;
+            }
+            if wide.is_empty() {
+                why.extend(differ);
+            } else {
+                for &i in &wide {
+                    l.list.widen(i);
+                }
+                widened = true;
             }
         }
-        // A struct taken by value: the wrapper builds it from its fields, as host code would
-        // before the launch.
-        let structs = self.list.struct_notes();
-        if !structs.is_empty() {
-            self.source.code = self.unit(Some(&entry.bounds_attributes())).into();
+        if !why.is_empty() {
+            self.source.code = self.unit(true).into();
             self.source.cxx_entries.clear();
-            self.wrapped = Some(structs.join("; "));
-            return self.compile_check(Compiler::Nvrtc(self.check_arch()));
-        }
-        let shape = self.workload.probe_shape();
-        let args = self
-            .list
-            .args(&shape, self.sms, &self.buffers)
-            .unwrap_or_default();
-        // Each parameter that does not take the lab's argument as it is.
-        let mismatched: Vec<(usize, (&ptx_entry::Param, &Arg))> = entry
-            .params
-            .iter()
-            .zip(&args)
-            .enumerate()
-            .filter(|(_, (p, a))| !same_abi(**p, a))
-            .collect();
-        let differ: Vec<String> = mismatched
-            .iter()
-            .map(|&(i, (p, a))| {
-                let name = self.list.item_text(i);
-                format!(
-                    "parameter {} ({name}) takes {}, the lab passes {}",
-                    i + 1,
-                    param_words(*p),
-                    arg_words(a)
-                )
-            })
-            .collect();
-        if differ.is_empty() {
-            return Ok(());
-        }
-        // 64-bit integer parameters (`size_t M`) alone: the lab passes 64-bit values and
-        // launches the kernel as it is, registers and all. Any other conversion: a wrapper.
-        let wide: Vec<usize> = mismatched
-            .iter()
-            .map(|&(i, (p, a))| {
-                (*p == ptx_entry::Param::Int(8) && matches!(a, Arg::I32(_))).then_some(i)
-            })
-            .collect::<Option<_>>()
-            .unwrap_or_default();
-        for &i in &wide {
-            self.list.widen(i);
-        }
-        if wide.is_empty() {
-            self.source.code = self.unit(Some(&entry.bounds_attributes())).into();
-            self.source.cxx_entries.clear();
-            self.wrapped = Some(differ.join("; "));
+            self.wrapped = Some(why.join("; "));
+        } else if widened {
+            self.source.code = self.unit(false).into();
         } else {
-            self.source.code = self.unit(None).into();
+            return Ok(());
         }
         self.compile_check(Compiler::Nvrtc(self.check_arch()))
     }
 
-    /// The unit NVRTC compiles: the kernel launched as it is, or (given the kernel's own
-    /// bounds) through the converting wrapper.
-    fn unit(&self, wrapper_bounds: Option<&str>) -> String {
-        let (cluster_dims, host_cluster) = clusters(&self.spec, &self.decl);
+    /// The unit NVRTC compiles: the kernels launched as they are, or (`wrapped`, with each
+    /// kernel's own bounds) through the converting wrappers.
+    fn unit(&self, wrapped: bool) -> String {
         let parts = source::UnitParts {
             main: &self.files.main,
-            entry: &self.spec.entry,
-            overload: self.overload.as_deref(),
-            cluster_dims: cluster_dims.as_deref(),
-            host_cluster,
-            list: &self.list,
+            host_cluster: self.spec.cluster.is_some(),
             sig: self.signature,
             buffers: &self.buffers,
+            launches: self
+                .launches
+                .iter()
+                .enumerate()
+                .map(|(at, l)| source::LaunchParts {
+                    entry: &l.spec.entry,
+                    name: &l.launch_name,
+                    at,
+                    overload: l.overload.as_deref(),
+                    cluster_dims: l.clusters.0.as_deref(),
+                    list: &l.list,
+                    bounds: &l.bounds,
+                })
+                .collect(),
         };
-        match wrapper_bounds {
-            Some(bounds) => parts.through_wrapper(bounds),
-            None => parts.direct(),
+        match wrapped {
+            true => parts.through_wrapper(),
+            false => parts.direct(),
         }
     }
 
@@ -928,51 +1065,64 @@ impl UserKernel {
     ) -> UserKernelError {
         // `k<N>`: a dimension of the shape where a compile-time constant belongs.
         let dims = vars(&self.workload.probe_shape(), self.sms);
-        let targs = self.spec.entry.split_once('<').map_or("", |(_, rest)| {
-            rest.rsplit_once('>').map_or(rest, |(a, _)| a)
-        });
-        let words = targs.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
         let defined = |w: &str| self.spec.defines.iter().any(|(n, _)| n == w);
-        if let Some(dim) = words.into_iter().find(|w| {
-            dims.iter().any(|(d, _)| d == w)
-                && !defined(w)
-                && log.contains(&format!("identifier \"{w}\" is undefined"))
-        }) {
-            return UserKernelError::Spec {
-                spec: self.spec.label(),
-                message: format!(
-                    "the entry's template argument {dim} is a dimension of the shape, which \
-                     the kernel only gets at run time; a template argument is fixed when the \
-                     kernel is compiled: give it a name of your own with define=, as \
-                     `{}<..H..>,define=H={dim}` (one module is compiled per size)",
-                    self.spec
-                        .entry
-                        .split('<')
-                        .next()
-                        .unwrap_or(&self.spec.entry)
-                ),
-            };
+        for (at, l) in self.launches.iter().enumerate() {
+            let entry = &l.spec.entry;
+            let targs = entry.split_once('<').map_or("", |(_, rest)| {
+                rest.rsplit_once('>').map_or(rest, |(a, _)| a)
+            });
+            let words = targs.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'));
+            if let Some(dim) = words.into_iter().find(|w| {
+                dims.iter().any(|(d, _)| d == w)
+                    && !defined(w)
+                    && log.contains(&format!("identifier \"{w}\" is undefined"))
+            }) {
+                return UserKernelError::Spec {
+                    spec: self.spec.label(),
+                    message: format!(
+                        "{}the entry's template argument {dim} is a dimension of the shape, \
+                         which the kernel only gets at run time; a template argument is fixed \
+                         when the kernel is compiled: give it a name of your own with define=, \
+                         as `{}<..H..>,define=H={dim}` (one module is compiled per size)",
+                        l.prefix(at),
+                        entry.split('<').next().unwrap_or(entry)
+                    ),
+                };
+            }
         }
         let mut log = self.files.translate(&log);
         if let Ok(dir) = source::standin_dir() {
             // The stand-ins by their own names, as `#include` spells them.
             log = log.replace(&format!("{}/", dir.display()), "");
         }
-        let marker = source::wrapper_file(&self.list, self.signature);
+        let markers: Vec<String> = self
+            .launches
+            .iter()
+            .enumerate()
+            .map(|(at, l)| source::wrapper_file(&l.list, self.signature, at))
+            .collect();
         let is_error = |l: &str| {
             [": error", ": fatal error", ": catastrophic error"]
                 .iter()
                 .any(|e| l.contains(e))
         };
-        let at_wrapper = log.lines().any(|l| l.starts_with(&marker) && is_error(l));
+        // A line of the wrapper's file: `[args list](2): error` (NVRTC) or `[args list]:2:20:
+        // error` (g++), not `[args list of launch 2]`'s.
+        let at = |l: &str, m: &str| l.strip_prefix(m).is_some_and(|r| r.starts_with(['(', ':']));
+        // The first launch whose wrapper has an error: its list is not what its kernel takes.
+        let at_wrapper = markers
+            .iter()
+            .position(|m| log.lines().any(|l| at(l, m) && is_error(l)));
         // An error in the file itself (an undefined name, a missing header) is what to
         // fix first: the lab's call may fail only because of it.
-        let in_file = log.lines().any(|l| !l.starts_with(&marker) && is_error(l));
+        let in_file = log
+            .lines()
+            .any(|l| !markers.iter().any(|m| at(l, m)) && is_error(l));
         // NVRTC checks the arguments through `kernel_lab::accepts`; another error at the
         // lab's line is the entry itself (template arguments its template does not take).
-        let mismatch =
-            at_wrapper && !in_file && (!compiler.starts_with("NVRTC") || log.contains("accepts"));
-        if !mismatch {
+        let mismatch = at_wrapper
+            .filter(|_| !in_file && (!compiler.starts_with("NVRTC") || log.contains("accepts")));
+        let Some(l) = mismatch.map(|at| &self.launches[at]) else {
             log.push_str(&compile_hints(&log, "include=DIR"));
             return UserKernelError::Compile {
                 file,
@@ -980,31 +1130,27 @@ impl UserKernel {
                 arch,
                 log,
             };
-        }
-        let base = self
-            .decl
-            .name
-            .rsplit("::")
-            .next()
-            .unwrap_or(&self.decl.name);
+        };
+        let decl = &l.decl;
+        let base = decl.name.rsplit("::").next().unwrap_or(&decl.name);
         let declared = format!(
             "{}:{} declares: {base}{}",
-            self.decl.file, self.decl.line, self.decl.params
+            decl.file, decl.line, decl.params
         );
         UserKernelError::Signature(Box::new(SignatureMismatch {
             file: self.spec.file.display().to_string(),
-            entry: self.spec.entry.clone(),
-            signature: self
+            entry: l.spec.entry.clone(),
+            signature: l
                 .list
                 .custom
                 .as_ref()
                 .map_or(self.signature.name.to_string(), |c| format!("args={c}")),
             workload: self.workload,
-            calls: self.list.c_params(&self.buffers),
+            calls: l.list.c_params(&self.buffers),
             declared,
             choices: Signature::list_for(self.workload),
-            vectors: vector_note(&self.decl.params),
-            structs: self.struct_note(),
+            vectors: vector_note(&decl.params),
+            structs: self.struct_note(l),
             compiler: format!("{compiler} ({arch})"),
             log,
         }))
@@ -1012,12 +1158,12 @@ impl UserKernel {
 
     /// For a kernel taking a struct by value, or a list giving one: how `args=` builds a
     /// struct, and the definitions of those the kernel takes. Empty for neither.
-    fn struct_note(&self) -> String {
-        let defined: Vec<(usize, String)> = scan::by_value_types(&self.decl.params)
+    fn struct_note(&self, l: &Launcher) -> String {
+        let defined: Vec<(usize, String)> = scan::by_value_types(&l.decl.params)
             .into_iter()
             .filter_map(|(i, ty)| Some((i, self.files.struct_definition(&ty)?)))
             .collect();
-        if defined.is_empty() && self.list.structs.is_empty() {
+        if defined.is_empty() && l.list.structs.is_empty() {
             return String::new();
         }
         let mut out = String::from(
@@ -1034,11 +1180,31 @@ impl UserKernel {
 
     /// Whether the kernel's parameters take `param` (its signature's list or its `args=`).
     pub fn passes(&self, param: Param) -> bool {
-        self.list.params().contains(&param)
+        self.launches
+            .iter()
+            .any(|l| l.list.params().contains(&param))
     }
 
-    /// The inputs of `shape` the kernel is given neither as a parameter nor as a
-    /// `__constant__` array the lab fills (`constant=`): the reference reads every one.
+    /// `inputs` with those `input=` fixes filled with their values, or `None` when it fixes
+    /// none.
+    fn fixed_inputs(&self, shape: &Shape, inputs: &[Vec<f32>]) -> Option<Vec<Vec<f32>>> {
+        if self.spec.fixed_inputs.is_empty() {
+            return None;
+        }
+        let names = shape.inputs();
+        let mut out = inputs.to_vec();
+        for (name, value) in &self.spec.fixed_inputs {
+            // The names were checked when the kernel was loaded.
+            if let Some(i) = names.iter().position(|t| t.name == name) {
+                out[i].fill(*value);
+            }
+        }
+        Some(out)
+    }
+
+    /// The inputs of `shape` the kernel is given neither as a parameter, nor as a
+    /// `__constant__` array the lab fills (`constant=`), nor as a value (`input=`): the
+    /// reference reads every one.
     pub fn unread_inputs(&self, shape: &Shape) -> Vec<String> {
         shape
             .inputs()
@@ -1047,6 +1213,7 @@ impl UserKernel {
             .filter(|(i, t)| {
                 !self.passes(Param::Input(*i))
                     && !self.spec.constants.iter().any(|(_, b)| *b == t.name)
+                    && !self.spec.fixed_inputs.iter().any(|(n, _)| *n == t.name)
             })
             .map(|(_, t)| t.name.to_string())
             .collect()
@@ -1062,7 +1229,7 @@ impl UserKernel {
         reads: hint::KReads,
     ) -> Option<String> {
         let grid = self.spec.grid.as_ref()?;
-        let ints: Vec<&expr::Expr> = self
+        let ints: Vec<&expr::Expr> = self.launches[0]
             .list
             .items
             .iter()
@@ -1070,7 +1237,7 @@ impl UserKernel {
                 ArgItem::Int(e) => Some(e),
                 ArgItem::Named(..)
                 | ArgItem::Float(_)
-                | ArgItem::Zeros(_)
+                | ArgItem::Workspace(..)
                 | ArgItem::TensorMap(_) => None,
             })
             .collect();
@@ -1081,7 +1248,7 @@ impl UserKernel {
     /// element still holding it was never written), known random values otherwise (`beta * C`
     /// must read them).
     fn output_fill(&self) -> Fill {
-        let passes_beta = self.list.params().contains(&Param::Beta);
+        let passes_beta = self.passes(Param::Beta);
         match self.signature.output_fill {
             _ if self.spec.output_zero => Fill::Zero,
             _ if passes_beta && self.buffers.beta != 0.0 => Fill::Random(C_SEED),
@@ -1103,9 +1270,9 @@ impl Kernel for UserKernel {
             role: Role::User,
             rung: self.rung,
             summary: format!(
-                "{} ({}{}), your kernel{}",
+                "{} ({}{}), your kernel{}{}",
                 self.spec.file.display(),
-                match &self.list.custom {
+                match &self.launches[0].list.custom {
                     // In backticks: Markdown would read `4*M*N`'s stars as emphasis.
                     Some(c) => format!("`args={c}`"),
                     None => format!("{} signature", self.signature.name),
@@ -1118,7 +1285,14 @@ impl Kernel for UserKernel {
                 match &self.wrapped {
                     Some(why) => format!(", launched through a converting wrapper: {why}"),
                     None => String::new(),
-                }
+                },
+                self.launches[1..]
+                    .iter()
+                    .map(|l| match &l.list.custom {
+                        Some(c) => format!(", then `{}` (`args={c}`)", l.spec.entry),
+                        None => format!(", then `{}`", l.spec.entry),
+                    })
+                    .collect::<String>()
             )
             .into(),
         }
@@ -1126,6 +1300,15 @@ impl Kernel for UserKernel {
 
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
         defines_at(&self.spec, shape, self.sms)?;
+        // Its own reference, of the fixed inputs, is computed on the CPU for every row.
+        if !self.spec.fixed_inputs.is_empty() && shape.flops() > FIXED_INPUTS_MAX_FLOPS {
+            return Err(Unsupported(format!(
+                "input= gives this kernel a reference of its own, computed in f64 on the CPU, \
+                 which the lab does up to {} GFLOP; this shape is {:.0} GFLOP",
+                FIXED_INPUTS_MAX_FLOPS / 1e9,
+                shape.flops() / 1e9
+            )));
+        }
         self.geometry(shape).map(|_| ())
     }
 
@@ -1136,20 +1319,23 @@ impl Kernel for UserKernel {
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
         // A shape the geometry refuses is declined by `supports`; the plan still exists.
-        let Geometry { grid, block, smem } = self.geometry(shape).unwrap_or(Geometry {
-            grid: [1, 1, 1],
-            block: match self.spec.block {
-                Some(Block::Fixed(b)) => b,
-                _ => [1, 1, 1],
-            },
-            smem: 0,
+        let geometry = self.geometry(shape).unwrap_or_else(|_| {
+            let one = |l: &Launcher| Geometry {
+                grid: [1, 1, 1],
+                block: match l.spec.block {
+                    Some(Block::Fixed(b)) => b,
+                    _ => [1, 1, 1],
+                },
+                smem: 0,
+            };
+            self.launches.iter().map(one).collect()
         });
         let len = self.signature.scratch_len(shape);
         let source = CudaSource {
             defines: defines_at(&self.spec, shape, self.sms).unwrap_or_default(),
             ..self.source.clone()
         };
-        // The `__constant__` arrays the host code would fill, filled before the launch.
+        // The `__constant__` arrays the host code would fill, filled before the launches.
         let mut steps: Vec<Step> = self
             .spec
             .constants
@@ -1167,18 +1353,24 @@ impl Kernel for UserKernel {
                 }))
             })
             .collect();
-        let entry: kernel::Text = self.launch_name.clone().into();
-        steps.push(Step::Kernel(Launch {
-            source,
-            entry: entry.clone(),
-            grid,
-            block,
-            dynamic_smem: smem,
-            args: self
-                .list
-                .args(shape, self.sms, &self.buffers)
-                .unwrap_or_default(),
-        }));
+        let mut cooperative = Vec::new();
+        for (l, Geometry { grid, block, smem }) in self.launches.iter().zip(geometry) {
+            let entry: kernel::Text = l.launch_name.clone().into();
+            if l.spec.cooperative {
+                cooperative.push(entry.clone());
+            }
+            steps.push(Step::Kernel(Launch {
+                source: source.clone(),
+                entry,
+                grid,
+                block,
+                dynamic_smem: smem,
+                args: l
+                    .list
+                    .args(shape, self.sms, &self.buffers)
+                    .unwrap_or_default(),
+            }));
+        }
         Some(CudaPlan {
             inputs: self.buffers.inputs.clone(),
             output: self.buffers.output,
@@ -1196,20 +1388,20 @@ impl Kernel for UserKernel {
                 })
                 // The workspaces, in 4-byte words (their type is the kernel's business).
                 .chain(
-                    self.list
-                        .workspaces(shape, self.sms)
+                    self.workspaces
+                        .at(shape, self.sms)
                         .unwrap_or_default()
                         .into_iter()
-                        .map(|(name, words)| Scratch {
+                        .map(|(name, words, fill)| Scratch {
                             name: name.into(),
                             dtype: Dtype::F32,
                             len: words,
-                            fill: Fill::Zero,
+                            fill,
                         }),
                 )
                 .collect(),
             steps,
-            cooperative: self.spec.cooperative.then_some(entry).into_iter().collect(),
+            cooperative,
             ..Default::default()
         })
     }
@@ -1236,11 +1428,13 @@ impl Kernel for UserKernel {
     }
 
     fn device_inputs(&self, shape: &Shape, inputs: &[Vec<f32>]) -> Option<Vec<Vec<f32>>> {
+        let fixed = self.fixed_inputs(shape, inputs);
+        let col = |l: Layout| l == Layout::Col;
         let Shape::Gemm { m, n, k } = *shape else {
-            return None;
+            return fixed;
         };
-        if self.buffers.a != Layout::Col && self.buffers.b != Layout::Col {
-            return None;
+        if !col(self.buffers.a) && !col(self.buffers.b) {
+            return fixed;
         }
         // Row-major `rows x cols` as column-major: element (r, c) at c * rows + r.
         let column_major = |x: &[f32], rows: usize, cols: usize| {
@@ -1252,11 +1446,12 @@ impl Kernel for UserKernel {
             }
             col
         };
+        let inputs = fixed.as_deref().unwrap_or(inputs);
         let mut out = inputs.to_vec();
-        if self.buffers.a == Layout::Col {
+        if col(self.buffers.a) {
             out[0] = column_major(inputs.first()?, m, k);
         }
-        if self.buffers.b == Layout::Col {
+        if col(self.buffers.b) {
             out[1] = column_major(inputs.get(1)?, k, n);
         }
         Some(out)
@@ -1265,12 +1460,19 @@ impl Kernel for UserKernel {
     fn expected(
         &self,
         shape: &Shape,
+        inputs: &[Vec<f32>],
         result: &[f64],
         indices: Option<&[usize]>,
     ) -> Option<Vec<f64>> {
+        // Inputs fixed by `input=`: the result of those instead.
+        let own = self.fixed_inputs(shape, inputs).map(|x| match indices {
+            Some(ix) => kernel::reference::at(shape, &x, ix),
+            None => kernel::reference::reference(shape, &x),
+        });
+        let result = own.as_deref().unwrap_or(result);
         let (alpha, beta) = (f64::from(self.buffers.alpha), f64::from(self.buffers.beta));
         if alpha == 1.0 && beta == 0.0 {
-            return None;
+            return own;
         }
         let c0 = (beta != 0.0).then(|| {
             self.output_fill()
@@ -1423,14 +1625,21 @@ pub fn load_all_for(
             k.probe_at(&shape)?;
         }
         k.preflight(sim)?;
-        spec.launch()
-            .map_err(|(key, message)| UserKernelError::Spec {
-                spec: spec.label(),
-                message: match &spec.origin {
-                    Some(_) => format!("key `{key}`: {message}"),
-                    None => message,
-                },
+        for (at, l) in spec.launches().iter().enumerate() {
+            l.launch().map_err(|(key, message)| {
+                let then = match at {
+                    0 => String::new(),
+                    _ => format!("then={}: ", l.entry),
+                };
+                UserKernelError::Spec {
+                    spec: spec.label(),
+                    message: match &spec.origin {
+                        Some(_) => format!("key `{key}`: {then}{message}"),
+                        None => format!("{then}{message}"),
+                    },
+                }
             })?;
+        }
         out.push(k);
     }
     Ok(out)
@@ -1550,12 +1759,12 @@ mod tests {
             Workload::Attention,
         );
         assert_eq!(
-            k.geometry(&attention).map(|g| (g.grid, g.smem)),
+            k.geometry(&attention).map(|g| (g[0].grid, g[0].smem)),
             Ok(([1, 4, 6], 2 * 32 * 24 * 4))
         );
         let k = example("block=32,grid=(cdiv(S,32),B*H)", Workload::Attention);
         assert_eq!(
-            k.geometry(&attention).map(|g| (g.grid, g.smem)),
+            k.geometry(&attention).map(|g| (g[0].grid, g[0].smem)),
             Ok(([4, 6, 1], 0))
         );
         let k = example("block=32,grid=(1,S*1000)", Workload::Attention);
@@ -1609,7 +1818,7 @@ mod tests {
             let k = UserKernel::load(&spec, Some(Workload::Gemm), 1, sms).unwrap();
             assert!(k.uses_sms());
             assert_eq!(
-                k.geometry(&shape).map(|g| (g.grid, g.smem)),
+                k.geometry(&shape).map(|g| (g[0].grid, g[0].smem)),
                 Ok(([2 * sms as u32, 1, 1], 16 * sms as u32))
             );
             let plan = k.cuda(&shape).unwrap();
@@ -1703,15 +1912,15 @@ mod tests {
         let plan = k.cuda(&shape).unwrap();
         assert_eq!(plan.output_fill, Fill::Random(C_SEED));
         let c0 = plan.output_fill.values(kernel::Dtype::F32, 6);
-        let want = k.expected(&shape, &[1.0; 6], None).unwrap();
+        let want = k.expected(&shape, &[], &[1.0; 6], None).unwrap();
         assert_eq!(want[5], 2.0 + 0.5 * f64::from(c0[5]));
-        let sampled = k.expected(&shape, &[1.0], Some(&[4])).unwrap();
+        let sampled = k.expected(&shape, &[], &[1.0], Some(&[4])).unwrap();
         assert_eq!(sampled, vec![2.0 + 0.5 * f64::from(c0[4])]);
         let plain = example(
             "signature=gemm-blas,block=32,grid=tile:16x16",
             Workload::Gemm,
         );
-        assert_eq!(plain.expected(&shape, &[1.0; 6], None), None);
+        assert_eq!(plain.expected(&shape, &[], &[1.0; 6], None), None);
         assert!(matches!(
             plain.cuda(&shape).unwrap().output_fill,
             Fill::Value(_)

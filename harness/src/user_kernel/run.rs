@@ -5,7 +5,7 @@
 
 use super::hint::{KReads, Rows};
 use super::signature::Param;
-use super::{SIM_SMS, SMS, UserKernel, source};
+use super::{SIM_SMS, SMS, UserKernel};
 use crate::config::Config;
 use crate::console::{Progress, Verbosity};
 use crate::results::{Row, RunResults, Status};
@@ -139,11 +139,13 @@ pub fn annotate(
                 };
                 // The simulator names the kernel it launched: the lab's wrapper, for the entry
                 // as the user wrote it.
-                let launched = format!("{}: ", source::wrapper_name(&k.spec.entry));
-                if let Some(reason) = row.reason.as_mut()
-                    && reason.contains(&launched)
-                {
-                    *reason = reason.replace(&launched, &format!("{}: ", k.spec.entry));
+                for (name, entry) in k.entries() {
+                    let launched = format!("{name}: ");
+                    if let Some(reason) = row.reason.as_mut()
+                        && reason.contains(&launched)
+                    {
+                        *reason = reason.replace(&launched, &format!("{entry}: "));
+                    }
                 }
                 // Threads ordered wrongly are not a tile's tail (threads a tail leaves out of
                 // a barrier or of shared memory's writes are: those keep the hint), nor is a
@@ -174,6 +176,21 @@ pub fn annotate(
                     );
                     continue;
                 }
+                // The poison came through a workspace that starts as NaN: an element of it that
+                // no launch wrote was read.
+                let poisoned = k.nan_workspaces();
+                if !poisoned.is_empty()
+                    && let Some(reason) = row.reason.as_mut()
+                    && reason.contains("the NaN the output was filled with")
+                {
+                    reason.push_str(&format!(
+                        "\n  a scratch() workspace starts as NaN too ({}), as memory cudaMalloc \
+                         returns holds whatever was there: an element of it that no launch wrote \
+                         and a launch read shows the same way",
+                        poisoned.join(", ")
+                    ));
+                    continue;
+                }
                 // Inputs the kernel is never given: the reference applies them all.
                 let unread = k.unread_inputs(&s.shape);
                 if row.status == Status::Failed
@@ -183,9 +200,12 @@ pub fn annotate(
                     reason.push_str(&format!(
                         "\n  the kernel is given no {}: the reference applies every input of the \
                          {} workload, so a kernel that leaves one out cannot match it; pass it in \
-                         args= if the kernel takes it",
+                         args= if the kernel takes it, or, for a kernel that takes one number in \
+                         its place (a scale g, a shift b), give that number as a float in args= \
+                         and the same with input={}:VALUE, which fills the input with it",
                         unread.join(" or "),
-                        w.workload
+                        w.workload,
+                        unread[0]
                     ));
                     continue;
                 }
@@ -501,7 +521,7 @@ pub fn inspect(
     let width = users.iter().map(|u| u.id().len()).max().unwrap_or(6).max(6);
     let entry = users
         .iter()
-        .map(|u| u.spec.entry.len())
+        .flat_map(|u| u.entries().map(|(_, e)| e.len()))
         .max()
         .unwrap_or(5)
         .max(5);
@@ -529,10 +549,15 @@ pub fn inspect(
             match resources::of_plan(&plan, arch, None) {
                 Ok(list) => {
                     for r in list {
+                        // The entry as the user wrote it, for the lab's name of its launch.
+                        let written = u
+                            .entries()
+                            .find(|(name, _)| *name == r.entry)
+                            .map_or(r.entry.as_str(), |(_, e)| e);
                         println!(
                             "{:<width$} {:<entry$} {:<7} {}",
                             u.id(),
-                            u.spec.entry,
+                            written,
                             r.arch,
                             r.columns()
                         );

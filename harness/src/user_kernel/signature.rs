@@ -297,6 +297,45 @@ impl Signature {
         Some((p, len))
     }
 
+    /// The first of `workload`'s signatures (or `only`, where the kernel names one) that has
+    /// every parameter in `used`: the one whose buffers (fills, scratch) a list uses.
+    pub fn holding(
+        workload: Workload,
+        used: &[&str],
+        only: Option<&'static Signature>,
+    ) -> Result<&'static Signature, String> {
+        let mut candidates: Vec<&'static Signature> = match only {
+            Some(s) => vec![s],
+            None => Self::of(workload).collect(),
+        };
+        candidates.retain(|s| used.iter().all(|u| s.params.iter().any(|(n, _)| n == u)));
+        candidates.first().copied().ok_or_else(|| {
+            let mut seen: Vec<&str> = Vec::new();
+            for u in used {
+                if !seen.contains(u) {
+                    seen.push(u);
+                }
+            }
+            let used = seen;
+            match only {
+                Some(s) => format!(
+                    "args: the {} signature (signature=) has no {}",
+                    s.name,
+                    used.iter()
+                        .filter(|u| !s.params.iter().any(|(n, _)| n == *u))
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+                None => format!(
+                    "args: no {workload} signature has all of {}; {}",
+                    used.join(", "),
+                    Signature::list_for(workload)
+                ),
+            }
+        })
+    }
+
     /// `gemm (A, B, C, M, N, K); gemm-blas (M, N, K, alpha, A, B, beta, C)`.
     pub fn list_for(workload: Workload) -> String {
         let all: Vec<String> = Self::of(workload)
@@ -337,9 +376,8 @@ impl Param {
 }
 
 /// One argument of a user's own list (`args=`): a parameter of the workload's signatures by
-/// name, an integer expression of the shape's dimensions, or `zeros(BYTES)`: a workspace of
-/// that many bytes, zero-filled before each run (a split-K semaphore's counters, a
-/// decoupled look-back's flags), passed as whatever pointer the kernel takes there.
+/// name, an integer expression of the shape's dimensions, or a workspace ([`Workspaces`]),
+/// passed as whatever pointer the kernel takes there.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ArgItem {
     Named(&'static str, Param),
@@ -347,8 +385,143 @@ pub enum ArgItem {
     /// A `float` constant (`1e-5`, `0.5f`): an epsilon or a scale the kernel takes beyond the
     /// signature's parameters.
     Float(f32),
-    Zeros(Expr),
+    /// Workspace `index` of the kernel's [`Workspaces`], as the list writes it (`zeros(4*M)`,
+    /// `scratch(P, 4*M*N)`, or `P` again).
+    Workspace(usize, String),
     TensorMap(Box<MapArg>),
+}
+
+/// Memory of the kernel's own that its host code would allocate: a split-K semaphore's
+/// counters, a decoupled look-back's flags, the partial sums one launch writes and the next
+/// reads. Written in an `args=` list as
+/// - `zeros(BYTES)` or `zeros(NAME, BYTES)`: zero-filled before every run, as after a
+///   `cudaMemset`;
+/// - `scratch(NAME, BYTES)` (or `scratch(BYTES)`): filled with NaN bytes before every run (every
+///   byte 0xFF: NaN as a float, a half or a bfloat16, -1 as an integer), as `cudaMalloc` leaves
+///   memory holding whatever was there, so that an element a launch reads before any launch
+///   wrote it shows in the output;
+/// - `NAME`: one declared earlier, in this list or an earlier launch's, passed again.
+///
+/// BYTES is an expression of the shape, rounded up to 16 so that any access of up to 16 bytes
+/// is aligned and inside. They are the plan's scratch buffers after the signature's own.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Workspaces(Vec<Workspace>);
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Workspace {
+    pub name: Option<String>,
+    pub bytes: Expr,
+    pub fill: Fill,
+}
+
+impl Workspace {
+    /// As the list declares it: `zeros(4*M)`, `scratch(P, 4*M*N)`.
+    pub fn text(&self) -> String {
+        let f = if self.fill == Fill::Zero {
+            "zeros"
+        } else {
+            "scratch"
+        };
+        match &self.name {
+            Some(n) => format!("{f}({n}, {})", self.bytes),
+            None => format!("{f}({})", self.bytes),
+        }
+    }
+}
+
+impl Workspaces {
+    /// The size expressions, for the checks of the names they use.
+    pub fn exprs(&self) -> impl Iterator<Item = &Expr> {
+        self.0.iter().map(|w| &w.bytes)
+    }
+
+    /// Each workspace at `shape`: its name (`P`, or `zeros(4*M)` for one without), its size in
+    /// 4-byte words (rounded up to 16 bytes) and its fill.
+    pub fn at(&self, shape: &Shape, sms: usize) -> Result<Vec<(String, usize, Fill)>, String> {
+        let dims = super::vars(shape, sms);
+        self.0
+            .iter()
+            .map(|w| {
+                let bytes = w.bytes.eval(&dims)?;
+                let bytes = usize::try_from(bytes)
+                    .ok()
+                    .filter(|&b| b > 0)
+                    .ok_or_else(|| {
+                        format!(
+                            "args: {} = {bytes} bytes; it takes a positive size",
+                            w.text()
+                        )
+                    })?;
+                let name = w.name.clone().unwrap_or_else(|| w.text());
+                Ok((name, bytes.div_ceil(16) * 4, w.fill))
+            })
+            .collect()
+    }
+
+    /// Reads `zeros(...)` or `scratch(...)`'s inside (`4*M` or `P, 4*M*N`), declaring the
+    /// workspace; `taken` says whether a name is the workload's or a dimension's already.
+    fn declare(
+        &mut self,
+        part: &str,
+        inner: &str,
+        fill: Fill,
+        taken: impl Fn(&str) -> bool,
+    ) -> Result<(usize, Expr), String> {
+        let parts = super::spec::split_top(inner);
+        let (name, bytes) = match parts.as_slice() {
+            [bytes] => (None, bytes.trim()),
+            [name, bytes] => (Some(name.trim()), bytes.trim()),
+            _ => {
+                return Err(format!(
+                    "args: {part}: takes BYTES or NAME, BYTES (a name a later launch passes                      it by)"
+                ));
+            }
+        };
+        if let Some(n) = name {
+            let ident = n.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+                && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+            if !ident {
+                return Err(format!(
+                    "args: {part}: {n:?} is not a name (letters, digits and _)"
+                ));
+            }
+            if taken(n) {
+                return Err(format!(
+                    "args: {part}: {n} is already a parameter or a dimension of the workload;                      give the workspace a name of its own"
+                ));
+            }
+            if let Some(w) = self.named(n) {
+                return Err(format!(
+                    "args: {part}: {n} is declared already, by {}; pass it again as {n} alone",
+                    self.0[w].text()
+                ));
+            }
+        }
+        let e = Expr::parse(bytes).map_err(|m| format!("args: {part}: {m}"))?;
+        self.0.push(Workspace {
+            name: name.map(str::to_string),
+            bytes: e.clone(),
+            fill,
+        });
+        Ok((self.0.len() - 1, e))
+    }
+
+    /// The names of those that start as NaN, as the list writes them.
+    pub fn nan_names(&self) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|w| w.fill == Fill::Nan)
+            .map(|w| w.name.clone().unwrap_or_else(|| w.text()))
+            .collect()
+    }
+
+    fn named(&self, name: &str) -> Option<usize> {
+        self.0.iter().position(|w| w.name.as_deref() == Some(name))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
 }
 
 /// A TMA tensor map over a buffer of the workload, passed by value as a kernel's `const
@@ -610,7 +783,12 @@ impl ArgList {
     /// Reads `(Q, K, V, S, D, cdiv(S,32), scale, l, m, O)` for `workload`: names of its
     /// signatures' parameters and integer expressions. Also returns the signature whose
     /// buffers (fills, scratch) the list uses: the first that has every name.
-    pub fn parse(text: &str, workload: Workload) -> Result<(Self, &'static Signature), String> {
+    /// Workspaces it declares join `workspaces`, where a later launch's list finds them.
+    pub fn parse(
+        text: &str,
+        workload: Workload,
+        workspaces: &mut Workspaces,
+    ) -> Result<(Self, &'static Signature), String> {
         let inner = text
             .trim()
             .strip_prefix('(')
@@ -626,10 +804,30 @@ impl ArgList {
         // The names an expression may use (the SM count's value is only a probe's).
         let dims = super::vars(&workload.probe_shape(), super::SIM_SMS);
         let names: Vec<&str> = dims.iter().map(|(n, _)| *n).collect();
-        let item = |part: &str| -> Result<ArgItem, String> {
-            let zeros = part
-                .strip_prefix("zeros(")
-                .and_then(|r| r.strip_suffix(')'));
+        let mut item = |part: &str| -> Result<ArgItem, String> {
+            let declared = [("zeros(", Fill::Zero), ("scratch(", Fill::Nan)]
+                .into_iter()
+                .find_map(|(f, fill)| {
+                    let inner = part.strip_prefix(f)?.strip_suffix(')')?;
+                    Some((inner, fill))
+                });
+            if let Some((inner, fill)) = declared {
+                let taken = |n: &str| known(n).is_some() || names.contains(&n);
+                let (at, e) = workspaces.declare(part, inner, fill, taken)?;
+                let unknown = e.unknown_names(&names);
+                if !unknown.is_empty() {
+                    return Err(format!(
+                        "args: {} is neither a parameter of {workload} nor an integer \
+                         expression of {} (in {part})",
+                        unknown.join(", "),
+                        super::names_in_words(&dims)
+                    ));
+                }
+                return Ok(ArgItem::Workspace(at, part.to_string()));
+            }
+            if let Some(at) = workspaces.named(part) {
+                return Ok(ArgItem::Workspace(at, part.to_string()));
+            }
             if let Some(inner) = part.strip_prefix("tmap(").and_then(|r| r.strip_suffix(')')) {
                 let map = MapArg::parse(inner, known)?;
                 let unknown: Vec<String> = map
@@ -646,13 +844,13 @@ impl ArgList {
                 }
                 return Ok(ArgItem::TensorMap(Box::new(map)));
             }
-            if let (None, Some(v)) = (zeros, float_literal(part)) {
+            if let Some(v) = float_literal(part) {
                 return Ok(ArgItem::Float(v));
             }
             if let Some((n, p)) = known(part) {
                 return Ok(ArgItem::Named(n, p));
             }
-            let e = Expr::parse(zeros.unwrap_or(part))?;
+            let e = Expr::parse(part)?;
             let unknown = e.unknown_names(&names);
             if !unknown.is_empty() {
                 let mut all: Vec<&str> = sigs
@@ -669,10 +867,7 @@ impl ArgList {
                     super::names_in_words(&dims)
                 ));
             }
-            Ok(match zeros {
-                Some(_) => ArgItem::Zeros(e),
-                None => ArgItem::Int(e),
-            })
+            Ok(ArgItem::Int(e))
         };
         let (mut items, mut structs) = (Vec::new(), Vec::new());
         for part in super::spec::split_top(inner) {
@@ -687,7 +882,7 @@ impl ArgList {
                 let field = field.trim();
                 if field.starts_with('{') || field.starts_with("tmap(") {
                     return Err(format!(
-                        "args: {part}: a struct's fields are buffers, numbers and zeros(BYTES); \
+                        "args: {part}: a struct's fields are buffers, numbers and workspaces; \
                          a struct inside it or a tensor map is not built"
                     ));
                 }
@@ -698,33 +893,26 @@ impl ArgList {
             }
             structs.push(start..items.len());
         }
-        let used: Vec<&str> = items
+        let list = Self {
+            items,
+            custom: Some(text.trim().to_string()),
+            wide: Vec::new(),
+            structs,
+        };
+        let sig = Signature::holding(workload, &list.names(), None)?;
+        Ok((list, sig))
+    }
+
+    /// The names of the workload's parameters it passes.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.items
             .iter()
             .filter_map(|i| match i {
                 ArgItem::Named(n, _) => Some(*n),
                 ArgItem::TensorMap(m) => Some(m.buffer),
-                ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Zeros(_) => None,
+                ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Workspace(..) => None,
             })
-            .collect();
-        let sig = sigs
-            .iter()
-            .find(|s| used.iter().all(|u| s.params.iter().any(|(n, _)| n == u)))
-            .ok_or_else(|| {
-                format!(
-                    "args: no {workload} signature has all of {}; {}",
-                    used.join(", "),
-                    Signature::list_for(workload)
-                )
-            })?;
-        Ok((
-            Self {
-                items,
-                custom: Some(text.trim().to_string()),
-                wide: Vec::new(),
-                structs,
-            },
-            sig,
-        ))
+            .collect()
     }
 
     fn name(&self, i: usize) -> String {
@@ -739,7 +927,10 @@ impl ArgList {
                 format!("{n}_{i}")
             }
             ArgItem::Named(n, _) => n.to_string(),
-            ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Zeros(_) | ArgItem::TensorMap(_) => {
+            ArgItem::Int(_)
+            | ArgItem::Float(_)
+            | ArgItem::Workspace(..)
+            | ArgItem::TensorMap(_) => {
                 format!("arg{i}")
             }
         }
@@ -759,7 +950,7 @@ impl ArgList {
             },
             ArgItem::Int(_) => "int".to_string(),
             ArgItem::Float(_) => "float".to_string(),
-            ArgItem::Zeros(_) => "void *".to_string(),
+            ArgItem::Workspace(..) => "void *".to_string(),
             ArgItem::TensorMap(_) => "CUtensorMap".to_string(),
         }
     }
@@ -768,7 +959,9 @@ impl ArgList {
     /// parameter declares (`kernel_lab::workspace` converts to any).
     fn passed(&self, i: usize) -> String {
         match &self.items[i] {
-            ArgItem::Zeros(_) => format!("::kernel_lab::workspace{{{}}}", self.code_name(i)),
+            ArgItem::Workspace(..) => {
+                format!("::kernel_lab::workspace{{{}}}", self.code_name(i))
+            }
             _ => self.code_name(i),
         }
     }
@@ -786,7 +979,7 @@ impl ArgList {
             ArgItem::Named(n, _) => n.to_string(),
             ArgItem::Int(e) => e.to_string(),
             ArgItem::Float(v) => v.to_string(),
-            ArgItem::Zeros(e) => format!("zeros({e})"),
+            ArgItem::Workspace(_, text) => text.clone(),
             ArgItem::TensorMap(m) => m.to_string(),
         }
     }
@@ -812,7 +1005,7 @@ impl ArgList {
     pub fn sample_values(&self, buffers: &Buffers) -> Vec<String> {
         self.grouped(
             |i| match &self.items[i] {
-                ArgItem::Zeros(_) => "::kernel_lab::workspace{}".to_string(),
+                ArgItem::Workspace(..) => "::kernel_lab::workspace{}".to_string(),
                 ArgItem::TensorMap(_) => "CUtensorMap{}".to_string(),
                 _ => format!("({})0", self.c_type(i, buffers)),
             },
@@ -828,7 +1021,7 @@ impl ArgList {
     /// `size_t`).
     fn field_type(&self, i: usize, buffers: &Buffers) -> String {
         match &self.items[i] {
-            ArgItem::Zeros(_) => "::kernel_lab::workspace".to_string(),
+            ArgItem::Workspace(..) => "::kernel_lab::workspace".to_string(),
             _ => format!("::kernel_lab::loose<{}>", self.c_type(i, buffers)),
         }
     }
@@ -855,30 +1048,6 @@ impl ArgList {
             }
         }
         out
-    }
-
-    /// The workspaces (`zeros(BYTES)`) at `shape`, in order: each one's name and size in
-    /// 4-byte words, rounded up to 16 bytes so that any access of up to 16 bytes is aligned
-    /// and inside it.
-    pub fn workspaces(&self, shape: &Shape, sms: usize) -> Result<Vec<(String, usize)>, String> {
-        let dims = super::vars(shape, sms);
-        self.items
-            .iter()
-            .filter_map(|i| match i {
-                ArgItem::Zeros(e) => Some(e),
-                _ => None,
-            })
-            .map(|e| {
-                let bytes = e.eval(&dims)?;
-                let bytes = usize::try_from(bytes)
-                    .ok()
-                    .filter(|&b| b > 0)
-                    .ok_or_else(|| {
-                        format!("args: zeros({e}) = {bytes} bytes; it takes a positive size")
-                    })?;
-                Ok((format!("zeros({e})"), bytes.div_ceil(16) * 4))
-            })
-            .collect()
     }
 
     /// Passes integer argument `i` as a 64-bit value, as the kernel's parameter is wide (a
@@ -915,7 +1084,7 @@ impl ArgList {
             .filter_map(|i| match i {
                 ArgItem::Named(_, p) => Some(*p),
                 ArgItem::TensorMap(m) => Some(m.param),
-                ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Zeros(_) => None,
+                ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Workspace(..) => None,
             })
             .collect()
     }
@@ -936,7 +1105,7 @@ impl ArgList {
             |fields| {
                 let fields: Vec<String> = fields
                     .map(|i| match &self.items[i] {
-                        ArgItem::Zeros(_) => self.passed(i),
+                        ArgItem::Workspace(..) => self.passed(i),
                         _ => format!("{}{{{}}}", self.field_type(i, buffers), self.code_name(i)),
                     })
                     .collect();
@@ -947,10 +1116,10 @@ impl ArgList {
     }
 
     /// The arguments for `shape` on a GPU with `sms` SMs, or the expression that cannot be
-    /// evaluated. Workspaces are the scratch buffers after the signature's own.
+    /// evaluated. Workspaces are the scratch buffers after the signature's own
+    /// ([`Workspaces`]).
     pub fn args(&self, shape: &Shape, sms: usize, buffers: &Buffers) -> Result<Vec<Arg>, String> {
         let dims = super::vars(shape, sms);
-        let mut workspace = buffers.scratch.len();
         self.items
             .iter()
             .enumerate()
@@ -963,10 +1132,7 @@ impl ArgList {
                     // The view is checked against the buffer where the plan is built.
                     m.at(shape, sms, buffers, usize::MAX).map(Arg::TensorMap)
                 }
-                ArgItem::Zeros(_) => {
-                    workspace += 1;
-                    Ok(Arg::Ptr(Buf::Scratch(workspace - 1)))
-                }
+                ArgItem::Workspace(w, _) => Ok(Arg::Ptr(Buf::Scratch(buffers.scratch.len() + w))),
                 ArgItem::Float(v) => Ok(Arg::F32(*v)),
                 ArgItem::Int(e) if self.wide.contains(&at) => e.eval(&dims).map(Arg::I64),
                 ArgItem::Int(e) => {
@@ -1011,6 +1177,7 @@ mod tests {
         let (list, sig) = ArgList::parse(
             "(Q, K, V, S, D, cdiv(S,32), 32, scale, l, m, O)",
             Workload::Attention,
+            &mut Workspaces::default(),
         )
         .unwrap();
         assert_eq!(sig.name, "attention-lm", "l and m are its scratch buffers");
@@ -1036,13 +1203,28 @@ mod tests {
             (args[5], args[6], args[8]),
             (Arg::I32(3), Arg::I32(32), Arg::Ptr(Buf::Scratch(0)))
         );
-        let e = ArgList::parse("(Q, K, V, O, Tc)", Workload::Attention).unwrap_err();
+        let e = ArgList::parse(
+            "(Q, K, V, O, Tc)",
+            Workload::Attention,
+            &mut Workspaces::default(),
+        )
+        .unwrap_err();
         assert!(e.contains("Tc is neither a parameter of attention"), "{e}");
-        let (plain, sig) = ArgList::parse("(A, B, C, M, N, K)", Workload::Gemm).unwrap();
+        let (plain, sig) = ArgList::parse(
+            "(A, B, C, M, N, K)",
+            Workload::Gemm,
+            &mut Workspaces::default(),
+        )
+        .unwrap();
         assert_eq!((sig.name, plain.items.len()), ("gemm", 6));
         // A dimension passed twice, as a BLAS kernel's leading dimension: the wrapper's
         // parameters keep names of their own.
-        let (blas, sig) = ArgList::parse("(M, N, K, A, K, B, N, C, N)", Workload::Gemm).unwrap();
+        let (blas, sig) = ArgList::parse(
+            "(M, N, K, A, K, B, N, C, N)",
+            Workload::Gemm,
+            &mut Workspaces::default(),
+        )
+        .unwrap();
         assert_eq!(
             blas.c_params(&Buffers::fp32(sig)),
             "(int M, int N, int K, float * A, int K_4, float * B, int N_6, float * C, int N_8)"
@@ -1056,6 +1238,7 @@ mod tests {
         let (list, sig) = ArgList::parse(
             "(X, gamma, beta, Y, M, N, 1e-5, 0.5f, -2.5E-1, 3)",
             Workload::Layernorm,
+            &mut Workspaces::default(),
         )
         .unwrap();
         assert_eq!(
@@ -1069,7 +1252,12 @@ mod tests {
             args[6..],
             [Arg::F32(1e-5), Arg::F32(0.5), Arg::F32(-0.25), Arg::I32(3)]
         );
-        let e = ArgList::parse("(X, gamma, beta, Y, M, N, eps)", Workload::Layernorm).unwrap_err();
+        let e = ArgList::parse(
+            "(X, gamma, beta, Y, M, N, eps)",
+            Workload::Layernorm,
+            &mut Workspaces::default(),
+        )
+        .unwrap_err();
         assert!(e.contains("eps is neither a parameter of layernorm"), "{e}");
     }
 
@@ -1078,6 +1266,7 @@ mod tests {
         let (list, sig) = ArgList::parse(
             "(M, N, K, C, tmap(A, M, K, 64, 64, 128B), tmap(B, N, K, 128, 64, 128B))",
             Workload::Gemm,
+            &mut Workspaces::default(),
         )
         .unwrap();
         assert_eq!(sig.name, "gemm");
@@ -1126,6 +1315,7 @@ mod tests {
         let (wide, _) = ArgList::parse(
             "(tmap(A, M, K, 64, 128, 64B), B, C, M, N, K)",
             Workload::Gemm,
+            &mut Workspaces::default(),
         )
         .unwrap();
         let e = wide
@@ -1147,7 +1337,7 @@ mod tests {
                 "Q is no dimension of gemm; expressions may use M, N, K and SMS",
             ),
         ] {
-            let e = ArgList::parse(bad, Workload::Gemm).unwrap_err();
+            let e = ArgList::parse(bad, Workload::Gemm, &mut Workspaces::default()).unwrap_err();
             assert!(e.contains(want), "{bad}: {e}");
         }
     }
@@ -1156,7 +1346,7 @@ mod tests {
     fn tmap_takes_the_drivers_arrays_for_maps_of_more_dimensions() {
         // fast.cu's map of A: rows of K split into planes of 64, strides in bytes.
         let text = "(tmap(A, {64, M, K/64}, {2*K, 128}, {64, 128, 2}, 128B), C)";
-        let (list, sig) = ArgList::parse(text, Workload::Gemm).unwrap();
+        let (list, sig) = ArgList::parse(text, Workload::Gemm, &mut Workspaces::default()).unwrap();
         let mut buffers = Buffers::fp32(sig);
         buffers.inputs = vec![kernel::Dtype::Bf16; 2];
         let maps: Vec<&MapArg> = list.tensor_maps().collect();
@@ -1172,8 +1362,12 @@ mod tests {
         assert_eq!(map.strides[..2], [192, 64]);
         assert_eq!(map.boxes[..3], [64, 128, 2]);
         // A stride in bytes that is no whole element, one that breaks the 16-byte rule.
-        let (odd, _) =
-            ArgList::parse("(tmap(A, {64, M}, {2*K+1}, {64, 64}), C)", Workload::Gemm).unwrap();
+        let (odd, _) = ArgList::parse(
+            "(tmap(A, {64, M}, {2*K+1}, {64, 64}), C)",
+            Workload::Gemm,
+            &mut Workspaces::default(),
+        )
+        .unwrap();
         let e = odd
             .args(&Shape::gemm(64, 64, 64), SIM_SMS, &buffers)
             .unwrap_err();
@@ -1181,8 +1375,12 @@ mod tests {
             e.contains("a stride of 129 B is no whole number of 2-byte elements"),
             "{e}"
         );
-        let (pitch, _) =
-            ArgList::parse("(tmap(A, {K, M}, {2*K}, {64, 64}), C)", Workload::Gemm).unwrap();
+        let (pitch, _) = ArgList::parse(
+            "(tmap(A, {K, M}, {2*K}, {64, 64}), C)",
+            Workload::Gemm,
+            &mut Workspaces::default(),
+        )
+        .unwrap();
         let e = pitch
             .args(&Shape::gemm(64, 64, 68), SIM_SMS, &buffers)
             .unwrap_err();
@@ -1201,7 +1399,7 @@ mod tests {
                 "Q is no dimension of gemm",
             ),
         ] {
-            let e = ArgList::parse(bad, Workload::Gemm).unwrap_err();
+            let e = ArgList::parse(bad, Workload::Gemm, &mut Workspaces::default()).unwrap_err();
             assert!(e.contains(want), "{bad}: {e}");
         }
     }
@@ -1211,6 +1409,7 @@ mod tests {
         let (list, sig) = ArgList::parse(
             "({A, B, C, alpha, zeros(64)}, {M, N, cdiv(K,2)}, K)",
             Workload::Gemm,
+            &mut Workspaces::default(),
         )
         .unwrap();
         assert_eq!(sig.name, "gemm-blas");
@@ -1272,16 +1471,18 @@ mod tests {
             ("({A, , C})", "an empty field"),
             ("({A, Q})", "Q is neither a parameter of gemm"),
         ] {
-            let e = ArgList::parse(text, Workload::Gemm).unwrap_err();
+            let e = ArgList::parse(text, Workload::Gemm, &mut Workspaces::default()).unwrap_err();
             assert!(e.contains(error), "{text}: {e}");
         }
     }
 
     #[test]
     fn zeros_passes_a_workspace_of_bytes_after_the_signatures_scratch() {
+        let mut workspaces = Workspaces::default();
         let (list, sig) = ArgList::parse(
             "(Q, K, V, O, l, m, zeros(4*cdiv(S,64)), S, zeros(B*H*2))",
             Workload::Attention,
+            &mut workspaces,
         )
         .unwrap();
         assert_eq!(sig.name, "attention-lm");
@@ -1313,19 +1514,81 @@ mod tests {
         );
         // 12 bytes and 12 bytes, each rounded up to 16 bytes: 4 words.
         assert_eq!(
-            list.workspaces(&shape, SIM_SMS).unwrap(),
+            workspaces.at(&shape, SIM_SMS).unwrap(),
             vec![
-                ("zeros(4*cdiv(S,64))".to_string(), 4),
-                ("zeros(B*H*2)".to_string(), 4)
+                ("zeros(4*cdiv(S,64))".to_string(), 4, Fill::Zero),
+                ("zeros(B*H*2)".to_string(), 4, Fill::Zero)
             ]
         );
-        let (empty, _) = ArgList::parse("(A, B, C, M, N, K, zeros(M-M))", Workload::Gemm).unwrap();
-        let e = empty
-            .workspaces(&Shape::gemm(8, 8, 8), SIM_SMS)
-            .unwrap_err();
+        let mut empty = Workspaces::default();
+        ArgList::parse("(A, B, C, M, N, K, zeros(M-M))", Workload::Gemm, &mut empty).unwrap();
+        let e = empty.at(&Shape::gemm(8, 8, 8), SIM_SMS).unwrap_err();
         assert!(e.contains("zeros(M-M) = 0 bytes"), "{e}");
-        let e = ArgList::parse("(A, B, C, zeros(4*T))", Workload::Gemm).unwrap_err();
+        let e = ArgList::parse(
+            "(A, B, C, zeros(4*T))",
+            Workload::Gemm,
+            &mut Workspaces::default(),
+        )
+        .unwrap_err();
         assert!(e.contains("T is neither a parameter of gemm"), "{e}");
+    }
+
+    #[test]
+    fn a_named_workspace_is_declared_once_and_passed_again_by_its_name() {
+        let mut workspaces = Workspaces::default();
+        let (partial, sig) = ArgList::parse(
+            "(A, B, M, N, K, scratch(P, 4*3*M*N), zeros(4*M))",
+            Workload::Gemm,
+            &mut workspaces,
+        )
+        .unwrap();
+        // A later launch's list finds it by its name, and declares its own after it.
+        let (reduce, _) = ArgList::parse(
+            "(P, C, M*N, 3, zeros(done, 16))",
+            Workload::Gemm,
+            &mut workspaces,
+        )
+        .unwrap();
+        let buffers = Buffers::fp32(sig);
+        let shape = Shape::gemm(5, 7, 9);
+        assert_eq!(
+            partial.args(&shape, SIM_SMS, &buffers).unwrap()[5],
+            Arg::Ptr(Buf::Scratch(0))
+        );
+        let args = reduce.args(&shape, SIM_SMS, &buffers).unwrap();
+        assert_eq!(
+            (args[0], args[4]),
+            (Arg::Ptr(Buf::Scratch(0)), Arg::Ptr(Buf::Scratch(2)))
+        );
+        assert_eq!(
+            (reduce.item_text(0), reduce.item_text(4)),
+            ("P".into(), "zeros(done, 16)".into())
+        );
+        // scratch() starts as NaN bytes, zeros() as zeros; 4*3*5*7 = 420 bytes, rounded up to
+        // 432, are 108 words.
+        assert_eq!(
+            workspaces.at(&shape, SIM_SMS).unwrap(),
+            vec![
+                ("P".to_string(), 108, Fill::Nan),
+                ("zeros(4*M)".to_string(), 8, Fill::Zero),
+                ("done".to_string(), 4, Fill::Zero),
+            ]
+        );
+        for (text, error) in [
+            (
+                "(scratch(P, 4), P, scratch(P, 8))",
+                "P is declared already, by scratch(P, 4)",
+            ),
+            ("(zeros(M, 4))", "M is already a parameter or a dimension"),
+            ("(zeros(A, 4))", "A is already a parameter or a dimension"),
+            ("(zeros(2x, 4))", "\"2x\" is not a name"),
+            ("(zeros(P, 4, 8))", "takes BYTES or NAME, BYTES"),
+            ("(scratch(P, 4*T))", "T is neither a parameter of gemm"),
+            ("(Q)", "Q is neither a parameter of gemm"),
+        ] {
+            let e = ArgList::parse(text, Workload::Gemm, &mut Workspaces::default()).unwrap_err();
+            assert!(e.contains(error), "{text}: {e}");
+        }
     }
 
     #[test]

@@ -161,11 +161,16 @@ pub fn standin_dir() -> Result<PathBuf, String> {
     .clone()
 }
 
-/// The file name compile logs show for the wrapper: an error there is a parameter mismatch.
-pub fn wrapper_file(list: &ArgList, sig: &Signature) -> String {
+/// The file name compile logs show for the wrapper of launch `at` (0 for the entry, 1 for
+/// the first `then=`): an error there is a parameter mismatch.
+pub fn wrapper_file(list: &ArgList, sig: &Signature, at: usize) -> String {
+    let then = match at {
+        0 => String::new(),
+        n => format!(" of launch {}", n + 1),
+    };
     match list.custom {
-        Some(_) => "[args list]".to_string(),
-        None => format!("[{} signature]", sig.name),
+        Some(_) => format!("[args list{then}]"),
+        None => format!("[{} signature{then}]", sig.name),
     }
 }
 
@@ -182,23 +187,38 @@ pub fn wrapper_name(entry: &str) -> String {
     out.trim_end_matches('_').to_string()
 }
 
-/// What a compilation unit is made of: the prepared user's file and the wrapper's terms.
+/// What a compilation unit is made of: the prepared user's file and, for each launch, the
+/// wrapper's terms. Every launch of a plan is in one unit, so that they share one module and
+/// its `__device__` variables, as the kernels of one file do in host code.
 pub struct UnitParts<'a> {
     /// The prepared copy of the user's file, as `#include` names it.
     pub main: &'a str,
+    /// Whether the clusters come from `cluster=` rather than the kernels' declarations: a
+    /// direct build then declares them on the file's kernels, as a launch attribute would
+    /// give them.
+    pub host_cluster: bool,
+    pub sig: &'a Signature,
+    pub buffers: &'a Buffers,
+    pub launches: Vec<LaunchParts<'a>>,
+}
+
+/// One launch's part of a unit.
+pub struct LaunchParts<'a> {
     pub entry: &'a str,
+    /// The name the lab launches it by ([`wrapper_name`]).
+    pub name: &'a str,
+    /// Its place in the plan, for the wrapper's file name ([`wrapper_file`]).
+    pub at: usize,
     /// For an overloaded entry, the cast that names the overload the lab runs
     /// ([`super::overload`]); calls and the argument check go through it.
     pub overload: Option<&'a str>,
     /// The entry's `__cluster_dims__` arguments: the wrapper, which is what the simulator
     /// (and a converting launch) launches, declares the same clusters.
     pub cluster_dims: Option<&'a str>,
-    /// Whether those come from `cluster=` rather than the kernel's declaration: a direct
-    /// build then declares them on the file's kernels, as a launch attribute would give them.
-    pub host_cluster: bool,
     pub list: &'a ArgList,
-    pub sig: &'a Signature,
-    pub buffers: &'a Buffers,
+    /// The entry's launch bounds, for the wrapper through which a kernel whose parameters
+    /// need converting is launched ([`UnitParts::through_wrapper`]).
+    pub bounds: &'a str,
 }
 
 impl UnitParts<'_> {
@@ -223,21 +243,23 @@ impl UnitParts<'_> {
     }
 
     /// `extern "C" __global__ void BOUNDS user_x(float * A, ...) {\n  entry(A, ...);\n}`.
-    fn wrapper(&self, bounds: &str) -> String {
+    fn wrapper(&self, l: &LaunchParts, bounds: &str) -> String {
         let mut bounds = if bounds.is_empty() {
             String::new()
         } else {
             format!("{bounds} ")
         };
-        if let Some(dims) = self.cluster_dims {
+        if let Some(dims) = l.cluster_dims {
             bounds.push_str(&format!("__cluster_dims__({dims}) "));
         }
         format!(
-            "extern \"C\" __global__ void {bounds}{name}{params} {{\n  {entry}({args});\n}}\n",
-            name = wrapper_name(self.entry),
-            params = self.list.wrapper_params(self.buffers),
-            entry = self.overload.unwrap_or(self.entry),
-            args = self.list.call(self.buffers),
+            "#line 1 \"{file}\"\nextern \"C\" __global__ void {bounds}{name}{params} \
+             {{\n  {entry}({args});\n}}\n",
+            file = wrapper_file(l.list, self.sig, l.at),
+            name = l.name,
+            params = l.list.wrapper_params(self.buffers),
+            entry = l.overload.unwrap_or(l.entry),
+            args = l.list.call(self.buffers),
         )
     }
 
@@ -247,10 +269,10 @@ impl UnitParts<'_> {
     /// arguments; the plan names the entry through [`kernel::CudaSource::cxx_entries`].
     /// The simulator, which needs an `extern "C"` entry, gets a wrapper that calls it.
     pub fn direct(&self) -> String {
-        let values = self.list.sample_values(self.buffers);
         // `cluster=`: every kernel of the file declared with the clusters, for NVRTC (the
         // simulator launches the wrapper, which declares them); only the entry is launched.
-        let (clusters, plain) = match (self.host_cluster, self.cluster_dims) {
+        let dims = self.launches.first().and_then(|l| l.cluster_dims);
+        let (clusters, plain) = match (self.host_cluster, dims) {
             (true, Some(dims)) => (
                 format!(
                     "#ifndef KERNEL_LAB_SIM\n#undef __global__\n\
@@ -260,34 +282,44 @@ impl UnitParts<'_> {
             ),
             _ => (String::new(), ""),
         };
-        format!(
-            "{head}{clusters}#include \"{main}\"\n{plain}#line 1 \"{file}\"\n#ifdef KERNEL_LAB_SIM\n\
-             {wrapper}#else\nstatic_assert(sizeof(::kernel_lab::accepts(::kernel_lab::params_of({address}), \
-             {values})), \"the lab's arguments\");\n#endif\n",
+        let mut out = format!(
+            "{head}{clusters}#include \"{main}\"\n{plain}",
             head = self.head(),
             main = self.main,
-            file = wrapper_file(self.list, self.sig),
-            wrapper = self.wrapper(""),
-            address = self
-                .overload
-                .map_or_else(|| format!("&{}", self.entry), str::to_string),
-            values = values.join(", "),
-        )
+        );
+        for l in &self.launches {
+            out.push_str(&format!(
+                "#ifdef KERNEL_LAB_SIM\n{wrapper}#else\n#line 1 \"{file}\"\n\
+                 static_assert(sizeof(::kernel_lab::accepts(::kernel_lab::params_of({address}), \
+                 {values})), \"the lab's arguments\");\n#endif\n",
+                wrapper = self.wrapper(l, ""),
+                file = wrapper_file(l.list, self.sig, l.at),
+                address = l
+                    .overload
+                    .map_or_else(|| format!("&{}", l.entry), str::to_string),
+                values = l.list.sample_values(self.buffers).join(", "),
+            ));
+        }
+        out
     }
 
     /// The unit for a kernel whose parameters cannot take the lab's arguments as they are
     /// (a `size_t` where the lab passes an `int`): its kernels become device functions and an
     /// `extern "C"` wrapper with the lab's parameters, declared with the kernel's own launch
-    /// bounds (`bounds`, read from a direct build), converts and calls it.
-    pub fn through_wrapper(&self, bounds: &str) -> String {
-        format!(
+    /// bounds (each launch's `bounds`, read from a direct build), converts and calls it. The
+    /// file's kernels are all device functions then, so every launch of the plan goes
+    /// through its wrapper.
+    pub fn through_wrapper(&self) -> String {
+        let mut out = format!(
             "{head}#include \"kernel_lab_wrap_begin.h\"\n#include \"{main}\"\n\
-             #include \"kernel_lab_wrap_end.h\"\n#line 1 \"{file}\"\n{wrapper}",
+             #include \"kernel_lab_wrap_end.h\"\n",
             head = self.head(),
             main = self.main,
-            file = wrapper_file(self.list, self.sig),
-            wrapper = self.wrapper(bounds),
-        )
+        );
+        for l in &self.launches {
+            out.push_str(&self.wrapper(l, l.bounds));
+        }
+        out
     }
 }
 
@@ -766,6 +798,7 @@ pub fn blank_host_code(code: &str, macros: &[String]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kernel::Workload;
 
     #[test]
     fn host_functions_and_prototypes_are_blanked_lines_kept() {
@@ -998,16 +1031,29 @@ mod tests {
         }
     }
 
-    fn parts<'a>(list: &'a ArgList, sig: &'a Signature, buffers: &'a Buffers) -> UnitParts<'a> {
+    fn launch<'a>(list: &'a ArgList, cluster_dims: Option<&'a str>) -> LaunchParts<'a> {
+        LaunchParts {
+            entry: "sgemm<64,64,8>",
+            name: "user_sgemm_64_64_8",
+            at: 0,
+            overload: None,
+            cluster_dims,
+            list,
+            bounds: "__launch_bounds__(256, 2)",
+        }
+    }
+
+    fn parts<'a>(
+        launches: Vec<LaunchParts<'a>>,
+        sig: &'a Signature,
+        buffers: &'a Buffers,
+    ) -> UnitParts<'a> {
         UnitParts {
             main: "kl_0_my.cu",
-            entry: "sgemm<64,64,8>",
-            overload: None,
-            cluster_dims: None,
             host_cluster: false,
-            list,
             sig,
             buffers,
+            launches,
         }
     }
 
@@ -1017,18 +1063,15 @@ mod tests {
         let list = ArgList::of(sig);
         let mut buffers = Buffers::fp32(sig);
         buffers.inputs = vec![Dtype::F16, Dtype::F16];
-        let u = parts(&list, sig, &buffers).direct();
+        let u = parts(vec![launch(&list, None)], sig, &buffers).direct();
         assert!(
             u.contains("#include <cuda_fp16.h>") && !u.contains("cuda_bf16"),
             "{u}"
         );
         assert!(
-            u.contains("#include \"kl_0_my.cu\"\n#line 1 \"[gemm signature]\""),
-            "{u}"
-        );
-        assert!(
             u.contains(
-                "#ifdef KERNEL_LAB_SIM\nextern \"C\" __global__ void user_sgemm_64_64_8(half * lab_A, \
+                "#include \"kl_0_my.cu\"\n#ifdef KERNEL_LAB_SIM\n#line 1 \"[gemm signature]\"\n\
+                 extern \"C\" __global__ void user_sgemm_64_64_8(half * lab_A, \
                  half * lab_B, float * lab_C, int lab_M, int lab_N, int lab_K) {\n  \
                  sgemm<64,64,8>(lab_A, lab_B, lab_C, lab_M, lab_N, lab_K);"
             ),
@@ -1036,11 +1079,12 @@ mod tests {
         );
         assert!(
             u.contains(
-                "::kernel_lab::params_of(&sgemm<64,64,8>), (half *)0, (half *)0, (float *)0, (int)0"
+                "#else\n#line 1 \"[gemm signature]\"\nstatic_assert(sizeof(::kernel_lab::accepts(\
+                 ::kernel_lab::params_of(&sgemm<64,64,8>), (half *)0, (half *)0, (float *)0, (int)0"
             ),
             "{u}"
         );
-        let w = parts(&list, sig, &buffers).through_wrapper("__launch_bounds__(256, 2)");
+        let w = parts(vec![launch(&list, None)], sig, &buffers).through_wrapper();
         assert!(
             w.contains("kernel_lab_wrap_begin.h") && !w.contains("static_assert"),
             "{w}"
@@ -1049,10 +1093,7 @@ mod tests {
             w.contains("__global__ void __launch_bounds__(256, 2) user_sgemm_64_64_8("),
             "{w}"
         );
-        let clustered = UnitParts {
-            cluster_dims: Some("2, 1, 1"),
-            ..parts(&list, sig, &buffers)
-        };
+        let clustered = parts(vec![launch(&list, Some("2, 1, 1"))], sig, &buffers);
         assert!(
             clustered
                 .direct()
@@ -1077,5 +1118,42 @@ mod tests {
             "{host}"
         );
         assert_eq!(wrapper_name("ns::k"), "user_ns_k");
+    }
+
+    #[test]
+    fn the_launches_of_a_plan_share_one_unit_each_with_its_own_wrapper() {
+        let sig = Signature::named("gemm").unwrap();
+        let buffers = Buffers::fp32(sig);
+        let mut workspaces = super::super::signature::Workspaces::default();
+        let (partial, _) = ArgList::parse(
+            "(A, B, M, N, K, scratch(P, 4*M*N))",
+            Workload::Gemm,
+            &mut workspaces,
+        )
+        .unwrap();
+        let (reduce, _) = ArgList::parse("(P, C, M*N)", Workload::Gemm, &mut workspaces).unwrap();
+        let reduce_launch = LaunchParts {
+            entry: "reduce",
+            name: "user_reduce",
+            at: 1,
+            list: &reduce,
+            bounds: "",
+            ..launch(&partial, None)
+        };
+        let two = parts(vec![launch(&partial, None), reduce_launch], sig, &buffers);
+        let u = two.direct();
+        // The file once, then each launch's wrapper and check, named by its place.
+        assert_eq!(u.matches("#include \"kl_0_my.cu\"").count(), 1, "{u}");
+        assert!(u.contains("#line 1 \"[args list of launch 2]\"\nextern \"C\" __global__ void user_reduce(void * lab_arg0, float * lab_C, int lab_arg2) {\n  reduce(::kernel_lab::workspace{lab_arg0}, lab_C, lab_arg2);"), "{u}");
+        assert!(
+            u.contains("params_of(&reduce), ::kernel_lab::workspace{}, (float *)0, (int)0"),
+            "{u}"
+        );
+        let w = two.through_wrapper();
+        assert!(
+            w.contains("void __launch_bounds__(256, 2) user_sgemm_64_64_8(")
+                && w.contains("void user_reduce("),
+            "each wrapper with its own kernel's bounds:\n{w}"
+        );
     }
 }

@@ -85,6 +85,69 @@ pub enum Layout {
     Col,
 }
 
+/// One launch of the kernel's plan, the first (the spec's own options) or one `then=` adds
+/// after it: which kernel of the file, what it is passed and how it is launched.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct LaunchSpec {
+    pub entry: String,
+    pub args: Option<String>,
+    pub block: Option<Block>,
+    pub grid: Option<Grid>,
+    pub smem: Option<Expr>,
+    pub cooperative: bool,
+}
+
+/// The options that belong to one launch: after a `then=`, they are that launch's.
+pub const LAUNCH_KEYS: [&str; 5] = ["args", "block", "grid", "smem", "launch"];
+
+impl LaunchSpec {
+    fn new(entry: &str) -> Self {
+        Self {
+            entry: entry.to_string(),
+            args: None,
+            block: None,
+            grid: None,
+            smem: None,
+            cooperative: false,
+        }
+    }
+
+    /// The block and grid, which every launch needs: checked after the entry and its
+    /// parameter list, so that the first error a user meets is the first thing to fix.
+    pub fn launch(&self) -> Result<(&Block, &Grid), (String, String)> {
+        let block = self.block.as_ref().ok_or_else(|| {
+            (
+                "block".to_string(),
+                "missing block=THREADS (256, 16x16, 32x8x1, or expressions of the shape such \
+                 as (min(N,1024))): the block size it is launched with"
+                    .to_string(),
+            )
+        })?;
+        let grid = self.grid.as_ref().ok_or_else(|| {
+            (
+                "grid".to_string(),
+                "missing grid: grid=tile:64x64 (one block per 64x64 tile of the output) or \
+                 grid=(cdiv(N,64),cdiv(M,64)) (expressions of the shape's dimensions and \
+                 SMS, the GPU's SM count)"
+                    .to_string(),
+            )
+        })?;
+        Ok((block, grid))
+    }
+
+    /// The expressions of its launch options, each with its key.
+    fn exprs(&self) -> Vec<(&'static str, &Expr)> {
+        let mut exprs: Vec<(&str, &Expr)> = self.smem.iter().map(|e| ("smem", e)).collect();
+        if let Some(Grid::Exprs(g)) = &self.grid {
+            exprs.extend(g.iter().map(|e| ("grid", e)));
+        }
+        if let Some(b) = &self.block {
+            exprs.extend(b.exprs().iter().map(|e| ("block", e)));
+        }
+        exprs
+    }
+}
+
 /// A user kernel as written on the command line or in the config, checked for syntax.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct UserKernelSpec {
@@ -136,6 +199,15 @@ pub struct UserKernelSpec {
     /// `include=DIR` (repeatable): folders the file's headers lie in, as nvcc's `-I` names
     /// them.
     pub includes: Vec<PathBuf>,
+    /// `input=NAME:VALUE` (repeatable): an input of the workload filled with this value rather
+    /// than random ones, for a kernel that takes it as one number (a layer normalization's
+    /// scale `g` and shift `b`); the kernel's reference is computed with it.
+    pub fixed_inputs: Vec<(String, f32)>,
+    /// `then=ENTRY` and the launch options after it: kernels of the same file launched after
+    /// the entry, in order, on the same stream, as host code launches a reduction after a
+    /// split-K GEMM. They share the entry's module (its `__device__` variables) and the
+    /// workspaces its `args=` declares.
+    pub then: Vec<LaunchSpec>,
     /// The options as written (`key`, `value`), in order: what a run records to load the
     /// kernel again ([`super::record::KernelRecord`]).
     #[serde(skip)]
@@ -146,7 +218,7 @@ pub struct UserKernelSpec {
 }
 
 /// The options a spec may carry, for messages.
-pub const KEYS: [&str; 20] = [
+pub const KEYS: [&str; 22] = [
     "workload",
     "signature",
     "args",
@@ -167,6 +239,8 @@ pub const KEYS: [&str; 20] = [
     "against",
     "output",
     "include",
+    "input",
+    "then",
 ];
 
 /// Brackets open around a point of C++ text. A `>` closes a `<` only where that `<` is the
@@ -359,6 +433,28 @@ fn parse_cluster(v: &str) -> Result<[u32; 3], String> {
         ));
     }
     Ok(cluster)
+}
+
+/// `NAME:VALUE`: an input and the number that fills it.
+fn parse_fixed_input(v: &str) -> Result<(String, f32), String> {
+    let usage = "expected input=NAME:VALUE, such as input=gamma:1 (the input filled with VALUE)";
+    let (name, value) = v.split_once(':').ok_or_else(|| format!("{v:?}: {usage}"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("{v:?}: {usage}"));
+    }
+    Ok((name.to_string(), parse_number("input", value.trim())?))
+}
+
+/// `launch=cooperative`, the one launch mode to ask for.
+fn parse_launch(v: &str) -> Result<bool, String> {
+    if v != "cooperative" {
+        return Err(format!(
+            "launch {v:?}: the one launch mode to ask for is cooperative \
+             (cudaLaunchCooperativeKernel: every block resident at once, for grid.sync())"
+        ));
+    }
+    Ok(true)
 }
 
 fn parse_grid(v: &str) -> Result<Grid, String> {
@@ -558,17 +654,59 @@ impl UserKernelSpec {
             against: None,
             output_zero: false,
             includes: Vec::new(),
+            fixed_inputs: Vec::new(),
+            then: Vec::new(),
             options: pairs.to_vec(),
             origin: None,
         };
+        // Where the options of the launch being read start: after the last `then=`.
+        let mut segment = 0;
         for (i, (k, v)) in pairs.iter().enumerate() {
             let at = |m: String| (k.clone(), m);
             // Options that hold one value: a second would silently win over the first.
-            let repeatable = matches!(k.as_str(), "define" | "constant" | "include" | "dtype");
-            if !repeatable && let Some((_, first)) = pairs[..i].iter().find(|(p, _)| p == k) {
+            let repeatable = matches!(
+                k.as_str(),
+                "define" | "constant" | "include" | "dtype" | "input" | "then"
+            );
+            if !repeatable && let Some((_, first)) = pairs[segment..i].iter().find(|(p, _)| p == k)
+            {
                 return Err(at(format!(
                     "{k} is given twice ({k}={first} and {k}={v}): give it once"
                 )));
+            }
+            if k == "then" {
+                if v.is_empty() {
+                    return Err(at(
+                        "then= names the next kernel of the file to launch, such as \
+                         then=reduce,block=256,grid=(cdiv(M*N,256))"
+                            .into(),
+                    ));
+                }
+                if v.matches('<').count() > v.matches('>').count() {
+                    return Err(at(format!(
+                        "the template arguments of then={v} are not closed: it has no `>`"
+                    )));
+                }
+                spec.then.push(LaunchSpec::new(v));
+                segment = i;
+                continue;
+            }
+            if let Some(next) = spec.then.last_mut() {
+                if !LAUNCH_KEYS.contains(&k.as_str()) {
+                    return Err(at(format!(
+                        "{k}= is an option of the whole kernel, not of one launch: give it \
+                         before the first then= (a launch after then= takes {})",
+                        LAUNCH_KEYS.map(|k| format!("{k}=")).join(", ")
+                    )));
+                }
+                match k.as_str() {
+                    "args" => next.args = Some(v.clone()),
+                    "block" => next.block = Some(parse_block(v).map_err(at)?),
+                    "grid" => next.grid = Some(parse_grid(v).map_err(at)?),
+                    "smem" => next.smem = Some(Expr::parse(v).map_err(at)?),
+                    _ => next.cooperative = parse_launch(v).map_err(at)?,
+                }
+                continue;
             }
             match k.as_str() {
                 "workload" => {
@@ -638,15 +776,13 @@ impl UserKernelSpec {
                     }
                     spec.constants.push((symbol, buffer));
                 }
-                "launch" => {
-                    if v != "cooperative" {
-                        return Err(at(format!(
-                            "launch {v:?}: the one launch mode to ask for is cooperative \
-                             (cudaLaunchCooperativeKernel: every block resident at once, for \
-                             grid.sync())"
-                        )));
+                "launch" => spec.cooperative = parse_launch(v).map_err(at)?,
+                "input" => {
+                    let (name, value) = parse_fixed_input(v).map_err(at)?;
+                    if spec.fixed_inputs.iter().any(|(n, _)| *n == name) {
+                        return Err(at(format!("input {name} is given twice: give it once")));
                     }
-                    spec.cooperative = true;
+                    spec.fixed_inputs.push((name, value));
                 }
                 "output" => {
                     if v != "zero" {
@@ -685,27 +821,17 @@ impl UserKernelSpec {
         Ok(spec)
     }
 
-    /// The block and grid, which every launch needs: checked after the entry and its
-    /// parameter list, so that the first error a user meets is the first thing to fix.
-    pub fn launch(&self) -> Result<(&Block, &Grid), (String, String)> {
-        let block = self.block.as_ref().ok_or_else(|| {
-            (
-                "block".to_string(),
-                "missing block=THREADS (256, 16x16, 32x8x1, or expressions of the shape such \
-                 as (min(N,1024))): the block size it is launched with"
-                    .to_string(),
-            )
-        })?;
-        let grid = self.grid.as_ref().ok_or_else(|| {
-            (
-                "grid".to_string(),
-                "missing grid: grid=tile:64x64 (one block per 64x64 tile of the output) or \
-                 grid=(cdiv(N,64),cdiv(M,64)) (expressions of the shape's dimensions and \
-                 SMS, the GPU's SM count)"
-                    .to_string(),
-            )
-        })?;
-        Ok((block, grid))
+    /// Every launch of its plan, in order: the entry's, then each `then=`'s.
+    pub fn launches(&self) -> Vec<LaunchSpec> {
+        let first = LaunchSpec {
+            entry: self.entry.clone(),
+            args: self.args.clone(),
+            block: self.block.clone(),
+            grid: self.grid.clone(),
+            smem: self.smem.clone(),
+            cooperative: self.cooperative,
+        };
+        std::iter::once(first).chain(self.then.clone()).collect()
     }
 
     /// Whether the grid and shared-memory expressions only use `workload`'s names; an error
@@ -713,13 +839,8 @@ impl UserKernelSpec {
     pub fn check_names(&self, workload: Workload) -> Result<(), (String, String)> {
         let probe = super::vars(&workload.probe_shape(), super::SIM_SMS);
         let names: Vec<&str> = probe.iter().map(|(n, _)| *n).collect();
-        let mut exprs: Vec<(&str, &Expr)> = self.smem.iter().map(|e| ("smem", e)).collect();
-        if let Some(Grid::Exprs(g)) = &self.grid {
-            exprs.extend(g.iter().map(|e| ("grid", e)));
-        }
-        if let Some(b) = &self.block {
-            exprs.extend(b.exprs().iter().map(|e| ("block", e)));
-        }
+        let launches = self.launches();
+        let mut exprs: Vec<(&str, &Expr)> = launches.iter().flat_map(LaunchSpec::exprs).collect();
         exprs.extend(self.defines.iter().map(|(_, e)| ("define", e)));
         for (key, e) in exprs {
             let unknown = e.unknown_names(&names);
@@ -771,6 +892,23 @@ pub struct RawUserKernel {
     pub output: Option<String>,
     /// `include = ["include"]`: folders the file's headers lie in, relative to the config.
     pub include: Option<Vec<String>>,
+    /// `input = { gamma = 1.5, beta = 0 }`: inputs filled with a value, not random ones.
+    pub input: Option<BTreeMap<String, Number>>,
+    /// `then = [{ entry = "reduce", block = 256, grid = ["cdiv(M*N,256)"], args = [...] }]`:
+    /// kernels of the file launched after the entry, in order.
+    pub then: Option<Vec<RawLaunch>>,
+}
+
+/// A launch after the entry in a `[[kernel]]` section: `then`'s items.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawLaunch {
+    pub entry: String,
+    pub args: Option<GridValue>,
+    pub block: Option<BlockValue>,
+    pub grid: Option<GridValue>,
+    pub smem: Option<Scalar>,
+    pub launch: Option<String>,
 }
 
 /// A number or a string (`block = 256`, `block = "16x16"`).
@@ -852,15 +990,13 @@ impl RawUserKernel {
             GridValue::Text(t) => t.clone(),
             GridValue::List(l) => items(l),
         };
+        let block = |b: &BlockValue| match b {
+            BlockValue::Int(i) => i.to_string(),
+            BlockValue::Text(t) => t.clone(),
+            BlockValue::List(l) => items(l),
+        };
         put("args", self.args.as_ref().map(list));
-        put(
-            "block",
-            self.block.as_ref().map(|b| match b {
-                BlockValue::Int(i) => i.to_string(),
-                BlockValue::Text(t) => t.clone(),
-                BlockValue::List(l) => items(l),
-            }),
-        );
+        put("block", self.block.as_ref().map(block));
         put("cluster", self.cluster.as_ref().map(Scalar::text));
         put("grid", self.grid.as_ref().map(list));
         put("smem", self.smem.as_ref().map(Scalar::text));
@@ -891,6 +1027,23 @@ impl RawUserKernel {
         }
         for (symbol, buffer) in self.constant.iter().flatten() {
             pairs.push(("constant".into(), format!("{symbol}:{buffer}")));
+        }
+        for (name, value) in self.input.iter().flatten() {
+            pairs.push(("input".into(), format!("{name}:{}", value.text())));
+        }
+        // Last: every option after a `then` is that launch's.
+        for next in self.then.iter().flatten() {
+            pairs.push(("then".into(), next.entry.clone()));
+            let mut put = |k: &str, v: Option<String>| {
+                if let Some(v) = v {
+                    pairs.push((k.to_string(), v));
+                }
+            };
+            put("args", next.args.as_ref().map(list));
+            put("block", next.block.as_ref().map(block));
+            put("grid", next.grid.as_ref().map(list));
+            put("smem", next.smem.as_ref().map(Scalar::text));
+            put("launch", next.launch.clone());
         }
         let spec = UserKernelSpec::from_pairs(base.join(&self.file), &self.entry, &pairs)?;
         let workload = spec.workload.or_else(|| {
@@ -1101,6 +1254,80 @@ mod tests {
     }
 
     #[test]
+    fn then_starts_the_options_of_a_launch_after_the_entry() {
+        let s = UserKernelSpec::parse(
+            "k.cu:partial<64>,block=16x16,grid=(cdiv(N,16),cdiv(M,16),3),dtype=f16,C:f32,\
+             args=(A,B,scratch(P,4*M*N)),then=reduce<4,2>,block=256,grid=(cdiv(M*N,256)),\
+             args=(P,C,M*N),smem=64,then=reduce<4,2>,block=32,grid=1,launch=cooperative",
+        )
+        .unwrap();
+        let launches = s.launches();
+        let entries: Vec<&str> = launches.iter().map(|l| l.entry.as_str()).collect();
+        assert_eq!(entries, ["partial<64>", "reduce<4,2>", "reduce<4,2>"]);
+        assert_eq!(launches[0].block, Some(Block::Fixed([16, 16, 1])));
+        assert_eq!(launches[1].args.as_deref(), Some("(P,C,M*N)"));
+        assert!(launches[1].smem.is_some() && !launches[1].cooperative);
+        assert!(launches[2].args.is_none() && launches[2].cooperative);
+        assert_eq!(s.dtype.len(), 2, "dtype= belongs to the whole kernel");
+        // The options as written, then= and all: what a run records to load it again.
+        let again = UserKernelSpec::from_pairs(s.file.clone(), &s.entry, &s.options).unwrap();
+        assert_eq!(again.launches(), launches);
+        let err = |text: &str| UserKernelSpec::parse(text).unwrap_err().to_string();
+        let e = err("k.cu:k,block=1,grid=1,then=r,block=2,dtype=f16");
+        assert!(
+            e.contains("dtype= is an option of the whole kernel, not of one launch: give it before the first then="),
+            "{e}"
+        );
+        let e = err("k.cu:k,block=1,then=r,block=2,block=4");
+        assert!(
+            e.contains("block is given twice (block=2 and block=4)"),
+            "{e}"
+        );
+        assert!(err("k.cu:k,then=").contains("then= names the next kernel"));
+        assert!(err("k.cu:k,then=r<4").contains("template arguments of then=r<4 are not closed"));
+        // A config's `then` is a list of tables, one per launch.
+        let raw: RawUserKernel = toml::from_str(
+            "file = \"k.cu\"\nentry = \"partial\"\nblock = 256\ngrid = \"tile:256\"\n\
+             then = [{ entry = \"reduce\", block = 128, grid = [\"cdiv(M*N,128)\"], args = [\"P\", \"C\", \"M*N\"] }]",
+        )
+        .unwrap();
+        let spec = raw.resolve(Path::new("cfg")).unwrap();
+        assert_eq!(spec.then.len(), 1);
+        assert_eq!(spec.then[0].args.as_deref(), Some("(P, C, M*N)"));
+        assert_eq!(spec.then[0].block, Some(Block::Fixed([128, 1, 1])));
+        let bad: Result<RawUserKernel, _> = toml::from_str(
+            "file = \"k.cu\"\nentry = \"k\"\nthen = [{ entry = \"r\", dtype = \"f16\" }]",
+        );
+        assert!(
+            bad.unwrap_err()
+                .to_string()
+                .contains("unknown field `dtype`")
+        );
+    }
+
+    #[test]
+    fn input_fills_an_input_with_a_number() {
+        let s = UserKernelSpec::parse("k.cu:k,input=gamma:1.5,input=beta:-0.25").unwrap();
+        assert_eq!(
+            s.fixed_inputs,
+            [("gamma".to_string(), 1.5), ("beta".to_string(), -0.25)]
+        );
+        let err = |text: &str| UserKernelSpec::parse(text).unwrap_err().to_string();
+        assert!(err("k.cu:k,input=gamma").contains("expected input=NAME:VALUE"));
+        assert!(err("k.cu:k,input=:1").contains("expected input=NAME:VALUE"));
+        assert!(err("k.cu:k,input=gamma:one").contains("input \"one\" is not a finite number"));
+        assert!(err("k.cu:k,input=g:1,input=g:2").contains("input g is given twice"));
+        let raw: RawUserKernel =
+            toml::from_str("file = \"k.cu\"\nentry = \"k\"\ninput = { gamma = 2, beta = -0.5 }")
+                .unwrap();
+        let spec = raw.resolve(Path::new("cfg")).unwrap();
+        assert_eq!(
+            spec.fixed_inputs,
+            [("beta".to_string(), -0.5), ("gamma".to_string(), 2.0)]
+        );
+    }
+
+    #[test]
     fn against_is_read_from_the_option_and_the_config_and_kept_as_written() {
         let s = UserKernelSpec::parse("k.cu:k,block=256,against=gemm-tiled").unwrap();
         assert_eq!(s.against.as_deref(), Some("gemm-tiled"));
@@ -1197,9 +1424,21 @@ mod tests {
         );
         assert!(e("nothing").contains("FILE.cu:ENTRY"));
         let no_block = UserKernelSpec::parse("k.cu:k,grid=tile:8").unwrap();
-        assert!(no_block.launch().unwrap_err().1.contains("missing block="));
+        assert!(
+            no_block.launches()[0]
+                .launch()
+                .unwrap_err()
+                .1
+                .contains("missing block=")
+        );
         let no_grid = UserKernelSpec::parse("k.cu:k,block=256").unwrap();
-        assert!(no_grid.launch().unwrap_err().1.contains("missing grid"));
+        assert!(
+            no_grid.launches()[0]
+                .launch()
+                .unwrap_err()
+                .1
+                .contains("missing grid")
+        );
     }
 
     #[test]
