@@ -859,9 +859,19 @@ impl ArgList {
                     .collect();
                 all.sort();
                 all.dedup();
+                // A name alone may be a workspace's, passed before it is declared.
+                let bare = part.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                let workspace = match bare {
+                    true => format!(
+                        "; a workspace is passed by its name after zeros({part}, BYTES) or \
+                         scratch({part}, BYTES) declares it, earlier in this list or in an \
+                         earlier launch's"
+                    ),
+                    false => String::new(),
+                };
                 return Err(format!(
                     "args: {} is neither a parameter of {workload} ({}) nor an integer \
-                     expression of {}",
+                     expression of {}{workspace}",
                     unknown.join(", "),
                     all.join(", "),
                     super::names_in_words(&dims)
@@ -927,10 +937,23 @@ impl ArgList {
                 format!("{n}_{i}")
             }
             ArgItem::Named(n, _) => n.to_string(),
-            ArgItem::Int(_)
-            | ArgItem::Float(_)
-            | ArgItem::Workspace(..)
-            | ArgItem::TensorMap(_) => {
+            // A named workspace by its name (`arg3` stays the lab's), passed twice by a
+            // name of its own each time.
+            ArgItem::Workspace(w, text) => match workspace_name(text) {
+                Some(n)
+                    if !(n.starts_with("arg") && n[3..].bytes().all(|b| b.is_ascii_digit())) =>
+                {
+                    let again = self.items[..i]
+                        .iter()
+                        .any(|e| matches!(e, ArgItem::Workspace(v, _) if v == w));
+                    match again {
+                        true => format!("{n}_{i}"),
+                        false => n.to_string(),
+                    }
+                }
+                _ => format!("arg{i}"),
+            },
+            ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::TensorMap(_) => {
                 format!("arg{i}")
             }
         }
@@ -1143,6 +1166,21 @@ impl ArgList {
                 }
             })
             .collect()
+    }
+}
+
+/// The name of a workspace as a list writes it: `P` in `P` or `scratch(P, 4*M*N)`; `None` for
+/// one without (`zeros(4*M)`).
+fn workspace_name(text: &str) -> Option<&str> {
+    let inner = ["zeros(", "scratch("]
+        .iter()
+        .find_map(|f| text.strip_prefix(f)?.strip_suffix(')'));
+    match inner {
+        Some(inner) => match super::spec::split_top(inner).as_slice() {
+            [name, _] => Some(name.trim()),
+            _ => None,
+        },
+        None => Some(text),
     }
 }
 
@@ -1564,6 +1602,17 @@ mod tests {
             (reduce.item_text(0), reduce.item_text(4)),
             ("P".into(), "zeros(done, 16)".into())
         );
+        // The wrapper's parameters by the workspaces' names, a second pass of one apart.
+        let (twice, _) = ArgList::parse(
+            "(scratch(P, 4), P, zeros(4*M), zeros(arg1, 4))",
+            Workload::Gemm,
+            &mut Workspaces::default(),
+        )
+        .unwrap();
+        assert_eq!(
+            twice.c_params(&buffers),
+            "(void * P, void * P_1, void * arg2, void * arg3)"
+        );
         // scratch() starts as NaN bytes, zeros() as zeros; 4*3*5*7 = 420 bytes, rounded up to
         // 432, are 108 words.
         assert_eq!(
@@ -1585,6 +1634,11 @@ mod tests {
             ("(zeros(P, 4, 8))", "takes BYTES or NAME, BYTES"),
             ("(scratch(P, 4*T))", "T is neither a parameter of gemm"),
             ("(Q)", "Q is neither a parameter of gemm"),
+            (
+                "(P, scratch(P, 4))",
+                "a workspace is passed by its name after zeros(P, BYTES) or scratch(P, BYTES) \
+                 declares it, earlier in this list",
+            ),
         ] {
             let e = ArgList::parse(text, Workload::Gemm, &mut Workspaces::default()).unwrap_err();
             assert!(e.contains(error), "{text}: {e}");

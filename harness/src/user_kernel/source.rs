@@ -1144,7 +1144,7 @@ mod tests {
         let u = two.direct();
         // The file once, then each launch's wrapper and check, named by its place.
         assert_eq!(u.matches("#include \"kl_0_my.cu\"").count(), 1, "{u}");
-        assert!(u.contains("#line 1 \"[args list of launch 2]\"\nextern \"C\" __global__ void user_reduce(void * lab_arg0, float * lab_C, int lab_arg2) {\n  reduce(::kernel_lab::workspace{lab_arg0}, lab_C, lab_arg2);"), "{u}");
+        assert!(u.contains("#line 1 \"[args list of launch 2]\"\nextern \"C\" __global__ void user_reduce(void * lab_P, float * lab_C, int lab_arg2) {\n  reduce(::kernel_lab::workspace{lab_P}, lab_C, lab_arg2);"), "{u}");
         assert!(
             u.contains("params_of(&reduce), ::kernel_lab::workspace{}, (float *)0, (int)0"),
             "{u}"
