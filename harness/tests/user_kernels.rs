@@ -3611,6 +3611,11 @@ __global__ void scale(const float *P, float *C, int n) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) C[i] = half_of * P[i];
 }
+
+__global__ void scale_unguarded(const float *P, float *C) {
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  C[i] = half_of * P[i];
+}
 "#,
     )
     .unwrap();
@@ -3627,6 +3632,17 @@ __global__ void scale(const float *P, float *C, int n) {
     assert!(
         json.contains("your kernel, then `scale` (`args=(P,C,M*N)`)"),
         "{json}"
+    );
+    // A launch after the first with a tail is the one the hint names, with its own grid.
+    let unguarded = spec
+        .replace("then=scale,", "then=scale_unguarded,")
+        .replace("args=(P,C,M*N)", "args=(P,C)");
+    let (ok, text) = sim_run("gemm", "33x17x9", &unguarded, &dir.join("tail"));
+    assert!(
+        !ok && text.contains(
+            "scale_unguarded: M*N = 561 is not a multiple of 128 (grid x = cdiv(M*N,128))"
+        ),
+        "{text}"
     );
 }
 

@@ -1228,20 +1228,34 @@ impl UserKernel {
         first_bad: Option<usize>,
         reads: hint::KReads,
     ) -> Option<String> {
-        let grid = self.spec.grid.as_ref()?;
-        let ints: Vec<&expr::Expr> = self.launches[0]
-            .list
-            .items
+        let several = self.launches.len() > 1;
+        // Each launch's tails, named by its kernel where there are several.
+        let hints: Vec<String> = self
+            .launches
             .iter()
-            .filter_map(|i| match i {
-                ArgItem::Int(e) => Some(e),
-                ArgItem::Named(..)
-                | ArgItem::Float(_)
-                | ArgItem::Workspace(..)
-                | ArgItem::TensorMap(_) => None,
+            .filter_map(|l| {
+                let grid = l.spec.grid.as_ref()?;
+                let ints: Vec<&expr::Expr> = l
+                    .list
+                    .items
+                    .iter()
+                    .filter_map(|i| match i {
+                        ArgItem::Int(e) => Some(e),
+                        ArgItem::Named(..)
+                        | ArgItem::Float(_)
+                        | ArgItem::Workspace(..)
+                        | ArgItem::TensorMap(_) => None,
+                    })
+                    .collect();
+                let v = vars(shape, self.sms);
+                let hint = hint::tail_hint(grid, &ints, shape, &v, first_bad, reads)?;
+                Some(match several {
+                    true => format!("{}: {hint}", l.spec.entry),
+                    false => hint,
+                })
             })
             .collect();
-        hint::tail_hint(grid, &ints, shape, &vars(shape, self.sms), first_bad, reads)
+        (!hints.is_empty()).then(|| hints.join("\n  "))
     }
 
     /// What C holds when a run starts: zero with `output=zero`, a sentinel when beta is 0 (an
