@@ -268,16 +268,6 @@ struct Launcher {
     bounds: String,
 }
 
-impl Launcher {
-    /// `then=reduce: ` for a launch after the first, for messages; empty for the entry.
-    fn prefix(&self, at: usize) -> String {
-        match at {
-            0 => String::new(),
-            _ => format!("then={}: ", self.spec.entry),
-        }
-    }
-}
-
 /// How a shape launches the kernel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Geometry {
@@ -495,10 +485,7 @@ impl UserKernel {
         let defines = defines_at(spec, &workload.probe_shape(), sms)
             .map_err(|Unsupported(m)| err(format!("at {}: {m}", workload.probe_shape())))?;
         let launch_specs = spec.launches();
-        let then = |at: usize, m: String| match at {
-            0 => m,
-            _ => format!("then={}: {m}", launch_specs[at].entry),
-        };
+        let then = |at: usize, m: String| format!("{}{m}", launch_specs[at].prefix(at));
         let mut workspaces = Workspaces::default();
         let mut lists = Vec::new();
         for (at, l) in launch_specs.iter().enumerate() {
@@ -768,7 +755,7 @@ impl UserKernel {
             .enumerate()
             .map(|(at, l)| {
                 self.launch_geometry(l, shape)
-                    .map_err(|Unsupported(m)| Unsupported(format!("{}{m}", l.prefix(at))))
+                    .map_err(|Unsupported(m)| Unsupported(format!("{}{m}", l.spec.prefix(at))))
             })
             .collect::<Result<Vec<_>, _>>()?;
         let workspaces = self.workspaces.at(shape, self.sms).map_err(Unsupported)?;
@@ -955,7 +942,7 @@ impl UserKernel {
                         message: format!(
                             "{}block={} is {} threads, more than the {} its __launch_bounds__ \
                              allow: a GPU refuses the launch",
-                            l.prefix(at),
+                            l.spec.prefix(at),
                             spec::block_text(block),
                             count(block),
                             count(most)
@@ -1084,7 +1071,7 @@ impl UserKernel {
                          which the kernel only gets at run time; a template argument is fixed \
                          when the kernel is compiled: give it a name of your own with define=, \
                          as `{}<..H..>,define=H={dim}` (one module is compiled per size)",
-                        l.prefix(at),
+                        l.spec.prefix(at),
                         entry.split('<').next().unwrap_or(entry)
                     ),
                 };
@@ -1641,10 +1628,7 @@ pub fn load_all_for(
         k.preflight(sim)?;
         for (at, l) in spec.launches().iter().enumerate() {
             l.launch().map_err(|(key, message)| {
-                let then = match at {
-                    0 => String::new(),
-                    _ => format!("then={}: ", l.entry),
-                };
+                let then = l.prefix(at);
                 UserKernelError::Spec {
                     spec: spec.label(),
                     message: match &spec.origin {

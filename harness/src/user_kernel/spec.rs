@@ -135,6 +135,14 @@ impl LaunchSpec {
         Ok((block, grid))
     }
 
+    /// `then=reduce: ` for launch `at` after the first, for messages; empty for the entry.
+    pub fn prefix(&self, at: usize) -> String {
+        match at {
+            0 => String::new(),
+            _ => format!("then={}: ", self.entry),
+        }
+    }
+
     /// The expressions of its launch options, each with its key.
     fn exprs(&self) -> Vec<(&'static str, &Expr)> {
         let mut exprs: Vec<(&str, &Expr)> = self.smem.iter().map(|e| ("smem", e)).collect();
