@@ -1,8 +1,8 @@
 // A layer normalization as the public kernel collections write it: one block per row, one
 // thread per element, the mean and the variance each summed across the block (a warp's sum by
 // shuffles, then the warps' sums through shared memory), and one scale `g` and one shift `b`
-// for the whole tensor rather than a gamma and a beta per column. Its block is the row:
-// NUM_THREADS threads for rows of NUM_THREADS elements.
+// for the whole tensor rather than a gamma and a beta per column. A block of NUM_THREADS
+// threads covers a row of at most NUM_THREADS elements.
 //
 // The lab's layer normalization has gamma[N] and beta[N]; `input=gamma:1.5,input=beta:-0.25`
 // fills them with the numbers the kernel is given, so that the reference applies the same:
