@@ -32,12 +32,12 @@ use std::path::{Path, PathBuf};
 
 pub use spec::{Block, Grid, LaunchSpec, Layout, RawUserKernel, UserKernelSpec, locate};
 
-/// The clusters the entry runs in, as `__cluster_dims__` arguments: `cluster=`'s, which the
-/// lab declares for it (`true`), or its own.
-fn clusters(spec: &UserKernelSpec, decl: &scan::KernelDecl, entry: &str) -> (Option<String>, bool) {
+/// The clusters `entry` runs in, as `__cluster_dims__` arguments: `cluster=`'s, which the lab
+/// declares for it, or its own.
+fn cluster_dims(spec: &UserKernelSpec, decl: &scan::KernelDecl, entry: &str) -> Option<String> {
     match spec.cluster {
-        Some([x, y, z]) => (Some(format!("{x}, {y}, {z}")), true),
-        None => (decl.cluster_dims_for(entry), false),
+        Some([x, y, z]) => Some(format!("{x}, {y}, {z}")),
+        None => decl.cluster_dims_for(entry),
     }
 }
 
@@ -259,8 +259,8 @@ struct Launcher {
     list: ArgList,
     /// The name the launch uses (the entry's, for NVRTC; the simulator's wrapper's).
     launch_name: String,
-    /// The `__cluster_dims__` arguments it runs with, and whether `cluster=` gives them.
-    clusters: (Option<String>, bool),
+    /// The `__cluster_dims__` arguments it runs with.
+    cluster_dims: Option<String>,
     /// The most threads a block may have, from the kernel's `__launch_bounds__` (read from
     /// NVRTC's build): a block computed from the shape is checked against it at each shape.
     max_threads: Option<u64>,
@@ -584,7 +584,7 @@ impl UserKernel {
                 launch_name = format!("{launch_name}_{}", at + 1);
             }
             launches.push(Launcher {
-                clusters: clusters(spec, &decl, &l.entry),
+                cluster_dims: cluster_dims(spec, &decl, &l.entry),
                 spec: l.clone(),
                 decl,
                 overload,
@@ -1031,7 +1031,7 @@ impl UserKernel {
                     name: &l.launch_name,
                     at,
                     overload: l.overload.as_deref(),
-                    cluster_dims: l.clusters.0.as_deref(),
+                    cluster_dims: l.cluster_dims.as_deref(),
                     list: &l.list,
                     bounds: &l.bounds,
                 })

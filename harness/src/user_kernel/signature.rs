@@ -518,10 +518,6 @@ impl Workspaces {
     fn named(&self, name: &str) -> Option<usize> {
         self.0.iter().position(|w| w.name.as_deref() == Some(name))
     }
-
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
 }
 
 /// A TMA tensor map over a buffer of the workload, passed by value as a kernel's `const
