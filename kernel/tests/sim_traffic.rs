@@ -62,6 +62,15 @@ extern "C" __global__ void atomics(const float *A, const float *B, float *C, int
     int t = blockIdx.x * blockDim.x + threadIdx.x;
     if (t < M * N) atomicAdd(&C[t % 4], 1.0f);
 }
+
+// Every thread adds into one float and takes the maximum of one int, many times: the
+// simulator's blocks run on several OS threads at once, so its compare-exchange loops retry.
+extern "C" __global__ void contended(const float *A, const float *B, float *C, int M, int N, int K) {
+    for (int i = 0; i < 64; ++i) {
+        atomicAdd(&C[0], 1.0f);
+        atomicMax(reinterpret_cast<int *>(&C[1]), i);
+    }
+}
 "#;
 
 fn plan(entry: &str, grid: [u32; 3], block: [u32; 3], m: usize, n: usize, k: usize) -> CudaPlan {
@@ -167,6 +176,18 @@ fn vector_accesses_copies_and_atomics_count_their_size() {
     assert_eq!(&out[..4], &[64.0; 4]);
     let t = t.unwrap();
     assert_eq!((t.load_bytes, t.store_bytes), (256 * F32, 256 * F32));
+
+    // A GPU's atomic is one read-modify-write however many threads contend for its word:
+    // the emulation's compare-exchange retries are not traffic.
+    let p = plan("contended", [32, 1, 1], [64, 1, 1], m, n, k);
+    let (out, t) = run(&dev, p, (m, n, k), false);
+    let adds = 32 * 64 * 64;
+    assert_eq!(out[0], adds as f32);
+    let t = t.unwrap();
+    assert_eq!(
+        (t.load_bytes, t.store_bytes),
+        (2 * adds * F32, 2 * adds * F32)
+    );
 }
 
 #[test]

@@ -126,26 +126,31 @@ inline int __all_sync(unsigned mask, int pred, sim::Caller at = {}) {
 
 // ---- Atomics: blocks run in parallel on several OS threads, so these are real atomics. ----
 namespace sim {
+// The compare-exchange loop of an atomic a GPU does in one instruction (a float add, a
+// maximum), uninstrumented: the tries that lose to another OS thread's are not traffic, so
+// the caller counts the atomic once (SIM_ATOMIC_RMW), as a GPU's read-modify-write.
 template <class T, class Op>
-inline T atomic_update(T *p, Op op) {
+SIM_UNINSTRUMENTED T compare_exchange_loop(T *p, Op op) {
     T old = __atomic_load_n(p, __ATOMIC_RELAXED);
     while (!__atomic_compare_exchange_n(p, &old, op(old), true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
     }
     return old;
 }
+template <class T, class Op>
+inline T atomic_update(T *p, Op op) {
+    SIM_ATOMIC_RMW(p, sizeof(T));
+    return compare_exchange_loop(p, op);
+}
 template <class F, class I>
 inline F atomic_float(F *p, F (*op)(F, F), F v) {
     static_assert(sizeof(F) == sizeof(I));
-    I *ip = reinterpret_cast<I *>(p);
-    I old = __atomic_load_n(ip, __ATOMIC_RELAXED);
-    for (;;) {
-        F cur;
-        memcpy(&cur, &old, sizeof cur);
-        F next = op(cur, v);
-        I want;
-        memcpy(&want, &next, sizeof want);
-        if (__atomic_compare_exchange_n(ip, &old, want, true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) return cur;
-    }
+    auto bits = [](auto x, auto as) {
+        memcpy(&as, &x, sizeof as);
+        return as;
+    };
+    SIM_ATOMIC_RMW(p, sizeof(F));
+    I old = compare_exchange_loop(reinterpret_cast<I *>(p), [&](I o) { return bits(op(bits(o, F{}), v), I{}); });
+    return bits(old, F{});
 }
 inline float fadd(float a, float b) { return a + b; }
 inline double dadd(double a, double b) { return a + b; }

@@ -65,12 +65,16 @@ extern "C" void sim_race_async_write(const void *p, unsigned long n);
 extern "C" void sim_proxy_read(const void *p, unsigned long n, const char *what);
 extern "C" void sim_stacks_add(const void *start, size_t bytes);
 extern "C" void sim_global_atomic(const void *p);
+extern "C" void sim_atomic_rmw(const void *p, unsigned long n);
 #define SIM_GLOBAL_READ(p, n) __tsan_read_range((void *)(p), (unsigned long)(n))
 #define SIM_SHARED_WRITE(p, n) sim_race_access((const void *)(p), (unsigned long)(n), 1)
 #define SIM_GLOBAL_FENCE() sim_global_fence()
 // An atomic of the emulation on `p`, outside the launch's buffers (a grid barrier's counter),
 // for the race checker's release and acquire patterns.
 #define SIM_GLOBAL_ATOMIC(p) sim_global_atomic((const void *)(p))
+// An atomic read-modify-write of `n` bytes the emulation performs uninstrumented (a float add
+// built from a compare-exchange loop): counted and checked once, as the hooks count a GPU's.
+#define SIM_ATOMIC_RMW(p, n) sim_atomic_rmw((const void *)(p), (unsigned long)(n))
 // A read of shared memory by the async proxy (wgmma): checked for generic writes not fenced.
 #define SIM_ASYNC_PROXY_READ(p, n, what) sim_proxy_read((const void *)(p), (unsigned long)(n), what)
 #define SIM_UNINSTRUMENTED __attribute__((no_sanitize_thread, noinline))
@@ -92,6 +96,7 @@ extern "C" void sim_global_atomic(const void *p);
 #define SIM_SHARED_WRITE(p, n) ((void)0)
 #define SIM_GLOBAL_FENCE() ((void)0)
 #define SIM_GLOBAL_ATOMIC(p) ((void)0)
+#define SIM_ATOMIC_RMW(p, n) ((void)0)
 #define SIM_ASYNC_PROXY_READ(p, n, what) ((void)0)
 #define SIM_UNINSTRUMENTED
 #define SIM_UNINSTRUMENTED_INLINE inline

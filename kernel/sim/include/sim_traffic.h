@@ -698,6 +698,11 @@ extern "C" void sim_global_fence() {
 }
 
 // An atomic of the emulation (sim_runtime.h's SIM_GLOBAL_ATOMIC) on an address of its own.
+extern "C" void sim_atomic_rmw(const void *p, unsigned long n) {
+    sim_traffic::load(p, n);
+    sim_traffic::store(p, n);
+}
+
 extern "C" void sim_global_atomic(const void *p) {
     sim_traffic::Block &b = sim_traffic::block;
     if (b.agent) sim_global::atomic(*b.traffic, *b.agent, (uintptr_t)p, true);
