@@ -6,13 +6,15 @@
 //! the element-wise chain GELU(X + b) + R in [`eltwise`], the radial-basis expansion with
 //! cosine cutoff in [`rbf`], and the layers a small CNN and a transformer encoder block need:
 //! the layer normalization in [`layernorm`], the row softmax in [`softmax`], ReLU and max
-//! pooling in [`pool`] (the first two share [`rows`]).
+//! pooling in [`pool`] (the first two share [`rows`]); and the sum of a vector, the classic
+//! parallel reduction, in [`reduce`].
 
 pub mod conv;
 pub mod eltwise;
 pub mod layernorm;
 pub mod pool;
 pub mod rbf;
+pub mod reduce;
 pub mod rows;
 pub mod softmax;
 
@@ -38,6 +40,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     all.extend(layernorm::kernels());
     all.extend(softmax::kernels());
     all.extend(pool::kernels());
+    all.extend(reduce::kernels());
     all
 }
 

@@ -1,5 +1,5 @@
 //! Seeded random inputs: uniform in [-1, 1] (a network's weights in [-s, s], s = 1 /
-//! sqrt(fan-in)), never zeros, so every kernel is checked on data where a dropped term or a
+//! sqrt(fan-in); the terms of a sum in [0, 1]), never zeros, so every kernel is checked on data where a dropped term or a
 //! wrong index changes the result.
 
 use kernel::Shape;
@@ -16,7 +16,7 @@ pub fn random_inputs(shape: &Shape, seed: u64) -> Vec<Vec<f32>> {
             let mut rng =
                 StdRng::seed_from_u64(seed ^ (0x9E37_79B9_7F4A_7C15u64.wrapping_mul(i as u64 + 1)));
             (0..t.len())
-                .map(|_| rng.random_range(-1.0f32..=1.0) * t.scale)
+                .map(|_| t.draw(rng.random_range(-1.0f32..=1.0)))
                 .collect()
         })
         .collect()

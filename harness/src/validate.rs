@@ -328,6 +328,7 @@ mod tests {
             name: "C",
             dims: vec![4],
             scale: 1.0,
+            positive: false,
         };
         let fp32 = kernel::Precision::Fp32;
         // The fill's bits, as each element type decodes them.
@@ -403,6 +404,7 @@ mod tests {
             name: "C",
             dims: vec![2, 2],
             scale: 1.0,
+            positive: false,
         };
         let why = c.failure(kernel::Precision::Fp32, &spec);
         assert!(
@@ -459,6 +461,7 @@ mod tests {
             name: "C",
             dims: vec![2, 3],
             scale: 1.0,
+            positive: false,
         };
         assert!(
             none.failure(kernel::Precision::Fp32, &spec)

@@ -64,6 +64,8 @@ fn shapes(w: Workload) -> Vec<Shape> {
             w: 80,
             p: 2,
         }],
+        // Both paths of the float4 rungs' tail: N % 4 == 0 and not.
+        Workload::Reduce => vec![Shape::Reduce { n: 1 << 24 }, Shape::Reduce { n: 1_000_003 }],
         // The composed forward passes: every rung at the network's own layer shapes, the
         // glue kernels and the conversions the FP16/BF16 rows insert.
         Workload::Cnn | Workload::Encoder => vec![w.probe_shape()],

@@ -1282,3 +1282,35 @@ fn rung_28_reduces_through_generic_128_bit_loads_after_one_named_and_one_cluster
             .any(|i| opcode(i).starts_with("UCGABAR") || opcode(i).starts_with("LD."))
     );
 }
+
+#[test]
+fn reduce_04_waits_at_9_barriers_and_reduce_05_at_one() {
+    // reduce/05_warp_shuffle.cu: "one barrier instead of 9": rung 04's barrier after the
+    // store and one per step of its 8-step tree, against the one before the warps' sums.
+    let bars = |id, entry| count_in(&instructions(&function(id, entry)), "BAR.SYNC");
+    assert_eq!(bars("reduce-first-add", "reduce_first_add"), 9);
+    assert_eq!(bars("reduce-warp-shuffle", "reduce_warp_shuffle"), 1);
+}
+
+#[test]
+fn reduce_06_loads_4_bytes_a_trip_and_reduce_07_16() {
+    // reduce/07_float4.cu: "Rung 06's loop is not unrolled (its SASS has one LDG a trip, and
+    // the trip's FADD waits for it)"; "one 16-byte load covers four elements".
+    let trip = loop_around(&function("reduce-grid-stride", "reduce_grid_stride"), "LDG");
+    assert_eq!(
+        (
+            count_in(&trip, "LDG"),
+            count_in(&trip, "LDG.E.CONSTANT"),
+            count_in(&trip, "FADD")
+        ),
+        (1, 1, 1),
+        "{trip:?}"
+    );
+    let f = function("reduce-float4", "reduce_float4");
+    let trip = loop_around_first(&f, "LDG.E.128.CONSTANT");
+    assert_eq!(
+        (count_in(&trip, "LDG"), count_in(&trip, "LDG.E.128")),
+        (1, 1),
+        "{trip:?}"
+    );
+}

@@ -260,3 +260,68 @@ fn the_persistent_rung_walks_several_tiles_per_block() {
         assert_eq!(row.status, Status::Passed, "{shape}: {:?}", row.reason);
     }
 }
+
+/// A registered rung with one line of its source replaced.
+struct Edited<'a> {
+    rung: &'a dyn kernel::Kernel,
+    from: &'static str,
+    to: &'static str,
+}
+
+impl kernel::Kernel for Edited<'_> {
+    fn info(&self) -> kernel::KernelInfo {
+        kernel::KernelInfo {
+            id: format!("{}-edited", self.rung.info().id).into(),
+            ..self.rung.info()
+        }
+    }
+
+    fn cuda(&self, shape: &kernel::Shape) -> Option<kernel::CudaPlan> {
+        let mut plan = self.rung.cuda(shape)?;
+        for step in &mut plan.steps {
+            if let Step::Kernel(l) = step {
+                assert!(l.source.code.contains(self.from), "no `{}`", self.from);
+                l.source.code = l.source.code.replace(self.from, self.to).into();
+            }
+        }
+        Some(plan)
+    }
+}
+
+/// reduce/08_one_pass.cu: "a second __threadfence(), after its count, keeps its reads of them
+/// from moving before it (without it the simulator reports the race)".
+#[test]
+fn the_one_launch_sum_without_the_fence_after_its_count_is_a_race() {
+    let dev = SimDevice::new()
+        .expect("the simulator needs a host C++ compiler (g++)")
+        .instrumented();
+    let config = Config::defaults();
+    let rung = registry::all()
+        .into_iter()
+        .find(|k| k.info().id == "reduce-one-pass")
+        .unwrap();
+    let rung = rung.as_ref();
+    let unfenced = Edited {
+        rung,
+        from: "if (last) __threadfence();",
+        to: "",
+    };
+    let results = harness::run::Ablation {
+        dev: &dev,
+        config: &config,
+        kernels: vec![rung, &unfenced],
+        shapes: vec![(Workload::Reduce, vec![kernel::Shape::Reduce { n: 70_001 }])],
+        timing: None,
+        keep_unrunnable: false,
+    }
+    .run(|_| {})
+    .unwrap();
+    let rows = &results.workloads[0].shapes[0].rows;
+    let status: Vec<Status> = rows.iter().map(|r| r.status).collect();
+    assert_eq!(status, vec![Status::Passed, Status::Error]);
+    let why = rows[1].reason.as_deref().unwrap();
+    assert!(
+        why.contains("race on global memory") && why.contains("'partial sums'"),
+        "{why}"
+    );
+}

@@ -36,7 +36,14 @@ pub fn reference(shape: &Shape, inputs: &[Vec<f32>]) -> Vec<f64> {
                 (0..n).map(move |j| stats.output(shape, inputs, row, j))
             })
             .collect(),
+        Shape::Reduce { .. } => vec![sum_f64(&inputs[0])],
     }
+}
+
+/// The sum of `x` in f64, by rayon's pairwise split: exact to f64's rounding, which is far
+/// below an f32 kernel's.
+fn sum_f64(x: &[f32]) -> f64 {
+    x.par_iter().map(|&v| f64::from(v)).sum()
 }
 
 /// What the reference column of a table says for `workload`.
@@ -51,6 +58,7 @@ pub fn describe(workload: Workload) -> &'static str {
         Workload::Softmax => "f64 row softmax on the CPU",
         Workload::Pool => "f64 ReLU and max pooling on the CPU",
         Workload::Cnn | Workload::Encoder => "f64 forward pass of the same weights on the CPU",
+        Workload::Reduce => "f64 sum on the CPU",
     }
 }
 
@@ -254,6 +262,7 @@ fn element_f64(shape: &Shape, inputs: &[Vec<f32>], index: usize) -> f64 {
             }
             max
         }
+        Shape::Reduce { .. } => sum_f64(&inputs[0]),
         Shape::Attention { .. } => unreachable!("attention is sampled by rows"),
         Shape::Cnn { .. } | Shape::Encoder { .. } => unreachable!("networks are computed whole"),
     }

@@ -4,8 +4,9 @@
 
 use crate::workload::Shape;
 
-/// Deterministic inputs in [-1, 1) for every input tensor of `shape` (a 64-bit LCG, so no
-/// value is zero by construction and runs repeat exactly).
+/// Deterministic inputs in [-1, 1) for every input tensor of `shape` (in [0, 1] for a
+/// [`crate::TensorSpec::positive`] one; a 64-bit LCG, so no value is zero by construction and
+/// runs repeat exactly).
 pub fn inputs(shape: &Shape, seed: u64) -> Vec<Vec<f32>> {
     let mut s = seed;
     shape
@@ -17,7 +18,8 @@ pub fn inputs(shape: &Shape, seed: u64) -> Vec<Vec<f32>> {
                     s = s
                         .wrapping_mul(6_364_136_223_846_793_005)
                         .wrapping_add(1_442_695_040_888_963_407);
-                    ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+                    let u = ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0;
+                    if t.positive { u.abs() } else { u }
                 })
                 .collect()
         })

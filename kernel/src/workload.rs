@@ -36,10 +36,13 @@ pub enum Workload {
     Cnn,
     /// One pre-LayerNorm transformer encoder block, [`crate::network::encoder`].
     Encoder,
+    /// The sum of a vector, y = x[0] + ... + x[N-1]: every element read once, one number
+    /// written; the classic parallel reduction, DRAM-bound.
+    Reduce,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 11] = [
+    pub const ALL: [Workload; 12] = [
         Self::Gemm,
         Self::Linear,
         Self::Conv,
@@ -51,6 +54,7 @@ impl Workload {
         Self::Pool,
         Self::Cnn,
         Self::Encoder,
+        Self::Reduce,
     ];
 
     /// Whether this workload is a whole network built from other workloads' kernels.
@@ -71,6 +75,7 @@ impl Workload {
             Self::Pool => "pool",
             Self::Cnn => "cnn",
             Self::Encoder => "encoder",
+            Self::Reduce => "reduce",
         }
     }
 
@@ -121,6 +126,7 @@ impl Workload {
                 e: 128,
                 h: 2,
             },
+            Self::Reduce => Shape::Reduce { n: 4096 },
         }
     }
 }
@@ -253,6 +259,10 @@ pub enum Shape {
         e: usize,
         h: usize,
     },
+    /// y[1] = the sum of x[N].
+    Reduce {
+        n: usize,
+    },
 }
 
 /// A named tensor of a workload, with its dimensions (row-major, last fastest).
@@ -263,6 +273,10 @@ pub struct TensorSpec {
     /// Random inputs are drawn uniformly in [-scale, scale]: 1 for data, 1 / sqrt(fan-in)
     /// for a network's weights, so that activations keep their size from layer to layer.
     pub scale: f32,
+    /// Drawn in [0, scale] instead: the terms of a sum. Terms of both signs cancel, leaving
+    /// a sum near 0 whose relative error measures the cancellation, not the kernel; terms of
+    /// one sign make the sum's relative error the rounding of its additions.
+    pub positive: bool,
 }
 
 impl TensorSpec {
@@ -271,7 +285,22 @@ impl TensorSpec {
             name,
             dims: dims.to_vec(),
             scale: 1.0,
+            positive: false,
         }
+    }
+
+    /// Data drawn in [0, 1]: see [`TensorSpec::positive`].
+    pub(crate) fn positive(name: &'static str, dims: &[usize]) -> Self {
+        Self {
+            positive: true,
+            ..Self::new(name, dims)
+        }
+    }
+
+    /// A uniform draw `u` in [-1, 1] moved into this tensor's range.
+    pub fn draw(&self, u: f32) -> f32 {
+        let u = if self.positive { u.abs() } else { u };
+        u * self.scale
     }
 
     /// A weight read by `fan_in` products per output: drawn in [-1/sqrt(fan_in), ..].
@@ -420,6 +449,7 @@ impl Shape {
             Self::Pool { .. } => Workload::Pool,
             Self::Cnn { .. } => Workload::Cnn,
             Self::Encoder { .. } => Workload::Encoder,
+            Self::Reduce { .. } => Workload::Reduce,
         }
     }
 
@@ -442,6 +472,7 @@ impl Shape {
             }
             Self::Cnn { b } => vec![("B", b)],
             Self::Encoder { b, s, e, h } => vec![("B", b), ("S", s), ("E", e), ("H", h)],
+            Self::Reduce { n } => vec![("N", n)],
         }
     }
 
@@ -489,6 +520,7 @@ impl Shape {
             Self::Softmax { m, n } => vec![TensorSpec::new("X", &[m, n])],
             Self::Pool { b, c, h, w, .. } => vec![TensorSpec::new("x", &[b, c, h, w])],
             Self::Cnn { .. } | Self::Encoder { .. } => crate::network::inputs(self),
+            Self::Reduce { n } => vec![TensorSpec::positive("x", &[n])],
         }
     }
 
@@ -510,6 +542,7 @@ impl Shape {
             }
             Self::Cnn { b } => TensorSpec::new("probs", &[b, crate::network::cnn::CLASSES]),
             Self::Encoder { b, s, e, .. } => TensorSpec::new("y", &[b, s, e]),
+            Self::Reduce { .. } => TensorSpec::new("y", &[1]),
         }
     }
 
@@ -518,7 +551,8 @@ impl Shape {
     /// softmax count their per-element and per-row constants (`LAYERNORM_FLOPS_PER_ELEMENT`,
     /// `SOFTMAX_FLOPS_PER_ELEMENT` and the `_PER_ROW` ones); the pooling counts a comparison as
     /// one FLOP, P x P per output: P x P - 1 to take the window's maximum and one against 0
-    /// (the ReLU applied once, to the maximum, as max(relu(x)) = relu(max(x)) allows).
+    /// (the ReLU applied once, to the maximum, as max(relu(x)) = relu(max(x)) allows); the
+    /// sum counts an addition per element (each added once, to a sum that starts at 0).
     pub fn flops(&self) -> f64 {
         match *self {
             Self::Gemm { m, n, k } => 2.0 * m as f64 * n as f64 * k as f64,
@@ -546,6 +580,7 @@ impl Shape {
             }
             Self::Pool { p, .. } => (p * p) as f64 * self.output().len() as f64,
             Self::Cnn { .. } | Self::Encoder { .. } => crate::network::flops(self),
+            Self::Reduce { n } => n as f64,
         }
     }
 
@@ -584,6 +619,15 @@ impl Shape {
         }
     }
 
+    /// The largest value of one dimension: [`MAX_DIM`], so that a product of dimensions fits
+    /// 128 bits; a vector's single dimension is bounded by [`MAX_TENSOR_ELEMENTS`] alone.
+    fn max_dim(&self) -> usize {
+        match self {
+            Self::Reduce { .. } => MAX_TENSOR_ELEMENTS,
+            _ => MAX_DIM,
+        }
+    }
+
     /// Refuses shapes no kernel should be asked to run: zeros, absurd sizes, overflowing tensors.
     pub fn validate(&self) -> Result<(), ShapeError> {
         let shape = format!("{} {}", self.workload(), self.label());
@@ -591,12 +635,12 @@ impl Shape {
             if value == 0 {
                 return Err(ShapeError::Zero { shape, dim });
             }
-            if value > MAX_DIM {
+            if value > self.max_dim() {
                 return Err(ShapeError::TooLarge {
                     shape,
                     dim,
                     value,
-                    limit: MAX_DIM,
+                    limit: self.max_dim(),
                 });
             }
         }
@@ -671,6 +715,7 @@ impl Shape {
             Workload::Encoder => {
                 "BxSxExH (batch, sequence, hidden, heads; E % H == 0), e.g. 8x1024x1280x20"
             }
+            Workload::Reduce => "N (elements summed), e.g. 16777216",
         }
     }
 
@@ -740,6 +785,7 @@ impl Shape {
                 e: *e,
                 h: *h,
             },
+            (Workload::Reduce, [n], None) => Self::Reduce { n: *n },
             _ => return Err(err()),
         };
         Ok(shape)

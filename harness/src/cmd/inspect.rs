@@ -197,6 +197,7 @@ pub fn inspect_shapes(w: Workload) -> Vec<(&'static str, Shape)> {
                 h: 20,
             },
         )],
+        Workload::Reduce => vec![("", Shape::Reduce { n: 1 << 24 })],
     }
 }
 

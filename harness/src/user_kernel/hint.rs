@@ -82,6 +82,8 @@ fn output_axes(shape: &Shape) -> (&'static str, &'static str) {
         // A network's output: class probabilities per image, features per token.
         Shape::Cnn { .. } => ("B", "classes"),
         Shape::Encoder { .. } => ("S", "E"),
+        // One number out: a grid covers the N elements read.
+        Shape::Reduce { .. } => ("", "N"),
     }
 }
 

@@ -251,6 +251,15 @@ pub const ALL: &[Signature] = &[
         about: "y[B,C,H/P,W/P] = max over each P x P window (stride P, no padding) of \
                 max(x[B,C,H,W], 0)",
     },
+    Signature {
+        name: "reduce",
+        workload: Workload::Reduce,
+        params: &[("x", Input(0)), ("y", Output), ("N", Dim("N"))],
+        output_fill: Fill::Nan,
+        scratch: &[],
+        about: "y[1] = x[0] + ... + x[N-1], x in [0, 1]; a kernel that adds into y with \
+                atomicAdd takes output=zero",
+    },
 ];
 
 impl Signature {

@@ -8,9 +8,12 @@
 
 #include "cuda_fp16.h"
 
+struct __nv_bfloat16_raw { unsigned short x; };
+
 struct __nv_bfloat16 {
     unsigned short __x;
     __nv_bfloat16() = default;  // trivial: `__shared__ __nv_bfloat16` needs no initialiser
+    __nv_bfloat16(const __nv_bfloat16_raw &r) : __x(r.x) {}
     __nv_bfloat16(float f) { *this = from(f); }
     __nv_bfloat16(double d) { *this = from_double(d); }
     __nv_bfloat16(int i) { *this = from_double((double)i); }
@@ -95,3 +98,7 @@ inline __nv_bfloat16 operator-(const __nv_bfloat16 &a, const __nv_bfloat16 &b) {
 inline __nv_bfloat16 operator*(const __nv_bfloat16 &a, const __nv_bfloat16 &b) { return __hmul(a, b); }
 inline __nv_bfloat16 operator/(const __nv_bfloat16 &a, const __nv_bfloat16 &b) { return __hdiv(a, b); }
 inline __nv_bfloat16 operator-(const __nv_bfloat16 &a) { return __hneg(a); }
+inline __nv_bfloat16 &operator+=(__nv_bfloat16 &a, const __nv_bfloat16 &b) { return a = __hadd(a, b); }
+inline __nv_bfloat16 &operator-=(__nv_bfloat16 &a, const __nv_bfloat16 &b) { return a = __hsub(a, b); }
+inline __nv_bfloat16 &operator*=(__nv_bfloat16 &a, const __nv_bfloat16 &b) { return a = __hmul(a, b); }
+inline __nv_bfloat16 &operator/=(__nv_bfloat16 &a, const __nv_bfloat16 &b) { return a = __hdiv(a, b); }

@@ -8,9 +8,14 @@
 
 #include "sim_builtins.h"
 
+// The bits of a half, as conversion functions (__nv_cvt_fp8_to_halfraw) return them; a __half
+// is built from one implicitly, as CUDA's is (`h += __nv_cvt_fp8_to_halfraw(...)`).
+struct __half_raw { unsigned short x; };
+
 struct __half {
     unsigned short __x;
     __half() = default;  // trivial: `__shared__ __half` must need no dynamic initialisation
+    __half(const __half_raw &r) : __x(r.x) {}
     __half(float f) { *this = from(f); }
     __half(double d) { *this = from(d); }
     __half(int i) { *this = from((double)i); }
@@ -38,7 +43,6 @@ struct __align__(4) __half2 {
     __half x, y;
 };
 typedef __half2 half2;
-struct __half_raw { unsigned short x; };
 
 inline double __sim_d(__half h) { return (double)h.to_float(); }
 

@@ -63,6 +63,7 @@ pub fn family(shape: &Shape) -> Family {
         Shape::Pool { b, c, h, w, p } => f(format!("-Bx{c}x{h}x{w}x{p}"), b, "batch B"),
         Shape::Cnn { b } => f(String::new(), b, "batch B"),
         Shape::Encoder { b, s, e, h } => f(format!("-Bx{s}x{e}x{h}"), b, "batch B"),
+        Shape::Reduce { n } => f(String::new(), n, "elements N"),
     }
 }
 
