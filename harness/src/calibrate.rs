@@ -2,10 +2,10 @@
 //! once and cached with the device's fingerprint in `target/lab/calibration/<slug>.json`; each
 //! run folder keeps a copy of the one its roofline used.
 //!
-//! CPU: a STREAM-triad-like bandwidth on rayon and an FMA loop in explicit SIMD (AVX-512 or
-//! AVX2+FMA when present). GPU: a device-to-device copy kernel, a peak FP32 FMA kernel, an
-//! mma.sync kernel on operands in registers and cuBLAS TF32/FP16/BF16 GEMMs, all through the
-//! same executor and CUDA-event timing as the rows.
+//! CPU: the faster of a STREAM triad and a read-only sum on rayon, and an FMA loop in
+//! explicit SIMD (AVX-512 or AVX2+FMA when present). GPU: a device-to-device copy kernel, a
+//! peak FP32 FMA kernel, an mma.sync kernel on operands in registers and cuBLAS
+//! TF32/FP16/BF16 GEMMs, all through the same executor and CUDA-event timing as the rows.
 
 mod cpu;
 mod gpu;

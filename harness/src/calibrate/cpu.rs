@@ -6,7 +6,7 @@ use std::hint::black_box;
 use std::time::Instant;
 
 pub(super) fn measure(quick: bool) -> Measurement {
-    let (bw, bw_note) = triad_gbs(quick);
+    let (bw, bw_note) = bandwidth_gbs(quick);
     let (fp32, fma_note) = fma_gflops(quick);
     Measurement {
         bandwidth_gbs: bw,
@@ -18,40 +18,82 @@ pub(super) fn measure(quick: bool) -> Measurement {
     }
 }
 
-/// a[i] = b[i] + s * c[i] over arrays far larger than the caches; 12 bytes per element
-/// (two reads, one write; write-allocate traffic is not counted, as STREAM does not).
-fn triad_gbs(quick: bool) -> (f64, String) {
-    let n = 1usize << 24; // 64 MiB per array
+/// Elements of each array: 64 MiB, far larger than the caches.
+const STREAM_ELEMENTS: usize = 1 << 24;
+/// Elements per rayon task.
+const STREAM_CHUNK: usize = 1 << 16;
+
+/// The DRAM ceiling: the faster of the STREAM triad and a read-only sum. A kernel that only
+/// reads (a reduction) moves bytes faster than the triad counts them, as the triad's write
+/// also reads its line first (write-allocate) and that traffic goes uncounted.
+fn bandwidth_gbs(quick: bool) -> (f64, String) {
     let reps = if quick { 4 } else { 10 };
-    let chunk = 1 << 16;
-    // First touch in parallel, so pages land near the threads that use them.
-    let alloc = |v: f32| {
-        let mut x = vec![0f32; n];
-        x.par_chunks_mut(chunk).for_each(|c| c.fill(v));
-        x
-    };
-    let (mut a, b, c) = (alloc(0.0), alloc(1.0), alloc(2.0));
+    let (triad, read) = (triad_gbs(reps), read_gbs(reps));
+    let note = format!(
+        "bandwidth: the faster of the STREAM triad a = b + s*c, {triad:.1} GB/s (3 x 64 MiB \
+         arrays, 12 bytes per element, write-allocate not counted), and a read-only sum of a \
+         64 MiB array, {read:.1} GB/s; on {} threads, best of {reps} each",
+        rayon::current_num_threads()
+    );
+    (triad.max(read), note)
+}
+
+/// A 64 MiB array filled in parallel, so that its pages land near the threads that use them.
+fn stream_array(v: f32) -> Vec<f32> {
+    let mut x = vec![0f32; STREAM_ELEMENTS];
+    x.par_chunks_mut(STREAM_CHUNK).for_each(|c| c.fill(v));
+    x
+}
+
+/// The least of `reps` timings of `f`, in seconds.
+fn best_of(reps: usize, mut f: impl FnMut()) -> f64 {
+    (0..reps)
+        .map(|_| {
+            let t = Instant::now();
+            f();
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
+/// a[i] = b[i] + s * c[i]; 12 bytes per element (two reads, one write; write-allocate traffic
+/// is not counted, as STREAM does not).
+fn triad_gbs(reps: usize) -> f64 {
+    let (mut a, b, c) = (stream_array(0.0), stream_array(1.0), stream_array(2.0));
     let s = black_box(3.0f32);
-    let mut best = f64::INFINITY;
-    for _ in 0..reps {
-        let t = Instant::now();
-        a.par_chunks_mut(chunk)
-            .zip(b.par_chunks(chunk).zip(c.par_chunks(chunk)))
+    let best = best_of(reps, || {
+        a.par_chunks_mut(STREAM_CHUNK)
+            .zip(b.par_chunks(STREAM_CHUNK).zip(c.par_chunks(STREAM_CHUNK)))
             .for_each(|(a, (b, c))| {
                 for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
                     *a = b + s * c;
                 }
             });
-        best = best.min(t.elapsed().as_secs_f64());
         black_box(&a);
-    }
-    let gbs = 12.0 * n as f64 / best / 1e9;
-    let note = format!(
-        "bandwidth: STREAM triad a = b + s*c on {} threads, 3 x 64 MiB arrays, best of {reps}, \
-         12 bytes per element (write-allocate not counted)",
-        rayon::current_num_threads()
-    );
-    (gbs, note)
+    });
+    12.0 * STREAM_ELEMENTS as f64 / best / 1e9
+}
+
+/// The sum of an array in 16 independent lanes (which the compiler keeps in vector
+/// registers); 4 bytes per element.
+fn read_gbs(reps: usize) -> f64 {
+    let x = stream_array(1.0);
+    let best = best_of(reps, || {
+        let total: f32 = x
+            .par_chunks(STREAM_CHUNK)
+            .map(|c| {
+                let mut lanes = [0f32; 16];
+                for v in c.chunks_exact(16) {
+                    for (l, &e) in lanes.iter_mut().zip(v) {
+                        *l += e;
+                    }
+                }
+                lanes.iter().sum::<f32>()
+            })
+            .sum();
+        black_box(total);
+    });
+    4.0 * STREAM_ELEMENTS as f64 / best / 1e9
 }
 
 /// Independent FMA chains in registers on every worker: the FP32 compute ceiling.
