@@ -22,6 +22,18 @@ extern "C" __global__ void lab_copy(const float4* __restrict__ in, float4* __res
         out[i] = in[i];
 }
 
+// Read-only: each thread sums its float4s at a grid stride and writes its sum (so that the
+// loads stay), 16 bytes per thread per step. A kernel that only reads (a reduction) moves
+// bytes faster than a copy, whose writes share the DRAM's time with its reads.
+extern "C" __global__ void lab_read(const float4* __restrict__ in, float* __restrict__ out, int n4) {
+    float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n4; i += gridDim.x * blockDim.x) {
+        const float4 v = in[i];
+        s.x += v.x; s.y += v.y; s.z += v.z; s.w += v.w;
+    }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = (s.x + s.y) + (s.z + s.w);
+}
+
 // Eight independent FMA chains per thread: the FP32 issue rate, no memory traffic.
 extern "C" __global__ void lab_fma(const float* __restrict__ seed, float* __restrict__ out, int iters) {
     int t = blockIdx.x * blockDim.x + threadIdx.x;
@@ -61,6 +73,11 @@ extern "C" __global__ void lab_mma(const float* __restrict__ x, float* __restric
 );
 
 const FMA_PER_ITER: f64 = 16.0 * 8.0;
+
+/// Bytes the read probe moves over `n` floats: each read once, one float written per thread.
+fn read_bytes(n: usize, blocks: u32) -> f64 {
+    4.0 * (n + blocks as usize * 256) as f64
+}
 /// `MMA_CHAINS` in the source: mma.sync instructions per warp per iteration.
 const MMA_CHAINS: u64 = 8;
 /// Warps per block of the mma probe (256 threads).
@@ -76,6 +93,8 @@ fn mma_flop(blocks: u32, iters: i32) -> f64 {
 enum Probe {
     /// Copies `n` floats: A (n x 1) to C (n x 1).
     Copy { blocks: u32 },
+    /// Reads `n` floats of A, one sum per thread into C.
+    Read { blocks: u32 },
     /// `threads` threads of FMA chains, one output each.
     Fma { blocks: u32, iters: i32 },
     /// Blocks of 8 warps of mma.sync chains, one output per thread; A holds the operands.
@@ -87,6 +106,7 @@ impl Kernel for Probe {
         KernelInfo {
             id: match self {
                 Probe::Copy { .. } => "calibrate-copy".into(),
+                Probe::Read { .. } => "calibrate-read".into(),
                 Probe::Fma { .. } => "calibrate-fma".into(),
                 Probe::Mma { .. } => "calibrate-mma".into(),
             },
@@ -107,6 +127,18 @@ impl Kernel for Probe {
             Probe::Copy { blocks } => Launch {
                 source: SOURCE,
                 entry: "lab_copy".into(),
+                grid: [blocks, 1, 1],
+                block: [256, 1, 1],
+                dynamic_smem: 0,
+                args: vec![
+                    Arg::Ptr(Buf::Input(0)),
+                    Arg::Ptr(Buf::Output),
+                    Arg::I32((m / 4) as i32),
+                ],
+            },
+            Probe::Read { blocks } => Launch {
+                source: SOURCE,
+                entry: "lab_read".into(),
                 grid: [blocks, 1, 1],
                 block: [256, 1, 1],
                 dynamic_smem: 0,
@@ -171,15 +203,26 @@ pub(super) fn measure(dev: &dyn Executor, quick: bool) -> anyhow::Result<Measure
     let sms = dev.info().units.max(1);
     let mut notes = Vec::new();
 
-    // Bandwidth: 256 MiB copied, far beyond L2; read plus written bytes counted.
+    // Bandwidth: 256 MiB copied, then read, far beyond L2; the faster of the two.
     let n = 1usize << 26;
-    let copy = Probe::Copy { blocks: sms * 16 };
-    let copy_shape = Shape::Gemm { m: n, n: 1, k: 1 };
-    let t = seconds(dev, &copy, copy_shape, &[vec![1.0; n], vec![0.0]])?;
-    let bandwidth_gbs = 2.0 * 4.0 * n as f64 / t / 1e9;
+    let blocks = sms * 16;
+    let shape = Shape::Gemm { m: n, n: 1, k: 1 };
+    let buffers = [vec![1.0; n], vec![0.0]];
+    let t = seconds(dev, &Probe::Copy { blocks }, shape, &buffers)?;
+    let copy_gbs = 2.0 * 4.0 * n as f64 / t / 1e9;
+    let read_gbs = match seconds(dev, &Probe::Read { blocks }, shape, &buffers) {
+        Ok(t) => Some(read_bytes(n, blocks) / t / 1e9),
+        Err(e) => {
+            notes.push(format!("read-only bandwidth: {e:#}"));
+            None
+        }
+    };
+    let bandwidth_gbs = read_gbs.map_or(copy_gbs, |r| r.max(copy_gbs));
     notes.push(format!(
-        "bandwidth: device-to-device copy kernel, 256 MiB, read plus written bytes, median of \
-         CUDA-event timings: {bandwidth_gbs:.0} GB/s"
+        "bandwidth: the faster of a device-to-device copy kernel, {copy_gbs:.0} GB/s (read \
+         plus written bytes), and a read-only kernel, {} (256 MiB each, median of CUDA-event \
+         timings): {bandwidth_gbs:.0} GB/s",
+        read_gbs.map_or("failed".to_string(), |r| format!("{r:.0} GB/s"))
     ));
 
     // FP32: 8 resident blocks of 256 threads per SM.
@@ -350,6 +393,29 @@ mod tests {
         );
     }
 
+    /// The read probe reads every element once and writes one sum per thread: run in the
+    /// simulator on more float4s than its threads, so that some take one more trip.
+    #[test]
+    fn the_read_probe_reads_each_float_once() {
+        let sim = kernel::sim::SimDevice::new().unwrap();
+        let blocks = 2;
+        let n = 4 * (blocks as usize * 256 * 3 + 17);
+        let shape = Shape::Gemm { m: n, n: 1, k: 1 };
+        let x: Vec<f32> = (0..n).map(|i| (i % 7) as f32).collect();
+        let (probe, inputs) = (Probe::Read { blocks }, [x.clone(), vec![0.0]]);
+        let mut run = sim.prepare(&probe, &shape, &inputs).unwrap();
+        run.run().unwrap();
+        let out = run.output().unwrap();
+        let threads = blocks as usize * 256;
+        let total: f32 = out[..threads].iter().sum();
+        assert_eq!(total, x.iter().sum::<f32>());
+        assert!(
+            out[threads..].iter().all(|v| v.is_nan()),
+            "only a sum per thread"
+        );
+        assert_eq!(read_bytes(n, blocks), 4.0 * (n + threads) as f64);
+    }
+
     /// The mma probe's loop is mma.sync and little else: no operand loads, no spills, so it
     /// times the instruction, not memory. Needs NVRTC and nvdisasm (CI installs both).
     #[test]
@@ -396,6 +462,7 @@ mod tests {
         };
         for probe in [
             Probe::Copy { blocks: 132 },
+            Probe::Read { blocks: 132 },
             Probe::Fma {
                 blocks: 132,
                 iters: 4,
