@@ -231,7 +231,7 @@ fn your_kernel_is_explained_beside_the_rung_it_is_set_against() {
         "{out}"
     );
     assert!(
-        out.contains("+user_sgemm_blocktile_64_64_8_8 grid [64, 64, 1] block [512, 1, 1]"),
+        out.contains("+sgemm_blocktile<64,64,8,8> grid [64, 64, 1] block [512, 1, 1]"),
         "{out}"
     );
     // Resources and the bank model for both, the estimate from the kernel's own hot loop.
@@ -251,7 +251,7 @@ fn your_kernel_is_explained_beside_the_rung_it_is_set_against() {
         );
     }
     assert!(
-        out.contains("Model: the hot loop of user_sgemm_blocktile_64_64_8_8"),
+        out.contains("Model: the hot loop of sgemm_blocktile<64,64,8,8>"),
         "{out}"
     );
 
@@ -382,10 +382,35 @@ fn a_cooperative_kernel_sized_by_the_sm_count_is_counted_at_the_simulators() {
     );
     assert!(!out.contains("resident"), "{out}");
     // The launch and the estimate stay the H100's.
-    assert!(
-        out.contains("264 blocks of user_sgemm_splitk_grid"),
-        "{out}"
+    assert!(out.contains("264 blocks of sgemm_splitk_grid"), "{out}");
+}
+
+/// A kernel of several launches is shown by the entries as written, in every table and line,
+/// not by the names of the wrappers the lab launches them through.
+#[test]
+fn your_kernels_launches_are_named_as_you_wrote_them() {
+    let file = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../examples/sgemm_splitk_reduce.cu"
     );
+    let spec = format!(
+        "{file}:sgemm_splitk_partial,workload=gemm,block=16x16,grid=(cdiv(N,16),cdiv(M,16),3),\
+         args=(A,B,M,N,K,scratch(P,4*3*M*N)),then=splitk_reduce,block=256,\
+         grid=(cdiv(M*N,256)),args=(P,C,M*N,3)"
+    );
+    let out = explain_kernel(&spec, &["--against", "gemm-tiled"]);
+    assert!(!out.contains("user_"), "{out}");
+    for entry in ["sgemm_splitk_partial", "splitk_reduce"] {
+        for arch in ["sm_80", "sm_90"] {
+            assert!(
+                out.lines()
+                    .any(|l| l.split_whitespace().nth(1) == Some(entry)
+                        && l.split_whitespace().nth(2) == Some(arch)),
+                "{entry} on {arch}: {out}"
+            );
+        }
+        assert!(out.contains(&format!("{entry} grid [")), "{entry}: {out}");
+    }
 }
 
 /// What explain scales the shared-memory wavefronts of `k`'s hot loop by: the simulator's

@@ -471,9 +471,20 @@ pub struct CudaPlan {
     /// resident at once, as `cooperative_groups::this_grid().sync()` needs; a grid larger
     /// than the device can hold is refused, not run.
     pub cooperative: Vec<Text>,
+    /// Entries launched under another name than their author wrote (a user's kernel through
+    /// the lab's wrapper), with the name as written: what tables and messages show.
+    pub written: Vec<(Text, Text)>,
 }
 
 impl CudaPlan {
+    /// `entry`, a launch's entry, as its author wrote it ([`CudaPlan::written`]).
+    pub fn written_entry<'a>(&'a self, entry: &'a str) -> &'a str {
+        self.written
+            .iter()
+            .find(|(launched, _)| launched == entry)
+            .map_or(entry, |(_, written)| written)
+    }
+
     /// The common case: FP32 inputs and output, one launch.
     pub fn single(n_inputs: usize, launch: Launch) -> Self {
         Self {

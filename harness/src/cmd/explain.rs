@@ -626,7 +626,7 @@ fn loop_model(
         "Model: the hot loop of {} ({}, {}), the innermost loop doing math ({}, {:#06x} to \
          {:#06x}). One warp's pass, each line once (of an if/else the shorter arm, nested \
          loops once): {}.",
-        l.entry,
+        plan.written_entry(&l.entry),
         l.file,
         l.arch,
         hot.hot.label,
@@ -636,8 +636,8 @@ fn loop_model(
     ))];
     let others: Vec<String> = plan
         .launches()
-        .map(|x| x.entry.to_string())
-        .filter(|e| *e != l.entry)
+        .filter(|x| x.entry != l.entry)
+        .map(|x| plan.written_entry(&x.entry).to_string())
         .fold(Vec::new(), |mut v, e| {
             if !v.contains(&e) {
                 v.push(e);
@@ -724,7 +724,7 @@ fn loop_model(
                 t,
                 format!(
                     " {what} of {} make {w:.2} waves over the {} SMs at this occupancy{idle}.",
-                    l.entry,
+                    plan.written_entry(&l.entry),
                     sol::h100::SMS
                 ),
             )
@@ -875,7 +875,10 @@ fn launch_text(plan: &CudaPlan) -> String {
     for l in plan.launches() {
         let line = format!(
             "{} grid {:?} block {:?} dynamic smem {} B",
-            l.entry, l.grid, l.block, l.dynamic_smem
+            plan.written_entry(&l.entry),
+            l.grid,
+            l.block,
+            l.dynamic_smem
         );
         if !lines.contains(&line) {
             lines.push(line);
@@ -990,13 +993,14 @@ fn resources_of(both: &[(String, Option<CudaPlan>)], at: &str) -> Vec<Block> {
             }
             match resources::of_plan(plan, arch, None) {
                 Ok(list) => rows.extend(list.into_iter().map(|r| {
+                    let entry = plan.written_entry(&r.entry);
                     // What ptxas compiled knowing it costs speed, said only in its report.
                     notes.extend(
                         r.advisories
                             .iter()
-                            .map(|a| format!("{id} ({}) on {}: ptxas: {a}", r.entry, r.arch)),
+                            .map(|a| format!("{id} ({entry}) on {}: ptxas: {a}", r.arch)),
                     );
-                    let mut row = vec![id.clone(), r.entry.clone()];
+                    let mut row = vec![id.clone(), entry.to_string()];
                     row.extend(r.cells());
                     row
                 })),
@@ -1032,7 +1036,7 @@ fn sass_of(both: &[(String, Option<CudaPlan>)], at: &str) -> Vec<Block> {
         let arch = "sm_90";
         match sass::of_plan(&tool, plan, arch) {
             Ok(list) => rows.extend(list.into_iter().map(|l| {
-                let mut r = vec![id.clone(), l.entry, l.arch];
+                let mut r = vec![id.clone(), plan.written_entry(&l.entry).to_string(), l.arch];
                 r.extend(
                     l.function
                         .summary

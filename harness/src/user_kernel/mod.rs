@@ -1403,6 +1403,11 @@ impl Kernel for UserKernel {
                 .collect(),
             steps,
             cooperative,
+            written: self
+                .entries()
+                .filter(|(launched, written)| launched != written)
+                .map(|(l, w)| (l.to_string().into(), w.to_string().into()))
+                .collect(),
             ..Default::default()
         })
     }

@@ -130,6 +130,9 @@ pub fn annotate(
                     // A kernel of one GPU family alone (sm_90a's wgmma) is reported for it.
                     let arch = plan.required_arch().unwrap_or(INSPECT_ARCH).to_string();
                     row.resources = resources::of_plan(&plan, &arch, None).unwrap_or_default();
+                    for r in &mut row.resources {
+                        r.entry = plan.written_entry(&r.entry).to_string();
+                    }
                 }
                 if row.role != Role::User || !matches!(row.status, Status::Failed | Status::Error) {
                     continue;
@@ -549,11 +552,7 @@ pub fn inspect(
             match resources::of_plan(&plan, arch, None) {
                 Ok(list) => {
                     for r in list {
-                        // The entry as the user wrote it, for the lab's name of its launch.
-                        let written = u
-                            .entries()
-                            .find(|(name, _)| *name == r.entry)
-                            .map_or(r.entry.as_str(), |(_, e)| e);
+                        let written = plan.written_entry(&r.entry);
                         println!(
                             "{:<width$} {:<entry$} {:<7} {}",
                             u.id(),

@@ -240,6 +240,7 @@ impl Graph {
         let mut tags = Vec::new();
         let mut persistent = Vec::new();
         let mut cooperative = Vec::new();
+        let mut written = Vec::new();
         // (source range, type) -> the scratch holding it converted, shared by later readers.
         let mut converted: HashMap<(Binding, Dtype), At> = HashMap::new();
         let dtype_of = |at: At| match at.buf {
@@ -326,6 +327,7 @@ impl Graph {
             }
             persistent.extend(plan.persistent.iter().cloned());
             cooperative.extend(plan.cooperative.iter().cloned());
+            written.extend(plan.written.iter().cloned());
         }
         Ok(Composed {
             plan: CudaPlan {
@@ -337,6 +339,7 @@ impl Graph {
                 pipeline: None,
                 persistent,
                 cooperative,
+                written,
             },
             steps: tags,
         })
