@@ -500,6 +500,17 @@ mod tests {
     }
 
     #[test]
+    fn a_later_launchs_bad_option_names_the_then_line() {
+        let text = "[[kernel]]\nfile = \"k.cu\"\nentry = \"k\"\nblock = 256\ngrid = [8]\n\
+                    then = [{ entry = \"r\", block = \"2048\", grid = [1] }]\n";
+        let e = Config::from_sources(Some(("k.toml", text)))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("k.toml:6: "), "{e}");
+        assert!(e.contains("key `then`: then=r: "), "{e}");
+    }
+
+    #[test]
     fn a_workloads_shapes_given_as_a_list_say_they_are_a_table() {
         let e = Config::from_sources(Some(("s.toml", "[shapes]\ngemm = [\"5\"]\n")))
             .unwrap_err()

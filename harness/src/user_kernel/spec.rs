@@ -670,7 +670,12 @@ impl UserKernelSpec {
         // Where the options of the launch being read start: after the last `then=`.
         let mut segment = 0;
         for (i, (k, v)) in pairs.iter().enumerate() {
-            let at = |m: String| (k.clone(), m);
+            // An option after a `then=` is that launch's, and its messages say which.
+            let prefix = match spec.then.last() {
+                Some(l) if k != "then" => l.prefix(spec.then.len()),
+                _ => String::new(),
+            };
+            let at = |m: String| (k.clone(), format!("{prefix}{m}"));
             // Options that hold one value: a second would silently win over the first.
             let repeatable = matches!(
                 k.as_str(),
@@ -1053,7 +1058,12 @@ impl RawUserKernel {
             put("smem", next.smem.as_ref().map(Scalar::text));
             put("launch", next.launch.clone());
         }
-        let spec = UserKernelSpec::from_pairs(base.join(&self.file), &self.entry, &pairs)?;
+        let spec = UserKernelSpec::from_pairs(base.join(&self.file), &self.entry, &pairs)
+            // A later launch's options are written in the `then` list, under that key.
+            .map_err(|(key, message)| match message.starts_with("then=") {
+                true => ("then".to_string(), message),
+                false => (key, message),
+            })?;
         let workload = spec.workload.or_else(|| {
             let sig = spec.signature.as_deref().and_then(Signature::named);
             sig.map(|s| s.workload)
