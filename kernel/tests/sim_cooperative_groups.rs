@@ -255,6 +255,34 @@ fn run(
     Ok((x, p.output()?))
 }
 
+/// Tiles of 64 and 128 threads of a 256-thread block (as NVIDIA's reduction sample's
+/// multi-warp kernel takes them, through block_tile_memory): ranks, cg::reduce and sync; and
+/// sm_80's warp reductions of integers, every lane of the mask getting the result.
+const MULTI_WARP: &str = r#"
+#include <cooperative_groups.h>
+#include <cooperative_groups/reduce.h>
+namespace cg = cooperative_groups;
+
+extern "C" __global__ void multi_warp(const float *x, float *out) {
+    __shared__ cg::block_tile_memory<256> scratch;
+    cg::thread_block block = cg::this_thread_block(scratch);
+    auto t64 = cg::tiled_partition<64>(block);
+    cg::thread_block_tile<128> t128 = cg::tiled_partition<128>(block);
+    const unsigned t = block.thread_rank(), n = block.size();
+    const int v = (int)floorf(x[t] * 1000.0f);  // small integers: every sum below is exact
+    out[t] = __int_as_float(cg::reduce(t64, v, cg::plus<int>()));
+    out[n + t] = __int_as_float(cg::reduce(t128, v, cg::greater<int>()));
+    out[2 * n + t] = __int_as_float(t64.thread_rank() + 1000 * t64.meta_group_rank() + 100000 * t128.meta_group_size());
+    // Lanes 0 to 15 of each warp: their sum, minimum and bits.
+    if (t % 32 < 16) {
+        out[3 * n + t] = __int_as_float(__reduce_add_sync(0xFFFFu, v));
+        out[4 * n + t] = __int_as_float(__reduce_min_sync(0xFFFFu, v));
+        out[5 * n + t] = __int_as_float((int)__reduce_or_sync(0xFFFFu, 1u << (t % 16)));
+    }
+    t128.sync();
+}
+"#;
+
 fn sim() -> SimDevice {
     SimDevice::new().expect("the simulator needs a host C++ compiler")
 }
@@ -395,6 +423,49 @@ fn cg_reduce_with_plus_greater_less_and_bit_xor() {
                 "{}",
                 what(4)
             );
+        }
+    }
+}
+
+#[test]
+fn tiles_of_more_than_a_warp_and_warp_reductions_of_integers() {
+    let threads = 256usize;
+    for seed in 0..3 {
+        let l = launch(MULTI_WARP, "multi_warp", [1, 1, 1], [threads as u32, 1, 1]);
+        let (x, out) = run(&sim().with_seed(seed), l, threads, 6 * threads)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        let got = ints(&out);
+        let v: Vec<i32> = x.iter().map(|x| (x * 1000.0).floor() as i32).collect();
+        for t in 0..threads {
+            let what = |f: usize| format!("seed {seed}: thread {t}, field {f}");
+            assert_eq!(
+                got[t],
+                v[t / 64 * 64..][..64].iter().sum::<i32>(),
+                "{}",
+                what(0)
+            );
+            let most = *v[t / 128 * 128..][..128].iter().max().unwrap();
+            assert_eq!(got[threads + t], most, "{}", what(1));
+            let ranks = (t % 64 + 1000 * (t / 64) + 100_000 * 2) as i32;
+            assert_eq!(got[2 * threads + t], ranks, "{}", what(2));
+            let half = &v[t / 32 * 32..][..16];
+            if t % 32 < 16 {
+                assert_eq!(
+                    got[3 * threads + t],
+                    half.iter().sum::<i32>(),
+                    "{}",
+                    what(3)
+                );
+                assert_eq!(
+                    got[4 * threads + t],
+                    *half.iter().min().unwrap(),
+                    "{}",
+                    what(4)
+                );
+                assert_eq!(got[5 * threads + t], 0xFFFF, "{}", what(5));
+            } else {
+                assert!(out[3 * threads + t].is_nan(), "{}", what(3));
+            }
         }
     }
 }
@@ -553,6 +624,7 @@ fn nvrtc_compiles_the_cooperative_groups_kernels_for_sm90() {
         ("cluster", CLUSTER, 1),
         ("grid", GRID, 3),
         ("async_copies", ASYNC_COPIES, 1),
+        ("multi_warp", MULTI_WARP, 1),
     ] {
         let src = CudaSource::embedded("tests/cooperative_groups.cu", code);
         let c = nvrtc::compile(&src, "sm_90").unwrap_or_else(|e| panic!("{name}: {e}"));

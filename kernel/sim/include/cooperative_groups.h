@@ -3,14 +3,15 @@
 // barriers, warp exchanges and clusters (sim_runtime.h, sim_builtins.h).
 //
 // Supported: thread_block (this_thread_block), thread_block_tile<1..32> (tiled_partition<N>,
-// this_thread) with shuffles, votes and match_any, cluster_group (this_cluster), grid_group
+// this_thread) with shuffles, votes and match_any, tiles of 64 to 1024 threads (ranks, sync
+// and cg::reduce; block_tile_memory is accepted and not needed), cluster_group (this_cluster), grid_group
 // (this_grid) queries and its sync, barrier_arrive and barrier_wait under a cooperative launch
 // (without one they end the run with an error, as they would hang a GPU), and the free sync /
 // thread_rank / group_size; memcpy_async, wait and wait_prior in
 // cooperative_groups/memcpy_async.h. Not here: the type-erased thread_group
 // (tiled_partition(g, n) at run time), coalesced_group (coalesced_threads, which needs to know
-// which lanes are converged), tiles of more than 32 threads and scans; a kernel using them
-// fails to compile.
+// which lanes are converged), shuffles and votes of tiles of more than 32 threads (the real
+// header has none either) and scans; a kernel using them fails to compile.
 #pragma once
 
 #include "cuda_runtime.h"
@@ -46,6 +47,16 @@ class thread_block {
 };
 
 inline thread_block this_thread_block() { return thread_block(); }
+
+// The scratch that tiles of more than a warp need before sm_80; the simulator's need none.
+template <unsigned int MaxBlockSize = 1024, unsigned int TileCommunicationSize = 8, unsigned int MaxNumTiles = 32>
+struct block_tile_memory {
+    static_assert(MaxBlockSize % 32 == 0 && MaxBlockSize <= 1024, "MaxBlockSize: a multiple of 32, at most 1024");
+};
+template <unsigned int MaxBlockSize, unsigned int TileCommunicationSize, unsigned int MaxNumTiles>
+thread_block this_thread_block(block_tile_memory<MaxBlockSize, TileCommunicationSize, MaxNumTiles> &) {
+    return this_thread_block();
+}
 
 // ---- Tiles of 1 to 32 threads: the lanes [k * Size, (k + 1) * Size) of a warp. ----
 
@@ -108,12 +119,38 @@ class tile_base {
     }
 };
 
+// Tiles of 64 to 1024 threads: whole warps [k * Size, (k + 1) * Size) of the block. They
+// synchronize on a named barrier of their own (1 + their rank among their siblings, so at
+// most 15 of them in a block) and reduce through memory; they have no shuffles or votes.
+template <unsigned int Size>
+class multi_warp_tile_base {
+    static_assert(Size == 64 || Size == 128 || Size == 256 || Size == 512 || Size == 1024,
+                  "a tile of more than a warp has 64, 128, 256, 512 or 1024 threads");
+
+   public:
+    static unsigned int thread_rank() { return cta_rank() % Size; }
+    static constexpr unsigned int num_threads() { return Size; }
+    static constexpr unsigned int size() { return Size; }
+    static void sync(::sim::Caller at = {}) {
+        const ::sim::SourceSite site(at.file, at.line);
+        const unsigned tile = cta_rank() / Size;
+        if (1 + tile >= ::sim::kNamedBarriers)
+            ::sim::fail("thread_block_tile<%u>::sync: tile %u of its block; the simulator gives each tile of "
+                        "more than a warp a named barrier of its own, and a block has %u besides __syncthreads's",
+                        Size, tile, ::sim::kNamedBarriers - 1);
+        ::sim::named_barrier(1 + tile, Size, true, "thread_block_tile::sync");
+    }
+};
+
+template <unsigned int Size>
+using tile_base_of = std::conditional_t<(Size <= 32), tile_base<Size>, multi_warp_tile_base<Size>>;
+
 }  // namespace details
 
 // A tile that knows its parent's type: its place among its siblings comes from the parent's
 // rank, as in the real header.
 template <unsigned int Size, typename ParentT>
-class thread_block_tile : public details::tile_base<Size> {
+class thread_block_tile : public details::tile_base_of<Size> {
     template <unsigned int S, typename P>
     friend thread_block_tile<S, P> tiled_partition(const P &);
     explicit thread_block_tile(const ParentT &) {}
@@ -126,7 +163,7 @@ class thread_block_tile : public details::tile_base<Size> {
 // The type-erased tile (`thread_block_tile<32> t = tiled_partition<32>(block)`): it keeps its
 // place among its siblings.
 template <unsigned int Size>
-class thread_block_tile<Size, void> : public details::tile_base<Size> {
+class thread_block_tile<Size, void> : public details::tile_base_of<Size> {
     unsigned int meta_rank_, meta_size_;
 
    public:

@@ -124,6 +124,38 @@ inline int __all_sync(unsigned mask, int pred, sim::Caller at = {}) {
     return sim::ballot(mask, pred, &took_part) == took_part;
 }
 
+// ---- Warp reductions (sm_80's redux.sync): each lane of `mask` gets the reduction of the
+// values of all of them, combined in lane order (exact for integers, as on a GPU). ----
+namespace sim {
+template <class T, class Op>
+inline T warp_reduce(unsigned mask, T v, Op op) {
+    T acc{};
+    bool first = true;
+    for (int src = 0; src < 32; ++src) {
+        if (!((mask >> src) & 1u)) continue;
+        const T got = warp_exchange(mask, v, src);
+        acc = first ? got : op(acc, got);
+        first = false;
+    }
+    return acc;
+}
+}  // namespace sim
+#define SIM_WARP_REDUCE(name, T, expr)                                        \
+    inline T name(unsigned mask, T v, sim::Caller at = {}) {                  \
+        const sim::SourceSite site(at.file, at.line);                         \
+        return sim::warp_reduce(mask, v, [](T a, T b) -> T { return expr; }); \
+    }
+SIM_WARP_REDUCE(__reduce_add_sync, unsigned, a + b)
+SIM_WARP_REDUCE(__reduce_add_sync, int, (int)((unsigned)a + (unsigned)b))
+SIM_WARP_REDUCE(__reduce_min_sync, unsigned, a < b ? a : b)
+SIM_WARP_REDUCE(__reduce_min_sync, int, a < b ? a : b)
+SIM_WARP_REDUCE(__reduce_max_sync, unsigned, a > b ? a : b)
+SIM_WARP_REDUCE(__reduce_max_sync, int, a > b ? a : b)
+SIM_WARP_REDUCE(__reduce_and_sync, unsigned, a & b)
+SIM_WARP_REDUCE(__reduce_or_sync, unsigned, a | b)
+SIM_WARP_REDUCE(__reduce_xor_sync, unsigned, a ^ b)
+#undef SIM_WARP_REDUCE
+
 // ---- Atomics: blocks run in parallel on several OS threads, so these are real atomics. ----
 namespace sim {
 // The compare-exchange loop of an atomic a GPU does in one instruction (a float add, a

@@ -33,12 +33,25 @@ struct bit_xor {
     Ty operator()(Ty a, Ty b) const { return a ^ b; }
 };
 
-// Every thread of the tile gets the reduction of the tile's values.
+// Every thread of the tile gets the reduction of the tile's values. A tile of more than a warp
+// reduces each warp by the butterfly, then every thread combines the warps' results, in warp
+// order, from memory its block shares, between two of the tile's barriers.
 template <unsigned int Size, typename ParentT, typename TyVal, typename TyOp>
 auto reduce(const thread_block_tile<Size, ParentT> &group, TyVal &&val, TyOp &&op, ::sim::Caller at = {})
     -> decltype(op(val, val)) {
     auto out = val;
-    for (int mask = Size >> 1; mask > 0; mask >>= 1) out = op(out, group.shfl_xor(out, mask, at));
+    if constexpr (Size <= 32) {
+        for (int mask = Size >> 1; mask > 0; mask >>= 1) out = op(out, group.shfl_xor(out, mask, at));
+    } else {
+        for (int mask = 16; mask > 0; mask >>= 1) out = op(out, __shfl_xor_sync(0xFFFFFFFFu, out, mask, 32, at));
+        static thread_local decltype(out) warps[32];  // the block's shared memory: one block per OS thread
+        const unsigned rank = details::cta_rank(), first = rank / Size * (Size / 32);
+        if (details::laneid() == 0) warps[rank / 32] = out;
+        group.sync(at);
+        out = warps[first];
+        for (unsigned w = 1; w < Size / 32; ++w) out = op(out, warps[first + w]);
+        group.sync(at);
+    }
     return out;
 }
 
