@@ -17,11 +17,10 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     for rung in tree_rungs() {
         all.push(Box::new(rung));
     }
-    all.extend([
-        Box::new(ReduceGridStride) as Box<dyn Kernel>,
-        Box::new(ReduceFloat4),
-        Box::new(ReduceOnePass),
-    ]);
+    for rung in two_launch_rungs() {
+        all.push(Box::new(rung));
+    }
+    all.push(Box::new(ReduceOnePass));
     all
 }
 
@@ -424,39 +423,75 @@ fn cpu_warp_shuffle(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
     out[0] = by_passes(inputs[0], 2 * BLOCK, |c| block_sum(&first_add(c)));
 }
 
-/// `reduce/06_grid_stride.cu`: at most 1024 blocks, each thread summing its strided elements
-/// before the block's shuffles; a second launch of one block sums the blocks.
-pub struct ReduceGridStride;
+/// Rungs 06 and 07: a fixed grid, then one block over its partial sums. The two differ in
+/// their source, the elements a thread reads at a time and their port.
+pub struct TwoLaunchRung {
+    id: &'static str,
+    rung: u32,
+    summary: &'static str,
+    lineage: Lineage,
+    source: fn() -> CudaSource,
+    entry: &'static str,
+    /// Elements a thread reads a trip: 1, or 4 as a float4.
+    per_thread: usize,
+    port: CpuPort,
+}
 
-impl Kernel for ReduceGridStride {
+impl Kernel for TwoLaunchRung {
     fn lineage(&self) -> Option<Lineage> {
-        Some(Lineage {
-            parent: Some("reduce-warp-shuffle"),
-            idea: "a fixed grid of at most 1024 blocks, each thread first summing its elements i, i + T, i + 2T, ... in a register: the tree paid once per thread instead of once per 2 elements, and 2 launches whatever N",
-            bound: Some(Bound::Issue),
-        })
+        Some(self.lineage)
     }
 
     fn info(&self) -> KernelInfo {
-        info(
-            "reduce-grid-stride",
-            6,
-            "a fixed grid, each thread summing many elements (grid-stride loop) before rung 05's shuffles; 2 launches",
-        )
+        info(self.id, self.rung, self.summary)
     }
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
         Some(two_launch_plan(
-            cuda_source!("fusion", "reduce/06_grid_stride.cu"),
-            "reduce_grid_stride",
+            (self.source)(),
+            self.entry,
             elements(shape),
-            1,
+            self.per_thread,
         ))
     }
 
     fn cpu(&self) -> Option<CpuPort> {
-        Some(cpu_grid_stride)
+        Some(self.port)
     }
+}
+
+/// Rungs 06 and 07, in ladder order.
+fn two_launch_rungs() -> [TwoLaunchRung; 2] {
+    [
+        TwoLaunchRung {
+            id: "reduce-grid-stride",
+            rung: 6,
+            summary: "a fixed grid, each thread summing many elements (grid-stride loop) before rung 05's shuffles; 2 launches",
+            lineage: Lineage {
+                parent: Some("reduce-warp-shuffle"),
+                idea: "a fixed grid of at most 1024 blocks, each thread first summing its elements i, i + T, i + 2T, ... in a register: the tree paid once per thread instead of once per 2 elements, and 2 launches whatever N",
+                bound: Some(Bound::Issue),
+            },
+            source: || cuda_source!("fusion", "reduce/06_grid_stride.cu"),
+            entry: "reduce_grid_stride",
+            per_thread: 1,
+            port: cpu_grid_stride,
+        },
+        TwoLaunchRung {
+            id: "reduce-float4",
+            rung: 7,
+            summary: "rung 06 with 16-byte float4 loads; 2 launches",
+            lineage: Lineage {
+                parent: Some("reduce-grid-stride"),
+                idea: "float4 loads: one 16-byte load instruction per 4 elements, a quarter of the loop's trips",
+                bound: Some(Bound::Issue),
+            },
+            source: || cuda_source!("fusion", "reduce/07_float4.cu"),
+            entry: "reduce_float4",
+            per_thread: 4,
+            port: cpu_float4,
+        },
+    ]
 }
 
 fn cpu_grid_stride(_shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
@@ -465,40 +500,6 @@ fn cpu_grid_stride(_shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
         &grid_stride_launch(x, fixed_grid(x.len(), 1)),
         grid_stride_launch,
     );
-}
-
-/// `reduce/07_float4.cu`: rung 06 reading x as float4.
-pub struct ReduceFloat4;
-
-impl Kernel for ReduceFloat4 {
-    fn lineage(&self) -> Option<Lineage> {
-        Some(Lineage {
-            parent: Some("reduce-grid-stride"),
-            idea: "float4 loads: one 16-byte load instruction per 4 elements, a quarter of the loop's trips",
-            bound: Some(Bound::Issue),
-        })
-    }
-
-    fn info(&self) -> KernelInfo {
-        info(
-            "reduce-float4",
-            7,
-            "rung 06 with 16-byte float4 loads; 2 launches",
-        )
-    }
-
-    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
-        Some(two_launch_plan(
-            cuda_source!("fusion", "reduce/07_float4.cu"),
-            "reduce_float4",
-            elements(shape),
-            4,
-        ))
-    }
-
-    fn cpu(&self) -> Option<CpuPort> {
-        Some(cpu_float4)
-    }
 }
 
 fn cpu_float4(_shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
@@ -603,14 +604,15 @@ mod tests {
     #[test]
     fn the_tree_rungs_launch_until_one_sum_is_left() {
         let [interleaved, _, sequential, first_add, _] = tree_rungs();
+        let [grid_stride, _] = two_launch_rungs();
         let launches = |k: &dyn Kernel, n| k.cuda(&Shape::Reduce { n }).unwrap().steps.len();
         assert_eq!(launches(&sequential, 256), 1);
         assert_eq!(launches(&sequential, 257), 2);
         assert_eq!(launches(&sequential, 1 << 24), 3);
         assert_eq!(launches(&first_add, 1 << 17), 2);
         assert_eq!(launches(&sequential, 1 << 17), 3);
-        assert_eq!(launches(&ReduceGridStride, 256), 1);
-        assert_eq!(launches(&ReduceGridStride, 1 << 24), 2);
+        assert_eq!(launches(&grid_stride, 256), 1);
+        assert_eq!(launches(&grid_stride, 1 << 24), 2);
         assert_eq!(launches(&ReduceOnePass, 1 << 24), 1);
         let plan = interleaved.cuda(&Shape::Reduce { n: 1 << 24 }).unwrap();
         let bufs: Vec<(Buf, Buf)> = plan
