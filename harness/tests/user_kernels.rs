@@ -3672,3 +3672,48 @@ fn a_kernel_taking_one_number_for_an_input_is_checked_with_the_input_filled_with
     let (ok, text) = sim_run("layernorm", "3x256", &other, &dir.join("other"));
     assert!(!ok && text.contains("above the fp32 bound"), "{text}");
 }
+
+/// A sum of one launch whose blocks each write a partial sum to y[blockIdx.x] writes past
+/// the one number y holds: it is told to launch the kernel again on a workspace of them, and
+/// passes when it does as told.
+#[test]
+fn a_sum_leaving_a_partial_sum_per_block_is_told_to_launch_again() {
+    let dir = scratch_dir("block-sums");
+    let file = dir.join("block_sums.cu");
+    std::fs::write(
+        &file,
+        r#"__global__ void block_sums(const float *x, float *y, int n) {
+  __shared__ float s[256];
+  const unsigned t = threadIdx.x, i = blockIdx.x * 256 + t;
+  s[t] = i < (unsigned)n ? x[i] : 0.0f;
+  __syncthreads();
+  for (unsigned k = 128; k > 0; k /= 2) {
+    if (t < k) s[t] += s[t + k];
+    __syncthreads();
+  }
+  if (t == 0) y[blockIdx.x] = s[0];
+}
+"#,
+    )
+    .unwrap();
+    let once = format!("{}:block_sums,block=256,grid=(cdiv(N,256))", file.display());
+    let (ok, text) = sim_run("reduce", "1000", &once, &dir.join("once"));
+    assert!(!ok, "{text}");
+    let told = "args=(x,scratch(part,4*cdiv(N,256)),N),then=block_sums,grid=1,\
+                args=(part,y,cdiv(N,256))";
+    assert!(
+        text.contains("y holds one number, the sum") && text.contains(told),
+        "{text}"
+    );
+    assert!(
+        !text.contains("is not a multiple of 256"),
+        "no tail hint: {text}"
+    );
+    let twice = format!(
+        "{}:block_sums,block=256,grid=(cdiv(N,256)),args=(x,scratch(part,4*cdiv(N,256)),N),\
+         then=block_sums,block=256,grid=1,args=(part,y,cdiv(N,256))",
+        file.display()
+    );
+    let (ok, text) = sim_run("reduce", "1000,65536", &twice, &dir.join("twice"));
+    assert!(ok, "{text}");
+}

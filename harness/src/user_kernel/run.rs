@@ -194,6 +194,16 @@ pub fn annotate(
                     ));
                     continue;
                 }
+                // A sum's one number written past, as a kernel leaving a partial sum per block
+                // in y[blockIdx.x] does: its host code launches it again on them.
+                if let Some(again) = sum_again(k)
+                    && s.shape.workload() == kernel::Workload::Reduce
+                    && let Some(reason) = row.reason.as_mut()
+                    && reason.contains("past the end of buffer 'y'")
+                {
+                    reason.push_str(&again);
+                    continue;
+                }
                 // Inputs the kernel is never given: the reference applies them all.
                 let unread = k.unread_inputs(&s.shape);
                 if row.status == Status::Failed
@@ -581,6 +591,28 @@ pub fn inspect(
     }
     crate::cmd::inspect::print_advisories(&advised);
     Ok(ok)
+}
+
+/// The hint for a sum of one launch that writes past y: the launches its host code adds.
+fn sum_again(k: &UserKernel) -> Option<String> {
+    if !k.spec.then.is_empty() {
+        return None;
+    }
+    let grid = match &k.spec.grid {
+        Some(super::spec::Grid::Exprs(e)) => e.first()?.to_string().replace(' ', ""),
+        _ => "GRID".into(),
+    };
+    Some(format!(
+        "\n  y holds one number, the sum, and this kernel writes past it, as a kernel that leaves \
+         a partial sum per block in y[blockIdx.x] does; its host code launches it again on \
+         them. Give the first launch a workspace for them and launch the kernel again on it, \
+         as docs/your-kernel.md shows for NVIDIA's reduction sample: \
+         args=(x,scratch(part,4*{grid}),N),then={entry},grid=1,args=(part,y,{grid}), each \
+         launch with its block= and smem=. One block of a kernel that reads an element per \
+         thread sums only a block's worth: such a kernel takes as many launches as its host \
+         code's loop makes",
+        entry = k.spec.entry,
+    ))
 }
 
 #[cfg(test)]
