@@ -325,3 +325,34 @@ fn the_one_launch_sum_without_the_fence_after_its_count_is_a_race() {
         "{why}"
     );
 }
+
+/// fusion/README.md: "Each port adds in the order of its rung, so it rounds as the rung does":
+/// every rung of the sum gives, in the simulator, the very bits its CPU port gives, at sizes
+/// that take one, two and three launches and the fixed grid's second trip.
+#[test]
+fn the_sums_ports_round_as_their_rungs_do() {
+    let dev = SimDevice::new().expect("the simulator needs a host C++ compiler (g++)");
+    let config = Config::defaults();
+    let all = registry::all();
+    let rungs = registry::for_workload(&all, Workload::Reduce);
+    assert_eq!(rungs.len(), 8);
+    for n in [7, 70_001, 300_001] {
+        let shape = kernel::Shape::Reduce { n };
+        let x = inputs::random_inputs(&shape, config.seed);
+        for k in &rungs {
+            let mut run = dev.prepare(*k, &shape, &x).unwrap();
+            run.run().unwrap();
+            let got = run.output().unwrap();
+            let mut want = [f32::NAN];
+            (k.cpu().unwrap())(&shape, &[&x[0]], &mut want);
+            assert_eq!(
+                got[0].to_bits(),
+                want[0].to_bits(),
+                "{} at N = {n}: {} in the simulator, {} by its port",
+                k.info().id,
+                got[0],
+                want[0]
+            );
+        }
+    }
+}
