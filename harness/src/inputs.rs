@@ -1,6 +1,6 @@
 //! Seeded random inputs: uniform in [-1, 1] (a network's weights in [-s, s], s = 1 /
-//! sqrt(fan-in); the terms of a sum in [0, 1]), never zeros, so every kernel is checked on data where a dropped term or a
-//! wrong index changes the result.
+//! sqrt(fan-in); the terms of a sum in [0, 1]), never zeros, so every kernel is checked on
+//! data where a dropped term or a wrong index changes the result.
 
 use kernel::Shape;
 use rand::rngs::StdRng;
