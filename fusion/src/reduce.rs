@@ -290,21 +290,30 @@ fn last_launch(partials: &[f32], launch: fn(&[f32], usize) -> Vec<f32>) -> f32 {
     launch(partials, 1)[0]
 }
 
-/// A rung of the ladder's first half: a tree per block, launched again on the partial sums.
-/// The five differ in their source, their block's span and their port.
-pub struct TreeRung {
+/// How a rung of 01 to 07 launches: its plan and the elements that plan's unit covers.
+#[derive(Clone, Copy)]
+enum Passes {
+    /// A tree per block of `per_block` elements (256, or 512 where each thread adds two as it
+    /// loads), launched again on the partial sums until one is left.
+    Tree { per_block: usize },
+    /// A fixed grid whose threads read `per_thread` elements a trip (1, or 4 as a float4),
+    /// then one block over its partial sums.
+    TwoLaunches { per_thread: usize },
+}
+
+/// Rungs 01 to 07: they differ in their source, how they launch and their port.
+pub struct SumRung {
     id: &'static str,
     rung: u32,
     summary: &'static str,
     lineage: Lineage,
     source: fn() -> CudaSource,
     entry: &'static str,
-    /// Elements a block sums: 256, or 512 where each thread adds two as it loads.
-    per_block: usize,
+    passes: Passes,
     port: CpuPort,
 }
 
-impl Kernel for TreeRung {
+impl Kernel for SumRung {
     fn lineage(&self) -> Option<Lineage> {
         Some(self.lineage)
     }
@@ -314,12 +323,13 @@ impl Kernel for TreeRung {
     }
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
-        Some(tree_plan(
-            (self.source)(),
-            self.entry,
-            elements(shape),
-            self.per_block,
-        ))
+        let (source, n) = ((self.source)(), elements(shape));
+        Some(match self.passes {
+            Passes::Tree { per_block } => tree_plan(source, self.entry, n, per_block),
+            Passes::TwoLaunches { per_thread } => {
+                two_launch_plan(source, self.entry, n, per_thread)
+            }
+        })
     }
 
     fn cpu(&self) -> Option<CpuPort> {
@@ -328,9 +338,9 @@ impl Kernel for TreeRung {
 }
 
 /// Rungs 01 to 05, in ladder order.
-fn tree_rungs() -> [TreeRung; 5] {
+fn tree_rungs() -> [SumRung; 5] {
     [
-        TreeRung {
+        SumRung {
             id: "reduce-interleaved",
             rung: 1,
             summary: "a tree of pairs in shared memory per 256 elements, the active threads spread over every warp; launched again on the partial sums",
@@ -341,10 +351,10 @@ fn tree_rungs() -> [TreeRung; 5] {
             },
             source: || cuda_source!("fusion", "reduce/01_interleaved.cu"),
             entry: "reduce_interleaved",
-            per_block: BLOCK,
+            passes: Passes::Tree { per_block: BLOCK },
             port: cpu_pairs,
         },
-        TreeRung {
+        SumRung {
             id: "reduce-strided",
             rung: 2,
             summary: "rung 01's pairs added by threads 0, 1, 2, ...: whole warps idle, but strided shared-memory accesses conflict",
@@ -355,10 +365,10 @@ fn tree_rungs() -> [TreeRung; 5] {
             },
             source: || cuda_source!("fusion", "reduce/02_strided.cu"),
             entry: "reduce_strided",
-            per_block: BLOCK,
+            passes: Passes::Tree { per_block: BLOCK },
             port: cpu_pairs,
         },
-        TreeRung {
+        SumRung {
             id: "reduce-sequential",
             rung: 3,
             summary: "the block's halves added, then the first half's halves, ...: no bank conflicts",
@@ -369,10 +379,10 @@ fn tree_rungs() -> [TreeRung; 5] {
             },
             source: || cuda_source!("fusion", "reduce/03_sequential.cu"),
             entry: "reduce_sequential",
-            per_block: BLOCK,
+            passes: Passes::Tree { per_block: BLOCK },
             port: cpu_halves,
         },
-        TreeRung {
+        SumRung {
             id: "reduce-first-add",
             rung: 4,
             summary: "rung 03 with each thread loading and adding two elements: 512 per block",
@@ -383,10 +393,12 @@ fn tree_rungs() -> [TreeRung; 5] {
             },
             source: || cuda_source!("fusion", "reduce/04_first_add.cu"),
             entry: "reduce_first_add",
-            per_block: 2 * BLOCK,
+            passes: Passes::Tree {
+                per_block: 2 * BLOCK,
+            },
             port: cpu_first_add,
         },
-        TreeRung {
+        SumRung {
             id: "reduce-warp-shuffle",
             rung: 5,
             summary: "rung 04 with warp shuffles instead of the shared-memory tree: one __syncthreads",
@@ -397,7 +409,9 @@ fn tree_rungs() -> [TreeRung; 5] {
             },
             source: || cuda_source!("fusion", "reduce/05_warp_shuffle.cu"),
             entry: "reduce_warp_shuffle",
-            per_block: 2 * BLOCK,
+            passes: Passes::Tree {
+                per_block: 2 * BLOCK,
+            },
             port: cpu_warp_shuffle,
         },
     ]
@@ -423,47 +437,10 @@ fn cpu_warp_shuffle(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
     out[0] = by_passes(inputs[0], 2 * BLOCK, |c| block_sum(&first_add(c)));
 }
 
-/// Rungs 06 and 07: a fixed grid, then one block over its partial sums. The two differ in
-/// their source, the elements a thread reads at a time and their port.
-pub struct TwoLaunchRung {
-    id: &'static str,
-    rung: u32,
-    summary: &'static str,
-    lineage: Lineage,
-    source: fn() -> CudaSource,
-    entry: &'static str,
-    /// Elements a thread reads a trip: 1, or 4 as a float4.
-    per_thread: usize,
-    port: CpuPort,
-}
-
-impl Kernel for TwoLaunchRung {
-    fn lineage(&self) -> Option<Lineage> {
-        Some(self.lineage)
-    }
-
-    fn info(&self) -> KernelInfo {
-        info(self.id, self.rung, self.summary)
-    }
-
-    fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
-        Some(two_launch_plan(
-            (self.source)(),
-            self.entry,
-            elements(shape),
-            self.per_thread,
-        ))
-    }
-
-    fn cpu(&self) -> Option<CpuPort> {
-        Some(self.port)
-    }
-}
-
 /// Rungs 06 and 07, in ladder order.
-fn two_launch_rungs() -> [TwoLaunchRung; 2] {
+fn two_launch_rungs() -> [SumRung; 2] {
     [
-        TwoLaunchRung {
+        SumRung {
             id: "reduce-grid-stride",
             rung: 6,
             summary: "a fixed grid, each thread summing many elements (grid-stride loop) before rung 05's shuffles; 2 launches",
@@ -474,10 +451,10 @@ fn two_launch_rungs() -> [TwoLaunchRung; 2] {
             },
             source: || cuda_source!("fusion", "reduce/06_grid_stride.cu"),
             entry: "reduce_grid_stride",
-            per_thread: 1,
+            passes: Passes::TwoLaunches { per_thread: 1 },
             port: cpu_grid_stride,
         },
-        TwoLaunchRung {
+        SumRung {
             id: "reduce-float4",
             rung: 7,
             summary: "rung 06 with 16-byte float4 loads; 2 launches",
@@ -488,7 +465,7 @@ fn two_launch_rungs() -> [TwoLaunchRung; 2] {
             },
             source: || cuda_source!("fusion", "reduce/07_float4.cu"),
             entry: "reduce_float4",
-            per_thread: 4,
+            passes: Passes::TwoLaunches { per_thread: 4 },
             port: cpu_float4,
         },
     ]
