@@ -573,13 +573,18 @@ fn branch_target(operands: &str) -> Option<Target<'_>> {
     u64::from_str_radix(hex, 16).ok().map(Target::Addr)
 }
 
-impl Function {
-    /// Every loop of the function, in the order of their backward branches. A branch to
-    /// itself (the trap after the last `EXIT`) is no loop; `@!PT` branches never run.
-    pub fn loops(&self) -> Vec<Loop> {
+/// A function's instructions with the index each branch goes to (`None` for no branch, or
+/// one that never runs: `@!PT`).
+struct Flow<'a> {
+    insns: Vec<Parts<'a>>,
+    targets: Vec<Option<usize>>,
+}
+
+impl<'a> Flow<'a> {
+    fn of(sass: &'a str) -> Self {
         let mut insns: Vec<Parts<'_>> = Vec::new();
         let mut labels: Vec<(&str, usize)> = Vec::new();
-        for line in self.sass.lines() {
+        for line in sass.lines() {
             if let Some(i) = instruction_parts(line) {
                 insns.push(i);
             } else if let Some(label) = line.trim().strip_suffix(':') {
@@ -595,42 +600,77 @@ impl Function {
                 Target::Addr(a) => insns.iter().position(|i| i.addr == a),
             }
         };
-        let targets: Vec<Option<usize>> = insns.iter().map(target).collect();
+        let targets = insns.iter().map(target).collect();
+        Self { insns, targets }
+    }
+
+    /// The index of the function's last unguarded `EXIT`, after which ptxas lays out cold
+    /// code: the subroutines of slow paths (a 64-bit division's `CALL.REL` target, up to its
+    /// `RET`), the fallbacks of warp-synchronous code for a diverged warp (`BRA.DIV`), and
+    /// the trap. The last line where the function has no `EXIT`.
+    fn warm_end(&self) -> usize {
+        self.insns
+            .iter()
+            .rposition(|i| i.op == "EXIT" && !i.guarded)
+            .unwrap_or(self.insns.len().saturating_sub(1))
+    }
+
+    /// One run through the lines `start..=end` whose index `left_out` does not name: each
+    /// line once, of the two arms of an if/else (`@P BRA else; then...; BRA join; else: ...;
+    /// join:`) only the shorter, the body of an if without else counted.
+    fn once(&self, start: usize, end: usize, left_out: impl Fn(usize) -> bool) -> Summary {
+        let (insns, targets) = (&self.insns, &self.targets);
+        let mut skip = vec![false; end + 1];
+        for c in start..end {
+            let Some(els) = targets[c].filter(|e| *e > c + 1 && *e <= end) else {
+                continue;
+            };
+            let jump = els - 1;
+            let join = match targets[jump] {
+                Some(j) if !insns[jump].guarded && j > els && j <= end => j,
+                _ => continue,
+            };
+            if !insns[c].guarded {
+                continue;
+            }
+            let (then_arm, else_arm) = (c + 1..els, els..join);
+            let longer = if then_arm.len() > else_arm.len() {
+                then_arm
+            } else {
+                else_arm
+            };
+            for i in longer {
+                skip[i] = true;
+            }
+        }
+        let mut summary = Summary::default();
+        for (i, x) in insns.iter().enumerate().take(end + 1).skip(start) {
+            if !x.never && !skip[i] && !left_out(i) {
+                summary.add(x.op, x.operands);
+            }
+        }
+        summary
+    }
+}
+
+impl Function {
+    /// Every loop of the function, in the order of their backward branches. A branch to
+    /// itself (the trap after the last `EXIT`) is no loop; `@!PT` branches never run.
+    pub fn loops(&self) -> Vec<Loop> {
+        let flow = Flow::of(&self.sass);
+        let (insns, targets) = (&flow.insns, &flow.targets);
+        let warm_end = flow.warm_end();
         let mut out = Vec::new();
         for (end, b) in insns.iter().enumerate() {
+            // A branch back from cold code (a diverged warp's fallback rejoining the main
+            // path) closes no loop.
+            if end > warm_end {
+                continue;
+            }
             let Some(start) = targets[end].filter(|s| *s < end) else {
                 continue;
             };
-            // If/else inside the body: `@P BRA else; then...; BRA join; else: ...; join:`.
-            let mut skip = vec![false; end + 1];
-            for c in start..end {
-                let Some(els) = targets[c].filter(|e| *e > c + 1 && *e <= end) else {
-                    continue;
-                };
-                let jump = els - 1;
-                let join = match targets[jump] {
-                    Some(j) if !insns[jump].guarded && j > els && j <= end => j,
-                    _ => continue,
-                };
-                if !insns[c].guarded {
-                    continue;
-                }
-                let (then_arm, else_arm) = (c + 1..els, els..join);
-                let longer = if then_arm.len() > else_arm.len() {
-                    then_arm
-                } else {
-                    else_arm
-                };
-                for i in longer {
-                    skip[i] = true;
-                }
-            }
-            let mut summary = Summary::default();
-            for (i, x) in insns[start..=end].iter().enumerate() {
-                if !x.never && !skip[start + i] {
-                    summary.add(x.op, x.operands);
-                }
-            }
+            let summary = flow.once(start, end, |_| false);
             out.push(Loop {
                 label: match branch_target(b.operands) {
                     Some(Target::Label(l)) => l.to_string(),
@@ -672,6 +712,34 @@ impl Function {
     /// The instruction mix of one pass of the hot loop (see [`Function::hot_loop`]).
     pub fn inner_loop(&self) -> Option<Summary> {
         self.hot_loop().map(|l| l.summary)
+    }
+
+    /// The loop that streams the most global memory: of the innermost loops that load from
+    /// it, the one loading the most bytes per pass, the first of equals (the main loop comes
+    /// before an epilogue's).
+    pub fn streaming_loop(&self) -> Option<Loop> {
+        let loops = self.loops();
+        let loads = |l: &Loop| l.summary.global_load_bytes > 0;
+        loops
+            .iter()
+            .filter(|l| loads(l) && !loops.iter().any(|o| loads(o) && l.contains(o)))
+            .rev()
+            .max_by_key(|l| l.summary.global_load_bytes)
+            .cloned()
+    }
+
+    /// One warp's run through the function's warm code (up to its last unguarded `EXIT`,
+    /// before the cold code ptxas lays out after it) with the lines of `except` left out:
+    /// every other line once, of an if/else the shorter arm, the body of an if without else
+    /// counted, other loops once.
+    pub fn once_outside(&self, except: Option<&Loop>) -> Summary {
+        let flow = Flow::of(&self.sass);
+        if flow.insns.is_empty() {
+            return Summary::default();
+        }
+        let inside =
+            |i: usize| except.is_some_and(|l| (l.start..=l.end).contains(&flow.insns[i].addr));
+        flow.once(0, flow.warm_end(), inside)
     }
 }
 
@@ -1076,6 +1144,73 @@ gemm_tiled:\n\
         );
         // 0x10..=0x100 is 16 lines: less the 4 of the scalar arm and the @!PT one.
         assert_eq!(s.instructions, 16 - 4 - 1);
+    }
+
+    #[test]
+    fn a_run_outside_the_hot_loop_counts_the_rest_once() {
+        let f = &parse(LOOPS)[0];
+        let hot = f.hot_loop().unwrap();
+        let rest = f.once_outside(Some(&hot));
+        // MOV before the loop; the remainder loop's LDG, FFMA and BRA; EXIT; not the trap.
+        assert_eq!(rest.instructions, 5);
+        assert_eq!((rest.ldg, rest.ffma), (1, 1));
+        let all = f.once_outside(None);
+        assert_eq!(
+            all.instructions,
+            rest.instructions + hot.summary.instructions
+        );
+        assert_eq!(
+            parse("//---- .text.e ----\n")[0].once_outside(None),
+            Summary::default()
+        );
+    }
+
+    /// A grid-stride loop, an epilogue loop loading as much, a shuffle whose fallback for a
+    /// diverged warp and a 64-bit division's subroutine ptxas lays out after the last EXIT.
+    const STREAM: &str = "//---- .text.s ----\n\
+        .L_x_0:\n\
+        \x20       /*0000*/                   LDG.E.128.CONSTANT R4, desc[UR6][R4.64] ;\n\
+        \x20       /*0010*/                   FADD R0, R4, R0 ;\n\
+        \x20       /*0020*/              @!P0 BRA `(.L_x_0) ;\n\
+        \x20       /*0030*/               @P1 CALL.REL.NOINC `($__internal_0_$__cuda_sm20_div_u64) ;\n\
+        \x20       /*0040*/                   BRA.DIV UR5, `(.L_x_2) ;\n\
+        \x20       /*0050*/                   SHFL.DOWN PT, R2, R0, 0x1, 0x1f ;\n\
+        .L_x_1:\n\
+        \x20       /*0060*/                   LDG.E.STRONG.GPU R8, desc[UR6][R8.64] ;\n\
+        \x20       /*0070*/                   LDG.E.STRONG.GPU R9, desc[UR6][R8.64+0x4] ;\n\
+        \x20       /*0080*/                   LDG.E.STRONG.GPU R10, desc[UR6][R8.64+0x8] ;\n\
+        \x20       /*0090*/                   LDG.E.STRONG.GPU R11, desc[UR6][R8.64+0xc] ;\n\
+        \x20       /*00a0*/              @!P2 BRA `(.L_x_1) ;\n\
+        .L_x_3:\n\
+        \x20       /*00b0*/                   STG.E desc[UR6][R2.64], R0 ;\n\
+        \x20       /*00c0*/                   EXIT ;\n\
+        .L_x_2:\n\
+        \x20       /*00d0*/                   WARPSYNC.COLLECTIVE R12, `(.L_x_4) ;\n\
+        \x20       /*00e0*/                   SHFL.DOWN P0, R10, R13, R14, R15 ;\n\
+        \x20       /*00f0*/                   ENDCOLLECTIVE ;\n\
+        .L_x_4:\n\
+        \x20       /*0100*/                   BRA `(.L_x_3) ;\n\
+        \x20       /*0110*/                   IMAD.HI.U32 R10, R8, R9, RZ ;\n\
+        \x20       /*0120*/                   RET.REL.NODEC R4 `(s) ;\n\
+        .L_x_5:\n\
+        \x20       /*0130*/                   BRA `(.L_x_5);\n";
+
+    #[test]
+    fn the_streaming_loop_is_the_first_that_loads_most_and_cold_code_is_left_out() {
+        let f = &parse(STREAM)[0];
+        let spans: Vec<(u64, u64)> = f.loops().iter().map(|l| (l.start, l.end)).collect();
+        assert_eq!(
+            spans,
+            [(0x0, 0x20), (0x60, 0xa0)],
+            "the fallback's branch back to the main path closes no loop"
+        );
+        let hot = f.streaming_loop().unwrap();
+        assert_eq!((hot.start, hot.summary.ldg128), (0x0, 1));
+        let rest = f.once_outside(Some(&hot));
+        // CALL, BRA.DIV, SHFL, the epilogue loop once (5 lines), STG, EXIT.
+        assert_eq!(rest.instructions, 10);
+        assert_eq!(rest.ldg, 4);
+        assert_eq!(parse(LOOPS)[0].streaming_loop().unwrap().label, ".L_x_1");
     }
 
     #[test]

@@ -246,13 +246,84 @@ pub fn estimate(
         return None;
     }
     let w = flops / per_pass as f64;
+    let work = Work::default().plus(pass, w, banks);
+    Some(Estimate {
+        warp_passes: w,
+        ceilings: ceilings(&work, &work, compulsory_bytes, pass.hgmma > 0, banks),
+    })
+}
+
+/// What warps do in all, summed over their passes: FLOP, bytes, shared-memory wavefronts
+/// (with the bank factors) and warp instructions.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct Work {
+    tf32: f64,
+    half: f64,
+    fma: f64,
+    global: f64,
+    shared: f64,
+    wavefronts: f64,
+    issued: f64,
+    /// The wavefronts are the simulator's count, not the SASS's (and the bytes unknown).
+    served: bool,
+}
+
+impl Work {
+    /// This work and `times` runs of `s`.
+    fn plus(self, s: &Summary, times: f64, banks: &BankFactors) -> Self {
+        Self {
+            tf32: self.tf32 + times * s.flop_tf32 as f64,
+            half: self.half + times * (s.flop_tensor - s.flop_tf32) as f64,
+            fma: self.fma + times * s.flop_fma as f64,
+            global: self.global + times * (s.global_load_bytes + s.global_store_bytes) as f64,
+            shared: self.shared + times * (s.shared_load_bytes + s.shared_store_bytes) as f64,
+            wavefronts: self.wavefronts + times * banks.wavefronts(&s.shared_wavefronts),
+            issued: self.issued + times * f64::from(s.instructions),
+            served: self.served,
+        }
+    }
+
+    fn scaled(self, f: f64) -> Self {
+        Self {
+            tf32: self.tf32 * f,
+            half: self.half * f,
+            fma: self.fma * f,
+            global: self.global * f,
+            shared: self.shared * f,
+            wavefronts: self.wavefronts * f,
+            issued: self.issued * f,
+            served: self.served,
+        }
+    }
+
+    fn sum(self, o: Self) -> Self {
+        Self {
+            tf32: self.tf32 + o.tf32,
+            half: self.half + o.half,
+            fma: self.fma + o.fma,
+            global: self.global + o.global,
+            shared: self.shared + o.shared,
+            wavefronts: self.wavefronts + o.wavefronts,
+            issued: self.issued + o.issued,
+            served: self.served || o.served,
+        }
+    }
+}
+
+/// The ceilings of `work`, each per-SM one timed at `timed` (the work stretched by the SMs
+/// a launch leaves idle, where the model counts them), DRAM at the compulsory bytes.
+fn ceilings(
+    work: &Work,
+    timed: &Work,
+    compulsory_bytes: f64,
+    wgmma: bool,
+    banks: &BankFactors,
+) -> Vec<Ceiling> {
     let clock = h100::clock_hz();
     let ms = |seconds: f64| seconds * 1e3;
     let mut ceilings = Vec::new();
-    if pass.flop_tensor > 0 {
-        let tf32 = w * pass.flop_tf32 as f64;
-        let half = w * (pass.flop_tensor - pass.flop_tf32) as f64;
-        let rate = match (tf32 > 0.0, half > 0.0) {
+    if work.tf32 + work.half > 0.0 {
+        let rate = match (work.tf32 > 0.0, work.half > 0.0) {
             (true, false) => format!("TF32 {} dense", si(h100::TF32_FLOPS, "FLOP/s")),
             (false, true) => format!("FP16/BF16 {} dense", si(h100::FP16_FLOPS, "FLOP/s")),
             _ => format!(
@@ -263,24 +334,23 @@ pub fn estimate(
         };
         ceilings.push(Ceiling {
             name: TENSOR,
-            work: si(tf32 + half, "FLOP"),
+            work: si(work.tf32 + work.half, "FLOP"),
             rate: format!("{rate} (data sheet)"),
-            ms: ms(tf32 / h100::TF32_FLOPS + half / h100::FP16_FLOPS),
+            ms: ms(timed.tf32 / h100::TF32_FLOPS + timed.half / h100::FP16_FLOPS),
             // wgmma runs on its own pipe counter; mma.sync on the HMMA one.
-            metric: if pass.hgmma > 0 {
+            metric: if wgmma {
                 "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active"
             } else {
                 "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
             },
         });
     }
-    if pass.flop_fma > 0 {
-        let f = w * pass.flop_fma as f64;
+    if work.fma > 0.0 {
         ceilings.push(Ceiling {
             name: FP32,
-            work: si(f, "FLOP"),
+            work: si(work.fma, "FLOP"),
             rate: format!("{} (data sheet)", si(h100::FP32_FLOPS, "FLOP/s")),
-            ms: ms(f / h100::FP32_FLOPS),
+            ms: ms(timed.fma / h100::FP32_FLOPS),
             metric: "sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active",
         });
     }
@@ -291,19 +361,16 @@ pub fn estimate(
         ms: ms(compulsory_bytes / h100::DRAM_BYTES_PER_S),
         metric: "dram__bytes.sum",
     });
-    let global = w * (pass.global_load_bytes + pass.global_store_bytes) as f64;
     ceilings.push(Ceiling {
         name: L2,
-        work: si(global, "B"),
+        work: si(work.global, "B"),
         rate: format!(
             "{} (at least: what the lab's wgmma GEMM rungs read through an H200's L2)",
             si(h100::L2_BYTES_PER_S, "B/s")
         ),
-        ms: ms(global / h100::L2_BYTES_PER_S),
+        ms: ms(timed.global / h100::L2_BYTES_PER_S),
         metric: "lts__t_bytes.sum",
     });
-    let shared = w * (pass.shared_load_bytes + pass.shared_store_bytes) as f64;
-    let wavefronts = w * banks.wavefronts(&pass.shared_wavefronts);
     let wavefront_rate = h100::SMS * clock;
     let conflicts = banks.taken();
     let conflicts = if conflicts.is_empty() {
@@ -316,11 +383,16 @@ pub fn estimate(
     };
     ceilings.push(Ceiling {
         name: SHARED,
-        work: if wavefronts > 0.0 {
+        work: if work.served && work.wavefronts > 0.0 {
+            format!(
+                "{} wavefronts, as the simulator's warps asked them",
+                si(work.wavefronts, "").trim_end()
+            )
+        } else if work.wavefronts > 0.0 {
             format!(
                 "{} requested, {} wavefronts{conflicts}",
-                si(shared, "B"),
-                si(wavefronts, "").trim_end()
+                si(work.shared, "B"),
+                si(work.wavefronts, "").trim_end()
             )
         } else {
             "none".into()
@@ -330,26 +402,89 @@ pub fn estimate(
             h100::SHARED_BYTES_PER_CLOCK,
             si(wavefront_rate * h100::SHARED_BYTES_PER_CLOCK, "B/s")
         ),
-        ms: ms(wavefronts / wavefront_rate),
+        ms: ms(timed.wavefronts / wavefront_rate),
         metric: "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum (bank conflicts: \
                  l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum)",
     });
-    let issued = w * f64::from(pass.instructions);
     let issue_rate = h100::SMS * h100::ISSUE_PER_CLOCK * clock;
     ceilings.push(Ceiling {
         name: ISSUE,
-        work: format!("{} warp instructions", si(issued, "")),
+        work: format!("{} warp instructions", si(work.issued, "")),
         rate: format!(
             "{} per clock per SM (one per scheduler, H100 whitepaper), {}",
             h100::ISSUE_PER_CLOCK,
             si(issue_rate, "/s")
         ),
-        ms: ms(issued / issue_rate),
+        ms: ms(timed.issued / issue_rate),
         metric: "sm__inst_issued.sum",
     });
+    ceilings
+}
+
+/// One launch of a plan for the launch model ([`estimate_launches`]): its blocks and warps,
+/// one warp's run through its kernel outside the hot loop, and the hot loop, if any, with the
+/// passes all the launch's warps make through it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LaunchWork {
+    pub entry: String,
+    pub blocks: u64,
+    pub warps_per_block: u64,
+    pub once: Summary,
+    pub hot: Option<(Summary, f64)>,
+}
+
+impl LaunchWork {
+    pub fn warps(&self) -> u64 {
+        self.blocks * self.warps_per_block
+    }
+
+    /// The launch's per-SM times over its work's: a launch of fewer blocks than SMs, or a
+    /// last wave that leaves SMs idle, runs at the rate of the SMs it keeps busy (the SMs
+    /// given the most blocks, ceil(blocks / SMs), end last; see
+    /// [`Estimate::spread_over_sms`]).
+    pub fn stretch(&self) -> f64 {
+        let per_sm = self.blocks as f64 / h100::SMS;
+        if self.blocks == 0 {
+            1.0
+        } else {
+            per_sm.ceil() / per_sm
+        }
+    }
+}
+
+/// The launch model, for plans whose work is moving and combining bytes rather than
+/// multiply-adds (element-wise chains, pooling, reductions): each launch's warps each run its
+/// kernel once outside the hot loop, and make the loop's passes between them; the work of
+/// every launch adds up, each per-SM ceiling stretched by the SMs its launch leaves idle
+/// (launches run one after the other), and DRAM moves the plan's compulsory bytes.
+/// `served`: the shared-memory wavefronts per warp launched that the simulator counted, bank
+/// conflicts included, in place of the SASS's (which count an if's body for every warp).
+/// `None` without launches.
+pub fn estimate_launches(
+    compulsory_bytes: f64,
+    launches: &[LaunchWork],
+    banks: &BankFactors,
+    served: Option<f64>,
+) -> Option<Estimate> {
+    if launches.is_empty() {
+        return None;
+    }
+    let (mut work, mut timed) = (Work::default(), Work::default());
+    for l in launches {
+        let mut w = Work::default().plus(&l.once, l.warps() as f64, banks);
+        if let Some((pass, passes)) = &l.hot {
+            w = w.plus(pass, *passes, banks);
+        }
+        if let Some(per_warp) = served {
+            (w.wavefronts, w.shared, w.served) = (per_warp * l.warps() as f64, 0.0, true);
+        }
+        work = work.sum(w);
+        timed = timed.sum(w.scaled(l.stretch()));
+    }
+    let wgmma = launches.iter().any(|l| l.once.hgmma > 0);
     Some(Estimate {
-        warp_passes: w,
-        ceilings,
+        warp_passes: launches.iter().map(|l| l.warps() as f64).sum(),
+        ceilings: ceilings(&work, &timed, compulsory_bytes, wgmma, banks),
     })
 }
 
@@ -545,6 +680,51 @@ mod tests {
             "{:?}",
             none.notes
         );
+    }
+
+    #[test]
+    fn launches_add_up_each_at_the_rate_of_the_sms_it_keeps_busy() {
+        let body = pass(|s| {
+            s.instructions = 100;
+            s.global_load_bytes = 128;
+            s.lds = 2;
+            s.shared_wavefronts.lds = 2;
+        });
+        let launch = |blocks: u64| LaunchWork {
+            entry: "k".into(),
+            blocks,
+            warps_per_block: 8,
+            once: body,
+            hot: None,
+        };
+        let issue = |ls: &[LaunchWork], served: Option<f64>| {
+            let e = estimate_launches(1.0, ls, &BankFactors::default(), served).unwrap();
+            let (i, s) = (e.ceiling(ISSUE).unwrap(), e.ceiling(SHARED).unwrap());
+            (i.ms, s.ms, s.work.clone())
+        };
+        let full = issue(&[launch(132 * 100)], None);
+        // One block: its warps' work on one SM of the 132, a 13200th of the work in a
+        // 100th of the time.
+        let one = issue(&[launch(1)], None);
+        assert!((one.0 / full.0 - 1.0 / 100.0).abs() < 1e-9, "{one:?}");
+        // Two launches one after the other: their times add.
+        let both = issue(&[launch(132 * 100), launch(1)], None);
+        assert!((both.0 - full.0 - one.0).abs() < 1e-12);
+        // A loop's passes add their work; the simulator's wavefronts replace the SASS's.
+        let mut looped = launch(132 * 100);
+        looped.hot = Some((body, 132.0 * 100.0 * 8.0));
+        let l = issue(&[looped], Some(1.0));
+        assert!((l.0 - 2.0 * full.0).abs() < 1e-12);
+        assert!(
+            (l.1 - full.1 / 2.0).abs() < 1e-12,
+            "1 wavefront a warp, not 2"
+        );
+        assert!(
+            l.2.contains("as the simulator's warps asked them"),
+            "{}",
+            l.2
+        );
+        assert!(estimate_launches(1.0, &[], &BankFactors::default(), None).is_none());
     }
 
     #[test]

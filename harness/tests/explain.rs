@@ -422,7 +422,7 @@ fn bank_factors(
     pass: &sass::Summary,
 ) -> sol::BankFactors {
     match explain::simulator_banks(all, k) {
-        Ok(sim) => sol::BankFactors::from_simulator(&sim, pass),
+        Ok(sim) => sol::BankFactors::from_simulator(&sim.banks, pass),
         Err(_) => sol::BankFactors::default(),
     }
 }
@@ -532,6 +532,81 @@ fn bank_conflicts_set_rung_06_behind_rung_07_as_the_h200_measured_them() {
     let (m06, m07) = (measured("gemm-vectorized"), measured("gemm-warptile"));
     assert!(m06 > m07, "the H200: 06 {m06} ms, 07 {m07} ms");
     assert!(e06.bound().ms < m06 && e07.bound().ms < m07);
+}
+
+/// The sum's rungs do no multiply-add: the launch model estimates them, launch by launch,
+/// with the shared-memory wavefronts the simulator's warps asked. Its bounds are those the
+/// walkthrough (fusion/README.md, "What the H100 model sees") names.
+#[test]
+fn the_sums_rungs_are_estimated_launch_by_launch_as_the_walkthrough_says() {
+    let all = harness::registry::all();
+    let estimate = |id: &str| {
+        let k = all.iter().find(|k| k.info().id == id).unwrap();
+        let doc = explain::explain(&all, k.as_ref(), None, true);
+        let (_, sol) = explain::estimate_of(&all, k.as_ref());
+        (text_of(&doc, "Speed of light on an H100"), sol, doc)
+    };
+    let (text, tree, doc) = estimate("reduce-interleaved");
+    assert!(
+        text.contains("Model: each of the plan's 3 launches"),
+        "{text}"
+    );
+    // The launches: 2^24 elements, 256 a block, then 65536 and 256 partial sums.
+    let (_, blocks) = doc
+        .sections
+        .iter()
+        .find(|(t, _)| t == "Speed of light on an H100")
+        .unwrap();
+    let launches: Vec<String> = blocks
+        .iter()
+        .find_map(|b| match b {
+            Block::Table(head, rows) if head[0] == "launch" => {
+                Some(rows.iter().map(|r| r[1].clone()).collect())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(launches, ["65536 x 8", "256 x 8", "1 x 8"]);
+    assert!(
+        text.contains("as the simulator's warps asked them")
+            || text.contains("what the simulator's warps asked"),
+        "{text}"
+    );
+    assert_eq!(tree.bound, sol::SHARED, "{text}");
+    for id in ["reduce-strided", "reduce-sequential"] {
+        let (text, e, _) = estimate(id);
+        assert_eq!(e.bound, sol::ISSUE, "{id}: {text}");
+    }
+    for id in [
+        "reduce-first-add",
+        "reduce-warp-shuffle",
+        "reduce-grid-stride",
+        "reduce-float4",
+        "reduce-one-pass",
+    ] {
+        let (text, e, _) = estimate(id);
+        assert_eq!(e.bound, sol::DRAM, "{id}: {text}");
+        assert!((e.ms - tree_dram_ms()).abs() < 1e-9, "{id}: {text}");
+    }
+}
+
+/// 2^24 floats read once and one written, at the H100's DRAM bandwidth.
+fn tree_dram_ms() -> f64 {
+    ((1u64 << 24) + 1) as f64 * 4.0 / sol::h100::DRAM_BYTES_PER_S * 1e3
+}
+
+/// A rung whose streaming loop lies inside another (the pooling window's rows and columns,
+/// their counts set at run time) gets no launch model, and says why.
+#[test]
+fn nested_loops_of_unknown_trips_get_no_launch_model() {
+    let all = harness::registry::all();
+    let k = all.iter().find(|k| k.info().id == "pool-fused").unwrap();
+    let doc = explain::explain(&all, k.as_ref(), None, true);
+    let text = text_of(&doc, "Speed of light on an H100");
+    assert!(
+        text.contains("no launch model: the loop of pool_fused that streams its inputs lies inside another loop"),
+        "{text}"
+    );
 }
 
 /// The rows of the section's tables.

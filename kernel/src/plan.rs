@@ -320,6 +320,11 @@ impl Launch {
     pub fn blocks(&self) -> u64 {
         self.grid.iter().map(|&g| u64::from(g)).product()
     }
+
+    /// Warps launched: every block's threads in warps of 32, the last one part-filled.
+    pub fn warps(&self) -> u64 {
+        self.blocks() * u64::from(self.threads_per_block().div_ceil(32))
+    }
 }
 
 /// Compute mode of a library GEMM.
@@ -524,6 +529,46 @@ impl CudaPlan {
         self.steps.iter().any(|s| matches!(s, Step::Library(_)))
     }
 
+    /// For each launch, the bytes of the buffers it reads as far as the plan says: the
+    /// workload's inputs it is passed and the scratch buffers an earlier launch was passed
+    /// (an intermediate it wrote), each from the element the pointer starts at. A scratch
+    /// buffer's first launch writes it; the output is written.
+    pub fn bytes_read_by_launches(&self, shape: &crate::Shape) -> Vec<usize> {
+        let inputs = shape.inputs();
+        let mut seen: Vec<usize> = Vec::new();
+        let mut out = Vec::new();
+        for l in self.launches() {
+            let mut read = 0;
+            let mut passed = Vec::new();
+            for a in &l.args {
+                let at = match *a {
+                    Arg::Ptr(b) => b.at(0),
+                    Arg::PtrAt(at) => at,
+                    _ => continue,
+                };
+                let elements = |len: usize| len.saturating_sub(at.offset);
+                read += match at.buf {
+                    Buf::Input(i) => {
+                        let len = inputs.get(i).map_or(0, |t| t.len());
+                        elements(len) * self.inputs.get(i).map_or(0, |d| d.bytes())
+                    }
+                    Buf::Scratch(j) if seen.contains(&j) => self
+                        .scratch
+                        .get(j)
+                        .map_or(0, |s| elements(s.len) * s.dtype.bytes()),
+                    Buf::Scratch(j) => {
+                        passed.push(j);
+                        0
+                    }
+                    Buf::Output => 0,
+                };
+            }
+            seen.extend(passed);
+            out.push(read);
+        }
+        out
+    }
+
     /// Bytes of scratch memory the plan allocates besides its inputs and output.
     pub fn scratch_bytes(&self) -> usize {
         self.scratch.iter().map(Scratch::bytes).sum()
@@ -617,6 +662,45 @@ mod tests {
             plan.device_bytes(&shape),
             500 * 2 + specs[1].len() * 4 + out
         );
+    }
+
+    #[test]
+    fn a_launch_reads_its_inputs_and_the_intermediates_earlier_launches_wrote() {
+        let shape = Shape::Reduce { n: 1000 };
+        let launch = |args: Vec<Arg>| {
+            Step::Kernel(Launch {
+                source: CudaSource::embedded("r.cu", ""),
+                entry: "r".into(),
+                grid: [1; 3],
+                block: [32, 1, 1],
+                dynamic_smem: 0,
+                args,
+            })
+        };
+        let plan = CudaPlan {
+            inputs: vec![Dtype::F32],
+            scratch: vec![
+                Scratch::new("partials", Dtype::F32, 8),
+                Scratch::new("count", Dtype::F32, 1),
+            ],
+            steps: vec![
+                // Writes the partial sums, counts in `count`.
+                launch(vec![
+                    Arg::Ptr(Buf::Input(0)),
+                    Arg::Ptr(Buf::Scratch(0)),
+                    Arg::Ptr(Buf::Scratch(1)),
+                    Arg::I32(1000),
+                ]),
+                // Reads the partial sums from the third on, writes the output.
+                launch(vec![
+                    Arg::PtrAt(Buf::Scratch(0).at(2)),
+                    Arg::Ptr(Buf::Output),
+                    Arg::I32(6),
+                ]),
+            ],
+            ..CudaPlan::default()
+        };
+        assert_eq!(plan.bytes_read_by_launches(&shape), [4000, 6 * 4]);
     }
 
     #[test]

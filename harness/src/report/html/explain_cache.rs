@@ -104,8 +104,9 @@ fn fnv(parts: &[&str]) -> u64 {
 
 /// The code that builds the document: a change to it changes every key. Besides explain's
 /// own, the speed-of-light model, and the simulator's bank model with the shapes it runs at.
-const DOC_CODE: [&str; 7] = [
-    include_str!("../../cmd/explain.rs"),
+const DOC_CODE: [&str; 8] = [
+    include_str!("../../cmd/explain/mod.rs"),
+    include_str!("../../cmd/explain/speed_of_light.rs"),
     include_str!("../../sass.rs"),
     include_str!("../../resources.rs"),
     include_str!("../../sol.rs"),

@@ -3,6 +3,8 @@
 //! spills and occupancy on sm_80 and sm_90, the SASS instruction mix, and the latest
 //! measured row. `--markdown` prints the same as Markdown (what `harness docs` writes).
 
+mod speed_of_light;
+
 use super::Outcome;
 use super::inspect::inspect_shapes_of;
 use crate::config::Config;
@@ -14,7 +16,9 @@ use crate::runs::LabDir;
 use crate::user_kernel::{self, UserKernel};
 use crate::{registry, resources, run, sass, select, sol};
 use kernel::cuda::nvrtc;
-use kernel::{CudaPlan, Executor, Kernel, Precision, Role, Shape, SharedBanks, Workload};
+use kernel::{CudaPlan, Executor, Kernel, Role, Shape, SharedBanks, Workload};
+use speed_of_light::speed_of_light;
+pub use speed_of_light::{Sol, estimate_of};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -364,7 +368,10 @@ pub fn explain_beside(
     let banks = bank_counts(all, &kernels, sizes.shapes);
     doc.section(BANKS, banks_of(&banks, sizes));
     let counted = match banks {
-        Counted::Rows(_, rows, _) => rows.into_iter().next().map(|(_, b)| b),
+        Counted::Rows(shape, rows, _) => rows
+            .into_iter()
+            .next()
+            .map(|(_, b)| b.map(|banks| SimBanks { shape, banks })),
         Counted::Not(why) => Some(Err(why)),
     };
     doc.section(
@@ -391,399 +398,6 @@ pub fn from_sources(k: &dyn Kernel, parent: Option<&dyn Kernel>, shown: Option<&
         diff(k, parent, &plan, &parent_plan, shown),
     );
     doc
-}
-
-/// The fewest bytes a row moves: its plan's element types where it has a plan, else its
-/// precision's (as the run's tables count them).
-fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Precision) -> f64 {
-    match plan {
-        Some(p) => {
-            let inputs: usize = shape
-                .inputs()
-                .iter()
-                .zip(&p.inputs)
-                .map(|(t, d)| t.len() * d.bytes())
-                .sum();
-            (inputs + shape.output().len() * p.output.bytes()) as f64
-        }
-        None => shape.min_bytes(match precision {
-            Precision::Fp16 | Precision::Bf16 => 2,
-            Precision::Fp32 | Precision::Tf32 => 4,
-        }),
-    }
-}
-
-/// The speed of light of `k` at `shape` on an H100 SXM (see [`model`]), then, where the run is
-/// a GPU run, the rung's measured time at every shape the run timed it against the estimate
-/// at that shape.
-fn speed_of_light(
-    k: &dyn Kernel,
-    shape: &Shape,
-    plan: Option<&CudaPlan>,
-    banks: Option<&Result<SharedBanks, String>>,
-    run: Option<&RunResults>,
-) -> Vec<Block> {
-    let (mut out, sol) = model(k, shape, plan, banks);
-    if let Some(run) = run.filter(|r| r.device.kind == "cuda") {
-        out.extend(measured_against_estimated(k, shape, sol.ms, banks, run));
-    }
-    out
-}
-
-/// A speed-of-light estimate: its time in ms and the ceiling that binds it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Sol {
-    pub ms: f64,
-    pub bound: String,
-}
-
-/// The speed of light of `k` as its section of `explain` computes it: at the shape explain
-/// compiles the rung for, with the simulator's bank counts.
-pub fn estimate_of(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> (Shape, Sol) {
-    let (_, shape) = shape_of(k);
-    let banks = simulator_banks(all, k);
-    let (_, sol) = model(k, &shape, plan_of(k, &shape).as_ref(), Some(&banks));
-    (shape, sol)
-}
-
-/// The model's blocks for `k` at `shape` and its time in ms: from the hot loop of its SASS
-/// where it has CUDA source that compiles (see [`sol`]), else from two ceilings (the FLOP at
-/// the precision's dense peak, the compulsory bytes at DRAM bandwidth); then the Nsight
-/// Compute metric of each ceiling. `banks`: the simulator's bank counts of the rung, or why
-/// there are none.
-fn model(
-    k: &dyn Kernel,
-    shape: &Shape,
-    plan: Option<&CudaPlan>,
-    banks: Option<&Result<SharedBanks, String>>,
-) -> (Vec<Block>, Sol) {
-    let i = k.info();
-    let flops = shape.flops();
-    let bytes = min_bytes(shape, plan, i.precision);
-    let mut out = vec![Block::Text(format!(
-        "At {shape}: {:.3} GFLOP and {:.1} MB compulsory (each input read once, the output \
-         written once): {:.1} FLOP/B.",
-        flops / 1e9,
-        bytes / 1e6,
-        flops / bytes
-    ))];
-    let modelled = match plan {
-        Some(p) => loop_model(p, flops, bytes, banks),
-        None => Err("it has no CUDA source".to_string()),
-    };
-    let (blocks, sol) =
-        modelled.unwrap_or_else(|why| two_ceilings(i.precision, flops, bytes, &why));
-    out.extend(blocks);
-    (out, sol)
-}
-
-/// The rung's passed, timed rows of a GPU run, one line per shape: the time measured, the
-/// model's estimate at that shape (`t` at `shape`, computed again at the others) and the
-/// measured speed as a share of the estimate's.
-fn measured_against_estimated(
-    k: &dyn Kernel,
-    shape: &Shape,
-    t: f64,
-    banks: Option<&Result<SharedBanks, String>>,
-    run: &RunResults,
-) -> Vec<Block> {
-    let i = k.info();
-    let rows: Vec<Vec<String>> = run
-        .workloads
-        .iter()
-        .flat_map(|w| &w.shapes)
-        .filter_map(|s| {
-            let row = s
-                .rows
-                .iter()
-                .find(|row| row.id == i.id.as_ref() && row.status == Status::Passed)?;
-            let ms = row.timing.as_ref()?.median_ms;
-            let estimate = if s.shape == *shape {
-                t
-            } else {
-                model(k, &s.shape, plan_of(k, &s.shape).as_ref(), banks)
-                    .1
-                    .ms
-            };
-            Some(vec![
-                s.shape.to_string(),
-                format!("{estimate:.4}"),
-                format!("{ms:.4}"),
-                format!("{:.0}%", estimate / ms * 100.0),
-            ])
-        })
-        .collect();
-    if rows.is_empty() {
-        return Vec::new();
-    }
-    let beaten = rows
-        .iter()
-        .any(|r| r[3].trim_end_matches('%').parse().unwrap_or(0.0) > 100.0);
-    let mut out = vec![
-        Block::Text(format!(
-            "Measured against estimated, on {} (the estimate is the H100 model above, computed \
-             at each shape the run timed):",
-            run.device.name
-        )),
-        Block::Table(
-            [
-                "shape",
-                "estimate ms",
-                "measured ms",
-                "measured speed, % of the estimate's",
-            ]
-            .map(String::from)
-            .to_vec(),
-            rows,
-        ),
-    ];
-    if beaten {
-        // The run's own bandwidth, where it calibrated, against the model's.
-        let dram = match &run.calibration {
-            Some(c) => format!(
-                "the run measured {:.2} TB/s of DRAM bandwidth, the model assumes the H100 \
-                 SXM's {:.2}",
-                c.bandwidth_gbs / 1e3,
-                sol::h100::DRAM_BYTES_PER_S / 1e12
-            ),
-            None => format!(
-                "the model assumes the H100 SXM's {:.2} TB/s of DRAM bandwidth",
-                sol::h100::DRAM_BYTES_PER_S / 1e12
-            ),
-        };
-        out.push(Block::Text(format!(
-            "Over 100%: the run beat the estimate, because less moved than the model's binding \
-             ceiling counts (L1 hits and broadcasts, as the caveats above say), or because the \
-             GPU's ceilings are higher ({dram})."
-        )));
-    }
-    out
-}
-
-const TIME_METRIC: &str = "time, gpu__time_duration.sum";
-const OCCUPANCY_METRIC: &str = "occupancy, sm__warps_active.avg.pct_of_peak_sustained_active";
-
-/// The two-ceiling model, for rows whose SASS cannot be read (`why`): the FLOP at the
-/// precision's dense peak and the compulsory bytes at DRAM bandwidth. Returns its blocks and
-/// its estimate.
-fn two_ceilings(precision: Precision, flops: f64, bytes: f64, why: &str) -> (Vec<Block>, Sol) {
-    let (peak, unit) = match precision {
-        Precision::Fp32 => (sol::h100::FP32_FLOPS, "FP32 CUDA cores"),
-        Precision::Tf32 => (sol::h100::TF32_FLOPS, "TF32 tensor cores"),
-        Precision::Fp16 | Precision::Bf16 => (sol::h100::FP16_FLOPS, "FP16/BF16 tensor cores"),
-    };
-    let t_math = flops / peak * 1e3;
-    let t_dram = bytes / sol::h100::DRAM_BYTES_PER_S * 1e3;
-    let (t, bound) = if t_math >= t_dram {
-        (t_math, "compute")
-    } else {
-        (t_dram, "DRAM")
-    };
-    let mut blocks = vec![Block::Text(format!(
-        "No per-rung model: {why}. Two ceilings instead (NVIDIA H100 SXM data sheet, dense): \
-         math on the {unit} at {:.0} TFLOP/s, {t_math:.4} ms; DRAM at {:.2} TB/s, {t_dram:.4} \
-         ms; so at best {t:.4} ms, {bound}-bound.",
-        peak / 1e12,
-        sol::h100::DRAM_BYTES_PER_S / 1e12
-    ))];
-    blocks.push(Block::Text(format!(
-        "Nsight Compute metrics that measure them: {TIME_METRIC}; math, \
-         sm__throughput.avg.pct_of_peak_sustained_elapsed; DRAM, dram__bytes.sum."
-    )));
-    let bound = if bound == "DRAM" { "DRAM" } else { unit };
-    (
-        blocks,
-        Sol {
-            ms: t,
-            bound: bound.to_string(),
-        },
-    )
-}
-
-/// The per-rung model from the hot loop of the plan's SASS on the H100's architecture, its
-/// shared-memory wavefronts scaled by the simulator's bank conflicts where it counted them:
-/// its blocks and its time in ms, or why there is none.
-fn loop_model(
-    plan: &CudaPlan,
-    flops: f64,
-    bytes: f64,
-    banks: Option<&Result<SharedBanks, String>>,
-) -> Result<(Vec<Block>, Sol), String> {
-    let arch = "sm_90";
-    let tool = sass::Disassembler::find().map_err(|e| format!("no SASS ({e})"))?;
-    let hot = sol::hot_loop_of_plan(&tool, plan, arch)
-        .map_err(|e| format!("no SASS ({e})"))?
-        .ok_or("no launch of the plan has a loop")?;
-    let pass = &hot.hot.summary;
-    let factors = match banks {
-        Some(Ok(sim)) => sol::BankFactors::from_simulator(sim, pass),
-        _ => sol::BankFactors::default(),
-    };
-    let estimate = sol::estimate(flops, bytes, pass, &factors)
-        .ok_or("the hot loop does no multiply-add, so nothing scales it to the shape")?;
-    let l = &hot.listing;
-    let mut out = vec![Block::Text(format!(
-        "Model: the hot loop of {} ({}, {}), the innermost loop doing math ({}, {:#06x} to \
-         {:#06x}). One warp's pass, each line once (of an if/else the shorter arm, nested \
-         loops once): {}.",
-        plan.written_entry(&l.entry),
-        l.file,
-        l.arch,
-        hot.hot.label,
-        hot.hot.start,
-        hot.hot.end,
-        sol::describe(pass)
-    ))];
-    let others: Vec<String> = plan
-        .launches()
-        .filter(|x| x.entry != l.entry)
-        .map(|x| plan.written_entry(&x.entry).to_string())
-        .fold(Vec::new(), |mut v, e| {
-            if !v.contains(&e) {
-                v.push(e);
-            }
-            v
-        });
-    let tma_unseen = l.function.summary.utmaldg > 0 && pass.global_load_bytes == 0;
-    let bound = estimate.bound();
-    out.push(Block::Text(format!(
-        "The shape's FLOP take {:.3e} such passes. H100 SXM ceilings: {} SMs at the {:.2} GHz \
-         boost clock behind NVIDIA's data sheet FP32 peak; rates as below.",
-        estimate.warp_passes,
-        sol::h100::SMS,
-        sol::h100::clock_hz() / 1e9
-    )));
-    out.push(Block::Table(
-        ["ceiling", "work at this shape", "rate", "ms", "bound"]
-            .map(String::from)
-            .to_vec(),
-        estimate
-            .ceilings
-            .iter()
-            .map(|c| {
-                let work = if c.name == sol::L2 && tma_unseen {
-                    format!("{} (TMA copies not visible)", c.work)
-                } else {
-                    c.work.clone()
-                };
-                vec![
-                    c.name.to_string(),
-                    work,
-                    c.rate.clone(),
-                    format!("{:.4}", c.ms),
-                    if std::ptr::eq(c, bound) { "yes" } else { "" }.to_string(),
-                ]
-            })
-            .collect(),
-    ));
-    let launch = resources::of_plan(plan, arch, Some(sol::h100::SMS as u32))
-        .ok()
-        .and_then(|list| list.into_iter().find(|r| r.entry == l.entry));
-    let waves = launch
-        .as_ref()
-        .and_then(|r| Some((r.blocks, r.tiles, r.waves?)));
-    let occupancy = launch.and_then(|r| Some((r.occupancy?, r.occupancy_limiter?)));
-    let occupancy = match occupancy {
-        Some((o, limiter)) => {
-            let per_scheduler = o * sol::h100::MAX_WARPS_PER_SM / sol::h100::SCHEDULERS;
-            let low = if per_scheduler < 2.0 {
-                ": too few to hide the latency of loads and tensor instructions, so the kernel \
-                 stays well short of this bound"
-            } else {
-                ""
-            };
-            format!(
-                " Occupancy on {arch}: {:.0}% ({limiter}), {per_scheduler:.1} warps per \
-                 scheduler{low}.",
-                o * 100.0
-            )
-        }
-        None => String::new(),
-    };
-    let (t, tail) = match waves {
-        Some((blocks, tiles, w)) => {
-            let units = tiles.unwrap_or(blocks);
-            let t = estimate.spread_over_sms(units);
-            let idle = if t > bound.ms {
-                let per_sm = units as f64 / sol::h100::SMS;
-                let unit = if tiles.is_some() { "tiles" } else { "blocks" };
-                format!(
-                    "; the SMs given the most {unit} ({}, against {per_sm:.2} on average) \
-                     stretch the bound x{:.3}",
-                    per_sm.ceil(),
-                    t / bound.ms
-                )
-            } else {
-                String::new()
-            };
-            let what = match tiles {
-                Some(tiles) => format!("{tiles} tiles shared out by {blocks} persistent blocks"),
-                None => format!("{blocks} blocks"),
-            };
-            (
-                t,
-                format!(
-                    " {what} of {} make {w:.2} waves over the {} SMs at this occupancy{idle}.",
-                    plan.written_entry(&l.entry),
-                    sol::h100::SMS
-                ),
-            )
-        }
-        None => (bound.ms, String::new()),
-    };
-    out.push(Block::Text(format!(
-        "Estimate: at best {t:.4} ms, bound by {} at {:.4} ms.{tail}{occupancy}",
-        bound.name, bound.ms
-    )));
-    let shared = pass.shared_wavefronts.total() > 0;
-    let mut caveats = vec![match banks {
-        Some(Ok(_)) if shared => format!(
-            "Shared memory is counted in wavefronts, each kind of instruction's scaled by its \
-             bank conflicts in the simulator (the section above): {}. Bytes are what the warps \
-             request: coalescing, L1 hits and broadcasts change what moves.",
-            factors.notes.join("; ")
-        ),
-        Some(Err(why)) if shared => format!(
-            "Shared memory is counted in wavefronts without bank conflicts ({why}). Bytes are \
-             what the warps request: coalescing, L1 hits and broadcasts change what moves."
-        ),
-        _ => "Bytes are what the warps request: coalescing, L1 hits, broadcasts and bank \
-              conflicts change what moves."
-            .to_string(),
-    }];
-    if pass.hmma > 0 {
-        caveats.push(
-            "mma.sync (HMMA) does not reach the dense tensor peak on Hopper; only wgmma \
-             (HGMMA) does."
-                .into(),
-        );
-    }
-    if tma_unseen {
-        caveats.push(
-            "Its global loads are TMA copies (UTMALDG) issued by another loop, their sizes in \
-             the tensor map rather than the instruction: the L2 time counts none of them."
-                .into(),
-        );
-    }
-    if !others.is_empty() {
-        caveats.push(format!(
-            "The plan's other launches ({}) are not in this model.",
-            others.join(", ")
-        ));
-    }
-    out.push(Block::Text(caveats.join(" ")));
-    let metrics: Vec<String> = estimate
-        .ceilings
-        .iter()
-        .map(|c| format!("{}, {}", c.name, c.metric))
-        .collect();
-    out.push(Block::Text(format!(
-        "Nsight Compute metrics that measure each ceiling: {TIME_METRIC}; {}; \
-         {OCCUPANCY_METRIC}.",
-        metrics.join("; ")
-    )));
-    let bound = bound.name.to_string();
-    Ok((out, Sol { ms: t, bound }))
 }
 
 pub fn plan_of(k: &dyn Kernel, shape: &Shape) -> Option<CudaPlan> {
@@ -1241,13 +855,20 @@ pub fn banks_markdown(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Strin
     ))
 }
 
+/// The simulator's bank counts of a kernel and the shape it ran at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SimBanks {
+    pub shape: Shape,
+    pub banks: SharedBanks,
+}
+
 /// The simulator's bank counts of `k` alone, as its speed of light takes them.
-pub fn simulator_banks(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> Result<SharedBanks, String> {
+pub fn simulator_banks(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> Result<SimBanks, String> {
     match bank_counts(all, &[k], &[]) {
-        Counted::Rows(_, rows, _) => rows
-            .into_iter()
-            .next()
-            .map_or_else(|| Err("the simulator counted nothing".into()), |(_, b)| b),
+        Counted::Rows(shape, rows, _) => rows.into_iter().next().map_or_else(
+            || Err("the simulator counted nothing".into()),
+            |(_, b)| b.map(|banks| SimBanks { shape, banks }),
+        ),
         Counted::Not(why) => Err(why),
     }
 }

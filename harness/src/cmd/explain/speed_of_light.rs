@@ -1,0 +1,601 @@
+//! The speed-of-light section of `explain`: an H100 SXM estimate of a rung from its sm_90
+//! SASS (the loop model for multiply-add loops, the launch model for kernels that move and
+//! combine bytes, two ceilings where neither applies), and a GPU run's measured times
+//! against it.
+
+use super::{Block, SimBanks, plan_of, shape_of, simulator_banks};
+use crate::results::{RunResults, Status};
+use crate::{resources, sass, sol};
+use kernel::{CudaPlan, Kernel, Precision, Shape};
+
+/// The fewest bytes a row moves: its plan's element types where it has a plan, else its
+/// precision's (as the run's tables count them).
+fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Precision) -> f64 {
+    match plan {
+        Some(p) => {
+            let inputs: usize = shape
+                .inputs()
+                .iter()
+                .zip(&p.inputs)
+                .map(|(t, d)| t.len() * d.bytes())
+                .sum();
+            (inputs + shape.output().len() * p.output.bytes()) as f64
+        }
+        None => shape.min_bytes(match precision {
+            Precision::Fp16 | Precision::Bf16 => 2,
+            Precision::Fp32 | Precision::Tf32 => 4,
+        }),
+    }
+}
+
+/// The speed of light of `k` at `shape` on an H100 SXM (see [`model`]), then, where the run is
+/// a GPU run, the rung's measured time at every shape the run timed it against the estimate
+/// at that shape.
+pub(super) fn speed_of_light(
+    k: &dyn Kernel,
+    shape: &Shape,
+    plan: Option<&CudaPlan>,
+    banks: Option<&Result<SimBanks, String>>,
+    run: Option<&RunResults>,
+) -> Vec<Block> {
+    let (mut out, sol) = model(k, shape, plan, banks);
+    if let Some(run) = run.filter(|r| r.device.kind == "cuda") {
+        out.extend(measured_against_estimated(k, shape, sol.ms, banks, run));
+    }
+    out
+}
+
+/// A speed-of-light estimate: its time in ms and the ceiling that binds it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sol {
+    pub ms: f64,
+    pub bound: String,
+}
+
+/// The speed of light of `k` as its section of `explain` computes it: at the shape explain
+/// compiles the rung for, with the simulator's bank counts.
+pub fn estimate_of(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> (Shape, Sol) {
+    let (_, shape) = shape_of(k);
+    let banks = simulator_banks(all, k);
+    let (_, sol) = model(k, &shape, plan_of(k, &shape).as_ref(), Some(&banks));
+    (shape, sol)
+}
+
+/// The model's blocks for `k` at `shape` and its time in ms: from the hot loop of its SASS
+/// where it has CUDA source that compiles (see [`sol`]), else from two ceilings (the FLOP at
+/// the precision's dense peak, the compulsory bytes at DRAM bandwidth); then the Nsight
+/// Compute metric of each ceiling. `banks`: the simulator's bank counts of the rung, or why
+/// there are none.
+fn model(
+    k: &dyn Kernel,
+    shape: &Shape,
+    plan: Option<&CudaPlan>,
+    banks: Option<&Result<SimBanks, String>>,
+) -> (Vec<Block>, Sol) {
+    let i = k.info();
+    let flops = shape.flops();
+    let bytes = min_bytes(shape, plan, i.precision);
+    let mut out = vec![Block::Text(format!(
+        "At {shape}: {:.3} GFLOP and {:.1} MB compulsory (each input read once, the output \
+         written once): {:.1} FLOP/B.",
+        flops / 1e9,
+        bytes / 1e6,
+        flops / bytes
+    ))];
+    let modelled = match plan {
+        Some(p) => loop_model(p, flops, bytes, banks).or_else(|why| match why {
+            NoLoopModel::NoMath(why) => launch_model(k, p, shape, bytes, banks)
+                .map_err(|no| format!("{why}, and no launch model: {no}")),
+            NoLoopModel::Other(why) => Err(why),
+        }),
+        None => Err("it has no CUDA source".to_string()),
+    };
+    let (blocks, sol) =
+        modelled.unwrap_or_else(|why| two_ceilings(i.precision, flops, bytes, &why));
+    out.extend(blocks);
+    (out, sol)
+}
+
+/// The rung's passed, timed rows of a GPU run, one line per shape: the time measured, the
+/// model's estimate at that shape (`t` at `shape`, computed again at the others) and the
+/// measured speed as a share of the estimate's.
+fn measured_against_estimated(
+    k: &dyn Kernel,
+    shape: &Shape,
+    t: f64,
+    banks: Option<&Result<SimBanks, String>>,
+    run: &RunResults,
+) -> Vec<Block> {
+    let i = k.info();
+    let rows: Vec<Vec<String>> = run
+        .workloads
+        .iter()
+        .flat_map(|w| &w.shapes)
+        .filter_map(|s| {
+            let row = s
+                .rows
+                .iter()
+                .find(|row| row.id == i.id.as_ref() && row.status == Status::Passed)?;
+            let ms = row.timing.as_ref()?.median_ms;
+            let estimate = if s.shape == *shape {
+                t
+            } else {
+                model(k, &s.shape, plan_of(k, &s.shape).as_ref(), banks)
+                    .1
+                    .ms
+            };
+            Some(vec![
+                s.shape.to_string(),
+                format!("{estimate:.4}"),
+                format!("{ms:.4}"),
+                format!("{:.0}%", estimate / ms * 100.0),
+            ])
+        })
+        .collect();
+    if rows.is_empty() {
+        return Vec::new();
+    }
+    let beaten = rows
+        .iter()
+        .any(|r| r[3].trim_end_matches('%').parse().unwrap_or(0.0) > 100.0);
+    let mut out = vec![
+        Block::Text(format!(
+            "Measured against estimated, on {} (the estimate is the H100 model above, computed \
+             at each shape the run timed):",
+            run.device.name
+        )),
+        Block::Table(
+            [
+                "shape",
+                "estimate ms",
+                "measured ms",
+                "measured speed, % of the estimate's",
+            ]
+            .map(String::from)
+            .to_vec(),
+            rows,
+        ),
+    ];
+    if beaten {
+        // The run's own bandwidth, where it calibrated, against the model's.
+        let dram = match &run.calibration {
+            Some(c) => format!(
+                "the run measured {:.2} TB/s of DRAM bandwidth, the model assumes the H100 \
+                 SXM's {:.2}",
+                c.bandwidth_gbs / 1e3,
+                sol::h100::DRAM_BYTES_PER_S / 1e12
+            ),
+            None => format!(
+                "the model assumes the H100 SXM's {:.2} TB/s of DRAM bandwidth",
+                sol::h100::DRAM_BYTES_PER_S / 1e12
+            ),
+        };
+        out.push(Block::Text(format!(
+            "Over 100%: the run beat the estimate, because less moved than the model's binding \
+             ceiling counts (L1 hits and broadcasts, as the caveats above say), or because the \
+             GPU's ceilings are higher ({dram})."
+        )));
+    }
+    out
+}
+
+const TIME_METRIC: &str = "time, gpu__time_duration.sum";
+const OCCUPANCY_METRIC: &str = "occupancy, sm__warps_active.avg.pct_of_peak_sustained_active";
+
+/// The two-ceiling model, for rows whose SASS cannot be read (`why`): the FLOP at the
+/// precision's dense peak and the compulsory bytes at DRAM bandwidth. Returns its blocks and
+/// its estimate.
+fn two_ceilings(precision: Precision, flops: f64, bytes: f64, why: &str) -> (Vec<Block>, Sol) {
+    let (peak, unit) = match precision {
+        Precision::Fp32 => (sol::h100::FP32_FLOPS, "FP32 CUDA cores"),
+        Precision::Tf32 => (sol::h100::TF32_FLOPS, "TF32 tensor cores"),
+        Precision::Fp16 | Precision::Bf16 => (sol::h100::FP16_FLOPS, "FP16/BF16 tensor cores"),
+    };
+    let t_math = flops / peak * 1e3;
+    let t_dram = bytes / sol::h100::DRAM_BYTES_PER_S * 1e3;
+    let (t, bound) = if t_math >= t_dram {
+        (t_math, "compute")
+    } else {
+        (t_dram, "DRAM")
+    };
+    let mut blocks = vec![Block::Text(format!(
+        "No per-rung model: {why}. Two ceilings instead (NVIDIA H100 SXM data sheet, dense): \
+         math on the {unit} at {:.0} TFLOP/s, {t_math:.4} ms; DRAM at {:.2} TB/s, {t_dram:.4} \
+         ms; so at best {t:.4} ms, {bound}-bound.",
+        peak / 1e12,
+        sol::h100::DRAM_BYTES_PER_S / 1e12
+    ))];
+    blocks.push(Block::Text(format!(
+        "Nsight Compute metrics that measure them: {TIME_METRIC}; math, \
+         sm__throughput.avg.pct_of_peak_sustained_elapsed; DRAM, dram__bytes.sum."
+    )));
+    let bound = if bound == "DRAM" { "DRAM" } else { unit };
+    (
+        blocks,
+        Sol {
+            ms: t,
+            bound: bound.to_string(),
+        },
+    )
+}
+
+/// The per-rung model from the hot loop of the plan's SASS on the H100's architecture, its
+/// shared-memory wavefronts scaled by the simulator's bank conflicts where it counted them:
+/// its blocks and its time in ms, or why there is none.
+fn loop_model(
+    plan: &CudaPlan,
+    flops: f64,
+    bytes: f64,
+    banks: Option<&Result<SimBanks, String>>,
+) -> Result<(Vec<Block>, Sol), NoLoopModel> {
+    let arch = "sm_90";
+    let tool =
+        sass::Disassembler::find().map_err(|e| NoLoopModel::Other(format!("no SASS ({e})")))?;
+    let hot = sol::hot_loop_of_plan(&tool, plan, arch)
+        .map_err(|e| NoLoopModel::Other(format!("no SASS ({e})")))?
+        .ok_or(NoLoopModel::NoMath("no launch of the plan has a loop"))?;
+    let pass = &hot.hot.summary;
+    let factors = bank_factors(banks, pass);
+    let estimate = sol::estimate(flops, bytes, pass, &factors).ok_or(NoLoopModel::NoMath(
+        "the hot loop does no multiply-add, so nothing scales it to the shape",
+    ))?;
+    let l = &hot.listing;
+    let mut out = vec![Block::Text(format!(
+        "Model: the hot loop of {} ({}, {}), the innermost loop doing math ({}, {:#06x} to \
+         {:#06x}). One warp's pass, each line once (of an if/else the shorter arm, nested \
+         loops once): {}.",
+        plan.written_entry(&l.entry),
+        l.file,
+        l.arch,
+        hot.hot.label,
+        hot.hot.start,
+        hot.hot.end,
+        sol::describe(pass)
+    ))];
+    let others: Vec<String> = plan
+        .launches()
+        .filter(|x| x.entry != l.entry)
+        .map(|x| plan.written_entry(&x.entry).to_string())
+        .fold(Vec::new(), |mut v, e| {
+            if !v.contains(&e) {
+                v.push(e);
+            }
+            v
+        });
+    let tma_unseen = l.function.summary.utmaldg > 0 && pass.global_load_bytes == 0;
+    let bound = estimate.bound();
+    out.push(Block::Text(format!(
+        "The shape's FLOP take {:.3e} such passes. H100 SXM ceilings: {} SMs at the {:.2} GHz \
+         boost clock behind NVIDIA's data sheet FP32 peak; rates as below.",
+        estimate.warp_passes,
+        sol::h100::SMS,
+        sol::h100::clock_hz() / 1e9
+    )));
+    out.push(ceilings_table(&estimate, tma_unseen));
+    let launch = resources::of_plan(plan, arch, Some(sol::h100::SMS as u32))
+        .ok()
+        .and_then(|list| list.into_iter().find(|r| r.entry == l.entry));
+    let waves = launch
+        .as_ref()
+        .and_then(|r| Some((r.blocks, r.tiles, r.waves?)));
+    let occupancy = launch.and_then(|r| Some((r.occupancy?, r.occupancy_limiter?)));
+    let occupancy = match occupancy {
+        Some((o, limiter)) => {
+            let per_scheduler = o * sol::h100::MAX_WARPS_PER_SM / sol::h100::SCHEDULERS;
+            let low = if per_scheduler < 2.0 {
+                ": too few to hide the latency of loads and tensor instructions, so the kernel \
+                 stays well short of this bound"
+            } else {
+                ""
+            };
+            format!(
+                " Occupancy on {arch}: {:.0}% ({limiter}), {per_scheduler:.1} warps per \
+                 scheduler{low}.",
+                o * 100.0
+            )
+        }
+        None => String::new(),
+    };
+    let (t, tail) = match waves {
+        Some((blocks, tiles, w)) => {
+            let units = tiles.unwrap_or(blocks);
+            let t = estimate.spread_over_sms(units);
+            let idle = if t > bound.ms {
+                let per_sm = units as f64 / sol::h100::SMS;
+                let unit = if tiles.is_some() { "tiles" } else { "blocks" };
+                format!(
+                    "; the SMs given the most {unit} ({}, against {per_sm:.2} on average) \
+                     stretch the bound x{:.3}",
+                    per_sm.ceil(),
+                    t / bound.ms
+                )
+            } else {
+                String::new()
+            };
+            let what = match tiles {
+                Some(tiles) => format!("{tiles} tiles shared out by {blocks} persistent blocks"),
+                None => format!("{blocks} blocks"),
+            };
+            (
+                t,
+                format!(
+                    " {what} of {} make {w:.2} waves over the {} SMs at this occupancy{idle}.",
+                    plan.written_entry(&l.entry),
+                    sol::h100::SMS
+                ),
+            )
+        }
+        None => (bound.ms, String::new()),
+    };
+    out.push(Block::Text(format!(
+        "Estimate: at best {t:.4} ms, bound by {} at {:.4} ms.{tail}{occupancy}",
+        bound.name, bound.ms
+    )));
+    let shared = pass.shared_wavefronts.total() > 0;
+    let mut caveats = vec![bytes_caveat(banks, shared, &factors)];
+    if pass.hmma > 0 {
+        caveats.push(
+            "mma.sync (HMMA) does not reach the dense tensor peak on Hopper; only wgmma \
+             (HGMMA) does."
+                .into(),
+        );
+    }
+    if tma_unseen {
+        caveats.push(
+            "Its global loads are TMA copies (UTMALDG) issued by another loop, their sizes in \
+             the tensor map rather than the instruction: the L2 time counts none of them."
+                .into(),
+        );
+    }
+    if !others.is_empty() {
+        caveats.push(format!(
+            "The plan's other launches ({}) are not in this model.",
+            others.join(", ")
+        ));
+    }
+    out.push(Block::Text(caveats.join(" ")));
+    out.push(metrics(&estimate));
+    let bound = bound.name.to_string();
+    Ok((out, Sol { ms: t, bound }))
+}
+
+/// Why the loop model gives no estimate: the plan's loops do no multiply-add (the launch
+/// model may), or something else (no SASS).
+enum NoLoopModel {
+    NoMath(&'static str),
+    Other(String),
+}
+
+/// The simulator's bank conflicts as factors for `pass`, or none where it counted none.
+fn bank_factors(
+    banks: Option<&Result<SimBanks, String>>,
+    pass: &sass::Summary,
+) -> sol::BankFactors {
+    match banks {
+        Some(Ok(sim)) => sol::BankFactors::from_simulator(&sim.banks, pass),
+        _ => sol::BankFactors::default(),
+    }
+}
+
+/// The estimate's ceilings, its bound marked; an L2 row that cannot see TMA copies says so.
+fn ceilings_table(estimate: &sol::Estimate, tma_unseen: bool) -> Block {
+    let bound = estimate.bound();
+    Block::Table(
+        ["ceiling", "work at this shape", "rate", "ms", "bound"]
+            .map(String::from)
+            .to_vec(),
+        estimate
+            .ceilings
+            .iter()
+            .map(|c| {
+                let work = if c.name == sol::L2 && tma_unseen {
+                    format!("{} (TMA copies not visible)", c.work)
+                } else {
+                    c.work.clone()
+                };
+                vec![
+                    c.name.to_string(),
+                    work,
+                    c.rate.clone(),
+                    format!("{:.4}", c.ms),
+                    if std::ptr::eq(c, bound) { "yes" } else { "" }.to_string(),
+                ]
+            })
+            .collect(),
+    )
+}
+
+/// What the model's bytes and shared-memory wavefronts leave out.
+fn bytes_caveat(
+    banks: Option<&Result<SimBanks, String>>,
+    shared: bool,
+    factors: &sol::BankFactors,
+) -> String {
+    match banks {
+        Some(Ok(_)) if shared => format!(
+            "Shared memory is counted in wavefronts, each kind of instruction's scaled by its \
+             bank conflicts in the simulator (the section above): {}. Bytes are what the warps \
+             request: coalescing, L1 hits and broadcasts change what moves.",
+            factors.notes.join("; ")
+        ),
+        Some(Err(why)) if shared => format!(
+            "Shared memory is counted in wavefronts without bank conflicts ({why}). Bytes are \
+             what the warps request: coalescing, L1 hits and broadcasts change what moves."
+        ),
+        _ => "Bytes are what the warps request: coalescing, L1 hits, broadcasts and bank \
+              conflicts change what moves."
+            .to_string(),
+    }
+}
+
+/// The Nsight Compute metrics that measure each of the estimate's ceilings.
+fn metrics(estimate: &sol::Estimate) -> Block {
+    let metrics: Vec<String> = estimate
+        .ceilings
+        .iter()
+        .map(|c| format!("{}, {}", c.name, c.metric))
+        .collect();
+    Block::Text(format!(
+        "Nsight Compute metrics that measure each ceiling: {TIME_METRIC}; {}; \
+         {OCCUPANCY_METRIC}.",
+        metrics.join("; ")
+    ))
+}
+
+/// The launch model (see [`sol::estimate_launches`]), for plans whose loops do no
+/// multiply-add: every launch at its grid, each warp running its kernel's SASS for the H100's
+/// architecture once outside the hot loop, and the loop's passes those that read the launch's
+/// inputs once.
+fn launch_model(
+    k: &dyn Kernel,
+    plan: &CudaPlan,
+    shape: &Shape,
+    bytes: f64,
+    banks: Option<&Result<SimBanks, String>>,
+) -> Result<(Vec<Block>, Sol), String> {
+    let arch = "sm_90";
+    let tool = sass::Disassembler::find().map_err(|e| format!("no SASS ({e})"))?;
+    let listings = sass::of_plan(&tool, plan, arch).map_err(|e| format!("no SASS ({e})"))?;
+    let mut launches = Vec::new();
+    for (l, read) in plan.launches().zip(plan.bytes_read_by_launches(shape)) {
+        let entry = plan.written_entry(&l.entry);
+        let listing = listings
+            .iter()
+            .find(|x| x.file == l.source.label() && x.entry == l.entry.as_ref())
+            .ok_or_else(|| format!("no SASS of {entry}"))?;
+        let hot = listing.function.streaming_loop();
+        if let Some(h) = &hot
+            && listing.function.loops().iter().any(|o| o.contains(h))
+        {
+            return Err(format!(
+                "the loop of {entry} that streams its inputs lies inside another loop, so \
+                 nothing says how many passes each makes"
+            ));
+        }
+        let once = listing.function.once_outside(hot.as_ref());
+        let hot = hot.map(|h| (h.summary, read as f64 / h.summary.global_load_bytes as f64));
+        launches.push(sol::LaunchWork {
+            entry: entry.to_string(),
+            blocks: l.blocks(),
+            warps_per_block: u64::from(l.threads_per_block().div_ceil(32)),
+            once,
+            hot,
+        });
+    }
+    // The bank factors of the launch that takes the most shared-memory wavefronts.
+    let heaviest = launches
+        .iter()
+        .max_by_key(|l| l.warps() * l.once.shared_wavefronts.total())
+        .map(|l| l.once)
+        .unwrap_or_default();
+    let factors = bank_factors(banks, &heaviest);
+    // What the simulator's warps asked of shared memory, per warp launched at its shape.
+    let served = match banks {
+        Some(Ok(sim)) => k.cuda(&sim.shape).and_then(|p| {
+            let warps: u64 = p.launches().map(kernel::Launch::warps).sum();
+            (warps > 0).then(|| {
+                let w = sim.banks.total().wavefronts as f64 / warps as f64;
+                (sim.shape, w)
+            })
+        }),
+        _ => None,
+    };
+    let estimate = sol::estimate_launches(bytes, &launches, &factors, served.map(|(_, w)| w))
+        .ok_or("no launches")?;
+    let n = launches.len();
+    let which = if n == 1 {
+        "the plan's one launch".to_string()
+    } else {
+        format!("each of the plan's {n} launches, one after the other")
+    };
+    let mut out = vec![Block::Text(format!(
+        "Model: {which}, on {arch}. Each warp runs its kernel's SASS once up to the last \
+         EXIT, after which the compiler puts cold code (each line once, of an if/else the \
+         shorter arm, the body of an if counted for every warp). Where the kernel has loops \
+         loading global memory, the warps make between them the passes of the one loading \
+         the most that read the launch's inputs once (the workload's inputs and what earlier \
+         launches wrote); other loops count once. Per-SM ceilings are paid launch by launch, \
+         a launch of fewer blocks than the {} SMs, or with a short last wave, at the rate of \
+         the SMs it keeps busy.",
+        sol::h100::SMS
+    ))];
+    out.push(Block::Table(
+        [
+            "launch",
+            "blocks x warps",
+            "a warp, outside the loop",
+            "the loop: passes, all warps",
+            "a pass",
+        ]
+        .map(String::from)
+        .to_vec(),
+        launches
+            .iter()
+            .map(|l| {
+                let (passes, pass) = match &l.hot {
+                    Some((s, p)) => (format!("{p:.3e}"), summary_cell(s)),
+                    None => ("no loop".into(), String::new()),
+                };
+                vec![
+                    l.entry.clone(),
+                    format!("{} x {}", l.blocks, l.warps_per_block),
+                    summary_cell(&l.once),
+                    passes,
+                    pass,
+                ]
+            })
+            .collect(),
+    ));
+    out.push(ceilings_table(&estimate, false));
+    let bound = estimate.bound();
+    out.push(Block::Text(format!(
+        "Estimate: at best {:.4} ms, bound by {}.",
+        bound.ms, bound.name
+    )));
+    let shared = launches.iter().any(|l| {
+        l.once.shared_wavefronts.total() > 0
+            || l.hot
+                .as_ref()
+                .is_some_and(|(s, _)| s.shared_wavefronts.total() > 0)
+    });
+    let launches_word = if n == 1 {
+        "its launch".to_string()
+    } else {
+        format!("each of its {n} launches")
+    };
+    let bytes = match served {
+        Some((at, _)) if shared => format!(
+            "Shared memory is what the simulator's warps asked of it at {at}, per warp \
+             launched: the wavefronts of the requests of warps with an active lane, bank \
+             conflicts included. Bytes are what the warps request: coalescing, L1 hits and \
+             broadcasts change what moves."
+        ),
+        _ => bytes_caveat(banks, shared, &factors),
+    };
+    out.push(Block::Text(format!(
+        "{bytes} Latency is not modelled: {launches_word} also pays the GPU's launch latency, \
+         a block waits at each barrier for its slowest warp, and a warp none of whose lanes \
+         takes an if still issues its body here."
+    )));
+    out.push(metrics(&estimate));
+    let bound = Sol {
+        ms: bound.ms,
+        bound: bound.name.to_string(),
+    };
+    Ok((out, bound))
+}
+
+/// A warp's run through some SASS in a table cell: instructions, global bytes, shared
+/// wavefronts.
+fn summary_cell(s: &sass::Summary) -> String {
+    let mut parts = vec![format!("{} instructions", s.instructions)];
+    let global = s.global_load_bytes + s.global_store_bytes;
+    if global > 0 {
+        parts.push(format!("{global} B global"));
+    }
+    let w = s.shared_wavefronts.total();
+    if w > 0 {
+        parts.push(format!("{w} shared wavefronts"));
+    }
+    parts.join(", ")
+}
