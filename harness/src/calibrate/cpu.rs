@@ -18,7 +18,9 @@ pub(super) fn measure(quick: bool) -> Measurement {
     }
 }
 
-/// Elements of each array: 64 MiB, far larger than the caches.
+/// Elements of each array: 64 MiB, the input of the sum's larger CPU shape (2^24 floats), so
+/// that the ceiling is measured where such a row runs: in DRAM on most machines, in the
+/// last-level cache of one that holds it (the note says which).
 const STREAM_ELEMENTS: usize = 1 << 24;
 /// Elements per rayon task.
 const STREAM_CHUNK: usize = 1 << 16;
@@ -30,14 +32,58 @@ fn bandwidth_gbs(quick: bool) -> (f64, String) {
     let reps = if quick { 4 } else { 10 };
     // A read-only pass is a third of a triad's bytes: five times the tries for the same time.
     let (triad, read) = (triad_gbs(reps), read_gbs(5 * reps));
+    let mib = (4 * STREAM_ELEMENTS) >> 20;
     let note = format!(
-        "bandwidth: the faster of the STREAM triad a = b + s*c, {triad:.1} GB/s (3 x 64 MiB \
+        "bandwidth: the faster of the STREAM triad a = b + s*c, {triad:.1} GB/s (3 x {mib} MiB \
          arrays, 12 bytes per element, write-allocate not counted, best of {reps}), and a \
-         read-only sum of a 64 MiB array, {read:.1} GB/s (best of {}); on {} threads",
+         read-only sum of a {mib} MiB array, {read:.1} GB/s (best of {}); on {} threads{}",
         5 * reps,
-        rayon::current_num_threads()
+        rayon::current_num_threads(),
+        last_level_cache().map_or(String::new(), |c| where_arrays_live(c, 4 * STREAM_ELEMENTS))
     );
     (triad.max(read), note)
+}
+
+/// The last-level cache Linux reports for CPU 0: its level and size in bytes.
+fn last_level_cache() -> Option<(u32, u64)> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    dir.filter_map(|e| {
+        let p = e.ok()?.path();
+        let read = |f: &str| std::fs::read_to_string(p.join(f)).ok();
+        let level = read("level")?.trim().parse().ok()?;
+        Some((level, cache_bytes(&read("size")?)?))
+    })
+    .max()
+}
+
+/// A sysfs cache size (`491520K`, `32M`) in bytes.
+fn cache_bytes(size: &str) -> Option<u64> {
+    let s = size.trim();
+    let (digits, unit) = match s.strip_suffix('K') {
+        Some(d) => (d, 1 << 10),
+        None => match s.strip_suffix('M') {
+            Some(d) => (d, 1 << 20),
+            None => (s, 1),
+        },
+    };
+    digits.parse::<u64>().ok().map(|n| n * unit)
+}
+
+/// Where an array of `bytes` lives, said after the bandwidth: a last-level cache that holds
+/// it serves the probe, and the rows of that working set, at its own rate.
+fn where_arrays_live((level, size): (u32, u64), bytes: usize) -> String {
+    let (array, cache) = (bytes >> 20, size >> 20);
+    if bytes as u64 <= size {
+        format!(
+            "; a {array} MiB array fits in this machine's {cache} MiB level-{level} cache, so \
+             this is that cache's bandwidth, which rows of that working set see too, not \
+             DRAM's"
+        )
+    } else {
+        format!(
+            "; a {array} MiB array is larger than this machine's {cache} MiB level-{level} cache"
+        )
+    }
 }
 
 /// A 64 MiB array filled in parallel, so that its pages land near the threads that use them.
@@ -244,5 +290,20 @@ mod x86 {
             .iter()
             .fold(_mm512_setzero_ps(), |s, x| _mm512_add_ps(s, *x));
         _mm512_reduce_add_ps(sum)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_note_says_whether_the_arrays_fit_in_the_last_level_cache() {
+        assert_eq!(cache_bytes("491520K\n"), Some(480 << 20));
+        assert_eq!(cache_bytes("32M"), Some(32 << 20));
+        assert_eq!(cache_bytes("big"), None);
+        let array = 4 * STREAM_ELEMENTS;
+        assert!(where_arrays_live((3, 480 << 20), array).contains("480 MiB level-3 cache, so"));
+        assert!(where_arrays_live((3, 32 << 20), array).contains("larger than"));
     }
 }
