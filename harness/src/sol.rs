@@ -109,6 +109,8 @@ impl Estimate {
 pub const TENSOR: &str = "tensor cores";
 pub const FP32: &str = "FP32 pipes";
 pub const DRAM: &str = "DRAM (compulsory)";
+/// What each launch of a plan reads and writes, intermediates included (the launch model).
+pub const DRAM_LAUNCHES: &str = "DRAM (every launch's buffers)";
 pub const L2: &str = "L2 (global requested)";
 pub const SHARED: &str = "shared memory";
 pub const ISSUE: &str = "instruction issue";
@@ -431,6 +433,8 @@ pub struct LaunchWork {
     pub warps_per_block: u64,
     pub once: Summary,
     pub hot: Option<(Summary, f64)>,
+    /// Bytes of the buffers the launch reads and writes (see `CudaPlan::launch_bytes`).
+    pub buffer_bytes: f64,
 }
 
 impl LaunchWork {
@@ -456,7 +460,8 @@ impl LaunchWork {
 /// multiply-adds (element-wise chains, pooling, reductions): each launch's warps each run its
 /// kernel once outside the hot loop, and make the loop's passes between them; the work of
 /// every launch adds up, each per-SM ceiling stretched by the SMs its launch leaves idle
-/// (launches run one after the other), and DRAM moves the plan's compulsory bytes.
+/// (launches run one after the other), and DRAM moves the plan's compulsory bytes, or, where
+/// they are more, the bytes of every launch's buffers (`LaunchWork::buffer_bytes`).
 /// `served`: the shared-memory wavefronts per warp launched that the simulator counted, bank
 /// conflicts included, in place of the SASS's (which count an if's body for every warp).
 /// `None` without launches.
@@ -482,9 +487,29 @@ pub fn estimate_launches(
         timed = timed.sum(w.scaled(l.stretch()));
     }
     let wgmma = launches.iter().any(|l| l.once.hgmma > 0);
+    let mut ceilings = ceilings(&work, &timed, compulsory_bytes, wgmma, banks);
+    // Intermediates written by one launch and read by the next cross DRAM twice unless the L2
+    // holds them: where the launches move more than the compulsory bytes, what they move.
+    let buffers: f64 = launches.iter().map(|l| l.buffer_bytes).sum();
+    if buffers > compulsory_bytes {
+        let at = ceilings
+            .iter()
+            .position(|c| c.name == DRAM)
+            .map_or(0, |i| i + 1);
+        ceilings.insert(
+            at,
+            Ceiling {
+                name: DRAM_LAUNCHES,
+                work: si(buffers, "B"),
+                rate: format!("{} (data sheet)", si(h100::DRAM_BYTES_PER_S, "B/s")),
+                ms: buffers / h100::DRAM_BYTES_PER_S * 1e3,
+                metric: "dram__bytes.sum",
+            },
+        );
+    }
     Some(Estimate {
         warp_passes: launches.iter().map(|l| l.warps() as f64).sum(),
-        ceilings: ceilings(&work, &timed, compulsory_bytes, wgmma, banks),
+        ceilings,
     })
 }
 
@@ -696,6 +721,7 @@ mod tests {
             warps_per_block: 8,
             once: body,
             hot: None,
+            buffer_bytes: 1e6,
         };
         let issue = |ls: &[LaunchWork], served: Option<f64>| {
             let e = estimate_launches(1.0, ls, &BankFactors::default(), served).unwrap();
@@ -725,6 +751,26 @@ mod tests {
             l.2
         );
         assert!(estimate_launches(1.0, &[], &BankFactors::default(), None).is_none());
+        // The launches' buffers cross DRAM, each launch's: two launches, twice the bytes.
+        let dram = |ls: &[LaunchWork]| {
+            estimate_launches(1e6, ls, &BankFactors::default(), None)
+                .unwrap()
+                .ceilings
+                .iter()
+                .filter(|c| c.name == DRAM || c.name == DRAM_LAUNCHES)
+                .map(|c| c.ms)
+                .collect::<Vec<f64>>()
+        };
+        let two = dram(&[launch(1), launch(1)]);
+        assert!(
+            two.len() == 2 && (two[1] - 2.0 * two[0]).abs() < 1e-12,
+            "{two:?}"
+        );
+        assert_eq!(
+            dram(&[launch(1)]).len(),
+            1,
+            "no more than the compulsory bytes"
+        );
     }
 
     #[test]

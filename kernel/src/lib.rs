@@ -34,8 +34,8 @@ pub use device::{
 pub use pipeline::{Chunk, Pipeline, Span};
 pub use plan::{
     Arg, At, Buf, CONSTANT_BYTES, ConstantCopy, CudaPlan, CudaSource, Dtype, Fill, GemmCall,
-    GemmCompute, Launch, LibraryCall, POISON_F32, Scratch, Step, Text, gemm_args, gemm_dims,
-    is_poison,
+    GemmCompute, Launch, LaunchBytes, LibraryCall, POISON_F32, Scratch, Step, Text, gemm_args,
+    gemm_dims, is_poison,
 };
 pub use tma::{MAX_RANK as TMA_MAX_RANK, TensorMap, TmaSwizzle};
 pub use workload::{Activation, Shape, ShapeError, ShapeParseError, TensorSpec, Workload};

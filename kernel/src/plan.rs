@@ -452,6 +452,13 @@ impl Scratch {
     }
 }
 
+/// The bytes one launch reads and writes, as [`CudaPlan::launch_bytes`] counts them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LaunchBytes {
+    pub read: usize,
+    pub written: usize,
+}
+
 /// Everything an executor needs to run a kernel on one shape. Build it with
 /// `CudaPlan { .., ..Default::default() }` so that later fields keep their defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -529,16 +536,18 @@ impl CudaPlan {
         self.steps.iter().any(|s| matches!(s, Step::Library(_)))
     }
 
-    /// For each launch, the bytes of the buffers it reads as far as the plan says: the
-    /// workload's inputs it is passed and the scratch buffers an earlier launch was passed
-    /// (an intermediate it wrote), each from the element the pointer starts at. A scratch
-    /// buffer's first launch writes it; the output is written.
-    pub fn bytes_read_by_launches(&self, shape: &crate::Shape) -> Vec<usize> {
+    /// For each launch, the bytes of the buffers it reads and writes as far as the plan says,
+    /// each buffer from the element the pointer starts at: it reads the workload's inputs it
+    /// is passed and the scratch buffers an earlier launch was passed (an intermediate that
+    /// launch wrote); it writes the output and the scratch buffers no earlier launch was
+    /// passed.
+    pub fn launch_bytes(&self, shape: &crate::Shape) -> Vec<LaunchBytes> {
         let inputs = shape.inputs();
+        let output = shape.output().len();
         let mut seen: Vec<usize> = Vec::new();
         let mut out = Vec::new();
         for l in self.launches() {
-            let mut read = 0;
+            let mut bytes = LaunchBytes::default();
             let mut passed = Vec::new();
             for a in &l.args {
                 let at = match *a {
@@ -546,25 +555,29 @@ impl CudaPlan {
                     Arg::PtrAt(at) => at,
                     _ => continue,
                 };
-                let elements = |len: usize| len.saturating_sub(at.offset);
-                read += match at.buf {
+                let from = |len: usize, elem: usize| len.saturating_sub(at.offset) * elem;
+                match at.buf {
                     Buf::Input(i) => {
                         let len = inputs.get(i).map_or(0, |t| t.len());
-                        elements(len) * self.inputs.get(i).map_or(0, |d| d.bytes())
+                        bytes.read += from(len, self.inputs.get(i).map_or(0, |d| d.bytes()));
                     }
-                    Buf::Scratch(j) if seen.contains(&j) => self
-                        .scratch
-                        .get(j)
-                        .map_or(0, |s| elements(s.len) * s.dtype.bytes()),
                     Buf::Scratch(j) => {
-                        passed.push(j);
-                        0
+                        let b = self
+                            .scratch
+                            .get(j)
+                            .map_or(0, |s| from(s.len, s.dtype.bytes()));
+                        if seen.contains(&j) {
+                            bytes.read += b;
+                        } else {
+                            passed.push(j);
+                            bytes.written += b;
+                        }
                     }
-                    Buf::Output => 0,
-                };
+                    Buf::Output => bytes.written += from(output, self.output.bytes()),
+                }
             }
             seen.extend(passed);
-            out.push(read);
+            out.push(bytes);
         }
         out
     }
@@ -665,7 +678,7 @@ mod tests {
     }
 
     #[test]
-    fn a_launch_reads_its_inputs_and_the_intermediates_earlier_launches_wrote() {
+    fn a_launch_reads_its_inputs_and_what_earlier_launches_wrote_and_writes_the_rest() {
         let shape = Shape::Reduce { n: 1000 };
         let launch = |args: Vec<Arg>| {
             Step::Kernel(Launch {
@@ -700,7 +713,11 @@ mod tests {
             ],
             ..CudaPlan::default()
         };
-        assert_eq!(plan.bytes_read_by_launches(&shape), [4000, 6 * 4]);
+        let bytes = |read, written| LaunchBytes { read, written };
+        assert_eq!(
+            plan.launch_bytes(&shape),
+            [bytes(4000, 8 * 4 + 4), bytes(6 * 4, 4)]
+        );
     }
 
     #[test]

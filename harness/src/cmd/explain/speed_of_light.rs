@@ -457,7 +457,7 @@ fn launch_model(
     let tool = sass::Disassembler::find().map_err(|e| format!("no SASS ({e})"))?;
     let listings = sass::of_plan(&tool, plan, arch).map_err(|e| format!("no SASS ({e})"))?;
     let mut launches = Vec::new();
-    for (l, read) in plan.launches().zip(plan.bytes_read_by_launches(shape)) {
+    for (l, moved) in plan.launches().zip(plan.launch_bytes(shape)) {
         let entry = plan.written_entry(&l.entry);
         let listing = listings
             .iter()
@@ -473,13 +473,15 @@ fn launch_model(
             ));
         }
         let once = listing.function.once_outside(hot.as_ref());
-        let hot = hot.map(|h| (h.summary, read as f64 / h.summary.global_load_bytes as f64));
+        let read = moved.read as f64;
+        let hot = hot.map(|h| (h.summary, read / h.summary.global_load_bytes as f64));
         launches.push(sol::LaunchWork {
             entry: entry.to_string(),
             blocks: l.blocks(),
             warps_per_block: u64::from(l.threads_per_block().div_ceil(32)),
             once,
             hot,
+            buffer_bytes: (moved.read + moved.written) as f64,
         });
     }
     // The bank factors of the launch that takes the most shared-memory wavefronts.
@@ -516,7 +518,8 @@ fn launch_model(
          the most that read the launch's inputs once (the workload's inputs and what earlier \
          launches wrote); other loops count once. Per-SM ceilings are paid launch by launch, \
          a launch of fewer blocks than the {} SMs, or with a short last wave, at the rate of \
-         the SMs it keeps busy.",
+         the SMs it keeps busy. Each launch reads its buffers from DRAM and writes them back, \
+         so an intermediate one launch writes and the next reads crosses it twice.",
         sol::h100::SMS
     ))];
     out.push(Block::Table(
