@@ -821,3 +821,31 @@ fn the_measured_rows_come_from_the_latest_run_that_has_them() {
     );
     std::fs::remove_dir_all(&lab).unwrap();
 }
+
+/// A ladder page's table gives each rung's H100 estimate, as its section computes it, at the
+/// shape the column names.
+#[test]
+fn a_ladder_page_lists_each_rungs_estimate() {
+    let all = harness::registry::all();
+    let results = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results");
+    let page = harness::cmd::docs::page(kernel::Workload::Reduce, &results);
+    assert!(
+        page.contains("| bound | H100 estimate at reduce 16777216 | walkthrough |"),
+        "{}",
+        &page[..page.len().min(2000)]
+    );
+    for k in harness::registry::for_workload(&all, kernel::Workload::Reduce)
+        .into_iter()
+        .filter(|k| k.info().role == kernel::Role::Rung)
+    {
+        let (shape, sol) = explain::estimate_of(&all, k);
+        assert_eq!(shape.to_string(), "reduce 16777216");
+        let cell = format!("| {:.4} ms, {} |", sol.ms, sol.bound);
+        let id = k.info().id;
+        let row = page
+            .lines()
+            .find(|l| l.contains(&format!("[`{id}`](#{id}) |")))
+            .unwrap_or_else(|| panic!("no row of {id}"));
+        assert!(row.contains(&cell), "{id}: {cell} not in {row}");
+    }
+}

@@ -10,7 +10,7 @@ use super::explain::{self, Block};
 use crate::registry;
 use crate::results::RunResults;
 use anyhow::Context;
-use kernel::{Kernel, Role, Workload};
+use kernel::{Kernel, Role, Shape, Workload};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -166,8 +166,9 @@ pub fn page(workload: Workload, results: &Path) -> String {
             "Each rung changes its parent in one idea (or says it bundles more) to attack one \
              bound. Follow them in order; each section below is `harness explain RUNG \
              --markdown`: the source diff against the parent, the compiler's resources and the \
-             SASS instruction mix of both. The walkthrough of each rung, with the why, is in \
-             its crate's README."
+             SASS instruction mix of both, and the speed of light on an H100 that the table's \
+             estimate column comes from, with the ceiling that binds it. The walkthrough of \
+             each rung, with the why, is in its crate's README."
         }
     };
     let mut s = format!(
@@ -185,13 +186,43 @@ pub fn page(workload: Workload, results: &Path) -> String {
             links.join(", ")
         );
     }
-    s.push_str("| rung | id | parent | idea | bound | walkthrough |\n|---|---|---|---|---|---|\n");
-    for k in &rungs {
+    // A network's rows are whole networks, which the speed-of-light model does not estimate.
+    let estimates: Vec<Option<(Shape, explain::Sol)>> = rungs
+        .iter()
+        .map(|k| (!workload.is_network()).then(|| explain::estimate_of(&all, *k)))
+        .collect();
+    // The shape most rungs are estimated at heads the column; a rung estimated at another
+    // (one that declines it) says its own.
+    let shapes: Vec<Shape> = estimates.iter().flatten().map(|(s, _)| *s).collect();
+    let common = shapes
+        .iter()
+        .max_by_key(|s| shapes.iter().filter(|t| t == s).count())
+        .copied();
+    let (head, rule) = match common {
+        None => (String::new(), ""),
+        Some(shape) => (format!(" H100 estimate at {shape} |"), "---|"),
+    };
+    let _ = writeln!(
+        s,
+        "| rung | id | parent | idea | bound |{head} walkthrough |\n|---|---|---|---|---|{rule}---|"
+    );
+    for (k, estimate) in rungs.iter().zip(&estimates) {
         let i = k.info();
         let l = k.lineage();
+        let estimate = match estimate {
+            None => String::new(),
+            Some((shape, sol)) => {
+                let at = if Some(*shape) == common {
+                    String::new()
+                } else {
+                    format!(" at {shape}")
+                };
+                format!(" {:.4} ms{at}, {} |", sol.ms, sol.bound)
+            }
+        };
         let _ = writeln!(
             s,
-            "| {:02} | [`{}`](#{}) | {} | {} | {} | [{}](../../{}/README.md#{}) |",
+            "| {:02} | [`{}`](#{}) | {} | {} | {} |{estimate} [{}](../../{}/README.md#{}) |",
             i.rung,
             i.id,
             i.id,
