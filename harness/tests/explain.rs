@@ -849,3 +849,40 @@ fn a_ladder_page_lists_each_rungs_estimate() {
         assert!(row.contains(&cell), "{id}: {cell} not in {row}");
     }
 }
+
+/// A plan's launches beside the hot loop's, where they do no multiply-add, take the launch
+/// model and add their time: rung 12 converts A and B to FP16 (each element read as 4 bytes
+/// and written as 2) before rung 11's kernel.
+#[test]
+fn other_launches_without_multiply_adds_add_the_launch_models_time() {
+    let all = harness::registry::all();
+    let estimate = |id: &str| {
+        let k = all.iter().find(|k| k.info().id == id).unwrap();
+        explain::estimate_of(&all, k.as_ref()).1
+    };
+    let (wmma, convert) = (
+        estimate("gemm-wmma-fp16"),
+        estimate("gemm-wmma-fp16-convert"),
+    );
+    let n = 4096.0 * 4096.0;
+    let conversions = 2.0 * n * (4.0 + 2.0) / sol::h100::DRAM_BYTES_PER_S * 1e3;
+    assert!(
+        ((convert.ms - wmma.ms) - conversions).abs() < 1e-9,
+        "{convert:?} against {wmma:?}: {conversions} ms of conversions"
+    );
+    assert_eq!(
+        convert.bound, wmma.bound,
+        "the GEMM is still the larger part"
+    );
+    let k = all
+        .iter()
+        .find(|k| k.info().id == "linear-unfused")
+        .unwrap();
+    let doc = explain::explain(&all, k.as_ref(), None, true);
+    let text = text_of(&doc, "Speed of light on an H100");
+    assert!(
+        text.contains("other launches (bias_act; 1 launch) do no multiply-add"),
+        "{text}"
+    );
+    assert!(!text.contains("not in this model"), "{text}");
+}

@@ -536,11 +536,23 @@ impl CudaPlan {
         self.steps.iter().any(|s| matches!(s, Step::Library(_)))
     }
 
+    /// Whether the launches work through the buffers in chunks: a batch pipeline, or pointers
+    /// into a buffer past its start. How far each launch reads is then not in the plan.
+    pub fn chunked(&self) -> bool {
+        self.pipeline.is_some()
+            || self
+                .launches()
+                .flat_map(|l| &l.args)
+                .any(|a| matches!(a, Arg::PtrAt(at) if at.offset > 0))
+    }
+
     /// For each launch, the bytes of the buffers it reads and writes as far as the plan says,
-    /// each buffer from the element the pointer starts at: it reads the workload's inputs it
-    /// is passed and the scratch buffers an earlier launch was passed (an intermediate that
-    /// launch wrote); it writes the output and the scratch buffers no earlier launch was
-    /// passed.
+    /// each buffer from the element the pointer starts at to its end (for a [`chunked`]
+    /// plan, more than the launch's chunk): it reads the workload's inputs it is passed and
+    /// the scratch buffers an earlier launch was passed (an intermediate that launch wrote);
+    /// it writes the output and the scratch buffers no earlier launch was passed.
+    ///
+    /// [`chunked`]: Self::chunked
     pub fn launch_bytes(&self, shape: &crate::Shape) -> Vec<LaunchBytes> {
         let inputs = shape.inputs();
         let output = shape.output().len();
@@ -713,6 +725,10 @@ mod tests {
             ],
             ..CudaPlan::default()
         };
+        assert!(
+            plan.chunked(),
+            "a pointer past the start of the partial sums"
+        );
         let bytes = |read, written| LaunchBytes { read, written };
         assert_eq!(
             plan.launch_bytes(&shape),

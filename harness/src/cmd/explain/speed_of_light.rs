@@ -6,7 +6,7 @@
 use super::{Block, SimBanks, plan_of, shape_of, simulator_banks};
 use crate::results::{RunResults, Status};
 use crate::{resources, sass, sol};
-use kernel::{CudaPlan, Kernel, Precision, Shape};
+use kernel::{CudaPlan, Kernel, Launch, LaunchBytes, Precision, Shape};
 
 /// The fewest bytes a row moves: its plan's element types where it has a plan, else its
 /// precision's (as the run's tables count them).
@@ -83,7 +83,7 @@ fn model(
         flops / bytes
     ))];
     let modelled = match plan {
-        Some(p) => loop_model(p, flops, bytes, banks).or_else(|why| match why {
+        Some(p) => loop_model(p, shape, flops, bytes, banks).or_else(|why| match why {
             NoLoopModel::NoMath(why) => launch_model(k, p, shape, bytes, banks)
                 .map_err(|no| format!("{why}, and no launch model: {no}")),
             NoLoopModel::Other(why) => Err(why),
@@ -224,6 +224,7 @@ fn two_ceilings(precision: Precision, flops: f64, bytes: f64, why: &str) -> (Vec
 /// its blocks and its time in ms, or why there is none.
 fn loop_model(
     plan: &CudaPlan,
+    shape: &Shape,
     flops: f64,
     bytes: f64,
     banks: Option<&Result<SimBanks, String>>,
@@ -252,16 +253,6 @@ fn loop_model(
         hot.hot.end,
         sol::describe(pass)
     ))];
-    let others: Vec<String> = plan
-        .launches()
-        .filter(|x| x.entry != l.entry)
-        .map(|x| plan.written_entry(&x.entry).to_string())
-        .fold(Vec::new(), |mut v, e| {
-            if !v.contains(&e) {
-                v.push(e);
-            }
-            v
-        });
     let tma_unseen = l.function.summary.utmaldg > 0 && pass.global_load_bytes == 0;
     let bound = estimate.bound();
     out.push(Block::Text(format!(
@@ -327,9 +318,52 @@ fn loop_model(
         }
         None => (bound.ms, String::new()),
     };
+    // The other launches without multiply-adds take the launch model; launches run one after
+    // the other, so their time adds to the hot launch's.
+    // (Launches that each take a chunk of the buffers do not say how large.)
+    let (mut modelled, mut unmodelled) = (Vec::new(), Vec::new());
+    let listings = sass::of_plan(&tool, plan, arch).ok();
+    for (x, moved) in plan.launches().zip(plan.launch_bytes(shape)) {
+        if x.entry == l.entry {
+            continue;
+        }
+        let work = match &listings {
+            Some(listings) if !plan.chunked() => launch_work(plan, listings, x, moved).ok(),
+            _ => None,
+        };
+        match work {
+            Some(w) => modelled.push(w),
+            None => unmodelled.push(plan.written_entry(&x.entry).to_string()),
+        }
+    }
+    let before = sol::estimate_launches(0.0, &modelled, &sol::BankFactors::default(), None);
+    let (extra, others_line) = match &before {
+        Some(e) => {
+            let b = e.bound();
+            let names = distinct(modelled.iter().map(|w| w.entry.clone()));
+            let n = modelled.len();
+            (
+                b.ms,
+                format!(
+                    " The plan's other launches ({}; {n} launch{}) do no multiply-add: the \
+                     launch model, each warp running its kernel once and each launch's buffers \
+                     crossing DRAM, puts them at {:.4} ms at best, bound by {} ({}), which the \
+                     estimate adds.",
+                    names.join(", "),
+                    if n == 1 { "" } else { "es" },
+                    b.ms,
+                    b.name,
+                    b.work
+                ),
+            )
+        }
+        None => (0.0, String::new()),
+    };
     out.push(Block::Text(format!(
-        "Estimate: at best {t:.4} ms, bound by {} at {:.4} ms.{tail}{occupancy}",
-        bound.name, bound.ms
+        "Estimate: at best {:.4} ms, bound by {} at {:.4} ms.{tail}{occupancy}{others_line}",
+        t + extra,
+        bound.name,
+        bound.ms
     )));
     let shared = pass.shared_wavefronts.total() > 0;
     let mut caveats = vec![bytes_caveat(banks, shared, &factors)];
@@ -347,16 +381,26 @@ fn loop_model(
                 .into(),
         );
     }
-    if !others.is_empty() {
+    if !unmodelled.is_empty() {
         caveats.push(format!(
             "The plan's other launches ({}) are not in this model.",
-            others.join(", ")
+            distinct(unmodelled).join(", ")
         ));
     }
     out.push(Block::Text(caveats.join(" ")));
     out.push(metrics(&estimate));
-    let bound = bound.name.to_string();
-    Ok((out, Sol { ms: t, bound }))
+    // The bound of the larger part.
+    let bound = match &before {
+        Some(e) if extra > t => e.bound().name,
+        _ => bound.name,
+    };
+    Ok((
+        out,
+        Sol {
+            ms: t + extra,
+            bound: bound.to_string(),
+        },
+    ))
 }
 
 /// Why the loop model gives no estimate: the plan's loops do no multiply-add (the launch
@@ -453,37 +497,21 @@ fn launch_model(
     bytes: f64,
     banks: Option<&Result<SimBanks, String>>,
 ) -> Result<(Vec<Block>, Sol), String> {
+    if plan.chunked() {
+        return Err(
+            "its launches each take a chunk of the buffers, whose size the plan does \
+                    not say"
+                .into(),
+        );
+    }
     let arch = "sm_90";
     let tool = sass::Disassembler::find().map_err(|e| format!("no SASS ({e})"))?;
     let listings = sass::of_plan(&tool, plan, arch).map_err(|e| format!("no SASS ({e})"))?;
-    let mut launches = Vec::new();
-    for (l, moved) in plan.launches().zip(plan.launch_bytes(shape)) {
-        let entry = plan.written_entry(&l.entry);
-        let listing = listings
-            .iter()
-            .find(|x| x.file == l.source.label() && x.entry == l.entry.as_ref())
-            .ok_or_else(|| format!("no SASS of {entry}"))?;
-        let hot = listing.function.streaming_loop();
-        if let Some(h) = &hot
-            && listing.function.loops().iter().any(|o| o.contains(h))
-        {
-            return Err(format!(
-                "the loop of {entry} that streams its inputs lies inside another loop, so \
-                 nothing says how many passes each makes"
-            ));
-        }
-        let once = listing.function.once_outside(hot.as_ref());
-        let read = moved.read as f64;
-        let hot = hot.map(|h| (h.summary, read / h.summary.global_load_bytes as f64));
-        launches.push(sol::LaunchWork {
-            entry: entry.to_string(),
-            blocks: l.blocks(),
-            warps_per_block: u64::from(l.threads_per_block().div_ceil(32)),
-            once,
-            hot,
-            buffer_bytes: (moved.read + moved.written) as f64,
-        });
-    }
+    let launches = plan
+        .launches()
+        .zip(plan.launch_bytes(shape))
+        .map(|(l, moved)| launch_work(plan, &listings, l, moved))
+        .collect::<Result<Vec<_>, _>>()?;
     // The bank factors of the launch that takes the most shared-memory wavefronts.
     let heaviest = launches
         .iter()
@@ -586,6 +614,58 @@ fn launch_model(
         bound: bound.name.to_string(),
     };
     Ok((out, bound))
+}
+
+/// The names, each once, in their first order.
+fn distinct(names: impl IntoIterator<Item = String>) -> Vec<String> {
+    names.into_iter().fold(Vec::new(), |mut v, n| {
+        if !v.contains(&n) {
+            v.push(n);
+        }
+        v
+    })
+}
+
+/// One launch of `plan` as the launch model counts it, from its SASS in `listings`, or why it
+/// cannot: a loop of multiply-adds (the loop model's), or a streaming loop inside another
+/// loop, whose trip counts the SASS does not give.
+fn launch_work(
+    plan: &CudaPlan,
+    listings: &[sass::Listing],
+    l: &Launch,
+    moved: LaunchBytes,
+) -> Result<sol::LaunchWork, String> {
+    let entry = plan.written_entry(&l.entry);
+    let listing = listings
+        .iter()
+        .find(|x| x.file == l.source.label() && x.entry == l.entry.as_ref())
+        .ok_or_else(|| format!("no SASS of {entry}"))?;
+    let f = &listing.function;
+    if f.loops()
+        .iter()
+        .any(|o| o.summary.flop_fma + o.summary.flop_tensor > 0)
+    {
+        return Err(format!("the loop of {entry} does multiply-adds"));
+    }
+    let hot = f.streaming_loop();
+    if let Some(h) = &hot
+        && f.loops().iter().any(|o| o.contains(h))
+    {
+        return Err(format!(
+            "the loop of {entry} that streams its inputs lies inside another loop, so nothing \
+             says how many passes each makes"
+        ));
+    }
+    let once = f.once_outside(hot.as_ref());
+    let read = moved.read as f64;
+    Ok(sol::LaunchWork {
+        entry: entry.to_string(),
+        blocks: l.blocks(),
+        warps_per_block: u64::from(l.threads_per_block().div_ceil(32)),
+        once,
+        hot: hot.map(|h| (h.summary, read / h.summary.global_load_bytes as f64)),
+        buffer_bytes: (moved.read + moved.written) as f64,
+    })
 }
 
 /// A warp's run through some SASS in a table cell: instructions, global bytes, shared
