@@ -83,7 +83,7 @@ pub fn reference_for(
 /// The fewest bytes a row moves: from its plan's element types, else its precision. A
 /// network's input and output stay FP32 whatever precision its one swapped operator computes
 /// in (the row's precision is that operator's).
-fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Precision) -> f64 {
+pub(crate) fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Precision) -> f64 {
     match plan {
         Some(p) => {
             let inputs: usize = shape

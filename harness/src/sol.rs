@@ -2,7 +2,10 @@
 //! from the rung's name: the hot loop of the kernel's SASS (see [`sass::Function::hot_loop`])
 //! says what one warp does per pass (FLOP, bytes requested from global and shared memory,
 //! instructions issued); the workload's FLOP count says how many passes the whole shape takes;
-//! each of the H100's ceilings turns that into a time, and the largest is the bound.
+//! each of the H100's ceilings turns that into a time, and the largest is the bound. A kernel
+//! whose loops do no multiply-add (a sum, an element-wise chain) is counted launch by launch
+//! instead ([`estimate_launches`]): every warp runs its SASS once, a streaming loop makes the
+//! passes that read the launch's inputs once, and each launch's buffers cross DRAM.
 //!
 //! It is a model, not a measurement: each line of the loop counts once (of an if/else the
 //! shorter arm, a nested loop once), bytes are what a warp requests (no coalescing, caching or
@@ -64,10 +67,11 @@ pub struct Ceiling {
     pub metric: &'static str,
 }
 
-/// The estimate for one shape from one hot loop.
+/// The estimate for one shape from one hot loop, or from a plan's launches.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Estimate {
-    /// Passes of one warp through the loop that the shape's FLOP take.
+    /// Passes of one warp through the loop that the shape's FLOP take (the launch model:
+    /// the warps its launches start).
     pub warp_passes: f64,
     pub ceilings: Vec<Ceiling>,
 }

@@ -5,28 +5,9 @@
 
 use super::{Block, SimBanks, plan_of, shape_of, simulator_banks};
 use crate::results::{RunResults, Status};
+use crate::run::min_bytes;
 use crate::{resources, sass, sol};
 use kernel::{CudaPlan, Kernel, Launch, LaunchBytes, Precision, Shape};
-
-/// The fewest bytes a row moves: its plan's element types where it has a plan, else its
-/// precision's (as the run's tables count them).
-fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Precision) -> f64 {
-    match plan {
-        Some(p) => {
-            let inputs: usize = shape
-                .inputs()
-                .iter()
-                .zip(&p.inputs)
-                .map(|(t, d)| t.len() * d.bytes())
-                .sum();
-            (inputs + shape.output().len() * p.output.bytes()) as f64
-        }
-        None => shape.min_bytes(match precision {
-            Precision::Fp16 | Precision::Bf16 => 2,
-            Precision::Fp32 | Precision::Tf32 => 4,
-        }),
-    }
-}
 
 /// The speed of light of `k` at `shape` on an H100 SXM (see [`model`]), then, where the run is
 /// a GPU run, the rung's measured time at every shape the run timed it against the estimate
