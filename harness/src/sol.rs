@@ -28,6 +28,8 @@ pub mod h100 {
     pub const FP16_FLOPS: f64 = 989e12;
     /// HBM3 bandwidth, NVIDIA H100 data sheet (SXM).
     pub const DRAM_BYTES_PER_S: f64 = 3.35e12;
+    /// L2 cache, NVIDIA H100 data sheet (SXM): 50 MB.
+    pub const L2_BYTES: f64 = 50e6;
     /// FP32 lanes per SM (NVIDIA H100 architecture whitepaper); with the FP32 peak it gives
     /// the clock the data sheet assumes (see [`clock_hz`]).
     pub const FP32_LANES_PER_SM: f64 = 128.0;
@@ -437,7 +439,9 @@ pub struct LaunchWork {
     pub warps_per_block: u64,
     pub once: Summary,
     pub hot: Option<(Summary, f64)>,
-    /// Bytes of the buffers the launch reads and writes (see `CudaPlan::launch_bytes`).
+    /// Bytes of the buffers the launch reads and writes (see `CudaPlan::launch_bytes`) that
+    /// cross DRAM: an intermediate an earlier launch wrote is read from the L2 where the L2
+    /// can hold it ([`dram_bytes`]).
     pub buffer_bytes: f64,
 }
 
@@ -458,6 +462,16 @@ impl LaunchWork {
             per_sm.ceil() / per_sm
         }
     }
+}
+
+/// The bytes of a launch's buffers that cross DRAM, at best: all it reads and writes but the
+/// intermediates earlier launches wrote that fit in the H100's L2, which it reads from there.
+pub fn dram_bytes(read: usize, written: usize, intermediates: &[usize]) -> f64 {
+    let from_l2: usize = intermediates
+        .iter()
+        .filter(|&&b| b as f64 <= h100::L2_BYTES)
+        .sum();
+    (read + written - from_l2) as f64
 }
 
 /// The launch model, for plans whose work is moving and combining bytes rather than
@@ -775,6 +789,9 @@ mod tests {
             1,
             "no more than the compulsory bytes"
         );
+        // An intermediate the L2 holds is read from there; a larger one from DRAM.
+        assert_eq!(dram_bytes(100, 10, &[40]), 70.0);
+        assert_eq!(dram_bytes(100_000_000, 10, &[60_000_000]), 100e6 + 10.0);
     }
 
     #[test]

@@ -453,10 +453,12 @@ impl Scratch {
 }
 
 /// The bytes one launch reads and writes, as [`CudaPlan::launch_bytes`] counts them.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct LaunchBytes {
     pub read: usize,
     pub written: usize,
+    /// Of what it reads, each intermediate an earlier launch wrote (a scratch buffer).
+    pub intermediates: Vec<usize>,
 }
 
 /// Everything an executor needs to run a kernel on one shape. Build it with
@@ -580,6 +582,7 @@ impl CudaPlan {
                             .map_or(0, |s| from(s.len, s.dtype.bytes()));
                         if seen.contains(&j) {
                             bytes.read += b;
+                            bytes.intermediates.push(b);
                         } else {
                             passed.push(j);
                             bytes.written += b;
@@ -729,10 +732,14 @@ mod tests {
             plan.chunked(),
             "a pointer past the start of the partial sums"
         );
-        let bytes = |read, written| LaunchBytes { read, written };
+        let bytes = |read, written, intermediates: &[usize]| LaunchBytes {
+            read,
+            written,
+            intermediates: intermediates.to_vec(),
+        };
         assert_eq!(
             plan.launch_bytes(&shape),
-            [bytes(4000, 8 * 4 + 4), bytes(6 * 4, 4)]
+            [bytes(4000, 8 * 4 + 4, &[]), bytes(6 * 4, 4, &[6 * 4])]
         );
     }
 

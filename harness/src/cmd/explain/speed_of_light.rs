@@ -528,8 +528,10 @@ fn launch_model(
          launches wrote); other loops count once. Per-SM ceilings are paid launch by launch, \
          a launch of fewer blocks than the {} SMs, or with a short last wave, at the rate of \
          the SMs it keeps busy. Each launch reads its buffers from DRAM and writes them back, \
-         so an intermediate one launch writes and the next reads crosses it twice.",
-        sol::h100::SMS
+         so an intermediate one launch writes and the next reads crosses it twice, unless it \
+         fits in the {:.0} MB L2, which then serves the read.",
+        sol::h100::SMS,
+        sol::h100::L2_BYTES / 1e6
     ))];
     out.push(Block::Table(
         [
@@ -645,7 +647,7 @@ fn launch_work(
         warps_per_block: u64::from(l.threads_per_block().div_ceil(32)),
         once,
         hot: hot.map(|h| (h.summary, read / h.summary.global_load_bytes as f64)),
-        buffer_bytes: (moved.read + moved.written) as f64,
+        buffer_bytes: sol::dram_bytes(moved.read, moved.written, &moved.intermediates),
     })
 }
 
