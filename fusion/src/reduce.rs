@@ -360,8 +360,8 @@ fn tree_rungs() -> [SumRung; 5] {
             summary: "rung 01's pairs added by threads 0, 1, 2, ...: whole warps idle, but strided shared-memory accesses conflict",
             lineage: Lineage {
                 parent: Some("reduce-interleaved"),
-                idea: "the same pairs added by the first threads of the block (thread t at 2st): whole warps leave the tree instead of every warp keeping a few lanes, at the price of 2- to 16-way bank conflicts",
-                bound: Some(Bound::Issue),
+                idea: "the same pairs added by the first threads of the block (thread t at 2st): whole warps leave the tree's shared-memory requests instead of every warp keeping a few lanes, at the price of 2- to 16-way bank conflicts",
+                bound: Some(Bound::SharedTraffic),
             },
             source: || cuda_source!("fusion", "reduce/02_strided.cu"),
             entry: "reduce_strided",

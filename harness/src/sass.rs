@@ -573,6 +573,15 @@ fn branch_target(operands: &str) -> Option<Target<'_>> {
     u64::from_str_radix(hex, 16).ok().map(Target::Addr)
 }
 
+/// How a run through SASS counts the body of an if without else (a guarded branch over it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ifs {
+    /// Counted: the path of a warp that has a lane taking it.
+    Taken,
+    /// Left out: the shortest path, that of a warp whose lanes all skip it.
+    Skipped,
+}
+
 /// A function's instructions with the index each branch goes to (`None` for no branch, or
 /// one that never runs: `@!PT`).
 struct Flow<'a> {
@@ -618,28 +627,36 @@ impl<'a> Flow<'a> {
     /// One run through the lines `start..=end` whose index `left_out` does not name: each
     /// line once, of the two arms of an if/else (`@P BRA else; then...; BRA join; else: ...;
     /// join:`) only the shorter, the body of an if without else counted.
-    fn once(&self, start: usize, end: usize, left_out: impl Fn(usize) -> bool) -> Summary {
+    fn once(
+        &self,
+        start: usize,
+        end: usize,
+        ifs: Ifs,
+        left_out: impl Fn(usize) -> bool,
+    ) -> Summary {
         let (insns, targets) = (&self.insns, &self.targets);
         let mut skip = vec![false; end + 1];
         for c in start..end {
             let Some(els) = targets[c].filter(|e| *e > c + 1 && *e <= end) else {
                 continue;
             };
-            let jump = els - 1;
-            let join = match targets[jump] {
-                Some(j) if !insns[jump].guarded && j > els && j <= end => j,
-                _ => continue,
-            };
             if !insns[c].guarded {
                 continue;
             }
-            let (then_arm, else_arm) = (c + 1..els, els..join);
-            let longer = if then_arm.len() > else_arm.len() {
-                then_arm
-            } else {
-                else_arm
+            let jump = els - 1;
+            let skipped = match targets[jump] {
+                Some(join) if !insns[jump].guarded && join > els && join <= end => {
+                    let (then_arm, else_arm) = (c + 1..els, els..join);
+                    if then_arm.len() > else_arm.len() {
+                        then_arm
+                    } else {
+                        else_arm
+                    }
+                }
+                _ if ifs == Ifs::Skipped => c + 1..els,
+                _ => continue,
             };
-            for i in longer {
+            for i in skipped {
                 skip[i] = true;
             }
         }
@@ -670,7 +687,7 @@ impl Function {
             let Some(start) = targets[end].filter(|s| *s < end) else {
                 continue;
             };
-            let summary = flow.once(start, end, |_| false);
+            let summary = flow.once(start, end, Ifs::Taken, |_| false);
             out.push(Loop {
                 label: match branch_target(b.operands) {
                     Some(Target::Label(l)) => l.to_string(),
@@ -731,15 +748,15 @@ impl Function {
     /// One warp's run through the function's warm code (up to its last unguarded `EXIT`,
     /// before the cold code ptxas lays out after it) with the lines of `except` left out:
     /// every other line once, of an if/else the shorter arm, the body of an if without else
-    /// counted, other loops once.
-    pub fn once_outside(&self, except: Option<&Loop>) -> Summary {
+    /// as `ifs` says, other loops once.
+    pub fn once_outside(&self, except: Option<&Loop>, ifs: Ifs) -> Summary {
         let flow = Flow::of(&self.sass);
         if flow.insns.is_empty() {
             return Summary::default();
         }
         let inside =
             |i: usize| except.is_some_and(|l| (l.start..=l.end).contains(&flow.insns[i].addr));
-        flow.once(0, flow.warm_end(), inside)
+        flow.once(0, flow.warm_end(), ifs, inside)
     }
 }
 
@@ -1150,17 +1167,17 @@ gemm_tiled:\n\
     fn a_run_outside_the_hot_loop_counts_the_rest_once() {
         let f = &parse(LOOPS)[0];
         let hot = f.hot_loop().unwrap();
-        let rest = f.once_outside(Some(&hot));
+        let rest = f.once_outside(Some(&hot), Ifs::Taken);
         // MOV before the loop; the remainder loop's LDG, FFMA and BRA; EXIT; not the trap.
         assert_eq!(rest.instructions, 5);
         assert_eq!((rest.ldg, rest.ffma), (1, 1));
-        let all = f.once_outside(None);
+        let all = f.once_outside(None, Ifs::Taken);
         assert_eq!(
             all.instructions,
             rest.instructions + hot.summary.instructions
         );
         assert_eq!(
-            parse("//---- .text.e ----\n")[0].once_outside(None),
+            parse("//---- .text.e ----\n")[0].once_outside(None, Ifs::Taken),
             Summary::default()
         );
     }
@@ -1206,11 +1223,32 @@ gemm_tiled:\n\
         );
         let hot = f.streaming_loop().unwrap();
         assert_eq!((hot.start, hot.summary.ldg128), (0x0, 1));
-        let rest = f.once_outside(Some(&hot));
+        let rest = f.once_outside(Some(&hot), Ifs::Taken);
         // CALL, BRA.DIV, SHFL, the epilogue loop once (5 lines), STG, EXIT.
         assert_eq!(rest.instructions, 10);
         assert_eq!(rest.ldg, 4);
+        // The shortest path: the same, no if in it.
+        assert_eq!(f.once_outside(Some(&hot), Ifs::Skipped), rest);
         assert_eq!(parse(LOOPS)[0].streaming_loop().unwrap().label, ".L_x_1");
+    }
+
+    #[test]
+    fn the_shortest_path_leaves_out_the_body_of_an_if_without_else() {
+        let f = &parse(
+            "//---- .text.t ----\n\
+            \x20       /*0000*/                   S2R R0, SR_TID.X ;\n\
+            \x20       /*0010*/               @P0 BRA `(.L_x_1) ;\n\
+            \x20       /*0020*/                   LDS R1, [R0] ;\n\
+            \x20       /*0030*/                   FADD R1, R1, R1 ;\n\
+            \x20       /*0040*/                   STS [R0], R1 ;\n\
+            .L_x_1:\n\
+            \x20       /*0050*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;\n\
+            \x20       /*0060*/                   EXIT ;\n",
+        )[0];
+        let taken = f.once_outside(None, Ifs::Taken);
+        let skipped = f.once_outside(None, Ifs::Skipped);
+        assert_eq!((taken.instructions, taken.lds, taken.sts), (7, 1, 1));
+        assert_eq!((skipped.instructions, skipped.lds, skipped.sts), (4, 0, 0));
     }
 
     #[test]

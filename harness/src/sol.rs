@@ -437,7 +437,10 @@ pub struct LaunchWork {
     pub entry: String,
     pub blocks: u64,
     pub warps_per_block: u64,
+    /// One warp's run outside the hot loop, the body of every if counted: what it moves.
     pub once: Summary,
+    /// The instructions of its shortest path (every if's body skipped): what it must issue.
+    pub shortest: u32,
     pub hot: Option<(Summary, f64)>,
     /// Bytes of the buffers the launch reads and writes (see `CudaPlan::launch_bytes`) that
     /// cross DRAM: an intermediate an earlier launch wrote is read from the L2 where the L2
@@ -476,7 +479,8 @@ pub fn dram_bytes(read: usize, written: usize, intermediates: &[usize]) -> f64 {
 
 /// The launch model, for plans whose work is moving and combining bytes rather than
 /// multiply-adds (element-wise chains, pooling, reductions): each launch's warps each run its
-/// kernel once outside the hot loop, and make the loop's passes between them; the work of
+/// kernel once outside the hot loop (moving the bytes of every access, issuing the
+/// instructions of the shortest path), and make the loop's passes between them; the work of
 /// every launch adds up, each per-SM ceiling stretched by the SMs its launch leaves idle
 /// (launches run one after the other), and DRAM moves the plan's compulsory bytes, or, where
 /// they are more, the bytes of every launch's buffers (`LaunchWork::buffer_bytes`).
@@ -495,6 +499,8 @@ pub fn estimate_launches(
     let (mut work, mut timed) = (Work::default(), Work::default());
     for l in launches {
         let mut w = Work::default().plus(&l.once, l.warps() as f64, banks);
+        // An if's body issues only in warps with a lane that takes it: at best, none.
+        w.issued = l.warps() as f64 * f64::from(l.shortest);
         if let Some((pass, passes)) = &l.hot {
             w = w.plus(pass, *passes, banks);
         }
@@ -738,6 +744,7 @@ mod tests {
             blocks,
             warps_per_block: 8,
             once: body,
+            shortest: body.instructions,
             hot: None,
             buffer_bytes: 1e6,
         };

@@ -1314,3 +1314,59 @@ fn reduce_06_loads_4_bytes_a_trip_and_reduce_07_16() {
         "{trip:?}"
     );
 }
+
+#[test]
+fn reduce_trees_predicate_every_step_so_every_warp_issues_it() {
+    // reduce/01_interleaved.cu, 02_strided.cu, 03_sequential.cu: ptxas predicates each step's
+    // body rather than branching round it, so every warp issues every step; a warp whose
+    // lanes are all off makes no shared-memory request.
+    for (id, entry) in [
+        ("reduce-interleaved", "reduce_interleaved"),
+        ("reduce-strided", "reduce_strided"),
+        ("reduce-sequential", "reduce_sequential"),
+    ] {
+        let f = function(id, entry);
+        let raw: Vec<&str> = f
+            .sass
+            .lines()
+            .filter_map(|l| l.split_once("*/").map(|(_, i)| i.trim()))
+            .filter(|i| {
+                !i.starts_with("@!PT")
+                    && i.chars()
+                        .next()
+                        .is_some_and(|c| c == '@' || c.is_ascii_uppercase())
+            })
+            .collect();
+        let op = |i: &str| -> String {
+            let i = if i.starts_with('@') {
+                i.split_once(' ').map_or(i, |x| x.1.trim())
+            } else {
+                i
+            };
+            opcode(i).to_string()
+        };
+        let exit = raw
+            .iter()
+            .rposition(|i| op(i) == "EXIT" && !i.starts_with('@'))
+            .unwrap_or_else(|| panic!("{id}: no EXIT"));
+        assert!(
+            !raw[..exit].iter().any(|i| op(i).starts_with("BRA")),
+            "{id}: a branch before the last EXIT"
+        );
+        // The steps: between the barrier after the first store and the last barrier.
+        let bars: Vec<usize> = (0..raw.len())
+            .filter(|&i| op(raw[i]).starts_with("BAR.SYNC"))
+            .collect();
+        let (first, last) = (bars[0], *bars.last().unwrap());
+        let steps: Vec<&str> = raw[first..last]
+            .iter()
+            .copied()
+            .filter(|i| op(i) == "LDS" || op(i) == "STS")
+            .collect();
+        assert!(steps.len() >= 3 * 7, "{id}: {steps:?}");
+        assert!(
+            steps.iter().all(|i| i.starts_with('@')),
+            "{id}: a step's shared access not predicated: {steps:?}"
+        );
+    }
+}

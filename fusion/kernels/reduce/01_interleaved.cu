@@ -8,8 +8,10 @@
 // N = 2^24 (65536, then 256 partial sums, then 1).
 //
 // The active threads of a step are spread over the block: at s = 1 every second lane of
-// every warp adds, at s = 16 one lane in 32. Until s reaches 32 all 8 warps issue every step
-// of the tree for a few active lanes (divergence), and a __syncthreads() separates the steps.
+// every warp adds, at s = 16 one lane in 32. ptxas predicates each step's loads, addition and
+// store rather than branching round them, so all 8 warps issue every step of the tree, and
+// until s reaches 32 each makes its shared-memory requests for a few active lanes; a
+// __syncthreads() separates the steps.
 
 #define BLOCK 256
 

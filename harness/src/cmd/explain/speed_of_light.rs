@@ -521,8 +521,10 @@ fn launch_model(
     };
     let mut out = vec![Block::Text(format!(
         "Model: {which}, on {arch}. Each warp runs its kernel's SASS once up to the last \
-         EXIT, after which the compiler puts cold code (each line once, of an if/else the \
-         shorter arm, the body of an if counted for every warp). Where the kernel has loops \
+         EXIT, after which the compiler puts cold code, each line once and of an if/else the \
+         shorter arm. It issues the shortest path, without the body of an if that a branch \
+         skips (a predicated instruction, which every warp issues, counts), and moves the \
+         bytes of every access, those in such bodies too. Where the kernel has loops \
          loading global memory, the warps make between them the passes of the one loading \
          the most that read the launch's inputs once (the workload's inputs and what earlier \
          launches wrote); other loops count once. Per-SM ceilings are paid launch by launch, \
@@ -547,13 +549,13 @@ fn launch_model(
             .iter()
             .map(|l| {
                 let (passes, pass) = match &l.hot {
-                    Some((s, p)) => (format!("{p:.3e}"), summary_cell(s)),
+                    Some((s, p)) => (format!("{p:.3e}"), summary_cell(s, None)),
                     None => ("no loop".into(), String::new()),
                 };
                 vec![
                     l.entry.clone(),
                     format!("{} x {}", l.blocks, l.warps_per_block),
-                    summary_cell(&l.once),
+                    summary_cell(&l.once, Some(l.shortest)),
                     passes,
                     pass,
                 ]
@@ -588,8 +590,7 @@ fn launch_model(
     };
     out.push(Block::Text(format!(
         "{bytes} Latency is not modelled: {launches_word} also pays the GPU's launch latency, \
-         a block waits at each barrier for its slowest warp, and a warp none of whose lanes \
-         takes an if still issues its body here."
+         and a block waits at each barrier for its slowest warp."
     )));
     out.push(metrics(&estimate));
     let bound = Sol {
@@ -639,22 +640,27 @@ fn launch_work(
              says how many passes each makes"
         ));
     }
-    let once = f.once_outside(hot.as_ref());
     let read = moved.read as f64;
     Ok(sol::LaunchWork {
         entry: entry.to_string(),
         blocks: l.blocks(),
         warps_per_block: u64::from(l.threads_per_block().div_ceil(32)),
-        once,
+        once: f.once_outside(hot.as_ref(), sass::Ifs::Taken),
+        shortest: f
+            .once_outside(hot.as_ref(), sass::Ifs::Skipped)
+            .instructions,
         hot: hot.map(|h| (h.summary, read / h.summary.global_load_bytes as f64)),
         buffer_bytes: sol::dram_bytes(moved.read, moved.written, &moved.intermediates),
     })
 }
 
-/// A warp's run through some SASS in a table cell: instructions, global bytes, shared
-/// wavefronts.
-fn summary_cell(s: &sass::Summary) -> String {
-    let mut parts = vec![format!("{} instructions", s.instructions)];
+/// A warp's run through some SASS in a table cell: instructions (and those of its shortest
+/// path, where fewer), global bytes, shared wavefronts.
+fn summary_cell(s: &sass::Summary, shortest: Option<u32>) -> String {
+    let mut parts = vec![match shortest.filter(|&n| n < s.instructions) {
+        Some(n) => format!("{} instructions ({n} on the shortest path)", s.instructions),
+        None => format!("{} instructions", s.instructions),
+    }];
     let global = s.global_load_bytes + s.global_store_bytes;
     if global > 0 {
         parts.push(format!("{global} B global"));
