@@ -317,8 +317,8 @@ fn loop_model(
             None => unmodelled.push(plan.written_entry(&x.entry).to_string()),
         }
     }
-    let before = sol::estimate_launches(0.0, &modelled, &sol::BankFactors::default(), None);
-    let (extra, others_line) = match &before {
+    let others = sol::estimate_launches(0.0, &modelled, &sol::BankFactors::default(), None);
+    let (extra, others_line) = match &others {
         Some(e) => {
             let b = e.bound();
             let names = distinct(modelled.iter().map(|w| w.entry.clone()));
@@ -371,7 +371,7 @@ fn loop_model(
     out.push(Block::Text(caveats.join(" ")));
     out.push(metrics(&estimate));
     // The bound of the larger part.
-    let bound = match &before {
+    let bound = match &others {
         Some(e) if extra > t => e.bound().name,
         _ => bound.name,
     };
