@@ -886,3 +886,50 @@ fn other_launches_without_multiply_adds_add_the_launch_models_time() {
     );
     assert!(!text.contains("not in this model"), "{text}");
 }
+
+/// The radial basis's unfused rung writes its Gaussians E to DRAM and, at the shape explain
+/// estimates, reads them back from the L2 (fusion/README.md, the radial-basis expansion):
+/// about twice the compulsory bytes, and more instructions than the fused rung, which the
+/// compulsory bytes bind.
+#[test]
+fn the_unfused_radial_basis_writes_its_gaussians_and_reads_them_from_the_l2() {
+    let all = harness::registry::all();
+    let k = all.iter().find(|k| k.info().id == "rbf-unfused").unwrap();
+    let plan = kernel::Kernel::cuda(k.as_ref(), &explain::estimate_of(&all, k.as_ref()).0).unwrap();
+    let e = plan
+        .scratch
+        .iter()
+        .map(kernel::Scratch::bytes)
+        .max()
+        .unwrap();
+    assert!((e as f64) < sol::h100::L2_BYTES, "E fits in the L2: {e} B");
+    let doc = explain::explain(&all, k.as_ref(), None, true);
+    let text = text_of(&doc, "Speed of light on an H100");
+    let (_, blocks) = doc
+        .sections
+        .iter()
+        .find(|(t, _)| t == "Speed of light on an H100")
+        .unwrap();
+    let ms = |name: &str| -> f64 {
+        blocks
+            .iter()
+            .find_map(|b| match b {
+                Block::Table(head, rows) if head[0] == "ceiling" => rows
+                    .iter()
+                    .find(|r| r[0] == name)
+                    .map(|r| r[3].parse().unwrap()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no {name} in {text}"))
+    };
+    let ratio = ms(sol::DRAM_LAUNCHES) / ms(sol::DRAM);
+    assert!((1.9..2.1).contains(&ratio), "{ratio}: {text}");
+    let estimate = |id: &str| {
+        let k = all.iter().find(|k| k.info().id == id).unwrap();
+        explain::estimate_of(&all, k.as_ref()).1
+    };
+    let (unfused, fused) = (estimate("rbf-unfused"), estimate("rbf-fused"));
+    assert_eq!(fused.bound, sol::DRAM, "{fused:?}");
+    assert_eq!(unfused.bound, sol::ISSUE, "{unfused:?}");
+    assert!(unfused.ms > fused.ms);
+}
