@@ -6,8 +6,11 @@
 One row per profiled launch: the kernel, its duration, DRAM and SM throughput (% of peak), DRAM
 and L2 bytes, achieved occupancy, tensor-pipe utilisation (mma.sync's HMMA pipe, and wgmma's
 on Hopper), shared-memory bank conflicts per instruction kind (LDS loads, STS stores, LDSM
-`ldmatrix`, LDGSTS `cp.async`), and the three reasons warps stalled most (cycles per issued
-instruction, from the WarpStateStats section). The columns are the metrics
+`ldmatrix`, LDGSTS `cp.async`), how global loads coalesce (requests and the 32-byte sectors
+they touch; the L1's data-pipe wavefronts in all and those of shared memory, whose difference
+is what global accesses took, the lines the speed-of-light model's L1 ceiling counts), and
+the three reasons warps stalled most (cycles per issued instruction, from the WarpStateStats
+section). The columns are the metrics
 `tools/gpu-check.sh` asks ncu for (`--metrics MAJOR` prints them for a GPU of that compute
 capability); a metric the CSV lacks shows as `-`, and the table is followed by the list of
 metrics asked for but absent: ncu leaves out, without an error, a metric the GPU does not
@@ -40,6 +43,10 @@ COLUMNS = [
     (CONFLICTS + "st.sum", "STS conflicts"),
     (SASS_CONFLICTS + "ldsm.sum", "LDSM conflicts"),
     (SASS_CONFLICTS + "ldgsts.sum", "LDGSTS conflicts"),
+    ("l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum", "LDG requests"),
+    ("l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum", "LDG sectors"),
+    ("l1tex__data_pipe_lsu_wavefronts.sum", "L1 wavefronts"),
+    ("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum", "shared wavefronts"),
 ]
 
 

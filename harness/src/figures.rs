@@ -12,7 +12,8 @@
 //! to show (all rows otherwise). Figures derived from the code come `from code`: `sass ID,ID`
 //! is the SASS instruction counts of those rungs, `resources ID,ID` their registers, shared
 //! memory and occupancy; `breakdown WORKLOAD SHAPE` is a network's time by category and its
-//! Amdahl table. The block is the run's own Markdown table rows (the report
+//! Amdahl table; `estimate ID,ID` from a GPU run sets each rung's measured medians beside the
+//! H100 model's estimate at the same shapes. The block is the run's own Markdown table rows (the report
 //! model renders them, nothing is recomputed here) under a line naming the device, the date and
 //! the commit. `harness docs --figures` rewrites every block; a test regenerates them and fails
 //! on any that differs, so a figure can never drift from its run.
@@ -102,10 +103,51 @@ fn render_breakdown(name: &str, run: &RunResults, folder: &str) -> Result<String
     ))
 }
 
+/// Each rung's measured medians in a GPU run beside the H100 model's estimate at the same
+/// shapes: `estimate ID[,ID...]`.
+fn render_estimates(name: &str, run: &RunResults, folder: &str) -> Result<String> {
+    let [_, ids] = name.split_whitespace().collect::<Vec<_>>()[..] else {
+        bail!("figure `{name}`: expected `estimate ID[,ID...]`");
+    };
+    if run.device.kind != "cuda" {
+        bail!("figure `{name}`: {folder} is not a GPU run");
+    }
+    let all = registry::all();
+    let mut table =
+        "| kernel | shape | bound by | estimate ms | measured ms | measured speed, % of \
+                     the estimate's |\n|---|---|---|---:|---:|---:|\n"
+            .to_string();
+    for id in ids.split(',') {
+        let k = registry::find(&all, id)?;
+        let rows = explain::estimates_against(&all, k, run);
+        if rows.is_empty() {
+            bail!("figure `{name}`: {folder} has no passed, timed row of {id}");
+        }
+        for (shape, sol, ms) in rows {
+            let _ = writeln!(
+                table,
+                "| `{id}` | {shape} | {} | {:.4} | {ms:.4} | {:.0}% |",
+                sol.bound,
+                sol.ms,
+                sol.ms / ms * 100.0
+            );
+        }
+    }
+    Ok(format!(
+        "\nThe speed of light on an H100 SXM of `harness explain` beside the medians `{}` \
+         measured, {}, commit `{}` (generated from `{folder}` by `harness docs --figures`). \
+         The estimate is a best case: a row near 100% runs at its binding ceiling.\n\n{table}",
+        run.device.name, run.date, run.commit
+    ))
+}
+
 /// The text between the markers of figure `name` drawn from `run`, new lines around it.
 pub fn render(name: &str, run: &RunResults, folder: &str) -> Result<String> {
     if name.starts_with("breakdown ") {
         return render_breakdown(name, run, folder);
+    }
+    if name.starts_with("estimate ") {
+        return render_estimates(name, run, folder);
     }
     let mut words = name.split_whitespace();
     let (Some(w), Some(label)) = (words.next(), words.next()) else {
@@ -275,7 +317,8 @@ fn from_code_in_child(name: &str, harness: &Path) -> Result<String> {
 }
 
 /// The source of static figures: `<!-- figure: sass ID,ID from code -->`,
-/// `<!-- figure: resources ID,ID from code -->`, `banks ID,ID`, `estimate ID,ID`.
+/// `<!-- figure: resources ID,ID from code -->`, `banks ID,ID`, `coalescing ID,ID`,
+/// `estimate ID,ID`.
 pub const FROM_CODE: &str = "code";
 
 /// The architecture static SASS figures are compiled for: the H100's.
@@ -287,14 +330,18 @@ const RESOURCE_ARCHS: [&str; 2] = ["sm_80", "sm_90"];
 /// on sm_90 (`sass::Summary`, the columns of `harness inspect --sass`), or `resources
 /// ID[,ID...]`, registers, shared memory, spills and occupancy on sm_80 and sm_90 (the
 /// ptxas report of `harness inspect`); both compiled at the shape `harness inspect` uses.
-/// `banks ID[,ID...]` and `estimate ID[,ID...]` are those sections of `harness explain`: the
-/// simulator's bank counts, and the speed-of-light estimate on an H100.
+/// `banks ID[,ID...]`, `coalescing ID[,ID...]` and `estimate ID[,ID...]` are those sections
+/// of `harness explain`: the simulator's bank counts, its counts of how global accesses
+/// coalesce, and the speed-of-light estimate on an H100.
 pub fn from_code(name: &str) -> Result<String> {
     let (kind, ids) = match name.split_whitespace().collect::<Vec<_>>()[..] {
-        [kind @ ("sass" | "resources" | "banks" | "estimate"), ids] => (kind, ids),
+        [
+            kind @ ("sass" | "resources" | "banks" | "coalescing" | "estimate"),
+            ids,
+        ] => (kind, ids),
         _ => bail!(
             "a figure from code is `sass ID[,ID...]`, `resources ID[,ID...]`, `banks \
-             ID[,ID...]` or `estimate ID[,ID...]`"
+             ID[,ID...]`, `coalescing ID[,ID...]` or `estimate ID[,ID...]`"
         ),
     };
     let all = registry::all();
@@ -302,12 +349,33 @@ pub fn from_code(name: &str) -> Result<String> {
         .split(',')
         .map(|id| registry::find(&all, id))
         .collect::<Result<Vec<_>>>()?;
+    // The simulator counts a rung beside others at one shape of one workload.
+    if matches!(kind, "banks" | "coalescing")
+        && let Some(other) = kernels
+            .iter()
+            .find(|k| k.info().workload != kernels[0].info().workload)
+    {
+        bail!(
+            "a `{kind}` figure counts kernels of one workload at one shape: {} is {}, {} is {}",
+            kernels[0].info().id,
+            kernels[0].info().workload,
+            other.info().id,
+            other.info().workload
+        );
+    }
     match kind {
         "banks" => {
             return Ok(format!(
                 "\nThe simulator's bank counts of `harness explain`, generated by `harness docs \
                  --figures`. {}",
                 explain::banks_markdown(&all, &kernels)
+            ));
+        }
+        "coalescing" => {
+            return Ok(format!(
+                "\nThe simulator's coalescing counts of `harness explain`, generated by `harness \
+                 docs --figures`. {}",
+                explain::coalescing_markdown(&all, &kernels)
             ));
         }
         "estimate" => return Ok(estimates(&all, &kernels)),
@@ -417,8 +485,9 @@ fn estimates(all: &[Box<dyn kernel::Kernel>], kernels: &[&dyn kernel::Kernel]) -
     format!(
         "\nThe speed of light on an H100 SXM of `harness explain` (each rung's hot loop in its \
          sm_90 SASS, or for a rung without multiply-adds each of its launches, against the \
-         H100's ceilings, shared memory in wavefronts with the simulator's bank conflicts), \
-         generated by `harness docs --figures`.\n\n{table}"
+         H100's ceilings, shared memory in wavefronts with the simulator's bank conflicts, \
+         global loads and stores in the cache lines the simulator's warps touched), generated \
+         by `harness docs --figures`.\n\n{table}"
     )
 }
 
@@ -462,6 +531,28 @@ pub fn walkthroughs(root: &Path) -> Result<Vec<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The simulator counts a figure's kernels at one shape of one workload: a figure mixing
+    /// workloads is refused, naming both, not run at a shape one of them cannot take. An
+    /// estimate beside a run's medians needs a GPU run.
+    #[test]
+    fn figures_that_cannot_be_drawn_say_why() {
+        let e = from_code("coalescing layernorm-naive,softmax-naive").unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("layernorm-naive is layernorm, softmax-naive is softmax"),
+            "{e}"
+        );
+        let folder = "results/cpu-intel-r-xeon-r-processor-2-threads";
+        let run = RunResults::load(
+            &Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("..")
+                .join(folder),
+        )
+        .unwrap();
+        let e = render("estimate gemm-naive", &run, folder).unwrap_err();
+        assert!(e.to_string().contains("is not a GPU run"), "{e}");
+    }
 
     /// A figure with the reference row the drift was measured on says how far the machine
     /// drifted over the shape; one without it does not (its rows' `% of ref` are not shown

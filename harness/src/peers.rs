@@ -208,6 +208,7 @@ fn to_row(p: &PeerRow, tool: &str, shape: &kernel::Shape) -> Option<Row> {
         resources: Vec::new(),
         traffic: None,
         banks: None,
+        coalescing: None,
         same_cpu_port_as: None,
         paired: None,
     })

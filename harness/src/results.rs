@@ -170,6 +170,10 @@ pub struct Row {
     /// counts them (a sample of the blocks counts those blocks').
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub banks: Option<kernel::SharedBanks>,
+    /// Its plain global loads and stores and the sectors and cache lines they touch, as the
+    /// simulator counts them (a sample of the blocks counts those blocks').
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub coalescing: Option<kernel::Coalescing>,
     /// On the CPU: the first row of its shape that runs the same CPU port (the same Rust
     /// function) as this one, when that is another row. A rung whose idea has no CPU analogue
     /// shares its parent's port, and the two rows then time the same code.

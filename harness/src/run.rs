@@ -123,6 +123,7 @@ pub(crate) fn empty_row(kernel: &dyn Kernel, shape: &Shape, plan: Option<&CudaPl
         resources: Vec::new(),
         traffic: None,
         banks: None,
+        coalescing: None,
         same_cpu_port_as: None,
         paired: None,
     }
@@ -236,6 +237,7 @@ pub fn evaluate<'a>(
             // A sample's traffic is some blocks' against the whole shape's FLOP: no intensity.
             // Bank conflicts are a ratio: a sample of the blocks shows them as well.
             row.banks = prepared.traffic().map(|t| t.shared);
+            row.coalescing = prepared.traffic().map(|t| t.global);
             row.traffic = prepared
                 .traffic()
                 .filter(|_| sample.is_none())

@@ -8,14 +8,15 @@
 //! passes that read the launch's inputs once, and each launch's buffers cross DRAM.
 //!
 //! It is a model, not a measurement: each line of the loop counts once (of an if/else the
-//! shorter arm, a nested loop once), bytes are what a warp requests (no coalescing, caching or
-//! broadcast), shared memory is counted in wavefronts with the bank conflicts the simulator
-//! found where it found them ([`BankFactors`]), TMA copies are invisible (their size is in the
-//! tensor map), and latency is not modelled beyond an occupancy note. The Nsight Compute
-//! metrics listed with it measure each ceiling on a GPU.
+//! shorter arm, a nested loop once), bytes are what a warp requests (no caching or broadcast),
+//! shared memory is counted in wavefronts with the bank conflicts the simulator found where it
+//! found them ([`BankFactors`]), global loads and stores in the 128-byte lines the L1 serves
+//! them in, as coalesced or not as the simulator found them, TMA copies are invisible (their
+//! size is in the tensor map), and latency is not modelled beyond an occupancy note. The
+//! Nsight Compute metrics listed with it measure each ceiling on a GPU.
 
 use crate::sass::{self, Disassembler, Loop, SassError, SharedWavefronts, Summary};
-use kernel::{CudaPlan, SharedBanks};
+use kernel::{Coalescing, CudaPlan, GlobalRequests, SharedBanks};
 
 /// The H100 SXM's ceilings.
 pub mod h100 {
@@ -87,23 +88,37 @@ impl Estimate {
             .expect("an estimate has ceilings")
     }
 
-    /// The bound's time once `units` blocks (of a persistent launch, tiles) of equal work are
-    /// shared out over the H100's SMs. A per-SM ceiling (math, shared memory, issue) is a rate
-    /// each SM has for itself, whatever the number of blocks it holds (the model leaves latency
-    /// out): the kernel ends when the SMs given the most blocks, ceil(units / SMs), are done,
-    /// so its time grows by that over the average. The blocks an SM holds at once do not
-    /// enter: a short last wave spreads its blocks one to an SM. The L2 counts among them: its
-    /// rate was measured with every SM drawing on it, and the model gives each SM that share,
-    /// so an idle SM leaves its share unused (one SM cannot pull the whole L2's rate). DRAM
-    /// serves whichever SMs ask.
+    /// The time once `units` blocks (of a persistent launch, tiles) of equal work are shared
+    /// out over the H100's SMs: the largest of the ceilings' times, each per-SM one stretched.
+    /// A per-SM ceiling (math, shared memory, the L1, issue) is a rate each SM has for itself,
+    /// whatever the number of blocks it holds (the model leaves latency out): the kernel ends
+    /// when the SMs given the most blocks, ceil(units / SMs), are done, so its time grows by
+    /// that over the average. The blocks an SM holds at once do not enter: a short last wave
+    /// spreads its blocks one to an SM. The L2 counts among them: its rate was measured with
+    /// every SM drawing on it, and the model gives each SM that share, so an idle SM leaves its
+    /// share unused (one SM cannot pull the whole L2's rate). DRAM serves whichever SMs ask, so
+    /// a few blocks can leave a per-SM ceiling above a DRAM bound that binds a full grid.
     pub fn spread_over_sms(&self, units: u64) -> f64 {
-        let b = self.bound();
+        let (c, stretch) = self.bound_over_sms(units);
+        c.ms * stretch
+    }
+
+    /// The ceiling that binds once `units` blocks are shared out over the SMs (see
+    /// [`Estimate::spread_over_sms`]), and the stretch its time takes (1 for DRAM).
+    pub fn bound_over_sms(&self, units: u64) -> (&Ceiling, f64) {
         let per_sm = units as f64 / h100::SMS;
-        if units > 0 && PER_SM.contains(&b.name) {
-            b.ms * per_sm.ceil() / per_sm
-        } else {
-            b.ms
-        }
+        let stretch = |c: &Ceiling| {
+            if units > 0 && PER_SM.contains(&c.name) {
+                per_sm.ceil() / per_sm
+            } else {
+                1.0
+            }
+        };
+        self.ceilings
+            .iter()
+            .map(|c| (c, stretch(c)))
+            .max_by(|a, b| (a.0.ms * a.1).total_cmp(&(b.0.ms * b.1)))
+            .expect("an estimate has ceilings")
     }
 
     /// The ceiling called `name`, if the estimate has it.
@@ -119,9 +134,11 @@ pub const DRAM: &str = "DRAM (compulsory)";
 pub const DRAM_LAUNCHES: &str = "DRAM (every launch's buffers)";
 pub const L2: &str = "L2 (global requested)";
 pub const SHARED: &str = "shared memory";
+/// Global loads and stores in the cache lines the L1 serves them in.
+pub const L1: &str = "L1 (global lines)";
 pub const ISSUE: &str = "instruction issue";
 /// The ceilings each SM pays for itself (of the L2, its share).
-const PER_SM: [&str; 5] = [TENSOR, FP32, L2, SHARED, ISSUE];
+const PER_SM: [&str; 6] = [TENSOR, FP32, L2, SHARED, L1, ISSUE];
 
 fn si(x: f64, unit: &str) -> String {
     let (v, p) = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")]
@@ -137,22 +154,52 @@ fn si(x: f64, unit: &str) -> String {
 /// (conflict-free wavefronts a request within 1.5x of each other): where the host compiler
 /// split or merged the accesses otherwise than nvcc did, the conflicts it shows are those of
 /// other code. A kind the simulator did not count (WMMA's loads and stores) stays at 1.
+///
+/// Global loads and stores likewise ([`BankFactors::with_coalescing`]): how many times the
+/// 128-byte lines of a coalesced request each takes, from the simulator's requests of whole
+/// warps, set against the loop's `LDG` and `STG`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BankFactors {
     /// LDS, STS, LDSM, LDGSTS (the order of `SharedBanks::kinds`).
     by_kind: [f64; 4],
+    /// LDG, STG (the order of `Coalescing::kinds`): lines over a coalesced request's.
+    lines: [f64; 2],
     /// A line per kind of the hot loop: the factor taken, or why none.
     pub notes: Vec<String>,
+    /// Likewise for its global loads and stores.
+    pub line_notes: Vec<String>,
 }
 
 impl Default for BankFactors {
-    /// No simulator count: every access conflict-free.
+    /// No simulator count: every access conflict-free, every global request coalesced.
     fn default() -> Self {
         Self {
             by_kind: [1.0; 4],
+            lines: [1.0; 2],
             notes: Vec::new(),
+            line_notes: Vec::new(),
         }
     }
+}
+
+/// The 128-byte lines one warp's `n` global accesses (`n128` of them 128-bit, `n64` 64-bit)
+/// touch when each is coalesced: 32 lanes of 16 bytes fill 4, of 8 bytes 2, narrower 1.
+fn coalesced_lines(n: u32, n128: u32, n64: u32) -> u64 {
+    u64::from(n) + 3 * u64::from(n128) + u64::from(n64)
+}
+
+/// The coalesced lines of `s`'s global loads and of its stores.
+fn ideal_lines(s: &Summary) -> [u64; 2] {
+    [
+        coalesced_lines(s.ldg, s.ldg128, s.ldg64),
+        coalesced_lines(s.stg, s.stg128, s.stg64),
+    ]
+}
+
+/// The mean bytes a lane of `n` global accesses (`n128` of them 128-bit, `n64` 64-bit) moves,
+/// counting the narrower ones as 4.
+fn lane_width(n: u32, n128: u32, n64: u32) -> f64 {
+    f64::from(16 * n128 + 8 * n64 + 4 * (n - n128 - n64)) / f64::from(n)
 }
 
 /// Two counts of one kind "of about the same width": within this factor of each other.
@@ -212,6 +259,66 @@ impl BankFactors {
         out
     }
 
+    /// With the simulator's coalescing of global loads and stores set against `pass`'s: each
+    /// kind's lines over the ideal, from the requests of whole warps where there are any (a
+    /// large shape's are), taken where the simulator's requests and the loop's are about as
+    /// wide (see [`SAME_WIDTH`]).
+    pub fn with_coalescing(mut self, sim: &Coalescing, pass: &Summary) -> Self {
+        let counts = [
+            (pass.ldg, pass.ldg128, pass.ldg64),
+            (pass.stg, pass.stg128, pass.stg64),
+        ];
+        for (i, (kind, all, whole)) in sim.kinds().into_iter().enumerate() {
+            let (n, n128, n64) = counts[i];
+            if n == 0 {
+                continue;
+            }
+            let c: GlobalRequests = if whole.requests > 0 { whole } else { all };
+            let whose = if whole.requests > 0 {
+                "whole warps' requests"
+            } else {
+                "requests (none of a whole warp)"
+            };
+            if c.requests == 0 || c.ideal_lines == 0 {
+                self.line_notes.push(format!(
+                    "{kind}: none counted by the simulator, taken as coalesced"
+                ));
+                continue;
+            }
+            // Lanes of 1 or 2 bytes count as 4, as the loop's narrower accesses do: a warp's
+            // fill a line at most.
+            let (sim_width, sass_width) = (
+                (c.lane_bytes as f64 / c.requests as f64).max(4.0),
+                lane_width(n, n128, n64),
+            );
+            if sim_width.max(sass_width) > SAME_WIDTH * sim_width.min(sass_width) {
+                self.line_notes.push(format!(
+                    "{kind}: taken as coalesced (the simulator's lanes move {sim_width:.1} \
+                     bytes a request, this loop's {sass_width:.1}: the host compiler split or \
+                     merged them otherwise than nvcc)"
+                ));
+                continue;
+            }
+            let f = c.lines as f64 / c.ideal_lines as f64;
+            self.lines[i] = f;
+            self.line_notes.push(if c.lines == c.ideal_lines {
+                format!("{kind}: coalesced")
+            } else {
+                format!(
+                    "{kind}: x{f:.2} ({} lines for {} coalesced, the simulator's {whose})",
+                    c.lines, c.ideal_lines
+                )
+            });
+        }
+        self
+    }
+
+    /// The 128-byte lines `s`'s global loads and stores take with these factors.
+    fn lines(&self, s: &Summary) -> f64 {
+        let [ld, st] = ideal_lines(s);
+        ld as f64 * self.lines[0] + st as f64 * self.lines[1]
+    }
+
     /// The wavefronts `w` take with these factors (`HGMMA`'s operands unscaled).
     fn wavefronts(&self, w: &SharedWavefronts) -> f64 {
         let [lds, sts, ldsm, ldgsts] = self.by_kind;
@@ -220,6 +327,16 @@ impl BankFactors {
             + w.ldsm as f64 * ldsm
             + w.ldgsts as f64 * ldgsts
             + w.wgmma as f64
+    }
+
+    /// The line factors above 1, by kind (`LDG x16.50`).
+    fn uncoalesced(&self) -> Vec<String> {
+        ["LDG", "STG"]
+            .into_iter()
+            .zip(self.lines)
+            .filter(|(_, f)| *f > 1.0)
+            .map(|(k, f)| format!("{k} x{f:.2}"))
+            .collect()
     }
 
     /// The factors above 1, by kind (`LDS x1.50`).
@@ -271,6 +388,8 @@ struct Work {
     global: f64,
     shared: f64,
     wavefronts: f64,
+    /// Cache lines of global loads and stores (see [`BankFactors::with_coalescing`]).
+    lines: f64,
     issued: f64,
     /// The wavefronts are the simulator's count, not the SASS's (and the bytes unknown).
     served: bool,
@@ -286,6 +405,7 @@ impl Work {
             global: self.global + times * (s.global_load_bytes + s.global_store_bytes) as f64,
             shared: self.shared + times * (s.shared_load_bytes + s.shared_store_bytes) as f64,
             wavefronts: self.wavefronts + times * banks.wavefronts(&s.shared_wavefronts),
+            lines: self.lines + times * banks.lines(s),
             issued: self.issued + times * f64::from(s.instructions),
             served: self.served,
         }
@@ -299,6 +419,7 @@ impl Work {
             global: self.global * f,
             shared: self.shared * f,
             wavefronts: self.wavefronts * f,
+            lines: self.lines * f,
             issued: self.issued * f,
             served: self.served,
         }
@@ -312,6 +433,7 @@ impl Work {
             global: self.global + o.global,
             shared: self.shared + o.shared,
             wavefronts: self.wavefronts + o.wavefronts,
+            lines: self.lines + o.lines,
             issued: self.issued + o.issued,
             served: self.served || o.served,
         }
@@ -414,6 +536,31 @@ fn ceilings(
         metric: "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum (bank conflicts: \
                  l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum)",
     });
+    if work.lines > 0.0 {
+        let uncoalesced = banks.uncoalesced();
+        ceilings.push(Ceiling {
+            name: L1,
+            work: if uncoalesced.is_empty() {
+                format!("{} lines, coalesced", si(work.lines, "").trim_end())
+            } else {
+                format!(
+                    "{} lines, as the simulator's warps coalesced them ({})",
+                    si(work.lines, "").trim_end(),
+                    uncoalesced.join(", ")
+                )
+            },
+            rate: format!(
+                "a 128-byte line a clock per SM (the L1's data pipe, which shared memory also \
+                 uses), {}",
+                si(wavefront_rate * h100::SHARED_BYTES_PER_CLOCK, "B/s")
+            ),
+            ms: ms(timed.lines / wavefront_rate),
+            metric: "l1tex__data_pipe_lsu_wavefronts.sum less \
+                     l1tex__data_pipe_lsu_wavefronts_mem_shared.sum (sectors a request: \
+                     l1tex__t_sectors_pipe_lsu_mem_global_op_ld.sum over \
+                     l1tex__t_requests_pipe_lsu_mem_global_op_ld.sum)",
+        });
+    }
     let issue_rate = h100::SMS * h100::ISSUE_PER_CLOCK * clock;
     ceilings.push(Ceiling {
         name: ISSUE,
@@ -611,6 +758,76 @@ mod tests {
         let mut s = Summary::default();
         f(&mut s);
         s
+    }
+
+    /// Whole warps' requests of `width`-byte lanes, `lines` lines over `ideal` each.
+    fn requests(n: u64, width: u64, lines: u64, ideal: u64) -> GlobalRequests {
+        GlobalRequests {
+            requests: n,
+            sectors: n * lines,
+            lines: n * lines,
+            ideal_lines: n * ideal,
+            lane_bytes: n * width,
+        }
+    }
+
+    /// A loop of 16 FFMA and 32 scalar loads, as the naive GEMM's: the simulator's whole warps
+    /// touch 16.5 lines a load (A's 32, B's 1), so the L1 ceiling counts 528 lines a pass and
+    /// binds; partial warps' requests do not enter, and where the simulator's lanes are of
+    /// another width than the loop's, the loads are taken as coalesced.
+    #[test]
+    fn uncoalesced_loads_cost_the_lines_the_simulators_whole_warps_touched() {
+        let naive = pass(|s| {
+            s.instructions = 64;
+            s.ffma = 16;
+            s.flop_fma = 16 * 64;
+            s.ldg = 32;
+            s.global_load_bytes = 32 * 128;
+        });
+        let mut sim = Coalescing {
+            loads: requests(3, 4, 9, 1),
+            whole_warp_loads: GlobalRequests {
+                requests: 2,
+                lines: 33,
+                ideal_lines: 2,
+                sectors: 33,
+                lane_bytes: 8,
+            },
+            ..Coalescing::default()
+        };
+        let f = BankFactors::default().with_coalescing(&sim, &naive);
+        assert_eq!(f.lines, [16.5, 1.0]);
+        assert!(f.line_notes[0].contains("x16.50"), "{:?}", f.line_notes);
+        let passes = 1e6;
+        let e = estimate(passes * 1024.0, 1.0, &naive, &f).unwrap();
+        let l1 = e.ceiling(L1).unwrap();
+        let clocks = passes * 32.0 * 16.5 / h100::SMS;
+        assert!(
+            (l1.ms - clocks / h100::clock_hz() * 1e3).abs() < 1e-9,
+            "{l1:?}"
+        );
+        assert_eq!(e.bound().name, L1);
+        // Without the simulator, every load is coalesced: a line each.
+        let blind = estimate(passes * 1024.0, 1.0, &naive, &BankFactors::default()).unwrap();
+        assert!((blind.ceiling(L1).unwrap().ms * 16.5 - l1.ms).abs() < 1e-9);
+        // Only partial warps: their requests stand in.
+        sim.whole_warp_loads = GlobalRequests::default();
+        let f = BankFactors::default().with_coalescing(&sim, &naive);
+        assert_eq!(f.lines[0], 9.0);
+        assert!(
+            f.line_notes[0].contains("none of a whole warp"),
+            "{:?}",
+            f.line_notes
+        );
+        // float4 lanes in the simulator against scalar loads in the loop.
+        sim.loads = requests(3, 16, 32, 4);
+        let f = BankFactors::default().with_coalescing(&sim, &naive);
+        assert_eq!(f.lines[0], 1.0);
+        assert!(
+            f.line_notes[0].contains("taken as coalesced"),
+            "{:?}",
+            f.line_notes
+        );
     }
 
     #[test]
@@ -868,6 +1085,21 @@ mod tests {
         let e = estimate(1e6, 1e9, &dram, &BankFactors::default()).unwrap();
         assert_eq!(e.bound().name, DRAM);
         assert_eq!(e.spread_over_sms(64), e.bound().ms);
+        // A per-SM ceiling just under DRAM's binds once half the SMs idle (a thread a row of
+        // 8192 rows: 64 blocks).
+        let mut close = e.clone();
+        let dram_ms = close.bound().ms;
+        close
+            .ceilings
+            .iter_mut()
+            .find(|c| c.name == ISSUE)
+            .unwrap()
+            .ms = 0.8 * dram_ms;
+        let (c, stretch) = close.bound_over_sms(64);
+        assert_eq!(c.name, ISSUE);
+        assert!((close.spread_over_sms(64) - 0.8 * dram_ms * stretch).abs() < 1e-12);
+        assert!(close.spread_over_sms(64) > dram_ms);
+        assert_eq!(close.spread_over_sms(4 * sms), dram_ms);
     }
 
     #[test]

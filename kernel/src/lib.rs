@@ -28,8 +28,8 @@ pub use contract::{
 };
 pub use conv::{ConvDims, conv_args, conv_chunk, conv_dims};
 pub use device::{
-    BlockSample, DeviceError, DeviceInfo, DeviceKind, Executor, MemoryTraffic, Prepared,
-    SharedBanks, Wavefronts,
+    BlockSample, Coalescing, DeviceError, DeviceInfo, DeviceKind, Executor, GlobalRequests,
+    MemoryTraffic, Prepared, SharedBanks, Wavefronts,
 };
 pub use pipeline::{Chunk, Pipeline, Span};
 pub use plan::{

@@ -85,6 +85,7 @@ fn row(
         },
         traffic: None,
         banks: None,
+        coalescing: None,
         same_cpu_port_as: None,
         paired: None,
     }

@@ -23,6 +23,12 @@
 // The kinds counted, as Nsight Compute separates them; indexes of SimTraffic::banks.
 enum SimBankKind { SIM_BANK_LDS = 0, SIM_BANK_STS = 1, SIM_BANK_LDSM = 2, SIM_BANK_LDGSTS = 3, SIM_BANK_KINDS = 4 };
 
+// Plain global loads and stores are rebuilt into warp instructions the same way, for how well
+// they coalesce (SimTraffic::coalescing, sim_traffic.h): the L1 serves a request a 128-byte
+// cache line a wavefront, in 32-byte sectors. Indexes of SimTraffic::coalescing, offset by
+// SIM_BANK_KINDS where they name a site's kind.
+enum SimGlobalKind { SIM_GLOBAL_LD = 0, SIM_GLOBAL_ST = 1, SIM_GLOBAL_KINDS = 2 };
+
 // The accessing thread as the bank model needs it: `thread` and `warp` unique within the
 // block's cluster, `lanes` the lanes its warp has, `switches` how often it has left its fiber.
 struct SimBankThread {

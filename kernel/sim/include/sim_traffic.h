@@ -8,7 +8,9 @@
 // translation unit of its own without the instrumentation and linked without the sanitizer's
 // runtime: each hook adds the access's size to the traffic when its address lies in one of
 // the launch's device buffers (shared memory, locals and the emulation's own state are not
-// traffic), and hands plain accesses to shared memory to the race checker.
+// traffic), and hands plain accesses to shared memory to the race checker. The bank model
+// rebuilds warp instructions from plain accesses, of shared memory for its banks and of the
+// launch's buffers for how many sectors and cache lines each touches (its coalescing).
 // What is counted is what the SMs ask of the memory system (loads that the compiler keeps in
 // registers are not asked twice; cache hits are not subtracted).
 //
@@ -41,6 +43,11 @@ struct SimTraffic {
     uint64_t loads, stores;
     // The bank model's counts per kind (SimBankKind): requests, wavefronts, ideal wavefronts.
     uint64_t banks[SIM_BANK_KINDS][3];
+    // Plain global loads and stores (SimGlobalKind), rebuilt into warp instructions: requests,
+    // distinct 32-byte sectors, distinct 128-byte lines, the lines their distinct bytes fill,
+    // or a contiguous run's touch (the ideal), and the bytes of each one's widest lane; of all
+    // requests, then of those all 32 lanes of a warp made (what a large shape's mostly are).
+    uint64_t coalescing[SIM_GLOBAL_KINDS][2][5];
     // The race checker of global memory (sim_global.h): each buffer's name and element size,
     // for its messages; the launch's grid and cluster dims; whether every block runs (not a
     // sample); its state, which sim_global_begin sets (null: not checked).
@@ -143,7 +150,8 @@ struct SiteTable {
     }
 };
 
-// A thread's plain access not yet counted: the next one may continue it (a split vector).
+// A thread's plain access of shared memory not yet counted: the next one may continue it (a
+// split vector).
 struct Pending {
     uintptr_t addr, pc;
     unsigned bytes, switches;
@@ -192,6 +200,40 @@ inline uint64_t wavefronts(const Group &g, unsigned per_phase, unsigned ph) {
     return busiest_bank(more.data(), more.size());
 }
 
+// What one global request of `g` touches, in the order of SimTraffic::coalescing after its
+// request: distinct 32-byte sectors, distinct 128-byte lines, the ideal (the lines its
+// distinct bytes fill, or where they are one contiguous run, the lines that run touches), and
+// its widest lane's bytes. Scattered lanes cost lines beyond the ideal; a run that starts
+// mid-line does not, as a small shape's rows mostly do where a large shape's start a line.
+// Lanes come mostly in address order, so sorting their ranges is mostly a pass.
+inline void coalescing(const Group &g, uint64_t out[4]) {
+    std::pair<uintptr_t, uintptr_t> r[32];
+    unsigned widest = 0;
+    for (unsigned i = 0; i < g.n; ++i) {
+        r[i] = {g.lanes[i].addr, g.lanes[i].addr + g.lanes[i].bytes};
+        widest = std::max(widest, g.lanes[i].bytes);
+    }
+    std::sort(r, r + g.n);
+    uint64_t bytes = 0, sectors = 0, lines = 0, runs = 0;
+    uintptr_t end = 0, last_sector = ~(uintptr_t)0, last_line = ~(uintptr_t)0;
+    for (unsigned i = 0; i < g.n; ++i) {
+        const uintptr_t lo = std::max(r[i].first, end), hi = r[i].second;
+        if (lo >= hi) continue;  // a broadcast, or inside the last lane's bytes
+        runs += lo != end;
+        bytes += hi - lo;
+        end = hi;
+        const uintptr_t s0 = lo / 32, s1 = (hi - 1) / 32, l0 = lo / 128, l1 = (hi - 1) / 128;
+        sectors += s1 - s0 + 1 - (s0 == last_sector);
+        lines += l1 - l0 + 1 - (l0 == last_line);
+        last_sector = s1;
+        last_line = l1;
+    }
+    out[0] = sectors;
+    out[1] = lines;
+    out[2] = runs == 1 ? lines : (bytes + 127) / 128;
+    out[3] = widest;
+}
+
 // Everything the bank model keeps for the blocks running on this OS thread.
 struct Banks {
     std::vector<Pending> pending;  // by SimBankThread::thread
@@ -200,12 +242,25 @@ struct Banks {
     std::vector<Group> groups;
     std::vector<unsigned> free_groups;
     uint64_t counts[SIM_BANK_KINDS][3] = {};
+    uint64_t global[SIM_GLOBAL_KINDS][2][5] = {};
 
     // A warp instruction is served in phases of 128 bytes: the whole warp at 4 bytes a lane,
     // half-warps at 8, quarter-warps at 16, and an ldmatrix one 8x8 matrix (eight 16-byte
     // rows) a phase. Each phase takes as many wavefronts as its busiest bank has distinct
-    // words (one at best), so the ideal is a wavefront a phase.
+    // words (one at best), so the ideal is a wavefront a phase. A global request counts the
+    // sectors and lines it touches (coalescing), among all requests and, if all 32 lanes
+    // made it, among whole warps'.
     void count(unsigned kind, const Group &g) {
+        if (kind >= SIM_BANK_KINDS) {
+            uint64_t touched[4];
+            coalescing(g, touched);
+            for (int whole = 0; whole <= (g.n == 32); ++whole) {
+                uint64_t *c = global[kind - SIM_BANK_KINDS][whole];
+                c[0] += 1;
+                for (int i = 0; i < 4; ++i) c[i + 1] += touched[i];
+            }
+            return;
+        }
         unsigned width = 0;
         for (unsigned i = 0; i < g.n; ++i) width = std::max(width, g.lanes[i].bytes);
         const unsigned per_phase = kind == SIM_BANK_LDSM || width >= 16 ? 8 : width == 8 ? 16 : 32;
@@ -279,18 +334,22 @@ struct Banks {
         }
     }
 
-    // A plain access counted: split into naturally aligned pieces of at most 16 bytes (the
-    // widths a shared load or store has).
-    void commit(Pending &p) {
-        if (!p.live) return;
-        p.live = false;
-        uintptr_t a = p.addr, end = p.addr + p.bytes;
+    // An access of `kind` counted: split into naturally aligned pieces of at most 16 bytes
+    // (the widths a load or store has).
+    void split(const SimBankThread &who, unsigned kind, uintptr_t pc, uintptr_t addr, unsigned bytes) {
+        uintptr_t a = addr, end = addr + bytes;
         for (unsigned piece = 0; a < end; ++piece) {
             unsigned size = 16;
             while (size > 1 && (a % size || a + size > end)) size /= 2;
-            add(p.who, p.write ? SIM_BANK_STS : SIM_BANK_LDS, p.pc + piece, a, size, p.who.lanes);
+            add(who, kind, pc + piece, a, size, who.lanes);
             a += size;
         }
+    }
+
+    void commit(Pending &p) {
+        if (!p.live) return;
+        p.live = false;
+        split(p.who, p.write ? SIM_BANK_STS : SIM_BANK_LDS, p.pc, p.addr, p.bytes);
     }
 
     void plain(const void *p, unsigned bytes, bool write, uintptr_t pc, const SimBankThread &who) {
@@ -305,6 +364,13 @@ struct Banks {
         }
         commit(q);
         q = Pending{a, pc, bytes, who.switches, write, true, who};
+    }
+
+    // A plain access of a launch's buffer, counted as it comes: nvcc cannot prove a global
+    // pointer's alignment, so it leaves scalar accesses through one as they are (a row's
+    // elements read one by one), where it merges those of shared memory.
+    void global_access(const void *p, unsigned bytes, bool write, uintptr_t pc, const SimBankThread &who) {
+        split(who, SIM_BANK_KINDS + (write ? SIM_GLOBAL_ST : SIM_GLOBAL_LD), pc, (uintptr_t)p, bytes);
     }
 
     // The blocks are done: what is still pending or incomplete (lanes that exited or skipped
@@ -556,6 +622,9 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
             b.banks->plain(p, (unsigned)bytes, write, (uintptr_t)pc, who);
     } else if (const int r = buffer_of(b, a); r >= 0) {
         (write ? b.stores : b.loads) += bytes;
+        SimBankThread who;
+        if (pc && !atomic && b.banks && sim_bank_thread(p, &who))
+            b.banks->global_access(p, (unsigned)bytes, write, (uintptr_t)pc, who);
         if (!b.agent) return;
         if (atomic) sim_global::atomic(*b.traffic, *b.agent, a, write);
         else sim_global::check(*b.traffic, *b.agent, r, a - b.traffic->pairs[2 * r], bytes, write, pc);
@@ -685,6 +754,10 @@ extern "C" void sim_traffic_flush() {
         b.banks->finish();
         for (int k = 0; k < SIM_BANK_KINDS; ++k)
             for (int i = 0; i < 3; ++i) __atomic_fetch_add(&b.traffic->banks[k][i], b.banks->counts[k][i], __ATOMIC_RELAXED);
+        for (int k = 0; k < SIM_GLOBAL_KINDS; ++k)
+            for (int w = 0; w < 2; ++w)
+                for (int i = 0; i < 5; ++i)
+                    __atomic_fetch_add(&b.traffic->coalescing[k][w][i], b.banks->global[k][w][i], __ATOMIC_RELAXED);
         delete b.banks;
     }
     delete b.agent;

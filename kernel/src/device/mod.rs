@@ -165,6 +165,86 @@ pub struct MemoryTraffic {
     pub store_bytes: u64,
     /// What the warps asked of shared memory, as the simulator's bank model counts it.
     pub shared: SharedBanks,
+    /// How the warps' plain global loads and stores coalesce, as the simulator counts them.
+    pub global: Coalescing,
+}
+
+/// Plain global requests of one kind as the simulator rebuilds them into warp instructions
+/// (`kernel/sim/include/sim_traffic.h`): the requests, the distinct 32-byte sectors and
+/// 128-byte cache lines they touch, and the lines each request's distinct bytes fill, or
+/// where they are one contiguous run, the lines it touches (the ideal: a coalesced request,
+/// which a row starting mid-line leaves as it is). Nsight Compute counts the first two as
+/// `l1tex__t_requests_pipe_lsu_mem_global_op_ld` and `..._sectors_...`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct GlobalRequests {
+    pub requests: u64,
+    pub sectors: u64,
+    pub lines: u64,
+    pub ideal_lines: u64,
+    /// The bytes of each request's widest lane, summed: over `requests`, the access width
+    /// (4 for floats, 16 for a float4).
+    pub lane_bytes: u64,
+}
+
+impl GlobalRequests {
+    fn plus(self, o: Self) -> Self {
+        Self {
+            requests: self.requests + o.requests,
+            sectors: self.sectors + o.sectors,
+            lines: self.lines + o.lines,
+            ideal_lines: self.ideal_lines + o.ideal_lines,
+            lane_bytes: self.lane_bytes + o.lane_bytes,
+        }
+    }
+}
+
+/// Plain global loads (`LDG`) and stores (`STG`) as the simulator counts them, all requests
+/// and, apart, those all 32 lanes of a warp made: a small shape's partial warps at its edges
+/// touch fewer lines than a large shape's whole warps mostly do. Atomics, the global side of
+/// `cp.async` and TMA copies are not counted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Coalescing {
+    pub loads: GlobalRequests,
+    pub stores: GlobalRequests,
+    pub whole_warp_loads: GlobalRequests,
+    pub whole_warp_stores: GlobalRequests,
+}
+
+impl Coalescing {
+    /// From the simulator's counts, in `SimGlobalKind` order, each all requests then whole
+    /// warps'.
+    pub fn from_counts(c: [[[u64; 5]; 2]; 2]) -> Self {
+        let r = |k: usize, w: usize| GlobalRequests {
+            requests: c[k][w][0],
+            sectors: c[k][w][1],
+            lines: c[k][w][2],
+            ideal_lines: c[k][w][3],
+            lane_bytes: c[k][w][4],
+        };
+        Self {
+            loads: r(0, 0),
+            stores: r(1, 0),
+            whole_warp_loads: r(0, 1),
+            whole_warp_stores: r(1, 1),
+        }
+    }
+
+    /// Each kind with the name of its SASS instruction: all requests, then whole warps'.
+    pub fn kinds(&self) -> [(&'static str, GlobalRequests, GlobalRequests); 2] {
+        [
+            ("LDG", self.loads, self.whole_warp_loads),
+            ("STG", self.stores, self.whole_warp_stores),
+        ]
+    }
+
+    pub fn plus(self, o: Self) -> Self {
+        Self {
+            loads: self.loads.plus(o.loads),
+            stores: self.stores.plus(o.stores),
+            whole_warp_loads: self.whole_warp_loads.plus(o.whole_warp_loads),
+            whole_warp_stores: self.whole_warp_stores.plus(o.whole_warp_stores),
+        }
+    }
 }
 
 /// Shared-memory requests of one kind as the simulator's bank model counts them

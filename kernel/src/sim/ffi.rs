@@ -46,6 +46,10 @@ pub struct SimTraffic {
     /// The bank model's counts (`SimBankKind` order: LDS, STS, LDSM, LDGSTS), each requests,
     /// wavefronts and ideal wavefronts.
     pub banks: [[u64; 3]; 4],
+    /// Plain global loads and stores (`SimGlobalKind` order), each of all requests, then of
+    /// whole warps': requests, distinct 32-byte sectors, distinct 128-byte lines, ideal lines,
+    /// the bytes of each request's widest lane.
+    pub coalescing: [[[u64; 5]; 2]; 2],
     /// For the race checker of global memory (`sim_global.h`): each buffer's name (borrowed
     /// for the launch) and element size, the grid and cluster dims, whether every block runs
     /// (1) or a sample (0), and its state between [`GlobalBegin`] and [`GlobalEnd`].
@@ -81,6 +85,7 @@ impl SimTraffic {
             loads: 0,
             stores: 0,
             banks: [[0; 3]; 4],
+            coalescing: [[[0; 5]; 2]; 2],
             names: [std::ptr::null(); MAX_TRAFFIC_RANGES],
             elem_bytes: [0; MAX_TRAFFIC_RANGES],
             grid,

@@ -28,8 +28,8 @@ pub use gpu_bodies::gpu_bodies;
 
 use crate::contract::{Kernel, Unsupported};
 use crate::device::{
-    BlockSample, DeviceError, DeviceInfo, DeviceKind, Executor, MemoryTraffic, Prepared,
-    SharedBanks,
+    BlockSample, Coalescing, DeviceError, DeviceInfo, DeviceKind, Executor, MemoryTraffic,
+    Prepared, SharedBanks,
 };
 use crate::pipeline::Span;
 use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Fill, Launch, Step};
@@ -769,6 +769,7 @@ impl<'a> SimRun<'a> {
                     traffic.load_bytes += c.loads;
                     traffic.store_bytes += c.stores;
                     traffic.shared = traffic.shared.plus(SharedBanks::from_counts(c.banks));
+                    traffic.global = traffic.global.plus(Coalescing::from_counts(c.coalescing));
                 }
                 None => counted = false,
             }

@@ -16,9 +16,9 @@ use crate::runs::LabDir;
 use crate::user_kernel::{self, UserKernel};
 use crate::{registry, resources, run, sass, select, sol};
 use kernel::cuda::nvrtc;
-use kernel::{CudaPlan, Executor, Kernel, Role, Shape, SharedBanks, Workload};
+use kernel::{Coalescing, CudaPlan, Executor, Kernel, Role, Shape, SharedBanks, Workload};
 use speed_of_light::speed_of_light;
-pub use speed_of_light::{Sol, estimate_of};
+pub use speed_of_light::{Sol, bank_factors, estimate_of, estimates_against};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -367,11 +367,11 @@ pub fn explain_beside(
     kernels.extend(parent);
     let banks = bank_counts(all, &kernels, sizes.shapes);
     doc.section(BANKS, banks_of(&banks, sizes));
+    doc.section(COALESCING, coalescing_of(&banks));
     let counted = match banks {
-        Counted::Rows(shape, rows, _) => rows
-            .into_iter()
-            .next()
-            .map(|(_, b)| b.map(|banks| SimBanks { shape, banks })),
+        Counted::Rows(shape, rows, _) => {
+            rows.into_iter().next().map(|(_, b)| b.map(|c| c.at(shape)))
+        }
         Counted::Not(why) => Some(Err(why)),
     };
     doc.section(
@@ -675,6 +675,7 @@ fn sass_of(both: &[(String, Option<CudaPlan>)], at: &str) -> Vec<Block> {
 
 /// The section of the simulator's bank counts.
 pub const BANKS: &str = "Shared-memory banks in the simulator";
+pub const COALESCING: &str = "Global coalescing in the simulator";
 
 /// The simulator's bank counts of a rung and its parent, or why there are none.
 enum Counted {
@@ -683,7 +684,7 @@ enum Counted {
     /// fails there, each with the reason.
     Rows(
         Shape,
-        Vec<(String, Result<SharedBanks, String>)>,
+        Vec<(String, Result<SimCounts, String>)>,
         Vec<(Shape, String)>,
     ),
     Not(String),
@@ -738,16 +739,21 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel], first: &[Shape]
     // Once per process: a rung is counted again as the parent of the next (`explain` of
     // every rung, `docs`), and the simulator's counts do not change from run to run.
     // With the row's status: only a kernel that ran and failed is tried at another shape.
-    static COUNTED: Memo<(String, String), (Status, Result<SharedBanks, String>)> = Memo::new();
+    static COUNTED: Memo<(String, String), (Status, Result<SimCounts, String>)> = Memo::new();
     let count = |k: &dyn Kernel, shape: &Shape| {
         COUNTED.get_or((k.info().id.to_string(), shape.to_string()), || {
             let row = run::evaluate_alone(&dev, all, k, shape, &config);
-            let banks = row.banks.filter(|_| row.passed()).ok_or_else(|| {
-                row.reason
-                    .clone()
-                    .unwrap_or_else(|| "the simulator counted nothing".into())
-            });
-            (row.status, banks)
+            let counts = row
+                .banks
+                .zip(row.coalescing)
+                .filter(|_| row.passed())
+                .map(|(banks, global)| SimCounts { banks, global })
+                .ok_or_else(|| {
+                    row.reason
+                        .clone()
+                        .unwrap_or_else(|| "the simulator counted nothing".into())
+                });
+            (row.status, counts)
         })
     };
     let mut failed = Vec::new();
@@ -855,11 +861,36 @@ pub fn banks_markdown(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Strin
     ))
 }
 
-/// The simulator's bank counts of a kernel and the shape it ran at.
+/// What the simulator counted of one kernel's accesses: shared memory's banks and how its
+/// global loads and stores coalesce.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SimCounts {
+    pub banks: SharedBanks,
+    pub global: Coalescing,
+}
+
+impl SimCounts {
+    fn at(self, shape: Shape) -> SimBanks {
+        SimBanks {
+            shape,
+            banks: self.banks,
+            global: self.global,
+        }
+    }
+}
+
+/// The section on coalescing for `kernels` of one workload, in Markdown (a walkthrough's
+/// figure).
+pub fn coalescing_markdown(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> String {
+    markdown(&coalescing_of(&bank_counts(all, kernels, &[])))
+}
+
+/// The simulator's counts of a kernel and the shape it ran at.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SimBanks {
     pub shape: Shape,
     pub banks: SharedBanks,
+    pub global: Coalescing,
 }
 
 /// The simulator's bank counts of `k` alone, as its speed of light takes them.
@@ -867,7 +898,7 @@ pub fn simulator_banks(all: &[Box<dyn Kernel>], k: &dyn Kernel) -> Result<SimBan
     match bank_counts(all, &[k], &[]) {
         Counted::Rows(shape, rows, _) => rows.into_iter().next().map_or_else(
             || Err("the simulator counted nothing".into()),
-            |(_, b)| b.map(|banks| SimBanks { shape, banks }),
+            |(_, b)| b.map(|c| c.at(shape)),
         ),
         Counted::Not(why) => Err(why),
     }
@@ -901,7 +932,7 @@ fn banks_of(counted: &Counted, sizes: BankSizes) -> Vec<Block> {
             }
         };
         let before = rows.len();
-        for (kind, c) in banks.kinds() {
+        for (kind, c) in banks.banks.kinds() {
             if c.requests == 0 {
                 continue;
             }
@@ -959,6 +990,76 @@ fn banks_of(counted: &Counted, sizes: BankSizes) -> Vec<Block> {
          wavefronts beyond one a phase are conflicts (WMMA's loads and stores, TMA and wgmma are \
          not counted). `harness/tests/bank_model.rs` holds it to the counts Nsight Compute took \
          on an H200."
+    ))];
+    if !rows.is_empty() {
+        out.push(Block::Table(head, rows));
+    }
+    out.extend(notes.into_iter().map(Block::Text));
+    out
+}
+
+/// The section on coalescing, from the counts of [`bank_counts`]: a line per kernel and kind
+/// of global access.
+fn coalescing_of(counted: &Counted) -> Vec<Block> {
+    let (shape, counts) = match counted {
+        Counted::Rows(shape, counts, _) => (shape, counts),
+        Counted::Not(why) => return vec![Block::Text(format!("No coalescing counts: {why}."))],
+    };
+    let head = [
+        "kernel",
+        "instruction",
+        "requests",
+        "sectors per request",
+        "lines per request",
+        "ideal lines per request",
+        "whole warps' requests",
+        "their lines over the ideal",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for (id, counts) in counts {
+        let Ok(c) = counts else {
+            continue; // the bank section says why
+        };
+        let before = rows.len();
+        for (kind, r, whole) in c.global.kinds() {
+            if r.requests == 0 {
+                continue;
+            }
+            let per = |n: u64, of: u64| match of {
+                0 => "-".to_string(),
+                _ => format!("{:.2}", n as f64 / of as f64),
+            };
+            rows.push(vec![
+                id.to_string(),
+                kind.to_string(),
+                r.requests.to_string(),
+                per(r.sectors, r.requests),
+                per(r.lines, r.requests),
+                per(r.ideal_lines, r.requests),
+                whole.requests.to_string(),
+                per(whole.lines, whole.ideal_lines),
+            ]);
+        }
+        if rows.len() == before {
+            notes.push(format!(
+                "{id}: no plain global loads or stores to count (cp.async, TMA and atomics are \
+                 not counted)."
+            ));
+        }
+    }
+    let mut out = vec![Block::Text(format!(
+        "The simulator's count at the shape {shape}: each warp's plain global loads and stores \
+         rebuilt into warp instructions. A request's sectors are the distinct 32-byte pieces \
+         its lanes touch, its lines the distinct 128-byte cache lines; the L1 serves a request \
+         a line a wavefront, so lines beyond the ideal (the lines the request's distinct bytes \
+         fill, or a contiguous run's, from wherever it starts) are what scattered lanes cost. \
+         A warp's 32 consecutive floats are 4 sectors of one line; 32 floats a row apart are \
+         32 of each. The requests all 32 lanes of a warp made are counted apart: a small \
+         shape's partial warps, at its edges, touch fewer lines than a large shape's whole \
+         warps, and the speed of light takes whole warps' lines over the ideal."
     ))];
     if !rows.is_empty() {
         out.push(Block::Table(head, rows));

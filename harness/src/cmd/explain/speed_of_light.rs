@@ -21,9 +21,50 @@ pub(super) fn speed_of_light(
 ) -> Vec<Block> {
     let (mut out, sol) = model(k, shape, plan, banks);
     if let Some(run) = run.filter(|r| r.device.kind == "cuda") {
-        out.extend(measured_against_estimated(k, shape, sol.ms, banks, run));
+        out.extend(measured_against_estimated(k, shape, &sol, banks, run));
     }
     out
+}
+
+/// Each shape `run` timed `k` at and it passed: the shape, the model's estimate there (`sol`
+/// at `shape`, computed again at the others) and the measured median in ms.
+fn timed_against(
+    k: &dyn Kernel,
+    shape: &Shape,
+    sol: &Sol,
+    banks: Option<&Result<SimBanks, String>>,
+    run: &RunResults,
+) -> Vec<(Shape, Sol, f64)> {
+    let id = k.info().id;
+    run.workloads
+        .iter()
+        .flat_map(|w| &w.shapes)
+        .filter_map(|s| {
+            let row = s
+                .rows
+                .iter()
+                .find(|row| row.id == id.as_ref() && row.status == Status::Passed)?;
+            let ms = row.timing.as_ref()?.median_ms;
+            let estimate = if s.shape == *shape {
+                sol.clone()
+            } else {
+                model(k, &s.shape, plan_of(k, &s.shape).as_ref(), banks).1
+            };
+            Some((s.shape, estimate, ms))
+        })
+        .collect()
+}
+
+/// [`timed_against`] for `k` as `explain` estimates it ([`estimate_of`]).
+pub fn estimates_against(
+    all: &[Box<dyn Kernel>],
+    k: &dyn Kernel,
+    run: &RunResults,
+) -> Vec<(Shape, Sol, f64)> {
+    let (_, shape) = shape_of(k);
+    let banks = simulator_banks(all, k);
+    let (_, sol) = model(k, &shape, plan_of(k, &shape).as_ref(), Some(&banks));
+    timed_against(k, &shape, &sol, Some(&banks), run)
 }
 
 /// A speed-of-light estimate: its time in ms and the ceiling that binds it.
@@ -78,39 +119,24 @@ fn model(
 }
 
 /// The rung's passed, timed rows of a GPU run, one line per shape: the time measured, the
-/// model's estimate at that shape (`t` at `shape`, computed again at the others) and the
-/// measured speed as a share of the estimate's.
+/// model's estimate at that shape (see [`timed_against`]) and the measured speed as a share
+/// of the estimate's.
 fn measured_against_estimated(
     k: &dyn Kernel,
     shape: &Shape,
-    t: f64,
+    sol: &Sol,
     banks: Option<&Result<SimBanks, String>>,
     run: &RunResults,
 ) -> Vec<Block> {
-    let i = k.info();
-    let rows: Vec<Vec<String>> = run
-        .workloads
-        .iter()
-        .flat_map(|w| &w.shapes)
-        .filter_map(|s| {
-            let row = s
-                .rows
-                .iter()
-                .find(|row| row.id == i.id.as_ref() && row.status == Status::Passed)?;
-            let ms = row.timing.as_ref()?.median_ms;
-            let estimate = if s.shape == *shape {
-                t
-            } else {
-                model(k, &s.shape, plan_of(k, &s.shape).as_ref(), banks)
-                    .1
-                    .ms
-            };
-            Some(vec![
-                s.shape.to_string(),
-                format!("{estimate:.4}"),
+    let rows: Vec<Vec<String>> = timed_against(k, shape, sol, banks, run)
+        .into_iter()
+        .map(|(s, e, ms)| {
+            vec![
+                s.to_string(),
+                format!("{:.4}", e.ms),
                 format!("{ms:.4}"),
-                format!("{:.0}%", estimate / ms * 100.0),
-            ])
+                format!("{:.0}%", e.ms / ms * 100.0),
+            ]
         })
         .collect();
     if rows.is_empty() {
@@ -153,8 +179,10 @@ fn measured_against_estimated(
         };
         out.push(Block::Text(format!(
             "Over 100%: the run beat the estimate, because less moved than the model's binding \
-             ceiling counts (L1 hits and broadcasts, as the caveats above say), or because the \
-             GPU's ceilings are higher ({dram})."
+             ceiling counts (L1 hits and broadcasts, as the caveats above say; for the L1's \
+             lines, the simulator's small shape, whose rows may be shorter than a warp's run, \
+             coalescing worse than this one), or because the GPU's ceilings are higher \
+             ({dram})."
         )));
     }
     out
@@ -235,7 +263,6 @@ fn loop_model(
         sol::describe(pass)
     ))];
     let tma_unseen = l.function.summary.utmaldg > 0 && pass.global_load_bytes == 0;
-    let bound = estimate.bound();
     out.push(Block::Text(format!(
         "The shape's FLOP take {:.3e} such passes. H100 SXM ceilings: {} SMs at the {:.2} GHz \
          boost clock behind NVIDIA's data sheet FP32 peak; rates as below.",
@@ -243,13 +270,18 @@ fn loop_model(
         sol::h100::SMS,
         sol::h100::clock_hz() / 1e9
     )));
-    out.push(ceilings_table(&estimate, tma_unseen));
     let launch = resources::of_plan(plan, arch, Some(sol::h100::SMS as u32))
         .ok()
         .and_then(|list| list.into_iter().find(|r| r.entry == l.entry));
     let waves = launch
         .as_ref()
         .and_then(|r| Some((r.blocks, r.tiles, r.waves?)));
+    // The ceiling that binds once the blocks are shared out over the SMs.
+    let bound = match waves {
+        Some((blocks, tiles, _)) => estimate.bound_over_sms(tiles.unwrap_or(blocks)).0,
+        None => estimate.bound(),
+    };
+    out.push(ceilings_table(&estimate, bound, tma_unseen));
     let occupancy = launch.and_then(|r| Some((r.occupancy?, r.occupancy_limiter?)));
     let occupancy = match occupancy {
         Some((o, limiter)) => {
@@ -391,20 +423,22 @@ enum NoLoopModel {
     Other(String),
 }
 
-/// The simulator's bank conflicts as factors for `pass`, or none where it counted none.
-fn bank_factors(
+/// The simulator's bank conflicts and coalescing as factors for `pass`, or none where it
+/// counted none.
+pub fn bank_factors(
     banks: Option<&Result<SimBanks, String>>,
     pass: &sass::Summary,
 ) -> sol::BankFactors {
     match banks {
-        Some(Ok(sim)) => sol::BankFactors::from_simulator(&sim.banks, pass),
+        Some(Ok(sim)) => {
+            sol::BankFactors::from_simulator(&sim.banks, pass).with_coalescing(&sim.global, pass)
+        }
         _ => sol::BankFactors::default(),
     }
 }
 
-/// The estimate's ceilings, its bound marked; an L2 row that cannot see TMA copies says so.
-fn ceilings_table(estimate: &sol::Estimate, tma_unseen: bool) -> Block {
-    let bound = estimate.bound();
+/// The estimate's ceilings, `bound` marked; an L2 row that cannot see TMA copies says so.
+fn ceilings_table(estimate: &sol::Estimate, bound: &sol::Ceiling, tma_unseen: bool) -> Block {
     Block::Table(
         ["ceiling", "work at this shape", "rate", "ms", "bound"]
             .map(String::from)
@@ -430,27 +464,36 @@ fn ceilings_table(estimate: &sol::Estimate, tma_unseen: bool) -> Block {
     )
 }
 
-/// What the model's bytes and shared-memory wavefronts leave out.
+/// What the model's bytes, shared-memory wavefronts and global lines leave out.
 fn bytes_caveat(
     banks: Option<&Result<SimBanks, String>>,
     shared: bool,
     factors: &sol::BankFactors,
 ) -> String {
-    match banks {
+    let mut out = match banks {
         Some(Ok(_)) if shared => format!(
             "Shared memory is counted in wavefronts, each kind of instruction's scaled by its \
-             bank conflicts in the simulator (the section above): {}. Bytes are what the warps \
-             request: coalescing, L1 hits and broadcasts change what moves.",
+             bank conflicts in the simulator (the section on banks): {}. ",
             factors.notes.join("; ")
         ),
-        Some(Err(why)) if shared => format!(
-            "Shared memory is counted in wavefronts without bank conflicts ({why}). Bytes are \
-             what the warps request: coalescing, L1 hits and broadcasts change what moves."
+        Some(Err(why)) if shared => {
+            format!("Shared memory is counted in wavefronts without bank conflicts ({why}). ")
+        }
+        _ => String::new(),
+    };
+    out += &match banks {
+        Some(Ok(_)) if !factors.line_notes.is_empty() => format!(
+            "Global loads and stores are counted in the 128-byte lines the L1 serves, each \
+             kind's scaled by how the simulator's warps coalesced it (the section on \
+             coalescing): {}. ",
+            factors.line_notes.join("; ")
         ),
-        _ => "Bytes are what the warps request: coalescing, L1 hits, broadcasts and bank \
-              conflicts change what moves."
-            .to_string(),
-    }
+        Some(Err(why)) => format!(
+            "Global loads and stores are counted in 128-byte lines as if coalesced ({why}). "
+        ),
+        _ => String::new(),
+    };
+    out + "Bytes are what the warps request: L1 hits and broadcasts change what moves."
 }
 
 /// The Nsight Compute metrics that measure each of the estimate's ceilings.
@@ -562,8 +605,8 @@ fn launch_model(
             })
             .collect(),
     ));
-    out.push(ceilings_table(&estimate, false));
     let bound = estimate.bound();
+    out.push(ceilings_table(&estimate, bound, false));
     out.push(Block::Text(format!(
         "Estimate: at best {:.4} ms, bound by {}.",
         bound.ms, bound.name
