@@ -24,6 +24,8 @@ pub enum Col {
     Traffic,
     TrafficIntensity,
     Banks,
+    /// Cache lines of global accesses over those coalesced ones touch (the simulator's).
+    Lines,
     VsParent,
     VsFirst,
     PctRef,
@@ -51,6 +53,7 @@ impl Col {
             Self::Traffic => "traffic",
             Self::TrafficIntensity => "FLOP/B",
             Self::Banks => "bank conflicts",
+            Self::Lines => "global lines",
             Self::VsParent => "vs parent",
             Self::VsFirst => "vs first",
             Self::PctRef => "% of ref",
@@ -87,6 +90,9 @@ impl Col {
             Self::TrafficIntensity => "FLOPs per byte of that traffic",
             Self::Banks => {
                 "shared-memory wavefronts over those the same accesses take without bank conflicts"
+            }
+            Self::Lines => {
+                "cache lines the global loads and stores of whole warps touched over those coalesced requests touch"
             }
             Self::VsParent => {
                 "speedup over the rung this one changes; ~ inside the noise or under 1%, ? rounds that disagree with the medians"
@@ -133,6 +139,7 @@ impl Col {
             Self::Traffic => opt(row.traffic.map(|t| t.bytes()), |b| bytes(b as u64)),
             Self::TrafficIntensity => opt(r.traffic_intensity.map(|x| x.0), |v| format!("{v:.2}")),
             Self::Banks => bank_cell(row),
+            Self::Lines => lines_cell(row),
             Self::VsParent => r
                 .vs_parent
                 .as_ref()
@@ -169,6 +176,7 @@ pub fn columns(report: &Report, terminal: bool) -> Vec<Col> {
     };
     let traffic = any_row(|r| r.traffic.is_some());
     let banks = any_row(|r| r.banks.is_some());
+    let lines = any_row(|r| r.coalescing.is_some());
     let mut cols = vec![Tag, Kernel];
     if !terminal {
         cols.push(Precision);
@@ -181,6 +189,9 @@ pub fn columns(report: &Report, terminal: bool) -> Vec<Col> {
             cols.push(Intensity);
             if banks {
                 cols.push(Banks);
+            }
+            if lines {
+                cols.push(Lines);
             }
             cols.extend([Regs, Smem, Occupancy]);
             if !terminal {
@@ -242,6 +253,28 @@ fn bank_cell(row: &Row) -> String {
     match row.banks.map(|b| b.total()) {
         Some(t) if t.ideal > 0 && t.conflicts() == 0 => "none".into(),
         _ => opt(bank_ratio(row), |v| format!("{v:.2}x")),
+    }
+}
+
+/// The requests of `row`'s global loads and stores together, whole warps' where there are
+/// any (a large shape's requests mostly are), else all.
+fn global_requests(row: &Row) -> Option<kernel::GlobalRequests> {
+    let c = row.coalescing?;
+    let whole = c.whole_warp_loads.plus(c.whole_warp_stores);
+    Some(if whole.requests > 0 {
+        whole
+    } else {
+        c.loads.plus(c.stores)
+    })
+}
+
+/// Global cache lines over the coalesced count: `16.50x` is sixteen and a half times the
+/// lines; `coalesced` at the ideal, `-` where the row made no plain global access.
+fn lines_cell(row: &Row) -> String {
+    match global_requests(row) {
+        Some(r) if r.ideal_lines > 0 && r.lines == r.ideal_lines => "coalesced".into(),
+        Some(r) if r.ideal_lines > 0 => format!("{:.2}x", r.lines as f64 / r.ideal_lines as f64),
+        _ => "-".into(),
     }
 }
 
@@ -391,7 +424,10 @@ fn device_note(report: &Report) -> String {
              words) over \
              those the same requests take without conflicts: 2.00x is a two-way conflict on \
              average (WMMA's loads, TMA and wgmma are not counted; `ncu` measures them on a \
-             GPU). Registers, shared memory and occupancy are NVRTC's ({}; sm_90a for kernels \
+             GPU). `global lines` is the 128-byte cache lines its plain global loads and stores \
+             touched, each warp instruction rebuilt from its lanes' addresses, over those the \
+             same bytes touch in coalesced requests (whole warps' requests, where there are \
+             any): 32.00x is a line per lane. Registers, shared memory and occupancy are NVRTC's ({}; sm_90a for kernels \
              of that family alone).",
             crate::user_kernel::run::INSPECT_ARCH
         ),
@@ -527,7 +563,7 @@ pub fn markdown_rows<'a>(cols: &[Col], rows: impl IntoIterator<Item = &'a RowRep
 }
 
 /// The CSV header; every line has exactly these columns, whatever the device.
-pub const CSV_HEADER: &str = "shape,rung,kernel,role,stage,precision,parent,status,median_ms,p10_ms,p90_ms,gflops,gbps,flop_per_byte,traffic_bytes,traffic_source,flop_per_traffic_byte,speedup_parent,parent_significant,speedup_first,first_significant,pct_of_ref,reference,roof,roof_gflops,pct_of_roof,roof_source,rel_error,scratch_bytes,registers,smem_bytes,occupancy,waves,same_cpu_port_as,parent_rounds,smem_wavefronts,smem_ideal_wavefronts";
+pub const CSV_HEADER: &str = "shape,rung,kernel,role,stage,precision,parent,status,median_ms,p10_ms,p90_ms,gflops,gbps,flop_per_byte,traffic_bytes,traffic_source,flop_per_traffic_byte,speedup_parent,parent_significant,speedup_first,first_significant,pct_of_ref,reference,roof,roof_gflops,pct_of_roof,roof_source,rel_error,scratch_bytes,registers,smem_bytes,occupancy,waves,same_cpu_port_as,parent_rounds,smem_wavefronts,smem_ideal_wavefronts,global_lines,global_ideal_lines";
 
 /// Quotes a CSV field when it needs it (RFC 4180).
 fn field(s: &str) -> String {
@@ -605,6 +641,8 @@ pub fn csv(report: &Report, w: &WorkloadReport) -> String {
                     .map_or(String::new(), |b| b.total().wavefronts.to_string()),
                 row.banks
                     .map_or(String::new(), |b| b.total().ideal.to_string()),
+                global_requests(row).map_or(String::new(), |r| r.lines.to_string()),
+                global_requests(row).map_or(String::new(), |r| r.ideal_lines.to_string()),
             ];
             let _ = writeln!(s, "{}", cells.join(","));
         }

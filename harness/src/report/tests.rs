@@ -639,6 +639,66 @@ fn tables_show_only_the_columns_their_device_fills() {
     );
 }
 
+/// A simulator run's coalescing counts: a column of global lines over the coalesced count,
+/// whole warps' requests where there are any, `coalesced` at the ideal, `-` for a row without
+/// plain global accesses; the CSV keeps the totals.
+#[test]
+fn simulator_tables_show_global_lines_over_the_coalesced_count() {
+    use kernel::{Coalescing, GlobalRequests};
+    let mut run = synthetic();
+    run.device.kind = kernel::DeviceKind::Sim.name().into();
+    let r = |requests, lines, ideal_lines| GlobalRequests {
+        requests,
+        sectors: lines,
+        lines,
+        ideal_lines,
+        lane_bytes: 4 * requests,
+    };
+    let rows = &mut run.workloads[0].shapes[2].rows;
+    rows[0].coalescing = Some(Coalescing::default());
+    rows[1].coalescing = Some(Coalescing {
+        loads: r(10, 12, 12),
+        whole_warp_loads: r(8, 8, 8),
+        ..Coalescing::default()
+    });
+    // Whole warps: 33 lines of loads and 1 of stores for 3 coalesced; partial ones left out.
+    rows[2].coalescing = Some(Coalescing {
+        loads: r(5, 40, 4),
+        whole_warp_loads: r(2, 33, 2),
+        stores: r(3, 3, 3),
+        whole_warp_stores: r(1, 1, 1),
+    });
+    let report = Report::new(&run);
+    let md = table::markdown(&report, &report.workloads[0]);
+    assert!(md.contains("| global lines |"), "{md}");
+    assert!(md.contains("32.00x is a line per lane"), "{md}");
+    let cells: Vec<String> = report.workloads[0].shapes[2].rows[..3]
+        .iter()
+        .map(|r| table::Col::Lines.cell(r, true))
+        .collect();
+    assert_eq!(cells, ["-", "coalesced", "11.33x"]);
+    let csv = table::csv(&report, &report.workloads[0]);
+    let shape = &run.workloads[0].shapes[2];
+    let of_row = |name| {
+        csv_column(&csv, name)
+            .into_iter()
+            .find(|(l, _)| {
+                l.starts_with(&shape.label) && l.contains(&format!(",{},", shape.rows[2].id))
+            })
+            .map(|(_, v)| v)
+    };
+    assert_eq!(of_row("global_lines"), Some("34"), "{csv}");
+    assert_eq!(of_row("global_ideal_lines"), Some("3"), "{csv}");
+    // A run without the simulator's counts has no such column.
+    run.workloads[0].shapes[2]
+        .rows
+        .iter_mut()
+        .for_each(|r| r.coalescing = None);
+    let report = Report::new(&run);
+    let md = table::markdown(&report, &report.workloads[0]);
+    assert!(!md.contains("global lines |"), "{md}");
+}
+
 /// A simulator run's bank counts: a column of wavefronts over the conflict-free count, `none`
 /// without conflicts, `-` for a row that asked nothing of shared memory; the CSV keeps the
 /// totals.

@@ -187,7 +187,7 @@ pub struct GlobalRequests {
 }
 
 impl GlobalRequests {
-    fn plus(self, o: Self) -> Self {
+    pub fn plus(self, o: Self) -> Self {
         Self {
             requests: self.requests + o.requests,
             sectors: self.sectors + o.sectors,
