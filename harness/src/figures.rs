@@ -532,6 +532,13 @@ pub fn walkthroughs(root: &Path) -> Result<Vec<PathBuf>> {
 mod tests {
     use super::*;
 
+    /// The published CPU run and its folder.
+    fn published_cpu_run() -> (&'static str, RunResults) {
+        let folder = "results/cpu-intel-r-xeon-r-processor-2-threads";
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        (folder, RunResults::load(&root.join(folder)).unwrap())
+    }
+
     /// The simulator counts a figure's kernels at one shape of one workload: a figure mixing
     /// workloads is refused, naming both, not run at a shape one of them cannot take. An
     /// estimate beside a run's medians needs a GPU run.
@@ -543,13 +550,7 @@ mod tests {
                 .contains("layernorm-naive is layernorm, softmax-naive is softmax"),
             "{e}"
         );
-        let folder = "results/cpu-intel-r-xeon-r-processor-2-threads";
-        let run = RunResults::load(
-            &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join(folder),
-        )
-        .unwrap();
+        let (folder, run) = published_cpu_run();
         let e = render("estimate gemm-naive", &run, folder).unwrap_err();
         assert!(e.to_string().contains("is not a GPU run"), "{e}");
     }
@@ -559,13 +560,7 @@ mod tests {
     /// against that row).
     #[test]
     fn a_figure_with_the_drifting_reference_row_carries_the_drift() {
-        let folder = "results/cpu-intel-r-xeon-r-processor-2-threads";
-        let run = RunResults::load(
-            &Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("..")
-                .join(folder),
-        )
-        .unwrap();
+        let (folder, run) = published_cpu_run();
         let shape = &run.workloads[0].shapes[0];
         let before = shape
             .reference_before

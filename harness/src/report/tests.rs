@@ -288,6 +288,25 @@ fn csv_column<'a>(csv: &'a str, name: &str) -> Vec<(&'a str, &'a str)> {
     lines.map(|l| (l, l.split(',').nth(i).unwrap())).collect()
 }
 
+/// The cells of `col` of the first three rows of the first workload's third shape.
+fn first_cells(report: &Report, col: table::Col) -> Vec<String> {
+    report.workloads[0].shapes[2].rows[..3]
+        .iter()
+        .map(|r| col.cell(r, true))
+        .collect()
+}
+
+/// The CSV field `name` of the third row of the first workload's third shape.
+fn third_row_csv<'a>(csv: &'a str, run: &RunResults, name: &str) -> Option<&'a str> {
+    let shape = &run.workloads[0].shapes[2];
+    csv_column(csv, name)
+        .into_iter()
+        .find(|(l, _)| {
+            l.starts_with(&shape.label) && l.contains(&format!(",{},", shape.rows[2].id))
+        })
+        .map(|(_, v)| v)
+}
+
 #[test]
 fn vs_parent_comes_from_the_alternating_rounds_when_the_run_has_them() {
     use crate::timing::PairedTiming;
@@ -672,21 +691,12 @@ fn simulator_tables_show_global_lines_over_the_coalesced_count() {
     let md = table::markdown(&report, &report.workloads[0]);
     assert!(md.contains("| global lines |"), "{md}");
     assert!(md.contains("32.00x is a line per lane"), "{md}");
-    let cells: Vec<String> = report.workloads[0].shapes[2].rows[..3]
-        .iter()
-        .map(|r| table::Col::Lines.cell(r, true))
-        .collect();
-    assert_eq!(cells, ["-", "coalesced", "11.33x"]);
+    assert_eq!(
+        first_cells(&report, table::Col::Lines),
+        ["-", "coalesced", "11.33x"]
+    );
     let csv = table::csv(&report, &report.workloads[0]);
-    let shape = &run.workloads[0].shapes[2];
-    let of_row = |name| {
-        csv_column(&csv, name)
-            .into_iter()
-            .find(|(l, _)| {
-                l.starts_with(&shape.label) && l.contains(&format!(",{},", shape.rows[2].id))
-            })
-            .map(|(_, v)| v)
-    };
+    let of_row = |name| third_row_csv(&csv, &run, name);
     assert_eq!(of_row("global_lines"), Some("34"), "{csv}");
     assert_eq!(of_row("global_ideal_lines"), Some("3"), "{csv}");
     // A run without the simulator's counts has no such column.
@@ -731,21 +741,12 @@ fn simulator_tables_show_bank_conflicts_as_wavefronts_over_the_ideal() {
         md.contains("wavefronts"),
         "the note says what the column is:\n{md}"
     );
-    let cells: Vec<String> = report.workloads[0].shapes[2].rows[..3]
-        .iter()
-        .map(|r| table::Col::Banks.cell(r, true))
-        .collect();
-    assert_eq!(cells, ["-", "none", "1.50x"]);
+    assert_eq!(
+        first_cells(&report, table::Col::Banks),
+        ["-", "none", "1.50x"]
+    );
     let csv = table::csv(&report, &report.workloads[0]);
-    let shape = &run.workloads[0].shapes[2];
-    let of_row = |name| {
-        csv_column(&csv, name)
-            .into_iter()
-            .find(|(l, _)| {
-                l.starts_with(&shape.label) && l.contains(&format!(",{},", shape.rows[2].id))
-            })
-            .map(|(_, v)| v)
-    };
+    let of_row = |name| third_row_csv(&csv, &run, name);
     assert_eq!(of_row("smem_wavefronts"), Some("60"), "{csv}");
     assert_eq!(of_row("smem_ideal_wavefronts"), Some("40"), "{csv}");
     // A run without the model's counts has no such column.
