@@ -53,6 +53,11 @@ impl Kernel for AttnNaive {
         }
     }
 
+    /// Every score, then every product with V: a causal mask only zeroes them.
+    fn computed_flops(&self, shape: &Shape) -> f64 {
+        shape.unmasked().flops()
+    }
+
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
         let dims = attention_dims(shape);
         if naive_heads_per_chunk(&dims) == 0 {

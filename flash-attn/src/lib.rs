@@ -156,6 +156,11 @@ impl Kernel for FlashFp32 {
         )
     }
 
+    /// Every key tile for every row: a causal mask sets scores to -inf, it skips none.
+    fn computed_flops(&self, shape: &Shape) -> f64 {
+        shape.unmasked().flops()
+    }
+
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
         supports(shape, 1)
     }
@@ -223,6 +228,11 @@ impl Kernel for Flash2Fp32 {
             Precision::Fp32,
             "FlashAttention-2 order: 4 warps split a 64-query tile, a key per lane, normalization deferred to the end",
         )
+    }
+
+    /// Every key tile for every query tile: skipping the masked ones is rung 04's idea.
+    fn computed_flops(&self, shape: &Shape) -> f64 {
+        shape.unmasked().flops()
     }
 
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {

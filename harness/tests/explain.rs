@@ -420,9 +420,10 @@ fn your_kernels_launches_are_named_as_you_wrote_them() {
 fn bank_factors(
     all: &[Box<dyn kernel::Kernel>],
     k: &dyn kernel::Kernel,
+    plan: &kernel::CudaPlan,
     pass: &sass::Summary,
 ) -> sol::BankFactors {
-    explain::bank_factors(Some(&explain::simulator_banks(all, k)), pass)
+    explain::bank_factors(Some(&explain::simulator_banks(all, k)), plan, pass)
 }
 
 /// The per-rung estimate of a GEMM rung at 4096^3, from its hot loop on sm_90.
@@ -435,7 +436,7 @@ fn gemm_estimate(id: &str) -> (sass::Loop, sol::Estimate) {
     let hot = sol::hot_loop_of_plan(&tool, &plan, "sm_90")
         .unwrap()
         .unwrap_or_else(|| panic!("{id}: no hot loop"));
-    let banks = bank_factors(&all, k.as_ref(), &hot.hot.summary);
+    let banks = bank_factors(&all, k.as_ref(), &plan, &hot.hot.summary);
     let e = sol::estimate(shape.flops(), shape.min_bytes(4), &hot.hot.summary, &banks)
         .unwrap_or_else(|| panic!("{id}: no estimate from {:?}", hot.hot));
     // What explain prints is this estimate.
@@ -681,7 +682,8 @@ fn every_gpu_row_is_measured_against_the_estimate_at_its_shape() {
         text.contains("Measured against estimated, on a GPU"),
         "{text}"
     );
-    let banks = bank_factors(&all, k.as_ref(), &hot.summary);
+    let plan = kernel::Kernel::cuda(k.as_ref(), &other).unwrap();
+    let banks = bank_factors(&all, k.as_ref(), &plan, &hot.summary);
     let at_other = sol::estimate(other.flops(), other.min_bytes(4), &hot.summary, &banks)
         .unwrap()
         .spread_over_sms(blocks_at(&other));
@@ -1010,4 +1012,55 @@ fn the_naive_row_rungs_are_bound_by_the_l1_and_slower_than_the_warp_rungs() {
         assert_eq!(w.bound, bytes, "{warp}: {w:?}");
         assert!(n.ms > w.ms, "{naive} {n:?}, {warp} {w:?}");
     }
+}
+
+/// Rungs 01 to 03 of attention compute every score of a causal shape and mask those past the
+/// diagonal; rung 04 skips the masked tiles. The estimate scales by the work each does, so the
+/// first three are estimated at a causal shape as at the full one, and rung 04 at about half.
+#[test]
+fn rungs_that_compute_masked_scores_are_estimated_at_the_work_they_do() {
+    let all = harness::registry::all();
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../results/nvidia-h200");
+    let run = harness::results::RunResults::load(&dir).unwrap();
+    let by_mask = |id: &str| {
+        let k = all.iter().find(|k| k.info().id == id).unwrap();
+        let rows = explain::estimates_against(&all, k.as_ref(), &run);
+        let at = |causal: bool| {
+            rows.iter()
+                .find(|(s, _, _)| {
+                    matches!(s, kernel::Shape::Attention { causal: c, .. } if *c == causal)
+                })
+                .map(|(_, sol, _)| sol.ms)
+                .unwrap_or_else(|| panic!("{id}: no timed shape with causal = {causal}"))
+        };
+        (at(false), at(true))
+    };
+    for id in ["attn-naive", "attn-flash-fp32", "attn-flash2-fp32"] {
+        let (full, causal) = by_mask(id);
+        assert_eq!(full, causal, "{id}");
+    }
+    let (full, causal) = by_mask("attn-flash2-causal");
+    assert!(causal < 0.6 * full, "{full} {causal}");
+}
+
+/// The simulator counts a plan's launches together: the naive attention's scores read K a row
+/// a lane and its product with V reads V coalesced, so the product's loop, its hot one, is not
+/// charged the average of the three kernels' coalescing.
+#[test]
+fn a_plan_of_several_kernels_is_not_charged_their_averaged_coalescing() {
+    let all = harness::registry::all();
+    let k = all.iter().find(|k| k.info().id == "attn-naive").unwrap();
+    let sim = explain::simulator_banks(&all, k.as_ref()).unwrap();
+    let loads = sim.global.whole_warp_loads;
+    assert!(loads.lines > 2 * loads.ideal_lines, "{loads:?}");
+    let doc = explain::explain(&all, k.as_ref(), None, true);
+    let text = text_of(&doc, "Speed of light on an H100");
+    assert!(
+        text.contains(
+            "taken as coalesced (the simulator counts the accesses of the plan's 3 kernels \
+             together: attn_scores, attn_softmax, attn_pv)"
+        ),
+        "{text}"
+    );
+    assert_ne!(explain::estimate_of(&all, k.as_ref()).1.bound, sol::L1);
 }

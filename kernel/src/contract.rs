@@ -269,6 +269,15 @@ pub trait Kernel: Send + Sync {
         None
     }
 
+    /// The FLOP the kernel computes at `shape`: the workload's ([`Shape::flops`]), unless it
+    /// computes more than its output needs, as an attention rung does that computes every
+    /// score of a causal shape and masks those past the diagonal instead of skipping them
+    /// ([`Shape::unmasked`]). Throughput counts the workload's FLOP; the speed-of-light
+    /// estimate, the work done.
+    fn computed_flops(&self, shape: &Shape) -> f64 {
+        shape.flops()
+    }
+
     /// The declarative GPU description for `shape`, or `None` for CPU-only rows.
     fn cuda(&self, _shape: &Shape) -> Option<CudaPlan> {
         None

@@ -546,6 +546,21 @@ impl Shape {
         }
     }
 
+    /// The shape without its causal mask (other shapes as they are): what an attention kernel
+    /// computes that computes every score and masks those past the diagonal.
+    pub fn unmasked(&self) -> Shape {
+        match *self {
+            Self::Attention { b, h, s, d, .. } => Self::Attention {
+                b,
+                h,
+                s,
+                d,
+                causal: false,
+            },
+            other => other,
+        }
+    }
+
     /// Floating-point operations of one run (an FMA counts as two). The element-wise chain
     /// counts [`ELTWISE_FLOPS_PER_ELEMENT`] per output element; the layer normalization and the
     /// softmax count their per-element and per-row constants (`LAYERNORM_FLOPS_PER_ELEMENT`,

@@ -95,14 +95,24 @@ fn model(
     banks: Option<&Result<SimBanks, String>>,
 ) -> (Vec<Block>, Sol) {
     let i = k.info();
-    let flops = shape.flops();
     let bytes = min_bytes(shape, plan, i.precision);
+    // The work the kernel does, which the model scales by: more than the workload's where it
+    // computes what its output discards.
+    let flops = k.computed_flops(shape);
+    let discarded = if flops > shape.flops() {
+        format!(
+            " This rung computes {:.3} GFLOP: every score, those a causal mask discards too.",
+            flops / 1e9
+        )
+    } else {
+        String::new()
+    };
     let mut out = vec![Block::Text(format!(
         "At {shape}: {:.3} GFLOP and {:.1} MB compulsory (each input read once, the output \
-         written once): {:.1} FLOP/B.",
-        flops / 1e9,
+         written once): {:.1} FLOP/B.{discarded}",
+        shape.flops() / 1e9,
         bytes / 1e6,
-        flops / bytes
+        shape.flops() / bytes
     ))];
     let modelled = match plan {
         Some(p) => loop_model(p, shape, flops, bytes, banks).or_else(|why| match why {
@@ -245,7 +255,7 @@ fn loop_model(
         .map_err(|e| NoLoopModel::Other(format!("no SASS ({e})")))?
         .ok_or(NoLoopModel::NoMath("no launch of the plan has a loop"))?;
     let pass = &hot.hot.summary;
-    let factors = bank_factors(banks, pass);
+    let factors = bank_factors(banks, plan, pass);
     let estimate = sol::estimate(flops, bytes, pass, &factors).ok_or(NoLoopModel::NoMath(
         "the hot loop does no multiply-add, so nothing scales it to the shape",
     ))?;
@@ -423,18 +433,37 @@ enum NoLoopModel {
     Other(String),
 }
 
-/// The simulator's bank conflicts and coalescing as factors for `pass`, or none where it
-/// counted none.
+/// The simulator's bank conflicts and coalescing as factors for `pass`, a loop of one of
+/// `plan`'s kernels, or none where it counted none. The simulator counts a plan's launches
+/// together: where they run several kernels, their global accesses are not this loop's
+/// (a naive attention's scores read K a row a lane, its product with V reads V coalesced),
+/// so the loop's are taken as coalesced.
 pub fn bank_factors(
     banks: Option<&Result<SimBanks, String>>,
+    plan: &CudaPlan,
     pass: &sass::Summary,
 ) -> sol::BankFactors {
-    match banks {
-        Some(Ok(sim)) => {
-            sol::BankFactors::from_simulator(&sim.banks, pass).with_coalescing(&sim.global, pass)
-        }
-        _ => sol::BankFactors::default(),
+    let Some(Ok(sim)) = banks else {
+        return sol::BankFactors::default();
+    };
+    let factors = sol::BankFactors::from_simulator(&sim.banks, pass);
+    let kernels = distinct(
+        plan.launches()
+            .map(|l| plan.written_entry(&l.entry).to_string()),
+    );
+    if kernels.len() == 1 {
+        return factors.with_coalescing(&sim.global, pass);
     }
+    let mut factors = factors;
+    if pass.ldg + pass.stg > 0 {
+        factors.line_notes.push(format!(
+            "taken as coalesced (the simulator counts the accesses of the plan's {} kernels \
+             together: {})",
+            kernels.len(),
+            kernels.join(", ")
+        ));
+    }
+    factors
 }
 
 /// The estimate's ceilings, `bound` marked; an L2 row that cannot see TMA copies says so.
@@ -542,7 +571,7 @@ fn launch_model(
         .max_by_key(|l| l.warps() * l.once.shared_wavefronts.total())
         .map(|l| l.once)
         .unwrap_or_default();
-    let factors = bank_factors(banks, &heaviest);
+    let factors = bank_factors(banks, plan, &heaviest);
     // What the simulator's warps asked of shared memory, per warp launched at its shape.
     let served = match banks {
         Some(Ok(sim)) => k.cuda(&sim.shape).and_then(|p| {
