@@ -13,10 +13,10 @@
 //! is the SASS instruction counts of those rungs, `resources ID,ID` their registers, shared
 //! memory and occupancy; `breakdown WORKLOAD SHAPE` is a network's time by category and its
 //! Amdahl table; `estimate ID,ID` from a GPU run sets each rung's measured medians beside the
-//! H100 model's estimate at the same shapes. The block is the run's own Markdown table rows (the report
-//! model renders them, nothing is recomputed here) under a line naming the device, the date and
-//! the commit. `harness docs --figures` rewrites every block; a test regenerates them and fails
-//! on any that differs, so a figure can never drift from its run.
+//! H100 model's estimate at the same shapes. The block is the run's own Markdown table rows
+//! (the report model renders them, nothing is recomputed here) under a line naming the device,
+//! the date and the commit. `harness docs --figures` rewrites every block; a test regenerates
+//! them and fails on any that differs, so a figure can never drift from its run.
 
 use crate::cmd::explain;
 use crate::report::{Report, table};
@@ -113,10 +113,10 @@ fn render_estimates(name: &str, run: &RunResults, folder: &str) -> Result<String
         bail!("figure `{name}`: {folder} is not a GPU run");
     }
     let all = registry::all();
-    let mut table =
-        "| kernel | shape | bound by | estimate ms | measured ms | measured speed, % of \
-                     the estimate's |\n|---|---|---|---:|---:|---:|\n"
-            .to_string();
+    let mut table = "| kernel | shape | bound by | estimate ms | measured ms | measured speed, % \
+                     of the estimate's |\n"
+        .to_string();
+    table += "|---|---|---|---:|---:|---:|\n";
     for id in ids.split(',') {
         let k = registry::find(&all, id)?;
         let rows = explain::estimates_against(&all, k, run);
