@@ -601,10 +601,7 @@ fn the_sums_rungs_are_estimated_launch_by_launch_as_the_walkthrough_says() {
 #[test]
 fn the_unfused_chains_launches_move_seven_accesses_where_fusion_moves_three() {
     let all = harness::registry::all();
-    let estimate = |id: &str| {
-        let k = all.iter().find(|k| k.info().id == id).unwrap();
-        explain::estimate_of(&all, k.as_ref()).1
-    };
+    let estimate = |id: &str| sol_of(&all, id);
     let (unfused, fused) = (estimate("eltwise-unfused"), estimate("eltwise-fused"));
     assert_eq!(unfused.bound, sol::DRAM_LAUNCHES, "{unfused:?}");
     assert_eq!(fused.bound, sol::DRAM, "{fused:?}");
@@ -859,10 +856,7 @@ fn a_ladder_page_lists_each_rungs_estimate() {
 #[test]
 fn other_launches_without_multiply_adds_add_the_launch_models_time() {
     let all = harness::registry::all();
-    let estimate = |id: &str| {
-        let k = all.iter().find(|k| k.info().id == id).unwrap();
-        explain::estimate_of(&all, k.as_ref()).1
-    };
+    let estimate = |id: &str| sol_of(&all, id);
     let (wmma, convert) = (
         estimate("gemm-wmma-fp16"),
         estimate("gemm-wmma-fp16-convert"),
@@ -927,14 +921,17 @@ fn the_unfused_radial_basis_writes_its_gaussians_and_reads_them_from_the_l2() {
     };
     let ratio = ms(sol::DRAM_LAUNCHES) / ms(sol::DRAM);
     assert!((1.9..2.1).contains(&ratio), "{ratio}: {text}");
-    let estimate = |id: &str| {
-        let k = all.iter().find(|k| k.info().id == id).unwrap();
-        explain::estimate_of(&all, k.as_ref()).1
-    };
+    let estimate = |id: &str| sol_of(&all, id);
     let (unfused, fused) = (estimate("rbf-unfused"), estimate("rbf-fused"));
     assert_eq!(fused.bound, sol::DRAM, "{fused:?}");
     assert_eq!(unfused.bound, sol::ISSUE, "{unfused:?}");
     assert!(unfused.ms > fused.ms);
+}
+
+/// The speed of light of rung `id` as `explain` estimates it.
+fn sol_of(all: &[Box<dyn kernel::Kernel>], id: &str) -> explain::Sol {
+    let k = all.iter().find(|k| k.info().id == id).unwrap();
+    explain::estimate_of(all, k.as_ref()).1
 }
 
 /// The simulator's counts of `id`'s plain global loads by whole warps.
@@ -999,10 +996,7 @@ fn the_naive_row_rungs_are_bound_by_the_l1_and_slower_than_the_warp_rungs() {
         let w = whole_warp_loads(&all, id);
         assert!(w.requests > 0 && w.lines <= 2 * w.requests, "{id}: {w:?}");
     }
-    let estimate = |id: &str| {
-        let k = all.iter().find(|k| k.info().id == id).unwrap();
-        explain::estimate_of(&all, k.as_ref()).1
-    };
+    let estimate = |id: &str| sol_of(&all, id);
     for (naive, warp, bytes) in [
         ("layernorm-naive", "layernorm-warp", sol::L2),
         ("softmax-naive", "softmax-warp", sol::DRAM),
@@ -1062,5 +1056,5 @@ fn a_plan_of_several_kernels_is_not_charged_their_averaged_coalescing() {
         ),
         "{text}"
     );
-    assert_ne!(explain::estimate_of(&all, k.as_ref()).1.bound, sol::L1);
+    assert_ne!(sol_of(&all, "attn-naive").bound, sol::L1);
 }
