@@ -58,6 +58,13 @@ impl Kernel for AttnNaive {
         shape.unmasked().flops()
     }
 
+    /// The scores take D multiply-adds each, the product with V S a row element: half the
+    /// work each.
+    fn flops_by_kernel(&self, shape: &Shape) -> Vec<(&'static str, f64)> {
+        let half = self.computed_flops(shape) / 2.0;
+        vec![("attn_scores", half), ("attn_pv", half)]
+    }
+
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
         let dims = attention_dims(shape);
         if naive_heads_per_chunk(&dims) == 0 {

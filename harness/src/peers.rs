@@ -209,6 +209,7 @@ fn to_row(p: &PeerRow, tool: &str, shape: &kernel::Shape) -> Option<Row> {
         traffic: None,
         banks: None,
         coalescing: None,
+        kernel_accesses: Vec::new(),
         same_cpu_port_as: None,
         paired: None,
     })

@@ -174,6 +174,9 @@ pub struct Row {
     /// simulator counts them (a sample of the blocks counts those blocks').
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub coalescing: Option<kernel::Coalescing>,
+    /// `banks` and `coalescing` kernel by kernel, where the plan runs several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kernel_accesses: Vec<kernel::KernelAccesses>,
     /// On the CPU: the first row of its shape that runs the same CPU port (the same Rust
     /// function) as this one, when that is another row. A rung whose idea has no CPU analogue
     /// shares its parent's port, and the two rows then time the same code.

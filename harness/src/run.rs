@@ -124,6 +124,7 @@ pub(crate) fn empty_row(kernel: &dyn Kernel, shape: &Shape, plan: Option<&CudaPl
         traffic: None,
         banks: None,
         coalescing: None,
+        kernel_accesses: Vec::new(),
         same_cpu_port_as: None,
         paired: None,
     }
@@ -236,16 +237,19 @@ pub fn evaluate<'a>(
             row.check = Some(c);
             // A sample's traffic is some blocks' against the whole shape's FLOP: no intensity.
             // Bank conflicts are a ratio: a sample of the blocks shows them as well.
-            row.banks = prepared.traffic().map(|t| t.shared);
-            row.coalescing = prepared.traffic().map(|t| t.global);
-            row.traffic = prepared
-                .traffic()
-                .filter(|_| sample.is_none())
-                .map(|t| Traffic {
-                    load_bytes: t.load_bytes as f64,
-                    store_bytes: t.store_bytes as f64,
-                    source: TrafficSource::Simulator,
-                });
+            let traffic = prepared.traffic();
+            row.banks = traffic.as_ref().map(|t| t.shared);
+            row.coalescing = traffic.as_ref().map(|t| t.global);
+            row.kernel_accesses = traffic
+                .as_ref()
+                .map(|t| t.kernels.clone())
+                .filter(|k| k.len() > 1)
+                .unwrap_or_default();
+            row.traffic = traffic.filter(|_| sample.is_none()).map(|t| Traffic {
+                load_bytes: t.load_bytes as f64,
+                store_bytes: t.store_bytes as f64,
+                source: TrafficSource::Simulator,
+            });
             (row, Some(prepared))
         }
         Err(e) => {

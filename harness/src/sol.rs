@@ -164,6 +164,10 @@ pub struct BankFactors {
     by_kind: [f64; 4],
     /// LDG, STG (the order of `Coalescing::kinds`): lines over a coalesced request's.
     lines: [f64; 2],
+    /// LDG, STG: the share of the bytes the lanes request that their distinct sectors hold,
+    /// at most 1. A request sends the L2 no more than its sectors, so a broadcast (lanes
+    /// reading the same word) moves its bytes once.
+    moved: [f64; 2],
     /// A line per kind of the hot loop: the factor taken, or why none.
     pub notes: Vec<String>,
     /// Likewise for its global loads and stores.
@@ -176,6 +180,7 @@ impl Default for BankFactors {
         Self {
             by_kind: [1.0; 4],
             lines: [1.0; 2],
+            moved: [1.0; 2],
             notes: Vec::new(),
             line_notes: Vec::new(),
         }
@@ -301,11 +306,27 @@ impl BankFactors {
             }
             let f = c.lines as f64 / c.ideal_lines as f64;
             self.lines[i] = f;
+            // A whole warp's lanes request 32 times a lane's bytes.
+            let moved = match whole.requests {
+                0 => 1.0,
+                _ => (whole.sectors as f64 / whole.lane_bytes as f64).min(1.0),
+            };
+            self.moved[i] = moved;
+            let broadcast = if moved < 1.0 {
+                format!(
+                    "; their distinct sectors hold {:.0}% of the bytes their lanes request \
+                     (lanes reading the same words), what the L2 term counts",
+                    moved * 100.0
+                )
+            } else {
+                String::new()
+            };
             self.line_notes.push(if c.lines == c.ideal_lines {
-                format!("{kind}: coalesced")
+                format!("{kind}: coalesced{broadcast}")
             } else {
                 format!(
-                    "{kind}: x{f:.2} ({} lines for {} coalesced, the simulator's {whose})",
+                    "{kind}: x{f:.2} ({} lines for {} coalesced, the simulator's \
+                     {whose}){broadcast}",
                     c.lines, c.ideal_lines
                 )
             });
@@ -317,6 +338,23 @@ impl BankFactors {
     fn lines(&self, s: &Summary) -> f64 {
         let [ld, st] = ideal_lines(s);
         ld as f64 * self.lines[0] + st as f64 * self.lines[1]
+    }
+
+    /// The bytes `s`'s global accesses move through the L2 with these factors: what the lanes
+    /// request, less what broadcasts repeat of the plain loads and stores.
+    fn l2_bytes(&self, s: &Summary) -> f64 {
+        let requested = (s.global_load_bytes + s.global_store_bytes) as f64;
+        let repeated: f64 = ideal_lines(s)
+            .into_iter()
+            .zip(self.moved)
+            .map(|(lines, m)| lines as f64 * 128.0 * (1.0 - m))
+            .sum();
+        (requested - repeated).max(0.0)
+    }
+
+    /// Whether broadcasts lower the L2's bytes.
+    fn broadcasts(&self) -> bool {
+        self.moved.iter().any(|&m| m < 1.0)
     }
 
     /// The wavefronts `w` take with these factors (`HGMMA`'s operands unscaled).
@@ -402,7 +440,7 @@ impl Work {
             tf32: self.tf32 + times * s.flop_tf32 as f64,
             half: self.half + times * (s.flop_tensor - s.flop_tf32) as f64,
             fma: self.fma + times * s.flop_fma as f64,
-            global: self.global + times * (s.global_load_bytes + s.global_store_bytes) as f64,
+            global: self.global + times * banks.l2_bytes(s),
             shared: self.shared + times * (s.shared_load_bytes + s.shared_store_bytes) as f64,
             wavefronts: self.wavefronts + times * banks.wavefronts(&s.shared_wavefronts),
             lines: self.lines + times * banks.lines(s),
@@ -493,7 +531,11 @@ fn ceilings(
     });
     ceilings.push(Ceiling {
         name: L2,
-        work: si(work.global, "B"),
+        work: if banks.broadcasts() {
+            format!("{}, broadcasts moved once", si(work.global, "B"))
+        } else {
+            si(work.global, "B")
+        },
         rate: format!(
             "{} (at least: what the lab's wgmma GEMM rungs read through an H200's L2)",
             si(h100::L2_BYTES_PER_S, "B/s")
@@ -692,21 +734,32 @@ pub struct HotLoop {
 }
 
 /// Compiles each launch of `plan` for `arch` and returns the one whose hot loop does the
-/// most FLOP per pass (the matrix product rather than a conversion kernel), or `None` if no
-/// launch has a loop.
+/// most FLOP per pass (see [`hottest`]), or `None` if no launch has a loop.
 pub fn hot_loop_of_plan(
     tool: &Disassembler,
     plan: &CudaPlan,
     arch: &str,
 ) -> Result<Option<HotLoop>, SassError> {
+    Ok(hottest(&sass::of_plan(tool, plan, arch)?))
+}
+
+/// Of `listings`, the hot loop that does the most FLOP per pass (the matrix product rather
+/// than a conversion kernel), or `None` if none has a loop.
+pub fn hottest(listings: &[sass::Listing]) -> Option<HotLoop> {
     let flop = |l: &Loop| l.summary.flop_tensor + l.summary.flop_fma;
-    Ok(sass::of_plan(tool, plan, arch)?
-        .into_iter()
-        .filter_map(|listing| {
-            let hot = listing.function.hot_loop()?;
-            Some(HotLoop { listing, hot })
-        })
-        .max_by_key(|h| flop(&h.hot)))
+    listings
+        .iter()
+        .filter_map(hot_loop)
+        .max_by_key(|h| flop(&h.hot))
+}
+
+/// The hot loop of `listing`'s function, if it has a loop.
+pub fn hot_loop(listing: &sass::Listing) -> Option<HotLoop> {
+    let hot = listing.function.hot_loop()?;
+    Some(HotLoop {
+        listing: listing.clone(),
+        hot,
+    })
 }
 
 /// One line on a pass of the hot loop: its FLOP and the widths of its memory accesses.
@@ -828,6 +881,57 @@ mod tests {
             "{:?}",
             f.line_notes
         );
+    }
+
+    /// Lanes that read the same words send the L2 their distinct sectors once: a loop whose
+    /// whole warps' loads touch 5 sectors for 32 lanes of 4 bytes (a broadcast of one word and
+    /// 16 consecutive floats read twice) moves 5/8 of the bytes they request. Scattered lanes
+    /// (more sectors than 4-byte words' worth) stay at what they request.
+    #[test]
+    fn broadcasts_move_their_bytes_through_the_l2_once() {
+        let pv = pass(|s| {
+            s.instructions = 64;
+            s.ffma = 16;
+            s.flop_fma = 16 * 64;
+            s.ldg = 32;
+            s.global_load_bytes = 32 * 128;
+        });
+        let whole = |requests, sectors| GlobalRequests {
+            requests,
+            sectors,
+            lines: requests,
+            ideal_lines: requests,
+            lane_bytes: 4 * requests,
+        };
+        let broadcast = Coalescing {
+            loads: whole(2, 5),
+            whole_warp_loads: whole(2, 5),
+            ..Coalescing::default()
+        };
+        let passes = 1e6;
+        let l2 = |c: &Coalescing| {
+            let f = BankFactors::default().with_coalescing(c, &pv);
+            let e = estimate(passes * 1024.0, 1.0, &pv, &f).unwrap();
+            (e.ceiling(L2).unwrap().clone(), f.line_notes)
+        };
+        let (moved, notes) = l2(&broadcast);
+        let requested = passes * 32.0 * 128.0;
+        assert!(
+            (moved.ms - requested * 5.0 / 8.0 / h100::L2_BYTES_PER_S * 1e3).abs() < 1e-9,
+            "{moved:?}"
+        );
+        assert!(moved.work.ends_with("broadcasts moved once"), "{moved:?}");
+        assert!(notes[0].contains("hold 62% of the bytes"), "{notes:?}");
+        let (scattered, notes) = l2(&Coalescing {
+            whole_warp_loads: whole(2, 33),
+            ..broadcast
+        });
+        assert!(
+            (scattered.ms - requested / h100::L2_BYTES_PER_S * 1e3).abs() < 1e-9,
+            "{scattered:?}"
+        );
+        assert!(!scattered.work.contains("broadcasts"), "{scattered:?}");
+        assert!(!notes[0].contains("hold"), "{notes:?}");
     }
 
     #[test]

@@ -423,7 +423,7 @@ fn bank_factors(
     plan: &kernel::CudaPlan,
     pass: &sass::Summary,
 ) -> sol::BankFactors {
-    explain::bank_factors(Some(&explain::simulator_banks(all, k)), plan, pass)
+    explain::bank_factors(Some(&explain::simulator_banks(all, k)), plan, pass, None)
 }
 
 /// The per-rung estimate of a GEMM rung at 4096^3, from its hot loop on sm_90.
@@ -1037,24 +1037,126 @@ fn rungs_that_compute_masked_scores_are_estimated_at_the_work_they_do() {
     assert!(causal < 0.6 * full, "{full} {causal}");
 }
 
-/// The simulator counts a plan's launches together: the naive attention's scores read K a row
-/// a lane and its product with V reads V coalesced, so the product's loop, its hot one, is not
-/// charged the average of the three kernels' coalescing.
+/// The naive attention runs two kernels of multiply-adds: its scores read K a row a lane, its
+/// product with V reads V coalesced. Each is modelled at its own half of the work with the
+/// simulator's counts of that kernel alone, and the estimate is their sum.
 #[test]
-fn a_plan_of_several_kernels_is_not_charged_their_averaged_coalescing() {
+fn each_kernel_of_a_plan_is_modelled_at_its_own_work_and_coalescing() {
     let all = harness::registry::all();
     let k = all.iter().find(|k| k.info().id == "attn-naive").unwrap();
     let sim = explain::simulator_banks(&all, k.as_ref()).unwrap();
-    let loads = sim.global.whole_warp_loads;
-    assert!(loads.lines > 2 * loads.ideal_lines, "{loads:?}");
+    let entries: Vec<&str> = sim.kernels.iter().map(|k| k.entry.as_str()).collect();
+    assert_eq!(entries, ["attn_scores", "attn_softmax", "attn_pv"]);
+    let over_ideal = |entry: &str| {
+        let c = sim.kernels.iter().find(|k| k.entry == entry).unwrap();
+        let l = c.global.whole_warp_loads;
+        l.lines as f64 / l.ideal_lines as f64
+    };
+    assert!(over_ideal("attn_scores") > 4.0, "{sim:?}");
+    assert_eq!(over_ideal("attn_pv"), 1.0, "{sim:?}");
     let doc = explain::explain(&all, k.as_ref(), None, true);
+    let (_, coalescing) = doc
+        .sections
+        .iter()
+        .find(|(t, _)| t == "Global coalescing in the simulator")
+        .unwrap();
+    let named: Vec<&str> = coalescing
+        .iter()
+        .flat_map(|b| match b {
+            Block::Table(_, rows) => rows.iter().map(|r| r[0].as_str()).collect(),
+            _ => Vec::new(),
+        })
+        .collect();
+    assert!(named.contains(&"attn-naive: attn_scores"), "{named:?}");
+    assert!(named.contains(&"attn-naive: attn_pv"), "{named:?}");
     let text = text_of(&doc, "Speed of light on an H100");
+    let half = k.computed_flops(&explain::shape_of(k.as_ref()).1) / 2.0 / 1e9;
     assert!(
-        text.contains(
-            "taken as coalesced (the simulator counts the accesses of the plan's 3 kernels \
-             together: attn_scores, attn_softmax, attn_pv)"
-        ),
+        text.contains(&format!(
+            "The plan runs 2 kernels whose loops do multiply-adds: each is modelled by its own \
+             hot loop at its part of the work (attn_scores {half:.3} GFLOP, attn_pv {half:.3} \
+             GFLOP)"
+        )),
         "{text}"
     );
-    assert_ne!(sol_of(&all, "attn-naive").bound, sol::L1);
+    // Each kernel's line, and the sum of the two.
+    let part = |entry: &str| -> (f64, String) {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{entry}: at best ")))
+            .unwrap_or_else(|| panic!("no line of {entry}: {text}"));
+        let ms = line[entry.len() + 10..].split(' ').next().unwrap();
+        let bound = line
+            .split("bound by ")
+            .nth(1)
+            .unwrap()
+            .split(" at ")
+            .next()
+            .unwrap();
+        (ms.parse().unwrap(), bound.to_string())
+    };
+    let (scores, scores_bound) = part("attn_scores");
+    let (pv, pv_bound) = part("attn_pv");
+    assert_eq!(scores_bound, sol::L1);
+    assert_ne!(pv_bound, sol::L1);
+    assert!(scores > pv, "{scores} {pv}");
+    // The softmax's exp is multiply-adds too, but none of the workload's: the launch model
+    // takes it.
+    let softmax: f64 = text
+        .split(
+            "The plan's other launches (attn_softmax; 1 launch) do none of the workload's \
+             multiply-adds: the launch model, each warp running its kernel once and each \
+             launch's buffers crossing DRAM, puts them at ",
+        )
+        .nth(1)
+        .unwrap_or_else(|| panic!("no softmax line: {text}"))
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(!text.contains("not in this model"), "{text}");
+    let sol = sol_of(&all, "attn-naive");
+    assert!(
+        text.contains(&format!(
+            "Estimate: at best {:.4} ms, the sum of its kernels' (attn_scores {scores:.4} + \
+             attn_pv {pv:.4} ms).",
+            sol.ms
+        )),
+        "{text}"
+    );
+    assert!(
+        (sol.ms - scores - pv - softmax).abs() < 1e-3,
+        "{} {scores} {pv} {softmax}",
+        sol.ms
+    );
+    assert_eq!(sol.bound, sol::L1);
+}
+
+/// A rung that splits its FLOP between kernels names kernels its plan launches, and its parts
+/// add up to the work it does.
+#[test]
+fn a_rungs_flop_by_kernel_add_up_to_its_work() {
+    let all = harness::registry::all();
+    let mut split = 0;
+    for k in &all {
+        let shape = explain::shape_of(k.as_ref()).1;
+        let parts = k.flops_by_kernel(&shape);
+        if parts.is_empty() {
+            continue;
+        }
+        split += 1;
+        let id = k.info().id;
+        let plan = k.cuda(&shape).unwrap_or_else(|| panic!("{id}: no plan"));
+        for (entry, _) in &parts {
+            assert!(
+                plan.launches().any(|l| l.entry == *entry),
+                "{id}: its plan launches no {entry}"
+            );
+        }
+        let sum: f64 = parts.iter().map(|(_, f)| f).sum();
+        let work = k.computed_flops(&shape);
+        assert!((sum - work).abs() <= 1e-9 * work, "{id}: {sum} of {work}");
+    }
+    assert!(split > 0, "no rung splits its FLOP");
 }

@@ -278,6 +278,14 @@ pub trait Kernel: Send + Sync {
         shape.flops()
     }
 
+    /// Where the plan runs several kernels whose loops do multiply-adds, each one's entry and
+    /// its part of [`computed_flops`](Self::computed_flops), so that the speed-of-light
+    /// estimate models each kernel's loop at its own work. Empty, the default: one kernel does
+    /// them all.
+    fn flops_by_kernel(&self, _shape: &Shape) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+
     /// The declarative GPU description for `shape`, or `None` for CPU-only rows.
     fn cuda(&self, _shape: &Shape) -> Option<CudaPlan> {
         None

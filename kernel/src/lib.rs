@@ -29,7 +29,7 @@ pub use contract::{
 pub use conv::{ConvDims, conv_args, conv_chunk, conv_dims};
 pub use device::{
     BlockSample, Coalescing, DeviceError, DeviceInfo, DeviceKind, Executor, GlobalRequests,
-    MemoryTraffic, Prepared, SharedBanks, Wavefronts,
+    KernelAccesses, MemoryTraffic, Prepared, SharedBanks, Wavefronts,
 };
 pub use pipeline::{Chunk, Pipeline, Span};
 pub use plan::{

@@ -132,3 +132,52 @@ fn requests_of_part_of_a_warp_are_counted_apart_from_whole_warps() {
     assert_eq!(c.whole_warp_loads, GlobalRequests::default());
     assert_eq!(c.whole_warp_stores, STORE);
 }
+
+/// A plan of several kernels: each kernel's counts apart, its launches summed, in the order of
+/// their first launch, beside the plan's total.
+#[test]
+fn a_plans_kernels_are_counted_apart_and_in_all() {
+    let dev = SimDevice::new().unwrap().instrumented();
+    let (m, n, rows) = (32, 1, 128);
+    let launch = |entry: &str, k: usize| {
+        gemm_launch(
+            "tests/coalescing.cu",
+            KERNELS,
+            entry,
+            [1, 1, 1],
+            [32, 1, 1],
+            (m, n, k),
+        )
+        .steps
+        .remove(0)
+    };
+    let mut plan = gemm_launch(
+        "tests/coalescing.cu",
+        KERNELS,
+        "strided",
+        [1, 1, 1],
+        [32, 1, 1],
+        (m, n, 32),
+    );
+    plan.steps
+        .extend([launch("offset", 0), launch("strided", 0)]);
+    let shape = Shape::gemm(m, n, rows);
+    let inputs = vec![vec![1.5f32; m * rows], vec![0.5f32; rows * n]];
+    let kernel = PlanKernel::fp32(plan);
+    let mut p = dev.prepare(&kernel, &shape, &inputs).expect("prepares");
+    p.run().expect("runs");
+    let t = p.traffic().expect("the simulator counts when instrumented");
+    let entries: Vec<&str> = t.kernels.iter().map(|k| k.entry.as_str()).collect();
+    assert_eq!(entries, ["strided", "offset"]);
+    // A line a lane, then a broadcast.
+    assert_eq!(
+        t.kernels[0].global.loads,
+        r(1, 32, 32, 1, 4).plus(r(1, 1, 1, 1, 4))
+    );
+    assert_eq!(t.kernels[1].global.loads, r(1, 4, 1, 1, 4));
+    assert_eq!(
+        t.global.loads,
+        t.kernels[0].global.loads.plus(t.kernels[1].global.loads)
+    );
+    assert_eq!(t.global.stores, STORE.plus(STORE).plus(STORE));
+}

@@ -86,6 +86,7 @@ fn row(
         traffic: None,
         banks: None,
         coalescing: None,
+        kernel_accesses: Vec::new(),
         same_cpu_port_as: None,
         paired: None,
     }

@@ -159,7 +159,7 @@ pub struct BlockSample {
 
 /// Bytes a run's kernels loaded from and stored to global memory, every access counted (what
 /// the SMs ask of the memory system, before any cache filters it).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct MemoryTraffic {
     pub load_bytes: u64,
     pub store_bytes: u64,
@@ -167,6 +167,38 @@ pub struct MemoryTraffic {
     pub shared: SharedBanks,
     /// How the warps' plain global loads and stores coalesce, as the simulator counts them.
     pub global: Coalescing,
+    /// `shared` and `global` kernel by kernel, in the order of their first launch: a plan of
+    /// several kernels mixes the patterns of each (a naive attention's scores read K a row a
+    /// lane, its product with V reads V coalesced).
+    pub kernels: Vec<KernelAccesses>,
+}
+
+/// One kernel's part of a run's shared and global counts, its launches summed.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct KernelAccesses {
+    /// The entry launched, as its author wrote it (`CudaPlan::written_entry`).
+    pub entry: String,
+    pub shared: SharedBanks,
+    pub global: Coalescing,
+}
+
+impl MemoryTraffic {
+    /// Adds one launch of `entry` to the run's counts and to its kernel's.
+    pub fn add_launch(&mut self, entry: &str, shared: SharedBanks, global: Coalescing) {
+        self.shared = self.shared.plus(shared);
+        self.global = self.global.plus(global);
+        match self.kernels.iter_mut().find(|k| k.entry == entry) {
+            Some(k) => {
+                k.shared = k.shared.plus(shared);
+                k.global = k.global.plus(global);
+            }
+            None => self.kernels.push(KernelAccesses {
+                entry: entry.to_string(),
+                shared,
+                global,
+            }),
+        }
+    }
 }
 
 /// Plain global requests of one kind as the simulator rebuilds them into warp instructions

@@ -768,8 +768,11 @@ impl<'a> SimRun<'a> {
                 Some(c) => {
                     traffic.load_bytes += c.loads;
                     traffic.store_bytes += c.stores;
-                    traffic.shared = traffic.shared.plus(SharedBanks::from_counts(c.banks));
-                    traffic.global = traffic.global.plus(Coalescing::from_counts(c.coalescing));
+                    traffic.add_launch(
+                        self.plan.written_entry(&r.launch.entry),
+                        SharedBanks::from_counts(c.banks),
+                        Coalescing::from_counts(c.coalescing),
+                    );
                 }
                 None => counted = false,
             }
@@ -1333,7 +1336,7 @@ impl Prepared for SimRun<'_> {
     }
 
     fn traffic(&self) -> Option<MemoryTraffic> {
-        self.traffic
+        self.traffic.clone()
     }
 
     fn sample(&self) -> Option<BlockSample> {

@@ -16,7 +16,9 @@ use crate::runs::LabDir;
 use crate::user_kernel::{self, UserKernel};
 use crate::{registry, resources, run, sass, select, sol};
 use kernel::cuda::nvrtc;
-use kernel::{Coalescing, CudaPlan, Executor, Kernel, Role, Shape, SharedBanks, Workload};
+use kernel::{
+    Coalescing, CudaPlan, Executor, Kernel, KernelAccesses, Role, Shape, SharedBanks, Workload,
+};
 use speed_of_light::speed_of_light;
 pub use speed_of_light::{Sol, bank_factors, estimate_of, estimates_against};
 use std::collections::BTreeMap;
@@ -743,11 +745,16 @@ fn bank_counts(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel], first: &[Shape]
     let count = |k: &dyn Kernel, shape: &Shape| {
         COUNTED.get_or((k.info().id.to_string(), shape.to_string()), || {
             let row = run::evaluate_alone(&dev, all, k, shape, &config);
+            let kernels = row.kernel_accesses.clone();
             let counts = row
                 .banks
                 .zip(row.coalescing)
                 .filter(|_| row.passed())
-                .map(|(banks, global)| SimCounts { banks, global })
+                .map(|(banks, global)| SimCounts {
+                    banks,
+                    global,
+                    kernels,
+                })
                 .ok_or_else(|| {
                     row.reason
                         .clone()
@@ -861,12 +868,14 @@ pub fn banks_markdown(all: &[Box<dyn Kernel>], kernels: &[&dyn Kernel]) -> Strin
     ))
 }
 
-/// What the simulator counted of one kernel's accesses: shared memory's banks and how its
-/// global loads and stores coalesce.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// What the simulator counted of one rung's accesses: shared memory's banks and how its
+/// global loads and stores coalesce, in all and, where its plan runs several kernels, kernel
+/// by kernel.
+#[derive(Clone, Debug, PartialEq)]
 pub struct SimCounts {
     pub banks: SharedBanks,
     pub global: Coalescing,
+    pub kernels: Vec<KernelAccesses>,
 }
 
 impl SimCounts {
@@ -875,6 +884,20 @@ impl SimCounts {
             shape,
             banks: self.banks,
             global: self.global,
+            kernels: self.kernels,
+        }
+    }
+
+    /// The counts a table shows on a line each: the rung's, or, where its plan runs several
+    /// kernels, each kernel's, named after the rung (`attn-naive: attn_scores`).
+    fn parts(&self, id: &str) -> Vec<(String, SharedBanks, Coalescing)> {
+        match self.kernels.as_slice() {
+            [_, _, ..] => self
+                .kernels
+                .iter()
+                .map(|k| (format!("{id}: {}", k.entry), k.shared, k.global))
+                .collect(),
+            _ => vec![(id.to_string(), self.banks, self.global)],
         }
     }
 }
@@ -891,6 +914,8 @@ pub struct SimBanks {
     pub shape: Shape,
     pub banks: SharedBanks,
     pub global: Coalescing,
+    /// Each kernel's counts, where the plan runs several.
+    pub kernels: Vec<KernelAccesses>,
 }
 
 /// The simulator's bank counts of `k` alone, as its speed of light takes them.
@@ -932,19 +957,21 @@ fn banks_of(counted: &Counted, sizes: BankSizes) -> Vec<Block> {
             }
         };
         let before = rows.len();
-        for (kind, c) in banks.banks.kinds() {
-            if c.requests == 0 {
-                continue;
+        for (name, shared, _) in banks.parts(id) {
+            for (kind, c) in shared.kinds() {
+                if c.requests == 0 {
+                    continue;
+                }
+                rows.push(vec![
+                    name.clone(),
+                    kind.to_string(),
+                    c.requests.to_string(),
+                    c.wavefronts.to_string(),
+                    c.ideal.to_string(),
+                    c.conflicts().to_string(),
+                    format!("{:.2}", c.conflicts() as f64 / c.requests as f64),
+                ]);
             }
-            rows.push(vec![
-                id.to_string(),
-                kind.to_string(),
-                c.requests.to_string(),
-                c.wavefronts.to_string(),
-                c.ideal.to_string(),
-                c.conflicts().to_string(),
-                format!("{:.2}", c.conflicts() as f64 / c.requests as f64),
-            ]);
         }
         if rows.len() == before {
             notes.push(format!("{id}: no LDS, STS, ldmatrix or cp.async to count."));
@@ -1024,24 +1051,26 @@ fn coalescing_of(counted: &Counted) -> Vec<Block> {
             continue; // the bank section says why
         };
         let before = rows.len();
-        for (kind, r, whole) in c.global.kinds() {
-            if r.requests == 0 {
-                continue;
+        let per = |n: u64, of: u64| match of {
+            0 => "-".to_string(),
+            _ => format!("{:.2}", n as f64 / of as f64),
+        };
+        for (name, _, global) in c.parts(id) {
+            for (kind, r, whole) in global.kinds() {
+                if r.requests == 0 {
+                    continue;
+                }
+                rows.push(vec![
+                    name.clone(),
+                    kind.to_string(),
+                    r.requests.to_string(),
+                    per(r.sectors, r.requests),
+                    per(r.lines, r.requests),
+                    per(r.ideal_lines, r.requests),
+                    whole.requests.to_string(),
+                    per(whole.lines, whole.ideal_lines),
+                ]);
             }
-            let per = |n: u64, of: u64| match of {
-                0 => "-".to_string(),
-                _ => format!("{:.2}", n as f64 / of as f64),
-            };
-            rows.push(vec![
-                id.to_string(),
-                kind.to_string(),
-                r.requests.to_string(),
-                per(r.sectors, r.requests),
-                per(r.lines, r.requests),
-                per(r.ideal_lines, r.requests),
-                whole.requests.to_string(),
-                per(whole.lines, whole.ideal_lines),
-            ]);
         }
         if rows.len() == before {
             notes.push(format!(

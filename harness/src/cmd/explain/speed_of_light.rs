@@ -115,7 +115,7 @@ fn model(
         shape.flops() / bytes
     ))];
     let modelled = match plan {
-        Some(p) => loop_model(p, shape, flops, bytes, banks).or_else(|why| match why {
+        Some(p) => loop_model(k, p, shape, flops, bytes, banks).or_else(|why| match why {
             NoLoopModel::NoMath(why) => launch_model(k, p, shape, bytes, banks)
                 .map_err(|no| format!("{why}, and no launch model: {no}")),
             NoLoopModel::Other(why) => Err(why),
@@ -238,10 +238,13 @@ fn two_ceilings(precision: Precision, flops: f64, bytes: f64, why: &str) -> (Vec
     )
 }
 
-/// The per-rung model from the hot loop of the plan's SASS on the H100's architecture, its
-/// shared-memory wavefronts scaled by the simulator's bank conflicts where it counted them:
-/// its blocks and its time in ms, or why there is none.
+/// The per-rung model from the hot loop of the plan's SASS on the H100's architecture (or,
+/// where the rung splits its FLOP between several kernels, [`Kernel::flops_by_kernel`], the
+/// hot loop of each), its shared-memory wavefronts and global lines scaled by the simulator's
+/// bank conflicts and coalescing where it counted them: its blocks and its time in ms, or why
+/// there is none.
 fn loop_model(
+    k: &dyn Kernel,
     plan: &CudaPlan,
     shape: &Shape,
     flops: f64,
@@ -249,22 +252,223 @@ fn loop_model(
     banks: Option<&Result<SimBanks, String>>,
 ) -> Result<(Vec<Block>, Sol), NoLoopModel> {
     let arch = "sm_90";
-    let tool =
-        sass::Disassembler::find().map_err(|e| NoLoopModel::Other(format!("no SASS ({e})")))?;
-    let hot = sol::hot_loop_of_plan(&tool, plan, arch)
-        .map_err(|e| NoLoopModel::Other(format!("no SASS ({e})")))?
-        .ok_or(NoLoopModel::NoMath("no launch of the plan has a loop"))?;
+    let no_sass = |e: &dyn std::fmt::Display| NoLoopModel::Other(format!("no SASS ({e})"));
+    let tool = sass::Disassembler::find().map_err(|e| no_sass(&e))?;
+    let listings = sass::of_plan(&tool, plan, arch).map_err(|e| no_sass(&e))?;
+    let split = k.flops_by_kernel(shape);
+    let math = math_loops(&listings, &split, flops)?;
+    let several = math.len() > 1;
+    let mut out = Vec::new();
+    if several {
+        let parts: Vec<String> = math
+            .iter()
+            .map(|(h, f)| {
+                format!(
+                    "{} {:.3} GFLOP",
+                    plan.written_entry(&h.listing.entry),
+                    f / 1e9
+                )
+            })
+            .collect();
+        out.push(Block::Text(format!(
+            "The plan runs {} kernels whose loops do multiply-adds: each is modelled by its own \
+             hot loop at its part of the work ({}), with the simulator's counts of that kernel \
+             and the bytes of its own buffers, and their times add (launches run one after the \
+             other).",
+            math.len(),
+            parts.join(", ")
+        )));
+    }
+    let mut loops = Vec::new();
+    for (hot, f) in &math {
+        let moved = if several {
+            entry_bytes(plan, shape, &hot.listing.entry)
+        } else {
+            bytes
+        };
+        let mut l = kernel_loop(plan, hot, *f, moved, banks)?;
+        out.append(&mut l.blocks);
+        if several {
+            out.push(Block::Text(format!(
+                "{}: at best {:.4} ms, bound by {} at {:.4} ms.{}{}",
+                l.entry, l.ms, l.bound, l.bound_ms, l.tail, l.occupancy
+            )));
+            out.push(Block::Text(l.caveats.join(" ")));
+        }
+        loops.push(l);
+    }
+    // The other launches, without multiply-adds or, where the rung names the kernels that do
+    // its FLOP, not among them, take the launch model; launches run one after the other, so
+    // their time adds to the math launches'.
+    // (Launches that each take a chunk of the buffers do not say how large.)
+    let (mut modelled, mut unmodelled) = (Vec::new(), Vec::new());
+    for (x, moved) in plan.launches().zip(plan.launch_bytes(shape)) {
+        if math.iter().any(|(h, _)| x.entry == h.listing.entry) {
+            continue;
+        }
+        let work = if plan.chunked() {
+            None
+        } else {
+            launch_work(plan, &listings, x, moved, !split.is_empty()).ok()
+        };
+        match work {
+            Some(w) => modelled.push(w),
+            None => unmodelled.push(plan.written_entry(&x.entry).to_string()),
+        }
+    }
+    let others = sol::estimate_launches(0.0, &modelled, &sol::BankFactors::default(), None);
+    let (extra, others_line) = match &others {
+        Some(e) => {
+            let b = e.bound();
+            let names = distinct(modelled.iter().map(|w| w.entry.clone()));
+            let n = modelled.len();
+            (
+                b.ms,
+                format!(
+                    " The plan's other launches ({}; {n} launch{}) do {}: the launch model, \
+                     each warp running its kernel once and each launch's buffers crossing DRAM, \
+                     puts them at {:.4} ms at best, bound by {} ({}), which the estimate adds.",
+                    names.join(", "),
+                    if n == 1 { "" } else { "es" },
+                    if split.is_empty() {
+                        "no multiply-add"
+                    } else {
+                        "none of the workload's multiply-adds"
+                    },
+                    b.ms,
+                    b.name,
+                    b.work
+                ),
+            )
+        }
+        None => (0.0, String::new()),
+    };
+    let loops_ms: f64 = loops.iter().map(|l| l.ms).sum();
+    let mut caveats = Vec::new();
+    match loops.as_slice() {
+        [l] => {
+            out.push(Block::Text(format!(
+                "Estimate: at best {:.4} ms, bound by {} at {:.4} ms.{}{}{others_line}",
+                l.ms + extra,
+                l.bound,
+                l.bound_ms,
+                l.tail,
+                l.occupancy
+            )));
+            caveats.clone_from(&l.caveats);
+        }
+        _ => {
+            let each: Vec<String> = loops
+                .iter()
+                .map(|l| format!("{} {:.4}", l.entry, l.ms))
+                .collect();
+            out.push(Block::Text(format!(
+                "Estimate: at best {:.4} ms, the sum of its kernels' ({} ms).{others_line}",
+                loops_ms + extra,
+                each.join(" + ")
+            )));
+        }
+    }
+    if !unmodelled.is_empty() {
+        caveats.push(format!(
+            "The plan's other launches ({}) are not in this model.",
+            distinct(unmodelled).join(", ")
+        ));
+    }
+    if !caveats.is_empty() {
+        out.push(Block::Text(caveats.join(" ")));
+    }
+    out.push(metrics(&loops[0].estimate));
+    // The bound of the largest part.
+    let largest = loops
+        .iter()
+        .max_by(|a, b| a.ms.total_cmp(&b.ms))
+        .map_or("", |l| l.bound);
+    let bound = match &others {
+        Some(e) if extra > loops_ms => e.bound().name,
+        _ => largest,
+    };
+    Ok((
+        out,
+        Sol {
+            ms: loops_ms + extra,
+            bound: bound.to_string(),
+        },
+    ))
+}
+
+/// The loops the model scales, each with its FLOP: the kernels `split` names, or where it
+/// names none, the launch whose hot loop does the most FLOP a pass (the matrix product rather
+/// than a conversion kernel), with all of `flops`.
+fn math_loops(
+    listings: &[sass::Listing],
+    split: &[(&str, f64)],
+    flops: f64,
+) -> Result<Vec<(sol::HotLoop, f64)>, NoLoopModel> {
+    if split.is_empty() {
+        let hot = sol::hottest(listings)
+            .ok_or(NoLoopModel::NoMath("no launch of the plan has a loop"))?;
+        return Ok(vec![(hot, flops)]);
+    }
+    split
+        .iter()
+        .map(|&(entry, f)| {
+            let listing = listings
+                .iter()
+                .find(|l| l.entry == entry)
+                .ok_or_else(|| NoLoopModel::Other(format!("the plan launches no {entry}")))?;
+            let hot = sol::hot_loop(listing)
+                .ok_or_else(|| NoLoopModel::Other(format!("{entry} has no loop")))?;
+            Ok((hot, f))
+        })
+        .collect()
+}
+
+/// The bytes of the buffers every launch of `entry` reads and writes, as DRAM moves them.
+fn entry_bytes(plan: &CudaPlan, shape: &Shape, entry: &str) -> f64 {
+    plan.launches()
+        .zip(plan.launch_bytes(shape))
+        .filter(|(l, _)| l.entry == entry)
+        .map(|(_, b)| sol::dram_bytes(b.read, b.written, &b.intermediates))
+        .sum()
+}
+
+/// One kernel's hot loop scaled to its FLOP: the blocks that show it (the pass, the ceilings),
+/// its time, the ceiling that binds it and what the estimate line says of its waves and
+/// occupancy, and the caveats of its counts.
+struct KernelLoop {
+    entry: String,
+    blocks: Vec<Block>,
+    estimate: sol::Estimate,
+    ms: f64,
+    bound: &'static str,
+    bound_ms: f64,
+    tail: String,
+    occupancy: String,
+    caveats: Vec<String>,
+}
+
+/// The loop model of `hot`, a loop of one of `plan`'s kernels, doing `flops` and moving
+/// `bytes` through DRAM.
+fn kernel_loop(
+    plan: &CudaPlan,
+    hot: &sol::HotLoop,
+    flops: f64,
+    bytes: f64,
+    banks: Option<&Result<SimBanks, String>>,
+) -> Result<KernelLoop, NoLoopModel> {
+    let arch = "sm_90";
     let pass = &hot.hot.summary;
-    let factors = bank_factors(banks, plan, pass);
+    let l = &hot.listing;
+    let entry = plan.written_entry(&l.entry).to_string();
+    let factors = bank_factors(banks, plan, pass, Some(&entry));
     let estimate = sol::estimate(flops, bytes, pass, &factors).ok_or(NoLoopModel::NoMath(
         "the hot loop does no multiply-add, so nothing scales it to the shape",
     ))?;
-    let l = &hot.listing;
-    let mut out = vec![Block::Text(format!(
-        "Model: the hot loop of {} ({}, {}), the innermost loop doing math ({}, {:#06x} to \
+    let mut blocks = vec![Block::Text(format!(
+        "Model: the hot loop of {entry} ({}, {}), the innermost loop doing math ({}, {:#06x} to \
          {:#06x}). One warp's pass, each line once (of an if/else the shorter arm, nested \
          loops once): {}.",
-        plan.written_entry(&l.entry),
         l.file,
         l.arch,
         hot.hot.label,
@@ -273,7 +477,7 @@ fn loop_model(
         sol::describe(pass)
     ))];
     let tma_unseen = l.function.summary.utmaldg > 0 && pass.global_load_bytes == 0;
-    out.push(Block::Text(format!(
+    blocks.push(Block::Text(format!(
         "The shape's FLOP take {:.3e} such passes. H100 SXM ceilings: {} SMs at the {:.2} GHz \
          boost clock behind NVIDIA's data sheet FP32 peak; rates as below.",
         estimate.warp_passes,
@@ -291,7 +495,7 @@ fn loop_model(
         Some((blocks, tiles, _)) => estimate.bound_over_sms(tiles.unwrap_or(blocks)).0,
         None => estimate.bound(),
     };
-    out.push(ceilings_table(&estimate, bound, tma_unseen));
+    blocks.push(ceilings_table(&estimate, bound, tma_unseen));
     let occupancy = launch.and_then(|r| Some((r.occupancy?, r.occupancy_limiter?)));
     let occupancy = match occupancy {
         Some((o, limiter)) => {
@@ -310,9 +514,9 @@ fn loop_model(
         }
         None => String::new(),
     };
-    let (t, tail) = match waves {
-        Some((blocks, tiles, w)) => {
-            let units = tiles.unwrap_or(blocks);
+    let (ms, tail) = match waves {
+        Some((launched, tiles, w)) => {
+            let units = tiles.unwrap_or(launched);
             let t = estimate.spread_over_sms(units);
             let idle = if t > bound.ms {
                 let per_sm = units as f64 / sol::h100::SMS;
@@ -327,67 +531,19 @@ fn loop_model(
                 String::new()
             };
             let what = match tiles {
-                Some(tiles) => format!("{tiles} tiles shared out by {blocks} persistent blocks"),
-                None => format!("{blocks} blocks"),
+                Some(tiles) => format!("{tiles} tiles shared out by {launched} persistent blocks"),
+                None => format!("{launched} blocks"),
             };
             (
                 t,
                 format!(
-                    " {what} of {} make {w:.2} waves over the {} SMs at this occupancy{idle}.",
-                    plan.written_entry(&l.entry),
+                    " {what} of {entry} make {w:.2} waves over the {} SMs at this occupancy{idle}.",
                     sol::h100::SMS
                 ),
             )
         }
         None => (bound.ms, String::new()),
     };
-    // The other launches without multiply-adds take the launch model; launches run one after
-    // the other, so their time adds to the hot launch's.
-    // (Launches that each take a chunk of the buffers do not say how large.)
-    let (mut modelled, mut unmodelled) = (Vec::new(), Vec::new());
-    let listings = sass::of_plan(&tool, plan, arch).ok();
-    for (x, moved) in plan.launches().zip(plan.launch_bytes(shape)) {
-        if x.entry == l.entry {
-            continue;
-        }
-        let work = match &listings {
-            Some(listings) if !plan.chunked() => launch_work(plan, listings, x, moved).ok(),
-            _ => None,
-        };
-        match work {
-            Some(w) => modelled.push(w),
-            None => unmodelled.push(plan.written_entry(&x.entry).to_string()),
-        }
-    }
-    let others = sol::estimate_launches(0.0, &modelled, &sol::BankFactors::default(), None);
-    let (extra, others_line) = match &others {
-        Some(e) => {
-            let b = e.bound();
-            let names = distinct(modelled.iter().map(|w| w.entry.clone()));
-            let n = modelled.len();
-            (
-                b.ms,
-                format!(
-                    " The plan's other launches ({}; {n} launch{}) do no multiply-add: the \
-                     launch model, each warp running its kernel once and each launch's buffers \
-                     crossing DRAM, puts them at {:.4} ms at best, bound by {} ({}), which the \
-                     estimate adds.",
-                    names.join(", "),
-                    if n == 1 { "" } else { "es" },
-                    b.ms,
-                    b.name,
-                    b.work
-                ),
-            )
-        }
-        None => (0.0, String::new()),
-    };
-    out.push(Block::Text(format!(
-        "Estimate: at best {:.4} ms, bound by {} at {:.4} ms.{tail}{occupancy}{others_line}",
-        t + extra,
-        bound.name,
-        bound.ms
-    )));
     let shared = pass.shared_wavefronts.total() > 0;
     let mut caveats = vec![bytes_caveat(banks, shared, &factors)];
     if pass.hmma > 0 {
@@ -404,26 +560,18 @@ fn loop_model(
                 .into(),
         );
     }
-    if !unmodelled.is_empty() {
-        caveats.push(format!(
-            "The plan's other launches ({}) are not in this model.",
-            distinct(unmodelled).join(", ")
-        ));
-    }
-    out.push(Block::Text(caveats.join(" ")));
-    out.push(metrics(&estimate));
-    // The bound of the larger part.
-    let bound = match &others {
-        Some(e) if extra > t => e.bound().name,
-        _ => bound.name,
-    };
-    Ok((
-        out,
-        Sol {
-            ms: t + extra,
-            bound: bound.to_string(),
-        },
-    ))
+    let (bound, bound_ms) = (bound.name, bound.ms);
+    Ok(KernelLoop {
+        entry,
+        blocks,
+        estimate,
+        ms,
+        bound,
+        bound_ms,
+        tail,
+        occupancy,
+        caveats,
+    })
 }
 
 /// Why the loop model gives no estimate: the plan's loops do no multiply-add (the launch
@@ -433,19 +581,24 @@ enum NoLoopModel {
     Other(String),
 }
 
-/// The simulator's bank conflicts and coalescing as factors for `pass`, a loop of one of
-/// `plan`'s kernels, or none where it counted none. The simulator counts a plan's launches
-/// together: where they run several kernels, their global accesses are not this loop's
-/// (a naive attention's scores read K a row a lane, its product with V reads V coalesced),
-/// so the loop's are taken as coalesced.
+/// The simulator's bank conflicts and coalescing as factors for `pass`, or none where it
+/// counted none. Where `pass` is a loop of `plan`'s kernel `entry` (as written: see
+/// [`CudaPlan::written_entry`]) and the simulator counted the plan's kernels apart, that
+/// kernel's counts (a naive attention's scores read K a row a lane, its product with V reads
+/// V coalesced); else the plan's, where its global accesses are taken as coalesced if it runs
+/// several kernels, since their counts are not this loop's.
 pub fn bank_factors(
     banks: Option<&Result<SimBanks, String>>,
     plan: &CudaPlan,
     pass: &sass::Summary,
+    entry: Option<&str>,
 ) -> sol::BankFactors {
     let Some(Ok(sim)) = banks else {
         return sol::BankFactors::default();
     };
+    if let Some(k) = sim.kernels.iter().find(|k| Some(k.entry.as_str()) == entry) {
+        return sol::BankFactors::from_simulator(&k.shared, pass).with_coalescing(&k.global, pass);
+    }
     let factors = sol::BankFactors::from_simulator(&sim.banks, pass);
     let kernels = distinct(
         plan.launches()
@@ -563,7 +716,7 @@ fn launch_model(
     let launches = plan
         .launches()
         .zip(plan.launch_bytes(shape))
-        .map(|(l, moved)| launch_work(plan, &listings, l, moved))
+        .map(|(l, moved)| launch_work(plan, &listings, l, moved, false))
         .collect::<Result<Vec<_>, _>>()?;
     // The bank factors of the launch that takes the most shared-memory wavefronts.
     let heaviest = launches
@@ -571,7 +724,8 @@ fn launch_model(
         .max_by_key(|l| l.warps() * l.once.shared_wavefronts.total())
         .map(|l| l.once)
         .unwrap_or_default();
-    let factors = bank_factors(banks, plan, &heaviest);
+    // One set of factors for every launch: the plan's counts, all its kernels together.
+    let factors = bank_factors(banks, plan, &heaviest, None);
     // What the simulator's warps asked of shared memory, per warp launched at its shape.
     let served = match banks {
         Some(Ok(sim)) => k.cuda(&sim.shape).and_then(|p| {
@@ -683,13 +837,15 @@ fn distinct(names: impl IntoIterator<Item = String>) -> Vec<String> {
 }
 
 /// One launch of `plan` as the launch model counts it, from its SASS in `listings`, or why it
-/// cannot: a loop of multiply-adds (the loop model's), or a streaming loop inside another
-/// loop, whose trip counts the SASS does not give.
+/// cannot: a loop of multiply-adds (the loop model's, unless `math_elsewhere`: the rung
+/// declares the kernels that do its FLOP, and this one's are an exp's polynomial), or a
+/// streaming loop inside another loop, whose trip counts the SASS does not give.
 fn launch_work(
     plan: &CudaPlan,
     listings: &[sass::Listing],
     l: &Launch,
     moved: LaunchBytes,
+    math_elsewhere: bool,
 ) -> Result<sol::LaunchWork, String> {
     let entry = plan.written_entry(&l.entry);
     let listing = listings
@@ -697,9 +853,10 @@ fn launch_work(
         .find(|x| x.file == l.source.label() && x.entry == l.entry.as_ref())
         .ok_or_else(|| format!("no SASS of {entry}"))?;
     let f = &listing.function;
-    if f.loops()
-        .iter()
-        .any(|o| o.summary.flop_fma + o.summary.flop_tensor > 0)
+    if !math_elsewhere
+        && f.loops()
+            .iter()
+            .any(|o| o.summary.flop_fma + o.summary.flop_tensor > 0)
     {
         return Err(format!("the loop of {entry} does multiply-adds"));
     }
