@@ -299,6 +299,34 @@ fn tensor_element_bytes(mods: &[&str]) -> u64 {
 }
 
 impl Summary {
+    /// These counts with the memory accesses of `o` added, kind by kind and width by width:
+    /// what two runs of code together ask of each kind of access.
+    pub fn with_accesses_of(mut self, o: &Summary) -> Summary {
+        self.ldg += o.ldg;
+        self.ldg128 += o.ldg128;
+        self.ldg64 += o.ldg64;
+        self.stg += o.stg;
+        self.stg128 += o.stg128;
+        self.stg64 += o.stg64;
+        self.lds += o.lds;
+        self.lds128 += o.lds128;
+        self.lds64 += o.lds64;
+        self.sts += o.sts;
+        self.sts128 += o.sts128;
+        self.sts64 += o.sts64;
+        self.ldsm += o.ldsm;
+        self.ldgsts += o.ldgsts;
+        let (w, v) = (&mut self.shared_wavefronts, &o.shared_wavefronts);
+        (w.lds, w.sts, w.ldsm, w.ldgsts, w.wgmma) = (
+            w.lds + v.lds,
+            w.sts + v.sts,
+            w.ldsm + v.ldsm,
+            w.ldgsts + v.ldgsts,
+            w.wgmma + v.wgmma,
+        );
+        self
+    }
+
     /// Counts one instruction line (after the address and predicate: opcode and operands).
     fn add(&mut self, opcode: &str, operands: &str) {
         if opcode == "NOP" {

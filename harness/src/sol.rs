@@ -352,9 +352,13 @@ impl BankFactors {
         (requested - repeated).max(0.0)
     }
 
-    /// Whether broadcasts lower the L2's bytes.
-    fn broadcasts(&self) -> bool {
-        self.moved.iter().any(|&m| m < 1.0)
+    /// What the ceilings' words say of these factors: the kinds they scale.
+    fn labels(&self) -> Labels {
+        Labels {
+            conflicts: self.taken(),
+            uncoalesced: self.uncoalesced(),
+            broadcasts: self.moved.iter().any(|&m| m < 1.0),
+        }
     }
 
     /// The wavefronts `w` take with these factors (`HGMMA`'s operands unscaled).
@@ -388,6 +392,40 @@ impl BankFactors {
     }
 }
 
+/// What the ceilings' words name of the factors an estimate took: the kinds of shared-memory
+/// instruction scaled by bank conflicts (`LDS x1.50`), of global access by lines over the
+/// coalesced (`LDG x16.50`), and whether broadcasts lowered the L2's bytes.
+#[derive(Default)]
+struct Labels {
+    conflicts: Vec<String>,
+    uncoalesced: Vec<String>,
+    broadcasts: bool,
+}
+
+impl Labels {
+    /// These and `o`'s, each named `entry: ` where given (a launch's own factors).
+    fn with(mut self, o: Labels, entry: Option<&str>) -> Self {
+        let named = |v: Vec<String>| -> Vec<String> {
+            match entry {
+                Some(e) => v.into_iter().map(|x| format!("{e} {x}")).collect(),
+                None => v,
+            }
+        };
+        for x in named(o.conflicts) {
+            if !self.conflicts.contains(&x) {
+                self.conflicts.push(x);
+            }
+        }
+        for x in named(o.uncoalesced) {
+            if !self.uncoalesced.contains(&x) {
+                self.uncoalesced.push(x);
+            }
+        }
+        self.broadcasts |= o.broadcasts;
+        self
+    }
+}
+
 /// The estimate for a shape of `flops` FLOP and `compulsory_bytes` bytes (each input read
 /// once, the output written once) done by passes of `pass`, one warp's pass through the hot
 /// loop, its shared-memory wavefronts scaled by `banks`. `None` when the loop does no math:
@@ -412,7 +450,13 @@ pub fn estimate(
     let work = Work::default().plus(pass, w, banks);
     Some(Estimate {
         warp_passes: w,
-        ceilings: ceilings(&work, &work, compulsory_bytes, pass.hgmma > 0, banks),
+        ceilings: ceilings(
+            &work,
+            &work,
+            compulsory_bytes,
+            pass.hgmma > 0,
+            &banks.labels(),
+        ),
     })
 }
 
@@ -485,7 +529,7 @@ fn ceilings(
     timed: &Work,
     compulsory_bytes: f64,
     wgmma: bool,
-    banks: &BankFactors,
+    labels: &Labels,
 ) -> Vec<Ceiling> {
     let clock = h100::clock_hz();
     let ms = |seconds: f64| seconds * 1e3;
@@ -531,7 +575,7 @@ fn ceilings(
     });
     ceilings.push(Ceiling {
         name: L2,
-        work: if banks.broadcasts() {
+        work: if labels.broadcasts {
             format!("{}, broadcasts moved once", si(work.global, "B"))
         } else {
             si(work.global, "B")
@@ -544,13 +588,12 @@ fn ceilings(
         metric: "lts__t_bytes.sum",
     });
     let wavefront_rate = h100::SMS * clock;
-    let conflicts = banks.taken();
-    let conflicts = if conflicts.is_empty() {
+    let conflicts = if labels.conflicts.is_empty() {
         String::new()
     } else {
         format!(
             " with the simulator's bank conflicts ({})",
-            conflicts.join(", ")
+            labels.conflicts.join(", ")
         )
     };
     ceilings.push(Ceiling {
@@ -579,7 +622,7 @@ fn ceilings(
                  l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum)",
     });
     if work.lines > 0.0 {
-        let uncoalesced = banks.uncoalesced();
+        let uncoalesced = &labels.uncoalesced;
         ceilings.push(Ceiling {
             name: L1,
             work: if uncoalesced.is_empty() {
@@ -635,6 +678,9 @@ pub struct LaunchWork {
     /// cross DRAM: an intermediate an earlier launch wrote is read from the L2 where the L2
     /// can hold it ([`dram_bytes`]).
     pub buffer_bytes: f64,
+    /// The simulator's counts of this launch's kernel as factors, where it counted the plan's
+    /// kernels apart, in place of the estimate's.
+    pub own: Option<BankFactors>,
 }
 
 impl LaunchWork {
@@ -686,7 +732,15 @@ pub fn estimate_launches(
         return None;
     }
     let (mut work, mut timed) = (Work::default(), Work::default());
+    let mut labels = banks.labels();
     for l in launches {
+        let banks = match &l.own {
+            Some(own) => {
+                labels = labels.with(own.labels(), Some(&l.entry));
+                own
+            }
+            None => banks,
+        };
         let mut w = Work::default().plus(&l.once, l.warps() as f64, banks);
         // An if's body issues only in warps with a lane that takes it: at best, none.
         w.issued = l.warps() as f64 * f64::from(l.shortest);
@@ -700,7 +754,7 @@ pub fn estimate_launches(
         timed = timed.sum(w.scaled(l.stretch()));
     }
     let wgmma = launches.iter().any(|l| l.once.hgmma > 0);
-    let mut ceilings = ceilings(&work, &timed, compulsory_bytes, wgmma, banks);
+    let mut ceilings = ceilings(&work, &timed, compulsory_bytes, wgmma, &labels);
     // Intermediates written by one launch and read by the next cross DRAM twice unless the L2
     // holds them: where the launches move more than the compulsory bytes, what they move.
     let buffers: f64 = launches.iter().map(|l| l.buffer_bytes).sum();
@@ -934,6 +988,54 @@ mod tests {
         assert!(!notes[0].contains("hold"), "{notes:?}");
     }
 
+    /// A launch that takes its own kernel's counts pays its own lines; the others the
+    /// estimate's. The L1 ceiling names whose factor it took.
+    #[test]
+    fn a_launch_with_its_own_counts_pays_its_own_lines() {
+        let body = pass(|s| {
+            s.instructions = 10;
+            s.ldg = 1;
+            s.global_load_bytes = 128;
+        });
+        let launch = |entry: &str, own: Option<BankFactors>| LaunchWork {
+            entry: entry.into(),
+            blocks: 132 * 100,
+            warps_per_block: 8,
+            once: body,
+            shortest: body.instructions,
+            hot: None,
+            buffer_bytes: 1e6,
+            own,
+        };
+        let line_a_lane = GlobalRequests {
+            requests: 1,
+            sectors: 32,
+            lines: 32,
+            ideal_lines: 1,
+            lane_bytes: 4,
+        };
+        let rows = Coalescing {
+            loads: line_a_lane,
+            whole_warp_loads: line_a_lane,
+            ..Coalescing::default()
+        };
+        let own = BankFactors::default().with_coalescing(&rows, &body);
+        let l1 = |ls: &[LaunchWork]| {
+            estimate_launches(1.0, ls, &BankFactors::default(), None)
+                .unwrap()
+                .ceiling(L1)
+                .unwrap()
+                .clone()
+        };
+        let coalesced = l1(&[launch("rows", None), launch("cols", None)]);
+        let mixed = l1(&[launch("rows", Some(own)), launch("cols", None)]);
+        assert!(
+            (mixed.ms - coalesced.ms * 33.0 / 2.0).abs() < 1e-9,
+            "{mixed:?} {coalesced:?}"
+        );
+        assert!(mixed.work.contains("(rows LDG x32.00)"), "{mixed:?}");
+    }
+
     #[test]
     fn the_clock_is_the_data_sheet_fp32_clock() {
         let ghz = h100::clock_hz() / 1e9;
@@ -1068,6 +1170,7 @@ mod tests {
             shortest: body.instructions,
             hot: None,
             buffer_bytes: 1e6,
+            own: None,
         };
         let issue = |ls: &[LaunchWork], served: Option<f64>| {
             let e = estimate_launches(1.0, ls, &BankFactors::default(), served).unwrap();

@@ -1116,6 +1116,8 @@ fn each_kernel_of_a_plan_is_modelled_at_its_own_work_and_coalescing() {
         .parse()
         .unwrap();
     assert!(!text.contains("not in this model"), "{text}");
+    // Its thread a row reads a line a lane: the launch model takes the softmax's own counts.
+    assert!(text.contains("attn_softmax LDG x32.00"), "{text}");
     let sol = sol_of(&all, "attn-naive");
     assert!(
         text.contains(&format!(

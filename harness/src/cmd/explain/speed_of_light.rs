@@ -309,7 +309,7 @@ fn loop_model(
         let work = if plan.chunked() {
             None
         } else {
-            launch_work(plan, &listings, x, moved, !split.is_empty()).ok()
+            launch_work(plan, &listings, x, moved, !split.is_empty(), banks).ok()
         };
         match work {
             Some(w) => modelled.push(w),
@@ -716,7 +716,7 @@ fn launch_model(
     let launches = plan
         .launches()
         .zip(plan.launch_bytes(shape))
-        .map(|(l, moved)| launch_work(plan, &listings, l, moved, false))
+        .map(|(l, moved)| launch_work(plan, &listings, l, moved, false, banks))
         .collect::<Result<Vec<_>, _>>()?;
     // The bank factors of the launch that takes the most shared-memory wavefronts.
     let heaviest = launches
@@ -812,7 +812,7 @@ fn launch_model(
              conflicts included. Bytes are what the warps request: coalescing, L1 hits and \
              broadcasts change what moves."
         ),
-        _ => bytes_caveat(banks, shared, &factors),
+        _ => bytes_caveat(banks, shared, &each_launchs(&launches, factors)),
     };
     out.push(Block::Text(format!(
         "{bytes} Latency is not modelled: {launches_word} also pays the GPU's launch latency, \
@@ -824,6 +824,28 @@ fn launch_model(
         bound: bound.name.to_string(),
     };
     Ok((out, bound))
+}
+
+/// The factors whose notes the launch model's caveat gives: `plan_wide`'s, or where launches
+/// take their own kernel's counts, each kernel's notes named after it.
+fn each_launchs(launches: &[sol::LaunchWork], plan_wide: sol::BankFactors) -> sol::BankFactors {
+    let mut named = sol::BankFactors::default();
+    let mut seen = Vec::new();
+    for l in launches {
+        let Some(own) = &l.own else {
+            return plan_wide;
+        };
+        if seen.contains(&&l.entry) {
+            continue;
+        }
+        seen.push(&l.entry);
+        let name = |notes: &[String]| notes.iter().map(|n| format!("{} {n}", l.entry)).collect();
+        named.notes.extend::<Vec<String>>(name(&own.notes));
+        named
+            .line_notes
+            .extend::<Vec<String>>(name(&own.line_notes));
+    }
+    named
 }
 
 /// The names, each once, in their first order.
@@ -839,13 +861,15 @@ fn distinct(names: impl IntoIterator<Item = String>) -> Vec<String> {
 /// One launch of `plan` as the launch model counts it, from its SASS in `listings`, or why it
 /// cannot: a loop of multiply-adds (the loop model's, unless `math_elsewhere`: the rung
 /// declares the kernels that do its FLOP, and this one's are an exp's polynomial), or a
-/// streaming loop inside another loop, whose trip counts the SASS does not give.
+/// streaming loop inside another loop, whose trip counts the SASS does not give. Where the
+/// simulator counted the plan's kernels apart, the launch takes its own kernel's counts.
 fn launch_work(
     plan: &CudaPlan,
     listings: &[sass::Listing],
     l: &Launch,
     moved: LaunchBytes,
     math_elsewhere: bool,
+    banks: Option<&Result<SimBanks, String>>,
 ) -> Result<sol::LaunchWork, String> {
     let entry = plan.written_entry(&l.entry);
     let listing = listings
@@ -870,16 +894,26 @@ fn launch_work(
         ));
     }
     let read = moved.read as f64;
+    let once = f.once_outside(hot.as_ref(), sass::Ifs::Taken);
+    let counted_apart =
+        matches!(banks, Some(Ok(sim)) if sim.kernels.iter().any(|k| k.entry == entry));
+    let own = counted_apart.then(|| {
+        let accesses = hot
+            .as_ref()
+            .map_or(once, |h| once.with_accesses_of(&h.summary));
+        bank_factors(banks, plan, &accesses, Some(entry))
+    });
     Ok(sol::LaunchWork {
         entry: entry.to_string(),
         blocks: l.blocks(),
         warps_per_block: u64::from(l.threads_per_block().div_ceil(32)),
-        once: f.once_outside(hot.as_ref(), sass::Ifs::Taken),
+        once,
         shortest: f
             .once_outside(hot.as_ref(), sass::Ifs::Skipped)
             .instructions,
         hot: hot.map(|h| (h.summary, read / h.summary.global_load_bytes as f64)),
         buffer_bytes: sol::dram_bytes(moved.read, moved.written, &moved.intermediates),
+        own,
     })
 }
 
