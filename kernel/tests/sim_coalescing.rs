@@ -7,7 +7,7 @@
 
 use kernel::sim::SimDevice;
 use kernel::testing::{PlanKernel, gemm_launch};
-use kernel::{Coalescing, Executor, GlobalRequests, Shape};
+use kernel::{Coalescing, CudaPlan, Executor, GlobalRequests, Shape};
 
 const KERNELS: &str = r#"
 // Lane t reads A[t * K] and writes C[t]: K = 1 contiguous, 0 one word for all (a broadcast),
@@ -47,18 +47,23 @@ extern "C" __global__ void partial(const float *A, const float *B, float *C, int
 }
 "#;
 
-/// Runs `entry` as one warp with K = `k` and returns the simulator's coalescing counts.
-fn counts(entry: &str, k: usize) -> Coalescing {
-    let dev = SimDevice::new().unwrap().instrumented();
-    let (m, n) = (32, 1);
-    let plan = gemm_launch(
+/// A plan that launches `entry` as one warp with M = 32, N = 1 and K = `k`.
+fn one_warp(entry: &str, k: usize) -> CudaPlan {
+    gemm_launch(
         "tests/coalescing.cu",
         KERNELS,
         entry,
         [1, 1, 1],
         [32, 1, 1],
-        (m, n, k),
-    );
+        (32, 1, k),
+    )
+}
+
+/// Runs `entry` as one warp with K = `k` and returns the simulator's coalescing counts.
+fn counts(entry: &str, k: usize) -> Coalescing {
+    let dev = SimDevice::new().unwrap().instrumented();
+    let (m, n) = (32, 1);
+    let plan = one_warp(entry, k);
     // A holds M x 4K floats, 128 at least: lane 31 reads float 31 * K, or float4 31 * K.
     let rows = (4 * k).max(4);
     let shape = Shape::gemm(m, n, rows);
@@ -139,28 +144,10 @@ fn requests_of_part_of_a_warp_are_counted_apart_from_whole_warps() {
 fn a_plans_kernels_are_counted_apart_and_in_all() {
     let dev = SimDevice::new().unwrap().instrumented();
     let (m, n, rows) = (32, 1, 128);
-    let launch = |entry: &str, k: usize| {
-        gemm_launch(
-            "tests/coalescing.cu",
-            KERNELS,
-            entry,
-            [1, 1, 1],
-            [32, 1, 1],
-            (m, n, k),
-        )
-        .steps
-        .remove(0)
-    };
-    let mut plan = gemm_launch(
-        "tests/coalescing.cu",
-        KERNELS,
-        "strided",
-        [1, 1, 1],
-        [32, 1, 1],
-        (m, n, 32),
+    let mut plan = one_warp("strided", 32);
+    plan.steps.extend(
+        [("offset", 0), ("strided", 0)].map(|(entry, k)| one_warp(entry, k).steps.remove(0)),
     );
-    plan.steps
-        .extend([launch("offset", 0), launch("strided", 0)]);
     let shape = Shape::gemm(m, n, rows);
     let inputs = vec![vec![1.5f32; m * rows], vec![0.5f32; rows * n]];
     let kernel = PlanKernel::fp32(plan);
