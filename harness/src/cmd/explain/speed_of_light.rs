@@ -724,7 +724,8 @@ fn launch_model(
         .max_by_key(|l| l.warps() * l.once.shared_wavefronts.total())
         .map(|l| l.once)
         .unwrap_or_default();
-    // One set of factors for every launch: the plan's counts, all its kernels together.
+    // For launches the simulator did not count apart: the plan's counts, all its kernels
+    // together.
     let factors = bank_factors(banks, plan, &heaviest, None);
     // What the simulator's warps asked of shared memory, per warp launched at its shape.
     let served = match banks {
