@@ -562,7 +562,7 @@ fn a_cluster_kernel_runs_with_its_cluster_dims_through_the_simulators_wrapper() 
     let row = &results.workloads[0].shapes[0].rows[0];
     assert_eq!(row.status, Status::Passed, "{row:?}");
 
-    // Static __shared__ memory would be one copy for both blocks: refused, not run wrong.
+    // Static __shared__ memory: each block of the cluster has its own, as on a GPU.
     let code = code.replace(
         "extern __shared__ float mine[];",
         "__shared__ float mine[64];",
@@ -575,12 +575,7 @@ fn a_cluster_kernel_runs_with_its_cluster_dims_through_the_simulators_wrapper() 
     )];
     let results = sim_rows(&users, &[Shape::gemm(16, 16, 8)]);
     let row = &results.workloads[0].shapes[0].rows[0];
-    assert_eq!(row.status, Status::Unsupported, "{row:?}");
-    let why = row.reason.as_deref().unwrap_or_default();
-    assert!(
-        why.contains("cluster_static.cu declares static __shared__ variables beside a kernel with __cluster_dims__"),
-        "{why}"
-    );
+    assert_eq!(row.status, Status::Passed, "{row:?}");
 }
 
 /// A cluster size that host code sets at launch (`cudaLaunchKernelEx` with
@@ -706,32 +701,61 @@ fn a_struct_taken_by_value_is_given_as_its_fields_in_braces() {
     );
 }
 
-/// A file declaring static `__shared__` variables is not run in clusters by the simulator,
-/// which keeps one copy of them for a cluster's blocks: with `cluster=` its rows say so.
+/// With `cluster=`, each block of a cluster has its own static `__shared__` variables, in the
+/// kernel's file and in a header it includes; one the simulator cannot give each block (a
+/// declaration in a macro) costs the simulator's row, with its line, not the GPU's.
 #[test]
-fn static_shared_memory_is_not_simulated_in_clusters_given_with_cluster() {
+fn static_shared_memory_is_each_blocks_own_in_clusters_given_with_cluster() {
     let dir = scratch_dir("cluster-static");
+    std::fs::write(
+        dir.join("partner.h"),
+        "#include <cooperative_groups.h>\n\
+         __device__ float *partners(float *mine) {\n\
+         \x20 __shared__ unsigned arrived;\n\
+         \x20 if (threadIdx.x == 0) arrived = 1;\n\
+         \x20 auto cluster = cooperative_groups::this_cluster();\n\
+         \x20 cluster.sync();\n\
+         \x20 if (*cluster.map_shared_rank(&arrived, cluster.block_rank() ^ 1) != 1) __trap();\n\
+         \x20 return cluster.map_shared_rank(mine, cluster.block_rank() ^ 1);\n\
+         }\n",
+    )
+    .unwrap();
+    let code = "#include \"partner.h\"\n\
+        __global__ void swapped(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+        \x20 __shared__ float mine[64];\n\
+        \x20 const int i = (blockIdx.x ^ 1) * blockDim.x + threadIdx.x;\n\
+        \x20 float acc = 0.0f;\n\
+        \x20 if (i < M * N)\n\
+        \x20   for (int k = 0; k < K; ++k) acc += A[i / N * K + k] * B[k * N + i % N];\n\
+        \x20 partners(mine)[threadIdx.x] = acc;\n\
+        \x20 cooperative_groups::this_cluster().sync();\n\
+        \x20 const int j = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20 if (j < M * N) C[j] = mine[threadIdx.x];\n\
+        }\n";
     let file = dir.join("static.cu");
+    std::fs::write(&file, code).unwrap();
+    let spec = format!("{}:swapped,block=64,grid=tile:64,cluster=2", file.display());
+    let (ok, text) = sim_run("gemm", "16x16x8", &spec, &dir.join("out"));
+    assert!(ok && passing_user_rows(&text) == 1, "{text}");
+
+    let file = dir.join("macro.cu");
     std::fs::write(
         &file,
-        "__global__ void k(const float *A, const float *B, float *C, int M, int N, int K) {\n\
-         \x20 __shared__ float t[64];\n\
-         \x20 t[threadIdx.x] = 0.0f;\n\
-         \x20 const int i = blockIdx.x * 64 + threadIdx.x;\n\
-         \x20 if (i < M * N) C[i] = t[threadIdx.x];\n\
-         }\n",
+        code.replace(
+            "\x20 __shared__ float mine[64];\n",
+            "#define TILE __shared__ float mine[64]\n\x20 TILE;\n",
+        ),
     )
     .unwrap();
     let (_, text) = sim_run(
         "gemm",
         "16x16x8",
-        &format!("{}:k,block=64,grid=tile:64,cluster=2", file.display()),
-        &dir.join("out"),
+        &spec.replace("static.cu", "macro.cu"),
+        &dir.join("macro"),
     );
     assert!(
         text.contains(&format!(
-            "not simulated: {} declares static __shared__ variables and cluster= launches its \
-             kernel in clusters",
+            "not simulated: {}:3: a __shared__ variable declared in a preprocessor directive",
             file.display()
         )),
         "{text}"

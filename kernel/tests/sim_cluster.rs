@@ -4,9 +4,9 @@
 //! mbarriers (the TMA multicast is exercised by the GEMM rung 24 in the tensorcore crate);
 //! threads that exit count as arrived at a cluster barrier, and a block sample runs whole
 //! clusters.
-//! A block that exits while its partner still signals it, a deadlock across the blocks, a
-//! grid the cluster does not divide and static `__shared__` memory in a cluster kernel are
-//! reported.
+//! Each block of a cluster has its own copy of the static `__shared__` variables.
+//! A block that exits while its partner still signals it, a deadlock across the blocks and a
+//! grid the cluster does not divide are reported.
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
@@ -62,11 +62,39 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) stuck(float *out) {
 
 const STATIC_SHARED: &str = r#"
 #include "lab/hopper.h"
+
+__shared__ float at_file_scope[64];
+
+// Each block fills a static __shared__ array of the kernel's and one at file scope, the
+// cluster synchronizes, and each thread writes out its own element of the first and its
+// partner's of both (through mapa). With one copy for the cluster, a block would read what
+// the block that ran last wrote.
 extern "C" __global__ void __cluster_dims__(2, 1, 1) with_static(float *out) {
     __shared__ float t[64];
-    t[threadIdx.x] = 1.0f;
+    const unsigned rank = hopper::cluster_ctarank();
+    t[threadIdx.x] = 1000.0f * blockIdx.x + threadIdx.x;
+    at_file_scope[threadIdx.x] = -t[threadIdx.x];
     hopper::cluster_sync();
-    out[threadIdx.x] = t[threadIdx.x];
+    float *row = out + 3 * 64 * blockIdx.x;
+    row[threadIdx.x] = t[threadIdx.x];
+    row[64 + threadIdx.x] = hopper::cluster_map(t, rank ^ 1)[threadIdx.x];
+    row[128 + threadIdx.x] = hopper::cluster_map(at_file_scope, rank ^ 1)[threadIdx.x];
+    hopper::cluster_sync();
+}
+
+// One element past the end of its array.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) past_end(float *out) {
+    __shared__ float tile[64];
+    tile[threadIdx.x + 1] = 1.0f;
+    __syncthreads();
+    out[blockIdx.x * 64 + threadIdx.x] = tile[threadIdx.x];
+}
+
+// Every thread writes the same element, with no barrier between.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) racy(float *out) {
+    __shared__ float tile[64];
+    tile[5] = threadIdx.x;
+    out[blockIdx.x * 64 + threadIdx.x] = 0.0f;
 }
 "#;
 
@@ -207,10 +235,42 @@ fn a_grid_the_cluster_does_not_divide_is_refused() {
 }
 
 #[test]
-fn static_shared_memory_in_a_cluster_kernel_is_not_simulated() {
-    let msg = error(run(&sim(), launch(STATIC_SHARED, "with_static", 2), 64));
+fn each_block_of_a_cluster_has_its_own_static_shared_variables() {
+    let blocks = 4;
+    for seed in 0..4 {
+        let dev = sim().with_seed(seed);
+        let out = run(
+            &dev,
+            launch(STATIC_SHARED, "with_static", blocks),
+            3 * 64 * 4,
+        )
+        .unwrap();
+        for b in 0..blocks {
+            for t in 0..THREADS {
+                let row = |part: u32| out[((3 * b + part) * THREADS + t) as usize];
+                let own = 1000.0 * b as f32 + t as f32;
+                let partner = 1000.0 * (b ^ 1) as f32 + t as f32;
+                let at = format!("seed {seed}: block {b} thread {t}");
+                assert_eq!(row(0), own, "{at}: its own element");
+                assert_eq!(row(1), partner, "{at}: its partner's");
+                assert_eq!(row(2), -partner, "{at}: its partner's, at file scope");
+            }
+        }
+    }
+}
+
+#[test]
+fn misuse_of_a_blocks_copy_of_a_static_array_names_the_array_as_written() {
+    let dev = sim().instrumented();
+    let msg = error(run(&dev, launch(STATIC_SHARED, "past_end", 2), 128));
     assert!(
-        msg.contains("static __shared__") && msg.contains("extern __shared__"),
+        msg.contains("index 64 is outside the array `tile`"),
+        "{msg}"
+    );
+    let msg = error(run(&dev, launch(STATIC_SHARED, "racy", 2), 128));
+    assert!(
+        msg.contains("race on shared memory")
+            && msg.contains("__shared__ 'tile' (in racy), byte 20"),
         "{msg}"
     );
 }

@@ -257,8 +257,7 @@ extern "C" __global__ void reduce_rewritten(float *c, const float *a) {
 }
 "#;
 
-/// A kernel with `__cluster_dims__` has a file of its own: the simulator keeps one copy of
-/// static `__shared__` variables for all the blocks of a cluster, so it refuses them beside one.
+/// A kernel with `__cluster_dims__`, in a file of its own.
 const CLUSTER: &str = r#"
 typedef unsigned u32;
 

@@ -777,18 +777,37 @@ extern "C" __global__ void reverse_rows(const float *A, const float *B, float *C
 }
 "#;
 
+/// The same, its buffer declared in a namespace (which a pointer set when the module loads
+/// would get wrong).
+const REVERSE_IN_NAMESPACE: &str = r#"
+namespace rows {
+extern __shared__ float buf[];
+__device__ void reverse(const float *A, float *C, int N, int K) {
+    int row = blockIdx.x, t = threadIdx.x;
+    buf[t] = A[row * K + t];
+    __syncthreads();
+    C[row * N + t] = buf[K - 1 - t];
+}
+}
+extern "C" __global__ void reverse_rows(const float *A, const float *B, float *C, int M, int N, int K) {
+    rows::reverse(A, C, N, K);
+}
+"#;
+
 #[test]
 fn extern_shared_memory_is_per_block() {
     let (m, k) = (6, 96);
     let shape = Shape::gemm(m, k, k);
     let data = inputs(&shape, 0x1234_5678);
-    let mut l = launch(REVERSE, "reverse_rows", [m as u32, 1, 1], [k as u32, 1, 1]);
-    l.dynamic_smem = (k * 4) as u32;
-    l.args = gemm_args(m, k, k);
-    let out = run(CudaPlan::single(2, l), shape, &data).unwrap();
-    for r in 0..m {
-        for t in 0..k {
-            assert_eq!(out[r * k + t], data[0][r * k + k - 1 - t]);
+    for code in [REVERSE, REVERSE_IN_NAMESPACE] {
+        let mut l = launch(code, "reverse_rows", [m as u32, 1, 1], [k as u32, 1, 1]);
+        l.dynamic_smem = (k * 4) as u32;
+        l.args = gemm_args(m, k, k);
+        let out = run(CudaPlan::single(2, l), shape, &data).unwrap();
+        for r in 0..m {
+            for t in 0..k {
+                assert_eq!(out[r * k + t], data[0][r * k + k - 1 - t]);
+            }
         }
     }
 }

@@ -291,7 +291,7 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
     if let Some(d) = args.includes.iter().find(|d| !d.is_dir()) {
         anyhow::bail!("--include {}: no such folder", d.display());
     }
-    let files = user_kernel::files::LocalFiles::read(file, &args.includes)
+    let files = user_kernel::files::LocalFiles::read(file, &args.includes, false)
         .map_err(|e| anyhow::anyhow!("cannot read {}: {}", e.file, e.error))?;
     nvrtc_for(archs)?;
     let tool = sass.then(sass::Disassembler::find).transpose()?;

@@ -25,9 +25,6 @@ pub struct LocalFiles {
     /// `asm` at file scope, operands it cannot parse), named with its file and line. (A GPU
     /// runs them.) An instruction it reads but does not run fails only a launch reaching it.
     pub sim_refusal: Option<String>,
-    /// The first of the files that declares static `__shared__` variables, as messages show
-    /// it: the simulator cannot give each block of a cluster its own copy.
-    pub static_shared: Option<String>,
     /// Whether the files use instructions of Hopper alone (wgmma, setmaxnreg, TMA, mbarrier
     /// transaction counts, clusters' barriers), which NVRTC compiles for `sm_90a` only.
     pub hopper: bool,
@@ -186,7 +183,13 @@ struct Reader {
     kernels: Vec<KernelDecl>,
     constants: Option<Vec<String>>,
     sim_refusal: Option<String>,
-    static_shared: Option<String>,
+    /// Whether the simulator's copies give each block of a cluster its own static
+    /// `__shared__` variables (kernel::sim's `per_block_shared`): the files run in clusters.
+    per_block: bool,
+    /// Whether the files declare static `__shared__` variables, and whether a kernel of theirs
+    /// declares `__cluster_dims__`.
+    static_shared: bool,
+    cluster_dims: bool,
     hopper: bool,
     /// Whether an instruction of Hopper alone stands outside every `__CUDA_ARCH__` conditional.
     hopper_unguarded: bool,
@@ -297,10 +300,23 @@ impl Reader {
         // The simulator's `__shared__` declarations: `alignas` where `static thread_local`
         // accepts it, a redzone after each variable, `extern` arrays.
         let mut sim = if nvrtc.contains("__shared__") {
-            kernel::sim::compile::rewrite_shared(&nvrtc, &display).map_err(|error| ReadError {
-                file: display.clone(),
-                error,
-            })?
+            let rewrite =
+                |per_block| kernel::sim::compile::rewrite_shared(&nvrtc, &display, per_block);
+            let plain = || {
+                rewrite(false).map_err(|error| ReadError {
+                    file: display.clone(),
+                    error,
+                })
+            };
+            match self.per_block {
+                // A declaration the per-block rewrite cannot read costs the simulator's rows,
+                // not the GPU's.
+                true => rewrite(true).or_else(|why| {
+                    self.sim_refusal.get_or_insert(why);
+                    plain()
+                })?,
+                false => plain()?,
+            }
         } else {
             nvrtc.clone()
         };
@@ -322,18 +338,8 @@ impl Reader {
                 self.sim_refusal.get_or_insert(refusal.to_string());
             }
         }
-        // The wrapper carries a kernel's __cluster_dims__, so its blocks run as one cluster,
-        // which would share one copy of the file's static __shared__ variables.
-        if kernel::sim::compile::has_static_shared(&stripped) {
-            if stripped.contains("__cluster_dims__") {
-                self.sim_refusal
-                    .get_or_insert(kernel::sim::compile::static_shared_refusal(
-                        &display,
-                        "beside a kernel with __cluster_dims__",
-                    ));
-            }
-            self.static_shared.get_or_insert(display.clone());
-        }
+        self.static_shared |= kernel::sim::compile::has_static_shared(&stripped);
+        self.cluster_dims |= stripped.contains("__cluster_dims__");
         let line = format!("#line 1 {}\n", quoted(&display));
         self.copies[slot].text = if sim == nvrtc {
             format!("{line}{nvrtc}\n")
@@ -346,8 +352,9 @@ impl Reader {
 
 impl LocalFiles {
     /// Prepares `file` (and its local includes, found in its folder and `include_dirs`) and
-    /// writes the copies.
-    pub fn read(file: &Path, include_dirs: &[PathBuf]) -> Result<Self, ReadError> {
+    /// writes the copies; `clusters`: the lab launches its kernels in clusters (`cluster=`),
+    /// which a kernel's own `__cluster_dims__` does too.
+    pub fn read(file: &Path, include_dirs: &[PathBuf], clusters: bool) -> Result<Self, ReadError> {
         let main_dir = file
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
@@ -361,13 +368,19 @@ impl LocalFiles {
             kernels: Vec::new(),
             constants: Some(Vec::new()),
             sim_refusal: None,
-            static_shared: None,
+            per_block: clusters,
+            static_shared: false,
+            cluster_dims: false,
             hopper: false,
             hopper_unguarded: false,
             macros: Vec::new(),
         };
         reader.macros = reader.device_macros(file);
         let main = reader.add(file, file.display().to_string())?;
+        // Known once every file is read: a kernel of an included file may run in clusters.
+        if !clusters && reader.cluster_dims && reader.static_shared {
+            return Self::read(file, include_dirs, true);
+        }
         let fnv = |texts: &mut dyn Iterator<Item = &str>| {
             let mut h = 0xcbf2_9ce4_8422_2325u64;
             for t in texts {
@@ -404,7 +417,6 @@ impl LocalFiles {
             kernels: reader.kernels,
             constants: reader.constants,
             sim_refusal: reader.sim_refusal,
-            static_shared: reader.static_shared,
             hopper: reader.hopper,
             hopper_guarded: reader.hopper && !reader.hopper_unguarded,
             digest,
@@ -494,7 +506,7 @@ mod tests {
             .unwrap();
             let copies: Vec<_> = std::thread::scope(|s| {
                 let handles: Vec<_> = (0..8)
-                    .map(|_| s.spawn(|| LocalFiles::read(&file, &[])))
+                    .map(|_| s.spawn(|| LocalFiles::read(&file, &[], false)))
                     .collect();
                 handles.into_iter().map(|h| h.join().unwrap()).collect()
             });
@@ -531,7 +543,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("inc/more.h"), "#define MORE 1\n").unwrap();
-        let f = LocalFiles::read(&dir.join("main.cu"), &[]).unwrap();
+        let f = LocalFiles::read(&dir.join("main.cu"), &[], false).unwrap();
         assert_eq!(f.names.len(), 3, "{:?}", f.names);
         let text = |i: usize| std::fs::read_to_string(f.dir.join(&f.names[i].0)).unwrap();
         let main = text(0);
@@ -585,9 +597,9 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.join("include/cuda_gemm_utils.hpp"), "#define THREE 3\n").unwrap();
-        let without = LocalFiles::read(&dir.join("src/gemm.cu"), &[]).unwrap();
+        let without = LocalFiles::read(&dir.join("src/gemm.cu"), &[], false).unwrap();
         assert_eq!(without.names.len(), 1, "{:?}", without.names);
-        let f = LocalFiles::read(&dir.join("src/gemm.cu"), &[dir.join("include")]).unwrap();
+        let f = LocalFiles::read(&dir.join("src/gemm.cu"), &[dir.join("include")], false).unwrap();
         assert_eq!(f.names.len(), 3, "{:?}", f.names);
         let main = std::fs::read_to_string(f.dir.join(&f.main)).unwrap();
         for want in [

@@ -402,10 +402,12 @@ impl UserKernel {
         };
         let file = spec.file.display().to_string();
         let files =
-            LocalFiles::read(&spec.file, &spec.includes).map_err(|e| UserKernelError::Read {
-                spec: name.clone(),
-                file: e.file,
-                error: e.error,
+            LocalFiles::read(&spec.file, &spec.includes, spec.cluster.is_some()).map_err(|e| {
+                UserKernelError::Read {
+                    spec: name.clone(),
+                    file: e.file,
+                    error: e.error,
+                }
             })?;
         let decl = scan::find(&files.kernels, &spec.entry, &file)
             .map_err(|message| UserKernelError::Entry {
@@ -598,16 +600,6 @@ impl UserKernel {
         let sim_refusal = files
             .sim_refusal
             .clone()
-            .or_else(|| {
-                let file = files
-                    .static_shared
-                    .as_ref()
-                    .filter(|_| spec.cluster.is_some())?;
-                Some(kernel::sim::compile::static_shared_refusal(
-                    file,
-                    "and cluster= launches its kernel in clusters",
-                ))
-            })
             .map(|r| &*Box::leak(r.into_boxed_str()));
         let mut k = Self {
             sim_refusal,

@@ -1350,8 +1350,10 @@ inline void hopper_exited(Worker &w, unsigned warp) {
     // gone on a GPU (the SM may hand it to a new block), so what a partner reads of it through
     // mapa from now on is the poison (and, instrumented, a failure naming the block). Not
     // while a TMA store still reads it: that completes when the cluster ends.
-    if (w.exited == w.n && w.cluster->size > 1 && w.dyn_smem && !(w.hopper && w.hopper->n_stores))
-        memset(w.dyn_smem, 0xFF, w.launch->dynamic_smem);
+    if (w.exited == w.n && w.cluster->size > 1 && !(w.hopper && w.hopper->n_stores)) {
+        if (w.dyn_smem) memset(w.dyn_smem, 0xFF, w.launch->dynamic_smem);
+        if (w.static_smem != w.tls_base) memset(w.static_smem, 0xFF, w.static_smem_bytes);
+    }
 }
 
 inline void hopper_describe(Worker &w, char *out, size_t room) {

@@ -352,8 +352,12 @@ struct Worker {
     char *dyn_smem;   // this block's dynamic shared memory: in the cluster's buffer (below)
     char *dyn_alloc;  // the buffer this worker owns: its cluster's blocks' dynamic memory
     size_t dyn_cap;
-    char *static_smem;  // this module's TLS block on this OS thread: the __shared__ variables
+    // Its static __shared__ variables: this module's TLS block on this OS thread, or, where the
+    // blocks of a cluster run together, a copy of it of the block's own in the cluster's
+    // buffer (block_shared).
+    char *static_smem;
     size_t static_smem_bytes;
+    char *tls_base;  // this module's TLS block on this OS thread
     const SimLaunch *launch;
     SimResult *result;
     // racecheck (instrumented builds): a cell per byte of static then dynamic shared memory,
@@ -811,13 +815,19 @@ SIM_UNINSTRUMENTED inline void grid_wait(SimGrid *g, unsigned long long phase) {
     SIM_GLOBAL_FENCE();  // acquires what every block released to the counter
 }
 
-// Whether [p, p + bytes) lies in this block's shared memory (static or dynamic).
-inline bool is_shared(const void *p, size_t bytes) {
-    Worker &w = worker();
-    const char *c = (const char *)p;
-    auto inside = [&](const char *lo, size_t n) { return lo && c >= lo && c + bytes <= lo + n; };
-    return inside(w.static_smem, w.static_smem_bytes) || inside(w.dyn_smem, w.launch->dynamic_smem);
+// The running block's instance of a static __shared__ variable `v` (a thread-local), which the
+// simulator's copy of a source names where its kernels run in clusters (compile.rs,
+// per_block_shared): the block's copy of the TLS block holds it at the offset the TLS block
+// does. Elsewhere the copy is the TLS block itself.
+template <class T>
+SIM_UNINSTRUMENTED_INLINE T &block_shared(T &v) {
+    const Worker &w = *tl_worker;
+    return *reinterpret_cast<T *>(w.static_smem + ((uintptr_t)&v - (uintptr_t)w.tls_base));
 }
+
+// Whether [p, p + bytes) lies in this block's shared memory (static or dynamic).
+inline bool in_shared_of(const Worker &o, const void *p, size_t bytes);
+inline bool is_shared(const void *p, size_t bytes) { return in_shared_of(worker(), p, bytes); }
 
 // ---- Named barriers ----
 
@@ -869,33 +879,35 @@ inline Worker &cluster_block(unsigned rank, const char *what) {
     return *c.cta[rank];
 }
 
+// Whether [p, p + bytes) lies in block `o`'s shared memory: its static __shared__ variables
+// (its own copy, in a cluster) or its dynamic buffer.
+inline bool in_shared_of(const Worker &o, const void *p, size_t bytes) {
+    const char *c = (const char *)p;
+    auto inside = [&](const char *lo, size_t n) { return lo && c >= lo && c + bytes <= lo + n; };
+    return inside(o.static_smem, o.static_smem_bytes) || inside(o.dyn_smem, o.launch->dynamic_smem);
+}
+
 // mapa: the address in block `rank`'s shared memory of what `p` addresses in the calling
-// block's. Only dynamic shared memory is mapped: static __shared__ variables live in the OS
-// thread's TLS block, one copy for all the blocks of a cluster (compile.rs refuses them in a
-// kernel with __cluster_dims__).
+// block's, static __shared__ variables (each block of a cluster has its own copy) or dynamic.
 inline void *cluster_map(const void *p, unsigned rank, const char *what) {
     Worker &w = worker();
     Worker &to = cluster_block(rank, what);
     const char *c = (const char *)p;
     if (w.dyn_smem && c >= w.dyn_smem && c < w.dyn_smem + w.launch->dynamic_smem)
         return to.dyn_smem + (c - w.dyn_smem);
-    if (w.cluster->size == 1 && is_shared(p, 1)) return const_cast<void *>(p);
-    fail("%s: %p is not in this block's dynamic shared memory (extern __shared__), which is what the simulator "
-         "maps across a cluster",
-         what, p);
+    if (w.static_smem && c >= w.static_smem && c < w.static_smem + w.static_smem_bytes)
+        return to.static_smem + (c - w.static_smem);
+    fail("%s: %p is not in this block's shared memory", what, p);
 }
 
 // The block of the calling thread's cluster whose shared memory holds [p, p + bytes): its own
-// (static or dynamic) or another's dynamic shared memory; null when none does.
+// or another's; null when none does.
 inline Worker *shared_owner(const void *p, size_t bytes) {
     Worker &w = worker();
     if (is_shared(p, bytes)) return &w;
-    const char *c = (const char *)p;
     Cluster &cl = *w.cluster;
-    for (unsigned r = 0; r < cl.size; ++r) {
-        Worker &o = *cl.cta[r];
-        if (o.dyn_smem && c >= o.dyn_smem && c + bytes <= o.dyn_smem + o.launch->dynamic_smem) return &o;
-    }
+    for (unsigned r = 0; r < cl.size; ++r)
+        if (in_shared_of(*cl.cta[r], p, bytes)) return cl.cta[r];
     return nullptr;
 }
 
@@ -1041,12 +1053,15 @@ inline void shared_variable_at(size_t offset, char *out, size_t room, bool *comp
             const char *name = status == 0 && plain ? plain : mangled;
             // "f<...>(args)::As" (or "f::As" for an extern "C" f) reads as "'As' (in f<...>)".
             const char *var = strrchr(name, ':'), *paren = strchr(name, '(');
+            // The name a kernel's source gives it, without the prefix of its per-block rewrite.
+            const char *shown = var ? var + 1 : name;
+            if (strncmp(shown, "__sim_shared_", 13) == 0) shown += 13;
             const char *owner_end = paren && var && paren < var ? paren : var ? var - 1 : nullptr;
             if (owner_end && owner_end > name)
-                snprintf(out, room, "'%s' (in %.*s), byte %zu", var + 1, (int)(owner_end - name), name,
+                snprintf(out, room, "'%s' (in %.*s), byte %zu", shown, (int)(owner_end - name), name,
                          offset - (size_t)sym[k].st_value);
             else
-                snprintf(out, room, "'%s', byte %zu", name, offset - (size_t)sym[k].st_value);
+                snprintf(out, room, "'%s', byte %zu", shown, offset - (size_t)sym[k].st_value);
             free(plain);
             break;
         }
@@ -1423,9 +1438,7 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
             const size_t dyn = o->launch->dynamic_smem;
             if (o->dyn_smem && b + n > o->dyn_smem + dyn && b < o->dyn_smem + dyn_stride(dyn))
                 dynamic_overrun(*w, *o, b, n, write);
-            if (o == w || o->exited != o->n || !o->dyn_smem || b < o->dyn_smem ||
-                b + n > o->dyn_smem + o->launch->dynamic_smem)
-                continue;
+            if (o == w || o->exited != o->n || !in_shared_of(*o, p, n)) continue;
             fail("%s %lu bytes of the shared memory of block (%u,%u,%u) of the cluster, whose threads have all "
                  "exited (its shared memory is gone: end the blocks with a cluster barrier)",
                  write ? "writes" : "reads", n, o->block_idx.x, o->block_idx.y, o->block_idx.z);
@@ -1767,21 +1780,30 @@ SIM_UNINSTRUMENTED inline TlsBlock tls_block() {
     return want.second;
 }
 
-SIM_UNINSTRUMENTED inline void poison_shared(const TlsBlock &tls, Cluster &c, size_t stride, SimTraffic *traffic) {
+// `static_span`: the bytes before each block's dynamic memory in the cluster's buffer that hold
+// its copy of the TLS block (static_copies), none where it uses the TLS block itself.
+SIM_UNINSTRUMENTED inline void poison_shared(const TlsBlock &tls, Cluster &c, size_t stride, size_t static_span,
+                                             SimTraffic *traffic) {
     Worker *saved_w = tl_worker;
     if (tls.data) memset(tls.data, 0xFF, tls.size);
     tl_worker = saved_w;
     tl_fiber = nullptr;
-    for (unsigned r = 0; r < c.size; ++r) {
-        c.cta[r]->static_smem = (char *)tls.data;
-        c.cta[r]->static_smem_bytes = tls.size;
-    }
     Worker &first = *c.cta[0];
+    for (unsigned r = 0; r < c.size; ++r) {
+        Worker &w = *c.cta[r];
+        w.tls_base = (char *)tls.data;
+        // The copy lies at the TLS block's offset in a 1024-byte period, which keeps each
+        // variable's alignment (alignas(1024) included) and swizzle phase.
+        w.static_smem = static_span ? first.dyn_alloc + r * stride + ((uintptr_t)tls.data & 1023) : (char *)tls.data;
+        w.static_smem_bytes = tls.size;
+    }
     if (first.dyn_cap) memset(first.dyn_alloc, 0xFF, first.dyn_cap);
 #ifdef SIM_INSTRUMENTED
     // The red zones count as shared memory, so that an access there reaches the checker.
-    sim_traffic_begin(traffic, first.static_smem, first.static_smem_bytes, first.dyn_smem, stride * c.size);
+    if (static_span) sim_traffic_begin(traffic, nullptr, 0, first.dyn_alloc, stride * c.size);
+    else sim_traffic_begin(traffic, first.static_smem, first.static_smem_bytes, first.dyn_smem, stride * c.size);
 #else
+    (void)static_span;
     (void)traffic;
     (void)stride;
 #endif
@@ -2184,7 +2206,8 @@ struct Runner {
     const SimLaunch *l;
     SimResult *res;
     TlsBlock tls;
-    size_t stride;  // between the dynamic shared memory of a cluster's blocks
+    size_t stride;       // between the shared memory of a cluster's blocks in its buffer
+    size_t static_span;  // of that, each block's copy of the TLS block's (static_copies)
     unsigned count, max;
     Resident *units[kMaxResident];
     Resident *loaded;  // the unit whose state the TLS block holds (null: none worth keeping)
@@ -2208,6 +2231,15 @@ SIM_UNINSTRUMENTED inline bool load_unit(Runner &run, Resident *r) {
     tl_fiber = f;
     run.loaded = r;
     return true;
+}
+
+// The bytes each block of a launch's clusters takes for its own copy of the TLS block, before
+// its dynamic shared memory in the cluster's buffer: the blocks of a cluster run on one OS
+// thread, whose one TLS block would be one copy of the static __shared__ variables for all.
+// None for blocks that run alone, whose copy is the TLS block.
+inline size_t static_copies(const SimLaunch *l, const TlsBlock &tls) {
+    if (l->cluster[0] * l->cluster[1] * l->cluster[2] == 1 || !tls.data) return 0;
+    return (((uintptr_t)tls.data & 1023) + tls.size + 1023) & ~(size_t)1023;
 }
 
 // Gives a unit's workers back to the pool and frees what it held.
@@ -2264,7 +2296,7 @@ inline int start_unit(Runner &run, uint64_t unit, uint64_t seed) {
         c.cta[k]->rank = k;
         c.cta[k]->launch = l;
         c.cta[k]->result = run.res;
-        c.cta[k]->dyn_smem = c.cta[0]->dyn_alloc ? c.cta[0]->dyn_alloc + k * run.stride : nullptr;
+        c.cta[k]->dyn_smem = c.cta[0]->dyn_alloc ? c.cta[0]->dyn_alloc + k * run.stride + run.static_span : nullptr;
     }
     c.jmp = &run.jmp;
     c.watchdog = run.watchdog;
@@ -2272,7 +2304,7 @@ inline int start_unit(Runner &run, uint64_t unit, uint64_t seed) {
     run.units[run.count++] = r;
     if (!load_unit(run, r)) return run_failed(run, "out of memory for a block's shared memory");
     tl_worker = c.cta[0];
-    poison_shared(run.tls, c, run.stride, l->traffic);
+    poison_shared(run.tls, c, run.stride, run.static_span, l->traffic);
     const unsigned gcx = l->grid[0] / cd[0], gcy = l->grid[1] / cd[1];
     const unsigned ux = (unsigned)(unit % gcx), uy = (unsigned)(unit / gcx % gcy), uz = (unsigned)(unit / gcx / gcy);
     for (unsigned k = 0; k < size; ++k) {
@@ -2340,7 +2372,8 @@ SIM_EXPORT int sim_run_units(const SimLaunch *l, SimNextUnit next, void *ctx, un
     tl_worker = nullptr;
     tl_fiber = nullptr;
     run->tls = tls_block();
-    run->stride = dyn_stride(l->dynamic_smem);
+    run->static_span = static_copies(l, run->tls);
+    run->stride = run->static_span + dyn_stride(l->dynamic_smem);
     run->max = max_resident < 1 ? 1 : max_resident > kMaxResident ? kMaxResident : max_resident;
     run->watchdog = watchdog;
     sigset_t threads_only, before;

@@ -5,6 +5,7 @@
 
 use super::ffi::{FaultHook, GlobalBegin, GlobalEnd, RunUnits, SimKernel, Thunk, Trim};
 use super::inline_asm;
+use super::per_block_shared::{in_function, shared_per_block};
 use crate::contract::Unsupported;
 use crate::cuda::headers;
 use crate::device::DeviceError;
@@ -338,12 +339,12 @@ pub fn strip_comments(code: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-fn is_ident(c: u8) -> bool {
+pub(super) fn is_ident(c: u8) -> bool {
     c.is_ascii_alphanumeric() || c == b'_'
 }
 
 /// Byte offsets where `word` occurs as a whole identifier.
-fn find_word(code: &str, word: &str) -> Vec<usize> {
+pub(super) fn find_word(code: &str, word: &str) -> Vec<usize> {
     let b = code.as_bytes();
     code.match_indices(word)
         .map(|(i, _)| i)
@@ -446,18 +447,10 @@ pub fn entry_decls(code: &str) -> Vec<EntryDecl> {
     out
 }
 
-fn brace_depth(code: &str) -> i32 {
-    code.bytes().fold(0, |d, c| match c {
-        b'{' => d + 1,
-        b'}' => d - 1,
-        _ => d,
-    })
-}
-
 /// The line and file a compiler would report for byte `at` of `code` shown as `file`: its
 /// line number, unless a `#line N "F"` directive before it says otherwise (a source made of
 /// several files, each after its own `#line`).
-fn presumed_line(code: &str, at: usize, file: &str) -> (usize, String) {
+pub(super) fn presumed_line(code: &str, at: usize, file: &str) -> (usize, String) {
     let here = code[..at].matches('\n').count();
     let mut best = (here + 1, file.to_string());
     for (i, line) in code[..at].split('\n').enumerate() {
@@ -532,10 +525,11 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
             )
         };
         let smem = format!("reinterpret_cast<{pointer}>(::sim::dynamic_smem())");
-        if brace_depth(&code[..at]) > 0 {
+        if in_function(code, at) {
             out.push_str(&format!("{local} = {smem};"));
         } else {
-            // At file scope a macro reads the buffer of whichever block is running.
+            // At file scope (or a namespace's) a macro reads the buffer of whichever block is
+            // running: a pointer there would be set once, when the module loads.
             let (line, file) = presumed_line(code, semi, file);
             out.push_str(&format!(
                 "\n#define {name} ({smem})\n#line {line} \"{file}\"\n"
@@ -648,21 +642,17 @@ pub fn add_shared_redzones(code: &str) -> String {
 }
 
 /// The simulator's copy of a source's `__shared__` declarations: `alignas` hoisted, a redzone
-/// after each variable, `extern` arrays as pointers to the dynamic shared memory.
-pub fn rewrite_shared(code: &str, file: &str) -> Result<String, String> {
-    rewrite_extern_shared(
-        &add_shared_redzones(&hoist_shared_alignas(&drop_static_of_shared(code))),
-        file,
-    )
-}
-
-/// Why the simulator does not run `file`'s kernels in clusters: `what` says how they get
-/// them.
-pub fn static_shared_refusal(file: &str, what: &str) -> String {
-    format!(
-        "{file} declares static __shared__ variables {what}; the simulator keeps one copy of \
-         them for all the blocks of a cluster (use extern __shared__ memory)"
-    )
+/// after each variable, `extern` arrays as pointers to the dynamic shared memory, and, with
+/// `per_block` (kernels launched in clusters), each static variable's name the running
+/// block's copy ([`shared_per_block`]).
+pub fn rewrite_shared(code: &str, file: &str, per_block: bool) -> Result<String, String> {
+    let code = add_shared_redzones(&hoist_shared_alignas(&drop_static_of_shared(code)));
+    let code = if per_block {
+        shared_per_block(&code, file)?
+    } else {
+        code
+    };
+    rewrite_extern_shared(&code, file)
 }
 
 /// Whether a comment-free source declares a `__shared__` variable other than `extern` ones.
@@ -688,14 +678,16 @@ pub fn translation_unit(src: &CudaSource) -> Result<(String, Vec<String>), Devic
         Ok(None) => (code, false),
         Err(r) => return Err(Unsupported(format!("not simulated: {r}")).into()),
     };
-    if decls.iter().any(|d| d.cluster_dims.is_some()) && has_static_shared(&code) {
-        return Err(Unsupported(format!(
-            "not simulated: {}",
-            static_shared_refusal(&src.file, "beside a kernel with __cluster_dims__")
-        ))
-        .into());
-    }
-    let body = rewrite_shared(&code, &src.file).map_err(DeviceError::Sim)?;
+    // The blocks of a cluster run together on one OS thread: each needs its own copy of the
+    // static __shared__ variables, which a thread-local alone would not give.
+    let per_block = decls.iter().any(|d| d.cluster_dims.is_some()) && has_static_shared(&code);
+    let body = rewrite_shared(&code, &src.file, per_block).map_err(|why| {
+        if per_block {
+            Unsupported(format!("not simulated: {why}")).into()
+        } else {
+            DeviceError::Sim(why)
+        }
+    })?;
     let table: Vec<String> = decls
         .iter()
         .map(|d| match &d.cluster_dims {
@@ -1187,10 +1179,14 @@ mod tests {
             ),
             "{rows}"
         );
-        let top =
-            rewrite_extern_shared("extern __shared__ int buf[];\nvoid g() {}", "x.cu").unwrap();
-        assert!(top.contains("#define buf ("), "{top}");
-        assert!(top.contains("#line 1 \"x.cu\""), "{top}");
+        for code in [
+            "extern __shared__ int buf[];\nvoid g() {}",
+            "namespace detail { extern __shared__ int buf[]; }\nvoid g() {}",
+        ] {
+            let top = rewrite_extern_shared(code, "x.cu").unwrap();
+            assert!(top.contains("#define buf ("), "{top}");
+            assert!(top.contains("#line 1 \"x.cu\""), "{top}");
+        }
         // After a `#line` directive the line and file are the directive's.
         let joined = "int a;\n#line 1 \"b.cu\"\nint b;\nextern __shared__ int s[];\nvoid g() {}";
         let out = rewrite_extern_shared(joined, "joined.cu").unwrap();

@@ -22,6 +22,7 @@ mod ffi;
 mod gpu_bodies;
 pub mod inline_asm;
 pub mod memory;
+mod per_block_shared;
 mod site;
 
 pub use gpu_bodies::gpu_bodies;

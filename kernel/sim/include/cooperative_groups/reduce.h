@@ -44,7 +44,9 @@ auto reduce(const thread_block_tile<Size, ParentT> &group, TyVal &&val, TyOp &&o
         for (int mask = Size >> 1; mask > 0; mask >>= 1) out = op(out, group.shfl_xor(out, mask, at));
     } else {
         for (int mask = 16; mask > 0; mask >>= 1) out = op(out, __shfl_xor_sync(0xFFFFFFFFu, out, mask, 32, at));
-        static thread_local decltype(out) warps[32];  // the block's shared memory: one block per OS thread
+        // The block's shared memory: a thread-local, the block's own copy in a cluster.
+        static thread_local decltype(out) warps_tls[32];
+        auto &warps = ::sim::block_shared(warps_tls);
         const unsigned rank = details::cta_rank(), first = rank / Size * (Size / 32);
         if (details::laneid() == 0) warps[rank / 32] = out;
         group.sync(at);
