@@ -1,6 +1,7 @@
 //! CUDA's math functions that C's library lacks (the pi forms, reciprocal roots and norms, the
-//! normal distribution), run by the simulator against f64 values, and NVRTC compiling the
-//! same source: a kernel that calls them must run in the simulator as on a GPU.
+//! normal distribution) and its stores with cache hints, run by the simulator against f64
+//! values, and NVRTC compiling the same source: a kernel that calls them must run in the
+//! simulator as on a GPU.
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
@@ -9,6 +10,7 @@ use kernel::{Arg, Buf, CudaPlan, CudaSource, Dtype, Executor, Launch, Shape, Ste
 
 /// Thread i evaluates every function at X[i]; out[f * N + i] holds function f's value.
 const MATH: &str = r#"
+#include <cuda_bf16.h>
 #define N 8
 __device__ const float X[N] = {0.0f, 0.25f, -0.5f, 1.0f, 1.5f, -2.75f, 1000.5f, 3.0f};
 extern "C" __global__ void math(float *out) {
@@ -20,6 +22,17 @@ extern "C" __global__ void math(float *out) {
                        norm3df(x, 2.0f, -3.0f), rnorm3df(x, 2.0f, -3.0f), normcdff(x),
                        (float)sinpi((double)x), (float)cospi((double)x), (float)normcdf((double)x)};
     for (int f = 0; f < (int)(sizeof v / sizeof v[0]); ++f) out[f * N + i] = v[f];
+}
+
+// Stores with a cache hint take a value of another type, as CUDA's overloads for the
+// pointer's type do: a float into a bf16, a double into a float.
+extern "C" __global__ void hinted(float *out) {
+    __nv_bfloat16 b[2];
+    __stwt(&b[0], 1.5f);
+    __stcs(&b[1], -2.25f);
+    __stcg(&out[0], 0.5);
+    __stwb(&out[1], __bfloat162float(b[0]));
+    out[2] = __bfloat162float(b[1]);
 }
 "#;
 
@@ -111,6 +124,11 @@ fn cuda_only_math_functions_run_in_the_simulator() {
     assert_eq!(at(1, -0.5), 0.0, "cospif(-0.5)");
     assert_eq!(at(1, 1000.5), 0.0, "cospif(1000.5)");
     assert_eq!(at(1, 1.5), 0.0, "cospif(1.5)");
+}
+
+#[test]
+fn stores_with_a_cache_hint_convert_the_value_to_the_pointers_type() {
+    assert_eq!(one_block(source(), "hinted", 1, 3), [0.5, 1.5, -2.25]);
 }
 
 #[test]

@@ -10,6 +10,7 @@
 // <future>, which a user's host code may include) spells the attribute
 // `__attribute__((__noinline__))`, which the macro would break.
 #include <memory>
+#include <type_traits>
 
 #include "sim_runtime.h"
 
@@ -276,14 +277,16 @@ template <class T>
 inline T __ldlu(const T *p) { return *p; }
 template <class T>
 inline T __ldcv(const T *p) { return *p; }
+// The value converts to the pointer's type, as it does to the parameter of CUDA's overload
+// for that type (`__stwt(&bf16_out[i], acc)` with a float acc).
 template <class T>
-inline void __stwb(T *p, T v) { *p = v; }
+inline void __stwb(T *p, std::type_identity_t<T> v) { *p = v; }
 template <class T>
-inline void __stcg(T *p, T v) { *p = v; }
+inline void __stcg(T *p, std::type_identity_t<T> v) { *p = v; }
 template <class T>
-inline void __stcs(T *p, T v) { *p = v; }
+inline void __stcs(T *p, std::type_identity_t<T> v) { *p = v; }
 template <class T>
-inline void __stwt(T *p, T v) { *p = v; }
+inline void __stwt(T *p, std::type_identity_t<T> v) { *p = v; }
 
 // ---- Math: CUDA's global overloads and intrinsics. The fast intrinsics use the accurate
 // functions; results may differ from the GPU in the last bits, never in meaning. ----
