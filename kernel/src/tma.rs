@@ -134,7 +134,9 @@ impl TensorMap {
         let mut global_strides = [0u64; MAX_RANK - 1];
         for (i, &s) in self.strides[..rank - 1].iter().enumerate() {
             let stride = s * bytes;
-            if !stride.is_multiple_of(16) || stride == 0 {
+            // Zero is a multiple of 16: a dimension of one element may give any (fast.cu's
+            // rank-5 maps give their two trailing ones 0).
+            if !stride.is_multiple_of(16) {
                 return err(if rank == 2 {
                     format!(
                         "rows of {s} elements are {stride} B apart; the TMA needs a multiple of \
@@ -144,7 +146,7 @@ impl TensorMap {
                 } else {
                     format!(
                         "dimension {} is {s} elements ({stride} B) a step; the TMA needs a \
-                         positive multiple of 16 B",
+                         multiple of 16 B",
                         i + 1
                     )
                 });

@@ -663,6 +663,22 @@ impl MapArg {
         }
     }
 
+    /// What expression `i` of [`Self::exprs`] gives, for messages, and whether it may be 0 (a
+    /// stride may, as the driver allows: one of a dimension of one element is never used).
+    fn part(&self, i: usize) -> (&'static str, bool) {
+        match &self.form {
+            MapForm::Matrix(_) => (["rows", "columns", "box rows", "box columns"][i], false),
+            MapForm::Tiled { dims, .. } => {
+                let rank = dims.len();
+                match i {
+                    i if i < rank => ("size", false),
+                    i if i < 2 * rank - 1 => ("stride", true),
+                    _ => ("box edge", false),
+                }
+            }
+        }
+    }
+
     /// The map at `shape`, its view checked against the buffer's elements and the driver's
     /// constraints (strides, box edges, swizzle span), as a declined shape's reason.
     pub fn at(
@@ -674,14 +690,22 @@ impl MapArg {
     ) -> Result<TensorMap, String> {
         let dims = super::vars(shape, sms);
         let mut v = Vec::new();
-        for e in self.exprs() {
+        for (i, e) in self.exprs().into_iter().enumerate() {
             let x = e.eval(&dims)?;
-            v.push(usize::try_from(x).ok().filter(|&x| x > 0).ok_or_else(|| {
-                format!(
-                    "args: tmap({}): {e} = {x}; it takes a positive size",
-                    self.buffer
-                )
-            })?);
+            let (what, zero) = self.part(i);
+            let least = if zero { 0 } else { 1 };
+            v.push(
+                usize::try_from(x)
+                    .ok()
+                    .filter(|&x| x >= least)
+                    .ok_or_else(|| {
+                        let want = if zero { "0 or more" } else { "positive" };
+                        format!(
+                            "args: tmap({}): its {what} {e} = {x}; it takes a {want} number",
+                            self.buffer
+                        )
+                    })?,
+            );
         }
         let edge = |x: usize| u32::try_from(x).unwrap_or(u32::MAX);
         let Arg::Ptr(buf) = self.param.arg(shape, buffers) else {
@@ -1428,6 +1452,20 @@ mod tests {
             .args(&Shape::gemm(64, 64, 68), SIM_SMS, &buffers)
             .unwrap_err();
         assert!(e.contains("rows of 68 elements are 136 B apart"), "{e}");
+        // fast.cu's rank-5 maps: the strides of their trailing dimensions of one element are 0,
+        // which the driver takes (a multiple of 16 B); a size or box edge of 0 is refused.
+        let map = |text: &str| {
+            let (list, _) =
+                ArgList::parse(text, Workload::Gemm, &mut Workspaces::default()).unwrap();
+            list.args(&Shape::gemm(256, 64, 192), SIM_SMS, &buffers)
+        };
+        map("(tmap(A, {64, M, K/64, 1, 1}, {2*K, 128, 0, 0}, {64, 128, 1, 1, 1}, 128B), C)")
+            .unwrap();
+        let e = map("(tmap(A, {64, M, K/64}, {2*K, 128}, {64, 128, K-K}), C)").unwrap_err();
+        assert!(
+            e.contains("tmap(A): its box edge K-K = 0; it takes a positive number"),
+            "{e}"
+        );
         for (bad, want) in [
             (
                 "(tmap(A, {64, M}, {2*K, 128}, {64, 64}), C)",
