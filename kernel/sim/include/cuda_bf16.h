@@ -3,7 +3,8 @@
 // BF16 keeps FP32's 8 exponent bits and 7 stored mantissa bits. Conversions round to nearest
 // even, as __float2bfloat16 does. Arithmetic is computed exactly in double and rounded once
 // (double -> float with round-to-odd, then float -> bf16 to nearest even, which equals one
-// direct rounding), so __hfma rounds once like the GPU's fused instruction.
+// direct rounding), so __hfma rounds once like the GPU's fused instruction. The functions
+// and operators are sim_half_api.h's, shared with cuda_fp16.h.
 #pragma once
 
 #include "cuda_fp16.h"
@@ -19,6 +20,7 @@ struct __nv_bfloat16 {
     __nv_bfloat16(int i) { *this = from_double((double)i); }
     operator float() const { return to_float(); }
 
+    static constexpr unsigned short kInf = 0x7F80;  // the bits of +inf
     static __nv_bfloat16 from(float f) {
         unsigned u;
         memcpy(&u, &f, 4);
@@ -58,47 +60,20 @@ typedef __nv_bfloat162 nv_bfloat162;
 
 inline double __sim_d(__nv_bfloat16 h) { return (double)h.to_float(); }
 
-// ---- Conversions ----
-inline __nv_bfloat16 __float2bfloat16(float f) { return __nv_bfloat16::from(f); }
-inline __nv_bfloat16 __float2bfloat16_rn(float f) { return __nv_bfloat16::from(f); }
-inline __nv_bfloat16 __double2bfloat16(double d) { return __nv_bfloat16::from_double(d); }
-inline float __bfloat162float(__nv_bfloat16 h) { return h.to_float(); }
-inline __nv_bfloat16 __ushort_as_bfloat16(unsigned short u) { __nv_bfloat16 h; h.__x = u; return h; }
-inline unsigned short __bfloat16_as_ushort(__nv_bfloat16 h) { return h.__x; }
-inline __nv_bfloat162 __floats2bfloat162_rn(float a, float b) { return {__float2bfloat16(a), __float2bfloat16(b)}; }
-inline __nv_bfloat162 __float2bfloat162_rn(float a) { return {__float2bfloat16(a), __float2bfloat16(a)}; }
-inline __nv_bfloat162 __float22bfloat162_rn(float2 f) { return __floats2bfloat162_rn(f.x, f.y); }
-inline float2 __bfloat1622float2(__nv_bfloat162 h) { return {h.x.to_float(), h.y.to_float()}; }
-inline __nv_bfloat162 __halves2bfloat162(__nv_bfloat16 a, __nv_bfloat16 b) { return {a, b}; }
-inline float __low2float(__nv_bfloat162 h) { return h.x.to_float(); }
-inline float __high2float(__nv_bfloat162 h) { return h.y.to_float(); }
+#define SIM_H __nv_bfloat16
+#define SIM_H2 __nv_bfloat162
+#define SIM_HN bfloat16
+#define SIM_H2N bfloat162
+#include "sim_half_api.h"
+#undef SIM_H
+#undef SIM_H2
+#undef SIM_HN
+#undef SIM_H2N
 
-// ---- Arithmetic, one rounding each (CUDA overloads the half names for bf16) ----
-inline __nv_bfloat16 __hadd(__nv_bfloat16 a, __nv_bfloat16 b) { return __nv_bfloat16::from_double(__sim_d(a) + __sim_d(b)); }
-inline __nv_bfloat16 __hsub(__nv_bfloat16 a, __nv_bfloat16 b) { return __nv_bfloat16::from_double(__sim_d(a) - __sim_d(b)); }
-inline __nv_bfloat16 __hmul(__nv_bfloat16 a, __nv_bfloat16 b) { return __nv_bfloat16::from_double(__sim_d(a) * __sim_d(b)); }
-inline __nv_bfloat16 __hdiv(__nv_bfloat16 a, __nv_bfloat16 b) { return __nv_bfloat16::from(a.to_float() / b.to_float()); }
-inline __nv_bfloat16 __hfma(__nv_bfloat16 a, __nv_bfloat16 b, __nv_bfloat16 c) {
-    return __nv_bfloat16::from_double(__sim_d(a) * __sim_d(b) + __sim_d(c));
-}
-inline __nv_bfloat16 __hneg(__nv_bfloat16 a) { return __ushort_as_bfloat16(a.__x ^ 0x8000); }
-inline __nv_bfloat16 __habs(__nv_bfloat16 a) { return __ushort_as_bfloat16(a.__x & 0x7FFF); }
-inline __nv_bfloat16 __hmax(__nv_bfloat16 a, __nv_bfloat16 b) { return a.to_float() >= b.to_float() ? a : b; }
-inline __nv_bfloat16 __hmin(__nv_bfloat16 a, __nv_bfloat16 b) { return a.to_float() <= b.to_float() ? a : b; }
-inline bool __hisnan(__nv_bfloat16 a) { return (a.__x & 0x7FFF) > 0x7F80; }
-inline __nv_bfloat16 hexp(__nv_bfloat16 a) { return __nv_bfloat16::from(expf(a.to_float())); }
-inline __nv_bfloat162 __hadd2(__nv_bfloat162 a, __nv_bfloat162 b) { return {__hadd(a.x, b.x), __hadd(a.y, b.y)}; }
-inline __nv_bfloat162 __hmul2(__nv_bfloat162 a, __nv_bfloat162 b) { return {__hmul(a.x, b.x), __hmul(a.y, b.y)}; }
-inline __nv_bfloat162 __hfma2(__nv_bfloat162 a, __nv_bfloat162 b, __nv_bfloat162 c) {
-    return {__hfma(a.x, b.x, c.x), __hfma(a.y, b.y, c.y)};
-}
-
-inline __nv_bfloat16 operator+(const __nv_bfloat16 &a, const __nv_bfloat16 &b) { return __hadd(a, b); }
-inline __nv_bfloat16 operator-(const __nv_bfloat16 &a, const __nv_bfloat16 &b) { return __hsub(a, b); }
-inline __nv_bfloat16 operator*(const __nv_bfloat16 &a, const __nv_bfloat16 &b) { return __hmul(a, b); }
-inline __nv_bfloat16 operator/(const __nv_bfloat16 &a, const __nv_bfloat16 &b) { return __hdiv(a, b); }
-inline __nv_bfloat16 operator-(const __nv_bfloat16 &a) { return __hneg(a); }
-inline __nv_bfloat16 &operator+=(__nv_bfloat16 &a, const __nv_bfloat16 &b) { return a = __hadd(a, b); }
-inline __nv_bfloat16 &operator-=(__nv_bfloat16 &a, const __nv_bfloat16 &b) { return a = __hsub(a, b); }
-inline __nv_bfloat16 &operator*=(__nv_bfloat16 &a, const __nv_bfloat16 &b) { return a = __hmul(a, b); }
-inline __nv_bfloat16 &operator/=(__nv_bfloat16 &a, const __nv_bfloat16 &b) { return a = __hdiv(a, b); }
+#define CUDART_INF_BF16 __ushort_as_bfloat16((unsigned short)0x7F80U)
+#define CUDART_NAN_BF16 __ushort_as_bfloat16((unsigned short)0x7FFFU)
+#define CUDART_MIN_DENORM_BF16 __ushort_as_bfloat16((unsigned short)0x0001U)
+#define CUDART_MAX_NORMAL_BF16 __ushort_as_bfloat16((unsigned short)0x7F7FU)
+#define CUDART_NEG_ZERO_BF16 __ushort_as_bfloat16((unsigned short)0x8000U)
+#define CUDART_ZERO_BF16 __ushort_as_bfloat16((unsigned short)0x0000U)
+#define CUDART_ONE_BF16 __ushort_as_bfloat16((unsigned short)0x3F80U)

@@ -224,7 +224,7 @@ inline float bf16_of(uint16_t b) {
     return h.to_float();
 }
 // One rounding to nearest even from the exact value (a float converts to double exactly).
-inline uint16_t f16_bits(double x) { return __half::from(x).__x; }
+inline uint16_t f16_bits(double x) { return __half::from_double(x).__x; }
 inline uint16_t bf16_bits(double x) { return __nv_bfloat16::from_double(x).__x; }
 
 // .ftz: a subnormal input or result is flushed to zero of its sign.

@@ -48,6 +48,10 @@ const HEADERS: &[(&str, &str)] = &[
     ),
     ("cuda_fp16.h", include_str!("../../sim/include/cuda_fp16.h")),
     ("cuda_bf16.h", include_str!("../../sim/include/cuda_bf16.h")),
+    (
+        "sim_half_api.h",
+        include_str!("../../sim/include/sim_half_api.h"),
+    ),
     ("cuda_fp8.h", include_str!("../../sim/include/cuda_fp8.h")),
     ("mma.h", include_str!("../../sim/include/mma.h")),
     (
