@@ -90,6 +90,26 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) past_end(float *out) {
     out[blockIdx.x * 64 + threadIdx.x] = tile[threadIdx.x];
 }
 
+// The same exchange through the CUDA runtime's cluster functions (sm_90_rt.h), with where
+// the partner's element lies: 100 x cluster size + 10 x cluster index + its rank, plus 1000
+// when it is the cluster's shared memory and not this block's.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) runtime(float *out) {
+    __shared__ float t[64];
+    const unsigned rank = __clusterRelativeBlockRank();
+    t[threadIdx.x] = 1000.0f * blockIdx.x + threadIdx.x;
+    __cluster_barrier_arrive();
+    __cluster_barrier_wait();
+    const float *theirs = (const float *)__cluster_map_shared_rank(t, rank ^ 1);
+    float *row = out + 3 * 64 * blockIdx.x;
+    row[threadIdx.x] = t[threadIdx.x];
+    row[64 + threadIdx.x] = theirs[threadIdx.x];
+    const bool remote = __isClusterShared(theirs) && !__isCtaShared(theirs) && __isCtaShared(t);
+    row[128 + threadIdx.x] = 100 * __clusterSizeInBlocks() + 10 * __clusterIdx().x +
+                             __cluster_query_shared_rank(theirs) + (remote ? 1000 : 0);
+    __cluster_barrier_arrive();
+    __cluster_barrier_wait();
+}
+
 // Every thread writes the same element, with no barrier between.
 extern "C" __global__ void __cluster_dims__(2, 1, 1) racy(float *out) {
     __shared__ float tile[64];
@@ -255,6 +275,25 @@ fn each_block_of_a_cluster_has_its_own_static_shared_variables() {
                 assert_eq!(row(1), partner, "{at}: its partner's");
                 assert_eq!(row(2), -partner, "{at}: its partner's, at file scope");
             }
+        }
+    }
+}
+
+#[test]
+fn the_cuda_runtimes_cluster_functions_reach_the_partners_shared_memory() {
+    let blocks = 4;
+    let out = run(&sim(), launch(STATIC_SHARED, "runtime", blocks), 3 * 64 * 4).unwrap();
+    for b in 0..blocks {
+        for t in 0..THREADS {
+            let row = |part: u32| out[((3 * b + part) * THREADS + t) as usize];
+            assert_eq!(row(0), 1000.0 * b as f32 + t as f32, "block {b} thread {t}");
+            assert_eq!(
+                row(1),
+                1000.0 * (b ^ 1) as f32 + t as f32,
+                "block {b} thread {t}"
+            );
+            let place = 1000 + 200 + 10 * (b / 2) + ((b % 2) ^ 1);
+            assert_eq!(row(2), place as f32, "block {b} thread {t}");
         }
     }
 }

@@ -7,3 +7,4 @@
 #include "cuda_bf16.h"
 #include "sim_hopper.h"
 #include "sim_launch.h"
+#include "sim_intrinsics.h"

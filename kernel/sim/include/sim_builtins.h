@@ -232,36 +232,56 @@ inline long long clock64() {
 }
 [[noreturn]] inline void __trap() { sim::fail("__trap(): the kernel aborted the launch"); }
 
-// ---- Vector types (aligned like CUDA's, so float4 loads need 16-byte alignment) ----
-#define SIM_VEC2(T, N, A) struct __attribute__((aligned(A))) N { T x, y; };
-#define SIM_VEC3(T, N) struct N { T x, y, z; };
-#define SIM_VEC4(T, N, A) struct __attribute__((aligned(A))) N { T x, y, z, w; };
-SIM_VEC2(float, float2, 8)
-SIM_VEC3(float, float3)
-SIM_VEC4(float, float4, 16)
-SIM_VEC2(int, int2, 8)
-SIM_VEC3(int, int3)
-SIM_VEC4(int, int4, 16)
+// ---- Vector types (vector_types.h): aligned like CUDA's, so float4 loads need 16-byte
+// alignment; each with its make_ function (vector_functions.h). uint3 is sim_runtime.h's. ----
+#define SIM_VEC1(T, N, A)                                  \
+    struct __attribute__((aligned(A))) N { T x; };          \
+    inline N make_##N(T x) { return {x}; }
+#define SIM_VEC2(T, N, A)                                  \
+    struct __attribute__((aligned(A))) N { T x, y; };       \
+    inline N make_##N(T x, T y) { return {x, y}; }
+#define SIM_VEC3(T, N, A)                                  \
+    struct __attribute__((aligned(A))) N { T x, y, z; };    \
+    inline N make_##N(T x, T y, T z) { return {x, y, z}; }
+#define SIM_VEC4(T, N, A)                                  \
+    struct __attribute__((aligned(A))) N { T x, y, z, w; }; \
+    inline N make_##N(T x, T y, T z, T w) { return {x, y, z, w}; }
+#define SIM_VECS(T, N, A1, A2, A3, A4) \
+    SIM_VEC1(T, N##1, A1)              \
+    SIM_VEC2(T, N##2, A2)              \
+    SIM_VEC3(T, N##3, A3)              \
+    SIM_VEC4(T, N##4, A4)
+SIM_VECS(signed char, char, 1, 2, 1, 4)
+SIM_VECS(unsigned char, uchar, 1, 2, 1, 4)
+SIM_VECS(short, short, 2, 4, 2, 8)
+SIM_VECS(unsigned short, ushort, 2, 4, 2, 8)
+SIM_VECS(int, int, 4, 8, 4, 16)
+SIM_VEC1(unsigned int, uint1, 4)
 SIM_VEC2(unsigned int, uint2, 8)
 SIM_VEC4(unsigned int, uint4, 16)
-SIM_VEC2(double, double2, 16)
-SIM_VEC2(short, short2, 4)
-SIM_VEC2(unsigned short, ushort2, 4)
-SIM_VEC4(char, char4, 4)
-SIM_VEC4(unsigned char, uchar4, 4)
+SIM_VECS(long, long, 8, 16, 8, 16)
+SIM_VECS(unsigned long, ulong, 8, 16, 8, 16)
+SIM_VECS(long long, longlong, 8, 16, 8, 16)
+SIM_VECS(unsigned long long, ulonglong, 8, 16, 8, 16)
+SIM_VECS(float, float, 4, 8, 4, 16)
+SIM_VECS(double, double, 8, 16, 8, 16)
+// CUDA 13's 4-vectors of 8-byte elements with an explicit alignment.
+SIM_VEC4(long, long4_16a, 16)
+SIM_VEC4(long, long4_32a, 32)
+SIM_VEC4(unsigned long, ulong4_16a, 16)
+SIM_VEC4(unsigned long, ulong4_32a, 32)
+SIM_VEC4(long long, longlong4_16a, 16)
+SIM_VEC4(long long, longlong4_32a, 32)
+SIM_VEC4(unsigned long long, ulonglong4_16a, 16)
+SIM_VEC4(unsigned long long, ulonglong4_32a, 32)
+SIM_VEC4(double, double4_16a, 16)
+SIM_VEC4(double, double4_32a, 32)
+#undef SIM_VECS
+#undef SIM_VEC1
 #undef SIM_VEC2
 #undef SIM_VEC3
 #undef SIM_VEC4
-inline float2 make_float2(float x, float y) { return {x, y}; }
-inline float3 make_float3(float x, float y, float z) { return {x, y, z}; }
-inline float4 make_float4(float x, float y, float z, float w) { return {x, y, z, w}; }
-inline int2 make_int2(int x, int y) { return {x, y}; }
-inline int3 make_int3(int x, int y, int z) { return {x, y, z}; }
-inline int4 make_int4(int x, int y, int z, int w) { return {x, y, z, w}; }
-inline uint2 make_uint2(unsigned x, unsigned y) { return {x, y}; }
 inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return {x, y, z}; }
-inline uint4 make_uint4(unsigned x, unsigned y, unsigned z, unsigned w) { return {x, y, z, w}; }
-inline double2 make_double2(double x, double y) { return {x, y}; }
 
 // ---- Loads through the read-only cache and with cache hints (__ldcs, __stcs...): plain loads
 // and stores here. ----
@@ -334,19 +354,10 @@ inline float __tanf(float x) { return tanf(x); }
 inline float __powf(float x, float y) { return powf(x, y); }
 inline float __tanhf(float x) { return tanhf(x); }
 inline float __fdividef(float a, float b) { return a / b; }
-inline float __frcp_rn(float x) { return 1.0f / x; }
-inline float __fsqrt_rn(float x) { return sqrtf(x); }
 inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
 inline double rsqrt(double x) { return 1.0 / sqrt(x); }
 inline float __frsqrt_rn(float x) { return 1.0f / sqrtf(x); }
-inline float __saturatef(float x) { return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x); }
-inline float __fadd_rn(float a, float b) { return a + b; }
-inline float __fsub_rn(float a, float b) { return a - b; }
-inline float __fmul_rn(float a, float b) { return a * b; }
-inline float __fdiv_rn(float a, float b) { return a / b; }
-inline float __fmaf_rn(float a, float b, float c) { return fmaf(a, b, c); }
-inline float __fadd_rz(float a, float b) { return a + b; }
-inline float __fmul_rz(float a, float b) { return a * b; }
+inline float __saturatef(float x) { return x > 0.0f ? (x > 1.0f ? 1.0f : x) : 0.0f; }  // NaN: 0
 inline void sincosf_(float x, float *s, float *c) { *s = sinf(x); *c = cosf(x); }
 inline void __sincosf(float x, float *s, float *c) { sincosf_(x, s, c); }
 
@@ -396,16 +407,9 @@ inline unsigned long long __brevll(unsigned long long x) {
 }
 inline unsigned __umulhi(unsigned a, unsigned b) { return (unsigned)(((unsigned long long)a * b) >> 32); }
 inline int __mulhi(int a, int b) { return (int)(((long long)a * b) >> 32); }
-inline int __mul24(int a, int b) { return a * b; }
-inline unsigned __umul24(unsigned a, unsigned b) { return a * b; }
 inline int __float_as_int(float x) { int i; memcpy(&i, &x, 4); return i; }
 inline unsigned __float_as_uint(float x) { unsigned i; memcpy(&i, &x, 4); return i; }
 inline float __int_as_float(int i) { float x; memcpy(&x, &i, 4); return x; }
 inline float __uint_as_float(unsigned i) { float x; memcpy(&x, &i, 4); return x; }
 inline long long __double_as_longlong(double x) { long long i; memcpy(&i, &x, 8); return i; }
 inline double __longlong_as_double(long long i) { double x; memcpy(&x, &i, 8); return x; }
-inline int __float2int_rn(float x) { return (int)nearbyintf(x); }
-inline int __float2int_rz(float x) { return (int)x; }
-inline int __float2int_rd(float x) { return (int)floorf(x); }
-inline int __float2int_ru(float x) { return (int)ceilf(x); }
-inline float __int2float_rn(int i) { return (float)i; }

@@ -52,6 +52,10 @@ const HEADERS: &[(&str, &str)] = &[
         "sim_half_api.h",
         include_str!("../../sim/include/sim_half_api.h"),
     ),
+    (
+        "sim_intrinsics.h",
+        include_str!("../../sim/include/sim_intrinsics.h"),
+    ),
     ("cuda_fp8.h", include_str!("../../sim/include/cuda_fp8.h")),
     ("mma.h", include_str!("../../sim/include/mma.h")),
     (

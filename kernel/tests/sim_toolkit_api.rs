@@ -1,7 +1,7 @@
-//! The simulator's `cuda_fp16.h` and `cuda_bf16.h` against the toolkit's: every function the
-//! toolkit's headers declare takes the same arguments and gives the same type in the
-//! simulator, and the families whose rounding, NaN and saturation rules differ from plain
-//! arithmetic give what the toolkit documents, bit for bit.
+//! The simulator's headers against the toolkit's: every function the toolkit's `cuda_fp16.h`,
+//! `cuda_bf16.h` and device intrinsics headers declare takes the same arguments and gives the
+//! same type in the simulator, and the families whose rounding, NaN, saturation or lane rules
+//! differ from plain arithmetic give what the toolkit documents, bit for bit.
 
 use half::{bf16, f16};
 use kernel::sim::SimDevice;
@@ -15,7 +15,7 @@ fn one_block(code: String, entry: &str, threads: u32, len: usize) -> Vec<f32> {
         inputs: vec![Dtype::F32; 2],
         steps: vec![Step::Kernel(Launch {
             source: CudaSource {
-                file: "tests/half_api.cu".into(),
+                file: "tests/toolkit_api.cu".into(),
                 code: code.into(),
                 ..CudaSource::embedded("", "")
             },
@@ -45,20 +45,31 @@ struct Declaration {
     params: Vec<String>,
 }
 
-/// The functions a toolkit header declares for device code (`__CUDA_FP16_DECL__ __half
-/// __hadd(const __half a, const __half b);`), but the deprecated ones.
+/// The functions a toolkit header declares for device code, each on a line of its own that
+/// starts with `mark` (`__CUDA_FP16_DECL__ __half __hadd(const __half a, const __half b);`,
+/// `__SM_61_INTRINSICS_DECL__ int __dp4a(int srcA, int srcB, int c) __DEF_IF_HOST`), but the
+/// deprecated ones.
 fn declarations(text: &str, mark: &str) -> Vec<Declaration> {
+    const ATTRIBUTES: [&str; 3] = ["__device_builtin__", "__cudart_builtin__", "__DEF_IF_HOST"];
     let mut out = Vec::new();
     for (at, _) in text.match_indices(mark) {
         let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
         if !text[line_start..at].trim().is_empty() {
-            continue; // inside a #define
+            continue; // inside a #define, or after a template head
         }
-        let Some(end) = text[at..].find([';', '{']).map(|j| at + j) else {
-            continue;
-        };
-        let decl = text[at + mark.len()..end].trim();
-        if text.as_bytes()[end] != b';' || decl.contains("DEPRECAT") || !decl.contains('(') {
+        let rest = &text[at + mark.len()..];
+        let end = [";", "{", "__DEF_IF_HOST", "\n#"]
+            .iter()
+            .filter_map(|t| rest.find(t))
+            .min()
+            .unwrap_or(rest.len());
+        let mut decl = rest[..end].to_string();
+        for a in ATTRIBUTES {
+            decl = decl.replace(a, " ");
+        }
+        let decl = decl.trim();
+        if decl.contains("DEPRECAT") || decl.contains("__NV_ATOMIC_RET_TYPE") || !decl.contains('(')
+        {
             continue;
         }
         let (head, params) = decl.split_once('(').unwrap();
@@ -69,35 +80,34 @@ fn declarations(text: &str, mark: &str) -> Vec<Declaration> {
             .map(|p| p.split('=').next().unwrap().trim())
             .filter(|p| !p.is_empty() && *p != "void")
             .map(|p| {
-                let name_at = p
-                    .rfind(|c: char| !(c.is_alphanumeric() || c == '_'))
-                    .unwrap();
-                p[..=name_at].trim().to_string()
+                // `const float a`, `unsigned int *p`; unnamed: `float`, `unsigned int`.
+                const TYPE_WORDS: [&str; 9] = [
+                    "int", "float", "double", "char", "short", "long", "unsigned", "signed", "bool",
+                ];
+                match p.rfind(|c: char| !(c.is_alphanumeric() || c == '_')) {
+                    Some(at) if !TYPE_WORDS.contains(&&p[at + 1..]) => p[..=at].trim().to_string(),
+                    _ => p.to_string(),
+                }
             })
             .collect();
+        // `void *f(...)`: the stars are the result's.
+        let stars = name.trim().len() - name.trim().trim_start_matches(['*', '&']).len();
         out.push(Declaration {
-            ret: ret.trim().to_string(),
-            name: name.trim().to_string(),
+            ret: format!("{}{}", ret.trim(), &name.trim()[..stars]),
+            name: name.trim()[stars..].to_string(),
             params,
         });
     }
     out
 }
 
-#[test]
-fn every_function_of_the_toolkits_half_and_bf16_headers_is_declared_alike() {
-    let Some(toolkit) = kernel::cuda::discovery::discovery().include_dir() else {
-        eprintln!("skipped: no CUDA headers found");
-        return;
-    };
+/// A static_assert a call of each declaration of `headers` (a header of the toolkit and the
+/// mark its declarations start with) for the simulator's compiler: the call takes the
+/// declaration's argument types and gives its type. With the number of declarations.
+fn signature_checks(toolkit: &std::path::Path, headers: &[(&str, &str)]) -> (String, usize) {
     let mut checks = String::new();
     let mut count = 0;
-    for (header, mark) in [
-        ("cuda_fp16.h", "__CUDA_FP16_DECL__"),
-        ("cuda_fp16.h", "__CUDA_HOSTDEVICE_FP16_DECL__"),
-        ("cuda_bf16.h", "__CUDA_BF16_DECL__"),
-        ("cuda_bf16.h", "__CUDA_HOSTDEVICE_BF16_DECL__"),
-    ] {
+    for (header, mark) in headers {
         let text = std::fs::read_to_string(toolkit.join(header)).unwrap();
         for d in declarations(&text, mark) {
             let args: Vec<String> = d
@@ -115,6 +125,24 @@ fn every_function_of_the_toolkits_half_and_bf16_headers_is_declared_alike() {
             count += 1;
         }
     }
+    (checks, count)
+}
+
+#[test]
+fn every_function_of_the_toolkits_half_and_bf16_headers_is_declared_alike() {
+    let Some(toolkit) = kernel::cuda::discovery::discovery().include_dir() else {
+        eprintln!("skipped: no CUDA headers found");
+        return;
+    };
+    let (checks, count) = signature_checks(
+        toolkit,
+        &[
+            ("cuda_fp16.h", "__CUDA_FP16_DECL__"),
+            ("cuda_fp16.h", "__CUDA_HOSTDEVICE_FP16_DECL__"),
+            ("cuda_bf16.h", "__CUDA_BF16_DECL__"),
+            ("cuda_bf16.h", "__CUDA_HOSTDEVICE_BF16_DECL__"),
+        ],
+    );
     // The toolkit's 13.0 headers declare about 470; fewer means the reading above broke.
     assert!(count > 400, "{count} declarations read");
     let mut constants = Vec::new();
@@ -339,4 +367,207 @@ fn atomic_adds_of_halves_are_each_counted() {
         \x20 if (threadIdx.x == 0) { out[0] = h; out[1] = __low2float(h2); out[2] = __high2float(h2); }\n\
         }\n";
     assert_eq!(one_block(code.into(), "adds", 64, 3), [64.0, 64.0, 128.0]);
+}
+
+#[test]
+fn every_intrinsic_of_the_toolkits_device_headers_is_declared_alike() {
+    let Some(toolkit) = kernel::cuda::discovery::discovery().include_dir() else {
+        eprintln!("skipped: no CUDA headers found");
+        return;
+    };
+    let (checks, count) = signature_checks(
+        toolkit,
+        &[
+            ("crt/device_functions.h", "__DEVICE_FUNCTIONS_DECL__"),
+            ("crt/device_functions.h", "__DEVICE_FUNCTIONS_STATIC_DECL__"),
+            (
+                "crt/device_functions.h",
+                "__DEVICE_HOST_FUNCTIONS_STATIC_DECL__",
+            ),
+            (
+                "crt/device_double_functions.h",
+                "__DEVICE_DOUBLE_FUNCTIONS_DECL__",
+            ),
+            (
+                "crt/device_double_functions.h",
+                "extern __device__ __device_builtin__",
+            ),
+            ("sm_20_intrinsics.h", "extern __device__ __device_builtin__"),
+            (
+                "device_atomic_functions.h",
+                "extern __device__ __device_builtin__",
+            ),
+            ("vector_functions.h", "__VECTOR_FUNCTIONS_DECL__"),
+            (
+                "device_atomic_functions.h",
+                "__DEVICE_ATOMIC_FUNCTIONS_DECL__",
+            ),
+            (
+                "sm_20_atomic_functions.h",
+                "__SM_20_ATOMIC_FUNCTIONS_DECL__",
+            ),
+            (
+                "sm_32_atomic_functions.h",
+                "__SM_32_ATOMIC_FUNCTIONS_DECL__",
+            ),
+            (
+                "sm_60_atomic_functions.h",
+                "__SM_60_ATOMIC_FUNCTIONS_DECL__",
+            ),
+            ("sm_20_intrinsics.h", "__SM_20_INTRINSICS_DECL__"),
+            ("sm_30_intrinsics.h", "__SM_30_INTRINSICS_DECL__"),
+            ("sm_32_intrinsics.h", "__SM_32_INTRINSICS_DECL__"),
+            ("sm_61_intrinsics.h", "__SM_61_INTRINSICS_DECL__"),
+            ("crt/sm_70_rt.h", "__SM_70_RT_DECL__"),
+            ("crt/sm_80_rt.h", "__SM_80_RT_DECL__"),
+            ("crt/sm_90_rt.h", "__SM_90_RT_DECL__"),
+        ],
+    );
+    assert!(count > 300, "{count} declarations read");
+    let code = format!(
+        "#include <type_traits>\n#include <utility>\n{checks}\
+         extern \"C\" __global__ void none(float *out) {{ out[0] = 1.0f; }}\n"
+    );
+    one_block(code, "none", 1, 1);
+}
+
+/// Each case: an expression of the kernel and, as C, the value it must equal.
+const INTRINSICS: &[(&str, &str)] = &[
+    // Directed rounding and conversions.
+    ("__fadd_rd(1.0f, 1e-8f)", "1.0f"),
+    ("__fadd_ru(1.0f, 1e-8f)", "nextafterf(1.0f, 2.0f)"),
+    ("__fadd_rz(-1.0f, -1e-8f)", "-1.0f"),
+    ("__fadd_rd(-1.0f, -1e-8f)", "nextafterf(-1.0f, -2.0f)"),
+    (
+        "__fdiv_ru(1.0f, 3.0f)",
+        "nextafterf(__fdiv_rd(1.0f, 3.0f), 1.0f)",
+    ),
+    ("__fsqrt_ru(2.0f)", "nextafterf(__fsqrt_rd(2.0f), 2.0f)"),
+    (
+        "__fmaf_rz(1.0f + 0x1p-23f, 1.0f + 0x1p-23f, -1.0f)",
+        "0x1p-22f",
+    ),
+    ("__dadd_ru(1.0, 1e-20)", "nextafter(1.0, 2.0)"),
+    (
+        "__double2float_rd(0.1)",
+        "nextafterf(__double2float_ru(0.1), 0.0f)",
+    ),
+    ("__ull2float_ru(16777217ull)", "16777218.0f"),
+    ("__ll2float_rz(-16777217ll)", "-16777216.0f"),
+    ("__float2int_rn(2.5f)", "2"),
+    ("__float2int_rz(NAN)", "0"),
+    ("__float2int_rd(-3e10f)", "INT_MIN"),
+    ("__float2ll_rz(NAN)", "LLONG_MIN"),
+    ("__float2uint_ru(-0.5f)", "0u"),
+    ("__double2ull_rd(1e30)", "ULLONG_MAX"),
+    (
+        "__hiloint2double(__double2hiint(-2.5), __double2loint(-2.5))",
+        "-2.5",
+    ),
+    ("dadd(1.0, 1e-20, cudaRoundPosInf)", "nextafter(1.0, 2.0)"),
+    ("__saturatef(NAN)", "0.0f"),
+    // Integers.
+    (
+        "__byte_perm(0x33221100u, 0x77665544u, 0x5410u)",
+        "0x55441100u",
+    ),
+    ("__funnelshift_l(0x80000000u, 0x1u, 4u)", "0x18u"),
+    ("__funnelshift_r(0u, 0xFFFFFFFFu, 40u)", "0xFF000000u"),
+    ("__funnelshift_rc(0u, 0xFFFFFFFFu, 40u)", "0xFFFFFFFFu"),
+    ("__dp4a(0x01FF0203, 0x02020202, 10)", "20"),
+    ("__dp2a_hi(0x0002FFFF, 0x03040000, 1)", "1 - 4 + 6"),
+    ("__umul64hi(0x8000000000000000ull, 4ull)", "2ull"),
+    ("__mul64hi(-1ll, 1ll)", "-1ll"),
+    ("__mul24(0x01000003, 2)", "6"),
+    ("__sad(-5, 3, 1u)", "9u"),
+    ("__rhadd(-3, 0)", "-1"),
+    ("__hadd(-3, 0)", "-2"),
+    ("__urhadd(0xFFFFFFFFu, 0xFFFFFFFFu)", "0xFFFFFFFFu"),
+    ("__fns(0x16u, 0u, 2)", "2u"),
+    ("__fns(0x16u, 4u, -2)", "2u"),
+    ("__fns(0u, 3u, 0)", "0xFFFFFFFFu"),
+    ("__nv_bswap32(0x11223344u)", "0x44332211u"),
+    // SIMD lanes: wrapping, saturating, comparisons as masks and as ones.
+    ("__vadd2(0xFFFF0001u, 0x00010001u)", "0x00000002u"),
+    ("__vaddss2(0x7FFF8000u, 0x00010001u)", "0x7FFF8001u"),
+    ("__vsubus4(0x01020304u, 0x02020202u)", "0x00000102u"),
+    ("__vcmpgtu4(0x01FF0000u, 0u)", "0xFFFF0000u"),
+    ("__vsetgts2(0xFFFF0001u, 0u)", "0x00000001u"),
+    ("__vavgs2(0xFFFF0003u, 0u)", "0x00000002u"),
+    ("__vsads4(0x0000FF01u, 0x00000102u)", "3u"),
+    ("__vabsss2(0x80000001u)", "0x7FFF0001u"),
+    ("__vabs2(0x80000001u)", "0x80000001u"),
+    ("__vhaddu4(0xFF000003u, 0x01000001u)", "0x80000002u"),
+    // DPX: the sum wraps before the max; relu; max with its predicate.
+    ("__viaddmax_s32(2, 3, 4)", "5"),
+    ("__viaddmax_s32(INT_MAX, 1, 0)", "0"),
+    (
+        "__vimax3_s16x2_relu(0xFFFE0005u, 0xFFFF0001u, 0xFFFD0002u)",
+        "0x00000005u",
+    ),
+    (
+        "__viaddmin_u16x2(0xFFFF0001u, 0x00020001u, 0x00050005u)",
+        "0x00010002u",
+    ),
+    (
+        "[] { bool p = false; return __vibmin_s32(3, 3, &p) == 3 && p; }()",
+        "true",
+    ),
+];
+
+#[test]
+fn device_intrinsics_round_saturate_and_split_lanes_as_the_toolkit_documents() {
+    let body: String = INTRINSICS
+        .iter()
+        .enumerate()
+        .map(|(i, (expr, want))| format!("  out[{i}] = ({expr}) == ({want});\n"))
+        .collect();
+    let code = format!(
+        "#include <math.h>\n#include <limits.h>\n\
+         extern \"C\" __global__ void cases(float *out) {{\n{body}}}\n"
+    );
+    let out = one_block(code, "cases", 1, INTRINSICS.len());
+    let wrong: Vec<String> = INTRINSICS
+        .iter()
+        .zip(&out)
+        .filter(|&(_, &ok)| ok != 1.0)
+        .map(|((expr, want), _)| format!("{expr} is not {want}"))
+        .collect();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The atomics a block shares and the warp's matches: each of 64 threads adds, decrements,
+/// takes a maximum and swaps; lanes holding equal values find each other.
+#[test]
+fn scoped_atomics_and_warp_matches_count_every_thread() {
+    let code = "\
+        extern \"C\" __global__ void atomics(float *out) {\n\
+        \x20 __shared__ float4 sum;\n\
+        \x20 __shared__ unsigned down;\n\
+        \x20 __shared__ long long low;\n\
+        \x20 __shared__ unsigned short flag;\n\
+        \x20 __shared__ unsigned swaps;\n\
+        \x20 const int t = threadIdx.x;\n\
+        \x20 if (t == 0) { sum = make_float4(0, 0, 0, 0); down = 100; low = 0; flag = 0; swaps = 0; }\n\
+        \x20 __syncthreads();\n\
+        \x20 atomicAdd_block(&sum, make_float4(1, 2, 3, 4));\n\
+        \x20 atomicDec_system(&down, 1000u);\n\
+        \x20 atomicMin(&low, -(long long)t * 1000000000000ll);\n\
+        \x20 if (atomicCAS(&flag, (unsigned short)0, (unsigned short)(t + 1)) == 0) atomicAdd(&swaps, 1u);\n\
+        \x20 const unsigned same = __match_any_sync(0xFFFFFFFFu, t % 3);\n\
+        \x20 int all = -1;\n\
+        \x20 const unsigned every = __match_all_sync(0xFFFFFFFFu, t / 32, &all);\n\
+        \x20 int differ = -1;\n\
+        \x20 const unsigned none = __match_all_sync(0xFFFFFFFFu, t, &differ);\n\
+        \x20 __syncthreads();\n\
+        \x20 if (t == 0) {\n\
+        \x20   out[0] = sum.x; out[1] = sum.w; out[2] = down; out[3] = low / 1000000000000ll;\n\
+        \x20   out[4] = swaps; out[5] = same == 0x49249249u; out[6] = every == 0xFFFFFFFFu && all == 1;\n\
+        \x20 }\n\
+        \x20 if (t == 1) out[7] = same == 0x92492492u && none == 0 && differ == 0;\n\
+        }\n";
+    assert_eq!(
+        one_block(code.into(), "atomics", 64, 8),
+        [64.0, 256.0, 36.0, -63.0, 1.0, 1.0, 1.0, 1.0]
+    );
 }
