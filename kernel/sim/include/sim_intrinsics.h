@@ -7,6 +7,7 @@
 
 #include <fenv.h>
 
+#include <cmath>
 #include <limits>
 
 #include "sim_hopper.h"
@@ -550,3 +551,95 @@ inline double uint2double(unsigned int a, enum cudaRoundMode = cudaRoundNearest)
 inline double float2double(float a, enum cudaRoundMode = cudaRoundNearest) { return a; }
 inline float fdividef(float a, float b) { return a / b; }
 inline double fdivide(double a, double b) { return a / b; }
+
+// ---- Math functions C's library lacks (crt/math_functions.h) ----
+namespace sim {
+// erfc(x) = y for y in (0, 2), by bisection to a bracket then Newton's steps (erfc is
+// monotonic); erfc from the C library, accurate far into its tail.
+inline double erfc_inverse(double y) {
+    if (y != y || y < 0 || y > 2) return NAN;
+    if (y == 0) return INFINITY;
+    if (y == 2) return -INFINITY;
+    double lo = -27, hi = 27;  // erfc(-27) rounds to 2, erfc(27) to a subnormal
+    for (int i = 0; i < 60; ++i) {
+        const double mid = 0.5 * (lo + hi);
+        (erfc(mid) > y ? lo : hi) = mid;
+    }
+    double x = 0.5 * (lo + hi);
+    for (int i = 0; i < 3; ++i) {
+        const double slope = -1.1283791670955126 * exp(-x * x);
+        if (slope == 0) break;
+        x -= (erfc(x) - y) / slope;
+    }
+    return x;
+}
+// exp(x^2) erfc(x): in long double, whose range holds both factors up to x = 100; beyond,
+// its asymptotic series.
+inline double erfc_scaled(double x) {
+    if (x < 100) return (double)(expl((long double)x * x) * erfcl((long double)x));
+    const double t = 1 / (2 * x * x);
+    return 0.5641895835477563 / x * (1 - t * (1 - 3 * t * (1 - 5 * t)));
+}
+inline double norm_of(int n, const double *a) {
+    long double s = 0;
+    for (int i = 0; i < n; ++i) s += (long double)a[i] * a[i];
+    return (double)sqrtl(s);
+}
+inline float norm_of(int n, const float *a) {
+    double s = 0;
+    for (int i = 0; i < n; ++i) s += (double)a[i] * a[i];
+    return (float)sqrt(s);
+}
+}  // namespace sim
+inline double erfcinv(double y) { return sim::erfc_inverse(y); }
+inline float erfcinvf(float y) { return (float)sim::erfc_inverse(y); }
+inline double erfinv(double y) { return y == 0 ? y : sim::erfc_inverse(1 - y); }
+inline float erfinvf(float y) { return y == 0 ? y : (float)sim::erfc_inverse(1.0 - y); }
+inline double erfcx(double x) { return sim::erfc_scaled(x); }
+inline float erfcxf(float x) { return (float)sim::erfc_scaled(x); }
+inline double normcdfinv(double p) { return -1.4142135623730951 * sim::erfc_inverse(2 * p); }
+inline float normcdfinvf(float p) { return (float)(-1.4142135623730951 * sim::erfc_inverse(2.0 * p)); }
+inline double norm(int n, const double *a) { return sim::norm_of(n, a); }
+inline float normf(int n, const float *a) { return sim::norm_of(n, a); }
+inline double rnorm(int n, const double *a) { return 1.0 / sim::norm_of(n, a); }
+inline float rnormf(int n, const float *a) { return (float)(1.0 / sim::norm_of(n, a)); }
+inline double norm4d(double a, double b, double c, double d) {
+    const double v[4] = {a, b, c, d};
+    return sim::norm_of(4, v);
+}
+inline float norm4df(float a, float b, float c, float d) {
+    const float v[4] = {a, b, c, d};
+    return sim::norm_of(4, v);
+}
+inline double rnorm4d(double a, double b, double c, double d) { return 1.0 / norm4d(a, b, c, d); }
+inline float rnorm4df(float a, float b, float c, float d) { return (float)(1.0 / (double)norm4df(a, b, c, d)); }
+// The modified Bessel functions of the first kind: I0 even, I1 odd.
+inline double cyl_bessel_i0(double x) { return std::cyl_bessel_i(0.0, fabs(x)); }
+inline float cyl_bessel_i0f(float x) { return (float)cyl_bessel_i0(x); }
+inline double cyl_bessel_i1(double x) { return copysign(std::cyl_bessel_i(1.0, fabs(x)), x); }
+inline float cyl_bessel_i1f(float x) { return (float)cyl_bessel_i1(x); }
+inline unsigned umin(unsigned a, unsigned b) { return a < b ? a : b; }
+inline unsigned umax(unsigned a, unsigned b) { return a > b ? a : b; }
+inline long long llmin(long long a, long long b) { return a < b ? a : b; }
+inline long long llmax(long long a, long long b) { return a > b ? a : b; }
+inline unsigned long long ullmin(unsigned long long a, unsigned long long b) { return a < b ? a : b; }
+inline unsigned long long ullmax(unsigned long long a, unsigned long long b) { return a > b ? a : b; }
+// The float overloads math_functions.h gives C++ code, beside C's double functions.
+inline float rsqrt(float a) { return rsqrtf(a); }
+inline float rcbrt(float a) { return rcbrtf(a); }
+inline float sinpi(float a) { return sinpif(a); }
+inline float cospi(float a) { return cospif(a); }
+inline float exp10(float a) { return exp10f(a); }
+inline float normcdf(float a) { return normcdff(a); }
+inline float normcdfinv(float a) { return normcdfinvf(a); }
+inline float erfinv(float a) { return erfinvf(a); }
+inline float erfcinv(float a) { return erfcinvf(a); }
+inline float erfcx(float a) { return erfcxf(a); }
+inline float j0(float a) { return j0f(a); }
+inline float j1(float a) { return j1f(a); }
+inline float jn(int n, float a) { return jnf(n, a); }
+inline float y0(float a) { return y0f(a); }
+inline float y1(float a) { return y1f(a); }
+inline float yn(int n, float a) { return ynf(n, a); }
+inline void sincos(float a, float *s, float *c) { sincosf(a, s, c); }
+inline void sincospi(float a, float *s, float *c) { sincospif(a, s, c); }
