@@ -73,6 +73,33 @@ impl PlanKernel {
     }
 }
 
+/// The `len` floats `entry` of `src` writes, run in the simulator as one block of `threads`
+/// threads whose only argument is the output: a test of what device code computes.
+pub fn sim_one_block(src: crate::CudaSource, entry: &str, threads: u32, len: usize) -> Vec<f32> {
+    use crate::Executor;
+    let plan = crate::CudaPlan {
+        inputs: vec![crate::Dtype::F32; 2],
+        steps: vec![crate::Step::Kernel(crate::Launch {
+            source: src,
+            entry: entry.to_string().into(),
+            grid: [1, 1, 1],
+            block: [threads, 1, 1],
+            dynamic_smem: 0,
+            args: vec![crate::Arg::Ptr(crate::Buf::Output)],
+        })],
+        ..Default::default()
+    };
+    let shape = Shape::gemm(1, len, 1);
+    let dev = crate::sim::SimDevice::new().expect("the simulator needs a host C++ compiler");
+    let k = PlanKernel::fp32(plan);
+    let data = inputs(&shape, 3);
+    let mut p = dev
+        .prepare(&k, &shape, &data)
+        .unwrap_or_else(|e| panic!("{e}"));
+    p.run().unwrap_or_else(|e| panic!("{e}"));
+    p.output().unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// One launch of `entry` in `code` with the GEMM parameters `(A, B, C, M, N, K)` of `dims`,
 /// the output starting at zero: the plan of a test's own GEMM-shaped kernel.
 pub fn gemm_launch(

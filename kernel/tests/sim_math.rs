@@ -3,10 +3,9 @@
 //! values, and NVRTC compiling the same source: a kernel that calls them must run in the
 //! simulator as on a GPU.
 
+use kernel::CudaSource;
 use kernel::cuda::nvrtc;
-use kernel::sim::SimDevice;
-use kernel::testing::{PlanKernel, inputs};
-use kernel::{Arg, Buf, CudaPlan, CudaSource, Dtype, Executor, Launch, Shape, Step};
+use kernel::testing::sim_one_block;
 
 /// Thread i evaluates every function at X[i]; out[f * N + i] holds function f's value.
 const MATH: &str = r#"
@@ -79,35 +78,11 @@ fn source() -> CudaSource {
     CudaSource::embedded("tests/math.cu", MATH)
 }
 
-/// The `len` floats `entry` of `src` writes, run in the simulator as one block of `threads`
-/// threads whose only argument is the output.
-fn one_block(src: CudaSource, entry: &str, threads: u32, len: usize) -> Vec<f32> {
-    let plan = CudaPlan {
-        inputs: vec![Dtype::F32; 2],
-        steps: vec![Step::Kernel(Launch {
-            source: src,
-            entry: entry.to_string().into(),
-            grid: [1, 1, 1],
-            block: [threads, 1, 1],
-            dynamic_smem: 0,
-            args: vec![Arg::Ptr(Buf::Output)],
-        })],
-        ..Default::default()
-    };
-    let shape = Shape::gemm(1, len, 1);
-    let dev = SimDevice::new().expect("the simulator needs a host C++ compiler");
-    let k = PlanKernel::fp32(plan);
-    let data = inputs(&shape, 3);
-    let mut p = dev.prepare(&k, &shape, &data).unwrap();
-    p.run().unwrap();
-    p.output().unwrap()
-}
-
 #[test]
 fn cuda_only_math_functions_run_in_the_simulator() {
     let n = X.len();
     let funcs = expected(0.0).len();
-    let out = one_block(source(), "math", n as u32, n * funcs);
+    let out = sim_one_block(source(), "math", n as u32, n * funcs);
     for (i, &x) in X.iter().enumerate() {
         for (f, want) in expected(x).into_iter().enumerate() {
             let got = f64::from(out[f * n + i]);
@@ -128,7 +103,7 @@ fn cuda_only_math_functions_run_in_the_simulator() {
 
 #[test]
 fn stores_with_a_cache_hint_convert_the_value_to_the_pointers_type() {
-    assert_eq!(one_block(source(), "hinted", 1, 3), [0.5, 1.5, -2.25]);
+    assert_eq!(sim_one_block(source(), "hinted", 1, 3), [0.5, 1.5, -2.25]);
 }
 
 #[test]
@@ -312,7 +287,7 @@ fn fp8_nearest(x: f64, mant: u32, bias: i32, sat: bool) -> u8 {
 #[test]
 fn fp8_conversions_follow_the_formats() {
     let src = CudaSource::embedded("tests/fp8.cu", FP8);
-    let out = one_block(src.clone(), "fp8", 256, 512 + 4 * FP8_VALUES.len());
+    let out = sim_one_block(src.clone(), "fp8", 256, 512 + 4 * FP8_VALUES.len());
     for (format, mant, bias) in [(0, 3, 7), (1, 2, 15)] {
         for b in 0..=255u8 {
             let (got, want) = (

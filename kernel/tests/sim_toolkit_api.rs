@@ -1,41 +1,21 @@
 //! The simulator's headers against the toolkit's: every function the toolkit's `cuda_fp16.h`,
-//! `cuda_bf16.h` and device intrinsics headers declare takes the same arguments and gives the
-//! same type in the simulator, and the families whose rounding, NaN, saturation or lane rules
+//! `cuda_bf16.h`, `cuda_fp8.h`, math and device intrinsics headers declare takes the same arguments and
+//! gives the same type in the simulator, and the families whose rounding, NaN, saturation or lane rules
 //! differ from plain arithmetic give what the toolkit documents, bit for bit.
 
 use half::{bf16, f16};
-use kernel::sim::SimDevice;
-use kernel::testing::{PlanKernel, inputs};
-use kernel::{Arg, Buf, CudaPlan, CudaSource, Dtype, Executor, Launch, Shape, Step};
+use kernel::CudaSource;
+use kernel::testing::sim_one_block;
 
 /// Runs `entry` of `code` as one block of `threads` threads whose only argument is the
 /// output, `len` floats.
 fn one_block(code: String, entry: &str, threads: u32, len: usize) -> Vec<f32> {
-    let plan = CudaPlan {
-        inputs: vec![Dtype::F32; 2],
-        steps: vec![Step::Kernel(Launch {
-            source: CudaSource {
-                file: "tests/toolkit_api.cu".into(),
-                code: code.into(),
-                ..CudaSource::embedded("", "")
-            },
-            entry: entry.to_string().into(),
-            grid: [1, 1, 1],
-            block: [threads, 1, 1],
-            dynamic_smem: 0,
-            args: vec![Arg::Ptr(Buf::Output)],
-        })],
-        ..Default::default()
+    let src = CudaSource {
+        file: "tests/toolkit_api.cu".into(),
+        code: code.into(),
+        ..CudaSource::embedded("", "")
     };
-    let shape = Shape::gemm(1, len, 1);
-    let dev = SimDevice::new().expect("the simulator needs a host C++ compiler");
-    let k = PlanKernel::fp32(plan);
-    let data = inputs(&shape, 3);
-    let mut p = dev
-        .prepare(&k, &shape, &data)
-        .unwrap_or_else(|e| panic!("{e}"));
-    p.run().unwrap_or_else(|e| panic!("{e}"));
-    p.output().unwrap()
+    sim_one_block(src, entry, threads, len)
 }
 
 /// A declaration of the toolkit's header: its return type, name and parameter types.
@@ -165,7 +145,7 @@ fn signature_checks(toolkit: &std::path::Path, headers: &[(&str, &str)]) -> (Str
 }
 
 #[test]
-fn every_function_of_the_toolkits_half_and_bf16_headers_is_declared_alike() {
+fn every_function_of_the_toolkits_half_bf16_and_fp8_headers_is_declared_alike() {
     let Some(toolkit) = kernel::cuda::discovery::discovery().include_dir() else {
         eprintln!("skipped: no CUDA headers found");
         return;
@@ -177,6 +157,7 @@ fn every_function_of_the_toolkits_half_and_bf16_headers_is_declared_alike() {
             ("cuda_fp16.h", "__CUDA_HOSTDEVICE_FP16_DECL__"),
             ("cuda_bf16.h", "__CUDA_BF16_DECL__"),
             ("cuda_bf16.h", "__CUDA_HOSTDEVICE_BF16_DECL__"),
+            ("cuda_fp8.h", "__CUDA_HOSTDEVICE_FP8_DECL__"),
         ],
     );
     // The toolkit's 13.0 headers declare about 470; fewer means the reading above broke.
@@ -196,7 +177,7 @@ fn every_function_of_the_toolkits_half_and_bf16_headers_is_declared_alike() {
         }
     }
     let code = format!(
-        "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <type_traits>\n#include <utility>\n\
+        "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cuda_fp8.h>\n#include <type_traits>\n#include <utility>\n\
          {checks}\
          extern \"C\" __global__ void constants(float *out) {{\n\
          \x20 const float v[] = {{{}}};\n\
@@ -361,6 +342,28 @@ const CASES: &[(&str, f64)] = &[
         3.0,
     ),
     ("__lowhigh2highlow(P(1.0f, 2.0f)).x", 2.0),
+    // E8M0 scales: a power of two in the rounding direction, past 2^127 the largest or NaN.
+    (
+        "__nv_cvt_float_to_e8m0(3.0f, __NV_SATFINITE, cudaRoundZero)",
+        128.0,
+    ),
+    (
+        "__nv_cvt_float_to_e8m0(-3.0f, __NV_SATFINITE, cudaRoundPosInf)",
+        129.0,
+    ),
+    (
+        "__nv_cvt_float_to_e8m0(3e38f, __NV_SATFINITE, cudaRoundPosInf)",
+        254.0,
+    ),
+    (
+        "__nv_cvt_float_to_e8m0(3e38f, __NV_NOSAT, cudaRoundPosInf)",
+        255.0,
+    ),
+    ("__nv_cvt_e8m0_to_bf16raw(130).x", 0x4100 as f64),
+    (
+        "__nv_cvt_fp8x2_to_halfraw2(0x3C38, __NV_E4M3).y",
+        0x3E00 as f64,
+    ),
 ];
 
 #[test]
@@ -371,7 +374,7 @@ fn half_and_bf16_functions_round_saturate_and_compare_as_the_toolkit_documents()
         .map(|(i, (expr, _))| format!("  out[{i}] = (float)({expr});\n"))
         .collect();
     let code = format!(
-        "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <math.h>\n\
+        "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cuda_fp8.h>\n#include <math.h>\n\
          __device__ float bits(__half h) {{ return (float)__half_as_ushort(h); }}\n\
          __device__ float bits(__nv_bfloat16 h) {{ return (float)__bfloat16_as_ushort(h); }}\n\
          __device__ __half2 P(float a, float b) {{ return __floats2half2_rn(a, b); }}\n\

@@ -10,6 +10,7 @@
 #include "cuda_fp16.h"
 
 struct __nv_bfloat16_raw { unsigned short x; };
+struct __nv_bfloat162_raw { unsigned short x, y; };
 
 struct __nv_bfloat16 {
     unsigned short __x;

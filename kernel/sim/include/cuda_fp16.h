@@ -10,6 +10,7 @@
 // The bits of a half, as conversion functions (__nv_cvt_fp8_to_halfraw) return them; a __half
 // is built from one implicitly, as CUDA's is (`h += __nv_cvt_fp8_to_halfraw(...)`).
 struct __half_raw { unsigned short x; };
+struct __half2_raw { unsigned short x, y; };
 
 struct __half {
     unsigned short __x;

@@ -105,6 +105,75 @@ inline __half_raw __nv_cvt_fp8_to_halfraw(__nv_fp8_storage_t x, __nv_fp8_interpr
     return r;
 }
 
+inline __nv_fp8x2_storage_t __nv_cvt_double2_to_fp8x2(double2 x, __nv_saturation_t sat,
+                                                     __nv_fp8_interpretation_t f) {
+    return (__nv_fp8x2_storage_t)(sim_fp8::encode(x.x, sat, f) | (sim_fp8::encode(x.y, sat, f) << 8));
+}
+inline __nv_fp8x2_storage_t __nv_cvt_halfraw2_to_fp8x2(__half2_raw x, __nv_saturation_t sat,
+                                                      __nv_fp8_interpretation_t f) {
+    return (__nv_fp8x2_storage_t)(__nv_cvt_halfraw_to_fp8(__half_raw{x.x}, sat, f) |
+                                  (__nv_cvt_halfraw_to_fp8(__half_raw{x.y}, sat, f) << 8));
+}
+inline __half2_raw __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t x, __nv_fp8_interpretation_t f) {
+    return {__nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)(x & 0xFF), f).x,
+            __nv_cvt_fp8_to_halfraw((__nv_fp8_storage_t)(x >> 8), f).x};
+}
+inline __nv_fp8_storage_t __nv_cvt_bfloat16raw_to_fp8(__nv_bfloat16_raw x, __nv_saturation_t sat,
+                                                     __nv_fp8_interpretation_t f) {
+    return sim_fp8::encode(__nv_bfloat16(x).to_float(), sat, f);
+}
+inline __nv_fp8x2_storage_t __nv_cvt_bfloat16raw2_to_fp8x2(__nv_bfloat162_raw x, __nv_saturation_t sat,
+                                                          __nv_fp8_interpretation_t f) {
+    return (__nv_fp8x2_storage_t)(__nv_cvt_bfloat16raw_to_fp8({x.x}, sat, f) |
+                                  (__nv_cvt_bfloat16raw_to_fp8({x.y}, sat, f) << 8));
+}
+
+// E8M0, the scale of the MX formats: a power of two 2^(code - 127), 0xFF NaN. A value becomes
+// the power of two its magnitude rounds to in the mode given (toward zero or down: the one at
+// or below it; up: at or above it; to nearest: the nearer), past 2^127 the largest or NaN.
+namespace sim_fp8 {
+inline __nv_fp8_storage_t e8m0(double x, __nv_saturation_t sat, cudaRoundMode mode) {
+    if (std::isnan(x)) return 0xFF;
+    const double a = std::fabs(x);
+    if (a == 0) return 0;
+    int e;
+    const double m = std::frexp(a, &e);  // a = m 2^e, m in [0.5, 1)
+    int p = e - 1;                       // 2^p <= a < 2^(p+1)
+    if (m != 0.5 && (mode == cudaRoundPosInf || (mode == cudaRoundNearest && m >= 0.75))) p += 1;
+    if (p > 127) return sat == __NV_SATFINITE ? 0xFE : 0xFF;
+    return (__nv_fp8_storage_t)(p < -127 ? 0 : p + 127);
+}
+}  // namespace sim_fp8
+inline __nv_fp8_storage_t __nv_cvt_double_to_e8m0(double x, __nv_saturation_t sat, cudaRoundMode r) {
+    return sim_fp8::e8m0(x, sat, r);
+}
+inline __nv_fp8_storage_t __nv_cvt_float_to_e8m0(float x, __nv_saturation_t sat, cudaRoundMode r) {
+    return sim_fp8::e8m0(x, sat, r);
+}
+inline __nv_fp8_storage_t __nv_cvt_bfloat16raw_to_e8m0(__nv_bfloat16_raw x, __nv_saturation_t sat, cudaRoundMode r) {
+    return sim_fp8::e8m0(__nv_bfloat16(x).to_float(), sat, r);
+}
+inline __nv_fp8x2_storage_t __nv_cvt_double2_to_e8m0x2(double2 x, __nv_saturation_t sat, cudaRoundMode r) {
+    return (__nv_fp8x2_storage_t)(sim_fp8::e8m0(x.x, sat, r) | (sim_fp8::e8m0(x.y, sat, r) << 8));
+}
+inline __nv_fp8x2_storage_t __nv_cvt_float2_to_e8m0x2(float2 x, __nv_saturation_t sat, cudaRoundMode r) {
+    return (__nv_fp8x2_storage_t)(sim_fp8::e8m0(x.x, sat, r) | (sim_fp8::e8m0(x.y, sat, r) << 8));
+}
+inline __nv_fp8x2_storage_t __nv_cvt_bfloat162raw_to_e8m0x2(__nv_bfloat162_raw x, __nv_saturation_t sat,
+                                                           cudaRoundMode r) {
+    return (__nv_fp8x2_storage_t)(__nv_cvt_bfloat16raw_to_e8m0({x.x}, sat, r) |
+                                  (__nv_cvt_bfloat16raw_to_e8m0({x.y}, sat, r) << 8));
+}
+// 2^(code - 127) in BF16, which holds every one (2^-127 as a subnormal); 0xFF its NaN.
+inline __nv_bfloat16_raw __nv_cvt_e8m0_to_bf16raw(__nv_fp8_storage_t x) {
+    if (x == 0xFF) return {0x7FFF};
+    return {(unsigned short)(x == 0 ? 0x0040 : (unsigned)x << 7)};
+}
+inline __nv_bfloat162_raw __nv_cvt_e8m0x2_to_bf162raw(__nv_fp8x2_storage_t x) {
+    return {__nv_cvt_e8m0_to_bf16raw((__nv_fp8_storage_t)(x & 0xFF)).x,
+            __nv_cvt_e8m0_to_bf16raw((__nv_fp8_storage_t)(x >> 8)).x};
+}
+
 // The types: a constructor saturates to the largest finite value, as the toolkit's does.
 #define SIM_FP8_TYPE(NAME, X2, X4, INTERP)                                                        \
     struct NAME {                                                                                 \
