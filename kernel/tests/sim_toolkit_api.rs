@@ -665,3 +665,22 @@ fn every_math_function_of_the_toolkit_is_declared_alike() {
     );
     one_block(code, "none", 1, 1);
 }
+
+/// A file built with `-D N=...` for a letter (as `define=` gives one) leaves the simulator's
+/// headers alone: their own names of one letter would turn into the number.
+#[test]
+fn defines_of_one_letter_do_not_reach_the_simulators_headers() {
+    let code = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#include <cuda_fp8.h>\n\
+        #include <mma.h>\n#include <cooperative_groups.h>\n#include <cooperative_groups/reduce.h>\n\
+        #include <cuda/barrier>\n#include <cuda/pipeline>\n#include <cuda_pipeline.h>\n\
+        extern \"C\" __global__ void letters(float *out) { out[0] = A + Z; }\n";
+    let src = ('A'..='Z').fold(
+        CudaSource {
+            file: "tests/letters.cu".into(),
+            code: code.into(),
+            ..CudaSource::embedded("", "")
+        },
+        |src, c| src.define(c.to_string(), 7),
+    );
+    assert_eq!(sim_one_block(src, "letters", 1, 1), [14.0]);
+}

@@ -84,20 +84,20 @@ class tile_base {
     // Each takes its caller's line (`sim::Caller`), which a failure or a deadlock names.
     static void sync(::sim::Caller at = {}) { __syncwarp(build_mask(), at); }
 
-    template <class T>
-    T shfl(T v, int src_rank, ::sim::Caller at = {}) const {
+    template <class T_>
+    T_ shfl(T_ v, int src_rank, ::sim::Caller at = {}) const {
         return __shfl_sync(build_mask(), v, src_rank, Size, at);
     }
-    template <class T>
-    T shfl_down(T v, unsigned int delta, ::sim::Caller at = {}) const {
+    template <class T_>
+    T_ shfl_down(T_ v, unsigned int delta, ::sim::Caller at = {}) const {
         return __shfl_down_sync(build_mask(), v, delta, Size, at);
     }
-    template <class T>
-    T shfl_up(T v, unsigned int delta, ::sim::Caller at = {}) const {
+    template <class T_>
+    T_ shfl_up(T_ v, unsigned int delta, ::sim::Caller at = {}) const {
         return __shfl_up_sync(build_mask(), v, delta, Size, at);
     }
-    template <class T>
-    T shfl_xor(T v, unsigned int lane_mask, ::sim::Caller at = {}) const {
+    template <class T_>
+    T_ shfl_xor(T_ v, unsigned int lane_mask, ::sim::Caller at = {}) const {
         return __shfl_xor_sync(build_mask(), v, (int)lane_mask, Size, at);
     }
     int any(int predicate, ::sim::Caller at = {}) const { return __ballot_sync(build_mask(), predicate, at) != 0; }
@@ -108,9 +108,9 @@ class tile_base {
     }
     // The tile's threads holding the same value, one shuffle per rank (no __match_any_sync in
     // the simulator; every thread of the tile takes part in each).
-    template <class T>
-    unsigned int match_any(T v) const {
-        static_assert(std::is_integral_v<T> && (sizeof(T) == 4 || sizeof(T) == 8),
+    template <class T_>
+    unsigned int match_any(T_ v) const {
+        static_assert(std::is_integral_v<T_> && (sizeof(T_) == 4 || sizeof(T_) == 8),
                       "match_any takes a 32- or 64-bit integer");
         unsigned int same = 0;
         for (unsigned int r = 0; r < Size; ++r)
@@ -151,8 +151,8 @@ using tile_base_of = std::conditional_t<(Size <= 32), tile_base<Size>, multi_war
 // rank, as in the real header.
 template <unsigned int Size, typename ParentT>
 class thread_block_tile : public details::tile_base_of<Size> {
-    template <unsigned int S, typename P>
-    friend thread_block_tile<S, P> tiled_partition(const P &);
+    template <unsigned int S_, typename P_>
+    friend thread_block_tile<S_, P_> tiled_partition(const P_ &);
     explicit thread_block_tile(const ParentT &) {}
 
    public:
@@ -214,9 +214,9 @@ class cluster_group {
         if (!w) ::sim::fail("cluster_group::query_shared_rank: %p is in no shared memory of the cluster", addr);
         return w->rank;
     }
-    template <typename T>
-    static T *map_shared_rank(T *addr, int rank) {
-        return static_cast<T *>(::sim::cluster_map(addr, (unsigned)rank, "cluster_group::map_shared_rank"));
+    template <typename T_>
+    static T_ *map_shared_rank(T_ *addr, int rank) {
+        return static_cast<T_ *>(::sim::cluster_map(addr, (unsigned)rank, "cluster_group::map_shared_rank"));
     }
     static unsigned int block_rank() { return ::sim::worker().rank; }
     static dim3 block_index() {

@@ -8,8 +8,8 @@
 
 template <class>
 inline constexpr bool sim_pipeline_class = false;  // false, once instantiated
-#define SIM_PIPELINE_CLASS_NOT_SIMULATED(T)                                                          \
-    static_assert(sim_pipeline_class<T>,                                                           \
+#define SIM_PIPELINE_CLASS_NOT_SIMULATED(T_)                                                          \
+    static_assert(sim_pipeline_class<T_>,                                                           \
                   "cuda_pipeline.h's nvcuda::experimental::pipeline is not simulated (it runs on a " \
                   "GPU): use the __pipeline_ primitives or cuda::pipeline, which the simulator runs")
 
@@ -17,26 +17,26 @@ namespace nvcuda {
 namespace experimental {
 class pipeline {
   public:
-    template <class T = void>
+    template <class T_ = void>
     pipeline() {
-        SIM_PIPELINE_CLASS_NOT_SIMULATED(T);
+        SIM_PIPELINE_CLASS_NOT_SIMULATED(T_);
     }
-    template <class T = void>
+    template <class T_ = void>
     void commit() {
-        SIM_PIPELINE_CLASS_NOT_SIMULATED(T);
+        SIM_PIPELINE_CLASS_NOT_SIMULATED(T_);
     }
-    template <class T = void>
+    template <class T_ = void>
     void commit_and_wait() {
-        SIM_PIPELINE_CLASS_NOT_SIMULATED(T);
+        SIM_PIPELINE_CLASS_NOT_SIMULATED(T_);
     }
-    template <unsigned N, class T = void>
+    template <unsigned N_, class T_ = void>
     void wait_prior() {
-        SIM_PIPELINE_CLASS_NOT_SIMULATED(T);
+        SIM_PIPELINE_CLASS_NOT_SIMULATED(T_);
     }
 };
-template <class... A>
-void memcpy_async(A &&...) {
-    SIM_PIPELINE_CLASS_NOT_SIMULATED(pipeline *(*)(A...));
+template <class... A_>
+void memcpy_async(A_ &&...) {
+    SIM_PIPELINE_CLASS_NOT_SIMULATED(pipeline *(*)(A_...));
 }
 }  // namespace experimental
 }  // namespace nvcuda

@@ -33,30 +33,30 @@ inline float __float_to_tf32(float f) {
 }
 
 namespace detail {
-template <class Use, int M, int N, int K> struct dims;
-template <int M, int N, int K> struct dims<matrix_a, M, N, K> { static constexpr int rows = M, cols = K; };
-template <int M, int N, int K> struct dims<matrix_b, M, N, K> { static constexpr int rows = K, cols = N; };
-template <int M, int N, int K> struct dims<accumulator, M, N, K> { static constexpr int rows = M, cols = N; };
-template <class T> struct storage { using type = T; };
+template <class Use, int M_, int N_, int K_> struct dims;
+template <int M_, int N_, int K_> struct dims<matrix_a, M_, N_, K_> { static constexpr int rows = M_, cols = K_; };
+template <int M_, int N_, int K_> struct dims<matrix_b, M_, N_, K_> { static constexpr int rows = K_, cols = N_; };
+template <int M_, int N_, int K_> struct dims<accumulator, M_, N_, K_> { static constexpr int rows = M_, cols = N_; };
+template <class T_> struct storage { using type = T_; };
 template <> struct storage<precision::tf32> { using type = float; };
-template <class T> inline float widen(T v) { return (float)v; }
+template <class T_> inline float widen(T_ v) { return (float)v; }
 }  // namespace detail
 
-template <class Use, int M, int N, int K, class T, class Layout = void>
+template <class Use, int M_, int N_, int K_, class T_, class Layout = void>
 struct fragment {
-    static_assert((M == 16 && N == 16 && (K == 16 || K == 8)) || (M == 32 && N == 8 && K == 16) ||
-                      (M == 8 && N == 32 && K == 16),
+    static_assert((M_ == 16 && N_ == 16 && (K_ == 16 || K_ == 8)) || (M_ == 32 && N_ == 8 && K_ == 16) ||
+                      (M_ == 8 && N_ == 32 && K_ == 16),
                   "unsupported WMMA shape");
-    using element_type = T;
-    using storage_element_type = typename detail::storage<T>::type;
-    static constexpr int rows = detail::dims<Use, M, N, K>::rows;
-    static constexpr int cols = detail::dims<Use, M, N, K>::cols;
+    using element_type = T_;
+    using storage_element_type = typename detail::storage<T_>::type;
+    static constexpr int rows = detail::dims<Use, M_, N_, K_>::rows;
+    static constexpr int cols = detail::dims<Use, M_, N_, K_>::cols;
     static constexpr int num_elements = rows * cols;
     storage_element_type x[num_elements];
 };
 
-template <class Use, int M, int N, int K, class T, class L, class V>
-inline void fill_fragment(fragment<Use, M, N, K, T, L> &f, const V &v) {
+template <class Use, int M_, int N_, int K_, class T_, class L_, class V_>
+inline void fill_fragment(fragment<Use, M_, N_, K_, T_, L_> &f, const V_ &v) {
     for (int i = 0; i < f.num_elements; ++i) f.x[i] = v;
 }
 
@@ -76,57 +76,57 @@ inline void converge() {
 // Loads and stores: every lane moves the whole tile, but the warp's first lane alone counts
 // the traffic and marks the race checker's record (a GPU moves the tile once, split among the
 // lanes): uninstrumented, with the lines or columns reported one by one.
-template <class P>
-inline void warp_tile_access(const P *p, unsigned ldm, int lines, int line_len, bool write) {
+template <class P_>
+inline void warp_tile_access(const P_ *p, unsigned ldm, int lines, int line_len, bool write) {
     for (int i = 0; i < lines; ++i) {
-        if (write) SIM_WARP_WRITE(p + (size_t)i * ldm, line_len * sizeof(P));
-        else SIM_WARP_READ(p + (size_t)i * ldm, line_len * sizeof(P));
+        if (write) SIM_WARP_WRITE(p + (size_t)i * ldm, line_len * sizeof(P_));
+        else SIM_WARP_READ(p + (size_t)i * ldm, line_len * sizeof(P_));
     }
 }
 
-template <class Use, int M, int N, int K, class T, class L, class P>
-SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<Use, M, N, K, T, L> &f, const P *p, unsigned ldm,
+template <class Use, int M_, int N_, int K_, class T_, class L_, class P_>
+SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<Use, M_, N_, K_, T_, L_> &f, const P_ *p, unsigned ldm,
                                                 const char *file = __builtin_FILE(),
                                                 unsigned line = __builtin_LINE()) {
     const ::sim::SourceSite site(file, line);
-    static_assert(!std::is_same_v<L, void>, "an operand fragment needs row_major or col_major");
-    using F = fragment<Use, M, N, K, T, L>;
-    constexpr bool row = std::is_same_v<L, row_major>;
+    static_assert(!std::is_same_v<L_, void>, "an operand fragment needs row_major or col_major");
+    using F_ = fragment<Use, M_, N_, K_, T_, L_>;
+    constexpr bool row = std::is_same_v<L_, row_major>;
     detail::converge();
-    for (int r = 0; r < F::rows; ++r)
-        for (int c = 0; c < F::cols; ++c)
-            f.x[r * F::cols + c] = row ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
-    warp_tile_access(p, ldm, row ? F::rows : F::cols, row ? F::cols : F::rows, false);
+    for (int r = 0; r < F_::rows; ++r)
+        for (int c = 0; c < F_::cols; ++c)
+            f.x[r * F_::cols + c] = row ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
+    warp_tile_access(p, ldm, row ? F_::rows : F_::cols, row ? F_::cols : F_::rows, false);
     detail::converge();
 }
 
 // The accumulator: the layout is an argument.
-template <int M, int N, int K, class T, class P>
-SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<accumulator, M, N, K, T> &f, const P *p, unsigned ldm,
+template <int M_, int N_, int K_, class T_, class P_>
+SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<accumulator, M_, N_, K_, T_> &f, const P_ *p, unsigned ldm,
                                                 layout_t l, const char *file = __builtin_FILE(),
                                                 unsigned line = __builtin_LINE()) {
     const ::sim::SourceSite site(file, line);
     detail::converge();
-    for (int r = 0; r < M; ++r)
-        for (int c = 0; c < N; ++c)
-            f.x[r * N + c] = l == mem_row_major ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
-    warp_tile_access(p, ldm, l == mem_row_major ? M : N, l == mem_row_major ? N : M, false);
+    for (int r = 0; r < M_; ++r)
+        for (int c = 0; c < N_; ++c)
+            f.x[r * N_ + c] = l == mem_row_major ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
+    warp_tile_access(p, ldm, l == mem_row_major ? M_ : N_, l == mem_row_major ? N_ : M_, false);
     detail::converge();
 }
 
-template <int M, int N, int K, class T, class P>
-SIM_UNINSTRUMENTED inline void store_matrix_sync(P *p, const fragment<accumulator, M, N, K, T> &f, unsigned ldm,
+template <int M_, int N_, int K_, class T_, class P_>
+SIM_UNINSTRUMENTED inline void store_matrix_sync(P_ *p, const fragment<accumulator, M_, N_, K_, T_> &f, unsigned ldm,
                                                  layout_t l, const char *file = __builtin_FILE(),
                                                  unsigned line = __builtin_LINE()) {
     const ::sim::SourceSite site(file, line);
     detail::converge();
-    for (int r = 0; r < M; ++r)
-        for (int c = 0; c < N; ++c) {
-            P v = f.x[r * N + c];
+    for (int r = 0; r < M_; ++r)
+        for (int c = 0; c < N_; ++c) {
+            P_ v = f.x[r * N_ + c];
             if (l == mem_row_major) p[(size_t)r * ldm + c] = v;
             else p[(size_t)c * ldm + r] = v;
         }
-    warp_tile_access(p, ldm, l == mem_row_major ? M : N, l == mem_row_major ? N : M, true);
+    warp_tile_access(p, ldm, l == mem_row_major ? M_ : N_, l == mem_row_major ? N_ : M_, true);
     detail::converge();
 }
 
@@ -134,9 +134,9 @@ SIM_UNINSTRUMENTED inline void store_matrix_sync(P *p, const fragment<accumulato
 // Arithmetic on fragments only (registers on a GPU): never traced. Every lane holds the whole
 // tiles, so the first of the warp's lanes to get here computes the product and the others,
 // finding the same input bytes in the warp's memo, copy it: one product per warp, not 32.
-template <int M, int N, int K, class TA, class LA, class TB, class LB, class TC, class TD>
-SIM_UNINSTRUMENTED inline void mma_sync(fragment<accumulator, M, N, K, TD> &d, const fragment<matrix_a, M, N, K, TA, LA> &a,
-                     const fragment<matrix_b, M, N, K, TB, LB> &b, const fragment<accumulator, M, N, K, TC> &c) {
+template <int M_, int N_, int K_, class TA, class LA, class TB, class LB, class TC, class TD>
+SIM_UNINSTRUMENTED inline void mma_sync(fragment<accumulator, M_, N_, K_, TD> &d, const fragment<matrix_a, M_, N_, K_, TA, LA> &a,
+                     const fragment<matrix_b, M_, N_, K_, TB, LB> &b, const fragment<accumulator, M_, N_, K_, TC> &c) {
     constexpr bool tf32 = std::is_same_v<TA, precision::tf32>;
     constexpr size_t ka = sizeof a.x, kb = sizeof b.x, kc = sizeof c.x, kd = sizeof d.x;
     static const char kind = 0;  // tells this instantiation's memo entries from others'
@@ -151,19 +151,19 @@ SIM_UNINSTRUMENTED inline void mma_sync(fragment<accumulator, M, N, K, TD> &d, c
             return;
         }
     }
-    float out[M * N];
-    for (int i = 0; i < M; ++i)
-        for (int j = 0; j < N; ++j) {
-            float acc = detail::widen(c.x[i * N + j]);
-            for (int k = 0; k < K; ++k) {
-                float av = detail::widen(a.x[i * K + k]), bv = detail::widen(b.x[k * N + j]);
+    float out[M_ * N_];
+    for (int i = 0; i < M_; ++i)
+        for (int j = 0; j < N_; ++j) {
+            float acc = detail::widen(c.x[i * N_ + j]);
+            for (int k = 0; k < K_; ++k) {
+                float av = detail::widen(a.x[i * K_ + k]), bv = detail::widen(b.x[k * N_ + j]);
                 if constexpr (tf32) {
                     av = __float_to_tf32(av);
                     bv = __float_to_tf32(bv);
                 }
                 acc += av * bv;
             }
-            out[i * N + j] = acc;
+            out[i * N_ + j] = acc;
         }
     if (memo) {  // before d is written: d may be c
         unsigned char *m = memo;
@@ -171,11 +171,11 @@ SIM_UNINSTRUMENTED inline void mma_sync(fragment<accumulator, M, N, K, TD> &d, c
         memcpy(m += sizeof tag, a.x, ka);
         memcpy(m += ka, b.x, kb);
         memcpy(m += kb, c.x, kc);
-        for (int i = 0; i < M * N; ++i) d.x[i] = out[i];
+        for (int i = 0; i < M_ * N_; ++i) d.x[i] = out[i];
         memcpy(m + kc, d.x, kd);
         return;
     }
-    for (int i = 0; i < M * N; ++i) d.x[i] = out[i];
+    for (int i = 0; i < M_ * N_; ++i) d.x[i] = out[i];
 }
 
 }  // namespace wmma

@@ -27,27 +27,27 @@ namespace inline_ptx {
 
 // By value: g++ will not bind a `const T &` to a `__restrict__` pointer's element address in a
 // template (`"l"(&A[i])` with `const float *__restrict__ A`), which NVRTC compiles.
-template <class B, class T>
-inline B bits_of(T v, const char *constraint) {
-    if constexpr (std::is_pointer_v<T>) {
-        static_assert(sizeof(B) == 8, "a pointer in an inline-asm operand needs the 64-bit \"l\" constraint");
-        return (B)(uintptr_t)v;
-    } else if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
-        return (B)v;
-    } else if constexpr (std::is_floating_point_v<T>) {
+template <class B_, class T_>
+inline B_ bits_of(T_ v, const char *constraint) {
+    if constexpr (std::is_pointer_v<T_>) {
+        static_assert(sizeof(B_) == 8, "a pointer in an inline-asm operand needs the 64-bit \"l\" constraint");
+        return (B_)(uintptr_t)v;
+    } else if constexpr (std::is_integral_v<T_> || std::is_enum_v<T_>) {
+        return (B_)v;
+    } else if constexpr (std::is_floating_point_v<T_>) {
         // "r"/"l"/"h" with a float: the value's bits (as a register move would give them).
-        if constexpr (sizeof(T) == sizeof(B)) {
-            B b;
+        if constexpr (sizeof(T_) == sizeof(B_)) {
+            B_ b;
             memcpy(&b, &v, sizeof b);
             return b;
         } else {
-            static_assert(sizeof(T) == sizeof(B), "an operand's size must match its constraint");
+            static_assert(sizeof(T_) == sizeof(B_), "an operand's size must match its constraint");
             return 0;
         }
     } else {
-        static_assert(std::is_trivially_copyable_v<T> && sizeof(T) == sizeof(B),
+        static_assert(std::is_trivially_copyable_v<T_> && sizeof(T_) == sizeof(B_),
                       "an operand's size must match its constraint (\"h\" 16, \"r\"/\"f\" 32, \"l\"/\"d\" 64 bits)");
-        B b;
+        B_ b;
         memcpy(&b, &v, sizeof b);
         (void)constraint;
         return b;
@@ -55,15 +55,15 @@ inline B bits_of(T v, const char *constraint) {
 }
 
 // "f" and "d": the value converted to float or double, then its bits.
-template <class T>
-inline uint32_t f32_bits(const T &v) {
+template <class T_>
+inline uint32_t f32_bits(const T_ &v) {
     float f = (float)v;
     uint32_t b;
     memcpy(&b, &f, 4);
     return b;
 }
-template <class T>
-inline uint64_t f64_bits(const T &v) {
+template <class T_>
+inline uint64_t f64_bits(const T_ &v) {
     double f = (double)v;
     uint64_t b;
     memcpy(&b, &f, 8);
@@ -83,30 +83,30 @@ inline double f64_of(uint64_t b) {
 }
 
 // Writes register bits back to an output operand of integer constraint ("h", "r", "l").
-template <class T, class B>
-inline void set_bits(T &out, B b) {
-    if constexpr (std::is_integral_v<T> || std::is_enum_v<T>) {
-        out = (T)b;
-    } else if constexpr (std::is_pointer_v<T>) {
-        out = (T)(uintptr_t)b;
+template <class T_, class B_>
+inline void set_bits(T_ &out, B_ b) {
+    if constexpr (std::is_integral_v<T_> || std::is_enum_v<T_>) {
+        out = (T_)b;
+    } else if constexpr (std::is_pointer_v<T_>) {
+        out = (T_)(uintptr_t)b;
     } else {
-        static_assert(std::is_trivially_copyable_v<T> && sizeof(T) == sizeof(B),
+        static_assert(std::is_trivially_copyable_v<T_> && sizeof(T_) == sizeof(B_),
                       "an output operand's size must match its constraint");
         memcpy(&out, &b, sizeof b);
     }
 }
 // ... of constraint "f" (a float register) and "d".
-template <class T>
-inline void set_f32(T &out, uint32_t b) {
+template <class T_>
+inline void set_f32(T_ &out, uint32_t b) {
     float f;
     memcpy(&f, &b, 4);
-    out = (T)f;
+    out = (T_)f;
 }
-template <class T>
-inline void set_f64(T &out, uint64_t b) {
+template <class T_>
+inline void set_f64(T_ &out, uint64_t b) {
     double f;
     memcpy(&f, &b, 8);
-    out = (T)f;
+    out = (T_)f;
 }
 
 // ---- Special registers ----
@@ -172,34 +172,34 @@ inline void mma_m16n8k8_tf32(uint32_t *d, const uint32_t *a, const uint32_t *b, 
 
 // ---- ldmatrix and stmatrix: each lane's row address is a shared-window address ----
 
-template <int N, bool Trans>
+template <int N_, bool Trans>
 inline void ldmatrix(uint32_t *d, uint64_t addr, const char *file = __builtin_FILE(),
                      unsigned line = __builtin_LINE()) {
     const SourceSite site(file, line);
     const unsigned lane = fiber().lane;
     uintptr_t row = 0;  // lanes past the last matrix give no address
-    if ((int)lane < 8 * N) {
+    if ((int)lane < 8 * N_) {
         if (addr % 16) fail("ldmatrix row address 0x%llx (lane %u) is not 16-byte aligned", (unsigned long long)addr, lane);
         row = (uintptr_t)shared_operand(addr, 16, "ldmatrix");
     }
-    unsigned r[N];
-    mma_emu::ldmatrix<N, Trans>(r, row);
-    for (int i = 0; i < N; ++i) d[i] = r[i];
+    unsigned r[N_];
+    mma_emu::ldmatrix<N_, Trans>(r, row);
+    for (int i = 0; i < N_; ++i) d[i] = r[i];
 }
 
-template <int N, bool Trans>
+template <int N_, bool Trans>
 inline void stmatrix(uint64_t addr, const uint32_t *s, const char *file = __builtin_FILE(),
                      unsigned line = __builtin_LINE()) {
     const SourceSite site(file, line);
     const unsigned lane = fiber().lane;
     uintptr_t row = 0;  // lanes past the last matrix give no address
-    if ((int)lane < 8 * N) {
+    if ((int)lane < 8 * N_) {
         if (addr % 16) fail("stmatrix row address 0x%llx (lane %u) is not 16-byte aligned", (unsigned long long)addr, lane);
         row = (uintptr_t)shared_operand(addr, 16, "stmatrix");
     }
-    unsigned r[N];
-    for (int i = 0; i < N; ++i) r[i] = s[i];
-    mma_emu::stmatrix<N, Trans>(row, r);
+    unsigned r[N_];
+    for (int i = 0; i < N_; ++i) r[i] = s[i];
+    mma_emu::stmatrix<N_, Trans>(row, r);
 }
 
 // ---- cp.async: `dst` a shared-window address, `src` a global (generic) address ----
@@ -237,37 +237,37 @@ inline float relu(float x) { return x != x ? __int_as_float(0x7fffffff) : x < 0.
 
 // cvt to an integer type: rounded by `mode` (0 rni, 1 rzi, 2 rmi, 3 rpi; none for integers),
 // saturated to the type's range, NaN to 0.
-template <class T>
-inline T to_int(double x, int mode) {
+template <class T_>
+inline T_ to_int(double x, int mode) {
     if (x != x) return 0;
     x = mode == 0 ? nearbyint(x) : mode == 1 ? trunc(x) : mode == 2 ? floor(x) : ceil(x);
-    const double lo = (double)std::numeric_limits<T>::min(), hi = (double)std::numeric_limits<T>::max();
-    if (x <= lo) return std::numeric_limits<T>::min();
-    if (x >= hi) return std::numeric_limits<T>::max();
-    return (T)x;
+    const double lo = (double)std::numeric_limits<T_>::min(), hi = (double)std::numeric_limits<T_>::max();
+    if (x <= lo) return std::numeric_limits<T_>::min();
+    if (x >= hi) return std::numeric_limits<T_>::max();
+    return (T_)x;
 }
 // cvt between integer types with .sat: clamped to the destination's range.
-template <class D, class S>
-inline D int_sat(S x) {
-    if constexpr (std::is_signed_v<S>) {
-        if ((long long)x < (long long)std::numeric_limits<D>::min()) return std::numeric_limits<D>::min();
-        if (x > 0 && (unsigned long long)x > (unsigned long long)std::numeric_limits<D>::max())
-            return std::numeric_limits<D>::max();
-    } else if ((unsigned long long)x > (unsigned long long)std::numeric_limits<D>::max()) {
-        return std::numeric_limits<D>::max();
+template <class D_, class S_>
+inline D_ int_sat(S_ x) {
+    if constexpr (std::is_signed_v<S_>) {
+        if ((long long)x < (long long)std::numeric_limits<D_>::min()) return std::numeric_limits<D_>::min();
+        if (x > 0 && (unsigned long long)x > (unsigned long long)std::numeric_limits<D_>::max())
+            return std::numeric_limits<D_>::max();
+    } else if ((unsigned long long)x > (unsigned long long)std::numeric_limits<D_>::max()) {
+        return std::numeric_limits<D_>::max();
     }
-    return (D)x;
+    return (D_)x;
 }
 
 // shl and shr: a shift by the type's width or more gives 0, or the sign for a signed shr.
-template <class T>
-inline T shl(T a, uint32_t n) {
-    return n >= 8 * sizeof(T) ? T(0) : T((std::make_unsigned_t<T>)a << n);
+template <class T_>
+inline T_ shl(T_ a, uint32_t n) {
+    return n >= 8 * sizeof(T_) ? T_(0) : T_((std::make_unsigned_t<T_>)a << n);
 }
-template <class T>
-inline T shr(T a, uint32_t n) {
-    if (n >= 8 * sizeof(T)) return std::is_signed_v<T> && a < 0 ? T(-1) : T(0);
-    return T(a >> n);
+template <class T_>
+inline T_ shr(T_ a, uint32_t n) {
+    if (n >= 8 * sizeof(T_)) return std::is_signed_v<T_> && a < 0 ? T_(-1) : T_(0);
+    return T_(a >> n);
 }
 
 // lop3.b32: bit i of the table is F(a, b, c) where a's bit is i >> 2, b's (i >> 1) & 1, c's i & 1.
@@ -293,15 +293,15 @@ inline uint32_t prmt(uint32_t a, uint32_t b, uint32_t c) {
 }
 
 // bfe: `len` bits of `a` from `pos`, sign-extended for a signed type.
-template <class T>
-inline T bfe(T a, uint32_t b, uint32_t c) {
-    const uint32_t msb = 8 * sizeof(T) - 1, pos = b & 0xff, len = c & 0xff;
-    using U = std::make_unsigned_t<T>;
-    const U u = (U)a;
-    const U sbit = std::is_unsigned_v<T> || len == 0 ? 0 : u >> std::min(pos + len - 1, msb) & 1;
-    U d = 0;
-    for (uint32_t i = 0; i <= msb; ++i) d |= (U)(i < len && pos + i <= msb ? u >> (pos + i) & 1 : sbit) << i;
-    return (T)d;
+template <class T_>
+inline T_ bfe(T_ a, uint32_t b, uint32_t c) {
+    const uint32_t msb = 8 * sizeof(T_) - 1, pos = b & 0xff, len = c & 0xff;
+    using U_ = std::make_unsigned_t<T_>;
+    const U_ u = (U_)a;
+    const U_ sbit = std::is_unsigned_v<T_> || len == 0 ? 0 : u >> std::min(pos + len - 1, msb) & 1;
+    U_ d = 0;
+    for (uint32_t i = 0; i <= msb; ++i) d |= (U_)(i < len && pos + i <= msb ? u >> (pos + i) & 1 : sbit) << i;
+    return (T_)d;
 }
 
 // shf.l and shf.r: a funnel shift of {b, a} by c (.wrap: c mod 32; .clamp: at most 32).
@@ -356,9 +356,9 @@ inline void cluster_written(void *p, size_t bytes) {
 }
 
 // `N` elements of `T` as one access: ld.v4.u32 is one 16-byte load, as on a GPU.
-template <class T, int N>
-struct alignas(sizeof(T) * N) Vec {
-    T v[N];
+template <class T_, int N_>
+struct alignas(sizeof(T_) * N_) Vec {
+    T_ v[N_];
 };
 
 // A strong (volatile, relaxed, acquire or release) access to global memory is an atomic one
@@ -366,13 +366,13 @@ struct alignas(sizeof(T) * N) Vec {
 // do not race, and they carry release and acquire patterns. In shared memory such accesses
 // are checked as plain ones, as volatile C++ accesses are (sim_traffic.h says why).
 inline bool strong_in_global(const void *p, size_t bytes) { return !is_shared(p, bytes); }
-template <class T, int N>
-inline void strong_load(const void *p, T *out) {
-    for (int i = 0; i < N; ++i) out[i] = __atomic_load_n((const T *)p + i, __ATOMIC_RELAXED);
+template <class T_, int N_>
+inline void strong_load(const void *p, T_ *out) {
+    for (int i = 0; i < N_; ++i) out[i] = __atomic_load_n((const T_ *)p + i, __ATOMIC_RELAXED);
 }
-template <class T, int N>
-inline void strong_store(void *p, const T *in) {
-    for (int i = 0; i < N; ++i) __atomic_store_n((T *)p + i, in[i], __ATOMIC_RELAXED);
+template <class T_, int N_>
+inline void strong_store(void *p, const T_ *in) {
+    for (int i = 0; i < N_; ++i) __atomic_store_n((T_ *)p + i, in[i], __ATOMIC_RELAXED);
 }
 
 // The ordering half of .acquire, .release and .acq_rel at a scope: a fence, which orders
@@ -387,14 +387,14 @@ enum AtomOp { ATOM_ADD, ATOM_MIN, ATOM_MAX, ATOM_AND, ATOM_OR, ATOM_XOR, ATOM_EX
 
 // atom and red on `p` with operands `b` and `c` (cas), as the PTX ISA defines them, on
 // values of type `T` held as register bits `B`; gives the old value's bits.
-template <class T, class B>
-inline B atom(AtomOp op, void *p, B bb, B cb) {
-    static_assert(sizeof(T) == sizeof(B));
-    T b, c, old{};
+template <class T_, class B_>
+inline B_ atom(AtomOp op, void *p, B_ bb, B_ cb) {
+    static_assert(sizeof(T_) == sizeof(B_));
+    T_ b, c, old{};
     memcpy(&b, &bb, sizeof b);
     memcpy(&c, &cb, sizeof c);
-    T *t = (T *)p;
-    if constexpr (std::is_floating_point_v<T>) {
+    T_ *t = (T_ *)p;
+    if constexpr (std::is_floating_point_v<T_>) {
         if (op != ATOM_ADD) fail("atom: only add is emulated on floating-point values");
         old = ::atomicAdd(t, b);
     } else {
@@ -408,13 +408,13 @@ inline B atom(AtomOp op, void *p, B bb, B cb) {
                 old = b;
                 __atomic_compare_exchange_n(t, &old, c, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
                 break;
-            case ATOM_MIN: old = atomic_update(t, [b](T o) { return o < b ? o : b; }); break;
-            case ATOM_MAX: old = atomic_update(t, [b](T o) { return o > b ? o : b; }); break;
-            case ATOM_INC: old = atomic_update(t, [b](T o) { return o >= b ? T(0) : T(o + 1); }); break;
-            case ATOM_DEC: old = atomic_update(t, [b](T o) { return o == 0 || o > b ? b : T(o - 1); }); break;
+            case ATOM_MIN: old = atomic_update(t, [b](T_ o) { return o < b ? o : b; }); break;
+            case ATOM_MAX: old = atomic_update(t, [b](T_ o) { return o > b ? o : b; }); break;
+            case ATOM_INC: old = atomic_update(t, [b](T_ o) { return o >= b ? T_(0) : T_(o + 1); }); break;
+            case ATOM_DEC: old = atomic_update(t, [b](T_ o) { return o == 0 || o > b ? b : T_(o - 1); }); break;
         }
     }
-    B out;
+    B_ out;
     memcpy(&out, &old, sizeof out);
     return out;
 }

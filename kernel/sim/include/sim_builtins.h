@@ -82,36 +82,36 @@ inline void __threadfence() {
 inline void __threadfence_system() { __threadfence(); }
 inline void __threadfence_block() { std::atomic_thread_fence(std::memory_order_seq_cst); }
 
-template <class T>
-inline T __shfl_sync(unsigned mask, T v, int src, int width = 32, sim::Caller at = {}) {
+template <class T_>
+inline T_ __shfl_sync(unsigned mask, T_ v, int src, int width = 32, sim::Caller at = {}) {
     const sim::SourceSite site(at.file, at.line);
     int lane = (int)sim::fiber().lane;
     return sim::warp_exchange(mask, v, (lane & ~(width - 1)) + (src & (width - 1)));
 }
-template <class T>
-inline T __shfl_up_sync(unsigned mask, T v, unsigned delta, int width = 32, sim::Caller at = {}) {
+template <class T_>
+inline T_ __shfl_up_sync(unsigned mask, T_ v, unsigned delta, int width = 32, sim::Caller at = {}) {
     const sim::SourceSite site(at.file, at.line);
     int lane = (int)sim::fiber().lane;
     int src = (lane % width) < (int)delta ? -1 : lane - (int)delta;
-    T got = sim::warp_exchange(mask, v, src);
+    T_ got = sim::warp_exchange(mask, v, src);
     return src < 0 ? v : got;
 }
-template <class T>
-inline T __shfl_down_sync(unsigned mask, T v, unsigned delta, int width = 32, sim::Caller at = {}) {
+template <class T_>
+inline T_ __shfl_down_sync(unsigned mask, T_ v, unsigned delta, int width = 32, sim::Caller at = {}) {
     const sim::SourceSite site(at.file, at.line);
     int lane = (int)sim::fiber().lane;
     int src = (lane % width) + (int)delta >= width ? -1 : lane + (int)delta;
-    T got = sim::warp_exchange(mask, v, src);
+    T_ got = sim::warp_exchange(mask, v, src);
     return src < 0 ? v : got;
 }
-template <class T>
-inline T __shfl_xor_sync(unsigned mask, T v, int lane_mask, int width = 32, sim::Caller at = {}) {
+template <class T_>
+inline T_ __shfl_xor_sync(unsigned mask, T_ v, int lane_mask, int width = 32, sim::Caller at = {}) {
     const sim::SourceSite site(at.file, at.line);
     int lane = (int)sim::fiber().lane;
     int src = lane ^ lane_mask;
     // Lanes may read earlier groups of `width`, never later ones.
     if (src >= (lane / width + 1) * width) src = -1;
-    T got = sim::warp_exchange(mask, v, src);
+    T_ got = sim::warp_exchange(mask, v, src);
     return src < 0 ? v : got;
 }
 inline unsigned __ballot_sync(unsigned mask, int pred, sim::Caller at = {}) {
@@ -128,23 +128,23 @@ inline int __all_sync(unsigned mask, int pred, sim::Caller at = {}) {
 // ---- Warp reductions (sm_80's redux.sync): each lane of `mask` gets the reduction of the
 // values of all of them, combined in lane order (exact for integers, as on a GPU). ----
 namespace sim {
-template <class T, class Op>
-inline T warp_reduce(unsigned mask, T v, Op op) {
-    T acc{};
+template <class T_, class Op>
+inline T_ warp_reduce(unsigned mask, T_ v, Op op) {
+    T_ acc{};
     bool first = true;
     for (int src = 0; src < 32; ++src) {
         if (!((mask >> src) & 1u)) continue;
-        const T got = warp_exchange(mask, v, src);
+        const T_ got = warp_exchange(mask, v, src);
         acc = first ? got : op(acc, got);
         first = false;
     }
     return acc;
 }
 }  // namespace sim
-#define SIM_WARP_REDUCE(name, T, expr)                                        \
-    inline T name(unsigned mask, T v, sim::Caller at = {}) {                  \
+#define SIM_WARP_REDUCE(name, T_, expr)                                        \
+    inline T_ name(unsigned mask, T_ v, sim::Caller at = {}) {                  \
         const sim::SourceSite site(at.file, at.line);                         \
-        return sim::warp_reduce(mask, v, [](T a, T b) -> T { return expr; }); \
+        return sim::warp_reduce(mask, v, [](T_ a, T_ b) -> T_ { return expr; }); \
     }
 SIM_WARP_REDUCE(__reduce_add_sync, unsigned, a + b)
 SIM_WARP_REDUCE(__reduce_add_sync, int, (int)((unsigned)a + (unsigned)b))
@@ -162,28 +162,28 @@ namespace sim {
 // The compare-exchange loop of an atomic a GPU does in one instruction (a float add, a
 // maximum), uninstrumented: the tries that lose to another OS thread's are not traffic, so
 // the caller counts the atomic once (SIM_ATOMIC_RMW), as a GPU's read-modify-write.
-template <class T, class Op>
-SIM_UNINSTRUMENTED T compare_exchange_loop(T *p, Op op) {
-    T old = __atomic_load_n(p, __ATOMIC_RELAXED);
+template <class T_, class Op>
+SIM_UNINSTRUMENTED T_ compare_exchange_loop(T_ *p, Op op) {
+    T_ old = __atomic_load_n(p, __ATOMIC_RELAXED);
     while (!__atomic_compare_exchange_n(p, &old, op(old), true, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
     }
     return old;
 }
-template <class T, class Op>
-inline T atomic_update(T *p, Op op) {
-    SIM_ATOMIC_RMW(p, sizeof(T));
+template <class T_, class Op>
+inline T_ atomic_update(T_ *p, Op op) {
+    SIM_ATOMIC_RMW(p, sizeof(T_));
     return compare_exchange_loop(p, op);
 }
-template <class F, class I>
-inline F atomic_float(F *p, F (*op)(F, F), F v) {
-    static_assert(sizeof(F) == sizeof(I));
+template <class F_, class I_>
+inline F_ atomic_float(F_ *p, F_ (*op)(F_, F_), F_ v) {
+    static_assert(sizeof(F_) == sizeof(I_));
     auto bits = [](auto x, auto as) {
         memcpy(&as, &x, sizeof as);
         return as;
     };
-    SIM_ATOMIC_RMW(p, sizeof(F));
-    I old = compare_exchange_loop(reinterpret_cast<I *>(p), [&](I o) { return bits(op(bits(o, F{}), v), I{}); });
-    return bits(old, F{});
+    SIM_ATOMIC_RMW(p, sizeof(F_));
+    I_ old = compare_exchange_loop(reinterpret_cast<I_ *>(p), [&](I_ o) { return bits(op(bits(o, F_{}), v), I_{}); });
+    return bits(old, F_{});
 }
 inline float fadd(float a, float b) { return a + b; }
 inline double dadd(double a, double b) { return a + b; }
@@ -194,16 +194,16 @@ inline double atomicAdd(double *p, double v) { return sim::atomic_float<double, 
 // No float atomicMax or atomicMin: CUDA has none, and files that need one define their own
 // (through atomicCAS), which a definition here would collide with.
 
-#define SIM_INT_ATOMICS(T)                                                                           \
-    inline T atomicAdd(T *p, T v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }             \
-    inline T atomicSub(T *p, T v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }             \
-    inline T atomicAnd(T *p, T v) { return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); }             \
-    inline T atomicOr(T *p, T v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }               \
-    inline T atomicXor(T *p, T v) { return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); }             \
-    inline T atomicExch(T *p, T v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }           \
-    inline T atomicMax(T *p, T v) { return sim::atomic_update(p, [v](T o) { return o > v ? o : v; }); } \
-    inline T atomicMin(T *p, T v) { return sim::atomic_update(p, [v](T o) { return o < v ? o : v; }); } \
-    inline T atomicCAS(T *p, T cmp, T v) {                                                           \
+#define SIM_INT_ATOMICS(T_)                                                                           \
+    inline T_ atomicAdd(T_ *p, T_ v) { return __atomic_fetch_add(p, v, __ATOMIC_SEQ_CST); }             \
+    inline T_ atomicSub(T_ *p, T_ v) { return __atomic_fetch_sub(p, v, __ATOMIC_SEQ_CST); }             \
+    inline T_ atomicAnd(T_ *p, T_ v) { return __atomic_fetch_and(p, v, __ATOMIC_SEQ_CST); }             \
+    inline T_ atomicOr(T_ *p, T_ v) { return __atomic_fetch_or(p, v, __ATOMIC_SEQ_CST); }               \
+    inline T_ atomicXor(T_ *p, T_ v) { return __atomic_fetch_xor(p, v, __ATOMIC_SEQ_CST); }             \
+    inline T_ atomicExch(T_ *p, T_ v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }           \
+    inline T_ atomicMax(T_ *p, T_ v) { return sim::atomic_update(p, [v](T_ o) { return o > v ? o : v; }); } \
+    inline T_ atomicMin(T_ *p, T_ v) { return sim::atomic_update(p, [v](T_ o) { return o < v ? o : v; }); } \
+    inline T_ atomicCAS(T_ *p, T_ cmp, T_ v) {                                                           \
         __atomic_compare_exchange_n(p, &cmp, v, false, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);          \
         return cmp;                                                                                  \
     }
@@ -234,23 +234,23 @@ inline long long clock64() {
 
 // ---- Vector types (vector_types.h): aligned like CUDA's, so float4 loads need 16-byte
 // alignment; each with its make_ function (vector_functions.h). uint3 is sim_runtime.h's. ----
-#define SIM_VEC1(T, N, A)                                  \
-    struct __attribute__((aligned(A))) N { T x; };          \
-    inline N make_##N(T x) { return {x}; }
-#define SIM_VEC2(T, N, A)                                  \
-    struct __attribute__((aligned(A))) N { T x, y; };       \
-    inline N make_##N(T x, T y) { return {x, y}; }
-#define SIM_VEC3(T, N, A)                                  \
-    struct __attribute__((aligned(A))) N { T x, y, z; };    \
-    inline N make_##N(T x, T y, T z) { return {x, y, z}; }
-#define SIM_VEC4(T, N, A)                                  \
-    struct __attribute__((aligned(A))) N { T x, y, z, w; }; \
-    inline N make_##N(T x, T y, T z, T w) { return {x, y, z, w}; }
-#define SIM_VECS(T, N, A1, A2, A3, A4) \
-    SIM_VEC1(T, N##1, A1)              \
-    SIM_VEC2(T, N##2, A2)              \
-    SIM_VEC3(T, N##3, A3)              \
-    SIM_VEC4(T, N##4, A4)
+#define SIM_VEC1(T_, N_, A_)                                  \
+    struct __attribute__((aligned(A_))) N_ { T_ x; };          \
+    inline N_ make_##N_(T_ x) { return {x}; }
+#define SIM_VEC2(T_, N_, A_)                                  \
+    struct __attribute__((aligned(A_))) N_ { T_ x, y; };       \
+    inline N_ make_##N_(T_ x, T_ y) { return {x, y}; }
+#define SIM_VEC3(T_, N_, A_)                                  \
+    struct __attribute__((aligned(A_))) N_ { T_ x, y, z; };    \
+    inline N_ make_##N_(T_ x, T_ y, T_ z) { return {x, y, z}; }
+#define SIM_VEC4(T_, N_, A_)                                  \
+    struct __attribute__((aligned(A_))) N_ { T_ x, y, z, w; }; \
+    inline N_ make_##N_(T_ x, T_ y, T_ z, T_ w) { return {x, y, z, w}; }
+#define SIM_VECS(T_, N_, A1, A2, A3, A4) \
+    SIM_VEC1(T_, N_##1, A1)              \
+    SIM_VEC2(T_, N_##2, A2)              \
+    SIM_VEC3(T_, N_##3, A3)              \
+    SIM_VEC4(T_, N_##4, A4)
 SIM_VECS(signed char, char, 1, 2, 1, 4)
 SIM_VECS(unsigned char, uchar, 1, 2, 1, 4)
 SIM_VECS(short, short, 2, 4, 2, 8)
@@ -285,28 +285,28 @@ inline uint3 make_uint3(unsigned x, unsigned y, unsigned z) { return {x, y, z}; 
 
 // ---- Loads through the read-only cache and with cache hints (__ldcs, __stcs...): plain loads
 // and stores here. ----
-template <class T>
-inline T __ldg(const T *p) { return *p; }
-template <class T>
-inline T __ldca(const T *p) { return *p; }
-template <class T>
-inline T __ldcg(const T *p) { return *p; }
-template <class T>
-inline T __ldcs(const T *p) { return *p; }
-template <class T>
-inline T __ldlu(const T *p) { return *p; }
-template <class T>
-inline T __ldcv(const T *p) { return *p; }
+template <class T_>
+inline T_ __ldg(const T_ *p) { return *p; }
+template <class T_>
+inline T_ __ldca(const T_ *p) { return *p; }
+template <class T_>
+inline T_ __ldcg(const T_ *p) { return *p; }
+template <class T_>
+inline T_ __ldcs(const T_ *p) { return *p; }
+template <class T_>
+inline T_ __ldlu(const T_ *p) { return *p; }
+template <class T_>
+inline T_ __ldcv(const T_ *p) { return *p; }
 // The value converts to the pointer's type, as it does to the parameter of CUDA's overload
 // for that type (`__stwt(&bf16_out[i], acc)` with a float acc).
-template <class T>
-inline void __stwb(T *p, std::type_identity_t<T> v) { *p = v; }
-template <class T>
-inline void __stcg(T *p, std::type_identity_t<T> v) { *p = v; }
-template <class T>
-inline void __stcs(T *p, std::type_identity_t<T> v) { *p = v; }
-template <class T>
-inline void __stwt(T *p, std::type_identity_t<T> v) { *p = v; }
+template <class T_>
+inline void __stwb(T_ *p, std::type_identity_t<T_> v) { *p = v; }
+template <class T_>
+inline void __stcg(T_ *p, std::type_identity_t<T_> v) { *p = v; }
+template <class T_>
+inline void __stcs(T_ *p, std::type_identity_t<T_> v) { *p = v; }
+template <class T_>
+inline void __stwt(T_ *p, std::type_identity_t<T_> v) { *p = v; }
 
 // ---- Math: CUDA's global overloads and intrinsics. The fast intrinsics use the accurate
 // functions; results may differ from the GPU in the last bits, never in meaning. ----

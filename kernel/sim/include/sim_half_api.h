@@ -18,36 +18,36 @@
 namespace sim {
 enum Rounding { kRn, kRz, kRd, kRu };
 
-template <class H>
-inline H h_bits(unsigned short b) {
-    H h;
+template <class H_>
+inline H_ h_bits(unsigned short b) {
+    H_ h;
     h.__x = b;
     return h;
 }
-template <class H>
-inline bool h_isnan(H a) { return (a.__x & 0x7FFF) > H::kInf; }
-template <class H>
-inline H h_nan() { return h_bits<H>(0x7FFF); }
-template <class H>
-inline long double h_value(H a) { return (long double)a.to_float(); }
+template <class H_>
+inline bool h_isnan(H_ a) { return (a.__x & 0x7FFF) > H_::kInf; }
+template <class H_>
+inline H_ h_nan() { return h_bits<H_>(0x7FFF); }
+template <class H_>
+inline long double h_value(H_ a) { return (long double)a.to_float(); }
 
 // The next value up (toward +inf) or down.
-template <class H>
-inline H h_step(H a, bool up) {
+template <class H_>
+inline H_ h_step(H_ a, bool up) {
     const unsigned short x = a.__x, mag = x & 0x7FFF;
     const bool neg = x & 0x8000;
-    if (mag == 0) return h_bits<H>(up ? 0x0001 : 0x8001);
-    return h_bits<H>(up != neg ? x + 1 : x - 1);
+    if (mag == 0) return h_bits<H_>(up ? 0x0001 : 0x8001);
+    return h_bits<H_>(up != neg ? x + 1 : x - 1);
 }
 
 // `v` rounded once in `mode` (long double holds every 64-bit integer exactly).
-template <class H>
-inline H h_round(long double v, Rounding mode) {
-    if (v != v) return h_nan<H>();
-    const H r = H::from_double((double)v);  // within a step of the result
+template <class H_>
+inline H_ h_round(long double v, Rounding mode) {
+    if (v != v) return h_nan<H_>();
+    const H_ r = H_::from_double((double)v);  // within a step of the result
     const long double rv = h_value(r);
     if (rv == v) return r;
-    const H a = rv < v ? r : h_step(r, false), b = rv < v ? h_step(r, true) : r;  // a < v < b
+    const H_ a = rv < v ? r : h_step(r, false), b = rv < v ? h_step(r, true) : r;  // a < v < b
     switch (mode) {
     case kRz: return v > 0 ? a : b;
     case kRd: return a;
@@ -63,42 +63,42 @@ inline H h_round(long double v, Rounding mode) {
 }
 
 // `a` rounded to an integer in `mode`, saturated to T's range; `nan` for NaN.
-template <class T, class H>
-inline T h_to_int(H a, Rounding mode, T nan) {
+template <class T_, class H_>
+inline T_ h_to_int(H_ a, Rounding mode, T_ nan) {
     if (h_isnan(a)) return nan;
     const long double v = h_value(a);
     const long double i = mode == kRn ? nearbyintl(v) : mode == kRz ? truncl(v) : mode == kRd ? floorl(v) : ceill(v);
-    if (i <= (long double)std::numeric_limits<T>::min()) return std::numeric_limits<T>::min();
-    if (i >= (long double)std::numeric_limits<T>::max()) return std::numeric_limits<T>::max();
-    return (T)i;
+    if (i <= (long double)std::numeric_limits<T_>::min()) return std::numeric_limits<T_>::min();
+    if (i >= (long double)std::numeric_limits<T_>::max()) return std::numeric_limits<T_>::max();
+    return (T_)i;
 }
 
 // _sat: clamped to [0, 1], NaN to +0. _relu: a negative to +0, NaN canonical.
-template <class H>
-inline H h_sat(H r) {
-    if (h_isnan(r) || r.to_float() <= 0.0f) return h_bits<H>(0);
-    return r.to_float() > 1.0f ? H::from_double(1.0) : r;
+template <class H_>
+inline H_ h_sat(H_ r) {
+    if (h_isnan(r) || r.to_float() <= 0.0f) return h_bits<H_>(0);
+    return r.to_float() > 1.0f ? H_::from_double(1.0) : r;
 }
-template <class H>
-inline H h_relu(H r) {
-    if (h_isnan(r)) return h_nan<H>();
-    return (r.__x & 0x8000) ? h_bits<H>(0) : r;
+template <class H_>
+inline H_ h_relu(H_ r) {
+    if (h_isnan(r)) return h_nan<H_>();
+    return (r.__x & 0x8000) ? h_bits<H_>(0) : r;
 }
 
 // max and min: the number when one is NaN (canonical NaN when both are, or with `nan` when
 // either is), +0 above -0.
-template <class H>
-inline H h_max(H a, H b, bool nan) {
+template <class H_>
+inline H_ h_max(H_ a, H_ b, bool nan) {
     const bool na = h_isnan(a), nb = h_isnan(b);
-    if ((na && nb) || (nan && (na || nb))) return h_nan<H>();
+    if ((na && nb) || (nan && (na || nb))) return h_nan<H_>();
     if (na || nb) return na ? b : a;
     if (a.to_float() == 0.0f && b.to_float() == 0.0f) return (a.__x & 0x8000) ? b : a;
     return a.to_float() > b.to_float() ? a : b;
 }
-template <class H>
-inline H h_min(H a, H b, bool nan) {
+template <class H_>
+inline H_ h_min(H_ a, H_ b, bool nan) {
     const bool na = h_isnan(a), nb = h_isnan(b);
-    if ((na && nb) || (nan && (na || nb))) return h_nan<H>();
+    if ((na && nb) || (nan && (na || nb))) return h_nan<H_>();
     if (na || nb) return na ? b : a;
     if (a.to_float() == 0.0f && b.to_float() == 0.0f) return (a.__x & 0x8000) ? a : b;
     return a.to_float() < b.to_float() ? a : b;
@@ -119,11 +119,11 @@ inline SIM_H SIM_HC(__double2, SIM_HN, )(double d) { return sim::h_round<SIM_H>(
 inline float SIM_HC(__, SIM_HN, 2float)(SIM_H h) { return h.to_float(); }
 
 // Integers to the type, in each rounding mode.
-#define SIM_FROM_INT(name, T)                                                                            \
-    inline SIM_H SIM_HC(__##name##2, SIM_HN, _rn)(T i) { return sim::h_round<SIM_H>(i, sim::kRn); } \
-    inline SIM_H SIM_HC(__##name##2, SIM_HN, _rz)(T i) { return sim::h_round<SIM_H>(i, sim::kRz); } \
-    inline SIM_H SIM_HC(__##name##2, SIM_HN, _rd)(T i) { return sim::h_round<SIM_H>(i, sim::kRd); } \
-    inline SIM_H SIM_HC(__##name##2, SIM_HN, _ru)(T i) { return sim::h_round<SIM_H>(i, sim::kRu); }
+#define SIM_FROM_INT(name, T_)                                                                            \
+    inline SIM_H SIM_HC(__##name##2, SIM_HN, _rn)(T_ i) { return sim::h_round<SIM_H>(i, sim::kRn); } \
+    inline SIM_H SIM_HC(__##name##2, SIM_HN, _rz)(T_ i) { return sim::h_round<SIM_H>(i, sim::kRz); } \
+    inline SIM_H SIM_HC(__##name##2, SIM_HN, _rd)(T_ i) { return sim::h_round<SIM_H>(i, sim::kRd); } \
+    inline SIM_H SIM_HC(__##name##2, SIM_HN, _ru)(T_ i) { return sim::h_round<SIM_H>(i, sim::kRu); }
 SIM_FROM_INT(int, int)
 SIM_FROM_INT(uint, unsigned int)
 SIM_FROM_INT(short, short)
@@ -133,11 +133,11 @@ SIM_FROM_INT(ull, unsigned long long)
 #undef SIM_FROM_INT
 
 // The type to integers, in each rounding mode.
-#define SIM_TO_INT(name, T, nan)                                                                    \
-    inline T SIM_HC(__, SIM_HN, 2##name##_rn)(SIM_H h) { return sim::h_to_int<T>(h, sim::kRn, (T)nan); } \
-    inline T SIM_HC(__, SIM_HN, 2##name##_rz)(SIM_H h) { return sim::h_to_int<T>(h, sim::kRz, (T)nan); } \
-    inline T SIM_HC(__, SIM_HN, 2##name##_rd)(SIM_H h) { return sim::h_to_int<T>(h, sim::kRd, (T)nan); } \
-    inline T SIM_HC(__, SIM_HN, 2##name##_ru)(SIM_H h) { return sim::h_to_int<T>(h, sim::kRu, (T)nan); }
+#define SIM_TO_INT(name, T_, nan)                                                                    \
+    inline T_ SIM_HC(__, SIM_HN, 2##name##_rn)(SIM_H h) { return sim::h_to_int<T_>(h, sim::kRn, (T_)nan); } \
+    inline T_ SIM_HC(__, SIM_HN, 2##name##_rz)(SIM_H h) { return sim::h_to_int<T_>(h, sim::kRz, (T_)nan); } \
+    inline T_ SIM_HC(__, SIM_HN, 2##name##_rd)(SIM_H h) { return sim::h_to_int<T_>(h, sim::kRd, (T_)nan); } \
+    inline T_ SIM_HC(__, SIM_HN, 2##name##_ru)(SIM_H h) { return sim::h_to_int<T_>(h, sim::kRu, (T_)nan); }
 SIM_TO_INT(int, int, 0)
 SIM_TO_INT(uint, unsigned int, 0)
 SIM_TO_INT(short, short, 0)

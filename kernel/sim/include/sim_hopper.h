@@ -523,11 +523,11 @@ inline void tma_land(const TmaCopy &c) {
 }
 
 // Grows the array `a` of `n` used entries out of `cap` (plain structs) so that one more fits.
-template <class T>
-inline void room_for_one(T *&a, unsigned n, unsigned &cap, const char *what) {
+template <class T_>
+inline void room_for_one(T_ *&a, unsigned n, unsigned &cap, const char *what) {
     if (n < cap) return;
     unsigned more = cap ? 2 * cap : 16;
-    T *grown = (T *)realloc(a, more * sizeof(T));
+    T_ *grown = (T_ *)realloc(a, more * sizeof(T_));
     if (!grown) fail("%s: out of memory", what);
     a = grown;
     cap = more;
@@ -561,8 +561,8 @@ inline unsigned tma_box_bytes(const SimTensorMap &map) {
 // Calls f(global element or nullptr outside the tensor, its byte offset in shared memory from
 // `da`) for each element of the box at element coordinates `c` (innermost first). Shared
 // memory holds the box densely, innermost dimension fastest, in the map's swizzle.
-template <class F>
-inline void tma_box(const SimTensorMap &map, const int *c, uint32_t da, F f) {
+template <class F_>
+inline void tma_box(const SimTensorMap &map, const int *c, uint32_t da, F_ f) {
     const unsigned e = map.elem_bytes, span = map.swizzle == 0 ? 0 : 16u << map.swizzle;
     const unsigned total = tma_box_bytes(map) / e;
     unsigned char *g = (unsigned char *)map.global;
@@ -761,14 +761,14 @@ inline void red_check(RedOp op, RedType t, const char *what) {
     if (!valid) fail("%s: .%s is not an operation on .%s elements", what, red_op_name(op), red_type_name(t));
 }
 
-template <class T>
-inline T red_int(RedOp op, T old, T v) {
+template <class T_>
+inline T_ red_int(RedOp op, T_ old, T_ v) {
     switch (op) {
-        case RED_ADD: return (T)(old + v);
+        case RED_ADD: return (T_)(old + v);
         case RED_MIN: return old < v ? old : v;
         case RED_MAX: return old > v ? old : v;
-        case RED_INC: return old >= v ? 0 : (T)(old + 1);
-        case RED_DEC: return (old == 0 || old > v) ? v : (T)(old - 1);
+        case RED_INC: return old >= v ? 0 : (T_)(old + 1);
+        case RED_DEC: return (old == 0 || old > v) ? v : (T_)(old - 1);
         case RED_AND: return old & v;
         case RED_OR: return old | v;
         case RED_XOR: return old ^ v;
@@ -784,13 +784,13 @@ inline double red_float(RedOp op, double old, double v) {
 // OS threads may reduce into the same element).
 SIM_UNINSTRUMENTED inline void red_element(unsigned char *dst, const unsigned char *src, RedOp op, RedType t) {
     auto cas = [&](auto zero, auto combine) {
-        using U = decltype(zero);
-        U v, old;
+        using U_ = decltype(zero);
+        U_ v, old;
         memcpy(&v, src, sizeof v);
-        __atomic_load(reinterpret_cast<U *>(dst), &old, __ATOMIC_RELAXED);
-        U want;
+        __atomic_load(reinterpret_cast<U_ *>(dst), &old, __ATOMIC_RELAXED);
+        U_ want;
         do want = combine(old, v);
-        while (!__atomic_compare_exchange(reinterpret_cast<U *>(dst), &old, &want, false, __ATOMIC_SEQ_CST,
+        while (!__atomic_compare_exchange(reinterpret_cast<U_ *>(dst), &old, &want, false, __ATOMIC_SEQ_CST,
                                           __ATOMIC_RELAXED));
     };
     switch (t) {
@@ -1047,8 +1047,8 @@ inline float wg_read(WgType t, const Desc &x, bool mn_major, unsigned i, unsigne
 // d[4j + 2a + b] = D[16w + g + 8a][8j + 2q + b], g = lane / 4, q = lane % 4 (9.7.15.5.1.1.1).
 inline void wgmma_run(const WgmmaOp &op, unsigned warp) {
     const IssuedAt issued(op.site_file, op.site_line);
-    const unsigned K = op.type == WgType::tf32 ? 8 : 16, N = op.n, r0 = 16 * (warp % 4);
-    float A[16][16], Bl[16 * 256];  // A's rows of this warp; B as Bl[k * 256 + n]
+    const unsigned K_ = op.type == WgType::tf32 ? 8 : 16, N_ = op.n, r0 = 16 * (warp % 4);
+    float A_[16][16], Bl[16 * 256];  // A's rows of this warp; B as Bl[k * 256 + n]
     if (op.a_in_regs) {
         // A in registers: the mma.m16n8k16 A layout on the warp's 16 rows (9.7.15.5.1.1.1).
         for (unsigned l = 0; l < 32; ++l) {
@@ -1058,27 +1058,27 @@ inline void wgmma_run(const WgmmaOp &op, unsigned warp) {
                     unsigned short bits = (unsigned short)(op.a_regs[l][r] >> (16 * h));
                     float v = op.type == WgType::f16 ? __half2float(__ushort_as_half(bits))
                                                      : __bfloat162float(__ushort_as_bfloat16(bits));
-                    A[g + 8 * (r % 2)][2 * q + h + 8 * (r / 2)] = v;
+                    A_[g + 8 * (r % 2)][2 * q + h + 8 * (r / 2)] = v;
                 }
         }
     } else {
         Desc da = decode_desc(op.desc_a, "A");
         for (unsigned i = 0; i < 16; ++i)
-            for (unsigned k = 0; k < K; ++k) A[i][k] = wg_read(op.type, da, op.trans_a, r0 + i, k, "A", op.desc_a);
+            for (unsigned k = 0; k < K_; ++k) A_[i][k] = wg_read(op.type, da, op.trans_a, r0 + i, k, "A", op.desc_a);
     }
     Desc db = decode_desc(op.desc_b, "B");
-    for (unsigned n = 0; n < N; ++n)
-        for (unsigned k = 0; k < K; ++k) Bl[k * 256 + n] = wg_read(op.type, db, op.trans_b, n, k, "B", op.desc_b);
+    for (unsigned n = 0; n < N_; ++n)
+        for (unsigned k = 0; k < K_; ++k) Bl[k * 256 + n] = wg_read(op.type, db, op.trans_b, n, k, "B", op.desc_b);
     for (unsigned l = 0; l < 32; ++l) {
         const unsigned g = l / 4, q = l % 4;
         float *d = op.d[l];
-        for (unsigned j = 0; j < N / 8; ++j)
+        for (unsigned j = 0; j < N_ / 8; ++j)
             for (unsigned a = 0; a < 2; ++a)
                 for (unsigned b = 0; b < 2; ++b) {
                     const unsigned row = g + 8 * a, col = 8 * j + 2 * q + b;
                     float acc = op.scale_d ? d[4 * j + 2 * a + b] : 0.0f;
-                    for (unsigned k = 0; k < K; ++k)
-                        acc += (op.scale_a * A[row][k]) * (op.scale_b * Bl[k * 256 + col]);
+                    for (unsigned k = 0; k < K_; ++k)
+                        acc += (op.scale_a * A_[row][k]) * (op.scale_b * Bl[k * 256 + col]);
                     d[4 * j + 2 * a + b] = acc;
                 }
     }

@@ -15,61 +15,61 @@
 namespace sim {
 // `op()` computed in `mode` (FE_DOWNWARD...): its operands are read and its result written
 // through volatiles, which keeps the operation between the two fesetround calls.
-template <class T, class Op>
-inline T rounded(int mode, Op op) {
+template <class T_, class Op>
+inline T_ rounded(int mode, Op op) {
     if (mode == FE_TONEAREST) return op();
     fesetround(mode);
-    volatile T r = op();
+    volatile T_ r = op();
     fesetround(FE_TONEAREST);
     return r;
 }
-template <class T>
-inline T fp_add(T a, T b, int mode) {
-    volatile T x = a, y = b;
-    return rounded<T>(mode, [&] { return x + y; });
+template <class T_>
+inline T_ fp_add(T_ a, T_ b, int mode) {
+    volatile T_ x = a, y = b;
+    return rounded<T_>(mode, [&] { return x + y; });
 }
-template <class T>
-inline T fp_sub(T a, T b, int mode) {
-    volatile T x = a, y = b;
-    return rounded<T>(mode, [&] { return x - y; });
+template <class T_>
+inline T_ fp_sub(T_ a, T_ b, int mode) {
+    volatile T_ x = a, y = b;
+    return rounded<T_>(mode, [&] { return x - y; });
 }
-template <class T>
-inline T fp_mul(T a, T b, int mode) {
-    volatile T x = a, y = b;
-    return rounded<T>(mode, [&] { return x * y; });
+template <class T_>
+inline T_ fp_mul(T_ a, T_ b, int mode) {
+    volatile T_ x = a, y = b;
+    return rounded<T_>(mode, [&] { return x * y; });
 }
-template <class T>
-inline T fp_div(T a, T b, int mode) {
-    volatile T x = a, y = b;
-    return rounded<T>(mode, [&] { return x / y; });
+template <class T_>
+inline T_ fp_div(T_ a, T_ b, int mode) {
+    volatile T_ x = a, y = b;
+    return rounded<T_>(mode, [&] { return x / y; });
 }
-template <class T>
-inline T fp_sqrt(T a, int mode) {
-    volatile T x = a;
-    return rounded<T>(mode, [&] { return (T)std::sqrt(x); });
+template <class T_>
+inline T_ fp_sqrt(T_ a, int mode) {
+    volatile T_ x = a;
+    return rounded<T_>(mode, [&] { return (T_)std::sqrt(x); });
 }
-template <class T>
-inline T fp_fma(T a, T b, T c, int mode) {
-    volatile T x = a, y = b, z = c;
-    return rounded<T>(mode, [&] { return (T)std::fma(x, y, z); });
+template <class T_>
+inline T_ fp_fma(T_ a, T_ b, T_ c, int mode) {
+    volatile T_ x = a, y = b, z = c;
+    return rounded<T_>(mode, [&] { return (T_)std::fma(x, y, z); });
 }
 // An integer or double converted to T in `mode`.
-template <class T, class S>
-inline T fp_convert(S v, int mode) {
-    volatile S x = v;
-    return rounded<T>(mode, [&] { return (T)x; });
+template <class T_, class S_>
+inline T_ fp_convert(S_ v, int mode) {
+    volatile S_ x = v;
+    return rounded<T_>(mode, [&] { return (T_)x; });
 }
 // A float or double to integer T in `mode`, saturating; `nan` for NaN.
-template <class T, class F>
-inline T to_int(F v, int mode, T nan) {
+template <class T_, class F_>
+inline T_ to_int(F_ v, int mode, T_ nan) {
     if (v != v) return nan;
     const long double x = v;
     const long double i = mode == FE_TONEAREST ? nearbyintl(x) : mode == FE_TOWARDZERO ? truncl(x)
                           : mode == FE_DOWNWARD  ? floorl(x)
                                                  : ceill(x);
-    if (i <= (long double)std::numeric_limits<T>::min()) return std::numeric_limits<T>::min();
-    if (i >= (long double)std::numeric_limits<T>::max()) return std::numeric_limits<T>::max();
-    return (T)i;
+    if (i <= (long double)std::numeric_limits<T_>::min()) return std::numeric_limits<T_>::min();
+    if (i >= (long double)std::numeric_limits<T_>::max()) return std::numeric_limits<T_>::max();
+    return (T_)i;
 }
 
 // Lanes of a 32-bit word: `n` of `bits` each, signed or not.
@@ -312,8 +312,8 @@ inline long long mn(long long a, long long b) { return a < b ? a : b; }
 // `expr` of x, y, z, with W(v) the wrap of a sum to the lane's width.
 #define SIM_DPX_BODY(bits, is_signed, expr) \
     [](long long x, long long y, long long z) { \
-        auto W = [](long long v) { return sim::wrap(v, bits, is_signed); }; \
-        (void)W, (void)y, (void)z; \
+        auto W_ = [](long long v) { return sim::wrap(v, bits, is_signed); }; \
+        (void)W_, (void)y, (void)z; \
         return (long long)(expr); \
     }
 #define SIM_DPX3(name, expr) \
@@ -331,8 +331,8 @@ inline long long mn(long long a, long long b) { return a < b ? a : b; }
     inline unsigned name##_s16x2_relu(unsigned a, unsigned b, unsigned c) { \
         return sim::dpx(a, b, c, true, SIM_DPX_BODY(16, true, sim::mx(expr, 0))); \
     }
-SIM_DPX3(__viaddmax, sim::mx(W(x + y), z))
-SIM_DPX3(__viaddmin, sim::mn(W(x + y), z))
+SIM_DPX3(__viaddmax, sim::mx(W_(x + y), z))
+SIM_DPX3(__viaddmin, sim::mn(W_(x + y), z))
 SIM_DPX3(__vimax3, sim::mx(sim::mx(x, y), z))
 SIM_DPX3(__vimin3, sim::mn(sim::mn(x, y), z))
 #undef SIM_DPX3
@@ -466,10 +466,10 @@ inline float4 atomicAdd(float4 *p, float4 v) {
 }
 // The block- and system-scoped forms: every OS thread of the simulator sees every atomic.
 #define SIM_SCOPED(name)                                                         \
-    template <class... A>                                                        \
-    inline auto name##_block(A... a) -> decltype(name(a...)) { return name(a...); } \
-    template <class... A>                                                        \
-    inline auto name##_system(A... a) -> decltype(name(a...)) { return name(a...); }
+    template <class... A_>                                                        \
+    inline auto name##_block(A_... a) -> decltype(name(a...)) { return name(a...); } \
+    template <class... A_>                                                        \
+    inline auto name##_system(A_... a) -> decltype(name(a...)) { return name(a...); }
 SIM_SCOPED(atomicAdd)
 SIM_SCOPED(atomicSub)
 SIM_SCOPED(atomicExch)
@@ -485,16 +485,16 @@ SIM_SCOPED(atomicCAS)
 
 // ---- Warps: matching values, uniform predicates, named barriers ----
 // The lanes of `mask` whose value equals the calling lane's.
-template <class T>
-inline unsigned __match_any_sync(unsigned mask, T value, sim::Caller at = {}) {
+template <class T_>
+inline unsigned __match_any_sync(unsigned mask, T_ value, sim::Caller at = {}) {
     unsigned same = 0;
     for (int l = 0; l < 32; ++l)
         if ((mask >> l) & 1 && __shfl_sync(mask, value, l, 32, at) == value) same |= 1u << l;
     return same;
 }
 // `mask` when every lane of it holds the same value (and *pred 1), else 0 (and *pred 0).
-template <class T>
-inline unsigned __match_all_sync(unsigned mask, T value, int *pred, sim::Caller at = {}) {
+template <class T_>
+inline unsigned __match_all_sync(unsigned mask, T_ value, int *pred, sim::Caller at = {}) {
     const bool all = __match_any_sync(mask, value, at) == mask;
     *pred = all;
     return all ? mask : 0;

@@ -8,26 +8,26 @@
 
 namespace sim {
 
-template <class T>
+template <class T_>
 constexpr char param_code() {
-    if constexpr (std::is_pointer_v<T>) return 'p';
-    else if constexpr (std::is_same_v<T, float>) return 'f';
-    else if constexpr (std::is_integral_v<T> && sizeof(T) == 4) return 'i';
-    else if constexpr (std::is_integral_v<T> && sizeof(T) == 8) return 'l';
-    else if constexpr (std::is_same_v<T, CUtensorMap>) return 'm';
+    if constexpr (std::is_pointer_v<T_>) return 'p';
+    else if constexpr (std::is_same_v<T_, float>) return 'f';
+    else if constexpr (std::is_integral_v<T_> && sizeof(T_) == 4) return 'i';
+    else if constexpr (std::is_integral_v<T_> && sizeof(T_) == 8) return 'l';
+    else if constexpr (std::is_same_v<T_, CUtensorMap>) return 'm';
     else return '?';
 }
 
-template <auto F>
+template <auto F_>
 struct Thunk;
-template <class... A, void (*F)(A...)>
-struct Thunk<F> {
+template <class... A_, void (*F_)(A_...)>
+struct Thunk<F_> {
     static void call(void **args) {
-        [&]<size_t... I>(std::index_sequence<I...>) {
-            F(*static_cast<std::remove_cv_t<std::remove_reference_t<A>> *>(args[I])...);
-        }(std::index_sequence_for<A...>{});
+        [&]<size_t... I_>(std::index_sequence<I_...>) {
+            F_(*static_cast<std::remove_cv_t<std::remove_reference_t<A_>> *>(args[I_])...);
+        }(std::index_sequence_for<A_...>{});
     }
-    static constexpr char codes[sizeof...(A) + 1] = {param_code<std::remove_cv_t<A>>()..., 0};
+    static constexpr char codes[sizeof...(A_) + 1] = {param_code<std::remove_cv_t<A_>>()..., 0};
 };
 
 }  // namespace sim

@@ -31,21 +31,21 @@ struct Regs4 {
 
 // ldmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 with `addr` the host address of this
 // lane's row (lanes past the last matrix: ignored).
-template <int N, bool Trans>
-inline void ldmatrix(unsigned (&r)[N], uintptr_t addr) {
+template <int N_, bool Trans>
+inline void ldmatrix(unsigned (&r)[N_], uintptr_t addr) {
     const unsigned lane = fiber().lane;
-    if ((int)lane < 8 * N) {
+    if ((int)lane < 8 * N_) {
         if (addr % 16) fail("ldmatrix row address %p (lane %u) is not 16-byte aligned", (void *)addr, lane);
         if (!is_shared((const void *)addr, 16))
             fail("ldmatrix row address %p (lane %u) is not in this block's shared memory", (void *)addr, lane);
         shared_row_bounds((const void *)addr, 0);
-        SIM_BANK_REPORT(SIM_BANK_LDSM, addr, 16, N);
+        SIM_BANK_REPORT(SIM_BANK_LDSM, addr, 16, N_);
     }
     // The lane that completes the collective reads every lane's rows (Fiber::fragment_load).
     fiber().fragment_load = true;
     Regs4 got = warp_collective<Regs4>(Trans ? "ldmatrix.trans" : "ldmatrix", addr,
                                        [](const uintptr_t *rows, Regs4 *out) {
-        for (int m = 0; m < N; ++m)
+        for (int m = 0; m < N_; ++m)
             for (int l = 0; l < 32; ++l) {
                 const int g = l / 4, t = l % 4;
                 unsigned short lo, hi;
@@ -60,7 +60,7 @@ inline void ldmatrix(unsigned (&r)[N], uintptr_t addr) {
             }
     });
     fiber().fragment_load = false;
-    for (int i = 0; i < N; ++i) r[i] = got.r[i];
+    for (int i = 0; i < N_; ++i) r[i] = got.r[i];
 }
 
 struct StIn {
@@ -73,20 +73,20 @@ struct NoOut {
 
 // stmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 (sm_90): ldmatrix's inverse, each lane's
 // register i written where ldmatrix would have read it from matrix i.
-template <int N, bool Trans>
+template <int N_, bool Trans>
 inline void stmatrix(uintptr_t addr, const unsigned *r) {
     const unsigned lane = fiber().lane;
-    if ((int)lane < 8 * N) {
+    if ((int)lane < 8 * N_) {
         if (addr % 16) fail("stmatrix row address %p (lane %u) is not 16-byte aligned", (void *)addr, lane);
         if (!is_shared((const void *)addr, 16))
             fail("stmatrix row address %p (lane %u) is not in this block's shared memory", (void *)addr, lane);
         shared_row_bounds((const void *)addr, 1);
-        SIM_BANK_REPORT(SIM_BANK_STS, addr, 16, N);  // a store, a matrix a phase as ldmatrix
+        SIM_BANK_REPORT(SIM_BANK_STS, addr, 16, N_);  // a store, a matrix a phase as ldmatrix
     }
     StIn in{addr, {0, 0, 0, 0}};
-    for (int i = 0; i < N; ++i) in.r[i] = r[i];
+    for (int i = 0; i < N_; ++i) in.r[i] = r[i];
     warp_collective<NoOut>(Trans ? "stmatrix.trans" : "stmatrix", in, [](const StIn *ins, NoOut *) {
-        for (int m = 0; m < N; ++m)
+        for (int m = 0; m < N_; ++m)
             for (int l = 0; l < 32; ++l) {
                 const int g = l / 4, t = l % 4;
                 const unsigned short lo = (unsigned short)(ins[l].r[m] & 0xFFFF), hi = (unsigned short)(ins[l].r[m] >> 16);
@@ -119,32 +119,32 @@ inline float widen16(Elem e, unsigned short h) {
 // layouts, then every lane's four accumulators: products exact in FP32 (16-bit and TF32
 // inputs), summed in FP32 in k order onto C. TF32 operands are rounded as in the simulator's
 // WMMA (cvt.rna), which leaves values already rounded with to_tf32 unchanged.
-template <Elem E>
+template <Elem E_>
 inline void mma(const MmaIn *in, Acc4 *out) {
-    constexpr int K = E == Elem::tf32 ? 8 : 16;
-    float A[16][K], B[K][8];
+    constexpr int K_ = E_ == Elem::tf32 ? 8 : 16;
+    float A_[16][K_], B_[K_][8];
     for (int l = 0; l < 32; ++l) {
         const int g = l / 4, t = l % 4;
         const MmaIn &f = in[l];
-        if constexpr (E == Elem::tf32) {  // one element per register
+        if constexpr (E_ == Elem::tf32) {  // one element per register
             auto tf32 = [](unsigned x) { return nvcuda::wmma::__float_to_tf32(__uint_as_float(x)); };
-            A[g][t] = tf32(f.a[0]);
-            A[g + 8][t] = tf32(f.a[1]);
-            A[g][t + 4] = tf32(f.a[2]);
-            A[g + 8][t + 4] = tf32(f.a[3]);
-            B[t][g] = tf32(f.b[0]);
-            B[t + 4][g] = tf32(f.b[1]);
+            A_[g][t] = tf32(f.a[0]);
+            A_[g + 8][t] = tf32(f.a[1]);
+            A_[g][t + 4] = tf32(f.a[2]);
+            A_[g + 8][t + 4] = tf32(f.a[3]);
+            B_[t][g] = tf32(f.b[0]);
+            B_[t + 4][g] = tf32(f.b[1]);
         } else {  // two elements per register, the lower-indexed in the low half
             auto two = [](unsigned reg, float &lo, float &hi) {
-                lo = widen16(E, (unsigned short)(reg & 0xFFFF));
-                hi = widen16(E, (unsigned short)(reg >> 16));
+                lo = widen16(E_, (unsigned short)(reg & 0xFFFF));
+                hi = widen16(E_, (unsigned short)(reg >> 16));
             };
-            two(f.a[0], A[g][2 * t], A[g][2 * t + 1]);
-            two(f.a[1], A[g + 8][2 * t], A[g + 8][2 * t + 1]);
-            two(f.a[2], A[g][2 * t + 8], A[g][2 * t + 9]);
-            two(f.a[3], A[g + 8][2 * t + 8], A[g + 8][2 * t + 9]);
-            two(f.b[0], B[2 * t][g], B[2 * t + 1][g]);
-            two(f.b[1], B[2 * t + 8][g], B[2 * t + 9][g]);
+            two(f.a[0], A_[g][2 * t], A_[g][2 * t + 1]);
+            two(f.a[1], A_[g + 8][2 * t], A_[g + 8][2 * t + 1]);
+            two(f.a[2], A_[g][2 * t + 8], A_[g][2 * t + 9]);
+            two(f.a[3], A_[g + 8][2 * t + 8], A_[g + 8][2 * t + 9]);
+            two(f.b[0], B_[2 * t][g], B_[2 * t + 1][g]);
+            two(f.b[1], B_[2 * t + 8][g], B_[2 * t + 9][g]);
         }
     }
     for (int l = 0; l < 32; ++l) {
@@ -152,20 +152,20 @@ inline void mma(const MmaIn *in, Acc4 *out) {
         for (int i = 0; i < 4; ++i) {  // c0, c1: row g; c2, c3: row g + 8; columns 2t, 2t + 1
             const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
             float acc = in[l].c[i];
-            for (int k = 0; k < K; ++k) acc += A[row][k] * B[k][col];
+            for (int k = 0; k < K_; ++k) acc += A_[row][k] * B_[k][col];
             out[l].d[i] = acc;
         }
     }
 }
 
-template <Elem E>
+template <Elem E_>
 inline void mma_warp(const char *what, float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
                      const float (&c)[4]) {
     MmaIn in;
     for (int i = 0; i < 4; ++i) in.a[i] = a[i], in.c[i] = c[i];
     in.b[0] = b[0];
     in.b[1] = b[1];
-    Acc4 got = warp_collective<Acc4>(what, in, mma<E>);
+    Acc4 got = warp_collective<Acc4>(what, in, mma<E_>);
     for (int i = 0; i < 4; ++i) d[i] = got.d[i];
 }
 

@@ -588,15 +588,15 @@ inline unsigned published_parity(Worker &w, unsigned l) {
 // every lane's value while the others still wait: read later, a source's slot could already
 // hold what it published for a next operation that the reader takes no part in (a tile of 8
 // lanes going on while the tile of 16 that contains it waits).
-template <class T>
-inline T warp_exchange(unsigned mask, T v, int src) {
-    static_assert(sizeof(T) <= 16, "warp shuffles move at most 16 bytes");
+template <class T_>
+inline T_ warp_exchange(unsigned mask, T_ v, int src) {
+    static_assert(sizeof(T_) <= 16, "warp shuffles move at most 16 bytes");
     Worker &w = worker();
     Fiber &f = fiber();
     Warp &wp = w.warps[f.warp];
     unsigned p = f.parity;
     f.parity ^= 1;
-    memcpy(wp.slot[p][f.lane], &v, sizeof(T));
+    memcpy(wp.slot[p][f.lane], &v, sizeof(T_));
     memcpy(wp.slot[p][f.lane] + 16, &src, sizeof src);
     // A value read from a lane that takes no part in the shuffle is undefined on a GPU (the
     // simulator would hand back the reader's own): one the block does not have (its last warp
@@ -633,8 +633,8 @@ inline T warp_exchange(unsigned mask, T v, int src) {
         }
     }
     if (wp.read_exited[f.lane]) fail_read_exited(f.lane, wp.read_exited[f.lane] - 1u);
-    T out;
-    memcpy(&out, wp.result[p][f.lane], sizeof(T));
+    T_ out;
+    memcpy(&out, wp.result[p][f.lane], sizeof(T_));
     return out;
 }
 
@@ -819,10 +819,10 @@ SIM_UNINSTRUMENTED inline void grid_wait(SimGrid *g, unsigned long long phase) {
 // simulator's copy of a source names where its kernels run in clusters (compile.rs,
 // per_block_shared): the block's copy of the TLS block holds it at the offset the TLS block
 // does. Elsewhere the copy is the TLS block itself.
-template <class T>
-SIM_UNINSTRUMENTED_INLINE T &block_shared(T &v) {
+template <class T_>
+SIM_UNINSTRUMENTED_INLINE T_ &block_shared(T_ &v) {
     const Worker &w = *tl_worker;
-    return *reinterpret_cast<T *>(w.static_smem + ((uintptr_t)&v - (uintptr_t)w.tls_base));
+    return *reinterpret_cast<T_ *>(w.static_smem + ((uintptr_t)&v - (uintptr_t)w.tls_base));
 }
 
 // Whether [p, p + bytes) lies in this block's shared memory (static or dynamic).
@@ -1718,8 +1718,8 @@ inline void async_land_all() {
 // it reads of shared memory is what the warp saw when the instruction executed); each lane
 // then receives outs[lane]. Like the `.sync.aligned` instructions it models, it needs all 32
 // lanes: a partial warp is an error, a lane that never arrives a deadlock.
-template <class Out, class In, class F>
-inline Out warp_collective(const char *what, const In &in, F &&f, bool front = false) {
+template <class Out, class In, class F_>
+inline Out warp_collective(const char *what, const In &in, F_ &&f, bool front = false) {
     static_assert(sizeof(In) <= kSlotBytes && sizeof(Out) <= 16, "a warp_collective moves at most 48 bytes in and 16 out per lane");
     static_assert(std::is_trivially_copyable_v<In> && std::is_trivially_copyable_v<Out>);
     Worker &w = worker();

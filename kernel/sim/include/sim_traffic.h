@@ -848,27 +848,27 @@ void sim_bank_report(int kind, const void *p, unsigned long n, unsigned matrices
 }
 
 // Each passes the code address of the access to the bank model.
-#define SIM_TRAFFIC_ACCESS(N)                                                                 \
-    void __tsan_read##N(void *p) {                                                            \
-        sim_traffic::aligned(p, N, false, SIM_HERE);                                          \
-        sim_traffic::read(p, N, SIM_HERE);                                                    \
+#define SIM_TRAFFIC_ACCESS(N_)                                                                 \
+    void __tsan_read##N_(void *p) {                                                            \
+        sim_traffic::aligned(p, N_, false, SIM_HERE);                                          \
+        sim_traffic::read(p, N_, SIM_HERE);                                                    \
     }                                                                                         \
-    void __tsan_write##N(void *p) {                                                           \
-        sim_traffic::aligned(p, N, true, SIM_HERE);                                           \
-        sim_traffic::write(p, N, SIM_HERE);                                                   \
+    void __tsan_write##N_(void *p) {                                                           \
+        sim_traffic::aligned(p, N_, true, SIM_HERE);                                           \
+        sim_traffic::write(p, N_, SIM_HERE);                                                   \
     }                                                                                         \
-    void __tsan_unaligned_read##N(void *p) { sim_traffic::read(p, N, SIM_HERE); }             \
-    void __tsan_unaligned_write##N(void *p) { sim_traffic::write(p, N, SIM_HERE); }           \
-    void __tsan_volatile_read##N(void *p) {                                                   \
-        sim_traffic::aligned(p, N, false);                                                    \
-        sim_traffic::volatile_access(p, N, false, SIM_HERE);                                  \
+    void __tsan_unaligned_read##N_(void *p) { sim_traffic::read(p, N_, SIM_HERE); }             \
+    void __tsan_unaligned_write##N_(void *p) { sim_traffic::write(p, N_, SIM_HERE); }           \
+    void __tsan_volatile_read##N_(void *p) {                                                   \
+        sim_traffic::aligned(p, N_, false);                                                    \
+        sim_traffic::volatile_access(p, N_, false, SIM_HERE);                                  \
     }                                                                                         \
-    void __tsan_volatile_write##N(void *p) {                                                  \
-        sim_traffic::aligned(p, N, true);                                                     \
-        sim_traffic::volatile_access(p, N, true, SIM_HERE);                                   \
+    void __tsan_volatile_write##N_(void *p) {                                                  \
+        sim_traffic::aligned(p, N_, true);                                                     \
+        sim_traffic::volatile_access(p, N_, true, SIM_HERE);                                   \
     }                                                                                         \
-    void __tsan_unaligned_volatile_read##N(void *p) { sim_traffic::volatile_access(p, N, false, SIM_HERE); } \
-    void __tsan_unaligned_volatile_write##N(void *p) { sim_traffic::volatile_access(p, N, true, SIM_HERE); }
+    void __tsan_unaligned_volatile_read##N_(void *p) { sim_traffic::volatile_access(p, N_, false, SIM_HERE); } \
+    void __tsan_unaligned_volatile_write##N_(void *p) { sim_traffic::volatile_access(p, N_, true, SIM_HERE); }
 SIM_TRAFFIC_ACCESS(1)
 SIM_TRAFFIC_ACCESS(2)
 SIM_TRAFFIC_ACCESS(4)
@@ -882,44 +882,44 @@ SIM_TRAFFIC_ACCESS(16)
 // floats, ...) load the old value first, so one that succeeds at once counts a load and a
 // store, as a GPU's atomic does. The memory order is always sequentially consistent: stronger
 // than asked, never weaker.
-#define SIM_TRAFFIC_RMW(N, T, OP)                                                   \
-    T __tsan_atomic##N##_##OP(volatile T *a, T v, int) {                            \
-        sim_traffic::load((const void *)a, sizeof(T));                              \
-        sim_traffic::store((const void *)a, sizeof(T));                             \
-        return __atomic_##OP((T *)a, v, __ATOMIC_SEQ_CST);                          \
+#define SIM_TRAFFIC_RMW(N_, T_, OP)                                                   \
+    T_ __tsan_atomic##N_##_##OP(volatile T_ *a, T_ v, int) {                            \
+        sim_traffic::load((const void *)a, sizeof(T_));                              \
+        sim_traffic::store((const void *)a, sizeof(T_));                             \
+        return __atomic_##OP((T_ *)a, v, __ATOMIC_SEQ_CST);                          \
     }
-#define SIM_TRAFFIC_ATOMICS(N, T)                                                   \
-    T __tsan_atomic##N##_load(const volatile T *a, int) {                           \
-        sim_traffic::load((const void *)a, sizeof(T));                              \
-        return __atomic_load_n((T *)a, __ATOMIC_SEQ_CST);                           \
+#define SIM_TRAFFIC_ATOMICS(N_, T_)                                                   \
+    T_ __tsan_atomic##N_##_load(const volatile T_ *a, int) {                           \
+        sim_traffic::load((const void *)a, sizeof(T_));                              \
+        return __atomic_load_n((T_ *)a, __ATOMIC_SEQ_CST);                           \
     }                                                                               \
-    void __tsan_atomic##N##_store(volatile T *a, T v, int) {                        \
-        sim_traffic::store((const void *)a, sizeof(T));                             \
-        __atomic_store_n((T *)a, v, __ATOMIC_SEQ_CST);                              \
+    void __tsan_atomic##N_##_store(volatile T_ *a, T_ v, int) {                        \
+        sim_traffic::store((const void *)a, sizeof(T_));                             \
+        __atomic_store_n((T_ *)a, v, __ATOMIC_SEQ_CST);                              \
     }                                                                               \
-    T __tsan_atomic##N##_exchange(volatile T *a, T v, int) {                        \
-        sim_traffic::load((const void *)a, sizeof(T));                              \
-        sim_traffic::store((const void *)a, sizeof(T));                             \
-        return __atomic_exchange_n((T *)a, v, __ATOMIC_SEQ_CST);                    \
+    T_ __tsan_atomic##N_##_exchange(volatile T_ *a, T_ v, int) {                        \
+        sim_traffic::load((const void *)a, sizeof(T_));                              \
+        sim_traffic::store((const void *)a, sizeof(T_));                             \
+        return __atomic_exchange_n((T_ *)a, v, __ATOMIC_SEQ_CST);                    \
     }                                                                               \
-    SIM_TRAFFIC_RMW(N, T, fetch_add)                                                \
-    SIM_TRAFFIC_RMW(N, T, fetch_sub)                                                \
-    SIM_TRAFFIC_RMW(N, T, fetch_and)                                                \
-    SIM_TRAFFIC_RMW(N, T, fetch_or)                                                 \
-    SIM_TRAFFIC_RMW(N, T, fetch_xor)                                                \
-    SIM_TRAFFIC_RMW(N, T, fetch_nand)                                               \
-    int __tsan_atomic##N##_compare_exchange_strong(volatile T *a, T *c, T v, int, int) { \
-        bool done = __atomic_compare_exchange_n((T *)a, c, v, false, __ATOMIC_SEQ_CST, \
+    SIM_TRAFFIC_RMW(N_, T_, fetch_add)                                                \
+    SIM_TRAFFIC_RMW(N_, T_, fetch_sub)                                                \
+    SIM_TRAFFIC_RMW(N_, T_, fetch_and)                                                \
+    SIM_TRAFFIC_RMW(N_, T_, fetch_or)                                                 \
+    SIM_TRAFFIC_RMW(N_, T_, fetch_xor)                                                \
+    SIM_TRAFFIC_RMW(N_, T_, fetch_nand)                                               \
+    int __tsan_atomic##N_##_compare_exchange_strong(volatile T_ *a, T_ *c, T_ v, int, int) { \
+        bool done = __atomic_compare_exchange_n((T_ *)a, c, v, false, __ATOMIC_SEQ_CST, \
                                                 __ATOMIC_SEQ_CST);                  \
-        if (done) sim_traffic::store((const void *)a, sizeof(T));                   \
-        else sim_traffic::load((const void *)a, sizeof(T));                         \
+        if (done) sim_traffic::store((const void *)a, sizeof(T_));                   \
+        else sim_traffic::load((const void *)a, sizeof(T_));                         \
         return done;                                                                \
     }                                                                               \
-    int __tsan_atomic##N##_compare_exchange_weak(volatile T *a, T *c, T v, int, int) { \
-        return __tsan_atomic##N##_compare_exchange_strong(a, c, v, 0, 0);           \
+    int __tsan_atomic##N_##_compare_exchange_weak(volatile T_ *a, T_ *c, T_ v, int, int) { \
+        return __tsan_atomic##N_##_compare_exchange_strong(a, c, v, 0, 0);           \
     }                                                                               \
-    T __tsan_atomic##N##_compare_exchange_val(volatile T *a, T c, T v, int, int) {  \
-        __tsan_atomic##N##_compare_exchange_strong(a, &c, v, 0, 0);                 \
+    T_ __tsan_atomic##N_##_compare_exchange_val(volatile T_ *a, T_ c, T_ v, int, int) {  \
+        __tsan_atomic##N_##_compare_exchange_strong(a, &c, v, 0, 0);                 \
         return c;                                                                   \
     }
 SIM_TRAFFIC_ATOMICS(8, uint8_t)

@@ -13,17 +13,17 @@
 namespace cooperative_groups {
 
 // `bytes` bytes (any integral type) from `src` to `dst`.
-template <class Group, class T, class Size>
-inline void memcpy_async(const Group &g, T *dst, const T *src, const Size &bytes) {
+template <class Group, class T_, class Size>
+inline void memcpy_async(const Group &g, T_ *dst, const T_ *src, const Size &bytes) {
     sim::group_copy(g.thread_rank(), g.size(), (void *)dst, (const void *)src, (size_t)bytes);
     __pipeline_commit();
 }
 
 // min(dst_count, src_count) elements of T.
-template <class Group, class T>
-inline void memcpy_async(const Group &g, T *dst, size_t dst_count, const T *src, size_t src_count) {
+template <class Group, class T_>
+inline void memcpy_async(const Group &g, T_ *dst, size_t dst_count, const T_ *src, size_t src_count) {
     const size_t count = dst_count < src_count ? dst_count : src_count;
-    sim::group_copy(g.thread_rank(), g.size(), (void *)dst, (const void *)src, count * sizeof(T));
+    sim::group_copy(g.thread_rank(), g.size(), (void *)dst, (const void *)src, count * sizeof(T_));
     __pipeline_commit();
 }
 
