@@ -410,12 +410,7 @@ fn atomic_adds_of_halves_are_each_counted() {
 
 #[test]
 fn every_intrinsic_of_the_toolkits_device_headers_is_declared_alike() {
-    let Some(toolkit) = kernel::cuda::discovery::discovery().include_dir() else {
-        eprintln!("skipped: no CUDA headers found");
-        return;
-    };
-    let (checks, count) = signature_checks(
-        toolkit,
+    assert_declared_alike(
         &[
             ("crt/device_functions.h", "__DEVICE_FUNCTIONS_DECL__"),
             ("crt/device_functions.h", "__DEVICE_FUNCTIONS_STATIC_DECL__"),
@@ -461,8 +456,19 @@ fn every_intrinsic_of_the_toolkits_device_headers_is_declared_alike() {
             ("crt/sm_80_rt.h", "__SM_80_RT_DECL__"),
             ("crt/sm_90_rt.h", "__SM_90_RT_DECL__"),
         ],
+        300,
     );
-    assert!(count > 300, "{count} declarations read");
+}
+
+/// Compiles a call of every declaration of `headers` in the simulator (see
+/// [`signature_checks`]), at least `at_least` of them, where the toolkit's headers are found.
+fn assert_declared_alike(headers: &[(&str, &str)], at_least: usize) {
+    let Some(toolkit) = kernel::cuda::discovery::discovery().include_dir() else {
+        eprintln!("skipped: no CUDA headers found");
+        return;
+    };
+    let (checks, count) = signature_checks(toolkit, headers);
+    assert!(count > at_least, "{count} declarations read");
     let code = format!(
         "#include <type_traits>\n#include <utility>\n{checks}\
          extern \"C\" __global__ void none(float *out) {{ out[0] = 1.0f; }}\n"
@@ -636,13 +642,8 @@ fn scoped_atomics_and_warp_matches_count_every_thread() {
 
 #[test]
 fn every_math_function_of_the_toolkit_is_declared_alike() {
-    let Some(toolkit) = kernel::cuda::discovery::discovery().include_dir() else {
-        eprintln!("skipped: no CUDA headers found");
-        return;
-    };
     let math = "crt/math_functions.h";
-    let (checks, count) = signature_checks(
-        toolkit,
+    assert_declared_alike(
         &[
             (math, "extern __DEVICE_FUNCTIONS_DECL__ __device_builtin__"),
             (
@@ -657,13 +658,8 @@ fn every_math_function_of_the_toolkit_is_declared_alike() {
             (math, "__MATH_FUNCTIONS_DECL__"),
             (math, "__DEVICE_FUNCTIONS_DECL__"),
         ],
+        300,
     );
-    assert!(count > 300, "{count} declarations read");
-    let code = format!(
-        "#include <type_traits>\n#include <utility>\n{checks}\
-         extern \"C\" __global__ void none(float *out) {{ out[0] = 1.0f; }}\n"
-    );
-    one_block(code, "none", 1, 1);
 }
 
 /// A file built with `-D N=...` for a letter (as `define=` gives one) leaves the simulator's
