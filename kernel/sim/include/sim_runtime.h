@@ -353,8 +353,8 @@ struct Worker {
     char *dyn_alloc;  // the buffer this worker owns: its cluster's blocks' dynamic memory
     size_t dyn_cap;
     // Its static __shared__ variables: this module's TLS block on this OS thread, or, where the
-    // blocks of a cluster run together, a copy of it of the block's own in the cluster's
-    // buffer (block_shared).
+    // blocks of a cluster run together, the block's own copy of it in the cluster's buffer
+    // (block_shared).
     char *static_smem;
     size_t static_smem_bytes;
     char *tls_base;  // this module's TLS block on this OS thread
