@@ -232,7 +232,10 @@ pub fn evaluate<'a>(
                 Status::Failed
             };
             if !c.passed {
-                row.reason = Some(c.failure(row.precision, &shape.output()));
+                let output = kernel
+                    .output_layout(shape)
+                    .unwrap_or_else(|| shape.output());
+                row.reason = Some(c.failure(row.precision, &output));
             }
             row.check = Some(c);
             // A sample's traffic is some blocks' against the whole shape's FLOP: no intensity.

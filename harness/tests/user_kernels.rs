@@ -1619,6 +1619,105 @@ fn attention_lm_kernels_find_o_at_zero_and_their_running_max_at_minus_infinity()
     }
 }
 
+/// Attention kernels written for other layouts than the workload's `[B][H][S][D]`: FlashAttention's
+/// `[B][S][H][D]` (`layout=bshd`) and a head's V transposed, `[D][S]` (`v=col`), as kernels that
+/// read V with the same ldmatrix as K take it. Each passes with its option and fails without,
+/// told which options exist.
+#[test]
+fn attention_kernels_read_and_write_the_layouts_they_are_given() {
+    let dir = scratch_dir("attention-layouts");
+    let code = "template <bool BSHD, bool VT>\n\
+        __global__ void rows(const float *Q, const float *K, const float *V, float *O, int H,\n\
+        \x20 int S, int D, float scale) {\n\
+        \x20 int bh = blockIdx.y, b = bh / H, h = bh % H, i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20 if (i >= S) return;\n\
+        \x20 auto at = [&](int s, int d) -> size_t {\n\
+        \x20   return BSHD ? (((size_t)b * S + s) * H + h) * D + d : ((size_t)bh * S + s) * D + d;\n\
+        \x20 };\n\
+        \x20 auto v_at = [&](int s, int d) { return VT ? ((size_t)bh * D + d) * S + s : at(s, d); };\n\
+        \x20 float o[64] = {}, m = -INFINITY, l = 0;\n\
+        \x20 for (int j = 0; j < S; ++j) {\n\
+        \x20   float x = 0;\n\
+        \x20   for (int d = 0; d < D; ++d) x += Q[at(i, d)] * K[at(j, d)];\n\
+        \x20   x *= scale;\n\
+        \x20   float mn = fmaxf(m, x), c = expf(m - mn), p = expf(x - mn);\n\
+        \x20   for (int d = 0; d < D; ++d) o[d] = o[d] * c + p * V[v_at(j, d)];\n\
+        \x20   l = l * c + p;\n\
+        \x20   m = mn;\n\
+        \x20 }\n\
+        \x20 for (int d = 0; d < D; ++d) O[at(i, d)] = o[d] / l;\n\
+        }\n";
+    std::fs::write(dir.join("rows.cu"), code).unwrap();
+    let spec = |entry: &str, options: &str| {
+        load(
+            &format!(
+                "{}/rows.cu:{entry},args=(Q,K,V,O,H,S,D,scale),block=32,grid=(cdiv(S,32),B*H){options}",
+                dir.display()
+            ),
+            Workload::Attention,
+        )
+    };
+    let shapes = [
+        Shape::parse(Workload::Attention, "1x2x37x16").unwrap(),
+        Shape::parse(Workload::Attention, "2x3x64x8").unwrap(),
+    ];
+    let users = [
+        spec("rows<true,false>", ",layout=bshd"),
+        spec("rows<false,true>", ",v=col"),
+        spec("rows<true,false>", ""),
+        spec("rows<false,true>", ",k=col"),
+    ];
+    assert_eq!(
+        users[0].buffers.describe(Workload::Attention),
+        "Q:f32 [B][S][H][D], K:f32 [B][S][H][D], V:f32 [B][S][H][D], O:f32 [B][S][H][D]"
+    );
+    assert_eq!(
+        users[1].buffers.describe(Workload::Attention),
+        "Q:f32, K:f32, V:f32 [B][H][D][S], O:f32"
+    );
+    let results = sim_rows(&users, &shapes);
+    for s in &results.workloads[0].shapes {
+        for row in &s.rows[..2] {
+            assert_eq!(row.status, Status::Passed, "{row:?}");
+        }
+        for row in &s.rows[2..] {
+            assert_eq!(row.status, Status::Failed, "{row:?}");
+            let why = row.reason.as_deref().unwrap();
+            assert!(
+                why.contains("layout=bshd gives [B][S][H][D], k=col and v=col a head's K or V"),
+                "{why}"
+            );
+        }
+    }
+    // The options belong to attention, and a transposed head lies whole only in [B][H][S][D].
+    let refused = |workload: &str, options: &str| {
+        let text = format!(
+            "{}/rows.cu:rows<true,false>,block=32,grid=(1){options}",
+            dir.display()
+        );
+        let spec = UserKernelSpec::parse(&text).unwrap();
+        let workload = Workload::parse(workload).unwrap();
+        UserKernel::load(&spec, Some(workload), 1, SIM_SMS)
+            .err()
+            .unwrap_or_else(|| panic!("{options} was taken"))
+            .to_string()
+    };
+    let e = refused("gemm", ",signature=gemm,layout=bshd");
+    assert!(
+        e.contains("layout= is for attention's Q, K, V and O"),
+        "{e}"
+    );
+    let e = refused("attention", ",args=(Q,K,V,O,H,S,D,scale),layout=bshd,v=col");
+    assert!(
+        e.contains("which lies contiguous only in the default layout=bhsd"),
+        "{e}"
+    );
+    let e = UserKernelSpec::parse("k.cu:k,layout=sbhd")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("expected bhsd"), "{e}");
+}
+
 /// A `zeros()` workspace larger than the machine's memory declines the shape with its size,
 /// where allocating it aborted the process.
 #[test]

@@ -2,7 +2,7 @@
 
 use crate::device::DeviceInfo;
 use crate::plan::{CudaPlan, Text};
-use crate::workload::{Shape, Workload};
+use crate::workload::{Shape, TensorSpec, Workload};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -356,6 +356,13 @@ pub trait Kernel: Send + Sync {
     /// The inputs laid out as this kernel reads them, where that differs from the workload's
     /// own (row-major) layout: a user's kernel taking B column-major. `None`: as given.
     fn device_inputs(&self, _shape: &Shape, _inputs: &[Vec<f32>]) -> Option<Vec<Vec<f32>>> {
+        None
+    }
+
+    /// The output as this kernel lays it out, where that differs from the workload's own
+    /// (a user's attention kernel writing O as `[B][S][H][D]`): a failure names an element by
+    /// the indices the kernel writes it at. `None`: the workload's.
+    fn output_layout(&self, _shape: &Shape) -> Option<TensorSpec> {
         None
     }
 

@@ -1,9 +1,11 @@
-//! What a user kernel's buffers hold: the element type of each (`dtype=`), B's layout (`b=`),
-//! the BLAS scalars (`alpha=`, `beta=`) and from them the precision the row is judged by.
+//! What a user kernel's buffers hold: the element type of each (`dtype=`), their layouts
+//! (GEMM's `a=` and `b=`, attention's `layout=`, `k=` and `v=`), the BLAS scalars (`alpha=`,
+//! `beta=`) and from them the precision the row is judged by.
 
+use super::layout::{HeadMap, Relayout};
 use super::signature::{Param, Signature};
-use super::spec::{Layout, UserKernelSpec};
-use kernel::{Dtype, Precision, Workload};
+use super::spec::{HeadLayout, Layout, UserKernelSpec};
+use kernel::{Dtype, Precision, Shape, Workload};
 
 /// The element type of every buffer the lab passes.
 #[derive(Clone, Debug, PartialEq)]
@@ -17,6 +19,10 @@ pub struct Buffers {
     /// `W[N][K]`).
     pub a: Layout,
     pub b: Layout,
+    /// Attention's order of dimensions, and K's and V's layouts within a head.
+    pub heads: HeadLayout,
+    pub k: Layout,
+    pub v: Layout,
     pub alpha: f32,
     pub beta: f32,
 }
@@ -58,6 +64,9 @@ impl Buffers {
             scratch: vec![Dtype::F32; sig.scratch.len()],
             a: Layout::Row,
             b: Layout::Row,
+            heads: HeadLayout::Bhsd,
+            k: Layout::Row,
+            v: Layout::Row,
             alpha: 1.0,
             beta: 0.0,
         }
@@ -85,6 +94,9 @@ impl Buffers {
             scratch: vec![Dtype::F32; scratch.len()],
             a: spec.a.unwrap_or_default(),
             b: spec.b.unwrap_or_default(),
+            heads: spec.layout.unwrap_or_default(),
+            k: spec.k.unwrap_or_default(),
+            v: spec.v.unwrap_or_default(),
             alpha: spec.alpha.unwrap_or(1.0),
             beta: spec.beta.unwrap_or(0.0),
         };
@@ -127,6 +139,31 @@ impl Buffers {
                     ""
                 }
             ));
+        }
+        let attention_options = [
+            ("layout", spec.layout.is_some()),
+            ("k", spec.k.is_some()),
+            ("v", spec.v.is_some()),
+        ];
+        if let Some((key, _)) = attention_options.iter().find(|(_, given)| *given)
+            && workload != Workload::Attention
+        {
+            return Err(format!(
+                "{key}= is for attention's Q, K, V and O; {workload} passes its operands as the \
+                 workload holds them{}",
+                if workload == Workload::Gemm {
+                    " (a=col and b=col lay out GEMM's A and B column-major)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        if out.heads == HeadLayout::Bshd && (out.k == Layout::Col || out.v == Layout::Col) {
+            return Err(
+                "k=col and v=col transpose each head's [S][D] into [D][S], which lies \
+                 contiguous only in the default layout=bhsd: give one or the other"
+                    .into(),
+            );
         }
         for (key, value, param) in [
             ("alpha", spec.alpha, Param::Alpha),
@@ -178,8 +215,46 @@ impl Buffers {
         }
     }
 
-    /// `A:f16, B:f16 (column-major), C:f32`, for the row's summary; empty when every buffer
-    /// is f32 and B row-major.
+    /// How the kernel lays out input `i` of `workload`, where that is not the workload's own
+    /// layout: ` column-major`, ` [B][S][H][D]`.
+    fn layout_of(&self, workload: Workload, i: usize) -> Option<String> {
+        let col = |l: Layout| l == Layout::Col;
+        match workload {
+            Workload::Gemm => ((i == 0 && col(self.a)) || (i == 1 && col(self.b)))
+                .then(|| " column-major".to_string()),
+            Workload::Attention => {
+                let transposed = (i == 1 && col(self.k)) || (i == 2 && col(self.v));
+                let map = HeadMap::of(&workload.probe_shape(), self.heads, transposed)?;
+                (!map.is_identity())
+                    .then(|| format!(" {}", HeadMap::describe(self.heads, transposed)))
+            }
+            _ => None,
+        }
+    }
+
+    /// The element map of attention's tensor `i` (its inputs, then O) at `shape`, where the
+    /// kernel lays it out otherwise than the workload (`layout=bshd`, `k=col`, `v=col`).
+    pub fn head_map(&self, shape: &Shape, i: usize) -> Option<HeadMap> {
+        let col = |l: Layout| l == Layout::Col;
+        let transposed = (i == 1 && col(self.k)) || (i == 2 && col(self.v));
+        HeadMap::of(shape, self.heads, transposed).filter(|m| !m.is_identity())
+    }
+
+    /// How input `i` of `shape` is laid out for the kernel, where not as the workload holds
+    /// it: GEMM's A or B column-major, attention's Q, K or V in another order.
+    pub fn relayout(&self, shape: &Shape, i: usize) -> Option<Relayout> {
+        match *shape {
+            Shape::Gemm { m, n, k } => {
+                let (layout, rows, cols) = [(self.a, m, k), (self.b, k, n)].get(i).copied()?;
+                (layout == Layout::Col).then_some(Relayout::ColumnMajor { rows, cols })
+            }
+            Shape::Attention { .. } if i < 3 => self.head_map(shape, i).map(Relayout::Heads),
+            _ => None,
+        }
+    }
+
+    /// `A:f16, B:f16 column-major, C:f32`, for the row's summary; empty when every buffer
+    /// is f32 and laid out as the workload's.
     pub fn describe(&self, workload: Workload) -> String {
         let probe = workload.probe_shape();
         let mut parts = Vec::new();
@@ -188,21 +263,17 @@ impl Buffers {
             .iter()
             .chain([&self.output])
             .all(|&d| d == Dtype::F32);
-        if !plain || self.a == Layout::Col || self.b == Layout::Col {
-            for (i, t) in probe.inputs().iter().enumerate() {
-                let col = (i == 0 && self.a == Layout::Col) || (i == 1 && self.b == Layout::Col);
+        let tensors = probe.inputs().len() + 1;
+        if !plain || (0..tensors).any(|i| self.layout_of(workload, i).is_some()) {
+            for (i, t) in probe.inputs().iter().chain([&probe.output()]).enumerate() {
+                let d = self.inputs.get(i).copied().unwrap_or(self.output);
                 parts.push(format!(
                     "{}:{}{}",
                     t.name,
-                    short_name(self.inputs[i]),
-                    if col { " column-major" } else { "" }
+                    short_name(d),
+                    self.layout_of(workload, i).unwrap_or_default()
                 ));
             }
-            parts.push(format!(
-                "{}:{}",
-                probe.output().name,
-                short_name(self.output)
-            ));
         }
         if self.alpha != 1.0 || self.beta != 0.0 {
             parts.push(format!("alpha {} beta {}", self.alpha, self.beta));

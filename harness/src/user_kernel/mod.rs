@@ -10,6 +10,7 @@ pub mod buffers;
 pub mod expr;
 pub mod files;
 pub mod hint;
+pub mod layout;
 pub mod overload;
 pub mod record;
 pub mod run;
@@ -24,7 +25,7 @@ use kernel::cuda::{nvrtc, ptx_entry};
 use kernel::{
     Arg, At, CONSTANT_BYTES, ConstantCopy, CudaPlan, CudaSource, DeviceError, DeviceInfo,
     DeviceKind, Dtype, Fill, Kernel, KernelInfo, Launch, Lineage, Precision, Role, Scratch, Shape,
-    Stage, Step, Unsupported, Workload,
+    Stage, Step, TensorSpec, Unsupported, Workload,
 };
 use scan::KernelDecl;
 use signature::{ArgItem, ArgList, Param, Signature, Workspaces};
@@ -1207,6 +1208,11 @@ impl UserKernel {
         first_bad: Option<usize>,
         reads: hint::KReads,
     ) -> Option<String> {
+        // The workload's element, whose row and column the tails are of.
+        let first_bad = match self.buffers.head_map(shape, 3) {
+            Some(map) => first_bad.map(|p| map.element(p)),
+            None => first_bad,
+        };
         let several = self.launches.len() > 1;
         // Each launch's tails, named by its kernel where there are several.
         let hints: Vec<String> = self
@@ -1427,32 +1433,28 @@ impl Kernel for UserKernel {
 
     fn device_inputs(&self, shape: &Shape, inputs: &[Vec<f32>]) -> Option<Vec<Vec<f32>>> {
         let fixed = self.fixed_inputs(shape, inputs);
-        let col = |l: Layout| l == Layout::Col;
-        let Shape::Gemm { m, n, k } = *shape else {
-            return fixed;
-        };
-        if !col(self.buffers.a) && !col(self.buffers.b) {
+        let moved: Vec<(usize, layout::Relayout)> = (0..inputs.len())
+            .filter_map(|i| Some((i, self.buffers.relayout(shape, i)?)))
+            .collect();
+        if moved.is_empty() {
             return fixed;
         }
-        // Row-major `rows x cols` as column-major: element (r, c) at c * rows + r.
-        let column_major = |x: &[f32], rows: usize, cols: usize| {
-            let mut col = vec![0.0f32; x.len()];
-            for (r, row) in x.chunks_exact(cols).enumerate() {
-                for (c, &v) in row.iter().enumerate() {
-                    col[c * rows + r] = v;
-                }
-            }
-            col
-        };
         let inputs = fixed.as_deref().unwrap_or(inputs);
         let mut out = inputs.to_vec();
-        if col(self.buffers.a) {
-            out[0] = column_major(inputs.first()?, m, k);
-        }
-        if col(self.buffers.b) {
-            out[1] = column_major(inputs.get(1)?, k, n);
+        for (i, relayout) in moved {
+            out[i] = relayout.apply(inputs.get(i)?);
         }
         Some(out)
+    }
+
+    fn output_layout(&self, shape: &Shape) -> Option<TensorSpec> {
+        let Shape::Attention { b, h, s, d, .. } = *shape else {
+            return None;
+        };
+        self.buffers.head_map(shape, 3).map(|_| TensorSpec {
+            dims: vec![b, s, h, d],
+            ..shape.output()
+        })
     }
 
     fn expected(
@@ -1463,10 +1465,25 @@ impl Kernel for UserKernel {
         indices: Option<&[usize]>,
     ) -> Option<Vec<f64>> {
         // Inputs fixed by `input=`: the result of those instead.
-        let own = self.fixed_inputs(shape, inputs).map(|x| match indices {
-            Some(ix) => kernel::reference::at(shape, &x, ix),
-            None => kernel::reference::reference(shape, &x),
+        let fixed = self.fixed_inputs(shape, inputs);
+        let own = fixed.as_ref().map(|x| match indices {
+            Some(ix) => kernel::reference::at(shape, x, ix),
+            None => kernel::reference::reference(shape, x),
         });
+        // An output laid out otherwise (attention's O in [B][S][H][D]): what the kernel
+        // holds at each of its positions is the workload's element there.
+        if let Some(map) = self.buffers.head_map(shape, 3) {
+            return Some(match indices {
+                Some(ix) => {
+                    let elements: Vec<usize> = ix.iter().map(|&p| map.element(p)).collect();
+                    kernel::reference::at(shape, fixed.as_deref().unwrap_or(inputs), &elements)
+                }
+                None => {
+                    let result = own.as_deref().unwrap_or(result);
+                    (0..result.len()).map(|p| result[map.element(p)]).collect()
+                }
+            });
+        }
         let result = own.as_deref().unwrap_or(result);
         let (alpha, beta) = (f64::from(self.buffers.alpha), f64::from(self.buffers.beta));
         if alpha == 1.0 && beta == 0.0 {
@@ -1920,6 +1937,35 @@ mod tests {
             plain.cuda(&shape).unwrap().output_fill,
             Fill::Value(_)
         ));
+    }
+
+    #[test]
+    fn a_bshd_kernel_is_given_its_layout_and_checked_at_its_positions() {
+        let k = example(
+            "layout=bshd,block=32,grid=(cdiv(S,32),B*H)",
+            Workload::Attention,
+        );
+        let shape = Shape::parse(Workload::Attention, "2x3x4x2").unwrap();
+        let x = crate::inputs::random_inputs(&shape, 7);
+        let map = k.buffers.head_map(&shape, 0).unwrap();
+        let moved = k.device_inputs(&shape, &x).unwrap();
+        for (t, m) in x.iter().zip(&moved) {
+            assert_eq!(*m, map.lay_out(t));
+        }
+        // Element (b, h, s, d) = (1, 2, 3, 1) lies at ((b*S + s)*H + h)*D + d.
+        let element = ((3 + 2) * 4 + 3) * 2 + 1;
+        let position = ((4 + 3) * 3 + 2) * 2 + 1;
+        assert_eq!(moved[1][position], x[1][element]);
+        let result = kernel::reference::reference(&shape, &x);
+        let want = k.expected(&shape, &x, &result, None).unwrap();
+        assert_eq!(want[position], result[element]);
+        let sampled = k.expected(&shape, &x, &[0.0], Some(&[position])).unwrap();
+        assert_eq!(sampled, vec![result[element]]);
+        // A failure names an element by the kernel's own indices, [B][S][H][D].
+        assert_eq!(k.output_layout(&shape).unwrap().dims, vec![2, 4, 3, 2]);
+        let plain = example("block=32,grid=(cdiv(S,32),B*H)", Workload::Attention);
+        assert_eq!(plain.output_layout(&shape), None);
+        assert_eq!(plain.device_inputs(&shape, &x), None);
     }
 
     #[test]

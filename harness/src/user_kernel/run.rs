@@ -259,8 +259,9 @@ pub fn annotate(
     }
 }
 
-/// For a GEMM whose result is wrong through and through (every element written, a relative
-/// error past 10%), the usual cause: an operand read in another layout or type than given.
+/// For a GEMM or an attention whose result is wrong through and through (every element
+/// written, a relative error past 10%), the usual cause: an operand read in another layout or
+/// type than given.
 fn layout_hint(workload: Workload, row: &Row) -> Option<String> {
     let check = row.check.as_ref()?;
     let wrong = row.status == Status::Failed
@@ -268,11 +269,22 @@ fn layout_hint(workload: Workload, row: &Row) -> Option<String> {
         && check.rel_error > 0.1
         && check.nonfinite == 0
         && check.unwritten == 0;
-    (workload == Workload::Gemm && wrong).then(|| {
+    let layouts = match workload {
+        Workload::Gemm => {
+            "reads A and B in the layouts it is given (row-major by default; a=col and b=col \
+             give column-major A and B)"
+        }
+        Workload::Attention => {
+            "reads Q, K and V and writes O in the layouts it is given ([B][H][S][D] by \
+             default; layout=bshd gives [B][S][H][D], k=col and v=col a head's K or V \
+             transposed, [D][S])"
+        }
+        _ => return None,
+    };
+    wrong.then(|| {
         format!(
-            "a relative error of {:.1} is no rounding: check that the kernel reads A and B in \
-             the layouts it is given (row-major by default; a=col and b=col give column-major \
-             A and B) and types (dtype=)",
+            "a relative error of {:.1} is no rounding: check that the kernel {layouts} and \
+             types (dtype=)",
             check.rel_error
         )
     })

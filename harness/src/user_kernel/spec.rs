@@ -85,6 +85,18 @@ pub enum Layout {
     Col,
 }
 
+/// How attention's Q, K, V and O order their dimensions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HeadLayout {
+    /// `[B][H][S][D]`, the workload's own: each head's rows contiguous.
+    #[default]
+    Bhsd,
+    /// `[B][S][H][D]`, as FlashAttention's API and `(batch, seq, heads, dim)` tensors take
+    /// them: the heads of one position side by side.
+    Bshd,
+}
+
 /// One launch of the kernel's plan, the first (the spec's own options) or one `then=` adds
 /// after it: which kernel of the file, what it is passed and how it is launched.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -184,6 +196,11 @@ pub struct UserKernelSpec {
     /// A's and B's layouts (GEMM).
     pub a: Option<Layout>,
     pub b: Option<Layout>,
+    /// Attention's order of dimensions (`layout=`), and K's and V's layouts within a head
+    /// (`k=`, `v=`; column-major is `[D][S]`, K or V transposed).
+    pub layout: Option<HeadLayout>,
+    pub k: Option<Layout>,
+    pub v: Option<Layout>,
     /// BLAS `alpha` and `beta` (signatures that pass them).
     pub alpha: Option<f32>,
     pub beta: Option<f32>,
@@ -226,7 +243,7 @@ pub struct UserKernelSpec {
 }
 
 /// The options a spec may carry, for messages.
-pub const KEYS: [&str; 22] = [
+pub const KEYS: [&str; 25] = [
     "workload",
     "signature",
     "args",
@@ -237,6 +254,9 @@ pub const KEYS: [&str; 22] = [
     "dtype",
     "a",
     "b",
+    "layout",
+    "k",
+    "v",
     "alpha",
     "beta",
     "precision",
@@ -428,6 +448,17 @@ fn parse_layout(option: &str, v: &str, row_major: &str, col_major: &str) -> Resu
         _ => Err(format!(
             "{option} {v:?}: expected row ({row_major}, the default) or col (column-major, \
              {col_major})"
+        )),
+    }
+}
+
+fn parse_head_layout(v: &str) -> Result<HeadLayout, String> {
+    match v {
+        "bhsd" => Ok(HeadLayout::Bhsd),
+        "bshd" => Ok(HeadLayout::Bshd),
+        _ => Err(format!(
+            "layout {v:?}: expected bhsd (Q, K, V and O as [B][H][S][D], the default) or bshd \
+             ([B][S][H][D], the heads of a position side by side)"
         )),
     }
 }
@@ -653,6 +684,9 @@ impl UserKernelSpec {
             dtype: Vec::new(),
             a: None,
             b: None,
+            layout: None,
+            k: None,
+            v: None,
             alpha: None,
             beta: None,
             id: None,
@@ -760,6 +794,15 @@ impl UserKernelSpec {
                 }
                 "a" => spec.a = Some(parse_layout("a", v, "A[M][K]", "A[k*M + m]").map_err(at)?),
                 "b" => spec.b = Some(parse_layout("b", v, "B[K][N]", "B[n*K + k]").map_err(at)?),
+                "layout" => spec.layout = Some(parse_head_layout(v).map_err(at)?),
+                "k" => {
+                    spec.k =
+                        Some(parse_layout("k", v, "a head's K[S][D]", "K[d*S + s]").map_err(at)?)
+                }
+                "v" => {
+                    spec.v =
+                        Some(parse_layout("v", v, "a head's V[S][D]", "V[d*S + s]").map_err(at)?)
+                }
                 "alpha" => spec.alpha = Some(parse_number("alpha", v).map_err(at)?),
                 "beta" => spec.beta = Some(parse_number("beta", v).map_err(at)?),
                 "precision" => {
@@ -890,6 +933,9 @@ pub struct RawUserKernel {
     pub dtype: Option<DtypeValue>,
     pub a: Option<String>,
     pub b: Option<String>,
+    pub layout: Option<String>,
+    pub k: Option<String>,
+    pub v: Option<String>,
     pub alpha: Option<Number>,
     pub beta: Option<Number>,
     pub id: Option<String>,
@@ -1025,6 +1071,9 @@ impl RawUserKernel {
         );
         put("a", self.a.clone());
         put("b", self.b.clone());
+        put("layout", self.layout.clone());
+        put("k", self.k.clone());
+        put("v", self.v.clone());
         put("alpha", self.alpha.as_ref().map(Number::text));
         put("beta", self.beta.as_ref().map(Number::text));
         put("precision", self.precision.clone());
@@ -1196,6 +1245,15 @@ mod tests {
             toml::from_str("file = \"k.cu\"\nentry = \"k\"\nblock = 256").unwrap();
         let spec = raw.resolve(Path::new("cfg")).unwrap();
         assert_eq!(spec.block, Some(Block::Fixed([256, 1, 1])));
+        let raw: RawUserKernel = toml::from_str(
+            "file = \"k.cu\"\nentry = \"k\"\nlayout = \"bshd\"\nk = \"row\"\nv = \"col\"",
+        )
+        .unwrap();
+        let spec = raw.resolve(Path::new("cfg")).unwrap();
+        assert_eq!(
+            (spec.layout, spec.k, spec.v),
+            (Some(HeadLayout::Bshd), Some(Layout::Row), Some(Layout::Col))
+        );
     }
 
     #[test]
