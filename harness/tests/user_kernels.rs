@@ -1424,9 +1424,9 @@ fn a_kernel_wrong_on_whole_tiles_too_is_not_blamed_on_its_tails() {
         row.reason.clone().unwrap()
     };
     let awkward = why(0);
-    let layouts = "is no rounding: check that the kernel reads A and B in the layouts it is \
-                   given (row-major by default; a=col and b=col give column-major A and B) and \
-                   types (dtype=)";
+    let layouts = "is no rounding: check that the kernel reads A and B and writes C in the \
+                   layouts it is given (row-major by default; a=col, b=col and c=col give \
+                   column-major A, B and C) and types (dtype=)";
     assert!(
         awkward.contains(
             "\n  it fails on 64x64x64 too, whose dimensions are whole numbers of its tiles"
@@ -1716,6 +1716,54 @@ fn attention_kernels_read_and_write_the_layouts_they_are_given() {
         .unwrap_err()
         .to_string();
     assert!(e.contains("expected bhsd"), "{e}");
+}
+
+/// A GEMM in BLAS's column-major convention, A, B and C each stored by columns: it passes with
+/// `a=col,b=col,c=col` and fails without `c=col`, its first wrong element named as it indexes C.
+#[test]
+fn a_column_major_gemm_writes_c_by_columns() {
+    let dir = scratch_dir("column-major-c");
+    let code = "__global__ void sgemm_cm(int M, int N, int K, const float *A, const float *B,\n\
+        \x20 float *C) {\n\
+        \x20 int m = blockIdx.x * blockDim.x + threadIdx.x, n = blockIdx.y;\n\
+        \x20 if (m >= M) return;\n\
+        \x20 float s = 0;\n\
+        \x20 for (int k = 0; k < K; ++k) s += A[(size_t)k * M + m] * B[(size_t)n * K + k];\n\
+        \x20 C[(size_t)n * M + m] = s;\n\
+        }\n";
+    std::fs::write(dir.join("cm.cu"), code).unwrap();
+    let spec = |options: &str| {
+        load(
+            &format!(
+                "{}/cm.cu:sgemm_cm,args=(M,N,K,A,B,C),a=col,b=col{options},block=64,grid=(cdiv(M,64),N)",
+                dir.display()
+            ),
+            Workload::Gemm,
+        )
+    };
+    let users = [spec(",c=col"), spec("")];
+    assert_eq!(
+        users[0].buffers.describe(Workload::Gemm),
+        "A:f32 column-major, B:f32 column-major, C:f32 column-major"
+    );
+    let results = sim_rows(&users, &[Shape::gemm(70, 33, 20), Shape::gemm(64, 64, 64)]);
+    for s in &results.workloads[0].shapes {
+        assert_eq!(s.rows[0].status, Status::Passed, "{:?}", s.rows[0]);
+        let why = s.rows[1].reason.as_deref().unwrap();
+        assert!(why.contains("c=col give column-major A, B and C"), "{why}");
+    }
+    let e = UserKernelSpec::parse(&format!(
+        "{}/cm.cu:sgemm_cm,c=col,block=1,grid=1",
+        dir.display()
+    ))
+    .map(|s| {
+        UserKernel::load(&s, Some(Workload::Softmax), 1, SIM_SMS)
+            .err()
+            .unwrap()
+            .to_string()
+    })
+    .unwrap();
+    assert!(e.contains("c=col is for GEMM's C"), "{e}");
 }
 
 /// A `zeros()` workspace larger than the machine's memory declines the shape with its size,

@@ -15,10 +15,11 @@ pub struct Buffers {
     pub output: Dtype,
     /// Per scratch buffer of the signature (attention's running `l` and `m`).
     pub scratch: Vec<Dtype>,
-    /// A's and B's layouts (GEMM; linear's X and W are passed as the workload holds them,
-    /// `W[N][K]`).
+    /// A's, B's and C's layouts (GEMM; linear's X and W are passed as the workload holds
+    /// them, `W[N][K]`).
     pub a: Layout,
     pub b: Layout,
+    pub c: Layout,
     /// Attention's order of dimensions, and K's and V's layouts within a head.
     pub heads: HeadLayout,
     pub k: Layout,
@@ -64,6 +65,7 @@ impl Buffers {
             scratch: vec![Dtype::F32; sig.scratch.len()],
             a: Layout::Row,
             b: Layout::Row,
+            c: Layout::Row,
             heads: HeadLayout::Bhsd,
             k: Layout::Row,
             v: Layout::Row,
@@ -94,6 +96,7 @@ impl Buffers {
             scratch: vec![Dtype::F32; scratch.len()],
             a: spec.a.unwrap_or_default(),
             b: spec.b.unwrap_or_default(),
+            c: spec.c.unwrap_or_default(),
             heads: spec.layout.unwrap_or_default(),
             k: spec.k.unwrap_or_default(),
             v: spec.v.unwrap_or_default(),
@@ -124,10 +127,14 @@ impl Buffers {
                 }
             }
         }
-        if out.a == Layout::Col && workload != Workload::Gemm {
-            return Err(format!(
-                "a=col is for GEMM's A; {workload} passes its operands as the workload holds them"
-            ));
+        for (key, layout) in [("a", out.a), ("c", out.c)] {
+            if layout == Layout::Col && workload != Workload::Gemm {
+                return Err(format!(
+                    "{key}=col is for GEMM's {}; {workload} passes its operands as the workload \
+                     holds them",
+                    key.to_uppercase()
+                ));
+            }
         }
         if out.b == Layout::Col && workload != Workload::Gemm {
             return Err(format!(
@@ -215,40 +222,22 @@ impl Buffers {
         }
     }
 
-    /// How the kernel lays out input `i` of `workload`, where that is not the workload's own
-    /// layout: ` column-major`, ` [B][S][H][D]`.
-    fn layout_of(&self, workload: Workload, i: usize) -> Option<String> {
-        let col = |l: Layout| l == Layout::Col;
-        match workload {
-            Workload::Gemm => ((i == 0 && col(self.a)) || (i == 1 && col(self.b)))
-                .then(|| " column-major".to_string()),
-            Workload::Attention => {
-                let transposed = (i == 1 && col(self.k)) || (i == 2 && col(self.v));
-                let map = HeadMap::of(&workload.probe_shape(), self.heads, transposed)?;
-                (!map.is_identity())
-                    .then(|| format!(" {}", HeadMap::describe(self.heads, transposed)))
-            }
-            _ => None,
-        }
-    }
-
-    /// The element map of attention's tensor `i` (its inputs, then O) at `shape`, where the
-    /// kernel lays it out otherwise than the workload (`layout=bshd`, `k=col`, `v=col`).
-    pub fn head_map(&self, shape: &Shape, i: usize) -> Option<HeadMap> {
-        let col = |l: Layout| l == Layout::Col;
-        let transposed = (i == 1 && col(self.k)) || (i == 2 && col(self.v));
-        HeadMap::of(shape, self.heads, transposed).filter(|m| !m.is_identity())
-    }
-
-    /// How input `i` of `shape` is laid out for the kernel, where not as the workload holds
-    /// it: GEMM's A or B column-major, attention's Q, K or V in another order.
+    /// How tensor `i` of `shape` (its inputs, then its output) lies in the kernel's memory,
+    /// where not as the workload holds it: a GEMM's A, B or C column-major, attention's Q, K,
+    /// V or O in another order.
     pub fn relayout(&self, shape: &Shape, i: usize) -> Option<Relayout> {
+        let col = |l: Layout| l == Layout::Col;
         match *shape {
             Shape::Gemm { m, n, k } => {
-                let (layout, rows, cols) = [(self.a, m, k), (self.b, k, n)].get(i).copied()?;
-                (layout == Layout::Col).then_some(Relayout::ColumnMajor { rows, cols })
+                let (layout, rows, cols) = [(self.a, m, k), (self.b, k, n), (self.c, m, n)]
+                    .get(i)
+                    .copied()?;
+                col(layout).then_some(Relayout::ColumnMajor { rows, cols })
             }
-            Shape::Attention { .. } if i < 3 => self.head_map(shape, i).map(Relayout::Heads),
+            Shape::Attention { .. } if i < 4 => {
+                let transposed = (i == 1 && col(self.k)) || (i == 2 && col(self.v));
+                HeadMap::of(shape, self.heads, transposed).map(Relayout::Heads)
+            }
             _ => None,
         }
     }
@@ -264,14 +253,17 @@ impl Buffers {
             .chain([&self.output])
             .all(|&d| d == Dtype::F32);
         let tensors = probe.inputs().len() + 1;
-        if !plain || (0..tensors).any(|i| self.layout_of(workload, i).is_some()) {
+        if !plain || (0..tensors).any(|i| self.relayout(&probe, i).is_some()) {
             for (i, t) in probe.inputs().iter().chain([&probe.output()]).enumerate() {
                 let d = self.inputs.get(i).copied().unwrap_or(self.output);
+                let layout = self.relayout(&probe, i);
                 parts.push(format!(
                     "{}:{}{}",
                     t.name,
                     short_name(d),
-                    self.layout_of(workload, i).unwrap_or_default()
+                    layout
+                        .map(|l| format!(" {}", l.describe()))
+                        .unwrap_or_default()
                 ));
             }
         }

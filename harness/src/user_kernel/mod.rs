@@ -1209,7 +1209,7 @@ impl UserKernel {
         reads: hint::KReads,
     ) -> Option<String> {
         // The workload's element, whose row and column the tails are of.
-        let first_bad = match self.buffers.head_map(shape, 3) {
+        let first_bad = match self.buffers.relayout(shape, shape.inputs().len()) {
             Some(map) => first_bad.map(|p| map.element(p)),
             None => first_bad,
         };
@@ -1442,17 +1442,15 @@ impl Kernel for UserKernel {
         let inputs = fixed.as_deref().unwrap_or(inputs);
         let mut out = inputs.to_vec();
         for (i, relayout) in moved {
-            out[i] = relayout.apply(inputs.get(i)?);
+            out[i] = relayout.lay_out(inputs.get(i)?);
         }
         Some(out)
     }
 
     fn output_layout(&self, shape: &Shape) -> Option<TensorSpec> {
-        let Shape::Attention { b, h, s, d, .. } = *shape else {
-            return None;
-        };
-        self.buffers.head_map(shape, 3).map(|_| TensorSpec {
-            dims: vec![b, s, h, d],
+        let map = self.buffers.relayout(shape, shape.inputs().len())?;
+        Some(TensorSpec {
+            dims: map.dims(),
             ..shape.output()
         })
     }
@@ -1466,35 +1464,41 @@ impl Kernel for UserKernel {
     ) -> Option<Vec<f64>> {
         // Inputs fixed by `input=`: the result of those instead.
         let fixed = self.fixed_inputs(shape, inputs);
-        let own = fixed.as_ref().map(|x| match indices {
-            Some(ix) => kernel::reference::at(shape, x, ix),
-            None => kernel::reference::reference(shape, x),
-        });
-        // An output laid out otherwise (attention's O in [B][S][H][D]): what the kernel
-        // holds at each of its positions is the workload's element there.
-        if let Some(map) = self.buffers.head_map(shape, 3) {
-            return Some(match indices {
-                Some(ix) => {
-                    let elements: Vec<usize> = ix.iter().map(|&p| map.element(p)).collect();
-                    kernel::reference::at(shape, fixed.as_deref().unwrap_or(inputs), &elements)
-                }
-                None => {
-                    let result = own.as_deref().unwrap_or(result);
-                    (0..result.len()).map(|p| result[map.element(p)]).collect()
-                }
-            });
-        }
-        let result = own.as_deref().unwrap_or(result);
+        let map = self.buffers.relayout(shape, shape.inputs().len());
         let (alpha, beta) = (f64::from(self.buffers.alpha), f64::from(self.buffers.beta));
-        if alpha == 1.0 && beta == 0.0 {
-            return own;
+        if fixed.is_none() && map.is_none() && alpha == 1.0 && beta == 0.0 {
+            return None;
         }
+        // The workload's result at each position the kernel is checked at: where it lays its
+        // output out otherwise (C column-major, O as [B][S][H][D]), at the element it keeps
+        // there.
+        let x = fixed.as_deref().unwrap_or(inputs);
+        let at_positions: Vec<f64> = match (map, indices) {
+            (Some(map), Some(ix)) => {
+                let elements: Vec<usize> = ix.iter().map(|&p| map.element(p)).collect();
+                kernel::reference::at(shape, x, &elements)
+            }
+            (Some(map), None) => {
+                let own = fixed
+                    .as_ref()
+                    .map(|x| kernel::reference::reference(shape, x));
+                let result = own.as_deref().unwrap_or(result);
+                (0..result.len()).map(|p| result[map.element(p)]).collect()
+            }
+            (None, Some(ix)) if fixed.is_some() => kernel::reference::at(shape, x, ix),
+            (None, None) if fixed.is_some() => kernel::reference::reference(shape, x),
+            (None, _) => result.to_vec(),
+        };
+        if alpha == 1.0 && beta == 0.0 {
+            return Some(at_positions);
+        }
+        // C's initial values, as the kernel holds them: by position.
         let c0 = (beta != 0.0).then(|| {
             self.output_fill()
                 .values(self.buffers.output, shape.output().len())
         });
         Some(
-            result
+            at_positions
                 .iter()
                 .enumerate()
                 .map(|(j, &r)| {
@@ -1928,6 +1932,17 @@ mod tests {
         assert_eq!(want[5], 2.0 + 0.5 * f64::from(c0[5]));
         let sampled = k.expected(&shape, &[], &[1.0], Some(&[4])).unwrap();
         assert_eq!(sampled, vec![2.0 + 0.5 * f64::from(c0[4])]);
+        // C column-major too, as BLAS lays out every matrix: element (m, n) at n*M + m, and
+        // beta's C by the kernel's positions.
+        let k = example(
+            "signature=gemm-blas,a=col,b=col,c=col,alpha=2,beta=0.5,block=32,grid=tile:16x16",
+            Workload::Gemm,
+        );
+        let result: Vec<f64> = (0..6).map(f64::from).collect();
+        let want = k.expected(&shape, &[], &result, None).unwrap();
+        // Position 1 holds (m, n) = (1, 0), the workload's element 3.
+        assert_eq!(want[1], 2.0 * 3.0 + 0.5 * f64::from(c0[1]));
+        assert_eq!(k.output_layout(&shape).unwrap().dims, vec![3, 2]);
         let plain = example(
             "signature=gemm-blas,block=32,grid=tile:16x16",
             Workload::Gemm,
@@ -1947,7 +1962,7 @@ mod tests {
         );
         let shape = Shape::parse(Workload::Attention, "2x3x4x2").unwrap();
         let x = crate::inputs::random_inputs(&shape, 7);
-        let map = k.buffers.head_map(&shape, 0).unwrap();
+        let map = k.buffers.relayout(&shape, 0).unwrap();
         let moved = k.device_inputs(&shape, &x).unwrap();
         for (t, m) in x.iter().zip(&moved) {
             assert_eq!(*m, map.lay_out(t));

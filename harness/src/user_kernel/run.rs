@@ -271,8 +271,8 @@ fn layout_hint(workload: Workload, row: &Row) -> Option<String> {
         && check.unwritten == 0;
     let layouts = match workload {
         Workload::Gemm => {
-            "reads A and B in the layouts it is given (row-major by default; a=col and b=col \
-             give column-major A and B)"
+            "reads A and B and writes C in the layouts it is given (row-major by default; \
+             a=col, b=col and c=col give column-major A, B and C)"
         }
         Workload::Attention => {
             "reads Q, K and V and writes O in the layouts it is given ([B][H][S][D] by \

@@ -73,14 +73,14 @@ impl Block {
 
 const XYZ: [&str; 3] = ["x", "y", "z"];
 
-/// How B (GEMM's second operand) lies in memory.
+/// How a matrix (GEMM's A, B or C; a head's K or V) lies in memory.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Layout {
-    /// Row-major `B[K][N]`, the workload's own.
+    /// Row-major, `B[K][N]`: the workload's own.
     #[default]
     Row,
-    /// Column-major: `B[n * K + k]`, each column contiguous (K-major, as cuBLAS and most
+    /// Column-major, `B[n * K + k]`: each column contiguous (a K-major B, as cuBLAS and most
     /// tensor-core kernels take it).
     Col,
 }
@@ -193,9 +193,10 @@ pub struct UserKernelSpec {
     /// Element types: `(None, t)` for every tensor of the workload, `(Some(name), t)` for
     /// one buffer; later entries win.
     pub dtype: Vec<(Option<String>, Dtype)>,
-    /// A's and B's layouts (GEMM).
+    /// A's, B's and C's layouts (GEMM).
     pub a: Option<Layout>,
     pub b: Option<Layout>,
+    pub c: Option<Layout>,
     /// Attention's order of dimensions (`layout=`), and K's and V's layouts within a head
     /// (`k=`, `v=`; column-major is `[D][S]`, K or V transposed).
     pub layout: Option<HeadLayout>,
@@ -243,7 +244,7 @@ pub struct UserKernelSpec {
 }
 
 /// The options a spec may carry, for messages.
-pub const KEYS: [&str; 25] = [
+pub const KEYS: [&str; 26] = [
     "workload",
     "signature",
     "args",
@@ -254,6 +255,7 @@ pub const KEYS: [&str; 25] = [
     "dtype",
     "a",
     "b",
+    "c",
     "layout",
     "k",
     "v",
@@ -684,6 +686,7 @@ impl UserKernelSpec {
             dtype: Vec::new(),
             a: None,
             b: None,
+            c: None,
             layout: None,
             k: None,
             v: None,
@@ -794,6 +797,7 @@ impl UserKernelSpec {
                 }
                 "a" => spec.a = Some(parse_layout("a", v, "A[M][K]", "A[k*M + m]").map_err(at)?),
                 "b" => spec.b = Some(parse_layout("b", v, "B[K][N]", "B[n*K + k]").map_err(at)?),
+                "c" => spec.c = Some(parse_layout("c", v, "C[M][N]", "C[n*M + m]").map_err(at)?),
                 "layout" => spec.layout = Some(parse_head_layout(v).map_err(at)?),
                 "k" => {
                     spec.k =
@@ -933,6 +937,7 @@ pub struct RawUserKernel {
     pub dtype: Option<DtypeValue>,
     pub a: Option<String>,
     pub b: Option<String>,
+    pub c: Option<String>,
     pub layout: Option<String>,
     pub k: Option<String>,
     pub v: Option<String>,
@@ -1071,6 +1076,7 @@ impl RawUserKernel {
         );
         put("a", self.a.clone());
         put("b", self.b.clone());
+        put("c", self.c.clone());
         put("layout", self.layout.clone());
         put("k", self.k.clone());
         put("v", self.v.clone());
