@@ -145,13 +145,17 @@ __device__ __forceinline__ u64 desc(const void *p, u32 lbo, u32 sbo) {
 // 3 returns before the wgmma that the others wait for. MODE 3: as 0, with the descriptors'
 // bits 14-15 and 30-31 set, above the 14-bit start address and leading offset, as some public
 // kernels set them (`desc |= 3 << 14`). MODE 4: as 0, without the fence.proxy.async that makes
-// the threads' stores to the operands visible to the wgmma.
+// the threads' stores to the operands visible to the wgmma. MODE 5: as 0, each thread
+// overwriting operands other warps' parts read as soon as its own wait returns. MODE 6: warps
+// 1-3 overwrite them after warp 0's wait (told by a flag), before their own.
 template <int MODE>
 __device__ void wgmma_tf32_body(const float *A, const float *B, float *C) {
     // No swizzle, K-major: a core matrix is 8 rows of 4 floats (16 bytes), rows 16 bytes
     // apart; K's two core matrices are LBO = 128 bytes apart, M's 8-row groups SBO = 256.
     __shared__ __align__(128) float a[64 * 8], b[8 * 8];
+    __shared__ int waited;
     const int t = threadIdx.x;
+    if (t == 0) waited = 0;
     for (int i = t; i < 64 * 8; i += 128) {
         const int m = i / 8, k = i % 8;
         a[(m / 8) * 64 + (k / 4) * 32 + (m % 8) * 4 + k % 4] = A[m * 8 + k];
@@ -173,7 +177,14 @@ __device__ void wgmma_tf32_body(const float *A, const float *B, float *C) {
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "l"(da), "l"(db), "r"(0));
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    if (MODE == 6 && t >= 32) {
+        while (atomicAdd(&waited, 0) == 0) {
+        }
+        a[(t + 64) % 512] = 0.0f;
+    }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    if (MODE == 6 && t == 0) atomicExch(&waited, 1);
+    if (MODE == 5) a[(t + 64) % 512] = b[t % 64] = 0.0f;
     const int w = t / 32, g = t % 32 / 4, q = t % 4;
     for (int i = 0; i < 4; ++i) C[(16 * w + g + 8 * (i / 2)) * 8 + 2 * q + i % 2] = d[i];
 }
@@ -191,6 +202,12 @@ extern "C" __global__ void wgmma_partner_exits(const float *A, const float *B, f
 }
 extern "C" __global__ void wgmma_unfenced(const float *A, const float *B, float *C, int M, int N, int K) {
     wgmma_tf32_body<4>(A, B, C);
+}
+extern "C" __global__ void wgmma_then_refill(const float *A, const float *B, float *C, int M, int N, int K) {
+    wgmma_tf32_body<5>(A, B, C);
+}
+extern "C" __global__ void wgmma_refill_unwaited(const float *A, const float *B, float *C, int M, int N, int K) {
+    wgmma_tf32_body<6>(A, B, C);
 }
 "#;
 
@@ -379,6 +396,36 @@ fn a_wgmma_of_unfenced_operands_names_the_line_that_issued_it() {
     );
 }
 
+/// A warp's wgmma.wait_group completes the whole wgmma, every warp's part of it: a thread may
+/// overwrite any row of the operands once its own wait returns, as single-warpgroup kernels
+/// refilling their tiles do. A warp that has not waited may not, even after a partner's wait.
+#[test]
+fn a_warps_own_wait_orders_its_writes_after_the_whole_wgmmas_reads() {
+    let run_entry = |entry: &str| {
+        run_on(
+            SimDevice::new().unwrap().instrumented(),
+            WGMMA_TF32,
+            entry,
+            128,
+            kernel::gemm_args(64, 8, 8),
+            Shape::gemm(64, 8, 8),
+            &[vec![1.0; 64 * 8], vec![1.0; 8 * 8]],
+        )
+    };
+    let c = run_entry("wgmma_then_refill").unwrap();
+    assert!(c.iter().all(|&v| v == 8.0), "{c:?}");
+    let why = sim_error(run_entry("wgmma_refill_unwaited"));
+    assert!(
+        why.contains("race on shared memory: this thread writes __shared__ 'a'")
+            && why.contains(
+                "which warpgroup 0's wgmma.mma_async (its warps' wgmma number 0) reads, and \
+                 neither a wgmma.wait_group of this thread's warp covering that wgmma nor a \
+                 barrier after it orders this access after the read"
+            ),
+        "{why}"
+    );
+}
+
 /// A wgmma is one instruction of the four warps of a warpgroup: a warp waiting for it while
 /// its partners wait for that warp is a deadlock reported at once, naming the warps that never
 /// issued it and where they are (not a spin until the time limit); a partner that exits
@@ -449,7 +496,7 @@ fn nvrtc_compiles_the_inline_hopper_ptx_for_sm90a() {
     if let Err(e) = nvrtc::version() {
         panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
-    for (code, entries) in [(MBAR, 6), (WGMMA_TF32, 5), (LIBCUDACXX_TMA, 1)] {
+    for (code, entries) in [(MBAR, 6), (WGMMA_TF32, 7), (LIBCUDACXX_TMA, 1)] {
         let c = nvrtc::compile(&source(code).for_arch("sm_90a"), "sm_90")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((c.arch.as_str(), c.resources.len()), ("sm_90a", entries));

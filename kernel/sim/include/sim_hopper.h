@@ -221,6 +221,9 @@ struct WgmmaOp {
 struct WarpWgmma {
     WgmmaOp *ops;  // kMaxWgmmaOps, allocated on first use
     unsigned pending, committed, issued;
+    // Per commit group (ring of kMaxWgmmaOps), the warp's wgmma issued by its commit: the
+    // group's wgmma and every earlier one are those numbered below it.
+    unsigned group_end[kMaxWgmmaOps];
     bool fenced;
 };
 
@@ -1047,6 +1050,14 @@ inline float wg_read(WgType t, const Desc &x, bool mn_major, unsigned i, unsigne
 // d[4j + 2a + b] = D[16w + g + 8a][8j + 2q + b], g = lane / 4, q = lane % 4 (9.7.15.5.1.1.1).
 inline void wgmma_run(const WgmmaOp &op, unsigned warp) {
     const IssuedAt issued(op.site_file, op.site_line);
+    // Its reads are the warpgroup's operation's, not the running thread's (race_ordered).
+    Worker &w = worker();
+    struct Reader {
+        Worker &w;
+        ~Reader() { w.wgmma_reader = 0; }
+    } reader{w};
+    w.wgmma_reader = (uint16_t)(kWgmmaUnit + warp / 4);
+    w.wgmma_seq = (uint16_t)op.seq;
     const unsigned K_ = op.type == WgType::tf32 ? 8 : 16, N_ = op.n, r0 = 16 * (warp % 4);
     float A_[16][16], Bl[16 * 256];  // A's rows of this warp; B as Bl[k * 256 + n]
     if (op.a_in_regs) {
@@ -1210,8 +1221,10 @@ inline void wgmma_fence() {
 inline void wgmma_commit() {
     check_warpgroup("wgmma.commit_group");
     WarpWgmma &ws = warp_wgmma();
-    warp_collective<WgNone>("wgmma.commit_group", WgNone{0}, [&](const WgNone *, WgNone *) { ws.committed++; },
-                            hopper().eager);
+    warp_collective<WgNone>("wgmma.commit_group", WgNone{0}, [&](const WgNone *, WgNone *) {
+        ws.group_end[ws.committed % kMaxWgmmaOps] = ws.issued;
+        ws.committed++;
+    }, hopper().eager);
 }
 
 // wgmma.wait_group N: completes, in issue order, the warp's wgmma of every committed group but
@@ -1255,6 +1268,9 @@ inline void wgmma_wait(unsigned n) {
         yield_to_scheduler();
     }
     warp_collective<WgNone>("wgmma.wait_group", WgNone{0}, [&](const WgNone *, WgNone *) {
+        // This warp's accesses from here are ordered after the reads of every wgmma it has now
+        // waited for, whichever warp's wait ran them (race_ordered).
+        if (ws.committed > n) w.warps[warp].wgmma_done = (uint16_t)ws.group_end[(ws.committed - n - 1) % kMaxWgmmaOps];
         const long long last = last_completed();
         if (last < 0) return;
         for (unsigned k = first; k < first + 4; ++k) {

@@ -310,6 +310,8 @@ struct Warp {
     // that delivered the values and reported by the reader itself.
     unsigned char read_exited[32];
     uint16_t epoch;    // warp-wide synchronizations so far (the race checker's order within a warp)
+    // The warp's wgmma (by number) its wgmma.wait_group have completed: those before this one.
+    uint16_t wgmma_done;
     alignas(16) unsigned char slot[2][32][kSlotBytes];  // double-buffered by Fiber::parity
     alignas(16) unsigned char result[2][32][16];        // per-lane results of a warp_collective
 };
@@ -369,6 +371,9 @@ struct Worker {
     unsigned char *async_cells;
     uint32_t race_epoch;
     uint32_t race_block_epoch;  // race_epoch when this block started: older marks are not its own
+    // While the simulator runs a wgmma's part (sim_hopper.h): the reader its shared-memory
+    // reads are recorded as (kWgmmaUnit + warpgroup) and the wgmma's number; 0 otherwise.
+    uint16_t wgmma_reader, wgmma_seq;
     // warp_memo's entries, `memo_stride` bytes each; kept across blocks.
     unsigned char *memo;
     size_t memo_stride;
@@ -1015,9 +1020,19 @@ inline void cluster_wait() {
 // The writer of what the block's asynchronous units (TMA) land: ordered with every thread by
 // the mbarrier the copy completes.
 constexpr uint16_t kAsyncUnit = 0xFFFF;
+// The reader of a wgmma's operands: the warpgroup's one operation (kWgmmaUnit + warpgroup),
+// with the wgmma's number in the mark's warp_epoch. It has read them for all four warps once
+// any wait covers it, so a thread is ordered after those reads by its own warp's wait (or by
+// a barrier after the read), not by a wait of another warp of its warpgroup.
+constexpr uint16_t kWgmmaUnit = 0xFFF0;
 
-SIM_UNINSTRUMENTED_INLINE bool race_ordered(const RaceMark &m, uint32_t epoch, uint16_t me, unsigned warp, uint16_t warp_epoch) {
+SIM_UNINSTRUMENTED_INLINE bool is_wgmma_reader(uint16_t thread) { return thread >= kWgmmaUnit && thread < kAsyncUnit; }
+
+SIM_UNINSTRUMENTED_INLINE bool race_ordered(const RaceMark &m, uint32_t epoch, uint16_t me, unsigned warp, uint16_t warp_epoch,
+                                            uint16_t wgmma_done) {
     if (m.thread == 0 || m.thread == kAsyncUnit || m.thread == me || m.epoch != epoch) return true;
+    if (is_wgmma_reader(m.thread))
+        return warp / 4 == (unsigned)(m.thread - kWgmmaUnit) && (int16_t)(wgmma_done - m.warp_epoch) > 0;
     return (unsigned)(m.thread - 1) / 32 == warp && m.warp_epoch != warp_epoch;
 }
 
@@ -1072,9 +1087,16 @@ inline void shared_variable_at(size_t offset, char *out, size_t room, bool *comp
 inline void describe_shared(Worker &w, size_t cell, char *where, size_t room);
 
 [[noreturn]] inline void race_report(Worker &w, size_t cell, bool write, const RaceMark &other, bool other_write) {
-    const Fiber &o = w.fibers[other.thread - 1];
     char where[200];
     describe_shared(w, cell, where, sizeof where);
+    if (is_wgmma_reader(other.thread)) {
+        const unsigned g = other.thread - kWgmmaUnit;
+        fail("race on shared memory: this thread %s %s, which warpgroup %u's wgmma.mma_async (its warps' wgmma "
+             "number %u) reads, and neither a wgmma.wait_group of this thread's warp covering that wgmma nor a "
+             "barrier after it orders this access after the read (a GPU may still be reading it)",
+             write ? "writes" : "reads", where, g, (unsigned)other.warp_epoch);
+    }
+    const Fiber &o = w.fibers[other.thread - 1];
     fail("race on shared memory: this thread %s %s, which thread (%u,%u,%u) %s in the same barrier interval, "
          "with no __syncthreads(), __syncwarp() or mbarrier wait between them (a GPU runs them in any order)",
          write ? "writes" : "reads", where, o.tid.x, o.tid.y, o.tid.z, other_write ? "wrote" : "read");
@@ -1103,7 +1125,8 @@ inline void race_block_start(Worker &w) {
     // Copies a thread of the previous block left pending are dropped (start_block).
     if (w.race_cells) memset(w.async_cells, 0, w.race_cells);
     w.race_block_epoch = ++w.race_epoch;
-    for (unsigned k = 0; k < (w.n + 31) / 32; ++k) w.warps[k].epoch = 0;
+    for (unsigned k = 0; k < (w.n + 31) / 32; ++k) w.warps[k].epoch = w.warps[k].wgmma_done = 0;
+    w.wgmma_reader = 0;  // a failed wgmma's run may have left it set
 }
 
 // Where a shared-memory byte lies, for messages: the variable and byte, or the offset.
@@ -1483,8 +1506,9 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
             if (!compiler_state && !f->fragment_load) uninitialized_report(*w, i);
             if (compiler_state) r.write = RaceMark{epoch, 0, kAsyncUnit};  // looked up once a block
         }
-        bool read_ordered = race_ordered(r.read, epoch, me, f->warp, we);
-        if (!race_ordered(r.write, epoch, me, f->warp, we)) {
+        const uint16_t done = w->warps[f->warp].wgmma_done;
+        bool read_ordered = race_ordered(r.read, epoch, me, f->warp, we, done);
+        if (!race_ordered(r.write, epoch, me, f->warp, we, done)) {
             // Write after another thread's write: judged by what this store leaves
             // (settle_write), when the access is one the record can hold.
             const bool deferrable = write && r.write.thread != 0 && r.write.thread <= w->n &&
@@ -1505,6 +1529,8 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
         if (write) {
             r.write = RaceMark{epoch, we, me};
             r.write_fences = f->proxy_fences;
+        } else if (w->wgmma_reader) {
+            r.read = RaceMark{epoch, w->wgmma_seq, w->wgmma_reader};
         } else if (read_ordered) {
             r.read = RaceMark{epoch, we, me};
         }
