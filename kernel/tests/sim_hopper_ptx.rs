@@ -388,7 +388,7 @@ fn a_wgmma_of_unfenced_operands_names_the_line_that_issued_it() {
     let issue = source_line(WGMMA_TF32, "asm volatile(\"{\\n.reg .pred p;");
     assert!(
         why.contains("wgmma reads __shared__ 'a' (in wgmma_tf32_body")
-            && why.contains("with no fence.proxy.async after it")
+            && why.contains("with no fence.proxy.async between that write and this read")
             && why.contains(&format!(
                 "; this thread's access is at tests/hopper_ptx.cu:{issue} ("
             )),

@@ -851,9 +851,16 @@ SIM_UNINSTRUMENTED inline void tma_store_complete(Worker &w, TmaStore &s) {
         unsigned at = 0;
         while (s.src[at] == s.image[at]) ++at;
         const Fiber &f = w.fibers[s.fiber];
-        char site[160] = "";
+        char site[160] = "", writer[80] = "";
         if (s.site_file) snprintf(site, sizeof site, " at %s:%u", shown_file(s.site_file), s.site_line);
-        fail("shared address 0x%x, which a %s issued by thread (%u,%u,%u)%s reads, was written before that store "
+        // The writer, where the race checker keeps the byte's last write.
+        size_t cell;
+        if (w.race && race_cell(w, s.src + at, cell) && w.race[cell].write.thread != 0 &&
+            w.race[cell].write.thread <= w.n) {
+            const Fiber &o = w.fibers[w.race[cell].write.thread - 1];
+            snprintf(writer, sizeof writer, " by thread (%u,%u,%u)", o.tid.x, o.tid.y, o.tid.z);
+        }
+        fail("shared address 0x%x, which a %s issued by thread (%u,%u,%u)%s reads, was written%s before that store "
              "completed: the TMA may read the new bytes. The issuing thread waits with cp.async.bulk.wait_group.read, "
              "then a barrier hands the buffer back",
              s.da + at,
@@ -861,7 +868,7 @@ SIM_UNINSTRUMENTED inline void tma_store_complete(Worker &w, TmaStore &s) {
                                             : "bulk reduction (cp.reduce.async.bulk)")
              : s.map.rank     ? "TMA store (cp.async.bulk.tensor ... global.shared::cta)"
                               : "bulk store (cp.async.bulk.global.shared::cta)",
-             f.tid.x, f.tid.y, f.tid.z, site);
+             f.tid.x, f.tid.y, f.tid.z, site, writer);
     }
     if (s.map.rank == 0) {
         store_bytes(s.global, s.image, s.bytes, s.op, s.type);
@@ -1208,7 +1215,11 @@ inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint6
 
 // fence.proxy.async: this thread's generic-proxy writes so far become visible to the async
 // proxy (sim_proxy_read checks that wgmma's operands had one after their last write).
-inline void fence_proxy_async() { fiber().proxy_fences++; }
+inline void fence_proxy_async() {
+    Fiber &f = fiber();
+    f.proxy_fences++;
+    f.fence_epoch = worker().race_epoch;
+}
 
 inline void wgmma_fence() {
     check_warpgroup("wgmma.fence");

@@ -266,6 +266,7 @@ struct Fiber {
     bool cluster_arrived;
     unsigned cluster_phase;
     uint32_t proxy_fences;  // fence.proxy.async executed so far (only compared for equality)
+    uint32_t fence_epoch;   // the block's race_epoch at this thread's last fence.proxy.async
     unsigned bulk_groups;   // cp.async.bulk.commit_group executed so far (TMA stores' groups)
     unsigned char named_id; // the named barrier a thread in AT_NAMED waits at
     // The bank model (sim_banks.h): switches to the scheduler so far (two accesses with one
@@ -1630,28 +1631,33 @@ extern "C" SIM_UNINSTRUMENTED void sim_race_async_write(const void *p, unsigned 
     for (size_t i = cell; i < end; ++i) w->race[i].write = RaceMark{w->race_epoch, 0, kAsyncUnit};
 }
 
-// What the async proxy reads (wgmma's operands): shared memory a thread wrote through the
-// generic proxy (a store, a landed cp.async) is visible to the async proxy only after that
-// thread's fence.proxy.async (PTX ISA 9.7.15.4, 8.6 "Proxies"); without it wgmma may read what
-// was there before. Each byte's last writer must have fenced since it wrote. Checked when the
-// simulator runs the wgmma (at the wait that covers it), so a fence between issue and wait
-// passes here though it is too late on a GPU: this can miss a bug, never invent one.
+// What the async proxy reads (wgmma's operands, a bulk store's source): shared memory a thread
+// wrote through the generic proxy (a store, a landed cp.async) is visible to the async proxy
+// only after a fence.proxy.async on the way from the write to the read (PTX ISA 9.7.15.4, 8.6
+// "Proxies"); without it the async proxy may read what was there before. A byte passes when
+// its last writer has fenced since it wrote (the fence, then a barrier, hands it over), or
+// when the reading thread fenced after a barrier that followed the write (a fence is
+// cumulative: it covers the writes its thread has observed). Checked when the simulator runs
+// the wgmma (at the wait that covers it), so a fence between issue and wait passes here
+// though it is too late on a GPU: this can miss a bug, never invent one.
 extern "C" SIM_UNINSTRUMENTED void sim_proxy_read(const void *p, unsigned long n, const char *what) {
     using namespace sim;
     Worker *w = tl_worker;
     size_t cell;
     if (!w || !w->race || !race_cell(*w, p, cell)) return;
+    const uint32_t reader_fence = tl_fiber ? tl_fiber->fence_epoch : 0;
     size_t end = cell + n < w->race_cells ? cell + n : w->race_cells;
     for (size_t i = cell; i < end; ++i) {
         const RaceCell &r = w->race[i];
         if (r.write.thread == 0 || r.write.thread == kAsyncUnit || r.write.epoch < w->race_block_epoch) continue;
+        if (reader_fence > r.write.epoch) continue;
         const Fiber &o = w->fibers[r.write.thread - 1];
         if (o.proxy_fences != r.write_fences) continue;
         char where[200];
         describe_shared(*w, i, where, sizeof where);
         fail("%s reads %s, which thread (%u,%u,%u) wrote through the generic proxy (a store or a cp.async) with "
-             "no fence.proxy.async after it: the async proxy may not see that write (each writing thread fences "
-             "its own writes, then a barrier hands them over)",
+             "no fence.proxy.async between that write and this read: the async proxy may not see it (the writing "
+             "thread fences its writes before a barrier, or the thread that issues the read fences after one)",
              what, where, o.tid.x, o.tid.y, o.tid.z);
     }
 }
