@@ -794,12 +794,25 @@ extern "C" __global__ void reverse_rows(const float *A, const float *B, float *C
 }
 "#;
 
+/// The buffer as one struct (`extern __shared__ Rows<96> s;`), as some Hopper kernels lay
+/// their tiles and barriers over it.
+const REVERSE_AS_STRUCT: &str = r#"
+template <int K> struct Rows { float row[K]; };
+extern "C" __global__ void reverse_rows(const float *A, const float *B, float *C, int M, int N, int K) {
+    extern __shared__ __align__(128) Rows<96> s;
+    int row = blockIdx.x, t = threadIdx.x;
+    s.row[t] = A[row * K + t];
+    __syncthreads();
+    C[row * N + t] = s.row[K - 1 - t];
+}
+"#;
+
 #[test]
 fn extern_shared_memory_is_per_block() {
     let (m, k) = (6, 96);
     let shape = Shape::gemm(m, k, k);
     let data = inputs(&shape, 0x1234_5678);
-    for code in [REVERSE, REVERSE_IN_NAMESPACE] {
+    for code in [REVERSE, REVERSE_IN_NAMESPACE, REVERSE_AS_STRUCT] {
         let mut l = launch(code, "reverse_rows", [m as u32, 1, 1], [k as u32, 1, 1]);
         l.dynamic_smem = (k * 4) as u32;
         l.args = gemm_args(m, k, k);

@@ -507,14 +507,22 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
         let decl = decl.trim();
         let bad = || {
             format!(
-                "{file}: cannot read `extern __shared__ {decl};` (expected `T name[]` or `T name[][N]`)"
+                "{file}: cannot read `extern __shared__ {decl};` (expected `T name[]`, \
+                 `T name[][N]` or `T name`)"
             )
         };
-        // `T name[]`, or `T name[][N]...`: a pointer to rows of the trailing dimensions.
-        let open = decl.find('[').ok_or_else(bad)?;
-        let rows = decl[open..].trim_start_matches('[').trim_start();
-        let rows = rows.strip_prefix(']').ok_or_else(bad)?.trim();
-        let head = decl[..open].trim_end();
+        // `T name[]`, or `T name[][N]...`: a pointer to rows of the trailing dimensions; `T
+        // name` (a struct laid over the buffer, as some Hopper kernels declare it): a
+        // reference to the buffer as a T.
+        let open = decl.find('[');
+        let rows = match open {
+            Some(open) => {
+                let rows = decl[open..].trim_start_matches('[').trim_start();
+                Some(rows.strip_prefix(']').ok_or_else(bad)?.trim())
+            }
+            None => None,
+        };
+        let head = decl[..open.unwrap_or(decl.len())].trim_end();
         let name_start = head
             .bytes()
             .rposition(|c| !is_ident(c))
@@ -524,15 +532,16 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
             return Err(bad());
         }
         out.push_str(&code[rest..at]);
-        let (pointer, local) = if rows.is_empty() {
-            (format!("{ty} *"), format!("{ty} *const {name}"))
-        } else {
-            (
+        let (pointer, local, deref) = match rows {
+            None => (format!("{ty} *"), format!("{ty} &{name}"), "*"),
+            Some("") => (format!("{ty} *"), format!("{ty} *const {name}"), ""),
+            Some(rows) => (
                 format!("{ty} (*){rows}"),
                 format!("{ty} (*const {name}){rows}"),
-            )
+                "",
+            ),
         };
-        let smem = format!("reinterpret_cast<{pointer}>(::sim::dynamic_smem())");
+        let smem = format!("{deref}reinterpret_cast<{pointer}>(::sim::dynamic_smem())");
         if in_function(code, at) {
             out.push_str(&format!("{local} = {smem};"));
         } else {
@@ -1187,6 +1196,20 @@ mod tests {
             ),
             "{rows}"
         );
+        // A struct laid over the buffer, as fast.cu's kernel 3 declares its tiles.
+        let whole = rewrite_extern_shared(
+            "void f() { extern __shared__ __align__(128) SMem<BM, BN, BK> s; s.A[0] = 1; }",
+            "x.cu",
+        )
+        .unwrap();
+        assert!(
+            whole.contains(
+                "SMem<BM, BN, BK> &s = *reinterpret_cast<SMem<BM, BN, BK> *>(::sim::dynamic_smem());"
+            ),
+            "{whole}"
+        );
+        let e = rewrite_extern_shared("void f() { extern __shared__ float s[4]; }", "x.cu");
+        assert!(e.unwrap_err().contains("expected `T name[]`"));
         for code in [
             "extern __shared__ int buf[];\nvoid g() {}",
             "namespace detail { extern __shared__ int buf[]; }\nvoid g() {}",
