@@ -794,8 +794,8 @@ extern "C" __global__ void reverse_rows(const float *A, const float *B, float *C
 }
 "#;
 
-/// The buffer as one struct (`extern __shared__ Rows<96> s;`), as some Hopper kernels lay
-/// their tiles and barriers over it.
+/// A whole object declared `extern __shared__` (`extern __shared__ Rows<96> s;`, as some
+/// Hopper kernels declare their tiles and barriers): CUDA's compilers allocate it statically.
 const REVERSE_AS_STRUCT: &str = r#"
 template <int K> struct Rows { float row[K]; };
 extern "C" __global__ void reverse_rows(const float *A, const float *B, float *C, int M, int N, int K) {

@@ -479,6 +479,28 @@ pub(super) fn presumed_line(code: &str, at: usize, file: &str) -> (usize, String
     best
 }
 
+/// Whether the `extern __shared__` declaration at `at` (the word `extern`) declares a whole
+/// object, `extern __shared__ T name;`, rather than an array of unknown size: CUDA's compilers
+/// allocate such an object statically, as if `extern` were not there (NVRTC counts its bytes as
+/// static shared memory), so the simulator declares it as a static `__shared__` variable.
+fn extern_is_static(code: &str, at: usize) -> bool {
+    code[at..]
+        .find(';')
+        .is_some_and(|semi| !code[at..at + semi].contains('['))
+}
+
+/// Blanks the `extern` of each `extern __shared__ T name;` ([`extern_is_static`]).
+fn drop_extern_of_static_shared(code: &str) -> String {
+    let mut out = code.to_string();
+    for at in find_word(code, "extern") {
+        let after = skip_ws(code.as_bytes(), at + "extern".len());
+        if code[after..].starts_with("__shared__") && extern_is_static(code, at) {
+            out.replace_range(at..at + "extern".len(), "      ");
+        }
+    }
+    out
+}
+
 /// Rewrites each `extern __shared__ T name[];` (which no macro can express) into a pointer to
 /// the block's dynamic shared memory buffer.
 pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
@@ -511,18 +533,11 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
                  `T name[][N]` or `T name`)"
             )
         };
-        // `T name[]`, or `T name[][N]...`: a pointer to rows of the trailing dimensions; `T
-        // name` (a struct laid over the buffer, as some Hopper kernels declare it): a
-        // reference to the buffer as a T.
-        let open = decl.find('[');
-        let rows = match open {
-            Some(open) => {
-                let rows = decl[open..].trim_start_matches('[').trim_start();
-                Some(rows.strip_prefix(']').ok_or_else(bad)?.trim())
-            }
-            None => None,
-        };
-        let head = decl[..open.unwrap_or(decl.len())].trim_end();
+        // `T name[]`, or `T name[][N]...`: a pointer to rows of the trailing dimensions.
+        let open = decl.find('[').ok_or_else(bad)?;
+        let rows = decl[open..].trim_start_matches('[').trim_start();
+        let rows = rows.strip_prefix(']').ok_or_else(bad)?.trim();
+        let head = decl[..open].trim_end();
         let name_start = head
             .bytes()
             .rposition(|c| !is_ident(c))
@@ -532,16 +547,15 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
             return Err(bad());
         }
         out.push_str(&code[rest..at]);
-        let (pointer, local, deref) = match rows {
-            None => (format!("{ty} *"), format!("{ty} &{name}"), "*"),
-            Some("") => (format!("{ty} *"), format!("{ty} *const {name}"), ""),
-            Some(rows) => (
+        let (pointer, local) = if rows.is_empty() {
+            (format!("{ty} *"), format!("{ty} *const {name}"))
+        } else {
+            (
                 format!("{ty} (*){rows}"),
                 format!("{ty} (*const {name}){rows}"),
-                "",
-            ),
+            )
         };
-        let smem = format!("{deref}reinterpret_cast<{pointer}>(::sim::dynamic_smem())");
+        let smem = format!("reinterpret_cast<{pointer}>(::sim::dynamic_smem())");
         if in_function(code, at) {
             out.push_str(&format!("{local} = {smem};"));
         } else {
@@ -663,7 +677,8 @@ pub fn add_shared_redzones(code: &str) -> String {
 /// `per_block` (kernels launched in clusters), each static variable's name the running
 /// block's copy ([`shared_per_block`]).
 pub fn rewrite_shared(code: &str, file: &str, per_block: bool) -> Result<String, String> {
-    let code = add_shared_redzones(&hoist_shared_alignas(&drop_static_of_shared(code)));
+    let code = drop_extern_of_static_shared(&drop_static_of_shared(code));
+    let code = add_shared_redzones(&hoist_shared_alignas(&code));
     let code = if per_block {
         shared_per_block(&code, file)?
     } else {
@@ -672,11 +687,12 @@ pub fn rewrite_shared(code: &str, file: &str, per_block: bool) -> Result<String,
     rewrite_extern_shared(&code, file)
 }
 
-/// Whether a comment-free source declares a `__shared__` variable other than `extern` ones.
+/// Whether a comment-free source declares a `__shared__` variable other than `extern` arrays.
 pub fn has_static_shared(code: &str) -> bool {
-    find_word(code, "__shared__")
-        .into_iter()
-        .any(|at| !code[..at].trim_end().ends_with("extern"))
+    find_word(code, "__shared__").into_iter().any(|at| {
+        let before = code[..at].trim_end();
+        !before.ends_with("extern") || extern_is_static(code, before.len() - "extern".len())
+    })
 }
 
 /// The translation unit compiled for `src`, and its entries.
@@ -1196,17 +1212,17 @@ mod tests {
             ),
             "{rows}"
         );
-        // A struct laid over the buffer, as fast.cu's kernel 3 declares its tiles.
-        let whole = rewrite_extern_shared(
-            "void f() { extern __shared__ __align__(128) SMem<BM, BN, BK> s; s.A[0] = 1; }",
-            "x.cu",
-        )
-        .unwrap();
+        // A whole object, as fast.cu's kernel 3 declares its tiles: allocated statically.
+        let whole = "void f() { extern __shared__ __align__(128) SMem<BM, BN, BK> s; s.A[0] = 1; }";
+        assert!(has_static_shared(whole) && !has_static_shared("extern __shared__ int b[];"));
+        let out = rewrite_shared(whole, "x.cu", false).unwrap();
         assert!(
-            whole.contains(
-                "SMem<BM, BN, BK> &s = *reinterpret_cast<SMem<BM, BN, BK> *>(::sim::dynamic_smem());"
-            ),
-            "{whole}"
+            !out.contains("extern") && !out.contains("dynamic_smem"),
+            "{out}"
+        );
+        assert!(
+            out.contains("__shared__ __align__(128) SMem<BM, BN, BK> s;"),
+            "{out}"
         );
         let e = rewrite_extern_shared("void f() { extern __shared__ float s[4]; }", "x.cu");
         assert!(e.unwrap_err().contains("expected `T name[]`"));
