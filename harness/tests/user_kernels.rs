@@ -330,6 +330,42 @@ fn the_tma_wgmma_examples_planted_bugs_fail_with_their_reasons() {
     }
 }
 
+/// A kernel taking its tensor maps by address (`const CUtensorMap *`, as host code that copies
+/// the encoded maps to the device passes them, fast.cu's kernels 2 to 5 among them) gets them
+/// from `&tmap(...)`; given `tmap(...)` instead, it is told to write the `&`.
+#[test]
+fn tensor_maps_taken_by_address_come_from_an_ampersand() {
+    let dir = scratch_dir("map-pointers");
+    let (path, options) = WGMMA_TMA_EXAMPLE.split_once(':').unwrap();
+    let code = std::fs::read_to_string(root().join(path)).unwrap();
+    let by_value = "const __grid_constant__ CUtensorMap tensorMapA,\n                    \
+                    const __grid_constant__ CUtensorMap tensorMapB)";
+    assert!(code.contains(by_value), "{path}");
+    let code = code
+        .replace(
+            by_value,
+            "const CUtensorMap *tensorMapA, const CUtensorMap *tensorMapB)",
+        )
+        .replace("&tensorMapA", "tensorMapA")
+        .replace("&tensorMapB", "tensorMapB");
+    let file = dir.join("pointers.cu");
+    std::fs::write(&file, code).unwrap();
+    let spec = format!("{}:{options}", file.display());
+    assert!(
+        spec.contains(",tmap(A,") && spec.contains(",tmap(B,"),
+        "{spec}"
+    );
+    let (ok, text) = sim_run("gemm", "100x72x136", &spec, &dir.join("value"));
+    assert!(!ok);
+    assert!(
+        text.contains("parameters take a map in global memory") && text.contains("`&tmap(...)`"),
+        "{text}"
+    );
+    let spec = spec.replace(",tmap(", ",&tmap(");
+    let (ok, text) = sim_run("gemm", "100x72x136,64x128x64", &spec, &dir.join("address"));
+    assert!(ok && passing_user_rows(&text) == 2, "{text}");
+}
+
 /// The three hand-overs the warp-specialized example makes, each removed: the rows fail
 /// naming the hazard, a race a GPU's timing can hide. At 300x300x192 six tiles fall to four
 /// clusters, so some compute two and reuse the C buffer.
@@ -363,7 +399,11 @@ fn the_warp_specialized_examples_planted_races_fail_with_their_reasons() {
         assert!(!ok, "{text}");
         assert!(text.contains(want), "{want}: {text}");
         match i {
-            0 => the_guide_quotes_in_words(span(&text, "cp.async.bulk.tensor.2d", "after it")),
+            0 => the_guide_quotes_in_words(span(
+                &text,
+                "cp.async.bulk.tensor.2d",
+                "between that write and this read",
+            )),
             // The guide shows the example edited in place.
             1 => the_guide_quotes_in_words(
                 &span(&text, "shared address 0x", "completed")

@@ -295,9 +295,12 @@ pub enum Arg {
     /// A 64-bit integer, for a parameter that wide (a user's kernel taking `size_t` sizes).
     I64(i64),
     F32(f32),
-    /// A TMA tensor map over a buffer, passed by value (`const __grid_constant__ CUtensorMap`):
-    /// encoded by the CUDA device, refused by the simulator.
+    /// A TMA tensor map over a buffer, passed by value (`const __grid_constant__ CUtensorMap`),
+    /// encoded by the device that runs the plan.
     TensorMap(TensorMap),
+    /// The same map in global memory, passed by its address (`const CUtensorMap *`), as host
+    /// code that copies the encoded map to the device passes it.
+    TensorMapAt(TensorMap),
 }
 
 /// One launch of an `extern "C" __global__` function.

@@ -153,6 +153,35 @@ const VECTOR_TYPES: [&str; 8] = [
 ];
 
 /// A sentence for a parameter list with pointers to vector types, empty for one without.
+/// How a kernel takes a tensor map, where `args=` passes one the other way: by address
+/// (`const CUtensorMap *`, the map copied to device memory by its host code) or by value.
+fn map_note(params: &str, list: &ArgList) -> String {
+    let by_pointer = params.match_indices("CUtensorMap").any(|(at, _)| {
+        params[at + "CUtensorMap".len()..]
+            .trim_start()
+            .starts_with('*')
+    });
+    let passed: Vec<bool> = list
+        .items
+        .iter()
+        .filter_map(|i| match i {
+            ArgItem::TensorMap(m) => Some(m.by_address),
+            _ => None,
+        })
+        .collect();
+    if by_pointer && passed.contains(&false) {
+        " Its `const CUtensorMap *` parameters take a map in global memory, where host code \
+         copies the encoded map with cudaMemcpy: pass each as `&tmap(...)`."
+            .into()
+    } else if !by_pointer && passed.contains(&true) {
+        " Its tensor maps are taken by value (`const __grid_constant__ CUtensorMap`): pass \
+         each as `tmap(...)`, without `&`."
+            .into()
+    } else {
+        String::new()
+    }
+}
+
 fn vector_note(params: &str) -> String {
     let named: Vec<&str> = VECTOR_TYPES
         .into_iter()
@@ -357,6 +386,7 @@ fn arg_words(a: &Arg) -> &'static str {
         Arg::I64(_) => "a 64-bit int",
         Arg::F32(_) => "a float",
         Arg::TensorMap(_) => "a tensor map",
+        Arg::TensorMapAt(_) => "a pointer to a tensor map",
     }
 }
 
@@ -365,7 +395,7 @@ fn same_abi(p: ptx_entry::Param, a: &Arg) -> bool {
     use ptx_entry::Param::{Float, Int};
     matches!(
         (p, a),
-        (Int(8), Arg::Ptr(_) | Arg::PtrAt(_))
+        (Int(8), Arg::Ptr(_) | Arg::PtrAt(_) | Arg::TensorMapAt(_))
             | (Int(4), Arg::I32(_))
             | (Int(8), Arg::I64(_))
             | (Float(4), Arg::F32(_))
@@ -1129,7 +1159,7 @@ impl UserKernel {
             calls: l.list.c_params(&self.buffers),
             declared,
             choices: Signature::list_for(self.workload),
-            vectors: vector_note(&decl.params),
+            vectors: vector_note(&decl.params) + &map_note(&decl.params, &l.list),
             structs: self.struct_note(l),
             compiler: format!("{compiler} ({arch})"),
             log,

@@ -545,6 +545,9 @@ pub struct MapArg {
     pub param: Param,
     pub form: MapForm,
     pub swizzle: TmaSwizzle,
+    /// `&tmap(...)`: the map in global memory, passed by its address (`const CUtensorMap *`),
+    /// as host code that copies the encoded map to the device passes it.
+    pub by_address: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -648,6 +651,7 @@ impl MapArg {
             param,
             form,
             swizzle,
+            by_address: false,
         })
     }
 
@@ -757,6 +761,9 @@ impl std::fmt::Display for MapArg {
             let t: Vec<String> = v.iter().map(Expr::to_string).collect();
             format!("{{{}}}", t.join(", "))
         };
+        if self.by_address {
+            f.write_str("&")?;
+        }
         match &self.form {
             MapForm::Matrix(m) => {
                 let [rows, cols, box_rows, box_cols] = m.as_ref();
@@ -857,8 +864,18 @@ impl ArgList {
             if let Some(at) = workspaces.named(part) {
                 return Ok(ArgItem::Workspace(at, part.to_string()));
             }
-            if let Some(inner) = part.strip_prefix("tmap(").and_then(|r| r.strip_suffix(')')) {
-                let map = MapArg::parse(inner, known)?;
+            let (by_address, map_text) = match part.strip_prefix('&') {
+                Some(rest) => (true, rest.trim_start()),
+                None => (false, part),
+            };
+            if let Some(inner) = map_text
+                .strip_prefix("tmap(")
+                .and_then(|r| r.strip_suffix(')'))
+            {
+                let map = MapArg {
+                    by_address,
+                    ..MapArg::parse(inner, known)?
+                };
                 let unknown: Vec<String> = map
                     .exprs()
                     .iter()
@@ -1003,6 +1020,7 @@ impl ArgList {
             ArgItem::Int(_) => "int".to_string(),
             ArgItem::Float(_) => "float".to_string(),
             ArgItem::Workspace(..) => "void *".to_string(),
+            ArgItem::TensorMap(m) if m.by_address => "const CUtensorMap *".to_string(),
             ArgItem::TensorMap(_) => "CUtensorMap".to_string(),
         }
     }
@@ -1058,7 +1076,7 @@ impl ArgList {
         self.grouped(
             |i| match &self.items[i] {
                 ArgItem::Workspace(..) => "::kernel_lab::workspace{}".to_string(),
-                ArgItem::TensorMap(_) => "CUtensorMap{}".to_string(),
+                ArgItem::TensorMap(m) if !m.by_address => "CUtensorMap{}".to_string(),
                 _ => format!("({})0", self.c_type(i, buffers)),
             },
             |fields| {
@@ -1182,7 +1200,12 @@ impl ArgList {
                 }),
                 ArgItem::TensorMap(m) => {
                     // The view is checked against the buffer where the plan is built.
-                    m.at(shape, sms, buffers, usize::MAX).map(Arg::TensorMap)
+                    let map = m.at(shape, sms, buffers, usize::MAX)?;
+                    Ok(if m.by_address {
+                        Arg::TensorMapAt(map)
+                    } else {
+                        Arg::TensorMap(map)
+                    })
                 }
                 ArgItem::Workspace(w, _) => Ok(Arg::Ptr(Buf::Scratch(buffers.scratch.len() + w))),
                 ArgItem::Float(v) => Ok(Arg::F32(*v)),

@@ -36,6 +36,14 @@
 #define __shared__ static thread_local __attribute__((aligned(16)))
 #define warpSize 32
 
+namespace sim {
+// The alignment the simulator gives a static __shared__ object whose type is aligned to
+// `a` (kernel/src/sim/compile.rs adds it): a type aligned to 128 bytes or more holds tiles
+// the TMA or wgmma may swizzle, which need a 1024-byte boundary, where a GPU's packing from
+// its 1024-byte-aligned base puts a kernel's first such object.
+constexpr unsigned long placed_align(unsigned long a) { return a >= 128 ? 1024 : a; }
+}  // namespace sim
+
 // ---- Thread indices ----
 #define threadIdx (tl_fiber->tid)
 #define blockIdx (tl_worker->block_idx)

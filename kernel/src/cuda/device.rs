@@ -377,6 +377,8 @@ struct CudaRun {
     events: Vec<(CudaEvent, CudaEvent)>,
     /// The plan's TMA tensor maps, encoded once the buffers exist (outside the timed span).
     maps: HashMap<TensorMap, [u64; 16]>,
+    /// Those passed by address ([`Arg::TensorMapAt`]), copied to device memory.
+    map_copies: HashMap<TensorMap, CudaSlice<u64>>,
     /// The streams and pinned host buffers of a batch pipeline.
     pipe: Option<PipeRun>,
 }
@@ -436,7 +438,7 @@ impl CudaRun {
     fn encode_maps(&mut self) -> Result<(), DeviceError> {
         for l in self.plan.launches() {
             for a in &l.args {
-                if let Arg::TensorMap(m) = *a
+                if let Arg::TensorMap(m) | Arg::TensorMapAt(m) = *a
                     && !self.maps.contains_key(&m)
                 {
                     let (slice, dtype) = match m.buf {
@@ -447,6 +449,16 @@ impl CudaRun {
                     m.fits(slice.len() / dtype.bytes())?;
                     let encoded = encode_tensor_map(&m, dtype, self.ptr(m.buf.into()))?;
                     self.maps.insert(m, encoded);
+                }
+                if let Arg::TensorMapAt(m) = *a
+                    && !self.map_copies.contains_key(&m)
+                {
+                    let copy = self
+                        .state
+                        .stream
+                        .clone_htod(&self.maps[&m])
+                        .map_err(driver_err("copying a tensor map to device memory"))?;
+                    self.map_copies.insert(m, copy);
                 }
             }
         }
@@ -660,6 +672,9 @@ impl CudaRun {
                 Arg::I64(v) => ArgValue::I64(v),
                 Arg::F32(v) => ArgValue::F32(v),
                 Arg::TensorMap(m) => ArgValue::TensorMap(self.maps[&m]),
+                Arg::TensorMapAt(m) => {
+                    ArgValue::Ptr(self.map_copies[&m].device_ptr(&self.state.stream).0)
+                }
             })
             .collect();
         let cooperative = self.plan.cooperative.contains(&launch.entry);
@@ -1190,6 +1205,7 @@ impl Executor for CudaDevice {
             scratch,
             events: Vec::new(),
             maps: HashMap::new(),
+            map_copies: HashMap::new(),
             pipe,
         };
         run.encode_maps()?;

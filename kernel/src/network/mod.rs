@@ -439,7 +439,7 @@ fn remap_step(step: &Step, map: &dyn Fn(At) -> At, layer: &str) -> Result<Step, 
                 *a = match *a {
                     Arg::Ptr(b) => Arg::PtrAt(map(b.into())),
                     Arg::PtrAt(at) => Arg::PtrAt(map(at)),
-                    Arg::TensorMap(mut m) => {
+                    Arg::TensorMap(mut m) | Arg::TensorMapAt(mut m) => {
                         let to = map(m.buf.into());
                         if to.offset != 0 {
                             return Err(Unsupported(format!(
@@ -447,7 +447,10 @@ fn remap_step(step: &Step, map: &dyn Fn(At) -> At, layer: &str) -> Result<Step, 
                             )));
                         }
                         m.buf = to.buf;
-                        Arg::TensorMap(m)
+                        match *a {
+                            Arg::TensorMapAt(_) => Arg::TensorMapAt(m),
+                            _ => Arg::TensorMap(m),
+                        }
                     }
                     other => other,
                 };

@@ -624,6 +624,100 @@ pub fn hoist_shared_alignas(code: &str) -> String {
     out
 }
 
+/// Raises a declared alignment of 128 bytes or more (`alignas(128)`, `__align__(256)`,
+/// `__attribute__((aligned(128)))`) of each static `__shared__` variable to 1024. A tile that
+/// the TMA or `wgmma` reads with the 128-byte swizzle must start on a 1024-byte boundary, and a
+/// GPU's compiler packs static shared variables from such a boundary, so kernels declaring
+/// `alignas(128)` tiles find them there. The simulator's variables lie elsewhere (a redzone
+/// after each), so it places such a variable where the GPU's packing would have, on a
+/// 1024-byte boundary: a kernel whose tiles a GPU would put off that boundary goes uncaught,
+/// but none is failed for the simulator's own placement.
+fn widen_swizzle_alignment(code: &str) -> String {
+    let mut out = code.to_string();
+    for at in find_word(code, "__shared__").into_iter().rev() {
+        let before = code[..at].trim_end();
+        if before.ends_with("extern") && !extern_is_static(code, before.len() - "extern".len()) {
+            continue;
+        }
+        let start = code[..at].rfind([';', '{', '}']).map_or(0, |i| i + 1);
+        let Some(end) = code[at..].find(';').map(|j| at + j) else {
+            continue;
+        };
+        let mut decl = code[start..end].to_string();
+        let word = at - start;
+        // One object of a type of its own (`__shared__ SMem<BM, BN> s;`): aligned as that type
+        // asks, raised as above when that is 128 bytes or more.
+        if let Some(ty) = object_type(&decl[word + "__shared__".len()..]) {
+            decl.insert_str(
+                word,
+                &format!("alignas(::sim::placed_align(alignof({ty}))) "),
+            );
+        }
+        for attr in ["alignas", "__align__", "aligned"] {
+            for p in find_word(&decl.clone(), attr).into_iter().rev() {
+                let open = skip_ws(decl.as_bytes(), p + attr.len());
+                if decl.as_bytes().get(open) != Some(&b'(') {
+                    continue;
+                }
+                let close = skip_parens(decl.as_bytes(), open);
+                let n = decl[open + 1..close - 1].trim();
+                if n.parse::<u64>().is_ok_and(|n| n >= 128) {
+                    decl.replace_range(open + 1..close - 1, "1024");
+                }
+            }
+        }
+        out.replace_range(start..end, &decl);
+    }
+    out
+}
+
+/// The type of a declaration of one object with no initializer, `T name` after `__shared__`
+/// and its attributes (`SMem<BM, BN> s`): `None` for an array, several names or a builtin
+/// type, whose alignment is never 128 bytes.
+fn object_type(decl: &str) -> Option<&str> {
+    let b = decl.as_bytes();
+    let mut i = skip_ws(b, 0);
+    loop {
+        let (end, word) = ident_at(b, i);
+        match word {
+            b"alignas" | b"__align__" | b"__attribute__" => {
+                i = skip_ws(b, skip_parens(b, skip_ws(b, end)))
+            }
+            _ => break,
+        }
+    }
+    let rest = decl[i..].trim_end();
+    // A comma outside template arguments declares several names.
+    let mut depth = 0i32;
+    let several = rest.bytes().any(|c| {
+        depth += i32::from(c == b'<') - i32::from(c == b'>');
+        c == b',' && depth == 0
+    });
+    if several || rest.contains(['[', '=', '(', '{']) {
+        return None;
+    }
+    let name_start = rest.bytes().rposition(|c| !is_ident(c))? + 1;
+    let ty = rest[..name_start].trim();
+    let builtin = ty.split_whitespace().all(|w| {
+        matches!(
+            w,
+            "int"
+                | "unsigned"
+                | "float"
+                | "double"
+                | "char"
+                | "short"
+                | "long"
+                | "bool"
+                | "const"
+                | "volatile"
+                | "signed"
+                | "*"
+        )
+    });
+    (!ty.is_empty() && !builtin && !ty.ends_with('*')).then_some(ty)
+}
+
 /// Bytes of the redzone after each `__shared__` variable (see [`add_shared_redzones`]): an
 /// overrun of up to this much past a variable's end lands there, not in the next variable.
 pub const SHARED_REDZONE_BYTES: usize = 256;
@@ -677,7 +771,7 @@ pub fn add_shared_redzones(code: &str) -> String {
 /// `per_block` (kernels launched in clusters), each static variable's name the running
 /// block's copy ([`shared_per_block`]).
 pub fn rewrite_shared(code: &str, file: &str, per_block: bool) -> Result<String, String> {
-    let code = drop_extern_of_static_shared(&drop_static_of_shared(code));
+    let code = widen_swizzle_alignment(&drop_extern_of_static_shared(&drop_static_of_shared(code)));
     let code = add_shared_redzones(&hoist_shared_alignas(&code));
     let code = if per_block {
         shared_per_block(&code, file)?
@@ -1221,11 +1315,38 @@ mod tests {
             "{out}"
         );
         assert!(
-            out.contains("__shared__ __align__(128) SMem<BM, BN, BK> s;"),
+            out.contains(
+                "alignas(::sim::placed_align(alignof(SMem<BM, BN, BK>))) __shared__ \
+                 __align__(1024) SMem<BM, BN, BK> s;"
+            ),
             "{out}"
         );
         let e = rewrite_extern_shared("void f() { extern __shared__ float s[4]; }", "x.cu");
         assert!(e.unwrap_err().contains("expected `T name[]`"));
+        // Swizzled tiles land on 1024-byte boundaries, as a GPU's packing puts them.
+        let tiles = "__shared__ alignas(128) bf16 sA[64]; __shared__ __align__(16) float b[4];\n\
+                     alignas(256) __shared__ int c[8]; __shared__ __attribute__((aligned(128))) int d;";
+        let wide = widen_swizzle_alignment(tiles);
+        assert_eq!(
+            wide,
+            "__shared__ alignas(1024) bf16 sA[64]; __shared__ __align__(16) float b[4];\n\
+             alignas(1024) __shared__ int c[8]; __shared__ __attribute__((aligned(1024))) int d;"
+        );
+        let dynamic = "extern __shared__ __align__(128) float d[];";
+        assert_eq!(widen_swizzle_alignment(dynamic), dynamic);
+        // One object of a type of its own takes that type's alignment, raised as above.
+        assert_eq!(
+            widen_swizzle_alignment("void f() { __shared__ SMem<BM, BN> s; __shared__ int i; }"),
+            "void f() { alignas(::sim::placed_align(alignof(SMem<BM, BN>))) __shared__ SMem<BM, \
+             BN> s; __shared__ int i; }"
+        );
+        for plain in [
+            "__shared__ barrier a, b;",
+            "__shared__ float *p;",
+            "__shared__ T x[4];",
+        ] {
+            assert_eq!(widen_swizzle_alignment(plain), plain);
+        }
         for code in [
             "extern __shared__ int buf[];\nvoid g() {}",
             "namespace detail { extern __shared__ int buf[]; }\nvoid g() {}",

@@ -458,7 +458,7 @@ fn check_args(l: &Launch, params: &str) -> Result<(), DeviceError> {
         .args
         .iter()
         .map(|a| match a {
-            Arg::Ptr(_) | Arg::PtrAt(_) => 'p',
+            Arg::Ptr(_) | Arg::PtrAt(_) | Arg::TensorMapAt(_) => 'p',
             Arg::I32(_) => 'i',
             Arg::I64(_) => 'l',
             Arg::F32(_) => 'f',
@@ -589,7 +589,7 @@ impl<'a> SimRun<'a> {
                 let at = match *a {
                     Arg::Ptr(b) => b.at(0),
                     Arg::PtrAt(at) => at,
-                    Arg::TensorMap(m) => {
+                    Arg::TensorMap(m) | Arg::TensorMapAt(m) => {
                         check_tensor_map(&m, &plan, &specs, out.len(), &l.entry)?;
                         continue;
                     }
@@ -820,16 +820,22 @@ impl<'a> SimRun<'a> {
                 Arg::I32(v) => u64::from(v as u32),
                 Arg::I64(v) => v as u64,
                 Arg::F32(v) => u64::from(v.to_bits()),
-                Arg::TensorMap(_) => 0, // passed from `maps` below
+                Arg::TensorMap(_) | Arg::TensorMapAt(_) => 0, // from `maps` below
             })
             .collect();
-        // A tensor map is passed by value: 128 bytes, 64-byte aligned, in a cell of its own.
+        // A tensor map is 128 bytes, 64-byte aligned, in a cell of its own: passed by value,
+        // or by the cell's address (the cell standing for the device memory holding it).
         let mut maps: Vec<MapCell> = Vec::new();
         for a in &l.args {
             maps.push(MapCell(match a {
-                Arg::TensorMap(m) => self.tensor_map_words(m)?,
+                Arg::TensorMap(m) | Arg::TensorMapAt(m) => self.tensor_map_words(m)?,
                 _ => [0; 16],
             }));
+        }
+        for ((c, m), a) in cells.iter_mut().zip(&maps).zip(&l.args) {
+            if let Arg::TensorMapAt(_) = a {
+                *c = m as *const MapCell as u64;
+            }
         }
         let mut argv: Vec<*mut c_void> = cells
             .iter_mut()
