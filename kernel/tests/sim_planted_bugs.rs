@@ -413,6 +413,54 @@ fn float4_on_odd_sizes_works_and_a_write_into_the_padding_is_caught() {
     );
 }
 
+/// Four floats a thread through cp.async, with no bounds check: the last block's copies read
+/// past the end of x.
+const COPY4_ASYNC: &str = r#"
+extern "C" __global__ void copy4_async(const float *x, float *y, int n) {
+    __shared__ float4 s[64];
+    const int t = threadIdx.x, i = 4 * (blockIdx.x * 64 + t);
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(&s[t]);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(x + i));  // BUG
+    asm volatile("cp.async.wait_all;\n" ::);
+    for (int k = 0; k < 4; ++k)
+        if (i + k < n) y[i + k] = (&s[t].x)[k];
+}
+"#;
+
+/// A read that faults inside the simulator's emulation of the kernel's instruction (the copy
+/// of a cp.async, outside the kernel's module under the sanitizer) names that instruction's
+/// line, as a plain load's fault names its own.
+#[test]
+fn a_cp_async_reading_past_its_buffer_names_its_line() {
+    let n = 300;
+    let shape = Shape::gemm(n, 1, 1);
+    let data = inputs(&shape, 0x1234_5678);
+    let mut plan = vector_plan(COPY4_ASYNC, "copy4_async", n / 4, 64);
+    if let Step::Kernel(l) = &mut plan.steps[0] {
+        l.args[2] = Arg::I32(n as i32);
+    }
+    let k = TestKernel {
+        id: "test",
+        plan,
+        gpu_only: None,
+    };
+    let dev = SimDevice::new().unwrap().instrumented();
+    let msg = sim_error(
+        dev.prepare(&k, &shape, &data)
+            .and_then(|mut p| p.run().and_then(|()| p.output())),
+    );
+    let line = COPY4_ASYNC
+        .lines()
+        .position(|l| l.contains("// BUG"))
+        .unwrap()
+        + 1;
+    assert!(
+        msg.contains("copy4_async: out-of-bounds read past the end of buffer 'A'")
+            && msg.ends_with(&format!(", at tests/inline.cu:{line}")),
+        "{msg}"
+    );
+}
+
 const DIVERGENT_BARRIER: &str = r#"
 extern "C" __global__ void early_exit(const float *x, float *y, int n) {
     __shared__ float s[64];

@@ -2529,6 +2529,14 @@ SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write, uint64_t pc) {
     Dl_info module;
     if (!watchdog && pc && dladdr((const void *)pc, &module) && module.dli_fbase)
         snprintf(r->message, sizeof r->message, " {{site 0x%lx}}", (unsigned long)(pc - (uintptr_t)module.dli_fbase));
+    // The line of the kernel's instruction the simulator was emulating, if any (a cp.async
+    // whose copy faults in the runtime's memcpy): the host names it where the instruction's
+    // own is not the kernel's.
+    if (!watchdog && tl_fiber && tl_fiber->site_file) {
+        const size_t used = strlen(r->message);
+        snprintf(r->message + used, sizeof r->message - used, " {{at %s:%u}}", shown_file(tl_fiber->site_file),
+                 tl_fiber->site_line);
+    }
     r->block[0] = w->block_idx.x;
     r->block[1] = w->block_idx.y;
     r->block[2] = w->block_idx.z;

@@ -1157,7 +1157,9 @@ impl<'a> SimRun<'a> {
     /// A fault's message: what the address is, the thread, and the line of the faulting
     /// instruction when it is in the kernel's file (read from `module`'s line tables).
     fn describe_fault(&self, l: &Launch, r: &SimResult, module: &Path) -> String {
-        let at = site::line_in(&r.message(), module, &l.source.file)
+        let message = r.message();
+        let at = site::line_in(&message, module, &l.source.file)
+            .or_else(|| site::emulated_at(&message, &l.source.file))
             .map(|line| format!(", at {line}"))
             .unwrap_or_default();
         format!("{}{at}", self.fault_words(l, r))

@@ -38,6 +38,15 @@ pub fn name_lines(message: &str, module: &Path, file: &str) -> String {
     out
 }
 
+/// `file.cu:37`, the line of the instruction the simulator was emulating when a fault
+/// stopped it (`{{at FILE:LINE}}`, written by the runtime's fault handler), when that line is
+/// the kernel's own: the fault itself lies in the runtime (a `cp.async`'s copy).
+pub fn emulated_at(message: &str, file: &str) -> Option<String> {
+    let after = &message[message.find(" {{at ")? + " {{at ".len()..];
+    let at = &after[..after.find("}}")?];
+    own_site(&[at.to_string()], file)
+}
+
 /// `file.cu:37` for the first site token of `message`, when the code is the kernel's own
 /// ([`own_site`]): a fault's instruction may be the simulator's runtime.
 pub fn line_in(message: &str, module: &Path, file: &str) -> Option<String> {
