@@ -1,6 +1,6 @@
 //! What a user kernel's buffers hold: the element type of each (`dtype=`), their layouts
-//! (GEMM's `a=` and `b=`, attention's `layout=`, `k=` and `v=`), the BLAS scalars (`alpha=`,
-//! `beta=`) and from them the precision the row is judged by.
+//! (GEMM's `a=`, `b=` and `c=`, attention's `layout=`, `k=` and `v=`), the BLAS scalars
+//! (`alpha=`, `beta=`) and from them the precision the row is judged by.
 
 use super::layout::{HeadMap, Relayout};
 use super::signature::{Param, Signature};
@@ -159,7 +159,7 @@ impl Buffers {
                 "{key}= is for attention's Q, K, V and O; {workload} passes its operands as the \
                  workload holds them{}",
                 if workload == Workload::Gemm {
-                    " (a=col and b=col lay out GEMM's A and B column-major)"
+                    " (a=col, b=col and c=col lay out GEMM's A, B and C column-major)"
                 } else {
                     ""
                 }

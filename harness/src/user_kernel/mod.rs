@@ -152,7 +152,6 @@ const VECTOR_TYPES: [&str; 8] = [
     "double2",
 ];
 
-/// A sentence for a parameter list with pointers to vector types, empty for one without.
 /// How a kernel takes a tensor map, where `args=` passes one the other way: by address
 /// (`const CUtensorMap *`, the map copied to device memory by its host code) or by value.
 fn map_note(params: &str, list: &ArgList) -> String {
@@ -182,6 +181,7 @@ fn map_note(params: &str, list: &ArgList) -> String {
     }
 }
 
+/// A sentence for a parameter list with pointers to vector types, empty for one without.
 fn vector_note(params: &str) -> String {
     let named: Vec<&str> = VECTOR_TYPES
         .into_iter()
