@@ -3928,3 +3928,55 @@ fn a_sum_leaving_a_partial_sum_per_block_is_told_to_launch_again() {
     let (ok, text) = sim_run("reduce", "1000,65536", &twice, &dir.join("twice"));
     assert!(ok, "{text}");
 }
+
+/// A Hopper instruction behind `#if __CUDA_ARCH__ >= 90` (900 was meant: the test holds on
+/// sm_80 too) makes ptxas refuse the file's sm_80 build. The kernel is then compiled for
+/// sm_90a alone, as an H100 compiles it, runs, and its row says why, naming the test.
+#[test]
+fn a_file_ptxas_refuses_for_sm_80_is_compiled_for_sm_90a_and_says_why() {
+    if nvrtc::version().is_err() {
+        return;
+    }
+    let dir = scratch_dir("arch-slip");
+    let file = dir.join("elect_sum.cu");
+    std::fs::write(
+        &file,
+        r#"__device__ __forceinline__ bool leader() {
+#if __CUDA_ARCH__ >= 90
+  unsigned p;
+  asm volatile("{\n .reg .pred e;\n elect.sync _|e, 0xffffffff;\n selp.u32 %0, 1, 0, e;\n}" : "=r"(p));
+  return p != 0;
+#else
+  return threadIdx.x % 32 == 0;
+#endif
+}
+__global__ void elect_sum(const float *x, float *y, int n) {
+  float v = 0.0f;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) v += x[i];
+  for (int o = 16; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (leader()) atomicAdd(y, v);
+}
+"#,
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:elect_sum,block=256,grid=(8),output=zero",
+        file.display()
+    );
+    let (ok, text) = sim_run("reduce", "70001", &spec, &dir.join("run"));
+    assert!(ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 1, "{text}");
+    let json = std::fs::read_to_string(dir.join("run/results.json")).unwrap();
+    assert!(
+        json.contains("compiled for sm_90a alone: for sm_80, ptxas says")
+            && json.contains("requires .target sm_90")
+            && json.contains("elect_sum.cu:2: `__CUDA_ARCH__ >= 90`"),
+        "{json}"
+    );
+    // `inspect` of the file reports sm_90 and says why sm_80 is not built.
+    let (ok, text) = harness(&["inspect", file.to_str().unwrap()]);
+    assert!(
+        text.contains("sm_80   not built: ptxas says") && text.contains("elect_sum sm_90"),
+        "{ok} {text}"
+    );
+}

@@ -348,7 +348,19 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
             println!("{why}");
             continue;
         }
-        let compiled = nvrtc::compile(&source, arch).map_err(|e| match e {
+        let compiled = match nvrtc::compile(&source, arch) {
+            // An instruction of a later GPU (behind a conditional that holds here too): this
+            // architecture's line says so, and the others are reported.
+            Err(kernel::DeviceError::Compile { log, .. })
+                if let Some(why) = user_kernel::refused_for(&log, &files) =>
+            {
+                println!("{:<width$} {arch:<7} not built: {why}", "");
+                ok = false;
+                continue;
+            }
+            other => other,
+        };
+        let compiled = compiled.map_err(|e| match e {
             kernel::DeviceError::Compile {
                 compiler,
                 file,

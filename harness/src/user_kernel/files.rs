@@ -38,6 +38,9 @@ pub struct LocalFiles {
     /// of the same name ([`source::unconditional_defines`]): each name, with where it is
     /// (`file.cu:12`) and the directive.
     pub fixed_macros: Vec<(String, String, String)>,
+    /// Each comparison of `__CUDA_ARCH__` with a number below 100 ([`arch_slips`]), with
+    /// where it is: ``k.cu:4: `__CUDA_ARCH__ >= 90` ``.
+    pub arch_slips: Vec<String>,
 }
 
 /// What only the sm_90 family runs, as inline PTX spells it and as libcu++ names it
@@ -60,6 +63,35 @@ const HOPPER_ONLY: &[&str] = &[
     "this_cluster(",
     "__cluster_dims__",
 ];
+
+/// Each comparison of `__CUDA_ARCH__` with a number below 100 in a comment-free `code`, with
+/// its line (from 1): `__CUDA_ARCH__ >= 90` where `900` was meant. The macro's values have
+/// three or four digits (800 on sm_80, 900 on sm_90), so such a test holds on every GPU alike.
+fn arch_slips(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (at, line) in code.lines().enumerate() {
+        for (start, _) in line.match_indices("__CUDA_ARCH__") {
+            let rest = &line[start + "__CUDA_ARCH__".len()..];
+            let after_op = rest.trim_start();
+            let Some(op) = [">=", "<=", "==", "!=", ">", "<"]
+                .into_iter()
+                .find(|op| after_op.starts_with(op))
+            else {
+                continue;
+            };
+            let number = after_op[op.len()..].trim_start();
+            let digits = number.bytes().take_while(u8::is_ascii_digit).count();
+            let next = number.as_bytes().get(digits);
+            if digits == 0 || next.is_some_and(|b| b.is_ascii_alphanumeric() || *b == b'_') {
+                continue;
+            }
+            if number[..digits].parse::<u32>().is_ok_and(|n| n < 100) {
+                out.push((at + 1, format!("__CUDA_ARCH__ {op} {}", &number[..digits])));
+            }
+        }
+    }
+    out
+}
 
 /// For each line of a comment-free `code` that uses an instruction of Hopper alone, whether
 /// it stands inside a conditional on the architecture (`#if __CUDA_ARCH__ >= 900`, any branch
@@ -193,6 +225,7 @@ struct Reader {
     hopper: bool,
     /// Whether an instruction of Hopper alone stands outside every `__CUDA_ARCH__` conditional.
     hopper_unguarded: bool,
+    arch_slips: Vec<String>,
     /// The macros that mark device code in these files ([`Reader::device_macros`]).
     macros: Vec<String>,
 }
@@ -328,6 +361,9 @@ impl Reader {
             self.hopper = true;
             self.hopper_unguarded |= !guarded;
         }
+        for (line, test) in arch_slips(&stripped) {
+            self.arch_slips.push(format!("{display}:{line}: `{test}`"));
+        }
         match kernel::sim::inline_asm::rewrite(&stripped, &display) {
             Ok(Some(rewritten)) => {
                 sim = rewritten;
@@ -373,6 +409,7 @@ impl LocalFiles {
             cluster_dims: false,
             hopper: false,
             hopper_unguarded: false,
+            arch_slips: Vec::new(),
             macros: Vec::new(),
         };
         reader.macros = reader.device_macros(file);
@@ -419,6 +456,7 @@ impl LocalFiles {
             sim_refusal: reader.sim_refusal,
             hopper: reader.hopper,
             hopper_guarded: reader.hopper && !reader.hopper_unguarded,
+            arch_slips: reader.arch_slips,
             digest,
             fixed_macros: reader
                 .copies
@@ -460,6 +498,21 @@ impl LocalFiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A comparison of `__CUDA_ARCH__` with a two-digit number is found with its line; one
+    /// with a real value, another macro or a longer number is not.
+    #[test]
+    fn architecture_tests_against_two_digit_numbers_are_found() {
+        let code = "#if __CUDA_ARCH__ >= 90\n#endif\n#if __CUDA_ARCH__>=900 || __CUDA_ARCH__ < 80\n\
+                    #if __CUDA_ARCH__ >= SM90\n#if __CUDA_ARCH__ == 90a\n#if (__CUDA_ARCH__ >= 1000)\n";
+        assert_eq!(
+            arch_slips(code),
+            [
+                (1, "__CUDA_ARCH__ >= 90".to_string()),
+                (3, "__CUDA_ARCH__ < 80".to_string())
+            ]
+        );
+    }
 
     /// Hopper's instructions behind an architecture conditional leave the file for other GPUs;
     /// a macro counts where it is used, not where it is defined.

@@ -245,6 +245,31 @@ pub enum Compiler<'a> {
 /// The architecture a user kernel is compiled for to check it and read its parameters.
 const CHECK_ARCH: &str = "sm_80";
 
+/// The target a file is compiled for when ptxas refuses its [`CHECK_ARCH`] build for an
+/// instruction of a later GPU: the latest family the lab runs and simulates.
+const LATER_ARCH: &str = "sm_90a";
+
+/// Why ptxas refused to build `files`, when its compile `log` says an instruction needs a
+/// later target than the one compiled for: `ptxas says "Feature 'elect' requires .target
+/// sm_90 or higher"`, with the `__CUDA_ARCH__` tests of the files that hold on every GPU alike.
+pub fn refused_for(log: &str, files: &LocalFiles) -> Option<String> {
+    let message = log.lines().find_map(|line| {
+        let message = line.split_once("error   : ")?.1.trim();
+        let later = message.contains("requires .target sm_")
+            || message.contains("not supported on .target");
+        later.then_some(message)
+    })?;
+    let slips = match files.arch_slips.as_slice() {
+        [] => String::new(),
+        slips => format!(
+            " ({}: `__CUDA_ARCH__` is 800 on sm_80 and 900 on sm_90, so a test against a \
+             two-digit number holds on every GPU alike)",
+            slips.join(", ")
+        ),
+    };
+    Some(format!("ptxas says \"{message}\"{slips}"))
+}
+
 /// What `C` holds at the start of a run with `beta` not 0: these seeded values.
 const C_SEED: u64 = 0xBE7A;
 
@@ -269,6 +294,9 @@ pub struct UserKernel {
     /// Why the kernel is launched through a wrapper converting the lab's arguments, when it
     /// is (its registers are then the wrapper's, with the kernel's own launch bounds).
     pub wrapped: Option<String>,
+    /// Why the kernel is compiled for sm_90a alone although its file leaves other GPUs to
+    /// `__CUDA_ARCH__` conditionals: ptxas refused its sm_80 build ([`UserKernel::nvrtc_check`]).
+    pub arch_note: Option<String>,
     /// Why the simulator cannot run it (inline PTX it does not know), once per kernel loaded.
     sim_refusal: Option<&'static str>,
     /// What `SMS` stands for in its expressions ([`sms_on`]).
@@ -669,6 +697,7 @@ impl UserKernel {
             files,
             spec: spec.clone(),
             wrapped: None,
+            arch_note: None,
         };
         k.source.code = k.unit(false).into();
         Ok(k)
@@ -921,7 +950,7 @@ impl UserKernel {
     /// `size_t` where the lab passes an `int`) through a wrapper with its launch bounds.
     pub fn preflight(&mut self, sim: bool) -> Result<(), UserKernelError> {
         if nvrtc::version().is_ok() {
-            self.compile_check(Compiler::Nvrtc(self.check_arch()))?;
+            self.nvrtc_check()?;
             self.choose_launch()?;
         }
         // A file with inline PTX the simulator does not know is a GPU-only row, which says
@@ -930,6 +959,36 @@ impl UserKernel {
             self.compile_check(Compiler::Sim)?;
         }
         Ok(())
+    }
+
+    /// The NVRTC compile of [`UserKernel::preflight`]. A file that ptxas refuses for sm_80
+    /// because an instruction needs a later target (a conditional that is true on sm_80 too,
+    /// `__CUDA_ARCH__ >= 90`) is compiled for sm_90a alone when that builds, as a GPU of that
+    /// family compiles it, and says why on its row.
+    fn nvrtc_check(&mut self) -> Result<(), UserKernelError> {
+        let arch = self.check_arch().to_string();
+        let refusal = match nvrtc::compile(&self.source, &arch) {
+            Ok(_) => return Ok(()),
+            Err(DeviceError::Compile { log, .. }) if arch != LATER_ARCH => {
+                refused_for(&log, &self.files)
+            }
+            Err(_) => None,
+        };
+        if let Some(refusal) = refusal {
+            let later = CudaSource {
+                arch: Some(LATER_ARCH.into()),
+                other_archs: false,
+                ..self.source.clone()
+            };
+            if nvrtc::compile(&later, LATER_ARCH).is_ok() {
+                self.source = later;
+                self.arch_note = Some(format!(
+                    "compiled for {LATER_ARCH} alone: for {arch}, {refusal}"
+                ));
+                return Ok(());
+            }
+        }
+        self.compile_check(Compiler::Nvrtc(&arch))
     }
 
     /// Launches the kernels themselves when their parameters take the lab's arguments byte
@@ -1299,7 +1358,7 @@ impl Kernel for UserKernel {
             role: Role::User,
             rung: self.rung,
             summary: format!(
-                "{} ({}{}), your kernel{}{}",
+                "{} ({}{}), your kernel{}{}{}",
                 self.spec.file.display(),
                 match &self.launches[0].list.custom {
                     // In backticks: Markdown would read `4*M*N`'s stars as emphasis.
@@ -1313,6 +1372,10 @@ impl Kernel for UserKernel {
                 },
                 match &self.wrapped {
                     Some(why) => format!(", launched through a converting wrapper: {why}"),
+                    None => String::new(),
+                },
+                match &self.arch_note {
+                    Some(why) => format!(", {why}"),
                     None => String::new(),
                 },
                 self.launches[1..]

@@ -600,6 +600,9 @@ pub fn inspect(
         if let Some(why) = &u.wrapped {
             println!("  launched through a converting wrapper: {why}");
         }
+        if let Some(why) = &u.arch_note {
+            println!("  {why}");
+        }
     }
     crate::cmd::inspect::print_advisories(&advised);
     Ok(ok)
