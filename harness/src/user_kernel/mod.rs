@@ -1232,14 +1232,14 @@ impl UserKernel {
             .into_iter()
             .filter_map(|(i, ty)| Some((i, self.files.struct_definition(&ty)?)))
             .collect();
-        if defined.is_empty() && l.list.structs.is_empty() {
+        if defined.is_empty() && !l.list.has_structs() {
             return String::new();
         }
         let mut out = String::from(
             " A struct the kernel takes by value is given in args= as its fields in braces, \
-             in the order it declares them, every one of them (`args=({A, B, C, M, N, K})`): \
-             a number converts to its field's type, a buffer only to a pointer to its element \
-             type.",
+             in the order it declares them, every one of them (`args=({A, B, C, M, N, K})`; a \
+             struct field in braces of its own, `{}` for an empty one): a number converts to \
+             its field's type, a buffer only to a pointer to its element type.",
         );
         for (i, definition) in defined {
             out.push_str(&format!("\n  parameter {}: {definition}", i + 1));

@@ -797,9 +797,20 @@ pub struct ArgList {
     pub custom: Option<String>,
     /// The integer arguments passed as 64-bit values ([`ArgList::widen`]).
     pub wide: Vec<usize>,
-    /// The items that together make one parameter, a struct passed by value (`{A, B, M}` in
-    /// `args=`): the wrapper builds it from them in order.
-    pub structs: Vec<std::ops::Range<usize>>,
+    /// The kernel's parameters, in order, as made of the items: an item each, or a struct
+    /// passed by value (`{A, B, M}` in `args=`, structs inside it too), which the wrapper
+    /// builds from its fields in order.
+    pub parts: Vec<Part>,
+}
+
+/// One parameter of a kernel, or one field of a struct it takes, as made of an [`ArgList`]'s
+/// items.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Part {
+    /// Item `i` of the list.
+    Item(usize),
+    /// A struct built from these fields in order (none for an empty struct, `{}`).
+    Struct(Vec<Part>),
 }
 
 impl ArgList {
@@ -812,7 +823,7 @@ impl ArgList {
                 .collect(),
             custom: None,
             wide: Vec::new(),
-            structs: Vec::new(),
+            parts: (0..sig.params.len()).map(Part::Item).collect(),
         }
     }
 
@@ -925,35 +936,48 @@ impl ArgList {
             }
             Ok(ArgItem::Int(e))
         };
-        let (mut items, mut structs) = (Vec::new(), Vec::new());
-        for part in super::spec::split_top(inner) {
-            let part = part.trim();
-            // `{A, B, M}`: one parameter, a struct taken by value, built from these fields.
-            let Some(fields) = part.strip_prefix('{').and_then(|r| r.strip_suffix('}')) else {
-                items.push(item(part)?);
-                continue;
+        let mut items = Vec::new();
+        // `{A, B, M}`: one parameter (or field), a struct taken by value, built from these
+        // fields; `{}` an empty one.
+        fn part(
+            text: &str,
+            whole: &str,
+            items: &mut Vec<ArgItem>,
+            item: &mut dyn FnMut(&str) -> Result<ArgItem, String>,
+        ) -> Result<Part, String> {
+            let Some(fields) = text.strip_prefix('{').and_then(|r| r.strip_suffix('}')) else {
+                items.push(item(text)?);
+                return Ok(Part::Item(items.len() - 1));
             };
-            let start = items.len();
+            if fields.trim().is_empty() {
+                return Ok(Part::Struct(Vec::new()));
+            }
+            let mut parts = Vec::new();
             for field in super::spec::split_top(fields) {
                 let field = field.trim();
-                if field.starts_with('{') || field.starts_with("tmap(") {
+                if field.starts_with("tmap(") || field.starts_with("&tmap(") {
                     return Err(format!(
-                        "args: {part}: a struct's fields are buffers, numbers and workspaces; \
-                         a struct inside it or a tensor map is not built"
+                        "args: {whole}: a struct's fields are buffers, numbers, workspaces and \
+                         structs; a tensor map is not built into one"
                     ));
                 }
                 if field.is_empty() {
-                    return Err(format!("args: {part}: an empty field"));
+                    return Err(format!("args: {whole}: an empty field"));
                 }
-                items.push(item(field)?);
+                parts.push(part(field, whole, items, item)?);
             }
-            structs.push(start..items.len());
+            Ok(Part::Struct(parts))
+        }
+        let mut parts = Vec::new();
+        for text in super::spec::split_top(inner) {
+            let text = text.trim();
+            parts.push(part(text, text, &mut items, &mut item)?);
         }
         let list = Self {
             items,
             custom: Some(text.trim().to_string()),
             wide: Vec::new(),
-            structs,
+            parts,
         };
         let sig = Signature::holding(workload, &list.names(), None)?;
         Ok((list, sig))
@@ -1056,34 +1080,43 @@ impl ArgList {
 
     /// `parameter 1 is a struct built from {A, B, C, M, N, K}`, for each struct of the list.
     pub fn struct_notes(&self) -> Vec<String> {
-        let params = self.grouped(
-            |_| String::new(),
-            |fields| {
-                let fields: Vec<String> = fields.map(|i| self.item_text(i)).collect();
-                format!("{{{}}}", fields.join(", "))
-            },
-        );
-        params
+        self.parts
             .iter()
             .enumerate()
-            .filter(|(_, p)| !p.is_empty())
-            .map(|(at, p)| format!("parameter {} is a struct built from {p}", at + 1))
+            .filter(|(_, p)| matches!(p, Part::Struct(_)))
+            .map(|(at, p)| {
+                let text = self.render(p, &|i| self.item_text(i), &|fields| {
+                    format!("{{{}}}", fields.join(", "))
+                });
+                format!("parameter {} is a struct built from {text}", at + 1)
+            })
             .collect()
+    }
+
+    /// Whether a parameter is a struct built from fields.
+    pub fn has_structs(&self) -> bool {
+        self.parts.iter().any(|p| matches!(p, Part::Struct(_)))
     }
 
     /// A value of each parameter's type, for the check that the kernel takes the list.
     pub fn sample_values(&self, buffers: &Buffers) -> Vec<String> {
-        self.grouped(
-            |i| match &self.items[i] {
-                ArgItem::Workspace(..) => "::kernel_lab::workspace{}".to_string(),
-                ArgItem::TensorMap(m) if !m.by_address => "CUtensorMap{}".to_string(),
-                _ => format!("({})0", self.c_type(i, buffers)),
-            },
-            |fields| {
-                let types: Vec<String> = fields.map(|i| self.field_type(i, buffers)).collect();
-                format!("::kernel_lab::fields<{}>{{}}", types.join(", "))
-            },
-        )
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Item(i) => match &self.items[*i] {
+                    ArgItem::Workspace(..) => "::kernel_lab::workspace{}".to_string(),
+                    ArgItem::TensorMap(m) if !m.by_address => "CUtensorMap{}".to_string(),
+                    _ => format!("({})0", self.c_type(*i, buffers)),
+                },
+                // A struct's type, which converts to a struct its fields build.
+                Part::Struct(_) => {
+                    let ty = self.render(p, &|i| self.field_type(i, buffers), &|fields| {
+                        format!("::kernel_lab::fields<{}>", fields.join(", "))
+                    });
+                    format!("{ty}{{}}")
+                }
+            })
+            .collect()
     }
 
     /// The type a struct's field `i` is built from: one that converts to the field's type as
@@ -1096,28 +1129,37 @@ impl ArgList {
         }
     }
 
-    /// Each parameter's text, in order: `item(i)` for an argument of its own, `fields(range)`
-    /// for a struct built from the items in `range`.
-    fn grouped(
+    /// `part`'s text: `item(i)` for item `i`, `fields(texts)` for a struct of fields with
+    /// these texts.
+    fn render(
         &self,
-        item: impl Fn(usize) -> String,
-        fields: impl Fn(std::ops::Range<usize>) -> String,
-    ) -> Vec<String> {
-        let mut out = Vec::new();
-        let mut i = 0;
-        while i < self.items.len() {
-            match self.structs.iter().find(|r| r.start == i) {
-                Some(r) => {
-                    out.push(fields(r.clone()));
-                    i = r.end;
-                }
-                None => {
-                    out.push(item(i));
-                    i += 1;
-                }
+        part: &Part,
+        item: &dyn Fn(usize) -> String,
+        fields: &dyn Fn(Vec<String>) -> String,
+    ) -> String {
+        match part {
+            Part::Item(i) => item(*i),
+            Part::Struct(parts) => {
+                fields(parts.iter().map(|p| self.render(p, item, fields)).collect())
             }
         }
-        out
+    }
+
+    /// Each parameter's text, in order: `top(i)` for an argument of its own, a struct's
+    /// fields `field(i)` in braces.
+    fn grouped(
+        &self,
+        top: impl Fn(usize) -> String,
+        field: impl Fn(usize) -> String,
+    ) -> Vec<String> {
+        let braces = |fields: Vec<String>| format!("{{{}}}", fields.join(", "));
+        self.parts
+            .iter()
+            .map(|p| match p {
+                Part::Item(i) => top(*i),
+                Part::Struct(_) => self.render(p, &field, &braces),
+            })
+            .collect()
     }
 
     /// Passes integer argument `i` as a 64-bit value, as the kernel's parameter is wide (a
@@ -1132,10 +1174,7 @@ impl ArgList {
     /// struct's fields in braces.
     pub fn c_params(&self, buffers: &Buffers) -> String {
         let param = |i| format!("{} {}", self.c_type(i, buffers), self.name(i));
-        let list = self.grouped(param, |fields| {
-            format!("{{{}}}", fields.map(param).collect::<Vec<_>>().join(", "))
-        });
-        format!("({})", list.join(", "))
+        format!("({})", self.grouped(param, param).join(", "))
     }
 
     /// The wrapper's parameter list: each argument, a struct's fields too, with its name as
@@ -1170,19 +1209,11 @@ impl ArgList {
     /// `A, B, C, M, N, K`: the wrapper's call; a struct as `{...}` of its fields, which
     /// copy-list-initializes the kernel's parameter.
     pub fn call(&self, buffers: &Buffers) -> String {
-        let list = self.grouped(
-            |i| self.passed(i),
-            |fields| {
-                let fields: Vec<String> = fields
-                    .map(|i| match &self.items[i] {
-                        ArgItem::Workspace(..) => self.passed(i),
-                        _ => format!("{}{{{}}}", self.field_type(i, buffers), self.code_name(i)),
-                    })
-                    .collect();
-                format!("{{{}}}", fields.join(", "))
-            },
-        );
-        list.join(", ")
+        let field = |i| match &self.items[i] {
+            ArgItem::Workspace(..) => self.passed(i),
+            _ => format!("{}{{{}}}", self.field_type(i, buffers), self.code_name(i)),
+        };
+        self.grouped(|i| self.passed(i), field).join(", ")
     }
 
     /// The arguments for `shape` on a GPU with `sms` SMs, or the expression that cannot be
@@ -1508,6 +1539,55 @@ mod tests {
         }
     }
 
+    /// A struct holding structs (`{{M, N, K, A, B, C}, {}, {}}`: a problem's sizes and
+    /// pointers, then two empty policy structs) is built field by field, braces inside braces.
+    #[test]
+    fn braces_inside_braces_build_a_struct_of_structs_and_empty_ones() {
+        let (list, sig) = ArgList::parse(
+            "({{M, N, K, A, B, C}, {}, {}}, {})",
+            Workload::Gemm,
+            &mut Workspaces::default(),
+        )
+        .unwrap();
+        assert_eq!(list.items.len(), 6);
+        let buffers = Buffers::fp32(sig);
+        assert_eq!(
+            list.c_params(&buffers),
+            "({{int M, int N, int K, float * A, float * B, float * C}, {}, {}}, {})"
+        );
+        let loose = |t: &str, n: &str| format!("::kernel_lab::loose<{t}>{{lab_{n}}}");
+        assert_eq!(
+            list.call(&buffers),
+            format!(
+                "{{{{{}, {}, {}, {}, {}, {}}}, {{}}, {{}}}}, {{}}",
+                loose("int", "M"),
+                loose("int", "N"),
+                loose("int", "K"),
+                loose("float *", "A"),
+                loose("float *", "B"),
+                loose("float *", "C")
+            )
+        );
+        assert_eq!(
+            list.sample_values(&buffers),
+            vec![
+                "::kernel_lab::fields<::kernel_lab::fields<::kernel_lab::loose<int>, \
+                 ::kernel_lab::loose<int>, ::kernel_lab::loose<int>, \
+                 ::kernel_lab::loose<float *>, ::kernel_lab::loose<float *>, \
+                 ::kernel_lab::loose<float *>>, ::kernel_lab::fields<>, \
+                 ::kernel_lab::fields<>>{}",
+                "::kernel_lab::fields<>{}",
+            ]
+        );
+        assert_eq!(
+            list.struct_notes(),
+            vec![
+                "parameter 1 is a struct built from {{M, N, K, A, B, C}, {}, {}}",
+                "parameter 2 is a struct built from {}",
+            ]
+        );
+    }
+
     #[test]
     fn braces_give_a_struct_taken_by_value_from_its_fields() {
         let (list, sig) = ArgList::parse(
@@ -1522,7 +1602,8 @@ mod tests {
             9,
             "the fields are the wrapper's parameters"
         );
-        assert_eq!(list.structs, vec![0..5, 5..8]);
+        let fields = |r: std::ops::Range<usize>| Part::Struct(r.map(Part::Item).collect());
+        assert_eq!(list.parts, vec![fields(0..5), fields(5..8), Part::Item(8)]);
         let buffers = Buffers::fp32(sig);
         assert_eq!(
             list.c_params(&buffers),
@@ -1565,12 +1646,8 @@ mod tests {
         assert_eq!(args[7], Arg::I32(4), "cdiv(K,2)");
         for (text, error) in [
             (
-                "({A, {B, C}}, M)",
-                "a struct inside it or a tensor map is not built",
-            ),
-            (
                 "({A, tmap(A, M, K, 64, 64)})",
-                "a struct inside it or a tensor map",
+                "a tensor map is not built into one",
             ),
             ("({A, , C})", "an empty field"),
             ("({A, Q})", "Q is neither a parameter of gemm"),
