@@ -801,7 +801,8 @@ __global__ void nested_gemm(Params params) {
         !ok && text.contains(
             "the lab calls:   nested_gemm({{int M, int N, int K, float * A, \
                               float * B, float * C}, {}})"
-        ),
+        ) && text.contains("which holds Problem (")
+            && text.contains("{ int M, N, K; const float *A, *B; float *C; }"),
         "{text}"
     );
 }

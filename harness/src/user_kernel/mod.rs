@@ -1243,6 +1243,20 @@ impl UserKernel {
         );
         for (i, definition) in defined {
             out.push_str(&format!("\n  parameter {}: {definition}", i + 1));
+            // The structs it holds, each once, as braces inside the braces build them.
+            let mut shown = vec![definition];
+            let mut at = 0;
+            while at < shown.len() {
+                for ty in scan::field_types(&shown[at]) {
+                    if let Some(inner) = self.files.struct_definition(&ty)
+                        && !shown.contains(&inner)
+                    {
+                        out.push_str(&format!("\n    which holds {inner}"));
+                        shown.push(inner);
+                    }
+                }
+                at += 1;
+            }
         }
         out
     }

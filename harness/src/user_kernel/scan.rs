@@ -255,6 +255,25 @@ pub fn kernels(code: &str, file: &str) -> Vec<KernelDecl> {
     out
 }
 
+/// The type names of the fields a struct's body declares (`{ Problem p; const float *A; }`:
+/// `Problem`, `float`), without qualifiers or template arguments, in order.
+pub fn field_types(body: &str) -> Vec<String> {
+    let after = body.split_once('{').map_or(body, |(_, r)| r);
+    let inner = after.rsplit_once('}').map_or(after, |(b, _)| b);
+    let qualifiers = [
+        "const", "volatile", "struct", "class", "typename", "mutable", "static",
+    ];
+    inner
+        .split(';')
+        .filter_map(|decl| {
+            decl.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == ':'))
+                .filter(|w| !w.is_empty() && !qualifiers.contains(w))
+                .map(|w| w.rsplit("::").next().unwrap_or(w).to_string())
+                .next()
+        })
+        .collect()
+}
+
 /// The line and body of the definition of struct (or class) `name` in `code`, whitespace
 /// collapsed: `{ const float *A, *B; float *C; int M, N, K; }`, cut after 200 characters.
 pub fn struct_body(code: &str, name: &str) -> Option<(usize, String)> {
@@ -574,6 +593,20 @@ fn edits(a: &str, b: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_structs_field_types_are_read_from_its_body() {
+        assert_eq!(
+            field_types(
+                "Params (k.cu:9): { const ns::Problem<float> p; Identity e; volatile int *f; }"
+            ),
+            ["Problem", "Identity", "int"]
+        );
+        assert_eq!(
+            field_types("L (k.cu:1): { Tile t; int a; ..."),
+            ["Tile", "int"]
+        );
+    }
 
     #[test]
     fn a_struct_is_found_by_name_with_its_line_and_body() {
