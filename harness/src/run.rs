@@ -682,9 +682,19 @@ fn note_missing_resources(kernel: &dyn Kernel, e: &DeviceError) {
     }
 }
 
-/// Whether `row` has launch resources worth a column.
+/// The launch whose resources stand for `row` in a table's columns: the one with the most
+/// registers, then the most shared memory, then the first (the launch the row is named after:
+/// a split-K GEMM rather than the reduction after it).
 pub fn primary_resources(row: &Row) -> Option<&LaunchResources> {
-    row.resources.iter().max_by_key(|r| r.registers)
+    primary(&row.resources)
+}
+
+fn primary(launches: &[LaunchResources]) -> Option<&LaunchResources> {
+    // `max_by_key` keeps the last of equals: over the launches reversed, the first.
+    launches
+        .iter()
+        .rev()
+        .max_by_key(|r| (r.registers, r.smem_bytes))
 }
 
 #[cfg(test)]
@@ -714,6 +724,45 @@ mod tests {
         fn cpu(&self) -> Option<kernel::CpuPort> {
             Some(|_, _, _| {})
         }
+    }
+
+    #[test]
+    fn a_rows_columns_come_from_its_heaviest_launch_and_its_first_of_equals() {
+        let launch = |entry: &str, registers, smem_bytes| LaunchResources {
+            entry: entry.into(),
+            file: "k.cu".into(),
+            arch: "sm_80".into(),
+            threads_per_block: 256,
+            registers,
+            smem_bytes,
+            stack_bytes: 0,
+            spill_stores: 0,
+            spill_loads: 0,
+            occupancy: None,
+            occupancy_limiter: None,
+            blocks: 0,
+            waves: None,
+            tiles: None,
+            advisories: Vec::new(),
+        };
+        let pick = |l: &[LaunchResources]| primary(l).map(|r| r.entry.clone());
+        let partial = launch("partial", 32, 2048);
+        let reduce = launch("reduce", 32, 0);
+        assert_eq!(
+            pick(&[partial.clone(), reduce.clone()]).as_deref(),
+            Some("partial")
+        );
+        assert_eq!(
+            pick(&[reduce.clone(), partial.clone()]).as_deref(),
+            Some("partial")
+        );
+        let again = launch("again", 32, 0);
+        assert_eq!(pick(&[reduce, again]).as_deref(), Some("reduce"));
+        assert_eq!(
+            pick(&[partial, launch("gemm", 64, 0)]).as_deref(),
+            Some("gemm")
+        );
+        assert_eq!(pick(&[]), None);
     }
 
     #[test]
