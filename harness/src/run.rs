@@ -96,6 +96,7 @@ pub(crate) fn min_bytes(shape: &Shape, plan: Option<&CudaPlan>, precision: Preci
         }
         None => shape.min_bytes(match precision {
             _ if shape.workload().is_network() => 4,
+            Precision::Fp8 => 1,
             Precision::Fp16 | Precision::Bf16 => 2,
             Precision::Fp32 | Precision::Tf32 => 4,
         }),

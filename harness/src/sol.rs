@@ -22,11 +22,12 @@ use kernel::{Coalescing, CudaPlan, GlobalRequests, SharedBanks};
 pub mod h100 {
     /// Streaming multiprocessors (NVIDIA H100 data sheet, SXM5).
     pub const SMS: f64 = 132.0;
-    /// Dense peaks from NVIDIA's H100 data sheet (SXM): FP32 on the CUDA cores, TF32 and
-    /// FP16/BF16 (FP32 accumulate) on the tensor cores.
+    /// Dense peaks from NVIDIA's H100 data sheet (SXM): FP32 on the CUDA cores, TF32,
+    /// FP16/BF16 and FP8 (FP32 accumulate) on the tensor cores.
     pub const FP32_FLOPS: f64 = 67e12;
     pub const TF32_FLOPS: f64 = 495e12;
     pub const FP16_FLOPS: f64 = 989e12;
+    pub const FP8_FLOPS: f64 = 1979e12;
     /// HBM3 bandwidth, NVIDIA H100 data sheet (SXM).
     pub const DRAM_BYTES_PER_S: f64 = 3.35e12;
     /// L2 cache, NVIDIA H100 data sheet (SXM): 50 MB.

@@ -4046,3 +4046,37 @@ __global__ void elect_sum(const float *x, float *y, int n) {
         "{ok} {text}"
     );
 }
+
+/// FP8 inputs (`examples/fp8_gemm_nt.cu`): the lab rounds the inputs to the kernel's format
+/// and checks against a reference of those values, so the E5M2 twin of the example passes too
+/// (against the unrounded inputs its error would be about 10%, past any bound), while a kernel
+/// that skips the last product of each sum fails.
+#[test]
+fn fp8_inputs_are_checked_against_a_reference_of_the_fp8_values() {
+    let dir = scratch_dir("fp8");
+    let spec = example("fp8_gemm_nt.cu");
+    let e5m2 = example_variant(&dir, &spec, "e4m3", "e5m2").replace("dtype=e4m3", "dtype=e5m2");
+    let (ok, text) = sim_run("gemm", "100x37x129,64x64x64", &e5m2, &dir.join("e5m2"));
+    assert!(ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 2, "{text}");
+    let json = std::fs::read_to_string(dir.join("e5m2/results.json")).unwrap();
+    assert!(
+        json.contains("\"precision\": \"fp8\"")
+            && json.contains("A:e5m2, B:e5m2 column-major, C:bf16"),
+        "{json}"
+    );
+    let short = example_variant(&dir, &spec, "for (; k < K; ++k)", "for (; k < K - 1; ++k)");
+    let (ok, text) = sim_run("gemm", "100x37x129", &short, &dir.join("short"));
+    assert!(!ok && text.contains("above the fp8 bound"), "{text}");
+    // An FP8 output is refused, saying what to write.
+    let (ok, text) = sim_run(
+        "gemm",
+        "64x64x64",
+        &spec.replace("dtype=e4m3,C:bf16", "dtype=e4m3"),
+        &dir.join("fp8-out"),
+    );
+    assert!(
+        !ok && text.contains("FP8 is for inputs: give C a wider type"),
+        "{text}"
+    );
+}

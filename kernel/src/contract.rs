@@ -58,6 +58,11 @@ pub enum Precision {
     Fp16,
     /// BF16 inputs (or storage), FP32 accumulation: FP32's range with an 8-bit mantissa.
     Bf16,
+    /// FP8 inputs (E4M3 or E5M2), FP32 accumulation, the output in a wider type: checked
+    /// against a reference of the FP8 values themselves, since rounding to 3 or 2 mantissa
+    /// bits moves each input by up to 6% or 12%, more than any bound that still catches a
+    /// wrong kernel.
+    Fp8,
 }
 
 impl Precision {
@@ -67,22 +72,26 @@ impl Precision {
             Self::Tf32 => "tf32",
             Self::Fp16 => "fp16",
             Self::Bf16 => "bf16",
+            Self::Fp8 => "fp8",
         }
     }
 
     /// Largest accepted relative error ||out - ref|| / ||ref|| (Frobenius norms) against an f64
     /// reference on the unrounded FP32 inputs. FP32 sums of K products drift by about
     /// sqrt(K) * 2^-24 relative; TF32 and FP16 inputs carry 2^-11 rounding each, BF16 2^-8.
+    /// FP8's reference is of the FP8 values (see [`Precision::Fp8`]): its bound is BF16's,
+    /// for the output a BF16 rounds to and the tensor cores' FP8 accumulation, which keeps
+    /// fewer bits than FP32.
     pub fn tolerance(self) -> f64 {
         match self {
             Self::Fp32 => 1e-5,
             Self::Tf32 => 2e-3,
             Self::Fp16 => 1e-2,
-            Self::Bf16 => 3e-2,
+            Self::Bf16 | Self::Fp8 => 3e-2,
         }
     }
 
-    pub const ALL: [Precision; 4] = [Self::Fp32, Self::Tf32, Self::Fp16, Self::Bf16];
+    pub const ALL: [Precision; 5] = [Self::Fp32, Self::Tf32, Self::Fp16, Self::Bf16, Self::Fp8];
 
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|p| p.name() == s)

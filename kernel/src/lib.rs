@@ -12,6 +12,7 @@ pub mod conv;
 pub mod cuda;
 pub mod device;
 pub mod disk_cache;
+pub mod fp8;
 pub mod network;
 pub mod pipeline;
 pub mod plan;

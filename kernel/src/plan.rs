@@ -131,6 +131,10 @@ pub enum Dtype {
     F32,
     F16,
     Bf16,
+    /// FP8 E4M3 (`__nv_fp8_e4m3`): inputs of FP8 kernels ([`crate::fp8`]).
+    E4m3,
+    /// FP8 E5M2 (`__nv_fp8_e5m2`).
+    E5m2,
 }
 
 impl Dtype {
@@ -138,7 +142,33 @@ impl Dtype {
         match self {
             Self::F32 => 4,
             Self::F16 | Self::Bf16 => 2,
+            Self::E4m3 | Self::E5m2 => 1,
         }
+    }
+
+    /// `f32`, `f16`, `bf16`, `e4m3`, `e5m2`: as messages and `dtype=` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::F32 => "f32",
+            Self::F16 => "f16",
+            Self::Bf16 => "bf16",
+            Self::E4m3 => "e4m3",
+            Self::E5m2 => "e5m2",
+        }
+    }
+
+    /// The FP8 format of an 8-bit type.
+    pub fn fp8(self) -> Option<crate::fp8::Fp8> {
+        match self {
+            Self::E4m3 => Some(crate::fp8::Fp8::E4m3),
+            Self::E5m2 => Some(crate::fp8::Fp8::E5m2),
+            Self::F32 | Self::F16 | Self::Bf16 => None,
+        }
+    }
+
+    /// The value a buffer of this type holds for `v`: `v` rounded to it.
+    pub fn round(self, v: f32) -> f32 {
+        self.decode(&self.encode(&[v]))[0]
     }
 
     /// The little-endian device bytes of `data` in this type (round to nearest even).
@@ -153,6 +183,10 @@ impl Dtype {
                 .iter()
                 .flat_map(|&v| half::bf16::from_f32(v).to_le_bytes())
                 .collect(),
+            Self::E4m3 | Self::E5m2 => {
+                let f = self.fp8().expect("an 8-bit type");
+                data.iter().map(|&v| f.encode(v)).collect()
+            }
         }
     }
 
@@ -171,6 +205,10 @@ impl Dtype {
                 .chunks_exact(2)
                 .map(|c| half::bf16::from_le_bytes([c[0], c[1]]).to_f32())
                 .collect(),
+            Self::E4m3 | Self::E5m2 => {
+                let f = self.fp8().expect("an 8-bit type");
+                bytes.iter().map(|&b| f.decode(b)).collect()
+            }
         }
     }
 }
@@ -758,6 +796,14 @@ mod tests {
         assert_eq!(Dtype::F16.decode(&Dtype::F16.encode(&x))[2], 1.0);
         assert!(Dtype::F16.decode(&Dtype::F16.encode(&x))[3].is_infinite());
         assert!(Dtype::Bf16.decode(&Dtype::Bf16.encode(&x))[3].is_finite());
+        // FP8: a byte each, 1.0625 to the even 1.0 (E4M3), 3e38 saturated to the largest.
+        for (d, largest) in [(Dtype::E4m3, 448.0), (Dtype::E5m2, 57344.0)] {
+            let bytes = d.encode(&[1.0, -2.5, 1.0625, 3.0e38]);
+            assert_eq!(bytes.len(), 4);
+            assert_eq!(d.decode(&bytes), vec![1.0, -2.5, 1.0, largest]);
+            assert!(is_poison(d.decode(&Fill::Nan.bytes(d, 1))[0]));
+        }
+        assert_eq!(Dtype::E4m3.round(0.3), 0.3125);
     }
 
     #[test]

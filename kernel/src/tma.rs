@@ -87,6 +87,7 @@ pub struct TiledEncoding {
 const SIM_TENSOR_MAP_MAGIC: u64 = 0x4b4c_544d_4150_3032;
 
 /// `CUtensorMapDataType` codes (cuda.h).
+const UINT8: u32 = 0;
 const FLOAT16: u32 = 6;
 const FLOAT32: u32 = 7;
 const BFLOAT16: u32 = 9;
@@ -185,6 +186,8 @@ impl TensorMap {
                 Dtype::F32 => FLOAT32,
                 Dtype::F16 => FLOAT16,
                 Dtype::Bf16 => BFLOAT16,
+                // The TMA moves FP8 as bytes.
+                Dtype::E4m3 | Dtype::E5m2 => UINT8,
             },
             rank: rank as u32,
             global_dim,

@@ -34,16 +34,14 @@ pub fn c_name(d: Dtype) -> &'static str {
         Dtype::F32 => "float",
         Dtype::F16 => "half",
         Dtype::Bf16 => "__nv_bfloat16",
+        Dtype::E4m3 => "__nv_fp8_e4m3",
+        Dtype::E5m2 => "__nv_fp8_e5m2",
     }
 }
 
-/// `f32`, `f16`, `bf16`: as `dtype=` spells them.
+/// `f32`, `f16`, `bf16`, `e4m3`, `e5m2`: as `dtype=` spells them.
 pub fn short_name(d: Dtype) -> &'static str {
-    match d {
-        Dtype::F32 => "f32",
-        Dtype::F16 => "f16",
-        Dtype::Bf16 => "bf16",
-    }
+    d.name()
 }
 
 /// The precision a buffer of `d` forces at least: its rounding.
@@ -52,6 +50,7 @@ fn precision_of(d: Dtype) -> Precision {
         Dtype::F32 => Precision::Fp32,
         Dtype::F16 => Precision::Fp16,
         Dtype::Bf16 => Precision::Bf16,
+        Dtype::E4m3 | Dtype::E5m2 => Precision::Fp8,
     }
 }
 
@@ -126,6 +125,21 @@ impl Buffers {
                     }
                 }
             }
+        }
+        // FP8 rounds each value by up to 6% (E4M3) or 12% (E5M2): an output or a running
+        // statistic stored in it could not be told from a wrong one.
+        let wider = |name: &str| match out.inputs.iter().find_map(|d| d.fp8()) {
+            Some(_) => format!(
+                "FP8 is for inputs: give {name} a wider type, as FP8 kernels write theirs \
+                 (dtype=e4m3,{name}:bf16)"
+            ),
+            None => format!("FP8 is for inputs: give {name} f32, f16 or bf16"),
+        };
+        if out.output.fp8().is_some() {
+            return Err(format!("dtype: {}", wider(tensors[tensors.len() - 1])));
+        }
+        if let Some(i) = out.scratch.iter().position(|d| d.fp8().is_some()) {
+            return Err(format!("dtype: {}", wider(scratch[i])));
         }
         for (key, layout) in [("a", out.a), ("c", out.c)] {
             if layout == Layout::Col && workload != Workload::Gemm {
@@ -204,7 +218,13 @@ impl Buffers {
             .iter()
             .chain([&self.output])
             .map(|&d| precision_of(d))
-            .max_by(|a, b| a.tolerance().total_cmp(&b.tolerance()))
+            // FP8 inputs name the row's precision over an output of the same bound (BF16).
+            .max_by(|a, b| {
+                let fp8 = |p: &Precision| *p == Precision::Fp8;
+                a.tolerance()
+                    .total_cmp(&b.tolerance())
+                    .then(fp8(a).cmp(&fp8(b)))
+            })
             .unwrap_or(Precision::Fp32)
     }
 
@@ -284,6 +304,36 @@ mod tests {
 
     fn params(sig: &Signature) -> Vec<Param> {
         sig.params.iter().map(|(_, p)| *p).collect()
+    }
+
+    /// FP8 is for inputs: a row with FP8 inputs is judged as FP8 whatever its output's type,
+    /// and an FP8 output or scratch buffer is refused, saying what to write.
+    #[test]
+    fn fp8_inputs_name_the_rows_precision_and_fp8_outputs_are_refused() {
+        let sig = Signature::named("gemm").unwrap();
+        let of = |options: &str| Buffers::of(&spec(options), Workload::Gemm, sig, &params(sig));
+        for options in [
+            "dtype=e4m3,C:bf16",
+            "dtype=e5m2,C:f32",
+            "dtype=A:e4m3,B:bf16,C:bf16",
+        ] {
+            let b = of(options).unwrap();
+            assert_eq!(b.precision(), Precision::Fp8, "{options}");
+        }
+        let e = of("dtype=e4m3").unwrap_err();
+        assert!(
+            e.contains("FP8 is for inputs: give C a wider type") && e.contains("dtype=e4m3,C:bf16"),
+            "{e}"
+        );
+        let lm = Signature::named("attention-lm").unwrap();
+        let e = Buffers::of(
+            &spec("dtype=e4m3,O:bf16,l:e4m3"),
+            Workload::Attention,
+            lm,
+            &params(lm),
+        )
+        .unwrap_err();
+        assert!(e.contains("FP8 is for inputs: give l a wider type"), "{e}");
     }
 
     #[test]

@@ -381,9 +381,10 @@ pub fn vars(shape: &Shape, sms: usize) -> Vec<(&'static str, usize)> {
     v
 }
 
-/// The largest shape a kernel with `input=` runs at: its reference is its own, computed in f64
-/// on the CPU (the workload's above this size may come from cuBLAS or a sample).
-const FIXED_INPUTS_MAX_FLOPS: f64 = 150e9;
+/// The largest shape a kernel with inputs of its own (`input=`, FP8) runs at: its reference is
+/// its own, computed in f64 on the CPU (the workload's above this size may come from cuBLAS or
+/// a sample).
+const OWN_INPUTS_MAX_FLOPS: f64 = 150e9;
 
 /// Dynamic shared memory a block may have on the largest GPUs the lab knows (sm_90).
 const MAX_SMEM: i64 = 227 * 1024;
@@ -1268,10 +1269,12 @@ impl UserKernel {
             .any(|l| l.list.params().contains(&param))
     }
 
-    /// `inputs` with those `input=` fixes filled with their values, or `None` when it fixes
-    /// none.
-    fn fixed_inputs(&self, shape: &Shape, inputs: &[Vec<f32>]) -> Option<Vec<Vec<f32>>> {
-        if self.spec.fixed_inputs.is_empty() {
+    /// The inputs the kernel reads, where they differ from `inputs`: those `input=` fixes
+    /// filled with their values, and those it takes in FP8 rounded to it (which moves each
+    /// value too far for a reference of the unrounded ones to judge the kernel by). `None`
+    /// when they are `inputs` themselves.
+    fn own_inputs(&self, shape: &Shape, inputs: &[Vec<f32>]) -> Option<Vec<Vec<f32>>> {
+        if !self.has_own_inputs() {
             return None;
         }
         let names = shape.inputs();
@@ -1282,7 +1285,18 @@ impl UserKernel {
                 out[i].fill(*value);
             }
         }
+        for (values, d) in out.iter_mut().zip(&self.buffers.inputs) {
+            if d.fp8().is_some() {
+                values.iter_mut().for_each(|v| *v = d.round(*v));
+            }
+        }
         Some(out)
+    }
+
+    /// Whether the kernel reads inputs of its own ([`UserKernel::own_inputs`]), so that its
+    /// reference is its own too.
+    fn has_own_inputs(&self) -> bool {
+        !self.spec.fixed_inputs.is_empty() || self.buffers.inputs.iter().any(|d| d.fp8().is_some())
     }
 
     /// The inputs of `shape` the kernel is given neither as a parameter, nor as a
@@ -1406,12 +1420,16 @@ impl Kernel for UserKernel {
 
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
         defines_at(&self.spec, shape, self.sms)?;
-        // Its own reference, of the fixed inputs, is computed on the CPU for every row.
-        if !self.spec.fixed_inputs.is_empty() && shape.flops() > FIXED_INPUTS_MAX_FLOPS {
+        // Its own reference, of its own inputs, is computed on the CPU for every row.
+        if self.has_own_inputs() && shape.flops() > OWN_INPUTS_MAX_FLOPS {
+            let why = match self.spec.fixed_inputs.is_empty() {
+                true => "its FP8 inputs give",
+                false => "input= gives",
+            };
             return Err(Unsupported(format!(
-                "input= gives this kernel a reference of its own, computed in f64 on the CPU, \
-                 which the lab does up to {} GFLOP; this shape is {:.0} GFLOP",
-                FIXED_INPUTS_MAX_FLOPS / 1e9,
+                "{why} this kernel a reference of its own, computed in f64 on the CPU, which \
+                 the lab does up to {} GFLOP; this shape is {:.0} GFLOP",
+                OWN_INPUTS_MAX_FLOPS / 1e9,
                 shape.flops() / 1e9
             )));
         }
@@ -1539,7 +1557,7 @@ impl Kernel for UserKernel {
     }
 
     fn device_inputs(&self, shape: &Shape, inputs: &[Vec<f32>]) -> Option<Vec<Vec<f32>>> {
-        let fixed = self.fixed_inputs(shape, inputs);
+        let fixed = self.own_inputs(shape, inputs);
         let moved: Vec<(usize, layout::Relayout)> = (0..inputs.len())
             .filter_map(|i| Some((i, self.buffers.relayout(shape, i)?)))
             .collect();
@@ -1569,8 +1587,8 @@ impl Kernel for UserKernel {
         result: &[f64],
         indices: Option<&[usize]>,
     ) -> Option<Vec<f64>> {
-        // Inputs fixed by `input=`: the result of those instead.
-        let fixed = self.fixed_inputs(shape, inputs);
+        // Inputs of its own (`input=`, FP8): the result of those instead.
+        let fixed = self.own_inputs(shape, inputs);
         let map = self.buffers.relayout(shape, shape.inputs().len());
         let (alpha, beta) = (f64::from(self.buffers.alpha), f64::from(self.buffers.beta));
         if fixed.is_none() && map.is_none() && alpha == 1.0 && beta == 0.0 {

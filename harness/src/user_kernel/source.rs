@@ -239,6 +239,9 @@ impl UnitParts<'_> {
         if types.contains(&Dtype::Bf16) {
             out.push_str("#include <cuda_bf16.h>\n");
         }
+        if types.iter().any(|d| d.fp8().is_some()) {
+            out.push_str("#include <cuda_fp8.h>\n");
+        }
         out
     }
 

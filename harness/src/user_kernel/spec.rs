@@ -513,12 +513,14 @@ fn parse_grid(v: &str) -> Result<Grid, String> {
     Ok(Grid::Exprs(parse_exprs("grid", v)?))
 }
 
-/// `f32`, `f16` or `bf16` (and the usual other spellings).
+/// `f32`, `f16`, `bf16`, `e4m3` or `e5m2` (and the usual other spellings).
 pub fn parse_dtype(v: &str) -> Option<Dtype> {
     match v.trim() {
         "f32" | "fp32" | "float" => Some(Dtype::F32),
         "f16" | "fp16" | "half" => Some(Dtype::F16),
         "bf16" | "bfloat16" => Some(Dtype::Bf16),
+        "e4m3" | "fp8_e4m3" | "fp8e4m3" => Some(Dtype::E4m3),
+        "e5m2" | "fp8_e5m2" | "fp8e5m2" => Some(Dtype::E5m2),
         _ => None,
     }
 }
@@ -531,7 +533,10 @@ fn parse_dtypes(v: &str) -> Result<Vec<(Option<String>, Dtype)>, String> {
         .and_then(|r| r.strip_suffix(')'))
         .unwrap_or(v);
     let bad = |t: &str| {
-        format!("dtype {t:?}: expected f32, f16 or bf16, for all buffers or per buffer (A:f16)")
+        format!(
+            "dtype {t:?}: expected f32, f16, bf16, e4m3 or e5m2, for all buffers or per buffer \
+             (A:f16)"
+        )
     };
     inner
         .split(',')

@@ -33,7 +33,7 @@ use crate::device::{
     Prepared, SharedBanks,
 };
 use crate::pipeline::Span;
-use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Dtype, Fill, Launch, Step};
+use crate::plan::{Arg, Buf, CudaPlan, CudaSource, Fill, Launch, Step};
 use crate::tma::TensorMap;
 use crate::workload::Shape;
 use compile::Module;
@@ -1196,11 +1196,7 @@ impl<'a> SimRun<'a> {
                      (byte offset {off}; the buffer holds {elems} {} elements) by {who}",
                     b.name,
                     off.div_euclid(size),
-                    match b.dtype {
-                        Dtype::F32 => "f32",
-                        Dtype::F16 => "f16",
-                        Dtype::Bf16 => "bf16",
-                    },
+                    b.dtype.name(),
                 );
             }
         }

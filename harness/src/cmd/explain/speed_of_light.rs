@@ -209,6 +209,7 @@ fn two_ceilings(precision: Precision, flops: f64, bytes: f64, why: &str) -> (Vec
         Precision::Fp32 => (sol::h100::FP32_FLOPS, "FP32 CUDA cores"),
         Precision::Tf32 => (sol::h100::TF32_FLOPS, "TF32 tensor cores"),
         Precision::Fp16 | Precision::Bf16 => (sol::h100::FP16_FLOPS, "FP16/BF16 tensor cores"),
+        Precision::Fp8 => (sol::h100::FP8_FLOPS, "FP8 tensor cores"),
     };
     let t_math = flops / peak * 1e3;
     let t_dram = bytes / sol::h100::DRAM_BYTES_PER_S * 1e3;
