@@ -75,7 +75,7 @@ impl PeerRow {
         }
         if Precision::parse(&self.precision).is_none() {
             return Err(format!(
-                "no precision is called {:?} (fp32, tf32, fp16 or bf16)",
+                "no precision is called {:?} (fp32, tf32, fp16, bf16 or fp8)",
                 self.precision
             ));
         }
@@ -152,8 +152,9 @@ pub fn merge(run: &mut RunResults, peers: &PeerFile) -> String {
 fn to_row(p: &PeerRow, tool: &str, shape: &kernel::Shape) -> Option<Row> {
     let precision = Precision::parse(&p.precision)?;
     let elem = match precision {
+        Precision::Fp8 => 1,
         Precision::Fp16 | Precision::Bf16 => 2,
-        _ => 4,
+        Precision::Fp32 | Precision::Tf32 => 4,
     };
     let tolerance = precision.tolerance();
     let (status, reason, check) = match (&p.error, p.rel_error) {

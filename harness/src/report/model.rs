@@ -553,7 +553,8 @@ fn timed(shape: &ShapeResults, r: &Row) -> Option<Timed> {
 /// arithmetic (cuBLAS SGEMM for FP32, cuBLAS TF32 for TF32, cuBLAS FP16/BF16 for those), so a
 /// reduced-precision rung is judged against the tensor-core library at its own precision.
 /// Where the table has no reference of that precision at all (the CPU has one peer crate,
-/// FP32), the FP32 reference stands in; a reference that exists but failed gives none.
+/// FP32; no library row computes in FP8), the nearest that runs stands in: for FP8 the
+/// FP16 tensor-core library, then FP32; a reference that exists but failed gives none.
 pub fn reference_for(shape: &ShapeResults, precision: Precision) -> Option<usize> {
     let refs = || {
         shape
@@ -566,12 +567,18 @@ pub fn reference_for(shape: &ShapeResults, precision: Precision) -> Option<usize
     let same = refs()
         .filter(|(_, r)| r.precision == precision)
         .min_by_key(|(_, r)| r.rung);
-    match same {
-        Some(x) => usable(&x).then_some(x.0),
-        None => refs()
-            .filter(|(_, r)| r.precision == Precision::Fp32)
+    if let Some(x) = same {
+        return usable(&x).then_some(x.0);
+    }
+    let stand_ins: &[Precision] = match precision {
+        Precision::Fp8 => &[Precision::Fp16, Precision::Fp32],
+        _ => &[Precision::Fp32],
+    };
+    stand_ins.iter().find_map(|&p| {
+        refs()
+            .filter(|(_, r)| r.precision == p)
             .filter(usable)
             .min_by_key(|(_, r)| r.rung)
-            .map(|(i, _)| i),
-    }
+            .map(|(i, _)| i)
+    })
 }

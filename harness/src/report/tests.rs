@@ -475,6 +475,16 @@ fn each_row_is_compared_with_the_reference_of_its_precision() {
         headline_rows(&cpu)[3].reference.as_deref(),
         Some("cublas-sgemm")
     );
+    // No library row computes in FP8: an FP8 row is held to the FP16 tensor-core library,
+    // and to its roof.
+    let mut fp8 = run.clone();
+    fp8.workloads[0].shapes[2].rows[4].precision = Precision::Fp8;
+    let d = headline_rows(&fp8);
+    assert_eq!(d[4].reference.as_deref(), Some("cublas-fp16"));
+    assert_eq!(
+        d[4].roof.as_ref().map(|r| r.roof.name()),
+        Some("FP16/BF16 tensor")
+    );
     // A reference of the row's precision that failed leaves the column empty: no fallback.
     let mut broken = run.clone();
     broken.workloads[0].shapes[2].rows[6].status = Status::Failed;
