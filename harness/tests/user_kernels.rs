@@ -249,7 +249,10 @@ fn the_examples_run_unmodified_as_user_rows_in_the_simulator() {
         // `inspect`: registers and shared memory of the instantiation the lab launched, for
         // sm_80, or sm_90a for a file of Hopper's instructions (compiled for nothing else).
         if nvrtc::version().is_ok() {
-            let arch = if spec.contains("tmap(") || spec.contains("cluster=") {
+            let arch = if spec.contains("tmap(")
+                || spec.contains("cluster=")
+                || json.contains("compiled for sm_90a alone")
+            {
                 "sm_90a"
             } else {
                 "sm_80"

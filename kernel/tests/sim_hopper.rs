@@ -400,6 +400,7 @@ fn mbarrier_misuse_is_reported_with_the_barrier_state() {
 /// into 1024-aligned shared memory, builds the descriptors from the parameters and writes
 /// every thread's accumulators (and d[0] read before the wait) to C.
 const WGMMA_PROBE: &str = r#"
+#include <cuda_fp8.h>
 #include "lab/hopper.h"
 extern "C" __global__ void wgmma_probe(const float *img, const float *p, float *out, int M, int N, int K) {
     extern __shared__ unsigned char raw[];
@@ -419,12 +420,23 @@ extern "C" __global__ void wgmma_probe(const float *img, const float *p, float *
     float d[128];
     for (int i = 0; i < n / 2; ++i) d[i] = 1000.0f * t + i;  // C, for scale-d = 1
     // A from registers (the RS form): a[r] = A[16w + g + 8 (r % 2)][2q + 8 (r / 2) + {0, 1}],
-    // the lower column in the low half; A dense row-major (64 x 16) in p[32..].
+    // the lower column in the low half; for FP8 A[16w + g + 8 (r % 2)][4q + 16 (r / 2) + {0..3}],
+    // the lowest in the low byte. A dense row-major (64 x K) in p[32..], K = p[15].
     unsigned a[4];
-    const bool f16 = (int)p[9] == 0;
+    const int type = (int)p[9], ka = (int)p[15];
+    const bool f16 = type == 0, fp8 = type >= 3;
     for (int r = 0; r < 4; ++r) {
-        const int row = 16 * w + g + 8 * (r % 2), col = 2 * q + 8 * (r / 2);
-        const float lo = p[32 + row * 16 + col], hi = p[32 + row * 16 + col + 1];
+        const int row = 16 * w + g + 8 * (r % 2);
+        if (fp8) {
+            a[r] = 0;
+            for (int j = 0; j < 4; ++j) {
+                const float v = p[32 + row * ka + 4 * q + 16 * (r / 2) + j];
+                a[r] |= (unsigned)__nv_cvt_float_to_fp8(v, __NV_SATFINITE, type == 3 ? __NV_E4M3 : __NV_E5M2) << (8 * j);
+            }
+            continue;
+        }
+        const int col = 2 * q + 8 * (r / 2);
+        const float lo = p[32 + row * ka + col], hi = p[32 + row * ka + col + 1];
         a[r] = f16 ? (unsigned)__half_as_ushort(__float2half_rn(lo)) | ((unsigned)__half_as_ushort(__float2half_rn(hi)) << 16)
                    : (unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(lo)) |
                          ((unsigned)__bfloat16_as_ushort(__float2bfloat16_rn(hi)) << 16);
@@ -462,14 +474,21 @@ enum Ty {
     F16,
     Bf16,
     Tf32,
+    E4m3,
+    E5m2,
 }
 
 impl Ty {
     fn bytes(self) -> usize {
-        if self == Ty::Tf32 { 4 } else { 2 }
+        match self {
+            Ty::Tf32 => 4,
+            Ty::F16 | Ty::Bf16 => 2,
+            Ty::E4m3 | Ty::E5m2 => 1,
+        }
     }
+    /// K of one instruction: 32 bytes of each row.
     fn k(self) -> usize {
-        if self == Ty::Tf32 { 8 } else { 16 }
+        32 / self.bytes()
     }
     /// sim::WgType.
     fn code(self) -> f32 {
@@ -477,6 +496,8 @@ impl Ty {
             Ty::F16 => 0.0,
             Ty::Bf16 => 1.0,
             Ty::Tf32 => 2.0,
+            Ty::E4m3 => 3.0,
+            Ty::E5m2 => 4.0,
         }
     }
     fn bits(self, v: f32) -> u32 {
@@ -484,6 +505,8 @@ impl Ty {
             Ty::F16 => u32::from(half::f16::from_f32(v).to_bits()),
             Ty::Bf16 => u32::from(half::bf16::from_f32(v).to_bits()),
             Ty::Tf32 => v.to_bits(),
+            Ty::E4m3 => u32::from(kernel::fp8::Fp8::E4m3.encode(v)),
+            Ty::E5m2 => u32::from(kernel::fp8::Fp8::E5m2.encode(v)),
         }
     }
 }
@@ -550,7 +573,7 @@ fn probe_inputs(c: &Case) -> (Vec<f32>, Vec<f32>) {
         .chunks_exact(4)
         .map(|w| f32::from_bits(u32::from_le_bytes([w[0], w[1], w[2], w[3]])))
         .collect();
-    let mut p = vec![0.0f32; 32 + 64 * 16];
+    let mut p = vec![0.0f32; 32 + 64 * c.ty.k()];
     let desc = |op: &Operand| [op.lbo as f32, op.sbo as f32, op.mode as f32];
     if let Some(a) = &c.a {
         p[0] = 0.0;
@@ -565,9 +588,10 @@ fn probe_inputs(c: &Case) -> (Vec<f32>, Vec<f32>) {
     p[12] = f32::from(u8::from(c.scale_d));
     p[13] = f32::from(u8::from(c.a.is_none()));
     p[14] = words.len() as f32;
+    p[15] = c.ty.k() as f32;
     for m in 0..64 {
-        for k in 0..16 {
-            p[32 + m * 16 + k] = a_val(m, k);
+        for k in 0..c.ty.k() {
+            p[32 + m * c.ty.k() + k] = a_val(m, k);
         }
     }
     (words, p)
@@ -826,6 +850,45 @@ fn cases() -> Vec<Case> {
                 layout: Layout {
                     mn: (&[8, 3], &[4, 32]),
                     k: (&[4, 2], &[1, 96]),
+                },
+                lbo: 384,
+                sbo: 128,
+                mode: 0,
+                mn_major: false,
+            },
+            scale_d: false,
+        },
+        // FP8, K = 32 (32 bytes of each row, as every type): A and B K-major in the 128B
+        // swizzle, 128 elements a row.
+        Case {
+            name: "e4m3 A K-major 128B, B K-major 128B, N 128",
+            ty: Ty::E4m3,
+            n: 128,
+            a: Some(Operand {
+                layout: k_major_swizzled!(128, 1024, 16),
+                lbo: 16,
+                sbo: 1024,
+                mode: 1,
+                mn_major: false,
+            }),
+            b: Operand {
+                layout: k_major_swizzled!(128, 1024, 16),
+                lbo: 16,
+                sbo: 1024,
+                mode: 1,
+                mn_major: false,
+            },
+            scale_d: true,
+        },
+        Case {
+            name: "e5m2 A in registers, B K-major none, N 24",
+            ty: Ty::E5m2,
+            n: 24,
+            a: None,
+            b: Operand {
+                layout: Layout {
+                    mn: (&[8, 3], &[16, 128]),
+                    k: (&[16, 2], &[1, 384]),
                 },
                 lbo: 384,
                 sbo: 128,

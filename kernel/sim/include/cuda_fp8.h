@@ -13,6 +13,7 @@
 
 #include "cuda_bf16.h"
 #include "cuda_fp16.h"
+#include "sim_fp8_value.h"
 
 typedef unsigned char __nv_fp8_storage_t;
 typedef unsigned short __nv_fp8x2_storage_t;
@@ -60,23 +61,7 @@ inline __nv_fp8_storage_t encode(double x, __nv_saturation_t sat, __nv_fp8_inter
     return (__nv_fp8_storage_t)(sign | bits);
 }
 
-inline float decode(__nv_fp8_storage_t b, __nv_fp8_interpretation_t f) {
-    const Format t = format(f);
-    const bool neg = (b & 0x80u) != 0;
-    const unsigned exp = (b & 0x7Fu) >> t.mant, m = b & ((1u << t.mant) - 1u);
-    const unsigned top = (1u << (7 - t.mant)) - 1u;
-    double v;
-    if (f == __NV_E4M3 && (b & 0x7Fu) == 0x7Fu) {
-        v = NAN;
-    } else if (f == __NV_E5M2 && exp == top) {
-        v = m ? NAN : INFINITY;
-    } else if (exp == 0) {
-        v = std::ldexp((double)m, 1 - t.bias - t.mant);
-    } else {
-        v = std::ldexp((double)(m | (1u << t.mant)), (int)exp - t.bias - t.mant);
-    }
-    return (float)(neg ? -v : v);
-}
+inline float decode(__nv_fp8_storage_t b, __nv_fp8_interpretation_t f) { return sim::fp8_value(b, f == __NV_E5M2); }
 }  // namespace sim_fp8
 
 inline __nv_fp8_storage_t __nv_cvt_float_to_fp8(float x, __nv_saturation_t sat,

@@ -162,6 +162,18 @@ inline void mma_m16n8k16(bool bf16, bool d_f16, bool c_f16, uint32_t *d, const u
     }
 }
 
+inline void mma_m16n8k32_fp8(bool a_e5m2, bool b_e5m2, uint32_t *d, const uint32_t *a, const uint32_t *b,
+                             const uint32_t *c) {
+    float cf[4], df[4];
+    memcpy(cf, c, sizeof cf);
+    const unsigned av[4] = {a[0], a[1], a[2], a[3]}, bv[2] = {b[0], b[1]};
+    if (a_e5m2 && b_e5m2) mma_emu::mma_fp8_warp<true, true>(df, av, bv, cf);
+    else if (a_e5m2) mma_emu::mma_fp8_warp<true, false>(df, av, bv, cf);
+    else if (b_e5m2) mma_emu::mma_fp8_warp<false, true>(df, av, bv, cf);
+    else mma_emu::mma_fp8_warp<false, false>(df, av, bv, cf);
+    memcpy(d, df, sizeof df);
+}
+
 inline void mma_m16n8k8_tf32(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_t *c) {
     float cf[4], df[4];
     memcpy(cf, c, sizeof cf);
@@ -592,7 +604,7 @@ inline unsigned clusterid(unsigned axis, bool count) {
 // covers the instruction, through one pointer, so they must be consecutive floats (an array,
 // as public kernels declare them).
 inline void wgmma(float *const *d, unsigned len, const uint32_t *a, uint64_t desc_a, uint64_t desc_b, unsigned n,
-                  WgType type, bool scale_d, int scale_a, int scale_b, bool trans_a, bool trans_b,
+                  WgType type, bool scale_d, int scale_a, int scale_b, bool trans_a, bool trans_b, WgType type_b,
                   const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
     const SourceSite site(file, line);
     for (unsigned k = 1; k < len; ++k)
@@ -600,7 +612,7 @@ inline void wgmma(float *const *d, unsigned len, const uint32_t *a, uint64_t des
             fail("wgmma.mma_async: accumulator %u is not the float after accumulator %u; the simulator writes D "
                  "through one pointer, so pass consecutive elements of a float array",
                  k, k - 1);
-    wgmma_issue(d[0], a, desc_a, desc_b, n, type, scale_d, scale_a, scale_b, trans_a, trans_b);
+    wgmma_issue(d[0], a, desc_a, desc_b, n, type, scale_d, scale_a, scale_b, trans_a, trans_b, type_b);
 }
 
 }  // namespace inline_ptx

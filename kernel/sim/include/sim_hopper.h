@@ -28,6 +28,7 @@
 #pragma once
 
 #include "mma.h"  // half and bfloat16 conversions, TF32 rounding
+#include "sim_fp8_value.h"
 #include "sim_runtime.h"
 
 // cuda.h's tensor map: 128 opaque bytes. The simulator's host writes its own encoding
@@ -201,7 +202,10 @@ constexpr unsigned kMaxWgmmaOps = 64;  // wgmma.mma_async a warp may have in fli
 constexpr unsigned kWgLog = 64;        // issues remembered per warpgroup to compare descriptors
 constexpr unsigned kMaxBars = 64;      // mbarriers per block whose end state is checked
 
-enum class WgType : unsigned char { f16, bf16, tf32 };
+enum class WgType : unsigned char { f16, bf16, tf32, e4m3, e5m2 };
+
+inline bool wg_fp8(WgType t) { return t == WgType::e4m3 || t == WgType::e5m2; }
+inline unsigned wg_bytes(WgType t) { return t == WgType::tf32 ? 4 : wg_fp8(t) ? 1 : 2; }
 
 // One warp's share of one wgmma.mma_async, waiting for the wgmma.wait_group that runs it.
 struct WgmmaOp {
@@ -211,7 +215,7 @@ struct WgmmaOp {
     unsigned group;
     unsigned seq;  // the warp's wgmma number: the same instruction has the same in every warp
     unsigned short n;
-    WgType type;
+    WgType type, type_b;  // A's and B's: FP8 may mix E4M3 and E5M2
     bool a_in_regs, scale_d, trans_a, trans_b;
     signed char scale_a, scale_b;
     const char *site_file;  // the line that issued it (inline PTX's), or null
@@ -1033,6 +1037,7 @@ inline float wg_element(WgType t, const void *p) {
         memcpy(&f, p, 4);
         return nvcuda::wmma::__float_to_tf32(f);
     }
+    if (wg_fp8(t)) return fp8_value(*(const unsigned char *)p, t == WgType::e5m2);
     unsigned short h;
     memcpy(&h, p, 2);
     return t == WgType::f16 ? __half2float(__ushort_as_half(h)) : __bfloat162float(__ushort_as_bfloat16(h));
@@ -1040,7 +1045,7 @@ inline float wg_element(WgType t, const void *p) {
 
 inline float wg_read(WgType t, const Desc &x, bool mn_major, unsigned i, unsigned k, const char *which,
                      uint64_t desc) {
-    const unsigned e = t == WgType::tf32 ? 4 : 2;
+    const unsigned e = wg_bytes(t);
     uint64_t a = desc_addr(x, mn_major, i, k, e);
     const void *p = shared_ptr(a, e);
     if (!p)
@@ -1065,9 +1070,29 @@ inline void wgmma_run(const WgmmaOp &op, unsigned warp) {
     } reader{w};
     w.wgmma_reader = (uint16_t)(kWgmmaUnit + warp / 4);
     w.wgmma_seq = (uint16_t)op.seq;
-    const unsigned K_ = op.type == WgType::tf32 ? 8 : 16, N_ = op.n, r0 = 16 * (warp % 4);
-    float A_[16][16], Bl[16 * 256];  // A's rows of this warp; B as Bl[k * 256 + n]
-    if (op.a_in_regs) {
+    const unsigned K_ = 32 / wg_bytes(op.type), N_ = op.n, r0 = 16 * (warp % 4);
+    // A's rows of this warp; B as Bl[k * 256 + n], on the fiber's stack up to k16 (16 KiB),
+    // on the heap for FP8's k32.
+    float A_[16][32], b_k16[16 * 256];
+    struct Heap {
+        float *p;
+        ~Heap() { free(p); }
+    } heap{K_ > 16 ? (float *)malloc(sizeof(float) * K_ * 256) : nullptr};
+    if (K_ > 16 && !heap.p) fail("out of memory for a wgmma's B");
+    float *Bl = heap.p ? heap.p : b_k16;
+    if (op.a_in_regs && wg_fp8(op.type)) {
+        // 8-bit A in registers: the mma.m16n8k32 A layout, four elements a register, the
+        // lowest-indexed in the low byte: register r holds row g + 8 (r % 2), columns
+        // 4q + 16 (r / 2) .. + 3.
+        for (unsigned l = 0; l < 32; ++l) {
+            const unsigned g = l / 4, q = l % 4;
+            for (unsigned r = 0; r < 4; ++r)
+                for (unsigned j = 0; j < 4; ++j) {
+                    const unsigned char byte = (unsigned char)(op.a_regs[l][r] >> (8 * j));
+                    A_[g + 8 * (r % 2)][4 * q + j + 16 * (r / 2)] = wg_element(op.type, &byte);
+                }
+        }
+    } else if (op.a_in_regs) {
         // A in registers: the mma.m16n8k16 A layout on the warp's 16 rows (9.7.15.5.1.1.1).
         for (unsigned l = 0; l < 32; ++l) {
             const unsigned g = l / 4, q = l % 4;
@@ -1086,7 +1111,7 @@ inline void wgmma_run(const WgmmaOp &op, unsigned warp) {
     }
     Desc db = decode_desc(op.desc_b, "B");
     for (unsigned n = 0; n < N_; ++n)
-        for (unsigned k = 0; k < K_; ++k) Bl[k * 256 + n] = wg_read(op.type, db, op.trans_b, n, k, "B", op.desc_b);
+        for (unsigned k = 0; k < K_; ++k) Bl[k * 256 + n] = wg_read(op.type_b, db, op.trans_b, n, k, "B", op.desc_b);
     for (unsigned l = 0; l < 32; ++l) {
         const unsigned g = l / 4, q = l % 4;
         float *d = op.d[l];
@@ -1145,15 +1170,15 @@ inline void wake_wgmma_waiters(Worker &w, unsigned warp) {
     }
 }
 
-// wgmma.mma_async.sync.aligned.m64nNk{16,8}.f32.{f16,bf16,tf32}: every lane of the warp
-// gives its accumulators (N / 2 floats) and, for the RS form, its four A registers.
+// wgmma.mma_async.sync.aligned.m64nNk{16,8,32}.f32.{f16,bf16,tf32,e4m3/e5m2}: every lane of the
+// warp gives its accumulators (N / 2 floats) and, for the RS form, its four A registers.
 inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint64_t desc_b, unsigned n, WgType type,
-                        bool scale_d, int scale_a, int scale_b, bool trans_a, bool trans_b) {
+                        bool scale_d, int scale_a, int scale_b, bool trans_a, bool trans_b, WgType type_b) {
     const char *what = "wgmma.mma_async";
     check_warpgroup(what);
     if (n < 8 || n > 256 || n % 8) fail("%s: N = %u (a multiple of 8 up to 256)", what, n);
-    if (type == WgType::tf32 && (trans_a || trans_b))
-        fail("%s: tf32 operands are K-major only (imm-trans-a and imm-trans-b must be 0)", what);
+    if ((type == WgType::tf32 || wg_fp8(type)) && (trans_a || trans_b))
+        fail("%s: tf32 and FP8 operands are K-major only (imm-trans-a and imm-trans-b must be 0)", what);
     if ((scale_a != 1 && scale_a != -1) || (scale_b != 1 && scale_b != -1))
         fail("%s: imm-scale-a/b are 1 or -1 (got %d, %d)", what, scale_a, scale_b);
     WarpWgmma &ws = warp_wgmma();
@@ -1203,6 +1228,7 @@ inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint6
         op.seq = ws.issued - 1;
         op.n = (unsigned short)n;
         op.type = type;
+        op.type_b = type_b;
         op.scale_d = scale_d;
         op.trans_a = trans_a;
         op.trans_b = trans_b;
@@ -1211,6 +1237,12 @@ inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint6
         op.site_file = site_file;
         op.site_line = site_line;
     }, front);
+}
+
+// The same with A and B of one type.
+inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint64_t desc_b, unsigned n, WgType type,
+                        bool scale_d, int scale_a, int scale_b, bool trans_a, bool trans_b) {
+    wgmma_issue(d, a_regs, desc_a, desc_b, n, type, scale_d, scale_a, scale_b, trans_a, trans_b, type);
 }
 
 // fence.proxy.async: this thread's generic-proxy writes so far become visible to the async

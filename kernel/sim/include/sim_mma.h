@@ -20,6 +20,7 @@
 #pragma once
 
 #include "mma.h"  // half and bfloat16 conversions, TF32 rounding
+#include "sim_fp8_value.h"
 #include "sim_runtime.h"
 
 namespace sim {
@@ -166,6 +167,50 @@ inline void mma_warp(const char *what, float (&d)[4], const unsigned (&a)[4], co
     in.b[0] = b[0];
     in.b[1] = b[1];
     Acc4 got = warp_collective<Acc4>(what, in, mma<E_>);
+    for (int i = 0; i < 4; ++i) d[i] = got.d[i];
+}
+
+// mma.sync.aligned.m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32 (sm_89): four 8-bit
+// elements a register, the lowest-indexed in the low byte (the .s8 layouts of m16n8k32):
+//   A (16x32, row): a0 = A[g][4t..4t+3]  a1 = A[g+8][4t..]  a2 = A[g][4t+16..]  a3 = A[g+8][4t+16..]
+//   B (32x8, col):  b0 = B[4t..4t+3][g]  b1 = B[4t+16..4t+19][g]
+// Products exact in FP32, summed in FP32 in k order onto C (a GPU's FP8 accumulation keeps
+// fewer bits, so the simulator is the more exact of the two).
+template <bool A5, bool B5>
+inline void mma_fp8(const MmaIn *in, Acc4 *out) {
+    float A_[16][32], B_[32][8];
+    auto bytes = [](unsigned reg, bool e5m2, float *to, int stride) {
+        for (int j = 0; j < 4; ++j)
+            to[j * stride] = fp8_value((unsigned char)(reg >> (8 * j)), e5m2);
+    };
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        const MmaIn &f = in[l];
+        bytes(f.a[0], A5, &A_[g][4 * t], 1);
+        bytes(f.a[1], A5, &A_[g + 8][4 * t], 1);
+        bytes(f.a[2], A5, &A_[g][4 * t + 16], 1);
+        bytes(f.a[3], A5, &A_[g + 8][4 * t + 16], 1);
+        bytes(f.b[0], B5, &B_[4 * t][g], 8);
+        bytes(f.b[1], B5, &B_[4 * t + 16][g], 8);
+    }
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        for (int i = 0; i < 4; ++i) {
+            const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+            float acc = in[l].c[i];
+            for (int k = 0; k < 32; ++k) acc += A_[row][k] * B_[k][col];
+            out[l].d[i] = acc;
+        }
+    }
+}
+
+template <bool A5, bool B5>
+inline void mma_fp8_warp(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], const float (&c)[4]) {
+    MmaIn in;
+    for (int i = 0; i < 4; ++i) in.a[i] = a[i], in.c[i] = c[i];
+    in.b[0] = b[0];
+    in.b[1] = b[1];
+    Acc4 got = warp_collective<Acc4>("mma.sync.m16n8k32 FP8", in, mma_fp8<A5, B5>);
     for (int i = 0; i < 4; ++i) d[i] = got.d[i];
 }
 

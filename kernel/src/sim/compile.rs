@@ -57,6 +57,10 @@ const HEADERS: &[(&str, &str)] = &[
         include_str!("../../sim/include/sim_intrinsics.h"),
     ),
     ("cuda_fp8.h", include_str!("../../sim/include/cuda_fp8.h")),
+    (
+        "sim_fp8_value.h",
+        include_str!("../../sim/include/sim_fp8_value.h"),
+    ),
     ("mma.h", include_str!("../../sim/include/mma.h")),
     (
         "cuda_runtime.h",

@@ -35,9 +35,18 @@ impl fmt::Display for Refusal {
     }
 }
 
+/// `false` for `e4m3`, `true` for `e5m2` (the emulation's flag for E5M2): an 8-bit float type.
+fn fp8_kind(ty: &str) -> Option<bool> {
+    match ty {
+        "e4m3" => Some(false),
+        "e5m2" => Some(true),
+        _ => None,
+    }
+}
+
 /// What the front end accepts, for refusals.
 const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 and m16n8k8 f16/bf16 \
-     with f32 or f16 accumulators, m16n8k8 tf32), ldmatrix, stmatrix, cp.async (ca/cg, commit_group, \
+     with f32 or f16 accumulators, m16n8k8 tf32, m16n8k32 e4m3/e5m2), ldmatrix, stmatrix, cp.async (ca/cg, commit_group, \
      wait_group, wait_all), ld, st, atom, red, fence, membar, prefetch, cvta, cvt, mov, setp, \
      selp, shfl.sync, elect.sync, integer and floating-point arithmetic (add, mul, fma, ex2, \
      lop3, prmt, ...), Hopper's mbarrier, cp.async.bulk (plain and 1-5D tensor loads and \
@@ -1001,6 +1010,48 @@ impl Gen<'_> {
 
     fn mma(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
         let tail = parts[1..].join(".");
+        // FP8 (sm_89): m16n8k32, four elements a register, E4M3 and E5M2 mixed as written.
+        if let [
+            "sync",
+            "aligned",
+            "m16n8k32",
+            "row",
+            "col",
+            "f32",
+            ta,
+            tb,
+            "f32",
+        ] = parts[1..]
+            && let (Some(a5), Some(b5)) = (fp8_kind(ta), fp8_kind(tb))
+        {
+            Self::count(ops, 4)?;
+            let d = self.vector(&ops[0], 4, "D")?;
+            let a = self.vector(&ops[1], 4, "A")?;
+            let b = self.vector(&ops[2], 2, "B")?;
+            let c = self.vector(&ops[3], 4, "C")?;
+            let list = |v: &[Opnd], role: &str| -> Result<String, String> {
+                let regs = v
+                    .iter()
+                    .map(|o| self.read(o, Kind::B32, role))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(regs.join(", "))
+            };
+            let mut code = format!(
+                "{{ uint32_t _d[4]; const uint32_t _a[4] = {{{}}}, _b[2] = {{{}}}, _c[4] = {{{}}}; \
+                 ::sim::inline_ptx::mma_m16n8k32_fp8({a5}, {b5}, _d, _a, _b, _c); ",
+                list(a, "an A fragment register")?,
+                list(b, "a B fragment register")?,
+                list(c, "a C register")?
+            );
+            for (k, o) in d.iter().enumerate() {
+                if let Some(lv) = self.write(o, Kind::B32, "a D register")? {
+                    code.push_str(&format!("{lv} = _d[{k}]; "));
+                }
+            }
+            code.push_str("} ");
+            self.code.push_str(&code);
+            return Ok(());
+        }
         // `half_k`: m16n8k8 with 16-bit operands, the first half of m16n8k16's fragments (A's
         // registers 0 and 1, B's register 0: PTX ISA 9.7.14.5.7), run as m16n8k16 with zeros
         // in the other half.
@@ -1525,6 +1576,33 @@ mod tests {
         let r = strict(&bad, "k.cu").unwrap_err();
         assert_eq!((r.file.as_str(), r.line), ("k.cu", 3));
         assert!(r.why.contains("%4, constraint \"l\""), "{r}");
+    }
+
+    /// FP8: mma.sync m16n8k32 with E4M3 and E5M2 mixed as written, and wgmma m64nNk32, which
+    /// takes no transpose operands (FP8 is K-major only).
+    #[test]
+    fn fp8_mma_and_wgmma_reach_their_emulations_with_each_operands_format() {
+        let mma = "void f(float *d, unsigned *a, unsigned *b) {\n  asm volatile(\
+             \"mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, \
+             {%8,%9}, {%0,%1,%2,%3};\" : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) \
+             : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n}\n";
+        let out = rw(mma);
+        assert!(
+            out.contains("::sim::inline_ptx::mma_m16n8k32_fp8(false, true, _d, _a, _b, _c)"),
+            "{out}"
+        );
+        let wgmma = "void f(float *d, unsigned long long a) {\n  asm volatile(\
+             \"wgmma.mma_async.sync.aligned.m64n8k32.f32.e5m2.e4m3 {%0, %1, %2, %3}, %4, %5, 1, 1, 1;\" \
+             : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) : \"l\"(a), \"l\"(a));\n}\n";
+        let out = rw(wgmma);
+        assert!(
+            out.contains("8, ::sim::WgType::e5m2, ")
+                && out.contains("0 != 0, 0 != 0, ::sim::WgType::e4m3)"),
+            "{out}"
+        );
+        // With the 16-bit types' two transpose operands: one operand too many.
+        let trans = wgmma.replace("1, 1, 1;", "1, 1, 1, 0, 0;");
+        assert!(strict(&trans, "k.cu").is_err());
     }
 
     #[test]

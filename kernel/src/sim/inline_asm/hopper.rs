@@ -476,8 +476,9 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// `wgmma.fence`, `.commit_group`, `.wait_group N`, and `wgmma.mma_async` of FP16, BF16 or
-    /// TF32 into FP32 accumulators, A from shared memory (a descriptor) or registers.
+    /// `wgmma.fence`, `.commit_group`, `.wait_group N`, and `wgmma.mma_async` of FP16, BF16,
+    /// TF32 or FP8 (E4M3 and E5M2, mixed too) into FP32 accumulators, A from shared memory (a
+    /// descriptor) or registers.
     pub(super) fn wgmma(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
         let tail = parts[1..].join(".");
         match tail.as_str() {
@@ -503,17 +504,19 @@ impl Gen<'_> {
         let refuse = || {
             format!(
                 "wgmma.{tail} is not emulated (wgmma.mma_async.sync.aligned.m64nNk16 \
-                 .f32.f16.f16 and .f32.bf16.bf16, m64nNk8.f32.tf32.tf32, A from a descriptor or \
-                 registers, and wgmma.fence, commit_group and wait_group are)"
+                 .f32.f16.f16 and .f32.bf16.bf16, m64nNk8.f32.tf32.tf32, m64nNk32.f32 with \
+                 .e4m3 or .e5m2 A and B, A from a descriptor or registers, and wgmma.fence, \
+                 commit_group and wait_group are)"
             )
         };
         let ["mma_async", "sync", "aligned", shape, "f32", ta, tb] = parts[1..] else {
             return Err(refuse());
         };
-        let (ty, k) = match (ta, tb) {
-            ("f16", "f16") => ("f16", "16"),
-            ("bf16", "bf16") => ("bf16", "16"),
-            ("tf32", "tf32") => ("tf32", "8"),
+        let (ty, ty_b, k) = match (ta, tb) {
+            ("f16", "f16") => ("f16", "f16", "16"),
+            ("bf16", "bf16") => ("bf16", "bf16", "16"),
+            ("tf32", "tf32") => ("tf32", "tf32", "8"),
+            (a @ ("e4m3" | "e5m2"), b @ ("e4m3" | "e5m2")) => (a, b, "32"),
             _ => return Err(refuse()),
         };
         let n: u32 = shape
@@ -524,8 +527,8 @@ impl Gen<'_> {
             .ok_or_else(refuse)?;
         let rs = matches!(ops.get(1), Some(Opnd::Vector(_)));
         // d, a, b-desc, scale-d, imm-scale-a, imm-scale-b, then imm-trans-a (A from shared
-        // memory) and imm-trans-b, which TF32 does not take.
-        let trans = if ty == "tf32" {
+        // memory) and imm-trans-b, which TF32 and FP8 do not take.
+        let trans = if ty == "tf32" || k == "32" {
             0
         } else if rs {
             1
@@ -588,7 +591,7 @@ impl Gen<'_> {
             _ => ("0".into(), "0".into()),
         };
         self.code.push_str(&format!(
-            "{{ {a_decl}float *_wd[{len}] = {{{lv}}}; ::sim::inline_ptx::wgmma(_wd, {len}, {a}, {desc_a}, {desc_b}, {n}, ::sim::WgType::{ty}, {scale_d}, (int){sa}, (int){sb}, {tra} != 0, {trb} != 0); }} ",
+            "{{ {a_decl}float *_wd[{len}] = {{{lv}}}; ::sim::inline_ptx::wgmma(_wd, {len}, {a}, {desc_a}, {desc_b}, {n}, ::sim::WgType::{ty}, {scale_d}, (int){sa}, (int){sb}, {tra} != 0, {trb} != 0, ::sim::WgType::{ty_b}); }} ",
             len = d.len(),
             lv = lvalues.join(", "),
             a = if rs { "_wa" } else { "nullptr" },
