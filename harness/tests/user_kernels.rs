@@ -4083,3 +4083,34 @@ fn fp8_inputs_are_checked_against_a_reference_of_the_fp8_values() {
         "{text}"
     );
 }
+
+/// What `examples/fp8_mma_ptx.cu` says sm_90 makes of FP8 mma.sync, from its SASS: the bytes
+/// unpacked to FP16 and FP16 HMMA, no FP8 tensor instruction.
+#[test]
+fn fp8_mma_sync_runs_as_fp16_hmma_on_sm_90_as_its_example_says() {
+    if nvrtc::version().is_err() {
+        return;
+    }
+    let file = root().join("examples/fp8_mma_ptx.cu");
+    let header = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        header.contains("F2FP.F16.E4M3.UNPACK_B") && header.contains("HMMA.16816.F32"),
+        "the claim this test holds the SASS to is in the header"
+    );
+    let (ok, text) = harness(&[
+        "inspect",
+        "--sass",
+        "--arch",
+        "sm_90",
+        file.to_str().unwrap(),
+    ]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("F2FP.F16.E4M3.UNPACK_B") && text.contains("HMMA.16816.F32 "),
+        "{text}"
+    );
+    assert!(
+        !text.contains("E4M3.E4M3"),
+        "an FP8 tensor instruction: {text}"
+    );
+}
