@@ -314,7 +314,7 @@ mod tests {
             "{e}"
         );
         assert!(
-            refused(&|r| r.precision = "fp8".into()).contains("no precision is called \"fp8\"")
+            refused(&|r| r.precision = "fp4".into()).contains("no precision is called \"fp4\"")
         );
         assert!(
             refused(&|r| r.workload = "nope".into()).contains("no workload is called \"nope\"")

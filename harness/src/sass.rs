@@ -172,7 +172,7 @@ pub struct Summary {
     pub instructions: u32,
     pub ffma: u32,
     pub hmma: u32,
-    /// Hopper warpgroup MMA (`HGMMA`, from `wgmma.mma_async`).
+    /// Hopper warpgroup MMA (`HGMMA`, from `wgmma.mma_async`; `QGMMA` on FP8 counts too).
     pub hgmma: u32,
     /// Global loads; of them 128-bit (`LDG.E.128`) and read-only (`LDG.E.*.CONSTANT`).
     pub ldg: u32,
@@ -206,11 +206,12 @@ pub struct Summary {
     /// FLOP one warp does executing these instructions once: on the FMA pipes (`FFMA` 2 per
     /// lane, `HFMA2` 4) and on the tensor cores (`HMMA` by its m-n-k shape; `HGMMA` by its
     /// shape, a quarter per warp since the 4 warps of a warpgroup issue it together); of the
-    /// tensor FLOP, those in TF32. FADD, FMUL and MUFU are issued but not counted: the
-    /// workloads' FLOP models count multiply-adds.
+    /// tensor FLOP, those in TF32 and those in FP8. FADD, FMUL and MUFU are issued but not
+    /// counted: the workloads' FLOP models count multiply-adds.
     pub flop_fma: u64,
     pub flop_tensor: u64,
     pub flop_tf32: u64,
+    pub flop_fp8: u64,
     /// Bytes one warp requests executing these instructions once: global loads (`LDG`,
     /// `LDGSTS`) and stores (`STG`), 32 lanes times the width; shared loads (`LDS`, `LDSM` by
     /// its matrix count, the shared-memory operands of `HGMMA`) and stores (`STS`, the shared
@@ -298,6 +299,17 @@ fn tensor_element_bytes(mods: &[&str]) -> u64 {
     }
 }
 
+/// Of `flop` tensor-core FLOP of an instruction with modifiers `mods`, those in TF32 and
+/// those in FP8.
+fn tensor_kinds(flop: u64, mods: &[&str]) -> (u64, u64) {
+    let tf32 = if mods.contains(&"TF32") { flop } else { 0 };
+    let fp8 = match mods.iter().any(|m| matches!(*m, "E4M3" | "E5M2")) {
+        true => flop,
+        false => 0,
+    };
+    (tf32, fp8)
+}
+
 impl Summary {
     /// These counts with the memory accesses of `o` added, kind by kind and width by width:
     /// what two runs of code together ask of each kind of access.
@@ -350,20 +362,22 @@ impl Summary {
             "HMMA" => {
                 self.hmma += 1;
                 if let Some((m, n, k)) = mods.iter().find_map(|m| hmma_shape(m)) {
-                    self.flop_tensor += 2 * m * n * k;
-                    if mods.contains(&"TF32") {
-                        self.flop_tf32 += 2 * m * n * k;
-                    }
+                    let flop = 2 * m * n * k;
+                    let (tf32, fp8) = tensor_kinds(flop, &mods);
+                    self.flop_tensor += flop;
+                    self.flop_tf32 += tf32;
+                    self.flop_fp8 += fp8;
                 }
             }
-            "HGMMA" => {
+            // FP8's warpgroup MMA is `QGMMA` (`QGMMA.64x128x32.F32.E4M3.E4M3`).
+            "HGMMA" | "QGMMA" => {
                 self.hgmma += 1;
                 if let Some((m, n, k)) = mods.iter().find_map(|m| hgmma_shape(m)) {
                     let flop = 2 * m * n * k / 4;
+                    let (tf32, fp8) = tensor_kinds(flop, &mods);
                     self.flop_tensor += flop;
-                    if mods.contains(&"TF32") {
-                        self.flop_tf32 += flop;
-                    }
+                    self.flop_tf32 += tf32;
+                    self.flop_fp8 += fp8;
                     // B always comes from shared memory; A too unless a register operand
                     // precedes the descriptor (`HGMMA... R24, R56, gdesc[UR8], R24`).
                     let e = tensor_element_bytes(&mods);
@@ -1050,6 +1064,7 @@ gemm_tiled:\n\
                 flop_fma: 64,
                 flop_tensor: 4096,
                 flop_tf32: 0,
+                flop_fp8: 0,
                 // 32 lanes x width: LDG 4 + 16; STG 16; LDS 16 + 4, LDSM .4 4 x 128 B; STS 16.
                 global_load_bytes: 32 * 4 + 32 * 16,
                 global_store_bytes: 32 * 16,
@@ -1323,6 +1338,13 @@ gemm_tiled:\n\
         assert_eq!((s.sts64, s.shared_store_bytes), (1, 32 * 8));
         let w = s.shared_wavefronts;
         assert_eq!((w.wgmma, w.ldsm, w.sts), (wgmma_smem / 128, 2, 2));
+        // FP8's warpgroup MMA is QGMMA: its FLOP are FP8's, its operands a byte an element.
+        let fp8 = "//---- .text.m ----\n\
+            \x20       /*0000*/                   QGMMA.64x128x32.F32.E4M3.E4M3 R24, gdesc[UR12], R24 ;\n";
+        let s = parse(fp8)[0].summary;
+        let flop = 2 * 64 * 128 * 32 / 4;
+        assert_eq!((s.hgmma, s.flop_tensor, s.flop_fp8), (1, flop, flop));
+        assert_eq!(s.shared_load_bytes, (64 * 32 + 128 * 32) / 4);
     }
 
     #[test]

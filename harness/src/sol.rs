@@ -467,6 +467,7 @@ pub fn estimate(
 struct Work {
     tf32: f64,
     half: f64,
+    fp8: f64,
     fma: f64,
     global: f64,
     shared: f64,
@@ -483,7 +484,8 @@ impl Work {
     fn plus(self, s: &Summary, times: f64, banks: &BankFactors) -> Self {
         Self {
             tf32: self.tf32 + times * s.flop_tf32 as f64,
-            half: self.half + times * (s.flop_tensor - s.flop_tf32) as f64,
+            half: self.half + times * (s.flop_tensor - s.flop_tf32 - s.flop_fp8) as f64,
+            fp8: self.fp8 + times * s.flop_fp8 as f64,
             fma: self.fma + times * s.flop_fma as f64,
             global: self.global + times * banks.l2_bytes(s),
             shared: self.shared + times * (s.shared_load_bytes + s.shared_store_bytes) as f64,
@@ -498,6 +500,7 @@ impl Work {
         Self {
             tf32: self.tf32 * f,
             half: self.half * f,
+            fp8: self.fp8 * f,
             fma: self.fma * f,
             global: self.global * f,
             shared: self.shared * f,
@@ -512,6 +515,7 @@ impl Work {
         Self {
             tf32: self.tf32 + o.tf32,
             half: self.half + o.half,
+            fp8: self.fp8 + o.fp8,
             fma: self.fma + o.fma,
             global: self.global + o.global,
             shared: self.shared + o.shared,
@@ -535,21 +539,24 @@ fn ceilings(
     let clock = h100::clock_hz();
     let ms = |seconds: f64| seconds * 1e3;
     let mut ceilings = Vec::new();
-    if work.tf32 + work.half > 0.0 {
-        let rate = match (work.tf32 > 0.0, work.half > 0.0) {
-            (true, false) => format!("TF32 {} dense", si(h100::TF32_FLOPS, "FLOP/s")),
-            (false, true) => format!("FP16/BF16 {} dense", si(h100::FP16_FLOPS, "FLOP/s")),
-            _ => format!(
-                "TF32 {}, FP16/BF16 {} dense",
-                si(h100::TF32_FLOPS, "FLOP/s"),
-                si(h100::FP16_FLOPS, "FLOP/s")
-            ),
-        };
+    if work.tf32 + work.half + work.fp8 > 0.0 {
+        // The rate of each kind of tensor FLOP the work has.
+        let rates: Vec<String> = [
+            (work.tf32, "TF32", h100::TF32_FLOPS),
+            (work.half, "FP16/BF16", h100::FP16_FLOPS),
+            (work.fp8, "FP8", h100::FP8_FLOPS),
+        ]
+        .iter()
+        .filter(|(flop, ..)| *flop > 0.0)
+        .map(|(_, name, rate)| format!("{name} {}", si(*rate, "FLOP/s")))
+        .collect();
         ceilings.push(Ceiling {
             name: TENSOR,
-            work: si(work.tf32 + work.half, "FLOP"),
-            rate: format!("{rate} (data sheet)"),
-            ms: ms(timed.tf32 / h100::TF32_FLOPS + timed.half / h100::FP16_FLOPS),
+            work: si(work.tf32 + work.half + work.fp8, "FLOP"),
+            rate: format!("{} dense (data sheet)", rates.join(", ")),
+            ms: ms(timed.tf32 / h100::TF32_FLOPS
+                + timed.half / h100::FP16_FLOPS
+                + timed.fp8 / h100::FP8_FLOPS),
             // wgmma runs on its own pipe counter; mma.sync on the HMMA one.
             metric: if wgmma {
                 "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active"

@@ -4113,4 +4113,14 @@ fn fp8_mma_sync_runs_as_fp16_hmma_on_sm_90_as_its_example_says() {
         !text.contains("E4M3.E4M3"),
         "an FP8 tensor instruction: {text}"
     );
+    // The wgmma example's does: QGMMA, held to the FP8 peak.
+    let wgmma = example("fp8_wgmma_tma.cu");
+    let header = std::fs::read_to_string(root().join("examples/fp8_wgmma_tma.cu")).unwrap();
+    assert!(header.contains("QGMMA.64x128x32.F32.E4M3.E4M3"));
+    let (ok, text) = harness(&["explain", "--kernel", &format!("{wgmma},workload=gemm")]);
+    assert!(ok, "{text}");
+    assert!(
+        text.contains("4 HGMMA") && text.contains("FP8 1979.00 TFLOP/s dense"),
+        "{text}"
+    );
 }

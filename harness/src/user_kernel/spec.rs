@@ -1472,7 +1472,7 @@ mod tests {
         assert_eq!(per.dtype.len(), 3);
         assert_eq!(per.dtype[1], (Some("B".into()), Dtype::Bf16));
         let e = |s: &str| UserKernelSpec::parse(s).unwrap_err().to_string();
-        assert!(e("k.cu:k,dtype=f8").contains("expected f32, f16 or bf16"));
+        assert!(e("k.cu:k,dtype=f8").contains("expected f32, f16, bf16, e4m3 or e5m2"));
         assert!(e("k.cu:k,b=transposed").contains("expected row"));
         assert!(e("k.cu:k,alpha=one").contains("not a finite number"));
     }

@@ -103,10 +103,16 @@ impl<'a> Roofline<'a> {
                 color: BLACK_TEXT,
                 mark: Mark::Line(Dash::Solid),
             });
+            // FP8, which only a kernel of yours computes in, is named where such a row is.
+            let fp8 = self
+                .s
+                .rows
+                .iter()
+                .any(|r| r.row.precision == Precision::Fp8);
             for roof in c.roofs() {
                 let judged: Vec<&str> = Precision::ALL
                     .into_iter()
-                    .filter(|p| c.roof(*p).kind == roof.kind)
+                    .filter(|p| c.roof(*p).kind == roof.kind && (fp8 || *p != Precision::Fp8))
                     .map(|p| p.name())
                     .collect();
                 legend.push(Entry {
