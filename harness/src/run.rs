@@ -684,8 +684,9 @@ fn note_missing_resources(kernel: &dyn Kernel, e: &DeviceError) {
 }
 
 /// The launch whose resources stand for `row` in a table's columns: the one with the most
-/// registers, then the most shared memory, then the first (the launch the row is named after:
-/// a split-K GEMM rather than the reduction after it).
+/// registers, then the most shared memory, then the most blocks (the most work, where the
+/// kernels are alike), then the first (the launch the row is named after: a split-K GEMM
+/// rather than the reduction after it).
 pub fn primary_resources(row: &Row) -> Option<&LaunchResources> {
     primary(&row.resources)
 }
@@ -695,7 +696,7 @@ fn primary(launches: &[LaunchResources]) -> Option<&LaunchResources> {
     launches
         .iter()
         .rev()
-        .max_by_key(|r| (r.registers, r.smem_bytes))
+        .max_by_key(|r| (r.registers, r.smem_bytes, r.blocks))
 }
 
 #[cfg(test)]
@@ -728,8 +729,8 @@ mod tests {
     }
 
     #[test]
-    fn a_rows_columns_come_from_its_heaviest_launch_and_its_first_of_equals() {
-        let launch = |entry: &str, registers, smem_bytes| LaunchResources {
+    fn a_rows_columns_come_from_its_heaviest_launch_then_its_largest_then_its_first() {
+        let launch = |entry: &str, registers, smem_bytes, blocks| LaunchResources {
             entry: entry.into(),
             file: "k.cu".into(),
             arch: "sm_80".into(),
@@ -741,14 +742,14 @@ mod tests {
             spill_loads: 0,
             occupancy: None,
             occupancy_limiter: None,
-            blocks: 0,
+            blocks,
             waves: None,
             tiles: None,
             advisories: Vec::new(),
         };
         let pick = |l: &[LaunchResources]| primary(l).map(|r| r.entry.clone());
-        let partial = launch("partial", 32, 2048);
-        let reduce = launch("reduce", 32, 0);
+        let partial = launch("partial", 32, 2048, 40);
+        let reduce = launch("reduce", 32, 0, 40);
         assert_eq!(
             pick(&[partial.clone(), reduce.clone()]).as_deref(),
             Some("partial")
@@ -757,10 +758,13 @@ mod tests {
             pick(&[reduce.clone(), partial.clone()]).as_deref(),
             Some("partial")
         );
-        let again = launch("again", 32, 0);
-        assert_eq!(pick(&[reduce, again]).as_deref(), Some("reduce"));
+        let again = launch("again", 32, 0, 40);
+        assert_eq!(pick(&[reduce.clone(), again]).as_deref(), Some("reduce"));
+        // Alike kernels (attention's three launches): the one of the most blocks.
+        let scores = launch("scores", 32, 0, 4096);
+        assert_eq!(pick(&[reduce, scores]).as_deref(), Some("scores"));
         assert_eq!(
-            pick(&[partial, launch("gemm", 64, 0)]).as_deref(),
+            pick(&[partial, launch("gemm", 64, 0, 1)]).as_deref(),
             Some("gemm")
         );
         assert_eq!(pick(&[]), None);

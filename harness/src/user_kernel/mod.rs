@@ -294,8 +294,9 @@ pub struct UserKernel {
     /// Why the kernel is launched through a wrapper converting the lab's arguments, when it
     /// is (its registers are then the wrapper's, with the kernel's own launch bounds).
     pub wrapped: Option<String>,
-    /// Why the kernel is compiled for sm_90a alone although its file leaves other GPUs to
-    /// `__CUDA_ARCH__` conditionals: ptxas refused its sm_80 build ([`UserKernel::nvrtc_check`]).
+    /// Why the kernel is compiled for sm_90a alone although nothing in its file says so:
+    /// ptxas refused its sm_80 build for an instruction of a later GPU
+    /// ([`UserKernel::nvrtc_check`]).
     pub arch_note: Option<String>,
     /// Why the simulator cannot run it (inline PTX it does not know), once per kernel loaded.
     sim_refusal: Option<&'static str>,
