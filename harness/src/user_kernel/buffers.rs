@@ -39,11 +39,6 @@ pub fn c_name(d: Dtype) -> &'static str {
     }
 }
 
-/// `f32`, `f16`, `bf16`, `e4m3`, `e5m2`: as `dtype=` spells them.
-pub fn short_name(d: Dtype) -> &'static str {
-    d.name()
-}
-
 /// The precision a buffer of `d` forces at least: its rounding.
 fn precision_of(d: Dtype) -> Precision {
     match d {
@@ -280,7 +275,7 @@ impl Buffers {
                 parts.push(format!(
                     "{}:{}{}",
                     t.name,
-                    short_name(d),
+                    d.name(),
                     layout
                         .map(|l| format!(" {}", l.describe()))
                         .unwrap_or_default()

@@ -1011,61 +1011,44 @@ impl Gen<'_> {
     fn mma(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
         let tail = parts[1..].join(".");
         // FP8 (sm_89): m16n8k32, four elements a register, E4M3 and E5M2 mixed as written.
-        if let [
-            "sync",
-            "aligned",
-            "m16n8k32",
-            "row",
-            "col",
-            "f32",
-            ta,
-            tb,
-            "f32",
-        ] = parts[1..]
-            && let (Some(a5), Some(b5)) = (fp8_kind(ta), fp8_kind(tb))
-        {
-            Self::count(ops, 4)?;
-            let d = self.vector(&ops[0], 4, "D")?;
-            let a = self.vector(&ops[1], 4, "A")?;
-            let b = self.vector(&ops[2], 2, "B")?;
-            let c = self.vector(&ops[3], 4, "C")?;
-            let list = |v: &[Opnd], role: &str| -> Result<String, String> {
-                let regs = v
-                    .iter()
-                    .map(|o| self.read(o, Kind::B32, role))
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(regs.join(", "))
-            };
-            let mut code = format!(
-                "{{ uint32_t _d[4]; const uint32_t _a[4] = {{{}}}, _b[2] = {{{}}}, _c[4] = {{{}}}; \
-                 ::sim::inline_ptx::mma_m16n8k32_fp8({a5}, {b5}, _d, _a, _b, _c); ",
-                list(a, "an A fragment register")?,
-                list(b, "a B fragment register")?,
-                list(c, "a C register")?
-            );
-            for (k, o) in d.iter().enumerate() {
-                if let Some(lv) = self.write(o, Kind::B32, "a D register")? {
-                    code.push_str(&format!("{lv} = _d[{k}]; "));
-                }
-            }
-            code.push_str("} ");
-            self.code.push_str(&code);
-            return Ok(());
-        }
+        let fp8 = match parts[1..] {
+            [
+                "sync",
+                "aligned",
+                "m16n8k32",
+                "row",
+                "col",
+                "f32",
+                ta,
+                tb,
+                "f32",
+            ] => fp8_kind(ta).zip(fp8_kind(tb)),
+            _ => None,
+        };
+        // m16n8k16 with 16-bit operands (`elem`: BF16), their accumulators in FP16 or not.
+        let k16 = |elem: &str, half_k: bool, f16: bool| {
+            let call = format!("mma_m16n8k16({elem}, {f16}, {f16}, _d, _a, _b, _c)");
+            (half_k, f16, call)
+        };
         // `half_k`: m16n8k8 with 16-bit operands, the first half of m16n8k16's fragments (A's
         // registers 0 and 1, B's register 0: PTX ISA 9.7.14.5.7), run as m16n8k16 with zeros
-        // in the other half.
-        let (k16, half_k, elem, d_f16, c_f16) = match tail.as_str() {
-            "sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" => (true, false, "false", false, false),
-            "sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" => {
-                (true, false, "true", false, false)
+        // in the other half. `f16`: C and D in FP16 (ptxas refuses .f32 D with .f16 C and the
+        // reverse).
+        let (half_k, f16, call) = match (fp8, tail.as_str()) {
+            (Some((a5, b5)), _) => (
+                false,
+                false,
+                format!("mma_m16n8k32_fp8({a5}, {b5}, _d, _a, _b, _c)"),
+            ),
+            (_, "sync.aligned.m16n8k16.row.col.f32.f16.f16.f32") => k16("false", false, false),
+            (_, "sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32") => k16("true", false, false),
+            (_, "sync.aligned.m16n8k16.row.col.f16.f16.f16.f16") => k16("false", false, true),
+            (_, "sync.aligned.m16n8k8.row.col.f32.f16.f16.f32") => k16("false", true, false),
+            (_, "sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32") => k16("true", true, false),
+            (_, "sync.aligned.m16n8k8.row.col.f16.f16.f16.f16") => k16("false", true, true),
+            (_, "sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32") => {
+                (false, false, "mma_m16n8k8_tf32(_d, _a, _b, _c)".to_string())
             }
-            // C and D of one type: ptxas refuses .f32 D with .f16 C and the reverse.
-            "sync.aligned.m16n8k16.row.col.f16.f16.f16.f16" => (true, false, "false", true, true),
-            "sync.aligned.m16n8k8.row.col.f32.f16.f16.f32" => (true, true, "false", false, false),
-            "sync.aligned.m16n8k8.row.col.f32.bf16.bf16.f32" => (true, true, "true", false, false),
-            "sync.aligned.m16n8k8.row.col.f16.f16.f16.f16" => (true, true, "false", true, true),
-            "sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32" => (false, false, "", false, false),
             _ => {
                 return Err(format!(
                     "this shape or type of mma is not emulated; {EMULATED}"
@@ -1073,9 +1056,9 @@ impl Gen<'_> {
             }
         };
         Self::count(ops, 4)?;
-        let (nd, nc) = (if d_f16 { 2 } else { 4 }, if c_f16 { 2 } else { 4 });
+        let nc = if f16 { 2 } else { 4 };
         let (na, nb) = if half_k { (2, 1) } else { (4, 2) };
-        let d = self.vector(&ops[0], nd, "D")?;
+        let d = self.vector(&ops[0], nc, "D")?;
         let a = self.vector(&ops[1], na, "A")?;
         let b = self.vector(&ops[2], nb, "B")?;
         let c = self.vector(&ops[3], nc, "C")?;
@@ -1088,18 +1071,11 @@ impl Gen<'_> {
             Ok(regs.join(", "))
         };
         let mut code = format!(
-            "{{ uint32_t _d[4] = {{0, 0, 0, 0}}; const uint32_t _a[4] = {{{}}}, _b[2] = {{{}}}, _c[4] = {{{}}}; ",
+            "{{ uint32_t _d[4] = {{0, 0, 0, 0}}; const uint32_t _a[4] = {{{}}}, _b[2] = {{{}}}, _c[4] = {{{}}}; ::sim::inline_ptx::{call}; ",
             list(a, "an A fragment register", 4)?,
             list(b, "a B fragment register", 2)?,
             list(c, "a C register", nc)?
         );
-        if k16 {
-            code.push_str(&format!(
-                "::sim::inline_ptx::mma_m16n8k16({elem}, {d_f16}, {c_f16}, _d, _a, _b, _c); "
-            ));
-        } else {
-            code.push_str("::sim::inline_ptx::mma_m16n8k8_tf32(_d, _a, _b, _c); ");
-        }
         for (k, o) in d.iter().enumerate() {
             if let Some(lv) = self.write(o, Kind::B32, "a D register")? {
                 code.push_str(&format!("{lv} = _d[{k}]; "));
