@@ -142,7 +142,7 @@ pub struct ReferenceFile {
     path: PathBuf,
 }
 
-const REFERENCE_MAGIC: &[u8] = b"kernel-lab reference 1\n";
+const REFERENCE_MAGIC: &[u8] = b"kernel-lab reference 2\n";
 const REFERENCE_PREFIX: &str = "lab-reference-";
 
 impl ReferenceFile {
@@ -170,6 +170,12 @@ impl ReferenceFile {
         }
         for &v in &reference.values {
             bytes.extend(v.to_le_bytes());
+        }
+        bytes.push(u8::from(reference.own_picks.is_some()));
+        let picks = reference.own_picks.as_deref().unwrap_or_default();
+        bytes.extend(words(picks.len()));
+        for &i in picks {
+            bytes.extend(words(i));
         }
         std::fs::write(&file.path, bytes)
             .with_context(|| format!("writing the reference to {}", file.path.display()))?;
@@ -234,6 +240,12 @@ impl ReferenceFile {
             .chunks_exact(8)
             .map(|b| Ok(f64::from_le_bytes(b.try_into()?)))
             .collect::<Result<Vec<_>>>()?;
+        let with_picks = take(1)? == [1];
+        let picks = word(take(8)?)?;
+        let own_picks = take(picks.checked_mul(8).ok_or_else(bad)?)?
+            .chunks_exact(8)
+            .map(word)
+            .collect::<Result<Vec<_>>>()?;
         // Nothing may follow the values: a longer file is not one this code wrote.
         if !rest.is_empty() {
             return Err(bad());
@@ -242,6 +254,7 @@ impl ReferenceFile {
             values,
             indices,
             label,
+            own_picks: with_picks.then_some(own_picks),
         })
     }
 }

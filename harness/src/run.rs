@@ -21,6 +21,10 @@ pub struct Reference {
     /// Output indices of `values` when the reference is a sample.
     pub indices: Option<Vec<usize>>,
     pub label: String,
+    /// Where `values` is whole but came from a library, too large to compute again: the
+    /// elements a kernel with a reference of its own ([`Kernel::reference_of_its_own`]) is
+    /// checked at, its reference worked out there alone.
+    pub own_picks: Option<Vec<usize>>,
 }
 
 impl Reference {
@@ -28,6 +32,20 @@ impl Reference {
         validate::Expected {
             values: &self.values,
             indices: self.indices.as_deref(),
+        }
+    }
+
+    /// What `kernel` is checked against: this reference, or for a kernel with a reference of
+    /// its own, this one's values at [`Reference::own_picks`] where it has them.
+    pub fn for_kernel(
+        &self,
+        kernel: &dyn Kernel,
+    ) -> (std::borrow::Cow<'_, [f64]>, Option<&[usize]>) {
+        match &self.own_picks {
+            Some(picks) if kernel.reference_of_its_own() => {
+                (picks.iter().map(|&i| self.values[i]).collect(), Some(picks))
+            }
+            _ => (self.values.as_slice().into(), self.indices.as_deref()),
         }
     }
 }
@@ -56,6 +74,11 @@ pub fn reference_for(
                     "cuBLAS SGEMM on the GPU (above {} GFLOP the f64 CPU reference is skipped)",
                     config.cpu_reference_max_gflop
                 ),
+                own_picks: Some(reference::pick(
+                    shape,
+                    config.reference_samples,
+                    config.seed,
+                )),
             };
         }
     }
@@ -71,12 +94,14 @@ pub fn reference_for(
             ),
             values,
             indices: Some(indices),
+            own_picks: None,
         };
     }
     Reference {
         values: reference::reference(shape, inputs),
         indices: None,
         label: reference::describe(shape.workload()).to_string(),
+        own_picks: None,
     }
 }
 
@@ -202,7 +227,8 @@ pub fn evaluate<'a>(
             // Some of the blocks run, against a reference sampled at random: its picks seldom
             // fall where those blocks wrote, so it is worked out there instead, as many
             // elements as it has.
-            let at_written = match (&sample, &reference.indices) {
+            let (whole, picks) = reference.for_kernel(kernel);
+            let at_written = match (&sample, picks) {
                 (Some(s), Some(picks)) => Some(kernel::reference::spread(
                     shape,
                     canonical,
@@ -213,7 +239,7 @@ pub fn evaluate<'a>(
             };
             let (values, indices) = match &at_written {
                 Some((i, v)) => (v.as_slice(), Some(i.as_slice())),
-                None => (reference.values.as_slice(), reference.indices.as_deref()),
+                None => (whole.as_ref(), picks),
             };
             // A kernel whose output is not the workload's result itself (alpha, beta) says
             // what it must be.

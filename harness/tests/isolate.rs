@@ -266,17 +266,36 @@ fn an_isolated_row_is_checked_against_the_parents_reference() {
     let seed = harness::config::Config::defaults().seed;
     let inputs = harness::inputs::random_inputs(&shape, seed);
     let exact = harness::reference::reference(&shape, &inputs);
-    // A sampled reference reads back whole; a cut file is refused.
+    // A sampled reference reads back whole, and a library's with the picks of kernels that
+    // have their own; a cut file is refused.
+    let library = ReferenceFile::write(&harness::run::Reference {
+        values: vec![1.5, -2.0, 4.0],
+        indices: None,
+        label: "library".into(),
+        own_picks: Some(vec![0, 2]),
+    })
+    .unwrap();
+    let back = ReferenceFile::read(library.path()).unwrap();
+    assert_eq!(
+        (back.values, back.indices, back.own_picks),
+        (vec![1.5, -2.0, 4.0], None, Some(vec![0, 2]))
+    );
     let sampled = ReferenceFile::write(&harness::run::Reference {
         values: vec![1.5, -2.0],
         indices: Some(vec![3, 7]),
         label: "sampled".into(),
+        own_picks: None,
     })
     .unwrap();
     let back = ReferenceFile::read(sampled.path()).unwrap();
     assert_eq!(
-        (back.values, back.indices, back.label),
-        (vec![1.5, -2.0], Some(vec![3, 7]), "sampled".to_string())
+        (back.values, back.indices, back.label, back.own_picks),
+        (
+            vec![1.5, -2.0],
+            Some(vec![3, 7]),
+            "sampled".to_string(),
+            None
+        )
     );
     let bytes = std::fs::read(sampled.path()).unwrap();
     std::fs::write(sampled.path(), &bytes[..bytes.len() - 1]).unwrap();
@@ -286,6 +305,7 @@ fn an_isolated_row_is_checked_against_the_parents_reference() {
             values: exact.iter().map(|v| v * scale).collect(),
             indices: None,
             label: "the parent's".into(),
+            own_picks: None,
         })
         .unwrap();
         let request = Request {
@@ -335,6 +355,7 @@ fn a_reference_file_left_by_an_ended_run_is_deleted_by_the_next() {
         values: vec![1.0],
         indices: None,
         label: "new".into(),
+        own_picks: None,
     })
     .unwrap();
     assert!(!orphan.exists(), "{} was left", orphan.display());

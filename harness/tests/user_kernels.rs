@@ -3936,6 +3936,12 @@ fn a_kernel_taking_one_number_for_an_input_is_checked_with_the_input_filled_with
     let spec = example("layernorm_scalar_affine.cu");
     let bare = spec.replace(",input=gamma:1.5,input=beta:-0.25", "");
     assert_ne!(bare, spec);
+    // Its row says what it is checked against: not the table's reference.
+    let summary = load(&spec, Workload::Layernorm).info().summary;
+    assert!(
+        summary.contains("checked against the f64 result of the inputs `input=` fixes"),
+        "{summary}"
+    );
     let (ok, text) = sim_run("layernorm", "3x256", &bare, &dir.join("bare"));
     assert!(
         !ok && text.contains("the kernel is given no gamma or beta")
@@ -4065,7 +4071,8 @@ fn fp8_inputs_are_checked_against_a_reference_of_the_fp8_values() {
     let json = std::fs::read_to_string(dir.join("e5m2/results.json")).unwrap();
     assert!(
         json.contains("\"precision\": \"fp8\"")
-            && json.contains("A:e5m2, B:e5m2 column-major, C:bf16"),
+            && json.contains("A:e5m2, B:e5m2 column-major, C:bf16")
+            && json.contains("checked against the f64 result of its inputs rounded to FP8"),
         "{json}"
     );
     let short = example_variant(&dir, &spec, "for (; k < K; ++k)", "for (; k < K - 1; ++k)");
@@ -4082,6 +4089,43 @@ fn fp8_inputs_are_checked_against_a_reference_of_the_fp8_values() {
         !ok && text.contains("FP8 is for inputs: give C a wider type"),
         "{text}"
     );
+}
+
+/// Above 150 GFLOP on a GPU a GEMM's reference is cuBLAS's, whole, too large to work out
+/// again on the CPU for a kernel that reads inputs of its own (FP8): such a kernel is checked
+/// at the reference's random picks, its own f64 reference computed there alone, while every
+/// other row is checked whole. Here the simulator stands in for the GPU, and the f64 result
+/// of the unrounded inputs for cuBLAS's.
+#[test]
+fn an_fp8_kernel_beside_a_library_reference_is_checked_at_a_sample_of_its_own() {
+    let dir = scratch_dir("fp8-picks");
+    let dev = SimDevice::new().expect("the simulator needs a host C++ compiler (g++)");
+    let config = Config::defaults();
+    let shape = Shape::gemm(100, 37, 129);
+    let x = harness::inputs::random_inputs(&shape, config.seed);
+    let picks = kernel::reference::pick(&shape, 64, config.seed);
+    let library = harness::run::Reference {
+        values: harness::reference::reference(&shape, &x),
+        indices: None,
+        label: "a library's".into(),
+        own_picks: Some(picks.clone()),
+    };
+    let row = |k: &dyn Kernel| {
+        let own = k.device_inputs(&shape, &x);
+        harness::run::evaluate(&dev, k, &shape, own.as_deref().unwrap_or(&x), &x, &library).0
+    };
+    let spec = example("fp8_gemm_nt.cu");
+    let fp8 = row(&load(&spec, Workload::Gemm));
+    let check = fp8.check.as_ref().unwrap();
+    assert!(
+        fp8.passed() && check.sampled == Some(picks.len()),
+        "{fp8:?}"
+    );
+    let short = example_variant(&dir, &spec, "for (; k < K; ++k)", "for (; k < K - 1; ++k)");
+    let short = row(&load(&short, Workload::Gemm));
+    assert_eq!(short.status, Status::Failed, "{short:?}");
+    let plain = row(&load(&example("sgemm_guarded_ptx.cu"), Workload::Gemm));
+    assert!(plain.passed() && plain.check.unwrap().sampled.is_none());
 }
 
 /// What `examples/fp8_mma_ptx.cu` says sm_90 makes of FP8 mma.sync, from its SASS: the bytes

@@ -389,6 +389,14 @@ pub trait Kernel: Send + Sync {
     ) -> Option<Vec<f64>> {
         None
     }
+
+    /// Whether [`Kernel::expected`] works out a reference of inputs of the kernel's own (FP8
+    /// rounding, `input=` values), at the cost of the workload's reference again: where the
+    /// shape's reference came whole from a library, too large to compute again, such a kernel
+    /// is checked at a sample of its elements instead.
+    fn reference_of_its_own(&self) -> bool {
+        false
+    }
 }
 
 impl fmt::Debug for dyn Kernel {

@@ -62,15 +62,23 @@ pub fn describe(workload: Workload) -> &'static str {
     }
 }
 
-/// The f64 values of `count` output elements of `shape` picked at random with `seed`, and
-/// their indices (ascending, distinct). Attention samples whole rows of O (their softmax is
-/// shared); the other workloads sample single elements. Costs a few dot products per element.
+/// The f64 values of `count` output elements of `shape` picked at random with `seed` ([`pick`]),
+/// and their indices. Costs a few dot products per element.
 pub fn sampled(
     shape: &Shape,
     inputs: &[Vec<f32>],
     count: usize,
     seed: u64,
 ) -> (Vec<usize>, Vec<f64>) {
+    let indices = pick(shape, count, seed);
+    let values = at(shape, inputs, &indices);
+    (indices, values)
+}
+
+/// `count` output elements of `shape` picked at random with `seed`, ascending and distinct, the
+/// first and the last among them. Attention picks whole rows of O (their softmax is shared);
+/// the other workloads single elements.
+pub fn pick(shape: &Shape, count: usize, seed: u64) -> Vec<usize> {
     let len = shape.output().len();
     let mut rng = StdRng::seed_from_u64(seed ^ 0x5A3B_1E55);
     let mut indices: Vec<usize> = match *shape {
@@ -96,8 +104,7 @@ pub fn sampled(
         }
     };
     indices.shrink_to_fit();
-    let values = at(shape, inputs, &indices);
-    (indices, values)
+    indices
 }
 
 /// The f64 values of the output elements at `indices` (ascending, distinct) of `shape`.

@@ -382,11 +382,6 @@ pub fn vars(shape: &Shape, sms: usize) -> Vec<(&'static str, usize)> {
     v
 }
 
-/// The largest shape a kernel with inputs of its own (`input=`, FP8) runs at: its reference is
-/// its own, computed in f64 on the CPU (the workload's above this size may come from cuBLAS or
-/// a sample).
-const OWN_INPUTS_MAX_FLOPS: f64 = 150e9;
-
 /// Dynamic shared memory a block may have on the largest GPUs the lab knows (sm_90).
 const MAX_SMEM: i64 = 227 * 1024;
 
@@ -1294,6 +1289,19 @@ impl UserKernel {
         Some(out)
     }
 
+    /// How the row's summary says what its reference is, where it is its own: the table's
+    /// "Checked against" line names the workload's.
+    fn own_reference_note(&self) -> String {
+        let fp8 = self.buffers.inputs.iter().any(|d| d.fp8().is_some());
+        let what = match (fp8, self.spec.fixed_inputs.is_empty()) {
+            (false, true) => return String::new(),
+            (true, true) => "its inputs rounded to FP8",
+            (false, false) => "the inputs `input=` fixes",
+            (true, false) => "its inputs rounded to FP8 and those `input=` fixes",
+        };
+        format!(", checked against the f64 result of {what}")
+    }
+
     /// Whether the kernel reads inputs of its own ([`UserKernel::own_inputs`]), so that its
     /// reference is its own too.
     fn has_own_inputs(&self) -> bool {
@@ -1387,7 +1395,7 @@ impl Kernel for UserKernel {
             role: Role::User,
             rung: self.rung,
             summary: format!(
-                "{} ({}{}), your kernel{}{}{}",
+                "{} ({}{}), your kernel{}{}{}{}",
                 self.spec.file.display(),
                 match &self.launches[0].list.custom {
                     // In backticks: Markdown would read `4*M*N`'s stars as emphasis.
@@ -1407,6 +1415,7 @@ impl Kernel for UserKernel {
                     Some(why) => format!(", {why}"),
                     None => String::new(),
                 },
+                self.own_reference_note(),
                 self.launches[1..]
                     .iter()
                     .map(|l| match &l.list.custom {
@@ -1421,19 +1430,6 @@ impl Kernel for UserKernel {
 
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
         defines_at(&self.spec, shape, self.sms)?;
-        // Its own reference, of its own inputs, is computed on the CPU for every row.
-        if self.has_own_inputs() && shape.flops() > OWN_INPUTS_MAX_FLOPS {
-            let why = match self.spec.fixed_inputs.is_empty() {
-                true => "its FP8 inputs give",
-                false => "input= gives",
-            };
-            return Err(Unsupported(format!(
-                "{why} this kernel a reference of its own, computed in f64 on the CPU, which \
-                 the lab does up to {} GFLOP; this shape is {:.0} GFLOP",
-                OWN_INPUTS_MAX_FLOPS / 1e9,
-                shape.flops() / 1e9
-            )));
-        }
         self.geometry(shape).map(|_| ())
     }
 
@@ -1579,6 +1575,10 @@ impl Kernel for UserKernel {
             dims: map.dims(),
             ..shape.output()
         })
+    }
+
+    fn reference_of_its_own(&self) -> bool {
+        self.has_own_inputs()
     }
 
     fn expected(
