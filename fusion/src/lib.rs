@@ -7,7 +7,8 @@
 //! cosine cutoff in [`rbf`], and the layers a small CNN and a transformer encoder block need:
 //! the layer normalization in [`layernorm`], the row softmax in [`softmax`], ReLU and max
 //! pooling in [`pool`] (the first two share [`rows`]); and the sum of a vector, the classic
-//! parallel reduction, in [`reduce`].
+//! parallel reduction, in [`reduce`]; the transpose of a matrix, the classic lesson in
+//! coalescing and shared-memory banks, in [`transpose`].
 
 pub mod conv;
 pub mod eltwise;
@@ -17,6 +18,7 @@ pub mod rbf;
 pub mod reduce;
 pub mod rows;
 pub mod softmax;
+pub mod transpose;
 
 use kernel::{
     Activation, Arg, Bound, Buf, CpuPort, CudaPlan, CudaSource, Dtype, Kernel, KernelInfo, Launch,
@@ -41,6 +43,7 @@ pub fn kernels() -> Vec<Box<dyn Kernel>> {
     all.extend(softmax::kernels());
     all.extend(pool::kernels());
     all.extend(reduce::kernels());
+    all.extend(transpose::kernels());
     all
 }
 

@@ -208,7 +208,7 @@ pub(crate) fn ratio_charts(
                     .iter()
                     .any(|r| r.workload == w.workload && r.shape == s.label && r.speedup.is_some())
             })
-            .max_by(|x, y| x.flops.total_cmp(&y.flops));
+            .max_by(|x, y| x.shape.cmp_size(&y.shape));
         let Some(shape) = best else { continue };
         let rows: Vec<&Ratio> = ratios
             .iter()

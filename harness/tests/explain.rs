@@ -1162,3 +1162,32 @@ fn a_rungs_flop_by_kernel_add_up_to_its_work() {
     }
     assert!(split > 0, "no rung splits its FLOP");
 }
+
+/// What the transpose rungs' headers say of their accesses, held to the simulator's counts:
+/// rung 01's warps write 32 lines a store, rung 02's read their tile at 32 wavefronts a
+/// request, and rungs 03 and 04 read and write it at one; so the model bounds 01 by the L1,
+/// 02 by shared memory and 03 and 04 by DRAM.
+#[test]
+fn the_transpose_rungs_move_lines_and_banks_as_their_headers_say() {
+    let all = harness::registry::all();
+    let counts = |id: &str| {
+        let k = all.iter().find(|k| k.info().id == id).unwrap();
+        let sim = explain::simulator_banks(&all, k.as_ref()).unwrap();
+        let (_, e) = explain::estimate_of(&all, k.as_ref());
+        let stores = sim.global.whole_warp_stores;
+        let lds = sim.banks.lds;
+        (
+            stores.lines as f64 / stores.requests as f64,
+            lds.wavefronts as f64 / lds.requests.max(1) as f64,
+            e.bound,
+        )
+    };
+    assert_eq!(counts("transpose-naive"), (32.0, 0.0, sol::L1.to_string()));
+    assert_eq!(
+        counts("transpose-shared-tile"),
+        (1.0, 32.0, sol::SHARED.to_string())
+    );
+    for id in ["transpose-padded", "transpose-swizzled"] {
+        assert_eq!(counts(id), (1.0, 1.0, sol::DRAM.to_string()), "{id}");
+    }
+}

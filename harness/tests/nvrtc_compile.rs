@@ -66,6 +66,7 @@ fn shapes(w: Workload) -> Vec<Shape> {
         }],
         // Both paths of the float4 rungs' tail: N % 4 == 0 and not.
         Workload::Reduce => vec![Shape::Reduce { n: 1 << 24 }, Shape::Reduce { n: 1_000_003 }],
+        Workload::Transpose => vec![Shape::Transpose { m: 8192, n: 8192 }],
         // The composed forward passes: every rung at the network's own layer shapes, the
         // glue kernels and the conversions the FP16/BF16 rows insert.
         Workload::Cnn | Workload::Encoder => vec![w.probe_shape()],

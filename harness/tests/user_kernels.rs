@@ -4128,6 +4128,62 @@ fn an_fp8_kernel_beside_a_library_reference_is_checked_at_a_sample_of_its_own() 
     assert!(plain.passed() && plain.check.unwrap().sampled.is_none());
 }
 
+/// A transpose kernel takes the `transpose` signature by default; its PyTorch bindings,
+/// defined by a macro and called at file scope without semicolons, are left out as host code.
+/// One whose barrier sits inside its bounds check passes on whole tiles and stops on a tail,
+/// the simulator naming the barrier.
+#[test]
+fn a_transpose_with_torch_bindings_runs_and_its_barrier_in_a_bounds_check_is_named() {
+    let dir = scratch_dir("transpose");
+    let code = r#"#include <torch/extension.h>
+#define TILE 16
+__global__ void transpose_tiled(float *x, float *y, const int row, const int col) {
+  __shared__ float tile[TILE][TILE + 1];
+  const int c = blockIdx.x * TILE + threadIdx.x, r = blockIdx.y * TILE + threadIdx.y;
+  if (r < row && c < col) {
+    tile[threadIdx.y][threadIdx.x] = x[r * col + c];
+    __syncthreads();
+    const int oc = blockIdx.y * TILE + threadIdx.x, orow = blockIdx.x * TILE + threadIdx.y;
+    y[orow * row + oc] = tile[threadIdx.x][threadIdx.y];
+  }
+}
+#define BINDING(tag)                                         \
+  void run_##tag(torch::Tensor x, torch::Tensor y) {         \
+    throw std::runtime_error("host code: " #tag);            \
+  }
+BINDING(tiled)
+BINDING(again)
+"#;
+    std::fs::write(dir.join("transpose_tiled.cu"), code).unwrap();
+    let k = load(
+        &format!(
+            "{}/transpose_tiled.cu:transpose_tiled,block=16x16,grid=(cdiv(N,16),cdiv(M,16))",
+            dir.display()
+        ),
+        Workload::Transpose,
+    );
+    let results = sim_rows(
+        &[k],
+        &[
+            Shape::Transpose { m: 64, n: 32 },
+            Shape::Transpose { m: 33, n: 20 },
+        ],
+    );
+    let rows: Vec<_> = results.workloads[0]
+        .shapes
+        .iter()
+        .map(|s| &s.rows[0])
+        .collect();
+    assert!(rows[0].passed(), "{:?}", rows[0]);
+    let why = rows[1].reason.as_deref().unwrap_or_default();
+    assert!(
+        rows[1].status == Status::Error
+            && why.contains("divergent barrier")
+            && why.contains("transpose_tiled.cu:8"),
+        "{why}"
+    );
+}
+
 /// What `examples/fp8_mma_ptx.cu` says sm_90 makes of FP8 mma.sync, from its SASS: the bytes
 /// unpacked to FP16 and FP16 HMMA, no FP8 tensor instruction.
 #[test]

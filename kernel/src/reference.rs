@@ -25,7 +25,10 @@ pub fn reference(shape: &Shape, inputs: &[Vec<f32>]) -> Vec<f64> {
         Shape::Conv { .. } => conv_f64(shape, inputs),
         Shape::Attention { .. } => attention_f64(shape, &inputs[0], &inputs[1], &inputs[2]),
         Shape::Cnn { .. } | Shape::Encoder { .. } => crate::network::reference(shape, inputs),
-        Shape::Eltwise { .. } | Shape::Rbf { .. } | Shape::Pool { .. } => (0..shape.output().len())
+        Shape::Eltwise { .. }
+        | Shape::Rbf { .. }
+        | Shape::Pool { .. }
+        | Shape::Transpose { .. } => (0..shape.output().len())
             .into_par_iter()
             .map(|i| element_f64(shape, inputs, i))
             .collect(),
@@ -59,6 +62,7 @@ pub fn describe(workload: Workload) -> &'static str {
         Workload::Pool => "f64 ReLU and max pooling on the CPU",
         Workload::Cnn | Workload::Encoder => "f64 forward pass of the same weights on the CPU",
         Workload::Reduce => "f64 sum on the CPU",
+        Workload::Transpose => "the input's elements in transposed order",
     }
 }
 
@@ -270,6 +274,8 @@ fn element_f64(shape: &Shape, inputs: &[Vec<f32>], index: usize) -> f64 {
             max
         }
         Shape::Reduce { .. } => sum_f64(&inputs[0]),
+        // Y[j][i] = X[i][j]: element (j, i) of the N x M output.
+        Shape::Transpose { m, n } => f64::from(inputs[0][index % m * n + index / m]),
         Shape::Attention { .. } => unreachable!("attention is sampled by rows"),
         Shape::Cnn { .. } | Shape::Encoder { .. } => unreachable!("networks are computed whole"),
     }
@@ -466,6 +472,7 @@ mod tests {
             },
             Shape::Layernorm { m: 11, n: 37 },
             Shape::Softmax { m: 13, n: 9 },
+            Shape::Transpose { m: 13, n: 7 },
             Shape::Pool {
                 b: 2,
                 c: 3,
@@ -511,6 +518,16 @@ mod tests {
             for (i, v) in idx.iter().zip(&vals) {
                 assert!((full[*i] - v).abs() < 1e-12, "{shape} [{i}]");
             }
+        }
+    }
+
+    #[test]
+    fn the_transpose_reference_puts_x_row_i_in_column_i() {
+        let (m, n) = (3, 5);
+        let x: Vec<f32> = (0..m * n).map(|i| i as f32 + 0.5).collect();
+        let y = reference(&Shape::Transpose { m, n }, std::slice::from_ref(&x));
+        for (i, j) in (0..m).flat_map(|i| (0..n).map(move |j| (i, j))) {
+            assert_eq!(y[j * m + i], f64::from(x[i * n + j]), "X[{i}][{j}]");
         }
     }
 

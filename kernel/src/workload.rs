@@ -39,10 +39,13 @@ pub enum Workload {
     /// The sum of a vector, y = x[0] + ... + x[N-1]: every element read once, one number
     /// written; the classic parallel reduction, DRAM-bound.
     Reduce,
+    /// The transpose of a matrix, Y[N,M] = X[M,N]^T: no arithmetic at all, every element read
+    /// once and written once; the classic lesson in coalescing and shared-memory banks.
+    Transpose,
 }
 
 impl Workload {
-    pub const ALL: [Workload; 12] = [
+    pub const ALL: [Workload; 13] = [
         Self::Gemm,
         Self::Linear,
         Self::Conv,
@@ -55,7 +58,14 @@ impl Workload {
         Self::Cnn,
         Self::Encoder,
         Self::Reduce,
+        Self::Transpose,
     ];
+
+    /// Whether this workload does no arithmetic, only moves data (the transpose): its speed
+    /// is bytes per second, and it has no place on a roofline.
+    pub fn computes_nothing(self) -> bool {
+        self == Self::Transpose
+    }
 
     /// Whether this workload is a whole network built from other workloads' kernels.
     pub fn is_network(self) -> bool {
@@ -76,6 +86,7 @@ impl Workload {
             Self::Cnn => "cnn",
             Self::Encoder => "encoder",
             Self::Reduce => "reduce",
+            Self::Transpose => "transpose",
         }
     }
 
@@ -127,6 +138,7 @@ impl Workload {
                 h: 2,
             },
             Self::Reduce => Shape::Reduce { n: 4096 },
+            Self::Transpose => Shape::Transpose { m: 64, n: 64 },
         }
     }
 }
@@ -261,6 +273,11 @@ pub enum Shape {
     },
     /// y[1] = the sum of x[N].
     Reduce {
+        n: usize,
+    },
+    /// Y[N,M] = X[M,N]^T.
+    Transpose {
+        m: usize,
         n: usize,
     },
 }
@@ -450,6 +467,7 @@ impl Shape {
             Self::Cnn { .. } => Workload::Cnn,
             Self::Encoder { .. } => Workload::Encoder,
             Self::Reduce { .. } => Workload::Reduce,
+            Self::Transpose { .. } => Workload::Transpose,
         }
     }
 
@@ -463,9 +481,10 @@ impl Shape {
                 vec![("B", b), ("C", c), ("M", m), ("H", h), ("W", w), ("K", k)]
             }
             Self::Attention { b, h, s, d, .. } => vec![("B", b), ("H", h), ("S", s), ("D", d)],
-            Self::Eltwise { m, n } | Self::Layernorm { m, n } | Self::Softmax { m, n } => {
-                vec![("M", m), ("N", n)]
-            }
+            Self::Eltwise { m, n }
+            | Self::Layernorm { m, n }
+            | Self::Softmax { m, n }
+            | Self::Transpose { m, n } => vec![("M", m), ("N", n)],
             Self::Rbf { n, k } => vec![("n", n), ("K", k)],
             Self::Pool { b, c, h, w, p } => {
                 vec![("B", b), ("C", c), ("H", h), ("W", w), ("P", p)]
@@ -521,6 +540,7 @@ impl Shape {
             Self::Pool { b, c, h, w, .. } => vec![TensorSpec::new("x", &[b, c, h, w])],
             Self::Cnn { .. } | Self::Encoder { .. } => crate::network::inputs(self),
             Self::Reduce { n } => vec![TensorSpec::positive("x", &[n])],
+            Self::Transpose { m, n } => vec![TensorSpec::new("X", &[m, n])],
         }
     }
 
@@ -543,6 +563,7 @@ impl Shape {
             Self::Cnn { b } => TensorSpec::new("probs", &[b, crate::network::cnn::CLASSES]),
             Self::Encoder { b, s, e, .. } => TensorSpec::new("y", &[b, s, e]),
             Self::Reduce { .. } => TensorSpec::new("y", &[1]),
+            Self::Transpose { m, n } => TensorSpec::new("Y", &[n, m]),
         }
     }
 
@@ -567,7 +588,8 @@ impl Shape {
     /// `SOFTMAX_FLOPS_PER_ELEMENT` and the `_PER_ROW` ones); the pooling counts a comparison as
     /// one FLOP, P x P per output: P x P - 1 to take the window's maximum and one against 0
     /// (the ReLU applied once, to the maximum, as max(relu(x)) = relu(max(x)) allows); the
-    /// sum counts an addition per element (each added once, to a sum that starts at 0).
+    /// sum counts an addition per element (each added once, to a sum that starts at 0); the
+    /// transpose none: its speed is bytes per second alone.
     pub fn flops(&self) -> f64 {
         match *self {
             Self::Gemm { m, n, k } => 2.0 * m as f64 * n as f64 * k as f64,
@@ -596,6 +618,7 @@ impl Shape {
             Self::Pool { p, .. } => (p * p) as f64 * self.output().len() as f64,
             Self::Cnn { .. } | Self::Encoder { .. } => crate::network::flops(self),
             Self::Reduce { n } => n as f64,
+            Self::Transpose { .. } => 0.0,
         }
     }
 
@@ -617,6 +640,14 @@ impl Shape {
             _ => self.inputs().iter().map(TensorSpec::len).sum::<usize>() + self.output().len(),
         };
         (elements * element_bytes) as f64
+    }
+
+    /// Which of two shapes of a workload is the larger: by FLOPs, then (for a workload that
+    /// computes nothing, or equal FLOPs) by the bytes it must move.
+    pub fn cmp_size(&self, other: &Shape) -> std::cmp::Ordering {
+        self.flops()
+            .total_cmp(&other.flops())
+            .then(self.min_bytes(1).total_cmp(&other.min_bytes(1)))
     }
 
     /// `4096x4096x4096`-style label, dimensions in [`Shape::dims`] order.
@@ -731,6 +762,7 @@ impl Shape {
                 "BxSxExH (batch, sequence, hidden, heads; E % H == 0), e.g. 8x1024x1280x20"
             }
             Workload::Reduce => "N (elements summed), e.g. 16777216",
+            Workload::Transpose => "MxN (rows x columns of X; Y is NxM), e.g. 8192x8192",
         }
     }
 
@@ -801,6 +833,7 @@ impl Shape {
                 h: *h,
             },
             (Workload::Reduce, [n], None) => Self::Reduce { n: *n },
+            (Workload::Transpose, [m, n], None) => Self::Transpose { m: *m, n: *n },
             _ => return Err(err()),
         };
         Ok(shape)
@@ -963,6 +996,17 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("tensor FFN 1 would hold 2147483648"), "{e}");
+    }
+
+    #[test]
+    fn a_transpose_moves_each_element_twice_and_computes_nothing() {
+        let t = Shape::parse(Workload::Transpose, "100x37").unwrap();
+        assert_eq!(t, Shape::Transpose { m: 100, n: 37 });
+        assert_eq!(Shape::parse(t.workload(), &t.label()), Ok(t));
+        assert_eq!(t.output().dims, [37, 100]);
+        assert_eq!(t.min_bytes(4), (2 * 100 * 37 * 4) as f64);
+        assert_eq!(t.flops(), 0.0);
+        assert!(Shape::parse(Workload::Transpose, "100").is_err());
     }
 
     #[test]

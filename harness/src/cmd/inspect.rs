@@ -198,6 +198,7 @@ pub fn inspect_shapes(w: Workload) -> Vec<(&'static str, Shape)> {
             },
         )],
         Workload::Reduce => vec![("", Shape::Reduce { n: 1 << 24 })],
+        Workload::Transpose => vec![("", Shape::Transpose { m: 8192, n: 8192 })],
     }
 }
 

@@ -33,7 +33,7 @@ pub fn run(args: &Args) -> Outcome {
     let (shapes, _) = select::shapes(&config, use_, &workloads, &sel.sizes, sel.lenient())?;
     if args.headline {
         for (w, list) in &shapes {
-            if let Some(s) = list.iter().max_by(|a, b| a.flops().total_cmp(&b.flops())) {
+            if let Some(s) = list.iter().max_by(|a, b| a.cmp_size(b)) {
                 println!("{w} {}", s.label());
             }
         }

@@ -149,6 +149,52 @@ pub struct Timed {
     pub gbps: f64,
 }
 
+/// What a shape's speed is counted in: FLOP per second, or for a workload that computes
+/// nothing (the transpose) the bytes it must move per second.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Measure {
+    Flops,
+    Bytes,
+}
+
+impl Measure {
+    /// The measure of a shape of `flops` FLOP.
+    pub fn of(flops: f64) -> Self {
+        if flops > 0.0 {
+            Self::Flops
+        } else {
+            Self::Bytes
+        }
+    }
+}
+
+/// A timed row's speed in one [`Measure`], in giga-units per second: at the median time, and
+/// at the p90 (`lo`) and p10 (`hi`) times.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rate {
+    pub mid: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+impl Timed {
+    /// This row's speed in `measure`: GFLOP/s, or GB/s of its compulsory bytes.
+    pub fn rate(&self, measure: Measure) -> Rate {
+        match measure {
+            Measure::Flops => Rate {
+                mid: self.gflops,
+                lo: self.gflops_lo,
+                hi: self.gflops_hi,
+            },
+            Measure::Bytes => Rate {
+                mid: self.gbps,
+                lo: self.gbps * self.median_ms / self.p90_ms,
+                hi: self.gbps * self.median_ms / self.p10_ms,
+            },
+        }
+    }
+}
+
 /// A ratio of two rows' median times, and whether it stands out of the measured spread.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Speedup {
@@ -229,8 +275,10 @@ impl Speedup {
 #[derive(Debug, Clone, PartialEq)]
 pub struct RoofShare {
     pub roof: Roof,
-    /// min(roof peak, intensity x bandwidth), GFLOP/s.
+    /// min(roof peak, intensity x bandwidth), GFLOP/s: 0 for a shape that computes nothing.
     pub bound_gflops: f64,
+    /// The row's throughput over that bound; for a shape that computes nothing, its bytes
+    /// (counted, else compulsory) per second over the memory's bandwidth.
     pub pct: f64,
 }
 
@@ -408,13 +456,21 @@ impl ShapeReport {
                     .map(|t| (shape.flops / t.bytes(), t.source));
                 let intensity = at_intensity(compulsory_intensity, traffic_intensity);
                 let roof = match (ceilings, timed[i]) {
-                    (Some(c), Some(t)) => {
-                        let roof = c.roof(r.precision);
+                    (Some(c), Some(t)) if shape.flops > 0.0 => {
                         let bound = c.bound_gflops(r.precision, intensity);
                         Some(RoofShare {
-                            roof,
+                            roof: c.roof(r.precision),
                             bound_gflops: bound,
                             pct: 100.0 * t.gflops / bound,
+                        })
+                    }
+                    // Nothing computed: the bound is the time its bytes take at the bandwidth.
+                    (Some(c), Some(t)) => {
+                        let bytes = r.traffic.map_or(r.min_bytes, |t| t.bytes());
+                        Some(RoofShare {
+                            roof: c.roof(r.precision),
+                            bound_gflops: 0.0,
+                            pct: 100.0 * bytes / (t.median_ms * 1e6) / c.bandwidth_gbs,
                         })
                     }
                     _ => None,
@@ -481,6 +537,11 @@ impl ShapeReport {
             rows,
             drift,
         }
+    }
+
+    /// What this shape's speed is counted in.
+    pub fn measure(&self) -> Measure {
+        Measure::of(self.flops)
     }
 
     /// The rows a chart or table of speeds shows: those that ran and passed.

@@ -6,7 +6,7 @@ use super::model::{DRIFT_NOTE, Report, RowReport, SAME_PORT_NOTE, ShapeReport, W
 use super::roofline::{Ceilings, MMA_SYNC_CEILING, Source};
 use crate::results::{Row, Status, TrafficSource};
 use crate::run::primary_resources;
-use kernel::{DeviceKind, Precision, Role};
+use kernel::{DeviceKind, Precision, Role, Workload};
 use std::fmt::Write as _;
 
 /// A table column.
@@ -102,7 +102,7 @@ impl Col {
                 "throughput over that of the reference of the row's precision (the line above the table names it); above 100%: faster than it"
             }
             Self::PctRoof => {
-                "throughput over the roofline bound min(peak of the precision, FLOP/B x bandwidth)"
+                "throughput over the roofline bound min(peak of the precision, FLOP/B x bandwidth); where nothing is computed, bytes per second over the bandwidth"
             }
             Self::Error => "||out - ref|| / ||ref|| against the f64 reference",
             Self::Status => "pass or fail against the precision's error bound",
@@ -229,8 +229,11 @@ pub fn columns(report: &Report, terminal: bool) -> Vec<Col> {
 pub const MEMORY_BOUND_INTENSITY: f64 = 8.0;
 
 /// `cols` for the tables of `w`: a memory-bound workload's have its bandwidth beside the
-/// throughput.
+/// throughput; one that computes nothing, its bandwidth alone ([`columns_of_rates`]).
 pub fn columns_for(mut cols: Vec<Col>, w: &WorkloadReport) -> Vec<Col> {
+    if w.workload.computes_nothing() {
+        return columns_of_rates(cols, w.workload);
+    }
     let memory_bound = w
         .shapes
         .iter()
@@ -238,6 +241,18 @@ pub fn columns_for(mut cols: Vec<Col>, w: &WorkloadReport) -> Vec<Col> {
         .all(|r| r.compulsory_intensity < MEMORY_BOUND_INTENSITY);
     if memory_bound && let Some(at) = cols.iter().position(|c| *c == Col::Throughput) {
         cols.insert(at + 1, Col::Bandwidth);
+    }
+    cols
+}
+
+/// `cols` for a table of `workload`: one that computes nothing (the transpose) has its
+/// bandwidth in place of a FLOP rate, and no intensities.
+pub fn columns_of_rates(mut cols: Vec<Col>, workload: Workload) -> Vec<Col> {
+    if workload.computes_nothing() {
+        cols.retain(|c| !matches!(c, Col::Intensity | Col::TrafficIntensity));
+        if let Some(at) = cols.iter().position(|c| *c == Col::Throughput) {
+            cols[at] = Col::Bandwidth;
+        }
     }
     cols
 }
@@ -653,8 +668,8 @@ pub fn csv(report: &Report, w: &WorkloadReport) -> String {
 /// The compact tables printed at the end of a run: columns sized to their widest cell.
 pub fn terminal(report: &Report) -> String {
     let mut s = String::new();
-    let cols = columns(report, true);
     for w in &report.workloads {
+        let cols = columns_of_rates(columns(report, true), w.workload);
         for shape in &w.shapes {
             let _ = writeln!(
                 s,

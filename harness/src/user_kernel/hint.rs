@@ -84,6 +84,8 @@ fn output_axes(shape: &Shape) -> (&'static str, &'static str) {
         Shape::Encoder { .. } => ("S", "E"),
         // One number out: a grid covers the N elements read.
         Shape::Reduce { .. } => ("", "N"),
+        // Y[N][M]: a row of Y is a column of X.
+        Shape::Transpose { .. } => ("N", "M"),
     }
 }
 

@@ -260,6 +260,19 @@ pub const ALL: &[Signature] = &[
         about: "y[1] = x[0] + ... + x[N-1], x in [0, 1]; a kernel that adds into y with \
                 atomicAdd takes output=zero",
     },
+    Signature {
+        name: "transpose",
+        workload: Workload::Transpose,
+        params: &[
+            ("X", Input(0)),
+            ("Y", Output),
+            ("M", Dim("M")),
+            ("N", Dim("N")),
+        ],
+        output_fill: Fill::Nan,
+        scratch: &[],
+        about: "Y[N,M] = X[M,N]^T: row i of X is column i of Y",
+    },
 ];
 
 impl Signature {

@@ -793,7 +793,7 @@ fn bank_shapes(config: &Config, kernels: &[&dyn Kernel]) -> Vec<Shape> {
         return Vec::new();
     };
     let mut shapes = config.shapes(first.info().workload, "sim");
-    shapes.sort_by(|a, b| b.flops().total_cmp(&a.flops()));
+    shapes.sort_by(|a, b| b.cmp_size(a));
     let accepted = |ks: &[&dyn Kernel]| -> Vec<Shape> {
         shapes
             .iter()
@@ -819,7 +819,7 @@ fn profiled_shape(config: &Config, w: Workload) -> Option<Shape> {
     config
         .shapes(w, "sim")
         .into_iter()
-        .max_by(|a, b| a.flops().total_cmp(&b.flops()))
+        .max_by(|a, b| a.cmp_size(b))
 }
 
 /// Builds, on all cores, the simulator modules that the bank sections of `kernels` load, so

@@ -107,13 +107,21 @@ fn model(
     } else {
         String::new()
     };
-    let mut out = vec![Block::Text(format!(
-        "At {shape}: {:.3} GFLOP and {:.1} MB compulsory (each input read once, the output \
-         written once): {:.1} FLOP/B.{discarded}",
-        shape.flops() / 1e9,
-        bytes / 1e6,
-        shape.flops() / bytes
-    ))];
+    let mut out = vec![Block::Text(if shape.workload().computes_nothing() {
+        format!(
+            "At {shape}: no arithmetic, {:.1} MB compulsory (each input read once, the output \
+             written once): only moving them takes time.",
+            bytes / 1e6
+        )
+    } else {
+        format!(
+            "At {shape}: {:.3} GFLOP and {:.1} MB compulsory (each input read once, the output \
+             written once): {:.1} FLOP/B.{discarded}",
+            shape.flops() / 1e9,
+            bytes / 1e6,
+            shape.flops() / bytes
+        )
+    })];
     let modelled = match plan {
         Some(p) => loop_model(k, p, shape, flops, bytes, banks).or_else(|why| match why {
             NoLoopModel::NoMath(why) => launch_model(k, p, shape, bytes, banks)

@@ -7,7 +7,7 @@ use super::bars::{Bar, Bars, VLine};
 use super::canvas::{BLACK_TEXT, GREY};
 use super::header::{Entry, Header, Mark};
 use super::{GAIN, LOSS, colour_legend, footer, rate_unit, row_color, row_dash, stage_color};
-use crate::report::model::{Report, RowReport, ShapeReport, Speedup};
+use crate::report::model::{Measure, Report, RowReport, ShapeReport, Speedup};
 use crate::results::Status;
 use kernel::Role;
 use plotters::prelude::RGBColor;
@@ -23,6 +23,7 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
     if !report.timed() || rungs.is_empty() {
         return None;
     }
+    let measure = s.measure();
     let others: Vec<&RowReport> = s
         .timed_rows()
         .filter(|r| matches!(r.row.role, Role::Reference | Role::Peer))
@@ -30,23 +31,26 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
     let max = rungs
         .iter()
         .chain(&others)
-        .filter_map(|r| r.timed.map(|t| t.gflops_hi))
+        .filter_map(|r| r.timed.map(|t| t.rate(measure).hi))
         .fold(0.0, f64::max);
-    let (unit, scale) = rate_unit(max);
+    let (unit, scale) = rate_unit(max, measure);
     let rows = rungs
         .iter()
         .map(|r| Bar {
             name: format!("{} {}", r.tag, r.row.id),
-            value: r.timed.map(|t| t.gflops * scale),
-            range: r.timed.map(|t| (t.gflops_lo * scale, t.gflops_hi * scale)),
+            value: r.timed.map(|t| t.rate(measure).mid * scale),
+            range: r.timed.map(|t| {
+                let x = t.rate(measure);
+                (x.lo * scale, x.hi * scale)
+            }),
             color: stage_color(r.row.stage),
-            notes: notes(r, scale),
+            notes: notes(r, measure, scale),
         })
         .collect();
     let lines = others
         .iter()
         .filter_map(|r| {
-            let g = r.timed?.gflops * scale;
+            let g = r.timed?.rate(measure).mid * scale;
             Some(VLine {
                 value: g,
                 label: format!("{} {}", r.row.id, sig3(g)),
@@ -93,10 +97,20 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
              medians' ratio by more than a quarter)"
         }
     };
+    let lead = match measure {
+        Measure::Flops => format!(
+            "Median throughput of each rung ({:.3} GFLOP per run)",
+            s.flops / 1e9
+        ),
+        Measure::Bytes => format!(
+            "Median bandwidth of each rung: the {} a run must move (its input read once, its \
+             output written once; nothing is computed) over its median time",
+            crate::report::table::bytes(s.rows.first().map_or(0.0, |r| r.row.min_bytes) as u64)
+        ),
+    };
     let mut notes = vec![format!(
-        "Median throughput of each rung ({:.3} GFLOP per run), coloured by its stage crate. At \
-         each bar's end: its throughput and its step against the rung it changes ({noise}).",
-        s.flops / 1e9
+        "{lead}, coloured by its stage crate. At each bar's end: its throughput and its step \
+         against the rung it changes ({noise})."
     )];
     if report.cpu_ports() {
         notes.push(
@@ -128,7 +142,7 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
 }
 
 /// What a bar's end says: its throughput and its step against its parent, or why it has none.
-fn notes(r: &RowReport, scale: f64) -> Vec<(String, RGBColor)> {
+fn notes(r: &RowReport, measure: Measure, scale: f64) -> Vec<(String, RGBColor)> {
     let Some(t) = r.timed else {
         let why = match r.row.status {
             Status::Failed => "failed its check: no throughput shown",
@@ -137,7 +151,7 @@ fn notes(r: &RowReport, scale: f64) -> Vec<(String, RGBColor)> {
         };
         return vec![(why.into(), LOSS)];
     };
-    let mut v = vec![(sig3(t.gflops * scale), BLACK_TEXT)];
+    let mut v = vec![(sig3(t.rate(measure).mid * scale), BLACK_TEXT)];
     v.extend(r.vs_parent.as_ref().map(step));
     v
 }

@@ -13,9 +13,12 @@ use crate::report::table::bytes;
 use crate::results::Status;
 use kernel::Role;
 
-/// The intensity chart of `s`; `None` for timed runs (the roofline shows intensity there) and
-/// when no row's traffic was counted.
+/// The intensity chart of `s`; `None` for timed runs (the roofline shows intensity there),
+/// when no row's traffic was counted, and for a shape that computes nothing.
 pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
+    if s.flops == 0.0 {
+        return None;
+    }
     let rungs: Vec<&RowReport> = s
         .rows
         .iter()

@@ -17,7 +17,7 @@ pub(crate) mod sweep;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use super::model::Report;
+use super::model::{Measure, Report};
 use super::roofline::RoofKind;
 use crate::results::RunResults;
 use anyhow::Result;
@@ -270,12 +270,13 @@ pub fn row_color(role: Role, stage: Stage) -> RGBColor {
     }
 }
 
-/// The unit a throughput axis reads best in, and the factor from GFLOP/s.
-pub(crate) fn rate_unit(max_gflops: f64) -> (&'static str, f64) {
-    if max_gflops >= 2e3 {
-        ("TFLOP/s", 1e-3)
-    } else {
-        ("GFLOP/s", 1.0)
+/// The unit a throughput axis of `measure` reads best in, and the factor from GFLOP/s (GB/s).
+pub(crate) fn rate_unit(max: f64, measure: Measure) -> (&'static str, f64) {
+    match (measure, max >= 2e3) {
+        (Measure::Flops, true) => ("TFLOP/s", 1e-3),
+        (Measure::Flops, false) => ("GFLOP/s", 1.0),
+        (Measure::Bytes, true) => ("TB/s", 1e-3),
+        (Measure::Bytes, false) => ("GB/s", 1.0),
     }
 }
 

@@ -10,7 +10,7 @@ use super::canvas::{
 };
 use super::header::{Entry, Header, Mark};
 use super::{Chart, bandwidth, footer, rate_unit, roof_marker, row_color};
-use crate::report::model::{Report, RowReport, ShapeReport};
+use crate::report::model::{Measure, Report, RowReport, ShapeReport};
 use crate::report::roofline::{Ceilings, MMA_SYNC_CEILING};
 use crate::report::table::{roof_source, throughput};
 use crate::results::Status;
@@ -46,9 +46,10 @@ struct Plan {
 }
 
 impl<'a> Roofline<'a> {
-    /// The roofline of `s`; `None` for a run without times or a shape where nothing was timed.
+    /// The roofline of `s`; `None` for a run without times, a shape where nothing was timed
+    /// or one that computes nothing (no intensity to place it at).
     pub fn new(report: &'a Report, s: &'a ShapeReport) -> Option<Self> {
-        if !report.timed() || s.timed_rows().next().is_none() {
+        if !report.timed() || s.timed_rows().next().is_none() || s.measure() == Measure::Bytes {
             return None;
         }
         let mut keys = super::Keys::default();
@@ -71,7 +72,7 @@ impl<'a> Roofline<'a> {
             s,
             keyed,
             header: Header::default(),
-            unit: rate_unit(max),
+            unit: rate_unit(max, Measure::Flops),
         };
         chart.header = chart.header();
         Some(chart)

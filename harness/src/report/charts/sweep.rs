@@ -11,7 +11,7 @@ use super::canvas::{
 };
 use super::header::{Entry, Header, Mark, SWATCH, swatch};
 use super::{Chart, Keys, colour_legend, footer, rate_unit, row_color, row_dash};
-use crate::report::model::{Report, ShapeReport, Timed, WorkloadReport};
+use crate::report::model::{Measure, Report, ShapeReport, Timed, WorkloadReport};
 use crate::results::Status;
 use anyhow::Result;
 use kernel::{Role, Shape, Stage};
@@ -64,6 +64,8 @@ pub fn family(shape: &Shape) -> Family {
         Shape::Cnn { b } => f(String::new(), b, "batch B"),
         Shape::Encoder { b, s, e, h } => f(format!("-Bx{s}x{e}x{h}"), b, "batch B"),
         Shape::Reduce { n } => f(String::new(), n, "elements N"),
+        Shape::Transpose { m, n } if m == n => f(String::new(), n, "N (M = N)"),
+        Shape::Transpose { n, m } => f(format!("-Mx{n}"), m, "rows M"),
     }
 }
 
@@ -129,6 +131,8 @@ pub struct Sweep<'a> {
     /// Rows that appear in the family but never passed.
     never: Vec<String>,
     header: Header,
+    /// FLOP/s, or bytes/s for a workload that computes nothing.
+    measure: Measure,
 }
 
 /// The sweep charts of `w`: one per family of two or more sizes, in a timed run.
@@ -209,6 +213,7 @@ impl<'a> Sweep<'a> {
             series,
             never,
             header: Header::default(),
+            measure: shapes.first().map_or(Measure::Flops, |s| s.measure()),
         };
         chart.header = Header {
             title: format!(
@@ -236,9 +241,9 @@ impl<'a> Sweep<'a> {
             .series
             .iter()
             .flat_map(|s| s.points.iter().flatten())
-            .map(|t| t.gflops)
+            .map(|t| t.rate(self.measure).mid)
             .fold(0.0, f64::max);
-        rate_unit(max)
+        rate_unit(max, self.measure)
     }
 
     pub(crate) fn entries(&self) -> Vec<Entry> {
@@ -293,9 +298,11 @@ impl Chart for Sweep<'_> {
         let figures = self.series.iter().flat_map(|s| s.points.iter().flatten());
         let ylo = figures
             .clone()
-            .map(|t| t.gflops)
+            .map(|t| t.rate(self.measure).mid)
             .fold(f64::INFINITY, f64::min);
-        let yhi = figures.map(|t| t.gflops).fold(0.0, f64::max);
+        let yhi = figures
+            .map(|t| t.rate(self.measure).mid)
+            .fold(0.0, f64::max);
         let y = Axis::new(ylo / 2.0, yhi * 2.0, true, plot.y1, plot.y0);
         x_axis(
             &mut c,
@@ -323,7 +330,7 @@ impl Chart for Sweep<'_> {
                 .chain([(0.0, None)])
             {
                 match t {
-                    Some(t) => run.push((x.px(xv), y.px(t.gflops))),
+                    Some(t) => run.push((x.px(xv), y.px(t.rate(self.measure).mid))),
                     None => {
                         if run.len() > 1 {
                             c.line(&run, color, 2, dash)?;
@@ -346,7 +353,11 @@ impl Chart for Sweep<'_> {
                 .rev()
                 .find_map(|(xv, t)| Some((*xv, (*t)?)))
             {
-                ends.push(((x.px(xv), y.px(t.gflops)), &s.key, s.style.0));
+                ends.push((
+                    (x.px(xv), y.px(t.rate(self.measure).mid)),
+                    &s.key,
+                    s.style.0,
+                ));
             }
         }
         for (at, key, color) in ends {

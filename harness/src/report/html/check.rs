@@ -7,7 +7,7 @@ use std::path::{Component, Path, PathBuf};
 
 /// The most bytes the pages of a run may take (`index.html` and `html/`, the charts inline,
 /// the PNGs beside them not counted), for a run of every workload of the `[cpu]` list at the
-/// simulator's small shapes (more shapes than the bench's): twelve workloads, over a hundred
+/// simulator's small shapes (more shapes than the bench's): thirteen workloads, over a hundred
 /// rung pages (about 20 KB each, most of it the source diff against the parent), the index
 /// with every shape's chart inline. Each crate's walkthrough is one page, however many ladders
 /// link to it. A new rung adds its page and its rows: this bound catches a page that starts

@@ -227,7 +227,12 @@ pub(crate) fn rung_ctx<'a>(
                     super::shape_page(w.workload, &s.label),
                     slug(id)
                 ),
-                table: super::rows_table(shown.into_iter(), &cols, AT_PAGE, rung_pages),
+                table: super::rows_table(
+                    shown.into_iter(),
+                    &table::columns_of_rates(cols.clone(), w.workload),
+                    AT_PAGE,
+                    rung_pages,
+                ),
             });
         }
     }

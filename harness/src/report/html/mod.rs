@@ -433,7 +433,7 @@ fn shape_ctx(
     rung_pages: &[String],
 ) -> Result<ShapeCtx> {
     let full_cols = table::columns_for(table::columns(report, false), w);
-    let compact_cols = table::columns(report, true);
+    let compact_cols = table::columns_of_rates(table::columns(report, true), w.workload);
     Ok(ShapeCtx {
         label: s.label.clone(),
         anchor: format!("{}-{}", w.workload.name(), slug(&s.label)),
