@@ -539,6 +539,18 @@ impl ShapeReport {
         }
     }
 
+    /// The work of one run, for headings: `0.134 GFLOP`, or for a shape that computes
+    /// nothing the bytes it must move, `32.0 MiB moved`.
+    pub fn work(&self) -> String {
+        match self.measure() {
+            Measure::Flops => format!("{} GFLOP", super::charts::axes::sig3(self.flops / 1e9)),
+            Measure::Bytes => format!(
+                "{} moved",
+                super::table::bytes(self.rows.first().map_or(0.0, |r| r.row.min_bytes) as u64)
+            ),
+        }
+    }
+
     /// What this shape's speed is counted in.
     pub fn measure(&self) -> Measure {
         Measure::of(self.flops)

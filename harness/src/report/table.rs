@@ -524,9 +524,9 @@ pub fn markdown(report: &Report, w: &WorkloadReport) -> String {
     for shape in &w.shapes {
         let _ = writeln!(
             s,
-            "## {} ({} GFLOP)\n\nChecked against: {}.\n",
+            "## {} ({})\n\nChecked against: {}.\n",
             shape.label,
-            super::charts::axes::sig3(shape.flops / 1e9),
+            shape.work(),
             shape.checked_against
         );
         if report.timed() {

@@ -103,9 +103,9 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
             s.flops / 1e9
         ),
         Measure::Bytes => format!(
-            "Median bandwidth of each rung: the {} a run must move (its input read once, its \
-             output written once; nothing is computed) over its median time",
-            crate::report::table::bytes(s.rows.first().map_or(0.0, |r| r.row.min_bytes) as u64)
+            "Median bandwidth of each rung: the bytes a run must move ({}: its input read once, \
+             its output written once; nothing is computed) over its median time",
+            s.work()
         ),
     };
     let mut notes = vec![format!(

@@ -329,7 +329,8 @@ struct ShapeCtx {
     label: String,
     anchor: String,
     page: String,
-    gflop: String,
+    /// `0.134 GFLOP`, or what a shape that computes nothing moves.
+    work: String,
     checked_against: String,
     notes: Vec<String>,
     /// How far the machine drifted over the shape (Markdown), where it was measured.
@@ -438,7 +439,7 @@ fn shape_ctx(
         label: s.label.clone(),
         anchor: format!("{}-{}", w.workload.name(), slug(&s.label)),
         page: format!("{}{}", nav.pages, shape_page(w.workload, &s.label)),
-        gflop: super::charts::axes::sig3(s.flops / 1e9),
+        work: s.work(),
         checked_against: s.checked_against.clone(),
         notes: shape_notes(s),
         drift: s.drift.as_ref().map(|d| d.sentence()),
