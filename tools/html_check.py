@@ -133,7 +133,9 @@ def check_run(context, run, problems):
             if point is not None:
                 if not (point.eval_on_selector("title", "t => t.textContent") or "").strip():
                     problems.append(f"{p.name}: a roofline point without a title")
-                point.hover()
+                # The event a pointer over it sends: a real hover waits for the page to stop
+                # moving, which a loaded machine can delay past any timeout.
+                point.dispatch_event("mouseenter")
                 tip = page.wait_for_selector("#tip", state="visible", timeout=5000)
                 if not tip.text_content().strip():
                     problems.append(f"{p.name}: an empty tooltip")

@@ -4184,6 +4184,56 @@ BINDING(again)
     );
 }
 
+/// A kernel of `int` data (`dtype=i32`) gets even integers, and is checked against the f64
+/// result of those: a transpose of them, and a GEMM whose integer sums are exact; a kernel
+/// that leaves an element unwritten shows it, the all-ones poison being no right answer.
+#[test]
+fn integer_kernels_are_given_integers_and_checked_against_their_result() {
+    let dir = scratch_dir("i32");
+    let code = r#"__global__ void transpose_int(const int *x, int *y, int M, int N) {
+  const int i = blockIdx.y * 16 + threadIdx.y, j = blockIdx.x * 16 + threadIdx.x;
+  if (i < M && j < N) y[j * M + i] = x[i * N + j];
+}
+__global__ void gemm_int(const int *A, const int *B, int *C, int M, int N, int K) {
+  const int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;
+  if (r >= M || c >= N) return;
+  int acc = 0;
+  for (int k = 0; k < K; ++k) acc += A[r * K + k] * B[k * N + c];
+  C[r * N + c] = acc;
+}
+"#;
+    std::fs::write(dir.join("ints.cu"), code).unwrap();
+    let short_code = code.replace("if (i < M && j < N)", "if (i < M && j < N && i + j > 0)");
+    std::fs::write(dir.join("short.cu"), short_code).unwrap();
+    // X's columns across the grid: tile:16x16 would lay the grid over Y's.
+    let spec = |file: &str, entry: &str| {
+        format!(
+            "{}/{file}:{entry},dtype=i32,block=16x16,grid=(cdiv(N,16),cdiv(M,16))",
+            dir.display()
+        )
+    };
+    let transpose = load(&spec("ints.cu", "transpose_int"), Workload::Transpose);
+    assert!(
+        transpose.info().summary.contains(
+            "X:i32, Y:i32), your kernel, checked against the f64 result of its integer inputs"
+        ),
+        "{}",
+        transpose.info().summary
+    );
+    let gemm = load(&spec("ints.cu", "gemm_int"), Workload::Gemm);
+    let short = load(&spec("short.cu", "transpose_int"), Workload::Transpose);
+    let rows = |k: UserKernel, shape: Shape| {
+        sim_rows(&[k], &[shape]).workloads[0].shapes[0].rows[0].clone()
+    };
+    let ok = rows(transpose, Shape::Transpose { m: 33, n: 20 });
+    assert!(ok.passed(), "{ok:?}");
+    let ok = rows(gemm, Shape::gemm(100, 37, 129));
+    assert!(ok.passed() && ok.check.unwrap().rel_error == 0.0, "{ok:?}");
+    let short = rows(short, Shape::Transpose { m: 33, n: 20 });
+    let why = short.reason.unwrap_or_default();
+    assert!(why.contains("1 of 660 elements are NaN"), "{why}");
+}
+
 /// What `examples/fp8_mma_ptx.cu` says sm_90 makes of FP8 mma.sync, from its SASS: the bytes
 /// unpacked to FP16 and FP16 HMMA, no FP8 tensor instruction.
 #[test]

@@ -135,12 +135,16 @@ pub enum Dtype {
     E4m3,
     /// FP8 E5M2 (`__nv_fp8_e5m2`).
     E5m2,
+    /// 32-bit integers (`int`): kernels of integer data, a transpose of `int` elements. Inputs
+    /// hold even integers ([`Dtype::input_value`]), so that no right answer of a sum or a copy
+    /// of them is -1, the all-ones poison.
+    I32,
 }
 
 impl Dtype {
     pub fn bytes(self) -> usize {
         match self {
-            Self::F32 => 4,
+            Self::F32 | Self::I32 => 4,
             Self::F16 | Self::Bf16 => 2,
             Self::E4m3 | Self::E5m2 => 1,
         }
@@ -154,6 +158,7 @@ impl Dtype {
             Self::Bf16 => "bf16",
             Self::E4m3 => "e4m3",
             Self::E5m2 => "e5m2",
+            Self::I32 => "i32",
         }
     }
 
@@ -162,7 +167,25 @@ impl Dtype {
         match self {
             Self::E4m3 => Some(crate::fp8::Fp8::E4m3),
             Self::E5m2 => Some(crate::fp8::Fp8::E5m2),
-            Self::F32 | Self::F16 | Self::Bf16 => None,
+            Self::F32 | Self::F16 | Self::Bf16 | Self::I32 => None,
+        }
+    }
+
+    /// Whether an input of this type cannot hold the lab's random draws closely enough to be
+    /// checked against a reference of them: FP8 (a rounding of up to 12%) and integers.
+    pub fn holds_inputs_of_its_own(self) -> bool {
+        self.fp8().is_some() || self == Self::I32
+    }
+
+    /// The value an input of this type holds for the random draw `v` in [-1, 1]: `v` rounded
+    /// to the type, or for integers an even one in [-1000, 1000], never 0.
+    pub fn input_value(self, v: f32) -> f32 {
+        match self {
+            Self::I32 => {
+                let k = (v * 500.0).round();
+                2.0 * if k == 0.0 { v.signum() } else { k }
+            }
+            _ => self.round(v),
         }
     }
 
@@ -187,6 +210,14 @@ impl Dtype {
                 let f = self.fp8().expect("an 8-bit type");
                 data.iter().map(|&v| f.encode(v)).collect()
             }
+            // Rounded and saturated (`as`); NaN to the all-ones poison.
+            Self::I32 => data
+                .iter()
+                .flat_map(|&v| match v.is_nan() {
+                    true => [0xFF; 4],
+                    false => (v.round() as i32).to_le_bytes(),
+                })
+                .collect(),
         }
     }
 
@@ -209,6 +240,14 @@ impl Dtype {
                 let f = self.fp8().expect("an 8-bit type");
                 bytes.iter().map(|&b| f.decode(b)).collect()
             }
+            // All ones is the poison, as in the float types; no input makes -1 a right answer.
+            Self::I32 => bytes
+                .chunks_exact(4)
+                .map(|c| match i32::from_le_bytes([c[0], c[1], c[2], c[3]]) {
+                    -1 => POISON_F32,
+                    i => i as f32,
+                })
+                .collect(),
         }
     }
 }
@@ -804,6 +843,17 @@ mod tests {
             assert!(is_poison(d.decode(&Fill::Nan.bytes(d, 1))[0]));
         }
         assert_eq!(Dtype::E4m3.round(0.3), 0.3125);
+        // Integers: rounded, saturated, the all-ones poison read back as such; inputs even.
+        let i = Dtype::I32;
+        assert_eq!(
+            i.decode(&i.encode(&[2.4, -7.0, 3.0e10])),
+            vec![2.0, -7.0, i32::MAX as f32]
+        );
+        assert!(is_poison(i.decode(&Fill::Nan.bytes(i, 1))[0]));
+        assert_eq!(
+            [0.3, -0.0001, 0.0009, -1.0].map(|v| i.input_value(v)),
+            [300.0, -2.0, 2.0, -1000.0]
+        );
     }
 
     #[test]

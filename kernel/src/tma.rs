@@ -88,6 +88,7 @@ const SIM_TENSOR_MAP_MAGIC: u64 = 0x4b4c_544d_4150_3032;
 
 /// `CUtensorMapDataType` codes (cuda.h).
 const UINT8: u32 = 0;
+const INT32: u32 = 3;
 const FLOAT16: u32 = 6;
 const FLOAT32: u32 = 7;
 const BFLOAT16: u32 = 9;
@@ -188,6 +189,7 @@ impl TensorMap {
                 Dtype::Bf16 => BFLOAT16,
                 // The TMA moves FP8 as bytes.
                 Dtype::E4m3 | Dtype::E5m2 => UINT8,
+                Dtype::I32 => INT32,
             },
             rank: rank as u32,
             global_dim,

@@ -36,13 +36,15 @@ pub fn c_name(d: Dtype) -> &'static str {
         Dtype::Bf16 => "__nv_bfloat16",
         Dtype::E4m3 => "__nv_fp8_e4m3",
         Dtype::E5m2 => "__nv_fp8_e5m2",
+        Dtype::I32 => "int",
     }
 }
 
 /// The precision a buffer of `d` forces at least: its rounding.
 fn precision_of(d: Dtype) -> Precision {
     match d {
-        Dtype::F32 => Precision::Fp32,
+        // Integer arithmetic is exact: FP32's bound holds it to the f32 read-back.
+        Dtype::F32 | Dtype::I32 => Precision::Fp32,
         Dtype::F16 => Precision::Fp16,
         Dtype::Bf16 => Precision::Bf16,
         Dtype::E4m3 | Dtype::E5m2 => Precision::Fp8,

@@ -1266,9 +1266,10 @@ impl UserKernel {
     }
 
     /// The inputs the kernel reads, where they differ from `inputs`: those `input=` fixes
-    /// filled with their values, and those it takes in FP8 rounded to it (which moves each
-    /// value too far for a reference of the unrounded ones to judge the kernel by). `None`
-    /// when they are `inputs` themselves.
+    /// filled with their values, those it takes in FP8 rounded to it (which moves each value
+    /// too far for a reference of the unrounded ones to judge the kernel by), and those it
+    /// takes as integers drawn as such ([`Dtype::input_value`]). `None` when they are
+    /// `inputs` themselves.
     fn own_inputs(&self, shape: &Shape, inputs: &[Vec<f32>]) -> Option<Vec<Vec<f32>>> {
         if !self.has_own_inputs() {
             return None;
@@ -1282,8 +1283,8 @@ impl UserKernel {
             }
         }
         for (values, d) in out.iter_mut().zip(&self.buffers.inputs) {
-            if d.fp8().is_some() {
-                values.iter_mut().for_each(|v| *v = d.round(*v));
+            if d.holds_inputs_of_its_own() {
+                values.iter_mut().for_each(|v| *v = d.input_value(*v));
             }
         }
         Some(out)
@@ -1292,20 +1293,31 @@ impl UserKernel {
     /// How the row's summary says what its reference is, where it is its own: the table's
     /// "Checked against" line names the workload's.
     fn own_reference_note(&self) -> String {
-        let fp8 = self.buffers.inputs.iter().any(|d| d.fp8().is_some());
-        let what = match (fp8, self.spec.fixed_inputs.is_empty()) {
-            (false, true) => return String::new(),
-            (true, true) => "its inputs rounded to FP8",
-            (false, false) => "the inputs `input=` fixes",
-            (true, false) => "its inputs rounded to FP8 and those `input=` fixes",
-        };
-        format!(", checked against the f64 result of {what}")
+        let mut what = Vec::new();
+        if self.buffers.inputs.iter().any(|d| d.fp8().is_some()) {
+            what.push("its inputs rounded to FP8");
+        }
+        if self.buffers.inputs.contains(&Dtype::I32) {
+            what.push("its integer inputs (even, in [-1000, 1000])");
+        }
+        if !self.spec.fixed_inputs.is_empty() {
+            what.push("the inputs `input=` fixes");
+        }
+        match what.is_empty() {
+            true => String::new(),
+            false => format!(", checked against the f64 result of {}", what.join(" and ")),
+        }
     }
 
     /// Whether the kernel reads inputs of its own ([`UserKernel::own_inputs`]), so that its
     /// reference is its own too.
     fn has_own_inputs(&self) -> bool {
-        !self.spec.fixed_inputs.is_empty() || self.buffers.inputs.iter().any(|d| d.fp8().is_some())
+        !self.spec.fixed_inputs.is_empty()
+            || self
+                .buffers
+                .inputs
+                .iter()
+                .any(|d| d.holds_inputs_of_its_own())
     }
 
     /// The inputs of `shape` the kernel is given neither as a parameter, nor as a
