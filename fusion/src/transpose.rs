@@ -159,19 +159,25 @@ fn rungs() -> [TransposeRung; 4] {
 // The ports write Y in bands of whole rows, one rayon task a band, as the rungs' blocks write
 // the tiles of Y; within a band they move the elements as their rung does.
 
-/// Rows of Y (columns of X) a task writes: a band per thread.
-fn band_rows(n: usize) -> usize {
-    n.div_ceil(rayon::current_num_threads())
+/// Runs `band` on each band of rows of Y (columns of X), one per thread: with X, the band's
+/// rows of Y, its first row (a column of X) and `(m, n)`.
+fn by_bands(
+    shape: &Shape,
+    inputs: &[&[f32]],
+    out: &mut [f32],
+    band: impl Fn(&[f32], &mut [f32], usize, (usize, usize)) + Sync,
+) {
+    let (m, n) = dims(shape);
+    let rows = n.div_ceil(rayon::current_num_threads());
+    out.par_chunks_mut(rows * m)
+        .enumerate()
+        .for_each(|(b, y)| band(inputs[0], y, b * rows, (m, n)));
 }
 
 /// Rung 01: down the rows of X in order, each element to its column of Y: the writes of one
 /// row of X land a row of Y apart.
 fn cpu_naive(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
-    let (m, n) = dims(shape);
-    let x = inputs[0];
-    let band = band_rows(n);
-    out.par_chunks_mut(band * m).enumerate().for_each(|(b, y)| {
-        let j0 = b * band;
+    by_bands(shape, inputs, out, |x, y, j0, (m, n)| {
         let cols = y.len() / m;
         for i in 0..m {
             for (dj, &v) in x[i * n + j0..i * n + j0 + cols].iter().enumerate() {
@@ -184,11 +190,7 @@ fn cpu_naive(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
 /// Rungs 02 to 04: 32 x 32 tiles, each read by rows into a tile and written by columns, so
 /// that both sides touch a few lines at a time.
 fn cpu_tiled(shape: &Shape, inputs: &[&[f32]], out: &mut [f32]) {
-    let (m, n) = dims(shape);
-    let x = inputs[0];
-    let band = band_rows(n);
-    out.par_chunks_mut(band * m).enumerate().for_each(|(b, y)| {
-        let j0 = b * band;
+    by_bands(shape, inputs, out, |x, y, j0, (m, n)| {
         let cols = y.len() / m;
         let mut tile = [[0.0f32; TILE]; TILE];
         for i0 in (0..m).step_by(TILE) {

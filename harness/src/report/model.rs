@@ -158,12 +158,12 @@ pub enum Measure {
 }
 
 impl Measure {
-    /// The measure of a shape of `flops` FLOP.
-    pub fn of(flops: f64) -> Self {
-        if flops > 0.0 {
-            Self::Flops
-        } else {
+    /// The measure of `workload`'s shapes.
+    pub fn of(workload: kernel::Workload) -> Self {
+        if workload.computes_nothing() {
             Self::Bytes
+        } else {
+            Self::Flops
         }
     }
 }
@@ -456,7 +456,7 @@ impl ShapeReport {
                     .map(|t| (shape.flops / t.bytes(), t.source));
                 let intensity = at_intensity(compulsory_intensity, traffic_intensity);
                 let roof = match (ceilings, timed[i]) {
-                    (Some(c), Some(t)) if shape.flops > 0.0 => {
+                    (Some(c), Some(t)) if Measure::of(shape.shape.workload()) == Measure::Flops => {
                         let bound = c.bound_gflops(r.precision, intensity);
                         Some(RoofShare {
                             roof: c.roof(r.precision),
@@ -553,7 +553,7 @@ impl ShapeReport {
 
     /// What this shape's speed is counted in.
     pub fn measure(&self) -> Measure {
-        Measure::of(self.flops)
+        Measure::of(self.shape.workload())
     }
 
     /// The rows a chart or table of speeds shows: those that ran and passed.

@@ -8,7 +8,7 @@ use super::bars::{Bar, Bars, VLine};
 use super::canvas::{BLACK_TEXT, Dash, GREY};
 use super::header::{Entry, Header, Mark};
 use super::{LOSS, REFERENCE, colour_legend, footer, stage_color};
-use crate::report::model::{Report, RowReport, ShapeReport};
+use crate::report::model::{Measure, Report, RowReport, ShapeReport};
 use crate::report::table::bytes;
 use crate::results::Status;
 use kernel::Role;
@@ -16,7 +16,7 @@ use kernel::Role;
 /// The intensity chart of `s`; `None` for timed runs (the roofline shows intensity there),
 /// when no row's traffic was counted, and for a shape that computes nothing.
 pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
-    if s.flops == 0.0 {
+    if s.measure() == Measure::Bytes {
         return None;
     }
     let rungs: Vec<&RowReport> = s
