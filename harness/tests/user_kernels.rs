@@ -4234,6 +4234,46 @@ __global__ void gemm_int(const int *A, const int *B, int *C, int M, int N, int K
     assert!(why.contains("1 of 660 elements are NaN"), "{why}");
 }
 
+/// Three things a file written for nvcc leans on, as MatmulTutorial's Hopper GEMMs do: an
+/// include of `<curand_kernel.h>` (for a kernel that fills inputs, never launched here), `abs`
+/// in a `static_assert`, and a `const` member function template whose body is device code.
+/// The file compiles with NVRTC and runs in the simulator.
+#[test]
+fn a_file_written_for_nvcc_with_curand_abs_and_member_templates_runs() {
+    let dir = scratch_dir("nvcc-isms");
+    let code = r#"#include <curand_kernel.h>
+#define HD __host__ __device__
+template <int S> struct Twice {
+  static_assert(abs(S) >= 1, "abs(S) must be at least 1");
+  template <class T> HD static constexpr T apply(T v) { return v * S; }
+  template <class T> HD constexpr T operator()(T const& v) const { return apply(v); }
+};
+__global__ void fill(float *x, int n, unsigned long long seed) {
+  curandState st;
+  curand_init(seed, blockIdx.x * blockDim.x + threadIdx.x, 0, &st);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) x[i] = curand_uniform(&st);
+}
+__global__ void gemm_twice(const float *A, const float *B, float *C, int M, int N, int K) {
+  const int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;
+  if (r >= M || c >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += A[r * K + k] * B[k * N + c];
+  C[r * N + c] = Twice<-1>{}(acc) * -1.0f;
+}
+"#;
+    std::fs::write(dir.join("isms.cu"), code).unwrap();
+    let k = load(
+        &format!(
+            "{}/isms.cu:gemm_twice,block=16x16,grid=tile:16x16",
+            dir.display()
+        ),
+        Workload::Gemm,
+    );
+    let results = sim_rows(&[k], &[Shape::gemm(33, 20, 17)]);
+    let row = &results.workloads[0].shapes[0].rows[0];
+    assert!(row.passed(), "{row:?}");
+}
+
 /// What `examples/fp8_mma_ptx.cu` says sm_90 makes of FP8 mma.sync, from its SASS: the bytes
 /// unpacked to FP16 and FP16 HMMA, no FP8 tensor instruction.
 #[test]

@@ -37,6 +37,13 @@ __host__ __device__ auto accepts(params<P...>, A... a) -> decltype(params<P...>:
 } // namespace kernel_lab
 #endif
 
+// `abs` in a static_assert's condition: nvcc's front end folds the host's abs() in a constant
+// expression, where NVRTC's abs() is a device function, no constexpr. The lab reads such an
+// `abs(` as this function (the file is otherwise compiled as written).
+namespace kernel_lab {
+template <class T> __host__ __device__ constexpr T constant_abs(T v) { return v < 0 ? -v : v; }
+} // namespace kernel_lab
+
 // A zero-filled workspace an args= list passes (`zeros(BYTES)`): the lab allocates bytes, not
 // elements of a type, so it hands the kernel whichever pointer type its parameter declares.
 namespace kernel_lab {

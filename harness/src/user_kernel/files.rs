@@ -313,7 +313,9 @@ impl Reader {
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut lines = Vec::new();
-        for line in blank_host_code(&code, &self.macros).split('\n') {
+        let code_for_device =
+            source::constant_abs_in_static_asserts(&blank_host_code(&code, &self.macros));
+        for line in code_for_device.split('\n') {
             let mut line = line.to_string();
             if let Some((from, to, quoted)) = local_include(&line) {
                 let wanted = line[from..to].to_string();

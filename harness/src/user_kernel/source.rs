@@ -48,6 +48,11 @@ const STANDINS: &[(&str, &str)] = &[
     ),
     ("cublasLt.h", include_str!("../../user-include/cublasLt.h")),
     ("cuda.h", include_str!("../../user-include/cuda.h")),
+    ("curand.h", include_str!("../../user-include/curand.h")),
+    (
+        "curand_kernel.h",
+        include_str!("../../user-include/curand_kernel.h"),
+    ),
     (
         "cuda_profiler_api.h",
         include_str!("../../user-include/cuda_profiler_api.h"),
@@ -450,6 +455,62 @@ fn host_function_macros(code: &str, macros: &[String]) -> Vec<String> {
         .collect()
 }
 
+/// `code` with each `abs(` (or `std::abs(`, `::abs(`) in a `static_assert`'s parentheses read
+/// as `kernel_lab::constant_abs(`: nvcc folds the host's `abs` in a constant expression, and
+/// NVRTC's is no constexpr function (MatmulTutorial's `Swizzle` asserts on `abs(SShift)`).
+/// Lines are kept.
+pub fn constant_abs_in_static_asserts(code: &str) -> String {
+    let b = code.as_bytes();
+    let mut out = String::with_capacity(code.len());
+    let mut done = 0;
+    let mut at = 0;
+    while let Some(found) = code[at..].find("static_assert") {
+        let start = at + found;
+        at = start + "static_assert".len();
+        let word = |i: usize| {
+            b.get(i)
+                .is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'_')
+        };
+        let open = at + (code[at..].len() - code[at..].trim_start().len());
+        if (start > 0 && word(start - 1)) || word(at) || b.get(open) != Some(&b'(') {
+            continue;
+        }
+        let close = matching(b, open, b'(', b')');
+        let mut i = open + 1;
+        while i < close {
+            if let q @ (b'"' | b'\'') = b[i] {
+                i = skip_literal(b, i, q) + 1;
+                continue;
+            }
+            let after = i + 3;
+            let paren = after
+                + b[after.min(close)..]
+                    .iter()
+                    .take_while(|c| c.is_ascii_whitespace())
+                    .count();
+            if !b[i..].starts_with(b"abs")
+                || word(i - 1)
+                || word(after)
+                || b.get(paren) != Some(&b'(')
+            {
+                i += 1;
+                continue;
+            }
+            let from = ["std::", "::"]
+                .iter()
+                .find(|q| b[..i].ends_with(q.as_bytes()))
+                .map_or(i, |q| i - q.len());
+            out.push_str(&code[done..from]);
+            out.push_str("kernel_lab::constant_abs");
+            done = after;
+            i = after;
+        }
+        at = close;
+    }
+    out.push_str(&code[done..]);
+    out
+}
+
 /// The text after `#define` of each definition in `code`, continuation lines joined.
 pub fn defines(code: &str) -> impl Iterator<Item = String> + '_ {
     let mut lines = code.lines();
@@ -611,9 +672,34 @@ fn blank(out: &mut [u8], from: usize, to: usize) {
     }
 }
 
-/// Whether the text before a `{` opens a class, struct or union definition (not an enum's).
+/// `decl` without its leading `template <...>` parameter lists, whose `class T` names no class.
+fn without_template_heads(decl: &str) -> &str {
+    let mut d = decl.trim_start();
+    while let Some(rest) = d.strip_prefix("template") {
+        let rest = rest.trim_start();
+        if !rest.starts_with('<') {
+            break;
+        }
+        let mut depth = 0usize;
+        let Some(end) = rest.char_indices().find_map(|(i, c)| {
+            match c {
+                '<' => depth += 1,
+                '>' => depth -= 1,
+                _ => {}
+            }
+            (depth == 0).then_some(i)
+        }) else {
+            break;
+        };
+        d = rest[end + 1..].trim_start();
+    }
+    d
+}
+
+/// Whether the text before a `{` opens a class, struct or union definition (not an enum's):
+/// not a member function template (`template <class T> auto f(T) const`).
 fn is_class_head(decl: &str) -> bool {
-    let head = decl.split('(').next().unwrap_or("");
+    let head = without_template_heads(decl).split('(').next().unwrap_or("");
     ["class", "struct", "union"]
         .iter()
         .any(|w| has_word(head, w))
@@ -899,6 +985,45 @@ mod tests {
         assert!(!out.contains("host_side"), "{out}");
         // Without the macros, the three functions look like host code.
         assert!(!blank_host_code(code, &[]).contains("div_ceil"));
+    }
+
+    /// A member function template whose parameter list says `class` and whose head ends in
+    /// `const` is no nested class: its body stays as written (MatmulTutorial's `Swizzle`).
+    #[test]
+    fn a_const_member_function_template_keeps_its_body() {
+        let code = "#define HD __host__ __device__\n\
+            template <int B> struct Swizzle {\n\
+              template <class Offset> HD static constexpr auto apply(Offset o) { return o ^ B; }\n\
+              template <class Offset> HD constexpr auto operator()(Offset const& o) const {\n\
+                return apply(o);\n\
+              }\n\
+              template <class T> struct Inner { void host_only() {} };\n\
+            };\n";
+        let defs: Vec<String> = defines(code).collect();
+        let macros = device_macros(defs.iter().map(String::as_str));
+        let out = blank_host_code(code, &macros);
+        assert!(out.contains("return apply(o);"), "{out}");
+        assert!(!out.contains("host_only"), "{out}");
+        assert_eq!(
+            without_template_heads("template <class T, class U> template <int N> auto f()"),
+            "auto f()"
+        );
+    }
+
+    #[test]
+    fn abs_in_a_static_assert_is_read_as_the_constant_one() {
+        let code = "static_assert(abs(S) >= B, \"abs(SShift) must be more\");\n\
+            static_assert(std::abs(S) > 0 && ::abs (B) > 0);\n\
+            static_assert_like(abs(S));\n\
+            int f() { return abs(-1) + fabs(2.0f) + labs(3); }\n";
+        let out = constant_abs_in_static_asserts(code);
+        assert_eq!(
+            out,
+            "static_assert(kernel_lab::constant_abs(S) >= B, \"abs(SShift) must be more\");\n\
+             static_assert(kernel_lab::constant_abs(S) > 0 && kernel_lab::constant_abs (B) > 0);\n\
+             static_assert_like(abs(S));\n\
+             int f() { return abs(-1) + fabs(2.0f) + labs(3); }\n"
+        );
     }
 
     /// PyTorch bindings generated by a macro per type, called at file scope without a
