@@ -4234,15 +4234,21 @@ __global__ void gemm_int(const int *A, const int *B, int *C, int M, int N, int K
     assert!(why.contains("1 of 660 elements are NaN"), "{why}");
 }
 
-/// Three things a file written for nvcc leans on, as MatmulTutorial's Hopper GEMMs do: an
-/// include of `<curand_kernel.h>` (for a kernel that fills inputs, never launched here), `abs`
-/// in a `static_assert`, and a `const` member function template whose body is device code.
-/// The file compiles with NVRTC and runs in the simulator.
+/// What a file written for nvcc leans on, as MatmulTutorial's Hopper GEMMs do: an include of
+/// `<curand_kernel.h>` (for a kernel that fills inputs, never launched here), `abs` in a
+/// `static_assert`, a `const` member function template whose body is device code, and a host
+/// timer whose data members are runtime handles. The file compiles with NVRTC and runs in the
+/// simulator.
 #[test]
 fn a_file_written_for_nvcc_with_curand_abs_and_member_templates_runs() {
     let dir = scratch_dir("nvcc-isms");
     let code = r#"#include <curand_kernel.h>
 #define HD __host__ __device__
+struct Timer {
+  cudaEvent_t events_[2];
+  cudaStream_t stream_;
+  void start() { cudaEventRecord(events_[0], stream_); }
+};
 template <int S> struct Twice {
   static_assert(abs(S) >= 1, "abs(S) must be at least 1");
   template <class T> HD static constexpr T apply(T v) { return v * S; }
