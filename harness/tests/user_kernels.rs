@@ -4186,7 +4186,8 @@ BINDING(again)
 
 /// A kernel of `int` data (`dtype=i32`) gets even integers, and is checked against the f64
 /// result of those: a transpose of them, and a GEMM whose integer sums are exact; a kernel
-/// that leaves an element unwritten shows it, the all-ones poison being no right answer.
+/// that leaves an element unwritten shows it, the all-ones poison being no right answer. An
+/// int8 GEMM on the tensor cores (`dtype=s8,C:i32`, `mma.sync` on `.s8`) is exact too.
 #[test]
 fn integer_kernels_are_given_integers_and_checked_against_their_result() {
     let dir = scratch_dir("i32");
@@ -4232,6 +4233,28 @@ __global__ void gemm_int(const int *A, const int *B, int *C, int M, int N, int K
     let short = rows(short, Shape::Transpose { m: 33, n: 20 });
     let why = short.reason.unwrap_or_default();
     assert!(why.contains("1 of 660 elements are NaN"), "{why}");
+    // int8 inputs: the example's tensor-core GEMM is exact; an int8 output is refused.
+    let spec = example("int8_mma_ptx.cu");
+    let int8 = load(&spec, Workload::Gemm);
+    assert!(
+        int8.info()
+            .summary
+            .contains("its int8 inputs (even, in [-126, 126])"),
+        "{}",
+        int8.info().summary
+    );
+    let ok = rows(int8, Shape::gemm(100, 37, 129));
+    assert!(ok.passed() && ok.check.unwrap().rel_error == 0.0, "{ok:?}");
+    let (ok, text) = sim_run(
+        "gemm",
+        "64x64x64",
+        &spec.replace("dtype=s8,C:i32", "dtype=s8"),
+        &dir.join("s8-out"),
+    );
+    assert!(
+        !ok && text.contains("s8 is for inputs: give C i32"),
+        "{text}"
+    );
 }
 
 /// What a file written for nvcc leans on, as MatmulTutorial's Hopper GEMMs do: an include of
@@ -4281,7 +4304,8 @@ __global__ void gemm_twice(const float *A, const float *B, float *C, int M, int 
 }
 
 /// What `examples/fp8_mma_ptx.cu` says sm_90 makes of FP8 mma.sync, from its SASS: the bytes
-/// unpacked to FP16 and FP16 HMMA, no FP8 tensor instruction.
+/// unpacked to FP16 and FP16 HMMA, no FP8 tensor instruction; and what
+/// `examples/int8_mma_ptx.cu` says of int8's: IMMA.
 #[test]
 fn fp8_mma_sync_runs_as_fp16_hmma_on_sm_90_as_its_example_says() {
     if nvrtc::version().is_err() {
@@ -4309,6 +4333,18 @@ fn fp8_mma_sync_runs_as_fp16_hmma_on_sm_90_as_its_example_says() {
         !text.contains("E4M3.E4M3"),
         "an FP8 tensor instruction: {text}"
     );
+    // The int8 example's mma.sync is a tensor instruction of its own: IMMA.
+    let int8 = root().join("examples/int8_mma_ptx.cu");
+    let header = std::fs::read_to_string(&int8).unwrap();
+    assert!(header.contains("IMMA.16832.S8.S8"));
+    let (ok, text) = harness(&[
+        "inspect",
+        "--sass",
+        "--arch",
+        "sm_90",
+        int8.to_str().unwrap(),
+    ]);
+    assert!(ok && text.contains("IMMA.16832.S8.S8 "), "{text}");
     // The wgmma example's does: QGMMA, held to the FP8 peak.
     let wgmma = example("fp8_wgmma_tma.cu");
     let header = std::fs::read_to_string(root().join("examples/fp8_wgmma_tma.cu")).unwrap();

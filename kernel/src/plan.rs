@@ -139,6 +139,9 @@ pub enum Dtype {
     /// hold even integers ([`Dtype::input_value`]), so that no right answer of a sum or a copy
     /// of them is -1, the all-ones poison.
     I32,
+    /// 8-bit integers (`int8_t`): inputs of int8 kernels (`mma` on `.s8`, `__dp4a`), which
+    /// write 32-bit sums. Inputs hold even integers in [-126, 126] ([`Dtype::input_value`]).
+    S8,
 }
 
 impl Dtype {
@@ -146,7 +149,7 @@ impl Dtype {
         match self {
             Self::F32 | Self::I32 => 4,
             Self::F16 | Self::Bf16 => 2,
-            Self::E4m3 | Self::E5m2 => 1,
+            Self::E4m3 | Self::E5m2 | Self::S8 => 1,
         }
     }
 
@@ -159,6 +162,7 @@ impl Dtype {
             Self::E4m3 => "e4m3",
             Self::E5m2 => "e5m2",
             Self::I32 => "i32",
+            Self::S8 => "s8",
         }
     }
 
@@ -167,24 +171,33 @@ impl Dtype {
         match self {
             Self::E4m3 => Some(crate::fp8::Fp8::E4m3),
             Self::E5m2 => Some(crate::fp8::Fp8::E5m2),
-            Self::F32 | Self::F16 | Self::Bf16 | Self::I32 => None,
+            Self::F32 | Self::F16 | Self::Bf16 | Self::I32 | Self::S8 => None,
         }
     }
 
     /// Whether an input of this type cannot hold the lab's random draws closely enough to be
     /// checked against a reference of them: FP8 (a rounding of up to 12%) and integers.
     pub fn holds_inputs_of_its_own(self) -> bool {
-        self.fp8().is_some() || self == Self::I32
+        self.fp8().is_some() || matches!(self, Self::I32 | Self::S8)
+    }
+
+    /// Whether this type is for inputs alone: FP8 and 8-bit integers, whose kernels write a
+    /// wider type (a sum rounded to 8 bits could not be told from a wrong one).
+    pub fn inputs_only(self) -> bool {
+        self.fp8().is_some() || self == Self::S8
     }
 
     /// The value an input of this type holds for the random draw `v` in [-1, 1]: `v` rounded
-    /// to the type, or for integers an even one in [-1000, 1000], never 0.
+    /// to the type, or for integers an even one, never 0: in [-1000, 1000] for `i32`, in
+    /// [-126, 126] for `s8`.
     pub fn input_value(self, v: f32) -> f32 {
+        let even = |half_range: f32| {
+            let k = (v * half_range).round();
+            2.0 * if k == 0.0 { v.signum() } else { k }
+        };
         match self {
-            Self::I32 => {
-                let k = (v * 500.0).round();
-                2.0 * if k == 0.0 { v.signum() } else { k }
-            }
+            Self::I32 => even(500.0),
+            Self::S8 => even(63.0),
             _ => self.round(v),
         }
     }
@@ -211,6 +224,13 @@ impl Dtype {
                 data.iter().map(|&v| f.encode(v)).collect()
             }
             // Rounded and saturated (`as`); NaN to the all-ones poison.
+            Self::S8 => data
+                .iter()
+                .map(|&v| match v.is_nan() {
+                    true => 0xFF,
+                    false => v.round() as i8 as u8,
+                })
+                .collect(),
             Self::I32 => data
                 .iter()
                 .flat_map(|&v| match v.is_nan() {
@@ -240,6 +260,7 @@ impl Dtype {
                 let f = self.fp8().expect("an 8-bit type");
                 bytes.iter().map(|&b| f.decode(b)).collect()
             }
+            Self::S8 => bytes.iter().map(|&b| f32::from(b as i8)).collect(),
             // All ones is the poison, as in the float types; no input makes -1 a right answer.
             Self::I32 => bytes
                 .chunks_exact(4)
@@ -854,6 +875,16 @@ mod tests {
             [0.3, -0.0001, 0.0009, -1.0].map(|v| i.input_value(v)),
             [300.0, -2.0, 2.0, -1000.0]
         );
+        let s = Dtype::S8;
+        assert_eq!(
+            s.decode(&s.encode(&[-7.4, 200.0, -300.0])),
+            vec![-7.0, 127.0, -128.0]
+        );
+        assert_eq!(
+            [0.5, -0.001, 1.0].map(|v| s.input_value(v)),
+            [64.0, -2.0, 126.0]
+        );
+        assert!(s.inputs_only() && !i.inputs_only());
     }
 
     #[test]

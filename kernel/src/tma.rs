@@ -188,7 +188,7 @@ impl TensorMap {
                 Dtype::F16 => FLOAT16,
                 Dtype::Bf16 => BFLOAT16,
                 // The TMA moves FP8 as bytes.
-                Dtype::E4m3 | Dtype::E5m2 => UINT8,
+                Dtype::E4m3 | Dtype::E5m2 | Dtype::S8 => UINT8,
                 Dtype::I32 => INT32,
             },
             rank: rank as u32,

@@ -37,6 +37,7 @@ pub fn c_name(d: Dtype) -> &'static str {
         Dtype::E4m3 => "__nv_fp8_e4m3",
         Dtype::E5m2 => "__nv_fp8_e5m2",
         Dtype::I32 => "int",
+        Dtype::S8 => "int8_t",
     }
 }
 
@@ -44,7 +45,7 @@ pub fn c_name(d: Dtype) -> &'static str {
 fn precision_of(d: Dtype) -> Precision {
     match d {
         // Integer arithmetic is exact: FP32's bound holds it to the f32 read-back.
-        Dtype::F32 | Dtype::I32 => Precision::Fp32,
+        Dtype::F32 | Dtype::I32 | Dtype::S8 => Precision::Fp32,
         Dtype::F16 => Precision::Fp16,
         Dtype::Bf16 => Precision::Bf16,
         Dtype::E4m3 | Dtype::E5m2 => Precision::Fp8,
@@ -123,20 +124,28 @@ impl Buffers {
                 }
             }
         }
-        // FP8 rounds each value by up to 6% (E4M3) or 12% (E5M2): an output or a running
-        // statistic stored in it could not be told from a wrong one.
-        let wider = |name: &str| match out.inputs.iter().find_map(|d| d.fp8()) {
-            Some(_) => format!(
+        // FP8 rounds each value by up to 6% (E4M3) or 12% (E5M2), and 8 bits cannot hold an
+        // int8 kernel's sums: an output or a running statistic stored in them could not be
+        // told from a wrong one.
+        let wider = |name: &str, d: Dtype| match (d, out.inputs.iter().find_map(|d| d.fp8())) {
+            (Dtype::S8, _) => format!(
+                "s8 is for inputs: give {name} i32, as int8 kernels write their 32-bit sums \
+                 (dtype=s8,{name}:i32)"
+            ),
+            (_, Some(_)) => format!(
                 "FP8 is for inputs: give {name} a wider type, as FP8 kernels write theirs \
                  (dtype=e4m3,{name}:bf16)"
             ),
-            None => format!("FP8 is for inputs: give {name} f32, f16 or bf16"),
+            (_, None) => format!("FP8 is for inputs: give {name} f32, f16 or bf16"),
         };
-        if out.output.fp8().is_some() {
-            return Err(format!("dtype: {}", wider(tensors[tensors.len() - 1])));
+        if out.output.inputs_only() {
+            return Err(format!(
+                "dtype: {}",
+                wider(tensors[tensors.len() - 1], out.output)
+            ));
         }
-        if let Some(i) = out.scratch.iter().position(|d| d.fp8().is_some()) {
-            return Err(format!("dtype: {}", wider(scratch[i])));
+        if let Some(i) = out.scratch.iter().position(|d| d.inputs_only()) {
+            return Err(format!("dtype: {}", wider(scratch[i], out.scratch[i])));
         }
         for (key, layout) in [("a", out.a), ("c", out.c)] {
             if layout == Layout::Col && workload != Workload::Gemm {

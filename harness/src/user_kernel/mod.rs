@@ -1300,6 +1300,9 @@ impl UserKernel {
         if self.buffers.inputs.contains(&Dtype::I32) {
             what.push("its integer inputs (even, in [-1000, 1000])");
         }
+        if self.buffers.inputs.contains(&Dtype::S8) {
+            what.push("its int8 inputs (even, in [-126, 126])");
+        }
         if !self.spec.fixed_inputs.is_empty() {
             what.push("the inputs `input=` fixes");
         }

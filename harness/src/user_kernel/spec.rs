@@ -513,7 +513,7 @@ fn parse_grid(v: &str) -> Result<Grid, String> {
     Ok(Grid::Exprs(parse_exprs("grid", v)?))
 }
 
-/// `f32`, `f16`, `bf16`, `e4m3`, `e5m2` or `i32` (and the usual other spellings).
+/// `f32`, `f16`, `bf16`, `e4m3`, `e5m2`, `i32` or `s8` (and the usual other spellings).
 pub fn parse_dtype(v: &str) -> Option<Dtype> {
     match v.trim() {
         "f32" | "fp32" | "float" => Some(Dtype::F32),
@@ -522,6 +522,7 @@ pub fn parse_dtype(v: &str) -> Option<Dtype> {
         "e4m3" | "fp8_e4m3" | "fp8e4m3" => Some(Dtype::E4m3),
         "e5m2" | "fp8_e5m2" | "fp8e5m2" => Some(Dtype::E5m2),
         "i32" | "int" | "int32" | "s32" => Some(Dtype::I32),
+        "s8" | "i8" | "int8" => Some(Dtype::S8),
         _ => None,
     }
 }
@@ -535,7 +536,7 @@ fn parse_dtypes(v: &str) -> Result<Vec<(Option<String>, Dtype)>, String> {
         .unwrap_or(v);
     let bad = |t: &str| {
         format!(
-            "dtype {t:?}: expected f32, f16, bf16, e4m3, e5m2 or i32, for all buffers or per buffer \
+            "dtype {t:?}: expected f32, f16, bf16, e4m3, e5m2, i32 or s8, for all buffers or per buffer \
              (A:f16)"
         )
     };
@@ -1473,7 +1474,7 @@ mod tests {
         assert_eq!(per.dtype.len(), 3);
         assert_eq!(per.dtype[1], (Some("B".into()), Dtype::Bf16));
         let e = |s: &str| UserKernelSpec::parse(s).unwrap_err().to_string();
-        assert!(e("k.cu:k,dtype=f8").contains("expected f32, f16, bf16, e4m3, e5m2 or i32"));
+        assert!(e("k.cu:k,dtype=f8").contains("expected f32, f16, bf16, e4m3, e5m2, i32 or s8"));
         assert!(e("k.cu:k,b=transposed").contains("expected row"));
         assert!(e("k.cu:k,alpha=one").contains("not a finite number"));
     }

@@ -174,6 +174,27 @@ inline void mma_m16n8k32_fp8(bool a_e5m2, bool b_e5m2, uint32_t *d, const uint32
     memcpy(d, df, sizeof df);
 }
 
+// The integer mma (.s32 accumulators, .s8/.u8 operands): `a_u`/`b_u` unsigned operands,
+// `sat` .satfinite. m16n8k16 comes as m16n8k32 with the other half of the registers zero.
+inline void mma_m16n8k32_i8(bool a_u, bool b_u, bool sat, uint32_t *d, const uint32_t *a, const uint32_t *b,
+                            const uint32_t *c) {
+    int ci[4], di[4];
+    memcpy(ci, c, sizeof ci);
+    const unsigned av[4] = {a[0], a[1], a[2], a[3]}, bv[2] = {b[0], b[1]};
+    const int code = (a_u ? 4 : 0) | (b_u ? 2 : 0) | (sat ? 1 : 0);
+    switch (code) {
+        case 0: mma_emu::mma_i8_warp<false, false, false>(di, av, bv, ci); break;
+        case 1: mma_emu::mma_i8_warp<false, false, true>(di, av, bv, ci); break;
+        case 2: mma_emu::mma_i8_warp<false, true, false>(di, av, bv, ci); break;
+        case 3: mma_emu::mma_i8_warp<false, true, true>(di, av, bv, ci); break;
+        case 4: mma_emu::mma_i8_warp<true, false, false>(di, av, bv, ci); break;
+        case 5: mma_emu::mma_i8_warp<true, false, true>(di, av, bv, ci); break;
+        case 6: mma_emu::mma_i8_warp<true, true, false>(di, av, bv, ci); break;
+        default: mma_emu::mma_i8_warp<true, true, true>(di, av, bv, ci); break;
+    }
+    memcpy(d, di, sizeof di);
+}
+
 inline void mma_m16n8k8_tf32(uint32_t *d, const uint32_t *a, const uint32_t *b, const uint32_t *c) {
     float cf[4], df[4];
     memcpy(cf, c, sizeof cf);

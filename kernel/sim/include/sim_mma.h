@@ -214,6 +214,59 @@ inline void mma_fp8_warp(float (&d)[4], const unsigned (&a)[4], const unsigned (
     for (int i = 0; i < 4; ++i) d[i] = got.d[i];
 }
 
+// mma.sync.aligned.m16n8k32.row.col.s32.{s8,u8}.{s8,u8}.s32 (sm_80): the layouts of the FP8
+// m16n8k32 above, each byte an integer (signed, or unsigned with .u8). Products and sums are
+// exact in 32 bits: they wrap, as the hardware's do, or with .satfinite clamp to the int32
+// range. m16n8k16 is its first half: A's registers 0 and 1, B's register 0.
+struct MmaInI {
+    unsigned a[4], b[2];
+    int c[4];
+};
+struct AccI4 {
+    int d[4];
+};
+
+template <bool AU, bool BU, bool Sat>
+inline void mma_i8(const MmaInI *in, AccI4 *out) {
+    long long A_[16][32], B_[32][8];
+    auto bytes = [](unsigned reg, bool u, long long *to, int stride) {
+        for (int j = 0; j < 4; ++j) {
+            const unsigned char b = (unsigned char)(reg >> (8 * j));
+            to[j * stride] = u ? (long long)b : (long long)(signed char)b;
+        }
+    };
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        const MmaInI &f = in[l];
+        bytes(f.a[0], AU, &A_[g][4 * t], 1);
+        bytes(f.a[1], AU, &A_[g + 8][4 * t], 1);
+        bytes(f.a[2], AU, &A_[g][4 * t + 16], 1);
+        bytes(f.a[3], AU, &A_[g + 8][4 * t + 16], 1);
+        bytes(f.b[0], BU, &B_[4 * t][g], 8);
+        bytes(f.b[1], BU, &B_[4 * t + 16][g], 8);
+    }
+    for (int l = 0; l < 32; ++l) {
+        const int g = l / 4, t = l % 4;
+        for (int i = 0; i < 4; ++i) {
+            const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
+            long long acc = in[l].c[i];
+            for (int k = 0; k < 32; ++k) acc += A_[row][k] * B_[k][col];
+            if (Sat) acc = acc > 2147483647LL ? 2147483647LL : acc < -2147483648LL ? -2147483648LL : acc;
+            out[l].d[i] = (int)(unsigned)(unsigned long long)acc;
+        }
+    }
+}
+
+template <bool AU, bool BU, bool Sat>
+inline void mma_i8_warp(int (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], const int (&c)[4]) {
+    MmaInI in;
+    for (int i = 0; i < 4; ++i) in.a[i] = a[i], in.c[i] = c[i];
+    in.b[0] = b[0];
+    in.b[1] = b[1];
+    AccI4 got = warp_collective<AccI4>("mma.sync.m16n8k32 s8/u8", in, mma_i8<AU, BU, Sat>);
+    for (int i = 0; i < 4; ++i) d[i] = got.d[i];
+}
+
 // FP16 accumulators (.f16 C and D, two elements a register): C widened exactly, the products
 // summed in FP32 as above, D rounded to FP16 once (to nearest even).
 inline void f16x2_to_f32(const unsigned (&h)[2], float (&f)[4]) {

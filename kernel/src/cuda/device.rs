@@ -900,7 +900,7 @@ fn encode_tensor_map(map: &TensorMap, dtype: Dtype, ptr: u64) -> Result<[u64; 16
         Dtype::F16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
         Dtype::Bf16 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
         // The TMA moves FP8 as bytes.
-        Dtype::E4m3 | Dtype::E5m2 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
+        Dtype::E4m3 | Dtype::E5m2 | Dtype::S8 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_UINT8,
         Dtype::I32 => CUtensorMapDataType::CU_TENSOR_MAP_DATA_TYPE_INT32,
     };
     let swizzle = match map.swizzle {

@@ -406,7 +406,7 @@ fn dtype_name(d: Dtype) -> &'static str {
         Dtype::F32 => "fp32",
         Dtype::F16 => "fp16",
         Dtype::Bf16 => "bf16",
-        Dtype::E4m3 | Dtype::E5m2 | Dtype::I32 => d.name(),
+        Dtype::E4m3 | Dtype::E5m2 | Dtype::I32 | Dtype::S8 => d.name(),
     }
 }
 
@@ -415,7 +415,7 @@ fn convert_launch(from: At, to: At, len: usize, to_type: Dtype) -> crate::plan::
     let entry = match to_type {
         Dtype::F16 => "convert_f32_to_f16",
         Dtype::Bf16 => "convert_f32_to_bf16",
-        Dtype::F32 | Dtype::E4m3 | Dtype::E5m2 | Dtype::I32 => {
+        Dtype::F32 | Dtype::E4m3 | Dtype::E5m2 | Dtype::I32 | Dtype::S8 => {
             unreachable!("only conversions to FP16 and BF16 are inserted")
         }
     };

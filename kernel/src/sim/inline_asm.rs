@@ -44,9 +44,20 @@ fn fp8_kind(ty: &str) -> Option<bool> {
     }
 }
 
+/// `false` for `s8`, `true` for `u8` (the emulation's flag for unsigned): an 8-bit integer
+/// operand of the integer mma.
+fn int8_kind(ty: &str) -> Option<bool> {
+    match ty {
+        "s8" => Some(false),
+        "u8" => Some(true),
+        _ => None,
+    }
+}
+
 /// What the front end accepts, for refusals.
 const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 and m16n8k8 f16/bf16 \
-     with f32 or f16 accumulators, m16n8k8 tf32, m16n8k32 e4m3/e5m2), ldmatrix, stmatrix, cp.async (ca/cg, commit_group, \
+     with f32 or f16 accumulators, m16n8k8 tf32, m16n8k32 e4m3/e5m2, m16n8k32 and m16n8k16 s8/u8 \
+     with s32 accumulators), ldmatrix, stmatrix, cp.async (ca/cg, commit_group, \
      wait_group, wait_all), ld, st, atom, red, fence, membar, prefetch, cvta, cvt, mov, setp, \
      selp, shfl.sync, elect.sync, integer and floating-point arithmetic (add, mul, fma, ex2, \
      lop3, prmt, ...), Hopper's mbarrier, cp.async.bulk (plain and 1-5D tensor loads and \
@@ -1025,6 +1036,30 @@ impl Gen<'_> {
             ] => fp8_kind(ta).zip(fp8_kind(tb)),
             _ => None,
         };
+        // Integers (sm_80): s8/u8 operands, s32 accumulators, `.satfinite` or wrapping;
+        // m16n8k16 is m16n8k32's first half.
+        let int8 = match parts[1..] {
+            [
+                "sync",
+                "aligned",
+                shape @ ("m16n8k32" | "m16n8k16"),
+                "row",
+                "col",
+                ref rest @ ..,
+            ] => {
+                let (sat, rest) = match rest {
+                    ["satfinite", r @ ..] => (true, r),
+                    r => (false, r),
+                };
+                match rest {
+                    ["s32", ta, tb, "s32"] => int8_kind(ta)
+                        .zip(int8_kind(tb))
+                        .map(|(au, bu)| (shape == "m16n8k16", au, bu, sat)),
+                    _ => None,
+                }
+            }
+            _ => None,
+        };
         // m16n8k16 with 16-bit operands (`elem`: BF16), their accumulators in FP16 or not.
         let k16 = |elem: &str, half_k: bool, f16: bool| {
             let call = format!("mma_m16n8k16({elem}, {f16}, {f16}, _d, _a, _b, _c)");
@@ -1035,6 +1070,11 @@ impl Gen<'_> {
         // in the other half. `f16`: C and D in FP16 (ptxas refuses .f32 D with .f16 C and the
         // reverse).
         let (half_k, f16, call) = match (fp8, tail.as_str()) {
+            _ if let Some((half, au, bu, sat)) = int8 => (
+                half,
+                false,
+                format!("mma_m16n8k32_i8({au}, {bu}, {sat}, _d, _a, _b, _c)"),
+            ),
             (Some((a5, b5)), _) => (
                 false,
                 false,
@@ -1579,6 +1619,31 @@ mod tests {
         // With the 16-bit types' two transpose operands: one operand too many.
         let trans = wgmma.replace("1, 1, 1;", "1, 1, 1, 0, 0;");
         assert!(strict(&trans, "k.cu").is_err());
+    }
+
+    #[test]
+    fn int8_mma_reaches_its_emulation_with_signs_saturation_and_shape() {
+        let k32 = "void f(int *d, unsigned *a, unsigned *b) {\n  asm volatile(\
+             \"mma.sync.aligned.m16n8k32.row.col.satfinite.s32.s8.u8.s32 {%0,%1,%2,%3}, \
+             {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\" : \"+r\"(d[0]), \"+r\"(d[1]), \"+r\"(d[2]), \
+             \"+r\"(d[3]) : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \
+             \"r\"(b[1]));\n}\n";
+        let out = rw(k32);
+        assert!(
+            out.contains("::sim::inline_ptx::mma_m16n8k32_i8(false, true, true, _d, _a, _b, _c)"),
+            "{out}"
+        );
+        // m16n8k16: two A registers and one B, the rest zero.
+        let k16 = "void f(int *d, unsigned *a, unsigned *b) {\n  asm volatile(\
+             \"mma.sync.aligned.m16n8k16.row.col.s32.s8.s8.s32 {%0,%1,%2,%3}, {%4,%5}, {%6}, \
+             {%0,%1,%2,%3};\" : \"+r\"(d[0]), \"+r\"(d[1]), \"+r\"(d[2]), \"+r\"(d[3]) \
+             : \"r\"(a[0]), \"r\"(a[1]), \"r\"(b[0]));\n}\n";
+        let out = rw(k16);
+        assert!(
+            out.contains("mma_m16n8k32_i8(false, false, false, _d, _a, _b, _c)")
+                && out.contains(", 0, 0}, _b[2] = {"),
+            "{out}"
+        );
     }
 
     #[test]
