@@ -171,6 +171,7 @@ pub struct Summary {
     /// Instructions, not counting NOP padding.
     pub instructions: u32,
     pub ffma: u32,
+    /// `mma.sync` on the tensor cores: `HMMA`, and int8's `IMMA`.
     pub hmma: u32,
     /// Hopper warpgroup MMA (`HGMMA`, from `wgmma.mma_async`; `QGMMA` on FP8 counts too).
     pub hgmma: u32,
@@ -212,6 +213,9 @@ pub struct Summary {
     pub flop_tensor: u64,
     pub flop_tf32: u64,
     pub flop_fp8: u64,
+    /// Integer operations of int8's `IMMA` (a multiply-add counts two), which the tensor
+    /// FLOP include: a rate of their own.
+    pub flop_int8: u64,
     /// Bytes one warp requests executing these instructions once: global loads (`LDG`,
     /// `LDGSTS`) and stores (`STG`), 32 lanes times the width; shared loads (`LDS`, `LDSM` by
     /// its matrix count, the shared-memory operands of `HGMMA`) and stores (`STS`, the shared
@@ -367,6 +371,14 @@ impl Summary {
                     self.flop_tensor += flop;
                     self.flop_tf32 += tf32;
                     self.flop_fp8 += fp8;
+                }
+            }
+            // int8's mma.sync is `IMMA` (`IMMA.16832.S8.S8`).
+            "IMMA" => {
+                self.hmma += 1;
+                if let Some((m, n, k)) = mods.iter().find_map(|m| hmma_shape(m)) {
+                    self.flop_tensor += 2 * m * n * k;
+                    self.flop_int8 += 2 * m * n * k;
                 }
             }
             // FP8's warpgroup MMA is `QGMMA` (`QGMMA.64x128x32.F32.E4M3.E4M3`).
@@ -1065,6 +1077,7 @@ gemm_tiled:\n\
                 flop_tensor: 4096,
                 flop_tf32: 0,
                 flop_fp8: 0,
+                flop_int8: 0,
                 // 32 lanes x width: LDG 4 + 16; STG 16; LDS 16 + 4, LDSM .4 4 x 128 B; STS 16.
                 global_load_bytes: 32 * 4 + 32 * 16,
                 global_store_bytes: 32 * 16,
@@ -1345,6 +1358,15 @@ gemm_tiled:\n\
         let flop = 2 * 64 * 128 * 32 / 4;
         assert_eq!((s.hgmma, s.flop_tensor, s.flop_fp8), (1, flop, flop));
         assert_eq!(s.shared_load_bytes, (64 * 32 + 128 * 32) / 4);
+        // int8's mma.sync is IMMA: an HMMA-class instruction whose operations are int8's.
+        let int8 = "//---- .text.m ----\n\
+            \x20       /*0000*/                   IMMA.16832.S8.S8 R8, R4.reuse.ROW, R18.COL, R8 ;\n";
+        let s = parse(int8)[0].summary;
+        let ops = 2 * 16 * 8 * 32;
+        assert_eq!(
+            (s.hmma, s.flop_tensor, s.flop_int8, s.flop_fp8),
+            (1, ops, ops, 0)
+        );
     }
 
     #[test]

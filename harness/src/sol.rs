@@ -28,6 +28,8 @@ pub mod h100 {
     pub const TF32_FLOPS: f64 = 495e12;
     pub const FP16_FLOPS: f64 = 989e12;
     pub const FP8_FLOPS: f64 = 1979e12;
+    /// INT8 tensor operations a second, dense: the data sheet's 1979 TOPS (SXM).
+    pub const INT8_OPS: f64 = 1979e12;
     /// HBM3 bandwidth, NVIDIA H100 data sheet (SXM).
     pub const DRAM_BYTES_PER_S: f64 = 3.35e12;
     /// L2 cache, NVIDIA H100 data sheet (SXM): 50 MB.
@@ -468,6 +470,7 @@ struct Work {
     tf32: f64,
     half: f64,
     fp8: f64,
+    int8: f64,
     fma: f64,
     global: f64,
     shared: f64,
@@ -484,8 +487,10 @@ impl Work {
     fn plus(self, s: &Summary, times: f64, banks: &BankFactors) -> Self {
         Self {
             tf32: self.tf32 + times * s.flop_tf32 as f64,
-            half: self.half + times * (s.flop_tensor - s.flop_tf32 - s.flop_fp8) as f64,
+            half: self.half
+                + times * (s.flop_tensor - s.flop_tf32 - s.flop_fp8 - s.flop_int8) as f64,
             fp8: self.fp8 + times * s.flop_fp8 as f64,
+            int8: self.int8 + times * s.flop_int8 as f64,
             fma: self.fma + times * s.flop_fma as f64,
             global: self.global + times * banks.l2_bytes(s),
             shared: self.shared + times * (s.shared_load_bytes + s.shared_store_bytes) as f64,
@@ -501,6 +506,7 @@ impl Work {
             tf32: self.tf32 * f,
             half: self.half * f,
             fp8: self.fp8 * f,
+            int8: self.int8 * f,
             fma: self.fma * f,
             global: self.global * f,
             shared: self.shared * f,
@@ -516,6 +522,7 @@ impl Work {
             tf32: self.tf32 + o.tf32,
             half: self.half + o.half,
             fp8: self.fp8 + o.fp8,
+            int8: self.int8 + o.int8,
             fma: self.fma + o.fma,
             global: self.global + o.global,
             shared: self.shared + o.shared,
@@ -539,24 +546,30 @@ fn ceilings(
     let clock = h100::clock_hz();
     let ms = |seconds: f64| seconds * 1e3;
     let mut ceilings = Vec::new();
-    if work.tf32 + work.half + work.fp8 > 0.0 {
-        // The rate of each kind of tensor FLOP the work has.
+    let floating = work.tf32 + work.half + work.fp8;
+    if floating + work.int8 > 0.0 {
+        // The rate of each kind of tensor operation the work has: FLOP, or int8's OP.
         let rates: Vec<String> = [
-            (work.tf32, "TF32", h100::TF32_FLOPS),
-            (work.half, "FP16/BF16", h100::FP16_FLOPS),
-            (work.fp8, "FP8", h100::FP8_FLOPS),
+            (work.tf32, "TF32", h100::TF32_FLOPS, "FLOP/s"),
+            (work.half, "FP16/BF16", h100::FP16_FLOPS, "FLOP/s"),
+            (work.fp8, "FP8", h100::FP8_FLOPS, "FLOP/s"),
+            (work.int8, "INT8", h100::INT8_OPS, "OP/s"),
         ]
         .iter()
-        .filter(|(flop, ..)| *flop > 0.0)
-        .map(|(_, name, rate)| format!("{name} {}", si(*rate, "FLOP/s")))
+        .filter(|(ops, ..)| *ops > 0.0)
+        .map(|(_, name, rate, unit)| format!("{name} {}", si(*rate, unit)))
         .collect();
         ceilings.push(Ceiling {
             name: TENSOR,
-            work: si(work.tf32 + work.half + work.fp8, "FLOP"),
+            work: match floating > 0.0 {
+                true => si(floating + work.int8, "FLOP"),
+                false => si(work.int8, "OP"),
+            },
             rate: format!("{} dense (data sheet)", rates.join(", ")),
             ms: ms(timed.tf32 / h100::TF32_FLOPS
                 + timed.half / h100::FP16_FLOPS
-                + timed.fp8 / h100::FP8_FLOPS),
+                + timed.fp8 / h100::FP8_FLOPS
+                + timed.int8 / h100::INT8_OPS),
             // wgmma runs on its own pipe counter; mma.sync on the HMMA one.
             metric: if wgmma {
                 "sm__inst_executed_pipe_tensor_op_gmma.avg.pct_of_peak_sustained_active"

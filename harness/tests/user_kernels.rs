@@ -4345,6 +4345,16 @@ fn fp8_mma_sync_runs_as_fp16_hmma_on_sm_90_as_its_example_says() {
         int8.to_str().unwrap(),
     ]);
     assert!(ok && text.contains("IMMA.16832.S8.S8 "), "{text}");
+    // ... whose operations the speed of light holds to the INT8 rate.
+    let (ok, text) = harness(&[
+        "explain",
+        "--kernel",
+        &format!("{},workload=gemm", example("int8_mma_ptx.cu")),
+    ]);
+    assert!(
+        ok && text.contains("2 HMMA") && text.contains("INT8 1979.00 TOP/s dense"),
+        "{text}"
+    );
     // The wgmma example's does: QGMMA, held to the FP8 peak.
     let wgmma = example("fp8_wgmma_tma.cu");
     let header = std::fs::read_to_string(root().join("examples/fp8_wgmma_tma.cu")).unwrap();
