@@ -194,8 +194,10 @@ pub fn render(name: &str, run: &RunResults, folder: &str) -> Result<String> {
             let medians = s.medians_disagree?;
             Some(format!(
                 "\n`{}`: `{}` timed in alternating rounds with its parent `{}` gives {}, the \
-                 ratio of their medians {medians:.2}x: the machine changed pace between the \
-                 timings, which the rounds cancel and the medians do not.\n",
+                 ratio of their medians {medians:.2}x. Either the machine changed pace \
+                 between the two rows' timings, which the rounds cancel and the medians do \
+                 not, or the rung ran slower right after its parent than back to back, which \
+                 the medians avoid; neither figure is sure.\n",
                 s.cell_against(),
                 r.row.id,
                 s.against,

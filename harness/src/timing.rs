@@ -188,10 +188,12 @@ impl PairedTiming {
 
 /// Times `row` against `parent` in alternating rounds (see [`PairedTiming`]). A round lasts
 /// about `min_sample_ms`: each of its two samples runs its kernel enough times (by its own
-/// row's median) to last half of it, after one untimed run when that is several, so that it
-/// starts as warm as its row's own samples did. The rounds take no longer than the row's
-/// own samples did, nor than `max_row_ms` (at least 3 when `pair_rounds` allows as many): a
-/// slow row's long samples already average the short hiccups that many rounds would.
+/// row's median) to last half of it, after one untimed run, so that it starts as warm as its
+/// row's own samples did. Without that run a sample of one run starts cold, in caches and
+/// pages the other kernel left: on the CPU a 2.6 ms port timed right after its 48 ms parent
+/// took 5 ms, and `vs parent` halved. The rounds take no longer than the row's own samples
+/// did, nor than `max_row_ms` (at least 3 when `pair_rounds` allows as many): a slow row's
+/// long samples already average the short hiccups that many rounds would.
 pub fn measure_pair(
     parent: (&str, &mut dyn Prepared, &Timing),
     row: &mut dyn Prepared,
@@ -203,16 +205,14 @@ pub fn measure_pair(
         ((cfg.min_sample_ms / 2.0 / t.median_ms.max(1e-6)).ceil() as u64).clamp(1, 1_000_000)
     };
     let (runs_a, runs_r) = (runs(parent_timing), runs(row_timing));
-    let cost = |t: &Timing, n: u64| t.median_ms * (n + u64::from(n > 1)) as f64;
+    let cost = |t: &Timing, n: u64| t.median_ms * (n + 1) as f64;
     let round_ms = cost(parent_timing, runs_a) + cost(row_timing, runs_r);
     let own_ms: f64 = row_timing.samples_ms.iter().sum::<f64>() * row_timing.runs_per_sample as f64;
     let budget_ms = cfg.max_row_ms.min(own_ms);
     let affordable = (budget_ms / round_ms.max(1e-6)).floor() as u32;
     let rounds = cfg.pair_rounds.min(affordable).max(3.min(cfg.pair_rounds));
     let sample = |p: &mut dyn Prepared, n: u64| -> Result<f64, DeviceError> {
-        if n > 1 {
-            p.time(1)?;
-        }
+        p.time(1)?;
         Ok(p.time(n)?.as_secs_f64() * 1e3 / n as f64)
     };
     let mut out = PairedTiming {
@@ -343,7 +343,7 @@ mod tests {
     fn alternating_rounds_cancel_the_drift_that_separate_rows_suffer() {
         let cfg = TimingConfig {
             warmup_ms: 0.0,
-            samples: 40,
+            samples: 80,
             min_sample_ms: 1.0,
             max_row_ms: 1e6,
             pair_rounds: 20,
@@ -399,7 +399,8 @@ mod tests {
             max_row_ms: 100.0,
             pair_rounds: 50,
         };
-        // 20 ms a run each: a round costs 40 ms, so 100 ms hold two, and three is the floor.
+        // 20 ms a run each, after an untimed one: a round costs 80 ms, so 100 ms hold one,
+        // and three is the floor.
         let clock = std::cell::Cell::new(1.0);
         let mut a = steady(20.0, &clock);
         let mut b = steady(20.0, &clock);
@@ -407,9 +408,9 @@ mod tests {
         let pair = measure_pair(("a", &mut a, &t), &mut b, &t, &cfg).unwrap();
         assert_eq!(pair.rounds(), 3);
         assert_eq!(pair.ratio_summary(), (1.0, 1.0, 1.0));
-        // Nor longer than the row's own samples: 12 of 20 ms (240 ms) hold six 40 ms rounds
+        // Nor longer than the row's own samples: 24 of 20 ms (480 ms) hold six 80 ms rounds
         // of the 100 000 ms a row may take.
-        let slow = Timing::from_samples(vec![20.0; 12], 1);
+        let slow = Timing::from_samples(vec![20.0; 24], 1);
         let roomy = TimingConfig {
             max_row_ms: 100_000.0,
             ..cfg
@@ -432,6 +433,75 @@ mod tests {
                 .unwrap()
                 .rounds(),
             0
+        );
+    }
+
+    /// A kernel whose first run after another kernel's costs `cold_ms` more: caches and pages
+    /// the other left, as a CPU port finds them after its parent.
+    struct Cold<'c> {
+        id: u8,
+        cost_ms: f64,
+        cold_ms: f64,
+        last: &'c std::cell::Cell<u8>,
+    }
+
+    impl Prepared for Cold<'_> {
+        fn run(&mut self) -> Result<(), DeviceError> {
+            Ok(())
+        }
+        fn output(&mut self) -> Result<Vec<f32>, DeviceError> {
+            Ok(Vec::new())
+        }
+        fn time(&mut self, iters: u64) -> Result<std::time::Duration, DeviceError> {
+            let mut ms = iters as f64 * self.cost_ms;
+            if iters > 0 && self.last.replace(self.id) != self.id {
+                ms += self.cold_ms;
+            }
+            Ok(std::time::Duration::from_secs_f64(ms / 1e3))
+        }
+    }
+
+    /// A sample of one run taken right after the other kernel's starts cold, which its row's
+    /// back-to-back samples never do: the rounds warm each kernel up first, or a fast rung
+    /// after a slow parent reads as slower than it is.
+    #[test]
+    fn each_round_warms_its_kernel_up_before_timing_it() {
+        let cfg = TimingConfig {
+            warmup_ms: 0.0,
+            samples: 10,
+            min_sample_ms: 1.0,
+            max_row_ms: 1e6,
+            pair_rounds: 8,
+        };
+        let last = std::cell::Cell::new(0);
+        let mut parent = Cold {
+            id: 1,
+            cost_ms: 48.0,
+            cold_ms: 2.5,
+            last: &last,
+        };
+        let mut rung = Cold {
+            id: 2,
+            cost_ms: 2.6,
+            cold_ms: 2.5,
+            last: &last,
+        };
+        let parent_alone = measure(&mut parent, &cfg).unwrap();
+        let rung_alone = measure(&mut rung, &cfg).unwrap();
+        assert_eq!(rung_alone.median_ms, 2.6, "its own samples run warm");
+        let pair = measure_pair(
+            ("parent", &mut parent, &parent_alone),
+            &mut rung,
+            &rung_alone,
+            &cfg,
+        )
+        .unwrap();
+        let (median, p10, p90) = pair.ratio_summary();
+        let truth = 48.0 / 2.6;
+        assert!(pair.rounds() >= 3);
+        assert!(
+            (median - truth).abs() < 1e-9 && (p10 - truth).abs() < 1e-9 && p90 == p10,
+            "paired: {p10}..{median}..{p90}, truth {truth}"
         );
     }
 }

@@ -374,12 +374,13 @@ fn vs_parent_comes_from_the_alternating_rounds_when_the_run_has_them() {
     assert_eq!((parent.ratio, parent.rounds), (3.0, Some(3)));
     assert_eq!((first.ratio, first.rounds), (5.0, None));
     // 3x by the rounds, 5x by the medians, both steady: a machine that changed pace between
-    // the two timings, which the step says instead of choosing one.
+    // the two timings, or a rung slower right after its parent, which the step says instead
+    // of choosing one.
     assert_eq!(parent.medians_disagree, Some(5.0), "{parent:?}");
     assert_eq!(parent.cell(), "3.00x?");
     assert_eq!(
         crate::report::charts::ablation::step(&parent).0,
-        "? 3.00x vs 01, 5.00x by the medians: the machine changed pace"
+        "? 3.00x vs 01, 5.00x by the medians: the two disagree"
     );
     // Within a quarter of each other, the rounds correct the drift, as they are there to.
     run.workloads[0].shapes[2].rows[1].paired =

@@ -164,7 +164,7 @@ pub(crate) fn step(s: &Speedup) -> (String, RGBColor) {
         (format!("= {tag}'s CPU port: the same code"), GREY)
     } else if let Some(m) = s.medians_disagree {
         (
-            format!("? {x} vs {tag}, {m:.2}x by the medians: the machine changed pace"),
+            format!("? {x} vs {tag}, {m:.2}x by the medians: the two disagree"),
             GREY,
         )
     } else if !s.significant {
