@@ -301,8 +301,8 @@ pub const PAIRED_NOTE: &str = "`vs parent` times the rung and its parent once mo
     quarter, beyond both spreads: either the machine changed pace between the rows' timings \
     (another job, the clock), which the rounds cancel and the medians do not, or the rung ran \
     slower right after its parent than in its own back-to-back samples (on a shared CPU a \
-    kernel can take tens of milliseconds to regain its pace after a long one), which the \
-    medians avoid; the run cannot tell which, so neither figure is sure";
+    kernel can take several runs to regain its pace after a long one), which the medians \
+    avoid; the run cannot tell which, so neither figure is sure";
 
 /// What the tables add to [`PAIRED_NOTE`] where a step could not be timed side by side.
 pub const UNPAIRED_NOTE: &str = "where timing a rung and its parent side by side failed (the \
