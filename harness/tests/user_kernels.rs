@@ -4303,6 +4303,51 @@ __global__ void gemm_twice(const float *A, const float *B, float *C, int M, int 
     assert!(row.passed(), "{row:?}");
 }
 
+/// A member template called on a type parameter without `template` (`P::by<T>(acc)`), as
+/// nvcc and NVRTC accept and g++ refuses (MatmulTutorial's ping-pong GEMM calls
+/// `WGMMA::wgmma<...>` so): the simulator's copy gets the keyword and the row runs.
+#[test]
+fn a_member_template_of_a_type_parameter_called_without_template_runs() {
+    let dir = scratch_dir("template-keyword");
+    let code = r#"struct Scale {
+  template <int S> __device__ static float by(float v) { return v * S; }
+};
+template <class P, int T> __device__ void store(float *C, int i, float acc) {
+  C[i] = P::by<T>(acc) * 0.5f;
+}
+template <class P>
+__global__ void gemm_policy(const float *A, const float *B, float *C, int M, int N, int K) {
+  const int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;
+  if (r >= M || c >= N) return;
+  float acc = 0.0f;
+  for (int k = 0; k < K; ++k) acc += A[r * K + k] * B[k * N + c];
+  store<P, 2>(C, r * N + c, acc);
+}
+"#;
+    std::fs::write(dir.join("policy.cu"), code).unwrap();
+    let spec = format!(
+        "{}/policy.cu:gemm_policy<Scale>,block=16x16,grid=tile:16x16",
+        dir.display()
+    );
+    let k = load(&spec, Workload::Gemm);
+    let results = sim_rows(&[k], &[Shape::gemm(33, 20, 17)]);
+    let row = &results.workloads[0].shapes[0].rows[0];
+    assert!(row.passed(), "{row:?}");
+    // Spaced as a comparison is, the call keeps what it says: g++ refuses it, and the row
+    // shows g++'s log without a word of tiles, which have nothing to do with it.
+    let spaced = code.replace("P::by<T>(acc)", "P::by < T > (acc)");
+    std::fs::write(dir.join("spaced.cu"), spaced).unwrap();
+    let k = load(&spec.replace("policy.cu", "spaced.cu"), Workload::Gemm);
+    let results = sim_rows(&[k], &[Shape::gemm(33, 20, 17)]);
+    let row = &results.workloads[0].shapes[0].rows[0];
+    let reason = row.reason.as_deref().unwrap_or_default();
+    assert!(
+        reason.contains("could not compile") && reason.contains("-Wmissing-template-keyword"),
+        "{reason}"
+    );
+    assert!(!reason.contains("tiles"), "{reason}");
+}
+
 /// What `examples/fp8_mma_ptx.cu` says sm_90 makes of FP8 mma.sync, from its SASS: the bytes
 /// unpacked to FP16 and FP16 HMMA, no FP8 tensor instruction; and what
 /// `examples/int8_mma_ptx.cu` says of int8's: IMMA.

@@ -334,7 +334,7 @@ impl Reader {
         let nvrtc = lines.join("\n");
         // The simulator's `__shared__` declarations: `alignas` where `static thread_local`
         // accepts it, a redzone after each variable, `extern` arrays.
-        let mut sim = if nvrtc.contains("__shared__") {
+        let sim = if nvrtc.contains("__shared__") {
             let rewrite =
                 |per_block| kernel::sim::compile::rewrite_shared(&nvrtc, &display, per_block);
             let plain = || {
@@ -355,6 +355,8 @@ impl Reader {
         } else {
             nvrtc.clone()
         };
+        // g++ needs the `template` keyword that nvcc lets a call leave out.
+        let mut sim = super::template_keyword::insert(&sim);
         // Inline PTX: the simulator's copy calls the emulation of each `asm` statement (the
         // same as lab/ptx.h's); one it cannot read makes the file GPU-only, said on its row.
         let mut sim_head = String::new();

@@ -18,6 +18,7 @@ pub mod scan;
 pub mod signature;
 pub mod source;
 pub mod spec;
+mod template_keyword;
 
 use buffers::Buffers;
 use files::LocalFiles;

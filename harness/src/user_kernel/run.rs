@@ -248,6 +248,8 @@ pub fn annotate(
                     // A race or a read of a copy not landed is a fault of synchronization,
                     // which the message shows at its line: sizes do not explain it.
                     None if sim && row.reason.as_deref().is_some_and(is_synchronization) => None,
+                    // Nor a file that did not compile.
+                    None if row.reason.as_deref().is_some_and(is_compile_error) => None,
                     None => k.tail_hint(&s.shape, first_bad, k_reads(sim, row, k, &s.shape)),
                 };
                 if let (Some(hint), Some(reason)) = (hint, row.reason.as_mut()) {
@@ -300,6 +302,14 @@ fn is_synchronization(reason: &str) -> bool {
     ]
     .iter()
     .any(|e| reason.contains(e))
+}
+
+/// Whether a row's reason is a compiler's log ([`kernel::DeviceError::Compile`]).
+fn is_compile_error(reason: &str) -> bool {
+    reason
+        .lines()
+        .next()
+        .is_some_and(|l| l.contains(" could not compile ") && l.ends_with(':'))
 }
 
 /// What `row`'s run saw of the reads past a K tail. The simulator checks every read against

@@ -355,7 +355,7 @@ fn matching_brace(b: &[u8], open: usize) -> usize {
 
 /// Index just past the bracket closing the `opening` one at `open` (`(` and `)`, `{` and
 /// `}`), literals skipped.
-fn matching(b: &[u8], open: usize, opening: u8, closing: u8) -> usize {
+pub(super) fn matching(b: &[u8], open: usize, opening: u8, closing: u8) -> usize {
     let mut depth = 0usize;
     let mut i = open;
     while i < b.len() {
