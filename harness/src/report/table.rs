@@ -264,7 +264,18 @@ pub fn bank_ratio(row: &Row) -> Option<f64> {
     (t.ideal > 0).then(|| t.wavefronts as f64 / t.ideal as f64)
 }
 
-fn bank_cell(row: &Row) -> String {
+/// The wavefronts the L1's data pipe takes for `row`'s plain global requests (a cache line
+/// each, whole warps' where there are any, as [`lines_cell`] counts them) and its shared-memory
+/// instructions, over the fewest the same accesses could take: 1 coalesced and conflict-free.
+/// `None` where the row made neither kind of access.
+pub fn l1_ratio(row: &Row) -> Option<f64> {
+    let global = global_requests(row).unwrap_or_default();
+    let shared = row.banks.map(|b| b.total()).unwrap_or_default();
+    let ideal = global.ideal_lines + shared.ideal;
+    (ideal > 0).then(|| (global.lines + shared.wavefronts) as f64 / ideal as f64)
+}
+
+pub(crate) fn bank_cell(row: &Row) -> String {
     match row.banks.map(|b| b.total()) {
         Some(t) if t.ideal > 0 && t.conflicts() == 0 => "none".into(),
         _ => opt(bank_ratio(row), |v| format!("{v:.2}x")),
@@ -285,7 +296,7 @@ fn global_requests(row: &Row) -> Option<kernel::GlobalRequests> {
 
 /// Global cache lines over the coalesced count: `16.50x` is sixteen and a half times the
 /// lines; `coalesced` at the ideal, `-` where the row made no plain global access.
-fn lines_cell(row: &Row) -> String {
+pub(crate) fn lines_cell(row: &Row) -> String {
     match global_requests(row) {
         Some(r) if r.ideal_lines > 0 && r.lines == r.ideal_lines => "coalesced".into(),
         Some(r) if r.ideal_lines > 0 => format!("{:.2}x", r.lines as f64 / r.ideal_lines as f64),

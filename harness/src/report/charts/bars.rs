@@ -80,7 +80,15 @@ impl Bars {
         let (lo, top) = match (self.log, max.is_nan()) {
             (true, true) => (0.1, 10.0),
             (false, true) => (0.0, 1.0),
-            (true, false) => (min / 1.6, max * 1.15),
+            // Bars that all grow rightwards from their base start the axis there, and a log
+            // axis spans at least a factor of two: ten bars at 1x fill no 0.6..1.2 window.
+            (true, false) => {
+                let lo = match self.base {
+                    Some(b) if min >= b => b,
+                    _ => min / 1.6,
+                };
+                (lo, (max * 1.15).max(lo * 2.0))
+            }
             (false, false) => (min.min(0.0), max * 1.04),
         };
         // Nothing but the base to show (every row failed): any range will do.

@@ -5,6 +5,7 @@
 //! overlap.
 
 pub(crate) mod ablation;
+pub(crate) mod access;
 pub(crate) mod axes;
 pub(crate) mod bars;
 pub(crate) mod canvas;
@@ -87,8 +88,9 @@ impl Chart for AnyChart<'_> {
 
 /// Every chart of `report` with its file stem: `<workload>-ablation-<shape>` and
 /// `<workload>-roofline-<shape>` per shape of a timed run, `<workload>-intensity-<shape>` per
-/// shape of a simulator run with counted traffic, `<workload>-sweep[-family]` per family of
-/// two or more sizes.
+/// shape of a simulator run with counted traffic and `<workload>-access-<shape>` per shape of
+/// one with counted lines or banks, `<workload>-sweep[-family]` per family of two or more
+/// sizes.
 pub(crate) fn all(report: &Report) -> Vec<(String, AnyChart<'_>)> {
     let mut out = Vec::new();
     for w in &report.workloads {
@@ -103,6 +105,9 @@ pub(crate) fn all(report: &Report) -> Vec<(String, AnyChart<'_>)> {
             }
             if let Some(c) = intensity::chart(report, s) {
                 out.push((stem("intensity"), AnyChart::Bars(c)));
+            }
+            if let Some(c) = access::chart(report, s) {
+                out.push((stem("access"), AnyChart::Bars(c)));
             }
         }
         for c in sweep::charts(report, w) {

@@ -619,6 +619,70 @@ fn the_simulator_charts_each_rungs_counted_intensity() {
     assert!(x("0.500 FLOP/B") + 200.0 < x("8.00 FLOP/B") && x("8.00 FLOP/B") < x("32.0 FLOP/B"));
 }
 
+/// The simulator's lines and bank conflicts, drawn as the L1 wavefronts each rung took over
+/// the fewest possible: a naive rung's scattered lanes, a tiled one's conflicts, a padded one
+/// at 1x; timed runs and rows without counts draw none.
+#[test]
+fn the_simulator_charts_each_rungs_l1_wavefronts_over_the_fewest() {
+    use kernel::{Coalescing, GlobalRequests, SharedBanks, Wavefronts};
+    let global = |lines, ideal_lines| {
+        let r = GlobalRequests {
+            requests: 64,
+            lines,
+            ideal_lines,
+            ..Default::default()
+        };
+        Some(Coalescing {
+            whole_warp_loads: r,
+            loads: r,
+            ..Default::default()
+        })
+    };
+    let shared = |wavefronts, ideal| {
+        Some(SharedBanks {
+            lds: Wavefronts {
+                requests: ideal,
+                wavefronts,
+                ideal,
+            },
+            ..Default::default()
+        })
+    };
+    let mut run = sim();
+    for s in &mut run.workloads[0].shapes {
+        (s.rows[0].coalescing, s.rows[0].banks) = (global(528, 32), None);
+        (s.rows[1].coalescing, s.rows[1].banks) = (global(32, 32), shared(160, 32));
+        // Row 2 fails its check: counted or not, it shows no figure.
+        (s.rows[2].coalescing, s.rows[2].banks) = (global(64, 32), None);
+        (s.rows[3].coalescing, s.rows[3].banks) = (global(32, 32), shared(32, 32));
+    }
+    let charts = drawn(&run);
+    let (_, _, layout) = chart(&charts, "gemm-access-4096x4096x4096");
+    let l = labels(layout);
+    for want in [
+        "16.50x",
+        "global lines 16.50x, no shared memory",
+        "3.00x",
+        "global lines coalesced, bank conflicts 5.00x",
+        "1.00x",
+        "global lines coalesced, bank conflicts none",
+        "no global or shared access counted",
+        "failed its check",
+    ] {
+        assert!(l.contains(&want), "{want}: {l:?}");
+    }
+    let x = |t: &str| layout.labels.iter().find(|l| l.text == t).unwrap().rect.x0;
+    assert!(x("1.00x") < x("3.00x") && x("3.00x") < x("16.50x"));
+    let timed = drawn(&ladder());
+    assert!(!timed.iter().any(|(stem, _, _)| stem.contains("access")));
+    assert!(
+        !drawn(&sim())
+            .iter()
+            .any(|(stem, _, _)| stem.contains("access")),
+        "no counts, no chart"
+    );
+}
+
 #[test]
 fn sweep_families_join_only_shapes_that_differ_in_one_size() {
     let attn = |text: &str| kernel::Shape::parse(kernel::Workload::Attention, text).unwrap();

@@ -337,6 +337,8 @@ struct ShapeCtx {
     drift: Option<String>,
     ablation: Option<Figure>,
     roofline: Option<Figure>,
+    /// The simulator's L1 wavefronts per rung.
+    access: Option<Figure>,
     compact: Table,
     full: Table,
     filters: BTreeMap<&'static str, Vec<String>>,
@@ -445,6 +447,7 @@ fn shape_ctx(
         drift: s.drift.as_ref().map(|d| d.sentence()),
         ablation: svg::ablation(report, s)?,
         roofline: svg::roofline(report, s)?,
+        access: svg::access(report, s)?,
         compact: table_of(s, &compact_cols, nav, rung_pages),
         full: table_of(s, &full_cols, nav, rung_pages),
         filters: filters(s),
@@ -559,7 +562,8 @@ fn device_note(report: &Report) -> Option<String> {
         kernel::DeviceKind::Sim => Some(
             "The CUDA simulator executed each kernel's source on the CPU to check its output; \
              it gives no speeds: the charts show the arithmetic intensity of the global-memory \
-             traffic each rung issued."
+             traffic each rung issued, and the L1 wavefronts its global and shared-memory \
+             accesses took over the fewest they could take."
                 .into(),
         ),
         kernel::DeviceKind::Cuda => None,

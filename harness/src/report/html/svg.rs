@@ -4,7 +4,7 @@
 //! faster tooltip.
 
 use super::Figure;
-use crate::report::charts::{self, Chart, ablation, intensity, roofline, sweep};
+use crate::report::charts::{self, Chart, ablation, access, intensity, roofline, sweep};
 use crate::report::model::{Report, ShapeReport, WorkloadReport};
 use crate::report::table::throughput;
 use anyhow::Result;
@@ -84,6 +84,22 @@ pub(crate) fn ablation(report: &Report, s: &ShapeReport) -> Result<Option<Figure
         }));
     }
     Ok(None)
+}
+
+/// The simulator's L1 wavefronts per rung, over the fewest possible.
+pub(crate) fn access(report: &Report, s: &ShapeReport) -> Result<Option<Figure>> {
+    let Some(c) = access::chart(report, s) else {
+        return Ok(None);
+    };
+    let title = format!(
+        "{} {}: L1 wavefronts per rung over the fewest possible",
+        s.shape.workload().name(),
+        s.label
+    );
+    Ok(Some(Figure {
+        svg: inline(&c, &title)?,
+        title,
+    }))
 }
 
 /// The words of one roofline point: row, throughput, intensity and share of its roof.
