@@ -401,6 +401,8 @@ fn the_warp_specialized_examples_planted_races_fail_with_their_reasons() {
         let (ok, text) = sim_run("gemm", "300x300x192", &spec, &sub.join("run"));
         assert!(!ok, "{text}");
         assert!(text.contains(want), "{want}: {text}");
+        // Hazards of synchronization, which no tile's tail explains.
+        assert!(!text.contains("not a whole number of"), "{text}");
         match i {
             0 => the_guide_quotes_in_words(span(
                 &text,
@@ -415,6 +417,65 @@ fn the_warp_specialized_examples_planted_races_fail_with_their_reasons() {
             _ => the_guide_quotes_in_words(span(&text, "whose threads have all exited", "barrier)")),
         }
     }
+}
+
+/// A multicast TMA copy into a block of the cluster that has exited fails where it lands, in
+/// whatever the issuing thread does by then (here, waiting for it): the message names the
+/// line that issued the copy, not the line that thread has gone on to.
+#[test]
+fn a_multicast_into_an_exited_block_names_the_line_that_issued_it() {
+    let dir = scratch_dir("late-multicast");
+    let code = r#"// Block 1 of each cluster signals block 0 and exits; block 0 then multicasts a box into both.
+__global__ void __cluster_dims__(2, 1, 1) late_multicast(const __grid_constant__ CUtensorMap a, float *C, int M, int N) {
+  __shared__ alignas(128) float tile[64];
+  __shared__ alignas(8) unsigned long long bar, ready;
+  unsigned rank;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  const unsigned b = (unsigned)__cvta_generic_to_shared(&bar), r = (unsigned)__cvta_generic_to_shared(&ready);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(b));
+    asm volatile("mbarrier.init.shared.b64 [%0], 1;" ::"r"(r));
+  }
+  asm volatile("barrier.cluster.arrive;\nbarrier.cluster.wait;" ::: "memory");
+  if (rank == 1) {
+    if (threadIdx.x == 0) {
+      unsigned remote;
+      asm volatile("mapa.shared::cluster.u32 %0, %1, 0;" : "=r"(remote) : "r"(r));
+      asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" ::"r"(remote) : "memory");
+    }
+    return;
+  }
+  if (threadIdx.x == 0) {
+    asm volatile("{\n.reg .pred p;\nW: mbarrier.try_wait.parity.shared.b64 p, [%0], 0;\n@!p bra W;\n}" ::"r"(r) : "memory");
+    asm volatile("mbarrier.arrive.expect_tx.shared.b64 _, [%0], 256;" ::"r"(b) : "memory");
+    const unsigned dst = (unsigned)__cvta_generic_to_shared(tile);
+    const unsigned short mask = 3;
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4}], [%2], %5;" ::"r"(dst), "l"(&a), "r"(b), "r"(0), "r"(0), "h"(mask) : "memory");
+    asm volatile("{\n.reg .pred p;\nV: mbarrier.try_wait.parity.shared.b64 p, [%0], 0;\n@!p bra V;\n}" ::"r"(b) : "memory");
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < M * N; i += blockDim.x) C[i] = tile[i % 64];
+}
+"#;
+    std::fs::write(dir.join("mc.cu"), code).unwrap();
+    // The line its `asm` statement starts at, the one before its text (lines count from 1).
+    let issue = code
+        .lines()
+        .position(|l| l.contains("cp.async.bulk.tensor"))
+        .unwrap();
+    let spec = format!(
+        "{}/mc.cu:late_multicast,block=32,grid=(2),args=(tmap(A,M,K,8,8),C,M,N)",
+        dir.display()
+    );
+    let (ok, text) = sim_run("gemm", "16x16x16", &spec, &dir.join("run"));
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("a multicast TMA copy targets block (1,0,0) of the cluster, whose threads have all exited")
+            && text.contains(&format!("this thread's access is at {}/mc.cu:{issue} (thread (0,0,0)", dir.display())),
+        "line {issue}: {text}"
+    );
 }
 
 /// The SM count `SMS` stands for in the simulator is the one the guide and the examples'

@@ -247,6 +247,8 @@ struct TmaCopy {
     unsigned bytes;
     uint64_t *bar;
     unsigned fiber;  // the issuing thread, named if landing fails
+    const char *site_file;  // the line that issued it, named if landing fails, or null
+    unsigned site_line;
 };
 
 struct HopperState {
@@ -516,6 +518,13 @@ inline void tma_land(const TmaCopy &c) {
     Worker &w = worker();
     Fiber *saved = tl_fiber;
     tl_fiber = &w.fibers[c.fiber];  // a failure names the thread that issued the copy
+    // and the line it issued it at (none where unknown), not the access that thread has gone
+    // on to make since
+    const void *pc = tl_fiber->access_pc;
+    const char *file = tl_fiber->site_file;
+    const unsigned line = tl_fiber->site_line;
+    tl_fiber->access_pc = nullptr;
+    tl_fiber->site_file = c.site_file, tl_fiber->site_line = c.site_line;
     Worker *to = shared_owner(c.bar, 8);  // this block's, or another's of the cluster for a multicast
     if (!to) fail("the complete-tx of a TMA copy: its mbarrier %p is in no shared memory of the cluster", c.bar);
     require_running(*to, "a multicast TMA copy");
@@ -525,6 +534,8 @@ inline void tma_land(const TmaCopy &c) {
 #endif
     Mbar m = mbar_load(c.bar, "the complete-tx of a TMA copy");
     mbar_tx(c.bar, m, -(long long)c.bytes, "the complete-tx of a TMA copy");
+    tl_fiber->access_pc = pc;
+    tl_fiber->site_file = file, tl_fiber->site_line = line;
     tl_fiber = saved;
     mbar_settle(*to, c.bar, m);
 }
@@ -626,7 +637,8 @@ inline void queue_copies(unsigned mask, void **to, void **at, unsigned char *ima
             if (!img) fail("%s: out of memory", what);
             memcpy(img, image, bytes);
         }
-        TmaCopy copy{(unsigned char *)to[r], img, bytes, (uint64_t *)at[r], (unsigned)(tl_fiber - w.fibers)};
+        TmaCopy copy{(unsigned char *)to[r], img, bytes, (uint64_t *)at[r], (unsigned)(tl_fiber - w.fibers),
+                     tl_fiber->site_file, tl_fiber->site_line};
         room_for_one(h.copies, h.n_copies, h.cap_copies, what);
         h.copies[h.n_copies++] = copy;
     }
