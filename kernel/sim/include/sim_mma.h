@@ -159,65 +159,78 @@ inline void mma(const MmaIn *in, Acc4 *out) {
     }
 }
 
-template <Elem E_>
-inline void mma_warp(const char *what, float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
-                     const float (&c)[4]) {
-    MmaIn in;
+
+// The warp's inputs of one mma.sync and every lane's four accumulators out, whichever the
+// types: `In_` holds each lane's a[4], b[2] and c[4], `Out_` its d[4].
+template <class In_, class Out_, class C_, class D_>
+inline void mma_collective(const char *what, void (*fn)(const In_ *, Out_ *), D_ (&d)[4], const unsigned (&a)[4],
+                           const unsigned (&b)[2], const C_ (&c)[4]) {
+    In_ in;
     for (int i = 0; i < 4; ++i) in.a[i] = a[i], in.c[i] = c[i];
     in.b[0] = b[0];
     in.b[1] = b[1];
-    Acc4 got = warp_collective<Acc4>(what, in, mma<E_>);
+    Out_ got = warp_collective<Out_>(what, in, fn);
     for (int i = 0; i < 4; ++i) d[i] = got.d[i];
 }
 
-// mma.sync.aligned.m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32 (sm_89): four 8-bit
-// elements a register, the lowest-indexed in the low byte (the .s8 layouts of m16n8k32):
+template <Elem E_>
+inline void mma_warp(const char *what, float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2],
+                     const float (&c)[4]) {
+    mma_collective(what, mma<E_>, d, a, b, c);
+}
+
+// m16n8k32 on 8-bit elements (FP8's and .s8/.u8's): four a register, the lowest-indexed in
+// the low byte:
 //   A (16x32, row): a0 = A[g][4t..4t+3]  a1 = A[g+8][4t..]  a2 = A[g][4t+16..]  a3 = A[g+8][4t+16..]
 //   B (32x8, col):  b0 = B[4t..4t+3][g]  b1 = B[4t+16..4t+19][g]
-// Products exact in FP32, summed in FP32 in k order onto C (a GPU's FP8 accumulation keeps
-// fewer bits, so the simulator is the more exact of the two).
-template <bool A5, bool B5>
-inline void mma_fp8(const MmaIn *in, Acc4 *out) {
-    float A_[16][32], B_[32][8];
-    auto bytes = [](unsigned reg, bool e5m2, float *to, int stride) {
-        for (int j = 0; j < 4; ++j)
-            to[j * stride] = fp8_value((unsigned char)(reg >> (8 * j)), e5m2);
+// Each byte widened to V_ by `dec_a` or `dec_b`, the products summed in V_ in k order onto C,
+// and each sum made D by `finish`.
+template <class V_, class In_, class Out_, class DecA_, class DecB_, class Fin_>
+inline void mma_k32_bytes(const In_ *in, Out_ *out, DecA_ dec_a, DecB_ dec_b, Fin_ finish) {
+    V_ A_[16][32], B_[32][8];
+    auto bytes = [](unsigned reg, auto dec, V_ *to, int stride) {
+        for (int j = 0; j < 4; ++j) to[j * stride] = dec((unsigned char)(reg >> (8 * j)));
     };
     for (int l = 0; l < 32; ++l) {
         const int g = l / 4, t = l % 4;
-        const MmaIn &f = in[l];
-        bytes(f.a[0], A5, &A_[g][4 * t], 1);
-        bytes(f.a[1], A5, &A_[g + 8][4 * t], 1);
-        bytes(f.a[2], A5, &A_[g][4 * t + 16], 1);
-        bytes(f.a[3], A5, &A_[g + 8][4 * t + 16], 1);
-        bytes(f.b[0], B5, &B_[4 * t][g], 8);
-        bytes(f.b[1], B5, &B_[4 * t + 16][g], 8);
+        const In_ &f = in[l];
+        bytes(f.a[0], dec_a, &A_[g][4 * t], 1);
+        bytes(f.a[1], dec_a, &A_[g + 8][4 * t], 1);
+        bytes(f.a[2], dec_a, &A_[g][4 * t + 16], 1);
+        bytes(f.a[3], dec_a, &A_[g + 8][4 * t + 16], 1);
+        bytes(f.b[0], dec_b, &B_[4 * t][g], 8);
+        bytes(f.b[1], dec_b, &B_[4 * t + 16][g], 8);
     }
     for (int l = 0; l < 32; ++l) {
         const int g = l / 4, t = l % 4;
-        for (int i = 0; i < 4; ++i) {
+        for (int i = 0; i < 4; ++i) {  // c0, c1: row g; c2, c3: row g + 8; columns 2t, 2t + 1
             const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
-            float acc = in[l].c[i];
+            V_ acc = in[l].c[i];
             for (int k = 0; k < 32; ++k) acc += A_[row][k] * B_[k][col];
-            out[l].d[i] = acc;
+            out[l].d[i] = finish(acc);
         }
     }
 }
 
+// mma.sync.aligned.m16n8k32.row.col.f32.{e4m3,e5m2}.{e4m3,e5m2}.f32 (sm_89): products exact
+// in FP32, summed in FP32 (a GPU's FP8 accumulation keeps fewer bits, so the simulator is the
+// more exact of the two).
 template <bool A5, bool B5>
-inline void mma_fp8_warp(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], const float (&c)[4]) {
-    MmaIn in;
-    for (int i = 0; i < 4; ++i) in.a[i] = a[i], in.c[i] = c[i];
-    in.b[0] = b[0];
-    in.b[1] = b[1];
-    Acc4 got = warp_collective<Acc4>("mma.sync.m16n8k32 FP8", in, mma_fp8<A5, B5>);
-    for (int i = 0; i < 4; ++i) d[i] = got.d[i];
+inline void mma_fp8(const MmaIn *in, Acc4 *out) {
+    mma_k32_bytes<float>(
+        in, out, [](unsigned char b) { return fp8_value(b, A5); }, [](unsigned char b) { return fp8_value(b, B5); },
+        [](float x) { return x; });
 }
 
-// mma.sync.aligned.m16n8k32.row.col.s32.{s8,u8}.{s8,u8}.s32 (sm_80): the layouts of the FP8
-// m16n8k32 above, each byte an integer (signed, or unsigned with .u8). Products and sums are
-// exact in 32 bits: they wrap, as the hardware's do, or with .satfinite clamp to the int32
-// range. m16n8k16 is its first half: A's registers 0 and 1, B's register 0.
+template <bool A5, bool B5>
+inline void mma_fp8_warp(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], const float (&c)[4]) {
+    mma_collective("mma.sync.m16n8k32 FP8", mma_fp8<A5, B5>, d, a, b, c);
+}
+
+// mma.sync.aligned.m16n8k32.row.col.s32.{s8,u8}.{s8,u8}.s32 (sm_80): each byte an integer
+// (signed, or unsigned with .u8). Products and sums are exact in 32 bits: they wrap, as the
+// hardware's do, or with .satfinite clamp to the int32 range. m16n8k16 is its first half: A's
+// registers 0 and 1, B's register 0.
 struct MmaInI {
     unsigned a[4], b[2];
     int c[4];
@@ -228,43 +241,18 @@ struct AccI4 {
 
 template <bool AU, bool BU, bool Sat>
 inline void mma_i8(const MmaInI *in, AccI4 *out) {
-    long long A_[16][32], B_[32][8];
-    auto bytes = [](unsigned reg, bool u, long long *to, int stride) {
-        for (int j = 0; j < 4; ++j) {
-            const unsigned char b = (unsigned char)(reg >> (8 * j));
-            to[j * stride] = u ? (long long)b : (long long)(signed char)b;
-        }
+    auto integer = [](bool u) {
+        return [u](unsigned char b) { return u ? (long long)b : (long long)(signed char)b; };
     };
-    for (int l = 0; l < 32; ++l) {
-        const int g = l / 4, t = l % 4;
-        const MmaInI &f = in[l];
-        bytes(f.a[0], AU, &A_[g][4 * t], 1);
-        bytes(f.a[1], AU, &A_[g + 8][4 * t], 1);
-        bytes(f.a[2], AU, &A_[g][4 * t + 16], 1);
-        bytes(f.a[3], AU, &A_[g + 8][4 * t + 16], 1);
-        bytes(f.b[0], BU, &B_[4 * t][g], 8);
-        bytes(f.b[1], BU, &B_[4 * t + 16][g], 8);
-    }
-    for (int l = 0; l < 32; ++l) {
-        const int g = l / 4, t = l % 4;
-        for (int i = 0; i < 4; ++i) {
-            const int row = g + 8 * (i / 2), col = 2 * t + i % 2;
-            long long acc = in[l].c[i];
-            for (int k = 0; k < 32; ++k) acc += A_[row][k] * B_[k][col];
-            if (Sat) acc = acc > 2147483647LL ? 2147483647LL : acc < -2147483648LL ? -2147483648LL : acc;
-            out[l].d[i] = (int)(unsigned)(unsigned long long)acc;
-        }
-    }
+    mma_k32_bytes<long long>(in, out, integer(AU), integer(BU), [](long long acc) {
+        if (Sat) acc = acc > 2147483647LL ? 2147483647LL : acc < -2147483648LL ? -2147483648LL : acc;
+        return (int)(unsigned)(unsigned long long)acc;
+    });
 }
 
 template <bool AU, bool BU, bool Sat>
 inline void mma_i8_warp(int (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2], const int (&c)[4]) {
-    MmaInI in;
-    for (int i = 0; i < 4; ++i) in.a[i] = a[i], in.c[i] = c[i];
-    in.b[0] = b[0];
-    in.b[1] = b[1];
-    AccI4 got = warp_collective<AccI4>("mma.sync.m16n8k32 s8/u8", in, mma_i8<AU, BU, Sat>);
-    for (int i = 0; i < 4; ++i) d[i] = got.d[i];
+    mma_collective("mma.sync.m16n8k32 s8/u8", mma_i8<AU, BU, Sat>, d, a, b, c);
 }
 
 // FP16 accumulators (.f16 C and D, two elements a register): C widened exactly, the products

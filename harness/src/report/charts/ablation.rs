@@ -6,7 +6,9 @@ use super::axes::{fmt_num, sig3};
 use super::bars::{Bar, Bars, VLine};
 use super::canvas::{BLACK_TEXT, GREY};
 use super::header::{Entry, Header, Mark};
-use super::{GAIN, LOSS, colour_legend, footer, rate_unit, row_color, row_dash, stage_color};
+use super::{
+    GAIN, LOSS, colour_legend, footer, rate_unit, row_color, row_dash, rung_rows, stage_color,
+};
 use crate::report::model::{Measure, Report, RowReport, ShapeReport, Speedup};
 use crate::results::Status;
 use kernel::Role;
@@ -14,12 +16,7 @@ use plotters::prelude::RGBColor;
 
 /// The ablation chart of `s`; `None` for a run without times (the simulator) or without rungs.
 pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
-    let rungs: Vec<&RowReport> = s
-        .rows
-        .iter()
-        .filter(|r| matches!(r.row.role, Role::Rung | Role::User))
-        .filter(|r| r.row.status != Status::Unsupported)
-        .collect();
+    let rungs = rung_rows(s);
     if !report.timed() || rungs.is_empty() {
         return None;
     }

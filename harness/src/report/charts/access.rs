@@ -8,20 +8,14 @@ use super::axes::fmt_num;
 use super::bars::{Bar, Bars};
 use super::canvas::{BLACK_TEXT, GREY};
 use super::header::Header;
-use super::{LOSS, colour_legend, footer, stage_color};
-use crate::report::model::{Report, RowReport, ShapeReport};
+use super::{LOSS, colour_legend, footer, rung_rows, stage_color};
+use crate::report::model::{Report, ShapeReport};
 use crate::report::table::{bank_cell, l1_ratio, lines_cell};
-use crate::results::{Row, Status};
-use kernel::Role;
+use crate::results::Row;
 
 /// The access chart of `s`; `None` for timed runs and where no rung's accesses were counted.
 pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
-    let rungs: Vec<&RowReport> = s
-        .rows
-        .iter()
-        .filter(|r| matches!(r.row.role, Role::Rung | Role::User))
-        .filter(|r| r.row.status != Status::Unsupported)
-        .collect();
+    let rungs = rung_rows(s);
     if report.timed() || !rungs.iter().any(|r| l1_ratio(&r.row).is_some()) {
         return None;
     }

@@ -7,11 +7,9 @@ use super::axes::{fmt_num, sig3};
 use super::bars::{Bar, Bars, VLine};
 use super::canvas::{BLACK_TEXT, Dash, GREY};
 use super::header::{Entry, Header, Mark};
-use super::{LOSS, REFERENCE, colour_legend, footer, stage_color};
-use crate::report::model::{Measure, Report, RowReport, ShapeReport};
+use super::{LOSS, REFERENCE, colour_legend, footer, rung_rows, stage_color};
+use crate::report::model::{Measure, Report, ShapeReport};
 use crate::report::table::bytes;
-use crate::results::Status;
-use kernel::Role;
 
 /// The intensity chart of `s`; `None` for timed runs (the roofline shows intensity there),
 /// when no row's traffic was counted, and for a shape that computes nothing.
@@ -19,12 +17,7 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
     if s.measure() == Measure::Bytes {
         return None;
     }
-    let rungs: Vec<&RowReport> = s
-        .rows
-        .iter()
-        .filter(|r| matches!(r.row.role, Role::Rung | Role::User))
-        .filter(|r| r.row.status != Status::Unsupported)
-        .collect();
+    let rungs = rung_rows(s);
     let source = rungs.iter().find_map(|r| r.traffic_intensity)?.1;
     if report.timed() {
         return None;

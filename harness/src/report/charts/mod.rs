@@ -18,7 +18,7 @@ pub(crate) mod sweep;
 #[cfg(test)]
 pub(crate) mod tests;
 
-use super::model::{Measure, Report};
+use super::model::{Measure, Report, RowReport, ShapeReport};
 use super::roofline::RoofKind;
 use crate::results::RunResults;
 use anyhow::Result;
@@ -115,6 +115,16 @@ pub(crate) fn all(report: &Report) -> Vec<(String, AnyChart<'_>)> {
         }
     }
     out
+}
+
+/// The rows a shape's bar charts draw a bar for: its rungs and users' kernels, but those the
+/// device could not run.
+pub(crate) fn rung_rows(s: &ShapeReport) -> Vec<&RowReport> {
+    s.rows
+        .iter()
+        .filter(|r| matches!(r.row.role, Role::Rung | Role::User))
+        .filter(|r| r.row.status != crate::results::Status::Unsupported)
+        .collect()
 }
 
 /// Writes every chart of `report` into `dir` as SVG and PNG; returns the files.
