@@ -419,6 +419,55 @@ fn the_warp_specialized_examples_planted_races_fail_with_their_reasons() {
     }
 }
 
+/// An index into the dynamic shared memory far past what the launch gives (no `smem=`, or
+/// too little) is named with its line, however far: past the red zone after the buffer it
+/// faults in the guard the simulator keeps there, where it corrupted the allocator's memory
+/// (a crash of the whole process) or landed unseen.
+#[test]
+fn an_index_far_past_the_dynamic_shared_memory_is_named() {
+    let dir = scratch_dir("dyn-overrun");
+    let code = "// Thread 0 writes OFF bytes into the dynamic shared memory.\n\
+        __global__ void overrun(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+        \x20 extern __shared__ int4 s[];\n\
+        \x20 if (threadIdx.x == 0 && blockIdx.x == 0) s[OFF / 16] = make_int4(1, 2, 3, 4);\n\
+        \x20 __syncthreads();\n\
+        \x20 const int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+        \x20 if (i < M * N) C[i] = 1.0f;\n\
+        }\n";
+    let file = dir.join("dyn.cu");
+    std::fs::write(&file, code).unwrap();
+    for (off, smem) in [(65536, 0), (900 << 10, 0), (8192, 1024)] {
+        let spec = format!(
+            "{}:overrun,block=256,grid=(cdiv(M*N,256)),smem={smem},define=OFF={off}",
+            file.display()
+        );
+        let (ok, text) = harness(&[
+            "check",
+            "--device",
+            "sim",
+            "--workload",
+            "gemm",
+            "--sizes",
+            "16x16x16",
+            "--kernel",
+            &spec,
+        ]);
+        assert!(!ok, "{text}");
+        let why = if smem == 0 {
+            "no smem= was given"
+        } else {
+            "is smem= what the kernel needs?"
+        };
+        let want = format!(
+            "overrun: writes at byte {off} of the dynamic shared memory (extern __shared__), which \
+             the launch gives {smem} bytes: out of bounds ({why}); this thread's access is at {}:4 \
+             (thread (0,0,0) of block (0,0,0))",
+            file.display()
+        );
+        assert!(text.contains(&want), "{want}\n{text}");
+    }
+}
+
 /// A multicast TMA copy into a block of the cluster that has exited fails where it lands, in
 /// whatever the issuing thread does by then (here, waiting for it): the message names the
 /// line that issued the copy, not the line that thread has gone on to.

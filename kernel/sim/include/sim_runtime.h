@@ -1276,15 +1276,17 @@ SIM_UNINSTRUMENTED inline void shared_variable_name(size_t lo, char *out, size_t
          write ? "writes" : "reads", n, cell - named->lo, var, named->hi - named->lo, other);
 }
 
-// An access past the end of block `o`'s dynamic shared memory, by a thread of block `w`.
+// An access past the end of block `o`'s dynamic shared memory, by a thread of block `w`; `n`
+// bytes, or 0 where the size is not known (a fault).
 [[noreturn]] SIM_UNINSTRUMENTED inline void dynamic_overrun(const Worker &w, const Worker &o, const char *b, unsigned long n,
                                                             int write) {
     const size_t dyn = o.launch->dynamic_smem;
-    char whose[64] = "";
+    char whose[64] = "", size[32] = "";
     if (&o != &w) snprintf(whose, sizeof whose, " of block (%u,%u,%u)", o.block_idx.x, o.block_idx.y, o.block_idx.z);
-    fail("%s %lu bytes at byte %ld of the dynamic shared memory (extern __shared__)%s, which the launch gives %zu "
+    if (n) snprintf(size, sizeof size, " %lu bytes", n);
+    fail("%s%s at byte %ld of the dynamic shared memory (extern __shared__)%s, which the launch gives %zu "
          "bytes: out of bounds%s",
-         write ? "writes" : "reads", n, (long)(b - o.dyn_smem), whose, dyn,
+         write ? "writes" : "reads", size, (long)(b - o.dyn_smem), whose, dyn,
          dyn == 0 ? " (no smem= was given)" : " (is smem= what the kernel needs?)");
 }
 
@@ -2120,6 +2122,41 @@ inline Worker *acquire_worker() {
     return w;
 }
 
+// The address space left inaccessible after a worker's dynamic shared memory: an index that
+// runs past the buffer and its red zones faults there (sim_fault names it) rather than landing
+// in the allocator's memory, up to this far: about four times a GPU's most shared memory a block.
+// (A guard of 16 MiB or more left the fiber stacks' guard pages unmerged after trim_pool, and
+// a process of many modules with thousands more mappings; kernel/tests/sim_mappings.rs.)
+constexpr size_t kDynGuard = (size_t)1 << 20;
+inline size_t page_round(size_t n) { return (n + 4095) & ~(size_t)4095; }
+
+inline void free_dyn_smem(Worker &w) {
+    if (w.dyn_alloc) munmap(w.dyn_alloc, page_round(w.dyn_cap) + kDynGuard);
+    w.dyn_alloc = nullptr;
+    w.dyn_cap = 0;
+}
+
+// Page aligned, so that in the shared window (sim_hopper.h) the dynamic buffer starts on a
+// 1024-byte boundary as a GPU starts it, which kernels with 128-byte swizzled tiles rely on;
+// its guard right after its last page, so that a buffer is not reused for another size.
+inline bool ensure_dyn_smem(Worker &w, size_t bytes) {
+    if (w.dyn_alloc && page_round(bytes) == page_round(w.dyn_cap)) {
+        w.dyn_cap = bytes;
+        return true;
+    }
+    free_dyn_smem(w);
+    const size_t span = page_round(bytes);
+    void *m = mmap(nullptr, span + kDynGuard, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (m == MAP_FAILED) return false;
+    if (mprotect(m, span, PROT_READ | PROT_WRITE) != 0) {
+        munmap(m, span + kDynGuard);
+        return false;
+    }
+    w.dyn_alloc = (char *)m;
+    w.dyn_cap = bytes;
+    return true;
+}
+
 // Frees the pool when the module is unloaded (each worker maps fiber stacks for 1024 threads).
 struct PoolReaper {
     ~PoolReaper() {
@@ -2128,7 +2165,7 @@ struct PoolReaper {
             pool_head() = w->next_free;
             munmap(w->stacks, (size_t)kMaxThreads * (kStackBytes + kGuardBytes));
             munmap(w->async_copies, kAsyncSpan);
-            free(w->dyn_alloc);
+            free_dyn_smem(*w);
             free(w->race);
             free(w->async_cells);
             free(w->memo);
@@ -2163,14 +2200,11 @@ inline void trim_pool() {
     }
 }
 
-// 1024-byte aligned, so that in the shared window (sim_hopper.h) the dynamic buffer starts on a
-// 1024-byte boundary as a GPU starts it, which kernels with 128-byte swizzled tiles rely on.
-inline bool ensure_dyn_smem(Worker &w, size_t bytes) {
-    if (bytes <= w.dyn_cap) return true;
-    free(w.dyn_alloc);
-    w.dyn_alloc = (char *)aligned_alloc(1024, (bytes + 1023) & ~(size_t)1023);
-    w.dyn_cap = w.dyn_alloc ? bytes : 0;
-    return w.dyn_alloc != nullptr;
+// Whether `addr` is in the guard after the dynamic shared memory of `w`'s cluster.
+inline bool in_dyn_guard(const Worker &w, uint64_t addr) {
+    const Worker &first = *w.cluster->cta[0];
+    const uint64_t end = (uint64_t)(uintptr_t)first.dyn_alloc + page_round(first.dyn_cap);
+    return first.dyn_alloc && addr >= end && addr - end < kDynGuard;
 }
 
 // Sets up block `b` (x fastest) of the launch on worker `w`, its fibers ready to start.
@@ -2503,6 +2537,13 @@ SIM_EXPORT void sim_fault(int sig, uint64_t addr, int is_write, uint64_t pc) {
     // A fault with no address is a general-protection fault: an aligned vector move (a float4
     // load) at an address off its 16 bytes, if the traffic hooks saw one just before.
     if (!watchdog && addr == 0 && sim_misaligned_suspect) sim_misaligned_suspect(pc);
+    // An index past the end of the dynamic shared memory and its red zones: said as the red
+    // zones' checker says it, at the faulting instruction's line.
+    if (!watchdog && in_dyn_guard(*w, addr)) {
+        if (tl_fiber && pc) tl_fiber->access_pc = (const void *)(pc + 1);
+        const Cluster &c = *w->cluster;
+        dynamic_overrun(*w, *c.cta[c.size - 1], (const char *)(uintptr_t)addr, 0, is_write);
+    }
     if (watchdog) {
         Fiber *f = tl_fiber;
         if (strike.count++ == 0) {
