@@ -1658,6 +1658,15 @@ fn a_kernel_wrong_on_whole_tiles_too_is_not_blamed_on_its_tails() {
         whole.contains("\n  a relative error of ") && whole.contains(layouts),
         "{whole}"
     );
+    // On the awkward shape alone, nothing says it fails on whole tiles: the layouts come
+    // first, then the tails.
+    let results = sim_rows(&users, &[Shape::gemm(100, 37, 129)]);
+    let alone = results.workloads[0].shapes[0].rows[0]
+        .reason
+        .clone()
+        .unwrap();
+    let (l, t) = (alone.find(layouts), alone.find("partial tiles"));
+    assert!(l.is_some() && t.is_some() && l < t, "{alone}");
     // Given its B as it reads it, it passes.
     let users = [user_file(
         &dir,

@@ -250,7 +250,17 @@ pub fn annotate(
                     None if sim && row.reason.as_deref().is_some_and(is_synchronization) => None,
                     // Nor a file that did not compile.
                     None if row.reason.as_deref().is_some_and(is_compile_error) => None,
-                    None => k.tail_hint(&s.shape, first_bad, k_reads(sim, row, k, &s.shape)),
+                    // A result wrong through and through points at the layouts first, then at
+                    // tails the grid suggests (which a grid of other tiles than the kernel's
+                    // can suggest where there are none).
+                    None => {
+                        let tails =
+                            k.tail_hint(&s.shape, first_bad, k_reads(sim, row, k, &s.shape));
+                        match (layouts, tails) {
+                            (Some(l), Some(t)) => Some(format!("{l}\n  {t}")),
+                            (l, t) => l.or(t),
+                        }
+                    }
                 };
                 if let (Some(hint), Some(reason)) = (hint, row.reason.as_mut()) {
                     reason.push_str("\n  ");
