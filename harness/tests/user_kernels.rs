@@ -468,6 +468,47 @@ fn an_index_far_past_the_dynamic_shared_memory_is_named() {
     }
 }
 
+/// A `cp.async` into an `extern __shared__` array of a launch given no dynamic shared memory
+/// (no `smem=`) says so: its address lies in none of the block's regions, which alone read as
+/// a stray pointer.
+#[test]
+fn a_cp_async_into_dynamic_shared_memory_without_smem_says_none_was_given() {
+    let dir = scratch_dir("cp-async-no-smem");
+    let code = r#"// Each thread copies 16 bytes of A into the dynamic shared memory with cp.async.
+__global__ void stage(const float *A, const float *B, float *C, int M, int N, int K) {
+  extern __shared__ float4 tile[];
+  const unsigned d = (unsigned)__cvta_generic_to_shared(&tile[threadIdx.x]);
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(d), "l"(A) : "memory");
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  __syncthreads();
+  const int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < M * N) C[i] = tile[threadIdx.x % 4].x * 0.0f + 1.0f;
+}
+"#;
+    std::fs::write(dir.join("cpa.cu"), code).unwrap();
+    let spec = format!(
+        "{}/cpa.cu:stage,block=256,grid=(cdiv(M*N,256))",
+        dir.display()
+    );
+    let (ok, text) = harness(&[
+        "check",
+        "--device",
+        "sim",
+        "--workload",
+        "gemm",
+        "--sizes",
+        "16x16x16",
+        "--kernel",
+        &spec,
+    ]);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("is not in this block's shared memory")
+            && text.contains("(the launch gives no dynamic shared memory: no smem= was given)"),
+        "{text}"
+    );
+}
+
 /// A multicast TMA copy into a block of the cluster that has exited fails where it lands, in
 /// whatever the issuing thread does by then (here, waiting for it): the message names the
 /// line that issued the copy, not the line that thread has gone on to.

@@ -144,7 +144,7 @@ inline bool past_static_variable(int64_t at, char *out, size_t room) {
 // the instruction that used it: where its pointer lay if cvta.to.shared made it a stray
 // address, where it lies beside the regions if it is a window address, and otherwise that it
 // looks like a generic pointer.
-inline void shared_address_note(uint64_t a, size_t bytes, char *out, size_t room) {
+inline void shared_address_place(uint64_t a, size_t bytes, char *out, size_t room) {
     static const char *const kConverted = "it was converted (cvta.to.shared, __cvta_generic_to_shared) from a pointer";
     SharedRegion r[2];
     shared_regions(r);
@@ -188,6 +188,17 @@ inline void shared_address_note(uint64_t a, size_t bytes, char *out, size_t room
         return;
     }
     snprintf(out, room, "a generic pointer where a cvta.to.shared address belongs?");
+}
+
+// shared_address_place, and where the launch gives no dynamic shared memory, that too: a
+// kernel's extern __shared__ array then has no bytes, and a pointer into it lies in none of
+// the regions (the usual cause: no smem= given).
+inline void shared_address_note(uint64_t a, size_t bytes, char *out, size_t room) {
+    shared_address_place(a, bytes, out, room);
+    if (worker().launch->dynamic_smem == 0) {
+        const size_t used = strlen(out);
+        snprintf(out + used, room - used, " (the launch gives no dynamic shared memory: no smem= was given)");
+    }
 }
 
 inline uint32_t shared_addr_or_fail(const void *p, size_t bytes, const char *what) {
