@@ -104,7 +104,7 @@ impl Kernel for FlashWgmmaOverlap {
         Some(match self.0 {
             Round::F16 => Lineage {
                 parent: Some("attn-flash-wgmma-fp16"),
-                idea: "each warpgroup issues the next tile's scores and this tile's P V together and computes the next softmax while P V runs (three K/V stages, one block per SM)",
+                idea: "each warpgroup issues the next tile's scores and this tile's P V together and computes the next softmax while P V runs (three K/V stages, one block per SM at D = 128)",
                 bound: Some(Bound::Latency),
             },
             Round::Bf16 => Lineage {

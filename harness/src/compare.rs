@@ -265,10 +265,7 @@ fn chart(
         .collect();
     Bars {
         header: Header {
-            title: format!(
-                "{} {shape}: A time / B time per kernel",
-                w.workload.name().to_uppercase()
-            ),
+            title: format!("{} {shape}: A time / B time per kernel", w.workload.title()),
             notes: vec![
                 format!("A: {}", describe(a)),
                 format!("B: {}", describe(b)),

@@ -9,10 +9,15 @@ use std::time::Instant;
 /// The last lines of a run: its folder, every file in it (unless the run is quiet), its page.
 pub fn print_run_folder(dir: &Path, verbosity: Verbosity) {
     println!("\nRun folder: {}", dir.display());
-    if verbosity != Verbosity::Quiet {
-        for f in &crate::runs::list_files(dir) {
-            if let Some(name) = f.file_name() {
-                println!("  {}", name.to_string_lossy());
+    let files = crate::runs::list_files(dir);
+    match verbosity {
+        Verbosity::Quiet => {}
+        Verbosity::Normal => println!("  {} (--verbose lists every file)", folder_summary(&files)),
+        Verbosity::Verbose => {
+            for f in &files {
+                if let Some(name) = f.file_name() {
+                    println!("  {}", name.to_string_lossy());
+                }
             }
         }
     }
@@ -20,6 +25,46 @@ pub fn print_run_folder(dir: &Path, verbosity: Verbosity) {
     if index.is_file() {
         println!("Open in a browser: {}", index.display());
     }
+}
+
+/// What a run folder holds, in one line: its files by kind (a sweep writes a chart in two
+/// formats per shape, and a hundred file names would bury the line that matters, the page).
+fn folder_summary(files: &[std::path::PathBuf]) -> String {
+    let count = |ext: &str| {
+        files
+            .iter()
+            .filter(|f| f.extension().is_some_and(|e| e == ext))
+            .count()
+    };
+    let mut parts: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            !matches!(
+                f.extension().and_then(|e| e.to_str()),
+                Some("md" | "csv" | "svg" | "png")
+            )
+        })
+        .filter_map(|f| {
+            let name = f.file_name()?.to_string_lossy().into_owned();
+            Some(if f.is_dir() { format!("{name}/") } else { name })
+        })
+        .collect();
+    for (exts, what) in [(["md", "csv"], "tables"), (["png", "svg"], "charts")] {
+        let n: Vec<usize> = exts.iter().map(|e| count(e)).collect();
+        if n.iter().sum::<usize>() > 0 {
+            parts.push(format!(
+                "{} {what} ({})",
+                n.iter().sum::<usize>(),
+                exts.iter()
+                    .zip(&n)
+                    .filter(|(_, n)| **n > 0)
+                    .map(|(e, n)| format!("{n} .{e}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    parts.join(", ")
 }
 
 /// A plain-text table, columns two spaces apart and padded to their widest cell (the header's

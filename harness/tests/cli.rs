@@ -49,16 +49,25 @@ fn a_cpu_run_writes_results_where_every_row_passes() {
     ]);
     let t = text(&o);
     assert!(o.status.success(), "{t}");
-    // The last lines name the run folder and every file in it.
+    // The last lines name the run folder and what it holds: each file that is not a table or
+    // a chart by name, those by count.
     let tail = t.rsplit("Run folder: ").next().unwrap();
     assert!(tail.starts_with(dir.to_str().unwrap()), "{t}");
+    let (mut tables, mut charts) = (0, 0);
     for f in std::fs::read_dir(&dir).unwrap() {
-        let name = f.unwrap().file_name();
-        assert!(
-            tail.contains(name.to_str().unwrap()),
-            "{name:?} not listed: {t}"
-        );
+        let name = f.unwrap().file_name().into_string().unwrap();
+        match name.rsplit('.').next().unwrap() {
+            "md" | "csv" => tables += 1,
+            "svg" | "png" => charts += 1,
+            _ => assert!(tail.contains(&name), "{name:?} not listed: {t}"),
+        }
     }
+    assert!(
+        tail.contains(&format!(", {tables} tables ("))
+            && tail.contains(&format!(", {charts} charts ("))
+            && tail.contains("(--verbose lists every file)"),
+        "{t}"
+    );
     let json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
     assert_eq!(json["schema_version"], 1);
@@ -150,7 +159,15 @@ fn a_quiet_run_names_its_folder_and_a_verbose_log_times_each_row() {
         assert!(!stdout.contains("results.json"), "{stdout}");
         // stderr is not a terminal here, so the progress is plain lines: each row with the
         // time it took, the reference's, and each shape's.
-        let (_, _, t) = run(device, "--verbose");
+        let (dir, stdout, t) = run(device, "--verbose");
+        // Verbose: every file of the folder, one a line.
+        for f in std::fs::read_dir(&dir).unwrap() {
+            let name = f.unwrap().file_name().into_string().unwrap();
+            assert!(
+                stdout.lines().any(|l| l == format!("  {name}")),
+                "{name} not listed: {stdout}"
+            );
+        }
         let timed = |l: &str| l.ends_with(" s)") && l.contains(" (");
         for id in ["softmax-naive", "softmax-warp"] {
             assert!(

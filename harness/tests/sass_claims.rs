@@ -764,22 +764,31 @@ fn rung_20_main_loop_is_rung_19s() {
 
 #[test]
 fn rung_26_frees_the_partners_stage_without_the_fence_of_rung_24() {
-    // "a release at cluster scope compiles to a fence first, ERRBAR then CGAERRBAR, before
-    // each of the two arrivals ... in the SASS the two arrivals follow each other with no fence
-    // (the ERRBAR of the kernel's start and end stay)"
+    // "a release at cluster scope compiles to a fence first, MEMBAR.ALL.CTA, MEMBAR.ALL.GPU,
+    // ERRBAR and CGAERRBAR, before each of the two arrivals ... in the SASS the two arrivals
+    // follow each other with no fence (the fences of the cluster barriers at the kernel's
+    // start and end stay)"
     let arrivals = |ins: &[String]| -> Vec<usize> {
         (0..ins.len())
             .filter(|&i| opcode(&ins[i]).starts_with("SYNCS.ARRIVE.TRANS64.RED"))
             .collect()
     };
-    let fences = |ins: &[String]| count_opcode_in(ins, "ERRBAR");
+    let fences = |ins: &[String]| {
+        let n = count_opcode_in(ins, "ERRBAR");
+        assert_eq!(
+            count_opcode_in(ins, "MEMBAR.ALL.GPU"),
+            n,
+            "each fence is whole"
+        );
+        n
+    };
     let ins = instructions(&function("gemm-wgmma-cluster", "gemm_wgmma_cluster"));
     let at = arrivals(&ins);
     assert_eq!(at.len(), 2);
     for &i in &at {
         assert_eq!(
-            (opcode(&ins[i - 2]), opcode(&ins[i - 1])),
-            ("ERRBAR", "CGAERRBAR"),
+            [i - 4, i - 3, i - 2, i - 1].map(|j| opcode(&ins[j])),
+            ["MEMBAR.ALL.CTA", "MEMBAR.ALL.GPU", "ERRBAR", "CGAERRBAR"],
             "24 fences each arrival"
         );
     }
@@ -967,8 +976,8 @@ fn attention_rung_13_computes_the_next_softmax_while_its_p_v_runs() {
         "every wgmma before the first wait"
     );
     assert!(
-        one_left < none_left && count_in(&l[one_left..none_left], "MUFU.EX2") >= 32,
-        "the softmax's 32 exponentials per thread between the two waits"
+        one_left < none_left && count_in(&l[one_left..none_left], "MUFU.EX2") == 34,
+        "the softmax's 34 exponentials per thread (32 for P, 2 for the rescale) between the two waits"
     );
     // "once with one group left in flight (gsb0, 0x1) and once for all": no other wait.
     assert_eq!(count_in(&l, "WARPGROUP.DEPBAR"), 2, "{l:#?}");

@@ -1450,6 +1450,40 @@ fn a_vector_cast_off_its_alignment_fails_the_row() {
     the_guide_quotes(lines[at + 1]);
 }
 
+/// `examples/hgemm_wmma.cu` pads its shared rows by 8 halves, keeping them 16-byte multiples
+/// as the WMMA API asks; padded by 4, each row of `As` is 72 bytes, which ldmatrix cannot load
+/// from. The simulator fails the row at the load, saying what ldm is in bytes.
+#[test]
+fn a_wmma_tile_whose_rows_are_not_16_byte_multiples_fails_at_its_load() {
+    let dir = scratch_dir("wmma-ldm");
+    std::fs::copy(
+        root().join("examples/cuda_check.cuh"),
+        dir.join("cuda_check.cuh"),
+    )
+    .unwrap();
+    let spec = example_variant(
+        &dir,
+        &FP16_EXAMPLE,
+        "constexpr int PAD = 8; ",
+        "constexpr int PAD = 4; ",
+    );
+    let (ok, text) = sim_run("gemm", "64x64x64", &spec, &dir.join("run"));
+    assert!(!ok, "{text}");
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("  gemm 64x64x64 hgemm_wmma.cu:hgemm_wmma<64,64>: "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let code = std::fs::read_to_string(root().join("examples/hgemm_wmma.cu")).unwrap();
+    let load = kernel::testing::source_line(&code, "wmma::load_matrix_sync(a[i], &As");
+    assert!(
+        line.contains(
+            "wmma::load_matrix_sync: ldm 36 elements of 2 bytes is 72 bytes between rows"
+        ) && line.contains(&format!("hgemm_wmma.cu:{load} (")),
+        "{text}"
+    );
+    the_guide_quotes_in_words(&line.replace(&format!("{}/", dir.display()), "examples/"));
+}
+
 #[test]
 fn a_misaligned_write_is_told_of_the_outputs_rows() {
     let dir = scratch_dir("misaligned-write");

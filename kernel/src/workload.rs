@@ -90,6 +90,25 @@ impl Workload {
         }
     }
 
+    /// What the workload is, in words, for titles: "Element-wise chain", not "ELTWISE".
+    pub fn title(self) -> &'static str {
+        match self {
+            Self::Gemm => "GEMM",
+            Self::Linear => "Linear layer",
+            Self::Conv => "Convolution",
+            Self::Attention => "Attention",
+            Self::Eltwise => "Element-wise chain",
+            Self::Rbf => "Radial basis",
+            Self::Layernorm => "Layer normalization",
+            Self::Softmax => "Softmax",
+            Self::Pool => "ReLU and max pooling",
+            Self::Cnn => "CNN",
+            Self::Encoder => "Encoder block",
+            Self::Reduce => "Sum of a vector",
+            Self::Transpose => "Transpose",
+        }
+    }
+
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|w| w.name() == s)
     }

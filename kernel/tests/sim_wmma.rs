@@ -1,7 +1,8 @@
 //! WMMA in the simulator: every lane holds the whole tiles, so one lane computes a product and
 //! the others copy it from their warp's memo when their inputs are the same bytes. Lanes whose
 //! inputs differ (not portable CUDA, but the emulation must stay exact) compute their own, and
-//! an accumulator that is also the destination accumulates.
+//! an accumulator that is also the destination accumulates. Loads and stores hold the warp to
+//! what the WMMA API asks of their arguments.
 
 use kernel::sim::SimDevice;
 use kernel::testing::PlanKernel;
@@ -11,19 +12,22 @@ const KERNEL: &str = r#"
 #include <mma.h>
 using namespace nvcuda;
 
-// One warp. Even lanes multiply the first 16x16 tile of A by B, odd lanes the second, twice
-// into the same accumulator; each lane stores its tile at C + 256 * lane.
+// One warp. Even lanes multiply the first 16x16 tile of A by B, odd lanes the second (a
+// fragment picked by the lane: the simulator's whole tiles allow it), twice into the same
+// accumulator; each lane writes its product, element by element, at C + 256 * lane.
 extern "C" __global__ void lanes(const half *A, const half *B, float *C, int M, int N, int K) {
     int lane = threadIdx.x;
-    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a0, a1;
     wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
     wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
     wmma::fill_fragment(acc, 0.0f);
-    wmma::load_matrix_sync(a, A + 256 * (lane % 2), 16);
+    wmma::load_matrix_sync(a0, A, 16);
+    wmma::load_matrix_sync(a1, A + 256, 16);
     wmma::load_matrix_sync(b, B, 16);
+    const auto &a = lane % 2 ? a1 : a0;
     wmma::mma_sync(acc, a, b, acc);
     wmma::mma_sync(acc, a, b, acc);
-    wmma::store_matrix_sync(C + 256 * lane, acc, 16, wmma::mem_row_major);
+    for (int i = 0; i < acc.num_elements; ++i) C[256 * lane + i] = acc.x[i];
 }
 "#;
 
@@ -124,4 +128,91 @@ fn a_warp_loads_c_before_any_lane_stores_it_back() {
             assert_eq!(out[i * 16 + j], 2.0 * dot - 0.5, "C[{i}][{j}]");
         }
     }
+}
+
+/// A load whose arguments break the WMMA API's rules: `how` picks which.
+const MISUSE: &str = r#"
+#include <mma.h>
+using namespace nvcuda;
+
+extern "C" __global__ void misuse(const half *A, const half *B, float *C, int M, int N, int K) {
+    __shared__ __align__(32) half s[16 * 24 + 8];
+    for (int i = threadIdx.x; i < 16 * 24 + 8; i += 32) s[i] = A[i % 256];
+    __syncwarp();
+    wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;
+    wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;
+    wmma::fragment<wmma::accumulator, 16, 16, 16, float> acc;
+    wmma::fill_fragment(acc, 0.0f);
+#if HOW == 0
+    wmma::load_matrix_sync(a, s, 24);  // 48-byte rows: allowed
+#elif HOW == 1
+    wmma::load_matrix_sync(a, s, 20);  // 40-byte rows
+#elif HOW == 2
+    wmma::load_matrix_sync(a, s + 4, 24);  // a tile 8 bytes into the array
+#else
+    wmma::load_matrix_sync(a, s + 16 * (threadIdx.x / 16), 24);  // a tile per half-warp
+#endif
+    wmma::load_matrix_sync(b, B, 16);
+    wmma::mma_sync(acc, a, b, acc);
+    wmma::store_matrix_sync(C, acc, 16, wmma::mem_row_major);
+}
+"#;
+
+/// Runs MISUSE with `HOW` defined as `how`: the simulator's report, if any.
+fn misuse(how: u32) -> Option<String> {
+    let (m, n, k) = (16, 16, 16);
+    let plan = CudaPlan {
+        inputs: vec![Dtype::F16; 2],
+        output_fill: Fill::Nan,
+        steps: vec![Step::Kernel(Launch {
+            source: CudaSource {
+                defines: vec![("HOW".into(), how.to_string())],
+                ..CudaSource::embedded("tests/wmma_misuse.cu", MISUSE)
+            },
+            entry: "misuse".to_string().into(),
+            grid: [1, 1, 1],
+            block: [32, 1, 1],
+            dynamic_smem: 0,
+            args: kernel::gemm_args(m, n, k),
+        })],
+        ..Default::default()
+    };
+    let shape = Shape::gemm(m, n, k);
+    let data = [ints(256, 1), ints(256, 2)];
+    let dev = SimDevice::new().unwrap();
+    let kernel = PlanKernel::fp32(plan);
+    let mut p = dev.prepare(&kernel, &shape, &data).unwrap();
+    match p.run() {
+        Ok(()) => None,
+        Err(kernel::DeviceError::Sim(msg)) => Some(msg),
+        Err(other) => panic!("expected a simulator report, got {other}"),
+    }
+}
+
+#[test]
+fn a_wmma_load_with_rows_off_16_bytes_or_lanes_that_disagree_is_named() {
+    assert_eq!(
+        misuse(0),
+        None,
+        "48-byte rows of a 32-byte aligned tile are allowed"
+    );
+    let stride = misuse(1).expect("40-byte rows");
+    assert!(
+        stride
+            .contains("ldm 20 elements of 2 bytes is 40 bytes between rows, not a multiple of 16")
+            && stride.contains("wmma_misuse.cu:"),
+        "{stride}"
+    );
+    let address = misuse(2).expect("a tile 8 bytes into the array");
+    assert!(
+        address
+            .contains("(__shared__ 's' (in misuse), byte 8) lies 8 bytes past a 16-byte boundary"),
+        "{address}"
+    );
+    let lanes = misuse(3).expect("a tile per half-warp");
+    assert!(
+        lanes.contains("the lanes of the warp pass different tiles")
+            && lanes.contains("lane 16 another pointer, ldm or layout than lane 0 (ldm 24)"),
+        "{lanes}"
+    );
 }

@@ -4,15 +4,16 @@
 // What changed since 24 and why:
 // - 24's consumer warp frees a stage in both blocks with mbarrier.arrive.release.cluster on
 //   each block's `empty` barrier (lab/hopper.h's mbar_arrive_cluster). A release at cluster
-//   scope compiles to a fence first, ERRBAR then CGAERRBAR, before each of the two arrivals,
-//   every k-tile, and Nsight Compute put 24's consumers' stalls on those fences (membar),
-//   between their wgmma wait and the next k-tile.
+//   scope compiles to a fence first, MEMBAR.ALL.CTA, MEMBAR.ALL.GPU, ERRBAR and CGAERRBAR,
+//   before each of the two arrivals, every k-tile, and Nsight Compute put 24's consumers'
+//   stalls on those fences (membar), between their wgmma wait and the next k-tile.
 // - The arrival says only "this warp has finished reading the stage", and those reads (the
 //   wgmma's) are complete once wgmma.wait_group has returned; the partner's producer refills
 //   the stage only after it has seen the barrier's phase complete. So the arrival is made with
 //   mbarrier.arrive's default semantics, release at CTA scope (mbar_arrive_remote), as
 //   CUTLASS's ClusterBarrier::arrive(cta_id, pred) does: in the SASS the two arrivals follow
-//   each other with no fence (the ERRBAR of the kernel's start and end stay).
+//   each other with no fence (the fences of the cluster barriers at the kernel's start and
+//   end stay).
 // - Everything else is 24's: clusters of two blocks along M, each producer multicasting half
 //   of the pair's B tile into both rings, the grouped walk over 256-row pair tiles.
 // Constraints as 18: K and N multiples of 8 (TMA row strides of 16 bytes); stores of C

@@ -20,8 +20,9 @@
 //   [z BM / SPLITS, (z + 1) BM / SPLITS) of every block's partial through distributed shared
 //   memory (mapa), adds them in block order 0, 1, ..., SPLITS - 1 (the same order whichever
 //   block finishes first: the sums are deterministic), and stores those rows of C as float4.
-//   No workspace, no counters, no second pass over L2: each block moves 128 KB through the
-//   SM-to-SM network and stores a SPLITS-th of the tile.
+//   No workspace, no counters, no second pass over L2: each block reads 128 KB of partials,
+//   all but its own SPLITS-th through the SM-to-SM network, and stores a SPLITS-th of the
+//   tile.
 // - Three barriers: the block's ring is free (a named barrier of its two consumers, both past
 //   their last wgmma wait; the producer has returned), then two of the cluster: the partials
 //   are written, and no block exits while another still reads its shared memory (a thread

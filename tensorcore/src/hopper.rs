@@ -452,7 +452,7 @@ impl Kernel for GemmWgmmaClusterCta {
     fn lineage(&self) -> Option<Lineage> {
         Some(Lineage {
             parent: Some("gemm-wgmma-cluster"),
-            idea: "the consumers free a stage in both blocks with mbarrier.arrive's default release at CTA scope: their wgmma reads are complete, and the fence before each cluster-scope arrival (ERRBAR, CGAERRBAR) goes",
+            idea: "the consumers free a stage in both blocks with mbarrier.arrive's default release at CTA scope: their wgmma reads are complete, and the fence before each cluster-scope arrival (MEMBAR.ALL.CTA, MEMBAR.ALL.GPU, ERRBAR, CGAERRBAR) goes",
             bound: Some(Bound::Latency),
         })
     }
@@ -486,9 +486,9 @@ const MAX_CLUSTER_SPLITS: usize = 8;
 
 /// What rung 28's reduction costs a block besides its share of K, in k-tiles of main-loop
 /// time (an estimate, to be calibrated on a GPU): it writes its 132 KB partial into its own
-/// shared memory, reads 128 KB of the partials through distributed shared memory, stores a
-/// share of the tile and waits at a named and two cluster barriers, whatever the split. A k-tile is
-/// 2 x 128 x 256 x 64 = 4.2 MFLOP, about 0.9 us of an SM's wgmma at full rate; the
+/// shared memory, reads 128 KB of the partials (all but its own share through distributed
+/// shared memory), stores a share of the tile and waits at a named and two cluster barriers,
+/// whatever the split. A k-tile is 2 x 128 x 256 x 64 = 4.2 MFLOP, about 0.9 us of an SM's wgmma at full rate; the
 /// SM-to-SM network moves a few tens of bytes a cycle, so the reads alone take about two.
 const CLUSTER_FIXUP_KTILES: usize = 4;
 

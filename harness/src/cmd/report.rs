@@ -41,7 +41,21 @@ pub fn run(args: &Args) -> Outcome {
         true => report::html::Explain::Compute,
         false => report::html::Explain::Cached,
     };
+    let started = std::time::Instant::now();
+    if args.html {
+        // Minutes on a small machine the first time, with nothing else to show for them.
+        eprintln!(
+            "Compiling each rung with NVRTC and nvdisasm for its page's resources and SASS \
+             (in parallel; cached under the lab folder, so a second report takes seconds)..."
+        );
+    }
     report::write_report_with(&run, &dir, explain)?;
+    if args.html {
+        eprintln!(
+            "Tables, charts and pages written in {:.0} s.",
+            started.elapsed().as_secs_f64()
+        );
+    }
     // A report elsewhere carries its results: `report` can rebuild it, and knows it for this
     // run's the next time it is given the folder.
     let results = crate::runs::results_file(&dir);

@@ -31,10 +31,11 @@ pub struct Args {
     pub user_kernels: Vec<String>,
     #[command(flatten)]
     pub isolation: crate::isolate::IsolationArgs,
-    /// Print only the run folder and the rows that failed.
+    /// Print only the device lines (which device, why not a GPU, its ceilings), the run folder,
+    /// its page and the rows that failed.
     #[arg(long, short, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// Also print a line per row as it finishes.
+    /// Also print a line per row as it finishes, and every file of the run folder.
     #[arg(long, short)]
     pub verbose: bool,
 }

@@ -29,7 +29,29 @@ pub fn terminal(run: &RunResults) -> String {
         Some(why) => format!("An unfinished run: {why}.\n\n"),
         None => String::new(),
     };
-    unfinished + &table::terminal(&Report::new(run)) + &nets + &failures_text(run)
+    unfinished
+        + &table::terminal(&Report::new(run))
+        + &nets
+        + &failures_text(run)
+        + &all_passed(run)
+}
+
+/// The closing line of a run none of whose rows failed: how many passed their check.
+fn all_passed(run: &RunResults) -> String {
+    if !failures(run).is_empty() {
+        return String::new();
+    }
+    let passed = (run.workloads.iter().flat_map(|w| &w.shapes))
+        .flat_map(|s| &s.rows)
+        .filter(|r| r.passed())
+        .count();
+    match passed {
+        0 => String::new(),
+        n => format!(
+            "\n{} passed the check against the reference; none failed.\n",
+            table::count(n, "row")
+        ),
+    }
 }
 
 /// The rows that failed or could not run, one per line under a count; empty when none.

@@ -35,6 +35,57 @@ pub struct ShapeReport {
     /// How far the machine drifted while the shape's rows were timed, where a reference row
     /// was timed before the rungs as well as after them.
     pub drift: Option<Drift>,
+    /// The widest gap between two rows that ran the same code, where it is wide enough to
+    /// say: the machine's pace changed between them.
+    pub same_code_gap: Option<SameCodeGap>,
+}
+
+/// A rung that runs its parent's CPU port (the same code) and was timed far from it: what the
+/// machine's change of pace between the two timings can do to any ratio of rows timed apart.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SameCodeGap {
+    pub id: String,
+    /// The parent's `#` cell.
+    pub port_of: String,
+    pub row_ms: f64,
+    pub port_ms: f64,
+}
+
+impl SameCodeGap {
+    /// The slower time over the faster: at least [`DISAGREEMENT`].
+    pub fn factor(&self) -> f64 {
+        (self.row_ms / self.port_ms).max(self.port_ms / self.row_ms)
+    }
+
+    /// The sentence the tables and pages show under the shape.
+    pub fn sentence(&self) -> String {
+        format!(
+            "Same code, different times: `{}` runs {}'s CPU port and took {:.3} ms, where {} \
+             took {:.3} ms ({:.2}x apart, beyond both spreads). Nothing but the machine's pace \
+             changed between the two timings, and a ratio of two rows timed apart (`vs first`, \
+             `% of ref`, the bars) can carry as much; `vs parent`, timed in alternating rounds, \
+             does not.",
+            self.id,
+            self.port_of,
+            self.row_ms,
+            self.port_of,
+            self.port_ms,
+            self.factor()
+        )
+    }
+
+    /// One line under a terminal table.
+    pub fn short(&self) -> String {
+        format!(
+            "same code, different times: {} {:.3} ms, {} (the same CPU port) {:.3} ms ({:.2}x \
+             apart: the machine's pace changed)",
+            self.id,
+            self.row_ms,
+            self.port_of,
+            self.port_ms,
+            self.factor()
+        )
+    }
 }
 
 /// One reference row timed before a shape's rungs and again, as its own row, after them.
@@ -215,7 +266,8 @@ pub struct Speedup {
     /// their ratio, it is the machine's drift between them, not an idea's effect.
     pub same_code: bool,
     /// The ratio of the two rows' medians, where the rounds' ratio disagrees with it beyond
-    /// both spreads and by more than [`DISAGREEMENT`]. Either the machine changed pace
+    /// both spreads and by more than [`DISAGREEMENT`], or where each stands out of its noise
+    /// on the other side of 1 (the rounds say slower, the bars faster). Either the machine changed pace
     /// between the times the run timed the two rows, which the rounds, side by side, cancel,
     /// or the rung ran slower right after its parent than in its own back-to-back samples,
     /// which the medians avoid: a reader of the bars (the medians) sees a contradiction that
@@ -298,7 +350,8 @@ pub const PAIRED_NOTE: &str = "`vs parent` times the rung and its parent once mo
     holds 1, for `vs first`, the two rows' p10-p90 time ranges overlap, and for both, a speedup \
     under 1% either way, too little to call faster or slower; `?` after a `vs parent` \
     marks rounds that disagree with the ratio of the two medians (the bars) by more than a \
-    quarter, beyond both spreads: either the machine changed pace between the rows' timings \
+    quarter, beyond both spreads, or that call the rung slower where the medians, out of \
+    their noise, call it faster (or the reverse): either the machine changed pace between the rows' timings \
     (another job, the clock), which the rounds cancel and the medians do not, or the rung ran \
     slower right after its parent than in its own back-to-back samples (on a shared CPU a \
     kernel can take several runs to regain its pace after a long one), which the medians \
@@ -390,6 +443,31 @@ impl Report {
     }
 }
 
+/// The widest gap, beyond both rows' spreads and [`DISAGREEMENT`], between a rung and the
+/// parent whose CPU port it runs.
+fn same_code_gap(shape: &ShapeResults, rows: &[RowReport]) -> Option<SameCodeGap> {
+    let timing = |id: &str| {
+        shape
+            .rows
+            .iter()
+            .find(|r| r.id == id && r.passed())
+            .and_then(|r| r.timing.as_ref())
+    };
+    rows.iter()
+        .filter_map(|r| {
+            let s = r.vs_parent.as_ref().filter(|s| s.same_code)?;
+            let (row, port) = (timing(&r.row.id)?, timing(&s.against)?);
+            let gap = SameCodeGap {
+                id: r.row.id.clone(),
+                port_of: s.against_tag.clone(),
+                row_ms: row.median_ms,
+                port_ms: port.median_ms,
+            };
+            (row.stands_apart_from(port) && gap.factor() > DISAGREEMENT).then_some(gap)
+        })
+        .max_by(|a, b| a.factor().total_cmp(&b.factor()))
+}
+
 impl ShapeReport {
     pub fn new(shape: &ShapeResults, ceilings: Option<&Ceilings>) -> Self {
         let timed: Vec<Option<Timed>> = shape.rows.iter().map(|r| timed(shape, r)).collect();
@@ -423,7 +501,9 @@ impl ShapeReport {
                         .is_some_and(|(x, y)| x.stands_apart_from(y)),
                 ),
             };
-            // The medians' ratio's own range: the parent's p10-p90 over the row's.
+            // The medians' ratio's own range: the parent's p10-p90 over the row's. Far apart,
+            // or each sure of the opposite direction: a bar longer than its parent's labelled
+            // slower, or shorter labelled faster.
             let apart = paired
                 .map(|p| p.ratio_summary())
                 .is_some_and(|(_, p10, p90)| {
@@ -431,7 +511,10 @@ impl ShapeReport {
                         return false;
                     };
                     let (lo, hi) = (y.p10_ms / x.p90_ms, y.p90_ms / x.p10_ms);
-                    (p90 < lo || p10 > hi) && (ratio / medians).max(medians / ratio) > DISAGREEMENT
+                    let far = (ratio / medians).max(medians / ratio) > DISAGREEMENT;
+                    let opposed =
+                        significant && x.stands_apart_from(y) && (ratio > 1.0) != (medians > 1.0);
+                    (p90 < lo || p10 > hi) && far || opposed
                 });
             Some(Speedup {
                 ratio,
@@ -443,7 +526,7 @@ impl ShapeReport {
                 medians_disagree: apart.then_some(medians),
             })
         };
-        let rows = shape
+        let rows: Vec<RowReport> = shape
             .rows
             .iter()
             .enumerate()
@@ -532,6 +615,7 @@ impl ShapeReport {
                 significant: after.stands_apart_from(&before.timing),
             })
         });
+        let same_code_gap = same_code_gap(shape, &rows);
         Self {
             shape: shape.shape,
             label: shape.label.clone(),
@@ -540,6 +624,7 @@ impl ShapeReport {
             references,
             rows,
             drift,
+            same_code_gap,
         }
     }
 

@@ -43,6 +43,35 @@ pub struct Amdahl {
     pub share: f64,
     pub predicted: f64,
     pub measured: f64,
+    /// The rest of the pass (everything but the swapped operator) in the parent row over the
+    /// same in this one: 1 where only the swap changed.
+    pub rest_speedup: f64,
+}
+
+impl Amdahl {
+    /// The most any speedup of the operator can give the whole pass: 1 / (1 - f).
+    pub fn bound(&self) -> f64 {
+        1.0 / (1.0 - self.share)
+    }
+
+    /// Where the measured speedup passes [`Self::bound`] by more than the timings' usual
+    /// scatter, why: the rest of the pass, which the swap left alone, was faster too.
+    pub fn beyond_bound(&self) -> Option<String> {
+        (self.measured > 1.05 * self.bound()).then(|| {
+            format!(
+                "`{}` measures {:.2}x, more than Amdahl's law allows any speedup of its {} \
+                 ({:.2}x, with f = {:.0}%): the rest of the pass, which the swap left alone, \
+                 took {:.2}x less time too, so the machine's pace changed between the two \
+                 rows' timings",
+                self.id,
+                self.measured,
+                self.category,
+                self.bound(),
+                100.0 * self.share,
+                self.rest_speedup
+            )
+        })
+    }
 }
 
 /// Amdahl's prediction beside the measurement for every row that swaps a rung in, against
@@ -77,6 +106,7 @@ pub fn amdahl(n: &NetworkResults) -> Vec<Amdahl> {
                 share: f,
                 predicted: 1.0 / ((1.0 - f) + f / s),
                 measured: base.total_ms / r.total_ms,
+                rest_speedup: (base.total_ms - t0) / (r.total_ms - t1).max(f64::MIN_POSITIVE),
             })
         })
         .collect()
@@ -152,6 +182,10 @@ pub fn markdown(n: &NetworkResults) -> String {
                 a.predicted,
                 a.measured
             );
+        }
+        let beyond: Vec<String> = swaps.iter().filter_map(Amdahl::beyond_bound).collect();
+        if !beyond.is_empty() {
+            let _ = writeln!(md, "\n- {}.", beyond.join(".\n- "));
         }
     }
     if let Some(s) = &n.batch_sweep {
@@ -277,5 +311,30 @@ mod tests {
         // A row without a parent (runs from before) is measured against the first row.
         let m = a.iter().find(|a| a.id == "mid").unwrap();
         assert_eq!(m.parent, "base");
+    }
+
+    #[test]
+    fn a_measured_speedup_beyond_amdahls_bound_is_said_to_be_the_machines() {
+        // Convolution is 80% of the first row: no convolution, however fast, gives more than
+        // 1 / 0.2 = 5x. "fast" measures 10 / 1.6 = 6.25x, its pool 2 / 0.6 = 3.33x faster
+        // although the swap did not touch it.
+        let n = net(vec![
+            row("base", None, 10.0, 8.0, 2.0),
+            row("fast", Some("conv-fast"), 1.6, 1.0, 0.6),
+            row("honest", Some("conv-ok"), 5.0, 3.0, 2.0),
+        ]);
+        let a = amdahl(&n);
+        assert!((a[0].bound() - 5.0).abs() < 1e-9);
+        let md = markdown(&n);
+        assert!(
+            md.contains(
+                "- `fast` measures 6.25x, more than Amdahl's law allows any speedup of its \
+                 convolution (5.00x, with f = 80%): the rest of the pass, which the swap left \
+                 alone, took 3.33x less time too, so the machine's pace changed between the two \
+                 rows' timings."
+            ),
+            "{md}"
+        );
+        assert!(!md.contains("`honest` measures"), "{md}");
     }
 }

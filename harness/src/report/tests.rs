@@ -260,6 +260,11 @@ fn your_kernel_set_beside_a_rung_gets_its_speedup_over_it() {
 #[test]
 fn a_rung_timing_its_parents_cpu_port_shows_no_speedup() {
     let mut run = synthetic();
+    let report = Report::new(&run);
+    assert!(
+        !table::markdown(&report, &report.workloads[0]).contains("Same code"),
+        "no two rows run the same code"
+    );
     // Regblock's port is tiled's, and timed 4x faster: drift of the machine, not an idea.
     for s in &mut run.workloads[0].shapes {
         s.rows[3].same_cpu_port_as = Some("gemm-tiled".into());
@@ -276,6 +281,17 @@ fn a_rung_timing_its_parents_cpu_port_shows_no_speedup() {
     let md = table::markdown(&report, &report.workloads[0]);
     assert!(md.contains("| same port as 02 |"), "{md}");
     assert!(!md.contains("4.00x vs 02"), "{md}");
+    // The same code 4x apart: the tables say what the machine did between the two timings.
+    assert!(
+        md.contains("Same code, different times: `gemm-regblock` runs 02's CPU port and took ")
+            && md
+                .contains(" ms (4.00x apart, beyond both spreads). Nothing but the machine's pace"),
+        "{md}"
+    );
+    assert!(
+        table::terminal(&report).contains("same code, different times: gemm-regblock "),
+        "terminal"
+    );
     let csv = table::csv(&report, &report.workloads[0]);
     let ports = csv_column(&csv, "same_cpu_port_as");
     assert!(ports.iter().any(|(_, v)| *v == "gemm-tiled"), "{csv}");
@@ -387,6 +403,28 @@ fn vs_parent_comes_from_the_alternating_rounds_when_the_run_has_them() {
         Some(pair("gemm-naive", vec![4.5; 3], vec![1.0; 3]));
     let near = headline_rows(&run)[1].vs_parent.clone().unwrap();
     assert_eq!((near.ratio, near.medians_disagree), (4.5, None));
+    // Closer than a quarter, but on either side of 1, each out of its noise: the rounds call
+    // the rung slower (0.90x) where its bar is longer (medians 1.10x). The step says so.
+    let tight = |ms: f64| crate::timing::Timing::from_samples(vec![ms * 0.99, ms, ms * 1.01], 1);
+    let rows = &mut run.workloads[0].shapes[2].rows;
+    let naive_ms = rows[0].timing.as_ref().unwrap().median_ms;
+    rows[0].timing = Some(tight(naive_ms));
+    rows[1].timing = Some(tight(naive_ms / 1.1));
+    rows[1].paired = Some(pair("gemm-naive", vec![0.9; 3], vec![1.0; 3]));
+    let opposed = headline_rows(&run)[1].vs_parent.clone().unwrap();
+    assert!((opposed.ratio - 0.9).abs() < 1e-12, "{opposed:?}");
+    assert!(
+        opposed
+            .medians_disagree
+            .is_some_and(|m| (m - 1.1).abs() < 1e-9),
+        "{opposed:?}"
+    );
+    assert_eq!(opposed.cell(), "0.90x?");
+    // Both on the same side, as close: the rounds correct the medians, no mark.
+    run.workloads[0].shapes[2].rows[1].paired =
+        Some(pair("gemm-naive", vec![1.0; 3], vec![0.95; 3]));
+    let same_side = headline_rows(&run)[1].vs_parent.clone().unwrap();
+    assert_eq!(same_side.medians_disagree, None, "{same_side:?}");
     // Every step paired: no word of unpaired rows.
     for s in &mut run.workloads[0].shapes {
         for r in &mut s.rows {
@@ -615,6 +653,20 @@ fn terminal_summary_lists_every_row() {
     assert!(t.contains("gemm-broken") && t.contains("fail: gemm-broken did not pass"));
     assert!(t.contains("% roof against datasheet, H100 SXM"), "{t}");
     assert!(t.contains("3 rows failed or could not run"), "{t}");
+    assert!(!t.contains("none failed"), "{t}");
+    // A run whose rows all passed says so in its last line.
+    let mut run = synthetic();
+    for s in &mut run.workloads[0].shapes {
+        s.rows.retain(|r| r.passed());
+    }
+    let passed: usize = run.workloads[0].shapes.iter().map(|s| s.rows.len()).sum();
+    assert!(
+        terminal(&run).ends_with(&format!(
+            "\n{passed} rows passed the check against the reference; none failed.\n"
+        )),
+        "{}",
+        terminal(&run)
+    );
 }
 
 #[test]
@@ -854,4 +906,24 @@ fn a_reference_timed_before_the_rungs_says_how_far_the_machine_drifted() {
         .unwrap();
     r.status = Status::Failed;
     assert_eq!(Report::new(&run).workloads[0].shapes[2].drift, None);
+}
+
+#[test]
+fn a_workload_with_no_reference_row_has_no_percent_of_ref() {
+    let mut run = synthetic();
+    let with = Report::new(&run);
+    let md = table::markdown(&with, &with.workloads[0]);
+    assert!(
+        md.contains("| % of ref |") && md.contains("`% of ref`: fp32 rows against `cublas-sgemm`"),
+        "{md}"
+    );
+    for s in &mut run.workloads[0].shapes {
+        s.rows.retain(|r| r.role != Role::Reference);
+    }
+    let without = Report::new(&run);
+    let md = table::markdown(&without, &without.workloads[0]);
+    assert!(
+        !md.contains("% of ref") && !md.contains("against nothing"),
+        "{md}"
+    );
 }

@@ -70,6 +70,50 @@ inline void converge() {
     f.parity ^= 1;
     sim::warp_wait(0xFFFFFFFFu);
 }
+
+// The warp's arrival at a load or store, with what the guide asks of its arguments: every lane
+// passes the same pointer, ldm and layout (the warp moves one tile; here each lane would move
+// the tile its own arguments name, where a GPU takes one lane's), and the rows start on 16-byte
+// boundaries (ldm a multiple of 16 bytes, the tile's address too): from sm_75 on, ptxas loads
+// an FP16 tile from shared memory with ldmatrix (LDSM), whose rows are 16-byte pieces. The
+// guide asks for a 32-byte aligned address; padded layouts with 16-byte rows run, so only 16
+// is enforced.
+struct TileArgs {
+    const void *p;
+    unsigned ldm;
+    int layout;
+};
+struct FirstOdd {  // lane 0's ldm, and the first lane whose arguments differ (0: none)
+    unsigned ldm, lane;
+};
+inline void arrive(const char *what, const void *p, unsigned ldm, int layout, size_t elem) {
+    const FirstOdd odd = ::sim::warp_collective<FirstOdd>(what, TileArgs{p, ldm, layout},
+                                                           [](const TileArgs *in, FirstOdd *out) {
+        FirstOdd o{in[0].ldm, 0};
+        for (unsigned l = 1; l < 32 && !o.lane; ++l)
+            if (in[l].p != in[0].p || in[l].ldm != in[0].ldm || in[l].layout != in[0].layout) o.lane = l;
+        for (unsigned l = 0; l < 32; ++l) out[l] = o;
+    });
+    if (odd.lane)
+        ::sim::fail("%s: the lanes of the warp pass different tiles: lane %u another pointer, ldm or layout than "
+                    "lane 0 (ldm %u); every lane must pass the same (a GPU moves one tile for the warp): compute "
+                    "them from warp-uniform values (the warp's index, not the lane's)",
+                    what, odd.lane, odd.ldm);
+    if ((size_t)ldm * elem % 16)
+        ::sim::fail("%s: ldm %u elements of %zu bytes is %zu bytes between rows, not a multiple of 16 (the WMMA API "
+                    "asks for a multiple of 8 __half or 4 float elements; a GPU may load each row in 16-byte "
+                    "pieces, as ldmatrix does an FP16 tile in shared memory): pad the rows to a multiple of 16 "
+                    "bytes",
+                    what, ldm, elem, (size_t)ldm * elem);
+    if ((uintptr_t)p % 16) {
+        char where[200] = "global memory";
+        size_t cell;
+        if (::sim::race_cell(::sim::worker(), p, cell)) ::sim::describe_shared(::sim::worker(), cell, where, sizeof where);
+        ::sim::fail("%s: the tile's address (%s) lies %zu bytes past a 16-byte boundary (the WMMA API asks for "
+                    "32-byte aligned tiles): start the tile on an aligned row and column",
+                    what, where, (size_t)((uintptr_t)p % 16));
+    }
+}
 }  // namespace detail
 
 // matrix_a / matrix_b: the layout is part of the type.
@@ -92,7 +136,7 @@ SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<Use, M_, N_, K_, T_, L_
     static_assert(!std::is_same_v<L_, void>, "an operand fragment needs row_major or col_major");
     using F_ = fragment<Use, M_, N_, K_, T_, L_>;
     constexpr bool row = std::is_same_v<L_, row_major>;
-    detail::converge();
+    detail::arrive("wmma::load_matrix_sync", p, ldm, row, sizeof(P_));
     for (int r = 0; r < F_::rows; ++r)
         for (int c = 0; c < F_::cols; ++c)
             f.x[r * F_::cols + c] = row ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
@@ -106,7 +150,7 @@ SIM_UNINSTRUMENTED inline void load_matrix_sync(fragment<accumulator, M_, N_, K_
                                                 layout_t l, const char *file = __builtin_FILE(),
                                                 unsigned line = __builtin_LINE()) {
     const ::sim::SourceSite site(file, line);
-    detail::converge();
+    detail::arrive("wmma::load_matrix_sync", p, ldm, l, sizeof(P_));
     for (int r = 0; r < M_; ++r)
         for (int c = 0; c < N_; ++c)
             f.x[r * N_ + c] = l == mem_row_major ? p[(size_t)r * ldm + c] : p[(size_t)c * ldm + r];
@@ -119,7 +163,7 @@ SIM_UNINSTRUMENTED inline void store_matrix_sync(P_ *p, const fragment<accumulat
                                                  layout_t l, const char *file = __builtin_FILE(),
                                                  unsigned line = __builtin_LINE()) {
     const ::sim::SourceSite site(file, line);
-    detail::converge();
+    detail::arrive("wmma::store_matrix_sync", p, ldm, l, sizeof(P_));
     for (int r = 0; r < M_; ++r)
         for (int c = 0; c < N_; ++c) {
             P_ v = f.x[r * N_ + c];

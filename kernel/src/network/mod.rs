@@ -56,7 +56,7 @@ impl Category {
             Self::Convolution => "convolution",
             Self::Elementwise => "element-wise",
             Self::Copies => "copies and conversions",
-            Self::Gaps => "launch gaps",
+            Self::Gaps => "gaps between steps",
         }
     }
 }

@@ -115,21 +115,27 @@ pub fn install() {
     });
 }
 
-/// While alive, faults of this OS thread go to `hook`; it also makes sure the thread has an
-/// alternate signal stack (fibers' stacks are small and a fault may be their overflow).
+/// While alive, faults of this OS thread go to `hook`, on an alternate signal stack of its own
+/// (fibers' stacks are small and a fault may be their overflow). Its own, not the one Rust's
+/// runtime gives each thread: that one is sized for a stack-overflow message (SIGSTKSZ), and
+/// where the CPU's signal frame is large (AVX-512's register state takes 3 KB of it) the
+/// hook's naming of a fault would overflow it and fault again, reported as a wild write.
 pub struct Armed {
-    own_stack: Option<(*mut libc::c_void, usize)>,
+    /// Our stack, and the thread's alternate stack before it, given back on drop.
+    own_stack: Option<(*mut libc::c_void, usize, libc::stack_t)>,
 }
 
 impl Armed {
     pub fn new(hook: FaultHook) -> Self {
         const ALT: usize = 64 * 1024;
         let mut own_stack = None;
-        // SAFETY: queries and, when missing, installs an alternate stack of our own mapping.
+        // SAFETY: queries the thread's alternate stack and installs one of our own mapping
+        // in its place, unless a signal handler is running on it now.
         unsafe {
-            let mut cur: libc::stack_t = std::mem::zeroed();
-            libc::sigaltstack(std::ptr::null(), &mut cur);
-            if cur.ss_flags & libc::SS_DISABLE != 0 {
+            let mut before: libc::stack_t = std::mem::zeroed();
+            libc::sigaltstack(std::ptr::null(), &mut before);
+            let big_enough = before.ss_flags & libc::SS_DISABLE == 0 && before.ss_size >= ALT;
+            if before.ss_flags & libc::SS_ONSTACK == 0 && !big_enough {
                 let mem = libc::mmap(
                     std::ptr::null_mut(),
                     ALT,
@@ -145,7 +151,7 @@ impl Armed {
                         ss_size: ALT,
                     };
                     libc::sigaltstack(&st, std::ptr::null_mut());
-                    own_stack = Some((mem, ALT));
+                    own_stack = Some((mem, ALT, before));
                 }
             }
         }
@@ -157,17 +163,50 @@ impl Armed {
 impl Drop for Armed {
     fn drop(&mut self) {
         HOOK.with(|h| h.set(None));
-        if let Some((mem, len)) = self.own_stack {
-            // SAFETY: removes and frees the alternate stack installed in `new`.
+        if let Some((mem, len, before)) = self.own_stack {
+            // SAFETY: puts back the thread's alternate stack from before `new` (or none) and
+            // frees the one `new` installed.
             unsafe {
-                let st = libc::stack_t {
-                    ss_sp: std::ptr::null_mut(),
-                    ss_flags: libc::SS_DISABLE,
-                    ss_size: 0,
-                };
-                libc::sigaltstack(&st, std::ptr::null_mut());
+                libc::sigaltstack(&before, std::ptr::null_mut());
                 libc::munmap(mem, len);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alt_stack() -> libc::stack_t {
+        // SAFETY: a query of the calling thread's alternate stack.
+        unsafe {
+            let mut st: libc::stack_t = std::mem::zeroed();
+            libc::sigaltstack(std::ptr::null(), &mut st);
+            st
+        }
+    }
+
+    unsafe extern "C" fn ignore(_: i32, _: u64, _: i32, _: u64) {}
+
+    /// A thread Rust started has Rust's small alternate stack; armed, it has 64 KB of ours
+    /// (a fault named on an AVX-512 machine overflowed Rust's), and Rust's again after.
+    #[test]
+    fn armed_threads_handle_faults_on_a_stack_of_their_own() {
+        std::thread::spawn(|| {
+            let rusts = alt_stack();
+            let armed = Armed::new(ignore);
+            let ours = alt_stack();
+            assert!(ours.ss_size >= 64 * 1024, "{}", ours.ss_size);
+            assert_ne!(ours.ss_sp, rusts.ss_sp);
+            drop(armed);
+            let after = alt_stack();
+            assert_eq!(
+                (after.ss_sp, after.ss_size, after.ss_flags),
+                (rusts.ss_sp, rusts.ss_size, rusts.ss_flags)
+            );
+        })
+        .join()
+        .unwrap();
     }
 }

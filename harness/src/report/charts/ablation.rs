@@ -84,14 +84,14 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
             "the rung and its parent timed side by side in alternating rounds, the median of \
              the rounds' ratios (▲ faster, ▼ slower, ≈ inside the noise, the p10-p90 range of \
              the ratios holds 1, or under 1%; ? rounds that disagree with the medians' ratio by more than a \
-             quarter)"
+             quarter, or on the other side of 1)"
         }
         _ => {
             "the rung and its parent timed side by side in alternating rounds, the median of \
              the rounds' ratios, or where that failed the ratio of the medians \
              (▲ faster, ▼ slower, ≈ inside the noise, the ratios' p10-p90 range holds 1 or \
              the two rows' p10-p90 time ranges overlap, or under 1%; ? rounds that disagree with the \
-             medians' ratio by more than a quarter)"
+             medians' ratio by more than a quarter, or on the other side of 1)"
         }
     };
     let lead = match measure {
@@ -121,7 +121,7 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
         header: Header {
             title: format!(
                 "{} ablation, {} on {}",
-                s.shape.workload().name().to_uppercase(),
+                s.shape.workload().title(),
                 s.label,
                 report.run.device.name
             ),

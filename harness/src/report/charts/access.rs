@@ -41,7 +41,7 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
         header: Header {
             title: format!(
                 "{} memory accesses, {} in the simulator",
-                s.shape.workload().name().to_uppercase(),
+                s.shape.workload().title(),
                 s.label
             ),
             notes: vec![

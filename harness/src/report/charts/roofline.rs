@@ -192,7 +192,7 @@ impl<'a> Roofline<'a> {
         Header {
             title: format!(
                 "{} roofline, {} on {}",
-                self.s.shape.workload().name().to_uppercase(),
+                self.s.shape.workload().title(),
                 self.s.label,
                 self.report.run.device.name
             ),

@@ -218,7 +218,7 @@ impl<'a> Sweep<'a> {
         chart.header = Header {
             title: format!(
                 "{} throughput by size{} on {}",
-                w.workload.name().to_uppercase(),
+                w.workload.title(),
                 match chart.suffix.as_str() {
                     "" => String::new(),
                     s => format!(" ({})", s.trim_start_matches('-')),

@@ -335,6 +335,7 @@ struct ShapeCtx {
     notes: Vec<String>,
     /// How far the machine drifted over the shape (Markdown), where it was measured.
     drift: Option<String>,
+    same_code_gap: Option<String>,
     ablation: Option<Figure>,
     roofline: Option<Figure>,
     /// The simulator's L1 wavefronts per rung.
@@ -445,6 +446,7 @@ fn shape_ctx(
         checked_against: s.checked_against.clone(),
         notes: shape_notes(s),
         drift: s.drift.as_ref().map(|d| d.sentence()),
+        same_code_gap: s.same_code_gap.as_ref().map(|g| g.sentence()),
         ablation: svg::ablation(report, s)?,
         roofline: svg::roofline(report, s)?,
         access: svg::access(report, s)?,
@@ -635,7 +637,7 @@ pub fn write(report: &Report, dir: &Path, mode: Explain, lab: &LabDir) -> Result
         )?);
         workloads.push(WorkloadCtx {
             name: w.workload.name().into(),
-            title: w.workload.name().to_uppercase(),
+            title: w.workload.title().into(),
             ladder: format!("{}{}", AT_INDEX.pages, ladder_page(w.workload)),
             shapes,
             sweeps: svg::sweeps(report, w)?,

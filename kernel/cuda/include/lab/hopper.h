@@ -337,7 +337,7 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long *bar, uns
 
 // As mbar_arrive_cluster, with the PTX default semantics of mbarrier.arrive: release at CTA
 // scope, so ptxas puts no fence before it (mbar_arrive_cluster's cluster-scope release compiles
-// to ERRBAR + CGAERRBAR first). Enough for an arrival that says "I have finished reading this
+// to MEMBAR.ALL.CTA, MEMBAR.ALL.GPU, ERRBAR and CGAERRBAR first). Enough for an arrival that says "I have finished reading this
 // stage" once wgmma.wait_group has returned: those reads are complete, and the partner's next
 // write into the stage waits on the barrier. CUTLASS's ClusterBarrier::arrive(cta_id, pred)
 // is this instruction.
