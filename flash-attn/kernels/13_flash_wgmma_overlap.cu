@@ -13,8 +13,9 @@
 // - The scores of tile t + 1 are computed while tile t's V is still read, so K and V have
 //   three stages (11: two): tile t + 2 is copied into the stage of tile t - 1, which every
 //   warpgroup finished at the end of the previous step. At HEAD_DIM 128 the stages and Q take
-//   128 KB (129 KB with the alignment slack): one block per SM (__launch_bounds__(256, 1), two warpgroups), so each warpgroup
-//   overlaps its own work instead of relying on a second block.
+//   128 KB (129 KB with the alignment slack): one block per SM (__launch_bounds__(256, 1),
+//   two warpgroups), so each warpgroup overlaps its own work instead of relying on a second
+//   block.
 // - A warpgroup stops at its own last tile (causal), counted before the loop, since its scores
 //   are now a tile ahead; every thread still reaches every barrier.
 // In the SASS (sm_90a) the tile loop waits for wgmma once with one group left in flight

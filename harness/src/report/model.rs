@@ -267,11 +267,11 @@ pub struct Speedup {
     pub same_code: bool,
     /// The ratio of the two rows' medians, where the rounds' ratio disagrees with it beyond
     /// both spreads and by more than [`DISAGREEMENT`], or where each stands out of its noise
-    /// on the other side of 1 (the rounds say slower, the bars faster). Either the machine changed pace
-    /// between the times the run timed the two rows, which the rounds, side by side, cancel,
-    /// or the rung ran slower right after its parent than in its own back-to-back samples,
-    /// which the medians avoid: a reader of the bars (the medians) sees a contradiction that
-    /// must be said, and neither figure is to be trusted alone.
+    /// on the other side of 1 (the rounds say slower, the bars faster). Either the machine
+    /// changed pace between the times the run timed the two rows, which the rounds, side by
+    /// side, cancel, or the rung ran slower right after its parent than in its own
+    /// back-to-back samples, which the medians avoid: a reader of the bars (the medians) sees
+    /// a contradiction that must be said, and neither figure is to be trusted alone.
     pub medians_disagree: Option<f64>,
 }
 
@@ -351,11 +351,11 @@ pub const PAIRED_NOTE: &str = "`vs parent` times the rung and its parent once mo
     under 1% either way, too little to call faster or slower; `?` after a `vs parent` \
     marks rounds that disagree with the ratio of the two medians (the bars) by more than a \
     quarter, beyond both spreads, or that call the rung slower where the medians, out of \
-    their noise, call it faster (or the reverse): either the machine changed pace between the rows' timings \
-    (another job, the clock), which the rounds cancel and the medians do not, or the rung ran \
-    slower right after its parent than in its own back-to-back samples (on a shared CPU a \
-    kernel can take several runs to regain its pace after a long one), which the medians \
-    avoid; the run cannot tell which, so neither figure is sure";
+    their noise, call it faster (or the reverse): either the machine changed pace between the \
+    rows' timings (another job, the clock), which the rounds cancel and the medians do not, \
+    or the rung ran slower right after its parent than in its own back-to-back samples (on a \
+    shared CPU a kernel can take several runs to regain its pace after a long one), which the \
+    medians avoid; the run cannot tell which, so neither figure is sure";
 
 /// What the tables add to [`PAIRED_NOTE`] where a step could not be timed side by side.
 pub const UNPAIRED_NOTE: &str = "where timing a rung and its parent side by side failed (the \

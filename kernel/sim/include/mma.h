@@ -108,7 +108,8 @@ inline void arrive(const char *what, const void *p, unsigned ldm, int layout, si
     if ((uintptr_t)p % 16) {
         char where[200] = "global memory";
         size_t cell;
-        if (::sim::race_cell(::sim::worker(), p, cell)) ::sim::describe_shared(::sim::worker(), cell, where, sizeof where);
+        ::sim::Worker &w = ::sim::worker();
+        if (::sim::race_cell(w, p, cell)) ::sim::describe_shared(w, cell, where, sizeof where);
         ::sim::fail("%s: the tile's address (%s) lies %zu bytes past a 16-byte boundary (the WMMA API asks for "
                     "32-byte aligned tiles): start the tile on an aligned row and column",
                     what, where, (size_t)((uintptr_t)p % 16));

@@ -337,9 +337,9 @@ __device__ __forceinline__ void mbar_arrive_cluster(unsigned long long *bar, uns
 
 // As mbar_arrive_cluster, with the PTX default semantics of mbarrier.arrive: release at CTA
 // scope, so ptxas puts no fence before it (mbar_arrive_cluster's cluster-scope release compiles
-// to MEMBAR.ALL.CTA, MEMBAR.ALL.GPU, ERRBAR and CGAERRBAR first). Enough for an arrival that says "I have finished reading this
-// stage" once wgmma.wait_group has returned: those reads are complete, and the partner's next
-// write into the stage waits on the barrier. CUTLASS's ClusterBarrier::arrive(cta_id, pred)
+// to MEMBAR.ALL.CTA, MEMBAR.ALL.GPU, ERRBAR and CGAERRBAR first). Enough for an arrival that
+// says "I have finished reading this stage" once wgmma.wait_group has returned: those reads
+// are complete, and the partner's next write into the stage waits on the barrier. CUTLASS's ClusterBarrier::arrive(cta_id, pred)
 // is this instruction.
 __device__ __forceinline__ void mbar_arrive_remote(unsigned long long *bar, unsigned rank LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
