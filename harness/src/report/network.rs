@@ -61,8 +61,8 @@ impl Amdahl {
             format!(
                 "`{}` measures {:.2}x, more than Amdahl's law allows any speedup of its {} \
                  ({:.2}x, with f = {:.0}%): the rest of the pass, which the swap left alone, \
-                 took {:.2}x less time too, so the machine's pace changed between the two \
-                 rows' timings",
+                 ran {:.2}x faster too, so the machine's pace changed between the two rows' \
+                 timings",
                 self.id,
                 self.measured,
                 self.category,
@@ -330,7 +330,7 @@ mod tests {
             md.contains(
                 "- `fast` measures 6.25x, more than Amdahl's law allows any speedup of its \
                  convolution (5.00x, with f = 80%): the rest of the pass, which the swap left \
-                 alone, took 3.33x less time too, so the machine's pace changed between the two \
+                 alone, ran 3.33x faster too, so the machine's pace changed between the two \
                  rows' timings."
             ),
             "{md}"

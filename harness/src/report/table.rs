@@ -230,18 +230,10 @@ pub const MEMORY_BOUND_INTENSITY: f64 = 8.0;
 
 /// `cols` for the tables of `w`: a memory-bound workload's have its bandwidth beside the
 /// throughput; one that computes nothing, its bandwidth alone ([`columns_of_rates`]).
-pub fn columns_for(mut cols: Vec<Col>, w: &WorkloadReport) -> Vec<Col> {
-    // A workload with no reference row (no library computes a fused chain or a reduction
-    // here) has nothing to give `% of ref`.
-    if w.shapes
-        .iter()
-        .flat_map(|s| &s.rows)
-        .all(|r| r.pct_of_ref.is_none())
-    {
-        cols.retain(|c| *c != Col::PctRef);
-    }
+pub fn columns_for(cols: Vec<Col>, w: &WorkloadReport) -> Vec<Col> {
+    let mut cols = compact_columns_for(cols, w);
     if w.workload.computes_nothing() {
-        return columns_of_rates(cols, w.workload);
+        return cols;
     }
     let memory_bound = w
         .shapes
@@ -252,6 +244,20 @@ pub fn columns_for(mut cols: Vec<Col>, w: &WorkloadReport) -> Vec<Col> {
         cols.insert(at + 1, Col::Bandwidth);
     }
     cols
+}
+
+/// `cols` for the compact tables of `w` (the terminal's, a page's few rows): without `% of
+/// ref` where no row of the workload has one (no library computes a fused chain or a
+/// reduction here), and with [`columns_of_rates`]'s rates.
+pub fn compact_columns_for(mut cols: Vec<Col>, w: &WorkloadReport) -> Vec<Col> {
+    if w.shapes
+        .iter()
+        .flat_map(|s| &s.rows)
+        .all(|r| r.pct_of_ref.is_none())
+    {
+        cols.retain(|c| *c != Col::PctRef);
+    }
+    columns_of_rates(cols, w.workload)
 }
 
 /// `cols` for a table of `workload`: one that computes nothing (the transpose) has its
@@ -692,7 +698,7 @@ pub fn csv(report: &Report, w: &WorkloadReport) -> String {
 pub fn terminal(report: &Report) -> String {
     let mut s = String::new();
     for w in &report.workloads {
-        let cols = columns_of_rates(columns(report, true), w.workload);
+        let cols = compact_columns_for(columns(report, true), w);
         for shape in &w.shapes {
             let _ = writeln!(
                 s,

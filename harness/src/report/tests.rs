@@ -926,4 +926,5 @@ fn a_workload_with_no_reference_row_has_no_percent_of_ref() {
         !md.contains("% of ref") && !md.contains("against nothing"),
         "{md}"
     );
+    assert!(!table::terminal(&without).contains("% of ref"));
 }

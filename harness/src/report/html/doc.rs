@@ -229,7 +229,7 @@ pub(crate) fn rung_ctx<'a>(
                 ),
                 table: super::rows_table(
                     shown.into_iter(),
-                    &table::columns_of_rates(cols.clone(), w.workload),
+                    &table::compact_columns_for(cols.clone(), w),
                     AT_PAGE,
                     rung_pages,
                 ),

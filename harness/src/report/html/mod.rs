@@ -437,7 +437,7 @@ fn shape_ctx(
     rung_pages: &[String],
 ) -> Result<ShapeCtx> {
     let full_cols = table::columns_for(table::columns(report, false), w);
-    let compact_cols = table::columns_of_rates(table::columns(report, true), w.workload);
+    let compact_cols = table::compact_columns_for(table::columns(report, true), w);
     Ok(ShapeCtx {
         label: s.label.clone(),
         anchor: format!("{}-{}", w.workload.name(), slug(&s.label)),
