@@ -136,6 +136,21 @@ fn sim_run(workload: &str, sizes: &str, spec: &str, out: &Path) -> (bool, String
     ])
 }
 
+/// `harness check` of `spec` on `workload` at `sizes` in the simulator: success and output.
+fn sim_check(workload: &str, sizes: &str, spec: &str) -> (bool, String) {
+    harness(&[
+        "check",
+        "--device",
+        "sim",
+        "--workload",
+        workload,
+        "--sizes",
+        sizes,
+        "--kernel",
+        spec,
+    ])
+}
+
 /// The example of `spec` with `from` (which it must contain) replaced by `to`, written into
 /// `dir`: the spec of that copy.
 fn example_variant(dir: &Path, spec: &str, from: &str, to: &str) -> String {
@@ -441,17 +456,7 @@ fn an_index_far_past_the_dynamic_shared_memory_is_named() {
             "{}:overrun,block=256,grid=(cdiv(M*N,256)),smem={smem},define=OFF={off}",
             file.display()
         );
-        let (ok, text) = harness(&[
-            "check",
-            "--device",
-            "sim",
-            "--workload",
-            "gemm",
-            "--sizes",
-            "16x16x16",
-            "--kernel",
-            &spec,
-        ]);
+        let (ok, text) = sim_check("gemm", "16x16x16", &spec);
         assert!(!ok, "{text}");
         let why = if smem == 0 {
             "no smem= was given"
@@ -490,17 +495,7 @@ __global__ void stage(const float *A, const float *B, float *C, int M, int N, in
         "{}/cpa.cu:stage,block=256,grid=(cdiv(M*N,256))",
         dir.display()
     );
-    let (ok, text) = harness(&[
-        "check",
-        "--device",
-        "sim",
-        "--workload",
-        "gemm",
-        "--sizes",
-        "16x16x16",
-        "--kernel",
-        &spec,
-    ]);
+    let (ok, text) = sim_check("gemm", "16x16x16", &spec);
     assert!(!ok, "{text}");
     assert!(
         text.contains("is not in this block's shared memory")
@@ -1527,17 +1522,7 @@ fn a_misaligned_write_is_told_of_the_outputs_rows() {
     );
     the_guide_quotes(hint);
     // `check` lists the failure with the same hint.
-    let (ok, text) = harness(&[
-        "check",
-        "--device",
-        "sim",
-        "--workload",
-        "gemm",
-        "--sizes",
-        "100x37x129",
-        "--kernel",
-        &spec,
-    ]);
+    let (ok, text) = sim_check("gemm", "100x37x129", &spec);
     assert!(!ok && text.contains(&format!("\n{hint}\n")), "{text}");
 }
 
@@ -3982,19 +3967,7 @@ fn a_kernel_specialized_for_its_sizes_is_compiled_first_at_the_sizes_asked_for()
         "{}:wide_rows<H>,define=H=N,block=1,grid=(M)",
         dir.join("wide.cu").display()
     );
-    let check = |sizes: &str| {
-        harness(&[
-            "check",
-            "--device",
-            "sim",
-            "--workload",
-            "softmax",
-            "--sizes",
-            sizes,
-            "--kernel",
-            &spec,
-        ])
-    };
+    let check = |sizes: &str| sim_check("softmax", sizes, &spec);
     let (ok, text) = check("3x128");
     assert!(ok && text.contains("1 passed, 0 failed"), "{text}");
     // Where it cannot compile, it says so with the defines of that size.
@@ -4002,20 +3975,14 @@ fn a_kernel_specialized_for_its_sizes_is_compiled_first_at_the_sizes_asked_for()
     assert!(!ok && text.contains("wide.cu [H=64]"), "{text}");
     // A dimension itself as the template argument is told to go through define=.
     if nvrtc::version().is_ok() {
-        let (ok, text) = harness(&[
-            "check",
-            "--device",
-            "sim",
-            "--workload",
+        let (ok, text) = sim_check(
             "softmax",
-            "--sizes",
             "3x128",
-            "--kernel",
             &format!(
                 "{}:wide_rows<N>,block=1,grid=(M)",
                 dir.join("wide.cu").display()
             ),
-        ]);
+        );
         assert!(
             !ok && text.contains(
                 "the entry's template argument N is a dimension of the shape, which the kernel \
