@@ -1,4 +1,4 @@
-// 02_tiled.cu: shared-memory tiling. What changed since 01_naive and why it is faster (two
+// 02_tiled.cu: shared-memory tiling. What changed since 01_naive and why it should be faster (two
 // ideas, so the row measures both together):
 //
 // 1. Coalescing. threadIdx.x now runs along a row of C, so a warp reads 32 consecutive floats

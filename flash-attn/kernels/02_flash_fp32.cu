@@ -1,6 +1,6 @@
 // 02_flash_fp32.cu: flash attention in its simplest form, FP32, one thread per query row.
 //
-// What changed since 01 and why it is faster: the three kernels become one, and the S x S
+// What changed since 01 and why it should be faster: the three kernels become one, and the S x S
 // score matrix is never stored. A block of BR threads owns BR query rows; K and V stream
 // through shared memory in tiles of BC keys, loaded once per block and read by every thread.
 // Each thread keeps its row's running maximum m, running sum l and output row o (registers),
@@ -10,8 +10,8 @@
 // HEAD_DIM (the D of the shape, at most 128) is a compile-time define so that o[] lives in
 // registers; Q rows sit in shared memory, padded by one float so that threads reading
 // their own rows hit different banks, and each thread's scores of a tile sit in its column
-// of Ps (registers are taken by o[]; an earlier version of this file kept the scores in
-// registers too, and spilled at D = 128). Every thread reaches every barrier (no early
+// of Ps (registers are taken by o[]; kept in registers too, the scores spill at
+// D = 128). Every thread reaches every barrier (no early
 // return).
 
 #include "lab/index.h"

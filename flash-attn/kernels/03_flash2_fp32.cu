@@ -1,7 +1,7 @@
 // 03_flash2_fp32.cu: the FlashAttention-2 order, FP32: a block owns a tile of queries and its
 // warps split it.
 //
-// What changed since 02 and why it is faster: in 02 each thread walked a whole tile of keys
+// What changed since 02 and why it should be faster: in 02 each thread walked a whole tile of keys
 // alone, reading every key and value element from shared memory for its one row. Here a warp
 // owns ROWS query rows and a tile holds 32 keys, one per lane: lane j scores key j against
 // each of the warp's rows, so a K element read from shared memory serves ROWS rows, and P V
@@ -85,7 +85,8 @@ extern "C" __global__ void attn_flash2_fp32(const float *Q, const float *K, cons
             const bool masked = key >= S || (causal && key > r0 + r);
             const float s = masked ? NEG_INF : acc * scale;
             const float m_new = fmaxf(m[r], warp_max(s));
-            // A row past the end of S may see only masked keys: keep exp's argument finite.
+            // -inf only for a row that sees no key, which no mask here makes (key 0 is in every
+            // row's first tile): the test keeps exp's argument finite should one ever do so.
             const float m_use = m_new == NEG_INF ? 0.0f : m_new;
             const float alpha = __expf(m[r] - m_use);
             const float p = __expf(s - m_use);

@@ -1,6 +1,6 @@
 // 04_flash2_causal.cu: rung 03 with causal masking that skips fully masked tiles.
 //
-// What changed since 03 and why it is faster on causal shapes: 03 masks key j > i score by
+// What changed since 03 and why it should be faster on causal shapes: 03 masks key j > i score by
 // score but still loads and multiplies every tile, so a causal run costs as much as a full
 // one while doing half the useful work. Here the tile loop of a block stops after the tile
 // holding its last query row (keys past it are masked for every row of the block), and a warp
@@ -84,7 +84,8 @@ extern "C" __global__ void attn_flash2_causal(const float *Q, const float *K, co
             const bool masked = key >= S || (causal && key > r0 + r);
             const float s = masked ? NEG_INF : acc * scale;
             const float m_new = fmaxf(m[r], warp_max(s));
-            // A row past the end of S may see only masked keys: keep exp's argument finite.
+            // -inf only for a row that sees no key, which no mask here makes (key 0 is in every
+            // row's first tile): the test keeps exp's argument finite should one ever do so.
             const float m_use = m_new == NEG_INF ? 0.0f : m_new;
             const float alpha = __expf(m[r] - m_use);
             const float p = __expf(s - m_use);

@@ -1,7 +1,7 @@
 // 05_flash2_wmma.cu: rung 04 on tensor cores: FP16 (or BF16) Q, K, V, both products in WMMA,
 // the softmax state in FP32.
 //
-// What changed since 04 and why it is faster: the two products of a tile, S = Q K^T and
+// What changed since 04 and why it should be faster: the two products of a tile, S = Q K^T and
 // O += P V, are small matrix products, which is what tensor cores do at many times the FP32
 // FMA rate. Q, K and V arrive in 16-bit storage (the plan converts them before timing, as the
 // GEMM ladder's rung 11 does), halving their traffic; Q's fragments are loaded once and stay
@@ -116,7 +116,8 @@ __device__ __forceinline__ void flash2_wmma(const elem *Q, const elem *K, const 
         }
         tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, 1));
         const float m_new = fmaxf(m, tile_max);
-        const float m_use = m_new == NEG_INF ? 0.0f : m_new;  // a row with no visible key yet
+        // -inf only for a row that sees no key (none here: key 0 is in every row's first tile).
+        const float m_use = m_new == NEG_INF ? 0.0f : m_new;
         const float alpha = __expf(m - m_use);
         float p_sum = 0.0f;
         for (int j = half * (BC / 2); j < (half + 1) * (BC / 2); ++j) {

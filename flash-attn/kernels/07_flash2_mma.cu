@@ -165,7 +165,8 @@ __device__ __forceinline__ void flash2_mma(const elem *Q, const elem *K, const e
                 tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
                 tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
                 const float m_new = fmaxf(m[r], tile_max[r]);
-                m_use[r] = m_new == NEG_INF ? 0.0f : m_new;  // a row with no visible key yet
+                // -inf only for a row that sees no key (none here: key 0 is in its first tile).
+                m_use[r] = m_new == NEG_INF ? 0.0f : m_new;
                 alpha[r] = exp2f(m[r] - m_use[r]);
                 m[r] = m_new;
                 l[r] *= alpha[r];

@@ -13,7 +13,8 @@
 //   (ptx::ex2_approx: exp2f would add a range test and two multiplies). The key and causal
 //   masks are applied only on the tiles that need them (the tile holding S's last key, the
 //   tiles crossing the warp's diagonal); 07 tests every score of every tile. In the SASS
-//   (sm_90, HEAD_DIM 64) 07's tile loop holds 164 FMUL, 64 FADD and 34 range tests
+//   (sm_90, HEAD_DIM 64) 07's tile loop holds 164 FMUL (32 in each arm of its mask's
+//   if/else, of which a tile runs one: 132 run), 64 FADD and 34 range tests
 //   (FSETP.GEU against -126) around its 34 MUFU.EX2; this loop 34 FMUL (32 of them the
 //   output rescale), 30 FADD, 36 FFMA and no range test (its only FSETP, 4, compare row
 //   maxima with -inf, as 2 of 07's do).
@@ -171,7 +172,8 @@ __device__ __forceinline__ void flash2_br128(const elem *Q, const elem *K, const
             tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 1));
             tile_max[r] = fmaxf(tile_max[r], __shfl_xor_sync(0xffffffffu, tile_max[r], 2));
             const float m_new = fmaxf(m[r], tile_max[r]);
-            // A row with no visible key yet keeps m = -inf: its scores (all -inf) give p = 0.
+            // A row that saw no key would keep m = -inf and its scores (all -inf) give p = 0;
+            // none does here (key 0 is in every row's first tile).
             m_scaled[r] = m_new == NEG_INF ? 0.0f : m_new * scale2;
             alpha[r] = ptx::ex2_approx(m[r] == NEG_INF ? NEG_INF : m[r] * scale2 - m_scaled[r]);
             m[r] = m_new;

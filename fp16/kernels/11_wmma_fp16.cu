@@ -1,6 +1,6 @@
 // 11_wmma_fp16.cu: WMMA with FP16 inputs and FP32 accumulation (m16n16k16).
 //
-// What changed since 10 (TF32) and why it is faster: A and B arrive in device memory as FP16
+// What changed since 10 (TF32) and why it should be faster: A and B arrive in device memory as FP16
 // (the plan converts them before timing), so every load moves half the bytes, a shared-memory
 // tile holds twice the K depth for the same space, and FP16 tensor cores run at twice the TF32
 // rate with a k16 instead of a k8 step. Accumulation and C stay FP32; the inputs carry 2^-11

@@ -1,8 +1,8 @@
 // 13_half2_convert.cu: the conversion of rung 12, vectorized with half2.
 //
-// What changed since 12 and why it is faster: each thread reads a float2 (8 bytes) and writes
-// one half2 (4 bytes) built by __floats2half2_rn, so a warp issues half as many load and store
-// instructions per element and every store is a full 32-bit word instead of a 16-bit one.
+// What changed since 12 and why it should be faster: each thread reads a float2 (8 bytes) and
+// writes one half2 (4 bytes) built by __floats2half2_rn, so a warp issues half as many load and
+// store instructions per element and every store is a full 32-bit word instead of a 16-bit one.
 // In the sm_90 SASS the loop body is one LDG.E.64.CONSTANT, one F2FP.F16.F32.PACK_AB (both
 // halves) and one 32-bit STG.E per pair. The GEMM is still rung 11's gemm_wmma_fp16.
 // Alignment: buffers come from cudaMalloc (256-byte aligned), so element 2i starts 8 bytes

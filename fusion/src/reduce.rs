@@ -446,7 +446,7 @@ fn two_launch_rungs() -> [SumRung; 2] {
             summary: "a fixed grid, each thread summing many elements (grid-stride loop) before rung 05's shuffles; 2 launches",
             lineage: Lineage {
                 parent: Some("reduce-warp-shuffle"),
-                idea: "a fixed grid of at most 1024 blocks, each thread first summing its elements i, i + T, i + 2T, ... in a register: the tree paid once per thread instead of once per 2 elements, and 2 launches whatever N",
+                idea: "a fixed grid of at most 1024 blocks, each thread first summing its elements i, i + T, i + 2T, ... in a register: the tree paid once per thread instead of once per 2 elements, and 2 launches whatever N (1 where one block covers x)",
                 bound: Some(Bound::Issue),
             },
             source: || cuda_source!("fusion", "reduce/06_grid_stride.cu"),

@@ -6,7 +6,8 @@ use crate::report::charts::bars::{Bar, Bars, VLine};
 use crate::report::charts::canvas::{BLACK_TEXT, Dash, GREY};
 use crate::report::charts::header::{Entry, Header, Mark};
 use crate::report::charts::{self, PALETTE, REFERENCE};
-use crate::results::{RunResults, Status, WorkloadResults};
+use crate::report::table;
+use crate::results::{Row, RunResults, Status, WorkloadResults};
 use anyhow::Result;
 use kernel::Workload;
 use std::fmt::Write as _;
@@ -44,19 +45,22 @@ impl Ratio {
     }
 }
 
+/// The row `id` of `run` at `shape` of workload `w`.
+fn row_of<'a>(run: &'a RunResults, w: Workload, shape: &str, id: &str) -> Option<&'a Row> {
+    run.workloads
+        .iter()
+        .filter(|x| x.workload == w)
+        .flat_map(|x| &x.shapes)
+        .filter(|s| s.label == shape)
+        .flat_map(|s| &s.rows)
+        .find(|r| r.id == id)
+}
+
 /// Every row of `a` and `b`, matched by workload, shape and kernel id.
 pub fn ratios(a: &RunResults, b: &RunResults) -> Vec<Ratio> {
     let mut out = Vec::new();
-    let find = |run: &RunResults, w: Workload, shape: &str, id: &str| {
-        run.workloads
-            .iter()
-            .filter(|x| x.workload == w)
-            .flat_map(|x| &x.shapes)
-            .filter(|s| s.label == shape)
-            .flat_map(|s| &s.rows)
-            .find(|r| r.id == id)
-            .cloned()
-    };
+    let find =
+        |run: &RunResults, w: Workload, shape: &str, id: &str| row_of(run, w, shape, id).cloned();
     let mut keys: Vec<(Workload, String, String)> = Vec::new();
     for run in [a, b] {
         for w in &run.workloads {
@@ -187,6 +191,82 @@ pub fn text(a: &RunResults, b: &RunResults, ratios: &[Ratio]) -> String {
          faster in {} and slower in {} beyond the noise.",
         count(true),
         count(false)
+    );
+    s
+}
+
+/// Whether `run` comes from the simulator, which counts and times nothing.
+pub fn simulated(run: &RunResults) -> bool {
+    run.device.kind == kernel::DeviceKind::Sim.name()
+}
+
+/// Two simulator runs side by side, which have no times: for each row of either, what the
+/// simulator counted in A and in B (the global-memory bytes the kernel issued, its
+/// shared-memory wavefronts and global cache lines over the fewest, its registers) and its
+/// error against the reference, each `A -> B`.
+pub fn counts_text(a: &RunResults, b: &RunResults, ratios: &[Ratio]) -> String {
+    let mut s = format!("A: {}\nB: {}\n\n", describe(a), describe(b));
+    // A row of one run alone shows its own figures (its note says which run).
+    let pair = |ra: Option<&Row>, rb: Option<&Row>, cell: &dyn Fn(&Row) -> String| match (ra, rb) {
+        (Some(x), Some(y)) if cell(x) != cell(y) => format!("{} -> {}", cell(x), cell(y)),
+        (Some(x), _) => cell(x),
+        (None, Some(y)) => cell(y),
+        (None, None) => "-".into(),
+    };
+    let traffic = |r: &Row| {
+        r.traffic
+            .map_or("-".into(), |t| table::bytes(t.bytes() as u64))
+    };
+    let regs =
+        |r: &Row| crate::run::primary_resources(r).map_or("-".into(), |x| x.registers.to_string());
+    let error = |r: &Row| {
+        r.check
+            .as_ref()
+            .map_or("-".into(), |c| format!("{:.1e}", c.rel_error))
+    };
+    let head = [
+        "workload",
+        "shape",
+        "kernel",
+        "traffic",
+        "bank conflicts",
+        "global lines",
+        "regs",
+        "rel. error",
+        "note",
+    ]
+    .map(String::from);
+    let rows: Vec<Vec<String>> = ratios
+        .iter()
+        .map(|r| {
+            let ra = row_of(a, r.workload, &r.shape, &r.id);
+            let rb = row_of(b, r.workload, &r.shape, &r.id);
+            vec![
+                r.workload.name().to_string(),
+                r.shape.clone(),
+                r.id.clone(),
+                pair(ra, rb, &traffic),
+                pair(ra, rb, &table::bank_cell),
+                pair(ra, rb, &table::lines_cell),
+                pair(ra, rb, &regs),
+                pair(ra, rb, &error),
+                r.note
+                    .clone()
+                    .filter(|n| n != "not timed")
+                    .unwrap_or_default(),
+            ]
+        })
+        .collect();
+    s.push_str(&crate::console::aligned(&head, &rows, |c| {
+        (3..=7).contains(&c)
+    }));
+    let _ = writeln!(
+        s,
+        "\nA simulator run times nothing: each cell is what it counted in A, then `-> B` where B \
+         differs. traffic: the global-memory bytes the kernel issued; bank conflicts: its \
+         shared-memory wavefronts over the conflict-free count; global lines: the cache lines \
+         its plain global accesses touched over the coalesced count; regs: registers per thread \
+         (NVRTC's)."
     );
     s
 }
@@ -377,6 +457,45 @@ mod tests {
             t.contains("A and B ran on different devices (") && t.contains(" and Another GPU)"),
             "{t}"
         );
+    }
+
+    /// Two simulator runs compare by what the simulator counted: each cell A's, then B's
+    /// where it differs.
+    #[test]
+    fn simulator_runs_compare_by_their_counts() {
+        let sim = |traffic: f64| {
+            let mut run = synthetic();
+            run.device.kind = kernel::DeviceKind::Sim.name().into();
+            for r in run
+                .workloads
+                .iter_mut()
+                .flat_map(|w| &mut w.shapes)
+                .flat_map(|s| &mut s.rows)
+            {
+                r.timing = None;
+                r.traffic = Some(crate::results::Traffic {
+                    load_bytes: traffic,
+                    store_bytes: 0.0,
+                    source: crate::results::TrafficSource::Simulator,
+                });
+            }
+            run
+        };
+        let (a, b) = (sim(4096.0), sim(2048.0));
+        assert!(simulated(&a) && simulated(&b) && !simulated(&synthetic()));
+        let t = counts_text(&a, &b, &ratios(&a, &b));
+        let tiled = t
+            .lines()
+            .find(|l| l.contains("4096x4096x4096") && l.contains(" gemm-tiled "))
+            .unwrap_or_else(|| panic!("{t}"));
+        assert!(tiled.contains("4.0 KiB -> 2.0 KiB"), "{tiled}");
+        // The same registers in both: one figure.
+        assert!(
+            tiled.contains(" 40 ") && !tiled.contains("40 -> 40"),
+            "{tiled}"
+        );
+        assert!(t.contains("A simulator run times nothing"), "{t}");
+        assert!(!t.contains("not timed"), "{t}");
     }
 
     #[test]

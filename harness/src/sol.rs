@@ -34,6 +34,9 @@ pub mod h100 {
     pub const DRAM_BYTES_PER_S: f64 = 3.35e12;
     /// L2 cache, NVIDIA H100 data sheet (SXM): 50 MB.
     pub const L2_BYTES: f64 = 50e6;
+    /// PCIe Gen5 x16 between host and device, each way: the data sheet's 128 GB/s counts both
+    /// directions together.
+    pub const PCIE_BYTES_PER_S: f64 = 64e9;
     /// FP32 lanes per SM (NVIDIA H100 architecture whitepaper); with the FP32 peak it gives
     /// the clock the data sheet assumes (see [`clock_hz`]).
     pub const FP32_LANES_PER_SM: f64 = 128.0;
@@ -140,6 +143,8 @@ pub const SHARED: &str = "shared memory";
 /// Global loads and stores in the cache lines the L1 serves them in.
 pub const L1: &str = "L1 (global lines)";
 pub const ISSUE: &str = "instruction issue";
+/// A pipeline's copies between host and device (`CudaPlan::host_copies`).
+pub const HOST_COPIES: &str = "host-device copies";
 /// The ceilings each SM pays for itself (of the L2, its share).
 const PER_SM: [&str; 6] = [TENSOR, FP32, L2, SHARED, L1, ISSUE];
 

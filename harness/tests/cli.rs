@@ -673,13 +673,15 @@ fn check_checks_the_kernels_of_the_configuration() {
         "{t}"
     );
     assert!(t.contains("2 passed, 0 failed"), "{t}");
-    // The CPU runs CUDA code of no kind: it says so rather than passing over them.
+    // The CPU runs CUDA code of no kind: asked for, it says so rather than passing over them
+    // (without --device, the simulator checks them: user_kernels.rs).
     let o = check("cpu");
     let t = text(&o);
     assert!(o.status.success(), "{t}");
     assert!(
         t.contains("1 user kernel(s) ([[kernel]] sections of")
-            && t.contains("--kernel) are not checked on the CPU"),
+            && t.contains(") are not checked on the CPU")
+            && t.contains("without --device, or with --device sim, the simulator checks them"),
         "{t}"
     );
     // The same kernel given with --kernel, alone.
@@ -1198,6 +1200,18 @@ fn inspect_takes_one_thing_to_look_at() {
             "{}",
             text(&o)
         );
+        // With --sass, the SASS of the kernel as the lab launches it, after the table.
+        if harness::sass::Disassembler::find().is_ok() {
+            let mut args = vec!["inspect", "--workload", "softmax", "--kernel", &spec];
+            args.extend(["--sizes", "3x130", "--arch", "sm_90", "--sass"]);
+            let o = harness(&args);
+            let t = text(&o);
+            assert!(o.status.success(), "{t}");
+            let listing = t
+                .find("== softmax_rows.cu:softmax_rows: ")
+                .unwrap_or_else(|| panic!("no SASS heading in {t}"));
+            assert!(t[listing..].contains("EXIT"), "{t}");
+        }
     }
 }
 

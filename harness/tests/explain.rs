@@ -508,8 +508,19 @@ fn bank_conflicts_set_rung_06_behind_rung_07_as_the_h200_measured_them() {
         let e = sol::estimate(shape.flops(), shape.min_bytes(4), &l.summary, &banks);
         e.unwrap().bound().ms
     };
-    assert_eq!(l06.summary.shared_wavefronts, l07.summary.shared_wavefronts);
-    assert_eq!(blind(&l06), blind(&l07));
+    // The same loads without their conflicts, give or take the one LDS that ptxas's output
+    // for these two rungs sometimes gains with where NVRTC's memory lies (address_layout.rs).
+    let near = |a: f64, b: f64| (a - b).abs() <= 0.01 * a.max(b);
+    assert!(
+        near(
+            l06.summary.shared_wavefronts.total() as f64,
+            l07.summary.shared_wavefronts.total() as f64
+        ),
+        "06 {:?} against 07 {:?}",
+        l06.summary.shared_wavefronts,
+        l07.summary.shared_wavefronts
+    );
+    assert!(near(blind(&l06), blind(&l07)));
     assert_eq!(e06.bound().name, sol::SHARED, "{:?}", e06.bound());
     assert!(
         e06.bound().ms > 1.2 * e07.bound().ms,
@@ -532,6 +543,27 @@ fn bank_conflicts_set_rung_06_behind_rung_07_as_the_h200_measured_them() {
     let (m06, m07) = (measured("gemm-vectorized"), measured("gemm-warptile"));
     assert!(m06 > m07, "the H200: 06 {m06} ms, 07 {m07} ms");
     assert!(e06.bound().ms < m06 && e07.bound().ms < m07);
+}
+
+/// A rung timed with its pipeline's copies between host and device (conv rung 07) is
+/// estimated with them: its output alone takes longer to come back over PCIe than its
+/// parent's kernel takes on the device.
+#[test]
+fn a_pipelined_rows_estimate_counts_its_copies_between_host_and_device() {
+    let all = harness::registry::all();
+    let sol_of = |id: &str| {
+        let k = all.iter().find(|k| k.info().id == id).unwrap();
+        explain::estimate_of(&all, k.as_ref())
+    };
+    let (shape, streams) = sol_of("conv-streams");
+    let (_, kernel) = sol_of("conv-restrict-unroll");
+    assert_eq!(streams.bound, sol::HOST_COPIES, "{streams:?}");
+    let download_ms = (shape.output().len() * 4) as f64 / sol::h100::PCIE_BYTES_PER_S * 1e3;
+    assert!(
+        (streams.ms - download_ms).abs() < 1e-9 * download_ms,
+        "{streams:?}"
+    );
+    assert!(streams.ms > kernel.ms, "{streams:?} against {kernel:?}");
 }
 
 /// The sum's rungs do no multiply-add: the launch model estimates them, launch by launch,

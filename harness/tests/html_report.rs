@@ -207,6 +207,17 @@ fn run_pages_load_in_a_browser() {
     assert_eq!(o.status.code(), Some(2), "{}", text(&o));
     assert!(text(&o).contains("share no timed row"), "{}", text(&o));
     assert!(!none.exists());
+    // Two simulator runs compare by their counts, in the terminal.
+    let o = harness(
+        &lab,
+        &["compare", sim.to_str().unwrap(), sim.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("A simulator run times nothing: each cell is what it counted in A"),
+        "{}",
+        text(&o)
+    );
 
     // Chromium.
     let python = std::env::var("LAB_PYTHON").unwrap_or_else(|_| "python3".into());

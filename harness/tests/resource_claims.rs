@@ -456,7 +456,7 @@ fn rung_14s_padded_ring_takes_75776_bytes_where_15s_swizzled_one_takes_65536() {
         ),
         (
             "tensorcore/kernels/15_mma_ldmatrix_swizzle.cu",
-            "the padding is conflict-free and costs only space (75776 B against 65536 B)",
+            "the padding keeps ldmatrix conflict-free but costs space (75776 B against 65536 B)",
         ),
         (
             "tensorcore/kernels/15_mma_ldmatrix_swizzle.cu",

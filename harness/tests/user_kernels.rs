@@ -1327,8 +1327,8 @@ fn a_race_on_global_memory_fails_the_row_naming_both_threads() {
     );
 }
 
-/// A race on shared memory names the line of the access that found it, and a shape with
-/// partial tiles adds no hint about them: a missing barrier is no matter of sizes.
+/// A race on shared memory names the lines of both accesses, and a shape with partial tiles
+/// adds no hint about them: a missing barrier is no matter of sizes.
 #[test]
 fn a_race_names_its_line_and_not_the_shapes_tails() {
     let dir = scratch_dir("race-line");
@@ -1361,11 +1361,17 @@ fn a_race_names_its_line_and_not_the_shapes_tails() {
         .iter()
         .position(|l| l.starts_with("  gemm 100x37x129 sgemm_tiled.cu:sgemm_tiled: "))
         .unwrap_or_else(|| panic!("{text}"));
-    // Line 11: `acc += As[ty][k] * Bs[k][tx]`, the read that meets the next tile's write.
+    // Line 11: `acc += As[ty][k] * Bs[k][tx]`, the read that meets the next tile's write,
+    // which the other thread made at line 8 or 9 (`As[ty][tx] = `, `Bs[ty][tx] = `).
     assert!(
         lines[at].contains("race on shared memory: this thread reads __shared__")
             && lines[at].contains("; this thread's access is at ")
             && lines[at].contains("sgemm_tiled.cu:11 (thread ("),
+        "{text}"
+    );
+    assert!(
+        lines[at].contains("sgemm_tiled.cu:8) in the same barrier interval")
+            || lines[at].contains("sgemm_tiled.cu:9) in the same barrier interval"),
         "{text}"
     );
     let next = lines.get(at + 1).copied().unwrap_or_default();
@@ -1817,6 +1823,83 @@ fn a_trap_is_not_blamed_on_the_tails() {
     let row = &results.workloads[0].shapes[0].rows[0];
     let why = row.reason.as_deref().unwrap();
     assert!(why.contains("__trap()") && !why.contains('\n'), "{why}");
+}
+
+/// The simulator's shapes of a workload include one without tails: a kernel that fails there
+/// too (here a block sum missing the barrier after its stores to shared memory) is told to look
+/// for another cause than the tails, at every shape, rather than to mind its partial tiles.
+#[test]
+fn a_kernel_failing_without_tails_too_is_not_sent_to_its_tails() {
+    let dir = scratch_dir("whole-shape");
+    let file = dir.join("sum.cu");
+    std::fs::write(
+        &file,
+        "template <int BS>\n\
+         __global__ void block_sum(const float *x, float *y, int n) {\n\
+         \x20 __shared__ float s[BS];\n\
+         \x20 int i = blockIdx.x * BS + threadIdx.x;\n\
+         \x20 s[threadIdx.x] = i < n ? x[i] : 0.f;  // no __syncthreads() after\n\
+         \x20 for (int h = BS / 2; h > 0; h >>= 1) {\n\
+         \x20   if (threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];\n\
+         \x20   __syncthreads();\n\
+         \x20 }\n\
+         \x20 if (threadIdx.x == 0) atomicAdd(y, s[0]);\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:block_sum<256>,block=256,grid=(cdiv(N,256)),args=(x,y,N),output=zero",
+        file.display()
+    );
+    let (ok, text) = harness(&[
+        "check",
+        "--device",
+        "sim",
+        "--workload",
+        "reduce",
+        "--kernel",
+        &spec,
+    ]);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("it fails on 65536 too, whose dimensions are whole numbers of its tiles"),
+        "{text}"
+    );
+    assert!(!text.contains("fails in the last, partial tiles"), "{text}");
+}
+
+/// `check --config` with a `[[kernel]]` section and no GPU checks that kernel in the
+/// simulator, as `check --kernel` and `run --config` do: it was once left out on the CPU, and
+/// the check passed.
+#[test]
+fn check_takes_the_configs_kernels_to_the_simulator_without_a_gpu() {
+    let dir = scratch_dir("check-config");
+    let file = root().join("examples/gemm_halves_race.cu");
+    let cfg = dir.join("mine.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[[kernel]]\nfile = {:?}\nentry = \"halves\"\nworkload = \"gemm\"\n\
+             block = \"16x16x2\"\ngrid = \"tile:16x16\"\n",
+            file.display().to_string()
+        ),
+    )
+    .unwrap();
+    let (code, text) = harness_code(
+        &[
+            "check",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--workload",
+            "gemm",
+            "--sizes",
+            "100x37x129",
+        ],
+        &[],
+    );
+    assert_eq!(code, Some(1), "{text}");
+    assert!(text.contains("race on global memory"), "{text}");
+    assert!(!text.contains("not checked"), "{text}");
 }
 
 #[test]

@@ -609,6 +609,30 @@ impl CudaPlan {
         }
     }
 
+    /// The device element type of buffer `b`.
+    pub fn dtype(&self, b: Buf) -> Dtype {
+        match b {
+            Buf::Input(i) => self.inputs[i],
+            Buf::Output => self.output,
+            Buf::Scratch(i) => self.scratch[i].dtype,
+        }
+    }
+
+    /// Bytes a [`Self::pipeline`] copies host-to-device and device-to-host in one run, inside
+    /// the timed span; `None` for a plan whose data stays on the device.
+    pub fn host_copies(&self) -> Option<(usize, usize)> {
+        let p = self.pipeline.as_ref()?;
+        let bytes = |spans: &[crate::pipeline::Span]| -> usize {
+            spans
+                .iter()
+                .map(|s| s.len * self.dtype(s.at.buf).bytes())
+                .sum()
+        };
+        Some(p.chunks.iter().fold((0, 0), |(up, down), c| {
+            (up + bytes(&c.upload), down + bytes(&c.download))
+        }))
+    }
+
     pub fn launches(&self) -> impl Iterator<Item = &Launch> {
         self.steps.iter().filter_map(|s| match s {
             Step::Kernel(l) => Some(l),

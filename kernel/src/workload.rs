@@ -67,6 +67,22 @@ impl Workload {
         self == Self::Transpose
     }
 
+    /// Whether every shape of this workload asks a few FLOPs of each byte it must move (the
+    /// transpose none), fewer than any CPU's or GPU's ridge point: its speed is the bandwidth
+    /// it reaches, and its tables and charts count it in bytes per second.
+    pub fn memory_bound(self) -> bool {
+        matches!(
+            self,
+            Self::Eltwise
+                | Self::Rbf
+                | Self::Layernorm
+                | Self::Softmax
+                | Self::Pool
+                | Self::Reduce
+                | Self::Transpose
+        )
+    }
+
     /// Whether this workload is a whole network built from other workloads' kernels.
     pub fn is_network(self) -> bool {
         matches!(self, Self::Cnn | Self::Encoder)
@@ -1015,6 +1031,37 @@ mod tests {
         .unwrap_err()
         .to_string();
         assert!(e.contains("tensor FFN 1 would hold 2147483648"), "{e}");
+    }
+
+    #[test]
+    fn memory_bound_workloads_ask_few_flops_of_each_byte_at_any_size() {
+        let shapes = [
+            (Workload::Eltwise, ["1x1", "512x1000", "16384x4096"]),
+            (Workload::Rbf, ["1x1", "1000x32", "1000000x128"]),
+            (Workload::Layernorm, ["1x1", "2048x1000", "8192x8192"]),
+            (Workload::Softmax, ["1x1", "2048x1000", "8192x8192"]),
+            (
+                Workload::Pool,
+                ["1x1x2x2x2", "8x4x86x86x2", "64x64x64x64x4"],
+            ),
+            (Workload::Reduce, ["1", "1000", "100000000"]),
+            (Workload::Transpose, ["1x1", "100x37", "8192x8192"]),
+        ];
+        for (w, labels) in shapes {
+            assert!(w.memory_bound(), "{w}");
+            for label in labels {
+                let s = Shape::parse(w, label).unwrap();
+                // Half-precision rows move half the bytes: still under 8 FLOP/B.
+                let intensity = s.flops() / s.min_bytes(2);
+                assert!(intensity < 8.0, "{w} {label}: {intensity} FLOP/B");
+            }
+        }
+        let bound = Workload::ALL.iter().filter(|w| w.memory_bound()).count();
+        assert_eq!(
+            bound,
+            shapes.len(),
+            "a memory-bound workload has no case above"
+        );
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! The simulator's race checker of global memory on planted bugs and their fixes: blocks
 //! adding into one output element with plain loads and stores (the simulator's schedule gets
 //! the sum right), a last-block reduction without the fence on either side of its atomic (or
-//! with a block-scope fence, which orders nothing between blocks), the same with its count as
-//! inline PTX of each semantics and scope, a flag between blocks as plain and as volatile
-//! accesses, and threads of one block reading what others wrote with no barrier between. Each bug must fail its run with "race
+//! with a block-scope fence, which orders nothing between blocks; its count in a buffer or in
+//! a `__device__` variable), the same with its count as inline PTX of each semantics and scope,
+//! a flag between blocks as plain and as volatile accesses, and threads of one block reading
+//! what others wrote with no barrier between. Each bug must fail its run with "race
 //! on global memory" and name the other thread (and its block, between blocks), under several
 //! block orders; each fix must pass, and so must atomics from every block.
 
@@ -26,21 +27,27 @@ extern "C" __global__ void accumulate_plain(const float *A, const float *B, floa
     accumulate<false>(A, C);
 }
 
+// A counter of finished blocks in a __device__ variable, as the CUDA Programming Guide's
+// reduction has it; the last block sets it back to 0 for the next launch.
+__device__ unsigned blocks_done = 0;
+
 // Each block stores the sum of its 64 inputs to C[16 + block], then counts itself done on
-// the counter in C[0]; the block that counts last adds the partial sums into C[1]. WRITER:
-// the fence between a block's partial and its count (0 none, 1 block scope, 2 GPU scope);
-// READER: whether the last block fences between the count and its reads.
-template <int WRITER, bool READER>
+// the counter in C[0] (or in blocks_done, DEVICE_COUNTER); the block that counts last adds
+// the partial sums into C[1]. WRITER: the fence between a block's partial and its count (0
+// none, 1 block scope, 2 GPU scope); READER: whether the last block fences between the count
+// and its reads.
+template <int WRITER, bool READER, bool DEVICE_COUNTER = false>
 __device__ void last_block(const float *A, float *C) {
     __shared__ bool last;
     unsigned t = threadIdx.x, b = blockIdx.x;
+    unsigned *count = DEVICE_COUNTER ? &blocks_done : (unsigned *)C;
     if (t == 0) {
         float s = 0.f;
         for (int i = 0; i < 64; ++i) s += A[b * 64 + i];
         C[16 + b] = s;
         if (WRITER == 1) __threadfence_block();
         if (WRITER == 2) __threadfence();
-        last = atomicAdd((unsigned *)C, 1u) == gridDim.x - 1;
+        last = atomicAdd(count, 1u) == gridDim.x - 1;
         if (last && READER) __threadfence();
     }
     __syncthreads();
@@ -48,7 +55,14 @@ __device__ void last_block(const float *A, float *C) {
         float total = 0.f;
         for (unsigned i = 0; i < gridDim.x; ++i) total += C[16 + i];
         C[1] = total;
+        if (DEVICE_COUNTER) blocks_done = 0;
     }
+}
+extern "C" __global__ void last_block_device_counter(const float *A, const float *B, float *C, int M, int N, int K) {
+    last_block<2, true, true>(A, C);
+}
+extern "C" __global__ void last_block_device_counter_no_reader_fence(const float *A, const float *B, float *C, int M, int N, int K) {
+    last_block<2, false, true>(A, C);
 }
 extern "C" __global__ void last_block_fenced(const float *A, const float *B, float *C, int M, int N, int K) {
     last_block<2, true>(A, C);
@@ -209,10 +223,14 @@ fn a_last_block_reduction_needs_a_gpu_fence_on_both_sides_of_its_atomic() {
         let (out, a) = run("last_block_fenced", 6, seed).unwrap();
         let want: f64 = a[..6 * 64].iter().map(|&v| f64::from(v)).sum();
         assert!(close(out[1], want), "{} against {want}", out[1]);
+        // A counter in a __device__ variable orders the blocks as one in a buffer does.
+        let (out, _) = run("last_block_device_counter", 6, seed).unwrap();
+        assert!(close(out[1], want), "{} against {want}", out[1]);
         for bug in [
             "last_block_no_writer_fence",
             "last_block_block_fence",
             "last_block_no_reader_fence",
+            "last_block_device_counter_no_reader_fence",
         ] {
             let e = race(run(bug, 6, seed));
             assert!(

@@ -242,6 +242,44 @@ fn a_write_past_the_end_is_reported_with_buffer_thread_and_index() {
     }
 }
 
+const READ_ONE_PAST_END: &str = r#"
+extern "C" __global__ void copy_obo(const float *x, float *y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i <= n) y[i] = 2.0f * x[i];  // BUG: i <= n
+}
+"#;
+
+/// One element past the end of a buffer whose size is not a multiple of 16 bytes lies in the
+/// padding before its guard page, where nothing faults (a GPU's allocations are rounded up
+/// too): the instrumented build names the read, its buffer, element and line.
+#[test]
+fn a_read_one_past_the_end_into_the_alignment_padding_is_reported() {
+    for n in [1, 3, 1001] {
+        let shape = Shape::gemm(n, 1, 1);
+        let k = TestKernel {
+            id: "test",
+            plan: vector_plan(READ_ONE_PAST_END, "copy_obo", n, 128),
+            gpu_only: None,
+        };
+        let dev = SimDevice::new().unwrap().instrumented();
+        let msg = sim_error(
+            dev.prepare(&k, &shape, &inputs(&shape, 7))
+                .and_then(|mut p| p.run().and_then(|()| p.output())),
+        );
+        let line = READ_ONE_PAST_END
+            .lines()
+            .position(|l| l.contains("x[i]"))
+            .unwrap();
+        for want in [
+            format!("out-of-bounds read past the end of buffer 'A' at element {n}"),
+            format!("the buffer holds {n} element"),
+            format!("inline.cu:{}", line + 1),
+        ] {
+            assert!(msg.contains(&want), "{want:?} missing from: {msg}");
+        }
+    }
+}
+
 const EVERY_BLOCK_WRITES_PAST_END: &str = r#"
 extern "C" __global__ void every_block_oob(const float *x, float *y, int n) {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
@@ -521,6 +559,8 @@ fn a_shuffle_reading_a_lane_that_skipped_it_is_reported() {
     let shuffle = source_line(DIVERGENT_SHUFFLE, "// BUG");
     assert!(
         msg.contains("a warp shuffle of lane 15 reads lane 16, which has exited")
+            // The lanes skipped the branch; they did not return: the advice fits both.
+            && msg.contains("skipped the branch that holds the shuffle")
             && msg.contains(&format!(
                 "; this thread's access is at tests/inline.cu:{shuffle} ("
             )),

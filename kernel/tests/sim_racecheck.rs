@@ -3,7 +3,7 @@
 //! result the simulator's schedule happens to get right), and a warp reduction in shared
 //! memory without its `__syncwarp()`, a word half of whose bytes another thread writes
 //! unordered with its read. Each bug must fail its run with "race" and name both
-//! threads; each fix must pass, and so must shared-memory atomics and a warp's WMMA store. A
+//! threads (and the lines of both accesses); each fix must pass, and so must shared-memory atomics and a warp's WMMA store. A
 //! read of shared memory no thread wrote fails as uninitialized, and an access past the end
 //! of a `__shared__` array or of the dynamic shared memory the launch gives fails as out of
 //! bounds (it would land in the simulator's own state, or the next block's memory).
@@ -337,9 +337,15 @@ fn a_missing_trailing_barrier_is_a_race_and_its_fix_is_not() {
         e.contains("'As' (in tiled<false>)") || e.contains("'Bs' (in tiled<false>)"),
         "{e}"
     );
-    // The read that races, by its line (17: `acc += As[ty][k] * Bs[k][tx]`).
+    // The read that races, by its line (17: `acc += As[ty][k] * Bs[k][tx]`), and the other
+    // thread's write of the next tile, by its (14 or 15: `As[ty][tx] = `, `Bs[ty][tx] = `).
     assert!(
         e.contains("; this thread's access is at ") && e.contains("races.cu:17 (thread ("),
+        "{e}"
+    );
+    assert!(
+        e.contains("races.cu:14) in the same barrier interval")
+            || e.contains("races.cu:15) in the same barrier interval"),
         "{e}"
     );
 }
@@ -527,7 +533,8 @@ fn writes_of_the_same_bytes_are_no_race_and_of_other_bytes_are() {
     ));
     assert!(
         e.contains("this thread writes __shared__ 'sums'")
-            && e.contains(" wrote in the same barrier"),
+            && e.contains(" wrote (at tests/races.cu:")
+            && e.contains(") in the same barrier"),
         "{e}"
     );
 }

@@ -1,4 +1,4 @@
-// 04_regblock_1d.cu: 1D register blocking. What changed since 03 and why it is faster:
+// 04_regblock_1d.cu: 1D register blocking. What changed since 03 and why it should be faster:
 //
 // In rung 03 every FMA needs two shared-memory loads (As[ty][k], Bs[k][tx]): the kernel is
 // bound by shared-memory bandwidth, not arithmetic. Here a block of 512 threads computes a

@@ -1,4 +1,4 @@
-// 05_regblock_2d.cu: 2D register blocking. What changed since 04 and why it is faster:
+// 05_regblock_2d.cu: 2D register blocking. What changed since 04 and why it should be faster:
 //
 // Each thread now owns an 8x8 (TM x TN) square of outputs instead of an 8x1 column. Per k it
 // loads 8 values of A and 8 of B into registers (regM, regN) and does their 64-FMA outer

@@ -1,10 +1,10 @@
 // 10_wmma_tf32.cu: tensor cores through WMMA, TF32 inputs, FP32 accumulation.
 //
-// What changed since rung 07 (warp tiling on CUDA cores, its parent) and why it is faster: the FMAs move from
-// CUDA cores to tensor cores. One wmma::mma_sync on a warp multiplies a 16x8 tile of A by an
-// 8x16 tile of B into a 16x16 FP32 accumulator (m16n16k8), several times the throughput of
-// the FP32 pipes, at the price of rounding A and B to TF32 (10-bit mantissa, relative error
-// about 2^-11 per input: the TF32 tolerance of the table).
+// What changed since rung 07 (warp tiling on CUDA cores, its parent) and why it should be faster:
+// the FMAs move from CUDA cores to tensor cores. One wmma::mma_sync on a warp multiplies a 16x8
+// tile of A by an 8x16 tile of B into a 16x16 FP32 accumulator (m16n16k8), several times the
+// throughput of the FP32 pipes, at the price of rounding A and B to TF32 (10-bit mantissa, relative
+// error about 2^-11 per input: the TF32 tolerance of the table).
 // Layout: a block of 4 warps (128 threads) computes a 64x64 tile of C; each warp owns a 32x32
 // quarter (2x2 accumulator fragments). K advances in steps of BK = 16 (two k8 steps), the A
 // and B tiles staged in shared memory with zero padding outside the matrix, so any M, N, K

@@ -1,7 +1,7 @@
 // 14_wmma_cp_async.cu: WMMA FP16, 128x128 block tiles, 64x64 warp tiles, tiles streamed by
 // 16-byte cp.async copies into a 4-stage shared-memory ring.
 //
-// What changed since 11 (WMMA FP16, 64x64 blocks, scalar staging) and why it is faster:
+// What changed since 11 (WMMA FP16, 64x64 blocks, scalar staging) and why it should be faster:
 // - Bigger tiles: a block of 4 warps computes 128x128 of C, each warp a 64x64 quarter as 4x4
 //   m16n16k16 accumulators. Per k16 step a warp loads 4 A and 4 B fragments for 16 mma_sync
 //   (11: 2 + 2 for 4), so shared-memory traffic per tensor-core instruction halves, and each

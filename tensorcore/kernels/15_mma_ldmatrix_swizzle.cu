@@ -13,13 +13,15 @@
 //   conflict); B rows are 256 B, so all eight k rows of a column chunk share banks (8-way).
 //   14 padded the rows by 16 bytes instead (A rows 80 B, B rows 272 B: 5 and 17 bank groups,
 //   both odd, so eight consecutive rows already fall in eight distinct groups, and every row
-//   stays 16-byte aligned); the padding is conflict-free and costs only space (75776 B
-//   against 65536 B). Here the 16-byte chunk index is XORed with the row instead:
+//   stays 16-byte aligned); the padding keeps ldmatrix conflict-free but costs space (75776 B
+//   against 65536 B), and its cp.async copies of A conflict: a quarter-warp's eight 16-byte
+//   chunks are two rows' four, 80 bytes apart, so the last lands on the first's banks. Here
+//   the 16-byte chunk index is XORed with the row instead:
 //     A (4 chunks per row):  chunk ^ ((row >> 1) & 3)   rows 2j, 2j+1 form one 128-byte line
 //     B (16 chunks per row): chunk ^ (row & 7)
 //   Eight consecutive rows at one logical chunk then land in eight distinct bank groups, and
 //   a cp.async chunk (16 B) is still contiguous, so the copies keep their width.
-// Expect about 1.0x against 14: neither layout has bank conflicts, and WMMA FP16 already
+// Expect about 1.0x against 14: neither layout has ldmatrix conflicts, and WMMA FP16 already
 // compiles to ldmatrix and HMMA.16816, so the main loops issue the same 64 HMMA, 16 LDSM and
 // 8 LDGSTS per k-tile (32 LDGSTS in each function with the ring's prologue; `harness inspect
 // --sass`); what differs is the epilogue (C from the accumulator

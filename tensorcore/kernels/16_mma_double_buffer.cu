@@ -1,7 +1,7 @@
 // 16_mma_double_buffer.cu: rung 15 with register double buffering of the fragments and a K
 // step of 64.
 //
-// What changed since 15 and why it is faster:
+// What changed since 15 and why it should be faster:
 // - Register double buffering: in the source the ldmatrix of k16 step s + 1 comes before the
 //   32 mma.sync of step s, into a second set of fragment registers, so that a warp's
 //   tensor-core instructions need not wait on its own shared-memory loads, the latency hiding

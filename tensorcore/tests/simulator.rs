@@ -290,5 +290,14 @@ fn split_k_without_either_fence_is_a_race_on_global_memory() {
                 && sites.iter().any(|site| e.contains(site)),
             "without {fence:?}: {e}"
         );
+        // The other block's write, by the line of the partial's store (the statement spans
+        // two; the line table gives the store its value's).
+        let store = line_of("mine[(i * 8 + j) * NTHREADS + threadIdx.x] =");
+        assert!(
+            [store, store + 1].iter().any(|n| e.contains(&format!(
+                "wrote (at tensorcore/kernels/20_mma_split_k.cu:{n}), and nothing orders"
+            ))),
+            "without {fence:?}: {e}"
+        );
     }
 }

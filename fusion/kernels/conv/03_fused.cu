@@ -1,6 +1,6 @@
 // conv/03_fused.cu: unroll, GEMM and permute fused into one kernel (implicit GEMM).
 //
-// What changed since 02_unroll_gemm and why it is faster: the unrolled matrix is never
+// What changed since 02_unroll_gemm and why it should be faster: the unrolled matrix is never
 // written. The kernel still computes the product filter[M][C*K*K] x U[C*K*K][B*Ho*Wo], but
 // each thread owns one column of U (one output pixel (b, oh, ow)) and gathers that column's
 // values straight from the input image as it needs them; the result is stored straight into

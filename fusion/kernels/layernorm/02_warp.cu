@@ -3,7 +3,8 @@
 // The arithmetic is rung 01's (the mean, then the variance about it, then the write); what
 // changes is who does it. The 32 lanes of a warp share one row: lane l takes elements l,
 // l + 32, l + 64, ..., so each load instruction of the warp reads 32 consecutive floats, one
-// 128-byte line (coalesced), where rung 01's touched 32 lines of 32 rows. Each lane sums its
+// 128-byte line, or two where the row does not start on a line (coalesced), where rung 01's
+// touched 32 lines of 32 rows. Each lane sums its
 // strided share and the 32 partial sums are combined in five __shfl_xor_sync steps, register
 // to register, after which every lane holds the row's total (no shared memory, no barrier).
 //

@@ -10,7 +10,8 @@
 //
 // The cost it brings: lane t of a warp touches words 2 s t and 2 s t + s, so at s = 1 its 32
 // lanes fall in 16 of shared memory's 32 banks, two to a bank, and each larger stride crowds
-// them into fewer: every access of steps s = 1..8 is a 2- to 16-way bank conflict.
+// them into fewer: every access of steps s = 1..8 is a 2- to 16-way bank conflict, and of
+// s = 16..64, where 128 / s threads add, all in one bank, an 8- to 2-way one.
 
 #define BLOCK 256
 

@@ -1,8 +1,8 @@
 // softmax/02_warp.cu: one warp per row, and the maximum and the sum in one pass (online).
 //
 // Two ideas over rung 01. First, as in layernorm/02_warp.cu, the 32 lanes of a warp share a
-// row and stride it (lane l takes l, l + 32, ...): every load instruction reads one 128-byte
-// line (coalesced) and M rows make 32 x M threads.
+// row and stride it (lane l takes l, l + 32, ...): every load instruction reads 32
+// consecutive floats, one 128-byte line or two (coalesced), and M rows make 32 x M threads.
 //
 // Second, the online softmax: each lane keeps a running maximum m and a running sum s of
 // exp(x - m). A new element x larger than m rescales the sum to the new maximum,

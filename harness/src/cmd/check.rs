@@ -31,7 +31,13 @@ pub fn run(args: &Args) -> Outcome {
         user_kernels,
     } = args;
     let config = load_config(&common.config)?;
-    let dev = match user_kernels.is_empty() {
+    // The configuration's own kernels ([[kernel]]) and --kernel's.
+    let specs = user_kernel::specs(&config.kernels, user_kernels)?;
+    let cpu_asked = common
+        .device
+        .as_deref()
+        .is_some_and(|d| crate::select::parse_kind(d).ok() == Some(DeviceKind::Cpu));
+    let dev = match specs.is_empty() || (cpu_asked && user_kernels.is_empty()) {
         true => open_device(common.device.as_deref(), common.sim_blocks())?,
         // Your kernel is CUDA: checked on the GPU, or without one in the simulator, as `run`
         // runs it; never on the CPU, which has only the lab's ports.
@@ -46,22 +52,20 @@ pub fn run(args: &Args) -> Outcome {
             dev => dev,
         },
     };
-    // The configuration's own kernels ([[kernel]]) and --kernel's are checked with the lab's
-    // where CUDA code runs; the CPU runs the lab's CPU ports alone.
-    let specs = user_kernel::specs(&config.kernels, user_kernels)?;
-    let users = match (specs.is_empty(), dev.kind()) {
-        (true, _) => Vec::new(),
-        (false, DeviceKind::Cpu) => {
+    // Asked for the CPU, a configuration's kernels are said to be left out: the CPU runs the
+    // lab's CPU ports alone.
+    let users = match dev.kind() {
+        DeviceKind::Cpu if !specs.is_empty() => {
             println!(
-                "{} user kernel(s) ([[kernel]] sections of {}, --kernel) are not checked on the \
-                 CPU, which runs the lab's CPU ports only; `harness check --device sim` checks \
-                 them",
+                "{} user kernel(s) ([[kernel]] sections of {}) are not checked on the CPU, which \
+                 runs the lab's CPU ports only; without --device, or with --device sim, the \
+                 simulator checks them",
                 specs.len(),
                 config.source,
             );
             Vec::new()
         }
-        (false, _) => user_kernel::load_all(
+        _ => user_kernel::load_all(
             &specs,
             &selection.workload,
             &selection.sizes,
@@ -77,8 +81,8 @@ pub fn run(args: &Args) -> Outcome {
         common.sim_blocks(),
     );
     let all = tune::lab_kernels(dev.info(), &LabDir::locate());
-    // With --kernel, as in a run: the rungs --kernels names (none unless it names some).
-    let mut kernels = if user_kernels.is_empty() {
+    // With kernels of yours, as in a run: the rungs --kernels names (none unless it names some).
+    let mut kernels = if users.is_empty() {
         registry::select(&all, &common.kernels)?
     } else {
         user_kernel::run::lab_kernels(&all, &common.kernels, &users)?

@@ -1,5 +1,5 @@
 //! `harness compare`: per-row time ratios of two runs (before and after, or two devices), and
-//! a chart.
+//! a chart; for two simulator runs, which time nothing, what the simulator counted in each.
 
 use super::Outcome;
 use crate::compare;
@@ -27,10 +27,21 @@ pub fn run(args: &Args) -> Outcome {
     let ra = RunResults::load(&args.a)?;
     let rb = RunResults::load(&args.b)?;
     let ratios = compare::ratios(&ra, &rb);
+    // Two simulator runs: their counts, side by side (no times, so no chart).
+    if compare::simulated(&ra) && compare::simulated(&rb) {
+        if args.html || args.out.is_some() {
+            bail!(
+                "two simulator runs compare by their counts, in the terminal: --html and --out draw times"
+            );
+        }
+        print!("{}", compare::counts_text(&ra, &rb, &ratios));
+        return Ok(true);
+    }
     if ratios.iter().all(|r| r.a_ms.is_none() || r.b_ms.is_none()) {
         bail!(
             "{} and {} share no timed row (one kernel at one shape, timed in both; a simulator \
-             run times nothing): nothing to compare",
+             run times nothing, and compares with another simulator run only, by its counts): \
+             nothing to compare",
             args.a.display(),
             args.b.display()
         );

@@ -2,8 +2,9 @@
 //! the compiler: the rungs in order with parent, idea and bound, then `harness explain
 //! --markdown` of each. Nothing on the pages is typed by hand, so regenerating them is how
 //! they stay true; measured rows are not copied in (they depend on the machine): the pages
-//! link the published tables of `results/` instead. `--figures` rewrites the measured figures
-//! of the walkthroughs from the runs they name (`crate::figures`).
+//! link the published tables of `results/` instead. `--figures` rewrites the figures of the
+//! walkthroughs, measured ones from the runs they name and the others from the code
+//! (`crate::figures`).
 
 use super::Outcome;
 use super::explain::{self, Block};
@@ -22,9 +23,10 @@ pub struct Args {
     /// The folder of published runs the pages link (one folder per device).
     #[arg(long, default_value = "results")]
     pub results: PathBuf,
-    /// Rewrite only the measured figures of the READMEs and of the pages under docs/ (the
-    /// blocks between `<!-- figure: ... from results/FOLDER -->` and `<!-- /figure -->`),
-    /// each from the published run it names; the ladder pages are not regenerated.
+    /// Rewrite only the figures of the READMEs and of the pages under docs/ (the blocks
+    /// between `<!-- figure: ... -->` and `<!-- /figure -->`): a measured one from the
+    /// published run it names (`from results/FOLDER`), one `from code` from the compiler and
+    /// the simulator; the ladder pages are not regenerated.
     #[arg(long)]
     pub figures: bool,
     /// The repository root the walkthroughs and the runs they name are under (--figures).

@@ -99,7 +99,7 @@ pub fn run(args: &Args) -> Outcome {
             shape_of(u.workload)?;
         }
         nvrtc_for(&args.arch)?;
-        return user_kernel::run::inspect(&users, &args.arch, shape_of);
+        return user_kernel::run::inspect(&users, &args.arch, shape_of, args.sass);
     }
     if !args.sizes.is_empty() {
         anyhow::bail!(

@@ -32,7 +32,8 @@ pub struct Common {
     /// TOML file overriding harness/ablation.toml.
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// cpu, cuda or sim; default: the GPU if one works, else the CPU.
+    /// cpu, cuda or sim; default: the GPU if one works, else the CPU (the simulator for kernels
+    /// of yours, which are CUDA).
     #[arg(long)]
     pub device: Option<String>,
     /// Only these kernels (comma-separated ids, see `harness list`); without --workload, only

@@ -200,8 +200,8 @@ pub struct Timed {
     pub gbps: f64,
 }
 
-/// What a shape's speed is counted in: FLOP per second, or for a workload that computes
-/// nothing (the transpose) the bytes it must move per second.
+/// What a shape's speed is counted in: FLOP per second, or for a memory-bound workload (the
+/// reduction, the transpose...) the bytes it must move per second.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Measure {
     Flops,
@@ -211,7 +211,7 @@ pub enum Measure {
 impl Measure {
     /// The measure of `workload`'s shapes.
     pub fn of(workload: kernel::Workload) -> Self {
-        if workload.computes_nothing() {
+        if workload.memory_bound() {
             Self::Bytes
         } else {
             Self::Flops
@@ -543,7 +543,7 @@ impl ShapeReport {
                     .map(|t| (shape.flops / t.bytes(), t.source));
                 let intensity = at_intensity(compulsory_intensity, traffic_intensity);
                 let roof = match (ceilings, timed[i]) {
-                    (Some(c), Some(t)) if Measure::of(shape.shape.workload()) == Measure::Flops => {
+                    (Some(c), Some(t)) if !shape.shape.workload().computes_nothing() => {
                         let bound = c.bound_gflops(r.precision, intensity);
                         Some(RoofShare {
                             roof: c.roof(r.precision),
@@ -628,8 +628,8 @@ impl ShapeReport {
         }
     }
 
-    /// The work of one run, for headings: `0.134 GFLOP`, or for a shape that computes
-    /// nothing the bytes it must move, `32.0 MiB moved`.
+    /// The work of one run, for headings: `0.134 GFLOP`, or for a memory-bound shape the
+    /// bytes it must move, `32.0 MiB moved`.
     pub fn work(&self) -> String {
         match self.measure() {
             Measure::Flops => format!("{} GFLOP", super::charts::axes::sig3(self.flops / 1e9)),

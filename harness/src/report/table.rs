@@ -224,24 +224,15 @@ pub fn columns(report: &Report, terminal: bool) -> Vec<Col> {
     cols
 }
 
-/// Below this many FLOPs per compulsory byte for every row, a workload is memory-bound on any
-/// machine (the ridge points of CPUs and GPUs lie above it), and its tables show bandwidth.
-pub const MEMORY_BOUND_INTENSITY: f64 = 8.0;
-
-/// `cols` for the tables of `w`: a memory-bound workload's have its bandwidth beside the
-/// throughput; one that computes nothing, its bandwidth alone ([`columns_of_rates`]).
+/// `cols` for the tables of `w`: a memory-bound workload's have its bandwidth first, then its
+/// FLOP rate unless it computes nothing ([`columns_of_rates`]).
 pub fn columns_for(cols: Vec<Col>, w: &WorkloadReport) -> Vec<Col> {
     let mut cols = compact_columns_for(cols, w);
-    if w.workload.computes_nothing() {
-        return cols;
-    }
-    let memory_bound = w
-        .shapes
-        .iter()
-        .flat_map(|s| &s.rows)
-        .all(|r| r.compulsory_intensity < MEMORY_BOUND_INTENSITY);
-    if memory_bound && let Some(at) = cols.iter().position(|c| *c == Col::Throughput) {
-        cols.insert(at + 1, Col::Bandwidth);
+    if w.workload.memory_bound()
+        && !w.workload.computes_nothing()
+        && let Some(at) = cols.iter().position(|c| *c == Col::Bandwidth)
+    {
+        cols.insert(at + 1, Col::Throughput);
     }
     cols
 }
@@ -260,14 +251,17 @@ pub fn compact_columns_for(mut cols: Vec<Col>, w: &WorkloadReport) -> Vec<Col> {
     columns_of_rates(cols, w.workload)
 }
 
-/// `cols` for a table of `workload`: one that computes nothing (the transpose) has its
-/// bandwidth in place of a FLOP rate, and no intensities.
+/// `cols` for a table of `workload`: a memory-bound one has its bandwidth in place of its FLOP
+/// rate ([`Workload::memory_bound`]), and one that computes nothing (the transpose) no
+/// intensities either.
 pub fn columns_of_rates(mut cols: Vec<Col>, workload: Workload) -> Vec<Col> {
     if workload.computes_nothing() {
         cols.retain(|c| !matches!(c, Col::Intensity | Col::TrafficIntensity));
-        if let Some(at) = cols.iter().position(|c| *c == Col::Throughput) {
-            cols[at] = Col::Bandwidth;
-        }
+    }
+    if workload.memory_bound()
+        && let Some(at) = cols.iter().position(|c| *c == Col::Throughput)
+    {
+        cols[at] = Col::Bandwidth;
     }
     cols
 }

@@ -563,9 +563,12 @@ pub fn inspect(
     users: &[UserKernel],
     archs: &[String],
     shape_of: impl Fn(Workload) -> Result<(Shape, &'static str)>,
+    sass: bool,
 ) -> Result<bool> {
     kernel::cuda::nvrtc::version()
         .map_err(|e| anyhow::anyhow!("harness inspect needs NVRTC: {e}"))?;
+    let tool = sass.then(crate::sass::Disassembler::find).transpose()?;
+    let mut listings = Vec::new();
     let width = users.iter().map(|u| u.id().len()).max().unwrap_or(6).max(6);
     let entry = users
         .iter()
@@ -614,6 +617,15 @@ pub fn inspect(
                     println!("{:<width$} {arch}: {e}", u.id());
                 }
             }
+            if let Some(tool) = &tool {
+                match crate::sass::of_plan(tool, &plan, arch) {
+                    Ok(list) => listings.extend(list.into_iter().map(|l| (u.id().to_string(), l))),
+                    Err(e) => {
+                        ok = false;
+                        println!("{:<width$} {arch}: {e}", u.id());
+                    }
+                }
+            }
         }
         let smem = match &u.spec.smem {
             Some(e) => format!(", dynamic shared memory {e}"),
@@ -628,6 +640,7 @@ pub fn inspect(
         }
     }
     crate::cmd::inspect::print_advisories(&advised);
+    crate::sass::print(&listings);
     Ok(ok)
 }
 

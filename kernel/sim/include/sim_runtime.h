@@ -287,6 +287,7 @@ struct Fiber {
     bool waw_pending;
     unsigned char waw_n;
     uint16_t waw_other;  // the other writer (thread index + 1)
+    const void *waw_other_pc;
     size_t waw_cell;
     unsigned char waw_before[16];  // what the other thread's write left there
     // Inside an ldmatrix: a read of never-written bytes gives their NaN fill rather than
@@ -327,6 +328,9 @@ struct RaceMark {
 struct RaceCell {
     RaceMark write, read;
     uint32_t write_fences;  // the writer's proxy_fences when it wrote (the async-proxy check)
+    // The code addresses of the two accesses, for a race's message (null: not the kernel's own
+    // plain access: a copy landing, a wgmma's read).
+    const void *write_pc, *read_pc;
 };
 
 struct Worker {
@@ -582,9 +586,11 @@ inline unsigned published_parity(Worker &w, unsigned l) {
 [[noreturn]] inline void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 [[noreturn]] inline void fail_read_exited(unsigned lane, unsigned src) {
-    fail("a warp shuffle of lane %u reads lane %u, which has exited (returned before the shuffle); a GPU gives an "
-         "undefined value: keep the lanes a shuffle reads from running to it (guard the work, not the return), or "
-         "leave them out of the reduction",
+    fail("a warp shuffle of lane %u reads lane %u, which has exited without reaching it (it returned early, or "
+         "skipped the branch that holds the shuffle: a full mask inside `if (lane < n)` names lanes that never "
+         "get there); a GPU gives an undefined value: bring every lane of the mask to the shuffle (guard the work "
+         "around it, not the shuffle or the return), or pass the mask of the lanes that take the branch "
+         "(__ballot_sync before it) and leave the others out of the reduction",
          lane, src);
 }
 
@@ -1087,9 +1093,16 @@ inline void shared_variable_at(size_t offset, char *out, size_t room, bool *comp
 
 inline void describe_shared(Worker &w, size_t cell, char *where, size_t room);
 
-[[noreturn]] inline void race_report(Worker &w, size_t cell, bool write, const RaceMark &other, bool other_write) {
+[[noreturn]] inline void race_report(Worker &w, size_t cell, bool write, const RaceMark &other, bool other_write,
+                                     const void *other_pc) {
     char where[200];
     describe_shared(w, cell, where, sizeof where);
+    // The other access by its offset in this module, which the host names by its line
+    // (kernel/src/sim/site.rs), as it does this thread's.
+    char at[64] = "";
+    Dl_info module;
+    if (other_pc && dladdr(other_pc, &module) && module.dli_fbase)
+        snprintf(at, sizeof at, " {{other 0x%lx}}", (unsigned long)((uintptr_t)other_pc - 1 - (uintptr_t)module.dli_fbase));
     if (is_wgmma_reader(other.thread)) {
         const unsigned g = other.thread - kWgmmaUnit;
         fail("race on shared memory: this thread %s %s, which warpgroup %u's wgmma.mma_async (its warps' wgmma "
@@ -1098,9 +1111,9 @@ inline void describe_shared(Worker &w, size_t cell, char *where, size_t room);
              write ? "writes" : "reads", where, g, (unsigned)other.warp_epoch);
     }
     const Fiber &o = w.fibers[other.thread - 1];
-    fail("race on shared memory: this thread %s %s, which thread (%u,%u,%u) %s in the same barrier interval, "
+    fail("race on shared memory: this thread %s %s, which thread (%u,%u,%u) %s%s in the same barrier interval, "
          "with no __syncthreads(), __syncwarp() or mbarrier wait between them (a GPU runs them in any order)",
-         write ? "writes" : "reads", where, o.tid.x, o.tid.y, o.tid.z, other_write ? "wrote" : "read");
+         write ? "writes" : "reads", where, o.tid.x, o.tid.y, o.tid.z, other_write ? "wrote" : "read", at);
 }
 
 // A thread's pending write after write (Fiber::waw_pending), now that its store has landed:
@@ -1109,7 +1122,8 @@ inline void settle_write(Worker &w, Fiber &f) {
     f.waw_pending = false;
     const char *p = f.waw_cell < w.static_smem_bytes ? w.static_smem + f.waw_cell
                                                        : w.dyn_smem + (f.waw_cell - w.static_smem_bytes);
-    if (memcmp(p, f.waw_before, f.waw_n) != 0) race_report(w, f.waw_cell, true, RaceMark{0, 0, f.waw_other}, true);
+    if (memcmp(p, f.waw_before, f.waw_n) != 0)
+        race_report(w, f.waw_cell, true, RaceMark{0, 0, f.waw_other}, true, f.waw_other_pc);
 }
 
 // A block starts: cells for all of its shared memory, none of them marked in this interval.
@@ -1475,7 +1489,7 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
         Worker *o = write ? shared_owner(p, n) : nullptr;
         if (o && o != w && o->race && race_cell(*o, p, cell))
             for (size_t i = cell; i < cell + n && i < o->race_cells; ++i)
-                o->race[i].write = RaceMark{o->race_epoch, 0, kAsyncUnit};
+                o->race[i].write = RaceMark{o->race_epoch, 0, kAsyncUnit}, o->race[i].write_pc = nullptr;
         return;
     }
     shared_bounds(*w, cell, p, n, write);
@@ -1507,7 +1521,7 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
             bool compiler_state = false;
             if (i < w->static_smem_bytes) shared_variable_at(i, var, sizeof var, &compiler_state);
             if (!compiler_state && !f->fragment_load) uninitialized_report(*w, i);
-            if (compiler_state) r.write = RaceMark{epoch, 0, kAsyncUnit};  // looked up once a block
+            if (compiler_state) r.write = RaceMark{epoch, 0, kAsyncUnit}, r.write_pc = nullptr;  // once a block
         }
         const uint16_t done = w->warps[f->warp].wgmma_done;
         bool read_ordered = race_ordered(r.read, epoch, me, f->warp, we, done);
@@ -1520,22 +1534,26 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
                 f->waw_pending = true;
                 f->waw_n = (unsigned char)n;
                 f->waw_other = r.write.thread;
+                f->waw_other_pc = r.write_pc;
                 f->waw_cell = cell;
                 memcpy(f->waw_before, p, n);
             } else if (!(deferrable && f->waw_cell == cell)) {
-                race_report(*w, i, write, r.write, true);
+                race_report(*w, i, write, r.write, true, r.write_pc);
             }
         }
-        if (write && !read_ordered) race_report(*w, i, true, r.read, false);
+        if (write && !read_ordered) race_report(*w, i, true, r.read, false, r.read_pc);
         // A read unordered with this one stays recorded: it, not this thread's own, is what a
         // later write by this thread would race with.
         if (write) {
             r.write = RaceMark{epoch, we, me};
             r.write_fences = f->proxy_fences;
+            r.write_pc = f->access_pc;
         } else if (w->wgmma_reader) {
             r.read = RaceMark{epoch, w->wgmma_seq, w->wgmma_reader};
+            r.read_pc = nullptr;
         } else if (read_ordered) {
             r.read = RaceMark{epoch, we, me};
+            r.read_pc = f->access_pc;
         }
         after = r;
     }
@@ -1630,7 +1648,7 @@ extern "C" SIM_UNINSTRUMENTED void sim_race_async_write(const void *p, unsigned 
     size_t cell;
     if (!w || !w->race || !race_cell(*w, p, cell)) return;
     size_t end = cell + n < w->race_cells ? cell + n : w->race_cells;
-    for (size_t i = cell; i < end; ++i) w->race[i].write = RaceMark{w->race_epoch, 0, kAsyncUnit};
+    for (size_t i = cell; i < end; ++i) w->race[i].write = RaceMark{w->race_epoch, 0, kAsyncUnit}, w->race[i].write_pc = nullptr;
 }
 
 // What the async proxy reads (wgmma's operands, a bulk store's source): shared memory a thread

@@ -18,6 +18,7 @@
 // cannot see, report themselves through __tsan_read_range (SIM_GLOBAL_READ in sim_runtime.h).
 #pragma once
 
+#include <dlfcn.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -402,6 +403,8 @@ struct Mark {
 };
 struct Cell {
     Mark write, read;
+    // The code addresses of the two accesses, for a race's message (null: not known).
+    const void *write_pc, *read_pc;
     bool operator==(const Cell &) const = default;
 };
 
@@ -475,8 +478,9 @@ inline bool ordered(const SimTraffic &t, const Agent &a, const Mark &m, const Si
 }
 
 [[noreturn]] inline void report(const SimTraffic &t, int range, uint64_t offset, bool write, const Mark &other,
-                                bool other_write, const SimGlobalThread &me, const void *pc) {
-    char where[160], msg[448];
+                                bool other_write, const void *other_pc, const SimGlobalThread &me,
+                                const void *pc) {
+    char where[160], msg[640];
     const char *name = t.names[range] ? t.names[range] : "?";
     const uint32_t e = t.elem_bytes[range];
     if (e > 1)
@@ -487,20 +491,26 @@ inline bool ordered(const SimTraffic &t, const Agent &a, const Mark &m, const Si
     const uint32_t th = other.thread - 1u, *d = me.block_dim;
     const uint32_t tx = th % d[0], ty = th / d[0] % d[1], tz = th / d[0] / d[1];
     const char *did = other_write ? "wrote" : "read", *does = write ? "writes" : "reads";
+    // The other access by its offset in the module, which the host names by its line
+    // (kernel/src/sim/site.rs), as it does this thread's.
+    char at[64] = "";
+    Dl_info module;
+    if (other_pc && dladdr(other_pc, &module) && module.dli_fbase)
+        snprintf(at, sizeof at, " {{other 0x%lx}}", (unsigned long)((uintptr_t)other_pc - 1 - (uintptr_t)module.dli_fbase));
     if (other.block == me.block) {
         snprintf(msg, sizeof msg,
-                 "race on global memory: this thread %s %s, which thread (%u,%u,%u) of this block %s in the "
+                 "race on global memory: this thread %s %s, which thread (%u,%u,%u) of this block %s%s in the "
                  "same barrier interval, with no __syncthreads() or __syncwarp() between them (a GPU runs them "
                  "in any order)",
-                 does, where, tx, ty, tz, did);
+                 does, where, tx, ty, tz, did, at);
     } else {
         const uint32_t b = other.block - 1u, *g = t.grid;
         snprintf(msg, sizeof msg,
-                 "race on global memory: this thread %s %s, which thread (%u,%u,%u) of block (%u,%u,%u) %s, and "
+                 "race on global memory: this thread %s %s, which thread (%u,%u,%u) of block (%u,%u,%u) %s%s, and "
                  "nothing orders the two blocks (a GPU runs blocks in any order and at once: only a __threadfence() "
                  "then an atomic or volatile store in the first, and that value read by an atomic or volatile load "
                  "then a __threadfence() in the second, would; st.release and ld.acquire carry their fences)",
-                 does, where, tx, ty, tz, b % g[0], b / g[0] % g[1], b / g[0] / g[1], did);
+                 does, where, tx, ty, tz, b % g[0], b / g[0] % g[1], b / g[0] / g[1], did, at);
     }
     sim_global_fail(msg, pc);
 }
@@ -528,12 +538,12 @@ inline void check(const SimTraffic &t, Agent &a, int range, uint64_t offset, uin
             continue;
         }
         before = c;
-        if (!ordered(t, a, c.write, me)) report(t, range, i, write, c.write, true, me, pc);
+        if (!ordered(t, a, c.write, me)) report(t, range, i, write, c.write, true, c.write_pc, me, pc);
         const bool read_ordered = ordered(t, a, c.read, me);
-        if (write && !read_ordered) report(t, range, i, true, c.read, false, me, pc);
+        if (write && !read_ordered) report(t, range, i, true, c.read, false, c.read_pc, me, pc);
         // A read unordered with this one stays: a later write by this thread races with it.
-        if (write) c.write = mine;
-        else if (read_ordered) c.read = mine;
+        if (write) c.write = mine, c.write_pc = pc;
+        else if (read_ordered) c.read = mine, c.read_pc = pc;
         after = c;
         repeat = true;
     }
@@ -604,6 +614,28 @@ inline int buffer_of(const Block &b, uintptr_t a) {
     return -1;
 }
 
+// Buffers start 16-byte aligned (memory.rs's ALIGN): the bytes between a buffer's end and the
+// next boundary are its padding, before the guard pages, where an overrun does not fault.
+constexpr uint64_t kAlign = 16;
+inline uint64_t padded(uint64_t bytes) { return (bytes + kAlign - 1) / kAlign * kAlign; }
+
+// A plain access of buffer `r` that reaches past its end, into the padding the guard pages
+// leave: a GPU's allocations are rounded up too, so it may not fault there either, but the
+// access is out of bounds (compute-sanitizer's memcheck reports it), and the row fails.
+[[gnu::cold, gnu::noinline]] inline void past_end(const SimTraffic &t, int r, uintptr_t a, uint64_t bytes,
+                                                 bool write, const void *pc) {
+    const uint64_t held = t.pairs[2 * r + 1] - t.pairs[2 * r], offset = a - t.pairs[2 * r];
+    const uint32_t e = t.elem_bytes[r] ? t.elem_bytes[r] : 1;
+    char msg[512];
+    snprintf(msg, sizeof msg,
+             "out-of-bounds %s past the end of buffer '%s' at element %llu (byte offset %llu, %llu bytes; the "
+             "buffer holds %llu element%s of %u bytes)",
+             write ? "write" : "read", t.names[r] ? t.names[r] : "?", (unsigned long long)(offset / e),
+             (unsigned long long)offset, (unsigned long long)bytes, (unsigned long long)(held / e),
+             held / e == 1 ? "" : "s", e);
+    sim_global_fail(msg, pc);
+}
+
 // An access of `bytes` at `p`: shared memory goes to the race checker (unless atomic),
 // global memory is counted and goes to its own race checker, anything else (the fibers'
 // stacks first, the runtime's state) is left.
@@ -621,6 +653,8 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
         if (!atomic && sim_shared_access(p, bytes, write, banks ? &who : nullptr, pc) && banks)
             b.banks->plain(p, (unsigned)bytes, write, (uintptr_t)pc, who);
     } else if (const int r = buffer_of(b, a); r >= 0) {
+        if (pc && a + bytes > b.traffic->pairs[2 * r + 1]) [[unlikely]]
+            past_end(*b.traffic, r, a, bytes, write, pc);
         (write ? b.stores : b.loads) += bytes;
         SimBankThread who;
         if (pc && !atomic && b.banks && sim_bank_thread(p, &who))
@@ -628,6 +662,15 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
         if (!b.agent) return;
         if (atomic) sim_global::atomic(*b.traffic, *b.agent, a, write);
         else sim_global::check(*b.traffic, *b.agent, r, a - b.traffic->pairs[2 * r], bytes, write, pc);
+    } else if (atomic) {
+        // A __device__ variable's (a module's global, not a launch buffer): not traffic, but
+        // an atomic on it orders blocks as one on a buffer does (a last-block counter's).
+        if (b.agent) sim_global::atomic(*b.traffic, *b.agent, a, write);
+    } else if (pc && b.traffic && a >= b.traffic->lowest && a < b.traffic->highest + kAlign) {
+        const SimTraffic &t = *b.traffic;
+        for (int i = 0; i < t.ranges; ++i)
+            if (a >= t.pairs[2 * i + 1] && a < t.pairs[2 * i] + padded(t.pairs[2 * i + 1] - t.pairs[2 * i]))
+                past_end(t, i, a, bytes, write, pc);
     }
 }
 
@@ -794,7 +837,7 @@ SIM_HOST_EXPORT void sim_global_begin(SimTraffic *t) {
         void *m = mmap(nullptr, bytes * sizeof(sim_global::Cell), PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         // Huge pages where the system gives them on request: a launch of every block touches
-        // most of its cells, and at 32 bytes of cells per byte of buffer, faulting them in
+        // most of its cells, and at 48 bytes of cells per byte of buffer, faulting them in
         // 4 KB at a time cost more than the checking. A sample of blocks touches rows here
         // and there, each of which would cost a huge page.
         if (m != MAP_FAILED && t->every_block) madvise(m, bytes * sizeof(sim_global::Cell), MADV_HUGEPAGE);

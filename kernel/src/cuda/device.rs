@@ -427,11 +427,7 @@ struct PipeRun {
 
 impl CudaRun {
     fn dtype(&self, b: Buf) -> Dtype {
-        match b {
-            Buf::Input(i) => self.plan.inputs[i],
-            Buf::Output => self.output.dtype,
-            Buf::Scratch(i) => self.scratch[i].dtype,
-        }
+        self.plan.dtype(b)
     }
 
     /// Encodes every tensor map the plan's launches take.

@@ -11,17 +11,35 @@ use super::compile;
 /// What starts a site in a message (the runtime writes it after the message, before the
 /// thread's name).
 const TOKEN: &str = " {{site 0x";
+/// What starts the site of the other access of a race, where the message names that thread.
+const OTHER: &str = " {{other 0x";
 
-/// `message` with each site token replaced by "; this thread's access is at FILE:LINE", or
+/// `message` with each site token replaced by "; this thread's access is at FILE:LINE" (and
+/// the other access of a race by " (at FILE:LINE)" after the thread that made it), or
 /// dropped where no line is known (no `addr2line`, or code without a line). The line is the
 /// kernel's own ([`own_site`]) where the access is in a function of the simulator or the lab
 /// inlined into it, and the innermost line known otherwise.
 pub fn name_lines(message: &str, module: &Path, file: &str) -> String {
+    let message = replace_sites(message, OTHER, module, file, |line| format!(" (at {line})"));
+    replace_sites(&message, TOKEN, module, file, |line| {
+        format!("; this thread's access is at {line}")
+    })
+}
+
+/// `message` with each site that starts with `token` replaced by `words` of its line, or
+/// dropped where no line is known.
+fn replace_sites(
+    message: &str,
+    token: &str,
+    module: &Path,
+    file: &str,
+    words: impl Fn(&str) -> String,
+) -> String {
     let mut out = String::with_capacity(message.len());
     let mut rest = message;
-    while let Some(at) = rest.find(TOKEN) {
+    while let Some(at) = rest.find(token) {
         out.push_str(&rest[..at]);
-        let after = &rest[at + TOKEN.len()..];
+        let after = &rest[at + token.len()..];
         let Some(end) = after.find("}}") else {
             rest = after;
             break;
@@ -30,7 +48,7 @@ pub fn name_lines(message: &str, module: &Path, file: &str) -> String {
             .map(|offset| frames(module, offset))
             .unwrap_or_default();
         if let Some(line) = own_site(&frames, file).or(frames.first().cloned()) {
-            out.push_str(&format!("; this thread's access is at {line}"));
+            out.push_str(&words(&line));
         }
         rest = &after[end + 2..];
     }

@@ -133,7 +133,42 @@ fn model(
     let (blocks, sol) =
         modelled.unwrap_or_else(|why| two_ceilings(i.precision, flops, bytes, &why));
     out.extend(blocks);
-    (out, sol)
+    match plan.and_then(CudaPlan::host_copies) {
+        Some(copies) => {
+            let (text, sol) = with_host_copies(sol, copies);
+            out.push(Block::Text(text));
+            (out, sol)
+        }
+        None => (out, sol),
+    }
+}
+
+/// The estimate of a row whose timed span holds its pipeline's copies between host and device
+/// (`up` and `down` bytes): the kernels' `sol`, or the copies' time at PCIe's rate each way
+/// where that is longer, as the streams overlap one with the other at best.
+fn with_host_copies(sol: Sol, (up, down): (usize, usize)) -> (String, Sol) {
+    let ms = up.max(down) as f64 / sol::h100::PCIE_BYTES_PER_S * 1e3;
+    let row = if ms > sol.ms {
+        Sol {
+            ms,
+            bound: sol::HOST_COPIES.to_string(),
+        }
+    } else {
+        sol.clone()
+    };
+    let text = format!(
+        "The row's time includes its pipeline's copies between host and device: {:.1} MB \
+         host-to-device and {:.1} MB device-to-host, at least {ms:.4} ms at PCIe Gen5 x16's \
+         {:.0} GB/s each way (the H100 data sheet's 128 GB/s counts both ways), however well \
+         the streams overlap them with the kernels. Estimate of the row: at best {:.4} ms, \
+         bound by {}.",
+        up as f64 / 1e6,
+        down as f64 / 1e6,
+        sol::h100::PCIE_BYTES_PER_S / 1e9,
+        row.ms,
+        row.bound
+    );
+    (text, row)
 }
 
 /// The rung's passed, timed rows of a GPU run, one line per shape: the time measured, the

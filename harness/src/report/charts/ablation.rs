@@ -100,9 +100,14 @@ pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
             s.flops / 1e9
         ),
         Measure::Bytes => format!(
-            "Median bandwidth of each rung: the bytes a run must move ({}: its input read once, \
-             its output written once; nothing is computed) over its median time",
-            s.work()
+            "Median bandwidth of each rung: the bytes a run must move ({}: its inputs read once, \
+             its output written once{}) over its median time",
+            s.work(),
+            if s.shape.workload().computes_nothing() {
+                "; nothing is computed"
+            } else {
+                ""
+            }
         ),
     };
     let mut notes = vec![format!(

@@ -8,13 +8,13 @@ use super::bars::{Bar, Bars, VLine};
 use super::canvas::{BLACK_TEXT, Dash, GREY};
 use super::header::{Entry, Header, Mark};
 use super::{LOSS, REFERENCE, colour_legend, footer, rung_rows, stage_color};
-use crate::report::model::{Measure, Report, ShapeReport};
+use crate::report::model::{Report, ShapeReport};
 use crate::report::table::bytes;
 
 /// The intensity chart of `s`; `None` for timed runs (the roofline shows intensity there),
 /// when no row's traffic was counted, and for a shape that computes nothing.
 pub fn chart(report: &Report, s: &ShapeReport) -> Option<Bars> {
-    if s.measure() == Measure::Bytes {
+    if s.shape.workload().computes_nothing() {
         return None;
     }
     let rungs = rung_rows(s);

@@ -49,7 +49,10 @@ impl<'a> Roofline<'a> {
     /// The roofline of `s`; `None` for a run without times, a shape where nothing was timed
     /// or one that computes nothing (no intensity to place it at).
     pub fn new(report: &'a Report, s: &'a ShapeReport) -> Option<Self> {
-        if !report.timed() || s.timed_rows().next().is_none() || s.measure() == Measure::Bytes {
+        if !report.timed()
+            || s.timed_rows().next().is_none()
+            || s.shape.workload().computes_nothing()
+        {
             return None;
         }
         let mut keys = super::Keys::default();

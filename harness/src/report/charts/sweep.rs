@@ -20,6 +20,8 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::HPos;
 
 const WIDTH: f64 = 1280.0;
+/// Above the rows the legend names without a line ([`Sweep::same_code`]).
+const SAME_CODE_HEADING: &str = "not drawn, the same code as:";
 const ENTRY: f64 = 20.0;
 
 /// Which family a shape belongs to, and where it sits in it.
@@ -89,6 +91,36 @@ pub fn sweep_groups(w: &WorkloadReport) -> Vec<(Family, Vec<&ShapeReport>)> {
     groups
 }
 
+/// `series` split into the lines to draw and the rows that, wherever they were timed, ran the
+/// CPU port of another line (named `10 gemm-wmma-tf32 = 09`).
+fn without_same_code(series: Vec<Series>, shapes: &[&ShapeReport]) -> (Vec<Series>, Vec<String>) {
+    let port_of = |id: &str| -> Option<&str> {
+        let mut ports = shapes
+            .iter()
+            .filter_map(|s| s.rows.iter().find(|r| r.row.id == id && r.timed.is_some()))
+            .map(|r| r.row.port_id());
+        let first = ports.next()?;
+        (first != id && ports.all(|p| p == first)).then_some(first)
+    };
+    let key_of = |id: &str| series.iter().find(|s| s.id == id).map(|s| s.key.clone());
+    let names: Vec<Option<String>> = series
+        .iter()
+        .map(|s| {
+            let port = key_of(port_of(&s.id)?)?;
+            Some(format!("{} = {port}", s.name))
+        })
+        .collect();
+    let mut drawn = Vec::new();
+    let mut same = Vec::new();
+    for (s, name) in series.into_iter().zip(names) {
+        match name {
+            Some(n) => same.push(n),
+            None => drawn.push(s),
+        }
+    }
+    (drawn, same)
+}
+
 /// How a series is drawn: colour, marker, whether the marker is filled, stroke.
 pub(crate) type Style = (RGBColor, Marker, bool, Dash);
 
@@ -112,6 +144,7 @@ pub(crate) fn style_of(stage: Stage, role: Role, k: usize) -> Style {
 
 /// One kernel's line.
 struct Series {
+    id: String,
     name: String,
     /// What its line ends at: the rung's number, `R1`, `P1`, `U1`.
     key: String,
@@ -130,8 +163,12 @@ pub struct Sweep<'a> {
     series: Vec<Series>,
     /// Rows that appear in the family but never passed.
     never: Vec<String>,
+    /// Rows that ran another drawn row's CPU port at every size (a rung whose idea has no CPU
+    /// analogue): the same code, so their lines would only trace the machine's drift; the
+    /// legend names each with the row whose code it ran.
+    same_code: Vec<String>,
     header: Header,
-    /// FLOP/s, or bytes/s for a workload that computes nothing.
+    /// FLOP/s, or bytes/s for a memory-bound workload.
     measure: Measure,
 }
 
@@ -173,6 +210,7 @@ impl<'a> Sweep<'a> {
                 let k = seen.iter().filter(|g| **g == group).count();
                 seen.push(group);
                 Series {
+                    id: id.to_string(),
                     name: format!("{key} {id}"),
                     key,
                     style: style_of(stage, role, k),
@@ -193,6 +231,7 @@ impl<'a> Sweep<'a> {
         let (series, never): (Vec<Series>, Vec<Series>) = all
             .into_iter()
             .partition(|s| s.points.iter().any(Option::is_some));
+        let (series, same_code) = without_same_code(series, shapes);
         // Rows that failed or could not run at every size; those that do not apply (a GPU
         // library on the CPU) are left out.
         let never = never
@@ -212,6 +251,7 @@ impl<'a> Sweep<'a> {
             family: fam,
             series,
             never,
+            same_code,
             header: Header::default(),
             measure: shapes.first().map_or(Measure::Flops, |s| s.measure()),
         };
@@ -228,8 +268,14 @@ impl<'a> Sweep<'a> {
             notes: vec![format!(
                 "Median throughput of every passing row at each {} of the family (log-log); a \
                  missing point is a size where the row failed or does not apply. A line's colour \
-                 is its stage crate, as in the ablation chart, and it ends at its key.",
-                chart.family.x_title
+                 is its stage crate, as in the ablation chart, and it ends at its key.{}",
+                chart.family.x_title,
+                if chart.same_code.is_empty() {
+                    ""
+                } else {
+                    " A rung whose idea has no CPU analogue runs its parent's CPU port: the same \
+                     code as a line drawn, so it is named under the legend and not drawn again."
+                }
             )],
             legend: colour_legend(chart.series.iter().map(|s| (s.role, s.stage)), false),
         };
@@ -267,12 +313,18 @@ impl<'a> Sweep<'a> {
             .iter()
             .map(|e| text_width(&e.label, LABEL))
             .chain(self.never.iter().map(|n| text_width(n, LABEL)))
+            .chain(self.same_code.iter().map(|n| text_width(n, LABEL)))
+            .chain((!self.same_code.is_empty()).then(|| text_width(SAME_CODE_HEADING, LABEL)))
             .fold(text_width("no passing point:", LABEL), f64::max);
         WIDTH - MARGIN - SWATCH - 6.0 - w
     }
 
     fn height(&self) -> f64 {
-        let lines = self.series.len() + self.never.len() + 1;
+        let same_code = match self.same_code.len() {
+            0 => 0,
+            n => n + 1,
+        };
+        let lines = self.series.len() + self.never.len() + 1 + same_code;
         (self.header.height(WIDTH) + 30.0 + ENTRY * lines as f64 + 90.0).max(720.0)
     }
 }
@@ -390,12 +442,19 @@ impl Chart for Sweep<'_> {
             )?;
             ly += ENTRY;
         }
-        if !self.never.is_empty() {
-            c.text("no passing point:", (legend_x, ly), HPos::Left, LABEL, GREY)?;
-            for n in &self.never {
+        for (heading, names) in [
+            ("no passing point:", &self.never),
+            (SAME_CODE_HEADING, &self.same_code),
+        ] {
+            if names.is_empty() {
+                continue;
+            }
+            c.text(heading, (legend_x, ly), HPos::Left, LABEL, GREY)?;
+            for n in names {
                 ly += ENTRY;
                 c.text(n, (legend_x + SWATCH + 6.0, ly), HPos::Left, LABEL, GREY)?;
             }
+            ly += ENTRY;
         }
         c.footer(&footer(&self.report.run))?;
         Ok(c.layout)

@@ -781,6 +781,73 @@ fn sweep_series_differ_by_colour_or_marker_and_the_legend_sits_beside_the_plot()
 }
 
 #[test]
+fn a_sweep_draws_a_cpu_port_once_and_names_the_rungs_that_share_it() {
+    let mut run = cpu();
+    for s in &mut run.workloads[0].shapes {
+        let r = s
+            .rows
+            .iter_mut()
+            .find(|r| r.id == "gemm-wmma-fp16")
+            .unwrap();
+        r.same_cpu_port_as = Some("gemm-wmma-tf32".into());
+    }
+    let charts = drawn(&run);
+    let (_, _, layout) = chart(&charts, "gemm-sweep");
+    let l = labels(layout);
+    assert!(l.contains(&"not drawn, the same code as:"), "{l:?}");
+    assert!(l.contains(&"08 gemm-wmma-fp16 = 07"), "{l:?}");
+    assert!(!l.contains(&"08"), "rung 08 still has a line: {l:?}");
+    assert!(
+        l.contains(&"07 gemm-wmma-tf32") && l.contains(&"07"),
+        "{l:?}"
+    );
+    // Rows of their own code at some size only keep their line.
+    run.workloads[0].shapes[0]
+        .rows
+        .iter_mut()
+        .find(|r| r.id == "gemm-wmma-fp16")
+        .unwrap()
+        .same_cpu_port_as = None;
+    let charts = drawn(&run);
+    let l = labels(&chart(&charts, "gemm-sweep").2);
+    assert!(
+        l.contains(&"08") && !l.contains(&"not drawn, the same code as:"),
+        "{l:?}"
+    );
+}
+
+#[test]
+fn a_memory_bound_ladder_is_charted_and_tabled_in_bytes_per_second() {
+    let mut run = ladder();
+    let w = &mut run.workloads[0];
+    w.workload = kernel::Workload::Reduce;
+    for s in &mut w.shapes {
+        let n = s.flops.cbrt().round() as usize * 1000;
+        s.shape = kernel::Shape::Reduce { n };
+        s.label = s.shape.label();
+        s.flops = s.shape.flops();
+        for r in &mut s.rows {
+            (r.min_bytes, r.traffic) = (s.shape.min_bytes(4), None);
+        }
+    }
+    let charts = drawn(&run);
+    for (stem, _, layout) in &charts {
+        let l = labels(layout);
+        if stem.contains("ablation") || stem.contains("sweep") {
+            assert!(l.iter().any(|t| t.contains("B/s")), "{stem}: {l:?}");
+            assert!(!l.iter().any(|t| t.contains("FLOP/s")), "{stem}: {l:?}");
+        }
+    }
+    // The sum still computes: its rows keep their place on the roofline.
+    assert!(charts.iter().any(|c| c.0.starts_with("reduce-roofline")));
+    let report = Report::new(&run);
+    let md = crate::report::table::markdown(&report, &report.workloads[0]);
+    let header = md.lines().find(|l| l.starts_with("| #")).unwrap();
+    let (bw, fl) = (header.find("bandwidth"), header.find("throughput"));
+    assert!(bw.is_some() && fl.is_some() && bw < fl, "{header}");
+}
+
+#[test]
 fn compare_charts_give_each_series_its_own_legend_entry() {
     let (a, mut b) = (synthetic(), synthetic());
     b.workloads[0].shapes[2].rows[1].timing = timing(10.0);
