@@ -175,6 +175,44 @@ fn a_figure_naming_a_row_its_run_lacks_is_an_error() {
 /// Convention: a rung's walkthrough section is a heading in its stage crate's README, right
 /// after an anchor line holding `<a id="RUNG-ID"></a>` (ladder pages link it as
 /// `README.md#RUNG-ID`).
+/// The 16-bit bounds (`Precision::tolerance`) leave room for correct rows four times over:
+/// every passing FP16 and BF16 row of the published runs, the lab's and the libraries', is
+/// within a quarter of its bound, as the bounds' comment says.
+#[test]
+fn published_sixteen_bit_rows_stay_within_a_quarter_of_their_bounds() {
+    let mut checked = 0;
+    for entry in std::fs::read_dir(root().join("results")).unwrap() {
+        let dir = entry.unwrap().path();
+        let Ok(run) = harness::results::RunResults::load(&dir) else {
+            continue;
+        };
+        for w in &run.workloads {
+            for s in &w.shapes {
+                for r in s.rows.iter().filter(|r| r.passed()) {
+                    let p = r.precision;
+                    let Some(c) = r
+                        .check
+                        .filter(|_| matches!(p, kernel::Precision::Fp16 | kernel::Precision::Bf16))
+                    else {
+                        continue;
+                    };
+                    assert!(
+                        c.rel_error <= p.tolerance() / 4.0,
+                        "{}: {} at {}: {:e} against {p}'s bound {:e}",
+                        shown(&dir),
+                        r.id,
+                        s.label,
+                        c.rel_error,
+                        p.tolerance()
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 50, "only {checked} rows");
+}
+
 #[test]
 fn every_rung_has_a_walkthrough_section_in_its_crate_readme() {
     let mut missing = Vec::new();

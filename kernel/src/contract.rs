@@ -78,16 +78,19 @@ impl Precision {
 
     /// Largest accepted relative error ||out - ref|| / ||ref|| (Frobenius norms) against an f64
     /// reference on the unrounded FP32 inputs. FP32 sums of K products drift by about
-    /// sqrt(K) * 2^-24 relative; TF32 and FP16 inputs carry 2^-11 rounding each, BF16 2^-8.
-    /// FP8's reference is of the FP8 values (see [`Precision::Fp8`]): its bound is BF16's,
-    /// for the output a BF16 rounds to and the tensor cores' FP8 accumulation, which keeps
-    /// fewer bits than FP32.
+    /// sqrt(K) * 2^-24 relative; TF32 and FP16 inputs carry 2^-11 rounding each, and share a
+    /// bound; BF16 inputs 2^-8, eight times as much, and so eight times the bound. The rows
+    /// of the published runs stay within a quarter of these bounds (`harness/tests/
+    /// walkthroughs.rs` holds them to it), while a GEMM that keeps its sums in half precision
+    /// misses the FP16 one at K = 2048. FP8's reference is of the FP8 values (see
+    /// [`Precision::Fp8`]): its bound covers the output a BF16 rounds to and the tensor
+    /// cores' FP8 accumulation, which keeps fewer bits than FP32.
     pub fn tolerance(self) -> f64 {
         match self {
             Self::Fp32 => 1e-5,
-            Self::Tf32 => 2e-3,
-            Self::Fp16 => 1e-2,
-            Self::Bf16 | Self::Fp8 => 3e-2,
+            Self::Tf32 | Self::Fp16 => 2e-3,
+            Self::Bf16 => 1.6e-2,
+            Self::Fp8 => 3e-2,
         }
     }
 

@@ -473,10 +473,13 @@ impl UserKernel {
             })?
             .clone();
         let named = spec.signature.as_deref().and_then(Signature::named);
+        // A column-major operand (a=col, b=col, c=col) is GEMM's alone.
+        let col_major = [spec.a, spec.b, spec.c].contains(&Some(Layout::Col));
         let workload = spec
             .workload
             .or(named.map(|s| s.workload))
             .or(workload)
+            .or(col_major.then_some(Workload::Gemm))
             .ok_or_else(|| {
                 let all: Vec<&str> = Workload::ALL
                     .iter()
@@ -1870,6 +1873,23 @@ mod tests {
         assert!(
             args.contains(": args: cannot read the expression"),
             "{args}"
+        );
+    }
+
+    /// A column-major operand is GEMM's alone: a spec with one needs no workload=.
+    #[test]
+    fn a_column_major_operand_says_the_workload_is_gemm() {
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/bf16_gemm_nt.cu");
+        let load = |options: &str| {
+            let spec = UserKernelSpec::parse(&format!("{file}:bf16_gemm_nt,{options}")).unwrap();
+            UserKernel::load(&spec, None, 1, SIM_SMS)
+        };
+        let k = load("b=col,dtype=bf16,block=16x16,grid=tile:16x16").unwrap();
+        assert_eq!(k.workload, Workload::Gemm);
+        let e = load("dtype=bf16,block=16x16,grid=tile:16x16").unwrap_err();
+        assert!(
+            e.to_string().contains("which workload does it compute?"),
+            "{e}"
         );
     }
 
