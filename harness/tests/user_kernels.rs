@@ -1825,6 +1825,42 @@ fn a_trap_is_not_blamed_on_the_tails() {
     assert!(why.contains("__trap()") && !why.contains('\n'), "{why}");
 }
 
+/// The FP16 bound tells a GEMM that sums in half precision from one that sums in FP32, as the
+/// tensor cores do: at K = 2048 the first is off by several times the bound, the second well
+/// inside it.
+#[test]
+fn a_gemm_summing_in_half_precision_misses_the_fp16_bound() {
+    let dir = scratch_dir("half-sums");
+    let file = dir.join("hgemm.cu");
+    std::fs::write(
+        &file,
+        "#include <cuda_fp16.h>\n\
+         template <bool HALF_SUM>\n\
+         __global__ void hgemm(const half *A, const half *B, half *C, int M, int N, int K) {\n\
+         \x20 int n = blockIdx.x * blockDim.x + threadIdx.x, m = blockIdx.y * blockDim.y + threadIdx.y;\n\
+         \x20 if (m >= M || n >= N) return;\n\
+         \x20 half h = __float2half(0.f);\n\
+         \x20 float f = 0.f;\n\
+         \x20 for (int k = 0; k < K; ++k) {\n\
+         \x20   if (HALF_SUM) h = __hfma(A[m * K + k], B[k * N + n], h);\n\
+         \x20   else f += __half2float(A[m * K + k]) * __half2float(B[k * N + n]);\n\
+         \x20 }\n\
+         \x20 C[m * N + n] = HALF_SUM ? h : __float2half(f);\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = |sum: &str| {
+        format!(
+            "{}:hgemm<{sum}>,dtype=f16,block=16x16,grid=tile:16x16",
+            file.display()
+        )
+    };
+    let (ok, text) = sim_check("gemm", "32x32x2048", &spec("true"));
+    assert!(!ok && text.contains("above the fp16 bound"), "{text}");
+    let (ok, text) = sim_check("gemm", "32x32x2048", &spec("false"));
+    assert!(ok, "{text}");
+}
+
 /// The simulator's shapes of a workload include one without tails: a kernel that fails there
 /// too (here a block sum missing the barrier after its stores to shared memory) is told to look
 /// for another cause than the tails, at every shape, rather than to mind its partial tiles.

@@ -79,10 +79,11 @@ impl Precision {
     /// Largest accepted relative error ||out - ref|| / ||ref|| (Frobenius norms) against an f64
     /// reference on the unrounded FP32 inputs. FP32 sums of K products drift by about
     /// sqrt(K) * 2^-24 relative; TF32 and FP16 inputs carry 2^-11 rounding each, and share a
-    /// bound; BF16 inputs 2^-8, eight times as much, and so eight times the bound. The rows
-    /// of the published runs stay within a quarter of these bounds (`harness/tests/
+    /// bound; BF16 inputs 2^-8, eight times as much, and so eight times the bound. The 16-bit
+    /// rows of the published runs stay within a quarter of these bounds (`harness/tests/
     /// walkthroughs.rs` holds them to it), while a GEMM that keeps its sums in half precision
-    /// misses the FP16 one at K = 2048. FP8's reference is of the FP8 values (see
+    /// misses the FP16 one at K = 2048 (`harness/tests/user_kernels.rs`). FP8's reference is
+    /// of the FP8 values (see
     /// [`Precision::Fp8`]): its bound covers the output a BF16 rounds to and the tensor
     /// cores' FP8 accumulation, which keeps fewer bits than FP32.
     pub fn tolerance(self) -> f64 {
