@@ -463,36 +463,25 @@ mod tests {
     /// where it differs.
     #[test]
     fn simulator_runs_compare_by_their_counts() {
-        let sim = |traffic: f64| {
-            let mut run = synthetic();
-            run.device.kind = kernel::DeviceKind::Sim.name().into();
-            for r in run
-                .workloads
-                .iter_mut()
-                .flat_map(|w| &mut w.shapes)
-                .flat_map(|s| &mut s.rows)
-            {
-                r.timing = None;
-                r.traffic = Some(crate::results::Traffic {
-                    load_bytes: traffic,
-                    store_bytes: 0.0,
-                    source: crate::results::TrafficSource::Simulator,
-                });
-            }
-            run
-        };
-        let (a, b) = (sim(4096.0), sim(2048.0));
+        let a = crate::report::charts::tests::sim();
+        let mut b = a.clone();
+        for s in &mut b.workloads[0].shapes {
+            let r = s.rows.iter_mut().find(|r| r.id == "gemm-tiled").unwrap();
+            let t = r.traffic.as_mut().unwrap();
+            (t.load_bytes, t.store_bytes) = (t.load_bytes / 2.0, t.store_bytes / 2.0);
+        }
         assert!(simulated(&a) && simulated(&b) && !simulated(&synthetic()));
         let t = counts_text(&a, &b, &ratios(&a, &b));
-        let tiled = t
-            .lines()
-            .find(|l| l.contains("4096x4096x4096") && l.contains(" gemm-tiled "))
-            .unwrap_or_else(|| panic!("{t}"));
-        assert!(tiled.contains("4.0 KiB -> 2.0 KiB"), "{tiled}");
-        // The same registers in both: one figure.
+        let row = |id: &str| {
+            t.lines()
+                .find(|l| l.contains("4096x4096x4096") && l.contains(&format!(" {id} ")))
+                .unwrap_or_else(|| panic!("{t}"))
+        };
+        // The halved traffic reads `A -> B`; the same registers, one figure.
+        assert!(row("gemm-tiled").contains(" -> "), "{t}");
         assert!(
-            tiled.contains(" 40 ") && !tiled.contains("40 -> 40"),
-            "{tiled}"
+            !row("gemm-naive").contains(" -> ") && row("gemm-naive").contains(" 40 "),
+            "{t}"
         );
         assert!(t.contains("A simulator run times nothing"), "{t}");
         assert!(!t.contains("not timed"), "{t}");
