@@ -443,10 +443,10 @@ fn two_launch_rungs() -> [SumRung; 2] {
         SumRung {
             id: "reduce-grid-stride",
             rung: 6,
-            summary: "a fixed grid, each thread summing many elements (grid-stride loop) before rung 05's shuffles; 2 launches",
+            summary: "a fixed grid, each thread summing many elements (grid-stride loop) before rung 05's shuffles; at most 2 launches",
             lineage: Lineage {
                 parent: Some("reduce-warp-shuffle"),
-                idea: "a fixed grid of at most 1024 blocks, each thread first summing its elements i, i + T, i + 2T, ... in a register: the tree paid once per thread instead of once per 2 elements, and 2 launches whatever N (1 where one block covers x)",
+                idea: "a fixed grid of at most 1024 blocks, each thread first summing its elements i, i + T, i + 2T, ... in a register: the tree paid once per thread instead of once per 2 elements, and at most 2 launches whatever N (1 where one block covers x)",
                 bound: Some(Bound::Issue),
             },
             source: || cuda_source!("fusion", "reduce/06_grid_stride.cu"),
@@ -457,7 +457,7 @@ fn two_launch_rungs() -> [SumRung; 2] {
         SumRung {
             id: "reduce-float4",
             rung: 7,
-            summary: "rung 06 with 16-byte float4 loads; 2 launches",
+            summary: "rung 06 with 16-byte float4 loads; at most 2 launches",
             lineage: Lineage {
                 parent: Some("reduce-grid-stride"),
                 idea: "float4 loads: one 16-byte load instruction per 4 elements, a quarter of the loop's trips",

@@ -681,7 +681,9 @@ fn check_checks_the_kernels_of_the_configuration() {
     assert!(
         t.contains("1 user kernel(s) ([[kernel]] sections of")
             && t.contains(") are not checked on the CPU")
-            && t.contains("without --device, or with --device sim, the simulator checks them"),
+            && t.contains(
+                "without --device, the GPU checks them, or the simulator where there is none"
+            ),
         "{t}"
     );
     // The same kernel given with --kernel, alone.

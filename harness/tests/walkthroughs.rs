@@ -172,9 +172,6 @@ fn a_figure_naming_a_row_its_run_lacks_is_an_error() {
     assert!(harness::figures::blocks(&prose).unwrap().is_empty());
 }
 
-/// Convention: a rung's walkthrough section is a heading in its stage crate's README, right
-/// after an anchor line holding `<a id="RUNG-ID"></a>` (ladder pages link it as
-/// `README.md#RUNG-ID`).
 /// The 16-bit bounds (`Precision::tolerance`) leave room for correct rows four times over:
 /// every passing FP16 and BF16 row of the published runs, the lab's and the libraries', is
 /// within a quarter of its bound, as the bounds' comment says.
@@ -213,6 +210,9 @@ fn published_sixteen_bit_rows_stay_within_a_quarter_of_their_bounds() {
     assert!(checked > 50, "only {checked} rows");
 }
 
+/// Convention: a rung's walkthrough section is a heading in its stage crate's README, right
+/// after an anchor line holding `<a id="RUNG-ID"></a>` (ladder pages link it as
+/// `README.md#RUNG-ID`).
 #[test]
 fn every_rung_has_a_walkthrough_section_in_its_crate_readme() {
     let mut missing = Vec::new();

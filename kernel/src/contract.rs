@@ -95,7 +95,17 @@ impl Precision {
         }
     }
 
+    /// From the finest to the coarsest.
     pub const ALL: [Precision; 5] = [Self::Fp32, Self::Tf32, Self::Fp16, Self::Bf16, Self::Fp8];
+
+    /// Orders precisions by their bounds, and two of one bound (TF32 and FP16) by [`Self::ALL`]:
+    /// the looser of two is the greater, and no order depends on which comes first.
+    pub fn cmp_looseness(&self, other: &Self) -> std::cmp::Ordering {
+        let at = |p: &Self| Self::ALL.iter().position(|q| q == p);
+        self.tolerance()
+            .total_cmp(&other.tolerance())
+            .then(at(self).cmp(&at(other)))
+    }
 
     pub fn parse(s: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|p| p.name() == s)

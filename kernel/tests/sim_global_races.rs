@@ -28,7 +28,8 @@ extern "C" __global__ void accumulate_plain(const float *A, const float *B, floa
 }
 
 // A counter of finished blocks in a __device__ variable, as the CUDA Programming Guide's
-// reduction has it; the last block sets it back to 0 for the next launch.
+// reduction has it. atomicInc wraps it back to 0 at the last block's count, so that the next
+// launch of the module starts from 0 even after a launch that failed in its last block.
 __device__ unsigned blocks_done = 0;
 
 // Each block stores the sum of its 64 inputs to C[16 + block], then counts itself done on
@@ -47,7 +48,7 @@ __device__ void last_block(const float *A, float *C) {
         C[16 + b] = s;
         if (WRITER == 1) __threadfence_block();
         if (WRITER == 2) __threadfence();
-        last = atomicAdd(count, 1u) == gridDim.x - 1;
+        last = (DEVICE_COUNTER ? atomicInc(count, gridDim.x - 1) : atomicAdd(count, 1u)) == gridDim.x - 1;
         if (last && READER) __threadfence();
     }
     __syncthreads();
@@ -55,7 +56,6 @@ __device__ void last_block(const float *A, float *C) {
         float total = 0.f;
         for (unsigned i = 0; i < gridDim.x; ++i) total += C[16 + i];
         C[1] = total;
-        if (DEVICE_COUNTER) blocks_done = 0;
     }
 }
 extern "C" __global__ void last_block_device_counter(const float *A, const float *B, float *C, int M, int N, int K) {

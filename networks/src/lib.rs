@@ -169,7 +169,7 @@ impl Kernel for NetworkRow {
 
 /// The precision a row is judged by: the loosest of its rungs'.
 fn loosest(ps: impl Iterator<Item = Precision>) -> Precision {
-    ps.max_by(|a, b| a.tolerance().total_cmp(&b.tolerance()))
+    ps.max_by(Precision::cmp_looseness)
         .unwrap_or(Precision::Fp32)
 }
 

@@ -8,8 +8,8 @@
 // each) and each thread adds N / T elements in a loop, a load and an add a trip, so the
 // tree, the barrier and the block's start are paid once per thread instead of once per 2
 // elements. Consecutive threads read consecutive elements at every trip of the loop
-// (coalesced). The 1024 partial sums take one more launch of one block: 2 launches whatever
-// N (1 where one block covers x).
+// (coalesced). The 1024 partial sums take one more launch of one block: at most 2 launches
+// whatever N (1 where one block covers x).
 
 #define BLOCK 256
 #define WARPS (BLOCK / 32)

@@ -58,8 +58,8 @@ pub fn run(args: &Args) -> Outcome {
         DeviceKind::Cpu if !specs.is_empty() => {
             println!(
                 "{} user kernel(s) ([[kernel]] sections of {}) are not checked on the CPU, which \
-                 runs the lab's CPU ports only; without --device, or with --device sim, the \
-                 simulator checks them",
+                 runs the lab's CPU ports only; without --device, the GPU checks them, or the \
+                 simulator where there is none",
                 specs.len(),
                 config.source,
             );

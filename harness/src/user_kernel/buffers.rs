@@ -224,13 +224,7 @@ impl Buffers {
             .iter()
             .chain([&self.output])
             .map(|&d| precision_of(d))
-            // FP8 inputs name the row's precision over an output of the same bound (BF16).
-            .max_by(|a, b| {
-                let fp8 = |p: &Precision| *p == Precision::Fp8;
-                a.tolerance()
-                    .total_cmp(&b.tolerance())
-                    .then(fp8(a).cmp(&fp8(b)))
-            })
+            .max_by(Precision::cmp_looseness)
             .unwrap_or(Precision::Fp32)
     }
 

@@ -19,6 +19,7 @@
 #pragma once
 
 #include <dlfcn.h>
+#include <link.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -614,6 +615,42 @@ inline int buffer_of(const Block &b, uintptr_t a) {
     return -1;
 }
 
+// The module's writable data ([lo, hi) over its writable segments: its __device__ variables,
+// and the emulation's own state), found once.
+struct ModuleData {
+    uintptr_t lo = 0, hi = 0;
+};
+
+inline ModuleData find_module_data() {
+    ModuleData d;
+    Dl_info self;
+    if (!dladdr((const void *)&stack_count, &self) || !self.dli_fbase) return d;
+    struct Search {
+        uintptr_t base;
+        ModuleData *d;
+    } s{(uintptr_t)self.dli_fbase, &d};
+    dl_iterate_phdr(
+        [](dl_phdr_info *info, size_t, void *arg) {
+            auto *s = (Search *)arg;
+            if (info->dlpi_addr != s->base) return 0;
+            for (int k = 0; k < info->dlpi_phnum; ++k) {
+                const ElfW(Phdr) &ph = info->dlpi_phdr[k];
+                if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_W)) continue;
+                const uintptr_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+                if (!s->d->lo || lo < s->d->lo) s->d->lo = lo;
+                if (hi > s->d->hi) s->d->hi = hi;
+            }
+            return 1;
+        },
+        &s);
+    return d;
+}
+
+inline bool in_module_data(uintptr_t a) {
+    static const ModuleData d = find_module_data();
+    return a - d.lo < d.hi - d.lo;
+}
+
 // Buffers start 16-byte aligned (memory.rs's ALIGN): the bytes between a buffer's end and the
 // next boundary are its padding, before the guard pages, where an overrun does not fault.
 constexpr uint64_t kAlign = 16;
@@ -626,19 +663,23 @@ inline uint64_t padded(uint64_t bytes) { return (bytes + kAlign - 1) / kAlign * 
                                                  bool write, const void *pc) {
     const uint64_t held = t.pairs[2 * r + 1] - t.pairs[2 * r], offset = a - t.pairs[2 * r];
     const uint32_t e = t.elem_bytes[r] ? t.elem_bytes[r] : 1;
+    const char *what = write ? "write" : "read";
+    char ends[96] = "";
+    if (offset < held)  // a vector access that starts inside and ends outside
+        snprintf(ends, sizeof ends, " that ends %llu bytes past the last", (unsigned long long)(offset + bytes - held));
     char msg[512];
     snprintf(msg, sizeof msg,
-             "out-of-bounds %s past the end of buffer '%s' at element %llu (byte offset %llu, %llu bytes; the "
-             "buffer holds %llu element%s of %u bytes)",
-             write ? "write" : "read", t.names[r] ? t.names[r] : "?", (unsigned long long)(offset / e),
-             (unsigned long long)offset, (unsigned long long)bytes, (unsigned long long)(held / e),
-             held / e == 1 ? "" : "s", e);
+             "out-of-bounds %s past the end of buffer '%s' at element %llu (byte offset %llu, a %llu-byte %s%s; "
+             "the buffer holds %llu element%s of %u bytes)",
+             what, t.names[r] ? t.names[r] : "?", (unsigned long long)(offset / e), (unsigned long long)offset,
+             (unsigned long long)bytes, what, ends, (unsigned long long)(held / e), held / e == 1 ? "" : "s", e);
     sim_global_fail(msg, pc);
 }
 
 // An access of `bytes` at `p`: shared memory goes to the race checker (unless atomic),
-// global memory is counted and goes to its own race checker, anything else (the fibers'
-// stacks first, the runtime's state) is left.
+// global memory is counted and goes to its own race checker (a plain access past a buffer's
+// end fails), an atomic on a __device__ variable to the global one's ordering, anything else
+// (the fibers' stacks first, the runtime's state) is left.
 // `pc`: where in the kernel a plain load or store of at most 16 bytes is (null for atomics and
 // the emulation's range reports, which the bank model does not see).
 inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const void *pc = nullptr) {
@@ -662,15 +703,19 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
         if (!b.agent) return;
         if (atomic) sim_global::atomic(*b.traffic, *b.agent, a, write);
         else sim_global::check(*b.traffic, *b.agent, r, a - b.traffic->pairs[2 * r], bytes, write, pc);
-    } else if (atomic) {
-        // A __device__ variable's (a module's global, not a launch buffer): not traffic, but
-        // an atomic on it orders blocks as one on a buffer does (a last-block counter's).
-        if (b.agent) sim_global::atomic(*b.traffic, *b.agent, a, write);
-    } else if (pc && b.traffic && a >= b.traffic->lowest && a < b.traffic->highest + kAlign) {
-        const SimTraffic &t = *b.traffic;
-        for (int i = 0; i < t.ranges; ++i)
-            if (a >= t.pairs[2 * i + 1] && a < t.pairs[2 * i] + padded(t.pairs[2 * i + 1] - t.pairs[2 * i]))
-                past_end(t, i, a, bytes, write, pc);
+    } else {
+        // A buffer's padding: a plain access there is past its end (an atomic has no line to
+        // name; the canary shows what it wrote).
+        const SimTraffic *t = b.traffic;
+        for (int i = 0; t && a >= t->lowest && a < t->highest + kAlign && i < t->ranges; ++i) {
+            if (a < t->pairs[2 * i + 1] || a >= t->pairs[2 * i] + padded(t->pairs[2 * i + 1] - t->pairs[2 * i]))
+                continue;
+            if (pc) past_end(*t, i, a, bytes, write, pc);
+            return;
+        }
+        // A __device__ variable (the module's data, not a launch buffer): not traffic, but an
+        // atomic on it orders blocks as one on a buffer does (a last-block counter's).
+        if (atomic && b.agent && in_module_data(a)) sim_global::atomic(*b.traffic, *b.agent, a, write);
     }
 }
 

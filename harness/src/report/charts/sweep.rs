@@ -273,7 +273,7 @@ impl<'a> Sweep<'a> {
                 if chart.same_code.is_empty() {
                     ""
                 } else {
-                    " A rung whose idea has no CPU analogue runs its parent's CPU port: the same \
+                    " A rung whose idea has no CPU analogue runs another rung's CPU port: the same \
                      code as a line drawn, so it is named under the legend and not drawn again."
                 }
             )],
