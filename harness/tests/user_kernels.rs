@@ -119,10 +119,10 @@ fn harness(args: &[&str]) -> (bool, String) {
     (code == Some(0), text)
 }
 
-/// `harness run --device sim` of the kernel `spec` at `sizes` of `workload`, into `out`.
-fn sim_run(workload: &str, sizes: &str, spec: &str, out: &Path) -> (bool, String) {
-    harness(&[
-        "run",
+/// `harness COMMAND --device sim` of the kernel `spec` at `sizes` of `workload`, with `more`.
+fn sim(command: &str, workload: &str, sizes: &str, spec: &str, more: &[&str]) -> (bool, String) {
+    let mut args = vec![
+        command,
         "--device",
         "sim",
         "--workload",
@@ -131,24 +131,25 @@ fn sim_run(workload: &str, sizes: &str, spec: &str, out: &Path) -> (bool, String
         sizes,
         "--kernel",
         spec,
-        "--out",
-        out.to_str().unwrap(),
-    ])
+    ];
+    args.extend(more);
+    harness(&args)
+}
+
+/// `harness run --device sim` of the kernel `spec` at `sizes` of `workload`, into `out`.
+fn sim_run(workload: &str, sizes: &str, spec: &str, out: &Path) -> (bool, String) {
+    sim(
+        "run",
+        workload,
+        sizes,
+        spec,
+        &["--out", out.to_str().unwrap()],
+    )
 }
 
 /// `harness check` of `spec` on `workload` at `sizes` in the simulator: success and output.
 fn sim_check(workload: &str, sizes: &str, spec: &str) -> (bool, String) {
-    harness(&[
-        "check",
-        "--device",
-        "sim",
-        "--workload",
-        workload,
-        "--sizes",
-        sizes,
-        "--kernel",
-        spec,
-    ])
+    sim("check", workload, sizes, spec, &[])
 }
 
 /// The example of `spec` with `from` (which it must contain) replaced by `to`, written into
