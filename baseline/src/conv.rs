@@ -198,7 +198,7 @@ impl Kernel for ConvUnrollGemm {
         Some(Lineage {
             parent: Some("conv-direct"),
             idea: "unroll (im2col) into a matrix, multiply it with GEMM rung 02's tiled kernel, permute back",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 

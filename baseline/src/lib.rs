@@ -93,7 +93,7 @@ impl Kernel for GemmTiled {
         Some(Lineage {
             parent: Some("gemm-naive"),
             idea: "two ideas: 32x32 tiles of A and B staged in shared memory and reused 32 times, and threads along rows of C so that loads and stores coalesce",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 

@@ -17,6 +17,10 @@
 // The division by l is deferred to the end, fully masked causal tiles are skipped (rung 04).
 // Rung 06 is the second entry point: the same code on __nv_bfloat16 (FP32's range, 8
 // mantissa bits instead of 11), which trades precision for never overflowing.
+// Two softmax lanes a row cost bank conflicts: rows of scores and output 4 banks apart (LDS,
+// LDO) and a row's two halves on the same bank put 4 of a warp's words on each bank it
+// touches, 3 conflicts per shared-memory load (`harness explain` counts them); rung 07 has
+// none.
 // HEAD_DIM is a multiple of 16, at most 128. Leading dimensions are padded by 8 halves / 4
 // floats and every fragment origin sits on a 32-byte boundary (WMMA's rule). Every thread
 // reaches every barrier.

@@ -79,11 +79,11 @@ __device__ __forceinline__ void load_rows(elem *dst, const elem *src, int row0, 
     }
 }
 
-// The descriptors are built once, before the tile loop, from warp-uniform values (the carve,
-// the warpgroup), and stepped with hopper::desc_add (the loop counter picks the stage): they
-// stay in uniform registers, where wgmma takes them. Built per step from the thread's index,
-// each wgmma operand would cost every warp a chain of integer instructions and a move into
-// uniform registers.
+// The descriptors are built once, before the tile loop, from warp-uniform values (the base
+// of the shared-memory layout, the warpgroup), and stepped with hopper::desc_add (the loop
+// counter picks the stage): they stay in uniform registers, where wgmma takes them. Built per
+// step from the thread's index, each wgmma operand would cost every warp a chain of integer
+// instructions and a move into uniform registers.
 
 // A K-major ROWS-row tile (Q or K) from row `row0`: 8-row groups 1024 B apart (SBO). Its k16
 // step `k` (along HEAD_DIM) lies 32 B further along the swizzled row for each step inside a
@@ -193,7 +193,7 @@ template <class elem>
 __device__ __forceinline__ void flash_wgmma(const elem *Q, const elem *K, const elem *V, float *O, int S,
                                             float scale, int causal) {
     // The swizzle repeats every 1024 B and the descriptors assume each box starts on that
-    // boundary: align the carve (the plan adds 1024 B of slack).
+    // boundary: align the layout's start (the plan adds 1024 B of slack).
     extern __shared__ unsigned char smem_raw[];
     const unsigned pad = (1024 - (hopper::smem(smem_raw) & 1023)) & 1023;
     elem *Qs = reinterpret_cast<elem *>(smem_raw + pad);  // [BR x HEAD_DIM], swizzled

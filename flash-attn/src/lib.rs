@@ -143,7 +143,7 @@ impl Kernel for FlashFp32 {
         Some(Lineage {
             parent: Some("attn-naive"),
             idea: "one fused kernel with an online softmax: K and V tiles in shared memory, S x S never stored",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 
@@ -475,7 +475,7 @@ impl Kernel for Flash2Br128 {
             Round::F16 => Lineage {
                 parent: Some("attn-flash2-mma-fp16"),
                 idea: "three ideas: 128-row query blocks of 8 warps sharing each K/V tile (half the L2 bytes per FLOP), the scale folded into the base-2 exponent with masks only on boundary tiles, and one barrier per K/V tile",
-                bound: Some(Bound::DramTraffic),
+                bound: Some(Bound::MemoryTraffic),
             },
             Round::Bf16 => Lineage {
                 parent: Some("attn-flash2-br128-fp16"),
@@ -621,8 +621,15 @@ mod tests {
         let e = Flash2Br128(Round::Bf16).supports(&shape(96)).unwrap_err().0;
         assert!(e.contains("not 64 or 128"), "{e}");
         assert!(Flash2Br128(Round::F16).supports(&shape(64)).is_ok());
+        // Rungs 11-14 hold no Q fragments: their reason is the wgmma that P V is.
         let e = FlashWgmma(Round::F16).supports(&shape(96)).unwrap_err().0;
-        assert!(e.contains("not 64 or 128"), "{e}");
+        assert!(e.contains("not 64 or 128: P V is one wgmma"), "{e}");
+        let e = FlashWgmmaOverlap(Round::Bf16)
+            .supports(&shape(96))
+            .unwrap_err()
+            .0;
+        assert!(e.contains("not 64 or 128: P V is one wgmma"), "{e}");
+        assert!(FlashWgmmaOverlap(Round::F16).supports(&shape(128)).is_ok());
         let e = FlashFp32.supports(&shape(256)).unwrap_err().0;
         assert!(e.contains("above 128"), "{e}");
     }

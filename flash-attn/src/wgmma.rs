@@ -4,13 +4,13 @@
 //! (no sm_90a code); the CUDA simulator runs them through its emulation of wgmma.
 
 use crate::cpu::Round;
-use crate::{BC_WMMA, BR_WIDE, Flash2Br128, Flash2Mma, THREADS_WIDE, info, plan_rows};
+use crate::{BC_WMMA, BR_WIDE, Flash2Br128, THREADS_WIDE, info, plan_rows};
 use kernel::{
     Bound, CpuPort, CudaPlan, CudaSource, Dtype, Kernel, KernelInfo, Lineage, Precision, Shape,
     Unsupported, attention_dims, cuda_source, cuda_source_after,
 };
 
-/// Dynamic shared memory of rungs 11 and 12 (the carve of `11_flash_wgmma.cu`): a 128-row Q
+/// Dynamic shared memory of rungs 11 and 12 (the layout of `11_flash_wgmma.cu`): a 128-row Q
 /// tile and two stages of K and V tiles, unpadded (in the swizzled layout wgmma reads), and
 /// 1024 B of slack to start them on the swizzle's period.
 pub fn smem_flash_wgmma(d: usize) -> usize {
@@ -54,7 +54,7 @@ impl Kernel for FlashWgmma {
     }
 
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
-        Flash2Mma(self.0).supports(shape)
+        wgmma_head_dims(shape)
     }
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
@@ -80,7 +80,7 @@ impl Kernel for FlashWgmma {
     }
 }
 
-/// Dynamic shared memory of rungs 13 and 14: rung 11's carve with three K/V stages.
+/// Dynamic shared memory of rungs 13 and 14: rung 11's layout with three K/V stages.
 pub fn smem_flash_wgmma_overlap(d: usize) -> usize {
     1024 + (BR_WIDE + 3 * 2 * BC_WMMA) * d * 2
 }
@@ -133,7 +133,7 @@ impl Kernel for FlashWgmmaOverlap {
     }
 
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
-        Flash2Mma(self.0).supports(shape)
+        wgmma_head_dims(shape)
     }
 
     fn cuda(&self, shape: &Shape) -> Option<CudaPlan> {
@@ -156,4 +156,17 @@ impl Kernel for FlashWgmmaOverlap {
     fn cpu(&self) -> Option<CpuPort> {
         Flash2Br128(self.0).cpu()
     }
+}
+
+/// The head dimensions rungs 11-14 are written for: P V is one `wgmma` m64nDk16 per 16 keys,
+/// whose N is D, in the two forms the kernel holds (D = 64 and 128).
+fn wgmma_head_dims(shape: &Shape) -> Result<(), Unsupported> {
+    crate::supports(shape, 16)?;
+    let d = attention_dims(shape).d;
+    if !crate::MMA_HEAD_DIMS.contains(&d) {
+        return Err(Unsupported(format!(
+            "D = {d} is not 64 or 128: P V is one wgmma m64nDk16, written for D = 64 and 128"
+        )));
+    }
+    Ok(())
 }

@@ -26,7 +26,7 @@ impl Kernel for ConvWmmaFp16 {
         Some(Lineage {
             parent: Some("conv-wmma-tf32"),
             idea: "FP16 input, filter and tiles: half the bytes per gathered value",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 

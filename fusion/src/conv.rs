@@ -24,7 +24,7 @@ impl Kernel for ConvFused {
         Some(Lineage {
             parent: Some("conv-unroll-gemm"),
             idea: "unroll, GEMM and permute fused into one kernel (implicit GEMM): the unrolled matrix is never written",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 

@@ -187,7 +187,7 @@ impl Kernel for EltwiseFused {
         Some(Lineage {
             parent: Some("eltwise-unfused"),
             idea: "the three operations in one kernel: the intermediates stay in registers, X and R are read once and Y written once",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 
@@ -242,7 +242,7 @@ impl Kernel for EltwiseFusedVec4 {
         Some(Lineage {
             parent: Some("eltwise-fused"),
             idea: "16-byte loads and stores, four elements per thread: the same bytes in a quarter of the memory instructions",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 

@@ -182,7 +182,7 @@ impl Kernel for LinearUnfused {
         Some(Lineage {
             parent: Some("linear-naive-fused"),
             idea: "a register-blocked GEMM into scratch, then a separate bias and activation kernel",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 
@@ -253,7 +253,7 @@ impl Kernel for LinearFused {
         Some(Lineage {
             parent: Some("linear-unfused"),
             idea: "bias and activation in the GEMM's epilogue: one launch, the intermediate never written",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 

@@ -172,7 +172,7 @@ impl Kernel for PoolFused {
         Some(Lineage {
             parent: Some("pool-unfused"),
             idea: "the ReLU folded into the maximum (max(relu(x)) = relu(max(x)), a running maximum starting at 0): one launch, no scratch, x read once",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 

@@ -186,7 +186,7 @@ impl Kernel for RbfFused {
         Some(Lineage {
             parent: Some("rbf-unfused"),
             idea: "one kernel: the cutoff computed once per distance into shared memory, each output written once, no scratch",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 

@@ -121,7 +121,7 @@ fn rungs() -> [TransposeRung; 4] {
             lineage: Lineage {
                 parent: Some("transpose-naive"),
                 idea: "the block reads its tile of X into shared memory by rows and writes the tile's columns as rows of Y: every global store a whole line, the transposition moved into shared memory, whose columns fall in one bank",
-                bound: Some(Bound::DramTraffic),
+                bound: Some(Bound::MemoryTraffic),
             },
             source: || cuda_source!("fusion", "transpose/02_shared_tile.cu"),
             entry: "transpose_shared_tile",
@@ -146,7 +146,7 @@ fn rungs() -> [TransposeRung; 4] {
             summary: "rung 03's conflict-free tile without padding: element (i, j) in column j ^ i",
             lineage: Lineage {
                 parent: Some("transpose-padded"),
-                idea: "an XOR swizzle instead of padding: element (i, j) of a 32 x 32 tile stored in column j ^ i of row i, so that rows and columns alike spread over the 32 banks while rows stay 128 bytes, the layout ldmatrix and TMA need",
+                idea: "an XOR swizzle instead of padding: element (i, j) of a 32 x 32 tile stored in column j ^ i of row i, so that rows and columns alike spread over the 32 banks while rows stay 128 bytes, as ldmatrix and TMA boxes need (the tensor-core rungs swizzle 16-byte chunks the same way)",
                 bound: Some(Bound::SharedTraffic),
             },
             source: || cuda_source!("fusion", "transpose/04_swizzled.cu"),

@@ -28,6 +28,9 @@ pub struct Ratio {
     pub significant: bool,
     /// Why there is no ratio.
     pub note: Option<String>,
+    /// B's row failed or could not run where A's passed, declined, or was not there: the
+    /// change broke it.
+    pub broke: bool,
 }
 
 /// What the `~` of [`Ratio::cell`] means, for every legend that shows it.
@@ -100,9 +103,19 @@ pub fn ratios(a: &RunResults, b: &RunResults) -> Vec<Ratio> {
             (Some(x), Some(y)) => match (x.passed(), y.passed()) {
                 (true, true) if a_ms.is_some() && b_ms.is_some() => None,
                 (true, true) => Some("not timed".to_string()),
+                (false, false) if x.status != y.status => Some(format!(
+                    "{} in A, {} in B",
+                    status_word(x.status),
+                    status_word(y.status)
+                )),
+                (false, false) => Some(format!("{} in A and B", status_word(x.status))),
                 (false, _) => Some(format!("{} in A", status_word(x.status))),
                 (_, false) => Some(format!("{} in B", status_word(y.status))),
             },
+        };
+        let fails = |r: &Option<Row>| {
+            r.as_ref()
+                .is_some_and(|r| matches!(r.status, Status::Failed | Status::Error))
         };
         out.push(Ratio {
             workload: w,
@@ -119,9 +132,28 @@ pub fn ratios(a: &RunResults, b: &RunResults) -> Vec<Ratio> {
                 .zip(tb.as_ref())
                 .is_some_and(|(x, y)| x.stands_apart_from(y)),
             note,
+            broke: fails(&rb) && !fails(&ra),
         });
     }
     out
+}
+
+/// The rows B broke ([`Ratio::broke`]), for the end of either table: empty when there are
+/// none, else what makes `compare` exit with 1.
+pub fn broken_text(ratios: &[Ratio]) -> String {
+    let broke: Vec<String> = ratios
+        .iter()
+        .filter(|r| r.broke)
+        .map(|r| format!("{} {} {}", r.workload.name(), r.shape, r.id))
+        .collect();
+    match broke.len() {
+        0 => String::new(),
+        n => format!(
+            "B fails {n} row{} that A passed, declined or did not run: {}\n",
+            if n == 1 { "" } else { "s" },
+            broke.join(", ")
+        ),
+    }
 }
 
 fn status_word(s: crate::results::Status) -> String {
@@ -424,7 +456,7 @@ mod tests {
         assert_eq!(at("gemm-regblock").speedup, Some(1.0));
         assert_eq!(at("gemm-naive").speedup, None);
         assert_eq!(at("gemm-naive").note.as_deref(), Some("failed in B"));
-        assert_eq!(at("gemm-broken").note.as_deref(), Some("failed in A"));
+        assert_eq!(at("gemm-broken").note.as_deref(), Some("failed in A and B"));
         assert_eq!(at("cublas-fp16").note.as_deref(), Some("only in A"));
         // Every row of either file appears once, except the one neither could run.
         assert_eq!(all.len(), 3 * 7);
@@ -485,6 +517,37 @@ mod tests {
         );
         assert!(t.contains("A simulator run times nothing"), "{t}");
         assert!(!t.contains("not timed"), "{t}");
+    }
+
+    #[test]
+    fn a_row_failing_in_b_only_is_what_b_broke() {
+        let mut a = crate::report::charts::tests::sim();
+        let fail = |run: &mut RunResults, id: &str, status: Status| {
+            let shape = &mut run.workloads[0].shapes[0];
+            shape.rows.iter_mut().find(|r| r.id == id).unwrap().status = status;
+            shape.label.clone()
+        };
+        let mut b = a.clone();
+        let shape = fail(&mut b, "gemm-tiled", Status::Failed);
+        fail(&mut a, "gemm-naive", Status::Error);
+        fail(&mut b, "gemm-naive", Status::Failed);
+        let r = ratios(&a, &b);
+        let of = |id: &str| r.iter().find(|x| x.id == id && x.shape == shape).unwrap();
+        assert!(of("gemm-tiled").broke && of("gemm-tiled").note.as_deref() == Some("failed in B"));
+        // Failing in both is not B's doing.
+        assert!(!of("gemm-naive").broke);
+        assert_eq!(
+            of("gemm-naive").note.as_deref(),
+            Some("error in A, failed in B")
+        );
+        assert_eq!(
+            broken_text(&r),
+            format!(
+                "B fails 1 row that A passed, declined or did not run: gemm {shape} gemm-tiled\n"
+            )
+        );
+        // The other way round, B fixed them.
+        assert!(broken_text(&ratios(&b, &a)).is_empty());
     }
 
     #[test]

@@ -906,6 +906,7 @@ fn publish_copies_a_run_with_its_provenance() {
     // The folder `latest` points at, not the link's name.
     assert!(readme.contains(&format!("Run folder `{name}`")), "{readme}");
     assert!(readme.contains("commit `"), "{readme}");
+    assert!(!readme.contains("Also here"), "{readme}");
 
     // A second run published there replaces the first run's files and keeps what else the
     // folder holds: logs, an earlier run kept in a subfolder, notes.
@@ -947,6 +948,12 @@ fn publish_copies_a_run_with_its_provenance() {
     );
     assert!(device.join("logs/gpu-check.log").is_file() && device.join("NOTES.md").is_file());
     assert!(device.join("softmax.md").is_file());
+    // The README names what is there besides this run.
+    let readme = std::fs::read_to_string(device.join("README.md")).unwrap();
+    assert!(
+        readme.contains("Also here, kept from what was published for this device before (not written by this run): `NOTES.md`, `logs/`."),
+        "{readme}"
+    );
     assert!(
         !device.join("gemm.md").exists() && !device.join("gemm-roofline-48x48x48.svg").exists()
     );

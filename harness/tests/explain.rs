@@ -52,9 +52,14 @@ fn every_kernel_is_explained_with_every_section() {
     {
         let id = k.info().id.to_string();
         let doc = explain::explain(&all, k.as_ref(), None, true);
-        assert_eq!(doc.titles(), SECTIONS, "{id}");
+        // A rung with a parent is diffed against it; a first rung shows its source alone.
+        let mut sections = SECTIONS;
+        if harness::registry::parent(&all, k.as_ref()).is_none() {
+            sections[1] = "Source";
+        }
+        assert_eq!(doc.titles(), sections, "{id}");
         let md = doc.markdown();
-        for s in SECTIONS {
+        for s in sections {
             assert!(md.contains(&format!("#### {s}\n")), "{id}: no {s} in\n{md}");
             assert!(doc.text().contains(&format!("== {s}\n")), "{id}: no {s}");
         }
@@ -81,7 +86,7 @@ fn every_kernel_is_explained_with_every_section() {
         let has_cu = shape.is_some_and(|p| p.launches().next().is_some());
         if !has_cu {
             assert!(
-                text_of(&doc, "Source diff against the parent").contains("No CUDA source"),
+                text_of(&doc, sections[1]).contains("No CUDA source"),
                 "{id}"
             );
             continue;
@@ -110,7 +115,7 @@ fn every_kernel_is_explained_with_every_section() {
             sol.contains("Estimate: at best") || sol.contains("No per-rung model"),
             "{id}: {sol}"
         );
-        let diff = text_of(&doc, "Source diff against the parent");
+        let diff = text_of(&doc, sections[1]);
         let parent_has_cu = harness::registry::parent(&all, k.as_ref()).is_some_and(|p| {
             kernel::Kernel::cuda(p, &first_shape(p.info().workload))
                 .is_some_and(|pl| pl.launches().next().is_some())
@@ -220,7 +225,8 @@ fn your_kernel_is_explained_beside_the_rung_it_is_set_against() {
         "{out}"
     );
     assert!(
-        out.contains("Set beside: gemm-regblock-2d (gemm rung 05)"),
+        out.contains("Set beside: gemm-regblock-2d (gemm rung 05)")
+            && out.contains("\n== Source diff against gemm-regblock-2d\n"),
         "{out}"
     );
     // The file as written (its comments too) against the rung's source, then the launches.
@@ -261,7 +267,9 @@ fn your_kernel_is_explained_beside_the_rung_it_is_set_against() {
     assert_eq!(code, Some(0), "{out}{err}");
     assert!(
         out.contains("Your kernel, not a rung")
-            && out.contains("`--against RUNG` sets it beside a rung"),
+            && out.contains("`--against RUNG` sets it beside a rung")
+            && out.contains("\n== Source\n")
+            && !out.contains("== Source diff"),
         "{out}"
     );
     // A rung beside another than its parent keeps its declared parent in words.
@@ -270,7 +278,8 @@ fn your_kernel_is_explained_beside_the_rung_it_is_set_against() {
     assert!(
         out.contains("(its parent is gemm-regblock-2d).")
             && out.contains("Set beside: gemm-regblock-1d (gemm rung 04)")
-            && out.contains("--- gemm-regblock-1d\n+++ gemm-vectorized"),
+            && out.contains("--- gemm-regblock-1d\n+++ gemm-vectorized")
+            && out.contains("\n== Source diff against gemm-regblock-1d\n"),
         "{out}"
     );
     // A kernel that fails at the larger simulator shapes is counted at the largest where it

@@ -218,6 +218,37 @@ fn run_pages_load_in_a_browser() {
         "{}",
         text(&o)
     );
+    // A row that passed in A and fails in B is a change that broke it: named, and the exit
+    // code says so; the other way round, B fixed it.
+    let broken = root.join("sim-broken");
+    std::fs::create_dir_all(&broken).unwrap();
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(sim.join("results.json")).unwrap()).unwrap();
+    let rows = json["workloads"][0]["shapes"][0]["rows"]
+        .as_array_mut()
+        .unwrap();
+    let row = rows.iter_mut().find(|r| r["id"] == "gemm-tiled").unwrap();
+    row["status"] = "failed".into();
+    std::fs::write(broken.join("results.json"), json.to_string()).unwrap();
+    let o = harness(
+        &lab,
+        &["compare", sim.to_str().unwrap(), broken.to_str().unwrap()],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("failed in B")
+            && String::from_utf8_lossy(&o.stderr).contains(
+                "B fails 1 row that A passed, declined or did not run: gemm 100x37x129 gemm-tiled"
+            ),
+        "{}",
+        text(&o)
+    );
+    let o = harness(
+        &lab,
+        &["compare", broken.to_str().unwrap(), sim.to_str().unwrap()],
+    );
+    assert!(o.status.success(), "{}", text(&o));
+    assert!(text(&o).contains("failed in A"), "{}", text(&o));
 
     // Chromium.
     let python = std::env::var("LAB_PYTHON").unwrap_or_else(|_| "python3".into());

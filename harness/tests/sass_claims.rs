@@ -825,7 +825,7 @@ fn rung_25_leaves_one_group_of_wgmma_in_flight() {
 }
 
 #[test]
-fn rung_20_each_threadfence_is_membar_sc_gpu_then_cctl_ivall() {
+fn rung_20_each_threadfence_is_membar_sc_gpu_errbar_cgaerrbar_then_cctl_ivall() {
     let f = function("gemm-mma-split-k", "gemm_mma_split_k");
     let ins = instructions(&f);
     let fences: Vec<usize> = (0..ins.len())
@@ -834,12 +834,12 @@ fn rung_20_each_threadfence_is_membar_sc_gpu_then_cctl_ivall() {
     // Two __threadfence() in the source.
     assert_eq!(fences.len(), 2);
     for &m in &fences {
-        // The next memory-ordering instruction after the fence invalidates L1.
-        let next = ins[m + 1..]
-            .iter()
-            .map(|i| opcode(i))
-            .find(|o| o.starts_with("CCTL") || o.starts_with("MEMBAR") || o.starts_with("LD"));
-        assert_eq!(next, Some("CCTL.IVALL"), "after the fence at {m}");
+        // The fence's other two instructions, then the invalidation of L1.
+        assert_eq!(
+            [m + 1, m + 2, m + 3].map(|j| opcode(&ins[j])),
+            ["ERRBAR", "CGAERRBAR", "CCTL.IVALL"],
+            "after the fence at {m}"
+        );
     }
 }
 
@@ -1283,6 +1283,21 @@ fn rung_28_reduces_through_generic_128_bit_loads_after_one_named_and_one_cluster
         ),
         (1, 2, 2)
     );
+    // "after MEMBAR.ALL.CTA, MEMBAR.ALL.GPU, ERRBAR and CGAERRBAR ..., then CCTL.IVALL"
+    for a in (0..ins.len()).filter(|&i| opcode(&ins[i]) == "UCGABAR_ARV") {
+        assert_eq!(
+            [a - 4, a - 3, a - 2, a - 1, a + 1, a + 2].map(|j| opcode(&ins[j])),
+            [
+                "MEMBAR.ALL.CTA",
+                "MEMBAR.ALL.GPU",
+                "ERRBAR",
+                "CGAERRBAR",
+                "UCGABAR_WAIT",
+                "CCTL.IVALL"
+            ],
+            "around the cluster barrier at {a}"
+        );
+    }
     // Its parent, rung 25, stores C from the registers as float2s and has no cluster.
     let parent = instructions(&function("gemm-wgmma-overlap", "gemm_wgmma_overlap"));
     assert!(

@@ -110,7 +110,8 @@ fn sim_rows(users: &[UserKernel], shapes: &[Shape]) -> RunResults {
         keep_unrunnable: true,
     };
     let mut results = ablation.run(|_| {}).unwrap();
-    run::annotate(&mut results, &[], users, false);
+    let swapped = run::swapped_grids(&dev, &config, users, &results);
+    run::annotate(&mut results, &[], users, false, &swapped);
     results
 }
 
@@ -1903,6 +1904,112 @@ fn a_kernel_failing_without_tails_too_is_not_sent_to_its_tails() {
         "{text}"
     );
     assert!(!text.contains("fails in the last, partial tiles"), "{text}");
+}
+
+/// A GEMM that takes blockIdx.x across C's rows, as many public naive GEMMs do, launched with
+/// `grid=tile:32x32` (x across the columns): the simulator tries the grid with x and y swapped,
+/// which passes, and says so in place of the tails' hints. A kernel whose failure the swap
+/// does not cure (a tail without its bound check) keeps the tails' hint.
+#[test]
+fn a_grid_whose_axes_the_kernel_takes_the_other_way_round_is_named() {
+    let dir = scratch_dir("swapped-grid");
+    // `x` indexes C's rows and `y` its columns, each from the grid axis given.
+    let body = |row: char, col: char, guard: &str| {
+        format!(
+            "__global__ void sgemm_naive(int M, int N, int K, float alpha, const float *A,\n\
+             \x20   const float *B, float beta, float *C) {{\n\
+             \x20 const unsigned x = blockIdx.{row} * blockDim.{row} + threadIdx.{row};\n\
+             \x20 const unsigned y = blockIdx.{col} * blockDim.{col} + threadIdx.{col};\n\
+             \x20 if ({guard}) {{\n\
+             \x20   float t = 0.f;\n\
+             \x20   for (int i = 0; i < K; ++i) t += A[x * K + i] * B[i * N + y];\n\
+             \x20   C[x * N + y] = alpha * t + beta * C[x * N + y];\n\
+             \x20 }}\n\
+             }}\n"
+        )
+    };
+    let rows_first = dir.join("rows_first.cu");
+    std::fs::write(&rows_first, body('x', 'y', "x < M && y < N")).unwrap();
+    let check = |file: &std::path::Path, grid: &str| {
+        harness(&[
+            "check",
+            "--device",
+            "sim",
+            "--kernel",
+            &format!(
+                "{}:sgemm_naive,signature=gemm-blas,block=32x32,grid={grid}",
+                file.display()
+            ),
+        ])
+    };
+    let (ok, text) = check(&rows_first, "tile:32x32");
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(
+            "with its grid's x and y swapped, grid=(cdiv(M,32),cdiv(N,32)), it passes at every \
+             shape here: the kernel takes blockIdx.x across C's rows (M), where \
+             grid=tile:32x32 sends x across its columns (N)"
+        ) && !text.contains("partial tiles"),
+        "{text}"
+    );
+    let hint = text
+        .lines()
+        .find(|l| l.starts_with("  with its grid's x and y swapped"))
+        .unwrap();
+    the_guide_quotes(hint);
+    // The grid it names passes.
+    let (ok, text) = check(&rows_first, "(cdiv(M,32),cdiv(N,32))");
+    assert!(ok, "{text}");
+    // Columns first, as the lab's tile grid launches it, without the bound check on the rows:
+    // no swap cures it, and the tails are named.
+    let cols_first = dir.join("cols_first.cu");
+    std::fs::write(&cols_first, body('y', 'x', "y < N")).unwrap();
+    let (ok, text) = check(&cols_first, "tile:32x32");
+    assert!(!ok, "{text}");
+    assert!(!text.contains("x and y swapped"), "{text}");
+}
+
+/// A user's kernel with static mbarriers finds its dynamic buffer where a GPU puts it: 32
+/// bytes past a 1024-byte boundary after three of them (ptxas's count of its static bytes),
+/// not on the boundary, so a TMA destination or swizzled tile put there unaligned fails in the
+/// simulator as on a GPU. The kernel traps anywhere else.
+#[test]
+fn a_users_dynamic_buffer_starts_after_its_static_variables_as_on_a_gpu() {
+    let dir = scratch_dir("dynamic-start");
+    let file = dir.join("after_bars.cu");
+    std::fs::write(
+        &file,
+        "__global__ void after_bars(int M, int N, int K, float alpha, const float *A,\n\
+         \x20   const float *B, float beta, float *C) {\n\
+         \x20 __shared__ __align__(8) unsigned long long bars[3];\n\
+         \x20 extern __shared__ unsigned char smem[];\n\
+         \x20 if (threadIdx.x == 0)\n\
+         \x20   asm volatile(\"mbarrier.init.shared::cta.b64 [%0], 1;\" ::\"r\"((unsigned)__cvta_generic_to_shared(&bars[2])));\n\
+         \x20 __syncthreads();\n\
+         \x20 if (((unsigned)__cvta_generic_to_shared(smem) & 1023) != 32) __trap();\n\
+         \x20 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i >= M * N) return;\n\
+         \x20 float t = 0.f;\n\
+         \x20 for (int k = 0; k < K; ++k) t += A[i / N * K + k] * B[k * N + i % N];\n\
+         \x20 C[i] = alpha * t + beta * C[i];\n\
+         }\n",
+    )
+    .unwrap();
+    let (ok, text) = harness(&[
+        "check",
+        "--device",
+        "sim",
+        "--workload",
+        "gemm",
+        "--sizes",
+        "5x7x3",
+        "--kernel",
+        &format!(
+            "{}:after_bars,signature=gemm-blas,block=256,grid=(cdiv(M*N,256)),smem=1024",
+            file.display()
+        ),
+    ]);
+    assert!(ok, "{text}");
 }
 
 /// `check --config` with a `[[kernel]]` section and no GPU checks that kernel in the

@@ -166,7 +166,7 @@ pub struct KernelInfo {
 pub enum Bound {
     /// Bytes between DRAM (or L2) and the SMs: reuse through tiles, narrower types, no
     /// intermediates written and read back.
-    DramTraffic,
+    MemoryTraffic,
     /// Shared-memory bandwidth: loads per FMA or MMA, bank conflicts.
     SharedTraffic,
     /// Waiting on loads in flight: overlapping copies with arithmetic.
@@ -188,7 +188,7 @@ pub enum Bound {
 
 impl Bound {
     pub const ALL: [Bound; 9] = [
-        Self::DramTraffic,
+        Self::MemoryTraffic,
         Self::SharedTraffic,
         Self::Latency,
         Self::Issue,
@@ -201,7 +201,7 @@ impl Bound {
 
     pub fn name(self) -> &'static str {
         match self {
-            Self::DramTraffic => "dram-traffic",
+            Self::MemoryTraffic => "memory-traffic",
             Self::SharedTraffic => "shared-traffic",
             Self::Latency => "latency",
             Self::Issue => "issue",
@@ -216,7 +216,7 @@ impl Bound {
     /// In words, for tables and `explain`.
     pub fn describe(self) -> &'static str {
         match self {
-            Self::DramTraffic => "DRAM traffic",
+            Self::MemoryTraffic => "global-memory traffic (DRAM and L2)",
             Self::SharedTraffic => "shared-memory traffic",
             Self::Latency => "memory latency",
             Self::Issue => "instruction issue",

@@ -5,8 +5,9 @@
 //! threads that exit count as arrived at a cluster barrier, and a block sample runs whole
 //! clusters.
 //! Each block of a cluster has its own copy of the static `__shared__` variables.
-//! A block that exits while its partner still signals it, a deadlock across the blocks and a
-//! grid the cluster does not divide are reported.
+//! A block that exits while its partner still signals it, an arrival on a partner's mbarrier
+//! whose init no cluster barrier has published, a deadlock across the blocks and a grid the
+//! cluster does not divide are reported.
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
@@ -115,6 +116,31 @@ extern "C" __global__ void __cluster_dims__(2, 1, 1) racy(float *out) {
     __shared__ float tile[64];
     tile[5] = threadIdx.x;
     out[blockIdx.x * 64 + threadIdx.x] = 0.0f;
+}
+"#;
+
+/// Apart from [`CLUSTERS`]: its atomics would keep a block sample from running the others.
+const UNPUBLISHED: &str = r#"
+#include "lab/hopper.h"
+#define THREADS 64
+
+// Block 0 initializes its barrier and raises a flag in global memory; block 1 waits for the
+// flag and arrives on block 0's barrier: no cluster barrier orders the init before the arrival.
+extern "C" __global__ void __cluster_dims__(2, 1, 1) unpublished(float *out) {
+    extern __shared__ unsigned long long bar[];
+    int *flag = (int *)out + 2 * THREADS;
+    const unsigned rank = hopper::cluster_ctarank();
+    if (rank == 0 && threadIdx.x == 0) {
+        hopper::mbar_init(bar, 1);
+        atomicExch(flag, 1);
+    }
+    if (rank == 1 && threadIdx.x == 0) {
+        while (atomicAdd(flag, 0) != 1) __nanosleep(100);
+        hopper::mbar_arrive_cluster(bar, 0);
+    }
+    if (rank == 0 && threadIdx.x == 0) hopper::mbar_wait(bar, 0);
+    hopper::cluster_sync();
+    out[blockIdx.x * THREADS + threadIdx.x] = 1.0f;
 }
 "#;
 
@@ -232,6 +258,28 @@ fn an_arrival_on_a_block_that_has_exited_is_reported() {
     }
 }
 
+/// An mbarrier another block of the cluster arrives on must be initialized before a cluster
+/// barrier both have passed since: on a GPU the init may not be visible to the other block
+/// otherwise, and an init landing after the arrival wipes it.
+#[test]
+fn an_arrival_on_a_partners_mbarrier_no_cluster_barrier_published_is_reported() {
+    for seed in 0..3 {
+        let msg = error(run(
+            &sim().with_seed(seed),
+            launch(UNPUBLISHED, "unpublished", 2),
+            2 * THREADS as usize + 1,
+        ));
+        assert!(
+            msg.contains("mbarrier.arrive.shared::cluster on the mbarrier at shared address 0x")
+                && msg.contains(
+                    "of the cluster's block of rank 0, which that block initialized after the \
+                 cluster's last barrier"
+                ),
+            "seed {seed}: {msg}"
+        );
+    }
+}
+
 #[test]
 fn a_deadlock_across_the_blocks_of_a_cluster_names_where_each_block_waits() {
     let msg = error(run(&sim(), launch(CLUSTERS, "stuck", 2), 64));
@@ -329,4 +377,7 @@ fn nvrtc_compiles_the_cluster_kernels_for_sm90a() {
     ] {
         assert!(c.ptx.contains(want), "no {want} in the PTX");
     }
+    let src = CudaSource::embedded("tests/cluster.cu", UNPUBLISHED).for_arch("sm_90a");
+    let c = nvrtc::compile(&src, "sm_90").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.resources.len(), 1, "{:?}", c.resources);
 }

@@ -293,6 +293,62 @@ fn a_tma_destination_off_its_128_byte_alignment_is_reported() {
     );
 }
 
+/// Where the dynamic shared memory starts, modulo 1024: right after the static variables, as
+/// ptxas lays them out (three mbarriers, 24 bytes, padded to 32; none: 0; padded to 1024 where
+/// the `extern __shared__` declaration asks for that alignment). A kernel that puts a TMA
+/// destination at its start unaligned fails there, as on a GPU.
+const DYNAMIC_START: &str = r#"
+#include "lab/hopper.h"
+extern "C" __global__ void after_static(const float *x, float *r) {
+    __shared__ __align__(8) unsigned long long bars[3];
+    extern __shared__ unsigned char smem[];
+    if (threadIdx.x == 0) {
+        hopper::mbar_init(&bars[0], 1);
+        r[0] = (float)(hopper::smem(smem) & 1023);
+    }
+}
+extern "C" __global__ void alone(const float *x, float *r) {
+    extern __shared__ unsigned char smem[];
+    if (threadIdx.x == 0) r[0] = (float)(hopper::smem(smem) & 1023);
+}
+"#;
+
+/// The same static variables with an `extern __shared__` aligned to 1024 bytes: ptxas pads the
+/// static block to it (a source of its own: every `extern __shared__` array of a module is the
+/// same memory, at the largest alignment any of them asks).
+const DYNAMIC_ALIGNED: &str = r#"
+#include "lab/hopper.h"
+extern "C" __global__ void after_static_aligned(const float *x, float *r) {
+    __shared__ __align__(8) unsigned long long bars[3];
+    extern __shared__ __align__(1024) unsigned char smem[];
+    if (threadIdx.x == 0) {
+        hopper::mbar_init(&bars[0], 1);
+        r[0] = (float)(hopper::smem(smem) & 1023);
+    }
+}
+"#;
+
+#[test]
+fn dynamic_shared_memory_starts_where_a_gpu_starts_it() {
+    if let Err(e) = nvrtc::version() {
+        panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
+    }
+    let start = |code: &'static str, entry: &str| {
+        let l = launch(
+            source(code),
+            entry,
+            32,
+            4096,
+            vec![Arg::Ptr(Buf::Input(0)), Arg::Ptr(Buf::Output)],
+        );
+        let data = vec![vec![0.0; 4], vec![0.0; 4]];
+        run(&sim(), l, Dtype::F32, Shape::gemm(2, 2, 2), &data).unwrap()[0]
+    };
+    assert_eq!(start(DYNAMIC_START, "after_static"), 32.0);
+    assert_eq!(start(DYNAMIC_START, "alone"), 0.0);
+    assert_eq!(start(DYNAMIC_ALIGNED, "after_static_aligned"), 0.0);
+}
+
 // ---- mbarrier ----
 
 const MBAR: &str = r#"

@@ -111,6 +111,28 @@ extern "C" __global__ void mbar_tx_long(const float *x, float *r) {
     r[0] = 1.0f;
 }
 
+// One try_wait, whose phase cannot have completed (its only arrival comes after the block's
+// barrier, which thread 0 reaches after its try): a GPU may return false there, and does once
+// its time limit passes. r[0]: the first try's result; r[1]: a retry loop's, after the barrier.
+extern "C" __global__ void mbar_one_try(const float *x, float *r) {
+    __shared__ __align__(8) u64 bar;
+    const int t = threadIdx.x;
+    if (t == 0) asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem(&bar)));
+    asm volatile("bar.sync 0;" ::: "memory");
+    u32 done = 0;
+    if (t == 0)
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(smem(&bar)));
+    asm volatile("bar.sync 0;" ::: "memory");
+    if (t == 32) asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem(&bar)));
+    if (t == 0) {
+        r[0] = (float)done;
+        asm volatile("{\n.reg .pred P1;\nRETRY%=:\nmbarrier.try_wait.parity.shared::cta.b64 P1, [%0], 0;\n"
+                     "@!P1 bra.uni RETRY%=;\n}\n" ::"r"(smem(&bar)));
+        r[1] = 1.0f;
+    }
+}
+
 // mbarrier.inval as CUTLASS's ClusterBarrier::invalidate ends a kernel: the memory is then
 // ordinary shared memory (MODE 0); an arrival after it (1) and an invalidation with bytes
 // still announced (2) fail.
@@ -129,6 +151,21 @@ __device__ void inval(float *r) {
 extern "C" __global__ void mbar_inval(const float *x, float *r) { inval<0>(r); }
 extern "C" __global__ void mbar_inval_then_arrive(const float *x, float *r) { inval<1>(r); }
 extern "C" __global__ void mbar_inval_pending(const float *x, float *r) { inval<2>(r); }
+"#;
+
+/// setmaxnreg as warp-specialized kernels use it: the producer warpgroup gives registers
+/// back, the consumers take more. `reg_split`: every warp of each warpgroup executes it;
+/// `reg_one_warp`: only warp 0 does.
+const SETMAXNREG: &str = r#"
+extern "C" __global__ void __launch_bounds__(256, 1) reg_split(const float *x, float *r) {
+    if (threadIdx.x < 128) asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    else asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    if (threadIdx.x == 0) r[0] = 1.0f;
+}
+extern "C" __global__ void __launch_bounds__(256, 1) reg_one_warp(const float *x, float *r) {
+    if (threadIdx.x < 32) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+    if (threadIdx.x == 0) r[0] = 1.0f;
+}
 "#;
 
 /// D[64x8] = A[64x8] B[8x8] in TF32 through wgmma m64n8k8 with A and B K-major, no swizzle
@@ -305,6 +342,35 @@ fn mbarrier_forms_waits_labels_and_special_registers_follow_the_isa() {
         &r[..9],
         &[0.0, 1.0, 0.0, 1.0, 1.0, 0.0, 1.0, 1.0, 1.0],
         "state, its test, tx pending, polls, try_wait, rank, ranks, timer, mapa"
+    );
+}
+
+/// `try_wait` may fail before its phase completes (PTX ISA 9.7.13.15.16: the thread is
+/// suspended up to a time limit): a kernel that takes one try for the wait goes on without its
+/// data. The simulator fails a try on a phase not yet complete; a retry loop still completes.
+#[test]
+fn a_try_wait_on_a_phase_not_yet_complete_returns_false() {
+    let r = mbar("mbar_one_try").unwrap();
+    assert_eq!(r[..2], [0.0, 1.0], "the single try, then the retry loop");
+}
+
+/// setmaxnreg is `.sync.aligned` (PTX ISA 9.7.19.5): every thread of a warpgroup executes the
+/// same one. A warp-specialized split passes; one warp alone is reported.
+#[test]
+fn setmaxnreg_by_part_of_a_warpgroup_is_reported() {
+    let reg = |entry: &str| {
+        let args = vec![Arg::Ptr(Buf::Input(0)), Arg::Ptr(Buf::Output)];
+        let data = vec![vec![0.0; 16], vec![0.0]];
+        run(SETMAXNREG, entry, 256, args, Shape::gemm(16, 1, 1), &data)
+    };
+    assert_eq!(reg("reg_split").unwrap()[0], 1.0);
+    let e = sim_error(reg("reg_one_warp"));
+    assert!(
+        e.contains(
+            "setmaxnreg is .sync.aligned: every thread of a warpgroup executes the same ones, \
+             but thread (0,0,0) executed 1 and thread (32,0,0) of its warpgroup 0"
+        ),
+        "{e}"
     );
 }
 
@@ -496,7 +562,12 @@ fn nvrtc_compiles_the_inline_hopper_ptx_for_sm90a() {
     if let Err(e) = nvrtc::version() {
         panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
-    for (code, entries) in [(MBAR, 6), (WGMMA_TF32, 7), (LIBCUDACXX_TMA, 1)] {
+    for (code, entries) in [
+        (MBAR, 7),
+        (WGMMA_TF32, 7),
+        (LIBCUDACXX_TMA, 1),
+        (SETMAXNREG, 2),
+    ] {
         let c = nvrtc::compile(&source(code).for_arch("sm_90a"), "sm_90")
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((c.arch.as_str(), c.resources.len()), ("sm_90a", entries));

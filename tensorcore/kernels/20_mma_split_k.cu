@@ -22,8 +22,8 @@
 // epilogue (its own slot is read back too: keeping its registers aside for the sum would
 // double the accumulators). It also resets the counter, so the next launch finds it at
 // zero (the plan zero-fills the counters before every run as well). Each __threadfence is
-// MEMBAR.SC.GPU then CCTL.IVALL in the SASS (sm_90): the reducer's L1 is invalidated, so its
-// plain loads of the other splits' slots cannot hit stale lines.
+// MEMBAR.SC.GPU, ERRBAR and CGAERRBAR, then CCTL.IVALL in the SASS (sm_90): the reducer's L1
+// is invalidated, so its plain loads of the other splits' slots cannot hit stale lines.
 // Tails: 19's (zero-filled copies, guarded loads and stores); a split always holds at least one
 // k-tile (splits <= T), the last k-tile may be partial.
 

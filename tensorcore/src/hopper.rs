@@ -292,7 +292,7 @@ impl Kernel for GemmWgmmaL2Order {
         Some(Lineage {
             parent: Some("gemm-wgmma-persistent"),
             idea: "a grouped tile order: the tiles in flight together cover 16 block-rows by a few block-columns, so they share bands of A and B in L2",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 
@@ -344,7 +344,7 @@ impl Kernel for GemmWgmmaCluster {
         Some(Lineage {
             parent: Some("gemm-wgmma-l2-order"),
             idea: "2-block clusters: the blocks of a pair take vertically adjacent tiles and each multicasts half of their common B tile to both, so the L2 sends each B box once per pair",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 
@@ -488,8 +488,9 @@ const MAX_CLUSTER_SPLITS: usize = 8;
 /// time (an estimate, to be calibrated on a GPU): it writes its 132 KB partial into its own
 /// shared memory, reads 128 KB of the partials (all but its own share through distributed
 /// shared memory), stores a share of the tile and waits at a named and two cluster barriers,
-/// whatever the split. A k-tile is 2 x 128 x 256 x 64 = 4.2 MFLOP, about 0.9 us of an SM's wgmma at full rate; the
-/// SM-to-SM network moves a few tens of bytes a cycle, so the reads alone take about two.
+/// whatever the split. A k-tile is 2 x 128 x 256 x 64 = 4.2 MFLOP, about 0.56 us of an SM's
+/// wgmma at the data sheet's rate (989 TFLOP/s over 132 SMs); at 20 to 60 bytes a cycle of the
+/// SM-to-SM network (1.98 GHz), the 128 KB of reads alone take 1.1 to 3.3 us, 2 to 6 k-tiles.
 const CLUSTER_FIXUP_KTILES: usize = 4;
 
 /// `28_wgmma_split_k.cu`: rung 25 with K split across the blocks of a cluster when its tiles

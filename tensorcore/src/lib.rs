@@ -5,8 +5,9 @@
 //! and Hopper again: 128x256 tiles of wgmma m64n256k16 (21), persistent (22), its tiles walked
 //! in groups that share A and B in L2 (23), a 2-CTA cluster sharing B by TMA multicast (24),
 //! each k-tile's wgmma issued while the previous group still runs (25), 24's stage release
-//! at CTA scope (26), and back to `mma.sync`: rung 19 with its addresses computed once per
-//! thread (27).
+//! at CTA scope (26), back to `mma.sync`: rung 19 with its addresses computed once per
+//! thread (27), and split-K across the blocks of a cluster, the partials added through
+//! distributed shared memory (28).
 //! The walkthrough is in this crate's README.
 //! Rung 05 of the convolution ladder is in [`conv`].
 

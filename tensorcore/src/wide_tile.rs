@@ -89,7 +89,7 @@ impl Kernel for GemmMma128x256 {
         Some(Lineage {
             parent: Some("gemm-mma-dbuf"),
             idea: "two ideas: 128x256 block tiles of 8 warps (a quarter fewer L2 bytes per FLOP than 128x128), and a 4-stage ring of BK = 32 with one barrier per k-tile, the fragment double buffering carried across it",
-            bound: Some(Bound::DramTraffic),
+            bound: Some(Bound::MemoryTraffic),
         })
     }
 
@@ -126,7 +126,7 @@ impl Kernel for GemmMmaHoisted {
     fn lineage(&self) -> Option<Lineage> {
         Some(Lineage {
             parent: Some("gemm-mma-128x256"),
-            idea: "every ldmatrix and cp.async address worked out once per thread before the loop (the swizzle's XOR is the same 16 rows on), and k-tiles inside A and B copied without bounds arithmetic: fewer integer instructions per HMMA",
+            idea: "two ideas, both fewer integer instructions per HMMA: every ldmatrix and cp.async address worked out once per thread before the loop (the swizzle's XOR is the same 16 rows on), and k-tiles inside A and B copied without bounds arithmetic",
             bound: Some(Bound::Issue),
         })
     }

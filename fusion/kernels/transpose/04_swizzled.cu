@@ -5,9 +5,11 @@
 // j ^ i, j = 0..31: the same 32 words in another order, one per bank. A warp reading column
 // c of the tile reads word i * 32 + (c ^ i) of row i, whose bank c ^ i differs for each of
 // its 32 rows: no conflict either way, as with rung 03's padding, but the tile is 32 x 32
-// again. Rows of a whole number of 16-byte words are what wider shared-memory accesses,
-// ldmatrix and the TMA's swizzled boxes need, which a padded row of 33 floats is not: this
-// is the layout the tensor-core rungs of the GEMM ladder use. The speed should be rung 03's.
+// again. Rows of a whole number of 16-byte chunks are what wider shared-memory accesses,
+// ldmatrix and the TMA's swizzled boxes need, which a padded row of 33 floats is not. The
+// tensor-core rungs of the GEMM ladder swizzle the same way, but whole 16-byte chunks
+// (chunk c of row r at c ^ (r % 8)), so that a chunk's 4 words stay together for a vector
+// access; this tile swizzles single words. The speed should be rung 03's.
 
 #define TILE 32
 #define ROWS 8

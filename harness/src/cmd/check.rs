@@ -175,7 +175,14 @@ pub fn run(args: &Args) -> Outcome {
         })?;
         // The failures again, with what `run` says of your kernels' (a tail, an input not
         // given, an output to clear).
-        user_kernel::run::annotate(&mut results, &[], &users, false);
+        // In the simulator, a failure that a grid with x and y swapped would not have.
+        let swapped = match dev.kind() {
+            DeviceKind::Sim => {
+                user_kernel::run::swapped_grids(dev.as_ref(), &config, &users, &results)
+            }
+            _ => Vec::new(),
+        };
+        user_kernel::run::annotate(&mut results, &[], &users, false, &swapped);
         for s in results.workloads.iter().flat_map(|w| &w.shapes) {
             for row in s
                 .rows

@@ -35,7 +35,7 @@ pub fn run(args: &Args) -> Outcome {
             );
         }
         print!("{}", compare::counts_text(&ra, &rb, &ratios));
-        return Ok(true);
+        return Ok(unbroken(&ratios));
     }
     if ratios.iter().all(|r| r.a_ms.is_none() || r.b_ms.is_none()) {
         bail!(
@@ -83,7 +83,14 @@ pub fn run(args: &Args) -> Outcome {
             println!("Open in a browser: {}", index.display());
         }
     }
-    Ok(true)
+    Ok(unbroken(&ratios))
+}
+
+/// Whether B broke no row; else says which, last, so that a script sees why it exits with 1.
+fn unbroken(ratios: &[compare::Ratio]) -> bool {
+    let broken = compare::broken_text(ratios);
+    eprint!("{broken}");
+    broken.is_empty()
 }
 
 /// What a comparison's folder records of the two runs it compares: their paths, one a line.

@@ -138,6 +138,19 @@ fn publish(src: &Path, run: &RunResults, dest: &Path) -> Result<Vec<String>> {
         let _ = std::fs::remove_dir_all(&old);
     }
     kept.sort();
+    if !kept.is_empty() {
+        let mut readme = std::fs::read_to_string(dest.join("README.md"))?;
+        let _ = writeln!(
+            readme,
+            "\nAlso here, kept from what was published for this device before (not written by \
+             this run): {}.",
+            kept.iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+        std::fs::write(dest.join("README.md"), readme)?;
+    }
     Ok(kept)
 }
 
@@ -161,7 +174,21 @@ fn readme(src: &Path, run: &RunResults, files: &[String]) -> String {
     if let Some(why) = &run.unfinished {
         let _ = writeln!(s, "**An unfinished run**: {why}.\n");
     }
-    s.push_str("Every figure here was measured by the harness in that run; `results.json` holds the raw samples, and `harness report` rebuilds the tables and charts from it.\n\n");
+    s.push_str("The times here were measured by the harness in that run; `results.json` holds the raw samples, and `harness report` rebuilds the tables and charts from it.");
+    if let Some(c) = &run.calibration {
+        let _ = write!(
+            s,
+            " The ceilings behind `% roof` and the rooflines are the device's calibration \
+             (`calibration.json`), {} on {}.",
+            if c.quick {
+                "a quick one the harness took on its way into a run"
+            } else {
+                "taken by `harness calibrate`"
+            },
+            c.date
+        );
+    }
+    s.push_str("\n\n");
     for w in &run.workloads {
         let n = w.workload.name();
         if files.iter().any(|f| f == &format!("{n}.md")) {
@@ -169,4 +196,32 @@ fn readme(src: &Path, run: &RunResults, files: &[String]) -> String {
         }
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README says which figures the run measured and where the ceilings come from: a
+    /// calibration taken apart from the run's times, on its own date.
+    #[test]
+    fn the_readme_dates_the_calibration_apart_from_the_run() {
+        let mut run = crate::report::charts::tests::sim();
+        let text = readme(Path::new("/x/run-folder"), &run, &["gemm.md".into()]);
+        assert!(
+            text.contains("The times here were measured by the harness in that run")
+                && !text.contains("calibration.json")
+                && text.contains("- [gemm](gemm.md)"),
+            "{text}"
+        );
+        run.calibration = Some(crate::calibrate::tests_support::sample(&run.device));
+        let text = readme(Path::new("/x/run-folder"), &run, &["gemm.md".into()]);
+        assert!(
+            text.contains(
+                "The ceilings behind `% roof` and the rooflines are the device's calibration \
+                 (`calibration.json`), taken by `harness calibrate` on 2026-11-22T15:00:00Z."
+            ),
+            "{text}"
+        );
+    }
 }

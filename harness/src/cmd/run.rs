@@ -165,7 +165,7 @@ pub fn run(args: &Args) -> Outcome {
     progress.finish();
     results.calibration = calibration;
     results.networks = crate::breakdown::measure(dev.as_ref(), &results, config.seed);
-    user_kernel::run::annotate(&mut results, &[], &users, false);
+    user_kernel::run::annotate(&mut results, &[], &users, false, &[]);
     results.user_kernels = users.iter().map(KernelRecord::of).collect();
     merge_peers(&mut results, peers.as_deref(), &lab_dir);
     match verbosity {

@@ -69,7 +69,7 @@ fn tile_of(e: &Expr, dim: &'static str, vars: &[(&'static str, usize)]) -> Optio
 }
 
 /// The output's last two dimensions by name: rows, columns.
-fn output_axes(shape: &Shape) -> (&'static str, &'static str) {
+pub(crate) fn output_axes(shape: &Shape) -> (&'static str, &'static str) {
     match shape {
         Shape::Gemm { .. }
         | Shape::Linear { .. }

@@ -1344,6 +1344,43 @@ impl UserKernel {
             .collect()
     }
 
+    /// The same kernel launched with its grid's x and y swapped, and that grid as an option
+    /// (`grid=(cdiv(M,32),cdiv(N,32))` for `grid=tile:32x32` at a GEMM): the experiment that
+    /// tells a kernel taking `blockIdx.x` across rows, as many public GEMMs do, from one with
+    /// a tail bug. `None` for a plan of several launches, a grid of one axis, or a tile grid
+    /// over an output of more than two dimensions.
+    pub fn with_grid_swapped(&self, shape: &Shape) -> Option<(UserKernel, String)> {
+        if !self.spec.then.is_empty() {
+            return None;
+        }
+        let grid = match self.spec.grid.as_ref()? {
+            Grid::Tile(t) => match t[..] {
+                [r, c] if shape.output().dims.len() == 2 => {
+                    let (rows, cols) = hint::output_axes(shape);
+                    vec![
+                        expr::Expr::parse(&format!("cdiv({rows},{r})")).ok()?,
+                        expr::Expr::parse(&format!("cdiv({cols},{c})")).ok()?,
+                    ]
+                }
+                _ => return None,
+            },
+            Grid::Exprs(e) if e.len() >= 2 => {
+                let mut e = e.clone();
+                e.swap(0, 1);
+                e
+            }
+            Grid::Exprs(_) => return None,
+        };
+        let grid = Grid::Exprs(grid);
+        let text = grid.option();
+        let mut spec = self.spec.clone();
+        spec.grid = Some(grid);
+        // An id of its own: the variant is no row of the run, and never isolated as one.
+        spec.id = Some(format!("{} (grid swapped)", self.id));
+        let k = UserKernel::load(&spec, Some(self.workload), self.rung, self.sms).ok()?;
+        Some((k, text))
+    }
+
     /// When `shape` is not a whole number of the kernel's tiles, a line saying which
     /// dimensions are not, naming the first bad element when it lies in the partial tiles:
     /// the usual reason a kernel that passes on round sizes fails.

@@ -96,6 +96,7 @@ pub fn annotate(
     kernels: &[&dyn Kernel],
     users: &[UserKernel],
     inspect: bool,
+    swapped: &[(String, String)],
 ) {
     // Each user kernel's first failure on a shape without tails: its failures elsewhere are
     // not a tail's doing. (Unless the kernel is not given every input, which explains that
@@ -234,6 +235,15 @@ pub fn annotate(
                     );
                     continue;
                 }
+                // A grid whose x and y the kernel takes the other way round: the experiment
+                // ([`swapped_grids`]) says so, and no tail is to blame.
+                if let Some((_, hint)) = swapped.iter().find(|(id, _)| *id == row.id)
+                    && let Some(reason) = row.reason.as_mut()
+                {
+                    reason.push_str("\n  ");
+                    reason.push_str(hint);
+                    continue;
+                }
                 let first_bad = row
                     .check
                     .and_then(|c| c.first_unwritten.or(c.first_nonfinite));
@@ -269,6 +279,95 @@ pub fn annotate(
             }
         }
     }
+}
+
+/// For each user kernel that failed in the simulator, whether the same launch with its grid's
+/// x and y swapped ([`UserKernel::with_grid_swapped`]) passes at every shape it ran; for each
+/// that does, its id and the hint that says so, which [`annotate`] gives its failures in place
+/// of a tail's. A failure of compilation or synchronization says nothing of the grid.
+pub fn swapped_grids(
+    dev: &dyn Executor,
+    config: &Config,
+    users: &[UserKernel],
+    results: &RunResults,
+) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for k in users {
+        let rows: Vec<(&Shape, &Row)> = results
+            .workloads
+            .iter()
+            .flat_map(|w| &w.shapes)
+            .flat_map(|s| s.rows.iter().map(move |r| (&s.shape, r)))
+            .filter(|(_, r)| r.id == k.id() && r.status != Status::Unsupported)
+            .collect();
+        let unexplained = rows.iter().any(|(_, r)| {
+            r.reason
+                .as_deref()
+                .is_some_and(|m| is_compile_error(m) || is_synchronization(m))
+        });
+        // Swapping x and y changes nothing where the output is square (and the tile too).
+        let square = |s: &Shape| {
+            let d = s.output().dims;
+            d.len() < 2 || d[d.len() - 1] == d[d.len() - 2]
+        };
+        let first = rows.iter().find(|(s, r)| !r.passed() && !square(s));
+        let Some(&(first, _)) = first.filter(|_| !unexplained) else {
+            continue;
+        };
+        let (Some(given), Some((variant, grid))) = (&k.spec.grid, k.with_grid_swapped(first))
+        else {
+            continue;
+        };
+        // The first failure first: most kernels fail there again, and the rest need no run.
+        let passes = |shapes: Vec<Shape>| {
+            let ablation = Ablation {
+                dev,
+                config,
+                kernels: vec![&variant],
+                shapes: vec![(k.workload, shapes)],
+                timing: None,
+                keep_unrunnable: true,
+            };
+            ablation.run(|_| {}).is_ok_and(|r| {
+                r.workloads
+                    .iter()
+                    .flat_map(|w| &w.shapes)
+                    .flat_map(|s| &s.rows)
+                    .all(Row::passed)
+            })
+        };
+        let rest: Vec<Shape> = rows
+            .iter()
+            .map(|(s, _)| **s)
+            .filter(|s| s != first)
+            .collect();
+        if !passes(vec![*first]) || !passes(rest) {
+            continue;
+        }
+        let given_text = given.option();
+        let axes = match given {
+            super::Grid::Tile(_) => {
+                let (r, c) = super::hint::output_axes(first);
+                format!(
+                    "the kernel takes blockIdx.x across {}'s rows ({r}), where {given_text} \
+                     sends x across its columns ({c})",
+                    first.output().name
+                )
+            }
+            super::Grid::Exprs(_) => format!(
+                "the kernel takes blockIdx.x and blockIdx.y across the other axes than \
+                 {given_text} gives them"
+            ),
+        };
+        out.push((
+            k.id().to_string(),
+            format!(
+                "with its grid's x and y swapped, {grid}, it passes at every shape here: \
+                 {axes}; launch it with {grid}, or swap blockIdx.x and blockIdx.y in the kernel"
+            ),
+        ));
+    }
+    out
 }
 
 /// For a GEMM or an attention whose result is wrong through and through (every element
@@ -528,7 +627,14 @@ pub fn in_simulator(
     let mut progress = Progress::new(rows, verbosity);
     let mut results = checkpoint.run(&ablation, |e| progress.event(e))?;
     progress.finish();
-    annotate(&mut results, &kernels, users, nvrtc::version().is_ok());
+    let swapped = swapped_grids(&dev, config, users, &results);
+    annotate(
+        &mut results,
+        &kernels,
+        users,
+        nvrtc::version().is_ok(),
+        &swapped,
+    );
     results.user_kernels = users.iter().map(super::record::KernelRecord::of).collect();
     // The report's simulator table: correctness and resources, never a speed; rows that
     // failed are listed under it, skipped ones by reason within each shape.

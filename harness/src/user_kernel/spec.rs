@@ -21,6 +21,23 @@ pub enum Grid {
     Exprs(Vec<Expr>),
 }
 
+impl Grid {
+    /// The option as it is written: `grid=tile:64x64` or `grid=(cdiv(N,64),cdiv(M,64))`.
+    pub fn option(&self) -> String {
+        let join = |parts: Vec<String>, sep: &str| parts.join(sep);
+        match self {
+            Self::Tile(t) => format!(
+                "grid=tile:{}",
+                join(t.iter().map(ToString::to_string).collect(), "x")
+            ),
+            Self::Exprs(e) => format!(
+                "grid=({})",
+                join(e.iter().map(ToString::to_string).collect(), ",")
+            ),
+        }
+    }
+}
+
 /// Threads per block: numbers, or expressions of the shape evaluated for each, as host code
 /// that picks its block from the shape computes it (`min(N,1024)`, `D`).
 #[derive(Clone, Debug, PartialEq, Serialize)]

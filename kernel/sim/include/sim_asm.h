@@ -541,16 +541,12 @@ inline uint64_t mbar_arrive(uint64_t addr, int space, unsigned count, unsigned t
     return phase;
 }
 
-// try_wait sleeps until the phase completes (on a GPU it may suspend for a while and fail, and
-// the kernel's loop tries again); test_wait only tests, and a loop of them yields as a spin on
-// memory does.
+// try_wait may fail before the phase completes, and the kernel's loop tries again (mbar_try);
+// test_wait only tests, and a loop of them yields as a spin on memory does.
 inline bool mbar_wait_test(void *bar, unsigned parity, bool try_wait, const char *what,
                            const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
     const SourceSite site(file, line);
-    if (try_wait) {
-        mbar_wait(bar, parity, what);
-        return true;
-    }
+    if (try_wait) return mbar_try(bar, parity, what);
     poll();
     return mbar_test(bar, parity, what);
 }

@@ -44,8 +44,10 @@ namespace sim {
 //
 // A block's static __shared__ variables and its dynamic buffer lie anywhere in the host's
 // address space. The window numbers them from 0 like a GPU's shared memory: the static block
-// first, then the dynamic buffer at the next 1024-byte boundary. Each address is congruent to
-// its host address modulo 1024, so alignment tests and swizzle phases agree in both spaces.
+// first, then the dynamic buffer past the next 1024-byte boundary, as far past it as a GPU
+// starts it (the launch's dyn_lead: ptxas's count of the entry's static bytes, modulo 1024).
+// Each address is congruent to its host address modulo 1024, so alignment tests and swizzle
+// phases agree in both spaces.
 struct SharedRegion {
     uintptr_t host;
     uint32_t addr;
@@ -264,6 +266,14 @@ struct TmaCopy {
 
 struct HopperState {
     const void *waiting_on[kMaxThreads];  // the mbarrier of each fiber in AT_MBAR
+    // setmaxnreg: how many each thread executed, and a signature of their counts in order
+    // (every thread of a warpgroup executes the same ones: .sync.aligned).
+    unsigned maxnreg_calls[kMaxThreads];
+    uint32_t maxnreg_sig[kMaxThreads];
+    bool maxnreg_used;
+    // The mbarrier and parity of each fiber's last try_wait that returned false (mbar_try).
+    const void *tried_on[kMaxThreads];
+    unsigned char tried_parity[kMaxThreads];
     long long wgmma_awaited[kMaxThreads / 32];  // the wgmma a warp in AT_WGMMA waits for
     unsigned char wait_parity[kMaxThreads];
     WarpWgmma warps[kMaxThreads / 32];
@@ -273,6 +283,7 @@ struct HopperState {
     TmaStore *stores;  // TMA stores not yet completed, in issue order
     unsigned n_stores, cap_stores;
     uint64_t *bars[kMaxBars];  // the mbarriers initialized, checked when the block ends
+    unsigned bar_gen[kMaxBars];  // the cluster barriers completed when each was initialized
     unsigned n_bars;
     // The block's schedule of the asynchronous units, from its seed. Eager: a TMA copy lands
     // as soon as the issuing thread switches out, the threads a completed phase wakes run
@@ -388,9 +399,40 @@ inline void mbar_init(void *p, unsigned count) {
     Mbar m{count, count, 0, 0};
     mbar_store(bar, m);
     HopperState &h = hopper();
+    const unsigned gen = worker().cluster ? worker().cluster->phase : 0;
     for (unsigned i = 0; i < h.n_bars; ++i)
-        if (h.bars[i] == bar) return;
-    if (h.n_bars < kMaxBars) h.bars[h.n_bars++] = bar;
+        if (h.bars[i] == bar) {
+            h.bar_gen[i] = gen;
+            return;
+        }
+    if (h.n_bars < kMaxBars) {
+        h.bar_gen[h.n_bars] = gen;
+        h.bars[h.n_bars++] = bar;
+    }
+}
+
+// An mbarrier of block `owner` that another block of its cluster arrives on or lands copies
+// on: its init must be ordered before that by a cluster barrier passed since (mbarrier.init,
+// fence.mbarrier_init.release.cluster, then barrier.cluster.arrive.release and wait.acquire
+// in both blocks; PTX ISA 9.7.13.4, as CUTLASS's pipelines do it). Without one, the other
+// block may not see the init yet on a GPU, and an init landing after its arrival or its
+// copy's bytes wipes them: a hang or lost data.
+inline void require_published(Worker &owner, uint64_t *bar, const char *what) {
+    if (&owner == &worker() || !owner.hopper || !owner.cluster) return;
+    const HopperState &h = *owner.hopper;
+    for (unsigned i = 0; i < h.n_bars; ++i) {
+        if (h.bars[i] != bar || owner.cluster->phase > h.bar_gen[i]) continue;
+        Worker *self = tl_worker;
+        tl_worker = &owner;  // the barrier's address is that block's
+        const uint32_t at = mbar_addr(bar);
+        tl_worker = self;
+        fail("%s on the mbarrier at shared address 0x%x of the cluster's block of rank %u, which that block "
+             "initialized after the cluster's last barrier: no barrier.cluster orders its mbarrier.init before "
+             "this (init, fence.mbarrier_init.release.cluster, then barrier.cluster.arrive and wait in both "
+             "blocks); on a GPU this block may not see the init yet, and an init landing after an arrival or "
+             "a copy's bytes wipes them",
+             what, at, owner.rank);
+    }
 }
 
 // mbarrier.inval: the object stops being an mbarrier, its memory free for other uses. Bytes
@@ -442,6 +484,7 @@ inline void mbar_arrive_cluster(void *p, unsigned rank) {
     Worker &to = cluster_block(rank, what);
     require_running(to, what);
     uint64_t *bar = (uint64_t *)cluster_map(p, rank, what);
+    require_published(to, bar, what);
     Worker *self = tl_worker;
     tl_worker = &to;  // the barrier's address is that block's
     Mbar m = mbar_load(bar, what);
@@ -492,6 +535,26 @@ inline void mbar_wait(void *p, unsigned parity, const char *what) {
         w.at_mbar++;
         yield_to_scheduler();
     }
+}
+
+// try_wait.parity: a GPU suspends the thread up to a time limit of its own and returns false
+// if the phase has not completed by then (9.7.13.15.16), so a kernel must try again. Here a
+// try on a phase not yet complete returns false at once, and the same thread's next try on
+// the same barrier and parity, a loop's, sleeps until the phase completes (or the block ends
+// as a deadlock naming the barrier): a kernel that takes one try for the wait goes on before
+// its data has landed, and reads the poison.
+inline bool mbar_try(void *p, unsigned parity, const char *what) {
+    if (mbar_test(p, parity, what)) return true;
+    HopperState &h = hopper();
+    const unsigned me = (unsigned)(&fiber() - worker().fibers);
+    if (h.tried_on[me] == p && h.tried_parity[me] == (parity & 1)) {
+        h.tried_on[me] = nullptr;
+        mbar_wait(p, parity, what);
+        return true;
+    }
+    h.tried_on[me] = p;
+    h.tried_parity[me] = (unsigned char)(parity & 1);
+    return false;
 }
 
 // ---- TMA: cp.async.bulk.tensor (9.7.9.27.1.2) ----
@@ -627,6 +690,7 @@ inline unsigned copy_targets(void *dst, void *bar_ptr, unsigned bytes, unsigned 
         if (mask >> r & 1) {
             to[r] = r == worker().rank ? dst : cluster_map(dst, r, what);
             at[r] = r == worker().rank ? bar_ptr : cluster_map(bar_ptr, r, what);
+            if (r != worker().rank) require_published(cluster_block(r, what), (uint64_t *)at[r], what);
         }
     uint32_t da = shared_addr_or_fail(dst, bytes, what);
     if (da % align) fail("%s: the destination (shared address 0x%x) must be %u-byte aligned", what, da, align);
@@ -1350,9 +1414,33 @@ inline void wgmma_wait(unsigned n) {
 }
 
 // setmaxnreg.{inc,dec}.sync.aligned.u32 n (9.7.19.5): registers are not a resource here, so
-// only the operand is checked.
+// the operand is checked, and each thread's sequence of them is kept for the block's end,
+// where every thread of a warpgroup must have executed the same ones (setmaxnreg_end).
 inline void setmaxnreg(unsigned n, const char *what) {
     if (n < 24 || n > 256 || n % 8) fail("%s %u: the count must be a multiple of 8 from 24 to 256", what, n);
+    HopperState &h = hopper();
+    const unsigned me = (unsigned)(&fiber() - worker().fibers);
+    h.maxnreg_calls[me]++;
+    h.maxnreg_sig[me] = h.maxnreg_sig[me] * 1000003u + 2 * n + (strstr(what, ".inc") != nullptr);
+    h.maxnreg_used = true;
+}
+
+// .sync.aligned: setmaxnreg is a warpgroup's instruction, which all 128 of its threads execute
+// with the same count; a warp that skips it, or a block that is not whole warpgroups, leaves
+// the register pool in a state no GPU defines.
+SIM_UNINSTRUMENTED inline void setmaxnreg_end(Worker &w, const HopperState &h) {
+    if (!h.maxnreg_used) return;
+    if (w.n % 128)
+        fail("setmaxnreg in a block of %u threads: it is executed by whole warpgroups, 128 threads each", w.n);
+    for (unsigned i = 0; i < w.n; ++i) {
+        const unsigned first = i / 128 * 128;
+        if (h.maxnreg_calls[i] == h.maxnreg_calls[first] && h.maxnreg_sig[i] == h.maxnreg_sig[first]) continue;
+        const uint3 a = w.fibers[first].tid, b = w.fibers[i].tid;
+        fail("setmaxnreg is .sync.aligned: every thread of a warpgroup executes the same ones, but thread "
+             "(%u,%u,%u) executed %u and thread (%u,%u,%u) of its warpgroup %u%s",
+             a.x, a.y, a.z, h.maxnreg_calls[first], b.x, b.y, b.z, h.maxnreg_calls[i],
+             h.maxnreg_calls[i] == h.maxnreg_calls[first] ? ", with other counts" : "");
+    }
 }
 
 // ---- The hooks sim_runtime.h calls ----
@@ -1384,6 +1472,12 @@ inline void hopper_block_start(Worker &w, uint64_t seed) {
     HopperState &h = *w.hopper;
     drop_copies(h);
     h.n_bars = 0;
+    for (const void *&t : h.tried_on) t = nullptr;
+    if (h.maxnreg_used) {
+        memset(h.maxnreg_calls, 0, sizeof h.maxnreg_calls);
+        memset(h.maxnreg_sig, 0, sizeof h.maxnreg_sig);
+        h.maxnreg_used = false;
+    }
     for (WarpWgmma &ws : h.warps) ws.pending = ws.committed = ws.issued = 0, ws.fenced = false;
     for (auto &wg : h.log)
         for (WgIssue &r : wg) r.valid = false;
@@ -1397,6 +1491,7 @@ inline void hopper_block_start(Worker &w, uint64_t seed) {
 SIM_UNINSTRUMENTED static void hopper_block_end(Worker &w) {
     if (!w.hopper) return;
     HopperState &h = *w.hopper;
+    setmaxnreg_end(w, h);
     // TMA stores nobody waited for complete as the block leaves (a GPU finishes them).
     for (unsigned i = 0; i < h.n_stores; ++i) tma_store_complete(w, h.stores[i]);
     h.n_stores = 0;

@@ -123,6 +123,9 @@ struct SimLaunch {
     unsigned grid[3], block[3];
     unsigned cluster[3];  // the kernel's __cluster_dims__, (1, 1, 1) without
     unsigned dynamic_smem;
+    // Where a GPU starts the dynamic shared memory, modulo 1024 (after the entry's static
+    // variables, as ptxas counts them): the dynamic buffer's first byte is placed there.
+    unsigned dyn_lead;
     const char *kernel;
     SimTraffic *traffic;  // where a module built to count traffic counts it; else null
     SimGrid *grid_sync;   // a cooperative launch's grid barrier, every block resident; else null
@@ -2154,9 +2157,10 @@ inline void free_dyn_smem(Worker &w) {
     w.dyn_cap = 0;
 }
 
-// Page aligned, so that in the shared window (sim_hopper.h) the dynamic buffer starts on a
-// 1024-byte boundary as a GPU starts it, which kernels with 128-byte swizzled tiles rely on;
-// its guard right after its last page, so that a buffer is not reused for another size.
+// Page aligned, so that in the shared window (sim_hopper.h) each block's dynamic buffer starts
+// where a GPU starts it modulo 1024 (the launch's dyn_lead past a 1024-byte boundary), which
+// kernels with 128-byte swizzled tiles rely on; its guard right after its last page, so that a
+// buffer is not reused for another size.
 inline bool ensure_dyn_smem(Worker &w, size_t bytes) {
     if (w.dyn_alloc && page_round(bytes) == page_round(w.dyn_cap)) {
         w.dyn_cap = bytes;
@@ -2380,7 +2384,8 @@ inline int start_unit(Runner &run, uint64_t unit, uint64_t seed) {
         c.cta[k]->rank = k;
         c.cta[k]->launch = l;
         c.cta[k]->result = run.res;
-        c.cta[k]->dyn_smem = c.cta[0]->dyn_alloc ? c.cta[0]->dyn_alloc + k * run.stride + run.static_span : nullptr;
+        c.cta[k]->dyn_smem =
+            c.cta[0]->dyn_alloc ? c.cta[0]->dyn_alloc + k * run.stride + run.static_span + l->dyn_lead : nullptr;
     }
     c.jmp = &run.jmp;
     c.watchdog = run.watchdog;
@@ -2457,7 +2462,9 @@ SIM_EXPORT int sim_run_units(const SimLaunch *l, SimNextUnit next, void *ctx, un
     tl_fiber = nullptr;
     run->tls = tls_block();
     run->static_span = static_copies(l, run->tls);
-    run->stride = run->static_span + dyn_stride(l->dynamic_smem);
+    // A dynamic buffer placed past its 1024-byte boundary (dyn_lead) keeps its whole red zone
+    // (dyn_stride) before the next block's memory.
+    run->stride = run->static_span + (l->dyn_lead ? 1024 : 0) + dyn_stride(l->dynamic_smem);
     run->max = max_resident < 1 ? 1 : max_resident > kMaxResident ? kMaxResident : max_resident;
     run->watchdog = watchdog;
     sigset_t threads_only, before;

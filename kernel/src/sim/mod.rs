@@ -413,6 +413,25 @@ struct Resolved {
     cooperative: bool,
     /// `Step::Constant` copies that come right before this launch in the plan.
     constants: Vec<ConstantSlot>,
+    /// Where a GPU starts its dynamic shared memory, modulo 1024 ([`dynamic_lead`]).
+    dyn_lead: u32,
+}
+
+/// Where a GPU starts a launch's dynamic shared memory, modulo 1024: right after the entry's
+/// static `__shared__` variables as ptxas counts them (their bytes, padded to 16 or to the
+/// alignment the module's `extern __shared__` declarations ask for; in the SASS the dynamic
+/// buffer is at 0x400 plus that count, past the 1 KB the driver reserves). A kernel that puts
+/// a 128-byte swizzled tile or a TMA destination at the start of an unaligned dynamic buffer
+/// works only without static variables. The count is NVRTC's for sm_90; 0 without NVRTC, or
+/// without dynamic shared memory, as for a kernel without static variables.
+fn dynamic_lead(l: &Launch) -> u32 {
+    if l.dynamic_smem == 0 {
+        return 0;
+    }
+    crate::cuda::nvrtc::compile(&l.source, "sm_90")
+        .ok()
+        .and_then(|c| c.resources.get(l.entry.as_ref()).map(|r| r.static_smem))
+        .map_or(0, |s| s.next_multiple_of(16) % 1024)
 }
 
 /// A `__constant__` array of a loaded module and what the plan copies into it.
@@ -624,6 +643,7 @@ impl<'a> SimRun<'a> {
                 step: si,
                 cooperative: plan.cooperative.contains(&l.entry),
                 constants: std::mem::take(&mut constants),
+                dyn_lead: dynamic_lead(l),
             });
         }
         if let Some(p) = &plan.pipeline {
@@ -856,6 +876,7 @@ impl<'a> SimRun<'a> {
             block: l.block,
             cluster: r.cluster,
             dynamic_smem: l.dynamic_smem,
+            dyn_lead: r.dyn_lead,
             kernel: name.as_ptr(),
             traffic: traffic.map_or(std::ptr::null_mut(), |t| t as *mut SimTraffic),
             grid_sync: if r.cooperative {

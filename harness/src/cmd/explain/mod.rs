@@ -396,10 +396,23 @@ pub fn from_sources(k: &dyn Kernel, parent: Option<&dyn Kernel>, shown: Option<&
     let shape = shape_of(k).1;
     let (plan, parent_plan) = (plan_of(k, &shape), parent.and_then(|p| plan_of(p, &shape)));
     doc.section(
-        "Source diff against the parent",
+        &diff_title(k, parent),
         diff(k, parent, &plan, &parent_plan, shown),
     );
     doc
+}
+
+/// The title of the source section: what the diff is taken against, the declared parent or
+/// the kernel `--against` set beside it, or "Source" where there is none.
+pub fn diff_title(k: &dyn Kernel, parent: Option<&dyn Kernel>) -> String {
+    let declared = k.lineage().and_then(|l| l.parent);
+    match parent {
+        Some(p) if Some(p.info().id.as_ref()) == declared && k.info().role != Role::User => {
+            DIFF.to_string()
+        }
+        Some(p) => format!("Source diff against {}", p.info().id),
+        None => "Source".to_string(),
+    }
 }
 
 pub fn plan_of(k: &dyn Kernel, shape: &Shape) -> Option<CudaPlan> {
@@ -676,6 +689,8 @@ fn sass_of(both: &[(String, Option<CudaPlan>)], at: &str) -> Vec<Block> {
 }
 
 /// The section of the simulator's bank counts.
+/// The source section's title where the diff is against the rung's own parent.
+pub const DIFF: &str = "Source diff against the parent";
 pub const BANKS: &str = "Shared-memory banks in the simulator";
 pub const COALESCING: &str = "Global coalescing in the simulator";
 

@@ -185,7 +185,7 @@ pub fn partial(all: &[Box<dyn Kernel>], k: &dyn Kernel, shown: Option<&str>) -> 
         sections: vec![
             ("Lineage".into(), explain::lineage(k, parent)),
             (
-                "Source diff against the parent".into(),
+                explain::diff_title(k, parent),
                 explain::diff(k, parent, &plan, &parent_plan, shown),
             ),
         ],

@@ -56,11 +56,15 @@ fn every_rung_has_a_page_and_every_table_a_row_per_row() {
             let page = dir.join(PAGES).join(rung_page(id));
             let html = std::fs::read_to_string(&page).unwrap_or_else(|e| panic!("{page:?}: {e}"));
             assert!(html.contains(&format!("<h1>{id}</h1>")), "{page:?}");
-            // A rung this build still has shows its diff; one it lost says so.
-            let known = all.iter().any(|k| k.info().id == id.as_str());
+            // A rung this build still has shows its diff (its source alone if it is a first
+            // rung); one it lost says so.
+            let known = all.iter().find(|k| k.info().id == id.as_str());
             let want = match known {
-                true => "Source diff against the parent",
-                false => "not in this build",
+                Some(k) if crate::registry::parent(&all, k.as_ref()).is_some() => {
+                    crate::cmd::explain::DIFF
+                }
+                Some(_) => ">Source<",
+                None => "not in this build",
             };
             assert!(html.contains(want), "{page:?}: {want}");
         }
@@ -276,6 +280,6 @@ fn a_users_kernel_gets_a_page_while_its_file_is_the_one_the_run_ran() {
     std::fs::write(&file, format!("// edited\n{code}")).unwrap();
     let html = page("user-changed");
     assert!(html.contains("changed since the run"), "{html}");
-    assert!(!html.contains("Source diff against the parent"), "{html}");
+    assert!(!html.contains("Source diff against"), "{html}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

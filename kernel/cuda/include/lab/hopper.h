@@ -222,13 +222,13 @@ __device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned pari
 }
 
 // One try: whether the phase with this parity has completed. On a GPU try_wait may suspend
-// the thread for a while first; the simulator lets the other threads run first (it sleeps
-// until the phase completes), so a polling loop ends, or deadlocks with a report.
+// the thread for a while first and return false; the simulator returns false on a phase not
+// yet complete, and sleeps until it completes on the same thread's next try (a polling loop's),
+// so the loop ends, or deadlocks with a report.
 __device__ __forceinline__ bool mbar_try_wait(unsigned long long *bar, unsigned parity LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
     LAB_AT_CALLER;
-    sim::mbar_wait(bar, parity, "mbarrier.try_wait.parity");
-    return true;
+    return sim::mbar_try(bar, parity, "mbarrier.try_wait.parity");
 #else
     unsigned done;
     asm volatile(
