@@ -113,10 +113,7 @@ pub fn ratios(a: &RunResults, b: &RunResults) -> Vec<Ratio> {
                 (_, false) => Some(format!("{} in B", status_word(y.status))),
             },
         };
-        let fails = |r: &Option<Row>| {
-            r.as_ref()
-                .is_some_and(|r| matches!(r.status, Status::Failed | Status::Error))
-        };
+        let fails = |r: &Option<Row>| r.as_ref().is_some_and(Row::failed);
         out.push(Ratio {
             workload: w,
             shape,

@@ -230,6 +230,11 @@ impl Row {
         self.status == Status::Passed
     }
 
+    /// Ran and did not match, or could not run: neither passed nor declined.
+    pub fn failed(&self) -> bool {
+        matches!(self.status, Status::Failed | Status::Error)
+    }
+
     /// The row whose code this row runs: the first of its shape with the same CPU port, or
     /// itself. Two rows with the same one time the same code.
     pub fn port_id(&self) -> &str {

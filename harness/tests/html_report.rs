@@ -249,6 +249,36 @@ fn run_pages_load_in_a_browser() {
     );
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("failed in A"), "{}", text(&o));
+    // Two timed runs, every row failing in B: no time to compare, the failures named.
+    let all_broken = root.join("cpu-broken");
+    std::fs::create_dir_all(&all_broken).unwrap();
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(cpu.join("results.json")).unwrap()).unwrap();
+    for w in json["workloads"].as_array_mut().unwrap() {
+        for s in w["shapes"].as_array_mut().unwrap() {
+            for r in s["rows"].as_array_mut().unwrap() {
+                if r["status"] == "passed" {
+                    r["status"] = "failed".into();
+                }
+            }
+        }
+    }
+    std::fs::write(all_broken.join("results.json"), json.to_string()).unwrap();
+    let o = harness(
+        &lab,
+        &[
+            "compare",
+            cpu.to_str().unwrap(),
+            all_broken.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        text(&o).contains("share no timed row: B fails where A passed")
+            && String::from_utf8_lossy(&o.stderr).contains("gemm-naive"),
+        "{}",
+        text(&o)
+    );
 
     // Chromium.
     let python = std::env::var("LAB_PYTHON").unwrap_or_else(|_| "python3".into());

@@ -272,8 +272,8 @@ fn an_arrival_on_a_partners_mbarrier_no_cluster_barrier_published_is_reported() 
         assert!(
             msg.contains("mbarrier.arrive.shared::cluster on the mbarrier at shared address 0x")
                 && msg.contains(
-                    "of the cluster's block of rank 0, which that block initialized after the \
-                 cluster's last barrier"
+                    "of the cluster's block of rank 0, and no cluster barrier has completed \
+                     since that block's mbarrier.init"
                 ),
             "seed {seed}: {msg}"
         );

@@ -133,6 +133,35 @@ extern "C" __global__ void mbar_one_try(const float *x, float *r) {
     }
 }
 
+// A retry loop that alternates between two barriers, until either completes: thread 32
+// arrives on `a` only after thread 0 has tried both. r[0]: 1 once the loop has ended.
+extern "C" __global__ void mbar_either(const float *x, float *r) {
+    __shared__ __align__(8) u64 a, b;
+    __shared__ int tried;
+    const int t = threadIdx.x;
+    if (t == 0) {
+        tried = 0;
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem(&a)));
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem(&b)));
+    }
+    asm volatile("bar.sync 0;" ::: "memory");
+    if (t == 0) {
+        u32 done = 0;
+        for (int turn = 0; !done; turn ^= 1) {
+            asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;\nselp.u32 %0, 1, 0, p;\n}\n"
+                         : "=r"(done) : "r"(smem(turn ? &b : &a)) : "memory");
+            // A plain store: nothing in the loop polls memory, so only the failed tries let
+            // thread 32 run.
+            if (turn) tried = 1;
+        }
+        r[0] = 1.0f;
+    }
+    if (t == 32) {
+        while (atomicAdd(&tried, 0) == 0) __nanosleep(100);
+        asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(smem(&a)));
+    }
+}
+
 // mbarrier.inval as CUTLASS's ClusterBarrier::invalidate ends a kernel: the memory is then
 // ordinary shared memory (MODE 0); an arrival after it (1) and an invalidation with bytes
 // still announced (2) fail.
@@ -368,10 +397,32 @@ fn setmaxnreg_by_part_of_a_warpgroup_is_reported() {
     assert!(
         e.contains(
             "setmaxnreg is .sync.aligned: every thread of a warpgroup executes the same ones, \
-             but thread (0,0,0) executed 1 and thread (32,0,0) of its warpgroup 0"
+             but thread (0,0,0) executed 1 and thread (32,0,0), in the same warpgroup, 0"
         ),
         "{e}"
     );
+}
+
+/// A loop of single tries that alternates between barriers is correct on a GPU, and ends
+/// here too: a failed try lets the other threads run (the time limit of a GPU's suspension).
+#[test]
+fn a_try_wait_loop_alternating_between_barriers_ends() {
+    for seed in 0..3 {
+        let dev = SimDevice::new().unwrap().with_seed(seed);
+        let args = vec![Arg::Ptr(Buf::Input(0)), Arg::Ptr(Buf::Output)];
+        let data = vec![vec![0.0; 16], vec![0.0]];
+        let r = run_on(
+            dev,
+            MBAR,
+            "mbar_either",
+            64,
+            args,
+            Shape::gemm(16, 1, 1),
+            &data,
+        )
+        .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        assert_eq!(r[0], 1.0, "seed {seed}");
+    }
 }
 
 #[test]
@@ -563,7 +614,7 @@ fn nvrtc_compiles_the_inline_hopper_ptx_for_sm90a() {
         panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
     for (code, entries) in [
-        (MBAR, 7),
+        (MBAR, 8),
         (WGMMA_TF32, 7),
         (LIBCUDACXX_TMA, 1),
         (SETMAXNREG, 2),

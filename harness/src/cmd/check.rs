@@ -177,18 +177,18 @@ pub fn run(args: &Args) -> Outcome {
         // given, an output to clear).
         // In the simulator, a failure that a grid with x and y swapped would not have.
         let swapped = match dev.kind() {
-            DeviceKind::Sim => {
-                user_kernel::run::swapped_grids(dev.as_ref(), &config, &users, &results)
-            }
+            DeviceKind::Sim => user_kernel::run::swapped_grids(
+                common.sim_blocks(),
+                &config,
+                &users,
+                &results,
+                true,
+            ),
             _ => Vec::new(),
         };
         user_kernel::run::annotate(&mut results, &[], &users, false, &swapped);
         for s in results.workloads.iter().flat_map(|w| &w.shapes) {
-            for row in s
-                .rows
-                .iter()
-                .filter(|r| matches!(r.status, Status::Failed | Status::Error))
-            {
+            for row in s.rows.iter().filter(|r| r.failed()) {
                 failures.push(format!(
                     "{:<5} {:<id_width$}  {:<shape_width$}  {}",
                     status_word(row.status),

@@ -84,11 +84,10 @@ fn figures(root: &Path) -> Outcome {
     Ok(true)
 }
 
-/// The published tables of `workload` under `results` (relative to the repository root),
-/// as links from a page two folders down.
-/// Each published run with tables of `workload`: the link to them, and the ids of the rows
-/// they hold (none where its results do not load).
-fn published_runs(workload: Workload, results: &Path) -> Vec<(String, Vec<String>)> {
+/// Each published run with tables of `workload` under `results` (relative to the repository
+/// root): the link to them from a page two folders down, and the ids of the rows they hold
+/// (`None` where its results do not load, as after a change of their schema).
+fn published_runs(workload: Workload, results: &Path) -> Vec<(String, Option<Vec<String>>)> {
     let mut devices: Vec<String> = std::fs::read_dir(results)
         .map(|d| {
             d.filter_map(|e| e.ok())
@@ -101,17 +100,15 @@ fn published_runs(workload: Workload, results: &Path) -> Vec<(String, Vec<String
     devices
         .into_iter()
         .map(|d| {
-            let ids = RunResults::load(&results.join(&d))
-                .map(|run| {
-                    run.workloads
-                        .iter()
-                        .filter(|w| w.workload == workload)
-                        .flat_map(|w| &w.shapes)
-                        .flat_map(|s| &s.rows)
-                        .map(|r| r.id.clone())
-                        .collect()
-                })
-                .unwrap_or_default();
+            let ids = RunResults::load(&results.join(&d)).ok().map(|run| {
+                run.workloads
+                    .iter()
+                    .filter(|w| w.workload == workload)
+                    .flat_map(|w| &w.shapes)
+                    .flat_map(|s| &s.rows)
+                    .map(|r| r.id.clone())
+                    .collect()
+            });
             (
                 format!("[{d}](../../results/{d}/{}.md)", workload.name()),
                 ids,
@@ -120,12 +117,12 @@ fn published_runs(workload: Workload, results: &Path) -> Vec<(String, Vec<String
         .collect()
 }
 
-/// Where a rung's page sends its reader for measured rows: the published runs that hold one,
-/// or, where none does, that no run has measured it yet.
-fn measured_note(id: &str, runs: &[(String, Vec<String>)]) -> String {
+/// Where a rung's page sends its reader for measured rows: the published runs that hold one
+/// (or whose rows could not be read), or, where none does, that no run has measured it yet.
+fn measured_note(id: &str, runs: &[(String, Option<Vec<String>>)]) -> String {
     let with_row: Vec<&str> = runs
         .iter()
-        .filter(|(_, ids)| ids.iter().any(|i| i == id))
+        .filter(|(_, ids)| ids.as_ref().is_none_or(|ids| ids.iter().any(|i| i == id)))
         .map(|(l, _)| l.as_str())
         .collect();
     let links: Vec<&str> = runs.iter().map(|(l, _)| l.as_str()).collect();
@@ -323,6 +320,13 @@ mod tests {
             )
         );
         assert_eq!(measured_note("gemm-tiled", &[]), "No published run yet.");
+        // Results that no longer load say nothing of the rung: their tables stay linked.
+        std::fs::write(crate::runs::results_file(&run_dir), "{}").unwrap();
+        let runs = published_runs(Workload::Gemm, &dir);
+        assert_eq!(
+            measured_note("gemm-not-there", &runs),
+            format!("In the published tables: {link}.")
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -139,17 +139,24 @@ fn publish(src: &Path, run: &RunResults, dest: &Path) -> Result<Vec<String>> {
     }
     kept.sort();
     if !kept.is_empty() {
-        let mut readme = std::fs::read_to_string(dest.join("README.md"))?;
-        let _ = writeln!(
-            readme,
+        let path = dest.join("README.md");
+        let also = format!(
             "\nAlso here, kept from what was published for this device before (not written by \
-             this run): {}.",
+             this run): {}.\n",
             kept.iter()
                 .map(|k| format!("`{k}`"))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
-        std::fs::write(dest.join("README.md"), readme)?;
+        // The run is published by now: a README that cannot say so is a warning.
+        let written =
+            std::fs::read_to_string(&path).and_then(|readme| std::fs::write(&path, readme + &also));
+        if let Err(e) = written {
+            eprintln!(
+                "warning: could not name the kept files in {}: {e}",
+                path.display()
+            );
+        }
     }
     Ok(kept)
 }
@@ -179,11 +186,11 @@ fn readme(src: &Path, run: &RunResults, files: &[String]) -> String {
         let _ = write!(
             s,
             " The ceilings behind `% roof` and the rooflines are the device's calibration \
-             (`calibration.json`), {} on {}.",
+             (`calibration.json`): {}, taken on {}.",
             if c.quick {
-                "a quick one the harness took on its way into a run"
+                "a quick one, as a run takes when it finds none (`harness calibrate` takes a full one)"
             } else {
-                "taken by `harness calibrate`"
+                "a full one, by `harness calibrate`"
             },
             c.date
         );
@@ -219,7 +226,8 @@ mod tests {
         assert!(
             text.contains(
                 "The ceilings behind `% roof` and the rooflines are the device's calibration \
-                 (`calibration.json`), taken by `harness calibrate` on 2026-11-22T15:00:00Z."
+                 (`calibration.json`): a full one, by `harness calibrate`, taken on \
+                 2026-11-22T15:00:00Z."
             ),
             "{text}"
         );

@@ -436,7 +436,7 @@ impl Report {
             w.shapes.iter().flat_map(move |s| {
                 s.rows
                     .iter()
-                    .filter(|r| matches!(r.row.status, Status::Failed | Status::Error))
+                    .filter(|r| r.row.failed())
                     .map(move |r| (w.workload, s.label.as_str(), &r.row))
             })
         })

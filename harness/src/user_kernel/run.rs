@@ -106,7 +106,7 @@ pub fn annotate(
         for s in &w.shapes {
             for row in &s.rows {
                 if row.role == Role::User
-                    && matches!(row.status, Status::Failed | Status::Error)
+                    && row.failed()
                     && !whole_failures.iter().any(|(id, _)| *id == row.id)
                     && let Some(k) = users.iter().find(|k| k.id() == row.id)
                     && k.tail_hint(&s.shape, None, KReads::Unseen).is_none()
@@ -135,7 +135,7 @@ pub fn annotate(
                         r.entry = plan.written_entry(&r.entry).to_string();
                     }
                 }
-                if row.role != Role::User || !matches!(row.status, Status::Failed | Status::Error) {
+                if row.role != Role::User || !row.failed() {
                     continue;
                 }
                 let Some(k) = users.iter().find(|k| k.id() == row.id) else {
@@ -284,13 +284,19 @@ pub fn annotate(
 /// For each user kernel that failed in the simulator, whether the same launch with its grid's
 /// x and y swapped ([`UserKernel::with_grid_swapped`]) passes at every shape it ran; for each
 /// that does, its id and the hint that says so, which [`annotate`] gives its failures in place
-/// of a tail's. A failure of compilation or synchronization says nothing of the grid.
+/// of a tail's. Only failures a grid can explain are tried: a wrong or unwritten result, an
+/// access out of bounds; not a hang, a race, a trap or a compile error. The variant runs in
+/// a simulator of its own, each launch limited to [`SWAP_LAUNCH_LIMIT`]. `say`: whether to
+/// print a line before each try.
 pub fn swapped_grids(
-    dev: &dyn Executor,
+    sim_blocks: Option<usize>,
     config: &Config,
     users: &[UserKernel],
     results: &RunResults,
+    say: bool,
 ) -> Vec<(String, String)> {
+    // Opened at the first kernel to try.
+    let mut sim: Option<kernel::sim::SimDevice> = None;
     let mut out = Vec::new();
     for k in users {
         let rows: Vec<(&Shape, &Row)> = results
@@ -300,24 +306,40 @@ pub fn swapped_grids(
             .flat_map(|s| s.rows.iter().map(move |r| (&s.shape, r)))
             .filter(|(_, r)| r.id == k.id() && r.status != Status::Unsupported)
             .collect();
-        let unexplained = rows.iter().any(|(_, r)| {
-            r.reason
-                .as_deref()
-                .is_some_and(|m| is_compile_error(m) || is_synchronization(m))
+        // Every failure is one a grid can explain, at a shape whose inputs the kernel is given.
+        let explained = rows.iter().filter(|(_, r)| !r.passed()).all(|(s, r)| {
+            let out_of_bounds = r.reason.as_deref().is_some_and(|m| {
+                m.contains("out-of-bounds") && !is_synchronization(m) && !is_compile_error(m)
+            });
+            (r.status == Status::Failed || out_of_bounds)
+                && k.unread_inputs(s).is_empty()
+                && !untold_causal(k, s)
         });
-        // Swapping x and y changes nothing where the output is square (and the tile too).
+        // Swapping x and y changes nothing where the output and the tile are both square:
+        // the first failure tried is at an output that is not.
         let square = |s: &Shape| {
             let d = s.output().dims;
             d.len() < 2 || d[d.len() - 1] == d[d.len() - 2]
         };
         let first = rows.iter().find(|(s, r)| !r.passed() && !square(s));
-        let Some(&(first, _)) = first.filter(|_| !unexplained) else {
+        let Some(&(first, _)) = first.filter(|_| explained) else {
             continue;
         };
         let (Some(given), Some((variant, grid))) = (&k.spec.grid, k.with_grid_swapped(first))
         else {
             continue;
         };
+        if sim.is_none() {
+            sim = select::simulator(sim_blocks)
+                .ok()
+                .map(|d| d.with_timeout(SWAP_LAUNCH_LIMIT));
+        }
+        let Some(dev) = &sim else {
+            return out;
+        };
+        if say {
+            println!("trying {} with its grid's x and y swapped ({grid})", k.id());
+        }
         // The first failure first: most kernels fail there again, and the rest need no run.
         let passes = |shapes: Vec<Shape>| {
             let ablation = Ablation {
@@ -369,6 +391,11 @@ pub fn swapped_grids(
     }
     out
 }
+
+/// How long one launch of a kernel tried with its grid swapped may run in the simulator: the
+/// small shapes it is tried at take seconds, and a launch the swap sends into a loop that
+/// never ends must not hold the run.
+const SWAP_LAUNCH_LIMIT: std::time::Duration = std::time::Duration::from_secs(20);
 
 /// For a GEMM or an attention whose result is wrong through and through (every element
 /// written, a relative error past 10%), the usual cause: an operand read in another layout or
@@ -627,7 +654,13 @@ pub fn in_simulator(
     let mut progress = Progress::new(rows, verbosity);
     let mut results = checkpoint.run(&ablation, |e| progress.event(e))?;
     progress.finish();
-    let swapped = swapped_grids(&dev, config, users, &results);
+    let swapped = swapped_grids(
+        sim_blocks,
+        config,
+        users,
+        &results,
+        !matches!(verbosity, Verbosity::Quiet),
+    );
     annotate(
         &mut results,
         &kernels,

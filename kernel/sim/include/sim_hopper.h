@@ -329,6 +329,15 @@ inline uint32_t mbar_addr(const void *bar) {
     return a;
 }
 
+// The shared address of `bar` in the window of block `owner` (another of the cluster's).
+inline uint32_t mbar_addr_in(Worker &owner, const void *bar) {
+    Worker *self = tl_worker;
+    tl_worker = &owner;
+    const uint32_t a = mbar_addr(bar);
+    tl_worker = self;
+    return a;
+}
+
 inline uint64_t *mbar_object(void *bar, const char *what) {
     if ((uintptr_t)bar % 8 || !is_shared(bar, 8))
         fail("%s: %p is not an 8-byte aligned mbarrier in this block's shared memory", what, bar);
@@ -422,16 +431,12 @@ inline void require_published(Worker &owner, uint64_t *bar, const char *what) {
     const HopperState &h = *owner.hopper;
     for (unsigned i = 0; i < h.n_bars; ++i) {
         if (h.bars[i] != bar || owner.cluster->phase > h.bar_gen[i]) continue;
-        Worker *self = tl_worker;
-        tl_worker = &owner;  // the barrier's address is that block's
-        const uint32_t at = mbar_addr(bar);
-        tl_worker = self;
-        fail("%s on the mbarrier at shared address 0x%x of the cluster's block of rank %u, which that block "
-             "initialized after the cluster's last barrier: no barrier.cluster orders its mbarrier.init before "
-             "this (init, fence.mbarrier_init.release.cluster, then barrier.cluster.arrive and wait in both "
-             "blocks); on a GPU this block may not see the init yet, and an init landing after an arrival or "
-             "a copy's bytes wipes them",
-             what, at, owner.rank);
+        fail("%s on the mbarrier at shared address 0x%x of the cluster's block of rank %u, and no cluster barrier "
+             "has completed since that block's mbarrier.init: on a GPU this block may not see the init yet, and "
+             "an init landing after an arrival or a copy's bytes wipes them (initialize, then "
+             "fence.mbarrier_init.release.cluster, then barrier.cluster.arrive and wait in both blocks: the "
+             "simulator takes only a cluster barrier as publishing an init)",
+             what, mbar_addr_in(owner, bar), owner.rank);
     }
 }
 
@@ -486,10 +491,10 @@ inline void mbar_arrive_cluster(void *p, unsigned rank) {
     uint64_t *bar = (uint64_t *)cluster_map(p, rank, what);
     require_published(to, bar, what);
     Worker *self = tl_worker;
-    tl_worker = &to;  // the barrier's address is that block's
+    tl_worker = &to;  // the barrier's state and address are that block's
     Mbar m = mbar_load(bar, what);
-    const uint32_t at = mbar_addr(bar);
     tl_worker = self;
+    const uint32_t at = mbar_addr_in(to, bar);
     if (m.pending == 0)
         fail("%s on the mbarrier at shared address 0x%x of the cluster's block of rank %u: no arrival is pending in "
              "this phase (phase parity %u, %u expected, tx-count %d)",
@@ -528,7 +533,7 @@ inline void mbar_wait(void *p, unsigned parity, const char *what) {
         Worker &w = worker();
         Fiber &f = fiber();
         HopperState &h = hopper();
-        unsigned me = (unsigned)(&f - w.fibers);
+        const unsigned me = fiber_index();
         h.waiting_on[me] = p;
         h.wait_parity[me] = (unsigned char)(parity & 1);
         f.state = AT_MBAR;
@@ -537,16 +542,21 @@ inline void mbar_wait(void *p, unsigned parity, const char *what) {
     }
 }
 
-// try_wait.parity: a GPU suspends the thread up to a time limit of its own and returns false
-// if the phase has not completed by then (9.7.13.15.16), so a kernel must try again. Here a
-// try on a phase not yet complete returns false at once, and the same thread's next try on
-// the same barrier and parity, a loop's, sleeps until the phase completes (or the block ends
-// as a deadlock naming the barrier): a kernel that takes one try for the wait goes on before
-// its data has landed, and reads the poison.
+// try_wait.parity, as the simulator runs it wherever a kernel writes it (inline PTX, the lab's
+// mbar_try_wait): a GPU suspends the thread up to a time limit of its own and returns false if
+// the phase has not completed by then (9.7.13.15.16), so a kernel must try again. Here a try
+// on a phase not yet complete lets the block's other threads run (the suspension) and returns
+// false; the same thread's next try on the same barrier and parity, a retry loop's, sleeps
+// until the phase completes (or the block ends as a deadlock naming the barrier). A kernel
+// that takes one try for the wait goes on before its data has landed and reads the poison; a
+// loop that alternates between barriers tries each again after the others have run.
 inline bool mbar_try(void *p, unsigned parity, const char *what) {
-    if (mbar_test(p, parity, what)) return true;
     HopperState &h = hopper();
-    const unsigned me = (unsigned)(&fiber() - worker().fibers);
+    const unsigned me = fiber_index();
+    if (mbar_test(p, parity, what)) {
+        h.tried_on[me] = nullptr;
+        return true;
+    }
     if (h.tried_on[me] == p && h.tried_parity[me] == (parity & 1)) {
         h.tried_on[me] = nullptr;
         mbar_wait(p, parity, what);
@@ -554,6 +564,7 @@ inline bool mbar_try(void *p, unsigned parity, const char *what) {
     }
     h.tried_on[me] = p;
     h.tried_parity[me] = (unsigned char)(parity & 1);
+    spin_yield();
     return false;
 }
 
@@ -1419,7 +1430,7 @@ inline void wgmma_wait(unsigned n) {
 inline void setmaxnreg(unsigned n, const char *what) {
     if (n < 24 || n > 256 || n % 8) fail("%s %u: the count must be a multiple of 8 from 24 to 256", what, n);
     HopperState &h = hopper();
-    const unsigned me = (unsigned)(&fiber() - worker().fibers);
+    const unsigned me = fiber_index();
     h.maxnreg_calls[me]++;
     h.maxnreg_sig[me] = h.maxnreg_sig[me] * 1000003u + 2 * n + (strstr(what, ".inc") != nullptr);
     h.maxnreg_used = true;
@@ -1436,10 +1447,13 @@ SIM_UNINSTRUMENTED inline void setmaxnreg_end(Worker &w, const HopperState &h) {
         const unsigned first = i / 128 * 128;
         if (h.maxnreg_calls[i] == h.maxnreg_calls[first] && h.maxnreg_sig[i] == h.maxnreg_sig[first]) continue;
         const uint3 a = w.fibers[first].tid, b = w.fibers[i].tid;
-        fail("setmaxnreg is .sync.aligned: every thread of a warpgroup executes the same ones, but thread "
-             "(%u,%u,%u) executed %u and thread (%u,%u,%u) of its warpgroup %u%s",
-             a.x, a.y, a.z, h.maxnreg_calls[first], b.x, b.y, b.z, h.maxnreg_calls[i],
-             h.maxnreg_calls[i] == h.maxnreg_calls[first] ? ", with other counts" : "");
+        if (h.maxnreg_calls[i] != h.maxnreg_calls[first])
+            fail("setmaxnreg is .sync.aligned: every thread of a warpgroup executes the same ones, but thread "
+                 "(%u,%u,%u) executed %u and thread (%u,%u,%u), in the same warpgroup, %u",
+                 a.x, a.y, a.z, h.maxnreg_calls[first], b.x, b.y, b.z, h.maxnreg_calls[i]);
+        fail("setmaxnreg is .sync.aligned: every thread of a warpgroup executes the same ones, but threads "
+             "(%u,%u,%u) and (%u,%u,%u), in the same warpgroup, executed them with other register counts",
+             a.x, a.y, a.z, b.x, b.y, b.z);
     }
 }
 

@@ -439,6 +439,9 @@ inline thread_local TlsLocals tl_locals{};
 inline Worker &worker() { return *tl_worker; }
 inline Fiber &fiber() { return *tl_fiber; }
 
+// The calling thread's index in its block's fibers (its linear thread index).
+inline unsigned fiber_index() { return (unsigned)(tl_fiber - tl_worker->fibers); }
+
 inline void push_ready(Worker &w, unsigned i) {
     w.fibers[i].state = READY;
     w.queue[w.tail++ % kMaxThreads] = i;

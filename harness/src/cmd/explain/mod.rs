@@ -688,9 +688,9 @@ fn sass_of(both: &[(String, Option<CudaPlan>)], at: &str) -> Vec<Block> {
     out
 }
 
-/// The section of the simulator's bank counts.
 /// The source section's title where the diff is against the rung's own parent.
 pub const DIFF: &str = "Source diff against the parent";
+/// The section of the simulator's bank counts.
 pub const BANKS: &str = "Shared-memory banks in the simulator";
 pub const COALESCING: &str = "Global coalescing in the simulator";
 

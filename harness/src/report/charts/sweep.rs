@@ -12,7 +12,6 @@ use super::canvas::{
 use super::header::{Entry, Header, Mark, SWATCH, swatch};
 use super::{Chart, Keys, colour_legend, footer, rate_unit, row_color, row_dash};
 use crate::report::model::{Measure, Report, ShapeReport, Timed, WorkloadReport};
-use crate::results::Status;
 use anyhow::Result;
 use kernel::{Role, Shape, Stage};
 use plotters::coord::Shift;
@@ -237,10 +236,10 @@ impl<'a> Sweep<'a> {
         let never = never
             .into_iter()
             .filter(|s| {
-                shapes.iter().flat_map(|sh| &sh.rows).any(|r| {
-                    s.name.ends_with(&format!(" {}", r.row.id))
-                        && matches!(r.row.status, Status::Failed | Status::Error)
-                })
+                shapes
+                    .iter()
+                    .flat_map(|sh| &sh.rows)
+                    .any(|r| s.name.ends_with(&format!(" {}", r.row.id)) && r.row.failed())
             })
             .map(|s| s.name)
             .collect();

@@ -63,7 +63,7 @@ fn every_rung_has_a_page_and_every_table_a_row_per_row() {
                 Some(k) if crate::registry::parent(&all, k.as_ref()).is_some() => {
                     crate::cmd::explain::DIFF
                 }
-                Some(_) => ">Source<",
+                Some(_) => "<h2>Source</h2>",
                 None => "not in this build",
             };
             assert!(html.contains(want), "{page:?}: {want}");

@@ -222,9 +222,8 @@ __device__ __forceinline__ void mbar_wait(unsigned long long *bar, unsigned pari
 }
 
 // One try: whether the phase with this parity has completed. On a GPU try_wait may suspend
-// the thread for a while first and return false; the simulator returns false on a phase not
-// yet complete, and sleeps until it completes on the same thread's next try (a polling loop's),
-// so the loop ends, or deadlocks with a report.
+// the thread for a while first and return false; sim::mbar_try says how the simulator does
+// both, so that a polling loop ends (or deadlocks with a report) and a single try can fail.
 __device__ __forceinline__ bool mbar_try_wait(unsigned long long *bar, unsigned parity LAB_CALLER) {
 #ifdef KERNEL_LAB_SIM
     LAB_AT_CALLER;
