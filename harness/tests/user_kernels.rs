@@ -99,6 +99,14 @@ fn user_file(dir: &Path, name: &str, code: &str, options: &str) -> UserKernel {
 
 /// The rows of `kernels` on `shapes` in the simulator, as `harness run` reports them.
 fn sim_rows(users: &[UserKernel], shapes: &[Shape]) -> RunResults {
+    let mut results = sim_rows_unannotated(users, shapes);
+    let swapped = run::swapped_grids(None, &Config::defaults(), users, &results, false);
+    run::annotate(&mut results, &[], users, false, &swapped);
+    results
+}
+
+/// [`sim_rows`] before the lab adds its hints to the failures.
+fn sim_rows_unannotated(users: &[UserKernel], shapes: &[Shape]) -> RunResults {
     let dev = SimDevice::new().expect("the simulator needs a host C++ compiler (g++)");
     let config = Config::defaults();
     let ablation = Ablation {
@@ -109,10 +117,7 @@ fn sim_rows(users: &[UserKernel], shapes: &[Shape]) -> RunResults {
         timing: None,
         keep_unrunnable: true,
     };
-    let mut results = ablation.run(|_| {}).unwrap();
-    let swapped = run::swapped_grids(None, &config, users, &results, false);
-    run::annotate(&mut results, &[], users, false, &swapped);
-    results
+    ablation.run(|_| {}).unwrap()
 }
 
 fn harness(args: &[&str]) -> (bool, String) {
@@ -388,7 +393,8 @@ fn tensor_maps_taken_by_address_come_from_an_ampersand() {
 
 /// The three hand-overs the warp-specialized example makes, each removed: the rows fail
 /// naming the hazard, a race a GPU's timing can hide. At 300x300x192 six tiles fall to four
-/// clusters, so some compute two and reuse the C buffer.
+/// clusters, so some compute two and reuse the C buffer. Then its register split overdrawn,
+/// which hangs a GPU.
 #[test]
 fn the_warp_specialized_examples_planted_races_fail_with_their_reasons() {
     let dir = scratch_dir("ws-bugs");
@@ -407,6 +413,12 @@ fn the_warp_specialized_examples_planted_races_fail_with_their_reasons() {
             "  // No block leaves while its partner may still arrive on its mbarriers.\n  asm volatile(\"barrier.cluster.arrive;\\nbarrier.cluster.wait;\\n\" ::: \"memory\");\n",
             "",
             "whose threads have all exited (its shared memory is gone: end both blocks with a cluster barrier)",
+        ),
+        // Not a hand-over: consumers asking for more registers than the producer gave back.
+        (
+            "setmaxnreg.inc.sync.aligned.u32 232;",
+            "setmaxnreg.inc.sync.aligned.u32 240;",
+            "setmaxnreg.inc waits for registers the block's pool does not have",
         ),
     ]
     .into_iter()
@@ -431,7 +443,8 @@ fn the_warp_specialized_examples_planted_races_fail_with_their_reasons() {
                 &span(&text, "shared address 0x", "completed")
                     .replace(&format!("{}/", sub.display()), "examples/"),
             ),
-            _ => the_guide_quotes_in_words(span(&text, "whose threads have all exited", "barrier)")),
+            2 => the_guide_quotes_in_words(span(&text, "whose threads have all exited", "barrier)")),
+            _ => the_guide_quotes_in_words(span(&text, "setmaxnreg.inc waits", "(66560 in all)")),
         }
     }
 }
@@ -4518,10 +4531,11 @@ fn an_fp8_kernel_beside_a_library_reference_is_checked_at_a_sample_of_its_own() 
 
 /// A transpose kernel takes the `transpose` signature by default; its PyTorch bindings,
 /// defined by a macro and called at file scope without semicolons, are left out as host code.
-/// One whose barrier sits inside its bounds check passes on whole tiles and stops on a tail,
-/// the simulator naming the barrier.
+/// One whose bounds check tests the element it reads, not the one it writes, passes on whole
+/// tiles and writes out of bounds on a tail, the simulator naming the line. (The barrier inside
+/// the check is no deadlock: the threads past the edge exit, which releases it, as on a GPU.)
 #[test]
-fn a_transpose_with_torch_bindings_runs_and_its_barrier_in_a_bounds_check_is_named() {
+fn a_transpose_with_torch_bindings_runs_and_its_unguarded_write_is_named() {
     let dir = scratch_dir("transpose");
     let code = r#"#include <torch/extension.h>
 #define TILE 16
@@ -4566,8 +4580,8 @@ BINDING(again)
     let why = rows[1].reason.as_deref().unwrap_or_default();
     assert!(
         rows[1].status == Status::Error
-            && why.contains("divergent barrier")
-            && why.contains("transpose_tiled.cu:8"),
+            && why.contains("out-of-bounds write past the end of buffer 'Y'")
+            && why.contains("transpose_tiled.cu:10"),
         "{why}"
     );
 }
@@ -4798,4 +4812,126 @@ fn fp8_mma_sync_runs_as_fp16_hmma_on_sm_90_as_its_example_says() {
         text.contains("4 HGMMA") && text.contains("FP8 1979.00 TFLOP/s dense"),
         "{text}"
     );
+}
+
+/// A kernel the lab calls through a wrapper that converts its scalars (`size_t` sizes, a
+/// `__half` alpha) is named as its author wrote it on the line `check` prints as the row
+/// runs, as in the summary after, not by the wrapper's name.
+#[test]
+fn a_wrapped_kernels_failure_names_it_as_written_while_it_runs() {
+    let dir = scratch_dir("wrapped-name");
+    let code = "template <typename T>\n\
+        __global__ void naive(size_t m, size_t n, size_t k, T alpha, T const *A, T const *B, T *C) {\n\
+        \x20 size_t r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n\
+        \x20 if (c >= n) return;  // no row check: rows past M read past A\n\
+        \x20 float acc = 0;\n\
+        \x20 for (size_t i = 0; i < k; ++i) acc += float(A[r * k + i]) * float(B[i * n + c]);\n\
+        \x20 if (r < m) C[r * n + c] = T(float(alpha) * acc);\n\
+        }\n";
+    std::fs::write(dir.join("k.cu"), code).unwrap();
+    let spec = format!(
+        "{}/k.cu:naive<__half>,dtype=f16,args=(M,N,K,alpha,A,B,C),alpha=1.5,block=16x16,\
+         grid=tile:16x16",
+        dir.display()
+    );
+    let (ok, text) = sim_check("gemm", "100x37x64", &spec);
+    let first = text.lines().next().unwrap_or_default();
+    assert!(
+        !ok && first
+            .contains("simulator: naive<__half>: out-of-bounds read past the end of buffer 'A'")
+            && !text.contains("user_naive"),
+        "{text}"
+    );
+}
+
+/// A race at a shape of whole tiles says nothing of a failure at a tail, which keeps its hint
+/// (a failure of the same kind there would send the user away from the tails); nor does a
+/// shape the kernel passed at with the same remainder, whose tail is left out of the hint.
+#[test]
+fn a_tails_hint_weighs_only_the_shapes_that_speak_to_it() {
+    let dir = scratch_dir("race-whole");
+    let code = "__global__ void tiled(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+        \x20 const int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n\
+        \x20 if (c >= N) return;  // no row check\n\
+        \x20 float acc = 0;\n\
+        \x20 for (int k = 0; k < K; ++k) acc += A[r * K + k] * B[k * N + c];\n\
+        \x20 if (r < M) C[r * N + c] = acc;\n\
+        }\n";
+    let users = [user_file(
+        &dir,
+        "t.cu",
+        code,
+        "tiled,block=16x16,grid=tile:16x16",
+    )];
+    // K = 64, a whole number of any tile K could have: 32x32x64 has no tail at all.
+    let shapes = [
+        Shape::gemm(32, 32, 64),
+        Shape::gemm(20, 20, 64),
+        Shape::gemm(32, 20, 64),
+    ];
+    let mut results = sim_rows_unannotated(&users, &shapes);
+    let rows: Vec<Status> = (results.workloads[0].shapes.iter())
+        .map(|s| s.rows[0].status)
+        .collect();
+    assert_eq!(
+        rows,
+        [Status::Passed, Status::Error, Status::Passed],
+        "{results:?}"
+    );
+    // The whole shape's row as a race would leave it.
+    let whole = &mut results.workloads[0].shapes[0].rows[0];
+    whole.status = Status::Error;
+    whole.reason = Some("tiled: race on shared memory: this thread reads __shared__ 's'".into());
+    run::annotate(&mut results, &[], &users, false, &[]);
+    let tail = results.workloads[0].shapes[1].rows[0]
+        .reason
+        .clone()
+        .unwrap();
+    // Rows past M read past A; N = 20 has the remainder 32x20x64 passed with.
+    assert!(
+        tail.contains("C is 20x20, not a whole number of 16x16 tiles")
+            && tail.contains("(rows from 16)")
+            && !tail.contains("columns from")
+            && !tail.contains("it fails on"),
+        "{tail}"
+    );
+}
+
+/// A WMMA tile loaded straight from global memory has the matrix's row length for its ldm: at
+/// N = 36 (72 bytes a row of B) the load fails, and the failure names N.
+#[test]
+fn a_wmma_ldm_off_16_bytes_in_global_memory_names_its_dimension() {
+    let dir = scratch_dir("wmma-ldm-global");
+    let code = "#include <mma.h>\n\
+        using namespace nvcuda;\n\
+        __global__ void wmma_direct(const half *A, const half *B, float *C, int M, int N, int K) {\n\
+        \x20 const int tm = blockIdx.y * 16, tn = blockIdx.x * 16;\n\
+        \x20 wmma::fragment<wmma::matrix_a, 16, 16, 16, half, wmma::row_major> a;\n\
+        \x20 wmma::fragment<wmma::matrix_b, 16, 16, 16, half, wmma::row_major> b;\n\
+        \x20 wmma::fragment<wmma::accumulator, 16, 16, 16, float> c;\n\
+        \x20 wmma::fill_fragment(c, 0.0f);\n\
+        \x20 for (int k = 0; k < K; k += 16) {\n\
+        \x20   wmma::load_matrix_sync(a, A + tm * K + k, K);\n\
+        \x20   wmma::load_matrix_sync(b, B + k * N + tn, N);\n\
+        \x20   wmma::mma_sync(c, a, b, c);\n\
+        \x20 }\n\
+        \x20 wmma::store_matrix_sync(C + tm * N + tn, c, N, wmma::mem_row_major);\n\
+        }\n";
+    std::fs::write(dir.join("wmma_direct.cu"), code).unwrap();
+    let spec = format!(
+        "{}/wmma_direct.cu:wmma_direct,dtype=f16,C:f32,block=32,grid=tile:16x16",
+        dir.display()
+    );
+    let (ok, text) = sim_check("gemm", "32x48x32,32x36x32", &spec);
+    assert!(
+        !ok && text.starts_with("pass  wmma_direct.cu:wmma_direct  32x48x32"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "the tile is not in shared memory, so ldm is the length of the matrix's rows"
+        ),
+        "{text}"
+    );
+    the_guide_quotes(span(&text, "ldm 36 is N here", "multiple of 8 elements"));
 }

@@ -197,6 +197,31 @@ extern "C" __global__ void __launch_bounds__(256, 1) reg_one_warp(const float *x
 }
 "#;
 
+/// 384 threads with `__launch_bounds__(384, 1)` start with 168 registers each (65536 / 384,
+/// rounded down to 8): 64512 for the block. The producer warpgroup gives back what the two
+/// consumer warpgroups take; under a schedule that runs a consumer first, it waits for them.
+const REGISTER_POOL: &str = r#"
+template <int PRODUCER, int CONSUMER>
+__device__ void split(float *r) {
+    if (threadIdx.x >= 128) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;" ::"n"(CONSUMER));
+    else asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(PRODUCER));
+    if (threadIdx.x == 0) r[0] = 1.0f;
+}
+// 40 x 128 + 232 x 256 = 64512: what the block has.
+extern "C" __global__ void __launch_bounds__(384, 1) reg_fits(const float *x, float *r) { split<40, 232>(r); }
+// 40 x 128 + 240 x 256 = 66560: the second consumer warpgroup waits forever.
+extern "C" __global__ void __launch_bounds__(384, 1) reg_over(const float *x, float *r) { split<40, 240>(r); }
+// No minimum of blocks: ptxas cannot tell the count at entry and drops setmaxnreg (C7508, a
+// line of the module's log that names no function), so this one runs.
+extern "C" __global__ void __launch_bounds__(384) reg_unbounded(const float *x, float *r) { split<40, 240>(r); }
+// A .dec to more than the thread has: ptxas refuses a count above the one at entry, not this.
+extern "C" __global__ void __launch_bounds__(384, 1) reg_dec_up(const float *x, float *r) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 80;");
+    if (threadIdx.x == 0) r[0] = 1.0f;
+}
+"#;
+
 /// D[64x8] = A[64x8] B[8x8] in TF32 through wgmma m64n8k8 with A and B K-major, no swizzle
 /// (8x8 core matrices of 8 rows x 16 bytes), scale-d a predicate set from an "r" operand.
 const WGMMA_TF32: &str = r#"
@@ -398,6 +423,55 @@ fn setmaxnreg_by_part_of_a_warpgroup_is_reported() {
         e.contains(
             "setmaxnreg is .sync.aligned: every thread of a warpgroup executes the same ones, \
              but thread (0,0,0) executed 1 and thread (32,0,0), in the same warpgroup, 0"
+        ),
+        "{e}"
+    );
+}
+
+/// setmaxnreg.inc waits until the block's pool has the registers (PTX ISA 9.7.19.5): a split
+/// that asks for what the launch gave passes, whichever warpgroup runs first; one that asks for
+/// more waits forever, reported as a deadlock with the counts, unless ptxas dropped the
+/// instruction. Needs NVRTC for the count at entry.
+#[test]
+fn setmaxnreg_asking_for_more_registers_than_the_block_has_is_a_deadlock() {
+    if let Err(e) = kernel::cuda::nvrtc::version() {
+        panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
+    }
+    let reg = |entry: &str, seed: u64| {
+        let args = vec![Arg::Ptr(Buf::Input(0)), Arg::Ptr(Buf::Output)];
+        let data = vec![vec![0.0; 16], vec![0.0]];
+        let dev = SimDevice::new().unwrap().with_seed(seed);
+        run_on(
+            dev,
+            REGISTER_POOL,
+            entry,
+            384,
+            args,
+            Shape::gemm(16, 1, 1),
+            &data,
+        )
+    };
+    for seed in 0..3 {
+        assert_eq!(reg("reg_fits", seed).unwrap()[0], 1.0, "seed {seed}");
+    }
+    assert_eq!(reg("reg_unbounded", 0).unwrap()[0], 1.0);
+    let e = sim_error(reg("reg_over", 0));
+    assert!(
+        e.contains("deadlock at setmaxnreg.inc in block (0,0,0)")
+            && e.contains(
+                "setmaxnreg.inc waits for registers the block's pool does not have: the block was \
+                 launched with 168 registers a thread, 64512 for its 384 threads, and its \
+                 warpgroups hold or ask for 40 (exited), 240 (exited), 240 a thread (66560 in all; \
+                 a warpgroup that exits is not taken to give its registers back); waiting at \
+                 tests/hopper_ptx.cu:4 (128 threads)"
+            ),
+        "{e}"
+    );
+    let e = sim_error(reg("reg_dec_up", 0));
+    assert!(
+        e.contains(
+            "setmaxnreg.dec 80 by a warpgroup whose threads hold 40 registers: .dec lowers the \
+             count, never raises it"
         ),
         "{e}"
     );

@@ -1,6 +1,6 @@
 //! The simulator against small inline kernels: planted bugs it must catch (a missing barrier,
-//! an off-by-one, out-of-bounds writes, a divergent barrier) and the CUDA features it must get
-//! right (warp shuffles, atomics, dynamic shared memory, half, WMMA).
+//! an off-by-one, out-of-bounds writes) and the CUDA features it must get right (warp
+//! shuffles, atomics, dynamic shared memory, half, WMMA, barriers after threads exit).
 
 use kernel::sim::SimDevice;
 use kernel::testing::{gemm_f64, inputs, relative_error, source_line};
@@ -499,36 +499,57 @@ fn a_cp_async_reading_past_its_buffer_names_its_line() {
     );
 }
 
-const DIVERGENT_BARRIER: &str = r#"
+const BARRIER_AFTER_EXIT: &str = r#"
 extern "C" __global__ void early_exit(const float *x, float *y, int n) {
     __shared__ float s[64];
-    if (threadIdx.x < 16) return;  // BUG: these threads never reach the barrier
+    if (threadIdx.x >= 40) return;  // the barriers below wait for the 40 threads left
     s[threadIdx.x] = x[threadIdx.x];
     __syncthreads();
-    y[threadIdx.x] = s[63 - threadIdx.x];
+    const int count = __syncthreads_count(1), all = __syncthreads_and(1);
+    y[threadIdx.x] = s[39 - threadIdx.x] + count + all;
 }
+// The same with a barrier of an id: without a count it is the whole block's, and goes on; a
+// count of 64 waits for 64 threads, which 40 never make.
+template <bool COUNTED>
+__device__ void named(const float *x, float *y) {
+    __shared__ float s[64];
+    if (threadIdx.x >= 40) return;
+    s[threadIdx.x] = x[threadIdx.x];
+    if (COUNTED) asm volatile("bar.sync 2, 64;" ::: "memory");
+    else asm volatile("bar.sync 1;" ::: "memory");
+    y[threadIdx.x] = s[39 - threadIdx.x];
+}
+extern "C" __global__ void early_exit_named(const float *x, float *y, int n) { named<false>(x, y); }
+extern "C" __global__ void early_exit_counted(const float *x, float *y, int n) { named<true>(x, y); }
 "#;
 
+/// Threads that have exited do not hold up a block's barrier (PTX ISA, exit: "If the exiting
+/// threads are holding up the barrier, the barrier is released"), so the common
+/// `if (i >= n) return;` before `__syncthreads()` runs as on a GPU, and the barrier reductions
+/// count the threads that reached them.
 #[test]
-fn a_divergent_barrier_is_reported_as_such() {
+fn a_barrier_does_not_wait_for_threads_that_have_exited() {
     let shape = Shape::gemm(64, 1, 1);
-    let msg = sim_error(run(
-        vector_plan(DIVERGENT_BARRIER, "early_exit", 64, 64),
+    let x = inputs(&shape, 0x1234_5678);
+    let y = run(
+        vector_plan(BARRIER_AFTER_EXIT, "early_exit", 64, 64),
         shape,
-        &inputs(&shape, 0x1234_5678),
-    ));
+        &x,
+    )
+    .unwrap();
+    for t in 0..40 {
+        assert_eq!(y[t], x[0][39 - t] + 40.0 + 1.0, "y[{t}]");
+    }
+    assert!(y[40..].iter().all(|v| v.is_nan()), "{:?}", &y[40..]);
+    let plan = |entry| vector_plan(BARRIER_AFTER_EXIT, entry, 64, 64);
+    let y = run(plan("early_exit_named"), shape, &x).unwrap();
+    for t in 0..40 {
+        assert_eq!(y[t], x[0][39 - t], "y[{t}]");
+    }
+    let e = sim_error(run(plan("early_exit_counted"), shape, &x));
     assert!(
-        msg.contains(
-            "early_exit: divergent barrier in block (0,0,0): 48 threads wait at __syncthreads() \
-             that 16 threads of the block, which have exited, never reach"
-        ),
-        "{msg}"
-    );
-    // The line the threads wait at.
-    let line = source_line(DIVERGENT_BARRIER, "__syncthreads();");
-    assert!(
-        msg.ends_with(&format!("; waiting at tests/inline.cu:{line} (48 threads)")),
-        "{msg}"
+        e.contains("deadlock at a named barrier") && e.contains("named barrier 2: 40 of 64"),
+        "{e}"
     );
 }
 

@@ -161,7 +161,11 @@ pub fn run(args: &Args) -> Outcome {
                     Status::Failed | Status::Error => {
                         failed += 1;
                         ok = false;
-                        row.reason.clone().unwrap_or_default()
+                        let reason = row.reason.as_deref().unwrap_or_default();
+                        match users.iter().find(|k| k.id() == row.id) {
+                            Some(k) => user_kernel::run::as_written(k, reason),
+                            None => reason.to_string(),
+                        }
                     }
                 };
                 let line = format!(

@@ -19,6 +19,43 @@ struct Tail {
     from: String,
 }
 
+/// A tail of a shape the kernel passed at: `dim` running `rem` past its last whole tile of
+/// `tile`. A failure elsewhere with the same remainder is not that tail's doing.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PassedTail {
+    dim: String,
+    rem: usize,
+    tile: usize,
+}
+
+impl PassedTail {
+    fn covers(passed: &[PassedTail], dim: &str, value: usize, tile: usize) -> bool {
+        passed
+            .iter()
+            .any(|p| p.dim == dim && p.tile == tile && p.rem == value % tile)
+    }
+}
+
+/// The tails of `shape`, at which the kernel passed.
+pub fn passed_tails(
+    grid: &Grid,
+    args: &[&Expr],
+    shape: &Shape,
+    vars: &[(&'static str, usize)],
+) -> Vec<PassedTail> {
+    // A dimension shorter than one tile has no whole tile before its tail: its pass does not
+    // show that a tail after whole tiles is handled.
+    tails(grid, args, shape, vars)
+        .into_iter()
+        .filter(|t| t.value >= t.tile)
+        .map(|t| PassedTail {
+            rem: t.value % t.tile,
+            dim: t.dim,
+            tile: t.tile,
+        })
+        .collect()
+}
+
 /// The tile an expression divides `dim` into: `t` when the expression grows by the same step
 /// every `t` of `dim` (as `cdiv(dim, t)`, `(dim + t - 1) / t` or `B*H*cdiv(dim, t)` do),
 /// holding the other dimensions at `vars`'. Tiles up to `limit`.
@@ -66,6 +103,42 @@ fn tile_of_up_to(
 /// [`tile_of_up_to`] for the tiles a grid axis gives one dimension.
 fn tile_of(e: &Expr, dim: &'static str, vars: &[(&'static str, usize)]) -> Option<usize> {
     tile_of_up_to(e, dim, vars, 4096)
+}
+
+/// The grid axes that divide a dimension rounding down (`N/32`, where `cdiv(N,32)` rounds up):
+/// at a size that is not a whole number of their tiles the last ones get no block.
+fn rounded_down(grid: &Grid, vars: &[(&'static str, usize)]) -> Option<String> {
+    let Grid::Exprs(exprs) = grid else {
+        return None;
+    };
+    let each: Vec<String> = exprs
+        .iter()
+        .enumerate()
+        .filter_map(|(axis, e)| {
+            vars.iter()
+                .filter(|(d, _)| *d != super::SMS)
+                .find_map(|&(dim, value)| {
+                    let at = |v: usize| eval_at(e, dim, v, vars);
+                    // No block below one tile; then `step` more every `tile`.
+                    if at(1)? != 0 {
+                        return None;
+                    }
+                    let tile = (2..=4096).find(|&v| at(v).is_some_and(|b| b > 0))?;
+                    let step = at(tile)?;
+                    let floors = (1..=4 * tile).all(|v| at(v) == Some((v / tile) as i64 * step));
+                    (floors && !value.is_multiple_of(tile)).then(|| {
+                        format!(
+                            "grid {} = {e} rounds down: at {dim} = {value} its blocks cover the \
+                             first {} of {dim} and none the last {} (cdiv({dim},{tile}) rounds up)",
+                            ["x", "y", "z"][axis],
+                            value / tile * tile,
+                            value % tile
+                        )
+                    })
+                })
+        })
+        .collect();
+    (!each.is_empty()).then(|| each.join("; "))
 }
 
 /// The output's last two dimensions by name: rows, columns.
@@ -327,7 +400,7 @@ pub enum KReads {
     /// where a buffer's rows are not a multiple of a vector's width long, a row starts off
     /// it. `rows`: the buffer's, when the message names one of the workload's.
     Misaligned { write: bool, rows: Option<Rows> },
-    /// The simulator stopped at another error (a race, a divergent barrier, a write out of
+    /// The simulator stopped at another error (a race, a deadlock at a barrier, a write out of
     /// bounds), before any read past a buffer: nothing points at K.
     OtherError,
 }
@@ -358,6 +431,7 @@ fn row_alignment(dim: &str, n: usize, access: &str) -> Option<(String, String)> 
 /// The hint for a failed row on `shape`, or `None` when every tiled dimension is whole.
 /// `first_bad` is the flat index of the first wrong output element, when known; `reads`, what
 /// the run saw of the reads past a K tail.
+/// `passed`: the tails of shapes the kernel passed at, which are left out here.
 pub fn tail_hint(
     grid: &Grid,
     args: &[&Expr],
@@ -365,6 +439,7 @@ pub fn tail_hint(
     vars: &[(&'static str, usize)],
     first_bad: Option<usize>,
     reads: KReads,
+    passed: &[PassedTail],
 ) -> Option<String> {
     let out = shape.output();
     let cols = *out.dims.last()?;
@@ -373,9 +448,30 @@ pub fn tail_hint(
     // A misaligned access is no partial tile's doing: only the length of the rows it
     // accessed speaks to it.
     let misaligned = matches!(reads, KReads::Misaligned { .. });
-    let found = match misaligned {
+    // The first bad element's row and column, and whether it lies in the tail of `dim` that
+    // tiles of `tile` leave.
+    let bad = first_bad.map(|i| (i, (i / cols) % rows, i % cols));
+    let flat = format!("{row_dim}*{col_dim}");
+    let bad_in = |dim: &str, tile: usize| {
+        bad.is_some_and(|(i, r, c)| match dim {
+            d if d == row_dim => r >= rows / tile * tile,
+            d if d == col_dim => c >= cols / tile * tile,
+            // A flat grid over the output (`cdiv(M*N,256)`): its last tile holds the last
+            // elements.
+            d if d == flat => i % (rows * cols) >= rows * cols / tile * tile,
+            _ => false,
+        })
+    };
+    // A tail the kernel passed at is no cause, unless the first bad element lies in it.
+    let left_out = |dim: &str, n: usize, tile: usize| {
+        PassedTail::covers(passed, dim, n, tile) && !bad_in(dim, tile)
+    };
+    let found: Vec<Tail> = match misaligned {
         true => Vec::new(),
-        false => tails(grid, args, shape, vars),
+        false => tails(grid, args, shape, vars)
+            .into_iter()
+            .filter(|t| !left_out(&t.dim, t.value, t.tile))
+            .collect(),
     };
     let mut parts = Vec::new();
     // The output's partial dimensions under a `tile:` grid: a whole one has no last, partial
@@ -386,7 +482,13 @@ pub fn tail_hint(
         && !misaligned
     {
         // Where the partial tiles start; all of a dimension shorter than one tile is one.
-        for (n, tile, what) in [(rows, t[0], "rows"), (cols, t[1], "columns")] {
+        for (n, tile, what, dim) in [
+            (rows, t[0], "rows", row_dim),
+            (cols, t[1], "columns", col_dim),
+        ] {
+            if left_out(dim, n, tile) {
+                continue;
+            }
             if n < tile {
                 partial.push(format!("all {n} {what}, fewer than a tile's {tile}"));
             } else if !n.is_multiple_of(tile) {
@@ -397,6 +499,7 @@ pub fn tail_hint(
     if let Some(coverage) = flat_grid_coverage(grid, shape, vars).filter(|_| !misaligned) {
         parts.push(coverage);
     }
+    parts.extend(rounded_down(grid, vars).filter(|_| !misaligned));
     match grid {
         Grid::Tile(t) if !partial.is_empty() => parts.push(format!(
             "{} is {rows}x{cols}, not a whole number of {}x{} tiles: a kernel that assumes \
@@ -423,14 +526,8 @@ pub fn tail_hint(
         }
         _ => {}
     }
-    if let Some(i) = first_bad {
-        let tile = |d: &str| found.iter().find(|t| t.dim == d).map(|t| t.tile);
-        let (r, c) = ((i / cols) % rows, i % cols);
-        // A flat grid over the output (`cdiv(M*N,256)`): its last tile holds the last elements.
-        let flat = format!("{row_dim}*{col_dim}");
-        let in_tail = tile(row_dim).is_some_and(|t| r >= rows / t * t)
-            || tile(col_dim).is_some_and(|t| c >= cols / t * t)
-            || tile(&flat).is_some_and(|t| i % (rows * cols) >= rows * cols / t * t);
+    if let Some((_, r, c)) = bad {
+        let in_tail = found.iter().any(|t| bad_in(&t.dim, t.tile));
         if !found.is_empty() {
             parts.push(format!(
                 "the first bad element, row {r} column {c}, {}",
@@ -507,13 +604,23 @@ mod tests {
         super::super::vars(shape, super::super::SIM_SMS)
     }
 
+    /// [`tail_hint`] of `grid` at `shape`, with no integer arguments and no shape passed at.
+    fn hint_at(
+        grid: &Grid,
+        shape: &Shape,
+        first_bad: Option<usize>,
+        reads: KReads,
+    ) -> Option<String> {
+        tail_hint(grid, &[], shape, &vars(shape), first_bad, reads, &[])
+    }
+
     /// A wrong result where every read was checked against its buffer: the K tail was not
     /// read past the operands, and the hint says what else a K tail breaks.
     #[test]
     fn a_k_tail_read_in_bounds_is_not_blamed_on_reads_past_the_operands() {
         let grid = Grid::Tile(vec![16, 16]);
         let shape = Shape::gemm(32, 32, 24);
-        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None, KReads::InBounds).unwrap();
+        let hint = hint_at(&grid, &shape, None, KReads::InBounds).unwrap();
         assert_eq!(
             hint,
             "K = 24 is a multiple of 8 and of no larger power of two, and no read went past the \
@@ -522,7 +629,7 @@ mod tests {
              number of them (3), which a double buffer that takes them in pairs miscounts"
         );
         let odd = Shape::gemm(32, 32, 129);
-        let hint = tail_hint(&grid, &[], &odd, &vars(&odd), None, KReads::InBounds).unwrap();
+        let hint = hint_at(&grid, &odd, None, KReads::InBounds).unwrap();
         assert!(
             hint.ends_with("may drop the partial last tile (a loop bound rounded down)"),
             "{hint}"
@@ -536,7 +643,7 @@ mod tests {
     fn a_k_tail_hint_follows_the_error_the_simulator_stopped_at() {
         let grid = Grid::Tile(vec![16, 16]);
         let shape = Shape::gemm(30, 32, 24);
-        let hint = |reads| tail_hint(&grid, &[], &shape, &vars(&shape), None, reads);
+        let hint = |reads| hint_at(&grid, &shape, None, reads);
         let unwritten = hint(KReads::UnwrittenShared).unwrap();
         assert!(
             unwritten.ends_with(
@@ -555,14 +662,7 @@ mod tests {
         );
         let whole_output = Shape::gemm(32, 32, 24);
         assert_eq!(
-            tail_hint(
-                &grid,
-                &[],
-                &whole_output,
-                &vars(&whole_output),
-                None,
-                KReads::OtherError
-            ),
+            hint_at(&grid, &whole_output, None, KReads::OtherError),
             None
         );
     }
@@ -574,7 +674,7 @@ mod tests {
         let hint = |shape: &Shape, write: bool, buffer: &str, b: Layout| {
             let rows = Rows::of(shape, buffer, row, b);
             let reads = KReads::Misaligned { write, rows };
-            tail_hint(&grid, &[], shape, &vars(shape), Some(0), reads)
+            tail_hint(&grid, &[], shape, &vars(shape), Some(0), reads, &[])
         };
         // A's rows are K long: not C's partial tiles, which misalign nothing.
         let gemm = Shape::gemm(100, 37, 129);
@@ -660,7 +760,7 @@ mod tests {
     fn an_output_smaller_than_a_tile_is_one_partial_tile() {
         let grid = Grid::Tile(vec![16, 16]);
         let shape = Shape::gemm(8, 40, 64);
-        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None, KReads::Unseen).unwrap();
+        let hint = hint_at(&grid, &shape, None, KReads::Unseen).unwrap();
         assert!(
             hint.starts_with(
                 "C is 8x40, not a whole number of 16x16 tiles: a kernel that assumes divisible \
@@ -675,7 +775,7 @@ mod tests {
     fn the_k_tail_names_the_operands_of_the_workload() {
         let grid = Grid::Tile(vec![16, 16]);
         let gemm = Shape::gemm(64, 64, 129);
-        let g = tail_hint(&grid, &[], &gemm, &vars(&gemm), None, KReads::Unseen).unwrap();
+        let g = hint_at(&grid, &gemm, None, KReads::Unseen).unwrap();
         assert!(
             g.ends_with("past the end of A's rows and B's last row"),
             "{g}"
@@ -686,7 +786,7 @@ mod tests {
             k: 65,
             act: kernel::Activation::Gelu,
         };
-        let l = tail_hint(&grid, &[], &linear, &vars(&linear), None, KReads::Unseen).unwrap();
+        let l = hint_at(&grid, &linear, None, KReads::Unseen).unwrap();
         assert!(
             l.contains("K = 65 is odd") && l.ends_with("past the end of X's rows and W's rows"),
             "{l}"
@@ -697,7 +797,7 @@ mod tests {
     fn a_tile_grid_names_only_the_partial_dimensions() {
         let grid = Grid::Tile(vec![128, 256]);
         let shape = Shape::gemm(128, 128, 128);
-        let hint = tail_hint(&grid, &[], &shape, &vars(&shape), None, KReads::Unseen).unwrap();
+        let hint = hint_at(&grid, &shape, None, KReads::Unseen).unwrap();
         assert!(
             hint.contains("not a whole number of 128x256 tiles")
                 && hint.contains("partial tiles (all 128 columns, fewer than a tile's 256)"),
@@ -705,7 +805,7 @@ mod tests {
         );
         // Whole tiles, a K tail alone: no word of C's tiles.
         let k_only = Shape::gemm(128, 256, 100);
-        let hint = tail_hint(&grid, &[], &k_only, &vars(&k_only), None, KReads::Unseen).unwrap();
+        let hint = hint_at(&grid, &k_only, None, KReads::Unseen).unwrap();
         assert!(
             !hint.contains("tiles (") && hint.starts_with("K = 100"),
             "{hint}"
@@ -736,15 +836,7 @@ mod tests {
             Expr::parse("cdiv(N,32)").unwrap(),
             Expr::parse("cdiv(M,64)").unwrap(),
         ]);
-        let hint = tail_hint(
-            &grid,
-            &[],
-            &shape,
-            &vars(&shape),
-            Some(99 * 37),
-            KReads::Unseen,
-        )
-        .unwrap();
+        let hint = hint_at(&grid, &shape, Some(99 * 37), KReads::Unseen).unwrap();
         assert!(
             hint.contains("N = 37 is not a multiple of 32 (grid x = cdiv(N,32))")
                 && hint.contains("M = 100 is not a multiple of 64 (grid y = cdiv(M,64))"),
@@ -757,7 +849,7 @@ mod tests {
         );
         // Round M and N, a K tail alone.
         let round = Shape::gemm(64, 64, 100);
-        let hint = tail_hint(&grid, &[], &round, &vars(&round), Some(0), KReads::Unseen).unwrap();
+        let hint = hint_at(&grid, &round, Some(0), KReads::Unseen).unwrap();
         assert!(
             hint.starts_with(
                 "K = 100 is a multiple of 4 and of no larger power of two: a kernel that steps \
@@ -766,32 +858,14 @@ mod tests {
             "{hint}"
         );
         let all_round = Shape::gemm(64, 64, 128);
-        assert_eq!(
-            tail_hint(
-                &grid,
-                &[],
-                &all_round,
-                &vars(&all_round),
-                Some(0),
-                KReads::Unseen
-            ),
-            None
-        );
+        assert_eq!(hint_at(&grid, &all_round, Some(0), KReads::Unseen), None);
     }
 
     #[test]
     fn a_flat_grid_tiles_the_product_of_its_dimensions() {
         let shape = Shape::Eltwise { m: 4, n: 8 };
         let flat = |e: &str| Grid::Exprs(vec![Expr::parse(e).unwrap()]);
-        let hint = tail_hint(
-            &flat("cdiv(M*N,256)"),
-            &[],
-            &shape,
-            &vars(&shape),
-            None,
-            KReads::Unseen,
-        )
-        .unwrap();
+        let hint = hint_at(&flat("cdiv(M*N,256)"), &shape, None, KReads::Unseen).unwrap();
         assert_eq!(
             hint,
             "M*N = 32 is not a multiple of 256 (grid x = cdiv(M*N,256)): a kernel that assumes \
@@ -799,28 +873,13 @@ mod tests {
         );
         let whole = Shape::Eltwise { m: 32, n: 8 };
         assert_eq!(
-            tail_hint(
-                &flat("cdiv(M*N,256)"),
-                &[],
-                &whole,
-                &vars(&whole),
-                None,
-                KReads::Unseen
-            ),
+            hint_at(&flat("cdiv(M*N,256)"), &whole, None, KReads::Unseen),
             None
         );
         // 2-D tiles counted as one product, as a flat launcher writes them: a tile of M*N,
         // never M by 63 and N by 126 (what the expression seems to give at 130 x 260).
         let gemm = Shape::gemm(130, 260, 72);
-        let hint = tail_hint(
-            &flat("cdiv(M*N,128*128)"),
-            &[],
-            &gemm,
-            &vars(&gemm),
-            None,
-            KReads::Unseen,
-        )
-        .unwrap();
+        let hint = hint_at(&flat("cdiv(M*N,128*128)"), &gemm, None, KReads::Unseen).unwrap();
         assert!(
             hint.contains("; M*N = 33800 is not a multiple of 16384 (grid x = cdiv(M*N,128*128))"),
             "{hint}"
@@ -840,15 +899,7 @@ mod tests {
         );
         // 64 x 256 is a whole 16384 elements, one block, and two tiles.
         let whole = Shape::gemm(64, 256, 64);
-        let hint = tail_hint(
-            &flat("cdiv(M*N,128*128)"),
-            &[],
-            &whole,
-            &vars(&whole),
-            None,
-            KReads::Unseen,
-        )
-        .unwrap();
+        let hint = hint_at(&flat("cdiv(M*N,128*128)"), &whole, None, KReads::Unseen).unwrap();
         assert!(
             hint.starts_with("grid x = cdiv(M*N,128*128) is 1 block, but C is 64x256, 2 tiles"),
             "{hint}"
@@ -856,27 +907,13 @@ mod tests {
         // Square tiles that fit: nothing to say.
         let fits = Shape::gemm(256, 256, 64);
         assert_eq!(
-            tail_hint(
-                &flat("cdiv(M*N,128*128)"),
-                &[],
-                &fits,
-                &vars(&fits),
-                None,
-                KReads::Unseen,
-            ),
+            hint_at(&flat("cdiv(M*N,128*128)"), &fits, None, KReads::Unseen),
             None
         );
         // Its last 1032 elements are the partial tile.
         for (bad, where_) in [(33280, "is in that tail"), (100, "is not in the tail")] {
-            let hint = tail_hint(
-                &flat("cdiv(M*N,128*128)"),
-                &[],
-                &gemm,
-                &vars(&gemm),
-                Some(bad),
-                KReads::Unseen,
-            )
-            .unwrap();
+            let hint =
+                hint_at(&flat("cdiv(M*N,128*128)"), &gemm, Some(bad), KReads::Unseen).unwrap();
             assert!(hint.contains(where_), "{bad}: {hint}");
         }
         // Blocks per batch and head times tiles of S: S's tail, at any B and H.
@@ -887,15 +924,7 @@ mod tests {
             d: 64,
             causal: false,
         };
-        let hint = tail_hint(
-            &flat("B*H*cdiv(S,64)"),
-            &[],
-            &attention,
-            &vars(&attention),
-            None,
-            KReads::Unseen,
-        )
-        .unwrap();
+        let hint = hint_at(&flat("B*H*cdiv(S,64)"), &attention, None, KReads::Unseen).unwrap();
         assert!(
             hint.starts_with("S = 70 is not a multiple of 64 (grid x = B*H*cdiv(S,64))"),
             "{hint}"
@@ -903,7 +932,7 @@ mod tests {
         // Not a product: each dimension's own tile.
         let grid = flat("cdiv(N,32) + cdiv(M,4)");
         let odd = Shape::Eltwise { m: 6, n: 40 };
-        let hint = tail_hint(&grid, &[], &odd, &vars(&odd), None, KReads::Unseen).unwrap();
+        let hint = hint_at(&grid, &odd, None, KReads::Unseen).unwrap();
         assert!(
             hint.contains("N = 40 is not a multiple of 32")
                 && hint.contains("M = 6 is not a multiple of 4"),
@@ -922,10 +951,117 @@ mod tests {
         };
         let grid = Grid::Exprs(vec![Expr::parse("B").unwrap(), Expr::parse("H").unwrap()]);
         let tc = Expr::parse("cdiv(S,32)").unwrap();
-        let hint = tail_hint(&grid, &[&tc], &shape, &vars(&shape), None, KReads::Unseen).unwrap();
+        let hint = tail_hint(
+            &grid,
+            &[&tc],
+            &shape,
+            &vars(&shape),
+            None,
+            KReads::Unseen,
+            &[],
+        )
+        .unwrap();
         assert!(
             hint.contains("S = 37 is not a multiple of 32 (args: cdiv(S,32))"),
             "{hint}"
+        );
+    }
+
+    /// A tail at a remainder the kernel passed at is no cause: after a pass at 68x100x64
+    /// (M = 68, 4 past a whole tile of 64, and N = 100, 4 past a whole tile of 32), M = 132
+    /// is left out and N = 37 kept, unless the first bad element lies in M's tail; a pass
+    /// shorter than a tile counts for nothing; a tile grid leaves out its rows the same way.
+    #[test]
+    fn a_tail_at_a_remainder_the_kernel_passed_at_is_left_out() {
+        let grid = Grid::Exprs(vec![
+            Expr::parse("cdiv(N,32)").unwrap(),
+            Expr::parse("cdiv(M,64)").unwrap(),
+        ]);
+        let passed = Shape::gemm(68, 100, 64);
+        let handled = passed_tails(&grid, &[], &passed, &vars(&passed));
+        let failed = Shape::gemm(132, 37, 64);
+        let hint = |handled: &[PassedTail]| {
+            tail_hint(
+                &grid,
+                &[],
+                &failed,
+                &vars(&failed),
+                None,
+                KReads::Unseen,
+                handled,
+            )
+        };
+        let all = hint(&[]).unwrap();
+        assert!(all.contains("M = 132 is not a multiple of 64"), "{all}");
+        let left = hint(&handled).unwrap();
+        assert!(
+            !left.contains("M = 132") && left.contains("N = 37 is not a multiple of 32"),
+            "{left}"
+        );
+        // The first bad element in M's tail (row 130) keeps it.
+        let bad_row = tail_hint(
+            &grid,
+            &[],
+            &failed,
+            &vars(&failed),
+            Some(130 * 37),
+            KReads::Unseen,
+            &handled,
+        )
+        .unwrap();
+        assert!(
+            bad_row.contains("M = 132 is not a multiple of 64")
+                && bad_row.contains("row 130 column 0, is in that tail"),
+            "{bad_row}"
+        );
+        // A pass at M = 4, less than one tile, says nothing of a tail after whole tiles.
+        let short = Shape::gemm(4, 100, 64);
+        let none = passed_tails(&grid, &[], &short, &vars(&short));
+        assert!(hint(&none).unwrap().contains("M = 132"));
+        let tile = Grid::Tile(vec![64, 32]);
+        let handled = passed_tails(&tile, &[], &passed, &vars(&passed));
+        let left = tail_hint(
+            &tile,
+            &[],
+            &failed,
+            &vars(&failed),
+            None,
+            KReads::Unseen,
+            &handled,
+        )
+        .unwrap();
+        assert!(
+            left.contains("not a whole number of 64x32 tiles")
+                && left.contains("(columns from 32)"),
+            "{left}"
+        );
+    }
+
+    /// A grid that divides rounding down leaves the last rows or columns without a block.
+    #[test]
+    fn a_grid_that_rounds_down_is_named() {
+        let grid = Grid::Exprs(vec![
+            Expr::parse("N/32").unwrap(),
+            Expr::parse("M/32").unwrap(),
+        ]);
+        let shape = Shape::gemm(100, 37, 128);
+        let hint = hint_at(&grid, &shape, None, KReads::InBounds).unwrap();
+        assert!(
+            hint.contains(
+                "grid x = N/32 rounds down: at N = 37 its blocks cover the first 32 of N and none \
+                 the last 5 (cdiv(N,32) rounds up); grid y = M/32 rounds down: at M = 100 its \
+                 blocks cover the first 96 of M and none the last 4"
+            ),
+            "{hint}"
+        );
+        let round = Shape::gemm(64, 96, 128);
+        assert_eq!(hint_at(&grid, &round, None, KReads::InBounds), None);
+        // cdiv rounds up: nothing to say of it.
+        let up = Grid::Exprs(vec![Expr::parse("cdiv(N,32)").unwrap()]);
+        assert!(
+            !hint_at(&up, &shape, None, KReads::Unseen)
+                .unwrap()
+                .contains("rounds down")
         );
     }
 }

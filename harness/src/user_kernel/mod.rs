@@ -1384,11 +1384,13 @@ impl UserKernel {
     /// When `shape` is not a whole number of the kernel's tiles, a line saying which
     /// dimensions are not, naming the first bad element when it lies in the partial tiles:
     /// the usual reason a kernel that passes on round sizes fails.
+    /// `passed`: shapes the kernel passed at, whose tails are no cause (at the same remainder).
     pub fn tail_hint(
         &self,
         shape: &Shape,
         first_bad: Option<usize>,
         reads: hint::KReads,
+        passed: &[&Shape],
     ) -> Option<String> {
         // The workload's element, whose row and column the tails are of.
         let first_bad = match self.buffers.relayout(shape, shape.inputs().len()) {
@@ -1415,7 +1417,11 @@ impl UserKernel {
                     })
                     .collect();
                 let v = vars(shape, self.sms);
-                let hint = hint::tail_hint(grid, &ints, shape, &v, first_bad, reads)?;
+                let handled: Vec<hint::PassedTail> = passed
+                    .iter()
+                    .flat_map(|p| hint::passed_tails(grid, &ints, p, &vars(p, self.sms)))
+                    .collect();
+                let hint = hint::tail_hint(grid, &ints, shape, &v, first_bad, reads, &handled)?;
                 Some(match several {
                     true => format!("{}: {hint}", l.spec.entry),
                     false => hint,
@@ -2045,7 +2051,7 @@ mod tests {
             assert_eq!(plan.scratch.last().unwrap().len, sms * 100);
             // A grid of the SM count has no tail to blame.
             let hint = k
-                .tail_hint(&shape, Some(0), hint::KReads::Unseen)
+                .tail_hint(&shape, Some(0), hint::KReads::Unseen, &[])
                 .unwrap_or_default();
             assert!(!hint.contains(SMS), "{hint}");
         }
@@ -2099,13 +2105,15 @@ mod tests {
         let k = example("block=32,grid=tile:16x16", Workload::Gemm);
         let shape = Shape::gemm(100, 37, 8);
         let hint = k
-            .tail_hint(&shape, Some(99 * 37), hint::KReads::Unseen)
+            .tail_hint(&shape, Some(99 * 37), hint::KReads::Unseen, &[])
             .unwrap();
         assert!(hint.contains("row 99 column 0, is in that tail"), "{hint}");
-        let hint = k.tail_hint(&shape, Some(0), hint::KReads::Unseen).unwrap();
+        let hint = k
+            .tail_hint(&shape, Some(0), hint::KReads::Unseen, &[])
+            .unwrap();
         assert!(hint.contains("is not in the tail"), "{hint}");
         assert_eq!(
-            k.tail_hint(&Shape::gemm(64, 32, 64), Some(0), hint::KReads::Unseen),
+            k.tail_hint(&Shape::gemm(64, 32, 64), Some(0), hint::KReads::Unseen, &[]),
             None
         );
     }

@@ -87,6 +87,15 @@ pub fn lab_kernels<'a>(
     Ok(lab)
 }
 
+/// `reason` with the name the simulator gives a user's kernel, that of the lab's wrapper it
+/// launched, replaced by the entry as its author wrote it.
+pub fn as_written(k: &UserKernel, reason: &str) -> String {
+    k.entries()
+        .fold(reason.to_string(), |reason, (name, entry)| {
+            reason.replace(&format!("{name}: "), &format!("{entry}: "))
+        })
+}
+
 /// Adds to the rows of `results`: NVRTC's resources for [`INSPECT_ARCH`] (or the one family a
 /// kernel is compiled for alone) where a row has none and `inspect` (a run without a GPU), and
 /// on a user row's failure the tail hint, or, when the kernel fails on a shape of whole tiles
@@ -100,7 +109,7 @@ pub fn annotate(
 ) {
     // Each user kernel's first failure on a shape without tails: its failures elsewhere are
     // not a tail's doing. (Unless the kernel is not given every input, which explains that
-    // failure, its own line says.)
+    // failure, its own line says, or the failure is a race, which says nothing of the tails.)
     let mut whole_failures: Vec<(String, String)> = Vec::new();
     for w in &results.workloads {
         for s in &w.shapes {
@@ -109,7 +118,8 @@ pub fn annotate(
                     && row.failed()
                     && !whole_failures.iter().any(|(id, _)| *id == row.id)
                     && let Some(k) = users.iter().find(|k| k.id() == row.id)
-                    && k.tail_hint(&s.shape, None, KReads::Unseen).is_none()
+                    && k.tail_hint(&s.shape, None, KReads::Unseen, &[]).is_none()
+                    && !row.reason.as_deref().is_some_and(is_synchronization)
                     && !untold_causal(k, &s.shape)
                     && k.unread_inputs(&s.shape).is_empty()
                 {
@@ -118,6 +128,18 @@ pub fn annotate(
             }
         }
     }
+    // The shapes each user kernel passed at: their tails are no cause of a failure elsewhere.
+    let passes: Vec<(String, Shape)> = results
+        .workloads
+        .iter()
+        .flat_map(|w| &w.shapes)
+        .flat_map(|s| {
+            s.rows
+                .iter()
+                .filter(|r| r.role == Role::User && r.passed())
+                .map(|r| (r.id.clone(), s.shape))
+        })
+        .collect();
     let sim = results.device.kind == kernel::DeviceKind::Sim.name();
     for w in &mut results.workloads {
         for s in &mut w.shapes {
@@ -141,15 +163,8 @@ pub fn annotate(
                 let Some(k) = users.iter().find(|k| k.id() == row.id) else {
                     continue;
                 };
-                // The simulator names the kernel it launched: the lab's wrapper, for the entry
-                // as the user wrote it.
-                for (name, entry) in k.entries() {
-                    let launched = format!("{name}: ");
-                    if let Some(reason) = row.reason.as_mut()
-                        && reason.contains(&launched)
-                    {
-                        *reason = reason.replace(&launched, &format!("{entry}: "));
-                    }
+                if let Some(reason) = row.reason.as_mut() {
+                    *reason = as_written(k, reason);
                 }
                 // Threads ordered wrongly are not a tile's tail (threads a tail leaves out of
                 // a barrier or of shared memory's writes are: those keep the hint), nor is a
@@ -248,8 +263,10 @@ pub fn annotate(
                     .check
                     .and_then(|c| c.first_unwritten.or(c.first_nonfinite));
                 let layouts = layout_hint(w.workload, row);
+                // (A shape with no tails of its own gets no word of them.)
+                let tails_here = || k.tail_hint(&s.shape, None, KReads::Unseen, &[]).is_some();
                 let hint = match whole_failures.iter().find(|(id, _)| *id == row.id) {
-                    Some((_, whole)) if *whole != s.shape.label() => Some(format!(
+                    Some((_, whole)) if *whole != s.shape.label() && tails_here() => Some(format!(
                         "it fails on {whole} too, whose dimensions are whole numbers of its \
                          tiles: look for a cause other than the tails{}",
                         layouts.map(|l| format!("; {l}")).unwrap_or_default()
@@ -264,13 +281,25 @@ pub fn annotate(
                     // tails the grid suggests (which a grid of other tiles than the kernel's
                     // can suggest where there are none).
                     None => {
-                        let tails =
-                            k.tail_hint(&s.shape, first_bad, k_reads(sim, row, k, &s.shape));
+                        let passed: Vec<&Shape> = (passes.iter())
+                            .filter(|(id, _)| *id == row.id)
+                            .map(|(_, shape)| shape)
+                            .collect();
+                        let reads = k_reads(sim, row, k, &s.shape);
+                        let tails = k.tail_hint(&s.shape, first_bad, reads, &passed);
                         match (layouts, tails) {
                             (Some(l), Some(t)) => Some(format!("{l}\n  {t}")),
                             (l, t) => l.or(t),
                         }
                     }
+                };
+                let ldm = row
+                    .reason
+                    .as_deref()
+                    .and_then(|r| wmma_ldm_dims(r, &s.shape));
+                let hint = match (ldm, hint) {
+                    (Some(l), Some(h)) => Some(format!("{l}\n  {h}")),
+                    (l, h) => l.or(h),
                 };
                 if let (Some(hint), Some(reason)) = (hint, row.reason.as_mut()) {
                     reason.push_str("\n  ");
@@ -443,6 +472,33 @@ fn is_synchronization(reason: &str) -> bool {
     .any(|e| reason.contains(e))
 }
 
+/// The dimensions of `shape` a WMMA tile's `ldm` in global memory equals, which the simulator
+/// failed for not being a multiple of 16 bytes: "ldm 37 is N here: ...".
+fn wmma_ldm_dims(reason: &str, shape: &Shape) -> Option<String> {
+    if !reason.contains("the tile is not in shared memory, so ldm is") {
+        return None;
+    }
+    let (_, rest) = reason.split_once("_matrix_sync: ldm ")?;
+    let mut words = rest.split(' ');
+    let ldm: usize = words.next()?.parse().ok()?;
+    let elem: usize = words.nth(2)?.parse().ok()?;
+    let dims: Vec<&str> = super::vars(shape, SIM_SMS)
+        .into_iter()
+        .filter(|&(d, v)| d != SMS && v == ldm)
+        .map(|(d, _)| d)
+        .collect();
+    let named = match dims.as_slice() {
+        [] => return None,
+        [d] => d.to_string(),
+        [d, rest @ ..] => format!("{d} (or {})", rest.join(", ")),
+    };
+    Some(format!(
+        "ldm {ldm} is {named} here: a kernel that loads or stores its WMMA tiles straight from \
+         global memory needs {named} to be a multiple of {} elements",
+        16 / elem.max(1)
+    ))
+}
+
 /// Whether a row's reason is a compiler's log ([`kernel::DeviceError::Compile`]).
 fn is_compile_error(reason: &str) -> bool {
     reason
@@ -504,7 +560,7 @@ fn error_reads(said: &str) -> KReads {
     } else if past_shared || PAST.iter().any(|e| said.contains(e)) {
         KReads::Unseen
     } else {
-        // A race, a divergent barrier, an mbarrier or cluster misused, a write out of bounds,
+        // A race, a deadlock at a barrier, an mbarrier or cluster misused, a write out of bounds,
         // a launch that did not finish: nothing points at K.
         KReads::OtherError
     }
@@ -826,6 +882,29 @@ mod tests {
         ));
     }
 
+    /// A WMMA ldm off 16 bytes in global memory is named by the dimensions it equals.
+    #[test]
+    fn a_wmma_ldm_in_global_memory_names_its_dimension() {
+        let said = "k: wmma::load_matrix_sync: ldm 37 elements of 2 bytes is 74 bytes between \
+                    rows, not a multiple of 16 (...): the tile is not in shared memory, so ldm is \
+                    the length of the matrix's rows: ...";
+        assert_eq!(
+            wmma_ldm_dims(said, &Shape::gemm(100, 37, 129)).as_deref(),
+            Some(
+                "ldm 37 is N here: a kernel that loads or stores its WMMA tiles straight from \
+                 global memory needs N to be a multiple of 8 elements"
+            )
+        );
+        let both = wmma_ldm_dims(said, &Shape::gemm(100, 37, 37)).unwrap();
+        assert!(both.starts_with("ldm 37 is N (or K) here"), "{both}");
+        // In shared memory the padding is the kernel's: no dimension is to blame.
+        let shared = said.replace(
+            "the tile is not in shared memory, so ldm is",
+            "pad the rows",
+        );
+        assert_eq!(wmma_ldm_dims(&shared, &Shape::gemm(100, 37, 129)), None);
+    }
+
     #[test]
     fn a_misaligned_access_names_its_buffer() {
         let said = "k: misaligned address: this thread reads 4 bytes at byte 7998 (element \
@@ -889,7 +968,7 @@ mod tests {
                 KReads::OtherError,
             ),
             (
-                "k: divergent barrier: thread (0,0,0) waits",
+                "k: deadlock at __syncthreads in block (0,0,0): 48 threads wait",
                 KReads::OtherError,
             ),
         ];

@@ -99,12 +99,17 @@ inline void arrive(const char *what, const void *p, unsigned ldm, int layout, si
                     "lane 0 (ldm %u); every lane must pass the same (a GPU moves one tile for the warp): compute "
                     "them from warp-uniform values (the warp's index, not the lane's)",
                     what, odd.lane, odd.ldm);
-    if ((size_t)ldm * elem % 16)
+    if ((size_t)ldm * elem % 16) {
+        const bool shared = ::sim::is_shared(p, 1);
         ::sim::fail("%s: ldm %u elements of %zu bytes is %zu bytes between rows, not a multiple of 16 (the WMMA API "
                     "asks for a multiple of 8 __half or 4 float elements; a GPU may load each row in 16-byte "
-                    "pieces, as ldmatrix does an FP16 tile in shared memory): pad the rows to a multiple of 16 "
-                    "bytes",
-                    what, ldm, elem, (size_t)ldm * elem);
+                    "pieces, as ldmatrix does an FP16 tile in shared memory): %s",
+                    what, ldm, elem, (size_t)ldm * elem,
+                    shared ? "pad the rows to a multiple of 16 bytes"
+                           : "the tile is not in shared memory, so ldm is the length of the matrix's rows: "
+                             "the kernel needs that length to be a multiple of 16 bytes, or to stage the tile "
+                             "through shared memory with padded rows");
+    }
     if ((uintptr_t)p % 16) {
         char where[200] = "global memory";
         size_t cell;

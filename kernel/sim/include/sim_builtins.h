@@ -68,8 +68,10 @@ inline int __syncthreads_count(int pred, sim::Caller at = {}) {
     sim::syncthreads();
     return w.bar_count[sim::fiber().bar_parity];
 }
+// Over the threads that reached the barrier: those that exited before it are not waited for.
 inline int __syncthreads_and(int pred, sim::Caller at = {}) {
-    return __syncthreads_count(pred, at) == (int)sim::worker().n;
+    const int count = __syncthreads_count(pred, at);
+    return count == (int)sim::worker().bar_threads[sim::fiber().bar_parity];
 }
 inline int __syncthreads_or(int pred, sim::Caller at = {}) { return __syncthreads_count(pred, at) != 0; }
 inline void __syncwarp(unsigned mask = 0xFFFFFFFFu, sim::Caller at = {}) {

@@ -271,6 +271,14 @@ struct HopperState {
     unsigned maxnreg_calls[kMaxThreads];
     uint32_t maxnreg_sig[kMaxThreads];
     bool maxnreg_used;
+    // setmaxnreg's register pool, by warpgroup (one instruction of its 128 threads): the
+    // setmaxnreg it has completed, the count a thread holds after the last (0 before the
+    // first: the launch's count at entry), the count an .inc it waits in asks for (0 when
+    // none), and the registers the block's .dec gave back that no .inc has taken yet.
+    unsigned wg_granted[kMaxThreads / 128];
+    unsigned short wg_nreg[kMaxThreads / 128];
+    unsigned short wg_wanted[kMaxThreads / 128];
+    long long regs_free;
     // The mbarrier and parity of each fiber's last try_wait that returned false (mbar_try).
     const void *tried_on[kMaxThreads];
     unsigned char tried_parity[kMaxThreads];
@@ -1424,16 +1432,86 @@ inline void wgmma_wait(unsigned n) {
     }, hopper().eager);
 }
 
-// setmaxnreg.{inc,dec}.sync.aligned.u32 n (9.7.19.5): registers are not a resource here, so
-// the operand is checked, and each thread's sequence of them is kept for the block's end,
-// where every thread of a warpgroup must have executed the same ones (setmaxnreg_end).
-inline void setmaxnreg(unsigned n, const char *what) {
+// setmaxnreg.{inc,dec}.sync.aligned.u32 n (9.7.19.5). A block starts with the registers ptxas
+// gave each thread times its threads (the launch's `regs`). A warpgroup's .dec gives its
+// registers above n back to the block's pool; its .inc waits until the pool has what n asks
+// for. The first of its threads to reach the instruction does that for all 128, the others
+// go on once it is done. So warpgroups that ask for more than the block was given wait
+// forever, reported as a deadlock. Without the count at entry (no NVRTC) only the direction
+// is checked, against the warpgroup's previous setmaxnreg. Each thread's sequence is kept for
+// the block's end, where every thread of a warpgroup must have executed the same ones
+// (setmaxnreg_end).
+inline void setmaxnreg(unsigned n, const char *what, const char *file = __builtin_FILE(),
+                       unsigned line = __builtin_LINE()) {
+    // A deadlock names the line of the inline PTX, or of the lab header's caller (already set).
+    const IssuedAt site(fiber().site_file ? nullptr : file, line);
     if (n < 24 || n > 256 || n % 8) fail("%s %u: the count must be a multiple of 8 from 24 to 256", what, n);
+    Worker &w = worker();
     HopperState &h = hopper();
-    const unsigned me = fiber_index();
-    h.maxnreg_calls[me]++;
-    h.maxnreg_sig[me] = h.maxnreg_sig[me] * 1000003u + 2 * n + (strstr(what, ".inc") != nullptr);
+    const unsigned me = fiber_index(), wg = me / 128, call = ++h.maxnreg_calls[me];
+    const bool inc = strstr(what, ".inc") != nullptr;
+    h.maxnreg_sig[me] = h.maxnreg_sig[me] * 1000003u + 2 * n + inc;
     h.maxnreg_used = true;
+    if (call <= h.wg_granted[wg]) return;  // a partner thread has done it for the warpgroup
+    const unsigned entry = (w.launch->regs + 7) / 8 * 8;  // allocated in units of 8 a thread
+    const unsigned held = h.wg_nreg[wg] ? h.wg_nreg[wg] : entry;
+    if (held && inc && n < held)
+        fail("%s %u by a warpgroup whose threads hold %u registers: .inc raises the count, never lowers it", what,
+             n, held);
+    if (held && !inc && n > held)
+        fail("%s %u by a warpgroup whose threads hold %u registers: .dec lowers the count, never raises it", what,
+             n, held);
+    const unsigned first = wg * 128, threads = w.n - first < 128 ? w.n - first : 128;
+    if (entry && inc) {
+        const long long need = (long long)(n - held) * threads;
+        while (h.regs_free < need) {
+            h.wg_wanted[wg] = (unsigned short)n;
+            fiber().state = AT_REGS;
+            w.at_regs++;
+            yield_to_scheduler();
+            if (call <= h.wg_granted[wg]) return;
+        }
+        h.regs_free -= need;
+    } else if (entry) {
+        h.regs_free += (long long)(held - n) * threads;
+    }
+    h.wg_granted[wg] = call;
+    h.wg_nreg[wg] = (unsigned short)n;
+    h.wg_wanted[wg] = 0;
+    // The warpgroup's partners waiting for this, and .inc waiting for what a .dec gave back.
+    for (unsigned k = 0; k < w.n && w.at_regs; ++k) {
+        const unsigned i = w.order[k];
+        if (w.fibers[i].state != AT_REGS) continue;
+        w.at_regs--;
+        push_ready(w, i);
+    }
+}
+
+// A deadlock with threads in setmaxnreg.inc: what the block was given and what its warpgroups
+// hold or ask for.
+inline void describe_register_pool(const Worker &w, const HopperState &h, char *out, size_t room) {
+    const unsigned entry = (w.launch->regs + 7) / 8 * 8;
+    int len = snprintf(out, room,
+                       "; setmaxnreg.inc waits for registers the block's pool does not have: the block was launched "
+                       "with %u registers a thread, %u for its %u threads, and its warpgroups hold or ask for",
+                       entry, entry * w.n, w.n);
+    unsigned long long total = 0;
+    bool any_exited = false;
+    for (unsigned first = 0; first < w.n && len > 0 && (size_t)len < room; first += 128) {
+        out += len, room -= len;
+        const unsigned wg = first / 128;
+        const unsigned count = h.wg_wanted[wg] ? h.wg_wanted[wg] : h.wg_nreg[wg] ? h.wg_nreg[wg] : entry;
+        const unsigned threads = w.n - first < 128 ? w.n - first : 128;
+        bool exited = true;
+        for (unsigned i = first; i < first + threads; ++i) exited &= w.fibers[i].state == DONE;
+        any_exited |= exited;
+        total += (unsigned long long)count * threads;
+        len = snprintf(out, room, "%s %u%s", first ? "," : "", count, exited ? " (exited)" : "");
+    }
+    // PTX says only that .dec gives registers back: a warpgroup that exits is taken to keep them.
+    if (len > 0 && (size_t)len < room)
+        snprintf(out + len, room - len, " a thread (%llu in all%s)", total,
+                 any_exited ? "; a warpgroup that exits is not taken to give its registers back" : "");
 }
 
 // .sync.aligned: setmaxnreg is a warpgroup's instruction, which all 128 of its threads execute
@@ -1490,6 +1568,10 @@ inline void hopper_block_start(Worker &w, uint64_t seed) {
     if (h.maxnreg_used) {
         memset(h.maxnreg_calls, 0, sizeof h.maxnreg_calls);
         memset(h.maxnreg_sig, 0, sizeof h.maxnreg_sig);
+        memset(h.wg_granted, 0, sizeof h.wg_granted);
+        memset(h.wg_nreg, 0, sizeof h.wg_nreg);
+        memset(h.wg_wanted, 0, sizeof h.wg_wanted);
+        h.regs_free = 0;
         h.maxnreg_used = false;
     }
     for (WarpWgmma &ws : h.warps) ws.pending = ws.committed = ws.issued = 0, ws.fenced = false;
@@ -1550,6 +1632,11 @@ inline void hopper_exited(Worker &w, unsigned warp) {
 inline void hopper_describe(Worker &w, char *out, size_t room) {
     if (!w.hopper) return;
     HopperState &h = *w.hopper;
+    if (w.at_regs) {
+        describe_register_pool(w, h, out, room);
+        const size_t len = strlen(out);
+        out += len, room -= len;
+    }
     // Each warp waiting for its partners' wgmma: which of them have not issued it, and where
     // they are instead.
     for (unsigned warp = 0; warp * 32 < w.n && w.at_wgmma; ++warp) {

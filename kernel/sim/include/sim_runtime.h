@@ -1,8 +1,8 @@
 // sim_runtime.h: the execution model of the CUDA simulator.
 //
 // One fiber per CUDA thread, switched only at barriers and warp operations, so the threads of
-// a block really interleave between barriers and a divergent barrier is detected exactly
-// (nothing runnable, not everyone finished). Each OS thread runs one block at a time and a
+// a block really interleave between barriers and a barrier that some threads never reach is
+// detected exactly (nothing runnable, not everyone finished). Each OS thread runs one block at a time and a
 // block never leaves the OS thread that started it (fibers may cache thread-local addresses).
 // A thread block cluster (`__cluster_dims__`) runs as one unit on one OS thread: a Worker per
 // block, their fibers interleaved by one scheduler, so that the blocks of a cluster can wait
@@ -126,6 +126,9 @@ struct SimLaunch {
     // Where a GPU starts the dynamic shared memory, modulo 1024 (after the entry's static
     // variables, as ptxas counts them): the dynamic buffer's first byte is placed there.
     unsigned dyn_lead;
+    // The registers a thread has at entry, as ptxas counts them (what setmaxnreg's pool starts
+    // from); 0 when unknown.
+    unsigned regs;
     const char *kernel;
     SimTraffic *traffic;  // where a module built to count traffic counts it; else null
     SimGrid *grid_sync;   // a cooperative launch's grid barrier, every block resident; else null
@@ -204,7 +207,9 @@ constexpr unsigned kStallRounds = 8;        // a unit's spinning turns before an
 // AT_NAMED: in bar.sync with a barrier id and thread count until that many have arrived.
 // AT_WGMMA: in wgmma.wait_group until the other warps of its warpgroup have issued the wgmma
 // it waits for (sim_hopper.h wakes it when one of them issues a wgmma or exits).
-enum State : unsigned char { READY, AT_BLOCK, AT_WARP, AT_MBAR, AT_CLUSTER, AT_NAMED, AT_WGMMA, DONE };
+// AT_REGS: in setmaxnreg.inc until the block's register pool has what it asks for (a
+// setmaxnreg.dec of another warpgroup wakes it).
+enum State : unsigned char { READY, AT_BLOCK, AT_WARP, AT_MBAR, AT_CLUSTER, AT_NAMED, AT_WGMMA, AT_REGS, DONE };
 inline const char *state_name(State s) {
     switch (s) {
         case READY: return "runnable";
@@ -214,6 +219,7 @@ inline const char *state_name(State s) {
         case AT_CLUSTER: return "at barrier.cluster.wait";
         case AT_NAMED: return "at a named barrier";
         case AT_WGMMA: return "in wgmma.wait_group";
+        case AT_REGS: return "in setmaxnreg.inc";
         case DONE: return "exited";
     }
     return "?";
@@ -349,10 +355,13 @@ struct Worker {
     unsigned at_cluster;  // fibers in AT_CLUSTER
     unsigned at_named;    // fibers in AT_NAMED
     unsigned at_wgmma;    // fibers in AT_WGMMA
+    unsigned at_regs;     // fibers in AT_REGS
     // Named barriers: threads arrived in the current phase, and the count that phase expects.
     unsigned named_arrived[kNamedBarriers], named_expected[kNamedBarriers];
+    bool named_whole[kNamedBarriers];  // the phase waits for the whole block (no count given)
     HopperState *hopper;  // allocated on first use by sim_hopper.h
     int bar_count[2];  // __syncthreads_count accumulators, by barrier parity
+    unsigned bar_threads[2];  // the threads the last barrier of each parity released
     uint3 block_idx;
     dim3 block_dim, grid_dim;
     void *sched_sp;
@@ -486,6 +495,8 @@ SIM_UNINSTRUMENTED inline void poll() {
 }
 
 inline void cluster_release_if_complete(Cluster &c);
+inline bool named_complete(const Worker &w, unsigned id);
+inline void named_release(Worker &w, unsigned id);
 inline bool cluster_has_waiters(const Cluster &c);
 inline void warp_lane_exited(Worker &w, const Fiber &f);
 
@@ -496,6 +507,9 @@ inline void warp_lane_exited(Worker &w, const Fiber &f);
     w.exited++;
     warp_lane_exited(w, *tl_fiber);
     hopper_exited(w, tl_fiber->warp);
+    // Nor a barrier of the whole block with an id (__syncthreads' is the scheduler's to release).
+    for (unsigned id = 0; id < kNamedBarriers; ++id)
+        if (named_complete(w, id)) named_release(w, id);
     // An exiting thread no longer holds up a cluster barrier (PTX ISA, exit).
     if (cluster_has_waiters(*w.cluster)) cluster_release_if_complete(*w.cluster);
     yield_to_scheduler();
@@ -855,29 +869,42 @@ inline bool is_shared(const void *p, size_t bytes) { return in_shared_of(worker(
 // counted per thread, as sm_70 and later do. The race checker orders everything before the
 // completion with everything after it, in every thread of the block: a named barrier orders
 // only its participants, so this can miss a race, never invent one.
+// A barrier for the whole block does not wait for threads that have exited (PTX ISA, exit),
+// as __syncthreads() does not: it completes when every thread left has arrived.
+inline bool named_complete(const Worker &w, unsigned id) {
+    const unsigned arrived = w.named_arrived[id];
+    return arrived && (arrived == w.named_expected[id] || (w.named_whole[id] && arrived + w.exited >= w.n));
+}
+
+inline void named_release(Worker &w, unsigned id) {
+    w.named_arrived[id] = 0;
+    w.race_epoch++;
+    for (unsigned k = 0; k < w.n; ++k) {
+        unsigned i = w.order[k];
+        if (w.fibers[i].state == AT_NAMED && w.fibers[i].named_id == id) {
+            w.at_named--;
+            push_ready(w, i);
+        }
+    }
+}
+
 inline void named_barrier(unsigned id, unsigned count, bool wait, const char *what) {
     Worker &w = worker();
     Fiber &f = fiber();
     const unsigned threads = (w.n + 31) / 32 * 32;
     if (id >= kNamedBarriers) fail("%s: barrier %u; a block has barriers 0 to %u", what, id, kNamedBarriers - 1);
-    if (count == 0) count = threads;
+    const bool whole = count == 0;
+    if (whole) count = threads;
     if (count % 32 || count > threads)
         fail("%s: a count of %u threads; it must be a multiple of the warp size, at most the block's %u", what,
              count, threads);
-    if (w.named_arrived[id] == 0) w.named_expected[id] = count;
+    if (w.named_arrived[id] == 0) w.named_expected[id] = count, w.named_whole[id] = whole;
     else if (w.named_expected[id] != count)
         fail("%s: barrier %u with a count of %u threads while %u threads wait there with a count of %u", what, id,
              count, w.named_arrived[id], w.named_expected[id]);
-    if (++w.named_arrived[id] == count) {
-        w.named_arrived[id] = 0;
-        w.race_epoch++;
-        for (unsigned k = 0; k < w.n; ++k) {
-            unsigned i = w.order[k];
-            if (w.fibers[i].state == AT_NAMED && w.fibers[i].named_id == id) {
-                w.at_named--;
-                push_ready(w, i);
-            }
-        }
+    ++w.named_arrived[id];
+    if (named_complete(w, id)) {
+        named_release(w, id);
         f.switches++;  // like warp_wait's last lane, the completing thread goes on
         return;
     }
@@ -1947,15 +1974,9 @@ inline void describe_wait_sites(Worker &w) {
 }
 
 inline void describe_block_deadlock(Worker &w) {
-    // synccheck: a __syncthreads() part of the block never reaches, because it has exited.
-    if (w.at_block && w.exited && !w.at_warp && !w.at_mbar && !w.at_cluster && !w.at_named && !w.at_wgmma) {
-        snprintf(w.result->message, sizeof w.result->message,
-                 "%s: divergent barrier in block (%u,%u,%u): %u threads wait at __syncthreads() that %u threads "
-                 "of the block, which have exited, never reach (undefined on a GPU: it may hang or go on)",
-                 w.launch->kernel, w.block_idx.x, w.block_idx.y, w.block_idx.z, w.at_block, w.exited);
-        return;
-    }
-    const char *where = w.at_block    ? "__syncthreads"
+    // An .inc waiting for registers first: only a .dec gives them, whatever else waits.
+    const char *where = w.at_regs     ? "setmaxnreg.inc"
+                        : w.at_block  ? "__syncthreads"
                         : w.at_warp   ? "a warp operation (__shfl*_sync, __syncwarp, __ballot_sync)"
                         : w.at_mbar   ? "an mbarrier wait"
                         : w.at_named  ? "a named barrier (bar.sync with an id)"
@@ -1967,18 +1988,21 @@ inline void describe_block_deadlock(Worker &w) {
     if (len < 0 || (size_t)len >= sizeof w.result->message) return;
     char *out = w.result->message + len;
     size_t room = sizeof w.result->message - len;
+    // (setmaxnreg.inc only where a thread waits there: few kernels have it.)
+    char regs[40] = "";
+    if (w.at_regs) snprintf(regs, sizeof regs, ", %u in setmaxnreg.inc", w.at_regs);
     if ((w.at_block != 0) + (w.at_warp != 0) + (w.at_mbar != 0) + (w.at_cluster != 0) + (w.at_named != 0) +
-            (w.at_wgmma != 0) >
+            (w.at_wgmma != 0) + (w.at_regs != 0) >
         1)
         len = snprintf(out, room,
                        "%u threads wait at __syncthreads, %u at a warp operation, %u on an mbarrier, %u at "
-                       "barrier.cluster.wait, %u at named barriers, %u in wgmma.wait_group, %u exited",
-                       w.at_block, w.at_warp, w.at_mbar, w.at_cluster, w.at_named, w.at_wgmma, w.exited);
+                       "barrier.cluster.wait, %u at named barriers, %u in wgmma.wait_group%s, %u exited",
+                       w.at_block, w.at_warp, w.at_mbar, w.at_cluster, w.at_named, w.at_wgmma, regs, w.exited);
     else {
-        unsigned waiting = w.at_block + w.at_warp + w.at_mbar + w.at_cluster + w.at_named + w.at_wgmma;
+        unsigned waiting = w.at_block + w.at_warp + w.at_mbar + w.at_cluster + w.at_named + w.at_wgmma + w.at_regs;
         len = snprintf(out, room, "%u %s, %u exited", waiting, waiting == 1 ? "thread waits" : "threads wait", w.exited);
     }
-    if ((w.at_mbar || w.at_wgmma) && len > 0 && (size_t)len < room) hopper_describe(w, out + len, room - len);
+    if ((w.at_mbar || w.at_wgmma || w.at_regs) && len > 0 && (size_t)len < room) hopper_describe(w, out + len, room - len);
     for (unsigned b = 0; b < kNamedBarriers && w.at_named; ++b) {
         size_t used = strlen(w.result->message);
         if (w.named_arrived[b] == 0 || used + 1 >= sizeof w.result->message) continue;
@@ -2005,23 +2029,35 @@ inline void describe_deadlock(Cluster &c) {
         const Worker &o = *c.cta[r];
         size_t len = strlen(w.result->message);
         if (len + 1 >= sizeof w.result->message) return;
+        char regs[40] = "";
+        if (o.at_regs) snprintf(regs, sizeof regs, ", %u in setmaxnreg.inc", o.at_regs);
         snprintf(w.result->message + len, sizeof w.result->message - len,
                  "; block (%u,%u,%u) of its cluster: %u of %u threads exited, %u at __syncthreads, %u at a warp "
                  "operation, %u on an mbarrier, %u at barrier.cluster.wait, %u at named barriers, %u in "
-                 "wgmma.wait_group",
+                 "wgmma.wait_group%s",
                  o.block_idx.x, o.block_idx.y, o.block_idx.z, o.exited, o.n, o.at_block, o.at_warp, o.at_mbar,
-                 o.at_cluster, o.at_named, o.at_wgmma);
+                 o.at_cluster, o.at_named, o.at_wgmma, regs);
     }
 }
 
-// A block's __syncthreads() completes when all its threads wait there: they run again.
+// A block's __syncthreads() completes when all its threads that have not exited wait there:
+// they run again. Exited threads do not hold it up (PTX ISA, exit: "If the exiting threads
+// are holding up the barrier, the barrier is released"), so `if (i >= n) return;` before the
+// block's barriers is well defined.
 inline bool release_block_barrier(Worker &w) {
-    if (w.at_block != w.n) return false;
+    if (w.at_block == 0 || w.at_block + w.exited != w.n) return false;
+    unsigned done = 0;
+    for (unsigned i = 0; i < w.n; ++i)
+        if (w.fibers[i].state == AT_BLOCK) {
+            done = w.fibers[i].bar_parity;
+            break;
+        }
+    w.bar_threads[done] = w.at_block;
     w.at_block = 0;
     w.race_epoch++;
-    int done = w.fibers[0].bar_parity;
     w.bar_count[done ^ 1] = 0;  // the next barrier's accumulator starts empty
-    for (unsigned k = 0; k < w.n; ++k) push_ready(w, w.order[k]);
+    for (unsigned k = 0; k < w.n; ++k)
+        if (w.fibers[w.order[k]].state == AT_BLOCK) push_ready(w, w.order[k]);
     return true;
 }
 
@@ -2241,7 +2277,7 @@ inline void start_block(Worker &w, const SimLaunch *l, uint3 b, uint64_t seed, S
     w.block_idx = b;
     w.n = l->block[0] * l->block[1] * l->block[2];
     w.head = w.tail = w.at_block = w.at_warp = w.exited = w.at_mbar = w.at_cluster = w.n_spun = 0;
-    w.at_named = w.at_wgmma = 0;
+    w.at_named = w.at_wgmma = w.at_regs = 0;
     for (unsigned b = 0; b < kNamedBarriers; ++b) w.named_arrived[b] = 0;
     w.bar_count[0] = w.bar_count[1] = 0;
     guard_stacks(w, w.n);

@@ -12,8 +12,10 @@ pub struct SimLaunch {
     /// The kernel's `__cluster_dims__`, `[1, 1, 1]` without.
     pub cluster: [u32; 3],
     pub dynamic_smem: u32,
-    /// Where a GPU starts the dynamic shared memory, modulo 1024 ([`super::dynamic_lead`]).
+    /// Where a GPU starts the dynamic shared memory, modulo 1024 ([`super::EntryFacts`]).
     pub dyn_lead: u32,
+    /// The registers a thread has at entry, for `setmaxnreg`'s pool; 0 when unknown.
+    pub regs: u32,
     pub kernel: *const c_char,
     /// Where a module built to count traffic counts it; null otherwise.
     pub traffic: *mut SimTraffic,

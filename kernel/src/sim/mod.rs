@@ -413,25 +413,58 @@ struct Resolved {
     cooperative: bool,
     /// `Step::Constant` copies that come right before this launch in the plan.
     constants: Vec<ConstantSlot>,
-    /// Where a GPU starts its dynamic shared memory, modulo 1024 ([`dynamic_lead`]).
-    dyn_lead: u32,
+    /// What ptxas's compile of the entry says a GPU starts the launch with ([`EntryFacts`]).
+    facts: EntryFacts,
 }
 
-/// Where a GPU starts a launch's dynamic shared memory, modulo 1024: right after the entry's
-/// static `__shared__` variables as ptxas counts them (their bytes, padded to 16 or to the
-/// alignment the module's `extern __shared__` declarations ask for; in the SASS the dynamic
-/// buffer is at 0x400 plus that count, past the 1 KB the driver reserves). A kernel that puts
-/// a 128-byte swizzled tile or a TMA destination at the start of an unaligned dynamic buffer
-/// works only without static variables. The count is NVRTC's for sm_90; 0 without NVRTC, or
-/// without dynamic shared memory, as for a kernel without static variables.
-fn dynamic_lead(l: &Launch) -> u32 {
-    if l.dynamic_smem == 0 {
-        return 0;
+/// What a GPU starts a launch with that only ptxas's compile of its entry tells (NVRTC for
+/// the source's own target, else sm_90, or sm_90a for a source that names setmaxnreg); zeros
+/// without NVRTC, or where the launch needs neither, as for a kernel without static variables.
+#[derive(Clone, Copy, Default)]
+struct EntryFacts {
+    /// Where the dynamic shared memory starts, modulo 1024: right after the entry's static
+    /// `__shared__` variables as ptxas counts them (their bytes, padded to 16 or to the
+    /// alignment the module's `extern __shared__` declarations ask for; in the SASS the dynamic
+    /// buffer is at 0x400 plus that count, past the 1 KB the driver reserves). A kernel that
+    /// puts a 128-byte swizzled tile or a TMA destination at the start of an unaligned dynamic
+    /// buffer works only without static variables.
+    dyn_lead: u32,
+    /// The registers each thread has at entry, which `setmaxnreg`'s pool starts from: for a
+    /// kernel that uses it, ptxas's count (the launch bounds' limit). 0 where ptxas drops
+    /// setmaxnreg (advisory C7508: no register count at entry).
+    regs: u32,
+}
+
+fn entry_facts(l: &Launch) -> EntryFacts {
+    // setmaxnreg exists on sm_90a alone: a source that may use it says so (lab sources and
+    // users' alike; a user's is compiled through a wrapper, so its text is not the kernel's).
+    let hopper = l.source.arch.is_some() || l.source.code.contains("setmaxnreg");
+    if l.dynamic_smem == 0 && !hopper {
+        return EntryFacts::default();
     }
-    crate::cuda::nvrtc::compile(&l.source, "sm_90")
+    let arch = (l.source.arch.as_deref()).unwrap_or(if hopper { "sm_90a" } else { "sm_90" });
+    let Some((compiled, r)) = crate::cuda::nvrtc::compile(&l.source, arch)
         .ok()
-        .and_then(|c| c.resources.get(l.entry.as_ref()).map(|r| r.static_smem))
-        .map_or(0, |s| s.next_multiple_of(16) % 1024)
+        .and_then(|c| {
+            let r = *c.resources.get(l.entry.as_ref())?;
+            Some((c, r))
+        })
+    else {
+        return EntryFacts::default();
+    };
+    // ptxas honors setmaxnreg only in an entry whose register count at entry it can tell: one
+    // with a minimum of blocks per SM in its `__launch_bounds__`, or `__maxnreg__`; elsewhere
+    // it drops the instruction (advisory C7508), as the GPU then never sees it.
+    let setmaxnreg = compiled.ptx.contains("setmaxnreg.")
+        && crate::cuda::ptx_entry::entry(&compiled.ptx, compiled.symbol(&l.entry))
+            .is_some_and(|e| e.min_blocks.is_some() || e.max_registers.is_some());
+    EntryFacts {
+        dyn_lead: match l.dynamic_smem {
+            0 => 0,
+            _ => r.static_smem.next_multiple_of(16) % 1024,
+        },
+        regs: if setmaxnreg { r.registers } else { 0 },
+    }
 }
 
 /// A `__constant__` array of a loaded module and what the plan copies into it.
@@ -643,7 +676,7 @@ impl<'a> SimRun<'a> {
                 step: si,
                 cooperative: plan.cooperative.contains(&l.entry),
                 constants: std::mem::take(&mut constants),
-                dyn_lead: dynamic_lead(l),
+                facts: entry_facts(l),
             });
         }
         if let Some(p) = &plan.pipeline {
@@ -876,7 +909,8 @@ impl<'a> SimRun<'a> {
             block: l.block,
             cluster: r.cluster,
             dynamic_smem: l.dynamic_smem,
-            dyn_lead: r.dyn_lead,
+            dyn_lead: r.facts.dyn_lead,
+            regs: r.facts.regs,
             kernel: name.as_ptr(),
             traffic: traffic.map_or(std::ptr::null_mut(), |t| t as *mut SimTraffic),
             grid_sync: if r.cooperative {
