@@ -1394,3 +1394,68 @@ fn reduce_trees_predicate_every_step_so_every_warp_issues_it() {
         );
     }
 }
+
+/// A kernel that stores (MODE 0) or doubles (MODE 1) a wgmma's accumulators before any
+/// wgmma.wait_group, which PTX leaves undefined.
+const ACCUMULATORS_UNWAITED: &str = r#"
+template <int MODE>
+__device__ void body(float *C) {
+    __shared__ __align__(128) float a[64 * 8], b[8 * 8];
+    for (int i = threadIdx.x; i < 64 * 8; i += 128) a[i] = C[i];
+    if (threadIdx.x < 64) b[threadIdx.x] = C[threadIdx.x];
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    const unsigned long long da = (__cvta_generic_to_shared(a) & 0x3FFFF) >> 4 | 8ull << 16 | 16ull << 32;
+    const unsigned long long db = (__cvta_generic_to_shared(b) & 0x3FFFF) >> 4 | 8ull << 16 | 16ull << 32;
+    float d[4] = {0, 0, 0, 0};
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.mma_async.sync.aligned.m64n8k8.f32.tf32.tf32 {%0, %1, %2, %3}, %4, %5, 0, 1, 1;"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "l"(da), "l"(db));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    if (MODE == 1)
+        for (int i = 0; i < 4; ++i) d[i] *= 2.0f;
+    for (int i = 0; i < 4; ++i) C[threadIdx.x * 4 + i] = d[i];
+}
+extern "C" __global__ void stored(float *C) { body<0>(C); }
+extern "C" __global__ void doubled(float *C) { body<1>(C); }
+"#;
+
+/// The simulator's rule for accumulators touched before a wait covers their wgmma (it completes
+/// the wgmma there: kernel/sim/include/sim_hopper.h, wgmma_accessed) is what ptxas compiles:
+/// a WARPGROUP.DEPBAR that waits for the wgmma comes between the HGMMA and the first
+/// instruction that reads its accumulators.
+#[test]
+fn ptxas_waits_for_a_wgmma_before_its_accumulators_are_read_without_a_wait_group() {
+    let tool = sass::Disassembler::find()
+        .unwrap_or_else(|e| panic!("{e}: run tools/install-cuda-tools.sh first"));
+    let source = kernel::CudaSource::embedded("accumulators_unwaited.cu", ACCUMULATORS_UNWAITED);
+    let listings =
+        sass::of_file(&tool, &source.for_arch("sm_90a"), "sm_90").unwrap_or_else(|e| panic!("{e}"));
+    for (entry, first_use) in [("stored", "STG"), ("doubled", "FADD")] {
+        let f = &listings
+            .iter()
+            .find(|l| l.entry == entry)
+            .unwrap_or_else(|| panic!("no {entry}"))
+            .function;
+        let ops: Vec<String> = instructions(f)
+            .iter()
+            .map(|i| opcode(i).to_string())
+            .collect();
+        let hgmma = ops
+            .iter()
+            .position(|o| o.starts_with("HGMMA"))
+            .unwrap_or_else(|| panic!("{entry}: no HGMMA in {}", f.sass));
+        let used = hgmma
+            + ops[hgmma..]
+                .iter()
+                .position(|o| o.starts_with(first_use))
+                .unwrap_or_else(|| panic!("{entry}: no {first_use} after the HGMMA"));
+        assert!(
+            ops[hgmma..used]
+                .iter()
+                .any(|o| o.starts_with("WARPGROUP.DEPBAR")),
+            "{entry}: no WARPGROUP.DEPBAR between the HGMMA and the {first_use}: {:?}",
+            &ops[hgmma..=used]
+        );
+    }
+}

@@ -66,6 +66,7 @@ extern "C" void sim_proxy_read(const void *p, unsigned long n, const char *what)
 extern "C" void sim_stacks_add(const void *start, size_t bytes);
 extern "C" void sim_global_atomic(const void *p);
 extern "C" void sim_atomic_rmw(const void *p, unsigned long n);
+extern "C" void sim_wgmma_issued();
 #define SIM_GLOBAL_READ(p, n) __tsan_read_range((void *)(p), (unsigned long)(n))
 #define SIM_SHARED_WRITE(p, n) sim_race_access((const void *)(p), (unsigned long)(n), 1)
 #define SIM_GLOBAL_FENCE() sim_global_fence()
@@ -88,7 +89,10 @@ extern "C" void sim_atomic_rmw(const void *p, unsigned long n);
 // One lane's part of a warp-wide shared-memory instruction the emulation performs (an
 // ldmatrix row, a cp.async destination), for the bank model (sim_banks.h).
 #define SIM_BANK_REPORT(kind, p, n, matrices) sim_bank_report(kind, (const void *)(p), (unsigned long)(n), matrices)
+// A wgmma was issued: the hooks look at stack accesses for its accumulators from now on.
+#define SIM_WGMMA_ISSUED() sim_wgmma_issued()
 #else
+#define SIM_WGMMA_ISSUED() ((void)0)
 #define SIM_BANK_REPORT(kind, p, n, matrices) ((void)0)
 #define SIM_WARP_READ(p, n) ((void)0)
 #define SIM_WARP_WRITE(p, n) ((void)0)
@@ -205,8 +209,9 @@ constexpr unsigned kStallRounds = 8;        // a unit's spinning turns before an
 // AT_MBAR: blocked in an mbarrier wait until a phase completes (sim_hopper.h wakes it).
 // AT_CLUSTER: in barrier.cluster.wait until every thread of the cluster has arrived.
 // AT_NAMED: in bar.sync with a barrier id and thread count until that many have arrived.
-// AT_WGMMA: in wgmma.wait_group until the other warps of its warpgroup have issued the wgmma
-// it waits for (sim_hopper.h wakes it when one of them issues a wgmma or exits).
+// AT_WGMMA: in wgmma.wait_group, or at an access to a wgmma's accumulators, until the other
+// warps of its warpgroup have issued the wgmma it waits for (sim_hopper.h wakes it when one
+// of them issues a wgmma or exits).
 // AT_REGS: in setmaxnreg.inc until the block's register pool has what it asks for (a
 // setmaxnreg.dec of another warpgroup wakes it).
 enum State : unsigned char { READY, AT_BLOCK, AT_WARP, AT_MBAR, AT_CLUSTER, AT_NAMED, AT_WGMMA, AT_REGS, DONE };
@@ -218,7 +223,7 @@ inline const char *state_name(State s) {
         case AT_MBAR: return "on an mbarrier";
         case AT_CLUSTER: return "at barrier.cluster.wait";
         case AT_NAMED: return "at a named barrier";
-        case AT_WGMMA: return "in wgmma.wait_group";
+        case AT_WGMMA: return "waiting for a wgmma";
         case AT_REGS: return "in setmaxnreg.inc";
         case DONE: return "exited";
     }
@@ -1980,7 +1985,7 @@ inline void describe_block_deadlock(Worker &w) {
                         : w.at_warp   ? "a warp operation (__shfl*_sync, __syncwarp, __ballot_sync)"
                         : w.at_mbar   ? "an mbarrier wait"
                         : w.at_named  ? "a named barrier (bar.sync with an id)"
-                        : w.at_wgmma  ? "wgmma.wait_group"
+                        : w.at_wgmma  ? "a wait for a wgmma"
                                       : "barrier.cluster.wait";
     int len = snprintf(w.result->message, sizeof w.result->message,
                        "%s: deadlock at %s in block (%u,%u,%u): ", w.launch->kernel, where,
@@ -1996,7 +2001,7 @@ inline void describe_block_deadlock(Worker &w) {
         1)
         len = snprintf(out, room,
                        "%u threads wait at __syncthreads, %u at a warp operation, %u on an mbarrier, %u at "
-                       "barrier.cluster.wait, %u at named barriers, %u in wgmma.wait_group%s, %u exited",
+                       "barrier.cluster.wait, %u at named barriers, %u waiting for a wgmma%s, %u exited",
                        w.at_block, w.at_warp, w.at_mbar, w.at_cluster, w.at_named, w.at_wgmma, regs, w.exited);
     else {
         unsigned waiting = w.at_block + w.at_warp + w.at_mbar + w.at_cluster + w.at_named + w.at_wgmma + w.at_regs;

@@ -77,6 +77,13 @@ extern "C" void sim_stacks_add(const void *start, size_t bytes) {
     __atomic_store_n(&stack_count, n + 1, __ATOMIC_RELEASE);
 }
 
+// Set once a kernel of this module has issued a wgmma (sim_wgmma_issued): from then on an
+// access to a fiber's stack may be one to the accumulators of a wgmma in flight, which the
+// runtime completes first (sim_wgmma_access). A plain global, for the reason above.
+static int wgmma_issued;
+extern "C" void sim_wgmma_access(const void *p, unsigned long n);  // sim_runtime.h
+extern "C" void sim_wgmma_issued() { __atomic_store_n(&wgmma_issued, 1, __ATOMIC_RELAXED); }
+
 namespace sim_traffic {
 
 inline bool on_a_stack(uintptr_t a) {
@@ -684,7 +691,11 @@ inline uint64_t padded(uint64_t bytes) { return (bytes + kAlign - 1) / kAlign * 
 // the emulation's range reports, which the bank model does not see).
 inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const void *pc = nullptr) {
     uintptr_t a = (uintptr_t)p;
-    if (on_a_stack(a)) return;
+    if (on_a_stack(a)) {
+        if (__atomic_load_n(&wgmma_issued, __ATOMIC_RELAXED)) [[unlikely]]
+            sim_wgmma_access(p, bytes);
+        return;
+    }
     Block *at = &block;
     asm("" : "+r"(at));  // one call for the thread-local's address, not one per use
     Block &b = *at;

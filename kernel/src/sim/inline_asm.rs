@@ -625,6 +625,7 @@ fn generate(stmt: &Statement, lines: &LineMap) -> Result<String, Refusal> {
         labels: Vec::new(),
         targets: Vec::new(),
         code: String::new(),
+        by_address: Vec::new(),
     };
     let first_line = stmt.template.first().map_or(0, |t| t.1);
     let refuse = |at: usize, instruction: &str, why: String| {
@@ -636,8 +637,33 @@ fn generate(stmt: &Statement, lines: &LineMap) -> Result<String, Refusal> {
             why,
         }
     };
+    for p in ptx_statements(&stmt.template) {
+        // The instruction's name, after its guard if it has one.
+        let opcode = p
+            .text
+            .split_whitespace()
+            .find(|w| !w.starts_with('@'))
+            .unwrap_or("")
+            .to_string();
+        g.statement(&p.text)
+            .map_err(|why| refuse(p.at, &opcode, why))?;
+    }
+    if let Some(n) = g.by_address.iter().find(|&&n| names_operand(&g.code, n)) {
+        return Err(refuse(
+            first_line,
+            "wgmma.mma_async",
+            format!(
+                "operand {n} is an accumulator of a wgmma and is also used by another \
+                 instruction of the statement; the simulator needs the accumulators to be \
+                 the wgmma's alone (put the other instruction in a statement of its own)"
+            ),
+        ));
+    }
     let mut pre = String::from("do { ");
     for (n, op) in stmt.operands.iter().enumerate() {
+        if g.by_address.contains(&n) {
+            continue;
+        }
         let expr = &op.expr;
         let decl = match (op.letter(), op.output, op.in_out()) {
             ('n', false, _) => format!("const long long _k{n} = (long long)({expr}); "),
@@ -671,17 +697,6 @@ fn generate(stmt: &Statement, lines: &LineMap) -> Result<String, Refusal> {
         };
         pre.push_str(&decl);
     }
-    for p in ptx_statements(&stmt.template) {
-        // The instruction's name, after its guard if it has one.
-        let opcode = p
-            .text
-            .split_whitespace()
-            .find(|w| !w.starts_with('@'))
-            .unwrap_or("")
-            .to_string();
-        g.statement(&p.text)
-            .map_err(|why| refuse(p.at, &opcode, why))?;
-    }
     if let Some(t) = g.targets.iter().find(|t| !g.labels.contains(t)) {
         return Err(refuse(
             first_line,
@@ -697,7 +712,7 @@ fn generate(stmt: &Statement, lines: &LineMap) -> Result<String, Refusal> {
     }
     let mut post = String::new();
     for (n, op) in stmt.operands.iter().enumerate() {
-        if !op.output {
+        if !op.output || g.by_address.contains(&n) {
             continue;
         }
         let f = match op.letter() {
@@ -718,6 +733,20 @@ struct Gen<'a> {
     labels: Vec<String>,
     targets: Vec<String>,
     code: String,
+    /// Operands an instruction reads and writes in place, through their address (wgmma's
+    /// accumulators, which it writes at the wait that completes it): not copied in before
+    /// the statement nor written back after it, which would touch them while the wgmma is
+    /// in flight.
+    by_address: Vec<usize>,
+}
+
+/// Whether generated `code` uses operand `n`'s temporary (`_k3`, not a prefix of `_k31`).
+fn names_operand(code: &str, n: usize) -> bool {
+    let name = format!("_k{n}");
+    code.match_indices(&name).any(|(at, _)| {
+        !code[at + name.len()..].starts_with(|c: char| c.is_ascii_digit())
+            && !code[..at].ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_')
+    })
 }
 
 /// A PTX label as a C++ one; `%=` (the compiler's number of the asm instance, which makes
@@ -1616,6 +1645,14 @@ mod tests {
                 && out.contains("0 != 0, 0 != 0, ::sim::WgType::e4m3)"),
             "{out}"
         );
+        // The accumulators are passed by address alone: copying them in before the statement
+        // or back after it would touch them while the wgmma is in flight.
+        assert!(
+            out.contains("float *_wd[4] = {&(d[0]), &(d[1]), &(d[2]), &(d[3])};")
+                && !out.contains("f32_bits(d[")
+                && !out.contains("set_f32(d["),
+            "{out}"
+        );
         // With the 16-bit types' two transpose operands: one operand too many.
         let trans = wgmma.replace("1, 1, 1;", "1, 1, 1, 0, 0;");
         assert!(strict(&trans, "k.cu").is_err());
@@ -1764,6 +1801,10 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
             (
                 r#"float d[4]; asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, %6, 1, 1, 0, 0;" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "l"(a), "l"(a), "r"(s));"#,
                 "scale-d must be a predicate",
+            ),
+            (
+                r#"float d[4]; asm volatile("{\nmov.f32 %0, 0f00000000;\nwgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, 1, 1, 1, 0, 0;\n}" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "l"(a), "l"(a));"#,
+                "operand 0 is an accumulator of a wgmma and is also used by another instruction",
             ),
             (
                 r#"asm volatile("bar.red.popc.u32 %0, 1, 64, %1;" : "=r"(s) : "r"(s));"#,

@@ -542,6 +542,7 @@ impl Gen<'_> {
             match o {
                 Opnd::Ref(i) if self.ops[*i].letter() == 'f' && self.ops[*i].output => {
                     lvalues.push(format!("&({})", self.ops[*i].expr));
+                    self.by_address.push(*i);
                 }
                 _ => {
                     return Err(
