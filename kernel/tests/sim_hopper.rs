@@ -473,6 +473,9 @@ extern "C" __global__ void wgmma_probe(const float *img, const float *p, float *
 #if DIVERGE
     if (w == 1) db += 1;  // warp 1 points B 16 bytes further
 #endif
+#if BASE_OFFSET
+    db |= (unsigned long long)BASE_OFFSET << 49;
+#endif
     float d[128];
     for (int i = 0; i < n / 2; ++i) d[i] = 1000.0f * t + i;  // C, for scale-d = 1
     // A from registers (the RS form): a[r] = A[16w + g + 8 (r % 2)][2q + 8 (r / 2) + {0, 1}],
@@ -503,7 +506,9 @@ extern "C" __global__ void wgmma_probe(const float *img, const float *p, float *
     sim::wgmma_issue(d, p[13] != 0.0f ? a : nullptr, da, db, n, (sim::WgType)(int)p[9], p[12] != 0.0f, 1, 1,
                      p[10] != 0.0f, p[11] != 0.0f);
     hopper::wgmma_commit();
-    out[t * 130 + 128] = d[0];  // before the wait: the wgmma has not run yet
+    // Before the wait. A GPU waits here for the wgmma (ptxas's WARPGROUP.DEPBAR), and so does
+    // an instrumented build, whose hooks see the read; this plain one has not run it yet.
+    out[t * 130 + 128] = d[0];
     hopper::wgmma_wait<0>();
     for (int i = 0; i < n / 2; ++i) out[t * 130 + i] = d[i];
 }
@@ -605,14 +610,19 @@ const IMAGE: usize = 65536;
 
 /// The shared-memory image (as f32 words) and the kernel's parameters for `c`.
 fn probe_inputs(c: &Case) -> (Vec<f32>, Vec<f32>) {
+    probe_inputs_at(c, B_AT)
+}
+
+/// The same with B at byte `b_at` of the image, which starts on a 1024-byte boundary: each
+/// element where the swizzle of its absolute address puts it, as the TMA writes a tile.
+fn probe_inputs_at(c: &Case, b_at: usize) -> (Vec<f32>, Vec<f32>) {
     let e = c.ty.bytes();
     let mut img = vec![0u8; IMAGE];
     let mut put = |base: usize, op: &Operand, i: usize, k: usize, v: f32| {
-        let at = base
-            + swizzle(
-                eval(op.layout.mn, i) * e + eval(op.layout.k, k) * e,
-                span(op.mode),
-            );
+        let at = swizzle(
+            base + eval(op.layout.mn, i) * e + eval(op.layout.k, k) * e,
+            span(op.mode),
+        );
         img[at..at + e].copy_from_slice(&c.ty.bits(v).to_le_bytes()[..e]);
     };
     for k in 0..c.ty.k() {
@@ -622,7 +632,7 @@ fn probe_inputs(c: &Case) -> (Vec<f32>, Vec<f32>) {
             }
         }
         for n in 0..c.n {
-            put(B_AT, &c.b, n, k, b_val(k, n));
+            put(b_at, &c.b, n, k, b_val(k, n));
         }
     }
     let words: Vec<f32> = img
@@ -636,7 +646,7 @@ fn probe_inputs(c: &Case) -> (Vec<f32>, Vec<f32>) {
         p[1..4].copy_from_slice(&desc(a));
         p[10] = f32::from(u8::from(a.mn_major));
     }
-    p[4] = B_AT as f32;
+    p[4] = b_at as f32;
     p[5..8].copy_from_slice(&desc(&c.b));
     p[8] = c.n as f32;
     p[9] = c.ty.code();
@@ -657,6 +667,16 @@ fn probe_run(c: &Case, defines: &[(&'static str, i32)]) -> Result<Vec<f32>, Devi
     probe_run_with(c, defines, |_| {})
 }
 
+/// The probe's inputs for `c` with B at `b_at`.
+fn probe_run_at(
+    c: &Case,
+    b_at: usize,
+    defines: &[(&'static str, i32)],
+) -> Result<Vec<f32>, DeviceError> {
+    let (img, p) = probe_inputs_at(c, b_at);
+    probe_launch(img, p, defines)
+}
+
 /// The probe with its parameters changed by `tweak` after they were derived from `c`.
 fn probe_run_with(
     c: &Case,
@@ -665,6 +685,14 @@ fn probe_run_with(
 ) -> Result<Vec<f32>, DeviceError> {
     let (img, mut p) = probe_inputs(c);
     tweak(&mut p);
+    probe_launch(img, p, defines)
+}
+
+fn probe_launch(
+    img: Vec<f32>,
+    p: Vec<f32>,
+    defines: &[(&'static str, i32)],
+) -> Result<Vec<f32>, DeviceError> {
     // A: 64 x K holds the image, B: K x N the parameters, C: 64 x 260 the accumulators.
     let (m, n, k) = (64, 260, img.len() / 64);
     let mut img = img;
@@ -673,7 +701,8 @@ fn probe_run_with(
     params.resize(k * n, 0.0);
     let mut src = source(WGMMA_PROBE)
         .define("DIVERGE", 0)
-        .define("NO_FENCE", 0);
+        .define("NO_FENCE", 0)
+        .define("BASE_OFFSET", 0);
     for &(name, v) in defines {
         src.defines.retain(|(d, _)| d != name);
         src = src.define(name, v);
@@ -697,7 +726,13 @@ fn d_position(t: usize, i: usize) -> (usize, usize) {
 }
 
 fn check_probe(c: &Case) {
-    let out = probe_run(c, &[]).unwrap_or_else(|e| panic!("{}: {e}", c.name));
+    check_probe_output(
+        c,
+        &probe_run(c, &[]).unwrap_or_else(|e| panic!("{}: {e}", c.name)),
+    );
+}
+
+fn check_probe_output(c: &Case, out: &[f32]) {
     for t in 0..128 {
         for i in 0..c.n / 2 {
             let (row, col) = d_position(t, i);
@@ -716,7 +751,8 @@ fn check_probe(c: &Case) {
                 c.name
             );
         }
-        // Read before wgmma.wait_group: still what the thread wrote.
+        // Read before wgmma.wait_group, in a build without access hooks: still what the
+        // thread wrote (the wgmma runs at the wait, where the stage-release checks need it).
         assert_eq!(
             out[t * 130 + 128],
             1000.0 * t as f32,
@@ -978,6 +1014,20 @@ fn wgmma_reads_every_layout_through_its_descriptor_and_fills_the_d_fragment() {
     }
 }
 
+/// B one 128-byte line past a 1024-byte boundary, written in the swizzle of its absolute
+/// addresses as the TMA writes it: read right with the base offset PTX asks for (the phase,
+/// 1) and with 0, as public kernels whose tiles lie there leave it.
+#[test]
+fn a_swizzled_tile_off_its_pattern_is_read_in_the_swizzle_of_its_absolute_address() {
+    let c = cases().into_iter().next().unwrap();
+    assert_eq!(c.b.mode, 1, "{}: the 128B swizzle", c.name);
+    for base in [0, 1] {
+        let out = probe_run_at(&c, B_AT + 128, &[("BASE_OFFSET", base)])
+            .unwrap_or_else(|e| panic!("base offset {base}: {e}"));
+        check_probe_output(&c, &out);
+    }
+}
+
 #[test]
 fn wgmma_misuse_is_reported() {
     let rung = || cases().into_iter().next().unwrap();
@@ -995,12 +1045,13 @@ fn wgmma_misuse_is_reported() {
         probe_run(&rung(), &[("DIVERGE", 1)]),
         &["every warp of a warpgroup must give the same", "warp 1"],
     );
-    // B starting one 128-byte line off its swizzle pattern, with base offset 0.
+    // B starting one 128-byte line off its swizzle pattern, with a base offset that is neither
+    // 0 nor that phase.
     expect(
-        probe_run_with(&rung(), &[], |p| p[4] += 128.0),
+        probe_run_with(&rung(), &[("BASE_OFFSET", 3)], |p| p[4] += 128.0),
         &[
             "the B descriptor",
-            "phase 1 of the 128B swizzle pattern, but its base offset is 0",
+            "phase 1 of the 128B swizzle pattern, but its base offset is 3",
         ],
     );
     // B's stride between 8-row groups past the end of shared memory.

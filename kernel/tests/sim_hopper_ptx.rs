@@ -214,6 +214,39 @@ extern "C" __global__ void __launch_bounds__(384, 1) reg_over(const float *x, fl
 // No minimum of blocks: ptxas cannot tell the count at entry and drops setmaxnreg (C7508, a
 // line of the module's log that names no function), so this one runs.
 extern "C" __global__ void __launch_bounds__(384) reg_unbounded(const float *x, float *r) { split<40, 240>(r); }
+// As reg_over, then a wgmma in every warpgroup, whose 64 accumulators the producer's 40
+// registers cannot hold: ptxas ignores every setmaxnreg of the kernel (C7507), so this one runs.
+extern "C" __global__ void __launch_bounds__(384, 1) reg_ignored(const float *x, float *r) {
+    __shared__ __align__(1024) unsigned short a[64 * 16], b[128 * 16];
+    for (int i = threadIdx.x; i < 64 * 16; i += 384) a[i] = 0;
+    for (int i = threadIdx.x; i < 128 * 16; i += 384) b[i] = 0;
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    if (threadIdx.x >= 128) asm volatile("setmaxnreg.inc.sync.aligned.u32 240;");
+    else asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+    float d[64];
+    for (int i = 0; i < 64; ++i) d[i] = 1.0f;
+    const unsigned long long da = (__cvta_generic_to_shared(a) & 0x3FFFF) >> 4 | 8ull << 16 | 16ull << 32;
+    const unsigned long long db = (__cvta_generic_to_shared(b) & 0x3FFFF) >> 4 | 8ull << 16 | 16ull << 32;
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%25,%26,%27,%28,%29,%30,%31,"
+        "%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, 1, 1, 1, 0, 0;"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
+          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
+          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
+          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
+          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+        : "l"(da), "l"(db));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    float s = 0.0f;
+    for (int i = 0; i < 64; ++i) s += d[i];
+    if (threadIdx.x == 0) r[0] = s / 64.0f;
+}
 // A .dec to more than the thread has: ptxas refuses a count above the one at entry, not this.
 extern "C" __global__ void __launch_bounds__(384, 1) reg_dec_up(const float *x, float *r) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -472,6 +505,15 @@ fn setmaxnreg_asking_for_more_registers_than_the_block_has_is_a_deadlock() {
         assert_eq!(reg("reg_fits", seed).unwrap()[0], 1.0, "seed {seed}");
     }
     assert_eq!(reg("reg_unbounded", 0).unwrap()[0], 1.0);
+    let pool = nvrtc::compile(&source(REGISTER_POOL).for_arch("sm_90a"), "sm_90").unwrap();
+    assert!(
+        pool.advisories("reg_ignored")
+            .iter()
+            .any(|a| a.contains("(C7507) Potential Performance Loss: 'setmaxnreg' ignored")),
+        "{:?}",
+        pool.advisories("reg_ignored")
+    );
+    assert_eq!(reg("reg_ignored", 0).unwrap()[0], 1.0);
     let e = sim_error(reg("reg_over", 0));
     assert!(
         e.contains("deadlock at setmaxnreg.inc in block (0,0,0)")

@@ -1107,13 +1107,17 @@ inline Desc decode_desc(uint64_t d, const char *which) {
     x.base = (unsigned)((d >> 49) & 7);
     x.mode = (unsigned)(d >> 62);
     if (x.mode) {
-        // A swizzled matrix starting off its pattern's boundary must carry the pattern's phase
-        // in the base offset; then the swizzle is that of the absolute address, as the TMA
-        // writes it. Other combinations are not documented well enough to emulate.
+        // The swizzle is that of the absolute address, as the TMA writes it. PTX asks a matrix
+        // that starts off its pattern's boundary to carry the pattern's phase in the base
+        // offset; public kernels leave it 0 there and check correct against cuBLAS on H100s
+        // (the fast.cu worklog's kernels 4, 5, 7 and 9, whose static mbarriers put their
+        // dynamic tiles 128 bytes past a boundary), as they do for the k-steps inside a
+        // swizzled row, which move the start within the pattern. So 0 and the phase both read
+        // the absolute swizzle; another base offset is undocumented.
         unsigned w = x.span() / 16, phase = (x.start >> 7) & (w - 1);
-        if ((x.base & (w - 1)) != phase)
+        if (x.base != 0 && (x.base & (w - 1)) != phase)
             fail("wgmma: the %s descriptor 0x%016llx starts at shared address 0x%x, phase %u of the %s pattern, but "
-                 "its base offset is %u; start swizzled tiles on %u-byte boundaries (base offset 0)",
+                 "its base offset is %u (the phase, or 0 for a tile on a %u-byte boundary)",
                  which, (unsigned long long)d, x.start, phase, swizzle_name(x.mode), x.base, 8 * x.span());
     }
     return x;

@@ -426,12 +426,13 @@ struct EntryFacts {
     /// `__shared__` variables as ptxas counts them (their bytes, padded to 16 or to the
     /// alignment the module's `extern __shared__` declarations ask for; in the SASS the dynamic
     /// buffer is at 0x400 plus that count, past the 1 KB the driver reserves). A kernel that
-    /// puts a 128-byte swizzled tile or a TMA destination at the start of an unaligned dynamic
-    /// buffer works only without static variables.
+    /// puts a TMA destination at the start of a dynamic buffer declared without 128-byte
+    /// alignment works only without static variables.
     dyn_lead: u32,
     /// The registers each thread has at entry, which `setmaxnreg`'s pool starts from: for a
     /// kernel that uses it, ptxas's count (the launch bounds' limit). 0 where ptxas drops
-    /// setmaxnreg (advisory C7508: no register count at entry).
+    /// setmaxnreg (advisory C7508: no register count at entry; C7507: a count below what the
+    /// code after it needs).
     regs: u32,
 }
 
@@ -455,9 +456,24 @@ fn entry_facts(l: &Launch) -> EntryFacts {
     // ptxas honors setmaxnreg only in an entry whose register count at entry it can tell: one
     // with a minimum of blocks per SM in its `__launch_bounds__`, or `__maxnreg__`; elsewhere
     // it drops the instruction (advisory C7508), as the GPU then never sees it.
+    // It also ignores every setmaxnreg of an entry whose code after one needs more registers
+    // than it leaves (advisory C7507: "'setmaxnreg' ignored to maintain minimum register
+    // requirements"), such as wgmma accumulators that every warpgroup runs. The advisory
+    // names no entry; an entry whose setmaxnreg ptxas keeps has the bounds' whole count at
+    // entry (168 for 384 threads and one block), one whose setmaxnreg it ignored what its
+    // code needs.
+    let entry = crate::cuda::ptx_entry::entry(&compiled.ptx, compiled.symbol(&l.entry));
+    let ignored = compiled
+        .advisories(&l.entry)
+        .iter()
+        .any(|a| a.contains("(C7507)"))
+        && entry
+            .as_ref()
+            .and_then(register_limit)
+            .is_some_and(|limit| r.registers < limit);
     let setmaxnreg = compiled.ptx.contains("setmaxnreg.")
-        && crate::cuda::ptx_entry::entry(&compiled.ptx, compiled.symbol(&l.entry))
-            .is_some_and(|e| e.min_blocks.is_some() || e.max_registers.is_some());
+        && entry.is_some_and(|e| e.min_blocks.is_some() || e.max_registers.is_some())
+        && !ignored;
     EntryFacts {
         dyn_lead: match l.dynamic_smem {
             0 => 0,
@@ -465,6 +481,18 @@ fn entry_facts(l: &Launch) -> EntryFacts {
         },
         regs: if setmaxnreg { r.registers } else { 0 },
     }
+}
+
+/// The registers a thread may have by an entry's bounds: `__maxnreg__`, else what 64K
+/// registers give each of the threads of its minimum of blocks, in ptxas's steps of 8 (at
+/// most 255, which a thread cannot pass).
+fn register_limit(e: &crate::cuda::ptx_entry::Entry) -> Option<u32> {
+    if let Some(n) = e.max_registers {
+        return Some(n);
+    }
+    let threads: u32 = e.max_threads?.iter().product();
+    let per_thread = 65536 / (threads * e.min_blocks?).max(1);
+    Some((per_thread / 8 * 8).min(255))
 }
 
 /// A `__constant__` array of a loaded module and what the plan copies into it.
