@@ -111,16 +111,22 @@ __device__ void wgmma128(float d[8][8], bf16 *sA, bf16 *sB) {
         "n"(int32_t(TransA)), "n"(int32_t(TransB)));
 }
 
-template <int BM, int BN, int BK, int QSIZE>
+// SKEW (0 or a multiple of 128) puts the tiles that many bytes past a 1024-byte boundary, where
+// the static mbarriers of the fast.cu worklog's kernels 4, 5, 7 and 9 put theirs (128 bytes
+// past): the TMA writes them in the swizzle of their absolute addresses, and the descriptors
+// keep base offset 0, where PTX asks for the pattern's phase. The lab's simulator reads them
+// as the TMA wrote them; the row with SKEW 128 checks that a GPU does too.
+template <int BM, int BN, int BK, int QSIZE, int SKEW = 0>
 __global__ void __launch_bounds__(128)
     hgemm_wgmma_tma(int M, int N, int K, float *C, const __grid_constant__ CUtensorMap tensorMapA,
                     const __grid_constant__ CUtensorMap tensorMapB) {
   static_assert(BM == 64 && BN == 128 && BK == 64, "one m64n128k16 warpgroup, 128-byte rows of K");
-  // The 128B swizzle repeats every 1024 bytes and the descriptors assume tiles on that
-  // boundary: the launch gives 1024 bytes of slack.
+  static_assert(SKEW % 128 == 0 && SKEW < 1024, "TMA destinations are 128-byte aligned");
+  // The 128B swizzle repeats every 1024 bytes: the launch gives 1024 bytes of slack to start
+  // the tiles on that boundary (plus SKEW).
   extern __shared__ unsigned char smem_raw[];
   const uint32_t pad = (1024 - (static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw)) & 1023)) & 1023;
-  bf16 *sA = reinterpret_cast<bf16 *>(smem_raw + pad);
+  bf16 *sA = reinterpret_cast<bf16 *>(smem_raw + pad + SKEW);
   bf16 *sB = sA + QSIZE * BM * BK;
   uint64_t *full = reinterpret_cast<uint64_t *>(sB + QSIZE * BN * BK);
 
