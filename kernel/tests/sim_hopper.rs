@@ -506,8 +506,8 @@ extern "C" __global__ void wgmma_probe(const float *img, const float *p, float *
     sim::wgmma_issue(d, p[13] != 0.0f ? a : nullptr, da, db, n, (sim::WgType)(int)p[9], p[12] != 0.0f, 1, 1,
                      p[10] != 0.0f, p[11] != 0.0f);
     hopper::wgmma_commit();
-    // Before the wait. A GPU waits here for the wgmma (ptxas's WARPGROUP.DEPBAR), and so does
-    // an instrumented build, whose hooks see the read; this plain one has not run it yet.
+    // Before the wait, which PTX leaves undefined: an instrumented build fails this read (its
+    // hooks see it); this plain one has not run the wgmma yet.
     out[t * 130 + 128] = d[0];
     hopper::wgmma_wait<0>();
     for (int i = 0; i < n / 2; ++i) out[t * 130 + i] = d[i];

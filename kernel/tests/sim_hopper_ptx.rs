@@ -273,7 +273,7 @@ __device__ __forceinline__ u64 desc(const void *p, u32 lbo, u32 sbo) {
 // overwriting operands other warps' parts read as soon as its own wait returns. MODE 6: warps
 // 1-3 overwrite them after warp 0's wait (told by a flag), before their own. MODE 7: as 0,
 // storing the accumulators before any wgmma.wait_group. MODE 8: as 0, doubling them between
-// the wgmma and its wait. MODE 9: as 1, warp 0 storing them before any wait.
+// the wgmma and its wait.
 template <int MODE>
 __device__ void wgmma_tf32_body(const float *A, const float *B, float *C) {
     // No swizzle, K-major: a core matrix is 8 rows of 4 floats (16 bytes), rows 16 bytes
@@ -292,7 +292,7 @@ __device__ void wgmma_tf32_body(const float *A, const float *B, float *C) {
     }
     if (MODE != 4) asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
     __syncthreads();
-    if ((MODE == 1 || MODE == 9) && t >= 32) __syncthreads();
+    if (MODE == 1 && t >= 32) __syncthreads();
     if (MODE == 2 && t >= 96) return;
     float d[4] = {0, 0, 0, 0};
     const u64 high = MODE == 3 ? (3ull << 14) | (3ull << 30) : 0;
@@ -304,7 +304,7 @@ __device__ void wgmma_tf32_body(const float *A, const float *B, float *C) {
                  : "l"(da), "l"(db), "r"(0));
     asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
     const int w = t / 32, g = t % 32 / 4, q = t % 4;
-    if (MODE == 7 || MODE == 9) {
+    if (MODE == 7) {
         for (int i = 0; i < 4; ++i) C[(16 * w + g + 8 * (i / 2)) * 8 + 2 * q + i % 2] = d[i];
         return;
     }
@@ -343,9 +343,6 @@ extern "C" __global__ void wgmma_refill_unwaited(const float *A, const float *B,
 }
 extern "C" __global__ void wgmma_read_unwaited(const float *A, const float *B, float *C, int M, int N, int K) {
     wgmma_tf32_body<7>(A, B, C);
-}
-extern "C" __global__ void wgmma_partners_blocked_read(const float *A, const float *B, float *C, int M, int N, int K) {
-    wgmma_tf32_body<9>(A, B, C);
 }
 extern "C" __global__ void wgmma_scaled_in_flight(const float *A, const float *B, float *C, int M, int N, int K) {
     wgmma_tf32_body<8>(A, B, C);
@@ -646,25 +643,28 @@ fn a_wgmma_of_unfenced_operands_names_the_line_that_issued_it() {
     );
 }
 
+/// `entry` of WGMMA_TF32 on A and B of ones, in an instrumented build (which race-checks and
+/// sees accesses to the accumulators).
+fn tf32_of_ones(entry: &str) -> Result<Vec<f32>, DeviceError> {
+    run_on(
+        SimDevice::new().unwrap().instrumented(),
+        WGMMA_TF32,
+        entry,
+        128,
+        kernel::gemm_args(64, 8, 8),
+        Shape::gemm(64, 8, 8),
+        &[vec![1.0; 64 * 8], vec![1.0; 8 * 8]],
+    )
+}
+
 /// A warp's wgmma.wait_group completes the whole wgmma, every warp's part of it: a thread may
 /// overwrite any row of the operands once its own wait returns, as single-warpgroup kernels
 /// refilling their tiles do. A warp that has not waited may not, even after a partner's wait.
 #[test]
 fn a_warps_own_wait_orders_its_writes_after_the_whole_wgmmas_reads() {
-    let run_entry = |entry: &str| {
-        run_on(
-            SimDevice::new().unwrap().instrumented(),
-            WGMMA_TF32,
-            entry,
-            128,
-            kernel::gemm_args(64, 8, 8),
-            Shape::gemm(64, 8, 8),
-            &[vec![1.0; 64 * 8], vec![1.0; 8 * 8]],
-        )
-    };
-    let c = run_entry("wgmma_then_refill").unwrap();
+    let c = tf32_of_ones("wgmma_then_refill").unwrap();
     assert!(c.iter().all(|&v| v == 8.0), "{c:?}");
-    let why = sim_error(run_entry("wgmma_refill_unwaited"));
+    let why = sim_error(tf32_of_ones("wgmma_refill_unwaited"));
     assert!(
         why.contains("race on shared memory: this thread writes __shared__ 'a'")
             && why.contains(
@@ -676,34 +676,27 @@ fn a_warps_own_wait_orders_its_writes_after_the_whole_wgmmas_reads() {
     );
 }
 
-/// Accumulators of a wgmma in flight, read (stored before any wait) or written (doubled
-/// between the wgmma and its wait): PTX leaves both undefined, and ptxas makes them wait for
-/// the wgmma (a WARPGROUP.DEPBAR before the access), so a GPU computes the product, then its
-/// double. The simulator does the same instead of handing out
-/// the accumulators as they were before the wgmma.
+/// Accumulators of a wgmma in flight, read (stored before any wait, or doubled between the
+/// wgmma and its wait): undefined in PTX, and a GPU may hand them out without the product
+/// (ptxas waits there only where no wgmma.wait_group comes between). The row fails, naming
+/// the access and the line that issued the wgmma (in an instrumented build, which sees it).
 #[test]
-fn accumulators_touched_before_the_wait_see_the_wgmma_complete_as_on_a_gpu() {
-    let a: Vec<f32> = (0..64 * 8).map(|i| ((i * 7 % 13) as f32) - 6.0).collect();
-    let b: Vec<f32> = (0..8 * 8).map(|i| ((i * 5 % 11) as f32) - 5.0).collect();
-    for (entry, factor) in [
-        ("wgmma_read_unwaited", 1.0),
-        ("wgmma_scaled_in_flight", 2.0),
+fn accumulators_touched_before_a_wait_covers_their_wgmma_fail_naming_both_lines() {
+    let issue = source_line(WGMMA_TF32, "asm volatile(\"{\\n.reg .pred p;");
+    for (entry, at) in [
+        ("wgmma_read_unwaited", "    if (MODE == 7) {"),
+        ("wgmma_scaled_in_flight", "    if (MODE == 8)"),
     ] {
-        let c = run_on(
-            SimDevice::new().unwrap().instrumented(),
-            WGMMA_TF32,
-            entry,
-            128,
-            kernel::gemm_args(64, 8, 8),
-            Shape::gemm(64, 8, 8),
-            &[a.clone(), b.clone()],
-        )
-        .unwrap();
-        for m in 0..64 {
-            for n in 0..8 {
-                let want: f32 = (0..8).map(|k| a[m * 8 + k] * b[k * 8 + n]).sum();
-                assert_eq!(c[m * 8 + n], factor * want, "{entry}: D[{m}][{n}]");
-            }
+        let why = sim_error(tf32_of_ones(entry));
+        let access = source_line(WGMMA_TF32, at) + 1;
+        for want in [
+            format!(
+                "wgmma: this thread reads accumulator 0 of its warp's wgmma number 0, issued at \
+                 tests/hopper_ptx.cu:{issue}, before a wgmma.wait_group covers that wgmma"
+            ),
+            format!("; this thread's access is at tests/hopper_ptx.cu:{access} ("),
+        ] {
+            assert!(why.contains(&want), "{entry}: lacks {want:?}: {why}");
         }
     }
 }
@@ -731,27 +724,12 @@ fn a_wgmma_its_partners_never_issue_is_a_deadlock_naming_them() {
     for want in [
         "wgmma_partners_blocked: deadlock at __syncthreads in block (0,0,0): 96 threads wait at \
          __syncthreads, 0 at a warp operation, 0 on an mbarrier, 0 at barrier.cluster.wait, 0 at \
-         named barriers, 32 waiting for a wgmma, 0 exited",
+         named barriers, 32 in wgmma.wait_group, 0 exited",
         "warp 0 waits in wgmma.wait_group for the warpgroup's wgmma number 0, which warps 1 (at \
          __syncthreads), 2 (at __syncthreads) and 3 (at __syncthreads) never issued",
     ] {
         assert!(msg.contains(want), "lacks {want:?}: {msg}");
     }
-    // The same wait where warp 0 reads its accumulators without a wgmma.wait_group (in an
-    // instrumented build, which sees the access).
-    let msg = sim_error(run_on(
-        SimDevice::new().unwrap().instrumented(),
-        WGMMA_TF32,
-        "wgmma_partners_blocked_read",
-        128,
-        kernel::gemm_args(64, 8, 8),
-        Shape::gemm(64, 8, 8),
-        &[vec![1.0; 64 * 8], vec![1.0; 8 * 8]],
-    ));
-    let want = "warp 0 waits at an access to the accumulators (where ptxas waits for the wgmma) \
-                for the warpgroup's wgmma number 0, which warps 1 (at __syncthreads), 2 (at \
-                __syncthreads) and 3 (at __syncthreads) never issued";
-    assert!(msg.contains(want), "lacks {want:?}: {msg}");
     assert!(
         started.elapsed().as_secs() < 20,
         "reported only after {:?}",
@@ -795,7 +773,7 @@ fn nvrtc_compiles_the_inline_hopper_ptx_for_sm90a() {
     }
     for (code, entries) in [
         (MBAR, 8),
-        (WGMMA_TF32, 10),
+        (WGMMA_TF32, 9),
         (LIBCUDACXX_TMA, 1),
         (SETMAXNREG, 2),
     ] {

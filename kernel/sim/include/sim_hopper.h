@@ -283,7 +283,6 @@ struct HopperState {
     const void *tried_on[kMaxThreads];
     unsigned char tried_parity[kMaxThreads];
     long long wgmma_awaited[kMaxThreads / 32];  // the wgmma a warp in AT_WGMMA waits for
-    const char *wgmma_waits_at[kMaxThreads / 32];  // and where: its wait_group, or an access
     unsigned char wait_parity[kMaxThreads];
     WarpWgmma warps[kMaxThreads / 32];
     WgIssue log[kMaxThreads / 128][kWgLog];
@@ -1168,9 +1167,6 @@ inline float wg_read(WgType t, const Desc &x, bool mn_major, unsigned i, unsigne
     return wg_element(t, p);
 }
 
-// Runs warp `warp`'s share of `op`: rows 16 (warp % 4) .. + 15 of the 64 x N product, reading
-// shared memory now, and writes the lanes' accumulators in the m64nNk16 D layout:
-// d[4j + 2a + b] = D[16w + g + 8a][8j + 2q + b], g = lane / 4, q = lane % 4 (9.7.15.5.1.1.1).
 // The multiply-add of one warp's part of a wgmma, from its operands in floats (A's 16 rows,
 // B as Bl[k * 256 + n]) into each lane's accumulators. Uninstrumented: it touches no shared
 // or global memory, and the accumulators are the wgmma's own to write.
@@ -1190,6 +1186,9 @@ SIM_UNINSTRUMENTED inline void wgmma_accumulate(const WgmmaOp &op, const float (
     }
 }
 
+// Runs warp `warp`'s share of `op`: rows 16 (warp % 4) .. + 15 of the 64 x N product, reading
+// shared memory now, and writes the lanes' accumulators in the m64nNk16 D layout:
+// d[4j + 2a + b] = D[16w + g + 8a][8j + 2q + b], g = lane / 4, q = lane % 4 (9.7.15.5.1.1.1).
 inline void wgmma_run(const WgmmaOp &op, unsigned warp) {
     const IssuedAt issued(op.site_file, op.site_line);
     // Its reads are the warpgroup's operation's, not the running thread's (race_ordered).
@@ -1389,47 +1388,6 @@ inline void wgmma_commit() {
     }, hopper().eager);
 }
 
-// Sleeps until every warp of the warpgroup of `warp` has issued its wgmma number `last` (a
-// wgmma is one operation of all four: it cannot complete before they have), failing if one
-// of them has exited without.
-inline void wgmma_await_issue(Worker &w, HopperState &h, unsigned warp, long long last, const char *what,
-                              const char *where) {
-    const unsigned first = warp & ~3u;
-    for (;;) {
-        bool issued = true;
-        for (unsigned k = first; k < first + 4; ++k) {
-            if ((long long)h.warps[k].issued > last) continue;
-            issued = false;
-            bool exited = true;
-            for (unsigned l = 0; l < 32; ++l) exited &= w.fibers[k * 32 + l].state == DONE;
-            if (exited)
-                fail("%s: warp %u of the warpgroup exited without issuing wgmma number %lld, which "
-                     "this warp waits for (a wgmma is one operation of all four warps; 9.7.15.1)",
-                     what, k, last);
-        }
-        if (issued) return;
-        // The other warps have still to issue it: sleep until one of them issues or exits.
-        h.wgmma_awaited[warp] = last;
-        h.wgmma_waits_at[warp] = where;
-        fiber().state = AT_WGMMA;
-        w.at_wgmma++;
-        yield_to_scheduler();
-    }
-}
-
-// Runs every warp's part of the wgmma of the warpgroup of `warp`, up to its number `last`,
-// that no wait has run yet: each reads shared memory now.
-inline void wgmma_run_through(HopperState &h, unsigned warp, long long last) {
-    if (last < 0) return;
-    for (unsigned k = warp & ~3u; k < (warp & ~3u) + 4; ++k) {
-        WarpWgmma &o = h.warps[k];
-        unsigned done = 0;
-        while (done < o.pending && (long long)o.ops[done].seq <= last) wgmma_run(o.ops[done++], k);
-        memmove(o.ops, o.ops + done, (o.pending - done) * sizeof(WgmmaOp));
-        o.pending -= done;
-    }
-}
-
 // wgmma.wait_group N: completes, in issue order, the warp's wgmma of every committed group but
 // the newest N (9.7.15.7.3: "committed by the executing threads"). A wgmma is one operation of
 // the whole warpgroup: it cannot complete before all four warps have issued it, and when it
@@ -1441,7 +1399,7 @@ inline void wgmma_run_through(HopperState &h, unsigned warp, long long last) {
 inline void wgmma_wait(unsigned n) {
     check_warpgroup("wgmma.wait_group");
     WarpWgmma &ws = warp_wgmma();
-    const unsigned warp = fiber().warp;
+    const unsigned warp = fiber().warp, first = warp & ~3u;
     HopperState &h = hopper();
     auto last_completed = [&]() -> long long {
         if (ws.committed < n) return -1;
@@ -1451,38 +1409,64 @@ inline void wgmma_wait(unsigned n) {
         return last;
     };
     Worker &w = worker();
-    wgmma_await_issue(w, h, warp, last_completed(), "wgmma.wait_group", "in wgmma.wait_group");
+    for (long long last = last_completed();;) {
+        bool issued = true;
+        for (unsigned k = first; k < first + 4; ++k) {
+            if ((long long)h.warps[k].issued > last) continue;
+            issued = false;
+            bool exited = true;
+            for (unsigned l = 0; l < 32; ++l) exited &= w.fibers[k * 32 + l].state == DONE;
+            if (exited)
+                fail("wgmma.wait_group: warp %u of the warpgroup exited without issuing wgmma number %lld, which "
+                     "this warp waits for (a wgmma is one operation of all four warps; 9.7.15.1)",
+                     k, last);
+        }
+        if (issued) break;
+        // The other warps have still to issue it: sleep until one of them issues or exits.
+        h.wgmma_awaited[warp] = last;
+        fiber().state = AT_WGMMA;
+        w.at_wgmma++;
+        yield_to_scheduler();
+    }
     warp_collective<WgNone>("wgmma.wait_group", WgNone{0}, [&](const WgNone *, WgNone *) {
         // This warp's accesses from here are ordered after the reads of every wgmma it has now
         // waited for, whichever warp's wait ran them (race_ordered).
         if (ws.committed > n) w.warps[warp].wgmma_done = (uint16_t)ws.group_end[(ws.committed - n - 1) % kMaxWgmmaOps];
-        wgmma_run_through(h, warp, last_completed());
+        const long long last = last_completed();
+        if (last < 0) return;
+        for (unsigned k = first; k < first + 4; ++k) {
+            WarpWgmma &o = h.warps[k];
+            unsigned done = 0;
+            while (done < o.pending && (long long)o.ops[done].seq <= last) wgmma_run(o.ops[done++], k);
+            memmove(o.ops, o.ops + done, (o.pending - done) * sizeof(WgmmaOp));
+            o.pending -= done;
+        }
     }, hopper().eager);
 }
 
 // An access of this thread to the accumulators of a wgmma in flight (sim_traffic.h's hook
-// sees it, in an instrumented build). PTX leaves it undefined (9.7.15.7.3), but ptxas keeps
-// the registers' dependences: it puts a WARPGROUP.DEPBAR before the access, which waits for
-// the wgmma. So a GPU runs the access as if a wgmma.wait_group covered that wgmma, and so
-// does this: the wgmma and the warp's older ones complete first. Without this, an epilogue
-// after `wait_group 1` would read accumulators that lack their last k-tile here, not on a
-// GPU.
-inline void wgmma_accessed(Worker &w, Fiber &f, const void *p, unsigned long bytes) {
-    HopperState &h = *w.hopper;
+// sees it, in an instrumented build), at code address `pc`: undefined (9.7.15.7.3). ptxas
+// makes some such accesses wait for the wgmma (a WARPGROUP.DEPBAR before a read with no
+// wgmma.wait_group between the wgmma and it) but not others (a read after a `wait_group 1`
+// that leaves the wgmma in flight), so a GPU may hand out accumulators without its product,
+// as this would: the row fails, naming the access and the wgmma.
+inline void wgmma_accessed(Worker &w, Fiber &f, const void *p, unsigned long bytes, bool write, const void *pc) {
     const unsigned warp = f.warp, lane = (unsigned)(&f - w.fibers) % 32;
-    const WarpWgmma &ws = h.warps[warp];
+    const WarpWgmma &ws = w.hopper->warps[warp];
     const uintptr_t a = (uintptr_t)p;
-    long long last = -1;
-    for (unsigned i = 0; i < ws.pending; ++i) {
+    for (unsigned i = ws.pending; i-- > 0;) {
         const WgmmaOp &op = ws.ops[i];
         const uintptr_t lo = (uintptr_t)op.d[lane], hi = lo + op.n / 2 * sizeof(float);
-        if (a < hi && a + bytes > lo) last = op.seq;
+        if (a >= hi || a + bytes <= lo) continue;
+        char issued[160] = "";
+        if (op.site_file) snprintf(issued, sizeof issued, ", issued at %s:%u,", op.site_file, op.site_line);
+        if (pc) f.access_pc = pc;
+        fail("wgmma: this thread %s accumulator %u of its warp's wgmma number %u%s before a wgmma.wait_group "
+             "covers that wgmma: its registers are the wgmma's until then (PTX ISA 9.7.15.7.3), and a GPU may "
+             "hand out the accumulators without its product (ptxas waits for it there only where no "
+             "wgmma.wait_group comes between); wait with a wgmma.wait_group that covers it first",
+             write ? "writes" : "reads", (unsigned)((a - lo) / sizeof(float)), op.seq, issued);
     }
-    if (last < 0) return;
-    wgmma_await_issue(w, h, warp, last, "an access to a wgmma's accumulators",
-                      "at an access to the accumulators (where ptxas waits for the wgmma)");
-    if ((int16_t)((uint16_t)(last + 1) - w.warps[warp].wgmma_done) > 0) w.warps[warp].wgmma_done = (uint16_t)(last + 1);
-    wgmma_run_through(h, warp, last);
 }
 
 // setmaxnreg.{inc,dec}.sync.aligned.u32 n (9.7.19.5). A block starts with the registers ptxas
@@ -1693,14 +1677,13 @@ inline void hopper_describe(Worker &w, char *out, size_t room) {
     // Each warp waiting for its partners' wgmma: which of them have not issued it, and where
     // they are instead.
     for (unsigned warp = 0; warp * 32 < w.n && w.at_wgmma; ++warp) {
-        bool waits = false;  // a lane of it (an access to the accumulators waits lane by lane)
-        for (unsigned l = 0; l < 32 && warp * 32 + l < w.n; ++l) waits |= w.fibers[warp * 32 + l].state == AT_WGMMA;
-        if (!waits) continue;
+        const Fiber &f = w.fibers[warp * 32];
+        if (f.state != AT_WGMMA) continue;
         const long long last = h.wgmma_awaited[warp];
         unsigned missing = 0;
         for (unsigned k = warp & ~3u; k < (warp & ~3u) + 4; ++k) missing += (long long)h.warps[k].issued <= last;
-        int len = snprintf(out, room, "; warp %u waits %s for the warpgroup's wgmma number %lld, which warp%s", warp,
-                           h.wgmma_waits_at[warp], last, missing > 1 ? "s" : "");
+        int len = snprintf(out, room, "; warp %u waits in wgmma.wait_group for the warpgroup's wgmma number %lld, "
+                           "which warp%s", warp, last, missing > 1 ? "s" : "");
         if (len < 0 || (size_t)len >= room) return;
         out += len, room -= len;
         for (unsigned k = warp & ~3u, shown = 0; k < (warp & ~3u) + 4; ++k) {
@@ -1752,11 +1735,11 @@ inline void hopper_free(Worker &w) {
 }  // namespace sim
 
 // sim_traffic.h's hook, for an access to a fiber's stack once a wgmma has been issued.
-extern "C" SIM_UNINSTRUMENTED void sim_wgmma_access(const void *p, unsigned long n) {
+extern "C" SIM_UNINSTRUMENTED void sim_wgmma_access(const void *p, unsigned long n, int write, const void *pc) {
     sim::Worker *w = tl_worker;
     sim::Fiber *f = tl_fiber;
     // The wgmma's own writes of the accumulators (wgmma_run) pass.
-    if (w && f && w->hopper && !w->wgmma_reader) sim::wgmma_accessed(*w, *f, p, n);
+    if (w && f && w->hopper && !w->wgmma_reader) sim::wgmma_accessed(*w, *f, p, n, write != 0, pc);
 }
 
 // What CUDA C++ offers for the shared window (cuda_runtime's __cvta_* intrinsics).

@@ -209,9 +209,8 @@ constexpr unsigned kStallRounds = 8;        // a unit's spinning turns before an
 // AT_MBAR: blocked in an mbarrier wait until a phase completes (sim_hopper.h wakes it).
 // AT_CLUSTER: in barrier.cluster.wait until every thread of the cluster has arrived.
 // AT_NAMED: in bar.sync with a barrier id and thread count until that many have arrived.
-// AT_WGMMA: in wgmma.wait_group, or at an access to a wgmma's accumulators, until the other
-// warps of its warpgroup have issued the wgmma it waits for (sim_hopper.h wakes it when one
-// of them issues a wgmma or exits).
+// AT_WGMMA: in wgmma.wait_group until the other warps of its warpgroup have issued the wgmma
+// it waits for (sim_hopper.h wakes it when one of them issues a wgmma or exits).
 // AT_REGS: in setmaxnreg.inc until the block's register pool has what it asks for (a
 // setmaxnreg.dec of another warpgroup wakes it).
 enum State : unsigned char { READY, AT_BLOCK, AT_WARP, AT_MBAR, AT_CLUSTER, AT_NAMED, AT_WGMMA, AT_REGS, DONE };
@@ -223,7 +222,7 @@ inline const char *state_name(State s) {
         case AT_MBAR: return "on an mbarrier";
         case AT_CLUSTER: return "at barrier.cluster.wait";
         case AT_NAMED: return "at a named barrier";
-        case AT_WGMMA: return "waiting for a wgmma";
+        case AT_WGMMA: return "in wgmma.wait_group";
         case AT_REGS: return "in setmaxnreg.inc";
         case DONE: return "exited";
     }
@@ -1985,7 +1984,7 @@ inline void describe_block_deadlock(Worker &w) {
                         : w.at_warp   ? "a warp operation (__shfl*_sync, __syncwarp, __ballot_sync)"
                         : w.at_mbar   ? "an mbarrier wait"
                         : w.at_named  ? "a named barrier (bar.sync with an id)"
-                        : w.at_wgmma  ? "a wait for a wgmma"
+                        : w.at_wgmma  ? "wgmma.wait_group"
                                       : "barrier.cluster.wait";
     int len = snprintf(w.result->message, sizeof w.result->message,
                        "%s: deadlock at %s in block (%u,%u,%u): ", w.launch->kernel, where,
@@ -2001,7 +2000,7 @@ inline void describe_block_deadlock(Worker &w) {
         1)
         len = snprintf(out, room,
                        "%u threads wait at __syncthreads, %u at a warp operation, %u on an mbarrier, %u at "
-                       "barrier.cluster.wait, %u at named barriers, %u waiting for a wgmma%s, %u exited",
+                       "barrier.cluster.wait, %u at named barriers, %u in wgmma.wait_group%s, %u exited",
                        w.at_block, w.at_warp, w.at_mbar, w.at_cluster, w.at_named, w.at_wgmma, regs, w.exited);
     else {
         unsigned waiting = w.at_block + w.at_warp + w.at_mbar + w.at_cluster + w.at_named + w.at_wgmma + w.at_regs;

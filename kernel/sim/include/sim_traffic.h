@@ -79,9 +79,9 @@ extern "C" void sim_stacks_add(const void *start, size_t bytes) {
 
 // Set once a kernel of this module has issued a wgmma (sim_wgmma_issued): from then on an
 // access to a fiber's stack may be one to the accumulators of a wgmma in flight, which the
-// runtime completes first (sim_wgmma_access). A plain global, for the reason above.
+// runtime fails (sim_wgmma_access, sim_hopper.h). A plain global, for the reason above.
 static int wgmma_issued;
-extern "C" void sim_wgmma_access(const void *p, unsigned long n);  // sim_runtime.h
+extern "C" void sim_wgmma_access(const void *p, unsigned long n, int write, const void *pc);
 extern "C" void sim_wgmma_issued() { __atomic_store_n(&wgmma_issued, 1, __ATOMIC_RELAXED); }
 
 namespace sim_traffic {
@@ -693,7 +693,7 @@ inline void access(const void *p, uint64_t bytes, bool write, bool atomic, const
     uintptr_t a = (uintptr_t)p;
     if (on_a_stack(a)) {
         if (__atomic_load_n(&wgmma_issued, __ATOMIC_RELAXED)) [[unlikely]]
-            sim_wgmma_access(p, bytes);
+            sim_wgmma_access(p, bytes, write, pc);
         return;
     }
     Block *at = &block;

@@ -459,18 +459,19 @@ fn entry_facts(l: &Launch) -> EntryFacts {
     // It also ignores every setmaxnreg of an entry whose code after one needs more registers
     // than it leaves (advisory C7507: "'setmaxnreg' ignored to maintain minimum register
     // requirements"), such as wgmma accumulators that every warpgroup runs. The advisory
-    // names no entry; an entry whose setmaxnreg ptxas keeps has the bounds' whole count at
-    // entry (168 for 384 threads and one block), one whose setmaxnreg it ignored what its
-    // code needs.
+    // names no entry; an entry whose setmaxnreg ptxas keeps starts with the bounds' whole
+    // count (168 for 384 threads and one block) or, under looser bounds, the largest `.inc`
+    // (232 for 256 threads), one whose setmaxnreg it ignored with what its code needs.
     let entry = crate::cuda::ptx_entry::entry(&compiled.ptx, compiled.symbol(&l.entry));
+    let kept = entry
+        .as_ref()
+        .and_then(register_limit)
+        .map(|limit| largest_inc(&compiled.ptx).map_or(limit, |inc| limit.min(inc)));
     let ignored = compiled
         .advisories(&l.entry)
         .iter()
         .any(|a| a.contains("(C7507)"))
-        && entry
-            .as_ref()
-            .and_then(register_limit)
-            .is_some_and(|limit| r.registers < limit);
+        && kept.is_some_and(|kept| r.registers < kept);
     let setmaxnreg = compiled.ptx.contains("setmaxnreg.")
         && entry.is_some_and(|e| e.min_blocks.is_some() || e.max_registers.is_some())
         && !ignored;
@@ -493,6 +494,17 @@ fn register_limit(e: &crate::cuda::ptx_entry::Entry) -> Option<u32> {
     let threads: u32 = e.max_threads?.iter().product();
     let per_thread = 65536 / (threads * e.min_blocks?).max(1);
     Some((per_thread / 8 * 8).min(255))
+}
+
+/// The largest count a `setmaxnreg.inc` of the module asks for.
+fn largest_inc(ptx: &str) -> Option<u32> {
+    ptx.match_indices("setmaxnreg.inc.sync.aligned.u32")
+        .filter_map(|(at, op)| {
+            let rest = ptx[at + op.len()..].trim_start();
+            let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        })
+        .max()
 }
 
 /// A `__constant__` array of a loaded module and what the plan copies into it.
@@ -1447,6 +1459,27 @@ impl Prepared for SimRun<'_> {
 mod tests {
     use super::*;
     use crate::tma::{TensorMap, TmaSwizzle};
+
+    /// The two counts a kernel whose setmaxnreg ptxas keeps starts with the smaller of: its
+    /// bounds' (what 64K registers give each thread, in steps of 8, at most 255) and its
+    /// largest `.inc`.
+    #[test]
+    fn the_bounds_count_and_the_largest_inc_are_read_from_the_ptx() {
+        let ptx = |threads: u32| {
+            format!(
+                ".visible .entry k(\n.param .u64 k_param_0\n)\n.maxntid {threads}, 1, 1\n\
+                 .minnctapersm 1\n{{\nsetmaxnreg.dec.sync.aligned.u32 40;\n\
+                 setmaxnreg.inc.sync.aligned.u32 232;\nret;\n}}\n"
+            )
+        };
+        for (threads, limit) in [(384, 168), (256, 255), (128, 255)] {
+            let text = ptx(threads);
+            let e = crate::cuda::ptx_entry::entry(&text, "k").expect("the entry parses");
+            assert_eq!(register_limit(&e), Some(limit), "{threads} threads");
+            assert_eq!(largest_inc(&text), Some(232));
+        }
+        assert_eq!(largest_inc("setmaxnreg.dec.sync.aligned.u32 40;"), None);
+    }
 
     #[test]
     fn a_time_limit_under_a_second_never_reads_zero() {
