@@ -678,7 +678,8 @@ fn a_warps_own_wait_orders_its_writes_after_the_whole_wgmmas_reads() {
 
 /// Accumulators of a wgmma in flight, read (stored before any wait, or doubled between the
 /// wgmma and its wait): undefined in PTX, and a GPU may hand them out without the product
-/// (ptxas waits there only where no wgmma.wait_group comes between). The row fails, naming
+/// (ptxas waits for it before some such accesses, not before all:
+/// `harness/tests/sass_claims.rs`). The row fails, naming
 /// the access and the line that issued the wgmma (in an instrumented build, which sees it).
 #[test]
 fn accumulators_touched_before_a_wait_covers_their_wgmma_fail_naming_both_lines() {

@@ -1463,8 +1463,8 @@ inline void wgmma_accessed(Worker &w, Fiber &f, const void *p, unsigned long byt
         if (pc) f.access_pc = pc;
         fail("wgmma: this thread %s accumulator %u of its warp's wgmma number %u%s before a wgmma.wait_group "
              "covers that wgmma: its registers are the wgmma's until then (PTX ISA 9.7.15.7.3), and a GPU may "
-             "hand out the accumulators without its product (ptxas waits for it there only where no "
-             "wgmma.wait_group comes between); wait with a wgmma.wait_group that covers it first",
+             "hand out the accumulators without its product (ptxas waits for it before some such accesses, "
+             "not before all); wait with a wgmma.wait_group that covers it first",
              write ? "writes" : "reads", (unsigned)((a - lo) / sizeof(float)), op.seq, issued);
     }
 }
