@@ -273,7 +273,8 @@ __device__ __forceinline__ u64 desc(const void *p, u32 lbo, u32 sbo) {
 // overwriting operands other warps' parts read as soon as its own wait returns. MODE 6: warps
 // 1-3 overwrite them after warp 0's wait (told by a flag), before their own. MODE 7: as 0,
 // storing the accumulators before any wgmma.wait_group. MODE 8: as 0, doubling them between
-// the wgmma and its wait.
+// the wgmma and its wait. MODE 9: warps 1-3 read them after warp 0's wait (told by a flag),
+// before their own.
 template <int MODE>
 __device__ void wgmma_tf32_body(const float *A, const float *B, float *C) {
     // No swizzle, K-major: a core matrix is 8 rows of 4 floats (16 bytes), rows 16 bytes
@@ -310,13 +311,14 @@ __device__ void wgmma_tf32_body(const float *A, const float *B, float *C) {
     }
     if (MODE == 8)
         for (int i = 0; i < 4; ++i) d[i] *= 2.0f;
-    if (MODE == 6 && t >= 32) {
+    if ((MODE == 6 || MODE == 9) && t >= 32) {
         while (atomicAdd(&waited, 0) == 0) {
         }
-        a[(t + 64) % 512] = 0.0f;
+        if (MODE == 6) a[(t + 64) % 512] = 0.0f;
+        if (MODE == 9) C[(16 * w + g) * 8 + 2 * q] = d[0];  // stored again below
     }
     asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-    if (MODE == 6 && t == 0) atomicExch(&waited, 1);
+    if ((MODE == 6 || MODE == 9) && t == 0) atomicExch(&waited, 1);
     if (MODE == 5) a[(t + 64) % 512] = b[t % 64] = 0.0f;
     for (int i = 0; i < 4; ++i) C[(16 * w + g + 8 * (i / 2)) * 8 + 2 * q + i % 2] = d[i];
 }
@@ -346,6 +348,9 @@ extern "C" __global__ void wgmma_read_unwaited(const float *A, const float *B, f
 }
 extern "C" __global__ void wgmma_scaled_in_flight(const float *A, const float *B, float *C, int M, int N, int K) {
     wgmma_tf32_body<8>(A, B, C);
+}
+extern "C" __global__ void wgmma_read_after_partner_wait(const float *A, const float *B, float *C, int M, int N, int K) {
+    wgmma_tf32_body<9>(A, B, C);
 }
 "#;
 
@@ -676,8 +681,8 @@ fn a_warps_own_wait_orders_its_writes_after_the_whole_wgmmas_reads() {
     );
 }
 
-/// Accumulators of a wgmma in flight, read (stored before any wait, or doubled between the
-/// wgmma and its wait): undefined in PTX, and a GPU may hand them out without the product
+/// Accumulators of a wgmma in flight, read (stored before any wait, doubled between the wgmma
+/// and its wait, or read after a partner warp's wait but before the reader's own): undefined in PTX, and a GPU may hand them out without the product
 /// (ptxas waits for it before some such accesses, not before all:
 /// `harness/tests/sass_claims.rs`). The row fails, naming
 /// the access and the line that issued the wgmma (in an instrumented build, which sees it).
@@ -687,6 +692,11 @@ fn accumulators_touched_before_a_wait_covers_their_wgmma_fail_naming_both_lines(
     for (entry, at) in [
         ("wgmma_read_unwaited", "    if (MODE == 7) {"),
         ("wgmma_scaled_in_flight", "    if (MODE == 8)"),
+        // A partner's wait has run the wgmma; this warp's registers are still in flight.
+        (
+            "wgmma_read_after_partner_wait",
+            "        if (MODE == 6) a[(t + 64) % 512] = 0.0f;",
+        ),
     ] {
         let why = sim_error(tf32_of_ones(entry));
         let access = source_line(WGMMA_TF32, at) + 1;
@@ -774,7 +784,7 @@ fn nvrtc_compiles_the_inline_hopper_ptx_for_sm90a() {
     }
     for (code, entries) in [
         (MBAR, 8),
-        (WGMMA_TF32, 9),
+        (WGMMA_TF32, 10),
         (LIBCUDACXX_TMA, 1),
         (SETMAXNREG, 2),
     ] {

@@ -24,7 +24,9 @@
 //   fragment layout (9.7.15.5.1.1). A wgmma is one operation of its warpgroup: the first
 //   wgmma.wait_group that covers it (once all four warps have issued it) runs every warp's
 //   part, reading shared memory then: a stage released before any wait covered its reads is
-//   caught. A warp waiting for partners that never issue the wgmma is a deadlock naming them.
+//   caught. A warp's accumulators stay the wgmma's until a wait of that warp covers it: an
+//   access before then fails, whichever warp's wait ran it. A warp waiting for partners that
+//   never issue the wgmma is a deadlock naming them.
 #pragma once
 
 #include "mma.h"  // half and bfloat16 conversions, TF32 rounding
@@ -230,6 +232,7 @@ struct WgmmaOp {
     unsigned short n;
     WgType type, type_b;  // A's and B's: FP8 may mix E4M3 and E5M2
     bool a_in_regs, scale_d, trans_a, trans_b;
+    bool ran;  // a wait has run it (perhaps a partner's): in flight for this warp until its own
     signed char scale_a, scale_b;
     const char *site_file;  // the line that issued it (inline PTX's), or null
     unsigned site_line;
@@ -1354,6 +1357,7 @@ inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint6
         op.scale_b = (signed char)scale_b;
         op.site_file = site_file;
         op.site_line = site_line;
+        op.ran = false;
     }, front);
 }
 
@@ -1437,7 +1441,11 @@ inline void wgmma_wait(unsigned n) {
         for (unsigned k = first; k < first + 4; ++k) {
             WarpWgmma &o = h.warps[k];
             unsigned done = 0;
-            while (done < o.pending && (long long)o.ops[done].seq <= last) wgmma_run(o.ops[done++], k);
+            for (; done < o.pending && (long long)o.ops[done].seq <= last; ++done)
+                if (!o.ops[done].ran) wgmma_run(o.ops[done], k), o.ops[done].ran = true;
+            // A partner's registers are its wgmma's until its own wait covers it: they stay
+            // on its list, so that an access of them before then is caught (wgmma_accessed).
+            if (k != warp) continue;
             memmove(o.ops, o.ops + done, (o.pending - done) * sizeof(WgmmaOp));
             o.pending -= done;
         }
