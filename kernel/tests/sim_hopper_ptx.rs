@@ -247,6 +247,10 @@ extern "C" __global__ void __launch_bounds__(384, 1) reg_ignored(const float *x,
     for (int i = 0; i < 64; ++i) s += d[i];
     if (threadIdx.x == 0) r[0] = s / 64.0f;
 }
+// No setmaxnreg: ptxas's module-wide line about those it ignored is not this entry's.
+extern "C" __global__ void __launch_bounds__(384, 1) reg_none(const float *x, float *r) {
+    if (threadIdx.x == 0) r[0] = 1.0f;
+}
 // A .dec to more than the thread has: ptxas refuses a count above the one at entry, not this.
 extern "C" __global__ void __launch_bounds__(384, 1) reg_dec_up(const float *x, float *r) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
@@ -514,6 +518,14 @@ fn setmaxnreg_asking_for_more_registers_than_the_block_has_is_a_deadlock() {
             .any(|a| a.contains("(C7507) Potential Performance Loss: 'setmaxnreg' ignored")),
         "{:?}",
         pool.advisories("reg_ignored")
+    );
+    assert!(
+        !pool
+            .advisories("reg_none")
+            .iter()
+            .any(|a| a.contains("setmaxnreg")),
+        "{:?}",
+        pool.advisories("reg_none")
     );
     assert_eq!(reg("reg_ignored", 0).unwrap()[0], 1.0);
     let e = sim_error(reg("reg_over", 0));

@@ -60,8 +60,13 @@ impl Compiled {
     /// What ptxas says costs `entry` speed (see [`advisories`]), with those naming a function
     /// that is no entry of this module (a device function a wrapper inlines), which may be
     /// any entry's.
+    /// ptxas's lines about `setmaxnreg` name no function; they are the entries' that use it.
     pub fn advisories(&self, entry: &str) -> Vec<String> {
         let symbol = self.symbol(entry);
+        let uses = |needle: &str| {
+            super::ptx_entry::body(&self.ptx, symbol).is_none_or(|b| b.contains(needle))
+                || super::ptx_entry::functions(&self.ptx).any(|f| f.contains(needle))
+        };
         self.log
             .lines()
             .flat_map(|l| {
@@ -69,6 +74,7 @@ impl Compiled {
                 let other_entry = named.is_some_and(|f| self.resources.contains_key(f));
                 advisories(l, named.filter(|_| !other_entry).unwrap_or(symbol))
             })
+            .filter(|a| !a.contains("'setmaxnreg'") || uses("setmaxnreg."))
             .collect()
     }
 }

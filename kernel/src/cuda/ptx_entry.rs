@@ -130,6 +130,29 @@ pub fn entry(ptx: &str, symbol: &str) -> Option<Entry> {
     Some(e)
 }
 
+/// The body of the entry `symbol` of `ptx`, from its opening brace to its closing one (PTX
+/// closes a function with a `}` at the start of a line), or `None` when it has no such entry.
+pub fn body<'a>(ptx: &'a str, symbol: &str) -> Option<&'a str> {
+    let head = format!(".entry {symbol}(");
+    let start = ptx.find(&head)?;
+    let open = start + ptx[start..].find("\n{")? + 1;
+    let close = ptx[open..]
+        .find("\n}")
+        .map_or(ptx.len(), |at| open + at + 2);
+    Some(&ptx[open..close])
+}
+
+/// The `.func` bodies of `ptx`: functions the module calls rather than inlines.
+pub fn functions(ptx: &str) -> impl Iterator<Item = &str> {
+    ptx.match_indices(".func ").filter_map(|(at, _)| {
+        let open = at + ptx[at..].find("\n{")? + 1;
+        let close = ptx[open..]
+            .find("\n}")
+            .map_or(ptx.len(), |end| open + end + 2);
+        Some(&ptx[open..close])
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -168,5 +191,19 @@ mod tests {
         assert_eq!(plain.max_threads, None);
         assert_eq!(plain.bounds_attributes(), "");
         assert_eq!(entry(PTX, "missing"), None);
+    }
+
+    #[test]
+    fn finds_each_functions_body() {
+        assert_eq!(body(PTX, "plain"), Some("{\n\tret;\n}"));
+        assert_eq!(body(PTX, "_Z1kILi128EEviPKf6__halfm"), Some("{\n\tret;\n}"));
+        assert_eq!(body(PTX, "missing"), None);
+        assert_eq!(functions(PTX).count(), 0);
+        let called = ".func (.param .b32 r) f(\n\t.param .b32 x\n)\n{\n\tsetmaxnreg.dec.sync.aligned.u32 40;\n}\n";
+        let with_func = format!("{called}{PTX}");
+        assert_eq!(
+            functions(&with_func).collect::<Vec<_>>(),
+            ["{\n\tsetmaxnreg.dec.sync.aligned.u32 40;\n}"]
+        );
     }
 }
