@@ -10,8 +10,9 @@
 // consecutive K elements a 32-bit register, where the m16n8k32 layouts place them (lane
 // 4g + t: rows g and g + 8, K 4t..4t+3 and 4t+16..4t+19; the lowest K in the low byte).
 //
-// On an H100 this is no faster than FP16: for sm_90, ptxas turns each m16n8k32 into
-// F2FP.F16.E4M3.UNPACK_B conversions of the bytes to FP16 and two HMMA.16816.F32
+// On an H100 this cannot beat FP16: for sm_90, ptxas turns each m16n8k32 into
+// F2FP.F16.E4M3.UNPACK_B conversions of the bytes to FP16 and two HMMA.16816.F32, FP16's own
+// instruction for the same 32 of K, so the tensor cores do FP16's work plus the conversions
 // (`harness inspect --sass --arch sm_90 examples/fp8_mma_ptx.cu`). Hopper's FP8 rate is
 // wgmma's alone.
 #include <cstdint>

@@ -172,3 +172,19 @@ fn profile_shape(workload: &str) -> Option<String> {
         .find_map(|l| l.strip_prefix(&format!("-- ncu: {workload} ")))
         .map(str::to_string)
 }
+
+/// Rung 28's header: its FP32 partial tiles, written over the ring in rows padded to 264
+/// floats, take the float2 stores of each half-warp (four rows) across the 32 banks once.
+#[test]
+fn the_split_k_partials_are_stored_without_bank_conflicts() {
+    let dev = harness::select::simulator(None).expect("the simulator needs g++");
+    let config = Config::defaults();
+    let all = registry::all();
+    let k = registry::find(&all, "gemm-wgmma-split-k").expect("a registered row");
+    let shape = Shape::gemm(130, 40, 392);
+    let row = evaluate_alone(&dev, &all, k, &shape, &config);
+    assert!(row.passed(), "{:?}", row.reason);
+    let banks = row.banks.expect("the simulator counts bank conflicts");
+    assert!(banks.sts.requests > 0, "no partial stored: {banks:?}");
+    assert_eq!(banks.sts.conflicts(), 0, "{banks:?}");
+}

@@ -865,8 +865,10 @@ fn a_struct_taken_by_value_is_given_as_its_fields_in_braces() {
         ),
         "{text}"
     );
-    if nvrtc::version().is_err() {
-        return; // the simulator's host compiler zero-fills a field left out, as C++ does
+    // What follows needs NVRTC: the simulator's host compiler zero-fills a field left out, as
+    // C++ does.
+    if let Err(e) = nvrtc::version() {
+        panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
     let refused = |spec: &str| {
         let (ok, text) = harness(&["inspect", "--kernel", &format!("{spec},workload=gemm")]);
@@ -952,8 +954,10 @@ __global__ void nested_gemm(Params params) {
     );
     assert!(ok, "{text}");
     assert_eq!(passing_user_rows(&text), 1, "{text}");
-    if nvrtc::version().is_err() {
-        return; // the simulator's host compiler zero-fills a field left out, as C++ does
+    // What follows needs NVRTC: the simulator's host compiler zero-fills a field left out, as
+    // C++ does.
+    if let Err(e) = nvrtc::version() {
+        panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
     let (ok, text) = sim_run(
         "gemm",
@@ -2357,9 +2361,8 @@ fn a_linear_kernel_gets_the_activation_code_the_guide_gives() {
 
 #[test]
 fn inspect_compiles_an_unmodified_file_with_host_code() {
-    if nvrtc::version().is_err() {
-        eprintln!("skipped: NVRTC not found");
-        return;
+    if let Err(e) = nvrtc::version() {
+        panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
     let dir = scratch_dir("inspect");
     let code = "#include <cstdio>\n#include <vector>\n#include <cublas_v2.h>\n\
@@ -3048,9 +3051,8 @@ fn two_kernels_with_one_name_must_be_told_apart() {
 
 #[test]
 fn a_block_larger_than_the_launch_bounds_is_refused() {
-    if nvrtc::version().is_err() {
-        eprintln!("skipped: NVRTC not found");
-        return;
+    if let Err(e) = nvrtc::version() {
+        panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
     let dir = scratch_dir("bounds");
     let code = "__global__ void __launch_bounds__(64) bounded(const float *A, const float *B, \
@@ -3329,9 +3331,8 @@ const BLOCKTILE_STYLE: &str = "template <int BM, int BN, int BK, int TM, int TN>
 /// types, because the lab launches it itself.
 #[test]
 fn resources_of_a_user_kernel_equal_a_plain_nvrtc_build_of_its_file() {
-    if nvrtc::version().is_err() {
-        eprintln!("skipped: NVRTC not found");
-        return;
+    if let Err(e) = nvrtc::version() {
+        panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
     let dir = scratch_dir("registers");
     let cases = [
@@ -3927,9 +3928,8 @@ fn a_shape_too_large_for_memory_is_refused_with_its_size() {
 /// the rungs' columns; `inspect --kernel` evaluates `smem=` at the shape it states.
 #[test]
 fn inspect_names_kernels_and_counts_dynamic_shared_memory() {
-    if nvrtc::version().is_err() {
-        eprintln!("skipped: NVRTC not found");
-        return;
+    if let Err(e) = nvrtc::version() {
+        panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
     let dir = scratch_dir("inspect-names");
     std::fs::write(
@@ -4410,8 +4410,8 @@ fn a_sum_leaving_a_partial_sum_per_block_is_told_to_launch_again() {
 /// sm_90a alone, as an H100 compiles it, runs, and its row says why, naming the test.
 #[test]
 fn a_file_ptxas_refuses_for_sm_80_is_compiled_for_sm_90a_and_says_why() {
-    if nvrtc::version().is_err() {
-        return;
+    if let Err(e) = nvrtc::version() {
+        panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
     let dir = scratch_dir("arch-slip");
     let file = dir.join("elect_sum.cu");
@@ -4755,8 +4755,8 @@ __global__ void gemm_policy(const float *A, const float *B, float *C, int M, int
 /// `examples/int8_mma_ptx.cu` says of int8's: IMMA.
 #[test]
 fn fp8_mma_sync_runs_as_fp16_hmma_on_sm_90_as_its_example_says() {
-    if nvrtc::version().is_err() {
-        return;
+    if let Err(e) = nvrtc::version() {
+        panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
     let file = root().join("examples/fp8_mma_ptx.cu");
     let header = std::fs::read_to_string(&file).unwrap();
