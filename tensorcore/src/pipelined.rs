@@ -131,7 +131,7 @@ impl Kernel for GemmMmaLdmatrix {
             "gemm-mma-ldmatrix",
             15,
             Precision::Fp16,
-            "mma.sync m16n8k16 FP16 fed by ldmatrix from an XOR-swizzled (conflict-free) ring",
+            "mma.sync m16n8k16 FP16 fed by ldmatrix from an XOR-swizzled ring, its ldmatrix reads conflict-free",
         )
     }
 
