@@ -1,8 +1,9 @@
 //! `harness docs`: writes one page per ladder (`docs/ladders/WORKLOAD.md`) from the code and
 //! the compiler: the rungs in order with parent, idea and bound, then `harness explain
 //! --markdown` of each. Nothing on the pages is typed by hand, so regenerating them is how
-//! they stay true; measured rows are not copied in (they depend on the machine): the pages
-//! link the published tables of `results/` instead. `--figures` rewrites the figures of the
+//! they stay true; the lab's own runs depend on the machine and are left out: the pages link
+//! the published tables of `results/` and show each rung's rows of the published GPU runs
+//! instead. `--figures` rewrites the figures of the
 //! walkthroughs, measured ones from the runs they name and the others from the code
 //! (`crate::figures`).
 
@@ -84,10 +85,31 @@ fn figures(root: &Path) -> Outcome {
     Ok(true)
 }
 
+/// A published run with tables of a workload: the link to them from a page two folders down,
+/// and its results (`None` where they do not load, as after a change of their schema).
+struct Published {
+    link: String,
+    run: Option<RunResults>,
+}
+
+impl Published {
+    /// Whether the run has a row of `id` in `workload`'s tables; a run whose results do not
+    /// load may have.
+    fn may_have(&self, workload: Workload, id: &str) -> bool {
+        self.run.as_ref().is_none_or(|run| {
+            run.workloads
+                .iter()
+                .filter(|w| w.workload == workload)
+                .flat_map(|w| &w.shapes)
+                .flat_map(|s| &s.rows)
+                .any(|r| r.id == id)
+        })
+    }
+}
+
 /// Each published run with tables of `workload` under `results` (relative to the repository
-/// root): the link to them from a page two folders down, and the ids of the rows they hold
-/// (`None` where its results do not load, as after a change of their schema).
-fn published_runs(workload: Workload, results: &Path) -> Vec<(String, Option<Vec<String>>)> {
+/// root), by folder name.
+fn published_runs(workload: Workload, results: &Path) -> Vec<Published> {
     let mut devices: Vec<String> = std::fs::read_dir(results)
         .map(|d| {
             d.filter_map(|e| e.ok())
@@ -99,33 +121,22 @@ fn published_runs(workload: Workload, results: &Path) -> Vec<(String, Option<Vec
     devices.sort();
     devices
         .into_iter()
-        .map(|d| {
-            let ids = RunResults::load(&results.join(&d)).ok().map(|run| {
-                run.workloads
-                    .iter()
-                    .filter(|w| w.workload == workload)
-                    .flat_map(|w| &w.shapes)
-                    .flat_map(|s| &s.rows)
-                    .map(|r| r.id.clone())
-                    .collect()
-            });
-            (
-                format!("[{d}](../../results/{d}/{}.md)", workload.name()),
-                ids,
-            )
+        .map(|d| Published {
+            run: RunResults::load(&results.join(&d)).ok(),
+            link: format!("[{d}](../../results/{d}/{}.md)", workload.name()),
         })
         .collect()
 }
 
 /// Where a rung's page sends its reader for measured rows: the published runs that hold one
 /// (or whose rows could not be read), or, where none does, that no run has measured it yet.
-fn measured_note(id: &str, runs: &[(String, Option<Vec<String>>)]) -> String {
+fn measured_note(workload: Workload, id: &str, runs: &[Published]) -> String {
     let with_row: Vec<&str> = runs
         .iter()
-        .filter(|(_, ids)| ids.as_ref().is_none_or(|ids| ids.iter().any(|i| i == id)))
-        .map(|(l, _)| l.as_str())
+        .filter(|p| p.may_have(workload, id))
+        .map(|p| p.link.as_str())
         .collect();
-    let links: Vec<&str> = runs.iter().map(|(l, _)| l.as_str()).collect();
+    let links: Vec<&str> = runs.iter().map(|p| p.link.as_str()).collect();
     match (links.is_empty(), with_row.is_empty()) {
         (true, _) => "No published run yet.".to_string(),
         (false, true) => format!(
@@ -134,6 +145,32 @@ fn measured_note(id: &str, runs: &[(String, Option<Vec<String>>)]) -> String {
         ),
         (false, false) => format!("In the published tables: {}.", with_row.join(", ")),
     }
+}
+
+/// A rung page's measured section: where the published tables are, then the rung's rows of
+/// each published GPU run, with their speedup over the parent in that run.
+fn measured_section(workload: Workload, k: &dyn Kernel, runs: &[Published]) -> Vec<Block> {
+    let mut blocks = vec![Block::Text(measured_note(workload, &k.info().id, runs))];
+    for p in runs {
+        let Some(run) = p.run.as_ref().filter(|r| r.device.kind == "cuda") else {
+            continue;
+        };
+        if let Some(table) = explain::measured_table(k, run) {
+            let legend = match k.lineage().and_then(|l| l.parent) {
+                Some(_) => {
+                    ": `vs parent` is the speedup over the parent rung timed in the same run, \
+                     `~` one inside the noise"
+                }
+                None => "",
+            };
+            blocks.push(Block::Text(format!(
+                "On {} ({}), {}, commit `{}`{legend}.",
+                run.device.name, p.link, run.date, run.commit
+            )));
+            blocks.push(table);
+        }
+    }
+    blocks
 }
 
 /// The first published GPU run under `results` (by folder name): the pages set its measured
@@ -212,7 +249,7 @@ pub fn page(workload: Workload, results: &Path) -> String {
          code, the rungs' lineage or the crate READMEs, not this file. -->\n\n{about}\n\n"
     );
     let runs = published_runs(workload, results);
-    let links: Vec<String> = runs.iter().map(|(l, _)| l.clone()).collect();
+    let links: Vec<String> = runs.iter().map(|p| p.link.clone()).collect();
     let gpu = published_gpu_run(results);
     if links.is_empty() {
         s.push_str("No published run of this workload yet: `harness run` measures it.\n\n");
@@ -280,9 +317,9 @@ pub fn page(workload: Workload, results: &Path) -> String {
     for k in &rungs {
         let mut doc = explain::explain(&all, *k, gpu.as_ref(), false);
         // Measured rows depend on the machine that runs this; the page links the published
-        // ones instead.
+        // ones instead, and shows the rung's rows of each published GPU run.
         if let Some((_, blocks)) = doc.sections.iter_mut().find(|(t, _)| t == "Measured") {
-            *blocks = vec![Block::Text(measured_note(&k.info().id, &runs))];
+            *blocks = measured_section(workload, *k, &runs);
         }
         let _ = write!(s, "\n<a id=\"{}\"></a>\n\n{}", k.info().id, doc.markdown());
     }
@@ -310,22 +347,81 @@ mod tests {
         assert_eq!(runs.len(), 1);
         let link = "[some-gpu](../../results/some-gpu/gemm.md)";
         assert_eq!(
-            measured_note("gemm-tiled", &runs),
+            measured_note(Workload::Gemm, "gemm-tiled", &runs),
             format!("In the published tables: {link}.")
         );
         assert_eq!(
-            measured_note("gemm-not-there", &runs),
+            measured_note(Workload::Gemm, "gemm-not-there", &runs),
             format!(
                 "No published run has a row of gemm-not-there yet; the workload's tables: {link}."
             )
         );
-        assert_eq!(measured_note("gemm-tiled", &[]), "No published run yet.");
+        assert_eq!(
+            measured_note(Workload::Gemm, "gemm-tiled", &[]),
+            "No published run yet."
+        );
         // Results that no longer load say nothing of the rung: their tables stay linked.
         std::fs::write(crate::runs::results_file(&run_dir), "{}").unwrap();
         let runs = published_runs(Workload::Gemm, &dir);
         assert_eq!(
-            measured_note("gemm-not-there", &runs),
+            measured_note(Workload::Gemm, "gemm-not-there", &runs),
             format!("In the published tables: {link}.")
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A rung's page shows its rows of a published GPU run, with their speedup over the
+    /// parent; a CPU or simulator run's rows stay behind the link.
+    #[test]
+    fn a_rung_page_shows_its_rows_of_the_published_gpu_runs() {
+        let dir = std::env::temp_dir().join(format!("lab-docs-gpu-{}", std::process::id()));
+        let all = registry::all();
+        let tiled = registry::find(&all, "gemm-tiled").unwrap();
+        let mut runs = Vec::new();
+        for (name, run) in [
+            ("a-cpu", crate::report::charts::tests::cpu()),
+            ("a-gpu", crate::report::charts::tests::ladder()),
+        ] {
+            assert_eq!(run.device.kind == "cuda", name == "a-gpu");
+            let run_dir = dir.join(name);
+            std::fs::create_dir_all(&run_dir).unwrap();
+            std::fs::write(
+                crate::runs::results_file(&run_dir),
+                serde_json::to_string(&run).unwrap(),
+            )
+            .unwrap();
+            std::fs::write(run_dir.join("gemm.md"), "").unwrap();
+            runs.push(run);
+        }
+        let published = published_runs(Workload::Gemm, &dir);
+        let blocks = measured_section(Workload::Gemm, tiled, &published);
+        let tables: Vec<&Block> = blocks
+            .iter()
+            .filter(|b| matches!(b, Block::Table(..)))
+            .collect();
+        assert_eq!(tables.len(), 1, "{blocks:?}");
+        let Block::Table(head, rows) = tables[0] else {
+            unreachable!()
+        };
+        assert_eq!(head[4], "vs parent");
+        let shapes = &runs[1].workloads[0].shapes;
+        assert_eq!(rows.len(), shapes.len());
+        for (row, shape) in rows.iter().zip(shapes) {
+            let report = crate::report::model::ShapeReport::new(shape, None);
+            let tiled = report
+                .rows
+                .iter()
+                .find(|r| r.row.id == "gemm-tiled")
+                .unwrap();
+            let speedup = tiled.vs_parent.as_ref().unwrap();
+            assert_eq!(row[0], shape.label);
+            assert_eq!(row[4], speedup.cell_against(), "{row:?}");
+        }
+        assert!(
+            blocks
+                .iter()
+                .any(|b| matches!(b, Block::Text(t) if t.contains("[a-gpu](../../results/a-gpu/gemm.md)"))),
+            "{blocks:?}"
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

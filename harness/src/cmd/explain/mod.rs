@@ -1120,6 +1120,25 @@ fn measured(k: &dyn Kernel, run: Option<&RunResults>, latest: bool) -> Vec<Block
                 .into(),
         )];
     };
+    let table = measured_table(k, run);
+    let which = match (latest, table.is_none()) {
+        (true, false) => "the lab's latest run with its rows",
+        (true, true) => "the lab's latest run",
+        (false, _) => "the run given",
+    };
+    let mut out = vec![Block::Text(format!(
+        "From {which}: {} ({}), {}, commit {}.",
+        run.device.name, run.device.kind, run.date, run.commit
+    ))];
+    out.push(
+        table.unwrap_or_else(|| Block::Text(format!("That run has no row of {}.", k.info().id))),
+    );
+    out
+}
+
+/// `k`'s rows in `run`, a line per shape as the run's tables show them (status, median,
+/// throughput, `vs parent`); `None` where the run has none.
+pub fn measured_table(k: &dyn Kernel, run: &RunResults) -> Option<Block> {
     let id = k.info().id;
     let mut rows = Vec::new();
     for w in &run.workloads {
@@ -1137,24 +1156,12 @@ fn measured(k: &dyn Kernel, run: Option<&RunResults>, latest: bool) -> Vec<Block
             rows.push(row);
         }
     }
-    let which = match (latest, rows.is_empty()) {
-        (true, false) => "the lab's latest run with its rows",
-        (true, true) => "the lab's latest run",
-        (false, _) => "the run given",
-    };
-    let mut out = vec![Block::Text(format!(
-        "From {which}: {} ({}), {}, commit {}.",
-        run.device.name, run.device.kind, run.date, run.commit
-    ))];
-    if rows.is_empty() {
-        out.push(Block::Text(format!("That run has no row of {id}.")));
-    } else {
-        out.push(Block::Table(
+    (!rows.is_empty()).then(|| {
+        Block::Table(
             ["shape", "status", "median ms", "throughput", "vs parent"]
                 .map(String::from)
                 .to_vec(),
             rows,
-        ));
-    }
-    out
+        )
+    })
 }
