@@ -576,6 +576,49 @@ pub fn rewrite_extern_shared(code: &str, file: &str) -> Result<String, String> {
     Ok(out)
 }
 
+/// Puts `__shared__` right after `extern` in the other orders CUDA accepts, `__shared__ extern
+/// T name[];` and `extern T __shared__ name[];` (an NVIDIA sample writes `extern float __shared__
+/// smem[];`), so that the rewrites below read one form. Each line keeps its length.
+pub fn shared_after_extern(code: &str) -> String {
+    let b = code.as_bytes();
+    let mut out = code.to_string();
+    for at in find_word(code, "__shared__") {
+        let end = at + "__shared__".len();
+        let next = skip_ws(b, end);
+        if code[next..].starts_with("extern") && b.get(next + 6).is_none_or(|&c| !is_ident(c)) {
+            // `__shared__ extern`: the two words swap, the space between them stays.
+            let gap = &code[end..next];
+            out.replace_range(at..next + 6, &format!("extern{gap}__shared__"));
+            continue;
+        }
+        // `extern T __shared__`: back over the type's words to an `extern` of the same
+        // declaration.
+        let mut i = at;
+        while i > 0
+            && matches!(
+                b[i - 1],
+                b' ' | b'\t' | b'\n' | b'\r' | b':' | b'<' | b'>' | b',' | b'*'
+            )
+            || i > 0 && is_ident(b[i - 1])
+        {
+            i -= 1;
+        }
+        let Some(e) = find_word(&code[i..at], "extern").first().map(|e| i + e) else {
+            continue;
+        };
+        let ty = code[e + "extern".len()..at].trim();
+        if ty.is_empty() || ty.contains('\n') {
+            continue;
+        }
+        let moved = format!("extern __shared__ {ty}");
+        let width = end - e;
+        if moved.len() <= width {
+            out.replace_range(e..end, &format!("{moved:<width$}"));
+        }
+    }
+    out
+}
+
 /// Drops the `static` of each `static __shared__` (or `__shared__ static`) declaration, legal
 /// and redundant in CUDA (public block reductions write it): the simulator's `__shared__` is
 /// already `static`, and C++ refuses the word twice. Blanked with spaces, so columns stay.
@@ -775,7 +818,9 @@ pub fn add_shared_redzones(code: &str) -> String {
 /// `per_block` (kernels launched in clusters), each static variable's name the running
 /// block's copy ([`shared_per_block`]).
 pub fn rewrite_shared(code: &str, file: &str, per_block: bool) -> Result<String, String> {
-    let code = widen_swizzle_alignment(&drop_extern_of_static_shared(&drop_static_of_shared(code)));
+    let code = shared_after_extern(code);
+    let code =
+        widen_swizzle_alignment(&drop_extern_of_static_shared(&drop_static_of_shared(&code)));
     let code = add_shared_redzones(&hoist_shared_alignas(&code));
     let code = if per_block {
         shared_per_block(&code, file)?
@@ -787,6 +832,7 @@ pub fn rewrite_shared(code: &str, file: &str, per_block: bool) -> Result<String,
 
 /// Whether a comment-free source declares a `__shared__` variable other than `extern` arrays.
 pub fn has_static_shared(code: &str) -> bool {
+    let code = &shared_after_extern(code);
     find_word(code, "__shared__").into_iter().any(|at| {
         let before = code[..at].trim_end();
         !before.ends_with("extern") || extern_is_static(code, before.len() - "extern".len())
@@ -1291,6 +1337,24 @@ mod tests {
     }
 
     #[test]
+    fn reads_extern_shared_in_each_word_order() {
+        let code = "void f() {\n  extern float __shared__ a[];\n  __shared__ extern float b[];\n  \
+                    extern unsigned int  __shared__ c[];\n  float __shared__ d[4];\n  \
+                    extern int x; __shared__ float e[4];\n}";
+        let out = shared_after_extern(code);
+        assert_eq!(
+            out,
+            "void f() {\n  extern __shared__ float a[];\n  extern __shared__ float b[];\n  \
+             extern __shared__ unsigned int  c[];\n  float __shared__ d[4];\n  \
+             extern int x; __shared__ float e[4];\n}"
+        );
+        assert_eq!(
+            out.lines().map(str::len).collect::<Vec<_>>(),
+            code.lines().map(str::len).collect::<Vec<_>>()
+        );
+    }
+
+    #[test]
     fn rewrites_extern_shared() {
         let code = "void f() { extern __shared__ __align__(16) float smem[]; smem[0] = 1; }";
         let out = rewrite_extern_shared(code, "x.cu").unwrap();
@@ -1309,6 +1373,18 @@ mod tests {
                  reinterpret_cast<half (*)[AB_SMEM_STRIDE]>(::sim::dynamic_smem());"
             ),
             "{rows}"
+        );
+        // The type before `__shared__`, as an NVIDIA sample writes it (users' files are
+        // rewritten by rewrite_shared alone).
+        let after = rewrite_shared(
+            "void f() { extern float __shared__ smem[]; }",
+            "x.cu",
+            false,
+        )
+        .unwrap();
+        assert!(
+            after.contains("float *const smem = reinterpret_cast<float *>(::sim::dynamic_smem());"),
+            "{after}"
         );
         // A whole object, as fast.cu's kernel 3 declares its tiles: allocated statically.
         let whole = "void f() { extern __shared__ __align__(128) SMem<BM, BN, BK> s; s.A[0] = 1; }";
