@@ -595,11 +595,11 @@ pub fn shared_after_extern(code: &str) -> String {
         // declaration.
         let mut i = at;
         while i > 0
-            && matches!(
-                b[i - 1],
-                b' ' | b'\t' | b'\n' | b'\r' | b':' | b'<' | b'>' | b',' | b'*'
-            )
-            || i > 0 && is_ident(b[i - 1])
+            && (is_ident(b[i - 1])
+                || matches!(
+                    b[i - 1],
+                    b' ' | b'\t' | b'\n' | b'\r' | b':' | b'<' | b'>' | b',' | b'*'
+                ))
         {
             i -= 1;
         }
@@ -607,7 +607,7 @@ pub fn shared_after_extern(code: &str) -> String {
             continue;
         };
         let ty = code[e + "extern".len()..at].trim();
-        if ty.is_empty() || ty.contains('\n') {
+        if ty.is_empty() || code[e..at].contains('\n') {
             continue;
         }
         let moved = format!("extern __shared__ {ty}");
