@@ -4935,3 +4935,38 @@ fn a_wmma_ldm_off_16_bytes_in_global_memory_names_its_dimension() {
     );
     the_guide_quotes(span(&text, "ldm 36 is N here", "multiple of 8 elements"));
 }
+
+/// A fault in a header found through an `include=` folder outside the kernel file's own is
+/// named at the header's line, as one beside the file is: that header is the user's code.
+#[test]
+fn a_fault_in_a_header_of_an_include_folder_names_its_line() {
+    let dir = scratch_dir("include-fault");
+    let (main, inc) = (dir.join("main"), dir.join("inc"));
+    std::fs::create_dir_all(&main).unwrap();
+    std::fs::create_dir_all(&inc).unwrap();
+    std::fs::write(main.join("k.cu"), "#include \"past.cuh\"\n").unwrap();
+    std::fs::write(
+        inc.join("past.cuh"),
+        "__global__ void past(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+         \x20 int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n\
+         \x20 if (r < M && c < N) {\n\
+         \x20   float acc = B[K * N + c];  // one row past the end of B\n\
+         \x20   for (int k = 0; k < K; ++k) acc += A[r * K + k] * B[k * N + c];\n\
+         \x20   C[r * N + c] = acc;\n\
+         \x20 }\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:past,block=16x16,grid=tile:16x16,include={}",
+        main.join("k.cu").display(),
+        inc.display()
+    );
+    let (ok, text) = sim_check("gemm", "32x32x16", &spec);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("out-of-bounds read past the end of buffer 'B'")
+            && text.contains(&format!(", at {}:4", inc.join("past.cuh").display())),
+        "{text}"
+    );
+}

@@ -484,6 +484,15 @@ fn entry_facts(l: &Launch) -> EntryFacts {
     }
 }
 
+/// The code of `source` a failure's line may be named in: its file and the headers of its
+/// own ([`site::Own`]).
+fn own_code(source: &CudaSource) -> site::Own<'_> {
+    site::Own {
+        file: &source.file,
+        dirs: &source.include_dirs,
+    }
+}
+
 /// The registers a thread may have by an entry's bounds: `__maxnreg__`, else what 64K
 /// registers give each of the threads of its minimum of blocks, in ptxas's steps of 8 (at
 /// most 255, which a thread cannot pass).
@@ -1184,7 +1193,7 @@ impl<'a> SimRun<'a> {
                 let message = site::name_lines(
                     &self.name_buffer_addresses(&message),
                     &r.module.path,
-                    &l.source.file,
+                    own_code(&l.source),
                 );
                 Err(DeviceError::Sim(bounds_report::explain(message, &l.source)))
             }
@@ -1253,8 +1262,8 @@ impl<'a> SimRun<'a> {
     /// instruction when it is in the kernel's file (read from `module`'s line tables).
     fn describe_fault(&self, l: &Launch, r: &SimResult, module: &Path) -> String {
         let message = r.message();
-        let at = site::line_in(&message, module, &l.source.file)
-            .or_else(|| site::emulated_at(&message, &l.source.file))
+        let at = site::line_in(&message, module, own_code(&l.source))
+            .or_else(|| site::emulated_at(&message, own_code(&l.source)))
             .map(|line| format!(", at {line}"))
             .unwrap_or_default();
         format!("{}{at}", self.fault_words(l, r))

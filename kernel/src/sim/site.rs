@@ -3,7 +3,7 @@
 //! binutils' `addr2line` reads the module's line tables (it is built with `-g1`) for the file
 //! and line, which the `#line` directives of the kernel's source make the kernel file's.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use super::compile;
@@ -14,14 +14,22 @@ const TOKEN: &str = " {{site 0x";
 /// What starts the site of the other access of a race, where the message names that thread.
 const OTHER: &str = " {{other 0x";
 
+/// The kernel's own code: its file, and the headers of its own, beside it or in the folders
+/// its `#include "..."` searches (a user's `include=` folders).
+#[derive(Clone, Copy)]
+pub struct Own<'a> {
+    pub file: &'a str,
+    pub dirs: &'a [PathBuf],
+}
+
 /// `message` with each site token replaced by "; this thread's access is at FILE:LINE" (and
 /// the other access of a race by " (at FILE:LINE)" after the thread that made it), or
 /// dropped where no line is known (no `addr2line`, or code without a line). The line is the
 /// kernel's own ([`own_site`]) where the access is in a function of the simulator or the lab
 /// inlined into it, and the innermost line known otherwise.
-pub fn name_lines(message: &str, module: &Path, file: &str) -> String {
-    let message = replace_sites(message, OTHER, module, file, |line| format!(" (at {line})"));
-    replace_sites(&message, TOKEN, module, file, |line| {
+pub fn name_lines(message: &str, module: &Path, own: Own) -> String {
+    let message = replace_sites(message, OTHER, module, own, |line| format!(" (at {line})"));
+    replace_sites(&message, TOKEN, module, own, |line| {
         format!("; this thread's access is at {line}")
     })
 }
@@ -32,7 +40,7 @@ fn replace_sites(
     message: &str,
     token: &str,
     module: &Path,
-    file: &str,
+    own: Own,
     words: impl Fn(&str) -> String,
 ) -> String {
     let mut out = String::with_capacity(message.len());
@@ -47,7 +55,7 @@ fn replace_sites(
         let frames = u64::from_str_radix(&after[..end], 16)
             .map(|offset| frames(module, offset))
             .unwrap_or_default();
-        if let Some(line) = own_site(&frames, file).or(frames.first().cloned()) {
+        if let Some(line) = own_site(&frames, own).or(frames.first().cloned()) {
             out.push_str(&words(&line));
         }
         rest = &after[end + 2..];
@@ -59,32 +67,37 @@ fn replace_sites(
 /// `file.cu:37`, the line of the instruction the simulator was emulating when a fault
 /// stopped it (`{{at FILE:LINE}}`, written by the runtime's fault handler), when that line is
 /// the kernel's own: the fault itself lies in the runtime (a `cp.async`'s copy).
-pub fn emulated_at(message: &str, file: &str) -> Option<String> {
+pub fn emulated_at(message: &str, own: Own) -> Option<String> {
     let after = &message[message.find(" {{at ")? + " {{at ".len()..];
     let at = &after[..after.find("}}")?];
-    own_site(&[at.to_string()], file)
+    own_site(&[at.to_string()], own)
 }
 
 /// `file.cu:37` for the first site token of `message`, when the code is the kernel's own
 /// ([`own_site`]): a fault's instruction may be the simulator's runtime.
-pub fn line_in(message: &str, module: &Path, file: &str) -> Option<String> {
+pub fn line_in(message: &str, module: &Path, own: Own) -> Option<String> {
     let after = &message[message.find(TOKEN)? + TOKEN.len()..];
     let offset = u64::from_str_radix(&after[..after.find("}}")?], 16).ok()?;
-    own_site(&frames(module, offset), file)
+    own_site(&frames(module, offset), own)
 }
 
-/// The first of `frames` in the kernel's own code: `file`, or a header of its own beside it,
-/// not one the simulator or the lab provides, nor a system header (an absolute name outside
-/// `file`'s folder). A header's line is followed by the line of `file` that calls it:
+/// The first of `frames` in the kernel's own code ([`Own`]): not a header the simulator or
+/// the lab provides, nor a system header (a name outside the file's folder and its include
+/// folders). A header's line is followed by the line of the file that calls it:
 /// `util.cuh:3, called at k.cu:7`.
-fn own_site(frames: &[String], file: &str) -> Option<String> {
+fn own_site(frames: &[String], own: Own) -> Option<String> {
+    let file = own.file;
     let folder = Path::new(file).parent().unwrap_or(Path::new(""));
     let in_file = |at: &str| at == file || at.ends_with(&format!("/{file}"));
+    let under = |at: &str, dir: &Path| {
+        Path::new(at).is_absolute() == dir.is_absolute() && Path::new(at).starts_with(dir)
+    };
     let own = |at: &str| {
         in_file(at)
             || (!compile::provided_header(at)
-                && Path::new(at).is_absolute() == folder.is_absolute()
-                && Path::new(at).starts_with(folder))
+                && std::iter::once(folder)
+                    .chain(own.dirs.iter().map(PathBuf::as_path))
+                    .any(|dir| under(at, dir)))
     };
     fn at(frame: &str) -> &str {
         frame.rsplit_once(':').map_or("", |(at, _)| at)
@@ -134,17 +147,20 @@ mod tests {
         let m =
             "k: race on shared memory: ... order) {{site 0x10}} (thread (1,0,0) of block (0,0,0))";
         assert_eq!(
-            name_lines(m, Path::new("/nonexistent.so"), "k.cu"),
+            name_lines(m, Path::new("/nonexistent.so"), own("k.cu")),
             "k: race on shared memory: ... order) (thread (1,0,0) of block (0,0,0))"
         );
-        assert_eq!(name_lines("no token", Path::new("/x"), "k.cu"), "no token");
+        assert_eq!(
+            name_lines("no token", Path::new("/x"), own("k.cu")),
+            "no token"
+        );
     }
 
     #[test]
     fn the_site_is_the_first_line_of_the_kernels_own_code() {
         let site = |frames: &[&str], file| {
             let frames: Vec<String> = frames.iter().map(|f| f.to_string()).collect();
-            own_site(&frames, file)
+            own_site(&frames, own(file))
         };
         let stl = "/usr/include/c++/12/bits/stl_algobase.h:238";
         // The lab's and the simulator's headers, and system ones, are passed over.
@@ -172,5 +188,27 @@ mod tests {
         // Outside the kernel's folder, or none of its own.
         assert_eq!(site(&["/q/util.cuh:3"], "/p/k.cu"), None);
         assert_eq!(site(&["sim_runtime.h:700", stl], "k.cu"), None);
+        // A header found through an include folder elsewhere is the kernel's own.
+        let dirs = [PathBuf::from("/q"), PathBuf::from("inc")];
+        let with_dirs = |frames: &[&str]| {
+            let frames: Vec<String> = frames.iter().map(|f| f.to_string()).collect();
+            own_site(
+                &frames,
+                Own {
+                    file: "/p/k.cu",
+                    dirs: &dirs,
+                },
+            )
+        };
+        assert_eq!(
+            with_dirs(&["/q/util.cuh:3", "/p/k.cu:7"]),
+            Some("/q/util.cuh:3, called at /p/k.cu:7".into())
+        );
+        assert_eq!(with_dirs(&["inc/u.h:5"]), Some("inc/u.h:5".into()));
+        assert_eq!(with_dirs(&[stl]), None);
+    }
+
+    fn own(file: &str) -> Own<'_> {
+        Own { file, dirs: &[] }
     }
 }
