@@ -192,6 +192,23 @@ __device__ void store_matrices(float *out) {
 }
 extern "C" __global__ void st_x4(float *out) { store_matrices<false>(out); }
 extern "C" __global__ void st_x4_trans(float *out) { store_matrices<true>(out); }
+// As store_matrices<false>, read back with no __syncwarp: MODE 0 the halves this lane's own
+// registers gave (row g, columns 2t and 2t + 1 of each matrix), MODE 1 tile row l, which
+// other lanes' registers gave.
+template <int MODE>
+__device__ void store_then_read(float *out) {
+    __shared__ __align__(16) unsigned short tile[32][8];
+    const int l = threadIdx.x, g = l / 4, t = l % 4;
+    u32 r[4];
+    for (int i = 0; i < 4; ++i) r[i] = (u32)(1000 * i + 2 * l) | ((u32)(1000 * i + 2 * l + 1) << 16);
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"
+                 ::"r"(smem(&tile[perm(l)][0])), "r"(r[0]), "r"(r[1]), "r"(r[2]), "r"(r[3]) : "memory");
+    for (int i = 0; i < 4; ++i)
+        for (int h = 0; h < 2; ++h)
+            out[l * 8 + 2 * i + h] = MODE == 0 ? tile[perm(8 * i + g)][2 * t + h] : tile[l][2 * i + h];
+}
+extern "C" __global__ void st_own(float *out) { store_then_read<0>(out); }
+extern "C" __global__ void st_others(float *out) { store_then_read<1>(out); }
 
 // CUTLASS's elect_one_sync, as cute writes it: out[t] is 1 for the elected lane of each warp;
 // then lanes 4-7 elect among themselves: out[64 + t] = the elected lane, + 100 if it is t.
@@ -570,6 +587,40 @@ fn stmatrix_writes_each_register_where_ldmatrix_reads_it() {
     }
 }
 
+/// stmatrix's bytes are written by the lanes whose registers give them: a lane may read back
+/// its own without a __syncwarp, and one that reads another lane's is told which lane wrote
+/// them (not the lane that happened to complete the warp's instruction).
+#[test]
+fn stmatrix_bytes_are_the_writes_of_the_lanes_that_give_them() {
+    let dev = || SimDevice::new().unwrap().instrumented();
+    let out = run_out("st_own", 32, dev()).unwrap();
+    for l in 0..32 {
+        for i in 0..4 {
+            for h in 0..2 {
+                assert_eq!(
+                    out[l * 8 + 2 * i + h],
+                    (1000 * i + 2 * l + h) as f32,
+                    "lane {l}"
+                );
+            }
+        }
+    }
+    let msg = sim_error(run_out("st_others", 32, dev()));
+    let number = |after: &str| -> usize {
+        let at = msg
+            .find(after)
+            .unwrap_or_else(|| panic!("no {after:?}: {msg}"))
+            + after.len();
+        msg[at..].split(',').next().unwrap().parse().unwrap()
+    };
+    let (reader, writer) = (number("(thread ("), number("which thread ("));
+    // Tile row `reader` is row r of matrix i (perm(8 i + r) = reader); its columns 0 and 1
+    // came from lane 4 r's register i.
+    let r = (0..32).find(|&k| (k * 7 + 3) % 32 == reader).unwrap() % 8;
+    assert!(msg.contains("race on shared memory"), "{msg}");
+    assert_eq!(writer, 4 * r, "{msg}");
+}
+
 #[test]
 fn elect_sync_picks_the_lowest_lane_of_its_mask() {
     let out = run_out("elect", 64, SimDevice::new().unwrap()).unwrap();
@@ -711,7 +762,7 @@ fn nvrtc_compiles_the_same_ptx_for_sm90a() {
     if let Err(e) = nvrtc::version() {
         panic!("{e}\nThis test needs NVRTC: run tools/install-cuda-tools.sh first.");
     }
-    for (code, entries) in [(KERNELS, 18), (CLUSTER, 2)] {
+    for (code, entries) in [(KERNELS, 20), (CLUSTER, 2)] {
         let src = CudaSource::embedded("tests/hopper_ws.cu", code).for_arch("sm_90a");
         let c = nvrtc::compile(&src, "sm_90").unwrap_or_else(|e| panic!("{e}"));
         assert_eq!((c.arch.as_str(), c.resources.len()), ("sm_90a", entries));

@@ -30,6 +30,21 @@ struct Regs4 {
     unsigned r[4];
 };
 
+// Runs `f`, a part of a warp-wide instruction's emulation, as lane `l` of the calling thread's
+// warp: the race checker takes the bytes `f` reads or writes as that lane's (the one whose
+// register receives or gives them), not the lane that happens to complete the warp. Quiet,
+// as the completing lane is: the emulation reports the instruction to the bank model itself.
+template <class F_>
+inline void as_lane(unsigned l, F_ &&f) {
+    Fiber *const self = tl_fiber;
+    Fiber *const lane = tl_worker->fibers + (self->warp * 32 + l);
+    tl_fiber = lane;
+    lane->quiet++;
+    f();
+    lane->quiet--;
+    tl_fiber = self;
+}
+
 // ldmatrix.sync.aligned.m8n8.xN{.trans}.shared.b16 with `addr` the host address of this
 // lane's row (lanes past the last matrix: ignored).
 template <int N_, bool Trans>
@@ -50,13 +65,15 @@ inline void ldmatrix(unsigned (&r)[N_], uintptr_t addr) {
             for (int l = 0; l < 32; ++l) {
                 const int g = l / 4, t = l % 4;
                 unsigned short lo, hi;
-                if (Trans) {  // column g of rows 2t and 2t+1
-                    memcpy(&lo, (const char *)rows[8 * m + 2 * t] + 2 * g, 2);
-                    memcpy(&hi, (const char *)rows[8 * m + 2 * t + 1] + 2 * g, 2);
-                } else {  // row g, columns 2t and 2t+1
-                    memcpy(&lo, (const char *)rows[8 * m + g] + 4 * t, 2);
-                    memcpy(&hi, (const char *)rows[8 * m + g] + 4 * t + 2, 2);
-                }
+                as_lane(l, [&] {
+                    if (Trans) {  // column g of rows 2t and 2t+1
+                        memcpy(&lo, (const char *)rows[8 * m + 2 * t] + 2 * g, 2);
+                        memcpy(&hi, (const char *)rows[8 * m + 2 * t + 1] + 2 * g, 2);
+                    } else {  // row g, columns 2t and 2t+1
+                        memcpy(&lo, (const char *)rows[8 * m + g] + 4 * t, 2);
+                        memcpy(&hi, (const char *)rows[8 * m + g] + 4 * t + 2, 2);
+                    }
+                });
                 out[l].r[m] = (unsigned)lo | ((unsigned)hi << 16);
             }
     });
@@ -91,13 +108,15 @@ inline void stmatrix(uintptr_t addr, const unsigned *r) {
             for (int l = 0; l < 32; ++l) {
                 const int g = l / 4, t = l % 4;
                 const unsigned short lo = (unsigned short)(ins[l].r[m] & 0xFFFF), hi = (unsigned short)(ins[l].r[m] >> 16);
-                if (Trans) {  // column g of rows 2t and 2t+1
-                    memcpy((char *)ins[8 * m + 2 * t].row + 2 * g, &lo, 2);
-                    memcpy((char *)ins[8 * m + 2 * t + 1].row + 2 * g, &hi, 2);
-                } else {  // row g, columns 2t and 2t+1
-                    memcpy((char *)ins[8 * m + g].row + 4 * t, &lo, 2);
-                    memcpy((char *)ins[8 * m + g].row + 4 * t + 2, &hi, 2);
-                }
+                as_lane(l, [&] {
+                    if (Trans) {  // column g of rows 2t and 2t+1
+                        memcpy((char *)ins[8 * m + 2 * t].row + 2 * g, &lo, 2);
+                        memcpy((char *)ins[8 * m + 2 * t + 1].row + 2 * g, &hi, 2);
+                    } else {  // row g, columns 2t and 2t+1
+                        memcpy((char *)ins[8 * m + g].row + 4 * t, &lo, 2);
+                        memcpy((char *)ins[8 * m + g].row + 4 * t + 2, &hi, 2);
+                    }
+                });
             }
     });
 }
