@@ -59,8 +59,8 @@ impl Compiled {
 
     /// What ptxas says costs `entry` speed (see [`advisories`]), with those naming a function
     /// that is no entry of this module (a device function a wrapper inlines), which may be
-    /// any entry's.
-    /// ptxas's lines about `setmaxnreg` name no function; they are the entries' that use it.
+    /// any entry's. ptxas's lines about `setmaxnreg` name no function either: they are those
+    /// of the entries that use it.
     pub fn advisories(&self, entry: &str) -> Vec<String> {
         let symbol = self.symbol(entry);
         let uses = |needle: &str| {
