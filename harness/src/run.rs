@@ -12,7 +12,8 @@ use crate::timing::{self, Timing, TimingConfig};
 use crate::validate;
 use anyhow::Result;
 use kernel::{
-    CudaPlan, DeviceError, DeviceKind, Executor, Kernel, Precision, Prepared, Role, Shape, Workload,
+    Activation, CudaPlan, DeviceError, DeviceKind, Executor, Kernel, Precision, Prepared, Role,
+    Shape, Workload,
 };
 
 /// What the kernels of one shape are checked against.
@@ -262,7 +263,20 @@ pub fn evaluate<'a>(
                 let output = kernel
                     .output_layout(shape)
                     .unwrap_or_else(|| shape.output());
-                row.reason = Some(c.failure(row.precision, &output));
+                let mut reason = c.failure(row.precision, &output);
+                if kernel.info().role == Role::User && indices.is_none() {
+                    let check = |other: &Shape| {
+                        let values = kernel::reference::reference(other, canonical);
+                        let own = kernel.expected(other, canonical, &values, None);
+                        let expected = validate::Expected {
+                            values: own.as_deref().unwrap_or(&values),
+                            indices: None,
+                        };
+                        validate::check_against(&out, expected, sentinel, tolerance).passed
+                    };
+                    reason.push_str(&other_activation(shape, check).unwrap_or_default());
+                }
+                row.reason = Some(reason);
             }
             row.check = Some(c);
             // A sample's traffic is some blocks' against the whole shape's FLOP: no intensity.
@@ -292,6 +306,33 @@ pub fn evaluate<'a>(
             (row, None)
         }
     }
+}
+
+/// How [`other_activation`]'s words begin: a failure they explain is no tail's or grid's.
+pub(crate) const OTHER_ACTIVATION: &str = "the output is that of the layer with ";
+
+/// Where a linear layer's output fails its check but passes that of the same layer with
+/// another activation (`check`), as a kernel with another epilogue than the shape's gives:
+/// the words that say so.
+pub(crate) fn other_activation(shape: &Shape, check: impl Fn(&Shape) -> bool) -> Option<String> {
+    let &Shape::Linear { m, n, k, act } = shape else {
+        return None;
+    };
+    let other = [Activation::None, Activation::Relu, Activation::Gelu]
+        .into_iter()
+        .filter(|&a| a != act)
+        .find(|&a| check(&Shape::Linear { m, n, k, act: a }))?;
+    let applied = match other {
+        Activation::None => "no activation".to_string(),
+        a => format!("{} instead", a.name()),
+    };
+    Some(format!(
+        "\n  {OTHER_ACTIVATION}{} instead of {}: the kernel applies {applied} (a shape's last \
+         word, -{}, picks the activation the reference applies)",
+        other.name(),
+        act.name(),
+        other.name()
+    ))
 }
 
 /// What a failed launch of a kernel on `lab/hopper.h` most likely was: its mbarrier waits

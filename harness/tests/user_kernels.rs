@@ -4970,3 +4970,44 @@ fn a_fault_in_a_header_of_an_include_folder_names_its_line() {
         "{text}"
     );
 }
+
+/// A linear kernel with no activation, run at a shape whose reference applies ReLU: its row
+/// says the output is the layer's without it, and no tail or grid is blamed.
+#[test]
+fn a_linear_kernel_without_the_shapes_activation_is_told_so() {
+    let dir = scratch_dir("no-activation");
+    let file = dir.join("linear_plain.cu");
+    std::fs::write(
+        &file,
+        "__global__ void linear_plain(const float *X, const float *W, const float *bias, float *Y,\n\
+         \x20                            int M, int N, int K) {\n\
+         \x20 int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n\
+         \x20 if (r >= M || c >= N) return;\n\
+         \x20 float acc = bias[c];\n\
+         \x20 for (int k = 0; k < K; ++k) acc += X[r * K + k] * W[c * K + k];\n\
+         \x20 Y[r * N + c] = acc;\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:linear_plain,args=(X,W,bias,Y,M,N,K),block=16x16,grid=tile:16x16",
+        file.display()
+    );
+    let (ok, text) = sim_check("linear", "33x17x9-relu,33x17x9-none", &spec);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(
+            "the output is that of the layer with none instead of relu: the kernel applies no \
+             activation"
+        ),
+        "{text}"
+    );
+    assert!(
+        !text.contains("tile") && !text.contains("swapped"),
+        "{text}"
+    );
+    assert!(
+        text.contains("1 passed, 1 failed"),
+        "the -none shape passes: {text}"
+    );
+}

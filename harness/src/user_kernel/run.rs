@@ -169,12 +169,14 @@ pub fn annotate(
                 // Threads ordered wrongly are not a tile's tail (threads a tail leaves out of
                 // a barrier or of shared memory's writes are: those keep the hint), nor is a
                 // `__constant__` array too small for the buffer that fills it, a grid barrier
-                // without a cooperative launch, or a trap the kernel chose.
-                const NOT_TAILS: [&str; 4] = [
+                // without a cooperative launch, a trap the kernel chose, or an epilogue other
+                // than the shape's.
+                const NOT_TAILS: [&str; 5] = [
                     ": race on ",
                     "__constant__ ",
                     "needs a cooperative launch",
                     "__trap()",
+                    crate::run::OTHER_ACTIVATION,
                 ];
                 if row
                     .reason
@@ -341,6 +343,10 @@ pub fn swapped_grids(
                 m.contains("out-of-bounds") && !is_synchronization(m) && !is_compile_error(m)
             });
             (r.status == Status::Failed || out_of_bounds)
+                && !r
+                    .reason
+                    .as_deref()
+                    .is_some_and(|m| m.contains(crate::run::OTHER_ACTIVATION))
                 && k.unread_inputs(s).is_empty()
                 && !untold_causal(k, s)
         });
