@@ -98,6 +98,32 @@ extern "C" __global__ void with_roles(const float *x, float *out) {
     }
 }
 
+// As with_roles with no more batches than stages: the producers never wait in
+// producer_acquire, and may exit before a consumer has left make_pipeline.
+extern "C" __global__ void producers_exit(const float *x, float *out) {
+    cg::thread_block block = cg::this_thread_block();
+    constexpr int stages = 2;
+    __shared__ __align__(16) float s[stages][64];
+    __shared__ cuda::pipeline_shared_state<cuda::thread_scope_block, stages> state;
+    const unsigned t = block.thread_rank();
+    const bool producer = t < 32;
+    auto pipe = cuda::make_pipeline(block, &state,
+                                    producer ? cuda::pipeline_role::producer : cuda::pipeline_role::consumer);
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    for (int b = 0; b < stages; ++b) {
+        if (producer) {
+            pipe.producer_acquire();
+            cuda::memcpy_async(warp, s[b], x + 64 * b, sizeof(float) * 64, pipe);
+            pipe.producer_commit();
+        } else {
+            pipe.consumer_wait();
+            const unsigned l = t - 32;
+            out[64 * b + l] = s[b][l] + s[b][l + 32];
+            pipe.consumer_release();
+        }
+    }
+}
+
 // Two stages of each thread's own 16 bytes through a thread-scope pipeline: consumer_wait
 // completes the oldest only, pipeline_consumer_wait_prior<0> the rest.
 extern "C" __global__ void thread_scope(const float *x, float *out) {
@@ -217,6 +243,29 @@ fn a_block_scope_pipeline_delivers_each_stage_unified_or_partitioned() {
     }
 }
 
+/// Producers that finish their stages and exit while consumers are still leaving
+/// make_pipeline have made their call: under every schedule the pipeline delivers.
+#[test]
+fn producers_may_exit_once_the_pipeline_is_made() {
+    for seed in 0..6 {
+        let dev = || SimDevice::new().unwrap().with_seed(seed);
+        for dev in [dev(), dev().instrumented()] {
+            let (x, out) =
+                run(&dev, "producers_exit", 128).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            for b in 0..2 {
+                for l in 0..32 {
+                    let want = x[64 * b + l] + x[64 * b + l + 32];
+                    assert_eq!(
+                        out[64 * b + l],
+                        want,
+                        "seed {seed}: batch {b}, consumer {l}"
+                    );
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn a_thread_scope_pipeline_completes_its_oldest_stage_first() {
     let (x, out) = both("thread_scope", 576);
@@ -261,6 +310,6 @@ fn nvrtc_compiles_the_libcudacxx_kernels_for_sm80_and_sm90() {
     let src = CudaSource::embedded("tests/cuda_barrier_pipeline.cu", KERNELS);
     for arch in ["sm_80", "sm_90"] {
         let c = nvrtc::compile(&src, arch).unwrap_or_else(|e| panic!("{arch}: {e}"));
-        assert_eq!(c.resources.len(), 6, "{arch}: {:?}", c.resources);
+        assert_eq!(c.resources.len(), 7, "{arch}: {:?}", c.resources);
     }
 }
