@@ -5011,3 +5011,26 @@ fn a_linear_kernel_without_the_shapes_activation_is_told_so() {
         "the -none shape passes: {text}"
     );
 }
+
+/// `#include <cstdint>` gives `std::int64_t` as the standard header does, for NVRTC (the
+/// lab's stand-in) as for the simulator (the host's header).
+#[test]
+fn cstdint_declares_its_types_in_std_too() {
+    let dir = scratch_dir("cstdint");
+    let file = dir.join("transpose64.cu");
+    std::fs::write(
+        &file,
+        "#include <cstdint>\n\
+         __global__ void transpose64(const float *X, float *Y, std::int64_t M, std::int64_t N) {\n\
+         \x20 const std::int64_t i = blockIdx.x * (std::int64_t)blockDim.x + threadIdx.x;\n\
+         \x20 if (i < M * N) Y[(i % N) * M + i / N] = X[i];\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:transpose64,block=256,grid=(cdiv(M*N,256))",
+        file.display()
+    );
+    let (ok, text) = sim_check("transpose", "33x65", &spec);
+    assert!(ok && text.contains("1 passed"), "{text}");
+}
