@@ -4403,6 +4403,50 @@ fn a_sum_leaving_a_partial_sum_per_block_is_told_to_launch_again() {
     );
     let (ok, text) = sim_run("reduce", "1000,65536", &twice, &dir.join("twice"));
     assert!(ok, "{text}");
+    // A cooperative kernel that adds the partial sums itself after grid.sync(): a second
+    // launch would count the sum twice, so it is told to run as one block.
+    let file = dir.join("grid_sum.cu");
+    std::fs::write(
+        &file,
+        r#"#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+__global__ void grid_sum(const float *x, float *y, int n) {
+  __shared__ float s[256];
+  const unsigned t = threadIdx.x;
+  float v = 0.0f;
+  for (unsigned i = blockIdx.x * 256 + t; i < (unsigned)n; i += gridDim.x * 256) v += x[i];
+  s[t] = v;
+  __syncthreads();
+  for (unsigned k = 128; k > 0; k /= 2) {
+    if (t < k) s[t] += s[t + k];
+    __syncthreads();
+  }
+  if (t == 0) y[blockIdx.x] = s[0];
+  cg::this_grid().sync();
+  if (blockIdx.x == 0 && t == 0)
+    for (unsigned b = 1; b < gridDim.x; ++b) y[0] += y[b];
+}
+"#,
+    )
+    .unwrap();
+    let spread = format!(
+        "{}:grid_sum,block=256,grid=4,launch=cooperative",
+        file.display()
+    );
+    let (ok, text) = sim_run("reduce", "1000", &spread, &dir.join("spread"));
+    assert!(
+        !ok && text.contains("after its grid.sync(), adds them into y[0]")
+            && text.contains("run it with grid=1")
+            && !text.contains("then="),
+        "{text}"
+    );
+    let (ok, text) = sim_run(
+        "reduce",
+        "1000,65536",
+        &spread.replace("grid=4", "grid=1"),
+        &dir.join("one"),
+    );
+    assert!(ok, "{text}");
 }
 
 /// A Hopper instruction behind `#if __CUDA_ARCH__ >= 90` (900 was meant: the test holds on

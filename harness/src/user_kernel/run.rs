@@ -850,6 +850,18 @@ fn sum_again(k: &UserKernel) -> Option<String> {
     if !k.spec.then.is_empty() {
         return None;
     }
+    if k.spec.cooperative {
+        // A kernel that meets its whole grid at a grid.sync() adds the partial sums itself,
+        // into y[0]: a second launch on them would count the sum twice.
+        return Some(
+            "\n  y holds one number, the sum, and this kernel writes past it: a cooperative \
+             kernel like this one leaves a partial sum per block in y[blockIdx.x] and, after \
+             its grid.sync(), adds them into y[0], so its host code gives y a number per block. \
+             The lab's y has room for one: run it with grid=1, where its one block adds the \
+             whole vector"
+                .to_string(),
+        );
+    }
     let grid = match &k.spec.grid {
         Some(super::spec::Grid::Exprs(e)) => e.first()?.to_string().replace(' ', ""),
         _ => "GRID".into(),
