@@ -200,7 +200,7 @@ fn vector_note(params: &str) -> String {
             !before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_') && after.starts_with('*')
         })
     };
-    let foreign: Vec<&str> = ["double", "int8_t", "uint8_t"]
+    let foreign: Vec<&str> = ["double", "uint8_t"]
         .into_iter()
         .filter(|t| pointer_to(t))
         .collect();
@@ -214,10 +214,17 @@ fn vector_note(params: &str) -> String {
     };
     if !foreign.is_empty() {
         out.push_str(&format!(
-            " Its {} pointers name elements no workload of the lab holds: its buffers are f32, \
-             f16 or bf16 (an FP64 or INT8 kernel has no reference here), so no dtype= fits them.",
+            " Its {} pointers name elements no buffer of the lab holds (its buffers hold f32, \
+             f16, bf16, e4m3, e5m2, i32 or s8 elements), so no dtype= fits them.",
             foreign.join(", ")
         ));
+    }
+    if pointer_to("__nv_fp8_storage_t") {
+        out.push_str(
+            " Its __nv_fp8_storage_t pointers take FP8 values as raw bytes, where the lab passes \
+             the same bytes as __nv_fp8_e4m3 * or __nv_fp8_e5m2 * (dtype=e4m3 or e5m2): declare \
+             those, and read a value's byte as its .__x.",
+        );
     }
     out
 }
@@ -1954,13 +1961,19 @@ mod tests {
              kernel."
         );
         assert_eq!(vector_note("(const half *X, float *Y, int M)"), "");
-        // FP64 and INT8 kernels (the CUDA samples' dmma and imma GEMMs): no dtype= fits.
+        // FP64 and unsigned 8-bit kernels (the CUDA samples' dmma and imma GEMMs): no dtype=
+        // fits; a signed 8-bit one takes dtype=s8.
         let note = vector_note("(double *a, double* b, const uint8_t *c, int m_double)");
         assert_eq!(
             note,
-            " Its double, uint8_t pointers name elements no workload of the lab holds: its \
-             buffers are f32, f16 or bf16 (an FP64 or INT8 kernel has no reference here), so no \
-             dtype= fits them."
+            " Its double, uint8_t pointers name elements no buffer of the lab holds (its buffers \
+             hold f32, f16, bf16, e4m3, e5m2, i32 or s8 elements), so no dtype= fits them."
+        );
+        assert_eq!(vector_note("(const int8_t *x, int *y, int n)"), "");
+        // FP8 as raw bytes (LeetCUDA's FP8 reductions).
+        assert!(
+            vector_note("(__nv_fp8_storage_t *x, float *y, int N)")
+                .contains("declare those, and read a value's byte as its .__x"),
         );
         assert_eq!(vector_note("(float *doubled, int8_t n)"), "");
     }
