@@ -403,6 +403,22 @@ pub enum KReads {
     /// The simulator stopped at another error (a race, a deadlock at a barrier, a write out of
     /// bounds), before any read past a buffer: nothing points at K.
     OtherError,
+    /// The simulator stopped at a read past the end of a workload buffer whose extent is
+    /// these dimensions (B of a GEMM: K and N): a tail of another dimension is not its cause.
+    PastBuffer { dims: &'static [&'static str] },
+}
+
+/// The dimensions of the extent of buffer `name` of `shape`'s workload, where they are plain
+/// (GEMM's A, B and C; a linear layer's X, W, bias and Y).
+pub fn buffer_dims(shape: &Shape, name: &str) -> Option<&'static [&'static str]> {
+    Some(match (shape, name) {
+        (Shape::Gemm { .. }, "A") | (Shape::Linear { .. }, "X") => &["M", "K"],
+        (Shape::Gemm { .. }, "B") => &["K", "N"],
+        (Shape::Linear { .. }, "W") => &["N", "K"],
+        (Shape::Linear { .. }, "bias") => &["N"],
+        (Shape::Gemm { .. }, "C") | (Shape::Linear { .. }, "Y") => &["M", "N"],
+        _ => return None,
+    })
 }
 
 /// For rows `n` elements long (`dim = n`) laid end to end, how far their starts are from a
@@ -466,11 +482,16 @@ pub fn tail_hint(
     let left_out = |dim: &str, n: usize, tile: usize| {
         PassedTail::covers(passed, dim, n, tile) && !bad_in(dim, tile)
     };
+    // A read past a buffer: only tails of the dimensions of its extent can cause it.
+    let of_buffer = |dim: &str| match reads {
+        KReads::PastBuffer { dims } => dim.split('*').any(|d| dims.contains(&d.trim())),
+        _ => true,
+    };
     let found: Vec<Tail> = match misaligned {
         true => Vec::new(),
         false => tails(grid, args, shape, vars)
             .into_iter()
-            .filter(|t| !left_out(&t.dim, t.value, t.tile))
+            .filter(|t| !left_out(&t.dim, t.value, t.tile) && of_buffer(&t.dim))
             .collect(),
     };
     let mut parts = Vec::new();
@@ -557,8 +578,9 @@ pub fn tail_hint(
             r.buffer, r.dim
         ));
     }
-    let k_operands =
-        k_operands.filter(|_| !matches!(reads, KReads::OtherError | KReads::Misaligned { .. }));
+    let k_operands = k_operands
+        .filter(|_| !matches!(reads, KReads::OtherError | KReads::Misaligned { .. }))
+        .filter(|_| of_buffer("K"));
     if let Some((k, rows, operands)) = k_operands
         && let Some((of, _)) = row_alignment("K", k, "read")
     {
@@ -587,7 +609,10 @@ pub fn tail_hint(
                  only the elements of a partial last tile that exist leaves the rest of that \
                  tile unwritten in shared memory (write zeros there)"
             ),
-            KReads::Unseen | KReads::OtherError | KReads::Misaligned { .. } => format!(
+            KReads::Unseen
+            | KReads::OtherError
+            | KReads::Misaligned { .. }
+            | KReads::PastBuffer { .. } => format!(
                 "{of}: a kernel that steps through K in tiles of {tiles} or more without a \
                  bound check reads a partial last tile past the end of {rows}"
             ),
@@ -827,6 +852,31 @@ mod tests {
         let e = Expr::parse("B*H*cdiv(S,64)").unwrap();
         assert_eq!(tile_of(&e, "S", &a), Some(64));
         assert_eq!(tile_of(&e, "B", &a), None);
+    }
+
+    /// A read past B (K by N) is no M tail's doing: a GEMV's grid over M is left out of its
+    /// hint, and K is what is named; a read past A keeps the M tail.
+    #[test]
+    fn a_read_past_a_buffer_names_only_the_tails_of_its_dimensions() {
+        let shape = Shape::gemm(37, 1, 32);
+        let grid = Grid::Exprs(vec![Expr::parse("cdiv(M,4)").unwrap()]);
+        let past_b = KReads::PastBuffer {
+            dims: buffer_dims(&shape, "B").unwrap(),
+        };
+        let hint = hint_at(&grid, &shape, None, past_b).unwrap();
+        assert!(
+            !hint.contains("M = 37") && hint.starts_with("K = 32 is a multiple of 32"),
+            "{hint}"
+        );
+        let past_a = KReads::PastBuffer {
+            dims: buffer_dims(&shape, "A").unwrap(),
+        };
+        let hint = hint_at(&grid, &shape, None, past_a).unwrap();
+        assert!(
+            hint.contains("M = 37 is not a multiple of 4") && hint.contains("K = 32"),
+            "{hint}"
+        );
+        assert_eq!(buffer_dims(&Shape::gemm(2, 2, 2), "Z"), None);
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! are printed in (correctness and resources, never a speed: the simulator gives none), and
 //! which rows make the run fail. Also `inspect --kernel`.
 
-use super::hint::{KReads, Rows};
+use super::hint::{self, KReads, Rows};
 use super::signature::Param;
 use super::{SIM_SMS, SMS, UserKernel};
 use crate::config::Config;
@@ -529,11 +529,21 @@ fn k_reads(sim: bool, row: &Row, k: &UserKernel, shape: &Shape) -> KReads {
                     rows: misaligned_buffer(said)
                         .and_then(|b| Rows::of(shape, b, k.buffers.a, k.buffers.b)),
                 },
+                KReads::Unseen => past_buffer(said)
+                    .and_then(|b| hint::buffer_dims(shape, b))
+                    .map_or(KReads::Unseen, |dims| KReads::PastBuffer { dims }),
                 reads => reads,
             }
         }
         _ => KReads::Unseen,
     }
+}
+
+/// The buffer a read out of bounds names: "out-of-bounds read past the end of buffer 'B'".
+fn past_buffer(said: &str) -> Option<&str> {
+    let (_, rest) = said.split_once("out-of-bounds read ")?;
+    let (_, name) = rest.split_once(" of buffer '")?;
+    name.split_once('\'').map(|(name, _)| name)
 }
 
 /// The buffer a misaligned access names: "... at byte 7998 (element 3999) of buffer 'A', ...".
