@@ -73,10 +73,13 @@ extern "C" __global__ void with_pipeline(const float *x, float *out) {
     }
 }
 
-// The same batches, the first warp producing and the second consuming.
-extern "C" __global__ void with_roles(const float *x, float *out) {
+// The same batches, the first warp producing and the second consuming. With no more batches
+// than stages (producers_exit) the producers never wait in producer_acquire, and may exit
+// before a consumer has left make_pipeline.
+template <int BATCHES>
+__device__ void roles(const float *x, float *out) {
     cg::thread_block block = cg::this_thread_block();
-    constexpr int stages = 2, batches = 6;
+    constexpr int stages = 2;
     __shared__ __align__(16) float s[stages][64];
     __shared__ cuda::pipeline_shared_state<cuda::thread_scope_block, stages> state;
     const unsigned t = block.thread_rank();
@@ -84,7 +87,7 @@ extern "C" __global__ void with_roles(const float *x, float *out) {
     auto pipe = cuda::make_pipeline(block, &state,
                                     producer ? cuda::pipeline_role::producer : cuda::pipeline_role::consumer);
     cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
-    for (int b = 0; b < batches; ++b) {
+    for (int b = 0; b < BATCHES; ++b) {
         if (producer) {
             pipe.producer_acquire();
             cuda::memcpy_async(warp, s[b % stages], x + 64 * b, sizeof(float) * 64, pipe);
@@ -97,32 +100,8 @@ extern "C" __global__ void with_roles(const float *x, float *out) {
         }
     }
 }
-
-// As with_roles with no more batches than stages: the producers never wait in
-// producer_acquire, and may exit before a consumer has left make_pipeline.
-extern "C" __global__ void producers_exit(const float *x, float *out) {
-    cg::thread_block block = cg::this_thread_block();
-    constexpr int stages = 2;
-    __shared__ __align__(16) float s[stages][64];
-    __shared__ cuda::pipeline_shared_state<cuda::thread_scope_block, stages> state;
-    const unsigned t = block.thread_rank();
-    const bool producer = t < 32;
-    auto pipe = cuda::make_pipeline(block, &state,
-                                    producer ? cuda::pipeline_role::producer : cuda::pipeline_role::consumer);
-    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
-    for (int b = 0; b < stages; ++b) {
-        if (producer) {
-            pipe.producer_acquire();
-            cuda::memcpy_async(warp, s[b], x + 64 * b, sizeof(float) * 64, pipe);
-            pipe.producer_commit();
-        } else {
-            pipe.consumer_wait();
-            const unsigned l = t - 32;
-            out[64 * b + l] = s[b][l] + s[b][l + 32];
-            pipe.consumer_release();
-        }
-    }
-}
+extern "C" __global__ void with_roles(const float *x, float *out) { roles<6>(x, out); }
+extern "C" __global__ void producers_exit(const float *x, float *out) { roles<2>(x, out); }
 
 // Two stages of each thread's own 16 bytes through a thread-scope pipeline: consumer_wait
 // completes the oldest only, pipeline_consumer_wait_prior<0> the rest.
