@@ -445,7 +445,11 @@ struct TlsLocals {
     Worker *worker;
     Fiber *fiber;
 };
-inline thread_local TlsLocals tl_locals{};
+// Aligned to 1024 bytes, which aligns the whole TLS block: the static variables' window
+// addresses follow their host addresses modulo 1024 (shared_regions), and a block the
+// allocator placed anew for each launch's threads would otherwise move them, and every shared
+// address a message gives, from one launch to the next.
+alignas(1024) inline thread_local TlsLocals tl_locals{};
 #define tl_worker (::sim::tl_locals.worker)
 #define tl_fiber (::sim::tl_locals.fiber)
 
@@ -1852,11 +1856,6 @@ inline int tls_callback(struct dl_phdr_info *info, size_t, void *arg) {
     return 1;
 }
 
-// 0xFF bytes are NaN as f32 and f16: a read before any write shows in the result. The TLS
-// block also holds the traffic counter's state, so it is set again here, before any counted
-// access can read it (and this function is not instrumented).
-// Done once for the blocks of a cluster, whose dynamic shared memory lies in the first
-// block's buffer, `stride` bytes apart.
 // The calling OS thread's instance of this module's TLS block: the __shared__ variables, the
 // runtime's two thread-locals and the traffic hooks' state of the unit running.
 SIM_UNINSTRUMENTED inline TlsBlock tls_block() {
@@ -1869,6 +1868,11 @@ SIM_UNINSTRUMENTED inline TlsBlock tls_block() {
     return want.second;
 }
 
+// 0xFF bytes are NaN as f32 and f16: a read before any write shows in the result. The TLS
+// block also holds the traffic counter's state, so it is set again here, before any counted
+// access can read it (and this function is not instrumented).
+// Done once for the blocks of a cluster, whose dynamic shared memory lies in the first
+// block's buffer, `stride` bytes apart.
 // `static_span`: the bytes before each block's dynamic memory in the cluster's buffer that hold
 // its copy of the TLS block (static_copies), none where it uses the TLS block itself.
 SIM_UNINSTRUMENTED inline void poison_shared(const TlsBlock &tls, Cluster &c, size_t stride, size_t static_span,
