@@ -5078,3 +5078,36 @@ fn cstdint_declares_its_types_in_std_too() {
     let (ok, text) = sim_check("transpose", "33x65", &spec);
     assert!(ok && text.contains("1 passed"), "{text}");
 }
+
+/// A file written for `nvcc -std=c++20` (an abbreviated function template) and one for
+/// `nvcc --extended-lambda` (`[] __device__ (...)`) compile unmodified, for NVRTC and the
+/// simulator alike.
+#[test]
+fn files_for_cxx20_and_extended_lambdas_compile_unmodified() {
+    let dir = scratch_dir("cxx20");
+    let file = dir.join("rows.cu");
+    std::fs::write(
+        &file,
+        "__device__ float warp_max(float v, const auto &width) {\n\
+         \x20 for (int o = width / 2; o; o >>= 1) v = fmaxf(v, __shfl_xor_sync(0xffffffff, v, o));\n\
+         \x20 return v;\n\
+         }\n\
+         template <typename Op> __device__ float warp_all(float v, Op op) {\n\
+         \x20 for (int o = 16; o; o >>= 1) v = op(v, __shfl_xor_sync(0xffffffff, v, o));\n\
+         \x20 return v;\n\
+         }\n\
+         __global__ void softmax_row(const float *X, float *Y, int M, int N) {\n\
+         \x20 const float *x = X + (size_t)blockIdx.x * N;\n\
+         \x20 float m = -1e30f, s = 0.f;\n\
+         \x20 for (int j = threadIdx.x; j < N; j += 32) m = fmaxf(m, x[j]);\n\
+         \x20 m = warp_max(m, 32);\n\
+         \x20 for (int j = threadIdx.x; j < N; j += 32) s += expf(x[j] - m);\n\
+         \x20 s = warp_all(s, [] __device__ (float a, float b) { return a + b; });\n\
+         \x20 for (int j = threadIdx.x; j < N; j += 32) Y[(size_t)blockIdx.x * N + j] = expf(x[j] - m) / s;\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!("{}:softmax_row,block=32,grid=(M)", file.display());
+    let (ok, text) = sim_check("softmax", "3x100", &spec);
+    assert!(ok && text.contains("1 passed"), "{text}");
+}

@@ -511,6 +511,35 @@ pub fn constant_abs_in_static_asserts(code: &str) -> String {
     out
 }
 
+/// `code` with the execution spaces of lambdas (`[] __device__ (float a) { ... }`) blanked:
+/// nvcc takes them with `--extended-lambda`, which NVRTC lacks, and in device code a lambda is
+/// a device one without them. `[[attribute]] __device__ int f()` keeps its own. Lines and
+/// columns are kept.
+pub fn lambda_annotations_blanked(code: &str) -> String {
+    let b = code.as_bytes();
+    let mut out = b.to_vec();
+    for (at, _) in code.match_indices(']') {
+        if at > 0 && b[at - 1] == b']' {
+            continue;
+        }
+        let mut i = at + 1;
+        loop {
+            while b.get(i).is_some_and(|c| c.is_ascii_whitespace()) {
+                i += 1;
+            }
+            let Some(word) = ["__device__", "__host__"].into_iter().find(|w| {
+                b[i..].starts_with(w.as_bytes())
+                    && !b.get(i + w.len()).is_some_and(|&c| is_ident(c))
+            }) else {
+                break;
+            };
+            blank(&mut out, i, i + word.len());
+            i += word.len();
+        }
+    }
+    String::from_utf8(out).unwrap_or_else(|_| code.to_string())
+}
+
 /// The text after `#define` of each definition in `code`, continuation lines joined.
 pub fn defines(code: &str) -> impl Iterator<Item = String> + '_ {
     let mut lines = code.lines();
@@ -1007,6 +1036,22 @@ mod tests {
         assert_eq!(
             without_template_heads("template <class T, class U> template <int N> auto f()"),
             "auto f()"
+        );
+    }
+
+    #[test]
+    fn lambdas_lose_their_execution_spaces_and_functions_keep_theirs() {
+        let code = "v = reduce(v, [] __device__ (float a, float b) { return a + b; });\n\
+            auto f = [&, n] __host__  __device__(int i) { return x[i] * n; };\n\
+            [[nodiscard]] __device__ int g(int x[4]) { return x[3]; }\n\
+            float y = x[2] + __device__var;\n";
+        let out = lambda_annotations_blanked(code);
+        assert_eq!(
+            out,
+            "v = reduce(v, []            (float a, float b) { return a + b; });\n\
+             auto f = [&, n]                     (int i) { return x[i] * n; };\n\
+             [[nodiscard]] __device__ int g(int x[4]) { return x[3]; }\n\
+             float y = x[2] + __device__var;\n"
         );
     }
 

@@ -469,7 +469,7 @@ pub fn options(source: &CudaSource, arch: &str) -> Vec<String> {
     let mut options = vec![
         format!("--gpu-architecture={arch}"),
         "--ptxas-options=-v".to_string(),
-        "--std=c++17".to_string(),
+        "--std=c++20".to_string(),
         "-lineinfo".to_string(),
     ];
     if source.from_user {

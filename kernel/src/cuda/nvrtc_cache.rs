@@ -193,7 +193,7 @@ mod tests {
         let parts = [
             "13.0",
             "sm_90",
-            "--std=c++17",
+            "--std=c++20",
             "k.cu",
             "__global__ void k() {}",
         ];
