@@ -247,6 +247,16 @@ impl Check {
                 output.len(),
                 at(i)
             )
+        } else if self.tolerance == 0.0 {
+            format!(
+                "the integer output is not the exact result: an element is off by {:.0} \
+                 (relative error {:.2e}{})",
+                self.max_abs_error,
+                self.rel_error,
+                self.sampled
+                    .map(|n| format!(" over {n} sampled elements"))
+                    .unwrap_or_default()
+            )
         } else {
             format!(
                 "relative error {:.2e} above the {precision} bound {:.0e}{}",

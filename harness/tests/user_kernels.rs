@@ -635,6 +635,16 @@ fn inline_ptx_the_simulator_does_not_know_skips_the_row_naming_it() {
         "{text}"
     );
     assert!(!text.contains("Assembler messages"), "{text}");
+    // Skipped at every shape, a check of it checked nothing: no success.
+    let (ok, text) = sim_check("gemm", "64x1x1,64x2x1", &spec);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("0 passed, 0 failed, 2 skipped")
+            && text
+                .contains("1 kernel you asked for ran at no shape, so nothing of it was checked")
+            && text.contains("named.cu:named"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -5110,4 +5120,35 @@ fn files_for_cxx20_and_extended_lambdas_compile_unmodified() {
     let spec = format!("{}:softmax_row,block=32,grid=(M)", file.display());
     let (ok, text) = sim_check("softmax", "3x100", &spec);
     assert!(ok && text.contains("1 passed"), "{text}");
+}
+
+/// An integer output is held to the exact result: a sum that leaves out one element of a
+/// million is off by a relative 1e-7, inside FP32's bound, and fails all the same.
+#[test]
+fn an_integer_output_must_be_exact() {
+    let dir = scratch_dir("exact");
+    let file = dir.join("sum.cu");
+    std::fs::write(
+        &file,
+        "__global__ void sum_i32(const int *x, int *y, int N) {\n\
+         \x20 int acc = 0;\n\
+         \x20 for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < N - DROP; i += gridDim.x * blockDim.x)\n\
+         \x20   acc += x[i];\n\
+         \x20 atomicAdd(y, acc);\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = |drop: u32| {
+        format!(
+            "{}:sum_i32,dtype=i32,output=zero,block=256,grid=(64),define=DROP={drop}",
+            file.display()
+        )
+    };
+    let (ok, text) = sim_check("reduce", "1000000", &spec(0));
+    assert!(ok && text.contains("exact"), "{text}");
+    let (ok, text) = sim_check("reduce", "1000000", &spec(1));
+    assert!(
+        !ok && text.contains("the integer output is not the exact result: an element is off by"),
+        "{text}"
+    );
 }

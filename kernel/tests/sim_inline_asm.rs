@@ -2,9 +2,10 @@
 //! with register constraints), run by the simulator through the same emulation as
 //! `lab/ptx.h`: every recognised form checked against the PTX ISA's documented layouts and
 //! semantics (ldmatrix x1/x2/x4 and .trans; mma.sync m16n8k16 and m16n8k8 f16/bf16 with f32
-//! or f16 accumulators and m16n8k8 tf32; cp.async ca/cg with src-size zero-fill and its groups;
-//! shfl.sync; the cvta idiom, mov, cvt and selp), anything else refused naming the
-//! instruction, its file and line, and NVRTC compiling the same sources for sm_80 and sm_90.
+//! or f16 accumulators and m16n8k8 tf32; cp.async ca/cg with src-size and ignore-src
+//! zero-fill and its groups; shfl.sync; the cvta idiom, mov, cvt and selp), anything else
+//! refused naming the instruction, its file and line, and NVRTC compiling the same sources
+//! for sm_80 and sm_90.
 
 use kernel::cuda::nvrtc;
 use kernel::sim::SimDevice;
@@ -339,7 +340,9 @@ extern "C" __global__ void async_groups(const float *x, const float *unused, flo
     CP_ASYNC_CA(base + 24, src + 6, 4);                                                  //          x[6]
     CP_ASYNC_COMMIT();
     CP_ASYNC_CG_ZFILL(base + 32, src + 8, 8);                                            // not committed: x[8..10], 0, 0
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 16, 0;\n" ::"r"(base + 48), "l"(src + 12));  // zeros
+    asm volatile("{ .reg .pred p; setp.eq.u32 p, %2, 0;\n"                            // even threads: zeros,
+                 "cp.async.ca.shared.global [%0], [%1], 16, p; }\n"                      // odd: x[12..16]
+                 ::"r"(base + 48), "l"(src + 12), "r"(t % 2));
     o[0] = s[t][0][0];
     CP_ASYNC_WAIT(1);
     o[1] = s[t][0][3];
@@ -380,10 +383,14 @@ fn inline_cp_async_lands_only_at_a_wait_covering_its_group_and_zero_fills() {
             o[5].is_nan() && o[6].is_nan(),
             "thread {t}: uncommitted copies"
         );
+        let last = match t % 2 {
+            0 => [0.0; 4],
+            _ => [x[12], x[13], x[14], x[15]],
+        };
         assert_eq!(
             &o[7..15],
-            &[x[8], x[9], 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
-            "thread {t}: wait_all and the src-size zero-fill"
+            &[x[8], x[9], 0.0, 0.0, last[0], last[1], last[2], last[3]],
+            "thread {t}: wait_all, the src-size zero-fill and ignore-src"
         );
     }
 }
@@ -525,6 +532,9 @@ extern "C" __global__ void memory(const float *x, const float *unused, float *ou
     unsigned prev;
     asm volatile("atom.acq_rel.gpu.global.exch.b32 %0, [%1], %2;" : "=r"(prev) : "l"(acc + 1), "r"(l + 1) : "memory");
     asm volatile("fence.acq_rel.gpu;\n membar.cta;\n prefetch.global.L2 [%0];" :: "l"(x) : "memory");
+#if __CUDA_ARCH__ >= 900
+    asm volatile("prefetch.tensormap [%0];" :: "l"(x) : "memory");  // a hint, as for a TMA map
+#endif
     __syncthreads();
     put(old); put(won == 0 ? 1.f : 0.f); put(inc);            // 9, 10, 11
     put((float)(int)counters[1]); put((float)counters[2]); put((float)counters[3]); // 12, 13, 14

@@ -111,6 +111,9 @@ pub fn run(args: &Args) -> Outcome {
     }
     let mut ok = true;
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    // Your kernels that ran (passed or failed) at some shape: one skipped at every shape was
+    // checked nowhere, which is no pass.
+    let mut ran: Vec<String> = Vec::new();
     let mut failures = Vec::new();
     // Columns as wide as the longest id and shape label, so every reason starts in one column.
     let id_width = kernels.iter().map(|k| k.info().id.len()).max().unwrap_or(0);
@@ -139,6 +142,9 @@ pub fn run(args: &Args) -> Outcome {
         };
         let mut results = ablation.run(|e| {
             if let Event::Row { shape, row } = e {
+                if row.status != Status::Unsupported && !ran.contains(&row.id) {
+                    ran.push(row.id.clone());
+                }
                 let detail = match row.status {
                     Status::Passed => {
                         passed += 1;
@@ -146,11 +152,12 @@ pub fn run(args: &Args) -> Outcome {
                             .map(|n| format!("; {n}"))
                             .unwrap_or_default();
                         row.check
-                            .map(|c| {
-                                format!(
+                            .map(|c| match c.tolerance {
+                                0.0 => format!("exact{sample}"),
+                                _ => format!(
                                     "rel error {:.1e} (bound {:.0e}){sample}",
                                     c.rel_error, c.tolerance
-                                )
+                                ),
                             })
                             .unwrap_or_default()
                     }
@@ -207,5 +214,21 @@ pub fn run(args: &Args) -> Outcome {
     if !failures.is_empty() {
         println!("\nFailures:\n{}", failures.join("\n"));
     }
-    Ok(ok)
+    let unchecked: Vec<&str> = users
+        .iter()
+        .map(|u| u.id())
+        .filter(|id| !ran.iter().any(|r| r == id))
+        .collect();
+    if !unchecked.is_empty() {
+        println!(
+            "\n{} you asked for ran at no shape, so nothing of {} was checked (the reasons \
+             are on its lines above):",
+            table::count(unchecked.len(), "kernel"),
+            if unchecked.len() == 1 { "it" } else { "them" },
+        );
+        for id in &unchecked {
+            println!("  {id}");
+        }
+    }
+    Ok(ok && unchecked.is_empty())
 }

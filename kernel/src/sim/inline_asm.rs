@@ -549,7 +549,8 @@ struct Ptx {
 }
 
 /// Splits the template into statements at `;` (braces that open a scope are dropped, those
-/// of a vector operand kept); `%%` becomes `%`.
+/// of a vector operand kept); `%%` becomes `%`; comments (`// ...` to the line's end,
+/// `/* ... */`), which ptxas takes as whitespace, are dropped.
 fn ptx_statements(template: &[(char, usize)]) -> Vec<Ptx> {
     let mut out = Vec::new();
     let (mut cur, mut at, mut vec_depth) = (String::new(), None, 0);
@@ -570,6 +571,22 @@ fn ptx_statements(template: &[(char, usize)]) -> Vec<Ptx> {
             '%' if template.get(k + 1).map(|t| t.0) == Some('%') => {
                 cur.push('%');
                 k += 1;
+            }
+            '/' if template.get(k + 1).map(|t| t.0) == Some('/') => {
+                while template.get(k + 1).is_some_and(|t| t.0 != '\n') {
+                    k += 1;
+                }
+                cur.push(' ');
+            }
+            '/' if template.get(k + 1).map(|t| t.0) == Some('*') => {
+                k += 2;
+                while k < template.len()
+                    && !(template[k].0 == '*' && template.get(k + 1).map(|t| t.0) == Some('/'))
+                {
+                    k += 1;
+                }
+                k += 1;
+                cur.push(' ');
             }
             '{' if cur.trim().is_empty() => {}
             '{' => {
@@ -1268,7 +1285,8 @@ impl Gen<'_> {
         let with_hint = usize::from(hint);
         if ops.len() != 3 + with_hint && ops.len() != 4 + with_hint {
             return Err(format!(
-                "takes [dst], [src], cp-size, an optional src-size{}; {} operands given",
+                "takes [dst], [src], cp-size, an optional src-size or ignore-src predicate{}; {} \
+                 operands given",
                 if hint { " and a cache policy" } else { "" },
                 ops.len()
             ));
@@ -1279,6 +1297,11 @@ impl Gen<'_> {
         let src_size = if ops.len() == 4 + with_hint {
             match self.kind(&ops[3]) {
                 Kind::Imm => self.read(&ops[3], Kind::Imm, "src-size")?,
+                // ignore-src (PTX ISA 7.5): when true, zeros instead of the source.
+                Kind::Pred => {
+                    let p = self.read(&ops[3], Kind::Pred, "ignore-src")?;
+                    format!("(({p}) ? 0 : {size})")
+                }
                 _ => self.read(&ops[3], Kind::B32, "src-size")?,
             }
         } else {
@@ -1595,6 +1618,24 @@ mod tests {
         // `asm` in a string, an include path or another identifier is no statement.
         let code = "#include <asm/types.h>\nconst char *s = \"asm(\"; int plasma_asm = 0;";
         assert_eq!(strict(code, "k.cu"), Ok(None));
+    }
+
+    /// ptxas takes a comment as whitespace: one to the line's end, a block one, one after an
+    /// instruction, and a `;` or `}` inside any of them.
+    #[test]
+    fn ptx_comments_are_whitespace() {
+        let code = "void f(float *p, float a, float b) {\n  asm(\"// multiply; one pair }\\n\\t\"\n      \
+             \"mul.f32 %0, %1, /* a; } */ %2; // the product\\n\\t\"\n      \
+             \"/* then add */ add.f32 %0, %0, %2;\" : \"=f\"(*p) : \"f\"(a), \"f\"(b));\n}\n";
+        let out = rw(code);
+        // The product of %1 and %2, then the sum of it and %2: two statements, no more.
+        assert!(
+            out.contains("_k0 = (uint32_t)::sim::inline_ptx::f32_bits((float)(::sim::inline_ptx::f32_of((uint32_t)(_k1)) * ")
+                && out.contains("_k0 = (uint32_t)::sim::inline_ptx::f32_bits((float)(::sim::inline_ptx::f32_of((uint32_t)(_k0)) + "),
+            "{out}"
+        );
+        assert_eq!(out.matches("f32_bits((float)").count(), 2, "{out}");
+        assert_eq!(out.lines().count(), code.lines().count(), "{out}");
     }
 
     #[test]

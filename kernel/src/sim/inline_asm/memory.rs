@@ -363,17 +363,28 @@ impl Gen<'_> {
         Ok(())
     }
 
-    /// `prefetch{.global}.level [a]` and `prefetchu.L1 [a]`: nothing to do but read the
-    /// address (a prefetch never faults).
+    /// `prefetch{.global,.local}.level [a]`, `prefetchu.L1 [a]` and
+    /// `prefetch{.const,.param}.tensormap [a]` (a TMA descriptor brought near ahead of its
+    /// first copy): nothing to do but read the address (a prefetch never faults).
     pub(super) fn prefetch(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
         let known = |p: &&str| {
             matches!(
                 *p,
-                "global" | "L1" | "L2" | "L2::evict_last" | "L2::evict_normal"
+                "global"
+                    | "local"
+                    | "L1"
+                    | "L2"
+                    | "L2::evict_last"
+                    | "L2::evict_normal"
+                    | "tensormap"
+                    | "const"
+                    | "param"
             )
         };
         if !parts[1..].iter().all(known) {
-            return Err("only prefetch{.global}.L1/.L2 and prefetchu.L1 are emulated".into());
+            return Err("only prefetch{.global,.local}.L1/.L2, prefetchu.L1 and \
+                 prefetch{.const,.param}.tensormap are emulated"
+                .into());
         }
         Self::count(ops, 1)?;
         let addr = self.address(&ops[0], "the address", true)?;
