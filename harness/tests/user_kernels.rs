@@ -2509,6 +2509,7 @@ fn a_project_laid_out_as_public_code_runs_unmodified() {
         "#pragma once\n#include <cmath>\n#include <time.h>\n#include <unistd.h>\n\
          #include <type_traits>\n#include <sys/stat.h>\n#include <dirent.h>\n#include <arpa/inet.h>\n\
          #include <nvtx3/nvToolsExt.h>\n#include <cuda_profiler_api.h>\n\
+         #include \"device_launch_parameters.h\"\n\
          constexpr std::bool_constant<true> Scaled;\n\
          __device__ inline float scaled(float a, float x) {\n\
          \x20 static_assert(std::is_same_v<decltype(a), float>);\n\

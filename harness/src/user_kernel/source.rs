@@ -58,6 +58,10 @@ const STANDINS: &[(&str, &str)] = &[
         include_str!("../../user-include/cuda_profiler_api.h"),
     ),
     (
+        "device_launch_parameters.h",
+        include_str!("../../user-include/device_launch_parameters.h"),
+    ),
+    (
         "cudaTypedefs.h",
         include_str!("../../user-include/cudaTypedefs.h"),
     ),
