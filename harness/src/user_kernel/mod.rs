@@ -102,7 +102,13 @@ pub fn compile_hints(log: &str, include: &str) -> String {
     let missing = ["cannot open source file", "No such file or directory"]
         .iter()
         .any(|m| log.contains(m));
-    if missing {
+    if let Some(library) = missing_library(log) {
+        out.push_str(&format!(
+            "\nThe file includes {library}, a library of templates the lab does not provide \
+             (NVRTC finds only what CUDA's own headers hold, the simulator none of CUB, Thrust, \
+             CUTLASS or CuTe): a kernel built on it cannot run here unmodified."
+        ));
+    } else if missing {
         out.push_str(&format!(
             "\nA header the file includes was not found: if it lies in another folder of the \
              project (include/, common/), name that folder with {include}, as nvcc's -I does; \
@@ -114,6 +120,27 @@ pub fn compile_hints(log: &str, include: &str) -> String {
         ));
     }
     out
+}
+
+/// The template library of a header a compile log says it could not find (NVRTC's `cannot
+/// open source file "cub/cub.cuh"`, g++'s `cub/block/block_reduce.cuh: No such file`).
+fn missing_library(log: &str) -> Option<&'static str> {
+    let libraries = [
+        ("cub/", "CUB"),
+        ("thrust/", "Thrust"),
+        ("cutlass/", "CUTLASS"),
+        ("cute/", "CuTe"),
+    ];
+    log.lines()
+        .filter(|l| l.contains("cannot open source file") || l.contains("No such file"))
+        .find_map(|l| {
+            libraries.iter().find_map(|(dir, name)| {
+                [format!("\"{dir}"), format!(" {dir}"), format!("<{dir}")]
+                    .iter()
+                    .any(|p| l.contains(p.as_str()))
+                    .then_some(*name)
+            })
+        })
 }
 
 /// A kernel whose parameter list is not the signature's: both lists, and the compiler's words.
@@ -1898,6 +1925,24 @@ pub fn folder_of(file: &Path) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_template_library_not_found_is_named_as_one() {
+        let nvrtc = "k.cu(2): catastrophic error: cannot open source file \"cub/cub.cuh\"";
+        let gcc = "k.cu:2:10: fatal error: cub/block/block_reduce.cuh: No such file or directory";
+        for log in [nvrtc, gcc] {
+            let hint = compile_hints(log, "include=DIR");
+            assert!(
+                hint.contains("includes CUB, a library of templates the lab does not provide")
+                    && !hint.contains("name that folder"),
+                "{hint}"
+            );
+        }
+        let own = "k.cu:2:10: fatal error: common/helpers.cuh: No such file or directory";
+        assert!(compile_hints(own, "include=DIR").contains("name that folder with include=DIR"));
+        let cute = "k.cu(1): catastrophic error: cannot open source file \"cute/tensor.hpp\"";
+        assert!(compile_hints(cute, "include=DIR").contains("includes CuTe"));
+    }
 
     fn example(options: &str, workload: Workload) -> UserKernel {
         let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../examples/attention_rows.cu");
