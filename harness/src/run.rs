@@ -279,6 +279,13 @@ pub fn evaluate<'a>(
                     .output_layout(shape)
                     .unwrap_or_else(|| shape.output());
                 let mut reason = c.failure(row.precision, &output);
+                for note in prepared.notes() {
+                    let lead = match c.poisoned {
+                        0 => "",
+                        _ => "the NaN may be the fill of shared memory read before any write: ",
+                    };
+                    reason.push_str(&format!("\n  {lead}{note}"));
+                }
                 if kernel.info().role == Role::User && indices.is_none() {
                     let check = |other: &Shape| {
                         let values = kernel::reference::reference(other, canonical);

@@ -1891,8 +1891,9 @@ fn a_gemm_summing_in_half_precision_misses_the_fp16_bound() {
 }
 
 /// The simulator's shapes of a workload include one without tails: a kernel that fails there
-/// too (here a block sum missing the barrier after its stores to shared memory) is told to look
-/// for another cause than the tails, at every shape, rather than to mind its partial tiles.
+/// too (here a block sum whose tree starts at a quarter of the block, leaving half its
+/// elements out) is told to look for another cause than the tails, at every shape, rather than
+/// to mind its partial tiles.
 #[test]
 fn a_kernel_failing_without_tails_too_is_not_sent_to_its_tails() {
     let dir = scratch_dir("whole-shape");
@@ -1903,8 +1904,9 @@ fn a_kernel_failing_without_tails_too_is_not_sent_to_its_tails() {
          __global__ void block_sum(const float *x, float *y, int n) {\n\
          \x20 __shared__ float s[BS];\n\
          \x20 int i = blockIdx.x * BS + threadIdx.x;\n\
-         \x20 s[threadIdx.x] = i < n ? x[i] : 0.f;  // no __syncthreads() after\n\
-         \x20 for (int h = BS / 2; h > 0; h >>= 1) {\n\
+         \x20 s[threadIdx.x] = i < n ? x[i] : 0.f;\n\
+         \x20 __syncthreads();\n\
+         \x20 for (int h = BS / 4; h > 0; h >>= 1) {  // BS / 2: half the block is left out\n\
          \x20   if (threadIdx.x < h) s[threadIdx.x] += s[threadIdx.x + h];\n\
          \x20   __syncthreads();\n\
          \x20 }\n\

@@ -283,6 +283,58 @@ extern "C" __global__ void multi_warp(const float *x, float *out) {
 }
 "#;
 
+/// The reduction of NVIDIA's cooperative-groups examples, which takes its group as a
+/// `cg::thread_group`: given the 128-thread block, its warp tiles and its tiles of 16. Each
+/// group's sum lands in `out` (1 + 4 + 8 of them).
+const THREAD_GROUP: &str = r#"
+#include <cooperative_groups.h>
+namespace cg = cooperative_groups;
+
+__device__ float reduce_sum(cg::thread_group g, float *temp, float val) {
+    int lane = g.thread_rank();
+    for (int i = g.size() / 2; i > 0; i /= 2) {
+        temp[lane] = val;
+        g.sync();
+        if (lane < i) val += temp[lane + i];
+        g.sync();
+    }
+    return val;
+}
+
+extern "C" __global__ void group_sums(const float *x, float *out) {
+    __shared__ float temp[128];
+    cg::thread_block block = cg::this_thread_block();
+    const unsigned t = block.thread_rank();
+    float s = reduce_sum(block, temp, x[t]);
+    if (t == 0) out[0] = s;
+    block.sync();
+    cg::thread_block_tile<32> warp = cg::tiled_partition<32>(block);
+    s = reduce_sum(warp, temp + 32 * warp.meta_group_rank(), x[t]);
+    if (warp.thread_rank() == 0) out[1 + warp.meta_group_rank()] = s;
+    block.sync();
+    cg::thread_group sixteen = cg::tiled_partition<16>(block);
+    s = reduce_sum(sixteen, temp + 16 * (t / 16), x[t]);
+    if (sixteen.thread_rank() == 0) out[5 + t / 16] = s;
+}
+"#;
+
+#[test]
+fn a_thread_group_made_from_the_block_or_a_tile_reduces_over_it() {
+    let l = launch(THREAD_GROUP, "group_sums", [1, 1, 1], [128, 1, 1]);
+    let (x, out) = run(&sim(), l, 128, 13).unwrap();
+    let sum = |from: usize, n: usize| x[from..from + n].iter().map(|&v| f64::from(v)).sum::<f64>();
+    let want: Vec<f64> = std::iter::once(sum(0, 128))
+        .chain((0..4).map(|w| sum(32 * w, 32)))
+        .chain((0..8).map(|t| sum(16 * t, 16)))
+        .collect();
+    for (i, (&got, want)) in out.iter().zip(&want).enumerate() {
+        assert!(
+            (f64::from(got) - want).abs() < 1e-5,
+            "group {i}: {got} against {want}"
+        );
+    }
+}
+
 fn sim() -> SimDevice {
     SimDevice::new().expect("the simulator needs a host C++ compiler")
 }
@@ -625,6 +677,7 @@ fn nvrtc_compiles_the_cooperative_groups_kernels_for_sm90() {
         ("grid", GRID, 3),
         ("async_copies", ASYNC_COPIES, 1),
         ("multi_warp", MULTI_WARP, 1),
+        ("thread_group", THREAD_GROUP, 1),
     ] {
         let src = CudaSource::embedded("tests/cooperative_groups.cu", code);
         let c = nvrtc::compile(&src, "sm_90").unwrap_or_else(|e| panic!("{name}: {e}"));

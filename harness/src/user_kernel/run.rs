@@ -515,11 +515,20 @@ fn is_compile_error(reason: &str) -> bool {
 
 /// What `row`'s run saw of the reads past a K tail. The simulator checks every read against
 /// its buffer and stops at the first error: a wrong result means no read went past one; a
-/// read past a buffer, of shared memory no thread wrote or off its alignment may be a K
-/// tail's doing; any other error stopped the run before such a read.
+/// read past a buffer, of shared memory no thread wrote (noted beside a wrong result, where
+/// the run went on) or off its alignment may be a K tail's doing; any other error stopped
+/// the run before such a read.
 fn k_reads(sim: bool, row: &Row, k: &UserKernel, shape: &Shape) -> KReads {
     match row.status {
         _ if !sim => KReads::Unseen,
+        Status::Failed
+            if row
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.contains("uninitialized shared memory")) =>
+        {
+            KReads::UnwrittenShared
+        }
         Status::Failed => KReads::InBounds,
         Status::Error => {
             let said = row.reason.as_deref().unwrap_or("");

@@ -7,9 +7,9 @@
 // and cg::reduce; block_tile_memory is accepted and not needed), cluster_group (this_cluster), grid_group
 // (this_grid) queries and its sync, barrier_arrive and barrier_wait under a cooperative launch
 // (without one they end the run with an error, as they would hang a GPU), and the free sync /
-// thread_rank / group_size; memcpy_async, wait and wait_prior in
-// cooperative_groups/memcpy_async.h. Not here: the type-erased thread_group
-// (tiled_partition(g, n) at run time), coalesced_group (coalesced_threads, which needs to know
+// thread_rank / group_size; thread_group made from a block or a tile; memcpy_async, wait and
+// wait_prior in cooperative_groups/memcpy_async.h. Not here: tiled_partition(g, n) at run
+// time, coalesced_group (coalesced_threads, which needs to know
 // which lanes are converged), shuffles and votes of tiles of more than 32 threads (the real
 // header has none either) and scans; a kernel using them fails to compile.
 #pragma once
@@ -323,6 +323,30 @@ class grid_group {
 };
 
 inline grid_group this_grid() { return grid_group(); }
+
+// ---- thread_group: a block or a tile passed by a type fixed at run time ----
+//
+// What a `__device__ float reduce(cg::thread_group g, ...)` takes (NVIDIA's "Cooperative
+// Groups" examples): made from a thread_block or a thread_block_tile, whose own functions it
+// calls. Not made at run time by tiled_partition(g, n).
+class thread_group {
+    void (*sync_)(::sim::Caller);
+    unsigned int (*rank_)();
+    unsigned int (*size_)();
+
+   public:
+    thread_group(const thread_block &)
+        : sync_(&thread_block::sync), rank_(&thread_block::thread_rank), size_(&thread_block::size) {}
+    template <unsigned int Size, typename ParentT>
+    thread_group(const thread_block_tile<Size, ParentT> &)
+        : sync_(&thread_block_tile<Size, ParentT>::sync),
+          rank_(&thread_block_tile<Size, ParentT>::thread_rank),
+          size_(&thread_block_tile<Size, ParentT>::size) {}
+    void sync(::sim::Caller at = {}) const { sync_(at); }
+    unsigned int thread_rank() const { return rank_(); }
+    unsigned int size() const { return size_(); }
+    unsigned int num_threads() const { return size_(); }
+};
 
 // ---- Free functions over any group ----
 

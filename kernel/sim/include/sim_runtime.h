@@ -158,6 +158,10 @@ struct SimResult {
     unsigned block[3], thread[3];
     uint64_t addr;
     char message[1024];
+    // What the run noticed without stopping (a read of shared memory no thread had written,
+    // which a correct kernel may make when the value goes unused): the first, for a failing
+    // output to explain.
+    char note[1024];
 };
 
 // ---- Context switch: callee-saved registers plus the SSE and x87 control words. ----
@@ -745,6 +749,19 @@ inline const char *shown_file(const char *file) {
 // Ends the block with `fmt` as the error, naming the kernel, the block and the thread (an
 // instruction used the way no GPU accepts: a misaligned ldmatrix row, a global address where
 // shared memory must be). Never returns.
+// The access the calling thread is making, for a message: " {{site OFFSET}}" (its code by
+// offset in this module, whose line the host names: kernel/src/sim/site.rs), or the line of
+// the instruction an emulation is running, or nothing.
+inline void access_site(char *site, size_t room) {
+    site[0] = 0;
+    Dl_info module;
+    if (const void *pc = tl_fiber->access_pc; pc && dladdr(pc, &module) && module.dli_fbase)
+        snprintf(site, room, " {{site 0x%lx}}", (unsigned long)((uintptr_t)pc - 1 - (uintptr_t)module.dli_fbase));
+    else if (tl_fiber->site_file)
+        snprintf(site, room, "; this thread's access is at %s:%u", shown_file(tl_fiber->site_file),
+                 tl_fiber->site_line);
+}
+
 inline void fail(const char *fmt, ...) {
     Worker &w = worker();
     char what[768];  // the message, leaving room in SimResult::message for the kernel and thread
@@ -760,13 +777,8 @@ inline void fail(const char *fmt, ...) {
     uint3 t = tl_fiber->tid;
     // The access that failed a check, by its offset in this module: the host names its line
     // (kernel/src/sim/site.rs); or the instruction an emulation was running, by its line.
-    char site[192] = "";
-    Dl_info module;
-    if (const void *pc = tl_fiber->access_pc; pc && dladdr(pc, &module) && module.dli_fbase)
-        snprintf(site, sizeof site, " {{site 0x%lx}}", (unsigned long)((uintptr_t)pc - 1 - (uintptr_t)module.dli_fbase));
-    else if (tl_fiber->site_file)
-        snprintf(site, sizeof site, "; this thread's access is at %s:%u", shown_file(tl_fiber->site_file),
-                 tl_fiber->site_line);
+    char site[192];
+    access_site(site, sizeof site);
     tl_fiber->access_pc = nullptr;
     tl_fiber->site_file = nullptr;
     snprintf(w.result->message, sizeof w.result->message, "%s: %s%s (thread (%u,%u,%u) of block (%u,%u,%u))",
@@ -1197,14 +1209,24 @@ inline void describe_shared(Worker &w, size_t cell, char *where, size_t room) {
     else snprintf(where, room, "byte %zu of the __shared__ variables", cell);
 }
 
-// initcheck: a read of shared memory that nothing of this block has written.
-[[noreturn]] inline void uninitialized_report(Worker &w, size_t cell) {
-    char where[200];
+// initcheck: a read of shared memory that nothing of this block has written. A correct kernel
+// may make one: a guarded GEMM that loads no rows past M into its tile still multiplies them,
+// into accumulators its guarded store drops. So the run goes on, the value read being the
+// poison (NaN where it is a float), and the first such read is noted for the host, which
+// gives it when the output fails its check. A write by another thread later in the same
+// barrier interval is a race the checker reports on its own.
+inline void uninitialized_note(Worker &w, size_t cell) {
+    if (w.result->note[0]) return;
+    char where[200], site[192];
     describe_shared(w, cell, where, sizeof where);
-    fail("uninitialized shared memory: this thread reads %s, which no thread of this block has written yet "
-         "(the simulator fills shared memory with NaN bytes at block start; a GPU leaves what was there). If "
-         "another thread writes it later, a __syncthreads() between that write and this read is missing",
-         where);
+    access_site(site, sizeof site);
+    const uint3 t = tl_fiber->tid;
+    snprintf(w.result->note, sizeof w.result->note,
+             "%s: uninitialized shared memory: thread (%u,%u,%u) of block (%u,%u,%u) reads %s, which no thread of "
+             "its block had written%s (the simulator fills shared memory with NaN bytes at block start; a GPU "
+             "leaves what was there): if another thread writes it later, a __syncthreads() between that write "
+             "and this read is missing; if the value goes unused, the output does not show it",
+             w.launch->kernel, t.x, t.y, t.z, w.block_idx.x, w.block_idx.y, w.block_idx.z, where, site);
 }
 
 // Each block's dynamic shared memory is followed by a red zone no correct access reaches: an
@@ -1561,7 +1583,7 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
             char var[160];
             bool compiler_state = false;
             if (i < w->static_smem_bytes) shared_variable_at(i, var, sizeof var, &compiler_state);
-            if (!compiler_state && !f->fragment_load) uninitialized_report(*w, i);
+            if (!compiler_state && !f->fragment_load) uninitialized_note(*w, i);
             if (compiler_state) r.write = RaceMark{epoch, 0, kAsyncUnit}, r.write_pc = nullptr;  // once a block
         }
         const uint16_t done = w->warps[f->warp].wgmma_done;

@@ -140,6 +140,12 @@ pub trait Prepared {
     fn time_replay(&mut self, _iters: u64) -> Option<Result<(Duration, Duration), DeviceError>> {
         None
     }
+    /// What the last run noticed without stopping, which explains an output that fails its
+    /// check: in the simulator, the first read of shared memory no thread of its block had
+    /// written (a correct kernel may make one, whose value goes unused).
+    fn notes(&self) -> Vec<String> {
+        Vec::new()
+    }
     /// When the device ran a sample of the blocks of the last run (the simulator's
     /// `--sim-blocks`): how many, and which output elements they wrote. `None`: every block ran.
     fn sample(&self) -> Option<BlockSample> {

@@ -128,6 +128,9 @@ pub struct SimResult {
     pub thread: [u32; 3],
     pub addr: u64,
     pub message: [c_char; 1024],
+    /// What the run noticed without stopping: the first read of shared memory no thread of
+    /// its block had written.
+    pub note: [c_char; 1024],
 }
 
 impl Default for SimResult {
@@ -142,20 +145,30 @@ impl Default for SimResult {
             thread: [0; 3],
             addr: 0,
             message: [0; 1024],
+            note: [0; 1024],
         }
     }
 }
 
 impl SimResult {
     pub fn message(&self) -> String {
-        let bytes: Vec<u8> = self
-            .message
-            .iter()
-            .take_while(|&&c| c != 0)
-            .map(|&c| c as u8)
-            .collect();
-        String::from_utf8_lossy(&bytes).into_owned()
+        text(&self.message)
     }
+
+    /// [`SimResult::note`], empty when the run noticed nothing.
+    pub fn note(&self) -> String {
+        text(&self.note)
+    }
+}
+
+/// A NUL-terminated C string of a fixed buffer.
+fn text(chars: &[c_char]) -> String {
+    let bytes: Vec<u8> = chars
+        .iter()
+        .take_while(|&&c| c != 0)
+        .map(|&c| c as u8)
+        .collect();
+    String::from_utf8_lossy(&bytes).into_owned()
 }
 
 pub const SIM_OK: i32 = 0;

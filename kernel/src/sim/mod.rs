@@ -543,6 +543,8 @@ struct SimRun<'a> {
     traffic: Option<MemoryTraffic>,
     /// Blocks the last pass ran and the blocks of its launches, when it ran a sample.
     sampled: Option<(u64, u64)>,
+    /// The first thing the last run noticed without stopping ([`Prepared::notes`]).
+    note: Option<String>,
 }
 
 fn mix(mut x: u64) -> u64 {
@@ -752,6 +754,7 @@ impl<'a> SimRun<'a> {
             runs: 0,
             traffic: None,
             sampled: None,
+            note: None,
         })
     }
 
@@ -859,7 +862,12 @@ impl<'a> SimRun<'a> {
                 // SAFETY: `c` outlives the launch; the module was built from our headers.
                 unsafe { begin(c) };
             }
-            let ran = self.execute(r, seed, counter.as_mut());
+            let ran = self.execute(r, seed, counter.as_mut()).map(|(ran, note)| {
+                if self.note.is_none() {
+                    self.note = note;
+                }
+                ran
+            });
             if let Some((c, (_, end))) = counter.as_mut().zip(r.module.global) {
                 // SAFETY: every block of the launch has finished; `begin` set `c` up.
                 unsafe { end(c) };
@@ -901,12 +909,13 @@ impl<'a> SimRun<'a> {
     }
 
     /// Runs every block of one launch; a module built to count traffic counts into `traffic`.
+    /// The blocks run, and what the run noticed without stopping, with its line.
     fn execute(
         &self,
         r: &Resolved,
         seed: u64,
         traffic: Option<&mut SimTraffic>,
-    ) -> Result<u64, DeviceError> {
+    ) -> Result<(u64, Option<String>), DeviceError> {
         let l = &r.launch;
         // Each argument in its own 8-byte cell; x86-64 is little-endian, so an i32 or f32
         // parameter reads the low 4 bytes.
@@ -1041,13 +1050,16 @@ impl<'a> SimRun<'a> {
         // The watchdog's view of the workers: the pthread of each one still in its loop (a
         // worker leaves it under the lock, so a signal never reaches a finished thread).
         let running: Mutex<Vec<Option<libc::pthread_t>>> = Mutex::new(vec![None; workers]);
+        // Each OS thread's first note; the least of them is kept, the same on every run.
+        let notes: Mutex<Vec<String>> = Mutex::new(Vec::new());
         let done = std::sync::Condvar::new();
         let mut timed_out = false;
         let (limit, by_deadline) = self.dev.launch_limit();
         std::thread::scope(|scope| {
             for slot in 0..workers {
-                let (failure, stopped, shared, feed, running, done, place) =
-                    (&failure, &stopped, &shared, &feed, &running, &done, &place);
+                let (failure, stopped, shared, feed, running, done, place, notes) = (
+                    &failure, &stopped, &shared, &feed, &running, &done, &place, &notes,
+                );
                 scope.spawn(move || {
                     let _armed = fault::Armed::new(hook);
                     // SAFETY: pthread_self has no preconditions.
@@ -1067,6 +1079,10 @@ impl<'a> SimRun<'a> {
                             &mut res,
                         )
                     };
+                    let note = res.note();
+                    if !note.is_empty() {
+                        lock(notes).push(note);
+                    }
                     if rc == SIM_STOPPED && res.has_thread != 0 {
                         lock(stopped).get_or_insert(res);
                     } else if rc != SIM_OK && rc != SIM_STOPPED {
@@ -1175,7 +1191,16 @@ impl<'a> SimRun<'a> {
             .map(|(_, res)| res)
         {
             None if timed_out => Err(timeout(lock(&stopped).as_ref())),
-            None => Ok(ran),
+            None => {
+                let note = lock(&notes).iter().min().map(|n| {
+                    site::name_lines(
+                        &self.name_buffer_addresses(n),
+                        &r.module.path,
+                        own_code(&l.source),
+                    )
+                });
+                Ok((ran, note))
+            }
             Some(res) if res.code == SIM_FAULT && res.signal == fault::WATCHDOG => {
                 Err(timeout(Some(&res)))
             }
@@ -1416,6 +1441,7 @@ impl Prepared for SimRun<'_> {
     /// Runs the plan twice, buffers against their rear guards and then against their front
     /// guards, so overruns and underruns both fault; the output is the second pass's.
     fn run(&mut self) -> Result<(), DeviceError> {
+        self.note = None;
         for p in [Placement::AgainstEnd, Placement::AgainstStart] {
             self.reset(p);
             self.launch_all()?;
@@ -1446,6 +1472,10 @@ impl Prepared for SimRun<'_> {
 
     fn traffic(&self) -> Option<MemoryTraffic> {
         self.traffic.clone()
+    }
+
+    fn notes(&self) -> Vec<String> {
+        self.note.iter().cloned().collect()
     }
 
     fn sample(&self) -> Option<BlockSample> {
