@@ -4,7 +4,8 @@
 //! with a block-scope fence, which orders nothing between blocks; its count in a buffer or in
 //! a `__device__` variable), the same with its count as inline PTX of each semantics and scope,
 //! a flag between blocks as plain and as volatile accesses, and threads of one block reading
-//! what others wrote with no barrier between. Each bug must fail its run with "race
+//! what others wrote with no barrier between, and stores of the same and of other values over
+//! another thread's. Each bug must fail its run with "race
 //! on global memory" and name the other thread (and its block, between blocks), under several
 //! block orders; each fix must pass, and so must atomics from every block.
 
@@ -159,6 +160,20 @@ extern "C" __global__ void neighbours_fixed(const float *A, const float *B, floa
 extern "C" __global__ void neighbours_race(const float *A, const float *B, float *C, int M, int N, int K) {
     neighbours<false>(A, C);
 }
+
+// Every thread of every block stores C[0] and the float2 of C[2] and C[3]: the same values
+// (SAME), as when each lane of a warp stores the warp's result, or values of its own.
+template <bool SAME>
+__device__ void same_stores(const float *A, float *C) {
+    C[0] = A[SAME ? 0 : blockIdx.x];
+    reinterpret_cast<float2 *>(C)[1] = make_float2(A[1], A[SAME ? 2 : threadIdx.x % 2 + 2]);
+}
+extern "C" __global__ void same_value_stores(const float *A, const float *B, float *C, int M, int N, int K) {
+    same_stores<true>(A, C);
+}
+extern "C" __global__ void other_value_stores(const float *A, const float *B, float *C, int M, int N, int K) {
+    same_stores<false>(A, C);
+}
 "#;
 
 const DIMS: (usize, usize, usize) = (64, 64, 64);
@@ -240,6 +255,18 @@ fn a_last_block_reduction_needs_a_gpu_fence_on_both_sides_of_its_atomic() {
                 "{bug}: {e}"
             );
         }
+    }
+}
+
+/// A store over bytes another thread stored, unordered with it, is no race when it writes the
+/// same bytes again (the shared-memory checker's rule), and one when it writes others.
+#[test]
+fn stores_of_the_same_bytes_are_no_race_and_of_other_bytes_are() {
+    for seed in 0..4 {
+        let (out, a) = run("same_value_stores", 4, seed).unwrap();
+        assert_eq!([out[0], out[2], out[3]], [a[0], a[1], a[2]]);
+        let e = race(run("other_value_stores", 4, seed));
+        assert!(e.contains("this thread writes element "), "{e}");
     }
 }
 

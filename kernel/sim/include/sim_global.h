@@ -14,7 +14,9 @@
 // accesses to each other's bytes are taken as ordered.
 //
 // Each byte keeps its last write and one read, as in shared memory: this can miss a race,
-// never invent one. So do two other simplifications, which only add order: a fence orders what
+// never invent one. As in shared memory too, a write of the bytes another thread wrote,
+// unordered with it, is no race when it writes the same bytes again (every lane of a warp
+// storing the warp's result): it is judged once the store has landed. So do two other simplifications, which only add order: a fence orders what
 // every thread of its block (of its cluster) did before it (a GPU: what that thread did, and
 // what a barrier handed it), and an acquiring fence takes in everything released to the
 // atomic's address by then, not only what the atomic read. Atomics are not checked, and
@@ -45,3 +47,6 @@ extern "C" void sim_poll(void);
 extern "C" [[noreturn]] void sim_global_fail(const char *message, const void *pc);
 // Defined by the hooks: __threadfence() (and __threadfence_system()) by the calling thread.
 extern "C" void sim_global_fence();
+// Defined by the hooks: the calling thread switches out, its last store landed: a store over
+// another thread's unordered write is a race unless it wrote the same bytes again.
+extern "C" void sim_global_settle();

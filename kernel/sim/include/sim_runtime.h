@@ -480,6 +480,9 @@ inline void settle_write(Worker &w, Fiber &f);
 inline void yield_to_scheduler() {
     Fiber *f = tl_fiber;
     if (f->waw_pending) settle_write(*tl_worker, *f);
+#ifdef SIM_INSTRUMENTED
+    sim_global_settle();
+#endif
     f->switches++;
     f->polls = 0;
     sim_ctx_switch(&f->sp, tl_worker->sched_sp);

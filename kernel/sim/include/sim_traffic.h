@@ -23,6 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include <algorithm>
@@ -455,12 +456,28 @@ struct Launch {
     std::unordered_map<uintptr_t, Clocks> released;
 };
 
+// A store over bytes another thread wrote, unordered with it, judged once the store has
+// landed (settle): the same bytes written again are no hazard, as when every lane of a warp
+// stores the warp's result (the shared-memory checker's rule); other bytes are the race.
+struct PendingWrite {
+    bool on = false;
+    int range = 0;
+    uint64_t offset = 0, n = 0;  // the store: bytes [offset, offset + n) of buffer `range`
+    uint16_t unordered = 0;      // bit k: byte offset + k is another thread's unordered write
+    unsigned char before[16];    // what the store's bytes held before it
+    Mark other{};
+    const void *other_pc = nullptr, *pc = nullptr;
+    SimGlobalThread me{};
+};
+
 // The unit this OS thread runs: its fences so far, what it is ordered after, what its last
-// fence released, and the addresses its atomics have read since that fence.
+// fence released, the addresses its atomics have read since that fence, and the running
+// thread's store still to judge.
 struct Agent {
     uint32_t unit = UINT32_MAX, fences = 0;
     Clocks known, released;
     std::vector<uintptr_t> read;
+    PendingWrite waw;
 };
 
 // The unit (cluster, x fastest over the grid of clusters) of the block of linear index `b`.
@@ -523,11 +540,24 @@ inline bool ordered(const SimTraffic &t, const Agent &a, const Mark &m, const Si
     sim_global_fail(msg, pc);
 }
 
+// The pending store of the calling thread has landed (the thread makes its next access, or
+// switches out): the race, if it left other bytes than the other thread's.
+inline void settle(const SimTraffic &t, Agent &a) {
+    PendingWrite &w = a.waw;
+    if (!w.on) return;
+    w.on = false;
+    const unsigned char *p = (const unsigned char *)(uintptr_t)(t.pairs[2 * w.range] + w.offset);
+    for (uint64_t k = 0; k < w.n; ++k)
+        if ((w.unordered >> k & 1) && p[k] != w.before[k])
+            report(t, w.range, w.offset + k, true, w.other, true, w.other_pc, w.me, w.pc);
+}
+
 // A plain access of `n` bytes at `offset` of buffer `range` by the calling thread, at code
 // address `pc` (null where the hook does not know it): checked against each byte's last write
 // and recorded read, then recorded.
 inline void check(const SimTraffic &t, Agent &a, int range, uint64_t offset, uint64_t n, bool write,
                   const void *pc) {
+    settle(t, a);
     Launch &l = *(Launch *)t.global;
     Cell *cells = l.cells[range];
     SimGlobalThread me;
@@ -539,14 +569,28 @@ inline void check(const SimTraffic &t, Agent &a, int range, uint64_t offset, uin
     // Cells are plain memory: two OS threads write one together only for blocks that race.
     Cell before{}, after{};
     bool repeat = false;
+    // A write over another thread's unordered write is judged by what it leaves (settle),
+    // where the record holds the store: 16 bytes at most.
+    PendingWrite &w = a.waw;
+    const bool deferrable = write && end - offset <= sizeof w.before;
+    bool unordered_write = false;
     for (uint64_t i = offset; i < end; ++i) {
         Cell &c = cells[i];
         if (repeat && c == before) {
             c = after;
+            if (unordered_write) w.unordered |= (uint16_t)(1u << (i - offset));
             continue;
         }
         before = c;
-        if (!ordered(t, a, c.write, me)) report(t, range, i, write, c.write, true, c.write_pc, me, pc);
+        unordered_write = !ordered(t, a, c.write, me);
+        if (unordered_write && !deferrable) report(t, range, i, write, c.write, true, c.write_pc, me, pc);
+        if (unordered_write) {
+            if (!w.on) {
+                w = PendingWrite{true, range, offset, end - offset, 0, {}, c.write, c.write_pc, pc, me};
+                memcpy(w.before, (const void *)(uintptr_t)(t.pairs[2 * range] + offset), end - offset);
+            }
+            w.unordered |= (uint16_t)(1u << (i - offset));
+        }
         const bool read_ordered = ordered(t, a, c.read, me);
         if (write && !read_ordered) report(t, range, i, true, c.read, false, c.read_pc, me, pc);
         // A read unordered with this one stays: a later write by this thread races with it.
@@ -560,6 +604,7 @@ inline void check(const SimTraffic &t, Agent &a, int range, uint64_t offset, uin
 // An atomic on global address `p`: it reads the address (acquired at the unit's next fence)
 // and, if it writes, releases what the unit's last fence did.
 inline void atomic(const SimTraffic &t, Agent &a, uintptr_t p, bool write) {
+    settle(t, a);
     Launch &l = *(Launch *)t.global;
     if (write && !a.released.empty()) {
         std::lock_guard<std::mutex> g(l.lock);
@@ -578,6 +623,7 @@ inline void atomic(const SimTraffic &t, Agent &a, uintptr_t p, bool write) {
 // __threadfence(): first acquires what was released to the addresses the unit's atomics read,
 // then releases all the unit knows and has done.
 inline void fence(const SimTraffic &t, Agent &a) {
+    settle(t, a);
     SimGlobalThread me;
     if (a.unit == UINT32_MAX) {
         if (!sim_global_thread(&me)) return;
@@ -861,6 +907,12 @@ extern "C" void sim_traffic_flush() {
     }
     delete b.agent;
     b = sim_traffic::Block{};
+}
+
+// The calling thread switches out (sim_global.h): its last store has landed.
+extern "C" void sim_global_settle() {
+    sim_traffic::Block &b = sim_traffic::block;
+    if (b.agent) sim_global::settle(*b.traffic, *b.agent);
 }
 
 // __threadfence() (sim_global.h).
