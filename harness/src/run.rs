@@ -296,7 +296,9 @@ pub fn evaluate<'a>(
                         };
                         validate::check_against(&out, expected, sentinel, tolerance).passed
                     };
-                    reason.push_str(&other_activation(shape, check).unwrap_or_default());
+                    let other =
+                        other_activation(shape, check).or_else(|| other_masking(shape, check));
+                    reason.push_str(&other.unwrap_or_default());
                 }
                 row.reason = Some(reason);
             }
@@ -330,8 +332,9 @@ pub fn evaluate<'a>(
     }
 }
 
-/// How [`other_activation`]'s words begin: a failure they explain is no tail's or grid's.
-pub(crate) const OTHER_ACTIVATION: &str = "the output is that of the layer with ";
+/// How the words of [`other_activation`] and [`other_masking`] begin: a failure they explain
+/// is no tail's or grid's.
+pub(crate) const OTHER_RESULT: &str = "the output is that of ";
 
 /// Where a linear layer's output fails its check but passes that of the same layer with
 /// another activation (`check`), as a kernel with another epilogue than the shape's gives:
@@ -349,11 +352,45 @@ pub(crate) fn other_activation(shape: &Shape, check: impl Fn(&Shape) -> bool) ->
         a => format!("{} instead", a.name()),
     };
     Some(format!(
-        "\n  {OTHER_ACTIVATION}{} instead of {}: the kernel applies {applied} (a shape's last \
-         word, -{}, picks the activation the reference applies)",
+        "\n  {OTHER_RESULT}the layer with {} instead of {}: the kernel applies {applied} (a \
+         shape's last word, -{}, picks the activation the reference applies)",
         other.name(),
         act.name(),
         other.name()
+    ))
+}
+
+/// Where an attention output fails its check but passes that of the same shape with the
+/// other masking (`check`), as a kernel whose causal mask is fixed at compile time gives on a
+/// shape of the other kind: the words that say so.
+pub(crate) fn other_masking(shape: &Shape, check: impl Fn(&Shape) -> bool) -> Option<String> {
+    let &Shape::Attention { b, h, s, d, causal } = shape else {
+        return None;
+    };
+    if !check(&Shape::Attention {
+        b,
+        h,
+        s,
+        d,
+        causal: !causal,
+    }) {
+        return None;
+    }
+    Some(format!(
+        "\n  {OTHER_RESULT}{}: the kernel {}, where this shape asks for {} attention (a \
+         shape's -causal suffix picks causal attention for the reference)",
+        match causal {
+            true => "attention without a mask",
+            false => "causal attention",
+        },
+        match causal {
+            true => "attends to every key",
+            false => "masks the keys past each query's position",
+        },
+        match causal {
+            true => "causal",
+            false => "unmasked",
+        },
     ))
 }
 

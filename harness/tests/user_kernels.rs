@@ -5155,3 +5155,65 @@ fn an_integer_output_must_be_exact() {
         "{text}"
     );
 }
+
+/// An attention kernel whose mask is fixed at compile time, run on shapes of the other kind:
+/// the row says what its output is, and blames no tail.
+#[test]
+fn an_attention_kernel_with_the_other_mask_is_told_so() {
+    let dir = scratch_dir("other-mask");
+    let file = dir.join("attn_rows.cu");
+    std::fs::write(
+        &file,
+        "template <bool CAUSAL>\n\
+         __global__ void attn_rows(const float *Q, const float *K, const float *V, float *O, int B,\n\
+         \x20                         int H, int S, int D, float scale, int causal) {\n\
+         \x20 const int bh = blockIdx.y, i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i >= S) return;\n\
+         \x20 const float *q = Q + ((size_t)bh * S + i) * D, *k = K + (size_t)bh * S * D;\n\
+         \x20 const float *v = V + (size_t)bh * S * D;\n\
+         \x20 float *o = O + ((size_t)bh * S + i) * D;\n\
+         \x20 const int keys = CAUSAL ? i + 1 : S;  // the flag the lab passes is not read\n\
+         \x20 float m = -INFINITY, l = 0.f;\n\
+         \x20 for (int j = 0; j < keys; ++j) {\n\
+         \x20   float s = 0.f;\n\
+         \x20   for (int d = 0; d < D; ++d) s += q[d] * k[j * D + d];\n\
+         \x20   m = fmaxf(m, s * scale);\n\
+         \x20 }\n\
+         \x20 for (int d = 0; d < D; ++d) o[d] = 0.f;\n\
+         \x20 for (int j = 0; j < keys; ++j) {\n\
+         \x20   float s = 0.f;\n\
+         \x20   for (int d = 0; d < D; ++d) s += q[d] * k[j * D + d];\n\
+         \x20   const float p = expf(s * scale - m);\n\
+         \x20   l += p;\n\
+         \x20   for (int d = 0; d < D; ++d) o[d] += p * v[j * D + d];\n\
+         \x20 }\n\
+         \x20 for (int d = 0; d < D; ++d) o[d] /= l;\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = |causal: bool| {
+        format!(
+            "{}:attn_rows<{causal}>,block=32,grid=(cdiv(S,32),B*H)",
+            file.display()
+        )
+    };
+    let sizes = "1x2x37x16,1x2x37x16-causal";
+    let (ok, text) = sim_check("attention", sizes, &spec(true));
+    assert!(!ok && text.contains("1 passed, 1 failed"), "{text}");
+    assert!(
+        text.contains(
+            "the output is that of causal attention: the kernel masks the keys past each query's \
+             position, where this shape asks for unmasked attention"
+        ) && !text.contains("multiple of"),
+        "{text}"
+    );
+    let (ok, text) = sim_check("attention", sizes, &spec(false));
+    assert!(!ok && text.contains("1 passed, 1 failed"), "{text}");
+    assert!(
+        text.contains(
+            "the output is that of attention without a mask: the kernel attends to every key, \
+             where this shape asks for causal attention"
+        ),
+        "{text}"
+    );
+}

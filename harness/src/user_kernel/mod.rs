@@ -123,7 +123,10 @@ pub fn compile_hints(log: &str, include: &str) -> String {
 }
 
 /// The template library of a header a compile log says it could not find (NVRTC's `cannot
-/// open source file "cub/cub.cuh"`, g++'s `cub/block/block_reduce.cuh: No such file`).
+/// open source file "cub/cub.cuh"`, g++'s `cub/block/block_reduce.cuh: No such file`), or
+/// whose own header could not find one (`.../cub/device/dispatch/dispatch_histogram.cuh(68):
+/// catastrophic error: cannot open source file "iterator"`: CUB's host-side headers, which
+/// NVRTC lacks the standard library for).
 fn missing_library(log: &str) -> Option<&'static str> {
     let libraries = [
         ("cub/", "CUB"),
@@ -135,10 +138,15 @@ fn missing_library(log: &str) -> Option<&'static str> {
         .filter(|l| l.contains("cannot open source file") || l.contains("No such file"))
         .find_map(|l| {
             libraries.iter().find_map(|(dir, name)| {
-                [format!("\"{dir}"), format!(" {dir}"), format!("<{dir}")]
-                    .iter()
-                    .any(|p| l.contains(p.as_str()))
-                    .then_some(*name)
+                [
+                    format!("\"{dir}"),
+                    format!(" {dir}"),
+                    format!("<{dir}"),
+                    format!("/{dir}"),
+                ]
+                .iter()
+                .any(|p| l.contains(p.as_str()))
+                .then_some(*name)
             })
         })
 }
@@ -1940,6 +1948,9 @@ mod tests {
         }
         let own = "k.cu:2:10: fatal error: common/helpers.cuh: No such file or directory";
         assert!(compile_hints(own, "include=DIR").contains("name that folder with include=DIR"));
+        let umbrella = "/opt/cccl/cub/device/dispatch/dispatch_histogram.cuh(68): catastrophic \
+                        error: cannot open source file \"iterator\"";
+        assert!(compile_hints(umbrella, "include=DIR").contains("includes CUB"));
         let cute = "k.cu(1): catastrophic error: cannot open source file \"cute/tensor.hpp\"";
         assert!(compile_hints(cute, "include=DIR").contains("includes CuTe"));
     }

@@ -166,17 +166,36 @@ pub fn annotate(
                 if let Some(reason) = row.reason.as_mut() {
                     *reason = as_written(k, reason);
                 }
+                // A causal shape for a kernel told nothing of it: it attends to every key. (Its
+                // output matching unmasked attention, if the check said so, is said here.)
+                if untold_causal(k, &s.shape)
+                    && let Some(reason) = row.reason.as_mut()
+                {
+                    if let Some(at) = reason.find(&format!("\n  {}", crate::run::OTHER_RESULT)) {
+                        let end = reason[at + 1..]
+                            .find("\n  ")
+                            .map_or(reason.len(), |e| at + 1 + e);
+                        reason.replace_range(at..end, "");
+                    }
+                    reason.push_str(
+                        "\n  this shape is causal (each query attends to the keys up to its own \
+                         position) and the kernel's parameters take no causal flag: a kernel that \
+                         attends to every key fails here; pass causal in args= if the kernel \
+                         takes one, or run shapes without -causal",
+                    );
+                    continue;
+                }
                 // Threads ordered wrongly are not a tile's tail (threads a tail leaves out of
                 // a barrier or of shared memory's writes are: those keep the hint), nor is a
                 // `__constant__` array too small for the buffer that fills it, a grid barrier
-                // without a cooperative launch, a trap the kernel chose, or an epilogue other
-                // than the shape's.
+                // without a cooperative launch, a trap the kernel chose, or an epilogue or a
+                // mask other than the shape's.
                 const NOT_TAILS: [&str; 5] = [
                     ": race on ",
                     "__constant__ ",
                     "needs a cooperative launch",
                     "__trap()",
-                    crate::run::OTHER_ACTIVATION,
+                    crate::run::OTHER_RESULT,
                 ];
                 if row
                     .reason
@@ -238,18 +257,6 @@ pub fn annotate(
                         w.workload,
                         unread[0]
                     ));
-                    continue;
-                }
-                // A causal shape for a kernel told nothing of it: it attends to every key.
-                if untold_causal(k, &s.shape)
-                    && let Some(reason) = row.reason.as_mut()
-                {
-                    reason.push_str(
-                        "\n  this shape is causal (each query attends to the keys up to its own \
-                         position) and the kernel's parameters take no causal flag: a kernel that \
-                         attends to every key fails here; pass causal in args= if the kernel \
-                         takes one, or run shapes without -causal",
-                    );
                     continue;
                 }
                 // A grid whose x and y the kernel takes the other way round: the experiment
@@ -346,7 +353,7 @@ pub fn swapped_grids(
                 && !r
                     .reason
                     .as_deref()
-                    .is_some_and(|m| m.contains(crate::run::OTHER_ACTIVATION))
+                    .is_some_and(|m| m.contains(crate::run::OTHER_RESULT))
                 && k.unread_inputs(s).is_empty()
                 && !untold_causal(k, s)
         });

@@ -936,9 +936,15 @@ pub fn blank_host_code(code: &str, macros: &[String]) -> String {
                         start = semi;
                         continue;
                     }
+                    // A concept's requires-expression (`concept C = requires(F f) { f(1); }`)
+                    // reads as a function, and is none.
+                    let concept = has_word(decl.split('(').next().unwrap_or(""), "concept");
                     if is_class_head(decl) {
                         blank_host_members(&code, i, end, macros, &mut out);
-                    } else if decl_no_noexcept.ends_with(')') && !is_device(decl, macros) {
+                    } else if decl_no_noexcept.ends_with(')')
+                        && !is_device(decl, macros)
+                        && !concept
+                    {
                         let lead =
                             start + (code[start..i].len() - code[start..i].trim_start().len());
                         blank(&mut out, lead, end);
@@ -1041,6 +1047,19 @@ mod tests {
             without_template_heads("template <class T, class U> template <int N> auto f()"),
             "auto f()"
         );
+    }
+
+    #[test]
+    fn a_concepts_requires_expression_is_kept() {
+        let code = "template <typename F>\n\
+            concept BinaryF = requires(F f, float a, float b) { f(a, b); };\n\
+            template <typename F> requires BinaryF<F> void host_apply(F f) { f(1, 2); }\n";
+        let out = blank_host_code(code, &[]);
+        assert!(
+            out.contains("concept BinaryF = requires(F f, float a, float b) { f(a, b); };"),
+            "{out}"
+        );
+        assert!(!out.contains("host_apply"), "{out}");
     }
 
     #[test]

@@ -1587,7 +1587,9 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
             bool compiler_state = false;
             if (i < w->static_smem_bytes) shared_variable_at(i, var, sizeof var, &compiler_state);
             if (!compiler_state && !f->fragment_load) uninitialized_note(*w, i);
-            if (compiler_state) r.write = RaceMark{epoch, 0, kAsyncUnit}, r.write_pc = nullptr;  // once a block
+            // Looked at once a block: a later read of the byte is no news (an ldmatrix's read
+            // of the fill leaves it to a later plain read to note).
+            if (!f->fragment_load) r.write = RaceMark{epoch, 0, kAsyncUnit}, r.write_pc = nullptr;
         }
         const uint16_t done = w->warps[f->warp].wgmma_done;
         bool read_ordered = race_ordered(r.read, epoch, me, f->warp, we, done);
