@@ -2738,7 +2738,7 @@ fn what_the_cuda_samples_take_for_granted_compiles_and_runs() {
 /// has none, so the simulator must not define one), a host `constexpr` helper only a
 /// launcher's assert calls (NVRTC refuses host functions), host headers of the standard
 /// library (a timer struct's members of `std::chrono`, container, mutex and function types,
-/// `<random>` for the inputs), and
+/// a `std::string` that comes through `<iostream>`, `<random>` for the inputs), and
 /// `std::numeric_limits`, `std::max` and `std::min` in device code; the row address of every
 /// lane of an `ldmatrix .x1` converted, those of the lanes it ignores past the end of the
 /// tile; and the m16n8k8 FP16 mma of Turing-era tutorials.
@@ -2750,7 +2750,7 @@ fn what_learning_repositories_take_for_granted_compiles_and_runs() {
         "#pragma once\n#include <chrono>\n#include <random>\n#include <map>\n#include <thread>\n\
          #include <functional>\n#include <numeric>\n#include <utility>\n#include <limits>\n\
          #include <array>\n#include <tuple>\n#include <unordered_map>\n#include <set>\n#include <mutex>\n\
-         #include <vector>\n#include <string>\n\
+         #include <vector>\n#include <iostream>\n\
          struct Timer {\n  std::chrono::high_resolution_clock::time_point start;\n\
          \x20 std::chrono::steady_clock::time_point steady;\n  std::vector<float> times_ms;\n\
          \x20 std::map<int, double> by_size;\n  std::mutex lock;\n  std::function<void()> launch;\n\
