@@ -376,21 +376,17 @@ pub(crate) fn other_masking(shape: &Shape, check: impl Fn(&Shape) -> bool) -> Op
     }) {
         return None;
     }
+    let (output, does, wanted) = match causal {
+        true => ("attention without a mask", "attends to every key", "causal"),
+        false => (
+            "causal attention",
+            "masks the keys past each query's position",
+            "unmasked",
+        ),
+    };
     Some(format!(
-        "\n  {OTHER_RESULT}{}: the kernel {}, where this shape asks for {} attention (a \
-         shape's -causal suffix picks causal attention for the reference)",
-        match causal {
-            true => "attention without a mask",
-            false => "causal attention",
-        },
-        match causal {
-            true => "attends to every key",
-            false => "masks the keys past each query's position",
-        },
-        match causal {
-            true => "causal",
-            false => "unmasked",
-        },
+        "\n  {OTHER_RESULT}{output}: the kernel {does}, where this shape asks for {wanted} \
+         attention (a shape's -causal suffix picks causal attention for the reference)"
     ))
 }
 

@@ -14,12 +14,13 @@
 // accesses to each other's bytes are taken as ordered.
 //
 // Each byte keeps its last write and one read, as in shared memory: this can miss a race,
-// never invent one. As in shared memory too, a write of the bytes another thread wrote,
-// unordered with it, is no race when it writes the same bytes again (every lane of a warp
-// storing the warp's result): it is judged once the store has landed. So do two other simplifications, which only add order: a fence orders what
-// every thread of its block (of its cluster) did before it (a GPU: what that thread did, and
-// what a barrier handed it), and an acquiring fence takes in everything released to the
-// atomic's address by then, not only what the atomic read. Atomics are not checked, and
+// never invent one. So do two other simplifications, which only add order: a fence orders
+// what every thread of its block (of its cluster) did before it (a GPU: what that thread did,
+// and what a barrier handed it), and an acquiring fence takes in everything released to the
+// atomic's address by then, not only what the atomic read. As in shared memory too, a write
+// of the bytes another thread wrote, unordered with it, is no race when it writes the same
+// bytes again (every lane of a warp storing the warp's result): it is judged once the store
+// has landed. Atomics are not checked, and
 // neither are strong accesses, which PTX orders as it orders atomics: volatile loads and stores
 // of global memory (PTX's ld.volatile is ld.relaxed.sys) and inline PTX's ld and st with
 // .volatile, .relaxed, .acquire or .release. In shared memory volatile accesses are checked as
