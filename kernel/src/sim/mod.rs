@@ -1050,7 +1050,8 @@ impl<'a> SimRun<'a> {
         // The watchdog's view of the workers: the pthread of each one still in its loop (a
         // worker leaves it under the lock, so a signal never reaches a finished thread).
         let running: Mutex<Vec<Option<libc::pthread_t>>> = Mutex::new(vec![None; workers]);
-        // Each OS thread's first note; the least of them is kept, the same on every run.
+        // Each OS thread's first note; the least of them is kept. Which blocks an OS thread
+        // runs first depends on timing, so with several the note may name another block.
         let notes: Mutex<Vec<String>> = Mutex::new(Vec::new());
         let done = std::sync::Condvar::new();
         let mut timed_out = false;
