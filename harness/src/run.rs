@@ -275,10 +275,8 @@ pub fn evaluate<'a>(
                 Status::Failed
             };
             if !c.passed {
-                let output = kernel
-                    .output_layout(shape)
-                    .unwrap_or_else(|| shape.output());
-                let mut reason = c.failure(row.precision, &output);
+                let layout = kernel.output_layout(shape);
+                let mut reason = c.failure(row.precision, &shape.output(), layout.as_ref());
                 for note in prepared.notes() {
                     let lead = match c.poisoned {
                         0 => "",

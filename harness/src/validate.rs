@@ -194,16 +194,33 @@ pub fn check_sample(
 
 impl Check {
     /// Why a failed check failed, in words a user can act on.
-    pub fn failure(&self, precision: kernel::Precision, output: &kernel::TensorSpec) -> String {
+    /// `layout`: the output as the kernel lays it out, where that is not the workload's own.
+    pub fn failure(
+        &self,
+        precision: kernel::Precision,
+        output: &kernel::TensorSpec,
+        layout: Option<&kernel::OutputLayout>,
+    ) -> String {
         let at = |i: usize| {
+            let axes: Vec<(&str, usize)> = match layout {
+                Some(l) => l.axes.clone(),
+                None => output.dims.iter().map(|&d| ("", d)).collect(),
+            };
             let mut rem = i;
-            let mut coords = vec![0; output.dims.len()];
-            for (c, d) in coords.iter_mut().zip(&output.dims).rev() {
-                *c = rem % d;
+            let mut coords = vec![String::new(); axes.len()];
+            for (c, (name, d)) in coords.iter_mut().zip(&axes).rev() {
+                *c = match name.is_empty() {
+                    true => (rem % d).to_string(),
+                    false => format!("{name} {}", rem % d),
+                };
                 rem /= d;
             }
-            let coords: Vec<String> = coords.iter().map(usize::to_string).collect();
-            format!("{}[{}] (index {i})", output.name, coords.join(", "))
+            let name = output.name;
+            let coords = coords.join(", ");
+            match layout {
+                Some(l) => format!("{name}[{coords}] (index {i} of {name} stored {})", l.order),
+                None => format!("{name}[{coords}] (index {i})"),
+            }
         };
         if self.blocks.is_some() && self.sampled == Some(0) {
             return "the sampled blocks wrote no output element that could be checked (none \
@@ -346,7 +363,7 @@ mod tests {
             let poison = d.decode(&kernel::Fill::Nan.bytes(d, 1))[0];
             let c = check(&[1.0, poison, 3.0, 4.0], &r, 1e-5);
             assert_eq!((c.nonfinite, c.poisoned), (1, 1), "{d:?}");
-            let why = c.failure(fp32, &spec);
+            let why = c.failure(fp32, &spec, None);
             assert!(
                 why.contains("the NaN the output was filled with: never written"),
                 "{why}"
@@ -357,12 +374,12 @@ mod tests {
         for computed in [zero / zero, f32::from_bits(0x7FFF_FFFF), f32::INFINITY] {
             let c = check(&[1.0, computed, 3.0, 4.0], &r, 1e-5);
             assert_eq!(c.poisoned, 0, "{:08x}", computed.to_bits());
-            let why = c.failure(fp32, &spec);
+            let why = c.failure(fp32, &spec, None);
             assert!(why.contains("computed by the kernel (an overflow"), "{why}");
             assert!(!why.contains("cover the whole output"), "{why}");
         }
         let both = check(&[kernel::POISON_F32, zero / zero, 3.0, 4.0], &r, 1e-5);
-        let why = both.failure(fp32, &spec);
+        let why = both.failure(fp32, &spec, None);
         assert!(
             why.starts_with(
                 "2 of 4 elements are NaN or infinite, 1 of them the NaN the output \
@@ -416,9 +433,20 @@ mod tests {
             scale: 1.0,
             positive: false,
         };
-        let why = c.failure(kernel::Precision::Fp32, &spec);
+        let why = c.failure(kernel::Precision::Fp32, &spec, None);
         assert!(
             why.contains("C[1, 0] (index 2)") && why.contains("2 of 4"),
+            "{why}"
+        );
+        // A kernel storing C column-major writes index 2 as column 1, row 0: named so, with
+        // each index's name, not as the row-major C[1, 0].
+        let col = kernel::OutputLayout {
+            axes: vec![("column", 2), ("row", 2)],
+            order: "column-major",
+        };
+        let why = c.failure(kernel::Precision::Fp32, &spec, Some(&col));
+        assert!(
+            why.contains("the first is C[column 1, row 0] (index 2 of C stored column-major)"),
             "{why}"
         );
         // Zero is a legitimate result: a zero fill detects nothing.
@@ -474,7 +502,7 @@ mod tests {
             positive: false,
         };
         assert!(
-            none.failure(kernel::Precision::Fp32, &spec)
+            none.failure(kernel::Precision::Fp32, &spec, None)
                 .contains("wrote no output")
         );
     }

@@ -918,6 +918,93 @@ fn a_struct_taken_by_value_is_given_as_its_fields_in_braces() {
     );
 }
 
+/// `--sim-blocks` declines a kernel whose file (not the lab's unit, which only includes it)
+/// adds into one address with atomics, since a sample of its blocks leaves the sum short; the
+/// file's name (`stored.cu`) and a member named `stored` are no `red.` instruction.
+#[test]
+fn sim_blocks_reads_the_users_file_for_atomics() {
+    let dir = scratch_dir("sim-blocks-atomics");
+    std::fs::write(
+        dir.join("sum.cu"),
+        "__global__ void atomic_sum(const float *x, float *y, int n) {\n\
+         \x20 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i < n) atomicAdd(y, x[i]);\n}\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:atomic_sum,block=256,grid=(cdiv(N,256)),args=(x,y,N),output=zero",
+        dir.join("sum.cu").display()
+    );
+    let (ok, text) = sim("check", "reduce", "65536", &spec, &["--sim-blocks", "2"]);
+    assert!(
+        !ok && text.contains("--sim-blocks 2: the kernel's source uses atomicAdd"),
+        "{text}"
+    );
+    std::fs::write(
+        dir.join("stored.cu"),
+        "struct cell { float stored; };\n\
+         __global__ void transpose(const float *X, float *Y, int M, int N) {\n\
+         \x20 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 cell c; c.stored = i < M * N ? X[i] : 0.f;\n\
+         \x20 if (i < M * N) Y[(i % N) * M + i / N] = c.stored;\n}\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:transpose,block=64,grid=(cdiv(M*N,64)),args=(X,Y,M,N)",
+        dir.join("stored.cu").display()
+    );
+    let (ok, text) = sim("check", "transpose", "64x64", &spec, &["--sim-blocks", "2"]);
+    assert!(ok && text.contains("1 passed"), "{text}");
+}
+
+/// A null pointer for a kernel's optional buffer is `nullptr` in `args=` (in a struct's
+/// fields too), as host code passes one; a 0 is the int 0, and the mismatch says how to write
+/// a null pointer.
+#[test]
+fn a_null_pointer_is_passed_as_nullptr() {
+    let dir = scratch_dir("null-pointer");
+    let code = r#"
+// Y = X transposed, each element times scale[j] when a scale is given.
+__global__ void transpose_scaled(const float *X, float *Y, const float *scale, int M, int N) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= M * N) return;
+    int r = i / N, c = i % N;
+    Y[c * M + r] = X[i] * (scale != nullptr ? scale[c] : 1.0f);
+}
+struct Args { const float *x; float *y; const float *scale; int m, n; };
+__global__ void transpose_args(Args a) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= a.m * a.n) return;
+    int r = i / a.n, c = i % a.n;
+    a.y[c * a.m + r] = a.x[i] * (a.scale ? a.scale[c] : 1.0f);
+}
+"#;
+    std::fs::write(dir.join("optional.cu"), code).unwrap();
+    let file = dir.join("optional.cu").display().to_string();
+    let launch = "block=64,grid=(cdiv(M*N,64))";
+    let (ok, text) = sim_check(
+        "transpose",
+        "4x8,33x7",
+        &format!("{file}:transpose_scaled,{launch},args=(X,Y,nullptr,M,N)"),
+    );
+    assert!(ok && text.contains("2 passed"), "{text}");
+    let (ok, text) = sim_check(
+        "transpose",
+        "33x7",
+        &format!("{file}:transpose_args,{launch},args=({{X,Y,NULL,M,N}})"),
+    );
+    assert!(ok && text.contains("1 passed"), "{text}");
+    let (ok, text) = harness(&[
+        "inspect",
+        "--kernel",
+        &format!("{file}:transpose_scaled,workload=transpose,{launch},args=(X,Y,0,M,N)"),
+    ]);
+    assert!(
+        !ok && text.contains("A 0 in `args=` is the int 0; a null pointer is `nullptr`."),
+        "{text}"
+    );
+}
+
 /// A struct of structs (CUTLASS's way: the problem's sizes and pointers in one, an empty
 /// epilogue and an empty tile order beside it) is built from braces inside braces, `{}` for
 /// each empty one, and runs; braces that leave a struct out are refused by the check.
@@ -2679,6 +2766,74 @@ fn passes_in_the_simulator_and_compiles_for_both_archs(spec: &str, entry: &str, 
             "{arch}: {text}"
         );
     }
+}
+
+/// What C headers shared with CUDA and files written for C++20 take for granted:
+/// `<stdbool.h>`, `<initializer_list>`, `<bit>`, `<concepts>`, libstdc++'s `<bits/stdc++.h>`,
+/// gcc's `__extension__`, a host struct of `std::unique_ptr`s, and data members whose alignment
+/// attribute follows their names. The file compiles and runs as written, in the simulator and
+/// with NVRTC; a compile error in a file including `<climits>` and `<type_traits>` shows no
+/// warning about the lab's own headers.
+#[test]
+fn what_c_headers_and_cxx20_files_take_for_granted_compiles_and_runs() {
+    let dir = scratch_dir("cxx20-headers");
+    let code = "#include <stdbool.h>\n\
+         #include <initializer_list>\n\
+         #include <bit>\n\
+         #include <concepts>\n\
+         #include <bits/stdc++.h>\n\
+         #include <memory>\n\
+         // A C header shared with CUDA: gcc's __extension__ on an anonymous union.\n\
+         typedef struct { __extension__ union { struct { float lo, hi; }; float both[2]; }; } pair_t;\n\
+         // A host context held in a header beside device code, its pools owned by smart pointers.\n\
+         struct pool_t { void *base; };\n\
+         struct context { std::unique_ptr<pool_t> pools[4]; std::shared_ptr<pool_t> shared; bool ready = false; };\n\
+         static bool any_of(std::initializer_list<int> xs, int v) { for (int x : xs) if (x == v) return true; return false; }\n\
+         // Shared storage whose buffers are aligned by an attribute after their names.\n\
+         struct tile_t {\n\
+         \x20 float a[16][17];\n\
+         \x20 float b[16][16] __attribute__((aligned(16)));\n\
+         \x20 int count __align__(8);\n\
+         };\n\
+         template <std::integral I> __device__ I cdiv(I a, I b) { return (a + b - 1) / b; }\n\
+         __global__ void tiled(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+         \x20 __shared__ tile_t t;\n\
+         \x20 const int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n\
+         \x20 pair_t acc; acc.both[0] = 0.f; acc.both[1] = 0.f;\n\
+         \x20 for (int k0 = 0; k0 < cdiv(K, 16) * 16; k0 += 16) {\n\
+         \x20   t.a[threadIdx.y][threadIdx.x] = r < M && k0 + (int)threadIdx.x < K ? A[r * K + k0 + threadIdx.x] : 0.f;\n\
+         \x20   t.b[threadIdx.y][threadIdx.x] = k0 + (int)threadIdx.y < K && c < N ? B[(k0 + threadIdx.y) * N + c] : 0.f;\n\
+         \x20   __syncthreads();\n\
+         \x20   for (int i = 0; i < 16; ++i) (i % 2 ? acc.hi : acc.lo) += t.a[threadIdx.y][i] * t.b[i][threadIdx.x];\n\
+         \x20   __syncthreads();\n\
+         \x20 }\n\
+         \x20 static_assert(std::popcount(16u) == 1 && INT_MAX > 0 && CHAR_BIT == 8 && __bool_true_false_are_defined);\n\
+         \x20 if (r < M && c < N) C[r * N + c] = acc.lo + acc.hi;\n\
+         }\n\
+         int main() { context ctx; return any_of({1, 2}, 3) && ctx.ready; }\n";
+    std::fs::write(dir.join("gemm.cu"), code).unwrap();
+    let spec = format!(
+        "{}:tiled,block=16x16,grid=tile:16x16",
+        dir.join("gemm.cu").display()
+    );
+    passes_in_the_simulator_and_compiles_for_both_archs(&spec, "tiled", &dir);
+    std::fs::write(
+        dir.join("broken.cu"),
+        "#include <climits>\n#include <type_traits>\n\
+         __global__ void broken(const float *A, const float *B, float *C, int M, int N, int K) {\n\
+         \x20 if (M < INT_MAX && std::is_same_v<float, float>) C[0] = undeclared;\n}\n",
+    )
+    .unwrap();
+    let (ok, text) = harness(&[
+        "inspect",
+        "--kernel",
+        &format!("{}:broken,workload=gemm", dir.join("broken.cu").display()),
+    ]);
+    assert!(
+        !ok && text.contains("\"undeclared\" is undefined"),
+        "{text}"
+    );
+    assert!(!text.contains("redefinition"), "{text}");
 }
 
 /// What NVIDIA's CUDA samples take for granted, as their `Common/` helper headers and their

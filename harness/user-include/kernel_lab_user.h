@@ -12,6 +12,9 @@ typedef unsigned int uint;
 typedef unsigned short ushort;
 typedef unsigned long ulong;
 #ifndef KERNEL_LAB_SIM
+// gcc's `__extension__` (before an anonymous struct or union in a C header shared with CUDA),
+// which nvcc's host compiler and the simulator's take and NVRTC does not.
+#define __extension__
 // cuda.h's tensor map (128 opaque bytes, 64-byte aligned), which a TMA kernel takes as a
 // `const __grid_constant__ CUtensorMap` parameter; NVRTC has no cuda.h, and its guard keeps
 // a file's own copy of this definition out. (The simulator's headers define their own.)

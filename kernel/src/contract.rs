@@ -2,7 +2,7 @@
 
 use crate::device::DeviceInfo;
 use crate::plan::{CudaPlan, Text};
-use crate::workload::{Shape, TensorSpec, Workload};
+use crate::workload::{OutputLayout, Shape, Workload};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
@@ -385,7 +385,7 @@ pub trait Kernel: Send + Sync {
     /// The output as this kernel lays it out, where that differs from the workload's own
     /// (a user's attention kernel writing O as `[B][S][H][D]`): a failure names an element by
     /// the indices the kernel writes it at. `None`: the workload's.
-    fn output_layout(&self, _shape: &Shape) -> Option<TensorSpec> {
+    fn output_layout(&self, _shape: &Shape) -> Option<OutputLayout> {
         None
     }
 

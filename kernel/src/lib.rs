@@ -39,4 +39,6 @@ pub use plan::{
     gemm_dims, is_poison,
 };
 pub use tma::{MAX_RANK as TMA_MAX_RANK, TensorMap, TmaSwizzle};
-pub use workload::{Activation, Shape, ShapeError, ShapeParseError, TensorSpec, Workload};
+pub use workload::{
+    Activation, OutputLayout, Shape, ShapeError, ShapeParseError, TensorSpec, Workload,
+};

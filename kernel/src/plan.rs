@@ -389,6 +389,8 @@ pub enum Arg {
     Ptr(Buf),
     /// A device pointer into a buffer, `offset` elements from its start.
     PtrAt(At),
+    /// A null pointer: an optional buffer a kernel takes and skips when given none.
+    Null,
     I32(i32),
     /// A 64-bit integer, for a parameter that wide (a user's kernel taking `size_t` sizes).
     I64(i64),

@@ -331,6 +331,17 @@ pub struct TensorSpec {
     pub positive: bool,
 }
 
+/// An output a kernel lays out otherwise than the workload (C column-major, O as
+/// `[B][S][H][D]`): a failure names an element by the indices the kernel writes it at, each
+/// with its name, so that `C[column 0, row 99]` is not read as row 0.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutputLayout {
+    /// The dimensions the kernel indexes the output by, outermost first, with their names.
+    pub axes: Vec<(&'static str, usize)>,
+    /// How the order is said: `column-major`, `[B][S][H][D]`.
+    pub order: &'static str,
+}
+
 impl TensorSpec {
     pub(crate) fn new(name: &'static str, dims: &[usize]) -> Self {
         Self {

@@ -54,11 +54,12 @@ impl Relayout {
         }
     }
 
-    /// The dimensions the kernel indexes the tensor by, outermost first, for a failure to
-    /// name an element as the kernel writes it (`C[n, m]`, `O[b, s, h, d]`).
-    pub fn dims(&self) -> Vec<usize> {
+    /// The dimensions the kernel indexes the tensor by, outermost first, with their names,
+    /// for a failure to name an element as the kernel writes it (`C[column n, row m]`,
+    /// `O[b, s, h, d]`).
+    pub fn axes(&self) -> Vec<(&'static str, usize)> {
         match *self {
-            Self::ColumnMajor { rows, cols } => vec![cols, rows],
+            Self::ColumnMajor { rows, cols } => vec![("column", cols), ("row", rows)],
             Self::Heads(HeadMap {
                 order: HeadLayout::Bshd,
                 b,
@@ -66,7 +67,7 @@ impl Relayout {
                 s,
                 d,
                 ..
-            }) => vec![b, s, h, d],
+            }) => vec![("b", b), ("s", s), ("h", h), ("d", d)],
             Self::Heads(HeadMap {
                 transposed: true,
                 b,
@@ -74,8 +75,8 @@ impl Relayout {
                 s,
                 d,
                 ..
-            }) => vec![b, h, d, s],
-            Self::Heads(HeadMap { b, h, s, d, .. }) => vec![b, h, s, d],
+            }) => vec![("b", b), ("h", h), ("d", d), ("s", s)],
+            Self::Heads(HeadMap { b, h, s, d, .. }) => vec![("b", b), ("h", h), ("s", s), ("d", d)],
         }
     }
 }
@@ -165,7 +166,7 @@ mod tests {
                 seen[p] = true;
                 assert_eq!(map.element(p), i, "{map:?}");
             }
-            assert_eq!(map.dims().iter().product::<usize>(), n);
+            assert_eq!(map.axes().iter().map(|a| a.1).product::<usize>(), n);
         }
     }
 
@@ -175,7 +176,7 @@ mod tests {
         let i = ((3 + 2) * 5 + 3) * 4 + 1;
         let bshd = heads(HeadLayout::Bshd, false);
         assert_eq!(bshd.position(i), ((5 + 3) * 3 + 2) * 4 + 1);
-        assert_eq!(bshd.dims(), vec![2, 5, 3, 4]);
+        assert_eq!(bshd.axes(), vec![("b", 2), ("s", 5), ("h", 3), ("d", 4)]);
         let vt = heads(HeadLayout::Bhsd, true);
         assert_eq!(vt.position(i), (3 + 2) * 20 + 5 + 3);
         assert_eq!(vt.describe(), "[B][H][D][S]");

@@ -25,8 +25,8 @@ use files::LocalFiles;
 use kernel::cuda::{nvrtc, ptx_entry};
 use kernel::{
     Arg, At, CONSTANT_BYTES, ConstantCopy, CudaPlan, CudaSource, DeviceError, DeviceInfo,
-    DeviceKind, Dtype, Fill, Kernel, KernelInfo, Launch, Lineage, Precision, Role, Scratch, Shape,
-    Stage, Step, TensorSpec, Unsupported, Workload,
+    DeviceKind, Dtype, Fill, Kernel, KernelInfo, Launch, Lineage, OutputLayout, Precision, Role,
+    Scratch, Shape, Stage, Step, Unsupported, Workload,
 };
 use scan::KernelDecl;
 use signature::{ArgItem, ArgList, Param, Signature, Workspaces};
@@ -214,6 +214,16 @@ fn map_note(params: &str, list: &ArgList) -> String {
             .into()
     } else {
         String::new()
+    }
+}
+
+/// For a list passing the number 0, as host code passes a null pointer: how `args=` writes one.
+fn null_note(list: &ArgList) -> String {
+    let zero = (0..list.items.len())
+        .any(|i| matches!(list.items[i], ArgItem::Int(_)) && list.item_text(i) == "0");
+    match zero {
+        true => " A 0 in `args=` is the int 0; a null pointer is `nullptr`.".into(),
+        false => String::new(),
     }
 }
 
@@ -450,6 +460,7 @@ fn defines_at(
 fn arg_words(a: &Arg) -> &'static str {
     match a {
         Arg::Ptr(_) | Arg::PtrAt(_) => "a pointer",
+        Arg::Null => "a null pointer",
         Arg::I32(_) => "a 32-bit int",
         Arg::I64(_) => "a 64-bit int",
         Arg::F32(_) => "a float",
@@ -463,8 +474,10 @@ fn same_abi(p: ptx_entry::Param, a: &Arg) -> bool {
     use ptx_entry::Param::{Float, Int};
     matches!(
         (p, a),
-        (Int(8), Arg::Ptr(_) | Arg::PtrAt(_) | Arg::TensorMapAt(_))
-            | (Int(4), Arg::I32(_))
+        (
+            Int(8),
+            Arg::Ptr(_) | Arg::PtrAt(_) | Arg::Null | Arg::TensorMapAt(_)
+        ) | (Int(4), Arg::I32(_))
             | (Int(8), Arg::I64(_))
             | (Float(4), Arg::F32(_))
             | (ptx_entry::Param::Bytes(128), Arg::TensorMap(_))
@@ -813,7 +826,10 @@ impl UserKernel {
                 match item {
                     ArgItem::Int(e) => exprs.push(e),
                     ArgItem::TensorMap(m) => exprs.extend(m.exprs()),
-                    ArgItem::Named(..) | ArgItem::Float(_) | ArgItem::Workspace(..) => {}
+                    ArgItem::Named(..)
+                    | ArgItem::Float(_)
+                    | ArgItem::Null
+                    | ArgItem::Workspace(..) => {}
                 }
             }
         }
@@ -1261,7 +1277,9 @@ impl UserKernel {
             calls: l.list.c_params(&self.buffers),
             declared,
             choices: Signature::list_for(self.workload),
-            vectors: vector_note(&decl.params) + &map_note(&decl.params, &l.list),
+            vectors: vector_note(&decl.params)
+                + &map_note(&decl.params, &l.list)
+                + &null_note(&l.list),
             structs: self.struct_note(l),
             compiler: format!("{compiler} ({arch})"),
             log,
@@ -1454,6 +1472,7 @@ impl UserKernel {
                         ArgItem::Int(e) => Some(e),
                         ArgItem::Named(..)
                         | ArgItem::Float(_)
+                        | ArgItem::Null
                         | ArgItem::Workspace(..)
                         | ArgItem::TensorMap(_) => None,
                     })
@@ -1673,11 +1692,11 @@ impl Kernel for UserKernel {
         Some(out)
     }
 
-    fn output_layout(&self, shape: &Shape) -> Option<TensorSpec> {
+    fn output_layout(&self, shape: &Shape) -> Option<OutputLayout> {
         let map = self.buffers.relayout(shape, shape.inputs().len())?;
-        Some(TensorSpec {
-            dims: map.dims(),
-            ..shape.output()
+        Some(OutputLayout {
+            axes: map.axes(),
+            order: map.describe(),
         })
     }
 
@@ -2218,7 +2237,10 @@ mod tests {
         let want = k.expected(&shape, &[], &result, None).unwrap();
         // Position 1 holds (m, n) = (1, 0), the workload's element 3.
         assert_eq!(want[1], 2.0 * 3.0 + 0.5 * f64::from(c0[1]));
-        assert_eq!(k.output_layout(&shape).unwrap().dims, vec![3, 2]);
+        assert_eq!(
+            k.output_layout(&shape).unwrap().axes,
+            vec![("column", 3), ("row", 2)]
+        );
         let plain = example(
             "signature=gemm-blas,block=32,grid=tile:16x16",
             Workload::Gemm,
@@ -2253,7 +2275,10 @@ mod tests {
         let sampled = k.expected(&shape, &x, &[0.0], Some(&[position])).unwrap();
         assert_eq!(sampled, vec![result[element]]);
         // A failure names an element by the kernel's own indices, [B][S][H][D].
-        assert_eq!(k.output_layout(&shape).unwrap().dims, vec![2, 4, 3, 2]);
+        assert_eq!(
+            k.output_layout(&shape).unwrap().axes,
+            vec![("b", 2), ("s", 4), ("h", 3), ("d", 2)]
+        );
         let plain = example("block=32,grid=(cdiv(S,32),B*H)", Workload::Attention);
         assert_eq!(plain.output_layout(&shape), None);
         assert_eq!(plain.device_inputs(&shape, &x), None);

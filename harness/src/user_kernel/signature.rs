@@ -407,6 +407,8 @@ pub enum ArgItem {
     /// A `float` constant (`1e-5`, `0.5f`): an epsilon or a scale the kernel takes beyond the
     /// signature's parameters.
     Float(f32),
+    /// `nullptr` (or `NULL`): no buffer for an optional pointer, as host code passes one.
+    Null,
     /// Workspace `index` of the kernel's [`Workspaces`], as the list writes it (`zeros(4*M)`,
     /// `scratch(P, 4*M*N)`, or `P` again).
     Workspace(usize, String),
@@ -917,6 +919,9 @@ impl ArgList {
             if let Some(v) = float_literal(part) {
                 return Ok(ArgItem::Float(v));
             }
+            if part == "nullptr" || part == "NULL" {
+                return Ok(ArgItem::Null);
+            }
             if let Some((n, p)) = known(part) {
                 return Ok(ArgItem::Named(n, p));
             }
@@ -1003,7 +1008,9 @@ impl ArgList {
             .filter_map(|i| match i {
                 ArgItem::Named(n, _) => Some(*n),
                 ArgItem::TensorMap(m) => Some(m.buffer),
-                ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Workspace(..) => None,
+                ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Null | ArgItem::Workspace(..) => {
+                    None
+                }
             })
             .collect()
     }
@@ -1036,7 +1043,7 @@ impl ArgList {
                 }
                 _ => format!("arg{i}"),
             },
-            ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::TensorMap(_) => {
+            ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Null | ArgItem::TensorMap(_) => {
                 format!("arg{i}")
             }
         }
@@ -1056,7 +1063,7 @@ impl ArgList {
             },
             ArgItem::Int(_) => "int".to_string(),
             ArgItem::Float(_) => "float".to_string(),
-            ArgItem::Workspace(..) => "void *".to_string(),
+            ArgItem::Workspace(..) | ArgItem::Null => "void *".to_string(),
             ArgItem::TensorMap(m) if m.by_address => "const CUtensorMap *".to_string(),
             ArgItem::TensorMap(_) => "CUtensorMap".to_string(),
         }
@@ -1069,6 +1076,7 @@ impl ArgList {
             ArgItem::Workspace(..) => {
                 format!("::kernel_lab::workspace{{{}}}", self.code_name(i))
             }
+            ArgItem::Null => "nullptr".to_string(),
             _ => self.code_name(i),
         }
     }
@@ -1086,6 +1094,7 @@ impl ArgList {
             ArgItem::Named(n, _) => n.to_string(),
             ArgItem::Int(e) => e.to_string(),
             ArgItem::Float(v) => v.to_string(),
+            ArgItem::Null => "nullptr".to_string(),
             ArgItem::Workspace(_, text) => text.clone(),
             ArgItem::TensorMap(m) => m.to_string(),
         }
@@ -1118,6 +1127,7 @@ impl ArgList {
             .map(|p| match p {
                 Part::Item(i) => match &self.items[*i] {
                     ArgItem::Workspace(..) => "::kernel_lab::workspace{}".to_string(),
+                    ArgItem::Null => "nullptr".to_string(),
                     ArgItem::TensorMap(m) if !m.by_address => "CUtensorMap{}".to_string(),
                     _ => format!("({})0", self.c_type(*i, buffers)),
                 },
@@ -1138,6 +1148,7 @@ impl ArgList {
     fn field_type(&self, i: usize, buffers: &Buffers) -> String {
         match &self.items[i] {
             ArgItem::Workspace(..) => "::kernel_lab::workspace".to_string(),
+            ArgItem::Null => "decltype(nullptr)".to_string(),
             _ => format!("::kernel_lab::loose<{}>", self.c_type(i, buffers)),
         }
     }
@@ -1206,7 +1217,9 @@ impl ArgList {
             .filter_map(|i| match i {
                 ArgItem::Named(_, p) => Some(*p),
                 ArgItem::TensorMap(m) => Some(m.param),
-                ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Workspace(..) => None,
+                ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Null | ArgItem::Workspace(..) => {
+                    None
+                }
             })
             .collect()
     }
@@ -1223,7 +1236,7 @@ impl ArgList {
     /// copy-list-initializes the kernel's parameter.
     pub fn call(&self, buffers: &Buffers) -> String {
         let field = |i| match &self.items[i] {
-            ArgItem::Workspace(..) => self.passed(i),
+            ArgItem::Workspace(..) | ArgItem::Null => self.passed(i),
             _ => format!("{}{{{}}}", self.field_type(i, buffers), self.code_name(i)),
         };
         self.grouped(|i| self.passed(i), field).join(", ")
@@ -1253,6 +1266,7 @@ impl ArgList {
                 }
                 ArgItem::Workspace(w, _) => Ok(Arg::Ptr(Buf::Scratch(buffers.scratch.len() + w))),
                 ArgItem::Float(v) => Ok(Arg::F32(*v)),
+                ArgItem::Null => Ok(Arg::Null),
                 ArgItem::Int(e) if self.wide.contains(&at) => e.eval(&dims).map(Arg::I64),
                 ArgItem::Int(e) => {
                     let v = e.eval(&dims)?;

@@ -31,9 +31,15 @@ const STANDINS: &[(&str, &str)] = &[
         include_str!("../../user-include/arpa/inet.h"),
     ),
     ("assert.h", include_str!("../../user-include/assert.h")),
+    ("bit", include_str!("../../user-include/bit")),
+    (
+        "bits/stdc++.h",
+        include_str!("../../user-include/bits/stdc++.h"),
+    ),
     ("cassert", include_str!("../../user-include/cassert")),
     ("cfloat", include_str!("../../user-include/cfloat")),
     ("climits", include_str!("../../user-include/climits")),
+    ("concepts", include_str!("../../user-include/concepts")),
     ("cstddef", include_str!("../../user-include/cstddef")),
     ("cmath", include_str!("../../user-include/cmath")),
     ("cstdint", include_str!("../../user-include/cstdint")),
@@ -69,6 +75,10 @@ const STANDINS: &[(&str, &str)] = &[
     ("exception", include_str!("../../user-include/exception")),
     ("float.h", include_str!("../../user-include/float.h")),
     ("fstream", include_str!("../../user-include/fstream")),
+    (
+        "initializer_list",
+        include_str!("../../user-include/initializer_list"),
+    ),
     ("iomanip", include_str!("../../user-include/iomanip")),
     ("iostream", include_str!("../../user-include/iostream")),
     ("limits.h", include_str!("../../user-include/limits.h")),
@@ -84,6 +94,7 @@ const STANDINS: &[(&str, &str)] = &[
     ),
     ("omp.h", include_str!("../../user-include/omp.h")),
     ("sstream", include_str!("../../user-include/sstream")),
+    ("stdbool.h", include_str!("../../user-include/stdbool.h")),
     ("stddef.h", include_str!("../../user-include/stddef.h")),
     ("stdexcept", include_str!("../../user-include/stdexcept")),
     ("stdint.h", include_str!("../../user-include/stdint.h")),
@@ -780,6 +791,9 @@ fn is_host_member_function(decl: &str, macros: &[String]) -> bool {
                 d = rest.trim_end();
             }
         }
+        if let Some(rest) = without_trailing_attribute(d) {
+            d = rest;
+        }
         if d == before {
             break;
         }
@@ -800,6 +814,30 @@ fn is_host_member_function(decl: &str, macros: &[String]) -> bool {
             .iter()
             .any(|w| words.contains(w))
         && !d[open + 1..].trim_start().starts_with(['*', '&'])
+}
+
+/// `decl` without the attribute that ends it (`float c[4] __attribute__((aligned(16)))`,
+/// `__align__(16)`): a data member's or a function's, whose parentheses are no parameter list.
+fn without_trailing_attribute(decl: &str) -> Option<&str> {
+    let b = decl.as_bytes();
+    if b.last() != Some(&b')') {
+        return None;
+    }
+    let mut depth = 0usize;
+    let open = (0..b.len()).rev().find(|&i| {
+        match b[i] {
+            b')' => depth += 1,
+            b'(' => depth -= 1,
+            _ => {}
+        }
+        depth == 0
+    })?;
+    let head = decl[..open].trim_end();
+    ["__attribute__", "__align__", "__declspec", "alignas"]
+        .iter()
+        .find_map(|w| head.strip_suffix(w))
+        .filter(|rest| !rest.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
+        .map(str::trim_end)
 }
 
 /// Blanks the host member functions of the class body between `open` (its `{`) and `end`
@@ -1268,6 +1306,9 @@ CHECK_SIZES(64);
             NO_COPY(Vec);\n\
             struct Inner { void host_only(); __device__ void dev(); };\n\
             std::string name() const;\n\
+            float c[4] __attribute__((aligned(16)));\n\
+            float d[4] __align__(16);\n\
+            void flush() __attribute__((noinline));\n\
             };\n";
         let out = blank_host_code(code, &[]);
         assert_eq!(out.lines().count(), code.lines().count());
@@ -1279,6 +1320,7 @@ CHECK_SIZES(64);
             "~GPUInterface",
             "host_only",
             "name()",
+            "flush",
         ] {
             assert!(!out.contains(gone), "{gone} left in:\n{out}");
         }
@@ -1294,6 +1336,10 @@ CHECK_SIZES(64);
             "typedef void (*fn)(T);",
             "NO_COPY(Vec);",
             "__device__ void dev();",
+            // Data members whose attribute follows the name, as shared-memory structs align
+            // a buffer.
+            "float c[4] __attribute__((aligned(16)));",
+            "float d[4] __align__(16);",
         ] {
             assert!(out.contains(kept), "{kept} gone from:\n{out}");
         }

@@ -664,6 +664,7 @@ impl CudaRun {
             .map(|a| match *a {
                 Arg::Ptr(b) => ArgValue::Ptr(self.ptr(b.into())),
                 Arg::PtrAt(at) => ArgValue::Ptr(self.ptr(at)),
+                Arg::Null => ArgValue::Ptr(0),
                 Arg::I32(v) => ArgValue::I32(v),
                 Arg::I64(v) => ArgValue::I64(v),
                 Arg::F32(v) => ArgValue::F32(v),

@@ -830,6 +830,44 @@ pub fn rewrite_shared(code: &str, file: &str, per_block: bool) -> Result<String,
     rewrite_extern_shared(&code, file)
 }
 
+/// The code of `src` and of each file it includes by `#include "..."` from its include
+/// folders (a user's file and its local headers, which the unit only names), each once and
+/// without comments: the text the checks of what a kernel does read.
+pub fn texts_read(src: &CudaSource) -> Vec<String> {
+    let mut seen: Vec<std::path::PathBuf> = Vec::new();
+    let mut out = vec![strip_comments(&src.code)];
+    let mut at = 0;
+    while at < out.len() {
+        let included: Vec<String> = out[at]
+            .lines()
+            .filter_map(|l| {
+                let rest = l.trim_start().strip_prefix('#')?.trim_start();
+                let name = rest.strip_prefix("include")?.trim().strip_prefix('"')?;
+                Some(name.split('"').next()?.to_string())
+            })
+            .collect();
+        for name in included {
+            let Some(path) = src
+                .include_dirs
+                .iter()
+                .map(|d| d.join(&name))
+                .find(|p| p.is_file())
+            else {
+                continue;
+            };
+            if seen.contains(&path) {
+                continue;
+            }
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                out.push(strip_comments(&text));
+            }
+            seen.push(path);
+        }
+        at += 1;
+    }
+    out
+}
+
 /// Whether a comment-free source declares a `__shared__` variable other than `extern` arrays.
 pub fn has_static_shared(code: &str) -> bool {
     let code = &shared_after_extern(code);

@@ -295,8 +295,17 @@ fn check_sample(plan: &CudaPlan, n: usize) -> Result<(), Unsupported> {
              --sim-blocks"
         )));
     }
-    let atomic = plan.sources().into_iter().find_map(|s| {
-        let code = compile::strip_comments(&s.code);
+    let texts: Vec<String> = plan
+        .sources()
+        .into_iter()
+        .flat_map(compile::texts_read)
+        .collect();
+    // A PTX instruction's name after a quote, a space or a brace: not `stored.x`.
+    let ptx = |code: &str, name: &str| {
+        code.match_indices(name)
+            .any(|(i, _)| i == 0 || !compile::is_ident(code.as_bytes()[i - 1]))
+    };
+    let atomic = texts.iter().find_map(|code| {
         [
             "atomicAdd",
             "atomicSub",
@@ -313,7 +322,7 @@ fn check_sample(plan: &CudaPlan, n: usize) -> Result<(), Unsupported> {
             "red.",
         ]
         .into_iter()
-        .find(|a| code.contains(a))
+        .find(|a| ptx(code, a))
     });
     if let Some(a) = atomic {
         return Err(Unsupported(format!(
@@ -321,8 +330,7 @@ fn check_sample(plan: &CudaPlan, n: usize) -> Result<(), Unsupported> {
              of its {big} blocks; run it without --sim-blocks"
         )));
     }
-    let wait = plan.sources().into_iter().find_map(|s| {
-        let code = compile::strip_comments(&s.code);
+    let wait = texts.iter().find_map(|code| {
         let cxx_volatile = code.match_indices("volatile").any(|(i, _)| {
             let before = code[..i].trim_end();
             !(before.ends_with("asm") || before.ends_with("__asm__") || before.ends_with("__asm"))
@@ -561,7 +569,7 @@ fn check_args(l: &Launch, params: &str) -> Result<(), DeviceError> {
         .args
         .iter()
         .map(|a| match a {
-            Arg::Ptr(_) | Arg::PtrAt(_) | Arg::TensorMapAt(_) => 'p',
+            Arg::Ptr(_) | Arg::PtrAt(_) | Arg::Null | Arg::TensorMapAt(_) => 'p',
             Arg::I32(_) => 'i',
             Arg::I64(_) => 'l',
             Arg::F32(_) => 'f',
@@ -928,6 +936,7 @@ impl<'a> SimRun<'a> {
                     let b = &self.bufs[self.buf_index(at.buf)];
                     b.ptr() as u64 + (at.offset * b.dtype.bytes()) as u64
                 }
+                Arg::Null => 0,
                 Arg::I32(v) => u64::from(v as u32),
                 Arg::I64(v) => v as u64,
                 Arg::F32(v) => u64::from(v.to_bits()),
