@@ -957,6 +957,103 @@ fn sim_blocks_reads_the_users_file_for_atomics() {
     assert!(ok && text.contains("1 passed"), "{text}");
 }
 
+/// A sum taken as one running FP32 total (one thread's loop, as an atomicAdd of every element
+/// into one address is) misses the FP32 bound at a million terms by its rounding alone: the
+/// failure says so, and what keeps a sum within the bound.
+#[test]
+fn a_serial_sums_rounding_is_told_apart_from_a_lost_element() {
+    let dir = scratch_dir("serial-sum");
+    std::fs::write(
+        dir.join("serial.cu"),
+        "__global__ void serial_sum(const float *x, float *y, int n) {\n\
+         \x20 float s = 0.f;\n\
+         \x20 for (int i = 0; i < n; ++i) s += x[i];\n\
+         \x20 *y = s;\n}\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:serial_sum,block=1,grid=1,args=(x,y,N)",
+        dir.join("serial.cu").display()
+    );
+    let (ok, text) = sim_check("reduce", "1048576", &spec);
+    assert!(
+        !ok && text.contains("above the fp32 bound")
+            && text.contains(
+                "that is the size of the rounding error of a sum taken as one FP32 running total \
+                 (about 2^-24 x sqrt(N) = 6.1e-5 here)"
+            ),
+        "{text}"
+    );
+    // One element left out is no rounding: 1 in 4096 is far above 2^-24 x sqrt(4096).
+    let (ok, text) = sim_check(
+        "reduce",
+        "4096",
+        &spec.replace("args=(x,y,N)", "args=(x,y,N-1)"),
+    );
+    assert!(!ok && !text.contains("running total"), "{text}");
+}
+
+/// A pointer to a vector of the buffer's element type (`float4 *`, through a typedef as
+/// tuning examples write it) or to an FP8 element's storage takes the buffer as host code's
+/// reinterpret_cast gives it, in the simulator and for NVRTC; one of another element type
+/// (`half2 *` for floats) is refused, saying which buffer each vector takes.
+#[test]
+fn a_vector_pointer_takes_a_buffer_of_its_element_type() {
+    let dir = scratch_dir("vector-pointers");
+    std::fs::write(
+        dir.join("sum4.cu"),
+        "#include <cuda_fp16.h>\n\
+         typedef float4 floatvector;\n\
+         __global__ void sum4(float *y, const floatvector *x, int n) {\n\
+         \x20 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i < n / 4) { floatvector v = x[i]; atomicAdd(y, v.x + v.y + v.z + v.w); }\n}\n\
+         __global__ void sum2h(float *y, const half2 *x, int n) {\n\
+         \x20 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i < n / 2) atomicAdd(y, __low2float(x[i]) + __high2float(x[i]));\n}\n",
+    )
+    .unwrap();
+    let file = dir.join("sum4.cu").display().to_string();
+    let spec = format!("{file}:sum4,block=256,grid=(cdiv(N,1024)),args=(y,x,N),output=zero");
+    let (ok, text) = sim_check("reduce", "4096,1028", &spec);
+    assert!(ok && text.contains("2 passed"), "{text}");
+    let (ok, text) = harness(&["inspect", "--kernel", &format!("{spec},workload=reduce")]);
+    assert!(ok && text.contains("sm_90"), "{text}");
+    let (ok, text) = harness(&[
+        "inspect",
+        "--kernel",
+        &format!(
+            "{file}:sum2h,workload=reduce,block=256,grid=(cdiv(N,512)),args=(y,x,N),output=zero"
+        ),
+    ]);
+    assert!(
+        !ok && text.contains("half2 * one of f16")
+            && text.contains("give each its type with dtype="),
+        "{text}"
+    );
+    std::fs::write(
+        dir.join("fp8_raw.cu"),
+        "#include <cuda_bf16.h>\n#include <cuda_fp8.h>\n\
+         __device__ float value(__nv_fp8_storage_t b) {\n\
+         \x20 return __half2float(__half(__nv_cvt_fp8_to_halfraw(b, __NV_E4M3)));\n}\n\
+         __global__ void fp8_raw(const __nv_fp8_storage_t *A, const __nv_fp8_storage_t *B,\n\
+         \x20                       __nv_bfloat16 *C, int M, int N, int K) {\n\
+         \x20 int r = blockIdx.y * blockDim.y + threadIdx.y, c = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (r >= M || c >= N) return;\n\
+         \x20 float s = 0.f;\n\
+         \x20 for (int k = 0; k < K; ++k) s += value(A[r * K + k]) * value(B[k * N + c]);\n\
+         \x20 C[r * N + c] = __float2bfloat16(s);\n}\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:fp8_raw,dtype=e4m3,C:bf16,block=16x16,grid=tile:16x16",
+        dir.join("fp8_raw.cu").display()
+    );
+    let (ok, text) = sim_check("gemm", "33x17x20", &spec);
+    assert!(ok && text.contains("1 passed"), "{text}");
+    let (ok, text) = harness(&["inspect", "--kernel", &format!("{spec},workload=gemm")]);
+    assert!(ok && text.contains("sm_90"), "{text}");
+}
+
 /// A null pointer for a kernel's optional buffer is `nullptr` in `args=` (in a struct's
 /// fields too), as host code passes one; a 0 is the int 0, and the mismatch says how to write
 /// a null pointer.

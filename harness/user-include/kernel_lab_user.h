@@ -56,6 +56,36 @@ struct workspace {
 };
 } // namespace kernel_lab
 
+// A buffer of elements E, as the lab passes it to a kernel's pointer parameter: it converts
+// to what a pointer to E converts to (`const E *`, `void *`) and, as host code's
+// reinterpret_cast gives, to a pointer to a vector of E (`float4 *` for floats, `half2 *` for
+// halves, `int4 *` for ints) or to an FP8 element's storage (`__nv_fp8_storage_t *`). Nothing
+// else: a buffer of floats taken as `half *` is the wrong buffer.
+namespace kernel_lab {
+template <class T> struct bare { using type = T; };
+template <class T> struct bare<const T> { using type = T; };
+template <class T> struct bare<volatile T> { using type = T; };
+template <class T> struct bare<const volatile T> { using type = T; };
+template <class E, class V, class = void> struct holds { static constexpr bool value = false; };
+template <class E> struct holds<E, E, void> { static constexpr bool value = true; };
+template <class E> struct holds<E, void, void> { static constexpr bool value = true; };
+template <class E, class V> struct holds<E, V, decltype(void(static_cast<E V::*>(&V::x)))> {
+    static constexpr bool value = true;
+};
+template <class E, class V> struct holds<E, V, decltype(void(static_cast<V E::*>(&E::__x)))> {
+    static constexpr bool value = true;
+};
+template <bool> struct only_if {};
+template <> struct only_if<true> {
+    using type = int;
+};
+template <class E> struct elements {
+    E *p;
+    template <class T, typename only_if<holds<E, typename bare<T>::type>::value>::type = 0>
+    __host__ __device__ operator T *() const { return reinterpret_cast<T *>(p); }
+};
+} // namespace kernel_lab
+
 // A struct a kernel takes by value (a `Params` of pointers and sizes), which an args= list
 // gives as `{A, B, M, ...}`: the wrapper builds it from its fields in order, as aggregate
 // initialization does. `loose` lets a number take its field's type as a call's argument
@@ -89,10 +119,6 @@ template <class U, class... F> __host__ __device__ char initializes(...);
 template <class U, class... F> struct built_from {
     static constexpr bool value =
         sizeof(initializes<U, F...>(0)) == 2 && sizeof(initializes<U, F..., any_field>(0)) == 1;
-};
-template <bool> struct only_if {};
-template <> struct only_if<true> {
-    using type = int;
 };
 template <class... F> struct fields {
     template <class U, class = typename only_if<built_from<U, F...>::value>::type>

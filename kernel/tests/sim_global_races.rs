@@ -171,6 +171,11 @@ __device__ void same_stores(const float *A, float *C) {
 extern "C" __global__ void same_value_stores(const float *A, const float *B, float *C, int M, int N, int K) {
     same_stores<true>(A, C);
 }
+// Every block writes all of C, each element the same value: blocks running at once on other
+// OS threads store the same bytes, each store judged against what the last one left.
+extern "C" __global__ void every_block_writes_all(const float *A, const float *B, float *C, int M, int N, int K) {
+    for (int i = threadIdx.x; i < M * N; i += blockDim.x) C[i] = A[i];
+}
 extern "C" __global__ void other_value_stores(const float *A, const float *B, float *C, int M, int N, int K) {
     same_stores<false>(A, C);
 }
@@ -267,6 +272,17 @@ fn stores_of_the_same_bytes_are_no_race_and_of_other_bytes_are() {
         assert_eq!([out[0], out[2], out[3]], [a[0], a[1], a[2]]);
         let e = race(run("other_value_stores", 4, seed));
         assert!(e.contains("this thread writes element "), "{e}");
+    }
+}
+
+/// Blocks that run at once on other OS threads and store the same bytes are no race, at every
+/// schedule: a store is judged against what the store before it left once that one landed,
+/// not against bytes read while it was between its check and its landing.
+#[test]
+fn blocks_storing_the_same_bytes_at_once_are_no_race() {
+    for seed in 0..6 {
+        let (out, a) = run("every_block_writes_all", 16, seed).unwrap();
+        assert_eq!(out[..], a[..out.len()]);
     }
 }
 

@@ -175,8 +175,8 @@ pub struct SignatureMismatch {
     pub log: String,
 }
 
-/// The vector types a kernel's pointer parameters may name, which the lab's buffers (of
-/// elements) never are.
+/// The vector types a kernel's pointer parameters may name: each takes a buffer of its element
+/// type, as host code's reinterpret_cast gives one.
 const VECTOR_TYPES: [&str; 8] = [
     "half2",
     "__half2",
@@ -227,7 +227,8 @@ fn null_note(list: &ArgList) -> String {
     }
 }
 
-/// A sentence for a parameter list with pointers to vector types, empty for one without.
+/// A sentence for a parameter list with pointers to vector types, empty for one without: the
+/// list gave such a pointer a buffer of another element type.
 fn vector_note(params: &str) -> String {
     let named: Vec<&str> = VECTOR_TYPES
         .into_iter()
@@ -252,8 +253,10 @@ fn vector_note(params: &str) -> String {
     let mut out = match named.as_slice() {
         [] => String::new(),
         some => format!(
-            " Its {} parameters take no argument the lab passes, and no dtype= changes that: \
-             declare the element type (half *, float *) and reinterpret inside the kernel.",
+            " Its {} parameters take a buffer of the vector's element type, as host code's \
+             reinterpret_cast gives one (float2 * or float4 * a buffer of f32, half2 * one of \
+             f16, __nv_bfloat162 * one of bf16, int2 * or int4 * one of i32): give each its \
+             type with dtype=.",
             some.join(", ")
         ),
     };

@@ -241,6 +241,25 @@ pub fn annotate(
                     reason.push_str(&again);
                     continue;
                 }
+                // A sum off by no more than FP32's rounding of one running total gives: no
+                // element lost, the order of its additions.
+                if let Shape::Reduce { n } = s.shape
+                    && let Some(c) = row.check
+                    && c.nonfinite == 0
+                    && c.unwritten == 0
+                    && c.rel_error <= 2.0 * serial_sum_scale(n)
+                    && let Some(reason) = row.reason.as_mut()
+                {
+                    reason.push_str(&format!(
+                        "\n  that is the size of the rounding error of a sum taken as one FP32 \
+                         running total (about 2^-24 x sqrt(N) = {:.1e} here): each addition \
+                         rounds at the size of the whole sum. An atomicAdd of every element into \
+                         one address, or one thread's loop, adds so; a tree of partial sums (per \
+                         warp, per block, then across blocks) stays within the bound",
+                        serial_sum_scale(n)
+                    ));
+                    continue;
+                }
                 // Inputs the kernel is never given: the reference applies them all.
                 let unread = k.unread_inputs(&s.shape);
                 if row.status == Status::Failed
@@ -317,6 +336,13 @@ pub fn annotate(
             }
         }
     }
+}
+
+/// The typical relative error of an FP32 sum of `n` terms of one sign added one after
+/// another: each rounding is up to half an ulp of the running total, and they add as a random
+/// walk, 2^-24 x sqrt(n).
+fn serial_sum_scale(n: usize) -> f64 {
+    (n as f64).sqrt() * f64::from(f32::EPSILON) / 2.0
 }
 
 /// For each user kernel that failed in the simulator, whether the same launch with its grid's

@@ -1071,12 +1071,20 @@ impl ArgList {
 
     /// Argument `i` as the wrapper passes it on: a workspace as the pointer type the kernel's
     /// parameter declares (`kernel_lab::workspace` converts to any).
-    fn passed(&self, i: usize) -> String {
+    fn passed(&self, i: usize, buffers: &Buffers) -> String {
         match &self.items[i] {
             ArgItem::Workspace(..) => {
                 format!("::kernel_lab::workspace{{{}}}", self.code_name(i))
             }
             ArgItem::Null => "nullptr".to_string(),
+            ArgItem::Named(_, p) => match buffers.of_param(*p) {
+                Some(d) => format!(
+                    "::kernel_lab::elements<{}>{{{}}}",
+                    c_name(d),
+                    self.code_name(i)
+                ),
+                None => self.code_name(i),
+            },
             _ => self.code_name(i),
         }
     }
@@ -1128,6 +1136,10 @@ impl ArgList {
                 Part::Item(i) => match &self.items[*i] {
                     ArgItem::Workspace(..) => "::kernel_lab::workspace{}".to_string(),
                     ArgItem::Null => "nullptr".to_string(),
+                    ArgItem::Named(_, p) if buffers.of_param(*p).is_some() => {
+                        let d = buffers.of_param(*p).map_or("float", c_name);
+                        format!("::kernel_lab::elements<{d}>{{}}")
+                    }
                     ArgItem::TensorMap(m) if !m.by_address => "CUtensorMap{}".to_string(),
                     _ => format!("({})0", self.c_type(*i, buffers)),
                 },
@@ -1236,10 +1248,10 @@ impl ArgList {
     /// copy-list-initializes the kernel's parameter.
     pub fn call(&self, buffers: &Buffers) -> String {
         let field = |i| match &self.items[i] {
-            ArgItem::Workspace(..) | ArgItem::Null => self.passed(i),
+            ArgItem::Workspace(..) | ArgItem::Null => self.passed(i, buffers),
             _ => format!("{}{{{}}}", self.field_type(i, buffers), self.code_name(i)),
         };
-        self.grouped(|i| self.passed(i), field).join(", ")
+        self.grouped(|i| self.passed(i, buffers), field).join(", ")
     }
 
     /// The arguments for `shape` on a GPU with `sms` SMs, or the expression that cannot be

@@ -20,6 +20,7 @@
 
 #include <dlfcn.h>
 #include <link.h>
+#include <sched.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -447,13 +448,27 @@ inline void join(Clocks &into, const Clocks &from) {
     into.swap(out);
 }
 
+// Stores in flight: each OS thread's store from its check to its landing (the thread's next
+// access or switch), as its address with its size in the top 16 bits; 0 for none. A hook runs
+// before its store: without these, a thread judging its store over another block's from the
+// bytes they held before could take them before that store landed, and call two stores of
+// the same bytes a race (see `enter`).
+constexpr int kFlightSlots = 256;
+
 // One launch's state: a cell per byte of each buffer (mapped on demand, so untouched pages
-// cost nothing), and what has been released to each address atomics used.
+// cost nothing), what has been released to each address atomics used, and the stores in
+// flight.
 struct Launch {
     Cell *cells[kMaxRanges];
     size_t bytes[kMaxRanges];
     std::mutex lock;
     std::unordered_map<uintptr_t, Clocks> released;
+    // A cache line each: every store of its thread writes its slot.
+    struct alignas(64) Slot {
+        uint64_t v = 0;
+    } flight[kFlightSlots];
+    int flights = 0;  // slots claimed
+    uint64_t serial = 0;
 };
 
 // A store over bytes another thread wrote, unordered with it, judged once the store has
@@ -478,7 +493,70 @@ struct Agent {
     Clocks known, released;
     std::vector<uintptr_t> read;
     PendingWrite waw;
+    int slot = -2;  // this OS thread's in Launch::flight; -2 not yet claimed, -1 none left
 };
+
+// The slot of the calling OS thread in `l`'s stores in flight, claimed once per launch.
+inline int flight_slot(Launch &l, Agent &a) {
+    if (a.slot != -2) return a.slot;
+    thread_local uint64_t launch = 0;
+    thread_local int slot = -1;
+    if (launch != l.serial) {
+        launch = l.serial;
+        slot = __atomic_fetch_add(&l.flights, 1, __ATOMIC_RELAXED);
+        if (slot >= kFlightSlots) slot = -1;
+    }
+    return a.slot = slot;
+}
+
+// Whether another OS thread's store in flight overlaps [p, p + n): the lowest slot holding
+// one, or -1.
+inline int overlapping(const Launch &l, int mine, uintptr_t p, uint64_t n) {
+    const int claimed = std::min(__atomic_load_n(&l.flights, __ATOMIC_SEQ_CST), kFlightSlots);
+    for (int k = 0; k < claimed; ++k) {
+        if (k == mine) continue;
+        const uint64_t f = __atomic_load_n(&l.flight[k].v, __ATOMIC_SEQ_CST);
+        const uintptr_t at = f & 0xFFFFFFFFFFFFull, len = f >> 48;
+        if (f && at < p + n && p < at + len) return k;
+    }
+    return -1;
+}
+
+// The calling thread's store of [p, p + n) enters flight once no other store of those bytes
+// is in flight, before its check marks them: stores of the same bytes land one at a time, so
+// that what a store wrote over is what the last one left, and a store's mark is seen only
+// once no store it would be judged against is still to land. Two threads entering at once
+// both see the other: the one with the higher slot steps back and waits. (Bounded: after a
+// while the store enters anyway, as it would without this.)
+inline void enter(Launch &l, Agent &a, uintptr_t p, uint64_t n) {
+    const int mine = flight_slot(l, a);
+    if (mine < 0) return;
+    __atomic_store_n(&l.flight[mine].v, (uint64_t)p | n << 48, __ATOMIC_SEQ_CST);
+    if (overlapping(l, mine, p, n) < 0) return;
+    __atomic_store_n(&l.flight[mine].v, 0, __ATOMIC_SEQ_CST);
+    for (long tries = 0;; ++tries) {
+        const int other = overlapping(l, mine, p, n);
+        if (other >= 0 && tries < 200000) {
+            sched_yield();
+            continue;
+        }
+        __atomic_store_n(&l.flight[mine].v, (uint64_t)p | n << 48, __ATOMIC_SEQ_CST);
+        const int again = overlapping(l, mine, p, n);
+        if (again < 0 || tries >= 200000) return;
+        if (again < mine) {
+            __atomic_store_n(&l.flight[mine].v, 0, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        // A higher slot entered too: it steps back, or it entered first and lands.
+        for (long wait = 0; overlapping(l, mine, p, n) > mine && wait < 200000; ++wait) sched_yield();
+        return;
+    }
+}
+
+// The calling thread's store has landed.
+inline void land(Launch &l, Agent &a) {
+    if (a.slot >= 0 && l.flight[a.slot].v) __atomic_store_n(&l.flight[a.slot].v, 0, __ATOMIC_RELEASE);
+}
 
 // The unit (cluster, x fastest over the grid of clusters) of the block of linear index `b`.
 inline uint32_t unit_of(const SimTraffic &t, uint32_t b) {
@@ -543,6 +621,7 @@ inline bool ordered(const SimTraffic &t, const Agent &a, const Mark &m, const Si
 // The pending store of the calling thread has landed (the thread makes its next access, or
 // switches out): the race, if it left other bytes than the other thread's.
 inline void settle(const SimTraffic &t, Agent &a) {
+    land(*(Launch *)t.global, a);
     PendingWrite &w = a.waw;
     if (!w.on) return;
     w.on = false;
@@ -573,6 +652,7 @@ inline void check(const SimTraffic &t, Agent &a, int range, uint64_t offset, uin
     // where the record holds the store: 16 bytes at most.
     PendingWrite &w = a.waw;
     const bool deferrable = write && end - offset <= sizeof w.before;
+    if (deferrable) enter(l, a, t.pairs[2 * range] + offset, end - offset);
     bool unordered_write = false;
     for (uint64_t i = offset; i < end; ++i) {
         Cell &c = cells[i];
@@ -905,6 +985,7 @@ extern "C" void sim_traffic_flush() {
                     __atomic_fetch_add(&b.traffic->coalescing[k][w][i], b.banks->global[k][w][i], __ATOMIC_RELAXED);
         delete b.banks;
     }
+    if (b.agent) sim_global::land(*(sim_global::Launch *)b.traffic->global, *b.agent);
     delete b.agent;
     b = sim_traffic::Block{};
 }
@@ -940,6 +1021,8 @@ extern "C" void sim_global_atomic(const void *p) {
 // not checked).
 SIM_HOST_EXPORT void sim_global_begin(SimTraffic *t) {
     auto *l = new sim_global::Launch();
+    static uint64_t launches = 0;
+    l->serial = __atomic_add_fetch(&launches, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < t->ranges; ++i) {
         const size_t bytes = t->pairs[2 * i + 1] - t->pairs[2 * i];
         void *m = mmap(nullptr, bytes * sizeof(sim_global::Cell), PROT_READ | PROT_WRITE,

@@ -832,7 +832,8 @@ pub fn rewrite_shared(code: &str, file: &str, per_block: bool) -> Result<String,
 
 /// The code of `src` and of each file it includes by `#include "..."` from its include
 /// folders (a user's file and its local headers, which the unit only names), each once and
-/// without comments: the text the checks of what a kernel does read.
+/// without comments: the text the checks of what a kernel does read. The lab's prelude for a
+/// user's file (`kernel_lab_*.h`) is no kernel's code and is left out.
 pub fn texts_read(src: &CudaSource) -> Vec<String> {
     let mut seen: Vec<std::path::PathBuf> = Vec::new();
     let mut out = vec![strip_comments(&src.code)];
@@ -843,7 +844,8 @@ pub fn texts_read(src: &CudaSource) -> Vec<String> {
             .filter_map(|l| {
                 let rest = l.trim_start().strip_prefix('#')?.trim_start();
                 let name = rest.strip_prefix("include")?.trim().strip_prefix('"')?;
-                Some(name.split('"').next()?.to_string())
+                let name = name.split('"').next()?;
+                (!name.starts_with("kernel_lab_")).then(|| name.to_string())
             })
             .collect();
         for name in included {
