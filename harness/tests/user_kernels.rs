@@ -622,7 +622,7 @@ fn inline_ptx_the_simulator_does_not_know_skips_the_row_naming_it() {
     let dir = scratch_dir("unknown-ptx");
     let code = "__global__ void named(const float *A, const float *B, float *C, int M, int N, int K) {\n\
         \x20 unsigned m;\n\
-        \x20 asm volatile(\"activemask.b32 %0;\" : \"=r\"(m));\n\
+        \x20 asm volatile(\"bfind.u32 %0, %1;\" : \"=r\"(m) : \"r\"(threadIdx.x));\n\
         \x20 C[threadIdx.x] = A[threadIdx.x] + m;\n\
         }\n";
     std::fs::write(dir.join("named.cu"), code).unwrap();
@@ -631,7 +631,7 @@ fn inline_ptx_the_simulator_does_not_know_skips_the_row_naming_it() {
     assert!(!ok, "{text}");
     assert!(
         text.contains("named.cu:named: could not run: not simulated: ")
-            && text.contains("named.cu:3: inline PTX `activemask.b32`: not emulated"),
+            && text.contains("named.cu:3: inline PTX `bfind.u32`: not emulated"),
         "{text}"
     );
     assert!(!text.contains("Assembler messages"), "{text}");
@@ -1054,6 +1054,112 @@ fn a_vector_pointer_takes_a_buffer_of_its_element_type() {
     assert!(ok && text.contains("sm_90"), "{text}");
 }
 
+/// An integer in `args=` reaches an enum parameter as host code's cast gives it (darknet's
+/// `activate_array(x, n, RELU)`), in the simulator and for NVRTC, as it reaches a `size_t`.
+#[test]
+fn an_integer_reaches_an_enum_parameter() {
+    let dir = scratch_dir("enum-parameter");
+    std::fs::write(
+        dir.join("order.cu"),
+        "typedef enum { AS_IS, TRANSPOSED } ORDER;\n\
+         enum class Scale : int { One = 1, Two = 2 };\n\
+         __global__ void copy(const float *X, float *Y, int M, int N, ORDER o, Scale s, size_t n) {\n\
+         \x20 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i >= n) return;\n\
+         \x20 int j = o == TRANSPOSED ? (i % N) * M + i / N : i;\n\
+         \x20 Y[j] = X[i] * (float)s;\n}\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:copy,block=64,grid=(cdiv(M*N,64)),args=(X,Y,M,N,1,1,M*N)",
+        dir.join("order.cu").display()
+    );
+    let (ok, text) = sim_check("transpose", "8x8,33x7", &spec);
+    assert!(ok && text.contains("2 passed"), "{text}");
+    let (ok, text) = harness(&["inspect", "--kernel", &format!("{spec},workload=transpose")]);
+    assert!(ok && text.contains("sm_90"), "{text}");
+}
+
+/// A kernel that rounds its operands to FP16 over f32 buffers misses FP32's bound by that
+/// rounding alone: the failure says that TF32's and FP16's bound holds it and how to ask for
+/// it, and with `precision=fp16` it passes.
+#[test]
+fn a_kernel_rounding_to_half_over_f32_buffers_is_told_of_precision() {
+    let dir = scratch_dir("half-over-f32");
+    std::fs::write(
+        dir.join("conv_half.cu"),
+        "#include <cuda_fp16.h>\n\
+         __global__ void conv_half(const float *x, const float *k, float *y, int B, int C, int M, int H, int W, int K) {\n\
+         \x20 int HO = H - K + 1, WO = W - K + 1;\n\
+         \x20 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i >= B * M * HO * WO) return;\n\
+         \x20 int w = i % WO, h = i / WO % HO, m = i / (WO * HO) % M, b = i / (WO * HO * M);\n\
+         \x20 float acc = 0.f;\n\
+         \x20 for (int c = 0; c < C; ++c)\n\
+         \x20   for (int p = 0; p < K; ++p)\n\
+         \x20     for (int q = 0; q < K; ++q)\n\
+         \x20       acc += __half2float(__float2half(x[((b * C + c) * H + h + p) * W + w + q])) *\n\
+         \x20              __half2float(__float2half(k[((m * C + c) * K + p) * K + q]));\n\
+         \x20 y[i] = acc;\n}\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:conv_half,block=256,grid=(cdiv(B*M*(H-K+1)*(W-K+1),256))",
+        dir.join("conv_half.cu").display()
+    );
+    let (ok, text) = sim_check("conv", "2x3x17x9x8x3", &spec);
+    assert!(
+        !ok && text.contains(
+            "the error is within the 2e-3 bound of TF32 and FP16: a kernel that rounds its \
+             operands or its sums to either"
+        ),
+        "{text}"
+    );
+    let (ok, text) = sim_check("conv", "2x3x17x9x8x3", &format!("{spec},precision=fp16"));
+    assert!(ok && text.contains("1 passed"), "{text}");
+}
+
+/// A buffer from an element on is `X+EXPR` in `args=`, as host code passes `x + offset` to
+/// work through a tensor in parts: two launches of one kernel each transpose half of X's rows.
+/// An offset past the buffer, and one into a workspace, are refused saying why.
+#[test]
+fn a_buffer_from_an_element_on_is_given_with_an_offset() {
+    let dir = scratch_dir("pointer-offsets");
+    std::fs::write(
+        dir.join("part.cu"),
+        "// Transposes `rows` rows of X, the first of which is row `row0` of the whole.\n\
+         __global__ void transpose_part(const float *X, float *Y, int rows, int M, int N, int row0) {\n\
+         \x20 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i < rows * N) Y[(i % N) * M + row0 + i / N] = X[i];\n}\n",
+    )
+    .unwrap();
+    let file = dir.join("part.cu").display().to_string();
+    let spec = |second: &str| {
+        format!(
+            "{file}:transpose_part,block=64,grid=(cdiv(M*N,64)),args=(X,Y,M/2,M,N,0),\
+             then=transpose_part,block=64,grid=(cdiv(M*N,64)),args=({second},Y,M-M/2,M,N,M/2)"
+        )
+    };
+    let (ok, text) = sim_check("transpose", "8x8,33x7", &spec("X+(M/2)*N"));
+    assert!(ok && text.contains("2 passed"), "{text}");
+    let (ok, text) = sim_check("transpose", "8x8", &spec("X+M*N"));
+    assert!(
+        !ok && text.contains("X+M*N = X+64 is outside X, which holds 64 elements"),
+        "{text}"
+    );
+    let (ok, text) = sim_check(
+        "transpose",
+        "8x8",
+        &format!(
+            "{file}:transpose_part,block=64,grid=1,args=(scratch(P,4*M*N),Y,M,M,N,0),then=transpose_part,block=64,grid=1,args=(P+N,Y,M,M,N,0)"
+        ),
+    );
+    assert!(
+        !ok && text.contains("P+N: an offset into a workspace is not given"),
+        "{text}"
+    );
+}
+
 /// A null pointer for a kernel's optional buffer is `nullptr` in `args=` (in a struct's
 /// fields too), as host code passes one; a 0 is the int 0, and the mismatch says how to write
 /// a null pointer.
@@ -1415,24 +1521,24 @@ fn defines_are_evaluated_for_each_shape() {
 #[test]
 fn inline_ptx_the_simulator_does_not_emulate_is_named_with_its_file_and_line() {
     let dir = scratch_dir("ptx");
-    let code = "__global__ void active_mask(const float *A, const float *B, float *C,\n\
+    let code = "__global__ void highest_bit(const float *A, const float *B, float *C,\n\
         \x20                             int M, int N, int K) {\n\
         \x20 unsigned m;\n\
-        \x20 asm volatile(\"activemask.b32 %0;\" : \"=r\"(m));\n\
+        \x20 asm volatile(\"bfind.u32 %0, %1;\" : \"=r\"(m) : \"r\"(threadIdx.x));\n\
         \x20 C[threadIdx.x] = A[threadIdx.x] + m;\n\
         }\n";
     let users = [user_file(
         &dir,
         "mask.cu",
         code,
-        "active_mask,block=64,grid=(1,1)",
+        "highest_bit,block=64,grid=(1,1)",
     )];
     let results = sim_rows(&users, &[Shape::gemm(8, 8, 8)]);
     let row = &results.workloads[0].shapes[0].rows[0];
     assert_eq!(row.status, Status::Unsupported, "{row:?}");
     let why = row.reason.as_deref().unwrap();
     assert!(
-        why.contains("mask.cu:4: inline PTX `activemask.b32`: not emulated"),
+        why.contains("mask.cu:4: inline PTX `bfind.u32`: not emulated"),
         "{why}"
     );
 }
@@ -1926,9 +2032,8 @@ fn a_kernel_wrong_on_whole_tiles_too_is_not_blamed_on_its_tails() {
                    layouts it is given (row-major by default; a=col, b=col and c=col give \
                    column-major A, B and C) and types (dtype=)";
     assert!(
-        awkward.contains(
-            "\n  it fails on 64x64x64 too, whose dimensions are whole numbers of its tiles"
-        ) && awkward.contains(layouts)
+        awkward.contains("\n  it fails on 64x64x64 too, where the lab finds no partial tile")
+            && awkward.contains(layouts)
             && !awkward.contains("partial tiles"),
         "{awkward}"
     );
@@ -2113,7 +2218,7 @@ fn a_kernel_failing_without_tails_too_is_not_sent_to_its_tails() {
     ]);
     assert!(!ok, "{text}");
     assert!(
-        text.contains("it fails on 65536 too, whose dimensions are whole numbers of its tiles"),
+        text.contains("it fails on 65536 too, where the lab finds no partial tile"),
         "{text}"
     );
     assert!(!text.contains("fails in the last, partial tiles"), "{text}");
@@ -2867,8 +2972,8 @@ fn passes_in_the_simulator_and_compiles_for_both_archs(spec: &str, entry: &str, 
 
 /// What C headers shared with CUDA and files written for C++20 take for granted:
 /// `<stdbool.h>`, `<initializer_list>`, `<bit>`, `<concepts>`, libstdc++'s `<bits/stdc++.h>`,
-/// gcc's `__extension__`, a host struct of `std::unique_ptr`s, and data members whose alignment
-/// attribute follows their names. The file compiles and runs as written, in the simulator and
+/// the toolkit's `<driver_types.h>` and `<vector_types.h>` by name, gcc's `__extension__`, the `register` storage class of older course code, a host struct of
+/// `std::unique_ptr`s, and data members whose alignment attribute follows their names. The file compiles and runs as written, in the simulator and
 /// with NVRTC; a compile error in a file including `<climits>` and `<type_traits>` shows no
 /// warning about the lab's own headers.
 #[test]
@@ -2880,6 +2985,8 @@ fn what_c_headers_and_cxx20_files_take_for_granted_compiles_and_runs() {
          #include <concepts>\n\
          #include <bits/stdc++.h>\n\
          #include <memory>\n\
+         #include <driver_types.h>\n\
+         #include <vector_types.h>\n\
          // A C header shared with CUDA: gcc's __extension__ on an anonymous union.\n\
          typedef struct { __extension__ union { struct { float lo, hi; }; float both[2]; }; } pair_t;\n\
          // A host context held in a header beside device code, its pools owned by smart pointers.\n\
@@ -2896,7 +3003,7 @@ fn what_c_headers_and_cxx20_files_take_for_granted_compiles_and_runs() {
          __global__ void tiled(const float *A, const float *B, float *C, int M, int N, int K) {\n\
          \x20 __shared__ tile_t t;\n\
          \x20 const int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;\n\
-         \x20 pair_t acc; acc.both[0] = 0.f; acc.both[1] = 0.f;\n\
+         \x20 register pair_t acc; acc.both[0] = 0.f; acc.both[1] = 0.f;\n\
          \x20 for (int k0 = 0; k0 < cdiv(K, 16) * 16; k0 += 16) {\n\
          \x20   t.a[threadIdx.y][threadIdx.x] = r < M && k0 + (int)threadIdx.x < K ? A[r * K + k0 + threadIdx.x] : 0.f;\n\
          \x20   t.b[threadIdx.y][threadIdx.x] = k0 + (int)threadIdx.y < K && c < N ? B[(k0 + threadIdx.y) * N + c] : 0.f;\n\

@@ -2,7 +2,7 @@
 //! with register constraints), run by the simulator through the same emulation as
 //! `lab/ptx.h`: every recognised form checked against the PTX ISA's documented layouts and
 //! semantics (ldmatrix x1/x2/x4 and .trans; mma.sync m16n8k16 and m16n8k8 f16/bf16 with f32
-//! or f16 accumulators and m16n8k8 tf32; cp.async ca/cg with src-size and ignore-src
+//! or f16 accumulators and m16n8k8 tf32; wmma m16n16k16 load, mma and store; cp.async ca/cg with src-size and ignore-src
 //! zero-fill and its groups; shfl.sync; the cvta idiom, mov, cvt and selp), anything else
 //! refused naming the instruction, its file and line, and NVRTC compiling the same sources
 //! for sm_80 and sm_90.
@@ -293,6 +293,118 @@ fn inline_mma_follows_the_fragment_layouts_for_every_accumulator_type() {
     assert_eq!(out, want, "m16n8k8 tf32");
 }
 
+// ---- wmma ----
+
+/// One warp, D = A B + C at m16n16k16 through inline `wmma`: A from shared memory row-major
+/// with a leading dimension of 24, B from shared memory column-major, C (100 r + c) from
+/// shared memory column-major, D stored row-major to global memory through a generic address.
+/// F16_ACC: C loaded and D stored as f16 pairs (through shared memory, then copied out).
+const WMMA: &str = r#"
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+#if BF16
+typedef __nv_bfloat16 elem;
+#define CVT __float2bfloat16_rn
+#else
+typedef __half elem;
+#define CVT __float2half_rn
+#endif
+extern "C" __global__ void wmma16(const float *A, const float *B, float *D, int M, int N, int K) {
+    __shared__ __align__(32) elem As[16 * 24];
+    __shared__ __align__(32) elem Bs[16 * 16];
+    __shared__ __align__(32) float Cs[16 * 16];
+    __shared__ __align__(32) __half Ch[16 * 16];
+    for (int i = threadIdx.x; i < 256; i += 32) {
+        const int r = i / 16, c = i % 16;
+        As[r * 24 + c] = CVT(A[i]);
+        Bs[c * 16 + r] = CVT(B[i]);
+        Cs[c * 16 + r] = 100.0f * r + c;
+        Ch[r * 16 + c] = __float2half_rn(100.0f * r + c);
+    }
+    __syncwarp();
+    const unsigned as = (unsigned)__cvta_generic_to_shared(As), bs = (unsigned)__cvta_generic_to_shared(Bs);
+    const unsigned cs = (unsigned)__cvta_generic_to_shared(Cs), ch = (unsigned)__cvta_generic_to_shared(Ch);
+    const int lda = 24;
+    unsigned a[8], b[8], h[4];
+    float d[8];
+#if BF16
+    asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.shared.bf16 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(as), "r"(lda));
+    asm volatile("wmma.load.b.sync.aligned.col.m16n16k16.shared.bf16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]) : "r"(bs));
+    asm volatile("wmma.load.c.sync.aligned.col.m16n16k16.shared.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], 16;"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7]) : "r"(cs));
+    asm volatile("wmma.mma.sync.aligned.row.col.m16n16k16.f32.bf16.bf16.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, "
+                 "{%8, %9, %10, %11}, {%12, %13, %14, %15}, {%0, %1, %2, %3, %4, %5, %6, %7};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]));
+#else
+    asm volatile("wmma.load.a.sync.aligned.row.m16n16k16.shared.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], %9;"
+                 : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]), "=r"(a[4]), "=r"(a[5]), "=r"(a[6]), "=r"(a[7])
+                 : "r"(as), "r"(lda));
+    asm volatile("wmma.load.b.sync.aligned.col.m16n16k16.shared.f16 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], 16;"
+                 : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]), "=r"(b[4]), "=r"(b[5]), "=r"(b[6]), "=r"(b[7])
+                 : "r"(bs));
+#if F16_ACC
+    asm volatile("wmma.load.c.sync.aligned.row.m16n16k16.shared.f16 {%0, %1, %2, %3}, [%4], 16;"
+                 : "=r"(h[0]), "=r"(h[1]), "=r"(h[2]), "=r"(h[3]) : "r"(ch));
+    asm volatile("wmma.mma.sync.aligned.row.col.m16n16k16.f16.f16 {%0, %1, %2, %3}, "
+                 "{%4, %5, %6, %7, %8, %9, %10, %11}, {%12, %13, %14, %15, %16, %17, %18, %19}, {%0, %1, %2, %3};"
+                 : "+r"(h[0]), "+r"(h[1]), "+r"(h[2]), "+r"(h[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]),
+                   "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
+    asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.shared.f16 [%0], {%1, %2, %3, %4}, 16;"
+                 :: "r"(ch), "r"(h[0]), "r"(h[1]), "r"(h[2]), "r"(h[3]) : "memory");
+    __syncwarp();
+    for (int i = threadIdx.x; i < 256; i += 32) D[i] = __half2float(Ch[i]);
+    return;
+#else
+    asm volatile("wmma.load.c.sync.aligned.col.m16n16k16.shared.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, [%8], 16;"
+                 : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]), "=f"(d[7]) : "r"(cs));
+    asm volatile("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32 {%0, %1, %2, %3, %4, %5, %6, %7}, "
+                 "{%8, %9, %10, %11, %12, %13, %14, %15}, {%16, %17, %18, %19, %20, %21, %22, %23}, {%0, %1, %2, %3, %4, %5, %6, %7};"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(a[4]), "r"(a[5]), "r"(a[6]), "r"(a[7]),
+                   "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(b[4]), "r"(b[5]), "r"(b[6]), "r"(b[7]));
+#endif
+#endif
+    asm volatile("wmma.store.d.sync.aligned.row.m16n16k16.f32 [%0], {%1, %2, %3, %4, %5, %6, %7, %8}, %9;"
+                 :: "l"(D), "f"(d[0]), "f"(d[1]), "f"(d[2]), "f"(d[3]), "f"(d[4]), "f"(d[5]), "f"(d[6]), "f"(d[7]), "r"(N)
+                 : "memory");
+}
+"#;
+
+#[test]
+fn inline_wmma_loads_multiplies_and_stores_in_every_layout() {
+    let (a, b) = (ints(256, 5), ints(256, 6));
+    let want: Vec<f32> = gemm_f64((16, 16, 16), &a, &b, |x| x)
+        .iter()
+        .enumerate()
+        .map(|(i, v)| (v + (100 * (i / 16) + i % 16) as f64) as f32)
+        .collect();
+    for (name, bf16, f16_acc) in [
+        ("f16 with f32 accumulators", false, false),
+        ("bf16", true, false),
+        ("f16 with f16 accumulators", false, true),
+    ] {
+        let out = run(
+            wmma_source(bf16, f16_acc),
+            "wmma16",
+            32,
+            Shape::gemm(16, 16, 16),
+            &[a.clone(), b.clone()],
+        )
+        .unwrap();
+        assert_eq!(out, want, "{name}");
+    }
+}
+
+fn wmma_source(bf16: bool, f16_acc: bool) -> CudaSource {
+    source(WMMA)
+        .define("BF16", i32::from(bf16))
+        .define("F16_ACC", i32::from(f16_acc))
+}
+
 #[test]
 fn inline_mma_with_f16_accumulators_rounds_d_to_f16() {
     // Values whose sums are not FP16 numbers: D is the FP32 sum rounded once to FP16.
@@ -430,17 +542,20 @@ extern "C" __global__ void misc(const float *x, const float *unused, float *out,
     int neg = -(int)l;
     asm("cvt.s64.s32 %0, %1;" : "=l"(wide) : "r"(neg));
     put((float)(long long)wide);
+    unsigned active;
+    asm volatile("activemask.b32 %0;" : "=r"(active));
+    put(active == 0xffffffffu && active == __activemask());
 }
 "#;
 
 #[test]
-fn inline_shfl_mov_cvt_and_selp_follow_the_isa() {
+fn inline_shfl_mov_cvt_selp_and_activemask_follow_the_isa() {
     let out = run(
         source(MISC),
         "misc",
         32,
-        Shape::gemm(32, 16, 1),
-        &[vec![0.0; 32], vec![0.0; 16]],
+        Shape::gemm(32, 17, 1),
+        &[vec![0.0; 32], vec![0.0; 17]],
     )
     .unwrap();
     let row = |r: usize| &out[r * 32..r * 32 + 32];
@@ -469,6 +584,7 @@ fn inline_shfl_mov_cvt_and_selp_follow_the_isa() {
             "mov unpacks"
         );
         assert_eq!(row(15)[l], -(l as f32), "cvt.s64.s32 sign-extends");
+        assert_eq!(row(16)[l], 1.0, "activemask: every lane of a whole warp");
     }
 }
 
@@ -1189,6 +1305,9 @@ fn nvrtc_compiles_the_inline_ptx_for_sm80_and_sm90() {
         (mma_source(false, false), 3),
         (mma_source(true, false), 3),
         (mma_source(false, true), 3),
+        (wmma_source(false, false), 1),
+        (wmma_source(true, false), 1),
+        (wmma_source(false, true), 1),
         (source(ASYNC), 1),
         (source(MISC), 1),
         (source(MEMORY), 1),

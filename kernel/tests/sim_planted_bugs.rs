@@ -1222,9 +1222,9 @@ extern "C" __global__ void lane_id(const float *x, float *y, int n) {
 }
 "#;
     const BAR: &str = r#"
-extern "C" __global__ void active_mask(const float *x, float *y, int n) {
+extern "C" __global__ void highest_bit(const float *x, float *y, int n) {
     unsigned m;
-    asm volatile("activemask.b32 %0;" : "=r"(m));
+    asm volatile("bfind.u32 %0, %1;" : "=r"(m) : "r"(threadIdx.x));
     y[threadIdx.x] = x[threadIdx.x] + m;
 }
 "#;
@@ -1239,7 +1239,7 @@ extern "C" __global__ void active_mask(const float *x, float *y, int n) {
     assert_eq!(lanes, want);
     let ptx = TestKernel {
         id: "ptx",
-        plan: vector_plan(BAR, "active_mask", 32, 32),
+        plan: vector_plan(BAR, "highest_bit", 32, 32),
         gpu_only: None,
     };
     assert!(dev.can_run(&ptx).is_ok());
@@ -1248,9 +1248,7 @@ extern "C" __global__ void active_mask(const float *x, float *y, int n) {
         other => panic!("{:?}", other.map(|_| ())),
     };
     assert!(
-        why.starts_with(
-            "not simulated: tests/inline.cu:4: inline PTX `activemask.b32`: not emulated"
-        ),
+        why.starts_with("not simulated: tests/inline.cu:4: inline PTX `bfind.u32`: not emulated"),
         "{why}"
     );
 

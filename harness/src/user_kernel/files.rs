@@ -313,9 +313,10 @@ impl Reader {
         };
         let dir = path.parent().unwrap_or(Path::new("."));
         let mut lines = Vec::new();
-        let code_for_device = source::constant_abs_in_static_asserts(
-            &source::lambda_annotations_blanked(&blank_host_code(&code, &self.macros)),
-        );
+        let code_for_device =
+            source::constant_abs_in_static_asserts(&source::register_keyword_blanked(
+                &source::lambda_annotations_blanked(&blank_host_code(&code, &self.macros)),
+            ));
         for line in code_for_device.split('\n') {
             let mut line = line.to_string();
             if let Some((from, to, quoted)) = local_include(&line) {

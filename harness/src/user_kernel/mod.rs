@@ -106,7 +106,9 @@ pub fn compile_hints(log: &str, include: &str) -> String {
         out.push_str(&format!(
             "\nThe file includes {library}, a library of templates the lab does not provide \
              (NVRTC finds only what CUDA's own headers hold, the simulator none of CUB, Thrust, \
-             CUTLASS or CuTe): a kernel built on it cannot run here unmodified."
+             CUTLASS or CuTe): a kernel built on it cannot run here unmodified. Where only \
+             host code uses it (a thrust::device_vector of the inputs), a file of the header's \
+             name in a folder given with {include}, holding nothing, lets the file compile."
         ));
     } else if missing {
         out.push_str(&format!(
@@ -269,9 +271,8 @@ fn vector_note(params: &str) -> String {
     }
     if pointer_to("__nv_fp8_storage_t") {
         out.push_str(
-            " Its __nv_fp8_storage_t pointers take FP8 values as raw bytes, where the lab passes \
-             the same bytes as __nv_fp8_e4m3 * or __nv_fp8_e5m2 * (dtype=e4m3 or e5m2): declare \
-             those, and read a value's byte as its .__x.",
+            " Its __nv_fp8_storage_t pointers take FP8 values as raw bytes: give those buffers \
+             dtype=e4m3 or e5m2, whose elements they read.",
         );
     }
     out
@@ -827,7 +828,7 @@ impl UserKernel {
             exprs.extend(l.spec.block.iter().flat_map(|b| b.exprs()));
             for item in &l.list.items {
                 match item {
-                    ArgItem::Int(e) => exprs.push(e),
+                    ArgItem::Int(e) | ArgItem::Named(_, _, Some(e)) => exprs.push(e),
                     ArgItem::TensorMap(m) => exprs.extend(m.exprs()),
                     ArgItem::Named(..)
                     | ArgItem::Float(_)
@@ -2034,9 +2035,10 @@ mod tests {
         let note = vector_note("(const half2 *__restrict__ X, float4* Y, int M, int n_half2)");
         assert_eq!(
             note,
-            " Its half2, float4 parameters take no argument the lab passes, and no dtype= \
-             changes that: declare the element type (half *, float *) and reinterpret inside the \
-             kernel."
+            " Its half2, float4 parameters take a buffer of the vector's element type, as host \
+             code's reinterpret_cast gives one (float2 * or float4 * a buffer of f32, half2 * \
+             one of f16, __nv_bfloat162 * one of bf16, int2 * or int4 * one of i32): give each \
+             its type with dtype=."
         );
         assert_eq!(vector_note("(const half *X, float *Y, int M)"), "");
         // FP64 and unsigned 8-bit kernels (the CUDA samples' dmma and imma GEMMs): no dtype=
@@ -2051,7 +2053,7 @@ mod tests {
         // FP8 as raw bytes (LeetCUDA's FP8 reductions).
         assert!(
             vector_note("(__nv_fp8_storage_t *x, float *y, int N)")
-                .contains("declare those, and read a value's byte as its .__x"),
+                .contains("give those buffers dtype=e4m3 or e5m2, whose elements they read"),
         );
         assert_eq!(vector_note("(float *doubled, int8_t n)"), "");
     }

@@ -237,6 +237,7 @@ mod tests {
             file: "k.cu".into(),
             line,
             cluster_dims: None,
+            defined: true,
         }
     }
 

@@ -260,6 +260,23 @@ pub fn annotate(
                     ));
                     continue;
                 }
+                // An error within TF32's and FP16's bound, every element written: a kernel that
+                // rounds in one of them (tensor cores, __half arithmetic) over f32 buffers.
+                let coarse = kernel::Precision::Fp16.tolerance();
+                if row.precision == kernel::Precision::Fp32
+                    && let Some(c) = row.check
+                    && c.nonfinite == 0
+                    && c.unwritten == 0
+                    && c.rel_error <= coarse
+                    && let Some(reason) = row.reason.as_mut()
+                {
+                    reason.push_str(&format!(
+                        "\n  the error is within the {coarse:.0e} bound of TF32 and FP16: a kernel \
+                         that rounds its operands or its sums to either (tensor cores, __half \
+                         arithmetic) while its buffers are f32 is judged by that bound with \
+                         precision=tf32 or precision=fp16"
+                    ));
+                }
                 // Inputs the kernel is never given: the reference applies them all.
                 let unread = k.unread_inputs(&s.shape);
                 if row.status == Status::Failed
@@ -295,8 +312,8 @@ pub fn annotate(
                 let tails_here = || k.tail_hint(&s.shape, None, KReads::Unseen, &[]).is_some();
                 let hint = match whole_failures.iter().find(|(id, _)| *id == row.id) {
                     Some((_, whole)) if *whole != s.shape.label() && tails_here() => Some(format!(
-                        "it fails on {whole} too, whose dimensions are whole numbers of its \
-                         tiles: look for a cause other than the tails{}",
+                        "it fails on {whole} too, where the lab finds no partial tile: look for a \
+                         cause other than the tails{}",
                         layouts.map(|l| format!("; {l}")).unwrap_or_default()
                     )),
                     Some(_) => layouts,

@@ -22,6 +22,9 @@ pub struct KernelDecl {
     /// The text between the parentheses of its `__cluster_dims__(...)`, if it has one: the
     /// simulator's wrapper must declare it too, since the blocks of a cluster run together.
     pub cluster_dims: Option<String>,
+    /// Whether its body is here: `false` for a declaration alone (`__global__ void k(...);`),
+    /// whose definition lies in another `.cu` file.
+    pub defined: bool,
 }
 
 impl KernelDecl {
@@ -235,15 +238,18 @@ pub fn kernels(code: &str, file: &str) -> Vec<KernelDecl> {
                 && scopes.iter().all(Option::is_some) =>
             {
                 if let Some((decl, end)) = declaration(&text, &b, boundary, i, &scopes, file) {
-                    // A declaration, then its definition: the definition is kept. Overloads
-                    // are kept each.
-                    out.retain(|k| {
-                        k.name != decl.name
-                            || (k.template.is_none()
-                                && decl.template.is_none()
-                                && !super::overload::same_parameters(k, &decl))
-                    });
-                    out.push(decl);
+                    // A declaration and its definition, in either order: the definition is
+                    // kept. Overloads are kept each.
+                    let same = |k: &KernelDecl| {
+                        k.name == decl.name
+                            && (k.template.is_some()
+                                || decl.template.is_some()
+                                || super::overload::same_parameters(k, &decl))
+                    };
+                    if decl.defined || !out.iter().any(|k| same(k) && k.defined) {
+                        out.retain(|k| !same(k));
+                        out.push(decl);
+                    }
                     i = end;
                     continue;
                 }
@@ -456,6 +462,7 @@ fn declaration(
             file: file.to_string(),
             line: text[..name_start].matches('\n').count() + 1,
             cluster_dims: cluster_dims(&text[start..name_start]),
+            defined: !text[close..].trim_start().starts_with(';'),
         };
         return Some((decl, close));
     }
@@ -495,6 +502,14 @@ pub fn find<'a>(
         }
     };
     if let Some(k) = kernels.iter().find(|k| k.name == base) {
+        if !k.defined {
+            return Err(format!(
+                "`{base}` is declared ({}) but not defined in the files the lab compiles, your \
+                 file and the headers it includes: its body lies in another .cu file. Give that \
+                 file (or one that includes both) as the kernel's file",
+                k.at(file)
+            ));
+        }
         return match (&k.template, instantiated) {
             (Some(params), false) if argument_count(params, &format!("{base}<>")).is_none() => {
                 Err(format!(
@@ -790,5 +805,22 @@ mod tests {
         );
         let e = find(&ks, "c_kernel<3>", "f.cu").unwrap_err();
         assert!(e.contains("not a template"), "{e}");
+    }
+
+    #[test]
+    fn a_kernel_declared_here_and_defined_elsewhere_is_named_so() {
+        // Declared before and after its definition: the definition is the kernel.
+        let code = "__global__ void k(float *x);\n__global__ void k(float *x) { x[0] = 1; }\n\
+                    __global__ void k(float *x);\n__global__ void other(const float *x, float *y, int n);\n";
+        let ks = kernels(code, "f.cu");
+        assert_eq!(find(&ks, "k", "f.cu").unwrap().line, 2);
+        let e = find(&ks, "other", "f.cu").unwrap_err();
+        assert!(
+            e.starts_with(
+                "`other` is declared (line 4) but not defined in the files the lab compiles, your \
+                 file and the headers it includes: its body lies in another .cu file"
+            ),
+            "{e}"
+        );
     }
 }

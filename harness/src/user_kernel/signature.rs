@@ -402,7 +402,9 @@ impl Param {
 /// passed as whatever pointer the kernel takes there.
 #[derive(Clone, Debug, PartialEq)]
 pub enum ArgItem {
-    Named(&'static str, Param),
+    /// A parameter of the workload's signatures, for a buffer from an element on (`X+N`, as
+    /// host code passes `x + n`) when an offset is given.
+    Named(&'static str, Param, Option<Expr>),
     Int(Expr),
     /// A `float` constant (`1e-5`, `0.5f`): an epsilon or a scale the kernel takes beyond the
     /// signature's parameters.
@@ -834,7 +836,7 @@ impl ArgList {
             items: sig
                 .params
                 .iter()
-                .map(|(n, p)| ArgItem::Named(n, *p))
+                .map(|(n, p)| ArgItem::Named(n, *p, None))
                 .collect(),
             custom: None,
             wide: Vec::new(),
@@ -923,7 +925,31 @@ impl ArgList {
                 return Ok(ArgItem::Null);
             }
             if let Some((n, p)) = known(part) {
-                return Ok(ArgItem::Named(n, p));
+                return Ok(ArgItem::Named(n, p, None));
+            }
+            // `X+N`: a buffer from element N on, as host code passes `x + n`.
+            if let Some((base, offset)) = part.split_once('+') {
+                let base = base.trim();
+                if let Some((n, p @ (Input(_) | Output | Scratch(_)))) = known(base) {
+                    let e = Expr::parse(offset.trim())?;
+                    let unknown = e.unknown_names(&names);
+                    if !unknown.is_empty() {
+                        return Err(format!(
+                            "args: {part}: {} is no dimension of {workload}; an offset is an \
+                             integer expression of {}",
+                            unknown.join(", "),
+                            super::names_in_words(&dims)
+                        ));
+                    }
+                    return Ok(ArgItem::Named(n, p, Some(e)));
+                }
+                if workspaces.named(base).is_some() {
+                    return Err(format!(
+                        "args: {part}: an offset into a workspace is not given, since its \
+                         elements have the type of the kernel's parameter, which the list does not \
+                         know; declare the part as a workspace of its own"
+                    ));
+                }
             }
             let e = Expr::parse(part)?;
             let unknown = e.unknown_names(&names);
@@ -1006,7 +1032,7 @@ impl ArgList {
         self.items
             .iter()
             .filter_map(|i| match i {
-                ArgItem::Named(n, _) => Some(*n),
+                ArgItem::Named(n, _, _) => Some(*n),
                 ArgItem::TensorMap(m) => Some(m.buffer),
                 ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Null | ArgItem::Workspace(..) => {
                     None
@@ -1019,14 +1045,14 @@ impl ArgList {
         match &self.items[i] {
             // A dimension passed twice (`args=(M,N,K,alpha,A,K,...)`, a leading dimension):
             // the wrapper's parameters need names of their own.
-            ArgItem::Named(n, _)
+            ArgItem::Named(n, _, _)
                 if self.items[..i]
                     .iter()
-                    .any(|e| matches!(e, ArgItem::Named(m, _) if m == n)) =>
+                    .any(|e| matches!(e, ArgItem::Named(m, _, _) if m == n)) =>
             {
                 format!("{n}_{i}")
             }
-            ArgItem::Named(n, _) => n.to_string(),
+            ArgItem::Named(n, _, _) => n.to_string(),
             // A named workspace by its name (`arg3` stays the lab's), passed twice by a
             // name of its own each time.
             ArgItem::Workspace(w, text) => match workspace_name(text) {
@@ -1056,7 +1082,7 @@ impl ArgList {
             return "long long".to_string();
         }
         match &self.items[i] {
-            ArgItem::Named(_, p) => match buffers.of_param(*p) {
+            ArgItem::Named(_, p, _) => match buffers.of_param(*p) {
                 // Non-const pointers: they convert to a kernel's `const float *` as well.
                 Some(d) => format!("{} *", c_name(d)),
                 None => c_type(*p).to_string(),
@@ -1077,16 +1103,33 @@ impl ArgList {
                 format!("::kernel_lab::workspace{{{}}}", self.code_name(i))
             }
             ArgItem::Null => "nullptr".to_string(),
-            ArgItem::Named(_, p) => match buffers.of_param(*p) {
+            ArgItem::Named(_, p, _) => match buffers.of_param(*p) {
                 Some(d) => format!(
                     "::kernel_lab::elements<{}>{{{}}}",
                     c_name(d),
                     self.code_name(i)
                 ),
+                None if self.integer(i, buffers) => self.as_integer(i, &self.code_name(i), buffers),
                 None => self.code_name(i),
             },
+            ArgItem::Int(_) => self.as_integer(i, &self.code_name(i), buffers),
             _ => self.code_name(i),
         }
+    }
+
+    /// Whether argument `i` is an integer (a dimension, a flag, an expression).
+    fn integer(&self, i: usize, buffers: &Buffers) -> bool {
+        matches!(self.c_type(i, buffers).as_str(), "int" | "long long")
+    }
+
+    /// An integer `value` of argument `i`'s type, as the kernel's parameter takes it: a number
+    /// converts to the parameter's type as host code's argument does, and to an enum as the
+    /// host's `(ACTIVATION)1` does (darknet's `activate_array(x, n, RELU)`).
+    fn as_integer(&self, i: usize, value: &str, buffers: &Buffers) -> String {
+        format!(
+            "::kernel_lab::loose<{}>{{{value}}}",
+            self.c_type(i, buffers)
+        )
     }
 
     /// Argument `i`'s name in the code the lab generates: `lab_M`. The user's file comes
@@ -1099,7 +1142,8 @@ impl ArgList {
     /// Item `i` as `args=` writes it: `A`, `cdiv(M,64)`, `zeros(4*M)`.
     pub fn item_text(&self, i: usize) -> String {
         match &self.items[i] {
-            ArgItem::Named(n, _) => n.to_string(),
+            ArgItem::Named(n, _, None) => n.to_string(),
+            ArgItem::Named(n, _, Some(e)) => format!("{n}+{e}"),
             ArgItem::Int(e) => e.to_string(),
             ArgItem::Float(v) => v.to_string(),
             ArgItem::Null => "nullptr".to_string(),
@@ -1136,11 +1180,12 @@ impl ArgList {
                 Part::Item(i) => match &self.items[*i] {
                     ArgItem::Workspace(..) => "::kernel_lab::workspace{}".to_string(),
                     ArgItem::Null => "nullptr".to_string(),
-                    ArgItem::Named(_, p) if buffers.of_param(*p).is_some() => {
+                    ArgItem::Named(_, p, _) if buffers.of_param(*p).is_some() => {
                         let d = buffers.of_param(*p).map_or("float", c_name);
                         format!("::kernel_lab::elements<{d}>{{}}")
                     }
                     ArgItem::TensorMap(m) if !m.by_address => "CUtensorMap{}".to_string(),
+                    _ if self.integer(*i, buffers) => self.as_integer(*i, "", buffers),
                     _ => format!("({})0", self.c_type(*i, buffers)),
                 },
                 // A struct's type, which converts to a struct its fields build.
@@ -1227,7 +1272,7 @@ impl ArgList {
         self.items
             .iter()
             .filter_map(|i| match i {
-                ArgItem::Named(_, p) => Some(*p),
+                ArgItem::Named(_, p, _) => Some(*p),
                 ArgItem::TensorMap(m) => Some(m.param),
                 ArgItem::Int(_) | ArgItem::Float(_) | ArgItem::Null | ArgItem::Workspace(..) => {
                     None
@@ -1263,7 +1308,25 @@ impl ArgList {
             .iter()
             .enumerate()
             .map(|(at, i)| match i {
-                ArgItem::Named(_, p) => Ok(match p.arg(shape, buffers) {
+                ArgItem::Named(n, p, Some(e)) => {
+                    let Arg::Ptr(buf) = p.arg(shape, buffers) else {
+                        return Err(format!("args: {n}+{e}: {n} is no buffer"));
+                    };
+                    let offset = e.eval(&dims)?;
+                    let len = match p {
+                        Input(i) => shape.inputs().get(*i).map(|t| t.len()),
+                        Output => Some(shape.output().len()),
+                        _ => None,
+                    };
+                    match usize::try_from(offset) {
+                        Ok(o) if len.is_none_or(|l| o < l) => Ok(Arg::PtrAt(buf.at(o))),
+                        _ => Err(format!(
+                            "args: {n}+{e} = {n}+{offset} is outside {n}, which holds {} elements",
+                            len.unwrap_or(0)
+                        )),
+                    }
+                }
+                ArgItem::Named(_, p, None) => Ok(match p.arg(shape, buffers) {
                     Arg::I32(v) if self.wide.contains(&at) => Arg::I64(i64::from(v)),
                     other => other,
                 }),
@@ -1347,9 +1410,26 @@ mod tests {
             "(float * Q, float * K, float * V, int S, int D, int arg5, int arg6, float scale, \
              float * l, float * m, float * O)"
         );
+        // Buffers as elements, which convert to a pointer to a vector of them too; integers
+        // as numbers, which convert to an enum too.
+        let buf = |n: &str| format!("::kernel_lab::elements<float>{{lab_{n}}}");
+        let int = |n: &str| format!("::kernel_lab::loose<int>{{lab_{n}}}");
         assert_eq!(
             list.call(&f32s),
-            "lab_Q, lab_K, lab_V, lab_S, lab_D, lab_arg5, lab_arg6, lab_scale, lab_l, lab_m, lab_O"
+            [
+                buf("Q"),
+                buf("K"),
+                buf("V"),
+                int("S"),
+                int("D"),
+                int("arg5"),
+                int("arg6"),
+                "lab_scale".into(),
+                buf("l"),
+                buf("m"),
+                buf("O"),
+            ]
+            .join(", ")
         );
         let shape = Shape::Attention {
             b: 1,
@@ -1391,7 +1471,18 @@ mod tests {
         );
         assert_eq!(
             blas.call(&Buffers::fp32(sig)),
-            "lab_M, lab_N, lab_K, lab_A, lab_K_4, lab_B, lab_N_6, lab_C, lab_N_8"
+            [
+                int("M"),
+                int("N"),
+                int("K"),
+                buf("A"),
+                int("K_4"),
+                buf("B"),
+                int("N_6"),
+                buf("C"),
+                int("N_8"),
+            ]
+            .join(", ")
         );
         // Float constants: a point or an exponent, with or without C's `f`; integers stay
         // integer expressions.
@@ -1659,7 +1750,8 @@ mod tests {
             "{::kernel_lab::loose<float *>{lab_A}, ::kernel_lab::loose<float *>{lab_B}, \
              ::kernel_lab::loose<float *>{lab_C}, ::kernel_lab::loose<float>{lab_alpha}, \
              ::kernel_lab::workspace{lab_arg4}}, {::kernel_lab::loose<int>{lab_M}, \
-             ::kernel_lab::loose<int>{lab_N}, ::kernel_lab::loose<int>{lab_arg7}}, lab_K"
+             ::kernel_lab::loose<int>{lab_N}, ::kernel_lab::loose<int>{lab_arg7}}, \
+             ::kernel_lab::loose<int>{lab_K}"
         );
         assert_eq!(
             list.sample_values(&buffers),
@@ -1669,7 +1761,7 @@ mod tests {
                  ::kernel_lab::workspace>{}",
                 "::kernel_lab::fields<::kernel_lab::loose<int>, ::kernel_lab::loose<int>, \
                  ::kernel_lab::loose<int>>{}",
-                "(int)0",
+                "::kernel_lab::loose<int>{}",
             ]
         );
         assert_eq!(
@@ -1711,7 +1803,10 @@ mod tests {
         assert!(list.c_params(&buffers).contains("void * arg6"));
         let call = list.call(&buffers);
         assert!(
-            call.contains("lab_l, lab_m, ::kernel_lab::workspace{lab_arg6}, lab_S, ::kernel_lab::workspace{lab_arg8}"),
+            call.contains(
+                "::kernel_lab::elements<float>{lab_m}, ::kernel_lab::workspace{lab_arg6}, \
+                 ::kernel_lab::loose<int>{lab_S}, ::kernel_lab::workspace{lab_arg8}"
+            ),
             "{call}"
         );
         assert_eq!(list.sample_values(&buffers)[6], "::kernel_lab::workspace{}");

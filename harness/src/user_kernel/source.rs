@@ -129,6 +129,7 @@ const STANDINS: &[(&str, &str)] = &[
     ("unistd.h", include_str!("../../user-include/unistd.h")),
     ("vector", include_str!("../../user-include/vector")),
     ("utility", include_str!("../../user-include/utility")),
+    ("iterator", include_str!("../../user-include/iterator")),
     ("numeric", include_str!("../../user-include/numeric")),
     ("functional", include_str!("../../user-include/functional")),
     ("chrono", include_str!("../../user-include/chrono")),
@@ -555,6 +556,53 @@ pub fn lambda_annotations_blanked(code: &str) -> String {
     String::from_utf8(out).unwrap_or_else(|_| code.to_string())
 }
 
+/// `code` with the storage class `register` blanked (`register float acc[8];`): C++17 removed
+/// it, nvcc and g++ warn of it in C++20, and NVRTC refuses it. It never changed what a GPU
+/// does. Literals and preprocessor lines are left as they are; lines and columns are kept.
+pub fn register_keyword_blanked(code: &str) -> String {
+    let b = code.as_bytes();
+    let mut out = b.to_vec();
+    let word = b"register";
+    let mut i = 0;
+    let mut line_start = true;
+    while i < b.len() {
+        match b[i] {
+            b'\n' => line_start = true,
+            b'#' if line_start => {
+                while i < b.len() && !(b[i] == b'\n' && b[i - 1] != b'\\') {
+                    i += 1;
+                }
+                continue;
+            }
+            c if c.is_ascii_whitespace() => {}
+            q @ (b'"' | b'\'') => {
+                line_start = false;
+                i = skip_literal(b, i, q) + 1;
+                continue;
+            }
+            _ => {
+                line_start = false;
+                if b[i..].starts_with(word)
+                    && (i == 0 || !is_ident(b[i - 1]))
+                    && !b.get(i + word.len()).is_some_and(|&c| is_ident(c))
+                {
+                    blank(&mut out, i, i + word.len());
+                    i += word.len();
+                    continue;
+                }
+                if is_ident(b[i]) {
+                    while i < b.len() && is_ident(b[i]) {
+                        i += 1;
+                    }
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+    String::from_utf8(out).unwrap_or_else(|_| code.to_string())
+}
+
 /// The text after `#define` of each definition in `code`, continuation lines joined.
 pub fn defines(code: &str) -> impl Iterator<Item = String> + '_ {
     let mut lines = code.lines();
@@ -700,6 +748,53 @@ fn using_name(decl: &str) -> Option<String> {
         return None;
     }
     idents(rest).last().map(str::to_string)
+}
+
+/// Names of the standard library that only host code uses, which the stand-ins give NVRTC
+/// none of (an object or a function of the host cannot be declared for it): streams, string
+/// conversions, and the base class of a host container's iterators. A `using std::cout;` of
+/// the file's host code goes with that code.
+const HOST_ONLY_STD_NAMES: &[&str] = &[
+    "cout",
+    "cerr",
+    "clog",
+    "cin",
+    "endl",
+    "flush",
+    "ends",
+    "ios",
+    "ios_base",
+    "ostream",
+    "istream",
+    "iostream",
+    "ostringstream",
+    "istringstream",
+    "stringstream",
+    "ofstream",
+    "ifstream",
+    "fstream",
+    "setw",
+    "setprecision",
+    "setfill",
+    "fixed",
+    "scientific",
+    "getline",
+    "to_string",
+    "stoi",
+    "stof",
+    "iterator",
+];
+
+/// Whether a declaration is `using std::NAME;` of [`HOST_ONLY_STD_NAMES`].
+fn is_host_only_using(decl: &str) -> bool {
+    let Some(rest) = decl.strip_prefix("using") else {
+        return false;
+    };
+    let rest = rest.trim_start();
+    let name = rest.strip_prefix("::").unwrap_or(rest);
+    name.strip_prefix("std::")
+        .map(str::trim)
+        .is_some_and(|n| HOST_ONLY_STD_NAMES.contains(&n))
 }
 
 /// Identifiers before the first `(` of a declaration: `void f(` has two, a macro call `F(`
@@ -951,6 +1046,7 @@ pub fn blank_host_code(code: &str, macros: &[String]) -> String {
                     }
                 } else if (is_host_variable(decl) && !is_device(decl, macros))
                     || using_name(decl).is_some_and(|n| blanked.contains(&n))
+                    || is_host_only_using(decl)
                 {
                     blank(&mut out, lead, i + 1);
                 }
@@ -1117,6 +1213,21 @@ mod tests {
     }
 
     #[test]
+    fn the_register_storage_class_is_blanked_and_nothing_else() {
+        let code = "register float acc[8];\n\
+            for (register int i = 0; i < 8; ++i) registers[i] = 0;\n\
+            #include <register.h>\n\
+            asm(\"mov.b32 %0, %1; // register\" : \"=r\"(x) : \"r\"(y));\n";
+        assert_eq!(
+            register_keyword_blanked(code),
+            "         float acc[8];\n\
+             for (         int i = 0; i < 8; ++i) registers[i] = 0;\n\
+             #include <register.h>\n\
+             asm(\"mov.b32 %0, %1; // register\" : \"=r\"(x) : \"r\"(y));\n"
+        );
+    }
+
+    #[test]
     fn abs_in_a_static_assert_is_read_as_the_constant_one() {
         let code = "static_assert(abs(S) >= B, \"abs(SShift) must be more\");\n\
             static_assert(std::abs(S) > 0 && ::abs (B) > 0);\n\
@@ -1205,7 +1316,10 @@ CHECK_SIZES(64);
             }\n\
             using M10::runKernel10;\n\
             using M10::helper;\n\
-            using Index = int;\n";
+            using Index = int;\n\
+            using std::cout;\n\
+            using ::std::ostringstream;\n\
+            using std::isnan;\n";
         let out = blank_host_code(code, &[]);
         assert_eq!(out.lines().count(), code.lines().count());
         for gone in [
@@ -1218,6 +1332,9 @@ CHECK_SIZES(64);
             // table of kernel names.
             "kernelNames",
             "&ref",
+            // The host's streams, which no stand-in gives NVRTC.
+            "cout",
+            "ostringstream",
         ] {
             assert!(!out.contains(gone), "{gone} left in:\n{out}");
         }
@@ -1233,6 +1350,7 @@ CHECK_SIZES(64);
             "template <int N> struct Tile;",
             "using M10::helper;",
             "using Index = int;",
+            "using std::isnan;",
         ] {
             assert!(out.contains(kept), "{kept} gone from:\n{out}");
         }
@@ -1387,14 +1505,19 @@ CHECK_SIZES(64);
                 "#include \"kl_0_my.cu\"\n#ifdef KERNEL_LAB_SIM\n#line 1 \"[gemm signature]\"\n\
                  extern \"C\" __global__ void user_sgemm_64_64_8(half * lab_A, \
                  half * lab_B, float * lab_C, int lab_M, int lab_N, int lab_K) {\n  \
-                 sgemm<64,64,8>(lab_A, lab_B, lab_C, lab_M, lab_N, lab_K);"
+                 sgemm<64,64,8>(::kernel_lab::elements<half>{lab_A}, \
+                 ::kernel_lab::elements<half>{lab_B}, ::kernel_lab::elements<float>{lab_C}, \
+                 ::kernel_lab::loose<int>{lab_M}, ::kernel_lab::loose<int>{lab_N}, \
+                 ::kernel_lab::loose<int>{lab_K});"
             ),
             "{u}"
         );
         assert!(
             u.contains(
                 "#else\n#line 1 \"[gemm signature]\"\nstatic_assert(sizeof(::kernel_lab::accepts(\
-                 ::kernel_lab::params_of(&sgemm<64,64,8>), (half *)0, (half *)0, (float *)0, (int)0"
+                 ::kernel_lab::params_of(&sgemm<64,64,8>), ::kernel_lab::elements<half>{}, \
+                 ::kernel_lab::elements<half>{}, ::kernel_lab::elements<float>{}, \
+                 ::kernel_lab::loose<int>{}"
             ),
             "{u}"
         );
@@ -1458,9 +1581,20 @@ CHECK_SIZES(64);
         let u = two.direct();
         // The file once, then each launch's wrapper and check, named by its place.
         assert_eq!(u.matches("#include \"kl_0_my.cu\"").count(), 1, "{u}");
-        assert!(u.contains("#line 1 \"[args list of launch 2]\"\nextern \"C\" __global__ void user_reduce(void * lab_P, float * lab_C, int lab_arg2) {\n  reduce(::kernel_lab::workspace{lab_P}, lab_C, lab_arg2);"), "{u}");
         assert!(
-            u.contains("params_of(&reduce), ::kernel_lab::workspace{}, (float *)0, (int)0"),
+            u.contains(
+                "#line 1 \"[args list of launch 2]\"\nextern \"C\" __global__ void \
+                 user_reduce(void * lab_P, float * lab_C, int lab_arg2) {\n  \
+                 reduce(::kernel_lab::workspace{lab_P}, ::kernel_lab::elements<float>{lab_C}, \
+                 ::kernel_lab::loose<int>{lab_arg2});"
+            ),
+            "{u}"
+        );
+        assert!(
+            u.contains(
+                "params_of(&reduce), ::kernel_lab::workspace{}, ::kernel_lab::elements<float>{}, \
+                 ::kernel_lab::loose<int>{}"
+            ),
             "{u}"
         );
         let w = two.through_wrapper();

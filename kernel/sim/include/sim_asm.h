@@ -203,6 +203,98 @@ inline void mma_m16n8k8_tf32(uint32_t *d, const uint32_t *a, const uint32_t *b, 
     memcpy(d, df, sizeof df);
 }
 
+// ---- wmma m16n16k16 through inline PTX ----
+// PTX leaves the layout of a wmma fragment in registers unspecified: the simulator gives them
+// that of two mma.m16n8k16 (A whole; B, C and D one n8 half after the other), and runs
+// wmma.mma as those two mma.sync. An f16 A or B takes eight registers, the last four
+// a copy of the first (Volta's layout held each element twice). `shared`: the address is a
+// shared-window one (.shared); otherwise generic (or .global).
+
+// Element (r, c) of a 16x16 matrix of leading dimension `ld`, row- or column-major.
+inline size_t wmma_index(int r, int c, unsigned ld, bool col) { return col ? (size_t)c * ld + r : (size_t)r * ld + c; }
+
+inline unsigned char *wmma_base(uint64_t addr, bool shared, unsigned ld, size_t elem, const char *what) {
+    if (!shared) return (unsigned char *)(uintptr_t)addr;
+    return (unsigned char *)shared_operand(addr, (15 * (size_t)ld + 16) * elem, what);
+}
+
+// The (row, column) pairs of 16-bit register `k` of this lane: A as (m, k), B as (k, n), a
+// 16-bit C or D as (m, n); each register holds the pair's first element in its low half.
+inline void wmma_pair(char m, int k, int *r, int *c) {
+    const unsigned lane = fiber().lane, g = lane / 4, t = lane % 4;
+    k %= 4;
+    if (m == 'b') {  // k rows 2t (+8 for odd k), n column g (+8 from the third register)
+        r[0] = 2 * t + (k % 2) * 8, r[1] = r[0] + 1;
+        c[0] = c[1] = g + (k / 2) * 8;
+    } else {  // rows g (+8 for odd k), columns 2t (+8 from the third register)
+        r[0] = r[1] = g + (k % 2) * 8;
+        c[0] = 2 * t + (k / 2) * 8, c[1] = c[0] + 1;
+    }
+}
+
+// wmma.load.a / .b of 16-bit elements, or .c of f16: `n` registers.
+inline void wmma_load16(char m, uint32_t *d, int n, uint64_t addr, unsigned ld, bool col, bool shared,
+                        const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
+    const uint16_t *p = (const uint16_t *)wmma_base(addr, shared, ld, 2, "wmma.load");
+    for (int k = 0; k < n; ++k) {
+        int r[2], c[2];
+        wmma_pair(m, k, r, c);
+        d[k] = (uint32_t)p[wmma_index(r[0], c[0], ld, col)] | (uint32_t)p[wmma_index(r[1], c[1], ld, col)] << 16;
+    }
+}
+
+// wmma.store.d of f16: 4 registers.
+inline void wmma_store16(uint64_t addr, const uint32_t *s, unsigned ld, bool col, bool shared,
+                         const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
+    uint16_t *p = (uint16_t *)wmma_base(addr, shared, ld, 2, "wmma.store");
+    for (int k = 0; k < 4; ++k) {
+        int r[2], c[2];
+        wmma_pair('c', k, r, c);
+        p[wmma_index(r[0], c[0], ld, col)] = (uint16_t)s[k];
+        p[wmma_index(r[1], c[1], ld, col)] = (uint16_t)(s[k] >> 16);
+    }
+}
+
+// Element k of an f32 C or D (8 registers): as mma.m16n8k16's four, for columns 0-7 then 8-15.
+inline void wmma_f32_at(int k, int *r, int *c) {
+    const unsigned lane = fiber().lane, g = lane / 4, t = lane % 4;
+    *r = g + ((k / 2) % 2) * 8;
+    *c = 2 * t + k % 2 + (k / 4) * 8;
+}
+
+inline void wmma_load_f32(uint32_t *d, uint64_t addr, unsigned ld, bool col, bool shared,
+                          const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
+    const uint32_t *p = (const uint32_t *)wmma_base(addr, shared, ld, 4, "wmma.load.c");
+    for (int k = 0; k < 8; ++k) {
+        int r, c;
+        wmma_f32_at(k, &r, &c);
+        d[k] = p[wmma_index(r, c, ld, col)];
+    }
+}
+
+inline void wmma_store_f32(uint64_t addr, const uint32_t *s, unsigned ld, bool col, bool shared,
+                           const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    const SourceSite site(file, line);
+    uint32_t *p = (uint32_t *)wmma_base(addr, shared, ld, 4, "wmma.store.d");
+    for (int k = 0; k < 8; ++k) {
+        int r, c;
+        wmma_f32_at(k, &r, &c);
+        p[wmma_index(r, c, ld, col)] = s[k];
+    }
+}
+
+// wmma.mma m16n16k16: two mma.m16n8k16 over the n halves. `d_f16`/`c_f16`: 4 registers of
+// f16 pairs, else 8 of f32.
+inline void wmma_mma(bool bf16, bool d_f16, bool c_f16, uint32_t *d, const uint32_t *a, const uint32_t *b,
+                     const uint32_t *c) {
+    const int cn = c_f16 ? 2 : 4, dn = d_f16 ? 2 : 4;
+    mma_m16n8k16(bf16, d_f16, c_f16, d, a, b, c);
+    mma_m16n8k16(bf16, d_f16, c_f16, d + dn, a, b + 2, c + cn);
+}
+
 // ---- ldmatrix and stmatrix: each lane's row address is a shared-window address ----
 
 template <int N_, bool Trans>

@@ -448,11 +448,11 @@ inline void join(Clocks &into, const Clocks &from) {
     into.swap(out);
 }
 
-// Stores in flight: each OS thread's store from its check to its landing (the thread's next
-// access or switch), as its address with its size in the top 16 bits; 0 for none. A hook runs
-// before its store: without these, a thread judging its store over another block's from the
-// bytes they held before could take them before that store landed, and call two stores of
-// the same bytes a race (see `enter`).
+// Stores in flight: each running block's store from its check to its landing (its thread's
+// next access or switch), as its address with its size in the top 16 bits; 0 for none. A
+// hook runs before its store: without these, a thread judging its store over another block's
+// by the bytes they held before could take them before that store landed, and call two
+// stores of the same bytes a race (see `enter`).
 constexpr int kFlightSlots = 256;
 
 // One launch's state: a cell per byte of each buffer (mapped on demand, so untouched pages
@@ -463,12 +463,12 @@ struct Launch {
     size_t bytes[kMaxRanges];
     std::mutex lock;
     std::unordered_map<uintptr_t, Clocks> released;
-    // A cache line each: every store of its thread writes its slot.
+    // A cache line each: every store of its block writes its slot.
     struct alignas(64) Slot {
         uint64_t v = 0;
     } flight[kFlightSlots];
-    int flights = 0;  // slots claimed
-    uint64_t serial = 0;
+    int flights = 0;  // slots handed out so far
+    std::vector<int> free_slots;  // of blocks that ended
 };
 
 // A store over bytes another thread wrote, unordered with it, judged once the store has
@@ -493,23 +493,29 @@ struct Agent {
     Clocks known, released;
     std::vector<uintptr_t> read;
     PendingWrite waw;
-    int slot = -2;  // this OS thread's in Launch::flight; -2 not yet claimed, -1 none left
+    int slot = -2;  // the block's in Launch::flight; -2 not yet claimed, -1 none left
 };
 
-// The slot of the calling OS thread in `l`'s stores in flight, claimed once per launch.
+// The slot of the calling block's stores in `l`'s stores in flight, claimed at its first
+// store and given back when it ends (`leave`): as many are taken as blocks run at once. (No
+// thread-local of its own: the module's thread-local block holds the shared memory, whose
+// addresses messages show.)
 inline int flight_slot(Launch &l, Agent &a) {
     if (a.slot != -2) return a.slot;
-    thread_local uint64_t launch = 0;
-    thread_local int slot = -1;
-    if (launch != l.serial) {
-        launch = l.serial;
-        slot = __atomic_fetch_add(&l.flights, 1, __ATOMIC_RELAXED);
-        if (slot >= kFlightSlots) slot = -1;
+    std::lock_guard<std::mutex> g(l.lock);
+    if (!l.free_slots.empty()) {
+        a.slot = l.free_slots.back();
+        l.free_slots.pop_back();
+    } else if (l.flights < kFlightSlots) {
+        a.slot = l.flights;
+        __atomic_store_n(&l.flights, l.flights + 1, __ATOMIC_SEQ_CST);
+    } else {
+        a.slot = -1;
     }
-    return a.slot = slot;
+    return a.slot;
 }
 
-// Whether another OS thread's store in flight overlaps [p, p + n): the lowest slot holding
+// Whether another block's store in flight overlaps [p, p + n): the lowest slot holding
 // one, or -1.
 inline int overlapping(const Launch &l, int mine, uintptr_t p, uint64_t n) {
     const int claimed = std::min(__atomic_load_n(&l.flights, __ATOMIC_SEQ_CST), kFlightSlots);
@@ -556,6 +562,14 @@ inline void enter(Launch &l, Agent &a, uintptr_t p, uint64_t n) {
 // The calling thread's store has landed.
 inline void land(Launch &l, Agent &a) {
     if (a.slot >= 0 && l.flight[a.slot].v) __atomic_store_n(&l.flight[a.slot].v, 0, __ATOMIC_RELEASE);
+}
+
+// The block ends: its last store has landed, and its slot goes to the next block.
+inline void leave(Launch &l, Agent &a) {
+    land(l, a);
+    if (a.slot < 0) return;
+    std::lock_guard<std::mutex> g(l.lock);
+    l.free_slots.push_back(a.slot);
 }
 
 // The unit (cluster, x fastest over the grid of clusters) of the block of linear index `b`.
@@ -985,7 +999,7 @@ extern "C" void sim_traffic_flush() {
                     __atomic_fetch_add(&b.traffic->coalescing[k][w][i], b.banks->global[k][w][i], __ATOMIC_RELAXED);
         delete b.banks;
     }
-    if (b.agent) sim_global::land(*(sim_global::Launch *)b.traffic->global, *b.agent);
+    if (b.agent) sim_global::leave(*(sim_global::Launch *)b.traffic->global, *b.agent);
     delete b.agent;
     b = sim_traffic::Block{};
 }
@@ -1021,8 +1035,6 @@ extern "C" void sim_global_atomic(const void *p) {
 // not checked).
 SIM_HOST_EXPORT void sim_global_begin(SimTraffic *t) {
     auto *l = new sim_global::Launch();
-    static uint64_t launches = 0;
-    l->serial = __atomic_add_fetch(&launches, 1, __ATOMIC_RELAXED);
     for (int i = 0; i < t->ranges; ++i) {
         const size_t bytes = t->pairs[2 * i + 1] - t->pairs[2 * i];
         void *m = mmap(nullptr, bytes * sizeof(sim_global::Cell), PROT_READ | PROT_WRITE,

@@ -160,6 +160,30 @@ const HEADERS: &[(&str, &str)] = &[
         "cuda_runtime_api.h",
         include_str!("../../sim/include/cuda_runtime_api.h"),
     ),
+    (
+        "builtin_types.h",
+        include_str!("../../sim/include/builtin_types.h"),
+    ),
+    (
+        "device_functions.h",
+        include_str!("../../sim/include/device_functions.h"),
+    ),
+    (
+        "device_types.h",
+        include_str!("../../sim/include/device_types.h"),
+    ),
+    (
+        "driver_types.h",
+        include_str!("../../sim/include/driver_types.h"),
+    ),
+    (
+        "host_defines.h",
+        include_str!("../../sim/include/host_defines.h"),
+    ),
+    (
+        "vector_types.h",
+        include_str!("../../sim/include/vector_types.h"),
+    ),
 ];
 
 /// `-fno-strict-aliasing`: CUDA code reinterprets float arrays as float4 and the like.

@@ -57,9 +57,9 @@ fn int8_kind(ty: &str) -> Option<bool> {
 /// What the front end accepts, for refusals.
 const EMULATED: &str = "the simulator runs inline mma.sync (m16n8k16 and m16n8k8 f16/bf16 \
      with f32 or f16 accumulators, m16n8k8 tf32, m16n8k32 e4m3/e5m2, m16n8k32 and m16n8k16 s8/u8 \
-     with s32 accumulators), ldmatrix, stmatrix, cp.async (ca/cg, commit_group, \
+     with s32 accumulators), wmma m16n16k16 f16/bf16 (load, mma, store), ldmatrix, stmatrix, cp.async (ca/cg, commit_group, \
      wait_group, wait_all), ld, st, atom, red, fence, membar, prefetch, cvta, cvt, mov, setp, \
-     selp, shfl.sync, elect.sync, integer and floating-point arithmetic (add, mul, fma, ex2, \
+     selp, shfl.sync, elect.sync, activemask, integer and floating-point arithmetic (add, mul, fma, ex2, \
      lop3, prmt, ...), Hopper's mbarrier, cp.async.bulk (plain and 1-5D tensor loads and \
      stores, bulk groups), cp.reduce.async.bulk into global memory, wgmma, setmaxnreg, barrier.cluster, named barriers (bar.sync and \
      bar.arrive with an id) and mapa, each under an optional @p guard, and labels with bra";
@@ -848,6 +848,7 @@ impl Gen<'_> {
             | "lop3" | "prmt" | "shf" | "ex2" | "lg2" | "sin" | "cos" | "tanh" | "rcp"
             | "rsqrt" | "sqrt" => self.arithmetic(&parts, &operands),
             "mma" => self.mma(&parts, &operands),
+            "wmma" => self.wmma(&parts, &operands),
             "ldmatrix" | "stmatrix" => self.ldmatrix(&parts, &operands),
             "cp" if parts.get(1) == Some(&"async") => self.cp_async(&parts, &operands),
             "mbarrier" => self.mbarrier(&parts, &operands),
@@ -861,6 +862,7 @@ impl Gen<'_> {
             "selp" => self.selp(&parts, &operands),
             "shfl" => self.shfl(&parts, &operands),
             "elect" => self.elect(&parts, &operands),
+            "activemask" => self.activemask(&parts, &operands),
             _ => Err(format!("not emulated; {EMULATED}")),
         }
     }
@@ -1170,6 +1172,128 @@ impl Gen<'_> {
         code.push_str("} ");
         self.code.push_str(&code);
         Ok(())
+    }
+
+    /// `wmma.load`, `wmma.mma` and `wmma.store` of m16n16k16 with f16 or bf16 operands and
+    /// f16 or f32 accumulators, in the fragment layout of two mma.m16n8k16 (`sim_asm.h`).
+    fn wmma(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        let refuse = || {
+            Err(format!(
+                "this form of wmma is not emulated (m16n16k16 with .f16 or .bf16 A and B, .f16 \
+                 or .f32 C and D, is); {EMULATED}"
+            ))
+        };
+        let words: Vec<&str> = parts[1..]
+            .iter()
+            .copied()
+            .filter(|p| !matches!(*p, "sync" | "aligned" | "global"))
+            .collect();
+        let shared = words.iter().any(|w| w.starts_with("shared"));
+        let words: Vec<&str> = words
+            .into_iter()
+            .filter(|w| !w.starts_with("shared"))
+            .collect();
+        match words.as_slice() {
+            [
+                op @ ("load" | "store"),
+                m @ ("a" | "b" | "c" | "d"),
+                layout @ ("row" | "col"),
+                "m16n16k16",
+                ty @ ("f16" | "bf16" | "f32"),
+            ] => {
+                let col = *layout == "col";
+                let store = *op == "store";
+                if store != (*m == "d") {
+                    return refuse();
+                }
+                let n = match (*m, *ty) {
+                    ("a" | "b", "f16") => 8,
+                    ("a" | "b", "bf16") => 4,
+                    ("c" | "d", "f16") => 4,
+                    ("c" | "d", "f32") => 8,
+                    _ => return refuse(),
+                };
+                let (regs_at, addr_at) = if store { (1, 0) } else { (0, 1) };
+                if !(2..=3).contains(&ops.len()) {
+                    return Err(format!(
+                        "wmma.{op} takes 2 or 3 operands; {} given",
+                        ops.len()
+                    ));
+                }
+                let addr = self.address(&ops[addr_at], "the matrix's address", false)?;
+                let ld = match ops.get(2) {
+                    Some(o) => self.read(o, Kind::B32, "the stride")?,
+                    None => "16".to_string(),
+                };
+                let regs = self.vector(&ops[regs_at], n, "the fragment")?;
+                if store {
+                    let values = regs
+                        .iter()
+                        .map(|o| self.read(o, Kind::B32, "a fragment register"))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let call = match *ty {
+                        "f32" => "wmma_store_f32",
+                        _ => "wmma_store16",
+                    };
+                    self.code.push_str(&format!(
+                        "{{ const uint32_t _s[{n}] = {{{}}}; ::sim::inline_ptx::{call}({addr}, _s, {ld}, {col}, {shared}); }} ",
+                        values.join(", ")
+                    ));
+                    return Ok(());
+                }
+                let call = match (*m, *ty) {
+                    ("c", "f32") => format!("wmma_load_f32(_d, {addr}, {ld}, {col}, {shared})"),
+                    _ => format!("wmma_load16('{m}', _d, {n}, {addr}, {ld}, {col}, {shared})"),
+                };
+                let mut code = format!("{{ uint32_t _d[8] = {{0}}; ::sim::inline_ptx::{call}; ");
+                for (k, o) in regs.iter().enumerate() {
+                    if let Some(lv) = self.write(o, Kind::B32, "a fragment register")? {
+                        code.push_str(&format!("{lv} = _d[{k}]; "));
+                    }
+                }
+                code.push_str("} ");
+                self.code.push_str(&code);
+                Ok(())
+            }
+            ["mma", "row" | "col", "row" | "col", "m16n16k16", rest @ ..] => {
+                let (bf16, dt, ct) = match rest {
+                    [d @ ("f16" | "f32"), c @ ("f16" | "f32")] => (false, *d, *c),
+                    ["f32", "bf16", "bf16", "f32"] => (true, "f32", "f32"),
+                    _ => return refuse(),
+                };
+                Self::count(ops, 4)?;
+                let (na, nd, nc) = (
+                    if bf16 { 4 } else { 8 },
+                    if dt == "f16" { 4 } else { 8 },
+                    if ct == "f16" { 4 } else { 8 },
+                );
+                let d = self.vector(&ops[0], nd, "D")?;
+                let list = |v: &[Opnd], role: &str| -> Result<String, String> {
+                    Ok(v.iter()
+                        .map(|o| self.read(o, Kind::B32, role))
+                        .collect::<Result<Vec<_>, _>>()?
+                        .join(", "))
+                };
+                let a = list(self.vector(&ops[1], na, "A")?, "an A fragment register")?;
+                let b = list(self.vector(&ops[2], na, "B")?, "a B fragment register")?;
+                let c = list(self.vector(&ops[3], nc, "C")?, "a C register")?;
+                let mut code = format!(
+                    "{{ uint32_t _d[8] = {{0}}; const uint32_t _a[8] = {{{a}}}, _b[8] = {{{b}}}, _c[8] = {{{c}}}; \
+                     ::sim::inline_ptx::wmma_mma({bf16}, {}, {}, _d, _a, _b, _c); ",
+                    dt == "f16",
+                    ct == "f16"
+                );
+                for (k, o) in d.iter().enumerate() {
+                    if let Some(lv) = self.write(o, Kind::B32, "a D register")? {
+                        code.push_str(&format!("{lv} = _d[{k}]; "));
+                    }
+                }
+                code.push_str("} ");
+                self.code.push_str(&code);
+                Ok(())
+            }
+            _ => refuse(),
+        }
     }
 
     fn address(&self, op: &Opnd, role: &str, wide_only: bool) -> Result<String, String> {
@@ -1520,6 +1644,18 @@ impl Gen<'_> {
         Self::count(ops, 2)?;
         let m = self.read(&ops[1], Kind::B32, "the member mask")?;
         self.value_and_predicate(&ops[0], &format!("::sim::inline_ptx::elect({m}, &_p)"))
+    }
+
+    /// `activemask.b32 d`: the lanes of the warp that run it, as `__activemask()` gives them.
+    fn activemask(&mut self, parts: &[&str], ops: &[Opnd]) -> Result<(), String> {
+        if parts[1..] != ["b32"] {
+            return Err("activemask.b32 is emulated".into());
+        }
+        Self::count(ops, 1)?;
+        if let Some(d) = self.write(&ops[0], Kind::B32, "the destination")? {
+            self.code.push_str(&format!("{d} = __activemask(); "));
+        }
+        Ok(())
     }
 
     /// A `d|p` destination (or a plain `d`) of `call`, a b32 value that sets the predicate

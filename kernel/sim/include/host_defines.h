@@ -1,0 +1,4 @@
+// The simulator's <host_defines.h>, which code written for nvcc includes directly: what its
+// declarations give device code comes with the simulator's <cuda_runtime.h>.
+#pragma once
+#include "cuda_runtime.h"
