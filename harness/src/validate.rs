@@ -228,9 +228,30 @@ impl Check {
                 .into();
         }
         if let Some(i) = self.first_unwritten {
+            // Every element before the first unwritten one written and none from it on, at
+            // the start of a slice of the first dimension (an image of a batch, a row): the
+            // launch stops short of that dimension's end.
+            let outer = output.dims.first().copied().unwrap_or(1);
+            let slice = output.len() / outer.max(1);
+            let short = layout.is_none()
+                && outer > 1
+                && i > 0
+                && slice > 0
+                && i % slice == 0
+                && self.unwritten == output.len() - i
+                && self.blocks.is_none();
+            let cover = match short {
+                true => format!(
+                    "every element before it was written and none from it on: the launch \
+                     covers {} of the {outer} along {}'s first dimension; does it cover them all?",
+                    i / slice,
+                    output.name
+                ),
+                false => "does the launch cover the whole output?".to_string(),
+            };
             format!(
                 "{} of {} elements were never written (they still hold the fill value); the \
-                 first is {}: does the launch cover the whole output?",
+                 first is {}: {cover}",
                 self.unwritten,
                 output.len(),
                 at(i)
@@ -447,6 +468,17 @@ mod tests {
         let why = c.failure(kernel::Precision::Fp32, &spec, Some(&col));
         assert!(
             why.contains("the first is C[column 1, row 0] (index 2 of C stored column-major)"),
+            "{why}"
+        );
+        // The first of the two rows whole and the second never written: the launch stops
+        // after one row.
+        let c = check_against(&[1.0, 2.0, -7.5, -7.5], e, Some(-7.5), 1e-2);
+        let why = c.failure(kernel::Precision::Fp32, &spec, None);
+        assert!(
+            why.contains(
+                "the first is C[1, 0] (index 2): every element before it was written and none \
+                 from it on: the launch covers 1 of the 2 along C's first dimension"
+            ),
             "{why}"
         );
         // Zero is a legitimate result: a zero fill detects nothing.
