@@ -1158,19 +1158,13 @@ impl Gen<'_> {
             regs.resize(len, "0".to_string());
             Ok(regs.join(", "))
         };
-        let mut code = format!(
+        let code = format!(
             "{{ uint32_t _d[4] = {{0, 0, 0, 0}}; const uint32_t _a[4] = {{{}}}, _b[2] = {{{}}}, _c[4] = {{{}}}; ::sim::inline_ptx::{call}; ",
             list(a, "an A fragment register", 4)?,
             list(b, "a B fragment register", 2)?,
             list(c, "a C register", nc)?
         );
-        for (k, o) in d.iter().enumerate() {
-            if let Some(lv) = self.write(o, Kind::B32, "a D register")? {
-                code.push_str(&format!("{lv} = _d[{k}]; "));
-            }
-        }
-        code.push_str("} ");
-        self.code.push_str(&code);
+        self.close_with_outputs(code, d, "a D register")?;
         Ok(())
     }
 
@@ -1245,14 +1239,8 @@ impl Gen<'_> {
                     ("c", "f32") => format!("wmma_load_f32(_d, {addr}, {ld}, {col}, {shared})"),
                     _ => format!("wmma_load16('{m}', _d, {n}, {addr}, {ld}, {col}, {shared})"),
                 };
-                let mut code = format!("{{ uint32_t _d[8] = {{0}}; ::sim::inline_ptx::{call}; ");
-                for (k, o) in regs.iter().enumerate() {
-                    if let Some(lv) = self.write(o, Kind::B32, "a fragment register")? {
-                        code.push_str(&format!("{lv} = _d[{k}]; "));
-                    }
-                }
-                code.push_str("} ");
-                self.code.push_str(&code);
+                let code = format!("{{ uint32_t _d[8] = {{0}}; ::sim::inline_ptx::{call}; ");
+                self.close_with_outputs(code, regs, "a fragment register")?;
                 Ok(())
             }
             ["mma", "row" | "col", "row" | "col", "m16n16k16", rest @ ..] => {
@@ -1277,23 +1265,35 @@ impl Gen<'_> {
                 let a = list(self.vector(&ops[1], na, "A")?, "an A fragment register")?;
                 let b = list(self.vector(&ops[2], na, "B")?, "a B fragment register")?;
                 let c = list(self.vector(&ops[3], nc, "C")?, "a C register")?;
-                let mut code = format!(
+                let code = format!(
                     "{{ uint32_t _d[8] = {{0}}; const uint32_t _a[8] = {{{a}}}, _b[8] = {{{b}}}, _c[8] = {{{c}}}; \
                      ::sim::inline_ptx::wmma_mma({bf16}, {}, {}, _d, _a, _b, _c); ",
                     dt == "f16",
                     ct == "f16"
                 );
-                for (k, o) in d.iter().enumerate() {
-                    if let Some(lv) = self.write(o, Kind::B32, "a D register")? {
-                        code.push_str(&format!("{lv} = _d[{k}]; "));
-                    }
-                }
-                code.push_str("} ");
-                self.code.push_str(&code);
+                self.close_with_outputs(code, d, "a D register")?;
                 Ok(())
             }
             _ => refuse(),
         }
+    }
+
+    /// Ends `code` (a block that left the results in `_d`) by writing `_d[k]` to the k-th of
+    /// `outputs` (`_` skipped), and adds it to the statement's code.
+    fn close_with_outputs(
+        &mut self,
+        mut code: String,
+        outputs: &[Opnd],
+        role: &str,
+    ) -> Result<(), String> {
+        for (k, o) in outputs.iter().enumerate() {
+            if let Some(lv) = self.write(o, Kind::B32, role)? {
+                code.push_str(&format!("{lv} = _d[{k}]; "));
+            }
+        }
+        code.push_str("} ");
+        self.code.push_str(&code);
+        Ok(())
     }
 
     fn address(&self, op: &Opnd, role: &str, wide_only: bool) -> Result<String, String> {
@@ -1352,16 +1352,10 @@ impl Gen<'_> {
         }
         let d = self.vector(&ops[0], n, "the destination")?;
         let addr = self.address(&ops[1], "the row address", false)?;
-        let mut code = format!(
+        let code = format!(
             "{{ uint32_t _d[4] = {{0, 0, 0, 0}}; ::sim::inline_ptx::ldmatrix<{n}, {trans}>(_d, {addr}); "
         );
-        for (k, o) in d.iter().enumerate() {
-            if let Some(lv) = self.write(o, Kind::B32, "a destination register")? {
-                code.push_str(&format!("{lv} = _d[{k}]; "));
-            }
-        }
-        code.push_str("} ");
-        self.code.push_str(&code);
+        self.close_with_outputs(code, d, "a destination register")?;
         Ok(())
     }
 
