@@ -227,20 +227,20 @@ impl Check {
                     of the reference's sampled elements, if it is sampled)"
                 .into();
         }
-        if let Some(i) = self.first_unwritten {
-            // Every element before the first unwritten one written and none from it on, at
-            // the start of a slice of the first dimension (an image of a batch, a row): the
-            // launch stops short of that dimension's end.
+        // Every element before the first unwritten one written and none from it on (`missing`
+        // of them), at the start of a slice of the first dimension (an image of a batch, a
+        // row): the launch stops short of that dimension's end.
+        let cover = |i: usize, missing: usize| {
             let outer = output.dims.first().copied().unwrap_or(1);
             let slice = output.len() / outer.max(1);
             let short = layout.is_none()
                 && outer > 1
                 && i > 0
                 && slice > 0
-                && i % slice == 0
-                && self.unwritten == output.len() - i
+                && i.is_multiple_of(slice)
+                && missing == output.len() - i
                 && self.blocks.is_none();
-            let cover = match short {
+            match short {
                 true => format!(
                     "every element before it was written and none from it on: the launch \
                      covers {} of the {outer} along {}'s first dimension; does it cover them all?",
@@ -248,13 +248,16 @@ impl Check {
                     output.name
                 ),
                 false => "does the launch cover the whole output?".to_string(),
-            };
+            }
+        };
+        if let Some(i) = self.first_unwritten {
             format!(
                 "{} of {} elements were never written (they still hold the fill value); the \
-                 first is {}: {cover}",
+                 first is {}: {}",
                 self.unwritten,
                 output.len(),
-                at(i)
+                at(i),
+                cover(i, self.unwritten)
             )
         } else if let Some(i) = self.first_nonfinite {
             // The fill's NaN is told from one the kernel computed by its bits.
@@ -274,10 +277,11 @@ impl Check {
                     self.nonfinite - self.poisoned
                 )
             };
-            let cover = if self.poisoned > 0 {
-                ": does the launch cover the whole output?"
-            } else {
-                ""
+            let cover = match self.poisoned {
+                0 => String::new(),
+                // All of them the fill, the first a poisoned one: never written.
+                p if p == self.nonfinite => format!(": {}", cover(i, p)),
+                _ => ": does the launch cover the whole output?".to_string(),
             };
             format!(
                 "{} of {} elements are NaN or infinite, {why}; the first is {}{cover}",
@@ -405,6 +409,22 @@ mod tests {
             why.starts_with(
                 "2 of 4 elements are NaN or infinite, 1 of them the NaN the output \
                              was filled with (never written), 1 computed by the kernel"
+            ),
+            "{why}"
+        );
+        // The second of two images never written: the launch covered the first.
+        let images = kernel::TensorSpec {
+            name: "y",
+            dims: vec![2, 1, 2],
+            ..spec
+        };
+        let poison = kernel::POISON_F32;
+        let c = check(&[1.0, -2.0, poison, poison], &r, 1e-5);
+        let why = c.failure(fp32, &images, None);
+        assert!(
+            why.contains(
+                "the first is y[1, 0, 0] (index 2): every element before it was written and \
+                 none from it on: the launch covers 1 of the 2 along y's first dimension"
             ),
             "{why}"
         );
