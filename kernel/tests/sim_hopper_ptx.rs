@@ -5,7 +5,8 @@
 //! example `examples/hgemm_wgmma_tma.cu`). mbarrier arrivals with a count and the state they
 //! return, waits on that state, `test_wait` polled in a loop, `expect_tx` and `complete_tx` on
 //! their own; labels and branches; `bar.sync 0`; `mapa.u64`; the cluster and timer special
-//! registers; `mbarrier.inval`; a TF32 wgmma with its scale-d from a predicate; what the
+//! registers; `mbarrier.inval`; a TF32 wgmma with its scale-d from a predicate; an FP16 one
+//! into FP16 accumulators; what the
 //! block's end finds left in flight; the TMA through libcu++'s `cuda::barrier` (`barrier_arrive_tx`,
 //! `cp_async_bulk_tensor_2d_global_to_shared`); and NVRTC compiling the same files for sm_90a.
 
@@ -390,6 +391,48 @@ extern "C" __global__ void tma_libcudacxx(const __grid_constant__ CUtensorMap ma
 }
 "#;
 
+/// A wgmma with FP16 accumulators, m64n16k16: four 32-bit registers a lane, two halves each,
+/// starting at 2048, where FP16's spacing is 2.
+const WGMMA_F16_ACC: &str = r#"
+#include <cuda_fp16.h>
+typedef unsigned u32;
+typedef unsigned long long u64;
+__device__ __forceinline__ u64 desc(const void *p, u32 lbo, u32 sbo) {
+    u64 a = (u64)__cvta_generic_to_shared(p);
+    return ((a & 0x3FFFF) >> 4) | (((u64)(lbo & 0x3FFFF) >> 4) << 16) | (((u64)(sbo & 0x3FFFF) >> 4) << 32);
+}
+extern "C" __global__ void wgmma_f16_acc(const float *A, const float *B, float *C, int M, int N, int K) {
+    // No swizzle, K-major: a core matrix is 8 rows of 8 halves; K's two are LBO = 128 bytes
+    // apart, the 8-row groups of M (of A) and N (of B^T) SBO = 256.
+    __shared__ __align__(128) __half a[64 * 16], b[16 * 16];
+    const int t = threadIdx.x;
+    for (int i = t; i < 64 * 16; i += 128) {
+        const int m = i / 16, k = i % 16;
+        a[(m / 8) * 128 + (k / 8) * 64 + (m % 8) * 8 + k % 8] = __float2half(A[m * 16 + k]);
+    }
+    for (int i = t; i < 16 * 16; i += 128) {
+        const int n = i / 16, k = i % 16;
+        b[(n / 8) * 128 + (k / 8) * 64 + (n % 8) * 8 + k % 8] = __float2half(B[k * 16 + n]);
+    }
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    __syncthreads();
+    const u32 start = 0x68006800u;  // 2048 in both halves
+    u32 d[4] = {start, start, start, start};
+    asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.mma_async.sync.aligned.m64n16k16.f16.f16.f16 {%0, %1, %2, %3}, %4, %5, 1, 1, 1, 0, 0;"
+                 : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+                 : "l"(desc(a, 128, 256)), "l"(desc(b, 128, 256)));
+    asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+    asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+    // Element e of a lane: register e / 2, half e % 2; D[16w + g + 8a][8j + 2q + b], e = 4j + 2a + b.
+    const int w = t / 32, g = t % 32 / 4, q = t % 4;
+    for (int e = 0; e < 8; ++e) {
+        const __half h = __ushort_as_half((unsigned short)(d[e / 2] >> (16 * (e % 2))));
+        C[(16 * w + g + 8 * (e % 4 / 2)) * 16 + 8 * (e / 4) + 2 * q + e % 2] = __half2float(h);
+    }
+}
+"#;
+
 fn source(code: &'static str) -> CudaSource {
     CudaSource::embedded("tests/hopper_ptx.cu", code)
 }
@@ -633,6 +676,40 @@ fn a_tf32_wgmma_with_scale_d_from_a_predicate_computes_the_product() {
     }
 }
 
+/// FP16 accumulators: C widened, the products summed, and D rounded to FP16 once, to even
+/// (odd sums past 2048 land on a neighbour), each element where the fragment layout puts it.
+#[test]
+fn a_wgmma_with_f16_accumulators_rounds_d_once_in_the_fragment_layout() {
+    let a: Vec<f32> = (0..64 * 16).map(|i| (i * 7 % 5) as f32).collect();
+    let b: Vec<f32> = (0..16 * 16).map(|i| (i * 3 % 4) as f32).collect();
+    let c = run(
+        WGMMA_F16_ACC,
+        "wgmma_f16_acc",
+        128,
+        kernel::gemm_args(64, 16, 16),
+        Shape::gemm(64, 16, 16),
+        &[a.clone(), b.clone()],
+    )
+    .unwrap();
+    let mut odd = 0;
+    for m in 0..64 {
+        for n in 0..16 {
+            let sum: f32 = 2048.0 + (0..16).map(|k| a[m * 16 + k] * b[k * 16 + n]).sum::<f32>();
+            // FP16 spacing is 2 in [2048, 4096): an odd sum ties to the even mantissa.
+            let want = if sum % 2.0 == 0.0 {
+                sum
+            } else if ((sum - 1.0) / 2.0) % 2.0 == 0.0 {
+                sum - 1.0
+            } else {
+                sum + 1.0
+            };
+            odd += usize::from(sum % 2.0 != 0.0);
+            assert_eq!(c[m * 16 + n], want, "D[{m}][{n}] (exact sum {sum})");
+        }
+    }
+    assert!(odd > 100, "too few sums test the rounding: {odd}");
+}
+
 /// Operands the threads stored without a fence.proxy.async after: the sanitizer fails the
 /// wgmma that reads them, by the line that issued it (it runs at its wait).
 #[test]
@@ -797,6 +874,7 @@ fn nvrtc_compiles_the_inline_hopper_ptx_for_sm90a() {
     for (code, entries) in [
         (MBAR, 8),
         (WGMMA_TF32, 10),
+        (WGMMA_F16_ACC, 1),
         (LIBCUDACXX_TMA, 1),
         (SETMAXNREG, 2),
     ] {

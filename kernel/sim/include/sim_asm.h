@@ -710,18 +710,23 @@ inline unsigned clusterid(unsigned axis, bool count) {
 }
 
 // wgmma.mma_async: the emulation writes each lane's accumulators at the wgmma.wait_group that
-// covers the instruction, through one pointer, so they must be consecutive floats (an array,
-// as public kernels declare them).
-inline void wgmma(float *const *d, unsigned len, const uint32_t *a, uint64_t desc_a, uint64_t desc_b, unsigned n,
+// covers the instruction, through one pointer, so they must be consecutive registers (an
+// array, as public kernels declare them): floats, or for FP16 accumulators 32-bit registers
+// of two halves each.
+template <class D>
+inline void wgmma(D *const *d, unsigned len, const uint32_t *a, uint64_t desc_a, uint64_t desc_b, unsigned n,
                   WgType type, bool scale_d, int scale_a, int scale_b, bool trans_a, bool trans_b, WgType type_b,
                   const char *file = __builtin_FILE(), unsigned line = __builtin_LINE()) {
+    static_assert(sizeof(D) == 4, "a wgmma accumulator register is 32 bits");
+    constexpr bool f16 = !__is_same(D, float);
     const SourceSite site(file, line);
     for (unsigned k = 1; k < len; ++k)
         if (d[k] != d[0] + k)
-            fail("wgmma.mma_async: accumulator %u is not the float after accumulator %u; the simulator writes D "
-                 "through one pointer, so pass consecutive elements of a float array",
-                 k, k - 1);
-    wgmma_issue(d[0], a, desc_a, desc_b, n, type, scale_d, scale_a, scale_b, trans_a, trans_b, type_b);
+            fail("wgmma.mma_async: accumulator %u is not the %s after accumulator %u; the simulator writes D "
+                 "through one pointer, so pass consecutive elements of %s array",
+                 k, f16 ? "register" : "float", k - 1, f16 ? "a 32-bit" : "a float");
+    wgmma_issue(reinterpret_cast<float *>(d[0]), a, desc_a, desc_b, n, type, scale_d, scale_a, scale_b, trans_a,
+                trans_b, type_b, f16);
 }
 
 }  // namespace inline_ptx

@@ -21,7 +21,7 @@
 //   and such a block's shared memory is poisoned while its partners run on.
 // - wgmma.mma_async (9.7.15): descriptors decoded field by field (9.7.15.5.1.2.2), operands
 //   read through the canonical layouts with their swizzle, accumulators in the m64nNk16
-//   fragment layout (9.7.15.5.1.1). A wgmma is one operation of its warpgroup: the first
+//   fragment layout (9.7.15.5.1.1), FP32 or FP16 (two a register). A wgmma is one operation of its warpgroup: the first
 //   wgmma.wait_group that covers it (once all four warps have issued it) runs every warp's
 //   part, reading shared memory then: a stage released before any wait covered its reads is
 //   caught. A warp's accumulators stay the wgmma's until a wait of that warp covers it: an
@@ -232,6 +232,7 @@ struct WgmmaOp {
     unsigned short n;
     WgType type, type_b;  // A's and B's: FP8 may mix E4M3 and E5M2
     bool a_in_regs, scale_d, trans_a, trans_b;
+    bool d_f16;  // FP16 accumulators, two a 32-bit register, where d points at N/4 of them
     bool ran;  // a wait has run it (perhaps a partner's): in flight for this warp until its own
     signed char scale_a, scale_b;
     const char *site_file;  // the line that issued it (inline PTX's), or null
@@ -1173,18 +1174,24 @@ inline float wg_read(WgType t, const Desc &x, bool mn_major, unsigned i, unsigne
 // The multiply-add of one warp's part of a wgmma, from its operands in floats (A's 16 rows,
 // B as Bl[k * 256 + n]) into each lane's accumulators. Uninstrumented: it touches no shared
 // or global memory, and the accumulators are the wgmma's own to write.
+// FP16 accumulators hold element e in the low (e even) or high half of register e / 2; C is
+// widened exactly, the products summed in FP32, and D rounded to FP16 once, as mma.sync's.
 SIM_UNINSTRUMENTED inline void wgmma_accumulate(const WgmmaOp &op, const float (*A_)[32], const float *Bl, unsigned K_) {
     for (unsigned l = 0; l < 32; ++l) {
         const unsigned g = l / 4, q = l % 4;
         float *d = op.d[l];
+        unsigned short *h = reinterpret_cast<unsigned short *>(op.d[l]);
         for (unsigned j = 0; j < op.n / 8u; ++j)
             for (unsigned a = 0; a < 2; ++a)
                 for (unsigned b = 0; b < 2; ++b) {
-                    const unsigned row = g + 8 * a, col = 8 * j + 2 * q + b;
-                    float acc = op.scale_d ? d[4 * j + 2 * a + b] : 0.0f;
+                    const unsigned row = g + 8 * a, col = 8 * j + 2 * q + b, e = 4 * j + 2 * a + b;
+                    float acc = !op.scale_d ? 0.0f : op.d_f16 ? __half2float(__ushort_as_half(h[e])) : d[e];
                     for (unsigned k = 0; k < K_; ++k)
                         acc += (op.scale_a * A_[row][k]) * (op.scale_b * Bl[k * 256 + col]);
-                    d[4 * j + 2 * a + b] = acc;
+                    if (op.d_f16)
+                        h[e] = __half_as_ushort(__float2half_rn(acc));
+                    else
+                        d[e] = acc;
                 }
     }
 }
@@ -1293,7 +1300,8 @@ inline void wake_wgmma_waiters(Worker &w, unsigned warp) {
 // wgmma.mma_async.sync.aligned.m64nNk{16,8,32}.f32.{f16,bf16,tf32,e4m3/e5m2}: every lane of the
 // warp gives its accumulators (N / 2 floats) and, for the RS form, its four A registers.
 inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint64_t desc_b, unsigned n, WgType type,
-                        bool scale_d, int scale_a, int scale_b, bool trans_a, bool trans_b, WgType type_b) {
+                        bool scale_d, int scale_a, int scale_b, bool trans_a, bool trans_b, WgType type_b,
+                        bool d_f16 = false) {
     const char *what = "wgmma.mma_async";
     check_warpgroup(what);
     if (n < 8 || n > 256 || n % 8) fail("%s: N = %u (a multiple of 8 up to 256)", what, n);
@@ -1353,6 +1361,7 @@ inline void wgmma_issue(float *d, const uint32_t *a_regs, uint64_t desc_a, uint6
         op.scale_d = scale_d;
         op.trans_a = trans_a;
         op.trans_b = trans_b;
+        op.d_f16 = d_f16;
         op.scale_a = (signed char)scale_a;
         op.scale_b = (signed char)scale_b;
         op.site_file = site_file;
@@ -1464,7 +1473,9 @@ inline void wgmma_accessed(Worker &w, Fiber &f, const void *p, unsigned long byt
     const uintptr_t a = (uintptr_t)p;
     for (unsigned i = ws.pending; i-- > 0;) {
         const WgmmaOp &op = ws.ops[i];
-        const uintptr_t lo = (uintptr_t)op.d[lane], hi = lo + op.n / 2 * sizeof(float);
+        // N/2 accumulators a lane, floats or halves.
+        const unsigned size = op.d_f16 ? 2 : sizeof(float);
+        const uintptr_t lo = (uintptr_t)op.d[lane], hi = lo + op.n / 2 * size;
         if (a >= hi || a + bytes <= lo) continue;
         char issued[160] = "";
         if (op.site_file) snprintf(issued, sizeof issued, ", issued at %s:%u,", op.site_file, op.site_line);
@@ -1473,7 +1484,7 @@ inline void wgmma_accessed(Worker &w, Fiber &f, const void *p, unsigned long byt
              "covers that wgmma: its registers are the wgmma's until then (PTX ISA 9.7.15.7.3), and a GPU may "
              "hand out the accumulators without its product (ptxas waits for it before some such accesses, "
              "not before all); wait with a wgmma.wait_group that covers it first",
-             write ? "writes" : "reads", (unsigned)((a - lo) / sizeof(float)), op.seq, issued);
+             write ? "writes" : "reads", (unsigned)((a - lo) / size), op.seq, issued);
     }
 }
 

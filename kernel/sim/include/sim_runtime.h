@@ -1744,8 +1744,10 @@ extern "C" SIM_UNINSTRUMENTED void sim_proxy_read(const void *p, unsigned long n
         char where[200];
         describe_shared(*w, i, where, sizeof where);
         fail("%s reads %s, which thread (%u,%u,%u) wrote through the generic proxy (a store or a cp.async) with "
-             "no fence.proxy.async between that write and this read: the async proxy may not see it (the writing "
-             "thread fences its writes before a barrier, or the thread that issues the read fences after one)",
+             "no fence.proxy.async between that write and this read: the async proxy may not see it. The writing "
+             "thread fences its writes before a barrier that this thread passes before the read, or this thread "
+             "fences after such a barrier; a fence with no barrier between it and this read, as when each thread "
+             "fences and one issues the read at once, orders nothing for this thread",
              what, where, o.tid.x, o.tid.y, o.tid.z);
     }
 }

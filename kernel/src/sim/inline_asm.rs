@@ -1962,8 +1962,8 @@ __device__ void g(unsigned *r, unsigned a, const float *src) {
                 "is not emulated (bulk copies from global into shared memory on an mbarrier",
             ),
             (
-                r#"float d[4]; asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f16.f16.f16 {%0, %1}, %2, %3, 1, 1, 1, 0, 0;" : "+r"(s), "+r"(s) : "l"(a), "l"(a));"#,
-                "m64nNk16 .f32.f16.f16",
+                r#"float d[4]; asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f16.bf16.bf16 {%0, %1}, %2, %3, 1, 1, 1, 0, 0;" : "+r"(s), "+r"(s) : "l"(a), "l"(a));"#,
+                "m64nNk16 .f32.f16.f16, .f16.f16.f16 and .f32.bf16.bf16",
             ),
             (
                 r#"unsigned d[4]; asm volatile("wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, 1, 1, 1, 0, 0;" : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3]) : "l"(a), "l"(a));"#,

@@ -504,12 +504,21 @@ impl Gen<'_> {
         let refuse = || {
             format!(
                 "wgmma.{tail} is not emulated (wgmma.mma_async.sync.aligned.m64nNk16 \
-                 .f32.f16.f16 and .f32.bf16.bf16, m64nNk8.f32.tf32.tf32, m64nNk32.f32 with \
-                 .e4m3 or .e5m2 A and B, A from a descriptor or registers, and wgmma.fence, \
-                 commit_group and wait_group are)"
+                 .f32.f16.f16, .f16.f16.f16 and .f32.bf16.bf16, m64nNk8.f32.tf32.tf32, \
+                 m64nNk32 .f32 or .f16 with .e4m3 or .e5m2 A and B, A from a descriptor or \
+                 registers, and wgmma.fence, commit_group and wait_group are)"
             )
         };
-        let ["mma_async", "sync", "aligned", shape, "f32", ta, tb] = parts[1..] else {
+        let [
+            "mma_async",
+            "sync",
+            "aligned",
+            shape,
+            acc @ ("f32" | "f16"),
+            ta,
+            tb,
+        ] = parts[1..]
+        else {
             return Err(refuse());
         };
         let (ty, ty_b, k) = match (ta, tb) {
@@ -519,6 +528,11 @@ impl Gen<'_> {
             (a @ ("e4m3" | "e5m2"), b @ ("e4m3" | "e5m2")) => (a, b, "32"),
             _ => return Err(refuse()),
         };
+        // FP16 accumulators (two a register) take FP16 and FP8 operands only.
+        let f16_acc = acc == "f16";
+        if f16_acc && !(ty == "f16" || k == "32") {
+            return Err(refuse());
+        }
         let n: u32 = shape
             .strip_prefix("m64n")
             .and_then(|r| r.strip_suffix(&format!("k{k}")))
@@ -536,20 +550,27 @@ impl Gen<'_> {
             2
         };
         Self::count(ops, 6 + trans)?;
-        let d = self.vector(&ops[0], n as usize / 2, "D")?;
+        let (regs, letter, reg_type) = match f16_acc {
+            false => (n as usize / 2, 'f', "float"),
+            true => (n as usize / 4, 'r', "uint32_t"),
+        };
+        let d = self.vector(&ops[0], regs, "D")?;
         let mut lvalues = Vec::with_capacity(d.len());
         for o in d {
             match o {
-                Opnd::Ref(i) if self.ops[*i].letter() == 'f' && self.ops[*i].output => {
-                    lvalues.push(format!("&({})", self.ops[*i].expr));
+                Opnd::Ref(i) if self.ops[*i].letter() == letter && self.ops[*i].output => {
+                    lvalues.push(format!("({reg_type} *)&({})", self.ops[*i].expr));
                     self.by_address.push(*i);
                 }
                 _ => {
-                    return Err(
-                        "each accumulator of D must be a \"+f\" operand (a float the simulator \
-                         writes at the wgmma.wait_group that covers it)"
-                            .into(),
-                    );
+                    let what = match f16_acc {
+                        false => "a \"+f\" operand (a float",
+                        true => "a \"+r\" operand (two halves in a 32-bit register",
+                    };
+                    return Err(format!(
+                        "each accumulator of D must be {what} the simulator writes at the \
+                         wgmma.wait_group that covers it)"
+                    ));
                 }
             }
         }
@@ -592,7 +613,7 @@ impl Gen<'_> {
             _ => ("0".into(), "0".into()),
         };
         self.code.push_str(&format!(
-            "{{ {a_decl}float *_wd[{len}] = {{{lv}}}; ::sim::inline_ptx::wgmma(_wd, {len}, {a}, {desc_a}, {desc_b}, {n}, ::sim::WgType::{ty}, {scale_d}, (int){sa}, (int){sb}, {tra} != 0, {trb} != 0, ::sim::WgType::{ty_b}); }} ",
+            "{{ {a_decl}{reg_type} *_wd[{len}] = {{{lv}}}; ::sim::inline_ptx::wgmma(_wd, {len}, {a}, {desc_a}, {desc_b}, {n}, ::sim::WgType::{ty}, {scale_d}, (int){sa}, (int){sb}, {tra} != 0, {trb} != 0, ::sim::WgType::{ty_b}); }} ",
             len = d.len(),
             lv = lvalues.join(", "),
             a = if rs { "_wa" } else { "nullptr" },
