@@ -993,6 +993,81 @@ fn a_serial_sums_rounding_is_told_apart_from_a_lost_element() {
     assert!(!ok && !text.contains("running total"), "{text}");
 }
 
+/// The last-warp unroll of older reductions, through volatile global memory and without
+/// `__syncwarp()`: a warp's lanes do not run in lockstep, so it sums wrong numbers, and the
+/// failure names volatile as the likely cause. A file whose only volatile is an `asm
+/// volatile` is not told so.
+#[test]
+fn a_warp_synchronous_sum_through_volatile_global_memory_is_told_why_it_fails() {
+    let dir = scratch_dir("volatile-warp");
+    std::fs::write(
+        dir.join("warp.cu"),
+        "__global__ void warp_sum(int *x, int *y, unsigned n) {\n\
+         \x20 const unsigned t = threadIdx.x;\n\
+         \x20 if (t < 32) {\n\
+         \x20   volatile int *v = x;\n\
+         \x20   v[t] += v[t + 32]; v[t] += v[t + 16]; v[t] += v[t + 8];\n\
+         \x20   v[t] += v[t + 4]; v[t] += v[t + 2]; v[t] += v[t + 1];\n\
+         \x20 }\n\
+         \x20 if (t == 0) y[0] = x[0];\n\
+         }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("first.cu"),
+        "__global__ void first_only(int *x, int *y, unsigned n) {\n\
+         \x20 unsigned lane;\n\
+         \x20 asm volatile(\"mov.u32 %0, %%laneid;\" : \"=r\"(lane));\n\
+         \x20 if (threadIdx.x == 0 && lane == 0) y[0] = x[0];\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = |file: &str, entry: &str| {
+        format!(
+            "{}:{entry},dtype=i32,block=64,grid=1,args=(x,y,N)",
+            dir.join(file).display()
+        )
+    };
+    let hint = "a warp's threads do not run in lockstep";
+    let (ok, text) = sim_check("reduce", "64", &spec("warp.cu", "warp_sum"));
+    assert!(
+        !ok && text.contains("the integer output is not the exact result") && text.contains(hint),
+        "{text}"
+    );
+    let (ok, text) = sim_check("reduce", "64", &spec("first.cu", "first_only"));
+    assert!(!ok && !text.contains(hint), "{text}");
+}
+
+/// A kernel that launches a kernel (dynamic parallelism) is refused by the compiler with words
+/// about undeclared runtime APIs; the message says what the launch needs and how the lab runs
+/// such a pair instead.
+#[test]
+fn a_kernel_launching_a_kernel_is_told_what_that_needs() {
+    let dir = scratch_dir("device-launch");
+    std::fs::write(
+        dir.join("nested.cu"),
+        "__global__ void child(const float *x, float *y, int n) {\n\
+         \x20 const int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i < n) y[i] = x[i];\n\
+         }\n\
+         __global__ void parent(const float *x, float *y, int n) {\n\
+         \x20 if (threadIdx.x == 0) child<<<(n + 255) / 256, 256>>>(x, y, n);\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:parent,block=32,grid=1,args=(X,Y,M*N)",
+        dir.join("nested.cu").display()
+    );
+    let (ok, text) = sim_check("transpose", "1x64", &spec);
+    assert!(
+        !ok && text.contains("device-side kernel launch")
+            && text.contains("A kernel here launches a kernel (dynamic parallelism)")
+            && text.contains("then="),
+        "{text}"
+    );
+}
+
 /// A pointer to a vector of the buffer's element type (`float4 *`, through a typedef as
 /// tuning examples write it) or to an FP8 element's storage takes the buffer as host code's
 /// reinterpret_cast gives it, in the simulator and for NVRTC; one of another element type
@@ -2787,7 +2862,8 @@ fn public_headers_and_spellings_compile_in_the_simulator() {
 
 /// A project laid out as public code lays it out, run unmodified: its headers in `include/`
 /// (`include=`, nvcc's `-I`), one of them a class of host launchers; cuBLASLt's header and an
-/// `extern` host variable, as llm.c's common header has them; a BLAS kernel passing the
+/// `extern` host variable, as llm.c's common header has them; a host member instantiated
+/// through the header's macros, as caffe's layer files end; a BLAS kernel passing the
 /// leading dimensions (`K` and `N` twice in `args=`); a 2-D dynamic shared array; cache-hint
 /// loads and stores, `min` of an int and an unsigned, and `M_PI`.
 #[test]
@@ -2808,7 +2884,11 @@ fn a_project_laid_out_as_public_code_runs_unmodified() {
          class GemmInterface {\n public:\n  GemmInterface() : ready(false) { init(); }\n\
          \x20 void init();\n\
          \x20 void launch(const float *A, const float *B, float *C, int M, int N, int K) const;\n\
-         private:\n  bool ready;\n};\n",
+         private:\n  bool ready;\n};\n\
+         #define INSTANTIATE_LAYER(cls) \\\n  template void cls<float>::forward(const float *x); \\\n\
+         \x20 template void cls<double>::forward(const double *x)\n\
+         #define INSTANTIATE_ALL(cls) INSTANTIATE_LAYER(cls)\n\
+         template <typename T> class Layer {\n public:\n  void forward(const T *x);\n};\n",
     )
     .unwrap();
     std::fs::write(
@@ -2831,7 +2911,9 @@ fn a_project_laid_out_as_public_code_runs_unmodified() {
          \x20 const unsigned last = N - 1;\n\
          \x20 if (r < M && c < N)\n\
          \x20   __stcs(&C[r * ldc + min(c, last)], scaled(alpha, acc) + beta * C[r * ldc + c]);\n\
-         }\n",
+         }\n\
+         template <typename T> void Layer<T>::forward(const T *x) {}\n\
+         INSTANTIATE_ALL(Layer);\n",
     )
     .unwrap();
     let file = dir.join("src/gemm.cu");
@@ -2859,6 +2941,48 @@ fn a_project_laid_out_as_public_code_runs_unmodified() {
         include.to_str().unwrap(),
     ]);
     assert!(ok && text.contains("sgemm_lda"), "{text}");
+}
+
+/// Stand-ins that add to the header they stand in for, each through `#include_next`, in two
+/// `include=` folders: the first reaches the second's, the second the lab's (or, in the
+/// simulator, the system's), and neither its own original again.
+#[test]
+fn a_stand_in_reaches_the_next_header_with_include_next() {
+    let dir = scratch_dir("include-next");
+    for (folder, name, value) in [("first", "from_first", 1), ("second", "from_second", 2)] {
+        std::fs::create_dir_all(dir.join(folder)).unwrap();
+        std::fs::write(
+            dir.join(folder).join("vector"),
+            format!(
+                "#pragma once\n#include_next <vector>\n\
+                 namespace extra {{ constexpr int {name} = {value}; }}\n"
+            ),
+        )
+        .unwrap();
+    }
+    std::fs::write(
+        dir.join("copy.cu"),
+        "#include <vector>\n\
+         struct Host { std::vector<float> staging; };\n\
+         __global__ void copy(const float *X, float *Y, int M, int N) {\n\
+         \x20 const int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i < M * N) Y[(i % N) * M + i / N] = X[i] * (extra::from_second - extra::from_first);\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:copy,block=256,grid=(cdiv(M*N,256)),include={},include={}",
+        dir.join("copy.cu").display(),
+        dir.join("first").display(),
+        dir.join("second").display()
+    );
+    let (ok, text) = sim_check("transpose", "33x65", &spec);
+    assert!(ok && text.contains("1 passed"), "{text}");
+    let (ok, text) = harness(&["inspect", "--kernel", &format!("{spec},workload=transpose")]);
+    assert!(
+        ok && text.contains("sm_80") && text.contains("sm_90"),
+        "{text}"
+    );
 }
 
 /// An attention kernel run without its causal flag (`args=` passes 0) on a causal shape: the
@@ -3038,6 +3162,107 @@ fn what_c_headers_and_cxx20_files_take_for_granted_compiles_and_runs() {
         "{text}"
     );
     assert!(!text.contains("redefinition"), "{text}");
+}
+
+/// What the kernel files of inference libraries and textbooks take for granted: the rest of
+/// the C and C++ standard headers, `<pthread.h>` and `<cudnn.h>` (whose types a host typedef
+/// or member names), host members of standard types with initializers in their class, a
+/// host member defined `const` outside its class and a derived class's using-declaration of a
+/// base's host operator, `std::numeric_limits` specialized for the file's own type, a type
+/// aligned before its body, the
+/// toolkit's version macros (an old-toolkit branch left compiled would be code the simulator
+/// does not run), `std::exp` without `<cmath>`, and placement new. The file compiles and runs
+/// as written, in the simulator and with NVRTC.
+#[test]
+fn what_library_and_textbook_files_take_for_granted_compiles_and_runs() {
+    let dir = scratch_dir("library-headers");
+    let headers = [
+        "cuda.h",
+        "ostream",
+        "istream",
+        "ios",
+        "iosfwd",
+        "cctype",
+        "ctype.h",
+        "cstdarg",
+        "stdarg.h",
+        "cerrno",
+        "errno.h",
+        "cinttypes",
+        "inttypes.h",
+        "csignal",
+        "signal.h",
+        "queue",
+        "deque",
+        "list",
+        "stack",
+        "optional",
+        "variant",
+        "string_view",
+        "unordered_set",
+        "atomic",
+        "condition_variable",
+        "future",
+        "typeinfo",
+        "new",
+        "pthread.h",
+        "cudnn.h",
+        "string",
+        "map",
+        "vector",
+        "memory",
+        "functional",
+        "limits",
+    ];
+    let includes: String = headers
+        .iter()
+        .map(|h| format!("#include <{h}>\n"))
+        .collect();
+    let code = r#"typedef pthread_t CUTThread;
+class Logger {
+ public:
+  int level() const;
+ private:
+  const std::string prefix_ = "[FT]";
+  const std::map<const int, const std::string> names_ = {{0, "TRACE"}, {1, "DEBUG"}};
+  std::vector<int> sizes_ = {1, 2, 3};
+  std::deque<int> pending_;
+  std::optional<int> limit_;
+  std::atomic<int> count_{0};
+  std::unique_ptr<int> owned_ = nullptr;
+  std::function<void(int)> callback_ = nullptr;
+  std::string_view name_ = "x";
+  cudnnHandle_t handle_;
+  int level_ = 0;
+};
+inline int Logger::level() const { return level_; }
+struct UnaryOp { virtual void operator()(const float *x, float *y) const = 0; };
+struct SoftMax : UnaryOp { using UnaryOp::operator(); void operator()(float *x) const; };
+typedef struct __align__(8) { float lo, hi; } pair_t;
+struct bf16_t { unsigned short bits; };
+namespace std {
+template <> class numeric_limits<bf16_t> { public: static constexpr bool is_specialized = true; };
+}
+static_assert(std::numeric_limits<bf16_t>::is_specialized && std::numeric_limits<float>::max() > 0.f);
+#if CUDA_VERSION < 12000 || CUDART_VERSION < 12000
+#error the file takes its pre-CUDA 12 branch
+#endif
+__global__ void naive(const float *A, const float *B, float *C, int M, int N, int K) {
+  const int r = blockIdx.y * 16 + threadIdx.y, c = blockIdx.x * 16 + threadIdx.x;
+  __shared__ pair_t slots[256];
+  pair_t *acc = new (&slots[threadIdx.y * 16 + threadIdx.x]) pair_t{0.f, 0.f};
+  for (int k = 0; r < M && c < N && k < K; ++k)
+    (k % 2 ? acc->hi : acc->lo) += A[r * K + k] * B[k * N + c];
+  if (r == -1) printf("%" PRId64 "\n", (int64_t)r);
+  if (r < M && c < N) C[r * N + c] = std::log(std::exp(acc->lo + acc->hi));
+}
+"#;
+    std::fs::write(dir.join("gemm.cu"), format!("{includes}{code}")).unwrap();
+    let spec = format!(
+        "{}:naive,block=16x16,grid=tile:16x16",
+        dir.join("gemm.cu").display()
+    );
+    passes_in_the_simulator_and_compiles_for_both_archs(&spec, "naive", &dir);
 }
 
 /// What NVIDIA's CUDA samples take for granted, as their `Common/` helper headers and their

@@ -4,5 +4,7 @@
 #ifdef KERNEL_LAB_SIM
 #include_next <cuda.h>
 #else
-// The driver API is host-only.
+// The driver API is host-only; its version, which code tests (`#if CUDA_VERSION >= 9000`), is
+// that of the toolkit NVRTC comes from, as cuda.h's is nvcc's.
+#define CUDA_VERSION (__CUDACC_VER_MAJOR__ * 1000 + __CUDACC_VER_MINOR__ * 10)
 #endif

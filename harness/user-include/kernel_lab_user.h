@@ -1,13 +1,24 @@
 // Included before a user's kernel file (the lab adds the line; it is not in the file). Names
 // that CUDA code takes for granted because nvcc's host headers bring them in: the <cstdint>
-// types, std::min and std::max, uint and friends, INFINITY and NAN, and <math.h>'s M_PI and
-// M_SQRT2 (nvcc's cuda_runtime.h includes it). NVRTC has no host headers; the <cstdint>,
-// <algorithm> and <math.h> found here are the lab's stand-ins (the real ones in the simulator,
-// which is a host compiler).
+// types, std::min and std::max, uint and friends, INFINITY and NAN, <math.h>'s M_PI and
+// M_SQRT2, <cmath>'s std::exp (nvcc's cuda_runtime.h includes both) and CUDART_VERSION.
+// NVRTC has no host headers; the <cstdint>, <algorithm>, <math.h> and <cmath> found here are
+// the lab's stand-ins (the real ones in the simulator, which is a host compiler).
 #pragma once
 #include <cstdint>
 #include <algorithm>
 #include <math.h>
+// nvcc's cuda_runtime.h includes <cmath> too: `std::exp` needs no include of its own.
+#include <cmath>
+// The runtime's version, which cuda_runtime_api.h defines for every file nvcc compiles.
+#ifndef CUDART_VERSION
+#ifdef KERNEL_LAB_SIM
+// The CUDA 13 toolkit, whose headers the simulator's follow.
+#define CUDART_VERSION 13000
+#else
+#define CUDART_VERSION (__CUDACC_VER_MAJOR__ * 1000 + __CUDACC_VER_MINOR__ * 10)
+#endif
+#endif
 typedef unsigned int uint;
 typedef unsigned short ushort;
 typedef unsigned long ulong;

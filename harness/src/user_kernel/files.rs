@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 pub struct LocalFiles {
     /// The folder holding the copies.
     pub dir: PathBuf,
+    /// The folder of the forwarders that the files' `#include_next`s reach past the user's
+    /// own folders through; on the include path after them, before the lab's stand-ins.
+    pub next_dir: Option<PathBuf>,
     /// The copy of the user's file, as an `#include` names it.
     pub main: String,
     /// The `__global__` functions of the file and its local headers.
@@ -42,6 +45,11 @@ pub struct LocalFiles {
     /// where it is: ``k.cu:4: `__CUDA_ARCH__ >= 90` ``.
     pub arch_slips: Vec<String>,
 }
+
+/// The subfolder of the copies' folder that holds the forwarders of `#include_next`
+/// ([`LocalFiles::next_dir`]), and the folder name under it that an `#include` names them by.
+const NEXT_DIR: &str = "next";
+const NEXT_PREFIX: &str = "kernel_lab_next";
 
 /// What only the sm_90 family runs, as inline PTX spells it and as libcu++ names it
 /// (`cuda::device::barrier_arrive_tx`, `cp_async_bulk_tensor_2d_global_to_shared`).
@@ -187,6 +195,23 @@ fn quoted(path: &str) -> String {
     format!("\"{}\"", path.replace('\\', "\\\\").replace('"', "\\\""))
 }
 
+/// The name of an `#include_next <name>` (or `"name"`) line, and the byte offset of its `#`.
+fn include_next(line: &str) -> Option<(String, usize)> {
+    let hash = line.len() - line.trim_start().len();
+    let rest = line[hash..]
+        .strip_prefix('#')?
+        .trim_start()
+        .strip_prefix("include_next")?
+        .trim_start();
+    let close = match rest.chars().next()? {
+        '"' => '"',
+        '<' => '>',
+        _ => return None,
+    };
+    let name = &rest[1..1 + rest[1..].find(close)?];
+    Some((name.to_string(), hash))
+}
+
 /// The name of an `#include "name"` (or `<name>`) line, with the byte range of the name
 /// and whether it is quoted.
 fn local_include(line: &str) -> Option<(usize, usize, bool)> {
@@ -226,8 +251,11 @@ struct Reader {
     /// Whether an instruction of Hopper alone stands outside every `__CUDA_ARCH__` conditional.
     hopper_unguarded: bool,
     arch_slips: Vec<String>,
-    /// The macros that mark device code in these files ([`Reader::device_macros`]).
-    macros: Vec<String>,
+    /// The macros of these files that blanking must know ([`Reader::macros`]).
+    macros: source::Macros,
+    /// The headers an `#include_next` of these files reaches past the user's folders: the
+    /// lab's stand-in or the system's ([`NEXT_DIR`]).
+    next_headers: Vec<String>,
 }
 
 impl Reader {
@@ -243,13 +271,15 @@ impl Reader {
     }
 
     /// The macros of `path` and the local files it includes that mark device code
-    /// (`#define DEVICE_INLINE __device__ inline`): a header may define one that the file
-    /// uses, so all are read before any is prepared. A file that does not read is left to
-    /// [`Reader::add`] to report.
-    fn device_macros(&self, path: &Path) -> Vec<String> {
+    /// (`#define DEVICE_INLINE __device__ inline`) or whose call is host code, and their host
+    /// member functions: a header may define one that the file uses, so all are read before
+    /// any is prepared. A file that does
+    /// not read is left to [`Reader::add`] to report.
+    fn macros(&self, path: &Path) -> source::Macros {
         let mut seen: Vec<PathBuf> = Vec::new();
         let mut todo = vec![path.to_path_buf()];
         let mut defines = Vec::new();
+        let mut codes = Vec::new();
         while let Some(path) = todo.pop() {
             let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
             if seen.contains(&key) {
@@ -267,8 +297,42 @@ impl Reader {
                 }
             }
             defines.extend(source::defines(&code));
+            codes.push(code);
         }
-        source::device_macros(defines.iter().map(String::as_str))
+        source::Macros::of(&defines, &codes)
+    }
+
+    /// What an `#include_next` of `wanted` in `path` (of folder `dir`) becomes in its copy.
+    /// The copy lies in the copies' folder, and the original's folder stays on the path, so
+    /// the directive as written would find the original again: it names the header of a
+    /// later `include=` folder (prepared), or else a forwarder in [`NEXT_DIR`], which comes
+    /// after the user's folders on the path and whose own `#include_next` reaches the lab's
+    /// stand-in or the system's header.
+    fn include_next(&mut self, path: &Path, dir: &Path, wanted: &str) -> Result<String, ReadError> {
+        let canonical = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+        let here = canonical(dir);
+        let after = self
+            .include_dirs
+            .iter()
+            .position(|d| canonical(d) == here)
+            .map_or(0, |k| k + 1);
+        let me = canonical(path);
+        let later = self.include_dirs[after..]
+            .iter()
+            .map(|d| d.join(wanted))
+            .find(|p| p.is_file() && canonical(p) != me);
+        Ok(match later {
+            Some(found) => {
+                let copy = self.add(&found, found.display().to_string())?;
+                format!("#include \"{copy}\"")
+            }
+            None => {
+                if !self.next_headers.iter().any(|h| h == wanted) {
+                    self.next_headers.push(wanted.to_string());
+                }
+                format!("#include <{NEXT_PREFIX}/{wanted}>")
+            }
+        })
     }
 
     /// Prepares `path` (shown as `display`) and what it includes; returns its copy's name.
@@ -319,6 +383,9 @@ impl Reader {
             ));
         for line in code_for_device.split('\n') {
             let mut line = line.to_string();
+            if let Some((wanted, hash)) = include_next(&line) {
+                line.replace_range(hash.., &self.include_next(path, dir, &wanted)?);
+            }
             if let Some((from, to, quoted)) = local_include(&line) {
                 let wanted = line[from..to].to_string();
                 if let Some(found) = self.resolve(dir, &wanted, quoted) {
@@ -416,9 +483,10 @@ impl LocalFiles {
             hopper: false,
             hopper_unguarded: false,
             arch_slips: Vec::new(),
-            macros: Vec::new(),
+            macros: source::Macros::default(),
+            next_headers: Vec::new(),
         };
-        reader.macros = reader.device_macros(file);
+        reader.macros = reader.macros(file);
         let main = reader.add(file, file.display().to_string())?;
         // Known once every file is read: a kernel of an included file may run in clusters.
         if !clusters && reader.cluster_dims && reader.static_shared {
@@ -454,7 +522,16 @@ impl LocalFiles {
             crate::output::write_atomic(&path, &c.text)
                 .map_err(|e| fail(&path, format!("{e:#}")))?;
         }
+        for wanted in &reader.next_headers {
+            let path = dir.join(NEXT_DIR).join(NEXT_PREFIX).join(wanted);
+            let text = format!("#include_next <{wanted}>\n");
+            if std::fs::read_to_string(&path).is_ok_and(|t| t == text) {
+                continue;
+            }
+            crate::output::write_atomic(&path, &text).map_err(|e| fail(&path, format!("{e:#}")))?;
+        }
         Ok(Self {
+            next_dir: (!reader.next_headers.is_empty()).then(|| dir.join(NEXT_DIR)),
             dir,
             main,
             kernels: reader.kernels,

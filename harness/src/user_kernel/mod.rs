@@ -118,8 +118,22 @@ pub fn compile_hints(log: &str, include: &str) -> String {
              its name in a folder given with {include} stands in for it (the host code that \
              needed it is blanked), holding `#ifdef KERNEL_LAB_SIM`, `#include_next <NAME>` \
              and `#endif` on three lines: NVRTC then reads nothing, and the simulator's host \
-             compiler the real header."
+             compiler the real header (where the host has none either, leave the three lines \
+             out). A type that the file names outside its host functions (in a typedef, a \
+             class's member, a file-scope variable) must be declared there too, for NVRTC: \
+             `typedef unsigned long pthread_t;`."
         ));
+    }
+    // A kernel launching kernels: dynamic parallelism, which needs nvcc's -rdc=true and the
+    // device runtime.
+    if log.contains("device-side kernel launch") {
+        out.push_str(
+            "\nA kernel here launches a kernel (dynamic parallelism), which needs relocatable \
+             device code and the device runtime (nvcc -rdc=true, linked with cudadevrt); the lab \
+             compiles each file whole and launches its kernels from the host only. Give the \
+             launches the host code makes in order with then=, each kernel launched from the \
+             host.",
+        );
     }
     out
 }
@@ -735,6 +749,7 @@ impl UserKernel {
                 include_dirs: [
                     vec![files.dir.clone(), dir],
                     spec.includes.clone(),
+                    files.next_dir.iter().cloned().collect(),
                     vec![standins],
                 ]
                 .concat(),
@@ -791,6 +806,31 @@ impl UserKernel {
         !self.spec.output_zero
             && std::fs::read_to_string(&self.spec.file)
                 .is_ok_and(|t| kernel::sim::compile::strip_comments(&t).contains("atomicAdd"))
+    }
+
+    /// Whether the files access memory through `volatile` (not `asm volatile`): the
+    /// warp-synchronous idiom of older reductions, which Volta's independent thread
+    /// scheduling broke.
+    pub fn uses_volatile_memory(&self) -> bool {
+        let ident = |c: char| c == '_' || c.is_ascii_alphanumeric();
+        // Outside directives, whose `#line` names the file.
+        let volatile_access = |t: &str| {
+            t.lines()
+                .filter(|l| !l.trim_start().starts_with('#'))
+                .any(|t| {
+                    t.match_indices("volatile").any(|(at, w)| {
+                        let (before, after) = (&t[..at], &t[at + w.len()..]);
+                        !before.ends_with(ident)
+                            && !after.starts_with(ident)
+                            && !["asm", "__asm__", "__asm"]
+                                .iter()
+                                .any(|a| before.trim_end().ends_with(a))
+                    })
+                })
+        };
+        self.files.names.iter().any(|(copy, _)| {
+            std::fs::read_to_string(self.files.dir.join(copy)).is_ok_and(|t| volatile_access(&t))
+        })
     }
 
     /// Each launch's name in the plan (the lab's wrapper's, for the simulator) and its entry

@@ -277,6 +277,26 @@ pub fn annotate(
                          precision=tf32 or precision=fp16"
                     ));
                 }
+                // Wrong numbers from a warp-synchronous step through volatile memory: a race the
+                // simulator reports in shared memory, and cannot tell in global memory from a
+                // flag another block sets.
+                if row.status == Status::Failed
+                    && let Some(c) = row.check
+                    && c.nonfinite == 0
+                    && c.unwritten == 0
+                    && k.uses_volatile_memory()
+                    && let Some(reason) = row.reason.as_mut()
+                {
+                    reason.push_str(
+                        "\n  the kernel's files access memory through volatile: a warp's threads do not \
+                         run in lockstep (on Volta and later GPUs, and in the simulator), and \
+                         volatile orders nothing, so a warp-synchronous step that reads what \
+                         another lane of its warp wrote, with no __syncwarp() between the write \
+                         and the read, may read the old value. In shared memory the simulator \
+                         reports such a read as a race; in global memory it cannot tell one from \
+                         a flag that another block sets",
+                    );
+                }
                 // Inputs the kernel is never given: the reference applies them all.
                 let unread = k.unread_inputs(&s.shape);
                 if row.status == Status::Failed

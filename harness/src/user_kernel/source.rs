@@ -145,6 +145,48 @@ const STANDINS: &[(&str, &str)] = &[
     ("set", include_str!("../../user-include/set")),
     ("thread", include_str!("../../user-include/thread")),
     ("mutex", include_str!("../../user-include/mutex")),
+    (
+        "kernel_lab_host_type.h",
+        include_str!("../../user-include/kernel_lab_host_type.h"),
+    ),
+    ("atomic", include_str!("../../user-include/atomic")),
+    ("cctype", include_str!("../../user-include/cctype")),
+    ("cerrno", include_str!("../../user-include/cerrno")),
+    ("cinttypes", include_str!("../../user-include/cinttypes")),
+    (
+        "condition_variable",
+        include_str!("../../user-include/condition_variable"),
+    ),
+    ("csignal", include_str!("../../user-include/csignal")),
+    ("cstdarg", include_str!("../../user-include/cstdarg")),
+    ("ctype.h", include_str!("../../user-include/ctype.h")),
+    ("cudnn.h", include_str!("../../user-include/cudnn.h")),
+    ("deque", include_str!("../../user-include/deque")),
+    ("errno.h", include_str!("../../user-include/errno.h")),
+    ("future", include_str!("../../user-include/future")),
+    ("inttypes.h", include_str!("../../user-include/inttypes.h")),
+    ("ios", include_str!("../../user-include/ios")),
+    ("iosfwd", include_str!("../../user-include/iosfwd")),
+    ("istream", include_str!("../../user-include/istream")),
+    ("list", include_str!("../../user-include/list")),
+    ("optional", include_str!("../../user-include/optional")),
+    ("ostream", include_str!("../../user-include/ostream")),
+    ("pthread.h", include_str!("../../user-include/pthread.h")),
+    ("queue", include_str!("../../user-include/queue")),
+    ("signal.h", include_str!("../../user-include/signal.h")),
+    ("stack", include_str!("../../user-include/stack")),
+    ("stdarg.h", include_str!("../../user-include/stdarg.h")),
+    (
+        "string_view",
+        include_str!("../../user-include/string_view"),
+    ),
+    ("typeinfo", include_str!("../../user-include/typeinfo")),
+    ("new", include_str!("../../user-include/new")),
+    (
+        "unordered_set",
+        include_str!("../../user-include/unordered_set"),
+    ),
+    ("variant", include_str!("../../user-include/variant")),
 ];
 
 /// The names of the stand-in headers, for the docs and `harness` messages.
@@ -449,26 +491,107 @@ pub fn device_macros<'a>(defines: impl IntoIterator<Item = &'a str>) -> Vec<Stri
     }
 }
 
-/// The function-like macros of `code` whose text defines a host function, as PyTorch
-/// extensions generate a binding per type (`#define BIND(tag, T) void run_##tag(torch::Tensor
-/// x) { ... }`, then `BIND(f32, float)` at file scope): a call of one is host code.
-fn host_function_macros(code: &str, macros: &[String]) -> Vec<String> {
-    defines(code)
+/// The macros of a project's files that blanking must know: those that mark device code and
+/// those whose call is host code. A header may define one that another file uses, so they are
+/// read from every local file before any is prepared.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Macros {
+    /// Expand to `__device__` or `__global__` ([`device_macros`]).
+    pub device: Vec<String>,
+    /// Function-like macros whose call is host code ([`host_macros`]).
+    pub host: Vec<String>,
+    /// The names of the host member functions the files declare, which a derived class's
+    /// using-declaration may name (`using UnaryOp::operator();`): it goes with them.
+    pub host_members: Vec<String>,
+}
+
+impl Macros {
+    /// The macros among `defines`, each `#define`'s text after the keyword, and the host
+    /// member functions of `codes`, the files' texts.
+    pub fn of(defines: &[String], codes: &[String]) -> Self {
+        let device = device_macros(defines.iter().map(String::as_str));
+        let host = host_macros(defines, &device);
+        let mut macros = Self {
+            device,
+            host,
+            host_members: Vec::new(),
+        };
+        let mut members: Vec<String> = codes
+            .iter()
+            .flat_map(|c| blank_host_code_naming_members(c, &macros).1)
+            .collect();
+        members.sort();
+        members.dedup();
+        macros.host_members = members;
+        macros
+    }
+}
+
+/// The function-like macros among `defines` whose call is host code:
+/// - one that defines a host function, as PyTorch extensions generate a binding per type
+///   (`#define BIND(tag, T) void run_##tag(torch::Tensor x) { ... }`, then `BIND(f32, float)`
+///   at file scope);
+/// - one that explicitly instantiates a host function, which goes with the function: caffe's
+///   `INSTANTIATE_LAYER_GPU_FORWARD(cls)` is `template void cls<float>::Forward_gpu(...);`;
+/// - one whose text calls such a macro (caffe's `INSTANTIATE_LAYER_GPU_FUNCS`).
+fn host_macros(defines: &[String], device: &[String]) -> Vec<String> {
+    let parsed: Vec<(&str, &str)> = defines
+        .iter()
         .filter_map(|d| {
             let d = d.trim_start();
             let end = d
                 .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
                 .unwrap_or(d.len());
             let (_, body) = d[end..].strip_prefix('(')?.split_once(')')?;
-            let head = body[..body.find('{')?].trim();
-            (end > 0
-                && head.ends_with(')')
+            (end > 0).then(|| (&d[..end], body))
+        })
+        .collect();
+    let defines_host_function = |body: &str| {
+        body.find('{').is_some_and(|open| {
+            let head = body[..open].trim();
+            head.ends_with(')')
                 && words_before_paren(head) >= 2
                 && !is_class_head(head)
-                && !is_device(head, macros))
-            .then(|| d[..end].to_string())
+                && !is_device(head, device)
         })
-        .collect()
+    };
+    let instantiates_host_function = |statement: &str| {
+        let s = statement.trim();
+        let s = s.strip_prefix("extern").map_or(s, str::trim_start);
+        // `template void f<float>(...)`, not a template's head `template <...>`.
+        s.strip_prefix("template")
+            .filter(|rest| rest.starts_with(char::is_whitespace))
+            .map(str::trim_start)
+            .is_some_and(|rest| {
+                !rest.starts_with('<') && rest.contains('(') && !is_device(rest, device)
+            })
+    };
+    let mut found: Vec<String> = Vec::new();
+    loop {
+        let before = found.len();
+        for (name, body) in &parsed {
+            if found.iter().any(|f| f == name) {
+                continue;
+            }
+            let calls_host_macro = |statement: &str| {
+                let s = statement.trim_start();
+                let end = s
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                    .unwrap_or(s.len());
+                s[end..].trim_start().starts_with('(') && found.iter().any(|f| *f == s[..end])
+            };
+            let statements = || body.split(';').filter(|s| !s.trim().is_empty());
+            if defines_host_function(body)
+                || (!body.contains('{')
+                    && statements().any(|s| instantiates_host_function(s) || calls_host_macro(s)))
+            {
+                found.push((*name).to_string());
+            }
+        }
+        if found.len() == before {
+            return found;
+        }
+    }
 }
 
 /// `code` with each `abs(` (or `std::abs(`, `::abs(`) in a `static_assert`'s parentheses read
@@ -839,11 +962,16 @@ fn without_template_heads(decl: &str) -> &str {
 /// not a member function template (`template <class T> auto f(T) const`).
 fn is_class_head(decl: &str) -> bool {
     let head = without_template_heads(decl).split('(').next().unwrap_or("");
+    // `typedef struct __align__(16) {` is a class, `struct P make_p(int) {` a function.
+    let mut d = decl.trim_end();
+    while let Some(rest) = without_trailing_attribute(d) {
+        d = rest;
+    }
     ["class", "struct", "union"]
         .iter()
         .any(|w| has_word(head, w))
         && !has_word(head, "enum")
-        && !decl.trim_end().ends_with(')')
+        && !d.ends_with(')')
 }
 
 /// A member declaration without what may precede it in a class body: preprocessor lines and
@@ -876,23 +1004,7 @@ fn member_text(text: &str) -> (usize, &str) {
 /// of the host: a parameter list, no `__device__`, `__global__` or `constexpr`, and not a
 /// pointer to a function, a type alias or a macro call (`NO_COPY(T)`).
 fn is_host_member_function(decl: &str, macros: &[String]) -> bool {
-    let mut d = decl.trim_end();
-    loop {
-        let before = d;
-        for q in [
-            "const", "override", "final", "noexcept", "volatile", "&&", "&", "= 0", "=0",
-        ] {
-            if let Some(rest) = d.strip_suffix(q) {
-                d = rest.trim_end();
-            }
-        }
-        if let Some(rest) = without_trailing_attribute(d) {
-            d = rest;
-        }
-        if d == before {
-            break;
-        }
-    }
+    let d = without_trailing_qualifiers(decl);
     let Some(open) = d.find('(') else {
         return false;
     };
@@ -909,6 +1021,28 @@ fn is_host_member_function(decl: &str, macros: &[String]) -> bool {
             .iter()
             .any(|w| words.contains(w))
         && !d[open + 1..].trim_start().starts_with(['*', '&'])
+}
+
+/// A function declaration without what may follow its parameter list: `const`, `noexcept`,
+/// `override`, `= 0`, reference qualifiers and attributes.
+fn without_trailing_qualifiers(decl: &str) -> &str {
+    let mut d = decl.trim_end();
+    loop {
+        let before = d;
+        for q in [
+            "const", "override", "final", "noexcept", "volatile", "&&", "&", "= 0", "=0",
+        ] {
+            if let Some(rest) = d.strip_suffix(q) {
+                d = rest.trim_end();
+            }
+        }
+        if let Some(rest) = without_trailing_attribute(d) {
+            d = rest;
+        }
+        if d == before {
+            return d;
+        }
+    }
 }
 
 /// `decl` without the attribute that ends it (`float c[4] __attribute__((aligned(16)))`,
@@ -935,10 +1069,39 @@ fn without_trailing_attribute(decl: &str) -> Option<&str> {
         .map(str::trim_end)
 }
 
+/// The name of the function `decl` declares, `operator` for every operator.
+fn function_name(decl: &str) -> Option<String> {
+    idents(decl.split('(').next()?).last().map(str::to_string)
+}
+
+/// The member a class's using-declaration names (`forward` of `using Base::forward`,
+/// `operator` of `using Base::operator()`); none for an alias (`using T = float`).
+fn member_using_name(decl: &str) -> Option<String> {
+    let named = decl.strip_prefix("using")?;
+    if !named.starts_with(char::is_whitespace) || named.contains('=') {
+        return None;
+    }
+    let (_, last) = named.rsplit_once("::")?;
+    let end = last
+        .trim_start()
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(last.trim_start().len());
+    Some(last.trim_start()[..end].to_string()).filter(|n| !n.is_empty())
+}
+
 /// Blanks the host member functions of the class body between `open` (its `{`) and `end`
 /// (past its `}`), nested classes' included: NVRTC refuses a member function without
 /// `__device__` as it refuses any host function, and device code cannot call one.
-fn blank_host_members(code: &str, open: usize, end: usize, macros: &[String], out: &mut [u8]) {
+/// The host member functions blanked are added to `blanked`; a using-declaration of one of
+/// `host_members` (`using UnaryOp::operator();` in a derived class) goes with it.
+fn blank_host_members(
+    code: &str,
+    (open, end): (usize, usize),
+    macros: &Macros,
+    blanked: &mut Vec<String>,
+    out: &mut [u8],
+) {
+    let device = &macros.device[..];
     let b = code.as_bytes();
     let mut start = open + 1;
     let mut i = open + 1;
@@ -953,7 +1116,11 @@ fn blank_host_members(code: &str, open: usize, end: usize, macros: &[String], ou
             }
             b';' => {
                 let (lead, decl) = member_text(&code[start..i]);
-                if is_host_member_function(decl, macros) {
+                if is_host_member_function(decl, device) {
+                    blank(out, start + lead, i + 1);
+                    blanked.extend(function_name(decl));
+                } else if member_using_name(decl).is_some_and(|n| macros.host_members.contains(&n))
+                {
                     blank(out, start + lead, i + 1);
                 }
                 start = i + 1;
@@ -962,10 +1129,11 @@ fn blank_host_members(code: &str, open: usize, end: usize, macros: &[String], ou
                 let close = matching_brace(b, i);
                 let (lead, decl) = member_text(&code[start..i]);
                 if is_class_head(decl) {
-                    blank_host_members(code, i, close, macros, out);
-                } else if is_host_member_function(decl.split(" : ").next().unwrap_or(decl), macros)
+                    blank_host_members(code, (i, close), macros, blanked, out);
+                } else if is_host_member_function(decl.split(" : ").next().unwrap_or(decl), device)
                 {
                     blank(out, start + lead, close);
+                    blanked.extend(function_name(decl));
                 }
                 i = close;
                 start = close;
@@ -981,15 +1149,25 @@ fn blank_host_members(code: &str, open: usize, end: usize, macros: &[String], ou
 /// line: every file-scope function definition not marked `__global__`, `__device__` or
 /// `constexpr` (host functions, `main`, `PYBIND11_MODULE(...) { }`) and every such function
 /// prototype. NVRTC refuses host functions outright and the simulator has no host API to call.
-/// Comments are blanked too. `macros` names the macros that mark device code
-/// ([`device_macros`]).
-pub fn blank_host_code(code: &str, macros: &[String]) -> String {
+/// Comments are blanked too. `macros` are those of the project's files ([`Macros`]); the
+/// file's own are read here too.
+pub fn blank_host_code(code: &str, macros: &Macros) -> String {
+    blank_host_code_naming_members(code, macros).0
+}
+
+/// [`blank_host_code`], with the names of the host member functions it blanked.
+fn blank_host_code_naming_members(code: &str, macros: &Macros) -> (String, Vec<String>) {
+    let mut members = Vec::new();
     let code = strip_comments(code);
     let b = code.as_bytes();
     let mut out = b.to_vec();
     // The host functions blanked so far, whose `using` declarations go too.
     let mut blanked: Vec<String> = Vec::new();
-    let host_macros = host_function_macros(&code, macros);
+    let own: Vec<String> = defines(&code).collect();
+    let mut host_macros = host_macros(&own, &macros.device);
+    host_macros.extend(macros.host.iter().cloned());
+    let all = macros;
+    let macros = &macros.device[..];
     // Open braces of namespaces and `extern "C" { }` blocks: their contents are file scope.
     let mut open_scopes = 0usize;
     let mut start = 0; // start of the current file-scope declaration
@@ -1054,7 +1232,6 @@ pub fn blank_host_code(code: &str, macros: &[String]) -> String {
             }
             b'{' => {
                 let decl = code[start..i].trim();
-                let decl_no_noexcept = decl.trim_end_matches("noexcept").trim_end();
                 if decl.starts_with("namespace") || decl.ends_with("extern \"C\"") {
                     open_scopes += 1;
                     start = i + 1;
@@ -1074,8 +1251,8 @@ pub fn blank_host_code(code: &str, macros: &[String]) -> String {
                     // reads as a function, and is none.
                     let concept = has_word(decl.split('(').next().unwrap_or(""), "concept");
                     if is_class_head(decl) {
-                        blank_host_members(&code, i, end, macros, &mut out);
-                    } else if decl_no_noexcept.ends_with(')')
+                        blank_host_members(&code, (i, end), all, &mut members, &mut out);
+                    } else if without_trailing_qualifiers(decl).ends_with(')')
                         && !is_device(decl, macros)
                         && !concept
                     {
@@ -1099,7 +1276,9 @@ pub fn blank_host_code(code: &str, macros: &[String]) -> String {
         }
         i += 1;
     }
-    String::from_utf8(out).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    let text = String::from_utf8(out)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    (text, members)
 }
 
 #[cfg(test)]
@@ -1121,7 +1300,7 @@ mod tests {
             struct P { int a; };\n\
             PYBIND11_MODULE(name, m) { m.def(\"f\", &launch); }\n\
             int main() { return 0; }\n";
-        let out = blank_host_code(code, &[]);
+        let out = blank_host_code(code, &Macros::default());
         assert_eq!(out.lines().count(), code.lines().count());
         assert!(
             out.contains("__launch_bounds__(B) k(float *x) { x[0] = 1; }"),
@@ -1149,15 +1328,15 @@ mod tests {
             FN(float) twice(float v) { return v + v; }\n\
             HOST_ONLY int host_side(int a) { return a; }\n";
         let defines: Vec<String> = defines(code).collect();
-        let macros = device_macros(defines.iter().map(String::as_str));
-        assert_eq!(macros, ["HOST_DEVICE_INLINE", "DEVICE_INLINE", "FN"]);
+        let macros = Macros::of(&defines, &[]);
+        assert_eq!(macros.device, ["HOST_DEVICE_INLINE", "DEVICE_INLINE", "FN"]);
         let out = blank_host_code(code, &macros);
         assert_eq!(out.lines().count(), code.lines().count());
         assert!(out.contains("int div_ceil(int a, int b)"), "{out}");
         assert!(out.contains("FN(float) twice(float v)"), "{out}");
         assert!(!out.contains("host_side"), "{out}");
         // Without the macros, the three functions look like host code.
-        assert!(!blank_host_code(code, &[]).contains("div_ceil"));
+        assert!(!blank_host_code(code, &Macros::default()).contains("div_ceil"));
     }
 
     /// A member function template whose parameter list says `class` and whose head ends in
@@ -1173,8 +1352,7 @@ mod tests {
               template <class T> struct Inner { void host_only() {} };\n\
             };\n";
         let defs: Vec<String> = defines(code).collect();
-        let macros = device_macros(defs.iter().map(String::as_str));
-        let out = blank_host_code(code, &macros);
+        let out = blank_host_code(code, &Macros::of(&defs, &[]));
         assert!(out.contains("return apply(o);"), "{out}");
         assert!(!out.contains("host_only"), "{out}");
         assert_eq!(
@@ -1188,7 +1366,7 @@ mod tests {
         let code = "template <typename F>\n\
             concept BinaryF = requires(F f, float a, float b) { f(a, b); };\n\
             template <typename F> requires BinaryF<F> void host_apply(F f) { f(1, 2); }\n";
-        let out = blank_host_code(code, &[]);
+        let out = blank_host_code(code, &Macros::default());
         assert!(
             out.contains("concept BinaryF = requires(F f, float a, float b) { f(a, b); };"),
             "{out}"
@@ -1260,7 +1438,7 @@ BIND(f16,
      half)
 CHECK_SIZES(64);
 "#;
-        let out = blank_host_code(code, &[]);
+        let out = blank_host_code(code, &Macros::default());
         assert_eq!(out.lines().count(), code.lines().count());
         assert!(
             out.contains("DEV(one)") && out.contains("CHECK_SIZES(64);"),
@@ -1268,6 +1446,70 @@ CHECK_SIZES(64);
         );
         assert!(out.contains("__global__ void k_f32"), "{out}");
         assert!(!out.contains("BIND(f") && !out.contains("half)"), "{out}");
+    }
+
+    /// A derived class's using-declaration of a base's host member goes with the member, the
+    /// base in another file (CTranslate2's op headers); one of a device member, or of a type,
+    /// stays.
+    #[test]
+    fn using_declarations_of_blanked_members_go_too() {
+        let base = "struct UnaryOp {\n\
+            \x20 virtual void operator()(const float *x, float *y) const = 0;\n\
+            \x20 void forward(float *x);\n\
+            \x20 __device__ float scale(float v) const { return v; }\n\
+            \x20 using value_type = float;\n\
+            };\n";
+        let derived = "struct SoftMax : UnaryOp {\n\
+            \x20 using UnaryOp::operator();\n\
+            \x20 using UnaryOp::forward;\n\
+            \x20 using UnaryOp::scale;\n\
+            \x20 using typename UnaryOp::value_type;\n\
+            \x20 void operator()(float *x) const;\n\
+            };\n";
+        let macros = Macros::of(&[], &[base.to_string(), derived.to_string()]);
+        assert_eq!(macros.host_members, ["forward", "operator"]);
+        let out = blank_host_code(derived, &macros);
+        assert_eq!(out.lines().count(), derived.lines().count());
+        for gone in ["operator", "forward"] {
+            assert!(!out.contains(gone), "{gone} left in:\n{out}");
+        }
+        for kept in [
+            "using UnaryOp::scale;",
+            "using typename UnaryOp::value_type;",
+        ] {
+            assert!(out.contains(kept), "{kept} gone from:\n{out}");
+        }
+    }
+
+    /// caffe's layer files end in `INSTANTIATE_LAYER_GPU_FUNCS(PoolingLayer);`, defined in a
+    /// header through two macros that instantiate the host members `Forward_gpu` and
+    /// `Backward_gpu`: the members go, so the calls go too. A macro instantiating a kernel, or
+    /// a whole class, stays.
+    #[test]
+    fn calls_of_macros_that_instantiate_host_functions_are_blanked() {
+        let header = "#define INST_FWD(cls) \\\n  template void cls<float>::Forward_gpu( \\\n      \
+            const float *in); \\\n  template void cls<double>::Forward_gpu(const double *in);\n\
+            #define INST_BWD(cls) template void cls<float>::Backward_gpu(float *g)\n\
+            #define INST_FUNCS(cls) \\\n  INST_FWD(cls); \\\n  INST_BWD(cls)\n\
+            #define INST_KERNEL(T) template __global__ void k<T>(T *x)\n\
+            #define INST_CLASS(cls) template class cls<float>\n";
+        let defines: Vec<String> = defines(header).collect();
+        let macros = Macros::of(&defines, &[]);
+        assert_eq!(macros.host, ["INST_FWD", "INST_BWD", "INST_FUNCS"]);
+        let code = "namespace caffe {\n\
+            template <typename T> __global__ void k(T *x) { x[0] = 1; }\n\
+            INST_FUNCS(PoolingLayer);\n\
+            INST_KERNEL(float);\n\
+            INST_CLASS(Blob);\n\
+            }\n";
+        let out = blank_host_code(code, &macros);
+        assert!(!out.contains("INST_FUNCS"), "{out}");
+        assert!(
+            out.contains("INST_KERNEL(float);") && out.contains("INST_CLASS(Blob);"),
+            "{out}"
+        );
+        // Without the header's macros the call looks like any other.
+        assert!(blank_host_code(code, &Macros::default()).contains("INST_FUNCS"));
     }
 
     #[test]
@@ -1320,7 +1562,7 @@ CHECK_SIZES(64);
             using std::cout;\n\
             using ::std::ostringstream;\n\
             using std::isnan;\n";
-        let out = blank_host_code(code, &[]);
+        let out = blank_host_code(code, &Macros::default());
         assert_eq!(out.lines().count(), code.lines().count());
         for gone in [
             "d_tma_map_A",
@@ -1427,8 +1669,10 @@ CHECK_SIZES(64);
             float c[4] __attribute__((aligned(16)));\n\
             float d[4] __align__(16);\n\
             void flush() __attribute__((noinline));\n\
-            };\n";
-        let out = blank_host_code(code, &[]);
+            };\n\
+            inline int GPUInterface::error_count() const { return 0; }\n\
+            typedef struct __align__(16) { float a, b, c, d; } half4;\n";
+        let out = blank_host_code(code, &Macros::default());
         assert_eq!(out.lines().count(), code.lines().count());
         for gone in [
             "get_device_properties",
@@ -1439,6 +1683,7 @@ CHECK_SIZES(64);
             "host_only",
             "name()",
             "flush",
+            "error_count",
         ] {
             assert!(!out.contains(gone), "{gone} left in:\n{out}");
         }
@@ -1458,6 +1703,8 @@ CHECK_SIZES(64);
             // a buffer.
             "float c[4] __attribute__((aligned(16)));",
             "float d[4] __align__(16);",
+            // A type with its alignment before its body (FasterTransformer's `half4`).
+            "typedef struct __align__(16) { float a, b, c, d; } half4;",
         ] {
             assert!(out.contains(kept), "{kept} gone from:\n{out}");
         }
