@@ -171,6 +171,7 @@ fn to_row(p: &PeerRow, tool: &str, shape: &kernel::Shape) -> Option<Row> {
                 first_unwritten: None,
                 sampled: None,
                 blocks: None,
+                worst: None,
                 tolerance,
                 passed,
             };

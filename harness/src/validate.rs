@@ -36,8 +36,20 @@ pub struct Check {
     /// all, and the output elements they wrote, the only ones checked.
     #[serde(default)]
     pub blocks: Option<BlocksChecked>,
+    /// The compared element furthest from its reference, for a failure to show.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst: Option<Worst>,
     pub tolerance: f64,
     pub passed: bool,
+}
+
+/// An element of the output and its reference value.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Worst {
+    /// Row-major index into the output.
+    pub index: usize,
+    pub got: f32,
+    pub want: f64,
 }
 
 /// A check restricted to what a sample of the blocks wrote.
@@ -89,6 +101,7 @@ pub fn check_against(
         first_unwritten: None,
         sampled: expected.indices.map(<[usize]>::len),
         blocks: None,
+        worst: None,
         tolerance,
         passed: false,
     };
@@ -103,13 +116,15 @@ pub fn check_against(
             c.first_unwritten.get_or_insert(i);
         }
     }
-    let pairs: Box<dyn Iterator<Item = (f32, f64)>> = match expected.indices {
+    // Each compared element: its output index, value and reference.
+    let pairs: Box<dyn Iterator<Item = (usize, f32, f64)>> = match expected.indices {
         Some(idx) => {
             assert_eq!(idx.len(), expected.values.len(), "sample lengths differ");
             Box::new(
                 idx.iter()
-                    .map(|&i| out[i])
-                    .zip(expected.values.iter().copied()),
+                    .map(|&i| (i, out[i]))
+                    .zip(expected.values.iter().copied())
+                    .map(|((i, o), r)| (i, o, r)),
             )
         }
         None => {
@@ -118,18 +133,31 @@ pub fn check_against(
                 expected.values.len(),
                 "output and reference lengths differ"
             );
-            Box::new(out.iter().copied().zip(expected.values.iter().copied()))
+            Box::new(
+                out.iter()
+                    .copied()
+                    .zip(expected.values.iter().copied())
+                    .enumerate()
+                    .map(|(i, (o, r))| (i, o, r)),
+            )
         }
     };
     let (mut diff2, mut ref2) = (0.0f64, 0.0f64);
-    for (o, r) in pairs {
+    for (i, o, r) in pairs {
         if !o.is_finite() {
             continue;
         }
         let d = f64::from(o) - r;
         diff2 += d * d;
         ref2 += r * r;
-        c.max_abs_error = c.max_abs_error.max(d.abs());
+        if d.abs() > c.max_abs_error {
+            c.max_abs_error = d.abs();
+            c.worst = Some(Worst {
+                index: i,
+                got: o,
+                want: r,
+            });
+        }
     }
     if c.nonfinite > 0 || c.unwritten > 0 {
         c.rel_error = f64::INFINITY;
@@ -181,6 +209,9 @@ pub fn check_sample(
     let at = |j: Option<usize>| j.map(|j| picked[j].0);
     c.first_nonfinite = at(c.first_nonfinite);
     c.first_unwritten = at(c.first_unwritten);
+    if let Some(w) = c.worst.as_mut() {
+        w.index = picked[w.index].0;
+    }
     c.sampled = Some(picked.len());
     c.blocks = Some(BlocksChecked {
         run: sample.blocks_run,
@@ -242,8 +273,9 @@ impl Check {
                 && self.blocks.is_none();
             match short {
                 true => format!(
-                    "every element before it was written and none from it on: the launch \
-                     covers {} of the {outer} along {}'s first dimension; does it cover them all?",
+                    "every element before it was written and none from it on: the kernel \
+                     wrote {} of the {outer} along {}'s first dimension; do its launch and its \
+                     bounds checks cover them all?",
                     i / slice,
                     output.name
                 ),
@@ -289,25 +321,37 @@ impl Check {
                 output.len(),
                 at(i)
             )
-        } else if self.tolerance == 0.0 {
-            format!(
-                "the integer output is not the exact result: an element is off by {:.0} \
-                 (relative error {:.2e}{})",
-                self.max_abs_error,
-                self.rel_error,
-                self.sampled
-                    .map(|n| format!(" over {n} sampled elements"))
-                    .unwrap_or_default()
-            )
         } else {
-            format!(
-                "relative error {:.2e} above the {precision} bound {:.0e}{}",
-                self.rel_error,
-                self.tolerance,
-                self.sampled
-                    .map(|n| format!(" (over {n} sampled elements)"))
-                    .unwrap_or_default()
-            )
+            // The element furthest from its reference: where to start looking.
+            let worst = self.worst.map_or(String::new(), |w| {
+                format!(
+                    "\n  the furthest from the reference is {}: {} where the reference has {}",
+                    at(w.index),
+                    w.got,
+                    w.want as f32
+                )
+            });
+            let error = if self.tolerance == 0.0 {
+                format!(
+                    "the integer output is not the exact result: an element is off by {:.0} \
+                     (relative error {:.2e}{})",
+                    self.max_abs_error,
+                    self.rel_error,
+                    self.sampled
+                        .map(|n| format!(" over {n} sampled elements"))
+                        .unwrap_or_default()
+                )
+            } else {
+                format!(
+                    "relative error {:.2e} above the {precision} bound {:.0e}{}",
+                    self.rel_error,
+                    self.tolerance,
+                    self.sampled
+                        .map(|n| format!(" (over {n} sampled elements)"))
+                        .unwrap_or_default()
+                )
+            };
+            error + &worst
         }
     }
 }
@@ -424,7 +468,7 @@ mod tests {
         assert!(
             why.contains(
                 "the first is y[1, 0, 0] (index 2): every element before it was written and \
-                 none from it on: the launch covers 1 of the 2 along y's first dimension"
+                 none from it on: the kernel wrote 1 of the 2 along y's first dimension"
             ),
             "{why}"
         );
@@ -497,7 +541,7 @@ mod tests {
         assert!(
             why.contains(
                 "the first is C[1, 0] (index 2): every element before it was written and none \
-                 from it on: the launch covers 1 of the 2 along C's first dimension"
+                 from it on: the kernel wrote 1 of the 2 along C's first dimension"
             ),
             "{why}"
         );

@@ -744,6 +744,43 @@ fn a_launch_leaving_outputs_unwritten_names_the_first_unwritten_element() {
     );
 }
 
+/// Wrong values, every element written: the failure names the element furthest from the
+/// reference, with both values. A max pool without the workload's ReLU is off where a window
+/// is all negative, and the reference's 0 there says what is missing.
+#[test]
+fn a_wrong_value_is_shown_beside_the_reference() {
+    let dir = scratch_dir("worst-element");
+    std::fs::write(
+        dir.join("pool.cu"),
+        "__global__ void max_pool(const float *x, float *y, int B, int C, int H, int W, int P) {\n\
+         \x20 const int ho = H / P, wo = W / P, i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i >= B * C * ho * wo) return;\n\
+         \x20 const int j = i % wo, r = i / wo % ho, bc = i / (wo * ho);\n\
+         \x20 float m = -INFINITY;\n\
+         \x20 for (int a = 0; a < P; ++a)\n\
+         \x20   for (int b = 0; b < P; ++b) m = fmaxf(m, x[(bc * H + r * P + a) * W + j * P + b]);\n\
+         \x20 y[i] = m;\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:max_pool,block=256,grid=(cdiv(B*C*(H/P)*(W/P),256))",
+        dir.join("pool.cu").display()
+    );
+    let (ok, text) = sim_check("pool", "2x3x7x9x2", &spec);
+    assert!(!ok, "{text}");
+    let printed = span(
+        &text,
+        "2x3x7x9x2  relative error",
+        "where the reference has 0",
+    );
+    assert!(
+        printed.contains("\n  the furthest from the reference is y["),
+        "{printed}"
+    );
+    the_guide_quotes(printed);
+}
+
 #[test]
 fn a_cluster_kernel_runs_with_its_cluster_dims_through_the_simulators_wrapper() {
     // Each block computes its partner's elements of C and writes them into the partner's
@@ -3165,14 +3202,17 @@ fn what_c_headers_and_cxx20_files_take_for_granted_compiles_and_runs() {
 }
 
 /// What the kernel files of inference libraries and textbooks take for granted: the rest of
-/// the C and C++ standard headers, `<pthread.h>` and `<cudnn.h>` (whose types a host typedef
+/// the C and C++ standard headers, `<pthread.h>`, `<sys/types.h>`, `<cudnn.h>` and a course's `<wb.h>` (whose types a host typedef
 /// or member names), host members of standard types with initializers in their class, a
 /// host member defined `const` outside its class and a derived class's using-declaration of a
 /// base's host operator, `std::numeric_limits` specialized for the file's own type, a type
 /// aligned before its body, the
 /// toolkit's version macros (an old-toolkit branch left compiled would be code the simulator
-/// does not run), `std::exp` without `<cmath>`, and placement new. The file compiles and runs
-/// as written, in the simulator and with NVRTC.
+/// does not run), `std::exp` without `<cmath>` and `std::fmaxf`, placement new, a constructor
+/// initializing its members in braces and a member initialized in parentheses, a constant
+/// marked `constexpr` through a macro, `half` through cuBLAS's header, and what a PyTorch
+/// extension's kernels take from ATen and c10 (`at::acc_type`, `c10::Half`, `WARP_SHFL_XOR`).
+/// The file compiles and runs as written, in the simulator and with NVRTC.
 #[test]
 fn what_library_and_textbook_files_take_for_granted_compiles_and_runs() {
     let dir = scratch_dir("library-headers");
@@ -3213,6 +3253,13 @@ fn what_library_and_textbook_files_take_for_granted_compiles_and_runs() {
         "memory",
         "functional",
         "limits",
+        "sys/types.h",
+        "wb.h",
+        "cublas_v2.h",
+        "ATen/ATen.h",
+        "ATen/cuda/CUDAContext.h",
+        "ATen/cuda/DeviceUtils.cuh",
+        "c10/cuda/CUDAGuard.h",
     ];
     let includes: String = headers
         .iter()
@@ -3244,6 +3291,21 @@ namespace std {
 template <> class numeric_limits<bf16_t> { public: static constexpr bool is_specialized = true; };
 }
 static_assert(std::numeric_limits<bf16_t>::is_specialized && std::numeric_limits<float>::max() > 0.f);
+static_assert(std::is_same<at::acc_type<c10::Half, true>, float>::value, "PyTorch's");
+struct Launcher {
+  unsigned tile_;
+  float scale_ = (1.f);
+  explicit Launcher(unsigned tile) : tile_{tile}, scale_(2.f) {}
+};
+template <typename T> struct DevVector { explicit DevVector(unsigned n); unsigned n_; };
+template <typename T> DevVector<T>::DevVector(unsigned n)
+    : n_{n} {}
+#define HALF_CONSTEXPR_CONST constexpr
+HALF_CONSTEXPR_CONST float kOne = 1.0f;
+#if __CUDACC_VER_MAJOR__ < 11
+#error the file takes its pre-CUDA 11 branch
+#endif
+__device__ half through_cublas_header(half h) { return h; }
 #if CUDA_VERSION < 12000 || CUDART_VERSION < 12000
 #error the file takes its pre-CUDA 12 branch
 #endif
@@ -3254,7 +3316,8 @@ __global__ void naive(const float *A, const float *B, float *C, int M, int N, in
   for (int k = 0; r < M && c < N && k < K; ++k)
     (k % 2 ? acc->hi : acc->lo) += A[r * K + k] * B[k * N + c];
   if (r == -1) printf("%" PRId64 "\n", (int64_t)r);
-  if (r < M && c < N) C[r * N + c] = std::log(std::exp(acc->lo + acc->hi));
+  const float sum = WARP_SHFL_XOR(0.f, 1) + std::fmaxf(acc->lo + acc->hi, -INFINITY) * kOne;
+  if (r < M && c < N) C[r * N + c] = std::log(std::exp(sum));
 }
 "#;
     std::fs::write(dir.join("gemm.cu"), format!("{includes}{code}")).unwrap();

@@ -59,6 +59,7 @@ fn row(
             first_unwritten: None,
             sampled: None,
             blocks: None,
+            worst: None,
             tolerance: precision.tolerance(),
             passed: status == Status::Passed,
         }),

@@ -105,8 +105,9 @@ pub fn compile_hints(log: &str, include: &str) -> String {
     if let Some(library) = missing_library(log) {
         out.push_str(&format!(
             "\nThe file includes {library}, a library of templates the lab does not provide \
-             (NVRTC finds only what CUDA's own headers hold, the simulator none of CUB, Thrust, \
-             CUTLASS or CuTe): a kernel built on it cannot run here unmodified. Where only \
+             (NVRTC finds CUB and Thrust among CUDA's headers but cannot compile their host \
+             parts, and finds neither CUTLASS nor CuTe; the simulator has none of them): a \
+             kernel built on it cannot run here unmodified. Where only \
              host code uses it (a thrust::device_vector of the inputs), a file of the header's \
              name in a folder given with {include}, holding nothing, lets the file compile."
         ));
@@ -142,7 +143,8 @@ pub fn compile_hints(log: &str, include: &str) -> String {
 /// open source file "cub/cub.cuh"`, g++'s `cub/block/block_reduce.cuh: No such file`), or
 /// whose own header could not find one (`.../cub/device/dispatch/dispatch_histogram.cuh(68):
 /// catastrophic error: cannot open source file "iterator"`: CUB's host-side headers, which
-/// NVRTC lacks the standard library for).
+/// NVRTC lacks the standard library for), or in whose headers the errors are (the toolkit's
+/// Thrust, which NVRTC finds and cannot compile).
 fn missing_library(log: &str) -> Option<&'static str> {
     let libraries = [
         ("cub/", "CUB"),
@@ -150,8 +152,17 @@ fn missing_library(log: &str) -> Option<&'static str> {
         ("cutlass/", "CUTLASS"),
         ("cute/", "CuTe"),
     ];
+    // Or an error inside one of the toolkit's copies, which NVRTC finds but cannot compile
+    // (`.../cccl/thrust/detail/...(49): error: ...`).
+    let inside = |l: &str| {
+        l.split(": error")
+            .next()
+            .is_some_and(|at| ["/cub/", "/thrust/"].iter().any(|dir| at.contains(dir)))
+    };
     log.lines()
-        .filter(|l| l.contains("cannot open source file") || l.contains("No such file"))
+        .filter(|l| {
+            l.contains("cannot open source file") || l.contains("No such file") || inside(l)
+        })
         .find_map(|l| {
             libraries.iter().find_map(|(dir, name)| {
                 [
@@ -2016,6 +2027,10 @@ mod tests {
         assert!(compile_hints(umbrella, "include=DIR").contains("includes CUB"));
         let cute = "k.cu(1): catastrophic error: cannot open source file \"cute/tensor.hpp\"";
         assert!(compile_hints(cute, "include=DIR").contains("includes CuTe"));
+        // The toolkit's Thrust is found, and fails to compile in NVRTC.
+        let thrust = "/cuda/include/cccl/thrust/detail/allocator/allocator_traits.inl(49): \
+                      error: namespace \"std\" has no member class \"allocator_traits\"";
+        assert!(compile_hints(thrust, "include=DIR").contains("includes Thrust"));
     }
 
     fn example(options: &str, workload: Workload) -> UserKernel {

@@ -182,6 +182,43 @@ const STANDINS: &[(&str, &str)] = &[
     ),
     ("typeinfo", include_str!("../../user-include/typeinfo")),
     ("new", include_str!("../../user-include/new")),
+    ("wb.h", include_str!("../../user-include/wb.h")),
+    (
+        "ATen/ATen.h",
+        include_str!("../../user-include/ATen/ATen.h"),
+    ),
+    (
+        "ATen/AccumulateType.h",
+        include_str!("../../user-include/ATen/AccumulateType.h"),
+    ),
+    (
+        "ATen/cuda/CUDAContext.h",
+        include_str!("../../user-include/ATen/cuda/CUDAContext.h"),
+    ),
+    (
+        "ATen/cuda/DeviceUtils.cuh",
+        include_str!("../../user-include/ATen/cuda/DeviceUtils.cuh"),
+    ),
+    (
+        "c10/macros/Macros.h",
+        include_str!("../../user-include/c10/macros/Macros.h"),
+    ),
+    (
+        "c10/cuda/CUDAGuard.h",
+        include_str!("../../user-include/c10/cuda/CUDAGuard.h"),
+    ),
+    (
+        "c10/util/Half.h",
+        include_str!("../../user-include/c10/util/Half.h"),
+    ),
+    (
+        "c10/util/BFloat16.h",
+        include_str!("../../user-include/c10/util/BFloat16.h"),
+    ),
+    (
+        "sys/types.h",
+        include_str!("../../user-include/sys/types.h"),
+    ),
     (
         "unordered_set",
         include_str!("../../user-include/unordered_set"),
@@ -457,7 +494,8 @@ fn is_device(decl: &str, macros: &[String]) -> bool {
 }
 
 /// The names of the macros among `defines` (each `#define`'s text after the keyword) that
-/// expand to `__device__` or `__global__`, directly or through another such macro.
+/// expand to `__device__`, `__global__` or `constexpr` (half.hpp's `HALF_CONSTEXPR_CONST`, before
+/// a file-scope constant device code reads), directly or through another such macro.
 pub fn device_macros<'a>(defines: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let parsed: Vec<(&str, &str)> = defines
         .into_iter()
@@ -477,7 +515,7 @@ pub fn device_macros<'a>(defines: impl IntoIterator<Item = &'a str>) -> Vec<Stri
         let before = found.len();
         for (name, body) in &parsed {
             if !found.iter().any(|f| f == name)
-                && (["__device__", "__global__"]
+                && (["__device__", "__global__", "constexpr"]
                     .iter()
                     .any(|w| has_word(body, w))
                     || found.iter().any(|f| has_word(body, f)))
@@ -496,7 +534,7 @@ pub fn device_macros<'a>(defines: impl IntoIterator<Item = &'a str>) -> Vec<Stri
 /// read from every local file before any is prepared.
 #[derive(Debug, Default, Clone, PartialEq)]
 pub struct Macros {
-    /// Expand to `__device__` or `__global__` ([`device_macros`]).
+    /// Expand to `__device__`, `__global__` or `constexpr` ([`device_macros`]).
     pub device: Vec<String>,
     /// Function-like macros whose call is host code ([`host_macros`]).
     pub host: Vec<String>,
@@ -1021,6 +1059,13 @@ fn is_host_member_function(decl: &str, macros: &[String]) -> bool {
             .iter()
             .any(|w| words.contains(w))
         && !d[open + 1..].trim_start().starts_with(['*', '&'])
+        && !initialized_variable(&d[..open])
+}
+
+/// Whether the text before a declaration's first `(` holds an `=` of an initializer, not of
+/// an operator's name: `float u = (0.f)` and `static const int s = (int)(1)` are variables.
+fn initialized_variable(before_paren: &str) -> bool {
+    before_paren.contains('=') && !has_word(before_paren, "operator")
 }
 
 /// A function declaration without what may follow its parameter list: `const`, `noexcept`,
@@ -1067,6 +1112,30 @@ fn without_trailing_attribute(decl: &str) -> Option<&str> {
         .find_map(|w| head.strip_suffix(w))
         .filter(|rest| !rest.ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_'))
         .map(str::trim_end)
+}
+
+/// `decl` without a constructor's member initializer list (`Launcher(unsigned t) : tile_{t}`
+/// is `Launcher(unsigned t)`), where it has one.
+fn without_initializers(decl: &str) -> &str {
+    let Some(open) = decl.find('(') else {
+        return decl;
+    };
+    let close = matching(decl.as_bytes(), open, b'(', b')');
+    let rest = decl[close..].trim_start();
+    let rest = rest.strip_prefix("noexcept").map_or(rest, str::trim_start);
+    match rest.starts_with(':') && !rest.starts_with("::") {
+        true => decl[..close].trim_end(),
+        false => decl,
+    }
+}
+
+/// Whether the `{` after `decl` opens a member's braced initializer (`tile_{t}` in
+/// `Launcher(unsigned t) : tile_{t} {}`), not the constructor's body.
+fn opens_braced_initializer(decl: &str) -> bool {
+    without_initializers(decl).len() < decl.len()
+        && decl
+            .trim_end()
+            .ends_with(|c: char| c.is_ascii_alphanumeric() || c == '_' || c == '>')
 }
 
 /// The name of the function `decl` declares, `operator` for every operator.
@@ -1128,10 +1197,13 @@ fn blank_host_members(
             b'{' => {
                 let close = matching_brace(b, i);
                 let (lead, decl) = member_text(&code[start..i]);
+                if opens_braced_initializer(decl) {
+                    i = close;
+                    continue;
+                }
                 if is_class_head(decl) {
                     blank_host_members(code, (i, close), macros, blanked, out);
-                } else if is_host_member_function(decl.split(" : ").next().unwrap_or(decl), device)
-                {
+                } else if is_host_member_function(without_initializers(decl), device) {
                     blank(out, start + lead, close);
                     blanked.extend(function_name(decl));
                 }
@@ -1214,7 +1286,10 @@ fn blank_host_code_naming_members(code: &str, macros: &Macros) -> (String, Vec<S
             b';' => {
                 let decl = code[start..i].trim();
                 let lead = start + (code[start..i].len() - code[start..i].trim_start().len());
-                if decl.ends_with(')') && !is_device(decl, macros) && words_before_paren(decl) >= 2
+                if decl.ends_with(')')
+                    && !is_device(decl, macros)
+                    && words_before_paren(decl) >= 2
+                    && !initialized_variable(decl.split('(').next().unwrap_or(""))
                 {
                     let keep = ["typedef", "using", "static_assert"]
                         .iter()
@@ -1235,6 +1310,9 @@ fn blank_host_code_naming_members(code: &str, macros: &Macros) -> (String, Vec<S
                 if decl.starts_with("namespace") || decl.ends_with("extern \"C\"") {
                     open_scopes += 1;
                     start = i + 1;
+                } else if opens_braced_initializer(decl) {
+                    i = matching_brace(b, i);
+                    continue;
                 } else {
                     let end = matching_brace(b, i);
                     if decl.ends_with('=') && is_host_variable(decl) && !is_device(decl, macros) {
@@ -1252,7 +1330,7 @@ fn blank_host_code_naming_members(code: &str, macros: &Macros) -> (String, Vec<S
                     let concept = has_word(decl.split('(').next().unwrap_or(""), "concept");
                     if is_class_head(decl) {
                         blank_host_members(&code, (i, end), all, &mut members, &mut out);
-                    } else if without_trailing_qualifiers(decl).ends_with(')')
+                    } else if without_trailing_qualifiers(without_initializers(decl)).ends_with(')')
                         && !is_device(decl, macros)
                         && !concept
                     {
@@ -1324,14 +1402,29 @@ mod tests {
             #define DEVICE_INLINE __device__ \\\n    inline\n\
             #define FN(T) DEVICE_INLINE T\n\
             #define HOST_ONLY __host__ inline\n\
+            #define CONSTEXPR_CONST constexpr\n\
             HOST_DEVICE_INLINE\nint div_ceil(int a, int b) { return (a + b - 1) / b; }\n\
             FN(float) twice(float v) { return v + v; }\n\
-            HOST_ONLY int host_side(int a) { return a; }\n";
+            HOST_ONLY int host_side(int a) { return a; }\n\
+            CONSTEXPR_CONST float kScale = 1.0f;\n";
         let defines: Vec<String> = defines(code).collect();
         let macros = Macros::of(&defines, &[]);
-        assert_eq!(macros.device, ["HOST_DEVICE_INLINE", "DEVICE_INLINE", "FN"]);
+        assert_eq!(
+            macros.device,
+            [
+                "HOST_DEVICE_INLINE",
+                "DEVICE_INLINE",
+                "FN",
+                "CONSTEXPR_CONST"
+            ]
+        );
         let out = blank_host_code(code, &macros);
         assert_eq!(out.lines().count(), code.lines().count());
+        // A constant marked constexpr through a macro (half.hpp's) stays for device code.
+        assert!(
+            out.contains("CONSTEXPR_CONST float kScale = 1.0f;"),
+            "{out}"
+        );
         assert!(out.contains("int div_ceil(int a, int b)"), "{out}");
         assert!(out.contains("FN(float) twice(float v)"), "{out}");
         assert!(!out.contains("host_side"), "{out}");
@@ -1671,7 +1764,14 @@ CHECK_SIZES(64);
             void flush() __attribute__((noinline));\n\
             };\n\
             inline int GPUInterface::error_count() const { return 0; }\n\
-            typedef struct __align__(16) { float a, b, c, d; } half4;\n";
+            typedef struct __align__(16) { float a, b, c, d; } half4;\n\
+            struct Launcher {\n\
+            unsigned tile_;\n\
+            float u = (0.f);\n\
+            static const int style = (int)(1);\n\
+            explicit Launcher(unsigned tile) : tile_{tile}, u(1.f) {}\n\
+            };\n\
+            template <typename T> DevVector<T>::DevVector(unsigned n)\n    : n_{n}\n{\n}\n";
         let out = blank_host_code(code, &Macros::default());
         assert_eq!(out.lines().count(), code.lines().count());
         for gone in [
@@ -1684,6 +1784,11 @@ CHECK_SIZES(64);
             "name()",
             "flush",
             "error_count",
+            // Constructors with braced member initializers, in their class and out of it.
+            "explicit Launcher",
+            "tile_{tile}",
+            "DevVector",
+            "n_{n}",
         ] {
             assert!(!out.contains(gone), "{gone} left in:\n{out}");
         }
@@ -1705,6 +1810,9 @@ CHECK_SIZES(64);
             "float d[4] __align__(16);",
             // A type with its alignment before its body (FasterTransformer's `half4`).
             "typedef struct __align__(16) { float a, b, c, d; } half4;",
+            // Members whose initializers hold parentheses are no functions.
+            "float u = (0.f);",
+            "static const int style = (int)(1);",
         ] {
             assert!(out.contains(kept), "{kept} gone from:\n{out}");
         }

@@ -191,7 +191,9 @@ const HEADERS: &[(&str, &str)] = &[
 /// `__CUDACC__` and `__CUDA_ARCH__` are what nvcc defines when it compiles device code: the
 /// simulator compiles only device code, for the GPU it emulates (sm_90, Hopper's units
 /// included), so a kernel guarded by `#if __CUDA_ARCH__ >= 530` runs its body, not its host
-/// fallback.
+/// fallback. nvcc's version macros are those of the CUDA 13 toolkit whose headers the
+/// simulator's follow, so code behind `#if __CUDACC_VER_MAJOR__ >= 11` is the code NVRTC
+/// builds too.
 /// `-g1`: line tables, from which a failure names the line of the access it stopped at
 /// ([`super::site`]).
 const FLAGS: &[&str] = &[
@@ -205,6 +207,9 @@ const FLAGS: &[&str] = &[
     "-DKERNEL_LAB_SIM=1",
     "-D__CUDACC__=1",
     "-D__CUDA_ARCH__=900",
+    "-D__CUDACC_VER_MAJOR__=13",
+    "-D__CUDACC_VER_MINOR__=0",
+    "-D__CUDACC_VER_BUILD__=0",
 ];
 
 /// A check of every index into an array whose size the compiler knows (local arrays, static

@@ -915,12 +915,16 @@ impl Gen<'_> {
     fn operand(&self, s: &str) -> Result<Opnd, String> {
         let s = s.trim();
         if let Some(inner) = s.strip_prefix('{').and_then(|r| r.strip_suffix('}')) {
-            return Ok(Opnd::Vector(
-                split_operands(inner)
-                    .iter()
-                    .map(|o| self.operand(o))
-                    .collect::<Result<_, _>>()?,
-            ));
+            let mut v: Vec<Opnd> = split_operands(inner)
+                .iter()
+                .map(|o| self.operand(o))
+                .collect::<Result<_, _>>()?;
+            // One register in braces is that register, as ptxas reads it (`ld.shared.u32
+            // {%0}, [%1]`); a vector of one is taken where one is wanted ([`Self::vector`]).
+            return Ok(match v.len() {
+                1 => v.remove(0),
+                _ => Opnd::Vector(v),
+            });
         }
         if let Some(inner) = s.strip_prefix('[').and_then(|r| r.strip_suffix(']')) {
             let (base, off) = match inner.rfind(['+', '-']).filter(|&k| k > 0) {
@@ -1055,6 +1059,8 @@ impl Gen<'_> {
     fn vector<'o>(&self, op: &'o Opnd, len: usize, role: &str) -> Result<&'o [Opnd], String> {
         match op {
             Opnd::Vector(v) if v.len() == len => Ok(v),
+            // `{%0}`, read as the register itself.
+            o if len == 1 && !matches!(o, Opnd::Vector(_)) => Ok(std::slice::from_ref(o)),
             _ => Err(format!("{role} must be a vector of {len} registers")),
         }
     }
@@ -1740,6 +1746,14 @@ mod tests {
 
     fn rw(code: &str) -> String {
         strict(code, "k.cu").unwrap().unwrap()
+    }
+
+    /// One register in braces is the register (DeepSpeed writes every scalar load so): the
+    /// same code as without the braces.
+    #[test]
+    fn one_register_in_braces_is_that_register() {
+        let braced = "void f(int &v, unsigned a) {\n  asm volatile(\"ld.shared.u32 {%0}, [%1];\" : \"=r\"(v) : \"r\"(a));\n}";
+        assert_eq!(rw(braced), rw(&braced.replace("{%0}", "%0")));
     }
 
     #[test]

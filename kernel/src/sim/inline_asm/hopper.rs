@@ -559,7 +559,9 @@ impl Gen<'_> {
         for o in d {
             match o {
                 Opnd::Ref(i) if self.ops[*i].letter() == letter && self.ops[*i].output => {
-                    lvalues.push(format!("({reg_type} *)&({})", self.ops[*i].expr));
+                    // An FP16 accumulator may be declared `unsigned` or `int`.
+                    let cast = if f16_acc { "(uint32_t *)" } else { "" };
+                    lvalues.push(format!("{cast}&({})", self.ops[*i].expr));
                     self.by_address.push(*i);
                 }
                 _ => {
