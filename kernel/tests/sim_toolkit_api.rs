@@ -392,6 +392,32 @@ fn half_and_bf16_functions_round_saturate_and_compare_as_the_toolkit_documents()
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+/// The half and bfloat16 types' constructors and conversions that the toolkit's headers give
+/// them besides the functions: from and to their raw bits, a pair from two halves (DeepSpeed
+/// builds its zeros so).
+#[test]
+fn half_types_convert_from_and_to_their_raw_bits_as_the_toolkits_do() {
+    let code = "#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n\
+        extern \"C\" __global__ void raw(float *out) {\n\
+        \x20 constexpr __half2_raw two = {0x4000, 0x3C00};\n\
+        \x20 __half2 h2 = __half2(two);\n\
+        \x20 __half one = __half(__half_raw{0x3C00});\n\
+        \x20 __nv_bfloat162_raw b2r; b2r.x = 0x4040; b2r.y = 0x3F80;\n\
+        \x20 __nv_bfloat162 b2 = __nv_bfloat162(b2r);\n\
+        \x20 __half2 set; set = __half2_raw{0x4200, 0x0000};\n\
+        \x20 __half2_raw back = h2;\n\
+        \x20 __nv_bfloat16_raw b1 = __nv_bfloat16(2.5f);\n\
+        \x20 const __half2 pair(__float2half(4.0f), one);\n\
+        \x20 out[0] = __low2float(h2); out[1] = __high2float(h2); out[2] = one;\n\
+        \x20 out[3] = __low2float(b2); out[4] = __high2float(b2); out[5] = __low2float(set);\n\
+        \x20 out[6] = (float)back.x; out[7] = (float)b1.x; out[8] = __low2float(pair);\n\
+        }\n";
+    assert_eq!(
+        one_block(code.into(), "raw", 1, 9),
+        [2.0, 1.0, 1.0, 3.0, 1.0, 3.0, 16384.0, 16416.0, 4.0]
+    );
+}
+
 /// atomicAdd on a half and a half2 in shared memory: every thread's add lands.
 #[test]
 fn atomic_adds_of_halves_are_each_counted() {

@@ -31,7 +31,13 @@ fn canonical(t: &str) -> String {
     }
 }
 
-const INTEGERS: [&str; 17] = [
+/// The types an integer argument converts to (`bool` among them, as C++ converts an `int`).
+const INTEGERS: [&str; 22] = [
+    "bool",
+    "char",
+    "signed char",
+    "unsigned char",
+    "int8_t",
     "int",
     "unsigned int",
     "signed",
@@ -306,6 +312,8 @@ mod tests {
         assert_eq!(k("unsigned int"), Kind::Integer);
         assert_eq!(k("unsigned n"), Kind::Integer);
         assert_eq!(k("const int M"), Kind::Integer);
+        // An int converts to a flag (DeepSpeed's `bool` parameters beside a `__half` overload).
+        assert_eq!(k("bool neg"), Kind::Integer);
         assert_eq!(k("float alpha = 1.0f"), Kind::Real);
         assert_eq!(
             k("const __grid_constant__ CUtensorMap tmap"),

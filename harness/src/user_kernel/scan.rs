@@ -201,7 +201,9 @@ const ATTRIBUTES: [&str; 5] = [
 
 /// Every `__global__` function of `code` (shown as `file`) at namespace scope.
 pub fn kernels(code: &str, file: &str) -> Vec<KernelDecl> {
-    let b = bare(code);
+    // Brackets counted as in one preprocessed text ([`super::source::one_branch_view`]).
+    let view = super::source::one_branch_view(&strip_comments(code));
+    let b = bare(&view);
     let text = String::from_utf8_lossy(&b).into_owned();
     let mut out: Vec<KernelDecl> = Vec::new();
     // One entry per open brace: a namespace (or `extern "C"` block) name, `Some("")` for the
@@ -679,6 +681,17 @@ mod tests {
         assert_eq!(ks[0].line, 7);
         assert_eq!(ks[2].template, None);
         assert_eq!(ks[2].line, 11);
+    }
+
+    /// A host function whose conditional's branches each open a brace (FasterTransformer's)
+    /// hides no kernel after it, at its own line.
+    #[test]
+    fn a_kernel_after_branches_that_balance_only_together_is_found() {
+        let code = "void launch(int t) {\n  if (t == 0) {\n  }\n#ifdef BF16\n  else if (t < 3) {\n\
+            #else\n  else if (t == 1) {\n#endif\n  }\n}\n__global__ void k(float *y) {}\n";
+        let ks = kernels(code, "b.cu");
+        assert_eq!(ks.len(), 1, "{ks:?}");
+        assert_eq!((ks[0].name.as_str(), ks[0].line), ("k", 11));
     }
 
     #[test]

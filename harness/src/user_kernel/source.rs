@@ -964,12 +964,122 @@ fn words_before_paren(decl: &str) -> usize {
     idents(decl.split('(').next().unwrap_or("")).count()
 }
 
+/// Replaces `out[from..to]` by spaces, line breaks and preprocessor directives kept: a host
+/// function or prototype spanning an `#if` keeps the conditional whole.
 fn blank(out: &mut [u8], from: usize, to: usize) {
-    for c in &mut out[from..to] {
-        if *c != b'\n' {
-            *c = b' ';
+    let mut line_start = out[..from]
+        .iter()
+        .rposition(|&c| c == b'\n')
+        .map_or(0, |n| n + 1);
+    let mut directive = is_directive_at(out, line_start);
+    for i in from..to {
+        if out[i] == b'\n' {
+            // A directive continued with a backslash goes on.
+            let continued = directive && i > 0 && out[i - 1] == b'\\';
+            line_start = i + 1;
+            directive = continued || is_directive_at(out, line_start);
+        } else if !directive {
+            out[i] = b' ';
         }
     }
+}
+
+/// Whether the line starting at `at` is a preprocessor directive.
+fn is_directive_at(b: &[u8], at: usize) -> bool {
+    b[at.min(b.len())..]
+        .iter()
+        .find(|c| !matches!(c, b' ' | b'\t'))
+        .is_some_and(|&c| c == b'#')
+}
+
+/// The directive a line holds (`if`, `ifdef`, `else`, `endif`...), if any.
+fn directive_name(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix('#')?.trim_start();
+    let end = rest
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+/// `code` as blanking reads it: where a branch of an `#if` group opens a brace or parenthesis
+/// that only the group's end closes (`#ifdef BF16` `else if (a || b) {` `#else` `else if (a)
+/// {` `#endif`, a prototype whose last parameter and `);` differ per branch), the branches
+/// after the first are spaces, so that brackets balance as in one preprocessed text. Lines and
+/// lengths are kept; groups whose branches each balance are read whole, as before.
+pub(super) fn one_branch_view(code: &str) -> String {
+    let lines: Vec<&str> = code.split_inclusive('\n').collect();
+    let mut hide = vec![false; lines.len()];
+    // Open groups: the line of their `#if` and of each later branch's directive.
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let balance = |from: usize, to: usize| -> i64 {
+        lines[from..to]
+            .iter()
+            .filter(|l| directive_name(l).is_none())
+            .flat_map(|l| l.bytes())
+            .map(|c| match c {
+                b'{' | b'(' => 1,
+                b'}' | b')' => -1,
+                _ => 0,
+            })
+            .sum()
+    };
+    for (n, line) in lines.iter().enumerate() {
+        match directive_name(line) {
+            Some("if" | "ifdef" | "ifndef") => groups.push(vec![n]),
+            Some("elif" | "else") => {
+                if let Some(g) = groups.last_mut() {
+                    g.push(n);
+                }
+            }
+            Some("endif") => {
+                let Some(mut g) = groups.pop() else { continue };
+                g.push(n);
+                let unbalanced = g.windows(2).any(|w| balance(w[0] + 1, w[1]) != 0);
+                if unbalanced && g.len() > 2 {
+                    for line in (g[1] + 1)..n {
+                        hide[line] = directive_name(lines[line]).is_none();
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    lines
+        .iter()
+        .zip(&hide)
+        .map(|(l, &h)| match h {
+            true => l
+                .chars()
+                .map(|c| if c == '\n' { c } else { ' ' })
+                .collect::<String>(),
+            false => (*l).to_string(),
+        })
+        .collect()
+}
+
+/// `to` moved past the `#endif` of every conditional opened in `code[from..to]` and not closed
+/// there: a prototype blanked up to its `;` in the first branch takes the other branches too.
+fn through_open_conditionals(code: &str, from: usize, to: usize) -> usize {
+    let mut depth = 0usize;
+    let mut at = from;
+    for line in code[from..].split_inclusive('\n') {
+        let end = at + line.len();
+        match directive_name(line) {
+            Some("if" | "ifdef" | "ifndef") => depth += 1,
+            Some("endif") if depth > 0 => {
+                depth -= 1;
+                if depth == 0 && end > to {
+                    return end;
+                }
+            }
+            _ => {}
+        }
+        if end >= to && depth == 0 {
+            return to;
+        }
+        at = end;
+    }
+    to
 }
 
 /// `decl` without its leading `template <...>` parameter lists, whose `class T` names no class.
@@ -1230,9 +1340,12 @@ pub fn blank_host_code(code: &str, macros: &Macros) -> String {
 /// [`blank_host_code`], with the names of the host member functions it blanked.
 fn blank_host_code_naming_members(code: &str, macros: &Macros) -> (String, Vec<String>) {
     let mut members = Vec::new();
-    let code = strip_comments(code);
+    let original = strip_comments(code);
+    // Read with one branch of a conditional whose branches each open what its end closes;
+    // blanked in the text as written.
+    let code = one_branch_view(&original);
     let b = code.as_bytes();
-    let mut out = b.to_vec();
+    let mut out = original.as_bytes().to_vec();
     // The host functions blanked so far, whose `using` declarations go too.
     let mut blanked: Vec<String> = Vec::new();
     let own: Vec<String> = defines(&code).collect();
@@ -1295,7 +1408,8 @@ fn blank_host_code_naming_members(code: &str, macros: &Macros) -> (String, Vec<S
                         .iter()
                         .any(|w| has_word(decl.split('(').next().unwrap_or(""), w));
                     if !keep {
-                        blank(&mut out, lead, i + 1);
+                        let to = through_open_conditionals(&original, lead, i + 1);
+                        blank(&mut out, lead, to);
                     }
                 } else if (is_host_variable(decl) && !is_device(decl, macros))
                     || using_name(decl).is_some_and(|n| blanked.contains(&n))
@@ -1572,6 +1686,57 @@ CHECK_SIZES(64);
         ] {
             assert!(out.contains(kept), "{kept} gone from:\n{out}");
         }
+    }
+
+    /// A host function whose branches each open a brace that the conditional's end closes,
+    /// and a prototype whose last parameter differs per branch (FasterTransformer's and
+    /// DeepSpeed's): both go whole, their directives kept, and the kernel after them stays.
+    #[test]
+    fn host_code_whose_branches_balance_only_together_goes_whole() {
+        let code = "void launch(int t) {\n\
+            \x20 if (t == 0) {\n\
+            \x20 }\n\
+            #ifdef ENABLE_BF16\n\
+            \x20 else if (t == 1 || t == 2) {\n\
+            #else\n\
+            \x20 else if (t == 1) {\n\
+            #endif\n\
+            \x20 }\n\
+            }\n\
+            int host_gemm(int m,\n\
+            #if defined(USE_ALT)\n\
+            \x20             int algo = 1);\n\
+            #else\n\
+            \x20             int algo = 0);\n\
+            #endif\n\
+            #ifdef _WIN32\n\
+            void host_win() {}\n\
+            #else\n\
+            void host_posix() {}\n\
+            #endif\n\
+            __global__ void k(float *x) { x[0] = 1; }\n";
+        let out = blank_host_code(code, &Macros::default());
+        assert_eq!(out.lines().count(), code.lines().count());
+        for gone in [
+            "launch",
+            "else if",
+            "host_gemm",
+            "algo",
+            "host_win",
+            "host_posix",
+        ] {
+            assert!(!out.contains(gone), "{gone} left in:\n{out}");
+        }
+        for kept in [
+            "#ifdef ENABLE_BF16",
+            "#if defined(USE_ALT)",
+            "#else",
+            "#endif",
+            "__global__ void k",
+        ] {
+            assert!(out.contains(kept), "{kept} gone from:\n{out}");
+        }
+        assert_eq!(out.matches("#endif").count(), 3, "{out}");
     }
 
     /// caffe's layer files end in `INSTANTIATE_LAYER_GPU_FUNCS(PoolingLayer);`, defined in a

@@ -16,6 +16,11 @@ struct __nv_bfloat16 {
     unsigned short __x;
     __nv_bfloat16() = default;  // trivial: `__shared__ __nv_bfloat16` needs no initialiser
     __nv_bfloat16(const __nv_bfloat16_raw &r) : __x(r.x) {}
+    __nv_bfloat16 &operator=(const __nv_bfloat16_raw &r) {
+        __x = r.x;
+        return *this;
+    }
+    operator __nv_bfloat16_raw() const { return {__x}; }
     __nv_bfloat16(float f) { *this = from(f); }
     __nv_bfloat16(double d) { *this = from_double(d); }
     __nv_bfloat16(int i) { *this = from_double((double)i); }
@@ -54,8 +59,18 @@ struct __nv_bfloat16 {
 };
 typedef __nv_bfloat16 nv_bfloat16;
 
+// Its constructors and conversions are the toolkit's: from two halves, from and to the raw bits.
 struct __align__(4) __nv_bfloat162 {
     __nv_bfloat16 x, y;
+    __nv_bfloat162() = default;  // trivial, as __nv_bfloat16's
+    __nv_bfloat162(const __nv_bfloat16 &a, const __nv_bfloat16 &b) : x(a), y(b) {}
+    __nv_bfloat162(const __nv_bfloat162_raw &r) : x(__nv_bfloat16_raw{r.x}), y(__nv_bfloat16_raw{r.y}) {}
+    __nv_bfloat162 &operator=(const __nv_bfloat162_raw &r) {
+        x = __nv_bfloat16_raw{r.x};
+        y = __nv_bfloat16_raw{r.y};
+        return *this;
+    }
+    operator __nv_bfloat162_raw() const { return {x.__x, y.__x}; }
 };
 typedef __nv_bfloat162 nv_bfloat162;
 

@@ -16,6 +16,11 @@ struct __half {
     unsigned short __x;
     __half() = default;  // trivial: `__shared__ __half` must need no dynamic initialisation
     __half(const __half_raw &r) : __x(r.x) {}
+    __half &operator=(const __half_raw &r) {
+        __x = r.x;
+        return *this;
+    }
+    operator __half_raw() const { return {__x}; }
     __half(float f) { *this = from_double(f); }
     __half(double d) { *this = from_double(d); }
     __half(int i) { *this = from_double((double)i); }
@@ -36,8 +41,18 @@ struct __half {
 };
 typedef __half half;
 
+// Its constructors and conversions are the toolkit's: from two halves, from and to the raw bits.
 struct __align__(4) __half2 {
     __half x, y;
+    __half2() = default;  // trivial, as __half's
+    __half2(const __half &a, const __half &b) : x(a), y(b) {}
+    __half2(const __half2_raw &r) : x(__half_raw{r.x}), y(__half_raw{r.y}) {}
+    __half2 &operator=(const __half2_raw &r) {
+        x = __half_raw{r.x};
+        y = __half_raw{r.y};
+        return *this;
+    }
+    operator __half2_raw() const { return {x.__x, y.__x}; }
 };
 typedef __half2 half2;
 
