@@ -49,6 +49,8 @@ pub struct Worst {
     /// Row-major index into the output.
     pub index: usize,
     pub got: f32,
+    /// The reference may be infinite where the output is finite.
+    #[serde(with = "nonfinite_json")]
     pub want: f64,
 }
 
@@ -415,6 +417,31 @@ mod tests {
         let bad = json.replace(r#""inf""#, r#""lots""#);
         let err = serde_json::from_str::<Check>(&bad).unwrap_err().to_string();
         assert!(err.contains("`lots` is not an error"), "{err}");
+    }
+
+    /// The element furthest from its reference is named by its place in the output, a
+    /// sample's too, and an infinite reference there reads back as it was written.
+    #[test]
+    fn the_furthest_element_is_named_by_its_place_in_the_output() {
+        let c = check(&[1.0, 2.5, 3.0], &[1.0, 2.0, 3.25], 1e-5);
+        let w = c.worst.unwrap();
+        assert_eq!((w.index, w.got, w.want), (1, 2.5, 2.0));
+        let out = [0.0, 7.0, 1.0, 1.0];
+        let c = check_against(
+            &out,
+            Expected {
+                values: &[1.0, 1.0],
+                indices: Some(&[3, 1]),
+            },
+            None,
+            1e-5,
+        );
+        assert_eq!(c.worst.map(|w| w.index), Some(1));
+        let mut c = check(&[1.0], &[f64::INFINITY], 1e-5);
+        assert_eq!(c.worst.map(|w| w.want), Some(f64::INFINITY));
+        c.rel_error = 1.0;
+        let back: Check = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
+        assert_eq!(back.worst, c.worst);
     }
 
     #[test]

@@ -273,8 +273,7 @@ impl Reader {
     /// The macros of `path` and the local files it includes that mark device code
     /// (`#define DEVICE_INLINE __device__ inline`) or whose call is host code, and their host
     /// member functions: a header may define one that the file uses, so all are read before
-    /// any is prepared. A file that does
-    /// not read is left to [`Reader::add`] to report.
+    /// any is prepared. A file that does not read is left to [`Reader::add`] to report.
     fn macros(&self, path: &Path) -> source::Macros {
         let mut seen: Vec<PathBuf> = Vec::new();
         let mut todo = vec![path.to_path_buf()];
