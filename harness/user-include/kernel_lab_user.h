@@ -10,14 +10,10 @@
 #include <math.h>
 // nvcc's cuda_runtime.h includes <cmath> too: `std::exp` needs no include of its own.
 #include <cmath>
-// The runtime's version, which cuda_runtime_api.h defines for every file nvcc compiles.
+// The runtime's version, which cuda_runtime_api.h defines for every file nvcc compiles: the
+// compiler's (NVRTC's, or the toolkit the simulator's headers follow).
 #ifndef CUDART_VERSION
-#ifdef KERNEL_LAB_SIM
-// The CUDA 13 toolkit, whose headers the simulator's follow.
-#define CUDART_VERSION 13000
-#else
 #define CUDART_VERSION (__CUDACC_VER_MAJOR__ * 1000 + __CUDACC_VER_MINOR__ * 10)
-#endif
 #endif
 typedef unsigned int uint;
 typedef unsigned short ushort;
