@@ -157,6 +157,32 @@ pub(crate) fn empty_row(kernel: &dyn Kernel, shape: &Shape, plan: Option<&CudaPl
     }
 }
 
+/// The names of the inputs the last run of `prepared` wrote into; none where the device
+/// cannot tell or failed to read them back (the check's own failure says more).
+fn written_inputs(prepared: &mut dyn Prepared, shape: &Shape) -> Vec<&'static str> {
+    let names = shape.inputs();
+    prepared
+        .inputs_written()
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|i| names.get(i).map(|t| t.name))
+        .collect()
+}
+
+/// What a failed row says of an input its kernel wrote into: for a user's kernel, that one
+/// working in place is given its output as a copy of the input (`output=NAME`).
+fn input_written(name: &str, user: bool, shape: &Shape) -> String {
+    let out = shape.output().name;
+    let said = format!("the kernel wrote into its input {name}, which the reference is of");
+    match user {
+        true => format!(
+            "{said}: a kernel that works in place takes output={name}, {out} starting each run \
+             as a copy of {name}, and {out} in {name}'s place among its arguments"
+        ),
+        false => said,
+    }
+}
+
 /// `sm_90` from a device's compute capability `9.0`.
 pub fn device_arch(dev: &dyn Executor) -> Option<String> {
     dev.info()
@@ -249,7 +275,7 @@ pub fn evaluate<'a>(
             // its read-back into f32 rounds it (past 2^24).
             let integer = plan
                 .as_ref()
-                .is_some_and(|p| p.output == kernel::Dtype::I32);
+                .is_some_and(|p| matches!(p.output, kernel::Dtype::I32 | kernel::Dtype::S8));
             let rounded: Option<Vec<f64>> = integer.then(|| {
                 own.as_deref()
                     .unwrap_or(values)
@@ -283,6 +309,10 @@ pub fn evaluate<'a>(
                         _ => "the NaN may be the fill of shared memory read before any write: ",
                     };
                     reason.push_str(&format!("\n  {lead}{note}"));
+                }
+                let user = kernel.info().role == Role::User;
+                for name in written_inputs(prepared.as_mut(), shape) {
+                    reason.push_str(&format!("\n  {}", input_written(name, user, shape)));
                 }
                 if kernel.info().role == Role::User && indices.is_none() {
                     let check = |other: &Shape| {

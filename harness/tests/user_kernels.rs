@@ -2230,6 +2230,110 @@ fn a_kernel_adding_into_its_output_asks_for_output_zero() {
     assert!(!text.contains("adds into it with atomicAdd"), "{text}");
 }
 
+/// A softmax that works in place, as host code calls it on a copy of its input: given no
+/// output, it is refused, saying what to give; with `output=X` and Y in X's place it passes.
+/// A kernel that writes its softmax into X rather than Y is told it wrote into its input. A
+/// copy of an input of another length is declined, and a name that is no input refused.
+#[test]
+fn a_kernel_working_in_place_is_given_a_copy_of_its_input() {
+    let dir = scratch_dir("in-place");
+    let code = r#"__device__ void softmax_row(float *x, int N) {
+  float m = -INFINITY, s = 0.f;
+  for (int i = 0; i < N; ++i) m = fmaxf(m, x[i]);
+  for (int i = 0; i < N; ++i) { x[i] = expf(x[i] - m); s += x[i]; }
+  for (int i = 0; i < N; ++i) x[i] /= s;
+}
+
+__global__ void softmax_inplace(float *data, int M, int N) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < M) softmax_row(data + (size_t)r * N, N);
+}
+
+// Y is never written: the softmax goes into X.
+__global__ void softmax_wrong_pointer(float *X, float *Y, int M, int N) {
+  int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < M) softmax_row(X + (size_t)r * N, N);
+}
+"#;
+    let file = dir.join("inplace.cu");
+    std::fs::write(&file, code).unwrap();
+    let spec = |entry: &str, extra: &str| {
+        format!(
+            "{}:{entry},block=32,grid=(cdiv(M,32)),{extra}",
+            file.display()
+        )
+    };
+    let (ok, text) = sim_check(
+        "softmax",
+        "37x130",
+        &spec("softmax_inplace", "args=(X,M,N)"),
+    );
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(
+            "args: no launch is given Y, the output, so none can write it: pass Y where the \
+             kernel takes its output; a kernel that works in place on an input takes Y in that \
+             input's place, with output=NAME for the input, which starts Y as a copy of it"
+        ),
+        "{text}"
+    );
+    let (ok, text) = sim_check(
+        "softmax",
+        "37x130,3x5",
+        &spec("softmax_inplace", "args=(Y,M,N),output=X"),
+    );
+    assert!(ok, "{text}");
+    assert!(!text.contains("wrote into its input"), "{text}");
+    // In a run too, whose summary names no input left unread.
+    let (ok, text) = sim_run(
+        "softmax",
+        "37x130",
+        &spec("softmax_inplace", "args=(Y,M,N),output=X"),
+        &dir.join("run"),
+    );
+    assert!(ok, "{text}");
+    assert_eq!(passing_user_rows(&text), 1, "{text}");
+    assert!(!text.contains("is given no X"), "{text}");
+    let (ok, text) = sim_check(
+        "softmax",
+        "37x130",
+        &spec("softmax_wrong_pointer", "args=(X,Y,M,N)"),
+    );
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains(
+            "the kernel wrote into its input X, which the reference is of: a kernel that works \
+             in place takes output=X, Y starting each run as a copy of X, and Y in X's place \
+             among its arguments"
+        ),
+        "{text}"
+    );
+    // gamma has a row's N elements, Y all M*N.
+    let (_, text) = sim_check(
+        "layernorm",
+        "4x8",
+        &format!(
+            "{}:softmax_inplace,block=32,grid=(1),args=(Y,M,N),output=gamma",
+            file.display()
+        ),
+    );
+    assert!(
+        text.contains(
+            "output=gamma: gamma has 8 elements and Y has 32, so Y cannot start as a copy of gamma"
+        ),
+        "{text}"
+    );
+    let (ok, text) = sim_check(
+        "softmax",
+        "37x130",
+        &spec("softmax_inplace", "args=(Y,M,N),output=Z"),
+    );
+    assert!(
+        !ok && text.contains("output=Z: Z is not an input of softmax (X)"),
+        "{text}"
+    );
+}
+
 /// A kernel that traps on purpose where N is no multiple of 16 is not told about tails: the
 /// trap is its own word on the shape.
 #[test]
@@ -5359,6 +5463,42 @@ __global__ void gemm_int(const int *A, const int *B, int *C, int M, int N, int K
     );
     assert!(
         !ok && text.contains("s8 is for inputs: give C i32"),
+        "{text}"
+    );
+}
+
+/// A transpose only moves values: its output may be of its inputs' 8-bit type (int8 or
+/// FP8), checked exactly; a GEMM's may not.
+#[test]
+fn an_eight_bit_transpose_writes_its_inputs_type_exactly() {
+    let dir = scratch_dir("s8-transpose");
+    let code = r#"#include <cstdint>
+#include <cuda_fp8.h>
+template <typename T>
+__global__ void transpose(const T *X, T *Y, int M, int N) {
+  int c = blockIdx.x * blockDim.x + threadIdx.x, r = blockIdx.y * blockDim.y + threadIdx.y;
+  if (r < M && c < N) Y[(size_t)c * M + r] = X[(size_t)r * N + c];
+}
+template __global__ void transpose<int8_t>(const int8_t *, int8_t *, int, int);
+template __global__ void transpose<__nv_fp8_e4m3>(const __nv_fp8_e4m3 *, __nv_fp8_e4m3 *, int, int);
+"#;
+    let file = dir.join("t8.cu");
+    std::fs::write(&file, code).unwrap();
+    let spec = |t: &str, dtype: &str| {
+        format!(
+            "{}:transpose<{t}>,block=16x16,grid=(cdiv(N,16),cdiv(M,16)),dtype={dtype}",
+            file.display()
+        )
+    };
+    for (t, dtype) in [("int8_t", "s8"), ("__nv_fp8_e4m3", "e4m3")] {
+        let (ok, text) = sim_check("transpose", "37x29,16x48", &spec(t, dtype));
+        assert!(ok, "{dtype}: {text}");
+    }
+    // A transpose that drops the last row is off by whole values, exactly.
+    std::fs::write(&file, code.replace("r < M &&", "r < M - 1 &&")).unwrap();
+    let (ok, text) = sim_check("transpose", "37x29", &spec("int8_t", "s8"));
+    assert!(
+        !ok && text.contains("the integer output is not the exact result"),
         "{text}"
     );
 }

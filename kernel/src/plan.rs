@@ -292,6 +292,10 @@ pub enum Fill {
     /// kernel reads before writing (`C = alpha A B + beta C` with beta not 0), so that reading
     /// the wrong element of it shows in the check.
     Random(u64),
+    /// A copy of the workload's input `i` as uploaded, in the buffer's type: for a kernel that
+    /// works in place, whose output starts as its input. Unwritten elements cannot be
+    /// detected. Its bytes need the inputs: [`CudaPlan::start_bytes`].
+    Input(usize),
 }
 
 /// [`Fill::Nan`]'s value as an `f32`: all bits set.
@@ -306,10 +310,11 @@ pub fn is_poison(v: f32) -> bool {
 }
 
 impl Fill {
-    /// The buffer's bytes after the fill, `len` elements of `dtype`.
+    /// The buffer's bytes after the fill, `len` elements of `dtype`; for [`Fill::Input`],
+    /// which only the executor can copy ([`CudaPlan::start_bytes`]), the poison's.
     pub fn bytes(self, dtype: Dtype, len: usize) -> Vec<u8> {
         match self {
-            Self::Nan => vec![0xFF; len * dtype.bytes()],
+            Self::Nan | Self::Input(_) => vec![0xFF; len * dtype.bytes()],
             Self::Zero => vec![0; len * dtype.bytes()],
             Self::Value(v) => dtype.encode(&[v]).repeat(len),
             Self::Random(seed) => {
@@ -345,7 +350,7 @@ impl Fill {
                 let b = dtype.encode(&[v]);
                 b.iter().all(|&x| x == b[0]).then_some(b[0])
             }
-            Self::Random(_) => None,
+            Self::Random(_) | Self::Input(_) => None,
         }
     }
 }
@@ -609,6 +614,38 @@ impl CudaPlan {
             steps: vec![Step::Kernel(launch)],
             ..Self::default()
         }
+    }
+
+    /// The bytes a buffer of `len` elements of `dtype` filled with `fill` starts each run
+    /// with; [`Fill::Input`] copies `inputs[i]` (the host's values) as the input's own type
+    /// holds them, converted to `dtype`. An error names an input the plan lacks or one of
+    /// another length.
+    pub fn start_bytes(
+        &self,
+        fill: Fill,
+        dtype: Dtype,
+        len: usize,
+        inputs: &[Vec<f32>],
+    ) -> Result<Vec<u8>, String> {
+        let Fill::Input(i) = fill else {
+            return Ok(fill.bytes(dtype, len));
+        };
+        let (Some(data), Some(&from)) = (inputs.get(i), self.inputs.get(i)) else {
+            return Err(format!(
+                "a buffer starts as a copy of input {i}, and the plan has {}",
+                self.inputs.len()
+            ));
+        };
+        if data.len() != len {
+            return Err(format!(
+                "a buffer of {len} elements cannot start as a copy of input {i}, which has {}",
+                data.len()
+            ));
+        }
+        Ok(match from == dtype {
+            true => dtype.encode(data),
+            false => dtype.encode(&from.decode(&from.encode(data))),
+        })
     }
 
     /// The device element type of buffer `b`.
@@ -948,6 +985,39 @@ mod tests {
                 .all(|(h, a)| (h - a).abs() <= 2f32.powi(-11))
         );
         assert_eq!(Fill::Random(7).byte(Dtype::F32), None);
+    }
+
+    #[test]
+    fn a_copy_of_an_input_holds_it_as_its_type_does_in_the_buffers_type() {
+        let plan = CudaPlan {
+            inputs: vec![Dtype::F32, Dtype::F16],
+            ..CudaPlan::default()
+        };
+        let x = vec![0.1f32, -3.0, 1e-3];
+        let inputs = [x.clone(), x.clone()];
+        let f32_copy = plan.start_bytes(Fill::Input(0), Dtype::F32, 3, &inputs);
+        assert_eq!(f32_copy, Ok(Dtype::F32.encode(&x)));
+        // Input 1 is FP16 on the device: an FP32 copy holds its rounded values.
+        let from_half = plan
+            .start_bytes(Fill::Input(1), Dtype::F32, 3, &inputs)
+            .unwrap();
+        assert_eq!(
+            Dtype::F32.decode(&from_half),
+            Dtype::F16.decode(&Dtype::F16.encode(&x))
+        );
+        assert_ne!(Dtype::F32.decode(&from_half), x);
+        let short = plan.start_bytes(Fill::Input(0), Dtype::F32, 4, &inputs);
+        assert!(short.unwrap_err().contains("4 elements"));
+        assert!(
+            plan.start_bytes(Fill::Input(2), Dtype::F32, 3, &inputs)
+                .is_err()
+        );
+        // The other fills need no inputs.
+        assert_eq!(
+            plan.start_bytes(Fill::Zero, Dtype::F16, 2, &[]),
+            Ok(vec![0; 4])
+        );
+        assert_eq!(Fill::Input(0).byte(Dtype::F32), None);
     }
 
     #[test]

@@ -366,7 +366,9 @@ impl Reader {
             text: String::new(),
             original: code.clone(),
         });
-        self.kernels.extend(scan::kernels(&code, &display));
+        for decl in scan::kernels(&code, &display) {
+            scan::add(&mut self.kernels, decl);
+        }
         self.constants = match (self.constants.take(), scan::constants(&code)) {
             (Some(mut all), Some(these)) => {
                 all.extend(these);
@@ -655,6 +657,39 @@ mod tests {
             }
             let _ = std::fs::remove_dir_all(&copies[0].dir);
         }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_kernel_a_header_declares_and_the_file_defines_is_one_kernel() {
+        let dir = std::env::temp_dir().join(format!("lab-files-proto-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("ops.cuh"),
+            "#pragma once\n__global__ void k(const float *x, float *y, int n);\n\
+             __global__ void elsewhere(float *y);\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("ops.cu"),
+            "#include \"ops.cuh\"\n\
+             __global__ void k(const float *x, float *y, int n) { y[0] = x[0] + n; }\n",
+        )
+        .unwrap();
+        let f = LocalFiles::read(&dir.join("ops.cu"), &[], false).unwrap();
+        let found: Vec<(&str, bool)> = f
+            .kernels
+            .iter()
+            .map(|k| (k.name.as_str(), k.defined))
+            .collect();
+        assert_eq!(found, vec![("k", true), ("elsewhere", false)]);
+        assert!(
+            f.kernels[0].file.ends_with("ops.cu"),
+            "{}",
+            f.kernels[0].file
+        );
+        let _ = std::fs::remove_dir_all(&f.dir);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -32,7 +32,9 @@ use scan::KernelDecl;
 use signature::{ArgItem, ArgList, Param, Signature, Workspaces};
 use std::path::{Path, PathBuf};
 
-pub use spec::{Block, Grid, LaunchSpec, Layout, RawUserKernel, UserKernelSpec, locate};
+pub use spec::{
+    Block, Grid, LaunchSpec, Layout, OutputStart, RawUserKernel, UserKernelSpec, locate,
+};
 
 /// The clusters `entry` runs in, as `__cluster_dims__` arguments: `cluster=`'s, which the lab
 /// declares for it, or its own.
@@ -608,6 +610,21 @@ impl UserKernel {
                 tensors.join(", ")
             )));
         }
+        if let Some(name) = spec.output_start.copy_of() {
+            if !tensors.contains(&name) {
+                return Err(err(format!(
+                    "output={name}: {name} is not an input of {workload} ({}); the output \
+                     starts as a copy of one of them",
+                    tensors.join(", ")
+                )));
+            }
+            if spec.beta.is_some_and(|b| b != 0.0) {
+                return Err(err(format!(
+                    "output={name} and beta= both say what the output starts as: beta * C \
+                     reads C's own start; give one of them"
+                )));
+            }
+        }
         let against = match &spec.against {
             Some(id) => Some(rung_beside(id, workload).map_err(&err)?),
             None => None,
@@ -657,6 +674,22 @@ impl UserKernel {
             false => sig,
         };
         let params: Vec<Param> = lists.iter().flat_map(ArgList::params).collect();
+        if !params.contains(&Param::Output) {
+            let out = workload.probe_shape().output().name;
+            let in_place = match spec.output_start.copy_of() {
+                Some(x) => format!(
+                    "with output={x}, {out} starts as a copy of {x}: pass {out} in {x}'s place"
+                ),
+                None => format!(
+                    "a kernel that works in place on an input takes {out} in that input's place, \
+                     with output=NAME for the input, which starts {out} as a copy of it"
+                ),
+            };
+            return Err(err(format!(
+                "args: no launch is given {out}, the output, so none can write it: pass {out} \
+                 where the kernel takes its output; {in_place}"
+            )));
+        }
         let buffers = Buffers::of(spec, workload, sig, &params).map_err(&err)?;
         for (symbol, buffer) in &spec.constants {
             let name = symbol.rsplit("::").next().unwrap_or(symbol);
@@ -814,7 +847,7 @@ impl UserKernel {
     /// (in its code, not a comment), and `output=zero` does not clear the output first, as
     /// its host code would.
     pub fn adds_into_poison(&self) -> bool {
-        !self.spec.output_zero
+        self.spec.output_start == OutputStart::Poison
             && std::fs::read_to_string(&self.spec.file)
                 .is_ok_and(|t| kernel::sim::compile::strip_comments(&t).contains("atomicAdd"))
     }
@@ -1452,6 +1485,7 @@ impl UserKernel {
             .enumerate()
             .filter(|(i, t)| {
                 !self.passes(Param::Input(*i))
+                    && self.spec.output_start.copy_of() != Some(t.name)
                     && !self.spec.constants.iter().any(|(_, b)| *b == t.name)
                     && !self.spec.fixed_inputs.iter().any(|(n, _)| *n == t.name)
             })
@@ -1547,13 +1581,19 @@ impl UserKernel {
         (!hints.is_empty()).then(|| hints.join("\n  "))
     }
 
-    /// What C holds when a run starts: zero with `output=zero`, a sentinel when beta is 0 (an
-    /// element still holding it was never written), known random values otherwise (`beta * C`
-    /// must read them).
+    /// What C holds when a run starts: zero with `output=zero`, a copy of input x with
+    /// `output=x`, a sentinel when beta is 0 (an element still holding it was never written),
+    /// known random values otherwise (`beta * C` must read them).
     fn output_fill(&self) -> Fill {
         let passes_beta = self.passes(Param::Beta);
+        let copied = self.spec.output_start.copy_of().and_then(|name| {
+            let names = self.workload.probe_shape().inputs();
+            names.iter().position(|t| t.name == name)
+        });
         match self.signature.output_fill {
-            _ if self.spec.output_zero => Fill::Zero,
+            _ if self.spec.output_start == OutputStart::Zero => Fill::Zero,
+            // The name was checked when the kernel was loaded.
+            _ if copied.is_some() => copied.map_or(Fill::Nan, Fill::Input),
             _ if passes_beta && self.buffers.beta != 0.0 => Fill::Random(C_SEED),
             // The sentinel as the output's type holds it, so that the check recognizes it.
             Fill::Value(v) => Fill::Value(Fill::Value(v).values(self.buffers.output, 1)[0]),
@@ -1608,6 +1648,20 @@ impl Kernel for UserKernel {
 
     fn supports(&self, shape: &Shape) -> Result<(), Unsupported> {
         defines_at(&self.spec, shape, self.sms)?;
+        if let Some(name) = self.spec.output_start.copy_of() {
+            let out = shape.output();
+            let from = shape.inputs().into_iter().find(|t| t.name == name);
+            if let Some(t) = from.filter(|t| t.len() != out.len()) {
+                return Err(Unsupported(format!(
+                    "output={name}: {name} has {} elements and {} has {}, so {} cannot start \
+                     as a copy of {name}",
+                    t.len(),
+                    out.name,
+                    out.len(),
+                    out.name
+                )));
+            }
+        }
         self.geometry(shape).map(|_| ())
     }
 

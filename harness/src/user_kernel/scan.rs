@@ -240,18 +240,7 @@ pub fn kernels(code: &str, file: &str) -> Vec<KernelDecl> {
                 && scopes.iter().all(Option::is_some) =>
             {
                 if let Some((decl, end)) = declaration(&text, &b, boundary, i, &scopes, file) {
-                    // A declaration and its definition, in either order: the definition is
-                    // kept. Overloads are kept each.
-                    let same = |k: &KernelDecl| {
-                        k.name == decl.name
-                            && (k.template.is_some()
-                                || decl.template.is_some()
-                                || super::overload::same_parameters(k, &decl))
-                    };
-                    if decl.defined || !out.iter().any(|k| same(k) && k.defined) {
-                        out.retain(|k| !same(k));
-                        out.push(decl);
-                    }
+                    add(&mut out, decl);
                     i = end;
                     continue;
                 }
@@ -261,6 +250,22 @@ pub fn kernels(code: &str, file: &str) -> Vec<KernelDecl> {
         i += 1;
     }
     out
+}
+
+/// Adds `decl` to the kernels found: a declaration and its definition, in either order and
+/// in one file or a header and a file, are one kernel, the definition kept. Overloads are kept
+/// each.
+pub fn add(out: &mut Vec<KernelDecl>, decl: KernelDecl) {
+    let same = |k: &KernelDecl| {
+        k.name == decl.name
+            && (k.template.is_some()
+                || decl.template.is_some()
+                || super::overload::same_parameters(k, &decl))
+    };
+    if decl.defined || !out.iter().any(|k| same(k) && k.defined) {
+        out.retain(|k| !same(k));
+        out.push(decl);
+    }
 }
 
 /// The type names of the fields a struct's body declares (`{ Problem p; const float *A; }`:

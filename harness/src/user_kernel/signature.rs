@@ -924,6 +924,13 @@ impl ArgList {
             if part == "nullptr" || part == "NULL" {
                 return Ok(ArgItem::Null);
             }
+            // C++'s `bool` literals are the integers a `bool` or `int` parameter takes.
+            if let Some(v) = [("false", "0"), ("true", "1")]
+                .iter()
+                .find_map(|(word, v)| (part == *word).then_some(v))
+            {
+                return Ok(ArgItem::Int(Expr::parse(v)?));
+            }
             if let Some((n, p)) = known(part) {
                 return Ok(ArgItem::Named(n, p, None));
             }
@@ -1510,6 +1517,17 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("eps is neither a parameter of layernorm"), "{e}");
+        // C++'s bool literals are integers: a flag the kernel takes.
+        let (list, sig) = ArgList::parse(
+            "(X, Y, M, N, true, false)",
+            Workload::Softmax,
+            &mut Workspaces::default(),
+        )
+        .unwrap();
+        let args = list
+            .args(&Shape::Softmax { m: 3, n: 5 }, SIM_SMS, &Buffers::fp32(sig))
+            .unwrap();
+        assert_eq!(args[4..], [Arg::I32(1), Arg::I32(0)]);
     }
 
     #[test]

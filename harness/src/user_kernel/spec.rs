@@ -236,9 +236,8 @@ pub struct UserKernelSpec {
     /// `against=RUNG`: the rung it is set beside, as a rung beside its parent (checked
     /// against the registry when the kernel is loaded).
     pub against: Option<String>,
-    /// `output=zero`: the output starts at zero, as host code that clears it before the
-    /// launch leaves it, for a kernel that adds into it (atomicAdd, split-K).
-    pub output_zero: bool,
+    /// `output=`: what the output holds when each run starts, where host code sets it.
+    pub output_start: OutputStart,
     /// `include=DIR` (repeatable): folders the file's headers lie in, as nvcc's `-I` names
     /// them.
     pub includes: Vec<PathBuf>,
@@ -721,7 +720,7 @@ impl UserKernelSpec {
             constants: Vec::new(),
             cooperative: false,
             against: None,
-            output_zero: false,
+            output_start: OutputStart::Poison,
             includes: Vec::new(),
             fixed_inputs: Vec::new(),
             then: Vec::new(),
@@ -868,15 +867,7 @@ impl UserKernelSpec {
                     }
                     spec.fixed_inputs.push((name, value));
                 }
-                "output" => {
-                    if v != "zero" {
-                        return Err(at(format!(
-                            "output {v:?}: the one start to ask for is zero (output=zero: the \
-                             output cleared before each run, for a kernel that adds into it)"
-                        )));
-                    }
-                    spec.output_zero = true;
-                }
+                "output" => spec.output_start = OutputStart::parse(v).map_err(at)?,
                 "include" => {
                     let dir = PathBuf::from(v);
                     if !dir.is_dir() {
@@ -943,6 +934,50 @@ impl UserKernelSpec {
     }
 }
 
+/// What the output holds when each run starts (`output=`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputStart {
+    /// NaN, so that an element the kernel never writes shows.
+    #[default]
+    Poison,
+    /// `output=zero`: zeros, as host code that clears it before the launch (`cudaMemset`)
+    /// leaves it, for a kernel that adds into it (atomicAdd, split-K).
+    Zero,
+    /// `output=NAME`: a copy of the workload's input NAME, as host code that copies it over
+    /// (`cudaMemcpy`) leaves it, for a kernel that works in place: it reads the output
+    /// buffer as its input and overwrites it.
+    CopyOf(String),
+}
+
+impl OutputStart {
+    fn parse(v: &str) -> Result<Self, String> {
+        let ident = |c: char| c == '_' || c.is_ascii_alphanumeric();
+        match v {
+            "zero" => Ok(Self::Zero),
+            _ if !v.is_empty()
+                && v.chars().all(ident)
+                && !v.starts_with(|c: char| c.is_ascii_digit()) =>
+            {
+                Ok(Self::CopyOf(v.to_string()))
+            }
+            _ => Err(format!(
+                "output {v:?}: give zero (output=zero: the output cleared before each run, \
+                 for a kernel that adds into it) or an input's name (output=x: the output \
+                 starts as a copy of x, for a kernel that works in place)"
+            )),
+        }
+    }
+
+    /// The input the output starts as a copy of.
+    pub fn copy_of(&self) -> Option<&str> {
+        match self {
+            Self::CopyOf(name) => Some(name),
+            Self::Poison | Self::Zero => None,
+        }
+    }
+}
+
 /// A `[[kernel]]` section of the config file.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -976,7 +1011,7 @@ pub struct RawUserKernel {
     pub launch: Option<String>,
     /// `against = "gemm-regblock-1d"`: the rung it is set beside.
     pub against: Option<String>,
-    /// `output = "zero"`: the output starts at zero.
+    /// `output = "zero"`: the output starts at zero; `output = "x"`: as a copy of input x.
     pub output: Option<String>,
     /// `include = ["include"]`: folders the file's headers lie in, relative to the config.
     pub include: Option<Vec<String>>,
@@ -1513,13 +1548,21 @@ mod tests {
         assert!(e("k.cu:k,block=128,grid=8,cluster=4x4").contains("at most 8"));
         assert!(e("k.cu:k,block=256,grid=tile:8,signature=sgemm").contains("gemm-blas"));
         assert!(e("k.cu:k,block=256,grid=8,launch=coop").contains("is cooperative"));
-        assert!(
-            e("k.cu:k,block=256,grid=8,output=ones").contains("the one start to ask for is zero")
-        );
-        assert!(
-            UserKernelSpec::parse("k.cu:k,block=256,grid=8,output=zero")
+        assert!(e("k.cu:k,block=256,grid=8,output=1.5").contains("give zero"));
+        assert!(e("k.cu:k,block=256,grid=8,output=").contains("or an input's name"));
+        let start = |o: &str| {
+            UserKernelSpec::parse(&format!("k.cu:k,block=256,grid=8,output={o}"))
                 .unwrap()
-                .output_zero
+                .output_start
+        };
+        assert_eq!(start("zero"), OutputStart::Zero);
+        assert_eq!(start("x"), OutputStart::CopyOf("x".into()));
+        assert_eq!(start("x").copy_of(), Some("x"));
+        assert_eq!(
+            UserKernelSpec::parse("k.cu:k,block=256,grid=8")
+                .unwrap()
+                .output_start,
+            OutputStart::Poison
         );
         let coop = UserKernelSpec::parse("k.cu:k,block=256,grid=8,launch=cooperative").unwrap();
         assert!(coop.cooperative);

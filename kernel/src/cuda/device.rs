@@ -365,9 +365,11 @@ struct DevBuf {
     pattern: Option<CudaSlice<u8>>,
 }
 
-struct CudaRun {
+struct CudaRun<'a> {
     state: Arc<State>,
     plan: CudaPlan,
+    /// The host's inputs, which [`Prepared::inputs_written`] compares the device's with.
+    host_inputs: &'a [Vec<f32>],
     functions: Vec<Option<CudaFunction>>,
     /// Device address of each `Step::Constant`'s `__constant__` array, by step.
     symbols: Vec<Option<u64>>,
@@ -425,7 +427,7 @@ struct PipeRun {
     output: Pinned,
 }
 
-impl CudaRun {
+impl CudaRun<'_> {
     fn dtype(&self, b: Buf) -> Dtype {
         self.plan.dtype(b)
     }
@@ -931,7 +933,7 @@ fn encode_tensor_map(map: &TensorMap, dtype: Dtype, ptr: u64) -> Result<[u64; 16
     Ok(unsafe { out.assume_init() }.opaque)
 }
 
-impl Prepared for CudaRun {
+impl Prepared for CudaRun<'_> {
     fn run(&mut self) -> Result<(), DeviceError> {
         if let Some(p) = &self.pipe {
             // SAFETY: no copy is in flight (every run ends synchronized); the buffer holds
@@ -956,6 +958,26 @@ impl Prepared for CudaRun {
             .clone_dtoh(&self.output.slice)
             .map_err(driver_err("downloading the output"))?;
         Ok(self.output.dtype.decode(&bytes))
+    }
+
+    fn inputs_written(&mut self) -> Result<Vec<usize>, DeviceError> {
+        self.sync()?;
+        let chunked = self.pipe.as_ref().map(|p| p.pipeline.uploaded());
+        let mut written = Vec::new();
+        for (i, (slice, dtype)) in self.inputs.iter().zip(&self.plan.inputs).enumerate() {
+            if chunked.as_ref().is_some_and(|u| u.contains(&i)) {
+                continue;
+            }
+            let now = self
+                .state
+                .stream
+                .clone_dtoh(slice)
+                .map_err(driver_err("downloading an input"))?;
+            if now != dtype.encode(&self.host_inputs[i]) {
+                written.push(i);
+            }
+        }
+        Ok(written)
     }
 
     fn time(&mut self, iters: u64) -> Result<Duration, DeviceError> {
@@ -1174,7 +1196,11 @@ impl Executor for CudaDevice {
                 None => Some(
                     state
                         .stream
-                        .clone_htod(&fill.bytes(dtype, len))
+                        .clone_htod(
+                            &plan
+                                .start_bytes(fill, dtype, len, inputs)
+                                .map_err(|why| DeviceError::Unsupported(Unsupported(why)))?,
+                        )
                         .map_err(driver_err(format!("uploading the fill of {what}")))?,
                 ),
             };
@@ -1198,6 +1224,7 @@ impl Executor for CudaDevice {
         let mut run = CudaRun {
             state,
             plan,
+            host_inputs: inputs,
             functions,
             symbols,
             inputs: dev_inputs,

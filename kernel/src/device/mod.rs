@@ -146,6 +146,14 @@ pub trait Prepared {
     fn notes(&self) -> Vec<String> {
         Vec::new()
     }
+    /// The inputs (indices into [`crate::Shape::inputs`]) whose device copy the last run
+    /// changed: a kernel that works in place on its input, or writes through the wrong
+    /// pointer. Meant for a failed check: on a GPU it downloads every input. Empty where the
+    /// device cannot tell (the CPU's kernels take their inputs read-only) and for inputs a
+    /// batch pipeline copies over in chunks.
+    fn inputs_written(&mut self) -> Result<Vec<usize>, DeviceError> {
+        Ok(Vec::new())
+    }
     /// When the device ran a sample of the blocks of the last run (the simulator's
     /// `--sim-blocks`): how many, and which output elements they wrote. `None`: every block ran.
     fn sample(&self) -> Option<BlockSample> {

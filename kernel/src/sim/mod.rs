@@ -618,10 +618,14 @@ impl<'a> SimRun<'a> {
         }
         let out = shape.output();
         bufs.push(GuardedBuf::new(out.name, plan.output, out.len())?);
-        let mut fills = vec![plan.output_fill.bytes(plan.output, out.len())];
+        let start = |fill, dtype, len| {
+            plan.start_bytes(fill, dtype, len, inputs)
+                .map_err(DeviceError::Sim)
+        };
+        let mut fills = vec![start(plan.output_fill, plan.output, out.len())?];
         for s in &plan.scratch {
             bufs.push(GuardedBuf::new(&s.name, s.dtype, s.len)?);
-            fills.push(s.fill.bytes(s.dtype, s.len));
+            fills.push(start(s.fill, s.dtype, s.len)?);
         }
         let mut launches = Vec::new();
         let mut constants = Vec::new();
@@ -1466,6 +1470,18 @@ impl Prepared for SimRun<'_> {
         }
         let out = &self.bufs[self.inputs.len()];
         Ok(self.plan.output.decode(&out.read()))
+    }
+
+    fn inputs_written(&mut self) -> Result<Vec<usize>, DeviceError> {
+        let uploaded = self
+            .plan
+            .pipeline
+            .as_ref()
+            .map(|p| p.uploaded())
+            .unwrap_or_default();
+        Ok((0..self.inputs.len())
+            .filter(|i| !uploaded.contains(i) && self.bufs[*i].read() != self.inputs[*i])
+            .collect())
     }
 
     fn time(&mut self, iters: u64) -> Result<Duration, DeviceError> {
