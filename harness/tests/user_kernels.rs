@@ -3364,6 +3364,9 @@ fn what_library_and_textbook_files_take_for_granted_compiles_and_runs() {
         "ATen/cuda/CUDAContext.h",
         "ATen/cuda/DeviceUtils.cuh",
         "c10/cuda/CUDAGuard.h",
+        "c10/util/Half.h",
+        "torch/extension.h",
+        "algorithm",
     ];
     let includes: String = headers
         .iter()
@@ -5465,6 +5468,77 @@ __global__ void gemm_int(const int *A, const int *B, int *C, int M, int N, int K
         !ok && text.contains("s8 is for inputs: give C i32"),
         "{text}"
     );
+}
+
+/// `std::enable_if` and `std::aligned_storage` come with the host's `<algorithm>`, `<vector>`
+/// and stream headers, and OneFlow's softmax counts on them; `min`, `max` and `swap` stay
+/// unambiguous under `using namespace std`. NVRTC compiles the file and the simulator runs it.
+#[test]
+fn type_traits_come_with_the_headers_that_bring_them_on_the_host() {
+    let dir = scratch_dir("traits");
+    let code = r#"#include <algorithm>
+#include <iostream>
+#include <vector>
+using namespace std;
+template <typename T, int N>
+union Pack {
+  typename std::aligned_storage<N * sizeof(T), N * sizeof(T)>::type storage;
+  T elem[N];
+};
+template <typename T>
+__device__ typename std::enable_if<sizeof(T) == 4, T>::type twice(T v) { return v + v; }
+__global__ void copy_row(const float *x, float *y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float a = 1.f, b = 2.f;
+  swap(a, b);
+  std::swap(a, b);
+  if (i < n) { Pack<float, 1> p; p.elem[0] = x[i]; y[i] = twice(p.elem[0]) - p.elem[0] + max(a, b) - std::min(a, b) - 1.f; }
+}
+"#;
+    let file = dir.join("traits.cu");
+    std::fs::write(&file, code).unwrap();
+    let spec = format!(
+        "{}:copy_row,args=(X,Y,N),block=64,grid=(cdiv(N,64))",
+        file.display()
+    );
+    let (ok, text) = sim_check("transpose", "1x37", &spec);
+    assert!(ok, "{text}");
+}
+
+/// A PyTorch extension's kernel instantiated for `c10::Half`, as its host code's dispatch does:
+/// `<torch/extension.h>` (and `<torch/python.h>`) bring c10's 16-bit types, which compute in
+/// float (`max(h, h)` is `max(float, float)`, as with PyTorch, where CUDA's `__half` would be
+/// ambiguous), and the kernel takes the lab's FP16 buffers. BF16 too.
+#[test]
+fn a_pytorch_extensions_kernel_for_c10_half_takes_the_labs_half_buffers() {
+    let dir = scratch_dir("c10-half");
+    let code = r#"#include <torch/extension.h>
+#include <torch/python.h>
+template <typename T>
+__global__ void rowmax_softmax(const T *X, T *Y, int M, int N) {
+  int row = blockIdx.x;
+  if (threadIdx.x != 0 || row >= M) return;
+  T mx = X[row * N];
+  for (int j = 1; j < N; ++j) mx = max(mx, X[row * N + j]);
+  T one = 1;
+  float sum = 0.f;
+  for (int j = 0; j < N; ++j) sum += expf(X[row * N + j] - mx);
+  for (int j = 0; j < N; ++j)
+    Y[row * N + j] = (X[row * N + j] < mx || X[row * N + j] == mx) ? T(expf(X[row * N + j] - mx) / sum) * one : -one;
+}
+torch::Tensor forward(torch::Tensor x) { return x; }
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &forward); }
+"#;
+    let file = dir.join("ext.cu");
+    std::fs::write(&file, code).unwrap();
+    for (t, dtype) in [("c10::Half", "f16"), ("c10::BFloat16", "bf16")] {
+        let spec = format!(
+            "{}:rowmax_softmax<{t}>,dtype={dtype},block=32,grid=(M)",
+            file.display()
+        );
+        let (ok, text) = sim_check("softmax", "3x5,4x33", &spec);
+        assert!(ok, "{t}: {text}");
+    }
 }
 
 /// A transpose only moves values: its output may be of its inputs' 8-bit type (int8 or

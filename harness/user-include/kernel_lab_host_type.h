@@ -3,6 +3,8 @@
 // names = {{0, "TRACE"}};`); the initializer is never run, so any is taken.
 #pragma once
 #include <initializer_list>
+// The host's container, string and stream headers bring <type_traits>, which files count on.
+#include <type_traits>
 namespace kernel_lab {
 struct any_value {
     template <class... A> any_value(const A &...) {}

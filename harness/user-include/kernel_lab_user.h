@@ -66,8 +66,9 @@ struct workspace {
 // A buffer of elements E, as the lab passes it to a kernel's pointer parameter: it converts
 // to what a pointer to E converts to (`const E *`, `void *`) and, as host code's
 // reinterpret_cast gives, to a pointer to a vector of E (`float4 *` for floats, `half2 *` for
-// halves, `int4 *` for ints) or to an FP8 element's storage (`__nv_fp8_storage_t *`). Nothing
-// else: a buffer of floats taken as `half *` is the wrong buffer.
+// halves, `int4 *` for ints), to an FP8 element's storage (`__nv_fp8_storage_t *`) or to a
+// type of the same bits (`c10::Half *` for halves). Nothing else: a buffer of floats taken as
+// `half *` is the wrong buffer.
 namespace kernel_lab {
 template <class T> struct bare { using type = T; };
 template <class T> struct bare<const T> { using type = T; };
@@ -80,6 +81,12 @@ template <class E, class V> struct holds<E, V, decltype(void(static_cast<E V::*>
     static constexpr bool value = true;
 };
 template <class E, class V> struct holds<E, V, decltype(void(static_cast<V E::*>(&E::__x)))> {
+    static constexpr bool value = true;
+};
+// A type that declares itself the same bits as E (PyTorch's c10::Half for __half).
+template <class A, class B> struct same_type {};
+template <class A> struct same_type<A, A> { using type = void; };
+template <class E, class V> struct holds<E, V, typename same_type<E, typename V::kernel_lab_bits>::type> {
     static constexpr bool value = true;
 };
 template <bool> struct only_if {};

@@ -115,6 +115,10 @@ const STANDINS: &[(&str, &str)] = &[
         include_str!("../../user-include/torch/extension.h"),
     ),
     (
+        "torch/python.h",
+        include_str!("../../user-include/torch/python.h"),
+    ),
+    (
         "torch/torch.h",
         include_str!("../../user-include/torch/torch.h"),
     ),
@@ -214,6 +218,10 @@ const STANDINS: &[(&str, &str)] = &[
     (
         "c10/util/BFloat16.h",
         include_str!("../../user-include/c10/util/BFloat16.h"),
+    ),
+    (
+        "c10/util/kernel_lab_float16.h",
+        include_str!("../../user-include/c10/util/kernel_lab_float16.h"),
     ),
     (
         "sys/types.h",

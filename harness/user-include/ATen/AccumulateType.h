@@ -1,12 +1,8 @@
 // Stand-in for <ATen/AccumulateType.h>: the type a kernel accumulates T in on the GPU, as
 // PyTorch's is (float for the half types, T otherwise).
 #pragma once
-#include <cuda_fp16.h>
-#include <cuda_bf16.h>
-namespace c10 {
-using Half = __half;
-using BFloat16 = __nv_bfloat16;
-}  // namespace c10
+#include "c10/util/Half.h"
+#include "c10/util/BFloat16.h"
 namespace at {
 using c10::BFloat16;
 using c10::Half;

@@ -1,3 +1,5 @@
-// Stand-in for <torch/extension.h>: see torch/types.h.
+// Stand-in for <torch/extension.h>: the host names of torch/types.h and what ATen gives device
+// code (ATen/ATen.h), as the real header brings both.
 #pragma once
-#include "torch/types.h"
+#include "ATen/ATen.h"
+#include "torch/python.h"

@@ -1,3 +1,3 @@
-// Stand-in for <torch/torch.h>: see torch/types.h.
+// Stand-in for <torch/torch.h>: see torch/extension.h.
 #pragma once
-#include "torch/types.h"
+#include "torch/extension.h"

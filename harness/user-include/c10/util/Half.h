@@ -1,3 +1,6 @@
-// Stand-in for <c10/util/Half.h>: c10::Half as CUDA's type of the same format (see ATen/ATen.h).
+// Stand-in for <c10/util/Half.h>: c10::Half as PyTorch defines it (see kernel_lab_float16.h).
 #pragma once
-#include "ATen/AccumulateType.h"
+#include "c10/util/kernel_lab_float16.h"
+namespace c10 {
+KERNEL_LAB_FLOAT16(Half, __half, __half_raw)
+}  // namespace c10
