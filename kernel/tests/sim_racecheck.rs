@@ -537,6 +537,17 @@ fn writes_of_the_same_bytes_are_no_race_and_of_other_bytes_are() {
             && e.contains(") in the same barrier"),
         "{e}"
     );
+    // Both writes by their line, this thread's too, although the report waits for the store
+    // to land (a later access of the thread's, at another line).
+    let line = 1 + KERNELS
+        .lines()
+        .position(|l| l.contains("sums[threadIdx.x / 32] = SAME"))
+        .unwrap();
+    assert!(
+        e.contains(&format!(" wrote (at tests/races.cu:{line}) "))
+            && e.contains(&format!("; this thread's access is at tests/races.cu:{line} (")),
+        "{e}"
+    );
 }
 
 /// A read of shared memory no thread wrote does not stop the run: a correct kernel makes one

@@ -305,6 +305,7 @@ struct Fiber {
     unsigned char waw_n;
     uint16_t waw_other;  // the other writer (thread index + 1)
     const void *waw_other_pc;
+    const void *waw_pc;  // this thread's write, which a report names rather than a later access
     size_t waw_cell;
     unsigned char waw_before[16];  // what the other thread's write left there
     // Inside an ldmatrix: a read of never-written bytes gives their NaN fill rather than
@@ -1178,8 +1179,10 @@ inline void settle_write(Worker &w, Fiber &f) {
     f.waw_pending = false;
     const char *p = f.waw_cell < w.static_smem_bytes ? w.static_smem + f.waw_cell
                                                        : w.dyn_smem + (f.waw_cell - w.static_smem_bytes);
-    if (memcmp(p, f.waw_before, f.waw_n) != 0)
+    if (memcmp(p, f.waw_before, f.waw_n) != 0) {
+        f.access_pc = f.waw_pc;
         race_report(w, f.waw_cell, true, RaceMark{0, 0, f.waw_other}, true, f.waw_other_pc);
+    }
 }
 
 // A block starts: cells for all of its shared memory, none of them marked in this interval.
@@ -1603,6 +1606,7 @@ SIM_UNINSTRUMENTED_INLINE void race_check(const Current &c, const void *p, unsig
                 f->waw_n = (unsigned char)n;
                 f->waw_other = r.write.thread;
                 f->waw_other_pc = r.write_pc;
+                f->waw_pc = f->access_pc;
                 f->waw_cell = cell;
                 memcpy(f->waw_before, p, n);
             } else if (!(deferrable && f->waw_cell == cell)) {
