@@ -2487,7 +2487,8 @@ fn a_grid_whose_axes_the_kernel_takes_the_other_way_round_is_named() {
         "{text}"
     );
     assert!(
-        text.contains("trying rows_first.cu:sgemm_naive with its grid's x and y swapped"),
+        text.contains("trying rows_first.cu:sgemm_naive with its grid's x and y swapped")
+            && text.contains("\n  it passes that way (see its failures below)"),
         "{text}"
     );
     let hint = text
@@ -2506,6 +2507,13 @@ fn a_grid_whose_axes_the_kernel_takes_the_other_way_round_is_named() {
     assert!(!ok, "{text}");
     assert!(
         !text.contains("it passes at every shape here") && text.contains("partial tiles"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "with its grid's x and y swapped (grid=(cdiv(M,32),cdiv(N,32)))\n  it fails that \
+             way too: the grid's axes are not what fails it"
+        ),
         "{text}"
     );
     // A kernel that never ends is not tried again: no grid explains a hang, and the try

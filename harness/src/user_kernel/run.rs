@@ -469,7 +469,13 @@ pub fn swapped_grids(
             .filter(|s| s != first)
             .collect();
         if !passes(vec![*first]) || !passes(rest) {
+            if say {
+                println!("  it fails that way too: the grid's axes are not what fails it");
+            }
             continue;
+        }
+        if say {
+            println!("  it passes that way (see its failures below)");
         }
         let given_text = given.option();
         let axes = match given {
