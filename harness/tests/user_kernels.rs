@@ -3659,13 +3659,20 @@ fn a_misaligned_cp_async_names_the_address_its_buffer_and_element() {
     // Row r starts at element 5r, 4r bytes past a 16-byte boundary (mod 16).
     let line = text
         .lines()
-        .find(|l| l.contains("cp.async of 16 bytes: its global source 0x"))
+        .find(|l| l.contains("cp.async of 16 bytes from byte "))
         .unwrap_or_else(|| panic!("{text}"));
     let r = (1..8)
-        .find(|r| line.contains(&format!("(element {} of buffer 'A')", 5 * r)))
+        .find(|r| {
+            line.contains(&format!(
+                "from byte {} (element {}) of buffer 'A', ",
+                20 * r,
+                5 * r
+            ))
+        })
         .unwrap_or_else(|| panic!("{line}"));
+    assert!(!line.contains("0x"), "{line}");
     assert!(
-        line.contains(&format!("is {} bytes past a 16-byte boundary", 20 * r % 16))
+        line.contains(&format!(", {} bytes past a 16-byte boundary", 20 * r % 16))
             && line.contains(&format!("of block ({r},0,0)")),
         "{line}"
     );
@@ -3682,7 +3689,7 @@ fn a_misaligned_cp_async_names_the_address_its_buffer_and_element() {
         &dir.join("pastend"),
     );
     assert!(
-        !ok && text.contains("(byte 260 of buffer 'A', past its end: it holds 256 bytes)"),
+        !ok && text.contains("byte 260 of buffer 'A', past its end (it holds 256 bytes)"),
         "{text}"
     );
 }

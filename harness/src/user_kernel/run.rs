@@ -631,12 +631,19 @@ fn past_buffer(said: &str) -> Option<&str> {
     name.split_once('\'').map(|(name, _)| name)
 }
 
-/// The buffer a misaligned access names: "... at byte 7998 (element 3999) of buffer 'A', ...".
+/// The buffer a misaligned access names: "... at byte 7998 (element 3999) of buffer 'A', ...",
+/// or a misaligned `cp.async`'s source: "cp.async of 16 bytes from byte 140 (element 35) of
+/// buffer 'A', ...".
 fn misaligned_buffer(said: &str) -> Option<&str> {
-    let (_, rest) = said.split_once("misaligned address: ")?;
+    let (_, rest) = said
+        .split_once("misaligned address: ")
+        .or_else(|| said.split_once(CP_ASYNC_FROM))?;
     let (_, name) = rest.split_once(" of buffer '")?;
     name.split_once('\'').map(|(name, _)| name)
 }
+
+/// How the simulator names a `cp.async`'s global source in its errors.
+const CP_ASYNC_FROM: &str = " bytes from byte ";
 
 /// [`k_reads`] of a simulator error that said `said` (a misaligned access's rows are told by
 /// [`misaligned_buffer`]).
@@ -648,7 +655,9 @@ fn error_reads(said: &str) -> KReads {
     let past_shared = said.contains(": reads ") && said.contains(": out of bounds");
     if said.contains("uninitialized shared memory") {
         KReads::UnwrittenShared
-    } else if said.contains("misaligned address: this thread reads") {
+    } else if said.contains("misaligned address: this thread reads")
+        || (said.contains(CP_ASYNC_FROM) && said.contains("-byte boundary: both addresses"))
+    {
         KReads::Misaligned {
             write: false,
             rows: None,
@@ -1030,6 +1039,9 @@ mod tests {
             misaligned_buffer("k: race on global memory of buffer 'C'"),
             None
         );
+        let copy = "k: cp.async of 16 bytes from byte 140 (element 35) of buffer 'A', 12 bytes \
+                    past a 16-byte boundary: both addresses must be 16-byte aligned";
+        assert_eq!(misaligned_buffer(copy), Some("A"));
     }
 
     #[test]
@@ -1066,6 +1078,19 @@ mod tests {
                     write: true,
                     rows: None,
                 },
+            ),
+            (
+                "k: cp.async of 16 bytes from byte 140 (element 35) of buffer 'A', 12 bytes past \
+                 a 16-byte boundary: both addresses must be 16-byte aligned",
+                KReads::Misaligned {
+                    write: false,
+                    rows: None,
+                },
+            ),
+            (
+                "k: cp.async of 16 bytes to shared memory at 0x7f00, 8 bytes past a 16-byte \
+                 boundary: both addresses must be 16-byte aligned",
+                KReads::OtherError,
             ),
             (
                 "k: writes 4 bytes at byte 512 of __shared__ 'As', which has 512 bytes: out of \

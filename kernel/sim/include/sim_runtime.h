@@ -1778,12 +1778,12 @@ SIM_UNINSTRUMENTED inline void async_cells_add(const void *dst, unsigned bytes, 
 SIM_UNINSTRUMENTED inline void async_copy(void *dst, const void *src, unsigned bytes, unsigned src_bytes) {
     Fiber &f = fiber();
     if ((uintptr_t)src % bytes)
-        fail("cp.async of %u bytes: its global source %p is %zu bytes past a %u-byte boundary (both addresses "
-             "must be %u-byte aligned)",
+        fail("cp.async of %u bytes from %p, %zu bytes past a %u-byte boundary: both addresses must be %u-byte "
+             "aligned",
              bytes, src, (size_t)((uintptr_t)src % bytes), bytes, bytes);
     if ((uintptr_t)dst % bytes)
-        fail("cp.async of %u bytes: its shared destination %p is %zu bytes past a %u-byte boundary (both "
-             "addresses must be %u-byte aligned)",
+        fail("cp.async of %u bytes to shared memory at %p, %zu bytes past a %u-byte boundary: both addresses "
+             "must be %u-byte aligned",
              bytes, dst, (size_t)((uintptr_t)dst % bytes), bytes, bytes);
     if (!is_shared(dst, bytes)) fail("cp.async destination %p is not in this block's shared memory", dst);
     if (src_bytes > bytes) fail("cp.async src-size %u is larger than its cp-size %u", src_bytes, bytes);

@@ -1251,8 +1251,10 @@ impl<'a> SimRun<'a> {
     const NEAR_END: i64 = 1 << 20;
 
     /// `message` with each address that lies in one of the launch's buffers, or just past its
-    /// end (in its guard), followed by where: "0x7f.. (element 1027 of buffer 'A')", "0x7f..
-    /// (byte 22 of buffer 'A', past its end: it holds 2 bytes)".
+    /// end (in its guard), named by its place there in place of its digits (an address of
+    /// the simulator's memory, which tells a user nothing and changes from run to run): "byte
+    /// 140 (element 35) of buffer 'A'", "byte 22 of buffer 'A', past its end (it holds 2
+    /// bytes)". Other addresses are left as they are.
     fn name_buffer_addresses(&self, message: &str) -> String {
         let mut out = String::with_capacity(message.len());
         let mut rest = message;
@@ -1260,37 +1262,39 @@ impl<'a> SimRun<'a> {
             let digits = rest[at + 2..]
                 .find(|c: char| !c.is_ascii_hexdigit())
                 .map_or(rest.len(), |n| at + 2 + n);
-            out.push_str(&rest[..digits]);
-            let place = u64::from_str_radix(&rest[at + 2..digits], 16)
-                .ok()
-                .and_then(|addr| {
-                    self.bufs.iter().find_map(|b| {
-                        let off = b
-                            .offset_of(addr)
-                            .filter(|&o| o >= 0 && (o as usize) < b.bytes)?;
-                        let size = b.dtype.bytes() as i64;
-                        let elem = off / size;
-                        Some(match off % size {
-                            0 => format!(" (element {elem} of buffer '{}')", b.name),
-                            into => {
-                                format!(" (byte {into} of element {elem} of buffer '{}')", b.name)
-                            }
-                        })
-                    })
-                });
-            let past = || {
-                let addr = u64::from_str_radix(&rest[at + 2..digits], 16).ok()?;
+            let addr = u64::from_str_radix(&rest[at + 2..digits], 16).ok();
+            let place = addr.and_then(|addr| {
                 self.bufs.iter().find_map(|b| {
-                    let off = b.offset_of(addr).filter(|&o| {
+                    let off = b
+                        .offset_of(addr)
+                        .filter(|&o| o >= 0 && (o as usize) < b.bytes)?;
+                    let size = b.dtype.bytes() as i64;
+                    let elem = off / size;
+                    Some(match off % size {
+                        0 => format!("byte {off} (element {elem}) of buffer '{}'", b.name),
+                        into => format!(
+                            "byte {off} (byte {into} of element {elem}) of buffer '{}'",
+                            b.name
+                        ),
+                    })
+                })
+            });
+            let past = || {
+                self.bufs.iter().find_map(|b| {
+                    let off = b.offset_of(addr?).filter(|&o| {
                         o >= b.bytes as i64 && o - (b.bytes as i64) < Self::NEAR_END
                     })?;
                     Some(format!(
-                        " (byte {off} of buffer '{}', past its end: it holds {} bytes)",
+                        "byte {off} of buffer '{}', past its end (it holds {} bytes)",
                         b.name, b.bytes
                     ))
                 })
             };
-            out.push_str(&place.or_else(past).unwrap_or_default());
+            out.push_str(&rest[..at]);
+            match place.or_else(past) {
+                Some(named) => out.push_str(&named),
+                None => out.push_str(&rest[at..digits]),
+            }
             rest = &rest[digits..];
         }
         out.push_str(rest);
