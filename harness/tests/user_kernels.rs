@@ -3132,6 +3132,16 @@ fn a_stand_in_reaches_the_next_header_with_include_next() {
         ok && text.contains("sm_80") && text.contains("sm_90"),
         "{text}"
     );
+    // The file alone, with the folders as options, searches them the same way.
+    let (ok, text) = harness(&[
+        "inspect",
+        dir.join("copy.cu").to_str().unwrap(),
+        "--include",
+        dir.join("first").to_str().unwrap(),
+        "--include",
+        dir.join("second").to_str().unwrap(),
+    ]);
+    assert!(ok && text.contains("copy ") && text.contains("sm_90"), "{text}");
 }
 
 /// An attention kernel run without its causal flag (`args=` passes 0) on a causal shape: the

@@ -545,7 +545,9 @@ fn writes_of_the_same_bytes_are_no_race_and_of_other_bytes_are() {
         .unwrap();
     assert!(
         e.contains(&format!(" wrote (at tests/races.cu:{line}) "))
-            && e.contains(&format!("; this thread's access is at tests/races.cu:{line} (")),
+            && e.contains(&format!(
+                "; this thread's access is at tests/races.cu:{line} ("
+            )),
         "{e}"
     );
 }

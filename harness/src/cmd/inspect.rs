@@ -321,12 +321,7 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
         code: user_kernel::source::for_inspect(&files.main).into(),
         file: name.clone().into(),
         defines: Vec::new(),
-        include_dirs: [
-            vec![files.dir.clone(), user_kernel::folder_of(file)],
-            args.includes.clone(),
-            vec![standins],
-        ]
-        .concat(),
+        include_dirs: files.include_dirs(file, &args.includes, standins),
         // Instructions of Hopper alone (wgmma, a cluster's registers): sm_90a, and no other
         // family unless they stand behind __CUDA_ARCH__ conditionals.
         arch: files.hopper.then_some("sm_90a".into()),

@@ -461,6 +461,23 @@ impl Reader {
 }
 
 impl LocalFiles {
+    /// The folders a compile searches, in order: the copies', the user's file's own, the
+    /// user's `include` folders, the forwarders of `#include_next` and the lab's stand-ins.
+    pub fn include_dirs(
+        &self,
+        file: &Path,
+        includes: &[PathBuf],
+        standins: PathBuf,
+    ) -> Vec<PathBuf> {
+        [
+            vec![self.dir.clone(), super::folder_of(file)],
+            includes.to_vec(),
+            self.next_dir.iter().cloned().collect(),
+            vec![standins],
+        ]
+        .concat()
+    }
+
     /// Prepares `file` (and its local includes, found in its folder and `include_dirs`) and
     /// writes the copies; `clusters`: the lab launches its kernels in clusters (`cluster=`),
     /// which a kernel's own `__cluster_dims__` does too.

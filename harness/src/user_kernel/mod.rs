@@ -721,7 +721,6 @@ impl UserKernel {
             }
         }
         let precision = buffers.judge_by(spec.precision).map_err(&err)?;
-        let dir = folder_of(&spec.file);
         let standins = source::standin_dir().map_err(&err)?;
         let mut launches: Vec<Launcher> = Vec::new();
         for (at, (l, list)) in launch_specs.iter().zip(lists).enumerate() {
@@ -790,13 +789,7 @@ impl UserKernel {
                 code: String::new().into(),
                 file: file.into(),
                 defines,
-                include_dirs: [
-                    vec![files.dir.clone(), dir],
-                    spec.includes.clone(),
-                    files.next_dir.iter().cloned().collect(),
-                    vec![standins],
-                ]
-                .concat(),
+                include_dirs: files.include_dirs(&spec.file, &spec.includes, standins),
                 // Clusters need sm_90 (NVRTC refuses __cluster_dims__ for sm_80).
                 arch: (files.hopper || spec.cluster.is_some()).then_some("sm_90a".into()),
                 other_archs: files.hopper_guarded && spec.cluster.is_none(),
