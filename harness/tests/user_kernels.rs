@@ -3141,7 +3141,10 @@ fn a_stand_in_reaches_the_next_header_with_include_next() {
         "--include",
         dir.join("second").to_str().unwrap(),
     ]);
-    assert!(ok && text.contains("copy ") && text.contains("sm_90"), "{text}");
+    assert!(
+        ok && text.contains("copy ") && text.contains("sm_90"),
+        "{text}"
+    );
 }
 
 /// An attention kernel run without its causal flag (`args=` passes 0) on a causal shape: the
@@ -5564,6 +5567,36 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &forward); }
         let (ok, text) = sim_check("softmax", "3x5,4x33", &spec);
         assert!(ok, "{t}: {text}");
     }
+}
+
+/// A file including CUB, whose device-wide parts NVRTC cannot compile: the failure names CUB
+/// (its errors lie in Thrust's headers, which CUB's include), shows the first errors only, and
+/// says what to do.
+#[test]
+fn a_file_including_cub_is_told_so_in_a_short_log() {
+    let dir = scratch_dir("cub");
+    let file = dir.join("k.cu");
+    std::fs::write(
+        &file,
+        "#include <cub/cub.cuh>\n\
+         __global__ void copy_row(const float *x, float *y, int n) {\n\
+         \x20 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i < n) y[i] = x[i];\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:copy_row,args=(X,Y,N),block=64,grid=(cdiv(N,64))",
+        file.display()
+    );
+    let (ok, text) = sim_check("transpose", "1x37", &spec);
+    assert!(!ok, "{text}");
+    assert!(
+        text.contains("The file includes CUB, a library of templates the lab does not provide")
+            && text.contains("more lines of errors inside the library's headers)"),
+        "{text}"
+    );
+    assert!(text.lines().count() < 60, "{text}");
 }
 
 /// A transpose only moves values: its output may be of its inputs' 8-bit type (int8 or

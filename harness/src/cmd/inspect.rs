@@ -363,11 +363,10 @@ fn inspect_file(file: &Path, archs: &[String], args: &Args, sass: bool) -> Outco
                 arch,
                 log,
             } => {
-                let log = files.translate(&log);
                 anyhow::anyhow!(
                     "{compiler} could not compile {file} for {arch}; its log (lines are those \
-                     of your file):\n{log}{}",
-                    user_kernel::compile_hints(&log, "--include DIR")
+                     of your file):\n{}",
+                    user_kernel::explain_log(&log, "--include DIR", &files)
                 )
             }
             other => other.into(),

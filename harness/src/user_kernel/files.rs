@@ -586,6 +586,34 @@ impl LocalFiles {
         })
     }
 
+    /// The template libraries the files include (`#include <cub/cub.cuh>`: "CUB"), by the
+    /// names [`super::compile_hints`] gives them.
+    pub fn template_libraries(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        for (copy, _) in &self.names {
+            let Ok(text) = std::fs::read_to_string(self.dir.join(copy)) else {
+                continue;
+            };
+            for line in text.lines() {
+                let Some(rest) = line.trim_start().strip_prefix('#') else {
+                    continue;
+                };
+                let Some(header) = rest.trim_start().strip_prefix("include") else {
+                    continue;
+                };
+                let header = header.trim_start().trim_start_matches(['<', '"']);
+                if let Some((_, name)) = super::TEMPLATE_LIBRARIES
+                    .iter()
+                    .find(|(dir, _)| header.starts_with(dir))
+                    .filter(|(_, name)| !out.contains(name))
+                {
+                    out.push(*name);
+                }
+            }
+        }
+        out
+    }
+
     /// A compiler's message with the copies' names turned back into the user's paths.
     pub fn translate(&self, log: &str) -> String {
         let mut out = log.replace(&format!("{}/", self.dir.display()), "");

@@ -78,10 +78,48 @@ pub enum UserKernelError {
     Usage(String),
 }
 
+/// The template libraries a file may include, by the folder their headers are in.
+const TEMPLATE_LIBRARIES: [(&str, &str); 4] = [
+    ("cub/", "CUB"),
+    ("thrust/", "Thrust"),
+    ("cutlass/", "CUTLASS"),
+    ("cute/", "CuTe"),
+];
+
+/// How many lines of a compile log that fails inside a template library are shown: its
+/// first errors say as much as all of them (NVRTC stops at a hundred).
+const LIBRARY_LOG_LINES: usize = 24;
+
+/// A compile `log` of `files` as a user reads it: the copies' names turned back into the
+/// user's paths, cut short where it fails inside a template library the lab does not provide,
+/// and followed by [`compile_hints`] (`include`: the option that gives a folder).
+pub fn explain_log(log: &str, include: &str, files: &LocalFiles) -> String {
+    let mut log = files.translate(log);
+    if let Ok(dir) = source::standin_dir() {
+        // The stand-ins by their own names, as `#include` spells them.
+        log = log.replace(&format!("{}/", dir.display()), "");
+    }
+    let libraries = files.template_libraries();
+    let hints = compile_hints(&log, include, &libraries);
+    let lines = log.lines().count();
+    if missing_library(&log, &libraries).is_some() && lines > LIBRARY_LOG_LINES {
+        let kept: Vec<&str> = log.lines().take(LIBRARY_LOG_LINES).collect();
+        log = format!(
+            "{}
+... ({} more lines of errors inside the library's headers)
+",
+            kept.join("\n"),
+            lines - LIBRARY_LOG_LINES
+        );
+    }
+    format!("{log}{hints}")
+}
+
 /// What a compiler's `log` of a user's file leaves unsaid, a line each: a header not found
 /// (named with `include`, the option that gives a folder: `include=DIR` or `--include DIR`),
-/// more constant memory than a GPU has.
-pub fn compile_hints(log: &str, include: &str) -> String {
+/// a template library (`libraries`: those the files include, which a failure inside one of
+/// them names first), more constant memory than a GPU has.
+pub fn compile_hints(log: &str, include: &str, libraries: &[&'static str]) -> String {
     let mut out = String::new();
     if let Some(bytes) = constant_bytes(log).filter(|&b| b > kernel::CONSTANT_BYTES) {
         out.push_str(&format!(
@@ -104,7 +142,7 @@ pub fn compile_hints(log: &str, include: &str) -> String {
     let missing = ["cannot open source file", "No such file or directory"]
         .iter()
         .any(|m| log.contains(m));
-    if let Some(library) = missing_library(log) {
+    if let Some(library) = missing_library(log, libraries) {
         out.push_str(&format!(
             "\nThe file includes {library}, a library of templates the lab does not provide \
              (NVRTC finds CUB and Thrust among CUDA's headers but cannot compile their host \
@@ -146,14 +184,9 @@ pub fn compile_hints(log: &str, include: &str) -> String {
 /// whose own header could not find one (`.../cub/device/dispatch/dispatch_histogram.cuh(68):
 /// catastrophic error: cannot open source file "iterator"`: CUB's host-side headers, which
 /// NVRTC lacks the standard library for), or in whose headers the errors are (the toolkit's
-/// Thrust, which NVRTC finds and cannot compile).
-fn missing_library(log: &str) -> Option<&'static str> {
-    let libraries = [
-        ("cub/", "CUB"),
-        ("thrust/", "Thrust"),
-        ("cutlass/", "CUTLASS"),
-        ("cute/", "CuTe"),
-    ];
+/// Thrust, which NVRTC finds and cannot compile). Of `included`, the libraries the files
+/// include, the first is named where the errors are in any: CUB's headers include Thrust's.
+fn missing_library(log: &str, included: &[&'static str]) -> Option<&'static str> {
     // Or an error inside one of the toolkit's copies, which NVRTC finds but cannot compile
     // (`.../cccl/thrust/detail/...(49): error: ...`).
     let inside = |l: &str| {
@@ -161,12 +194,13 @@ fn missing_library(log: &str) -> Option<&'static str> {
             .next()
             .is_some_and(|at| ["/cub/", "/thrust/"].iter().any(|dir| at.contains(dir)))
     };
-    log.lines()
+    let found = log
+        .lines()
         .filter(|l| {
             l.contains("cannot open source file") || l.contains("No such file") || inside(l)
         })
         .find_map(|l| {
-            libraries.iter().find_map(|(dir, name)| {
+            TEMPLATE_LIBRARIES.iter().find_map(|(dir, name)| {
                 [
                     format!("\"{dir}"),
                     format!(" {dir}"),
@@ -177,7 +211,8 @@ fn missing_library(log: &str) -> Option<&'static str> {
                 .any(|p| l.contains(p.as_str()))
                 .then_some(*name)
             })
-        })
+        });
+    found.map(|name| included.first().copied().unwrap_or(name))
 }
 
 /// A kernel whose parameter list is not the signature's: both lists, and the compiler's words.
@@ -1299,6 +1334,7 @@ impl UserKernel {
                 };
             }
         }
+        let explained = explain_log(&log, "include=DIR", &self.files);
         let mut log = self.files.translate(&log);
         if let Ok(dir) = source::standin_dir() {
             // The stand-ins by their own names, as `#include` spells them.
@@ -1332,12 +1368,11 @@ impl UserKernel {
         let mismatch = at_wrapper
             .filter(|_| !in_file && (!compiler.starts_with("NVRTC") || log.contains("accepts")));
         let Some(l) = mismatch.map(|at| &self.launches[at]) else {
-            log.push_str(&compile_hints(&log, "include=DIR"));
             return UserKernelError::Compile {
                 file,
                 compiler,
                 arch,
-                log,
+                log: explained,
             };
         };
         let decl = &l.decl;
@@ -2060,7 +2095,7 @@ mod tests {
         let nvrtc = "k.cu(2): catastrophic error: cannot open source file \"cub/cub.cuh\"";
         let gcc = "k.cu:2:10: fatal error: cub/block/block_reduce.cuh: No such file or directory";
         for log in [nvrtc, gcc] {
-            let hint = compile_hints(log, "include=DIR");
+            let hint = compile_hints(log, "include=DIR", &[]);
             assert!(
                 hint.contains("includes CUB, a library of templates the lab does not provide")
                     && !hint.contains("name that folder"),
@@ -2068,16 +2103,20 @@ mod tests {
             );
         }
         let own = "k.cu:2:10: fatal error: common/helpers.cuh: No such file or directory";
-        assert!(compile_hints(own, "include=DIR").contains("name that folder with include=DIR"));
+        assert!(
+            compile_hints(own, "include=DIR", &[]).contains("name that folder with include=DIR")
+        );
         let umbrella = "/opt/cccl/cub/device/dispatch/dispatch_histogram.cuh(68): catastrophic \
                         error: cannot open source file \"iterator\"";
-        assert!(compile_hints(umbrella, "include=DIR").contains("includes CUB"));
+        assert!(compile_hints(umbrella, "include=DIR", &[]).contains("includes CUB"));
         let cute = "k.cu(1): catastrophic error: cannot open source file \"cute/tensor.hpp\"";
-        assert!(compile_hints(cute, "include=DIR").contains("includes CuTe"));
+        assert!(compile_hints(cute, "include=DIR", &[]).contains("includes CuTe"));
         // The toolkit's Thrust is found, and fails to compile in NVRTC.
         let thrust = "/cuda/include/cccl/thrust/detail/allocator/allocator_traits.inl(49): \
                       error: namespace \"std\" has no member class \"allocator_traits\"";
-        assert!(compile_hints(thrust, "include=DIR").contains("includes Thrust"));
+        assert!(compile_hints(thrust, "include=DIR", &[]).contains("includes Thrust"));
+        // Inside Thrust's headers, reached through CUB's, which the file includes.
+        assert!(compile_hints(thrust, "include=DIR", &["CUB"]).contains("includes CUB"));
     }
 
     fn example(options: &str, workload: Workload) -> UserKernel {
