@@ -126,8 +126,8 @@ impl Config {
                         table,
                         "workloads",
                         format!(
-                            "key `{table}.workloads`: unknown workload {w:?}; valid: {}",
-                            workload_names()
+                            "key `{table}.workloads`: {}",
+                            crate::select::unknown_workload(&w)
                         ),
                     )
                 })?);
@@ -153,8 +153,8 @@ impl Config {
                     "shapes",
                     &wname,
                     format!(
-                        "table `[{table}]`: unknown workload {wname:?}; valid: {}",
-                        workload_names()
+                        "table `[{table}]`: {}",
+                        crate::select::unknown_workload(&wname)
                     ),
                 )
             })?;
@@ -238,10 +238,6 @@ impl Config {
             .cloned()
             .unwrap_or_default()
     }
-}
-
-fn workload_names() -> String {
-    Workload::ALL.map(Workload::name).join(", ")
 }
 
 fn parse(name: &str, text: &str) -> Result<RawConfig, ConfigError> {

@@ -324,8 +324,17 @@ pub fn evaluate<'a>(
                         };
                         validate::check_against(&out, expected, sentinel, tolerance).passed
                     };
-                    let other =
-                        other_activation(shape, check).or_else(|| other_masking(shape, check));
+                    let other = other_activation(shape, check)
+                        .or_else(|| other_masking(shape, check))
+                        .or_else(|| {
+                            pool_without_relu(shape, canonical, |values| {
+                                let expected = validate::Expected {
+                                    values,
+                                    indices: None,
+                                };
+                                validate::check_against(&out, expected, sentinel, tolerance).passed
+                            })
+                        });
                     reason.push_str(&other.unwrap_or_default());
                 }
                 row.reason = Some(reason);
@@ -416,6 +425,29 @@ pub(crate) fn other_masking(shape: &Shape, check: impl Fn(&Shape) -> bool) -> Op
         "\n  {OTHER_RESULT}{output}: the kernel {does}, where this shape asks for {wanted} \
          attention (a shape's -causal suffix picks causal attention for the reference)"
     ))
+}
+
+/// Where a max pool's output fails its check but passes against the maximum of each window
+/// of x itself (`check`), as a pooling kernel without the workload's ReLU gives: the words
+/// that say so.
+pub(crate) fn pool_without_relu(
+    shape: &Shape,
+    inputs: &[Vec<f32>],
+    check: impl Fn(&[f64]) -> bool,
+) -> Option<String> {
+    if !matches!(shape, Shape::Pool { .. }) {
+        return None;
+    }
+    let plain: Vec<f64> = (0..shape.output().len())
+        .map(|i| kernel::reference::window_max(shape, inputs, i, f64::NEG_INFINITY))
+        .collect();
+    check(&plain).then(|| {
+        format!(
+            "\n  {OTHER_RESULT}a max pool of x itself: the kernel leaves out the workload's ReLU \
+             (the pool workload takes the maximum of each window of max(x, 0)), so a window \
+             whose values are all negative gives its largest where the reference has 0"
+        )
+    })
 }
 
 /// What a failed launch of a kernel on `lab/hopper.h` most likely was: its mbarrier waits

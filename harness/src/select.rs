@@ -96,6 +96,25 @@ pub fn parse_kind(s: &str) -> Result<DeviceKind> {
     })
 }
 
+/// What an unknown workload's name is told: the workloads there are, and where the name is a
+/// signature of one of them (`attention-lm`), that workload.
+pub fn unknown_workload(name: &str) -> String {
+    let signature = crate::user_kernel::signature::Signature::named(name)
+        .filter(|s| s.name != s.workload.name())
+        .map(|s| {
+            format!(
+                " ({name} is a signature of the {w} workload: give {w}, and signature={name} \
+                 or an args= list naming its buffers)",
+                w = s.workload.name()
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "unknown workload {name:?}; valid: {}{signature}",
+        Workload::ALL.map(Workload::name).join(", ")
+    )
+}
+
 /// The workloads named on the command line, or `defaults` when none is; each once, in the
 /// order first named (a workload run twice would write its tables twice, one over the other).
 pub fn workloads(names: &[String], defaults: &[Workload]) -> Result<Vec<Workload>> {
@@ -104,14 +123,7 @@ pub fn workloads(names: &[String], defaults: &[Workload]) -> Result<Vec<Workload
     } else {
         names
             .iter()
-            .map(|w| {
-                Workload::parse(w.trim()).ok_or_else(|| {
-                    anyhow!(
-                        "unknown workload {w:?}; valid: {}",
-                        Workload::ALL.map(Workload::name).join(", ")
-                    )
-                })
-            })
+            .map(|w| Workload::parse(w.trim()).ok_or_else(|| anyhow!(unknown_workload(w))))
             .collect::<Result<_>>()?
     };
     let mut once = Vec::new();
@@ -229,5 +241,16 @@ mod tests {
         );
         let e = workloads(&names(&["gem"]), &[]).unwrap_err().to_string();
         assert!(e.contains("unknown workload \"gem\"; valid: gemm"), "{e}");
+        assert!(!e.contains("signature"), "{e}");
+        let e = workloads(&names(&["attention-lm"]), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains(
+                "(attention-lm is a signature of the attention workload: give attention, and \
+                 signature=attention-lm or an args= list naming its buffers)"
+            ),
+            "{e}"
+        );
     }
 }

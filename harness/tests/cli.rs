@@ -445,7 +445,7 @@ fn bad_input_is_refused_clearly() {
                 "--workload",
                 "gem",
             ],
-            "--workload \"gem\": unknown workload; valid: gemm",
+            "--workload: unknown workload \"gem\"; valid: gemm",
         ),
         // A peers file named but unreadable fails before the run, not after it.
         (

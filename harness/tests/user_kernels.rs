@@ -772,10 +772,14 @@ fn a_wrong_value_is_shown_beside_the_reference() {
     let printed = span(
         &text,
         "2x3x7x9x2  relative error",
-        "where the reference has 0",
+        "gives its largest where the reference has 0",
     );
     assert!(
-        printed.contains("\n  the furthest from the reference is y["),
+        printed.contains("\n  the furthest from the reference is y[")
+            && printed.contains(
+                "\n  the output is that of a max pool of x itself: the kernel leaves out the \
+                 workload's ReLU"
+            ),
         "{printed}"
     );
     the_guide_quotes(printed);

@@ -49,6 +49,26 @@ fn sum_f64(x: &[f32]) -> f64 {
     x.par_iter().map(|&v| f64::from(v)).sum()
 }
 
+/// Output element `index` of a max pool at `shape`: the largest of `floor` and its window of
+/// `inputs[0]` (the workload's ReLU is a floor of 0; minus infinity pools `x` itself). 0 for
+/// a shape of another workload.
+pub fn window_max(shape: &Shape, inputs: &[Vec<f32>], index: usize, floor: f64) -> f64 {
+    let &Shape::Pool { h, w, p, .. } = shape else {
+        return 0.0;
+    };
+    let (ho, wo) = Shape::pool_out(h, w, p);
+    let (plane, o) = (index / (ho * wo), index % (ho * wo));
+    let (oh, ow) = (o / wo, o % wo);
+    let x = &inputs[0][plane * h * w..(plane + 1) * h * w];
+    let mut max = floor;
+    for r in 0..p {
+        for q in 0..p {
+            max = max.max(f64::from(x[(oh * p + r) * w + ow * p + q]));
+        }
+    }
+    max
+}
+
 /// What the reference column of a table says for `workload`.
 pub fn describe(workload: Workload) -> &'static str {
     match workload {
@@ -260,19 +280,8 @@ fn element_f64(shape: &Shape, inputs: &[Vec<f32>], index: usize) -> f64 {
             let row = &inputs[0][index / n * n..(index / n + 1) * n];
             RowStats::of(shape, row).output(shape, inputs, row, index % n)
         }
-        Shape::Pool { h, w, p, .. } => {
-            let (ho, wo) = Shape::pool_out(h, w, p);
-            let (plane, o) = (index / (ho * wo), index % (ho * wo));
-            let (oh, ow) = (o / wo, o % wo);
-            let x = &inputs[0][plane * h * w..(plane + 1) * h * w];
-            let mut max = 0.0f64; // the ReLU: max(relu(x)) = max(0, max(x))
-            for r in 0..p {
-                for q in 0..p {
-                    max = max.max(f64::from(x[(oh * p + r) * w + ow * p + q]));
-                }
-            }
-            max
-        }
+        // The ReLU: max(relu(x)) = max(0, max(x)).
+        Shape::Pool { .. } => window_max(shape, inputs, index, 0.0),
         Shape::Reduce { .. } => sum_f64(&inputs[0]),
         // Y[j][i] = X[i][j]: element (j, i) of the N x M output.
         Shape::Transpose { m, n } => f64::from(inputs[0][index % m * n + index / m]),

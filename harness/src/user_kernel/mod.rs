@@ -165,6 +165,27 @@ pub fn compile_hints(log: &str, include: &str, libraries: &[&'static str]) -> St
              `typedef unsigned long pthread_t;`."
         ));
     }
+    // Warp intrinsics without a mask, which CUDA 9 deprecated and CUDA 13 removed.
+    let unmasked = [
+        "__shfl_down",
+        "__shfl_up",
+        "__shfl_xor",
+        "__shfl",
+        "__ballot",
+        "__any",
+        "__all",
+    ];
+    if let Some(name) = unmasked
+        .iter()
+        .find(|n| log.contains(&format!("identifier \"{n}\" is undefined")))
+    {
+        out.push_str(&format!(
+            "\n`{name}` is the warp intrinsic without a mask, which CUDA 9 deprecated and CUDA \
+             13 removed (nvcc refuses it too): since Volta a warp's threads need not run \
+             together, and the `_sync` form names those that take part, `{name}_sync(0xffffffff, \
+             ...)` for the whole warp. The file cannot run unmodified."
+        ));
+    }
     // A kernel launching kernels: dynamic parallelism, which needs nvcc's -rdc=true and the
     // device runtime.
     if log.contains("device-side kernel launch") {
@@ -1962,8 +1983,8 @@ pub fn load_all_for(
         .find(|w| Workload::parse(w.trim()).is_none())
     {
         return Err(UserKernelError::Usage(format!(
-            "--workload {bad:?}: unknown workload; valid: {}",
-            Workload::ALL.map(Workload::name).join(", ")
+            "--workload: {}",
+            crate::select::unknown_workload(bad)
         )));
     }
     let single = match workloads {
@@ -2115,6 +2136,8 @@ mod tests {
         let thrust = "/cuda/include/cccl/thrust/detail/allocator/allocator_traits.inl(49): \
                       error: namespace \"std\" has no member class \"allocator_traits\"";
         assert!(compile_hints(thrust, "include=DIR", &[]).contains("includes Thrust"));
+        let shfl = "k.cu(9): error: identifier \"__shfl_down\" is undefined";
+        assert!(compile_hints(shfl, "include=DIR", &[]).contains("`__shfl_down_sync(0xffffffff,"));
         // Inside Thrust's headers, reached through CUB's, which the file includes.
         assert!(compile_hints(thrust, "include=DIR", &["CUB"]).contains("includes CUB"));
     }

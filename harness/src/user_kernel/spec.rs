@@ -783,12 +783,9 @@ impl UserKernelSpec {
             }
             match k.as_str() {
                 "workload" => {
-                    spec.workload = Some(Workload::parse(v).ok_or_else(|| {
-                        at(format!(
-                            "unknown workload {v:?}; valid: {}",
-                            Workload::ALL.map(Workload::name).join(", ")
-                        ))
-                    })?)
+                    spec.workload = Some(
+                        Workload::parse(v).ok_or_else(|| at(crate::select::unknown_workload(v)))?,
+                    )
                 }
                 "signature" => {
                     let sig = Signature::named(v).ok_or_else(|| {
