@@ -5504,13 +5504,32 @@ __global__ void gemm_int(const int *A, const int *B, int *C, int M, int N, int K
 
 /// `std::enable_if` and `std::aligned_storage` come with the host's `<algorithm>`, `<vector>`
 /// and stream headers, and OneFlow's softmax counts on them; `min`, `max` and `swap` stay
-/// unambiguous under `using namespace std`. NVRTC compiles the file and the simulator runs it.
+/// unambiguous under `using namespace std`. Host code's names are there too: `using
+/// std::generate;` (a device function of the file named `copy` still called), a logger
+/// deriving from `std::ostream` and holding a `std::stringbuf`, an exception class deriving
+/// from `std::exception`. NVRTC compiles the file and the simulator runs it.
 #[test]
 fn type_traits_come_with_the_headers_that_bring_them_on_the_host() {
     let dir = scratch_dir("traits");
     let code = r#"#include <algorithm>
 #include <iostream>
+#include <sstream>
+#include <stdexcept>
 #include <vector>
+using std::generate;
+using std::copy;
+class LogStream : public std::ostream {
+  class Buf : public std::stringbuf {};
+  Buf buffer;
+ public:
+  LogStream() : std::ostream(&buffer) {}
+};
+class PluginError : public std::runtime_error {
+ public:
+  PluginError(const char *m) : std::runtime_error(m), msg(m) {}
+  std::string msg;
+};
+__device__ float copy(float v) { return v; }
 using namespace std;
 template <typename T, int N>
 union Pack {
@@ -5524,8 +5543,9 @@ __global__ void copy_row(const float *x, float *y, int n) {
   float a = 1.f, b = 2.f;
   swap(a, b);
   std::swap(a, b);
-  if (i < n) { Pack<float, 1> p; p.elem[0] = x[i]; y[i] = twice(p.elem[0]) - p.elem[0] + max(a, b) - std::min(a, b) - 1.f; }
+  if (i < n) { Pack<float, 1> p; p.elem[0] = x[i]; y[i] = copy(twice(p.elem[0])) - p.elem[0] + max(a, b) - std::min(a, b) - 1.f; }
 }
+int main() { std::vector<float> v(4); generate(v.begin(), v.end(), [] { return 1.f; }); }
 "#;
     let file = dir.join("traits.cu");
     std::fs::write(&file, code).unwrap();

@@ -153,6 +153,10 @@ const STANDINS: &[(&str, &str)] = &[
         "kernel_lab_host_type.h",
         include_str!("../../user-include/kernel_lab_host_type.h"),
     ),
+    (
+        "kernel_lab_streams.h",
+        include_str!("../../user-include/kernel_lab_streams.h"),
+    ),
     ("atomic", include_str!("../../user-include/atomic")),
     ("cctype", include_str!("../../user-include/cctype")),
     ("cerrno", include_str!("../../user-include/cerrno")),
