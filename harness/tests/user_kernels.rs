@@ -5623,6 +5623,32 @@ fn a_file_including_cub_is_told_so_in_a_short_log() {
     assert!(text.lines().count() < 60, "{text}");
 }
 
+/// An integer sum off by a little is no rounding: integers add exactly, and the failure does
+/// not blame FP32's running total, as it does for a float sum off by as much.
+#[test]
+fn an_integer_sum_off_by_a_little_is_not_blamed_on_rounding() {
+    let dir = scratch_dir("int-sum");
+    let file = dir.join("sum.cu");
+    std::fs::write(
+        &file,
+        "template <typename T>\n\
+         __global__ void sum_plus(const T *x, T *y, int n) {\n\
+         \x20 int i = blockIdx.x * blockDim.x + threadIdx.x;\n\
+         \x20 if (i < n) atomicAdd(y, x[i] + (i == 0 ? T(2) : T(0)));\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = |t: &str, dtype: &str| {
+        format!(
+            "{}:sum_plus<{t}>,block=256,grid=(cdiv(N,256)),output=zero,dtype={dtype}",
+            file.display()
+        )
+    };
+    let (ok, text) = sim_check("reduce", "65536", &spec("int", "i32"));
+    assert!(!ok && text.contains("the integer output is not the exact result"), "{text}");
+    assert!(!text.contains("rounding error of a sum"), "{text}");
+}
+
 /// A transpose only moves values: its output may be of its inputs' 8-bit type (int8 or
 /// FP8), checked exactly; a GEMM's may not.
 #[test]
