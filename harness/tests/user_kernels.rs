@@ -5645,8 +5645,54 @@ fn an_integer_sum_off_by_a_little_is_not_blamed_on_rounding() {
         )
     };
     let (ok, text) = sim_check("reduce", "65536", &spec("int", "i32"));
-    assert!(!ok && text.contains("the integer output is not the exact result"), "{text}");
+    assert!(
+        !ok && text.contains("the integer output is not the exact result"),
+        "{text}"
+    );
     assert!(!text.contains("rounding error of a sum"), "{text}");
+}
+
+/// A kernel whose causal mask is its own (no flag among its parameters) and that passes a
+/// causal shape is not told, where it fails another causal shape, that it attends to every
+/// key: its failure there (a read past K) is its own.
+#[test]
+fn a_kernel_masking_on_its_own_is_not_told_it_lacks_a_causal_flag() {
+    let dir = scratch_dir("own-mask");
+    let code = r#"__global__ void causal_rows(const float *Q, const float *K, const float *V, float *O,
+                            int S, int D, float scale) {
+    int bh = blockIdx.x, q = threadIdx.x;      // one block per (batch, head), S <= blockDim.x
+    const float *Qh = Q + (size_t)bh * S * D, *Kh = K + (size_t)bh * S * D, *Vh = V + (size_t)bh * S * D;
+    float *Oh = O + (size_t)bh * S * D;
+    float tail = 0.f;
+    for (int k = 0; k < ((S + 31) / 32) * 32; ++k) tail += Kh[k * D] * 0.f;   // bug: no k < S check
+    if (q >= S) return;
+    float m = -INFINITY, l = 0.f, acc[64];
+    for (int d = 0; d < D; ++d) acc[d] = 0.f;
+    for (int k = 0; k <= q; ++k) {
+        float s = 0.f;
+        for (int d = 0; d < D; ++d) s += Qh[q * D + d] * Kh[k * D + d];
+        s *= scale;
+        float mn = fmaxf(m, s), c = __expf(m - mn), p = __expf(s - mn);
+        l = l * c + p;
+        for (int d = 0; d < D; ++d) acc[d] = acc[d] * c + p * Vh[k * D + d];
+        m = mn;
+    }
+    for (int d = 0; d < D; ++d) Oh[q * D + d] = acc[d] / l + tail;
+}
+"#;
+    let file = dir.join("k.cu");
+    std::fs::write(&file, code).unwrap();
+    let spec = format!(
+        "{}:causal_rows,block=64,grid=(B*H),args=(Q,K,V,O,S,D,scale)",
+        file.display()
+    );
+    let (ok, text) = sim_check("attention", "1x1x64x16-causal,2x1x50x24-causal", &spec);
+    assert!(!ok && text.contains("1 passed, 1 failed"), "{text}");
+    assert!(
+        text.contains("out-of-bounds read past the end of buffer 'K'")
+            && !text.contains("take no causal flag"),
+        "{text}"
+    );
 }
 
 /// A transpose only moves values: its output may be of its inputs' 8-bit type (int8 or

@@ -120,7 +120,7 @@ pub fn annotate(
                     && let Some(k) = users.iter().find(|k| k.id() == row.id)
                     && k.tail_hint(&s.shape, None, KReads::Unseen, &[]).is_none()
                     && !row.reason.as_deref().is_some_and(is_synchronization)
-                    && !untold_causal(k, &s.shape)
+                    && !untold_causal(k, &s.shape, masks_itself(k, results))
                     && k.unread_inputs(&s.shape).is_empty()
                 {
                     whole_failures.push((row.id.clone(), s.shape.label()));
@@ -141,6 +141,11 @@ pub fn annotate(
         })
         .collect();
     let sim = results.device.kind == kernel::DeviceKind::Sim.name();
+    let masking: Vec<&str> = users
+        .iter()
+        .filter(|k| masks_itself(k, results))
+        .map(UserKernel::id)
+        .collect();
     for w in &mut results.workloads {
         for s in &mut w.shapes {
             for row in &mut s.rows {
@@ -168,7 +173,7 @@ pub fn annotate(
                 }
                 // A causal shape for a kernel told nothing of it: it attends to every key. (Its
                 // output matching unmasked attention, if the check said so, is said here.)
-                if untold_causal(k, &s.shape)
+                if untold_causal(k, &s.shape, masking.contains(&k.id()))
                     && let Some(reason) = row.reason.as_mut()
                 {
                     if let Some(at) = reason.find(&format!("\n  {}", crate::run::OTHER_RESULT)) {
@@ -419,7 +424,7 @@ pub fn swapped_grids(
                     .as_deref()
                     .is_some_and(|m| m.contains(crate::run::OTHER_RESULT))
                 && k.unread_inputs(s).is_empty()
-                && !untold_causal(k, s)
+                && !untold_causal(k, s, masks_itself(k, results))
         });
         // Swapping x and y changes nothing where the output and the tile are both square:
         // the first failure tried is at an output that is not.
@@ -678,9 +683,23 @@ fn error_reads(said: &str) -> KReads {
 }
 
 /// Whether `shape` is causal and the kernel's parameters take no causal flag: it attends to
-/// every key there, whatever its tiles.
-fn untold_causal(k: &UserKernel, shape: &Shape) -> bool {
-    matches!(shape, Shape::Attention { causal: true, .. }) && !k.passes(Param::Causal)
+/// every key there, whatever its tiles. Not for a kernel that passed a causal shape
+/// ([`masks_itself`]): its mask is its own (fixed when it was written or compiled).
+fn untold_causal(k: &UserKernel, shape: &Shape, masks_itself: bool) -> bool {
+    matches!(shape, Shape::Attention { causal: true, .. })
+        && !k.passes(Param::Causal)
+        && !masks_itself
+}
+
+/// Whether the kernel passed a causal shape of `results`.
+fn masks_itself(k: &UserKernel, results: &RunResults) -> bool {
+    results
+        .workloads
+        .iter()
+        .flat_map(|w| &w.shapes)
+        .filter(|s| matches!(s.shape, Shape::Attention { causal: true, .. }))
+        .flat_map(|s| &s.rows)
+        .any(|r| r.id == k.id() && r.passed())
 }
 
 /// The workloads of a run with user kernels and no `--workload`: theirs.
