@@ -3340,8 +3340,9 @@ fn what_c_headers_and_cxx20_files_take_for_granted_compiles_and_runs() {
 /// does not run), `std::exp` without `<cmath>` and `std::fmaxf`, placement new, a constructor
 /// initializing its members in braces and a member initialized in parentheses, a constant
 /// marked `constexpr` through a macro, `half` through cuBLAS's header, and what a PyTorch
-/// extension's kernels take from ATen and c10 (`at::acc_type`, `c10::Half`, `WARP_SHFL_XOR`).
-/// The file compiles and runs as written, in the simulator and with NVRTC.
+/// extension's kernels take from ATen and c10 (`at::acc_type`, `c10::Half`, `WARP_SHFL_XOR`),
+/// and the CUDA samples' helper headers for host code (`StopWatchInterface`,
+/// `checkCudaErrors`). The file compiles and runs as written, in the simulator and with NVRTC.
 #[test]
 fn what_library_and_textbook_files_take_for_granted_compiles_and_runs() {
     let dir = scratch_dir("library-headers");
@@ -3392,12 +3393,16 @@ fn what_library_and_textbook_files_take_for_granted_compiles_and_runs() {
         "c10/util/Half.h",
         "torch/extension.h",
         "algorithm",
+        "helper_cuda.h",
+        "helper_functions.h",
     ];
     let includes: String = headers
         .iter()
         .map(|h| format!("#include <{h}>\n"))
         .collect();
     let code = r#"typedef pthread_t CUTThread;
+StopWatchInterface *timer = NULL;
+void time_it() { checkCudaErrors(cudaDeviceSynchronize()); sdkCreateTimer(&timer); }
 class Logger {
  public:
   int level() const;

@@ -150,6 +150,22 @@ const STANDINS: &[(&str, &str)] = &[
     ("thread", include_str!("../../user-include/thread")),
     ("mutex", include_str!("../../user-include/mutex")),
     (
+        "helper_cuda.h",
+        include_str!("../../user-include/helper_cuda.h"),
+    ),
+    (
+        "helper_functions.h",
+        include_str!("../../user-include/helper_functions.h"),
+    ),
+    (
+        "helper_string.h",
+        include_str!("../../user-include/helper_string.h"),
+    ),
+    (
+        "helper_timer.h",
+        include_str!("../../user-include/helper_timer.h"),
+    ),
+    (
         "kernel_lab_host_type.h",
         include_str!("../../user-include/kernel_lab_host_type.h"),
     ),
