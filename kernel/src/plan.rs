@@ -648,6 +648,15 @@ impl CudaPlan {
         })
     }
 
+    /// The inputs a batch pipeline uploads in chunks ([`crate::pipeline::Pipeline::uploaded`]);
+    /// none without a pipeline.
+    pub fn uploaded_inputs(&self) -> Vec<usize> {
+        self.pipeline
+            .as_ref()
+            .map(|p| p.uploaded())
+            .unwrap_or_default()
+    }
+
     /// The device element type of buffer `b`.
     pub fn dtype(&self, b: Buf) -> Dtype {
         match b {

@@ -403,6 +403,9 @@ pub enum KReads {
     /// The simulator stopped at another error (a race, a deadlock at a barrier, a write out of
     /// bounds), before any read past a buffer: nothing points at K.
     OtherError,
+    /// A result with elements never written (the output's fill left in place): a K tile
+    /// dropped gives wrong values, not missing ones, so nothing points at K.
+    Unwritten,
     /// The simulator stopped at a read past the end of a workload buffer whose extent is
     /// these dimensions (B of a GEMM: K and N): a tail of another dimension is not its cause.
     PastBuffer { dims: &'static [&'static str] },
@@ -579,7 +582,12 @@ pub fn tail_hint(
         ));
     }
     let k_operands = k_operands
-        .filter(|_| !matches!(reads, KReads::OtherError | KReads::Misaligned { .. }))
+        .filter(|_| {
+            !matches!(
+                reads,
+                KReads::OtherError | KReads::Unwritten | KReads::Misaligned { .. }
+            )
+        })
         .filter(|_| of_buffer("K"));
     if let Some((k, rows, operands)) = k_operands
         && let Some((of, _)) = row_alignment("K", k, "read")
@@ -611,6 +619,7 @@ pub fn tail_hint(
             ),
             KReads::Unseen
             | KReads::OtherError
+            | KReads::Unwritten
             | KReads::Misaligned { .. }
             | KReads::PastBuffer { .. } => format!(
                 "{of}: a kernel that steps through K in tiles of {tiles} or more without a \
@@ -658,6 +667,12 @@ mod tests {
         assert!(
             hint.ends_with("may drop the partial last tile (a loop bound rounded down)"),
             "{hint}"
+        );
+        // Elements never written are no dropped K tile's doing.
+        let unwritten = hint_at(&grid, &Shape::gemm(30, 32, 129), None, KReads::Unwritten);
+        assert!(
+            unwritten.as_deref().is_some_and(|h| !h.contains("K = 129")),
+            "{unwritten:?}"
         );
     }
 

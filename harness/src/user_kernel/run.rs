@@ -611,6 +611,9 @@ fn k_reads(sim: bool, row: &Row, k: &UserKernel, shape: &Shape) -> KReads {
         {
             KReads::UnwrittenShared
         }
+        Status::Failed if row.check.is_some_and(|c| c.poisoned > 0 || c.unwritten > 0) => {
+            KReads::Unwritten
+        }
         Status::Failed => KReads::InBounds,
         Status::Error => {
             let said = row.reason.as_deref().unwrap_or("");

@@ -962,10 +962,10 @@ impl Prepared for CudaRun<'_> {
 
     fn inputs_written(&mut self) -> Result<Vec<usize>, DeviceError> {
         self.sync()?;
-        let chunked = self.pipe.as_ref().map(|p| p.pipeline.uploaded());
+        let uploaded = self.plan.uploaded_inputs();
         let mut written = Vec::new();
         for (i, (slice, dtype)) in self.inputs.iter().zip(&self.plan.inputs).enumerate() {
-            if chunked.as_ref().is_some_and(|u| u.contains(&i)) {
+            if uploaded.contains(&i) {
                 continue;
             }
             let now = self
@@ -1139,11 +1139,7 @@ impl Executor for CudaDevice {
             p.check(&plan, len_of)
                 .map_err(|why| Unsupported(format!("pipeline: {why}")))?;
         }
-        let uploaded = plan
-            .pipeline
-            .as_ref()
-            .map(|p| p.uploaded())
-            .unwrap_or_default();
+        let uploaded = plan.uploaded_inputs();
         let mut dev_inputs = Vec::new();
         let mut pinned_inputs = Vec::new();
         for (i, ((data, dtype), spec)) in inputs.iter().zip(&plan.inputs).zip(&specs).enumerate() {

@@ -784,12 +784,7 @@ impl<'a> SimRun<'a> {
     /// the chunks' copies bring the data in and the results out.
     fn reset(&mut self, p: Placement) {
         let n_in = self.inputs.len();
-        let uploaded = self
-            .plan
-            .pipeline
-            .as_ref()
-            .map(|p| p.uploaded())
-            .unwrap_or_default();
+        let uploaded = self.plan.uploaded_inputs();
         self.host_out.fill(0xFF);
         for (i, b) in self.bufs.iter_mut().enumerate() {
             b.place(p);
@@ -1477,12 +1472,7 @@ impl Prepared for SimRun<'_> {
     }
 
     fn inputs_written(&mut self) -> Result<Vec<usize>, DeviceError> {
-        let uploaded = self
-            .plan
-            .pipeline
-            .as_ref()
-            .map(|p| p.uploaded())
-            .unwrap_or_default();
+        let uploaded = self.plan.uploaded_inputs();
         Ok((0..self.inputs.len())
             .filter(|i| !uploaded.contains(i) && self.bufs[*i].read() != self.inputs[*i])
             .collect())
