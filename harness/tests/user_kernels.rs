@@ -5700,6 +5700,38 @@ fn a_kernel_masking_on_its_own_is_not_told_it_lacks_a_causal_flag() {
     );
 }
 
+/// A transpose that takes the output's rows as N long, as one written for square matrices
+/// does: at 48x16 two blocks store the same element of Y, and the failure says that the
+/// output index, not the order of the stores, is what is wrong.
+#[test]
+fn two_blocks_storing_one_output_element_are_told_of_the_index() {
+    let dir = scratch_dir("same-element");
+    let file = dir.join("t.cu");
+    std::fs::write(
+        &file,
+        "__global__ void transpose_square(const float *X, float *Y, int M, int N) {\n\
+         \x20 int c = blockIdx.x * 16 + threadIdx.x, r = blockIdx.y * 16 + threadIdx.y;\n\
+         \x20 if (r < M && c < N) Y[c * N + r] = X[r * N + c];  // c * M + r\n\
+         }\n",
+    )
+    .unwrap();
+    let spec = format!(
+        "{}:transpose_square,block=16x16,grid=(cdiv(N,16),cdiv(M,16))",
+        file.display()
+    );
+    let (ok, text) = sim_check("transpose", "48x16", &spec);
+    assert!(!ok && text.contains("race on global memory"), "{text}");
+    assert!(
+        text.contains(
+            "two blocks store the same element of Y, the output, where each element is one \
+             block's to write: the kernel's output index maps both onto it at this shape"
+        ),
+        "{text}"
+    );
+    let (ok, text) = sim_check("transpose", "16x16", &spec);
+    assert!(ok, "{text}");
+}
+
 /// A transpose only moves values: its output may be of its inputs' 8-bit type (int8 or
 /// FP8), checked exactly; a GEMM's may not.
 #[test]

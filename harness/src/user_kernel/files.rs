@@ -614,11 +614,15 @@ impl LocalFiles {
         out
     }
 
-    /// A compiler's message with the copies' names turned back into the user's paths.
+    /// A compiler's message with the copies' names turned back into the user's paths, and the
+    /// lab's stand-ins named as `#include` spells them.
     pub fn translate(&self, log: &str) -> String {
         let mut out = log.replace(&format!("{}/", self.dir.display()), "");
         for (name, display) in &self.names {
             out = out.replace(name, display);
+        }
+        if let Ok(dir) = super::source::standin_dir() {
+            out = out.replace(&format!("{}/", dir.display()), "");
         }
         out
     }

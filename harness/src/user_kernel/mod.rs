@@ -95,19 +95,13 @@ const LIBRARY_LOG_LINES: usize = 24;
 /// and followed by [`compile_hints`] (`include`: the option that gives a folder).
 pub fn explain_log(log: &str, include: &str, files: &LocalFiles) -> String {
     let mut log = files.translate(log);
-    if let Ok(dir) = source::standin_dir() {
-        // The stand-ins by their own names, as `#include` spells them.
-        log = log.replace(&format!("{}/", dir.display()), "");
-    }
     let libraries = files.template_libraries();
     let hints = compile_hints(&log, include, &libraries);
     let lines = log.lines().count();
     if missing_library(&log, &libraries).is_some() && lines > LIBRARY_LOG_LINES {
         let kept: Vec<&str> = log.lines().take(LIBRARY_LOG_LINES).collect();
         log = format!(
-            "{}
-... ({} more lines of errors inside the library's headers)
-",
+            "{}\n... ({} more lines of errors inside the library's headers)\n",
             kept.join("\n"),
             lines - LIBRARY_LOG_LINES
         );
@@ -926,6 +920,27 @@ impl UserKernel {
         })
     }
 
+    /// Whether the files order blocks against one another (atomics, fences, volatile or
+    /// acquire-release accesses, a grid barrier): a kernel whose blocks take turns at an
+    /// element, as a serial split-K does, rather than each writing elements of its own.
+    pub fn orders_blocks(&self) -> bool {
+        const ORDERING: [&str; 7] = [
+            "atomic",
+            "volatile",
+            "__threadfence",
+            ".acquire",
+            ".release",
+            "grid.sync",
+            "this_grid",
+        ];
+        self.files.names.iter().any(|(copy, _)| {
+            std::fs::read_to_string(self.files.dir.join(copy)).is_ok_and(|t| {
+                let code = kernel::sim::compile::strip_comments(&t);
+                ORDERING.iter().any(|w| code.contains(w))
+            })
+        })
+    }
+
     /// Each launch's name in the plan (the lab's wrapper's, for the simulator) and its entry
     /// as the user wrote it, in order.
     pub fn entries(&self) -> impl Iterator<Item = (&str, &str)> {
@@ -1356,11 +1371,7 @@ impl UserKernel {
             }
         }
         let explained = explain_log(&log, "include=DIR", &self.files);
-        let mut log = self.files.translate(&log);
-        if let Ok(dir) = source::standin_dir() {
-            // The stand-ins by their own names, as `#include` spells them.
-            log = log.replace(&format!("{}/", dir.display()), "");
-        }
+        let log = self.files.translate(&log);
         let markers: Vec<String> = self
             .launches
             .iter()

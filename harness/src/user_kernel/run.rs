@@ -202,6 +202,27 @@ pub fn annotate(
                     "__trap()",
                     crate::run::OTHER_RESULT,
                 ];
+                // Two blocks storing the same output element: the output's index, not the
+                // order of the stores, is what is wrong.
+                let out = s.shape.output().name;
+                if let Some(reason) = row.reason.as_mut()
+                    && reason.contains(": race on global memory: this thread writes ")
+                    && reason
+                        .split_once(&format!(" of buffer '{out}', which thread "))
+                        .is_some_and(|(_, rest)| {
+                            rest.split_once(") wrote")
+                                .is_some_and(|(by, _)| by.contains(" of block ("))
+                        })
+                    && !k.orders_blocks()
+                {
+                    reason.push_str(&format!(
+                        "\n  two blocks store the same element of {out}, the output, where each \
+                         element is one block's to write: the kernel's output index maps both \
+                         onto it at this shape (does it assume a square output, or sizes that are \
+                         whole tiles?). Fences would only order the two stores"
+                    ));
+                    continue;
+                }
                 if row
                     .reason
                     .as_deref()
